@@ -1,0 +1,107 @@
+"""The two storage protocols every backend implements.
+
+The managed ledger and its cursors reach storage only through these protocols, so a backend
+(memory, SQLite, a fault-injecting wrapper in tests) can be swapped without touching the core.
+
+* :class:`LedgerStore` is BookKeeper's role: append-only ledgers of opaque entries with ids
+  that are unique across the store, entry ids from 0, a maximum entry size.
+* :class:`MetadataStore` is ZooKeeper's role: a versioned key-value tree with compare-and-set.
+
+A backend object usually implements both (``MemoryStore``, ``SqliteStore``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
+
+DEFAULT_MAX_ENTRY_SIZE = 5 * 1024 * 1024
+"""BookKeeper's default frame limit (``nettyMaxFrameSizeBytes``), 5 MiB."""
+
+NEW_NODE = -1
+"""``expected_version`` for a put that must create the node (fails if it exists)."""
+
+
+class Versioned(NamedTuple):
+    """A metadata value with its version (0 after the first put, +1 on every put)."""
+
+    data: bytes
+    version: int
+
+
+@runtime_checkable
+class LedgerStore(Protocol):
+    """Append-only ledgers of byte entries.
+
+    Every call is atomic: an append either stores every entry it was given or none.
+    Raises ``LedgerNotFoundError`` for unknown ledgers, ``EntryTooLargeError`` for entries
+    above ``max_entry_size``, and ``ManagedLedgerClosedError`` after ``close()``.
+    """
+
+    max_entry_size: int
+
+    def create_ledger(self) -> int:
+        """Create an empty ledger and return its id (unique within the store, increasing)."""
+        ...
+
+    def append(self, ledger_id: int, data: bytes) -> int:
+        """Append one entry; return its entry id."""
+        ...
+
+    def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
+        """Append entries in one transaction; return the entry id of the first one."""
+        ...
+
+    def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
+        """Read entries ``first_entry..last_entry`` (inclusive) that exist."""
+        ...
+
+    def last_entry_id(self, ledger_id: int) -> int:
+        """The id of the last entry of the ledger, -1 when it is empty."""
+        ...
+
+    def ledger_exists(self, ledger_id: int) -> bool:
+        """Whether the ledger exists (created and not deleted)."""
+        ...
+
+    def seal_ledger(self, ledger_id: int) -> None:
+        """Close the ledger for writing (BookKeeper's ledger close); appends then fail."""
+        ...
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        """Delete the ledger and its entries; deleting a missing ledger is a no-op."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...
+
+
+@runtime_checkable
+class MetadataStore(Protocol):
+    """A versioned key-value tree (paths like ``/managed-ledgers/<ml>/<cursor>``)."""
+
+    def get(self, path: str) -> Versioned | None:
+        """The value and version at ``path``, or None."""
+        ...
+
+    def put(self, path: str, data: bytes, expected_version: int | None = None) -> int:
+        """Store ``data`` at ``path`` and return the new version.
+
+        ``expected_version`` None writes unconditionally; ``NEW_NODE`` (-1) requires that the
+        node does not exist; any other value must equal the current version. A mismatch
+        raises ``BadVersionError`` and changes nothing.
+        """
+        ...
+
+    def delete(self, path: str, expected_version: int | None = None) -> None:
+        """Delete ``path``; a missing node is a no-op unless a version is expected."""
+        ...
+
+    def children(self, path: str) -> list[str]:
+        """Names (last path component) of the direct children of ``path``, sorted."""
+        ...
+
+
+class Store(LedgerStore, MetadataStore, Protocol):
+    """A backend that is both a ledger store and a metadata store."""
