@@ -1,0 +1,740 @@
+"""The managed ledger: an append-only log split into ledgers, and its factory.
+
+Theory of operation
+-------------------
+A managed ledger (ML) is a list of ledgers, each an append-only sequence of entries in the
+:class:`~mledger.storage.LedgerStore`. Appends go to the *current* ledger; after
+``max_entries_per_ledger`` entries (or ``max_size_per_ledger_mb`` bytes, or
+``maximum_rollover_time_ms``) the current ledger is sealed and a new one is created at once, so
+the next entry lands at ``(newLedger, 0)``. The last confirmed entry (LAC) is the last
+position whose append returned.
+
+Position arithmetic follows Pulsar's ``ManagedLedgerImpl``: ``next_valid_position`` skips
+missing and empty ledgers and, past the end, answers the position where the next entry will
+be written; ``previous_position`` steps back into the last non-empty earlier ledger;
+``number_of_entries`` counts real entries between two positions using the ledger list;
+``position_after_n`` walks ledgers and is clamped to the LAC.
+
+The ledger list is persisted as Pulsar's ``ManagedLedgerInfo`` at ``/managed-ledgers/<name>``
+with compare-and-set, so a reopened ML recovers every confirmed entry. On reopen the last
+ledger is sealed and a new current ledger created, as Pulsar does.
+
+Locking: one re-entrant lock per ML guards the ledger list, LAC and counters. Appends hold it
+while they write to the store (so they may block on storage I/O); position arithmetic holds it
+briefly. Cursors take their own lock first and may then take the ML lock, never the reverse.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from sortedcontainers import SortedDict
+
+from ._proto import MLDataFormats_pb2 as pb
+from .clock import Clock, SystemClock
+from .config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from .entry import Entry, EntryMetadata, decode_entry, encode_entry
+from .errors import (
+    InvalidPositionError,
+    LedgerNotFoundError,
+    ManagedLedgerClosedError,
+    MLedgerError,
+    NotFoundError,
+    StateCorruptedError,
+)
+from .position import Position
+from .storage import MemoryStore, Store
+
+if TYPE_CHECKING:
+    from .cursor import ManagedCursor
+
+log = logging.getLogger(__name__)
+
+ML_ROOT = "/managed-ledgers"
+
+
+class InitialPosition(Enum):
+    """Where a new cursor starts: before the first entry or after the last one."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+
+
+class PositionBound(Enum):
+    """Whether ``position_after_n`` counts its start position (Pulsar's ``PositionBound``)."""
+
+    START_INCLUDED = "startIncluded"
+    START_EXCLUDED = "startExcluded"
+
+
+@dataclass
+class LedgerInfo:
+    """One ledger of the list: id, number of entries, bytes, creation time (ms)."""
+
+    ledger_id: int
+    entries: int = 0
+    size: int = 0
+    timestamp: int = 0
+
+
+@dataclass(frozen=True)
+class ManagedLedgerStats:
+    """A snapshot of a managed ledger's counters."""
+
+    name: str
+    number_of_ledgers: int
+    number_of_entries: int
+    total_size: int
+    entries_added_counter: int
+    last_confirmed_entry: Position
+    current_ledger_id: int
+    cursors: int
+
+
+class ManagedLedger:
+    """An append-only log of entries split into ledgers (Pulsar's ``ManagedLedgerImpl``).
+
+    Obtain one with :meth:`ManagedLedgerFactory.open`. Public methods are thread-safe; appends
+    and reads may block on the store.
+    """
+
+    def __init__(
+        self,
+        factory: ManagedLedgerFactory,
+        name: str,
+        config: ManagedLedgerConfig,
+    ) -> None:
+        self._factory = factory
+        self.name = name
+        self.config = config
+        self._store: Store = factory.store
+        self._clock: Clock = factory.clock
+        self._lock = threading.RLock()
+        self._ledgers: SortedDict = SortedDict()  # ledger id -> LedgerInfo
+        self._current: LedgerInfo | None = None
+        self._last_confirmed = Position(-1, -1)
+        self._entries_added = 0
+        self._info_version: int | None = None
+        self._cursors: dict[str, ManagedCursor] = {}
+        self._non_durable: list[ManagedCursor] = []
+        self._closed = False
+        self._properties: dict[str, str] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def _initialize(self) -> None:
+        """Recover the ledger list (if any), seal the last ledger, start a new one."""
+        stored = self._store.get(self._info_path)
+        if stored is not None:
+            info = pb.ManagedLedgerInfo()
+            try:
+                info.ParseFromString(self._factory._decode_ml_info(stored.data))
+            except Exception as exc:  # protobuf raises DecodeError and friends
+                raise StateCorruptedError(f"managed ledger {self.name}: unreadable ManagedLedgerInfo: {exc}") from exc
+            self._info_version = stored.version
+            self._properties = {kv.key: kv.value for kv in info.properties}
+            now = self._clock.now_ms()
+            for li in info.ledgerInfo:
+                entries = li.entries
+                if not li.HasField("entries") or li is info.ledgerInfo[-1]:
+                    # The last ledger was open when the ML closed: its LAC is the truth.
+                    entries = self._store.last_entry_id(li.ledgerId) + 1 if self._store.ledger_exists(li.ledgerId) else 0
+                self._ledgers[li.ledgerId] = LedgerInfo(
+                    li.ledgerId, entries, li.size, li.timestamp if li.timestamp else now
+                )
+            if self._ledgers:
+                last = self._ledgers.peekitem(-1)[1]
+                if self._store.ledger_exists(last.ledger_id):
+                    self._store.seal_ledger(last.ledger_id)
+                if last.entries == 0:
+                    del self._ledgers[last.ledger_id]
+                    self._store.delete_ledger(last.ledger_id)
+            for li in reversed(self._ledgers.values()):
+                if li.entries > 0:
+                    self._last_confirmed = Position(li.ledger_id, li.entries - 1)
+                    break
+            self._entries_added = sum(li.entries for li in self._ledgers.values())
+        self._create_ledger()
+        if self._last_confirmed.ledger_id == -1:
+            self._last_confirmed = Position(self._current.ledger_id, -1)  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        """Close the ML and its cursors (cursors persist their state). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            cursors = list(self._cursors.values())
+        for cursor in cursors:
+            cursor.close()
+        with self._lock:
+            self._closed = True
+            self._factory._forget(self.name)
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    # -- appends ----------------------------------------------------------------------------
+    def add_entry(self, data: bytes, metadata: EntryMetadata | None = None) -> Position:
+        """Append one entry and return its position. Blocks on the store's write."""
+        return self.add_entries((data,), None if metadata is None else (metadata,))[0]
+
+    def add_entries(
+        self, payloads: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None = None
+    ) -> list[Position]:
+        """Append entries in order, one store transaction per ledger touched.
+
+        Returns their positions. A batch that reaches the rollover limit continues in a new
+        ledger. Raises ``EntryTooLargeError`` (nothing written) for an oversized entry.
+        """
+        if metadatas is not None and len(metadatas) != len(payloads):
+            raise ValueError(f"{len(payloads)} payloads but {len(metadatas)} metadata records")
+        default = EntryMetadata()
+        raw = [
+            encode_entry(p, default if metadatas is None else metadatas[i]) for i, p in enumerate(payloads)
+        ]
+        limit = self._store.max_entry_size
+        for i, r in enumerate(raw):
+            if len(r) > limit:
+                from .errors import EntryTooLargeError
+
+                raise EntryTooLargeError(
+                    f"entry {i} of {len(r)} bytes exceeds the maximum entry size {limit}"
+                )
+        positions: list[Position] = []
+        with self._lock:
+            self._check_open()
+            done = 0
+            while done < len(raw):
+                current = self._current
+                assert current is not None
+                room = self.config.max_entries_per_ledger - current.entries
+                chunk = raw[done : done + room]
+                first = self._store.append_many(current.ledger_id, chunk)
+                size = sum(len(r) for r in chunk)
+                current.entries += len(chunk)
+                current.size += size
+                positions.extend(Position(current.ledger_id, first + k) for k in range(len(chunk)))
+                self._last_confirmed = positions[-1]
+                self._entries_added += len(chunk)
+                done += len(chunk)
+                if self._ledger_is_full(current):
+                    self._roll_over()
+        return positions
+
+    def _ledger_is_full(self, li: LedgerInfo) -> bool:
+        cfg = self.config
+        if li.entries >= cfg.max_entries_per_ledger:
+            return True
+        if li.size >= cfg.max_size_per_ledger_mb * 1024 * 1024:
+            return True
+        age = self._clock.now_ms() - li.timestamp
+        return li.entries > 0 and age >= cfg.maximum_rollover_time_ms and age >= cfg.minimum_rollover_time_ms
+
+    def roll_over_if_due(self) -> bool:
+        """Roll over the current ledger if its time limit has passed; True if it did."""
+        with self._lock:
+            self._check_open()
+            assert self._current is not None
+            if self._ledger_is_full(self._current):
+                self._roll_over()
+                return True
+            return False
+
+    def _roll_over(self) -> None:
+        assert self._current is not None
+        self._store.seal_ledger(self._current.ledger_id)
+        self._create_ledger()
+
+    def _create_ledger(self) -> None:
+        ledger_id = self._store.create_ledger()
+        li = LedgerInfo(ledger_id, 0, 0, self._clock.now_ms())
+        self._ledgers[ledger_id] = li
+        self._current = li
+        self._persist_info()
+
+    def _persist_info(self) -> None:
+        info = pb.ManagedLedgerInfo()
+        for li in self._ledgers.values():
+            entry = info.ledgerInfo.add(ledgerId=li.ledger_id, timestamp=li.timestamp)
+            if li is not self._current:
+                entry.entries = li.entries
+                entry.size = li.size
+        for k, v in self._properties.items():
+            info.properties.add(key=k, value=v)
+        data = self._factory._encode_ml_info(info.SerializeToString())
+        expected = -1 if self._info_version is None else self._info_version
+        self._info_version = self._store.put(self._info_path, data, expected)
+
+    # -- reads ------------------------------------------------------------------------------
+    def read_entry(self, position: Position) -> Entry:
+        """Read one entry; raises ``InvalidPositionError`` if it does not exist."""
+        entries = self.read_range(position.ledger_id, position.entry_id, position.entry_id)
+        if not entries:
+            raise InvalidPositionError(f"no entry at {position} in {self.name}")
+        return entries[0]
+
+    def read_range(self, ledger_id: int, first_entry: int, last_entry: int) -> list[Entry]:
+        """Read the existing entries ``first_entry..last_entry`` of one ledger. Blocks on I/O."""
+        try:
+            raws = self._store.read(ledger_id, first_entry, last_entry)
+        except LedgerNotFoundError:
+            return []
+        out = []
+        for k, raw in enumerate(raws):
+            meta, payload = decode_entry(raw)
+            out.append(Entry(Position(ledger_id, max(first_entry, 0) + k), payload, meta))
+        return out
+
+    def read_positions(self, positions: Iterable[Position]) -> list[Entry]:
+        """Read the entries at ``positions`` (ascending or not), one store read per run."""
+        ordered = sorted(set(positions))
+        out: list[Entry] = []
+        i = 0
+        while i < len(ordered):
+            ledger_id, first = ordered[i]
+            j = i
+            while j + 1 < len(ordered) and ordered[j + 1] == (ledger_id, ordered[j][1] + 1):
+                j += 1
+            out.extend(self.read_range(ledger_id, first, ordered[j][1]))
+            i = j + 1
+        return out
+
+    # -- position arithmetic ----------------------------------------------------------------
+    @property
+    def last_confirmed_entry(self) -> Position:
+        """The last position whose append completed (``L:-1`` for an empty ML)."""
+        return self._last_confirmed
+
+    last_position = last_confirmed_entry
+
+    @property
+    def entries_added_counter(self) -> int:
+        """Entries appended since the ML was opened, plus those recovered."""
+        return self._entries_added
+
+    @property
+    def current_ledger_id(self) -> int:
+        assert self._current is not None
+        return self._current.ledger_id
+
+    def first_position(self) -> Position:
+        """``(first ledger, -1)``: before the first entry still stored."""
+        with self._lock:
+            first_id = self._ledgers.peekitem(0)[0]
+            if first_id > self._last_confirmed.ledger_id and self._ledgers[first_id].entries == 0:
+                first_id = self._last_confirmed.ledger_id
+            return Position(first_id, -1)
+
+    def is_valid_position(self, position: Position) -> bool:
+        """Whether an entry exists at ``position`` (confirmed, ledger still present)."""
+        ledger_id, entry_id = position
+        if entry_id < 0 or position > self._last_confirmed:
+            return False
+        li = self._ledgers.get(ledger_id)
+        return li is not None and entry_id < li.entries
+
+    def next_valid_position(self, position: Position) -> Position:
+        """The first existing position after ``position``; past the end, the next write slot."""
+        with self._lock:
+            ledgers = self._ledgers
+            ledger_id, entry_id = position[0], position[1] + 1
+            lac = self._last_confirmed
+            while (ledger_id, entry_id) <= lac:
+                li = ledgers.get(ledger_id)
+                if li is not None and 0 <= entry_id < li.entries:
+                    return Position(ledger_id, entry_id)
+                idx = ledgers.bisect_right(ledger_id)
+                if idx >= len(ledgers):
+                    break
+                ledger_id, entry_id = ledgers.peekitem(idx)[0], 0
+            return self._next_write_position()
+
+    def _next_write_position(self) -> Position:
+        current = self._current
+        assert current is not None
+        if current.entries == 0 and current.ledger_id > self._last_confirmed.ledger_id:
+            return Position(current.ledger_id, 0)
+        return self._last_confirmed.next()
+
+    def previous_position(self, position: Position) -> Position:
+        """The position before ``position``: ``L:E-1``, else the last entry of the nearest
+        earlier non-empty ledger, else ``(first earlier ledger or L, -1)``."""
+        ledger_id, entry_id = position
+        if entry_id > 0:
+            return Position(ledger_id, entry_id - 1)
+        with self._lock:
+            earlier = list(self._ledgers.irange(maximum=ledger_id, inclusive=(True, False)))
+            if not earlier:
+                return Position(ledger_id, -1)
+            for lid in reversed(earlier):
+                li = self._ledgers[lid]
+                if li.entries > 0:
+                    return Position(lid, li.entries - 1)
+            return Position(earlier[0], -1)
+
+    def number_of_entries(
+        self,
+        lower: Position | None = None,
+        upper: Position | None = None,
+        lower_inclusive: bool = True,
+        upper_inclusive: bool = True,
+    ) -> int:
+        """Count the entries that exist between two positions (all entries if no bounds).
+
+        Positions with a negative entry id are never counted; missing ledgers count 0.
+        O(ledgers between).
+        """
+        with self._lock:
+            if lower is None and upper is None:
+                return sum(li.entries for li in self._ledgers.values())
+            if lower is None:
+                lower, lower_inclusive = Position(-1, -1), False
+            if upper is None:
+                upper, upper_inclusive = self._last_confirmed, True
+            if lower > upper:
+                return 0
+            total = 0
+            for lid in self._ledgers.irange(lower[0], upper[0]):
+                li = self._ledgers[lid]
+                lo = (lower[1] if lower_inclusive else lower[1] + 1) if lid == lower[0] else 0
+                hi = (upper[1] if upper_inclusive else upper[1] - 1) if lid == upper[0] else li.entries - 1
+                lo = max(lo, 0)
+                hi = min(hi, li.entries - 1)
+                if hi >= lo:
+                    total += hi - lo + 1
+            return total
+
+    def position_after_n(
+        self, start: Position, n: int, bound: PositionBound = PositionBound.START_EXCLUDED
+    ) -> Position:
+        """The position ``n`` entries after ``start``, walking ledgers, clamped to the LAC
+        (Pulsar's ``getPositionAfterN``)."""
+        with self._lock:
+            if bound is PositionBound.START_INCLUDED:
+                ledger_id, entry_id = start
+            else:
+                ledger_id, entry_id = self.next_valid_position(start)
+            to_skip = n
+            last_ledger_id = self._ledgers.peekitem(-1)[0]
+            while to_skip >= 0:
+                li = self._ledgers.get(ledger_id)
+                total = li.entries if li is not None else 0
+                unread = total - entry_id if total > 0 else 0
+                if unread >= to_skip:
+                    entry_id += to_skip
+                    break
+                to_skip -= unread
+                if ledger_id >= last_ledger_id:
+                    entry_id = total
+                    break
+                idx = self._ledgers.bisect_right(ledger_id)
+                ledger_id = self._ledgers.peekitem(idx)[0] if idx < len(self._ledgers) else last_ledger_id + 1
+                entry_id = 0
+            result = self.previous_position(Position(ledger_id, entry_id))
+            return min(result, self._last_confirmed)
+
+    def ledger_infos(self) -> list[LedgerInfo]:
+        """A copy of the ledger list, ascending."""
+        with self._lock:
+            return [LedgerInfo(li.ledger_id, li.entries, li.size, li.timestamp) for li in self._ledgers.values()]
+
+    def ledger_entries(self, ledger_id: int) -> int | None:
+        """Number of entries of a ledger in the list, None if it is not there."""
+        li = self._ledgers.get(ledger_id)
+        return None if li is None else li.entries
+
+    def next_ledger_id(self, ledger_id: int) -> int | None:
+        """The id of the first ledger in the list after ``ledger_id``, or None."""
+        idx = self._ledgers.bisect_right(ledger_id)
+        return self._ledgers.peekitem(idx)[0] if idx < len(self._ledgers) else None
+
+    # -- cursors ----------------------------------------------------------------------------
+    def open_cursor(
+        self,
+        name: str,
+        initial_position: InitialPosition = InitialPosition.LATEST,
+        properties: dict[str, int] | None = None,
+        cursor_properties: dict[str, str] | None = None,
+    ) -> ManagedCursor:
+        """Open (recovering, or creating at ``initial_position``) the durable cursor ``name``."""
+        from .cursor import ManagedCursor
+
+        if not name or "/" in name:
+            raise InvalidPositionError(f"invalid cursor name {name!r}")
+        with self._lock:
+            self._check_open()
+            existing = self._cursors.get(name)
+            if existing is not None:
+                return existing
+            cursor = ManagedCursor._open_durable(self, name, initial_position, properties, cursor_properties)
+            self._cursors[name] = cursor
+            return cursor
+
+    def open_non_durable_cursor(
+        self, start_position: Position | None = None, name: str | None = None,
+        initial_position: InitialPosition = InitialPosition.LATEST,
+    ) -> ManagedCursor:
+        """A cursor kept only in memory, not counted for trimming (``NonDurableCursorImpl``)."""
+        from .cursor import ManagedCursor
+
+        with self._lock:
+            self._check_open()
+            cursor = ManagedCursor._open_non_durable(self, name or f"non-durable-{len(self._non_durable)}",
+                                                     start_position, initial_position)
+            self._non_durable.append(cursor)
+            return cursor
+
+    def get_cursor(self, name: str) -> ManagedCursor:
+        """The open durable cursor ``name``; raises ``NotFoundError``."""
+        try:
+            return self._cursors[name]
+        except KeyError:
+            raise NotFoundError(f"cursor {name!r} not found on {self.name}") from None
+
+    @property
+    def cursors(self) -> list[ManagedCursor]:
+        """The durable cursors, by name."""
+        with self._lock:
+            return [self._cursors[k] for k in sorted(self._cursors)]
+
+    def cursor_names(self) -> list[str]:
+        """Names of the durable cursors known to this ML (open or stored)."""
+        with self._lock:
+            stored = set(self._store.children(self._info_path))
+            return sorted(stored | set(self._cursors))
+
+    def delete_cursor(self, name: str) -> None:
+        """Delete a durable cursor and its stored state; raises ``NotFoundError``."""
+        with self._lock:
+            cursor = self._cursors.pop(name, None)
+            if cursor is None and self._store.get(self._cursor_path(name)) is None:
+                raise NotFoundError(f"cursor {name!r} not found on {self.name}")
+        if cursor is not None:
+            cursor._delete()
+        else:
+            self._store.delete(self._cursor_path(name))
+        self.trim_consumed_ledgers()
+
+    def _forget_non_durable(self, cursor: ManagedCursor) -> None:
+        with self._lock:
+            if cursor in self._non_durable:
+                self._non_durable.remove(cursor)
+
+    def slowest_cursor_position(self) -> Position | None:
+        """The lowest mark-delete position over the durable cursors, None without any."""
+        with self._lock:
+            positions = [c.mark_delete_position for c in self._cursors.values()]
+        return min(positions) if positions else None
+
+    def trim_consumed_ledgers(self) -> list[int]:
+        """Delete the ledgers that every durable cursor has consumed; return their ids.
+
+        A ledger is trimmed when it lies entirely at or below the slowest durable cursor's
+        mark-delete position. The current ledger is never trimmed, and an ML without durable
+        cursors keeps everything (an embedded log must not lose data nobody read).
+        """
+        with self._lock:
+            slowest = self.slowest_cursor_position()
+            if slowest is None or self._closed:
+                return []
+            trimmed = []
+            for lid in list(self._ledgers.keys()):
+                li = self._ledgers[lid]
+                if li is self._current or lid > slowest.ledger_id:
+                    break
+                if lid == slowest.ledger_id and slowest.entry_id < li.entries - 1:
+                    break
+                trimmed.append(lid)
+            if not trimmed:
+                return []
+            for lid in trimmed:
+                del self._ledgers[lid]
+            self._persist_info()
+        for lid in trimmed:
+            self._store.delete_ledger(lid)
+        return trimmed
+
+    # -- misc -------------------------------------------------------------------------------
+    @property
+    def properties(self) -> dict[str, str]:
+        """ML properties (``ManagedLedgerInfo.properties``)."""
+        return dict(self._properties)
+
+    def set_property(self, key: str, value: str) -> None:
+        """Set and persist one ML property."""
+        with self._lock:
+            self._properties[str(key)] = str(value)
+            self._persist_info()
+
+    def stats(self) -> ManagedLedgerStats:
+        """A consistent snapshot of the ML's counters."""
+        with self._lock:
+            return ManagedLedgerStats(
+                name=self.name,
+                number_of_ledgers=len(self._ledgers),
+                number_of_entries=sum(li.entries for li in self._ledgers.values()),
+                total_size=sum(li.size for li in self._ledgers.values()),
+                entries_added_counter=self._entries_added,
+                last_confirmed_entry=self._last_confirmed,
+                current_ledger_id=self.current_ledger_id,
+                cursors=len(self._cursors),
+            )
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def factory(self) -> ManagedLedgerFactory:
+        return self._factory
+
+    @property
+    def _info_path(self) -> str:
+        return f"{ML_ROOT}/{self.name}"
+
+    def _cursor_path(self, cursor_name: str) -> str:
+        return f"{ML_ROOT}/{self.name}/{cursor_name}"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ManagedLedgerClosedError(f"managed ledger {self.name} is closed")
+
+    def __repr__(self) -> str:
+        return f"ManagedLedger({self.name!r}, lac={self._last_confirmed})"
+
+
+class ManagedLedgerFactory:
+    """Opens managed ledgers over one store; ``ManagedLedgerFactory()`` uses memory.
+
+    ``ManagedLedgerFactory(SqliteStore("data/"))`` gives durable ledgers and cursors that a
+    later factory over the same directory recovers. Thread-safe.
+    """
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        config: ManagedLedgerFactoryConfig | None = None,
+        clock: Clock | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.store: Store = store if store is not None else MemoryStore()
+        self.config = config or ManagedLedgerFactoryConfig()
+        self.clock: Clock = clock or SystemClock()
+        self._executor = executor
+        self._own_executor = executor is None
+        self._lock = threading.Lock()
+        self._ledgers: dict[str, ManagedLedger] = {}
+        self._closed = False
+
+    def open(self, name: str, config: ManagedLedgerConfig | None = None) -> ManagedLedger:
+        """Open (creating or recovering) the managed ledger ``name``, with its cursors."""
+        if not name or name.startswith("/") or "//" in name.replace("://", ""):
+            raise InvalidPositionError(f"invalid managed ledger name {name!r}")
+        with self._lock:
+            if self._closed:
+                raise ManagedLedgerClosedError("the factory is closed")
+            ml = self._ledgers.get(name)
+            if ml is not None:
+                return ml
+            ml = ManagedLedger(self, name, config or ManagedLedgerConfig())
+            ml._initialize()
+            self._ledgers[name] = ml
+        for cursor_name in self.store.children(ml._info_path):
+            ml.open_cursor(cursor_name)
+        return ml
+
+    def list_managed_ledgers(self) -> list[str]:
+        """Names of every managed ledger in the store."""
+        names: list[str] = []
+        self._collect(ML_ROOT, "", names)
+        return names
+
+    def _collect(self, path: str, prefix: str, out: list[str]) -> None:
+        # ML names may contain '/', cursors may not: a node with ManagedLedgerInfo is an ML.
+        for child in self.store.children(path):
+            child_path = f"{path}/{child}"
+            name = f"{prefix}{child}"
+            node = self.store.get(child_path)
+            if node is not None and _looks_like_ml_info(self._decode_ml_info(node.data)):
+                out.append(name)
+            elif node is None:
+                self._collect(child_path, name + "/", out)
+
+    def delete(self, name: str) -> None:
+        """Delete a managed ledger, its ledgers and cursors."""
+        ml = self.open(name)
+        ml.close()
+        for li in ml.ledger_infos():
+            self.store.delete_ledger(li.ledger_id)
+        for cursor_name in self.store.children(ml._info_path):
+            self.store.delete(ml._cursor_path(cursor_name))
+        self.store.delete(ml._info_path)
+
+    @property
+    def executor(self) -> Executor:
+        """The executor running asynchronous reads (created on first use)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mledger-io")
+            return self._executor
+
+    def close(self) -> None:
+        """Close every open ML, the executor this factory created, and the store."""
+        with self._lock:
+            if self._closed:
+                return
+            ledgers = list(self._ledgers.values())
+        for ml in ledgers:
+            ml.close()
+        with self._lock:
+            self._closed = True
+            if self._own_executor and self._executor is not None:
+                self._executor.shutdown(wait=True)
+        self.store.close()
+
+    def _forget(self, name: str) -> None:
+        with self._lock:
+            self._ledgers.pop(name, None)
+
+    # Compression of ManagedLedgerInfo is wired in by the persistence layer.
+    def _encode_ml_info(self, raw: bytes) -> bytes:
+        return raw
+
+    def _decode_ml_info(self, data: bytes) -> bytes:
+        return data
+
+    def __enter__(self) -> ManagedLedgerFactory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _looks_like_ml_info(data: bytes) -> bool:
+    info = pb.ManagedLedgerInfo()
+    try:
+        info.ParseFromString(data)
+    except Exception:
+        return False
+    return len(info.ledgerInfo) > 0
+
+
+__all__ = [
+    "InitialPosition",
+    "LedgerInfo",
+    "ManagedLedger",
+    "ManagedLedgerFactory",
+    "ManagedLedgerStats",
+    "MLedgerError",
+    "PositionBound",
+]
