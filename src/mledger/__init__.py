@@ -1,5 +1,17 @@
 """mledger: an embeddable model of Apache Pulsar's managed ledger and its cursors."""
 
+from .clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from .config import ManagedLedgerConfig as ManagedLedgerConfig, ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig
+from .cursor import (
+    KEEP_PROPERTIES as KEEP_PROPERTIES,
+    CursorStats as CursorStats,
+    IndividualDeletedEntries as IndividualDeletedEntries,
+    IndividualDeletedMessages as IndividualDeletedMessages,
+    ManagedCursor as ManagedCursor,
+    PendingRead as PendingRead,
+    PositionReset as PositionReset,
+)
+from .entry import Entry as Entry, EntryMetadata as EntryMetadata
 from .errors import (
     BadVersionError as BadVersionError,
     ConcurrentResetError as ConcurrentResetError,
@@ -22,7 +34,17 @@ from .errors import (
     StoreLockedError as StoreLockedError,
     UnauthenticatedError as UnauthenticatedError,
 )
+from .ledger import (
+    InitialPosition as InitialPosition,
+    LedgerInfo as LedgerInfo,
+    ManagedLedger as ManagedLedger,
+    ManagedLedgerFactory as ManagedLedgerFactory,
+    ManagedLedgerStats as ManagedLedgerStats,
+    PositionBound as PositionBound,
+)
 from .position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
-from .storage import MemoryStore as MemoryStore
+from .ranges import AckRangeSet as AckRangeSet
+from .revision import CursorStateRevisionController as CursorStateRevisionController, RevisionStats as RevisionStats
+from .storage import LedgerStore as LedgerStore, MemoryStore as MemoryStore, MetadataStore as MetadataStore, SqliteStore as SqliteStore
 
 __version__ = "0.1.0"

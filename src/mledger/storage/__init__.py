@@ -9,5 +9,6 @@ from .base import (
     Versioned as Versioned,
 )
 from .memory import MemoryStore as MemoryStore
+from .sqlite import SqliteStore as SqliteStore
 
-__all__ = ["DEFAULT_MAX_ENTRY_SIZE", "NEW_NODE", "LedgerStore", "MetadataStore", "MemoryStore", "Store", "Versioned"]
+__all__ = ["DEFAULT_MAX_ENTRY_SIZE", "NEW_NODE", "LedgerStore", "MetadataStore", "MemoryStore", "SqliteStore", "Store", "Versioned"]

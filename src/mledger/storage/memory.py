@@ -61,29 +61,36 @@ class MemoryStore:
         with self._lock:
             self._check_open()
             ledger = self._ledger(ledger_id)
+            if last_entry < first_entry or last_entry < 0:
+                return []
             return ledger[max(first_entry, 0) : last_entry + 1]
 
     def last_entry_id(self, ledger_id: int) -> int:
         with self._lock:
+            self._check_open()
             return len(self._ledger(ledger_id)) - 1
 
     def ledger_exists(self, ledger_id: int) -> bool:
         with self._lock:
+            self._check_open()
             return ledger_id in self._ledgers
 
     def seal_ledger(self, ledger_id: int) -> None:
         with self._lock:
+            self._check_open()
             self._ledger(ledger_id)
             self._sealed.add(ledger_id)
 
     def delete_ledger(self, ledger_id: int) -> None:
         with self._lock:
+            self._check_open()
             self._ledgers.pop(ledger_id, None)
             self._sealed.discard(ledger_id)
 
     # -- MetadataStore ----------------------------------------------------------------------
     def get(self, path: str) -> Versioned | None:
         with self._lock:
+            self._check_open()
             return self._metadata.get(path)
 
     def put(self, path: str, data: bytes, expected_version: int | None = None) -> int:
@@ -97,15 +104,18 @@ class MemoryStore:
 
     def delete(self, path: str, expected_version: int | None = None) -> None:
         with self._lock:
+            self._check_open()
             current = self._metadata.get(path)
             if current is None and expected_version is None:
                 return
             _check_version(path, current, expected_version)
-            del self._metadata[path]
+            if current is not None:  # NEW_NODE on a missing node: the check passed, nothing to delete
+                del self._metadata[path]
 
     def children(self, path: str) -> list[str]:
         prefix = path.rstrip("/") + "/"
         with self._lock:
+            self._check_open()
             names = {k[len(prefix) :].split("/", 1)[0] for k in self._metadata if k.startswith(prefix)}
         return sorted(names)
 

@@ -1,0 +1,96 @@
+"""Cursor hot paths: individual acks, hole memory, mark-delete absorption.
+
+Run: .venv/bin/python benchmarks/bench_cursor.py [--entries N]
+Prints one line per figure; targets from issue 2 are shown beside each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import time
+import tracemalloc
+
+from mledger.config import ManagedLedgerConfig
+from mledger.ledger import InitialPosition, ManagedLedgerFactory
+from mledger.position import Position
+
+
+def make_cursor(entries: int, per_ledger: int = 50_000):
+    factory = ManagedLedgerFactory()
+    # Pulsar's broker default mark-delete rate limit (1/s): acks persist at most once a second.
+    config = ManagedLedgerConfig(max_entries_per_ledger=per_ledger, throttle_mark_delete=1.0)
+    ml = factory.open("bench", config)
+    payloads = [b"x"] * 10_000
+    positions: list[Position] = []
+    while len(positions) < entries:
+        positions.extend(ml.add_entries(payloads[: min(10_000, entries - len(positions))]))
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    return factory, ml, cursor, positions
+
+
+def bench_single_acks(n: int) -> float:
+    _, _, cursor, positions = make_cursor(n)
+    order = positions[:]
+    random.Random(1).shuffle(order)
+    delete = cursor.delete
+    start = time.perf_counter()
+    for p in order:
+        delete(p)
+    elapsed = time.perf_counter() - start
+    assert cursor.number_of_entries_in_backlog() == 0
+    return n / elapsed
+
+
+def bench_bulk_acks(n: int, chunk: int = 100_000) -> float:
+    _, _, cursor, positions = make_cursor(n)
+    order = positions[:]
+    random.Random(2).shuffle(order)
+    start = time.perf_counter()
+    for i in range(0, n, chunk):
+        cursor.delete(order[i : i + chunk])
+    elapsed = time.perf_counter() - start
+    assert cursor.number_of_entries_in_backlog() == 0
+    return n / elapsed
+
+
+def bench_hole_memory(backlog: int, holes: int) -> tuple[float, int]:
+    _, _, cursor, positions = make_cursor(backlog)
+    chosen = random.Random(3).sample(positions[1:], holes)  # entry 0 stays unacked: no absorption
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    cursor.delete_many(chosen)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    traced = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    roaring = cursor._acked.memory_bytes()
+    return max(traced, roaring) / 2**20, cursor.total_non_contiguous_deleted_messages_range()
+
+
+def bench_absorb(n: int) -> tuple[float, Position]:
+    _, _, cursor, positions = make_cursor(n + 1)
+    cursor.delete_many(positions[1:])  # one hole at the front, n acked behind it
+    start = time.perf_counter()
+    cursor.delete(positions[0])  # fills the hole: MD absorbs n entries across ledgers
+    elapsed = time.perf_counter() - start
+    assert cursor.mark_delete_position == positions[-1]
+    return elapsed * 1000, cursor.mark_delete_position
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    args = parser.parse_args()
+    n = args.entries
+    print(f"individual acks, single calls, {n:,} random order: {bench_single_acks(n):,.0f}/s (target >= 300,000/s)")
+    print(f"individual acks, iterable form, {n:,} random order: {bench_bulk_acks(n):,.0f}/s (target >= 2,000,000/s)")
+    mib, ranges = bench_hole_memory(2 * n, n)
+    print(f"memory of {n:,} random holes over a {2 * n:,}-entry backlog: {mib:.2f} MiB, {ranges:,} ranges (target <= 16 MiB)")
+    ms, md = bench_absorb(n)
+    print(f"mark-delete absorbing {n:,} contiguous acked entries: {ms:.2f} ms -> MD {md} (target <= 50 ms)")
+
+
+if __name__ == "__main__":
+    main()
