@@ -872,7 +872,7 @@ class ManagedCursor:
         with self._lock:
             self._check_open()
             self._cursor_properties[str(key)] = str(value)
-            self._after_change(force_persist=True)
+            self._persist_cursor_properties()
 
     def remove_cursor_property(self, key: str) -> bool:
         """Remove and persist one cursor property; True if it existed."""
@@ -880,8 +880,13 @@ class ManagedCursor:
             self._check_open()
             if self._cursor_properties.pop(key, None) is None:
                 return False
-            self._after_change(force_persist=True)
+            self._persist_cursor_properties()
             return True
+
+    def _persist_cursor_properties(self) -> None:
+        # Cursor properties live only in ManagedCursorInfo (field 8), as in Pulsar.
+        if self._persistence is not None:
+            self._persistence.persist_cursor_properties()
 
     # -- counting ---------------------------------------------------------------------------
     def number_of_entries(self) -> int:

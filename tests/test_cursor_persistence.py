@@ -1,0 +1,383 @@
+"""Durable cursors: every persistence path survives a reopen, with SqliteStore and MemoryStore."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from mledger import (
+    InitialPosition,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    ManagedLedgerFactoryConfig,
+    ManualClock,
+    MemoryStore,
+    Position,
+    SqliteStore,
+)
+from mledger.cursor import ManagedCursor
+from mledger.ledger import ManagedLedger
+from mledger.persistence import CursorState, RangeArrays, decode_managed_cursor_info, decode_position_info, encode_position_info
+from mledger.persistence.chunking import split_chunks
+from mledger.persistence.compression import decompress_metadata
+from mledger.storage.base import Store
+
+ML_NAME = "public/default/persistent/orders"
+
+OpenStore = Callable[[], Store]
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenStore]:
+    """Opens the same store again after the previous handle was closed (a restart)."""
+    if request.param == "sqlite":
+        yield lambda: SqliteStore(tmp_path / "data")
+    else:
+        shared = MemoryStore()
+
+        class Reopenable:
+            def __call__(self) -> Store:
+                return _Unclosable(shared)  # type: ignore[return-value]
+
+        yield Reopenable()
+
+
+class _Unclosable:
+    """A MemoryStore handle whose close() does not close the shared store (a 'restart')."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def close(self) -> None:
+        pass
+
+
+def _open(store: Store, config: ManagedLedgerConfig, clock: ManualClock | None = None,
+          fconfig: ManagedLedgerFactoryConfig | None = None) -> tuple[ManagedLedgerFactory, ManagedLedger]:
+    factory = ManagedLedgerFactory(store, config=fconfig, clock=clock or ManualClock(1_000))
+    return factory, factory.open(ML_NAME, config)
+
+
+def _fill(ml: ManagedLedger, n: int) -> list[Position]:
+    return ml.add_entries([b"m%d" % i for i in range(n)])
+
+
+def _state(cursor: ManagedCursor) -> tuple[Position, str, dict[str, int], dict[str, str]]:
+    return (cursor.mark_delete_position, str(cursor.individually_deleted_messages()),
+            cursor.properties, cursor.cursor_properties)
+
+
+def _crash(factory: ManagedLedgerFactory) -> None:
+    """Drop the factory without closing cursors: only what was persisted survives."""
+    factory.store.close()
+
+
+def _cursor_info(store: Store, cursor_name: str = "sub") -> object:
+    node = store.get(f"/managed-ledgers/{ML_NAME}/{cursor_name}")
+    assert node is not None
+    return decode_managed_cursor_info(decompress_metadata(node.data, 1 << 30))
+
+
+def test_holes_persist_to_the_cursor_ledger_and_survive_a_crash(open_store: OpenStore) -> None:
+    config = ManagedLedgerConfig(max_entries_per_ledger=7)
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 30)
+    cursor.delete([ps[3], ps[4], ps[10], ps[20]])
+    cursor.mark_delete(ps[1], {"seq": 7})
+    cursor.set_cursor_property("owner", "billing")
+    expected = _state(cursor)
+    info = _cursor_info(ml.store)
+    assert info.cursors_ledger_id >= 0  # state lives in the cursor ledger
+    _crash(factory)
+
+    factory, ml = _open(open_store(), config)
+    cursor = ml.get_cursor("sub")
+    assert _state(cursor) == expected
+    assert cursor.number_of_entries_in_backlog() == 30 - 2 - 4
+    cursor._check()
+    factory.close()
+
+
+def test_cursor_with_nothing_after_mark_delete_persists_to_the_metadata_store(open_store: OpenStore) -> None:
+    config = ManagedLedgerConfig()
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 5)
+    cursor.mark_delete(ps[-1], {"k": 1})
+    info = _cursor_info(ml.store)
+    assert info.cursors_ledger_id == -1
+    assert tuple(info.mark_delete) == tuple(ps[-1])
+    assert info.properties == {"k": 1}
+    _crash(factory)
+    factory, ml = _open(open_store(), config)
+    assert ml.get_cursor("sub").mark_delete_position == ps[-1]
+    assert ml.get_cursor("sub").properties == {"k": 1}
+    factory.close()
+
+
+@pytest.mark.parametrize("ranges, in_ledger", [(3, False), (12, True)])
+def test_close_chooses_ledger_or_metadata_store_by_range_count(open_store: OpenStore, ranges: int, in_ledger: bool) -> None:
+    config = ManagedLedgerConfig(max_unacked_ranges_to_persist_in_metadata_store=10)
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 2 * ranges + 2)
+    cursor.delete(ps[2 : 2 * ranges + 2 : 2])
+    expected = _state(cursor)
+    assert cursor.total_non_contiguous_deleted_messages_range() == ranges
+    factory.close()
+
+    store = open_store()
+    info = _cursor_info(store)
+    assert (info.cursors_ledger_id >= 0) is in_ledger
+    if not in_ledger:
+        assert info.ranges is not None and info.ranges.size == ranges
+    factory, ml = _open(store, config)
+    assert _state(ml.get_cursor("sub")) == expected
+    factory.close()
+
+
+def test_cursor_ledger_rolls_over_by_entries_and_deletes_the_old_one(open_store: OpenStore) -> None:
+    config = ManagedLedgerConfig(metadata_max_entries_per_ledger=4)
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 40)
+    seen = set()
+    for i in range(2, 30, 2):
+        cursor.delete(ps[i])
+        seen.add(cursor.stats().cursor_ledger_id)
+    assert len(seen) >= 3
+    current = cursor.stats().cursor_ledger_id
+    for old in seen - {current}:
+        assert not ml.store.ledger_exists(old)
+    expected = _state(cursor)
+    _crash(factory)
+    factory, ml = _open(open_store(), config)
+    assert _state(ml.get_cursor("sub")) == expected
+    factory.close()
+
+
+def test_cursor_ledger_rolls_over_by_age() -> None:
+    clock = ManualClock(1_000)
+    config = ManagedLedgerConfig(ledger_rollover_timeout=60)
+    factory, ml = _open(MemoryStore(), config, clock)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 10)
+    cursor.delete(ps[3])
+    first = cursor.stats().cursor_ledger_id
+    cursor.delete(ps[5])
+    assert cursor.stats().cursor_ledger_id == first
+    clock.advance(61_000)
+    cursor.delete(ps[7])
+    assert cursor.stats().cursor_ledger_id != first
+    assert not ml.store.ledger_exists(first)
+
+
+def test_truncation_keeps_ranges_nearest_mark_delete_counts_and_logs_once(
+    open_store: OpenStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = ManagedLedgerConfig(max_unacked_ranges_to_persist=3)
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 30)
+    with caplog.at_level(logging.WARNING, logger="mledger.cursor_persistence"):
+        for i in range(2, 22, 2):
+            cursor.delete(ps[i])
+    stats = cursor.stats()
+    assert stats.truncated_ranges == 7
+    assert stats.truncated_ranges_total > 0
+    warnings = [r for r in caplog.records if "beyond the persistence limit" in r.getMessage()]
+    assert len(warnings) == 1
+    _crash(factory)
+    factory, ml = _open(open_store(), config)
+    recovered = ml.get_cursor("sub").individually_deleted_messages()
+    assert [str(hi) for _, hi in recovered] == [str(ps[2]), str(ps[4]), str(ps[6])]
+    factory.close()
+
+
+@pytest.mark.parametrize("compression", ["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"])
+def test_chunked_state_persists_as_parts_and_footer(open_store: OpenStore, compression: str) -> None:
+    config = ManagedLedgerConfig(
+        persistent_unacked_ranges_with_multiple_entries_enabled=True,
+        persistent_unacked_ranges_max_entry_size=512,
+        max_unacked_ranges_to_persist=0,  # no limit with chunking on
+        cursor_info_compression_type=compression,
+        max_unacked_ranges_to_persist_in_metadata_store=10,
+    )
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 4000)
+    cursor.delete(ps[1::2])
+    stats = cursor.stats()
+    assert stats.truncated_ranges == 0
+    if compression == "NONE":
+        assert stats.last_persist_chunks > 2
+    assert stats.last_persist_chunks >= 2  # at least one part and the footer
+    expected = _state(cursor)
+    _crash(factory)
+    factory, ml = _open(open_store(), config)
+    assert _state(ml.get_cursor("sub")) == expected
+    assert ml.get_cursor("sub").total_non_contiguous_deleted_messages_range() == 2000
+    factory.close()
+
+
+@pytest.mark.parametrize("fmt", ["long_array", "auto", "range"])
+def test_individual_ack_formats_round_trip(open_store: OpenStore, fmt: str) -> None:
+    config = ManagedLedgerConfig(individual_ack_format=fmt, max_entries_per_ledger=500)
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 2000)
+    cursor.delete(ps[1:700:2])  # dense alternating holes: long arrays win
+    cursor.delete(ps[1200:1900])  # one long run: ranges win
+    cursor.delete(ps[1950])
+    expected = _state(cursor)
+    info = _cursor_info(ml.store)
+    raw = ml.store.read(info.cursors_ledger_id, 0, ml.store.last_entry_id(info.cursors_ledger_id))[-1]
+    state = decode_position_info(raw)
+    if fmt == "range":
+        assert state.long_arrays in (None, {}) and state.ranges.size > 0
+    elif fmt == "long_array":
+        assert state.ranges is None or state.ranges.size == 0
+        assert state.long_arrays
+    else:
+        assert state.long_arrays and state.ranges is not None and state.ranges.size > 0
+    _crash(factory)
+    factory, ml = _open(open_store(), config)
+    assert _state(ml.get_cursor("sub")) == expected
+    factory.close()
+
+
+def test_auto_format_is_never_larger_than_either_pulsar_format() -> None:
+    sizes = {}
+    for fmt in ("range", "long_array", "auto"):
+        config = ManagedLedgerConfig(individual_ack_format=fmt, max_entries_per_ledger=1000)
+        factory, ml = _open(MemoryStore(), config)
+        cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+        ps = _fill(ml, 5000)
+        cursor.delete(ps[1:1000:2] + ps[2000:3500] + ps[4001:5000:3])
+        sizes[fmt] = cursor.stats().persisted_state_bytes
+    assert sizes["auto"] <= min(sizes["range"], sizes["long_array"])
+
+
+def test_batch_indexes_and_properties_survive_both_tiers(open_store: OpenStore) -> None:
+    config = ManagedLedgerConfig()
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 10)
+    cursor.delete_batch_indexes(ps[4], [0, 2], batch_size=5)
+    cursor.mark_delete(ps[1], {"a": -5, "b": 1 << 62})
+    _crash(factory)
+    factory, ml = _open(open_store(), config)
+    cursor = ml.get_cursor("sub")
+    assert cursor.batch_ack_set(ps[4]) == 0b11010
+    assert cursor.properties == {"a": -5, "b": 1 << 62}
+    factory.close()  # close path: metadata store (few ranges)
+    factory, ml = _open(open_store(), config)
+    assert ml.get_cursor("sub").batch_ack_set(ps[4]) == 0b11010
+
+
+def test_compressed_managed_cursor_info_in_the_metadata_store(open_store: OpenStore) -> None:
+    fconfig = ManagedLedgerFactoryConfig(managed_cursor_info_compression_type="ZSTD",
+                                         managed_cursor_info_compression_threshold_in_bytes=0)
+    config = ManagedLedgerConfig()
+    factory, ml = _open(open_store(), config, fconfig=fconfig)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 100)
+    cursor.delete(ps[5:90:3])
+    expected = _state(cursor)
+    factory.close()
+    store = open_store()
+    node = store.get(f"/managed-ledgers/{ML_NAME}/sub")
+    assert node is not None and node.data[:2] == b"\x47\x78"
+    factory, ml = _open(store, config)  # a reader without the setting still decodes it
+    assert _state(ml.get_cursor("sub")) == expected
+    factory.close()
+
+
+def test_torn_chunk_sequence_recovers_the_previous_complete_state() -> None:
+    store = _Unclosable(MemoryStore())
+    config = ManagedLedgerConfig(
+        persistent_unacked_ranges_with_multiple_entries_enabled=True,
+        persistent_unacked_ranges_max_entry_size=256,
+        max_unacked_ranges_to_persist=0,
+    )
+    factory, ml = _open(store, config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 1000)
+    cursor.delete(ps[1:400:2])
+    expected = _state(cursor)
+    ledger_id = cursor.stats().cursor_ledger_id
+    # A crash mid-sequence (a writer without our atomic append): every part of a newer,
+    # larger state is written, its footer never. The last part alone may even parse.
+    newer = CursorState(mark_delete=Position(1, -1), ranges=RangeArrays.from_pairs(
+        (Position(1, e - 1), Position(1, e)) for e in range(1, 900, 2)))
+    parts = split_chunks(encode_position_info(newer), 256)[:-1]
+    assert len(parts) > 2
+    for torn in (parts[:2], parts[2:]):
+        store.append_many(ledger_id, torn)
+        _crash(factory)
+        factory, ml = _open(store, config)
+        assert _state(ml.get_cursor("sub")) == expected
+        ledger_id = ml.get_cursor("sub").stats().cursor_ledger_id
+        if ledger_id < 0:
+            ledger_id = _cursor_info(store).cursors_ledger_id
+
+
+@pytest.mark.parametrize("junk", [b"{not json", b'{"numParts": 100000000, "length": 5}',
+                                  b'{"numParts": 2, "length": -1}', b"\xff\xff\xff", b""])
+def test_corrupt_last_cursor_entry_falls_back_to_an_earlier_one(junk: bytes) -> None:
+    store = _Unclosable(MemoryStore())
+    config = ManagedLedgerConfig()
+    factory, ml = _open(store, config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 50)
+    cursor.delete([ps[5], ps[9]])
+    expected = _state(cursor)
+    store.append(cursor.stats().cursor_ledger_id, junk)
+    _crash(factory)
+    factory, ml = _open(store, config)
+    assert _state(ml.get_cursor("sub")) == expected
+
+
+def test_unreadable_cursor_ledger_falls_back_to_the_metadata_snapshot() -> None:
+    store = _Unclosable(MemoryStore())
+    config = ManagedLedgerConfig()
+    factory, ml = _open(store, config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 50)
+    cursor.mark_delete(ps[3], {"p": 1})
+    cursor.delete(ps[7])
+    store.delete_ledger(cursor.stats().cursor_ledger_id)
+    _crash(factory)
+    factory, ml = _open(store, config)
+    cursor = ml.get_cursor("sub")
+    # Pulsar: the snapshot in ManagedCursorInfo (written when the ledger was created), no properties.
+    assert cursor.mark_delete_position <= ps[3]
+    assert cursor.properties == {}
+    cursor._check()
+
+
+def test_lossless_large_state_one_million_holes() -> None:
+    config = ManagedLedgerConfig(
+        persistent_unacked_ranges_with_multiple_entries_enabled=True,
+        max_unacked_ranges_to_persist=0,
+        individual_ack_format="auto",
+        max_entries_per_ledger=500_000,
+    )
+    store = _Unclosable(MemoryStore())
+    factory, ml = _open(store, config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = ml.add_entries([b""] * 2_000_000)
+    cursor.delete(ps[1::2])
+    assert cursor.total_non_contiguous_deleted_messages_range() == 1_000_000
+    expected = cursor.individually_deleted_messages().as_range_set()
+    _crash(factory)
+    factory, ml = _open(store, config)
+    assert ml.get_cursor("sub").individually_deleted_messages().as_range_set() == expected
