@@ -346,6 +346,14 @@ class ManagedCursor:
         self._md_next = None
         self._consumed = ml.entries_added_counter - self._precise_backlog()
 
+    def _skip_trimmed_ledgers(self, position: Position) -> None:
+        """Mark-delete up to ``position``, the last entry of ledgers about to be trimmed
+        (Pulsar's ``advanceCursorsIfNecessary``); the mark-delete properties are kept."""
+        with self._lock:
+            if self._state.is_closed or position <= self._md or position > self._ml._last_confirmed:
+                return
+            self._set_acknowledged_position(position, self._md_properties)
+
     def _drop_acked_beyond_lac(self) -> None:
         lac = self._ml.last_confirmed_entry
         self._acked.remove_after(lac.ledger_id, lac.entry_id)
@@ -410,7 +418,9 @@ class ManagedCursor:
         The read position moves to the position after the last entry examined. Returns an
         empty list at the end of the ledger. Blocks on the store (outside the cursor lock).
         Raises ``CursorModifyingError`` if a reset is running or ran while the read was in
-        flight (the read is then discarded and the read position untouched).
+        flight (the read is then discarded and the read position untouched). Like Pulsar's
+        dispatchers, keep one sequential read in flight per cursor: two concurrent ones start
+        from the same read position and return the same entries.
         """
         revision_num, plan = self._plan_read(max_entries, max_position)
         if not plan:
@@ -831,9 +841,16 @@ class ManagedCursor:
         self._persistent_md = self._md
         self._dirty = False
         self._last_persist_ms = self._ml.clock.now_ms()
-        first = self._ml._ledgers.peekitem(0)[0] if self._ml._ledgers else None
-        if first is not None and self._md.ledger_id > first:
-            self._ml.trim_consumed_ledgers()
+        ledgers = self._ml._ledgers
+        if ledgers:
+            first_id, first = ledgers.peekitem(0)
+            md = self._md
+            # The first ledger is consumed once MD is beyond it or at its last entry (Pulsar
+            # trims ledger x when the slowest mark-delete is x's last entry).
+            if md.ledger_id > first_id or (
+                md.ledger_id == first_id and first is not self._ml._current and md.entry_id + 1 >= first.entries
+            ):
+                self._ml.trim_consumed_ledgers()
 
     def flush(self) -> bool:
         """Persist deferred (throttled) state now; True if anything was written."""
@@ -1152,8 +1169,10 @@ class ManagedCursor:
             )
 
     def __repr__(self) -> str:
-        kind = "ManagedCursorImpl" if self._durable else "NonDurableCursorImpl"
-        return f"{kind}{{ledger={self._ml.name}, cursor={self.name}, ackPos={self._md}, readPos={self._read}}}"
+        # Pulsar's toString: durable cursors print "name=", non-durable ones "cursor=".
+        if self._durable:
+            return f"ManagedCursorImpl{{ledger={self._ml.name}, name={self.name}, ackPos={self._md}, readPos={self._read}}}"
+        return f"NonDurableCursorImpl{{ledger={self._ml.name}, cursor={self.name}, ackPos={self._md}, readPos={self._read}}}"
 
     __str__ = __repr__
 
@@ -1175,6 +1194,12 @@ class PendingRead:
     def positions(self) -> list[Position]:
         """The positions the read will examine."""
         return [Position(lid, e) for lid, first, last in self.plan for e in range(first, last + 1)]
+
+    def is_current(self) -> bool:
+        """False once a reset started or completed after this read began: a dispatcher that
+        got entries from :meth:`complete` checks this again before handing them to consumers
+        (the "half in-flight read" of seeds/002)."""
+        return not self.cursor._revision.is_revision_num_outdated(self.revision_num)
 
     def fetch(self) -> PendingRead:
         """Read the entries from storage (outside the cursor lock)."""

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_DEFAULT_METADATA = EntryMetadata()
 ML_ROOT = "/managed-ledgers"
 
 
@@ -194,10 +195,12 @@ class ManagedLedger:
         """
         if metadatas is not None and len(metadatas) != len(payloads):
             raise ValueError(f"{len(payloads)} payloads but {len(metadatas)} metadata records")
-        default = EntryMetadata()
-        raw = [
-            encode_entry(p, default if metadatas is None else metadatas[i]) for i, p in enumerate(payloads)
-        ]
+        if metadatas is None:
+            # One header for the whole call: framing is [size][metadata][payload].
+            header = encode_entry(b"", _DEFAULT_METADATA)
+            raw = [header + p for p in payloads]
+        else:
+            raw = [encode_entry(p, m) for p, m in zip(payloads, metadatas)]
         limit = self._store.max_entry_size
         for i, r in enumerate(raw):
             if len(r) > limit:
@@ -553,6 +556,21 @@ class ManagedLedger:
                 trimmed.append(lid)
             if not trimmed:
                 return []
+            highest = next(
+                (Position(lid, self._ledgers[lid].entries - 1) for lid in reversed(trimmed) if self._ledgers[lid].entries),
+                None,
+            )
+            non_durable = list(self._non_durable)
+        # Pulsar's advanceCursorsIfNecessary: cursors not counted for trimming (non-durable ones)
+        # are mark-deleted past the ledgers before those go, while their entries can still be
+        # counted. Outside the ML lock: cursors take their own lock first, then the ML lock.
+        if highest is not None:
+            for cursor in non_durable:
+                cursor._skip_trimmed_ledgers(highest)
+        with self._lock:
+            trimmed = [lid for lid in trimmed if lid in self._ledgers]
+            if not trimmed:
+                return []
             for lid in trimmed:
                 del self._ledgers[lid]
             self._persist_info()
@@ -662,6 +680,10 @@ class ManagedLedgerFactory:
     def _collect(self, path: str, prefix: str, out: list[str]) -> None:
         # ML names may contain '/', cursors may not: a node with ManagedLedgerInfo is an ML.
         for child in self.store.children(path):
+            if not child:
+                # An empty segment ("persistent://..."): children() strips trailing slashes, so
+                # it would list this same path again, forever. Such names cannot be walked.
+                continue
             child_path = f"{path}/{child}"
             name = f"{prefix}{child}"
             node = self.store.get(child_path)
@@ -706,12 +728,18 @@ class ManagedLedgerFactory:
         with self._lock:
             self._ledgers.pop(name, None)
 
-    # Compression of ManagedLedgerInfo is wired in by the persistence layer.
     def _encode_ml_info(self, raw: bytes) -> bytes:
-        return raw
+        """Pulsar's 0x4778 envelope around ManagedLedgerInfo when configured (§2.6)."""
+        from .persistence.compression import compress_metadata
+
+        cfg = self.config
+        return compress_metadata(raw, cfg.managed_ledger_info_compression_type,
+                                 cfg.managed_ledger_info_compression_threshold_in_bytes, "ledger")
 
     def _decode_ml_info(self, data: bytes) -> bytes:
-        return data
+        from .persistence.compression import decompress_metadata
+
+        return decompress_metadata(data, 1 << 30)
 
     def __enter__(self) -> ManagedLedgerFactory:
         return self
