@@ -12,6 +12,7 @@ from .cursor import (
     PositionReset as PositionReset,
 )
 from .entry import Entry as Entry, EntryMetadata as EntryMetadata
+from .messageid import InvalidMessageIdError as InvalidMessageIdError, MessageId as MessageId
 from .errors import (
     BadVersionError as BadVersionError,
     ConcurrentResetError as ConcurrentResetError,
