@@ -19,7 +19,9 @@ measured sizes. Scanners return the longest verified prefix of records starting 
 boundary; anything they do not recognise (packed values, unknown fields, another field order)
 is left to the caller, which decodes that record with the generated protobuf classes. A
 verified record is byte-for-byte the canonical encoding, so the fast path can never read a
-record differently from protobuf.
+record differently from protobuf. Windows are small (the caller uses 1 MiB, cache-sized); a
+single record larger than a window has its tail of value pairs streamed window by window
+(:func:`scan_tail_pairs`), so temporary memory never grows with the input.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ _U64 = np.uint64
 _THRESHOLDS = [_U64(1 << (7 * k)) for k in range(1, 10)]
 _SHIFTS = [_U64(7 * k) for k in range(10)]
 
-ENCODE_BLOCK_ROWS = 1 << 18
-"""Records encoded per block: bounds the temporary byte matrix to a few tens of MiB."""
+ENCODE_BLOCK_ROWS = 1 << 15
+"""Records encoded per block: keeps the temporary byte matrix (~1 MiB) in cache."""
 
 
 def varint_sizes(u: np.ndarray) -> np.ndarray:
@@ -340,3 +342,27 @@ def scan_pair_records(buf: np.ndarray, lo: int, hi: int, tag: int, head_tags: tu
     head = [values[rec + i] for i in range(first_value, skip)]
     tail = values[:npairs][place >= skip]
     return PairRun(head, tail, count - skip, int(pair_end[npairs - 1]))
+
+
+def scan_tail_pairs(buf: np.ndarray, lo: int, hi: int, tag: int) -> tuple[np.ndarray, int]:
+    """Decode the longest run of ``tag value`` pairs (one-byte tag) starting at ``buf[lo]``.
+
+    Used for the tail of a record too large for one window. Returns the int64 values and
+    the bytes they took (0 when the first pair does not qualify). O(hi - lo).
+    """
+    seg = buf[lo:hi]
+    last = np.flatnonzero(seg < 0x80)
+    ntok = last.size & ~1
+    if ntok == 0:
+        return np.empty(0, dtype=np.int64), 0
+    last = last[:ntok].reshape(-1, 2)
+    first = np.empty(last.shape[0], dtype=np.int64)
+    first[0] = 0
+    np.add(last[:-1, 1], 1, out=first[1:])
+    widths = last[:, 1] - last[:, 0]
+    ok = (last[:, 0] == first) & (seg[first] == tag) & (widths <= 10)
+    good = last.shape[0] if ok.all() else int(np.argmin(ok))
+    if good == 0:
+        return np.empty(0, dtype=np.int64), 0
+    values = gather_varints(seg, last[:good, 0] + 1, widths[:good]).view(np.int64)
+    return values, int(last[good - 1, 1]) + 1

@@ -123,7 +123,7 @@ def decode_utf8(raw: bytes) -> str:
 
 
 def parse_flat(mv: memoryview, pos: int, end: int, schema: dict[int, int], what: str) -> dict[int, int | bytes]:
-    """Parse a small message of scalar fields; ``schema`` maps field number -> wire type.
+    """Parse a small message of scalar fields; ``schema`` maps field number -> VARINT or LEN.
 
     Returns ``{field: value}`` (varints as unsigned ints, LEN fields as bytes), last one wins.
     A field absent from ``schema`` or carrying another wire type is skipped as unknown, as
@@ -134,12 +134,10 @@ def parse_flat(mv: memoryview, pos: int, end: int, schema: dict[int, int], what:
         field, wire_type, pos = read_tag(mv, pos, end)
         if schema.get(field) != wire_type:
             pos = skip_field(mv, pos, end, field, wire_type)
-        elif wire_type == VARINT:
-            found[field], pos = get_varint(mv, pos, end)
         elif wire_type == LEN:
             stop, start = get_len(mv, pos, end)
             found[field] = bytes(mv[start:stop])
             pos = stop
         else:
-            pos = skip_field(mv, pos, end, field, wire_type)
+            found[field], pos = get_varint(mv, pos, end)
     return found

@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 _MIN_WINDOW = 1 << 16
-_MAX_WINDOW = 1 << 22  # bytes scanned at once: bounds the token arrays to ~100 MiB
+_MAX_WINDOW = 1 << 20  # bytes scanned at once: cache-friendly, token arrays ~30 MiB
 _MAX_BACKOFF = 1 << 12
 
 # PositionInfo fields
@@ -244,8 +244,12 @@ class _Repeated:
         window = _MIN_WINDOW
         while pos < end and mv[pos] == self.tag:
             stop, _ = get_len(mv, pos + 1, end)
-            hi = min(end, pos + max(window, stop - pos))
-            consumed = self._scan(arr, pos, hi)
+            if stop - pos > _MAX_WINDOW:
+                # Tokenizing costs tens of bytes of index arrays per input byte: a record this
+                # big is streamed instead, so that memory stays bounded whatever the input.
+                consumed = self._scan_big(mv, arr, pos, stop)
+            else:
+                consumed = self._scan(arr, pos, min(end, pos + max(window, stop - pos)))
             if not consumed:
                 break
             pos += consumed
@@ -253,7 +257,12 @@ class _Repeated:
         return pos
 
     def _scan(self, arr: np.ndarray, lo: int, hi: int) -> int:
+        """Bulk-decode canonical records from ``lo``; return the bytes consumed (0: none)."""
         raise NotImplementedError
+
+    def _scan_big(self, mv: memoryview, arr: np.ndarray, pos: int, stop: int) -> int:
+        """Decode the one canonical record ``[pos, stop)`` larger than a window, or return 0."""
+        return 0
 
     def _slow(self, raw: bytes) -> None:
         raise NotImplementedError
@@ -303,7 +312,10 @@ class _Ranges(_Repeated):
     def result(self) -> RangeArrays | None:
         if not self.seen or self._cols is None:
             return None
-        return RangeArrays(*(self._cols[i, : self._n] for i in range(4)))
+        cols = [self._cols[i, : self._n] for i in range(4)]
+        if 2 * self._n < self._cols.shape[1]:  # mostly other fields: do not pin the spare room
+            cols = [c.copy() for c in cols]
+        return RangeArrays(*cols)
 
 
 class _PairRecords(_Repeated):
@@ -325,6 +337,35 @@ class _PairRecords(_Repeated):
         self.items += zip(heads, np.split(run.tail, bounds), strict=True)
         return run.consumed
 
+    def _scan_big(self, mv: memoryview, arr: np.ndarray, pos: int, stop: int) -> int:
+        _, p = get_varint(mv, pos + 1, stop)
+        head: list[int] = []
+        if self.nested:
+            if p >= stop or mv[p] != 0x0A:
+                return 0
+            inner_stop, p = get_len(mv, p + 1, stop)
+            for tag in (0x08, 0x10):
+                if p >= inner_stop or mv[p] != tag:
+                    return 0
+                value, p = get_varint(mv, p + 1, inner_stop)
+                head.append(as_int64(value))
+            if p != inner_stop:
+                return 0
+        else:
+            if p >= stop or mv[p] != 0x08:
+                return 0
+            value, p = get_varint(mv, p + 1, stop)
+            head.append(as_int64(value))
+        chunks = []
+        while p < stop:
+            values, consumed = vx.scan_tail_pairs(arr, p, min(stop, p + _MAX_WINDOW), 0x10)
+            if not consumed:
+                return 0
+            chunks.append(values)
+            p += consumed
+        self.items.append((tuple(head), np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)))
+        return stop - pos
+
     def _slow(self, raw: bytes) -> None:
         if self.nested:
             m = _parse_pb(pb.BatchedEntryDeletionIndexInfo.FromString, raw, self.what)
@@ -335,7 +376,7 @@ class _PairRecords(_Repeated):
             m = _parse_pb(pb.LongListMap.FromString, raw, self.what)
             head = (m.key,)  # type: ignore[attr-defined]
             words = m.values  # type: ignore[attr-defined]
-        self.items.append((head, np.array(words, dtype=np.int64)))
+        self.items.append((head, np.fromiter(words, dtype=np.int64, count=len(words))))
 
 
 class _Walk(NamedTuple):

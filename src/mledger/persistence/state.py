@@ -58,13 +58,13 @@ class RangeArrays(NamedTuple):
         return [(Position(a, b), Position(c, d)) for a, b, c, d in zip(*cols, strict=True)]
 
     def __eq__(self, other: object) -> bool:
+        # Never NotImplemented: tuple's own comparison would then compare arrays element-wise.
         if not isinstance(other, RangeArrays):
-            return NotImplemented
+            return False
         return all(np.array_equal(a, b) for a, b in zip(self, other, strict=True))
 
     def __ne__(self, other: object) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
+        return not self.__eq__(other)
 
     __hash__ = None  # type: ignore[assignment]  # arrays are mutable
 
