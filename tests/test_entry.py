@@ -97,7 +97,11 @@ def test_minimal_metadata_writes_only_the_required_fields() -> None:
     assert md.to_bytes() == bytes.fromhex("0a017010011802")
     # num_messages_in_batch defaults to 1 on the wire, so 1 is not written.
     assert EntryMetadata.from_bytes(bytes.fromhex("0a017010011802")).num_messages == 1
-    assert EntryMetadata.from_bytes(bytes.fromhex("0a0170100118025801")) == md
+    # An explicit num_messages_in_batch = 1 is a batch of one: its payload is in batch format.
+    one = EntryMetadata.from_bytes(bytes.fromhex("0a0170100118025801"))
+    assert one.num_messages == 1 and one.batched
+    assert one.to_bytes() == bytes.fromhex("0a0170100118025801")
+    assert not md.batched
 
 
 def test_uint64_fields_keep_javas_signed_view() -> None:

@@ -108,6 +108,9 @@ class EntryMetadata:
     chunk_id: int | None = None
     num_chunks: int | None = None
     total_chunk_msg_size: int | None = None
+    batched: bool = False
+    """Whether ``num_messages_in_batch`` is on the wire: always when ``num_messages != 1``,
+    and for a Pulsar batch of one message (its payload is in batch format)."""
 
     def __post_init__(self) -> None:
         if type(self.producer_name) is not str:
@@ -115,6 +118,8 @@ class EntryMetadata:
         _check_int("sequence_id", self.sequence_id, _INT64_MIN, _INT64_MAX)
         _check_int("publish_time_ms", self.publish_time_ms, _INT64_MIN, _INT64_MAX)
         _check_int("num_messages", self.num_messages, _INT32_MIN, _INT32_MAX)
+        if self.num_messages != 1 and not self.batched:
+            object.__setattr__(self, "batched", True)  # any other count is on the wire
         for name in ("deliver_at_ms", "highest_sequence_id", "event_time_ms"):
             value = getattr(self, name)
             if value is not None:
@@ -147,7 +152,7 @@ class EntryMetadata:
                 add(key=key, value=value)
         if self.partition_key is not None:
             msg.partition_key = self.partition_key
-        if self.num_messages != 1:
+        if self.num_messages != 1 or self.batched:
             msg.num_messages_in_batch = self.num_messages
         if self.event_time_ms is not None:
             msg.event_time = self.event_time_ms & _MASK64
@@ -210,6 +215,7 @@ class EntryMetadata:
         _set_num_chunks(md, get(27))
         _set_total_chunk_msg_size(md, get(28))
         _set_chunk_id(md, get(29))
+        _set_batched(md, 11 in fields)
         return md
 
 
@@ -345,3 +351,4 @@ _set_uuid = _slots["uuid"].__set__
 _set_chunk_id = _slots["chunk_id"].__set__
 _set_num_chunks = _slots["num_chunks"].__set__
 _set_total_chunk_msg_size = _slots["total_chunk_msg_size"].__set__
+_set_batched = _slots["batched"].__set__

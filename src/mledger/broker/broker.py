@@ -1,0 +1,365 @@
+"""The broker: topics over a managed-ledger factory, found again after a restart.
+
+Theory of operation
+-------------------
+``Broker(factory)`` serves topics whose data lives in ``factory``'s store. Nothing is loaded
+up front: a topic is opened on first use (``get_topic``, ``create_producer``, ``subscribe``),
+which re-opens its managed ledger and, with it, every durable cursor, i.e. every subscription
+with its stored type. So a broker over a :class:`~mledger.storage.SqliteStore` directory that
+an earlier broker wrote finds its topics, subscriptions, acknowledgements and cancellations.
+
+* non-partitioned topic ``T`` = managed ledger ``T.managed_ledger_name``;
+* partitioned topic ``T`` with N partitions = metadata node ``/admin/partitioned-topics/...``
+  holding ``{"partitions": N}`` plus the N partition topics ``T-partition-i``.
+
+Time comes from the broker's clock (``clock``, else the factory's): publish times, deliver-at
+checks. :meth:`Broker.run_due_tasks` does the periodic work (delayed messages that became due,
+deduplication tasks); ``receive`` checks due delayed messages by itself too.
+
+Thread-safe: one lock guards the topic cache and is held while a topic is opened or created
+(storage I/O); topic, subscription and producer operations take their own locks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import cast
+
+from ..clock import Clock
+from ..errors import BadVersionError, ConfigError, InvalidRequestError, NotFoundError
+from ..ledger import InitialPosition, ManagedLedgerFactory
+from ..storage import NEW_NODE
+from .config import BrokerConfig
+from .errors import AlreadyClosedError, TopicAlreadyExistsError, TopicBusyError
+from .hooks import Deduplication, NoDeduplication
+from .names import (
+    PARTITIONED_TOPICS_ROOT,
+    ProducerNameGenerator,
+    TopicName,
+    decode_partitioned_metadata,
+    encode_partitioned_metadata,
+)
+from .partitioned import PartitionedSubscription, PartitionedTopic
+from .producer import PartitionedProducer, Producer
+from .subscription import Subscription
+from .topic import Topic
+from .types import SubscriptionType
+
+__all__ = ["AnyTopic", "Broker"]
+
+log = logging.getLogger(__name__)
+
+AnyTopic = Topic | PartitionedTopic
+"""What ``create_topic`` / ``get_topic`` return."""
+
+DedupFactory = Callable[[Topic], Deduplication]
+
+
+class Broker:
+    """Topics, producers and subscriptions over one :class:`~mledger.ledger.ManagedLedgerFactory`.
+
+    ``dedup_factory`` builds each topic's deduplication hook (see :mod:`mledger.broker.hooks`).
+    The broker does not close the factory.
+    """
+
+    def __init__(
+        self,
+        factory: ManagedLedgerFactory,
+        config: BrokerConfig | None = None,
+        clock: Clock | None = None,
+        dedup_factory: DedupFactory | None = None,
+    ) -> None:
+        if not isinstance(factory, ManagedLedgerFactory):
+            raise ConfigError(f"Broker needs a ManagedLedgerFactory, got {factory!r}")
+        self.factory = factory
+        self.config = config if config is not None else BrokerConfig()
+        if not isinstance(self.config, BrokerConfig):
+            raise ConfigError(f"config must be a BrokerConfig, got {self.config!r}")
+        self.clock: Clock = clock if clock is not None else factory.clock
+        self._dedup_factory = dedup_factory if dedup_factory is not None else self._default_dedup_factory()
+        self._lock = threading.RLock()
+        self._topics: dict[TopicName, AnyTopic] = {}
+        self._names: ProducerNameGenerator | None = None
+        self._closed = False
+
+    # -- topics ------------------------------------------------------------------------------
+    def create_topic(self, topic: str, partitions: int = 0) -> AnyTopic:
+        """Create a topic: non-partitioned with ``partitions=0``, else with that many partitions.
+
+        Raises ``TopicAlreadyExistsError`` (409), ``InvalidRequestError`` for a bad name (a
+        partitioned topic's name may not contain ``-partition-``) or partition count.
+        """
+        name = TopicName.parse(topic)
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 0:
+            raise InvalidRequestError(f"invalid number of partitions {partitions!r}: must be an integer >= 0")
+        if name.is_partition:
+            raise InvalidRequestError(
+                f"Invalid topic name {name}: it should not contain '-partition-' (that names a partition)"
+            )
+        with self._lock:
+            self._check_open()
+            if self._exists(name):
+                raise TopicAlreadyExistsError(f"This topic already exists: {name}")
+            if partitions == 0:
+                return self._open_topic(name)
+            try:
+                metadata = encode_partitioned_metadata(partitions)
+                self.factory.store.put(name.partitioned_metadata_path, metadata, NEW_NODE)
+            except BadVersionError:
+                raise TopicAlreadyExistsError(f"This topic already exists: {name}") from None
+            return self._open_partitioned(name, partitions)
+
+    def get_topic(self, topic: str) -> AnyTopic:
+        """The topic (opening it from the store if needed); a partition's name gives that
+        partition's :class:`Topic`. Raises ``NotFoundError`` (404)."""
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            found = self._load(name)
+            if found is None:
+                raise NotFoundError(f"Topic {name} not found")
+            return found
+
+    def topic_exists(self, topic: str) -> bool:
+        """Whether the topic (or partition) exists."""
+        try:
+            self.get_topic(topic)
+        except NotFoundError:
+            return False
+        return True
+
+    def partitioned_topic_metadata(self, topic: str) -> int:
+        """The number of partitions, 0 for a non-partitioned topic; ``NotFoundError``."""
+        found = self.get_topic(topic)
+        return found.num_partitions if isinstance(found, PartitionedTopic) else 0
+
+    def list_topics(self, namespace: str | None = None, include_partitions: bool = False) -> list[str]:
+        """Names of the topics in the store (``tenant/ns`` to filter), sorted.
+
+        Partitioned topics are listed by their name; with ``include_partitions`` their
+        partitions are listed too.
+        """
+        with self._lock:
+            self._check_open()
+            partitioned = dict(self._stored_partitioned())
+            names: set[str] = set()
+            for ml_name in self.factory.list_managed_ledgers():
+                name = TopicName.from_managed_ledger_name(ml_name)
+                if name is None:
+                    continue
+                parent = name.partitioned_topic
+                if name.is_partition and parent in partitioned:
+                    if include_partitions:
+                        names.add(str(name))
+                    continue
+                names.add(str(name))
+            names.update(str(n) for n in partitioned)
+            if namespace is not None:
+                names = {n for n in names if TopicName.parse(n).namespace_name == namespace}
+            return sorted(names)
+
+    def list_partitioned_topics(self) -> list[str]:
+        """Names of the partitioned topics, sorted."""
+        with self._lock:
+            self._check_open()
+            return sorted(str(n) for n, _ in self._stored_partitioned())
+
+    def delete_topic(self, topic: str, force: bool = False) -> None:
+        """Delete a topic (every partition of a partitioned one) with its data and subscriptions.
+
+        Raises ``NotFoundError``, ``InvalidRequestError`` for a partition's name, and
+        ``TopicBusyError`` (412) while producers or consumers are connected unless ``force``.
+        """
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            found = self._load(name)
+            if found is None:
+                raise NotFoundError(f"Topic {name} not found")
+            if name.is_partition and isinstance(found, Topic) and self._partition_count(name.partitioned_topic):
+                raise InvalidRequestError(f"{name} is a partition: delete the partitioned topic instead")
+            if found.has_connections() and not force:
+                raise TopicBusyError(f"Topic {name} has active producers/subscriptions")
+            found.close()
+            topics = found.partitions if isinstance(found, PartitionedTopic) else [found]
+            for t in topics:
+                self.factory.delete(t.topic_name.managed_ledger_name)
+                self._topics.pop(t.topic_name, None)
+            if isinstance(found, PartitionedTopic):
+                self.factory.store.delete(name.partitioned_metadata_path)
+            self._topics.pop(name, None)
+
+    # -- producers and subscriptions --------------------------------------------------------
+    def create_producer(
+        self, topic: str, producer_name: str | None = None, initial_sequence_id: int | None = None
+    ) -> Producer | PartitionedProducer:
+        """A producer on ``topic`` (created if missing and auto-creation is on).
+
+        ``producer_name`` None gets a broker-unique name. See ``Topic.create_producer``.
+        """
+        return self._get_or_create(topic).create_producer(producer_name, initial_sequence_id)
+
+    def subscribe(
+        self,
+        topic: str,
+        subscription: str,
+        sub_type: SubscriptionType | str = SubscriptionType.EXCLUSIVE,
+        initial_position: InitialPosition = InitialPosition.LATEST,
+    ) -> Subscription | PartitionedSubscription:
+        """Create or get a subscription (on every partition of a partitioned topic).
+
+        Defaults are Pulsar's: Exclusive, starting at the latest position. The topic is created
+        if missing and auto-creation is on. See ``Topic.subscribe``.
+        """
+        return self._get_or_create(topic).subscribe(subscription, sub_type, initial_position)
+
+    def get_subscription(self, topic: str, subscription: str) -> Subscription | PartitionedSubscription:
+        """An existing subscription; ``NotFoundError`` for an unknown topic or subscription."""
+        return self.get_topic(topic).get_subscription(subscription)
+
+    def unsubscribe(self, topic: str, subscription: str) -> None:
+        """Delete a subscription (``SubscriptionBusyError`` while consumers are connected)."""
+        self.get_topic(topic).delete_subscription(subscription)
+
+    # -- time --------------------------------------------------------------------------------
+    def run_due_tasks(self) -> int:
+        """Run what is due by the broker clock on every open topic: deduplication tasks, and
+        dispatch (delayed messages whose time came). Returns the messages dispatched."""
+        with self._lock:
+            if self._closed:
+                return 0
+            topics = list(self._topics.values())
+        return sum(t.run_due_tasks() for t in topics if isinstance(t, Topic))
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every open topic (cursors persist their state); the factory stays open. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            topics = [t for t in self._topics.values() if isinstance(t, Topic)]
+            self._topics.clear()
+        for topic in topics:
+            topic.close()
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> Broker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------------
+    def _get_or_create(self, topic: str) -> AnyTopic:
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            found = self._load(name)
+            if found is not None:
+                return found
+            if not self.config.allow_auto_topic_creation:
+                raise NotFoundError(f"Topic {name} not found (automatic topic creation is off)")
+            if name.is_partition:
+                raise NotFoundError(f"Topic {name} not found: partitions are created with their partitioned topic")
+            return self._open_topic(name)
+
+    def _load(self, name: TopicName) -> AnyTopic | None:
+        """The cached or stored topic ``name``, None if it does not exist (caller holds the lock)."""
+        cached = self._topics.get(name)
+        if cached is not None:
+            return cached
+        if name.is_partition:
+            count = self._partition_count(name.partitioned_topic)
+            if count:
+                parent = self._load(name.partitioned_topic)
+                if name.partition_index < count and isinstance(parent, PartitionedTopic):
+                    return parent.partitions[name.partition_index]
+                return None
+        else:
+            count = self._partition_count(name)
+            if count:
+                return self._open_partitioned(name, count)
+        if self.factory.exists(name.managed_ledger_name):
+            return self._open_topic(name)
+        return None
+
+    def _exists(self, name: TopicName) -> bool:
+        return (
+            name in self._topics
+            or self._partition_count(name) > 0
+            or self.factory.exists(name.managed_ledger_name)
+        )
+
+    def _partition_count(self, name: TopicName) -> int:
+        stored = self.factory.store.get(name.partitioned_metadata_path)
+        return 0 if stored is None else decode_partitioned_metadata(name.partitioned_metadata_path, stored.data)
+
+    def _stored_partitioned(self) -> list[tuple[TopicName, int]]:
+        out = []
+        store = self.factory.store
+        for tenant in store.children(PARTITIONED_TOPICS_ROOT):
+            for ns in store.children(f"{PARTITIONED_TOPICS_ROOT}/{tenant}"):
+                for local in store.children(f"{PARTITIONED_TOPICS_ROOT}/{tenant}/{ns}/persistent"):
+                    name = TopicName.from_managed_ledger_name(f"{tenant}/{ns}/persistent/{local}")
+                    if name is not None:
+                        out.append((name, self._partition_count(name)))
+        return out
+
+    def _open_topic(self, name: TopicName) -> Topic:
+        ml = self.factory.open(name.managed_ledger_name, self.config.managed_ledger_config)
+        topic = Topic(self, name, ml)
+        self._topics[name] = topic
+        return topic
+
+    def _open_partitioned(self, name: TopicName, partitions: int) -> PartitionedTopic:
+        topics = []
+        for i in range(partitions):
+            pname = name.partition(i)
+            cached = self._topics.get(pname)
+            topics.append(cached if isinstance(cached, Topic) else self._open_topic(pname))
+        topic = PartitionedTopic(self, name, topics)
+        self._topics[name] = topic
+        return topic
+
+    def _generate_producer_name(self) -> str:
+        with self._lock:
+            if self._names is None:
+                self._names = ProducerNameGenerator(self.factory.store, self.config.cluster_name)
+            names = self._names
+        return names.next_name()
+
+    def _default_dedup_factory(self) -> DedupFactory:
+        if not self.config.deduplication_enabled:
+            return lambda topic: NoDeduplication()
+        name = f"{__package__}.dedup"
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            module = None
+        factory = getattr(module, "MessageDeduplication", None)
+        if factory is None:
+            raise ConfigError(
+                f"deduplication_enabled=True needs {name}.MessageDeduplication, which is not"
+                " available; pass dedup_factory= instead"
+            )
+        return cast(DedupFactory, factory)
+
+    def _make_deduplication(self, topic: Topic) -> Deduplication:
+        return self._dedup_factory(topic)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AlreadyClosedError("the broker is closed")
+
+    def __repr__(self) -> str:
+        return f"Broker(topics={len(self._topics)})"

@@ -1,0 +1,100 @@
+"""Broker configuration: frozen data, Pulsar's ``ServiceConfiguration`` names in snake_case.
+
+Defaults are Pulsar's except where noted:
+
+* ``delayed_delivery_deliver_at_time_strict`` defaults to True (Pulsar: false). With Pulsar's
+  default a message whose deliver-at time is less than one tick (1 s) away is delivered at once;
+  mledger's contract is that a delayed message is held until its time, so strict is the default.
+  Set it to False to get Pulsar's tick-rounded behaviour.
+* The ``deduplication_*`` options drop Pulsar's ``broker`` prefix
+  (``brokerDeduplicationEnabled`` -> ``deduplication_enabled``), as the public API names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from ..config import ManagedLedgerConfig
+from ..errors import ConfigError
+
+__all__ = ["BrokerConfig"]
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Settings of a :class:`~mledger.broker.Broker`; validated on construction (``ConfigError``)."""
+
+    cluster_name: str = "standalone"
+    """Prefix of generated producer names."""
+    allow_auto_topic_creation: bool = True
+    """Producers and subscribers create a missing non-partitioned topic (Pulsar's default)."""
+    managed_ledger_config: ManagedLedgerConfig | None = None
+    """Config of every topic's managed ledger (None: ``ManagedLedgerConfig()``)."""
+
+    # Dispatch
+    dispatcher_max_read_batch_size: int = 100
+    """Entries read per dispatcher read (Pulsar's ``dispatcherMaxReadBatchSize``)."""
+    max_unacked_messages_per_consumer: int = 50_000
+    """A Shared/Key_Shared consumer holding this many unacked messages gets no more; 0 = no limit."""
+    max_unacked_messages_per_subscription: int = 200_000
+    """A Shared/Key_Shared subscription stops reading new entries while this many are unacked or
+    waiting for redelivery; 0 = no limit."""
+    receiver_queue_size: int = 1000
+    """Default permits of a consumer (the client's receiver queue)."""
+    subscription_key_shared_consistent_hashing_replica_points: int = 100
+    """Points per consumer on the Key_Shared hash ring."""
+
+    # Delayed delivery
+    delayed_delivery_enabled: bool = True
+    delayed_delivery_tick_time_millis: int = 1000
+    delayed_delivery_deliver_at_time_strict: bool = True
+    """True: hold a message until its deliver-at time exactly. False (Pulsar's default): deliver
+    it once it is due within one tick."""
+
+    # Deduplication (seeds/004, REFERENCE.md section 5); used by the dedup layer.
+    deduplication_enabled: bool = False
+    deduplication_max_number_of_producers: int = 10_000
+    deduplication_entries_interval: int = 1000
+    deduplication_snapshot_frequency_in_seconds: int = 120
+    deduplication_snapshot_interval_seconds: int = 120
+    deduplication_producer_inactivity_timeout_minutes: int = 360
+    replicator_prefix: str = "pulsar.repl"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _STRINGS:
+                if not isinstance(value, str) or not value:
+                    raise ConfigError(f"{f.name} must be a non-empty string, got {value!r}")
+            elif f.name == "managed_ledger_config":
+                if value is not None and not isinstance(value, ManagedLedgerConfig):
+                    raise ConfigError(f"managed_ledger_config must be a ManagedLedgerConfig, got {value!r}")
+            elif f.type in ("bool", bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{f.name} must be a bool, got {value!r}")
+            else:
+                minimum = 1 if f.name in _POSITIVE else 0
+                if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                    raise ConfigError(f"{f.name} must be an integer >= {minimum}, got {value!r}")
+
+    @property
+    def dedup_entries_interval(self) -> int:
+        """Alias of ``deduplication_entries_interval`` (the name DESIGN.md uses)."""
+        return self.deduplication_entries_interval
+
+    def with_changes(self, **changes: Any) -> BrokerConfig:
+        """A validated copy with some settings changed."""
+        return replace(self, **changes)
+
+
+_STRINGS = {"cluster_name", "replicator_prefix"}
+_POSITIVE = {
+    "dispatcher_max_read_batch_size",
+    "receiver_queue_size",
+    "subscription_key_shared_consistent_hashing_replica_points",
+    "delayed_delivery_tick_time_millis",
+    "deduplication_max_number_of_producers",
+    "deduplication_entries_interval",
+    "deduplication_producer_inactivity_timeout_minutes",
+}

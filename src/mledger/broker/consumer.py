@@ -1,0 +1,167 @@
+"""A consumer of one subscription: permits, a receive queue, acknowledgements.
+
+The consumer models both halves of a Pulsar consumer: the broker-side ``Consumer`` (permits,
+pending acks) and the client's receiver queue. The dispatcher *pushes* messages into the queue
+of a consumer that has permits, one permit per message; :meth:`Consumer.receive` first lets
+the dispatcher deliver what is deliverable now, then pops messages from the queue and gives
+their permits back (the client's automatic flow). So ``permits`` is the receiver queue's free
+room, and with several consumers the dispatcher spreads messages over all their queues.
+
+A message still in the queue when it gets acknowledged by someone else (PIP-423 skip or
+cancel, an admin reset) is dropped at ``receive`` time, never handed out.
+
+Thread safety: every method takes the subscription's lock (see
+:mod:`mledger.broker.subscription`); ``receive`` may block on storage reads.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidRequestError
+from ..messageid import MessageId
+from ..position import Position
+from .message import Message
+from .types import AckType
+
+if TYPE_CHECKING:
+    from .subscription import Subscription
+
+__all__ = ["Consumer", "MessageIdLike"]
+
+MessageIdLike = MessageId | Message
+"""Acknowledgement methods take message ids or the received messages themselves."""
+
+
+class Consumer:
+    """One consumer attached to a :class:`~mledger.broker.subscription.Subscription`.
+
+    Create with ``Subscription.add_consumer``. Raises
+    :class:`~mledger.broker.errors.AlreadyClosedError` once closed.
+    """
+
+    def __init__(self, subscription: Subscription, name: str, permits: int, consumer_id: int) -> None:
+        self._sub = subscription
+        self.name = name
+        self.consumer_id = consumer_id
+        # Dispatcher-owned state, changed only under the subscription lock.
+        self._permits = permits
+        self._queue: deque[Message] = deque()
+        self._pending: set[Position] = set()
+        self._unacked = 0
+        self._closed = False
+
+    # -- views ------------------------------------------------------------------------------
+    @property
+    def subscription(self) -> Subscription:
+        """The subscription this consumer belongs to."""
+        return self._sub
+
+    @property
+    def topic(self) -> str:
+        """The topic (partition) name."""
+        return self._sub.topic
+
+    @property
+    def permits(self) -> int:
+        """Free room in the receive queue: how many more messages the dispatcher may push."""
+        return self._permits
+
+    @property
+    def unacked_messages(self) -> int:
+        """Messages delivered to this consumer (queued or received) and not yet acknowledged."""
+        return self._unacked
+
+    @property
+    def queued_messages(self) -> int:
+        """Messages pushed to the queue and not yet received."""
+        return len(self._queue)
+
+    @property
+    def is_connected(self) -> bool:
+        """False once the consumer is closed."""
+        return not self._closed
+
+    # -- consuming --------------------------------------------------------------------------
+    def receive(self, max_messages: int = 100) -> list[Message]:
+        """Up to ``max_messages`` messages deliverable now (possibly none); never waits for new ones.
+
+        Raises ``InvalidRequestError`` for ``max_messages < 1``. May block on storage reads.
+        """
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
+            raise InvalidRequestError(f"invalid max_messages {max_messages!r}: must be an integer >= 1")
+        return self._sub._receive(self, max_messages)
+
+    def flow(self, permits: int) -> None:
+        """Grant ``permits`` more messages of receive-queue room (Pulsar's ``CommandFlow``)."""
+        if isinstance(permits, bool) or not isinstance(permits, int) or permits < 0:
+            raise InvalidRequestError(f"invalid permits {permits!r}: must be an integer >= 0")
+        self._sub._flow(self, permits)
+
+    def acknowledge(
+        self, message_ids: MessageIdLike | Iterable[MessageIdLike], ack_type: AckType = AckType.INDIVIDUAL
+    ) -> None:
+        """Individually acknowledge one message or many (ids with a batch index ack that message).
+
+        Validates everything first (``InvalidRequestError`` for an id of another partition or a
+        batch index beyond the batch, ``InvalidPositionError`` for an id not in the topic) and
+        then acks; an already acknowledged id is ignored. ``ack_type=AckType.CUMULATIVE`` is
+        :meth:`acknowledge_cumulative`.
+        """
+        if ack_type is AckType.CUMULATIVE:
+            self.acknowledge_cumulative(message_ids)
+            return
+        if ack_type is not AckType.INDIVIDUAL:
+            raise InvalidRequestError(f"invalid ack type {ack_type!r}: expected an AckType")
+        self._sub._acknowledge(self, _ids(message_ids))
+
+    def acknowledge_cumulative(self, message_id: MessageIdLike | Iterable[MessageIdLike]) -> None:
+        """Acknowledge every message up to and including ``message_id``.
+
+        Refused with ``NotAllowedError`` on Shared and Key_Shared subscriptions, as Pulsar's
+        client refuses it. An id at or before the mark-delete position is a no-op.
+        """
+        ids = _ids(message_id)
+        if len(ids) != 1:
+            raise InvalidRequestError(f"cumulative acknowledgement takes one message id, got {len(ids)}")
+        self._sub._acknowledge_cumulative(self, ids[0])
+
+    def negative_acknowledge(self, message_ids: MessageIdLike | Iterable[MessageIdLike]) -> None:
+        """Ask for redelivery of messages this consumer holds.
+
+        Shared/Key_Shared: the entries go to the replay queue (any consumer may get them,
+        redelivery count + 1). Exclusive/Failover: everything unacknowledged is redelivered in
+        order (Pulsar rewinds the cursor for single-consumer dispatchers).
+        """
+        self._sub._negative_acknowledge(self, _ids(message_ids))
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        """Redeliver every message this consumer holds and has not acknowledged."""
+        self._sub._redeliver_unacknowledged(self)
+
+    def close(self) -> None:
+        """Detach from the subscription; its unacknowledged messages are redelivered. Idempotent."""
+        self._sub._remove_consumer(self)
+
+    def __repr__(self) -> str:
+        return f"Consumer({self.name!r}, subscription={self._sub.name!r}, topic={self._sub.topic!r})"
+
+
+def _ids(value: MessageIdLike | Iterable[MessageIdLike]) -> list[MessageId]:
+    if isinstance(value, (MessageId, Message)):
+        items: Iterable[object] = (value,)
+    elif isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidRequestError(f"invalid message id {value!r}: expected a MessageId or a Message")
+    else:
+        items = value
+    out: list[MessageId] = []
+    for item in items:
+        if isinstance(item, Message):
+            out.append(item.message_id)
+        elif isinstance(item, MessageId):
+            out.append(item)
+        else:
+            raise InvalidRequestError(f"invalid message id {item!r}: expected a MessageId or a Message")
+    return out

@@ -1,0 +1,66 @@
+"""Broker conditions that have no class in :mod:`mledger.errors`; each subclasses the closest one.
+
+Pulsar's broker exceptions and the HTTP status its admin API maps them to:
+
+=========================  ======================================  ====
+class                      Pulsar                                  HTTP
+=========================  ======================================  ====
+TopicAlreadyExistsError    ``NamingException`` / 409 Conflict      409
+TopicBusyError             ``TopicBusyException``                  412
+SubscriptionBusyError      ``SubscriptionBusyException``           412
+ConsumerBusyError          ``ConsumerBusyException``               409
+ProducerBusyError          ``ProducerBusyException`` / naming      409
+AlreadyClosedError         ``AlreadyClosedException``              412
+MessageDupUnknownError     ``MessageDupUnknownException``          409
+=========================  ======================================  ====
+"""
+
+from __future__ import annotations
+
+from ..errors import MLedgerError, NotAllowedError, PreconditionFailedError
+
+__all__ = [
+    "AlreadyClosedError",
+    "ConsumerBusyError",
+    "MessageDupUnknownError",
+    "ProducerBusyError",
+    "SubscriptionBusyError",
+    "TopicAlreadyExistsError",
+    "TopicBusyError",
+]
+
+
+class TopicAlreadyExistsError(MLedgerError):
+    """``create_topic`` named a topic that exists (Pulsar: 409 "This topic already exists")."""
+
+    http_status = 409
+
+
+class TopicBusyError(PreconditionFailedError):
+    """The topic has connected producers or consumers and the operation needs it idle."""
+
+
+class SubscriptionBusyError(PreconditionFailedError):
+    """The subscription has connected consumers (delete), or is of a different type (subscribe)."""
+
+
+class ConsumerBusyError(NotAllowedError):
+    """An exclusive subscription already has its consumer, or the consumer name is taken."""
+
+    http_status = 409
+
+
+class ProducerBusyError(NotAllowedError):
+    """A producer with this name is already connected to the topic."""
+
+    http_status = 409
+
+
+class AlreadyClosedError(PreconditionFailedError):
+    """The producer, consumer, subscription, topic or broker was closed."""
+
+
+class MessageDupUnknownError(MLedgerError):
+    """Deduplication cannot tell yet whether the message is a duplicate; the publish was refused."""
+
+    http_status = 409

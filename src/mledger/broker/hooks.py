@@ -1,0 +1,124 @@
+"""The publish-path hook for message deduplication (seeds/004, REFERENCE.md section 5).
+
+Every topic (each partition of a partitioned topic) owns one :class:`Deduplication` object.
+The publish path of :meth:`Topic.publish <mledger.broker.topic.Topic.publish>` is, under the
+topic's publish lock (so the hook sees publishes in append order)::
+
+    verdict = dedup.check(ctx)                  # before the append
+    DUPLICATE -> nothing is written; the producer gets MessageId(-1, -1)
+    UNKNOWN   -> MessageDupUnknownError, nothing is written
+    NOT_DUPLICATE:
+        position = ledger.add_entry(...)        # may raise
+        on failure: dedup.record_failed(ctx); re-raise
+        on success: dedup.record_persisted(ctx, position)
+
+Producers report themselves with :meth:`Deduplication.producer_added` / ``producer_removed``;
+a new producer without an ``initial_sequence_id`` continues from
+:meth:`Deduplication.last_sequence_id` (Pulsar's ``ProducerSuccess.lastSequenceId``).
+:meth:`Deduplication.run_due_tasks` is called by ``Broker.run_due_tasks()`` (timed snapshots,
+inactive-producer purge) and :meth:`Deduplication.close` when the topic closes.
+
+Which object a topic gets: ``Broker(dedup_factory=...)`` if given; else, with
+``BrokerConfig.deduplication_enabled``, ``mledger.broker.dedup.MessageDeduplication(topic)``;
+else :class:`NoDeduplication`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol, runtime_checkable
+
+from ..entry import EntryMetadata
+from ..position import Position
+
+__all__ = ["DedupVerdict", "Deduplication", "NoDeduplication", "PublishContext"]
+
+
+class DedupVerdict(Enum):
+    """Pulsar's ``MessageDupStatus``."""
+
+    NOT_DUPLICATE = "NotDup"
+    DUPLICATE = "Dup"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class PublishContext:
+    """What the hook learns about one publish (one entry: a message or a whole batch).
+
+    ``sequence_id`` is the first message's, ``highest_sequence_id`` the last one's (equal for a
+    single message); ``metadata`` is exactly what will be stored.
+    """
+
+    topic: str
+    producer_name: str
+    sequence_id: int
+    highest_sequence_id: int
+    num_messages: int
+    metadata: EntryMetadata
+
+
+@runtime_checkable
+class Deduplication(Protocol):
+    """A topic's deduplication state, consulted before every append and told after it."""
+
+    def check(self, ctx: PublishContext) -> DedupVerdict:
+        """Decide whether the publish is a duplicate (and record it as pushed if not)."""
+        ...
+
+    def record_persisted(self, ctx: PublishContext, position: Position) -> None:
+        """The publish was appended at ``position``."""
+        ...
+
+    def record_failed(self, ctx: PublishContext) -> None:
+        """The append of a publish that ``check`` accepted failed."""
+        ...
+
+    def producer_added(self, producer_name: str) -> None:
+        """A producer connected to the topic."""
+        ...
+
+    def producer_removed(self, producer_name: str) -> None:
+        """A producer disconnected."""
+        ...
+
+    def last_sequence_id(self, producer_name: str) -> int:
+        """The highest persisted sequence id of ``producer_name``, -1 when unknown."""
+        ...
+
+    def run_due_tasks(self) -> None:
+        """Periodic work (snapshots, purges), driven by ``Broker.run_due_tasks``."""
+        ...
+
+    def close(self) -> None:
+        """The topic is closing."""
+        ...
+
+
+class NoDeduplication:
+    """Deduplication off: every publish is new, nothing is remembered."""
+
+    def check(self, ctx: PublishContext) -> DedupVerdict:
+        return DedupVerdict.NOT_DUPLICATE
+
+    def record_persisted(self, ctx: PublishContext, position: Position) -> None:
+        pass
+
+    def record_failed(self, ctx: PublishContext) -> None:
+        pass
+
+    def producer_added(self, producer_name: str) -> None:
+        pass
+
+    def producer_removed(self, producer_name: str) -> None:
+        pass
+
+    def last_sequence_id(self, producer_name: str) -> int:
+        return -1
+
+    def run_due_tasks(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,598 @@
+"""A durable subscription: a named cursor, its dispatcher, its consumers, and PIP-423.
+
+Theory of operation
+-------------------
+A subscription is a durable cursor of the topic's managed ledger (its name is the cursor's
+name) whose type is stored as the cursor property ``mledger.subscriptionType`` (Pulsar's type
+name, e.g. ``Key_Shared``), so topics re-opened after a restart find their subscriptions with
+their types. Everything a consumer or an admin does ends as a cursor operation:
+
+====================================  ===============================================
+operation                             cursor
+====================================  ===============================================
+acknowledge (individual)              ``delete`` / ``delete_batch_indexes``
+acknowledge_cumulative                ``mark_delete`` (``ack_set`` for a batch index)
+cancel_delayed_message (PIP-423)      ``delete`` (an individual ack of the entry)
+skip_messages (PIP-423)               ``delete_many`` / ``delete_with_ack_set``
+skip / clear_backlog                  ``skip_entries`` / ``clear_backlog``
+reset_cursor                          ``position_reset`` with the dispatcher's reset
+====================================  ===============================================
+
+so acknowledgement state is persisted by the cursor and survives restarts; the dispatcher then
+never delivers what the cursor says is acknowledged.
+
+PIP-423 follows the seeds: ``cancel_delayed_message`` returns False on a cumulative-ack type
+(Exclusive, Failover) and otherwise acknowledges the entry and returns True;
+``skip_messages`` refuses cumulative-ack types with ``NotAllowedError("Unsupported subscription
+type.")`` (HTTP 405), acknowledges whole entries directly, and for batch indexes first reads the
+entries (``cursor.replay_entries``) to learn their batch size, validates every index against
+it (``InvalidRequestError``, 400, naming the index) and acknowledges with an ack set (set bit =
+still unacknowledged). Nothing is acknowledged unless every item is valid. A position that is not
+in the topic's ledger and not already acknowledged is refused with ``InvalidPositionError``
+(412); an already acknowledged one is accepted and changes nothing.
+
+Locking
+-------
+One re-entrant lock per subscription guards the subscription, its dispatcher and its consumers'
+queues. Acknowledgements, PIP-423 operations and resets hold it while they persist the cursor
+(storage I/O); PIP-423 batch-index skips and batch acks without a known batch size also read
+entries under it. ``receive`` holds it only around the dispatcher's state changes; a dispatch
+round's entry reads run outside it (see :mod:`mledger.broker.dispatcher`). Lock order:
+dispatcher round lock, subscription lock, cursor lock, managed-ledger lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..cursor import ManagedCursor
+from ..entry import Entry
+from ..errors import (
+    CursorModifyingError,
+    InvalidPositionError,
+    InvalidRequestError,
+    MarkDeletingMarkedPositionError,
+    NotAllowedError,
+)
+from ..messageid import MessageId
+from ..position import EARLIEST, LATEST, Position
+from .consumer import Consumer
+from .dispatcher import Dispatcher
+from .errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
+from .message import Message
+from .stats import ConsumerStats, SubscriptionStats
+from .types import SkipEntry, SubscriptionType
+
+if TYPE_CHECKING:
+    from ..ledger import ManagedLedger
+    from .topic import Topic
+
+__all__ = ["SUBSCRIPTION_TYPE_PROPERTY", "SkipPlan", "Subscription"]
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTION_TYPE_PROPERTY = "mledger.subscriptionType"
+"""Cursor property holding the subscription type (Pulsar's type name)."""
+
+_READ_ATTEMPTS = 3
+
+
+@dataclass
+class SkipPlan:
+    """A validated ``skip_messages`` request: whole entries, and ``(position, ack set, batch
+    size, indexes)`` for partial batches."""
+
+    whole: list[Position]
+    batches: list[tuple[Position, int, int, frozenset[int]]]
+
+
+class Subscription:
+    """One durable subscription of one topic (or partition). Thread-safe.
+
+    Obtain with ``Broker.subscribe`` / ``Topic.subscribe``. Raises
+    :class:`~mledger.broker.errors.AlreadyClosedError` once its topic is closed.
+    """
+
+    def __init__(self, topic: Topic, name: str, cursor: ManagedCursor, sub_type: SubscriptionType) -> None:
+        self._topic = topic
+        self.name = name
+        self._cursor = cursor
+        self._ml = cursor.ledger
+        self._type = sub_type
+        self._lock = threading.RLock()
+        self._consumers: dict[str, Consumer] = {}
+        self._next_consumer_id = 0
+        self._closed = False
+        self._dispatcher = self._new_dispatcher()
+        self._warned_batch_index_disabled = False
+
+    def _new_dispatcher(self) -> Dispatcher:
+        broker = self._topic.broker
+        return Dispatcher(
+            self._cursor, self._type, self._lock, broker.config, broker.clock,
+            self._topic.partition_index, self._topic.name,
+        )
+
+    # -- views ------------------------------------------------------------------------------
+    @property
+    def topic(self) -> str:
+        """The topic (partition) name."""
+        return self._topic.name
+
+    @property
+    def type(self) -> SubscriptionType:
+        """The subscription type."""
+        return self._type
+
+    @property
+    def cursor(self) -> ManagedCursor:
+        """The subscription's durable cursor."""
+        return self._cursor
+
+    @property
+    def consumers(self) -> list[Consumer]:
+        """Connected consumers, in join order."""
+        with self._lock:
+            return self._dispatcher.consumers
+
+    @property
+    def active_consumer(self) -> Consumer | None:
+        """Exclusive/Failover: the consumer receiving messages."""
+        with self._lock:
+            return self._dispatcher.active_consumer
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether the subscription's topic was closed (or it was unsubscribed)."""
+        return self._closed
+
+    def backlog(self) -> int:
+        """Unacknowledged entries (a batch counts once)."""
+        return self._cursor.number_of_entries_in_backlog(precise=True)
+
+    def stats(self) -> SubscriptionStats:
+        """A consistent snapshot of the cursor, the dispatcher and the consumers."""
+        with self._lock:
+            cursor = self._cursor
+            return SubscriptionStats(
+                name=self.name,
+                topic=self.topic,
+                type=self._type,
+                msg_backlog=cursor.number_of_entries_in_backlog(precise=True),
+                mark_delete_position=cursor.mark_delete_position,
+                read_position=cursor.read_position,
+                individually_deleted_messages=str(cursor.individually_deleted_messages()),
+                consumers=tuple(
+                    ConsumerStats(c.name, c.permits, c.queued_messages, c.unacked_messages)
+                    for c in self._dispatcher.consumers
+                ),
+                dispatcher=self._dispatcher.stats(),
+            )
+
+    # -- consumers --------------------------------------------------------------------------
+    def add_consumer(self, consumer_name: str | None = None, permits: int | None = None) -> Consumer:
+        """Attach a consumer with ``permits`` of receive-queue room (default
+        ``BrokerConfig.receiver_queue_size``); a name is generated when None.
+
+        Raises ``ConsumerBusyError`` when the name is taken or an Exclusive subscription already
+        has its consumer, ``InvalidRequestError`` for a bad name or permits.
+        """
+        if permits is None:
+            permits = self._topic.broker.config.receiver_queue_size
+        if isinstance(permits, bool) or not isinstance(permits, int) or permits < 0:
+            raise InvalidRequestError(f"invalid permits {permits!r}: must be an integer >= 0")
+        if consumer_name is not None and (not isinstance(consumer_name, str) or not consumer_name):
+            raise InvalidRequestError(f"invalid consumer name {consumer_name!r}")
+        with self._lock:
+            self._check_open()
+            consumer_id = self._next_consumer_id
+            self._next_consumer_id += 1
+            name = consumer_name if consumer_name is not None else f"{self.name}-consumer-{consumer_id}"
+            if name in self._consumers:
+                raise ConsumerBusyError(
+                    f"consumer name {name!r} is already connected to subscription {self.name!r} on {self.topic}"
+                )
+            if self._type is SubscriptionType.EXCLUSIVE and self._consumers:
+                raise ConsumerBusyError(f"Exclusive consumer is already connected to subscription {self.name!r}")
+            consumer = Consumer(self, name, permits, consumer_id)
+            self._consumers[name] = consumer
+            self._dispatcher.add_consumer(consumer)
+            return consumer
+
+    def _remove_consumer(self, consumer: Consumer) -> None:
+        with self._lock:
+            if consumer._closed:
+                return
+            consumer._closed = True
+            self._consumers.pop(consumer.name, None)
+            self._dispatcher.remove_consumer(consumer)
+
+    def _set_type(self, sub_type: SubscriptionType) -> None:
+        """Change the type (only while no consumer is connected); persisted in the cursor."""
+        with self._lock:
+            if sub_type is self._type:
+                return
+            if self._consumers:
+                raise SubscriptionBusyError(
+                    f"Subscription {self.name!r} on {self.topic} is of different type:"
+                    f" {self._type.value}, requested {sub_type.value}"
+                )
+            self._cursor.set_cursor_property(SUBSCRIPTION_TYPE_PROPERTY, sub_type.value)
+            old = self._dispatcher
+            self._type = sub_type
+            self._dispatcher = self._new_dispatcher()
+            self._dispatcher._rewind_pending = old._rewind_pending
+            old.close()
+
+    # -- consuming (called by Consumer) ---------------------------------------------------------
+    def dispatch(self) -> int:
+        """Push what is deliverable now into the consumers' queues; return how many messages."""
+        return self._dispatcher.dispatch()
+
+    def _receive(self, consumer: Consumer, max_messages: int) -> list[Message]:
+        out: list[Message] = []
+        while len(out) < max_messages:
+            self._check_consumer(consumer)
+            self._dispatcher.dispatch()
+            with self._lock:
+                self._check_consumer(consumer)
+                got, popped = self._dispatcher.take(consumer, max_messages - len(out))
+            out.extend(got)
+            if popped == 0:
+                break
+        return out
+
+    def _flow(self, consumer: Consumer, permits: int) -> None:
+        with self._lock:
+            self._check_consumer(consumer)
+            consumer._permits += permits
+
+    def _acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
+        with self._lock:
+            self._check_consumer(consumer)
+            plan = [self._plan_individual_ack(mid) for mid in message_ids]
+            md = self._cursor.mark_delete_position
+            for step in plan:
+                if step is not None:
+                    self._apply_individual_ack(*step)
+            self._after_acks(md)
+
+    def _plan_individual_ack(self, mid: MessageId) -> tuple[Position, int, int] | None:
+        """``(position, batch index or -1, batch size)``; None when already acknowledged."""
+        self._check_partition(mid)
+        position = mid.position
+        if not self._is_live(position):
+            return None
+        if mid.batch_index < 0:
+            return position, -1, 0
+        size = self._batch_size_of(position)
+        if size is None:
+            return None
+        self._check_batch_index(position, mid.batch_index, size)
+        return position, mid.batch_index, size
+
+    def _apply_individual_ack(self, position: Position, batch_index: int, batch_size: int) -> None:
+        cursor = self._cursor
+        if batch_index < 0:
+            cursor.delete(position)
+            self._dispatcher.on_deleted((position,))
+            return
+        cursor.delete_batch_indexes(position, (batch_index,), batch_size)
+        if cursor.is_message_deleted(position):
+            self._dispatcher.on_deleted((position,))
+        elif self._dispatcher.on_batch_acked(position, (batch_index,)):
+            # Every index its consumer held is acked: the entry is done even when the ledger
+            # does not track batch indexes (the client-side batch acker's rule).
+            cursor.delete(position)
+            self._dispatcher.on_deleted((position,))
+
+    def _acknowledge_cumulative(self, consumer: Consumer, mid: MessageId) -> None:
+        with self._lock:
+            self._check_consumer(consumer)
+            if self._type.is_individual_ack_mode:
+                raise NotAllowedError(
+                    "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
+                    f" ({self.name!r} is {self._type.value})"
+                )
+            self._check_partition(mid)
+            position = mid.position
+            cursor = self._cursor
+            if position <= cursor.mark_delete_position:
+                return  # Pulsar ignores a cumulative ack behind the mark-delete position
+            if not self._ml.is_valid_position(position):
+                raise InvalidPositionError(f"message {mid} does not exist in topic {self.topic}")
+            md = cursor.mark_delete_position
+            ack_set = None
+            if mid.batch_index >= 0:
+                size = self._batch_size_of(position)
+                if size is not None:
+                    self._check_batch_index(position, mid.batch_index, size)
+                    if mid.batch_index < size - 1:
+                        ack_set = ((1 << size) - 1) & ~((1 << (mid.batch_index + 1)) - 1)
+            try:
+                if ack_set is None:
+                    cursor.mark_delete(position)
+                else:
+                    cursor.mark_delete(position, ack_set=ack_set)
+            except MarkDeletingMarkedPositionError:
+                return
+            if ack_set is not None:
+                self._dispatcher.on_batch_acked(position, range(mid.batch_index + 1))
+            self._after_acks(md, force=True)
+
+    def _negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
+        with self._lock:
+            self._check_consumer(consumer)
+            for mid in message_ids:
+                self._check_partition(mid)
+            self._dispatcher.negative_ack(consumer, [mid.position for mid in message_ids])
+
+    def _redeliver_unacknowledged(self, consumer: Consumer) -> None:
+        with self._lock:
+            self._check_consumer(consumer)
+            self._dispatcher.redeliver(consumer)
+
+    # -- PIP-423 ------------------------------------------------------------------------------
+    def cancel_delayed_message(self, ledger_id: int, entry_id: int) -> bool:
+        """Cancel a (delayed) message by acknowledging its entry individually (seeds/000).
+
+        Returns False, changing nothing, on Exclusive and Failover subscriptions (cumulative-ack
+        types); otherwise acknowledges ``ledger_id:entry_id`` and returns True, also when it was
+        already acknowledged. The message is then never delivered to any consumer of this
+        subscription, even after its deliver-at time and across restarts (the cursor persists
+        the ack). Raises ``InvalidRequestError`` for ids that are not int64,
+        ``InvalidPositionError`` for negative ids or an entry that is not in the topic.
+        """
+        position = _position(ledger_id, entry_id)
+        if self._type.is_cumulative_ack_mode:
+            log.warning(
+                "Cannot cancel delayed message on subscription %s of type %s which uses cumulative ack.",
+                self.name, self._type.value,
+            )
+            return False
+        with self._lock:
+            self._check_open()
+            md = self._cursor.mark_delete_position
+            if self._is_live(position):
+                self._cursor.delete(position)
+            self._dispatcher.on_deleted((position,))
+            self._after_acks(md)
+        return True
+
+    def skip_messages(self, entries: Iterable[SkipEntry]) -> None:
+        """Skip messages by id: acknowledge whole entries or some of their batch indexes (seeds/001).
+
+        Raises ``NotAllowedError("Unsupported subscription type.")`` (405) on Exclusive and
+        Failover; ``InvalidRequestError`` (400) for an item that is not a ``SkipEntry`` or a batch
+        index outside ``[0, batch size)``; ``InvalidPositionError`` (412) for negative ids or an
+        entry not in the topic. Validates everything before acknowledging anything. Batch
+        indexes are ignored (logged once) when the ledger's
+        ``deletion_at_batch_index_level_enabled`` is off, as in Pulsar.
+        """
+        items = _skip_entries(entries)
+        with self._lock:
+            self._apply_skip(self._plan_skip(items))
+
+    def _plan_skip(self, items: list[SkipEntry]) -> SkipPlan:
+        """Validate ``items`` (reading batch entries) without acknowledging anything."""
+        if self._type.is_cumulative_ack_mode:
+            raise NotAllowedError("Unsupported subscription type.")
+        whole: set[Position] = set()
+        partial: dict[Position, set[int]] = {}
+        for item in items:
+            position = _position(item.ledger_id, item.entry_id)
+            if item.batch_indexes is None:
+                whole.add(position)
+                partial.pop(position, None)
+            elif position not in whole:
+                partial.setdefault(position, set()).update(item.batch_indexes)
+        with self._lock:
+            self._check_open()
+            plan = SkipPlan([p for p in sorted(whole) if self._is_live(p)], [])
+            for entry in self._read_entries([p for p in sorted(partial) if self._is_live(p)]):
+                size = max(entry.metadata.num_messages, 1)
+                indexes = partial[entry.position]
+                for i in sorted(indexes):
+                    self._check_batch_index(entry.position, i, size)
+                ack_set = (1 << size) - 1
+                for i in indexes:
+                    ack_set &= ~(1 << i)
+                plan.batches.append((entry.position, ack_set, size, frozenset(indexes)))
+            return plan
+
+    def _apply_skip(self, plan: SkipPlan) -> None:
+        """Acknowledge a validated plan (entries acknowledged meanwhile are left alone)."""
+        with self._lock:
+            self._check_open()
+            cursor = self._cursor
+            md = cursor.mark_delete_position
+            if plan.whole:
+                cursor.delete_many(plan.whole)
+                self._dispatcher.on_deleted(plan.whole)
+            by_index = self._ml.config.deletion_at_batch_index_level_enabled
+            if plan.batches and not by_index and not self._warned_batch_index_disabled:
+                self._warned_batch_index_disabled = True
+                log.warning(
+                    "%s/%s: batch-index skips are ignored, deletion_at_batch_index_level_enabled is off",
+                    self.topic, self.name,
+                )
+            for position, ack_set, size, indexes in plan.batches:
+                cursor.delete_with_ack_set(position, ack_set, batch_size=size)
+                if cursor.is_message_deleted(position):
+                    self._dispatcher.on_deleted((position,))
+                elif by_index and self._dispatcher.on_batch_acked(position, indexes):
+                    cursor.delete(position)
+                    self._dispatcher.on_deleted((position,))
+            self._after_acks(md)
+
+    # -- admin: skip, clear, reset -----------------------------------------------------------
+    def skip(self, num_messages: int) -> None:
+        """Skip the next ``num_messages`` unacknowledged entries (Pulsar's ``skip -n``)."""
+        if isinstance(num_messages, bool) or not isinstance(num_messages, int) or num_messages < 0:
+            raise InvalidRequestError(f"invalid number of messages to skip {num_messages!r}: must be >= 0")
+        with self._lock:
+            self._check_open()
+            self._cursor.skip_entries(num_messages)
+            self._dispatcher.on_mark_delete_moved()
+
+    def clear_backlog(self) -> None:
+        """Acknowledge everything published so far (Pulsar's ``clear-backlog``)."""
+        with self._lock:
+            self._check_open()
+            self._cursor.clear_backlog()
+            self._dispatcher.on_mark_delete_moved()
+
+    def reset_cursor(self, position: Position | MessageId) -> None:
+        """Re-consume from ``position`` (``EARLIEST``/``LATEST`` allowed): acks after it are
+        forgotten, and the dispatcher is reset in the same cursor revision (queues, replay,
+        delayed and recently-joined state cleared). Raises ``ConcurrentResetError`` (409) if
+        another reset holds the cursor."""
+        target = _reset_position(position)
+        with self._lock:
+            self._check_open()
+            self._dispatcher.reset(lambda reset: reset.reset_to(target), count_redeliveries=False)
+            self._dispatcher.on_mark_delete_moved()
+
+    def reset_cursor_by_time(self, timestamp_ms: int) -> Position:
+        """Reset to the first entry published at or after ``timestamp_ms``; returns it.
+
+        Binary search over the ledger (publish times are non-decreasing); O(log n) reads.
+        """
+        if isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int):
+            raise InvalidRequestError(f"invalid timestamp {timestamp_ms!r}: not an integer")
+        target = _first_published_at_or_after(self._ml, timestamp_ms)
+        self.reset_cursor(target)
+        return target
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def unsubscribe(self) -> None:
+        """Delete the subscription and its cursor; ``SubscriptionBusyError`` if consumers are connected."""
+        self._topic.delete_subscription(self.name)
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._dispatcher.close()
+            self._consumers.clear()
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _after_acks(self, md_before: Position, force: bool = False) -> None:
+        if force or self._cursor.mark_delete_position != md_before:
+            self._dispatcher.on_mark_delete_moved()
+
+    def _is_live(self, position: Position) -> bool:
+        """True for an entry to acknowledge, False if already acknowledged; raises if not in the topic."""
+        if self._cursor.is_message_deleted(position):
+            return False
+        if not self._ml.is_valid_position(position):
+            raise InvalidPositionError(f"message {position} does not exist in topic {self.topic}")
+        return True
+
+    def _batch_size_of(self, position: Position) -> int | None:
+        """The entry's batch size, from the dispatcher if it handed the entry out, else read
+        from the entry (a message id's own ``batch_size`` is not trusted); None if acked."""
+        known = self._dispatcher.pending_batch_size(position)
+        if known is not None:
+            return known
+        entries = self._read_entries([position])
+        return max(entries[0].metadata.num_messages, 1) if entries else None
+
+    def _read_entries(self, positions: list[Position]) -> list[Entry]:
+        if not positions:
+            return []
+        for _ in range(_READ_ATTEMPTS - 1):
+            try:
+                return self._cursor.replay_entries(positions)
+            except CursorModifyingError:
+                continue
+        return self._cursor.replay_entries(positions)
+
+    def _check_batch_index(self, position: Position, index: int, size: int) -> None:
+        if not 0 <= index < size:
+            raise InvalidRequestError(
+                f"Invalid batch index {index} for message {position}: the entry holds {size}"
+                f" message{'s' if size != 1 else ''} (valid indexes 0..{size - 1})"
+            )
+
+    def _check_partition(self, mid: MessageId) -> None:
+        if not isinstance(mid, MessageId):
+            raise InvalidRequestError(f"invalid message id {mid!r}")
+        own = self._topic.partition_index
+        if mid.partition not in (-1, own):
+            raise InvalidRequestError(f"message id {mid} is of partition {mid.partition}, not of {self.topic}")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AlreadyClosedError(f"subscription {self.name!r} on {self.topic} is closed")
+
+    def _check_consumer(self, consumer: Consumer) -> None:
+        if consumer._closed:
+            raise AlreadyClosedError(f"consumer {consumer.name!r} of subscription {self.name!r} is closed")
+
+    def __repr__(self) -> str:
+        return f"Subscription({self.name!r}, topic={self.topic!r}, type={self._type.value})"
+
+
+def _position(ledger_id: int, entry_id: int) -> Position:
+    for name, value in (("ledgerId", ledger_id), ("entryId", entry_id)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidRequestError(f"invalid {name} {value!r}: not an integer")
+    if ledger_id < 0 or entry_id < 0:
+        raise InvalidPositionError(
+            f"invalid message id {ledger_id}:{entry_id}: ledgerId, entryId must be non-negative."
+        )
+    return Position.of(ledger_id, entry_id)
+
+
+def _skip_entries(entries: Iterable[SkipEntry]) -> list[SkipEntry]:
+    if isinstance(entries, (int, str, bytes, SkipEntry)) or not isinstance(entries, Iterable):
+        raise InvalidRequestError(
+            f"skip_messages takes a list of SkipEntry, got {entries!r} (use skip(n) to skip a number of messages)"
+        )
+    items = list(entries)
+    for item in items:
+        if not isinstance(item, SkipEntry):
+            raise InvalidRequestError(f"invalid skip entry {item!r}: expected a SkipEntry")
+    return items
+
+
+def _reset_position(position: Position | MessageId) -> Position:
+    if isinstance(position, MessageId):
+        if position == MessageId.EARLIEST:
+            return EARLIEST
+        if position == MessageId.LATEST:
+            return LATEST
+        return position.position
+    if isinstance(position, tuple) and len(position) == 2:
+        return Position.of(position[0], position[1])
+    raise InvalidRequestError(f"invalid reset position {position!r}: expected a Position or a MessageId")
+
+
+def _first_published_at_or_after(ml: ManagedLedger, timestamp_ms: int) -> Position:
+    positions: list[tuple[int, int]] = []  # (ledger id, entries) with entries > 0
+    for info in ml.ledger_infos():
+        if info.entries > 0:
+            positions.append((info.ledger_id, info.entries))
+    total = sum(n for _, n in positions)
+
+    def at(index: int) -> Position:
+        for ledger_id, n in positions:
+            if index < n:
+                return Position(ledger_id, index)
+            index -= n
+        raise IndexError(index)
+
+    lo, hi = 0, total
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ml.read_entry(at(mid)).metadata.publish_time_ms >= timestamp_ms:
+            hi = mid
+        else:
+            lo = mid + 1
+    return at(lo) if lo < total else LATEST

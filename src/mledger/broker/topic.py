@@ -1,0 +1,288 @@
+"""A persistent topic (or one partition of a partitioned topic) over its managed ledger.
+
+The topic owns its managed ledger (named by :attr:`TopicName.managed_ledger_name
+<mledger.broker.names.TopicName.managed_ledger_name>`), its producers, its subscriptions (one
+durable cursor each; opening the topic re-opens every stored subscription with its type) and
+its deduplication hook (:mod:`mledger.broker.hooks`). Cursors named ``pulsar.dedup`` or starting
+with the replicator prefix are system cursors, never subscriptions.
+
+Locking: one re-entrant lock guards the producer and subscription maps; a separate publish lock
+serialises the publish path (dedup check, append, dedup record), which blocks on the append.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from ..entry import EntryMetadata
+from ..errors import InvalidRequestError, NotFoundError
+from ..ledger import InitialPosition, ManagedLedger
+from ..position import Position
+from .errors import AlreadyClosedError, MessageDupUnknownError, ProducerBusyError, SubscriptionBusyError
+from .hooks import Deduplication, DedupVerdict, PublishContext
+from .names import TopicName
+from .producer import Producer
+from .stats import TopicStats
+from .subscription import SUBSCRIPTION_TYPE_PROPERTY, Subscription
+from .types import SubscriptionType
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+__all__ = ["DEDUPLICATION_CURSOR_NAME", "Topic"]
+
+log = logging.getLogger(__name__)
+
+DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"
+"""The deduplication layer's cursor (Pulsar's ``PersistentTopic.DEDUPLICATION_CURSOR_NAME``)."""
+
+_INT64_MAX = (1 << 63) - 1
+
+
+class Topic:
+    """One persistent topic or partition. Obtain with ``Broker.get_topic`` / ``create_topic``."""
+
+    def __init__(self, broker: Broker, topic_name: TopicName, ml: ManagedLedger) -> None:
+        self._broker = broker
+        self.topic_name = topic_name
+        self._ml = ml
+        self._lock = threading.RLock()
+        self._publish_lock = threading.Lock()
+        self._producers: dict[str, Producer] = {}
+        self._subscriptions: dict[str, Subscription] = {}
+        self._closed = False
+        for cursor in ml.cursors:
+            if self.is_system_cursor(cursor.name):
+                continue
+            stored = cursor.cursor_properties.get(SUBSCRIPTION_TYPE_PROPERTY)
+            try:
+                sub_type = SubscriptionType.parse(stored) if stored else SubscriptionType.EXCLUSIVE
+            except InvalidRequestError:
+                log.warning("%s: subscription %s has unknown type %r; using Exclusive", self.name, cursor.name, stored)
+                sub_type = SubscriptionType.EXCLUSIVE
+            self._subscriptions[cursor.name] = Subscription(self, cursor.name, cursor, sub_type)
+        self._dedup: Deduplication = broker._make_deduplication(self)
+
+    # -- views ------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The full topic name, ``persistent://tenant/ns/local``."""
+        return str(self.topic_name)
+
+    @property
+    def partition_index(self) -> int:
+        """This partition's index, -1 for a non-partitioned topic."""
+        return self.topic_name.partition_index
+
+    @property
+    def broker(self) -> Broker:
+        """The broker serving this topic."""
+        return self._broker
+
+    @property
+    def managed_ledger(self) -> ManagedLedger:
+        """The topic's managed ledger."""
+        return self._ml
+
+    @property
+    def deduplication(self) -> Deduplication:
+        """The topic's deduplication hook."""
+        return self._dedup
+
+    @property
+    def producers(self) -> list[Producer]:
+        """Connected producers."""
+        with self._lock:
+            return list(self._producers.values())
+
+    @property
+    def subscriptions(self) -> dict[str, Subscription]:
+        """Subscriptions by name (a copy)."""
+        with self._lock:
+            return dict(self._subscriptions)
+
+    def subscription_names(self) -> list[str]:
+        """Sorted subscription names."""
+        with self._lock:
+            return sorted(self._subscriptions)
+
+    def get_subscription(self, name: str) -> Subscription:
+        """The subscription ``name``; raises ``NotFoundError`` (404)."""
+        with self._lock:
+            sub = self._subscriptions.get(name)
+        if sub is None:
+            raise NotFoundError(f"Subscription {name!r} not found on topic {self.name}")
+        return sub
+
+    def has_connections(self) -> bool:
+        """Whether producers or consumers are connected."""
+        with self._lock:
+            return bool(self._producers) or any(s.consumers for s in self._subscriptions.values())
+
+    def is_system_cursor(self, name: str) -> bool:
+        """Whether a cursor of this name is internal (dedup, replication), not a subscription."""
+        return name == DEDUPLICATION_CURSOR_NAME or name.startswith(self._broker.config.replicator_prefix)
+
+    def stats(self) -> TopicStats:
+        """Counters of the ledger, producer names and each subscription's stats."""
+        with self._lock:
+            subs = dict(self._subscriptions)
+            producers = tuple(sorted(self._producers))
+        ml_stats = self._ml.stats()
+        return TopicStats(
+            name=self.name,
+            entries=ml_stats.number_of_entries,
+            last_confirmed_entry=ml_stats.last_confirmed_entry,
+            producers=producers,
+            subscriptions={name: sub.stats() for name, sub in sorted(subs.items())},
+        )
+
+    # -- subscriptions -------------------------------------------------------------------------
+    def subscribe(
+        self,
+        name: str,
+        sub_type: SubscriptionType | str = SubscriptionType.EXCLUSIVE,
+        initial_position: InitialPosition = InitialPosition.LATEST,
+    ) -> Subscription:
+        """Create the subscription ``name`` (cursor at ``initial_position``, Pulsar's default
+        LATEST) or return the existing one, switching its type if no consumer is connected.
+
+        Raises ``InvalidRequestError`` for a bad or reserved name or type,
+        ``SubscriptionBusyError`` when the type differs and consumers are connected.
+        """
+        sub_type = SubscriptionType.parse(sub_type)
+        if not isinstance(name, str) or not name or "/" in name:
+            raise InvalidRequestError(f"invalid subscription name {name!r}")
+        if self.is_system_cursor(name):
+            raise InvalidRequestError(f"invalid subscription name {name!r}: reserved for a system cursor")
+        if not isinstance(initial_position, InitialPosition):
+            raise InvalidRequestError(f"invalid initial position {initial_position!r}: expected an InitialPosition")
+        with self._lock:
+            self._check_open()
+            sub = self._subscriptions.get(name)
+            if sub is None:
+                cursor = self._ml.open_cursor(
+                    name, initial_position, cursor_properties={SUBSCRIPTION_TYPE_PROPERTY: sub_type.value}
+                )
+                sub = Subscription(self, name, cursor, sub_type)
+                self._subscriptions[name] = sub
+                return sub
+        sub._set_type(sub_type)
+        return sub
+
+    def delete_subscription(self, name: str) -> None:
+        """Delete a subscription and its cursor. ``NotFoundError``; ``SubscriptionBusyError``
+        ("Subscription has active connected consumers") while consumers are connected."""
+        with self._lock:
+            self._check_open()
+            sub = self.get_subscription(name)
+            if sub.consumers:
+                raise SubscriptionBusyError(f"Subscription {name!r} on {self.name} has active connected consumers")
+            sub._close()
+            del self._subscriptions[name]
+            self._ml.delete_cursor(name)
+
+    # -- producers -----------------------------------------------------------------------------
+    def create_producer(self, producer_name: str | None = None, initial_sequence_id: int | None = None) -> Producer:
+        """Attach a producer; a broker-unique name is generated when None.
+
+        Raises ``ProducerBusyError`` when a producer of that name is connected here,
+        ``InvalidRequestError`` for a bad name or initial sequence id.
+        """
+        _check_producer_args(producer_name, initial_sequence_id)
+        name = producer_name if producer_name is not None else self._broker._generate_producer_name()
+        with self._lock:
+            self._check_open()
+            if name in self._producers:
+                raise ProducerBusyError(f"Producer with name '{name}' is already connected to topic {self.name}")
+            producer = Producer(self, name, initial_sequence_id)
+            self._producers[name] = producer
+            self._dedup.producer_added(name)
+            return producer
+
+    def _remove_producer(self, producer: Producer) -> None:
+        with self._lock:
+            if self._producers.get(producer.name) is producer:
+                del self._producers[producer.name]
+                self._dedup.producer_removed(producer.name)
+
+    def publish(
+        self,
+        producer_name: str,
+        payload: bytes,
+        metadata: EntryMetadata,
+        sequence_id: int,
+        highest_sequence_id: int,
+        num_messages: int,
+    ) -> Position | None:
+        """Append one entry through the deduplication hook; None when it was a duplicate.
+
+        Raises ``MessageDupUnknownError`` (nothing written) and whatever the append raises.
+        """
+        with self._publish_lock:
+            self._check_open()
+            ctx = PublishContext(self.name, producer_name, sequence_id, highest_sequence_id, num_messages, metadata)
+            verdict = self._dedup.check(ctx)
+            if verdict is DedupVerdict.DUPLICATE:
+                return None
+            if verdict is DedupVerdict.UNKNOWN:
+                raise MessageDupUnknownError(
+                    f"Cannot determine whether the message is a duplicate at this time"
+                    f" (producer {producer_name!r}, sequence id {sequence_id}, topic {self.name})"
+                )
+            try:
+                position = self._ml.add_entry(payload, metadata)
+            except BaseException:
+                self._dedup.record_failed(ctx)
+                raise
+            self._dedup.record_persisted(ctx, position)
+            return position
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def run_due_tasks(self) -> int:
+        """Deduplication tasks, then dispatch what is due on every subscription."""
+        if self._closed:
+            return 0
+        self._dedup.run_due_tasks()
+        return sum(sub.dispatch() for sub in self.subscriptions.values())
+
+    def close(self) -> None:
+        """Disconnect producers and consumers and close the ledger (cursors persist). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            subs = list(self._subscriptions.values())
+            producers = list(self._producers.values())
+            self._producers.clear()
+        for producer in producers:
+            producer._closed = True
+        for sub in subs:
+            sub._close()
+        self._dedup.close()
+        self._ml.close()
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether the topic was closed."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AlreadyClosedError(f"topic {self.name} is closed")
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name!r})"
+
+
+def _check_producer_args(producer_name: object, initial_sequence_id: object) -> None:
+    if producer_name is not None and (not isinstance(producer_name, str) or not producer_name):
+        raise InvalidRequestError(f"invalid producer name {producer_name!r}")
+    if initial_sequence_id is not None and (
+        isinstance(initial_sequence_id, bool)
+        or not isinstance(initial_sequence_id, int)
+        or not -1 <= initial_sequence_id <= _INT64_MAX
+    ):
+        raise InvalidRequestError(f"invalid initial_sequence_id {initial_sequence_id!r}: expected an int >= -1")
