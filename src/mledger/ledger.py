@@ -169,7 +169,9 @@ class ManagedLedger:
         with self._lock:
             if self._closed:
                 return
-            cursors = list(self._cursors.values())
+            # Non-durable cursors close too (Pulsar closes every cursor of the ledger); they
+            # persist nothing.
+            cursors = list(self._cursors.values()) + list(self._non_durable)
         for cursor in cursors:
             cursor.close()
         with self._lock:
@@ -670,6 +672,13 @@ class ManagedLedgerFactory:
         for cursor_name in self.store.children(ml._info_path):
             ml.open_cursor(cursor_name)
         return ml
+
+    def exists(self, name: str) -> bool:
+        """Whether the managed ledger ``name`` is open or stored (without opening it)."""
+        with self._lock:
+            if name in self._ledgers:
+                return True
+        return self.store.get(f"{ML_ROOT}/{name}") is not None
 
     def list_managed_ledgers(self) -> list[str]:
         """Names of every managed ledger in the store."""
