@@ -1,0 +1,67 @@
+"""The admin API: request models, authorization, ``Admin.topics`` and the ``mledger-admin`` CLI.
+
+Admin logic lives in :mod:`mledger.admin.topics` once; the CLI (and any HTTP front end) call it.
+Every error carries ``http_status``, the status Pulsar's REST API answers with.
+"""
+
+from .api import Admin as Admin
+from .auth import (
+    WILDCARD as WILDCARD,
+)
+from .auth import (
+    Authorization as Authorization,
+)
+from .auth import (
+    NamespaceOperation as NamespaceOperation,
+)
+from .auth import (
+    TopicOperation as TopicOperation,
+)
+from .errors import SubscriptionAlreadyExistsError as SubscriptionAlreadyExistsError
+from .messaging import Messaging as Messaging
+from .requests import (
+    PAYLOAD_ERROR_PREFIX as PAYLOAD_ERROR_PREFIX,
+)
+from .requests import (
+    MessageIdItem as MessageIdItem,
+)
+from .requests import (
+    SkipMessageIdsRequest as SkipMessageIdsRequest,
+)
+from .stats import (
+    CursorStats as CursorStats,
+)
+from .stats import (
+    LedgerInfo as LedgerInfo,
+)
+from .stats import (
+    PartitionedTopicInternalStats as PartitionedTopicInternalStats,
+)
+from .stats import (
+    PartitionedTopicMetadata as PartitionedTopicMetadata,
+)
+from .stats import (
+    PersistentTopicInternalStats as PersistentTopicInternalStats,
+)
+from .topics import CancelDelayedMessageResult as CancelDelayedMessageResult
+from .topics import Topics as Topics
+
+__all__ = [
+    "PAYLOAD_ERROR_PREFIX",
+    "WILDCARD",
+    "Admin",
+    "Authorization",
+    "CancelDelayedMessageResult",
+    "CursorStats",
+    "LedgerInfo",
+    "MessageIdItem",
+    "Messaging",
+    "NamespaceOperation",
+    "PartitionedTopicInternalStats",
+    "PartitionedTopicMetadata",
+    "PersistentTopicInternalStats",
+    "SkipMessageIdsRequest",
+    "SubscriptionAlreadyExistsError",
+    "TopicOperation",
+    "Topics",
+]

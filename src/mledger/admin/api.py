@@ -1,0 +1,82 @@
+"""``Admin``: the entry point of the admin API over a broker.
+
+``Admin(broker)`` is the embedded form: authorization is off and every call is allowed.
+``Admin(broker, authorization=Authorization(...), role="ops")`` turns it on: each call is
+checked for ``role`` before anything is read or changed (401 without a role, 403 without the
+permission; see :mod:`mledger.admin.auth`). ``admin.as_role("other")`` is the same admin acting
+for another role (what an HTTP front end does per request).
+
+The operations live in :class:`~mledger.admin.topics.Topics` (``admin.topics``) and, for
+trying things out, :class:`~mledger.admin.messaging.Messaging` (``admin.messaging``). Every
+error they raise is an :class:`~mledger.errors.MLedgerError` carrying ``http_status``.
+Thread-safe as far as the broker is: the admin itself holds no mutable state.
+"""
+
+from __future__ import annotations
+
+from ..broker import Broker
+from ..broker.names import TopicName
+from ..errors import ConfigError, UnauthenticatedError
+from .auth import Authorization, NamespaceOperation, TopicOperation
+from .messaging import Messaging
+from .topics import Topics
+
+__all__ = ["Admin"]
+
+
+class Admin:
+    """Admin operations on ``broker``, authorized for ``role`` when ``authorization`` is given.
+
+    Raises :class:`~mledger.errors.ConfigError` for arguments of the wrong type.
+    """
+
+    def __init__(self, broker: Broker, authorization: Authorization | None = None, role: str | None = None) -> None:
+        if not isinstance(broker, Broker):
+            raise ConfigError(f"Admin needs a Broker, got {broker!r}")
+        if authorization is not None and not isinstance(authorization, Authorization):
+            raise ConfigError(f"authorization must be an Authorization or None, got {authorization!r}")
+        if role is not None and not isinstance(role, str):
+            raise ConfigError(f"role must be a string or None, got {role!r}")
+        self.broker = broker
+        self.authorization = authorization
+        self.role = role
+        self.topics = Topics(self)
+        self.messaging = Messaging(self)
+
+    @property
+    def authorization_enabled(self) -> bool:
+        """Whether calls are checked (an ``Authorization`` was given)."""
+        return self.authorization is not None
+
+    def as_role(self, role: str | None) -> Admin:
+        """The same broker and authorization, acting for ``role``."""
+        return Admin(self.broker, self.authorization, role)
+
+    def check_topic(self, operation: TopicOperation, topic: str | TopicName) -> TopicName:
+        """Parse ``topic`` (400 for a bad name) and check ``operation`` on it; returns the name.
+
+        Raises ``UnauthenticatedError`` (401) / ``PermissionDeniedError`` (403) when
+        authorization is on and the role may not; never when it is off.
+        """
+        name = TopicName.parse(topic)
+        if self.authorization is not None:
+            self.authorization.check(self.role, operation, name)
+        return name
+
+    def check_namespace(self, operation: NamespaceOperation, namespace: str) -> None:
+        """Check a namespace operation (see :meth:`check_topic`)."""
+        if self.authorization is not None:
+            self.authorization.check(self.role, operation, namespace)
+
+    def authenticate(self) -> None:
+        """Raise ``UnauthenticatedError`` (401) when authorization is on and there is no role."""
+        if self.authorization is not None and not self.role:
+            raise UnauthenticatedError("Need to authenticate to perform the request")
+
+    def may(self, operation: TopicOperation | NamespaceOperation, resource: str | TopicName) -> bool:
+        """Whether the role may run ``operation`` on ``resource`` (always True when off)."""
+        return self.authorization is None or self.authorization.is_allowed(self.role, operation, resource)
+
+    def __repr__(self) -> str:
+        auth = "off" if self.authorization is None else f"on, role={self.role!r}"
+        return f"Admin({self.broker!r}, authorization {auth})"

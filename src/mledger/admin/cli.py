@@ -1,0 +1,488 @@
+"""``mledger-admin``: pulsar-admin's ``topics`` commands over a local data directory.
+
+Every command opens the directory's SQLite store, a managed-ledger factory and a broker, calls
+one :class:`~mledger.admin.Admin` method (the CLI holds no admin logic of its own), prints the
+result on stdout, and closes everything, so the state it changed is on disk when it exits.
+
+Exit status (``EXIT_CODES``): 0 success; 2 bad command line (argparse); for an admin error, the
+error's reason on stderr and a code per HTTP status: 3 = 400 invalid request, 4 = 401 not
+authenticated, 5 = 403 permission denied, 6 = 404 not found, 7 = 405 not allowed,
+8 = 409 conflict, 9 = 412 precondition failed, 10 = 413 entry too large, 1 = anything else
+(500, or an unusable data directory). ``cancel-delayed-message`` prints its per-subscription
+results and exits with 9 when a subscription refused (a cumulative-ack type), as the REST
+endpoint answers 412 "Failed to cancel delayed message".
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MLedgerError, NotAllowedError, PreconditionFailedError
+from ..position import EARLIEST, LATEST, Position
+
+if TYPE_CHECKING:
+    from .api import Admin
+
+__all__ = ["EXIT_CODES", "build_parser", "main"]
+
+EXIT_CODES: dict[int, int] = {400: 3, 401: 4, 403: 5, 404: 6, 405: 7, 409: 8, 412: 9, 413: 10}
+"""HTTP status of an admin error -> exit status; any other status exits with 1."""
+
+EXIT_USAGE = 2
+EXIT_OTHER = 1
+DATA_DIR_ENV = "MLEDGER_DATA_DIR"
+
+_EPILOG = """exit status: 0 ok, 2 bad command line, 3 = HTTP 400 invalid request,
+4 = 401 not authenticated, 5 = 403 permission denied, 6 = 404 not found,
+7 = 405 not allowed, 8 = 409 conflict, 9 = 412 precondition failed (also:
+cancel-delayed-message refused by a subscription), 10 = 413 entry too large,
+1 = any other error. Errors print their reason on stderr."""
+
+SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+
+
+# -- argument types ------------------------------------------------------------------------------
+
+
+def _triplet(text: str) -> tuple[int, int, int | None]:
+    """``ledgerId:entryId[:batchIndex]``; a negative batch index means the whole entry."""
+    parts = text.split(":")
+    try:
+        if len(parts) not in (2, 3):
+            raise ValueError
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid message id triplet {text!r}: expected ledgerId:entryId[:batchIndex]"
+        ) from None
+    batch = values[2] if len(values) == 3 and values[2] >= 0 else None
+    return values[0], values[1], batch
+
+
+def _position(text: str) -> Position:
+    """``ledgerId:entryId``, ``earliest`` or ``latest``."""
+    lowered = text.strip().lower()
+    if lowered == "earliest":
+        return EARLIEST
+    if lowered == "latest":
+        return LATEST
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return Position(int(parts[0]), int(parts[1]))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid position {text!r}: expected ledgerId:entryId, earliest or latest"
+        ) from None
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return value
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _subscription_type(text: str) -> str:
+    for name in SUBSCRIPTION_TYPES:
+        if name.lower() == text.strip().lower().replace("-", "_"):
+            return name
+    raise argparse.ArgumentTypeError(f"invalid subscription type {text!r}: one of {', '.join(SUBSCRIPTION_TYPES)}")
+
+
+def _initial_position(text: str) -> str:
+    lowered = text.strip().lower()
+    if lowered not in ("earliest", "latest"):
+        raise argparse.ArgumentTypeError(f"invalid subscription position {text!r}: Earliest or Latest")
+    return lowered
+
+
+# -- the parser ----------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: global options, ``topics`` and its commands."""
+    parser = _Parser(
+        prog="mledger-admin",
+        description="Administer mledger topics and subscriptions in a data directory (like pulsar-admin).",
+        epilog=_EPILOG,
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get(DATA_DIR_ENV),
+        help=f"the data directory (a SQLite store); default ${DATA_DIR_ENV}",
+    )
+    parser.add_argument("--role", default=None, help="the caller's role (used when authorization is on)")
+    parser.add_argument(
+        "--auth-file",
+        default=None,
+        help='turn authorization on with this JSON file: {"superUserRoles": [...], '
+        '"permissions": {role: {topic or "*": [operations]}}}',
+    )
+    groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
+    topics = groups.add_parser(
+        "topics", help="operations on topics and subscriptions", description="Operations on topics.", epilog=_EPILOG
+    )
+    commands = topics.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    Handler = Callable[["Admin", argparse.Namespace], Any]
+
+    def command(name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sub.set_defaults(handler=handler, command_parser=sub)
+        return sub
+
+    def topic_arg(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("topic", help="topic name: persistent://tenant/namespace/topic, or a short name")
+
+    def subscription_arg(sub: argparse.ArgumentParser, flag: str = "--subscription") -> None:
+        sub.add_argument("-s", flag, dest="subscription", required=True, help="subscription name")
+
+    sub = command("list", "List the topics (partitioned topics by their name).", _cmd_list)
+    sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
+
+    sub = command("list-partitioned-topics", "List the partitioned topics.", _cmd_list_partitioned)
+    sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
+
+    sub = command("create", "Create a non-partitioned topic.", _cmd_create)
+    topic_arg(sub)
+
+    sub = command("delete", "Delete a topic (every partition of a partitioned one) and its data.", _cmd_delete)
+    topic_arg(sub)
+    sub.add_argument("-f", "--force", action="store_true", help="even with connected producers or consumers")
+
+    sub = command("create-partitioned-topic", "Create a partitioned topic.", _cmd_create_partitioned)
+    topic_arg(sub)
+    sub.add_argument("-p", "--partitions", type=_positive, required=True, help="number of partitions")
+
+    sub = command("subscriptions", "List the subscriptions of a topic.", _cmd_subscriptions)
+    topic_arg(sub)
+
+    sub = command("create-subscription", "Create a durable subscription.", _cmd_create_subscription)
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument(
+        "-m", "--messageId", dest="position", type=_position, default=LATEST,
+        help="where it starts: latest (default), earliest or ledgerId:entryId",
+    )
+    sub.add_argument(
+        "-t", "--subscription-type", dest="subscription_type", type=_subscription_type, default=None,
+        help="Exclusive, Shared, Failover or Key_Shared (default: the broker's default)",
+    )
+
+    sub = command("unsubscribe", "Delete a subscription.", _cmd_unsubscribe)
+    topic_arg(sub)
+    subscription_arg(sub)
+
+    sub = command(
+        "stats-internal", "Internal stats of a topic (JSON); partitioned topics per partition.", _cmd_stats_internal
+    )
+    topic_arg(sub)
+
+    sub = command("partitioned-stats-internal", "Internal stats of every partition of a partitioned topic (JSON).",
+                  _cmd_partitioned_stats_internal)
+    topic_arg(sub)
+
+    sub = command("reset-cursor", "Reset a subscription's cursor to a position.", _cmd_reset_cursor)
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument(
+        "-m", "--messageId", dest="position", type=_position, required=True,
+        help="ledgerId:entryId, earliest or latest",
+    )
+
+    sub = command("skip", "Skip the next N messages of a subscription.", _cmd_skip)
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument("-n", "--count", type=_non_negative, required=True, help="number of messages to skip")
+
+    sub = command("clear-backlog", "Skip every message of a subscription's backlog.", _cmd_clear_backlog)
+    topic_arg(sub)
+    subscription_arg(sub)
+
+    sub = command(
+        "skip-messages", "Skip messages of a subscription by their ids (PIP-423).", _cmd_skip_messages
+    )
+    sub.set_defaults(check=_check_skip_messages)
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument(
+        "--messageId-triplet", dest="triplets", action="append", type=_triplet, default=[],
+        metavar="L:E[:B]", help="ledgerId:entryId[:batchIndex] (repeatable)",
+    )
+    sub.add_argument(
+        "--messageId-base64", dest="base64_ids", action="append", default=[],
+        metavar="BASE64", help="a base64-encoded MessageId (repeatable)",
+    )
+
+    sub = command(
+        "cancel-delayed-message", "Cancel a delayed message on subscriptions (PIP-423).", _cmd_cancel_delayed
+    )
+    topic_arg(sub)
+    sub.add_argument("-l", "--ledgerId", dest="ledger_id", type=int, required=True, help="ledger id of the message")
+    sub.add_argument("-e", "--entryId", dest="entry_id", type=int, required=True, help="entry id of the message")
+    sub.add_argument(
+        "-s", "--subscriptionNames", dest="subscription_names", type=_names, default=None,
+        help="comma-separated subscription names (default: every subscription)",
+    )
+
+    sub = command("produce", "Publish messages (for trying things out).", _cmd_produce)
+    topic_arg(sub)
+    sub.add_argument("-m", "--messages", dest="messages", action="append", required=True,
+                     help="a message payload (repeatable)")
+    sub.add_argument("-n", "--num-produce", dest="count", type=_positive, default=1,
+                     help="send the messages this many times (default 1)")
+    sub.add_argument("-k", "--key", default=None, help="message key")
+    sub.add_argument("--deliver-after-ms", dest="deliver_after_ms", type=_non_negative, default=None,
+                     help="deliver the messages this many ms from now (delayed delivery)")
+    sub.add_argument("--batch", action="store_true",
+                     help="send each round of messages as one batched entry")
+
+    sub = command("consume", "Receive and acknowledge what is deliverable now (for trying things out).", _cmd_consume)
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument("-t", "--subscription-type", dest="subscription_type", type=_subscription_type,
+                     default="Exclusive", help="Exclusive (default), Shared, Failover or Key_Shared")
+    sub.add_argument("-n", "--num-messages", dest="count", type=_non_negative, default=1,
+                     help="at most this many messages (0: all that are deliverable; default 1)")
+    sub.add_argument("-p", "--subscription-position", dest="initial_position", type=_initial_position,
+                     default="latest", help="where a new subscription starts: Latest (default) or Earliest")
+    return parser
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def _print_json(value: Any) -> None:
+    if hasattr(value, "to_json"):
+        print(value.to_json())
+    else:
+        print(json.dumps(value, indent=2))
+
+
+def _print_lines(values: Sequence[str]) -> None:
+    for value in values:
+        print(value)
+
+
+def _cmd_list(admin: Admin, args: argparse.Namespace) -> None:
+    _print_lines(admin.topics.list_topics(args.namespace))
+
+
+def _cmd_list_partitioned(admin: Admin, args: argparse.Namespace) -> None:
+    _print_lines(admin.topics.list_partitioned_topics(args.namespace))
+
+
+def _cmd_create(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.create_topic(args.topic)
+
+
+def _cmd_delete(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.delete_topic(args.topic, force=args.force)
+
+
+def _cmd_unsubscribe(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.delete_subscription(args.topic, args.subscription)
+
+
+def _cmd_create_partitioned(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.create_topic(args.topic, partitions=args.partitions)
+
+
+def _cmd_subscriptions(admin: Admin, args: argparse.Namespace) -> None:
+    _print_lines(admin.topics.list_subscriptions(args.topic))
+
+
+def _cmd_create_subscription(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.create_subscription(
+        args.topic, args.subscription, position=args.position, subscription_type=args.subscription_type
+    )
+
+
+def _cmd_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
+    try:
+        stats: Any = admin.topics.internal_stats(args.topic)
+    except NotAllowedError:  # a partitioned topic: show every partition (needs GET_STATS only)
+        stats = admin.topics.partitioned_internal_stats(args.topic)
+    _print_json(stats)
+
+
+def _cmd_partitioned_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.topics.partitioned_internal_stats(args.topic))
+
+
+def _cmd_reset_cursor(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.reset_cursor(args.topic, args.subscription, args.position)
+
+
+def _cmd_skip(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.skip(args.topic, args.subscription, args.count)
+
+
+def _cmd_clear_backlog(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.clear_backlog(args.topic, args.subscription)
+
+
+def _check_skip_messages(args: argparse.Namespace) -> str | None:
+    if not args.triplets and not args.base64_ids:
+        return "at least one --messageId-triplet or --messageId-base64 is required"
+    return None
+
+
+def _cmd_skip_messages(admin: Admin, args: argparse.Namespace) -> None:
+    from .requests import SkipMessageIdsRequest
+
+    request = SkipMessageIdsRequest.of(args.triplets).merged(SkipMessageIdsRequest.from_base64(args.base64_ids))
+    admin.topics.skip_messages(args.topic, args.subscription, request)
+
+
+def _cmd_cancel_delayed(admin: Admin, args: argparse.Namespace) -> None:
+    result = admin.topics.cancel_delayed_message(
+        args.topic, args.ledger_id, args.entry_id, subscription_names=args.subscription_names
+    )
+    _print_json(result)
+    if result.refused:
+        raise PreconditionFailedError(
+            "Failed to cancel delayed message on subscription(s) "
+            + ", ".join(result.refused)
+            + ": their type uses cumulative acknowledgement"
+        )
+
+
+def _cmd_produce(admin: Admin, args: argparse.Namespace) -> None:
+    ids = admin.messaging.produce(
+        args.topic,
+        [m.encode() for m in args.messages],
+        key=args.key,
+        deliver_after_ms=args.deliver_after_ms,
+        rounds=args.count,
+        batch=args.batch,
+    )
+    for mid in ids:
+        print(json.dumps(_message_id_json(mid)))
+
+
+def _cmd_consume(admin: Admin, args: argparse.Namespace) -> None:
+    messages = admin.messaging.consume(
+        args.topic,
+        args.subscription,
+        subscription_type=args.subscription_type,
+        max_messages=args.count,
+        initial_position=args.initial_position,
+    )
+    for message in messages:
+        print(json.dumps(_message_json(message)))
+
+
+def _message_id_json(mid: Any) -> dict[str, Any]:
+    return {
+        "messageId": f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}"
+        + (f":{mid.batch_index}" if mid.batch_index >= 0 else ""),
+        "ledgerId": mid.ledger_id,
+        "entryId": mid.entry_id,
+        "partition": mid.partition,
+        "batchIndex": mid.batch_index,
+        "base64": mid.to_base64(),
+    }
+
+
+def _message_json(message: Any) -> dict[str, Any]:
+    data: bytes = message.data
+    try:
+        text: dict[str, Any] = {"data": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        text = {"dataBase64": base64.b64encode(data).decode("ascii")}
+    out = _message_id_json(message.message_id)
+    out.update(text)
+    out["key"] = message.key
+    out["publishTimeMs"] = message.publish_time_ms
+    out["deliverAtMs"] = message.deliver_at_ms
+    out["redeliveryCount"] = message.redelivery_count
+    return out
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+def exit_code(error: MLedgerError) -> int:
+    """The exit status for an admin error (see ``EXIT_CODES``)."""
+    return EXIT_CODES.get(error.http_status, EXIT_OTHER)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (see the module docstring)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.data_dir:
+        parser.error(f"--data-dir is required (or set ${DATA_DIR_ENV})")
+    problem = args.check(args) if getattr(args, "check", None) else None
+    if problem:
+        args.command_parser.error(problem)  # exits with 2, before the data directory is opened
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        with _open_admin(args) as admin:
+            args.handler(admin, args)
+    except MLedgerError as e:
+        print(str(e) or type(e).__name__, file=sys.stderr)
+        return exit_code(e)
+    except (OSError, sqlite3.Error) as e:  # the data directory itself (permissions, disk)
+        print(f"{args.data_dir}: {e}", file=sys.stderr)
+        return EXIT_OTHER
+    sys.stdout.flush()
+    return 0
+
+
+@contextlib.contextmanager
+def _open_admin(args: argparse.Namespace) -> Iterator[Admin]:
+    """Store, factory, broker and admin over ``--data-dir``; all closed on the way out, so
+    everything the command changed is persisted when it returns."""
+    from ..broker import Broker
+    from ..ledger import ManagedLedgerFactory
+    from ..storage import SqliteStore
+    from .api import Admin
+    from .auth import Authorization
+
+    authorization = Authorization.from_json(args.auth_file) if args.auth_file else None
+    factory = ManagedLedgerFactory(SqliteStore(args.data_dir))
+    try:
+        broker = Broker(factory)
+        try:
+            yield Admin(broker, authorization=authorization, role=args.role)
+        finally:
+            broker.close()
+    finally:
+        factory.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,380 @@
+"""``admin.topics``: Pulsar's ``PersistentTopics`` admin operations, once, for every front end.
+
+Theory of operation
+-------------------
+Each operation runs the same steps in Pulsar's order, and changes nothing until all of them
+passed:
+
+1. parse the topic name (400 ``InvalidRequestError`` for a bad one) and check the arguments
+   Pulsar checks before authorization (``cancel_delayed_message``: negative ids are 412
+   ``PreconditionFailedError("ledgerId, entryId must be non-negative.")``);
+2. authorize (when on): 401 without a role, 403 without the operation on the topic (a
+   partition inherits its parent's grants), see :mod:`mledger.admin.auth`;
+3. look up the topic and the subscription(s): 404 ``NotFoundError``;
+4. act through the broker's subscription (a :class:`~mledger.broker.PartitionedSubscription`
+   for a partitioned topic fans out to every partition, routing message ids to the partition
+   holding their ledger), whose errors pass through with their status: 405 for a
+   cumulative-ack subscription in ``skip_messages``, 400 for a batch index outside its batch,
+   412 for a message that is not in the topic.
+
+========================  ==========================  ==================================
+method                    operation checked           Pulsar endpoint / CLI
+========================  ==========================  ==================================
+list_topics               GET_TOPICS (namespace)      ``topics list``
+list_partitioned_topics   GET_TOPICS (namespace)      ``topics list-partitioned-topics``
+create_topic              CREATE_TOPIC (namespace)    ``topics create`` / ``create-partitioned-topic``
+delete_topic              DELETE_TOPIC (namespace)    ``topics delete``
+partitioned_topic_metadata LOOKUP                     ``topics get-partitioned-topic-metadata``
+list_subscriptions        GET_SUBSCRIPTIONS           ``topics subscriptions``
+create_subscription       SUBSCRIBE                   ``topics create-subscription``
+delete_subscription       UNSUBSCRIBE                 ``topics unsubscribe``
+internal_stats            GET_STATS                   ``topics stats-internal``
+partitioned_internal_stats GET_STATS                  ``topics partitioned-stats-internal``
+reset_cursor              RESET_CURSOR                ``topics reset-cursor``
+skip                      SKIP                        ``topics skip``
+clear_backlog             SKIP                        ``topics clear-backlog``
+skip_messages             SKIP                        ``topics skip-messages`` (PIP-423)
+cancel_delayed_message    CANCEL_DELAYED_MESSAGE      ``topics cancel-delayed-message`` (PIP-423)
+========================  ==========================  ==================================
+
+``clear_backlog`` checks SKIP because Pulsar's ``skipAllMessages`` does.
+
+Blocking: every method may block on storage I/O (the broker's and the cursors' locks are held
+while state is persisted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..broker import Broker, InitialPosition, PartitionedTopic, SubscriptionType, Topic
+from ..broker.names import TopicName
+from ..errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
+from ..messageid import MessageId
+from ..position import EARLIEST, LATEST, Position
+from .auth import NamespaceOperation, TopicOperation
+from .errors import SubscriptionAlreadyExistsError
+from .requests import SkipMessageIdsRequest
+from .stats import (
+    PartitionedTopicInternalStats,
+    PartitionedTopicMetadata,
+    PersistentTopicInternalStats,
+    topic_internal_stats,
+)
+
+if TYPE_CHECKING:
+    from ..broker import PartitionedSubscription, Subscription
+    from .api import Admin
+
+__all__ = ["CancelDelayedMessageResult", "Topics"]
+
+_INT64_MAX = (1 << 63) - 1
+
+
+class CancelDelayedMessageResult(BaseModel):
+    """What ``cancel_delayed_message`` did, per subscription.
+
+    ``results[name]`` is True when the message is now acknowledged on that subscription (on
+    every partition of a partitioned topic), False when the subscription's type uses
+    cumulative acknowledgement (Exclusive, Failover) and nothing was changed there (seeds/000).
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    topic: str
+    ledger_id: int = Field(alias="ledgerId")
+    entry_id: int = Field(alias="entryId")
+    results: dict[str, bool]
+
+    @property
+    def cancelled(self) -> list[str]:
+        """Subscriptions on which the message is cancelled."""
+        return [name for name, ok in self.results.items() if ok]
+
+    @property
+    def refused(self) -> list[str]:
+        """Subscriptions that refused (cumulative-ack types)."""
+        return [name for name, ok in self.results.items() if not ok]
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """``{"topic", "ledgerId", "entryId", "results": {subscription: bool}}``."""
+        return self.model_dump_json(by_alias=True, indent=indent)
+
+
+class Topics:
+    """The topic operations of an :class:`~mledger.admin.Admin` (``admin.topics``)."""
+
+    def __init__(self, admin: Admin) -> None:
+        self._admin = admin
+
+    @property
+    def _broker(self) -> Broker:
+        return self._admin.broker
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def list_topics(self, namespace: str | None = None) -> list[str]:
+        """Topic names, sorted (a partitioned topic by its own name, not its partitions).
+
+        With ``namespace`` (``tenant/namespace``): that namespace's topics, after checking
+        GET_TOPICS on it (403). Without: every namespace's topics the role may list (when
+        authorization is on, the others are left out rather than refused).
+        """
+        if namespace is not None:
+            _check_namespace_name(namespace)
+            self._admin.check_namespace(NamespaceOperation.GET_TOPICS, namespace)
+            return self._broker.list_topics(namespace)
+        self._admin.authenticate()
+        names = self._broker.list_topics()
+        return [n for n in names if self._admin.may(NamespaceOperation.GET_TOPICS, TopicName.parse(n).namespace_name)]
+
+    def list_partitioned_topics(self, namespace: str | None = None) -> list[str]:
+        """Partitioned topic names, sorted; ``namespace`` and authorization as ``list_topics``."""
+        if namespace is not None:
+            _check_namespace_name(namespace)
+            self._admin.check_namespace(NamespaceOperation.GET_TOPICS, namespace)
+        self._admin.authenticate()
+        names = self._broker.list_partitioned_topics()
+        out = []
+        for n in names:
+            ns = TopicName.parse(n).namespace_name
+            if (namespace is None and self._admin.may(NamespaceOperation.GET_TOPICS, ns)) or ns == namespace:
+                out.append(n)
+        return out
+
+    def create_topic(self, topic: str, partitions: int = 0) -> str:
+        """Create a non-partitioned topic (``partitions=0``) or a partitioned one; returns its
+        full name. CREATE_TOPIC on its namespace. 409 ``TopicAlreadyExistsError``; 400 for a
+        partition's name or a bad count (Pulsar: 406/412 for counts; mledger: 400)."""
+        name = TopicName.parse(topic)
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 0:
+            raise InvalidRequestError(f"invalid number of partitions {partitions!r}: must be an integer >= 0")
+        self._admin.check_namespace(NamespaceOperation.CREATE_TOPIC, name.namespace_name)
+        self._broker.create_topic(str(name), partitions=partitions)
+        return str(name)
+
+    def delete_topic(self, topic: str, force: bool = False) -> None:
+        """Delete a topic (all partitions of a partitioned one) with its data. DELETE_TOPIC on
+        its namespace. 404; 412 ``TopicBusyError`` while producers or consumers are connected
+        unless ``force``; 400 for a partition of a partitioned topic."""
+        name = TopicName.parse(topic)
+        self._admin.check_namespace(NamespaceOperation.DELETE_TOPIC, name.namespace_name)
+        self._broker.delete_topic(str(name), force=force)
+
+    def partitioned_topic_metadata(self, topic: str) -> PartitionedTopicMetadata:
+        """The number of partitions (0: not partitioned). LOOKUP. 404 for an unknown topic."""
+        name = self._admin.check_topic(TopicOperation.LOOKUP, topic)
+        return PartitionedTopicMetadata(partitions=self._broker.partitioned_topic_metadata(str(name)))
+
+    # -- subscriptions -------------------------------------------------------------------------
+
+    def list_subscriptions(self, topic: str) -> list[str]:
+        """Subscription names, sorted (of any partition, for a partitioned topic).
+        GET_SUBSCRIPTIONS. 404 for an unknown topic."""
+        name = self._admin.check_topic(TopicOperation.GET_SUBSCRIPTIONS, topic)
+        return self._topic(name).subscription_names()
+
+    def create_subscription(
+        self,
+        topic: str,
+        subscription: str,
+        position: Position | MessageId = LATEST,
+        subscription_type: SubscriptionType | str | None = None,
+    ) -> None:
+        """Create a durable subscription starting at ``position`` (``LATEST`` by default, as
+        Pulsar; ``EARLIEST``; or a position/message id to start from, via a cursor reset).
+
+        ``subscription_type`` (default Exclusive, the broker's default) is stored with it. On a
+        partitioned topic a specific position applies to the partition holding it (a
+        ``MessageId`` with a partition: that one); the other partitions start at the earliest
+        position.
+        SUBSCRIBE. 404 for an unknown topic (no auto-creation here), 409
+        ``SubscriptionAlreadyExistsError``, 400 for a bad name or type. If the start position
+        is refused, the new subscription is removed again.
+        """
+        name = self._admin.check_topic(TopicOperation.SUBSCRIBE, topic)
+        sub_type = SubscriptionType.EXCLUSIVE
+        if subscription_type is not None:
+            sub_type = SubscriptionType.parse(subscription_type)
+        target = _position_of(position)
+        found = self._topic(name)
+        if subscription in found.subscription_names():
+            raise SubscriptionAlreadyExistsError(f"Subscription already exists for topic: {subscription!r} on {name}")
+        if target == LATEST:
+            found.subscribe(subscription, sub_type, InitialPosition.LATEST)
+            return
+        created = found.subscribe(subscription, sub_type, InitialPosition.EARLIEST)
+        if target == EARLIEST:
+            return
+        try:
+            created.reset_cursor(position if isinstance(position, MessageId) else target)
+        except BaseException:
+            found.delete_subscription(subscription)
+            raise
+
+    def delete_subscription(self, topic: str, subscription: str) -> None:
+        """Delete a subscription (every partition's). UNSUBSCRIBE. 404; 412
+        ``SubscriptionBusyError`` while consumers are connected."""
+        name = self._admin.check_topic(TopicOperation.UNSUBSCRIBE, topic)
+        self._topic(name).delete_subscription(subscription)
+
+    # -- stats ---------------------------------------------------------------------------------
+
+    def internal_stats(self, topic: str) -> PersistentTopicInternalStats:
+        """Internal stats of a non-partitioned topic or of one partition (``...-partition-i``).
+
+        GET_STATS. 404 for an unknown topic; 405 for a partitioned topic's own name (use
+        :meth:`partitioned_internal_stats`).
+        """
+        name = self._admin.check_topic(TopicOperation.GET_STATS, topic)
+        found = self._topic(name)
+        if isinstance(found, PartitionedTopic):
+            raise NotAllowedError(
+                f"{name} is a partitioned topic: use partitioned_internal_stats (partitioned-stats-internal)"
+            )
+        return topic_internal_stats(found.managed_ledger)
+
+    def partitioned_internal_stats(self, topic: str) -> PartitionedTopicInternalStats:
+        """Internal stats of every partition of a partitioned topic. GET_STATS. 404 for an
+        unknown topic or one that is not partitioned (Pulsar: "Partitioned Topic not found")."""
+        name = self._admin.check_topic(TopicOperation.GET_STATS, topic)
+        found = self._topic(name)
+        if not isinstance(found, PartitionedTopic):
+            raise NotFoundError(f"Partitioned Topic not found: {name} is not a partitioned topic")
+        return PartitionedTopicInternalStats(
+            metadata=PartitionedTopicMetadata(partitions=found.num_partitions),
+            partitions={p.name: topic_internal_stats(p.managed_ledger) for p in found.partitions},
+        )
+
+    # -- cursor operations ---------------------------------------------------------------------
+
+    def reset_cursor(self, topic: str, subscription: str, position: Position | MessageId) -> None:
+        """Reset a subscription to re-consume from ``position`` (``EARLIEST``/``LATEST`` too).
+
+        Acknowledgements after it are forgotten; connected consumers keep their connection and
+        get the messages again. On a partitioned topic, EARLIEST/LATEST reset every partition
+        and a position the partition holding it (a ``MessageId`` with a partition: that one).
+        RESET_CURSOR. 404; 400 for something that is not a position; 412 for a position in no
+        partition; 409 when another reset is running.
+        """
+        name = self._admin.check_topic(TopicOperation.RESET_CURSOR, topic)
+        if not isinstance(position, (Position, MessageId)):
+            raise InvalidRequestError(f"invalid reset position {position!r}: expected a Position or a MessageId")
+        self._subscription(name, subscription).reset_cursor(position)
+
+    def skip(self, topic: str, subscription: str, num_messages: int) -> None:
+        """Skip the next ``num_messages`` unacknowledged entries (every partition's). SKIP.
+        404; 400 for a negative or non-integer count."""
+        name = self._admin.check_topic(TopicOperation.SKIP, topic)
+        if isinstance(num_messages, bool) or not isinstance(num_messages, int) or num_messages < 0:
+            raise InvalidRequestError(f"invalid number of messages to skip {num_messages!r}: must be >= 0")
+        self._subscription(name, subscription).skip(num_messages)
+
+    def clear_backlog(self, topic: str, subscription: str) -> None:
+        """Acknowledge everything published so far (every partition's). SKIP. 404."""
+        name = self._admin.check_topic(TopicOperation.SKIP, topic)
+        self._subscription(name, subscription).clear_backlog()
+
+    # -- PIP-423 -------------------------------------------------------------------------------
+
+    def skip_messages(
+        self, topic: str, subscription: str, request: SkipMessageIdsRequest | bytes | str
+    ) -> None:
+        """Skip messages by id (seeds/001): acknowledge whole entries or batch indexes.
+
+        ``request`` is a parsed :class:`SkipMessageIdsRequest` or a raw JSON body in either of
+        Pulsar's formats (parsed first: 400 with Pulsar's message). SKIP (403). 404 for an
+        unknown topic or subscription; 405 ``NotAllowedError("Unsupported subscription
+        type.")`` for Exclusive and Failover; 400 for a batch index outside its entry's batch;
+        412 for a message that is not in the topic. The whole request is validated before
+        anything is acknowledged.
+        """
+        if isinstance(request, (bytes, bytearray, str)):
+            request = SkipMessageIdsRequest.parse_body(request)
+        elif not isinstance(request, SkipMessageIdsRequest):
+            raise InvalidRequestError(
+                f"invalid skip request {request!r}: expected a SkipMessageIdsRequest or a JSON body"
+            )
+        name = self._admin.check_topic(TopicOperation.SKIP, topic)
+        sub = self._subscription(name, subscription)
+        sub.skip_messages(request.to_skip_entries())
+
+    def cancel_delayed_message(
+        self,
+        topic: str,
+        ledger_id: int,
+        entry_id: int,
+        subscription_names: Iterable[str] | str | None = None,
+    ) -> CancelDelayedMessageResult:
+        """Cancel a delayed message (seeds/000) on the named subscriptions, or on every one.
+
+        The message ``ledger_id:entry_id`` is acknowledged individually on each Shared and
+        Key_Shared subscription, so it is never delivered there; Exclusive and Failover
+        subscriptions refuse (False in the result, nothing changed). A comma-separated string
+        of names is accepted, empty names are ignored, and no names (None or empty) means every
+        subscription of the topic.
+
+        412 ``PreconditionFailedError("ledgerId, entryId must be non-negative.")`` for negative
+        ids (checked first, as Pulsar); 400 for ids that are not int64; CANCEL_DELAYED_MESSAGE
+        (403); 404 for an unknown topic or any unknown named subscription (checked before
+        anything changes); 412 for a message that is not in the topic.
+        """
+        for field, value in (("ledgerId", ledger_id), ("entryId", entry_id)):
+            if isinstance(value, bool) or not isinstance(value, int) or value > _INT64_MAX:
+                raise InvalidRequestError(f"invalid {field} {value!r}: not an int64")
+        name = TopicName.parse(topic)
+        if ledger_id < 0 or entry_id < 0:
+            raise PreconditionFailedError("ledgerId, entryId must be non-negative.")
+        self._admin.check_topic(TopicOperation.CANCEL_DELAYED_MESSAGE, name)
+        found = self._topic(name)
+        names = _subscription_names(subscription_names)
+        if not names:
+            names = found.subscription_names()
+        subs = [(n, found.get_subscription(n)) for n in names]
+        results = {n: sub.cancel_delayed_message(ledger_id, entry_id) for n, sub in subs}
+        return CancelDelayedMessageResult(topic=str(name), ledger_id=ledger_id, entry_id=entry_id, results=results)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _topic(self, name: TopicName) -> Topic | PartitionedTopic:
+        return self._broker.get_topic(str(name))
+
+    def _subscription(self, name: TopicName, subscription: str) -> Subscription | PartitionedSubscription:
+        if not isinstance(subscription, str) or not subscription:
+            raise InvalidRequestError(f"invalid subscription name {subscription!r}")
+        return self._topic(name).get_subscription(subscription)
+
+
+def _subscription_names(value: Iterable[str] | str | None) -> list[str]:
+    if value is None:
+        return []
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    names: list[str] = []
+    for part in parts:
+        if not isinstance(part, str):
+            raise InvalidRequestError(f"invalid subscription name {part!r}")
+        part = part.strip()
+        if part and part not in names:
+            names.append(part)
+    return names
+
+
+def _position_of(position: Position | MessageId) -> Position:
+    if isinstance(position, MessageId):
+        if position == MessageId.EARLIEST:
+            return EARLIEST
+        if position == MessageId.LATEST:
+            return LATEST
+        return position.position
+    if isinstance(position, Position):
+        return position
+    raise InvalidRequestError(f"invalid position {position!r}: expected a Position or a MessageId")
+
+
+def _check_namespace_name(namespace: str) -> None:
+    parts = namespace.split("/") if isinstance(namespace, str) else []
+    if len(parts) != 2 or not all(parts):
+        raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")

@@ -1,0 +1,242 @@
+"""mledger-admin through a real subprocess: every run is a fresh broker over the same directory."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+T = "persistent://public/default/orders"
+P = "persistent://public/default/parts"
+
+_SCRIPT = Path(sys.executable).with_name("mledger-admin")
+COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mledger.admin.cli"]
+
+
+class Cli:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+
+    def run(self, *argv: str, code: int = 0, global_args: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*COMMAND, "--data-dir", str(self.data_dir), *global_args, *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
+        return done
+
+    def json_lines(self, *argv: str) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.run(*argv).stdout.splitlines()]
+
+    def produce(self, topic: str, *argv: str) -> list[dict[str, Any]]:
+        return self.json_lines("topics", "produce", topic, *argv)
+
+    def consume(self, topic: str, sub: str, *argv: str) -> list[str]:
+        return [m["data"] for m in self.json_lines("topics", "consume", topic, "-s", sub, "-n", "0", *argv)]
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path / "data")
+
+
+def test_pip423_end_to_end_across_processes(cli: Cli) -> None:
+    pulsar = pytest.importorskip("pulsar")
+    cli.run("topics", "create-partitioned-topic", "parts", "-p", "2")
+    for sub, kind in (("shared", "Shared"), ("keyed", "Key_Shared"), ("excl", "Exclusive")):
+        cli.run("topics", "create-subscription", "parts", "-s", sub, "-t", kind, "-m", "earliest")
+    assert cli.run("topics", "subscriptions", "parts").stdout.split() == ["excl", "keyed", "shared"]
+    assert cli.run("topics", "list").stdout.split() == [P]
+
+    delayed = cli.produce("parts", "-m", "d0", "-m", "d1", "-m", "d2", "--deliver-after-ms", "1500")
+    plain = cli.produce("parts", "-m", "p0", "-m", "p1", "-m", "p2")
+    batch = cli.produce("parts", "-m", "b0", "-m", "b1", "-m", "b2", "--batch")
+    assert [m["batchIndex"] for m in batch] == [0, 1, 2]
+
+    # cancel d0 everywhere (Exclusive refuses: exit 9, results still printed)
+    done = cli.run("topics", "cancel-delayed-message", "parts", "-l", str(delayed[0]["ledgerId"]),
+                   "-e", str(delayed[0]["entryId"]), code=9)
+    assert json.loads(done.stdout)["results"] == {"excl": False, "keyed": True, "shared": True}
+    assert "excl" in done.stderr
+    # cancel d1 on shared only, by the long flags
+    done = cli.run("topics", "cancel-delayed-message", "parts", "--ledgerId", str(delayed[1]["ledgerId"]),
+                   "--entryId", str(delayed[1]["entryId"]), "--subscriptionNames", "shared")
+    assert json.loads(done.stdout)["results"] == {"shared": True}
+    # skip p0 by triplet, p1 by the real client's base64, b1 by a triplet with its batch index
+    p1 = pulsar.MessageId(plain[1]["partition"], plain[1]["ledgerId"], plain[1]["entryId"], -1)
+    cli.run(
+        "topics", "skip-messages", "parts", "-s", "shared",
+        "--messageId-triplet", f"{plain[0]['ledgerId']}:{plain[0]['entryId']}",
+        "--messageId-base64", base64.b64encode(p1.serialize()).decode(),
+        "--messageId-triplet", f"{batch[1]['ledgerId']}:{batch[1]['entryId']}:1",
+    )
+    # the Java client's form of an id works too (batch_size = 0 trailer)
+    java_form = base64.b64encode(bytes.fromhex(
+        "08" + _varint(plain[2]["ledgerId"]) + "10" + _varint(plain[2]["entryId"]) + "3000")).decode()
+    cli.run("topics", "skip-messages", "parts", "-s", "keyed", "--messageId-base64", java_form)
+
+    stats = json.loads(cli.run("topics", "stats-internal", "parts").stdout)
+    assert stats["metadata"] == {"partitions": 2}
+    assert set(stats["partitions"]) == {f"{P}-partition-0", f"{P}-partition-1"}
+
+    time.sleep(1.6)  # the delayed messages are due now
+    assert sorted(cli.consume("parts", "shared", "-t", "Shared")) == ["b0", "b2", "d2", "p2"]
+    assert sorted(cli.consume("parts", "keyed", "-t", "Key_Shared")) == ["b0", "b1", "b2", "d1", "d2", "p0", "p1"]
+    assert sorted(cli.consume("parts", "excl")) == ["b0", "b1", "b2", "d0", "d1", "d2", "p0", "p1", "p2"]
+    assert cli.consume("parts", "shared", "-t", "Shared") == []
+    assert cli.run("topics", "list-partitioned-topics").stdout.split() == [P]
+    cli.run("topics", "unsubscribe", "parts", "-s", "keyed")
+    assert cli.run("topics", "subscriptions", "parts").stdout.split() == ["excl", "shared"]
+    cli.run("topics", "delete", "parts")
+    assert cli.run("topics", "list").stdout == ""
+
+
+def _varint(value: int) -> str:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return out.hex()
+
+
+def test_cursor_commands(cli: Cli) -> None:
+    cli.run("topics", "create", "orders")
+    cli.run("topics", "create-subscription", "orders", "-s", "s", "-t", "Shared", "-m", "earliest")
+    ids = cli.produce("orders", "-m", "m", "-n", "5")
+    assert len(ids) == 5
+
+    def cursor() -> dict[str, Any]:
+        return json.loads(cli.run("topics", "stats-internal", "orders").stdout)["cursors"]["s"]
+
+    assert cursor()["numberOfEntriesInBacklog"] == 5
+    cli.run("topics", "skip", "orders", "-s", "s", "-n", "2")
+    assert cursor()["numberOfEntriesInBacklog"] == 3
+    assert cursor()["markDeletePosition"] == f"{ids[1]['ledgerId']}:{ids[1]['entryId']}"
+    cli.run("topics", "reset-cursor", "orders", "-s", "s", "-m", f"{ids[3]['ledgerId']}:{ids[3]['entryId']}")
+    assert cursor()["numberOfEntriesInBacklog"] == 2
+    cli.run("topics", "reset-cursor", "orders", "-s", "s", "-m", "earliest")
+    assert cursor()["numberOfEntriesInBacklog"] == 5
+    triplet = f"{ids[2]['ledgerId']}:{ids[2]['entryId']}"
+    cli.run("topics", "skip-messages", "orders", "-s", "s", "--messageId-triplet", triplet)
+    c = cursor()
+    ledger, entry = ids[2]["ledgerId"], ids[2]["entryId"]
+    assert c["individuallyDeletedMessages"] == f"[({ledger}:{entry - 1}..{ledger}:{entry}]]"
+    assert c["totalNonContiguousDeletedMessagesRange"] == 1
+    assert c["numberOfEntriesInBacklog"] == 4
+    cli.run("topics", "clear-backlog", "orders", "-s", "s")
+    assert cursor()["numberOfEntriesInBacklog"] == 0
+    assert cli.consume("orders", "s", "-t", "shared") == []
+
+
+def test_error_exit_codes_and_messages(cli: Cli) -> None:
+    cli.run("topics", "create", "orders")
+    cli.run("topics", "create-subscription", "orders", "-s", "ex", "-m", "earliest")
+    cli.run("topics", "create-subscription", "orders", "-s", "sh", "-t", "Shared", "-m", "earliest")
+    mid = cli.produce("orders", "-m", "x")[0]
+    triplet = f"{mid['ledgerId']}:{mid['entryId']}"
+
+    done = cli.run("topics", "stats-internal", "nope", code=6)
+    assert done.stderr.strip() == "Topic persistent://public/default/nope not found"
+    done = cli.run("topics", "skip-messages", "orders", "-s", "nope", "--messageId-triplet", triplet, code=6)
+    assert done.stderr.strip() == f"Subscription 'nope' not found on topic {T}"
+    done = cli.run("topics", "skip-messages", "orders", "-s", "ex", "--messageId-triplet", triplet, code=7)
+    assert done.stderr.strip() == "Unsupported subscription type."
+    done = cli.run("topics", "cancel-delayed-message", "orders", "-l", "-1", "-e", "0", code=9)
+    assert done.stderr.strip() == "ledgerId, entryId must be non-negative."
+    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-base64", "%%%", code=3)
+    assert done.stderr.strip() == "Invalid skipByMessageIds payload: invalid base64 messageId"
+    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-base64", "", code=3)
+    assert done.stderr.strip() == "Invalid skipByMessageIds payload: invalid base64 messageId (empty)"
+    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-triplet", f"{triplet}:4", code=3)
+    assert "Invalid batch index 4" in done.stderr
+    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-triplet", "999:0", code=9)
+    assert "does not exist" in done.stderr
+    done = cli.run("topics", "create", "orders", code=8)
+    assert "This topic already exists" in done.stderr
+    done = cli.run("topics", "create-subscription", "orders", "-s", "sh", code=8)
+    assert "Subscription already exists" in done.stderr
+    done = cli.run("topics", "internal", code=2)
+    assert "invalid choice" in done.stderr
+    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", code=2)
+    assert "at least one --messageId-triplet or --messageId-base64 is required" in done.stderr
+    done = cli.run("topics", "stats-internal", "a/b", code=3)
+    assert "Invalid short topic name" in done.stderr
+    # nothing of the above changed the subscriptions
+    cursors = json.loads(cli.run("topics", "stats-internal", "orders").stdout)["cursors"]
+    assert cursors["sh"]["numberOfEntriesInBacklog"] == 1 and cursors["ex"]["numberOfEntriesInBacklog"] == 1
+
+
+def test_authorization_file(cli: Cli, tmp_path: Path) -> None:
+    auth = tmp_path / "auth.json"
+    auth.write_text(json.dumps({
+        "superUserRoles": ["admin"],
+        "permissions": {"ops": {"orders": ["skip", "cancel_delayed_message"]}, "viewer": {"*": ["get_stats"]}},
+    }))
+    as_admin = ("--auth-file", str(auth), "--role", "admin")
+    cli.run("topics", "create", "orders", global_args=as_admin)
+    cli.run("topics", "create-subscription", "orders", "-s", "sh", "-t", "Shared", "-m", "earliest",
+            global_args=as_admin)
+    mid = cli.json_lines("--auth-file", str(auth), "--role", "admin", "topics", "produce", "orders", "-m", "x")[0]
+    triplet = f"{mid['ledgerId']}:{mid['entryId']}"
+
+    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-triplet", triplet,
+                   global_args=("--auth-file", str(auth), "--role", "viewer"), code=5)
+    assert done.stderr.strip() == (
+        f"Unauthorized to validateTopicOperation for operation [SKIP] on topic [{T}]"
+    )
+    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-triplet", triplet,
+                   global_args=("--auth-file", str(auth)), code=4)
+    assert done.stderr.strip() == "Need to authenticate to perform the request"
+    done = cli.run("topics", "reset-cursor", "orders", "-s", "sh", "-m", "earliest",
+                   global_args=("--auth-file", str(auth), "--role", "ops"), code=5)
+    assert "[RESET_CURSOR]" in done.stderr
+    stats = json.loads(cli.run("topics", "stats-internal", "orders",
+                               global_args=("--auth-file", str(auth), "--role", "viewer")).stdout)
+    assert stats["cursors"]["sh"]["numberOfEntriesInBacklog"] == 1  # the denied calls changed nothing
+    cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-triplet", triplet,
+            global_args=("--auth-file", str(auth), "--role", "ops"))
+    stats = json.loads(cli.run("topics", "stats-internal", "orders").stdout)  # no auth file: off
+    assert stats["cursors"]["sh"]["numberOfEntriesInBacklog"] == 0
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    done = cli.run("topics", "list", global_args=("--auth-file", str(bad)), code=3)
+    assert "not valid JSON" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv", [("--help",), ("topics", "--help"), ("topics", "skip-messages", "--help"),
+             ("topics", "cancel-delayed-message", "--help"), ("topics", "consume", "-h")]
+)
+def test_help(cli: Cli, argv: tuple[str, ...]) -> None:
+    done = subprocess.run([*COMMAND, *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "usage: mledger-admin" in done.stdout
+    assert "exit status" in done.stdout
+
+
+def test_module_entry_point(cli: Cli) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mledger.admin.cli", "--data-dir", str(cli.data_dir), "topics", "list"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout == ""
+
+
+def test_unusable_data_dir(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    done = subprocess.run([*COMMAND, "--data-dir", str(blocker / "sub"), "topics", "list"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip()
+    assert "Traceback" not in done.stderr

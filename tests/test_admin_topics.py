@@ -1,0 +1,506 @@
+"""Admin.topics: every operation, every error path with its status and message, fan-out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from mledger import ManagedLedgerFactory, Position
+from mledger.admin import (
+    PAYLOAD_ERROR_PREFIX,
+    Admin,
+    Authorization,
+    CancelDelayedMessageResult,
+    PartitionedTopicInternalStats,
+    PersistentTopicInternalStats,
+    SkipMessageIdsRequest,
+    SubscriptionAlreadyExistsError,
+)
+from mledger.broker import (
+    Broker,
+    ManualClock,
+    MessageId,
+    SubscriptionBusyError,
+    SubscriptionType,
+    TopicAlreadyExistsError,
+)
+from mledger.errors import (
+    ConfigError,
+    InvalidPositionError,
+    InvalidRequestError,
+    MLedgerError,
+    NotAllowedError,
+    NotFoundError,
+    PreconditionFailedError,
+)
+from mledger.position import EARLIEST, LATEST
+
+T = "persistent://public/default/orders"
+P = "persistent://public/default/parts"
+SHARED = SubscriptionType.SHARED
+
+
+@pytest.fixture
+def broker() -> Iterator[Broker]:
+    b = Broker(ManagedLedgerFactory(), clock=ManualClock(1_000))
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def admin(broker: Broker) -> Admin:
+    return Admin(broker)
+
+
+def status(call, *args, **kwargs) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    with pytest.raises(MLedgerError) as info:
+        call(*args, **kwargs)
+    return info.value.http_status, str(info.value)
+
+
+def setup_topic(admin: Admin, topic: str = T, partitions: int = 0) -> None:
+    admin.topics.create_topic(topic, partitions=partitions)
+    admin.topics.create_subscription(topic, "shared", EARLIEST, SHARED)
+    admin.topics.create_subscription(topic, "keyed", EARLIEST, SubscriptionType.KEY_SHARED)
+    admin.topics.create_subscription(topic, "excl", EARLIEST, SubscriptionType.EXCLUSIVE)
+    admin.topics.create_subscription(topic, "fail", EARLIEST, SubscriptionType.FAILOVER)
+
+
+def receive_all(broker: Broker, topic: str, sub: str, sub_type: SubscriptionType = SHARED) -> list[bytes]:
+    consumer = broker.subscribe(topic, sub, sub_type).add_consumer()
+    out: list[bytes] = []
+    while True:
+        got = consumer.receive(100)
+        if not got:
+            break
+        consumer.acknowledge(got)
+        out.extend(m.data for m in got)
+    consumer.close()
+    return out
+
+
+def backlog(broker: Broker, topic: str, sub: str) -> int:
+    return broker.get_subscription(topic, sub).backlog()
+
+
+# -- construction --------------------------------------------------------------------------------
+
+
+def test_admin_arguments_are_checked(broker: Broker) -> None:
+    with pytest.raises(ConfigError):
+        Admin(object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        Admin(broker, authorization={"ops": {}})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        Admin(broker, role=3)  # type: ignore[arg-type]
+    assert not Admin(broker).authorization_enabled
+    assert "authorization off" in repr(Admin(broker))
+
+
+# -- topics and subscriptions ------------------------------------------------------------------
+
+
+def test_create_list_and_delete_topics(admin: Admin) -> None:
+    assert admin.topics.create_topic("orders") == T
+    assert admin.topics.create_topic("parts", partitions=3) == P
+    assert admin.topics.create_topic("acme/prod/x") == "persistent://acme/prod/x"
+    assert admin.topics.list_topics() == ["persistent://acme/prod/x", T, P]
+    assert admin.topics.list_topics("public/default") == [T, P]
+    assert admin.topics.list_partitioned_topics() == [P]
+    assert admin.topics.list_partitioned_topics("acme/prod") == []
+    assert admin.topics.partitioned_topic_metadata(P).partitions == 3
+    assert admin.topics.partitioned_topic_metadata(T).partitions == 0
+    admin.topics.delete_topic("acme/prod/x")
+    assert admin.topics.list_topics("acme/prod") == []
+
+
+@pytest.mark.parametrize(
+    ("call", "code", "text"),
+    [
+        (lambda a: a.topics.create_topic("orders"), 409, "This topic already exists"),
+        (lambda a: a.topics.create_topic("parts"), 409, "This topic already exists"),
+        (lambda a: a.topics.create_topic("new-partition-1"), 400, "should not contain '-partition-'"),
+        (lambda a: a.topics.create_topic("new", partitions=-1), 400, "invalid number of partitions"),
+        (lambda a: a.topics.create_topic("new", partitions=True), 400, "invalid number of partitions"),
+        (lambda a: a.topics.create_topic("a/b"), 400, "Invalid short topic name"),
+        (lambda a: a.topics.create_topic("http://x/y/z"), 400, "only the 'persistent' domain"),
+        (lambda a: a.topics.list_topics("nons"), 400, "Invalid namespace name"),
+        (lambda a: a.topics.list_partitioned_topics("a/b/c"), 400, "Invalid namespace name"),
+        (lambda a: a.topics.delete_topic("nope"), 404, "not found"),
+        (lambda a: a.topics.partitioned_topic_metadata("nope"), 404, "not found"),
+        (lambda a: a.topics.list_subscriptions("nope"), 404, "Topic persistent://public/default/nope not found"),
+        (lambda a: a.topics.internal_stats("nope"), 404, "not found"),
+        (lambda a: a.topics.internal_stats("parts"), 405, "is a partitioned topic"),
+        (lambda a: a.topics.partitioned_internal_stats("orders"), 404, "Partitioned Topic not found"),
+        (lambda a: a.topics.partitioned_internal_stats("nope"), 404, "not found"),
+    ],
+)
+def test_topic_errors(admin: Admin, call, code: int, text: str) -> None:  # type: ignore[no-untyped-def]
+    admin.topics.create_topic("orders")
+    admin.topics.create_topic("parts", partitions=2)
+    got_code, message = status(call, admin)
+    assert got_code == code
+    assert text in message
+
+
+def test_subscriptions(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    assert admin.topics.list_subscriptions("orders") == ["excl", "fail", "keyed", "shared"]
+    assert broker.get_subscription(T, "keyed").type is SubscriptionType.KEY_SHARED
+    admin.topics.delete_subscription("orders", "fail")
+    assert admin.topics.list_subscriptions("orders") == ["excl", "keyed", "shared"]
+    code, message = status(admin.topics.create_subscription, "orders", "shared")
+    assert (code, message) == (409, f"Subscription already exists for topic: 'shared' on {T}")
+    assert status(admin.topics.create_subscription, "nope", "s")[0] == 404
+    assert status(admin.topics.create_subscription, "orders", "s", subscription_type="Broadcast")[0] == 400
+    assert status(admin.topics.create_subscription, "orders", "a/b")[0] == 400
+    assert status(admin.topics.create_subscription, "orders", "s", position="3:4")[0] == 400
+    assert status(admin.topics.delete_subscription, "orders", "nope")[0] == 404
+    consumer = broker.get_subscription(T, "shared").add_consumer()
+    code, _ = status(admin.topics.delete_subscription, "orders", "shared")
+    assert code == 412
+    consumer.close()
+    assert isinstance(SubscriptionBusyError("x"), PreconditionFailedError)
+
+
+def test_create_subscription_positions(admin: Admin, broker: Broker) -> None:
+    admin.topics.create_topic("orders")
+    producer = broker.create_producer(T)
+    ids = [producer.send(f"m{i}".encode()) for i in range(4)]
+    admin.topics.create_subscription("orders", "latest", subscription_type="Shared")
+    admin.topics.create_subscription("orders", "earliest", EARLIEST, "Shared")
+    admin.topics.create_subscription("orders", "from2", ids[2].position, "Shared")
+    admin.topics.create_subscription("orders", "from1", ids[1], "Shared")
+    admin.topics.create_subscription("orders", "mid-latest", MessageId.LATEST, "Shared")
+    admin.topics.create_subscription("orders", "mid-earliest", MessageId.EARLIEST, "Shared")
+    producer.send(b"m4")
+    assert receive_all(broker, T, "latest") == [b"m4"]
+    assert receive_all(broker, T, "earliest") == [b"m0", b"m1", b"m2", b"m3", b"m4"]
+    assert receive_all(broker, T, "from2") == [b"m2", b"m3", b"m4"]
+    assert receive_all(broker, T, "from1") == [b"m1", b"m2", b"m3", b"m4"]
+    assert receive_all(broker, T, "mid-latest") == [b"m4"]
+    assert receive_all(broker, T, "mid-earliest") == [b"m0", b"m1", b"m2", b"m3", b"m4"]
+
+
+# -- internal stats ------------------------------------------------------------------------------
+
+
+def test_internal_stats_fields(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    producer = broker.create_producer(T)
+    ids = [producer.send(f"m{i}".encode()) for i in range(6)]
+    admin.topics.skip_messages("orders", "shared", SkipMessageIdsRequest.of([ids[1], ids[2], ids[4]]))
+    stats = admin.topics.internal_stats("orders")
+    assert isinstance(stats, PersistentTopicInternalStats)
+    data = json.loads(stats.to_json())
+    assert data["entriesAddedCounter"] == 6 and data["numberOfEntries"] == 6
+    assert data["lastConfirmedEntry"] == str(ids[5].position)
+    assert data["state"] == "LedgerOpened"
+    assert [li["entries"] for li in data["ledgers"]] == [6]
+    assert set(data["cursors"]) == {"shared", "keyed", "excl", "fail"}
+    cursor = data["cursors"]["shared"]
+    ledger = ids[0].ledger_id
+    assert cursor["markDeletePosition"] == f"{ledger}:-1"
+    assert cursor["readPosition"] == f"{ledger}:0"
+    assert cursor["individuallyDeletedMessages"] == f"[({ledger}:0..{ledger}:2],({ledger}:3..{ledger}:4]]"
+    assert cursor["totalNonContiguousDeletedMessagesRange"] == 2
+    assert cursor["numberOfEntriesInBacklog"] == 3
+    assert cursor["messagesConsumedCounter"] == 3
+    assert cursor["properties"] == {}
+    assert cursor["state"] == "Open"
+    for key in (
+        "numberOfEntriesSinceFirstNotAckedMessage", "cursorLedger", "cursorLedgerLastEntry", "waitingReadOp",
+        "pendingReadOps", "lastLedgerSwitchTimestamp", "subscriptionHavePendingRead",
+        "subscriptionHavePendingReplayRead",
+    ):
+        assert key in cursor
+    assert data["cursors"]["excl"]["numberOfEntriesInBacklog"] == 6
+    for key in ("totalSize", "currentLedgerEntries", "currentLedgerSize", "lastLedgerCreatedTimestamp",
+                "waitingCursorsCount", "pendingAddEntriesCount", "schemaLedgers", "compactedLedger"):
+        assert key in data
+    assert stats.cursors["shared"].mark_delete_position == f"{ledger}:-1"
+
+
+def test_partitioned_internal_stats(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin, P, partitions=2)
+    stats = admin.topics.partitioned_internal_stats("parts")
+    assert isinstance(stats, PartitionedTopicInternalStats)
+    data = json.loads(stats.to_json())
+    assert data["metadata"] == {"partitions": 2}
+    assert sorted(data["partitions"]) == [f"{P}-partition-0", f"{P}-partition-1"]
+    one = admin.topics.internal_stats(f"{P}-partition-1")
+    assert set(one.cursors) == {"shared", "keyed", "excl", "fail"}
+
+
+# -- reset, skip, clear -----------------------------------------------------------------------
+
+
+def test_reset_skip_and_clear_backlog(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    producer = broker.create_producer(T)
+    ids = [producer.send(f"m{i}".encode()) for i in range(5)]
+    admin.topics.skip("orders", "shared", 2)
+    assert backlog(broker, T, "shared") == 3
+    admin.topics.clear_backlog("orders", "shared")
+    assert backlog(broker, T, "shared") == 0
+    admin.topics.reset_cursor("orders", "shared", ids[3].position)
+    assert receive_all(broker, T, "shared") == [b"m3", b"m4"]
+    admin.topics.reset_cursor("orders", "shared", EARLIEST)
+    assert backlog(broker, T, "shared") == 5
+    admin.topics.reset_cursor("orders", "shared", LATEST)
+    assert backlog(broker, T, "shared") == 0
+    admin.topics.reset_cursor("orders", "shared", ids[1])
+    assert backlog(broker, T, "shared") == 4
+
+
+def test_reset_skip_and_clear_on_a_partitioned_topic(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin, P, partitions=2)
+    producer = broker.create_producer(P)
+    ids = [producer.send(f"m{i}".encode()) for i in range(6)]  # round-robin over both partitions
+    assert backlog(broker, P, "shared") == 6
+    admin.topics.skip("parts", "shared", 1)
+    assert backlog(broker, P, "shared") == 4  # one on every partition
+    admin.topics.clear_backlog("parts", "shared")
+    assert backlog(broker, P, "shared") == 0
+    admin.topics.reset_cursor("parts", "shared", EARLIEST)
+    assert backlog(broker, P, "shared") == 6
+    admin.topics.clear_backlog("parts", "shared")
+    admin.topics.reset_cursor("parts", "shared", ids[0])  # the partition holding it
+    assert backlog(broker, P, "shared") == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "code", "text"),
+    [
+        (lambda a: a.topics.skip("nope", "shared", 1), 404, "Topic persistent://public/default/nope not found"),
+        (lambda a: a.topics.skip("orders", "nope", 1), 404, "Subscription 'nope' not found"),
+        (lambda a: a.topics.skip("orders", "shared", -1), 400, "invalid number of messages to skip"),
+        (lambda a: a.topics.skip("orders", "shared", "1"), 400, "invalid number of messages to skip"),
+        (lambda a: a.topics.skip("orders", "", 1), 400, "invalid subscription name"),
+        (lambda a: a.topics.clear_backlog("nope", "shared"), 404, "not found"),
+        (lambda a: a.topics.clear_backlog("orders", "nope"), 404, "Subscription 'nope' not found"),
+        (lambda a: a.topics.reset_cursor("nope", "shared", EARLIEST), 404, "not found"),
+        (lambda a: a.topics.reset_cursor("orders", "nope", EARLIEST), 404, "Subscription 'nope' not found"),
+        (lambda a: a.topics.reset_cursor("orders", "shared", "1:2"), 400, "invalid reset position"),
+        (lambda a: a.topics.reset_cursor("orders", "shared", (1, 2)), 400, "invalid reset position"),
+        (lambda a: a.topics.skip("a/b", "s", 1), 400, "Invalid short topic name"),
+    ],
+)
+def test_cursor_operation_errors(admin: Admin, call, code: int, text: str) -> None:  # type: ignore[no-untyped-def]
+    setup_topic(admin)
+    got_code, message = status(call, admin)
+    assert got_code == code
+    assert text in message
+
+
+def test_reset_to_a_position_in_no_partition_is_412(admin: Admin) -> None:
+    setup_topic(admin, P, partitions=2)
+    assert status(admin.topics.reset_cursor, "parts", "shared", Position(999, 0))[0] == 412
+
+
+# -- PIP-423: skip_messages --------------------------------------------------------------------
+
+
+def test_skip_messages_both_body_formats(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    producer = broker.create_producer(T)
+    ids = [producer.send(f"m{i}".encode()) for i in range(4)]
+    batch = producer.send_batch([b"b0", b"b1", b"b2"])
+    structured = json.dumps(
+        {
+            "type": "messageId",
+            "messageIds": [
+                {"ledgerId": ids[0].ledger_id, "entryId": ids[0].entry_id},
+                {"ledgerId": str(batch.ledger_id), "entryId": str(batch.entry_id), "batchIndex": 1},
+            ],
+        }
+    )
+    admin.topics.skip_messages("orders", "shared", structured)
+    admin.topics.skip_messages("orders", "shared", json.dumps([ids[2].to_base64(), batch[2].to_base64()]).encode())
+    assert receive_all(broker, T, "shared") == [b"m1", b"m3", b"b0"]
+    admin.topics.skip_messages("orders", "keyed", SkipMessageIdsRequest.of([]))  # empty: nothing
+    assert backlog(broker, T, "keyed") == 5
+
+
+def test_skip_messages_on_a_partitioned_topic_routes_by_ledger(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin, P, partitions=3)
+    producer = broker.create_producer(P)
+    ids = [producer.send(f"m{i}".encode()) for i in range(6)]
+    assert len({m.partition for m in ids}) == 3
+    admin.topics.skip_messages("parts", "shared", SkipMessageIdsRequest.of(ids[::2]))
+    assert sorted(receive_all(broker, P, "shared")) == [b"m1", b"m3", b"m5"]
+    assert backlog(broker, P, "keyed") == 6
+
+
+@pytest.mark.parametrize("sub", ["excl", "fail"])
+def test_skip_messages_refused_on_cumulative_types(admin: Admin, broker: Broker, sub: str) -> None:
+    setup_topic(admin)
+    mid = broker.create_producer(T).send(b"x")
+    code, message = status(admin.topics.skip_messages, "orders", sub, SkipMessageIdsRequest.of([mid]))
+    assert (code, message) == (405, "Unsupported subscription type.")
+    assert backlog(broker, T, sub) == 1
+
+
+@pytest.mark.parametrize("sub", ["excl", "fail"])
+def test_skip_messages_refused_on_cumulative_types_partitioned(admin: Admin, broker: Broker, sub: str) -> None:
+    setup_topic(admin, P, partitions=2)
+    mid = broker.create_producer(P).send(b"x")
+    assert status(admin.topics.skip_messages, "parts", sub, SkipMessageIdsRequest.of([mid])) == (
+        405,
+        "Unsupported subscription type.",
+    )
+
+
+def test_skip_messages_errors(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    producer = broker.create_producer(T)
+    mid = producer.send(b"x")
+    batch = producer.send_batch([b"a", b"b"])
+    good = SkipMessageIdsRequest.of([mid])
+    assert status(admin.topics.skip_messages, "nope", "shared", good) == (
+        404,
+        "Topic persistent://public/default/nope not found",
+    )
+    assert status(admin.topics.skip_messages, "orders", "nope", good) == (
+        404,
+        f"Subscription 'nope' not found on topic {T}",
+    )
+    assert status(admin.topics.skip_messages, "orders", "shared", "") == (400, PAYLOAD_ERROR_PREFIX + "empty body")
+    assert status(admin.topics.skip_messages, "orders", "shared", b'{"type": "x", "messageIds": []}') == (
+        400,
+        PAYLOAD_ERROR_PREFIX + "unsupported type for array",
+    )
+    assert status(admin.topics.skip_messages, "orders", "shared", [mid])[0] == 400  # not a request
+    code, message = status(
+        admin.topics.skip_messages, "orders", "shared", SkipMessageIdsRequest.of([(batch.ledger_id, batch.entry_id, 2)])
+    )
+    assert code == 400 and "Invalid batch index 2" in message
+    code, message = status(admin.topics.skip_messages, "orders", "shared", SkipMessageIdsRequest.of([(999, 0)]))
+    assert code == 412 and "does not exist" in message
+    # a bad item anywhere leaves everything unacknowledged
+    mixed = SkipMessageIdsRequest.of([mid, (batch.ledger_id, batch.entry_id, 5)])
+    assert status(admin.topics.skip_messages, "orders", "shared", mixed)[0] == 400
+    assert backlog(broker, T, "shared") == 2
+
+
+def test_skip_messages_with_ids_from_the_real_client(admin: Admin, broker: Broker) -> None:
+    pulsar = pytest.importorskip("pulsar")
+    import base64
+
+    setup_topic(admin, P, partitions=2)
+    producer = broker.create_producer(P)
+    ids = [producer.send(f"m{i}".encode()) for i in range(4)]
+    batch = producer.send_batch([b"b0", b"b1"])
+    body = json.dumps(
+        [
+            base64.b64encode(pulsar.MessageId(m.partition, m.ledger_id, m.entry_id, m.batch_index).serialize()).decode()
+            for m in (ids[0], ids[3], batch[0])
+        ]
+    )
+    admin.topics.skip_messages("parts", "shared", body)
+    assert sorted(receive_all(broker, P, "shared")) == [b"b1", b"m1", b"m2"]
+
+
+# -- PIP-423: cancel_delayed_message -----------------------------------------------------------
+
+
+def test_cancel_delayed_message_on_every_subscription(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    producer = broker.create_producer(T)
+    later = producer.send(b"later", deliver_at_ms=60_000)
+    producer.send(b"now")
+    result = admin.topics.cancel_delayed_message("orders", later.ledger_id, later.entry_id)
+    assert isinstance(result, CancelDelayedMessageResult)
+    assert result.results == {"excl": False, "fail": False, "keyed": True, "shared": True}
+    assert result.cancelled == ["keyed", "shared"] and result.refused == ["excl", "fail"]
+    assert json.loads(result.to_json()) == {
+        "topic": T, "ledgerId": later.ledger_id, "entryId": later.entry_id, "results": result.results,
+    }
+    broker.clock.advance(120_000)  # type: ignore[attr-defined]
+    assert receive_all(broker, T, "shared") == [b"now"]
+    assert receive_all(broker, T, "keyed", SubscriptionType.KEY_SHARED) == [b"now"]
+    # cumulative types were left alone (and ignore deliver-at times anyway)
+    assert receive_all(broker, T, "excl", SubscriptionType.EXCLUSIVE) == [b"later", b"now"]
+
+
+def test_cancel_delayed_message_on_named_subscriptions(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    later = broker.create_producer(T).send(b"later", deliver_at_ms=60_000)
+    result = admin.topics.cancel_delayed_message("orders", later.ledger_id, later.entry_id, ["shared"])
+    assert result.results == {"shared": True}
+    result = admin.topics.cancel_delayed_message("orders", later.ledger_id, later.entry_id, "keyed, excl,,")
+    assert result.results == {"keyed": True, "excl": False}
+    result = admin.topics.cancel_delayed_message("orders", later.ledger_id, later.entry_id, [])
+    assert set(result.results) == {"excl", "fail", "keyed", "shared"}  # empty = every subscription
+    broker.clock.advance(120_000)  # type: ignore[attr-defined]
+    assert receive_all(broker, T, "shared") == []
+
+
+def test_cancel_delayed_message_partitioned(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin, P, partitions=2)
+    producer = broker.create_producer(P)
+    a = producer.send(b"a", deliver_at_ms=60_000)
+    b = producer.send(b"b", deliver_at_ms=60_000)
+    assert a.partition != b.partition
+    result = admin.topics.cancel_delayed_message("parts", b.ledger_id, b.entry_id)
+    assert result.results == {"excl": False, "fail": False, "keyed": True, "shared": True}
+    broker.clock.advance(120_000)  # type: ignore[attr-defined]
+    assert receive_all(broker, P, "shared") == [b"a"]
+    # on the partition itself too
+    c = producer.send(b"c", deliver_at_ms=200_000)
+    result = admin.topics.cancel_delayed_message(f"{P}-partition-{c.partition}", c.ledger_id, c.entry_id, "shared")
+    assert result.results == {"shared": True}
+    broker.clock.advance(200_000)  # type: ignore[attr-defined]
+    assert receive_all(broker, P, "shared") == []
+
+
+def test_cancel_delayed_message_errors(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    later = broker.create_producer(T).send(b"later", deliver_at_ms=60_000)
+    lid, eid = later.ledger_id, later.entry_id
+    for ledger_id, entry_id in ((-1, eid), (lid, -1), (-5, -5)):
+        assert status(admin.topics.cancel_delayed_message, "orders", ledger_id, entry_id) == (
+            412,
+            "ledgerId, entryId must be non-negative.",
+        )
+    # negative ids are refused before the topic is even looked up (Pulsar's order)
+    assert status(admin.topics.cancel_delayed_message, "nope", -1, 0)[0] == 412
+    assert status(admin.topics.cancel_delayed_message, "orders", "1", eid)[0] == 400
+    assert status(admin.topics.cancel_delayed_message, "orders", lid, 1 << 63)[0] == 400
+    assert status(admin.topics.cancel_delayed_message, "orders", True, eid)[0] == 400
+    assert status(admin.topics.cancel_delayed_message, "nope", lid, eid) == (
+        404,
+        "Topic persistent://public/default/nope not found",
+    )
+    # an unknown name among the named subscriptions: 404 and nothing cancelled anywhere
+    assert status(admin.topics.cancel_delayed_message, "orders", lid, eid, ["shared", "nope"]) == (
+        404,
+        f"Subscription 'nope' not found on topic {T}",
+    )
+    assert status(admin.topics.cancel_delayed_message, "orders", lid, eid, [3])[0] == 400
+    code, message = status(admin.topics.cancel_delayed_message, "orders", 999, 0)
+    assert code == 412 and "does not exist" in message
+    assert isinstance(InvalidPositionError("x"), MLedgerError)
+    broker.clock.advance(120_000)  # type: ignore[attr-defined]
+    assert receive_all(broker, T, "shared") == [b"later"]
+
+
+def test_cancel_delayed_message_on_a_topic_without_subscriptions(admin: Admin) -> None:
+    admin.topics.create_topic("orders")
+    assert admin.topics.cancel_delayed_message("orders", 1, 0).results == {}
+
+
+def test_errors_carry_their_status() -> None:
+    assert NotFoundError.http_status == 404
+    assert NotAllowedError.http_status == 405
+    assert InvalidRequestError.http_status == 400
+    assert PreconditionFailedError.http_status == 412
+    assert SubscriptionAlreadyExistsError.http_status == 409
+    assert TopicAlreadyExistsError.http_status == 409
+
+
+def test_authorization_object_accepted(broker: Broker) -> None:
+    admin = Admin(broker, Authorization({"r": {"*": ["get_stats"]}}), role="r")
+    assert admin.authorization_enabled and admin.as_role("x").role == "x"
