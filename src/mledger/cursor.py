@@ -422,11 +422,11 @@ class ManagedCursor:
         dispatchers, keep one sequential read in flight per cursor: two concurrent ones start
         from the same read position and return the same entries.
         """
-        revision_num, plan = self._plan_read(max_entries, max_position)
+        revision_num, plan, examined = self._plan_read(max_entries, max_position)
         if not plan:
             return []
         entries = self._fetch(plan)
-        return self._complete_read(revision_num, plan, entries)
+        return self._complete_read(revision_num, plan, entries, examined)
 
     def read_entries_async(self, max_entries: int, max_position: Position | None = None) -> Future[list[Entry]]:
         """``read_entries`` on the factory's executor; the revision is taken now.
@@ -434,7 +434,7 @@ class ManagedCursor:
         Raises ``CursorModifyingError`` at once if a reset is running; the future fails with
         it if a reset happens before the read completes.
         """
-        revision_num, plan = self._plan_read(max_entries, max_position)
+        revision_num, plan, examined = self._plan_read(max_entries, max_position)
         future: Future[list[Entry]] = Future()
         if not plan:
             future.set_result([])
@@ -443,7 +443,7 @@ class ManagedCursor:
         def run() -> None:
             try:
                 entries = self._fetch(plan)
-                future.set_result(self._complete_read(revision_num, plan, entries))
+                future.set_result(self._complete_read(revision_num, plan, entries, examined))
             except BaseException as exc:  # delivered through the future
                 future.set_exception(exc)
 
@@ -456,8 +456,8 @@ class ManagedCursor:
         Returns a :class:`PendingRead`: call ``fetch()`` (storage I/O) and then
         ``complete()``; a reset in between discards it.
         """
-        revision_num, plan = self._plan_read(max_entries, max_position)
-        return PendingRead(self, revision_num, plan)
+        revision_num, plan, examined = self._plan_read(max_entries, max_position)
+        return PendingRead(self, revision_num, plan, examined)
 
     def replay_entries(self, positions: Iterable[Position]) -> list[Entry]:
         """Read the entries at ``positions`` without moving the read position.
@@ -470,6 +470,10 @@ class ManagedCursor:
             self._refuse_during_revision("replay")
             revision_num = self._revision.revision_num
             wanted = [p for p in positions if not self._is_deleted(p)]
+            missing = [p for p in wanted if not self._ml.is_valid_position(p)]
+            if missing:
+                # Pulsar fails the replay when an entry cannot be read (testReplayEntries).
+                raise InvalidPositionError(f"cursor {self.name}: cannot replay {missing[0]}: no such entry")
         entries = self._ml.read_positions(wanted)
         with self._lock:
             if self._revision.is_revision_num_outdated(revision_num):
@@ -479,18 +483,27 @@ class ManagedCursor:
                 )
             return [e for e in entries if not self._is_deleted(e.position)]
 
-    def _plan_read(self, max_entries: int, max_position: Position | None) -> tuple[int, list[tuple[int, int, int]]]:
+    def _plan_read(
+        self, max_entries: int, max_position: Position | None
+    ) -> tuple[int, list[tuple[int, int, int]], Position]:
         if max_entries <= 0:
             raise ValueError(f"max_entries must be positive, got {max_entries}")
         with self._lock:
             self._check_open()
             self._refuse_during_revision("read")
-            return self._revision.revision_num, self._readable_spans(self._read, max_entries, max_position)
+            spans, examined = self._readable_spans(self._read, max_entries, max_position)
+            if not spans:
+                # Only acked entries up to the limit: move past them now (Pulsar completes such
+                # a read empty and advances the read position).
+                self._advance_read_past(examined)
+            return self._revision.revision_num, spans, examined
 
     def _readable_spans(
         self, start: Position, max_entries: int, max_position: Position | None
-    ) -> list[tuple[int, int, int]]:
-        """Spans ``(ledger, first, last)`` of unacked existing entries from ``start``."""
+    ) -> tuple[list[tuple[int, int, int]], Position]:
+        """Spans ``(ledger, first, last)`` of unacked existing entries from ``start``, and the
+        last position examined: the last entry planned when ``max_entries`` were found, else
+        the limit (the LAC or ``max_position``), acked entries before it included."""
         ml = self._ml
         limit = ml.last_confirmed_entry
         if max_position is not None and max_position < limit:
@@ -525,7 +538,14 @@ class ManagedCursor:
                 spans.append((ledger_id, entry_id, last))
                 remaining -= last - entry_id + 1
                 entry_id = last + 1
-        return spans
+        if remaining == 0:
+            return spans, Position(spans[-1][0], spans[-1][2])
+        return spans, limit
+
+    def _advance_read_past(self, examined: Position) -> None:
+        new_read = self._ml.next_valid_position(examined)
+        if new_read > self._read:
+            self._read = new_read
 
     def _fetch(self, plan: list[tuple[int, int, int]]) -> list[Entry]:
         entries: list[Entry] = []
@@ -533,7 +553,13 @@ class ManagedCursor:
             entries.extend(self._ml.read_range(ledger_id, first, last))
         return entries
 
-    def _complete_read(self, revision_num: int, plan: list[tuple[int, int, int]], entries: list[Entry]) -> list[Entry]:
+    def _complete_read(
+        self,
+        revision_num: int,
+        plan: list[tuple[int, int, int]],
+        entries: list[Entry],
+        examined: Position | None = None,
+    ) -> list[Entry]:
         with self._lock:
             if self._revision.is_revision_num_outdated(revision_num):
                 self._revision.record_discarded_read()
@@ -542,10 +568,10 @@ class ManagedCursor:
                 )
             if self._state.is_closed:
                 raise CursorAlreadyClosedError(f"cursor {self.name} is closed")
+            # Past the last entry examined: a read that reached its limit also skips the acked
+            # entries after its last entry (testReadEntriesWithSkipDeletedEntries).
             last_ledger, _, last_entry = plan[-1]
-            new_read = self._ml.next_valid_position(Position(last_ledger, last_entry))
-            if new_read > self._read:
-                self._read = new_read
+            self._advance_read_past(examined if examined is not None else Position(last_ledger, last_entry))
             return [e for e in entries if not self._is_deleted(e.position)]
 
     # -- acknowledgement --------------------------------------------------------------------
@@ -1184,10 +1210,17 @@ class PendingRead:
     over if no reset happened since the read started, else raises ``CursorModifyingError``.
     """
 
-    def __init__(self, cursor: ManagedCursor, revision_num: int, plan: list[tuple[int, int, int]]) -> None:
+    def __init__(
+        self,
+        cursor: ManagedCursor,
+        revision_num: int,
+        plan: list[tuple[int, int, int]],
+        examined: Position | None = None,
+    ) -> None:
         self.cursor = cursor
         self.revision_num = revision_num
         self.plan = plan
+        self.examined = examined
         self._entries: list[Entry] | None = None
 
     @property
@@ -1213,7 +1246,7 @@ class PendingRead:
         if self._entries is None:
             self.fetch()
         assert self._entries is not None
-        return self.cursor._complete_read(self.revision_num, self.plan, self._entries)
+        return self.cursor._complete_read(self.revision_num, self.plan, self._entries, self.examined)
 
 
 @dataclass

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import accumulate
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -212,14 +214,20 @@ class ManagedLedger:
                     f"entry {i} of {len(r)} bytes exceeds the maximum entry size {limit}"
                 )
         positions: list[Position] = []
+        cumulative = list(accumulate(map(len, raw)))  # prefix sums of the entry sizes
         with self._lock:
             self._check_open()
             done = 0
             while done < len(raw):
                 current = self._current
                 assert current is not None
-                room = self.config.max_entries_per_ledger - current.entries
-                chunk = raw[done : done + room]
+                end = min(done + self.config.max_entries_per_ledger - current.entries, len(raw))
+                # Size rollover, as for single adds: the chunk ends with the entry that brings
+                # the ledger to max_size_per_ledger_mb.
+                size_room = self.config.max_size_per_ledger_mb * 1024 * 1024 - current.size
+                base = cumulative[done - 1] if done else 0
+                end = min(end, bisect_left(cumulative, base + size_room, done, end) + 1)
+                chunk = raw[done:end]
                 first = self._store.append_many(current.ledger_id, chunk)
                 size = sum(len(r) for r in chunk)
                 current.entries += len(chunk)
