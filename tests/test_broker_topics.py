@@ -19,7 +19,6 @@ from mledger.broker import (
     ManualClock,
     MessageDupUnknownError,
     MessageId,
-    NoDeduplication,
     PartitionedProducer,
     PartitionedTopic,
     ProducerBusyError,
@@ -481,11 +480,11 @@ def test_dedup_hook_hears_of_failed_appends() -> None:
 
 
 def test_dedup_defaults() -> None:
+    from mledger.broker.dedup import DedupStatus, MessageDeduplication
+
     b = Broker(ManagedLedgerFactory())
     topic = b.create_topic("orders")
-    assert isinstance(topic.deduplication, NoDeduplication)  # type: ignore[union-attr]
-    try:
-        import mledger.broker.dedup  # noqa: F401
-    except ImportError:
-        with pytest.raises(ConfigError, match="dedup_factory"):
-            Broker(ManagedLedgerFactory(), BrokerConfig(deduplication_enabled=True))
+    dedup = topic.deduplication  # type: ignore[union-attr]
+    assert isinstance(dedup, MessageDeduplication)
+    assert dedup.stats().status is DedupStatus.DISABLED
+    assert "pulsar.dedup" not in topic.managed_ledger.cursor_names()  # type: ignore[union-attr]

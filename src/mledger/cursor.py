@@ -261,6 +261,9 @@ class ManagedCursor:
         self._last_persist_ms: int | None = None
         self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
         self._persistence: CursorPersistence | None = None
+        self.counts_as_consumer = True
+        """False for a system cursor (the broker's ``pulsar.dedup``): it still holds ledger
+        trimming back at its mark-delete, but on its own never lets a ledger go."""
 
     # -- construction -----------------------------------------------------------------------
     @classmethod

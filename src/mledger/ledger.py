@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import accumulate
@@ -554,7 +554,9 @@ class ManagedLedger:
         """
         with self._lock:
             slowest = self.slowest_cursor_position()
-            if slowest is None or self._closed:
+            if slowest is None or self._closed or not any(c.counts_as_consumer for c in self._cursors.values()):
+                # No durable cursor, or only system ones (the dedup cursor): nobody consumed
+                # anything yet, so keep everything.
                 return []
             trimmed = []
             for lid in list(self._ledgers.keys()):
@@ -664,8 +666,16 @@ class ManagedLedgerFactory:
         self._ledgers: dict[str, ManagedLedger] = {}
         self._closed = False
 
-    def open(self, name: str, config: ManagedLedgerConfig | None = None) -> ManagedLedger:
-        """Open (creating or recovering) the managed ledger ``name``, with its cursors."""
+    def open(
+        self, name: str, config: ManagedLedgerConfig | None = None, derived_cursors: Collection[str] = ()
+    ) -> ManagedLedger:
+        """Open (creating or recovering) the managed ledger ``name``, with its cursors.
+
+        Cursors named in ``derived_cursors`` hold state their owner rebuilds (the broker's
+        ``pulsar.dedup``): one that is unreadable is left unopened and logged instead of failing
+        the open (``open_cursor`` raises for it again). Any other unreadable cursor fails the
+        open and the ledger is not cached half-open.
+        """
         if not name or name.startswith("/") or "//" in name.replace("://", ""):
             raise InvalidPositionError(f"invalid managed ledger name {name!r}")
         with self._lock:
@@ -677,8 +687,17 @@ class ManagedLedgerFactory:
             ml = ManagedLedger(self, name, config or ManagedLedgerConfig())
             ml._initialize()
             self._ledgers[name] = ml
-        for cursor_name in self.store.children(ml._info_path):
-            ml.open_cursor(cursor_name)
+        try:
+            for cursor_name in self.store.children(ml._info_path):
+                try:
+                    ml.open_cursor(cursor_name)
+                except StateCorruptedError as exc:
+                    if cursor_name not in derived_cursors:
+                        raise
+                    log.warning("managed ledger %s: cursor %s is unreadable, left unopened: %s", name, cursor_name, exc)
+        except BaseException:
+            self._forget(name)  # a retry must recover again, not get a ledger missing a cursor
+            raise
         return ml
 
     def exists(self, name: str) -> bool:

@@ -22,11 +22,9 @@ Thread-safe: one lock guards the topic cache and is held while a topic is opened
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import cast
 
 from ..clock import Clock
 from ..errors import BadVersionError, ConfigError, InvalidRequestError, NotFoundError
@@ -34,7 +32,7 @@ from ..ledger import InitialPosition, ManagedLedgerFactory
 from ..storage import NEW_NODE
 from .config import BrokerConfig
 from .errors import AlreadyClosedError, TopicAlreadyExistsError, TopicBusyError
-from .hooks import Deduplication, NoDeduplication
+from .hooks import Deduplication
 from .names import (
     PARTITIONED_TOPICS_ROOT,
     ProducerNameGenerator,
@@ -45,7 +43,7 @@ from .names import (
 from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
 from .subscription import Subscription
-from .topic import Topic
+from .topic import DEDUPLICATION_CURSOR_NAME, Topic
 from .types import SubscriptionType
 
 __all__ = ["AnyTopic", "Broker"]
@@ -314,7 +312,9 @@ class Broker:
         return out
 
     def _open_topic(self, name: TopicName) -> Topic:
-        ml = self.factory.open(name.managed_ledger_name, self.config.managed_ledger_config)
+        ml = self.factory.open(
+            name.managed_ledger_name, self.config.managed_ledger_config, derived_cursors=(DEDUPLICATION_CURSOR_NAME,)
+        )
         topic = Topic(self, name, ml)
         self._topics[name] = topic
         return topic
@@ -337,22 +337,12 @@ class Broker:
         return names.next_name()
 
     def _default_dedup_factory(self) -> DedupFactory:
-        if not self.config.deduplication_enabled:
-            return lambda topic: NoDeduplication()
-        name = f"{__package__}.dedup"
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            module = None
-        factory = getattr(module, "MessageDeduplication", None)
-        if factory is None:
-            raise ConfigError(
-                f"deduplication_enabled=True needs {name}.MessageDeduplication, which is not"
-                " available; pass dedup_factory= instead"
-            )
-        return cast(DedupFactory, factory)
+        # Built even when deduplication is off: a disabled MessageDeduplication deletes a
+        # leftover ``pulsar.dedup`` cursor on load (as Pulsar does), which would otherwise hold
+        # ledger trimming back forever.
+        from .dedup import MessageDeduplication
+
+        return MessageDeduplication
 
     def _make_deduplication(self, topic: Topic) -> Deduplication:
         return self._dedup_factory(topic)
