@@ -205,6 +205,16 @@ class PositionReset:
         target = self._cursor._reset_target(position)
         self._set(lambda: self._cursor._apply_reset(target))
 
+    def skip_entries(self, n: int, deleted: IndividualDeletedEntries = IndividualDeletedEntries.EXCLUDE) -> None:
+        """Mark-delete ``n`` more entries as part of the reset (see ``ManagedCursor.skip_entries``)."""
+        if n < 0:
+            raise InvalidPositionError(f"cannot skip a negative number of entries: {n}")
+        self._set(lambda: self._cursor._apply_skip(n, deleted))
+
+    def clear_backlog(self) -> None:
+        """Mark-delete everything up to the last confirmed entry as part of the reset."""
+        self._set(self._cursor._apply_clear_backlog)
+
     def mark_delete(self, position: Position, properties: Mapping[str, int] | None = None) -> None:
         """Move the mark-delete position (forward only) as part of the reset."""
         self._set(lambda: self._cursor._apply_mark_delete_in_reset(position, properties))
@@ -613,7 +623,9 @@ class ManagedCursor:
         """Individually acknowledge one position or many (the iterable form is bulk).
 
         Already-deleted positions are ignored. Raises ``InvalidPositionError`` (nothing
-        changed) if any position is beyond the last confirmed entry. O(1) per position.
+        changed) if any position is beyond the last confirmed entry, or above the mark-delete
+        but not an entry of this ledger (Pulsar accepts those and then miscounts the backlog).
+        O(1) per position.
         """
         if type(positions) is Position:
             with self._lock:
@@ -622,6 +634,9 @@ class ManagedCursor:
                 if positions > self._ml._last_confirmed:
                     raise InvalidPositionError(f"Invalid mark deleted position {positions} on {self.name}")
                 if positions > self._md:
+                    li = self._ml._ledgers.get(positions[0])
+                    if li is None or not 0 <= positions[1] < li.entries:
+                        raise InvalidPositionError(f"cannot ack {positions} on {self.name}: no such entry")
                     if self._batch and positions in self._batch:
                         self._drop_batch(positions)
                     if self._acked.add(positions[0], positions[1]):
@@ -662,7 +677,16 @@ class ManagedCursor:
                 order = np.argsort(ledgers, kind="stable")
                 ledgers, entries = ledgers[order], entries[order]
                 bounds = np.flatnonzero(np.diff(ledgers)) + 1
-                for part_l, part_e in zip(np.split(ledgers, bounds), np.split(entries, bounds)):
+                parts = list(zip(np.split(ledgers, bounds), np.split(entries, bounds)))
+                for part_l, part_e in parts:  # validate everything before changing anything
+                    li = self._ml._ledgers.get(int(part_l[0]))
+                    top = int(part_e.max())
+                    if li is None or top >= li.entries:
+                        bad = top if li is not None else int(part_e[0])
+                        raise InvalidPositionError(
+                            f"cannot ack {int(part_l[0])}:{bad} on {self.name}: no such entry"
+                        )
+                for part_l, part_e in parts:
                     added += self._acked.add_many(int(part_l[0]), part_e)
                 if self._batch:
                     for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
@@ -709,6 +733,8 @@ class ManagedCursor:
                 self._drop_batch(position)
                 self._after_change()
                 return
+            if not self._ml.is_valid_position(position):
+                raise InvalidPositionError(f"cannot ack {position} on {self.name}: no such entry")
             if ack_set == 0:
                 self._drop_batch(position)
                 if self._acked.add(position[0], position[1]):
@@ -1021,12 +1047,12 @@ class ManagedCursor:
         if n < 0:
             raise InvalidPositionError(f"cannot skip a negative number of entries: {n}")
         with self.position_reset() as reset:
-            reset.edit(lambda c: c._apply_skip(n, deleted))
+            reset.skip_entries(n, deleted)
 
     def clear_backlog(self) -> None:
         """Mark-delete everything up to the last confirmed entry."""
         with self.position_reset() as reset:
-            reset.edit(lambda c: c._apply_clear_backlog())
+            reset.clear_backlog()
 
     def _validate_seek(self, position: Position) -> None:
         if position.entry_id < -1 and position != EARLIEST:
