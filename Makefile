@@ -9,16 +9,18 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,compression]'
+	$(PY) -m pip install --quiet -e '.[test,compression,spark]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/mledger demo
 
 test: $(STAMP)
+	scripts/ensure_chromium.sh
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
+	scripts/ensure_chromium.sh
 	$(PY) -m pytest -q -m "not spark and not slow"
 
 bench: $(STAMP)

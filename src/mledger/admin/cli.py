@@ -11,6 +11,10 @@ authenticated, 5 = 403 permission denied, 6 = 404 not found, 7 = 405 not allowed
 (500, or an unusable data directory). ``cancel-delayed-message`` prints its per-subscription
 results and exits with 9 when a subscription refused (a cumulative-ack type), as the REST
 endpoint answers 412 "Failed to cancel delayed message".
+
+``--admin-url http://host:port`` runs the same commands against ``mledger-admin serve`` (see
+:mod:`mledger.admin.http_client`: same output and exit codes; ``produce``/``consume`` need a data
+directory). ``serve`` runs that server (:mod:`mledger.admin.serve_cli`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ EXIT_CODES: dict[int, int] = {400: 3, 401: 4, 403: 5, 404: 6, 405: 7, 409: 8, 41
 EXIT_USAGE = 2
 EXIT_OTHER = 1
 DATA_DIR_ENV = "MLEDGER_DATA_DIR"
+TOKEN_ENV = "MLEDGER_ADMIN_TOKEN"
 
 _EPILOG = """exit status: 0 ok, 2 bad command line, 3 = HTTP 400 invalid request,
 4 = 401 not authenticated, 5 = 403 permission denied, 6 = 404 not found,
@@ -149,7 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
         help='turn authorization on with this JSON file: {"superUserRoles": [...], '
         '"permissions": {role: {topic or "*": [operations]}}}',
     )
+    parser.add_argument(
+        "--admin-url", default=None, help="run the command against `mledger-admin serve` at this URL (http://host:port)"
+    )
+    parser.add_argument(
+        "--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token for --admin-url; default ${TOKEN_ENV}"
+    )
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
+    from .serve_cli import add_serve_command
+
+    add_serve_command(groups)
     topics = groups.add_parser(
         "topics", help="operations on topics and subscriptions", description="Operations on topics.", epilog=_EPILOG
     )
@@ -443,23 +457,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (see the module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not args.data_dir:
-        parser.error(f"--data-dir is required (or set ${DATA_DIR_ENV})")
+    if args.group == "serve":
+        return int(args.run(args))
+    if args.admin_url:
+        from .http_client import LOCAL_ONLY_COMMANDS
+
+        if args.command in LOCAL_ONLY_COMMANDS:
+            parser.error(f"{args.command} needs --data-dir: the admin REST API has no {args.command}")
+        if args.auth_file:
+            parser.error("--auth-file applies to a data directory; the server at --admin-url has its own")
+    elif not args.data_dir:
+        parser.error(f"--data-dir is required (or set ${DATA_DIR_ENV}), or give --admin-url")
     problem = args.check(args) if getattr(args, "check", None) else None
     if problem:
         args.command_parser.error(problem)  # exits with 2, before the data directory is opened
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        with _open_admin(args) as admin:
+        with _open_remote_admin(args) if args.admin_url else _open_admin(args) as admin:
             args.handler(admin, args)
     except MLedgerError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         return exit_code(e)
     except (OSError, sqlite3.Error) as e:  # the data directory itself (permissions, disk)
-        print(f"{args.data_dir}: {e}", file=sys.stderr)
+        print(f"{args.admin_url or args.data_dir}: {e}", file=sys.stderr)
         return EXIT_OTHER
     sys.stdout.flush()
     return 0
+
+
+@contextlib.contextmanager
+def _open_remote_admin(args: argparse.Namespace) -> Iterator[Any]:
+    """An :class:`~mledger.admin.http_client.HttpAdmin` for ``--admin-url`` (nothing to close)."""
+    from .http_client import HttpAdmin
+
+    yield HttpAdmin(args.admin_url, token=args.token, role=args.role)
 
 
 @contextlib.contextmanager

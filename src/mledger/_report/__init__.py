@@ -1,0 +1,1 @@
+"""Internals of :mod:`mledger.report`: data loading, PNG drawing, charts and the HTML page."""

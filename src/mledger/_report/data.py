@@ -1,0 +1,285 @@
+"""The replay output, read and summarised for the report (pyarrow, no Spark).
+
+Input: a replay output directory (``mledger replay EVENTS OUT``) holding Parquet datasets
+``cursors/`` (required) and ``anomalies/`` (optional), with the columns of
+:data:`mledger.spark.schema.CURSOR_SCHEMA` / ``ANOMALY_SCHEMA``. Spark's marker and checksum
+files (``_SUCCESS``, ``.crc``) are ignored; missing optional columns read as 0, so outputs of
+older replays still render. The serialized ``state`` column is never read.
+
+Memory: the cursors table is read whole (one row per topic-partition-subscription); anomalies
+are streamed batch by batch, keeping only counts and a few examples per reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MLedgerError, MissingExtraError
+
+__all__ = [
+    "NEAR_LIMIT",
+    "AnomalyKind",
+    "PartitionSummary",
+    "ReplayReportInputError",
+    "ReportModel",
+    "SubscriptionState",
+    "load_model",
+]
+
+NEAR_LIMIT = 0.8
+"""A subscription at or above this share of ``max_unacked_ranges_to_persist`` is flagged."""
+
+EXAMPLES_PER_REASON = 3
+
+_CURSOR_COLUMNS = {
+    "topic": "", "partition": -1, "subscription": "", "subscription_type": "",
+    "mark_delete_ledger_id": -1, "mark_delete_entry_id": -1, "read_ledger_id": -1, "read_entry_id": -1,
+    "ack_hole_ranges": 0, "backlog": 0, "acked": 0, "cancelled": 0, "delayed_delivered": 0,
+    "delayed_pending": 0, "persisted_state_bytes": 0, "state_chunks": 0, "truncated_ranges": 0,
+    "truncated_batch_indexes": 0,
+}
+_ANOMALY_COLUMNS = ("topic", "partition", "subscription", "event", "ts_ms", "ledger_id", "entry_id",
+                    "batch_index", "reason", "detail")
+
+
+class ReplayReportInputError(MLedgerError, ValueError):
+    """The directory is not a replay output (no ``cursors`` dataset) or cannot be read."""
+
+
+@dataclass(frozen=True)
+class SubscriptionState:
+    """One subscription of one topic-partition at the end of the replay."""
+
+    topic: str
+    partition: int
+    subscription: str
+    type: str
+    mark_delete: str
+    read: str
+    hole_ranges: int
+    backlog: int
+    acked: int
+    cancelled: int
+    delayed_delivered: int
+    delayed_pending: int
+    persisted_bytes: int
+    chunks: int
+    truncated_ranges: int
+    truncated_batch_indexes: int
+
+    @property
+    def topic_partition(self) -> str:
+        """``persistent://t/ns/x-partition-i`` (the topic itself when not partitioned)."""
+        return self.topic if self.partition < 0 else f"{self.topic}-partition-{self.partition}"
+
+    def utilisation(self, limit: int) -> float:
+        """``hole_ranges / limit`` (0 when the limit is 0)."""
+        return self.hole_ranges / limit if limit > 0 else 0.0
+
+    def over_limit(self, limit: int) -> bool:
+        """Ranges were (or would be) left out of the persisted state."""
+        return self.truncated_ranges > 0 or (limit > 0 and self.hole_ranges > limit)
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """One topic-partition: its subscriptions' worst figures and its anomalies."""
+
+    topic_partition: str
+    subscriptions: int
+    backlog: int
+    max_hole_ranges: int
+    max_utilisation: float
+    max_persisted_bytes: int
+    max_chunks: int
+    truncated_ranges: int
+    anomalies: int
+
+
+@dataclass(frozen=True)
+class AnomalyKind:
+    """The anomalies of one reason: how many, what it means, a few examples."""
+
+    reason: str
+    count: int
+    meaning: str
+    examples: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportModel:
+    """Everything the page shows."""
+
+    source: str
+    limit: int
+    subscriptions: list[SubscriptionState]
+    partitions: list[PartitionSummary]
+    anomalies: list[AnomalyKind]
+    totals: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def common_prefix(self) -> str:
+        """``persistent://tenant/ns/`` when every topic shares it, else ``""`` (for short labels)."""
+        prefixes = {s.topic.rsplit("/", 1)[0] + "/" for s in self.subscriptions if "/" in s.topic}
+        return prefixes.pop() if len(prefixes) == 1 else ""
+
+    def short(self, name: str) -> str:
+        """``name`` without :attr:`common_prefix`."""
+        prefix = self.common_prefix
+        return name[len(prefix):] if prefix and name.startswith(prefix) else name
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow.dataset as ds
+    except ImportError as e:
+        raise MissingExtraError(
+            "mledger report reads Parquet with pyarrow: pip install 'mledger[spark]'"
+        ) from e
+    return ds
+
+
+def _dataset(ds: Any, path: str) -> Any | None:
+    if not os.path.isdir(path):
+        return None
+    try:
+        return ds.dataset(path, format="parquet")
+    except Exception as e:  # pyarrow raises ArrowInvalid / OSError for unreadable files
+        raise ReplayReportInputError(f"{path}: not a readable Parquet dataset: {e}") from None
+
+
+def _read_cursors(ds: Any, out_dir: str) -> list[dict[str, Any]]:
+    dataset = _dataset(ds, os.path.join(out_dir, "cursors"))
+    if dataset is None:
+        raise ReplayReportInputError(
+            f"{out_dir}: no cursors/ directory; expected the output of `mledger replay EVENTS {out_dir}`"
+        )
+    present = [c for c in _CURSOR_COLUMNS if c in dataset.schema.names]
+    if "topic" not in present or "subscription" not in present:
+        raise ReplayReportInputError(f"{out_dir}/cursors: columns topic and subscription are required")
+    rows = dataset.to_table(columns=present).to_pylist()
+    for row in rows:
+        for name, default in _CURSOR_COLUMNS.items():
+            if row.get(name) is None:
+                row[name] = default
+    return rows
+
+
+def _state(row: dict[str, Any]) -> SubscriptionState:
+    return SubscriptionState(
+        topic=str(row["topic"]),
+        partition=int(row["partition"]),
+        subscription=str(row["subscription"]),
+        type=str(row["subscription_type"]),
+        mark_delete=f"{row['mark_delete_ledger_id']}:{row['mark_delete_entry_id']}",
+        read=f"{row['read_ledger_id']}:{row['read_entry_id']}",
+        hole_ranges=int(row["ack_hole_ranges"]),
+        backlog=int(row["backlog"]),
+        acked=int(row["acked"]),
+        cancelled=int(row["cancelled"]),
+        delayed_delivered=int(row["delayed_delivered"]),
+        delayed_pending=int(row["delayed_pending"]),
+        persisted_bytes=int(row["persisted_state_bytes"]),
+        chunks=int(row["state_chunks"]),
+        truncated_ranges=int(row["truncated_ranges"]),
+        truncated_batch_indexes=int(row["truncated_batch_indexes"]),
+    )
+
+
+def _scan_anomalies(ds: Any, out_dir: str) -> tuple[Counter[str], Counter[str], dict[str, list[dict[str, Any]]]]:
+    """(count by reason, count by topic-partition, examples by reason), streaming."""
+    by_reason: Counter[str] = Counter()
+    by_partition: Counter[str] = Counter()
+    examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    dataset = _dataset(ds, os.path.join(out_dir, "anomalies"))
+    if dataset is None:
+        return by_reason, by_partition, examples
+    columns = [c for c in _ANOMALY_COLUMNS if c in dataset.schema.names]
+    if "reason" not in columns:
+        raise ReplayReportInputError(f"{out_dir}/anomalies: column reason is required")
+    for batch in dataset.to_batches(columns=columns):
+        data = batch.to_pydict()
+        reasons = data["reason"]
+        topics = data.get("topic", [None] * len(reasons))
+        partitions = data.get("partition", [None] * len(reasons))
+        by_reason.update(r or "unknown" for r in reasons)
+        for topic, partition in zip(topics, partitions, strict=True):
+            if topic:
+                by_partition[topic if partition is None or partition < 0 else f"{topic}-partition-{partition}"] += 1
+        for i, reason in enumerate(reasons):
+            kept = examples[reason or "unknown"]
+            if len(kept) < EXAMPLES_PER_REASON:
+                kept.append({name: data[name][i] for name in columns})
+    return by_reason, by_partition, examples
+
+
+def _meanings() -> dict[str, str]:
+    try:
+        from ..spark.schema import REASONS
+    except ImportError:  # the schema module needs pyarrow and numpy; both come with the extra
+        return {}
+    return dict(REASONS)
+
+
+def _partitions(subs: Iterable[SubscriptionState], anomalies: Counter[str], limit: int) -> list[PartitionSummary]:
+    grouped: dict[str, list[SubscriptionState]] = defaultdict(list)
+    for sub in subs:
+        grouped[sub.topic_partition].append(sub)
+    for name in anomalies:
+        grouped.setdefault(name, [])
+    out = []
+    for name, members in grouped.items():
+        out.append(PartitionSummary(
+            topic_partition=name,
+            subscriptions=len(members),
+            backlog=sum(m.backlog for m in members),
+            max_hole_ranges=max((m.hole_ranges for m in members), default=0),
+            max_utilisation=max((m.utilisation(limit) for m in members), default=0.0),
+            max_persisted_bytes=max((m.persisted_bytes for m in members), default=0),
+            max_chunks=max((m.chunks for m in members), default=0),
+            truncated_ranges=sum(m.truncated_ranges for m in members),
+            anomalies=anomalies.get(name, 0),
+        ))
+    out.sort(key=lambda p: (-p.truncated_ranges, -p.max_utilisation, -p.anomalies, -p.backlog, p.topic_partition))
+    return out
+
+
+def load_model(out_dir: str, limit: int) -> ReportModel:
+    """Read ``out_dir`` and summarise it against ``limit`` (``max_unacked_ranges_to_persist``).
+
+    Raises :class:`ReplayReportInputError` for a directory that is not a replay output and
+    :class:`~mledger.errors.MissingExtraError` without pyarrow.
+    """
+    if limit < 0:
+        raise ValueError(f"max_unacked_ranges_to_persist must be >= 0, got {limit}")
+    ds = _pyarrow()
+    subs = [_state(row) for row in _read_cursors(ds, out_dir)]
+    subs.sort(key=lambda s: (-s.hole_ranges, -s.persisted_bytes, s.topic_partition, s.subscription))
+    by_reason, by_partition, examples = _scan_anomalies(ds, out_dir)
+    meanings = _meanings()
+    anomalies = [
+        AnomalyKind(reason, count, meanings.get(reason, ""), tuple(examples.get(reason, ())))
+        for reason, count in sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    partitions = _partitions(subs, by_partition, limit)
+    totals = {
+        "topic_partitions": len({s.topic_partition for s in subs} | set(by_partition)),
+        "subscriptions": len(subs),
+        "backlog": sum(s.backlog for s in subs),
+        "hole_ranges": sum(s.hole_ranges for s in subs),
+        "max_hole_ranges": max((s.hole_ranges for s in subs), default=0),
+        "acked": sum(s.acked for s in subs),
+        "cancelled": sum(s.cancelled for s in subs),
+        "anomalies": sum(by_reason.values()),
+        "over_limit": sum(1 for s in subs if s.over_limit(limit)),
+        "near_limit": sum(1 for s in subs if not s.over_limit(limit) and s.utilisation(limit) >= NEAR_LIMIT),
+        "truncated_ranges": sum(s.truncated_ranges for s in subs),
+        "max_persisted_bytes": max((s.persisted_bytes for s in subs), default=0),
+        "max_chunks": max((s.chunks for s in subs), default=0),
+        "chunked": sum(1 for s in subs if s.chunks > 1),
+    }
+    return ReportModel(os.path.abspath(out_dir), limit, subs, partitions, anomalies, totals)

@@ -1,0 +1,110 @@
+"""Who is calling: the role of an HTTP request, from a bearer token or a trusted header.
+
+Theory of operation
+-------------------
+The admin server authenticates, :class:`~mledger.admin.Authorization` authorizes. A request's
+role comes from, in this order:
+
+1. ``Authorization: Bearer <token>``: the token is looked up in the token map (a JSON file
+   ``{"<token>": "<role>", ...}``, see :meth:`RoleResolver.from_token_file`). Tokens are
+   compared in constant time;
+2. the ``X-Mledger-Role: <role>`` header, only when the server was started with
+   ``--trust-role-header`` (a proxy in front of the server that authenticates callers itself,
+   like Pulsar's proxy forwarding the original principal; or tests);
+3. otherwise no role.
+
+When authorization is on, a request with no role, an unknown token or an ``Authorization``
+header that is not ``Bearer`` is refused with 401 ``Authentication required`` (Pulsar's
+``AuthenticationFilter``) before any admin code runs. When authorization is off, credentials are
+ignored and every call is allowed, as with an embedded :class:`~mledger.admin.Admin`.
+
+Pure functions of the headers and the frozen token map: thread-safe, never blocks.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from ..errors import ConfigError, UnauthenticatedError
+
+__all__ = ["AUTHENTICATION_REQUIRED", "ROLE_HEADER", "RoleResolver"]
+
+ROLE_HEADER = "X-Mledger-Role"
+"""The header carrying a role when the server trusts it (``--trust-role-header``)."""
+
+AUTHENTICATION_REQUIRED = "Authentication required"
+"""The 401 reason (Pulsar's ``AuthenticationFilter`` text)."""
+
+
+class RoleResolver:
+    """Maps a request's headers to a role.
+
+    ``tokens``: token -> role. ``trust_role_header``: accept :data:`ROLE_HEADER` as the role.
+    Construction raises :class:`~mledger.errors.ConfigError` for empty tokens or roles.
+    """
+
+    def __init__(self, tokens: Mapping[str, str] | None = None, trust_role_header: bool = False) -> None:
+        checked: dict[str, str] = {}
+        for token, role in (tokens or {}).items():
+            if not isinstance(token, str) or not token.strip():
+                raise ConfigError("token file: every token must be a non-empty string")
+            if not isinstance(role, str) or not role.strip():
+                raise ConfigError(f"token file: the role of a token must be a non-empty string, got {role!r}")
+            checked[token.strip()] = role.strip()
+        self._tokens = MappingProxyType(checked)
+        self.trust_role_header = bool(trust_role_header)
+
+    @classmethod
+    def from_token_file(cls, path: str | Path, trust_role_header: bool = False) -> RoleResolver:
+        """Read ``{"<token>": "<role>", ...}`` from ``path``; ``ConfigError`` if unusable."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"cannot read token file {str(path)!r}: {e}") from None
+        except ValueError as e:
+            raise ConfigError(f"token file {str(path)!r} is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"token file {str(path)!r} must be a JSON object mapping tokens to roles")
+        return cls(data, trust_role_header)
+
+    @property
+    def token_count(self) -> int:
+        """How many tokens are known."""
+        return len(self._tokens)
+
+    def role_for(self, headers: Mapping[str, str], required: bool) -> str | None:
+        """The caller's role, or None.
+
+        ``required`` (authorization is on): raise :class:`UnauthenticatedError` (401,
+        :data:`AUTHENTICATION_REQUIRED`) instead of returning None, and for an unknown token or a
+        non-Bearer ``Authorization`` header. Not required: credentials are ignored (None).
+        """
+        if not required:
+            return None
+        authorization = headers.get("Authorization")
+        if authorization is not None:
+            scheme, _, token = authorization.strip().partition(" ")
+            role = self._lookup(token.strip()) if scheme.lower() == "bearer" else None
+            if role is None:
+                raise UnauthenticatedError(AUTHENTICATION_REQUIRED)
+            return role
+        if self.trust_role_header:
+            role = (headers.get(ROLE_HEADER) or "").strip()
+            if role:
+                return role
+        raise UnauthenticatedError(AUTHENTICATION_REQUIRED)
+
+    def _lookup(self, token: str) -> str | None:
+        found = None
+        for known, role in self._tokens.items():
+            # compare_digest on every entry: the time taken does not tell which token matched
+            if hmac.compare_digest(known.encode(), token.encode()):
+                found = role
+        return found
+
+    def __repr__(self) -> str:
+        return f"RoleResolver(tokens={len(self._tokens)}, trust_role_header={self.trust_role_header})"
