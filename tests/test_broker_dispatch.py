@@ -664,7 +664,7 @@ def test_admin_operation_errors() -> None:
     for bad in (-1, "2", True):
         with pytest.raises(InvalidRequestError, match="skip"):
             env.sub.skip(bad)  # type: ignore[arg-type]
-    with pytest.raises(InvalidRequestError, match="reset position"):
+    with pytest.raises(InvalidRequestError, match="invalid position"):
         env.sub.reset_cursor("1:0")  # type: ignore[arg-type]
     with pytest.raises(InvalidRequestError, match="timestamp"):
         env.sub.reset_cursor_by_time("now")  # type: ignore[arg-type]

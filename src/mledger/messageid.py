@@ -483,3 +483,16 @@ _set_first_chunk = _slots["first_chunk_message_id"].__set__
 
 MessageId.EARLIEST = MessageId(-1, -1)
 MessageId.LATEST = MessageId(_INT64_MAX, _INT64_MAX)
+
+
+def as_position(value: Position | MessageId | tuple[int, int]) -> Position:
+    """The position a reset or ack refers to: a Position, a MessageId (EARLIEST / LATEST map
+    to the position constants of the same values) or a ``(ledger_id, entry_id)`` pair.
+
+    Raises :class:`~mledger.errors.InvalidRequestError` for anything else.
+    """
+    if isinstance(value, MessageId):
+        return value.position
+    if isinstance(value, tuple) and len(value) == 2:
+        return Position.of(value[0], value[1])
+    raise InvalidRequestError(f"invalid position {value!r}: expected a Position or a MessageId")

@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..broker import Broker, InitialPosition, PartitionedTopic, SubscriptionType, Topic
 from ..broker.names import TopicName
 from ..errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
-from ..messageid import MessageId
+from ..messageid import MessageId, as_position
 from ..position import EARLIEST, LATEST, Position
 from .auth import NamespaceOperation, TopicOperation
 from .errors import SubscriptionAlreadyExistsError
@@ -199,7 +199,7 @@ class Topics:
         sub_type = SubscriptionType.EXCLUSIVE
         if subscription_type is not None:
             sub_type = SubscriptionType.parse(subscription_type)
-        target = _position_of(position)
+        target = as_position(position)
         found = self._topic(name)
         if subscription in found.subscription_names():
             raise SubscriptionAlreadyExistsError(f"Subscription already exists for topic: {subscription!r} on {name}")
@@ -361,17 +361,6 @@ def _subscription_names(value: Iterable[str] | str | None) -> list[str]:
             names.append(part)
     return names
 
-
-def _position_of(position: Position | MessageId) -> Position:
-    if isinstance(position, MessageId):
-        if position == MessageId.EARLIEST:
-            return EARLIEST
-        if position == MessageId.LATEST:
-            return LATEST
-        return position.position
-    if isinstance(position, Position):
-        return position
-    raise InvalidRequestError(f"invalid position {position!r}: expected a Position or a MessageId")
 
 
 def _check_namespace_name(namespace: str) -> None:

@@ -15,12 +15,12 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._wire import get_varint, put_varint
 from ..errors import StateCorruptedError
 
 __all__ = ["SingleMessage", "decode_batch", "encode_batch"]
 
 _SIZE = struct.Struct(">I")
-_MASK64 = (1 << 64) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +46,10 @@ def encode_batch(messages: Sequence[SingleMessage]) -> bytes:
         if m.key is not None:
             _put_bytes(meta, 2, m.key.encode())
         meta.append(3 << 3)
-        _put_varint(meta, len(m.payload))
+        put_varint(meta, len(m.payload))
         if m.sequence_id is not None:
             meta.append(8 << 3)
-            _put_varint(meta, m.sequence_id)
+            put_varint(meta, m.sequence_id)
         out += _SIZE.pack(len(meta))
         out += meta
         out += m.payload
@@ -138,27 +138,13 @@ def _parse_key_value(data: bytes, index: int) -> tuple[str, str]:
 
 
 def _varint(data: bytes, pos: int, end: int, index: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise StateCorruptedError(f"batch message {index}: malformed varint at byte {pos}")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & _MASK64, pos
-        shift += 7
-
-
-def _put_varint(out: bytearray, value: int) -> None:
-    value &= _MASK64
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
+    try:
+        return get_varint(memoryview(data), pos, end)
+    except StateCorruptedError as exc:
+        raise StateCorruptedError(f"batch message {index}: {exc}") from None
 
 
 def _put_bytes(out: bytearray, number: int, data: bytes) -> None:
     out.append((number << 3) | 2)
-    _put_varint(out, len(data))
+    put_varint(out, len(data))
     out += data

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidPositionError, InvalidRequestError, NotAllowedError, NotFoundError
 from ..ledger import InitialPosition
-from ..messageid import MessageId
+from ..messageid import MessageId, as_position
 from ..position import EARLIEST, LATEST, Position
 from .consumer import Consumer, MessageIdLike, _ids
 from .message import Message
 from .names import TopicName
 from .producer import PartitionedProducer
-from .subscription import Subscription, _reset_position, _skip_entries
+from .subscription import Subscription, _skip_entries
 from .types import AckType, SkipEntry, SubscriptionType
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ class PartitionedSubscription:
     def reset_cursor(self, position: Position | MessageId) -> None:
         """``EARLIEST``/``LATEST``: every partition. A ``MessageId`` with a partition: that
         partition. Otherwise the partition holding the position's ledger."""
-        target = _reset_position(position)
+        target = as_position(position)
         if target in (EARLIEST, LATEST):
             for sub in self._subs:
                 sub.reset_cursor(target)

@@ -58,8 +58,8 @@ from ..errors import (
     MarkDeletingMarkedPositionError,
     NotAllowedError,
 )
-from ..messageid import MessageId
-from ..position import EARLIEST, LATEST, Position
+from ..messageid import MessageId, as_position
+from ..position import LATEST, Position
 from .consumer import Consumer
 from .dispatcher import Dispatcher
 from .errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
@@ -451,7 +451,7 @@ class Subscription:
         forgotten, and the dispatcher is reset in the same cursor revision (queues, replay,
         delayed and recently-joined state cleared). Raises ``ConcurrentResetError`` (409) if
         another reset holds the cursor."""
-        target = _reset_position(position)
+        target = as_position(position)
         with self._lock:
             self._check_open()
             self._dispatcher.reset(lambda reset: reset.reset_to(target), count_redeliveries=False)
@@ -561,17 +561,6 @@ def _skip_entries(entries: Iterable[SkipEntry]) -> list[SkipEntry]:
             raise InvalidRequestError(f"invalid skip entry {item!r}: expected a SkipEntry")
     return items
 
-
-def _reset_position(position: Position | MessageId) -> Position:
-    if isinstance(position, MessageId):
-        if position == MessageId.EARLIEST:
-            return EARLIEST
-        if position == MessageId.LATEST:
-            return LATEST
-        return position.position
-    if isinstance(position, tuple) and len(position) == 2:
-        return Position.of(position[0], position[1])
-    raise InvalidRequestError(f"invalid reset position {position!r}: expected a Position or a MessageId")
 
 
 def _first_published_at_or_after(ml: ManagedLedger, timestamp_ms: int) -> Position:

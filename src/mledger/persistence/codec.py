@@ -26,7 +26,7 @@ from .._proto import MLDataFormats_pb2 as pb
 from ..errors import StateCorruptedError
 from ..position import Position
 from . import _varint as vx
-from ._wire import (
+from .._wire import (
     LEN,
     VARINT,
     as_int64,

@@ -1,13 +1,13 @@
 """Scalar protobuf wire-format helpers: one varint, one field at a time.
 
 Used for the few scalar and string fields of a cursor state and to walk top-level fields; the
-repeated parts go through the vectorised :mod:`._varint`. Readers take a ``memoryview`` of
+repeated parts go through the vectorised :mod:`mledger.persistence._varint`. Readers take a ``memoryview`` of
 unsigned bytes and raise :class:`~mledger.errors.StateCorruptedError` on malformed input.
 """
 
 from __future__ import annotations
 
-from ..errors import StateCorruptedError
+from .errors import StateCorruptedError
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
