@@ -1,0 +1,922 @@
+"""The replay engine: one topic-partition's events in, cursor states and anomalies out.
+
+Theory of operation
+-------------------
+:class:`PartitionReplayer` is fed Arrow record batches of :data:`~.schema.EVENT_SCHEMA`
+rows of *one* topic-partition in event order: ``(ts, kind, seq)`` strictly increasing, where
+``kind`` orders events with equal timestamps as produced (0) < cancelled (1) < acked (2) and
+``seq`` is the input order. A batch that goes backwards raises :class:`EventOrderError`; the
+engine never reorders, so a broken upstream sort cannot produce quietly wrong results.
+
+Most events commute with their neighbours, so the engine applies them in bulk: the stream is
+cut into *steps* and each step is applied with a few vectorised calls. Cuts are made
+
+* before the first ack naming a subscription that does not exist yet (the subscription is
+  created there: a ``latest`` one starts after the entries produced so far),
+* every ``segment_rows`` events counted from the start of the topic-partition,
+
+and a step is split further, around one event, where bulk application could not be exact:
+a cancel that carries a batch index, names a declared subscription not created yet, or
+follows a batch-index event on its entry in the same step is applied alone (a *barrier*).
+Cuts and splits depend only on the events, never on how the input was batched, so the
+results are a function of the event stream alone: Spark and the single-process replay agree
+row by row, and steps of one event (``segment_rows=1``, the sequential reference) give the
+same results as bulk steps (both are tested).
+
+Within a step, in this order:
+
+1. delayed messages due before the step's first timestamp are dispatched;
+2. produced rows: deduplication (``model.deduplicate``), then position placement (a run of
+   contiguous positions is one ``append`` per ledger; gaps get placeholder entries, positions
+   that cannot be placed are reported); the entries' batch sizes and deliver times are
+   recorded in an :class:`EntryIndex` (a dense index per position, 12 bytes per entry);
+3. acks and cancels: each is checked against the entries produced *before it* (vectorised:
+   an ack of a position appended later in the same step is an unknown position), batch
+   indexes against the produced batch size, cumulative acks and cancels against the
+   subscription type; a cancel becomes one whole-entry individual ack per target
+   subscription (PIP-423), counted as a cancel if its entry was not acknowledged yet (the
+   state before the step plus the step's earlier events on that entry); then, per
+   subscription, one bulk individual ack (``delete_many``, which also takes the entries whose
+   every batch index is acked in the step), one cumulative ack (the highest) and one
+   batch-index ack per remaining entry;
+4. deliveries of delayed messages falling inside the step are decided against the state
+   *before* the step's acks; if an individual ack or cancel in the step at or before a
+   message's deliver time touches it, the step is split at that time (deliver, ack,
+   deliver) so every delivery sees exactly the events up to its time; late cancels are then
+   checked against the deliveries (``delivered_before_cancel``, ``cancel_after_delivery``).
+
+A delivery at time T happens after every event with ``ts <= T``: an ack or cancel at
+exactly the deliver time prevents it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import MLedgerError
+from .ledger_model import LedgerModel
+from .model import PartitionModel, SubscriptionResult, SubscriptionSpec
+from .schema import (
+    ANOMALY_SCHEMA,
+    CANCEL_AFTER_DELIVERY,
+    CANCEL_REFUSED,
+    CANCEL_WITHOUT_SUBSCRIPTION,
+    CUMULATIVE_ACK_REFUSED,
+    CURSOR_SCHEMA,
+    DEDUP_DUPLICATE,
+    DELIVERED_BEFORE_CANCEL,
+    DUPLICATE_POSITION,
+    INVALID_ROW,
+    KIND_ACKED,
+    KIND_CANCELLED,
+    KIND_NAMES,
+    KIND_PRODUCED,
+    PARTITION_SCHEMA,
+    POSITION_OUT_OF_ORDER,
+    PRODUCED_GAP,
+    UNKNOWN_POSITION,
+    UNKNOWN_SUBSCRIPTION,
+    check_events,
+    union_batch,
+)
+from .settings import ReplaySettings
+
+ModelFactory = Callable[[str, int, ReplaySettings], PartitionModel]
+
+
+_NULL_TS = np.iinfo(np.int64).min
+"""Where a missing timestamp sorts: first, as Spark sorts nulls ascending."""
+
+
+class EventOrderError(MLedgerError, RuntimeError):
+    """The events of a topic-partition did not arrive in ``(ts, kind, seq)`` order."""
+
+
+# -- columns ---------------------------------------------------------------------------------
+_FIELDS = ("ts", "kind", "seq", "sub", "ledger", "entry", "bidx", "bsize", "deliver", "ack",
+           "producer", "seqid", "problem")
+
+
+class Rows:
+    """A run of events as numpy columns (string columns as integer codes, -1 = null)."""
+
+    __slots__ = _FIELDS
+
+    ts: np.ndarray
+    kind: np.ndarray
+    seq: np.ndarray
+    sub: np.ndarray
+    ledger: np.ndarray
+    entry: np.ndarray
+    bidx: np.ndarray
+    bsize: np.ndarray
+    deliver: np.ndarray
+    ack: np.ndarray
+    producer: np.ndarray
+    seqid: np.ndarray
+    problem: np.ndarray
+
+    def __init__(self, **columns: np.ndarray) -> None:
+        for name in _FIELDS:
+            setattr(self, name, columns[name])
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def take(self, index: Any) -> Rows:
+        """Rows selected by a slice, a boolean mask or an index array."""
+        return Rows(**{name: getattr(self, name)[index] for name in _FIELDS})
+
+    @staticmethod
+    def concat(parts: Sequence[Rows]) -> Rows:
+        if len(parts) == 1:
+            return parts[0]
+        return Rows(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in _FIELDS})
+
+
+class _Codes:
+    """Strings to dense integer codes, stable for the life of a replayer."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def code(self, name: str) -> int:
+        code = self.ids.get(name)
+        if code is None:
+            code = self.ids[name] = len(self.names)
+            self.names.append(name)
+        return code
+
+    def encode(self, arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        n = len(arr)
+        if arr.null_count == n:
+            return np.full(n, -1, np.int32)
+        encoded = pc.dictionary_encode(arr)
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.combine_chunks()
+        lookup = np.array([self.code(v) for v in encoded.dictionary.to_pylist()], np.int32)
+        indices = encoded.indices
+        idx = np.asarray(pc.fill_null(indices, 0).to_numpy(zero_copy_only=False))
+        out = lookup[idx] if len(lookup) else np.full(n, -1, np.int32)
+        if indices.null_count:
+            out = np.where(np.asarray(indices.is_null().to_numpy(zero_copy_only=False)), -1, out)
+        return out.astype(np.int32, copy=False)
+
+
+# -- positions the log has produced -----------------------------------------------------------
+class EntryIndex:
+    """Every produced position of a topic-partition, with a dense index ``g`` in append order.
+
+    Per entry it keeps the batch size and the deliver time (-1 = not delayed): 12 bytes.
+    Ledger lookups are binary searches over the ledger list. Appends are amortised O(1).
+    """
+
+    def __init__(self) -> None:
+        self._ledger_ids: list[int] = []
+        self._bases: list[int] = []
+        self._counts: list[int] = []
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.size = 0
+        self._bsize = np.empty(1024, np.int32)
+        self._deliver = np.empty(1024, np.int64)
+
+    @property
+    def last_ledger(self) -> int:
+        """The ledger of the last entry, -1 before any."""
+        return self._ledger_ids[-1] if self._ledger_ids else -1
+
+    @property
+    def next_entry(self) -> int:
+        """The entry id the next entry of the last ledger would get."""
+        return self._counts[-1] if self._counts else 0
+
+    @property
+    def ledgers(self) -> int:
+        return len(self._ledger_ids)
+
+    def append(self, ledger_id: int, batch_sizes: np.ndarray, deliver_at: np.ndarray) -> int:
+        """Record ``len(batch_sizes)`` entries at the next positions of ``ledger_id``; returns
+        the index of the first."""
+        n = len(batch_sizes)
+        if not self._ledger_ids or ledger_id != self._ledger_ids[-1]:
+            self._ledger_ids.append(ledger_id)
+            self._bases.append(self.size)
+            self._counts.append(0)
+        self._counts[-1] += n
+        self._arrays = None
+        first = self.size
+        need = first + n
+        if need > len(self._bsize):
+            cap = max(need, 2 * len(self._bsize))
+            self._bsize = np.resize(self._bsize, cap)
+            self._deliver = np.resize(self._deliver, cap)
+        self._bsize[first:need] = batch_sizes
+        self._deliver[first:need] = deliver_at
+        self.size = need
+        return first
+
+    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            self._arrays = (np.array(self._ledger_ids, np.int64), np.array(self._bases, np.int64),
+                            np.array(self._counts, np.int64))
+        return self._arrays
+
+    def lookup(self, ledgers: np.ndarray, entries: np.ndarray) -> np.ndarray:
+        """The index of each position, -1 where the log has no such entry. O(n log ledgers)."""
+        ids, bases, counts = self._tables()
+        if len(ids) == 0:
+            return np.full(len(ledgers), -1, np.int64)
+        k = np.minimum(np.searchsorted(ids, ledgers), len(ids) - 1)
+        ok = (ids[k] == ledgers) & (entries >= 0) & (entries < counts[k])
+        return np.where(ok, bases[k] + entries, -1)
+
+    def batch_size(self, g: np.ndarray) -> np.ndarray:
+        return self._bsize[g]
+
+    def deliver_at(self, g: np.ndarray) -> np.ndarray:
+        return self._deliver[g]
+
+
+# -- the replayer ---------------------------------------------------------------------------------
+class PartitionReplayer:
+    """Replays one topic-partition; see the module docstring.
+
+    ``feed`` and ``finish`` return batches of :data:`~.schema.OUTPUT_SCHEMA` (anomalies as
+    they are found, then the cursor and partition rows). ``declared`` are the
+    ``subscriptions``-log entries of the topic. ``model_factory`` builds the
+    :class:`~.model.PartitionModel` (default :class:`~.ledger_model.LedgerModel`).
+    Raises :class:`EventOrderError` when the events go backwards.
+    """
+
+    def __init__(
+        self,
+        topic: str | None,
+        partition: int | None,
+        settings: ReplaySettings | None = None,
+        declared: Iterable[SubscriptionSpec] = (),
+        model_factory: ModelFactory | None = None,
+    ) -> None:
+        in_range = partition is not None and -(1 << 31) <= partition < (1 << 31)
+        self.topic = topic
+        self.partition = partition if in_range else None  # an impossible key is reported per row
+        self.settings = settings or ReplaySettings()
+        self._declared = {s.name: s for s in declared}
+        self._index = EntryIndex()
+        self._subs = _Codes()
+        self._producers = _Codes()
+        self._problems = _Codes()
+        self._shared: list[bool] = []  # by subscription code; valid once created
+        self._created: set[int] = set()
+        self._seen: set[int] = set()
+        self._acked: dict[int, int] = {}
+        self._cancelled: dict[int, int] = {}
+        self._last_key: tuple[int, int, int] | None = None
+        self._ordinal = 0
+        self._pending: list[Rows] = []
+        self._placeholders = 0
+        self._anomaly_buffer = _empty_anomaly_buffer()
+        self._anomaly_rows = 0
+        self._anomaly_total = 0
+        self._finished = False
+        usable = bool(topic) and in_range and partition >= -1  # type: ignore[operator]
+        factory = model_factory or LedgerModel
+        self._model: PartitionModel | None = factory(topic, partition, self.settings) if usable else None
+        if self._model is not None:
+            for spec in self._declared.values():
+                if spec.initial_position != "latest":
+                    self._create(spec)
+
+    # -- public ---------------------------------------------------------------------------------
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        """Apply one batch of events; returns the output batches ready so far."""
+        if self._finished:
+            raise RuntimeError("the replay is finished")
+        if batch.num_rows:
+            rows = self._ingest(batch)
+            self._walk(rows)
+        return self._take_output(final=False)
+
+    def finish(self) -> list[pa.RecordBatch]:
+        """End of the events: final deliveries, cursor and partition rows."""
+        if self._finished:
+            return []
+        self._finished = True
+        self._flush()
+        out_cursors: list[pa.RecordBatch] = []
+        model = self._model
+        subs = 0
+        if model is not None:
+            end = max(self._last_key[0], 0) if self._last_key is not None else 0
+            model.dispatch(end + 1)
+            for spec in self._declared.values():
+                self._create(spec)
+            results = model.finish(end, self.settings.emit_state)
+            subs = len(results)
+            if results:
+                out_cursors.append(union_batch("cursors", self._cursor_batch(results)))
+        out = self._take_output(final=True)
+        out.extend(out_cursors)
+        out.append(union_batch("partitions", self._partition_batch(subs)))
+        return out
+
+    # -- ingest and cutting ---------------------------------------------------------------------
+    def _ingest(self, batch: pa.RecordBatch) -> Rows:
+        n = batch.num_rows
+        if batch.column("seq").null_count:
+            raise EventOrderError(
+                f"events of {self.topic} partition {self.partition}: the input order of some rows is unknown "
+                "(a file the plan did not list); the replay cannot establish their order"
+            )
+        kind = np.asarray(batch.column("kind").to_numpy(zero_copy_only=False))
+        seq = np.asarray(batch.column("seq").to_numpy(zero_copy_only=False))
+        raw_ts = batch.column("ts")
+        order_ts = np.asarray((raw_ts if raw_ts.null_count == 0 else pc.fill_null(raw_ts, _NULL_TS))
+                              .to_numpy(zero_copy_only=False))
+        self._check_order(order_ts, kind, seq)
+        names = batch.column("name")
+        produced = kind == KIND_PRODUCED
+        none = np.full(n, -1, np.int32)
+        if produced.all():
+            sub, producer = none, self._producers.encode(names)
+        elif not produced.any():
+            sub, producer = self._subs.encode(names), none
+        else:
+            mask = pa.array(produced)
+            null = pa.scalar(None, pa.string())
+            sub = self._subs.encode(pc.if_else(mask, null, names))
+            producer = self._producers.encode(pc.if_else(mask, names, null))
+        checked = check_events(batch, self.topic, sub, self._subs.ids.get("", -2))
+        problem = none
+        if checked.problems is not None:
+            problem = np.array([-1 if p is None else self._problems.code(p) for p in checked.problems], np.int32)
+        produced_batch = np.where(produced, checked.batch, 1).astype(np.int32)
+        index_batch = np.where(produced, -1, checked.batch).astype(np.int32)
+        return Rows(ts=checked.ts, kind=kind, seq=seq, sub=sub, ledger=checked.ledger, entry=checked.entry,
+                    bidx=index_batch, bsize=produced_batch, deliver=checked.deliver, ack=checked.ack,
+                    producer=producer, seqid=checked.seqid, problem=problem)
+
+    def _check_order(self, ts: np.ndarray, kind: np.ndarray, seq: np.ndarray) -> None:
+        kind = kind.astype(np.int64)
+        if self._last_key is not None:
+            ts = np.concatenate(([self._last_key[0]], ts))
+            kind = np.concatenate(([self._last_key[1]], kind))
+            seq = np.concatenate(([self._last_key[2]], seq))
+        if len(ts) > 1:
+            dt, dk, ds = np.diff(ts), np.diff(kind), np.diff(seq)
+            ok = (dt > 0) | ((dt == 0) & ((dk > 0) | ((dk == 0) & (ds > 0))))
+            if not ok.all():
+                i = int(np.flatnonzero(~ok)[0])
+                raise EventOrderError(
+                    f"events of {self.topic} partition {self.partition} are out of order: "
+                    f"(ts={ts[i]}, kind={KIND_NAMES[kind[i]]}, seq={seq[i]}) is followed by "
+                    f"(ts={ts[i + 1]}, kind={KIND_NAMES[kind[i + 1]]}, seq={seq[i + 1]}); each "
+                    "topic-partition must be replayed in (ts_ms, kind, input order)"
+                )
+        self._last_key = (int(ts[-1]), int(kind[-1]), int(seq[-1]))
+
+    def _walk(self, rows: Rows) -> None:
+        n = len(rows)
+        valid = rows.problem < 0
+        first = np.zeros(n, bool)
+        acks = np.flatnonzero(valid & (rows.kind == KIND_ACKED))
+        if acks.size:
+            codes, where = np.unique(rows.sub[acks], return_index=True)
+            for code, i in zip(codes.tolist(), where.tolist()):
+                if code not in self._seen:
+                    self._seen.add(code)
+                    first[acks[i]] = True
+        ordinals = np.arange(self._ordinal, self._ordinal + n)
+        self._ordinal += n
+        cut = (ordinals % self.settings.segment_rows) == 0
+        stops = np.flatnonzero(first | cut).tolist()
+        pos = 0
+        for s in stops:
+            if s > pos:
+                self._pending.append(rows.take(slice(pos, s)))
+            self._flush()
+            if first[s]:
+                self._first_mention(int(rows.sub[s]))
+            pos = s
+        if pos < n:
+            self._pending.append(rows.take(slice(pos, n)))
+
+    def _flush(self) -> None:
+        if self._pending:
+            rows = Rows.concat(self._pending)
+            self._pending = []
+            self._apply_step(rows)
+
+    # -- subscriptions --------------------------------------------------------------------------
+    def _create(self, spec: SubscriptionSpec) -> None:
+        assert self._model is not None
+        code = self._subs.code(spec.name)
+        if code in self._created:
+            return
+        self._model.subscribe(spec)
+        self._created.add(code)
+        while len(self._shared) <= code:
+            self._shared.append(False)
+        self._shared[code] = spec.shared
+        self._acked.setdefault(code, 0)
+        self._cancelled.setdefault(code, 0)
+
+    def _first_mention(self, code: int) -> None:
+        if self._model is None or code in self._created:
+            return
+        name = self._subs.names[code]
+        self._create(self._declared.get(name) or SubscriptionSpec(name))
+
+    def _shared_mask(self, codes: np.ndarray) -> np.ndarray:
+        table = np.array(self._shared + [False], bool)  # code -1 reads the False at the end
+        return table[codes]
+
+    # -- a step ---------------------------------------------------------------------------------
+    def _apply_step(self, rows: Rows) -> None:
+        model = self._model
+        valid = rows.problem < 0
+        if not valid.all():
+            bad = rows.take(~valid)
+            self._anomaly(INVALID_ROW, bad, [self._problems.names[c] for c in bad.problem.tolist()])
+            rows = rows.take(valid)
+        if model is None or len(rows) == 0:
+            return
+        i = self._isolated_cancel(rows)
+        if i >= 0:
+            if i:
+                self._apply_step(rows.take(slice(0, i)))
+            self._cancel(rows.take(slice(i, i + 1)))
+            if i + 1 < len(rows):
+                self._apply_step(rows.take(slice(i + 1, None)))
+            return
+        t0, t1 = int(rows.ts[0]), int(rows.ts[-1])
+        model.dispatch(t0)
+        model.set_time(t0)
+        size_before = self._index.size
+        produced = rows.kind == KIND_PRODUCED
+        limit: np.ndarray | None = None
+        if produced.any():
+            appended = np.zeros(len(rows), np.int64)
+            appended[produced] = self._produce(rows.take(produced))
+            limit = size_before + np.cumsum(appended)
+        acting = rows.kind != KIND_PRODUCED
+        if acting.any():
+            model.set_time(t1)
+            known = limit[acting] if limit is not None else np.full(int(acting.sum()), size_before)
+            self._acks(rows.take(acting), known, t1)
+
+    def _isolated_cancel(self, rows: Rows) -> int:
+        """The first cancel of the step that must be applied alone, or -1.
+
+        A cancel joins the bulk step when its outcome follows from the state before the step
+        and the whole-entry acks before it: not when it carries a batch index, names a
+        declared subscription not created yet, or follows a batch-index event on its entry.
+        """
+        cancels = np.flatnonzero(rows.kind == KIND_CANCELLED)
+        if cancels.size == 0:
+            return -1
+        partial = np.flatnonzero((rows.kind != KIND_PRODUCED) & (rows.bidx >= 0))
+        for i in cancels.tolist():
+            if rows.bidx[i] >= 0:
+                return i
+            code = int(rows.sub[i])
+            if code >= 0 and code not in self._created and self._subs.names[code] in self._declared:
+                return i
+            before = partial[partial < i]
+            if before.size and ((rows.ledger[before] == rows.ledger[i]) & (rows.entry[before] == rows.entry[i])).any():
+                return i
+        return -1
+
+    # -- produced -------------------------------------------------------------------------------
+    def _produce(self, p: Rows) -> np.ndarray:
+        """Place produced rows; returns the entries each row appended (0 if refused)."""
+        model = self._model
+        assert model is not None
+        n = len(p)
+        appended = np.zeros(n, np.int64)
+        keep = np.ones(n, bool)
+        if self.settings.deduplication:
+            dup = model.deduplicate(p.producer, self._producers.names, p.seqid)
+            if dup.any():
+                d = p.take(dup)
+                self._anomaly(DEDUP_DUPLICATE, d, [
+                    f"sequence_id {s} of producer {self._producers.names[c]} was already persisted"
+                    for c, s in zip(d.producer.tolist(), d.seqid.tolist())
+                ])
+                keep = ~dup
+        idx = np.flatnonzero(keep)
+        if idx.size == 0:
+            return appended
+        ledgers, entries = p.ledger[idx], p.entry[idx]
+        prev_ledger = np.concatenate(([self._index.last_ledger], ledgers[:-1]))
+        prev_next = np.concatenate(([self._index.next_entry], entries[:-1] + 1))
+        contiguous = ((ledgers == prev_ledger) & (entries == prev_next)) | ((ledgers > prev_ledger) & (entries == 0))
+        if contiguous.all():
+            bounds = np.flatnonzero(np.diff(ledgers)) + 1
+            for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), idx.size]):
+                self._append(int(ledgers[a]), p, idx[a:b], 0)
+            appended[idx] = 1
+            return appended
+        return self._produce_slow(p, idx, appended)
+
+    def _produce_slow(self, p: Rows, idx: np.ndarray, appended: np.ndarray) -> np.ndarray:
+        """Row by row: gaps get placeholders, unplaceable positions are reported."""
+        ledger, nxt = self._index.last_ledger, self._index.next_entry
+        run: list[int] = []
+        run_ledger, run_fill = -1, 0
+        for i in idx.tolist():
+            lid, eid = int(p.ledger[i]), int(p.entry[i])
+            if lid == ledger and eid == nxt:
+                fill = 0
+            elif (lid == ledger and eid > nxt) or lid > ledger:
+                start = nxt if lid == ledger else 0
+                fill = eid - start
+                if fill:
+                    self._anomaly(PRODUCED_GAP, p.take([i]), [
+                        (f"entries {lid}:{start}..{lid}:{eid - 1} are missing from the produced log; "
+                         f"{fill} placeholder entries keep the later positions")
+                    ])
+            else:
+                if run:
+                    self._append(run_ledger, p, np.array(run), run_fill)
+                    run = []
+                exists = self._index.lookup(np.array([lid]), np.array([eid]))[0] >= 0
+                reason = DUPLICATE_POSITION if exists else POSITION_OUT_OF_ORDER
+                detail = (f"an entry {lid}:{eid} was already produced" if exists else
+                          f"{lid}:{eid} is behind the last entry {ledger}:{nxt - 1}: it cannot be placed")
+                self._anomaly(reason, p.take([i]), [detail])
+                continue
+            if run and (fill or lid != run_ledger):
+                self._append(run_ledger, p, np.array(run), run_fill)
+                run = []
+            if not run:
+                run_ledger, run_fill = lid, fill
+            run.append(i)
+            appended[i] = 1 + fill
+            ledger, nxt = lid, eid + 1
+        if run:
+            self._append(run_ledger, p, np.array(run), run_fill)
+        return appended
+
+    def _append(self, ledger_id: int, p: Rows, rows: np.ndarray, fill: int) -> None:
+        model = self._model
+        assert model is not None
+        bsize = p.bsize[rows]
+        deliver = p.deliver[rows]
+        delayed = deliver > p.ts[rows]
+        deliver = np.where(delayed, deliver, -1)
+        if fill:
+            self._placeholders += fill
+            bsize = np.concatenate((np.ones(fill, np.int32), bsize))
+            deliver = np.concatenate((np.full(fill, -1, np.int64), deliver))
+            delayed = np.concatenate((np.zeros(fill, bool), delayed))
+        model.append(ledger_id, len(bsize))
+        self._index.append(ledger_id, bsize, deliver)
+        if delayed.any():
+            first_entry = self._index.next_entry - len(bsize)
+            offsets = np.flatnonzero(delayed)
+            positions = np.column_stack((np.full(offsets.size, ledger_id, np.int64), first_entry + offsets))
+            model.schedule(positions, deliver[offsets])
+
+    # -- acks -----------------------------------------------------------------------------------
+    def _acks(self, a: Rows, known_limit: np.ndarray, t_limit: int) -> None:
+        """Acks and (bulk) cancels of one step, in order; see the module docstring."""
+        model = self._model
+        assert model is not None
+        g = self._index.lookup(a.ledger, a.entry)
+        unknown = (g < 0) | (g >= known_limit)
+        if unknown.any():
+            u = a.take(unknown)
+            self._anomaly(UNKNOWN_POSITION, u, [
+                f"no entry {lid}:{eid} was produced before this {'ack' if k == KIND_ACKED else 'cancel'}"
+                for lid, eid, k in zip(u.ledger.tolist(), u.entry.tolist(), u.kind.tolist())
+            ])
+            a, g = a.take(~unknown), g[~unknown]
+        bsize = self._index.batch_size(g)
+        bad = a.bidx >= bsize
+        if bad.any():
+            b = a.take(bad)
+            self._anomaly(INVALID_ROW, b, [
+                f"batch_index {i} is out of range for the produced batch_size {s}"
+                for i, s in zip(b.bidx.tolist(), bsize[bad].tolist())
+            ])
+            a, g = a.take(~bad), g[~bad]
+        shared = self._shared_mask(a.sub)
+        refused = shared & (a.ack == 1) & (a.kind == KIND_ACKED)
+        if refused.any():
+            self._anomaly(CUMULATIVE_ACK_REFUSED, a.take(refused),
+                          "cumulative acks are not allowed on Shared and Key_Shared subscriptions")
+            a, g, shared = a.take(~refused), g[~refused], shared[~refused]
+        late: list[tuple[int, int, int, int]] = []  # (row, subscription, g, deliver time)
+        new_cancels: dict[int, int] = {}
+        if (a.kind == KIND_CANCELLED).any():
+            a, g, late, new_cancels = self._expand_cancels(a, g)
+            shared = self._shared_mask(a.sub)
+        if len(a):
+            self._ack_with_deliveries(a, g, shared, t_limit)
+        else:
+            model.dispatch(t_limit)
+        for code, n in new_cancels.items():
+            self._acked[code] -= n
+            self._cancelled[code] = self._cancelled.get(code, 0) + n
+        for i, code, gi, deliver in late:
+            name = self._subs.names[code]
+            lid, eid = int(a.ledger[i]), int(a.entry[i])
+            if model.was_delivered(name, lid, eid, deliver):
+                self._delivery_anomaly(a.take(slice(i, i + 1)), code, deliver)
+
+    def _expand_cancels(
+        self, a: Rows, g: np.ndarray
+    ) -> tuple[Rows, np.ndarray, list[tuple[int, int, int, int]], dict[int, int]]:
+        """Turn each bulk cancel into one whole-entry individual ack per target subscription.
+
+        Returns the new rows and positions, the late cancels to check for a delivery
+        anomaly once the step is applied, and per subscription the cancels that found their
+        entry not yet acknowledged (the state before the step plus earlier rows in it).
+        """
+        model = self._model
+        assert model is not None
+        shared_subs = [c for c in sorted(self._created) if self._shared[c]]
+        whole = (a.kind == KIND_ACKED) & (a.ack == 0) & (a.bidx < 0)
+        cancel_rows = np.flatnonzero(a.kind == KIND_CANCELLED)
+        deliver_all = self._index.deliver_at(g)
+        new_cancels: dict[int, int] = {}
+        extra_rows: list[int] = []
+        extra_subs: list[int] = []
+        applied: list[tuple[int, int]] = []  # (row, subscription) of the cancels applied so far
+        late_pairs: list[tuple[int, int]] = []
+        for i in cancel_rows.tolist():
+            code = int(a.sub[i])
+            row = a.take(slice(i, i + 1))
+            if code >= 0:
+                if code not in self._created:
+                    self._anomaly(UNKNOWN_SUBSCRIPTION, row, [f"subscription {self._subs.names[code]!r} does not exist"])
+                    continue
+                if not self._shared[code]:
+                    self._anomaly(CANCEL_REFUSED, row, [
+                        "PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"])
+                    continue
+                targets = [code]
+            else:
+                if not shared_subs:
+                    self._anomaly(CANCEL_WITHOUT_SUBSCRIPTION, row, ["no Shared or Key_Shared subscription exists"])
+                    continue
+                targets = shared_subs
+            t, deliver, gi = int(a.ts[i]), int(deliver_all[i]), int(g[i])
+            same = np.flatnonzero(whole[:i] & (g[:i] == gi))
+            for k, c in enumerate(targets):
+                done_before = bool((a.sub[same] == c).any()) or any(
+                    j < i and s_ == c and int(g[j]) == gi for j, s_ in applied)
+                if not done_before and not model.is_deleted(self._subs.names[c], int(a.ledger[i]), int(a.entry[i])):
+                    new_cancels[c] = new_cancels.get(c, 0) + 1
+                applied.append((i, c))
+                extra_rows.append(i)
+                extra_subs.append(c)
+                if not 0 <= t <= deliver:
+                    late_pairs.append((i, k))
+        keep = np.flatnonzero(a.kind != KIND_CANCELLED)
+        rows_idx = np.concatenate((keep, np.array(extra_rows, np.int64)))
+        subs = np.concatenate((a.sub[keep], np.array(extra_subs, np.int32)))
+        order = np.argsort(rows_idx, kind="stable")
+        rows_idx, subs = rows_idx[order], subs[order]
+        out = a.take(rows_idx)
+        out.sub = subs.astype(np.int32)
+        new_g = g[rows_idx]
+        late: list[tuple[int, int, int, int]] = []
+        if late_pairs:
+            first = np.searchsorted(rows_idx, np.array([i for i, _ in late_pairs]))
+            late = [(int(f) + k, int(subs[int(f) + k]), int(g[i]), int(deliver_all[i]))
+                    for f, (i, k) in zip(first.tolist(), late_pairs)]
+        return out, new_g, late, new_cancels
+
+    def _delivery_anomaly(self, row: Rows, code: int, deliver: int) -> None:
+        t = int(row.ts[0])
+        if deliver < 0:
+            self._anomaly(CANCEL_AFTER_DELIVERY, row, ["the message was not delayed: delivered when produced"],
+                          subs=np.array([code]))
+        else:
+            self._anomaly(DELIVERED_BEFORE_CANCEL, row, [f"delivered at {deliver}, cancelled {t - deliver} ms later at {t}"],
+                          subs=np.array([code]))
+
+    def _ack_with_deliveries(self, a: Rows, g: np.ndarray, shared: np.ndarray, t_limit: int) -> None:
+        model = self._model
+        assert model is not None
+        while True:
+            positions, times = model.due(t_limit)
+            if times.size == 0 or len(a) == 0:
+                model.dispatch(t_limit)
+                self._apply_acks(a, g)
+                return
+            hit_times = np.empty(0, np.int64)
+            relevant = np.flatnonzero(shared & (a.ack == 0))
+            if relevant.size:
+                due_g = self._index.lookup(positions[:, 0], positions[:, 1])
+                order = np.argsort(due_g, kind="stable")
+                sorted_g, sorted_t = due_g[order], times[order]
+                k = np.minimum(np.searchsorted(sorted_g, g[relevant]), sorted_g.size - 1)
+                match = sorted_g[k] == g[relevant]
+                t_match = sorted_t[k[match]]
+                hit_times = t_match[a.ts[relevant[match]] <= t_match]
+            if hit_times.size == 0:
+                model.dispatch(t_limit)  # nothing in the step touches these before they are due
+                self._apply_acks(a, g)
+                return
+            t_star = int(hit_times.min())
+            model.dispatch(t_star)
+            r = int(np.searchsorted(a.ts, t_star, side="right"))
+            self._apply_acks(a.take(slice(0, r)), g[:r])
+            a, g, shared = a.take(slice(r, None)), g[r:], shared[r:]
+            model.dispatch(t_star + 1)
+
+    def _apply_acks(self, a: Rows, g: np.ndarray) -> None:
+        if len(a) == 0:
+            return
+        model = self._model
+        assert model is not None
+        names = self._subs.names
+        for code in np.unique(a.sub).tolist():
+            name = names[code]
+            mine = a.sub == code
+            done = 0
+            cumulative = np.flatnonzero(mine & (a.ack == 1))
+            if cumulative.size:
+                cg = g[cumulative]
+                size = self._index.batch_size(cg)
+                bidx = a.bidx[cumulative]
+                effective = np.where((bidx < 0) | (bidx >= size - 1), size, bidx)
+                j = int(np.lexsort((effective, cg))[-1])
+                whole = bool(effective[j] == size[j])
+                i = cumulative[j]
+                done += model.ack_cumulative(name, int(a.ledger[i]), int(a.entry[i]),
+                                             -1 if whole else int(bidx[j]), int(size[j]))
+            whole_rows = np.flatnonzero(mine & (a.ack == 0) & (a.bidx < 0))
+            positions = [np.column_stack((a.ledger[whole_rows], a.entry[whole_rows]))]
+            partial = np.flatnonzero(mine & (a.ack == 0) & (a.bidx >= 0))
+            if partial.size:
+                done += self._batch_index_acks(name, a, g, partial, positions)
+            if sum(len(p) for p in positions):
+                done += model.ack(name, np.concatenate(positions))
+            self._acked[code] = self._acked.get(code, 0) + done
+
+    def _batch_index_acks(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray,
+                          positions: list[np.ndarray]) -> int:
+        """Batch-index acks of one subscription in one step: an entry whose every index is acked
+        in the step joins the whole-entry acks (``positions``); the others get one call each.
+
+        With batch-index deletion disabled each ack is its own call, as in a broker."""
+        model = self._model
+        assert model is not None
+        done = 0
+        if not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            for i in rows.tolist():
+                done += model.ack_batch_indexes(name, int(a.ledger[i]), int(a.entry[i]), [int(a.bidx[i])],
+                                                int(self._index.batch_size(g[i:i + 1])[0]))
+            return done
+        pg = g[rows]
+        order = np.lexsort((a.bidx[rows], pg))
+        pg, rows = pg[order], rows[order]
+        starts = np.flatnonzero(np.concatenate(([True], pg[1:] != pg[:-1])))
+        ends = np.append(starts[1:], pg.size)
+        bidx = a.bidx[rows].astype(np.int64)
+        distinct = np.concatenate(([True], (pg[1:] != pg[:-1]) | (bidx[1:] != bidx[:-1])))
+        counts = np.add.reduceat(distinct.astype(np.int64), starts)
+        sizes = self._index.batch_size(pg[starts])
+        complete = counts == sizes
+        if complete.any():
+            first = rows[starts[complete]]
+            positions.append(np.column_stack((a.ledger[first], a.entry[first])))
+        for s, e, size in zip(starts[~complete].tolist(), ends[~complete].tolist(), sizes[~complete].tolist()):
+            i = rows[s]
+            done += model.ack_batch_indexes(name, int(a.ledger[i]), int(a.entry[i]), bidx[s:e].tolist(), size)
+        return done
+
+    # -- isolated cancels (barriers) -----------------------------------------------------------------------
+    def _cancel(self, row: Rows) -> None:
+        model = self._model
+        if model is None:
+            return
+        t = int(row.ts[0])
+        model.dispatch(t)
+        model.set_time(t)
+        lid, eid, bidx, code = int(row.ledger[0]), int(row.entry[0]), int(row.bidx[0]), int(row.sub[0])
+        g = int(self._index.lookup(row.ledger, row.entry)[0])
+        if g < 0:
+            self._anomaly(UNKNOWN_POSITION, row, [f"no entry {lid}:{eid} was produced before this cancel"])
+            return
+        size = int(self._index.batch_size(np.array([g]))[0])
+        if bidx >= size:
+            self._anomaly(INVALID_ROW, row, [f"batch_index {bidx} is out of range for the produced batch_size {size}"])
+            return
+        if code >= 0:
+            name = self._subs.names[code]
+            if code not in self._created:
+                spec = self._declared.get(name)
+                if spec is None:
+                    self._anomaly(UNKNOWN_SUBSCRIPTION, row, [f"subscription {name!r} does not exist"])
+                    return
+                self._create(spec)
+            if not self._shared[code]:
+                self._anomaly(CANCEL_REFUSED, row, [
+                    "PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"
+                ])
+                return
+            targets = [code]
+        else:
+            targets = [c for c in sorted(self._created) if self._shared[c]]
+            if not targets:
+                self._anomaly(CANCEL_WITHOUT_SUBSCRIPTION, row, ["no Shared or Key_Shared subscription exists"])
+                return
+        deliver = int(self._index.deliver_at(np.array([g]))[0])
+        for c in targets:
+            name = self._subs.names[c]
+            in_time = 0 <= t <= deliver
+            if not in_time and model.was_delivered(name, lid, eid, deliver):
+                self._delivery_anomaly(row, c, deliver)
+            self._cancelled[c] = self._cancelled.get(c, 0) + model.cancel(name, lid, eid, bidx, size)
+
+    # -- output ---------------------------------------------------------------------------------
+    def _anomaly(self, reason: str, rows: Rows, detail: str | list[str], subs: np.ndarray | None = None) -> None:
+        n = len(rows)
+        if n == 0:
+            return
+        codes = rows.sub if subs is None else subs
+        names = self._subs.names
+        buf = self._anomaly_buffer
+        buf["subscription"].extend(names[c] if c >= 0 else None for c in codes.tolist())
+        buf["event"].extend(KIND_NAMES[k] for k in rows.kind.tolist())
+        for column, values in (("ts_ms", rows.ts), ("ledger_id", rows.ledger), ("entry_id", rows.entry),
+                               ("batch_index", rows.bidx)):
+            buf[column].extend(v if v >= 0 else None for v in values.tolist())
+        buf["reason"].extend([reason] * n)
+        buf["detail"].extend(detail if isinstance(detail, list) else [detail] * n)
+        self._anomaly_rows += n
+        self._anomaly_total += n
+
+    def _take_output(self, final: bool) -> list[pa.RecordBatch]:
+        if not self._anomaly_rows or (not final and self._anomaly_rows < self.settings.anomaly_batch_rows):
+            return []
+        n = self._anomaly_rows
+        buf = self._anomaly_buffer
+        columns = {"topic": [self.topic] * n, "partition": [self.partition] * n, **buf}
+        batch = pa.RecordBatch.from_pydict(columns, schema=ANOMALY_SCHEMA)
+        self._anomaly_buffer = _empty_anomaly_buffer()
+        self._anomaly_rows = 0
+        return [union_batch("anomalies", batch)]
+
+    def _cursor_batch(self, results: list[SubscriptionResult]) -> pa.RecordBatch:
+        rows = []
+        for r in results:
+            code = self._subs.code(r.subscription)
+            rows.append({
+                "topic": self.topic, "partition": self.partition, "subscription": r.subscription,
+                "subscription_type": r.subscription_type,
+                "mark_delete_ledger_id": r.mark_delete[0], "mark_delete_entry_id": r.mark_delete[1],
+                "read_ledger_id": r.read_position[0], "read_entry_id": r.read_position[1],
+                "ack_hole_ranges": r.ack_hole_ranges, "backlog": r.backlog,
+                "acked": self._acked.get(code, 0), "cancelled": self._cancelled.get(code, 0),
+                "delayed_delivered": r.delayed_delivered, "delayed_pending": r.delayed_pending,
+                "persisted_state_bytes": r.persisted_state_bytes, "state_chunks": r.state_chunks,
+                "truncated_ranges": r.truncated_ranges, "truncated_batch_indexes": r.truncated_batch_indexes,
+                "state_record": r.state_record, "state": r.state,
+            })
+        return pa.RecordBatch.from_pylist(rows, schema=CURSOR_SCHEMA)
+
+    def _partition_batch(self, subscriptions: int) -> pa.RecordBatch:
+        index = self._index
+        return pa.RecordBatch.from_pylist([{
+            "topic": self.topic, "partition": self.partition, "events": self._ordinal,
+            "entries": index.size, "placeholder_entries": self._placeholders,
+            "ledgers": self._model.ledger_count() if self._model is not None else 0,
+            "last_ledger_id": index.last_ledger if index.size else None,
+            "last_entry_id": index.next_entry - 1 if index.size else None,
+            "subscriptions": subscriptions, "anomalies": self._anomaly_total,
+        }], schema=PARTITION_SCHEMA)
+
+
+def _empty_anomaly_buffer() -> dict[str, list[Any]]:
+    return {name: [] for name in ANOMALY_SCHEMA.names if name not in ("topic", "partition")}
+
+
+def replay_partition(
+    topic: str | None,
+    partition: int | None,
+    batches: Iterable[pa.RecordBatch],
+    settings: ReplaySettings | None = None,
+    declared: Iterable[SubscriptionSpec] = (),
+    model_factory: ModelFactory | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Stream one topic-partition through a :class:`PartitionReplayer` (output batches)."""
+    replayer = PartitionReplayer(topic, partition, settings, declared, model_factory)
+    for batch in batches:
+        yield from replayer.feed(batch)
+    yield from replayer.finish()
+
+
+def declared_for(subscriptions: Mapping[str, Sequence[SubscriptionSpec]], topic: str | None) -> Sequence[SubscriptionSpec]:
+    """The declared subscriptions of ``topic`` (none for a missing topic)."""
+    return subscriptions.get(topic, ()) if topic is not None else ()

@@ -1,0 +1,201 @@
+"""The Spark job: equal to the single-process replay, anomalies, bad inputs, plan shape.
+
+All tests share the session-scoped ``spark`` fixture (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from mledger.spark.events import write_logs
+from mledger.spark.generate import GeneratorConfig, generate
+from mledger.spark.inputs import plan_inputs
+from mledger.spark.job import _replayer, replay_dataframe, run_replay
+from mledger.spark.local import run_single_process
+from mledger.spark.schema import EVENT_SCHEMA, InputSchemaError, ddl
+from mledger.spark.settings import ReplaySettings
+
+pytestmark = pytest.mark.spark
+
+SORT = {
+    "cursors": ["topic", "partition", "subscription"],
+    "anomalies": ["topic", "partition", "event", "ts_ms", "ledger_id", "entry_id", "batch_index", "subscription",
+                  "reason", "detail"],
+    "partitions": ["topic", "partition"],
+}
+
+
+def read_outputs(out_dir: str) -> dict[str, pa.Table]:
+    tables = {}
+    for name, keys in SORT.items():
+        table = pq.read_table(os.path.join(out_dir, name))
+        tables[name] = table.sort_by([(k, "ascending") for k in keys])
+    return tables
+
+
+def assert_same_rows(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
+    for name in SORT:
+        left, right = a[name].to_pylist(), b[name].to_pylist()
+        assert len(left) == len(right), name
+        for i, (x, y) in enumerate(zip(left, right)):
+            assert x == y, f"{name} row {i}: {x} != {y}"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("generated"))
+    generate(path, GeneratorConfig(topics=5, partitions=4, events=120_000, max_entries_per_ledger=300,
+                                   rate_per_s=300, seed=11))
+    return path
+
+
+def test_spark_replay_equals_single_process_row_by_row(spark: Any, generated: str, tmp_path: Any) -> None:
+    settings = ReplaySettings(partitions=3, emit_state=True)
+    on_spark = run_replay(spark, generated, str(tmp_path / "spark"), settings)
+    alone = run_single_process(generated, str(tmp_path / "local"), settings)
+    a, b = read_outputs(str(tmp_path / "spark")), read_outputs(str(tmp_path / "local"))
+    assert_same_rows(a, b)
+    assert on_spark.topic_partitions == alone.topic_partitions == 20
+    assert on_spark.events == alone.events > 100_000
+    assert on_spark.anomalies == alone.anomalies
+    assert {"delivered_before_cancel", "cancel_after_delivery", "dedup_duplicate", "invalid_row",
+            "unknown_position", "produced_gap"} <= set(on_spark.anomalies)
+    cursors = a["cursors"]
+    assert cursors.num_rows > 60 and all(s is not None for s in cursors["state"].to_pylist())
+    assert sum(cursors["ack_hole_ranges"].to_pylist()) > 0 and max(cursors["backlog"].to_pylist()) > 0
+
+
+def test_plan_is_one_shuffle_then_sorted_streaming_groups(spark: Any, generated: str) -> None:
+    df = replay_dataframe(spark, plan_inputs(generated), ReplaySettings(partitions=3))
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "FlatMapGroupsInArrow" in plan
+    assert plan.count("Exchange ") == 1 and "hashpartitioning(topic" in plan and ", 3)" in plan
+    assert "Sort [topic" in plan and "ts#" in plan and "kind#" in plan and "seq#" in plan
+
+
+def test_unsorted_groups_fail_loudly(spark: Any, generated: str) -> None:
+    plan = plan_inputs(generated)
+    from mledger.spark.job import _reader
+
+    events = spark.range(0, len(plan.tasks), 1, len(plan.tasks)).mapInArrow(
+        _reader(plan.tasks, plan.filesystem), ddl(EVENT_SCHEMA))
+    from mledger.spark.schema import OUTPUT_SCHEMA
+
+    shuffled = (events.repartition(2, "topic", "partition").sortWithinPartitions("topic", "partition", events.ts.desc())
+                .groupBy("topic", "partition").applyInArrow(_replayer(ReplaySettings(), {}, None), ddl(OUTPUT_SCHEMA)))
+    with pytest.raises(Exception, match="EventOrderError"):
+        shuffled.count()
+
+
+# -- hand-made cases --------------------------------------------------------------------------------
+def _case_rows() -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
+    rows: list[dict[str, Any]] = []
+    expected: set[tuple[str, str]] = set()
+
+    def P(t: str, e: int, ts: int, **kw: Any) -> None:
+        rows.append({"log": "produced", "topic": t, "partition": 0, "ledger_id": 3, "entry_id": e,
+                     "publish_time_ms": ts, **kw})
+
+    def A(t: str, sub: str, e: int, ts: int, **kw: Any) -> None:
+        rows.append({"log": "acked", "topic": t, "partition": 0, "subscription": sub, "ledger_id": 3,
+                     "entry_id": e, "ts_ms": ts, **kw})
+
+    def C(t: str, sub: str | None, e: int, ts: int, **kw: Any) -> None:
+        rows.append({"log": "cancelled", "topic": t, "partition": 0, "subscription": sub, "ledger_id": 3,
+                     "entry_id": e, "ts_ms": ts, **kw})
+
+    def S(t: str, sub: str, type_: str) -> None:
+        rows.append({"log": "subscriptions", "topic": t, "subscription": sub, "type": type_,
+                     "initial_position": "earliest"})
+
+    P("unknown", 0, 1), A("unknown", "s", 5, 2)
+    expected.add(("unknown", "unknown_position"))
+    P("dedup", 0, 1, producer_name="p", sequence_id=7), P("dedup", 0, 1, producer_name="p", sequence_id=7)
+    expected.add(("dedup", "dedup_duplicate"))
+    S("late", "s", "SHARED"), P("late", 0, 1, deliver_at_ms=100), A("late", "s", 0, 120), C("late", None, 0, 500)
+    expected.add(("late", "delivered_before_cancel"))
+    S("plain", "s", "SHARED"), P("plain", 0, 1), C("plain", "s", 0, 5)
+    expected.add(("plain", "cancel_after_delivery"))
+    S("refused", "f", "FAILOVER"), P("refused", 0, 1, deliver_at_ms=100), C("refused", "f", 0, 5)
+    expected.add(("refused", "cancel_refused"))
+    S("cumul", "s", "KEY_SHARED"), P("cumul", 0, 1), A("cumul", "s", 0, 5, ack_type="cumulative")
+    expected.add(("cumul", "cumulative_ack_refused"))
+    P("gap", 0, 1), P("gap", 4, 2)
+    expected.add(("gap", "produced_gap"))
+    P("ghost", 0, 1, deliver_at_ms=100), C("ghost", "nobody", 0, 5)
+    expected.add(("ghost", "unknown_subscription"))
+    S("nosub", "x", "EXCLUSIVE"), P("nosub", 0, 1, deliver_at_ms=100), C("nosub", None, 0, 5)
+    expected.add(("nosub", "cancel_without_subscription"))
+    P("bad", 0, 1, batch_size=2), A("bad", "s", 0, 5, batch_index=4), A("bad", "s", -1, 6),
+    A("bad", "s", 0, 7, ack_type="maybe")
+    expected.add(("bad", "invalid_row"))
+    S("bad", "weird", "BOGUS")
+    return rows, expected
+
+
+def test_each_anomaly_case_is_found_with_its_reason(spark: Any, tmp_path: Any) -> None:
+    rows, expected = _case_rows()
+    events = str(tmp_path / "events")
+    write_logs(events, rows)
+    run_replay(spark, events, str(tmp_path / "spark"), ReplaySettings(partitions=2))
+    out = read_outputs(str(tmp_path / "spark"))
+    found = {(r["topic"], r["reason"]) for r in out["anomalies"].to_pylist()}
+    assert found == expected
+    bad = [r for r in out["anomalies"].to_pylist() if r["topic"] == "bad"]
+    assert {r["detail"] for r in bad if r["event"] == "acked"} == {
+        "batch_index 4 is out of range for the produced batch_size 2", "entry_id is negative",
+        "unknown ack_type 'maybe'"}
+    assert next(r["detail"] for r in bad if r["event"] == "subscriptions").startswith("unknown subscription type 'BOGUS'")
+    run_single_process(events, str(tmp_path / "local"), ReplaySettings())
+    assert_same_rows(out, read_outputs(str(tmp_path / "local")))
+
+
+def test_json_lines_and_csv_inputs(spark: Any, tmp_path: Any) -> None:
+    rows, _ = _case_rows()
+    write_logs(str(tmp_path / "parquet"), rows)
+    mixed = str(tmp_path / "mixed")
+    write_logs(mixed, [r for r in rows if r["log"] in ("produced", "subscriptions")], fmt="jsonl")
+    write_logs(mixed, [r for r in rows if r["log"] in ("acked", "cancelled")], fmt="csv")
+    with open(os.path.join(mixed, "acked", "part-00001.csv"), "w") as f:  # text that is not a number
+        f.write("topic,partition,subscription,ledger_id,entry_id,batch_index,ack_type,ts_ms\n"
+                "extra,0,s,3,abc,,individual,9\n")
+    run_replay(spark, mixed, str(tmp_path / "out"), ReplaySettings(partitions=2))
+    run_single_process(str(tmp_path / "parquet"), str(tmp_path / "ref"))
+    got, ref = read_outputs(str(tmp_path / "out")), read_outputs(str(tmp_path / "ref"))
+    extra = [r for r in got["anomalies"].to_pylist() if r["topic"] == "extra"]
+    assert [r["detail"] for r in extra] == ["entry_id is not an integer: 'abc'"]
+    got["anomalies"] = got["anomalies"].filter(pa.compute.not_equal(got["anomalies"]["topic"], "extra"))
+    got["partitions"] = got["partitions"].filter(pa.compute.not_equal(got["partitions"]["topic"], "extra"))
+    assert got["cursors"].to_pylist() == ref["cursors"].to_pylist()
+    # details name the subscriptions file, whose name differs between the two directories
+    assert got["anomalies"].drop_columns(["detail"]).to_pylist() == ref["anomalies"].drop_columns(["detail"]).to_pylist()
+
+
+def test_bad_input_files_fail_before_any_spark_job(spark: Any, tmp_path: Any) -> None:
+    good = [{"log": "produced", "topic": "t", "partition": 0, "ledger_id": 1, "entry_id": 0, "publish_time_ms": 1},
+            {"log": "acked", "topic": "t", "partition": 0, "subscription": "s", "ledger_id": 1, "entry_id": 0,
+             "ts_ms": 2}]
+    base = str(tmp_path / "ev")
+    write_logs(base, good)
+    pq.write_table(pa.table({"topic": ["t"], "partition": [0], "subscription": ["s"], "ledger_id": [1],
+                             "ts_ms": [3]}), os.path.join(base, "acked", "part-00009.parquet"))
+    with pytest.raises(InputSchemaError, match=r"acked/part-00009.parquet: column 'entry_id' is missing"):
+        run_replay(spark, base, str(tmp_path / "out"))
+    os.remove(os.path.join(base, "acked", "part-00009.parquet"))
+    pq.write_table(pa.table({"topic": ["t"], "partition": [0], "ledger_id": ["one"], "entry_id": [0],
+                             "publish_time_ms": [1]}), os.path.join(base, "produced", "part-00001.parquet"))
+    with pytest.raises(InputSchemaError, match=r"produced/part-00001.parquet: column 'ledger_id' has type string"):
+        run_replay(spark, base, str(tmp_path / "out"))
+    os.remove(os.path.join(base, "produced", "part-00001.parquet"))
+    with open(os.path.join(base, "acked", "notes.txt"), "w") as f:
+        f.write("hello")
+    with pytest.raises(InputSchemaError, match=r"notes.txt: unsupported file type '.txt'"):
+        run_replay(spark, base, str(tmp_path / "out"))
+    os.makedirs(str(tmp_path / "empty"))
+    with pytest.raises(InputSchemaError, match="the produced log is missing"):
+        run_replay(spark, str(tmp_path / "empty"), str(tmp_path / "out"))
