@@ -173,8 +173,17 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--spark-logs", action="store_true", help="show Spark's own log output")
     rep.add_argument("--quiet", action="store_true", help="no progress display")
 
+    rpt = sub.add_parser("report", help="render a replay output as an HTML page with PNG charts")
+    from .report import add_report_arguments
+
+    add_report_arguments(rpt)
+
     args = parser.parse_args(argv)
     try:
+        if args.command == "report":
+            from .report import run_report
+
+            return run_report(args)
         if args.command == "demo":
             return _demo(args)
         if args.command == "generate":
