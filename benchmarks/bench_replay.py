@@ -8,9 +8,9 @@
    replay --master local[2]``, each in a fresh process, and prints events per second
    (end to end: from the command's start to its outputs on disk, Spark session included;
    the Spark job alone is printed too);
-3. generates one topic-partition with ``--memory-events`` events and replays it on
-   local[2] while sampling the resident memory of every Python worker (``pyspark.daemon``
-   and its forks); prints the peak of the largest worker.
+3. generates one topic-partition with ``--memory-events`` / 10 and then ``--memory-events``
+   events and replays each on local[2] while sampling the resident memory of every Python
+   worker (``pyspark.daemon`` and its forks); prints the peak of the largest worker.
 
 The machine's other load skews single runs by 15-30 %; repeat with ``--repeat``.
 """
@@ -97,34 +97,38 @@ def main() -> int:
     p.add_argument("--out", default="/tmp/mledger-bench/out")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--skip-single", action="store_true")
+    p.add_argument("--only-memory", action="store_true", help="just the one-partition memory run")
     args = p.parse_args()
 
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    if not os.path.isdir(os.path.join(args.data, "produced")):
+    if not args.only_memory and not os.path.isdir(os.path.join(args.data, "produced")):
         took, out, _ = _run(_mledger("generate", args.data, "--events", str(args.events), "--topics", "8",
                                      "--partitions", "4", "--quiet"))
         print(f"generate: {out.strip()}")
     rows = []
-    for _ in range(args.repeat):
+    for _ in range(0 if args.only_memory else args.repeat):
         if not args.skip_single:
             took, out, _ = _run(_mledger("replay", args.data, args.out + "-single", "--single-process", "--quiet"))
             rows.append(("single process", _events(out), took, _job_seconds(out)))
         took, out, peak = _run(_mledger("replay", args.data, args.out + "-spark", "--master", "local[2]", "--quiet"),
                                sample_workers=True)
         rows.append(("spark local[2]", _events(out), took, _job_seconds(out)))
-    print(f"\n{'replay':16} {'events':>12} {'end to end':>11} {'events/s':>10} {'job only':>9} {'events/s':>10}")
+    if rows:
+        print(f"\n{'replay':16} {'events':>12} {'end to end':>11} {'events/s':>10} {'job only':>9} {'events/s':>10}")
     for name, n, wall, job in rows:
         print(f"{name:16} {n:>12,} {wall:>10.1f}s {n / wall:>10,.0f} {job:>8.1f}s {n / job:>10,.0f}")
 
     if args.memory_events:
-        one = os.path.join(os.path.dirname(args.data), "one-partition")
-        shutil.rmtree(one, ignore_errors=True)
-        _run(_mledger("generate", one, "--events", str(args.memory_events), "--topics", "1", "--partitions", "1",
-                      "--subscriptions", "3", "--quiet"))
-        took, out, peak = _run(_mledger("replay", one, args.out + "-one", "--master", "local[2]", "--quiet"),
-                               sample_workers=True)
-        print(f"\none topic-partition, {_events(out):,} events on local[2]: {took:.1f} s end to end, "
-              f"largest Python worker peak RSS {peak / 2**20:,.0f} MiB")
+        # Two sizes of one topic-partition: the worker's peak should barely move.
+        for events in (args.memory_events // 10, args.memory_events):
+            one = os.path.join(os.path.dirname(args.data), "one-partition")
+            shutil.rmtree(one, ignore_errors=True)
+            _run(_mledger("generate", one, "--events", str(events), "--topics", "1", "--partitions", "1",
+                          "--subscriptions", "3", "--quiet"))
+            took, out, peak = _run(_mledger("replay", one, args.out + "-one", "--master", "local[2]", "--quiet"),
+                                   sample_workers=True)
+            print(f"one topic-partition, {_events(out):,} events on local[2]: {took:.1f} s end to end, "
+                  f"largest Python worker peak RSS {peak / 2**20:,.0f} MiB")
     return 0
 
 

@@ -12,7 +12,8 @@ import pytest
 import mledger.spark.events
 import mledger.spark.ledger_model
 from mledger.persistence import decode_managed_cursor_info, decode_position_info
-from mledger.spark.engine import EntryIndex, EventOrderError, PartitionReplayer
+from mledger.spark.engine import EventOrderError, PartitionReplayer
+from mledger.spark.entries import EntryIndex
 from mledger.spark.events import event_table, replay_rows
 from mledger.spark.local import replay_table
 from mledger.spark.model import SubscriptionSpec

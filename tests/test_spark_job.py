@@ -101,7 +101,7 @@ def _case_rows() -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
         rows.append({"log": "produced", "topic": t, "partition": 0, "ledger_id": 3, "entry_id": e,
                      "publish_time_ms": ts, **kw})
 
-    def A(t: str, sub: str, e: int, ts: int, **kw: Any) -> None:
+    def A(t: str, sub: str, e: int, ts: int | None, **kw: Any) -> None:
         rows.append({"log": "acked", "topic": t, "partition": 0, "subscription": sub, "ledger_id": 3,
                      "entry_id": e, "ts_ms": ts, **kw})
 
@@ -132,7 +132,7 @@ def _case_rows() -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
     S("nosub", "x", "EXCLUSIVE"), P("nosub", 0, 1, deliver_at_ms=100), C("nosub", None, 0, 5)
     expected.add(("nosub", "cancel_without_subscription"))
     P("bad", 0, 1, batch_size=2), A("bad", "s", 0, 5, batch_index=4), A("bad", "s", -1, 6),
-    A("bad", "s", 0, 7, ack_type="maybe")
+    A("bad", "s", 0, 7, ack_type="maybe"), A("bad", "s", 0, None), A("bad", "s", 0, -5)
     expected.add(("bad", "invalid_row"))
     S("bad", "weird", "BOGUS")
     return rows, expected
@@ -149,7 +149,7 @@ def test_each_anomaly_case_is_found_with_its_reason(spark: Any, tmp_path: Any) -
     bad = [r for r in out["anomalies"].to_pylist() if r["topic"] == "bad"]
     assert {r["detail"] for r in bad if r["event"] == "acked"} == {
         "batch_index 4 is out of range for the produced batch_size 2", "entry_id is negative",
-        "unknown ack_type 'maybe'"}
+        "unknown ack_type 'maybe'", "ts_ms is missing", "ts_ms is negative"}
     assert next(r["detail"] for r in bad if r["event"] == "subscriptions").startswith("unknown subscription type 'BOGUS'")
     run_single_process(events, str(tmp_path / "local"), ReplaySettings())
     assert_same_rows(out, read_outputs(str(tmp_path / "local")))

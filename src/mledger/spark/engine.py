@@ -29,7 +29,8 @@ Within a step, in this order:
 2. produced rows: deduplication (``model.deduplicate``), then position placement (a run of
    contiguous positions is one ``append`` per ledger; gaps get placeholder entries, positions
    that cannot be placed are reported); the entries' batch sizes and deliver times are
-   recorded in an :class:`EntryIndex` (a dense index per position, 12 bytes per entry);
+   recorded in an :class:`EntryIndex` (a dense index per position; only batched and
+   delayed entries cost memory);
 3. acks and cancels: each is checked against the entries produced *before it* (vectorised:
    an ack of a position appended later in the same step is an unknown position), batch
    indexes against the produced batch size, cumulative acks and cancels against the
@@ -59,6 +60,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MLedgerError
+from .columns import Codes, Rows
+from .entries import EntryIndex
 from .ledger_model import LedgerModel
 from .model import PartitionModel, SubscriptionResult, SubscriptionSpec
 from .schema import (
@@ -97,152 +100,6 @@ class EventOrderError(MLedgerError, RuntimeError):
     """The events of a topic-partition did not arrive in ``(ts, kind, seq)`` order."""
 
 
-# -- columns ---------------------------------------------------------------------------------
-_FIELDS = ("ts", "kind", "seq", "sub", "ledger", "entry", "bidx", "bsize", "deliver", "ack",
-           "producer", "seqid", "problem")
-
-
-class Rows:
-    """A run of events as numpy columns (string columns as integer codes, -1 = null)."""
-
-    __slots__ = _FIELDS
-
-    ts: np.ndarray
-    kind: np.ndarray
-    seq: np.ndarray
-    sub: np.ndarray
-    ledger: np.ndarray
-    entry: np.ndarray
-    bidx: np.ndarray
-    bsize: np.ndarray
-    deliver: np.ndarray
-    ack: np.ndarray
-    producer: np.ndarray
-    seqid: np.ndarray
-    problem: np.ndarray
-
-    def __init__(self, **columns: np.ndarray) -> None:
-        for name in _FIELDS:
-            setattr(self, name, columns[name])
-
-    def __len__(self) -> int:
-        return len(self.ts)
-
-    def take(self, index: Any) -> Rows:
-        """Rows selected by a slice, a boolean mask or an index array."""
-        return Rows(**{name: getattr(self, name)[index] for name in _FIELDS})
-
-    @staticmethod
-    def concat(parts: Sequence[Rows]) -> Rows:
-        if len(parts) == 1:
-            return parts[0]
-        return Rows(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in _FIELDS})
-
-
-class _Codes:
-    """Strings to dense integer codes, stable for the life of a replayer."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.names: list[str] = []
-
-    def code(self, name: str) -> int:
-        code = self.ids.get(name)
-        if code is None:
-            code = self.ids[name] = len(self.names)
-            self.names.append(name)
-        return code
-
-    def encode(self, arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        n = len(arr)
-        if arr.null_count == n:
-            return np.full(n, -1, np.int32)
-        encoded = pc.dictionary_encode(arr)
-        if isinstance(encoded, pa.ChunkedArray):
-            encoded = encoded.combine_chunks()
-        lookup = np.array([self.code(v) for v in encoded.dictionary.to_pylist()], np.int32)
-        indices = encoded.indices
-        idx = np.asarray(pc.fill_null(indices, 0).to_numpy(zero_copy_only=False))
-        out = lookup[idx] if len(lookup) else np.full(n, -1, np.int32)
-        if indices.null_count:
-            out = np.where(np.asarray(indices.is_null().to_numpy(zero_copy_only=False)), -1, out)
-        return out.astype(np.int32, copy=False)
-
-
-# -- positions the log has produced -----------------------------------------------------------
-class EntryIndex:
-    """Every produced position of a topic-partition, with a dense index ``g`` in append order.
-
-    Per entry it keeps the batch size and the deliver time (-1 = not delayed): 12 bytes.
-    Ledger lookups are binary searches over the ledger list. Appends are amortised O(1).
-    """
-
-    def __init__(self) -> None:
-        self._ledger_ids: list[int] = []
-        self._bases: list[int] = []
-        self._counts: list[int] = []
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self.size = 0
-        self._bsize = np.empty(1024, np.int32)
-        self._deliver = np.empty(1024, np.int64)
-
-    @property
-    def last_ledger(self) -> int:
-        """The ledger of the last entry, -1 before any."""
-        return self._ledger_ids[-1] if self._ledger_ids else -1
-
-    @property
-    def next_entry(self) -> int:
-        """The entry id the next entry of the last ledger would get."""
-        return self._counts[-1] if self._counts else 0
-
-    @property
-    def ledgers(self) -> int:
-        return len(self._ledger_ids)
-
-    def append(self, ledger_id: int, batch_sizes: np.ndarray, deliver_at: np.ndarray) -> int:
-        """Record ``len(batch_sizes)`` entries at the next positions of ``ledger_id``; returns
-        the index of the first."""
-        n = len(batch_sizes)
-        if not self._ledger_ids or ledger_id != self._ledger_ids[-1]:
-            self._ledger_ids.append(ledger_id)
-            self._bases.append(self.size)
-            self._counts.append(0)
-        self._counts[-1] += n
-        self._arrays = None
-        first = self.size
-        need = first + n
-        if need > len(self._bsize):
-            cap = max(need, 2 * len(self._bsize))
-            self._bsize = np.resize(self._bsize, cap)
-            self._deliver = np.resize(self._deliver, cap)
-        self._bsize[first:need] = batch_sizes
-        self._deliver[first:need] = deliver_at
-        self.size = need
-        return first
-
-    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._arrays is None:
-            self._arrays = (np.array(self._ledger_ids, np.int64), np.array(self._bases, np.int64),
-                            np.array(self._counts, np.int64))
-        return self._arrays
-
-    def lookup(self, ledgers: np.ndarray, entries: np.ndarray) -> np.ndarray:
-        """The index of each position, -1 where the log has no such entry. O(n log ledgers)."""
-        ids, bases, counts = self._tables()
-        if len(ids) == 0:
-            return np.full(len(ledgers), -1, np.int64)
-        k = np.minimum(np.searchsorted(ids, ledgers), len(ids) - 1)
-        ok = (ids[k] == ledgers) & (entries >= 0) & (entries < counts[k])
-        return np.where(ok, bases[k] + entries, -1)
-
-    def batch_size(self, g: np.ndarray) -> np.ndarray:
-        return self._bsize[g]
-
-    def deliver_at(self, g: np.ndarray) -> np.ndarray:
-        return self._deliver[g]
-
-
 # -- the replayer ---------------------------------------------------------------------------------
 class PartitionReplayer:
     """Replays one topic-partition; see the module docstring.
@@ -268,9 +125,9 @@ class PartitionReplayer:
         self.settings = settings or ReplaySettings()
         self._declared = {s.name: s for s in declared}
         self._index = EntryIndex()
-        self._subs = _Codes()
-        self._producers = _Codes()
-        self._problems = _Codes()
+        self._subs = Codes()
+        self._producers = Codes()
+        self._problems = Codes()
         self._shared: list[bool] = []  # by subscription code; valid once created
         self._created: set[int] = set()
         self._seen: set[int] = set()
@@ -286,7 +143,10 @@ class PartitionReplayer:
         self._finished = False
         usable = bool(topic) and in_range and partition >= -1  # type: ignore[operator]
         factory = model_factory or LedgerModel
-        self._model: PartitionModel | None = factory(topic, partition, self.settings) if usable else None
+        self._model: PartitionModel | None = None
+        if usable:
+            assert topic is not None and partition is not None
+            self._model = factory(topic, partition, self.settings)
         if self._model is not None:
             for spec in self._declared.values():
                 if spec.initial_position != "latest":
@@ -368,8 +228,9 @@ class PartitionReplayer:
             kind = np.concatenate(([self._last_key[1]], kind))
             seq = np.concatenate(([self._last_key[2]], seq))
         if len(ts) > 1:
-            dt, dk, ds = np.diff(ts), np.diff(kind), np.diff(seq)
-            ok = (dt > 0) | ((dt == 0) & ((dk > 0) | ((dk == 0) & (ds > 0))))
+            # comparisons, not differences: a missing ts sorts as int64 min
+            t0, t1, k0, k1, s0, s1 = ts[:-1], ts[1:], kind[:-1], kind[1:], seq[:-1], seq[1:]
+            ok = (t1 > t0) | ((t1 == t0) & ((k1 > k0) | ((k1 == k0) & (s1 > s0))))
             if not ok.all():
                 i = int(np.flatnonzero(~ok)[0])
                 raise EventOrderError(

@@ -92,11 +92,14 @@ class InputPlan:
         return posixpath.relpath(path, directory) if directory else posixpath.basename(path)
 
     def uri(self, path: str) -> str:
-        """A file's URI for Spark (``file://`` for local paths)."""
+        """A file's URI for Spark: ``file://`` for local paths, the root's scheme and host
+        otherwise (``s3://`` becomes Hadoop's ``s3a://``)."""
         if "://" not in self.root:
             return "file://" + path
         root = self.root.rstrip("/")
         prefix = root[: len(root) - len(self.root_path.rstrip("/"))]
+        if prefix.startswith("s3://"):
+            prefix = "s3a://" + prefix[len("s3://"):]
         return prefix + path
 
     @property

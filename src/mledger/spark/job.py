@@ -2,7 +2,7 @@
 
 Plan (checked with ``explain()``; see ``tests/test_spark_job.py``)::
 
-    Scan parquet per log -> Project (to the event schema)       # Spark reads Parquet natively
+    Scan parquet (one per file) -> Project (to the event schema) # Spark reads Parquet natively
       [+ MapInArrow(read_task) for JSON Lines / CSV files]      # pyarrow reads the text formats
       -> Union
       -> Exchange hashpartitioning(topic, partition, N)         # repartition(N, topic, partition)
@@ -180,31 +180,28 @@ def replay_dataframe(
 
 
 class _StageProgress:
-    """Polls Spark's status tracker and draws the running stages' task counts."""
+    """Polls Spark's status tracker and draws the running stages' task counts (TTY only)."""
 
     def __init__(self, spark: "SparkSession", label: str, enabled: bool) -> None:
         self._tracker = spark.sparkContext.statusTracker()
-        self._bar = Progress(0, label, unit="tasks", enabled=enabled)
+        self._bar = Progress(0, label, unit="tasks", enabled=None if enabled else False, show_rate=False)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.enabled = self._bar.enabled
 
     def _run(self) -> None:
-        done_before = 0
-        seen: dict[int, int] = {}
         while not self._stop.wait(0.2):
-            total = running = 0
-            for sid in self._tracker.getActiveStageIds():
+            active = self._tracker.getActiveStageIds()
+            done = total = running = 0
+            for sid in active:
                 info = self._tracker.getStageInfo(sid)
-                if info is None:
-                    continue
-                seen[sid] = info.numCompletedTasks
-                total += info.numTasks
-                running += info.numActiveTasks
-            done = sum(seen.values())
-            self._bar.total = max(self._bar.total, done_before + total)
-            self._bar.update(done, f"{running} running")
-            done_before = done
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+                    running += info.numActiveTasks
+            if active:
+                self._bar.total = total
+                self._bar.update(done, f"stage {max(active)}, {running} running")
 
     def __enter__(self) -> "_StageProgress":  # noqa: PYI034 - final class
         if self.enabled:

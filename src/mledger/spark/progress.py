@@ -23,7 +23,7 @@ class Progress:
 
     def __init__(
         self, total: int, label: str, unit: str = "events", stream: TextIO | None = None,
-        enabled: bool | None = None, width: int = 30,
+        enabled: bool | None = None, width: int = 30, show_rate: bool = True,
     ) -> None:
         self.total = total
         self.label = label
@@ -31,6 +31,7 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.width = width
+        self.show_rate = show_rate
         self.done = 0
         self._start = time.monotonic()
         self._drawn = 0.0
@@ -59,7 +60,9 @@ class Progress:
             line = f"\r{self.label} [{bar}] {frac:4.0%} {_human(self.done)}/{_human(self.total)} {self.unit}"
         else:
             line = f"\r{self.label} {_human(self.done)} {self.unit}"
-        line += f"  {_human(rate)}/s  {elapsed:5.1f}s"
+        if self.show_rate:
+            line += f"  {_human(rate)}/s"
+        line += f"  {elapsed:5.1f}s"
         if self._text:
             line += f"  {self._text}"
         self.stream.write(line + "\x1b[K")

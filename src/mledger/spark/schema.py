@@ -498,7 +498,9 @@ def spark_schema(schema: pa.Schema) -> StructType:
     """The Spark ``StructType`` of a flat pyarrow schema (imports pyspark)."""
     from pyspark.sql.types import StructType
 
-    return StructType.fromDDL(ddl(schema))
+    parsed = StructType.fromDDL(ddl(schema))
+    assert isinstance(parsed, StructType)
+    return parsed
 
 
 def anomaly_rows(rows: list[dict[str, Any]]) -> pa.RecordBatch:

@@ -1,0 +1,196 @@
+"""Reading the logs without Spark: file checks, row problems, formats, generator, settings, CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from mledger.errors import ConfigError
+from mledger.spark.events import write_logs
+from mledger.spark.generate import GeneratorConfig, generate
+from mledger.spark.inputs import plan_inputs, read_all
+from mledger.spark.local import run_single_process
+from mledger.spark.schema import InputSchemaError
+from mledger.spark.settings import ReplaySettings
+from mledger.spark.store import CURSOR_LEDGER_BASE, ReplayStore
+
+GOOD = [
+    {"log": "produced", "topic": "t", "partition": 0, "ledger_id": 1, "entry_id": 0, "publish_time_ms": 1},
+    {"log": "acked", "topic": "t", "partition": 0, "subscription": "s", "ledger_id": 1, "entry_id": 0, "ts_ms": 2},
+]
+
+
+def _events(tmp_path: Any, rows: list[dict[str, Any]] = GOOD, fmt: str = "parquet") -> str:
+    path = str(tmp_path / "ev")
+    write_logs(path, rows, fmt)
+    return path
+
+
+# -- file checks ---------------------------------------------------------------------------------
+def test_missing_directory_and_logs(tmp_path: Any) -> None:
+    with pytest.raises(InputSchemaError, match="no such directory"):
+        plan_inputs(str(tmp_path / "nope"))
+    os.makedirs(tmp_path / "empty" / "produced")
+    with pytest.raises(InputSchemaError, match="the produced log is missing"):
+        plan_inputs(str(tmp_path / "empty"))
+
+
+def test_file_problems_name_file_column_and_problem(tmp_path: Any) -> None:
+    base = _events(tmp_path)
+    bad = os.path.join(base, "acked", "part-00001.parquet")
+    pq.write_table(pa.table({"topic": ["t"], "partition": [0], "subscription": ["s"], "ledger_id": [1.5],
+                             "entry_id": [0], "ts_ms": [1]}), bad)
+    with pytest.raises(InputSchemaError, match=r"part-00001.parquet: column 'ledger_id' has type double; expected integer"):
+        plan_inputs(base)
+    os.remove(bad)
+    with open(os.path.join(base, "produced", "extra.csv"), "w") as f:
+        f.write("topic,partition,ledger_id,publish_time_ms\nt,0,1,5\n")
+    with pytest.raises(InputSchemaError, match=r"extra.csv: column 'entry_id' is missing \(required in the produced log"):
+        plan_inputs(base)
+    os.remove(os.path.join(base, "produced", "extra.csv"))
+    with open(os.path.join(base, "cancelled.xml"), "w") as f:
+        f.write("<x/>")
+    with pytest.raises(InputSchemaError, match=r"cancelled.xml: unsupported file type '.xml'"):
+        plan_inputs(base)
+
+
+def test_json_with_a_column_changing_type_fails_naming_the_file(tmp_path: Any) -> None:
+    base = _events(tmp_path)
+    with open(os.path.join(base, "acked", "more.jsonl"), "w") as f:
+        f.write('{"topic":"t","partition":0,"subscription":"s","ledger_id":1,"entry_id":0,"ts_ms":3}\n')
+        f.write('{"topic":"t","partition":0,"subscription":"s","ledger_id":1,"entry_id":0.5,"ts_ms":4}\n')
+    plan = plan_inputs(base)
+    with pytest.raises(InputSchemaError, match=r"more.jsonl: .*entry_id|more.jsonl: column 'entry_id'"):
+        list(read_all(plan))
+
+
+def test_hidden_and_underscore_files_are_skipped_and_order_is_by_path(tmp_path: Any) -> None:
+    base = _events(tmp_path)
+    open(os.path.join(base, "produced", "_SUCCESS"), "w").close()
+    open(os.path.join(base, "produced", ".part-0.crc"), "w").close()
+    plan = plan_inputs(base)
+    assert [os.path.basename(p) for p in plan.files["produced"]] == ["part-00000.parquet"]
+    assert plan.relative("produced", plan.files["produced"][0]) == "part-00000.parquet"
+    assert plan.uri(plan.files["produced"][0]).startswith("file:///")
+
+
+# -- rows ------------------------------------------------------------------------------------------
+def test_csv_text_problems_become_invalid_rows(tmp_path: Any) -> None:
+    base = _events(tmp_path)
+    with open(os.path.join(base, "acked", "part-00001.csv"), "w") as f:
+        f.write("topic,partition,subscription,ledger_id,entry_id,batch_index,ack_type,ts_ms\n"
+                "t,0,s,1,x7,,individual,5\n"
+                "t,0,s,1,0,, Cumulative ,6\n"
+                "t,0,,1,0,,individual,7\n"
+                "t,0,s,1,0,,individual,99999999999999999999\n")
+    summary = run_single_process(base, str(tmp_path / "out"))
+    rows = pq.read_table(str(tmp_path / "out" / "anomalies")).to_pylist()
+    details = sorted(r["detail"] for r in rows)
+    assert details == ["cumulative acks are not allowed on Shared and Key_Shared subscriptions",
+                       "entry_id is not an integer: 'x7'", "subscription is missing",
+                       "ts_ms is not an integer: '99999999999999999999'"]
+    assert summary.anomalies == {"invalid_row": 3, "cumulative_ack_refused": 1}
+
+
+def test_subscriptions_log_problems_are_anomalies(tmp_path: Any) -> None:
+    rows = [*GOOD,
+            {"log": "subscriptions", "topic": "t", "subscription": "s", "type": "Key_Shared"},
+            {"log": "subscriptions", "topic": "t", "subscription": "s", "type": "SHARED"},
+            {"log": "subscriptions", "topic": "t", "subscription": "x", "type": "FIFO"},
+            {"log": "subscriptions", "topic": "t", "subscription": "y", "initial_position": "middle"}]
+    plan = plan_inputs(_events(tmp_path, rows))
+    assert [s.type for s in plan.subscriptions["t"]] == ["KEY_SHARED"]
+    got = [(r["subscription"], r["detail"].split(" (")[0]) for r in plan.subscription_anomalies.to_pylist()]
+    assert got == [("s", "subscription declared again; the first declaration counts"),
+                   ("x", "unknown subscription type 'FIFO'; expected one of EXCLUSIVE, SHARED, FAILOVER, KEY_SHARED"),
+                   ("y", "unknown initial_position 'middle'; expected earliest or latest")]
+
+
+# -- formats and the generator ---------------------------------------------------------------------
+def _digest(path: str) -> str:
+    h = hashlib.sha256()
+    for root, _, files in sorted(os.walk(path)):
+        for name in sorted(files):
+            with open(os.path.join(root, name), "rb") as f:
+                h.update(name.encode() + f.read())
+    return h.hexdigest()
+
+
+def test_generator_is_deterministic_and_bounded(tmp_path: Any) -> None:
+    cfg = GeneratorConfig(topics=2, partitions=2, events=30_000, seed=5, chunk_entries=1_000, row_group_rows=4_096,
+                          file_rows=10_000)
+    a = generate(str(tmp_path / "a"), cfg)
+    b = generate(str(tmp_path / "b"), cfg)
+    assert _digest(str(tmp_path / "a")) == _digest(str(tmp_path / "b"))
+    assert a.events == b.events and 25_000 < a.events < 40_000 and a.topic_partitions == 4
+    assert len(os.listdir(tmp_path / "a" / "acked")) > 1  # files rotate
+    assert pq.ParquetFile(str(tmp_path / "a" / "acked" / "part-00000.parquet")).metadata.num_row_groups > 1
+    c = generate(str(tmp_path / "c"), GeneratorConfig(topics=2, partitions=0, events=5_000, seed=6))
+    assert c.topic_partitions == 2
+    parts = pq.read_table(str(tmp_path / "c" / "produced"))["partition"].unique().to_pylist()
+    assert parts == [-1]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_text_formats_replay_like_parquet(tmp_path: Any, fmt: str) -> None:
+    cfg = GeneratorConfig(topics=2, partitions=1, events=8_000, seed=9, max_entries_per_ledger=200)
+    generate(str(tmp_path / "pq"), cfg)
+    generate(str(tmp_path / fmt), GeneratorConfig(**{**cfg.__dict__, "format": fmt}))
+    a = run_single_process(str(tmp_path / "pq"), str(tmp_path / "out-pq"))
+    b = run_single_process(str(tmp_path / fmt), str(tmp_path / f"out-{fmt}"))
+    assert a.events == b.events and a.anomalies == b.anomalies
+    keys = [("topic", "ascending"), ("partition", "ascending"), ("subscription", "ascending")]
+    ca = pq.read_table(str(tmp_path / "out-pq" / "cursors")).sort_by(keys)
+    cb = pq.read_table(str(tmp_path / f"out-{fmt}" / "cursors")).sort_by(keys)
+    assert ca.to_pylist() == cb.to_pylist()
+
+
+# -- settings, store, CLI ---------------------------------------------------------------------------
+def test_settings_from_pairs() -> None:
+    s = ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=5", "throttle_mark_delete=0",
+                                   "individual_ack_format=auto", "emit_state=yes", "partitions=7",
+                                   "managed_cursor_info_compression_type=ZSTD"])
+    assert s.ledger.max_unacked_ranges_to_persist == 5 and s.ledger.throttle_mark_delete == 0.0
+    assert s.ledger.individual_ack_format == "auto" and s.emit_state and s.partitions == 7
+    assert s.factory.managed_cursor_info_compression_type == "ZSTD"
+    with pytest.raises(ConfigError, match="unknown setting 'nope'"):
+        ReplaySettings.from_pairs(["nope=1"])
+    with pytest.raises(ConfigError, match="expects an integer"):
+        ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=many"])
+    with pytest.raises(ConfigError, match="key=value"):
+        ReplaySettings.from_pairs(["oops"])
+    assert "throttle_mark_delete" in ReplaySettings.known_keys()
+
+
+def test_replay_store_ledger_ids() -> None:
+    store = ReplayStore()
+    store.expect_ledger(17)
+    assert store.create_ledger() == 17
+    assert store.create_ledger() == CURSOR_LEDGER_BASE
+    assert store.append_many(17, [b"a", b"b"]) == 0 and store.last_entry_id(17) == 1
+    assert store.read(17, 0, 5) == [store.read(17, 0, 0)[0]] * 2
+    store.append_many(CURSOR_LEDGER_BASE, [b"x"])
+    store.append_many(CURSOR_LEDGER_BASE, [b"y", b"z"])
+    assert store.read(CURSOR_LEDGER_BASE, 0, 2) == [b"y", b"z"]  # only the last state is kept
+    with pytest.raises(ValueError, match="not above"):
+        store.expect_ledger(3)
+
+
+def test_cli_generate_and_single_process_replay(tmp_path: Any, capsys: Any) -> None:
+    from mledger.cli import main
+
+    assert main(["generate", str(tmp_path / "ev"), "--events", "5000", "--topics", "2", "--quiet"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert main(["replay", str(tmp_path / "ev"), str(tmp_path / "out"), "--single-process", "--quiet",
+                 "--set", "max_unacked_ranges_to_persist=3", "--emit-state"]) == 0
+    out = capsys.readouterr().out
+    assert "replayed" in out and "cursors by subscription type" in out
+    assert pq.read_table(str(tmp_path / "out" / "cursors"))["state"].null_count == 0
+    assert main(["replay", str(tmp_path / "missing"), str(tmp_path / "out"), "--single-process"]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "ev"), str(tmp_path / "o"), "--single-process", "--set", "bad=1"]) == 2
