@@ -421,3 +421,16 @@ def test_factory_returns_the_same_open_managed_ledger_and_lists_names() -> None:
     factory.open("persistent://public/default/c")  # "//" must not send the listing into a loop
     names = factory.list_managed_ledgers()
     assert "b" in names and "public/default/persistent/a" in names
+
+
+def test_forced_roll_over_seals_the_current_ledger_and_keeps_an_empty_one() -> None:
+    factory = ManagedLedgerFactory()
+    ml = factory.open("public/default/persistent/roll", ManagedLedgerConfig(max_entries_per_ledger=100))
+    first = ml.current_ledger_id
+    assert ml.roll_over() == first  # nothing written yet: nothing to seal
+    ml.add_entries([b"a", b"b"])
+    second = ml.roll_over()
+    assert second != first and ml.current_ledger_id == second
+    assert [li.entries for li in ml.ledger_infos()] == [2, 0]
+    assert ml.add_entry(b"c") == Position(second, 0)
+    assert ml.next_valid_position(Position(first, 1)) == Position(second, 0)

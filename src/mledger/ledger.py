@@ -259,6 +259,18 @@ class ManagedLedger:
                 return True
             return False
 
+    def roll_over(self) -> int:
+        """Seal the current ledger now and continue in a new one; return the new ledger's id.
+
+        An empty current ledger is kept as it is (nothing to seal) and its id returned.
+        """
+        with self._lock:
+            self._check_open()
+            assert self._current is not None
+            if self._current.entries > 0:
+                self._roll_over()
+            return self._current.ledger_id
+
     def _roll_over(self) -> None:
         assert self._current is not None
         self._store.seal_ledger(self._current.ledger_id)

@@ -19,7 +19,7 @@ local here (until ``mledger.broker`` provides them):
 
 Placing entries: the first produced position opens the managed ledger on exactly the log's
 ledger id (``ReplayStore.expect_ledger``); a higher ledger id rolls the ledger over onto it
-(:func:`_roll_over_to`). Data-ledger rollover by count, size and time is switched off: the
+(:func:`_roll_over_to`, through ``ManagedLedger.roll_over``). Data-ledger rollover by count, size and time is switched off: the
 log decides where ledgers end.
 """
 
@@ -321,19 +321,8 @@ class LedgerModel:
 
 
 def _roll_over_to(ml: ManagedLedger, store: ReplayStore, ledger_id: int) -> None:
-    """Seal the current ledger and continue in a new one whose id is ``ledger_id``.
-
-    ``ManagedLedger`` has no public forced rollover, so this lowers the rollover count to
-    the current ledger's size for one ``roll_over_if_due`` call (the lead is asked for
-    ``ManagedLedger.roll_over()``; see the replay notes in the README).
-    """
+    """Seal the current ledger and continue in a new one whose id is ``ledger_id``."""
     store.expect_ledger(ledger_id)
-    config = ml.config
-    entries = ml.ledger_entries(ml.current_ledger_id) or 0
-    ml.config = config.with_changes(max_entries_per_ledger=max(entries, 1))
-    try:
-        rolled = ml.roll_over_if_due()
-    finally:
-        ml.config = config
+    rolled = ml.roll_over() == ledger_id
     if not rolled or ml.current_ledger_id != ledger_id:
         raise RuntimeError(f"{ml.name}: could not roll over to ledger {ledger_id}")
