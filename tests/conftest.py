@@ -4,6 +4,12 @@ import os
 import sys
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# CI machines are shared and slow at times: no per-example deadline (a slow example is not a
+# failure), and data generation may be slow without failing the health check.
+settings.register_profile("mledger", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("mledger")
 
 
 @pytest.fixture(scope="session")
