@@ -49,7 +49,7 @@ def cli(tmp_path: Path) -> Cli:
 
 
 def test_pip423_end_to_end_across_processes(cli: Cli) -> None:
-    pulsar = pytest.importorskip("pulsar")
+    import pulsar
     cli.run("topics", "create-partitioned-topic", "parts", "-p", "2")
     for sub, kind in (("shared", "Shared"), ("keyed", "Key_Shared"), ("excl", "Exclusive")):
         cli.run("topics", "create-subscription", "parts", "-s", sub, "-t", kind, "-m", "earliest")

@@ -9,13 +9,12 @@ import base64
 import json
 from pathlib import Path
 
-import pytest
 
 from mledger import ManagedLedgerFactory, SqliteStore
 from mledger.admin import Admin, SkipMessageIdsRequest
 from mledger.broker import Broker, InitialPosition, ManualClock, MessageId, SubscriptionType
 
-pulsar = pytest.importorskip("pulsar", reason="pulsar-client (the [test] extra) writes the base64 ids")
+import pulsar  # pulsar-client, the [test] extra, writes the base64 ids
 
 P = "persistent://public/default/orders"
 MINUTE = 60_000

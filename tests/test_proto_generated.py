@@ -19,7 +19,7 @@ GENERATED_DIR = ROOT / "src" / "mledger" / "_proto"
 
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("grpc_tools", reason="grpcio-tools (the [test] extra) regenerates protos")
+    import grpc_tools  # noqa: F401  grpcio-tools (the [test] extra) regenerates the protos
     out = tmp_path_factory.mktemp("proto")
     env = {**os.environ, "PYTHON": sys.executable}
     result = subprocess.run(
