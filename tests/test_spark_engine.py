@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import mledger.spark.events
-import mledger.spark.ledger_model
+import mledger.spark.broker_model
 from mledger.persistence import decode_managed_cursor_info, decode_position_info
 from mledger.spark.engine import EventOrderError, PartitionReplayer
 from mledger.spark.entries import EntryIndex
@@ -391,13 +391,13 @@ def test_entry_index_lookup() -> None:
 
 
 def test_custom_model_factory_is_used() -> None:
-    from mledger.spark.ledger_model import LedgerModel
+    from mledger.spark.broker_model import BrokerModel
 
     made = []
 
-    def factory(topic: str, partition: int, settings: ReplaySettings) -> LedgerModel:
+    def factory(topic: str, partition: int, settings: ReplaySettings) -> BrokerModel:
         made.append((topic, partition))
-        return LedgerModel(topic, partition, settings)
+        return BrokerModel(topic, partition, settings)
 
     replay_rows([*produce(2), A("s", 5, 0, 5)], model_factory=factory)
     assert made == [(T, 0)]
@@ -410,5 +410,5 @@ def test_declared_spec_objects() -> None:
 
 
 def test_module_doctests() -> None:
-    for module in (mledger.spark.events, mledger.spark.ledger_model):
+    for module in (mledger.spark.events, mledger.spark.broker_model):
         assert doctest.testmod(module).failed == 0

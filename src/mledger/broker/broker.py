@@ -110,6 +110,25 @@ class Broker:
                 raise TopicAlreadyExistsError(f"This topic already exists: {name}") from None
             return self._open_partitioned(name, partitions)
 
+    def open_partition(self, topic: str, index: int) -> Topic:
+        """Partition ``index`` of the partitioned topic ``topic`` as a topic of its own, opened
+        (or created) without its sibling partitions and without the partition-count metadata:
+        for tools that handle one partition per process, like the Spark replay.
+
+        Raises ``InvalidRequestError`` for a bad name, a name that already is a partition's,
+        or a bad index.
+        """
+        name = TopicName.parse(topic)
+        if name.is_partition:
+            raise InvalidRequestError(f"Invalid topic name {name}: it names a partition already")
+        partition = name.partition(index)
+        with self._lock:
+            self._check_open()
+            cached = self._topics.get(partition)
+            if isinstance(cached, Topic):
+                return cached
+            return self._open_topic(partition)
+
     def get_topic(self, topic: str) -> AnyTopic:
         """The topic (opening it from the store if needed); a partition's name gives that
         partition's :class:`Topic`. Raises ``NotFoundError`` (404)."""

@@ -22,6 +22,8 @@ from ..position import Position
 
 __all__ = ["DelayedDeliveryTracker"]
 
+_MAX_POSITION = Position((1 << 63) - 1, (1 << 63) - 1)
+
 
 class DelayedDeliveryTracker:
     """Positions waiting for their deliver-at time, earliest first."""
@@ -73,6 +75,11 @@ class DelayedDeliveryTracker:
             self._queue.pop(0)
             out.append((position, self._by_position.pop(position)[1]))
         return out
+
+    def peek_due(self, now_ms: int) -> list[tuple[int, Position]]:
+        """``(deliver_at, position)`` of the messages due at ``now_ms``, earliest first,
+        without removing them. O(log n + due)."""
+        return list(self._queue.irange(maximum=(self.cutoff(now_ms), _MAX_POSITION)))
 
     def next_deliver_at(self) -> int | None:
         """The earliest deliver-at time held, None when empty."""

@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 from sortedcontainers import SortedDict
 
 from ..cursor import ManagedCursor, PendingRead, PositionReset
@@ -509,8 +510,12 @@ class Dispatcher:
         consumer._queue.extend(kept)
 
     # -- acknowledgement bookkeeping (the cursor was already updated) ------------------------
-    def on_deleted(self, positions: Iterable[Position]) -> None:
-        """Entries became fully acknowledged."""
+    def on_deleted(self, positions: Iterable[Position] | np.ndarray) -> None:
+        """Entries became fully acknowledged (positions, or ``(n, 2)`` int64 rows)."""
+        if not (self._pending or len(self._replay) or len(self._delayed) or self._redeliveries):
+            return  # nothing held: the common case of bulk acks with no consumer reading
+        if isinstance(positions, np.ndarray):
+            positions = [Position(int(l), int(e)) for l, e in positions.tolist()]
         for position in positions:
             self._forget(position)
 

@@ -49,6 +49,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..cursor import ManagedCursor
 from ..entry import Entry
 from ..errors import (
@@ -260,6 +262,19 @@ class Subscription:
                 if step is not None:
                     self._apply_individual_ack(*step)
             self._after_acks(md)
+
+    def _acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int:
+        with self._lock:
+            self._check_consumer(consumer)
+            if not isinstance(positions, np.ndarray):
+                positions = list(positions)  # read twice: by the cursor and the dispatcher
+            cursor = self._cursor
+            md = cursor.mark_delete_position
+            acked = cursor.delete_many(positions)
+            if acked:
+                self._dispatcher.on_deleted(positions)
+            self._after_acks(md)
+            return acked
 
     def _plan_individual_ack(self, mid: MessageId) -> tuple[Position, int, int] | None:
         """``(position, batch index or -1, batch size)``; None when already acknowledged."""

@@ -9,7 +9,7 @@ lazily):
 * :mod:`.engine`    :class:`PartitionReplayer`: one topic-partition's events, vectorised
 * :mod:`.columns`, :mod:`.entries`  the engine's event columns and produced-position index
 * :mod:`.model`     the seam between the engine and the semantics it drives
-* :mod:`.ledger_model`, :mod:`.store`  that seam on ``ManagedLedger`` + ``ManagedCursor``
+* :mod:`.broker_model`, :mod:`.store`  that seam on ``mledger.broker`` (topic, subscriptions, dedup, delayed delivery)
 * :mod:`.local`     the single-process replay over the same files with the same engine
 * :mod:`.job`, :mod:`.session`, :mod:`.submit_job`  the Spark job and its entry points
 * :mod:`.settings`, :mod:`.summary`, :mod:`.progress`, :mod:`.events`  settings, the printed

@@ -62,7 +62,7 @@ import pyarrow.compute as pc
 from ..errors import MLedgerError
 from .columns import Codes, Rows
 from .entries import EntryIndex
-from .ledger_model import LedgerModel
+from .broker_model import BrokerModel
 from .model import PartitionModel, SubscriptionResult, SubscriptionSpec
 from .schema import (
     ANOMALY_SCHEMA,
@@ -107,7 +107,7 @@ class PartitionReplayer:
     ``feed`` and ``finish`` return batches of :data:`~.schema.OUTPUT_SCHEMA` (anomalies as
     they are found, then the cursor and partition rows). ``declared`` are the
     ``subscriptions``-log entries of the topic. ``model_factory`` builds the
-    :class:`~.model.PartitionModel` (default :class:`~.ledger_model.LedgerModel`).
+    :class:`~.model.PartitionModel` (default :class:`~.broker_model.BrokerModel`).
     Raises :class:`EventOrderError` when the events go backwards.
     """
 
@@ -141,8 +141,9 @@ class PartitionReplayer:
         self._anomaly_rows = 0
         self._anomaly_total = 0
         self._finished = False
+        self._started = False
         usable = bool(topic) and in_range and partition >= -1  # type: ignore[operator]
-        factory = model_factory or LedgerModel
+        factory = model_factory or BrokerModel
         self._model: PartitionModel | None = None
         if usable:
             assert topic is not None and partition is not None
@@ -361,6 +362,10 @@ class PartitionReplayer:
         n = len(p)
         appended = np.zeros(n, np.int64)
         keep = np.ones(n, bool)
+        if not self._started:
+            # The first produced row is never a duplicate and always placed (ids were validated).
+            model.start(int(p.ledger[0]))
+            self._started = True
         if self.settings.deduplication:
             dup = model.deduplicate(p.producer, self._producers.names, p.seqid)
             if dup.any():

@@ -13,12 +13,11 @@ topic-partition:
 * producer deduplication,
 * the final per-subscription results, persisted state included.
 
-:class:`~mledger.spark.ledger_model.LedgerModel` implements it today with ``ManagedLedger``
-and ``ManagedCursor`` (memory store) and small local rules for the broker parts. A model
-built on ``mledger.broker`` (``Broker`` with a ``ManualClock``, ``Subscription.
-cancel_delayed_message``, its dispatcher and dedup) plugs in through the ``model_factory``
-argument of :class:`~mledger.spark.engine.PartitionReplayer` (and of the job's entry
-points) without touching the engine.
+:class:`~mledger.spark.broker_model.BrokerModel` implements it with ``mledger.broker``: a
+``Broker`` topic, its subscriptions and consumers, its ``MessageDeduplication`` and the
+dispatcher's delayed-delivery tracker, on a memory-bounded store. Another model (a test
+double, an instrumented one) plugs in through the ``model_factory`` argument of
+:class:`~mledger.spark.engine.PartitionReplayer` and of the job's entry points.
 
 Contract for implementations: positions are ``(ledger_id, entry_id)``; the engine only
 passes positions it knows were produced (ack/cancel of anything else is reported, never
@@ -81,6 +80,11 @@ class PartitionModel(Protocol):
         ...
 
     # producing ------------------------------------------------------------------------------
+    def start(self, ledger_id: int) -> None:
+        """Called once, before the first ``deduplicate`` / ``append``, with the ledger id of
+        the first produced position: the managed ledger opens on exactly that ledger."""
+        ...
+
     def append(self, ledger_id: int, count: int) -> None:
         """Append ``count`` entries at the next positions of ``ledger_id``; a ledger id above
         the current one rolls the ledger over to exactly that id."""

@@ -30,6 +30,9 @@ from ..storage.base import DEFAULT_MAX_ENTRY_SIZE, Versioned
 CURSOR_LEDGER_BASE = 1 << 40
 """First id of cursor ledgers; data ledger ids from the log must stay below it."""
 
+DESCRIBED_ENTRIES = 1024
+"""Entry descriptions a :class:`ReplayStore` keeps (see :meth:`ReplayStore.describe_entry`)."""
+
 EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
 
 
@@ -45,6 +48,7 @@ class ReplayStore:
         self._expected: int | None = None
         self._next_cursor_ledger = CURSOR_LEDGER_BASE
         self._highest_data_ledger = -1
+        self._described: dict[tuple[int, int], bytes] = {}
         self._closed = False
 
     # -- ledger ids -------------------------------------------------------------------------
@@ -59,6 +63,18 @@ class ReplayStore:
         if ledger_id <= self._highest_data_ledger:
             raise ValueError(f"ledger id {ledger_id} is not above the last data ledger {self._highest_data_ledger}")
         self._expected = ledger_id
+
+    def describe_entry(self, ledger_id: int, entry_id: int, metadata: EntryMetadata) -> None:
+        """Have reads of a data entry return an empty payload with ``metadata`` (its batch
+        size, deliver-at time), so that code reading the entry (the broker reads a batch's
+        size before a batch-index ack) sees what the log produced. Only the last
+        :data:`DESCRIBED_ENTRIES` descriptions are kept: describe an entry right before the
+        call that reads it."""
+        described = self._described
+        described.pop((ledger_id, entry_id), None)
+        described[(ledger_id, entry_id)] = encode_entry(b"", metadata)
+        if len(described) > DESCRIBED_ENTRIES:
+            del described[next(iter(described))]
 
     def is_data_ledger(self, ledger_id: int) -> bool:
         """Whether the id belongs to a data ledger (not a cursor ledger)."""
@@ -100,7 +116,8 @@ class ReplayStore:
         if last < first:
             return []
         if ledger_id < CURSOR_LEDGER_BASE:
-            return [EMPTY_ENTRY] * (last - first + 1)
+            described = self._described
+            return [described.get((ledger_id, i), EMPTY_ENTRY) for i in range(first, last + 1)]
         tail_first, tail = self._tails.get(ledger_id, (count, []))
         return [tail[i - tail_first] for i in range(max(first, tail_first), last + 1)]
 
