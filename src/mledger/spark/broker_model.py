@@ -16,7 +16,8 @@ One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` 
   cumulative acks only on Exclusive / Failover, batch indexes checked against the batch
   size the broker reads from the entry (the store describes the entry first, see
   ``ReplayStore.describe_entry``), mark-delete movement, batch-index ack sets.
-* **Deduplication**: the topic's ``MessageDeduplication`` (PIP-6, enabled), fed with
+* **Deduplication**: the topic's ``MessageDeduplication`` (PIP-6, on unless the replay
+  setting ``deduplication`` is off), fed with
   ``check_and_record_many``; it keeps its ``pulsar.dedup`` cursor and snapshots as on a
   broker.
 * **Delayed delivery**: the broker's ``DelayedDeliveryTracker`` with the broker's tick and
@@ -125,7 +126,7 @@ class BrokerModel:
         )
         config = BrokerConfig(
             managed_ledger_config=ledger_config,
-            deduplication_enabled=True,
+            deduplication_enabled=settings.deduplication,
             delayed_delivery_deliver_at_time_strict=True,
         )
         self._broker = Broker(self._factory, config, clock=self._clock)
@@ -167,7 +168,7 @@ class BrokerModel:
             topic = created
         dedup = topic.deduplication
         assert isinstance(dedup, MessageDeduplication)
-        self._topic, self._dedup = topic, dedup
+        self._topic, self._dedup = topic, dedup if dedup.is_enabled else None
         self._ledgers = 1
         for sub in self._subs.values():
             self._attach(sub)
@@ -179,7 +180,7 @@ class BrokerModel:
 
     def deduplicate(self, producers: np.ndarray, names: Sequence[str], sequence_ids: np.ndarray) -> np.ndarray:
         if self._dedup is None:
-            raise RuntimeError("deduplicate before start: the topic is not open")
+            raise RuntimeError("deduplicate before start or with deduplication off")
         return self._dedup.check_and_record_many(producers, names, sequence_ids)
 
     # -- subscriptions ----------------------------------------------------------------------
