@@ -412,3 +412,11 @@ def test_declared_spec_objects() -> None:
 def test_module_doctests() -> None:
     for module in (mledger.spark.events, mledger.spark.broker_model):
         assert doctest.testmod(module).failed == 0
+
+
+def test_ledger_ids_beyond_the_replayable_range_are_invalid_rows() -> None:
+    big = 1 << 62
+    out = replay_rows([P(1 << 41, 0, 1), P(big, 0, 2), A("s", 1 << 41, 0, 3)])
+    assert [(r["reason"], r["ledger_id"], r["detail"]) for r in out["anomalies"].to_pylist()] == [
+        ("invalid_row", big, "ledger_id is 2^62 or more, beyond the replayable range")]
+    assert (cursor(out, "s")["mark_delete_ledger_id"], cursor(out, "s")["backlog"]) == (1 << 41, 0)

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MLedgerError
+from .store import CURSOR_LEDGER_BASE
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -334,6 +335,10 @@ def _ints(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
     return out, np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
 
 
+MAX_LEDGER_ID = CURSOR_LEDGER_BASE
+"""Ledger ids at or above this (2^62) are invalid rows: the replay store numbers cursor ledgers there."""
+
+
 def check_events(batch: pa.RecordBatch, topic: str | None, name_codes: np.ndarray, empty_code: int) -> Checked:
     """Validate an :data:`EVENT_SCHEMA` batch of one topic-partition (the same checks for every
     way of reading). ``name_codes``: each row's ``name`` as a code, -1 for null, and
@@ -368,6 +373,8 @@ def check_events(batch: pa.RecordBatch, topic: str | None, name_codes: np.ndarra
         values, has = _ints(batch, name)
         flag(~has, f"{name} is missing")
         flag(has & (values < 0), f"{name} is negative")
+        if name == "ledger_id":
+            flag(has & (values >= MAX_LEDGER_ID), "ledger_id is 2^62 or more, beyond the replayable range")
         ids[name] = np.where(has & (values >= 0), values, -1)
     ts, has = _ints(batch, "ts")
     for mask, ts_name in ((produced, "publish_time_ms"), (~produced, "ts_ms")):

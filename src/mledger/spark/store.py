@@ -27,8 +27,10 @@ from ..errors import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClose
 from ..storage import MemoryStore
 from ..storage.base import DEFAULT_MAX_ENTRY_SIZE, Versioned
 
-CURSOR_LEDGER_BASE = 1 << 40
-"""First id of cursor ledgers; data ledger ids from the log must stay below it."""
+CURSOR_LEDGER_BASE = 1 << 62
+"""First id of cursor ledgers; data ledger ids from the log must stay below it (the replay
+reports rows with larger ids as invalid). Cursor ledger ids never appear in positions or in a
+``PositionInfo``."""
 
 DESCRIBED_ENTRIES = 1024
 """Entry descriptions a :class:`ReplayStore` keeps (see :meth:`ReplayStore.describe_entry`)."""
