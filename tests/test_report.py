@@ -284,7 +284,8 @@ def test_report_of_a_real_replay(tmp_path: Path) -> None:
     generate(str(tmp_path / "events"), GeneratorConfig(events=20_000, topics=2, partitions=2, seed=11))
     summary = run_single_process(str(tmp_path / "events"), str(tmp_path / "out"),
                                  ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=500"]))
-    report = build_report(tmp_path / "out", max_unacked_ranges_to_persist=500)
+    report = build_report(tmp_path / "out")  # the limit the replay recorded in settings.json
+    assert report.model.limit == 500
     totals = report.model.totals
     assert totals["subscriptions"] == summary.subscriptions
     assert totals["backlog"] == summary.backlog
@@ -292,3 +293,22 @@ def test_report_of_a_real_replay(tmp_path: Path) -> None:
     assert totals["anomalies"] == summary.anomaly_total
     assert {k.reason: k.count for k in report.model.anomalies} == summary.anomalies
     assert report.html_path.read_text(encoding="utf-8").count("data:image/png;base64,") == 4
+
+
+def test_limit_from_the_recorded_settings(output: Path, tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "recorded"
+    shutil.copytree(output, out)
+    (out / "settings.json").write_text(json.dumps({"format": 1, "ledger": {"max_unacked_ranges_to_persist": 120}}))
+    assert build_report(out, tmp_path / "r1").model.limit == 120
+    assert build_report(out, tmp_path / "r2", max_unacked_ranges_to_persist=7).model.limit == 7  # explicit wins
+    done = subprocess.run([sys.executable, "-m", "mledger.report", str(out), "-o", str(tmp_path / "r3")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "(8 subscriptions, 20 anomalies, 1 over the limit)" in done.stdout, done.stderr
+    (out / "settings.json").write_text("{not json")
+    with pytest.raises(ReplayReportInputError, match="settings.json: not a replay settings file"):
+        build_report(out, tmp_path / "r4")
+    (out / "settings.json").write_text(json.dumps({"ledger": {"max_unacked_ranges_to_persist": "many"}}))
+    with pytest.raises(ReplayReportInputError, match="not a count"):
+        build_report(out, tmp_path / "r5")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from typing import Any
 
@@ -191,6 +192,52 @@ def test_cli_generate_and_single_process_replay(tmp_path: Any, capsys: Any) -> N
     out = capsys.readouterr().out
     assert "replayed" in out and "cursors by subscription type" in out
     assert pq.read_table(str(tmp_path / "out" / "cursors"))["state"].null_count == 0
+    with open(tmp_path / "out" / "settings.json", encoding="utf-8") as f:
+        recorded = json.load(f)
+    assert recorded["engine"] == "single process" and recorded["emit_state"] is True
+    assert recorded["ledger"]["max_unacked_ranges_to_persist"] == 3
     assert main(["replay", str(tmp_path / "missing"), str(tmp_path / "out"), "--single-process"]) == 2
     assert "no such directory" in capsys.readouterr().err
     assert main(["replay", str(tmp_path / "ev"), str(tmp_path / "o"), "--single-process", "--set", "bad=1"]) == 2
+
+
+def test_wire_batches_unpack_to_events_and_topic_collisions_fail() -> None:
+    from mledger.spark.job import TopicKeyCollisionError, _group_topic, _replayer, _wire_events
+    from mledger.spark.schema import EVENT_SCHEMA
+
+    n = 4
+    wire = pa.RecordBatch.from_pydict({
+        "topic_key": [7] * n, "partition": [0] * n, "ts": [None, 1, 2, 2],
+        "kind_seq": [0 << 61 | 5, 2 << 61 | 3, 1 << 61 | (9 << 40 | 1), 2 << 61 | 7],
+        "name": ["p", "s", None, "s"], "ledger_id": [1] * n, "entry_id": [0, 0, 0, 1], "batch": [2, 1, None, None],
+        "aux": [100, 1, None, -1], "sequence_id": [4, None, None, None], "problem": [None, None, None, "x"],
+        "topic": [None, None, "t", None]})
+    events = _wire_events(wire, "t")
+    assert events.schema == EVENT_SCHEMA
+    assert events.column("kind").to_pylist() == [0, 2, 1, 2]
+    assert events.column("seq").to_pylist() == [5, 3, 9 << 40 | 1, 7]
+    assert events.column("deliver_at_ms").to_pylist() == [100, None, None, None]
+    assert events.column("ack_type").to_pylist() == [None, 1, None, -1]
+    nulls = _wire_events(wire.set_column(3, "kind_seq", pa.nulls(n, pa.int64())), "t")
+    assert nulls.column("seq").null_count == n  # the engine refuses rows of unknown order
+    assert events.column("topic").to_pylist() == ["t"] * n
+    assert _group_topic(7, {7: "t"}, wire, None, False) == "t"
+    assert _group_topic(7, {}, wire, None, False) == "t"  # a text file's rows carry the name
+    assert _group_topic(None, {}, wire, None, False) is None
+    with pytest.raises(TopicKeyCollisionError, match="'u' and 't' have the same topic_key 7"):
+        _group_topic(7, {7: "u"}, wire, None, False)
+    with pytest.raises(TopicKeyCollisionError, match="no topic name for topic_key 8"):
+        _group_topic(8, {}, wire.set_column(11, "topic", pa.nulls(n, pa.string())), None, False)
+    # a whole group through the applyInArrow function, without Spark
+    out = list(_replayer(ReplaySettings(), {}, None, {7: "t"})((pa.scalar(7), pa.scalar(0)), iter([wire])))
+    records = pa.Table.from_batches(out)["record"].to_pylist()
+    assert records.count("partitions") == 1 and "anomalies" in records
+
+
+def test_spark_xxhash64_reference_values() -> None:
+    from mledger.spark.job import spark_xxhash64
+
+    # Values of Spark's xxhash64(string) (seed 42), checked against Spark in test_spark_job.
+    assert spark_xxhash64("") == spark_xxhash64("") and isinstance(spark_xxhash64("a"), int)
+    assert len({spark_xxhash64(f"persistent://public/default/topic-{i}") for i in range(1000)}) == 1000
+    assert all(-(1 << 63) <= spark_xxhash64("x" * k) < 1 << 63 for k in range(70))

@@ -5,7 +5,9 @@ All tests share the session-scoped ``spark`` fixture (tests/conftest.py).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -68,26 +70,46 @@ def test_spark_replay_equals_single_process_row_by_row(spark: Any, generated: st
     cursors = a["cursors"]
     assert cursors.num_rows > 60 and all(s is not None for s in cursors["state"].to_pylist())
     assert sum(cursors["ack_hole_ranges"].to_pylist()) > 0 and max(cursors["backlog"].to_pylist()) > 0
+    # both record the settings they ran with, for `mledger report`
+    for name, engine in (("spark", "spark"), ("local", "single process")):
+        with open(tmp_path / name / "settings.json", encoding="utf-8") as f:
+            recorded = json.load(f)
+        assert recorded["engine"] == engine and recorded["partitions"] == 3 and recorded["emit_state"] is True
+        assert recorded["ledger"]["max_unacked_ranges_to_persist"] == settings.ledger.max_unacked_ranges_to_persist
 
 
 def test_plan_is_one_shuffle_then_sorted_streaming_groups(spark: Any, generated: str) -> None:
     df = replay_dataframe(spark, plan_inputs(generated), ReplaySettings(partitions=3))
     plan = df._jdf.queryExecution().executedPlan().toString()
-    assert "FlatMapGroupsInArrow" in plan
-    assert plan.count("Exchange ") == 1 and "hashpartitioning(topic" in plan and ", 3)" in plan
-    assert "Sort [topic" in plan and "ts#" in plan and "kind#" in plan and "seq#" in plan
+    assert "FlatMapGroupsInArrow [topic_key#" in plan
+    assert plan.count("Exchange ") == 1 and "hashpartitioning(topic_key#" in plan and ", 3)" in plan
+    # one sort, and the group keys are its prefix: Spark adds no second sort
+    assert plan.count("Sort [") == 1
+    assert re.search(r"Sort \[topic_key#\d+L ASC NULLS FIRST, partition#\d+L ASC NULLS FIRST, ts#\d+L ASC NULLS FIRST, "
+                     r"kind_seq#\d+L ASC NULLS FIRST\]", plan)
+
+
+def test_driver_topic_keys_equal_sparks_xxhash64(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from mledger.spark.job import spark_xxhash64
+
+    words = ["", "a", "persistent://public/default/orders", "é漢字🙂", *("x" * k for k in range(3, 70, 7))]
+    rows = spark.createDataFrame([(w,) for w in words], "t string").select("t", F.xxhash64("t").alias("h")).collect()
+    assert [(r["t"], r["h"]) for r in rows] == [(w, spark_xxhash64(w)) for w in words]
 
 
 def test_unsorted_groups_fail_loudly(spark: Any, generated: str) -> None:
     plan = plan_inputs(generated)
-    from mledger.spark.job import _reader
+    from mledger.spark.job import _reader, _wire
 
-    events = spark.range(0, len(plan.tasks), 1, len(plan.tasks)).mapInArrow(
-        _reader(plan.tasks, plan.filesystem), ddl(EVENT_SCHEMA))
+    events = _wire(spark.range(0, len(plan.tasks), 1, len(plan.tasks)).mapInArrow(
+        _reader(plan.tasks, plan.filesystem), ddl(EVENT_SCHEMA)), packed=True, carry_topic=True)
     from mledger.spark.schema import OUTPUT_SCHEMA
 
-    shuffled = (events.repartition(2, "topic", "partition").sortWithinPartitions("topic", "partition", events.ts.desc())
-                .groupBy("topic", "partition").applyInArrow(_replayer(ReplaySettings(), {}, None), ddl(OUTPUT_SCHEMA)))
+    shuffled = (events.repartition(2, "topic_key", "partition")
+                .sortWithinPartitions("topic_key", "partition", events.ts.desc())
+                .groupBy("topic_key", "partition").applyInArrow(_replayer(ReplaySettings(), {}, None), ddl(OUTPUT_SCHEMA)))
     with pytest.raises(Exception, match="EventOrderError"):
         shuffled.count()
 

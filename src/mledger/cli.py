@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="a persistence or replay setting, e.g. max_unacked_ranges_to_persist=1000")
     rep.add_argument("--emit-state", action="store_true", help="put the serialized cursor state in the output")
     rep.add_argument("--single-process", action="store_true", help="replay in this process, without Spark")
-    rep.add_argument("--partitions", type=int, default=None, help="Spark shuffle partitions (2 x cores)")
+    rep.add_argument("--partitions", type=int, default=None, help="Spark shuffle partitions (8 x cores)")
     rep.add_argument("--driver-memory", default="2g", help="driver JVM memory for local masters (2g)")
     rep.add_argument("--spark-logs", action="store_true", help="show Spark's own log output")
     rep.add_argument("--quiet", action="store_true", help="no progress display")
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 def _short(exc: BaseException) -> str:
     """The useful line of an error (a Python worker's exception inside a Spark error)."""
     text = str(exc)
-    for marker in ("EventOrderError: ", "InputSchemaError: "):
+    for marker in ("EventOrderError: ", "InputSchemaError: ", "TopicKeyCollisionError: "):
         if marker in text:
             return marker + text.split(marker, 1)[1].split("\n", 1)[0]
     return text.split("\n", 1)[0] if len(text) > 2000 else text

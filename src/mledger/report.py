@@ -9,8 +9,8 @@ and writes ``REPORT_DIR/index.html`` (default ``OUT_DIR/report``): a self-contai
 inline CSS and the charts as ``data:`` URIs, plus each chart as ``REPORT_DIR/<name>.png``.
 
 The page shows, per subscription, the ack-hole ranges and the persisted state size against
-``max_unacked_ranges_to_persist`` (the replay output does not record the settings it ran with:
-pass the value given to ``mledger replay --set``; the default is the ledger default, 10,000),
+``max_unacked_ranges_to_persist``: the value the replay recorded in ``OUT_DIR/settings.json``
+(an explicit value wins; outputs without that file fall back to the ledger default, 10,000),
 how many chunks each state took, the anomalies by kind with examples, and the worst
 topic-partitions (truncated ranges first, then the share of the limit, anomalies, backlog).
 
@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ._report.charts import render_bar_chart
-from ._report.data import ReportModel, load_model
+from ._report.data import ReportModel, load_model, recorded_limit
 from ._report.figures import report_figures
 from ._report.page import render_page
 from .config import ManagedLedgerConfig
@@ -40,7 +40,8 @@ from .errors import MLedgerError
 __all__ = ["DEFAULT_LIMIT", "Report", "add_report_arguments", "build_report", "main", "run_report"]
 
 DEFAULT_LIMIT = ManagedLedgerConfig().max_unacked_ranges_to_persist
-"""``max_unacked_ranges_to_persist`` assumed when none is given (the ledger default)."""
+"""``max_unacked_ranges_to_persist`` assumed when none is given and the output records none
+(the ledger default)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Report:
 def build_report(
     out_dir: str | os.PathLike[str],
     report_dir: str | os.PathLike[str] | None = None,
-    max_unacked_ranges_to_persist: int = DEFAULT_LIMIT,
+    max_unacked_ranges_to_persist: int | None = None,
     top: int = 25,
     table_rows: int = 50,
     generated: datetime | None = None,
@@ -63,6 +64,8 @@ def build_report(
     """Write the report of the replay output ``out_dir`` into ``report_dir`` (default
     ``out_dir/report``, created); returns the paths.
 
+    ``max_unacked_ranges_to_persist``: the limit to draw; ``None`` takes the one the replay
+    recorded in ``out_dir/settings.json``, else :data:`DEFAULT_LIMIT`.
     ``top``: bars per subscription chart; ``table_rows``: rows per table. Raises
     :class:`~mledger._report.data.ReplayReportInputError` when ``out_dir`` is not a replay output,
     :class:`~mledger.errors.MissingExtraError` without pyarrow, ``ValueError`` for bad numbers,
@@ -72,7 +75,11 @@ def build_report(
         raise ValueError(f"top and table_rows must be >= 1, got {top} and {table_rows}")
     source = os.fspath(out_dir)
     target = Path(report_dir) if report_dir is not None else Path(source) / "report"
-    model = load_model(source, max_unacked_ranges_to_persist)
+    limit = max_unacked_ranges_to_persist
+    if limit is None:
+        recorded = recorded_limit(source)
+        limit = DEFAULT_LIMIT if recorded is None else recorded
+    model = load_model(source, limit)
     target.mkdir(parents=True, exist_ok=True)
     rendered = []
     charts: dict[str, Path] = {}
@@ -93,8 +100,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", metavar="OUT_DIR", help="the replay output directory (cursors/, anomalies/)")
     parser.add_argument("-o", "--output", default=None, metavar="REPORT_DIR",
                         help="where to write index.html and the PNG charts (default OUT_DIR/report)")
-    parser.add_argument("--max-unacked-ranges-to-persist", dest="limit", type=int, default=DEFAULT_LIMIT,
-                        metavar="N", help=f"the limit the replay ran with (default {DEFAULT_LIMIT:,})")
+    parser.add_argument("--max-unacked-ranges-to-persist", dest="limit", type=int, default=None, metavar="N",
+                        help="the limit to draw (default: the one OUT_DIR/settings.json records, "
+                             f"else {DEFAULT_LIMIT:,})")
     parser.add_argument("--top", type=int, default=25, help="bars in the per-subscription charts (25)")
     parser.add_argument("--rows", type=int, default=50, help="rows per table (50)")
 

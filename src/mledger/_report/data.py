@@ -12,6 +12,7 @@ are streamed batch by batch, keeping only counts and a few examples per reason.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -28,6 +29,7 @@ __all__ = [
     "ReportModel",
     "SubscriptionState",
     "load_model",
+    "recorded_limit",
 ]
 
 NEAR_LIMIT = 0.8
@@ -246,6 +248,27 @@ def _partitions(subs: Iterable[SubscriptionState], anomalies: Counter[str], limi
         ))
     out.sort(key=lambda p: (-p.truncated_ranges, -p.max_utilisation, -p.anomalies, -p.backlog, p.topic_partition))
     return out
+
+
+SETTINGS_FILE = "settings.json"
+"""Written by ``mledger replay`` beside its outputs: the settings it ran with."""
+
+
+def recorded_limit(out_dir: str) -> int | None:
+    """``max_unacked_ranges_to_persist`` from ``out_dir/settings.json``, or ``None`` when the
+    output has no such file (replays before it was written). Raises
+    :class:`ReplayReportInputError` when the file is there but unusable."""
+    path = os.path.join(out_dir, SETTINGS_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)["ledger"]["max_unacked_ranges_to_persist"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ReplayReportInputError(f"{path}: not a replay settings file ({type(e).__name__}: {e})") from None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ReplayReportInputError(f"{path}: max_unacked_ranges_to_persist is {value!r}, not a count")
+    return value
 
 
 def load_model(out_dir: str, limit: int) -> ReportModel:

@@ -338,3 +338,27 @@ def read_all(plan: InputPlan) -> Iterator[pa.RecordBatch]:
     """Every event batch of the plan, task after task (single process)."""
     for task in plan.tasks:
         yield from read_task(task, plan.filesystem)
+
+
+def parquet_topics(plan: InputPlan) -> set[str]:
+    """Every non-null ``topic`` of the plan's Parquet event files (text files are not read).
+
+    Reads only the ``topic`` column, dictionary-encoded: for the usual dictionary-encoded
+    column chunks that is the dictionaries plus their indices, a few KB per row group. The
+    Spark job uses it to group by an integer hash of the topic instead of the string.
+    """
+    names: set[str] = set()
+    for path in sorted({t.path for t in plan.tasks if t.fmt == "parquet"}):
+        with plan.filesystem.open_input_file(path) as f:
+            parquet = pq.ParquetFile(f, read_dictionary=["topic"])
+            if "topic" not in parquet.schema_arrow.names:
+                continue
+            for chunk in parquet.read(columns=["topic"]).column(0).chunks:
+                if pa.types.is_dictionary(chunk.type):
+                    values = chunk.dictionary
+                elif pa.types.is_null(chunk.type):
+                    continue
+                else:
+                    values = pc.unique(chunk)
+                names.update(v for v in pc.cast(values, pa.string()).to_pylist() if v is not None)
+    return names

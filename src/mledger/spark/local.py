@@ -9,8 +9,7 @@ the benchmark, not the way to replay logs larger than memory.
 
 from __future__ import annotations
 
-import os
-import shutil
+import posixpath
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -20,11 +19,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .engine import ModelFactory, PartitionReplayer, declared_for
-from .inputs import InputPlan, plan_inputs, read_task
+from .inputs import InputPlan, filesystem_for, plan_inputs, read_task
 from .model import SubscriptionSpec
 from .progress import Progress
 from .schema import ANOMALY_SCHEMA, EVENT_SCHEMA, OUTPUT_SCHEMA, OUTPUTS, split_output
-from .settings import ReplaySettings
+from .settings import ReplaySettings, write_settings
 from .summary import ReplaySummary, summarize
 
 FEED_ROWS = 10_000
@@ -144,12 +143,14 @@ def output_tables(batches: Iterable[pa.RecordBatch], extra_anomalies: pa.Table |
 
 
 def write_outputs(out_dir: str, tables: dict[str, pa.Table]) -> None:
-    """Write each output as ``out_dir/<name>/part-00000.parquet`` (replacing the directory)."""
+    """Write each output as ``out_dir/<name>/part-00000.parquet`` (replacing the directory);
+    ``out_dir`` is a local path or a URI pyarrow's filesystems understand."""
+    fs, root = filesystem_for(out_dir)
     for name, table in tables.items():
-        directory = os.path.join(out_dir, name)
-        shutil.rmtree(directory, ignore_errors=True)
-        os.makedirs(directory, exist_ok=True)
-        pq.write_table(table, os.path.join(directory, "part-00000.parquet"))
+        directory = posixpath.join(root, name)
+        fs.delete_dir_contents(directory, missing_dir_ok=True)
+        fs.create_dir(directory, recursive=True)
+        pq.write_table(table, posixpath.join(directory, "part-00000.parquet"), filesystem=fs)
 
 
 def run_single_process(
@@ -168,8 +169,10 @@ def run_single_process(
     bar.close()
     write_outputs(out_dir, tables)
     counts = _reason_counts(tables["anomalies"])
-    return summarize(tables["cursors"], tables["partitions"], counts, time.perf_counter() - started,
-                     "single process", out_dir)
+    summary = summarize(tables["cursors"], tables["partitions"], counts, time.perf_counter() - started,
+                        "single process", out_dir)
+    write_settings(out_dir, settings, "single process")
+    return summary
 
 
 def _reason_counts(anomalies: pa.Table) -> dict[str, int]:

@@ -30,7 +30,7 @@ class ReplaySettings:
     * ``factory``: metadata compression of ``ManagedCursorInfo``.
     * ``emit_state``: put the serialized cursor state in the ``cursors`` output.
     * ``deduplication``: apply producer_name/sequence_id deduplication to produced rows.
-    * ``partitions``: Spark shuffle partitions (None: 2 x default parallelism).
+    * ``partitions``: Spark shuffle partitions (None: 8 x default parallelism).
     * ``segment_rows``: at most this many events are applied in one vectorised step. The
       replayed state does not depend on it (nor on how input batches are cut); only the
       moments of intermediate, throttled persists do. Spark and the single process use the
@@ -127,3 +127,27 @@ def _parse(key: str, raw: str, current: Any, annotation: Any) -> Any:
         except ValueError:
             raise ConfigError(f"{key} expects a number, got {raw!r}") from None
     return raw
+
+
+SETTINGS_FILE = "settings.json"
+"""What a replay writes beside its outputs: the settings it ran with (``OUT_DIR/settings.json``)."""
+
+
+def settings_record(settings: ReplaySettings, engine: str) -> dict[str, Any]:
+    """The JSON document of :data:`SETTINGS_FILE`: ``{"format": 1, "engine": ..., "ledger":
+    {...}, "factory": {...}, <replay fields>}`` (every field, defaults included)."""
+    return {"format": 1, "engine": engine, **dataclasses.asdict(settings)}
+
+
+def write_settings(out_dir: str, settings: ReplaySettings, engine: str) -> None:
+    """Write :data:`SETTINGS_FILE` into ``out_dir`` (a local path or a pyarrow filesystem URI)."""
+    import json
+    import posixpath
+
+    from .inputs import filesystem_for
+
+    fs, root = filesystem_for(out_dir)
+    fs.create_dir(root, recursive=True)
+    text = json.dumps(settings_record(settings, engine), indent=2, sort_keys=True) + "\n"
+    with fs.open_output_stream(posixpath.join(root, SETTINGS_FILE)) as f:
+        f.write(text.encode("utf-8"))
