@@ -228,3 +228,29 @@ def test_replay_store_keeps_a_bounded_number_of_descriptions() -> None:
     described = store.read(ledger, 0, DESCRIBED_ENTRIES)
     assert described[0] == plain  # the oldest description was dropped
     assert all(e != plain for e in described[1:])
+
+
+def test_batch_index_acks_read_each_entry_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = ReplayStore()
+    store.expect_ledger(4)
+    broker = make_broker(store)
+    topic = broker.create_topic(T)
+    assert isinstance(topic, Topic)
+    topic.managed_ledger.add_entries([b""] * 2)
+    sub = topic.subscribe("s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
+    consumer = sub.add_consumer(permits=0)
+    store.describe_entry(4, 0, EntryMetadata(num_messages=4))
+    store.describe_entry(4, 1, EntryMetadata(num_messages=2))
+    reads: list[tuple[int, int, int]] = []
+    real_read = store.read
+
+    def counting_read(ledger_id: int, first: int, last: int) -> list[bytes]:
+        reads.append((ledger_id, first, last))
+        return real_read(ledger_id, first, last)
+
+    monkeypatch.setattr(store, "read", counting_read)
+    consumer.acknowledge([MessageId(4, 0, -1, i) for i in (0, 1, 3)] + [MessageId(4, 1, -1, 1)])
+    assert sorted(reads) == [(4, 0, 0), (4, 1, 1)]
+    assert not sub.cursor.is_message_deleted(Position(4, 0))
+    consumer.acknowledge(MessageId(4, 0, -1, 2))
+    assert sub.cursor.is_message_deleted(Position(4, 0))

@@ -256,7 +256,8 @@ class Subscription:
     def _acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
         with self._lock:
             self._check_consumer(consumer)
-            plan = [self._plan_individual_ack(mid) for mid in message_ids]
+            sizes: dict[Position, int | None] = {}  # one read per entry, however many of its ids
+            plan = [self._plan_individual_ack(mid, sizes) for mid in message_ids]
             md = self._cursor.mark_delete_position
             for step in plan:
                 if step is not None:
@@ -276,15 +277,21 @@ class Subscription:
             self._after_acks(md)
             return acked
 
-    def _plan_individual_ack(self, mid: MessageId) -> tuple[Position, int, int] | None:
-        """``(position, batch index or -1, batch size)``; None when already acknowledged."""
+    def _plan_individual_ack(
+        self, mid: MessageId, sizes: dict[Position, int | None]
+    ) -> tuple[Position, int, int] | None:
+        """``(position, batch index or -1, batch size)``; None when already acknowledged.
+        ``sizes`` caches the batch sizes read during one call."""
         self._check_partition(mid)
         position = mid.position
         if not self._is_live(position):
             return None
         if mid.batch_index < 0:
             return position, -1, 0
-        size = self._batch_size_of(position)
+        if position in sizes:
+            size = sizes[position]
+        else:
+            size = sizes[position] = self._batch_size_of(position)
         if size is None:
             return None
         self._check_batch_index(position, mid.batch_index, size)
