@@ -15,11 +15,13 @@ from mledger import ManagedLedgerFactory, MemoryStore, Position
 from mledger.broker import (
     Broker,
     BrokerConfig,
+    Consumer,
     InitialPosition,
     ManualClock,
     MessageId,
     Producer,
     SkipEntry,
+    Subscription,
     SubscriptionType,
     Topic,
 )
@@ -199,15 +201,20 @@ def test_open_partition_opens_one_partition_without_its_siblings() -> None:
 
 
 # -- the replay store's entry descriptions ----------------------------------------------------------------
-def test_described_entries_give_the_broker_their_batch_size() -> None:
+def _replay_store_subscription(ledger_id: int, entries: int) -> tuple[ReplayStore, Subscription, Consumer]:
+    """A shared subscription (with a consumer that never receives) on a topic whose
+    ``entries`` empty entries sit in ledger ``ledger_id`` of a :class:`ReplayStore`."""
     store = ReplayStore()
-    store.expect_ledger(7)
-    broker = make_broker(store)
-    topic = broker.create_topic(T)
+    store.expect_ledger(ledger_id)
+    topic = make_broker(store).create_topic(T)
     assert isinstance(topic, Topic)
-    topic.managed_ledger.add_entries([b""] * 3)
+    topic.managed_ledger.add_entries([b""] * entries)
     sub = topic.subscribe("s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
-    consumer = sub.add_consumer(permits=0)
+    return store, sub, sub.add_consumer(permits=0)
+
+
+def test_described_entries_give_the_broker_their_batch_size() -> None:
+    store, sub, consumer = _replay_store_subscription(7, 3)
     with pytest.raises(InvalidRequestError, match="batch index 2"):  # undescribed: 1 message
         consumer.acknowledge(MessageId(7, 1, -1, 2))
     store.describe_entry(7, 1, EntryMetadata(num_messages=3))
@@ -231,14 +238,7 @@ def test_replay_store_keeps_a_bounded_number_of_descriptions() -> None:
 
 
 def test_batch_index_acks_read_each_entry_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    store = ReplayStore()
-    store.expect_ledger(4)
-    broker = make_broker(store)
-    topic = broker.create_topic(T)
-    assert isinstance(topic, Topic)
-    topic.managed_ledger.add_entries([b""] * 2)
-    sub = topic.subscribe("s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
-    consumer = sub.add_consumer(permits=0)
+    store, sub, consumer = _replay_store_subscription(4, 2)
     store.describe_entry(4, 0, EntryMetadata(num_messages=4))
     store.describe_entry(4, 1, EntryMetadata(num_messages=2))
     reads: list[tuple[int, int, int]] = []
