@@ -155,6 +155,8 @@ def _case_rows() -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
     expected.add(("nosub", "cancel_without_subscription"))
     P("bad", 0, 1, batch_size=2), A("bad", "s", 0, 5, batch_index=4), A("bad", "s", -1, 6),
     A("bad", "s", 0, 7, ack_type="maybe"), A("bad", "s", 0, None), A("bad", "s", 0, -5)
+    # ASCII case and spaces are ignored; other letters are not folded (U+0130 is not "I")
+    A("bad", "s", 0, 8, ack_type=" Individual "), A("bad", "s", 0, 9, ack_type="\u0130NDIVIDUAL")
     expected.add(("bad", "invalid_row"))
     S("bad", "weird", "BOGUS")
     return rows, expected
@@ -171,7 +173,7 @@ def test_each_anomaly_case_is_found_with_its_reason(spark: Any, tmp_path: Any) -
     bad = [r for r in out["anomalies"].to_pylist() if r["topic"] == "bad"]
     assert {r["detail"] for r in bad if r["event"] == "acked"} == {
         "batch_index 4 is out of range for the produced batch_size 2", "entry_id is negative",
-        "unknown ack_type 'maybe'", "ts_ms is missing", "ts_ms is negative"}
+        "unknown ack_type 'maybe'", "unknown ack_type '\u0130NDIVIDUAL'", "ts_ms is missing", "ts_ms is negative"}
     assert next(r["detail"] for r in bad if r["event"] == "subscriptions").startswith("unknown subscription type 'BOGUS'")
     run_single_process(events, str(tmp_path / "local"), ReplaySettings())
     assert_same_rows(out, read_outputs(str(tmp_path / "local")))

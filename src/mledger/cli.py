@@ -13,10 +13,14 @@ import os
 import sys
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
 from .config import ManagedLedgerConfig
 from .ledger import InitialPosition, ManagedLedgerFactory
 from .storage.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEMO_EVENTS = 400_000
 
@@ -100,13 +104,26 @@ def _replay(args: argparse.Namespace) -> int:
         from .spark.job import run_replay
         from .spark.session import build_session
 
-        spark = build_session(args.master, quiet=not args.spark_logs, driver_memory=args.driver_memory)
+        spark = build_session(args.master, quiet=not args.spark_logs, driver_memory=args.driver_memory,
+                              write_class_archive=True)
         try:
             summary = run_replay(spark, args.events, args.out, settings, progress=progress)
+            print(format_summary(summary))
         finally:
-            spark.stop()
+            _stop(spark, progress)
+        return 0
     print(format_summary(summary))
     return 0
+
+
+def _stop(spark: SparkSession, progress: bool) -> None:
+    from .spark.session import stop_session, writes_class_archive
+
+    if writes_class_archive() and progress:
+        sys.stdout.flush()
+        print("saving the JVM's class archive for faster Spark starts (once per Spark installation)...",
+              file=sys.stderr, flush=True)
+    stop_session(spark)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -130,13 +147,13 @@ def _demo(args: argparse.Namespace) -> int:
             generated = generate(events_dir, cfg, bar)
         print(f"    {generated.events:,} events: " + ", ".join(f"{k} {v:,}" for k, v in generated.rows.items()))
         print(f"2/2 replaying them on Spark ({args.master}); starting the session...")
-        spark = build_session(args.master)
+        spark = build_session(args.master, write_class_archive=True)
         try:
             summary = run_replay(spark, events_dir, out_dir, ReplaySettings(), progress=not args.quiet)
+            print()
+            print(format_summary(summary))
         finally:
-            spark.stop()
-        print()
-        print(format_summary(summary))
+            _stop(spark, not args.quiet)
         if not args.keep:
             print("(the demo's files were in a temporary directory; --keep DIR keeps them)")
     return 0

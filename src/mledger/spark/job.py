@@ -247,6 +247,8 @@ def _replayer(
     return replay
 
 
+_ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
 PER_FILE_SCANS = 256
 """Up to this many Parquet files per log are read as one scan each (file index a literal);
 more are read as one scan, the index looked up from ``_metadata.file_path`` per row."""
@@ -288,7 +290,8 @@ def _parquet_events(spark: "SparkSession", plan: InputPlan, log: str, files: lis
     null_long = F.lit(None).cast("bigint")
     if log == "acked":
         text = F.col("ack_type")
-        lowered = F.lower(F.trim(text))  # only evaluated for text that is not already exact
+        # ASCII folding as in schema.ack_type_codes (only evaluated for text that is not exact)
+        lowered = F.translate(F.trim(text), _ASCII_UPPER, _ASCII_UPPER.lower())
         ack = (F.when(text.isNull(), F.lit(None)).when(text == "individual", F.lit(0))
                .when(text == "cumulative", F.lit(1)).when(lowered == "individual", F.lit(0))
                .when(lowered == "cumulative", F.lit(1)).otherwise(F.lit(-1))).cast("tinyint")
@@ -469,7 +472,9 @@ def run_replay(
     settings = settings or ReplaySettings()
     started = time.perf_counter()
     plan = plan_inputs(events_dir)
-    out = replay_dataframe(spark, plan, settings, model_factory).persist(StorageLevel.MEMORY_AND_DISK)
+    # Deserialized: the serialized levels go through Java serialization (JIT-compiled on
+    # every run: seconds of CPU on a fresh JVM for nothing).
+    out = replay_dataframe(spark, plan, settings, model_factory).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     record = F.col(RECORD_FIELD)
     try:
         with replay_conf(spark), _StageProgress(spark, "replay (spark)", progress):

@@ -5,6 +5,10 @@ interpreter so the Python workers import the same mledger and pyarrow, keep the 
 and give the driver JVM the memory the shuffle sort needs. Spark's own console output
 (startup banner, log4j warnings, the stage progress bar, structured JSON error logs) is off
 unless ``quiet=False``: errors still reach the caller as exceptions.
+
+A local JVM this module starts maps the classes of a previous run from a class-data-sharing
+archive (:mod:`.class_archive`); a session built with ``write_class_archive=True`` makes
+that archive when there is none, and must then be ended with :func:`stop_session`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ import os
 import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
+
+from . import class_archive
+from .class_archive import ClassArchive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,6 +41,18 @@ logger.queryContext.level = off
 logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = error
 """
+
+
+SHORT_JOB_JIT_OPTIONS = (
+    "-XX:FreqInlineSize=120 -XX:InlineSmallCode=1000 "
+    "-XX:Tier4InvocationThreshold=20000 -XX:Tier4CompileThreshold=30000 -XX:Tier4BackEdgeThreshold=160000"
+)
+"""HotSpot JIT settings for a driver JVM that lives for one replay. A fresh Spark JVM spends
+more CPU in its C2 compiler than in the replay's tasks (15 of 40 CPU-seconds for 10M events
+on 2 cores), mostly optimising code that runs a few thousand times: C2 waits 4x longer
+before compiling a method and inlines less (the defaults are 5,000 / 15,000 / 40,000 and
+325 / 2,500 bytes). Measured: the compiler's CPU time 15.5 -> 8.8 s, the tasks' unchanged,
+the replay 2-3 s shorter."""
 
 
 def is_local(master: str) -> bool:
@@ -61,11 +80,16 @@ def build_session(
     conf: dict[str, Any] | None = None,
     quiet: bool = True,
     driver_memory: str = "2g",
+    write_class_archive: bool = False,
 ) -> SparkSession:
     """A SparkSession for the replay (or the running one, whose settings then stay).
 
-    Raises ``mledger.errors.MissingExtraError`` without pyspark.
+    A local JVM started here uses the class archive of an earlier run; with
+    ``write_class_archive`` and no archive yet, it writes one, and the caller ends the
+    session with :func:`stop_session` (which publishes it). Raises
+    ``mledger.errors.MissingExtraError`` without pyspark.
     """
+    global _writing_archive
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -85,14 +109,55 @@ def build_session(
     if local:
         settings["spark.ui.enabled"] = "false"
         settings["spark.driver.memory"] = driver_memory
-    if quiet:
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}"
+    java_options = [f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}"] if quiet else []
+    archive = None
+    if local and not _jvm_running() and not (conf or {}).get("spark.driver.extraJavaOptions"):
+        java_options.append(SHORT_JOB_JIT_OPTIONS)
+        archive = class_archive.prepare({**settings, **(conf or {})}, write=write_class_archive)
+        if archive is not None:
+            java_options.append(archive.java_options())
+    if java_options:
+        settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if archive is not None and archive.dump_to is not None:
+        _writing_archive = archive
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
         # PySpark's own JSON error log; the exception itself still reaches the caller.
         logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL + 1)
     return spark
+
+
+_writing_archive: ClassArchive | None = None
+"""The archive this process's JVM writes when it exits (see :func:`stop_session`)."""
+
+
+def _jvm_running() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None  # noqa: SLF001 - PySpark keeps its JVM here
+
+
+def writes_class_archive() -> bool:
+    """Whether this process's JVM writes a class archive when the session stops."""
+    return _writing_archive is not None
+
+
+def stop_session(spark: SparkSession) -> None:
+    """Stop ``spark``; if its JVM writes a class archive, end the JVM, wait for the archive
+    (a few seconds, once per Spark installation) and publish it. A later session in this
+    process starts a new JVM."""
+    global _writing_archive
+    spark.stop()
+    archive, _writing_archive = _writing_archive, None
+    if archive is None:
+        return
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway  # noqa: SLF001
+    SparkContext._gateway = None  # noqa: SLF001
+    SparkContext._jvm = None  # noqa: SLF001
+    class_archive.finish(archive, gateway)
