@@ -166,7 +166,7 @@ def test_each_anomaly_case_is_found_with_its_reason(spark: Any, tmp_path: Any) -
     rows, expected = _case_rows()
     events = str(tmp_path / "events")
     write_logs(events, rows)
-    run_replay(spark, events, str(tmp_path / "spark"), ReplaySettings(partitions=2))
+    on_spark = run_replay(spark, events, str(tmp_path / "spark"), ReplaySettings(partitions=2))
     out = read_outputs(str(tmp_path / "spark"))
     found = {(r["topic"], r["reason"]) for r in out["anomalies"].to_pylist()}
     assert found == expected
@@ -175,8 +175,22 @@ def test_each_anomaly_case_is_found_with_its_reason(spark: Any, tmp_path: Any) -
         "batch_index 4 is out of range for the produced batch_size 2", "entry_id is negative",
         "unknown ack_type 'maybe'", "unknown ack_type '\u0130NDIVIDUAL'", "ts_ms is missing", "ts_ms is negative"}
     assert next(r["detail"] for r in bad if r["event"] == "subscriptions").startswith("unknown subscription type 'BOGUS'")
-    run_single_process(events, str(tmp_path / "local"), ReplaySettings())
+    alone = run_single_process(events, str(tmp_path / "local"), ReplaySettings())
     assert_same_rows(out, read_outputs(str(tmp_path / "local")))
+    assert on_spark.anomalies == alone.anomalies
+    assert on_spark.anomalies["invalid_row"] == sum(1 for r in bad if r["reason"] == "invalid_row") == 7
+
+
+def test_a_log_without_anomalies_writes_an_empty_anomalies_output(spark: Any, tmp_path: Any) -> None:
+    rows = [{"log": "produced", "topic": "clean", "partition": 0, "ledger_id": 3, "entry_id": e,
+             "publish_time_ms": e} for e in range(5)]
+    rows.append({"log": "acked", "topic": "clean", "partition": 0, "subscription": "s", "ledger_id": 3,
+                 "entry_id": 2, "ts_ms": 9})
+    write_logs(str(tmp_path / "events"), rows)
+    summary = run_replay(spark, str(tmp_path / "events"), str(tmp_path / "out"), ReplaySettings(partitions=2))
+    assert summary.anomalies == {}
+    out = read_outputs(str(tmp_path / "out"))
+    assert out["anomalies"].num_rows == 0 and out["cursors"].num_rows == 1
 
 
 def test_json_lines_and_csv_inputs(spark: Any, tmp_path: Any) -> None:

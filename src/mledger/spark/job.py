@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ..errors import MLedgerError
 from .engine import ModelFactory, PartitionReplayer, declared_for
-from .inputs import InputPlan, ReadTask, parquet_topics, plan_inputs, read_task
+from .inputs import InputPlan, ReadTask, filesystem_for, parquet_topics, plan_inputs, read_task
 from .model import SubscriptionSpec
 from .progress import Progress
 from .schema import (
@@ -485,18 +486,13 @@ def run_replay(
                     spark.createDataFrame(plan.subscription_anomalies.to_pandas(), ddl(ANOMALY_SCHEMA)))
             anomalies.write.mode("overwrite").parquet(f"{out_dir.rstrip('/')}/anomalies")
             # Cursor and partition rows are one per topic-partition (and subscription): the
-            # summary needs them on the driver anyway, so they come back in one job with the
-            # anomaly counts, and are written from here. Serialized states can be large:
-            # with emit_state Spark writes the cursors.
-            counts_frame = (out.where(record == "anomalies").groupBy("reason").count()
-                            .select(F.lit(_COUNTS).alias(RECORD_FIELD), "reason", F.col("count").alias("events")))
+            # summary needs them on the driver anyway, so they come back in one job and are
+            # written from here. Serialized states can be large: with emit_state Spark writes
+            # the cursors.
             wanted = [c for c in OUTPUT_SCHEMA.names if not (settings.emit_state and c in ("state", "state_record"))]
-            small = (out.where(record.isin("cursors", "partitions")).select(*wanted)
-                     .unionByName(counts_frame, allowMissingColumns=True).toArrow())
+            small = out.where(record.isin("cursors", "partitions")).select(*wanted).toArrow()
             cursors = _rows_of(small, "cursors")
             partitions = _rows_of(small, "partitions")
-            counted = small.filter(pc.equal(small[RECORD_FIELD], _COUNTS))
-            counts = dict(zip(counted["reason"].to_pylist(), counted["events"].to_pylist()))
             if settings.emit_state:
                 out.where(record == "cursors").select(*CURSOR_SCHEMA.names).coalesce(1).write.mode("overwrite") \
                     .parquet(f"{out_dir.rstrip('/')}/cursors")
@@ -505,14 +501,18 @@ def run_replay(
                 write_outputs(out_dir, {"cursors": cursors, "partitions": partitions})
     finally:
         out.unpersist()
-    for row in plan.subscription_anomalies.to_pylist():
-        counts[row["reason"]] = counts.get(row["reason"], 0) + 1
+    counts = anomaly_counts(f"{out_dir.rstrip('/')}/anomalies")
     summary = summarize(cursors, partitions, counts, time.perf_counter() - started, "spark", out_dir)
     write_settings(out_dir, settings, "spark")
     return summary
 
 
-_COUNTS = "anomaly_counts"
+def anomaly_counts(anomalies_dir: str) -> dict[str, int]:
+    """Anomalies per reason, from the ``reason`` column of the written Parquet files (a
+    dictionary-encoded column: cheaper than a Spark aggregation and its shuffle)."""
+    fs, path = filesystem_for(anomalies_dir)
+    reasons = pq.read_table(path, columns=["reason"], filesystem=fs)["reason"]
+    return {row["values"]: row["counts"] for row in pc.value_counts(reasons).to_pylist()}
 
 
 def _rows_of(union: pa.Table, record: str) -> pa.Table:
