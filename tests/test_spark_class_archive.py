@@ -95,20 +95,36 @@ def test_finish_publishes_the_dump_and_later_sessions_map_it(installation: Path)
     assert again.java_options().startswith(f"-XX:SharedArchiveFile={archive.path} ")
 
 
-def test_publishing_removes_archives_of_other_installations_and_stale_parts(installation: Path) -> None:
+def test_publishing_replaces_the_installations_older_archive_and_removes_stale_files(installation: Path) -> None:
     old = prepare({}, write=True)
     assert old is not None
     finish(old, FakeJvm(old))
+    directory = Path(old.path).parent
+    other_venv = directory / "spark-0123456789ab-000000000000000000000000.jsa"
+    abandoned = directory / "spark-ba9876543210-000000000000000000000000.jsa"
+    other_venv.write_bytes(b"another installation's archive, in use")
+    abandoned.write_bytes(b"a deleted virtualenv's archive")
+    (directory / "spark-0123456789abcdef01234567.jsa").write_bytes(b"named by an older mledger")
+    os.utime(abandoned, (time.time() - 40 * 86400, time.time() - 40 * 86400))
     _jar(installation).write_bytes(b"upgraded spark")
     new = prepare({}, write=True)
     assert new is not None and new.path != old.path and new.dump_to is not None
-    directory = Path(new.path).parent
     stale, fresh = directory / "spark-x.1.1.jsa.part", directory / "spark-y.2.2.jsa.part"
     stale.write_bytes(b"half")
     fresh.write_bytes(b"being written by another process")
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
     finish(new, FakeJvm(new))
-    assert sorted(p.name for p in directory.iterdir()) == sorted([Path(new.path).name, fresh.name])
+    assert sorted(p.name for p in directory.iterdir()) == sorted([Path(new.path).name, other_venv.name, fresh.name])
+
+
+def test_using_an_archive_marks_it_used(installation: Path) -> None:
+    archive = prepare({}, write=True)
+    assert archive is not None
+    finish(archive, FakeJvm(archive))
+    long_ago = time.time() - 20 * 86400
+    os.utime(archive.path, (long_ago, long_ago))
+    assert prepare({}, write=False) == ClassArchive(archive.path)
+    assert os.path.getmtime(archive.path) > long_ago + 86400
 
 
 def test_a_failed_dump_is_not_published_and_not_tried_again(installation: Path) -> None:

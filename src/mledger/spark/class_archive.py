@@ -7,11 +7,14 @@ with the replay for the same cores. HotSpot can map classes it dumped before ins
 ``-XX:ArchiveClassesAtExit``, :func:`finish` waits for that JVM to write the archive when the
 session ends and publishes it; later sessions start with ``-XX:SharedArchiveFile``.
 
-The archive belongs to one Java runtime and one Spark class path, so its file name is a
-digest of both (java binary, the JDK's base archive, every Spark jar's name, size and mtime):
-an upgrade of either simply makes a new archive (older ones are removed). A JVM that finds
-the archive unusable anyway runs without it (``-Xshare:auto``, HotSpot's default) and says
-nothing (its ``cds`` log is off), so the archive is only ever an optimisation.
+The archive belongs to one Java runtime and one Spark class path, so its file name is
+``spark-<installation>-<contents>.jsa``: the installation is where the java binary and the
+Spark jars are (several virtualenvs keep one archive each), the contents a digest of the java
+binary, the JDK's base archive and every Spark jar's name, size and mtime. An upgrade makes
+a new archive and removes the installation's older one; archives unused for 30 days (a
+deleted virtualenv's) are removed too. A JVM that finds an archive unusable anyway runs
+without it (``-Xshare:auto``, HotSpot's default) and says nothing (its ``cds`` log is off),
+so the archive is only ever an optimisation.
 
 Where: ``$MLEDGER_CACHE_DIR`` or ``$XDG_CACHE_HOME/mledger`` or ``~/.cache/mledger``, in
 ``spark-cds/``; about 190 MB for Spark 4.3. ``MLEDGER_SPARK_CDS=0`` turns it off. Not used
@@ -37,6 +40,7 @@ CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraCl
 QUIET_CDS_LOG = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 _PART_SUFFIX = ".jsa.part"
 _STALE_PART_SECONDS = 3600.0
+_UNUSED_ARCHIVE_SECONDS = 30 * 86400.0
 _DUMP_TIMEOUT_SECONDS = 300.0
 
 
@@ -89,6 +93,12 @@ def _spark_jars() -> str | None:
     return jars if os.path.isdir(jars) else None
 
 
+def installation_id(java: str, jars_dir: str) -> str:
+    """Where the java binary and the Spark jars are: one archive per installation."""
+    where = f"{os.path.realpath(java)}\0{os.path.realpath(jars_dir)}".encode()
+    return hashlib.sha256(where).hexdigest()[:12]
+
+
 def archive_key(java: str, jars_dir: str) -> str:
     """A digest of everything the archive depends on: the java binary, the JDK's base
     archive and each jar of ``jars_dir`` (name, size, mtime)."""
@@ -122,21 +132,26 @@ def prepare(settings: dict[str, Any], write: bool) -> ClassArchive | None:
     directory = cache_dir()
     try:
         os.makedirs(directory, exist_ok=True)
-        key = archive_key(java, jars)
+        name = f"spark-{installation_id(java, jars)}-{archive_key(java, jars)}"
     except OSError:
         return None
-    path = os.path.join(directory, f"spark-{key}.jsa")
+    path = os.path.join(directory, f"{name}.jsa")
     if os.path.exists(path):
+        try:
+            os.utime(path)  # its last use, for the removal of unused archives
+        except OSError:
+            pass
         return ClassArchive(path)
     if not write or os.path.exists(_failed_marker(path)):
         return None
     _remove_stale_parts(directory)
-    return ClassArchive(path, dump_to=os.path.join(directory, f"spark-{key}.{os.getpid()}.{time.time_ns()}{_PART_SUFFIX}"))
+    return ClassArchive(path, dump_to=os.path.join(directory, f"{name}.{os.getpid()}.{time.time_ns()}{_PART_SUFFIX}"))
 
 
 def finish(archive: ClassArchive, gateway: Any) -> bool:
     """End the driver JVM that writes ``archive`` (its session already stopped), wait for
-    the dump and publish the archive; removes other archives of the directory. Returns
+    the dump and publish the archive; removes the installation's older archives and any
+    unused for 30 days. Returns
     whether an archive was published. ``gateway``: PySpark's ``SparkContext._gateway``."""
     if archive.dump_to is None:
         return False
@@ -188,12 +203,26 @@ def _remove(path: str) -> None:
 
 
 def _remove_others(directory: str, keep: str) -> None:
-    """Archives of another Spark or Java, and their failure markers."""
+    """Older archives (and failure markers) of ``keep``'s installation, any unused for 30
+    days, and any not named as this module names them (an older mledger's)."""
+    installation = _installation_of(os.path.basename(keep))
+    now = time.time()
     with os.scandir(directory) as entries:
         for entry in entries:
-            if entry.path != keep and entry.name.endswith((".jsa", ".failed")):
+            if entry.path == keep or not entry.name.endswith((".jsa", ".failed")):
+                continue
+            try:
+                unused = now - entry.stat().st_mtime > _UNUSED_ARCHIVE_SECONDS
+            except OSError:
+                continue
+            if unused or _installation_of(entry.name) in (installation, None):
                 _remove(entry.path)
     _remove_stale_parts(directory)
+
+
+def _installation_of(name: str) -> str | None:
+    parts = name.split("-")
+    return parts[1] if len(parts) == 3 and parts[0] == "spark" else None
 
 
 def _remove_stale_parts(directory: str) -> None:
