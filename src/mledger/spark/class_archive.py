@@ -19,7 +19,7 @@ so the archive is only ever an optimisation.
 Where: ``$MLEDGER_CACHE_DIR`` or ``$XDG_CACHE_HOME/mledger`` or ``~/.cache/mledger``, in
 ``spark-cds/``; about 190 MB for Spark 4.3. ``MLEDGER_SPARK_CDS=0`` turns it off. Not used
 when the session's class path is changed by configuration (extra jars or packages), when the
-caller sets ``spark.driver.extraJavaOptions`` or ``SPARK_HOME``-less layouts hide the jars,
+caller sets ``spark.driver.extraJavaOptions``, when Java or the Spark jars cannot be found,
 or for a JVM this process did not start.
 """
 
@@ -151,8 +151,8 @@ def prepare(settings: dict[str, Any], write: bool) -> ClassArchive | None:
 def finish(archive: ClassArchive, gateway: Any) -> bool:
     """End the driver JVM that writes ``archive`` (its session already stopped), wait for
     the dump and publish the archive; removes the installation's older archives and any
-    unused for 30 days. Returns
-    whether an archive was published. ``gateway``: PySpark's ``SparkContext._gateway``."""
+    unused for 30 days. Returns whether an archive was published. ``gateway``: PySpark's
+    ``SparkContext._gateway``."""
     if archive.dump_to is None:
         return False
     proc = getattr(gateway, "proc", None)

@@ -60,7 +60,7 @@ from .schema import (
     SEQ_FILE_SHIFT,
     ddl,
 )
-from .local import write_outputs
+from .local import reason_counts, write_outputs
 from .settings import ReplaySettings, write_settings
 from .summary import ReplaySummary, summarize
 
@@ -511,8 +511,7 @@ def anomaly_counts(anomalies_dir: str) -> dict[str, int]:
     """Anomalies per reason, from the ``reason`` column of the written Parquet files (a
     dictionary-encoded column: cheaper than a Spark aggregation and its shuffle)."""
     fs, path = filesystem_for(anomalies_dir)
-    reasons = pq.read_table(path, columns=["reason"], filesystem=fs)["reason"]
-    return {row["values"]: row["counts"] for row in pc.value_counts(reasons).to_pylist()}
+    return reason_counts(pq.read_table(path, columns=["reason"], filesystem=fs))
 
 
 def _rows_of(union: pa.Table, record: str) -> pa.Table:

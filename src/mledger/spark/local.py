@@ -168,14 +168,15 @@ def run_single_process(
     tables = output_tables(replay_events(plan, settings, bar, model_factory), plan.subscription_anomalies)
     bar.close()
     write_outputs(out_dir, tables)
-    counts = _reason_counts(tables["anomalies"])
+    counts = reason_counts(tables["anomalies"])
     summary = summarize(tables["cursors"], tables["partitions"], counts, time.perf_counter() - started,
                         "single process", out_dir)
     write_settings(out_dir, settings, "single process")
     return summary
 
 
-def _reason_counts(anomalies: pa.Table) -> dict[str, int]:
+def reason_counts(anomalies: pa.Table) -> dict[str, int]:
+    """Anomalies per reason of an anomalies table (or one with just its ``reason`` column)."""
     if anomalies.num_rows == 0:
         return {}
     grouped = anomalies.group_by("reason").aggregate([("reason", "count")])
