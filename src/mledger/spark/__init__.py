@@ -12,6 +12,7 @@ lazily):
 * :mod:`.broker_model`, :mod:`.store`  that seam on ``mledger.broker`` (topic, subscriptions, dedup, delayed delivery)
 * :mod:`.local`     the single-process replay over the same files with the same engine
 * :mod:`.job`, :mod:`.session`, :mod:`.submit_job`  the Spark job and its entry points
+* :mod:`.class_archive`  the local driver JVM's class-data-sharing archive (faster starts)
 * :mod:`.settings`, :mod:`.summary`, :mod:`.progress`, :mod:`.events`  settings, the printed
   summary, the progress bar, hand-written logs for tests
 """

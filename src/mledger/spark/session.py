@@ -148,8 +148,8 @@ def writes_class_archive() -> bool:
 
 def stop_session(spark: SparkSession) -> None:
     """Stop ``spark``; if its JVM writes a class archive, end the JVM, wait for the archive
-    (a few seconds, once per Spark installation) and publish it. A later session in this
-    process starts a new JVM."""
+    (15-20 s on 2 cores, once per Spark installation) and publish it. A later session in
+    this process starts a new JVM."""
     global _writing_archive
     spark.stop()
     archive, _writing_archive = _writing_archive, None
