@@ -220,17 +220,19 @@ def test_close_releases_the_lock(data_dir: Path) -> None:
 def test_a_thread_reading_sees_writes_committed_by_another(store: SqliteStore) -> None:
     ledger = store.create_ledger()
     store.append(ledger, b"0")
-    wrote, read_back = threading.Event(), threading.Event()
+    first_read, wrote, read_back = threading.Event(), threading.Event(), threading.Event()
     seen: list[list[bytes]] = []
 
     def reader() -> None:
         seen.append(store.read(ledger, 0, 9))  # opens this thread's connection before the write
+        first_read.set()
         wrote.wait(10)
         seen.append(store.read(ledger, 0, 9))
         read_back.set()
 
     t = threading.Thread(target=reader)
     t.start()
+    assert first_read.wait(10)
     store.append(ledger, b"1")
     wrote.set()
     assert read_back.wait(10)
