@@ -5,7 +5,7 @@
 
 1. generates ``--events`` events (8 topics x 4 partitions) unless ``--data DIR`` exists;
 2. makes sure the Spark driver's class archive exists (a small demo run writes it, as a
-   machine's first Spark run does; see mledger.spark.class_archive);
+   machine's first Spark run does; see mledger.replay.spark.class_archive);
 3. replays them end to end with ``mledger replay --single-process`` and with ``mledger
    replay --master local[2]``, each in a fresh process, and prints events per second
    (end to end: from the command's start to its outputs on disk, Spark session included;
@@ -94,7 +94,7 @@ def _events(stdout: str) -> int:
 def _ensure_class_archive() -> None:
     """Spark runs are timed with the driver JVM's class archive in place (as every run after
     a machine's first): a small demo writes it when missing, and its time is printed."""
-    from mledger.spark import class_archive
+    from mledger.replay.spark import class_archive
 
     if class_archive.prepare({}, write=False) is not None:
         print(f"class archive: present in {class_archive.cache_dir()}")

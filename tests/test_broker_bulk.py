@@ -29,7 +29,7 @@ from mledger.broker.dedup import MessageDeduplication
 from mledger.broker.delayed import DelayedDeliveryTracker
 from mledger.entry import EntryMetadata
 from mledger.errors import InvalidPositionError, InvalidRequestError
-from mledger.spark.store import DESCRIBED_ENTRIES, ReplayStore
+from mledger.replay.store import DESCRIBED_ENTRIES, ReplayStore
 
 T = "persistent://public/default/bulk"
 

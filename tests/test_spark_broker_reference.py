@@ -27,7 +27,7 @@ from mledger.broker import (
 from mledger.broker.batch import SingleMessage, encode_batch
 from mledger.entry import EntryMetadata
 from mledger.errors import NotAllowedError
-from mledger.spark.events import replay_rows
+from mledger.replay.events import replay_rows
 
 T = "persistent://public/default/reference"
 SUBS = {"shared": "SHARED", "keyed": "KEY_SHARED", "excl": "EXCLUSIVE", "fail": "FAILOVER"}

@@ -9,16 +9,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import mledger.spark.events
-import mledger.spark.broker_model
+import mledger.replay.events
+import mledger.replay.broker_model
 from mledger.persistence import decode_managed_cursor_info, decode_position_info
-from mledger.spark.engine import EventOrderError, PartitionReplayer
-from mledger.spark.entries import EntryIndex
-from mledger.spark.events import event_table, replay_rows
-from mledger.spark.local import replay_table
-from mledger.spark.model import SubscriptionSpec
-from mledger.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA
-from mledger.spark.settings import ReplaySettings
+from mledger.replay.engine import EventOrderError, PartitionReplayer
+from mledger.replay.entries import EntryIndex
+from mledger.replay.events import event_table, replay_rows
+from mledger.replay.local import replay_table
+from mledger.replay.model import SubscriptionSpec
+from mledger.replay.schema import EVENT_SCHEMA, OUTPUT_SCHEMA
+from mledger.replay.settings import ReplaySettings
 
 T = "persistent://public/default/orders"
 
@@ -292,8 +292,8 @@ def test_events_out_of_order_raise() -> None:
 
 # -- determinism ---------------------------------------------------------------------------------
 def _generated_events(tmp_path: Any, events: int = 40_000) -> tuple[pa.Table, dict]:
-    from mledger.spark.generate import GeneratorConfig, generate
-    from mledger.spark.inputs import plan_inputs, read_all
+    from mledger.replay.generate import GeneratorConfig, generate
+    from mledger.replay.inputs import plan_inputs, read_all
 
     generate(str(tmp_path), GeneratorConfig(topics=2, partitions=2, events=events, max_entries_per_ledger=300,
                                             rate_per_s=200, seed=3, cancel_fraction=0.3, invalid_fraction=0.002))
@@ -391,7 +391,7 @@ def test_entry_index_lookup() -> None:
 
 
 def test_custom_model_factory_is_used() -> None:
-    from mledger.spark.broker_model import BrokerModel
+    from mledger.replay.broker_model import BrokerModel
 
     made = []
 
@@ -410,7 +410,7 @@ def test_declared_spec_objects() -> None:
 
 
 def test_module_doctests() -> None:
-    for module in (mledger.spark.events, mledger.spark.broker_model):
+    for module in (mledger.replay.events, mledger.replay.broker_model):
         assert doctest.testmod(module).failed == 0
 
 

@@ -12,13 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from mledger.errors import ConfigError
-from mledger.spark.events import write_logs
-from mledger.spark.generate import GeneratorConfig, generate
-from mledger.spark.inputs import plan_inputs, read_all
-from mledger.spark.local import run_single_process
-from mledger.spark.schema import InputSchemaError
-from mledger.spark.settings import ReplaySettings
-from mledger.spark.store import CURSOR_LEDGER_BASE, ReplayStore
+from mledger.replay.events import write_logs
+from mledger.replay.generate import GeneratorConfig, generate
+from mledger.replay.inputs import plan_inputs, read_all
+from mledger.replay.local import run_single_process
+from mledger.replay.schema import InputSchemaError
+from mledger.replay.settings import ReplaySettings
+from mledger.replay.store import CURSOR_LEDGER_BASE, ReplayStore
 
 GOOD = [
     {"log": "produced", "topic": "t", "partition": 0, "ledger_id": 1, "entry_id": 0, "publish_time_ms": 1},
@@ -202,8 +202,8 @@ def test_cli_generate_and_single_process_replay(tmp_path: Any, capsys: Any) -> N
 
 
 def test_wire_batches_unpack_to_events_and_topic_collisions_fail() -> None:
-    from mledger.spark.job import TopicKeyCollisionError, _group_topic, _replayer, _wire_events
-    from mledger.spark.schema import EVENT_SCHEMA
+    from mledger.replay.spark.job import TopicKeyCollisionError, _group_topic, _replayer, _wire_events
+    from mledger.replay.schema import EVENT_SCHEMA
 
     n = 4
     wire = pa.RecordBatch.from_pydict({
@@ -235,7 +235,7 @@ def test_wire_batches_unpack_to_events_and_topic_collisions_fail() -> None:
 
 
 def test_spark_xxhash64_reference_values() -> None:
-    from mledger.spark.job import spark_xxhash64
+    from mledger.replay.spark.job import spark_xxhash64
 
     # Values of Spark's xxhash64(string) (seed 42), checked against Spark in test_spark_job.
     assert spark_xxhash64("") == spark_xxhash64("") and isinstance(spark_xxhash64("a"), int)

@@ -14,13 +14,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mledger.spark.events import write_logs
-from mledger.spark.generate import GeneratorConfig, generate
-from mledger.spark.inputs import plan_inputs
-from mledger.spark.job import _replayer, replay_dataframe, run_replay
-from mledger.spark.local import run_single_process
-from mledger.spark.schema import EVENT_SCHEMA, InputSchemaError, ddl
-from mledger.spark.settings import ReplaySettings
+from mledger.replay.events import write_logs
+from mledger.replay.generate import GeneratorConfig, generate
+from mledger.replay.inputs import plan_inputs
+from mledger.replay.spark.job import _replayer, replay_dataframe, run_replay
+from mledger.replay.local import run_single_process
+from mledger.replay.schema import EVENT_SCHEMA, InputSchemaError, ddl
+from mledger.replay.settings import ReplaySettings
 
 pytestmark = pytest.mark.spark
 
@@ -92,7 +92,7 @@ def test_plan_is_one_shuffle_then_sorted_streaming_groups(spark: Any, generated:
 def test_driver_topic_keys_equal_sparks_xxhash64(spark: Any) -> None:
     from pyspark.sql import functions as F
 
-    from mledger.spark.job import spark_xxhash64
+    from mledger.replay.spark.job import spark_xxhash64
 
     words = ["", "a", "persistent://public/default/orders", "é漢字🙂", *("x" * k for k in range(3, 70, 7))]
     rows = spark.createDataFrame([(w,) for w in words], "t string").select("t", F.xxhash64("t").alias("h")).collect()
@@ -101,11 +101,11 @@ def test_driver_topic_keys_equal_sparks_xxhash64(spark: Any) -> None:
 
 def test_unsorted_groups_fail_loudly(spark: Any, generated: str) -> None:
     plan = plan_inputs(generated)
-    from mledger.spark.job import _reader, _wire
+    from mledger.replay.spark.job import _reader, _wire
 
     events = _wire(spark.range(0, len(plan.tasks), 1, len(plan.tasks)).mapInArrow(
         _reader(plan.tasks, plan.filesystem), ddl(EVENT_SCHEMA)), packed=True, carry_topic=True)
-    from mledger.spark.schema import OUTPUT_SCHEMA
+    from mledger.replay.schema import OUTPUT_SCHEMA
 
     shuffled = (events.repartition(2, "topic_key", "partition")
                 .sortWithinPartitions("topic_key", "partition", events.ts.desc())

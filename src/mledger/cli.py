@@ -58,7 +58,7 @@ def _library_demo() -> int:
 
 # -- generate -------------------------------------------------------------------------------------
 def _add_generate_options(p: argparse.ArgumentParser) -> None:
-    from .spark.generate import GeneratorConfig
+    from .replay.generate import GeneratorConfig
 
     defaults = GeneratorConfig()
     for f in dataclasses.fields(GeneratorConfig):
@@ -72,8 +72,8 @@ def _add_generate_options(p: argparse.ArgumentParser) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from .spark.generate import GeneratorConfig, generate
-    from .spark.progress import Progress
+    from .replay.generate import GeneratorConfig, generate
+    from .replay.progress import Progress
 
     names = GeneratorConfig.option_names()
     cfg = GeneratorConfig(**{n: getattr(args, n) for n in names})
@@ -89,20 +89,20 @@ def _generate(args: argparse.Namespace) -> int:
 
 # -- replay ---------------------------------------------------------------------------------------
 def _replay(args: argparse.Namespace) -> int:
-    from .spark.settings import ReplaySettings
-    from .spark.summary import format_summary
+    from .replay.settings import ReplaySettings
+    from .replay.summary import format_summary
 
     settings = ReplaySettings.from_pairs(args.settings).with_changes(
         emit_state=args.emit_state, partitions=args.partitions
     )
     progress = not args.quiet
     if args.single_process:
-        from .spark.local import run_single_process
+        from .replay.local import run_single_process
 
         summary = run_single_process(args.events, args.out, settings, progress=progress)
     else:
-        from .spark.job import run_replay
-        from .spark.session import build_session
+        from .replay.spark.job import run_replay
+        from .replay.spark.session import build_session
 
         spark = build_session(args.master, quiet=not args.spark_logs, driver_memory=args.driver_memory,
                               write_class_archive=True)
@@ -121,7 +121,7 @@ def _stop(spark: SparkSession, progress: bool) -> None:
     JVM sees its stdin close and stops Spark in its shutdown hook, so the command does not
     wait for ``spark.stop()`` (0.7-1 s, mostly PySpark's accumulator server poll), unless
     the JVM writes the class archive, which needs the wait."""
-    from .spark.session import stop_session, writes_class_archive
+    from .replay.spark.session import stop_session, writes_class_archive
 
     if not writes_class_archive():
         return
@@ -135,12 +135,12 @@ def _stop(spark: SparkSession, progress: bool) -> None:
 def _demo(args: argparse.Namespace) -> int:
     if args.library:
         return _library_demo()
-    from .spark.generate import GeneratorConfig, generate
-    from .spark.job import run_replay
-    from .spark.progress import Progress
-    from .spark.session import build_session
-    from .spark.settings import ReplaySettings
-    from .spark.summary import format_summary
+    from .replay.generate import GeneratorConfig, generate
+    from .replay.spark.job import run_replay
+    from .replay.progress import Progress
+    from .replay.spark.session import build_session
+    from .replay.settings import ReplaySettings
+    from .replay.summary import format_summary
 
     enabled = False if args.quiet else None
     with tempfile.TemporaryDirectory(prefix="mledger-demo-") as tmp:

@@ -42,12 +42,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import MLedgerError
-from .engine import ModelFactory, PartitionReplayer, declared_for
-from .inputs import InputPlan, ReadTask, filesystem_for, parquet_topics, plan_inputs, read_task
-from .model import SubscriptionSpec
-from .progress import Progress
-from .schema import (
+from ...errors import MLedgerError
+from ..engine import ModelFactory, PartitionReplayer, declared_for
+from ..inputs import InputPlan, ReadTask, filesystem_for, parquet_topics, plan_inputs, read_task
+from ..model import SubscriptionSpec
+from ..progress import Progress
+from ..schema import (
     ANOMALY_SCHEMA,
     CURSOR_SCHEMA,
     EVENT_SCHEMA,
@@ -60,9 +60,9 @@ from .schema import (
     SEQ_FILE_SHIFT,
     ddl,
 )
-from .local import reason_counts, write_outputs
-from .settings import ReplaySettings, write_settings
-from .summary import ReplaySummary, summarize
+from ..local import reason_counts, write_outputs
+from ..settings import ReplaySettings, write_settings
+from ..summary import ReplaySummary, summarize
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -530,7 +530,7 @@ def main_submit(argv: list | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
-    from .summary import format_summary
+    from ..summary import format_summary
 
     parser = argparse.ArgumentParser(prog="submit_job.py", description="mledger event-log replay (spark-submit)")
     parser.add_argument("events")

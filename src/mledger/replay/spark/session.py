@@ -93,7 +93,7 @@ def build_session(
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        from ..errors import MissingExtraError
+        from ...errors import MissingExtraError
 
         raise MissingExtraError("the Spark replay needs pyspark: pip install 'mledger[spark]'") from exc
     local = is_local(master)

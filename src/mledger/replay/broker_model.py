@@ -1,8 +1,8 @@
-"""The replay's :class:`~mledger.spark.model.PartitionModel` on ``mledger.broker``.
+"""The replay's :class:`~mledger.replay.model.PartitionModel` on ``mledger.broker``.
 
 One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` with a
 ``ManualClock`` that follows event time, over a ``ManagedLedgerFactory`` on a
-:class:`~mledger.spark.store.ReplayStore`, and in it the very objects library users get:
+:class:`~mledger.replay.store.ReplayStore`, and in it the very objects library users get:
 
 * **The topic** (``Broker.open_partition`` for a partition, ``Broker.create_topic``
   otherwise) and its managed ledger, whose entries sit at the log's positions.
@@ -108,7 +108,7 @@ class _Subscription:
 
 
 class BrokerModel:
-    """:class:`~mledger.spark.model.PartitionModel` on a broker topic. See the module docstring.
+    """:class:`~mledger.replay.model.PartitionModel` on a broker topic. See the module docstring.
 
     Single-threaded. Memory: the cursors' ack state, one small record per data ledger, the
     delayed messages waiting and one sequence id per producer; entries are not kept.

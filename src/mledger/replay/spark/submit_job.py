@@ -5,7 +5,7 @@
     spark-submit --master yarn --deploy-mode cluster \
         --archives mledger-env.tar.gz#env \
         --conf spark.pyspark.python=./env/bin/python \
-        src/mledger/spark/submit_job.py hdfs:///logs/events hdfs:///logs/replay \
+        src/mledger/replay/spark/submit_job.py hdfs:///logs/events hdfs:///logs/replay \
         --set max_unacked_ranges_to_persist=1000 --partitions 200
 
 Arguments: ``EVENTS OUT [--set KEY=VALUE ...] [--emit-state] [--partitions N]``. The session
@@ -15,7 +15,7 @@ the packed virtualenv (see the README, "Running on a cluster").
 
 import sys
 
-from mledger.spark.job import main_submit
+from mledger.replay.spark.job import main_submit
 
 if __name__ == "__main__":
     sys.exit(main_submit(sys.argv[1:]))

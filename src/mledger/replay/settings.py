@@ -1,0 +1,153 @@
+"""Replay settings: the persistence settings cursors run with, plus a few replay switches.
+
+``mledger replay --set key=value`` takes any :class:`~mledger.ManagedLedgerConfig` or
+:class:`~mledger.ManagedLedgerFactoryConfig` field (Pulsar's names in snake_case) and the
+replay's own keys below. Settings are frozen and picklable: Spark ships them to the workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from ..errors import ConfigError
+
+REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)
+"""Pulsar's broker default ``managedLedgerDefaultMarkDeleteRateLimit`` = 1.0: cursor state is
+persisted at most once per second of event time, and once more at the end of the replay."""
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """Everything a replay worker needs besides the events.
+
+    * ``ledger``: cursor and persistence settings. The data-ledger rollover settings
+      (``max_entries_per_ledger``, sizes, times) are ignored: the log's positions say where
+      ledgers roll over.
+    * ``factory``: metadata compression of ``ManagedCursorInfo``.
+    * ``emit_state``: put the serialized cursor state in the ``cursors`` output.
+    * ``deduplication``: apply producer_name/sequence_id deduplication to produced rows.
+    * ``partitions``: Spark shuffle partitions (None: 8 x default parallelism).
+    * ``segment_rows``: at most this many events are applied in one vectorised step. The
+      replayed state does not depend on it (nor on how input batches are cut); only the
+      moments of intermediate, throttled persists do. Spark and the single process use the
+      same value, so their results are equal row by row.
+    * ``anomaly_batch_rows``: anomaly rows are handed back in batches of this size.
+    """
+
+    ledger: ManagedLedgerConfig = field(default_factory=lambda: REPLAY_DEFAULT_LEDGER_CONFIG)
+    factory: ManagedLedgerFactoryConfig = field(default_factory=ManagedLedgerFactoryConfig)
+    emit_state: bool = False
+    deduplication: bool = True
+    partitions: int | None = None
+    segment_rows: int = 8192
+    anomaly_batch_rows: int = 10_000
+
+    def __post_init__(self) -> None:
+        if self.partitions is not None and self.partitions < 1:
+            raise ConfigError(f"partitions must be >= 1, got {self.partitions}")
+        if self.segment_rows < 1:
+            raise ConfigError(f"segment_rows must be >= 1, got {self.segment_rows}")
+        if self.anomaly_batch_rows < 1:
+            raise ConfigError(f"anomaly_batch_rows must be >= 1, got {self.anomaly_batch_rows}")
+
+    def with_changes(self, **changes: Any) -> ReplaySettings:
+        """A copy with some replay fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[str], base: ReplaySettings | None = None) -> ReplaySettings:
+        """Apply ``key=value`` strings (``--set``) to ``base`` (default settings).
+
+        Raises ``ConfigError`` for an unknown key or a value of the wrong type.
+        """
+        values: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--set expects key=value, got {pair!r}")
+            values[key.strip()] = value.strip()
+        return (base or cls()).with_values(values)
+
+    def with_values(self, values: Mapping[str, str]) -> ReplaySettings:
+        """Apply string values to whichever settings object owns each key."""
+        ledger_fields = {f.name: f for f in fields(ManagedLedgerConfig)}
+        factory_fields = {f.name: f for f in fields(ManagedLedgerFactoryConfig)}
+        own_fields = {f.name: f for f in fields(ReplaySettings) if f.name not in ("ledger", "factory")}
+        ledger: dict[str, Any] = {}
+        factory: dict[str, Any] = {}
+        own: dict[str, Any] = {}
+        for key, raw in values.items():
+            if key in ledger_fields:
+                ledger[key] = _parse(key, raw, getattr(self.ledger, key), ledger_fields[key].type)
+            elif key in factory_fields:
+                factory[key] = _parse(key, raw, getattr(self.factory, key), factory_fields[key].type)
+            elif key in own_fields:
+                own[key] = _parse(key, raw, getattr(self, key), own_fields[key].type)
+            else:
+                known = sorted([*ledger_fields, *factory_fields, *own_fields])
+                raise ConfigError(f"unknown setting {key!r}; known settings: {', '.join(known)}")
+        return dataclasses.replace(
+            self,
+            ledger=self.ledger.with_changes(**ledger) if ledger else self.ledger,
+            factory=dataclasses.replace(self.factory, **factory) if factory else self.factory,
+            **own,
+        )
+
+    @classmethod
+    def known_keys(cls) -> list[str]:
+        """Every key ``--set`` accepts."""
+        names = [f.name for f in fields(ManagedLedgerConfig)] + [f.name for f in fields(ManagedLedgerFactoryConfig)]
+        names += [f.name for f in fields(cls) if f.name not in ("ledger", "factory")]
+        return sorted(names)
+
+
+def _parse(key: str, raw: str, current: Any, annotation: Any) -> Any:
+    text = str(annotation)
+    lowered = raw.lower()
+    if lowered in ("none", "null", "") and ("None" in text or current is None):
+        return None
+    if isinstance(current, bool) or text == "bool":
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{key} expects true or false, got {raw!r}")
+    if isinstance(current, int) or text.startswith("int"):
+        try:
+            return int(raw.replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{key} expects an integer, got {raw!r}") from None
+    if isinstance(current, float) or text == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{key} expects a number, got {raw!r}") from None
+    return raw
+
+
+SETTINGS_FILE = "settings.json"
+"""What a replay writes beside its outputs: the settings it ran with (``OUT_DIR/settings.json``)."""
+
+
+def settings_record(settings: ReplaySettings, engine: str) -> dict[str, Any]:
+    """The JSON document of :data:`SETTINGS_FILE`: ``{"format": 1, "engine": ..., "ledger":
+    {...}, "factory": {...}, <replay fields>}`` (every field, defaults included)."""
+    return {"format": 1, "engine": engine, **dataclasses.asdict(settings)}
+
+
+def write_settings(out_dir: str, settings: ReplaySettings, engine: str) -> None:
+    """Write :data:`SETTINGS_FILE` into ``out_dir`` (a local path or a pyarrow filesystem URI)."""
+    import json
+    import posixpath
+
+    from .inputs import filesystem_for
+
+    fs, root = filesystem_for(out_dir)
+    fs.create_dir(root, recursive=True)
+    text = json.dumps(settings_record(settings, engine), indent=2, sort_keys=True) + "\n"
+    with fs.open_output_stream(posixpath.join(root, SETTINGS_FILE)) as f:
+        f.write(text.encode("utf-8"))
