@@ -1,17 +1,16 @@
 """mledger report: the replay output (Parquet cursors/anomalies) as a self-contained HTML page with
-PNG charts; rendered by headless Chromium and checked pixel by pixel (never skipped: `make test`
-installs Chromium with scripts/ensure_chromium.sh)."""
+matplotlib charts (inline SVG, PNG files beside it); rendered by headless Chromium and each chart's
+region checked pixel by pixel (never skipped: `make test` installs Chromium with
+scripts/ensure_chromium.sh)."""
 
 from __future__ import annotations
 
-import base64
+import io
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from PIL import Image
 
-from mledger._report.charts import Bar, BarChart, nice_ticks, render_bar_chart
-from mledger._report.data import ReplayReportInputError
-from mledger._report.png import Canvas
-from mledger.report import DEFAULT_LIMIT, build_report
+from mledger.report import DEFAULT_LIMIT, ReplayReportInputError, build_report
+from mledger.report._chart import PALETTE, Chart, LegendItem, Panel, Reference, Series, Unit, format_bytes
+from mledger.report._render import draw_chart, render_chart
 from mledger.spark.schema import ANOMALY_SCHEMA, CURSOR_SCHEMA
 
 LIMIT = 100
@@ -31,7 +30,13 @@ ORDERS = "persistent://public/default/orders"
 PAYMENTS = "persistent://public/default/payments"
 WEIRD = "<script>alert('x')</script>"
 CHART_KEYS = ["ack-holes", "state-size", "chunks", "anomalies"]
-BLUE, PURPLE, RED, AMBER = (0x3B, 0x82, 0xF6), (0x8B, 0x5C, 0xF6), (0xEF, 0x44, 0x44), (0xF5, 0x9E, 0x0B)
+
+def rgb(name: str) -> tuple[int, int, int]:
+    value = PALETTE[name].lstrip("#")
+    return int(value[0:2], 16), int(value[2:4], 16), int(value[4:6], 16)
+
+
+BLUE, PURPLE, RED, AMBER, SLATE, TEAL, INK = map(rgb, ("blue", "purple", "red", "amber", "slate", "teal", "ink"))
 
 
 # -- a replay output with every case the page distinguishes -----------------------------------------
@@ -89,53 +94,18 @@ def output(tmp_path: Path) -> Path:
     return write_output(tmp_path / "out", CURSORS, ANOMALIES)
 
 
-# -- PNG reading for the checks (numpy; handles Chromium's filtered RGBA) ---------------------------------
+# -- pixels -----------------------------------------------------------------------------------------------
 
 
-def decode_png(data: bytes) -> np.ndarray:
-    """An (h, w, channels) uint8 array of an 8-bit RGB or RGBA PNG."""
+def read_png(data: bytes) -> np.ndarray:
+    """An (h, w, 3) uint8 array."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, header = 8, [], b""
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        assert zlib.crc32(kind + body) & 0xFFFFFFFF == struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])[0]
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            idat.append(body)
-        pos += 12 + length
-    width, height, depth, color = struct.unpack(">IIBB", header[:10])
-    assert depth == 8 and color in (2, 6) and header[12] == 0, "only 8-bit RGB/RGBA, not interlaced"
-    bpp = 3 if color == 2 else 4
-    raw = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8).reshape(height, 1 + width * bpp)
-    out = np.zeros((height, width * bpp), np.uint8)
-    prev = np.zeros(width * bpp, np.int32)
-    for y in range(height):
-        kind, line = raw[y, 0], raw[y, 1:].astype(np.int32)
-        if kind == 1:
-            line = np.cumsum(line.reshape(width, bpp), axis=0).reshape(-1) & 255
-        elif kind == 2:
-            line = (line + prev) & 255
-        elif kind in (3, 4):
-            line = line.copy()
-            for x in range(width * bpp):
-                a = line[x - bpp] if x >= bpp else 0
-                b = prev[x]
-                if kind == 3:
-                    line[x] = (line[x] + (a + b) // 2) & 255
-                else:
-                    c = prev[x - bpp] if x >= bpp else 0
-                    p = a + b - c
-                    pa_, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                    line[x] = (line[x] + (a if pa_ <= pb and pa_ <= pc else b if pb <= pc else c)) & 255
-        out[y] = line
-        prev = line
-    return out.reshape(height, width, bpp)
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
 
 
-def count_color(image: np.ndarray, rgb: tuple[int, int, int]) -> int:
-    return int(np.all(image[:, :, :3] == np.array(rgb, np.uint8), axis=2).sum())
+def count_color(image: np.ndarray, color: tuple[int, int, int], tolerance: int = 0) -> int:
+    """Pixels within ``tolerance`` of ``color`` on every channel (bar interiors are exact)."""
+    return int((np.abs(image[:, :, :3].astype(np.int16) - np.array(color, np.int16)) <= tolerance).all(axis=2).sum())
 
 
 # -- the model and the files ------------------------------------------------------------------------------
@@ -164,22 +134,36 @@ def test_page_and_png_files(output: Path, tmp_path: Path) -> None:
     assert report.html_path == tmp_path / "site" / "index.html"
     assert sorted(report.charts) == sorted(CHART_KEYS)
     html = report.html_path.read_text(encoding="utf-8")
-    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" width="(\d+)" height="(\d+)" '
-                        r'alt="[^"]*" data-chart="([a-z-]+)">', html)
-    assert [key for *_, key in images] == CHART_KEYS
-    for data, width, height, key in images:
-        png = base64.b64decode(data)
-        assert png == report.charts[key].read_bytes()
-        pixels = decode_png(png)
-        assert pixels.shape == (2 * int(height), 2 * int(width), 3)  # drawn at 2x for sharp text
-        assert len(np.unique(pixels.reshape(-1, 3), axis=0)) >= 5
+    svgs = re.findall(r"<svg\b[^>]*>.*?</svg>", html, flags=re.S)
+    assert [re.search(r'data-chart="([a-z-]+)"', svg).group(1) for svg in svgs] == CHART_KEYS  # type: ignore[union-attr]
+    assert "<?xml" not in html and "<!DOCTYPE svg" not in html and "<metadata" not in html
+    ids = re.findall(r'\bid="([^"]+)"', html)
+    assert ids and len(ids) == len(set(ids)), "element ids must be unique across the inlined charts"
+    for svg, key in zip(svgs, CHART_KEYS, strict=True):
+        own = set(re.findall(r'\bid="([^"]+)"', svg))
+        assert all(i.startswith(f"{key}-") for i in own)
+        # every reference (glyphs, clip paths) points at an element of the same chart
+        refs = re.findall(r'(?:href="#|url\(#)([^")]+)', svg)
+        assert refs and set(refs) <= own
+        assert 'role="img"' in svg and 'aria-label="' in svg
+    holes_svg = svgs[0]
+    for name in ("red", "amber", "blue"):
+        assert f"fill: {PALETTE[name]}" in holes_svg  # the bars' colors, as in the PNG
+    assert "orders-partition-0 / billing 130" in holes_svg  # the accessible label lists the bars
+    for key in CHART_KEYS:
+        pixels = read_png(report.charts[key].read_bytes())
+        width = re.search(rf'<figure style="max-width:(\d+)px"><svg[^>]*data-chart="{key}"', html)
+        assert width and pixels.shape[1] == 2 * int(width.group(1))  # drawn at 2x for sharp text
+        assert len(np.unique(pixels.reshape(-1, 3), axis=0)) >= 50  # anti-aliased text and bars
     # self-contained and escaped
     assert "<script" not in html and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
     assert not re.search(r'(src|href)="(https?:)?//', html)
     assert "detail 0 &lt;b&gt;" in html
-    assert "max_unacked_ranges_to_persist</code> = 100" in html
-    holes = decode_png(report.charts["ack-holes"].read_bytes())
+    assert "max_unacked_ranges_to_persist = 100." in html
+    holes = read_png(report.charts["ack-holes"].read_bytes())
     assert count_color(holes, RED) > 1000 and count_color(holes, AMBER) > 1000 and count_color(holes, BLUE) > 1000
+    state = read_png(report.charts["state-size"].read_bytes())
+    assert count_color(state, PURPLE) > 1000 and count_color(state, RED) > 1000
 
 
 def test_defaults_and_empty_output(tmp_path: Path) -> None:
@@ -188,7 +172,17 @@ def test_defaults_and_empty_output(tmp_path: Path) -> None:
     assert report.model.limit == DEFAULT_LIMIT == 10_000
     assert report.model.totals["subscriptions"] == 0 and report.model.anomalies == []
     html = report.html_path.read_text(encoding="utf-8")
-    assert "The replay found no anomalies." in html and html.count("data:image/png;base64,") == 4
+    assert "The replay found no anomalies." in html and html.count("<svg") == 4
+    assert 'aria-label="Anomalies by kind: No anomalies"' in html
+    for path in report.charts.values():
+        assert read_png(path.read_bytes()).shape[1] > 1000
+
+
+def test_progress_steps(output: Path, tmp_path: Path) -> None:
+    steps: list[tuple[str, int, int]] = []
+    build_report(output, tmp_path / "site", progress=lambda step, done, total: steps.append((step, done, total)))
+    assert steps == [("reading the replay output", 0, 1), *((f"drawing {k}", i, 4) for i, k in enumerate(CHART_KEYS)),
+                     ("writing index.html", 4, 4)]
 
 
 def test_bad_input(tmp_path: Path) -> None:
@@ -208,6 +202,7 @@ def test_command_line(output: Path, tmp_path: Path) -> None:
                            "--max-unacked-ranges-to-persist", str(LIMIT), "--top", "5"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no progress display when stderr is not a terminal
     assert done.stdout.startswith(f"wrote {site / 'index.html'} (8 subscriptions, 20 anomalies, 1 over the limit)")
     assert sorted(p.name for p in site.iterdir()) == sorted([*(f"{k}.png" for k in CHART_KEYS), "index.html"])
     done = subprocess.run([sys.executable, "-m", "mledger.report", str(tmp_path / "missing")],
@@ -215,24 +210,76 @@ def test_command_line(output: Path, tmp_path: Path) -> None:
     assert done.returncode == 2 and "no cursors/ directory" in done.stderr
 
 
-# -- drawing primitives ----------------------------------------------------------------------------------
+# -- the chart description and its renderer -------------------------------------------------------------
 
 
-def test_canvas_png_and_ticks() -> None:
-    canvas = Canvas(40, 20)
-    canvas.fill_rect(-5, -5, 10, 10, (255, 0, 0))
-    canvas.text(10, 2, "Ab1", (0, 0, 255), scale=1)
-    canvas.hline(0, 40, 19, (0, 128, 0), dash=3)
-    pixels = decode_png(canvas.to_png())
-    assert pixels.shape == (20, 40, 3)
-    assert tuple(pixels[0, 0]) == (255, 0, 0) and tuple(pixels[10, 10]) == (255, 255, 255)
-    assert count_color(pixels, (0, 0, 255)) > 10 and count_color(pixels, (0, 128, 0)) > 10
-    assert Canvas.text_width("abc", 2) == (3 * 6 - 1) * 2
-    assert nice_ticks(0) == [0.0, 1.0]
-    assert nice_ticks(95) == [0, 20, 40, 60, 80, 100]
-    assert nice_ticks(1300)[-1] >= 1300
-    big = BarChart("t", "s", [Bar("x" * 200, 5, BLUE)], reference=(1e6, "limit"))
-    assert render_bar_chart(big).png.startswith(b"\x89PNG")  # long labels shortened, limit off scale
+def test_chart_axes_labels_and_limit_line(output: Path) -> None:
+    from mledger.report._data import load_model
+    from mledger.report._figures import report_charts
+
+    charts = {c.key: c for c in report_charts(load_model(str(output), LIMIT), top=25)}
+    fig = draw_chart(charts["ack-holes"])
+    ax = fig.axes[0]
+    assert ax.get_xlabel().startswith("ack-hole ranges")
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[:2] == ["orders-partition-0 / billing", "orders-partition-0 / audit"]  # most holes on top
+    assert [line.get_xdata()[0] for line in ax.get_lines()] == [LIMIT]  # the dashed limit
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[-1] == "max_unacked_ranges_to_persist = 100"
+    values = [t.get_text() for t in ax.texts]
+    assert values[0] == "130  (130.0%) truncated 30"
+    # every value label ends inside the axes (the x range was widened to fit them)
+    fig.canvas.draw()
+    right = ax.get_window_extent().x1
+    assert all(t.get_window_extent().x1 <= right + 1 for t in ax.texts)
+    size = draw_chart(charts["state-size"]).axes[0]
+    assert size.get_xlabel() == "persisted state (KiB)"
+    assert [t.get_text() for t in size.get_xticklabels()][:3] == ["0", "2", "4"]  # ticks in the unit
+
+
+def test_limit_far_beyond_the_bars_is_named_not_drawn() -> None:
+    chart = Chart("far", "t", "s", ("a",), (Panel((Series((5.0,), ("blue",)),), "x",
+                                                   reference=Reference(1e6, "the limit")),))
+    fig = draw_chart(chart)
+    assert fig.axes[0].get_lines() == [] and fig.axes[0].get_xlim()[1] < 100
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["the limit (beyond every bar: not drawn to scale)"]
+
+
+def test_grouped_series_and_panels_side_by_side() -> None:
+    """The shape of a sweep comparison: settings as categories, one panel per measure, a series
+    per run; long labels are shortened in the middle."""
+    settings = ("max_unacked_ranges_to_persist=1000", "max_unacked_ranges_to_persist=10000 and a long tail end")
+    spark, single = Series((3.0, 0.0), ("blue",), name="spark"), Series((2.0, 1.0), ("teal",), name="single")
+    chart = Chart(
+        "sweep", "Sweep", "", settings,
+        (Panel((spark, single), "truncated ranges", title="Truncated"),
+         Panel((Series((2048.0, 4096.0), ("purple",), name="state"),), "state (KiB)", format_bytes,
+               Unit(1024, "KiB"), title="State")),
+    )
+    fig = draw_chart(chart)
+    first, second = fig.axes
+    assert len(first.patches) == 4 and len(second.patches) == 2
+    assert {tuple(round(c, 3) for c in p.get_facecolor()[:3]) for p in first.patches} == {
+        tuple(round(c / 255, 3) for c in rgb("blue")), tuple(round(c / 255, 3) for c in rgb("teal"))}
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["spark", "single"]
+    assert second.get_xlim()[1] >= 4.0 and [t.get_text() for t in second.texts] == ["2.0 KiB", "4.0 KiB"]
+    label = first.get_yticklabels()[1].get_text()
+    assert len(label) == 44 and "..." in label and label.endswith("tail end")
+    assert first.get_title(loc="left") == "Truncated"
+    drawn = render_chart(chart)
+    assert drawn.svg.startswith("<svg") and drawn.width == 1080 and read_png(drawn.png).shape[1] == 2160
+
+
+def test_chart_description_is_checked() -> None:
+    with pytest.raises(ValueError, match="2 values for 1 categories"):
+        Chart("k", "t", "s", ("a",), (Panel((Series((1.0, 2.0), ("blue",)),), "x"),))
+    with pytest.raises(ValueError, match="not in the palette"):
+        Series((1.0,), ("chartreuse",))
+    with pytest.raises(ValueError, match="file stem"):
+        Chart("../x", "t", "s", (), (Panel((), "x"),))
+    with pytest.raises(ValueError, match="3 colors for 2 bars"):
+        Series((1.0, 2.0), ("blue", "red", "red"))
+    assert LegendItem("red", "bad").color == "red"
 
 
 # -- rendered by a real browser -----------------------------------------------------------------------------
@@ -246,31 +293,67 @@ def chromium() -> str:
     pytest.fail("Chromium is missing: run scripts/ensure_chromium.sh (`make test` does) or set MLEDGER_CHROMIUM")
 
 
-def screenshot(html: Path, png: Path, profile: Path, size: str = "1280,2000") -> np.ndarray:
-    done = subprocess.run(
+def _browser(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", f"--screenshot={png}", f"--window-size={size}", html.as_uri()],
+         "--hide-scrollbars", "--force-device-scale-factor=1", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", *args],
         capture_output=True, text=True, timeout=180,
     )
+
+
+def screenshot(html: Path, png: Path, profile: Path, size: str = "1280,2400") -> np.ndarray:
+    done = _browser(f"--screenshot={png}", f"--window-size={size}", html.as_uri(), profile=profile)
     assert done.returncode == 0 and png.exists(), done.stderr[-2000:]
-    return decode_png(png.read_bytes())
+    return read_png(png.read_bytes())
+
+
+_PROBE = """<script>addEventListener("load", () => { document.body.dataset.rects = [...document.querySelectorAll(
+"svg[data-chart]")].map(e => { const b = e.getBoundingClientRect(); return [e.dataset.chart, b.left, b.top,
+b.width, b.height].join(","); }).join(";"); });</script>"""
+
+
+def chart_regions(html: Path, profile: Path, size: str = "1280,2400") -> dict[str, tuple[int, int, int, int]]:
+    """Where Chromium lays out each chart: key -> (left, top, right, bottom) in CSS pixels, from a
+    copy of the page with a script that records the charts' bounding boxes (same window size)."""
+    probe = html.with_name("probe.html")
+    probe.write_text(html.read_text(encoding="utf-8").replace("</body>", _PROBE + "</body>"), encoding="utf-8")
+    done = _browser("--dump-dom", "--virtual-time-budget=5000", f"--window-size={size}", probe.as_uri(),
+                    profile=profile)
+    found = re.search(r'data-rects="([^"]*)"', done.stdout)
+    assert done.returncode == 0 and found, done.stderr[-2000:]
+    regions = {}
+    for item in found.group(1).split(";"):
+        key, left, top, width, height = item.split(",")
+        x, y = float(left), float(top)
+        regions[key] = (int(x), int(y), int(x + float(width)), int(y + float(height)))
+    return regions
+
+
+CHART_COLORS = {"ack-holes": (RED, AMBER, BLUE), "state-size": (RED, PURPLE, BLUE), "chunks": (SLATE, BLUE, PURPLE),
+                "anomalies": (RED, SLATE, TEAL)}
 
 
 def test_rendered_by_headless_chromium(output: Path, tmp_path: Path) -> None:
     report = build_report(output, max_unacked_ranges_to_persist=LIMIT)
     shot = tmp_path / "shot.png"
     image = screenshot(report.html_path, shot, tmp_path / "profile")
-    assert shot.stat().st_size > 20_000
-    assert image.shape[:2] == (2000, 1280)
-    assert len(np.unique(image[:, :, :3].reshape(-1, 3), axis=0)) > 200  # text, tiles, charts: not blank
-    header, body = image[:60], image[400:]
+    assert image.shape[:2] == (2400, 1280)
+    header = image[:60]
     assert count_color(header, (0x11, 0x18, 0x27)) > 20_000  # the dark title band
-    # chart bars are solid fills in the chart colors, far larger than any tile border
-    assert count_color(body, BLUE) > 5_000
-    assert count_color(body, PURPLE) > 5_000
-    assert count_color(body, RED) > 2_000
-    assert count_color(body, AMBER) > 2_000
+    regions = chart_regions(report.html_path, tmp_path / "profile")
+    assert list(regions) == CHART_KEYS
+    for key, (left, top, right, bottom) in regions.items():
+        assert right - left >= 400 and bottom - top >= 150 and bottom <= image.shape[0], (key, regions[key])
+        region = image[top:bottom, left:right]
+        # not blank: bars and text cover a good share of the chart's box (the card is white)
+        drawn = (region < 235).any(axis=2).mean()
+        assert drawn > 0.06, f"{key}: only {drawn:.1%} of the chart is drawn"
+        # bars in their colors (solid interiors, a little tolerance for the browser's color handling)
+        for color in CHART_COLORS[key]:
+            assert count_color(region, color, tolerance=3) > 400, (key, color)
+        # text: category and tick labels and values in dark ink (lines alone make about 300 pixels)
+        assert count_color(region, INK, tolerance=40) > 800, key
 
 
 # -- a real replay output ----------------------------------------------------------------------------------
@@ -292,7 +375,7 @@ def test_report_of_a_real_replay(tmp_path: Path) -> None:
     assert totals["hole_ranges"] == summary.ack_hole_ranges
     assert totals["anomalies"] == summary.anomaly_total
     assert {k.reason: k.count for k in report.model.anomalies} == summary.anomalies
-    assert report.html_path.read_text(encoding="utf-8").count("data:image/png;base64,") == 4
+    assert report.html_path.read_text(encoding="utf-8").count("<svg") == 4
 
 
 def test_limit_from_the_recorded_settings(output: Path, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The report's HTML: one self-contained page (inline CSS, charts as PNG data URIs, no scripts).
+"""The report's HTML: one self-contained page (inline CSS, charts as inline SVG, no scripts).
 
 Every value from the data is HTML-escaped. Tables are limited to ``rows`` lines each; the page
 says how many more the Parquet output holds.
@@ -6,13 +6,11 @@ says how many more the Parquet output holds.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from .charts import RenderedChart
-from .data import NEAR_LIMIT, ReportModel, SubscriptionState
-from .figures import Figure, format_bytes
+from ._chart import Chart, RenderedChart, format_bytes
+from ._data import NEAR_LIMIT, ReportModel, SubscriptionState
 
 __all__ = ["render_page"]
 
@@ -45,7 +43,7 @@ main { padding:24px 0 40px; }
 .grid2 .card { margin-bottom:0; }
 .row { margin-bottom:20px; }
 figure { margin:0; }
-figure img { display:block; width:100%; height:auto; }
+figure svg.chart { display:block; width:100%; height:auto; }
 figcaption { color:var(--muted); font-size:12.5px; margin-top:8px; }
 table { width:100%; border-collapse:collapse; font-size:13px; }
 th { text-align:left; font-weight:600; color:var(--muted); font-size:11.5px; text-transform:uppercase;
@@ -105,13 +103,37 @@ def _kpis(model: ReportModel) -> str:
     return '<section class="kpis">' + "".join(tiles) + "</section>"
 
 
-def _figure(figure: Figure, chart: RenderedChart, file_name: str) -> str:
-    data = base64.b64encode(chart.png).decode("ascii")
-    alt = f"{figure.chart.title}: " + "; ".join(f"{b.label} {b.value:,.0f}" for b in figure.chart.bars[:40])
-    return (f'<figure><img src="data:image/png;base64,{data}" width="{chart.css_width}" '
-            f'height="{chart.css_height}" alt="{escape(alt)}" data-chart="{escape(figure.key)}">'
-            f'<figcaption>{escape(figure.caption)} <span class="detail">({escape(file_name)})</span>'
-            "</figcaption></figure>")
+def _figure(chart: Chart, drawn: RenderedChart) -> str:
+    caption = f"{escape(chart.caption)} " if chart.caption else ""
+    return (f'<figure style="max-width:{drawn.width}px">{drawn.svg}'
+            f'<figcaption>{caption}<span class="detail">({escape(chart.key)}.png)</span></figcaption></figure>')
+
+
+def _charts(charts: Sequence[tuple[Chart, RenderedChart]]) -> str:
+    """Full-width charts in a card each (under their heading); consecutive half-width ones in
+    pairs."""
+    out: list[str] = []
+    pending: list[str] = []
+
+    def flush() -> None:
+        if pending:
+            cells = "".join(f'<section class="card">{block}</section>' for block in pending)
+            out.append(f'<div class="grid2 row">{cells}</div>')
+            pending.clear()
+
+    for chart, drawn in charts:
+        block = _figure(chart, drawn)
+        if chart.width == "half":
+            pending.append(block)
+            if len(pending) == 2:
+                flush()
+            continue
+        flush()
+        heading = f"<h2>{escape(chart.heading)}</h2>" if chart.heading else ""
+        lede = f'<p class="lede">{escape(chart.lede)}</p>' if chart.lede else ""
+        out.append(f'<section class="card">{heading}{lede}{block}</section>')
+    flush()
+    return "".join(out)
 
 
 def _meter(share: float) -> str:
@@ -202,28 +224,13 @@ def _subscription_section(model: ReportModel, rows: int) -> str:
 
 def render_page(
     model: ReportModel,
-    figures: Sequence[tuple[Figure, RenderedChart, str]],
+    charts: Sequence[tuple[Chart, RenderedChart]],
     generated: str,
     rows: int = 50,
 ) -> str:
-    """The whole page. ``figures`` are (figure, rendered chart, PNG file name), in page order:
-    ack holes, state size, chunks, anomalies."""
-    blocks = [_figure(f, c, name) for f, c, name in figures]
+    """The whole page. ``charts`` are (chart, its drawing), in page order."""
     prefix = model.common_prefix
     scope = f" · topics under <code>{escape(prefix)}</code>" if prefix else ""
-    charts = ""
-    if len(blocks) >= 4:
-        charts = (
-            f'<section class="card"><h2>Ack holes against the persistence limit</h2><p class="lede">Each '
-            f"subscription's individually acknowledged ranges at the end of the replay, against "
-            f"<code>max_unacked_ranges_to_persist</code> = {_n(model.limit)}.</p>{blocks[0]}</section>"
-            f'<section class="card"><h2>Persisted cursor state</h2><p class="lede">The size of the state each '
-            f"cursor last persisted, and how many chunks it took.</p>{blocks[1]}</section>"
-            f'<div class="grid2 row"><section class="card">{blocks[2]}</section>'
-            f'<section class="card">{blocks[3]}</section></div>'
-        )
-    else:
-        charts = "".join(f'<section class="card">{b}</section>' for b in blocks)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>mledger replay report</title><style>{_CSS}</style></head>
@@ -233,7 +240,7 @@ def render_page(
 </div></header>
 <main><div class="wrap">
 {_kpis(model)}
-{charts}
+{_charts(charts)}
 {_partition_section(model, rows)}
 {_anomaly_section(model, rows)}
 {_subscription_section(model, rows)}

@@ -140,7 +140,7 @@ def _pyarrow() -> Any:
         import pyarrow.dataset as ds
     except ImportError as e:
         raise MissingExtraError(
-            "mledger report reads Parquet with pyarrow: pip install 'mledger[spark]'"
+            "mledger report reads Parquet with pyarrow: pip install 'mledger[report]'"
         ) from e
     return ds
 

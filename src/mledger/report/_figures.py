@@ -1,0 +1,138 @@
+"""The report's charts, as data: which rows, bars, colors, limits and captions each one has.
+
+Colors carry one meaning everywhere: blue = fine, amber = at or above 80% of
+``max_unacked_ranges_to_persist`` (or a refused / late operation), red = over it (ranges
+truncated: lost on a restart; or a cancelled message delivered anyway), purple = state
+persisted in several chunks (PIP-381), slate = not persisted / input problems, teal = dedup.
+
+Each figure is a function ``(model, top) -> Chart | None`` listed in :data:`FIGURES` in page
+order; ``None`` leaves the chart out (for charts that only some outputs can fill).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from ._chart import Chart, LegendItem, Panel, Reference, Series, bytes_unit, format_bytes, format_count
+from ._data import NEAR_LIMIT, ReportModel, SubscriptionState
+
+__all__ = ["FIGURES", "FigureBuilder", "report_charts"]
+
+_ANOMALY_COLORS = {
+    "delivered_before_cancel": "red", "cancel_after_delivery": "amber", "cancel_refused": "amber",
+    "cancel_without_subscription": "amber", "cumulative_ack_refused": "amber", "dedup_duplicate": "teal",
+}
+
+FigureBuilder = Callable[[ReportModel, int], Chart | None]
+"""Builds one chart from the model and the number of rows to show (``top``)."""
+
+
+def _label(model: ReportModel, sub: SubscriptionState) -> str:
+    return f"{model.short(sub.topic_partition)} / {sub.subscription}"
+
+
+def _hole_color(sub: SubscriptionState, limit: int) -> str:
+    if sub.over_limit(limit):
+        return "red"
+    return "amber" if sub.utilisation(limit) >= NEAR_LIMIT else "blue"
+
+
+def ack_holes(model: ReportModel, top: int) -> Chart:
+    """Ack-hole ranges per subscription (most first) against ``max_unacked_ranges_to_persist``."""
+    subs = sorted(model.subscriptions, key=lambda s: (-s.hole_ranges, s.topic_partition, s.subscription))[:top]
+    notes = []
+    for sub in subs:
+        note = f"({sub.utilisation(model.limit):.1%})" if model.limit else ""
+        if sub.truncated_ranges:
+            note += f" truncated {sub.truncated_ranges:,}"
+        notes.append(note.strip())
+    series = Series(tuple(float(s.hole_ranges) for s in subs),
+                    tuple(_hole_color(s, model.limit) for s in subs) or ("blue",), notes=tuple(notes))
+    reference = Reference(model.limit, f"max_unacked_ranges_to_persist = {model.limit:,}") if model.limit else None
+    return Chart(
+        key="ack-holes",
+        title=f"Ack-hole ranges per subscription (top {len(subs)} of {len(model.subscriptions):,})",
+        subtitle="Individually acknowledged ranges after the mark-delete position, against the persistence limit",
+        categories=tuple(_label(model, s) for s in subs),
+        panels=(Panel((series,), "ack-hole ranges (individually acknowledged ranges)", format_count,
+                      reference=reference),),
+        legend=(LegendItem("blue", "within the limit"), LegendItem("amber", f">= {NEAR_LIMIT:.0%} of it"),
+                LegendItem("red", "over it: ranges truncated")),
+        caption="Bars past the dashed line keep ranges in memory only: after a restart those messages are "
+                "delivered again.",
+        empty_text="No subscriptions in the replay output",
+        heading="Ack holes against the persistence limit",
+        lede="Each subscription's individually acknowledged ranges at the end of the replay, against "
+             f"max_unacked_ranges_to_persist = {model.limit:,}.",
+    )
+
+
+def state_size(model: ReportModel, top: int) -> Chart:
+    """The size of each subscription's last persisted state (largest first), by how it was stored."""
+    subs = sorted(model.subscriptions, key=lambda s: (-s.persisted_bytes, s.topic_partition, s.subscription))[:top]
+    colors, notes = [], []
+    for sub in subs:
+        colors.append("red" if sub.over_limit(model.limit) else ("purple" if sub.chunks > 1 else "blue"))
+        stored = "not persisted" if sub.chunks == 0 else f"{sub.chunks} chunk{'s' if sub.chunks != 1 else ''}"
+        notes.append(f"{stored}, {sub.hole_ranges:,} ranges")
+    values = tuple(float(s.persisted_bytes) for s in subs)
+    unit = bytes_unit(max(values, default=0.0))
+    series = Series(values, tuple(colors) or ("blue",), notes=tuple(notes))
+    return Chart(
+        key="state-size",
+        title=f"Persisted cursor state size (top {len(subs)})",
+        subtitle="Bytes of the last PositionInfo written for each subscription",
+        categories=tuple(_label(model, s) for s in subs),
+        panels=(Panel((series,), f"persisted state ({unit.name})", format_bytes, unit),),
+        legend=(LegendItem("blue", "one entry"), LegendItem("purple", "chunked (PIP-381)"),
+                LegendItem("red", "ranges truncated")),
+        caption="State size grows with the number of ack-hole ranges; large states are split into chunks.",
+        empty_text="No persisted cursor state",
+        heading="Persisted cursor state",
+        lede="The size of the state each cursor last persisted, and how many chunks it took.",
+    )
+
+
+def chunks(model: ReportModel, top: int) -> Chart:
+    """How many subscriptions' last state took 0 (not persisted), 1, 2, ... entries."""
+    counts = sorted(Counter(s.chunks for s in model.subscriptions).items())
+    series = Series(tuple(float(c) for _, c in counts),
+                    tuple("slate" if n == 0 else ("blue" if n == 1 else "purple") for n, _ in counts) or ("blue",))
+    return Chart(
+        key="chunks",
+        title="Subscriptions by state chunks",
+        subtitle="How many entries the last persisted state took",
+        categories=tuple("not persisted" if n == 0 else f"{n} chunk{'s' if n != 1 else ''}" for n, _ in counts),
+        panels=(Panel((series,), "subscriptions"),),
+        caption="More than one chunk means the state exceeded one entry (PIP-381 chunking).",
+        empty_text="No subscriptions",
+        width="half",
+    )
+
+
+def anomalies(model: ReportModel, top: int) -> Chart:
+    """Anomaly rows by kind (most first)."""
+    kinds = model.anomalies
+    series = Series(tuple(float(k.count) for k in kinds),
+                    tuple(_ANOMALY_COLORS.get(k.reason, "slate") for k in kinds) or ("blue",))
+    return Chart(
+        key="anomalies",
+        title="Anomalies by kind",
+        subtitle=f"{model.totals.get('anomalies', 0):,} rows in anomalies/",
+        categories=tuple(k.reason for k in kinds),
+        panels=(Panel((series,), "rows"),),
+        caption="Red: a cancelled delayed message was delivered anyway. Amber: refused or late operations. "
+                "Grey: input problems.",
+        empty_text="No anomalies",
+        width="half",
+    )
+
+
+FIGURES: tuple[FigureBuilder, ...] = (ack_holes, state_size, chunks, anomalies)
+"""The report's charts in page order."""
+
+
+def report_charts(model: ReportModel, top: int, figures: tuple[FigureBuilder, ...] = FIGURES) -> list[Chart]:
+    """The charts ``figures`` build from ``model``, in order, leaving out those that return ``None``."""
+    return [chart for build in figures if (chart := build(model, top)) is not None]
