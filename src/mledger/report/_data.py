@@ -2,7 +2,7 @@
 
 Input: a replay output directory (``mledger replay EVENTS OUT``) holding Parquet datasets
 ``cursors/`` (required) and ``anomalies/`` (optional), with the columns of
-:data:`mledger.spark.schema.CURSOR_SCHEMA` / ``ANOMALY_SCHEMA``. Spark's marker and checksum
+:data:`mledger.replay.schema.CURSOR_SCHEMA` / ``ANOMALY_SCHEMA``. Spark's marker and checksum
 files (``_SUCCESS``, ``.crc``) are ignored; missing optional columns read as 0, so outputs of
 older replays still render. The serialized ``state`` column is never read.
 
@@ -221,7 +221,7 @@ def _scan_anomalies(ds: Any, out_dir: str) -> tuple[Counter[str], Counter[str], 
 
 def _meanings() -> dict[str, str]:
     try:
-        from ..spark.schema import REASONS
+        from ..replay.schema import REASONS
     except ImportError:  # the schema module needs pyarrow and numpy; both come with the extra
         return {}
     return dict(REASONS)
