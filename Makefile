@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast bench bench-pytest clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +26,14 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+# The hot paths under pytest-benchmark: BENCH_ARGS="--benchmark-save=NAME" / "--benchmark-compare"
+bench-pytest: $(BENCH_STAMP)
+	$(PY) -m pytest benchmarks -q --benchmark-sort=fullname $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

@@ -2,6 +2,8 @@
 
 Run: .venv/bin/python benchmarks/bench_cursor.py [--entries N]
 Prints one line per figure; targets from issue 2 are shown beside each.
+The workloads (``*_workload``) and timed steps (``ack_each``, ``ack_in_chunks``) are shared with
+the pytest-benchmark twin, ``test_bench_cursor.py``.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import time
 import tracemalloc
 
 from mledger.config import ManagedLedgerConfig
+from mledger.cursor import ManagedCursor
 from mledger.ledger import InitialPosition, ManagedLedgerFactory
 from mledger.position import Position
 
 
 def make_cursor(entries: int, per_ledger: int = 50_000):
+    """A ledger of ``entries`` 1-byte entries and a cursor at the earliest one."""
     factory = ManagedLedgerFactory()
     # Pulsar's broker default mark-delete rate limit (1/s): acks persist at most once a second.
     config = ManagedLedgerConfig(max_entries_per_ledger=per_ledger, throttle_mark_delete=1.0)
@@ -30,26 +34,50 @@ def make_cursor(entries: int, per_ledger: int = 50_000):
     return factory, ml, cursor, positions
 
 
-def bench_single_acks(n: int) -> float:
-    _, _, cursor, positions = make_cursor(n)
+def ack_workload(entries: int, seed: int) -> tuple[ManagedCursor, list[Position]]:
+    """A fresh cursor over ``entries`` entries and every position in a random order."""
+    _, _, cursor, positions = make_cursor(entries)
     order = positions[:]
-    random.Random(1).shuffle(order)
+    random.Random(seed).shuffle(order)
+    return cursor, order
+
+
+def ack_each(cursor: ManagedCursor, order: list[Position]) -> ManagedCursor:
+    """Individual acks, one call per position."""
     delete = cursor.delete
-    start = time.perf_counter()
     for p in order:
         delete(p)
+    return cursor
+
+
+def ack_in_chunks(cursor: ManagedCursor, order: list[Position], chunk: int = 100_000) -> ManagedCursor:
+    """Individual acks, the iterable form, ``chunk`` positions per call."""
+    for i in range(0, len(order), chunk):
+        cursor.delete(order[i : i + chunk])
+    return cursor
+
+
+def absorb_workload(entries: int) -> tuple[ManagedCursor, Position, Position]:
+    """A cursor whose only hole is the first entry, with ``entries`` acked behind it:
+    ``(cursor, first, last)``; acking ``first`` moves the mark-delete over all of them."""
+    _, _, cursor, positions = make_cursor(entries + 1)
+    cursor.delete_many(positions[1:])
+    return cursor, positions[0], positions[-1]
+
+
+def bench_single_acks(n: int) -> float:
+    cursor, order = ack_workload(n, seed=1)
+    start = time.perf_counter()
+    ack_each(cursor, order)
     elapsed = time.perf_counter() - start
     assert cursor.number_of_entries_in_backlog() == 0
     return n / elapsed
 
 
 def bench_bulk_acks(n: int, chunk: int = 100_000) -> float:
-    _, _, cursor, positions = make_cursor(n)
-    order = positions[:]
-    random.Random(2).shuffle(order)
+    cursor, order = ack_workload(n, seed=2)
     start = time.perf_counter()
-    for i in range(0, n, chunk):
-        cursor.delete(order[i : i + chunk])
+    ack_in_chunks(cursor, order, chunk)
     elapsed = time.perf_counter() - start
     assert cursor.number_of_entries_in_backlog() == 0
     return n / elapsed
@@ -70,12 +98,11 @@ def bench_hole_memory(backlog: int, holes: int) -> tuple[float, int]:
 
 
 def bench_absorb(n: int) -> tuple[float, Position]:
-    _, _, cursor, positions = make_cursor(n + 1)
-    cursor.delete_many(positions[1:])  # one hole at the front, n acked behind it
+    cursor, first, last = absorb_workload(n)
     start = time.perf_counter()
-    cursor.delete(positions[0])  # fills the hole: MD absorbs n entries across ledgers
+    cursor.delete(first)  # fills the hole: MD absorbs n entries across ledgers
     elapsed = time.perf_counter() - start
-    assert cursor.mark_delete_position == positions[-1]
+    assert cursor.mark_delete_position == last
     return elapsed * 1000, cursor.mark_delete_position
 
 
