@@ -159,7 +159,8 @@ def test_pulsar_api_schema_matches_pulsar() -> None:
         "key": (1, "required", F.TYPE_STRING, None),
         "value": (2, "required", F.TYPE_STRING, None),
     }
-    assert _schema(api.MessageMetadata) == {
+    metadata = _schema(api.MessageMetadata)
+    expected_metadata = {
         "producer_name": (1, "required", F.TYPE_STRING, None),
         "sequence_id": (2, "required", F.TYPE_UINT64, None),
         "publish_time": (3, "required", F.TYPE_UINT64, None),
@@ -173,4 +174,26 @@ def test_pulsar_api_schema_matches_pulsar() -> None:
         "num_chunks_from_msg": (27, "optional", F.TYPE_INT32, None),
         "total_chunk_msg_size": (28, "optional", F.TYPE_INT32, None),
         "chunk_id": (29, "optional", F.TYPE_INT32, None),
+        "compression": (8, "optional", F.TYPE_ENUM, 0),
+        "uncompressed_size": (9, "optional", F.TYPE_UINT32, 0),
+        "schema_version": (16, "optional", F.TYPE_BYTES, None),
+        "ordering_key": (18, "optional", F.TYPE_BYTES, None),
+        "null_value": (25, "optional", F.TYPE_BOOL, False),
     }
+    assert {name: metadata[name] for name in expected_metadata} == expected_metadata
+
+
+def test_base_command_types_are_pulsars() -> None:
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    types = api.BaseCommand.Type
+    assert types.Value("CONNECT") == 2 and types.Value("SEND") == 6 and types.Value("MESSAGE") == 9
+    assert types.Value("ACK_RESPONSE") == 38 and types.Value("TOPIC_MIGRATED") == 68
+    # Every type but the first has its command message in the BaseCommand field of that number.
+    fields = {fd.number: fd for fd in api.BaseCommand.DESCRIPTOR.fields}
+    for value in api.BaseCommand.Type.DESCRIPTOR.values:
+        assert fields[value.number].type == F.TYPE_MESSAGE, value.name
+    assert _schema(api.CommandSend)["highest_sequence_id"] == (6, "optional", F.TYPE_UINT64, 0)
+    assert _schema(api.CommandFlow)["messagePermits"] == (2, "required", F.TYPE_UINT32, None)
+    assert _schema(api.CommandMessage)["ack_set"] == (4, "repeated", F.TYPE_INT64, None)
+    assert not api.CommandMessage.DESCRIPTOR.fields_by_name["ack_set"].is_packed
