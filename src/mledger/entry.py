@@ -229,6 +229,9 @@ class Entry:
     position: Position
     data: bytes
     metadata: EntryMetadata = _DEFAULT_METADATA
+    raw: bytes = b""
+    """The entry's stored bytes (framing, metadata and payload) as read from the store; empty
+    for an entry built by hand. A Pulsar protocol server sends them back unchanged."""
 
     @property
     def ledger_id(self) -> int:

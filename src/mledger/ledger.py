@@ -205,6 +205,17 @@ class ManagedLedger:
             raw = [header + p for p in payloads]
         else:
             raw = [encode_entry(p, m) for p, m in zip(payloads, metadatas)]
+        return self.add_framed_entries(raw)
+
+    def add_framed_entries(self, raw: Sequence[bytes]) -> list[Position]:
+        """Append entries already framed as Pulsar stores them, byte for byte.
+
+        Each item is ``[size][MessageMetadata][payload]``, optionally behind the producer's
+        ``[0x0e01][crc32c]`` (what a Pulsar client sends; :func:`~mledger.entry.decode_entry`
+        reads both). The caller vouches for the framing; a protocol server checks it before.
+        Like :meth:`add_entries`: one store transaction per ledger touched, positions in
+        order, ``EntryTooLargeError`` (nothing written) for an oversized entry.
+        """
         limit = self._store.max_entry_size
         for i, r in enumerate(raw):
             if len(r) > limit:
@@ -313,7 +324,7 @@ class ManagedLedger:
         out = []
         for k, raw in enumerate(raws):
             meta, payload = decode_entry(raw)
-            out.append(Entry(Position(ledger_id, max(first_entry, 0) + k), payload, meta))
+            out.append(Entry(Position(ledger_id, max(first_entry, 0) + k), payload, meta, raw))
         return out
 
     def read_positions(self, positions: Iterable[Position]) -> list[Entry]:

@@ -61,6 +61,10 @@ from .hooks import (
 from .hooks import (
     PublishContext as PublishContext,
 )
+from .listeners import ConsumerSink as ConsumerSink
+from .listeners import EntryDelivery as EntryDelivery
+from .listeners import ProducerListener as ProducerListener
+from .listeners import TopicListener as TopicListener
 from .message import BatchMessageIds as BatchMessageIds
 from .message import Message as Message
 from .names import TopicName as TopicName
@@ -81,6 +85,7 @@ from .stats import TopicStats as TopicStats
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY
 from .subscription import Subscription as Subscription
 from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME
+from .topic import FramedPublish as FramedPublish
 from .topic import Topic as Topic
 from .types import AckType as AckType
 from .types import SkipEntry as SkipEntry
@@ -98,11 +103,14 @@ __all__ = [
     "Clock",
     "Consumer",
     "ConsumerBusyError",
+    "ConsumerSink",
     "ConsumerStats",
     "DedupVerdict",
     "Deduplication",
     "Dispatcher",
     "DispatcherStats",
+    "EntryDelivery",
+    "FramedPublish",
     "InitialPosition",
     "ManualClock",
     "Message",
@@ -115,6 +123,7 @@ __all__ = [
     "PartitionedTopic",
     "Producer",
     "ProducerBusyError",
+    "ProducerListener",
     "PublishContext",
     "SkipEntry",
     "Subscription",
@@ -125,6 +134,7 @@ __all__ = [
     "Topic",
     "TopicAlreadyExistsError",
     "TopicBusyError",
+    "TopicListener",
     "TopicName",
     "TopicStats",
 ]

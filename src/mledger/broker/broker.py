@@ -42,6 +42,7 @@ from .names import (
 )
 from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
+from .schemas import SchemaRegistry
 from .subscription import Subscription
 from .topic import DEDUPLICATION_CURSOR_NAME, Topic
 from .types import SubscriptionType
@@ -81,6 +82,8 @@ class Broker:
         self._lock = threading.RLock()
         self._topics: dict[TopicName, AnyTopic] = {}
         self._names: ProducerNameGenerator | None = None
+        self.schemas = SchemaRegistry(factory.store)
+        """The topics' schema histories (:mod:`mledger.broker.schemas`)."""
         self._closed = False
 
     # -- topics ------------------------------------------------------------------------------
@@ -139,6 +142,12 @@ class Broker:
             if found is None:
                 raise NotFoundError(f"Topic {name} not found")
             return found
+
+    def open_topic(self, topic: str) -> AnyTopic:
+        """The topic, created if missing and automatic topic creation is on (what a producer or
+        a subscription does). Raises ``NotFoundError`` when it is missing and may not be
+        created, or names a partition a partitioned topic does not have."""
+        return self._get_or_create(topic)
 
     def topic_exists(self, topic: str) -> bool:
         """Whether the topic (or partition) exists."""

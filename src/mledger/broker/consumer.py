@@ -29,6 +29,7 @@ from .message import Message
 from .types import AckType
 
 if TYPE_CHECKING:
+    from .listeners import ConsumerSink
     from .subscription import Subscription
 
 __all__ = ["Consumer", "MessageIdLike"]
@@ -44,10 +45,18 @@ class Consumer:
     :class:`~mledger.broker.errors.AlreadyClosedError` once closed.
     """
 
-    def __init__(self, subscription: Subscription, name: str, permits: int, consumer_id: int) -> None:
+    def __init__(
+        self,
+        subscription: Subscription,
+        name: str,
+        permits: int,
+        consumer_id: int,
+        sink: ConsumerSink | None = None,
+    ) -> None:
         self._sub = subscription
         self.name = name
         self.consumer_id = consumer_id
+        self._sink = sink
         # Dispatcher-owned state, changed only under the subscription lock.
         self._permits = permits
         self._queue: deque[Message] = deque()
@@ -80,6 +89,12 @@ class Consumer:
     def queued_messages(self) -> int:
         """Messages pushed to the queue and not yet received."""
         return len(self._queue)
+
+    @property
+    def is_remote(self) -> bool:
+        """Whether the consumer has a sink (a protocol client): entries are pushed to it and
+        nothing is queued here."""
+        return self._sink is not None
 
     @property
     def is_connected(self) -> bool:
@@ -131,6 +146,15 @@ class Consumer:
         ignored.
         """
         return self._sub._acknowledge_entries(self, positions)
+
+    def acknowledge_with_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> None:
+        """Acknowledge batch indexes given as ack sets: ``(entry, bits still unacknowledged,
+        batch size or None)`` per entry (Pulsar's ``ack_set`` of a batch-index ack).
+
+        The entry becomes fully acknowledged once no bit is left. Validates like
+        :meth:`acknowledge`; already acknowledged entries are ignored.
+        """
+        self._sub._acknowledge_ack_sets(self, list(items))
 
     def acknowledge_cumulative(self, message_id: MessageIdLike | Iterable[MessageIdLike]) -> None:
         """Acknowledge every message up to and including ``message_id``.

@@ -18,6 +18,13 @@ One dispatcher per subscription, shaped by the subscription type:
   recently-joined-consumers rule; an entry its consumer cannot take now waits in the replay
   queue, and newer entries of the same key wait behind it, so each key stays in order.
 
+**Remote consumers** (a :class:`~mledger.broker.listeners.ConsumerSink`, i.e. a protocol
+client) get whole entries instead of decoded messages: the dispatcher never decodes their
+batches, counts the messages of each entry (minus the acknowledged indexes of a partly
+acknowledged batch) against the consumer's permits and hands the entries to the sink at the
+end of the round, under the lock, in order. Failover tells remote consumers when the active
+consumer changes.
+
 Shared and Key_Shared honour deliver-at times: an entry whose time has not come goes to the
 *delayed-delivery tracker* instead of a consumer, and is replayed once the broker clock reaches
 its time (``receive`` and ``Broker.run_due_tasks`` both check).
@@ -71,6 +78,7 @@ from .consumer import Consumer
 from .delayed import DelayedDeliveryTracker
 from .hashing import sticky_key_hash
 from .keyshared import ConsistentHashRing, RecentlyJoinedConsumers
+from .listeners import EntryDelivery
 from .message import Message
 from .replay import ReplayQueue
 from .types import SubscriptionType
@@ -166,6 +174,7 @@ class Dispatcher:
         self._pending: SortedDict = SortedDict()  # Position -> _Pending
         self._redeliveries: SortedDict = SortedDict()  # Position -> count
         self._rr = 0
+        self._told_active: dict[Consumer, bool] = {}
         self._rewind_pending = False
         self._closed = False
         self._dispatched = 0
@@ -206,6 +215,10 @@ class Dispatcher:
             rewind_pending=self._rewind_pending,
         )
 
+    def next_delayed_delivery_ms(self) -> int | None:
+        """The earliest deliver-at time in the delayed-delivery tracker, None when empty."""
+        return self._delayed.next_deliver_at()
+
     def recently_joined_position(self, consumer: Consumer) -> Position | None:
         """Key_Shared: the read position ``consumer`` joined at while it is restricted."""
         return self._recent.max_read_position(consumer)
@@ -226,6 +239,7 @@ class Dispatcher:
         if consumer not in self._consumers:
             return
         self._consumers.remove(consumer)
+        self._told_active.pop(consumer, None)
         self._ring.remove(consumer)
         self._recent.remove(consumer)
         self._drop_queue(consumer)
@@ -250,6 +264,19 @@ class Dispatcher:
         if previous is not None and previous is not self._active:
             # The new active consumer must get everything unacknowledged, in order.
             self._reset_internal(count_redeliveries=True)
+        if self._type is SubscriptionType.FAILOVER:
+            self._tell_active()
+
+    def _tell_active(self) -> None:
+        """Failover: tell each remote consumer whose role changed whether it is active
+        (Pulsar's ACTIVE_CONSUMER_CHANGE; a new consumer is always told)."""
+        for consumer in self._consumers:
+            if consumer._sink is None:
+                continue
+            is_active = consumer is self._active
+            if self._told_active.get(consumer) is not is_active:
+                self._told_active[consumer] = is_active
+                consumer._sink.active_changed(consumer, is_active)
 
     # -- dispatching ------------------------------------------------------------------------
     def dispatch(self) -> int:
@@ -374,6 +401,7 @@ class Dispatcher:
         now = self._clock.now_ms()
         delivered = 0
         blocked: set[int | None] = set()
+        remote: dict[Consumer, list[EntryDelivery]] = {}
         for entry in entries:
             position = entry.position
             if self._cursor.is_message_deleted(position):
@@ -386,18 +414,47 @@ class Dispatcher:
             if self._delays and meta.deliver_at_ms is not None and not self._delayed.is_due(meta.deliver_at_ms, now):
                 self._delayed.add(position, meta.deliver_at_ms, key_hash)
                 continue
-            messages = self._messages_of(entry)
-            if not messages:
-                continue
+            n = meta.num_messages
+            remaining = self._cursor.batch_ack_set(position) if n > 1 else None
+            if remaining is not None and not remaining & ((1 << n) - 1):
+                continue  # every message of the batch is acknowledged
             consumer = self._select(position, key_hash, replayed, blocked)
             if consumer is None:
                 blocked.add(key_hash)
                 self._replay.add(position, key_hash)
                 continue
+            if consumer._sink is not None:
+                delivery = self._send_entry(consumer, entry, remaining, key_hash)
+                remote.setdefault(consumer, []).append(delivery)
+                delivered += delivery.messages
+                continue
+            messages = self._messages_of(entry)
+            if not messages:
+                continue
             self._send(consumer, position, messages, key_hash)
             delivered += len(messages)
         self._dispatched += delivered
+        for consumer, deliveries in remote.items():
+            consumer._sink.deliver(consumer, deliveries)  # type: ignore[union-attr]
         return delivered
+
+    def _send_entry(
+        self, consumer: Consumer, entry: Entry, remaining: int | None, key_hash: int | None
+    ) -> EntryDelivery:
+        """Hand a whole entry to a remote consumer: no payload decoding, permits by message."""
+        position = entry.position
+        n = entry.metadata.num_messages
+        if n > 1 or entry.metadata.batched:
+            size = max(n, 1)
+            indexes = {i for i in range(size) if remaining is None or (remaining >> i) & 1}
+            count = len(indexes)
+        else:
+            size, indexes, count = 1, None, 1
+        consumer._permits -= count
+        consumer._unacked += count
+        consumer._pending.add(position)
+        self._pending[position] = _Pending(consumer, indexes, size, key_hash)
+        return EntryDelivery(entry, self._redeliveries.get(position, 0), remaining, size, count)
 
     def _select(
         self, position: Position, key_hash: int | None, replayed: bool, blocked: set[int | None]

@@ -32,6 +32,7 @@ from .message import BatchMessageIds
 from .routing import RoundRobinPartitionRouter
 
 if TYPE_CHECKING:
+    from .listeners import ProducerListener
     from .partitioned import PartitionedTopic
     from .topic import Topic
 
@@ -48,6 +49,7 @@ class Producer:
         self.name = name
         self._lock = threading.Lock()
         self._closed = False
+        self._listener: ProducerListener | None = None
         if initial_sequence_id is not None:
             self._last = initial_sequence_id
         else:

@@ -71,6 +71,7 @@ from .types import SkipEntry, SubscriptionType
 
 if TYPE_CHECKING:
     from ..ledger import ManagedLedger
+    from .listeners import ConsumerSink
     from .topic import Topic
 
 __all__ = ["SUBSCRIPTION_TYPE_PROPERTY", "SkipPlan", "Subscription"]
@@ -99,9 +100,13 @@ class Subscription:
     :class:`~mledger.broker.errors.AlreadyClosedError` once its topic is closed.
     """
 
-    def __init__(self, topic: Topic, name: str, cursor: ManagedCursor, sub_type: SubscriptionType) -> None:
+    def __init__(
+        self, topic: Topic, name: str, cursor: ManagedCursor, sub_type: SubscriptionType, durable: bool = True
+    ) -> None:
         self._topic = topic
         self.name = name
+        self.durable = durable
+        """False for a reader's subscription: an in-memory cursor, removed with its last consumer."""
         self._cursor = cursor
         self._ml = cursor.ledger
         self._type = sub_type
@@ -152,6 +157,12 @@ class Subscription:
         """Whether the subscription's topic was closed (or it was unsubscribed)."""
         return self._closed
 
+    def next_delayed_delivery_ms(self) -> int | None:
+        """The earliest deliver-at time of the delayed messages held, None when none is: when
+        a frontend pushing to remote consumers should dispatch again."""
+        with self._lock:
+            return self._dispatcher.next_delayed_delivery_ms()
+
     def backlog(self) -> int:
         """Unacknowledged entries (a batch counts once)."""
         return self._cursor.number_of_entries_in_backlog(precise=True)
@@ -176,9 +187,13 @@ class Subscription:
             )
 
     # -- consumers --------------------------------------------------------------------------
-    def add_consumer(self, consumer_name: str | None = None, permits: int | None = None) -> Consumer:
+    def add_consumer(
+        self, consumer_name: str | None = None, permits: int | None = None, sink: ConsumerSink | None = None
+    ) -> Consumer:
         """Attach a consumer with ``permits`` of receive-queue room (default
-        ``BrokerConfig.receiver_queue_size``); a name is generated when None.
+        ``BrokerConfig.receiver_queue_size``); a name is generated when None. With a ``sink``
+        the consumer is remote (:mod:`mledger.broker.listeners`): entries are pushed to the
+        sink as they become deliverable, and permits come back only through ``flow``.
 
         Raises ``ConsumerBusyError`` when the name is taken or an Exclusive subscription already
         has its consumer, ``InvalidRequestError`` for a bad name or permits.
@@ -200,7 +215,7 @@ class Subscription:
                 )
             if self._type is SubscriptionType.EXCLUSIVE and self._consumers:
                 raise ConsumerBusyError(f"Exclusive consumer is already connected to subscription {self.name!r}")
-            consumer = Consumer(self, name, permits, consumer_id)
+            consumer = Consumer(self, name, permits, consumer_id, sink)
             self._consumers[name] = consumer
             self._dispatcher.add_consumer(consumer)
             return consumer
@@ -212,6 +227,23 @@ class Subscription:
             consumer._closed = True
             self._consumers.pop(consumer.name, None)
             self._dispatcher.remove_consumer(consumer)
+            last = not self._consumers
+        if last and not self.durable:
+            self._topic._remove_non_durable(self)
+
+    def _disconnect_remote_consumers(self) -> None:
+        """Remove every remote consumer and tell its sink (Pulsar disconnects the consumers of
+        a subscription whose cursor was reset, or that is going away; clients reconnect)."""
+        with self._lock:
+            remote = [c for c in self._consumers.values() if c._sink is not None]
+            for consumer in remote:
+                consumer._closed = True
+                self._consumers.pop(consumer.name, None)
+                self._dispatcher.remove_consumer(consumer)
+        for consumer in remote:
+            consumer._sink.disconnected(consumer)  # type: ignore[union-attr]
+        if remote and not self.durable and not self._consumers:
+            self._topic._remove_non_durable(self)
 
     def _set_type(self, sub_type: SubscriptionType) -> None:
         """Change the type (only while no consumer is connected); persisted in the cursor."""
@@ -311,6 +343,33 @@ class Subscription:
             # does not track batch indexes (the client-side batch acker's rule).
             cursor.delete(position)
             self._dispatcher.on_deleted((position,))
+
+    def _acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> None:
+        with self._lock:
+            self._check_consumer(consumer)
+            plan: list[tuple[Position, int, int]] = []
+            for position, ack_set, batch_size in items:
+                if not self._is_live(position):
+                    continue
+                size = self._dispatcher.pending_batch_size(position) or batch_size or self._batch_size_of(position)
+                if size is None:
+                    continue
+                plan.append((position, ack_set & ((1 << size) - 1), size))
+            cursor = self._cursor
+            md = cursor.mark_delete_position
+            for position, ack_set, size in plan:
+                acked = [i for i in range(size) if not (ack_set >> i) & 1]
+                if not ack_set:
+                    cursor.delete(position)
+                    self._dispatcher.on_deleted((position,))
+                    continue
+                cursor.delete_with_ack_set(position, ack_set, batch_size=size)
+                if cursor.is_message_deleted(position):
+                    self._dispatcher.on_deleted((position,))
+                elif self._dispatcher.on_batch_acked(position, acked):
+                    cursor.delete(position)
+                    self._dispatcher.on_deleted((position,))
+            self._after_acks(md)
 
     def _acknowledge_cumulative(self, consumer: Consumer, mid: MessageId) -> None:
         with self._lock:
@@ -478,6 +537,7 @@ class Subscription:
             self._check_open()
             self._dispatcher.reset(lambda reset: reset.reset_to(target), count_redeliveries=False)
             self._dispatcher.on_mark_delete_moved()
+        self._disconnect_remote_consumers()
 
     def reset_cursor_by_time(self, timestamp_ms: int) -> Position:
         """Reset to the first entry published at or after ``timestamp_ms``; returns it.
@@ -500,8 +560,11 @@ class Subscription:
             if self._closed:
                 return
             self._closed = True
+            remote = [c for c in self._consumers.values() if c._sink is not None]
             self._dispatcher.close()
             self._consumers.clear()
+        for consumer in remote:
+            consumer._sink.disconnected(consumer)  # type: ignore[union-attr]
 
     # -- helpers ------------------------------------------------------------------------------
     def _after_acks(self, md_before: Position, force: bool = False) -> None:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..entry import EntryMetadata
-from ..errors import InvalidRequestError, NotFoundError
+from ..errors import EntryTooLargeError, InvalidRequestError, NotFoundError
 from ..ledger import InitialPosition, ManagedLedger
 from ..position import Position
 from .errors import AlreadyClosedError, MessageDupUnknownError, ProducerBusyError, SubscriptionBusyError
@@ -30,8 +32,9 @@ from .types import SubscriptionType
 
 if TYPE_CHECKING:
     from .broker import Broker
+    from .listeners import ProducerListener, TopicListener
 
-__all__ = ["DEDUPLICATION_CURSOR_NAME", "Topic"]
+__all__ = ["DEDUPLICATION_CURSOR_NAME", "FramedPublish", "Topic"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,19 @@ DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"
 """The deduplication layer's cursor (Pulsar's ``PersistentTopic.DEDUPLICATION_CURSOR_NAME``)."""
 
 _INT64_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class FramedPublish:
+    """One entry for :meth:`Topic.publish_framed`: the producer's framed bytes and what the
+    deduplication hook needs (``metadata`` parsed from those bytes)."""
+
+    producer_name: str
+    sequence_id: int
+    highest_sequence_id: int
+    num_messages: int
+    metadata: EntryMetadata
+    framed: bytes
 
 
 class Topic:
@@ -52,6 +68,7 @@ class Topic:
         self._publish_lock = threading.Lock()
         self._producers: dict[str, Producer] = {}
         self._subscriptions: dict[str, Subscription] = {}
+        self._listeners: list[TopicListener] = []
         self._closed = False
         for cursor in ml.cursors:
             if self.is_system_cursor(cursor.name):
@@ -172,6 +189,42 @@ class Topic:
         sub._set_type(sub_type)
         return sub
 
+    def open_non_durable_subscription(
+        self,
+        name: str,
+        sub_type: SubscriptionType | str = SubscriptionType.EXCLUSIVE,
+        start_position: Position | None = None,
+        initial_position: InitialPosition = InitialPosition.LATEST,
+    ) -> Subscription:
+        """A reader's subscription: an in-memory cursor starting after ``start_position``
+        (``initial_position`` when None or past the last entry; ledger -1 means earliest),
+        nothing persisted, removed when its last consumer leaves (Pulsar's non-durable
+        subscription). An existing subscription of that name is returned as it is.
+
+        Raises ``InvalidRequestError`` for a bad or reserved name.
+        """
+        sub_type = SubscriptionType.parse(sub_type)
+        if not isinstance(name, str) or not name or "/" in name or self.is_system_cursor(name):
+            raise InvalidRequestError(f"invalid subscription name {name!r}")
+        with self._lock:
+            self._check_open()
+            sub = self._subscriptions.get(name)
+            if sub is not None:
+                return sub
+            cursor = self._ml.open_non_durable_cursor(start_position, name, initial_position)
+            sub = Subscription(self, name, cursor, sub_type, durable=False)
+            self._subscriptions[name] = sub
+            return sub
+
+    def _remove_non_durable(self, sub: Subscription) -> None:
+        """Drop a non-durable subscription whose last consumer left."""
+        with self._lock:
+            if self._subscriptions.get(sub.name) is not sub or sub.consumers:
+                return
+            del self._subscriptions[sub.name]
+        sub._close()
+        sub.cursor.close()
+
     def delete_subscription(self, name: str) -> None:
         """Delete a subscription and its cursor. ``NotFoundError``; ``SubscriptionBusyError``
         ("Subscription has active connected consumers") while consumers are connected."""
@@ -182,11 +235,21 @@ class Topic:
                 raise SubscriptionBusyError(f"Subscription {name!r} on {self.name} has active connected consumers")
             sub._close()
             del self._subscriptions[name]
-            self._ml.delete_cursor(name)
+            if sub.durable:
+                self._ml.delete_cursor(name)
+            else:
+                sub.cursor.close()
 
     # -- producers -----------------------------------------------------------------------------
-    def create_producer(self, producer_name: str | None = None, initial_sequence_id: int | None = None) -> Producer:
-        """Attach a producer; a broker-unique name is generated when None.
+    def create_producer(
+        self,
+        producer_name: str | None = None,
+        initial_sequence_id: int | None = None,
+        listener: ProducerListener | None = None,
+    ) -> Producer:
+        """Attach a producer; a broker-unique name is generated when None. ``listener`` hears
+        when the broker closes the producer (a remote producer; see
+        :mod:`mledger.broker.listeners`).
 
         Raises ``ProducerBusyError`` when a producer of that name is connected here,
         ``InvalidRequestError`` for a bad name or initial sequence id.
@@ -198,6 +261,7 @@ class Topic:
             if name in self._producers:
                 raise ProducerBusyError(f"Producer with name '{name}' is already connected to topic {self.name}")
             producer = Producer(self, name, initial_sequence_id)
+            producer._listener = listener
             self._producers[name] = producer
             self._dedup.producer_added(name)
             return producer
@@ -238,7 +302,74 @@ class Topic:
                 self._dedup.record_failed(ctx)
                 raise
             self._dedup.record_persisted(ctx, position)
-            return position
+        self._notify_entries_added()
+        return position
+
+    def publish_framed(self, items: Sequence[FramedPublish]) -> list[Position | None | BaseException]:
+        """Append entries already framed by their producers (the bytes a Pulsar client sent,
+        stored unchanged), through the deduplication hook, in one store transaction.
+
+        Returns one result per item, in order: its position, None when deduplication dropped
+        it, or the exception that refused it (``MessageDupUnknownError``,
+        ``EntryTooLargeError``, or the append's error for every item of a failed append).
+        Blocks on the append; the publish lock keeps appends in call order.
+        """
+        results: list[Position | None | BaseException] = [None] * len(items)
+        limit = self._ml.store.max_entry_size
+        with self._publish_lock:
+            self._check_open()
+            accepted: list[tuple[int, PublishContext]] = []
+            for i, item in enumerate(items):
+                if len(item.framed) > limit:
+                    results[i] = EntryTooLargeError(
+                        f"entry of {len(item.framed)} bytes exceeds the maximum entry size {limit}"
+                    )
+                    continue
+                ctx = PublishContext(
+                    self.name, item.producer_name, item.sequence_id, item.highest_sequence_id,
+                    item.num_messages, item.metadata,
+                )
+                verdict = self._dedup.check(ctx)
+                if verdict is DedupVerdict.DUPLICATE:
+                    continue
+                if verdict is DedupVerdict.UNKNOWN:
+                    results[i] = MessageDupUnknownError(
+                        f"Cannot determine whether the message is a duplicate at this time (producer"
+                        f" {item.producer_name!r}, sequence id {item.sequence_id}, topic {self.name})"
+                    )
+                    continue
+                accepted.append((i, ctx))
+            if not accepted:
+                return results
+            try:
+                positions = self._ml.add_framed_entries([items[i].framed for i, _ in accepted])
+            except Exception as exc:
+                for i, ctx in accepted:
+                    self._dedup.record_failed(ctx)
+                    results[i] = exc
+                return results
+            for (i, ctx), position in zip(accepted, positions, strict=True):
+                self._dedup.record_persisted(ctx, position)
+                results[i] = position
+        self._notify_entries_added()
+        return results
+
+    # -- listeners -------------------------------------------------------------------------------
+    def add_listener(self, listener: TopicListener) -> None:
+        """Tell ``listener`` about appends and the topic's closing (see
+        :mod:`mledger.broker.listeners`). Idempotent."""
+        with self._lock:
+            if listener not in self._listeners:
+                self._listeners = [*self._listeners, listener]
+
+    def remove_listener(self, listener: TopicListener) -> None:
+        """Stop telling ``listener``. Idempotent."""
+        with self._lock:
+            self._listeners = [x for x in self._listeners if x is not listener]
+
+    def _notify_entries_added(self) -> None:
+        for listener in self._listeners:
+            listener.entries_added(self)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def run_due_tasks(self) -> int:
@@ -259,10 +390,14 @@ class Topic:
             self._producers.clear()
         for producer in producers:
             producer._closed = True
+            if producer._listener is not None:
+                producer._listener.producer_closed(producer)
         for sub in subs:
             sub._close()
         self._dedup.close()
         self._ml.close()
+        for listener in self._listeners:
+            listener.topic_closed(self)
 
     @property
     def is_closed(self) -> bool:

@@ -1,0 +1,227 @@
+"""One client connection, sans I/O: bytes in -> requests out, replies in -> bytes out.
+
+Theory of operation
+-------------------
+:class:`Connection` knows Pulsar's framing, the handshake and the command table; it knows
+nothing of sockets, the event loop or the broker. The server shell feeds it what the socket
+read (:meth:`Connection.receive_data`) and gets back the :class:`Request` objects the session
+must handle; everything to send (replies, MESSAGE frames, what the connection answers by
+itself) accumulates in an outbox the shell drains with :meth:`Connection.data_to_send`.
+
+States::
+
+    AWAITING_CONNECT --CONNECT--> CONNECTING --accept_connect--> CONNECTED --close--> CLOSED
+                                             --refuse_connect--> CLOSED
+
+What the connection answers by itself, without the session:
+
+* PING -> PONG; PONG and AUTH_RESPONSE only mark the connection alive;
+* a request the table marks unsupported -> ERROR with its request id and Pulsar's error;
+* anything before CONNECT, a second CONNECT, a command only servers send, a frame over the
+  size limit, a frame that does not parse or a type number v20 does not define ->
+  :class:`~mledger.protocol.errors.RemoteProtocolError`; the shell closes the socket.
+
+Payload commands (SEND) come out with their payload split and the checksum verified
+(:class:`Request.payload`); the session answers ``ChecksumError`` when it is wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from enum import Enum
+
+from .._proto import PulsarApi_pb2 as api
+from .codec import decode_command, encode_command
+from .commands import COMMANDS, Direction, Support
+from .errors import LocalProtocolError, RemoteProtocolError
+from .framing import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    FRAME_PADDING,
+    FrameDecoder,
+    Payload,
+    encode_frame,
+    encode_payload_frame,
+    parse_payload,
+)
+
+__all__ = ["PROTOCOL_VERSION", "Connection", "ConnectionState", "Request"]
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 20
+"""The newest protocol version the server speaks (v20: topic migration)."""
+
+_T = api.BaseCommand
+_PING = encode_frame(encode_command(api.BaseCommand(type=_T.PING, ping=api.CommandPing())))
+_PONG = encode_frame(encode_command(api.BaseCommand(type=_T.PONG, pong=api.CommandPong())))
+_QUIET = frozenset({_T.PONG, _T.AUTH_RESPONSE})
+
+
+class ConnectionState(Enum):
+    """Where the handshake stands."""
+
+    AWAITING_CONNECT = "awaiting connect"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    CLOSED = "closed"
+
+
+@dataclass(slots=True)
+class Request:
+    """One command for the session: the parsed ``BaseCommand`` and, for SEND, its payload."""
+
+    type: int
+    command: api.BaseCommand
+    payload: Payload | None = None
+
+    @property
+    def name(self) -> str:
+        """The command's type name (``SEND``, ``FLOW``, ...)."""
+        return _T.Type.Name(self.type)
+
+
+class Connection:
+    """The protocol state of one client connection (see the module docstring). Not thread-safe:
+    the server shell drives it from its event loop."""
+
+    def __init__(self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+        self.max_message_size = max_message_size
+        self.state = ConnectionState.AWAITING_CONNECT
+        self.protocol_version = 0
+        self.client_version = ""
+        self._client_protocol_version = 0
+        self._decoder = FrameDecoder(max_message_size + FRAME_PADDING)
+        self._out: list[bytes] = []
+        self.received_since_ping = True
+
+    # -- input -----------------------------------------------------------------------------
+    def receive_data(self, data: bytes | bytearray | memoryview) -> list[Request]:
+        """Feed bytes read from the socket; return the requests the session must handle.
+
+        Raises :class:`RemoteProtocolError` when the client broke the protocol (the shell then
+        closes the connection); requests parsed before the bad frame are lost with it.
+        """
+        if self.state is ConnectionState.CLOSED:
+            raise LocalProtocolError("receive_data on a closed connection")
+        out: list[Request] = []
+        self.received_since_ping = True
+        for command_bytes, payload_bytes in self._decoder.feed(data):
+            cmd = decode_command(command_bytes)
+            type_ = cmd.type
+            spec = COMMANDS.get(type_)
+            if spec is None:  # pragma: no cover - decode_command refuses unknown types
+                raise RemoteProtocolError(f"unknown command type {type_}")
+            if self.state is ConnectionState.AWAITING_CONNECT:
+                if type_ != _T.CONNECT:
+                    raise RemoteProtocolError(f"{spec.name} before CONNECT")
+                self.state = ConnectionState.CONNECTING
+                self.client_version = cmd.connect.client_version
+                self._client_protocol_version = max(cmd.connect.protocol_version, 0)
+                out.append(Request(type_, cmd))
+                continue
+            if type_ == _T.CONNECT:
+                raise RemoteProtocolError("CONNECT on a connection that already sent one")
+            if self.state is not ConnectionState.CONNECTED:
+                raise RemoteProtocolError(f"{spec.name} before the CONNECT was answered")
+            if type_ == _T.PING:
+                self._out.append(_PONG)
+                continue
+            if type_ in _QUIET:
+                continue
+            if spec.direction is Direction.SERVER:
+                raise RemoteProtocolError(f"{spec.name} is sent by servers only")
+            if spec.support is Support.ANSWERED_WITH_ERROR:
+                self._answer_unsupported(cmd, spec.field, spec.request_id_field, spec.error, spec.name)
+                continue
+            payload = None
+            if payload_bytes is not None and type_ == _T.SEND:
+                payload = parse_payload(payload_bytes)
+            out.append(Request(type_, cmd, payload))
+        return out
+
+    def _answer_unsupported(
+        self, cmd: api.BaseCommand, field: str, request_id_field: str | None, error: int | None, name: str
+    ) -> None:
+        body = getattr(cmd, field)
+        if request_id_field is None or not body.HasField(request_id_field):
+            log.info("ignoring unsupported %s without a request id", name)
+            return
+        self.send_error(
+            getattr(body, request_id_field),
+            error if error is not None else api.UnknownError,
+            f"{name} is not supported by mledger",
+        )
+
+    # -- handshake ---------------------------------------------------------------------------
+    def accept_connect(self, server_version: str) -> None:
+        """Answer the client's CONNECT with CONNECTED: protocol version min(client, 20) and
+        ``max_message_size``."""
+        if self.state is not ConnectionState.CONNECTING:
+            raise LocalProtocolError(f"accept_connect in state {self.state.value}")
+        self.state = ConnectionState.CONNECTED
+        self.protocol_version = min(self._client_protocol_version, PROTOCOL_VERSION)
+        self.send(
+            api.BaseCommand(
+                type=_T.CONNECTED,
+                connected=api.CommandConnected(
+                    server_version=server_version,
+                    protocol_version=self.protocol_version,
+                    max_message_size=self.max_message_size,
+                ),
+            )
+        )
+
+    def refuse_connect(self, error: int, message: str) -> None:
+        """Answer CONNECT with ERROR (request id 0, as Pulsar does) and close."""
+        if self.state is not ConnectionState.CONNECTING:
+            raise LocalProtocolError(f"refuse_connect in state {self.state.value}")
+        self.send_error(0, error, message)
+        self.state = ConnectionState.CLOSED
+
+    # -- output ------------------------------------------------------------------------------
+    def send(self, cmd: api.BaseCommand) -> None:
+        """Queue a command."""
+        self._out.append(encode_frame(encode_command(cmd)))
+
+    def send_bytes(self, command: bytes, checksummed: bytes | None = None) -> None:
+        """Queue pre-serialized ``BaseCommand`` bytes, with a payload part for MESSAGE."""
+        if checksummed is None:
+            self._out.append(encode_frame(command))
+        else:
+            self._out.append(encode_payload_frame(command, checksummed))
+
+    def send_error(self, request_id: int, error: int, message: str) -> None:
+        """Queue ERROR for a request."""
+        self.send(
+            api.BaseCommand(
+                type=_T.ERROR, error=api.CommandError(request_id=request_id, error=error, message=message)
+            )
+        )
+
+    def send_ping(self) -> None:
+        """Queue PING (keep-alive probe); the client answers PONG."""
+        self.received_since_ping = False
+        self._out.append(_PING)
+
+    def data_to_send(self) -> bytes:
+        """Everything queued since the last call, as one buffer (empty when nothing is)."""
+        if not self._out:
+            return b""
+        out = self._out
+        self._out = []
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    @property
+    def has_data_to_send(self) -> bool:
+        """Whether anything is queued."""
+        return bool(self._out)
+
+    @property
+    def buffered_input(self) -> int:
+        """Bytes of a partial frame held."""
+        return self._decoder.buffered
+
+    def close(self) -> None:
+        """Mark the connection closed (the shell closes the socket)."""
+        self.state = ConnectionState.CLOSED

@@ -1,0 +1,179 @@
+"""An in-process broker for tests and scripts: :class:`EmbeddedBroker`, a context manager.
+
+::
+
+    with EmbeddedBroker() as pulsar_broker:            # memory store, free port, manual clock
+        client = pulsar.Client(pulsar_broker.service_url)
+        ...
+        pulsar_broker.clock.advance(60_000)             # deliver_after(60 s) without sleeping
+
+It runs a :class:`~mledger.protocol.server.ProtocolServer` on its own event loop in a daemon
+thread; the ``with`` block gets it started (tens of milliseconds) and stopped. ``data_dir``
+uses a :class:`~mledger.storage.SqliteStore` there instead of memory. ``manual_clock`` (the
+default) gives the broker a :class:`~mledger.clock.ManualClock` starting at the wall clock's
+current time, so messages sent with ``deliver_after`` are held until the test advances it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..admin import Authorization
+from ..broker import Broker, BrokerConfig
+from ..clock import Clock, ManualClock, SystemClock
+from ..ledger import ManagedLedgerFactory
+from ..storage import MemoryStore, SqliteStore
+from .access import TokenAuth
+from .server import ProtocolConfig, ProtocolServer
+
+__all__ = ["BrokerClock", "EmbeddedBroker"]
+
+T = TypeVar("T")
+
+
+class BrokerClock:
+    """The handle tests use to move the broker's time (a manual clock only).
+
+    :meth:`advance` moves the clock and then runs, on the server's loop, the work that became
+    due: delayed messages are dispatched before it returns.
+    """
+
+    def __init__(self, embedded: EmbeddedBroker, clock: Clock) -> None:
+        self._embedded = embedded
+        self._clock = clock
+
+    def now_ms(self) -> int:
+        """The broker's current time (ms since the epoch)."""
+        return self._clock.now_ms()
+
+    def advance(self, ms: int) -> int:
+        """Move the broker's clock forward by ``ms`` and dispatch what came due; returns the new
+        time. Raises ``TypeError`` with a system clock."""
+        if not isinstance(self._clock, ManualClock):
+            raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
+        now = self._clock.advance(ms)
+        self._embedded.call(self._embedded.server.run_due_tasks)
+        return now
+
+
+class EmbeddedBroker:
+    """A broker speaking Pulsar's protocol in a background thread (see the module docstring)."""
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        broker_config: BrokerConfig | None = None,
+        manual_clock: bool = True,
+        tokens: Mapping[str, str] | None = None,
+        authorization: Authorization | None = None,
+        protocol_config: ProtocolConfig | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self._host = host
+        self._port = port
+        self._broker_config = broker_config
+        self._manual = manual_clock
+        self._auth = TokenAuth(tokens, authorization) if tokens is not None else None
+        self._protocol_config = protocol_config
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.server: ProtocolServer
+        self.broker: Broker
+        self.clock: BrokerClock
+        self._store: MemoryStore | SqliteStore | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> EmbeddedBroker:
+        """Start the store, broker and server; returns once clients can connect."""
+        wall = int(time.time() * 1000)
+        clock: Clock = ManualClock(wall) if self._manual else SystemClock()
+        self._store = SqliteStore(self.data_dir, synchronous="NORMAL") if self.data_dir is not None else MemoryStore()
+        factory = ManagedLedgerFactory(self._store, clock=clock)
+        self.broker = Broker(factory, self._broker_config, clock=clock)
+        config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
+        self.server = ProtocolServer(self.broker, config, auth=self._auth)
+        self.clock = BrokerClock(self, clock)
+        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self.server.start())
+            except BaseException as exc:  # noqa: BLE001 - reported to start()
+                started.set_exception(exc)
+                loop.close()
+                return
+            started.set_result(None)
+            loop.run_forever()
+            loop.run_until_complete(self.server.stop())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="mledger-embedded-broker", daemon=True)
+        self._thread.start()
+        try:
+            started.result(timeout=30)
+        except BaseException:
+            self._close_storage()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the server (closing every connection), the broker and the store. Idempotent."""
+        if self._thread is None:
+            return
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(timeout=30)
+        self._thread = None
+        self._close_storage()
+
+    def _close_storage(self) -> None:
+        broker = getattr(self, "broker", None)
+        if broker is not None:
+            broker.close()
+            broker.factory.close()
+        if isinstance(self._store, SqliteStore):
+            self._store.close()
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def service_url(self) -> str:
+        """``pulsar://127.0.0.1:<port>`` for ``pulsar.Client``."""
+        return self.server.service_url
+
+    @property
+    def port(self) -> int:
+        """The protocol port."""
+        return self.server.port
+
+    def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
+        """Run ``fn`` on the server's event loop and return its result (thread-safe)."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the embedded broker is not running")
+
+        async def run() -> Any:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+
+    def stats(self) -> Any:
+        """The protocol server's counters (:class:`~mledger.protocol.server.ProtocolStats`)."""
+        return self.call(self.server.snapshot_stats)

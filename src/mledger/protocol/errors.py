@@ -1,0 +1,30 @@
+"""Errors of the binary protocol, h11's split: the peer broke the protocol, or we would have.
+
+:class:`RemoteProtocolError` means the bytes a client sent cannot be handled (a frame over the
+size limit, a frame that does not parse, a command out of place); the server answers what it
+can and closes the connection. :class:`LocalProtocolError` means this side was about to send
+something the protocol does not allow (a bug in the caller). Both subclass
+:class:`ProtocolError`, which subclasses :class:`~mledger.errors.MLedgerError`.
+"""
+
+from __future__ import annotations
+
+from ..errors import MLedgerError
+
+__all__ = ["FrameTooLargeError", "LocalProtocolError", "ProtocolError", "RemoteProtocolError"]
+
+
+class ProtocolError(MLedgerError):
+    """Base class of the protocol's errors."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The client sent something the protocol does not allow; the connection must close."""
+
+
+class FrameTooLargeError(RemoteProtocolError):
+    """A frame's announced size exceeds the server's limit (``max_message_size`` + padding)."""
+
+
+class LocalProtocolError(ProtocolError):
+    """This side tried to send something the protocol does not allow."""

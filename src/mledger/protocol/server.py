@@ -1,0 +1,483 @@
+"""The asyncio server shell: sockets in, :class:`~mledger.protocol.session.Session` calls out.
+
+Theory of operation
+-------------------
+:class:`ProtocolServer` listens on a TCP port and runs one :class:`_Shell` (an
+``asyncio.Protocol``) per connection; the shell feeds received bytes to its session and writes
+what the session queued, once per loop iteration (:meth:`ProtocolServer.flush_soon`). Every
+broker call a command makes runs on the event loop thread, except the appends: SEND frames go
+to the :mod:`publisher <mledger.protocol.publisher>`, which publishes off the loop when the
+store's writes block (SQLite) and reports back on the loop.
+
+The broker pushes through listeners (:mod:`mledger.broker.listeners`), possibly from other
+threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
+
+* entries appended to a watched topic -> its subscriptions dispatch (coalesced per loop turn);
+* a remote consumer's deliveries -> MESSAGE frames;
+* delayed messages -> a timer at the earliest deliver-at time of each subscription (with a
+  :class:`~mledger.clock.ManualClock`, :meth:`ProtocolServer.run_due_tasks` instead, which the
+  test fixture's clock handle calls);
+* once a second the broker's own due tasks run (dedup snapshots, dispatch);
+* every ``keep_alive_interval_seconds`` a connection that sent nothing since the last PING is
+  closed and the others are pinged (Pulsar's keep-alive).
+
+Back-pressure: a session with more than ``max_pending_sends`` appends in flight stops reading
+its socket until half of them are answered; a socket whose write buffer is over its high mark
+gets no more permits granted (``Session.writing_paused``), so memory stays bounded by the
+buffers, not by what clients ask for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import __version__
+from ..broker import Broker, Subscription, Topic
+from ..clock import ManualClock
+from ..errors import ConfigError, MLedgerError
+from ..storage import MemoryStore
+from .access import ProducerAccess, TokenAuth
+from .errors import RemoteProtocolError
+from .framing import DEFAULT_MAX_MESSAGE_SIZE
+from .publisher import InlinePublisher, Publisher, ThreadedPublisher
+from .session import Session
+
+__all__ = ["ProtocolConfig", "ProtocolServer", "ProtocolStats"]
+
+log = logging.getLogger(__name__)
+
+_WRITE_HIGH_WATER = 4 * 1024 * 1024
+_WRITE_LOW_WATER = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """Settings of a :class:`ProtocolServer` (Pulsar's names in snake_case where it has them)."""
+
+    host: str = "127.0.0.1"
+    """Address to bind."""
+    port: int = 6650
+    """TCP port; 0 picks a free one (tests)."""
+    advertised_address: str | None = None
+    """Host clients are told to connect to in LOOKUP answers (default: ``host``)."""
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    """Largest message accepted, advertised in CONNECTED (Pulsar's ``maxMessageSize``)."""
+    keep_alive_interval_seconds: float = 30.0
+    """Idle time before the server pings a connection; one without an answer by the next
+    check is closed (Pulsar's ``keepAliveIntervalSeconds``)."""
+    max_pending_sends: int = 1000
+    """Appends in flight per connection before the server stops reading it
+    (``maxPendingPublishRequestsPerConnection``)."""
+    server_version: str = f"mledger-{__version__}"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be an integer in [0, 65535], got {self.port!r}")
+        if not isinstance(self.max_message_size, int) or self.max_message_size < 1024:
+            raise ConfigError(f"max_message_size must be an integer >= 1024, got {self.max_message_size!r}")
+        if self.keep_alive_interval_seconds <= 0:
+            raise ConfigError(f"keep_alive_interval_seconds must be > 0, got {self.keep_alive_interval_seconds!r}")
+        if not isinstance(self.max_pending_sends, int) or self.max_pending_sends < 1:
+            raise ConfigError(f"max_pending_sends must be an integer >= 1, got {self.max_pending_sends!r}")
+
+
+@dataclass
+class ProtocolStats:
+    """Counters of a protocol server (Pulsar's ``pulsar_in_messages_total``-style metrics)."""
+
+    connections: int = 0
+    connections_opened: int = 0
+    producers: int = 0
+    consumers: int = 0
+    messages_in: int = 0
+    bytes_in: int = 0
+    messages_out: int = 0
+    bytes_out: int = 0
+    checksum_errors: int = 0
+    validation_errors: int = 0
+    protocol_errors: int = 0
+    closed_messages_in: int = field(default=0, repr=False)
+    closed_bytes_in: int = field(default=0, repr=False)
+    closed_messages_out: int = field(default=0, repr=False)
+    closed_bytes_out: int = field(default=0, repr=False)
+
+
+class _Shell(asyncio.Protocol):
+    """One connection's socket end (asyncio callbacks only)."""
+
+    def __init__(self, server: ProtocolServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.session: Session | None = None
+        self.reading_paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(_WRITE_HIGH_WATER, _WRITE_LOW_WATER)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # pragma: no cover
+                pass
+        peer = transport.get_extra_info("peername")
+        self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "")
+        self.server._opened(self)
+
+    def data_received(self, data: bytes) -> None:
+        session = self.session
+        if session is None or session.closed:
+            return
+        try:
+            session.data_received(data)
+        except RemoteProtocolError as exc:
+            self.server.stats.protocol_errors += 1
+            log.info("closing connection from %s: %s", session.peer, exc)
+            self.abort_after_flush()
+            return
+        except Exception:
+            log.exception("connection from %s: unexpected error; closing it", session.peer)
+            self.abort_after_flush()
+            return
+        self.server.flush_soon(session)
+        if not self.reading_paused and session.inflight_sends > self.server.config.max_pending_sends:
+            self.reading_paused = True
+            assert self.transport is not None
+            self.transport.pause_reading()
+
+    def maybe_resume_reading(self) -> None:
+        session = self.session
+        if self.reading_paused and session is not None and session.inflight_sends <= self.server.config.max_pending_sends // 2:
+            self.reading_paused = False
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
+
+    def abort_after_flush(self) -> None:
+        session = self.session
+        if session is not None and self.transport is not None and not self.transport.is_closing():
+            data = session.connection.data_to_send()
+            if data:
+                self.transport.write(data)
+            self.transport.close()
+        if session is not None:
+            session.close()
+
+    def pause_writing(self) -> None:
+        if self.session is not None:
+            self.session.writing_paused(True)
+
+    def resume_writing(self) -> None:
+        if self.session is not None:
+            self.session.writing_paused(False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.session is not None:
+            self.session.close()
+        self.server._lost(self)
+
+
+class _TopicWatcher:
+    """The server's :class:`~mledger.broker.listeners.TopicListener`."""
+
+    def __init__(self, server: ProtocolServer) -> None:
+        self._server = server
+
+    def entries_added(self, topic: Topic) -> None:
+        self._server.run_on_loop(lambda: self._server._topic_dirty(topic))
+
+    def topic_closed(self, topic: Topic) -> None:
+        self._server.run_on_loop(lambda: self._server._watched.discard(topic))
+
+
+class ProtocolServer:
+    """Pulsar's binary protocol over a :class:`~mledger.broker.Broker`.
+
+    Start it inside a running event loop with ``await server.start()`` and stop it with
+    ``await server.stop()``; or use :class:`~mledger.protocol.embedded.EmbeddedBroker` to run
+    one in a background thread. ``auth`` turns token authentication on. ``publisher`` None
+    picks the inline publisher for a memory store, the threaded one otherwise.
+    """
+
+    def __init__(
+        self,
+        broker: Broker,
+        config: ProtocolConfig | None = None,
+        auth: TokenAuth | None = None,
+        publisher: Publisher | None = None,
+    ) -> None:
+        self.broker = broker
+        self.config = config if config is not None else ProtocolConfig()
+        self.auth = auth
+        self.stats = ProtocolStats()
+        self.access = ProducerAccess()
+        self._publisher = publisher
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._server: asyncio.Server | None = None
+        self._shells: set[_Shell] = set()
+        self._to_flush: set[Session] = set()
+        self._flush_scheduled = False
+        self._dirty: set[Topic] = set()
+        self._to_dispatch: set[Subscription] = set()
+        self._dispatch_scheduled = False
+        self._to_pump: dict[int, tuple[Session, Any]] = {}
+        self._watched: set[Topic] = set()
+        self._watcher = _TopicWatcher(self)
+        self._timers: dict[Subscription, tuple[int, asyncio.TimerHandle]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._ids = itertools.count(1)
+        self.port = self.config.port
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Bind and start accepting connections (``port`` is set to the bound port)."""
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+        if self._publisher is None:
+            if isinstance(self.broker.factory.store, MemoryStore):
+                self._publisher = InlinePublisher()
+            else:
+                self._publisher = ThreadedPublisher(lambda fn: loop.call_soon_threadsafe(fn))
+        self._server = await loop.create_server(
+            lambda: _Shell(self), self.config.host, self.config.port, reuse_address=True, backlog=1024
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
+        log.info("Pulsar protocol server listening on %s", self.service_url)
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection, wait for in-flight appends. Idempotent."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        if self._server is not None:
+            self._server.close()
+        for shell in list(self._shells):
+            shell.abort_after_flush()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        for _, timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        for topic in list(self._watched):
+            topic.remove_listener(self._watcher)
+        self._watched.clear()
+        if self._publisher is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._publisher.close)
+
+    @property
+    def publisher(self) -> Publisher:
+        """The publisher in use (set by :meth:`start`)."""
+        assert self._publisher is not None, "the server is not started"
+        return self._publisher
+
+    @property
+    def service_url(self) -> str:
+        """``pulsar://host:port`` as clients should use it."""
+        host = self.config.advertised_address or self.config.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return f"pulsar://{host}:{self.port}"
+
+    def snapshot_stats(self) -> ProtocolStats:
+        """Current counters, including the live connections' (call on the loop thread)."""
+        s = self.stats
+        sessions = [shell.session for shell in self._shells if shell.session is not None]
+        return ProtocolStats(
+            connections=len(sessions),
+            connections_opened=s.connections_opened,
+            producers=sum(x.producer_count for x in sessions),
+            consumers=sum(x.consumer_count for x in sessions),
+            messages_in=s.closed_messages_in + sum(x.messages_in for x in sessions),
+            bytes_in=s.closed_bytes_in + sum(x.bytes_in for x in sessions),
+            messages_out=s.closed_messages_out + sum(x.messages_out for x in sessions),
+            bytes_out=s.closed_bytes_out + sum(x.bytes_out for x in sessions),
+            checksum_errors=s.checksum_errors,
+            validation_errors=s.validation_errors,
+            protocol_errors=s.protocol_errors,
+        )
+
+    # -- thread hand-over --------------------------------------------------------------------
+    def run_on_loop(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` now if called on the loop thread, else soon on the loop (thread-safe)."""
+        if threading.get_ident() == self._loop_thread:
+            fn()
+        elif self._loop is not None and not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(fn)
+            except RuntimeError:  # pragma: no cover - the loop closed meanwhile
+                pass
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the loop after the current callback (thread-safe)."""
+        if self._loop is not None and not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(fn)
+            except RuntimeError:  # pragma: no cover
+                pass
+
+    def next_id(self) -> int:
+        """A number unique in this server (consumer-name suffixes)."""
+        return next(self._ids)
+
+    # -- writing -----------------------------------------------------------------------------
+    def flush_soon(self, session: Session) -> None:
+        """Write what ``session`` queued at the end of this loop turn."""
+        self._to_flush.add(session)
+        if not self._flush_scheduled and self._loop is not None:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        sessions = self._to_flush
+        self._to_flush = set()
+        for shell in self._shells:
+            session = shell.session
+            if session is None or session not in sessions or shell.transport is None:
+                continue
+            data = session.connection.data_to_send()
+            if data and not shell.transport.is_closing():
+                shell.transport.write(data)
+            shell.maybe_resume_reading()
+
+    def close_soon(self, session: Session) -> None:
+        """Close ``session``'s connection once what it queued is written."""
+        for shell in self._shells:
+            if shell.session is session:
+                self._loop.call_soon(shell.abort_after_flush)  # type: ignore[union-attr]
+
+    # -- dispatching -------------------------------------------------------------------------
+    def watch(self, topic: Topic) -> None:
+        """Dispatch ``topic``'s subscriptions whenever entries are appended to it."""
+        if topic not in self._watched:
+            self._watched.add(topic)
+            topic.add_listener(self._watcher)
+
+    def _topic_dirty(self, topic: Topic) -> None:
+        self._dirty.add(topic)
+        self._schedule_dispatch()
+
+    def dispatch_soon(self, subscription: Subscription) -> None:
+        """Dispatch ``subscription`` at the end of this loop turn (coalesced)."""
+        self._to_dispatch.add(subscription)
+        self._schedule_dispatch()
+
+    def pump_soon(self, session: Session, handle: Any) -> None:
+        """Grant more of a consumer's held permits at the end of this loop turn."""
+        self._to_pump[id(handle)] = (session, handle)
+        self._schedule_dispatch()
+
+    def _schedule_dispatch(self) -> None:
+        if not self._dispatch_scheduled and self._loop is not None:
+            self._dispatch_scheduled = True
+            self._loop.call_soon(self._dispatch_pending)
+
+    def _dispatch_pending(self) -> None:
+        self._dispatch_scheduled = False
+        topics, self._dirty = self._dirty, set()
+        subs, self._to_dispatch = self._to_dispatch, set()
+        pumps, self._to_pump = self._to_pump, {}
+        for topic in topics:
+            if not topic.is_closed:
+                subs.update(topic.subscriptions.values())
+        for session, handle in pumps.values():
+            if not session.closed:
+                session._pump(handle)  # noqa: SLF001 - the session's own flow control
+        for sub in subs:
+            self.dispatch(sub)
+
+    def dispatch(self, subscription: Subscription) -> int:
+        """Push what ``subscription`` can deliver now; arm its delayed-delivery timer."""
+        try:
+            n = subscription.dispatch()
+        except MLedgerError as exc:
+            log.info("dispatch of %s/%s failed: %s", subscription.topic, subscription.name, exc)
+            return 0
+        except Exception:
+            log.exception("dispatch of %s/%s failed", subscription.topic, subscription.name)
+            return 0
+        self._arm_timer(subscription)
+        return n
+
+    def _arm_timer(self, subscription: Subscription) -> None:
+        if isinstance(self.broker.clock, ManualClock) or self._loop is None:
+            return
+        due = subscription.next_delayed_delivery_ms()
+        current = self._timers.get(subscription)
+        if due is None:
+            return
+        if current is not None and current[0] <= due:
+            return
+        if current is not None:
+            current[1].cancel()
+        delay = max(0.0, (due - self.broker.clock.now_ms()) / 1000.0)
+        handle = self._loop.call_later(delay, self._timer_fired, subscription)
+        self._timers[subscription] = (due, handle)
+
+    def _timer_fired(self, subscription: Subscription) -> None:
+        self._timers.pop(subscription, None)
+        if not subscription.is_closed:
+            self.dispatch(subscription)
+
+    def run_due_tasks(self) -> int:
+        """Run the broker's due tasks and dispatch every watched topic (call on the loop
+        thread; the test fixture's clock handle does it after advancing the clock)."""
+        n = self.broker.run_due_tasks()
+        for topic in list(self._watched):
+            if not topic.is_closed:
+                for sub in topic.subscriptions.values():
+                    n += self.dispatch(sub)
+        return n
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.run_due_tasks()
+            except Exception:  # pragma: no cover - keep ticking
+                log.exception("periodic broker tasks failed")
+
+    async def _keep_alive(self) -> None:
+        interval = self.config.keep_alive_interval_seconds
+        while True:
+            await asyncio.sleep(interval)
+            for shell in list(self._shells):
+                session = shell.session
+                if session is None or session.closed:
+                    continue
+                if not session.connection.received_since_ping:
+                    log.info("closing connection from %s: no answer to PING", session.peer)
+                    shell.abort_after_flush()
+                    continue
+                if session.is_connected:
+                    session.connection.send_ping()
+                    self.flush_soon(session)
+                else:
+                    session.connection.received_since_ping = False
+
+    # -- connections ---------------------------------------------------------------------------
+    def _opened(self, shell: _Shell) -> None:
+        self._shells.add(shell)
+        self.stats.connections_opened += 1
+
+    def _lost(self, shell: _Shell) -> None:
+        self._shells.discard(shell)
+        session = shell.session
+        if session is not None:
+            self._to_flush.discard(session)
+            s = self.stats
+            s.closed_messages_in += session.messages_in
+            s.closed_bytes_in += session.bytes_in
+            s.closed_messages_out += session.messages_out
+            s.closed_bytes_out += session.bytes_out

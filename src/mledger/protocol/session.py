@@ -1,0 +1,861 @@
+"""One client's session: Pulsar's ``ServerCnx``, commands -> broker calls -> replies.
+
+A :class:`Session` owns a :class:`~mledger.protocol.connection.Connection` and the producers
+and consumers its client opened. It has one ``handle_<command>`` method per client command the
+command table marks handled (:mod:`mledger.protocol.commands`). It never touches sockets or the
+event loop: the server shell feeds it bytes and drains what it queued; the
+:class:`~mledger.protocol.server.ProtocolServer` it belongs to provides the broker, the
+publisher, dispatch scheduling and thread hand-over.
+
+Mapping onto the broker (DESIGN.md "Binary protocol"):
+
+* PRODUCER -> ``Topic.create_producer`` (access modes, schema); SEND -> the publisher
+  (``Topic.publish_framed``: the producer's bytes from the checksum on, unchanged) ->
+  SEND_RECEIPT with the stored position;
+* SUBSCRIBE -> ``Topic.subscribe`` (durable) or ``Topic.open_non_durable_subscription``
+  (readers), then ``Subscription.add_consumer(sink=...)`` with no permits; FLOW grants permits
+  and dispatches; the dispatcher pushes whole entries to the sink, which writes MESSAGE frames;
+* ACK -> ``acknowledge_entries`` / ``acknowledge_with_ack_sets`` / ``acknowledge_cumulative``;
+  with a request id the ACK_RESPONSE follows the cursor's persist (the cursor persists every
+  change before the call returns unless ``throttle_mark_delete`` is set, in which case the
+  session flushes it first);
+* REDELIVER -> negative acks; SEEK -> ``reset_cursor`` (which disconnects the subscription's
+  remote consumers: CLOSE_CONSUMER before SUCCESS, as Pulsar does).
+
+Flow control: a FLOW's permits are kept here and granted to the broker consumer at most
+:data:`PERMIT_WINDOW` at a time, and only while the socket's write buffer is below its high
+mark, so a FLOW of 2**31 permits cannot make the server buffer the whole topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .._proto import PulsarApi_pb2 as api
+from ..broker import (
+    ConsumerBusyError,
+    FramedPublish,
+    MessageDupUnknownError,
+    PartitionedTopic,
+    ProducerBusyError,
+    SubscriptionBusyError,
+    SubscriptionType,
+    Topic,
+)
+from ..broker.consumer import Consumer
+from ..broker.listeners import EntryDelivery, ack_set_words
+from ..broker.producer import Producer
+from ..broker.schemas import IncompatibleSchemaError, SchemaInfo
+from ..broker.subscription import Subscription
+from ..entry import EntryMetadata
+from ..errors import (
+    EntryTooLargeError,
+    InvalidPositionError,
+    InvalidRequestError,
+    MLedgerError,
+    NotAllowedError,
+    NotFoundError,
+    PermissionDeniedError,
+    StateCorruptedError,
+)
+from ..ledger import InitialPosition
+from ..messageid import MessageId
+from ..position import EARLIEST, LATEST, Position
+from .access import ProducerFencedError
+from .codec import message_command, send_receipt_command
+from .connection import Connection, ConnectionState, Request
+from .framing import checksummed_entry
+from .publisher import PublishResult
+
+if TYPE_CHECKING:
+    from .server import ProtocolServer
+
+__all__ = ["PERMIT_WINDOW", "Session"]
+
+log = logging.getLogger(__name__)
+
+PERMIT_WINDOW = 1000
+"""Most permits a broker consumer holds at once; the rest of a FLOW waits in the session."""
+
+_T = api.BaseCommand
+_MASK64 = (1 << 64) - 1
+_INT64_MAX = (1 << 63) - 1
+_SCHEMA_VERSION = struct.Struct(">q")
+_SUB_TYPES = {
+    api.CommandSubscribe.Exclusive: SubscriptionType.EXCLUSIVE,
+    api.CommandSubscribe.Shared: SubscriptionType.SHARED,
+    api.CommandSubscribe.Failover: SubscriptionType.FAILOVER,
+    api.CommandSubscribe.Key_Shared: SubscriptionType.KEY_SHARED,
+}
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >> 63 else value
+
+
+def server_error(exc: BaseException) -> int:
+    """Pulsar's ``ServerError`` for a broker exception (``BrokerServiceException.getClientErrorCode``)."""
+    if isinstance(exc, (ConsumerBusyError, SubscriptionBusyError)):
+        return api.ConsumerBusy
+    if isinstance(exc, ProducerBusyError):
+        return api.ProducerBusy
+    if isinstance(exc, ProducerFencedError):
+        return api.ProducerFenced
+    if isinstance(exc, PermissionDeniedError):
+        return api.AuthorizationError
+    if isinstance(exc, IncompatibleSchemaError):
+        return api.IncompatibleSchema
+    if isinstance(exc, NotFoundError):
+        return api.TopicNotFound
+    if isinstance(exc, InvalidRequestError):
+        return api.InvalidTopicName if "topic name" in str(exc) else api.NotAllowedError
+    if isinstance(exc, (NotAllowedError, EntryTooLargeError)):
+        return api.NotAllowedError
+    if isinstance(exc, (MessageDupUnknownError, StateCorruptedError)):
+        return api.PersistenceError
+    if isinstance(exc, MLedgerError):
+        return api.ServiceNotReady
+    return api.UnknownError
+
+
+class _ProducerHandle:
+    """A client's producer: the broker producer plus what the protocol adds."""
+
+    __slots__ = ("access_mode", "closed", "name", "producer", "producer_id", "schema_version", "session", "topic")
+
+    def __init__(self, session: Session, producer_id: int, topic: Topic, access_mode: int) -> None:
+        self.session = session
+        self.producer_id = producer_id
+        self.topic = topic
+        self.producer: Producer = None  # type: ignore[assignment]  # set once the broker made it
+        self.name = ""
+        self.access_mode = access_mode
+        self.schema_version: bytes | None = None
+        self.closed = False
+
+    def producer_closed(self, producer: Producer) -> None:
+        """The broker closed the producer (topic deleted): tell the client (CLOSE_PRODUCER)."""
+        self.session._server.post(lambda: self.session._broker_closed_producer(self))
+
+
+class _ConsumerHandle:
+    """A client's consumer: the broker consumer, the permits not granted yet, the sink."""
+
+    __slots__ = (
+        "client_permits", "consumer", "consumer_id", "partition", "pending_active", "ready", "session",
+        "subscription", "topic",
+    )
+
+    def __init__(self, session: Session, consumer_id: int, topic: Topic, subscription: Subscription) -> None:
+        self.session = session
+        self.consumer_id = consumer_id
+        self.topic = topic
+        self.subscription = subscription
+        self.partition = topic.partition_index
+        self.consumer: Consumer | None = None
+        self.client_permits = 0
+        self.ready = False
+        self.pending_active: bool | None = None
+
+    # ConsumerSink -------------------------------------------------------------------------
+    def deliver(self, consumer: Consumer, deliveries: list[EntryDelivery]) -> None:
+        self.session._server.run_on_loop(lambda: self.session._write_messages(self, deliveries))
+
+    def active_changed(self, consumer: Consumer, is_active: bool) -> None:
+        def tell() -> None:
+            if self.ready:
+                self.session._send_active_change(self, is_active)
+            else:
+                self.pending_active = is_active
+
+        self.session._server.run_on_loop(tell)
+
+    def disconnected(self, consumer: Consumer) -> None:
+        self.session._server.run_on_loop(lambda: self.session._broker_closed_consumer(self))
+
+
+class Session:
+    """The server side of one client connection (see the module docstring). Driven by the
+    event loop thread only."""
+
+    def __init__(self, server: ProtocolServer, peer: str = "") -> None:
+        self._server = server
+        self.peer = peer
+        self.connection = Connection(server.config.max_message_size)
+        self.role: str | None = None
+        self._producers: dict[int, _ProducerHandle] = {}
+        self._consumers: dict[int, _ConsumerHandle] = {}
+        self._pending_sends: dict[int, list[tuple[_ProducerHandle, int, int, FramedPublish]]] = {}
+        self.paused = False
+        self.closed = False
+        self.inflight_sends = 0
+        self.messages_in = 0
+        self.messages_out = 0
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    # -- driven by the shell -------------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        """Handle everything ``data`` completes. Raises ``RemoteProtocolError`` (close)."""
+        for request in self.connection.receive_data(data):
+            handler: Callable[[Request], None] = getattr(self, f"handle_{request.name.lower()}")
+            handler(request)
+        self._flush_sends()
+
+    def writing_paused(self, paused: bool) -> None:
+        """The socket's write buffer crossed its high (True) or low (False) mark."""
+        self.paused = paused
+        if not paused:
+            for handle in list(self._consumers.values()):
+                self._pump(handle)
+
+    def close(self) -> None:
+        """The connection is gone: close this client's producers and consumers."""
+        if self.closed:
+            return
+        self.closed = True
+        self.connection.close()
+        for handle in list(self._producers.values()):
+            self._close_producer(handle)
+        for handle in list(self._consumers.values()):
+            self._close_consumer(handle)
+
+    def _wake(self) -> None:
+        self._server.flush_soon(self)
+
+    # -- handshake, keep-alive, lookups ---------------------------------------------------------
+    def handle_connect(self, request: Request) -> None:
+        connect = request.command.connect
+        auth = self._server.auth
+        if auth is not None:
+            method = connect.auth_method_name
+            token = connect.auth_data.decode("utf-8", "replace") if connect.HasField("auth_data") else ""
+            role = auth.authenticate(method, token)
+            if role is None:
+                self.connection.refuse_connect(api.AuthenticationError, "Unable to authenticate: invalid token")
+                self._server.close_soon(self)
+                return
+            self.role = role
+        self.connection.accept_connect(self._server.config.server_version)
+
+    def handle_partitioned_metadata(self, request: Request) -> None:
+        body = request.command.partitionMetadata
+        response = api.CommandPartitionedTopicMetadataResponse(request_id=body.request_id)
+        try:
+            self._authorize_lookup(body.topic)
+            try:
+                partitions = self._server.broker.partitioned_topic_metadata(body.topic)
+            except NotFoundError:
+                if not self._server.broker.config.allow_auto_topic_creation:
+                    raise
+                partitions = 0
+            response.partitions = partitions
+            response.response = api.CommandPartitionedTopicMetadataResponse.Success
+        except MLedgerError as exc:
+            response.response = api.CommandPartitionedTopicMetadataResponse.Failed
+            response.error = server_error(exc)
+            response.message = str(exc)
+        self.connection.send(api.BaseCommand(type=_T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=response))
+
+    def handle_lookup(self, request: Request) -> None:
+        body = request.command.lookupTopic
+        response = api.CommandLookupTopicResponse(request_id=body.request_id)
+        try:
+            self._authorize_lookup(body.topic)
+            response.response = api.CommandLookupTopicResponse.Connect
+            response.brokerServiceUrl = self._server.service_url
+            response.authoritative = True
+        except MLedgerError as exc:
+            response.response = api.CommandLookupTopicResponse.Failed
+            response.error = server_error(exc)
+            response.message = str(exc)
+        self.connection.send(api.BaseCommand(type=_T.LOOKUP_RESPONSE, lookupTopicResponse=response))
+
+    def handle_ping(self, request: Request) -> None:  # pragma: no cover - the connection answers
+        pass
+
+    def handle_pong(self, request: Request) -> None:  # pragma: no cover - the connection absorbs it
+        pass
+
+    def handle_get_topics_of_namespace(self, request: Request) -> None:
+        body = request.command.getTopicsOfNamespace
+        try:
+            if body.mode == api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
+                topics: list[str] = []
+            else:
+                topics = self._server.broker.list_topics(body.namespace, include_partitions=True)
+                partitioned = set(self._server.broker.list_partitioned_topics())
+                topics = [t for t in topics if t not in partitioned]
+            if body.HasField("topics_pattern"):
+                pattern = re.compile(body.topics_pattern)
+                topics = [t for t in topics if pattern.fullmatch(t) or pattern.fullmatch(t.split("://", 1)[-1])]
+        except (MLedgerError, re.error) as exc:
+            self.connection.send_error(body.request_id, api.InvalidTopicName if isinstance(exc, re.error) else server_error(exc), str(exc))
+            return
+        response = api.CommandGetTopicsOfNamespaceResponse(
+            request_id=body.request_id, topics=topics, filtered=body.HasField("topics_pattern"), changed=True
+        )
+        self.connection.send(api.BaseCommand(type=_T.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=response))
+
+    # -- schemas -----------------------------------------------------------------------------
+    def handle_get_schema(self, request: Request) -> None:
+        body = request.command.getSchema
+        response = api.CommandGetSchemaResponse(request_id=body.request_id)
+        version = _SCHEMA_VERSION.unpack(body.schema_version)[0] if len(body.schema_version) == 8 else None
+        found = self._server.broker.schemas.get(body.topic, version)
+        if found is None:
+            response.error_code = api.TopicNotFound
+            response.error_message = f"No schema found for topic {body.topic}"
+        else:
+            number, info = found
+            response.schema.CopyFrom(_schema_message(info))
+            response.schema_version = _SCHEMA_VERSION.pack(number)
+        self.connection.send(api.BaseCommand(type=_T.GET_SCHEMA_RESPONSE, getSchemaResponse=response))
+
+    def handle_get_or_create_schema(self, request: Request) -> None:
+        body = request.command.getOrCreateSchema
+        response = api.CommandGetOrCreateSchemaResponse(request_id=body.request_id)
+        try:
+            version = self._server.broker.schemas.get_or_create(body.topic, _schema_info(body.schema))
+            response.schema_version = _SCHEMA_VERSION.pack(version)
+        except MLedgerError as exc:
+            response.error_code = server_error(exc)
+            response.error_message = str(exc)
+        self.connection.send(api.BaseCommand(type=_T.GET_OR_CREATE_SCHEMA_RESPONSE, getOrCreateSchemaResponse=response))
+
+    # -- producers ---------------------------------------------------------------------------
+    def handle_producer(self, request: Request) -> None:
+        body = request.command.producer
+        request_id = body.request_id
+        existing = self._producers.get(body.producer_id)
+        if existing is not None and existing.topic.name == body.topic and not existing.closed:
+            self._send_producer_success(request_id, existing)  # a retried request: same answer
+            return
+        try:
+            self._authorize(body.topic, "PRODUCE")
+            topic = self._open_partition(body.topic)
+            schema_version = None
+            if body.HasField("schema"):
+                version = self._server.broker.schemas.get_or_create(topic.name, _schema_info(body.schema))
+                schema_version = _SCHEMA_VERSION.pack(version)
+            mode = body.producer_access_mode
+            wait = self._server.access.check(topic, mode)
+            name = body.producer_name if body.HasField("producer_name") and body.producer_name else None
+            handle = _ProducerHandle(self, body.producer_id, topic, mode)
+            producer = topic.create_producer(name, None, listener=handle)
+            handle.producer = producer
+            handle.name = producer.name
+            handle.schema_version = schema_version
+        except MLedgerError as exc:
+            self.connection.send_error(request_id, server_error(exc), str(exc))
+            return
+        self._producers[body.producer_id] = handle
+        self._server.watch(topic)
+        if wait:
+            # WaitForExclusive: answered "not ready" now, PRODUCER_SUCCESS once it is exclusive.
+            self._send_producer_success(request_id, handle, ready=False)
+            self._server.access.wait(topic, handle, lambda: self._exclusive_granted(request_id, handle))
+            return
+        self._server.access.add(topic, handle)
+        self._send_producer_success(request_id, handle)
+
+    def _exclusive_granted(self, request_id: int, handle: _ProducerHandle) -> None:
+        if handle.closed:
+            return
+        self._send_producer_success(request_id, handle)
+        self._wake()
+
+    def _send_producer_success(self, request_id: int, handle: _ProducerHandle, ready: bool = True) -> None:
+        success = api.CommandProducerSuccess(
+            request_id=request_id,
+            producer_name=handle.name,
+            last_sequence_id=handle.producer.last_sequence_id,
+            producer_ready=ready,
+        )
+        if handle.schema_version is not None:
+            success.schema_version = handle.schema_version
+        self.connection.send(api.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=success))
+
+    def handle_send(self, request: Request) -> None:
+        send = request.command.send
+        handle = self._producers.get(send.producer_id)
+        sequence_id = _signed(send.sequence_id)
+        if handle is None or handle.closed:
+            self._send_error(send.producer_id, send.sequence_id, api.NotAllowedError, "Producer is not ready")
+            return
+        payload = request.payload
+        if payload is None:
+            self._send_error(send.producer_id, send.sequence_id, api.NotAllowedError, "SEND without a payload")
+            return
+        if payload.checksum_ok is False:
+            self._server.stats.checksum_errors += 1
+            self._send_error(send.producer_id, send.sequence_id, api.ChecksumError, "Checksum failed on the broker")
+            return
+        try:
+            metadata = EntryMetadata.from_bytes(payload.metadata)
+        except StateCorruptedError as exc:
+            self._send_error(send.producer_id, send.sequence_id, api.UnknownError, str(exc))
+            return
+        highest = _signed(send.highest_sequence_id)
+        if highest <= sequence_id:
+            highest = sequence_id
+        n = send.num_messages if send.HasField("num_messages") else 1
+        item = FramedPublish(handle.name, sequence_id, highest, n, metadata, payload.entry)
+        self._pending_sends.setdefault(id(handle.topic), []).append((handle, send.sequence_id, send.highest_sequence_id, item))
+        self.inflight_sends += 1
+        self.messages_in += n
+        self.bytes_in += len(payload.entry)
+
+    def _flush_sends(self) -> None:
+        if not self._pending_sends:
+            return
+        batches = self._pending_sends
+        self._pending_sends = {}
+        for sends in batches.values():
+            topic = sends[0][0].topic
+            self._server.publisher.submit(
+                topic, [s[3] for s in sends], lambda results, sends=sends: self._sends_done(sends, results)
+            )
+
+    def _sends_done(self, sends: list[tuple[_ProducerHandle, int, int, FramedPublish]], results: list[PublishResult]) -> None:
+        conn = self.connection
+        self.inflight_sends -= len(sends)
+        if self.closed:
+            return
+        for (handle, sequence_id, highest, _), result in zip(sends, results, strict=True):
+            if isinstance(result, Position):
+                conn.send_bytes(send_receipt_command(handle.producer_id, sequence_id, highest, result.ledger_id, result.entry_id))
+            elif result is None:  # a duplicate: Pulsar answers a receipt with id (-1, -1)
+                conn.send_bytes(send_receipt_command(handle.producer_id, sequence_id, highest, _MASK64, _MASK64))
+            else:
+                if not isinstance(result, MLedgerError):
+                    log.error("publish on %s failed", handle.topic.name, exc_info=result)
+                self._send_error(handle.producer_id, sequence_id, server_error(result), str(result))
+        self._wake()
+
+    def _send_error(self, producer_id: int, sequence_id: int, error: int, message: str) -> None:
+        self.connection.send(
+            api.BaseCommand(
+                type=_T.SEND_ERROR,
+                send_error=api.CommandSendError(
+                    producer_id=producer_id, sequence_id=sequence_id & _MASK64, error=error, message=message
+                ),
+            )
+        )
+
+    def handle_close_producer(self, request: Request) -> None:
+        body = request.command.close_producer
+        handle = self._producers.get(body.producer_id)
+        if handle is not None:
+            self._close_producer(handle)
+        self._send_success(body.request_id)
+
+    def _close_producer(self, handle: _ProducerHandle) -> None:
+        self._producers.pop(handle.producer_id, None)
+        if handle.closed:
+            return
+        handle.closed = True
+        handle.producer._listener = None  # noqa: SLF001 - our own listener: do not echo the close
+        handle.producer.close()
+        self._server.access.remove(handle.topic, handle)
+
+    def _broker_closed_producer(self, handle: _ProducerHandle) -> None:
+        if handle.closed or self.closed:
+            return
+        self._producers.pop(handle.producer_id, None)
+        handle.closed = True
+        self._server.access.remove(handle.topic, handle)
+        self.connection.send(
+            api.BaseCommand(
+                type=_T.CLOSE_PRODUCER,
+                close_producer=api.CommandCloseProducer(producer_id=handle.producer_id, request_id=_MASK64),
+            )
+        )
+        self._wake()
+
+    # -- consumers -----------------------------------------------------------------------------
+    def handle_subscribe(self, request: Request) -> None:
+        body = request.command.subscribe
+        request_id = body.request_id
+        existing = self._consumers.get(body.consumer_id)
+        if existing is not None:
+            if existing.topic.name == body.topic and existing.subscription.name == body.subscription:
+                self._send_success(request_id)
+                return
+            self.connection.send_error(request_id, api.ConsumerBusy, f"consumer id {body.consumer_id} is in use")
+            return
+        try:
+            self._authorize(body.topic, "CONSUME")
+            broker = self._server.broker
+            if not body.force_topic_creation and not broker.topic_exists(body.topic):
+                raise NotFoundError(f"Topic {body.topic} does not exist")
+            topic = self._open_partition(body.topic)
+            if body.HasField("schema"):
+                broker.schemas.check(topic.name, _schema_info(body.schema))
+            sub_type = _SUB_TYPES[body.subType]
+            initial = (
+                InitialPosition.EARLIEST
+                if body.initialPosition == api.CommandSubscribe.Earliest
+                else InitialPosition.LATEST
+            )
+            if body.durable:
+                subscription = topic.subscribe(body.subscription, sub_type, initial)
+            else:
+                start = _start_position(body.start_message_id) if body.HasField("start_message_id") else None
+                subscription = topic.open_non_durable_subscription(body.subscription, sub_type, start, initial)
+            handle = _ConsumerHandle(self, body.consumer_id, topic, subscription)
+            name = body.consumer_name or None
+            if name is not None and any(c.name == name for c in subscription.consumers):
+                name = f"{name}#{self._server.next_id()}"
+            handle.consumer = subscription.add_consumer(name, permits=0, sink=handle)
+        except MLedgerError as exc:
+            self.connection.send_error(request_id, server_error(exc), str(exc))
+            return
+        self._consumers[body.consumer_id] = handle
+        self._server.watch(topic)
+        self._send_success(request_id)
+        handle.ready = True
+        if handle.pending_active is not None:
+            self._send_active_change(handle, handle.pending_active)
+            handle.pending_active = None
+
+    def handle_flow(self, request: Request) -> None:
+        body = request.command.flow
+        handle = self._consumers.get(body.consumer_id)
+        if handle is None:
+            return
+        handle.client_permits += body.messagePermits
+        self._pump(handle)
+
+    def _pump(self, handle: _ProducerHandle | _ConsumerHandle) -> None:
+        """Grant held permits to the broker consumer (within the window) and dispatch."""
+        if not isinstance(handle, _ConsumerHandle):  # pragma: no cover
+            return
+        consumer = handle.consumer
+        if consumer is None or not consumer.is_connected or self.paused:
+            return
+        room = PERMIT_WINDOW - consumer.permits
+        if room > 0 and handle.client_permits > 0:
+            grant = min(room, handle.client_permits)
+            handle.client_permits -= grant
+            try:
+                consumer.flow(grant)
+            except MLedgerError:
+                return
+        self._server.dispatch(handle.subscription)
+
+    def _write_messages(self, handle: _ConsumerHandle, deliveries: list[EntryDelivery]) -> None:
+        if self.closed or handle.consumer is None or not handle.consumer.is_connected:
+            return  # the broker redelivers what this consumer held when it is removed
+        conn = self.connection
+        consumer_id = handle.consumer_id
+        partition = handle.partition
+        count = 0
+        size = 0
+        for d in deliveries:
+            position = d.entry.position
+            ack_set = ack_set_words(d.ack_set, d.batch_size) if d.ack_set is not None else None
+            body = checksummed_entry(d.entry.raw) if d.entry.raw else _plain_entry(d)
+            conn.send_bytes(
+                message_command(consumer_id, position.ledger_id, position.entry_id, partition, d.redelivery_count, ack_set),
+                body,
+            )
+            count += d.messages
+            size += len(body)
+        self.messages_out += count
+        self.bytes_out += size
+        self._wake()
+        if handle.client_permits > 0 and handle.consumer.permits < PERMIT_WINDOW // 2:
+            self._server.pump_soon(self, handle)
+
+    def _send_active_change(self, handle: _ConsumerHandle, is_active: bool) -> None:
+        self.connection.send(
+            api.BaseCommand(
+                type=_T.ACTIVE_CONSUMER_CHANGE,
+                active_consumer_change=api.CommandActiveConsumerChange(consumer_id=handle.consumer_id, is_active=is_active),
+            )
+        )
+        self._wake()
+
+    def handle_ack(self, request: Request) -> None:
+        body = request.command.ack
+        handle = self._consumers.get(body.consumer_id)
+        error: BaseException | None = None
+        if handle is None or handle.consumer is None:
+            error = NotFoundError(f"Consumer {body.consumer_id} not found")
+        else:
+            if body.HasField("validation_error"):
+                self._server.stats.validation_errors += 1
+                log.warning(
+                    "%s: consumer %s dropped a message it could not validate (%s)",
+                    handle.topic.name, handle.consumer.name, api.CommandAck.ValidationError.Name(body.validation_error),
+                )
+            try:
+                if body.ack_type == api.CommandAck.Cumulative:
+                    self._ack_cumulative(handle, body.message_id)
+                else:
+                    self._ack_individual(handle, body.message_id)
+                if body.HasField("request_id"):
+                    handle.subscription.cursor.flush()
+            except MLedgerError as exc:
+                error = exc
+                log.info("%s: ack from consumer %s refused: %s", handle.topic.name, handle.consumer.name, exc)
+            self._server.dispatch_soon(handle.subscription)
+        if body.HasField("request_id"):
+            response = api.CommandAckResponse(consumer_id=body.consumer_id, request_id=body.request_id)
+            if error is not None:
+                response.error = server_error(error)
+                response.message = str(error)
+            self.connection.send(api.BaseCommand(type=_T.ACK_RESPONSE, ackResponse=response))
+
+    def _ack_individual(self, handle: _ConsumerHandle, ids: list[api.MessageIdData]) -> None:
+        consumer = handle.consumer
+        assert consumer is not None
+        whole: list[Position] = []
+        ack_sets: list[tuple[Position, int, int | None]] = []
+        indexed: list[MessageId] = []
+        for mid in ids:
+            position = Position(_signed(mid.ledgerId), _signed(mid.entryId))
+            if mid.ack_set:
+                bits = 0
+                for i, word in enumerate(mid.ack_set):
+                    bits |= (word & _MASK64) << (64 * i)
+                ack_sets.append((position, bits, mid.batch_size if mid.batch_size > 0 else None))
+            elif mid.batch_index >= 0 and mid.HasField("batch_index"):
+                indexed.append(MessageId(position.ledger_id, position.entry_id, -1, mid.batch_index, max(mid.batch_size, 0)))
+            else:
+                whole.append(position)
+        if whole:
+            consumer.acknowledge_entries(whole)
+        if ack_sets:
+            consumer.acknowledge_with_ack_sets(ack_sets)
+        if indexed:
+            consumer.acknowledge(indexed)
+
+    def _ack_cumulative(self, handle: _ConsumerHandle, ids: list[api.MessageIdData]) -> None:
+        consumer = handle.consumer
+        assert consumer is not None
+        if len(ids) != 1:
+            raise InvalidRequestError(f"a cumulative ack carries one message id, got {len(ids)}")
+        mid = ids[0]
+        position = Position(_signed(mid.ledgerId), _signed(mid.entryId))
+        batch_index = mid.batch_index if mid.HasField("batch_index") else -1
+        if mid.ack_set:
+            bits = 0
+            for i, word in enumerate(mid.ack_set):
+                bits |= (word & _MASK64) << (64 * i)
+            first_unacked = (bits & -bits).bit_length() - 1 if bits else -1
+            if first_unacked == 0:  # nothing of this entry: up to the previous entry
+                previous = handle.topic.managed_ledger.previous_position(position)
+                if previous.entry_id < 0:
+                    return
+                consumer.acknowledge_cumulative(MessageId(previous.ledger_id, previous.entry_id))
+                return
+            batch_index = first_unacked - 1 if bits else -1
+        consumer.acknowledge_cumulative(MessageId(position.ledger_id, position.entry_id, -1, batch_index))
+
+    def handle_redeliver_unacknowledged_messages(self, request: Request) -> None:
+        body = request.command.redeliverUnacknowledgedMessages
+        handle = self._consumers.get(body.consumer_id)
+        if handle is None or handle.consumer is None:
+            return
+        try:
+            if body.message_ids and handle.subscription.type.is_individual_ack_mode:
+                ids = [MessageId(_signed(m.ledgerId), _signed(m.entryId)) for m in body.message_ids]
+                handle.consumer.negative_acknowledge(ids)
+            else:
+                handle.consumer.redeliver_unacknowledged_messages()
+        except MLedgerError as exc:
+            log.info("%s: redelivery request refused: %s", handle.topic.name, exc)
+        self._server.dispatch_soon(handle.subscription)
+
+    def handle_seek(self, request: Request) -> None:
+        body = request.command.seek
+        handle = self._consumers.get(body.consumer_id)
+        if handle is None:
+            self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
+            return
+        try:
+            if body.HasField("message_publish_time"):
+                handle.subscription.reset_cursor_by_time(_signed(body.message_publish_time))
+            elif body.HasField("message_id"):
+                handle.subscription.reset_cursor(_seek_target(body.message_id))
+            else:
+                raise InvalidRequestError("SEEK needs a message id or a publish time")
+        except MLedgerError as exc:
+            self.connection.send_error(body.request_id, server_error(exc), str(exc))
+            return
+        # reset_cursor disconnected the consumers (CLOSE_CONSUMER is queued); then SUCCESS.
+        self._send_success(body.request_id)
+
+    def handle_get_last_message_id(self, request: Request) -> None:
+        body = request.command.getLastMessageId
+        handle = self._consumers.get(body.consumer_id)
+        if handle is None:
+            self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
+            return
+        ml = handle.topic.managed_ledger
+        last = ml.last_confirmed_entry
+        last_id = api.MessageIdData(ledgerId=last.ledger_id & _MASK64, entryId=last.entry_id & _MASK64)
+        if handle.partition >= 0:
+            last_id.partition = handle.partition
+        if last.entry_id >= 0:
+            try:
+                entry = ml.read_entry(last)
+                if entry.metadata.batched or entry.metadata.num_messages > 1:
+                    last_id.batch_index = max(entry.metadata.num_messages, 1) - 1
+            except MLedgerError:
+                pass
+        md = handle.subscription.cursor.mark_delete_position
+        response = api.CommandGetLastMessageIdResponse(
+            request_id=body.request_id,
+            last_message_id=last_id,
+            consumer_mark_delete_position=api.MessageIdData(ledgerId=md.ledger_id & _MASK64, entryId=md.entry_id & _MASK64),
+        )
+        self.connection.send(api.BaseCommand(type=_T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=response))
+
+    def handle_unsubscribe(self, request: Request) -> None:
+        body = request.command.unsubscribe
+        handle = self._consumers.get(body.consumer_id)
+        if handle is None:
+            self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
+            return
+        others = [c for c in handle.subscription.consumers if c is not handle.consumer]
+        if others:
+            self.connection.send_error(
+                body.request_id, api.ConsumerBusy, "Unconnected or shared consumer attempting to unsubscribe"
+            )
+            return
+        self._close_consumer(handle)
+        try:
+            if handle.subscription.durable:
+                handle.topic.delete_subscription(handle.subscription.name)
+        except MLedgerError as exc:
+            self.connection.send_error(body.request_id, server_error(exc), str(exc))
+            return
+        self._send_success(body.request_id)
+
+    def handle_close_consumer(self, request: Request) -> None:
+        body = request.command.close_consumer
+        handle = self._consumers.get(body.consumer_id)
+        if handle is not None:
+            self._close_consumer(handle)
+        self._send_success(body.request_id)
+
+    def _close_consumer(self, handle: _ConsumerHandle) -> None:
+        self._consumers.pop(handle.consumer_id, None)
+        consumer = handle.consumer
+        if consumer is not None and consumer.is_connected:
+            consumer.close()
+            self._server.dispatch_soon(handle.subscription)  # others get what it held
+
+    def _broker_closed_consumer(self, handle: _ConsumerHandle) -> None:
+        if self._consumers.get(handle.consumer_id) is not handle or self.closed:
+            return
+        del self._consumers[handle.consumer_id]
+        self.connection.send(
+            api.BaseCommand(
+                type=_T.CLOSE_CONSUMER,
+                close_consumer=api.CommandCloseConsumer(consumer_id=handle.consumer_id, request_id=_MASK64),
+            )
+        )
+        self._wake()
+
+    def handle_consumer_stats(self, request: Request) -> None:
+        body = request.command.consumerStats
+        handle = self._consumers.get(body.consumer_id)
+        response = api.CommandConsumerStatsResponse(request_id=body.request_id)
+        if handle is None or handle.consumer is None:
+            response.error_code = api.ConsumerNotFound
+            response.error_message = f"Consumer {body.consumer_id} not found"
+        else:
+            consumer = handle.consumer
+            response.consumerName = consumer.name
+            response.availablePermits = max(consumer.permits, 0) + handle.client_permits
+            response.unackedMessages = max(consumer.unacked_messages, 0)
+            response.type = handle.subscription.type.value
+            response.msgBacklog = handle.subscription.backlog()
+            response.address = self.peer
+        self.connection.send(api.BaseCommand(type=_T.CONSUMER_STATS_RESPONSE, consumerStatsResponse=response))
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _send_success(self, request_id: int) -> None:
+        self.connection.send(api.BaseCommand(type=_T.SUCCESS, success=api.CommandSuccess(request_id=request_id)))
+
+    def _open_partition(self, topic: str) -> Topic:
+        found = self._server.broker.open_topic(topic)
+        if isinstance(found, PartitionedTopic):
+            raise NotAllowedError(
+                f"{topic} is a partitioned topic: clients open its partitions ({topic}-partition-<i>)"
+            )
+        return found
+
+    def _authorize(self, topic: str, operation: str) -> None:
+        auth = self._server.auth
+        if auth is not None:
+            auth.authorize(self.role, operation, topic)
+
+    def _authorize_lookup(self, topic: str) -> None:
+        auth = self._server.auth
+        if auth is not None:
+            auth.authorize_lookup(self.role, topic)
+
+    @property
+    def is_connected(self) -> bool:
+        """Whether the handshake completed and the connection is open."""
+        return self.connection.state is ConnectionState.CONNECTED and not self.closed
+
+    @property
+    def producer_count(self) -> int:
+        return len(self._producers)
+
+    @property
+    def consumer_count(self) -> int:
+        return len(self._consumers)
+
+
+def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read from a store carry raw bytes
+    from ..entry import encode_entry
+
+    return checksummed_entry(encode_entry(d.entry.data, d.entry.metadata))
+
+
+def _start_position(mid: api.MessageIdData) -> Position:
+    """Where a reader's non-durable cursor starts (exclusive): the id itself, one entry earlier
+    for an id inside a batch (the batch may be partly unread; the client skips what it read)."""
+    ledger, entry = _signed(mid.ledgerId), _signed(mid.entryId)
+    if ledger < 0:
+        return EARLIEST
+    if ledger >= _INT64_MAX:
+        return LATEST
+    if mid.HasField("batch_index") and mid.batch_index >= 0:
+        entry -= 1
+    return Position(ledger, entry)
+
+
+def _seek_target(mid: api.MessageIdData) -> Position:
+    ledger, entry = _signed(mid.ledgerId), _signed(mid.entryId)
+    if ledger < 0:
+        return EARLIEST
+    if ledger >= _INT64_MAX:
+        return LATEST
+    return Position(ledger, entry)
+
+
+def _schema_info(schema: api.Schema) -> SchemaInfo:
+    return SchemaInfo(
+        int(schema.type), bytes(schema.schema_data), schema.name, tuple((kv.key, kv.value) for kv in schema.properties)
+    )
+
+
+def _schema_message(info: SchemaInfo) -> api.Schema:
+    return api.Schema(
+        name=info.name,
+        schema_data=info.data,
+        type=info.type,  # type: ignore[arg-type]
+        properties=[api.KeyValue(key=k, value=v) for k, v in info.properties],
+    )
