@@ -10,7 +10,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,compression,spark,report]'
+	$(PY) -m pip install --quiet -e '.[test,compression,spark,report,server]'
 	touch $(STAMP)
 
 demo: $(STAMP)

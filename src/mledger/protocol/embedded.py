@@ -90,6 +90,8 @@ class EmbeddedBroker:
         self.broker: Broker
         self.clock: BrokerClock
         self._store: MemoryStore | SqliteStore | None = None
+        self.admin_url: str | None = None
+        """The REST admin API's URL when one runs beside the protocol server, else None."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:

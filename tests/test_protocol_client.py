@@ -1,0 +1,422 @@
+"""The real Pulsar client (pulsar-client 3.13.0, C++ 4.2.0) against mledger's protocol server.
+
+Every test starts its own in-process broker with the ``pulsar_broker`` fixture (the project's
+pytest plugin) and carries a timeout, so a hang fails one test.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+
+import pulsar
+import pytest
+from pulsar.schema import JsonSchema, Record, String, StringSchema, Integer
+
+from mledger.admin import Admin, SkipMessageIdsRequest
+from mledger.broker import BrokerConfig
+from mledger.protocol import EmbeddedBroker
+
+pytestmark = pytest.mark.timeout(60)
+
+RECEIVE_MS = 5000
+NOTHING_MS = 300
+
+
+@pytest.fixture
+def client(pulsar_broker: EmbeddedBroker) -> Iterator[pulsar.Client]:
+    c = pulsar.Client(
+        pulsar_broker.service_url,
+        operation_timeout_seconds=10,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+    )
+    yield c
+    c.close()
+
+
+def make_client(broker: EmbeddedBroker, **kwargs: object) -> pulsar.Client:
+    return pulsar.Client(
+        broker.service_url,
+        operation_timeout_seconds=10,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def receive_all(consumer: pulsar.Consumer, n: int) -> list[pulsar.Message]:
+    return [consumer.receive(RECEIVE_MS) for _ in range(n)]
+
+
+def assert_nothing(consumer: pulsar.Consumer) -> None:
+    with pytest.raises(pulsar.Timeout):
+        consumer.receive(NOTHING_MS)
+
+
+# -- produce and consume -----------------------------------------------------------------------
+
+
+def test_sync_produce_and_exclusive_consume(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    consumer = client.subscribe("orders", "sub")
+    producer = client.create_producer("orders")
+    ids = [producer.send(f"m{i}".encode()) for i in range(5)]
+    got = receive_all(consumer, 5)
+    assert [m.data() for m in got] == [b"m0", b"m1", b"m2", b"m3", b"m4"]
+    assert [str(m.message_id()) for m in got] == [str(i) for i in ids]
+    for m in got:
+        consumer.acknowledge(m)
+    # Stored as the producer framed it: the broker's topic holds five entries.
+    topic = pulsar_broker.broker.get_topic("orders")
+    assert topic.stats().entries == 5
+
+
+def test_async_and_batched_produce_shared_consume(client: pulsar.Client) -> None:
+    consumer = client.subscribe("t", "sub", consumer_type=pulsar.ConsumerType.Shared)
+    plain = client.create_producer("t")
+    batched = client.create_producer("t", batching_enabled=True, batching_max_publish_delay_ms=5)
+    receipts: list[object] = []
+    for i in range(50):
+        plain.send_async(f"a{i}".encode(), lambda res, mid: receipts.append(res))
+        batched.send_async(f"b{i}".encode(), lambda res, mid: receipts.append(res))
+    plain.flush()
+    batched.flush()
+    got = receive_all(consumer, 100)
+    assert sorted(m.data() for m in got) == sorted([f"a{i}".encode() for i in range(50)] + [f"b{i}".encode() for i in range(50)])
+    assert all(r == pulsar.Result.Ok for r in receipts) and len(receipts) == 100
+    batch_ids = [m.message_id() for m in got if m.data().startswith(b"b")]
+    assert any(mid.batch_index() > 0 for mid in batch_ids)  # really batched
+    for m in got:
+        consumer.acknowledge(m)
+    assert_nothing(consumer)
+
+
+def test_properties_keys_and_event_time_reach_the_consumer(client: pulsar.Client) -> None:
+    consumer = client.subscribe("props", "sub")
+    producer = client.create_producer("props")
+    producer.send(b"x", properties={"a": "1"}, partition_key="k1", event_timestamp=1234)
+    m = consumer.receive(RECEIVE_MS)
+    assert m.properties() == {"a": "1"} and m.partition_key() == "k1" and m.event_timestamp() == 1234
+
+
+def test_compressed_batches_come_back_decompressed(client: pulsar.Client) -> None:
+    consumer = client.subscribe("lz4", "sub")
+    producer = client.create_producer("lz4", batching_enabled=True, compression_type=pulsar.CompressionType.LZ4)
+    for i in range(20):
+        producer.send_async(b"payload-%d" % i * 10, None)
+    producer.flush()
+    assert [m.data() for m in receive_all(consumer, 20)] == [b"payload-%d" % i * 10 for i in range(20)]
+
+
+def test_cumulative_ack_and_redelivery_after_reconnect(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    consumer = client.subscribe("cum", "sub")
+    producer = client.create_producer("cum")
+    for i in range(6):
+        producer.send(b"%d" % i)
+    got = receive_all(consumer, 6)
+    consumer.acknowledge_cumulative(got[2])
+    consumer.close()
+    again = client.subscribe("cum", "sub")
+    assert [m.data() for m in receive_all(again, 3)] == [b"3", b"4", b"5"]
+
+
+def test_individual_acks_survive_a_reconnect(client: pulsar.Client) -> None:
+    consumer = client.subscribe("ind", "sub", consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer("ind")
+    for i in range(6):
+        producer.send(b"%d" % i)
+    got = receive_all(consumer, 6)
+    for m in got[::2]:
+        consumer.acknowledge(m)
+    consumer.close()
+    again = client.subscribe("ind", "sub", consumer_type=pulsar.ConsumerType.Shared)
+    assert sorted(m.data() for m in receive_all(again, 3)) == [b"1", b"3", b"5"]
+    assert_nothing(again)
+
+
+def test_batch_index_acks_redeliver_only_the_unacked_messages(client: pulsar.Client) -> None:
+    consumer = client.subscribe(
+        "bia", "sub", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True
+    )
+    producer = client.create_producer("bia", batching_enabled=True, batching_max_publish_delay_ms=50)
+    for i in range(10):
+        producer.send_async(b"%d" % i, None)
+    producer.flush()
+    got = receive_all(consumer, 10)
+    assert {m.message_id().entry_id() for m in got} == {got[0].message_id().entry_id()}  # one entry
+    for m in got[:4]:
+        consumer.acknowledge(m)
+    time.sleep(0.3)  # the client groups acks for 100 ms
+    consumer.close()
+    again = client.subscribe("bia", "sub", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True)
+    redelivered = receive_all(again, 6)
+    assert [m.data() for m in redelivered] == [b"%d" % i for i in range(4, 10)]
+    assert_nothing(again)
+
+
+def test_negative_ack_redelivers_with_a_redelivery_count(client: pulsar.Client) -> None:
+    consumer = client.subscribe(
+        "nack", "sub", consumer_type=pulsar.ConsumerType.Shared, negative_ack_redelivery_delay_ms=100
+    )
+    producer = client.create_producer("nack")
+    producer.send(b"retry-me")
+    first = consumer.receive(RECEIVE_MS)
+    assert first.redelivery_count() == 0
+    consumer.negative_acknowledge(first)
+    second = consumer.receive(RECEIVE_MS)
+    assert second.data() == b"retry-me" and second.redelivery_count() == 1
+    consumer.acknowledge(second)
+
+
+def test_deliver_after_waits_for_the_broker_clock(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    consumer = client.subscribe("delayed", "sub", consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer("delayed")
+    producer.send(b"later", deliver_after=__import__("datetime").timedelta(seconds=60))
+    producer.send(b"now")
+    assert consumer.receive(RECEIVE_MS).data() == b"now"
+    assert_nothing(consumer)
+    pulsar_broker.clock.advance(30_000)
+    assert_nothing(consumer)
+    pulsar_broker.clock.advance(31_000)
+    assert consumer.receive(RECEIVE_MS).data() == b"later"
+
+
+# -- seek, readers, last message id -----------------------------------------------------------
+
+
+def test_seek_by_message_id_and_by_time(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    consumer = client.subscribe("seek", "sub")
+    producer = client.create_producer("seek")
+    ids = [producer.send(b"%d" % i) for i in range(5)]
+    got = receive_all(consumer, 5)
+    for m in got:
+        consumer.acknowledge(m)
+    consumer.seek(ids[2])
+    # The client filters the seek target itself: delivery resumes after it.
+    assert [m.data() for m in receive_all(consumer, 2)] == [b"3", b"4"]
+    consumer.seek(0)  # publish time 0: everything again
+    assert [m.data() for m in receive_all(consumer, 5)] == [b"0", b"1", b"2", b"3", b"4"]
+
+
+def test_readers_from_earliest_latest_and_an_id(client: pulsar.Client) -> None:
+    producer = client.create_producer("readme")
+    ids = [producer.send(b"%d" % i) for i in range(4)]
+    earliest = client.create_reader("readme", pulsar.MessageId.earliest)
+    assert [earliest.read_next(RECEIVE_MS).data() for _ in range(4)] == [b"0", b"1", b"2", b"3"]
+    latest = client.create_reader("readme", pulsar.MessageId.latest)
+    from_id = client.create_reader("readme", ids[1])
+    assert [from_id.read_next(RECEIVE_MS).data() for _ in range(2)] == [b"2", b"3"]
+    producer.send(b"4")
+    assert latest.read_next(RECEIVE_MS).data() == b"4"
+    assert earliest.has_message_available()
+    assert earliest.read_next(RECEIVE_MS).data() == b"4"
+    assert not earliest.has_message_available()
+    latest.close()
+    earliest.close()
+    from_id.close()
+
+
+def test_reader_subscriptions_are_not_kept(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    producer = client.create_producer("gone")
+    producer.send(b"x")
+    reader = client.create_reader("gone", pulsar.MessageId.earliest)
+    assert reader.read_next(RECEIVE_MS).data() == b"x"
+    reader.close()
+    time.sleep(0.2)
+    assert pulsar_broker.broker.get_topic("gone").subscription_names() == []
+
+
+# -- subscription rules ------------------------------------------------------------------------
+
+
+def test_second_exclusive_consumer_is_refused_with_consumer_busy(client: pulsar.Client) -> None:
+    client.subscribe("busy", "sub")
+    with pytest.raises(pulsar.ConsumerBusy):
+        client.subscribe("busy", "sub")
+
+
+def test_unsubscribe_deletes_the_subscription(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    consumer = client.subscribe("unsub", "sub")
+    assert pulsar_broker.broker.get_topic("unsub").subscription_names() == ["sub"]
+    consumer.unsubscribe()
+    assert pulsar_broker.broker.get_topic("unsub").subscription_names() == []
+
+
+def test_partitioned_topic(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    pulsar_broker.broker.create_topic("parts", partitions=3)
+    consumer = client.subscribe("parts", "sub", consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer("parts")
+    for i in range(30):
+        producer.send(b"%d" % i, partition_key=f"k{i}")
+    got = receive_all(consumer, 30)
+    assert sorted(int(m.data()) for m in got) == list(range(30))
+    assert {m.message_id().partition() for m in got} == {0, 1, 2}
+    for m in got:
+        consumer.acknowledge(m)
+    assert_nothing(consumer)
+
+
+def test_regex_subscription(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    for name in ("rx-a", "rx-b", "other"):
+        pulsar_broker.broker.create_topic(name)
+    consumer = client.subscribe(re.compile("persistent://public/default/rx-.*"), "sub")
+    for name in ("rx-a", "rx-b", "other"):
+        client.create_producer(name).send(name.encode())
+    got = sorted(m.data() for m in receive_all(consumer, 2))
+    assert got == [b"rx-a", b"rx-b"]
+    assert_nothing(consumer)
+
+
+def test_key_shared_keeps_each_key_on_one_consumer_in_order(client: pulsar.Client) -> None:
+    c1 = client.subscribe("ks", "sub", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name="c1")
+    c2 = client.subscribe("ks", "sub", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name="c2")
+    producer = client.create_producer("ks")
+    keys = [f"key-{i}" for i in range(8)]
+    for n in range(5):
+        for k in keys:
+            producer.send(f"{k}:{n}".encode(), partition_key=k)
+    seen: dict[str, list[int]] = {}
+    owner: dict[str, str] = {}
+    total = 0
+    while total < 40:
+        for name, c in (("c1", c1), ("c2", c2)):
+            try:
+                m = c.receive(200)
+            except pulsar.Timeout:
+                continue
+            key, n = m.data().decode().split(":")
+            assert owner.setdefault(key, name) == name
+            seen.setdefault(key, []).append(int(n))
+            c.acknowledge(m)
+            total += 1
+    assert all(v == [0, 1, 2, 3, 4] for v in seen.values()) and set(seen) == set(keys)
+
+
+def test_failover_switches_to_the_other_consumer(client: pulsar.Client) -> None:
+    first = client.subscribe("fo", "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a")
+    second = client.subscribe("fo", "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name="b")
+    producer = client.create_producer("fo")
+    for i in range(3):
+        producer.send(b"%d" % i)
+    got = receive_all(first, 3)
+    assert_nothing(second)
+    first.acknowledge_cumulative(got[0])
+    time.sleep(0.2)
+    first.close()
+    # The standby takes over: everything not acknowledged comes to it.
+    assert [m.data() for m in receive_all(second, 2)] == [b"1", b"2"]
+
+
+# -- schemas, dedup, PIP-423, auth ----------------------------------------------------------------
+
+
+class UserV1(Record):
+    name = String()
+
+
+class UserV2(Record):
+    name = String()
+    age = Integer()
+
+    @classmethod
+    def schema(cls) -> dict:  # type: ignore[override]
+        # The Python client writes no Avro defaults; a field added compatibly needs one.
+        definition: dict = super().schema()
+        for field in definition["fields"]:
+            if field["name"] == "age":
+                field["default"] = None
+        return definition
+
+
+class UserV3(Record):
+    name = Integer()  # a field that changes its type
+
+
+def test_schema_compatible_update_and_incompatible_refusal(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    p1 = client.create_producer("users", schema=JsonSchema(UserV1))
+    consumer = client.subscribe("users", "sub", schema=JsonSchema(UserV1))
+    p1.send(UserV1(name="ann"))
+    assert consumer.receive(RECEIVE_MS).value().name == "ann"
+    p2 = client.create_producer("users", schema=JsonSchema(UserV2))  # added field has a default: compatible
+    p2.send(UserV2(name="bob", age=3))
+    assert consumer.receive(RECEIVE_MS).value().name == "bob"
+    assert len(pulsar_broker.broker.schemas.versions("users")) == 2
+    with pytest.raises(pulsar.IncompatibleSchema):
+        client.create_producer("users", schema=JsonSchema(UserV3))
+    with pytest.raises(pulsar.IncompatibleSchema):
+        client.create_producer("users", schema=StringSchema())
+    assert len(pulsar_broker.broker.schemas.versions("users")) == 2
+
+
+def test_dedup_across_a_producer_restart(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
+    broker = pulsar_broker_factory(broker_config=BrokerConfig(deduplication_enabled=True))
+    client = make_client(broker)
+    consumer = client.subscribe("dedup", "sub")
+    producer = client.create_producer("dedup", producer_name="app-1")
+    for seq in range(5):
+        producer.send(b"%d" % seq, sequence_id=seq)
+    producer.close()
+    again = client.create_producer("dedup", producer_name="app-1")
+    assert again.last_sequence_id() == 4
+    for seq in (3, 4, 5):  # a restarted app resends its last two
+        again.send(b"%d" % seq, sequence_id=seq)
+    got = [m.data() for m in receive_all(consumer, 6)]
+    assert got == [b"0", b"1", b"2", b"3", b"4", b"5"]
+    assert_nothing(consumer)
+    client.close()
+
+
+def test_pip423_cancel_and_skip_seen_by_a_connected_consumer(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    consumer = client.subscribe("pip423", "sub", consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer("pip423")
+    minute = __import__("datetime").timedelta(seconds=60)
+    cancelled = producer.send(b"cancelled", deliver_after=minute)
+    skipped = producer.send(b"skipped", deliver_after=minute)
+    producer.send(b"kept", deliver_after=minute)
+    admin = Admin(pulsar_broker.broker)
+    topic = "persistent://public/default/pip423"
+    pulsar_broker.call(lambda: admin.topics.cancel_delayed_message(topic, cancelled.ledger_id(), cancelled.entry_id()))
+    body = f'{{"type": "messageId", "messageIds": [{{"ledgerId": {skipped.ledger_id()}, "entryId": {skipped.entry_id()}}}]}}'
+    pulsar_broker.call(lambda: admin.topics.skip_messages(topic, "sub", SkipMessageIdsRequest.parse_body(body)))
+    pulsar_broker.clock.advance(61_000)
+    assert consumer.receive(RECEIVE_MS).data() == b"kept"
+    assert_nothing(consumer)
+
+
+def test_token_auth_refused_and_accepted(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
+    from mledger.admin import Authorization, TopicOperation
+
+    auth = Authorization({"app": {"public/default": {TopicOperation.PRODUCE, TopicOperation.CONSUME}}})
+    broker = pulsar_broker_factory(tokens={"s3cret": "app", "other": "nobody"}, authorization=auth)
+    bad = make_client(broker, authentication=pulsar.AuthenticationToken("wrong"))
+    with pytest.raises(pulsar.PulsarException):
+        bad.create_producer("secured")
+    bad.close()
+    nobody = make_client(broker, authentication=pulsar.AuthenticationToken("other"))
+    with pytest.raises(pulsar.PulsarException):
+        nobody.create_producer("secured")
+    nobody.close()
+    good = make_client(broker, authentication=pulsar.AuthenticationToken("s3cret"))
+    consumer = good.subscribe("secured", "sub")
+    good.create_producer("secured").send(b"ok")
+    assert consumer.receive(RECEIVE_MS).data() == b"ok"
+    good.close()
+
+
+def test_get_last_message_id_and_consumer_stats(client: pulsar.Client) -> None:
+    consumer = client.subscribe("last", "sub")
+    producer = client.create_producer("last")
+    ids = [producer.send(b"%d" % i) for i in range(3)]
+    last = consumer.get_last_message_id()
+    assert (last.ledger_id(), last.entry_id()) == (ids[-1].ledger_id(), ids[-1].entry_id())
+
+
+def test_start_to_first_message_is_fast() -> None:
+    started = time.perf_counter()
+    with EmbeddedBroker() as broker:
+        client = make_client(broker)
+        consumer = client.subscribe("fast", "sub")
+        client.create_producer("fast").send(b"first")
+        assert consumer.receive(RECEIVE_MS).data() == b"first"
+        elapsed = time.perf_counter() - started
+        client.close()
+    print(f"start to first message: {elapsed * 1000:.0f} ms")
