@@ -1,0 +1,71 @@
+"""``python -m mledger.protocol``: the protocol server alone, in the foreground.
+
+    python -m mledger.protocol [--bind 127.0.0.1:6650] [--data-dir DIR | --memory] [--token-file F]
+
+Prints ``ready pulsar://host:port`` on stdout once clients can connect; stops cleanly on
+SIGTERM or SIGINT. ``mledger standalone`` runs the same server with the REST admin beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from ..broker import Broker, BrokerConfig
+from ..ledger import ManagedLedgerFactory
+from ..storage import MemoryStore, SqliteStore
+from .access import TokenAuth, load_tokens
+from .server import ProtocolConfig, ProtocolServer
+
+
+def parse_bind(text: str, default_port: int) -> tuple[str, int]:
+    """``host:port`` (or ``host``, or ``:port``) -> ``(host, port)``."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        return text, default_port
+    return host or "127.0.0.1", int(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mledger.protocol", description=__doc__.splitlines()[0])
+    parser.add_argument("--bind", default="127.0.0.1:6650", help="host:port to listen on (port 0: a free one)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", type=Path, default=Path("data"), help="SQLite data directory (default: data)")
+    where.add_argument("--memory", action="store_true", help="keep everything in memory")
+    parser.add_argument("--token-file", type=Path, help='token -> role JSON ({"<token>": "<role>"}): tokens required')
+    parser.add_argument("--deduplication", action="store_true", help="enable message deduplication (PIP-6)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    host, port = parse_bind(args.bind, 6650)
+    store = MemoryStore() if args.memory else SqliteStore(args.data_dir, synchronous="NORMAL")
+    auth = TokenAuth(load_tokens(args.token_file)) if args.token_file else None
+    factory = ManagedLedgerFactory(store)
+    broker = Broker(factory, BrokerConfig(deduplication_enabled=args.deduplication))
+    server = ProtocolServer(broker, ProtocolConfig(host=host, port=port), auth=auth)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await server.start()
+        print(f"ready {server.service_url}", flush=True)
+        await stop.wait()
+        await server.stop()
+
+    try:
+        asyncio.run(run())
+    finally:
+        broker.close()
+        factory.close()
+        if isinstance(store, SqliteStore):
+            store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
