@@ -67,6 +67,7 @@ from ..messageid import MessageId
 from ..position import EARLIEST, LATEST, Position
 from .access import ProducerFencedError
 from .codec import message_command, send_receipt_command
+from .commands import COMMANDS
 from .connection import Connection, ConnectionState, Request
 from .framing import checksummed_entry
 from .publisher import PublishResult
@@ -201,9 +202,9 @@ class Session:
     # -- driven by the shell -------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         """Handle everything ``data`` completes. Raises ``RemoteProtocolError`` (close)."""
+        handlers = _HANDLERS
         for request in self.connection.receive_data(data):
-            handler: Callable[[Request], None] = getattr(self, f"handle_{request.name.lower()}")
-            handler(request)
+            handlers[request.type](self, request)
         self._flush_sends()
 
     def writing_paused(self, paused: bool) -> None:
@@ -816,6 +817,12 @@ class Session:
     @property
     def consumer_count(self) -> int:
         return len(self._consumers)
+
+
+_HANDLERS: dict[int, Callable[[Session, Request], None]] = {
+    spec.type: getattr(Session, spec.handler_name) for spec in COMMANDS.values() if hasattr(Session, spec.handler_name)
+}
+"""Command type -> the session method handling it (from the command table)."""
 
 
 def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read from a store carry raw bytes
