@@ -10,7 +10,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,compression,spark,report,server]'
+	$(PY) -m pip install --quiet -e '.[test,compression,spark,report,server,client]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from mledger import ManagedLedgerFactory
 from mledger.admin import PAYLOAD_ERROR_PREFIX, Admin, Authorization, Topics
@@ -653,8 +654,11 @@ def test_serve_subprocess_over_a_data_dir(tmp_path: Path) -> None:
         with urllib.request.urlopen(url + "/metrics", timeout=TIMEOUT) as r:
             text = r.read().decode()
             assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        assert 'pulsar_cursor_epoch_increase_count{cluster="standalone",namespace="public/default",' \
-               'topic="persistent://public/default/orders",subscription="s"} 0' in text
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for f in text_string_to_metric_families(text) for s in f.samples}
+        labels = (("cluster", "standalone"), ("namespace", "public/default"), ("subscription", "s"),
+                  ("topic", "persistent://public/default/orders"))
+        assert samples[("pulsar_cursor_epoch_increase_count_total", labels)] == 0
         # the directory is held by the server
         admin_cli("--data-dir", str(data), "topics", "list", code=1)
         proc.send_signal(signal.SIGTERM)

@@ -197,6 +197,11 @@ class Dispatcher:
         """Exclusive/Failover: the consumer receiving messages; None otherwise."""
         return self._active
 
+    @property
+    def delayed_messages(self) -> int:
+        """Messages held by the delayed-delivery tracker (caller holds the subscription lock)."""
+        return len(self._delayed)
+
     def stats(self) -> DispatcherStats:
         """A consistent snapshot (caller holds the subscription lock)."""
         return DispatcherStats(

@@ -167,6 +167,12 @@ class Subscription:
         """Unacknowledged entries (a batch counts once)."""
         return self._cursor.number_of_entries_in_backlog(precise=True)
 
+    def number_of_delayed_messages(self) -> int:
+        """Messages held by the delayed-delivery tracker (Pulsar's ``msgDelayed``). O(1): unlike
+        :meth:`stats`, renders no ack-range string (the metrics scrape reads this)."""
+        with self._lock:
+            return self._dispatcher.delayed_messages
+
     def stats(self) -> SubscriptionStats:
         """A consistent snapshot of the cursor, the dispatcher and the consumers."""
         with self._lock:

@@ -1,0 +1,46 @@
+"""Prometheus metrics of a broker, with prometheus_client (the ``server`` extra).
+
+``render_metrics(broker, cluster="standalone")`` returns the text a Prometheus server scrapes
+(what ``GET /metrics`` of ``mledger-admin serve`` answers, content type :data:`CONTENT_TYPE`);
+:class:`BrokerCollector` is the collector behind it, for an application's own registry. The
+families, their labels and types are listed in :mod:`mledger.metrics.collector`.
+"""
+
+from __future__ import annotations
+
+try:
+    from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
+except ImportError as e:  # pragma: no cover - depends on the installation
+    from ..errors import MissingExtraError
+
+    raise MissingExtraError(
+        "mledger.metrics needs prometheus_client: pip install 'mledger[server]'"
+    ) from e
+
+from ..broker import Broker
+from .collector import SUBSCRIPTION_LABELS as SUBSCRIPTION_LABELS
+from .collector import TOPIC_LABELS as TOPIC_LABELS
+from .collector import BrokerCollector as BrokerCollector
+
+__all__ = ["CONTENT_TYPE", "SUBSCRIPTION_LABELS", "TOPIC_LABELS", "BrokerCollector", "metrics_registry", "render_metrics"]
+
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+"""The content type of :func:`render_metrics`' text (Prometheus text format 0.0.4)."""
+
+
+def metrics_registry(broker: Broker, cluster: str = "standalone") -> CollectorRegistry:
+    """A registry holding a :class:`BrokerCollector` of ``broker`` (nothing else).
+
+    ``auto_describe`` is off: the collector reads the broker only when scraped, never at
+    registration.
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(broker, cluster))
+    return registry
+
+
+def render_metrics(broker: Broker, cluster: str = "standalone") -> str:
+    """The Prometheus text (format 0.0.4) of every subscription (and deduplicating topic) of
+    ``broker``, written by prometheus_client. O(topics + subscriptions); blocks only on the
+    locks of the objects it reads."""
+    return generate_latest(metrics_registry(broker, cluster)).decode("utf-8")
