@@ -1,7 +1,9 @@
 """The admin API: request models, authorization, ``Admin.topics`` and the ``mledger-admin`` CLI.
 
-Admin logic lives in :mod:`mledger.admin.topics` once; the CLI (and any HTTP front end) call it.
-Every error carries ``http_status``, the status Pulsar's REST API answers with.
+Admin logic lives in :mod:`mledger.admin.topics` once; the CLI and the REST server
+(:mod:`mledger.rest`) call it. :class:`RemoteAdmin` is the same API over HTTP, against a
+``mledger-admin serve`` (httpx, the ``client`` extra). Every error carries ``http_status``, the
+status Pulsar's REST API answers with.
 """
 
 from .api import Admin as Admin
@@ -19,11 +21,15 @@ from .auth import (
 )
 from .errors import SubscriptionAlreadyExistsError as SubscriptionAlreadyExistsError
 from .messaging import Messaging as Messaging
+from .remote import RemoteAdmin as RemoteAdmin
 from .requests import (
     PAYLOAD_ERROR_PREFIX as PAYLOAD_ERROR_PREFIX,
 )
 from .requests import (
     MessageIdItem as MessageIdItem,
+)
+from .requests import (
+    ResetCursorData as ResetCursorData,
 )
 from .requests import (
     SkipMessageIdsRequest as SkipMessageIdsRequest,
@@ -60,6 +66,8 @@ __all__ = [
     "PartitionedTopicInternalStats",
     "PartitionedTopicMetadata",
     "PersistentTopicInternalStats",
+    "RemoteAdmin",
+    "ResetCursorData",
     "SkipMessageIdsRequest",
     "SubscriptionAlreadyExistsError",
     "TopicOperation",

@@ -12,9 +12,10 @@ authenticated, 5 = 403 permission denied, 6 = 404 not found, 7 = 405 not allowed
 results and exits with 9 when a subscription refused (a cumulative-ack type), as the REST
 endpoint answers 412 "Failed to cancel delayed message".
 
-``--admin-url http://host:port`` runs the same commands against ``mledger-admin serve`` (see
-:mod:`mledger.admin.http_client`: same output and exit codes; ``produce``/``consume`` need a data
-directory). ``serve`` runs that server (:mod:`mledger.admin.serve_cli`).
+``--admin-url http://host:port`` (pulsar-admin's flag; ``--url`` is an alias) runs the same
+commands against ``mledger-admin serve`` (see :mod:`mledger.admin.remote`: same output and exit
+codes; ``produce``/``consume`` need a data directory). ``serve`` runs that server
+(:mod:`mledger.rest`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import MLedgerError, NotAllowedError, PreconditionFailedError
 from ..position import EARLIEST, LATEST, Position
+from .remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
 
 if TYPE_CHECKING:
     from .api import Admin
@@ -44,6 +46,7 @@ EXIT_CODES: dict[int, int] = {400: 3, 401: 4, 403: 5, 404: 6, 405: 7, 409: 8, 41
 EXIT_USAGE = 2
 EXIT_OTHER = 1
 DATA_DIR_ENV = "MLEDGER_DATA_DIR"
+DEFAULT_BIND = "127.0.0.1:8080"
 TOKEN_ENV = "MLEDGER_ADMIN_TOKEN"
 
 _EPILOG = """exit status: 0 ok, 2 bad command line, 3 = HTTP 400 invalid request,
@@ -108,6 +111,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
 def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
@@ -155,15 +168,18 @@ def build_parser() -> argparse.ArgumentParser:
         '"permissions": {role: {topic or "*": [operations]}}}',
     )
     parser.add_argument(
-        "--admin-url", default=None, help="run the command against `mledger-admin serve` at this URL (http://host:port)"
+        "--admin-url", "--url", dest="admin_url", default=None,
+        help="run the command against the REST server (mledger-admin serve) at this URL, http://host:port",
     )
     parser.add_argument(
         "--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token for --admin-url; default ${TOKEN_ENV}"
     )
+    parser.add_argument(
+        "--timeout", type=_positive_seconds, default=60.0,
+        help="with --admin-url: seconds to wait for connecting and for each read or write (default 60)",
+    )
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
-    from .serve_cli import add_serve_command
-
-    add_serve_command(groups)
+    _add_serve_command(groups)
     topics = groups.add_parser(
         "topics", help="operations on topics and subscriptions", description="Operations on topics.", epilog=_EPILOG
     )
@@ -292,6 +308,43 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("-p", "--subscription-position", dest="initial_position", type=_initial_position,
                      default="latest", help="where a new subscription starts: Latest (default) or Earliest")
     return parser
+
+
+def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
+    sub = groups.add_parser(
+        "serve",
+        help="serve the admin REST API (Pulsar's paths), /metrics and /docs over HTTP",
+        description="Serve Pulsar's admin REST API for a data directory, Prometheus /metrics, the OpenAPI "
+        "document at /openapi.json and interactive docs at /docs (they work offline). Needs the server "
+        "extra: pip install 'mledger[server]'.",
+    )
+    # SUPPRESS: given before `serve` (global options) or after it, either works
+    sub.add_argument("--data-dir", default=argparse.SUPPRESS, help=f"the data directory; default ${DATA_DIR_ENV}")
+    sub.add_argument("--bind", default=DEFAULT_BIND,
+                     help=f"host:port to listen on (default {DEFAULT_BIND}; port 0: any free port)")
+    sub.add_argument("--auth-file", default=argparse.SUPPRESS,
+                     help="turn authorization on with this JSON file (as for the other commands)")
+    sub.add_argument("--token-file", default=None,
+                     help='JSON {"<token>": "<role>"}: roles of "Authorization: Bearer <token>" callers '
+                     "(needs --auth-file)")
+    sub.add_argument("--trust-role-header", action="store_true",
+                     help="take the role from the X-Mledger-Role header, behind an authenticating proxy "
+                     "(needs --auth-file)")
+    sub.add_argument("--cluster", default="standalone", help="cluster name for v1 paths and metrics (standalone)")
+    sub.add_argument("--max-concurrency", type=_positive, default=16, help="admin calls run at once (16)")
+    sub.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                     help="stderr log level (INFO: one line per request)")
+    sub.set_defaults(run=_run_serve)
+    return sub
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    try:
+        from ..rest.cli import run_serve  # the server extra: FastAPI and uvicorn
+    except ImportError as e:
+        print(f"mledger-admin serve: {e}", file=sys.stderr)
+        return EXIT_OTHER
+    return run_serve(args)
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -460,8 +513,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.group == "serve":
         return int(args.run(args))
     if args.admin_url:
-        from .http_client import LOCAL_ONLY_COMMANDS
-
         if args.command in LOCAL_ONLY_COMMANDS:
             parser.error(f"{args.command} needs --data-dir: the admin REST API has no {args.command}")
         if args.auth_file:
@@ -486,11 +537,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _open_remote_admin(args: argparse.Namespace) -> Iterator[Any]:
-    """An :class:`~mledger.admin.http_client.HttpAdmin` for ``--admin-url`` (nothing to close)."""
-    from .http_client import HttpAdmin
-
-    yield HttpAdmin(args.admin_url, token=args.token, role=args.role)
+def _open_remote_admin(args: argparse.Namespace) -> Iterator[RemoteAdmin]:
+    """A :class:`~mledger.admin.remote.RemoteAdmin` for ``--admin-url``, closed on the way out."""
+    with RemoteAdmin(args.admin_url, token=args.token, role=args.role, timeout=args.timeout) as admin:
+        yield admin
 
 
 @contextlib.contextmanager

@@ -1,4 +1,7 @@
-"""Request bodies of the admin API: ``SkipMessageIdsRequest`` (PIP-423, seeds/001).
+"""Request bodies of the admin API: ``SkipMessageIdsRequest`` (PIP-423, seeds/001),
+``ResetCursorData`` (reset-cursor and create-subscription) and the partition count of a
+create-partitioned-topic call. The REST server (:mod:`mledger.rest`) parses bodies with these
+and the remote client (:mod:`mledger.admin.remote`) writes them.
 
 Theory of operation
 -------------------
@@ -65,11 +68,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InvalidRequestError
 from ..messageid import InvalidMessageIdError, MessageId
+from ..position import Position
 
 if TYPE_CHECKING:
     from ..broker import SkipEntry
 
-__all__ = ["PAYLOAD_ERROR_PREFIX", "MessageIdItem", "SkipMessageIdsRequest"]
+__all__ = ["PAYLOAD_ERROR_PREFIX", "MessageIdItem", "ResetCursorData", "SkipMessageIdsRequest", "partitions_from_body"]
 
 PAYLOAD_ERROR_PREFIX = "Invalid skipByMessageIds payload: "
 """Every parse error's message starts with this (Pulsar's text)."""
@@ -418,3 +422,112 @@ def _upper_char(c: str) -> str:
 def _lower_char(c: str) -> str:
     lower = c.lower()
     return lower if len(lower) == 1 else c
+
+
+# -- ResetCursorData and the partition count ----------------------------------------------------
+
+
+class ResetCursorData(BaseModel):
+    """Pulsar's ``ResetCursorData`` body (and the older ``MessageIdImpl`` one): a message id.
+
+    ``POST .../resetcursor`` takes it, and ``PUT .../subscription/{sub}`` optionally, as the
+    position to start from. ``(-1, -1)`` is ``MessageId.EARLIEST`` and ``(2**63-1, 2**63-1)``
+    ``MessageId.LATEST``, as Pulsar's clients send them. ``isExcluded: true`` is refused (400):
+    mledger resets to a position, not past it. ``properties`` are accepted and ignored.
+    JSON names are Pulsar's camelCase; Python names snake_case.
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    ledger_id: int = Field(alias="ledgerId", ge=_INT64_MIN, le=_INT64_MAX)
+    entry_id: int = Field(alias="entryId", ge=_INT64_MIN, le=_INT64_MAX)
+    partition_index: int = Field(default=-1, alias="partitionIndex", ge=_INT32_MIN, le=_INT32_MAX)
+    batch_index: int = Field(default=-1, alias="batchIndex", ge=_INT32_MIN, le=_INT32_MAX)
+    is_excluded: bool = Field(default=False, alias="isExcluded")
+    properties: dict[str, Any] | None = None
+
+    @classmethod
+    def parse_body(cls, raw: bytes | str, what: str = "reset cursor") -> ResetCursorData | None:
+        """The body of a ``what`` request, None when it is empty (whitespace only).
+
+        Numbers may be JSON numbers or Java ``long`` text (``"12"``). Raises
+        :class:`InvalidRequestError` (400) naming the problem: malformed JSON, not an object, a
+        missing or invalid ``ledgerId`` / ``entryId``, ``isExcluded: true``.
+        """
+        text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
+        if not text.strip():
+            return None
+        try:
+            node = json.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as e:
+            raise InvalidRequestError(f"Invalid {what} body: malformed JSON ({e})") from None
+        if not isinstance(node, dict):
+            raise InvalidRequestError(f"Invalid {what} body: expected a JSON object with ledgerId and entryId")
+        excluded = node.get("isExcluded", node.get("excluded", False))
+        if excluded not in (None, False, True):
+            raise InvalidRequestError(f"Invalid {what} body: invalid isExcluded {excluded!r}")
+        if excluded:
+            raise InvalidRequestError(f"Invalid {what} body: isExcluded=true is not supported by mledger")
+        fields: dict[str, int] = {}
+        for field, default, low, high in (("ledgerId", None, _INT64_MIN, _INT64_MAX),
+                                          ("entryId", None, _INT64_MIN, _INT64_MAX),
+                                          ("partitionIndex", -1, _INT32_MIN, _INT32_MAX),
+                                          ("batchIndex", -1, _INT32_MIN, _INT32_MAX)):
+            value = node.get(field)
+            if value is None:
+                if default is None:
+                    raise InvalidRequestError(f"Invalid {what} body: missing {field}")
+                fields[field] = default
+            elif not _is_java_long(value, low, high):
+                raise InvalidRequestError(f"Invalid {what} body: invalid {field} {value!r}")
+            else:
+                fields[field] = int(value)
+        properties = node.get("properties")
+        return cls.model_validate({**fields, "properties": properties if isinstance(properties, dict) else None})
+
+    @classmethod
+    def of(cls, position: Position | MessageId) -> ResetCursorData:
+        """The body naming ``position`` (a MessageId keeps its partition and batch index)."""
+        if isinstance(position, MessageId):
+            return cls(ledger_id=position.ledger_id, entry_id=position.entry_id,
+                       partition_index=position.partition, batch_index=position.batch_index)
+        if isinstance(position, Position):
+            return cls(ledger_id=position.ledger_id, entry_id=position.entry_id)
+        raise InvalidRequestError(f"invalid position {position!r}: expected a Position or a MessageId")
+
+    def to_message_id(self) -> MessageId:
+        """The message id this body names."""
+        return MessageId(self.ledger_id, self.entry_id, partition=self.partition_index, batch_index=self.batch_index)
+
+    def to_body(self) -> str:
+        """The JSON body, Pulsar's field names."""
+        return self.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def _is_java_long(value: Any, low: int, high: int) -> bool:
+    """A JSON integer, or ``Long.parseLong`` text (sign and decimal digits), within [low, high]."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str):
+        digits = value.strip()
+        digits = digits[1:] if digits[:1] in ("+", "-") else digits
+        if not (digits and digits.isascii() and digits.isdecimal()):
+            return False
+        value = int(value)
+    return isinstance(value, int) and low <= value <= high
+
+
+def partitions_from_body(raw: bytes | str) -> int:
+    """The partition count of a create-partitioned-topic body: a JSON integer (or integer text)
+    of at least 1. Raises :class:`InvalidRequestError` (400) otherwise."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
+    try:
+        node = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as e:
+        raise InvalidRequestError(f"Invalid partitions body: malformed JSON ({e})") from None
+    if not _is_java_long(node, _INT32_MIN, _INT32_MAX):
+        raise InvalidRequestError(f"Invalid partitions body: expected an integer, got {node!r}")
+    partitions = int(node)
+    if partitions < 1:
+        raise InvalidRequestError(f"Number of partitions should be more than 0, got {partitions}")
+    return partitions

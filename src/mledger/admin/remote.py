@@ -1,0 +1,323 @@
+"""The admin API of a remote ``mledger-admin serve``, over HTTP with httpx (the ``client`` extra).
+
+:class:`RemoteAdmin` has the shape of :class:`~mledger.admin.Admin` that the CLI uses:
+``RemoteAdmin(url).topics`` offers the methods of :class:`~mledger.admin.Topics` with the same
+arguments, return types (the same pydantic models, parsed from Pulsar's JSON) and errors (an
+HTTP error status becomes the :class:`~mledger.errors.MLedgerError` subclass of that status,
+carrying the server's ``{"reason": ...}``), so ``mledger-admin --admin-url URL topics ...`` runs
+the CLI's own command code and prints the same output, with the same exit codes, as against a
+data directory.
+
+>>> with RemoteAdmin("http://127.0.0.1:8080", token="s3cr3t") as admin:   # doctest: +SKIP
+...     admin.topics.internal_stats("orders").cursors["billing"].mark_delete_position
+
+Connections: one ``httpx.Client`` per ``RemoteAdmin``, so consecutive calls reuse a keep-alive
+connection (up to ``max_connections`` at once across threads; the object is thread-safe as the
+client is). ``timeout`` bounds connecting, each read and each write (seconds);
+:meth:`close` (or leaving the ``with`` block) closes the connections.
+
+Differences, both from Pulsar's REST API:
+
+* ``list_topics`` / ``list_partitioned_topics`` need a namespace (the REST API lists one
+  namespace at a time): 400 without one;
+* ``produce`` and ``consume`` (:data:`LOCAL_ONLY_COMMANDS`) have no admin endpoint.
+
+Credentials: ``token`` is sent as ``Authorization: Bearer <token>``; ``role`` as the
+``X-Mledger-Role`` header, which a server only honours with ``--trust-role-header``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from ..broker.names import TopicName
+from ..broker.types import SubscriptionType
+from ..errors import (
+    EntryTooLargeError,
+    InvalidRequestError,
+    MissingExtraError,
+    MLedgerError,
+    NotAllowedError,
+    NotFoundError,
+    PermissionDeniedError,
+    PreconditionFailedError,
+    UnauthenticatedError,
+)
+from ..messageid import MessageId
+from ..position import LATEST, Position
+from .requests import ResetCursorData, SkipMessageIdsRequest
+from .stats import PartitionedTopicInternalStats, PartitionedTopicMetadata, PersistentTopicInternalStats
+from .topics import CancelDelayedMessageResult
+from .wire import CANCEL_RESULTS_HEADER, ROLE_HEADER, V2_PERSISTENT, encode_name, encode_segment
+
+try:
+    import httpx
+except ImportError:  # pragma: no cover - depends on the installation
+    httpx = None  # type: ignore[assignment]
+
+__all__ = ["LOCAL_ONLY_COMMANDS", "AdminConnectionError", "RemoteAdmin", "RemoteAdminError", "RemoteTopics"]
+
+LOCAL_ONLY_COMMANDS = frozenset({"produce", "consume"})
+"""CLI commands that need ``--data-dir``: Pulsar's admin REST API has no produce or consume."""
+
+_ERRORS: dict[int, type[MLedgerError]] = {
+    400: InvalidRequestError,
+    401: UnauthenticatedError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    405: NotAllowedError,
+    412: PreconditionFailedError,
+    413: EntryTooLargeError,
+}
+
+
+class RemoteAdminError(MLedgerError):
+    """An error status with no dedicated class (409, 414, 500, ...); ``http_status`` is the server's."""
+
+    def __init__(self, message: str, http_status: int) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+
+
+class AdminConnectionError(MLedgerError):
+    """The server could not be reached in time, or its answer was not HTTP (exit status 1)."""
+
+    http_status = 503
+
+
+def error_for(status: int, reason: str) -> MLedgerError:
+    """The exception for an error response: the class of ``status`` carrying ``reason``."""
+    cls = _ERRORS.get(status)
+    return cls(reason) if cls is not None else RemoteAdminError(reason, status)
+
+
+class RemoteAdmin:
+    """A remote admin at ``url`` (``http://host:port``); see the module docstring.
+
+    Raises :class:`~mledger.errors.MissingExtraError` without httpx and
+    :class:`~mledger.errors.InvalidRequestError` for a URL that is not ``http(s)://``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        role: str | None = None,
+        timeout: float = 60.0,
+        max_connections: int = 16,
+    ) -> None:
+        if httpx is None:
+            raise MissingExtraError("the remote admin client needs httpx: pip install 'mledger[client]'")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise InvalidRequestError(f"invalid admin URL {url!r}: expected http://host:port")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if role:
+            headers[ROLE_HEADER] = role
+        self._client = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        )
+        self.topics = RemoteTopics(self)
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One request; returns (status, headers, body) for 2xx and raises the mapped error
+        otherwise (:class:`AdminConnectionError` when the server cannot be reached in time).
+        Error exceptions carry the response headers as ``response_headers``."""
+        headers = {"Content-Type": "application/json"} if body is not None else None
+        try:
+            response = self._client.request(method, path, params=query, content=body, headers=headers)
+        except httpx.TimeoutException as e:
+            raise AdminConnectionError(
+                f"the admin server at {self.url} did not answer within {self.timeout:g} s ({type(e).__name__})"
+            ) from None
+        except httpx.HTTPError as e:  # connect errors, protocol errors, a closed client
+            raise AdminConnectionError(f"cannot reach the admin server at {self.url}: {e}") from None
+        if response.is_success:
+            return response.status_code, response.headers, response.content
+        error = error_for(response.status_code, _reason(response))
+        error.response_headers = response.headers  # type: ignore[attr-defined]
+        raise error
+
+    def get_json(self, path: str) -> Any:
+        """GET ``path`` and decode its JSON body (``AdminConnectionError`` if it is not JSON)."""
+        _, _, payload = self.call("GET", path)
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise AdminConnectionError(f"{self.url}{path} did not answer JSON: {payload[:80]!r}") from None
+
+    def close(self) -> None:
+        """Close the pooled connections. Idempotent."""
+        self._client.close()
+
+    def __enter__(self) -> RemoteAdmin:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RemoteAdmin({self.url!r})"
+
+
+def _reason(response: Any) -> str:
+    """The ``reason`` of Pulsar's error body, else the body's text, else ``HTTP <status>``."""
+    try:
+        value = json.loads(response.content)
+        if isinstance(value, dict) and isinstance(value.get("reason"), str):
+            return str(value["reason"])
+    except ValueError:
+        pass
+    text = response.content.decode("utf-8", "replace").strip()
+    return text or f"HTTP {response.status_code}"
+
+
+class RemoteTopics:
+    """``Admin.topics`` over HTTP: same methods, arguments, results and errors."""
+
+    def __init__(self, admin: RemoteAdmin) -> None:
+        self._admin = admin
+
+    # -- paths -------------------------------------------------------------------------------
+    @staticmethod
+    def _namespace_path(namespace: str | None) -> str:
+        if namespace is None:
+            raise InvalidRequestError(
+                "listing topics over --admin-url needs <tenant>/<namespace>: the REST API lists one namespace"
+            )
+        parts = namespace.split("/") if isinstance(namespace, str) else []
+        if len(parts) != 2 or not all(parts):
+            raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
+        return f"{V2_PERSISTENT}/{encode_segment(parts[0])}/{encode_segment(parts[1])}"
+
+    @staticmethod
+    def _topic_path(topic: str, *rest: str) -> str:
+        name = TopicName.parse(topic)
+        path = f"{V2_PERSISTENT}/{encode_segment(name.tenant)}/{encode_segment(name.namespace)}/{name.encoded_local_name}"
+        return path + "".join("/" + part for part in rest)
+
+    def _subscription_path(self, topic: str, subscription: str, *rest: str) -> str:
+        if not isinstance(subscription, str) or not subscription:
+            raise InvalidRequestError(f"invalid subscription name {subscription!r}")
+        return self._topic_path(topic, "subscription", encode_name(subscription), *rest)
+
+    # -- topics ------------------------------------------------------------------------------
+    def list_topics(self, namespace: str | None = None) -> list[str]:
+        return list(self._admin.get_json(self._namespace_path(namespace)))
+
+    def list_partitioned_topics(self, namespace: str | None = None) -> list[str]:
+        return list(self._admin.get_json(self._namespace_path(namespace) + "/partitioned"))
+
+    def create_topic(self, topic: str, partitions: int = 0) -> str:
+        if partitions:
+            self._admin.call("PUT", self._topic_path(topic, "partitions"), body=json.dumps(partitions).encode())
+        else:
+            self._admin.call("PUT", self._topic_path(topic))
+        return str(TopicName.parse(topic))
+
+    def delete_topic(self, topic: str, force: bool = False) -> None:
+        self._admin.call("DELETE", self._topic_path(topic), {"force": "true"} if force else None)
+
+    def partitioned_topic_metadata(self, topic: str) -> PartitionedTopicMetadata:
+        return PartitionedTopicMetadata.model_validate(self._admin.get_json(self._topic_path(topic, "partitions")))
+
+    # -- subscriptions -----------------------------------------------------------------------
+    def list_subscriptions(self, topic: str) -> list[str]:
+        return list(self._admin.get_json(self._topic_path(topic, "subscriptions")))
+
+    def create_subscription(
+        self,
+        topic: str,
+        subscription: str,
+        position: Position | MessageId = LATEST,
+        subscription_type: SubscriptionType | str | None = None,
+    ) -> None:
+        query = None
+        if subscription_type is not None:
+            query = {"subscriptionType": SubscriptionType.parse(subscription_type).value}
+        body = ResetCursorData.of(position).to_body().encode()
+        self._admin.call("PUT", self._subscription_path(topic, subscription), query, body)
+
+    def delete_subscription(self, topic: str, subscription: str) -> None:
+        self._admin.call("DELETE", self._subscription_path(topic, subscription))
+
+    # -- stats -------------------------------------------------------------------------------
+    def internal_stats(self, topic: str) -> PersistentTopicInternalStats:
+        data = self._admin.get_json(self._topic_path(topic, "internalStats"))
+        return PersistentTopicInternalStats.model_validate(data)
+
+    def partitioned_internal_stats(self, topic: str) -> PartitionedTopicInternalStats:
+        data = self._admin.get_json(self._topic_path(topic, "partitioned-internalStats"))
+        return PartitionedTopicInternalStats.model_validate(data)
+
+    # -- cursor operations -------------------------------------------------------------------
+    def reset_cursor(self, topic: str, subscription: str, position: Position | MessageId) -> None:
+        body = ResetCursorData.of(position).to_body().encode()
+        self._admin.call("POST", self._subscription_path(topic, subscription, "resetcursor"), body=body)
+
+    def reset_cursor_by_time(self, topic: str, subscription: str, timestamp_ms: int) -> None:
+        """``POST .../resetcursor/{timestamp}``: to the first entry published at or after it."""
+        self._admin.call("POST", self._subscription_path(topic, subscription, "resetcursor", str(int(timestamp_ms))))
+
+    def skip(self, topic: str, subscription: str, num_messages: int) -> None:
+        if isinstance(num_messages, bool) or not isinstance(num_messages, int) or num_messages < 0:
+            raise InvalidRequestError(f"invalid number of messages to skip {num_messages!r}: must be >= 0")
+        self._admin.call("POST", self._subscription_path(topic, subscription, "skip", str(num_messages)))
+
+    def clear_backlog(self, topic: str, subscription: str) -> None:
+        self._admin.call("POST", self._subscription_path(topic, subscription, "skip_all"))
+
+    # -- PIP-423 -----------------------------------------------------------------------------
+    def skip_messages(self, topic: str, subscription: str, request: SkipMessageIdsRequest | bytes | str) -> None:
+        if isinstance(request, SkipMessageIdsRequest):
+            body = request.to_body("messageId").encode()
+        elif isinstance(request, str):
+            body = request.encode("utf-8")
+        elif isinstance(request, (bytes, bytearray)):
+            body = bytes(request)
+        else:
+            raise InvalidRequestError(
+                f"invalid skip request {request!r}: expected a SkipMessageIdsRequest or a JSON body"
+            )
+        self._admin.call("POST", self._subscription_path(topic, subscription, "skipByMessageIds"), body=body)
+
+    def cancel_delayed_message(
+        self,
+        topic: str,
+        ledger_id: int,
+        entry_id: int,
+        subscription_names: Iterable[str] | str | None = None,
+    ) -> CancelDelayedMessageResult:
+        """As ``Topics.cancel_delayed_message``: a refusing (cumulative-ack) subscription is a
+        False in the result, not an error, although the server answered 412."""
+        names = subscription_names.split(",") if isinstance(subscription_names, str) else list(subscription_names or [])
+        query = {"ledgerId": str(ledger_id), "entryId": str(entry_id)}
+        cleaned = [n.strip() for n in names if n and n.strip()]
+        if cleaned:
+            query["subscriptionNames"] = ",".join(cleaned)
+        try:
+            _, headers, _ = self._admin.call("POST", self._topic_path(topic, "cancelDelayedMessage"), query, b"")
+        except PreconditionFailedError as e:
+            results = getattr(e, "response_headers", {}).get(CANCEL_RESULTS_HEADER)
+            if results is None:
+                raise
+            headers = {CANCEL_RESULTS_HEADER: results}
+        results = json.loads(headers.get(CANCEL_RESULTS_HEADER) or "{}")
+        return CancelDelayedMessageResult(
+            topic=str(TopicName.parse(topic)), ledger_id=ledger_id, entry_id=entry_id, results=results
+        )
