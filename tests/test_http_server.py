@@ -21,12 +21,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mledger import ManagedLedgerFactory
 from mledger.admin import PAYLOAD_ERROR_PREFIX, Admin, Authorization, Topics
-from mledger.admin.http_auth import ROLE_HEADER, RoleResolver
-from mledger.admin.routes import CANCEL_RESULTS_HEADER
-from mledger.admin.server import AdminHttpServer, parse_bind
+from mledger.admin.wire import CANCEL_RESULTS_HEADER
+from mledger.rest import ROLE_HEADER, AdminServer, RoleResolver, parse_bind
 from mledger.broker import Broker, InitialPosition, ManualClock, MessageId, SubscriptionType
 from mledger.errors import ConfigError
 from mledger.position import Position
+
+pytestmark = pytest.mark.timeout(180)  # every test talks to a server
 
 T0 = 1_700_000_000_000
 MINUTE = 60_000
@@ -96,8 +97,8 @@ def world() -> Iterator[World]:
 
 
 @pytest.fixture
-def server(world: World) -> Iterator[AdminHttpServer]:
-    with AdminHttpServer(Admin(world.broker), port=0) as srv:
+def server(world: World) -> Iterator[AdminServer]:
+    with AdminServer(Admin(world.broker), port=0) as srv:
         yield srv
 
 
@@ -106,13 +107,13 @@ ALL_OPS = ["lookup", "get_stats", "get_subscriptions", "skip", "cancel_delayed_m
 
 
 @pytest.fixture
-def auth_server(world: World) -> Iterator[AdminHttpServer]:
+def auth_server(world: World) -> Iterator[AdminServer]:
     authorization = Authorization(
         {"ops": {"*": ALL_OPS}, "reader": {"*": ["get_stats", "lookup", "get_subscriptions", "get_topics"]}},
         super_user_roles={"root"},
     )
     roles = RoleResolver({"tok-ops": "ops", "tok-reader": "reader"}, trust_role_header=True)
-    with AdminHttpServer(Admin(world.broker, authorization=authorization), port=0, roles=roles) as srv:
+    with AdminServer(Admin(world.broker, authorization=authorization), port=0, roles=roles) as srv:
         yield srv
 
 
@@ -129,7 +130,7 @@ class Reply:
         return str(self.json["reason"])
 
 
-def call(srv: AdminHttpServer, method: str, path: str, body: bytes | str | None = None,
+def call(srv: AdminServer, method: str, path: str, body: bytes | str | None = None,
          headers: dict[str, str] | None = None) -> Reply:
     data = body.encode() if isinstance(body, str) else body
     request = urllib.request.Request(srv.url + path, data=data, method=method, headers=headers or {})
@@ -151,7 +152,7 @@ def skip_path(topic_local: str, sub: str) -> str:
 # -- listing, metadata, stats ------------------------------------------------------------------------
 
 
-def test_list_topics_partitioned_and_metadata(server: AdminHttpServer) -> None:
+def test_list_topics_partitioned_and_metadata(server: AdminServer) -> None:
     r = call(server, "GET", V2)
     assert (r.status, r.json) == (200, [ORDERS, PLAIN])
     assert r.headers["Content-Type"] == "application/json"
@@ -164,7 +165,7 @@ def test_list_topics_partitioned_and_metadata(server: AdminHttpServer) -> None:
     assert call(server, "GET", V1).json == [ORDERS, PLAIN]  # v1 lists the same namespace
 
 
-def test_subscriptions_and_internal_stats(server: AdminHttpServer, world: World) -> None:
+def test_subscriptions_and_internal_stats(server: AdminServer, world: World) -> None:
     assert call(server, "GET", f"{V2}/orders/subscriptions").json == ["excl", "keyed", "shared"]
     assert call(server, "GET", f"{V2}/orders-partition-1/subscriptions").json == ["excl", "keyed", "shared"]
     r = call(server, "GET", f"{V2}/plain/internalStats")
@@ -185,7 +186,7 @@ def test_subscriptions_and_internal_stats(server: AdminHttpServer, world: World)
         assert r.status == 404 and r.reason == "Topic persistent://public/default/nope not found"
 
 
-def test_unknown_routes_methods_and_domains(server: AdminHttpServer) -> None:
+def test_unknown_routes_methods_and_domains(server: AdminServer) -> None:
     for path in ("/", "/admin", "/admin/v2/persistent/public", f"{V2}/plain/nothing", "/admin/v3/x/y/z"):
         r = call(server, "GET", path)
         assert (r.status, r.reason) == (404, "HTTP 404 Not Found"), path
@@ -203,7 +204,7 @@ def test_unknown_routes_methods_and_domains(server: AdminHttpServer) -> None:
 # -- PIP-423: cancelDelayedMessage ----------------------------------------------------------------
 
 
-def test_cancel_delayed_message_v2(server: AdminHttpServer, world: World) -> None:
+def test_cancel_delayed_message_v2(server: AdminServer, world: World) -> None:
     d0, d1 = world.delayed[0], world.delayed[1]
     # every subscription: Exclusive refuses -> 412, the others are cancelled all the same
     r = call(server, "POST", cancel_path(V2, "plain", d0), b"")
@@ -223,7 +224,7 @@ def test_cancel_delayed_message_v2(server: AdminHttpServer, world: World) -> Non
     assert not world.deleted(PLAIN, "excl", d0)
 
 
-def test_cancel_delayed_message_partitioned_fans_out(server: AdminHttpServer, world: World) -> None:
+def test_cancel_delayed_message_partitioned_fans_out(server: AdminServer, world: World) -> None:
     target = world.orders_delayed[1]
     r = call(server, "POST", cancel_path(V2, "orders", target, "&subscriptionNames=shared,keyed"), b"")
     assert r.status == 204
@@ -231,7 +232,7 @@ def test_cancel_delayed_message_partitioned_fans_out(server: AdminHttpServer, wo
     assert b"od1" not in world.drain(ORDERS, "shared")
 
 
-def test_cancel_delayed_message_v1_path(server: AdminHttpServer, world: World) -> None:
+def test_cancel_delayed_message_v1_path(server: AdminServer, world: World) -> None:
     mid = world.delayed[3]
     r = call(server, "POST", cancel_path(V1, "plain", mid, "&subscriptionNames=shared"), b"")
     assert r.status == 204 and world.deleted(PLAIN, "shared", mid)
@@ -244,13 +245,13 @@ def test_cancel_delayed_message_v1_path(server: AdminHttpServer, world: World) -
 
 @pytest.mark.parametrize(("base", "text"), [(V2, "ledgerId, entryId must be positive."),
                                             (V1, "ledgerId, entryId must be non-negative.")])
-def test_cancel_negative_ids_are_412_with_the_seed_text(server: AdminHttpServer, base: str, text: str) -> None:
+def test_cancel_negative_ids_are_412_with_the_seed_text(server: AdminServer, base: str, text: str) -> None:
     for query in ("ledgerId=-1&entryId=0", "ledgerId=3&entryId=-5"):
         r = call(server, "POST", f"{base}/plain/cancelDelayedMessage?{query}", b"")
         assert (r.status, r.reason) == (412, text)
 
 
-def test_cancel_invalid_parameters(server: AdminHttpServer, world: World) -> None:
+def test_cancel_invalid_parameters(server: AdminServer, world: World) -> None:
     mid = world.delayed[0]
     cases = {
         f"{V2}/plain/cancelDelayedMessage?entryId=1": "missing ledgerId",
@@ -274,7 +275,7 @@ def test_cancel_invalid_parameters(server: AdminHttpServer, world: World) -> Non
 # -- PIP-423: skipByMessageIds ----------------------------------------------------------------------
 
 
-def test_skip_by_message_ids_both_bodies(server: AdminHttpServer, world: World) -> None:
+def test_skip_by_message_ids_both_bodies(server: AdminServer, world: World) -> None:
     p0, p1, p2 = world.plain[:3]
     b1 = world.batch[1]
     structured = {"type": "messageId", "messageIds": [
@@ -294,7 +295,7 @@ def test_skip_by_message_ids_both_bodies(server: AdminHttpServer, world: World) 
     assert b"p0" not in got and b"p1" not in got and b"b1" not in got and b"b0" in got and b"p2" in got
 
 
-def test_skip_by_message_ids_errors(server: AdminHttpServer, world: World) -> None:
+def test_skip_by_message_ids_errors(server: AdminServer, world: World) -> None:
     p0 = world.plain[0]
     bad = {
         b"": "empty body",
@@ -331,11 +332,11 @@ def test_skip_by_message_ids_errors(server: AdminHttpServer, world: World) -> No
 # -- skip, clear-backlog, reset-cursor ------------------------------------------------------------------
 
 
-def backlog(srv: AdminHttpServer, sub: str) -> int:
+def backlog(srv: AdminServer, sub: str) -> int:
     return int(call(srv, "GET", f"{V2}/plain/internalStats").json["cursors"][sub]["numberOfEntriesInBacklog"])
 
 
-def test_skip_clear_backlog_and_reset_cursor(server: AdminHttpServer, world: World) -> None:
+def test_skip_clear_backlog_and_reset_cursor(server: AdminServer, world: World) -> None:
     assert backlog(server, "shared") == 11
     r = call(server, "POST", f"{V2}/plain/subscription/shared/skip/3", b"")
     assert r.status == 204 and backlog(server, "shared") == 8
@@ -370,7 +371,7 @@ def test_skip_clear_backlog_and_reset_cursor(server: AdminHttpServer, world: Wor
 # -- create / delete ------------------------------------------------------------------------------------
 
 
-def test_create_and_delete_topics_and_subscriptions(server: AdminHttpServer) -> None:
+def test_create_and_delete_topics_and_subscriptions(server: AdminServer) -> None:
     assert call(server, "PUT", f"{V2}/fresh", b"").status == 204
     r = call(server, "PUT", f"{V2}/fresh", b"")
     assert r.status == 409 and "already exists" in r.reason
@@ -392,7 +393,7 @@ def test_create_and_delete_topics_and_subscriptions(server: AdminHttpServer) -> 
     assert call(server, "GET", V2).json == [ORDERS, PLAIN]
 
 
-def test_names_are_url_decoded_as_pulsar_encodes_them(server: AdminHttpServer, world: World) -> None:
+def test_names_are_url_decoded_as_pulsar_encodes_them(server: AdminServer, world: World) -> None:
     # Java's URLEncoder: space -> '+', '+' -> %2B; ':' -> %3A
     assert call(server, "PUT", f"{V2}/my+topic%2Bv%3A1", b"").status == 204
     assert "persistent://public/default/my topic+v:1" in call(server, "GET", V2).json
@@ -405,7 +406,7 @@ def test_names_are_url_decoded_as_pulsar_encodes_them(server: AdminHttpServer, w
     assert r.status == 400 and "UTF-8" in r.reason
 
 
-def test_unexpected_errors_are_500_with_a_reason(server: AdminHttpServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_errors_are_500_with_a_reason(server: AdminServer, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(self: Topics, namespace: str | None = None) -> list[str]:
         raise RuntimeError("boom")
 
@@ -415,18 +416,18 @@ def test_unexpected_errors_are_500_with_a_reason(server: AdminHttpServer, monkey
 
 
 def test_request_limits(world: World) -> None:
-    with AdminHttpServer(Admin(world.broker), port=0, max_body_bytes=64) as srv:
+    with AdminServer(Admin(world.broker), port=0, max_body_bytes=64) as srv:
         r = call(srv, "POST", skip_path("plain", "shared"), b"[" + b'"AA==",' * 20 + b'"AA=="]')
         assert r.status == 413 and "too large" in r.reason
         assert chunked(srv, skip_path("plain", "shared"), [b'["', b'AA==', b'"]']) == (400, "invalid base64 messageId")
         assert chunked(srv, skip_path("plain", "shared"), [b"x" * 40, b"y" * 40])[0] == 413
-    with AdminHttpServer(Admin(world.broker), port=0) as srv:
+    with AdminServer(Admin(world.broker), port=0) as srv:
         mid = world.plain[0]
         assert chunked(srv, skip_path("plain", "shared"), [b'["', mid.to_base64().encode(), b'"]'])[0] == 204
         assert world.deleted(PLAIN, "shared", mid)
 
 
-def chunked(srv: AdminHttpServer, path: str, parts: list[bytes]) -> tuple[int, str]:
+def chunked(srv: AdminServer, path: str, parts: list[bytes]) -> tuple[int, str]:
     """POST ``parts`` with Transfer-Encoding: chunked; (status, reason or "")."""
     import http.client
 
@@ -446,7 +447,7 @@ def chunked(srv: AdminHttpServer, path: str, parts: list[bytes]) -> tuple[int, s
 # -- authorization ---------------------------------------------------------------------------------------
 
 
-def test_authorization_on(auth_server: AdminHttpServer, world: World) -> None:
+def test_authorization_on(auth_server: AdminServer, world: World) -> None:
     stats = f"{V2}/plain/internalStats"
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic dG9rLW9wcw=="},
                     {"Authorization": "Bearer "}):
@@ -476,13 +477,13 @@ def test_authorization_on(auth_server: AdminHttpServer, world: World) -> None:
 
 def test_role_header_needs_trust(world: World) -> None:
     authorization = Authorization({"ops": {"*": ALL_OPS}})
-    with AdminHttpServer(Admin(world.broker, authorization=authorization), port=0,
+    with AdminServer(Admin(world.broker, authorization=authorization), port=0,
                          roles=RoleResolver({"t": "ops"})) as srv:
         assert call(srv, "GET", V2, headers={ROLE_HEADER: "ops"}).status == 401
         assert call(srv, "GET", V2, headers={"Authorization": "bearer t"}).status == 200
 
 
-def test_authorization_off_ignores_credentials(server: AdminHttpServer, world: World) -> None:
+def test_authorization_off_ignores_credentials(server: AdminServer, world: World) -> None:
     mid = world.delayed[0]
     r = call(server, "POST", cancel_path(V2, "plain", mid, "&subscriptionNames=shared"), b"",
              {"Authorization": "Bearer whatever", ROLE_HEADER: "nobody"})
@@ -507,7 +508,7 @@ def test_token_file_and_bind_parsing(tmp_path: Path) -> None:
 # -- concurrency -------------------------------------------------------------------------------------------
 
 
-def test_concurrent_requests_leave_consistent_state(server: AdminHttpServer, world: World) -> None:
+def test_concurrent_requests_leave_consistent_state(server: AdminServer, world: World) -> None:
     producer = world.broker.create_producer(PLAIN)
     ids = [producer.send(f"c{i}".encode()) for i in range(60)]
     producer.close()
@@ -550,7 +551,7 @@ def test_concurrent_requests_leave_consistent_state(server: AdminHttpServer, wor
 
 
 def test_shutdown_drains_and_is_idempotent(world: World) -> None:
-    srv = AdminHttpServer(Admin(world.broker), port=0).start()
+    srv = AdminServer(Admin(world.broker), port=0).start()
     assert call(srv, "GET", V2).status == 200
     assert srv.shutdown(drain_timeout=5) is True
     assert srv.shutdown() is True
@@ -568,7 +569,7 @@ def admin_cli(*argv: str, code: int = 0, env: dict[str, str] | None = None) -> s
     return done
 
 
-def test_cli_admin_url_mode(server: AdminHttpServer, world: World) -> None:
+def test_cli_admin_url_mode(server: AdminServer, world: World) -> None:
     url = ["--admin-url", server.url]
     local = Admin(world.broker)
     assert admin_cli(*url, "topics", "list", "public/default").stdout.split() == [ORDERS, PLAIN]
@@ -620,7 +621,7 @@ def test_cli_admin_url_mode(server: AdminHttpServer, world: World) -> None:
     assert "cannot reach" in done.stderr
 
 
-def test_cli_admin_url_with_a_token(auth_server: AdminHttpServer, world: World) -> None:
+def test_cli_admin_url_with_a_token(auth_server: AdminServer, world: World) -> None:
     url = ["--admin-url", auth_server.url]
     admin_cli(*url, "topics", "subscriptions", "plain", code=4)
     assert admin_cli(*url, "--token", "tok-reader", "topics", "subscriptions", "plain").stdout.split() == [

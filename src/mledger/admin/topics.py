@@ -31,6 +31,7 @@ delete_subscription       UNSUBSCRIBE                 ``topics unsubscribe``
 internal_stats            GET_STATS                   ``topics stats-internal``
 partitioned_internal_stats GET_STATS                  ``topics partitioned-stats-internal``
 reset_cursor              RESET_CURSOR                ``topics reset-cursor``
+reset_cursor_by_time      RESET_CURSOR                ``POST .../resetcursor/{timestamp}``
 skip                      SKIP                        ``topics skip``
 clear_backlog             SKIP                        ``topics clear-backlog``
 skip_messages             SKIP                        ``topics skip-messages`` (PIP-423)
@@ -51,7 +52,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..broker import Broker, InitialPosition, PartitionedTopic, SubscriptionType, Topic
-from ..broker.names import TopicName
+from ..broker.names import TopicName, check_namespace_name, local_name_problem
 from ..errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
 from ..messageid import MessageId, as_position
 from ..position import EARLIEST, LATEST, Position
@@ -196,6 +197,9 @@ class Topics:
         is refused, the new subscription is removed again.
         """
         name = self._admin.check_topic(TopicOperation.SUBSCRIBE, topic)
+        problem = local_name_problem(subscription) if isinstance(subscription, str) else "not a string"
+        if problem:
+            raise InvalidRequestError(f"Invalid subscription name {subscription!r}: {problem}")
         sub_type = SubscriptionType.EXCLUSIVE
         if subscription_type is not None:
             sub_type = SubscriptionType.parse(subscription_type)
@@ -264,6 +268,14 @@ class Topics:
         if not isinstance(position, (Position, MessageId)):
             raise InvalidRequestError(f"invalid reset position {position!r}: expected a Position or a MessageId")
         self._subscription(name, subscription).reset_cursor(position)
+
+    def reset_cursor_by_time(self, topic: str, subscription: str, timestamp_ms: int) -> None:
+        """Reset a subscription to the first entry published at or after ``timestamp_ms`` (every
+        partition of a partitioned topic). RESET_CURSOR. 404; 400 for a non-integer time."""
+        name = self._admin.check_topic(TopicOperation.RESET_CURSOR, topic)
+        if isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int):
+            raise InvalidRequestError(f"invalid timestamp {timestamp_ms!r}: expected epoch milliseconds")
+        self._subscription(name, subscription).reset_cursor_by_time(timestamp_ms)
 
     def skip(self, topic: str, subscription: str, num_messages: int) -> None:
         """Skip the next ``num_messages`` unacknowledged entries (every partition's). SKIP.
@@ -364,6 +376,4 @@ def _subscription_names(value: Iterable[str] | str | None) -> list[str]:
 
 
 def _check_namespace_name(namespace: str) -> None:
-    parts = namespace.split("/") if isinstance(namespace, str) else []
-    if len(parts) != 2 or not all(parts):
-        raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
+    check_namespace_name(namespace)

@@ -23,6 +23,9 @@ from ..errors import BadVersionError, InvalidRequestError, StateCorruptedError
 from ..storage import NEW_NODE, MetadataStore
 
 __all__ = [
+    "check_namespace_name",
+    "local_name_problem",
+    "named_entity_problem",
     "PARTITIONED_TOPICS_ROOT",
     "PARTITION_SUFFIX",
     "ProducerNameGenerator",
@@ -35,7 +38,9 @@ PARTITIONED_TOPICS_ROOT = "/admin/partitioned-topics"
 
 _DOMAIN = "persistent"
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>0|[1-9][0-9]{0,9})$")
-_NAMED_ENTITY = re.compile(r"^[-=:.\w]+$")  # Pulsar's NamedEntity rule for tenant and namespace
+_NAMED_ENTITY = re.compile(r"^[-=:.\w]+$", re.ASCII)  # Pulsar's NamedEntity rule (Java's \w is ASCII)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_DOT_SEGMENTS = frozenset({".", ".."})
 _DEFAULT_TENANT = "public"
 _DEFAULT_NAMESPACE = "default"
 
@@ -86,8 +91,12 @@ class TopicName:
             )
         tenant, namespace, local = parts
         for what, value in (("tenant", tenant), ("namespace", namespace)):
-            if not _NAMED_ENTITY.match(value):
-                raise InvalidRequestError(f"Invalid topic name {text!r}: invalid {what} {value!r}")
+            problem = named_entity_problem(value)
+            if problem:
+                raise InvalidRequestError(f"Invalid topic name {text!r}: invalid {what} {value!r} ({problem})")
+        problem = local_name_problem(local)
+        if problem:
+            raise InvalidRequestError(f"Invalid topic name {text!r}: {problem}")
         return cls(tenant, namespace, local)
 
     @classmethod
@@ -154,6 +163,44 @@ class TopicName:
 
     def __str__(self) -> str:
         return f"{_DOMAIN}://{self.tenant}/{self.namespace}/{self.local_name}"
+
+
+def named_entity_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid tenant, namespace or cluster name, or None when it is.
+
+    Pulsar's ``NamedEntity.checkName``: ASCII letters, digits and ``-=:._``, not empty; and not
+    ``.`` or ``..``, which a URL path would resolve away.
+    """
+    if not _NAMED_ENTITY.match(value):
+        return "only ASCII letters, digits and -=:._ are allowed"
+    if value in _DOT_SEGMENTS:
+        return f"{value!r} is not a name"
+    return None
+
+
+def local_name_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid topic local name or subscription name, or None when it is:
+    empty or blank, ``.`` or ``..``, or holding a control character (NUL included)."""
+    if not value or not value.strip():
+        return "the name must not be blank"
+    if value in _DOT_SEGMENTS:
+        return f"{value!r} is not a name"
+    bad = _CONTROL.search(value)
+    if bad:
+        return f"control character {bad.group()!r} at index {bad.start()}"
+    return None
+
+
+def check_namespace_name(namespace: str) -> str:
+    """``tenant/namespace`` checked with Pulsar's rules; returns it. 400 naming the problem."""
+    parts = namespace.split("/") if isinstance(namespace, str) else []
+    if len(parts) != 2:
+        raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
+    for what, value in zip(("tenant", "namespace"), parts, strict=True):
+        problem = named_entity_problem(value)
+        if problem:
+            raise InvalidRequestError(f"Invalid namespace name {namespace!r}: invalid {what} {value!r} ({problem})")
+    return namespace
 
 
 def encode_partitioned_metadata(partitions: int) -> bytes:

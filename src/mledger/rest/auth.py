@@ -2,21 +2,25 @@
 
 Theory of operation
 -------------------
-The admin server authenticates, :class:`~mledger.admin.Authorization` authorizes. A request's
-role comes from, in this order:
+The REST app authenticates, :class:`~mledger.admin.Authorization` authorizes. A request's role
+comes from, in this order:
 
 1. ``Authorization: Bearer <token>``: the token is looked up in the token map (a JSON file
    ``{"<token>": "<role>", ...}``, see :meth:`RoleResolver.from_token_file`). Tokens are
    compared in constant time;
-2. the ``X-Mledger-Role: <role>`` header, only when the server was started with
-   ``--trust-role-header`` (a proxy in front of the server that authenticates callers itself,
+2. the ``X-Mledger-Role: <role>`` header, only when the resolver trusts it
+   (``--trust-role-header``: a proxy in front of the server that authenticates callers itself,
    like Pulsar's proxy forwarding the original principal; or tests);
 3. otherwise no role.
 
 When authorization is on, a request with no role, an unknown token or an ``Authorization``
 header that is not ``Bearer`` is refused with 401 ``Authentication required`` (Pulsar's
-``AuthenticationFilter``) before any admin code runs. When authorization is off, credentials are
-ignored and every call is allowed, as with an embedded :class:`~mledger.admin.Admin`.
+``AuthenticationFilter``) before any admin code runs. When it is off, credentials are ignored
+and every call is allowed, as with an embedded :class:`~mledger.admin.Admin`.
+
+Tokens or a trusted role header without authorization would authenticate callers and then let
+every one of them do everything: :func:`check_authentication_setup` refuses that combination
+(``ConfigError``), so ``mledger-admin serve --token-file`` without ``--auth-file`` does not start.
 
 Pure functions of the headers and the frozen token map: thread-safe, never blocks.
 """
@@ -29,12 +33,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from ..admin.wire import ROLE_HEADER
 from ..errors import ConfigError, UnauthenticatedError
 
-__all__ = ["AUTHENTICATION_REQUIRED", "ROLE_HEADER", "RoleResolver"]
-
-ROLE_HEADER = "X-Mledger-Role"
-"""The header carrying a role when the server trusts it (``--trust-role-header``)."""
+__all__ = ["AUTHENTICATION_REQUIRED", "ROLE_HEADER", "RoleResolver", "check_authentication_setup"]
 
 AUTHENTICATION_REQUIRED = "Authentication required"
 """The 401 reason (Pulsar's ``AuthenticationFilter`` text)."""
@@ -43,18 +45,18 @@ AUTHENTICATION_REQUIRED = "Authentication required"
 class RoleResolver:
     """Maps a request's headers to a role.
 
-    ``tokens``: token -> role. ``trust_role_header``: accept :data:`ROLE_HEADER` as the role.
+    ``tokens``: token -> role. ``trust_role_header``: accept ``X-Mledger-Role`` as the role.
     Construction raises :class:`~mledger.errors.ConfigError` for empty tokens or roles.
     """
 
     def __init__(self, tokens: Mapping[str, str] | None = None, trust_role_header: bool = False) -> None:
-        checked: dict[str, str] = {}
+        checked: dict[bytes, str] = {}
         for token, role in (tokens or {}).items():
             if not isinstance(token, str) or not token.strip():
                 raise ConfigError("token file: every token must be a non-empty string")
             if not isinstance(role, str) or not role.strip():
                 raise ConfigError(f"token file: the role of a token must be a non-empty string, got {role!r}")
-            checked[token.strip()] = role.strip()
+            checked[token.strip().encode()] = role.strip()
         self._tokens = MappingProxyType(checked)
         self.trust_role_header = bool(trust_role_header)
 
@@ -76,12 +78,18 @@ class RoleResolver:
         """How many tokens are known."""
         return len(self._tokens)
 
+    @property
+    def authenticates(self) -> bool:
+        """Whether this resolver can name a role at all (tokens, or the trusted header)."""
+        return bool(self._tokens) or self.trust_role_header
+
     def role_for(self, headers: Mapping[str, str], required: bool) -> str | None:
         """The caller's role, or None.
 
         ``required`` (authorization is on): raise :class:`UnauthenticatedError` (401,
         :data:`AUTHENTICATION_REQUIRED`) instead of returning None, and for an unknown token or a
         non-Bearer ``Authorization`` header. Not required: credentials are ignored (None).
+        ``headers`` look-ups must be case-insensitive (Starlette's ``Headers`` are).
         """
         if not required:
             return None
@@ -100,11 +108,24 @@ class RoleResolver:
 
     def _lookup(self, token: str) -> str | None:
         found = None
+        given = token.encode()
         for known, role in self._tokens.items():
             # compare_digest on every entry: the time taken does not tell which token matched
-            if hmac.compare_digest(known.encode(), token.encode()):
+            if hmac.compare_digest(known, given):
                 found = role
         return found
 
     def __repr__(self) -> str:
         return f"RoleResolver(tokens={len(self._tokens)}, trust_role_header={self.trust_role_header})"
+
+
+def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool) -> None:
+    """Refuse credentials without authorization: they would authenticate callers who may then
+    do everything. Raises :class:`~mledger.errors.ConfigError` with what to do instead."""
+    if roles.authenticates and not authorization_enabled:
+        what = "tokens" if roles.token_count else "a trusted role header"
+        raise ConfigError(
+            f"{what} without an authorization file would let every caller skip, reset and delete: "
+            "give an authorization file (--auth-file, e.g. {\"superUserRoles\": [\"admin\"]}) "
+            "to say what each role may do, or drop the credentials to run without authentication"
+        )

@@ -1,0 +1,218 @@
+"""``create_app``: the admin REST API of an :class:`~mledger.admin.Admin` as a FastAPI app.
+
+The app serves Pulsar's topic admin paths (:mod:`mledger.rest.topics`), ``GET /metrics``
+(Prometheus text of the broker, no authentication, like Pulsar's default), the OpenAPI document
+at ``/openapi.json`` and interactive docs at ``/docs`` (Swagger UI) and ``/redoc``, whose
+scripts and styles the app serves itself from the fastapi-offline package
+(``/static-offline-docs/...``): the docs work with no internet access.
+
+Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
+
+* :class:`~mledger.errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412);
+* no such route: 404 ``HTTP 404 Not Found``; a known route with another method: 405
+  ``HTTP 405 Method Not Allowed`` with ``Allow`` (under ``/admin``, after authentication, as
+  Pulsar's filter runs first);
+* a parameter FastAPI cannot read (``skip/abc``): 400 naming it (412 for cancelDelayedMessage's
+  ids, seeds/000), never FastAPI's 422;
+* body limit 413, URL limit 414, anything unexpected 500 (:mod:`mledger.rest.middleware`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any
+
+import anyio.to_thread
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi_offline import FastAPIOffline
+from pydantic import TypeAdapter
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..admin import Admin
+from ..admin.requests import MessageIdItem, ResetCursorData
+from ..admin.wire import ErrorBody
+from ..errors import ConfigError, MLedgerError
+from ..metrics import CONTENT_TYPE, render_metrics
+from .auth import RoleResolver, check_authentication_setup
+from .context import AppContext, context_of
+from .middleware import AdminMiddleware, InFlight
+from .openapi import SkipMessageIdsBody
+from .protocol import DEFAULT_MAX_URL_BYTES
+from .topics import VALIDATION_412_ROUTES, topics_router
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DRAIN_LIMIT", "create_app"]
+
+DEFAULT_MAX_BODY_BYTES = 8 << 20
+DRAIN_LIMIT = 64 << 20
+"""A refused body declared up to this size is read and dropped after the 413 (the connection is
+kept); larger ones close the connection."""
+
+_JSON = "application/json"
+
+
+def create_app(
+    admin: Admin,
+    roles: RoleResolver | None = None,
+    cluster: str | None = None,
+    metrics: bool = True,
+    max_concurrency: int = 16,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_url_bytes: int = DEFAULT_MAX_URL_BYTES,
+) -> FastAPI:
+    """The admin REST API of ``admin`` as a FastAPI (ASGI) app; see the module docstring.
+
+    ``roles`` resolves callers (bearer tokens, trusted header; default: none);
+    ``cluster`` is the cluster v1 paths must name and the ``cluster`` label of the metrics
+    (default: the broker's ``cluster_name``); ``metrics`` serves ``GET /metrics``;
+    ``max_concurrency`` bounds the admin calls running at once (worker threads).
+
+    Raises :class:`~mledger.errors.ConfigError` for bad limits, and for ``roles`` that name
+    callers while ``admin`` has no authorization (every caller could then do everything).
+    Run it with :class:`~mledger.rest.AdminServer`, or with any ASGI server.
+    """
+    if max_concurrency < 1 or max_body_bytes < 0 or max_url_bytes < 256:
+        raise ConfigError("max_concurrency >= 1, max_body_bytes >= 0 and max_url_bytes >= 256 are required")
+    roles = roles if roles is not None else RoleResolver()
+    check_authentication_setup(roles, admin.authorization_enabled)
+    cluster = cluster or admin.broker.config.cluster_name
+    app = FastAPIOffline(
+        title="mledger admin REST API",
+        version=_version(),
+        description=(
+            "Pulsar's admin REST API (PersistentTopics, v2 and v1 paths) over an mledger broker. "
+            "Errors are `{\"reason\": \"...\"}` with Pulsar's status codes."
+        ),
+        redirect_slashes=False,
+    )
+    app.state.mledger = AppContext(admin, roles, cluster, max_concurrency)
+    app.state.in_flight = InFlight()  # AdminServer reads it
+    app.add_middleware(AdminMiddleware, max_body_bytes=max_body_bytes, max_url_bytes=max_url_bytes,
+                       drain_limit=DRAIN_LIMIT, in_flight=app.state.in_flight)
+
+    v2 = "/admin/v2/{domain}/{tenant}/{namespace}"
+    app.include_router(topics_router("v2", "persistent"), prefix=v2.replace("{domain}", "persistent"), tags=["v2"])
+    app.include_router(topics_router("v1", "persistent"), prefix="/admin/persistent/{property}/{cluster}/{namespace}",
+                       tags=["v1"])
+    # aliases left out of the document: v1 spelled /admin/v1/..., and non-persistent (405)
+    app.include_router(topics_router("v1", "persistent"), prefix="/admin/v1/persistent/{property}/{cluster}/{namespace}",
+                       include_in_schema=False)
+    app.include_router(topics_router("v2", "non-persistent"), prefix=v2.replace("{domain}", "non-persistent"),
+                       include_in_schema=False)
+    app.include_router(topics_router("v1", "non-persistent"),
+                       prefix="/admin/non-persistent/{property}/{cluster}/{namespace}", include_in_schema=False)
+    if metrics:
+        _add_metrics(app, cluster)
+    _add_error_handlers(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _add_metrics(app: FastAPI, cluster: str) -> None:
+    broker = context_of_app(app).admin.broker
+
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics of every subscription (text format 0.0.4)",
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE.split(";")[0]: {"schema": {"type": "string"}}},
+                         "description": "Prometheus text"}},
+        tags=["metrics"],
+    )
+    async def metrics() -> Response:
+        text = await anyio.to_thread.run_sync(render_metrics, broker, cluster)
+        return Response(text, media_type=CONTENT_TYPE)
+
+
+def context_of_app(app: FastAPI) -> AppContext:
+    """The :class:`AppContext` of an app made by :func:`create_app`."""
+    context: AppContext = app.state.mledger
+    return context
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def _error(status: int, reason: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(ErrorBody(reason=reason).model_dump_json(), status_code=status, media_type=_JSON, headers=headers)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(MLedgerError)
+    async def admin_error(request: Request, exc: MLedgerError) -> Response:
+        return _error(exc.http_status, str(exc) or type(exc).__name__)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code in (404, 405) and request.url.path.startswith("/admin"):
+            try:  # authentication comes first, as Pulsar's filter: 401 before 404 / 405
+                context_of(request).admin_for(request.headers)
+            except MLedgerError as e:
+                return _error(e.http_status, str(e))
+        reason = f"HTTP {exc.status_code} {_PHRASES.get(exc.status_code, 'Error')}"
+        return _error(exc.status_code, reason, dict(exc.headers or {}))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_parameter(request: Request, exc: RequestValidationError) -> Response:
+        route = request.scope.get("route")
+        status = 412 if getattr(route, "name", None) in VALIDATION_412_ROUTES else 400
+        return _error(status, _validation_reason(exc))
+
+
+_PHRASES = {404: "Not Found", 405: "Method Not Allowed", 413: "Content Too Large", 400: "Bad Request"}
+
+
+def _validation_reason(exc: RequestValidationError) -> str:
+    """``Invalid <name> '<value>': <why>`` for the first parameter FastAPI could not read."""
+    errors = exc.errors()
+    if not errors:
+        return "Invalid request"
+    first = errors[0]
+    name = str(first.get("loc", ("", "parameter"))[-1])
+    kind = str(first.get("type", ""))
+    if kind == "missing":
+        return f"Missing {name}"
+    value = first.get("input")
+    if kind in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
+        why = "out of range"
+    elif kind.startswith("int_"):
+        why = "expected an integer"
+    elif kind.startswith("bool_"):
+        why = "expected true or false"
+    else:
+        why = str(first.get("msg", "invalid"))
+    return f"Invalid {name} {value!r}: {why}"
+
+
+# -- OpenAPI -----------------------------------------------------------------------------------
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document plus the request-body models the handlers parse themselves."""
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    document = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for operations in document["paths"].values():  # FastAPI's 422: this app answers 400 (or 412)
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    template = "#/components/schemas/{model}"
+    for name, adapter in (("ResetCursorData", TypeAdapter(ResetCursorData)),
+                          ("MessageIdItem", TypeAdapter(MessageIdItem)),
+                          ("SkipMessageIdsBody", TypeAdapter(SkipMessageIdsBody))):
+        schema = adapter.json_schema(by_alias=True, ref_template=template, mode="validation")
+        for key, value in schema.pop("$defs", {}).items():
+            schemas.setdefault(key, value)
+        schemas[name] = schema
+    app.openapi_schema = document
+    return document
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mledger")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0"

@@ -1,0 +1,283 @@
+"""``AdminServer``: the admin REST app on uvicorn (HTTP/1.1, keep-alive), embeddable.
+
+Embedding (e.g. beside a protocol server over the same broker)::
+
+    app = create_app(Admin(broker), cluster="standalone")     # or pass the Admin directly
+    server = AdminServer(app, "127.0.0.1", 0)                  # binds now: server.url, server.address
+    server.start()                                             # own thread and event loop
+    ...
+    server.shutdown(drain_timeout=10)                          # stop, drain, close; then close the broker
+
+or, inside an event loop you already run::
+
+    task = asyncio.create_task(server.serve())                 # until server.stop()
+    ...
+    server.stop(); await task
+
+Binding happens in the constructor (``OSError`` when the address is taken; port 0 picks a free
+port), so the URL is known before anything is served. Stopping is graceful: the listening
+socket closes, idle keep-alive connections close, requests in flight finish (up to the drain
+timeout, then they are cancelled), and only then does :meth:`shutdown` or :meth:`serve`
+return, so the broker can be closed after the last admin call returned. When :meth:`serve` or
+:meth:`run` runs in the main thread, uvicorn handles SIGINT and SIGTERM itself (graceful stop)
+and re-raises them to the handlers that were installed before, once stopped.
+
+:func:`serve` is ``mledger-admin serve``: a data directory, the app, SIGINT/SIGTERM, and the
+store closed when the last request finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+
+from ..admin import Admin, Authorization
+from ..errors import ConfigError
+from .app import create_app
+from .auth import RoleResolver
+from .protocol import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, protocol_class
+
+__all__ = ["DEFAULT_BIND", "AdminServer", "parse_bind", "serve"]
+
+log = logging.getLogger("mledger.rest")
+
+DEFAULT_BIND = "127.0.0.1:8080"
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8080`` for IPv6; port 0 picks a free one); ``ConfigError`` if bad."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host:
+        raise ConfigError(f"invalid --bind {text!r}: expected host:port, e.g. {DEFAULT_BIND}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        number = int(port)
+    except ValueError:
+        raise ConfigError(f"invalid --bind {text!r}: port {port!r} is not a number") from None
+    if not 0 <= number <= 65535:
+        raise ConfigError(f"invalid --bind {text!r}: port {number} out of range")
+    return host, number
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop  # the server extra has it where it builds (not on Windows)
+    except ImportError:  # pragma: no cover - depends on the platform
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+class AdminServer:
+    """The app (or an :class:`~mledger.admin.Admin`, for which :func:`create_app` builds one with
+    ``app_options``) served by uvicorn on ``host:port``; see the module docstring.
+
+    ``drain_timeout``: seconds requests in flight get to finish when stopping.
+    ``keep_alive_timeout``: seconds an idle keep-alive connection is kept.
+    ``max_url_bytes`` / ``max_header_bytes``: the protocol's limits (414 / 431).
+    """
+
+    def __init__(
+        self,
+        app: FastAPI | Admin,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        *,
+        drain_timeout: float = 10.0,
+        keep_alive_timeout: float = 5.0,
+        max_url_bytes: int = DEFAULT_MAX_URL_BYTES,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        backlog: int = 2048,
+        **app_options: Any,
+    ) -> None:
+        if isinstance(app, Admin):
+            app = create_app(app, max_url_bytes=max_url_bytes, **app_options)
+        elif app_options:
+            raise ConfigError(f"options {sorted(app_options)} need an Admin, not a ready app")
+        if drain_timeout < 0 or keep_alive_timeout <= 0:
+            raise ConfigError("drain_timeout >= 0 and keep_alive_timeout > 0 are required")
+        self.app = app
+        self.drain_timeout = drain_timeout
+        self._socket = _bind(host, port)
+        bound = self._socket.getsockname()
+        self._address = (str(bound[0]), int(bound[1]))
+        self._config = uvicorn.Config(
+            app,
+            http=protocol_class(max_url_bytes, max_header_bytes),
+            lifespan="off",
+            log_config=None,
+            access_log=False,  # the app's middleware logs one line per request
+            server_header=False,
+            timeout_keep_alive=int(max(1, keep_alive_timeout)),
+            timeout_graceful_shutdown=int(max(1, drain_timeout)) if drain_timeout else None,
+            backlog=backlog,
+        )
+        self._server = uvicorn.Server(self._config)
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+        self._state = threading.Lock()
+        self._closed = False
+        self._drained = True
+
+    # -- where -----------------------------------------------------------------------------
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound (host, port)."""
+        return self._address
+
+    @property
+    def url(self) -> str:
+        """``http://host:port``."""
+        host, port = self.address
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being answered now."""
+        return int(self.app.state.in_flight.count)
+
+    @property
+    def started(self) -> bool:
+        """Whether the server accepts connections."""
+        return bool(self._server.started) and not self._server.should_exit
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Serve in the running event loop until :meth:`stop` (see the module docstring)."""
+        await self._server.serve(sockets=[self._socket])
+
+    def run(self) -> None:
+        """Serve in this thread (a new event loop) until :meth:`stop` or SIGINT/SIGTERM."""
+        _run_loop(self.serve())
+
+    def start(self, timeout: float = 30.0) -> AdminServer:
+        """Serve on a background (daemon) thread; returns self once listening (``RuntimeError``
+        if it could not start within ``timeout`` seconds)."""
+        with self._state:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run_in_thread, name="mledger-rest", daemon=True)
+                self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if self._failure is not None or not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the admin server did not start: {self._failure!r}") from self._failure
+            time.sleep(0.01)
+        return self
+
+    def _run_in_thread(self) -> None:
+        try:
+            _run_loop(self.serve())
+        except BaseException as e:  # reported by start(); the thread just ends
+            self._failure = e
+            log.exception("the admin server stopped with an error")
+
+    def stop(self) -> None:
+        """Ask the server to stop (graceful: see :meth:`shutdown`); returns at once. Thread-safe."""
+        self._server.should_exit = True
+
+    def shutdown(self, drain_timeout: float | None = None) -> bool:
+        """:meth:`stop`, wait for the requests in flight (up to ``drain_timeout`` seconds, default
+        the constructor's) and close the socket. Returns whether every request finished.
+        Idempotent; for a server run with :meth:`start`."""
+        with self._state:
+            if self._closed:
+                return self._drained
+            self._closed = True
+        limit = self.drain_timeout if drain_timeout is None else drain_timeout
+        self._config.timeout_graceful_shutdown = int(max(1, limit)) if limit else None
+        self.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=limit + 5)
+        self._drained = self.in_flight == 0 and (self._thread is None or not self._thread.is_alive())
+        self._socket.close()
+        if not self._drained:
+            log.warning("admin server stopped with %d request(s) still running", self.in_flight)
+        return self._drained
+
+    def __enter__(self) -> AdminServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        return f"AdminServer({self.url})"
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _run_loop(main: Coroutine[Any, Any, None]) -> None:
+    with asyncio.Runner(loop_factory=_new_loop) as runner:
+        runner.run(main)
+
+
+def serve(
+    data_dir: str | Path,
+    bind: str = DEFAULT_BIND,
+    authorization: Authorization | None = None,
+    roles: RoleResolver | None = None,
+    cluster: str = "standalone",
+    ready: Callable[[AdminServer], None] | None = None,
+    **app_options: Any,
+) -> None:
+    """Serve the admin API over the SQLite data directory ``data_dir`` until SIGINT/SIGTERM.
+
+    Opens the store (``StoreLockedError`` while another process holds it), a factory, a broker
+    (``BrokerConfig(cluster_name=cluster)``) and an :class:`Admin`; calls ``ready(server)`` once
+    bound; on a signal drains requests in flight and closes broker and factory, so every change
+    is persisted when it returns (normally, not by the signal). ``app_options`` go to
+    :func:`create_app`. Call it from the main thread.
+    """
+    from ..broker import Broker, BrokerConfig
+    from ..ledger import ManagedLedgerFactory
+    from ..storage import SqliteStore
+
+    host, port = parse_bind(bind)
+    roles = roles if roles is not None else RoleResolver()
+    factory = ManagedLedgerFactory(SqliteStore(str(data_dir)))
+    try:
+        broker = Broker(factory, BrokerConfig(cluster_name=cluster))
+        try:
+            admin = Admin(broker, authorization=authorization)
+            server = AdminServer(create_app(admin, roles=roles, cluster=cluster, **app_options), host, port)
+
+            def stop(signum: int, frame: FrameType | None) -> None:
+                # before uvicorn takes the signals over, and after it hands them back: stop, no exit
+                log.info("signal %d: shutting down", signum)
+                server.stop()
+
+            previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                if ready is not None:
+                    ready(server)
+                server.run()
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+        finally:
+            broker.close()
+    finally:
+        factory.close()

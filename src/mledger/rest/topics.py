@@ -1,0 +1,455 @@
+"""Pulsar's ``PersistentTopics`` REST resources, v2 and v1, mapped onto ``Admin.topics``.
+
+Routes (after ``/admin/v2/persistent/{tenant}/{namespace}``, or v1's
+``/admin/persistent/{property}/{cluster}/{namespace}``; ``{topic}`` and ``{subName}`` are
+URL-encoded as Pulsar's clients encode them: ``+`` is a space and ``%2F`` stays in the name):
+
+=======  ===================================================  =========================  ===
+method   path                                                 admin call                 ok
+=======  ===================================================  =========================  ===
+GET      (none)                                               list_topics                200
+GET      ``partitioned``                                      list_partitioned_topics    200
+PUT      ``{topic}``                                          create_topic               204
+DELETE   ``{topic}`` (``?force``)                             delete_topic               204
+GET      ``{topic}/partitions``                               partitioned_topic_metadata 200
+PUT      ``{topic}/partitions`` (body: N)                     create_topic(partitions=N) 204
+DELETE   ``{topic}/partitions`` (``?force``)                  delete_topic               204
+GET      ``{topic}/subscriptions``                            list_subscriptions         200
+GET      ``{topic}/internalStats``                            internal_stats             200
+GET      ``{topic}/partitioned-internalStats``                partitioned_internal_stats 200
+POST     ``{topic}/cancelDelayedMessage``                     cancel_delayed_message     204
+PUT      ``{topic}/subscription/{subName}`` (body: id)        create_subscription        204
+DELETE   ``{topic}/subscription/{subName}``                   delete_subscription        204
+POST     ``{topic}/subscription/{subName}/skipByMessageIds``  skip_messages              204
+POST     ``{topic}/subscription/{subName}/skip_all``          clear_backlog              204
+POST     ``{topic}/subscription/{subName}/skip/{numMessages}``  skip                     204
+POST     ``{topic}/subscription/{subName}/resetcursor/{timestamp}``  reset_cursor_by_time  204
+POST     ``{topic}/subscription/{subName}/resetcursor``       reset_cursor (body: id)    204
+=======  ===================================================  =========================  ===
+
+Each handler runs its dependencies in Pulsar's order: authentication first (401 before
+anything else, like Pulsar's ``AuthenticationFilter``), then the v1 cluster (412 ``Cluster <c>
+does not exist``) and the domain (``non-persistent``: 405), then the names (400), then its own
+parameters, then **one** admin call on a worker thread (at most ``max_concurrency`` at once);
+all admin logic (authorization, fan-out to partitions, errors) is in :mod:`mledger.admin`.
+
+``cancelDelayedMessage`` follows seeds/000 exactly: the topic name is checked, then
+``ledgerId``/``entryId`` (missing, not a Java ``long`` or negative: 412; the v2 text is
+"ledgerId, entryId must be positive.", the v1 text "... non-negative."), then the admin call.
+A subscription that refuses (a cumulative-ack type) makes it 412 "Failed to cancel delayed
+message ..."; the others are cancelled all the same. Both the 204 and that 412 carry the
+per-subscription outcome in the header ``X-Mledger-Cancel-Results`` (``{"sub": true, ...}``).
+``authoritative`` is accepted and ignored everywhere.
+
+mledger extensions and limits: ``PUT .../subscription/{subName}?subscriptionType=Shared``
+stores the subscription's type (Pulsar has no such parameter; default Exclusive); a reset body
+with ``isExcluded: true`` is refused (400); ``force`` on subscription deletion is ignored (412
+while consumers are connected); a partitioned topic's ``internalStats`` is 405 (use
+``partitioned-internalStats``).
+"""
+
+# No "from __future__ import annotations": FastAPI reads the handlers' annotations, which name
+# dependency types local to topics_router().
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+from urllib.parse import unquote, unquote_plus
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from ..admin import Admin
+from ..admin.requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
+from ..admin.stats import PartitionedTopicInternalStats, PartitionedTopicMetadata, PersistentTopicInternalStats
+from ..admin.wire import CANCEL_RESULTS_HEADER, ErrorBody
+from ..broker.names import TopicName, local_name_problem, named_entity_problem
+from ..errors import InvalidRequestError, NotAllowedError, PreconditionFailedError
+from ..messageid import MessageId
+from .context import AppContext, context_of
+
+__all__ = ["VALIDATION_412_ROUTES", "topics_router"]
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+_NEGATIVE_IDS = {
+    "v1": "ledgerId, entryId must be non-negative.",
+    "v2": "ledgerId, entryId must be positive.",
+}
+
+VALIDATION_412_ROUTES = frozenset({"v1_cancel_delayed_message", "v2_cancel_delayed_message"})
+"""Routes whose invalid parameters are 412, not 400 (seeds/000: cancelDelayedMessage)."""
+
+JSON = "application/json"
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": text}
+    for status, text in ((400, "invalid name, parameter or body"), (401, "authentication required"),
+                         (403, "the role may not"), (404, "topic or subscription not found"),
+                         (412, "a precondition failed"))
+}
+
+
+# -- names in paths ------------------------------------------------------------------------
+
+
+def decode_segment(text: str, what: str) -> str:
+    """A tenant, namespace or cluster segment: percent-decoded (JAX-RS ``@PathParam``) and checked
+    with Pulsar's naming rule. 400 naming the problem."""
+    try:
+        value = unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequestError(f"Invalid {what} {text!r}: not valid percent-encoded UTF-8") from None
+    problem = named_entity_problem(value)
+    if problem:
+        raise InvalidRequestError(f"Invalid {what} {value!r}: {problem}")
+    return value
+
+
+def decode_name(text: str, what: str) -> str:
+    """A topic or subscription segment decoded like Java's ``URLDecoder`` (``+`` is a space), as
+    Pulsar's ``Codec.decode`` reads its ``@Encoded`` parameters. 400 if not UTF-8, blank, ``.``,
+    ``..`` or holding a control character."""
+    try:
+        value = unquote_plus(text, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequestError(f"Invalid {what} {text!r}: not valid percent-encoded UTF-8") from None
+    problem = local_name_problem(value)
+    if problem:
+        raise InvalidRequestError(f"Invalid {what} {value!r}: {problem}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One matched request: the caller's admin view, the API version and the namespace."""
+
+    admin: Admin
+    context: AppContext
+    version: Literal["v1", "v2"]
+    tenant: str
+    namespace: str
+
+    @property
+    def namespace_name(self) -> str:
+        return f"{self.tenant}/{self.namespace}"
+
+    def topic(self, encoded: str) -> str:
+        """The full topic name of an encoded ``{topic}`` segment (400 for a bad name)."""
+        local = decode_name(encoded, "topic name")
+        return str(TopicName.parse(f"persistent://{self.tenant}/{self.namespace}/{local}"))
+
+    async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` on a worker thread (admin calls may block on storage)."""
+        return await self.context.run(fn, *args, **kwargs)
+
+
+# -- dependencies ------------------------------------------------------------------------------
+
+
+async def caller_admin(request: Request) -> Admin:
+    """Authentication (Pulsar's filter, first of all): the admin acting for the caller's role."""
+    return context_of(request).admin_for(request.headers)
+
+
+CallerAdmin = Annotated[Admin, Depends(caller_admin)]
+
+TopicSegment = Annotated[str, Path(description="the topic's local name, URL-encoded (Java URLEncoder: space is +)")]
+Authoritative = Annotated[bool, Query(description="accepted and ignored (Pulsar's redirect flag)")]
+
+
+def _refuse_non_persistent(domain: str) -> None:
+    if domain == "non-persistent":
+        raise NotAllowedError("Operation not allowed on non-persistent topic")
+
+
+def _v2_call(domain: str) -> Callable[..., Any]:
+    async def v2_call(
+        request: Request,
+        admin: CallerAdmin,
+        tenant: Annotated[str, Path(description="tenant")],
+        namespace: Annotated[str, Path(description="namespace")],
+    ) -> Call:
+        _refuse_non_persistent(domain)
+        return Call(admin, context_of(request), "v2", decode_segment(tenant, "tenant"),
+                    decode_segment(namespace, "namespace"))
+
+    return v2_call
+
+
+def _v1_call(domain: str) -> Callable[..., Any]:
+    async def v1_call(
+        request: Request,
+        admin: CallerAdmin,
+        property: Annotated[str, Path(description="tenant (v1: property)")],
+        cluster: Annotated[str, Path(description="the cluster: must be this server's")],
+        namespace: Annotated[str, Path(description="namespace")],
+    ) -> Call:
+        context = context_of(request)
+        name = decode_segment(cluster, "cluster")
+        if name != context.cluster:
+            raise PreconditionFailedError(f"Cluster {name} does not exist")
+        _refuse_non_persistent(domain)
+        return Call(admin, context, "v1", decode_segment(property, "property"), decode_segment(namespace, "namespace"))
+
+    return v1_call
+
+
+# -- responses ---------------------------------------------------------------------------------
+
+
+def _json(value: Any) -> Response:
+    if hasattr(value, "model_dump_json"):
+        return Response(value.model_dump_json(by_alias=True), media_type=JSON)
+    return Response(json.dumps(value, separators=(",", ":")), media_type=JSON)
+
+
+def _no_content(headers: dict[str, str] | None = None) -> Response:
+    return Response(status_code=204, headers=headers)
+
+
+def _body(schema: dict[str, Any], description: str, required: bool = True) -> dict[str, Any]:
+    """``openapi_extra`` declaring a JSON request body (the handler parses the raw body itself,
+    with the admin library's Pulsar-compatible parser and its error messages)."""
+    return {"requestBody": {"required": required, "description": description,
+                            "content": {JSON: {"schema": schema}}}}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+# -- the router --------------------------------------------------------------------------------
+
+
+def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
+    """The topic routes for one API version and domain, to include under its namespace prefix.
+
+    Operation ids are ``<version>_<operation>`` (``v2_skip_by_message_ids``); the routes of the
+    ``non-persistent`` domain answer 405 and are left out of the OpenAPI document by the caller.
+    """
+    CallDep = Annotated[Call, Depends(_v2_call(domain) if version == "v2" else _v1_call(domain))]
+
+    async def topic_name(call: CallDep, topic: TopicSegment) -> str:
+        return call.topic(topic)
+
+    async def subscription_name(
+        sub_name: Annotated[str, Path(alias="subName", description="the subscription name, URL-encoded")],
+    ) -> str:
+        return decode_name(sub_name, "subscription name")
+
+    # dependencies run before the handler's own query parameters are validated: the names are
+    # checked (400) first, as Pulsar's validateTopicName comes first
+    TopicDep = Annotated[str, Depends(topic_name)]
+    SubDep = Annotated[str, Depends(subscription_name)]
+    router = APIRouter(responses=_ERRORS)
+
+    def route(method: str, path: str, name: str, summary: str, **kwargs: Any) -> Callable[[Any], Any]:
+        def register(fn: Any) -> Any:
+            status = kwargs.pop("status_code", 200)
+            router.add_api_route(
+                path, fn, methods=[method], name=f"{version}_{name}", operation_id=f"{version}_{name}",
+                summary=summary, status_code=status, response_class=Response if status == 204 else JSONResponse,
+                **kwargs,
+            )
+            return fn
+
+        return register
+
+    @route("GET", "", "list_topics", "List the namespace's topics", response_model=list[str])
+    async def list_topics(call: CallDep) -> Response:
+        return _json(await call.run(call.admin.topics.list_topics, call.namespace_name))
+
+    @route("GET", "/partitioned", "list_partitioned_topics", "List the namespace's partitioned topics",
+           response_model=list[str])
+    async def list_partitioned_topics(call: CallDep) -> Response:
+        return _json(await call.run(call.admin.topics.list_partitioned_topics, call.namespace_name))
+
+    @route("PUT", "/{topic}", "create_topic", "Create a non-partitioned topic", status_code=204,
+           responses={409: {"model": ErrorBody, "description": "the topic exists"}})
+    async def create_topic(call: CallDep, topic: TopicDep, authoritative: Authoritative = False) -> Response:
+        await call.run(call.admin.topics.create_topic, topic)
+        return _no_content()
+
+    @route("DELETE", "/{topic}", "delete_topic", "Delete a topic and its data", status_code=204)
+    async def delete_topic(
+        call: CallDep,
+        topic: TopicDep,
+        force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
+        authoritative: Authoritative = False,
+    ) -> Response:
+        await call.run(call.admin.topics.delete_topic, topic, force=force)
+        return _no_content()
+
+    @route("GET", "/{topic}/partitions", "get_partitioned_metadata", "The number of partitions (0: not partitioned)",
+           response_model=PartitionedTopicMetadata)
+    async def get_partitioned_metadata(call: CallDep, topic: TopicDep) -> Response:
+        return _json(await call.run(call.admin.topics.partitioned_topic_metadata, topic))
+
+    @route("PUT", "/{topic}/partitions", "create_partitioned_topic", "Create a partitioned topic", status_code=204,
+           openapi_extra=_body({"type": "integer", "minimum": 1}, "the number of partitions"),
+           responses={409: {"model": ErrorBody, "description": "the topic exists"}})
+    async def create_partitioned_topic(call: CallDep, topic: TopicDep, request: Request) -> Response:
+        partitions = partitions_from_body(await request.body())
+        await call.run(call.admin.topics.create_topic, topic, partitions=partitions)
+        return _no_content()
+
+    @route("DELETE", "/{topic}/partitions", "delete_partitioned_topic", "Delete a partitioned topic",
+           status_code=204)
+    async def delete_partitioned_topic(
+        call: CallDep,
+        topic: TopicDep,
+        force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
+        authoritative: Authoritative = False,
+    ) -> Response:
+        await call.run(call.admin.topics.delete_topic, topic, force=force)
+        return _no_content()
+
+    @route("GET", "/{topic}/subscriptions", "get_subscriptions", "List the topic's subscriptions",
+           response_model=list[str])
+    async def get_subscriptions(call: CallDep, topic: TopicDep) -> Response:
+        return _json(await call.run(call.admin.topics.list_subscriptions, topic))
+
+    @route("GET", "/{topic}/internalStats", "get_internal_stats",
+           "Internal stats of a topic or partition (managed ledger and cursors)",
+           response_model=PersistentTopicInternalStats,
+           responses={405: {"model": ErrorBody, "description": "a partitioned topic: use partitioned-internalStats"}})
+    async def get_internal_stats(call: CallDep, topic: TopicDep, authoritative: Authoritative = False) -> Response:
+        return _json(await call.run(call.admin.topics.internal_stats, topic))
+
+    @route("GET", "/{topic}/partitioned-internalStats", "get_partitioned_internal_stats",
+           "Internal stats of every partition of a partitioned topic", response_model=PartitionedTopicInternalStats)
+    async def get_partitioned_internal_stats(call: CallDep, topic: TopicDep) -> Response:
+        return _json(await call.run(call.admin.topics.partitioned_internal_stats, topic))
+
+    @route("POST", "/{topic}/cancelDelayedMessage", "cancel_delayed_message",
+           "Cancel a delayed message on subscriptions (PIP-423)", status_code=204)
+    async def cancel_delayed_message(
+        call: CallDep,
+        topic: TopicDep,
+        ledger_id: Annotated[int | None, Query(alias="ledgerId", ge=INT64_MIN, le=INT64_MAX,
+                                               description="ledger id of the message (412 if missing)")] = None,
+        entry_id: Annotated[int | None, Query(alias="entryId", ge=INT64_MIN, le=INT64_MAX,
+                                              description="entry id of the message (412 if missing)")] = None,
+        subscription_names: Annotated[list[str] | None, Query(
+            alias="subscriptionNames", description="repeated or comma-separated; default: every subscription")] = None,
+        authoritative: Authoritative = False,
+    ) -> Response:
+        for field, value in (("ledgerId", ledger_id), ("entryId", entry_id)):
+            if value is None:
+                raise PreconditionFailedError(f"Failed to cancel delayed message: missing {field}")
+        assert ledger_id is not None and entry_id is not None
+        if ledger_id < 0 or entry_id < 0:
+            raise PreconditionFailedError(_NEGATIVE_IDS[call.version])
+        names = [part.strip() for value in subscription_names or () for part in value.split(",") if part.strip()]
+        result = await call.run(call.admin.topics.cancel_delayed_message, topic, ledger_id, entry_id,
+                                subscription_names=list(dict.fromkeys(names)) or None)
+        header = {CANCEL_RESULTS_HEADER: json.dumps(result.results, separators=(",", ":"))}
+        if result.refused:
+            reason = ("Failed to cancel delayed message on subscription(s) " + ", ".join(result.refused)
+                      + ": their type uses cumulative acknowledgement")
+            return Response(ErrorBody(reason=reason).model_dump_json(), status_code=412, media_type=JSON,
+                            headers=header)
+        return _no_content(header)
+
+    @route("PUT", "/{topic}/subscription/{subName}", "create_subscription",
+           "Create a durable subscription (at the latest message unless the body names one)", status_code=204,
+           openapi_extra=_body(_ref("ResetCursorData"), "where it starts (optional)", required=False),
+           responses={409: {"model": ErrorBody, "description": "the subscription exists"}})
+    async def create_subscription(
+        call: CallDep,
+        topic: TopicDep,
+        sub: SubDep,
+        request: Request,
+        subscription_type: Annotated[str | None, Query(
+            alias="subscriptionType", description="Exclusive (default), Shared, Failover or Key_Shared")] = None,
+        authoritative: Authoritative = False,
+    ) -> Response:
+        body = ResetCursorData.parse_body(await request.body(), "create subscription")
+        position = MessageId.LATEST if body is None else body.to_message_id()
+        await call.run(call.admin.topics.create_subscription, topic, sub, position=position,
+                       subscription_type=subscription_type or None)
+        return _no_content()
+
+    @route("DELETE", "/{topic}/subscription/{subName}", "delete_subscription", "Delete a subscription",
+           status_code=204)
+    async def delete_subscription(
+        call: CallDep,
+        topic: TopicDep,
+        sub: SubDep,
+        force: Annotated[bool, Query(description="ignored: refused (412) while consumers are connected")] = False,
+        authoritative: Authoritative = False,
+    ) -> Response:
+        await call.run(call.admin.topics.delete_subscription, topic,
+                       sub)
+        return _no_content()
+
+    @route("POST", "/{topic}/subscription/{subName}/skipByMessageIds", "skip_by_message_ids",
+           "Skip messages by id (PIP-423): base64 MessageIdData or {ledgerId, entryId, batchIndex}",
+           status_code=204, openapi_extra=_body(_ref("SkipMessageIdsBody"), "the messages to skip"),
+           responses={405: {"model": ErrorBody, "description": "a cumulative-ack subscription (Exclusive, Failover)"}})
+    async def skip_by_message_ids(
+        call: CallDep,
+        topic: TopicDep,
+        sub: SubDep,
+        request: Request,
+        authoritative: Authoritative = False,
+    ) -> Response:
+        parsed = SkipMessageIdsRequest.parse_body(await request.body())
+        await call.run(call.admin.topics.skip_messages, topic, sub, parsed)
+        return _no_content()
+
+    @route("POST", "/{topic}/subscription/{subName}/skip_all", "skip_all_messages",
+           "Acknowledge the subscription's whole backlog", status_code=204)
+    async def skip_all_messages(
+        call: CallDep,
+        topic: TopicDep,
+        sub: SubDep,
+        authoritative: Authoritative = False,
+    ) -> Response:
+        await call.run(call.admin.topics.clear_backlog, topic, sub)
+        return _no_content()
+
+    @route("POST", "/{topic}/subscription/{subName}/skip/{numMessages}", "skip_messages",
+           "Skip the next N unacknowledged messages", status_code=204)
+    async def skip_messages(
+        call: CallDep,
+        topic: TopicDep,
+        sub: SubDep,
+        num_messages: Annotated[int, Path(alias="numMessages", ge=0, le=INT32_MAX, description="how many")],
+        authoritative: Authoritative = False,
+    ) -> Response:
+        await call.run(call.admin.topics.skip, topic, sub,
+                       num_messages)
+        return _no_content()
+
+    @route("POST", "/{topic}/subscription/{subName}/resetcursor/{timestamp}", "reset_cursor_to_time",
+           "Reset the subscription to the first message published at or after a time", status_code=204)
+    async def reset_cursor_to_time(
+        call: CallDep,
+        topic: TopicDep,
+        sub: SubDep,
+        timestamp: Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")],
+        authoritative: Authoritative = False,
+    ) -> Response:
+        await call.run(call.admin.topics.reset_cursor_by_time, topic,
+                       sub, timestamp)
+        return _no_content()
+
+    @route("POST", "/{topic}/subscription/{subName}/resetcursor", "reset_cursor_on_position",
+           "Reset the subscription to a message id", status_code=204,
+           openapi_extra=_body(_ref("ResetCursorData"), "the message id to reset to"))
+    async def reset_cursor_on_position(
+        call: CallDep,
+        topic: TopicDep,
+        sub: SubDep,
+        request: Request,
+        authoritative: Authoritative = False,
+    ) -> Response:
+        body = ResetCursorData.parse_body(await request.body(), "reset cursor")
+        if body is None:
+            raise InvalidRequestError('Invalid reset cursor body: empty (expected {"ledgerId": L, "entryId": E})')
+        await call.run(call.admin.topics.reset_cursor, topic, sub, body.to_message_id())
+        return _no_content()
+
+    return router
