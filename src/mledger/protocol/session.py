@@ -406,7 +406,7 @@ class Session:
             highest = sequence_id
         n = send.num_messages if send.HasField("num_messages") else 1
         item = FramedPublish(handle.name, sequence_id, highest, n, metadata, payload.entry)
-        self._pending_sends.setdefault(id(handle.topic), []).append((handle, send.sequence_id, send.highest_sequence_id, item))
+        self._pending_sends.setdefault(id(handle.topic), []).append((handle, send.sequence_id, highest & _MASK64, item))
         self.inflight_sends += 1
         self.messages_in += n
         self.bytes_in += len(payload.entry)
