@@ -24,7 +24,7 @@ test-fast: $(STAMP)
 	scripts/ensure_chromium.sh
 	$(PY) -m pytest -q -m "not spark and not slow"
 
-bench: $(STAMP)
+bench: $(STAMP) $(BENCH_STAMP)
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 $(BENCH_STAMP): $(STAMP)
