@@ -296,7 +296,8 @@ def _generated_events(tmp_path: Any, events: int = 40_000) -> tuple[pa.Table, di
     from mledger.replay.inputs import plan_inputs, read_all
 
     generate(str(tmp_path), GeneratorConfig(topics=2, partitions=2, events=events, max_entries_per_ledger=300,
-                                            rate_per_s=200, seed=3, cancel_fraction=0.3, invalid_fraction=0.002))
+                                            rate_per_s=200, seed=3, cancel_fraction=0.3, invalid_fraction=0.002,
+                                            raw=True))
     plan = plan_inputs(str(tmp_path))
     return pa.Table.from_batches(list(read_all(plan)), EVENT_SCHEMA), plan.subscriptions
 

@@ -124,14 +124,14 @@ def _digest(path: str) -> str:
 
 def test_generator_is_deterministic_and_bounded(tmp_path: Any) -> None:
     cfg = GeneratorConfig(topics=2, partitions=2, events=30_000, seed=5, chunk_entries=1_000, row_group_rows=4_096,
-                          file_rows=10_000)
+                          file_rows=10_000, raw=True)
     a = generate(str(tmp_path / "a"), cfg)
     b = generate(str(tmp_path / "b"), cfg)
     assert _digest(str(tmp_path / "a")) == _digest(str(tmp_path / "b"))
     assert a.events == b.events and 25_000 < a.events < 40_000 and a.topic_partitions == 4
     assert len(os.listdir(tmp_path / "a" / "acked")) > 1  # files rotate
     assert pq.ParquetFile(str(tmp_path / "a" / "acked" / "part-00000.parquet")).metadata.num_row_groups > 1
-    c = generate(str(tmp_path / "c"), GeneratorConfig(topics=2, partitions=0, events=5_000, seed=6))
+    c = generate(str(tmp_path / "c"), GeneratorConfig(topics=2, partitions=0, events=5_000, seed=6, raw=True))
     assert c.topic_partitions == 2
     parts = pq.read_table(str(tmp_path / "c" / "produced"))["partition"].unique().to_pylist()
     assert parts == [-1]
@@ -139,7 +139,7 @@ def test_generator_is_deterministic_and_bounded(tmp_path: Any) -> None:
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_text_formats_replay_like_parquet(tmp_path: Any, fmt: str) -> None:
-    cfg = GeneratorConfig(topics=2, partitions=1, events=8_000, seed=9, max_entries_per_ledger=200)
+    cfg = GeneratorConfig(topics=2, partitions=1, events=8_000, seed=9, max_entries_per_ledger=200, raw=True)
     generate(str(tmp_path / "pq"), cfg)
     generate(str(tmp_path / fmt), GeneratorConfig(**{**cfg.__dict__, "format": fmt}))
     a = run_single_process(str(tmp_path / "pq"), str(tmp_path / "out-pq"))
@@ -154,10 +154,10 @@ def test_text_formats_replay_like_parquet(tmp_path: Any, fmt: str) -> None:
 # -- settings, store, CLI ---------------------------------------------------------------------------
 def test_settings_from_pairs() -> None:
     s = ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=5", "throttle_mark_delete=0",
-                                   "individual_ack_format=auto", "emit_state=yes", "partitions=7",
+                                   "individual_ack_format=auto", "emit_state=yes", "tasks=7",
                                    "managed_cursor_info_compression_type=ZSTD"])
     assert s.ledger.max_unacked_ranges_to_persist == 5 and s.ledger.throttle_mark_delete == 0.0
-    assert s.ledger.individual_ack_format == "auto" and s.emit_state and s.partitions == 7
+    assert s.ledger.individual_ack_format == "auto" and s.emit_state and s.tasks == 7
     assert s.factory.managed_cursor_info_compression_type == "ZSTD"
     with pytest.raises(ConfigError, match="unknown setting 'nope'"):
         ReplaySettings.from_pairs(["nope=1"])
@@ -201,9 +201,9 @@ def test_cli_generate_and_single_process_replay(tmp_path: Any, capsys: Any) -> N
     assert main(["replay", str(tmp_path / "ev"), str(tmp_path / "o"), "--single-process", "--set", "bad=1"]) == 2
 
 
-def test_wire_batches_unpack_to_events_and_topic_collisions_fail() -> None:
-    from mledger.replay.spark.job import TopicKeyCollisionError, _group_topic, _replayer, _wire_events
-    from mledger.replay.schema import EVENT_SCHEMA
+def test_wire_batches_unpack_to_events_and_topic_collisions_fail(tmp_path: Any) -> None:
+    from mledger.replay.layout import PREPARED_SCHEMA
+    from mledger.replay.spark.prepare import TopicKeyCollisionError, _group_topic, _wire_events, _writer
 
     n = 4
     wire = pa.RecordBatch.from_pydict({
@@ -212,15 +212,14 @@ def test_wire_batches_unpack_to_events_and_topic_collisions_fail() -> None:
         "name": ["p", "s", None, "s"], "ledger_id": [1] * n, "entry_id": [0, 0, 0, 1], "batch": [2, 1, None, None],
         "aux": [100, 1, None, -1], "sequence_id": [4, None, None, None], "problem": [None, None, None, "x"],
         "topic": [None, None, "t", None]})
-    events = _wire_events(wire, "t")
-    assert events.schema == EVENT_SCHEMA
+    events = _wire_events(wire)
+    assert events.schema == PREPARED_SCHEMA
     assert events.column("kind").to_pylist() == [0, 2, 1, 2]
     assert events.column("seq").to_pylist() == [5, 3, 9 << 40 | 1, 7]
     assert events.column("deliver_at_ms").to_pylist() == [100, None, None, None]
     assert events.column("ack_type").to_pylist() == [None, 1, None, -1]
-    nulls = _wire_events(wire.set_column(3, "kind_seq", pa.nulls(n, pa.int64())), "t")
+    nulls = _wire_events(wire.set_column(3, "kind_seq", pa.nulls(n, pa.int64())))
     assert nulls.column("seq").null_count == n  # the engine refuses rows of unknown order
-    assert events.column("topic").to_pylist() == ["t"] * n
     assert _group_topic(7, {7: "t"}, wire, None, False) == "t"
     assert _group_topic(7, {}, wire, None, False) == "t"  # a text file's rows carry the name
     assert _group_topic(None, {}, wire, None, False) is None
@@ -228,16 +227,24 @@ def test_wire_batches_unpack_to_events_and_topic_collisions_fail() -> None:
         _group_topic(7, {7: "u"}, wire, None, False)
     with pytest.raises(TopicKeyCollisionError, match="no topic name for topic_key 8"):
         _group_topic(8, {}, wire.set_column(11, "topic", pa.nulls(n, pa.string())), None, False)
-    # a whole group through the applyInArrow function, without Spark
-    out = list(_replayer(ReplaySettings(), {}, None, {7: "t"})((pa.scalar(7), pa.scalar(0)), iter([wire])))
-    records = pa.Table.from_batches(out)["record"].to_pylist()
-    assert records.count("partitions") == 1 and "anomalies" in records
+    # a whole group through the applyInArrow function, without Spark: rows in replay order
+    ordered = wire.take(pa.array([0, 1, 3]))
+    rows = pa.Table.from_batches(list(_writer(str(tmp_path), {7: "t"})((pa.scalar(7), pa.scalar(0)), iter([ordered]))))
+    assert rows["rows"].to_pylist() == [3] and rows["topic"].to_pylist() == ["t"]
+    written = pq.read_table(os.path.join(str(tmp_path), rows["path"][0].as_py()))
+    assert written["seq"].to_pylist() == [5, 3, 7]
+    # out of order: the writer refuses it (Spark does not promise the sorted order)
+    from mledger.replay.schema import EventOrderError
+
+    with pytest.raises(EventOrderError, match="not in replay order"):
+        list(_writer(str(tmp_path / "x"), {7: "t"})((pa.scalar(7), pa.scalar(0)), iter([wire.take(pa.array([1, 0]))])))
 
 
 def test_spark_xxhash64_reference_values() -> None:
-    from mledger.replay.spark.job import spark_xxhash64
+    from mledger.replay.spark.prepare import spark_xxhash64
 
-    # Values of Spark's xxhash64(string) (seed 42), checked against Spark in test_spark_job.
-    assert spark_xxhash64("") == spark_xxhash64("") and isinstance(spark_xxhash64("a"), int)
+    # Values of Spark's xxhash64(string) (seed 42), checked against Spark in test_spark_prepare.
+    assert spark_xxhash64("a") == spark_xxhash64("a") and isinstance(spark_xxhash64("a"), int)
+    assert spark_xxhash64("") == -7444071767201028348  # XXH64("", seed 42) as a signed long
     assert len({spark_xxhash64(f"persistent://public/default/topic-{i}") for i in range(1000)}) == 1000
     assert all(-(1 << 63) <= spark_xxhash64("x" * k) < 1 << 63 for k in range(70))

@@ -1,4 +1,4 @@
-"""The Spark job: equal to the single-process replay, anomalies, bad inputs, plan shape.
+"""The Spark prepare and replay: equal to the in-process ones row for row, plan shape, bad inputs.
 
 All tests share the session-scoped ``spark`` fixture (tests/conftest.py).
 """
@@ -17,10 +17,14 @@ import pytest
 from mledger.replay.events import write_logs
 from mledger.replay.generate import GeneratorConfig, generate
 from mledger.replay.inputs import plan_inputs
-from mledger.replay.spark.job import _replayer, replay_dataframe, run_replay
+from mledger.replay.layout import open_prepared, read_partition
 from mledger.replay.local import run_single_process
-from mledger.replay.schema import EVENT_SCHEMA, InputSchemaError, ddl
+from mledger.replay.prepare import prepare_in_process
+from mledger.replay.schema import InputSchemaError
 from mledger.replay.settings import ReplaySettings
+from mledger.replay.spark.job import run_replay
+from mledger.replay.spark.prepare import prepare_dataframe, prepare_on_spark
+from mledger.replay.summary import SweepSummary
 
 pytestmark = pytest.mark.spark
 
@@ -32,11 +36,11 @@ SORT = {
 }
 
 
-def read_outputs(out_dir: str) -> dict[str, pa.Table]:
+def read_outputs(out_dir: str, extra: tuple[str, ...] = ()) -> dict[str, pa.Table]:
     tables = {}
     for name, keys in SORT.items():
         table = pq.read_table(os.path.join(out_dir, name))
-        tables[name] = table.sort_by([(k, "ascending") for k in keys])
+        tables[name] = table.sort_by([(k, "ascending") for k in (*extra, *keys)])
     return tables
 
 
@@ -48,21 +52,30 @@ def assert_same_rows(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
             assert x == y, f"{name} row {i}: {x} != {y}"
 
 
+CFG = GeneratorConfig(topics=6, partitions=4, events=120_000, max_entries_per_ledger=300, rate_per_s=300, seed=11)
+
+
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = str(tmp_path_factory.mktemp("generated"))
-    generate(path, GeneratorConfig(topics=5, partitions=4, events=120_000, max_entries_per_ledger=300,
-                                   rate_per_s=300, seed=11))
+    generate(path, CFG)
+    return path
+
+
+@pytest.fixture(scope="module")
+def generated_raw(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("raw"))
+    generate(path, GeneratorConfig(**{**CFG.__dict__, "raw": True}))
     return path
 
 
 def test_spark_replay_equals_single_process_row_by_row(spark: Any, generated: str, tmp_path: Any) -> None:
-    settings = ReplaySettings(partitions=3, emit_state=True)
+    settings = ReplaySettings(tasks=5, emit_state=True)
     on_spark = run_replay(spark, generated, str(tmp_path / "spark"), settings)
     alone = run_single_process(generated, str(tmp_path / "local"), settings)
     a, b = read_outputs(str(tmp_path / "spark")), read_outputs(str(tmp_path / "local"))
     assert_same_rows(a, b)
-    assert on_spark.topic_partitions == alone.topic_partitions == 20
+    assert on_spark.topic_partitions == alone.topic_partitions == 24
     assert on_spark.events == alone.events > 100_000
     assert on_spark.anomalies == alone.anomalies
     assert {"delivered_before_cancel", "cancel_after_delivery", "dedup_duplicate", "invalid_row",
@@ -70,16 +83,31 @@ def test_spark_replay_equals_single_process_row_by_row(spark: Any, generated: st
     cursors = a["cursors"]
     assert cursors.num_rows > 60 and all(s is not None for s in cursors["state"].to_pylist())
     assert sum(cursors["ack_hole_ranges"].to_pylist()) > 0 and max(cursors["backlog"].to_pylist()) > 0
+    # five tasks wrote one part per output each, nothing else is left
+    assert sorted(os.listdir(tmp_path / "spark" / "cursors")) == sorted(
+        f for f in os.listdir(tmp_path / "spark" / "cursors") if re.fullmatch(r"part-0000[0-4]-a\d+\.parquet", f))
+    assert len(os.listdir(tmp_path / "spark" / "cursors")) == 5
     # both record the settings they ran with, for `mledger report`
     for name, engine in (("spark", "spark"), ("local", "single process")):
         with open(tmp_path / name / "settings.json", encoding="utf-8") as f:
             recorded = json.load(f)
-        assert recorded["engine"] == engine and recorded["partitions"] == 3 and recorded["emit_state"] is True
+        assert recorded["engine"] == engine and recorded["tasks"] == 5 and recorded["emit_state"] is True
         assert recorded["ledger"]["max_unacked_ranges_to_persist"] == settings.ledger.max_unacked_ranges_to_persist
 
 
-def test_plan_is_one_shuffle_then_sorted_streaming_groups(spark: Any, generated: str) -> None:
-    df = replay_dataframe(spark, plan_inputs(generated), ReplaySettings(partitions=3))
+def test_spark_sweep_equals_single_process_sweep(spark: Any, generated: str, tmp_path: Any) -> None:
+    sweep = ["max_unacked_ranges_to_persist=3,1000", "throttle_mark_delete=0,1"]
+    on_spark = run_replay(spark, generated, str(tmp_path / "spark"), sweep=sweep)
+    alone = run_single_process(generated, str(tmp_path / "local"), sweep=sweep)
+    assert isinstance(on_spark, SweepSummary) and isinstance(alone, SweepSummary)
+    keys = ("max_unacked_ranges_to_persist", "throttle_mark_delete")
+    assert_same_rows(read_outputs(str(tmp_path / "spark"), keys), read_outputs(str(tmp_path / "local"), keys))
+    assert len(on_spark.summaries) == 4
+    assert on_spark.summary_for(max_unacked_ranges_to_persist=3, throttle_mark_delete=0.0).truncated_ranges > 0
+
+
+def test_prepare_plan_is_one_shuffle_then_sorted_streaming_groups(spark: Any, generated_raw: str, tmp_path: Any) -> None:
+    df = prepare_dataframe(spark, plan_inputs(generated_raw), str(tmp_path / "p"), partitions=3)
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert "FlatMapGroupsInArrow [topic_key#" in plan
     assert plan.count("Exchange ") == 1 and "hashpartitioning(topic_key#" in plan and ", 3)" in plan
@@ -89,29 +117,41 @@ def test_plan_is_one_shuffle_then_sorted_streaming_groups(spark: Any, generated:
                      r"kind_seq#\d+L ASC NULLS FIRST\]", plan)
 
 
+def test_spark_prepare_writes_the_rows_of_the_in_process_prepare_and_the_generator(
+        spark: Any, generated: str, generated_raw: str, tmp_path: Any) -> None:
+    on_spark = prepare_on_spark(spark, plan_inputs(generated_raw), str(tmp_path / "spark"), partitions=4)
+    local = prepare_in_process(plan_inputs(generated_raw), str(tmp_path / "local"))
+    logs = [open_prepared(str(tmp_path / "spark")), open_prepared(str(tmp_path / "local")), open_prepared(generated)]
+    assert [p.key for p in on_spark.partitions] == [p.key for p in local.partitions] == \
+        [p.key for p in logs[2].manifest.partitions]
+    assert on_spark.events == local.events == logs[2].manifest.events
+    for parts in zip(*(log.manifest.partitions for log in logs)):
+        tables = [pa.Table.from_batches(list(read_partition(log, p))) for log, p in zip(logs, parts)]
+        assert tables[0].equals(tables[1]) and tables[0].equals(tables[2]), parts[0].key
+        assert parts[0].first_ts == parts[1].first_ts and parts[0].last_ts == parts[1].last_ts
+    assert logs[0].subscriptions() == logs[1].subscriptions() == logs[2].subscriptions()
+    assert logs[0].anomalies().equals(logs[2].anomalies())
+
+
 def test_driver_topic_keys_equal_sparks_xxhash64(spark: Any) -> None:
     from pyspark.sql import functions as F
 
-    from mledger.replay.spark.job import spark_xxhash64
+    from mledger.replay.spark.prepare import spark_xxhash64
 
     words = ["", "a", "persistent://public/default/orders", "é漢字🙂", *("x" * k for k in range(3, 70, 7))]
     rows = spark.createDataFrame([(w,) for w in words], "t string").select("t", F.xxhash64("t").alias("h")).collect()
     assert [(r["t"], r["h"]) for r in rows] == [(w, spark_xxhash64(w)) for w in words]
 
 
-def test_unsorted_groups_fail_loudly(spark: Any, generated: str) -> None:
-    plan = plan_inputs(generated)
-    from mledger.replay.spark.job import _reader, _wire
-
-    events = _wire(spark.range(0, len(plan.tasks), 1, len(plan.tasks)).mapInArrow(
-        _reader(plan.tasks, plan.filesystem), ddl(EVENT_SCHEMA)), packed=True, carry_topic=True)
-    from mledger.replay.schema import OUTPUT_SCHEMA
-
-    shuffled = (events.repartition(2, "topic_key", "partition")
-                .sortWithinPartitions("topic_key", "partition", events.ts.desc())
-                .groupBy("topic_key", "partition").applyInArrow(_replayer(ReplaySettings(), {}, None), ddl(OUTPUT_SCHEMA)))
-    with pytest.raises(Exception, match="EventOrderError"):
-        shuffled.count()
+def test_raw_input_is_prepared_first_and_kept_with_prepared(spark: Any, generated: str, generated_raw: str,
+                                                            tmp_path: Any) -> None:
+    kept = str(tmp_path / "kept")
+    run_replay(spark, generated_raw, str(tmp_path / "raw-out"), prepared=kept)
+    run_replay(spark, generated, str(tmp_path / "out"))
+    assert_same_rows(read_outputs(str(tmp_path / "raw-out")), read_outputs(str(tmp_path / "out")))
+    assert open_prepared(kept).manifest.events > 100_000
+    run_replay(spark, generated_raw, str(tmp_path / "again"))  # a temporary prepared log, removed after
+    assert sorted(os.listdir(tmp_path / "again")) == ["anomalies", "cursors", "partitions", "settings.json"]
 
 
 # -- hand-made cases --------------------------------------------------------------------------------
@@ -166,7 +206,7 @@ def test_each_anomaly_case_is_found_with_its_reason(spark: Any, tmp_path: Any) -
     rows, expected = _case_rows()
     events = str(tmp_path / "events")
     write_logs(events, rows)
-    on_spark = run_replay(spark, events, str(tmp_path / "spark"), ReplaySettings(partitions=2))
+    on_spark = run_replay(spark, events, str(tmp_path / "spark"), ReplaySettings(tasks=2), prepare_partitions=2)
     out = read_outputs(str(tmp_path / "spark"))
     found = {(r["topic"], r["reason"]) for r in out["anomalies"].to_pylist()}
     assert found == expected
@@ -187,7 +227,7 @@ def test_a_log_without_anomalies_writes_an_empty_anomalies_output(spark: Any, tm
     rows.append({"log": "acked", "topic": "clean", "partition": 0, "subscription": "s", "ledger_id": 3,
                  "entry_id": 2, "ts_ms": 9})
     write_logs(str(tmp_path / "events"), rows)
-    summary = run_replay(spark, str(tmp_path / "events"), str(tmp_path / "out"), ReplaySettings(partitions=2))
+    summary = run_replay(spark, str(tmp_path / "events"), str(tmp_path / "out"), ReplaySettings(tasks=2))
     assert summary.anomalies == {}
     out = read_outputs(str(tmp_path / "out"))
     assert out["anomalies"].num_rows == 0 and out["cursors"].num_rows == 1
@@ -202,7 +242,7 @@ def test_json_lines_and_csv_inputs(spark: Any, tmp_path: Any) -> None:
     with open(os.path.join(mixed, "acked", "part-00001.csv"), "w") as f:  # text that is not a number
         f.write("topic,partition,subscription,ledger_id,entry_id,batch_index,ack_type,ts_ms\n"
                 "extra,0,s,3,abc,,individual,9\n")
-    run_replay(spark, mixed, str(tmp_path / "out"), ReplaySettings(partitions=2))
+    run_replay(spark, mixed, str(tmp_path / "out"), ReplaySettings(tasks=2), prepare_partitions=2)
     run_single_process(str(tmp_path / "parquet"), str(tmp_path / "ref"))
     got, ref = read_outputs(str(tmp_path / "out")), read_outputs(str(tmp_path / "ref"))
     extra = [r for r in got["anomalies"].to_pylist() if r["topic"] == "extra"]
@@ -220,6 +260,7 @@ def test_bad_input_files_fail_before_any_spark_job(spark: Any, tmp_path: Any) ->
              "ts_ms": 2}]
     base = str(tmp_path / "ev")
     write_logs(base, good)
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
     pq.write_table(pa.table({"topic": ["t"], "partition": [0], "subscription": ["s"], "ledger_id": [1],
                              "ts_ms": [3]}), os.path.join(base, "acked", "part-00009.parquet"))
     with pytest.raises(InputSchemaError, match=r"acked/part-00009.parquet: column 'entry_id' is missing"):
@@ -237,3 +278,4 @@ def test_bad_input_files_fail_before_any_spark_job(spark: Any, tmp_path: Any) ->
     os.makedirs(str(tmp_path / "empty"))
     with pytest.raises(InputSchemaError, match="the produced log is missing"):
         run_replay(spark, str(tmp_path / "empty"), str(tmp_path / "out"))
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs

@@ -1,8 +1,10 @@
-"""The ``mledger`` command: ``generate``, ``replay`` and ``demo`` (``demo --library``: the library tour).
+"""The mledger command: generate, prepare, replay, report and demo.
 
-``mledger generate OUT`` writes synthetic event logs; ``mledger replay EVENTS OUT`` replays
-them through mledger cursors on Spark (``--single-process`` without Spark); ``mledger demo``
-does both on a small data set and prints the summary.
+  mledger generate OUT          synthetic event logs (a prepared log; --raw for raw logs)
+  mledger prepare RAW OUT       raw event logs into a prepared log (Spark, or in this process)
+  mledger replay INPUT OUT      replay a prepared (or raw) log through mledger's broker and cursors
+  mledger report OUT            an HTML report of a replay's outputs
+  mledger demo                  generate a small data set, replay it on Spark, print the summary
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ def _library_demo() -> int:
 
 
 # -- generate -------------------------------------------------------------------------------------
+_GENERATE_HELP = {
+    "topics": "topics", "partitions": "partitions per topic (0: non-partitioned topics)",
+    "events": "about this many events in all", "seed": "random seed (the same seed writes the same logs)",
+    "subscriptions": "declared subscriptions per topic", "format": "file format of raw logs (with --raw)",
+}
+
+
 def _add_generate_options(p: argparse.ArgumentParser) -> None:
     from .replay.generate import GeneratorConfig
 
@@ -64,11 +73,17 @@ def _add_generate_options(p: argparse.ArgumentParser) -> None:
     for f in dataclasses.fields(GeneratorConfig):
         value = getattr(defaults, f.name)
         flag = "--" + f.name.replace("_", "-")
-        kind = type(value)
-        if f.name == "format":
-            p.add_argument(flag, choices=["parquet", "jsonl", "csv"], default=value, help="file format (parquet)")
+        what = _GENERATE_HELP.get(f.name, f.name.replace("_", " "))
+        if f.name == "raw":
+            p.add_argument(flag, action="store_true",
+                           help="write raw produced/acked/cancelled/subscriptions logs (for trying prepare) "
+                                "instead of a prepared log")
+        elif f.name == "format":
+            p.add_argument(flag, choices=["parquet", "jsonl", "csv"], default=value, help=f"{what} (default {value})")
         else:
-            p.add_argument(flag, type=kind, default=value, metavar=kind.__name__.upper(), help=f"default {value}")
+            kind = type(value)
+            p.add_argument(flag, type=kind, default=value, metavar=kind.__name__.upper(),
+                           help=f"{what} (default {value})")
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -82,45 +97,120 @@ def _generate(args: argparse.Namespace) -> int:
         summary = generate(args.out, cfg, bar)
     took = time.perf_counter() - started
     rows = ", ".join(f"{k} {v:,}" for k, v in summary.rows.items())
+    layout = "raw logs" if cfg.raw else "a prepared log"
     print(f"wrote {summary.events:,} events ({rows}) for {summary.topic_partitions} topic-partitions "
-          f"to {args.out} in {took:.1f} s")
+          f"to {args.out} as {layout} in {took:.1f} s")
+    return 0
+
+
+# -- prepare --------------------------------------------------------------------------------------
+def _estimated_rows(plan: object) -> int:
+    """Rows of a raw input: Parquet footers' counts, text files at ~60 bytes per row."""
+    from .replay.inputs import InputPlan
+
+    assert isinstance(plan, InputPlan)
+    text = [t.path for t in plan.tasks if t.rows < 0]
+    sizes = sum(info.size or 0 for info in plan.filesystem.get_file_info(text)) if text else 0
+    return plan.known_rows + sizes // 60
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from .replay.checks import check_input_dir, check_output_dir
+    from .replay.inputs import plan_inputs
+    from .replay.layout import is_prepared
+    from .replay.prepare import IN_PROCESS_ROWS, prepare_in_process
+    from .replay.progress import Progress
+
+    check_input_dir(args.raw)
+    if is_prepared(args.raw):
+        raise ValueError(f"{args.raw}: already a prepared log; replay it directly")
+    check_output_dir(args.out, args.raw, what="prepared log")
+    started = time.perf_counter()
+    plan = plan_inputs(args.raw)  # every file checked before any JVM starts
+    rows = _estimated_rows(plan)
+    in_process = args.single_process or (args.master is None and rows < IN_PROCESS_ROWS)
+    if in_process:
+        how = "in this process"
+        with Progress(0, "prepare", enabled=False if args.quiet else None) as bar:
+            manifest = prepare_in_process(plan, args.out, bar)
+    else:
+        from .replay.spark.prepare import executor_path, prepare_on_spark
+        from .replay.spark.session import build_session
+
+        master = args.master or "local[*]"
+        how = f"on Spark ({master})"
+        if not args.quiet:
+            print(f"preparing about {rows:,} events {how}; starting the session...", file=sys.stderr, flush=True)
+        spark = build_session(master, quiet=not args.spark_logs, driver_memory=args.driver_memory,
+                              write_class_archive=True)
+        try:
+            manifest = prepare_on_spark(spark, plan, executor_path(args.out), args.partitions, not args.quiet)
+        finally:
+            _stop(spark, not args.quiet)
+    took = time.perf_counter() - started
+    print(f"prepared {manifest.events:,} events of {len(manifest.partitions):,} topic-partitions {how} "
+          f"in {took:.1f} s: {args.out}")
     return 0
 
 
 # -- replay ---------------------------------------------------------------------------------------
 def _replay(args: argparse.Namespace) -> int:
+    from .replay.checks import check_input_dir, check_output_dir
+    from .replay.layout import is_prepared, open_prepared
     from .replay.settings import ReplaySettings
-    from .replay.summary import format_summary
+    from .replay.summary import SweepSummary, format_summary, format_sweep
+    from .replay.sweep import variants
 
-    settings = ReplaySettings.from_pairs(args.settings).with_changes(
-        emit_state=args.emit_state, partitions=args.partitions
-    )
+    # Everything that can be checked is checked before any JVM starts.
+    base = ReplaySettings.from_pairs(args.settings)
+    settings = base.with_changes(emit_state=args.emit_state or base.emit_state, tasks=args.tasks or base.tasks)
+    fixed = [p.partition("=")[0].strip() for p in args.settings]
+    variants(settings, args.sweep, fixed)
+    check_input_dir(args.input)
+    check_output_dir(args.out, args.input)
     progress = not args.quiet
     if args.single_process:
         from .replay.local import run_single_process
 
-        summary = run_single_process(args.events, args.out, settings, progress=progress)
+        summary = run_single_process(args.input, args.out, settings, progress=progress, sweep=args.sweep,
+                                     fixed=fixed, prepared=args.prepared)
     else:
+        from .replay.inputs import plan_inputs
+
+        source: object
+        if is_prepared(args.input):
+            if args.prepared:
+                raise ValueError(f"--prepared {args.prepared}: {args.input} is already a prepared log")
+            source = open_prepared(args.input)
+        else:
+            if args.prepared:
+                check_output_dir(args.prepared, args.input, what="prepared log")
+                check_output_dir(args.out, args.prepared)
+            source = plan_inputs(args.input)
+            if progress:
+                print(f"{args.input} holds raw logs: preparing them first", file=sys.stderr, flush=True)
         from .replay.spark.job import run_replay
         from .replay.spark.session import build_session
 
         spark = build_session(args.master, quiet=not args.spark_logs, driver_memory=args.driver_memory,
                               write_class_archive=True)
         try:
-            summary = run_replay(spark, args.events, args.out, settings, progress=progress)
-            print(format_summary(summary))
+            summary = run_replay(spark, source, args.out, settings, progress=progress,  # type: ignore[arg-type]
+                                 sweep=args.sweep, fixed=fixed, prepared=args.prepared,
+                                 prepare_partitions=args.partitions)
+            print(format_sweep(summary) if isinstance(summary, SweepSummary) else format_summary(summary))
         finally:
             _stop(spark, progress)
         return 0
-    print(format_summary(summary))
+    print(format_sweep(summary) if isinstance(summary, SweepSummary) else format_summary(summary))
     return 0
 
 
 def _stop(spark: SparkSession, progress: bool) -> None:
     """End the command's session. The outputs are written and this process exits next: its
     JVM sees its stdin close and stops Spark in its shutdown hook, so the command does not
-    wait for ``spark.stop()`` (0.7-1 s, mostly PySpark's accumulator server poll), unless
-    the JVM writes the class archive, which needs the wait."""
+    wait for spark.stop() (0.7-1 s, mostly PySpark's accumulator server poll), unless the JVM
+    writes the class archive, which needs the wait."""
     from .replay.spark.session import stop_session, writes_class_archive
 
     if not writes_class_archive():
@@ -136,26 +226,32 @@ def _demo(args: argparse.Namespace) -> int:
     if args.library:
         return _library_demo()
     from .replay.generate import GeneratorConfig, generate
-    from .replay.spark.job import run_replay
+    from .replay.inputs import plan_inputs
     from .replay.progress import Progress
-    from .replay.spark.session import build_session
     from .replay.settings import ReplaySettings
-    from .replay.summary import format_summary
+    from .replay.spark.job import run_replay
+    from .replay.spark.session import build_session
+    from .replay.summary import ReplaySummary, format_summary
 
     enabled = False if args.quiet else None
     with tempfile.TemporaryDirectory(prefix="mledger-demo-") as tmp:
         base = args.keep or tmp
-        events_dir, out_dir = os.path.join(base, "events"), os.path.join(base, "out")
-        cfg = GeneratorConfig(topics=4, partitions=3, events=args.events, seed=args.seed, max_entries_per_ledger=2_000)
-        print(f"1/2 generating about {cfg.events:,} events for {cfg.topics} topics x {cfg.partitions} partitions "
-              f"in {events_dir}")
+        raw_dir, prepared_dir = os.path.join(base, "events"), os.path.join(base, "prepared")
+        out_dir = os.path.join(base, "out")
+        cfg = GeneratorConfig(topics=4, partitions=3, events=args.events, seed=args.seed, max_entries_per_ledger=2_000,
+                              raw=True)
+        print(f"1/3 generating about {cfg.events:,} raw events for {cfg.topics} topics x {cfg.partitions} partitions "
+              f"in {raw_dir}")
         with Progress(cfg.events, "generate", enabled=enabled) as bar:
-            generated = generate(events_dir, cfg, bar)
+            generated = generate(raw_dir, cfg, bar)
         print(f"    {generated.events:,} events: " + ", ".join(f"{k} {v:,}" for k, v in generated.rows.items()))
-        print(f"2/2 replaying them on Spark ({args.master}); starting the session...")
+        print(f"2/3 preparing them on Spark ({args.master}) into {prepared_dir}, 3/3 replaying; starting the session...")
+        plan = plan_inputs(raw_dir)
         spark = build_session(args.master, write_class_archive=True)
         try:
-            summary = run_replay(spark, events_dir, out_dir, ReplaySettings(), progress=not args.quiet)
+            summary = run_replay(spark, plan, out_dir, ReplaySettings(), progress=not args.quiet,
+                                 prepared=prepared_dir)
+            assert isinstance(summary, ReplaySummary)
             print()
             print(format_summary(summary))
         finally:
@@ -170,28 +266,56 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="generate a small data set, replay it on Spark, print the summary")
+    demo = sub.add_parser("demo", help="generate a small data set, replay it on Spark, print the summary",
+                          description="Generate raw logs, prepare them on Spark and replay them (the main job "
+                                      "on local defaults), then print the summary.")
     demo.add_argument("--library", action="store_true", help="the library tour instead (no Spark)")
     demo.add_argument("--events", type=int, default=DEMO_EVENTS, help=f"events to generate ({DEMO_EVENTS:,})")
-    demo.add_argument("--seed", type=int, default=7)
-    demo.add_argument("--master", default="local[*]")
-    demo.add_argument("--keep", metavar="DIR", help="keep the events and outputs in DIR")
+    demo.add_argument("--seed", type=int, default=7, help="random seed (7)")
+    demo.add_argument("--master", default="local[*]", help="Spark master (local[*])")
+    demo.add_argument("--keep", metavar="DIR", help="keep the events, the prepared log and the outputs in DIR")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
 
-    gen = sub.add_parser("generate", help="write synthetic produced/acked/cancelled/subscriptions logs")
-    gen.add_argument("out", help="output directory (its log directories are replaced)")
+    gen = sub.add_parser("generate", help="write synthetic event logs (a prepared log, or raw logs with --raw)",
+                         description="Write seeded synthetic event logs: a prepared log by default, ready to "
+                                     "replay; --raw writes the produced/acked/cancelled/subscriptions logs instead.")
+    gen.add_argument("out", help="output directory (an earlier prepared log or raw logs there are replaced)")
     gen.add_argument("--quiet", action="store_true", help="no progress display")
     _add_generate_options(gen)
 
-    rep = sub.add_parser("replay", help="replay event logs through mledger cursors")
-    rep.add_argument("events", help="directory with produced/, acked/, cancelled/ [, subscriptions/]")
-    rep.add_argument("out", help="output directory: cursors/, anomalies/, partitions/ (Parquet)")
+    prep = sub.add_parser("prepare", help="lay raw event logs out by topic-partition in replay order",
+                          description="Turn raw event logs (Parquet, JSON Lines, CSV, compressed text; local "
+                                      "or remote) into a prepared log: one directory per topic-partition in "
+                                      "replay order, with a manifest. On Spark with one shuffle; small inputs "
+                                      f"(under {2_000_000:,} rows) in this process unless --master is given.")
+    prep.add_argument("raw", help="directory with produced/, acked/ [, cancelled/, subscriptions/]")
+    prep.add_argument("out", help="the prepared log's directory (new, empty, or an earlier prepared log)")
+    prep.add_argument("--master", default=None, help="Spark master (default: local[*] for large inputs)")
+    prep.add_argument("--single-process", action="store_true", help="prepare in this process, without Spark")
+    prep.add_argument("--partitions", type=int, default=None, help="Spark shuffle partitions (8 x cores)")
+    prep.add_argument("--driver-memory", default="2g", help="driver JVM memory for local masters (2g)")
+    prep.add_argument("--spark-logs", action="store_true", help="show Spark's own log output")
+    prep.add_argument("--quiet", action="store_true", help="no progress display")
+
+    rep = sub.add_parser("replay", help="replay event logs through mledger's broker and cursors",
+                         description="Replay a prepared log (or raw logs, prepared first) through mledger's "
+                                     "broker, subscriptions and cursors, one stream per topic-partition, on "
+                                     "Spark (Spark only schedules; Python tasks read their own files) or in "
+                                     "this process.")
+    rep.add_argument("input", help="a prepared log, or a directory with produced/, acked/ [, cancelled/, subscriptions/]")
+    rep.add_argument("out", help="output directory: cursors/, anomalies/, partitions/ (Parquet), settings.json")
     rep.add_argument("--master", default="local[*]", help="Spark master (local[*])")
     rep.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-                     help="a persistence or replay setting, e.g. max_unacked_ranges_to_persist=1000")
+                     help="a persistence or replay setting, e.g. max_unacked_ranges_to_persist=1000 (repeatable)")
+    rep.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2",
+                     help="replay under each value (repeatable: every combination), reading the events once")
+    rep.add_argument("--prepared", metavar="DIR", default=None,
+                     help="with raw input: keep the prepared log in DIR for later replays")
     rep.add_argument("--emit-state", action="store_true", help="put the serialized cursor state in the output")
     rep.add_argument("--single-process", action="store_true", help="replay in this process, without Spark")
-    rep.add_argument("--partitions", type=int, default=None, help="Spark shuffle partitions (8 x cores)")
+    rep.add_argument("--tasks", type=int, default=None, help="Spark tasks (one per core)")
+    rep.add_argument("--partitions", type=int, default=None,
+                     help="with raw input: the prepare's shuffle partitions (8 x cores)")
     rep.add_argument("--driver-memory", default="2g", help="driver JVM memory for local masters (2g)")
     rep.add_argument("--spark-logs", action="store_true", help="show Spark's own log output")
     rep.add_argument("--quiet", action="store_true", help="no progress display")
@@ -211,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
             return _demo(args)
         if args.command == "generate":
             return _generate(args)
+        if args.command == "prepare":
+            return _prepare(args)
         return _replay(args)
     except Exception as exc:  # one line for the user; the types below are the expected ones
         from .errors import MLedgerError
@@ -226,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
 def _short(exc: BaseException) -> str:
     """The useful line of an error (a Python worker's exception inside a Spark error)."""
     text = str(exc)
-    for marker in ("EventOrderError: ", "InputSchemaError: ", "TopicKeyCollisionError: "):
+    for marker in ("EventOrderError: ", "InputSchemaError: ", "TopicKeyCollisionError: ", "ManifestMismatchError: ",
+                   "PreparedLayoutError: "):
         if marker in text:
             return marker + text.split(marker, 1)[1].split("\n", 1)[0]
     return text.split("\n", 1)[0] if len(text) > 2000 else text

@@ -59,7 +59,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import MLedgerError
 from .columns import Codes, Rows
 from .entries import EntryIndex
 from .broker_model import BrokerModel
@@ -75,6 +74,7 @@ from .schema import (
     DELIVERED_BEFORE_CANCEL,
     DUPLICATE_POSITION,
     INVALID_ROW,
+    EventOrderError,
     KIND_ACKED,
     KIND_CANCELLED,
     KIND_NAMES,
@@ -94,10 +94,6 @@ ModelFactory = Callable[[str, int, ReplaySettings], PartitionModel]
 
 _NULL_TS = np.iinfo(np.int64).min
 """Where a missing timestamp sorts: first, as Spark sorts nulls ascending."""
-
-
-class EventOrderError(MLedgerError, RuntimeError):
-    """The events of a topic-partition did not arrive in ``(ts, kind, seq)`` order."""
 
 
 # -- the replayer ---------------------------------------------------------------------------------
@@ -122,6 +118,7 @@ class PartitionReplayer:
         in_range = partition is not None and -(1 << 31) <= partition < (1 << 31)
         self.topic = topic
         self.partition = partition if in_range else None  # an impossible key is reported per row
+        self._given_partition = partition
         self.settings = settings or ReplaySettings()
         self._declared = {s.name: s for s in declared}
         self._index = EntryIndex()
@@ -212,7 +209,7 @@ class PartitionReplayer:
             null = pa.scalar(None, pa.string())
             sub = self._subs.encode(pc.if_else(mask, null, names))
             producer = self._producers.encode(pc.if_else(mask, names, null))
-        checked = check_events(batch, self.topic, sub, self._subs.ids.get("", -2))
+        checked = check_events(batch, self.topic, sub, self._subs.ids.get("", -2), self._given_partition)
         problem = none
         if checked.problems is not None:
             problem = np.array([-1 if p is None else self._problems.code(p) for p in checked.problems], np.int32)

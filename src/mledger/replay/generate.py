@@ -32,15 +32,21 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from .inputs import validate_subscriptions
+from .layout import PREPARED_SCHEMA, PartitionWriter, PreparedPartition, finish_layout, replay_order, start_layout
 from .progress import Progress
 from .schema import (
     ACKED_SCHEMA,
     CANCELLED_SCHEMA,
+    EVENT_SCHEMA,
     PRODUCED_SCHEMA,
+    SEQ_FILE_SHIFT,
     SUBSCRIPTIONS_SCHEMA,
+    to_events,
 )
 
 SUBSCRIPTION_TYPE_CYCLE = ("SHARED", "KEY_SHARED", "FAILOVER", "EXCLUSIVE")
@@ -81,6 +87,8 @@ class GeneratorConfig:
     file_rows: int = 2_000_000
     chunk_entries: int = 20_000
     start_ms: int = 1_700_000_000_000
+    raw: bool = False
+    """Write the raw logs (``produced/``, ``acked/``, ...) instead of a prepared log."""
 
     def __post_init__(self) -> None:
         if self.format not in _EXT:
@@ -382,12 +390,23 @@ def _events_per_entry(cfg: GeneratorConfig) -> float:
 
 
 def generate(out_dir: str, cfg: GeneratorConfig, progress: Progress | None = None) -> GeneratedSummary:
-    """Write the four logs under ``out_dir`` (replacing what is there). Deterministic for a seed."""
-    if os.path.exists(out_dir):
-        for log in _SCHEMAS:
-            shutil.rmtree(os.path.join(out_dir, log), ignore_errors=True)
-    os.makedirs(out_dir, exist_ok=True)
-    writers = {log: _LogWriter(out_dir, log, cfg) for log in ("produced", "acked", "cancelled")}
+    """Write the logs under ``out_dir``. Deterministic for a seed.
+
+    By default ``out_dir`` becomes a prepared log (:mod:`.layout`; an earlier prepared log
+    there is replaced); with ``cfg.raw`` the four raw logs (``produced/`` ... in
+    ``cfg.format``, their directories replaced), exactly what ``mledger prepare`` turns into
+    the same prepared log, row for row.
+    """
+    if cfg.raw:
+        if os.path.exists(out_dir):
+            for log in _SCHEMAS:
+                shutil.rmtree(os.path.join(out_dir, log), ignore_errors=True)
+        os.makedirs(out_dir, exist_ok=True)
+        sink: _RawSink | _PreparedSink = _RawSink(out_dir, cfg)
+    else:
+        if cfg.format != "parquet":
+            raise ValueError(f"format {cfg.format!r} is for raw logs: add raw=True (--raw)")
+        sink = _PreparedSink(out_dir, cfg)
     partitions = list(range(cfg.partitions)) if cfg.partitions > 0 else [-1]
     keys = [(t, p) for t in range(cfg.topics) for p in partitions]
     total_entries = cfg.events / _events_per_entry(cfg)
@@ -400,6 +419,8 @@ def generate(out_dir: str, cfg: GeneratorConfig, progress: Progress | None = Non
     if cfg.invalid_fraction > 0:
         sub_rows.append({"topic": "persistent://public/default/topic-0", "subscription": "broken",
                          "type": "BOGUS", "initial_position": "earliest"})
+    if progress is not None:
+        progress.set_total(cfg.events)
     for key_index, (t, p) in enumerate(keys):
         rng = np.random.default_rng([cfg.seed, t, p + 1])
         topic = f"persistent://public/default/topic-{t}"
@@ -409,21 +430,108 @@ def generate(out_dir: str, cfg: GeneratorConfig, progress: Progress | None = Non
         state = _Partition(cfg, rng, topic, p, subs)
         share = len(keys)
         entries_left = round(total_entries * (key_index + 1) / share) - round(total_entries * key_index / share)
+        sink.start_partition(topic, p)
         while entries_left > 0:
             n = min(cfg.chunk_entries, entries_left)
             entries_left -= n
-            for log, table in state.chunk(n).items():
-                writers[log].write(table)
-                events += table.num_rows
+            events += sink.write(state.chunk(n))
             if progress is not None:
                 progress.update(events, f"topic-{t} partition {p}")
-    for w in writers.values():
-        w.close()
-    sub_writer = _LogWriter(out_dir, "subscriptions", cfg)
-    sub_writer.write(pa.Table.from_pylist(sub_rows, schema=SUBSCRIPTIONS_SCHEMA))
-    sub_writer.close()
+        sink.end_partition()
+    rows = sink.close(pa.Table.from_pylist(sub_rows, schema=SUBSCRIPTIONS_SCHEMA))
     if progress is not None:
-        progress.update(events, force=True)
-    rows = {log: w.rows for log, w in writers.items()}
-    rows["subscriptions"] = sub_writer.rows
+        progress.update(events)
     return GeneratedSummary(out_dir, events, rows, len(keys))
+
+
+class _RawSink:
+    """The raw layout: one writer per log."""
+
+    def __init__(self, out_dir: str, cfg: GeneratorConfig) -> None:
+        self.out_dir = out_dir
+        self.cfg = cfg
+        self.writers = {log: _LogWriter(out_dir, log, cfg) for log in ("produced", "acked", "cancelled")}
+
+    def start_partition(self, topic: str, partition: int) -> None:
+        pass
+
+    def write(self, chunk: dict[str, pa.Table]) -> int:
+        n = 0
+        for log, table in chunk.items():
+            self.writers[log].write(table)
+            n += table.num_rows
+        return n
+
+    def end_partition(self) -> None:
+        pass
+
+    def close(self, subscriptions: pa.Table) -> dict[str, int]:
+        for w in self.writers.values():
+            w.close()
+        sub_writer = _LogWriter(self.out_dir, "subscriptions", self.cfg)
+        sub_writer.write(subscriptions)
+        sub_writer.close()
+        rows = {log: w.rows for log, w in self.writers.items()}
+        rows["subscriptions"] = sub_writer.rows
+        return rows
+
+
+class _PreparedSink:
+    """The prepared layout, written while generating: each topic-partition's events are
+    merged into replay order as chunks come (every event of a later chunk is at or after
+    that chunk's first timestamp, so what is before it is final), with the input order
+    ``seq`` the raw layout would give each row (its log's running row count cut into files
+    of ``file_rows``), so ``prepare`` of the raw logs writes the same rows."""
+
+    def __init__(self, out_dir: str, cfg: GeneratorConfig) -> None:
+        self.cfg = cfg
+        self.fs, self.path = start_layout(out_dir)
+        self.rows = {log: 0 for log in ("produced", "acked", "cancelled")}
+        self.parts: list[PreparedPartition] = []
+        self.writer: PartitionWriter | None = None
+        self.pending: pa.Table | None = None
+
+    def start_partition(self, topic: str, partition: int) -> None:
+        self.writer = PartitionWriter(self.fs, self.path, topic, partition, "generate")
+        self.pending = None
+
+    def _events(self, log: str, table: pa.Table) -> pa.Table:
+        start = self.rows[log]
+        self.rows[log] += table.num_rows
+        events = pa.Table.from_batches([to_events(log, b, 0, 0) for b in table.combine_chunks().to_batches()],
+                                       EVENT_SCHEMA)
+        r = np.arange(start, start + table.num_rows, dtype=np.int64)
+        seq = ((r // self.cfg.file_rows) << SEQ_FILE_SHIFT) | (r % self.cfg.file_rows)
+        return events.set_column(events.schema.get_field_index("seq"), "seq", pa.array(seq)).select(
+            PREPARED_SCHEMA.names)
+
+    def write(self, chunk: dict[str, pa.Table]) -> int:
+        tables = [self._events(log, table) for log, table in chunk.items() if table.num_rows]
+        if not tables:
+            return 0
+        new = pa.concat_tables(tables)
+        watermark = pc.min(new["ts"]).as_py()
+        merged = new if self.pending is None else pa.concat_tables([self.pending, new])
+        merged = merged.take(pa.array(replay_order(merged)))
+        if watermark is None:
+            self.pending = merged
+        else:
+            cut = int(np.searchsorted(np.asarray(pc.fill_null(merged["ts"], -(1 << 63)).to_numpy()), watermark))
+            assert self.writer is not None
+            self.writer.write(merged.slice(0, cut))
+            self.pending = merged.slice(cut)
+        return new.num_rows
+
+    def end_partition(self) -> None:
+        assert self.writer is not None
+        if self.pending is not None:
+            self.writer.write(self.pending)
+        self.parts.append(self.writer.close())
+        self.writer, self.pending = None, None
+
+    def close(self, subscriptions: pa.Table) -> dict[str, int]:
+        declared, anomalies = validate_subscriptions(subscriptions, "subscriptions/part-00000.parquet")
+        finish_layout(self.fs, self.path, self.parts, declared, anomalies, "mledger generate")
+        rows = dict(self.rows)
+        rows["subscriptions"] = subscriptions.num_rows
+        return rows

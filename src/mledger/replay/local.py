@@ -1,77 +1,42 @@
-"""The single-process replay: the same files, reader and engine as the Spark job, no Spark.
+"""The single-process replay, and in-memory replays of event tables (tests, experiments).
 
-Reads every event with :func:`~.inputs.read_task`, sorts once by ``(topic, partition, ts,
-kind, seq)`` with numpy (topics as integer codes), and streams each topic-partition through
-a :class:`~.engine.PartitionReplayer` in batches. It holds all events in memory (about 90
-bytes per event): it is the reference the Spark job is checked against and the baseline of
-the benchmark, not the way to replay logs larger than memory.
+:func:`run_single_process` replays a prepared log with the very task the Spark job runs on
+its executors (:func:`~.tasks.run_task`), here one task holding every topic-partition, read
+one topic-partition at a time: memory stays flat in the size of the log. Raw logs are
+prepared first, in this process (:mod:`.prepare`).
+
+:func:`replay_table` replays an in-memory event table of any order (sorted here with numpy).
 """
 
 from __future__ import annotations
 
-import posixpath
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from .checks import OutputPathError, check_input_dir, check_output_dir
 from .engine import ModelFactory, PartitionReplayer, declared_for
-from .inputs import InputPlan, filesystem_for, plan_inputs, read_task
+from .inputs import filesystem_for, plan_inputs
+from .layout import PreparedLog, is_prepared, open_prepared
 from .model import SubscriptionSpec
+from .prepare import prepare_in_process
 from .progress import Progress
 from .schema import ANOMALY_SCHEMA, EVENT_SCHEMA, OUTPUT_SCHEMA, OUTPUTS, split_output
 from .settings import ReplaySettings, write_settings
-from .summary import ReplaySummary, summarize
+from .summary import ReplaySummary, SweepSummary, read_summaries
+from .summary import reason_counts as reason_counts
+from .sweep import Variant, variants
+from .tasks import ReplayTask, commit_outputs, run_task, start_outputs, write_extra_anomalies
+
+TEMPORARY_PREPARED = "_prepared"
 
 FEED_ROWS = 10_000
 """Rows per batch fed to the engine (Spark's default ``maxRecordsPerBatch``)."""
 _NULL_PARTITION = np.iinfo(np.int64).min
 _NULL_TS = np.iinfo(np.int64).min  # Spark sorts nulls first
-
-
-def _load(plan: InputPlan, progress: Progress | None) -> tuple[pa.Table, list[str | None], np.ndarray, np.ndarray]:
-    """All events without their key columns, plus topic codes and partitions per row."""
-    topics: dict[str | None, int] = {}
-    batches: list[pa.RecordBatch] = []
-    codes: list[np.ndarray] = []
-    parts: list[np.ndarray] = []
-    rows = 0
-    keep = [f.name for f in EVENT_SCHEMA if f.name not in ("topic", "partition")]
-    for task in plan.tasks:
-        for batch in read_task(task, plan.filesystem):
-            enc = pc.dictionary_encode(batch.column("topic"))
-            lookup = np.array([topics.setdefault(v, len(topics)) for v in enc.dictionary.to_pylist()] + [0], np.int64)
-            idx = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int64)
-            null_code = topics.setdefault(None, len(topics)) if enc.indices.null_count else -1
-            codes.append(np.where(idx < 0, null_code, lookup[idx]))
-            part = batch.column("partition")
-            parts.append(np.asarray(pc.fill_null(pc.cast(part, pa.int64()), _NULL_PARTITION).to_numpy(zero_copy_only=False)))
-            batches.append(batch.select(keep))
-            rows += batch.num_rows
-            if progress is not None:
-                progress.update(rows, "reading")
-    schema = pa.schema([EVENT_SCHEMA.field(n) for n in keep])
-    table = pa.Table.from_batches(batches, schema)
-    names: list[str | None] = [None] * len(topics)
-    for name, code in topics.items():
-        names[code] = name
-    empty = np.empty(0, np.int64)
-    return (table, names, np.concatenate(codes) if codes else empty, np.concatenate(parts) if parts else empty)
-
-
-def replay_events(
-    plan: InputPlan,
-    settings: ReplaySettings,
-    progress: Progress | None = None,
-    model_factory: ModelFactory | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """Replay every topic-partition of the plan; yields :data:`~.schema.OUTPUT_SCHEMA` batches."""
-    table, topic_names, topic_codes, partitions = _load(plan, progress)
-    yield from _replay_sorted(table, topic_names, topic_codes, partitions, plan.subscriptions, settings,
-                              progress, model_factory)
 
 
 def replay_table(
@@ -142,42 +107,82 @@ def output_tables(batches: Iterable[pa.RecordBatch], extra_anomalies: pa.Table |
     return tables
 
 
-def write_outputs(out_dir: str, tables: dict[str, pa.Table]) -> None:
-    """Write each output as ``out_dir/<name>/part-00000.parquet`` (replacing the directory);
-    ``out_dir`` is a local path or a URI pyarrow's filesystems understand."""
-    fs, root = filesystem_for(out_dir)
-    for name, table in tables.items():
-        directory = posixpath.join(root, name)
-        fs.delete_dir_contents(directory, missing_dir_ok=True)
-        fs.create_dir(directory, recursive=True)
-        pq.write_table(table, posixpath.join(directory, "part-00000.parquet"), filesystem=fs)
-
-
 def run_single_process(
-    events_dir: str,
+    input_dir: str,
     out_dir: str,
     settings: ReplaySettings | None = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
     model_factory: ModelFactory | None = None,
-) -> ReplaySummary:
-    """Replay ``events_dir`` into ``out_dir`` (Parquet ``cursors``, ``anomalies``, ``partitions``)."""
+    sweep: Sequence[str] = (),
+    fixed: Sequence[str] = (),
+    prepared: str | None = None,
+) -> ReplaySummary | SweepSummary:
+    """Replay ``input_dir`` into ``out_dir`` (Parquet ``cursors``, ``anomalies``, ``partitions``)
+    in this process, one topic-partition at a time (memory flat in the size of the log).
+
+    ``input_dir`` is a prepared log, or raw logs, which are prepared first (in this process)
+    into ``prepared`` (kept) or ``out_dir/_prepared`` (removed after the replay). ``sweep``:
+    ``KEY=V1,V2`` specs (see :mod:`.sweep`; ``fixed`` names the ``--set`` keys). Returns the
+    summary, or a :class:`~.summary.SweepSummary` with a sweep.
+    """
     settings = settings or ReplaySettings()
     started = time.perf_counter()
-    plan = plan_inputs(events_dir)
-    bar = Progress(plan.known_rows, "replay (single process)", enabled=None if progress else False)
-    tables = output_tables(replay_events(plan, settings, bar, model_factory), plan.subscription_anomalies)
-    bar.close()
-    write_outputs(out_dir, tables)
-    counts = reason_counts(tables["anomalies"])
-    summary = summarize(tables["cursors"], tables["partitions"], counts, time.perf_counter() - started,
-                        "single process", out_dir)
-    write_settings(out_dir, settings, "single process")
-    return summary
+    chosen = variants(settings, sweep, fixed)
+    check_input_dir(input_dir)
+    check_output_dir(out_dir, input_dir)
+    bar = progress if isinstance(progress, Progress) else Progress(0, "replay", enabled=None if progress else False)
+    try:
+        log, temporary = prepared_log(input_dir, out_dir, prepared, bar)
+        start_outputs(out_dir)
+        task = ReplayTask(0, log.manifest.partitions)
+        bar.set_total(log.manifest.events, "replay (single process)")
+        bar.update(0)
+        result = run_task(log, task, chosen, log.subscriptions(), out_dir, "a0", model_factory, bar.advance)
+        extra = write_extra_anomalies(out_dir, log.anomalies(), chosen)
+        commit_outputs(out_dir, [result], extra)
+    finally:
+        bar.close()
+    if temporary:
+        remove_tree(log.root)
+    return finish_summary(out_dir, chosen, settings, time.perf_counter() - started, "single process")
 
 
-def reason_counts(anomalies: pa.Table) -> dict[str, int]:
-    """Anomalies per reason of an anomalies table (or one with just its ``reason`` column)."""
-    if anomalies.num_rows == 0:
-        return {}
-    grouped = anomalies.group_by("reason").aggregate([("reason", "count")])
-    return dict(zip(grouped["reason"].to_pylist(), grouped["reason_count"].to_pylist()))
+def prepared_log(input_dir: str, out_dir: str, prepared: str | None, bar: Progress | None) -> tuple[PreparedLog, bool]:
+    """The prepared log to replay: ``input_dir`` itself, or raw logs prepared in this process
+    into ``prepared`` or a temporary ``out_dir/_prepared``; (log, whether it is temporary)."""
+    if is_prepared(input_dir):
+        if prepared is not None:
+            raise OutputPathError(f"--prepared {prepared}: {input_dir} is already a prepared log")
+        return open_prepared(input_dir), False
+    target = prepared or temporary_prepared_dir(out_dir)
+    if prepared is None:
+        fs, root = filesystem_for(out_dir)
+        fs.create_dir(root, recursive=True)
+    check_output_dir(target, input_dir, what="prepared log")
+    plan = plan_inputs(input_dir)
+    prepare_in_process(plan, target, bar)
+    return open_prepared(target), prepared is None
+
+
+def temporary_prepared_dir(out_dir: str) -> str:
+    """Where a replay of raw logs prepares them when not told where: beside its outputs, so
+    on a cluster the executors can read it wherever they can write the outputs."""
+    return out_dir.rstrip("/") + "/" + TEMPORARY_PREPARED
+
+
+def remove_tree(path: str) -> None:
+    fs, p = filesystem_for(path)
+    fs.delete_dir_contents(p, missing_dir_ok=True)
+    fs.delete_dir(p)
+
+
+def finish_summary(out_dir: str, chosen: Sequence[Variant], settings: ReplaySettings, seconds: float,
+                   engine: str) -> ReplaySummary | SweepSummary:
+    """Write ``settings.json`` and return the summary (a sweep's with several combinations)."""
+    keys = tuple(k for k, _ in chosen[0].values)
+    values = [tuple(v for _, v in variant.values) for variant in chosen]
+    summaries = read_summaries(out_dir, keys, values, seconds, engine)
+    write_settings(out_dir, settings, engine, {k: [vals[i] for vals in values] for i, k in enumerate(keys)})
+    if not keys:
+        return summaries[0]
+    return SweepSummary(keys, tuple(values), tuple(summaries), seconds, engine, out_dir)

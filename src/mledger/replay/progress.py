@@ -1,79 +1,73 @@
-"""A one-line progress bar on stderr, redrawn in place; silent when stderr is not a TTY."""
+"""Progress displays for ``mledger generate`` / ``prepare`` / ``replay``, drawn by rich on stderr.
+
+A :class:`Progress` is off when stderr is not a terminal (pipes, CI logs, tests) unless
+``enabled=True``; library functions take ``progress: Progress | None`` and call
+:meth:`Progress.update` as they go. Updates are cheap: rich redraws at most ten times a second
+from its own thread.
+"""
 
 from __future__ import annotations
 
-import sys
-import time
-from typing import TextIO
+from typing import Any
 
-
-def _human(n: float) -> str:
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= size:
-            return f"{n / size:.1f}{unit}"
-    return f"{n:.0f}"
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as _RichProgress
 
 
 class Progress:
-    """``Progress(total, "generate", unit="events")``; ``update(done)``; ``close()``.
+    """``Progress(total, "replay", unit="events")``; ``update(done, note)``; ``close()`` (or
+    ``with``). ``total`` 0 means unknown (no bar, a count). ``enabled=None``: when stderr is a
+    terminal."""
 
-    Draws at most ten times a second. ``enabled=None`` means "when the stream is a TTY".
-    ``total`` may be 0 (unknown): the bar then shows the count and rate only.
-    """
-
-    def __init__(
-        self, total: int, label: str, unit: str = "events", stream: TextIO | None = None,
-        enabled: bool | None = None, width: int = 30, show_rate: bool = True,
-    ) -> None:
-        self.total = total
-        self.label = label
+    def __init__(self, total: int, label: str, unit: str = "events", enabled: bool | None = None,
+                 console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.enabled = self.console.is_terminal if enabled is None else enabled
         self.unit = unit
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
-        self.width = width
-        self.show_rate = show_rate
+        self.total = total
         self.done = 0
-        self._start = time.monotonic()
-        self._drawn = 0.0
-        self._text = ""
+        self._bar: _RichProgress | None = None
+        self._task: Any = None
+        if self.enabled:
+            self._bar = _RichProgress(
+                TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
+                MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(), TextColumn("eta"),
+                TimeRemainingColumn(), TextColumn("{task.fields[note]}"),
+                console=self.console, transient=False,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(label, total=total or None, note="")
 
-    def update(self, done: int, text: str = "", force: bool = False) -> None:
-        """Set the count (and an optional note) and redraw if due."""
+    def update(self, done: int, note: str | None = None) -> None:
+        """Set the count done (and, optionally, a note after the bar)."""
         self.done = done
-        self._text = text
-        now = time.monotonic()
-        if self.enabled and (force or now - self._drawn >= 0.1):
-            self._drawn = now
-            self._draw(now)
+        if self._bar is not None:
+            fields: dict[str, Any] = {} if note is None else {"note": note}
+            self._bar.update(self._task, completed=done, **fields)
 
     def advance(self, n: int) -> None:
-        """Add ``n`` to the count."""
         self.update(self.done + n)
 
-    def _draw(self, now: float) -> None:
-        elapsed = max(now - self._start, 1e-9)
-        rate = self.done / elapsed
-        if self.total > 0:
-            frac = min(self.done / self.total, 1.0)
-            filled = int(frac * self.width)
-            bar = "#" * filled + "-" * (self.width - filled)
-            line = f"\r{self.label} [{bar}] {frac:4.0%} {_human(self.done)}/{_human(self.total)} {self.unit}"
-        else:
-            line = f"\r{self.label} {_human(self.done)} {self.unit}"
-        if self.show_rate:
-            line += f"  {_human(rate)}/s"
-        line += f"  {elapsed:5.1f}s"
-        if self._text:
-            line += f"  {self._text}"
-        self.stream.write(line + "\x1b[K")
-        self.stream.flush()
+    def set_total(self, total: int, label: str | None = None) -> None:
+        """Change the total (and the label), e.g. when a phase with another unit starts."""
+        self.total = total
+        if self._bar is not None:
+            extra: dict[str, Any] = {} if label is None else {"description": label}
+            self._bar.update(self._task, total=total or None, **extra)
 
     def close(self) -> None:
-        """Draw the final state and end the line."""
-        if self.enabled:
-            self._draw(time.monotonic())
-            self.stream.write("\n")
-            self.stream.flush()
+        """Draw the final state and stop redrawing."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
     def __enter__(self) -> Progress:  # noqa: PYI034 - final class
         return self

@@ -78,6 +78,10 @@ REASONS: dict[str, str] = {
 }
 
 
+class EventOrderError(MLedgerError, RuntimeError):
+    """The events of a topic-partition did not arrive in ``(ts, kind, seq)`` order."""
+
+
 class InputSchemaError(MLedgerError, ValueError):
     """An input file cannot be used: a column is missing or has an unusable type.
 
@@ -341,10 +345,12 @@ MAX_LEDGER_ID = CURSOR_LEDGER_BASE
 """Ledger ids at or above this (2^62) are invalid rows: the replay store numbers cursor ledgers there."""
 
 
-def check_events(batch: pa.RecordBatch, topic: str | None, name_codes: np.ndarray, empty_code: int) -> Checked:
+def check_events(batch: pa.RecordBatch, topic: str | None, name_codes: np.ndarray, empty_code: int,
+                 partition: int | None = None) -> Checked:
     """Validate an :data:`EVENT_SCHEMA` batch of one topic-partition (the same checks for every
     way of reading). ``name_codes``: each row's ``name`` as a code, -1 for null, and
-    ``empty_code`` the code of ``""``. Vectorised; a row's problem is the first of: what
+    ``empty_code`` the code of ``""``. A batch without ``topic`` / ``partition`` columns (a
+    prepared log's) has the topic-partition's ``topic`` and ``partition`` for every row. Vectorised; a row's problem is the first of: what
     reading found, then the checks below in order. Problems are rare, so flagged rows are
     walked in Python."""
     n = batch.num_rows
@@ -366,10 +372,19 @@ def check_events(batch: pa.RecordBatch, topic: str | None, name_codes: np.ndarra
 
     if topic is None or topic == "":
         flag(np.ones(n, bool), "topic is missing")
-    part, has = _ints(batch, "partition")
-    flag(~has, "partition is missing")
-    flag(has & (part < -1), "partition is below -1")
-    flag(has & (part > _INT32_MAX), "partition is out of range")
+    if batch.schema.get_field_index("partition") >= 0:
+        part, has = _ints(batch, "partition")
+        flag(~has, "partition is missing")
+        flag(has & (part < -1), "partition is below -1")
+        flag(has & (part > _INT32_MAX), "partition is out of range")
+    else:  # a prepared topic-partition's rows: the partition is the directory's
+        part = np.full(n, -1 if partition is None else partition, np.int64)
+        if partition is None:
+            flag(np.ones(n, bool), "partition is missing")
+        elif partition < -1:
+            flag(np.ones(n, bool), "partition is below -1")
+        elif partition > _INT32_MAX:
+            flag(np.ones(n, bool), "partition is out of range")
     ids = {}
     for name in ("ledger_id", "entry_id"):
         values, has = _ints(batch, name)

@@ -30,7 +30,8 @@ class ReplaySettings:
     * ``factory``: metadata compression of ``ManagedCursorInfo``.
     * ``emit_state``: put the serialized cursor state in the ``cursors`` output.
     * ``deduplication``: apply producer_name/sequence_id deduplication to produced rows.
-    * ``partitions``: Spark shuffle partitions (None: 8 x default parallelism).
+    * ``tasks``: Spark tasks of a replay (None: one per core of the session); each replays a
+      share of the topic-partitions, balanced by size.
     * ``segment_rows``: at most this many events are applied in one vectorised step. The
       replayed state does not depend on it (nor on how input batches are cut); only the
       moments of intermediate, throttled persists do. Spark and the single process use the
@@ -42,13 +43,13 @@ class ReplaySettings:
     factory: ManagedLedgerFactoryConfig = field(default_factory=ManagedLedgerFactoryConfig)
     emit_state: bool = False
     deduplication: bool = True
-    partitions: int | None = None
+    tasks: int | None = None
     segment_rows: int = 8192
     anomaly_batch_rows: int = 10_000
 
     def __post_init__(self) -> None:
-        if self.partitions is not None and self.partitions < 1:
-            raise ConfigError(f"partitions must be >= 1, got {self.partitions}")
+        if self.tasks is not None and self.tasks < 1:
+            raise ConfigError(f"tasks must be >= 1, got {self.tasks}")
         if self.segment_rows < 1:
             raise ConfigError(f"segment_rows must be >= 1, got {self.segment_rows}")
         if self.anomaly_batch_rows < 1:
@@ -97,6 +98,16 @@ class ReplaySettings:
             **own,
         )
 
+    def value(self, key: str) -> Any:
+        """The value of a ``--set`` key (raises ``ConfigError`` for an unknown key)."""
+        if key in {f.name for f in fields(ManagedLedgerConfig)}:
+            return getattr(self.ledger, key)
+        if key in {f.name for f in fields(ManagedLedgerFactoryConfig)}:
+            return getattr(self.factory, key)
+        if key in {f.name for f in fields(ReplaySettings)} and key not in ("ledger", "factory"):
+            return getattr(self, key)
+        raise ConfigError(f"unknown setting {key!r}; known settings: {', '.join(self.known_keys())}")
+
     @classmethod
     def known_keys(cls) -> list[str]:
         """Every key ``--set`` accepts."""
@@ -133,13 +144,16 @@ SETTINGS_FILE = "settings.json"
 """What a replay writes beside its outputs: the settings it ran with (``OUT_DIR/settings.json``)."""
 
 
-def settings_record(settings: ReplaySettings, engine: str) -> dict[str, Any]:
+def settings_record(settings: ReplaySettings, engine: str, sweep: Mapping[str, list[Any]] | None = None) -> dict[str, Any]:
     """The JSON document of :data:`SETTINGS_FILE`: ``{"format": 1, "engine": ..., "ledger":
-    {...}, "factory": {...}, <replay fields>}`` (every field, defaults included)."""
-    return {"format": 1, "engine": engine, **dataclasses.asdict(settings)}
+    {...}, "factory": {...}, <replay fields>, "sweep": {key: [values...]}}`` (every field,
+    defaults included; ``sweep`` is ``{}`` without a sweep, and the swept keys' values in
+    ``ledger`` / ``factory`` are then the base the sweep started from)."""
+    return {"format": 1, "engine": engine, **dataclasses.asdict(settings), "sweep": dict(sweep or {})}
 
 
-def write_settings(out_dir: str, settings: ReplaySettings, engine: str) -> None:
+def write_settings(out_dir: str, settings: ReplaySettings, engine: str,
+                   sweep: Mapping[str, list[Any]] | None = None) -> None:
     """Write :data:`SETTINGS_FILE` into ``out_dir`` (a local path or a pyarrow filesystem URI)."""
     import json
     import posixpath
@@ -148,6 +162,6 @@ def write_settings(out_dir: str, settings: ReplaySettings, engine: str) -> None:
 
     fs, root = filesystem_for(out_dir)
     fs.create_dir(root, recursive=True)
-    text = json.dumps(settings_record(settings, engine), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(settings_record(settings, engine, sweep), indent=2, sort_keys=True) + "\n"
     with fs.open_output_stream(posixpath.join(root, SETTINGS_FILE)) as f:
         f.write(text.encode("utf-8"))

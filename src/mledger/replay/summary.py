@@ -1,11 +1,21 @@
-"""The summary table a replay prints, computed from its (small) outputs."""
+"""The summary tables a replay prints, computed from its outputs (rich tables as text)."""
 
 from __future__ import annotations
 
+import io
+import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from .inputs import filesystem_for
 
 
 @dataclass(frozen=True)
@@ -23,6 +33,12 @@ class ReplaySummary:
     acked: int
     cancelled: int
     anomalies: dict[str, int] = field(default_factory=dict)
+    truncated_ranges: int = 0
+    truncated_batch_indexes: int = 0
+    persisted_state_bytes: int = 0
+    max_persisted_state_bytes: int = 0
+    max_state_chunks: int = 0
+    delayed_delivered: int = 0
     by_type: list[dict[str, object]] = field(default_factory=list)
     top_backlog: list[dict[str, object]] = field(default_factory=list)
     seconds: float = 0.0
@@ -43,6 +59,12 @@ def _sum(table: pa.Table, column: str) -> int:
         return 0
     value = pc.sum(table[column]).as_py()
     return int(value or 0)
+
+
+def _max(table: pa.Table, column: str) -> int:
+    if table.num_rows == 0:
+        return 0
+    return int(pc.max(table[column]).as_py() or 0)
 
 
 def summarize(cursors: pa.Table, partitions: pa.Table, anomaly_counts: dict[str, int],
@@ -71,6 +93,12 @@ def summarize(cursors: pa.Table, partitions: pa.Table, anomaly_counts: dict[str,
         ack_hole_ranges=_sum(cursors, "ack_hole_ranges"),
         acked=_sum(cursors, "acked"),
         cancelled=_sum(cursors, "cancelled"),
+        truncated_ranges=_sum(cursors, "truncated_ranges"),
+        truncated_batch_indexes=_sum(cursors, "truncated_batch_indexes"),
+        persisted_state_bytes=_sum(cursors, "persisted_state_bytes"),
+        max_persisted_state_bytes=_max(cursors, "persisted_state_bytes"),
+        max_state_chunks=_max(cursors, "state_chunks"),
+        delayed_delivered=_sum(cursors, "delayed_delivered"),
         anomalies=dict(sorted(anomaly_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         by_type=by_type,
         top_backlog=top,
@@ -80,19 +108,25 @@ def summarize(cursors: pa.Table, partitions: pa.Table, anomaly_counts: dict[str,
     )
 
 
-def _table(headers: list[str], rows: list[list[object]]) -> list[str]:
-    cells = [[h for h in headers]] + [[f"{v:,}" if isinstance(v, int) else str(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = []
-    for k, row in enumerate(cells):
-        lines.append("  " + "  ".join(c.rjust(w) if k and i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
-        if k == 0:
-            lines.append("  " + "  ".join("-" * w for w in widths))
-    return lines
+def _render(*tables: Table | str) -> list[str]:
+    console = Console(file=io.StringIO(), width=250, color_system=None, force_terminal=False, highlight=False)
+    for t in tables:
+        console.print(t)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    return [line.rstrip() for line in text.rstrip("\n").split("\n")]
+
+
+def _table(headers: list[str], rows: list[list[object]], title: str | None = None) -> list[str]:
+    table = Table(*headers, box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
+    for i, column in enumerate(table.columns):
+        column.justify = "left" if i == 0 else "right"
+    for row in rows:
+        table.add_row(*[f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v) for v in row])
+    return _render(table)
 
 
 def format_summary(s: ReplaySummary) -> str:
-    """The human-readable summary table."""
+    """The human-readable summary tables."""
     lines = [
         f"replayed {s.events:,} events of {s.topic_partitions:,} topic-partitions"
         + (f" in {s.seconds:.1f} s ({s.events_per_second:,.0f} events/s, {s.engine})" if s.seconds else ""),
@@ -122,3 +156,92 @@ def format_summary(s: ReplaySummary) -> str:
     if s.out_dir:
         lines += ["", f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet)"]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """A sweep's figures: one :class:`ReplaySummary` per combination of settings."""
+
+    keys: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+    summaries: tuple[ReplaySummary, ...]
+    seconds: float = 0.0
+    engine: str = ""
+    out_dir: str = ""
+
+    @property
+    def events(self) -> int:
+        """Events read (each was replayed once per combination)."""
+        return self.summaries[0].events if self.summaries else 0
+
+    def summary_for(self, **values: Any) -> ReplaySummary:
+        """The summary of the combination with these values."""
+        for vals, summary in zip(self.values, self.summaries):
+            if dict(zip(self.keys, vals)) == values:
+                return summary
+        raise KeyError(values)
+
+
+SWEEP_COLUMNS = (
+    ("cursors", "subscriptions"), ("backlog", "backlog"), ("hole ranges", "ack_hole_ranges"),
+    ("truncated ranges", "truncated_ranges"), ("truncated batch idx", "truncated_batch_indexes"),
+    ("state bytes", "persisted_state_bytes"), ("max state bytes", "max_persisted_state_bytes"),
+    ("max chunks", "max_state_chunks"), ("delayed delivered", "delayed_delivered"), ("anomalies", "anomaly_total"),
+)
+"""The figures the sweep table compares: (header, :class:`ReplaySummary` attribute)."""
+
+
+def format_sweep(s: SweepSummary) -> str:
+    """The sweep's comparison table: one row per combination of settings."""
+    events = s.events
+    took = f" in {s.seconds:.1f} s ({events * len(s.summaries) / s.seconds:,.0f} event replays/s, {s.engine})" \
+        if s.seconds else ""
+    lines = [f"replayed {events:,} events under {len(s.summaries)} settings{took}", ""]
+    rows = [[*(str(v) for v in vals), *(getattr(summary, attr) for _, attr in SWEEP_COLUMNS)]
+            for vals, summary in zip(s.values, s.summaries)]
+    lines += _table([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
+    reasons = sorted({r for summary in s.summaries for r in summary.anomalies})
+    if reasons:
+        lines += ["", "anomalies by reason:"]
+        lines += _table([*s.keys, *reasons],
+                        [[*(str(v) for v in vals), *(summary.anomalies.get(r, 0) for r in reasons)]
+                         for vals, summary in zip(s.values, s.summaries)])
+    if s.out_dir:
+        lines += ["", f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet; "
+                  f"columns {', '.join(s.keys)} say which settings)"]
+    return "\n".join(lines)
+
+
+def read_summaries(out_dir: str, keys: Sequence[str], values: Sequence[tuple[Any, ...]], seconds: float,
+                   engine: str) -> list[ReplaySummary]:
+    """One summary per combination of ``values`` of the swept ``keys`` (one without a sweep),
+    from the written outputs (the small columns only)."""
+    from .schema import CURSOR_SCHEMA
+
+    fs, root = filesystem_for(out_dir)
+    wanted = [c for c in CURSOR_SCHEMA.names if c not in ("state", "state_record")] + list(keys)
+    cursors = pq.read_table(posixpath.join(root, "cursors"), columns=wanted, filesystem=fs)
+    partitions = pq.read_table(posixpath.join(root, "partitions"), filesystem=fs)
+    anomalies = pq.read_table(posixpath.join(root, "anomalies"), columns=["reason", *keys], filesystem=fs)
+    out = []
+    for vals in values or [()]:
+        def pick(table: pa.Table) -> pa.Table:
+            for key, value in zip(keys, vals):
+                column = table[key]
+                mask = pc.is_null(column) if value is None else pc.equal(column, pa.scalar(value, column.type)
+                                                                           if not pa.types.is_string(column.type)
+                                                                           else str(value))
+                table = table.filter(mask)
+            return table.drop_columns(list(keys))
+
+        summary = summarize(pick(cursors), pick(partitions), reason_counts(pick(anomalies)), seconds, engine, out_dir)
+        out.append(summary)
+    return out
+
+
+def reason_counts(anomalies: pa.Table) -> dict[str, int]:
+    """Anomalies per reason of an anomalies table (or one with just its ``reason`` column)."""
+    if anomalies.num_rows == 0:
+        return {}
+    grouped = anomalies.group_by("reason").aggregate([("reason", "count")])
+    return dict(zip(grouped["reason"].to_pylist(), grouped["reason_count"].to_pylist()))
