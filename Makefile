@@ -22,7 +22,7 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	scripts/ensure_chromium.sh
-	$(PY) -m pytest -q -m "not spark and not slow"
+	$(PY) -m pytest -q -m "not spark and not slow and not cluster"
 
 bench: $(STAMP) $(BENCH_STAMP)
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
