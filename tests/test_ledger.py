@@ -434,3 +434,30 @@ def test_forced_roll_over_seals_the_current_ledger_and_keeps_an_empty_one() -> N
     assert [li.entries for li in ml.ledger_infos()] == [2, 0]
     assert ml.add_entry(b"c") == Position(second, 0)
     assert ml.next_valid_position(Position(first, 1)) == Position(second, 0)
+
+
+def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
+    """The replay's bulk append: the same positions, ledgers and sizes as entry-by-entry framing."""
+    from mledger.config import ManagedLedgerConfig
+    from mledger.entry import EntryMetadata, encode_entry
+    from mledger.ledger import ManagedLedgerFactory
+    from mledger.storage import MemoryStore
+
+    raw = encode_entry(b"xyz", EntryMetadata())
+    for max_entries, max_mb, counts in ((7, 100, [3, 20, 0, 1, 9]), (1000, 1, [0, 5]), (50_000, 100, [12])):
+        config = ManagedLedgerConfig(max_entries_per_ledger=max_entries, max_size_per_ledger_mb=max_mb)
+        stores = [MemoryStore(), MemoryStore()]
+        a = ManagedLedgerFactory(stores[0]).open("t/a", config)
+        b = ManagedLedgerFactory(stores[1]).open("t/a", config)
+        for n in counts:
+            last = a.add_repeated_entries(raw, n)
+            positions = b.add_framed_entries([raw] * n)
+            assert last == (positions[-1] if positions else None)
+        assert [(i.ledger_id, i.entries, i.size) for i in a.ledger_infos()] == \
+            [(i.ledger_id, i.entries, i.size) for i in b.ledger_infos()]
+        assert a.last_confirmed_entry == b.last_confirmed_entry
+    big = ManagedLedgerFactory(MemoryStore()).open("t/big", ManagedLedgerConfig(max_size_per_ledger_mb=1))
+    big.add_repeated_entries(b"\0" * 300_000, 10)  # the size limit rolls every 4th entry
+    assert [i.entries for i in big.ledger_infos()][:2] == [4, 4]
+    with pytest.raises(ValueError):
+        big.add_repeated_entries(raw, -1)

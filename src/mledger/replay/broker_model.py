@@ -48,7 +48,7 @@ from ..broker.names import TopicName
 from ..broker.topic import Topic
 from ..clock import ManualClock
 from ..cursor import ManagedCursor
-from ..entry import EntryMetadata
+from ..entry import EntryMetadata, encode_entry
 from ..errors import InvalidRequestError
 from ..ledger import ML_ROOT, InitialPosition, ManagedLedger, ManagedLedgerFactory
 from ..messageid import MessageId
@@ -64,6 +64,8 @@ _NEVER_MS = 1 << 62
 _MAX_STATE = 1 << 31
 _NO_LEDGER = -1
 _FALLBACK_NAMESPACE = "persistent://public/default/"
+_EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
+"""What the replay appends for each produced entry: the log's entries carry no payload."""
 
 
 def topic_name(topic: str) -> TopicName:
@@ -156,7 +158,7 @@ class BrokerModel:
         if ledger_id != ml.current_ledger_id:
             _roll_over_to(ml, self._store, ledger_id)
             self._ledgers += 1
-        ml.add_entries([b""] * count)
+        ml.add_repeated_entries(_EMPTY_ENTRY, count)
 
     def _open(self, first_ledger_id: int) -> Topic:
         self._store.expect_ledger(first_ledger_id)

@@ -388,42 +388,58 @@ class PartitionReplayer:
         return self._produce_slow(p, idx, appended)
 
     def _produce_slow(self, p: Rows, idx: np.ndarray, appended: np.ndarray) -> np.ndarray:
-        """Row by row: gaps get placeholders, unplaceable positions are reported."""
+        """Rows that are not all contiguous: gaps get placeholders, unplaceable positions are
+        reported. Only rows that break contiguity with the row before them (and the row after
+        a refused one) are looked at one by one; the stretches between them go in bulk."""
+        ledgers, entries = p.ledger[idx], p.entry[idx]
+        n = idx.size
+        prev_ledger = np.concatenate(([self._index.last_ledger], ledgers[:-1]))
+        prev_next = np.concatenate(([self._index.next_entry], entries[:-1] + 1))
+        contiguous = ((ledgers == prev_ledger) & (entries == prev_next)) | ((ledgers > prev_ledger) & (entries == 0))
+        breaks = np.flatnonzero(~contiguous)
+        switches = np.flatnonzero(ledgers[1:] != ledgers[:-1]) + 1  # a new ledger starts a new run
         ledger, nxt = self._index.last_ledger, self._index.next_entry
-        run: list[int] = []
-        run_ledger, run_fill = -1, 0
-        for i in idx.tolist():
-            lid, eid = int(p.ledger[i]), int(p.entry[i])
+        run_start, run_ledger, run_fill = -1, -1, 0
+        k = 0
+        while k < n:
+            lid, eid = int(ledgers[k]), int(entries[k])
             if lid == ledger and eid == nxt:
                 fill = 0
             elif (lid == ledger and eid > nxt) or lid > ledger:
                 start = nxt if lid == ledger else 0
                 fill = eid - start
                 if fill:
-                    self._anomaly(PRODUCED_GAP, p.take([i]), [
+                    self._anomaly(PRODUCED_GAP, p.take([idx[k]]), [
                         (f"entries {lid}:{start}..{lid}:{eid - 1} are missing from the produced log; "
                          f"{fill} placeholder entries keep the later positions")
                     ])
             else:
-                if run:
-                    self._append(run_ledger, p, np.array(run), run_fill)
-                    run = []
+                if run_start >= 0:
+                    self._append(run_ledger, p, idx[run_start:k], run_fill)
+                    run_start = -1
                 exists = self._index.lookup(np.array([lid]), np.array([eid]))[0] >= 0
                 reason = DUPLICATE_POSITION if exists else POSITION_OUT_OF_ORDER
                 detail = (f"an entry {lid}:{eid} was already produced" if exists else
                           f"{lid}:{eid} is behind the last entry {ledger}:{nxt - 1}: it cannot be placed")
-                self._anomaly(reason, p.take([i]), [detail])
+                self._anomaly(reason, p.take([idx[k]]), [detail])
+                k += 1  # the next row follows a refused one: looked at one by one too
                 continue
-            if run and (fill or lid != run_ledger):
-                self._append(run_ledger, p, np.array(run), run_fill)
-                run = []
-            if not run:
-                run_ledger, run_fill = lid, fill
-            run.append(i)
-            appended[i] = 1 + fill
-            ledger, nxt = lid, eid + 1
-        if run:
-            self._append(run_ledger, p, np.array(run), run_fill)
+            if run_start >= 0 and (fill or lid != run_ledger):
+                self._append(run_ledger, p, idx[run_start:k], run_fill)
+                run_start = -1
+            if run_start < 0:
+                run_start, run_ledger, run_fill = k, lid, fill
+            appended[idx[k]] = 1 + fill
+            # rows up to the next break continue contiguously from this one
+            end = int(breaks[np.searchsorted(breaks, k, side="right")]) if breaks.size and breaks[-1] > k else n
+            for cut in switches[(switches > k) & (switches < end)].tolist():
+                self._append(run_ledger, p, idx[run_start:cut], run_fill)
+                run_start, run_ledger, run_fill = cut, int(ledgers[cut]), 0
+            appended[idx[k + 1:end]] = 1
+            ledger, nxt = int(ledgers[end - 1]), int(entries[end - 1]) + 1
+            k = end
+        if run_start >= 0:
+            self._append(run_ledger, p, idx[run_start:n], run_fill)
         return appended
 
     def _append(self, ledger_id: int, p: Rows, rows: np.ndarray, fill: int) -> None:
