@@ -1,20 +1,28 @@
-"""Replay throughput, Spark local[2] vs the single process, and Python worker memory.
+"""The replay at scale: Spark local[2] vs the single process on prepared logs, and the rest of
+issue 14's figures. Every comparison runs both sides in one run, alternating, and prints
+medians and ratios.
 
-    .venv/bin/python benchmarks/bench_replay.py                 # 10M events (defaults)
-    .venv/bin/python benchmarks/bench_replay.py --events 2000000 --memory-events 2000000
+    .venv/bin/python benchmarks/bench_replay.py                        # everything, 10M and 40M events
+    .venv/bin/python benchmarks/bench_replay.py --sizes 2000000 --repeat 3 --skip memory,prepare
 
-1. generates ``--events`` events (8 topics x 4 partitions) unless ``--data DIR`` exists;
-2. makes sure the Spark driver's class archive exists (a small demo run writes it, as a
-   machine's first Spark run does; see mledger.replay.spark.class_archive);
-3. replays them end to end with ``mledger replay --single-process`` and with ``mledger
-   replay --master local[2]``, each in a fresh process, and prints events per second
-   (end to end: from the command's start to its outputs on disk, Spark session included;
-   the Spark job alone is printed too);
-4. generates one topic-partition with ``--memory-events`` / 10 and then ``--memory-events``
-   events and replays each on local[2] while sampling the resident memory of every Python
-   worker (``pyspark.daemon`` and its forks); prints the peak of the largest worker.
+Parts (``--skip`` takes a comma-separated list of them):
 
-The machine's other load skews single runs by 15-30 %; repeat with ``--repeat``.
+* ``replay``: for each size in ``--sizes`` (8 topics x 4 partitions, prepared logs generated
+  once under ``--data``), ``mledger replay --single-process`` and ``mledger replay --master
+  local[2]``, each a fresh process, alternating which goes first, ``--repeat`` times. For
+  each run: wall time (command start to outputs on disk, Spark session included), the CPU
+  time of the whole process tree (driver, JVM, Python workers: sampled from /proc until each
+  process ends), the JVM's share of it, the peak RSS of the single process and of the
+  largest Spark Python worker;
+* ``sweep``: a 3-setting ``--sweep`` against one replay, single process, alternating;
+* ``prepare``: ``mledger prepare`` of the raw logs of the first size on local[2], against a
+  replay of the same raw input on local[2] (which prepares them first);
+* ``engine``: the replay engine alone on one topic-partition's events already in memory,
+  events per CPU-second;
+* ``memory``: one topic-partition of ``--memory-events`` events replayed on local[2], the
+  largest Python worker's peak RSS.
+
+The machine's other load skews single runs by 15-30 %; the load average is printed.
 """
 
 from __future__ import annotations
@@ -23,67 +31,112 @@ import argparse
 import os
 import platform
 import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _mledger(*args: str) -> list[str]:
     return [sys.executable, "-m", "mledger.cli", *args]
 
 
-def _run(cmd: list[str], sample_workers: bool = False) -> tuple[float, str, int]:
-    """Run a command; (wall seconds, stdout, peak RSS bytes of the largest Python worker)."""
-    peak = 0
+@dataclass
+class Run:
+    wall: float
+    stdout: str
+    cpu: float = 0.0
+    jvm_cpu: float = 0.0
+    peak_worker: int = 0
+    peak_process: int = 0
+    processes: dict[int, tuple[float, str]] = field(default_factory=dict)
+
+
+def _stat(pid: int) -> tuple[int, float, str] | None:
+    """(parent pid, user+sys CPU seconds, command line) of a process, None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK, cmd
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _run(cmd: list[str]) -> Run:
+    """Run a command; sample its process tree (CPU per process, worker RSS) until every
+    process of it has ended."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    run = Run(0.0, "")
+    seen: dict[int, tuple[float, str]] = {}
+    peak_worker = peak_process = 0
     stop = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
-        while not stop.wait(0.1):
-            peak = max(peak, _largest_worker_rss())
+        nonlocal peak_worker, peak_process
+        while True:
+            children: dict[int, list[int]] = {}
+            for name in os.listdir("/proc"):
+                if name.isdigit():
+                    st = _stat(int(name))
+                    if st is not None:
+                        children.setdefault(st[0], []).append(int(name))
+            todo, tree = [proc.pid], set()
+            while todo:
+                pid = todo.pop()
+                tree.add(pid)
+                todo.extend(children.get(pid, []))
+            alive = False
+            for pid in tree | set(seen):
+                st = _stat(pid)
+                if st is None:
+                    continue
+                alive = True
+                seen[pid] = (st[1], st[2])
+                if "pyspark.daemon" in st[2] or "pyspark.worker" in st[2]:
+                    peak_worker = max(peak_worker, _rss(pid))
+                elif pid == proc.pid:
+                    peak_process = max(peak_process, _rss(pid))
+            if stop.is_set() and not alive:
+                return
+            time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    started = time.perf_counter()
-    if sample_workers:
-        sampler.start()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    took = time.perf_counter() - started
+    sampler.start()
+    out, err = proc.communicate()
+    run.wall = time.perf_counter() - started
     stop.set()
-    if sample_workers:
-        sampler.join()
+    sampler.join(timeout=30)
     if proc.returncode != 0:
-        sys.stderr.write(proc.stdout + proc.stderr)
+        sys.stderr.write(out + err)
         raise SystemExit(f"command failed: {' '.join(cmd)}")
-    return took, proc.stdout, peak
-
-
-def _largest_worker_rss() -> int:
-    best = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ")
-            if b"pyspark.daemon" not in cmd and b"pyspark.worker" not in cmd:
-                continue
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        best = max(best, int(line.split()[1]) * 1024)
-        except OSError:
-            continue
-    return best
-
-
-def _job_seconds(stdout: str) -> float:
-    m = re.search(r"in ([0-9.]+) s \(", stdout)
-    return float(m.group(1)) if m else float("nan")
+    run.stdout = out
+    run.processes = dict(seen)
+    run.cpu = sum(c for c, _ in seen.values())
+    run.jvm_cpu = sum(c for c, cmd in seen.values() if "java" in cmd.split(" ", 1)[0])
+    run.peak_worker = peak_worker
+    run.peak_process = peak_process
+    return run
 
 
 def _events(stdout: str) -> int:
@@ -91,60 +144,161 @@ def _events(stdout: str) -> int:
     return int(m.group(1).replace(",", "")) if m else 0
 
 
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def _ensure_class_archive() -> None:
-    """Spark runs are timed with the driver JVM's class archive in place (as every run after
-    a machine's first): a small demo writes it when missing, and its time is printed."""
     from mledger.replay.spark import class_archive
 
     if class_archive.prepare({}, write=False) is not None:
         print(f"class archive: present in {class_archive.cache_dir()}")
         return
-    took, _, _ = _run(_mledger("demo", "--quiet", "--events", "20000"))
+    run = _run(_mledger("demo", "--quiet", "--events", "20000"))
     state = "written" if class_archive.prepare({}, write=False) is not None else "NOT written (disabled?)"
-    print(f"class archive: {state} by a first 20k-event demo run ({took:.1f} s end to end)")
+    print(f"class archive: {state} by a first 20k-event demo run ({run.wall:.1f} s end to end)")
+
+
+def _generate(path: str, events: int, *extra: str) -> None:
+    marker = "_manifest.json" if "--raw" not in extra else "produced"
+    if os.path.exists(os.path.join(path, marker)):
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    run = _run(_mledger("generate", path, "--events", str(events), "--topics", "8", "--partitions", "4", "--quiet",
+                        *extra))
+    print(f"generate: {run.stdout.strip()}")
+
+
+def _replay_part(args: argparse.Namespace) -> None:
+    for size in args.sizes:
+        data = os.path.join(args.data, f"prepared-{size}")
+        _generate(data, size)
+        sides = {"single process": ["--single-process"], "spark local[2]": ["--master", "local[2]"]}
+        runs: dict[str, list[Run]] = {k: [] for k in sides}
+        for r in range(args.repeat):
+            order = list(sides) if r % 2 == 0 else list(reversed(sides))
+            for name in order:
+                runs[name].append(_run(_mledger("replay", data, os.path.join(args.data, "out"), "--quiet",
+                                                *sides[name])))
+        events = _events(runs["single process"][0].stdout)
+        print(f"\n== replay of {events:,} prepared events (32 topic-partitions), {args.repeat} runs each, alternating; "
+              f"{_load()}")
+        print(f"{'':16} {'wall (median)':>14} {'runs':>26} {'events/s':>10} {'CPU s':>7} {'JVM CPU':>8} "
+              f"{'peak RSS':>9} {'worker peak':>11}")
+        for name, rs in runs.items():
+            walls = [r.wall for r in rs]
+            cpu = _median([r.cpu for r in rs])
+            jvm = _median([r.jvm_cpu for r in rs])
+            print(f"{name:16} {_median(walls):>13.1f}s {' / '.join(f'{w:.1f}' for w in walls):>26} "
+                  f"{events / _median(walls):>10,.0f} {cpu:>7.1f} {jvm:>5.1f} ({jvm / cpu:.0%}) "
+                  f"{_median([r.peak_process for r in rs]) / 2**20:>7,.0f}Mi "
+                  f"{_median([r.peak_worker for r in rs]) / 2**20:>9,.0f}Mi")
+        ratio = _median([r.wall for r in runs["spark local[2]"]]) / _median([r.wall for r in runs["single process"]])
+        print(f"spark / single process, wall: {ratio:.2f}x")
+
+
+def _sweep_part(args: argparse.Namespace) -> None:
+    size = args.sizes[0]
+    data = os.path.join(args.data, f"prepared-{size}")
+    _generate(data, size)
+    sides = {"one replay": [], "3-setting sweep": ["--sweep", "max_unacked_ranges_to_persist=100,1000,10000"]}
+    runs: dict[str, list[Run]] = {k: [] for k in sides}
+    for r in range(args.repeat):
+        for name in (list(sides) if r % 2 == 0 else list(reversed(sides))):
+            runs[name].append(_run(_mledger("replay", data, os.path.join(args.data, "out"), "--quiet",
+                                            "--single-process", *sides[name])))
+    print(f"\n== sweep, single process, {size:,} events; {_load()}")
+    for name, rs in runs.items():
+        print(f"{name:16} {_median([r.wall for r in rs]):>7.1f}s  ({' / '.join(f'{r.wall:.1f}' for r in rs)}), "
+              f"CPU {_median([r.cpu for r in rs]):.1f} s, peak RSS {_median([r.peak_process for r in rs]) / 2**20:,.0f} MiB")
+    ratio = _median([r.wall for r in runs["3-setting sweep"]]) / _median([r.wall for r in runs["one replay"]])
+    print(f"3-setting sweep / one replay, wall: {ratio:.2f}x")
+
+
+def _prepare_part(args: argparse.Namespace) -> None:
+    size = args.sizes[0]
+    raw = os.path.join(args.data, f"raw-{size}")
+    _generate(raw, size, "--raw")
+    sides = {"prepare local[2]": ("prepare", raw, os.path.join(args.data, "prep-out"), "--master", "local[2]"),
+             "replay raw local[2]": ("replay", raw, os.path.join(args.data, "out"), "--master", "local[2]")}
+    runs: dict[str, list[Run]] = {k: [] for k in sides}
+    for r in range(args.repeat):
+        for name in (list(sides) if r % 2 == 0 else list(reversed(sides))):
+            runs[name].append(_run(_mledger(*sides[name], "--quiet")))
+    print(f"\n== prepare of {size:,} raw events on local[2] (one shuffle), and a replay of the raw logs "
+          f"(prepare + replay); {_load()}")
+    for name, rs in runs.items():
+        cpu = _median([r.cpu for r in rs])
+        jvm = _median([r.jvm_cpu for r in rs])
+        print(f"{name:20} {_median([r.wall for r in rs]):>7.1f}s  ({' / '.join(f'{r.wall:.1f}' for r in rs)}), "
+              f"CPU {cpu:.1f} s, JVM {jvm:.1f} s ({jvm / cpu:.0%})")
+    shutil.rmtree(os.path.join(args.data, "prep-out"), ignore_errors=True)
+
+
+def _engine_part(args: argparse.Namespace) -> None:
+    """The engine alone: one topic-partition's batches read first, then fed (CPU time)."""
+    import pyarrow as pa
+
+    from mledger.replay.engine import PartitionReplayer
+    from mledger.replay.layout import open_prepared, read_partition
+    from mledger.replay.tasks import quiet_library_warnings
+
+    log = open_prepared(os.path.join(args.data, f"prepared-{args.sizes[0]}"))
+    declared = log.subscriptions()
+    rates = []
+    for part in log.manifest.partitions[:4]:
+        batches = list(read_partition(log, part))
+        events = sum(b.num_rows for b in batches)
+        started = time.process_time()
+        with quiet_library_warnings():
+            replayer = PartitionReplayer(part.topic, part.partition, declared=declared.get(part.topic or "", ()))
+            for b in batches:
+                replayer.feed(b)
+            replayer.finish()
+        took = time.process_time() - started
+        rates.append(events / took)
+        del batches
+    print(f"\n== the engine alone, {len(rates)} topic-partitions of ~{events:,} events in memory: "
+          f"{_median(rates):,.0f} events per CPU-second (median; {', '.join(f'{r:,.0f}' for r in rates)}); {_load()}")
+    del pa
+
+
+def _memory_part(args: argparse.Namespace) -> None:
+    one = os.path.join(args.data, f"one-partition-{args.memory_events}")
+    if not os.path.exists(os.path.join(one, "_manifest.json")):
+        shutil.rmtree(one, ignore_errors=True)
+        _run(_mledger("generate", one, "--events", str(args.memory_events), "--topics", "1", "--partitions", "1",
+                      "--subscriptions", "3", "--quiet"))
+    run = _run(_mledger("replay", one, os.path.join(args.data, "out-one"), "--master", "local[2]", "--quiet"))
+    print(f"\n== one topic-partition of {_events(run.stdout):,} events on local[2]: {run.wall:.1f} s, largest Python "
+          f"worker peak RSS {run.peak_worker / 2**20:,.0f} MiB; {_load()}")
+    single = _run(_mledger("replay", one, os.path.join(args.data, "out-one"), "--single-process", "--quiet"))
+    print(f"   the same, single process: {single.wall:.1f} s, peak RSS {single.peak_process / 2**20:,.0f} MiB")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--events", type=int, default=10_000_000)
-    p.add_argument("--memory-events", type=int, default=10_000_000, help="events in the one-partition memory run (0: skip)")
-    p.add_argument("--data", default="/tmp/mledger-bench/events", help="events directory (generated if missing)")
-    p.add_argument("--out", default="/tmp/mledger-bench/out")
-    p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--skip-single", action="store_true")
-    p.add_argument("--only-memory", action="store_true", help="just the one-partition memory run")
+    p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000_000, 40_000_000],
+                   help="events of the prepared logs, comma-separated (10000000,40000000)")
+    p.add_argument("--memory-events", type=int, default=13_500_000, help="events of the one-partition memory run")
+    p.add_argument("--data", default="/tmp/mledger-bench", help="where the logs are generated (kept between runs)")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--skip", default="", help="parts to skip: replay,sweep,prepare,engine,memory")
+    p.add_argument("--only", default="", help="parts to run (default all)")
     args = p.parse_args()
-
-    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    if not args.only_memory and not os.path.isdir(os.path.join(args.data, "produced")):
-        took, out, _ = _run(_mledger("generate", args.data, "--events", str(args.events), "--topics", "8",
-                                     "--partitions", "4", "--quiet"))
-        print(f"generate: {out.strip()}")
+    parts = {"replay": _replay_part, "sweep": _sweep_part, "prepare": _prepare_part, "engine": _engine_part,
+             "memory": _memory_part}
+    chosen = [x for x in (args.only.split(",") if args.only else parts) if x and x not in args.skip.split(",")]
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; {_load()}")
+    os.makedirs(args.data, exist_ok=True)
     _ensure_class_archive()
-    rows = []
-    for _ in range(0 if args.only_memory else args.repeat):
-        if not args.skip_single:
-            took, out, _ = _run(_mledger("replay", args.data, args.out + "-single", "--single-process", "--quiet"))
-            rows.append(("single process", _events(out), took, _job_seconds(out)))
-        took, out, peak = _run(_mledger("replay", args.data, args.out + "-spark", "--master", "local[2]", "--quiet"),
-                               sample_workers=True)
-        rows.append(("spark local[2]", _events(out), took, _job_seconds(out)))
-    if rows:
-        print(f"\n{'replay':16} {'events':>12} {'end to end':>11} {'events/s':>10} {'job only':>9} {'events/s':>10}")
-    for name, n, wall, job in rows:
-        print(f"{name:16} {n:>12,} {wall:>10.1f}s {n / wall:>10,.0f} {job:>8.1f}s {n / job:>10,.0f}")
-
-    if args.memory_events:
-        # Two sizes of one topic-partition: the worker's peak should barely move.
-        for events in (args.memory_events // 10, args.memory_events):
-            one = os.path.join(os.path.dirname(args.data), "one-partition")
-            shutil.rmtree(one, ignore_errors=True)
-            _run(_mledger("generate", one, "--events", str(events), "--topics", "1", "--partitions", "1",
-                          "--subscriptions", "3", "--quiet"))
-            took, out, peak = _run(_mledger("replay", one, args.out + "-one", "--master", "local[2]", "--quiet"),
-                                   sample_workers=True)
-            print(f"one topic-partition, {_events(out):,} events on local[2]: {took:.1f} s end to end, "
-                  f"largest Python worker peak RSS {peak / 2**20:,.0f} MiB")
+    for name in chosen:
+        parts[name](args)
+    print(f"\n(children's max RSS {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:,.0f} MiB)")
     return 0
 
 

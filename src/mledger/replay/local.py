@@ -182,7 +182,8 @@ def finish_summary(out_dir: str, chosen: Sequence[Variant], settings: ReplaySett
     keys = tuple(k for k, _ in chosen[0].values)
     values = [tuple(v for _, v in variant.values) for variant in chosen]
     summaries = read_summaries(out_dir, keys, values, seconds, engine)
-    write_settings(out_dir, settings, engine, {k: [vals[i] for vals in values] for i, k in enumerate(keys)})
+    swept = {k: list(dict.fromkeys(vals[i] for vals in values)) for i, k in enumerate(keys)}
+    write_settings(out_dir, settings, engine, swept)
     if not keys:
         return summaries[0]
     return SweepSummary(keys, tuple(values), tuple(summaries), seconds, engine, out_dir)

@@ -162,6 +162,6 @@ def write_settings(out_dir: str, settings: ReplaySettings, engine: str,
 
     fs, root = filesystem_for(out_dir)
     fs.create_dir(root, recursive=True)
-    text = json.dumps(settings_record(settings, engine, sweep), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(settings_record(settings, engine, sweep), indent=2) + "\n"  # sweep keys in their order
     with fs.open_output_stream(posixpath.join(root, SETTINGS_FILE)) as f:
         f.write(text.encode("utf-8"))

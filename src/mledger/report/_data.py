@@ -12,6 +12,7 @@ are streamed batch by batch, keeping only counts and a few examples per reason.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter, defaultdict
@@ -23,6 +24,7 @@ from ..errors import MLedgerError, MissingExtraError
 
 __all__ = [
     "NEAR_LIMIT",
+    "SweepSetting",
     "AnomalyKind",
     "PartitionSummary",
     "ReplayReportInputError",
@@ -30,6 +32,7 @@ __all__ = [
     "SubscriptionState",
     "load_model",
     "recorded_limit",
+    "recorded_sweep",
 ]
 
 NEAR_LIMIT = 0.8
@@ -113,8 +116,34 @@ class AnomalyKind:
 
 
 @dataclass(frozen=True)
+class SweepSetting:
+    """One combination of settings of a sweep (``mledger replay --sweep``) and its totals."""
+
+    label: str
+    """``key=value, ...``"""
+    values: tuple[tuple[str, Any], ...]
+    limit: int
+    """``max_unacked_ranges_to_persist`` this combination ran with."""
+    subscriptions: int
+    hole_ranges: int
+    truncated_ranges: int
+    truncated_batch_indexes: int
+    persisted_bytes: int
+    """Total over every subscription's last persisted state."""
+    max_persisted_bytes: int
+    max_chunks: int
+    over_limit: int
+    anomalies: int
+
+
+@dataclass(frozen=True)
 class ReportModel:
-    """Everything the page shows."""
+    """Everything the page shows.
+
+    For a sweep's output, :attr:`sweep` holds one :class:`SweepSetting` per combination, and
+    the per-subscription figures (:attr:`subscriptions`, :attr:`partitions`,
+    :attr:`anomalies`) are those of :attr:`shown`, the first combination.
+    """
 
     source: str
     limit: int
@@ -122,6 +151,8 @@ class ReportModel:
     partitions: list[PartitionSummary]
     anomalies: list[AnomalyKind]
     totals: dict[str, int] = field(default_factory=dict)
+    sweep: tuple[SweepSetting, ...] = ()
+    shown: str = ""
 
     @property
     def common_prefix(self) -> str:
@@ -154,7 +185,7 @@ def _dataset(ds: Any, path: str) -> Any | None:
         raise ReplayReportInputError(f"{path}: not a readable Parquet dataset: {e}") from None
 
 
-def _read_cursors(ds: Any, out_dir: str) -> list[dict[str, Any]]:
+def _read_cursors(ds: Any, out_dir: str, keys: Iterable[str] = ()) -> list[dict[str, Any]]:
     dataset = _dataset(ds, os.path.join(out_dir, "cursors"))
     if dataset is None:
         raise ReplayReportInputError(
@@ -163,7 +194,10 @@ def _read_cursors(ds: Any, out_dir: str) -> list[dict[str, Any]]:
     present = [c for c in _CURSOR_COLUMNS if c in dataset.schema.names]
     if "topic" not in present or "subscription" not in present:
         raise ReplayReportInputError(f"{out_dir}/cursors: columns topic and subscription are required")
-    rows = dataset.to_table(columns=present).to_pylist()
+    missing = [k for k in keys if k not in dataset.schema.names]
+    if missing:
+        raise ReplayReportInputError(f"{out_dir}/cursors: the swept setting {missing[0]} has no column")
+    rows = dataset.to_table(columns=[*present, *keys]).to_pylist()
     for row in rows:
         for name, default in _CURSOR_COLUMNS.items():
             if row.get(name) is None:
@@ -192,8 +226,10 @@ def _state(row: dict[str, Any]) -> SubscriptionState:
     )
 
 
-def _scan_anomalies(ds: Any, out_dir: str) -> tuple[Counter[str], Counter[str], dict[str, list[dict[str, Any]]]]:
-    """(count by reason, count by topic-partition, examples by reason), streaming."""
+def _scan_anomalies(ds: Any, out_dir: str, only: tuple[tuple[str, Any], ...] = ()
+                    ) -> tuple[Counter[str], Counter[str], dict[str, list[dict[str, Any]]]]:
+    """(count by reason, count by topic-partition, examples by reason), streaming; ``only``:
+    the rows of one sweep combination."""
     by_reason: Counter[str] = Counter()
     by_partition: Counter[str] = Counter()
     examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -203,7 +239,7 @@ def _scan_anomalies(ds: Any, out_dir: str) -> tuple[Counter[str], Counter[str], 
     columns = [c for c in _ANOMALY_COLUMNS if c in dataset.schema.names]
     if "reason" not in columns:
         raise ReplayReportInputError(f"{out_dir}/anomalies: column reason is required")
-    for batch in dataset.to_batches(columns=columns):
+    for batch in dataset.to_batches(columns=columns, filter=_combination_filter(ds, only)):
         data = batch.to_pydict()
         reasons = data["reason"]
         topics = data.get("topic", [None] * len(reasons))
@@ -271,6 +307,63 @@ def recorded_limit(out_dir: str) -> int | None:
     return value
 
 
+def recorded_sweep(out_dir: str) -> dict[str, list[Any]]:
+    """The swept settings and their values from ``out_dir/settings.json`` (``{}`` when the
+    replay was no sweep or recorded none)."""
+    path = os.path.join(out_dir, SETTINGS_FILE)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            sweep = json.load(f).get("sweep") or {}
+    except (OSError, ValueError, AttributeError) as e:
+        raise ReplayReportInputError(f"{path}: not a replay settings file ({type(e).__name__}: {e})") from None
+    if not isinstance(sweep, dict) or not all(isinstance(v, list) and v for v in sweep.values()):
+        raise ReplayReportInputError(f"{path}: sweep is {sweep!r}, not lists of values by setting")
+    return sweep
+
+
+def _combination_filter(ds: Any, only: tuple[tuple[str, Any], ...]) -> Any:
+    expr = None
+    for key, value in only:
+        term = ds.field(key).is_null() if value is None else ds.field(key) == value
+        expr = term if expr is None else expr & term
+    return expr
+
+
+def _sweep_settings(ds: Any, out_dir: str, sweep: dict[str, list[Any]], rows: list[dict[str, Any]],
+                    limit: int) -> list[SweepSetting]:
+    keys = list(sweep)
+    anomalies: Counter[tuple[Any, ...]] = Counter()
+    dataset = _dataset(ds, os.path.join(out_dir, "anomalies"))
+    if dataset is not None and all(k in dataset.schema.names for k in keys):
+        table = dataset.to_table(columns=keys)
+        if table.num_rows:
+            grouped = table.group_by(keys).aggregate([([], "count_all")])
+            for row in grouped.to_pylist():
+                anomalies[tuple(row[k] for k in keys)] += row["count_all"]
+    by_values: dict[tuple[Any, ...], list[SubscriptionState]] = defaultdict(list)
+    for row in rows:
+        by_values[tuple(row[k] for k in keys)].append(_state(row))
+    out = []
+    for combo in itertools.product(*sweep.values()):
+        values = tuple(zip(keys, combo))
+        own = dict(values).get("max_unacked_ranges_to_persist", limit)
+        subs = by_values.get(tuple(combo), [])
+        out.append(SweepSetting(
+            label=", ".join(f"{k}={v}" for k, v in values), values=values, limit=own,
+            subscriptions=len(subs), hole_ranges=sum(s.hole_ranges for s in subs),
+            truncated_ranges=sum(s.truncated_ranges for s in subs),
+            truncated_batch_indexes=sum(s.truncated_batch_indexes for s in subs),
+            persisted_bytes=sum(s.persisted_bytes for s in subs),
+            max_persisted_bytes=max((s.persisted_bytes for s in subs), default=0),
+            max_chunks=max((s.chunks for s in subs), default=0),
+            over_limit=sum(1 for s in subs if s.over_limit(own)),
+            anomalies=anomalies.get(tuple(combo), 0),
+        ))
+    return out
+
+
 def load_model(out_dir: str, limit: int) -> ReportModel:
     """Read ``out_dir`` and summarise it against ``limit`` (``max_unacked_ranges_to_persist``).
 
@@ -280,9 +373,18 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
     if limit < 0:
         raise ValueError(f"max_unacked_ranges_to_persist must be >= 0, got {limit}")
     ds = _pyarrow()
-    subs = [_state(row) for row in _read_cursors(ds, out_dir)]
+    sweep = recorded_sweep(out_dir)
+    rows = _read_cursors(ds, out_dir, sweep)
+    settings: list[SweepSetting] = []
+    only: tuple[tuple[str, Any], ...] = ()
+    if sweep:  # per-subscription figures for the first combination; the sweep chart compares them all
+        settings = _sweep_settings(ds, out_dir, sweep, rows, limit)
+        only = settings[0].values
+        limit = settings[0].limit
+        rows = [row for row in rows if all(row[k] == v for k, v in only)]
+    subs = [_state(row) for row in rows]
     subs.sort(key=lambda s: (-s.hole_ranges, -s.persisted_bytes, s.topic_partition, s.subscription))
-    by_reason, by_partition, examples = _scan_anomalies(ds, out_dir)
+    by_reason, by_partition, examples = _scan_anomalies(ds, out_dir, only)
     meanings = _meanings()
     anomalies = [
         AnomalyKind(reason, count, meanings.get(reason, ""), tuple(examples.get(reason, ())))
@@ -305,4 +407,5 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
         "max_chunks": max((s.chunks for s in subs), default=0),
         "chunked": sum(1 for s in subs if s.chunks > 1),
     }
-    return ReportModel(os.path.abspath(out_dir), limit, subs, partitions, anomalies, totals)
+    return ReportModel(os.path.abspath(out_dir), limit, subs, partitions, anomalies, totals, tuple(settings),
+                       settings[0].label if settings else "")

@@ -129,7 +129,37 @@ def anomalies(model: ReportModel, top: int) -> Chart:
     )
 
 
-FIGURES: tuple[FigureBuilder, ...] = (ack_holes, state_size, chunks, anomalies)
+def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
+    """A sweep's settings side by side: truncated ranges, persisted state bytes, chunks."""
+    if not model.sweep:
+        return None
+    settings = model.sweep
+    colors = tuple("red" if s.truncated_ranges else ("purple" if s.max_chunks > 1 else "blue") for s in settings)
+    truncated = Series(tuple(float(s.truncated_ranges) for s in settings), colors,
+                       notes=tuple(f"{s.over_limit:,} subs over" if s.over_limit else "" for s in settings))
+    total = tuple(float(s.persisted_bytes) for s in settings)
+    unit = bytes_unit(max(total, default=0.0))
+    state = Series(total, colors, notes=tuple(f"largest {format_bytes(s.max_persisted_bytes)}" for s in settings))
+    chunk = Series(tuple(float(s.max_chunks) for s in settings), colors)
+    return Chart(
+        key="sweep",
+        title=f"The sweep: {len(settings)} settings side by side",
+        subtitle="Each row replayed the same events under one combination of the swept settings",
+        categories=tuple(s.label for s in settings),
+        panels=(Panel((truncated,), "ranges, all subscriptions", format_count, title="Truncated ack ranges"),
+                Panel((state,), f"all states ({unit.name})", format_bytes, unit,
+                      title="Persisted state bytes"),
+                Panel((chunk,), "chunks", format_count, title="Largest state, chunks")),
+        legend=(LegendItem("blue", "nothing truncated, one entry per state"),
+                LegendItem("purple", "states chunked (PIP-381)"), LegendItem("red", "ranges truncated")),
+        caption="Truncated ranges are kept in memory only: after a restart those messages are delivered again. "
+                f"The charts below show the first setting ({model.shown}).",
+        heading="Settings compared",
+        lede="One replay of the log under every combination of the swept settings, read once.",
+    )
+
+
+FIGURES: tuple[FigureBuilder, ...] = (sweep_comparison, ack_holes, state_size, chunks, anomalies)
 """The report's charts in page order."""
 
 

@@ -1,0 +1,71 @@
+"""The report of a sweep's output: the settings side by side, and the per-subscription charts
+of the first setting only (never one subscription counted once per setting)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+from mledger.replay.generate import GeneratorConfig, generate
+from mledger.replay.local import run_single_process
+from mledger.report import build_report
+from mledger.report._data import ReplayReportInputError, load_model
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> str:
+    base = tmp_path_factory.mktemp("sweep")
+    generate(str(base / "log"), GeneratorConfig(topics=2, partitions=2, events=20_000, seed=8,
+                                                max_entries_per_ledger=300))
+    out = str(base / "out")
+    run_single_process(str(base / "log"), out, sweep=["max_unacked_ranges_to_persist=4,10000",
+                                                      "deduplication=true,false"])
+    run_single_process(str(base / "log"), str(base / "alone"), fixed=(), sweep=())
+    return out
+
+
+def test_the_sweep_model_has_every_combination_and_the_first_ones_subscriptions(swept: str) -> None:
+    model = load_model(swept, 10_000)
+    assert [s.label for s in model.sweep] == [
+        "max_unacked_ranges_to_persist=4, deduplication=True", "max_unacked_ranges_to_persist=4, deduplication=False",
+        "max_unacked_ranges_to_persist=10000, deduplication=True",
+        "max_unacked_ranges_to_persist=10000, deduplication=False"]
+    assert [s.limit for s in model.sweep] == [4, 4, 10_000, 10_000]
+    assert model.shown == model.sweep[0].label and model.limit == 4
+    first = model.sweep[0]
+    assert first.subscriptions == len(model.subscriptions)  # one row per subscription, not per setting
+    assert first.truncated_ranges == sum(s.truncated_ranges for s in model.subscriptions) > 0
+    assert model.sweep[2].truncated_ranges == 0 and model.sweep[2].persisted_bytes > first.persisted_bytes
+    assert first.anomalies == model.totals["anomalies"]
+    # without deduplication a producer's retry is still an anomaly: a second row for its position
+    assert model.sweep[1].anomalies == first.anomalies > 0
+    alone = load_model(os.path.join(os.path.dirname(swept), "alone"), 10_000)
+    assert alone.sweep == () and alone.shown == ""
+    assert {(s.topic_partition, s.subscription, s.hole_ranges) for s in alone.subscriptions} == \
+        {(s.topic_partition, s.subscription, s.hole_ranges) for s in load_model(swept, 1).subscriptions}
+
+
+def test_the_sweep_chart_is_drawn_first(swept: str, tmp_path: Any) -> None:
+    report = build_report(swept, tmp_path / "r")
+    assert list(report.charts)[0] == "sweep"
+    page = report.html_path.read_text(encoding="utf-8")
+    assert "Settings compared" in page and "max_unacked_ranges_to_persist=10000, deduplication=False" in page
+    alone = build_report(os.path.join(os.path.dirname(swept), "alone"), tmp_path / "a")
+    assert "sweep" not in alone.charts
+
+
+def test_a_bad_sweep_record_is_an_input_error(swept: str, tmp_path: Any) -> None:
+    import shutil
+
+    copy = str(tmp_path / "copy")
+    shutil.copytree(swept, copy)
+    with open(os.path.join(copy, "settings.json"), encoding="utf-8") as f:
+        record = json.load(f)
+    record["sweep"] = {"max_unacked_ranges_to_persist": []}
+    with open(os.path.join(copy, "settings.json"), "w", encoding="utf-8") as f:
+        json.dump(record, f)
+    with pytest.raises(ReplayReportInputError, match="not lists of values"):
+        load_model(copy, 10)
