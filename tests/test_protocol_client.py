@@ -14,7 +14,8 @@ import pulsar
 import pytest
 from pulsar.schema import JsonSchema, Record, String, StringSchema, Integer
 
-from mledger.admin import Admin, SkipMessageIdsRequest
+import httpx
+
 from mledger.broker import BrokerConfig
 from mledger.protocol import EmbeddedBroker
 
@@ -242,7 +243,8 @@ def test_unsubscribe_deletes_the_subscription(pulsar_broker: EmbeddedBroker, cli
 
 
 def test_partitioned_topic(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
-    pulsar_broker.broker.create_topic("parts", partitions=3)
+    created = httpx.put(f"{pulsar_broker.admin_url}/admin/v2/persistent/public/default/parts/partitions", json=3)
+    assert created.status_code == 204, created.text
     consumer = client.subscribe("parts", "sub", consumer_type=pulsar.ConsumerType.Shared)
     producer = client.create_producer("parts")
     for i in range(30):
@@ -347,9 +349,11 @@ def test_schema_compatible_update_and_incompatible_refusal(pulsar_broker: Embedd
     assert len(pulsar_broker.broker.schemas.versions("users")) == 2
 
 
-def test_dedup_across_a_producer_restart(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
-    broker = pulsar_broker_factory(broker_config=BrokerConfig(deduplication_enabled=True))
-    client = make_client(broker)
+def test_dedup_across_a_producer_restart(pulsar_broker: EmbeddedBroker) -> None:
+    # Namespace deduplication on, through the REST API (pulsar-admin namespaces set-deduplication).
+    on = httpx.post(f"{pulsar_broker.admin_url}/admin/v2/namespaces/public/default/deduplication", content=b"true")
+    assert on.status_code == 204, on.text
+    client = make_client(pulsar_broker)
     consumer = client.subscribe("dedup", "sub")
     producer = client.create_producer("dedup", producer_name="app-1")
     for seq in range(5):
@@ -372,11 +376,18 @@ def test_pip423_cancel_and_skip_seen_by_a_connected_consumer(pulsar_broker: Embe
     cancelled = producer.send(b"cancelled", deliver_after=minute)
     skipped = producer.send(b"skipped", deliver_after=minute)
     producer.send(b"kept", deliver_after=minute)
-    admin = Admin(pulsar_broker.broker)
-    topic = "persistent://public/default/pip423"
-    pulsar_broker.call(lambda: admin.topics.cancel_delayed_message(topic, cancelled.ledger_id(), cancelled.entry_id()))
-    body = f'{{"type": "messageId", "messageIds": [{{"ledgerId": {skipped.ledger_id()}, "entryId": {skipped.entry_id()}}}]}}'
-    pulsar_broker.call(lambda: admin.topics.skip_messages(topic, "sub", SkipMessageIdsRequest.parse_body(body)))
+    # Through the REST API, as an operator would (pulsar-admin's paths).
+    base = f"{pulsar_broker.admin_url}/admin/v2/persistent/public/default/pip423"
+    cancel = httpx.post(
+        f"{base}/cancelDelayedMessage",
+        params={"ledgerId": cancelled.ledger_id(), "entryId": cancelled.entry_id(), "subscriptionNames": "sub"},
+    )
+    assert cancel.status_code in (200, 204), cancel.text
+    skip = httpx.post(
+        f"{base}/subscription/sub/skipByMessageIds",
+        json={"type": "messageId", "messageIds": [{"ledgerId": skipped.ledger_id(), "entryId": skipped.entry_id()}]},
+    )
+    assert skip.status_code == 204, skip.text
     pulsar_broker.clock.advance(61_000)
     assert consumer.receive(RECEIVE_MS).data() == b"kept"
     assert_nothing(consumer)

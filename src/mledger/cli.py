@@ -325,8 +325,17 @@ def main(argv: list[str] | None = None) -> int:
 
     add_report_arguments(rpt)
 
+    std = sub.add_parser("standalone", help="a Pulsar broker: binary protocol on :6650, REST admin on :8080")
+    from .standalone import add_standalone_arguments
+
+    add_standalone_arguments(std)
+
     args = parser.parse_args(argv)
     try:
+        if args.command == "standalone":
+            from .standalone import run_standalone
+
+            return run_standalone(args)
         if args.command == "report":
             from .report import run_report
 

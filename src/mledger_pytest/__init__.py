@@ -2,11 +2,11 @@
 
 Fixtures:
 
-* ``pulsar_broker``: an :class:`~mledger.protocol.EmbeddedBroker` started on a free port with
-  a memory store and a manual clock, stopped after the test. Use ``pulsar_broker.service_url``
-  with ``pulsar.Client``, ``pulsar_broker.admin_url`` for the REST admin API (None when the
-  REST extra is not installed), and ``pulsar_broker.clock.advance(ms)`` to make delayed
-  messages due without sleeping.
+* ``pulsar_broker``: a :class:`~mledger.standalone.EmbeddedStandalone` (the protocol server
+  and the admin REST API over one broker) started on free ports with a memory store and a
+  manual clock, stopped after the test. Use ``pulsar_broker.service_url`` with
+  ``pulsar.Client``, ``pulsar_broker.admin_url`` for the REST admin API, and
+  ``pulsar_broker.clock.advance(ms)`` to make delayed messages due without sleeping.
 * ``pulsar_broker_factory``: ``pulsar_broker_factory(**options)`` starts one with options
   (``data_dir``, ``broker_config``, ``tokens``, ``authorization``, ``manual_clock``); all are
   stopped after the test.
@@ -31,13 +31,13 @@ __all__ = ["pulsar_broker", "pulsar_broker_factory"]
 
 def _embedded_broker_class() -> type[EmbeddedBroker]:
     try:
-        from mledger.protocol import EmbeddedBroker
-    except ImportError as exc:  # the [server] extra (crc32c) is not installed
+        from mledger.standalone import EmbeddedStandalone
+    except ImportError as exc:  # the [server] extra (crc32c, FastAPI, uvicorn) is not installed
         pytest.fail(
             f"the pulsar_broker fixture needs mledger's server extra: pip install 'mledger[server]' ({exc})",
             pytrace=False,
         )
-    return EmbeddedBroker
+    return EmbeddedStandalone
 
 
 @pytest.fixture

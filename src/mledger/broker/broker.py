@@ -42,6 +42,7 @@ from .names import (
 )
 from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
+from .namespaces import NamespaceNotEmptyError, Namespaces, check_namespace
 from .schemas import SchemaRegistry
 from .subscription import Subscription
 from .topic import DEDUPLICATION_CURSOR_NAME, Topic
@@ -78,12 +79,15 @@ class Broker:
         if not isinstance(self.config, BrokerConfig):
             raise ConfigError(f"config must be a BrokerConfig, got {self.config!r}")
         self.clock: Clock = clock if clock is not None else factory.clock
-        self._dedup_factory = dedup_factory if dedup_factory is not None else self._default_dedup_factory()
+        self._default = self._default_dedup_factory()
+        self._dedup_factory = dedup_factory if dedup_factory is not None else self._default
         self._lock = threading.RLock()
         self._topics: dict[TopicName, AnyTopic] = {}
         self._names: ProducerNameGenerator | None = None
         self.schemas = SchemaRegistry(factory.store)
         """The topics' schema histories (:mod:`mledger.broker.schemas`)."""
+        self.namespaces = Namespaces(factory.store)
+        """Created namespaces and their policies (:mod:`mledger.broker.namespaces`)."""
         self._closed = False
 
     # -- topics ------------------------------------------------------------------------------
@@ -217,6 +221,55 @@ class Broker:
             if isinstance(found, PartitionedTopic):
                 self.factory.store.delete(name.partitioned_metadata_path)
             self._topics.pop(name, None)
+
+    # -- namespaces --------------------------------------------------------------------------
+    def create_namespace(self, namespace: str) -> None:
+        """Create ``tenant/namespace``; ``NamespaceAlreadyExistsError`` (409) if it exists."""
+        with self._lock:
+            self._check_open()
+            self.namespaces.create(namespace)
+
+    def list_namespaces(self, tenant: str | None = None) -> list[str]:
+        """Namespaces created, or holding topics (of ``tenant``), sorted."""
+        with self._lock:
+            self._check_open()
+            names = set(self.namespaces.list(tenant))
+            for topic in self.list_topics():
+                ns = TopicName.parse(topic).namespace_name
+                if tenant is None or ns.split("/", 1)[0] == tenant:
+                    names.add(ns)
+            return sorted(names)
+
+    def delete_namespace(self, namespace: str, force: bool = False) -> None:
+        """Delete a namespace: ``NamespaceNotEmptyError`` (409) while it has topics unless
+        ``force`` (which deletes them); ``NotFoundError`` when it does not exist."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            topics = self.list_topics(namespace)
+            if not topics and not self.namespaces.exists(namespace):
+                raise NotFoundError(f"Namespace {namespace} does not exist")
+            if topics and not force:
+                raise NamespaceNotEmptyError(f"Cannot delete non empty namespace {namespace}")
+            for topic in topics:
+                self.delete_topic(topic, force=True)
+            if self.namespaces.exists(namespace):
+                self.namespaces.delete(namespace)
+
+    def set_namespace_deduplication(self, namespace: str, enabled: bool | None) -> None:
+        """Turn deduplication on or off for a namespace's topics (None: follow
+        ``BrokerConfig.deduplication_enabled``); applied to its open topics at once (which
+        blocks on storage while they recover or drop their dedup state)."""
+        with self._lock:
+            self._check_open()
+            self.namespaces.set_deduplication(namespace, enabled)
+            topics = [t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace]
+        effective = self.config.deduplication_enabled if enabled is None else enabled
+        for topic in topics:
+            dedup = topic.deduplication
+            set_enabled = getattr(dedup, "set_enabled", None)
+            if set_enabled is not None and not topic.is_closed:
+                set_enabled(effective)
 
     # -- producers and subscriptions --------------------------------------------------------
     def create_producer(
@@ -373,6 +426,11 @@ class Broker:
         return MessageDeduplication
 
     def _make_deduplication(self, topic: Topic) -> Deduplication:
+        policy = self.namespaces.deduplication(topic.topic_name.namespace_name)
+        if policy is not None and self._dedup_factory is self._default:
+            from .dedup import MessageDeduplication
+
+            return MessageDeduplication(topic, enabled=policy)
         return self._dedup_factory(topic)
 
     def _check_open(self) -> None:

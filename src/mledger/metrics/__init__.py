@@ -17,6 +17,10 @@ except ImportError as e:  # pragma: no cover - depends on the installation
         "mledger.metrics needs prometheus_client: pip install 'mledger[server]'"
     ) from e
 
+from collections.abc import Sequence
+
+from prometheus_client.registry import Collector
+
 from ..broker import Broker
 from .collector import SUBSCRIPTION_LABELS as SUBSCRIPTION_LABELS
 from .collector import TOPIC_LABELS as TOPIC_LABELS
@@ -28,19 +32,24 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 """The content type of :func:`render_metrics`' text (Prometheus text format 0.0.4)."""
 
 
-def metrics_registry(broker: Broker, cluster: str = "standalone") -> CollectorRegistry:
-    """A registry holding a :class:`BrokerCollector` of ``broker`` (nothing else).
+def metrics_registry(
+    broker: Broker, cluster: str = "standalone", extra: Sequence[Collector] = ()
+) -> CollectorRegistry:
+    """A registry holding a :class:`BrokerCollector` of ``broker`` and the ``extra`` collectors
+    (e.g. a :class:`~mledger.metrics.protocol.ProtocolCollector`).
 
     ``auto_describe`` is off: the collector reads the broker only when scraped, never at
     registration.
     """
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker, cluster))
+    for collector in extra:
+        registry.register(collector)
     return registry
 
 
-def render_metrics(broker: Broker, cluster: str = "standalone") -> str:
+def render_metrics(broker: Broker, cluster: str = "standalone", extra: Sequence[Collector] = ()) -> str:
     """The Prometheus text (format 0.0.4) of every subscription (and deduplicating topic) of
     ``broker``, written by prometheus_client. O(topics + subscriptions); blocks only on the
     locks of the objects it reads."""
-    return generate_latest(metrics_registry(broker, cluster)).decode("utf-8")
+    return generate_latest(metrics_registry(broker, cluster, extra)).decode("utf-8")

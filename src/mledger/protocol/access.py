@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..admin import Authorization, TopicOperation
 from ..broker import ProducerBusyError, Topic
 from ..errors import ConfigError, NotAllowedError, PermissionDeniedError
 
 if TYPE_CHECKING:
+    from ..admin import Authorization
     from .session import _ProducerHandle
 
 __all__ = ["ProducerAccess", "ProducerFencedError", "TokenAuth", "load_tokens"]
@@ -130,15 +130,14 @@ class TokenAuth:
     def authorize(self, role: str | None, operation: str, topic: str) -> None:
         """Raise ``PermissionDeniedError`` unless ``role`` may do ``operation`` on ``topic``."""
         if self.authorization is not None:
-            self.authorization.check(role, TopicOperation[operation], topic)
+            self.authorization.check(role, operation, topic)
 
     def authorize_lookup(self, role: str | None, topic: str) -> None:
         """Lookups need LOOKUP, PRODUCE or CONSUME on the topic."""
         auth = self.authorization
         if auth is None:
             return
-        ops = (TopicOperation.LOOKUP, TopicOperation.PRODUCE, TopicOperation.CONSUME)
-        if not any(auth.is_allowed(role, op, topic) for op in ops):
+        if not any(auth.is_allowed(role, op, topic) for op in ("LOOKUP", "PRODUCE", "CONSUME")):
             raise PermissionDeniedError(f"Client with role {role!r} is not authorized to look up {topic}")
 
 

@@ -8,7 +8,9 @@
         pulsar_broker.clock.advance(60_000)             # deliver_after(60 s) without sleeping
 
 It runs a :class:`~mledger.protocol.server.ProtocolServer` on its own event loop in a daemon
-thread; the ``with`` block gets it started (tens of milliseconds) and stopped. ``data_dir``
+thread; the ``with`` block gets it started (tens of milliseconds) and stopped.
+:class:`mledger.standalone.EmbeddedStandalone` adds the admin REST API beside it
+(``admin_url``); the pytest fixture uses that one. ``data_dir``
 uses a :class:`~mledger.storage.SqliteStore` there instead of memory. ``manual_clock`` (the
 default) gives the broker a :class:`~mledger.clock.ManualClock` starting at the wall clock's
 current time, so messages sent with ``deliver_after`` are held until the test advances it.
@@ -22,15 +24,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..admin import Authorization
 from ..broker import Broker, BrokerConfig
 from ..clock import Clock, ManualClock, SystemClock
 from ..ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore
 from .access import TokenAuth
 from .server import ProtocolConfig, ProtocolServer
+
+if TYPE_CHECKING:
+    from ..admin import Authorization
 
 __all__ = ["BrokerClock", "EmbeddedBroker"]
 
@@ -84,14 +88,14 @@ class EmbeddedBroker:
         self._manual = manual_clock
         self._auth = TokenAuth(tokens, authorization) if tokens is not None else None
         self._protocol_config = protocol_config
+        self._authorization = authorization
+        self._tokens = dict(tokens) if tokens is not None else None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.server: ProtocolServer
         self.broker: Broker
         self.clock: BrokerClock
         self._store: MemoryStore | SqliteStore | None = None
-        self.admin_url: str | None = None
-        """The REST admin API's URL when one runs beside the protocol server, else None."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:
@@ -124,15 +128,24 @@ class EmbeddedBroker:
         self._thread.start()
         try:
             started.result(timeout=30)
+            self._after_start()
         except BaseException:
-            self._close_storage()
+            self.stop()
             raise
         return self
+
+    def _after_start(self) -> None:
+        """Hook for subclasses: runs once the server accepts connections (the standalone
+        variant starts the REST admin here)."""
+
+    def _before_stop(self) -> None:
+        """Hook for subclasses: runs first in :meth:`stop`."""
 
     def stop(self) -> None:
         """Stop the server (closing every connection), the broker and the store. Idempotent."""
         if self._thread is None:
             return
+        self._before_stop()
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(loop.stop)
@@ -159,6 +172,12 @@ class EmbeddedBroker:
     def service_url(self) -> str:
         """``pulsar://127.0.0.1:<port>`` for ``pulsar.Client``."""
         return self.server.service_url
+
+    @property
+    def admin_url(self) -> str | None:
+        """The REST admin API's URL when one runs beside the protocol server (see
+        :class:`mledger.standalone.EmbeddedStandalone`), else None."""
+        return None
 
     @property
     def port(self) -> int:

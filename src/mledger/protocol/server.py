@@ -290,9 +290,11 @@ class ProtocolServer:
         return f"pulsar://{host}:{self.port}"
 
     def snapshot_stats(self) -> ProtocolStats:
-        """Current counters, including the live connections' (call on the loop thread)."""
+        """Current counters, including the live connections' (any thread: a consistent enough
+        view for metrics; exact on the loop thread)."""
         s = self.stats
-        sessions = [shell.session for shell in self._shells if shell.session is not None]
+        # Also read from other threads (a metrics scrape): copy the set, read plain counters.
+        sessions = [shell.session for shell in list(self._shells) if shell.session is not None]
         return ProtocolStats(
             connections=len(sessions),
             connections_opened=s.connections_opened,

@@ -20,6 +20,7 @@ Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Sequence
 from typing import Any
 
 import anyio.to_thread
@@ -27,6 +28,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
+from prometheus_client.registry import Collector
 from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -39,6 +41,7 @@ from .auth import RoleResolver, check_authentication_setup
 from .context import AppContext, context_of
 from .middleware import AdminMiddleware, InFlight
 from .openapi import SkipMessageIdsBody
+from .namespaces import namespaces_router
 from .protocol import DEFAULT_MAX_URL_BYTES
 from .topics import VALIDATION_412_ROUTES, topics_router
 
@@ -60,13 +63,15 @@ def create_app(
     max_concurrency: int = 16,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_url_bytes: int = DEFAULT_MAX_URL_BYTES,
+    collectors: Sequence[Collector] = (),
 ) -> FastAPI:
     """The admin REST API of ``admin`` as a FastAPI (ASGI) app; see the module docstring.
 
     ``roles`` resolves callers (bearer tokens, trusted header; default: none);
     ``cluster`` is the cluster v1 paths must name and the ``cluster`` label of the metrics
     (default: the broker's ``cluster_name``); ``metrics`` serves ``GET /metrics``;
-    ``max_concurrency`` bounds the admin calls running at once (worker threads).
+    ``max_concurrency`` bounds the admin calls running at once (worker threads);
+    ``collectors`` join ``/metrics`` (e.g. the protocol server's, in ``mledger standalone``).
 
     Raises :class:`~mledger.errors.ConfigError` for bad limits, and for ``roles`` that name
     callers while ``admin`` has no authorization (every caller could then do everything).
@@ -102,14 +107,15 @@ def create_app(
                        include_in_schema=False)
     app.include_router(topics_router("v1", "non-persistent"),
                        prefix="/admin/non-persistent/{property}/{cluster}/{namespace}", include_in_schema=False)
+    app.include_router(namespaces_router(), prefix="/admin/v2", tags=["namespaces"])
     if metrics:
-        _add_metrics(app, cluster)
+        _add_metrics(app, cluster, tuple(collectors))
     _add_error_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
 
-def _add_metrics(app: FastAPI, cluster: str) -> None:
+def _add_metrics(app: FastAPI, cluster: str, collectors: tuple[Collector, ...] = ()) -> None:
     broker = context_of_app(app).admin.broker
 
     @app.get(
@@ -121,7 +127,7 @@ def _add_metrics(app: FastAPI, cluster: str) -> None:
         tags=["metrics"],
     )
     async def metrics() -> Response:
-        text = await anyio.to_thread.run_sync(render_metrics, broker, cluster)
+        text = await anyio.to_thread.run_sync(render_metrics, broker, cluster, collectors)
         return Response(text, media_type=CONTENT_TYPE)
 
 

@@ -1,0 +1,110 @@
+"""Namespaces and their policies, where Pulsar keeps them: ``/admin/policies/<tenant>/<ns>``.
+
+A namespace exists once created (its policies node holds JSON like Pulsar's ``Policies``, of
+which mledger models ``deduplicationEnabled``: true, false or null for "the broker's setting"),
+or implicitly while it has topics, since the broker creates topics on first use. The
+standalone broker creates ``public/default`` as Pulsar's standalone does.
+
+Thread-safe through the metadata store's compare-and-set; the broker applies a changed
+deduplication policy to the namespace's open topics.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..errors import BadVersionError, InvalidRequestError, MLedgerError, NotFoundError, StateCorruptedError
+from ..storage import NEW_NODE, Store
+from .errors import TopicAlreadyExistsError
+
+__all__ = ["POLICIES_ROOT", "NamespaceAlreadyExistsError", "NamespaceNotEmptyError", "Namespaces"]
+
+POLICIES_ROOT = "/admin/policies"
+_SEGMENT = re.compile(r"^[-=:.\w]+$")
+
+
+class NamespaceAlreadyExistsError(TopicAlreadyExistsError):
+    """``create`` named a namespace that exists (409 "Namespace already exists")."""
+
+
+class NamespaceNotEmptyError(MLedgerError):
+    """``delete`` of a namespace that still has topics (409 "Cannot delete non empty namespace")."""
+
+    http_status = 409
+
+
+def check_namespace(name: str) -> tuple[str, str]:
+    """``tenant/namespace`` -> its two parts; ``InvalidRequestError`` naming a bad name."""
+    parts = name.split("/") if isinstance(name, str) else []
+    if len(parts) != 2 or not all(_SEGMENT.match(p) for p in parts):
+        raise InvalidRequestError(f"Invalid namespace name: {name!r} (expected tenant/namespace)")
+    return parts[0], parts[1]
+
+
+class Namespaces:
+    """The namespaces stored in one metadata store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def create(self, name: str) -> None:
+        """Create ``tenant/namespace`` with default policies; ``NamespaceAlreadyExistsError``."""
+        check_namespace(name)
+        try:
+            self._store.put(f"{POLICIES_ROOT}/{name}", json.dumps({"deduplicationEnabled": None}).encode(), NEW_NODE)
+        except BadVersionError:
+            raise NamespaceAlreadyExistsError(f"Namespace already exists: {name}") from None
+
+    def exists(self, name: str) -> bool:
+        """Whether ``name`` was created (topics alone do not count here)."""
+        check_namespace(name)
+        return self._store.get(f"{POLICIES_ROOT}/{name}") is not None
+
+    def list(self, tenant: str | None = None) -> list[str]:
+        """Created namespaces (of ``tenant``), sorted."""
+        tenants = [tenant] if tenant is not None else self._store.children(POLICIES_ROOT)
+        return sorted(f"{t}/{ns}" for t in tenants for ns in self._store.children(f"{POLICIES_ROOT}/{t}"))
+
+    def delete(self, name: str) -> None:
+        """Forget the namespace's policies; ``NotFoundError`` when it was not created."""
+        check_namespace(name)
+        path = f"{POLICIES_ROOT}/{name}"
+        if self._store.get(path) is None:
+            raise NotFoundError(f"Namespace {name} does not exist")
+        self._store.delete(path)
+
+    def deduplication(self, name: str) -> bool | None:
+        """The namespace's deduplication policy: True, False, or None (the broker's setting)."""
+        value = self._policies(name).get("deduplicationEnabled")
+        return value if isinstance(value, bool) else None
+
+    def set_deduplication(self, name: str, enabled: bool | None) -> None:
+        """Set (or with None, remove) the deduplication policy; creates the namespace's node."""
+        check_namespace(name)
+        path = f"{POLICIES_ROOT}/{name}"
+        for _ in range(5):
+            stored = self._store.get(path)
+            policies = self._decode(path, stored.data) if stored is not None else {}
+            policies["deduplicationEnabled"] = enabled
+            try:
+                self._store.put(path, json.dumps(policies).encode(), NEW_NODE if stored is None else stored.version)
+                return
+            except BadVersionError:
+                continue
+        raise BadVersionError(f"policies of {name} changed concurrently; retry")
+
+    def _policies(self, name: str) -> dict[str, object]:
+        path = f"{POLICIES_ROOT}/{name}"
+        stored = self._store.get(path)
+        return {} if stored is None else self._decode(path, stored.data)
+
+    @staticmethod
+    def _decode(path: str, data: bytes) -> dict[str, object]:
+        try:
+            value = json.loads(data)
+        except ValueError as exc:
+            raise StateCorruptedError(f"policies at {path} are not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise StateCorruptedError(f"policies at {path} are not a JSON object")
+        return value

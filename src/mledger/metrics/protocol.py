@@ -1,0 +1,63 @@
+"""Prometheus metrics of a Pulsar protocol server (:class:`~mledger.protocol.ProtocolServer`).
+
+Pulsar's broker-level names, each with the ``cluster`` label:
+
+=====================================  =======  ============================================
+name                                   type     what
+=====================================  =======  ============================================
+``pulsar_active_connections``          gauge    client connections open now
+``pulsar_connection_created_total``    counter  connections accepted since the start
+``pulsar_producers_count``             gauge    producers open now
+``pulsar_consumers_count``             gauge    consumers open now
+``pulsar_in_messages_total``           counter  messages received from producers
+``pulsar_in_bytes_total``              counter  bytes of those messages (metadata and payload)
+``pulsar_out_messages_total``          counter  messages delivered to consumers
+``pulsar_out_bytes_total``             counter  bytes of the entries delivered
+``pulsar_checksum_errors_total``       counter  SEND frames refused with ChecksumError
+``pulsar_protocol_errors_total``       counter  connections closed for breaking the protocol
+=====================================  =======  ============================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from ..protocol import ProtocolServer
+
+__all__ = ["ProtocolCollector"]
+
+
+class ProtocolCollector(Collector):
+    """The counters of one protocol server, read when scraped (from any thread)."""
+
+    def __init__(self, server: ProtocolServer, cluster: str = "standalone") -> None:
+        self.server = server
+        self.cluster = cluster
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.server.snapshot_stats()
+        labels = ["cluster"]
+        value = [self.cluster]
+        for name, text, number in (
+            ("pulsar_active_connections", "client connections open now", s.connections),
+            ("pulsar_producers_count", "producers open now", s.producers),
+            ("pulsar_consumers_count", "consumers open now", s.consumers),
+        ):
+            gauge = GaugeMetricFamily(name, text, labels=labels)
+            gauge.add_metric(value, number)
+            yield gauge
+        for name, text, number in (
+            ("pulsar_connection_created", "connections accepted", s.connections_opened),
+            ("pulsar_in_messages", "messages received from producers", s.messages_in),
+            ("pulsar_in_bytes", "bytes received from producers", s.bytes_in),
+            ("pulsar_out_messages", "messages delivered to consumers", s.messages_out),
+            ("pulsar_out_bytes", "bytes delivered to consumers", s.bytes_out),
+            ("pulsar_checksum_errors", "SEND frames refused with ChecksumError", s.checksum_errors),
+            ("pulsar_protocol_errors", "connections closed for breaking the protocol", s.protocol_errors),
+        ):
+            counter = CounterMetricFamily(name, text, labels=labels)
+            counter.add_metric(value, number)
+            yield counter

@@ -1,0 +1,112 @@
+"""The set-up calls application tests make: clusters, tenants and namespaces (Pulsar's v2 paths).
+
+* ``GET /admin/v2/clusters`` -> ``["standalone"]`` (the readiness check of container tools);
+* ``GET /admin/v2/tenants`` -> the tenants that have namespaces;
+* ``GET /admin/v2/namespaces/{tenant}``, ``PUT`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}``
+  (409 when it exists / is not empty; ``?force=true`` deletes its topics);
+* ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication`` (body ``true``
+  or ``false``; ``DELETE`` returns to the broker's setting), applied to the open topics at once.
+
+With authorization on, reads need a role and changes need a superuser role (Pulsar's tenant
+admin rule, without tenants' admin lists).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from ..admin import Admin
+from ..errors import InvalidRequestError, PermissionDeniedError
+from .context import context_of
+from .topics import CallerAdmin, decode_segment
+
+__all__ = ["namespaces_router"]
+
+Tenant = Annotated[str, Path(description="tenant")]
+Namespace = Annotated[str, Path(description="namespace")]
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(json.dumps(value), status_code=status, media_type="application/json")
+
+
+def _superuser(admin: Admin) -> None:
+    admin.authenticate()
+    auth = admin.authorization
+    if auth is not None and not auth.is_superuser(admin.role):
+        raise PermissionDeniedError(f"Role {admin.role!r} is not a superuser: it may not change namespaces")
+
+
+def _name(tenant: str, namespace: str) -> str:
+    return f"{decode_segment(tenant, 'tenant')}/{decode_segment(namespace, 'namespace')}"
+
+
+def namespaces_router() -> APIRouter:
+    """The routes above, mounted at ``/admin/v2``."""
+    router = APIRouter()
+
+    @router.get("/clusters", summary="The clusters: this broker's one", response_model=list[str])
+    async def clusters(request: Request) -> Response:
+        return _json([context_of(request).cluster])
+
+    @router.get("/tenants", summary="Tenants that have namespaces", response_model=list[str])
+    async def tenants(request: Request, admin: CallerAdmin) -> Response:
+        admin.authenticate()
+        names = await context_of(request).run(admin.broker.list_namespaces)
+        return _json(sorted({n.split("/", 1)[0] for n in names}))
+
+    @router.get("/namespaces/{tenant}", summary="The tenant's namespaces", response_model=list[str])
+    async def list_namespaces(request: Request, admin: CallerAdmin, tenant: Tenant) -> Response:
+        admin.authenticate()
+        return _json(await context_of(request).run(admin.broker.list_namespaces, decode_segment(tenant, "tenant")))
+
+    @router.put("/namespaces/{tenant}/{namespace}", summary="Create a namespace", status_code=204)
+    async def create_namespace(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        _superuser(admin)
+        await context_of(request).run(admin.broker.create_namespace, _name(tenant, namespace))
+        return Response(status_code=204)
+
+    @router.delete("/namespaces/{tenant}/{namespace}", summary="Delete a namespace", status_code=204)
+    async def delete_namespace(
+        request: Request,
+        admin: CallerAdmin,
+        tenant: Tenant,
+        namespace: Namespace,
+        force: Annotated[bool, Query(description="delete its topics too")] = False,
+    ) -> Response:
+        _superuser(admin)
+        await context_of(request).run(admin.broker.delete_namespace, _name(tenant, namespace), force=force)
+        return Response(status_code=204)
+
+    @router.get("/namespaces/{tenant}/{namespace}/topics", summary="The namespace's topics", response_model=list[str])
+    async def namespace_topics(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        admin.authenticate()
+        name = _name(tenant, namespace)
+        return _json(await context_of(request).run(admin.broker.list_topics, name, include_partitions=True))
+
+    @router.get("/namespaces/{tenant}/{namespace}/deduplication", summary="The deduplication policy (null: unset)")
+    async def get_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        admin.authenticate()
+        return _json(await context_of(request).run(admin.broker.namespaces.deduplication, _name(tenant, namespace)))
+
+    @router.post("/namespaces/{tenant}/{namespace}/deduplication", summary="Turn deduplication on or off",
+                 status_code=204)
+    async def set_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        _superuser(admin)
+        body = (await request.body()).strip().lower()
+        if body not in (b"true", b"false"):
+            raise InvalidRequestError(f"the body must be true or false, got {body[:20]!r}")
+        await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), body == b"true")
+        return Response(status_code=204)
+
+    @router.delete("/namespaces/{tenant}/{namespace}/deduplication", summary="Back to the broker's setting",
+                   status_code=204)
+    async def remove_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        _superuser(admin)
+        await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), None)
+        return Response(status_code=204)
+
+    return router

@@ -1,0 +1,175 @@
+"""``mledger standalone``: Pulsar's binary protocol and the admin REST API over one broker.
+
+    mledger standalone [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
+                       [--data-dir DIR | --memory] [--token-file F] [--authorization F]
+
+Like ``pulsar standalone``: one process, one broker and data directory (SQLite by default,
+``--memory`` for none), clients on ``pulsar://127.0.0.1:6650``, ``pulsar-admin``-style calls on
+``http://127.0.0.1:8080`` (ready when ``GET /admin/v2/clusters`` answers ``["standalone"]``,
+the check container tools make), protocol metrics on ``/metrics``. ``public/default`` exists
+from the start. SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in
+flight finish, the appends in flight are stored and answered, then the broker and the store
+close.
+
+:class:`Standalone` is the same thing for a program that runs its own event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import threading
+from pathlib import Path
+
+from .admin import Admin, Authorization
+from .broker import Broker, BrokerConfig
+from .errors import ConfigError
+from .ledger import ManagedLedgerFactory
+from .metrics.protocol import ProtocolCollector
+from .protocol import EmbeddedBroker, ProtocolConfig, ProtocolServer, TokenAuth, load_tokens
+from .protocol.__main__ import parse_bind
+from .rest import AdminServer, RoleResolver, create_app
+from .storage import MemoryStore, SqliteStore
+
+__all__ = ["EmbeddedStandalone", "Standalone", "add_standalone_arguments", "run_standalone"]
+
+log = logging.getLogger(__name__)
+
+
+class Standalone:
+    """A broker with the protocol server and the REST admin in front of it.
+
+    ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) turns on token
+    authentication for protocol clients; ``authorization`` (which needs tokens) decides what
+    each role may do, on both servers.
+    Use ``await start()`` / ``await stop()`` inside a running event loop.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = "data",
+        bind: tuple[str, int] = ("127.0.0.1", 6650),
+        admin_bind: tuple[str, int] = ("127.0.0.1", 8080),
+        broker_config: BrokerConfig | None = None,
+        tokens: dict[str, str] | None = None,
+        authorization: Authorization | None = None,
+    ) -> None:
+        self.store: MemoryStore | SqliteStore = (
+            MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
+        )
+        self.factory = ManagedLedgerFactory(self.store)
+        self.broker = Broker(self.factory, broker_config)
+        if "public/default" not in self.broker.namespaces.list("public"):
+            self.broker.create_namespace("public/default")
+        auth = TokenAuth(tokens or {}, authorization) if tokens is not None or authorization is not None else None
+        self.protocol = ProtocolServer(self.broker, ProtocolConfig(host=bind[0], port=bind[1]), auth=auth)
+        app = create_app(
+            Admin(self.broker, authorization),
+            roles=RoleResolver(tokens) if tokens and authorization is not None else None,
+            collectors=[ProtocolCollector(self.protocol, self.broker.config.cluster_name)],
+        )
+        self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
+
+    @property
+    def service_url(self) -> str:
+        """``pulsar://host:port`` of the protocol server."""
+        return self.protocol.service_url
+
+    @property
+    def admin_url(self) -> str:
+        """``http://host:port`` of the REST admin."""
+        return self.admin.url
+
+    async def start(self) -> None:
+        """Start both servers (the admin on its own thread)."""
+        await self.protocol.start()
+        self.admin.start()
+
+    async def stop(self) -> None:
+        """Stop both servers gracefully, then close the broker and the store."""
+        await self.protocol.stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.admin.shutdown)
+        self.broker.close()
+        self.factory.close()
+        if isinstance(self.store, SqliteStore):
+            self.store.close()
+
+
+class EmbeddedStandalone(EmbeddedBroker):
+    """:class:`~mledger.protocol.EmbeddedBroker` with the admin REST API beside the protocol
+    server (``admin_url``, free port), over the same broker: what the pytest fixture starts.
+
+    >>> with EmbeddedStandalone() as broker:      # doctest: +SKIP
+    ...     httpx.put(f"{broker.admin_url}/admin/v2/persistent/public/default/t/partitions", json=3)
+    """
+
+    _admin_server: AdminServer | None = None
+    _admin_lock = threading.Lock()
+
+    @property
+    def admin_url(self) -> str:
+        """``http://127.0.0.1:<port>`` of the admin REST API, started on first use (building
+        the app takes a few hundred milliseconds, which tests that never call it do not pay)."""
+        with self._admin_lock:
+            if self._admin_server is None:
+                roles = RoleResolver(self._tokens) if self._tokens and self._authorization is not None else None
+                app = create_app(
+                    Admin(self.broker, self._authorization),
+                    roles=roles,
+                    collectors=[ProtocolCollector(self.server, self.broker.config.cluster_name)],
+                )
+                self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0)
+                self._admin_server.start()
+            return self._admin_server.url
+
+    def _before_stop(self) -> None:
+        with self._admin_lock:
+            if self._admin_server is not None:
+                self._admin_server.shutdown()
+                self._admin_server = None
+
+
+def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``mledger standalone``."""
+    parser.add_argument("--bind", default="127.0.0.1:6650", help="protocol server host:port (127.0.0.1:6650)")
+    parser.add_argument("--admin-bind", default="127.0.0.1:8080", help="REST admin host:port (127.0.0.1:8080)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", type=Path, default=Path("data"), help="SQLite data directory (data)")
+    where.add_argument("--memory", action="store_true", help="keep everything in memory (nothing survives)")
+    parser.add_argument("--token-file", type=Path, help='JSON {"<token>": "<role>"}: clients must authenticate')
+    parser.add_argument("--authorization", type=Path, help="JSON permissions of the roles (mledger-admin's format)")
+    parser.add_argument("--deduplication", action="store_true", help="deduplicate messages on every namespace")
+
+
+def run_standalone(args: argparse.Namespace) -> int:
+    """Run until SIGTERM or SIGINT; prints the two URLs once both servers answer."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    tokens = load_tokens(args.token_file) if args.token_file else None
+    authorization = Authorization.from_json(args.authorization) if args.authorization else None
+    if authorization is not None and tokens is None:
+        raise ConfigError("--authorization needs --token-file: roles come from the clients' tokens")
+    standalone = Standalone(
+        None if args.memory else args.data_dir,
+        parse_bind(args.bind, 6650),
+        parse_bind(args.admin_bind, 8080),
+        BrokerConfig(deduplication_enabled=args.deduplication),
+        tokens,
+        authorization,
+    )
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await standalone.start()
+        print(json.dumps({"service_url": standalone.service_url, "admin_url": standalone.admin_url}), flush=True)
+        await stop.wait()
+        log.warning("stopping")
+        await standalone.stop()
+
+    asyncio.run(run())
+    return 0
