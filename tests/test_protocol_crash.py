@@ -5,6 +5,7 @@ crash and acknowledged, or after the restart), none again after its ack was conf
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pulsar
 import pytest
 
@@ -28,15 +30,17 @@ TOPIC = "persistent://public/default/crash"
 
 
 def start_server(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
+    """``mledger standalone`` on free ports; returns once /admin/v2/clusters answers."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mledger.protocol", "--bind", "127.0.0.1:0", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "mledger.cli", "standalone", "--bind", "127.0.0.1:0", "--admin-bind", "127.0.0.1:0",
+         "--data-dir", str(data_dir)],
         stdout=subprocess.PIPE,
         text=True,
     )
     assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("ready pulsar://"), line
-    return proc, int(line.rsplit(":", 1)[1])
+    urls = json.loads(proc.stdout.readline())
+    assert httpx.get(f"{urls['admin_url']}/admin/v2/clusters").json() == ["standalone"]
+    return proc, int(urls["service_url"].rsplit(":", 1)[1])
 
 
 def test_sigkill_during_produce_and_consume_loses_nothing_confirmed(tmp_path: Path) -> None:

@@ -1,0 +1,78 @@
+"""``mledger standalone`` as a process: ready when /admin/v2/clusters answers, serves clients
+and the REST set-up calls over one broker, stops gracefully on SIGTERM and keeps its data."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pulsar
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def standalone(data_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mledger.cli", "standalone", "--bind", "127.0.0.1:0", "--admin-bind", "127.0.0.1:0",
+         "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    return proc, json.loads(proc.stdout.readline())
+
+
+def test_standalone_serves_protocol_and_rest_and_stops_on_sigterm(tmp_path: Path) -> None:
+    proc, urls = standalone(tmp_path / "data")
+    admin = urls["admin_url"]
+    try:
+        assert httpx.get(f"{admin}/admin/v2/clusters").json() == ["standalone"]
+        assert "public/default" in httpx.get(f"{admin}/admin/v2/namespaces/public").json()
+        assert httpx.put(f"{admin}/admin/v2/namespaces/acme/prod").status_code == 204
+        assert httpx.put(f"{admin}/admin/v2/namespaces/acme/prod").status_code == 409
+        assert httpx.put(f"{admin}/admin/v2/persistent/acme/prod/orders/partitions", json=2).status_code == 204
+        client = pulsar.Client(urls["service_url"], operation_timeout_seconds=10,
+                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        consumer = client.subscribe("persistent://acme/prod/orders", "sub")
+        producer = client.create_producer("persistent://acme/prod/orders")
+        for i in range(10):
+            producer.send(b"%d" % i)
+        got = sorted(int(consumer.receive(5000).data()) for _ in range(10))
+        assert got == list(range(10))
+        metrics = httpx.get(f"{admin}/metrics").text
+        assert 'pulsar_in_messages_total{cluster="standalone"} 10.0' in metrics
+        assert 'pulsar_active_connections{cluster="standalone"} 1.0' in metrics
+        assert httpx.delete(f"{admin}/admin/v2/namespaces/acme/prod").status_code == 409  # not empty
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    # The data survives a restart.
+    proc, urls = standalone(tmp_path / "data")
+    try:
+        topics = httpx.get(f"{urls['admin_url']}/admin/v2/persistent/acme/prod/partitioned").json()
+        assert topics == ["persistent://acme/prod/orders"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+
+
+def test_standalone_memory_mode(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mledger.cli", "standalone", "--bind", "127.0.0.1:0", "--admin-bind", "127.0.0.1:0",
+         "--memory"],
+        stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    urls = json.loads(proc.stdout.readline())
+    try:
+        assert httpx.get(f"{urls['admin_url']}/admin/v2/clusters").json() == ["standalone"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    assert not (tmp_path / "data").exists()
