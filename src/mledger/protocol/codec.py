@@ -53,7 +53,13 @@ def encode_command(cmd: api.BaseCommand) -> bytes:
     return data
 
 
+_SMALL = [bytes([i]) for i in range(128)]
+
+
 def _varint(out: bytearray, value: int) -> None:
+    if 0 <= value < 128:
+        out += _SMALL[value]
+        return
     value &= _MASK64
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

@@ -130,6 +130,7 @@ class _Shell(asyncio.Protocol):
                 pass
         peer = transport.get_extra_info("peername")
         self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "")
+        self.session.shell = self
         self.server._opened(self)
 
     def data_received(self, data: bytes) -> None:
@@ -352,6 +353,14 @@ class ProtocolServer:
             if data and not shell.transport.is_closing():
                 shell.transport.write(data)
             shell.maybe_resume_reading()
+
+    def flush_now(self, session: Session) -> None:
+        """Write what ``session`` queued right away (call on the loop thread)."""
+        shell = session.shell
+        if shell is not None and shell.transport is not None and not shell.transport.is_closing():
+            data = session.connection.data_to_send()
+            if data:
+                shell.transport.write(data)
 
     def close_soon(self, session: Session) -> None:
         """Close ``session``'s connection once what it queued is written."""

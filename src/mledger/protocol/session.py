@@ -33,7 +33,9 @@ import logging
 import re
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from google.protobuf.message import DecodeError
 
 from .._proto import PulsarApi_pb2 as api
 from ..broker import (
@@ -47,6 +49,8 @@ from ..broker import (
     Topic,
 )
 from ..broker.consumer import Consumer
+from ..broker.dedup import MessageDeduplication
+from ..broker.hooks import NoDeduplication
 from ..broker.listeners import EntryDelivery, ack_set_words
 from ..broker.producer import Producer
 from ..broker.schemas import IncompatibleSchemaError, SchemaInfo
@@ -80,6 +84,7 @@ __all__ = ["PERMIT_WINDOW", "Session"]
 log = logging.getLogger(__name__)
 
 PERMIT_WINDOW = 1000
+_SEND_CHUNK = 64
 """Most permits a broker consumer holds at once; the rest of a FLOW waits in the session."""
 
 _T = api.BaseCommand
@@ -191,6 +196,8 @@ class Session:
         self._producers: dict[int, _ProducerHandle] = {}
         self._consumers: dict[int, _ConsumerHandle] = {}
         self._pending_sends: dict[int, list[tuple[_ProducerHandle, int, int, FramedPublish]]] = {}
+        self.shell: Any = None
+        """The server shell writing this session's bytes (set by the shell)."""
         self.paused = False
         self.closed = False
         self.inflight_sends = 0
@@ -203,8 +210,13 @@ class Session:
     def data_received(self, data: bytes) -> None:
         """Handle everything ``data`` completes. Raises ``RemoteProtocolError`` (close)."""
         handlers = _HANDLERS
-        for request in self.connection.receive_data(data):
+        requests = self.connection.receive_data(data)
+        for i, request in enumerate(requests, 1):
             handlers[request.type](self, request)
+            if i % _SEND_CHUNK == 0 and self._pending_sends:
+                # A long read: answer what is done so far, so the client's pipeline keeps moving.
+                self._flush_sends()
+                self._server.flush_now(self)
         self._flush_sends()
 
     def writing_paused(self, paused: bool) -> None:
@@ -397,7 +409,7 @@ class Session:
             self._send_error(send.producer_id, send.sequence_id, api.ChecksumError, "Checksum failed on the broker")
             return
         try:
-            metadata = EntryMetadata.from_bytes(payload.metadata)
+            metadata = _metadata_for(handle.topic, payload.metadata)
         except StateCorruptedError as exc:
             self._send_error(send.producer_id, send.sequence_id, api.UnknownError, str(exc))
             return
@@ -823,6 +835,33 @@ _HANDLERS: dict[int, Callable[[Session, Request], None]] = {
     spec.type: getattr(Session, spec.handler_name) for spec in COMMANDS.values() if hasattr(Session, spec.handler_name)
 }
 """Command type -> the session method handling it (from the command table)."""
+
+
+_UNCHUNKED = EntryMetadata()
+_MessageMetadata = api.MessageMetadata
+
+
+def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
+    """The metadata a SEND's deduplication check needs, after checking that ``data`` is a
+    valid ``MessageMetadata`` (nothing unparseable is ever stored).
+
+    The built-in deduplication reads only the chunk fields of the metadata, and only while it
+    is enabled: for an unchunked message on a topic without deduplication a shared empty
+    record stands in, which saves building one per message (the stored bytes are the
+    producer's either way). Any other hook gets the full record.
+    """
+    try:
+        msg = _MessageMetadata.FromString(data)
+    except DecodeError as exc:
+        raise StateCorruptedError(f"invalid message metadata: {exc}") from None
+    if not msg.IsInitialized():
+        raise StateCorruptedError(f"invalid message metadata: missing {', '.join(msg.FindInitializationErrors())}")
+    dedup = topic.deduplication
+    if type(dedup) is NoDeduplication or (
+        type(dedup) is MessageDeduplication and not dedup.is_enabled and not msg.HasField("chunk_id")
+    ):
+        return _UNCHUNKED
+    return EntryMetadata.from_bytes(data)
 
 
 def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read from a store carry raw bytes
