@@ -431,3 +431,67 @@ def test_start_to_first_message_is_fast() -> None:
         elapsed = time.perf_counter() - started
         client.close()
     print(f"start to first message: {elapsed * 1000:.0f} ms")
+
+
+# -- producer access modes, server-initiated closes, keep-alive ---------------------------------
+
+
+def test_exclusive_producer_fences_others(client: pulsar.Client) -> None:
+    exclusive = client.create_producer("excl", access_mode=pulsar.ProducerAccessMode.Exclusive)
+    with pytest.raises(pulsar.PulsarException):
+        client.create_producer("excl")  # a shared producer while an exclusive one holds the topic
+    with pytest.raises(pulsar.PulsarException):
+        client.create_producer("excl", access_mode=pulsar.ProducerAccessMode.Exclusive)
+    exclusive.close()
+    client.create_producer("excl").send(b"free again")
+
+
+def test_wait_for_exclusive_producer_gets_the_topic_when_it_frees_up(client: pulsar.Client) -> None:
+    import threading
+
+    first = client.create_producer("wfe", access_mode=pulsar.ProducerAccessMode.Exclusive)
+    got: list[pulsar.Producer] = []
+    waiter = threading.Thread(
+        target=lambda: got.append(client.create_producer("wfe", access_mode=pulsar.ProducerAccessMode.WaitForExclusive))
+    )
+    waiter.start()
+    time.sleep(0.5)
+    assert not got  # still waiting
+    first.close()
+    waiter.join(10)
+    assert got
+    got[0].send(b"mine now")
+
+
+def test_deleting_the_topic_closes_its_producers_and_consumers(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    consumer = client.subscribe("doomed", "sub")
+    producer = client.create_producer("doomed")
+    producer.send(b"x")
+    consumer.receive(RECEIVE_MS)
+    deleted = httpx.delete(f"{pulsar_broker.admin_url}/admin/v2/persistent/public/default/doomed", params={"force": "true"})
+    assert deleted.status_code == 204, deleted.text
+    deadline = time.time() + 5
+    while (producer.is_connected() or consumer.is_connected()) and time.time() < deadline:
+        time.sleep(0.05)
+    # The server closed both (CLOSE_PRODUCER / CLOSE_CONSUMER); the clients reconnect to a new topic.
+    stats = pulsar_broker.stats()
+    assert stats.producers + stats.consumers <= 2
+
+
+def test_server_pings_and_closes_a_silent_connection(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
+    from mledger.protocol import ProtocolConfig
+    from protocol_raw import RawClient
+
+    from mledger._proto import PulsarApi_pb2 as api
+
+    broker = pulsar_broker_factory(protocol_config=ProtocolConfig(host="127.0.0.1", port=0, keep_alive_interval_seconds=0.2))
+    raw = RawClient(broker.port)
+    assert raw.next_command().type == api.BaseCommand.PING  # idle: the server asks
+    raw.sock.settimeout(3)
+    assert raw.is_closed_by_server()  # no PONG: closed at the next check
+    client = make_client(broker)  # the real client answers PINGs and stays
+    consumer = client.subscribe("alive", "sub")
+    time.sleep(1.0)
+    client.create_producer("alive").send(b"still")
+    assert consumer.receive(RECEIVE_MS).data() == b"still"
+    client.close()

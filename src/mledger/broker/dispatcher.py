@@ -175,6 +175,7 @@ class Dispatcher:
         self._redeliveries: SortedDict = SortedDict()  # Position -> count
         self._rr = 0
         self._told_active: dict[Consumer, bool] = {}
+        self._avg_messages_per_entry = 1.0  # moving average over the entries dispatched
         self._rewind_pending = False
         self._closed = False
         self._dispatched = 0
@@ -316,7 +317,10 @@ class Dispatcher:
             budget = self._budget()
             if budget <= 0:
                 return _Round()
-            limit = min(budget, self._config.dispatcher_max_read_batch_size)
+            # Permits count messages, reads count entries: a batch entry spends many permits,
+            # so read about permits / (messages per entry) entries (Pulsar's avgBatchSizePerMsg),
+            # not entries that no consumer could take and that would go to the replay queue.
+            limit = min(max(1, int(budget / self._avg_messages_per_entry)), self._config.dispatcher_max_read_batch_size)
             replay = self._replayable(limit)
             revision = self._cursor.revision.revision_num
             read: PendingRead | None = None
@@ -420,6 +424,7 @@ class Dispatcher:
                 self._delayed.add(position, meta.deliver_at_ms, key_hash)
                 continue
             n = meta.num_messages
+            self._avg_messages_per_entry = 0.9 * self._avg_messages_per_entry + 0.1 * max(n, 1)
             remaining = self._cursor.batch_ack_set(position) if n > 1 else None
             if remaining is not None and not remaining & ((1 << n) - 1):
                 continue  # every message of the batch is acknowledged

@@ -67,10 +67,24 @@ def _varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
+_LEDGER_PREFIXES: dict[int, bytes] = {}
+
+
+def _ledger_prefix(ledger_id: int) -> bytes:
+    """``ledgerId`` field plus the ``entryId`` tag: the same for every entry of a ledger."""
+    prefix = _LEDGER_PREFIXES.get(ledger_id)
+    if prefix is None:
+        if len(_LEDGER_PREFIXES) > 4096:
+            _LEDGER_PREFIXES.clear()
+        out = bytearray(b"\x08")
+        _varint(out, ledger_id)
+        out.append(0x10)
+        prefix = _LEDGER_PREFIXES[ledger_id] = bytes(out)
+    return prefix
+
+
 def _message_id(ledger_id: int, entry_id: int, partition: int) -> bytearray:
-    mid = bytearray(b"\x08")
-    _varint(mid, ledger_id)
-    mid.append(0x10)
+    mid = bytearray(_ledger_prefix(ledger_id))
     _varint(mid, entry_id)
     if partition >= 0:
         mid.append(0x18)

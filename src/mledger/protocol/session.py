@@ -569,14 +569,13 @@ class Session:
         partition = handle.partition
         count = 0
         size = 0
+        send = conn.send_bytes
         for d in deliveries:
             position = d.entry.position
             ack_set = ack_set_words(d.ack_set, d.batch_size) if d.ack_set is not None else None
-            body = checksummed_entry(d.entry.raw) if d.entry.raw else _plain_entry(d)
-            conn.send_bytes(
-                message_command(consumer_id, position.ledger_id, position.entry_id, partition, d.redelivery_count, ack_set),
-                body,
-            )
+            raw = d.entry.raw
+            body = checksummed_entry(raw) if raw else _plain_entry(d)
+            send(message_command(consumer_id, position[0], position[1], partition, d.redelivery_count, ack_set), body)
             count += d.messages
             size += len(body)
         self.messages_out += count
