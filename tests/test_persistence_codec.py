@@ -19,7 +19,7 @@ from mledger.persistence import (
     encode_managed_cursor_info,
     encode_position_info,
 )
-from mledger.persistence import _varint as vx, codec
+from mledger.codec import cursor_info as codec, varint_arrays as vx
 from mledger.position import Position
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1

@@ -546,7 +546,7 @@ def test_runs_of_takes_both_branches() -> None:
     """``_runs_of`` vectorises short runs and walks long ones; both must give the same runs."""
     from pyroaring import BitMap
 
-    from mledger.ranges import _runs_of
+    from mledger.core.ranges import _runs_of
 
     short = BitMap(range(0, 1000, 2))  # 500 runs of 1: the vectorised branch
     long = BitMap(range(0, 1000))

@@ -1,121 +1,25 @@
-"""The exception hierarchy: one base class, one subclass per condition.
+"""Deprecated alias of :mod:`mledger.core.errors` (kept for one release; import from there)."""
 
-Every error that the admin API can surface carries ``http_status``, the status code
-Pulsar's REST API would answer with.
-"""
-
-from __future__ import annotations
-
-
-class MLedgerError(Exception):
-    """Base class of every error raised by mledger."""
-
-    http_status: int = 500
-
-
-class InvalidPositionError(MLedgerError):
-    """A position is malformed, or lies beyond the last confirmed entry."""
-
-    http_status = 412
-
-
-class MarkDeletingMarkedPositionError(MLedgerError):
-    """A mark-delete asked to move the mark-delete position backwards."""
-
-    http_status = 412
-
-
-class CursorAlreadyClosedError(MLedgerError):
-    """The cursor has been closed (or deleted)."""
-
-    http_status = 412
-
-
-class ManagedLedgerClosedError(MLedgerError):
-    """The managed ledger (or its factory) has been closed."""
-
-    http_status = 412
-
-
-class CursorModifyingError(MLedgerError):
-    """A read raced with a cursor reset: it was refused or its result discarded."""
-
-    http_status = 409
-
-
-class ConcurrentResetError(MLedgerError):
-    """A second reset was asked for while one is running; it was not applied."""
-
-    http_status = 409
-
-
-class EntryTooLargeError(MLedgerError):
-    """An entry is larger than the store's maximum entry size."""
-
-    http_status = 413
-
-
-class StateCorruptedError(MLedgerError):
-    """Stored bytes could not be decoded into a valid state."""
-
-
-class BadVersionError(MLedgerError):
-    """A metadata put carried a stale version (compare-and-set failed)."""
-
-    http_status = 409
-
-
-class StoreLockedError(MLedgerError):
-    """The data directory is held by another process."""
-
-
-class LedgerNotFoundError(MLedgerError):
-    """A ledger id is unknown to the store."""
-
-    http_status = 404
-
-
-class NotFoundError(MLedgerError):
-    """A topic, subscription, cursor or ledger does not exist."""
-
-    http_status = 404
-
-
-class NotAllowedError(MLedgerError):
-    """The operation is not allowed in this state (e.g. a cumulative-ack subscription)."""
-
-    http_status = 405
-
-
-class PermissionDeniedError(MLedgerError):
-    """The caller's role lacks the permission for the operation."""
-
-    http_status = 403
-
-
-class UnauthenticatedError(MLedgerError):
-    """No credentials were given while authorization is on."""
-
-    http_status = 401
-
-
-class InvalidRequestError(MLedgerError):
-    """A request (body, parameter) is malformed."""
-
-    http_status = 400
-
-
-class PreconditionFailedError(MLedgerError):
-    """A request parameter fails a precondition (e.g. a negative id)."""
-
-    http_status = 412
-
-
-class ConfigError(MLedgerError, ValueError):
-    """A configuration value is invalid."""
-
-    http_status = 400
-
-
-class MissingExtraError(MLedgerError, ImportError):
-    """An optional dependency (an extra of the mledger package) is not installed."""
+from .core.errors import (
+    BadVersionError as BadVersionError,
+    ConcurrentResetError as ConcurrentResetError,
+    ConfigError as ConfigError,
+    CursorAlreadyClosedError as CursorAlreadyClosedError,
+    CursorModifyingError as CursorModifyingError,
+    EntryTooLargeError as EntryTooLargeError,
+    InvalidMessageIdError as InvalidMessageIdError,
+    InvalidPositionError as InvalidPositionError,
+    InvalidRequestError as InvalidRequestError,
+    LedgerNotFoundError as LedgerNotFoundError,
+    MLedgerError as MLedgerError,
+    ManagedLedgerClosedError as ManagedLedgerClosedError,
+    MarkDeletingMarkedPositionError as MarkDeletingMarkedPositionError,
+    MissingExtraError as MissingExtraError,
+    NotAllowedError as NotAllowedError,
+    NotFoundError as NotFoundError,
+    PermissionDeniedError as PermissionDeniedError,
+    PreconditionFailedError as PreconditionFailedError,
+    StateCorruptedError as StateCorruptedError,
+    StoreLockedError as StoreLockedError,
+    UnauthenticatedError as UnauthenticatedError,
+)

@@ -1,0 +1,91 @@
+"""``ManagedLedgerInfo``: a managed ledger's ledger list and properties, as Pulsar stores them.
+
+The record lives at ``/managed-ledgers/<name>`` in the metadata store, optionally inside
+Pulsar's 0x4778 compression envelope (REFERENCE.md §2.6). The current (open) ledger is written
+without ``entries`` and ``size``, as Pulsar writes it: its last confirmed entry is the truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from .._proto import MLDataFormats_pb2 as pb
+from ..core.errors import StateCorruptedError
+from .compression import compress_metadata, decompress_metadata
+
+__all__ = [
+    "MAX_LEDGER_INFO_BYTES",
+    "StoredLedger",
+    "decode_managed_ledger_info",
+    "encode_managed_ledger_info",
+    "looks_like_managed_ledger_info",
+]
+
+MAX_LEDGER_INFO_BYTES = 1 << 30
+"""Upper bound on a decompressed ``ManagedLedgerInfo`` (refuses decompression bombs)."""
+
+
+class StoredLedger(NamedTuple):
+    """One ``LedgerInfo`` of the list; ``entries`` and ``size`` are None when not written."""
+
+    ledger_id: int
+    entries: int | None
+    size: int | None
+    timestamp: int
+
+
+def encode_managed_ledger_info(
+    ledgers: Iterable[StoredLedger],
+    properties: Mapping[str, str],
+    compression_type: str | None = None,
+    threshold_bytes: int = 0,
+) -> bytes:
+    """The stored bytes of a ledger list: ``ManagedLedgerInfo``, in the envelope when configured."""
+    info = pb.ManagedLedgerInfo()
+    for ledger in ledgers:
+        entry = info.ledgerInfo.add(ledgerId=ledger.ledger_id, timestamp=ledger.timestamp)
+        if ledger.entries is not None:
+            entry.entries = ledger.entries
+        if ledger.size is not None:
+            entry.size = ledger.size
+    for key, value in properties.items():
+        info.properties.add(key=key, value=value)
+    return compress_metadata(info.SerializeToString(), compression_type, threshold_bytes, "ledger")
+
+
+def decode_managed_ledger_info(data: bytes) -> tuple[list[StoredLedger], dict[str, str]]:
+    """The ledger list and properties of stored bytes (plain or enveloped).
+
+    Raises :class:`~mledger.core.errors.StateCorruptedError` when they do not parse.
+    """
+    info = pb.ManagedLedgerInfo()
+    try:
+        info.ParseFromString(decompress_metadata(data, MAX_LEDGER_INFO_BYTES))
+    except Exception as exc:  # protobuf raises DecodeError and friends
+        raise StateCorruptedError(f"unreadable ManagedLedgerInfo: {exc}") from exc
+    ledgers = [
+        StoredLedger(
+            li.ledgerId,
+            li.entries if li.HasField("entries") else None,
+            li.size if li.HasField("size") else None,
+            li.timestamp,
+        )
+        for li in info.ledgerInfo
+    ]
+    return ledgers, {kv.key: kv.value for kv in info.properties}
+
+
+def looks_like_managed_ledger_info(data: bytes) -> bool:
+    """Whether stored bytes parse as a ``ManagedLedgerInfo`` with at least one ledger.
+
+    Tells a managed ledger's node from an intermediate path node when listing ledgers. A
+    broken compression envelope still raises ``StateCorruptedError``.
+    """
+    info = pb.ManagedLedgerInfo()
+    raw = decompress_metadata(data, MAX_LEDGER_INFO_BYTES)
+    try:
+        info.ParseFromString(raw)
+    except Exception:  # protobuf raises DecodeError and friends
+        return False
+    return len(info.ledgerInfo) > 0

@@ -1,0 +1,99 @@
+"""Managed-ledger configuration: frozen data, Pulsar's names in snake_case, Pulsar's defaults.
+
+Names and defaults follow ``ManagedLedgerConfig`` / ``ManagedLedgerFactoryConfig`` (REFERENCE.md
+§2.5 table, ML-config column), not the broker's ``ServiceConfiguration``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from .errors import ConfigError
+
+INDIVIDUAL_ACK_FORMATS = ("range", "long_array", "auto")
+COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
+
+
+@dataclass(frozen=True)
+class ManagedLedgerConfig:
+    """Settings of one managed ledger and its cursors."""
+
+    # Data ledgers
+    max_entries_per_ledger: int = 50_000
+    max_size_per_ledger_mb: int = 100
+    minimum_rollover_time_ms: int = 0
+    maximum_rollover_time_ms: int = 4 * 3600 * 1000
+    # Cursor ledgers (PositionInfo entries)
+    metadata_max_entries_per_ledger: int = 50_000
+    ledger_rollover_timeout: int = 4 * 3600  # seconds
+    # Individual-ack persistence
+    max_unacked_ranges_to_persist: int = 10_000
+    max_unacked_ranges_to_persist_in_metadata_store: int = 1_000
+    max_batch_deleted_index_to_persist: int = 10_000
+    persist_individual_ack_as_long_array: bool = False
+    individual_ack_format: str | None = None
+    """``"range"``, ``"long_array"`` or ``"auto"`` (smaller per ledger); None follows
+    ``persist_individual_ack_as_long_array`` as Pulsar does."""
+    deletion_at_batch_index_level_enabled: bool = True
+    # PIP-381 chunking of large PositionInfo
+    persistent_unacked_ranges_with_multiple_entries_enabled: bool = False
+    persistent_unacked_ranges_max_entry_size: int = 1024 * 1024
+    cursor_info_compression_type: str = "NONE"
+    # Mark-delete persistence rate (per second); 0 disables throttling
+    throttle_mark_delete: float = 0.0
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def with_changes(self, **changes: Any) -> ManagedLedgerConfig:
+        """A copy with some settings changed (validated)."""
+        return replace(self, **changes)
+
+    @property
+    def effective_ack_format(self) -> str:
+        """The individual-ack format in force: ``range``, ``long_array`` or ``auto``."""
+        if self.individual_ack_format is not None:
+            return self.individual_ack_format
+        return "long_array" if self.persist_individual_ack_as_long_array else "range"
+
+
+@dataclass(frozen=True)
+class ManagedLedgerFactoryConfig:
+    """Factory-wide settings (Pulsar's ``ManagedLedgerFactoryConfig``)."""
+
+    managed_cursor_info_compression_type: str = "NONE"
+    managed_cursor_info_compression_threshold_in_bytes: int = 0
+    managed_ledger_info_compression_type: str = "NONE"
+    managed_ledger_info_compression_threshold_in_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+def _validate(config: object) -> None:
+    for f in fields(config):  # type: ignore[arg-type]
+        value = getattr(config, f.name)
+        if f.name.endswith("_compression_type"):
+            if value is not None and value != "" and value not in COMPRESSION_TYPES:
+                raise ConfigError(
+                    f"{f.name}: No enum constant org.apache.bookkeeper.mledger.proto.CompressionType.{value}"
+                )
+        elif f.name == "individual_ack_format":
+            if value is not None and value not in INDIVIDUAL_ACK_FORMATS:
+                raise ConfigError(f"individual_ack_format must be one of {INDIVIDUAL_ACK_FORMATS}, got {value!r}")
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, (int, float)):
+            minimum = 1 if f.name in _POSITIVE else 0
+            if value < minimum:
+                raise ConfigError(f"{f.name} must be >= {minimum}, got {value!r}")
+
+
+_POSITIVE = {
+    "max_entries_per_ledger",
+    "max_size_per_ledger_mb",
+    "metadata_max_entries_per_ledger",
+    "ledger_rollover_timeout",
+    "persistent_unacked_ranges_max_entry_size",
+}
