@@ -14,7 +14,7 @@ from mledger._proto import PulsarApi_pb2 as api
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTO_DIR = ROOT / "proto" / "mledger"
-GENERATED_DIR = ROOT / "src" / "mledger" / "_proto"
+GENERATED_DIR = ROOT / "src" / "mledger" / "codec" / "proto"
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def _expected_modules() -> list[str]:
 def test_every_proto_has_committed_modules_and_nothing_stale() -> None:
     committed = sorted(p.name for p in GENERATED_DIR.glob("*_pb2.py*"))
     assert committed == _expected_modules(), (
-        "src/mledger/_proto does not hold exactly one _pb2.py/.pyi pair per proto/mledger/*.proto;"
+        "src/mledger/codec/proto does not hold exactly one _pb2.py/.pyi pair per proto/mledger/*.proto;"
         " run scripts/gen_proto.sh"
     )
 
@@ -52,7 +52,7 @@ def test_committed_module_matches_regenerated(regenerated: Path, name: str) -> N
     fresh = (regenerated / name).read_bytes()
     committed = (GENERATED_DIR / name).read_bytes()
     assert committed == fresh, (
-        f"src/mledger/_proto/{name} differs from what scripts/gen_proto.sh generates from"
+        f"src/mledger/codec/proto/{name} differs from what scripts/gen_proto.sh generates from"
         f" proto/mledger; run scripts/gen_proto.sh and commit the result"
     )
 

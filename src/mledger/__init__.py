@@ -1,19 +1,11 @@
 """mledger: an embeddable model of Apache Pulsar's managed ledger and its cursors."""
 
-from .clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from .config import ManagedLedgerConfig as ManagedLedgerConfig, ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig
-from .cursor import (
-    KEEP_PROPERTIES as KEEP_PROPERTIES,
-    CursorStats as CursorStats,
-    IndividualDeletedEntries as IndividualDeletedEntries,
-    IndividualDeletedMessages as IndividualDeletedMessages,
-    ManagedCursor as ManagedCursor,
-    PendingRead as PendingRead,
-    PositionReset as PositionReset,
-)
-from .entry import Entry as Entry, EntryMetadata as EntryMetadata
-from .messageid import InvalidMessageIdError as InvalidMessageIdError, MessageId as MessageId
-from .errors import (
+from .core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from .core.config import ManagedLedgerConfig as ManagedLedgerConfig, ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig
+from .codec.entry import Entry as Entry, EntryMetadata as EntryMetadata
+from .codec.messageid import MessageId as MessageId
+from .core.errors import (
+    InvalidMessageIdError as InvalidMessageIdError,
     BadVersionError as BadVersionError,
     ConcurrentResetError as ConcurrentResetError,
     ConfigError as ConfigError,
@@ -35,17 +27,25 @@ from .errors import (
     StoreLockedError as StoreLockedError,
     UnauthenticatedError as UnauthenticatedError,
 )
-from .ledger import (
+from .core.position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
+from .core.ranges import AckRangeSet as AckRangeSet
+from .managed_ledger import (
+    KEEP_PROPERTIES as KEEP_PROPERTIES,
+    CursorStateRevisionController as CursorStateRevisionController,
+    CursorStats as CursorStats,
+    IndividualDeletedEntries as IndividualDeletedEntries,
+    IndividualDeletedMessages as IndividualDeletedMessages,
     InitialPosition as InitialPosition,
     LedgerInfo as LedgerInfo,
+    ManagedCursor as ManagedCursor,
     ManagedLedger as ManagedLedger,
     ManagedLedgerFactory as ManagedLedgerFactory,
     ManagedLedgerStats as ManagedLedgerStats,
+    PendingRead as PendingRead,
     PositionBound as PositionBound,
+    PositionReset as PositionReset,
+    RevisionStats as RevisionStats,
 )
-from .position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
-from .ranges import AckRangeSet as AckRangeSet
-from .revision import CursorStateRevisionController as CursorStateRevisionController, RevisionStats as RevisionStats
 from .storage import LedgerStore as LedgerStore, MemoryStore as MemoryStore, MetadataStore as MetadataStore, SqliteStore as SqliteStore
 
 __version__ = "0.1.0"

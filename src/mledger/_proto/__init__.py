@@ -1,0 +1,1 @@
+"""Deprecated alias of :mod:`mledger.codec.proto`, the generated protobuf modules (kept for one release)."""

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Literal
 
-from .._proto import MLDataFormats_pb2 as pb
+from .proto import MLDataFormats_pb2 as pb
 from ..core.ints import INT32_MAX
 from ..core.errors import ConfigError, MissingExtraError, StateCorruptedError
 

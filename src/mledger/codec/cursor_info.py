@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._proto import MLDataFormats_pb2 as pb
+from .proto import MLDataFormats_pb2 as pb
 from ..core.errors import StateCorruptedError
 from ..core.position import Position
 from . import varint_arrays as vx
@@ -48,6 +48,8 @@ __all__ = [
     "decode_position_info",
     "encode_managed_cursor_info",
     "encode_position_info",
+    "long_list_size",
+    "range_record_sizes",
 ]
 
 _MIN_WINDOW = 1 << 16
@@ -148,6 +150,28 @@ def _encode_string_properties(out: bytearray, field: int, props: Mapping[str, st
 def _put_int64_field(out: bytearray, field: int, value: int, what: str) -> None:
     put_tag(out, field, VARINT)
     put_varint(out, check_int64(value, what))
+
+
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Varint bytes of each int64 (negative ones take 10, as int64 on the wire)."""
+    return vx.varint_sizes(np.asarray(values, dtype=np.int64).view(np.uint64))
+
+
+def range_record_sizes(ledger_id: int, lowers: np.ndarray, uppers: np.ndarray) -> np.ndarray:
+    """Bytes each ``MessageRange`` of one ledger takes in ``individualDeletedMessages``
+    (tag and length included), for ranges ``(ledger_id:lower..ledger_id:upper]``. O(n)."""
+    lid = int(_varint_sizes(np.array([ledger_id]))[0])
+    lower_npi = 2 + lid + _varint_sizes(lowers)
+    upper_npi = 2 + lid + _varint_sizes(uppers)
+    body = 2 + lower_npi + 2 + upper_npi
+    return 1 + _varint_sizes(body) + body
+
+
+def long_list_size(ledger_id: int, words: np.ndarray) -> int:
+    """Bytes one ``LongListMap`` of ``individualDeletedMessageRanges`` takes (tag and length
+    included): a ledger id and its BitSet words, unpacked as Pulsar writes them. O(words)."""
+    body = 1 + int(_varint_sizes(np.array([ledger_id]))[0]) + int((1 + _varint_sizes(words)).sum())
+    return 1 + int(_varint_sizes(np.array([body]))[0]) + body
 
 
 def encode_position_info(state: PersistedCursorState) -> bytes:

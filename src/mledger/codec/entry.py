@@ -25,7 +25,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from .._proto.PulsarApi_pb2 import MessageMetadata
+from .proto.PulsarApi_pb2 import MessageMetadata
 from ..core.errors import InvalidRequestError, StateCorruptedError
 from ..core.ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, UINT64_MASK, check_int
 from ..core.position import Position

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from .._proto import MLDataFormats_pb2 as pb
+from .proto import MLDataFormats_pb2 as pb
 from ..core.errors import StateCorruptedError
 from .compression import compress_metadata, decompress_metadata
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
-from .._proto import PulsarApi_pb2 as api
+from ..codec.proto import PulsarApi_pb2 as api
 from .errors import RemoteProtocolError
 
 __all__ = [

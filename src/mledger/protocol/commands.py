@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .._proto import PulsarApi_pb2 as api
+from ..codec.proto import PulsarApi_pb2 as api
 
 __all__ = ["COMMANDS", "CommandSpec", "Direction", "Support", "spec_of"]
 

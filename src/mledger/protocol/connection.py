@@ -31,7 +31,7 @@ import logging
 from dataclasses import dataclass
 from enum import Enum
 
-from .._proto import PulsarApi_pb2 as api
+from ..codec.proto import PulsarApi_pb2 as api
 from .codec import decode_command, encode_command
 from .commands import COMMANDS, Direction, Support
 from .errors import LocalProtocolError, RemoteProtocolError

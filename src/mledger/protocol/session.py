@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
 
-from .._proto import PulsarApi_pb2 as api
+from ..codec.proto import PulsarApi_pb2 as api
 from ..broker import (
     ConsumerBusyError,
     FramedPublish,

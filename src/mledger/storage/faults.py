@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple, TypeVar
 
-from ..errors import MLedgerError
+from ..core.errors import MLedgerError
 from .base import Store, Versioned
 
 __all__ = ["FaultInjectingStore", "FaultMode", "HeldRead", "HeldReadStore", "InjectedFault", "WriteRecord"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from ..errors import (
+from ..core.errors import (
     BadVersionError,
     EntryTooLargeError,
     LedgerNotFoundError,

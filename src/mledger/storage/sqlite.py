@@ -48,7 +48,7 @@ from itertools import count, repeat
 from pathlib import Path
 from typing import Any
 
-from ..errors import (
+from ..core.errors import (
     BadVersionError,
     ConfigError,
     EntryTooLargeError,

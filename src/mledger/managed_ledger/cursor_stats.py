@@ -1,0 +1,94 @@
+"""Read-only views of a cursor: its stats snapshot and its individually deleted ranges."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..core.position import Position
+from ..core.ranges import AckRangeSet
+from .revision import RevisionStats
+
+__all__ = ["CursorStats", "IndividualDeletedMessages", "PersistenceStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class PersistenceStats:
+    """What a durable cursor's state store wrote and what its limits dropped."""
+
+    persisted_state_bytes: int = 0
+    persist_count: int = 0
+    persist_entries_written: int = 0
+    last_persist_chunks: int = 0
+    truncated_ranges: int = 0
+    truncated_ranges_total: int = 0
+    truncated_batch_indexes: int = 0
+    truncated_batch_indexes_total: int = 0
+    cursor_ledger_id: int = -1
+
+
+@dataclass(frozen=True)
+class CursorStats:
+    """A consistent snapshot of a cursor's positions and counters."""
+
+    name: str
+    durable: bool
+    state: str
+    mark_delete_position: Position
+    persistent_mark_delete_position: Position
+    read_position: Position
+    individually_deleted_ranges: int
+    individually_deleted_entries: int
+    batch_partially_acked_entries: int
+    messages_consumed_counter: int
+    backlog: int
+    entries_to_read: int
+    properties: dict[str, int]
+    cursor_properties: dict[str, str]
+    revision_num: int
+    is_under_revision: bool
+    revision: RevisionStats
+    persisted_state_bytes: int = 0
+    persist_count: int = 0
+    persist_entries_written: int = 0
+    last_persist_chunks: int = 0
+    truncated_ranges: int = 0
+    truncated_ranges_total: int = 0
+    truncated_batch_indexes: int = 0
+    truncated_batch_indexes_total: int = 0
+    cursor_ledger_id: int = -1
+    dirty: bool = False
+
+
+class IndividualDeletedMessages:
+    """A snapshot of a cursor's individually deleted ranges.
+
+    Iterates open-closed ``(a, b]`` pairs of positions; ``len()`` is the number of ranges;
+    ``str()`` prints Pulsar's form ``[(3:5..3:7],(3:9..3:10]]``.
+    """
+
+    def __init__(self, ranges: AckRangeSet) -> None:
+        self._ranges = ranges
+
+    def __iter__(self) -> Iterator[tuple[Position, Position]]:
+        return iter(self._ranges)
+
+    def __len__(self) -> int:
+        return self._ranges.size()
+
+    def __contains__(self, position: object) -> bool:
+        return position in self._ranges
+
+    def cardinality(self) -> int:
+        """Number of individually deleted entries."""
+        return self._ranges.cardinality()
+
+    def as_range_set(self) -> AckRangeSet:
+        """The underlying (copied) range set."""
+        return self._ranges
+
+    def __str__(self) -> str:
+        return str(self._ranges)
+
+    def __repr__(self) -> str:
+        return f"IndividualDeletedMessages({self})"

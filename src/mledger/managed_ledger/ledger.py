@@ -1,0 +1,737 @@
+"""The managed ledger: an append-only log split into ledgers, and its factory.
+
+Theory of operation
+-------------------
+A managed ledger (ML) is a list of ledgers, each an append-only sequence of entries in the
+:class:`~mledger.storage.LedgerStore`. Appends go to the *current* ledger; after
+``max_entries_per_ledger`` entries (or ``max_size_per_ledger_mb`` bytes, or
+``maximum_rollover_time_ms``) the current ledger is sealed and a new one is created at once, so
+the next entry lands at ``(newLedger, 0)``. The last confirmed entry (LAC) is the last
+position whose append returned.
+
+Position arithmetic follows Pulsar's ``ManagedLedgerImpl``: ``next_valid_position`` skips
+missing and empty ledgers and, past the end, answers the position where the next entry will
+be written; ``previous_position`` steps back into the last non-empty earlier ledger;
+``number_of_entries`` counts real entries between two positions using the ledger list;
+``position_after_n`` walks ledgers and is clamped to the LAC.
+
+The ledger list is persisted as Pulsar's ``ManagedLedgerInfo`` at ``/managed-ledgers/<name>``
+with compare-and-set, so a reopened ML recovers every confirmed entry. On reopen the last
+ledger is sealed and a new current ledger created, as Pulsar does.
+
+Locking: one re-entrant lock per ML guards the ledger list, LAC and counters. Appends hold it
+while they write to the store (so they may block on storage I/O); position arithmetic holds it
+briefly. Cursors take their own lock first and may then take the ML lock, never the reverse.
+
+Cursors see the ML as a :class:`~mledger.managed_ledger.ledger_view.LedgerView`; the ML sees its
+factory as a :class:`LedgerFactoryView`. ``ManagedLedgerInfo`` bytes are
+:mod:`mledger.codec.ledger_info`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Protocol
+
+from sortedcontainers import SortedDict
+
+from ..codec.entry import Entry, EntryMetadata, decode_entry, encode_entry
+from ..codec.ledger_info import StoredLedger, decode_managed_ledger_info, encode_managed_ledger_info
+from ..core.clock import Clock
+from ..core.config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from ..core.errors import (
+    EntryTooLargeError,
+    InvalidPositionError,
+    LedgerNotFoundError,
+    ManagedLedgerClosedError,
+    NotFoundError,
+    StateCorruptedError,
+)
+from ..core.position import Position
+from ..storage.base import Store
+from .cursor import ManagedCursor
+from .ledger_view import InitialPosition, LedgerInfo, PositionBound, cursor_info_path, ledger_info_path
+
+log = logging.getLogger(__name__)
+
+_DEFAULT_METADATA = EntryMetadata()
+
+
+class LedgerFactoryView(Protocol):
+    """What a managed ledger needs from the factory that opened it."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def config(self) -> ManagedLedgerFactoryConfig: ...
+
+    @property
+    def executor(self) -> Executor: ...
+
+    def managed_ledger_closed(self, name: str) -> None:
+        """The ledger ``name`` closed: a later ``open`` recovers it anew."""
+        ...
+
+
+@dataclass(frozen=True)
+class ManagedLedgerStats:
+    """A snapshot of a managed ledger's counters."""
+
+    name: str
+    number_of_ledgers: int
+    number_of_entries: int
+    total_size: int
+    entries_added_counter: int
+    last_confirmed_entry: Position
+    current_ledger_id: int
+    cursors: int
+
+
+class ManagedLedger:
+    """An append-only log of entries split into ledgers (Pulsar's ``ManagedLedgerImpl``).
+
+    Obtain one with :meth:`ManagedLedgerFactory.open`. Public methods are thread-safe; appends
+    and reads may block on the store.
+    """
+
+    def __init__(
+        self,
+        factory: LedgerFactoryView,
+        name: str,
+        config: ManagedLedgerConfig,
+    ) -> None:
+        self._factory = factory
+        self.name = name
+        self.config = config
+        self._store: Store = factory.store
+        self._clock: Clock = factory.clock
+        self._lock = threading.RLock()
+        self._ledgers: SortedDict = SortedDict()  # ledger id -> LedgerInfo
+        self._current: LedgerInfo | None = None
+        self._last_confirmed = Position(-1, -1)
+        self._entries_added = 0
+        self._info_version: int | None = None
+        self._cursors: dict[str, ManagedCursor] = {}
+        self._non_durable: list[ManagedCursor] = []
+        self._closed = False
+        self._properties: dict[str, str] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def initialize(self) -> None:
+        """Recover the ledger list (if any), seal the last ledger, start a new one.
+
+        The factory calls this once, right after construction. Raises
+        ``StateCorruptedError`` for an unreadable ``ManagedLedgerInfo``."""
+        stored = self._store.get(self.info_path)
+        if stored is not None:
+            try:
+                ledgers, properties = decode_managed_ledger_info(stored.data)
+            except StateCorruptedError as exc:
+                raise StateCorruptedError(f"managed ledger {self.name}: {exc}") from exc
+            self._info_version = stored.version
+            self._properties = properties
+            now = self._clock.now_ms()
+            for k, li in enumerate(ledgers):
+                entries = li.entries
+                if entries is None or k == len(ledgers) - 1:
+                    # The last ledger was open when the ML closed: its LAC is the truth.
+                    exists = self._store.ledger_exists(li.ledger_id)
+                    entries = self._store.last_entry_id(li.ledger_id) + 1 if exists else 0
+                self._ledgers[li.ledger_id] = LedgerInfo(
+                    li.ledger_id, entries, li.size or 0, li.timestamp if li.timestamp else now
+                )
+            if self._ledgers:
+                last = self._ledgers.peekitem(-1)[1]
+                if self._store.ledger_exists(last.ledger_id):
+                    self._store.seal_ledger(last.ledger_id)
+                if last.entries == 0:
+                    del self._ledgers[last.ledger_id]
+                    self._store.delete_ledger(last.ledger_id)
+            for li in reversed(self._ledgers.values()):
+                if li.entries > 0:
+                    self._last_confirmed = Position(li.ledger_id, li.entries - 1)
+                    break
+            self._entries_added = sum(li.entries for li in self._ledgers.values())
+        self._create_ledger()
+        if self._last_confirmed.ledger_id == -1:
+            self._last_confirmed = Position(self._current.ledger_id, -1)  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        """Close the ML and its cursors (cursors persist their state). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            # Non-durable cursors close too (Pulsar closes every cursor of the ledger); they
+            # persist nothing.
+            cursors = list(self._cursors.values()) + list(self._non_durable)
+        for cursor in cursors:
+            cursor.close()
+        with self._lock:
+            self._closed = True
+            self._factory.managed_ledger_closed(self.name)
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    # -- appends ----------------------------------------------------------------------------
+    def add_entry(self, data: bytes, metadata: EntryMetadata | None = None) -> Position:
+        """Append one entry and return its position. Blocks on the store's write."""
+        return self.add_entries((data,), None if metadata is None else (metadata,))[0]
+
+    def add_entries(
+        self, payloads: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None = None
+    ) -> list[Position]:
+        """Append entries in order, one store transaction per ledger touched.
+
+        Returns their positions. A batch that reaches the rollover limit continues in a new
+        ledger. Raises ``EntryTooLargeError`` (nothing written) for an oversized entry.
+        """
+        if metadatas is not None and len(metadatas) != len(payloads):
+            raise ValueError(f"{len(payloads)} payloads but {len(metadatas)} metadata records")
+        if metadatas is None:
+            # One header for the whole call: framing is [size][metadata][payload].
+            header = encode_entry(b"", _DEFAULT_METADATA)
+            raw = [header + p for p in payloads]
+        else:
+            raw = [encode_entry(p, m) for p, m in zip(payloads, metadatas)]
+        return self.add_framed_entries(raw)
+
+    def add_framed_entries(self, raw: Sequence[bytes]) -> list[Position]:
+        """Append entries already framed as Pulsar stores them, byte for byte.
+
+        Each item is ``[size][MessageMetadata][payload]``, optionally behind the producer's
+        ``[0x0e01][crc32c]`` (what a Pulsar client sends; :func:`~mledger.entry.decode_entry`
+        reads both). The caller vouches for the framing; a protocol server checks it before.
+        Like :meth:`add_entries`: one store transaction per ledger touched, positions in
+        order, ``EntryTooLargeError`` (nothing written) for an oversized entry.
+        """
+        limit = self._store.max_entry_size
+        for i, r in enumerate(raw):
+            if len(r) > limit:
+                raise EntryTooLargeError(
+                    f"entry {i} of {len(r)} bytes exceeds the maximum entry size {limit}"
+                )
+        positions: list[Position] = []
+        cumulative = list(accumulate(map(len, raw)))  # prefix sums of the entry sizes
+        with self._lock:
+            self._check_open()
+            done = 0
+            while done < len(raw):
+                current = self._current
+                assert current is not None
+                end = min(done + self.config.max_entries_per_ledger - current.entries, len(raw))
+                # Size rollover, as for single adds: the chunk ends with the entry that brings
+                # the ledger to max_size_per_ledger_mb.
+                size_room = self.config.max_size_per_ledger_mb * 1024 * 1024 - current.size
+                base = cumulative[done - 1] if done else 0
+                end = min(end, bisect_left(cumulative, base + size_room, done, end) + 1)
+                chunk = raw[done:end]
+                first = self._store.append_many(current.ledger_id, chunk)
+                size = sum(len(r) for r in chunk)
+                current.entries += len(chunk)
+                current.size += size
+                positions.extend(Position(current.ledger_id, first + k) for k in range(len(chunk)))
+                self._last_confirmed = positions[-1]
+                self._entries_added += len(chunk)
+                done += len(chunk)
+                if self._ledger_is_full(current):
+                    self._roll_over()
+        return positions
+
+    def add_repeated_entries(self, raw: bytes, count: int) -> Position | None:
+        """Append ``count`` copies of one framed entry (as :meth:`add_framed_entries` would, with
+        the same rollover rules); return the last position (``None`` when ``count`` is 0).
+
+        The bulk path of a replay, whose entries carry no payload: O(ledgers touched) here,
+        no per-entry objects (the store still receives every entry). Raises
+        ``EntryTooLargeError`` (nothing written) when the entry is oversized.
+        """
+        if count < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        size = len(raw)
+        if size > self._store.max_entry_size:
+            raise EntryTooLargeError(f"entry of {size} bytes exceeds the maximum entry size {self._store.max_entry_size}")
+        last: Position | None = None
+        with self._lock:
+            self._check_open()
+            done = 0
+            while done < count:
+                current = self._current
+                assert current is not None
+                n = min(count - done, self.config.max_entries_per_ledger - current.entries)
+                size_room = self.config.max_size_per_ledger_mb * 1024 * 1024 - current.size
+                if size:  # the chunk ends with the entry that brings the ledger to its size limit
+                    n = min(n, max(-(-size_room // size), 1))
+                n = max(n, 1)
+                first = self._store.append_many(current.ledger_id, [raw] * n)
+                current.entries += n
+                current.size += n * size
+                last = Position(current.ledger_id, first + n - 1)
+                self._last_confirmed = last
+                self._entries_added += n
+                done += n
+                if self._ledger_is_full(current):
+                    self._roll_over()
+        return last
+
+    def _ledger_is_full(self, li: LedgerInfo) -> bool:
+        cfg = self.config
+        if li.entries >= cfg.max_entries_per_ledger:
+            return True
+        if li.size >= cfg.max_size_per_ledger_mb * 1024 * 1024:
+            return True
+        age = self._clock.now_ms() - li.timestamp
+        return li.entries > 0 and age >= cfg.maximum_rollover_time_ms and age >= cfg.minimum_rollover_time_ms
+
+    def roll_over_if_due(self) -> bool:
+        """Roll over the current ledger if its time limit has passed; True if it did."""
+        with self._lock:
+            self._check_open()
+            assert self._current is not None
+            if self._ledger_is_full(self._current):
+                self._roll_over()
+                return True
+            return False
+
+    def roll_over(self) -> int:
+        """Seal the current ledger now and continue in a new one; return the new ledger's id.
+
+        An empty current ledger is kept as it is (nothing to seal) and its id returned.
+        """
+        with self._lock:
+            self._check_open()
+            assert self._current is not None
+            if self._current.entries > 0:
+                self._roll_over()
+            return self._current.ledger_id
+
+    def _roll_over(self) -> None:
+        assert self._current is not None
+        self._store.seal_ledger(self._current.ledger_id)
+        self._create_ledger()
+
+    def _create_ledger(self) -> None:
+        ledger_id = self._store.create_ledger()
+        li = LedgerInfo(ledger_id, 0, 0, self._clock.now_ms())
+        self._ledgers[ledger_id] = li
+        self._current = li
+        self._persist_info()
+
+    def _persist_info(self) -> None:
+        current = self._current
+        cfg = self._factory.config
+        data = encode_managed_ledger_info(
+            (
+                StoredLedger(li.ledger_id, None, None, li.timestamp)
+                if li is current
+                else StoredLedger(li.ledger_id, li.entries, li.size, li.timestamp)
+                for li in self._ledgers.values()
+            ),
+            self._properties,
+            cfg.managed_ledger_info_compression_type,
+            cfg.managed_ledger_info_compression_threshold_in_bytes,
+        )
+        expected = -1 if self._info_version is None else self._info_version
+        self._info_version = self._store.put(self.info_path, data, expected)
+
+    # -- reads ------------------------------------------------------------------------------
+    def read_entry(self, position: Position) -> Entry:
+        """Read one entry; raises ``InvalidPositionError`` if it does not exist."""
+        entries = self.read_range(position.ledger_id, position.entry_id, position.entry_id)
+        if not entries:
+            raise InvalidPositionError(f"no entry at {position} in {self.name}")
+        return entries[0]
+
+    def read_range(self, ledger_id: int, first_entry: int, last_entry: int) -> list[Entry]:
+        """Read the existing entries ``first_entry..last_entry`` of one ledger. Blocks on I/O."""
+        try:
+            raws = self._store.read(ledger_id, first_entry, last_entry)
+        except LedgerNotFoundError:
+            return []
+        out = []
+        for k, raw in enumerate(raws):
+            meta, payload = decode_entry(raw)
+            out.append(Entry(Position(ledger_id, max(first_entry, 0) + k), payload, meta, raw))
+        return out
+
+    def read_positions(self, positions: Iterable[Position]) -> list[Entry]:
+        """Read the entries at ``positions`` (ascending or not), one store read per run."""
+        ordered = sorted(set(positions))
+        out: list[Entry] = []
+        i = 0
+        while i < len(ordered):
+            ledger_id, first = ordered[i]
+            j = i
+            while j + 1 < len(ordered) and ordered[j + 1] == (ledger_id, ordered[j][1] + 1):
+                j += 1
+            out.extend(self.read_range(ledger_id, first, ordered[j][1]))
+            i = j + 1
+        return out
+
+    # -- position arithmetic ----------------------------------------------------------------
+    @property
+    def last_confirmed_entry(self) -> Position:
+        """The last position whose append completed (``L:-1`` for an empty ML)."""
+        return self._last_confirmed
+
+    last_position = last_confirmed_entry
+
+    @property
+    def entries_added_counter(self) -> int:
+        """Entries appended since the ML was opened, plus those recovered."""
+        return self._entries_added
+
+    @property
+    def current_ledger_id(self) -> int:
+        assert self._current is not None
+        return self._current.ledger_id
+
+    def first_position(self) -> Position:
+        """``(first ledger, -1)``: before the first entry still stored."""
+        with self._lock:
+            first_id = self._ledgers.peekitem(0)[0]
+            if first_id > self._last_confirmed.ledger_id and self._ledgers[first_id].entries == 0:
+                first_id = self._last_confirmed.ledger_id
+            return Position(first_id, -1)
+
+    def is_valid_position(self, position: Position) -> bool:
+        """Whether an entry exists at ``position`` (confirmed, ledger still present)."""
+        ledger_id, entry_id = position
+        if entry_id < 0 or position > self._last_confirmed:
+            return False
+        li = self._ledgers.get(ledger_id)
+        return li is not None and entry_id < li.entries
+
+    def next_valid_position(self, position: Position) -> Position:
+        """The first existing position after ``position``; past the end, the next write slot."""
+        with self._lock:
+            ledgers = self._ledgers
+            ledger_id, entry_id = position[0], position[1] + 1
+            lac = self._last_confirmed
+            while (ledger_id, entry_id) <= lac:
+                li = ledgers.get(ledger_id)
+                if li is not None and 0 <= entry_id < li.entries:
+                    return Position(ledger_id, entry_id)
+                idx = ledgers.bisect_right(ledger_id)
+                if idx >= len(ledgers):
+                    break
+                ledger_id, entry_id = ledgers.peekitem(idx)[0], 0
+            return self._next_write_position()
+
+    def _next_write_position(self) -> Position:
+        current = self._current
+        assert current is not None
+        if current.entries == 0 and current.ledger_id > self._last_confirmed.ledger_id:
+            return Position(current.ledger_id, 0)
+        return self._last_confirmed.next()
+
+    def previous_position(self, position: Position) -> Position:
+        """The position before ``position``: ``L:E-1``, else the last entry of the nearest
+        earlier non-empty ledger, else ``(first earlier ledger or L, -1)``."""
+        ledger_id, entry_id = position
+        if entry_id > 0:
+            return Position(ledger_id, entry_id - 1)
+        with self._lock:
+            earlier = list(self._ledgers.irange(maximum=ledger_id, inclusive=(True, False)))
+            if not earlier:
+                return Position(ledger_id, -1)
+            for lid in reversed(earlier):
+                li = self._ledgers[lid]
+                if li.entries > 0:
+                    return Position(lid, li.entries - 1)
+            return Position(earlier[0], -1)
+
+    def number_of_entries(
+        self,
+        lower: Position | None = None,
+        upper: Position | None = None,
+        lower_inclusive: bool = True,
+        upper_inclusive: bool = True,
+    ) -> int:
+        """Count the entries that exist between two positions (all entries if no bounds).
+
+        Positions with a negative entry id are never counted; missing ledgers count 0.
+        O(ledgers between).
+        """
+        with self._lock:
+            if lower is None and upper is None:
+                return sum(li.entries for li in self._ledgers.values())
+            if lower is None:
+                lower, lower_inclusive = Position(-1, -1), False
+            if upper is None:
+                upper, upper_inclusive = self._last_confirmed, True
+            if lower > upper:
+                return 0
+            total = 0
+            for lid in self._ledgers.irange(lower[0], upper[0]):
+                li = self._ledgers[lid]
+                lo = (lower[1] if lower_inclusive else lower[1] + 1) if lid == lower[0] else 0
+                hi = (upper[1] if upper_inclusive else upper[1] - 1) if lid == upper[0] else li.entries - 1
+                lo = max(lo, 0)
+                hi = min(hi, li.entries - 1)
+                if hi >= lo:
+                    total += hi - lo + 1
+            return total
+
+    def position_after_n(
+        self, start: Position, n: int, bound: PositionBound = PositionBound.START_EXCLUDED
+    ) -> Position:
+        """The position ``n`` entries after ``start``, walking ledgers, clamped to the LAC
+        (Pulsar's ``getPositionAfterN``)."""
+        with self._lock:
+            if bound is PositionBound.START_INCLUDED:
+                ledger_id, entry_id = start
+            else:
+                ledger_id, entry_id = self.next_valid_position(start)
+            to_skip = n
+            last_ledger_id = self._ledgers.peekitem(-1)[0]
+            while to_skip >= 0:
+                li = self._ledgers.get(ledger_id)
+                total = li.entries if li is not None else 0
+                unread = total - entry_id if total > 0 else 0
+                if unread >= to_skip:
+                    entry_id += to_skip
+                    break
+                to_skip -= unread
+                if ledger_id >= last_ledger_id:
+                    entry_id = total
+                    break
+                idx = self._ledgers.bisect_right(ledger_id)
+                ledger_id = self._ledgers.peekitem(idx)[0] if idx < len(self._ledgers) else last_ledger_id + 1
+                entry_id = 0
+            result = self.previous_position(Position(ledger_id, entry_id))
+            return min(result, self._last_confirmed)
+
+    def ledger_infos(self) -> list[LedgerInfo]:
+        """A copy of the ledger list, ascending."""
+        with self._lock:
+            return [LedgerInfo(li.ledger_id, li.entries, li.size, li.timestamp) for li in self._ledgers.values()]
+
+    def ledger_entries(self, ledger_id: int) -> int | None:
+        """Number of entries of a ledger in the list, None if it is not there. O(1)."""
+        li = self._ledgers.get(ledger_id)
+        return None if li is None else li.entries
+
+    def next_ledger_id(self, ledger_id: int) -> int | None:
+        """The id of the first ledger in the list after ``ledger_id``, or None. O(log ledgers)."""
+        with self._lock:
+            idx = self._ledgers.bisect_right(ledger_id)
+            return self._ledgers.peekitem(idx)[0] if idx < len(self._ledgers) else None
+
+    # -- cursors ----------------------------------------------------------------------------
+    def open_cursor(
+        self,
+        name: str,
+        initial_position: InitialPosition = InitialPosition.LATEST,
+        properties: dict[str, int] | None = None,
+        cursor_properties: dict[str, str] | None = None,
+    ) -> ManagedCursor:
+        """Open (recovering, or creating at ``initial_position``) the durable cursor ``name``."""
+        if not name or "/" in name:
+            raise InvalidPositionError(f"invalid cursor name {name!r}")
+        with self._lock:
+            self._check_open()
+            existing = self._cursors.get(name)
+            if existing is not None:
+                return existing
+            cursor = ManagedCursor.open_durable(self, name, initial_position, properties, cursor_properties)
+            self._cursors[name] = cursor
+            return cursor
+
+    def open_non_durable_cursor(
+        self, start_position: Position | None = None, name: str | None = None,
+        initial_position: InitialPosition = InitialPosition.LATEST,
+    ) -> ManagedCursor:
+        """A cursor kept only in memory, not counted for trimming (``NonDurableCursorImpl``)."""
+        with self._lock:
+            self._check_open()
+            cursor = ManagedCursor.open_non_durable(self, name or f"non-durable-{len(self._non_durable)}",
+                                                     start_position, initial_position)
+            self._non_durable.append(cursor)
+            return cursor
+
+    def get_cursor(self, name: str) -> ManagedCursor:
+        """The open durable cursor ``name``; raises ``NotFoundError``."""
+        try:
+            return self._cursors[name]
+        except KeyError:
+            raise NotFoundError(f"cursor {name!r} not found on {self.name}") from None
+
+    @property
+    def cursors(self) -> list[ManagedCursor]:
+        """The durable cursors, by name."""
+        with self._lock:
+            return [self._cursors[k] for k in sorted(self._cursors)]
+
+    def cursor_names(self) -> list[str]:
+        """Names of the durable cursors known to this ML (open or stored)."""
+        with self._lock:
+            stored = set(self._store.children(self.info_path))
+            return sorted(stored | set(self._cursors))
+
+    def delete_cursor(self, name: str) -> None:
+        """Delete a durable cursor and its stored state; raises ``NotFoundError``."""
+        with self._lock:
+            cursor = self._cursors.pop(name, None)
+            if cursor is None and self._store.get(cursor_info_path(self.name, name)) is None:
+                raise NotFoundError(f"cursor {name!r} not found on {self.name}")
+        if cursor is not None:
+            cursor.discard()
+        else:
+            self._store.delete(cursor_info_path(self.name, name))
+        self.trim_consumed_ledgers()
+
+    def forget_non_durable_cursor(self, cursor: object) -> None:
+        """A non-durable cursor closed: it is no longer advanced before trims (its ``close`` calls this)."""
+        with self._lock:
+            if cursor in self._non_durable:
+                self._non_durable.remove(cursor)
+
+    def slowest_cursor_position(self) -> Position | None:
+        """The lowest mark-delete position over the durable cursors, None without any."""
+        with self._lock:
+            positions = [c.mark_delete_position for c in self._cursors.values()]
+        return min(positions) if positions else None
+
+    def request_trim(self, mark_delete: Position) -> None:
+        """A durable cursor persisted ``mark_delete``: trim if that consumed the first ledger.
+
+        The first ledger is consumed once the mark-delete is beyond it or at its last entry
+        (Pulsar trims ledger x when the slowest mark-delete is x's last entry); the other
+        cursors may still hold it back (:meth:`trim_consumed_ledgers` decides)."""
+        with self._lock:
+            if not self._ledgers:
+                return
+            first_id, first = self._ledgers.peekitem(0)
+            consumed = mark_delete.ledger_id > first_id or (
+                mark_delete.ledger_id == first_id and first is not self._current and mark_delete.entry_id + 1 >= first.entries
+            )
+        if consumed:
+            self.trim_consumed_ledgers()
+
+    def trim_consumed_ledgers(self) -> list[int]:
+        """Delete the ledgers that every durable cursor has consumed; return their ids.
+
+        A ledger is trimmed when it lies entirely at or below the slowest durable cursor's
+        mark-delete position. The current ledger is never trimmed, and an ML without durable
+        cursors keeps everything (an embedded log must not lose data nobody read).
+        """
+        with self._lock:
+            slowest = self.slowest_cursor_position()
+            if slowest is None or self._closed or not any(c.counts_as_consumer for c in self._cursors.values()):
+                # No durable cursor, or only system ones (the dedup cursor): nobody consumed
+                # anything yet, so keep everything.
+                return []
+            trimmed = []
+            for lid in list(self._ledgers.keys()):
+                li = self._ledgers[lid]
+                if li is self._current or lid > slowest.ledger_id:
+                    break
+                if lid == slowest.ledger_id and slowest.entry_id < li.entries - 1:
+                    break
+                trimmed.append(lid)
+            if not trimmed:
+                return []
+            highest = next(
+                (Position(lid, self._ledgers[lid].entries - 1) for lid in reversed(trimmed) if self._ledgers[lid].entries),
+                None,
+            )
+            non_durable = list(self._non_durable)
+        # Pulsar's advanceCursorsIfNecessary: cursors not counted for trimming (non-durable ones)
+        # are mark-deleted past the ledgers before those go, while their entries can still be
+        # counted. Outside the ML lock: cursors take their own lock first, then the ML lock.
+        if highest is not None:
+            for cursor in non_durable:
+                cursor.skip_trimmed_ledgers(highest)
+        with self._lock:
+            trimmed = [lid for lid in trimmed if lid in self._ledgers]
+            if not trimmed:
+                return []
+            for lid in trimmed:
+                del self._ledgers[lid]
+            self._persist_info()
+        for lid in trimmed:
+            self._store.delete_ledger(lid)
+        return trimmed
+
+    # -- misc -------------------------------------------------------------------------------
+    @property
+    def properties(self) -> dict[str, str]:
+        """ML properties (``ManagedLedgerInfo.properties``)."""
+        return dict(self._properties)
+
+    def set_property(self, key: str, value: str) -> None:
+        """Set and persist one ML property."""
+        with self._lock:
+            self._properties[str(key)] = str(value)
+            self._persist_info()
+
+    def stats(self) -> ManagedLedgerStats:
+        """A consistent snapshot of the ML's counters."""
+        with self._lock:
+            return ManagedLedgerStats(
+                name=self.name,
+                number_of_ledgers=len(self._ledgers),
+                number_of_entries=sum(li.entries for li in self._ledgers.values()),
+                total_size=sum(li.size for li in self._ledgers.values()),
+                entries_added_counter=self._entries_added,
+                last_confirmed_entry=self._last_confirmed,
+                current_ledger_id=self.current_ledger_id,
+                cursors=len(self._cursors),
+            )
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def factory(self) -> LedgerFactoryView:
+        """The factory that opened this ledger."""
+        return self._factory
+
+    @property
+    def factory_config(self) -> ManagedLedgerFactoryConfig:
+        """The factory's settings (metadata compression)."""
+        return self._factory.config
+
+    @property
+    def executor(self) -> Executor:
+        """The executor that runs asynchronous reads (the factory's)."""
+        return self._factory.executor
+
+    @property
+    def info_path(self) -> str:
+        """Where this ledger's ``ManagedLedgerInfo`` lives in the metadata store."""
+        return ledger_info_path(self.name)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ManagedLedgerClosedError(f"managed ledger {self.name} is closed")
+
+    def __repr__(self) -> str:
+        return f"ManagedLedger({self.name!r}, lac={self._last_confirmed})"
+
+
+__all__ = [
+    "InitialPosition",
+    "LedgerFactoryView",
+    "LedgerInfo",
+    "ManagedLedger",
+    "ManagedLedgerStats",
+    "PositionBound",
+]
