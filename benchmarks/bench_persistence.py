@@ -15,7 +15,8 @@ import time
 import numpy as np
 
 from mledger import InitialPosition, ManagedLedgerConfig, ManagedLedgerFactory
-from mledger.cursor_persistence import CursorPersistence
+from mledger.managed_ledger.cursor_snapshot import CursorSnapshot
+from mledger.managed_ledger.cursor_store import CursorStateStore
 
 BASE = ManagedLedgerConfig(
     max_entries_per_ledger=1_000_000,
@@ -48,18 +49,20 @@ def build(holes: int, pattern: str):
 
 def measure(ml, cursor, fmt: str) -> tuple[float, float, int, int]:
     config = BASE.with_changes(individual_ack_format=fmt)
-    writer = cursor._persistence
-    writer._config = config
+    acked = cursor.individually_deleted_messages().as_range_set()
+    snapshot = CursorSnapshot(
+        cursor.mark_delete_position, acked, tuple(cursor.batch_deleted_states()), cursor.properties, cursor.cursor_properties
+    )
+    writer = CursorStateStore(ml, cursor.name, config)
+    writer.recover()  # take over the stored node (its version), as a reopened cursor does
     start = time.perf_counter()
-    writer.persist()
+    writer.persist(snapshot)
     persisted = time.perf_counter()
-    reader = CursorPersistence(cursor)
-    reader._config = config
-    recovered = reader.recover()
+    recovered = CursorStateStore(ml, cursor.name, config).recover()
     done = time.perf_counter()
-    assert recovered is not None and recovered.acked == cursor._acked, "recovered state differs"
+    assert recovered is not None and recovered.acked == acked, "recovered state differs"
     stats = writer.stats()
-    return persisted - start, done - persisted, stats["persisted_state_bytes"], stats["last_persist_chunks"]
+    return persisted - start, done - persisted, stats.persisted_state_bytes, stats.last_persist_chunks
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from mledger.managed_ledger.ledger_view import cursor_info_path
 from mledger import EntryMetadata, ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, Position
 from mledger.broker import (
     DEDUPLICATION_CURSOR_NAME,
@@ -708,7 +709,7 @@ def test_corrupt_dedup_cursor_node_does_not_block_the_topic() -> None:
     b = make_broker(store)
     run_workload(b, 20, seed=6)
     maps = dedup_of(b).highest_sequence_persisted()
-    path = topic_of(b).managed_ledger._cursor_path(DEDUPLICATION_CURSOR_NAME)
+    path = cursor_info_path(topic_of(b).managed_ledger.name, DEDUPLICATION_CURSOR_NAME)
     node = store.get(path)
     assert node is not None
     store.put(path, b"\xff not a ManagedCursorInfo", node.version)

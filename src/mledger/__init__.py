@@ -1,17 +1,20 @@
 """mledger: an embeddable model of Apache Pulsar's managed ledger and its cursors."""
 
-from .core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from .core.config import ManagedLedgerConfig as ManagedLedgerConfig, ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig
 from .codec.entry import Entry as Entry, EntryMetadata as EntryMetadata
 from .codec.messageid import MessageId as MessageId
+from .core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from .core.config import (
+    ManagedLedgerConfig as ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
+)
 from .core.errors import (
-    InvalidMessageIdError as InvalidMessageIdError,
     BadVersionError as BadVersionError,
     ConcurrentResetError as ConcurrentResetError,
     ConfigError as ConfigError,
     CursorAlreadyClosedError as CursorAlreadyClosedError,
     CursorModifyingError as CursorModifyingError,
     EntryTooLargeError as EntryTooLargeError,
+    InvalidMessageIdError as InvalidMessageIdError,
     InvalidPositionError as InvalidPositionError,
     InvalidRequestError as InvalidRequestError,
     LedgerNotFoundError as LedgerNotFoundError,
@@ -46,6 +49,11 @@ from .managed_ledger import (
     PositionReset as PositionReset,
     RevisionStats as RevisionStats,
 )
-from .storage import LedgerStore as LedgerStore, MemoryStore as MemoryStore, MetadataStore as MetadataStore, SqliteStore as SqliteStore
+from .storage import (
+    LedgerStore as LedgerStore,
+    MemoryStore as MemoryStore,
+    MetadataStore as MetadataStore,
+    SqliteStore as SqliteStore,
+)
 
 __version__ = "0.1.0"

@@ -1,6 +1,5 @@
 """Deprecated alias of :mod:`mledger.codec.varint` (kept for one release; import from there)."""
 
-from .core.ints import INT64_MAX as INT64_MAX, INT64_MIN as INT64_MIN
 from .codec.varint import (
     EGROUP as EGROUP,
     I32 as I32,
@@ -20,3 +19,4 @@ from .codec.varint import (
     read_tag as read_tag,
     skip_field as skip_field,
 )
+from .core.ints import INT64_MAX as INT64_MAX, INT64_MIN as INT64_MIN

@@ -13,7 +13,10 @@ from .managed_ledger.cursor_snapshot import (
     IndividualDeletedEntries as IndividualDeletedEntries,
     RecoveredCursorState as RecoveredCursorState,
 )
-from .managed_ledger.cursor_stats import CursorStats as CursorStats, IndividualDeletedMessages as IndividualDeletedMessages
+from .managed_ledger.cursor_stats import (
+    CursorStats as CursorStats,
+    IndividualDeletedMessages as IndividualDeletedMessages,
+)
 from .managed_ledger.position_reset import PositionReset as PositionReset
 
 CursorState = CursorLifecycle

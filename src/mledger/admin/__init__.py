@@ -9,14 +9,8 @@ status Pulsar's REST API answers with.
 from .api import Admin as Admin
 from .auth import (
     WILDCARD as WILDCARD,
-)
-from .auth import (
     Authorization as Authorization,
-)
-from .auth import (
     NamespaceOperation as NamespaceOperation,
-)
-from .auth import (
     TopicOperation as TopicOperation,
 )
 from .errors import SubscriptionAlreadyExistsError as SubscriptionAlreadyExistsError
@@ -24,33 +18,18 @@ from .messaging import Messaging as Messaging
 from .remote import RemoteAdmin as RemoteAdmin
 from .requests import (
     PAYLOAD_ERROR_PREFIX as PAYLOAD_ERROR_PREFIX,
-)
-from .requests import (
     MessageIdItem as MessageIdItem,
-)
-from .requests import (
     ResetCursorData as ResetCursorData,
-)
-from .requests import (
     SkipMessageIdsRequest as SkipMessageIdsRequest,
 )
 from .stats import (
     CursorStats as CursorStats,
-)
-from .stats import (
     LedgerInfo as LedgerInfo,
-)
-from .stats import (
     PartitionedTopicInternalStats as PartitionedTopicInternalStats,
-)
-from .stats import (
     PartitionedTopicMetadata as PartitionedTopicMetadata,
-)
-from .stats import (
     PersistentTopicInternalStats as PersistentTopicInternalStats,
 )
-from .topics import CancelDelayedMessageResult as CancelDelayedMessageResult
-from .topics import Topics as Topics
+from .topics import CancelDelayedMessageResult as CancelDelayedMessageResult, Topics as Topics
 
 __all__ = [
     "PAYLOAD_ERROR_PREFIX",

@@ -17,79 +17,50 @@ True
 []
 """
 
-from ..clock import Clock as Clock
-from ..clock import ManualClock as ManualClock
-from ..clock import SystemClock as SystemClock
+from ..clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..ledger import InitialPosition as InitialPosition
 from ..messageid import MessageId as MessageId
-from .broker import AnyTopic as AnyTopic
-from .broker import Broker as Broker
+from .broker import AnyTopic as AnyTopic, Broker as Broker
 from .config import BrokerConfig as BrokerConfig
 from .consumer import Consumer as Consumer
-from .dispatcher import Dispatcher as Dispatcher
-from .dispatcher import DispatcherStats as DispatcherStats
+from .dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
 from .errors import (
     AlreadyClosedError as AlreadyClosedError,
-)
-from .errors import (
     ConsumerBusyError as ConsumerBusyError,
-)
-from .errors import (
     MessageDupUnknownError as MessageDupUnknownError,
-)
-from .errors import (
     ProducerBusyError as ProducerBusyError,
-)
-from .errors import (
     SubscriptionBusyError as SubscriptionBusyError,
-)
-from .errors import (
     TopicAlreadyExistsError as TopicAlreadyExistsError,
-)
-from .errors import (
     TopicBusyError as TopicBusyError,
 )
 from .hooks import (
     Deduplication as Deduplication,
-)
-from .hooks import (
     DedupVerdict as DedupVerdict,
-)
-from .hooks import (
     NoDeduplication as NoDeduplication,
-)
-from .hooks import (
     PublishContext as PublishContext,
 )
-from .listeners import ConsumerSink as ConsumerSink
-from .listeners import EntryDelivery as EntryDelivery
-from .listeners import ProducerListener as ProducerListener
-from .listeners import TopicListener as TopicListener
-from .message import BatchMessageIds as BatchMessageIds
-from .message import Message as Message
+from .listeners import (
+    ConsumerSink as ConsumerSink,
+    EntryDelivery as EntryDelivery,
+    ProducerListener as ProducerListener,
+    TopicListener as TopicListener,
+)
+from .message import BatchMessageIds as BatchMessageIds, Message as Message
 from .names import TopicName as TopicName
 from .partitioned import (
     PartitionedConsumer as PartitionedConsumer,
-)
-from .partitioned import (
     PartitionedSubscription as PartitionedSubscription,
-)
-from .partitioned import (
     PartitionedTopic as PartitionedTopic,
 )
-from .producer import PartitionedProducer as PartitionedProducer
-from .producer import Producer as Producer
-from .stats import ConsumerStats as ConsumerStats
-from .stats import SubscriptionStats as SubscriptionStats
-from .stats import TopicStats as TopicStats
-from .subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY
-from .subscription import Subscription as Subscription
-from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME
-from .topic import FramedPublish as FramedPublish
-from .topic import Topic as Topic
-from .types import AckType as AckType
-from .types import SkipEntry as SkipEntry
-from .types import SubscriptionType as SubscriptionType
+from .producer import PartitionedProducer as PartitionedProducer, Producer as Producer
+from .stats import ConsumerStats as ConsumerStats, SubscriptionStats as SubscriptionStats, TopicStats as TopicStats
+from .subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
+from .topic import (
+    DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME,
+    FramedPublish as FramedPublish,
+    Topic as Topic,
+)
+from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
     "DEDUPLICATION_CURSOR_NAME",

@@ -582,7 +582,7 @@ class Dispatcher:
         if not (self._pending or len(self._replay) or len(self._delayed) or self._redeliveries):
             return  # nothing held: the common case of bulk acks with no consumer reading
         if isinstance(positions, np.ndarray):
-            positions = [Position(int(l), int(e)) for l, e in positions.tolist()]
+            positions = [Position(int(lid), int(e)) for lid, e in positions.tolist()]
         for position in positions:
             self._forget(position)
 

@@ -70,7 +70,7 @@ from .stats import ConsumerStats, SubscriptionStats
 from .types import SkipEntry, SubscriptionType
 
 if TYPE_CHECKING:
-    from ..ledger import ManagedLedger
+    from ..managed_ledger.ledger_view import LedgerView
     from .listeners import ConsumerSink
     from .topic import Topic
 
@@ -654,7 +654,7 @@ def _skip_entries(entries: Iterable[SkipEntry]) -> list[SkipEntry]:
 
 
 
-def _first_published_at_or_after(ml: ManagedLedger, timestamp_ms: int) -> Position:
+def _first_published_at_or_after(ml: LedgerView, timestamp_ms: int) -> Position:
     positions: list[tuple[int, int]] = []  # (ledger id, entries) with entries > 0
     for info in ml.ledger_infos():
         if info.entries > 0:

@@ -16,7 +16,16 @@ the generated protobuf classes. Nothing here does I/O: callers hand in and take 
 It imports only :mod:`mledger.core`.
 """
 
-from .entry import Entry as Entry, EntryMetadata as EntryMetadata, decode_entry as decode_entry, encode_entry as encode_entry
-from .messageid import InvalidMessageIdError as InvalidMessageIdError, MessageId as MessageId, as_position as as_position
+from .entry import (
+    Entry as Entry,
+    EntryMetadata as EntryMetadata,
+    decode_entry as decode_entry,
+    encode_entry as encode_entry,
+)
+from .messageid import (
+    InvalidMessageIdError as InvalidMessageIdError,
+    MessageId as MessageId,
+    as_position as as_position,
+)
 
 __all__ = ["Entry", "EntryMetadata", "InvalidMessageIdError", "MessageId", "as_position", "decode_entry", "encode_entry"]

@@ -19,8 +19,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..core.ints import INT32_MAX
 from ..core.errors import ConfigError, EntryTooLargeError, StateCorruptedError
+from ..core.ints import INT32_MAX
 from .compression import CompressionType, compress_payload, decompress_payload
 
 __all__ = [

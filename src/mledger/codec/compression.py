@@ -30,9 +30,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Literal
 
-from .proto import MLDataFormats_pb2 as pb
-from ..core.ints import INT32_MAX
 from ..core.errors import ConfigError, MissingExtraError, StateCorruptedError
+from ..core.ints import INT32_MAX
+from .proto import MLDataFormats_pb2 as pb
 
 __all__ = [
     "MAGIC",
@@ -107,7 +107,7 @@ def _compress(ctype: CompressionType, raw: bytes) -> bytes:
 def _snappy_length(body: bytes) -> int:
     """The uncompressed length a raw snappy block announces (its varint preamble)."""
     result = shift = 0
-    for i, b in enumerate(body[:5]):
+    for b in body[:5]:
         result |= (b & 0x7F) << shift
         if b < 0x80:
             return result
@@ -176,7 +176,7 @@ def compress_metadata(
     if ctype is CompressionType.NONE or len(raw) <= threshold_bytes or len(raw) > INT32_MAX:
         return raw
     meta_cls = pb.ManagedCursorInfoMetadata if kind == "cursor" else pb.ManagedLedgerInfoMetadata
-    meta = meta_cls(compressionType=int(ctype), uncompressedSize=len(raw)).SerializeToString()
+    meta = meta_cls(compressionType=ctype.name, uncompressedSize=len(raw)).SerializeToString()
     return b"".join((MAGIC, len(meta).to_bytes(4, "big"), meta, _compress(ctype, raw)))
 
 

@@ -22,11 +22,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .proto import MLDataFormats_pb2 as pb
 from ..core.errors import StateCorruptedError
 from ..core.position import Position
 from . import varint_arrays as vx
 from .cursor_state import PersistedCursorState, RangeArrays
+from .proto import MLDataFormats_pb2 as pb
 from .varint import (
     LEN,
     VARINT,
@@ -194,7 +194,7 @@ def encode_position_info(state: PersistedCursorState) -> bytes:
     parts.append(props)
     parts += _encode_batch(_PI_BATCH, state.batch_deleted)
     parts += _encode_long_arrays(_PI_LONGS, state.long_arrays)
-    return b"".join(parts)
+    return b"".join(parts)  # type: ignore[arg-type]  # numpy arrays are buffers
 
 
 def encode_managed_cursor_info(state: PersistedCursorState) -> bytes:
@@ -222,7 +222,7 @@ def encode_managed_cursor_info(state: PersistedCursorState) -> bytes:
     parts.append(middle)
     parts += _encode_batch(_MCI_BATCH, state.batch_deleted)
     parts.append(tail)
-    return b"".join(parts)
+    return b"".join(parts)  # type: ignore[arg-type]  # numpy arrays are buffers
 
 
 # ---------------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ class RangeArrays(NamedTuple):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]  # arrays are mutable
+    # Unhashable: tuple's hash would hash the (mutable) arrays, which raises TypeError.
 
 
 @dataclass(eq=False)

@@ -25,10 +25,10 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from .proto.PulsarApi_pb2 import MessageMetadata
 from ..core.errors import InvalidRequestError, StateCorruptedError
 from ..core.ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, UINT64_MASK, check_int
 from ..core.position import Position
+from .proto.PulsarApi_pb2 import MessageMetadata
 from .varint import as_int64
 
 __all__ = ["Entry", "EntryMetadata", "decode_entry", "encode_entry"]
@@ -167,7 +167,7 @@ class EntryMetadata:
         is missing.
         """
         try:
-            msg = MessageMetadata.FromString(data)
+            msg = MessageMetadata.FromString(data)  # type: ignore[arg-type]  # upb takes any buffer
         except DecodeError as e:
             raise StateCorruptedError(f"invalid entry metadata: {e}") from None
         fields = {fd.number: value for fd, value in msg.ListFields()}
@@ -180,7 +180,7 @@ class EntryMetadata:
             or 3 not in fields
             or (props and not msg.IsInitialized())
         ):
-            missing = ", ".join(msg.FindInitializationErrors())
+            missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
             raise StateCorruptedError(f"invalid entry metadata: missing required {missing}")
         name = fields[1]
         key = get(6)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from .proto import MLDataFormats_pb2 as pb
 from ..core.errors import StateCorruptedError
 from .compression import compress_metadata, decompress_metadata
+from .proto import MLDataFormats_pb2 as pb
 
 __all__ = [
     "MAX_LEDGER_INFO_BYTES",

@@ -27,7 +27,7 @@ single record larger than a window has its tail of value pairs streamed window b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def varint_sizes(u: np.ndarray) -> np.ndarray:
 
 # A column of a row layout: a constant single byte (a tag below 0x80), or varint values with
 # their sizes.
-Column = Union[int, tuple[np.ndarray, np.ndarray]]
+Column = int | tuple[np.ndarray, np.ndarray]
 
 
 def pack_rows(cols: list[Column], n: int) -> np.ndarray:
@@ -230,11 +230,11 @@ def scan_ranges(buf: np.ndarray, lo: int, hi: int, tag: int, out: np.ndarray | N
     """
     seg = buf[lo:hi]
     # last[i, c]: offset of the last byte of token c of row i (a byte below 0x80).
-    last = np.flatnonzero(seg < 0x80)
-    k = last.size // 14
+    ends = np.flatnonzero(seg < 0x80)
+    k = ends.size // 14
     if k == 0:
         return None
-    last = last[: k * 14].reshape(k, 14)
+    last = ends[: k * 14].reshape(k, 14)
     row_first = np.empty(k, dtype=np.int64)
     row_first[0] = 0
     np.add(last[:-1, 13], 1, out=row_first[1:])
@@ -351,11 +351,11 @@ def scan_tail_pairs(buf: np.ndarray, lo: int, hi: int, tag: int) -> tuple[np.nda
     the bytes they took (0 when the first pair does not qualify). O(hi - lo).
     """
     seg = buf[lo:hi]
-    last = np.flatnonzero(seg < 0x80)
-    ntok = last.size & ~1
+    ends = np.flatnonzero(seg < 0x80)
+    ntok = ends.size & ~1
     if ntok == 0:
         return np.empty(0, dtype=np.int64), 0
-    last = last[:ntok].reshape(-1, 2)
+    last = ends[:ntok].reshape(-1, 2)
     first = np.empty(last.shape[0], dtype=np.int64)
     first[0] = 0
     np.add(last[:-1, 1], 1, out=first[1:])

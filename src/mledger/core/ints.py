@@ -35,6 +35,6 @@ def check_int(name: str, value: object, low: int, high: int, error: type[Excepti
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise error(f"invalid {name} {value!r}: not an integer")
-    if not low <= value <= high:  # type: ignore[operator]
+    if not low <= value <= high:
         bits = "int64" if high == INT64_MAX else "int32"
         raise error(f"invalid {name} {value}: outside the {bits} range")

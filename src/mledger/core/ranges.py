@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import array
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 import numpy as np
 from pyroaring import BitMap
@@ -190,7 +191,7 @@ class AckRangeSet:
         return bm is not None and 0 <= entry_id <= MAX_ENTRY_ID and entry_id in bm
 
     def __contains__(self, position: object) -> bool:
-        ledger_id, entry_id = position  # type: ignore[misc]
+        ledger_id, entry_id = cast("tuple[int, int]", position)
         return self.contains(ledger_id, entry_id)
 
     def is_empty(self) -> bool:
@@ -340,7 +341,7 @@ class AckRangeSet:
         """Open-closed ranges ``(lower, upper]`` in ascending order."""
         for ledger_id in list(self._bitmaps.keys()):
             starts, ends = self.ledger_runs(ledger_id)
-            for start, end in zip(starts.tolist(), ends.tolist()):
+            for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
                 yield Position(ledger_id, start - 1), Position(ledger_id, end)
 
     def ranges(self) -> list[OpenClosedRange]:

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import asdict
 from types import MappingProxyType
+from typing import cast
 
 import numpy as np
 from sortedcontainers import SortedDict
@@ -73,8 +74,8 @@ from .cursor_snapshot import (
     CursorLifecycle,
     CursorSnapshot,
     IndividualDeletedEntries,
-    RecoveredCursorState,
     KeepProperties,
+    RecoveredCursorState,
 )
 from .cursor_stats import CursorStats, IndividualDeletedMessages
 from .cursor_store import CursorStateStore
@@ -438,8 +439,8 @@ class ManagedCursor:
                 if positions > self._ml.last_confirmed_entry:
                     raise InvalidPositionError(f"Invalid mark deleted position {positions} on {self.name}")
                 if positions > self._md:
-                    entries = self._ml.ledger_entries(positions[0])
-                    if entries is None or not 0 <= positions[1] < entries:
+                    count = self._ml.ledger_entries(positions[0])
+                    if count is None or not 0 <= positions[1] < count:
                         raise InvalidPositionError(f"cannot ack {positions} on {self.name}: no such entry")
                     if self._batch and positions in self._batch:
                         self._drop_batch(positions)
@@ -449,7 +450,7 @@ class ManagedCursor:
                             self._absorb()
                 self._after_change()
             return
-        self.delete_many(positions)
+        self.delete_many(cast("Iterable[Position]", positions))
 
     def delete_many(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Bulk individual acknowledgement; returns how many entries became acked.
@@ -481,12 +482,12 @@ class ManagedCursor:
                 order = np.argsort(ledgers, kind="stable")
                 ledgers, entries = ledgers[order], entries[order]
                 bounds = np.flatnonzero(np.diff(ledgers)) + 1
-                parts = list(zip(np.split(ledgers, bounds), np.split(entries, bounds)))
+                parts = list(zip(np.split(ledgers, bounds), np.split(entries, bounds), strict=True))
                 for part_l, part_e in parts:  # validate everything before changing anything
-                    entries = self._ml.ledger_entries(int(part_l[0]))
+                    count = self._ml.ledger_entries(int(part_l[0]))
                     top = int(part_e.max())
-                    if entries is None or top >= entries:
-                        bad = top if entries is not None else int(part_e[0])
+                    if count is None or top >= count:
+                        bad = top if count is not None else int(part_e[0])
                         raise InvalidPositionError(
                             f"cannot ack {int(part_l[0])}:{bad} on {self.name}: no such entry"
                         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from itertools import chain
+from typing import cast
 
 import numpy as np
 
@@ -21,9 +22,9 @@ __all__ = ["checked_properties", "lowest_bit", "positions_array", "to_position"]
 def to_position(position: object) -> Position:
     """``position`` as a :class:`Position` (any ``(ledger_id, entry_id)`` pair of int64s). O(1)."""
     if type(position) is Position:
-        return position  # type: ignore[return-value]
+        return position
     try:
-        ledger_id, entry_id = position  # type: ignore[misc]
+        ledger_id, entry_id = cast("tuple[int, int]", position)
     except (TypeError, ValueError):
         raise InvalidPositionError(f"not a position: {position!r}") from None
     return Position.of(ledger_id, entry_id)

@@ -223,7 +223,7 @@ class CursorStateStore:
                 if (lengths <= 0).any():
                     raise StateCorruptedError(f"cursor {self._path}: empty or inverted stored range in ledger {ledger_id}")
                 long_runs = lengths > 64
-                for s, e in zip(starts[long_runs].tolist(), ends[long_runs].tolist()):
+                for s, e in zip(starts[long_runs].tolist(), ends[long_runs].tolist(), strict=True):
                     acked.add_range(ledger_id, s, e)
                 short_starts, short_lengths = starts[~long_runs], lengths[~long_runs]
                 if short_lengths.size:
@@ -231,7 +231,7 @@ class CursorStateStore:
                     acked.add_many(ledger_id, base + np.arange(int(short_lengths.sum())))
             return
         infos = {li.ledger_id: li.entries for li in self._ml.ledger_infos()}
-        for ll, le, ul, ue in zip(*(a.tolist() for a in ranges)):
+        for ll, le, ul, ue in zip(*(a.tolist() for a in ranges), strict=True):
             if ll == ul:
                 acked.add_range(ll, le + 1, ue)
                 continue
@@ -470,6 +470,6 @@ def _smaller_per_ledger(
 
 def _words_for_ranges(lowers: np.ndarray, uppers: np.ndarray) -> np.ndarray:
     acked = AckRangeSet()
-    for lo, up in zip(lowers.tolist(), uppers.tolist()):
+    for lo, up in zip(lowers.tolist(), uppers.tolist(), strict=True):
         acked.add_range(0, lo + 1, up)
     return acked.ledger_words(0)

@@ -204,7 +204,7 @@ class ManagedLedger:
             header = encode_entry(b"", _DEFAULT_METADATA)
             raw = [header + p for p in payloads]
         else:
-            raw = [encode_entry(p, m) for p, m in zip(payloads, metadatas)]
+            raw = [encode_entry(p, m) for p, m in zip(payloads, metadatas, strict=True)]
         return self.add_framed_entries(raw)
 
     def add_framed_entries(self, raw: Sequence[bytes]) -> list[Position]:
@@ -329,13 +329,13 @@ class ManagedLedger:
         self._persist_info()
 
     def _persist_info(self) -> None:
-        current = self._current
+        current_id = self._current.ledger_id if self._current is not None else None
         cfg = self._factory.config
         data = encode_managed_ledger_info(
             (
-                StoredLedger(li.ledger_id, None, None, li.timestamp)
-                if li is current
-                else StoredLedger(li.ledger_id, li.entries, li.size, li.timestamp)
+                StoredLedger(li.ledger_id, li.entries, li.size, li.timestamp)
+                if li.ledger_id != current_id
+                else StoredLedger(li.ledger_id, None, None, li.timestamp)
                 for li in self._ledgers.values()
             ),
             self._properties,

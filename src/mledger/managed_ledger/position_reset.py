@@ -44,7 +44,7 @@ class ResetHooks(NamedTuple):
     choose_reset_to: Callable[[Position], Callable[[], None]]
     choose_skip: Callable[[int, IndividualDeletedEntries], Callable[[], None]]
     choose_clear_backlog: Callable[[], Callable[[], None]]
-    choose_mark_delete: Callable[[Position, "Mapping[str, int] | None"], Callable[[], None]]
+    choose_mark_delete: Callable[[Position, Mapping[str, int] | None], Callable[[], None]]
 
 
 class PositionReset:

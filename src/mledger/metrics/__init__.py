@@ -22,9 +22,11 @@ from collections.abc import Sequence
 from prometheus_client.registry import Collector
 
 from ..broker import Broker
-from .collector import SUBSCRIPTION_LABELS as SUBSCRIPTION_LABELS
-from .collector import TOPIC_LABELS as TOPIC_LABELS
-from .collector import BrokerCollector as BrokerCollector
+from .collector import (
+    SUBSCRIPTION_LABELS as SUBSCRIPTION_LABELS,
+    TOPIC_LABELS as TOPIC_LABELS,
+    BrokerCollector as BrokerCollector,
+)
 
 __all__ = ["CONTENT_TYPE", "SUBSCRIPTION_LABELS", "TOPIC_LABELS", "BrokerCollector", "metrics_registry", "render_metrics"]
 

@@ -12,23 +12,22 @@ calls), :mod:`~mledger.protocol.server` (the asyncio shell), :mod:`~mledger.prot
 The coverage of every command is in ``docs/protocol-coverage.md``.
 """
 
-from .access import TokenAuth as TokenAuth
-from .access import load_tokens as load_tokens
-from .commands import COMMANDS as COMMANDS
-from .commands import CommandSpec as CommandSpec
-from .connection import PROTOCOL_VERSION as PROTOCOL_VERSION
-from .connection import Connection as Connection
-from .connection import ConnectionState as ConnectionState
-from .connection import Request as Request
-from .embedded import BrokerClock as BrokerClock
-from .embedded import EmbeddedBroker as EmbeddedBroker
-from .errors import FrameTooLargeError as FrameTooLargeError
-from .errors import LocalProtocolError as LocalProtocolError
-from .errors import ProtocolError as ProtocolError
-from .errors import RemoteProtocolError as RemoteProtocolError
-from .server import ProtocolConfig as ProtocolConfig
-from .server import ProtocolServer as ProtocolServer
-from .server import ProtocolStats as ProtocolStats
+from .access import TokenAuth as TokenAuth, load_tokens as load_tokens
+from .commands import COMMANDS as COMMANDS, CommandSpec as CommandSpec
+from .connection import (
+    PROTOCOL_VERSION as PROTOCOL_VERSION,
+    Connection as Connection,
+    ConnectionState as ConnectionState,
+    Request as Request,
+)
+from .embedded import BrokerClock as BrokerClock, EmbeddedBroker as EmbeddedBroker
+from .errors import (
+    FrameTooLargeError as FrameTooLargeError,
+    LocalProtocolError as LocalProtocolError,
+    ProtocolError as ProtocolError,
+    RemoteProtocolError as RemoteProtocolError,
+)
+from .server import ProtocolConfig as ProtocolConfig, ProtocolServer as ProtocolServer, ProtocolStats as ProtocolStats
 
 __all__ = [
     "COMMANDS",

@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
 
-from ..codec.proto import PulsarApi_pb2 as api
 from ..broker import (
     ConsumerBusyError,
     FramedPublish,
@@ -55,10 +54,10 @@ from ..broker.listeners import EntryDelivery, ack_set_words
 from ..broker.producer import Producer
 from ..broker.schemas import IncompatibleSchemaError, SchemaInfo
 from ..broker.subscription import Subscription
+from ..codec.proto import PulsarApi_pb2 as api
 from ..entry import EntryMetadata
 from ..errors import (
     EntryTooLargeError,
-    InvalidPositionError,
     InvalidRequestError,
     MLedgerError,
     NotAllowedError,

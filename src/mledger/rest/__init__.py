@@ -19,15 +19,13 @@ except ImportError as e:  # pragma: no cover - depends on the installation
 
     raise MissingExtraError("the admin REST server needs FastAPI and uvicorn: pip install 'mledger[server]'") from e
 
-from .app import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES
-from .app import create_app as create_app
-from .auth import AUTHENTICATION_REQUIRED as AUTHENTICATION_REQUIRED
-from .auth import ROLE_HEADER as ROLE_HEADER
-from .auth import RoleResolver as RoleResolver
-from .server import DEFAULT_BIND as DEFAULT_BIND
-from .server import AdminServer as AdminServer
-from .server import parse_bind as parse_bind
-from .server import serve as serve
+from .app import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES, create_app as create_app
+from .auth import (
+    AUTHENTICATION_REQUIRED as AUTHENTICATION_REQUIRED,
+    ROLE_HEADER as ROLE_HEADER,
+    RoleResolver as RoleResolver,
+)
+from .server import DEFAULT_BIND as DEFAULT_BIND, AdminServer as AdminServer, parse_bind as parse_bind, serve as serve
 
 __all__ = [
     "AUTHENTICATION_REQUIRED",
