@@ -187,7 +187,7 @@ def test_truncation_keeps_ranges_nearest_mark_delete_counts_and_logs_once(
     factory, ml = _open(open_store(), config)
     cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
     ps = _fill(ml, 30)
-    with caplog.at_level(logging.WARNING, logger="mledger.cursor_persistence"):
+    with caplog.at_level(logging.WARNING, logger="mledger.managed_ledger.cursor_store"):
         for i in range(2, 22, 2):
             cursor.delete(ps[i])
     stats = cursor.stats()

@@ -195,7 +195,7 @@ def _replay(args: argparse.Namespace) -> int:
         spark = build_session(args.master, quiet=not args.spark_logs, driver_memory=args.driver_memory,
                               write_class_archive=True)
         try:
-            summary = run_replay(spark, source, args.out, settings, progress=progress,  # type: ignore[arg-type]
+            summary = run_replay(spark, source, args.out, settings, progress=progress,
                                  sweep=args.sweep, fixed=fixed, prepared=args.prepared,
                                  prepare_partitions=args.partitions)
             print(format_sweep(summary) if isinstance(summary, SweepSummary) else format_summary(summary))

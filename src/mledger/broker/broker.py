@@ -40,9 +40,9 @@ from .names import (
     decode_partitioned_metadata,
     encode_partitioned_metadata,
 )
+from .namespaces import NamespaceNotEmptyError, Namespaces, check_namespace
 from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
-from .namespaces import NamespaceNotEmptyError, Namespaces, check_namespace
 from .schemas import SchemaRegistry
 from .subscription import Subscription
 from .topic import DEDUPLICATION_CURSOR_NAME, Topic

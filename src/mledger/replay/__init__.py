@@ -13,10 +13,8 @@ Nothing in this package imports pyspark; the Spark driver glue is :mod:`mledger.
 * :mod:`.settings`, :mod:`.summary`, :mod:`.events`  settings, the printed summary, hand-written logs for tests
 """
 
-from .engine import EventOrderError as EventOrderError
-from .engine import PartitionReplayer as PartitionReplayer
-from .model import PartitionModel as PartitionModel
-from .model import SubscriptionSpec as SubscriptionSpec
+from .engine import EventOrderError as EventOrderError, PartitionReplayer as PartitionReplayer
+from .model import PartitionModel as PartitionModel, SubscriptionSpec as SubscriptionSpec
 from .schema import InputSchemaError as InputSchemaError
 from .settings import ReplaySettings as ReplaySettings
 

@@ -260,7 +260,7 @@ class BrokerModel:
     # -- delayed delivery -------------------------------------------------------------------
     def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
         add = self._tracker.add
-        for (ledger_id, entry_id), t in zip(positions.tolist(), deliver_at.tolist()):
+        for (ledger_id, entry_id), t in zip(positions.tolist(), deliver_at.tolist(), strict=False):
             add(Position(ledger_id, entry_id), t)
 
     def due(self, before_ms: int) -> tuple[np.ndarray, np.ndarray]:

@@ -59,9 +59,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .broker_model import BrokerModel
 from .columns import Codes, Rows
 from .entries import EntryIndex
-from .broker_model import BrokerModel
 from .model import PartitionModel, SubscriptionResult, SubscriptionSpec
 from .schema import (
     ANOMALY_SCHEMA,
@@ -74,7 +74,6 @@ from .schema import (
     DELIVERED_BEFORE_CANCEL,
     DUPLICATE_POSITION,
     INVALID_ROW,
-    EventOrderError,
     KIND_ACKED,
     KIND_CANCELLED,
     KIND_NAMES,
@@ -84,6 +83,7 @@ from .schema import (
     PRODUCED_GAP,
     UNKNOWN_POSITION,
     UNKNOWN_SUBSCRIPTION,
+    EventOrderError,
     check_events,
     union_batch,
 )
@@ -246,7 +246,7 @@ class PartitionReplayer:
         acks = np.flatnonzero(valid & (rows.kind == KIND_ACKED))
         if acks.size:
             codes, where = np.unique(rows.sub[acks], return_index=True)
-            for code, i in zip(codes.tolist(), where.tolist()):
+            for code, i in zip(codes.tolist(), where.tolist(), strict=False):
                 if code not in self._seen:
                     self._seen.add(code)
                     first[acks[i]] = True
@@ -369,7 +369,7 @@ class PartitionReplayer:
                 d = p.take(dup)
                 self._anomaly(DEDUP_DUPLICATE, d, [
                     f"sequence_id {s} of producer {self._producers.names[c]} was already persisted"
-                    for c, s in zip(d.producer.tolist(), d.seqid.tolist())
+                    for c, s in zip(d.producer.tolist(), d.seqid.tolist(), strict=False)
                 ])
                 keep = ~dup
         idx = np.flatnonzero(keep)
@@ -381,7 +381,7 @@ class PartitionReplayer:
         contiguous = ((ledgers == prev_ledger) & (entries == prev_next)) | ((ledgers > prev_ledger) & (entries == 0))
         if contiguous.all():
             bounds = np.flatnonzero(np.diff(ledgers)) + 1
-            for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), idx.size]):
+            for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), idx.size], strict=False):
                 self._append(int(ledgers[a]), p, idx[a:b], 0)
             appended[idx] = 1
             return appended
@@ -473,7 +473,7 @@ class PartitionReplayer:
             u = a.take(unknown)
             self._anomaly(UNKNOWN_POSITION, u, [
                 f"no entry {lid}:{eid} was produced before this {'ack' if k == KIND_ACKED else 'cancel'}"
-                for lid, eid, k in zip(u.ledger.tolist(), u.entry.tolist(), u.kind.tolist())
+                for lid, eid, k in zip(u.ledger.tolist(), u.entry.tolist(), u.kind.tolist(), strict=False)
             ])
             a, g = a.take(~unknown), g[~unknown]
         bsize = self._index.batch_size(g)
@@ -482,7 +482,7 @@ class PartitionReplayer:
             b = a.take(bad)
             self._anomaly(INVALID_ROW, b, [
                 f"batch_index {i} is out of range for the produced batch_size {s}"
-                for i, s in zip(b.bidx.tolist(), bsize[bad].tolist())
+                for i, s in zip(b.bidx.tolist(), bsize[bad].tolist(), strict=False)
             ])
             a, g = a.take(~bad), g[~bad]
         shared = self._shared_mask(a.sub)
@@ -503,7 +503,7 @@ class PartitionReplayer:
         for code, n in new_cancels.items():
             self._acked[code] -= n
             self._cancelled[code] = self._cancelled.get(code, 0) + n
-        for i, code, gi, deliver in late:
+        for i, code, _gi, deliver in late:
             name = self._subs.names[code]
             lid, eid = int(a.ledger[i]), int(a.entry[i])
             if model.was_delivered(name, lid, eid, deliver):
@@ -570,7 +570,7 @@ class PartitionReplayer:
         if late_pairs:
             first = np.searchsorted(rows_idx, np.array([i for i, _ in late_pairs]))
             late = [(int(f) + k, int(subs[int(f) + k]), int(g[i]), int(deliver_all[i]))
-                    for f, (i, k) in zip(first.tolist(), late_pairs)]
+                    for f, (i, k) in zip(first.tolist(), late_pairs, strict=False)]
         return out, new_g, late, new_cancels
 
     def _delivery_anomaly(self, row: Rows, code: int, deliver: int) -> None:
@@ -669,7 +669,7 @@ class PartitionReplayer:
         if complete.any():
             first = rows[starts[complete]]
             positions.append(np.column_stack((a.ledger[first], a.entry[first])))
-        for s, e, size in zip(starts[~complete].tolist(), ends[~complete].tolist(), sizes[~complete].tolist()):
+        for s, e, size in zip(starts[~complete].tolist(), ends[~complete].tolist(), sizes[~complete].tolist(), strict=False):
             i = rows[s]
             done += model.ack_batch_indexes(name, int(a.ledger[i]), int(a.entry[i]), bidx[s:e].tolist(), size)
         return done

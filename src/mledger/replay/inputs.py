@@ -328,7 +328,7 @@ def _validate_subscriptions(table: pa.Table, path: str, specs: dict[str, dict[st
             cols[name] = pc.cast(col, pa.string()).to_pylist() if not pa.types.is_null(col.type) else [None] * len(table)
         else:
             cols[name] = [None] * len(table)
-    for topic, name, sub_type, initial in zip(cols["topic"], cols["subscription"], cols["type"], cols["initial_position"]):
+    for topic, name, sub_type, initial in zip(cols["topic"], cols["subscription"], cols["type"], cols["initial_position"], strict=False):
         row = {"topic": topic, "subscription": name, "event": "subscriptions", "reason": INVALID_ROW}
         norm_type = (sub_type or "SHARED").strip().upper().replace("-", "_")
         norm_initial = (initial or "earliest").strip().lower()

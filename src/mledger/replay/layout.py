@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -324,8 +324,7 @@ def read_partition(log: PreparedLog, part: PreparedPartition, batch_rows: int = 
             pfile = pq.ParquetFile(f)
             if pfile.metadata.num_rows != entry.rows:
                 raise ManifestMismatchError(f"{where}: {pfile.metadata.num_rows:,} rows, the manifest says {entry.rows:,}")
-            for batch in pfile.iter_batches(batch_rows, columns=PREPARED_SCHEMA.names, use_threads=False):
-                yield batch
+            yield from pfile.iter_batches(batch_rows, columns=PREPARED_SCHEMA.names, use_threads=False)
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -491,7 +490,7 @@ def start_layout(out: str) -> tuple[pafs.FileSystem, str]:
     return fs, path
 
 
-def subscription_rows(subscriptions: dict[str, Sequence[SubscriptionSpec]]) -> pa.Table:
+def subscription_rows(subscriptions: Mapping[str, Sequence[SubscriptionSpec]]) -> pa.Table:
     """Declared subscriptions as rows of :data:`~.schema.SUBSCRIPTIONS_SCHEMA`."""
     rows = [{"topic": topic, "subscription": s.name, "type": s.type, "initial_position": s.initial_position}
             for topic, specs in subscriptions.items() for s in specs]
@@ -499,7 +498,7 @@ def subscription_rows(subscriptions: dict[str, Sequence[SubscriptionSpec]]) -> p
 
 
 def finish_layout(fs: pafs.FileSystem, path: str, partitions: Iterable[PreparedPartition],
-                  subscriptions: dict[str, Sequence[SubscriptionSpec]], anomalies: pa.Table,
+                  subscriptions: Mapping[str, Sequence[SubscriptionSpec]], anomalies: pa.Table,
                   created_by: str) -> Manifest:
     """Write the subscriptions, the anomalies and (last) the manifest; remove files of other
     writers (failed or duplicate attempts). Topic-partitions are listed by topic, partition."""

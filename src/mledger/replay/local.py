@@ -26,8 +26,7 @@ from .prepare import prepare_in_process
 from .progress import Progress
 from .schema import ANOMALY_SCHEMA, EVENT_SCHEMA, OUTPUT_SCHEMA, OUTPUTS, split_output
 from .settings import ReplaySettings, write_settings
-from .summary import ReplaySummary, SweepSummary, read_summaries
-from .summary import reason_counts as reason_counts
+from .summary import ReplaySummary, SweepSummary, read_summaries, reason_counts as reason_counts
 from .sweep import Variant, variants
 from .tasks import ReplayTask, commit_outputs, run_task, start_outputs, write_extra_anomalies
 
@@ -78,7 +77,7 @@ def _replay_sorted(
     t_sorted, p_sorted = topic_codes[order], partitions[order]
     bounds = np.flatnonzero((np.diff(t_sorted) != 0) | (np.diff(p_sorted) != 0)) + 1
     done = 0
-    for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)]):
+    for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)], strict=False):
         topic = topic_names[int(t_sorted[a])]
         part = int(p_sorted[a])
         partition = None if part == _NULL_PARTITION else part

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import uuid
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,7 +25,15 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .inputs import InputPlan, read_task
-from .layout import PREPARED_SCHEMA, ROW_GROUP_ROWS, Manifest, PartitionWriter, finish_layout, replay_order, start_layout
+from .layout import (
+    PREPARED_SCHEMA,
+    ROW_GROUP_ROWS,
+    Manifest,
+    PartitionWriter,
+    finish_layout,
+    replay_order,
+    start_layout,
+)
 from .progress import Progress
 
 SPILL_BYTES = 256 << 20
@@ -61,7 +70,7 @@ class _Buckets:
         c, p = codes[order], parts[order]
         bounds = np.flatnonzero((c[1:] != c[:-1]) | (p[1:] != p[:-1])) + 1
         rows = batch.select(PREPARED_SCHEMA.names)
-        for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)]):
+        for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)], strict=False):
             pv = int(p[a])
             key = (names[int(c[a])], None if pv == _NULL_PARTITION else pv)
             piece = rows.take(pa.array(order[a:b])) if b - a < len(order) else rows.take(pa.array(order))

@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
+    Progress as _RichProgress,
     TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.progress import Progress as _RichProgress
 
 
 class Progress:

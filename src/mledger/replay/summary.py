@@ -176,8 +176,8 @@ class SweepSummary:
 
     def summary_for(self, **values: Any) -> ReplaySummary:
         """The summary of the combination with these values."""
-        for vals, summary in zip(self.values, self.summaries):
-            if dict(zip(self.keys, vals)) == values:
+        for vals, summary in zip(self.values, self.summaries, strict=False):
+            if dict(zip(self.keys, vals, strict=False)) == values:
                 return summary
         raise KeyError(values)
 
@@ -198,14 +198,14 @@ def format_sweep(s: SweepSummary) -> str:
         if s.seconds else ""
     lines = [f"replayed {events:,} events under {len(s.summaries)} settings{took}", ""]
     rows = [[*(str(v) for v in vals), *(getattr(summary, attr) for _, attr in SWEEP_COLUMNS)]
-            for vals, summary in zip(s.values, s.summaries)]
+            for vals, summary in zip(s.values, s.summaries, strict=False)]
     lines += _table([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
     reasons = sorted({r for summary in s.summaries for r in summary.anomalies})
     if reasons:
         lines += ["", "anomalies by reason:"]
         lines += _table([*s.keys, *reasons],
                         [[*(str(v) for v in vals), *(summary.anomalies.get(r, 0) for r in reasons)]
-                         for vals, summary in zip(s.values, s.summaries)])
+                         for vals, summary in zip(s.values, s.summaries, strict=False)])
     if s.out_dir:
         lines += ["", f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet; "
                   f"columns {', '.join(s.keys)} say which settings)"]
@@ -225,8 +225,8 @@ def read_summaries(out_dir: str, keys: Sequence[str], values: Sequence[tuple[Any
     anomalies = pq.read_table(posixpath.join(root, "anomalies"), columns=["reason", *keys], filesystem=fs)
     out = []
     for vals in values or [()]:
-        def pick(table: pa.Table) -> pa.Table:
-            for key, value in zip(keys, vals):
+        def pick(table: pa.Table, vals: tuple[object, ...] = vals) -> pa.Table:
+            for key, value in zip(keys, vals, strict=False):
                 column = table[key]
                 mask = pc.is_null(column) if value is None else pc.equal(column, pa.scalar(value, column.type)
                                                                            if not pa.types.is_string(column.type)
@@ -244,4 +244,4 @@ def reason_counts(anomalies: pa.Table) -> dict[str, int]:
     if anomalies.num_rows == 0:
         return {}
     grouped = anomalies.group_by("reason").aggregate([("reason", "count")])
-    return dict(zip(grouped["reason"].to_pylist(), grouped["reason_count"].to_pylist()))
+    return dict(zip(grouped["reason"].to_pylist(), grouped["reason_count"].to_pylist(), strict=False))

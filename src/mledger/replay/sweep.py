@@ -73,7 +73,7 @@ def variants(base: ReplaySettings, sweep: Sequence[str] = (), fixed: Sequence[st
     keys = [k for k, _ in parsed]
     out = []
     for combo in itertools.product(*(values for _, values in parsed)):
-        settings = base.with_values(dict(zip(keys, combo)))
+        settings = base.with_values(dict(zip(keys, combo, strict=False)))
         out.append(Variant(settings, tuple((k, settings.value(k)) for k in keys)))
     return out
 

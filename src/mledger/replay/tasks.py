@@ -36,7 +36,7 @@ from .engine import ModelFactory, PartitionReplayer, declared_for
 from .inputs import filesystem_for
 from .layout import PreparedLog, PreparedPartition, open_prepared, read_partition
 from .model import SubscriptionSpec
-from .schema import OUTPUTS, RECORD_FIELD
+from .schema import OUTPUTS
 from .sweep import Variant, column_value, sweep_fields
 
 PART_PREFIX = "part-"
@@ -194,7 +194,7 @@ def run_task(
     if isinstance(log, str):
         log = open_prepared(log, verify=False)
     schemas = output_schemas(chosen)
-    extras = [list(zip(sweep_fields(chosen), (value for _, value in v.values))) for v in chosen]
+    extras = [list(zip(sweep_fields(chosen), (value for _, value in v.values), strict=False)) for v in chosen]
     parts = PartWriter(out_dir, task.index, attempt, schemas)
 
     def sink(name: str, batch: pa.RecordBatch, variant: int) -> None:
@@ -249,7 +249,7 @@ def write_extra_anomalies(out_dir: str, anomalies: pa.Table, chosen: Sequence[Va
     tables = []
     for v in chosen:
         table = anomalies.cast(OUTPUTS["anomalies"])
-        for f, (_, value) in zip(fields, v.values):
+        for f, (_, value) in zip(fields, v.values, strict=False):
             table = table.append_column(f, pa.array([column_value(f, value)] * table.num_rows, f.type))
         tables.append(table.cast(schema))
     fs, root = filesystem_for(out_dir)

@@ -44,14 +44,9 @@ bytes (``unit=bytes_unit(...)``, ``value_format=format_bytes``) and chunks; or o
 a series per setting and the subscriptions as categories.
 """
 
-from ._build import DEFAULT_LIMIT as DEFAULT_LIMIT
-from ._build import Report as Report
-from ._build import build_report as build_report
-from ._command import add_report_arguments as add_report_arguments
-from ._command import main as main
-from ._command import run_report as run_report
-from ._data import ReplayReportInputError as ReplayReportInputError
-from ._data import ReportModel as ReportModel
+from ._build import DEFAULT_LIMIT as DEFAULT_LIMIT, Report as Report, build_report as build_report
+from ._command import add_report_arguments as add_report_arguments, main as main, run_report as run_report
+from ._data import ReplayReportInputError as ReplayReportInputError, ReportModel as ReportModel
 
 __all__ = [
     "DEFAULT_LIMIT",

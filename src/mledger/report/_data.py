@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import MLedgerError, MissingExtraError
+from ..errors import MissingExtraError, MLedgerError
 
 __all__ = [
     "NEAR_LIMIT",
@@ -347,7 +347,7 @@ def _sweep_settings(ds: Any, out_dir: str, sweep: dict[str, list[Any]], rows: li
         by_values[tuple(row[k] for k in keys)].append(_state(row))
     out = []
     for combo in itertools.product(*sweep.values()):
-        values = tuple(zip(keys, combo))
+        values = tuple(zip(keys, combo, strict=False))
         own = dict(values).get("max_unacked_ranges_to_persist", limit)
         subs = by_values.get(tuple(combo), [])
         out.append(SweepSetting(

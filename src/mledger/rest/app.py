@@ -40,8 +40,8 @@ from ..metrics import CONTENT_TYPE, render_metrics
 from .auth import RoleResolver, check_authentication_setup
 from .context import AppContext, context_of
 from .middleware import AdminMiddleware, InFlight
-from .openapi import SkipMessageIdsBody
 from .namespaces import namespaces_router
+from .openapi import SkipMessageIdsBody
 from .protocol import DEFAULT_MAX_URL_BYTES
 from .topics import VALIDATION_412_ROUTES, topics_router
 

@@ -4,12 +4,14 @@
 of the modules of the same name in :mod:`mledger.replay`; every other old module path is gone.
 """
 
-from ..replay import EventOrderError as EventOrderError
-from ..replay import InputSchemaError as InputSchemaError
-from ..replay import PartitionModel as PartitionModel
-from ..replay import PartitionReplayer as PartitionReplayer
-from ..replay import ReplaySettings as ReplaySettings
-from ..replay import SubscriptionSpec as SubscriptionSpec
+from ..replay import (
+           EventOrderError as EventOrderError,
+           InputSchemaError as InputSchemaError,
+           PartitionModel as PartitionModel,
+           PartitionReplayer as PartitionReplayer,
+           ReplaySettings as ReplaySettings,
+           SubscriptionSpec as SubscriptionSpec,
+)
 
 __all__ = ["EventOrderError", "InputSchemaError", "PartitionModel", "PartitionReplayer", "ReplaySettings",
            "SubscriptionSpec"]

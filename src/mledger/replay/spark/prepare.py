@@ -42,7 +42,15 @@ import xxhash
 
 from ...errors import MLedgerError
 from ..inputs import InputPlan, ReadTask, filesystem_for, parquet_topics, read_task
-from ..layout import PREPARED_SCHEMA, Manifest, PartitionWriter, PreparedFile, PreparedPartition, finish_layout, start_layout
+from ..layout import (
+    PREPARED_SCHEMA,
+    Manifest,
+    PartitionWriter,
+    PreparedFile,
+    PreparedPartition,
+    finish_layout,
+    start_layout,
+)
 from ..schema import EVENT_SCHEMA, INT, KIND_OF_LOG, LOG_COLUMNS, SEQ_FILE_SHIFT, ddl
 from .stages import StageProgress
 
@@ -356,11 +364,11 @@ def prepare_conf(spark: "SparkSession") -> Iterator[None]:
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        for key, old in before.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)
 
 
 def executor_path(path: str) -> str:
