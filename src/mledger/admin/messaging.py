@@ -10,15 +10,14 @@ consumer, so it leaves no connection behind.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..broker import InitialPosition, Message, SubscriptionType
 from ..errors import InvalidRequestError
 from ..messageid import MessageId
+from .context import AdminContext
 from .auth import TopicOperation
 
-if TYPE_CHECKING:
-    from .api import Admin
+
 
 __all__ = ["Messaging"]
 
@@ -28,7 +27,7 @@ _RECEIVE_CHUNK = 1000
 class Messaging:
     """Produce and consume through an :class:`~mledger.admin.Admin` (``admin.messaging``)."""
 
-    def __init__(self, admin: Admin) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self._admin = admin
 
     def produce(

@@ -56,6 +56,7 @@ from ..broker.names import TopicName, check_namespace_name, local_name_problem
 from ..errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
 from ..messageid import MessageId, as_position
 from ..position import EARLIEST, LATEST, Position
+from .context import AdminContext
 from .auth import NamespaceOperation, TopicOperation
 from .errors import SubscriptionAlreadyExistsError
 from .requests import SkipMessageIdsRequest
@@ -68,7 +69,6 @@ from .stats import (
 
 if TYPE_CHECKING:
     from ..broker import PartitionedSubscription, Subscription
-    from .api import Admin
 
 __all__ = ["CancelDelayedMessageResult", "Topics"]
 
@@ -108,7 +108,7 @@ class CancelDelayedMessageResult(BaseModel):
 class Topics:
     """The topic operations of an :class:`~mledger.admin.Admin` (``admin.topics``)."""
 
-    def __init__(self, admin: Admin) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self._admin = admin
 
     @property

@@ -26,9 +26,10 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ..clock import Clock
-from ..errors import BadVersionError, ConfigError, InvalidRequestError, NotFoundError
-from ..ledger import InitialPosition, ManagedLedgerFactory
+from ..core.clock import Clock
+from ..core.errors import BadVersionError, ConfigError, InvalidRequestError, NotFoundError
+from ..managed_ledger.factory import ManagedLedgerFactory
+from ..managed_ledger.ledger_view import InitialPosition
 from ..storage import NEW_NODE
 from .config import BrokerConfig
 from .errors import AlreadyClosedError, TopicAlreadyExistsError, TopicBusyError
@@ -45,7 +46,9 @@ from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
 from .schemas import SchemaRegistry
 from .subscription import Subscription
-from .topic import DEDUPLICATION_CURSOR_NAME, Topic
+from .dedup import MessageDeduplication
+from .hooks import DEDUPLICATION_CURSOR_NAME
+from .topic import Topic
 from .types import SubscriptionType
 
 __all__ = ["AnyTopic", "Broker"]
@@ -410,7 +413,8 @@ class Broker:
         self._topics[name] = topic
         return topic
 
-    def _generate_producer_name(self) -> str:
+    def generate_producer_name(self) -> str:
+        """A producer name unique within the cluster (Pulsar's ``<cluster>-<broker id>-<n>``)."""
         with self._lock:
             if self._names is None:
                 self._names = ProducerNameGenerator(self.factory.store, self.config.cluster_name)
@@ -421,15 +425,13 @@ class Broker:
         # Built even when deduplication is off: a disabled MessageDeduplication deletes a
         # leftover ``pulsar.dedup`` cursor on load (as Pulsar does), which would otherwise hold
         # ledger trimming back forever.
-        from .dedup import MessageDeduplication
-
         return MessageDeduplication
 
-    def _make_deduplication(self, topic: Topic) -> Deduplication:
+    def make_deduplication(self, topic: Topic) -> Deduplication:
+        """The deduplication hook for a topic being opened: the namespace policy when set (with
+        the default hook), else the broker's factory. Topics call this as they open."""
         policy = self.namespaces.deduplication(topic.topic_name.namespace_name)
         if policy is not None and self._dedup_factory is self._default:
-            from .dedup import MessageDeduplication
-
             return MessageDeduplication(topic, enabled=policy)
         return self._dedup_factory(topic)
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ..config import ManagedLedgerConfig
-from ..errors import ConfigError
+from ..core.config import ManagedLedgerConfig
+from ..core.errors import ConfigError
 
 __all__ = ["BrokerConfig"]
 

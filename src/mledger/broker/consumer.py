@@ -12,30 +12,78 @@ cancel, an admin reset) is dropped at ``receive`` time, never handed out.
 
 Thread safety: every method takes the subscription's lock (see
 :mod:`mledger.broker.subscription`); ``receive`` may block on storage reads.
+
+Collaborators: the consumer reaches its subscription through :class:`ConsumerOwner` (the
+subscription's ``consumer_*`` entry points) and a remote client through :class:`ConsumerSink`.
+Its delivery bookkeeping (permits, queue, entries held, unacked count) belongs to the
+dispatcher, which changes it only through the methods under "delivery bookkeeping", under the
+subscription lock.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from ..errors import InvalidRequestError
-from ..messageid import MessageId
-from ..position import Position
-from .message import Message
+from ..core.errors import InvalidRequestError
+from ..codec.messageid import MessageId
+from ..core.position import Position
+from .message import EntryDelivery, Message
 from .types import AckType
 
-if TYPE_CHECKING:
-    from .listeners import ConsumerSink
-    from .subscription import Subscription
-
-__all__ = ["Consumer", "MessageIdLike"]
+__all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
 
 MessageIdLike = MessageId | Message
 """Acknowledgement methods take message ids or the received messages themselves."""
+
+
+class ConsumerSink(Protocol):
+    """A remote consumer's end of the dispatcher (see :mod:`mledger.broker.listeners`)."""
+
+    def deliver(self, consumer: Consumer, deliveries: list[EntryDelivery]) -> None:
+        """Entries for ``consumer``, in dispatch order (called under the subscription lock)."""
+        ...
+
+    def active_changed(self, consumer: Consumer, is_active: bool) -> None:
+        """Failover: ``consumer`` became (or stopped being) the active consumer."""
+        ...
+
+    def disconnected(self, consumer: Consumer) -> None:
+        """The broker removed ``consumer``; the client should reconnect (or give up if the
+        subscription or topic is gone)."""
+        ...
+
+
+class ConsumerOwner(Protocol):
+    """The subscription a consumer belongs to, as the consumer sees it: the entry points of
+    :class:`~mledger.broker.subscription.Subscription` for its consumers."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def topic(self) -> str: ...
+
+    def consumer_receive(self, consumer: Consumer, max_messages: int) -> list[Message]: ...
+
+    def consumer_flow(self, consumer: Consumer, permits: int) -> None: ...
+
+    def consumer_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None: ...
+
+    def consumer_acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int: ...
+
+    def consumer_acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> None: ...
+
+    def consumer_acknowledge_cumulative(self, consumer: Consumer, message_id: MessageId) -> None: ...
+
+    def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None: ...
+
+    def consumer_redeliver_unacknowledged(self, consumer: Consumer) -> None: ...
+
+    def remove_consumer(self, consumer: Consumer) -> None: ...
 
 
 class Consumer:
@@ -47,7 +95,7 @@ class Consumer:
 
     def __init__(
         self,
-        subscription: Subscription,
+        subscription: ConsumerOwner,
         name: str,
         permits: int,
         consumer_id: int,
@@ -66,7 +114,7 @@ class Consumer:
 
     # -- views ------------------------------------------------------------------------------
     @property
-    def subscription(self) -> Subscription:
+    def subscription(self) -> ConsumerOwner:
         """The subscription this consumer belongs to."""
         return self._sub
 
@@ -109,13 +157,13 @@ class Consumer:
         """
         if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
             raise InvalidRequestError(f"invalid max_messages {max_messages!r}: must be an integer >= 1")
-        return self._sub._receive(self, max_messages)
+        return self._sub.consumer_receive(self, max_messages)
 
     def flow(self, permits: int) -> None:
         """Grant ``permits`` more messages of receive-queue room (Pulsar's ``CommandFlow``)."""
         if isinstance(permits, bool) or not isinstance(permits, int) or permits < 0:
             raise InvalidRequestError(f"invalid permits {permits!r}: must be an integer >= 0")
-        self._sub._flow(self, permits)
+        self._sub.consumer_flow(self, permits)
 
     def acknowledge(
         self, message_ids: MessageIdLike | Iterable[MessageIdLike], ack_type: AckType = AckType.INDIVIDUAL
@@ -132,7 +180,7 @@ class Consumer:
             return
         if ack_type is not AckType.INDIVIDUAL:
             raise InvalidRequestError(f"invalid ack type {ack_type!r}: expected an AckType")
-        self._sub._acknowledge(self, _ids(message_ids))
+        self._sub.consumer_acknowledge(self, as_message_ids(message_ids))
 
     def acknowledge_entries(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Individually acknowledge whole entries in bulk; returns how many became acknowledged.
@@ -145,7 +193,7 @@ class Consumer:
         not in the topic, and nothing is acknowledged. Already acknowledged entries are
         ignored.
         """
-        return self._sub._acknowledge_entries(self, positions)
+        return self._sub.consumer_acknowledge_entries(self, positions)
 
     def acknowledge_with_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> None:
         """Acknowledge batch indexes given as ack sets: ``(entry, bits still unacknowledged,
@@ -154,7 +202,7 @@ class Consumer:
         The entry becomes fully acknowledged once no bit is left. Validates like
         :meth:`acknowledge`; already acknowledged entries are ignored.
         """
-        self._sub._acknowledge_ack_sets(self, list(items))
+        self._sub.consumer_acknowledge_ack_sets(self, list(items))
 
     def acknowledge_cumulative(self, message_id: MessageIdLike | Iterable[MessageIdLike]) -> None:
         """Acknowledge every message up to and including ``message_id``.
@@ -162,33 +210,100 @@ class Consumer:
         Refused with ``NotAllowedError`` on Shared and Key_Shared subscriptions, as Pulsar's
         client refuses it. An id at or before the mark-delete position is a no-op.
         """
-        ids = _ids(message_id)
+        ids = as_message_ids(message_id)
         if len(ids) != 1:
             raise InvalidRequestError(f"cumulative acknowledgement takes one message id, got {len(ids)}")
-        self._sub._acknowledge_cumulative(self, ids[0])
+        self._sub.consumer_acknowledge_cumulative(self, ids[0])
 
     def negative_acknowledge(self, message_ids: MessageIdLike | Iterable[MessageIdLike]) -> None:
         """Ask for redelivery of messages this consumer holds.
 
-        Shared/Key_Shared: the entries go to the replay queue (any consumer may get them,
+        Shared/Key_Shared: the entries go to the redelivery queue (any consumer may get them,
         redelivery count + 1). Exclusive/Failover: everything unacknowledged is redelivered in
         order (Pulsar rewinds the cursor for single-consumer dispatchers).
         """
-        self._sub._negative_acknowledge(self, _ids(message_ids))
+        self._sub.consumer_negative_acknowledge(self, as_message_ids(message_ids))
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Redeliver every message this consumer holds and has not acknowledged."""
-        self._sub._redeliver_unacknowledged(self)
+        self._sub.consumer_redeliver_unacknowledged(self)
 
     def close(self) -> None:
         """Detach from the subscription; its unacknowledged messages are redelivered. Idempotent."""
-        self._sub._remove_consumer(self)
+        self._sub.remove_consumer(self)
+
+    # -- delivery bookkeeping: the dispatcher's side, called under the subscription lock ------
+    @property
+    def sink(self) -> ConsumerSink | None:
+        """The remote client's end, None for a consumer read with :meth:`receive`."""
+        return self._sink
+
+    def holds(self, position: Position) -> bool:
+        """Whether the entry at ``position`` was delivered to this consumer and not yet acknowledged."""
+        return position in self._pending
+
+    def held_positions(self) -> list[Position]:
+        """The entries this consumer holds (delivered, not acknowledged), ascending."""
+        return sorted(self._pending)
+
+    def record_delivery(self, position: Position, messages: int) -> None:
+        """The dispatcher delivered ``messages`` messages of the entry at ``position``: they
+        spend permits and count as unacknowledged until released."""
+        self._permits -= messages
+        self._unacked += messages
+        self._pending.add(position)
+
+    def enqueue(self, messages: list[Message]) -> None:
+        """Queue decoded messages for :meth:`receive` (after :meth:`record_delivery`)."""
+        self._queue.extend(messages)
+
+    def pop_queued(self) -> Message | None:
+        """The oldest queued message, or None when the queue is empty (its permit stays spent
+        until :meth:`return_permits`)."""
+        return self._queue.popleft() if self._queue else None
+
+    def return_permits(self, permits: int) -> None:
+        """Give ``permits`` of receive-queue room back (popped messages, or a client's FLOW)."""
+        self._permits += permits
+
+    def drop_queued(self, positions: set[Position] | None = None) -> None:
+        """Remove the queued messages of ``positions`` (all of them when None) and give their
+        permits back; they are redelivered or were acknowledged meanwhile."""
+        queue = self._queue
+        if positions is None:
+            self._permits += len(queue)
+            queue.clear()
+            return
+        kept = [m for m in queue if m.message_id.position not in positions]
+        self._permits += len(queue) - len(kept)
+        queue.clear()
+        queue.extend(kept)
+
+    def release(self, position: Position | None, messages: int) -> None:
+        """``messages`` delivered messages are settled (acknowledged or taken back for
+        redelivery); with a ``position`` the consumer no longer holds that entry."""
+        if position is not None:
+            self._pending.discard(position)
+        self._unacked -= messages
+
+    def reset_delivery(self) -> None:
+        """Forget every held entry and unacknowledged message (a dispatcher reset)."""
+        self._pending.clear()
+        self._unacked = 0
+
+    def mark_disconnected(self) -> bool:
+        """Mark the consumer closed; True if it was connected (the caller then detaches it)."""
+        if self._closed:
+            return False
+        self._closed = True
+        return True
 
     def __repr__(self) -> str:
         return f"Consumer({self.name!r}, subscription={self._sub.name!r}, topic={self._sub.topic!r})"
 
 
-def _ids(value: MessageIdLike | Iterable[MessageIdLike]) -> list[MessageId]:
+def as_message_ids(value: MessageIdLike | Iterable[MessageIdLike]) -> list[MessageId]:
+    """The message ids of one id or message, or of many; ``InvalidRequestError`` for anything else."""
     if isinstance(value, (MessageId, Message)):
         items: Iterable[object] = (value,)
     elif isinstance(value, (str, bytes)) or not isinstance(value, Iterable):

@@ -91,28 +91,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from .._proto.PulsarApi_pb2 import MessageMetadata
-from ..cursor import ManagedCursor
-from ..entry import decode_entry
-from ..errors import LedgerNotFoundError, MLedgerError, NotFoundError, StateCorruptedError
-from ..ledger import InitialPosition, ManagedLedger
-from ..position import Position
-from .hooks import DedupVerdict, PublishContext
-from .topic import DEDUPLICATION_CURSOR_NAME
+from ..codec.proto.PulsarApi_pb2 import MessageMetadata
+from ..managed_ledger.cursor import ManagedCursor
+from ..codec.entry import decode_entry
+from ..core.errors import LedgerNotFoundError, MLedgerError, NotFoundError, StateCorruptedError
+from ..managed_ledger.ledger import ManagedLedger
+from ..managed_ledger.ledger_view import InitialPosition
+from ..core.position import Position
+from ..core.clock import Clock
+from .config import BrokerConfig
+from .hooks import DEDUPLICATION_CURSOR_NAME, BrokerSettings, DedupVerdict, PublishContext
 
-if TYPE_CHECKING:
-    from ..clock import Clock
-    from .config import BrokerConfig
-    from .topic import Topic
 
 __all__ = ["DedupStatus", "DeduplicationStats", "MessageDeduplication", "REPLAY_BATCH_SIZE"]
 
 log = logging.getLogger(__name__)
+
+
+class DedupTopic(Protocol):
+    """The topic a :class:`MessageDeduplication` serves, as it sees it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def managed_ledger(self) -> ManagedLedger: ...
+
+    @property
+    def broker(self) -> BrokerSettings: ...
 
 REPLAY_BATCH_SIZE = 1000
 """Entries read per store read during recovery (Pulsar reads 100 per cursor read)."""
@@ -215,7 +226,7 @@ class MessageDeduplication:
 
     def __init__(
         self,
-        topic: Topic,
+        topic: DedupTopic,
         enabled: bool | None = None,
         *,
         snapshot_interval_seconds: int | None = None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sortedcontainers import SortedList
 
-from ..position import Position
+from ..core.position import Position
 
 __all__ = ["DelayedDeliveryTracker"]
 

@@ -11,11 +11,11 @@ One dispatcher per subscription, shaped by the subscription type:
   negative ack, ``redeliver_unacknowledged_messages`` or a change of active consumer redelivers
   everything unacknowledged in order, by rewinding the cursor. Deliver-at times are ignored.
 * **Shared** (``PersistentDispatcherMultipleConsumers``): entries go round-robin to consumers
-  with permits; negative acks and closed consumers send entries to the *replay queue*, which is
+  with permits; negative acks and closed consumers send entries to the *redelivery queue*, which is
   served before new entries.
 * **Key_Shared** (``PersistentStickyKeyDispatcherMultipleConsumers``): an entry goes to the
   consumer that owns its key on the hash ring (:mod:`mledger.broker.keyshared`), subject to the
-  recently-joined-consumers rule; an entry its consumer cannot take now waits in the replay
+  recently-joined-consumers rule; an entry its consumer cannot take now waits in the redelivery
   queue, and newer entries of the same key wait behind it, so each key stays in order.
 
 **Remote consumers** (a :class:`~mledger.broker.listeners.ConsumerSink`, i.e. a protocol
@@ -29,7 +29,7 @@ Shared and Key_Shared honour deliver-at times: an entry whose time has not come 
 *delayed-delivery tracker* instead of a consumer, and is replayed once the broker clock reaches
 its time (``receive`` and ``Broker.run_due_tasks`` both check).
 
-**Reads.** A dispatch round reads either the replay queue (``cursor.replay_entries``) or the
+**Reads.** A dispatch round reads either the redelivery queue (``cursor.replay_entries``) or the
 next entries (``cursor.read_entries_held``), never more than the consumers have permits for.
 The storage I/O runs outside the state lock; the result is used only if no cursor position
 reset happened meanwhile (the cursor's revision number is unchanged), otherwise it is discarded
@@ -44,7 +44,7 @@ cursor is the only source of truth, so cancelled (PIP-423) messages stay undeliv
 restart, when the tracker is rebuilt by reading the entries again.
 
 **Resets.** Every dispatcher reset (the last consumer leaves; redeliver everything; an admin
-reset-cursor) runs inside ``cursor.position_reset()``: the replay queue, the delayed tracker, the
+reset-cursor) runs inside ``cursor.position_reset()``: the redelivery queue, the delayed tracker, the
 recently-joined consumers and the consumers' queues and pending acks are cleared while the
 cursor's revision is open, and the cursor change is applied when it closes (seeds/002's demo).
 If another reset holds the cursor, the dispatcher state is cleared at once and the rewind is
@@ -62,29 +62,25 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from sortedcontainers import SortedDict
 
-from ..cursor import ManagedCursor, PendingRead, PositionReset
-from ..entry import Entry
-from ..errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
-from ..messageid import MessageId
-from ..position import Position
-from .batch import decode_batch
+from ..managed_ledger.cursor import ManagedCursor, PendingRead, PositionReset
+from ..codec.entry import Entry
+from ..core.clock import Clock
+from ..core.errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
+from ..codec.messageid import MessageId
+from ..core.position import Position
+from ..codec.batch import decode_batch
 from .config import BrokerConfig
 from .consumer import Consumer
 from .delayed import DelayedDeliveryTracker
 from .hashing import sticky_key_hash
 from .keyshared import ConsistentHashRing, RecentlyJoinedConsumers
-from .listeners import EntryDelivery
-from .message import Message
-from .replay import ReplayQueue
+from .message import EntryDelivery, Message
+from .redelivery import RedeliveryQueue
 from .types import SubscriptionType
-
-if TYPE_CHECKING:
-    from ..clock import Clock
 
 __all__ = ["Dispatcher", "DispatcherStats"]
 
@@ -101,7 +97,7 @@ class DispatcherStats:
     type: SubscriptionType
     consumers: int
     active_consumer: str | None
-    replay_queue_size: int
+    redelivery_queue_size: int
     delayed_messages: int
     next_deliver_at_ms: int | None
     pending_entries: int
@@ -111,6 +107,11 @@ class DispatcherStats:
     resets: int
     discarded_reads: int
     rewind_pending: bool
+
+    @property
+    def replay_queue_size(self) -> int:
+        """Deprecated name of :attr:`redelivery_queue_size` (kept for one release)."""
+        return self.redelivery_queue_size
 
 
 class _Pending:
@@ -167,7 +168,7 @@ class Dispatcher:
             config.subscription_key_shared_consistent_hashing_replica_points
         )
         self._recent: RecentlyJoinedConsumers[Consumer] = RecentlyJoinedConsumers()
-        self._replay = ReplayQueue()
+        self._redelivery = RedeliveryQueue()
         self._delayed = DelayedDeliveryTracker(
             config.delayed_delivery_tick_time_millis, config.delayed_delivery_deliver_at_time_strict
         )
@@ -209,11 +210,11 @@ class Dispatcher:
             type=self._type,
             consumers=len(self._consumers),
             active_consumer=self._active.name if self._active is not None else None,
-            replay_queue_size=len(self._replay),
+            redelivery_queue_size=len(self._redelivery),
             delayed_messages=len(self._delayed),
             next_deliver_at_ms=self._delayed.next_deliver_at(),
             pending_entries=len(self._pending),
-            unacked_messages=sum(c._unacked for c in self._consumers),
+            unacked_messages=sum(c.unacked_messages for c in self._consumers),
             recently_joined_consumers=len(self._recent),
             messages_dispatched=self._dispatched,
             resets=self._resets,
@@ -224,6 +225,16 @@ class Dispatcher:
     def next_delayed_delivery_ms(self) -> int | None:
         """The earliest deliver-at time in the delayed-delivery tracker, None when empty."""
         return self._delayed.next_deliver_at()
+
+    @property
+    def rewind_pending(self) -> bool:
+        """Whether a rewind is owed: a reset found the cursor held by another reset, and the
+        rewind runs before the next read (Pulsar's ``shouldRewindBeforeReadingOrReplaying``)."""
+        return self._rewind_pending
+
+    def defer_rewind(self) -> None:
+        """Owe a rewind before the next read (a new dispatcher inherits its predecessor's)."""
+        self._rewind_pending = True
 
     def recently_joined_position(self, consumer: Consumer) -> Position | None:
         """Key_Shared: the read position ``consumer`` joined at while it is restricted."""
@@ -256,7 +267,7 @@ class Dispatcher:
         if self._single_active:
             self._choose_active()
             return
-        self._to_replay(consumer, sorted(consumer._pending))
+        self._to_redelivery(consumer, consumer.held_positions())
         self._release_recently_joined()
 
     def _choose_active(self) -> None:
@@ -277,12 +288,13 @@ class Dispatcher:
         """Failover: tell each remote consumer whose role changed whether it is active
         (Pulsar's ACTIVE_CONSUMER_CHANGE; a new consumer is always told)."""
         for consumer in self._consumers:
-            if consumer._sink is None:
+            sink = consumer.sink
+            if sink is None:
                 continue
             is_active = consumer is self._active
             if self._told_active.get(consumer) is not is_active:
                 self._told_active[consumer] = is_active
-                consumer._sink.active_changed(consumer, is_active)
+                sink.active_changed(consumer, is_active)
 
     # -- dispatching ------------------------------------------------------------------------
     def dispatch(self) -> int:
@@ -313,18 +325,18 @@ class Dispatcher:
                 return _Round()
             self._release_recently_joined()
             for position, key_hash in self._delayed.pop_due(self._clock.now_ms()):
-                self._replay.add(position, key_hash)
+                self._redelivery.add(position, key_hash)
             budget = self._budget()
             if budget <= 0:
                 return _Round()
             # Permits count messages, reads count entries: a batch entry spends many permits,
             # so read about permits / (messages per entry) entries (Pulsar's avgBatchSizePerMsg),
-            # not entries that no consumer could take and that would go to the replay queue.
+            # not entries that no consumer could take and that would go to the redelivery queue.
             limit = min(max(1, int(budget / self._avg_messages_per_entry)), self._config.dispatcher_max_read_batch_size)
-            replay = self._replayable(limit)
+            redeliver = self._redeliverable(limit)
             revision = self._cursor.revision.revision_num
             read: PendingRead | None = None
-            if not replay:
+            if not redeliver:
                 if not self._may_read_more():
                     return _Round()
                 try:
@@ -336,7 +348,7 @@ class Dispatcher:
                     return _Round()
         try:
             if read is None:
-                entries = self._cursor.replay_entries(replay)
+                entries = self._cursor.replay_entries(redeliver)
             else:
                 self._fetch(read)
         except CursorModifyingError:
@@ -350,11 +362,11 @@ class Dispatcher:
                 if self._cursor.revision.is_revision_num_outdated(revision):
                     self._discarded += 1
                     return _Round(discarded=True)
-                for p in replay:
-                    self._replay.remove(p)
+                for p in redeliver:
+                    self._redelivery.remove(p)
                 delivered = self._dispatch_entries(entries, replayed=True)
-                left = sum(1 for p in replay if p in self._replay)
-                return _Round(delivered, progressed=delivered > 0 or left < len(replay))
+                left = sum(1 for p in redeliver if p in self._redelivery)
+                return _Round(delivered, progressed=delivered > 0 or left < len(redeliver))
             try:
                 entries = read.complete()
             except CursorModifyingError:
@@ -370,31 +382,31 @@ class Dispatcher:
 
     def _budget(self) -> int:
         if self._single_active:
-            return self._active._permits if self._active is not None else 0
-        return sum(max(c._permits, 0) for c in self._consumers if self._can_take(c))
+            return self._active.permits if self._active is not None else 0
+        return sum(max(c.permits, 0) for c in self._consumers if self._can_take(c))
 
     def _can_take(self, consumer: Consumer) -> bool:
-        if consumer._permits <= 0:
+        if consumer.permits <= 0:
             return False
         limit = self._config.max_unacked_messages_per_consumer
-        return not (limit and not self._single_active and consumer._unacked >= limit)
+        return not (limit and not self._single_active and consumer.unacked_messages >= limit)
 
     def _may_read_more(self) -> bool:
         limit = self._config.max_unacked_messages_per_subscription
         if not limit or self._single_active:
             return True
-        return sum(c._unacked for c in self._consumers) + len(self._replay) < limit
+        return sum(c.unacked_messages for c in self._consumers) + len(self._redelivery) < limit
 
-    def _replayable(self, limit: int) -> list[Position]:
+    def _redeliverable(self, limit: int) -> list[Position]:
         """Replay positions a consumer can take now, in order, at most ``limit``."""
-        if not self._replay:
+        if not self._redelivery:
             return []
         if not self._key_shared:
-            return self._replay.first(limit)
+            return self._redelivery.first(limit)
         out: list[Position] = []
         blocked: set[int | None] = set()
-        for position in self._replay:
-            key_hash = self._replay.key_hash(position)
+        for position in self._redelivery:
+            key_hash = self._redelivery.key_hash(position)
             if key_hash in blocked:
                 continue
             consumer = self._ring.select(key_hash) if key_hash is not None else None
@@ -431,9 +443,9 @@ class Dispatcher:
             consumer = self._select(position, key_hash, replayed, blocked)
             if consumer is None:
                 blocked.add(key_hash)
-                self._replay.add(position, key_hash)
+                self._redelivery.add(position, key_hash)
                 continue
-            if consumer._sink is not None:
+            if consumer.sink is not None:
                 delivery = self._send_entry(consumer, entry, remaining, key_hash)
                 remote.setdefault(consumer, []).append(delivery)
                 delivered += delivery.messages
@@ -445,7 +457,7 @@ class Dispatcher:
             delivered += len(messages)
         self._dispatched += delivered
         for consumer, deliveries in remote.items():
-            consumer._sink.deliver(consumer, deliveries)  # type: ignore[union-attr]
+            consumer.sink.deliver(consumer, deliveries)  # type: ignore[union-attr]
         return delivered
 
     def _send_entry(
@@ -460,9 +472,7 @@ class Dispatcher:
             count = len(indexes)
         else:
             size, indexes, count = 1, None, 1
-        consumer._permits -= count
-        consumer._unacked += count
-        consumer._pending.add(position)
+        consumer.record_delivery(position, count)
         self._pending[position] = _Pending(consumer, indexes, size, key_hash)
         return EntryDelivery(entry, self._redeliveries.get(position, 0), remaining, size, count)
 
@@ -479,7 +489,7 @@ class Dispatcher:
                     self._rr = (self._rr + step + 1) % n
                     return consumer
             return None
-        if key_hash in blocked or (not replayed and key_hash is not None and self._replay.contains_hash(key_hash)):
+        if key_hash in blocked or (not replayed and key_hash is not None and self._redelivery.contains_hash(key_hash)):
             return None
         owner = self._ring.select(key_hash) if key_hash is not None else None
         if owner is None or not self._can_take(owner) or not self._recent.allows(owner, position):
@@ -523,10 +533,8 @@ class Dispatcher:
         return out
 
     def _send(self, consumer: Consumer, position: Position, messages: list[Message], key_hash: int | None) -> None:
-        consumer._queue.extend(messages)
-        consumer._permits -= len(messages)
-        consumer._unacked += len(messages)
-        consumer._pending.add(position)
+        consumer.record_delivery(position, len(messages))
+        consumer.enqueue(messages)
         first = messages[0].message_id
         indexes = {m.message_id.batch_index for m in messages} if first.batch_index >= 0 else None
         self._pending[position] = _Pending(consumer, indexes, max(first.batch_size, 1), key_hash)
@@ -537,15 +545,16 @@ class Dispatcher:
         queue slots were freed (their permits are given back)."""
         out: list[Message] = []
         popped = 0
-        queue = consumer._queue
-        while queue and len(out) < max_messages:
-            message = queue.popleft()
+        while len(out) < max_messages:
+            message = consumer.pop_queued()
+            if message is None:
+                break
             popped += 1
             if self._is_acknowledged(message):
                 self._forget_message(message)
             else:
                 out.append(message)
-        consumer._permits += popped
+        consumer.return_permits(popped)
         return out, popped
 
     def _is_acknowledged(self, message: Message) -> bool:
@@ -567,19 +576,12 @@ class Dispatcher:
 
     def _drop_queue(self, consumer: Consumer, positions: set[Position] | None = None) -> None:
         """Remove queued messages (of ``positions``, or all) and give their permits back."""
-        if positions is None:
-            consumer._permits += len(consumer._queue)
-            consumer._queue.clear()
-            return
-        kept = [m for m in consumer._queue if m.message_id.position not in positions]
-        consumer._permits += len(consumer._queue) - len(kept)
-        consumer._queue.clear()
-        consumer._queue.extend(kept)
+        consumer.drop_queued(positions)
 
     # -- acknowledgement bookkeeping (the cursor was already updated) ------------------------
     def on_deleted(self, positions: Iterable[Position] | np.ndarray) -> None:
         """Entries became fully acknowledged (positions, or ``(n, 2)`` int64 rows)."""
-        if not (self._pending or len(self._replay) or len(self._delayed) or self._redeliveries):
+        if not (self._pending or len(self._redelivery) or len(self._delayed) or self._redeliveries):
             return  # nothing held: the common case of bulk acks with no consumer reading
         if isinstance(positions, np.ndarray):
             positions = [Position(int(lid), int(e)) for lid, e in positions.tolist()]
@@ -594,10 +596,10 @@ class Dispatcher:
             return False
         gone = pending.indexes.intersection(indexes)
         pending.indexes -= gone
-        pending.consumer._unacked -= len(gone)
+        pending.consumer.release(None, len(gone))
         if not pending.indexes:
             del self._pending[position]
-            pending.consumer._pending.discard(position)
+            pending.consumer.release(position, 0)
             return True
         return False
 
@@ -606,17 +608,12 @@ class Dispatcher:
         pending = self._pending.get(position)
         return None if pending is None else pending.batch_size
 
-    def pending_batch_indexes(self, position: Position) -> set[int] | None:
-        """Outstanding batch indexes of an entry in a consumer's hands, None if not pending/batched."""
-        pending = self._pending.get(position)
-        return None if pending is None or pending.indexes is None else set(pending.indexes)
-
     def on_mark_delete_moved(self) -> None:
         """Drop bookkeeping at or before the mark-delete position; release joined consumers."""
         md = self._cursor.mark_delete_position
         for position in list(self._pending.irange(maximum=md)):
             self._forget(position)
-        self._replay.remove_at_most(md)
+        self._redelivery.remove_at_most(md)
         self._delayed.remove_at_most(md)
         for position in list(self._redeliveries.irange(maximum=md)):
             del self._redeliveries[position]
@@ -625,9 +622,8 @@ class Dispatcher:
     def _forget(self, position: Position) -> None:
         pending = self._pending.pop(position, None)
         if pending is not None:
-            pending.consumer._pending.discard(position)
-            pending.consumer._unacked -= pending.count
-        self._replay.remove(position)
+            pending.consumer.release(position, pending.count)
+        self._redelivery.remove(position)
         self._delayed.remove(position)
         self._redeliveries.pop(position, None)
 
@@ -639,11 +635,11 @@ class Dispatcher:
     def negative_ack(self, consumer: Consumer, positions: Iterable[Position]) -> None:
         """Redeliver the given entries ``consumer`` holds (single-active: everything)."""
         if self._single_active:
-            if consumer is self._active and consumer._pending:
+            if consumer is self._active and consumer.held_positions():
                 self._reset_internal(count_redeliveries=True)
             return
-        mine = sorted({p for p in positions if p in consumer._pending})
-        self._to_replay(consumer, mine)
+        mine = sorted({p for p in positions if consumer.holds(p)})
+        self._to_redelivery(consumer, mine)
 
     def redeliver(self, consumer: Consumer) -> None:
         """Redeliver everything ``consumer`` holds unacknowledged."""
@@ -651,18 +647,17 @@ class Dispatcher:
             if consumer is self._active:
                 self._reset_internal(count_redeliveries=True)
             return
-        self._to_replay(consumer, sorted(consumer._pending))
+        self._to_redelivery(consumer, consumer.held_positions())
 
-    def _to_replay(self, consumer: Consumer, positions: list[Position]) -> None:
+    def _to_redelivery(self, consumer: Consumer, positions: list[Position]) -> None:
         self._drop_queue(consumer, set(positions))
         for position in positions:
             pending = self._pending.pop(position, None)
             if pending is None:
                 continue
-            consumer._pending.discard(position)
-            consumer._unacked -= pending.count
+            consumer.release(position, pending.count)
             self._redeliveries[position] = self._redeliveries.get(position, 0) + 1
-            self._replay.add(position, pending.key_hash)
+            self._redelivery.add(position, pending.key_hash)
 
     # -- resets -------------------------------------------------------------------------------
     def reset(self, choose: Callable[[PositionReset], None] | None = None, *, count_redeliveries: bool = True) -> None:
@@ -701,10 +696,9 @@ class Dispatcher:
                 self._redeliveries[position] = self._redeliveries.get(position, 0) + 1
         for consumer in self._consumers:
             self._drop_queue(consumer)
-            consumer._pending.clear()
-            consumer._unacked = 0
+            consumer.reset_delivery()
         self._pending.clear()
-        self._replay.clear()
+        self._redelivery.clear()
         self._delayed.clear()
         self._recent.clear()
         self._resets += 1
@@ -713,7 +707,7 @@ class Dispatcher:
         """Stop dispatching (topic or broker closing); the cursor is left as it is."""
         self._closed = True
         for consumer in self._consumers:
-            consumer._closed = True
+            consumer.mark_disconnected()
             self._drop_queue(consumer)
         self._consumers.clear()
         self._active = None

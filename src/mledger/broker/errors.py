@@ -17,7 +17,7 @@ MessageDupUnknownError     ``MessageDupUnknownException``          409
 
 from __future__ import annotations
 
-from ..errors import MLedgerError, NotAllowedError, PreconditionFailedError
+from ..core.errors import MLedgerError, NotAllowedError, PreconditionFailedError
 
 __all__ = [
     "AlreadyClosedError",

@@ -29,10 +29,26 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
-from ..entry import EntryMetadata
-from ..position import Position
+from ..codec.entry import EntryMetadata
+from ..core.clock import Clock
+from ..core.position import Position
+from .config import BrokerConfig
 
-__all__ = ["DedupVerdict", "Deduplication", "NoDeduplication", "PublishContext"]
+__all__ = ["DEDUPLICATION_CURSOR_NAME", "BrokerSettings", "DedupVerdict", "Deduplication", "NoDeduplication", "PublishContext"]
+
+
+DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"
+"""The deduplication layer's cursor (Pulsar's ``PersistentTopic.DEDUPLICATION_CURSOR_NAME``)."""
+
+
+class BrokerSettings(Protocol):
+    """What a topic's parts read from their broker: its configuration and its clock."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def clock(self) -> Clock: ...
 
 
 class DedupVerdict(Enum):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Generic, TypeVar
 
-from ..position import Position
+from ..core.position import Position
 from .hashing import murmur3_32
 
 __all__ = ["ConsistentHashRing", "RecentlyJoinedConsumers"]

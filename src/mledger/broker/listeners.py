@@ -16,75 +16,21 @@ The broker knows nothing about sockets or event loops; a frontend that serves re
 
 Callbacks may run on any thread that changed the broker, and some run under a subscription's
 lock: they must not block and must not call back into the broker synchronously.
+
+Each protocol is defined beside the class it reports on (so the import graph stays acyclic) and
+re-exported here: :class:`ConsumerSink` in :mod:`.consumer`, :class:`ProducerListener` in
+:mod:`.producer`, :class:`TopicListener` in :mod:`.topic`, :class:`EntryDelivery` in
+:mod:`.message`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
-
-from ..entry import Entry
-
-if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .producer import Producer
-    from .topic import Topic
+from .consumer import ConsumerSink
+from .message import EntryDelivery
+from .producer import ProducerListener
+from .topic import TopicListener
 
 __all__ = ["ConsumerSink", "EntryDelivery", "ProducerListener", "TopicListener", "ack_set_words"]
-
-
-@dataclass(frozen=True, slots=True)
-class EntryDelivery:
-    """One entry handed to a remote consumer.
-
-    ``ack_set`` is None for an entry delivered whole; for a partly acknowledged batch it is the
-    bitset of the batch indexes still unacknowledged (bit i = index i; Pulsar's ``ack_set``),
-    which the client uses to skip the acknowledged ones. ``messages`` is how many messages the
-    delivery counts against the consumer's permits.
-    """
-
-    entry: Entry
-    redelivery_count: int
-    ack_set: int | None
-    batch_size: int
-    messages: int
-
-
-class TopicListener(Protocol):
-    """Told about a topic's appends and its closing."""
-
-    def entries_added(self, topic: Topic) -> None:
-        """Entries were appended to ``topic`` (called after the append returned)."""
-        ...
-
-    def topic_closed(self, topic: Topic) -> None:
-        """``topic`` closed (deleted, or the broker is closing)."""
-        ...
-
-
-class ConsumerSink(Protocol):
-    """A remote consumer's end of the dispatcher."""
-
-    def deliver(self, consumer: Consumer, deliveries: list[EntryDelivery]) -> None:
-        """Entries for ``consumer``, in dispatch order (called under the subscription lock)."""
-        ...
-
-    def active_changed(self, consumer: Consumer, is_active: bool) -> None:
-        """Failover: ``consumer`` became (or stopped being) the active consumer."""
-        ...
-
-    def disconnected(self, consumer: Consumer) -> None:
-        """The broker removed ``consumer``; the client should reconnect (or give up if the
-        subscription or topic is gone)."""
-        ...
-
-
-class ProducerListener(Protocol):
-    """Told when the broker closes a producer."""
-
-    def producer_closed(self, producer: Producer) -> None:
-        """The broker closed ``producer`` (its topic was deleted or closed)."""
-        ...
 
 
 def ack_set_words(bits: int, batch_size: int) -> list[int]:

@@ -5,10 +5,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..messageid import MessageId
-from ..position import Position
+from ..codec.entry import Entry
+from ..codec.messageid import MessageId
+from ..core.position import Position
 
-__all__ = ["BatchMessageIds", "Message"]
+__all__ = ["BatchMessageIds", "EntryDelivery", "Message"]
+
+
+@dataclass(frozen=True, slots=True)
+class EntryDelivery:
+    """One entry handed to a remote consumer (a :class:`~mledger.broker.consumer.ConsumerSink`).
+
+    ``ack_set`` is None for an entry delivered whole; for a partly acknowledged batch it is the
+    bitset of the batch indexes still unacknowledged (bit i = index i; Pulsar's ``ack_set``),
+    which the client uses to skip the acknowledged ones. ``messages`` is how many messages the
+    delivery counts against the consumer's permits.
+    """
+
+    entry: Entry
+    redelivery_count: int
+    ack_set: int | None
+    batch_size: int
+    messages: int
 
 
 @dataclass(frozen=True)

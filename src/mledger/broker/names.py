@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from urllib.parse import quote_plus, unquote_plus
 
-from ..errors import BadVersionError, InvalidRequestError, StateCorruptedError
+from ..core.errors import BadVersionError, InvalidRequestError, StateCorruptedError
 from ..storage import NEW_NODE, MetadataStore
 
 __all__ = [

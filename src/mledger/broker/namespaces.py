@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import BadVersionError, InvalidRequestError, MLedgerError, NotFoundError, StateCorruptedError
+from ..core.errors import BadVersionError, InvalidRequestError, MLedgerError, NotFoundError, StateCorruptedError
 from ..storage import NEW_NODE, Store
 from .errors import TopicAlreadyExistsError
 

@@ -22,22 +22,26 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ..errors import InvalidPositionError, InvalidRequestError, NotAllowedError, NotFoundError
-from ..ledger import InitialPosition
-from ..messageid import MessageId, as_position
-from ..position import EARLIEST, LATEST, Position
-from .consumer import Consumer, MessageIdLike, _ids
+from ..core.errors import InvalidPositionError, InvalidRequestError, NotAllowedError, NotFoundError
+from ..managed_ledger.ledger_view import InitialPosition
+from ..codec.messageid import MessageId, as_position
+from ..core.position import EARLIEST, LATEST, Position
+from .consumer import Consumer, MessageIdLike, as_message_ids
 from .message import Message
 from .names import TopicName
 from .producer import PartitionedProducer
-from .subscription import Subscription, _skip_entries
+from .subscription import Subscription, checked_skip_entries
+from .topic import Topic
 from .types import AckType, SkipEntry, SubscriptionType
 
-if TYPE_CHECKING:
-    from .broker import Broker
-    from .topic import Topic
+
+
+class ProducerNames(Protocol):
+    """Where a partitioned topic gets a name for an anonymous producer (its broker)."""
+
+    def generate_producer_name(self) -> str: ...
 
 __all__ = ["PartitionedConsumer", "PartitionedSubscription", "PartitionedTopic"]
 
@@ -45,7 +49,7 @@ __all__ = ["PartitionedConsumer", "PartitionedSubscription", "PartitionedTopic"]
 class PartitionedTopic:
     """A partitioned topic: its name and its partition topics, by index."""
 
-    def __init__(self, broker: Broker, topic_name: TopicName, partitions: list[Topic]) -> None:
+    def __init__(self, broker: ProducerNames, topic_name: TopicName, partitions: list[Topic]) -> None:
         self._broker = broker
         self.topic_name = topic_name
         self._partitions = partitions
@@ -105,7 +109,7 @@ class PartitionedTopic:
         self, producer_name: str | None = None, initial_sequence_id: int | None = None
     ) -> PartitionedProducer:
         """A producer on every partition under one name (see ``Topic.create_producer``)."""
-        name = producer_name if producer_name is not None else self._broker._generate_producer_name()
+        name = producer_name if producer_name is not None else self._broker.generate_producer_name()
         producers = []
         try:
             for topic in self._partitions:
@@ -203,7 +207,7 @@ class PartitionedSubscription:
         The whole request is validated on every partition involved before anything is
         acknowledged.
         """
-        items = _skip_entries(entries)
+        items = checked_skip_entries(entries)
         if self.type.is_cumulative_ack_mode:
             raise NotAllowedError("Unsupported subscription type.")
         routed: dict[int, list[SkipEntry]] = defaultdict(list)
@@ -213,9 +217,9 @@ class PartitionedSubscription:
                 routed[self._subs.index(owners[0])].append(item)
             else:
                 self._check_gone(item.ledger_id, item.entry_id)
-        plans = [(self._subs[i], self._subs[i]._plan_skip(group)) for i, group in sorted(routed.items())]
+        plans = [(self._subs[i], self._subs[i].plan_skip(group)) for i, group in sorted(routed.items())]
         for sub, plan in plans:
-            sub._apply_skip(plan)
+            sub.apply_skip(plan)
 
     # -- admin -------------------------------------------------------------------------------
     def skip(self, num_messages: int) -> None:
@@ -342,12 +346,12 @@ class PartitionedConsumer:
         if ack_type is AckType.CUMULATIVE:
             self.acknowledge_cumulative(message_ids)
             return
-        for index, ids in self._route(_ids(message_ids)).items():
+        for index, ids in self._route(as_message_ids(message_ids)).items():
             self._consumers[index].acknowledge(ids)
 
     def acknowledge_cumulative(self, message_id: MessageIdLike | Iterable[MessageIdLike]) -> None:
         """Cumulative ack on the id's partition (``NotAllowedError`` on Shared/Key_Shared)."""
-        ids = _ids(message_id)
+        ids = as_message_ids(message_id)
         if len(ids) != 1:
             raise InvalidRequestError(f"cumulative acknowledgement takes one message id, got {len(ids)}")
         for index, routed in self._route(ids).items():
@@ -355,7 +359,7 @@ class PartitionedConsumer:
 
     def negative_acknowledge(self, message_ids: MessageIdLike | Iterable[MessageIdLike]) -> None:
         """Negative-ack ids, each on the partition it names."""
-        for index, ids in self._route(_ids(message_ids)).items():
+        for index, ids in self._route(as_message_ids(message_ids)).items():
             self._consumers[index].negative_acknowledge(ids)
 
     def redeliver_unacknowledged_messages(self) -> None:

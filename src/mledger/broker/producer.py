@@ -15,45 +15,105 @@ the last sequence id the topic's deduplication knows for its name (else starts a
 
 Thread-safe: one lock per producer serialises its sends, so its entries are appended in
 sequence-id order; a send blocks on the managed ledger's append (storage I/O).
+
+A producer sees its topic as a :class:`PublishTarget` (and a partitioned producer its topic as
+a :class:`PartitionedTarget`); the broker tells a remote producer's client through a
+:class:`ProducerListener` when it closes the producer.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ..entry import EntryMetadata
-from ..errors import InvalidRequestError
-from ..messageid import MessageId
-from .batch import SingleMessage, encode_batch
+from ..codec.batch import SingleMessage, encode_batch
+from ..codec.entry import EntryMetadata
+from ..codec.messageid import MessageId
+from ..core.clock import Clock
+from ..core.errors import InvalidRequestError
+from ..core.ints import INT64_MAX
+from ..core.position import Position
 from .errors import AlreadyClosedError
 from .message import BatchMessageIds
 from .routing import RoundRobinPartitionRouter
 
-if TYPE_CHECKING:
-    from .listeners import ProducerListener
-    from .partitioned import PartitionedTopic
-    from .topic import Topic
+__all__ = ["PartitionedProducer", "PartitionedTarget", "Producer", "ProducerListener", "PublishTarget"]
 
-__all__ = ["PartitionedProducer", "Producer"]
 
-_INT64_MAX = (1 << 63) - 1
+class ProducerListener(Protocol):
+    """Told when the broker closes a producer (see :mod:`mledger.broker.listeners`)."""
+
+    def producer_closed(self, producer: Producer) -> None:
+        """The broker closed ``producer`` (its topic was deleted or closed)."""
+        ...
+
+
+class _ClockOwner(Protocol):
+    @property
+    def clock(self) -> Clock: ...
+
+
+class _SequenceSource(Protocol):
+    def last_sequence_id(self, producer_name: str) -> int: ...
+
+
+class PublishTarget(Protocol):
+    """The topic (partition) a :class:`Producer` publishes to, as the producer sees it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_index(self) -> int: ...
+
+    @property
+    def broker(self) -> _ClockOwner: ...
+
+    @property
+    def deduplication(self) -> _SequenceSource: ...
+
+    def publish(
+        self,
+        producer_name: str,
+        payload: bytes,
+        metadata: EntryMetadata,
+        sequence_id: int,
+        highest_sequence_id: int,
+        num_messages: int,
+    ) -> Position | None: ...
+
+    def remove_producer(self, producer: Producer) -> None:
+        """``producer`` closed: forget it."""
+        ...
+
+
+class PartitionedTarget(Protocol):
+    """The partitioned topic a :class:`PartitionedProducer` publishes to."""
+
+    @property
+    def name(self) -> str: ...
 
 
 class Producer:
     """A producer on one topic (or one partition). Create with ``Broker.create_producer``."""
 
-    def __init__(self, topic: Topic, name: str, initial_sequence_id: int | None) -> None:
+    def __init__(
+        self,
+        topic: PublishTarget,
+        name: str,
+        initial_sequence_id: int | None,
+        listener: ProducerListener | None = None,
+    ) -> None:
         self._topic = topic
         self.name = name
         self._lock = threading.Lock()
         self._closed = False
-        self._listener: ProducerListener | None = None
+        self._listener = listener
         if initial_sequence_id is not None:
             self._last = initial_sequence_id
         else:
-            self._last = topic._dedup.last_sequence_id(name)
+            self._last = topic.deduplication.last_sequence_id(name)
         self._next = self._last + 1
 
     @property
@@ -157,7 +217,17 @@ class Producer:
             if self._closed:
                 return
             self._closed = True
-        self._topic._remove_producer(self)
+        self._topic.remove_producer(self)
+
+    def detach_listener(self) -> None:
+        """Stop telling the listener (a frontend closing the producer itself: no echo)."""
+        self._listener = None
+
+    def closed_by_broker(self) -> None:
+        """The topic is closing: mark the producer closed and tell its listener (if any)."""
+        self._closed = True
+        if self._listener is not None:
+            self._listener.producer_closed(self)
 
     def _take_sequence(self, sequence_id: int | None, n: int) -> int:
         if sequence_id is not None:
@@ -181,7 +251,7 @@ class PartitionedProducer:
     has a key, round-robin otherwise; a batch goes to one partition. Ids carry the partition.
     """
 
-    def __init__(self, topic: PartitionedTopic, name: str, producers: list[Producer]) -> None:
+    def __init__(self, topic: PartitionedTarget, name: str, producers: list[Producer]) -> None:
         self._topic = topic
         self.name = name
         self._producers = producers
@@ -262,6 +332,6 @@ def _check_args(key: object, deliver_at_ms: object, sequence_id: object) -> None
     if deliver_at_ms is not None and (isinstance(deliver_at_ms, bool) or not isinstance(deliver_at_ms, int)):
         raise InvalidRequestError(f"invalid deliver_at_ms {deliver_at_ms!r}: expected an int (ms) or None")
     if sequence_id is not None and (
-        isinstance(sequence_id, bool) or not isinstance(sequence_id, int) or not 0 <= sequence_id <= _INT64_MAX
+        isinstance(sequence_id, bool) or not isinstance(sequence_id, int) or not 0 <= sequence_id <= INT64_MAX
     ):
         raise InvalidRequestError(f"invalid sequence_id {sequence_id!r}: expected an int in [0, 2**63)")

@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BadVersionError, MLedgerError, StateCorruptedError
+from ..core.errors import BadVersionError, MLedgerError, StateCorruptedError
 from ..storage import NEW_NODE, Store
 from .names import TopicName
 

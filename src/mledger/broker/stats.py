@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..position import Position
+from ..core.position import Position
 from .dispatcher import DispatcherStats
 from .types import SubscriptionType
 

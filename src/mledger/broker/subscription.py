@@ -47,32 +47,45 @@ import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from ..cursor import ManagedCursor
-from ..entry import Entry
-from ..errors import (
+from ..managed_ledger.cursor import ManagedCursor
+from ..codec.entry import Entry
+from ..core.errors import (
     CursorModifyingError,
     InvalidPositionError,
     InvalidRequestError,
     MarkDeletingMarkedPositionError,
     NotAllowedError,
 )
-from ..messageid import MessageId, as_position
-from ..position import LATEST, Position
-from .consumer import Consumer
+from ..codec.messageid import MessageId, as_position
+from ..core.position import LATEST, Position
+from ..managed_ledger.ledger_view import LedgerView
+from .consumer import Consumer, ConsumerSink
+from .hooks import BrokerSettings
 from .dispatcher import Dispatcher
 from .errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
 from .message import Message
 from .stats import ConsumerStats, SubscriptionStats
 from .types import SkipEntry, SubscriptionType
 
-if TYPE_CHECKING:
-    from ..managed_ledger.ledger_view import LedgerView
-    from .listeners import ConsumerSink
-    from .topic import Topic
+class SubscriptionOwner(Protocol):
+    """The topic (partition) a subscription belongs to, as the subscription sees it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_index(self) -> int: ...
+
+    @property
+    def broker(self) -> BrokerSettings: ...
+
+    def delete_subscription(self, name: str) -> None: ...
+
+    def remove_non_durable_subscription(self, sub: Subscription) -> None: ...
 
 __all__ = ["SUBSCRIPTION_TYPE_PROPERTY", "SkipPlan", "Subscription"]
 
@@ -101,7 +114,7 @@ class Subscription:
     """
 
     def __init__(
-        self, topic: Topic, name: str, cursor: ManagedCursor, sub_type: SubscriptionType, durable: bool = True
+        self, topic: SubscriptionOwner, name: str, cursor: ManagedCursor, sub_type: SubscriptionType, durable: bool = True
     ) -> None:
         self._topic = topic
         self.name = name
@@ -226,33 +239,37 @@ class Subscription:
             self._dispatcher.add_consumer(consumer)
             return consumer
 
-    def _remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """Detach ``consumer`` (its ``close`` calls this); its unacknowledged messages are
+        redelivered. A non-durable subscription goes away with its last consumer. Idempotent."""
         with self._lock:
-            if consumer._closed:
+            if not consumer.mark_disconnected():
                 return
-            consumer._closed = True
             self._consumers.pop(consumer.name, None)
             self._dispatcher.remove_consumer(consumer)
             last = not self._consumers
         if last and not self.durable:
-            self._topic._remove_non_durable(self)
+            self._topic.remove_non_durable_subscription(self)
 
     def _disconnect_remote_consumers(self) -> None:
         """Remove every remote consumer and tell its sink (Pulsar disconnects the consumers of
         a subscription whose cursor was reset, or that is going away; clients reconnect)."""
         with self._lock:
-            remote = [c for c in self._consumers.values() if c._sink is not None]
+            remote = [c for c in self._consumers.values() if c.sink is not None]
             for consumer in remote:
-                consumer._closed = True
+                consumer.mark_disconnected()
                 self._consumers.pop(consumer.name, None)
                 self._dispatcher.remove_consumer(consumer)
         for consumer in remote:
-            consumer._sink.disconnected(consumer)  # type: ignore[union-attr]
+            consumer.sink.disconnected(consumer)  # type: ignore[union-attr]
         if remote and not self.durable and not self._consumers:
-            self._topic._remove_non_durable(self)
+            self._topic.remove_non_durable_subscription(self)
 
-    def _set_type(self, sub_type: SubscriptionType) -> None:
-        """Change the type (only while no consumer is connected); persisted in the cursor."""
+    def change_type(self, sub_type: SubscriptionType) -> None:
+        """Change the type (only while no consumer is connected); persisted in the cursor.
+
+        ``Topic.subscribe`` calls this when a subscriber asks for another type. Raises
+        ``SubscriptionBusyError`` while consumers are connected."""
         with self._lock:
             if sub_type is self._type:
                 return
@@ -265,15 +282,17 @@ class Subscription:
             old = self._dispatcher
             self._type = sub_type
             self._dispatcher = self._new_dispatcher()
-            self._dispatcher._rewind_pending = old._rewind_pending
+            if old.rewind_pending:
+                self._dispatcher.defer_rewind()
             old.close()
 
-    # -- consuming (called by Consumer) ---------------------------------------------------------
+    # -- consuming: the consumer_* entry points of ConsumerOwner, called by Consumer -------------
     def dispatch(self) -> int:
         """Push what is deliverable now into the consumers' queues; return how many messages."""
         return self._dispatcher.dispatch()
 
-    def _receive(self, consumer: Consumer, max_messages: int) -> list[Message]:
+    def consumer_receive(self, consumer: Consumer, max_messages: int) -> list[Message]:
+        """``Consumer.receive``: dispatch what is deliverable now, then pop from its queue."""
         out: list[Message] = []
         while len(out) < max_messages:
             self._check_consumer(consumer)
@@ -286,12 +305,14 @@ class Subscription:
                 break
         return out
 
-    def _flow(self, consumer: Consumer, permits: int) -> None:
+    def consumer_flow(self, consumer: Consumer, permits: int) -> None:
+        """``Consumer.flow``: ``permits`` more messages of receive-queue room."""
         with self._lock:
             self._check_consumer(consumer)
-            consumer._permits += permits
+            consumer.return_permits(permits)
 
-    def _acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
+    def consumer_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
+        """``Consumer.acknowledge``: validate every id, then ack them on the cursor."""
         with self._lock:
             self._check_consumer(consumer)
             sizes: dict[Position, int | None] = {}  # one read per entry, however many of its ids
@@ -302,7 +323,8 @@ class Subscription:
                     self._apply_individual_ack(*step)
             self._after_acks(md)
 
-    def _acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int:
+    def consumer_acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int:
+        """``Consumer.acknowledge_entries``: whole entries in bulk, one cursor operation."""
         with self._lock:
             self._check_consumer(consumer)
             if not isinstance(positions, np.ndarray):
@@ -350,7 +372,8 @@ class Subscription:
             cursor.delete(position)
             self._dispatcher.on_deleted((position,))
 
-    def _acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> None:
+    def consumer_acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> None:
+        """``Consumer.acknowledge_with_ack_sets``: Pulsar ack sets (set bits = still unacked)."""
         with self._lock:
             self._check_consumer(consumer)
             plan: list[tuple[Position, int, int]] = []
@@ -377,7 +400,9 @@ class Subscription:
                     self._dispatcher.on_deleted((position,))
             self._after_acks(md)
 
-    def _acknowledge_cumulative(self, consumer: Consumer, mid: MessageId) -> None:
+    def consumer_acknowledge_cumulative(self, consumer: Consumer, message_id: MessageId) -> None:
+        """``Consumer.acknowledge_cumulative`` (refused on Shared and Key_Shared)."""
+        mid = message_id
         with self._lock:
             self._check_consumer(consumer)
             if self._type.is_individual_ack_mode:
@@ -411,14 +436,16 @@ class Subscription:
                 self._dispatcher.on_batch_acked(position, range(mid.batch_index + 1))
             self._after_acks(md, force=True)
 
-    def _negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
+    def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
+        """``Consumer.negative_acknowledge``: redeliver entries the consumer holds."""
         with self._lock:
             self._check_consumer(consumer)
             for mid in message_ids:
                 self._check_partition(mid)
             self._dispatcher.negative_ack(consumer, [mid.position for mid in message_ids])
 
-    def _redeliver_unacknowledged(self, consumer: Consumer) -> None:
+    def consumer_redeliver_unacknowledged(self, consumer: Consumer) -> None:
+        """``Consumer.redeliver_unacknowledged_messages``."""
         with self._lock:
             self._check_consumer(consumer)
             self._dispatcher.redeliver(consumer)
@@ -460,11 +487,13 @@ class Subscription:
         indexes are ignored (logged once) when the ledger's
         ``deletion_at_batch_index_level_enabled`` is off, as in Pulsar.
         """
-        items = _skip_entries(entries)
+        items = checked_skip_entries(entries)
         with self._lock:
-            self._apply_skip(self._plan_skip(items))
+            self.apply_skip(self.plan_skip(items))
 
-    def _plan_skip(self, items: list[SkipEntry]) -> SkipPlan:
+    def plan_skip(self, items: list[SkipEntry]) -> SkipPlan:
+        """Validate a PIP-423 skip without changing anything (a partitioned subscription plans every
+        partition before applying any); raises what ``skip_messages`` raises."""
         """Validate ``items`` (reading batch entries) without acknowledging anything."""
         if self._type.is_cumulative_ack_mode:
             raise NotAllowedError("Unsupported subscription type.")
@@ -491,7 +520,8 @@ class Subscription:
                 plan.batches.append((entry.position, ack_set, size, frozenset(indexes)))
             return plan
 
-    def _apply_skip(self, plan: SkipPlan) -> None:
+    def apply_skip(self, plan: SkipPlan) -> None:
+        """Apply a skip planned by :meth:`plan_skip`."""
         """Acknowledge a validated plan (entries acknowledged meanwhile are left alone)."""
         with self._lock:
             self._check_open()
@@ -561,16 +591,18 @@ class Subscription:
         """Delete the subscription and its cursor; ``SubscriptionBusyError`` if consumers are connected."""
         self._topic.delete_subscription(self.name)
 
-    def _close(self) -> None:
+    def close(self) -> None:
+        """Stop the subscription (its topic calls this when it closes or deletes it): consumers
+        are disconnected, remote ones told; the cursor is left as it is. Idempotent."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            remote = [c for c in self._consumers.values() if c._sink is not None]
+            remote = [c for c in self._consumers.values() if c.sink is not None]
             self._dispatcher.close()
             self._consumers.clear()
         for consumer in remote:
-            consumer._sink.disconnected(consumer)  # type: ignore[union-attr]
+            consumer.sink.disconnected(consumer)  # type: ignore[union-attr]
 
     # -- helpers ------------------------------------------------------------------------------
     def _after_acks(self, md_before: Position, force: bool = False) -> None:
@@ -623,7 +655,7 @@ class Subscription:
             raise AlreadyClosedError(f"subscription {self.name!r} on {self.topic} is closed")
 
     def _check_consumer(self, consumer: Consumer) -> None:
-        if consumer._closed:
+        if not consumer.is_connected:
             raise AlreadyClosedError(f"consumer {consumer.name!r} of subscription {self.name!r} is closed")
 
     def __repr__(self) -> str:
@@ -641,7 +673,8 @@ def _position(ledger_id: int, entry_id: int) -> Position:
     return Position.of(ledger_id, entry_id)
 
 
-def _skip_entries(entries: Iterable[SkipEntry]) -> list[SkipEntry]:
+def checked_skip_entries(entries: Iterable[SkipEntry]) -> list[SkipEntry]:
+    """``skip_messages``'s argument as a list of :class:`SkipEntry`; ``InvalidRequestError`` otherwise."""
     if isinstance(entries, (int, str, bytes, SkipEntry)) or not isinstance(entries, Iterable):
         raise InvalidRequestError(
             f"skip_messages takes a list of SkipEntry, got {entries!r} (use skip(n) to skip a number of messages)"

@@ -8,6 +8,10 @@ with the replicator prefix are system cursors, never subscriptions.
 
 Locking: one re-entrant lock guards the producer and subscription maps; a separate publish lock
 serialises the publish path (dedup check, append, dedup record), which blocks on the append.
+
+A topic sees its broker as a :class:`TopicOwner` (settings, the deduplication hook it builds,
+producer names); frontends that serve remote clients hear about it through
+:class:`TopicListener`.
 """
 
 from __future__ import annotations
@@ -16,32 +20,57 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ..entry import EntryMetadata
-from ..errors import EntryTooLargeError, InvalidRequestError, NotFoundError
-from ..ledger import InitialPosition, ManagedLedger
-from ..position import Position
+from ..codec.entry import EntryMetadata
+from ..core.clock import Clock
+from ..core.errors import EntryTooLargeError, InvalidRequestError, NotFoundError
+from ..core.ints import INT64_MAX
+from ..core.position import Position
+from ..managed_ledger.ledger import ManagedLedger
+from ..managed_ledger.ledger_view import InitialPosition
+from .config import BrokerConfig
 from .errors import AlreadyClosedError, MessageDupUnknownError, ProducerBusyError, SubscriptionBusyError
-from .hooks import Deduplication, DedupVerdict, PublishContext
+from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, PublishContext
 from .names import TopicName
 from .producer import Producer
 from .stats import TopicStats
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY, Subscription
 from .types import SubscriptionType
 
-if TYPE_CHECKING:
-    from .broker import Broker
-    from .listeners import ProducerListener, TopicListener
-
-__all__ = ["DEDUPLICATION_CURSOR_NAME", "FramedPublish", "Topic"]
+__all__ = ["DEDUPLICATION_CURSOR_NAME", "FramedPublish", "Topic", "TopicListener", "TopicOwner"]
 
 log = logging.getLogger(__name__)
 
-DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"
-"""The deduplication layer's cursor (Pulsar's ``PersistentTopic.DEDUPLICATION_CURSOR_NAME``)."""
 
-_INT64_MAX = (1 << 63) - 1
+class TopicListener(Protocol):
+    """Told about a topic's appends and its closing (see :mod:`mledger.broker.listeners`)."""
+
+    def entries_added(self, topic: Topic) -> None:
+        """Entries were appended to ``topic`` (called after the append returned)."""
+        ...
+
+    def topic_closed(self, topic: Topic) -> None:
+        """``topic`` closed (deleted, or the broker is closing)."""
+        ...
+
+
+class TopicOwner(Protocol):
+    """The broker serving a topic, as the topic sees it."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def make_deduplication(self, topic: Topic) -> Deduplication:
+        """The deduplication hook for ``topic`` (by the broker's policy and factory)."""
+        ...
+
+    def generate_producer_name(self) -> str:
+        """A producer name unique within the broker."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +89,7 @@ class FramedPublish:
 class Topic:
     """One persistent topic or partition. Obtain with ``Broker.get_topic`` / ``create_topic``."""
 
-    def __init__(self, broker: Broker, topic_name: TopicName, ml: ManagedLedger) -> None:
+    def __init__(self, broker: TopicOwner, topic_name: TopicName, ml: ManagedLedger) -> None:
         self._broker = broker
         self.topic_name = topic_name
         self._ml = ml
@@ -80,7 +109,7 @@ class Topic:
                 log.warning("%s: subscription %s has unknown type %r; using Exclusive", self.name, cursor.name, stored)
                 sub_type = SubscriptionType.EXCLUSIVE
             self._subscriptions[cursor.name] = Subscription(self, cursor.name, cursor, sub_type)
-        self._dedup: Deduplication = broker._make_deduplication(self)
+        self._dedup: Deduplication = broker.make_deduplication(self)
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -94,7 +123,7 @@ class Topic:
         return self.topic_name.partition_index
 
     @property
-    def broker(self) -> Broker:
+    def broker(self) -> TopicOwner:
         """The broker serving this topic."""
         return self._broker
 
@@ -186,7 +215,7 @@ class Topic:
                 sub = Subscription(self, name, cursor, sub_type)
                 self._subscriptions[name] = sub
                 return sub
-        sub._set_type(sub_type)
+        sub.change_type(sub_type)
         return sub
 
     def open_non_durable_subscription(
@@ -216,13 +245,13 @@ class Topic:
             self._subscriptions[name] = sub
             return sub
 
-    def _remove_non_durable(self, sub: Subscription) -> None:
-        """Drop a non-durable subscription whose last consumer left."""
+    def remove_non_durable_subscription(self, sub: Subscription) -> None:
+        """Drop a non-durable subscription whose last consumer left (the subscription calls this)."""
         with self._lock:
             if self._subscriptions.get(sub.name) is not sub or sub.consumers:
                 return
             del self._subscriptions[sub.name]
-        sub._close()
+        sub.close()
         sub.cursor.close()
 
     def delete_subscription(self, name: str) -> None:
@@ -233,7 +262,7 @@ class Topic:
             sub = self.get_subscription(name)
             if sub.consumers:
                 raise SubscriptionBusyError(f"Subscription {name!r} on {self.name} has active connected consumers")
-            sub._close()
+            sub.close()
             del self._subscriptions[name]
             if sub.durable:
                 self._ml.delete_cursor(name)
@@ -255,18 +284,18 @@ class Topic:
         ``InvalidRequestError`` for a bad name or initial sequence id.
         """
         _check_producer_args(producer_name, initial_sequence_id)
-        name = producer_name if producer_name is not None else self._broker._generate_producer_name()
+        name = producer_name if producer_name is not None else self._broker.generate_producer_name()
         with self._lock:
             self._check_open()
             if name in self._producers:
                 raise ProducerBusyError(f"Producer with name '{name}' is already connected to topic {self.name}")
-            producer = Producer(self, name, initial_sequence_id)
-            producer._listener = listener
+            producer = Producer(self, name, initial_sequence_id, listener)
             self._producers[name] = producer
             self._dedup.producer_added(name)
             return producer
 
-    def _remove_producer(self, producer: Producer) -> None:
+    def remove_producer(self, producer: Producer) -> None:
+        """``producer`` closed: forget it (its ``close`` calls this)."""
         with self._lock:
             if self._producers.get(producer.name) is producer:
                 del self._producers[producer.name]
@@ -389,11 +418,9 @@ class Topic:
             producers = list(self._producers.values())
             self._producers.clear()
         for producer in producers:
-            producer._closed = True
-            if producer._listener is not None:
-                producer._listener.producer_closed(producer)
+            producer.closed_by_broker()
         for sub in subs:
-            sub._close()
+            sub.close()
         self._dedup.close()
         self._ml.close()
         for listener in self._listeners:
@@ -418,6 +445,6 @@ def _check_producer_args(producer_name: object, initial_sequence_id: object) -> 
     if initial_sequence_id is not None and (
         isinstance(initial_sequence_id, bool)
         or not isinstance(initial_sequence_id, int)
-        or not -1 <= initial_sequence_id <= _INT64_MAX
+        or not -1 <= initial_sequence_id <= INT64_MAX
     ):
         raise InvalidRequestError(f"invalid initial_sequence_id {initial_sequence_id!r}: expected an int >= -1")

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from ..errors import InvalidRequestError
+from ..core.errors import InvalidRequestError
 
 __all__ = ["AckType", "SkipEntry", "SubscriptionType"]
 

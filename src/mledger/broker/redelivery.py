@@ -1,4 +1,4 @@
-"""The replay queue: positions to deliver again, in position order.
+"""The redelivery queue: positions to deliver again, in position order.
 
 Pulsar's ``MessageRedeliveryController``. Positions arrive here from negative acks, from
 consumers that closed with unacknowledged messages, from the delayed-delivery tracker once
@@ -15,12 +15,12 @@ from collections.abc import Iterator
 
 from sortedcontainers import SortedDict
 
-from ..position import Position
+from ..core.position import Position
 
-__all__ = ["ReplayQueue"]
+__all__ = ["RedeliveryQueue"]
 
 
-class ReplayQueue:
+class RedeliveryQueue:
     """An ordered set of positions, each with an optional sticky-key hash."""
 
     def __init__(self) -> None:

@@ -1,0 +1,38 @@
+"""What the parts of the admin API need from the :class:`~mledger.admin.api.Admin` that owns them.
+
+``Admin`` builds its parts (``admin.topics``, ``admin.messaging``) and hands each itself as an
+:class:`AdminContext`: the broker, and the authentication and authorization checks every call
+runs first. The parts import this protocol, never ``Admin``, so the admin package has no cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..broker import Broker
+from ..broker.names import TopicName
+from .auth import NamespaceOperation, TopicOperation
+
+__all__ = ["AdminContext"]
+
+
+class AdminContext(Protocol):
+    """The broker and the checks of the admin the call runs under."""
+
+    broker: Broker
+
+    def check_topic(self, operation: TopicOperation, topic: str | TopicName) -> TopicName:
+        """Authenticate and authorize ``operation`` on ``topic``; return its parsed name."""
+        ...
+
+    def check_namespace(self, operation: NamespaceOperation, namespace: str) -> None:
+        """Authenticate and authorize ``operation`` on ``namespace``."""
+        ...
+
+    def authenticate(self) -> None:
+        """Raise ``UnauthenticatedError`` when authorization is on and no role is given."""
+        ...
+
+    def may(self, operation: TopicOperation | NamespaceOperation, resource: str | TopicName) -> bool:
+        """Whether the role may run ``operation`` on ``resource``."""
+        ...
