@@ -458,7 +458,7 @@ def test_key_shared_entries_wait_in_replay_when_their_consumer_is_full() -> None
     c2 = env.sub.add_consumer("c2", permits=10)
     env.publish(6, [k1, k2])
     assert data(c2.receive()) == ["m1", "m3", "m5"]  # not stuck behind c1's keys
-    assert env.sub.stats().dispatcher.replay_queue_size == 2
+    assert env.sub.stats().dispatcher.redelivery_queue_size == 2
     assert data(c1.receive(10)) == ["m0", "m2", "m4"]
 
 
@@ -553,13 +553,13 @@ def test_dispatcher_reset_when_the_last_consumer_leaves() -> None:
     c1 = env.sub.add_consumer("c1")
     got = c1.receive()
     c1.acknowledge(got[0])
-    c1.negative_acknowledge(got[1])  # -> replay queue
+    c1.negative_acknowledge(got[1])  # -> redelivery queue
     before = env.sub.stats().dispatcher
-    assert (before.delayed_messages, before.replay_queue_size, before.pending_entries) == (1, 1, 1)
+    assert (before.delayed_messages, before.redelivery_queue_size, before.pending_entries) == (1, 1, 1)
     revision = env.sub.cursor.revision.revision_num
     c1.close()
     after = env.sub.stats().dispatcher
-    assert (after.delayed_messages, after.replay_queue_size, after.pending_entries, after.resets) == (0, 0, 0, 1)
+    assert (after.delayed_messages, after.redelivery_queue_size, after.pending_entries, after.resets) == (0, 0, 0, 1)
     assert env.sub.cursor.revision.revision_num == revision + 1  # one revision, cursor and dispatcher
     assert env.sub.cursor.read_position == ids[1].position  # rewound to mark-delete + 1
     c2 = env.sub.add_consumer("c2")
@@ -613,7 +613,7 @@ def test_in_flight_replay_is_discarded_by_reset_cursor() -> None:
     ids = env.publish(6)
     c = env.sub.add_consumer("c", permits=4)
     got = c.receive(4)
-    c.negative_acknowledge(got[2:])  # m2, m3 -> replay queue
+    c.negative_acknowledge(got[2:])  # m2, m3 -> redelivery queue
     store.hold_reads()
     with ThreadPoolExecutor(1) as pool:
         round_ = pool.submit(env.sub.dispatch)

@@ -16,7 +16,7 @@ from mledger.broker.hashing import java_string_hash, murmur3_32, sticky_key_hash
 from mledger.broker.keyshared import ConsistentHashRing, RecentlyJoinedConsumers
 from mledger.broker.message import BatchMessageIds, Message
 from mledger.broker.names import ProducerNameGenerator, decode_partitioned_metadata, encode_partitioned_metadata
-from mledger.broker.replay import ReplayQueue
+from mledger.broker.redelivery import RedeliveryQueue
 from mledger.broker.routing import RoundRobinPartitionRouter
 from mledger.errors import BadVersionError, ConfigError, InvalidRequestError, StateCorruptedError
 
@@ -279,8 +279,8 @@ def test_delayed_tracker_orders_by_time_and_honours_the_cutoff() -> None:
     assert len(lax) == 0 and lax.next_deliver_at() is None
 
 
-def test_replay_queue_keeps_position_order_and_key_hashes() -> None:
-    q = ReplayQueue()
+def test_redelivery_queue_keeps_position_order_and_key_hashes() -> None:
+    q = RedeliveryQueue()
     q.add(Position(2, 0), 7)
     q.add(Position(1, 5), 7)
     q.add(Position(1, 5), 8)  # idempotent

@@ -14,10 +14,8 @@ from collections.abc import Sequence
 from ..broker import InitialPosition, Message, SubscriptionType
 from ..errors import InvalidRequestError
 from ..messageid import MessageId
-from .context import AdminContext
 from .auth import TopicOperation
-
-
+from .context import AdminContext
 
 __all__ = ["Messaging"]
 

@@ -56,8 +56,8 @@ from ..broker.names import TopicName, check_namespace_name, local_name_problem
 from ..errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
 from ..messageid import MessageId, as_position
 from ..position import EARLIEST, LATEST, Position
-from .context import AdminContext
 from .auth import NamespaceOperation, TopicOperation
+from .context import AdminContext
 from .errors import SubscriptionAlreadyExistsError
 from .requests import SkipMessageIdsRequest
 from .stats import (

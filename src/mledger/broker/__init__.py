@@ -17,9 +17,9 @@ True
 []
 """
 
+from ..codec.messageid import MessageId as MessageId
 from ..core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger.ledger_view import InitialPosition as InitialPosition
-from ..codec.messageid import MessageId as MessageId
 from .broker import AnyTopic as AnyTopic, Broker as Broker
 from .config import BrokerConfig as BrokerConfig
 from .consumer import Consumer as Consumer

@@ -32,8 +32,9 @@ from ..managed_ledger.factory import ManagedLedgerFactory
 from ..managed_ledger.ledger_view import InitialPosition
 from ..storage import NEW_NODE
 from .config import BrokerConfig
+from .dedup import MessageDeduplication
 from .errors import AlreadyClosedError, TopicAlreadyExistsError, TopicBusyError
-from .hooks import Deduplication
+from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication
 from .names import (
     PARTITIONED_TOPICS_ROOT,
     ProducerNameGenerator,
@@ -46,8 +47,6 @@ from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
 from .schemas import SchemaRegistry
 from .subscription import Subscription
-from .dedup import MessageDeduplication
-from .hooks import DEDUPLICATION_CURSOR_NAME
 from .topic import Topic
 from .types import SubscriptionType
 

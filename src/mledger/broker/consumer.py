@@ -28,8 +28,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..core.errors import InvalidRequestError
 from ..codec.messageid import MessageId
+from ..core.errors import InvalidRequestError
 from ..core.position import Position
 from .message import EntryDelivery, Message
 from .types import AckType

@@ -96,17 +96,16 @@ from typing import Protocol
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..codec.proto.PulsarApi_pb2 import MessageMetadata
-from ..managed_ledger.cursor import ManagedCursor
 from ..codec.entry import decode_entry
+from ..codec.proto.PulsarApi_pb2 import MessageMetadata
+from ..core.clock import Clock
 from ..core.errors import LedgerNotFoundError, MLedgerError, NotFoundError, StateCorruptedError
+from ..core.position import Position
+from ..managed_ledger.cursor import ManagedCursor
 from ..managed_ledger.ledger import ManagedLedger
 from ..managed_ledger.ledger_view import InitialPosition
-from ..core.position import Position
-from ..core.clock import Clock
 from .config import BrokerConfig
 from .hooks import DEDUPLICATION_CURSOR_NAME, BrokerSettings, DedupVerdict, PublishContext
-
 
 __all__ = ["DedupStatus", "DeduplicationStats", "MessageDeduplication", "REPLAY_BATCH_SIZE"]
 

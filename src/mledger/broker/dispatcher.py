@@ -66,13 +66,13 @@ from dataclasses import dataclass
 import numpy as np
 from sortedcontainers import SortedDict
 
-from ..managed_ledger.cursor import ManagedCursor, PendingRead, PositionReset
+from ..codec.batch import decode_batch
 from ..codec.entry import Entry
+from ..codec.messageid import MessageId
 from ..core.clock import Clock
 from ..core.errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
-from ..codec.messageid import MessageId
 from ..core.position import Position
-from ..codec.batch import decode_batch
+from ..managed_ledger.cursor import ManagedCursor, PendingRead, PositionReset
 from .config import BrokerConfig
 from .consumer import Consumer
 from .delayed import DelayedDeliveryTracker

@@ -24,10 +24,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Protocol
 
-from ..core.errors import InvalidPositionError, InvalidRequestError, NotAllowedError, NotFoundError
-from ..managed_ledger.ledger_view import InitialPosition
 from ..codec.messageid import MessageId, as_position
+from ..core.errors import InvalidPositionError, InvalidRequestError, NotAllowedError, NotFoundError
 from ..core.position import EARLIEST, LATEST, Position
+from ..managed_ledger.ledger_view import InitialPosition
 from .consumer import Consumer, MessageIdLike, as_message_ids
 from .message import Message
 from .names import TopicName
@@ -35,7 +35,6 @@ from .producer import PartitionedProducer
 from .subscription import Subscription, checked_skip_entries
 from .topic import Topic
 from .types import AckType, SkipEntry, SubscriptionType
-
 
 
 class ProducerNames(Protocol):

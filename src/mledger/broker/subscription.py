@@ -51,8 +51,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..managed_ledger.cursor import ManagedCursor
 from ..codec.entry import Entry
+from ..codec.messageid import MessageId, as_position
 from ..core.errors import (
     CursorModifyingError,
     InvalidPositionError,
@@ -60,16 +60,17 @@ from ..core.errors import (
     MarkDeletingMarkedPositionError,
     NotAllowedError,
 )
-from ..codec.messageid import MessageId, as_position
 from ..core.position import LATEST, Position
+from ..managed_ledger.cursor import ManagedCursor
 from ..managed_ledger.ledger_view import LedgerView
 from .consumer import Consumer, ConsumerSink
-from .hooks import BrokerSettings
 from .dispatcher import Dispatcher
 from .errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
+from .hooks import BrokerSettings
 from .message import Message
 from .stats import ConsumerStats, SubscriptionStats
 from .types import SkipEntry, SubscriptionType
+
 
 class SubscriptionOwner(Protocol):
     """The topic (partition) a subscription belongs to, as the subscription sees it."""

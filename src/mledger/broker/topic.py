@@ -33,7 +33,7 @@ from .config import BrokerConfig
 from .errors import AlreadyClosedError, MessageDupUnknownError, ProducerBusyError, SubscriptionBusyError
 from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, PublishContext
 from .names import TopicName
-from .producer import Producer
+from .producer import Producer, ProducerListener
 from .stats import TopicStats
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY, Subscription
 from .types import SubscriptionType

@@ -471,7 +471,7 @@ class Session:
         if handle.closed:
             return
         handle.closed = True
-        handle.producer._listener = None  # noqa: SLF001 - our own listener: do not echo the close
+        handle.producer.detach_listener()  # our own listener: do not echo the close
         handle.producer.close()
         self._server.access.remove(handle.topic, handle)
 

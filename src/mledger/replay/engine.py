@@ -52,7 +52,7 @@ exactly the deliver time prevents it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -779,21 +779,6 @@ class PartitionReplayer:
 
 def _empty_anomaly_buffer() -> dict[str, list[Any]]:
     return {name: [] for name in ANOMALY_SCHEMA.names if name not in ("topic", "partition")}
-
-
-def replay_partition(
-    topic: str | None,
-    partition: int | None,
-    batches: Iterable[pa.RecordBatch],
-    settings: ReplaySettings | None = None,
-    declared: Iterable[SubscriptionSpec] = (),
-    model_factory: ModelFactory | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """Stream one topic-partition through a :class:`PartitionReplayer` (output batches)."""
-    replayer = PartitionReplayer(topic, partition, settings, declared, model_factory)
-    for batch in batches:
-        yield from replayer.feed(batch)
-    yield from replayer.finish()
 
 
 def declared_for(subscriptions: Mapping[str, Sequence[SubscriptionSpec]], topic: str | None) -> Sequence[SubscriptionSpec]:

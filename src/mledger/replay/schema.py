@@ -19,7 +19,7 @@ input order (file index in path order, then row in the file).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -27,9 +27,6 @@ import pyarrow.compute as pc
 
 from ..errors import MLedgerError
 from .store import CURSOR_LEDGER_BASE
-
-if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
 
 # -- event kinds and their order at equal timestamps -----------------------------------------
 KIND_PRODUCED = 0
@@ -518,15 +515,3 @@ def ddl(schema: pa.Schema) -> str:
     return ", ".join(f"`{f.name}` {_DDL[f.type]}" for f in schema)
 
 
-def spark_schema(schema: pa.Schema) -> StructType:
-    """The Spark ``StructType`` of a flat pyarrow schema (imports pyspark)."""
-    from pyspark.sql.types import StructType
-
-    parsed = StructType.fromDDL(ddl(schema))
-    assert isinstance(parsed, StructType)
-    return parsed
-
-
-def anomaly_rows(rows: list[dict[str, Any]]) -> pa.RecordBatch:
-    """Anomaly dicts (missing keys are null) as a batch of :data:`ANOMALY_SCHEMA`."""
-    return pa.RecordBatch.from_pylist(rows, schema=ANOMALY_SCHEMA)

@@ -78,10 +78,6 @@ class ReplayStore:
         if len(described) > DESCRIBED_ENTRIES:
             del described[next(iter(described))]
 
-    def is_data_ledger(self, ledger_id: int) -> bool:
-        """Whether the id belongs to a data ledger (not a cursor ledger)."""
-        return ledger_id < CURSOR_LEDGER_BASE
-
     # -- LedgerStore ------------------------------------------------------------------------
     def create_ledger(self) -> int:
         self._check_open()

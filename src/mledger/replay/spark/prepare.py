@@ -232,16 +232,6 @@ def _parquet_events(spark: "SparkSession", plan: InputPlan, log: str, files: lis
     )
 
 
-def events_dataframe(spark: "SparkSession", plan: InputPlan) -> "DataFrame":
-    """Every event of the plan as :data:`~.schema.EVENT_SCHEMA` rows: Parquet read natively,
-    JSON Lines / CSV by pyarrow tasks."""
-    frames = [_parquet_events(spark, plan, log, files) for log, files in _parquet_files(plan).items()]
-    text = _text_events(spark, plan)
-    if text is not None:
-        frames.append(text)
-    return _union(spark, frames, ddl(EVENT_SCHEMA))
-
-
 def _parquet_files(plan: InputPlan) -> dict[str, list[str]]:
     found = {log: sorted({t.path for t in plan.tasks if t.log == log and t.fmt == "parquet"}) for log in KIND_OF_LOG}
     return {log: files for log, files in found.items() if files}
