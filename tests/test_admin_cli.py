@@ -240,3 +240,15 @@ def test_unusable_data_dir(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip()
     assert "Traceback" not in done.stderr
+
+
+def test_output_table_for_people_json_by_default(cli: Cli) -> None:
+    cli.run("topics", "create", "orders")
+    cli.run("topics", "create-subscription", "orders", "-s", "billing", "-t", "Shared", "-m", "earliest")
+    produced = cli.run("--output", "table", "topics", "produce", "orders", "-m", "a", "-m", "b").stdout
+    assert "messageId" in produced and "base64" in produced and "{" not in produced
+    table = cli.run("-o", "table", "topics", "stats-internal", "orders").stdout
+    for heading in ("ledgers", "cursors", "subscription", "mark-delete", "backlog", "billing"):
+        assert heading in table, table
+    stats = json.loads(cli.run("topics", "stats-internal", "orders").stdout)  # the default is still JSON
+    assert stats["cursors"]["billing"]["numberOfEntriesInBacklog"] == 2

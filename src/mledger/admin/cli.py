@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import MLedgerError, NotAllowedError, PreconditionFailedError
 from ..position import EARLIEST, LATEST, Position
+from . import _tables
 from .remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
 
 if TYPE_CHECKING:
@@ -173,6 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token for --admin-url; default ${TOKEN_ENV}"
+    )
+    parser.add_argument(
+        "-o", "--output", choices=("json", "table"), default="json",
+        help="how stats-internal, cancel-delayed-message, produce and consume print their results: "
+        "json (default, as pulsar-admin; for scripts) or table (for people)",
     )
     parser.add_argument(
         "--timeout", type=_positive_seconds, default=60.0,
@@ -401,11 +407,18 @@ def _cmd_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
         stats: Any = admin.topics.internal_stats(args.topic)
     except NotAllowedError:  # a partitioned topic: show every partition (needs GET_STATS only)
         stats = admin.topics.partitioned_internal_stats(args.topic)
-    _print_json(stats)
+    if args.output == "table":
+        _tables.print_stats(stats, args.topic)
+    else:
+        _print_json(stats)
 
 
 def _cmd_partitioned_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.topics.partitioned_internal_stats(args.topic))
+    stats = admin.topics.partitioned_internal_stats(args.topic)
+    if args.output == "table":
+        _tables.print_stats(stats, args.topic)
+    else:
+        _print_json(stats)
 
 
 def _cmd_reset_cursor(admin: Admin, args: argparse.Namespace) -> None:
@@ -437,7 +450,10 @@ def _cmd_cancel_delayed(admin: Admin, args: argparse.Namespace) -> None:
     result = admin.topics.cancel_delayed_message(
         args.topic, args.ledger_id, args.entry_id, subscription_names=args.subscription_names
     )
-    _print_json(result)
+    if args.output == "table":
+        _tables.print_cancel_result(result)
+    else:
+        _print_json(result)
     if result.refused:
         raise PreconditionFailedError(
             "Failed to cancel delayed message on subscription(s) "
@@ -455,8 +471,12 @@ def _cmd_produce(admin: Admin, args: argparse.Namespace) -> None:
         rounds=args.count,
         batch=args.batch,
     )
-    for mid in ids:
-        print(json.dumps(_message_id_json(mid)))
+    rows = [_message_id_json(mid) for mid in ids]
+    if args.output == "table":
+        _tables.print_messages(rows, ("messageId", "base64"))
+        return
+    for row in rows:
+        print(json.dumps(row))
 
 
 def _cmd_consume(admin: Admin, args: argparse.Namespace) -> None:
@@ -467,8 +487,12 @@ def _cmd_consume(admin: Admin, args: argparse.Namespace) -> None:
         max_messages=args.count,
         initial_position=args.initial_position,
     )
-    for message in messages:
-        print(json.dumps(_message_json(message)))
+    rows = [_message_json(message) for message in messages]
+    if args.output == "table":
+        _tables.print_messages(rows, ("messageId", "key", "data", "dataBase64", "redeliveryCount"))
+        return
+    for row in rows:
+        print(json.dumps(row))
 
 
 def _message_id_json(mid: Any) -> dict[str, Any]:

@@ -1,0 +1,76 @@
+"""``mledger-admin --output table``: the CLI's structured results as rich tables, for people.
+
+The default output stays JSON (pulsar-admin's, and what scripts parse); these renderings are
+only for a terminal. Each function prints to ``console`` (stdout by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .stats import PartitionedTopicInternalStats, PersistentTopicInternalStats
+from .topics import CancelDelayedMessageResult
+
+__all__ = ["print_cancel_result", "print_messages", "print_stats"]
+
+
+def _console(console: Console | None) -> Console:
+    return console if console is not None else Console(soft_wrap=True)
+
+
+def print_stats(stats: PersistentTopicInternalStats | PartitionedTopicInternalStats, title: str,
+                console: Console | None = None) -> None:
+    """A topic's (or each partition's) ledger summary, ledgers and cursors."""
+    out = _console(console)
+    if isinstance(stats, PartitionedTopicInternalStats):
+        out.print(f"{title}: {stats.metadata.partitions} partitions")
+        for name, partition in stats.partitions.items():
+            print_stats(partition, name, out)
+        return
+    summary = Table(title=title, show_header=False, title_justify="left")
+    summary.add_column("field", style="bold")
+    summary.add_column("value")
+    for field, value in (("entries", stats.number_of_entries), ("size (bytes)", stats.total_size),
+                         ("entries added", stats.entries_added_counter),
+                         ("last confirmed entry", stats.last_confirmed_entry), ("state", stats.state)):
+        summary.add_row(field, str(value))
+    out.print(summary)
+    ledgers = Table(title="ledgers", title_justify="left")
+    for column in ("ledger", "entries", "size"):
+        ledgers.add_column(column, justify="right")
+    for ledger in stats.ledgers:
+        ledgers.add_row(str(ledger.ledger_id), str(ledger.entries), str(ledger.size))
+    out.print(ledgers)
+    cursors = Table(title="cursors", title_justify="left")
+    for column, justify in (("subscription", "left"), ("mark-delete", "right"), ("read", "right"),
+                            ("backlog", "right"), ("ack holes", "right"), ("state", "left")):
+        cursors.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for name, cursor in sorted(stats.cursors.items()):
+        cursors.add_row(name, cursor.mark_delete_position, cursor.read_position,
+                        str(cursor.number_of_entries_in_backlog),
+                        str(cursor.total_non_contiguous_deleted_messages_range), cursor.state)
+    out.print(cursors)
+
+
+def print_cancel_result(result: CancelDelayedMessageResult, console: Console | None = None) -> None:
+    """Per subscription: whether the delayed message is cancelled there."""
+    table = Table(title=f"{result.topic} {result.ledger_id}:{result.entry_id}", title_justify="left")
+    table.add_column("subscription")
+    table.add_column("cancelled")
+    for name, ok in sorted(result.results.items()):
+        table.add_row(name, "yes" if ok else "[red]no (cumulative-ack type)[/red]")
+    _console(console).print(table)
+
+
+def print_messages(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], console: Console | None = None) -> None:
+    """Produced ids or consumed messages: one row each, the given JSON fields as columns."""
+    table = Table(title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    _console(console).print(table)
