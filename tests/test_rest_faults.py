@@ -414,3 +414,31 @@ def test_the_remote_client_times_out_with_a_typed_error() -> None:
             assert time.monotonic() - started < 5
     finally:
         silent.close()
+
+
+# -- graceful stop --------------------------------------------------------------------------------
+
+
+def test_shutdown_lets_a_request_in_flight_finish(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mledger.admin import Topics
+
+    entered = threading.Event()
+    original = Topics.list_subscriptions
+
+    def slow(self: Topics, topic: str) -> list[str]:
+        entered.set()
+        time.sleep(1.0)
+        return original(self, topic)
+
+    monkeypatch.setattr(Topics, "list_subscriptions", slow)
+    srv = AdminServer(Admin(broker), port=0).start()
+    answers: list[tuple[int, Any]] = []
+    client = threading.Thread(target=lambda: answers.append(request(srv, "GET", f"{V2}/orders/subscriptions")[:2]))
+    client.start()
+    assert entered.wait(TIMEOUT)
+    assert srv.in_flight == 1
+    assert srv.shutdown(drain_timeout=10) is True  # waited for it
+    client.join(TIMEOUT)
+    assert answers == [(200, ["shared"])]
+    with pytest.raises(OSError):
+        socket.create_connection(srv.address, timeout=2).close()

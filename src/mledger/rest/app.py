@@ -23,7 +23,6 @@ import importlib.metadata
 from collections.abc import Sequence
 from typing import Any
 
-import anyio.to_thread
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -96,17 +95,19 @@ def create_app(
     app.add_middleware(AdminMiddleware, max_body_bytes=max_body_bytes, max_url_bytes=max_url_bytes,
                        drain_limit=DRAIN_LIMIT, in_flight=app.state.in_flight)
 
-    v2 = "/admin/v2/{domain}/{tenant}/{namespace}"
-    app.include_router(topics_router("v2", "persistent"), prefix=v2.replace("{domain}", "persistent"), tags=["v2"])
-    app.include_router(topics_router("v1", "persistent"), prefix="/admin/persistent/{property}/{cluster}/{namespace}",
-                       tags=["v1"])
-    # aliases left out of the document: v1 spelled /admin/v1/..., and non-persistent (405)
-    app.include_router(topics_router("v1", "persistent"), prefix="/admin/v1/persistent/{property}/{cluster}/{namespace}",
-                       include_in_schema=False)
-    app.include_router(topics_router("v2", "non-persistent"), prefix=v2.replace("{domain}", "non-persistent"),
-                       include_in_schema=False)
-    app.include_router(topics_router("v1", "non-persistent"),
-                       prefix="/admin/non-persistent/{property}/{cluster}/{namespace}", include_in_schema=False)
+    v2, v1 = "/admin/v2/{domain}/{tenant}/{namespace}", "/admin/{domain}/{property}/{cluster}/{namespace}"
+    for version, prefix, domain, documented in (
+        ("v2", v2, "persistent", True),
+        ("v1", v1, "persistent", True),
+        # left out of the document: v1 spelled /admin/v1/..., and the non-persistent domain (405)
+        ("v1", "/admin/v1/persistent/{property}/{cluster}/{namespace}", None, False),
+        ("v2", v2, "non-persistent", False),
+        ("v1", v1, "non-persistent", False),
+    ):
+        path = prefix.replace("{domain}", domain) if domain else prefix
+        router = topics_router(version, domain or "persistent", path, include_in_schema=documented,  # type: ignore[arg-type]
+                               tag=version if documented else None)
+        app.router.routes.extend(router.routes)  # full paths: one routing pass (include_router adds one)
     app.include_router(namespaces_router(), prefix="/admin/v2", tags=["namespaces"])
     if metrics:
         _add_metrics(app, cluster, tuple(collectors))
@@ -116,7 +117,8 @@ def create_app(
 
 
 def _add_metrics(app: FastAPI, cluster: str, collectors: tuple[Collector, ...] = ()) -> None:
-    broker = context_of_app(app).admin.broker
+    context = context_of_app(app)
+    broker = context.admin.broker
 
     @app.get(
         "/metrics",
@@ -127,7 +129,7 @@ def _add_metrics(app: FastAPI, cluster: str, collectors: tuple[Collector, ...] =
         tags=["metrics"],
     )
     async def metrics() -> Response:
-        text = await anyio.to_thread.run_sync(render_metrics, broker, cluster, collectors)
+        text = await context.run(render_metrics, broker, cluster, collectors)
         return Response(text, media_type=CONTENT_TYPE)
 
 

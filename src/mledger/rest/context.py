@@ -3,12 +3,12 @@ worker threads admin calls run on."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import anyio
-import anyio.to_thread
 from fastapi import Request
 
 from ..admin import Admin
@@ -18,10 +18,12 @@ __all__ = ["AppContext", "context_of"]
 
 
 class AppContext:
-    """Shared, immutable after construction (the limiter is anyio's, thread-safe).
+    """Shared by every request of one app; thread-safe.
 
-    ``max_concurrency`` bounds the admin calls running at once (worker threads); requests over
-    it wait their turn, they are not refused.
+    ``max_concurrency`` bounds the admin calls running at once: they run on a thread pool of
+    that size (admin calls may block on storage; the event loop must not), and requests over it
+    wait their turn, they are not refused. The pool starts with the first call;
+    :meth:`close` stops it.
     """
 
     def __init__(self, admin: Admin, roles: RoleResolver, cluster: str, max_concurrency: int) -> None:
@@ -29,7 +31,7 @@ class AppContext:
         self.roles = roles
         self.cluster = cluster
         self.max_concurrency = max_concurrency
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._executor: ThreadPoolExecutor | None = None
 
     def admin_for(self, headers: Mapping[str, str]) -> Admin:
         """The admin acting for the caller: 401 when authorization is on and no role is found."""
@@ -39,9 +41,16 @@ class AppContext:
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` on a worker thread, at most ``max_concurrency`` at once."""
-        if self._limiter is None:  # created on first use: a limiter belongs to the running loop
-            self._limiter = anyio.CapacityLimiter(self.max_concurrency)
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="mledger-rest")
+        call = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    def close(self) -> None:
+        """Stop the worker threads once their calls are done (new calls start a new pool)."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)
 
 
 def context_of(request: Request) -> AppContext:

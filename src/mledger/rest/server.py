@@ -14,8 +14,9 @@ or, inside an event loop you already run::
     ...
     server.stop(); await task
 
-Binding happens in the constructor (``OSError`` when the address is taken; port 0 picks a free
-port), so the URL is known before anything is served. Stopping is graceful: the listening
+Binding and listening happen in the constructor (``OSError`` when the address is taken; port 0
+picks a free port), so the URL is known, and connections wait in the backlog, before anything is
+served. Stopping is graceful: the listening
 socket closes, idle keep-alive connections close, requests in flight finish (up to the drain
 timeout, then they are cancelled), and only then does :meth:`shutdown` or :meth:`serve`
 return, so the broker can be closed after the last admin call returned. When :meth:`serve` or
@@ -109,7 +110,7 @@ class AdminServer:
             raise ConfigError("drain_timeout >= 0 and keep_alive_timeout > 0 are required")
         self.app = app
         self.drain_timeout = drain_timeout
-        self._socket = _bind(host, port)
+        self._socket = _bind(host, port, backlog)
         bound = self._socket.getsockname()
         self._address = (str(bound[0]), int(bound[1]))
         self._config = uvicorn.Config(
@@ -119,6 +120,7 @@ class AdminServer:
             log_config=None,
             access_log=False,  # the app's middleware logs one line per request
             server_header=False,
+            proxy_headers=False,  # no proxy is trusted by default: X-Forwarded-For is not the client
             timeout_keep_alive=int(max(1, keep_alive_timeout)),
             timeout_graceful_shutdown=int(max(1, drain_timeout)) if drain_timeout else None,
             backlog=backlog,
@@ -203,6 +205,7 @@ class AdminServer:
             self._thread.join(timeout=limit + 5)
         self._drained = self.in_flight == 0 and (self._thread is None or not self._thread.is_alive())
         self._socket.close()
+        self.app.state.mledger.close()
         if not self._drained:
             log.warning("admin server stopped with %d request(s) still running", self.in_flight)
         return self._drained
@@ -217,12 +220,14 @@ class AdminServer:
         return f"AdminServer({self.url})"
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening socket: connections made before the loop accepts wait in the backlog."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        sock.listen(backlog)
     except BaseException:
         sock.close()
         raise
@@ -275,6 +280,7 @@ def serve(
                     ready(server)
                 server.run()
             finally:
+                server.app.state.mledger.close()
                 for signum, handler in previous.items():
                     signal.signal(signum, handler)
         finally:

@@ -39,7 +39,8 @@ all admin logic (authorization, fan-out to partitions, errors) is in :mod:`mledg
 A subscription that refuses (a cumulative-ack type) makes it 412 "Failed to cancel delayed
 message ..."; the others are cancelled all the same. Both the 204 and that 412 carry the
 per-subscription outcome in the header ``X-Mledger-Cancel-Results`` (``{"sub": true, ...}``).
-``authoritative`` is accepted and ignored everywhere.
+``authoritative`` (Pulsar's redirect flag) is ignored, like any query parameter a route does
+not name.
 
 mledger extensions and limits: ``PUT .../subscription/{subName}?subscriptionType=Shared``
 stores the subscription's type (Pulsar has no such parameter; default Exclusive); a reset body
@@ -68,7 +69,7 @@ from ..errors import InvalidRequestError, NotAllowedError, PreconditionFailedErr
 from ..messageid import MessageId
 from .context import AppContext, context_of
 
-__all__ = ["VALIDATION_412_ROUTES", "topics_router"]
+__all__ = ["VALIDATION_412_ROUTES", "CallerAdmin", "decode_name", "decode_segment", "topics_router"]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -148,14 +149,15 @@ class Call:
 
 
 async def caller_admin(request: Request) -> Admin:
-    """Authentication (Pulsar's filter, first of all): the admin acting for the caller's role."""
+    """Authentication (Pulsar's filter, first of all): the admin acting for the caller's role.
+    The namespace dependencies of the topic routes do the same themselves (one dependency less
+    per request)."""
     return context_of(request).admin_for(request.headers)
 
 
 CallerAdmin = Annotated[Admin, Depends(caller_admin)]
 
 TopicSegment = Annotated[str, Path(description="the topic's local name, URL-encoded (Java URLEncoder: space is +)")]
-Authoritative = Annotated[bool, Query(description="accepted and ignored (Pulsar's redirect flag)")]
 
 
 def _refuse_non_persistent(domain: str) -> None:
@@ -166,13 +168,13 @@ def _refuse_non_persistent(domain: str) -> None:
 def _v2_call(domain: str) -> Callable[..., Any]:
     async def v2_call(
         request: Request,
-        admin: CallerAdmin,
         tenant: Annotated[str, Path(description="tenant")],
         namespace: Annotated[str, Path(description="namespace")],
     ) -> Call:
+        context = context_of(request)
+        admin = context.admin_for(request.headers)  # authentication first, as Pulsar's filter
         _refuse_non_persistent(domain)
-        return Call(admin, context_of(request), "v2", decode_segment(tenant, "tenant"),
-                    decode_segment(namespace, "namespace"))
+        return Call(admin, context, "v2", decode_segment(tenant, "tenant"), decode_segment(namespace, "namespace"))
 
     return v2_call
 
@@ -180,12 +182,12 @@ def _v2_call(domain: str) -> Callable[..., Any]:
 def _v1_call(domain: str) -> Callable[..., Any]:
     async def v1_call(
         request: Request,
-        admin: CallerAdmin,
         property: Annotated[str, Path(description="tenant (v1: property)")],
         cluster: Annotated[str, Path(description="the cluster: must be this server's")],
         namespace: Annotated[str, Path(description="namespace")],
     ) -> Call:
         context = context_of(request)
+        admin = context.admin_for(request.headers)  # authentication first, as Pulsar's filter
         name = decode_segment(cluster, "cluster")
         if name != context.cluster:
             raise PreconditionFailedError(f"Cluster {name} does not exist")
@@ -222,11 +224,14 @@ def _ref(name: str) -> dict[str, str]:
 # -- the router --------------------------------------------------------------------------------
 
 
-def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
-    """The topic routes for one API version and domain, to include under its namespace prefix.
+def topics_router(
+    version: Literal["v1", "v2"], domain: str, prefix: str, include_in_schema: bool = True, tag: str | None = None
+) -> APIRouter:
+    """The topic routes for one API version and domain under the namespace path ``prefix``.
 
-    Operation ids are ``<version>_<operation>`` (``v2_skip_by_message_ids``); the routes of the
-    ``non-persistent`` domain answer 405 and are left out of the OpenAPI document by the caller.
+    The routes carry their full paths: add them to the app's router (``routes.extend``) rather
+    than ``include_router`` them, which costs a second routing pass per request. Operation ids
+    are ``<version>_<operation>`` (``v2_skip_by_message_ids``).
     """
     CallDep = Annotated[Call, Depends(_v2_call(domain) if version == "v2" else _v1_call(domain))]
 
@@ -242,7 +247,8 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
     # checked (400) first, as Pulsar's validateTopicName comes first
     TopicDep = Annotated[str, Depends(topic_name)]
     SubDep = Annotated[str, Depends(subscription_name)]
-    router = APIRouter(responses=_ERRORS)
+    router = APIRouter(prefix=prefix, responses=_ERRORS, include_in_schema=include_in_schema,
+                       tags=[tag] if tag else None)
 
     def route(method: str, path: str, name: str, summary: str, **kwargs: Any) -> Callable[[Any], Any]:
         def register(fn: Any) -> Any:
@@ -267,7 +273,7 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
 
     @route("PUT", "/{topic}", "create_topic", "Create a non-partitioned topic", status_code=204,
            responses={409: {"model": ErrorBody, "description": "the topic exists"}})
-    async def create_topic(call: CallDep, topic: TopicDep, authoritative: Authoritative = False) -> Response:
+    async def create_topic(call: CallDep, topic: TopicDep) -> Response:
         await call.run(call.admin.topics.create_topic, topic)
         return _no_content()
 
@@ -276,7 +282,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         call: CallDep,
         topic: TopicDep,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
-        authoritative: Authoritative = False,
     ) -> Response:
         await call.run(call.admin.topics.delete_topic, topic, force=force)
         return _no_content()
@@ -300,7 +305,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         call: CallDep,
         topic: TopicDep,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
-        authoritative: Authoritative = False,
     ) -> Response:
         await call.run(call.admin.topics.delete_topic, topic, force=force)
         return _no_content()
@@ -314,7 +318,7 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
            "Internal stats of a topic or partition (managed ledger and cursors)",
            response_model=PersistentTopicInternalStats,
            responses={405: {"model": ErrorBody, "description": "a partitioned topic: use partitioned-internalStats"}})
-    async def get_internal_stats(call: CallDep, topic: TopicDep, authoritative: Authoritative = False) -> Response:
+    async def get_internal_stats(call: CallDep, topic: TopicDep) -> Response:
         return _json(await call.run(call.admin.topics.internal_stats, topic))
 
     @route("GET", "/{topic}/partitioned-internalStats", "get_partitioned_internal_stats",
@@ -333,7 +337,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
                                               description="entry id of the message (412 if missing)")] = None,
         subscription_names: Annotated[list[str] | None, Query(
             alias="subscriptionNames", description="repeated or comma-separated; default: every subscription")] = None,
-        authoritative: Authoritative = False,
     ) -> Response:
         for field, value in (("ledgerId", ledger_id), ("entryId", entry_id)):
             if value is None:
@@ -363,7 +366,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         request: Request,
         subscription_type: Annotated[str | None, Query(
             alias="subscriptionType", description="Exclusive (default), Shared, Failover or Key_Shared")] = None,
-        authoritative: Authoritative = False,
     ) -> Response:
         body = ResetCursorData.parse_body(await request.body(), "create subscription")
         position = MessageId.LATEST if body is None else body.to_message_id()
@@ -378,7 +380,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         topic: TopicDep,
         sub: SubDep,
         force: Annotated[bool, Query(description="ignored: refused (412) while consumers are connected")] = False,
-        authoritative: Authoritative = False,
     ) -> Response:
         await call.run(call.admin.topics.delete_subscription, topic,
                        sub)
@@ -393,7 +394,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         topic: TopicDep,
         sub: SubDep,
         request: Request,
-        authoritative: Authoritative = False,
     ) -> Response:
         parsed = SkipMessageIdsRequest.parse_body(await request.body())
         await call.run(call.admin.topics.skip_messages, topic, sub, parsed)
@@ -405,7 +405,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         call: CallDep,
         topic: TopicDep,
         sub: SubDep,
-        authoritative: Authoritative = False,
     ) -> Response:
         await call.run(call.admin.topics.clear_backlog, topic, sub)
         return _no_content()
@@ -417,7 +416,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         topic: TopicDep,
         sub: SubDep,
         num_messages: Annotated[int, Path(alias="numMessages", ge=0, le=INT32_MAX, description="how many")],
-        authoritative: Authoritative = False,
     ) -> Response:
         await call.run(call.admin.topics.skip, topic, sub,
                        num_messages)
@@ -430,7 +428,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         topic: TopicDep,
         sub: SubDep,
         timestamp: Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")],
-        authoritative: Authoritative = False,
     ) -> Response:
         await call.run(call.admin.topics.reset_cursor_by_time, topic,
                        sub, timestamp)
@@ -444,7 +441,6 @@ def topics_router(version: Literal["v1", "v2"], domain: str) -> APIRouter:
         topic: TopicDep,
         sub: SubDep,
         request: Request,
-        authoritative: Authoritative = False,
     ) -> Response:
         body = ResetCursorData.parse_body(await request.body(), "reset cursor")
         if body is None:
