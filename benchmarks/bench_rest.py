@@ -1,0 +1,325 @@
+"""REST server benchmark: the old hand-written server (from the git history) against the FastAPI +
+uvicorn one, side by side in one run, alternating; and the /metrics scrape time.
+
+1. Throughput: one fixed load script, ``--clients`` (16) concurrent clients with keep-alive
+   connections where the server allows it (the old server is HTTP/1.0: a connection per
+   request). Each client repeats: GET internalStats, PUT a subscription, POST skipByMessageIds,
+   GET internalStats, DELETE that subscription (so the state stays the same size), POST
+   skipByMessageIds, GET /metrics. ``--duration`` seconds per run after a warm-up, old and new
+   alternating, ``--repeat`` times; prints requests/s and p99 latency per run, the medians and
+   the ratio. Target: new >= 3x old.
+2. Soak: ``--soak-clients`` (50) clients for ``--soak`` seconds (60) against each server; counts
+   every error (connection reset, timeout, a status that is not 2xx). Target: none for the new.
+3. Scrape time: GET /metrics on a store with ``--subscriptions`` (1,000) subscriptions with ack
+   holes (10 topics); median of 10 scrapes, each server. Target (new): < 100 ms.
+
+The old server is not in ``src/`` any more: the script extracts ``src/`` of the last commit
+before the change (``--old-ref``, default: the parent of the commit that replaced the
+hand-written ``src/mledger/metrics.py``, the first of the series; it has the http.server server,
+the urllib client and the hand-written exposition) with ``git archive`` into a temporary
+directory and runs its ``mledger-admin serve`` from there (``PYTHONPATH``). Both servers run as subprocesses over a
+fresh copy of the same data directory, on tmpfs (``/dev/shm``) when there is one, so that disk
+syncs weigh the same (nothing) for both and the figures compare the HTTP servers. The load
+generator runs in ``--workers`` processes of threads with ``http.client`` (the lightest client
+the standard library has), on the same machine.
+
+Usage: ``python benchmarks/bench_rest.py [--duration S] [--repeat N] [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+V2 = "/admin/v2/persistent/public/default"
+TOPIC = "persistent://public/default/orders"
+FIXED_SUBSCRIPTIONS = 2
+
+
+# -- the load generator (runs in worker processes) ---------------------------------------------
+
+
+def _client(port: int, index: int, skip_body: bytes, deadline: float, warmup_until: float,
+            out: list[float], errors: list[str]) -> None:
+    sub = f"bench-{os.getpid()}-{index}"
+    script: list[tuple[str, str, bytes | None]] = [
+        ("GET", f"{V2}/orders/internalStats", None),
+        ("PUT", f"{V2}/orders/subscription/{sub}?subscriptionType=Shared", b""),
+        ("POST", f"{V2}/orders/subscription/shared/skipByMessageIds", skip_body),
+        ("GET", f"{V2}/orders/internalStats", None),
+        ("DELETE", f"{V2}/orders/subscription/{sub}", None),
+        ("POST", f"{V2}/orders/subscription/shared/skipByMessageIds", skip_body),
+        ("GET", "/metrics", None),
+    ]
+    conn: http.client.HTTPConnection | None = None
+    step = 0
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            break
+        method, path, body = script[step % len(script)]
+        step += 1
+        started = time.perf_counter()
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            headers = {"Content-Type": "application/json"} if body is not None else {}
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            if not 200 <= response.status < 300:
+                errors.append(f"{method} {path}: HTTP {response.status}")
+            if response.will_close:
+                conn.close()
+                conn = None
+        except Exception as e:  # noqa: BLE001 - every failure is an error of the run
+            errors.append(f"{method} {path}: {e!r}")
+            if conn is not None:
+                conn.close()
+            conn = None
+            if method == "PUT":
+                step += 3  # skip to the next creation: the subscription may not exist
+        if now >= warmup_until:
+            out.append(time.perf_counter() - started)
+    if conn is not None:
+        conn.close()
+
+
+def worker_main(port: int, threads: int, first: int, duration: float, warmup: float, skip_body: str) -> None:
+    """Run ``threads`` clients; print one JSON object with latencies and errors."""
+    start = time.monotonic()
+    latencies: list[list[float]] = [[] for _ in range(threads)]
+    errors: list[str] = []
+    pool = [threading.Thread(target=_client, args=(port, first + i, skip_body.encode(), start + warmup + duration,
+                                                   start + warmup, latencies[i], errors)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    print(json.dumps({"latencies": [x for lat in latencies for x in lat], "errors": errors}))
+
+
+def run_load(port: int, clients: int, workers: int, duration: float, warmup: float, skip_body: str) -> dict[str, Any]:
+    per = [clients // workers + (1 if i < clients % workers else 0) for i in range(workers)]
+    procs = []
+    first = 0
+    for count in per:
+        procs.append(subprocess.Popen(
+            [sys.executable, __file__, "--worker", str(port), str(count), str(first), str(duration), str(warmup),
+             skip_body], stdout=subprocess.PIPE, text=True))
+        first += count
+    latencies: list[float] = []
+    errors: list[str] = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=duration + warmup + 120)
+        result = json.loads(out)
+        latencies += result["latencies"]
+        errors += result["errors"]
+    latencies.sort()
+    p99 = latencies[int(len(latencies) * 0.99)] if latencies else float("nan")
+    return {"rps": len(latencies) / duration, "p99_ms": p99 * 1000, "requests": len(latencies), "errors": errors}
+
+
+# -- the servers -------------------------------------------------------------------------------
+
+
+def old_source(ref: str | None, into: Path) -> tuple[str, Path]:
+    """``src/`` of the old server's commit, extracted under ``into``; (commit, src path)."""
+    if ref is None:
+        deleted = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%H", "--diff-filter=D", "--",
+                                  "src/mledger/metrics.py"], capture_output=True, text=True, check=True).stdout.strip()
+        if not deleted:
+            raise SystemExit("no commit deleting src/mledger/metrics.py: give --old-ref")
+        ref = f"{deleted}^"
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", ref], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return commit, into / "src"
+
+
+class Server:
+    """``mledger-admin serve`` as a subprocess, from ``src`` (old) or the installed package (new)."""
+
+    def __init__(self, name: str, data_dir: Path, src: Path | None) -> None:
+        env = dict(os.environ)
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
+        command = [sys.executable, "-c", "import sys; from mledger.admin.cli import main; sys.exit(main())",
+                   "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0"]
+        self.name = name
+        self.proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     cwd=str(src.parent) if src is not None else None)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if "serving http://" not in line:
+            self.proc.kill()
+            raise RuntimeError(f"{name} server did not start: {line!r}")
+        url = line.split("serving ", 1)[1].split()[0]
+        self.port = int(url.rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# -- data ------------------------------------------------------------------------------------
+
+
+def prepare_data(path: Path, subscriptions_per_topic: int, topics: int, holes: bool) -> str:
+    """A data directory: ``orders`` (load) or ``topics`` x ``subscriptions_per_topic`` (scrape).
+    Returns the JSON body the load's skipByMessageIds posts."""
+    from mledger import ManagedLedgerFactory, SqliteStore
+    from mledger.broker import Broker, InitialPosition, SubscriptionType
+
+    factory = ManagedLedgerFactory(SqliteStore(str(path), synchronous="OFF"))
+    broker = Broker(factory)
+    try:
+        body = ""
+        for t in range(topics):
+            topic = TOPIC if t == 0 else f"{TOPIC}-{t}"
+            broker.create_topic(topic)
+            producer = broker.create_producer(topic)
+            ids = [producer.send(f"m{i}".encode()) for i in range(200)]
+            producer.close()
+            body = json.dumps([ids[5].to_base64(), ids[7].to_base64()])
+            names = ["shared"] + [f"s{i}" for i in range(1, subscriptions_per_topic)]
+            for name in names:
+                sub = broker.subscribe(topic, name, SubscriptionType.SHARED, InitialPosition.EARLIEST)
+                if holes:
+                    for mid in ids[1::3]:
+                        sub.cursor.delete(mid.position)
+    finally:
+        broker.close()
+        factory.close()
+    return body
+
+
+def copy_data(template: Path, root: Path, name: str) -> Path:
+    target = root / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(template, target)
+    return target
+
+
+def scrape_times(port: int, count: int) -> list[float]:
+    times = []
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    for _ in range(count + 1):
+        started = time.perf_counter()
+        conn.request("GET", "/metrics")
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 200
+        times.append(time.perf_counter() - started)
+        if response.will_close:
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    conn.close()
+    return times[1:]  # the first scrape opens every topic
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        port, threads, first, duration, warmup, body = sys.argv[2:8]
+        worker_main(int(port), int(threads), int(first), float(duration), float(warmup), body)
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=15.0, help="seconds measured per run")
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2, help="load generator processes")
+    parser.add_argument("--soak", type=float, default=60.0, help="seconds of the 50-client run (0: skip)")
+    parser.add_argument("--soak-clients", type=int, default=50)
+    parser.add_argument("--subscriptions", type=int, default=1000, help="for the scrape time (0: skip)")
+    parser.add_argument("--old-ref", default=None, help="commit of the old server (default: see the docstring)")
+    parser.add_argument("--data-root", default=None, help="where data directories go (default: /dev/shm if any)")
+    parser.add_argument("--quick", action="store_true", help="short runs, to try the script")
+    args = parser.parse_args()
+    if args.quick:
+        args.duration, args.repeat, args.soak, args.subscriptions = 3.0, 1, 5.0, 100
+
+    base = args.data_root or ("/dev/shm" if Path("/dev/shm").is_dir() else None)
+    with tempfile.TemporaryDirectory(prefix="bench-rest-", dir=base) as tmp:
+        root = Path(tmp)
+        (root / "old").mkdir()
+        commit, old_src = old_source(args.old_ref, root / "old")
+        print(f"python {platform.python_version()}, {os.cpu_count()} cores, data on {root}; "
+              f"old server: {commit[:12]} (git archive), new: {REPO / 'src'}")
+        template = root / "template"
+        skip_body = prepare_data(template, FIXED_SUBSCRIPTIONS, 1, holes=False)
+        sources = {"old": old_src, "new": None}
+
+        def one_run(name: str, clients: int, duration: float) -> dict[str, Any]:
+            server = Server(name, copy_data(template, root, f"data-{name}"), sources[name])
+            try:
+                return run_load(server.port, clients, args.workers, duration, args.warmup, skip_body)
+            finally:
+                server.stop()
+
+        results: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+        print(f"\n1. throughput, {args.clients} clients, {args.duration:g} s per run, alternating, "
+              f"{args.repeat} repeats")
+        for r in range(args.repeat):
+            for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                result = one_run(name, args.clients, args.duration)
+                results[name].append(result)
+                print(f"   run {r + 1} {name}: {result['rps']:8.0f} req/s  p99 {result['p99_ms']:7.1f} ms  "
+                      f"errors {len(result['errors'])}")
+        med = {n: (statistics.median(x["rps"] for x in rs), statistics.median(x["p99_ms"] for x in rs))
+               for n, rs in results.items()}
+        print(f"   median old: {med['old'][0]:.0f} req/s, p99 {med['old'][1]:.1f} ms")
+        print(f"   median new: {med['new'][0]:.0f} req/s, p99 {med['new'][1]:.1f} ms")
+        print(f"   ratio new/old: {med['new'][0] / med['old'][0]:.2f}x requests/s (target >= 3x), "
+              f"p99 {med['old'][1] / med['new'][1]:.1f}x lower")
+
+        if args.soak > 0:
+            print(f"\n2. soak: {args.soak_clients} clients for {args.soak:g} s")
+            for name in ("new", "old"):
+                result = one_run(name, args.soak_clients, args.soak)
+                kinds: dict[str, int] = {}
+                for error in result["errors"]:
+                    kind = error.split(": ", 1)[1][:60]
+                    kinds[kind] = kinds.get(kind, 0) + 1
+                print(f"   {name}: {result['requests']} requests, {result['rps']:.0f} req/s, p99 "
+                      f"{result['p99_ms']:.1f} ms, errors {len(result['errors'])} {dict(list(kinds.items())[:4])}")
+
+        if args.subscriptions > 0:
+            per_topic = max(1, args.subscriptions // 10)
+            print(f"\n3. /metrics scrape time, {per_topic * 10} subscriptions (10 topics) with ack holes, "
+                  "median of 10")
+            scrape_template = root / "scrape"
+            prepare_data(scrape_template, per_topic, 10, holes=True)
+            for name in ("new", "old"):
+                server = Server(name, copy_data(scrape_template, root, f"scrape-{name}"), sources[name])
+                try:
+                    times = scrape_times(server.port, 10)
+                finally:
+                    server.stop()
+                print(f"   {name}: median {statistics.median(times) * 1000:.1f} ms, min {min(times) * 1000:.1f} ms"
+                      + ("  (target < 100 ms)" if name == "new" else ""))
+
+
+if __name__ == "__main__":
+    main()
