@@ -28,4 +28,12 @@ from .messageid import (
     as_position as as_position,
 )
 
-__all__ = ["Entry", "EntryMetadata", "InvalidMessageIdError", "MessageId", "as_position", "decode_entry", "encode_entry"]
+__all__ = [
+    "Entry",
+    "EntryMetadata",
+    "InvalidMessageIdError",
+    "MessageId",
+    "as_position",
+    "decode_entry",
+    "encode_entry",
+]

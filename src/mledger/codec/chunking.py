@@ -86,9 +86,7 @@ def _reject_float(text: str) -> Any:
     raise ValueError(f"non-integer number {text}")
 
 
-def parse_footer(
-    entry: bytes | bytearray | memoryview, *, max_parts: int, max_length: int
-) -> ChunkFooter | None:
+def parse_footer(entry: bytes | bytearray | memoryview, *, max_parts: int, max_length: int) -> ChunkFooter | None:
     """Read a last cursor-ledger entry as a footer; ``None`` when it is a plain payload.
 
     ``None`` when ``entry`` is empty or does not start with ``{``. Otherwise it must be at

@@ -53,9 +53,7 @@ def _normalize_properties(props: object) -> Properties:
         try:
             key, value = item
         except (TypeError, ValueError):
-            raise InvalidRequestError(
-                f"invalid property {item!r}: expected a (key, value) pair"
-            ) from None
+            raise InvalidRequestError(f"invalid property {item!r}: expected a (key, value) pair") from None
         if type(key) is not str or type(value) is not str:
             raise InvalidRequestError(f"invalid property {item!r}: key and value must be str")
         out.append((key, value))
@@ -120,8 +118,7 @@ class EntryMetadata:
                 raise InvalidRequestError(f"invalid {name} {value!r}: not a str")
         props = self.properties
         if type(props) is not tuple or not all(
-            type(p) is tuple and len(p) == 2 and type(p[0]) is str and type(p[1]) is str
-            for p in props
+            type(p) is tuple and len(p) == 2 and type(p[0]) is str and type(p[1]) is str for p in props
         ):
             object.__setattr__(self, "properties", _normalize_properties(props))
 
@@ -174,12 +171,7 @@ class EntryMetadata:
         get = fields.get
         props = get(4)
         # IsInitialized also covers the required key/value of each property.
-        if (
-            1 not in fields
-            or 2 not in fields
-            or 3 not in fields
-            or (props and not msg.IsInitialized())
-        ):
+        if 1 not in fields or 2 not in fields or 3 not in fields or (props and not msg.IsInitialized()):
             missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
             raise StateCorruptedError(f"invalid entry metadata: missing required {missing}")
         name = fields[1]
@@ -239,9 +231,7 @@ def encode_entry(payload: bytes | bytearray | memoryview, metadata: EntryMetadat
     return b"".join((_SIZE.pack(len(md)), md, payload))
 
 
-def decode_entry(
-    raw: bytes | bytearray | memoryview, *, verify_checksum: bool = False
-) -> tuple[EntryMetadata, bytes]:
+def decode_entry(raw: bytes | bytearray | memoryview, *, verify_checksum: bool = False) -> tuple[EntryMetadata, bytes]:
     """Split a stored entry into its metadata and payload.
 
     Reads the plain form :func:`encode_entry` writes, the checksummed form Pulsar producers
@@ -262,9 +252,7 @@ def decode_entry(
             raise StateCorruptedError(f"entry of {end} bytes: broker entry metadata cut short")
         pos = 6 + _SIZE.unpack_from(raw, 2)[0]
         if pos > end:
-            raise StateCorruptedError(
-                f"entry of {end} bytes: broker entry metadata runs past the end (to byte {pos})"
-            )
+            raise StateCorruptedError(f"entry of {end} bytes: broker entry metadata runs past the end (to byte {pos})")
     if raw.startswith(_MAGIC_CRC32C, pos):
         if end < pos + 6:
             raise StateCorruptedError(f"entry of {end} bytes: checksum cut short")
@@ -273,18 +261,14 @@ def decode_entry(
         if verify_checksum:
             actual = crc32c(memoryview(raw)[pos:])
             if actual != checksum:
-                raise StateCorruptedError(
-                    f"entry checksum mismatch: stored {checksum:#010x}, computed {actual:#010x}"
-                )
+                raise StateCorruptedError(f"entry checksum mismatch: stored {checksum:#010x}, computed {actual:#010x}")
     if end < pos + 4:
         raise StateCorruptedError(f"entry of {end} bytes: metadata size cut short")
     size = _SIZE.unpack_from(raw, pos)[0]
     start = pos + 4
     stop = start + size
     if stop > end:
-        raise StateCorruptedError(
-            f"entry of {end} bytes: metadata size {size} at byte {pos} runs past the end"
-        )
+        raise StateCorruptedError(f"entry of {end} bytes: metadata size {size} at byte {pos} runs past the end")
     return EntryMetadata.from_bytes(raw[start:stop]), raw[stop:]
 
 

@@ -116,9 +116,7 @@ class MessageId:
         first = self.first_chunk_message_id
         if first is not None:
             if not isinstance(first, MessageId):
-                raise InvalidMessageIdError(
-                    f"invalid first_chunk_message_id {first!r}: expected a MessageId or None"
-                )
+                raise InvalidMessageIdError(f"invalid first_chunk_message_id {first!r}: expected a MessageId or None")
             if self.batch_index != -1 or self.batch_size != 0:
                 raise InvalidMessageIdError(
                     f"invalid message id {self.ledger_id}:{self.entry_id}: a chunked id has no"
@@ -146,16 +144,12 @@ class MessageId:
         through :meth:`from_base64`). O(len(data)).
         """
         if isinstance(data, str):
-            raise InvalidMessageIdError(
-                "invalid message id: got text, expected bytes (use MessageId.from_base64)"
-            )
+            raise InvalidMessageIdError("invalid message id: got text, expected bytes (use MessageId.from_base64)")
         if not isinstance(data, bytes):
             try:
                 data = bytes(data)
             except TypeError:
-                raise InvalidMessageIdError(
-                    f"invalid message id: expected bytes, got {type(data).__name__}"
-                ) from None
+                raise InvalidMessageIdError(f"invalid message id: expected bytes, got {type(data).__name__}") from None
         try:
             ledger_id, entry_id, partition, batch_index, batch_size, first = _parse([data], 0)
         except _Malformed as e:
@@ -183,13 +177,9 @@ class MessageId:
             except UnicodeDecodeError:
                 raise InvalidMessageIdError(f"invalid base64 message id {text!r}") from None
         if not isinstance(text, str):
-            raise InvalidMessageIdError(
-                f"invalid base64 message id: expected str, got {type(text).__name__}"
-            )
+            raise InvalidMessageIdError(f"invalid base64 message id: expected str, got {type(text).__name__}")
         if not _BASE64_TEXT.fullmatch(text):
-            raise InvalidMessageIdError(
-                f"invalid base64 message id {text!r}: not standard base64 (A-Z a-z 0-9 + /)"
-            )
+            raise InvalidMessageIdError(f"invalid base64 message id {text!r}: not standard base64 (A-Z a-z 0-9 + /)")
         if "=" not in text:
             rest = len(text) % 4
             if rest == 1:

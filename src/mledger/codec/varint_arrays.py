@@ -269,8 +269,9 @@ class PairRun(NamedTuple):
     consumed: int
 
 
-def scan_pair_records(buf: np.ndarray, lo: int, hi: int, tag: int, head_tags: tuple[int, ...],
-                      nested: bool, tail_tag: int) -> PairRun | None:
+def scan_pair_records(
+    buf: np.ndarray, lo: int, hi: int, tag: int, head_tags: tuple[int, ...], nested: bool, tail_tag: int
+) -> PairRun | None:
     """Decode the longest run of canonical records made of (tag, varint) pairs.
 
     A record is ``tag len`` then the pairs whose tag bytes are ``head_tags`` then any number of

@@ -431,9 +431,12 @@ class AckRangeSet:
 
     def memory_bytes(self) -> int:
         """Approximate bytes held by the bitmaps (their serialized size)."""
-        return sum(bm.get_statistics()["n_bytes_array_containers"]
-                   + bm.get_statistics()["n_bytes_run_containers"]
-                   + bm.get_statistics()["n_bytes_bitset_containers"] for bm in self._bitmaps.values())
+        return sum(
+            bm.get_statistics()["n_bytes_array_containers"]
+            + bm.get_statistics()["n_bytes_run_containers"]
+            + bm.get_statistics()["n_bytes_bitset_containers"]
+            for bm in self._bitmaps.values()
+        )
 
     def run_optimize(self) -> None:
         """Compress long runs into run containers (lower memory after mass acks)."""
@@ -469,9 +472,7 @@ class AckRangeSet:
 
 
 def _bad_entry(ledger_id: int, entry_id: int) -> None:
-    raise InvalidPositionError(
-        f"invalid position {ledger_id}:{entry_id}: entry ids must lie in [0, {MAX_ENTRY_ID}]"
-    )
+    raise InvalidPositionError(f"invalid position {ledger_id}:{entry_id}: entry ids must lie in [0, {MAX_ENTRY_ID}]")
 
 
 def _run_count(bm: BitMap) -> int:

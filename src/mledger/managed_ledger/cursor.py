@@ -415,9 +415,7 @@ class ManagedCursor:
         with self._lock:
             self._check_open()
             if self._revision.is_under_revision:
-                raise CursorModifyingError(
-                    f"Reset cursor in progress - unable to mark delete position {position}"
-                )
+                raise CursorModifyingError(f"Reset cursor in progress - unable to mark delete position {position}")
             target = self._batch_target(position, ack_set) if ack_set is not None else position
             self._validate_mark_delete_target(target)
             props = self._resolve_properties(properties)
@@ -468,9 +466,7 @@ class ManagedCursor:
             beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
             if beyond.any():
                 i = int(np.flatnonzero(beyond)[0])
-                raise InvalidPositionError(
-                    f"Invalid mark deleted position {ledgers[i]}:{entries[i]} on {self.name}"
-                )
+                raise InvalidPositionError(f"Invalid mark deleted position {ledgers[i]}:{entries[i]} on {self.name}")
             if (entries < 0).any():
                 i = int(np.flatnonzero(entries < 0)[0])
                 raise InvalidPositionError(f"invalid position {ledgers[i]}:{entries[i]}: negative entry id")
@@ -488,9 +484,7 @@ class ManagedCursor:
                     top = int(part_e.max())
                     if count is None or top >= count:
                         bad = top if count is not None else int(part_e[0])
-                        raise InvalidPositionError(
-                            f"cannot ack {int(part_l[0])}:{bad} on {self.name}: no such entry"
-                        )
+                        raise InvalidPositionError(f"cannot ack {int(part_l[0])}:{bad} on {self.name}: no such entry")
                 for part_l, part_e in parts:
                     added += self._acked.add_many(int(part_l[0]), part_e)
                 if self._batch:
@@ -514,9 +508,7 @@ class ManagedCursor:
         idx = list(indexes)
         for i in idx:
             if not 0 <= i < batch_size:
-                raise InvalidPositionError(
-                    f"batch index {i} out of range [0, {batch_size}) for {position}"
-                )
+                raise InvalidPositionError(f"batch index {i} out of range [0, {batch_size}) for {position}")
         ack_set = (1 << batch_size) - 1
         for i in idx:
             ack_set &= ~(1 << i)
@@ -643,9 +635,7 @@ class ManagedCursor:
         if new_md == old:
             return
         ml = self._ml
-        skipped = ml.number_of_entries(old, new_md, False, True) - self._acked.cardinality_between(
-            old.next(), new_md
-        )
+        skipped = ml.number_of_entries(old, new_md, False, True) - self._acked.cardinality_between(old.next(), new_md)
         self._consumed += max(skipped, 0)
         self._move_md(new_md)
         self._absorb()

@@ -118,8 +118,12 @@ class CursorStateStore:
             # Pulsar's fallback: the snapshot in ManagedCursorInfo, clamped, no properties.
             first = self._ml.first_position()
             md = max(info.mark_delete, first)
-            log.warning("cursor %s: cursor ledger %d unreadable; recovering from the metadata snapshot %s",
-                        self._path, ledger_id, md)
+            log.warning(
+                "cursor %s: cursor ledger %d unreadable; recovering from the metadata snapshot %s",
+                self._path,
+                ledger_id,
+                md,
+            )
             fallback = PersistedCursorState(mark_delete=md, cursor_properties=info.cursor_properties)
             return self._to_recovered(fallback, info.cursor_properties)
         return self._to_recovered(state, info.cursor_properties)
@@ -142,8 +146,12 @@ class CursorStateStore:
             try:
                 state = self._decode_ledger_entry(ledger_id, entry_id, part_size)
                 if entry_id != last:
-                    log.warning("cursor %s: torn or corrupt tail in ledger %d; recovered entry %d",
-                                self._path, ledger_id, entry_id)
+                    log.warning(
+                        "cursor %s: torn or corrupt tail in ledger %d; recovered entry %d",
+                        self._path,
+                        ledger_id,
+                        entry_id,
+                    )
                 return state
             except (StateCorruptedError, LedgerNotFoundError) as exc:
                 log.warning("cursor %s: ledger %d entry %d unusable: %s", self._path, ledger_id, entry_id, exc)
@@ -162,7 +170,9 @@ class CursorStateStore:
             raise StateCorruptedError(f"footer at {ledger_id}:{entry_id} names {footer.num_parts} parts before it")
         parts = self._store.read(ledger_id, first, entry_id - 1)
         if len(parts) != footer.num_parts:
-            raise StateCorruptedError(f"footer at {ledger_id}:{entry_id}: {len(parts)} of {footer.num_parts} parts present")
+            raise StateCorruptedError(
+                f"footer at {ledger_id}:{entry_id}: {len(parts)} of {footer.num_parts} parts present"
+            )
         payload = reassemble(footer, parts)
         return decode_position_info(unpack_payload(payload, MAX_STATE_BYTES))
 
@@ -221,7 +231,9 @@ class CursorStateStore:
                 ends = ranges.upper_entry[idx]
                 lengths = ends - starts + 1
                 if (lengths <= 0).any():
-                    raise StateCorruptedError(f"cursor {self._path}: empty or inverted stored range in ledger {ledger_id}")
+                    raise StateCorruptedError(
+                        f"cursor {self._path}: empty or inverted stored range in ledger {ledger_id}"
+                    )
                 long_runs = lengths > 64
                 for s, e in zip(starts[long_runs].tolist(), ends[long_runs].tolist(), strict=True):
                     acked.add_range(ledger_id, s, e)
@@ -260,8 +272,7 @@ class CursorStateStore:
         try:
             self._append_state(self._ledger_id, payload)
         except (EntryTooLargeError, LedgerNotFoundError) as exc:
-            log.warning("cursor %s: cursor ledger write failed (%s); persisting to the metadata store",
-                        self._path, exc)
+            log.warning("cursor %s: cursor ledger write failed (%s); persisting to the metadata store", self._path, exc)
             self._write_info(self._record(snapshot, for_info=True), NO_LEDGER)
             self._forget_ledger(delete=True)
             return
@@ -292,8 +303,9 @@ class CursorStateStore:
                 self._store.seal_ledger(self._ledger_id)
                 return
             except MLedgerError as exc:
-                log.warning("cursor %s: closing write to the ledger failed (%s); using the metadata store",
-                            self._path, exc)
+                log.warning(
+                    "cursor %s: closing write to the ledger failed (%s); using the metadata store", self._path, exc
+                )
         self._write_info(self._record(snapshot, for_info=True), NO_LEDGER)
         self._forget_ledger(delete=True)
         if self._stale_ledger_id is not None:
@@ -429,7 +441,8 @@ class CursorStateStore:
 
     def _note_truncation(self, kind: str, dropped: int) -> None:
         key, total_key = (
-            ("truncated_ranges", "truncated_ranges_total") if kind == "ranges"
+            ("truncated_ranges", "truncated_ranges_total")
+            if kind == "ranges"
             else ("truncated_batch_indexes", "truncated_batch_indexes_total")
         )
         self._stats = replace(self._stats, **{key: dropped, total_key: getattr(self._stats, total_key) + dropped})
@@ -437,7 +450,9 @@ class CursorStateStore:
         if dropped and not getattr(self, flag):
             log.warning(
                 "cursor %s: %d %s beyond the persistence limit are kept in memory only and will be "
-                "redelivered after a restart", self._path, dropped,
+                "redelivered after a restart",
+                self._path,
+                dropped,
                 "ack ranges" if kind == "ranges" else "batch-index states",
             )
         setattr(self, flag, bool(dropped))

@@ -219,9 +219,7 @@ class ManagedLedger:
         limit = self._store.max_entry_size
         for i, r in enumerate(raw):
             if len(r) > limit:
-                raise EntryTooLargeError(
-                    f"entry {i} of {len(r)} bytes exceeds the maximum entry size {limit}"
-                )
+                raise EntryTooLargeError(f"entry {i} of {len(r)} bytes exceeds the maximum entry size {limit}")
         positions: list[Position] = []
         cumulative = list(accumulate(map(len, raw)))  # prefix sums of the entry sizes
         with self._lock:
@@ -261,7 +259,9 @@ class ManagedLedger:
             raise ValueError(f"count must be >= 0, got {count}")
         size = len(raw)
         if size > self._store.max_entry_size:
-            raise EntryTooLargeError(f"entry of {size} bytes exceeds the maximum entry size {self._store.max_entry_size}")
+            raise EntryTooLargeError(
+                f"entry of {size} bytes exceeds the maximum entry size {self._store.max_entry_size}"
+            )
         last: Position | None = None
         with self._lock:
             self._check_open()
@@ -550,14 +550,17 @@ class ManagedLedger:
             return cursor
 
     def open_non_durable_cursor(
-        self, start_position: Position | None = None, name: str | None = None,
+        self,
+        start_position: Position | None = None,
+        name: str | None = None,
         initial_position: InitialPosition = InitialPosition.LATEST,
     ) -> ManagedCursor:
         """A cursor kept only in memory, not counted for trimming (``NonDurableCursorImpl``)."""
         with self._lock:
             self._check_open()
-            cursor = ManagedCursor.open_non_durable(self, name or f"non-durable-{len(self._non_durable)}",
-                                                     start_position, initial_position)
+            cursor = ManagedCursor.open_non_durable(
+                self, name or f"non-durable-{len(self._non_durable)}", start_position, initial_position
+            )
             self._non_durable.append(cursor)
             return cursor
 
@@ -615,7 +618,9 @@ class ManagedLedger:
                 return
             first_id, first = self._ledgers.peekitem(0)
             consumed = mark_delete.ledger_id > first_id or (
-                mark_delete.ledger_id == first_id and first is not self._current and mark_delete.entry_id + 1 >= first.entries
+                mark_delete.ledger_id == first_id
+                and first is not self._current
+                and mark_delete.entry_id + 1 >= first.entries
             )
         if consumed:
             self.trim_consumed_ledgers()
@@ -644,7 +649,11 @@ class ManagedLedger:
             if not trimmed:
                 return []
             highest = next(
-                (Position(lid, self._ledgers[lid].entries - 1) for lid in reversed(trimmed) if self._ledgers[lid].entries),
+                (
+                    Position(lid, self._ledgers[lid].entries - 1)
+                    for lid in reversed(trimmed)
+                    if self._ledgers[lid].entries
+                ),
                 None,
             )
             non_durable = list(self._non_durable)

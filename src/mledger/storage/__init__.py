@@ -11,4 +11,13 @@ from .base import (
 from .memory import MemoryStore as MemoryStore
 from .sqlite import SqliteStore as SqliteStore
 
-__all__ = ["DEFAULT_MAX_ENTRY_SIZE", "NEW_NODE", "LedgerStore", "MetadataStore", "MemoryStore", "SqliteStore", "Store", "Versioned"]
+__all__ = [
+    "DEFAULT_MAX_ENTRY_SIZE",
+    "NEW_NODE",
+    "LedgerStore",
+    "MetadataStore",
+    "MemoryStore",
+    "SqliteStore",
+    "Store",
+    "Versioned",
+]

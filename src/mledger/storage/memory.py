@@ -47,9 +47,7 @@ class MemoryStore:
         limit = self.max_entry_size
         for data in entries:
             if len(data) > limit:
-                raise EntryTooLargeError(
-                    f"entry of {len(data)} bytes exceeds the maximum entry size {limit}"
-                )
+                raise EntryTooLargeError(f"entry of {len(data)} bytes exceeds the maximum entry size {limit}")
         with self._lock:
             self._check_open()
             ledger = self._writable(ledger_id)
