@@ -53,12 +53,13 @@ def measure(ml, cursor, fmt: str) -> tuple[float, float, int, int]:
     snapshot = CursorSnapshot(
         cursor.mark_delete_position, acked, tuple(cursor.batch_deleted_states()), cursor.properties, cursor.cursor_properties
     )
-    writer = CursorStateStore(ml, cursor.name, config)
-    writer.recover()  # take over the stored node (its version), as a reopened cursor does
+    # A store of its own (another cursor's node and ledgers), so the cursor's own state is untouched.
+    name = f"{cursor.name}-{fmt}"
+    writer = CursorStateStore(ml, name, config)
     start = time.perf_counter()
     writer.persist(snapshot)
     persisted = time.perf_counter()
-    recovered = CursorStateStore(ml, cursor.name, config).recover()
+    recovered = CursorStateStore(ml, name, config).recover()
     done = time.perf_counter()
     assert recovered is not None and recovered.acked == acked, "recovered state differs"
     stats = writer.stats()

@@ -62,16 +62,14 @@ import math
 import re
 from collections.abc import Iterable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..broker.types import SkipEntry
 from ..errors import InvalidRequestError
 from ..messageid import InvalidMessageIdError, MessageId
 from ..position import Position
-
-if TYPE_CHECKING:
-    from ..broker import SkipEntry
 
 __all__ = ["PAYLOAD_ERROR_PREFIX", "MessageIdItem", "ResetCursorData", "SkipMessageIdsRequest", "partitions_from_body"]
 
@@ -229,8 +227,6 @@ class SkipMessageIdsRequest(BaseModel):
         indexes are dropped: the whole entry covers them); otherwise its distinct batch indexes
         are listed in ascending order. O(n log n).
         """
-        from ..broker import SkipEntry  # the broker layer sits above this module's imports
-
         grouped: dict[tuple[int, int], set[int] | None] = {}
         for item in self.items:
             key = (item.ledger_id, item.entry_id)
