@@ -442,3 +442,28 @@ def test_shutdown_lets_a_request_in_flight_finish(broker: Broker, monkeypatch: p
     assert answers == [(200, ["shared"])]
     with pytest.raises(OSError):
         socket.create_connection(srv.address, timeout=2).close()
+
+
+def test_swagger_ui_renders_in_a_browser_with_no_other_host_reachable(server: AdminServer, tmp_path: Path) -> None:
+    """Headless Chromium, every host but 127.0.0.1 unresolvable, runs /docs: Swagger UI's own
+    scripts (served by the app) fetch /openapi.json and render each operation."""
+    import os
+    import shutil
+    import subprocess
+
+    browser = next((c for c in (os.environ.get("MLEDGER_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"))
+                    if c and os.access(c, os.X_OK)), None)
+    if browser is None:
+        pytest.fail("Chromium is missing: run scripts/ensure_chromium.sh (`make test` does) or set MLEDGER_CHROMIUM")
+    done = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--virtual-time-budget=15000",
+         "--dump-dom", f"{server.url}/docs"],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    assert 'class="swagger-ui' in dom and "opblock" in dom, dom[:2000]
+    for path in ("/{topic}/subscription/{subName}/skipByMessageIds", "/{topic}/cancelDelayedMessage", "/metrics"):
+        assert path in dom, path
