@@ -176,7 +176,7 @@ def compress_metadata(
     if ctype is CompressionType.NONE or len(raw) <= threshold_bytes or len(raw) > INT32_MAX:
         return raw
     meta_cls = pb.ManagedCursorInfoMetadata if kind == "cursor" else pb.ManagedLedgerInfoMetadata
-    meta = meta_cls(compressionType=ctype.name, uncompressedSize=len(raw)).SerializeToString()
+    meta = meta_cls(compressionType=pb.CompressionType.Value(ctype.name), uncompressedSize=len(raw)).SerializeToString()
     return b"".join((MAGIC, len(meta).to_bytes(4, "big"), meta, _compress(ctype, raw)))
 
 
