@@ -4,16 +4,22 @@
 >>> with EmbeddedBroker() as broker:        # doctest: +SKIP
 ...     client = pulsar.Client(broker.service_url)
 
-Layers (DESIGN.md "Binary protocol"): :mod:`~mledger.protocol.framing` and
-:mod:`~mledger.protocol.codec` (bytes <-> frames and commands), :mod:`~mledger.protocol.connection`
-(sans-I/O handshake and command table), :mod:`~mledger.protocol.session` (commands -> broker
-calls), :mod:`~mledger.protocol.server` (the asyncio shell), :mod:`~mledger.protocol.embedded`
-(a server in a background thread) and :mod:`~mledger.protocol.pytest_plugin` (the fixture).
+Layers (DESIGN.md "Binary protocol"), each module importing only modules named before it:
+:mod:`~mledger.protocol.framing` and :mod:`~mledger.protocol.codec` (bytes <-> frames and
+commands), :mod:`~mledger.protocol.connection` (sans-I/O handshake and command table),
+:mod:`~mledger.protocol.config` (settings and counters), :mod:`~mledger.protocol.access`
+(producer access modes, tokens), :mod:`~mledger.protocol.publisher` (SENDs, off the loop when
+the store blocks), :mod:`~mledger.protocol.session` (commands -> broker calls; no sockets, no
+event loop: it reaches its server through the :class:`~mledger.protocol.session.SessionHost`
+protocol it defines), :mod:`~mledger.protocol.server` (the asyncio shell) and
+:mod:`~mledger.protocol.embedded` (a server on its own loop in a background thread). The pytest
+fixture is in :mod:`mledger_pytest`.
 The coverage of every command is in ``docs/protocol-coverage.md``.
 """
 
 from .access import TokenAuth as TokenAuth, load_tokens as load_tokens
 from .commands import COMMANDS as COMMANDS, CommandSpec as CommandSpec
+from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
 from .connection import (
     PROTOCOL_VERSION as PROTOCOL_VERSION,
     Connection as Connection,
@@ -27,7 +33,7 @@ from .errors import (
     ProtocolError as ProtocolError,
     RemoteProtocolError as RemoteProtocolError,
 )
-from .server import ProtocolConfig as ProtocolConfig, ProtocolServer as ProtocolServer, ProtocolStats as ProtocolStats
+from .server import ProtocolServer as ProtocolServer
 
 __all__ = [
     "COMMANDS",

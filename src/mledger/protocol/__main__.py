@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 
 from ..broker import Broker, BrokerConfig
-from ..ledger import ManagedLedgerFactory
+from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore
 from .access import TokenAuth, load_tokens
-from .server import ProtocolConfig, ProtocolServer
+from .config import ProtocolConfig
+from .server import ProtocolServer
 
 
 def parse_bind(text: str, default_port: int) -> tuple[str, int]:

@@ -21,16 +21,15 @@ import hmac
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from ..broker import ProducerBusyError, Topic
-from ..errors import ConfigError, NotAllowedError, PermissionDeniedError
+from ..core.errors import ConfigError, NotAllowedError, PermissionDeniedError
 
 if TYPE_CHECKING:
     from ..admin import Authorization
-    from .session import _ProducerHandle
 
-__all__ = ["ProducerAccess", "ProducerFencedError", "TokenAuth", "load_tokens"]
+__all__ = ["AccessHolder", "ProducerAccess", "ProducerFencedError", "TokenAuth", "load_tokens"]
 
 SHARED, EXCLUSIVE, WAIT_FOR_EXCLUSIVE, EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
 
@@ -41,13 +40,26 @@ class ProducerFencedError(NotAllowedError):
     http_status = 409
 
 
+class AccessHolder(Protocol):
+    """A client's producer as :class:`ProducerAccess` sees it (the session's producer handle)."""
+
+    name: str
+    """The producer's name (in ``ProducerBusy`` messages)."""
+    access_mode: int
+    """Its ``ProducerAccessMode`` number."""
+
+    def fence(self) -> None:
+        """An ``ExclusiveWithFencing`` producer took the topic: close this one and tell its client."""
+        ...
+
+
 class _TopicAccess:
     __slots__ = ("exclusive", "producers", "waiting")
 
     def __init__(self) -> None:
-        self.producers: list[Any] = []
-        self.exclusive: Any = None
-        self.waiting: list[tuple[Any, Callable[[], None]]] = []
+        self.producers: list[AccessHolder] = []
+        self.exclusive: AccessHolder | None = None
+        self.waiting: list[tuple[AccessHolder, Callable[[], None]]] = []
 
 
 class ProducerAccess:
@@ -72,21 +84,21 @@ class ProducerAccess:
         if mode == WAIT_FOR_EXCLUSIVE:
             return True
         for handle in list(state.producers):
-            handle.session._broker_closed_producer(handle)
+            handle.fence()
         return False
 
-    def add(self, topic: Topic, handle: _ProducerHandle) -> None:
+    def add(self, topic: Topic, handle: AccessHolder) -> None:
         """``handle`` joined ``topic`` (after :meth:`check` allowed it)."""
         state = self._topics.setdefault(topic.name, _TopicAccess())
         state.producers.append(handle)
         if handle.access_mode != SHARED:
             state.exclusive = handle
 
-    def wait(self, topic: Topic, handle: _ProducerHandle, granted: Callable[[], None]) -> None:
+    def wait(self, topic: Topic, handle: AccessHolder, granted: Callable[[], None]) -> None:
         """Queue a WaitForExclusive producer; ``granted()`` runs when it holds the topic."""
         self._topics.setdefault(topic.name, _TopicAccess()).waiting.append((handle, granted))
 
-    def remove(self, topic: Topic, handle: _ProducerHandle) -> None:
+    def remove(self, topic: Topic, handle: AccessHolder) -> None:
         """``handle`` left ``topic``: the next waiting exclusive producer may take it."""
         state = self._topics.get(topic.name)
         if state is None:

@@ -48,7 +48,7 @@ class Support(Enum):
 class CommandSpec:
     """One row of the table."""
 
-    type: int
+    type: api.BaseCommand.Type.ValueType
     name: str
     field: str
     """The ``BaseCommand`` field holding the command's message."""
@@ -58,7 +58,7 @@ class CommandSpec:
     """What the server does or answers, in words (the coverage table's last column)."""
     request_id_field: str | None = None
     """Where an unsupported request keeps its request id (answered with ERROR)."""
-    error: int | None = None
+    error: api.ServerError.ValueType | None = None
     """The ``ServerError`` an unsupported request is answered with."""
 
     @property
@@ -78,7 +78,9 @@ def _fields() -> dict[int, str]:
 def _build() -> dict[int, CommandSpec]:
     fields = _fields()
     h, s = Direction.CLIENT, Direction.SERVER
-    rows: list[tuple[int, Direction, Support, str, str | None, int | None]] = [
+    rows: list[
+        tuple[api.BaseCommand.Type.ValueType, Direction, Support, str, str | None, api.ServerError.ValueType | None]
+    ] = [
         (_T.CONNECT, h, Support.HANDLED, "CONNECTED (protocol version = min(client, 20), max_message_size); ERROR AuthenticationError for a bad token", None, None),
         (_T.CONNECTED, s, Support.SENT, "answer to CONNECT", None, None),
         (_T.SUBSCRIBE, h, Support.HANDLED, "SUCCESS, or ERROR (ConsumerBusy, SubscriptionNotFound, TopicNotFound, AuthorizationError, IncompatibleSchema, ...)", None, None),
@@ -138,7 +140,7 @@ def _build() -> dict[int, CommandSpec]:
         (_T.WATCH_TOPIC_LIST_CLOSE, h, Support.ANSWERED_WITH_ERROR, "ERROR NotAllowedError: topic-list watchers are not supported", "request_id", _NOT_ALLOWED),
         (_T.TOPIC_MIGRATED, s, Support.SENT, "never: topics do not migrate", None, None),
     ]
-    table = {}
+    table: dict[int, CommandSpec] = {}
     for type_, direction, support, answer, rid, error in rows:
         if direction is Direction.SERVER:
             support = Support.SENT

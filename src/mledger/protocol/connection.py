@@ -71,7 +71,7 @@ class ConnectionState(Enum):
 class Request:
     """One command for the session: the parsed ``BaseCommand`` and, for SEND, its payload."""
 
-    type: int
+    type: api.BaseCommand.Type.ValueType
     command: api.BaseCommand
     payload: Payload | None = None
 
@@ -141,7 +141,12 @@ class Connection:
         return out
 
     def _answer_unsupported(
-        self, cmd: api.BaseCommand, field: str, request_id_field: str | None, error: int | None, name: str
+        self,
+        cmd: api.BaseCommand,
+        field: str,
+        request_id_field: str | None,
+        error: api.ServerError.ValueType | None,
+        name: str,
     ) -> None:
         body = getattr(cmd, field)
         if request_id_field is None or not body.HasField(request_id_field):
@@ -172,7 +177,7 @@ class Connection:
             )
         )
 
-    def refuse_connect(self, error: int, message: str) -> None:
+    def refuse_connect(self, error: api.ServerError.ValueType, message: str) -> None:
         """Answer CONNECT with ERROR (request id 0, as Pulsar does) and close."""
         if self.state is not ConnectionState.CONNECTING:
             raise LocalProtocolError(f"refuse_connect in state {self.state.value}")
@@ -191,7 +196,7 @@ class Connection:
         else:
             self._out.append(encode_payload_frame(command, checksummed))
 
-    def send_error(self, request_id: int, error: int, message: str) -> None:
+    def send_error(self, request_id: int, error: api.ServerError.ValueType, message: str) -> None:
         """Queue ERROR for a request."""
         self.send(
             api.BaseCommand(

@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..broker import Broker, BrokerConfig
-from ..clock import Clock, ManualClock, SystemClock
-from ..ledger import ManagedLedgerFactory
+from ..core.clock import Clock, ManualClock, SystemClock
+from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore
 from .access import TokenAuth
-from .server import ProtocolConfig, ProtocolServer
+from .config import ProtocolConfig, ProtocolStats
+from .server import ProtocolServer
 
 if TYPE_CHECKING:
     from ..admin import Authorization
@@ -195,6 +196,6 @@ class EmbeddedBroker:
 
         return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
 
-    def stats(self) -> Any:
-        """The protocol server's counters (:class:`~mledger.protocol.server.ProtocolStats`)."""
+    def stats(self) -> ProtocolStats:
+        """The protocol server's counters (:class:`~mledger.protocol.config.ProtocolStats`)."""
         return self.call(self.server.snapshot_stats)

@@ -9,7 +9,7 @@ something the protocol does not allow (a bug in the caller). Both subclass
 
 from __future__ import annotations
 
-from ..errors import MLedgerError
+from ..core.errors import MLedgerError
 
 __all__ = ["FrameTooLargeError", "LocalProtocolError", "ProtocolError", "RemoteProtocolError"]
 

@@ -23,10 +23,11 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol
 
 from ..broker import FramedPublish, Topic
-from ..position import Position
+from ..core.position import Position
 
 __all__ = ["InlinePublisher", "PublishCallback", "PublishResult", "Publisher", "ThreadedPublisher"]
 
@@ -115,7 +116,7 @@ class ThreadedPublisher:
                     completions.append((done, results[start : start + n]))
                     start += n
             try:
-                self._post(lambda completions=completions: _complete(completions))
+                self._post(partial(_complete, completions))
             except RuntimeError:  # the loop is closed: nobody is waiting any more
                 log.debug("publisher: event loop closed, %d completions dropped", len(completions))
 

@@ -9,6 +9,10 @@ broker call a command makes runs on the event loop thread, except the appends: S
 to the :mod:`publisher <mledger.protocol.publisher>`, which publishes off the loop when the
 store's writes block (SQLite) and reports back on the loop.
 
+The :class:`~mledger.protocol.session.Session` (sans I/O) sees the server only as its
+:class:`~mledger.protocol.session.SessionHost`; this module is the only one in the package
+that knows asyncio.
+
 The broker pushes through listeners (:mod:`mledger.broker.listeners`), possibly from other
 threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
 
@@ -35,19 +39,16 @@ import logging
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
-from .. import __version__
 from ..broker import Broker, Subscription, Topic
-from ..clock import ManualClock
-from ..errors import ConfigError, MLedgerError
+from ..core.clock import ManualClock
+from ..core.errors import MLedgerError
 from ..storage import MemoryStore
 from .access import ProducerAccess, TokenAuth
+from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
 from .errors import RemoteProtocolError
-from .framing import DEFAULT_MAX_MESSAGE_SIZE
 from .publisher import InlinePublisher, Publisher, ThreadedPublisher
-from .session import Session
+from .session import ConsumerHandle, Session
 
 __all__ = ["ProtocolConfig", "ProtocolServer", "ProtocolStats"]
 
@@ -57,66 +58,19 @@ _WRITE_HIGH_WATER = 4 * 1024 * 1024
 _WRITE_LOW_WATER = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class ProtocolConfig:
-    """Settings of a :class:`ProtocolServer` (Pulsar's names in snake_case where it has them)."""
-
-    host: str = "127.0.0.1"
-    """Address to bind."""
-    port: int = 6650
-    """TCP port; 0 picks a free one (tests)."""
-    advertised_address: str | None = None
-    """Host clients are told to connect to in LOOKUP answers (default: ``host``)."""
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
-    """Largest message accepted, advertised in CONNECTED (Pulsar's ``maxMessageSize``)."""
-    keep_alive_interval_seconds: float = 30.0
-    """Idle time before the server pings a connection; one without an answer by the next
-    check is closed (Pulsar's ``keepAliveIntervalSeconds``)."""
-    max_pending_sends: int = 1000
-    """Appends in flight per connection before the server stops reading it
-    (``maxPendingPublishRequestsPerConnection``)."""
-    server_version: str = f"mledger-{__version__}"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
-            raise ConfigError(f"port must be an integer in [0, 65535], got {self.port!r}")
-        if not isinstance(self.max_message_size, int) or self.max_message_size < 1024:
-            raise ConfigError(f"max_message_size must be an integer >= 1024, got {self.max_message_size!r}")
-        if self.keep_alive_interval_seconds <= 0:
-            raise ConfigError(f"keep_alive_interval_seconds must be > 0, got {self.keep_alive_interval_seconds!r}")
-        if not isinstance(self.max_pending_sends, int) or self.max_pending_sends < 1:
-            raise ConfigError(f"max_pending_sends must be an integer >= 1, got {self.max_pending_sends!r}")
-
-
-@dataclass
-class ProtocolStats:
-    """Counters of a protocol server (Pulsar's ``pulsar_in_messages_total``-style metrics)."""
-
-    connections: int = 0
-    connections_opened: int = 0
-    producers: int = 0
-    consumers: int = 0
-    messages_in: int = 0
-    bytes_in: int = 0
-    messages_out: int = 0
-    bytes_out: int = 0
-    checksum_errors: int = 0
-    validation_errors: int = 0
-    protocol_errors: int = 0
-    closed_messages_in: int = field(default=0, repr=False)
-    closed_bytes_in: int = field(default=0, repr=False)
-    closed_messages_out: int = field(default=0, repr=False)
-    closed_bytes_out: int = field(default=0, repr=False)
-
-
 class _Shell(asyncio.Protocol):
-    """One connection's socket end (asyncio callbacks only)."""
+    """One connection's socket end (asyncio callbacks only). ``opened`` and ``lost`` tell the
+    server when the connection starts (the session exists) and ends."""
 
-    def __init__(self, server: ProtocolServer) -> None:
+    def __init__(
+        self, server: ProtocolServer, opened: Callable[[_Shell], None], lost: Callable[[_Shell], None]
+    ) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.session: Session | None = None
         self.reading_paused = False
+        self._opened = opened
+        self._lost = lost
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -130,8 +84,7 @@ class _Shell(asyncio.Protocol):
                 pass
         peer = transport.get_extra_info("peername")
         self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "")
-        self.session.shell = self
-        self.server._opened(self)
+        self._opened(self)
 
     def data_received(self, data: bytes) -> None:
         session = self.session
@@ -182,20 +135,28 @@ class _Shell(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self.session is not None:
             self.session.close()
-        self.server._lost(self)
+        self._lost(self)
 
 
 class _TopicWatcher:
-    """The server's :class:`~mledger.broker.listeners.TopicListener`."""
+    """The server's :class:`~mledger.broker.listeners.TopicListener`: hands each event to the
+    loop (``run_on_loop``) and calls ``appended(topic)`` or ``closed(topic)`` there."""
 
-    def __init__(self, server: ProtocolServer) -> None:
-        self._server = server
+    def __init__(
+        self,
+        run_on_loop: Callable[[Callable[[], None]], None],
+        appended: Callable[[Topic], None],
+        closed: Callable[[Topic], None],
+    ) -> None:
+        self._run_on_loop = run_on_loop
+        self._appended = appended
+        self._closed = closed
 
     def entries_added(self, topic: Topic) -> None:
-        self._server.run_on_loop(lambda: self._server._topic_dirty(topic))
+        self._run_on_loop(lambda: self._appended(topic))
 
     def topic_closed(self, topic: Topic) -> None:
-        self._server.run_on_loop(lambda: self._server._watched.discard(topic))
+        self._run_on_loop(lambda: self._closed(topic))
 
 
 class ProtocolServer:
@@ -204,7 +165,8 @@ class ProtocolServer:
     Start it inside a running event loop with ``await server.start()`` and stop it with
     ``await server.stop()``; or use :class:`~mledger.protocol.embedded.EmbeddedBroker` to run
     one in a background thread. ``auth`` turns token authentication on. ``publisher`` None
-    picks the inline publisher for a memory store, the threaded one otherwise.
+    picks the inline publisher for a memory store, the threaded one otherwise. It is the
+    :class:`~mledger.protocol.session.SessionHost` of its connections' sessions.
     """
 
     def __init__(
@@ -223,15 +185,15 @@ class ProtocolServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._server: asyncio.Server | None = None
-        self._shells: set[_Shell] = set()
+        self._shells: dict[Session, _Shell] = {}
         self._to_flush: set[Session] = set()
         self._flush_scheduled = False
         self._dirty: set[Topic] = set()
         self._to_dispatch: set[Subscription] = set()
         self._dispatch_scheduled = False
-        self._to_pump: dict[int, tuple[Session, Any]] = {}
+        self._to_pump: dict[int, ConsumerHandle] = {}
         self._watched: set[Topic] = set()
-        self._watcher = _TopicWatcher(self)
+        self._watcher = _TopicWatcher(self.run_on_loop, self._topic_dirty, self._watched.discard)
         self._timers: dict[Subscription, tuple[int, asyncio.TimerHandle]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._ids = itertools.count(1)
@@ -247,9 +209,17 @@ class ProtocolServer:
             if isinstance(self.broker.factory.store, MemoryStore):
                 self._publisher = InlinePublisher()
             else:
-                self._publisher = ThreadedPublisher(lambda fn: loop.call_soon_threadsafe(fn))
+
+                def post(fn: Callable[[], None]) -> None:
+                    loop.call_soon_threadsafe(fn)
+
+                self._publisher = ThreadedPublisher(post)
         self._server = await loop.create_server(
-            lambda: _Shell(self), self.config.host, self.config.port, reuse_address=True, backlog=1024
+            lambda: _Shell(self, self._opened, self._lost),
+            self.config.host,
+            self.config.port,
+            reuse_address=True,
+            backlog=1024,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
@@ -262,7 +232,7 @@ class ProtocolServer:
         self._tasks = []
         if self._server is not None:
             self._server.close()
-        for shell in list(self._shells):
+        for shell in list(self._shells.values()):
             shell.abort_after_flush()
         if self._server is not None:
             await self._server.wait_closed()
@@ -294,8 +264,8 @@ class ProtocolServer:
         """Current counters, including the live connections' (any thread: a consistent enough
         view for metrics; exact on the loop thread)."""
         s = self.stats
-        # Also read from other threads (a metrics scrape): copy the set, read plain counters.
-        sessions = [shell.session for shell in list(self._shells) if shell.session is not None]
+        # Also read from other threads (a metrics scrape): copy the keys, read plain counters.
+        sessions = list(self._shells)
         return ProtocolStats(
             connections=len(sessions),
             connections_opened=s.connections_opened,
@@ -345,9 +315,9 @@ class ProtocolServer:
         self._flush_scheduled = False
         sessions = self._to_flush
         self._to_flush = set()
-        for shell in self._shells:
-            session = shell.session
-            if session is None or session not in sessions or shell.transport is None:
+        for session in sessions:
+            shell = self._shells.get(session)
+            if shell is None or shell.transport is None:
                 continue
             data = session.connection.data_to_send()
             if data and not shell.transport.is_closing():
@@ -356,7 +326,7 @@ class ProtocolServer:
 
     def flush_now(self, session: Session) -> None:
         """Write what ``session`` queued right away (call on the loop thread)."""
-        shell = session.shell
+        shell = self._shells.get(session)
         if shell is not None and shell.transport is not None and not shell.transport.is_closing():
             data = session.connection.data_to_send()
             if data:
@@ -364,9 +334,9 @@ class ProtocolServer:
 
     def close_soon(self, session: Session) -> None:
         """Close ``session``'s connection once what it queued is written."""
-        for shell in self._shells:
-            if shell.session is session:
-                self._loop.call_soon(shell.abort_after_flush)  # type: ignore[union-attr]
+        shell = self._shells.get(session)
+        if shell is not None and self._loop is not None:
+            self._loop.call_soon(shell.abort_after_flush)
 
     # -- dispatching -------------------------------------------------------------------------
     def watch(self, topic: Topic) -> None:
@@ -384,9 +354,9 @@ class ProtocolServer:
         self._to_dispatch.add(subscription)
         self._schedule_dispatch()
 
-    def pump_soon(self, session: Session, handle: Any) -> None:
+    def pump_soon(self, handle: ConsumerHandle) -> None:
         """Grant more of a consumer's held permits at the end of this loop turn."""
-        self._to_pump[id(handle)] = (session, handle)
+        self._to_pump[id(handle)] = handle
         self._schedule_dispatch()
 
     def _schedule_dispatch(self) -> None:
@@ -402,9 +372,8 @@ class ProtocolServer:
         for topic in topics:
             if not topic.is_closed:
                 subs.update(topic.subscriptions.values())
-        for session, handle in pumps.values():
-            if not session.closed:
-                session._pump(handle)  # noqa: SLF001 - the session's own flow control
+        for handle in pumps.values():
+            handle.pump()
         for sub in subs:
             self.dispatch(sub)
 
@@ -463,9 +432,8 @@ class ProtocolServer:
         interval = self.config.keep_alive_interval_seconds
         while True:
             await asyncio.sleep(interval)
-            for shell in list(self._shells):
-                session = shell.session
-                if session is None or session.closed:
+            for session, shell in list(self._shells.items()):
+                if session.closed:
                     continue
                 if not session.connection.received_since_ping:
                     log.info("closing connection from %s: no answer to PING", session.peer)
@@ -479,13 +447,14 @@ class ProtocolServer:
 
     # -- connections ---------------------------------------------------------------------------
     def _opened(self, shell: _Shell) -> None:
-        self._shells.add(shell)
+        assert shell.session is not None
+        self._shells[shell.session] = shell
         self.stats.connections_opened += 1
 
     def _lost(self, shell: _Shell) -> None:
-        self._shells.discard(shell)
         session = shell.session
         if session is not None:
+            self._shells.pop(session, None)
             self._to_flush.discard(session)
             s = self.stats
             s.closed_messages_in += session.messages_in

@@ -3,9 +3,15 @@
 A :class:`Session` owns a :class:`~mledger.protocol.connection.Connection` and the producers
 and consumers its client opened. It has one ``handle_<command>`` method per client command the
 command table marks handled (:mod:`mledger.protocol.commands`). It never touches sockets or the
-event loop: the server shell feeds it bytes and drains what it queued; the
-:class:`~mledger.protocol.server.ProtocolServer` it belongs to provides the broker, the
-publisher, dispatch scheduling and thread hand-over.
+event loop: the server shell feeds it bytes and drains what it queued; its
+:class:`SessionHost` (in the server, :class:`~mledger.protocol.server.ProtocolServer`; this
+module only knows the protocol it defines) provides the broker, the publisher, dispatch
+scheduling and thread hand-over.
+
+The broker talks back through the handles: a :class:`ProducerHandle` is the broker producer's
+listener and a :class:`ConsumerHandle` the broker consumer's sink. They may be called from
+other threads, hand over to the host's loop and call the session's named entry points
+(:meth:`Session.write_messages`, :meth:`Session.producer_closed_by_broker`, ...).
 
 Mapping onto the broker (DESIGN.md "Binary protocol"):
 
@@ -32,12 +38,14 @@ from __future__ import annotations
 import logging
 import re
 import struct
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Protocol
 
 from google.protobuf.message import DecodeError
 
 from ..broker import (
+    Broker,
     ConsumerBusyError,
     FramedPublish,
     MessageDupUnknownError,
@@ -54,9 +62,10 @@ from ..broker.listeners import EntryDelivery, ack_set_words
 from ..broker.producer import Producer
 from ..broker.schemas import IncompatibleSchemaError, SchemaInfo
 from ..broker.subscription import Subscription
+from ..codec.entry import EntryMetadata, encode_entry
+from ..codec.messageid import MessageId
 from ..codec.proto import PulsarApi_pb2 as api
-from ..entry import EntryMetadata
-from ..errors import (
+from ..core.errors import (
     EntryTooLargeError,
     InvalidRequestError,
     MLedgerError,
@@ -65,20 +74,17 @@ from ..errors import (
     PermissionDeniedError,
     StateCorruptedError,
 )
-from ..ledger import InitialPosition
-from ..messageid import MessageId
-from ..position import EARLIEST, LATEST, Position
-from .access import ProducerFencedError
+from ..core.position import EARLIEST, LATEST, Position
+from ..managed_ledger import InitialPosition
+from .access import ProducerAccess, ProducerFencedError, TokenAuth
 from .codec import message_command, send_receipt_command
 from .commands import COMMANDS
+from .config import ProtocolConfig, ProtocolStats
 from .connection import Connection, ConnectionState, Request
 from .framing import checksummed_entry
-from .publisher import PublishResult
+from .publisher import Publisher, PublishResult
 
-if TYPE_CHECKING:
-    from .server import ProtocolServer
-
-__all__ = ["PERMIT_WINDOW", "Session"]
+__all__ = ["PERMIT_WINDOW", "ConsumerHandle", "ProducerHandle", "Session", "SessionHost"]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +108,7 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >> 63 else value
 
 
-def server_error(exc: BaseException) -> int:
+def server_error(exc: BaseException) -> api.ServerError.ValueType:
     """Pulsar's ``ServerError`` for a broker exception (``BrokerServiceException.getClientErrorCode``)."""
     if isinstance(exc, (ConsumerBusyError, SubscriptionBusyError)):
         return api.ConsumerBusy
@@ -127,8 +133,89 @@ def server_error(exc: BaseException) -> int:
     return api.UnknownError
 
 
-class _ProducerHandle:
-    """A client's producer: the broker producer plus what the protocol adds."""
+class SessionHost(Protocol):
+    """What a :class:`Session` needs from the server driving it. Called on the host's loop
+    thread, except :meth:`run_on_loop` and :meth:`post`, which any thread may call."""
+
+    @property
+    def broker(self) -> Broker:
+        """The broker the session's commands act on."""
+        ...
+
+    @property
+    def config(self) -> ProtocolConfig:
+        """The server's settings (message size limit, server version)."""
+        ...
+
+    @property
+    def auth(self) -> TokenAuth | None:
+        """Token authentication and authorization; None: every client may do anything."""
+        ...
+
+    @property
+    def stats(self) -> ProtocolStats:
+        """The server-wide counters the session adds to (checksum and validation errors)."""
+        ...
+
+    @property
+    def access(self) -> ProducerAccess:
+        """The server-wide producer access modes per topic."""
+        ...
+
+    @property
+    def publisher(self) -> Publisher:
+        """Where SENDs go; it reports back on the loop."""
+        ...
+
+    @property
+    def service_url(self) -> str:
+        """``pulsar://host:port`` for LOOKUP answers."""
+        ...
+
+    def run_on_loop(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the loop: now on the loop thread, soon from any other (thread-safe)."""
+        ...
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the loop after the current callback (thread-safe)."""
+        ...
+
+    def next_id(self) -> int:
+        """A number unique in the server (consumer-name suffixes)."""
+        ...
+
+    def flush_soon(self, session: Session) -> None:
+        """Write what ``session`` queued at the end of this loop turn."""
+        ...
+
+    def flush_now(self, session: Session) -> None:
+        """Write what ``session`` queued right away."""
+        ...
+
+    def close_soon(self, session: Session) -> None:
+        """Close ``session``'s connection once what it queued is written."""
+        ...
+
+    def watch(self, topic: Topic) -> None:
+        """Dispatch ``topic``'s subscriptions whenever entries are appended to it."""
+        ...
+
+    def dispatch_soon(self, subscription: Subscription) -> None:
+        """Dispatch ``subscription`` at the end of this loop turn (coalesced)."""
+        ...
+
+    def pump_soon(self, handle: ConsumerHandle) -> None:
+        """Call ``handle.pump()`` at the end of this loop turn (coalesced per handle)."""
+        ...
+
+    def dispatch(self, subscription: Subscription) -> int:
+        """Push what ``subscription`` can deliver now; returns the entries dispatched."""
+        ...
+
+
+class ProducerHandle:
+    """A client's producer: the broker producer plus what the protocol adds. It is the broker
+    producer's listener and the :class:`~mledger.protocol.access.AccessHolder` of its topic."""
 
     __slots__ = ("access_mode", "closed", "name", "producer", "producer_id", "schema_version", "session", "topic")
 
@@ -143,12 +230,19 @@ class _ProducerHandle:
         self.closed = False
 
     def producer_closed(self, producer: Producer) -> None:
-        """The broker closed the producer (topic deleted): tell the client (CLOSE_PRODUCER)."""
-        self.session._server.post(lambda: self.session._broker_closed_producer(self))
+        """The broker closed the producer (topic deleted): tell the client (CLOSE_PRODUCER).
+        Any thread."""
+        session = self.session
+        session.host.post(lambda: session.producer_closed_by_broker(self))
+
+    def fence(self) -> None:
+        """An ``ExclusiveWithFencing`` producer took the topic: close this one (loop thread)."""
+        self.session.producer_closed_by_broker(self)
 
 
-class _ConsumerHandle:
-    """A client's consumer: the broker consumer, the permits not granted yet, the sink."""
+class ConsumerHandle:
+    """A client's consumer: the broker consumer, the permits not granted yet; the broker
+    consumer's sink (its methods may be called from any thread)."""
 
     __slots__ = (
         "client_permits", "consumer", "consumer_id", "partition", "pending_active", "ready", "session",
@@ -168,35 +262,43 @@ class _ConsumerHandle:
 
     # ConsumerSink -------------------------------------------------------------------------
     def deliver(self, consumer: Consumer, deliveries: list[EntryDelivery]) -> None:
-        self.session._server.run_on_loop(lambda: self.session._write_messages(self, deliveries))
+        """Write the deliveries as MESSAGE frames, on the loop."""
+        session = self.session
+        session.host.run_on_loop(lambda: session.write_messages(self, deliveries))
 
     def active_changed(self, consumer: Consumer, is_active: bool) -> None:
+        """Tell the client (ACTIVE_CONSUMER_CHANGE), once its SUBSCRIBE is answered."""
+
         def tell() -> None:
             if self.ready:
-                self.session._send_active_change(self, is_active)
+                self.session.send_active_change(self, is_active)
             else:
                 self.pending_active = is_active
 
-        self.session._server.run_on_loop(tell)
+        self.session.host.run_on_loop(tell)
 
     def disconnected(self, consumer: Consumer) -> None:
-        self.session._server.run_on_loop(lambda: self.session._broker_closed_consumer(self))
+        """The broker removed the consumer: tell the client (CLOSE_CONSUMER), on the loop."""
+        session = self.session
+        session.host.run_on_loop(lambda: session.consumer_closed_by_broker(self))
+
+    def pump(self) -> None:
+        """Grant the broker consumer more of the client's permits (loop thread)."""
+        self.session.pump(self)
 
 
 class Session:
     """The server side of one client connection (see the module docstring). Driven by the
     event loop thread only."""
 
-    def __init__(self, server: ProtocolServer, peer: str = "") -> None:
-        self._server = server
+    def __init__(self, host: SessionHost, peer: str = "") -> None:
+        self._host = host
         self.peer = peer
-        self.connection = Connection(server.config.max_message_size)
+        self.connection = Connection(host.config.max_message_size)
         self.role: str | None = None
-        self._producers: dict[int, _ProducerHandle] = {}
-        self._consumers: dict[int, _ConsumerHandle] = {}
-        self._pending_sends: dict[int, list[tuple[_ProducerHandle, int, int, FramedPublish]]] = {}
-        self.shell: Any = None
-        """The server shell writing this session's bytes (set by the shell)."""
+        self._producers: dict[int, ProducerHandle] = {}
+        self._consumers: dict[int, ConsumerHandle] = {}
+        self._pending_sends: dict[int, list[tuple[ProducerHandle, int, int, FramedPublish]]] = {}
         self.paused = False
         self.closed = False
         self.inflight_sends = 0
@@ -215,15 +317,20 @@ class Session:
             if i % _SEND_CHUNK == 0 and self._pending_sends:
                 # A long read: answer what is done so far, so the client's pipeline keeps moving.
                 self._flush_sends()
-                self._server.flush_now(self)
+                self._host.flush_now(self)
         self._flush_sends()
+
+    @property
+    def host(self) -> SessionHost:
+        """The server driving this session."""
+        return self._host
 
     def writing_paused(self, paused: bool) -> None:
         """The socket's write buffer crossed its high (True) or low (False) mark."""
         self.paused = paused
         if not paused:
             for handle in list(self._consumers.values()):
-                self._pump(handle)
+                self.pump(handle)
 
     def close(self) -> None:
         """The connection is gone: close this client's producers and consumers."""
@@ -231,28 +338,28 @@ class Session:
             return
         self.closed = True
         self.connection.close()
-        for handle in list(self._producers.values()):
-            self._close_producer(handle)
-        for handle in list(self._consumers.values()):
-            self._close_consumer(handle)
+        for producer in list(self._producers.values()):
+            self._close_producer(producer)
+        for consumer in list(self._consumers.values()):
+            self._close_consumer(consumer)
 
     def _wake(self) -> None:
-        self._server.flush_soon(self)
+        self._host.flush_soon(self)
 
     # -- handshake, keep-alive, lookups ---------------------------------------------------------
     def handle_connect(self, request: Request) -> None:
         connect = request.command.connect
-        auth = self._server.auth
+        auth = self._host.auth
         if auth is not None:
             method = connect.auth_method_name
             token = connect.auth_data.decode("utf-8", "replace") if connect.HasField("auth_data") else ""
             role = auth.authenticate(method, token)
             if role is None:
                 self.connection.refuse_connect(api.AuthenticationError, "Unable to authenticate: invalid token")
-                self._server.close_soon(self)
+                self._host.close_soon(self)
                 return
             self.role = role
-        self.connection.accept_connect(self._server.config.server_version)
+        self.connection.accept_connect(self._host.config.server_version)
 
     def handle_partitioned_metadata(self, request: Request) -> None:
         body = request.command.partitionMetadata
@@ -260,9 +367,9 @@ class Session:
         try:
             self._authorize_lookup(body.topic)
             try:
-                partitions = self._server.broker.partitioned_topic_metadata(body.topic)
+                partitions = self._host.broker.partitioned_topic_metadata(body.topic)
             except NotFoundError:
-                if not self._server.broker.config.allow_auto_topic_creation:
+                if not self._host.broker.config.allow_auto_topic_creation:
                     raise
                 partitions = 0
             response.partitions = partitions
@@ -279,7 +386,7 @@ class Session:
         try:
             self._authorize_lookup(body.topic)
             response.response = api.CommandLookupTopicResponse.Connect
-            response.brokerServiceUrl = self._server.service_url
+            response.brokerServiceUrl = self._host.service_url
             response.authoritative = True
         except MLedgerError as exc:
             response.response = api.CommandLookupTopicResponse.Failed
@@ -299,8 +406,8 @@ class Session:
             if body.mode == api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
                 topics: list[str] = []
             else:
-                topics = self._server.broker.list_topics(body.namespace, include_partitions=True)
-                partitioned = set(self._server.broker.list_partitioned_topics())
+                topics = self._host.broker.list_topics(body.namespace, include_partitions=True)
+                partitioned = set(self._host.broker.list_partitioned_topics())
                 topics = [t for t in topics if t not in partitioned]
             if body.HasField("topics_pattern"):
                 pattern = re.compile(body.topics_pattern)
@@ -318,7 +425,7 @@ class Session:
         body = request.command.getSchema
         response = api.CommandGetSchemaResponse(request_id=body.request_id)
         version = _SCHEMA_VERSION.unpack(body.schema_version)[0] if len(body.schema_version) == 8 else None
-        found = self._server.broker.schemas.get(body.topic, version)
+        found = self._host.broker.schemas.get(body.topic, version)
         if found is None:
             response.error_code = api.TopicNotFound
             response.error_message = f"No schema found for topic {body.topic}"
@@ -332,7 +439,7 @@ class Session:
         body = request.command.getOrCreateSchema
         response = api.CommandGetOrCreateSchemaResponse(request_id=body.request_id)
         try:
-            version = self._server.broker.schemas.get_or_create(body.topic, _schema_info(body.schema))
+            version = self._host.broker.schemas.get_or_create(body.topic, _schema_info(body.schema))
             response.schema_version = _SCHEMA_VERSION.pack(version)
         except MLedgerError as exc:
             response.error_code = server_error(exc)
@@ -352,12 +459,12 @@ class Session:
             topic = self._open_partition(body.topic)
             schema_version = None
             if body.HasField("schema"):
-                version = self._server.broker.schemas.get_or_create(topic.name, _schema_info(body.schema))
+                version = self._host.broker.schemas.get_or_create(topic.name, _schema_info(body.schema))
                 schema_version = _SCHEMA_VERSION.pack(version)
             mode = body.producer_access_mode
-            wait = self._server.access.check(topic, mode)
+            wait = self._host.access.check(topic, mode)
             name = body.producer_name if body.HasField("producer_name") and body.producer_name else None
-            handle = _ProducerHandle(self, body.producer_id, topic, mode)
+            handle = ProducerHandle(self, body.producer_id, topic, mode)
             producer = topic.create_producer(name, None, listener=handle)
             handle.producer = producer
             handle.name = producer.name
@@ -366,22 +473,22 @@ class Session:
             self.connection.send_error(request_id, server_error(exc), str(exc))
             return
         self._producers[body.producer_id] = handle
-        self._server.watch(topic)
+        self._host.watch(topic)
         if wait:
             # WaitForExclusive: answered "not ready" now, PRODUCER_SUCCESS once it is exclusive.
             self._send_producer_success(request_id, handle, ready=False)
-            self._server.access.wait(topic, handle, lambda: self._exclusive_granted(request_id, handle))
+            self._host.access.wait(topic, handle, lambda: self._exclusive_granted(request_id, handle))
             return
-        self._server.access.add(topic, handle)
+        self._host.access.add(topic, handle)
         self._send_producer_success(request_id, handle)
 
-    def _exclusive_granted(self, request_id: int, handle: _ProducerHandle) -> None:
+    def _exclusive_granted(self, request_id: int, handle: ProducerHandle) -> None:
         if handle.closed:
             return
         self._send_producer_success(request_id, handle)
         self._wake()
 
-    def _send_producer_success(self, request_id: int, handle: _ProducerHandle, ready: bool = True) -> None:
+    def _send_producer_success(self, request_id: int, handle: ProducerHandle, ready: bool = True) -> None:
         success = api.CommandProducerSuccess(
             request_id=request_id,
             producer_name=handle.name,
@@ -404,7 +511,7 @@ class Session:
             self._send_error(send.producer_id, send.sequence_id, api.NotAllowedError, "SEND without a payload")
             return
         if payload.checksum_ok is False:
-            self._server.stats.checksum_errors += 1
+            self._host.stats.checksum_errors += 1
             self._send_error(send.producer_id, send.sequence_id, api.ChecksumError, "Checksum failed on the broker")
             return
         try:
@@ -429,11 +536,9 @@ class Session:
         self._pending_sends = {}
         for sends in batches.values():
             topic = sends[0][0].topic
-            self._server.publisher.submit(
-                topic, [s[3] for s in sends], lambda results, sends=sends: self._sends_done(sends, results)
-            )
+            self._host.publisher.submit(topic, [s[3] for s in sends], partial(self._sends_done, sends))
 
-    def _sends_done(self, sends: list[tuple[_ProducerHandle, int, int, FramedPublish]], results: list[PublishResult]) -> None:
+    def _sends_done(self, sends: list[tuple[ProducerHandle, int, int, FramedPublish]], results: list[PublishResult]) -> None:
         conn = self.connection
         self.inflight_sends -= len(sends)
         if self.closed:
@@ -449,7 +554,7 @@ class Session:
                 self._send_error(handle.producer_id, sequence_id, server_error(result), str(result))
         self._wake()
 
-    def _send_error(self, producer_id: int, sequence_id: int, error: int, message: str) -> None:
+    def _send_error(self, producer_id: int, sequence_id: int, error: api.ServerError.ValueType, message: str) -> None:
         self.connection.send(
             api.BaseCommand(
                 type=_T.SEND_ERROR,
@@ -466,21 +571,23 @@ class Session:
             self._close_producer(handle)
         self._send_success(body.request_id)
 
-    def _close_producer(self, handle: _ProducerHandle) -> None:
+    def _close_producer(self, handle: ProducerHandle) -> None:
         self._producers.pop(handle.producer_id, None)
         if handle.closed:
             return
         handle.closed = True
         handle.producer.detach_listener()  # our own listener: do not echo the close
         handle.producer.close()
-        self._server.access.remove(handle.topic, handle)
+        self._host.access.remove(handle.topic, handle)
 
-    def _broker_closed_producer(self, handle: _ProducerHandle) -> None:
+    def producer_closed_by_broker(self, handle: ProducerHandle) -> None:
+        """The broker closed ``handle``'s producer, or another producer fenced it: forget it
+        and tell the client (CLOSE_PRODUCER). Loop thread."""
         if handle.closed or self.closed:
             return
         self._producers.pop(handle.producer_id, None)
         handle.closed = True
-        self._server.access.remove(handle.topic, handle)
+        self._host.access.remove(handle.topic, handle)
         self.connection.send(
             api.BaseCommand(
                 type=_T.CLOSE_PRODUCER,
@@ -502,7 +609,7 @@ class Session:
             return
         try:
             self._authorize(body.topic, "CONSUME")
-            broker = self._server.broker
+            broker = self._host.broker
             if not body.force_topic_creation and not broker.topic_exists(body.topic):
                 raise NotFoundError(f"Topic {body.topic} does not exist")
             topic = self._open_partition(body.topic)
@@ -519,20 +626,20 @@ class Session:
             else:
                 start = _start_position(body.start_message_id) if body.HasField("start_message_id") else None
                 subscription = topic.open_non_durable_subscription(body.subscription, sub_type, start, initial)
-            handle = _ConsumerHandle(self, body.consumer_id, topic, subscription)
+            handle = ConsumerHandle(self, body.consumer_id, topic, subscription)
             name = body.consumer_name or None
             if name is not None and any(c.name == name for c in subscription.consumers):
-                name = f"{name}#{self._server.next_id()}"
+                name = f"{name}#{self._host.next_id()}"
             handle.consumer = subscription.add_consumer(name, permits=0, sink=handle)
         except MLedgerError as exc:
             self.connection.send_error(request_id, server_error(exc), str(exc))
             return
         self._consumers[body.consumer_id] = handle
-        self._server.watch(topic)
+        self._host.watch(topic)
         self._send_success(request_id)
         handle.ready = True
         if handle.pending_active is not None:
-            self._send_active_change(handle, handle.pending_active)
+            self.send_active_change(handle, handle.pending_active)
             handle.pending_active = None
 
     def handle_flow(self, request: Request) -> None:
@@ -541,14 +648,13 @@ class Session:
         if handle is None:
             return
         handle.client_permits += body.messagePermits
-        self._pump(handle)
+        self.pump(handle)
 
-    def _pump(self, handle: _ProducerHandle | _ConsumerHandle) -> None:
-        """Grant held permits to the broker consumer (within the window) and dispatch."""
-        if not isinstance(handle, _ConsumerHandle):  # pragma: no cover
-            return
+    def pump(self, handle: ConsumerHandle) -> None:
+        """Grant ``handle``'s held permits to the broker consumer (within
+        :data:`PERMIT_WINDOW`) and dispatch. Does nothing while writing is paused."""
         consumer = handle.consumer
-        if consumer is None or not consumer.is_connected or self.paused:
+        if self.closed or consumer is None or not consumer.is_connected or self.paused:
             return
         room = PERMIT_WINDOW - consumer.permits
         if room > 0 and handle.client_permits > 0:
@@ -558,9 +664,10 @@ class Session:
                 consumer.flow(grant)
             except MLedgerError:
                 return
-        self._server.dispatch(handle.subscription)
+        self._host.dispatch(handle.subscription)
 
-    def _write_messages(self, handle: _ConsumerHandle, deliveries: list[EntryDelivery]) -> None:
+    def write_messages(self, handle: ConsumerHandle, deliveries: list[EntryDelivery]) -> None:
+        """Queue MESSAGE frames for what the broker delivered to ``handle`` (loop thread)."""
         if self.closed or handle.consumer is None or not handle.consumer.is_connected:
             return  # the broker redelivers what this consumer held when it is removed
         conn = self.connection
@@ -581,9 +688,10 @@ class Session:
         self.bytes_out += size
         self._wake()
         if handle.client_permits > 0 and handle.consumer.permits < PERMIT_WINDOW // 2:
-            self._server.pump_soon(self, handle)
+            self._host.pump_soon(handle)
 
-    def _send_active_change(self, handle: _ConsumerHandle, is_active: bool) -> None:
+    def send_active_change(self, handle: ConsumerHandle, is_active: bool) -> None:
+        """Queue ACTIVE_CONSUMER_CHANGE for ``handle`` (loop thread)."""
         self.connection.send(
             api.BaseCommand(
                 type=_T.ACTIVE_CONSUMER_CHANGE,
@@ -600,7 +708,7 @@ class Session:
             error = NotFoundError(f"Consumer {body.consumer_id} not found")
         else:
             if body.HasField("validation_error"):
-                self._server.stats.validation_errors += 1
+                self._host.stats.validation_errors += 1
                 log.warning(
                     "%s: consumer %s dropped a message it could not validate (%s)",
                     handle.topic.name, handle.consumer.name, api.CommandAck.ValidationError.Name(body.validation_error),
@@ -615,7 +723,7 @@ class Session:
             except MLedgerError as exc:
                 error = exc
                 log.info("%s: ack from consumer %s refused: %s", handle.topic.name, handle.consumer.name, exc)
-            self._server.dispatch_soon(handle.subscription)
+            self._host.dispatch_soon(handle.subscription)
         if body.HasField("request_id"):
             response = api.CommandAckResponse(consumer_id=body.consumer_id, request_id=body.request_id)
             if error is not None:
@@ -623,7 +731,7 @@ class Session:
                 response.message = str(error)
             self.connection.send(api.BaseCommand(type=_T.ACK_RESPONSE, ackResponse=response))
 
-    def _ack_individual(self, handle: _ConsumerHandle, ids: list[api.MessageIdData]) -> None:
+    def _ack_individual(self, handle: ConsumerHandle, ids: Sequence[api.MessageIdData]) -> None:
         consumer = handle.consumer
         assert consumer is not None
         whole: list[Position] = []
@@ -647,7 +755,7 @@ class Session:
         if indexed:
             consumer.acknowledge(indexed)
 
-    def _ack_cumulative(self, handle: _ConsumerHandle, ids: list[api.MessageIdData]) -> None:
+    def _ack_cumulative(self, handle: ConsumerHandle, ids: Sequence[api.MessageIdData]) -> None:
         consumer = handle.consumer
         assert consumer is not None
         if len(ids) != 1:
@@ -682,7 +790,7 @@ class Session:
                 handle.consumer.redeliver_unacknowledged_messages()
         except MLedgerError as exc:
             log.info("%s: redelivery request refused: %s", handle.topic.name, exc)
-        self._server.dispatch_soon(handle.subscription)
+        self._host.dispatch_soon(handle.subscription)
 
     def handle_seek(self, request: Request) -> None:
         body = request.command.seek
@@ -757,14 +865,16 @@ class Session:
             self._close_consumer(handle)
         self._send_success(body.request_id)
 
-    def _close_consumer(self, handle: _ConsumerHandle) -> None:
+    def _close_consumer(self, handle: ConsumerHandle) -> None:
         self._consumers.pop(handle.consumer_id, None)
         consumer = handle.consumer
         if consumer is not None and consumer.is_connected:
             consumer.close()
-            self._server.dispatch_soon(handle.subscription)  # others get what it held
+            self._host.dispatch_soon(handle.subscription)  # others get what it held
 
-    def _broker_closed_consumer(self, handle: _ConsumerHandle) -> None:
+    def consumer_closed_by_broker(self, handle: ConsumerHandle) -> None:
+        """The broker removed ``handle``'s consumer: forget it and tell the client
+        (CLOSE_CONSUMER). Loop thread."""
         if self._consumers.get(handle.consumer_id) is not handle or self.closed:
             return
         del self._consumers[handle.consumer_id]
@@ -798,7 +908,7 @@ class Session:
         self.connection.send(api.BaseCommand(type=_T.SUCCESS, success=api.CommandSuccess(request_id=request_id)))
 
     def _open_partition(self, topic: str) -> Topic:
-        found = self._server.broker.open_topic(topic)
+        found = self._host.broker.open_topic(topic)
         if isinstance(found, PartitionedTopic):
             raise NotAllowedError(
                 f"{topic} is a partitioned topic: clients open its partitions ({topic}-partition-<i>)"
@@ -806,12 +916,12 @@ class Session:
         return found
 
     def _authorize(self, topic: str, operation: str) -> None:
-        auth = self._server.auth
+        auth = self._host.auth
         if auth is not None:
             auth.authorize(self.role, operation, topic)
 
     def _authorize_lookup(self, topic: str) -> None:
-        auth = self._server.auth
+        auth = self._host.auth
         if auth is not None:
             auth.authorize_lookup(self.role, topic)
 
@@ -853,7 +963,9 @@ def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
     except DecodeError as exc:
         raise StateCorruptedError(f"invalid message metadata: {exc}") from None
     if not msg.IsInitialized():
-        raise StateCorruptedError(f"invalid message metadata: missing {', '.join(msg.FindInitializationErrors())}")
+        # FindInitializationErrors: on every message class at run time, missing from the stubs
+        missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
+        raise StateCorruptedError(f"invalid message metadata: missing {missing}")
     dedup = topic.deduplication
     if type(dedup) is NoDeduplication or (
         type(dedup) is MessageDeduplication and not dedup.is_enabled and not msg.HasField("chunk_id")
@@ -863,8 +975,6 @@ def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
 
 
 def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read from a store carry raw bytes
-    from ..entry import encode_entry
-
     return checksummed_entry(encode_entry(d.entry.data, d.entry.metadata))
 
 

@@ -1,0 +1,194 @@
+"""The session without sockets or an event loop: frames in, frames out, through a hand-made host.
+
+:class:`~mledger.protocol.session.Session` reaches its server only through the
+:class:`~mledger.protocol.session.SessionHost` protocol, so these tests drive it frame by frame
+over a real broker (memory store) and read what it queued.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Callable
+
+from mledger._proto import PulsarApi_pb2 as api
+from mledger.broker import Broker, Subscription, Topic
+from mledger.codec.entry import EntryMetadata, encode_entry
+from mledger.managed_ledger import ManagedLedgerFactory
+from mledger.protocol import ProtocolConfig, ProtocolStats
+from mledger.protocol.access import EXCLUSIVE_WITH_FENCING, SHARED, ProducerAccess
+from mledger.protocol.codec import decode_command
+from mledger.protocol.framing import FrameDecoder, crc32c, encode_frame, encode_payload_frame, parse_payload
+from mledger.protocol.publisher import InlinePublisher
+from mledger.protocol.session import ConsumerHandle, Session
+from mledger.storage import MemoryStore
+
+_T = api.BaseCommand
+TOPIC = "persistent://public/default/t"
+
+
+class Host:
+    """A SessionHost without a loop: the work the server would schedule runs in :meth:`settle`."""
+
+    def __init__(self) -> None:
+        self.broker = Broker(ManagedLedgerFactory(MemoryStore()))
+        self.config = ProtocolConfig(port=0)
+        self.auth = None
+        self.stats = ProtocolStats()
+        self.access = ProducerAccess()
+        self.publisher = InlinePublisher()
+        self.service_url = "pulsar://127.0.0.1:6650"
+        self.closing: list[Session] = []
+        self._posted: list[Callable[[], None]] = []
+        self._pumps: list[ConsumerHandle] = []
+        self._watched: list[Topic] = []
+        self._ids = itertools.count(1)
+
+    def run_on_loop(self, fn: Callable[[], None]) -> None:
+        fn()
+
+    def post(self, fn: Callable[[], None]) -> None:
+        self._posted.append(fn)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def flush_soon(self, session: Session) -> None:
+        pass  # the tests read session.connection.data_to_send() themselves
+
+    def flush_now(self, session: Session) -> None:
+        pass
+
+    def close_soon(self, session: Session) -> None:
+        self.closing.append(session)
+
+    def watch(self, topic: Topic) -> None:
+        if topic not in self._watched:
+            self._watched.append(topic)
+
+    def dispatch_soon(self, subscription: Subscription) -> None:
+        pass  # settle() dispatches every watched subscription
+
+    def pump_soon(self, handle: ConsumerHandle) -> None:
+        self._pumps.append(handle)
+
+    def dispatch(self, subscription: Subscription) -> int:
+        return subscription.dispatch()
+
+    def settle(self) -> None:
+        """Run what the server would run at the end of the loop turn."""
+        posted, self._posted = self._posted, []
+        pumps, self._pumps = self._pumps, []
+        for fn in posted:
+            fn()
+        for handle in pumps:
+            handle.pump()
+        for topic in self._watched:
+            for sub in topic.subscriptions.values():
+                sub.dispatch()
+
+
+def frame(cmd: api.BaseCommand, payload: bytes | None = None) -> bytes:
+    data = cmd.SerializeToString()
+    return encode_frame(data) if payload is None else encode_payload_frame(data, payload)
+
+
+def replies(session: Session) -> list[tuple[api.BaseCommand, bytes | None]]:
+    return [(decode_command(c), p) for c, p in FrameDecoder().feed(session.connection.data_to_send())]
+
+
+def connected(host: Host) -> Session:
+    session = Session(host, "test:1")
+    session.data_received(frame(_T(type=_T.CONNECT, connect=api.CommandConnect(client_version="t", protocol_version=20))))
+    [(reply, _)] = replies(session)
+    assert reply.type == _T.CONNECTED
+    return session
+
+
+def producer_cmd(producer_id: int, request_id: int, mode: int = SHARED) -> api.BaseCommand:
+    body = api.CommandProducer(topic=TOPIC, producer_id=producer_id, request_id=request_id, producer_access_mode=mode)
+    return _T(type=_T.PRODUCER, producer=body)
+
+
+def send_frame(producer_id: int, sequence_id: int, value: bytes) -> bytes:
+    body = encode_entry(value, EntryMetadata(producer_name="p", sequence_id=sequence_id, publish_time_ms=1))
+    payload = b"\x0e\x01" + struct.pack(">I", crc32c(body)) + body
+    return frame(_T(type=_T.SEND, send=api.CommandSend(producer_id=producer_id, sequence_id=sequence_id)), payload)
+
+
+def test_produce_then_consume_frame_by_frame() -> None:
+    host = Host()
+    session = connected(host)
+    session.data_received(frame(producer_cmd(1, 10)))
+    [(success, _)] = replies(session)
+    assert success.type == _T.PRODUCER_SUCCESS and success.producer_success.request_id == 10
+
+    session.data_received(send_frame(1, 0, b"a") + send_frame(1, 1, b"b"))
+    receipts = [r for r, _ in replies(session)]
+    assert [r.type for r in receipts] == [_T.SEND_RECEIPT] * 2
+    assert [r.send_receipt.sequence_id for r in receipts] == [0, 1]
+    assert receipts[0].send_receipt.message_id.entryId + 1 == receipts[1].send_receipt.message_id.entryId
+    assert session.inflight_sends == 0 and session.messages_in == 2
+
+    subscribe = api.CommandSubscribe(
+        topic=TOPIC, subscription="s", subType=api.CommandSubscribe.Shared, consumer_id=7, request_id=11,
+        initialPosition=api.CommandSubscribe.Earliest,
+    )
+    session.data_received(frame(_T(type=_T.SUBSCRIBE, subscribe=subscribe)))
+    assert [r.type for r, _ in replies(session)] == [_T.SUCCESS]
+    session.data_received(frame(_T(type=_T.FLOW, flow=api.CommandFlow(consumer_id=7, messagePermits=10))))
+    host.settle()
+    messages = replies(session)
+    assert [m.type for m, _ in messages] == [_T.MESSAGE] * 2
+    assert [m.message.message_id.entryId for m, _ in messages] == [r.send_receipt.message_id.entryId for r in receipts]
+    values = [parse_payload(p).entry[-1:] for _, p in messages if p is not None]
+    assert values == [b"a", b"b"]
+    assert session.messages_out == 2
+
+
+def test_a_fencing_producer_closes_the_other_sessions_producer() -> None:
+    host = Host()
+    first, second = connected(host), connected(host)
+    first.data_received(frame(producer_cmd(1, 1)))
+    assert [r.type for r, _ in replies(first)] == [_T.PRODUCER_SUCCESS]
+    second.data_received(frame(producer_cmd(5, 2, EXCLUSIVE_WITH_FENCING)))
+    assert [r.type for r, _ in replies(second)] == [_T.PRODUCER_SUCCESS]
+    [(closed, _)] = replies(first)
+    assert closed.type == _T.CLOSE_PRODUCER and closed.close_producer.producer_id == 1
+    assert first.producer_count == 0 and second.producer_count == 1
+    # the fenced producer's SENDs are refused from now on
+    first.data_received(send_frame(1, 0, b"x"))
+    [(refused, _)] = replies(first)
+    assert refused.type == _T.SEND_ERROR and refused.send_error.error == api.NotAllowedError
+
+
+def test_a_bad_token_refuses_the_connect_and_asks_the_host_to_close() -> None:
+    from mledger.protocol import TokenAuth
+
+    host = Host()
+    host.auth = TokenAuth({"good": "role"})  # type: ignore[assignment]
+    session = Session(host, "test:2")
+    connect = api.CommandConnect(client_version="t", protocol_version=20, auth_method_name="token", auth_data=b"bad")
+    session.data_received(frame(_T(type=_T.CONNECT, connect=connect)))
+    [(reply, _)] = replies(session)
+    assert reply.type == _T.ERROR and reply.error.error == api.AuthenticationError
+    assert host.closing == [session]
+
+
+def test_seek_disconnects_the_consumer_before_it_answers() -> None:
+    # The broker's reset_cursor disconnects the subscription's consumers: the session hears it
+    # through the handle (the broker consumer's sink) and sends CLOSE_CONSUMER, then SUCCESS.
+    host = Host()
+    session = connected(host)
+    subscribe = api.CommandSubscribe(
+        topic=TOPIC, subscription="s", subType=api.CommandSubscribe.Exclusive, consumer_id=3, request_id=1,
+        force_topic_creation=True,
+    )
+    session.data_received(frame(_T(type=_T.SUBSCRIBE, subscribe=subscribe)))
+    assert [r.type for r, _ in replies(session)] == [_T.SUCCESS]
+    earliest = api.MessageIdData(ledgerId=(1 << 64) - 1, entryId=(1 << 64) - 1)
+    session.data_received(frame(_T(type=_T.SEEK, seek=api.CommandSeek(consumer_id=3, request_id=2, message_id=earliest))))
+    closed, success = (r for r, _ in replies(session))
+    assert closed.type == _T.CLOSE_CONSUMER and closed.close_consumer.consumer_id == 3
+    assert success.type == _T.SUCCESS and success.success.request_id == 2
+    assert session.consumer_count == 0
