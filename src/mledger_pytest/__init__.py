@@ -32,7 +32,7 @@ __all__ = ["pulsar_broker", "pulsar_broker_factory"]
 def _embedded_broker_class() -> type[EmbeddedBroker]:
     try:
         from mledger.standalone import EmbeddedStandalone
-    except ImportError as exc:  # the [server] extra (crc32c, FastAPI, uvicorn) is not installed
+    except ImportError as exc:  # the [server] extra (FastAPI, uvicorn) is not installed
         pytest.fail(
             f"the pulsar_broker fixture needs mledger's server extra: pip install 'mledger[server]' ({exc})",
             pytrace=False,

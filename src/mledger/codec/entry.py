@@ -9,7 +9,8 @@ all integers big-endian; the checksum is the CRC32C of everything after it (size
 payload). A broker with broker-entry metadata enabled puts
 ``[0x0e02][size: 4][BrokerEntryMetadata]`` in front of it all. :func:`encode_entry` writes the
 plain form (no checksum, no broker prefix); :func:`decode_entry` reads all of them, like
-Pulsar's ``Commands.parseMessageMetadata``.
+Pulsar's ``Commands.parseMessageMetadata``. The checksum is :func:`crc32c` from the ``crc32c``
+package (a C extension using the CPU's CRC instructions, with a software fallback).
 
 :class:`EntryMetadata` is ``MessageMetadata`` (PulsarApi.proto) with friendly names. Its
 ``to_bytes`` / ``from_bytes`` go through the generated ``PulsarApi_pb2.MessageMetadata``, so the
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from crc32c import crc32c as crc32c
 from google.protobuf.message import DecodeError
 
 from ..core.errors import InvalidRequestError, StateCorruptedError
@@ -31,7 +33,7 @@ from ..core.position import Position
 from .proto.PulsarApi_pb2 import MessageMetadata
 from .varint import as_int64
 
-__all__ = ["Entry", "EntryMetadata", "decode_entry", "encode_entry"]
+__all__ = ["Entry", "EntryMetadata", "crc32c", "decode_entry", "encode_entry"]
 
 _MAGIC_CRC32C = b"\x0e\x01"
 _MAGIC_BROKER_ENTRY_METADATA = b"\x0e\x02"
@@ -237,7 +239,8 @@ def decode_entry(raw: bytes | bytearray | memoryview, *, verify_checksum: bool =
     Reads the plain form :func:`encode_entry` writes, the checksummed form Pulsar producers
     write (``0x0e01`` + CRC32C in front), and either one behind a broker-entry-metadata prefix
     (``0x0e02``, skipped). Like Pulsar's broker it does not check the CRC unless
-    ``verify_checksum`` is true (a pure-Python CRC32C: about 0.1 µs per byte).
+    ``verify_checksum`` is true (the ``crc32c`` package: several GB/s with the CPU's CRC
+    instructions).
 
     Raises :class:`~mledger.errors.StateCorruptedError` when the framing is cut short, a size
     runs past the end, the checksum does not match (when verified) or the metadata does not
@@ -270,32 +273,6 @@ def decode_entry(raw: bytes | bytearray | memoryview, *, verify_checksum: bool =
     if stop > end:
         raise StateCorruptedError(f"entry of {end} bytes: metadata size {size} at byte {pos} runs past the end")
     return EntryMetadata.from_bytes(raw[start:stop]), raw[stop:]
-
-
-def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
-    """CRC32C (Castagnoli), the checksum Pulsar frames entries with; ``crc`` resumes a run.
-
-    >>> hex(crc32c(b"123456789"))
-    '0xe3069283'
-    """
-    table = _CRC32C_TABLE
-    crc ^= 0xFFFFFFFF
-    for byte in bytes(data):
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def _crc32c_table() -> tuple[int, ...]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return tuple(table)
-
-
-_CRC32C_TABLE = _crc32c_table()
 
 
 def _text(value: str | bytes) -> str:

@@ -16,7 +16,8 @@ both forms, and a MESSAGE frame carries the stored bytes back unchanged
 (:func:`checksummed_entry`), so the broker never decodes or re-encodes a payload.
 
 CRC32C comes from the ``crc32c`` package (a C extension with SSE4.2 / ARMv8 instructions and a
-software fallback, taking any buffer without a copy), installed by the ``[server]`` extra.
+software fallback, taking any buffer without a copy), a core dependency (the codec checks
+stored entries with it too).
 """
 
 from __future__ import annotations
