@@ -33,6 +33,8 @@ from mledger.broker.batch import decode_batch
 from mledger.broker.hashing import java_string_hash
 from mledger.broker.subscription import SUBSCRIPTION_TYPE_PROPERTY
 from mledger.errors import ConfigError, EntryTooLargeError, InvalidRequestError, NotFoundError
+from mledger.storage import MemoryStore
+from mledger.storage.faults import FaultInjectingStore, InjectedFault
 
 EARLIEST = InitialPosition.EARLIEST
 T = "persistent://public/default/orders"
@@ -465,8 +467,7 @@ def test_dedup_hook_is_consulted_before_and_told_after_each_append() -> None:
 
 def test_dedup_hook_hears_of_failed_appends() -> None:
     hooks: list[RecordingDedup] = []
-    factory = ManagedLedgerFactory()
-    factory.store.max_entry_size = 100
+    factory = ManagedLedgerFactory(FaultInjectingStore(MemoryStore(max_entry_size=100)))
 
     def make_hook(topic: Topic) -> RecordingDedup:
         hooks.append(RecordingDedup(topic))
@@ -474,9 +475,18 @@ def test_dedup_hook_hears_of_failed_appends() -> None:
 
     b = Broker(factory, dedup_factory=make_hook)
     p = b.create_producer("orders", "p")
+    # Pulsar checks the size before deduplication (isExceedMaximumMessageSize, then
+    # isDuplicate): an oversized message is refused without the hook hearing of it.
     with pytest.raises(EntryTooLargeError):
         p.send(b"x" * 500)
-    assert hooks[0].calls[-1] == ("failed", 0)
+    assert hooks[0].calls == [("added", "p")]
+    store = factory.store
+    assert isinstance(store, FaultInjectingStore)
+    store.fail_at = store.writes  # the next write: the append
+    with pytest.raises(InjectedFault):
+        p.send(b"y")
+    assert hooks[0].calls[-2:] == [("check", "p", 1, 1, 1), ("failed", 1)]
+    assert p.send(b"z").entry_id == 0  # later writes work normally
 
 
 def test_dedup_defaults() -> None:

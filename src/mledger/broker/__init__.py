@@ -32,6 +32,7 @@ from .errors import (
     SubscriptionBusyError as SubscriptionBusyError,
     TopicAlreadyExistsError as TopicAlreadyExistsError,
     TopicBusyError as TopicBusyError,
+    TopicFencedError as TopicFencedError,
 )
 from .hooks import (
     Deduplication as Deduplication,
@@ -53,13 +54,14 @@ from .partitioned import (
     PartitionedTopic as PartitionedTopic,
 )
 from .producer import PartitionedProducer as PartitionedProducer, Producer as Producer
+from .publishing import (
+    FramedPublish as FramedPublish,
+    PublishCallback as PublishCallback,
+    PublishResult as PublishResult,
+)
 from .stats import ConsumerStats as ConsumerStats, SubscriptionStats as SubscriptionStats, TopicStats as TopicStats
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
-from .topic import (
-    DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME,
-    FramedPublish as FramedPublish,
-    Topic as Topic,
-)
+from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
 from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
@@ -95,7 +97,9 @@ __all__ = [
     "Producer",
     "ProducerBusyError",
     "ProducerListener",
+    "PublishCallback",
     "PublishContext",
+    "PublishResult",
     "SkipEntry",
     "Subscription",
     "SubscriptionBusyError",
@@ -105,6 +109,7 @@ __all__ = [
     "Topic",
     "TopicAlreadyExistsError",
     "TopicBusyError",
+    "TopicFencedError",
     "TopicListener",
     "TopicName",
     "TopicStats",

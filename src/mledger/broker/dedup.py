@@ -80,7 +80,10 @@ Recovery and disabling hold it throughout (publishes wait for them instead of sl
 an unfinished rebuild) and block on storage I/O. Snapshot writes (a cursor mark-delete, storage
 I/O) run outside it under a second lock, one at a time, never older over newer. Lock order:
 this lock, then the snapshot lock, then the cursor's and ledger's own locks. The topic calls
-in under its publish lock or its producer lock; nothing here calls back into the topic.
+:meth:`check` and :meth:`record_failed` under its publish lock, and :meth:`record_persisted`
+on its ledger's writer thread, in append order, with no topic lock held (publishing is
+pipelined); nothing here calls back into the topic. While the status is Disabled, :meth:`check`
+and :meth:`record_persisted` return without taking the lock.
 """
 
 from __future__ import annotations
@@ -309,6 +312,8 @@ class MessageDeduplication:
                     self._unknowns += 1
                     return _UNKNOWN
             return _NOT_DUPLICATE
+        if self._status is _DISABLED:
+            return _NOT_DUPLICATE  # the common case, without the lock (a transition takes it)
         name = ctx.producer_name
         seq = ctx.sequence_id
         with self._lock:
@@ -341,6 +346,8 @@ class MessageDeduplication:
         failure is logged and counted, never raised: the data is stored, the next snapshot
         or a longer replay covers it.
         """
+        if self._status is _DISABLED:
+            return
         with self._lock:
             if self._status is not _ENABLED:
                 return

@@ -12,6 +12,7 @@ ConsumerBusyError          ``ConsumerBusyException``               409
 ProducerBusyError          ``ProducerBusyException`` / naming      409
 AlreadyClosedError         ``AlreadyClosedException``              412
 MessageDupUnknownError     ``MessageDupUnknownException``          409
+TopicFencedError           ``TopicFencedException``                412
 =========================  ======================================  ====
 """
 
@@ -27,6 +28,7 @@ __all__ = [
     "SubscriptionBusyError",
     "TopicAlreadyExistsError",
     "TopicBusyError",
+    "TopicFencedError",
 ]
 
 
@@ -64,3 +66,8 @@ class MessageDupUnknownError(MLedgerError):
     """Deduplication cannot tell yet whether the message is a duplicate; the publish was refused."""
 
     http_status = 409
+
+
+class TopicFencedError(PreconditionFailedError):
+    """A write of the topic failed; publishes are refused until its pending writes completed
+    (Pulsar's ``TopicFencedException``). Retry: the fence lifts by itself."""

@@ -1,16 +1,18 @@
 """The publish-path hook for message deduplication (seeds/004, REFERENCE.md section 5).
 
 Every topic (each partition of a partitioned topic) owns one :class:`Deduplication` object.
-The publish path of :meth:`Topic.publish <mledger.broker.topic.Topic.publish>` is, under the
-topic's publish lock (so the hook sees publishes in append order)::
+The pipelined publish path of :meth:`Topic.publish_entries
+<mledger.broker.topic.Topic.publish_entries>` is (Pulsar's ``PersistentTopic``)::
 
-    verdict = dedup.check(ctx)                  # before the append
-    DUPLICATE -> nothing is written; the producer gets MessageId(-1, -1)
-    UNKNOWN   -> MessageDupUnknownError, nothing is written
-    NOT_DUPLICATE:
-        position = ledger.add_entry(...)        # may raise
-        on failure: dedup.record_failed(ctx); re-raise
-        on success: dedup.record_persisted(ctx, position)
+    under the publish lock (so the hook sees publishes in append order):
+        verdict = dedup.check(ctx)              # before the append
+        DUPLICATE -> nothing is written; the producer gets MessageId(-1, -1)
+        UNKNOWN   -> MessageDupUnknownError, nothing is written
+        NOT_DUPLICATE -> queued on the managed ledger (the lock is not held across the write)
+    later, on the ledger's writer thread, in append order:
+        on success: dedup.record_persisted(ctx, position), then the producer hears
+        on failure: the topic is fenced; once its pending writes completed,
+                    dedup.record_failed(ctx) for each failed publish, and the fence lifts
 
 Producers report themselves with :meth:`Deduplication.producer_added` / ``producer_removed``;
 a new producer without an ``initial_sequence_id`` continues from

@@ -13,8 +13,11 @@ the last sequence id the topic's deduplication knows for its name (else starts a
 ``sequence_id`` given to ``send`` is used as is and does not move the generator;
 ``last_sequence_id`` is the highest sequence id published.
 
-Thread-safe: one lock per producer serialises its sends, so its entries are appended in
-sequence-id order; a send blocks on the managed ledger's append (storage I/O).
+Publishing is pipelined: :meth:`Producer.send_async` and :meth:`Producer.send_batch_async`
+return ``concurrent.futures.Future`` objects that complete, in order per topic, once the entry
+is stored; ``send`` and ``send_batch`` wait for them. Thread-safe: one lock per producer
+serialises taking a sequence id and queueing the entry (never a store write), so its entries
+are appended in sequence-id order.
 
 A producer sees its topic as a :class:`PublishTarget` (and a partitioned producer its topic as
 a :class:`PartitionedTarget`); the broker tells a remote producer's client through a
@@ -24,18 +27,19 @@ a :class:`PartitionedTarget`); the broker tells a remote producer's client throu
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..codec.batch import SingleMessage, encode_batch
-from ..codec.entry import EntryMetadata
+from ..codec.entry import EntryMetadata, encode_entry
 from ..codec.messageid import MessageId
 from ..core.clock import Clock
 from ..core.errors import InvalidRequestError
 from ..core.ints import INT64_MAX
-from ..core.position import Position
 from .errors import AlreadyClosedError
 from .message import BatchMessageIds
+from .publishing import FramedPublish, PublishCallback, PublishResult
 from .routing import RoundRobinPartitionRouter
 
 __all__ = ["PartitionedProducer", "PartitionedTarget", "Producer", "ProducerListener", "PublishTarget"]
@@ -73,15 +77,19 @@ class PublishTarget(Protocol):
     @property
     def deduplication(self) -> _SequenceSource: ...
 
-    def publish(
-        self,
-        producer_name: str,
-        payload: bytes,
-        metadata: EntryMetadata,
-        sequence_id: int,
-        highest_sequence_id: int,
-        num_messages: int,
-    ) -> Position | None: ...
+    def publish_entries(
+        self, items: Sequence[FramedPublish], callback: PublishCallback, *, start_writing: bool = True
+    ) -> None:
+        """Queue ``items`` (dedup-checked now); ``callback(results)`` once stored, in order."""
+        ...
+
+    def start_writing(self, inline: bool = False) -> None:
+        """Start writing what was queued (on this thread if ``inline`` and no write is under way)."""
+        ...
+
+    def wait_for_publishes(self, timeout: float | None = None) -> bool:
+        """Block until every queued publish completed."""
+        ...
 
     def remove_producer(self, producer: Producer) -> None:
         """``producer`` closed: forget it."""
@@ -142,27 +150,70 @@ class Producer:
         """Publish one message; returns its id (``(-1, -1)`` when deduplication dropped it).
 
         Raises ``InvalidRequestError`` naming a bad argument, ``MessageDupUnknownError``,
-        ``EntryTooLargeError``, ``AlreadyClosedError``. Blocks on the append.
+        ``EntryTooLargeError``, ``AlreadyClosedError``, ``TopicFencedError``. Blocks until the
+        message is stored (after everything sent to the topic before it); when no write is
+        under way, the calling thread writes it.
         """
-        payload = _payload(data)
-        _check_args(key, deliver_at_ms, sequence_id)
+        waiter: _Waiter[MessageId] = _Waiter()
+        self._send(data, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
+        return waiter.wait()
+
+    def send_async(
+        self,
+        data: bytes,
+        key: str | None = None,
+        deliver_at_ms: int | None = None,
+        sequence_id: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> Future[MessageId]:
+        """Publish one message without waiting: a ``concurrent.futures.Future`` of its id.
+
+        The message gets its sequence id now; the future completes once it is stored (or
+        refused), after the futures of everything sent to the topic before it (Pulsar's
+        ``sendAsync``); a duplicate or ``MessageDupUnknownError`` answer completes at once.
+        Every error :meth:`send` raises is delivered through the future. Never waits on the
+        store. The future's callbacks run on the thread that wrote the message and must not
+        wait for a later send of this topic. After a failed write the futures of the sends
+        queued behind it fail too: resend from the first failed one, in order.
+        """
+        future: Future[MessageId] = Future()
+        self._send(data, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
+        return future
+
+    def _send(
+        self,
+        data: bytes,
+        key: str | None,
+        deliver_at_ms: int | None,
+        sequence_id: int | None,
+        properties: Mapping[str, str] | None,
+        sink: _Sink[MessageId],
+        inline: bool,
+    ) -> None:
+        try:
+            payload = _payload(data)
+            _check_args(key, deliver_at_ms, sequence_id)
+            props = _properties(properties) if properties is not None else ()
+        except InvalidRequestError as exc:
+            sink(exc)
+            return
+        topic = self._topic
         with self._lock:
-            self._check_open()
+            if self._closed:
+                sink(self._closed_error())
+                return
             seq = self._take_sequence(sequence_id, 1)
             meta = EntryMetadata(
                 producer_name=self.name,
                 sequence_id=seq,
-                publish_time_ms=self._topic.broker.clock.now_ms(),
+                publish_time_ms=topic.broker.clock.now_ms(),
                 partition_key=key,
                 deliver_at_ms=deliver_at_ms,
-                properties=_properties(properties),
+                properties=props,
             )
-            position = self._topic.publish(self.name, payload, meta, seq, seq, 1)
-            partition = self._topic.partition_index
-            if position is None:
-                return MessageId(-1, -1, partition)
-            self._last = max(self._last, seq)
-            return MessageId(position.ledger_id, position.entry_id, partition)
+            item = FramedPublish(self.name, seq, seq, 1, meta, encode_entry(payload, meta))
+            topic.publish_entries([item], _SendDone(self, seq, 0, sink), start_writing=False)
+        topic.start_writing(inline)
 
     def send_batch(
         self,
@@ -178,18 +229,54 @@ class Producer:
         Returns the messages' ids. Raises like :meth:`send`, and ``InvalidRequestError`` for an
         empty batch.
         """
-        if isinstance(items, (bytes, bytearray, memoryview, str)) or not isinstance(items, Sequence):
-            raise InvalidRequestError(f"send_batch takes a list of payloads, got {type(items).__name__}")
-        if not items:
-            raise InvalidRequestError("send_batch needs at least one message, got an empty batch")
-        payloads = [_payload(item) for item in items]
+        waiter: _Waiter[BatchMessageIds] = _Waiter()
+        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
+        return waiter.wait()
+
+    def send_batch_async(
+        self,
+        items: Sequence[bytes],
+        key: str | None = None,
+        deliver_at_ms: int | None = None,
+        sequence_id: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> Future[BatchMessageIds]:
+        """:meth:`send_batch` without waiting: a future of the messages' ids (see :meth:`send_async`)."""
+        future: Future[BatchMessageIds] = Future()
+        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
+        return future
+
+    def _send_batch(
+        self,
+        items: Sequence[bytes],
+        key: str | None,
+        deliver_at_ms: int | None,
+        sequence_id: int | None,
+        properties: Mapping[str, str] | None,
+        sink: _Sink[BatchMessageIds],
+        inline: bool,
+    ) -> None:
+        try:
+            if isinstance(items, (bytes, bytearray, memoryview, str)) or not isinstance(items, Sequence):
+                raise InvalidRequestError(f"send_batch takes a list of payloads, got {type(items).__name__}")
+            if not items:
+                raise InvalidRequestError("send_batch needs at least one message, got an empty batch")
+            payloads = [_payload(item) for item in items]
+            _check_args(key, deliver_at_ms, sequence_id)
+            props = EntryMetadata(properties=_properties(properties)).properties
+        except InvalidRequestError as exc:
+            sink(exc)
+            return
         if len(payloads) == 1:
-            return BatchMessageIds((self.send(payloads[0], key, deliver_at_ms, sequence_id, properties),))
-        _check_args(key, deliver_at_ms, sequence_id)
+            # A one-message batch is written as a plain message (see the module doc).
+            self._send(payloads[0], key, deliver_at_ms, sequence_id, properties, _BatchOfOne(sink), inline)
+            return
         n = len(payloads)
-        props = EntryMetadata(properties=_properties(properties)).properties
+        topic = self._topic
         with self._lock:
-            self._check_open()
+            if self._closed:
+                sink(self._closed_error())
+                return
             first = self._take_sequence(sequence_id, n)
             last = first + n - 1
             body = encode_batch([SingleMessage(p, key, props, first + i) for i, p in enumerate(payloads)])
@@ -197,27 +284,28 @@ class Producer:
                 producer_name=self.name,
                 sequence_id=first,
                 highest_sequence_id=last,
-                publish_time_ms=self._topic.broker.clock.now_ms(),
+                publish_time_ms=topic.broker.clock.now_ms(),
                 num_messages=n,
                 partition_key=key,
                 deliver_at_ms=deliver_at_ms,
             )
-            position = self._topic.publish(self.name, body, meta, first, last, n)
-            partition = self._topic.partition_index
-            if position is None:
-                return BatchMessageIds((MessageId(-1, -1, partition),))
-            self._last = max(self._last, last)
-            return BatchMessageIds(
-                MessageId(position.ledger_id, position.entry_id, partition, i, n) for i in range(n)
-            )
+            item = FramedPublish(self.name, first, last, n, meta, encode_entry(body, meta))
+            topic.publish_entries([item], _SendDone(self, last, n, sink), start_writing=False)
+        topic.start_writing(inline)
 
-    def close(self) -> None:
-        """Disconnect from the topic. Idempotent."""
+    def close(self, wait: bool = True) -> None:
+        """Disconnect from the topic; later sends fail with ``AlreadyClosedError``. Idempotent.
+
+        With ``wait`` (Pulsar's client ``close``), blocks until what was sent is stored or
+        failed (not when called from a send's callback, on the writer thread).
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         self._topic.remove_producer(self)
+        if wait:
+            self._topic.wait_for_publishes()
 
     def detach_listener(self) -> None:
         """Stop telling the listener (a frontend closing the producer itself: no echo)."""
@@ -236,9 +324,8 @@ class Producer:
         self._next += n
         return seq
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise AlreadyClosedError(f"producer {self.name!r} on {self.topic} is closed")
+    def _closed_error(self) -> AlreadyClosedError:
+        return AlreadyClosedError(f"producer {self.name!r} on {self.topic} is closed")
 
     def __repr__(self) -> str:
         return f"Producer({self.name!r}, topic={self.topic!r})"
@@ -289,6 +376,24 @@ class PartitionedProducer:
         _check_args(key, deliver_at_ms, sequence_id)
         return self._producers[self._router.choose(key)].send(data, key, deliver_at_ms, sequence_id, properties)
 
+    def send_async(
+        self,
+        data: bytes,
+        key: str | None = None,
+        deliver_at_ms: int | None = None,
+        sequence_id: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> Future[MessageId]:
+        """Route and publish one message without waiting (see :meth:`Producer.send_async`):
+        futures complete in order per partition."""
+        try:
+            _check_args(key, deliver_at_ms, sequence_id)
+        except InvalidRequestError as exc:
+            future: Future[MessageId] = Future()
+            future.set_exception(exc)
+            return future
+        return self._producers[self._router.choose(key)].send_async(data, key, deliver_at_ms, sequence_id, properties)
+
     def send_batch(
         self,
         items: Sequence[bytes],
@@ -301,13 +406,122 @@ class PartitionedProducer:
         _check_args(key, deliver_at_ms, sequence_id)
         return self._producers[self._router.choose(key)].send_batch(items, key, deliver_at_ms, sequence_id, properties)
 
-    def close(self) -> None:
-        """Close every partition's producer. Idempotent."""
+    def send_batch_async(
+        self,
+        items: Sequence[bytes],
+        key: str | None = None,
+        deliver_at_ms: int | None = None,
+        sequence_id: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> Future[BatchMessageIds]:
+        """Route and publish one batch without waiting (see :meth:`Producer.send_batch_async`)."""
+        try:
+            _check_args(key, deliver_at_ms, sequence_id)
+        except InvalidRequestError as exc:
+            future: Future[BatchMessageIds] = Future()
+            future.set_exception(exc)
+            return future
+        return self._producers[self._router.choose(key)].send_batch_async(
+            items, key, deliver_at_ms, sequence_id, properties
+        )
+
+    def close(self, wait: bool = True) -> None:
+        """Close every partition's producer (see :meth:`Producer.close`). Idempotent."""
         for p in self._producers:
-            p.close()
+            p.close(wait)
 
     def __repr__(self) -> str:
         return f"PartitionedProducer({self.name!r}, topic={self.topic!r})"
+
+
+_R = TypeVar("_R")
+_Sink = Callable[[_R | BaseException], None]
+"""Where a send's outcome goes: its ids, or the exception that refused it."""
+
+
+class _Waiter(Generic[_R]):
+    """The sink of a blocking send: records the outcome and wakes the sending thread."""
+
+    __slots__ = ("lock", "outcome")
+
+    def __init__(self) -> None:
+        self.outcome: _R | BaseException | None = None
+        self.lock = threading.Lock()
+        self.lock.acquire()
+
+    def __call__(self, outcome: _R | BaseException) -> None:
+        self.outcome = outcome
+        self.lock.release()
+
+    def wait(self) -> _R:
+        self.lock.acquire()
+        outcome = self.outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome  # type: ignore[return-value]
+
+
+class _FutureSink(Generic[_R]):
+    """The sink of an asynchronous send: completes its future."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: Future[_R]) -> None:
+        self.future = future
+
+    def __call__(self, outcome: _R | BaseException) -> None:
+        if isinstance(outcome, BaseException):
+            self.future.set_exception(outcome)
+        else:
+            self.future.set_result(outcome)
+
+
+class _BatchOfOne:
+    """A one-message batch sent as a plain message: its id as a one-id batch."""
+
+    __slots__ = ("sink",)
+
+    def __init__(self, sink: _Sink[BatchMessageIds]) -> None:
+        self.sink = sink
+
+    def __call__(self, outcome: MessageId | BaseException) -> None:
+        self.sink(outcome if isinstance(outcome, BaseException) else BatchMessageIds((outcome,)))
+
+
+class _SendDone:
+    """The topic's callback for one send: the stored position becomes message ids.
+
+    ``batch_size`` 0 is a single message (a :class:`MessageId`), else a batch of that many
+    (:class:`BatchMessageIds`); ``highest`` is its highest sequence id.
+    """
+
+    __slots__ = ("batch_size", "highest", "producer", "sink")
+
+    def __init__(self, producer: Producer, highest: int, batch_size: int, sink: _Sink[Any]) -> None:
+        self.producer = producer
+        self.highest = highest
+        self.batch_size = batch_size
+        self.sink = sink
+
+    def __call__(self, results: list[PublishResult]) -> None:
+        result = results[0]
+        partition = self.producer._topic.partition_index
+        n = self.batch_size
+        if isinstance(result, BaseException):
+            self.sink(result)
+            return
+        if result is None:  # a duplicate
+            mid = MessageId(-1, -1, partition)
+            self.sink(BatchMessageIds((mid,)) if n else mid)
+            return
+        producer = self.producer
+        if self.highest > producer._last:
+            producer._last = self.highest  # completions of a topic run one at a time, in order
+        ledger_id, entry_id = result
+        if n:
+            self.sink(BatchMessageIds(MessageId(ledger_id, entry_id, partition, i, n) for i in range(n)))
+        else:
+            self.sink(MessageId(ledger_id, entry_id, partition))
 
 
 def _payload(data: object) -> bytes:

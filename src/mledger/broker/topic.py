@@ -6,8 +6,17 @@ durable cursor each; opening the topic re-opens every stored subscription with i
 its deduplication hook (:mod:`mledger.broker.hooks`). Cursors named ``pulsar.dedup`` or starting
 with the replicator prefix are system cursors, never subscriptions.
 
-Locking: one re-entrant lock guards the producer and subscription maps; a separate publish lock
-serialises the publish path (dedup check, append, dedup record), which blocks on the append.
+Publishing is pipelined (:meth:`Topic.publish_entries`): under a separate publish lock each
+entry is checked by the deduplication hook and queued on the managed ledger, which writes the
+queued entries in order, several per store write; deduplication records each stored entry and
+the publisher hears about it in publish order, without the publish lock being held across any
+store write. So PIP-6's "pushed but not yet persisted" state is real here: a retry of a message
+whose write is pending is answered Unknown. A failed write fences the topic until its pending
+writes completed, then the pushed sequence ids are reset to the persisted ones (Pulsar's
+``addFailed`` / ``decrementPendingWriteOpsAndCheck``).
+
+Locking: one re-entrant lock guards the producer and subscription maps; the publish lock guards
+the dedup check, the queueing and the fence (never held across I/O or a callback).
 
 A topic sees its broker as a :class:`TopicOwner` (settings, the deduplication hook it builds,
 producer names); frontends that serve remote clients hear about it through
@@ -19,28 +28,40 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
-from ..codec.entry import EntryMetadata
+from ..codec.entry import EntryMetadata, encode_entry
 from ..core.clock import Clock
-from ..core.errors import EntryTooLargeError, InvalidRequestError, NotFoundError
+from ..core.errors import EntryTooLargeError, InvalidRequestError, MLedgerError, NotFoundError
 from ..core.ints import INT64_MAX
 from ..core.position import Position
 from ..managed_ledger.ledger import ManagedLedger
 from ..managed_ledger.ledger_view import InitialPosition
 from .config import BrokerConfig
-from .errors import AlreadyClosedError, MessageDupUnknownError, ProducerBusyError, SubscriptionBusyError
+from .errors import (
+    AlreadyClosedError,
+    MessageDupUnknownError,
+    ProducerBusyError,
+    SubscriptionBusyError,
+    TopicFencedError,
+)
 from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, PublishContext
 from .names import TopicName
 from .producer import Producer, ProducerListener
+from .publishing import FramedPublish, PublishCallback, PublishResult
 from .stats import TopicStats
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY, Subscription
 from .types import SubscriptionType
 
-__all__ = ["DEDUPLICATION_CURSOR_NAME", "FramedPublish", "Topic", "TopicListener", "TopicOwner"]
+__all__ = [
+    "DEDUPLICATION_CURSOR_NAME", "FramedPublish", "PublishCallback", "PublishResult", "Topic", "TopicListener",
+    "TopicOwner",
+]
 
 log = logging.getLogger(__name__)
+
+_NOT_DUPLICATE = DedupVerdict.NOT_DUPLICATE
+_UNKNOWN = DedupVerdict.UNKNOWN
 
 
 class TopicListener(Protocol):
@@ -73,28 +94,23 @@ class TopicOwner(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class FramedPublish:
-    """One entry for :meth:`Topic.publish_framed`: the producer's framed bytes and what the
-    deduplication hook needs (``metadata`` parsed from those bytes)."""
-
-    producer_name: str
-    sequence_id: int
-    highest_sequence_id: int
-    num_messages: int
-    metadata: EntryMetadata
-    framed: bytes
-
-
 class Topic:
     """One persistent topic or partition. Obtain with ``Broker.get_topic`` / ``create_topic``."""
 
     def __init__(self, broker: TopicOwner, topic_name: TopicName, ml: ManagedLedger) -> None:
         self._broker = broker
         self.topic_name = topic_name
+        self._name = str(topic_name)
         self._ml = ml
         self._lock = threading.RLock()
         self._publish_lock = threading.Lock()
+        # Publishes queued on the ledger: issued ones count up under the publish lock, completed
+        # ones on the ledger's writer thread (one at a time), so a successful write's
+        # completion takes no lock; the difference is read under the lock (the fence).
+        self._issued_publishes = 0
+        self._completed_publishes = 0
+        self._fenced = False
+        self._failed_publishes: list[PublishContext] = []
         self._producers: dict[str, Producer] = {}
         self._subscriptions: dict[str, Subscription] = {}
         self._listeners: list[TopicListener] = []
@@ -115,7 +131,7 @@ class Topic:
     @property
     def name(self) -> str:
         """The full topic name, ``persistent://tenant/ns/local``."""
-        return str(self.topic_name)
+        return self._name
 
     @property
     def partition_index(self) -> int:
@@ -312,76 +328,147 @@ class Topic:
     ) -> Position | None:
         """Append one entry through the deduplication hook; None when it was a duplicate.
 
-        Raises ``MessageDupUnknownError`` (nothing written) and whatever the append raises.
+        Blocks until it is stored (after every publish queued before). Raises
+        ``MessageDupUnknownError`` (nothing written), ``TopicFencedError``, and whatever the
+        append raises.
         """
-        with self._publish_lock:
-            self._check_open()
-            ctx = PublishContext(self.name, producer_name, sequence_id, highest_sequence_id, num_messages, metadata)
-            verdict = self._dedup.check(ctx)
-            if verdict is DedupVerdict.DUPLICATE:
-                return None
-            if verdict is DedupVerdict.UNKNOWN:
-                raise MessageDupUnknownError(
-                    f"Cannot determine whether the message is a duplicate at this time"
-                    f" (producer {producer_name!r}, sequence id {sequence_id}, topic {self.name})"
-                )
-            try:
-                position = self._ml.add_entry(payload, metadata)
-            except BaseException:
-                self._dedup.record_failed(ctx)
-                raise
-            self._dedup.record_persisted(ctx, position)
-        self._notify_entries_added()
-        return position
+        item = FramedPublish(
+            producer_name, sequence_id, highest_sequence_id, num_messages, metadata, encode_entry(payload, metadata)
+        )
+        result = self.publish_framed([item])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
-    def publish_framed(self, items: Sequence[FramedPublish]) -> list[Position | None | BaseException]:
-        """Append entries already framed by their producers (the bytes a Pulsar client sent,
-        stored unchanged), through the deduplication hook, in one store transaction.
+    def publish_framed(self, items: Sequence[FramedPublish]) -> list[PublishResult]:
+        """:meth:`publish_entries`, waiting for the results (see there)."""
+        waiter = _PublishWaiter()
+        self.publish_entries(items, waiter, start_writing=False)
+        self.start_writing(inline=True)
+        return waiter.wait()
 
-        Returns one result per item, in order: its position, None when deduplication dropped
-        it, or the exception that refused it (``MessageDupUnknownError``,
-        ``EntryTooLargeError``, or the append's error for every item of a failed append).
-        Blocks on the append; the publish lock keeps appends in call order.
+    def publish_entries(
+        self, items: Sequence[FramedPublish], callback: PublishCallback, *, start_writing: bool = True
+    ) -> None:
+        """Publish entries already framed (a Pulsar client's bytes, or a producer's): the
+        pipelined publish path (Pulsar's ``PersistentTopic.publishMessage``). Never waits on
+        the store.
+
+        Each item goes through the deduplication hook now, in call order: a duplicate or an
+        Unknown verdict writes nothing; the others are queued as one add on the managed
+        ledger, behind every earlier publish. ``callback(results)`` runs once the add
+        completed (on the thread that wrote it; at once when nothing needed writing), with
+        one result per item, in order: its position, None for a duplicate, or the exception
+        that refused it (``MessageDupUnknownError``, ``EntryTooLargeError``,
+        ``TopicFencedError``, ``AlreadyClosedError``, or the store's error for a failed
+        write). Callbacks of writes run in publish order, so a producer's results arrive in
+        sequence order; deduplication records a stored entry before its callback runs.
+
+        A failed write fences the topic, as Pulsar does: the publishes queued behind it fail
+        too, new ones fail with ``TopicFencedError`` until the last pending one completed, and
+        then deduplication resets its pushed sequence ids to the persisted ones
+        (``resetHighestSequenceIdPushed``), so the producers' retries are accepted.
+
+        ``start_writing=False`` only queues: call :meth:`start_writing` after releasing your
+        own locks (a caller that holds a lock must not write inline: callbacks may run).
         """
-        results: list[Position | None | BaseException] = [None] * len(items)
-        limit = self._ml.store.max_entry_size
+        n = len(items)
+        results: list[PublishResult] = [None] * n
+        refused: BaseException | None = None
+        immediate = False
         with self._publish_lock:
-            self._check_open()
-            accepted: list[tuple[int, PublishContext]] = []
-            for i, item in enumerate(items):
-                if len(item.framed) > limit:
-                    results[i] = EntryTooLargeError(
-                        f"entry of {len(item.framed)} bytes exceeds the maximum entry size {limit}"
-                    )
-                    continue
-                ctx = PublishContext(
-                    self.name, item.producer_name, item.sequence_id, item.highest_sequence_id,
-                    item.num_messages, item.metadata,
+            if self._closed:
+                refused = AlreadyClosedError(f"topic {self.name} is closed")
+            elif self._fenced:
+                refused = TopicFencedError(
+                    f"topic {self.name} is fenced after a failed write; retry when its pending writes completed"
                 )
-                verdict = self._dedup.check(ctx)
-                if verdict is DedupVerdict.DUPLICATE:
-                    continue
-                if verdict is DedupVerdict.UNKNOWN:
-                    results[i] = MessageDupUnknownError(
-                        f"Cannot determine whether the message is a duplicate at this time (producer"
-                        f" {item.producer_name!r}, sequence id {item.sequence_id}, topic {self.name})"
+            else:
+                accepted: list[tuple[int, PublishContext]] = []
+                raws: list[bytes] = []
+                limit = self._ml.store.max_entry_size
+                dedup = self._dedup
+                name = self.name
+                for i, item in enumerate(items):
+                    if len(item.framed) > limit:
+                        results[i] = EntryTooLargeError(
+                            f"entry of {len(item.framed)} bytes exceeds the maximum entry size {limit}"
+                        )
+                        continue
+                    ctx = PublishContext(
+                        name, item.producer_name, item.sequence_id, item.highest_sequence_id,
+                        item.num_messages, item.metadata,
                     )
-                    continue
-                accepted.append((i, ctx))
-            if not accepted:
-                return results
-            try:
-                positions = self._ml.add_framed_entries([items[i].framed for i, _ in accepted])
-            except Exception as exc:
-                for i, ctx in accepted:
-                    self._dedup.record_failed(ctx)
-                    results[i] = exc
-                return results
-            for (i, ctx), position in zip(accepted, positions, strict=True):
-                self._dedup.record_persisted(ctx, position)
-                results[i] = position
-        self._notify_entries_added()
-        return results
+                    verdict = dedup.check(ctx)
+                    if verdict is _NOT_DUPLICATE:
+                        accepted.append((i, ctx))
+                        raws.append(item.framed)
+                    elif verdict is _UNKNOWN:
+                        results[i] = MessageDupUnknownError(
+                            f"Cannot determine whether the message is a duplicate at this time (producer"
+                            f" {item.producer_name!r}, sequence id {item.sequence_id}, topic {name})"
+                        )
+                if not accepted:
+                    # Nothing to write: answered at once, as Pulsar completes a Dup or Unknown.
+                    # A producer's order holds: its duplicate is older than anything it has
+                    # pending (stored in sequence order), and Unknown is an error it retries.
+                    immediate = True
+                else:
+                    try:
+                        self._ml.async_add_framed_entries(
+                            raws, _PublishCompletion(self, results, accepted, callback), start_writing=False
+                        )
+                        self._issued_publishes += 1
+                    except MLedgerError as exc:  # the ledger closed under us: nothing queued
+                        refused = exc
+                        # They were pushed: undo that as for a failed write.
+                        self._failed_publishes.extend(ctx for _, ctx in accepted)
+                        self._fenced = True
+                        self._unfence_if_idle()
+        if refused is not None:
+            callback([refused] * n)
+            return
+        if immediate:
+            callback(results)
+            return
+        if start_writing:
+            self._ml.start_writing()
+
+    def start_writing(self, inline: bool = False) -> None:
+        """Start writing what :meth:`publish_entries` queued (see
+        :meth:`ManagedLedger.start_writing`); ``inline``: the caller waits for its results
+        anyway, so write on this thread if no write is under way."""
+        self._ml.start_writing(inline=inline)
+
+    def wait_for_publishes(self, timeout: float | None = None) -> bool:
+        """Block until every queued publish completed; False when ``timeout`` passed first."""
+        return self._ml.wait_for_adds(timeout)
+
+    def _publish_completed(self, failed: Sequence[PublishContext] | None) -> None:
+        """One queued publish completed (``failed``: the contexts of a failed write). Runs on
+        the ledger's writer thread, the only one counting completions."""
+        if failed is None:
+            self._completed_publishes += 1
+            if not self._fenced:
+                return
+            with self._publish_lock:
+                self._unfence_if_idle()
+            return
+        with self._publish_lock:
+            self._completed_publishes += 1
+            if not self._fenced:
+                log.warning("%s: a write failed; fencing the topic until its pending writes completed", self.name)
+            self._fenced = True
+            self._failed_publishes.extend(failed)
+            self._unfence_if_idle()
+
+    def _unfence_if_idle(self) -> None:
+        """Pulsar's ``decrementPendingWriteOpsAndCheck`` (caller holds the publish lock)."""
+        if self._fenced and self._issued_publishes == self._completed_publishes:
+            failed, self._failed_publishes = self._failed_publishes, []
+            for ctx in failed:
+                self._dedup.record_failed(ctx)  # pushed := persisted
+            self._fenced = False
 
     # -- listeners -------------------------------------------------------------------------------
     def add_listener(self, listener: TopicListener) -> None:
@@ -421,6 +508,7 @@ class Topic:
             producer.closed_by_broker()
         for sub in subs:
             sub.close()
+        self._ml.wait_for_adds()  # the last snapshot covers every write that was pending
         self._dedup.close()
         self._ml.close()
         for listener in self._listeners:
@@ -437,6 +525,60 @@ class Topic:
 
     def __repr__(self) -> str:
         return f"Topic({self.name!r})"
+
+
+class _PublishCompletion:
+    """The managed-ledger callback of one :meth:`Topic.publish_entries` call."""
+
+    __slots__ = ("accepted", "callback", "results", "topic")
+
+    def __init__(
+        self, topic: Topic, results: list[PublishResult], accepted: list[tuple[int, PublishContext]],
+        callback: PublishCallback,
+    ) -> None:
+        self.topic = topic
+        self.results = results
+        self.accepted = accepted
+        self.callback = callback
+
+    def __call__(self, positions: list[Position] | None, error: BaseException | None) -> None:
+        topic = self.topic
+        results = self.results
+        accepted = self.accepted
+        if error is None:
+            assert positions is not None
+            record = topic._dedup.record_persisted
+            for (i, ctx), position in zip(accepted, positions, strict=True):
+                record(ctx, position)
+                results[i] = position
+            topic._publish_completed(None)
+            if positions:
+                topic._notify_entries_added()
+        else:
+            for i, _ in accepted:
+                results[i] = error
+            topic._publish_completed([ctx for _, ctx in accepted])
+        self.callback(results)
+
+
+class _PublishWaiter:
+    """The callback of a blocking publish."""
+
+    __slots__ = ("lock", "results")
+
+    def __init__(self) -> None:
+        self.results: list[PublishResult] | None = None
+        self.lock = threading.Lock()
+        self.lock.acquire()
+
+    def __call__(self, results: list[PublishResult]) -> None:
+        self.results = results
+        self.lock.release()
+
+    def wait(self) -> list[PublishResult]:
+        self.lock.acquire()
+        assert self.results is not None
+        return self.results
 
 
 def _check_producer_args(producer_name: object, initial_sequence_id: object) -> None:

@@ -45,6 +45,7 @@ class ManagedLedgerFactory:
         self.clock: Clock = clock or SystemClock()
         self._executor = executor
         self._own_executor = executor is None
+        self._write_executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._ledgers: dict[str, ManagedLedger] = {}
         self._closed = False
@@ -129,8 +130,17 @@ class ManagedLedgerFactory:
                 self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mledger-io")
             return self._executor
 
+    @property
+    def write_executor(self) -> Executor:
+        """The writer threads of managed ledgers whose store's writes block (created on first
+        use; see :meth:`ManagedLedger.async_add_framed_entries`)."""
+        with self._lock:
+            if self._write_executor is None:
+                self._write_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mledger-write")
+            return self._write_executor
+
     def close(self) -> None:
-        """Close every open ML, the executor this factory created, and the store."""
+        """Close every open ML, the executors this factory created, and the store."""
         with self._lock:
             if self._closed:
                 return
@@ -141,6 +151,8 @@ class ManagedLedgerFactory:
             self._closed = True
             if self._own_executor and self._executor is not None:
                 self._executor.shutdown(wait=True)
+            if self._write_executor is not None:
+                self._write_executor.shutdown(wait=True)
         self.store.close()
 
     def managed_ledger_closed(self, name: str) -> None:

@@ -19,9 +19,23 @@ The ledger list is persisted as Pulsar's ``ManagedLedgerInfo`` at ``/managed-led
 with compare-and-set, so a reopened ML recovers every confirmed entry. On reopen the last
 ledger is sealed and a new current ledger created, as Pulsar does.
 
-Locking: one re-entrant lock per ML guards the ledger list, LAC and counters. Appends hold it
-while they write to the store (so they may block on storage I/O); position arithmetic holds it
-briefly. Cursors take their own lock first and may then take the ML lock, never the reverse.
+Adds are pipelined (Pulsar's pending adds, ``OpAddEntry``): an add is queued and completes
+later through its callback or future; adds complete in the order they were queued. One thread
+at a time is the ML's *writer*: it takes everything queued (up to ``_MAX_BATCH_ENTRIES``
+entries) and writes it with one ``append_many`` per ledger touched, so the adds that arrive
+while a write is in flight share the next one (and the store's group commit batches the writes
+of several MLs and cursors into one transaction). The writer is the adding thread for a
+blocking :meth:`ManagedLedger.add_entries` when no write is under way, the adding thread too
+when the store's writes never block (``MemoryStore``), else one of the factory's writer
+threads, which never hold a ledger for long (a few batches, then it queues itself again). A
+failed write fails every add queued behind it: nothing queued after a failure is written before
+the failure has been reported.
+
+Locking: one re-entrant lock per ML guards the ledger list, LAC and counters. The writer holds
+it while it writes to the store (so it may block on storage I/O); position arithmetic holds it
+briefly. A second, short lock guards the queue of pending adds, so queueing never waits for a
+write. Callbacks run with neither lock held. Cursors take their own lock first and may then
+take the ML lock, never the reverse.
 
 Cursors see the ML as a :class:`~mledger.managed_ledger.ledger_view.LedgerView`; the ML sees its
 factory as a :class:`LedgerFactoryView`. ``ManagedLedgerInfo`` bytes are
@@ -33,8 +47,9 @@ from __future__ import annotations
 import logging
 import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
-from concurrent.futures import Executor
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Protocol
@@ -62,6 +77,14 @@ log = logging.getLogger(__name__)
 
 _DEFAULT_METADATA = EntryMetadata()
 
+_MAX_BATCH_ENTRIES = 1000
+"""The most entries the writer takes from the queue for one write (one add is never split)."""
+_BACKGROUND_BATCHES = 16
+"""Batches a writer thread writes for one ledger before it queues itself behind the others."""
+
+AddCallback = Callable[[list[Position] | None, BaseException | None], None]
+"""``callback(positions, None)`` once an add is stored, ``callback(None, error)`` if it failed."""
+
 
 class LedgerFactoryView(Protocol):
     """What a managed ledger needs from the factory that opened it."""
@@ -77,6 +100,11 @@ class LedgerFactoryView(Protocol):
 
     @property
     def executor(self) -> Executor: ...
+
+    @property
+    def write_executor(self) -> Executor:
+        """The writer threads of ledgers whose store's writes block."""
+        ...
 
     def managed_ledger_closed(self, name: str) -> None:
         """The ledger ``name`` closed: a later ``open`` recovers it anew."""
@@ -125,6 +153,16 @@ class ManagedLedger:
         self._non_durable: list[ManagedCursor] = []
         self._closed = False
         self._properties: dict[str, str] = {}
+        # The add pipeline (see the module doc).
+        self._add_lock = threading.Lock()
+        self._adds_idle = threading.Condition(self._add_lock)
+        self._idle_waiters = 0
+        self._pending_adds: deque[_PendingAdd] = deque()
+        self._writing = False
+        self._writer_ident: int | None = None
+        self._closing = False
+        self._roll_over_failed = False
+        self._writes_block: bool = getattr(self._store, "blocking_writes", True)
 
     # -- lifecycle --------------------------------------------------------------------------
     def initialize(self) -> None:
@@ -167,7 +205,13 @@ class ManagedLedger:
             self._last_confirmed = Position(self._current.ledger_id, -1)  # type: ignore[union-attr]
 
     def close(self) -> None:
-        """Close the ML and its cursors (cursors persist their state). Idempotent."""
+        """Close the ML and its cursors (cursors persist their state). Idempotent.
+
+        New adds are refused at once; the queued ones are written first (on the writer's own
+        thread, from a callback, they fail with ``ManagedLedgerClosedError`` instead)."""
+        with self._add_lock:
+            self._closing = True
+        self.wait_for_adds()
         with self._lock:
             if self._closed:
                 return
@@ -186,26 +230,38 @@ class ManagedLedger:
 
     # -- appends ----------------------------------------------------------------------------
     def add_entry(self, data: bytes, metadata: EntryMetadata | None = None) -> Position:
-        """Append one entry and return its position. Blocks on the store's write."""
+        """Append one entry and return its position. Blocks until it is stored."""
         return self.add_entries((data,), None if metadata is None else (metadata,))[0]
 
     def add_entries(
         self, payloads: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None = None
     ) -> list[Position]:
-        """Append entries in order, one store transaction per ledger touched.
+        """Append entries in order, after every add queued before; return their positions.
 
-        Returns their positions. A batch that reaches the rollover limit continues in a new
-        ledger. Raises ``EntryTooLargeError`` (nothing written) for an oversized entry.
+        One store transaction per ledger touched (adds queued together share them). A batch
+        that reaches the rollover limit continues in a new ledger. Raises
+        ``EntryTooLargeError`` (nothing written) for an oversized entry. Blocks until stored.
         """
+        return self.add_framed_entries(self._frame(payloads, metadatas))
+
+    def add_entries_async(
+        self, payloads: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None = None
+    ) -> Future[list[Position]]:
+        """:meth:`add_entries` without waiting: a future of the positions (or of the error).
+
+        Adds complete in the order they were queued; see :meth:`async_add_framed_entries`.
+        """
+        return self.add_framed_entries_async(self._frame(payloads, metadatas))
+
+    @staticmethod
+    def _frame(payloads: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None) -> list[bytes]:
         if metadatas is not None and len(metadatas) != len(payloads):
             raise ValueError(f"{len(payloads)} payloads but {len(metadatas)} metadata records")
         if metadatas is None:
             # One header for the whole call: framing is [size][metadata][payload].
             header = encode_entry(b"", _DEFAULT_METADATA)
-            raw = [header + p for p in payloads]
-        else:
-            raw = [encode_entry(p, m) for p, m in zip(payloads, metadatas, strict=True)]
-        return self.add_framed_entries(raw)
+            return [header + p for p in payloads]
+        return [encode_entry(p, m) for p, m in zip(payloads, metadatas, strict=True)]
 
     def add_framed_entries(self, raw: Sequence[bytes]) -> list[Position]:
         """Append entries already framed as Pulsar stores them, byte for byte.
@@ -213,19 +269,223 @@ class ManagedLedger:
         Each item is ``[size][MessageMetadata][payload]``, optionally behind the producer's
         ``[0x0e01][crc32c]`` (what a Pulsar client sends; :func:`~mledger.entry.decode_entry`
         reads both). The caller vouches for the framing; a protocol server checks it before.
-        Like :meth:`add_entries`: one store transaction per ledger touched, positions in
-        order, ``EntryTooLargeError`` (nothing written) for an oversized entry.
+        Like :meth:`add_entries`: positions in order, ``EntryTooLargeError`` (nothing written)
+        for an oversized entry. Blocks until stored; when no write is under way the calling
+        thread performs it (with whatever else is queued), else it waits for the writer.
+        """
+        waiter = _AddWaiter()
+        self.async_add_framed_entries(raw, waiter, start_writing=False)
+        self.start_writing(inline=True, until=waiter)
+        return waiter.wait()
+
+    def add_framed_entries_async(self, raw: Sequence[bytes]) -> Future[list[Position]]:
+        """:meth:`add_framed_entries` without waiting: a future of the positions (or of the error)."""
+        future: Future[list[Position]] = Future()
+
+        def done(positions: list[Position] | None, error: BaseException | None) -> None:
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(positions)  # type: ignore[arg-type]
+
+        self.async_add_framed_entries(raw, done)
+        return future
+
+    def async_add_framed_entries(
+        self, raw: Sequence[bytes], callback: AddCallback, *, start_writing: bool = True
+    ) -> None:
+        """Queue framed entries (Pulsar's ``asyncAddEntry``); never waits on the store.
+
+        Adds are written in the order they were queued: everything queued while a write is
+        under way goes into the next store call (one transaction per ledger touched, the
+        store's group commit on top). ``callback(positions, None)`` runs once they are stored,
+        ``callback(None, error)`` once they failed, in queue order, on the thread that wrote
+        them (this one when the store's writes never block, else one of the factory's writer
+        threads), outside the ledger's locks. A callback must not wait for a later add of this
+        ledger (it runs on the writer). A failed write fails, with its error, every add queued
+        behind it (nothing after a failure is written before the failure is reported, so an
+        owner can fence, as Pulsar's ``clearPendingAddEntries``); a write that stored some
+        entries of a multi-ledger add reports the error for that add.
+
+        ``start_writing=False`` only queues: the caller calls :meth:`start_writing` once it
+        released its own locks. Raises ``EntryTooLargeError`` and ``ManagedLedgerClosedError``
+        at once (nothing queued).
         """
         limit = self._store.max_entry_size
         for i, r in enumerate(raw):
             if len(r) > limit:
                 raise EntryTooLargeError(f"entry {i} of {len(r)} bytes exceeds the maximum entry size {limit}")
+        op = _PendingAdd(raw, callback)
+        with self._add_lock:
+            if self._closed or self._closing:
+                raise ManagedLedgerClosedError(f"managed ledger {self.name} is closed")
+            self._pending_adds.append(op)
+        if start_writing:
+            self.start_writing()
+
+    def start_writing(self, inline: bool = False, until: _AddWaiter | None = None) -> None:
+        """Write the queued adds unless a writer is at work already.
+
+        On this thread when the store's writes never block (``blocking_writes`` False, the
+        memory store) or ``inline`` (until ``until`` completed; what is left goes to a writer
+        thread), else on one of the factory's writer threads.
+        """
+        with self._add_lock:
+            if self._writing or not self._pending_adds:
+                return
+            self._writing = True
+        if inline or not self._writes_block:
+            self._drain(until if self._writes_block else None)
+        else:
+            self._drain_elsewhere()
+
+    def wait_for_adds(self, timeout: float | None = None) -> bool:
+        """Block until every queued add completed (at once on the writer's own thread).
+
+        Returns False when ``timeout`` seconds passed first.
+        """
+        with self._adds_idle:
+            if self._writer_ident == threading.get_ident():
+                return True
+            self._idle_waiters += 1
+            try:
+                return self._adds_idle.wait_for(lambda: not self._writing and not self._pending_adds, timeout)
+            finally:
+                self._idle_waiters -= 1
+
+    @property
+    def pending_add_entries(self) -> int:
+        """Adds queued or being written (Pulsar's ``pendingAddEntriesCount``)."""
+        return len(self._pending_adds)
+
+    def _drain_elsewhere(self) -> None:
+        try:
+            self._factory.write_executor.submit(self._drain, None, _BACKGROUND_BATCHES)
+        except RuntimeError as exc:  # the executor shut down: the factory is closing
+            self._fail_queued([], ManagedLedgerClosedError(f"managed ledger {self.name} is closed: {exc}"))
+            with self._adds_idle:
+                self._writing = False
+                self._adds_idle.notify_all()
+
+    def _drain(self, until: _AddWaiter | None = None, max_batches: int = 0) -> None:
+        """Write queued adds batch by batch (this thread is the ledger's writer meanwhile).
+
+        Stops when the queue is empty; with ``until``, once that add completed, and with
+        ``max_batches``, after that many batches (for fairness between ledgers sharing the
+        writer threads): what is left is handed to a writer thread.
+        """
+        self._writer_ident = threading.get_ident()
+        batches = 0
+        try:
+            while True:
+                with self._add_lock:
+                    queue = self._pending_adds
+                    if not queue:
+                        self._writing = False
+                        self._writer_ident = None
+                        if self._idle_waiters:
+                            self._adds_idle.notify_all()
+                        return
+                    if (until is not None and until.done) or (max_batches and batches >= max_batches):
+                        break
+                    batch = [queue.popleft()]
+                    n = len(batch[0].raw)
+                    while queue and n + len(queue[0].raw) <= _MAX_BATCH_ENTRIES:
+                        op = queue.popleft()
+                        n += len(op.raw)
+                        batch.append(op)
+                self._write_batch(batch)
+                batches += 1
+        except BaseException:
+            with self._adds_idle:
+                self._writing = False
+                self._writer_ident = None
+                self._adds_idle.notify_all()
+            raise
+        self._writer_ident = None
+        self._drain_elsewhere()
+
+    def _write_batch(self, batch: list[_PendingAdd]) -> None:
+        single = len(batch) == 1
+        raw = batch[0].raw if single else [r for op in batch for r in op.raw]
+        error: BaseException | None = None
+        try:
+            with self._lock:
+                self._check_open()
+                positions, error = self._append(raw)
+        except BaseException as exc:
+            positions, error = [], exc
+        done = 0
+        if single:
+            if error is None:
+                _complete(batch[0], positions, None)
+                return
+        else:
+            start = 0
+            for op in batch:  # the adds stored in full succeed, in order
+                end = start + len(op.raw)
+                if end > len(positions):
+                    break
+                _complete(op, positions[start:end], None)
+                start = end
+                done += 1
+        if error is not None:
+            log.warning("managed ledger %s: append failed: %s", self.name, error)
+            self._fail_queued(batch[done:], error)
+            if not isinstance(error, Exception):
+                raise error
+
+    def _fail_queued(self, failed: list[_PendingAdd], error: BaseException) -> None:
+        """Fail ``failed`` and every add queued behind, until the queue is seen empty."""
+        while True:
+            for op in failed:
+                _complete(op, None, error)
+            with self._add_lock:
+                if not self._pending_adds:
+                    return
+                failed = list(self._pending_adds)
+                self._pending_adds.clear()
+
+    def _append(self, raw: Sequence[bytes]) -> tuple[list[Position], BaseException | None]:
+        """Write ``raw`` to the current ledger(s), rolling over as needed (caller holds the
+        lock). Returns the positions written and the error that stopped it, if any."""
         positions: list[Position] = []
+        n = len(raw)
+        if not n:
+            return positions, None
+        current = self._current
+        assert current is not None
+        config = self.config
+        if (
+            not self._roll_over_failed
+            and current.entries + n < config.max_entries_per_ledger
+            and current.size + sum(map(len, raw)) < config.max_size_per_ledger_mb * 1024 * 1024
+        ):
+            # The common case: everything fits in the current ledger, no rollover after.
+            try:
+                first = self._store.append_many(current.ledger_id, raw)
+            except BaseException as exc:
+                return positions, exc
+            ledger_id = current.ledger_id
+            current.entries += n
+            current.size += sum(map(len, raw))
+            positions = [Position(ledger_id, first + k) for k in range(n)] if n != 1 else [Position(ledger_id, first)]
+            self._last_confirmed = positions[-1]
+            self._entries_added += n
+            if self._ledger_is_full(current):  # by age
+                try:
+                    self._roll_over()
+                except Exception as exc:
+                    self._roll_over_failed = True
+                    log.warning("managed ledger %s: rollover after an add failed: %s", self.name, exc)
+            return positions, None
         cumulative = list(accumulate(map(len, raw)))  # prefix sums of the entry sizes
-        with self._lock:
-            self._check_open()
-            done = 0
+        done = 0
+        try:
             while done < len(raw):
+                if self._roll_over_failed:  # retry the rollover a previous add could not do
+                    self._roll_over()
+                    self._roll_over_failed = False
                 current = self._current
                 assert current is not None
                 end = min(done + self.config.max_entries_per_ledger - current.entries, len(raw))
@@ -236,16 +496,22 @@ class ManagedLedger:
                 end = min(end, bisect_left(cumulative, base + size_room, done, end) + 1)
                 chunk = raw[done:end]
                 first = self._store.append_many(current.ledger_id, chunk)
-                size = sum(len(r) for r in chunk)
                 current.entries += len(chunk)
-                current.size += size
+                current.size += cumulative[end - 1] - base
                 positions.extend(Position(current.ledger_id, first + k) for k in range(len(chunk)))
                 self._last_confirmed = positions[-1]
                 self._entries_added += len(chunk)
-                done += len(chunk)
+                done = end
                 if self._ledger_is_full(current):
-                    self._roll_over()
-        return positions
+                    try:
+                        self._roll_over()
+                    except Exception as exc:
+                        # The entries are stored: they succeed; the next add rolls over first.
+                        self._roll_over_failed = True
+                        log.warning("managed ledger %s: rollover after an add failed: %s", self.name, exc)
+        except BaseException as exc:
+            return positions, exc
+        return positions, None
 
     def add_repeated_entries(self, raw: bytes, count: int) -> Position | None:
         """Append ``count`` copies of one framed entry (as :meth:`add_framed_entries` would, with
@@ -736,7 +1002,51 @@ class ManagedLedger:
         return f"ManagedLedger({self.name!r}, lac={self._last_confirmed})"
 
 
+class _PendingAdd:
+    """One queued add: its framed entries and its callback."""
+
+    __slots__ = ("callback", "raw")
+
+    def __init__(self, raw: Sequence[bytes], callback: AddCallback) -> None:
+        self.raw = raw
+        self.callback = callback
+
+
+class _AddWaiter:
+    """The callback of a blocking add: records the outcome, wakes the waiting thread."""
+
+    __slots__ = ("done", "error", "lock", "positions")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.positions: list[Position] | None = None
+        self.error: BaseException | None = None
+        self.lock = threading.Lock()
+        self.lock.acquire()
+
+    def __call__(self, positions: list[Position] | None, error: BaseException | None) -> None:
+        self.positions, self.error = positions, error
+        self.done = True
+        self.lock.release()
+
+    def wait(self) -> list[Position]:
+        if not self.done:
+            self.lock.acquire()
+        if self.error is not None:
+            raise self.error
+        assert self.positions is not None
+        return self.positions
+
+
+def _complete(op: _PendingAdd, positions: list[Position] | None, error: BaseException | None) -> None:
+    try:
+        op.callback(positions, error)
+    except Exception:  # a caller's bug must not stop the pipeline
+        log.exception("an add callback failed")
+
+
 __all__ = [
+    "AddCallback",
     "InitialPosition",
     "LedgerFactoryView",
     "LedgerInfo",

@@ -9,7 +9,7 @@ from .base import (
     Versioned as Versioned,
 )
 from .memory import MemoryStore as MemoryStore
-from .sqlite import SqliteStore as SqliteStore
+from .sqlite import SqliteStore as SqliteStore, SqliteStoreStats as SqliteStoreStats
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_SIZE",
@@ -18,6 +18,7 @@ __all__ = [
     "MetadataStore",
     "MemoryStore",
     "SqliteStore",
+    "SqliteStoreStats",
     "Store",
     "Versioned",
 ]

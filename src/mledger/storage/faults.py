@@ -1,6 +1,6 @@
-"""Test-support store wrappers: fail a chosen write, hold reads until a test releases them.
+"""Test-support store wrappers: fail a chosen write, hold reads or writes until a test releases them.
 
-Both wrap any :class:`~mledger.storage.base.Store` and implement the whole protocol explicitly
+Each wraps any :class:`~mledger.storage.base.Store` and implements the whole protocol explicitly
 (no ``__getattr__`` forwarding): a method added to the protocol must be added here, so that a
 new write path can never bypass fault injection unnoticed.
 
@@ -19,12 +19,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Literal, NamedTuple, TypeVar
+from typing import Literal, NamedTuple, NoReturn, TypeVar
 
 from ..core.errors import MLedgerError
 from .base import Store, Versioned
 
-__all__ = ["FaultInjectingStore", "FaultMode", "HeldRead", "HeldReadStore", "InjectedFault", "WriteRecord"]
+__all__ = [
+    "FaultInjectingStore",
+    "FaultMode",
+    "HeldRead",
+    "HeldReadStore",
+    "HeldWriteStore",
+    "InjectedFault",
+    "WriteRecord",
+]
 
 T = TypeVar("T")
 
@@ -59,8 +67,11 @@ class FaultInjectingStore:
     ``fail_at`` None only counts. Both ``fail_at`` and ``mode`` may be changed between calls
     (e.g. ``store.fail_at = store.writes + n`` after a setup phase). ``writes`` counts the
     writes attempted, the failing one included, none after a crash; ``log`` lists them in
-    order and ``fault`` is the one that failed. Thread-safe: writes are serialized by a lock
-    held while the inner store performs them; reads are not.
+    order and ``fault`` is the one that failed. Thread-safe: each write is counted and decided
+    under a lock and performed outside it, so concurrent writes still reach the inner store
+    together (a :class:`~mledger.storage.SqliteStore` group-commits them); a write in flight
+    when another one crashes the store raises :class:`InjectedFault` once performed (the
+    process died before it could be confirmed), the way a SIGKILL leaves an unconfirmed write.
     """
 
     def __init__(self, inner: Store, fail_at: int | None = None, mode: FaultMode = "raise") -> None:
@@ -141,23 +152,38 @@ class FaultInjectingStore:
             raise InjectedFault(f"the store crashed at {self._crash_note}; no call succeeds after a crash")
 
     def _write(self, kind: str, target: int | str | None, perform: Callable[[], T]) -> T:
+        # Counted and decided under the lock, performed outside it, so that concurrent writes
+        # reach the inner store together (its group commit) and the wrapper still sees each one.
         with self._lock:
             self._check_alive()
             index = self.writes
             record = WriteRecord(kind, target)
             self.writes += 1
             self.log.append(record)
-            if index != self.fail_at:
-                return perform()
-            self.fault = record
-            if self.mode.endswith("_after"):
-                perform()
-            done = "performed" if self.mode.endswith("_after") else "not performed"
-            note = f"write #{index} ({_describe(record)}, {done})"
-            if self.mode.startswith("crash"):
-                self.crashed = True
-                self._crash_note = note
-            raise InjectedFault(f"injected fault at {note}")
+            failing = index == self.fail_at
+            if failing and not self.mode.endswith("_after"):
+                self._fail(index, record)
+        if not failing:
+            result = perform()
+            if self.crashed:  # the "process" died while this write was in flight: never confirmed
+                raise InjectedFault(
+                    f"the store crashed at {self._crash_note} while this write ({_describe(record)}) was in flight"
+                )
+            return result
+        perform()
+        with self._lock:
+            self._fail(index, record)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _fail(self, index: int, record: WriteRecord) -> NoReturn:
+        """Record the injected fault of write ``index`` and raise it (caller holds the lock)."""
+        self.fault = record
+        done = "performed" if self.mode.endswith("_after") else "not performed"
+        note = f"write #{index} ({_describe(record)}, {done})"
+        if self.mode.startswith("crash"):
+            self.crashed = True
+            self._crash_note = note
+        raise InjectedFault(f"injected fault at {note}")
 
 
 def _describe(record: WriteRecord) -> str:
@@ -323,3 +349,145 @@ class HeldReadStore:
                 return
             self._held.remove(h)
         raise TimeoutError(f"read {read} was held for {self.hold_timeout} s and never released")
+
+
+class HeldWriteStore:
+    """Delegates everything to ``inner``; writes can be held until the test releases them.
+
+    After :meth:`hold_writes`, each write call (``append``, ``append_many``, ``put``, ...)
+    blocks before reaching ``inner`` until :meth:`release` or :meth:`release_one` lets it go:
+    the write is "in flight" while held, so a test can look at what callers see meanwhile
+    (PIP-6's pushed-but-not-persisted state, queued adds, group commits) and then let it
+    complete or fail it (``release_one(fail=True)``: it raises :class:`InjectedFault` without
+    reaching ``inner``). :meth:`wait_until_held` steps the race deterministically. A held write
+    nobody releases within ``hold_timeout`` seconds raises ``TimeoutError`` in its thread.
+    :meth:`close` releases every held write before closing ``inner``. Thread-safe.
+    """
+
+    def __init__(self, inner: Store, hold_timeout: float | None = 30.0) -> None:
+        self.inner = inner
+        self.hold_timeout = hold_timeout
+        self.writes = 0
+        self._holding = False
+        self._held: list[_HeldWrite] = []
+        self._cond = threading.Condition()
+
+    def __repr__(self) -> str:
+        return f"HeldWriteStore({self.inner!r}, holding={self._holding}, held={len(self._held)})"
+
+    @property
+    def max_entry_size(self) -> int:
+        return self.inner.max_entry_size
+
+    @max_entry_size.setter
+    def max_entry_size(self, value: int) -> None:
+        self.inner.max_entry_size = value
+
+    # -- the test's controls ----------------------------------------------------------------
+    def hold_writes(self) -> None:
+        """Make every later write block until released."""
+        with self._cond:
+            self._holding = True
+
+    def release(self) -> None:
+        """Stop holding, and let every held write go on."""
+        with self._cond:
+            self._holding = False
+            held, self._held = self._held, []
+        for h in held:
+            h.go.set()
+
+    def release_one(self, fail: bool = False) -> WriteRecord:
+        """Let the oldest held write go on (holding stays on), or fail it with ``fail=True``;
+        return what it writes. Raises RuntimeError when no write is held."""
+        with self._cond:
+            if not self._held:
+                raise RuntimeError("release_one(): no write is held")
+            h = self._held.pop(0)
+        h.fail = fail
+        h.go.set()
+        return h.record
+
+    def held(self) -> list[WriteRecord]:
+        """The blocked writes, oldest first."""
+        with self._cond:
+            return [h.record for h in self._held]
+
+    def wait_until_held(self, n: int = 1, timeout: float = 10.0) -> None:
+        """Block until at least ``n`` writes are held; raise TimeoutError after ``timeout`` seconds."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._held) >= n, timeout):
+                raise TimeoutError(f"{len(self._held)} writes held after {timeout} s, waited for {n}")
+
+    # -- writes -----------------------------------------------------------------------------
+    def create_ledger(self) -> int:
+        return self._write("create_ledger", None, self.inner.create_ledger)
+
+    def append(self, ledger_id: int, data: bytes) -> int:
+        return self._write("append", ledger_id, lambda: self.inner.append(ledger_id, data))
+
+    def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
+        return self._write("append_many", ledger_id, lambda: self.inner.append_many(ledger_id, entries))
+
+    def seal_ledger(self, ledger_id: int) -> None:
+        self._write("seal_ledger", ledger_id, lambda: self.inner.seal_ledger(ledger_id))
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        self._write("delete_ledger", ledger_id, lambda: self.inner.delete_ledger(ledger_id))
+
+    def put(self, path: str, data: bytes, expected_version: int | None = None) -> int:
+        return self._write("put", path, lambda: self.inner.put(path, data, expected_version))
+
+    def delete(self, path: str, expected_version: int | None = None) -> None:
+        self._write("delete", path, lambda: self.inner.delete(path, expected_version))
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
+        return self.inner.read(ledger_id, first_entry, last_entry)
+
+    def last_entry_id(self, ledger_id: int) -> int:
+        return self.inner.last_entry_id(ledger_id)
+
+    def ledger_exists(self, ledger_id: int) -> bool:
+        return self.inner.ledger_exists(ledger_id)
+
+    def get(self, path: str) -> Versioned | None:
+        return self.inner.get(path)
+
+    def children(self, path: str) -> list[str]:
+        return self.inner.children(path)
+
+    def close(self) -> None:
+        """Release every held write, then close ``inner``."""
+        self.release()
+        self.inner.close()
+
+    def _write(self, kind: str, target: int | str | None, perform: Callable[[], T]) -> T:
+        record = WriteRecord(kind, target)
+        with self._cond:
+            self.writes += 1
+            holding = self._holding
+            if holding:
+                h = _HeldWrite(record)
+                self._held.append(h)
+                self._cond.notify_all()
+        if holding:
+            if not h.go.wait(self.hold_timeout):
+                with self._cond:
+                    if h in self._held:
+                        self._held.remove(h)
+                        raise TimeoutError(
+                            f"write {_describe(record)} was held for {self.hold_timeout} s and never released"
+                        )
+            if h.fail:
+                raise InjectedFault(f"injected fault at held write ({_describe(record)}, not performed)")
+        return perform()
+
+
+class _HeldWrite:
+    __slots__ = ("fail", "go", "record")
+
+    def __init__(self, record: WriteRecord) -> None:
+        self.record = record
+        self.go = threading.Event()
+        self.fail = False

@@ -24,6 +24,8 @@ class MemoryStore:
         if max_entry_size <= 0:
             raise ValueError(f"max_entry_size must be positive, got {max_entry_size}")
         self.max_entry_size = max_entry_size
+        self.blocking_writes = False
+        """Writes never wait on I/O: a managed ledger writes on the adding thread."""
         self._lock = threading.Lock()
         self._ledgers: dict[int, list[bytes]] = {}
         self._sealed: set[int] = set()
