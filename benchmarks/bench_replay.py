@@ -112,7 +112,8 @@ def _run(cmd: list[str]) -> Run:
                 if st is None:
                     continue
                 alive = True
-                seen[pid] = (st[1], st[2])
+                # a process that has exited shows an empty command line: keep the one seen before
+                seen[pid] = (st[1], st[2] or seen.get(pid, (0.0, ""))[1])
                 if "pyspark.daemon" in st[2] or "pyspark.worker" in st[2]:
                     peak_worker = max(peak_worker, _rss(pid))
                 elif pid == proc.pid:

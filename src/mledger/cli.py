@@ -190,10 +190,12 @@ def _replay(args: argparse.Namespace) -> int:
             if progress:
                 print(f"{args.input} holds raw logs: preparing them first", file=sys.stderr, flush=True)
         from .replay.spark.job import run_replay
-        from .replay.spark.session import build_session
+        from .replay.spark.session import SCHEDULER_JVM_OPTIONS, SHORT_JOB_JIT_OPTIONS, build_session
 
+        # A replay of a prepared log leaves the JVM nothing but scheduling; a prepare sorts in it.
+        options = SCHEDULER_JVM_OPTIONS if not args.prepared and is_prepared(args.input) else SHORT_JOB_JIT_OPTIONS
         spark = build_session(args.master, quiet=not args.spark_logs, driver_memory=args.driver_memory,
-                              write_class_archive=True)
+                              write_class_archive=True, jvm_options=options)
         try:
             summary = run_replay(spark, source, args.out, settings, progress=progress,
                                  sweep=args.sweep, fixed=fixed, prepared=args.prepared,
