@@ -272,8 +272,15 @@ def test_commit_keeps_exactly_the_collected_attempts_parts(tmp_path: Any) -> Non
 
 
 # -- the CLI ----------------------------------------------------------------------------------------
-def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str], tmp_path: Any, capsys: Any) -> None:
+def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str], tmp_path: Any, capsys: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from mledger.cli import main
+    from mledger.replay.spark import session
+
+    def no_jvm(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a command started a JVM")
+
+    monkeypatch.setattr(session, "build_session", no_jvm)
 
     assert main(["prepare", logs["raw"], str(tmp_path / "p"), "--quiet"]) == 0
     assert "in this process" in capsys.readouterr().out
@@ -289,11 +296,8 @@ def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str],
         (["prepare", str(tmp_path / "p"), str(tmp_path / "q")], "already a prepared log"),
         (["replay", logs["raw"], str(tmp_path / "missing-parent" / "o")], "does not exist"),
     ):
-        assert main(argv) == 2, argv
+        assert main(argv) == 2, argv  # each fails before any JVM would start (no_jvm above)
         assert message in capsys.readouterr().err, argv
-    from pyspark import SparkContext
-
-    assert SparkContext._gateway is None  # no JVM was started for any of them
 
 
 def test_output_path_checks(tmp_path: Any, logs: dict[str, str]) -> None:
