@@ -26,8 +26,8 @@ from pathlib import Path
 
 from .admin import Admin, Authorization
 from .broker import Broker, BrokerConfig
-from .errors import ConfigError
-from .ledger import ManagedLedgerFactory
+from .core.errors import ConfigError
+from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
 from .protocol import EmbeddedBroker, ProtocolConfig, ProtocolServer, TokenAuth, load_tokens
 from .protocol.__main__ import parse_bind
