@@ -51,7 +51,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from dataclasses import asdict
 from types import MappingProxyType
 from typing import cast
 
@@ -77,7 +76,7 @@ from .cursor_snapshot import (
     KeepProperties,
     RecoveredCursorState,
 )
-from .cursor_stats import CursorStats, IndividualDeletedMessages
+from .cursor_stats import CursorFigures, CursorStats, IndividualDeletedMessages, PersistenceStats
 from .cursor_store import CursorStateStore
 from .ledger_view import InitialPosition, LedgerView, PositionBound
 from .position_reset import PositionReset, ResetHooks
@@ -996,7 +995,7 @@ class ManagedCursor:
     def stats(self) -> CursorStats:
         """A consistent snapshot of positions, counters and persistence figures."""
         with self._lock:
-            pstats = asdict(self._store.stats()) if self._store is not None else {}
+            pstats = self._store.stats().as_dict() if self._store is not None else {}
             rev = self._revision.stats()
             return CursorStats(
                 name=self.name,
@@ -1018,6 +1017,18 @@ class ManagedCursor:
                 revision=rev,
                 dirty=self._dirty,
                 **pstats,
+            )
+
+    def figures(self) -> CursorFigures:
+        """The figures a metrics scrape reads, under the lock once: cheaper than :meth:`stats`
+        (no positions or properties copied, no entries-to-read count). O(ledgers)."""
+        with self._lock:
+            return CursorFigures(
+                backlog=self._precise_backlog(),
+                mark_delete_lag=self.number_of_entries_since_first_not_acked(),
+                individually_deleted_ranges=self._acked.size(),
+                persistence=self._store.stats() if self._store is not None else PersistenceStats(),
+                revision=self._revision.stats(),
             )
 
     def _check(self) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from ..core.position import Position
 from ..core.ranges import AckRangeSet
 from .revision import RevisionStats
 
-__all__ = ["CursorStats", "IndividualDeletedMessages", "PersistenceStats"]
+__all__ = ["CursorFigures", "CursorStats", "IndividualDeletedMessages", "PersistenceStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,14 @@ class PersistenceStats:
     truncated_batch_indexes: int = 0
     truncated_batch_indexes_total: int = 0
     cursor_ledger_id: int = -1
+
+    def as_dict(self) -> dict[str, int]:
+        """The fields by name: ``dataclasses.asdict`` without its deep copy (every field is an
+        int), for the stats snapshot a scrape takes per cursor."""
+        return {name: getattr(self, name) for name in _PERSISTENCE_FIELDS}
+
+
+_PERSISTENCE_FIELDS = tuple(f.name for f in fields(PersistenceStats))
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,21 @@ class CursorStats:
     truncated_batch_indexes_total: int = 0
     cursor_ledger_id: int = -1
     dirty: bool = False
+
+
+class CursorFigures(NamedTuple):
+    """The numbers a metrics scrape reads from a cursor (``ManagedCursor.figures()``), taken
+    under its lock at once: counts and the immutable stats objects, no positions, copies or
+    strings."""
+
+    backlog: int
+    """Unacknowledged entries, precise (``CursorStats.backlog``)."""
+    mark_delete_lag: int
+    """Entries in (mark-delete, read position] (``number_of_entries_since_first_not_acked``)."""
+    individually_deleted_ranges: int
+    """Ack holes after the mark-delete position."""
+    persistence: PersistenceStats
+    revision: RevisionStats
 
 
 class IndividualDeletedMessages:

@@ -43,8 +43,9 @@ is scraped as ``pulsar_cursor_epoch_increase_count_total``; the ``mledger_*_tota
 their names. Names starting ``pulsar_`` are Pulsar's (or the seed's), ``mledger_`` ones ours.
 Counters restart from 0 with the broker, as Pulsar's do.
 
-Cost: O(topics + subscriptions); each subscription's cursor lock is taken once (``stats()``) and
-its subscription lock once (the delayed count), briefly; no ack-range string is rendered. Every
+Cost: O(topics + subscriptions); each subscription's cursor lock is taken once (``figures()``:
+counts only, nothing copied) and its subscription lock once (the delayed count), briefly; no
+ack-range string is rendered. Every
 topic in the store is reported, so the first scrape opens them all. Thread-safe.
 """
 
@@ -126,19 +127,23 @@ class BrokerCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         """One family per name of the module table, in that order; O(topics + subscriptions)."""
         subscription_families = [_family(n, k, t, SUBSCRIPTION_LABELS) for n, k, t in _SUBSCRIPTION_FAMILIES]
-        # (samples list, sample name) per family: one Sample per value, the label dict shared by
-        # a subscription's samples (add_metric would build one per sample; the writer only reads it)
-        targets = [(f.samples, _sample_name(f)) for f in subscription_families]
+        # one Sample per value, appended to the families' lists (add_metric would build a label
+        # dict per sample; here a subscription's samples share one, the writer only reads it)
+        appends = [f.samples.append for f in subscription_families]
+        names = [_sample_name(f) for f in subscription_families]
         topic_families = {n: _family(n, k, t, TOPIC_LABELS) for n, k, t in _TOPIC_FAMILIES}
+        cluster = self.cluster
         for topic in _topics(self.broker):
             namespace = topic.topic_name.namespace_name
+            topic_name = topic.name
             limit = topic.managed_ledger.config.max_unacked_ranges_to_persist
             for sub_name, sub in sorted(topic.subscriptions.items()):
-                labels = {"cluster": self.cluster, "namespace": namespace, "topic": topic.name, "subscription": sub_name}
-                for (samples, name), value in zip(targets, _subscription_values(sub, limit), strict=True):
-                    samples.append(Sample(name, labels, value))
+                # in the order prometheus_client's writer sorts them to
+                labels = {"cluster": cluster, "namespace": namespace, "subscription": sub_name, "topic": topic_name}
+                for append, name, value in zip(appends, names, _subscription_values(sub, limit), strict=True):
+                    append(Sample(name, labels, value))
             for name, value in _dedup_values(topic):
-                topic_families[name].add_metric([self.cluster, namespace, topic.name], value)
+                topic_families[name].add_metric([cluster, namespace, topic_name], value)
         yield from subscription_families
         yield from topic_families.values()
 
@@ -160,23 +165,23 @@ def _topics(broker: Broker) -> Iterable[Topic]:
 
 def _subscription_values(sub: Subscription, max_unacked_ranges: int) -> tuple[float, ...]:
     """The values of ``_SUBSCRIPTION_FAMILIES``, in its order."""
-    cursor = sub.cursor
-    stats = cursor.stats()
-    rev = stats.revision
+    figures = sub.cursor.figures()
+    rev = figures.revision
+    persisted = figures.persistence
     return (
         rev.epoch_increase_count,
         rev.epoch_increase_task_state,
-        stats.backlog,
+        figures.backlog,
         sub.number_of_delayed_messages(),
-        cursor.number_of_entries_since_first_not_acked(),
-        stats.individually_deleted_ranges,
-        stats.persisted_state_bytes,
-        stats.last_persist_chunks,
+        figures.mark_delete_lag,
+        figures.individually_deleted_ranges,
+        persisted.persisted_state_bytes,
+        persisted.last_persist_chunks,
         max_unacked_ranges,
-        stats.truncated_ranges,
-        stats.truncated_ranges_total,
-        stats.truncated_batch_indexes,
-        stats.persist_count,
+        persisted.truncated_ranges,
+        persisted.truncated_ranges_total,
+        persisted.truncated_batch_indexes,
+        persisted.persist_count,
         rev.refused_revisions,
         rev.discarded_reads,
     )

@@ -27,6 +27,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
+from prometheus_client import generate_latest
 from prometheus_client.registry import Collector
 from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -35,7 +36,7 @@ from ..admin import Admin
 from ..admin.requests import MessageIdItem, ResetCursorData
 from ..admin.wire import ErrorBody
 from ..errors import ConfigError, MLedgerError
-from ..metrics import CONTENT_TYPE, render_metrics
+from ..metrics import CONTENT_TYPE, metrics_registry
 from .auth import RoleResolver, check_authentication_setup
 from .context import AppContext, context_of
 from .middleware import AdminMiddleware, InFlight
@@ -94,6 +95,8 @@ def create_app(
     app.state.in_flight = InFlight()  # AdminServer reads it
     app.add_middleware(AdminMiddleware, max_body_bytes=max_body_bytes, max_url_bytes=max_url_bytes,
                        drain_limit=DRAIN_LIMIT, in_flight=app.state.in_flight)
+    if metrics:  # first: the router tries routes in order, and scrapes come often
+        _add_metrics(app, cluster, tuple(collectors))
 
     v2, v1 = "/admin/v2/{domain}/{tenant}/{namespace}", "/admin/{domain}/{property}/{cluster}/{namespace}"
     for version, prefix, domain, documented in (
@@ -109,8 +112,6 @@ def create_app(
                                tag=version if documented else None)
         app.router.routes.extend(router.routes)  # full paths: one routing pass (include_router adds one)
     app.include_router(namespaces_router(), prefix="/admin/v2", tags=["namespaces"])
-    if metrics:
-        _add_metrics(app, cluster, tuple(collectors))
     _add_error_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
@@ -118,7 +119,7 @@ def create_app(
 
 def _add_metrics(app: FastAPI, cluster: str, collectors: tuple[Collector, ...] = ()) -> None:
     context = context_of_app(app)
-    broker = context.admin.broker
+    registry = metrics_registry(context.admin.broker, cluster, collectors)  # read when scraped
 
     @app.get(
         "/metrics",
@@ -129,8 +130,7 @@ def _add_metrics(app: FastAPI, cluster: str, collectors: tuple[Collector, ...] =
         tags=["metrics"],
     )
     async def metrics() -> Response:
-        text = await context.run(render_metrics, broker, cluster, collectors)
-        return Response(text, media_type=CONTENT_TYPE)
+        return Response(await context.run(generate_latest, registry), media_type=CONTENT_TYPE)
 
 
 def context_of_app(app: FastAPI) -> AppContext:

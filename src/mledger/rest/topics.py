@@ -123,22 +123,21 @@ def decode_name(text: str, what: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One matched request: the caller's admin view, the API version and the namespace."""
+    """One matched request: the caller's admin view, the API version, the namespace and, for
+    topic and subscription routes, the full topic name and the subscription name (decoded and
+    checked)."""
 
     admin: Admin
     context: AppContext
     version: Literal["v1", "v2"]
     tenant: str
     namespace: str
+    topic: str = ""
+    subscription: str = ""
 
     @property
     def namespace_name(self) -> str:
         return f"{self.tenant}/{self.namespace}"
-
-    def topic(self, encoded: str) -> str:
-        """The full topic name of an encoded ``{topic}`` segment (400 for a bad name)."""
-        local = decode_name(encoded, "topic name")
-        return str(TopicName.parse(f"persistent://{self.tenant}/{self.namespace}/{local}"))
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` on a worker thread (admin calls may block on storage)."""
@@ -157,44 +156,71 @@ async def caller_admin(request: Request) -> Admin:
 
 CallerAdmin = Annotated[Admin, Depends(caller_admin)]
 
-TopicSegment = Annotated[str, Path(description="the topic's local name, URL-encoded (Java URLEncoder: space is +)")]
-
 
 def _refuse_non_persistent(domain: str) -> None:
     if domain == "non-persistent":
         raise NotAllowedError("Operation not allowed on non-persistent topic")
 
 
-def _v2_call(domain: str) -> Callable[..., Any]:
-    async def v2_call(
-        request: Request,
-        tenant: Annotated[str, Path(description="tenant")],
-        namespace: Annotated[str, Path(description="namespace")],
-    ) -> Call:
-        context = context_of(request)
-        admin = context.admin_for(request.headers)  # authentication first, as Pulsar's filter
-        _refuse_non_persistent(domain)
-        return Call(admin, context, "v2", decode_segment(tenant, "tenant"), decode_segment(namespace, "namespace"))
-
-    return v2_call
-
-
-def _v1_call(domain: str) -> Callable[..., Any]:
-    async def v1_call(
-        request: Request,
-        property: Annotated[str, Path(description="tenant (v1: property)")],
-        cluster: Annotated[str, Path(description="the cluster: must be this server's")],
-        namespace: Annotated[str, Path(description="namespace")],
-    ) -> Call:
-        context = context_of(request)
-        admin = context.admin_for(request.headers)  # authentication first, as Pulsar's filter
+def _call(request: Request, version: Literal["v1", "v2"], domain: str, tenant: str, namespace: str,
+          cluster: str | None = None, topic: str | None = None, subscription: str | None = None) -> Call:
+    """The checks every topic route runs, in Pulsar's order: authentication (401, as Pulsar's
+    filter, first of all), the v1 cluster (412), the domain (405), then the names (400):
+    tenant, namespace, topic, subscription."""
+    context = context_of(request)
+    admin = context.admin_for(request.headers)
+    if cluster is not None:
         name = decode_segment(cluster, "cluster")
         if name != context.cluster:
             raise PreconditionFailedError(f"Cluster {name} does not exist")
-        _refuse_non_persistent(domain)
-        return Call(admin, context, "v1", decode_segment(property, "property"), decode_segment(namespace, "namespace"))
+    _refuse_non_persistent(domain)
+    tenant = decode_segment(tenant, "property" if version == "v1" else "tenant")
+    namespace = decode_segment(namespace, "namespace")
+    full_topic = ""
+    if topic is not None:
+        local = decode_name(topic, "topic name")
+        full_topic = str(TopicName.parse(f"persistent://{tenant}/{namespace}/{local}"))
+    sub = decode_name(subscription, "subscription name") if subscription is not None else ""
+    return Call(admin, context, version, tenant, namespace, full_topic, sub)
 
-    return v1_call
+
+Tenant = Annotated[str, Path(description="tenant")]
+Property = Annotated[str, Path(description="tenant (v1: property)")]
+Cluster = Annotated[str, Path(description="the cluster: must be this server's")]
+Namespace = Annotated[str, Path(description="namespace")]
+TopicSegment = Annotated[str, Path(description="the topic's local name, URL-encoded (Java URLEncoder: space is +)")]
+SubscriptionSegment = Annotated[str, Path(alias="subName", description="the subscription name, URL-encoded")]
+
+
+def _dependencies(version: Literal["v1", "v2"], domain: str) -> tuple[Any, Any, Any]:
+    """The namespace, topic and subscription dependencies of one API version and domain: one
+    dependency per request (FastAPI's cost grows with every dependency it solves)."""
+    if version == "v2":
+
+        async def v2_call(request: Request, tenant: Tenant, namespace: Namespace) -> Call:
+            return _call(request, "v2", domain, tenant, namespace)
+
+        async def v2_topic_call(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment) -> Call:
+            return _call(request, "v2", domain, tenant, namespace, topic=topic)
+
+        async def v2_subscription_call(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment,
+                                       sub_name: SubscriptionSegment) -> Call:
+            return _call(request, "v2", domain, tenant, namespace, topic=topic, subscription=sub_name)
+
+        return v2_call, v2_topic_call, v2_subscription_call
+
+    async def v1_call(request: Request, property: Property, cluster: Cluster, namespace: Namespace) -> Call:
+        return _call(request, "v1", domain, property, namespace, cluster)
+
+    async def v1_topic_call(request: Request, property: Property, cluster: Cluster, namespace: Namespace,
+                            topic: TopicSegment) -> Call:
+        return _call(request, "v1", domain, property, namespace, cluster, topic=topic)
+
+    async def v1_subscription_call(request: Request, property: Property, cluster: Cluster, namespace: Namespace,
+                                   topic: TopicSegment, sub_name: SubscriptionSegment) -> Call:
+        return _call(request, "v1", domain, property, namespace, cluster, topic=topic, subscription=sub_name)
+
+    return v1_call, v1_topic_call, v1_subscription_call
 
 
 # -- responses ---------------------------------------------------------------------------------
@@ -233,20 +259,12 @@ def topics_router(
     than ``include_router`` them, which costs a second routing pass per request. Operation ids
     are ``<version>_<operation>`` (``v2_skip_by_message_ids``).
     """
-    CallDep = Annotated[Call, Depends(_v2_call(domain) if version == "v2" else _v1_call(domain))]
-
-    async def topic_name(call: CallDep, topic: TopicSegment) -> str:
-        return call.topic(topic)
-
-    async def subscription_name(
-        sub_name: Annotated[str, Path(alias="subName", description="the subscription name, URL-encoded")],
-    ) -> str:
-        return decode_name(sub_name, "subscription name")
-
-    # dependencies run before the handler's own query parameters are validated: the names are
-    # checked (400) first, as Pulsar's validateTopicName comes first
-    TopicDep = Annotated[str, Depends(topic_name)]
-    SubDep = Annotated[str, Depends(subscription_name)]
+    namespace_call, topic_call, subscription_call = _dependencies(version, domain)
+    # the names are checked (400) in the dependency, before the handler's own query parameters
+    # are validated: Pulsar's validateTopicName comes first
+    CallDep = Annotated[Call, Depends(namespace_call)]
+    TopicCallDep = Annotated[Call, Depends(topic_call)]
+    SubCallDep = Annotated[Call, Depends(subscription_call)]
     router = APIRouter(prefix=prefix, responses=_ERRORS, include_in_schema=include_in_schema,
                        tags=[tag] if tag else None)
 
@@ -273,64 +291,61 @@ def topics_router(
 
     @route("PUT", "/{topic}", "create_topic", "Create a non-partitioned topic", status_code=204,
            responses={409: {"model": ErrorBody, "description": "the topic exists"}})
-    async def create_topic(call: CallDep, topic: TopicDep) -> Response:
-        await call.run(call.admin.topics.create_topic, topic)
+    async def create_topic(call: TopicCallDep) -> Response:
+        await call.run(call.admin.topics.create_topic, call.topic)
         return _no_content()
 
     @route("DELETE", "/{topic}", "delete_topic", "Delete a topic and its data", status_code=204)
     async def delete_topic(
-        call: CallDep,
-        topic: TopicDep,
+        call: TopicCallDep,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
     ) -> Response:
-        await call.run(call.admin.topics.delete_topic, topic, force=force)
+        await call.run(call.admin.topics.delete_topic, call.topic, force=force)
         return _no_content()
 
     @route("GET", "/{topic}/partitions", "get_partitioned_metadata", "The number of partitions (0: not partitioned)",
            response_model=PartitionedTopicMetadata)
-    async def get_partitioned_metadata(call: CallDep, topic: TopicDep) -> Response:
-        return _json(await call.run(call.admin.topics.partitioned_topic_metadata, topic))
+    async def get_partitioned_metadata(call: TopicCallDep) -> Response:
+        return _json(await call.run(call.admin.topics.partitioned_topic_metadata, call.topic))
 
     @route("PUT", "/{topic}/partitions", "create_partitioned_topic", "Create a partitioned topic", status_code=204,
            openapi_extra=_body({"type": "integer", "minimum": 1}, "the number of partitions"),
            responses={409: {"model": ErrorBody, "description": "the topic exists"}})
-    async def create_partitioned_topic(call: CallDep, topic: TopicDep, request: Request) -> Response:
+    async def create_partitioned_topic(call: TopicCallDep, request: Request) -> Response:
         partitions = partitions_from_body(await request.body())
-        await call.run(call.admin.topics.create_topic, topic, partitions=partitions)
+        await call.run(call.admin.topics.create_topic, call.topic, partitions=partitions)
         return _no_content()
 
     @route("DELETE", "/{topic}/partitions", "delete_partitioned_topic", "Delete a partitioned topic",
            status_code=204)
     async def delete_partitioned_topic(
-        call: CallDep,
-        topic: TopicDep,
+        call: TopicCallDep,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
     ) -> Response:
-        await call.run(call.admin.topics.delete_topic, topic, force=force)
+        await call.run(call.admin.topics.delete_topic, call.topic, force=force)
         return _no_content()
 
     @route("GET", "/{topic}/subscriptions", "get_subscriptions", "List the topic's subscriptions",
            response_model=list[str])
-    async def get_subscriptions(call: CallDep, topic: TopicDep) -> Response:
-        return _json(await call.run(call.admin.topics.list_subscriptions, topic))
+    async def get_subscriptions(call: TopicCallDep) -> Response:
+        return _json(await call.run(call.admin.topics.list_subscriptions, call.topic))
 
     @route("GET", "/{topic}/internalStats", "get_internal_stats",
            "Internal stats of a topic or partition (managed ledger and cursors)",
            response_model=PersistentTopicInternalStats,
            responses={405: {"model": ErrorBody, "description": "a partitioned topic: use partitioned-internalStats"}})
-    async def get_internal_stats(call: CallDep, topic: TopicDep) -> Response:
-        return _json(await call.run(call.admin.topics.internal_stats, topic))
+    async def get_internal_stats(call: TopicCallDep) -> Response:
+        return _json(await call.run(call.admin.topics.internal_stats, call.topic))
 
     @route("GET", "/{topic}/partitioned-internalStats", "get_partitioned_internal_stats",
            "Internal stats of every partition of a partitioned topic", response_model=PartitionedTopicInternalStats)
-    async def get_partitioned_internal_stats(call: CallDep, topic: TopicDep) -> Response:
-        return _json(await call.run(call.admin.topics.partitioned_internal_stats, topic))
+    async def get_partitioned_internal_stats(call: TopicCallDep) -> Response:
+        return _json(await call.run(call.admin.topics.partitioned_internal_stats, call.topic))
 
     @route("POST", "/{topic}/cancelDelayedMessage", "cancel_delayed_message",
            "Cancel a delayed message on subscriptions (PIP-423)", status_code=204)
     async def cancel_delayed_message(
-        call: CallDep,
-        topic: TopicDep,
+        call: TopicCallDep,
         ledger_id: Annotated[int | None, Query(alias="ledgerId", ge=INT64_MIN, le=INT64_MAX,
                                                description="ledger id of the message (412 if missing)")] = None,
         entry_id: Annotated[int | None, Query(alias="entryId", ge=INT64_MIN, le=INT64_MAX,
@@ -345,7 +360,7 @@ def topics_router(
         if ledger_id < 0 or entry_id < 0:
             raise PreconditionFailedError(_NEGATIVE_IDS[call.version])
         names = [part.strip() for value in subscription_names or () for part in value.split(",") if part.strip()]
-        result = await call.run(call.admin.topics.cancel_delayed_message, topic, ledger_id, entry_id,
+        result = await call.run(call.admin.topics.cancel_delayed_message, call.topic, ledger_id, entry_id,
                                 subscription_names=list(dict.fromkeys(names)) or None)
         header = {CANCEL_RESULTS_HEADER: json.dumps(result.results, separators=(",", ":"))}
         if result.refused:
@@ -360,92 +375,70 @@ def topics_router(
            openapi_extra=_body(_ref("ResetCursorData"), "where it starts (optional)", required=False),
            responses={409: {"model": ErrorBody, "description": "the subscription exists"}})
     async def create_subscription(
-        call: CallDep,
-        topic: TopicDep,
-        sub: SubDep,
+        call: SubCallDep,
         request: Request,
         subscription_type: Annotated[str | None, Query(
             alias="subscriptionType", description="Exclusive (default), Shared, Failover or Key_Shared")] = None,
     ) -> Response:
         body = ResetCursorData.parse_body(await request.body(), "create subscription")
         position = MessageId.LATEST if body is None else body.to_message_id()
-        await call.run(call.admin.topics.create_subscription, topic, sub, position=position,
+        await call.run(call.admin.topics.create_subscription, call.topic, call.subscription, position=position,
                        subscription_type=subscription_type or None)
         return _no_content()
 
     @route("DELETE", "/{topic}/subscription/{subName}", "delete_subscription", "Delete a subscription",
            status_code=204)
     async def delete_subscription(
-        call: CallDep,
-        topic: TopicDep,
-        sub: SubDep,
+        call: SubCallDep,
         force: Annotated[bool, Query(description="ignored: refused (412) while consumers are connected")] = False,
     ) -> Response:
-        await call.run(call.admin.topics.delete_subscription, topic,
-                       sub)
+        await call.run(call.admin.topics.delete_subscription, call.topic, call.subscription)
         return _no_content()
 
     @route("POST", "/{topic}/subscription/{subName}/skipByMessageIds", "skip_by_message_ids",
            "Skip messages by id (PIP-423): base64 MessageIdData or {ledgerId, entryId, batchIndex}",
            status_code=204, openapi_extra=_body(_ref("SkipMessageIdsBody"), "the messages to skip"),
            responses={405: {"model": ErrorBody, "description": "a cumulative-ack subscription (Exclusive, Failover)"}})
-    async def skip_by_message_ids(
-        call: CallDep,
-        topic: TopicDep,
-        sub: SubDep,
-        request: Request,
-    ) -> Response:
+    async def skip_by_message_ids(call: SubCallDep, request: Request) -> Response:
         parsed = SkipMessageIdsRequest.parse_body(await request.body())
-        await call.run(call.admin.topics.skip_messages, topic, sub, parsed)
+        await call.run(call.admin.topics.skip_messages, call.topic, call.subscription, parsed)
         return _no_content()
 
     @route("POST", "/{topic}/subscription/{subName}/skip_all", "skip_all_messages",
            "Acknowledge the subscription's whole backlog", status_code=204)
-    async def skip_all_messages(
-        call: CallDep,
-        topic: TopicDep,
-        sub: SubDep,
-    ) -> Response:
-        await call.run(call.admin.topics.clear_backlog, topic, sub)
+    async def skip_all_messages(call: SubCallDep) -> Response:
+        await call.run(call.admin.topics.clear_backlog, call.topic, call.subscription)
         return _no_content()
 
     @route("POST", "/{topic}/subscription/{subName}/skip/{numMessages}", "skip_messages",
            "Skip the next N unacknowledged messages", status_code=204)
     async def skip_messages(
-        call: CallDep,
-        topic: TopicDep,
-        sub: SubDep,
+        call: SubCallDep,
         num_messages: Annotated[int, Path(alias="numMessages", ge=0, le=INT32_MAX, description="how many")],
     ) -> Response:
-        await call.run(call.admin.topics.skip, topic, sub,
-                       num_messages)
+        await call.run(call.admin.topics.skip, call.topic, call.subscription, num_messages)
         return _no_content()
 
     @route("POST", "/{topic}/subscription/{subName}/resetcursor/{timestamp}", "reset_cursor_to_time",
            "Reset the subscription to the first message published at or after a time", status_code=204)
     async def reset_cursor_to_time(
-        call: CallDep,
-        topic: TopicDep,
-        sub: SubDep,
+        call: SubCallDep,
         timestamp: Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")],
     ) -> Response:
-        await call.run(call.admin.topics.reset_cursor_by_time, topic,
-                       sub, timestamp)
+        await call.run(call.admin.topics.reset_cursor_by_time, call.topic, call.subscription, timestamp)
         return _no_content()
 
     @route("POST", "/{topic}/subscription/{subName}/resetcursor", "reset_cursor_on_position",
            "Reset the subscription to a message id", status_code=204,
            openapi_extra=_body(_ref("ResetCursorData"), "the message id to reset to"))
     async def reset_cursor_on_position(
-        call: CallDep,
-        topic: TopicDep,
-        sub: SubDep,
+        call: SubCallDep,
         request: Request,
     ) -> Response:
         body = ResetCursorData.parse_body(await request.body(), "reset cursor")
         if body is None:
             raise InvalidRequestError('Invalid reset cursor body: empty (expected {"ledgerId": L, "entryId": E})')
-        await call.run(call.admin.topics.reset_cursor, topic, sub, body.to_message_id())
+        await call.run(call.admin.topics.reset_cursor, call.topic, call.subscription, body.to_message_id())
         return _no_content()
 
     return router
