@@ -201,6 +201,24 @@ def test_unknown_routes_methods_and_domains(server: AdminServer) -> None:
     assert r.status == 405
 
 
+def test_metrics_scrapes_follow_the_broker(server: AdminServer, world: World) -> None:
+    """The app builds its metrics registry once; every scrape reads the broker anew, and serves
+    what render_metrics writes for the same broker."""
+    from mledger.metrics import render_metrics
+
+    first = call(server, "GET", "/metrics")
+    assert first.status == 200 and first.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert first.body.decode() == render_metrics(world.broker, cluster="standalone")
+    assert 'subscription="late"' not in first.body.decode()
+    assert call(server, "PUT", f"{V2}/plain/subscription/late", b"").status == 204
+    second = call(server, "GET", "/metrics").body.decode()
+    assert 'pulsar_subscription_back_log{cluster="standalone",namespace="public/default",subscription="late",' \
+           f'topic="{PLAIN}"}} 0.0' in second
+    assert second == render_metrics(world.broker, cluster="standalone")
+    assert call(server, "DELETE", f"{V2}/plain/subscription/late").status == 204
+    assert 'subscription="late"' not in call(server, "GET", "/metrics").body.decode()
+
+
 # -- PIP-423: cancelDelayedMessage ----------------------------------------------------------------
 
 
@@ -503,6 +521,37 @@ def test_token_file_and_bind_parsing(tmp_path: Path) -> None:
     for bad in ("8080", "host:x", "host:70000", ":80"):
         with pytest.raises(ConfigError):
             parse_bind(bad)
+
+
+def test_connections_accepted_by_a_plain_asyncio_loop_have_nagle_off() -> None:
+    """AdminServer.serve() may run in any asyncio loop (not only uvloop's): asyncio turns Nagle's
+    algorithm off only on sockets made as TCP, and without it each response (uvicorn writes head
+    and body apart) waits for the client's delayed ACK."""
+    import asyncio
+    import socket
+
+    from mledger.rest.server import _bind
+
+    listening = _bind("127.0.0.1", 0, 16)
+    nodelay: list[int] = []
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            sock = transport.get_extra_info("socket")
+            nodelay.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    async def accept_one() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(Probe, sock=listening)
+        async with server:
+            reader, writer = await asyncio.open_connection(*listening.getsockname()[:2])
+            await asyncio.wait_for(reader.read(), TIMEOUT)  # the probe closes it
+            writer.close()
+
+    with asyncio.Runner() as runner:  # the standard library's loop
+        runner.run(accept_one())
+    assert nodelay and nodelay[0] != 0
 
 
 # -- concurrency -------------------------------------------------------------------------------------------

@@ -221,9 +221,14 @@ class AdminServer:
 
 
 def _bind(host: str, port: int, backlog: int) -> socket.socket:
-    """A listening socket: connections made before the loop accepts wait in the backlog."""
+    """A listening socket: connections made before the loop accepts wait in the backlog.
+
+    Made with ``IPPROTO_TCP`` named: asyncio's own event loop turns Nagle's algorithm off
+    (``TCP_NODELAY``) only on sockets whose protocol says TCP, and the accepted connections
+    inherit it. Without it, uvicorn's two writes per response (head, then body) wait for the
+    client's delayed ACK, about 40 ms per request on Linux (uvloop sets the option itself)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
