@@ -11,7 +11,12 @@ uvicorn one, side by side in one run, alternating; and the /metrics scrape time.
 2. Soak: ``--soak-clients`` (50) clients for ``--soak`` seconds (60) against each server; counts
    every error (connection reset, timeout, a status that is not 2xx). Target: none for the new.
 3. Scrape time: GET /metrics on a store with ``--subscriptions`` (1,000) subscriptions with ack
-   holes (10 topics); median of 10 scrapes, each server. Target (new): < 100 ms.
+   holes (10 topics); median of 10 scrapes, each server, and the server's CPU time per scrape.
+   Target (new): < 100 ms.
+4. CPU accounting: the server process's CPU time (user + system, all its threads, ``psutil``)
+   per request, by route (``--cpu-requests`` requests of one route from 4 keep-alive clients,
+   old and new alternating, ``--repeat`` times, medians); the throughput runs print the CPU per
+   request of the mix too. CPU time is steadier than wall time on a shared machine.
 
 The old server is not in ``src/`` any more: the script extracts ``src/`` of the last commit
 before the change (``--old-ref``, default: the parent of the commit that replaced the
@@ -44,6 +49,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 REPO = Path(__file__).resolve().parent.parent
 V2 = "/admin/v2/persistent/public/default"
 TOPIC = "persistent://public/default/orders"
@@ -54,7 +61,7 @@ FIXED_SUBSCRIPTIONS = 2
 
 
 def _client(port: int, index: int, skip_body: bytes, deadline: float, warmup_until: float,
-            out: list[float], errors: list[str]) -> None:
+            out: list[float], errors: list[str], answered: list[int]) -> None:
     sub = f"bench-{os.getpid()}-{index}"
     script: list[tuple[str, str, bytes | None]] = [
         ("GET", f"{V2}/orders/internalStats", None),
@@ -81,6 +88,7 @@ def _client(port: int, index: int, skip_body: bytes, deadline: float, warmup_unt
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             response.read()
+            answered[0] += 1
             if not 200 <= response.status < 300:
                 errors.append(f"{method} {path}: HTTP {response.status}")
             if response.will_close:
@@ -103,18 +111,29 @@ def worker_main(port: int, threads: int, first: int, duration: float, warmup: fl
     """Run ``threads`` clients; print one JSON object with latencies and errors."""
     start = time.monotonic()
     latencies: list[list[float]] = [[] for _ in range(threads)]
+    answered = [[0] for _ in range(threads)]
     errors: list[str] = []
     pool = [threading.Thread(target=_client, args=(port, first + i, skip_body.encode(), start + warmup + duration,
-                                                   start + warmup, latencies[i], errors)) for i in range(threads)]
+                                                   start + warmup, latencies[i], errors, answered[i]))
+            for i in range(threads)]
     for t in pool:
         t.start()
     for t in pool:
         t.join()
-    print(json.dumps({"latencies": [x for lat in latencies for x in lat], "errors": errors}))
+    print(json.dumps({"latencies": [x for lat in latencies for x in lat], "errors": errors,
+                      "answered": sum(a[0] for a in answered)}))
 
 
-def run_load(port: int, clients: int, workers: int, duration: float, warmup: float, skip_body: str) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, all its threads."""
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def run_load(port: int, clients: int, workers: int, duration: float, warmup: float, skip_body: str,
+             server_pid: int | None = None) -> dict[str, Any]:
     per = [clients // workers + (1 if i < clients % workers else 0) for i in range(workers)]
+    cpu_from = cpu_seconds(server_pid) if server_pid is not None else 0.0
     procs = []
     first = 0
     for count in per:
@@ -124,14 +143,19 @@ def run_load(port: int, clients: int, workers: int, duration: float, warmup: flo
         first += count
     latencies: list[float] = []
     errors: list[str] = []
+    answered = 0  # warm-up included: the CPU is measured over the whole run
     for proc in procs:
         out, _ = proc.communicate(timeout=duration + warmup + 120)
         result = json.loads(out)
         latencies += result["latencies"]
         errors += result["errors"]
+        answered += result["answered"]
+    cpu_to = cpu_seconds(server_pid) if server_pid is not None else 0.0
     latencies.sort()
     p99 = latencies[int(len(latencies) * 0.99)] if latencies else float("nan")
-    return {"rps": len(latencies) / duration, "p99_ms": p99 * 1000, "requests": len(latencies), "errors": errors}
+    cpu_ms = 1000 * (cpu_to - cpu_from) / answered if answered and server_pid is not None else float("nan")
+    return {"rps": len(latencies) / duration, "p99_ms": p99 * 1000, "requests": len(latencies), "errors": errors,
+            "cpu_ms": cpu_ms}
 
 
 # -- the servers -------------------------------------------------------------------------------
@@ -253,12 +277,13 @@ def main() -> None:
     parser.add_argument("--soak", type=float, default=60.0, help="seconds of the 50-client run (0: skip)")
     parser.add_argument("--soak-clients", type=int, default=50)
     parser.add_argument("--subscriptions", type=int, default=1000, help="for the scrape time (0: skip)")
+    parser.add_argument("--cpu-requests", type=int, default=2000, help="per route, for the CPU accounting (0: skip)")
     parser.add_argument("--old-ref", default=None, help="commit of the old server (default: see the docstring)")
     parser.add_argument("--data-root", default=None, help="where data directories go (default: /dev/shm if any)")
     parser.add_argument("--quick", action="store_true", help="short runs, to try the script")
     args = parser.parse_args()
     if args.quick:
-        args.duration, args.repeat, args.soak, args.subscriptions = 3.0, 1, 5.0, 100
+        args.duration, args.repeat, args.soak, args.subscriptions, args.cpu_requests = 3.0, 1, 5.0, 100, 200
 
     base = args.data_root or ("/dev/shm" if Path("/dev/shm").is_dir() else None)
     with tempfile.TemporaryDirectory(prefix="bench-rest-", dir=base) as tmp:
@@ -266,7 +291,7 @@ def main() -> None:
         (root / "old").mkdir()
         commit, old_src = old_source(args.old_ref, root / "old")
         print(f"python {platform.python_version()}, {os.cpu_count()} cores, data on {root}; "
-              f"old server: {commit[:12]} (git archive), new: {REPO / 'src'}")
+              f"old server: {commit[:12]} (git archive), new: {REPO / 'src'}; {_load()}")
         template = root / "template"
         skip_body = prepare_data(template, FIXED_SUBSCRIPTIONS, 1, holes=False)
         sources = {"old": old_src, "new": None}
@@ -274,25 +299,27 @@ def main() -> None:
         def one_run(name: str, clients: int, duration: float) -> dict[str, Any]:
             server = Server(name, copy_data(template, root, f"data-{name}"), sources[name])
             try:
-                return run_load(server.port, clients, args.workers, duration, args.warmup, skip_body)
+                return run_load(server.port, clients, args.workers, duration, args.warmup, skip_body, server.proc.pid)
             finally:
                 server.stop()
 
         results: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
         print(f"\n1. throughput, {args.clients} clients, {args.duration:g} s per run, alternating, "
-              f"{args.repeat} repeats")
+              f"{args.repeat} repeats (server CPU: ms of CPU time per request answered)")
         for r in range(args.repeat):
             for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
                 result = one_run(name, args.clients, args.duration)
                 results[name].append(result)
                 print(f"   run {r + 1} {name}: {result['rps']:8.0f} req/s  p99 {result['p99_ms']:7.1f} ms  "
-                      f"errors {len(result['errors'])}")
-        med = {n: (statistics.median(x["rps"] for x in rs), statistics.median(x["p99_ms"] for x in rs))
+                      f"server CPU {result['cpu_ms']:.3f} ms/req  errors {len(result['errors'])}  {_load()}")
+        med = {n: {key: statistics.median(x[key] for x in rs) for key in ("rps", "p99_ms", "cpu_ms")}
                for n, rs in results.items()}
-        print(f"   median old: {med['old'][0]:.0f} req/s, p99 {med['old'][1]:.1f} ms")
-        print(f"   median new: {med['new'][0]:.0f} req/s, p99 {med['new'][1]:.1f} ms")
-        print(f"   ratio new/old: {med['new'][0] / med['old'][0]:.2f}x requests/s (target >= 3x), "
-              f"p99 {med['old'][1] / med['new'][1]:.1f}x lower")
+        for name in ("old", "new"):
+            print(f"   median {name}: {med[name]['rps']:.0f} req/s, p99 {med[name]['p99_ms']:.1f} ms, "
+                  f"server CPU {med[name]['cpu_ms']:.3f} ms/req")
+        print(f"   ratio new/old: {med['new']['rps'] / med['old']['rps']:.2f}x requests/s (target >= 3x), "
+              f"p99 {med['old']['p99_ms'] / med['new']['p99_ms']:.1f}x lower, "
+              f"{med['old']['cpu_ms'] / med['new']['cpu_ms']:.2f}x less CPU per request")
 
         if args.soak > 0:
             print(f"\n2. soak: {args.soak_clients} clients for {args.soak:g} s")
@@ -303,23 +330,108 @@ def main() -> None:
                     kind = error.split(": ", 1)[1][:60]
                     kinds[kind] = kinds.get(kind, 0) + 1
                 print(f"   {name}: {result['requests']} requests, {result['rps']:.0f} req/s, p99 "
-                      f"{result['p99_ms']:.1f} ms, errors {len(result['errors'])} {dict(list(kinds.items())[:4])}")
+                      f"{result['p99_ms']:.1f} ms, server CPU {result['cpu_ms']:.3f} ms/req, "
+                      f"errors {len(result['errors'])} {dict(list(kinds.items())[:4])}  {_load()}")
 
         if args.subscriptions > 0:
             per_topic = max(1, args.subscriptions // 10)
             print(f"\n3. /metrics scrape time, {per_topic * 10} subscriptions (10 topics) with ack holes, "
-                  "median of 10")
+                  f"10 scrapes per server, alternating, {args.repeat} repeats")
             scrape_template = root / "scrape"
             prepare_data(scrape_template, per_topic, 10, holes=True)
+            scrapes: dict[str, list[float]] = {"old": [], "new": []}
+            scrape_cpu: dict[str, list[float]] = {"old": [], "new": []}
+            for r in range(args.repeat):
+                for name in (("new", "old") if r % 2 == 0 else ("old", "new")):
+                    server = Server(name, copy_data(scrape_template, root, f"scrape-{name}"), sources[name])
+                    try:
+                        scrape_times(server.port, 1)  # the first scrape opens every topic
+                        cpu_from = cpu_seconds(server.proc.pid)
+                        times = scrape_times(server.port, 10)
+                        scrape_cpu[name].append((cpu_seconds(server.proc.pid) - cpu_from) / 11)
+                    finally:
+                        server.stop()
+                    scrapes[name] += times
+                    print(f"   run {r + 1} {name}: median {statistics.median(times) * 1000:.1f} ms, "
+                          f"server CPU {scrape_cpu[name][-1] * 1000:.1f} ms/scrape  {_load()}")
             for name in ("new", "old"):
-                server = Server(name, copy_data(scrape_template, root, f"scrape-{name}"), sources[name])
-                try:
-                    times = scrape_times(server.port, 10)
-                finally:
-                    server.stop()
-                print(f"   {name}: median {statistics.median(times) * 1000:.1f} ms, min {min(times) * 1000:.1f} ms"
-                      + ("  (target < 100 ms)" if name == "new" else ""))
+                print(f"   {name}: median {statistics.median(scrapes[name]) * 1000:.1f} ms, "
+                      f"min {min(scrapes[name]) * 1000:.1f} ms, server CPU {statistics.median(scrape_cpu[name]) * 1000:.1f}"
+                      " ms/scrape" + ("  (target < 100 ms)" if name == "new" else ""))
 
+        if args.cpu_requests > 0:
+            print(f"\n4. server CPU per request by route ({FIXED_SUBSCRIPTIONS} subscriptions), "
+                  f"{args.cpu_requests} requests from 4 keep-alive clients, alternating, {args.repeat} repeats")
+            by_route: dict[str, dict[str, list[float]]] = {}
+            for r in range(args.repeat):
+                for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                    server = Server(name, copy_data(template, root, f"cpu-{name}"), sources[name])
+                    try:
+                        for route, cost in route_costs(server, args.cpu_requests, skip_body.encode()).items():
+                            by_route.setdefault(route, {"old": [], "new": []})[name].append(cost)
+                    finally:
+                        server.stop()
+            for route, costs in by_route.items():
+                old_ms, new_ms = (statistics.median(costs[n]) * 1000 for n in ("old", "new"))
+                print(f"   {route:30s} old {old_ms:6.3f} ms  new {new_ms:6.3f} ms  ({old_ms / new_ms:.2f}x)")
+            print(f"   {_load()}")
+
+
+def _load() -> str:
+    return "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
+def route_costs(server: Server, requests: int, skip_body: bytes) -> dict[str, float]:
+    """CPU seconds of the server process per request, for each route alone."""
+    def subscription(i: int, k: int) -> list[tuple[str, str, bytes | None]]:
+        path = f"{V2}/orders/subscription/cpu-{i}-{k}"
+        return [("PUT", path + "?subscriptionType=Shared", b""), ("DELETE", path, None)]
+
+    routes: dict[str, Any] = {
+        "GET internalStats": lambda i, k: [("GET", f"{V2}/orders/internalStats", None)],
+        "PUT + DELETE subscription": subscription,
+        "POST skipByMessageIds": lambda i, k: [
+            ("POST", f"{V2}/orders/subscription/shared/skipByMessageIds", skip_body)],
+        "GET /metrics": lambda i, k: [("GET", "/metrics", None)],
+        "GET unknown path (404)": lambda i, k: [("GET", "/nothing/here", None)],
+    }
+    _drive(server.port, routes["GET internalStats"], 100, 4)  # warm up
+    costs = {}
+    for route, script in routes.items():
+        before = cpu_seconds(server.proc.pid)
+        answered = _drive(server.port, script, requests, 4)
+        costs[route] = (cpu_seconds(server.proc.pid) - before) / answered
+    return costs
+
+
+def _drive(port: int, script: Any, requests: int, clients: int) -> int:
+    """``requests`` rounds of ``script(client, round)`` split over ``clients`` threads; returns
+    the requests answered. Keep-alive where the server allows it."""
+    answered = [0] * clients
+
+    def client(index: int) -> None:
+        conn: http.client.HTTPConnection | None = None
+        for k in range(requests // clients):
+            for method, path, body in script(index, k):
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                headers = {"Content-Type": "application/json"} if body else {}
+                conn.request(method, path, body=body, headers=headers)
+                response = conn.getresponse()
+                response.read()
+                answered[index] += 1
+                if response.will_close:
+                    conn.close()
+                    conn = None
+        if conn is not None:
+            conn.close()
+
+    pool = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return sum(answered)
 
 if __name__ == "__main__":
     main()
