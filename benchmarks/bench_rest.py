@@ -183,7 +183,7 @@ class Server:
         env = dict(os.environ)
         if src is not None:
             env["PYTHONPATH"] = str(src)
-        command = [sys.executable, "-c", "import sys; from mledger.admin.cli import main; sys.exit(main())",
+        command = [sys.executable, "-c", "import sys; from mledger.cli.admin import main; sys.exit(main())",
                    "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0"]
         self.name = name
         self.proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from mledger.admin.cli import EXIT_CODES, build_parser, exit_code, main
+from mledger.cli.admin import EXIT_CODES, build_parser, exit_code, main
 from mledger.errors import (
     InvalidRequestError,
     MLedgerError,

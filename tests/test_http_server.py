@@ -38,7 +38,7 @@ V1 = "/admin/persistent/public/standalone/default"
 TIMEOUT = 10  # seconds per request: every request in this file is bounded
 
 _SCRIPT = Path(sys.executable).with_name("mledger-admin")
-ADMIN_CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mledger.admin.cli"]
+ADMIN_CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mledger.cli.admin"]
 
 
 # -- the world and the server ---------------------------------------------------------------------

@@ -310,7 +310,7 @@ def test_tokens_without_authorization_refuse_to_start(broker: Broker, tmp_path: 
 
 
 def test_serve_with_a_token_file_and_no_auth_file_exits_2(tmp_path: Path) -> None:
-    from mledger.admin.cli import main
+    from mledger.cli.admin import main
 
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"s3cr3t": "ops"}))

@@ -1,7 +1,7 @@
-"""The admin API: request models, authorization, ``Admin.topics`` and the ``mledger-admin`` CLI.
+"""The admin API: request models, authorization and ``Admin.topics``.
 
-Admin logic lives in :mod:`mledger.admin.topics` once; the CLI and the REST server
-(:mod:`mledger.rest`) call it. :class:`RemoteAdmin` is the same API over HTTP, against a
+Admin logic lives in :mod:`mledger.admin.topics` once; the ``mledger-admin`` CLI
+(:mod:`mledger.cli.admin`) and the REST server (:mod:`mledger.rest`) call it. :class:`RemoteAdmin` is the same API over HTTP, against a
 ``mledger-admin serve`` (httpx, the ``client`` extra). Every error carries ``http_status``, the
 status Pulsar's REST API answers with.
 """

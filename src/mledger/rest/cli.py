@@ -1,6 +1,6 @@
 """``mledger-admin serve``: run the admin REST server over a data directory (see
 :func:`mledger.rest.serve`). The arguments are defined by ``mledger-admin``'s parser
-(:mod:`mledger.admin.cli`); this module runs them.
+(:mod:`mledger.cli.admin`); this module runs them.
 
 Prints ``mledger-admin: serving http://HOST:PORT ...`` on stdout once listening (``--bind
 host:0`` picks a free port; read it from that line), logs one line per request on stderr, and

@@ -17,9 +17,9 @@ import tempfile
 import time
 from typing import TYPE_CHECKING
 
-from .config import ManagedLedgerConfig
-from .ledger import InitialPosition, ManagedLedgerFactory
-from .storage.sqlite import SqliteStore
+from ..core.config import ManagedLedgerConfig
+from ..managed_ledger import InitialPosition, ManagedLedgerFactory
+from ..storage.sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,7 +67,7 @@ _GENERATE_HELP = {
 
 
 def _add_generate_options(p: argparse.ArgumentParser) -> None:
-    from .replay.generate import GeneratorConfig
+    from ..replay.generate import GeneratorConfig
 
     defaults = GeneratorConfig()
     for f in dataclasses.fields(GeneratorConfig):
@@ -87,8 +87,8 @@ def _add_generate_options(p: argparse.ArgumentParser) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from .replay.generate import GeneratorConfig, generate
-    from .replay.progress import Progress
+    from ..replay.generate import GeneratorConfig, generate
+    from ..replay.progress import Progress
 
     names = GeneratorConfig.option_names()
     cfg = GeneratorConfig(**{n: getattr(args, n) for n in names})
@@ -106,7 +106,7 @@ def _generate(args: argparse.Namespace) -> int:
 # -- prepare --------------------------------------------------------------------------------------
 def _estimated_rows(plan: object) -> int:
     """Rows of a raw input: Parquet footers' counts, text files at ~60 bytes per row."""
-    from .replay.inputs import InputPlan
+    from ..replay.inputs import InputPlan
 
     assert isinstance(plan, InputPlan)
     text = [t.path for t in plan.tasks if t.rows < 0]
@@ -115,11 +115,11 @@ def _estimated_rows(plan: object) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from .replay.checks import check_input_dir, check_output_dir
-    from .replay.inputs import plan_inputs
-    from .replay.layout import is_prepared
-    from .replay.prepare import IN_PROCESS_ROWS, prepare_in_process
-    from .replay.progress import Progress
+    from ..replay.checks import check_input_dir, check_output_dir
+    from ..replay.inputs import plan_inputs
+    from ..replay.layout import is_prepared
+    from ..replay.prepare import IN_PROCESS_ROWS, prepare_in_process
+    from ..replay.progress import Progress
 
     check_input_dir(args.raw)
     if is_prepared(args.raw):
@@ -134,8 +134,8 @@ def _prepare(args: argparse.Namespace) -> int:
         with Progress(0, "prepare", enabled=False if args.quiet else None) as bar:
             manifest = prepare_in_process(plan, args.out, bar)
     else:
-        from .replay.spark.prepare import executor_path, prepare_on_spark
-        from .replay.spark.session import build_session
+        from ..replay.spark.prepare import executor_path, prepare_on_spark
+        from ..replay.spark.session import build_session
 
         master = args.master or "local[*]"
         how = f"on Spark ({master})"
@@ -155,11 +155,11 @@ def _prepare(args: argparse.Namespace) -> int:
 
 # -- replay ---------------------------------------------------------------------------------------
 def _replay(args: argparse.Namespace) -> int:
-    from .replay.checks import check_input_dir, check_output_dir
-    from .replay.layout import is_prepared, open_prepared
-    from .replay.settings import ReplaySettings
-    from .replay.summary import SweepSummary, format_summary, format_sweep
-    from .replay.sweep import variants
+    from ..replay.checks import check_input_dir, check_output_dir
+    from ..replay.layout import is_prepared, open_prepared
+    from ..replay.settings import ReplaySettings
+    from ..replay.summary import SweepSummary, format_summary, format_sweep
+    from ..replay.sweep import variants
 
     # Everything that can be checked is checked before any JVM starts.
     base = ReplaySettings.from_pairs(args.settings)
@@ -170,12 +170,12 @@ def _replay(args: argparse.Namespace) -> int:
     check_output_dir(args.out, args.input)
     progress = not args.quiet
     if args.single_process:
-        from .replay.local import run_single_process
+        from ..replay.local import run_single_process
 
         summary = run_single_process(args.input, args.out, settings, progress=progress, sweep=args.sweep,
                                      fixed=fixed, prepared=args.prepared)
     else:
-        from .replay.inputs import plan_inputs
+        from ..replay.inputs import plan_inputs
 
         source: object
         if is_prepared(args.input):
@@ -189,8 +189,8 @@ def _replay(args: argparse.Namespace) -> int:
             source = plan_inputs(args.input)
             if progress:
                 print(f"{args.input} holds raw logs: preparing them first", file=sys.stderr, flush=True)
-        from .replay.spark.job import run_replay
-        from .replay.spark.session import SCHEDULER_JVM_OPTIONS, SHORT_JOB_JIT_OPTIONS, build_session
+        from ..replay.spark.job import run_replay
+        from ..replay.spark.session import SCHEDULER_JVM_OPTIONS, SHORT_JOB_JIT_OPTIONS, build_session
 
         # A replay of a prepared log leaves the JVM nothing but scheduling; a prepare sorts in it.
         options = SCHEDULER_JVM_OPTIONS if not args.prepared and is_prepared(args.input) else SHORT_JOB_JIT_OPTIONS
@@ -213,7 +213,7 @@ def _stop(spark: SparkSession, progress: bool) -> None:
     JVM sees its stdin close and stops Spark in its shutdown hook, so the command does not
     wait for spark.stop() (0.7-1 s, mostly PySpark's accumulator server poll), unless the JVM
     writes the class archive, which needs the wait."""
-    from .replay.spark.session import stop_session, writes_class_archive
+    from ..replay.spark.session import stop_session, writes_class_archive
 
     if not writes_class_archive():
         return
@@ -227,13 +227,13 @@ def _stop(spark: SparkSession, progress: bool) -> None:
 def _demo(args: argparse.Namespace) -> int:
     if args.library:
         return _library_demo()
-    from .replay.generate import GeneratorConfig, generate
-    from .replay.inputs import plan_inputs
-    from .replay.progress import Progress
-    from .replay.settings import ReplaySettings
-    from .replay.spark.job import run_replay
-    from .replay.spark.session import build_session
-    from .replay.summary import ReplaySummary, format_summary
+    from ..replay.generate import GeneratorConfig, generate
+    from ..replay.inputs import plan_inputs
+    from ..replay.progress import Progress
+    from ..replay.settings import ReplaySettings
+    from ..replay.spark.job import run_replay
+    from ..replay.spark.session import build_session
+    from ..replay.summary import ReplaySummary, format_summary
 
     enabled = False if args.quiet else None
     with tempfile.TemporaryDirectory(prefix="mledger-demo-") as tmp:
@@ -323,23 +323,23 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--quiet", action="store_true", help="no progress display")
 
     rpt = sub.add_parser("report", help="render a replay output as an HTML page with PNG charts")
-    from .report import add_report_arguments
+    from ..report import add_report_arguments
 
     add_report_arguments(rpt)
 
     std = sub.add_parser("standalone", help="a Pulsar broker: binary protocol on :6650, REST admin on :8080")
-    from .standalone import add_standalone_arguments
+    from ..standalone import add_standalone_arguments
 
     add_standalone_arguments(std)
 
     args = parser.parse_args(argv)
     try:
         if args.command == "standalone":
-            from .standalone import run_standalone
+            from ..standalone import run_standalone
 
             return run_standalone(args)
         if args.command == "report":
-            from .report import run_report
+            from ..report import run_report
 
             return run_report(args)
         if args.command == "demo":
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             return _prepare(args)
         return _replay(args)
     except Exception as exc:  # one line for the user; the types below are the expected ones
-        from .errors import MLedgerError
+        from ..core.errors import MLedgerError
 
         if isinstance(exc, (MLedgerError, ValueError, OSError)) or type(exc).__name__ in (
             "PythonException", "AnalysisException", "Py4JJavaError"

@@ -12,8 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .stats import PartitionedTopicInternalStats, PersistentTopicInternalStats
-from .topics import CancelDelayedMessageResult
+from ..admin import CancelDelayedMessageResult, PartitionedTopicInternalStats, PersistentTopicInternalStats
 
 __all__ = ["print_cancel_result", "print_messages", "print_stats"]
 

@@ -31,13 +31,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MLedgerError, NotAllowedError, PreconditionFailedError
-from ..position import EARLIEST, LATEST, Position
-from . import _tables
-from .remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
+from ..admin.remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
+from ..core.errors import MLedgerError, NotAllowedError, PreconditionFailedError
+from ..core.position import EARLIEST, LATEST, Position
+from . import _admin_tables as _tables
 
 if TYPE_CHECKING:
-    from .api import Admin
+    from ..admin import Admin
 
 __all__ = ["EXIT_CODES", "build_parser", "main"]
 
@@ -440,7 +440,7 @@ def _check_skip_messages(args: argparse.Namespace) -> str | None:
 
 
 def _cmd_skip_messages(admin: Admin, args: argparse.Namespace) -> None:
-    from .requests import SkipMessageIdsRequest
+    from ..admin import SkipMessageIdsRequest
 
     request = SkipMessageIdsRequest.of(args.triplets).merged(SkipMessageIdsRequest.from_base64(args.base64_ids))
     admin.topics.skip_messages(args.topic, args.subscription, request)
@@ -571,11 +571,10 @@ def _open_remote_admin(args: argparse.Namespace) -> Iterator[RemoteAdmin]:
 def _open_admin(args: argparse.Namespace) -> Iterator[Admin]:
     """Store, factory, broker and admin over ``--data-dir``; all closed on the way out, so
     everything the command changed is persisted when it returns."""
+    from ..admin import Admin, Authorization
     from ..broker import Broker
-    from ..ledger import ManagedLedgerFactory
+    from ..managed_ledger import ManagedLedgerFactory
     from ..storage import SqliteStore
-    from .api import Admin
-    from .auth import Authorization
 
     authorization = Authorization.from_json(args.auth_file) if args.auth_file else None
     factory = ManagedLedgerFactory(SqliteStore(args.data_dir))

@@ -1,0 +1,7 @@
+"""``python -m mledger.cli``: the ``mledger`` command."""
+
+import sys
+
+from .mledger import main
+
+sys.exit(main())
