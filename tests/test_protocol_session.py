@@ -19,7 +19,6 @@ from mledger.protocol import ProtocolConfig, ProtocolStats
 from mledger.protocol.access import EXCLUSIVE_WITH_FENCING, SHARED, ProducerAccess
 from mledger.protocol.codec import decode_command
 from mledger.protocol.framing import FrameDecoder, crc32c, encode_frame, encode_payload_frame, parse_payload
-from mledger.protocol.publisher import InlinePublisher
 from mledger.protocol.session import ConsumerHandle, Session
 from mledger.storage import MemoryStore
 
@@ -36,7 +35,6 @@ class Host:
         self.auth = None
         self.stats = ProtocolStats()
         self.access = ProducerAccess()
-        self.publisher = InlinePublisher()
         self.service_url = "pulsar://127.0.0.1:6650"
         self.closing: list[Session] = []
         self._posted: list[Callable[[], None]] = []

@@ -302,6 +302,7 @@ def test_is_duplicate_with_failure() -> None:
     with pytest.raises(InjectedFault):
         failing.result(10)
     store.release()
+    wait_for(lambda: not topic.is_fenced)  # the writer finished reporting the failure
     assert dedup.highest_sequence_pushed() == {"producer1": 6, "producer2": 1}  # reset to persisted
     assert dedup.highest_sequence_persisted() == {"producer1": 6, "producer2": 1}
     assert dedup.stats().failed_writes == 1
@@ -336,6 +337,7 @@ def test_a_failed_write_fences_the_topic_until_its_pending_writes_completed() ->
             future.result(10)
     assert isinstance(seen[0], TopicFencedError)
     store.release()
+    wait_for(lambda: not topic.is_fenced)
     # Every pending write completed: the fence is down, pushed was reset, the retries go in order.
     assert dedup.highest_sequence_pushed() == {"p": 0}
     assert [p.send(b"%d" % s, sequence_id=s).entry_id for s in (1, 2, 3, 4)] == [1, 2, 3, 4]

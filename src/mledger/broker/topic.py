@@ -111,6 +111,7 @@ class Topic:
         self._completed_publishes = 0
         self._fenced = False
         self._failed_publishes: list[PublishContext] = []
+        ml.set_failure_listener(self._failure_reported)
         self._producers: dict[str, Producer] = {}
         self._subscriptions: dict[str, Subscription] = {}
         self._listeners: list[TopicListener] = []
@@ -335,17 +336,13 @@ class Topic:
         item = FramedPublish(
             producer_name, sequence_id, highest_sequence_id, num_messages, metadata, encode_entry(payload, metadata)
         )
-        result = self.publish_framed([item])[0]
+        waiter = _PublishWaiter()
+        self.publish_entries([item], waiter, start_writing=False)
+        self.start_writing(inline=True)
+        result = waiter.wait()[0]
         if isinstance(result, BaseException):
             raise result
         return result
-
-    def publish_framed(self, items: Sequence[FramedPublish]) -> list[PublishResult]:
-        """:meth:`publish_entries`, waiting for the results (see there)."""
-        waiter = _PublishWaiter()
-        self.publish_entries(items, waiter, start_writing=False)
-        self.start_writing(inline=True)
-        return waiter.wait()
 
     def publish_entries(
         self, items: Sequence[FramedPublish], callback: PublishCallback, *, start_writing: bool = True
@@ -460,11 +457,22 @@ class Topic:
                 log.warning("%s: a write failed; fencing the topic until its pending writes completed", self.name)
             self._fenced = True
             self._failed_publishes.extend(failed)
+
+    def _failure_reported(self) -> None:
+        """The ledger reported a failed write and everything failed with it (writer thread)."""
+        with self._publish_lock:
             self._unfence_if_idle()
 
+    @property
+    def is_fenced(self) -> bool:
+        """Whether publishes are refused after a failed write (until its pending ones completed)."""
+        return self._fenced
+
     def _unfence_if_idle(self) -> None:
-        """Pulsar's ``decrementPendingWriteOpsAndCheck`` (caller holds the publish lock)."""
-        if self._fenced and self._issued_publishes == self._completed_publishes:
+        """Pulsar's ``decrementPendingWriteOpsAndCheck`` (caller holds the publish lock): once
+        nothing is pending and the ledger finished reporting the failure, reset the pushed
+        sequence ids to the persisted ones and lift the fence."""
+        if self._fenced and self._issued_publishes == self._completed_publishes and not self._ml.adds_failing:
             failed, self._failed_publishes = self._failed_publishes, []
             for ctx in failed:
                 self._dedup.record_failed(ctx)  # pushed := persisted

@@ -31,11 +31,13 @@ threads, which never hold a ledger for long (a few batches, then it queues itsel
 failed write fails every add queued behind it: nothing queued after a failure is written before
 the failure has been reported.
 
-Locking: one re-entrant lock per ML guards the ledger list, LAC and counters. The writer holds
-it while it writes to the store (so it may block on storage I/O); position arithmetic holds it
-briefly. A second, short lock guards the queue of pending adds, so queueing never waits for a
-write. Callbacks run with neither lock held. Cursors take their own lock first and may then
-take the ML lock, never the reverse.
+Locking: one re-entrant lock per ML guards the ledger list, LAC and counters; position
+arithmetic holds it briefly. The writer holds an *append lock* across an append (rollovers take
+it too, before the ML lock) and writes entries that fit in the current ledger without the ML
+lock, so readers never wait for a store write; only a rollover (seal, create, ``ManagedLedgerInfo``)
+does I/O under the ML lock. A third, short lock guards the queue of pending adds, so queueing
+never waits for a write. Callbacks run with no lock held. Cursors take their own lock first
+and may then take the ML lock, never the reverse.
 
 Cursors see the ML as a :class:`~mledger.managed_ledger.ledger_view.LedgerView`; the ML sees its
 factory as a :class:`LedgerFactoryView`. ``ManagedLedgerInfo`` bytes are
@@ -155,12 +157,17 @@ class ManagedLedger:
         self._properties: dict[str, str] = {}
         # The add pipeline (see the module doc).
         self._add_lock = threading.Lock()
+        # Held by the writer across an append (the store write runs outside self._lock) and by
+        # every other change of the current ledger (rollovers), so they never interleave.
+        self._append_lock = threading.Lock()
         self._adds_idle = threading.Condition(self._add_lock)
         self._idle_waiters = 0
         self._pending_adds: deque[_PendingAdd] = deque()
         self._writing = False
         self._writer_ident: int | None = None
         self._closing = False
+        self._failing = False
+        self._failure_listener: Callable[[], None] | None = None
         self._roll_over_failed = False
         self._writes_block: bool = getattr(self._store, "blocking_writes", True)
 
@@ -410,8 +417,7 @@ class ManagedLedger:
         raw = batch[0].raw if single else [r for op in batch for r in op.raw]
         error: BaseException | None = None
         try:
-            with self._lock:
-                self._check_open()
+            with self._append_lock:
                 positions, error = self._append(raw)
         except BaseException as exc:
             positions, error = [], exc
@@ -436,49 +442,86 @@ class ManagedLedger:
                 raise error
 
     def _fail_queued(self, failed: list[_PendingAdd], error: BaseException) -> None:
-        """Fail ``failed`` and every add queued behind, until the queue is seen empty."""
+        """Fail ``failed`` and every add queued behind, until the queue is seen empty; then
+        tell the failure listener (see :meth:`set_failure_listener`)."""
+        self._failing = True
         while True:
             for op in failed:
                 _complete(op, None, error)
             with self._add_lock:
                 if not self._pending_adds:
-                    return
+                    self._failing = False
+                    break
                 failed = list(self._pending_adds)
                 self._pending_adds.clear()
+        listener = self._failure_listener
+        if listener is not None:
+            try:
+                listener()
+            except Exception:  # an owner's bug must not stop the pipeline
+                log.exception("managed ledger %s: the failure listener failed", self.name)
+
+    def set_failure_listener(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener()`` (on the writer thread, no lock held) each time a failed write and
+        every add failed with it have been reported to their callbacks. An owner that fences
+        on a failure (Pulsar's topic) lifts the fence then: before that, an add it queues
+        would be failed with the earlier error."""
+        self._failure_listener = listener
+
+    @property
+    def adds_failing(self) -> bool:
+        """Whether a failed write is being reported (adds queued meanwhile fail with it)."""
+        return self._failing
 
     def _append(self, raw: Sequence[bytes]) -> tuple[list[Position], BaseException | None]:
-        """Write ``raw`` to the current ledger(s), rolling over as needed (caller holds the
-        lock). Returns the positions written and the error that stopped it, if any."""
+        """Write ``raw`` to the current ledger(s), rolling over as needed (the caller holds the
+        append lock). Returns the positions written and the error that stopped it, if any.
+
+        When everything fits in the current ledger (the common case) the store write runs
+        without the ledger lock, so readers and position arithmetic never wait for it: only
+        this writer appends, and rollovers take the append lock too. A batch that reaches a
+        rollover limit is written under the ledger lock, chunk by chunk.
+        """
         positions: list[Position] = []
         n = len(raw)
-        if not n:
-            return positions, None
-        current = self._current
-        assert current is not None
-        config = self.config
-        if (
-            not self._roll_over_failed
-            and current.entries + n < config.max_entries_per_ledger
-            and current.size + sum(map(len, raw)) < config.max_size_per_ledger_mb * 1024 * 1024
-        ):
-            # The common case: everything fits in the current ledger, no rollover after.
+        with self._lock:
+            self._check_open()
+            if not n:
+                return positions, None
+            current = self._current
+            assert current is not None
+            config = self.config
+            size = sum(map(len, raw))
+            fits = (
+                not self._roll_over_failed
+                and current.entries + n < config.max_entries_per_ledger
+                and current.size + size < config.max_size_per_ledger_mb * 1024 * 1024
+            )
+        if fits:
+            ledger_id = current.ledger_id
             try:
-                first = self._store.append_many(current.ledger_id, raw)
+                first = self._store.append_many(ledger_id, raw)
             except BaseException as exc:
                 return positions, exc
-            ledger_id = current.ledger_id
-            current.entries += n
-            current.size += sum(map(len, raw))
             positions = [Position(ledger_id, first + k) for k in range(n)] if n != 1 else [Position(ledger_id, first)]
-            self._last_confirmed = positions[-1]
-            self._entries_added += n
-            if self._ledger_is_full(current):  # by age
-                try:
-                    self._roll_over()
-                except Exception as exc:
-                    self._roll_over_failed = True
-                    log.warning("managed ledger %s: rollover after an add failed: %s", self.name, exc)
+            with self._lock:
+                current.entries += n
+                current.size += size
+                self._last_confirmed = positions[-1]
+                self._entries_added += n
+                if self._ledger_is_full(current):  # by age
+                    try:
+                        self._roll_over()
+                    except Exception as exc:
+                        self._roll_over_failed = True
+                        log.warning("managed ledger %s: rollover after an add failed: %s", self.name, exc)
             return positions, None
+        with self._lock:
+            return self._append_rolling(raw)
+
+    def _append_rolling(self, raw: Sequence[bytes]) -> tuple[list[Position], BaseException | None]:
+        """:meth:`_append` for a batch that reaches a rollover limit (caller holds both locks)."""
+        positions: list[Position] = []
         cumulative = list(accumulate(map(len, raw)))  # prefix sums of the entry sizes
         done = 0
         try:
@@ -529,7 +572,7 @@ class ManagedLedger:
                 f"entry of {size} bytes exceeds the maximum entry size {self._store.max_entry_size}"
             )
         last: Position | None = None
-        with self._lock:
+        with self._append_lock, self._lock:
             self._check_open()
             done = 0
             while done < count:
@@ -562,7 +605,7 @@ class ManagedLedger:
 
     def roll_over_if_due(self) -> bool:
         """Roll over the current ledger if its time limit has passed; True if it did."""
-        with self._lock:
+        with self._append_lock, self._lock:
             self._check_open()
             assert self._current is not None
             if self._ledger_is_full(self._current):
@@ -575,7 +618,7 @@ class ManagedLedger:
 
         An empty current ledger is kept as it is (nothing to seal) and its id returned.
         """
-        with self._lock:
+        with self._append_lock, self._lock:
             self._check_open()
             assert self._current is not None
             if self._current.entries > 0:

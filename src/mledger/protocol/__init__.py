@@ -8,8 +8,8 @@ Layers (DESIGN.md "Binary protocol"), each module importing only modules named b
 :mod:`~mledger.protocol.framing` and :mod:`~mledger.protocol.codec` (bytes <-> frames and
 commands), :mod:`~mledger.protocol.connection` (sans-I/O handshake and command table),
 :mod:`~mledger.protocol.config` (settings and counters), :mod:`~mledger.protocol.access`
-(producer access modes, tokens), :mod:`~mledger.protocol.publisher` (SENDs, off the loop when
-the store blocks), :mod:`~mledger.protocol.session` (commands -> broker calls; no sockets, no
+(producer access modes, tokens), :mod:`~mledger.protocol.session` (commands -> broker calls,
+SENDs through the broker's pipelined publish; no sockets, no
 event loop: it reaches its server through the :class:`~mledger.protocol.session.SessionHost`
 protocol it defines), :mod:`~mledger.protocol.server` (the asyncio shell) and
 :mod:`~mledger.protocol.embedded` (a server on its own loop in a background thread). The pytest

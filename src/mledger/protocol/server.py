@@ -5,9 +5,11 @@ Theory of operation
 :class:`ProtocolServer` listens on a TCP port and runs one :class:`_Shell` (an
 ``asyncio.Protocol``) per connection; the shell feeds received bytes to its session and writes
 what the session queued, once per loop iteration (:meth:`ProtocolServer.flush_soon`). Every
-broker call a command makes runs on the event loop thread, except the appends: SEND frames go
-to the :mod:`publisher <mledger.protocol.publisher>`, which publishes off the loop when the
-store's writes block (SQLite) and reports back on the loop.
+broker call a command makes runs on the event loop thread, but no store write does: SENDs go
+through the broker's pipelined publish (``Topic.publish_entries``), whose ledger writer threads
+store them when the store's writes block (SQLite; the memory store writes on the loop, which
+never blocks) and report back through :meth:`ProtocolServer.run_on_loop`; SEND_RECEIPTs go
+out as each write completes.
 
 The :class:`~mledger.protocol.session.Session` (sans I/O) sees the server only as its
 :class:`~mledger.protocol.session.SessionHost`; this module is the only one in the package
@@ -38,16 +40,15 @@ import itertools
 import logging
 import socket
 import threading
+from collections import deque
 from collections.abc import Callable
 
 from ..broker import Broker, Subscription, Topic
 from ..core.clock import ManualClock
 from ..core.errors import MLedgerError
-from ..storage import MemoryStore
 from .access import ProducerAccess, TokenAuth
 from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
 from .errors import RemoteProtocolError
-from .publisher import InlinePublisher, Publisher, ThreadedPublisher
 from .session import ConsumerHandle, Session
 
 __all__ = ["ProtocolConfig", "ProtocolServer", "ProtocolStats"]
@@ -164,8 +165,7 @@ class ProtocolServer:
 
     Start it inside a running event loop with ``await server.start()`` and stop it with
     ``await server.stop()``; or use :class:`~mledger.protocol.embedded.EmbeddedBroker` to run
-    one in a background thread. ``auth`` turns token authentication on. ``publisher`` None
-    picks the inline publisher for a memory store, the threaded one otherwise. It is the
+    one in a background thread. ``auth`` turns token authentication on. It is the
     :class:`~mledger.protocol.session.SessionHost` of its connections' sessions.
     """
 
@@ -174,15 +174,16 @@ class ProtocolServer:
         broker: Broker,
         config: ProtocolConfig | None = None,
         auth: TokenAuth | None = None,
-        publisher: Publisher | None = None,
     ) -> None:
         self.broker = broker
         self.config = config if config is not None else ProtocolConfig()
         self.auth = auth
         self.stats = ProtocolStats()
         self.access = ProducerAccess()
-        self._publisher = publisher
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Work other threads hand to the loop, run in order by one wake-up per batch.
+        self._handed: deque[Callable[[], None]] = deque()
+        self._handover_scheduled = False
         self._loop_thread: int | None = None
         self._server: asyncio.Server | None = None
         self._shells: dict[Session, _Shell] = {}
@@ -205,15 +206,6 @@ class ProtocolServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._loop_thread = threading.get_ident()
-        if self._publisher is None:
-            if isinstance(self.broker.factory.store, MemoryStore):
-                self._publisher = InlinePublisher()
-            else:
-
-                def post(fn: Callable[[], None]) -> None:
-                    loop.call_soon_threadsafe(fn)
-
-                self._publisher = ThreadedPublisher(post)
         self._server = await loop.create_server(
             lambda: _Shell(self, self._opened, self._lost),
             self.config.host,
@@ -240,17 +232,12 @@ class ProtocolServer:
         for _, timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        for topic in list(self._watched):
+        topics = list(self._watched)
+        for topic in topics:
             topic.remove_listener(self._watcher)
         self._watched.clear()
-        if self._publisher is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self._publisher.close)
-
-    @property
-    def publisher(self) -> Publisher:
-        """The publisher in use (set by :meth:`start`)."""
-        assert self._publisher is not None, "the server is not started"
-        return self._publisher
+        # Wait for the appends in flight (off the loop: they complete on writer threads).
+        await asyncio.get_running_loop().run_in_executor(None, lambda: [t.wait_for_publishes(30) for t in topics])
 
     @property
     def service_url(self) -> str:
@@ -282,14 +269,28 @@ class ProtocolServer:
 
     # -- thread hand-over --------------------------------------------------------------------
     def run_on_loop(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` now if called on the loop thread, else soon on the loop (thread-safe)."""
+        """Run ``fn`` now if called on the loop thread, else soon on the loop (thread-safe).
+
+        Calls from other threads (ledger writers completing SENDs, deliveries) queue up and
+        run in order after one wake-up of the loop per batch, not one each.
+        """
         if threading.get_ident() == self._loop_thread:
             fn()
-        elif self._loop is not None and not self._loop.is_closed():
+            return
+        self._handed.append(fn)
+        if not self._handover_scheduled:
+            self._handover_scheduled = True
+            self.post(self._run_handed)
+
+    def _run_handed(self) -> None:
+        # Cleared before draining: a thread that queues after this line wakes the loop again.
+        self._handover_scheduled = False
+        handed = self._handed
+        while handed:
             try:
-                self._loop.call_soon_threadsafe(fn)
-            except RuntimeError:  # pragma: no cover - the loop closed meanwhile
-                pass
+                handed.popleft()()
+            except Exception:  # pragma: no cover - one callback's bug must not strand the others
+                log.exception("a callback handed to the event loop failed")
 
     def post(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the loop after the current callback (thread-safe)."""

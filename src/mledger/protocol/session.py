@@ -5,8 +5,8 @@ and consumers its client opened. It has one ``handle_<command>`` method per clie
 command table marks handled (:mod:`mledger.protocol.commands`). It never touches sockets or the
 event loop: the server shell feeds it bytes and drains what it queued; its
 :class:`SessionHost` (in the server, :class:`~mledger.protocol.server.ProtocolServer`; this
-module only knows the protocol it defines) provides the broker, the publisher, dispatch
-scheduling and thread hand-over.
+module only knows the protocol it defines) provides the broker, dispatch scheduling and
+thread hand-over.
 
 The broker talks back through the handles: a :class:`ProducerHandle` is the broker producer's
 listener and a :class:`ConsumerHandle` the broker consumer's sink. They may be called from
@@ -15,9 +15,11 @@ other threads, hand over to the host's loop and call the session's named entry p
 
 Mapping onto the broker (DESIGN.md "Binary protocol"):
 
-* PRODUCER -> ``Topic.create_producer`` (access modes, schema); SEND -> the publisher
-  (``Topic.publish_framed``: the producer's bytes from the checksum on, unchanged) ->
-  SEND_RECEIPT with the stored position;
+* PRODUCER -> ``Topic.create_producer`` (access modes, schema); SEND -> the pipelined publish
+  (``Topic.publish_entries``: the producer's bytes from the checksum on, stored unchanged; the
+  SENDs of one read go to their topic together, and the ledger's writer stores everything
+  queued in one write, off the loop when the store's writes block) -> SEND_RECEIPT with the
+  stored position, written as each write completes (the event loop never waits on the store);
 * SUBSCRIBE -> ``Topic.subscribe`` (durable) or ``Topic.open_non_durable_subscription``
   (readers), then ``Subscription.add_consumer(sink=...)`` with no permits; FLOW grants permits
   and dispatches; the dispatcher pushes whole entries to the sink, which writes MESSAGE frames;
@@ -51,6 +53,7 @@ from ..broker import (
     MessageDupUnknownError,
     PartitionedTopic,
     ProducerBusyError,
+    PublishResult,
     SubscriptionBusyError,
     SubscriptionType,
     Topic,
@@ -82,7 +85,6 @@ from .commands import COMMANDS
 from .config import ProtocolConfig, ProtocolStats
 from .connection import Connection, ConnectionState, Request
 from .framing import checksummed_entry
-from .publisher import Publisher, PublishResult
 
 __all__ = ["PERMIT_WINDOW", "ConsumerHandle", "ProducerHandle", "Session", "SessionHost"]
 
@@ -163,11 +165,6 @@ class SessionHost(Protocol):
         ...
 
     @property
-    def publisher(self) -> Publisher:
-        """Where SENDs go; it reports back on the loop."""
-        ...
-
-    @property
     def service_url(self) -> str:
         """``pulsar://host:port`` for LOOKUP answers."""
         ...
@@ -211,6 +208,26 @@ class SessionHost(Protocol):
     def dispatch(self, subscription: Subscription) -> int:
         """Push what ``subscription`` can deliver now; returns the entries dispatched."""
         ...
+
+
+_Send = tuple["ProducerHandle", int, int, FramedPublish]
+"""A SEND waiting for its receipt: the producer, the sequence id and highest sequence id as the
+client sent them, and what was published."""
+
+
+class _SendsDone:
+    """The topic's callback for one group of SENDs: hands the results to the session on the
+    loop (it runs on the ledger's writer thread, or on the loop itself for the memory store)."""
+
+    __slots__ = ("sends", "session")
+
+    def __init__(self, session: Session, sends: list[_Send]) -> None:
+        self.session = session
+        self.sends = sends
+
+    def __call__(self, results: list[PublishResult]) -> None:
+        session = self.session
+        session.host.run_on_loop(partial(session.sends_completed, self.sends, results))
 
 
 class ProducerHandle:
@@ -298,7 +315,7 @@ class Session:
         self.role: str | None = None
         self._producers: dict[int, ProducerHandle] = {}
         self._consumers: dict[int, ConsumerHandle] = {}
-        self._pending_sends: dict[int, list[tuple[ProducerHandle, int, int, FramedPublish]]] = {}
+        self._pending_sends: dict[int, list[_Send]] = {}
         self.paused = False
         self.closed = False
         self.inflight_sends = 0
@@ -536,9 +553,11 @@ class Session:
         self._pending_sends = {}
         for sends in batches.values():
             topic = sends[0][0].topic
-            self._host.publisher.submit(topic, [s[3] for s in sends], partial(self._sends_done, sends))
+            topic.publish_entries([s[3] for s in sends], _SendsDone(self, sends))
 
-    def _sends_done(self, sends: list[tuple[ProducerHandle, int, int, FramedPublish]], results: list[PublishResult]) -> None:
+    def sends_completed(self, sends: list[_Send], results: list[PublishResult]) -> None:
+        """The topic stored (or refused) ``sends``: SEND_RECEIPT or SEND_ERROR for each, in
+        order (loop thread)."""
         conn = self.connection
         self.inflight_sends -= len(sends)
         if self.closed:
