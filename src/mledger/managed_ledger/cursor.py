@@ -113,6 +113,7 @@ class ManagedCursor:
         self._last_persist_ms: int | None = None
         self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
         self._store: CursorStateStore | None = None
+        self._mirrors: list[CursorStateStore] = []  # see add_state_mirror
         self.counts_as_consumer = True
         """False for a system cursor (the broker's ``pulsar.dedup``): it still holds ledger
         trimming back at its mark-delete, but on its own never lets a ledger go."""
@@ -686,7 +687,10 @@ class ManagedCursor:
     def _persist(self) -> None:
         if self._store is None:
             return
-        self._store.persist(self._snapshot())
+        snapshot = self._snapshot()
+        self._store.persist(snapshot)
+        for mirror in self._mirrors:
+            mirror.persist(snapshot)
         self._persistent_md = self._md
         self._dirty = False
         self._last_persist_ms = self._ml.clock.now_ms()
@@ -714,6 +718,19 @@ class ManagedCursor:
     def is_dirty(self) -> bool:
         """Whether state changes are waiting for a throttled persist."""
         return self._dirty
+
+    def add_state_mirror(self, store: CursorStateStore) -> None:
+        """Also persist this durable cursor's state through ``store``, a state store of its own
+        (another metadata store and cursor ledgers, other persistence settings): it gets the
+        same snapshots at the same moments as the cursor's own store, from now on, starting
+        with ``initialize``. Compares persistence settings on one cursor, side by side (the
+        replay's settings sweeps). Raises ``ValueError`` on a non-durable cursor."""
+        with self._lock:
+            self._check_open()
+            if self._store is None:
+                raise ValueError(f"cursor {self.name} is not durable: it persists no state to mirror")
+            store.initialize(self._snapshot())
+            self._mirrors.append(store)
 
     # -- mark-delete properties ---------------------------------------------------------------
     def put_property(self, key: str, value: int) -> bool:
@@ -753,7 +770,10 @@ class ManagedCursor:
     def _persist_cursor_properties(self) -> None:
         # Cursor properties live only in ManagedCursorInfo (field 8), as in Pulsar.
         if self._store is not None:
-            self._store.persist_cursor_properties(self._snapshot())
+            snapshot = self._snapshot()
+            self._store.persist_cursor_properties(snapshot)
+            for mirror in self._mirrors:
+                mirror.persist_cursor_properties(snapshot)
 
     # -- counting ---------------------------------------------------------------------------
     def number_of_entries(self) -> int:
@@ -959,7 +979,10 @@ class ManagedCursor:
             self._lifecycle = CursorLifecycle.CLOSING
             try:
                 if self._store is not None:
-                    self._store.close(self._snapshot())
+                    snapshot = self._snapshot()
+                    self._store.close(snapshot)
+                    for mirror in self._mirrors:
+                        mirror.close(snapshot)
                     self._persistent_md = self._md
                     self._dirty = False
             finally:
@@ -975,6 +998,8 @@ class ManagedCursor:
             self._lifecycle = CursorLifecycle.DELETING
             if self._store is not None:
                 self._store.delete()
+                for mirror in self._mirrors:
+                    mirror.delete()
             self._lifecycle = CursorLifecycle.DELETED
 
     def _check_open(self) -> None:

@@ -37,6 +37,7 @@ size and time is switched off: the log decides where ledgers end.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,10 +52,13 @@ from ..cursor import ManagedCursor
 from ..entry import EntryMetadata, encode_entry
 from ..errors import InvalidRequestError
 from ..ledger import ML_ROOT, InitialPosition, ManagedLedger, ManagedLedgerFactory
+from ..managed_ledger.cursor_stats import PersistenceStats
+from ..managed_ledger.cursor_store import CursorStateStore
 from ..messageid import MessageId
 from ..persistence.chunking import parse_footer, reassemble, unpack_payload
 from ..persistence.compression import decompress_metadata
 from ..position import Position
+from .mirror import MirrorView
 from .model import SubscriptionResult, SubscriptionSpec
 from .settings import ReplaySettings
 from .store import ReplayStore
@@ -64,6 +68,13 @@ _NEVER_MS = 1 << 62
 _MAX_STATE = 1 << 31
 _NO_LEDGER = -1
 _FALLBACK_NAMESPACE = "persistent://public/default/"
+_FIXED_LEDGER = {
+    "max_entries_per_ledger": _INT32_MAX,
+    "max_size_per_ledger_mb": _INT32_MAX,
+    "minimum_rollover_time_ms": 0,
+    "maximum_rollover_time_ms": _NEVER_MS,
+}
+"""Data-ledger rollover is off: the log's positions say where ledgers roll over."""
 _EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
 """What the replay appends for each produced entry: the log's entries carry no payload."""
 
@@ -93,7 +104,7 @@ def cursor_name(subscription: str) -> str:
 
 
 class _Subscription:
-    __slots__ = ("consumer", "delivered", "spec", "start", "subscription", "undelivered")
+    __slots__ = ("consumer", "delivered", "mirrors", "spec", "start", "subscription", "undelivered")
 
     def __init__(self, spec: SubscriptionSpec) -> None:
         self.spec = spec
@@ -102,6 +113,7 @@ class _Subscription:
         self.delivered = 0
         self.start: Position | None = None  # mark-delete when the subscription was created
         self.undelivered: set[tuple[int, int]] = set()  # due but acknowledged before
+        self.mirrors: list[CursorStateStore] = []  # one per mirrored setting
 
     @property
     def cursor(self) -> ManagedCursor:
@@ -120,12 +132,7 @@ class BrokerModel:
         self._clock = ManualClock(0)
         self._store = ReplayStore()
         self._factory = ManagedLedgerFactory(self._store, settings.factory, clock=self._clock)
-        ledger_config = settings.ledger.with_changes(
-            max_entries_per_ledger=_INT32_MAX,
-            max_size_per_ledger_mb=_INT32_MAX,
-            minimum_rollover_time_ms=0,
-            maximum_rollover_time_ms=_NEVER_MS,
-        )
+        ledger_config = settings.ledger.with_changes(**_FIXED_LEDGER)
         config = BrokerConfig(
             managed_ledger_config=ledger_config,
             deduplication_enabled=settings.deduplication,
@@ -139,6 +146,8 @@ class BrokerModel:
         self._dedup: MessageDeduplication | None = None
         self._subs: dict[str, _Subscription] = {}
         self._ledgers = 0
+        self._settings = settings
+        self._mirrors: list[tuple[ReplaySettings, ReplayStore]] = []
 
     # -- time -------------------------------------------------------------------------------
     def set_time(self, now_ms: int) -> None:
@@ -201,6 +210,19 @@ class BrokerModel:
         sub.subscription = subscription
         sub.consumer = subscription.add_consumer("replay", permits=0)
         sub.start = subscription.cursor.mark_delete_position
+        ml = self._topic.managed_ledger
+        for settings, store in self._mirrors:
+            view = MirrorView(ml, settings.ledger.with_changes(**_FIXED_LEDGER), settings.factory, store)
+            mirror = CursorStateStore(view, subscription.cursor.name)
+            subscription.cursor.add_state_mirror(mirror)
+            sub.mirrors.append(mirror)
+
+    def mirror_persistence(self, settings: Sequence[ReplaySettings]) -> None:
+        """Persist every subscription's cursor state under each of ``settings`` too (see
+        :mod:`.mirror`), each on a store of its own; call before the first subscription."""
+        if self._subs:
+            raise RuntimeError("mirror_persistence after a subscription was created")
+        self._mirrors.extend((s, ReplayStore()) for s in settings)
 
     def has_subscription(self, name: str) -> bool:
         return name in self._subs
@@ -314,7 +336,7 @@ class BrokerModel:
             # The dispatcher has read everything; the reset also persists the final state.
             cursor.seek(ml.last_confirmed_entry.next())
             stats = cursor.stats()
-            record, state = self._persisted_state(cursor, stats.cursor_ledger_id) if emit_state else (None, None)
+            record, state = self._persisted_state(self._store, cursor, stats.cursor_ledger_id) if emit_state else (None, None)
             md, read = stats.mark_delete_position, stats.read_position
             results.append(SubscriptionResult(
                 subscription=sub.spec.name,
@@ -334,16 +356,39 @@ class BrokerModel:
             ))
         return results
 
-    def _persisted_state(self, cursor: ManagedCursor, ledger_id: int) -> tuple[str, bytes]:
-        """The last persisted state: a ``PositionInfo`` (reassembled, uncompressed) from the
-        cursor ledger, or the ``ManagedCursorInfo`` node when the state went there."""
+    def mirror_results(self, own: Sequence[SubscriptionResult], emit_state: bool) -> list[list[SubscriptionResult]]:
+        """After :meth:`finish` (which returned ``own``): the results under each mirrored
+        setting, in :meth:`mirror_persistence` order; only the persistence figures differ."""
+        out: list[list[SubscriptionResult]] = []
+        for k, (_, store) in enumerate(self._mirrors):
+            rows = []
+            for result, sub in zip(own, self._subs.values(), strict=True):
+                stats: PersistenceStats = sub.mirrors[k].stats()
+                record, state = (self._persisted_state(store, sub.cursor, stats.cursor_ledger_id) if emit_state
+                                 else (None, None))
+                rows.append(dataclasses.replace(
+                    result,
+                    persisted_state_bytes=stats.persisted_state_bytes,
+                    state_chunks=stats.last_persist_chunks,
+                    truncated_ranges=stats.truncated_ranges,
+                    truncated_batch_indexes=stats.truncated_batch_indexes,
+                    state_record=record,
+                    state=state,
+                ))
+            out.append(rows)
+        return out
+
+    def _persisted_state(self, store: ReplayStore, cursor: ManagedCursor, ledger_id: int) -> tuple[str, bytes]:
+        """The last persisted state in ``store``: a ``PositionInfo`` (reassembled,
+        uncompressed) from the cursor ledger, or the ``ManagedCursorInfo`` node when the state
+        went there."""
         if ledger_id != _NO_LEDGER:
-            entries = self._store.last_append(ledger_id)
+            entries = store.last_append(ledger_id)
             footer = parse_footer(entries[-1], max_parts=max(len(entries) - 1, 1), max_length=_MAX_STATE)
             payload = entries[-1] if footer is None else reassemble(footer, entries[:-1])
             return "PositionInfo", unpack_payload(payload, _MAX_STATE)
         assert self._ml is not None
-        node = self._store.get(f"{ML_ROOT}/{self._ml.name}/{cursor.name}")
+        node = store.get(f"{ML_ROOT}/{self._ml.name}/{cursor.name}")
         assert node is not None
         return "ManagedCursorInfo", decompress_metadata(node.data, _MAX_STATE)
 

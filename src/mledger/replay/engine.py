@@ -62,6 +62,7 @@ import pyarrow.compute as pc
 from .broker_model import BrokerModel
 from .columns import Codes, Rows
 from .entries import EntryIndex
+from .mirror import behaviour
 from .model import PartitionModel, SubscriptionResult, SubscriptionSpec
 from .schema import (
     ANOMALY_SCHEMA,
@@ -104,6 +105,9 @@ class PartitionReplayer:
     they are found, then the cursor and partition rows). ``declared`` are the
     ``subscriptions``-log entries of the topic. ``model_factory`` builds the
     :class:`~.model.PartitionModel` (default :class:`~.broker_model.BrokerModel`).
+    ``also_persist``: settings that differ from ``settings`` only in persistence-only keys
+    (:data:`~.mirror.PERSISTENCE_KEYS`); the cursors' state is persisted under each of them
+    too and :meth:`finish_variants` returns their outputs (a shared sweep, see :mod:`.mirror`).
     Raises :class:`EventOrderError` when the events go backwards.
     """
 
@@ -114,12 +118,17 @@ class PartitionReplayer:
         settings: ReplaySettings | None = None,
         declared: Iterable[SubscriptionSpec] = (),
         model_factory: ModelFactory | None = None,
+        also_persist: Sequence[ReplaySettings] = (),
     ) -> None:
         in_range = partition is not None and -(1 << 31) <= partition < (1 << 31)
         self.topic = topic
         self.partition = partition if in_range else None  # an impossible key is reported per row
         self._given_partition = partition
         self.settings = settings or ReplaySettings()
+        self._also = tuple(also_persist)
+        for other in self._also:
+            if behaviour(other) != behaviour(self.settings):
+                raise ValueError("also_persist: settings may differ from the replay's only in persistence-only keys")
         self._declared = {s.name: s for s in declared}
         self._index = EntryIndex()
         self._subs = Codes()
@@ -145,6 +154,8 @@ class PartitionReplayer:
         if usable:
             assert topic is not None and partition is not None
             self._model = factory(topic, partition, self.settings)
+            if self._also:
+                self._model.mirror_persistence(self._also)
         if self._model is not None:
             for spec in self._declared.values():
                 if spec.initial_position != "latest":
@@ -162,26 +173,28 @@ class PartitionReplayer:
 
     def finish(self) -> list[pa.RecordBatch]:
         """End of the events: final deliveries, cursor and partition rows."""
+        return self.finish_variants()[0]
+
+    def finish_variants(self) -> list[list[pa.RecordBatch]]:
+        """:meth:`finish` under the replay's own settings and each of ``also_persist``, in that
+        order: the same anomaly and partition rows, each setting's own cursor rows."""
         if self._finished:
-            return []
+            return [[] for _ in range(1 + len(self._also))]
         self._finished = True
         self._flush()
-        out_cursors: list[pa.RecordBatch] = []
+        per_setting: list[list[SubscriptionResult]] = [[] for _ in range(1 + len(self._also))]
         model = self._model
-        subs = 0
         if model is not None:
             end = max(self._last_key[0], 0) if self._last_key is not None else 0
             model.dispatch(end + 1)
             for spec in self._declared.values():
                 self._create(spec)
-            results = model.finish(end, self.settings.emit_state)
-            subs = len(results)
-            if results:
-                out_cursors.append(union_batch("cursors", self._cursor_batch(results)))
-        out = self._take_output(final=True)
-        out.extend(out_cursors)
-        out.append(union_batch("partitions", self._partition_batch(subs)))
-        return out
+            own = model.finish(end, self.settings.emit_state)
+            per_setting = [own, *(model.mirror_results(own, self.settings.emit_state) if self._also else [])]
+        anomalies = self._take_output(final=True)
+        partition = union_batch("partitions", self._partition_batch(len(per_setting[0])))
+        return [[*anomalies, *([union_batch("cursors", self._cursor_batch(results))] if results else []), partition]
+                for results in per_setting]
 
     # -- ingest and cutting ---------------------------------------------------------------------
     def _ingest(self, batch: pa.RecordBatch) -> Rows:

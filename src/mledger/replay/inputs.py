@@ -21,7 +21,6 @@ on a cluster the executors must be able to open them.
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import pyarrow.fs as pafs
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
+from .fs import filesystem_for as filesystem_for
 from .model import SubscriptionSpec
 from .schema import (
     ANOMALY_SCHEMA,
@@ -106,13 +106,6 @@ class InputPlan:
     def known_rows(self) -> int:
         """Event rows known before reading (Parquet only; text files count as 0)."""
         return sum(t.rows for t in self.tasks if t.rows > 0)
-
-
-def filesystem_for(root: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow filesystem and path of a local path or URI."""
-    if "://" in root:
-        return pafs.FileSystem.from_uri(root)
-    return pafs.LocalFileSystem(), os.path.abspath(root)
 
 
 def file_format(path: str) -> str:

@@ -33,6 +33,8 @@ from typing import Protocol
 
 import numpy as np
 
+from .settings import ReplaySettings
+
 SHARED_TYPES = frozenset({"SHARED", "KEY_SHARED"})
 """Subscription types that take individual acks only, honour deliver_at and accept cancels."""
 
@@ -156,6 +158,16 @@ class PartitionModel(Protocol):
     # results ----------------------------------------------------------------------------------
     def finish(self, end_ms: int, emit_state: bool) -> list[SubscriptionResult]:
         """Close the replay: dispatcher reads, final persist, one result per subscription."""
+        ...
+
+    # shared sweeps (see :mod:`.mirror`) --------------------------------------------------------
+    def mirror_persistence(self, settings: Sequence[ReplaySettings]) -> None:
+        """Persist every subscription's cursor state under each of ``settings`` too (they differ
+        from the model's own settings in persistence-only keys); called before ``subscribe``."""
+        ...
+
+    def mirror_results(self, own: Sequence[SubscriptionResult], emit_state: bool) -> list[list[SubscriptionResult]]:
+        """After ``finish`` (which returned ``own``): the results under each mirrored setting."""
         ...
 
     def ledger_count(self) -> int:

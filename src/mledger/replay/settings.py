@@ -8,12 +8,15 @@ replay's own keys below. Settings are frozen and picklable: Spark ships them to 
 from __future__ import annotations
 
 import dataclasses
+import json
+import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from ..errors import ConfigError
+from .fs import filesystem_for
 
 REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)
 """Pulsar's broker default ``managedLedgerDefaultMarkDeleteRateLimit`` = 1.0: cursor state is
@@ -155,11 +158,6 @@ def settings_record(settings: ReplaySettings, engine: str, sweep: Mapping[str, l
 def write_settings(out_dir: str, settings: ReplaySettings, engine: str,
                    sweep: Mapping[str, list[Any]] | None = None) -> None:
     """Write :data:`SETTINGS_FILE` into ``out_dir`` (a local path or a pyarrow filesystem URI)."""
-    import json
-    import posixpath
-
-    from .inputs import filesystem_for
-
     fs, root = filesystem_for(out_dir)
     fs.create_dir(root, recursive=True)
     text = json.dumps(settings_record(settings, engine, sweep), indent=2) + "\n"  # sweep keys in their order

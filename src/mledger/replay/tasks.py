@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from .engine import ModelFactory, PartitionReplayer, declared_for
 from .inputs import filesystem_for
 from .layout import PreparedLog, PreparedPartition, open_prepared, read_partition
+from .mirror import shared_groups
 from .model import SubscriptionSpec
 from .schema import OUTPUTS
 from .sweep import Variant, column_value, sweep_fields
@@ -156,22 +157,29 @@ def replay_partition_into(
     on_batch: Callable[[int], None] | None = None,
 ) -> int:
     """Replay one topic-partition under every variant, reading its files once; output
-    batches go to ``sink(output, batch, variant index)``. Returns the events read."""
+    batches go to ``sink(output, batch, variant index)``. Variants that differ only in
+    persistence-only settings share one replay (:mod:`.mirror`). Returns the events read."""
     declared = declared_for(subscriptions, part.topic)
-    replayers = [PartitionReplayer(part.topic, part.partition, v.settings, declared, model_factory) for v in chosen]
+    replayers = [
+        (PartitionReplayer(part.topic, part.partition, chosen[group[0]].settings, declared, model_factory,
+                           also_persist=[chosen[i].settings for i in group[1:]]), group)
+        for group in shared_groups(v.settings for v in chosen)
+    ]
     events = 0
     for batch in read_partition(log, part):
-        for i, replayer in enumerate(replayers):
+        for replayer, group in replayers:
             for union in replayer.feed(batch):
                 for name, out in _split(union):
-                    sink(name, out, i)
+                    for i in group:
+                        sink(name, out, i)
         events += batch.num_rows
         if on_batch is not None:
             on_batch(batch.num_rows)
-    for i, replayer in enumerate(replayers):
-        for union in replayer.finish():
-            for name, out in _split(union):
-                sink(name, out, i)
+    for replayer, group in replayers:
+        for i, outputs in zip(group, replayer.finish_variants(), strict=True):
+            for union in outputs:
+                for name, out in _split(union):
+                    sink(name, out, i)
     return events
 
 
