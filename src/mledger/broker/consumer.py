@@ -75,7 +75,7 @@ class ConsumerOwner(Protocol):
 
     def consumer_acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int: ...
 
-    def consumer_acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> None: ...
+    def consumer_acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> int: ...
 
     def consumer_acknowledge_cumulative(self, consumer: Consumer, message_id: MessageId) -> None: ...
 
@@ -195,14 +195,16 @@ class Consumer:
         """
         return self._sub.consumer_acknowledge_entries(self, positions)
 
-    def acknowledge_with_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> None:
+    def acknowledge_with_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> int:
         """Acknowledge batch indexes given as ack sets: ``(entry, bits still unacknowledged,
-        batch size or None)`` per entry (Pulsar's ``ack_set`` of a batch-index ack).
+        batch size or None)`` per entry (Pulsar's ``ack_set`` of a batch-index ack); returns
+        how many entries became fully acknowledged.
 
         The entry becomes fully acknowledged once no bit is left. Validates like
-        :meth:`acknowledge`; already acknowledged entries are ignored.
+        :meth:`acknowledge`; already acknowledged entries are ignored. One cursor operation
+        for all the entries (the same state as acknowledging them one by one).
         """
-        self._sub.consumer_acknowledge_ack_sets(self, list(items))
+        return self._sub.consumer_acknowledge_ack_sets(self, list(items))
 
     def acknowledge_cumulative(self, message_id: MessageIdLike | Iterable[MessageIdLike]) -> None:
         """Acknowledge every message up to and including ``message_id``.

@@ -373,11 +373,12 @@ class Subscription:
             cursor.delete(position)
             self._dispatcher.on_deleted((position,))
 
-    def consumer_acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> None:
-        """``Consumer.acknowledge_with_ack_sets``: Pulsar ack sets (set bits = still unacked)."""
+    def consumer_acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> int:
+        """``Consumer.acknowledge_with_ack_sets``: Pulsar ack sets (set bits = still unacked),
+        one bulk cursor operation; returns the entries that became fully acknowledged."""
         with self._lock:
             self._check_consumer(consumer)
-            plan: list[tuple[Position, int, int]] = []
+            plan: list[tuple[Position, int, int | None]] = []
             for position, ack_set, batch_size in items:
                 if not self._is_live(position):
                     continue
@@ -387,19 +388,18 @@ class Subscription:
                 plan.append((position, ack_set & ((1 << size) - 1), size))
             cursor = self._cursor
             md = cursor.mark_delete_position
+            done = cursor.delete_with_ack_sets(plan)
+            deleted, held = [], []
             for position, ack_set, size in plan:
-                acked = [i for i in range(size) if not (ack_set >> i) & 1]
-                if not ack_set:
-                    cursor.delete(position)
-                    self._dispatcher.on_deleted((position,))
-                    continue
-                cursor.delete_with_ack_set(position, ack_set, batch_size=size)
                 if cursor.is_message_deleted(position):
-                    self._dispatcher.on_deleted((position,))
-                elif self._dispatcher.on_batch_acked(position, acked):
-                    cursor.delete(position)
-                    self._dispatcher.on_deleted((position,))
+                    deleted.append(position)
+                elif self._dispatcher.on_batch_acked(position, _acked_indexes(ack_set, size)):
+                    held.append(position)  # every index its consumer held is acked: the entry is done
+            if held:
+                done += cursor.delete_many(held)
+            self._dispatcher.on_deleted(deleted + held)
             self._after_acks(md)
+            return done
 
     def consumer_acknowledge_cumulative(self, consumer: Consumer, message_id: MessageId) -> None:
         """``Consumer.acknowledge_cumulative`` (refused on Shared and Key_Shared)."""
@@ -710,3 +710,10 @@ def _first_published_at_or_after(ml: LedgerView, timestamp_ms: int) -> Position:
         else:
             lo = mid + 1
     return at(lo) if lo < total else LATEST
+
+
+def _acked_indexes(ack_set: int, size: int | None) -> range | list[int]:
+    """The indexes an ack set acknowledges (its clear bits below ``size``)."""
+    if size is None:
+        return range(0)
+    return [i for i in range(size) if not (ack_set >> i) & 1]

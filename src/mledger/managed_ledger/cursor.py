@@ -554,6 +554,57 @@ class ManagedCursor:
                 self._batch[position] = merged
             self._after_change()
 
+    def delete_with_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> int:
+        """Bulk :meth:`delete_with_ack_set`: ``(position, ack set, batch size or None)`` per
+        entry, applied in order under one lock with one persistence check at the end; returns
+        how many entries became fully acknowledged.
+
+        Validates everything first (``InvalidPositionError``, nothing changed). The state it
+        leaves is the state the calls one at a time leave (tested); a throttled persist that
+        falls due sees the whole bulk applied. O(entries) plus O(ranges touched).
+        """
+        plan = [(to_position(p), ack_set, size) for p, ack_set, size in items]
+        with self._lock:
+            self._check_open()
+            lac = self._ml.last_confirmed_entry
+            for position, ack_set, _ in plan:
+                if ack_set < 0:
+                    raise InvalidPositionError(f"invalid ack set {ack_set} for {position}")
+                if position > lac:
+                    raise InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
+                if not self._is_deleted(position) and not self._ml.is_valid_position(position):
+                    raise InvalidPositionError(f"cannot ack {position} on {self.name}: no such entry")
+            if not plan:
+                return 0
+            consumed = self._consumed
+            batch_level = self._ml.config.deletion_at_batch_index_level_enabled
+            acked, batch = self._acked, self._batch
+            added = False
+            for position, ack_set, size in plan:
+                if self._is_deleted(position):
+                    self._drop_batch(position)
+                    continue
+                if ack_set and not batch_level:
+                    continue
+                merged = ack_set
+                if ack_set:
+                    stored = batch.get(position)
+                    if stored is not None:
+                        merged = stored & ack_set
+                    if size is not None:
+                        self._batch_sizes.setdefault(position, size)
+                if merged:
+                    batch[position] = merged
+                    continue
+                self._drop_batch(position)
+                if acked.add(position[0], position[1]):
+                    self._consumed += 1
+                    added = True
+            if added:
+                self._absorb()
+            self._after_change()
+            return self._consumed - consumed
+
     def is_message_deleted(self, position: Position) -> bool:
         """``position <= MD`` or individually deleted (batch partial state is ignored)."""
         with self._lock:

@@ -255,6 +255,14 @@ class BrokerModel:
         sub.consumer.acknowledge([MessageId(ledger_id, entry_id, -1, i) for i in indexes])
         return sub.cursor.messages_consumed_counter - before
 
+    def ack_batch_sets(self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int],
+                       batch_sizes: np.ndarray) -> int:
+        sub = self._sub(subscription)
+        assert sub.consumer is not None
+        items = [(Position(lid, eid), bits, size)
+                 for (lid, eid), bits, size in zip(positions.tolist(), ack_sets, batch_sizes.tolist(), strict=True)]
+        return sub.consumer.acknowledge_with_ack_sets(items)
+
     def ack_cumulative(
         self, subscription: str, ledger_id: int, entry_id: int, batch_index: int, batch_size: int
     ) -> int:

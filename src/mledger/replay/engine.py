@@ -682,9 +682,19 @@ class PartitionReplayer:
         if complete.any():
             first = rows[starts[complete]]
             positions.append(np.column_stack((a.ledger[first], a.entry[first])))
-        for s, e, size in zip(starts[~complete].tolist(), ends[~complete].tolist(), sizes[~complete].tolist(), strict=False):
-            i = rows[s]
-            done += model.ack_batch_indexes(name, int(a.ledger[i]), int(a.entry[i]), bidx[s:e].tolist(), size)
+        partial = ~complete
+        if partial.any():
+            ack_sets = []
+            bits = (1 << bidx).tolist() if int(sizes.max()) <= 63 else [1 << int(b) for b in bidx.tolist()]
+            for s, e, size in zip(starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(),
+                                  strict=True):
+                acked = 0
+                for b in bits[s:e]:
+                    acked |= b
+                ack_sets.append(((1 << size) - 1) & ~acked)
+            first = rows[starts[partial]]
+            done += model.ack_batch_sets(name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets,
+                                         sizes[partial])
         return done
 
     # -- isolated cancels (barriers) -----------------------------------------------------------------------
