@@ -36,6 +36,10 @@ from .position import Position
 MAX_ENTRY_ID = (1 << 32) - 1
 """The largest entry id a range set can hold (roaring bitmaps index 32-bit values)."""
 
+CACHED_RUNS_PER_LEDGER = 4096
+"""Ledgers with at most this many ranges keep their exported runs until they change (64 KiB
+at most per ledger); ledgers with more recompute them, vectorised, on every export."""
+
 OpenClosedRange = tuple[Position, Position]
 
 
@@ -53,11 +57,13 @@ class AckRangeSet:
     ('[(3:4..3:7],(3:8..3:10]]', 2, 5)
     """
 
-    __slots__ = ("_bitmaps", "_runs", "_cardinality")
+    __slots__ = ("_bitmaps", "_runs", "_run_arrays", "_cardinality")
 
     def __init__(self) -> None:
         self._bitmaps: SortedDict = SortedDict()  # ledger id -> non-empty BitMap
         self._runs: dict[int, int] = {}  # cached run count per ledger; absent = stale
+        # cached closed runs (read-only arrays) of ledgers with few runs; dropped with _runs
+        self._run_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cardinality = 0
 
     # -- adding -----------------------------------------------------------------------------
@@ -72,7 +78,7 @@ class AckRangeSet:
             bm.add_checked(entry_id)
         except KeyError:
             return False
-        self._runs.pop(ledger_id, None)
+        self._changed(ledger_id)
         self._cardinality += 1
         return True
 
@@ -92,7 +98,7 @@ class AckRangeSet:
         bm.add_range(first_entry, last_entry + 1)
         added = (last_entry - first_entry + 1) - before
         if added:
-            self._runs.pop(ledger_id, None)
+            self._changed(ledger_id)
             self._cardinality += added
         return added
 
@@ -114,7 +120,7 @@ class AckRangeSet:
         bm.update(array.array("I", values.astype(np.uint32, copy=False).tobytes()))
         added = len(bm) - before
         if added:
-            self._runs.pop(ledger_id, None)
+            self._changed(ledger_id)
             self._cardinality += added
         elif before == 0:
             del self._bitmaps[ledger_id]
@@ -154,13 +160,13 @@ class AckRangeSet:
             if first >= ledger_id:
                 break
             removed += len(bitmaps.popitem(0)[1])
-            self._runs.pop(first, None)
+            self._changed(first)
         bm = bitmaps.get(ledger_id)
         if bm is not None and entry_id >= 0 and bm.min() <= entry_id:
             before = len(bm)
             bm.remove_range(0, min(entry_id, MAX_ENTRY_ID) + 1)
             removed += before - len(bm)
-            self._runs.pop(ledger_id, None)
+            self._changed(ledger_id)
             if not bm:
                 del bitmaps[ledger_id]
         self._cardinality -= removed
@@ -172,7 +178,7 @@ class AckRangeSet:
         if bm is None or entry_id not in bm:
             return False
         bm.discard(entry_id)
-        self._runs.pop(ledger_id, None)
+        self._changed(ledger_id)
         self._cardinality -= 1
         if not bm:
             del self._bitmaps[ledger_id]
@@ -182,6 +188,7 @@ class AckRangeSet:
         """Remove everything. O(ledgers)."""
         self._bitmaps.clear()
         self._runs.clear()
+        self._run_arrays.clear()
         self._cardinality = 0
 
     # -- queries ----------------------------------------------------------------------------
@@ -286,13 +293,13 @@ class AckRangeSet:
             if last <= ledger_id:
                 break
             removed += len(bitmaps.popitem(-1)[1])
-            self._runs.pop(last, None)
+            self._changed(last)
         bm = bitmaps.get(ledger_id)
         if bm is not None and bm.max() > entry_id:
             before = len(bm)
             bm.remove_range(max(entry_id + 1, 0), MAX_ENTRY_ID + 1)
             removed += before - len(bm)
-            self._runs.pop(ledger_id, None)
+            self._changed(ledger_id)
             if not bm:
                 del bitmaps[ledger_id]
         self._cardinality -= removed
@@ -335,7 +342,7 @@ class AckRangeSet:
         if bm is None:
             empty = np.empty(0, dtype=np.int64)
             return empty, empty
-        return _runs_of(bm, self._runs.get(ledger_id))
+        return self._ledger_run_arrays(ledger_id, bm)
 
     def __iter__(self) -> Iterator[OpenClosedRange]:
         """Open-closed ranges ``(lower, upper]`` in ascending order."""
@@ -365,8 +372,7 @@ class AckRangeSet:
             if not unlimited and kept >= max_ranges:  # type: ignore[operator]
                 dropped += self._ledger_run_count(ledger_id, bm)
                 continue
-            starts, ends = _runs_of(bm, self._runs.get(ledger_id))
-            self._runs[ledger_id] = len(starts)
+            starts, ends = self._ledger_run_arrays(ledger_id, bm)
             if not unlimited and kept + len(starts) > max_ranges:  # type: ignore[operator]
                 take = max_ranges - kept  # type: ignore[operator]
                 dropped += len(starts) - take
@@ -413,6 +419,26 @@ class AckRangeSet:
                 result.add_many(int(ledger_id), entries)
         return result
 
+    def _changed(self, ledger_id: int) -> None:
+        """Drop what is cached about one ledger: its bitmap changed."""
+        self._runs.pop(ledger_id, None)
+        self._run_arrays.pop(ledger_id, None)
+
+    def _ledger_run_arrays(self, ledger_id: int, bm: BitMap) -> tuple[np.ndarray, np.ndarray]:
+        """Closed runs of one ledger, cached (read-only) until it changes when they are few
+        (persisting a state exports every ledger, and most ledgers do not change between two
+        persists)."""
+        cached = self._run_arrays.get(ledger_id)
+        if cached is not None:
+            return cached
+        starts, ends = _runs_of(bm, self._runs.get(ledger_id))
+        self._runs[ledger_id] = len(starts)
+        starts.flags.writeable = False
+        ends.flags.writeable = False
+        if len(starts) <= CACHED_RUNS_PER_LEDGER:
+            self._run_arrays[ledger_id] = (starts, ends)
+        return starts, ends
+
     def _ledger_run_count(self, ledger_id: int, bm: BitMap) -> int:
         count = self._runs.get(ledger_id)
         if count is None:
@@ -426,6 +452,7 @@ class AckRangeSet:
         for ledger_id, bm in self._bitmaps.items():
             other._bitmaps[ledger_id] = BitMap(bm)
         other._runs = dict(self._runs)
+        other._run_arrays = dict(self._run_arrays)  # read-only arrays: shared
         other._cardinality = self._cardinality
         return other
 
@@ -466,6 +493,9 @@ class AckRangeSet:
             assert cached is None or cached == _run_count(bm), f"stale run count for {ledger_id}"
         assert total == self._cardinality, f"cardinality {self._cardinality} != {total}"
         assert set(self._runs) <= set(self._bitmaps), "run counts cached for absent ledgers"
+        for ledger_id, (starts, ends) in self._run_arrays.items():
+            fresh = _runs_of(self._bitmaps[ledger_id])
+            assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"
 
 
 # -- bitmap helpers (module level: they are the hot inner loops) --------------------------------
@@ -523,8 +553,10 @@ def _run_start(bm: BitMap, entry: int) -> int:
 def _runs_of(bm: BitMap, run_count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Closed runs of a bitmap as ``(starts, ends)`` int64 arrays, in O(runs).
 
-    Short runs on average: vectorised over the values (at most 64 values per run). Long runs:
-    walked one by one with ``next_set_bit`` and the exponential run-end search.
+    Short runs on average: vectorised over the values (at most 64 values per run). Long runs
+    with short gaps: vectorised over the gaps (the complement between the first and last
+    value, at most 64 per run). Long runs and long gaps: walked one by one with
+    ``next_set_bit`` and the exponential run-end search.
     """
     runs = _run_count(bm) if run_count is None else run_count
     if runs == 0:
@@ -540,9 +572,20 @@ def _runs_of(bm: BitMap, run_count: int | None = None) -> tuple[np.ndarray, np.n
         ends[:-1] = values[breaks]
         ends[-1] = values[-1]
         return starts, ends
+    low, high = bm.min(), bm.max()
+    if high - low + 1 - len(bm) <= 64 * runs:
+        # Long runs and short gaps: the gaps are the complement's runs within [low, high].
+        holes = np.frombuffer(bm.flip(low, high + 1).to_array(), dtype=np.uint32).astype(np.int64)
+        gap_breaks = np.flatnonzero(np.diff(holes) != 1)
+        starts = np.empty(runs, dtype=np.int64)
+        ends = np.empty(runs, dtype=np.int64)
+        starts[0], ends[-1] = low, high
+        starts[1:] = np.append(holes[gap_breaks], holes[-1:]) + 1  # after each gap's last hole
+        ends[:-1] = np.append(holes[:1], holes[gap_breaks + 1]) - 1  # before each gap's first hole
+        return starts, ends
     starts = np.empty(runs, dtype=np.int64)
     ends = np.empty(runs, dtype=np.int64)
-    value = bm.min()
+    value = low
     for i in range(runs):
         if i:
             value = bm.next_set_bit(value)
