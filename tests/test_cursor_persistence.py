@@ -24,7 +24,11 @@ from mledger.ledger import ManagedLedger
 from mledger.persistence import CursorState, RangeArrays, decode_managed_cursor_info, decode_position_info, encode_position_info
 from mledger.persistence.chunking import split_chunks
 from mledger.persistence.compression import decompress_metadata
+from mledger.core.errors import ConfigError, InvalidRequestError
+from mledger.core.ranges import words_to_ack_set
+from mledger.managed_ledger.cursor import CURSOR_INTERNAL_PROPERTY_PREFIX
 from mledger.storage.base import Store
+from mledger.storage.faults import FaultInjectingStore, InjectedFault
 
 ML_NAME = "public/default/persistent/orders"
 
@@ -381,3 +385,89 @@ def test_lossless_large_state_one_million_holes() -> None:
     _crash(factory)
     factory, ml = _open(store, config)
     assert ml.get_cursor("sub").individually_deleted_messages().as_range_set() == expected
+
+
+# ManagedCursorBatchAckRecoveryTest.testPartialBatchAckPersistenceRetainsConfiguredCount
+@pytest.mark.parametrize("batch_count", [1, 2, 3])
+@pytest.mark.parametrize("metadata_store", [False, True])
+def test_partial_batch_ack_persistence_retains_configured_count(
+    open_store: OpenStore, batch_count: int, metadata_store: bool
+) -> None:
+    # -1 (as Pulsar's own test uses it): a closing cursor with a cursor ledger always writes
+    # its last state there, whatever its number of ranges.
+    config = ManagedLedgerConfig(
+        max_unacked_ranges_to_persist_in_metadata_store=20 if metadata_store else -1,
+        deletion_at_batch_index_level_enabled=True,
+        max_batch_deleted_index_to_persist=2,
+    )
+    factory, ml = _open(open_store(), config)
+    cursor = ml.open_cursor("sub")
+    positions = _fill(ml, batch_count + 1)
+    ack_sets = [[2], [-(1 << 63), 1], [5, 0, 3]]  # BitSet words of the remaining indexes
+    for i in range(1, len(positions)):
+        cursor.delete_with_ack_set(positions[i], words_to_ack_set(ack_sets[i - 1]))
+    cursor.delete(positions[0])  # advance the mark-delete, then close to persist
+    factory.close()
+
+    store = open_store()
+    persisted = _cursor_info(store)
+    if metadata_store:
+        assert persisted.cursors_ledger_id == -1
+        kept = min(batch_count, 2)
+        assert [(p, list(words)) for p, words in persisted.batch_deleted] == [
+            (positions[i + 1], ack_sets[i]) for i in range(kept)
+        ]
+    else:
+        assert persisted.cursors_ledger_id >= 0
+    factory, ml = _open(store, config)
+    recovered = ml.get_cursor("sub")
+    for i in range(1, batch_count + 1):
+        expected = words_to_ack_set(ack_sets[i - 1]) if i <= 2 else None  # above the cap: truncated
+        assert recovered.batch_ack_set(positions[i]) == expected
+    factory.close()
+
+
+def test_max_unacked_ranges_in_metadata_store_accepts_only_minus_one_below_zero() -> None:
+    assert ManagedLedgerConfig(max_unacked_ranges_to_persist_in_metadata_store=-1)
+    with pytest.raises(ConfigError, match="max_unacked_ranges_to_persist_in_metadata_store must be >= -1"):
+        ManagedLedgerConfig(max_unacked_ranges_to_persist_in_metadata_store=-2)
+
+
+# ManagedCursorPropertiesTest.testUpdateCursorProperties
+def test_set_cursor_properties_keeps_internal_ones_and_refuses_setting_them(open_store: OpenStore) -> None:
+    config = ManagedLedgerConfig()
+    factory, ml = _open(open_store(), config)
+    c1 = ml.open_cursor("c1", cursor_properties={"custom1": "one", "custom2": "two"})
+    c1.set_cursor_property(f"{CURSOR_INTERNAL_PROPERTY_PREFIX}test", "test")
+    c1.set_cursor_property("custom4", "custom4")
+    updated = {"custom1": "one-updated", "custom3": "three"}
+    c1.set_cursor_properties(updated)
+    expected = {**updated, f"{CURSOR_INTERNAL_PROPERTY_PREFIX}test": "test"}
+    assert c1.cursor_properties == expected
+    with pytest.raises(InvalidRequestError, match="The property key can't start with #pulsar.internal."):
+        c1.set_cursor_properties({**updated, f"{CURSOR_INTERNAL_PROPERTY_PREFIX}test": "changed", "more": "x"})
+    assert c1.cursor_properties == expected  # a refused map changes nothing
+    factory.close()
+
+    store = open_store()
+    assert _cursor_info(store, "c1").cursor_properties == expected  # persisted like putCursorProperty
+    factory, ml = _open(store, config)
+    c1 = ml.get_cursor("c1")
+    assert c1.cursor_properties == expected
+    c1.set_cursor_properties(None)  # clears the user properties only
+    assert c1.cursor_properties == {f"{CURSOR_INTERNAL_PROPERTY_PREFIX}test": "test"}
+    factory.close()
+
+
+def test_set_cursor_properties_changes_nothing_when_persisting_fails() -> None:
+    store = FaultInjectingStore(MemoryStore())
+    factory, ml = _open(store, ManagedLedgerConfig())  # type: ignore[arg-type]
+    cursor = ml.open_cursor("sub", cursor_properties={"a": "1"})
+    store.fail_at = store.writes  # the next write: the ManagedCursorInfo put
+    with pytest.raises(InjectedFault):
+        cursor.set_cursor_properties({"b": "2"})
+    assert cursor.cursor_properties == {"a": "1"}
+    store.fail_at = store.writes
+    with pytest.raises(InjectedFault):
+        cursor.set_cursor_property("a", "changed")
+    assert cursor.cursor_properties == {"a": "1"}

@@ -32,6 +32,12 @@ def layout(ml: ManagedLedger) -> list[tuple[int, int]]:
     return [(li.ledger_id, li.entries) for li in ml.ledger_infos()]
 
 
+def settled(ml: ManagedLedger) -> list[tuple[int, int]]:
+    """The layout once the trimming passes queued so far have run (they run in the background)."""
+    ml.trim_consumed_ledgers_in_background().result(timeout=10)
+    return layout(ml)
+
+
 def preloaded(entries_per_ledger: list[int], listed: list[bool] | None = None) -> tuple[MemoryStore, list[int]]:
     """A store holding a managed ledger ``ml`` whose ledgers have the given sizes.
 
@@ -279,11 +285,11 @@ def test_trimming_follows_the_slowest_durable_cursor() -> None:
     slow = ml.open_cursor("slow", InitialPosition.EARLIEST)
     p = ml.add_entries([b"x"] * 7)  # ledgers of 2, 2, 2, 1
     fast.mark_delete(p[6])
-    assert [lid for lid, _ in layout(ml)] == [p[0].ledger_id, p[2].ledger_id, p[4].ledger_id, p[6].ledger_id]
+    assert [lid for lid, _ in settled(ml)] == [p[0].ledger_id, p[2].ledger_id, p[4].ledger_id, p[6].ledger_id]
     slow.mark_delete(p[2])  # inside the second ledger: only the first is fully consumed
-    assert [lid for lid, _ in layout(ml)] == [p[2].ledger_id, p[4].ledger_id, p[6].ledger_id]
+    assert [lid for lid, _ in settled(ml)] == [p[2].ledger_id, p[4].ledger_id, p[6].ledger_id]
     slow.mark_delete(p[5])  # end of the third ledger: the second and third are consumed
-    assert [lid for lid, _ in layout(ml)] == [p[6].ledger_id]
+    assert [lid for lid, _ in settled(ml)] == [p[6].ledger_id]
     assert not ml.store.ledger_exists(p[0].ledger_id)
     # Consumed entries are gone from storage but the counts stay right.
     assert slow.number_of_entries_in_backlog() == 1
@@ -295,7 +301,7 @@ def test_ledger_fully_consumed_at_its_last_entry_is_trimmed() -> None:
     cursor = ml.open_cursor("c", InitialPosition.EARLIEST)
     p = ml.add_entries([b"x"] * 3)  # fills the first ledger; the current one is empty
     cursor.mark_delete(p[2])
-    assert layout(ml) == [(ml.current_ledger_id, 0)]
+    assert settled(ml) == [(ml.current_ledger_id, 0)]
     assert not ml.store.ledger_exists(p[0].ledger_id)
 
 
@@ -305,7 +311,7 @@ def test_the_current_ledger_is_never_trimmed() -> None:
     p = ml.add_entries([b"x"] * 4)
     cursor.mark_delete(p[3])
     assert ml.trim_consumed_ledgers() == []
-    assert layout(ml) == [(p[0].ledger_id, 4)]
+    assert settled(ml) == [(p[0].ledger_id, 4)]
 
 
 def test_without_durable_cursors_nothing_is_trimmed_and_non_durable_cursors_do_not_count() -> None:
@@ -314,10 +320,10 @@ def test_without_durable_cursors_nothing_is_trimmed_and_non_durable_cursors_do_n
     p = ml.add_entries([b"x"] * 5)
     nd.mark_delete(p[4])
     assert ml.trim_consumed_ledgers() == []
-    assert len(layout(ml)) == 3  # ledgers of 2, 2 and the current one with 1
+    assert len(settled(ml)) == 3  # ledgers of 2, 2 and the current one with 1
     durable = ml.open_cursor("d", InitialPosition.EARLIEST)
     durable.mark_delete(p[1])
-    assert [lid for lid, _ in layout(ml)] == [p[2].ledger_id, p[4].ledger_id]
+    assert [lid for lid, _ in settled(ml)] == [p[2].ledger_id, p[4].ledger_id]
 
 
 def test_trimming_advances_non_durable_cursors_left_in_trimmed_ledgers() -> None:
@@ -328,7 +334,7 @@ def test_trimming_advances_non_durable_cursors_left_in_trimmed_ledgers() -> None
     nd = ml.open_non_durable_cursor(EARLIEST)
     p = ml.add_entries([b"x"] * 6)
     durable.mark_delete(p[3])
-    assert [lid for lid, _ in layout(ml)] == [p[4].ledger_id, ml.current_ledger_id]
+    assert [lid for lid, _ in settled(ml)] == [p[4].ledger_id, ml.current_ledger_id]
     assert nd.mark_delete_position == p[3]
     assert nd.number_of_entries_in_backlog(precise=True) == 2
     assert nd.number_of_entries_in_backlog(precise=False) == 2
@@ -342,9 +348,9 @@ def test_deleting_a_cursor_releases_its_ledgers() -> None:
     fast = ml.open_cursor("fast", InitialPosition.EARLIEST)
     p = ml.add_entries([b"x"] * 4)
     fast.mark_delete(p[3])
-    assert len(layout(ml)) == 3
+    assert len(settled(ml)) == 3
     ml.delete_cursor("slow")
-    assert layout(ml) == [(ml.current_ledger_id, 0)]
+    assert settled(ml) == [(ml.current_ledger_id, 0)]
     assert ml.cursor_names() == ["fast"]
     with pytest.raises(NotFoundError):
         ml.delete_cursor("slow")
@@ -461,3 +467,120 @@ def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
     assert [i.entries for i in big.ledger_infos()][:2] == [4, 4]
     with pytest.raises(ValueError):
         big.add_repeated_entries(raw, -1)
+
+
+# -- non-durable cursors are listed by their ledger (Pulsar's getCursors) -------------------
+
+
+# NonDurableCursorTest.testCursorWithNameIsCachable
+def test_non_durable_cursor_with_a_name_is_cachable() -> None:
+    ml = open_ml(max_entries=1)
+    p1, p2 = ml.add_entry(b"entry-1"), ml.add_entry(b"entry-2")
+    c1 = ml.open_non_durable_cursor(p1, "entry-1")
+    c2 = ml.open_non_durable_cursor(p1, "entry-1")
+    c3 = ml.open_non_durable_cursor(p2, "entry-2")
+    c4 = ml.open_non_durable_cursor(p2, "entry-2")
+    assert c1 is c2 and c3 is c4 and c1 is not c3
+    unnamed = ml.open_non_durable_cursor(p1)
+    assert unnamed.name.startswith("non-durable-cursor-") and unnamed is not ml.open_non_durable_cursor(p1)
+
+
+# NonDurableCursorTest.deleteNonDurableCursorWithName
+def test_delete_non_durable_cursor_with_name() -> None:
+    ml = open_ml()
+    c = ml.open_non_durable_cursor(EARLIEST, "custom-name")
+    assert ml.all_cursors == [c] and ml.non_durable_cursors == [c] and ml.cursors == []
+    assert ml.get_cursor("custom-name") is c
+    ml.delete_cursor(c.name)
+    assert ml.all_cursors == [] and c.is_closed
+    with pytest.raises(NotFoundError):
+        ml.get_cursor("custom-name")
+
+
+def test_non_durable_cursors_are_listed_while_open_and_never_persisted() -> None:
+    store = MemoryStore()
+    ml = open_ml(store=store)
+    durable = ml.open_cursor("sub")
+    reader = ml.open_non_durable_cursor(EARLIEST, "reader-1")
+    assert [c.name for c in ml.all_cursors] == ["sub", "reader-1"]
+    assert ml.stats().cursors == 1 and ml.stats().non_durable_cursors == 1
+    assert ml.cursor_names() == ["sub"]  # names stored in the metadata store
+    reader.close()
+    assert ml.all_cursors == [durable] and ml.non_durable_cursors == []
+    ml.open_non_durable_cursor(EARLIEST, "reader-2")
+    ml.close()
+    reopened = ManagedLedgerFactory(store).open("ml")
+    assert [c.name for c in reopened.all_cursors] == ["sub"]
+
+
+# NonDurableCursorTest.testGetSlowestConsumer
+def test_non_durable_cursors_do_not_count_for_the_slowest_position() -> None:
+    ml = open_ml()
+    p1, p2, p3 = (ml.add_entry(b"e%d" % i) for i in range(3))
+    cursor1 = ml.open_cursor("cursor1")
+    cursor1.mark_delete(p3)
+    assert ml.slowest_cursor_position() == p3
+    reader = ml.open_non_durable_cursor(p2, "non-durable-cursor1")
+    earliest = ml.open_non_durable_cursor(Position(-1, -2), "non-durable-cursor-earliest")
+    assert ml.slowest_cursor_position() == p3
+    for position in (p1, p2, p3):
+        earliest.mark_delete(position)
+        assert ml.slowest_cursor_position() == p3
+    reader.mark_delete(p3)
+    assert ml.slowest_cursor_position() == p3
+
+
+# -- sizes (Pulsar's totalSize, ledger sizes, entriesAddedCounter) ---------------------------------
+
+
+def test_sizes_are_tracked_as_entries_are_added_and_survive_a_reopen(tmp_path: object) -> None:
+    from mledger.storage import SqliteStore
+
+    path = tmp_path / "data"  # type: ignore[operator]
+    factory = ManagedLedgerFactory(SqliteStore(path))
+    ml = factory.open("ml", ManagedLedgerConfig(max_entries_per_ledger=3))
+    ml.open_cursor("c", InitialPosition.EARLIEST)
+    positions = ml.add_entries([b"x" * n for n in (10, 20, 30, 40, 50)])
+    raw = [len(e.raw) for e in ml.read_positions(positions)]
+    stats = ml.stats()
+    assert stats.total_size == ml.total_size == sum(raw)
+    assert [li.size for li in ml.ledger_infos()] == [sum(raw[:3]), sum(raw[3:])]
+    assert (stats.current_ledger_entries, stats.current_ledger_size) == (2, sum(raw[3:]))
+    assert (stats.number_of_entries, stats.entries_added_counter) == (5, 5)
+    factory.close()
+
+    factory = ManagedLedgerFactory(SqliteStore(path))
+    ml = factory.open("ml", ManagedLedgerConfig(max_entries_per_ledger=3))
+    stats = ml.stats()
+    # The ledger that was open is measured from the store (BookKeeper's ledger length).
+    assert stats.total_size == sum(raw) and stats.number_of_entries == 5
+    assert [li.size for li in ml.ledger_infos()] == [sum(raw[:3]), sum(raw[3:]), 0]
+    assert stats.entries_added_counter == 0  # Pulsar counts what was added since the ML opened
+    assert ml.get_cursor("c").number_of_entries_in_backlog(precise=False) == 5
+    ml.add_entry(b"y")
+    assert ml.stats().entries_added_counter == 1
+    factory.close()
+
+
+def test_trimming_takes_the_trimmed_ledgers_out_of_the_sizes() -> None:
+    ml = open_ml(max_entries=2)
+    cursor = ml.open_cursor("c", InitialPosition.EARLIEST)
+    positions = ml.add_entries([b"x" * 100] * 5)
+    before = ml.total_size
+    first = ml.ledger_infos()[0].size
+    cursor.mark_delete(positions[1])
+    settled(ml)
+    assert ml.total_size == before - first
+    assert ml.stats().number_of_entries == 3 and ml.stats().trimmed_ledgers_total == 1
+
+
+def test_estimated_backlog_size_is_pulsars() -> None:
+    # ManagedLedgerImpl.getEstimatedBacklogSize: the ledgers after the slowest cursor's one in
+    # full, plus the unconsumed part of its ledger at that ledger's average entry size.
+    ml = open_ml(max_entries=4)
+    cursor = ml.open_cursor("c", InitialPosition.EARLIEST)
+    positions = ml.add_entries([b"x" * 96] * 10)  # ledgers of 4, 4 and 2
+    sizes = [li.size for li in ml.ledger_infos()]
+    assert ml.estimated_backlog_size() == sum(sizes)
+    cursor.mark_delete(positions[5])  # the second entry of the second ledger
+    assert ml.estimated_backlog_size() == sum(sizes[1:]) - 2 * (sizes[1] // 4)

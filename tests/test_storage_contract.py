@@ -70,6 +70,21 @@ def test_implements_both_protocols(store: Store) -> None:
     assert isinstance(store, MetadataStore)
 
 
+def test_ledger_length_is_the_bytes_of_its_entries(store: Store) -> None:
+    # BookKeeper's LedgerHandle.getLength: what a reopened managed ledger counts as the size of
+    # the ledger that was open (Pulsar's totalSize).
+    ledger = store.create_ledger()
+    assert store.ledger_length(ledger) == 0
+    store.append(ledger, b"abc")
+    store.append_many(ledger, [b"", b"x" * 1000])
+    assert store.ledger_length(ledger) == 1003
+    store.seal_ledger(ledger)
+    assert store.ledger_length(ledger) == 1003
+    store.delete_ledger(ledger)
+    with pytest.raises(LedgerNotFoundError):
+        store.ledger_length(ledger)
+
+
 def test_ledger_ids_are_unique_and_increasing_even_after_deletes(store: Store) -> None:
     ids = [store.create_ledger() for _ in range(3)]
     store.delete_ledger(ids[-1])

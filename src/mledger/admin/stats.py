@@ -139,19 +139,30 @@ def cursor_internal_stats(cursor: ManagedCursor) -> CursorStats:
 
 
 def topic_internal_stats(ml: ManagedLedger) -> PersistentTopicInternalStats:
-    """The internal stats of one managed ledger and its durable cursors (by name)."""
+    """The internal stats of one managed ledger and its open cursors, as Pulsar's
+    ``getManagedLedgerInternalStats`` reports them: sizes and counters tracked as entries are
+    added (``totalSize`` and ``numberOfEntries`` count every ledger, the current one included;
+    ``entriesAddedCounter`` counts since the topic was loaded); the open ledger listed with
+    ``entries`` and ``size`` 0 (its figures are ``currentLedgerEntries`` /
+    ``currentLedgerSize``); the cursors map holds the durable cursors by name and then the
+    open non-durable ones (readers)."""
     ml_stats = ml.stats()
     ledgers = ml.ledger_infos()
-    current = ledgers[-1] if ledgers else None
+    current_id = ml_stats.current_ledger_id
     return PersistentTopicInternalStats(
         entries_added_counter=ml_stats.entries_added_counter,
         number_of_entries=ml_stats.number_of_entries,
         total_size=ml_stats.total_size,
-        current_ledger_entries=current.entries if current else 0,
-        current_ledger_size=current.size if current else 0,
-        last_ledger_created_timestamp=format_timestamp(current.timestamp) if current else None,
+        current_ledger_entries=ml_stats.current_ledger_entries,
+        current_ledger_size=ml_stats.current_ledger_size,
+        last_ledger_created_timestamp=format_timestamp(ml_stats.last_ledger_created_timestamp),
         last_confirmed_entry=str(ml_stats.last_confirmed_entry),
         state="Closed" if ml.is_closed else "LedgerOpened",
-        ledgers=[LedgerInfo(ledger_id=li.ledger_id, entries=li.entries, size=li.size) for li in ledgers],
-        cursors={cursor.name: cursor_internal_stats(cursor) for cursor in ml.cursors},
+        ledgers=[
+            LedgerInfo(ledger_id=li.ledger_id, entries=0, size=0)
+            if li.ledger_id == current_id
+            else LedgerInfo(ledger_id=li.ledger_id, entries=li.entries, size=li.size)
+            for li in ledgers
+        ],
+        cursors={cursor.name: cursor_internal_stats(cursor) for cursor in ml.all_cursors},
     )

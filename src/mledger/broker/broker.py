@@ -91,6 +91,7 @@ class Broker:
         self.namespaces = Namespaces(factory.store)
         """Created namespaces and their policies (:mod:`mledger.broker.namespaces`)."""
         self._closed = False
+        self._last_retention_check_ms = self.clock.now_ms()
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 0) -> AnyTopic:
@@ -307,13 +308,22 @@ class Broker:
 
     # -- time --------------------------------------------------------------------------------
     def run_due_tasks(self) -> int:
-        """Run what is due by the broker clock on every open topic: deduplication tasks, and
-        dispatch (delayed messages whose time came). Returns the messages dispatched."""
+        """Run what is due by the broker clock on every open topic: deduplication tasks,
+        dispatch (delayed messages whose time came) and, every
+        ``retention_check_interval_in_seconds``, a trimming pass queued in the background (ledgers
+        whose retention time passed go). Returns the messages dispatched."""
         with self._lock:
             if self._closed:
                 return 0
-            topics = list(self._topics.values())
-        return sum(t.run_due_tasks() for t in topics if isinstance(t, Topic))
+            topics = [t for t in self._topics.values() if isinstance(t, Topic)]
+            now = self.clock.now_ms()
+            check_retention = now - self._last_retention_check_ms >= self.config.retention_check_interval_in_seconds * 1000
+            if check_retention:
+                self._last_retention_check_ms = now
+        if check_retention:
+            for topic in topics:
+                topic.managed_ledger.trim_consumed_ledgers_in_background()
+        return sum(t.run_due_tasks() for t in topics)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:

@@ -61,6 +61,10 @@ class BrokerConfig:
     deduplication_producer_inactivity_timeout_minutes: int = 360
     replicator_prefix: str = "pulsar.repl"
 
+    # Retention (REFERENCE.md 2.11): how often run_due_tasks queues a trimming pass on every open
+    # topic, so that ledgers whose retention time passed go (Pulsar's retentionCheckIntervalInSeconds).
+    retention_check_interval_in_seconds: int = 120
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
@@ -97,4 +101,5 @@ _POSITIVE = {
     "deduplication_max_number_of_producers",
     "deduplication_entries_interval",
     "deduplication_producer_inactivity_timeout_minutes",
+    "retention_check_interval_in_seconds",
 }

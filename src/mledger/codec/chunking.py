@@ -16,7 +16,7 @@ is allocated for the parts, so a corrupt or hostile footer costs O(1).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from ..core.errors import ConfigError, EntryTooLargeError, StateCorruptedError
@@ -30,6 +30,7 @@ __all__ = [
     "parse_footer",
     "part_entry_ids",
     "reassemble",
+    "reassemble_stream",
     "split_chunks",
     "unpack_payload",
 ]
@@ -148,6 +149,32 @@ def reassemble(footer: ChunkFooter, parts: Sequence[bytes | bytearray | memoryvi
     return b"".join(parts)
 
 
+def reassemble_stream(footer: ChunkFooter, parts: Iterable[bytes | bytearray | memoryview]) -> bytearray:
+    """Concatenate parts taken one at a time from ``parts`` into one buffer of ``footer.length``.
+
+    Reads no further than the footer allows: more parts than announced, or parts that would
+    overflow the announced length, raise ``StateCorruptedError`` as soon as they appear, so
+    memory stays at ``footer.length`` plus one part whatever the stored sequence holds (the
+    footer's length is bounded by :func:`parse_footer`'s ``max_length``). Fewer parts or
+    bytes than announced raise too. O(footer.length).
+    """
+    out = bytearray(footer.length)
+    pos = count = 0
+    for part in parts:
+        count += 1
+        if count > footer.num_parts:
+            raise StateCorruptedError(f"chunk footer announces {footer.num_parts} parts, found more")
+        if pos + len(part) > footer.length:
+            raise StateCorruptedError(f"chunk footer announces {footer.length} bytes, parts hold more")
+        out[pos : pos + len(part)] = part
+        pos += len(part)
+    if count != footer.num_parts:
+        raise StateCorruptedError(f"chunk footer announces {footer.num_parts} parts, found {count}")
+    if pos != footer.length:
+        raise StateCorruptedError(f"chunk footer announces {footer.length} bytes, parts hold {pos}")
+    return out
+
+
 def pack_entries(
     payload: bytes,
     max_entry_size: int,
@@ -158,7 +185,7 @@ def pack_entries(
     return split_chunks(compress_payload(payload, compression, threshold_bytes), max_entry_size)
 
 
-def unpack_payload(payload: bytes | bytearray | memoryview, max_uncompressed: int) -> bytes:
+def unpack_payload(payload: bytes | bytearray | memoryview, max_uncompressed: int) -> bytes | bytearray:
     """The inverse of :func:`pack_entries` once the parts are reassembled (or for one entry).
 
     Plain payloads come back unchanged; compressed ones are decompressed strictly

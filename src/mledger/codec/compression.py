@@ -52,6 +52,7 @@ MAGIC = b"\x47\x78"
 
 _EXTRA = "mledger[compression]"
 _HEADER = len(MAGIC) + 4
+_INFLATE_STEP = 1 << 20
 
 
 class CompressionType(enum.IntEnum):
@@ -115,22 +116,49 @@ def _snappy_length(body: bytes) -> int:
     raise ValueError("bad snappy length preamble")
 
 
-def _decompress(ctype: CompressionType, body: bytes, size: int) -> bytes:
-    """Decompress to exactly ``size`` bytes; allocates at most ``size`` (checked by the caller).
+def _inflate(body: bytes, size: int) -> bytearray:
+    """ZLIB-inflate ``body`` into exactly ``size`` bytes, in 1 MiB steps into one buffer.
 
-    Raises ``MissingExtraError`` for a missing codec and anything else for corrupt input.
+    Never holds more than ``size`` bytes of output plus one step: a stream that would inflate
+    past ``size`` is refused as soon as it does (zlib's own bounded call would grow a block
+    list and then join it, twice the output at the peak)."""
+    inflater = zlib.decompressobj()
+    out = bytearray(size)
+    pos = 0
+    data = body
+    while True:
+        room = size - pos
+        chunk = inflater.decompress(data, min(_INFLATE_STEP, room + 1))
+        if len(chunk) > room:
+            raise ValueError(f"ZLIB body inflates past the {size} bytes the metadata announces")
+        out[pos : pos + len(chunk)] = chunk
+        pos += len(chunk)
+        data = inflater.unconsumed_tail
+        if (not chunk and not data) or inflater.eof:
+            break
+    if pos != size:
+        raise ValueError(f"ZLIB body inflated to {pos} bytes, metadata says {size}")
+    return out
+
+
+def _decompress(ctype: CompressionType, body: bytes, size: int) -> bytes | bytearray:
+    """Decompress to exactly ``size`` bytes, never allocating more than ``size`` for the output.
+
+    Raises ``MissingExtraError`` for a missing codec and anything else for corrupt input
+    (including a body that would inflate past ``size``).
     """
     if ctype is CompressionType.NONE:
         return body  # Pulsar's CompressionCodecNone hands the body back unchecked
     if ctype is CompressionType.LZ4:
         lz4_block = _module(ctype, "lz4.block")
-        out = lz4_block.decompress(body, uncompressed_size=size) if size else b""
+        # One output buffer of exactly `size`; a block that needs more fails to decode.
+        out: bytes | bytearray = lz4_block.decompress(body, uncompressed_size=size) if size else b""
     elif ctype is CompressionType.ZLIB:
-        # max_length bounds the output: a small stream cannot inflate past the limit.
-        out = zlib.decompressobj().decompress(body, size) if size else b""
+        out = _inflate(body, size)
     elif ctype is CompressionType.ZSTD:
         zstd = _module(ctype, "zstandard")
-        # A frame that declares its size makes zstandard allocate that size: check it first.
+        # A frame that declares its size makes zstandard allocate that size: check it first;
+        # one without gets a buffer of `size` and fails if the frame needs more.
         declared = zstd.frame_content_size(body)
         if declared not in (-1, size):
             raise ValueError(f"zstd frame declares {declared} bytes, metadata says {size}")
@@ -145,7 +173,7 @@ def _decompress(ctype: CompressionType, body: bytes, size: int) -> bytes:
         raise ValueError(f"unknown compression type {ctype!r}")
     if len(out) != size:
         raise ValueError(f"{ctype.name} body inflated to {len(out)} bytes, metadata says {size}")
-    return bytes(out)
+    return out
 
 
 def is_compressed(data: bytes | bytearray | memoryview) -> bool:
@@ -180,10 +208,12 @@ def compress_metadata(
     return b"".join((MAGIC, len(meta).to_bytes(4, "big"), meta, _compress(ctype, raw)))
 
 
-def _open(data: bytes | bytearray | memoryview, max_uncompressed: int, on_error: Callable[[str], bytes]) -> bytes:
-    raw = bytes(data)
-    if not is_compressed(raw):
-        return raw
+def _open(
+    data: bytes | bytearray | memoryview, max_uncompressed: int, on_error: Callable[[str], bytes]
+) -> bytes | bytearray:
+    if not is_compressed(data):
+        return data if isinstance(data, bytes | bytearray) else bytes(data)  # plain: never copied
+    raw = data if isinstance(data, bytes) else bytes(data)
     if len(raw) < _HEADER:
         return on_error(f"{len(raw)}-byte blob is too short for the compression header")
     meta_len = int.from_bytes(raw[2:_HEADER], "big", signed=True)
@@ -211,15 +241,17 @@ def _open(data: bytes | bytearray | memoryview, max_uncompressed: int, on_error:
         return on_error(f"{ctype.name} body does not decompress: {exc}")
 
 
-def decompress_metadata(data: bytes | bytearray | memoryview, max_uncompressed: int) -> bytes:
+def decompress_metadata(data: bytes | bytearray | memoryview, max_uncompressed: int) -> bytes | bytearray:
     """Unwrap a metadata-store blob written by :func:`compress_metadata` (or by Pulsar).
 
     Data without the magic is returned as is. When the envelope is malformed or its body does
     not decompress, the failure is logged and ``data`` is returned unchanged, as Pulsar falls
     back to parsing the whole blob raw. A claimed ``uncompressedSize`` above
     ``max_uncompressed`` raises ``StateCorruptedError`` before anything is allocated (a
-    decompression bomb). ``MissingExtraError`` when the codec's package is missing.
-    O(len(data) + uncompressed size).
+    decompression bomb); a body that inflates past its claimed size is refused once it has
+    filled that size, so no codec ever allocates more than ``max_uncompressed`` (plus 1 MiB
+    for ZLIB's steps) for the output. ``MissingExtraError`` when the codec's package is
+    missing. O(len(data) + uncompressed size).
     """
 
     def fall_back(reason: str) -> bytes:
@@ -237,12 +269,13 @@ def compress_payload(raw: bytes, ctype: CompressionType | str | None, threshold_
     return compress_metadata(raw, ctype, threshold_bytes, "cursor")
 
 
-def decompress_payload(data: bytes | bytearray | memoryview, max_uncompressed: int) -> bytes:
+def decompress_payload(data: bytes | bytearray | memoryview, max_uncompressed: int) -> bytes | bytearray:
     """Strict inverse of :func:`compress_payload`: data without the magic comes back as is.
 
     Raises ``StateCorruptedError`` for a malformed envelope, a corrupt body or a bomb
-    (``uncompressedSize > max_uncompressed``, refused before allocating), and
-    ``MissingExtraError`` when the codec's package is missing.
+    (``uncompressedSize > max_uncompressed``, refused before allocating; a body inflating past
+    its claim, refused before allocating more), and ``MissingExtraError`` when the codec's
+    package is missing.
     """
 
     def refuse(reason: str) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from ..core.config import DEFAULT_MAX_STATE_SIZE_IN_BYTES
 from ..core.errors import StateCorruptedError
 from .compression import compress_metadata, decompress_metadata
 from .proto import MLDataFormats_pb2 as pb
@@ -22,8 +23,9 @@ __all__ = [
     "looks_like_managed_ledger_info",
 ]
 
-MAX_LEDGER_INFO_BYTES = 1 << 30
-"""Upper bound on a decompressed ``ManagedLedgerInfo`` (refuses decompression bombs)."""
+MAX_LEDGER_INFO_BYTES = DEFAULT_MAX_STATE_SIZE_IN_BYTES
+"""Default bound on a decompressed ``ManagedLedgerInfo`` (refuses decompression bombs);
+``ManagedLedgerFactoryConfig.max_state_size_in_bytes`` sets it per factory."""
 
 
 class StoredLedger(NamedTuple):
@@ -54,14 +56,18 @@ def encode_managed_ledger_info(
     return compress_metadata(info.SerializeToString(), compression_type, threshold_bytes, "ledger")
 
 
-def decode_managed_ledger_info(data: bytes) -> tuple[list[StoredLedger], dict[str, str]]:
+def decode_managed_ledger_info(
+    data: bytes, max_size: int = MAX_LEDGER_INFO_BYTES
+) -> tuple[list[StoredLedger], dict[str, str]]:
     """The ledger list and properties of stored bytes (plain or enveloped).
 
-    Raises :class:`~mledger.core.errors.StateCorruptedError` when they do not parse.
+    Raises :class:`~mledger.core.errors.StateCorruptedError` when they do not parse, or when
+    the envelope claims more than ``max_size`` bytes (refused before allocating).
     """
     info = pb.ManagedLedgerInfo()
+    raw = decompress_metadata(data, max_size)
     try:
-        info.ParseFromString(decompress_metadata(data, MAX_LEDGER_INFO_BYTES))
+        info.ParseFromString(bytes(raw))  # a ledger list is small; protobuf wants bytes
     except Exception as exc:  # protobuf raises DecodeError and friends
         raise StateCorruptedError(f"unreadable ManagedLedgerInfo: {exc}") from exc
     ledgers = [
@@ -76,16 +82,16 @@ def decode_managed_ledger_info(data: bytes) -> tuple[list[StoredLedger], dict[st
     return ledgers, {kv.key: kv.value for kv in info.properties}
 
 
-def looks_like_managed_ledger_info(data: bytes) -> bool:
+def looks_like_managed_ledger_info(data: bytes, max_size: int = MAX_LEDGER_INFO_BYTES) -> bool:
     """Whether stored bytes parse as a ``ManagedLedgerInfo`` with at least one ledger.
 
     Tells a managed ledger's node from an intermediate path node when listing ledgers. A
     broken compression envelope still raises ``StateCorruptedError``.
     """
     info = pb.ManagedLedgerInfo()
-    raw = decompress_metadata(data, MAX_LEDGER_INFO_BYTES)
+    raw = decompress_metadata(data, max_size)
     try:
-        info.ParseFromString(raw)
+        info.ParseFromString(bytes(raw))  # a ledger list is small; protobuf wants bytes
     except Exception:  # protobuf raises DecodeError and friends
         return False
     return len(info.ledgerInfo) > 0

@@ -13,6 +13,11 @@ from .errors import ConfigError
 
 INDIVIDUAL_ACK_FORMATS = ("range", "long_array", "auto")
 COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
+DEFAULT_MAX_STATE_SIZE_IN_BYTES = 64 * 1024 * 1024
+"""Default bound on one stored state once decompressed or reassembled (64 MiB). The largest
+legitimate states are a few MiB (10 million random holes take 6.3 MiB as BitSet words)."""
+UNLIMITED = -1
+"""``retention_time_ms`` / ``retention_size_in_mb`` value meaning "no limit" (Pulsar's -1)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,8 @@ class ManagedLedgerConfig:
     # Individual-ack persistence
     max_unacked_ranges_to_persist: int = 10_000
     max_unacked_ranges_to_persist_in_metadata_store: int = 1_000
+    """On close, a state with more ranges than this goes to the cursor ledger; -1 (as in
+    Pulsar's tests) sends every closing state with a cursor ledger there."""
     max_batch_deleted_index_to_persist: int = 10_000
     persist_individual_ack_as_long_array: bool = False
     individual_ack_format: str | None = None
@@ -42,6 +49,10 @@ class ManagedLedgerConfig:
     cursor_info_compression_type: str = "NONE"
     # Mark-delete persistence rate (per second); 0 disables throttling
     throttle_mark_delete: float = 0.0
+    # Retention of consumed ledgers (Pulsar's retentionTimeMs / retentionSizeInMB): 0 keeps
+    # nothing once consumed, -1 is unlimited; a ledger goes when either limit is passed.
+    retention_time_ms: int = 0
+    retention_size_in_mb: int = 0
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -66,6 +77,11 @@ class ManagedLedgerFactoryConfig:
     managed_cursor_info_compression_threshold_in_bytes: int = 0
     managed_ledger_info_compression_type: str = "NONE"
     managed_ledger_info_compression_threshold_in_bytes: int = 0
+    max_state_size_in_bytes: int = DEFAULT_MAX_STATE_SIZE_IN_BYTES
+    """The most one stored state (``ManagedLedgerInfo``, ``ManagedCursorInfo``, a cursor-ledger
+    ``PositionInfo`` with its PIP-381 parts) may take once decompressed or reassembled: a
+    reader allocates no more than this for it, and a writer never stores a cursor state
+    larger (ranges beyond it are dropped like the range limit's, counted and logged)."""
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -85,7 +101,7 @@ def _validate(config: object) -> None:
         elif isinstance(value, bool):
             continue
         elif isinstance(value, (int, float)):
-            minimum = 1 if f.name in _POSITIVE else 0
+            minimum = 1 if f.name in _POSITIVE else -1 if f.name in _MINUS_ONE_ALLOWED else 0
             if value < minimum:
                 raise ConfigError(f"{f.name} must be >= {minimum}, got {value!r}")
 
@@ -96,4 +112,10 @@ _POSITIVE = {
     "metadata_max_entries_per_ledger",
     "ledger_rollover_timeout",
     "persistent_unacked_ranges_max_entry_size",
+    "max_state_size_in_bytes",
+}
+_MINUS_ONE_ALLOWED = {
+    "max_unacked_ranges_to_persist_in_metadata_store",
+    "retention_time_ms",
+    "retention_size_in_mb",
 }

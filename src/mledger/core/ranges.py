@@ -40,6 +40,9 @@ CACHED_RUNS_PER_LEDGER = 4096
 """Ledgers with at most this many ranges keep their exported runs until they change (64 KiB
 at most per ledger); ledgers with more recompute them, vectorised, on every export."""
 
+WORDS_PER_STEP = 2048
+"""BitSet words :meth:`AckRangeSet.add_words` expands at a time (131,072 entries, ~1 MiB)."""
+
 OpenClosedRange = tuple[Position, Position]
 
 
@@ -124,6 +127,36 @@ class AckRangeSet:
             self._cardinality += added
         elif before == 0:
             del self._bitmaps[ledger_id]
+        return added
+
+    def add_words(self, ledger_id: int, words: np.ndarray) -> int:
+        """Mark acked the set bits of one ledger's ``BitSet.toLongArray()`` words; return how
+        many were new (Pulsar's ``build`` for one ledger).
+
+        Converts :data:`WORDS_PER_STEP` words at a time, so the transient memory is a few MiB
+        whatever the number of words (expanding every set bit at once costs 8 bytes per acked
+        entry: a 10 MB record of dense words would need gigabytes). O(words * 64).
+        """
+        words = np.asarray(words, dtype=np.int64)
+        if words.size == 0:
+            return 0
+        nonzero = np.flatnonzero(words)
+        if nonzero.size == 0:
+            return 0
+        last = int(nonzero[-1])
+        word = int(words[last])
+        top = last * 64 + (63 if word < 0 else word.bit_length() - 1)
+        if top > MAX_ENTRY_ID:
+            _bad_entry(ledger_id, top)
+        added = 0
+        for start in range(0, last + 1, WORDS_PER_STEP):
+            chunk = words[start : start + WORDS_PER_STEP]
+            if not chunk.any():
+                continue
+            bits = np.flatnonzero(
+                np.unpackbits(np.ascontiguousarray(chunk, dtype="<i8").view(np.uint8), bitorder="little")
+            )
+            added += self.add_many(ledger_id, bits.astype(np.uint32) + np.uint32(start * 64))
         return added
 
     def add_open_closed(self, lower_ledger: int, lower_entry: int, upper_ledger: int, upper_entry: int) -> None:
@@ -414,9 +447,7 @@ class AckRangeSet:
         result = cls()
         items = words_by_ledger.items() if isinstance(words_by_ledger, dict) else words_by_ledger
         for ledger_id, words in items:
-            entries = words_to_entries(np.asarray(words, dtype=np.int64))
-            if entries.size:
-                result.add_many(int(ledger_id), entries)
+            result.add_words(int(ledger_id), np.asarray(words, dtype=np.int64))
         return result
 
     def _changed(self, ledger_id: int) -> None:

@@ -51,6 +51,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
+from dataclasses import replace
 from types import MappingProxyType
 from typing import cast
 
@@ -62,6 +63,7 @@ from ..core.errors import (
     CursorAlreadyClosedError,
     CursorModifyingError,
     InvalidPositionError,
+    InvalidRequestError,
     MarkDeletingMarkedPositionError,
 )
 from ..core.position import EARLIEST, LATEST, Position
@@ -83,6 +85,10 @@ from .position_reset import PositionReset, ResetHooks
 from .revision import CursorStateRevisionController
 
 log = logging.getLogger(__name__)
+
+CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
+"""Cursor-property keys the broker owns (Pulsar's ``CURSOR_INTERNAL_PROPERTY_PREFIX``):
+``set_cursor_properties`` keeps them and refuses a map naming one."""
 
 
 class ManagedCursor:
@@ -745,7 +751,7 @@ class ManagedCursor:
         self._persistent_md = self._md
         self._dirty = False
         self._last_persist_ms = self._ml.clock.now_ms()
-        self._ml.request_trim(self._md)
+        self._ml.request_trim(self, self._md)
 
     def _snapshot(self) -> CursorSnapshot:
         """The state the store persists, taken under the lock (the ack set is lent, not copied)."""
@@ -803,28 +809,51 @@ class ManagedCursor:
             return True
 
     def set_cursor_property(self, key: str, value: str) -> None:
-        """Set and persist one cursor (subscription) property."""
+        """Set and persist one cursor (subscription) property (Pulsar's ``putCursorProperty``).
+
+        If persisting fails, the property is left as it was."""
         with self._lock:
             self._check_open()
-            self._cursor_properties[str(key)] = str(value)
-            self._persist_cursor_properties()
+            self._replace_cursor_properties({**self._cursor_properties, str(key): str(value)})
 
     def remove_cursor_property(self, key: str) -> bool:
         """Remove and persist one cursor property; True if it existed."""
         with self._lock:
             self._check_open()
-            if self._cursor_properties.pop(key, None) is None:
+            if key not in self._cursor_properties:
                 return False
-            self._persist_cursor_properties()
+            self._replace_cursor_properties({k: v for k, v in self._cursor_properties.items() if k != key})
             return True
 
-    def _persist_cursor_properties(self) -> None:
-        # Cursor properties live only in ManagedCursorInfo (field 8), as in Pulsar.
+    def set_cursor_properties(self, properties: Mapping[str, str] | None) -> None:
+        """Replace the cursor properties with ``properties`` and persist them (Pulsar's
+        ``setCursorProperties``).
+
+        The internal properties (keys starting with ``#pulsar.internal.``) are kept; a map
+        that names one is refused with ``InvalidRequestError`` ("The property key can't start
+        with #pulsar.internal.") and nothing changes. ``None`` clears the user properties.
+        Persisted like :meth:`set_cursor_property` (``ManagedCursorInfo``); if persisting
+        fails, the properties are left as they were. O(properties)."""
+        new = {str(k): str(v) for k, v in (properties or {}).items()}
+        for key in new:
+            if key.startswith(CURSOR_INTERNAL_PROPERTY_PREFIX):
+                raise InvalidRequestError(f"The property key can't start with {CURSOR_INTERNAL_PROPERTY_PREFIX}")
+        with self._lock:
+            self._check_open()
+            internal = {
+                k: v for k, v in self._cursor_properties.items() if k.startswith(CURSOR_INTERNAL_PROPERTY_PREFIX)
+            }
+            self._replace_cursor_properties({**new, **internal})
+
+    def _replace_cursor_properties(self, properties: dict[str, str]) -> None:
+        # Cursor properties live only in ManagedCursorInfo (field 8), as in Pulsar. Written
+        # first, adopted after: a failed write leaves the cursor as it was.
         if self._store is not None:
-            snapshot = self._snapshot()
+            snapshot = replace(self._snapshot(), cursor_properties=MappingProxyType(dict(properties)))
             self._store.persist_cursor_properties(snapshot)
             for mirror in self._mirrors:
                 mirror.persist_cursor_properties(snapshot)
+        self._cursor_properties = properties
 
     # -- counting ---------------------------------------------------------------------------
     def number_of_entries(self) -> int:
@@ -1139,6 +1168,7 @@ class ManagedCursor:
 
 
 __all__ = [
+    "CURSOR_INTERNAL_PROPERTY_PREFIX",
     "KEEP_PROPERTIES",
     "CursorLifecycle",
     "IndividualDeletedEntries",

@@ -41,11 +41,12 @@ and returns a :class:`RecoveredCursorState`; the byte formats are :mod:`mledger.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
-from ..codec.chunking import pack_entries, parse_footer, reassemble, unpack_payload
+from ..codec.chunking import pack_entries, parse_footer, reassemble_stream, unpack_payload
 from ..codec.compression import compress_metadata, decompress_metadata, parse_compression_type
 from ..codec.cursor_info import (
     decode_managed_cursor_info,
@@ -56,10 +57,16 @@ from ..codec.cursor_info import (
     range_record_sizes,
 )
 from ..codec.cursor_state import PersistedCursorState, RangeArrays
-from ..core.config import ManagedLedgerConfig
-from ..core.errors import EntryTooLargeError, LedgerNotFoundError, MLedgerError, StateCorruptedError
+from ..core.config import DEFAULT_MAX_STATE_SIZE_IN_BYTES, ManagedLedgerConfig
+from ..core.errors import (
+    EntryTooLargeError,
+    InvalidPositionError,
+    LedgerNotFoundError,
+    MLedgerError,
+    StateCorruptedError,
+)
 from ..core.position import Position
-from ..core.ranges import AckRangeSet, ack_set_to_words, words_to_ack_set, words_to_entries
+from ..core.ranges import MAX_ENTRY_ID, AckRangeSet, ack_set_to_words, words_to_ack_set
 from .cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from .cursor_stats import PersistenceStats
 from .ledger_view import LedgerView, cursor_info_path
@@ -69,8 +76,9 @@ __all__ = ["BACKWARD_SCAN_LIMIT", "MAX_STATE_BYTES", "NO_LEDGER", "CursorStateSt
 log = logging.getLogger(__name__)
 
 NO_LEDGER = -1
-MAX_STATE_BYTES = 1 << 31
-"""Upper bound on one reassembled or decompressed state (refuses absurd footers/envelopes)."""
+MAX_STATE_BYTES = DEFAULT_MAX_STATE_SIZE_IN_BYTES
+"""The default bound on one reassembled or decompressed state
+(``ManagedLedgerFactoryConfig.max_state_size_in_bytes`` sets it per factory)."""
 BACKWARD_SCAN_LIMIT = 1000
 """How many cursor-ledger entries recovery examines when the tail is torn or corrupt."""
 
@@ -85,8 +93,10 @@ class CursorStateStore:
     def __init__(self, ledger: LedgerView, cursor_name: str, config: ManagedLedgerConfig | None = None) -> None:
         self._ml = ledger
         self._store = ledger.store
-        self._config = config if config is not None else ledger.config
+        self._config_override = config
         self._path = cursor_info_path(ledger.name, cursor_name)
+        self._cursor_name = cursor_name
+        self._max_state = ledger.factory_config.max_state_size_in_bytes
         self._info_version: int | None = None
         self._ledger_id: int | None = None  # the cursor ledger being written (state Open)
         self._stale_ledger_id: int | None = None  # a recovered ledger to delete on the next switch
@@ -94,7 +104,13 @@ class CursorStateStore:
         self._ledger_created_ms = 0
         self._truncating = False
         self._batch_truncating = False
+        self._size_limited = False
         self._stats = PersistenceStats()
+
+    @property
+    def _config(self) -> ManagedLedgerConfig:
+        # The ledger's config is read on every use: ManagedLedger.set_config changes it live.
+        return self._config_override if self._config_override is not None else self._ml.config
 
     @property
     def ledger_id(self) -> int | None:
@@ -103,18 +119,28 @@ class CursorStateStore:
 
     # -- recovery ---------------------------------------------------------------------------
     def recover(self) -> RecoveredCursorState | None:
-        """Read the stored state; None when the cursor has never been stored."""
+        """Read the stored state; None when the cursor has never been stored.
+
+        Raises ``StateCorruptedError`` naming the managed ledger, the cursor and the stored
+        record when the state does not decode or does not fit the ledger: a mark-delete entry
+        id below -1, acknowledged entries outside every ledger (Pulsar's formats carry no
+        checksum, so a flipped bit may decode to such a state, or to another valid one).
+        """
         stored = self._store.get(self._path)
         if stored is None:
             return None
         self._info_version = stored.version
-        info = decode_managed_cursor_info(self._decompress(stored.data))
+        node = f"ManagedCursorInfo {self._path}"
+        try:
+            info = decode_managed_cursor_info(self._decompress(stored.data))
+        except StateCorruptedError as exc:
+            raise self._corrupt(node, str(exc)) from exc
         if info.cursors_ledger_id == NO_LEDGER:
-            return self._to_recovered(info, info.cursor_properties)
+            return self._to_recovered(info, info.cursor_properties, node)
         ledger_id = info.cursors_ledger_id
         self._stale_ledger_id = ledger_id
-        state = self._read_ledger_state(ledger_id)
-        if state is None:
+        found = self._read_ledger_state(ledger_id)
+        if found is None:
             # Pulsar's fallback: the snapshot in ManagedCursorInfo, clamped, no properties.
             first = self._ml.first_position()
             md = max(info.mark_delete, first)
@@ -125,11 +151,18 @@ class CursorStateStore:
                 md,
             )
             fallback = PersistedCursorState(mark_delete=md, cursor_properties=info.cursor_properties)
-            return self._to_recovered(fallback, info.cursor_properties)
-        return self._to_recovered(state, info.cursor_properties)
+            return self._to_recovered(fallback, info.cursor_properties, node)
+        state, record = found
+        return self._to_recovered(state, info.cursor_properties, record)
 
-    def _read_ledger_state(self, ledger_id: int) -> PersistedCursorState | None:
-        """The last complete PositionInfo of a cursor ledger, scanning back past a torn tail.
+    def _corrupt(self, record: str, problem: str) -> StateCorruptedError:
+        return StateCorruptedError(
+            f"managed ledger {self._ml.name}: cursor {self._cursor_name}: stored {record}: {problem}"
+        )
+
+    def _read_ledger_state(self, ledger_id: int) -> tuple[PersistedCursorState, str] | None:
+        """The last complete PositionInfo of a cursor ledger (and where it was read), scanning
+        back past a torn tail.
 
         A footer record is complete when its parts reassemble to the stated length and parse.
         With chunking on, a plain entry is trusted only if it cannot be a part of a torn
@@ -144,7 +177,7 @@ class CursorStateStore:
         entry_id = last
         while entry_id >= 0 and last - entry_id < BACKWARD_SCAN_LIMIT:
             try:
-                state = self._decode_ledger_entry(ledger_id, entry_id, part_size)
+                state, parts = self._decode_ledger_entry(ledger_id, entry_id, part_size)
                 if entry_id != last:
                     log.warning(
                         "cursor %s: torn or corrupt tail in ledger %d; recovered entry %d",
@@ -152,29 +185,35 @@ class CursorStateStore:
                         ledger_id,
                         entry_id,
                     )
-                return state
+                where = f"PositionInfo in cursor ledger {ledger_id} entry {entry_id}"
+                if parts:
+                    where += f" (PIP-381 footer after {parts} parts)"
+                return state, where
             except (StateCorruptedError, LedgerNotFoundError) as exc:
                 log.warning("cursor %s: ledger %d entry %d unusable: %s", self._path, ledger_id, entry_id, exc)
                 entry_id -= 1
         return None
 
-    def _decode_ledger_entry(self, ledger_id: int, entry_id: int, part_size: int | None) -> PersistedCursorState:
+    def _decode_ledger_entry(
+        self, ledger_id: int, entry_id: int, part_size: int | None
+    ) -> tuple[PersistedCursorState, int]:
         raw = self._read_one(ledger_id, entry_id)
-        footer = parse_footer(raw, max_parts=max(entry_id, 0), max_length=MAX_STATE_BYTES)
+        footer = parse_footer(raw, max_parts=max(entry_id, 0), max_length=self._max_state)
         if footer is None:
             if part_size is not None and not self._could_be_plain(ledger_id, entry_id, raw, part_size):
                 raise StateCorruptedError(f"entry {ledger_id}:{entry_id} looks like a part of a torn chunk sequence")
-            return decode_position_info(unpack_payload(raw, MAX_STATE_BYTES))
+            return decode_position_info(unpack_payload(raw, self._max_state)), 0
         first = entry_id - footer.num_parts
         if first < 0:
             raise StateCorruptedError(f"footer at {ledger_id}:{entry_id} names {footer.num_parts} parts before it")
-        parts = self._store.read(ledger_id, first, entry_id - 1)
-        if len(parts) != footer.num_parts:
-            raise StateCorruptedError(
-                f"footer at {ledger_id}:{entry_id}: {len(parts)} of {footer.num_parts} parts present"
-            )
-        payload = reassemble(footer, parts)
-        return decode_position_info(unpack_payload(payload, MAX_STATE_BYTES))
+        # Parts are read one at a time and copied into one buffer of the announced length,
+        # which the footer check bounds by the state-size limit.
+        parts = (self._read_one(ledger_id, part_id) for part_id in range(first, entry_id))
+        try:
+            payload = reassemble_stream(footer, parts)
+        except StateCorruptedError as exc:
+            raise StateCorruptedError(f"footer at {ledger_id}:{entry_id}: {exc}") from None
+        return decode_position_info(unpack_payload(payload, self._max_state)), footer.num_parts
 
     def _could_be_plain(self, ledger_id: int, entry_id: int, raw: bytes, part_size: int) -> bool:
         if len(raw) >= part_size:
@@ -196,15 +235,24 @@ class CursorStateStore:
             raise StateCorruptedError(f"cursor ledger {ledger_id} has no entry {entry_id}")
         return got[0]
 
-    def _to_recovered(self, state: PersistedCursorState, cursor_properties: dict[str, str]) -> RecoveredCursorState:
+    def _to_recovered(
+        self, state: PersistedCursorState, cursor_properties: dict[str, str], record: str
+    ) -> RecoveredCursorState:
+        md = Position(*state.mark_delete)
+        if md.entry_id < -1 or md.ledger_id < -1:
+            raise self._corrupt(record, f"mark-delete position {md}: an entry id below -1 is no position")
+        infos = {li.ledger_id: li.entries for li in self._ml.ledger_infos()}
         acked = AckRangeSet()
-        if state.ranges is not None and state.ranges.size:
-            self._add_stored_ranges(acked, state.ranges)
-        if state.long_arrays:
-            # Pulsar reads field 6 only when field 3 is empty; "auto" states use both, and
-            # for Pulsar-written states the union is the same thing.
-            for ledger_id, words in state.long_arrays.items():
-                acked.add_many(int(ledger_id), words_to_entries(np.asarray(words, dtype=np.int64)))
+        try:
+            if state.ranges is not None and state.ranges.size:
+                self._add_stored_ranges(acked, state.ranges, md, infos)
+            if state.long_arrays:
+                # Pulsar reads field 6 only when field 3 is empty; "auto" states use both, and
+                # for Pulsar-written states the union is the same thing.
+                for ledger_id, words in state.long_arrays.items():
+                    self._add_stored_words(acked, int(ledger_id), np.asarray(words, dtype=np.int64), md, infos)
+        except (_OutsideLedgers, InvalidPositionError) as exc:
+            raise self._corrupt(record, str(exc)) from None
         batch: dict[Position, int] = {}
         if self._config.deletion_at_batch_index_level_enabled:
             for position, words in state.batch_deleted:
@@ -212,17 +260,47 @@ class CursorStateStore:
                 if bits:
                     batch[Position(*position)] = bits
         return RecoveredCursorState(
-            mark_delete=Position(*state.mark_delete),
+            mark_delete=md,
             acked=acked,
             batch=batch,
             properties=dict(state.properties),
             cursor_properties=dict(cursor_properties),
         )
 
-    def _add_stored_ranges(self, acked: AckRangeSet, ranges: RangeArrays) -> None:
-        """Add stored ``MessageRange``s, splitting those that cross ledgers by the ledger list."""
+    @staticmethod
+    def _add_stored_words(
+        acked: AckRangeSet, ledger_id: int, words: np.ndarray, md: Position, infos: dict[int, int]
+    ) -> None:
+        """Add one ledger's stored BitSet words; they must lie inside that ledger above MD."""
+        nonzero = np.flatnonzero(words)
+        if nonzero.size == 0:
+            return
+        last = int(nonzero[-1])
+        word = int(words[last])
+        top = last * 64 + (63 if word < 0 else word.bit_length() - 1)
+        if (ledger_id, top) <= md:
+            return  # every bit is at or below the mark-delete: dropped on restore
+        entries = infos.get(ledger_id)
+        if entries is None or top >= entries:
+            raise _OutsideLedgers(
+                f"acknowledged entry {ledger_id}:{top} (individualDeletedMessageRanges) {_outside(ledger_id, entries)}"
+            )
+        acked.add_words(ledger_id, words)
+
+    def _add_stored_ranges(self, acked: AckRangeSet, ranges: RangeArrays, md: Position, infos: dict[int, int]) -> None:
+        """Add stored ``MessageRange``s, splitting those that cross ledgers by the ledger list.
+
+        Ranges wholly at or below the mark-delete are dropped (restore would drop them); every
+        other range must lie inside the ledgers: raises ``_OutsideLedgers`` otherwise."""
+        above = (ranges.upper_ledger > md.ledger_id) | (
+            (ranges.upper_ledger == md.ledger_id) & (ranges.upper_entry > md.entry_id)
+        )
+        if not above.all():
+            ranges = RangeArrays(*(c[above] for c in ranges))
+        if not ranges.size:
+            return
         same = ranges.lower_ledger == ranges.upper_ledger
-        if same.all() and ranges.size:
+        if same.all():
             ledgers = ranges.lower_ledger
             order_breaks = np.flatnonzero(np.diff(ledgers)) + 1
             for idx in np.split(np.arange(ranges.size), order_breaks):
@@ -230,9 +308,14 @@ class CursorStateStore:
                 starts = ranges.lower_entry[idx] + 1
                 ends = ranges.upper_entry[idx]
                 lengths = ends - starts + 1
-                if (lengths <= 0).any():
-                    raise StateCorruptedError(
-                        f"cursor {self._path}: empty or inverted stored range in ledger {ledger_id}"
+                entries = infos.get(ledger_id)
+                bad = (lengths <= 0) | (starts < 0) | (ends >= (entries if entries is not None else 0))
+                if bad.any():
+                    i = int(np.flatnonzero(bad)[0])
+                    raise _OutsideLedgers(
+                        _range_problem(
+                            ledger_id, int(starts[i]) - 1, ledger_id, int(ends[i]), entries, int(lengths[i]) <= 0
+                        )
                     )
                 long_runs = lengths > 64
                 for s, e in zip(starts[long_runs].tolist(), ends[long_runs].tolist(), strict=True):
@@ -242,8 +325,10 @@ class CursorStateStore:
                     base = np.repeat(short_starts - np.cumsum(short_lengths) + short_lengths, short_lengths)
                     acked.add_many(ledger_id, base + np.arange(int(short_lengths.sum())))
             return
-        infos = {li.ledger_id: li.entries for li in self._ml.ledger_infos()}
         for ll, le, ul, ue in zip(*(a.tolist() for a in ranges), strict=True):
+            upper_entries = infos.get(ul)
+            if (ll, le) >= (ul, ue) or le < -1 or ue < 0 or upper_entries is None or ue >= upper_entries:
+                raise _OutsideLedgers(_range_problem(ll, le, ul, ue, upper_entries, (ll, le) >= (ul, ue)))
             if ll == ul:
                 acked.add_range(ll, le + 1, ue)
                 continue
@@ -257,13 +342,13 @@ class CursorStateStore:
     # -- writing ----------------------------------------------------------------------------
     def initialize(self, snapshot: CursorSnapshot) -> None:
         """Write the node of a new cursor (``cursorsLedgerId = -1``)."""
-        self._write_info(self._record(snapshot, for_info=True), NO_LEDGER)
+        self._write_info(snapshot, NO_LEDGER)
 
     def persist(self, snapshot: CursorSnapshot) -> None:
         """Persist ``snapshot`` (Pulsar's ``internalMarkDelete`` write path)."""
         if self._ledger_id is None:
             if snapshot.mark_delete >= self._ml.last_confirmed_entry:  # nothing after MD
-                self._write_info(self._record(snapshot, for_info=True), NO_LEDGER)
+                self._write_info(snapshot, NO_LEDGER)
                 self._count_write(0)
                 return
             self._switch_ledger(snapshot, self._position_info_bytes(snapshot))
@@ -273,7 +358,7 @@ class CursorStateStore:
             self._append_state(self._ledger_id, payload)
         except (EntryTooLargeError, LedgerNotFoundError) as exc:
             log.warning("cursor %s: cursor ledger write failed (%s); persisting to the metadata store", self._path, exc)
-            self._write_info(self._record(snapshot, for_info=True), NO_LEDGER)
+            self._write_info(snapshot, NO_LEDGER)
             self._forget_ledger(delete=True)
             return
         if self._rollover_due():
@@ -283,9 +368,9 @@ class CursorStateStore:
         """Rewrite ManagedCursorInfo with the snapshot's cursor properties (Pulsar's
         ``setCursorProperties``), keeping it pointed at the cursor ledger if there is one."""
         if self._ledger_id is None:
-            self._write_info(self._record(snapshot, for_info=True), NO_LEDGER)
+            self._write_info(snapshot, NO_LEDGER)
         else:
-            self._write_info(self._record(snapshot, for_info=True, with_acks=False), self._ledger_id)
+            self._write_info(snapshot, self._ledger_id, with_acks=False)
 
     def close(self, snapshot: CursorSnapshot) -> None:
         """Pulsar's ``persistPositionWhenClosing``: the ledger for big states, else the node."""
@@ -306,7 +391,7 @@ class CursorStateStore:
                 log.warning(
                     "cursor %s: closing write to the ledger failed (%s); using the metadata store", self._path, exc
                 )
-        self._write_info(self._record(snapshot, for_info=True), NO_LEDGER)
+        self._write_info(snapshot, NO_LEDGER)
         self._forget_ledger(delete=True)
         if self._stale_ledger_id is not None:
             self._store.delete_ledger(self._stale_ledger_id)
@@ -336,7 +421,7 @@ class CursorStateStore:
         try:
             self._ledger_entries = 0
             self._append_state(new_id, payload)
-            self._write_info(self._record(snapshot, for_info=True, with_acks=False), new_id)
+            self._write_info(snapshot, new_id, with_acks=False)
         except MLedgerError:
             self._store.delete_ledger(new_id)
             raise
@@ -380,9 +465,14 @@ class CursorStateStore:
             last_persist_chunks=entries,
         )
 
-    def _write_info(self, state: PersistedCursorState, ledger_id: int) -> None:
-        state.cursors_ledger_id = ledger_id
-        raw = encode_managed_cursor_info(state)
+    def _write_info(self, snapshot: CursorSnapshot, ledger_id: int, with_acks: bool = True) -> None:
+        """Write ``ManagedCursorInfo`` (pointing at ``ledger_id``, -1 for none) for ``snapshot``."""
+
+        def encode(state: PersistedCursorState) -> bytes:
+            state.cursors_ledger_id = ledger_id
+            return encode_managed_cursor_info(state)
+
+        raw = self._bounded(snapshot, for_info=True, with_acks=with_acks, encode=encode)
         fcfg = self._ml.factory_config
         ctype = parse_compression_type(fcfg.managed_cursor_info_compression_type)
         data = compress_metadata(raw, ctype, fcfg.managed_cursor_info_compression_threshold_in_bytes, "cursor")
@@ -391,8 +481,8 @@ class CursorStateStore:
         if ledger_id == NO_LEDGER:
             self._stats = replace(self._stats, persisted_state_bytes=len(data))
 
-    def _decompress(self, data: bytes) -> bytes:
-        return decompress_metadata(data, MAX_STATE_BYTES)
+    def _decompress(self, data: bytes) -> bytes | bytearray:
+        return decompress_metadata(data, self._max_state)
 
     def _range_limit(self) -> int | None:
         """``max_unacked_ranges_to_persist``; 0 with chunking on means "no limit"."""
@@ -403,10 +493,76 @@ class CursorStateStore:
         return limit
 
     def _position_info_bytes(self, snapshot: CursorSnapshot) -> bytes:
-        return encode_position_info(self._record(snapshot, for_info=False))
+        return self._bounded(snapshot, for_info=False, with_acks=True, encode=encode_position_info)
 
-    def _record(self, snapshot: CursorSnapshot, for_info: bool, with_acks: bool = True) -> PersistedCursorState:
-        """The snapshot as a record in the configured format, truncated to the limits."""
+    def _bounded(
+        self,
+        snapshot: CursorSnapshot,
+        for_info: bool,
+        with_acks: bool,
+        encode: Callable[[PersistedCursorState], bytes],
+    ) -> bytes:
+        """The snapshot's record, encoded, within the limits: the range and batch limits, and
+        ``max_state_size_in_bytes`` (a reader refuses a larger state, so the acks nearest the
+        mark-delete that fit are kept and the rest counted as truncated, like the range limit).
+
+        The size check is O(1) for a state that fits; a state over the limit is re-encoded
+        with proportionally fewer ranges (then batch states) until it fits, a few rounds.
+        Raises ``EntryTooLargeError`` when even a state without acks does not fit (properties
+        alone above the limit)."""
+        range_limit = self._range_limit()
+        batch_limit = self._config.max_batch_deleted_index_to_persist
+        limited = False
+        while True:
+            state, dropped_ranges, dropped_batch = self._record(snapshot, for_info, with_acks, range_limit, batch_limit)
+            data = encode(state)
+            if len(data) <= self._max_state:
+                break
+            ratio = self._max_state / len(data) * 0.9
+            kept_ranges = self._kept_acks(snapshot, for_info, range_limit) if with_acks else 0
+            kept_batch = min(batch_limit, len(snapshot.batch))
+            if kept_ranges > 0:
+                range_limit = min(int(kept_ranges * ratio), kept_ranges - 1)
+            elif kept_batch > 0:
+                batch_limit = min(int(kept_batch * ratio), kept_batch - 1)
+            else:
+                raise EntryTooLargeError(
+                    f"cursor {self._path}: {len(data)} bytes of properties exceed max_state_size_in_bytes "
+                    f"{self._max_state}"
+                )
+            if not limited and not self._size_limited:
+                log.warning(
+                    "cursor %s: a %d-byte state exceeds max_state_size_in_bytes %d; the acks "
+                    "beyond it are kept in memory only",
+                    self._path,
+                    len(data),
+                    self._max_state,
+                )
+            limited = True
+        self._size_limited = limited
+        if with_acks:  # a node written beside the cursor ledger carries no acks: nothing dropped
+            self._note_truncation("ranges", dropped_ranges)
+            self._note_truncation("batch", dropped_batch)
+        return data
+
+    def _kept_acks(self, snapshot: CursorSnapshot, for_info: bool, range_limit: int | None) -> int:
+        """What ``range_limit`` counts in the format in force: ranges, or acked entries for the
+        long-array format (Pulsar's cardinality cut-off)."""
+        acked = snapshot.acked
+        fmt = "range" if for_info else self._config.effective_ack_format
+        total = acked.cardinality() if fmt == "long_array" else acked.size()
+        return total if range_limit is None else min(range_limit, total)
+
+    def _record(
+        self,
+        snapshot: CursorSnapshot,
+        for_info: bool,
+        with_acks: bool,
+        range_limit: int | None,
+        batch_limit: int,
+    ) -> tuple[PersistedCursorState, int, int]:
+        """The snapshot as a record in the configured format, truncated to the limits given;
+        also returns the ranges and batch states dropped."""
         md, acked, batch = snapshot.mark_delete, snapshot.acked, snapshot.batch
         cfg = self._config
         state = PersistedCursorState(
@@ -418,26 +574,22 @@ class CursorStateStore:
             state.last_active = self._ml.clock.now_ms()
         dropped = 0
         if with_acks and acked:
-            limit = self._range_limit()
             fmt = "range" if for_info else cfg.effective_ack_format
             if fmt == "long_array":
-                words, dropped = acked.to_long_arrays(limit)
+                words, dropped = acked.to_long_arrays(range_limit)
                 state.long_arrays = words
             else:
-                ledgers, lowers, uppers, dropped = acked.to_range_arrays(limit)
+                ledgers, lowers, uppers, dropped = acked.to_range_arrays(range_limit)
                 if fmt == "auto":
                     state.ranges, state.long_arrays = _smaller_per_ledger(acked, ledgers, lowers, uppers)
                 else:
                     state.ranges = RangeArrays(ledgers, lowers, ledgers.copy(), uppers)
-        self._note_truncation("ranges", dropped)
+        dropped_batch = 0
         if cfg.deletion_at_batch_index_level_enabled and batch:
-            limit_b = cfg.max_batch_deleted_index_to_persist
-            kept = batch[:limit_b]
+            kept = batch[:batch_limit]
             state.batch_deleted = [(p, ack_set_to_words(bits)) for p, bits in kept]
-            self._note_truncation("batch", len(batch) - len(kept))
-        else:
-            self._note_truncation("batch", 0)
-        return state
+            dropped_batch = len(batch) - len(kept)
+        return state, dropped, dropped_batch
 
     def _note_truncation(self, kind: str, dropped: int) -> None:
         key, total_key = (
@@ -456,6 +608,26 @@ class CursorStateStore:
                 "ack ranges" if kind == "ranges" else "batch-index states",
             )
         setattr(self, flag, bool(dropped))
+
+
+class _OutsideLedgers(Exception):
+    """A stored acknowledgement that points outside every ledger (turned into
+    ``StateCorruptedError`` with the ledger, cursor and record named)."""
+
+
+def _outside(ledger_id: int, entries: int | None) -> str:
+    if entries is None:
+        return f"lies outside every ledger: the managed ledger has no ledger {ledger_id}"
+    return f"lies outside every ledger: ledger {ledger_id} holds entries 0..{entries - 1}"
+
+
+def _range_problem(ll: int, le: int, ul: int, ue: int, entries: int | None, inverted: bool) -> str:
+    stored = f"acknowledged range ({ll}:{le}..{ul}:{ue}] (individualDeletedMessages)"
+    if inverted:
+        return f"{stored} is empty or inverted"
+    if le < -1 or ue > MAX_ENTRY_ID:
+        return f"{stored} holds an entry id outside [0, {MAX_ENTRY_ID}]"
+    return f"{stored} {_outside(ul, entries)}"
 
 
 def _smaller_per_ledger(

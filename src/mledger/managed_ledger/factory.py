@@ -107,7 +107,7 @@ class ManagedLedgerFactory:
             child_path = f"{path}/{child}"
             name = f"{prefix}{child}"
             node = self.store.get(child_path)
-            if node is not None and looks_like_managed_ledger_info(node.data):
+            if node is not None and looks_like_managed_ledger_info(node.data, self.config.max_state_size_in_bytes):
                 out.append(name)
             elif node is None:
                 self._collect(child_path, name + "/", out)

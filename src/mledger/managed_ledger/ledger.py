@@ -19,6 +19,25 @@ The ledger list is persisted as Pulsar's ``ManagedLedgerInfo`` at ``/managed-led
 with compare-and-set, so a reopened ML recovers every confirmed entry. On reopen the last
 ledger is sealed and a new current ledger created, as Pulsar does.
 
+Retention and trimming follow ``ManagedLedgerImpl.internalTrimConsumedLedgers``: a pass takes
+the ledgers strictly below the slowest durable cursor's *persisted* mark-delete ledger (the
+ledger after it when that mark-delete is its last entry), oldest first, stops at the current
+ledger (never trimmed), and deletes a ledger while it is expired (``now - closed >
+retention_time_ms``) or over quota (what would stay is still at least ``retention_size_in_mb``);
+-1 makes a limit unlimited, 0 (the default) keeps nothing consumed. A pass runs on the
+factory's executor, never on the caller's thread: a persisted mark-delete that moves the
+slowest cursor into a later ledger, a rollover, a deleted cursor and the broker's periodic
+retention check queue one (:meth:`ManagedLedger.trim_consumed_ledgers_in_background`); passes
+are serialised and coalesced. Non-durable cursors never hold trimming back: before ledgers go
+they are mark-deleted past them (``advanceCursorsIfNecessary``). One deliberate difference:
+a ledger without a durable consumer cursor trims nothing (Pulsar treats every closed ledger
+of such a topic as consumed), so an embedded log never loses data nobody subscribed to.
+
+Sizes follow Pulsar: each ledger's bytes are counted as entries are appended (the current
+ledger's from the store on reopen), ``total_size`` is their sum, ``entries_added_counter``
+counts the entries appended since this ML was opened; a closed ledger's timestamp is the time
+it was closed.
+
 Adds are pipelined (Pulsar's pending adds, ``OpAddEntry``): an add is queued and completes
 later through its callback or future; adds complete in the order they were queued. One thread
 at a time is the ML's *writer*: it takes everything queued (up to ``_MAX_BATCH_ENTRIES``
@@ -48,6 +67,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -115,16 +135,28 @@ class LedgerFactoryView(Protocol):
 
 @dataclass(frozen=True)
 class ManagedLedgerStats:
-    """A snapshot of a managed ledger's counters."""
+    """A snapshot of a managed ledger's counters (Pulsar's names in snake_case)."""
 
     name: str
     number_of_ledgers: int
     number_of_entries: int
+    """Entries in every ledger of the list, the current one included."""
     total_size: int
+    """Bytes of every ledger of the list, the current one included (Pulsar's ``totalSize``)."""
     entries_added_counter: int
+    """Entries appended since this managed ledger was opened (Pulsar's counter)."""
     last_confirmed_entry: Position
     current_ledger_id: int
     cursors: int
+    """Durable cursors open."""
+    current_ledger_entries: int = 0
+    current_ledger_size: int = 0
+    last_ledger_created_timestamp: int = 0
+    """When the current ledger was created (ms)."""
+    non_durable_cursors: int = 0
+    """Non-durable cursors open (never persisted, never holding trimming back)."""
+    trimmed_ledgers_total: int = 0
+    """Ledgers deleted by trimming since this managed ledger was opened."""
 
 
 class ManagedLedger:
@@ -148,11 +180,12 @@ class ManagedLedger:
         self._lock = threading.RLock()
         self._ledgers: SortedDict = SortedDict()  # ledger id -> LedgerInfo
         self._current: LedgerInfo | None = None
+        self._current_created_ms = 0
         self._last_confirmed = Position(-1, -1)
         self._entries_added = 0
         self._info_version: int | None = None
         self._cursors: dict[str, ManagedCursor] = {}
-        self._non_durable: list[ManagedCursor] = []
+        self._non_durable: dict[str, ManagedCursor] = {}
         self._closed = False
         self._properties: dict[str, str] = {}
         # The add pipeline (see the module doc).
@@ -170,6 +203,14 @@ class ManagedLedger:
         self._failure_listener: Callable[[], None] | None = None
         self._roll_over_failed = False
         self._writes_block: bool = getattr(self._store, "blocking_writes", True)
+        # Background trimming: passes are serialised by _trim_mutex; at most one more waits
+        # queued (_trim_queued), which every request in the meantime shares.
+        self._trim_mutex = threading.Lock()
+        self._trim_queued: Future[list[int]] | None = None
+        self._trim_horizon = -1  # the slowest reader's ledger (Pulsar's rule) last queued for
+        self._trim_deferred = False  # a pass gave way to a cursor reset: retry on the next request
+        self._reported: dict[object, int] = {}  # durable cursor name -> reader ledger last reported
+        self._trimmed_total = 0
 
     # -- lifecycle --------------------------------------------------------------------------
     def initialize(self) -> None:
@@ -180,21 +221,25 @@ class ManagedLedger:
         stored = self._store.get(self.info_path)
         if stored is not None:
             try:
-                ledgers, properties = decode_managed_ledger_info(stored.data)
+                ledgers, properties = decode_managed_ledger_info(
+                    stored.data, self._factory.config.max_state_size_in_bytes
+                )
             except StateCorruptedError as exc:
                 raise StateCorruptedError(f"managed ledger {self.name}: {exc}") from exc
             self._info_version = stored.version
             self._properties = properties
             now = self._clock.now_ms()
             for k, li in enumerate(ledgers):
-                entries = li.entries
+                entries, size, timestamp = li.entries, li.size or 0, li.timestamp
                 if entries is None or k == len(ledgers) - 1:
-                    # The last ledger was open when the ML closed: its LAC is the truth.
+                    # The last ledger was open when the ML closed: the store's LAC and length
+                    # are the truth, and it is closed now (Pulsar's recovery).
                     exists = self._store.ledger_exists(li.ledger_id)
                     entries = self._store.last_entry_id(li.ledger_id) + 1 if exists else 0
-                self._ledgers[li.ledger_id] = LedgerInfo(
-                    li.ledger_id, entries, li.size or 0, li.timestamp if li.timestamp else now
-                )
+                    size = self._store.ledger_length(li.ledger_id) if exists else 0
+                    timestamp = now
+                # A ledger stored without a timestamp (or 0) gets the current time, as in Pulsar.
+                self._ledgers[li.ledger_id] = LedgerInfo(li.ledger_id, entries, size, timestamp or now)
             if self._ledgers:
                 last = self._ledgers.peekitem(-1)[1]
                 if self._store.ledger_exists(last.ledger_id):
@@ -206,7 +251,6 @@ class ManagedLedger:
                 if li.entries > 0:
                     self._last_confirmed = Position(li.ledger_id, li.entries - 1)
                     break
-            self._entries_added = sum(li.entries for li in self._ledgers.values())
         self._create_ledger()
         if self._last_confirmed.ledger_id == -1:
             self._last_confirmed = Position(self._current.ledger_id, -1)  # type: ignore[union-attr]
@@ -224,12 +268,15 @@ class ManagedLedger:
                 return
             # Non-durable cursors close too (Pulsar closes every cursor of the ledger); they
             # persist nothing.
-            cursors = list(self._cursors.values()) + list(self._non_durable)
+            cursors = list(self._cursors.values()) + list(self._non_durable.values())
         for cursor in cursors:
             cursor.close()
         with self._lock:
             self._closed = True
             self._factory.managed_ledger_closed(self.name)
+        # A trimming pass in flight finishes first (it then finds the ML closed).
+        with self._trim_mutex:
+            pass
 
     @property
     def is_closed(self) -> bool:
@@ -600,7 +647,7 @@ class ManagedLedger:
             return True
         if li.size >= cfg.max_size_per_ledger_mb * 1024 * 1024:
             return True
-        age = self._clock.now_ms() - li.timestamp
+        age = self._clock.now_ms() - self._current_created_ms
         return li.entries > 0 and age >= cfg.maximum_rollover_time_ms and age >= cfg.minimum_rollover_time_ms
 
     def roll_over_if_due(self) -> bool:
@@ -628,13 +675,18 @@ class ManagedLedger:
     def _roll_over(self) -> None:
         assert self._current is not None
         self._store.seal_ledger(self._current.ledger_id)
+        self._current.timestamp = self._clock.now_ms()  # a ledger's timestamp is its close time
         self._create_ledger()
+        if self._has_consumer_cursor():
+            # Pulsar's ledgerClosed: the closed ledger may be consumed (or expired) already.
+            self.trim_consumed_ledgers_in_background()
 
     def _create_ledger(self) -> None:
         ledger_id = self._store.create_ledger()
-        li = LedgerInfo(ledger_id, 0, 0, self._clock.now_ms())
+        li = LedgerInfo(ledger_id, 0, 0, 0)  # timestamp 0 while open, as Pulsar stores it
         self._ledgers[ledger_id] = li
         self._current = li
+        self._current_created_ms = self._clock.now_ms()
         self._persist_info()
 
     def _persist_info(self) -> None:
@@ -864,27 +916,47 @@ class ManagedLedger:
         name: str | None = None,
         initial_position: InitialPosition = InitialPosition.LATEST,
     ) -> ManagedCursor:
-        """A cursor kept only in memory, not counted for trimming (``NonDurableCursorImpl``)."""
+        """A cursor kept only in memory (Pulsar's ``newNonDurableCursor``): listed with the
+        ledger's cursors while open (:attr:`non_durable_cursors`, :attr:`all_cursors`,
+        :meth:`get_cursor`), never persisted, never holding trimming back (it is moved past
+        trimmed ledgers). An open cursor of the same name is returned as it is, as Pulsar
+        does; without a name one is generated (``non-durable-cursor-<uuid>``)."""
         with self._lock:
             self._check_open()
-            cursor = ManagedCursor.open_non_durable(
-                self, name or f"non-durable-{len(self._non_durable)}", start_position, initial_position
-            )
-            self._non_durable.append(cursor)
+            if name is not None:
+                existing = self._cursors.get(name) or self._non_durable.get(name)
+                if existing is not None:
+                    return existing
+            name = name if name is not None else f"non-durable-cursor-{uuid.uuid4()}"
+            cursor = ManagedCursor.open_non_durable(self, name, start_position, initial_position)
+            self._non_durable[name] = cursor
             return cursor
 
     def get_cursor(self, name: str) -> ManagedCursor:
-        """The open durable cursor ``name``; raises ``NotFoundError``."""
-        try:
-            return self._cursors[name]
-        except KeyError:
-            raise NotFoundError(f"cursor {name!r} not found on {self.name}") from None
+        """The open cursor ``name``, durable or not; raises ``NotFoundError``."""
+        cursor = self._cursors.get(name) or self._non_durable.get(name)
+        if cursor is None:
+            raise NotFoundError(f"cursor {name!r} not found on {self.name}")
+        return cursor
 
     @property
     def cursors(self) -> list[ManagedCursor]:
         """The durable cursors, by name."""
         with self._lock:
             return [self._cursors[k] for k in sorted(self._cursors)]
+
+    @property
+    def non_durable_cursors(self) -> list[ManagedCursor]:
+        """The open non-durable cursors, in the order they were opened."""
+        with self._lock:
+            return list(self._non_durable.values())
+
+    @property
+    def all_cursors(self) -> list[ManagedCursor]:
+        """Every open cursor (Pulsar's ``getCursors()``): the durable ones by name, then the
+        non-durable ones in the order they were opened."""
+        with self._lock:
+            return [self._cursors[k] for k in sorted(self._cursors)] + list(self._non_durable.values())
 
     def cursor_names(self) -> list[str]:
         """Names of the durable cursors known to this ML (open or stored)."""
@@ -893,79 +965,159 @@ class ManagedLedger:
             return sorted(stored | set(self._cursors))
 
     def delete_cursor(self, name: str) -> None:
-        """Delete a durable cursor and its stored state; raises ``NotFoundError``."""
+        """Delete a cursor: a durable one with its stored state, a non-durable one is closed
+        and forgotten (Pulsar's ``asyncDeleteCursor``). Raises ``NotFoundError``."""
         with self._lock:
-            cursor = self._cursors.pop(name, None)
-            if cursor is None and self._store.get(cursor_info_path(self.name, name)) is None:
-                raise NotFoundError(f"cursor {name!r} not found on {self.name}")
+            non_durable = self._non_durable.get(name)
+            if non_durable is None:
+                cursor = self._cursors.pop(name, None)
+                if cursor is None and self._store.get(cursor_info_path(self.name, name)) is None:
+                    raise NotFoundError(f"cursor {name!r} not found on {self.name}")
+        if non_durable is not None:
+            non_durable.close()  # forgets itself
+            return
+        self._reported.pop(name, None)
         if cursor is not None:
             cursor.discard()
         else:
             self._store.delete(cursor_info_path(self.name, name))
-        self.trim_consumed_ledgers()
+        self._trim_deferred = True  # the slowest cursor may have gone: a pass must look again
+        self.trim_consumed_ledgers_in_background()
 
     def forget_non_durable_cursor(self, cursor: object) -> None:
-        """A non-durable cursor closed: it is no longer advanced before trims (its ``close`` calls this)."""
+        """A non-durable cursor closed: it is no longer listed nor advanced before trims (its
+        ``close`` calls this)."""
         with self._lock:
-            if cursor in self._non_durable:
-                self._non_durable.remove(cursor)
+            for name, open_cursor in list(self._non_durable.items()):
+                if open_cursor is cursor:
+                    del self._non_durable[name]
 
     def slowest_cursor_position(self) -> Position | None:
-        """The lowest mark-delete position over the durable cursors, None without any."""
+        """The lowest *persisted* mark-delete position over the durable cursors, None without
+        any: what trimming respects (Pulsar's ``getSlowestReaderPosition``), so a crash can
+        never recover a cursor into a trimmed ledger."""
         with self._lock:
-            positions = [c.mark_delete_position for c in self._cursors.values()]
+            positions = [c.persistent_mark_delete_position for c in self._cursors.values()]
         return min(positions) if positions else None
 
-    def request_trim(self, mark_delete: Position) -> None:
-        """A durable cursor persisted ``mark_delete``: trim if that consumed the first ledger.
+    # -- retention and trimming ---------------------------------------------------------------
+    def request_trim(self, cursor: object, mark_delete: Position) -> None:
+        """The durable ``cursor`` persisted ``mark_delete``: queue a trimming pass if that moved
+        the slowest cursor into another ledger (Pulsar's ``onCursorMarkDeletePositionUpdated``:
+        "only trigger a trimming when switching to the next ledger").
 
-        The first ledger is consumed once the mark-delete is beyond it or at its last entry
-        (Pulsar trims ledger x when the slowest mark-delete is x's last entry); the other
-        cursors may still hold it back (:meth:`trim_consumed_ledgers` decides)."""
+        Called on every persisted ack, so the common case is O(1): a cursor still in the
+        ledger it last reported decides nothing; only when it changes ledger are the cursors
+        scanned (O(cursors)). The pass itself runs in the background."""
+        name = getattr(cursor, "name", None)
+        ledger = self._reader_ledger(mark_delete)
+        if self._reported.get(name) == ledger and not self._trim_deferred:
+            return
         with self._lock:
-            if not self._ledgers:
-                return
-            first_id, first = self._ledgers.peekitem(0)
-            consumed = mark_delete.ledger_id > first_id or (
-                mark_delete.ledger_id == first_id
-                and first is not self._current
-                and mark_delete.entry_id + 1 >= first.entries
-            )
-        if consumed:
-            self.trim_consumed_ledgers()
+            self._reported[name] = ledger
+            slowest = self._slowest_reader_ledger()
+            forward = slowest is not None and slowest > self._trim_horizon
+            if slowest is not None:
+                self._trim_horizon = slowest  # also when a reset moved it back
+        if forward or self._trim_deferred:
+            self.trim_consumed_ledgers_in_background()
 
-    def trim_consumed_ledgers(self) -> list[int]:
-        """Delete the ledgers that every durable cursor has consumed; return their ids.
+    def _reader_ledger(self, mark_delete: Position) -> int:
+        """Pulsar's slowest-reader ledger for one mark-delete: its ledger, or the next one when
+        it is the last entry of a closed ledger (that ledger is then consumed)."""
+        li = self._ledgers.get(mark_delete.ledger_id)
+        if li is not None and li is not self._current and mark_delete.entry_id + 1 >= li.entries:
+            return mark_delete.ledger_id + 1
+        return mark_delete.ledger_id
 
-        A ledger is trimmed when it lies entirely at or below the slowest durable cursor's
-        mark-delete position. The current ledger is never trimmed, and an ML without durable
-        cursors keeps everything (an embedded log must not lose data nobody read).
+    def _slowest_reader_ledger(self) -> int | None:
+        slowest = self.slowest_cursor_position()
+        return None if slowest is None else self._reader_ledger(slowest)
+
+    def _has_consumer_cursor(self) -> bool:
+        return any(c.counts_as_consumer for c in self._cursors.values())
+
+    def trim_consumed_ledgers_in_background(self) -> Future[list[int]]:
+        """Queue a trimming pass on the factory's executor (Pulsar's
+        ``trimConsumedLedgersInBackground``); the future gives the ids of the ledgers deleted.
+
+        Passes run one at a time; while one is queued and not started, further requests share
+        it, so the future always belongs to a pass that starts after the call. Never blocks.
         """
         with self._lock:
-            slowest = self.slowest_cursor_position()
-            if slowest is None or self._closed or not any(c.counts_as_consumer for c in self._cursors.values()):
-                # No durable cursor, or only system ones (the dedup cursor): nobody consumed
-                # anything yet, so keep everything.
+            queued = self._trim_queued
+            if queued is not None:
+                return queued
+            future: Future[list[int]] = Future()
+            self._trim_queued = future
+        try:
+            self._factory.executor.submit(self._run_trim, future)
+        except RuntimeError:  # the executor shut down (the factory is closing)
+            with self._lock:
+                self._trim_queued = None
+            future.set_result([])
+        return future
+
+    def _run_trim(self, future: Future[list[int]]) -> None:
+        with self._lock:
+            if self._trim_queued is future:
+                self._trim_queued = None
+        try:
+            future.set_result(self.trim_consumed_ledgers())
+        except BaseException as exc:  # delivered through the future, and logged
+            log.warning("managed ledger %s: trimming failed: %s", self.name, exc)
+            future.set_exception(exc)
+
+    def trim_consumed_ledgers(self) -> list[int]:
+        """Run one trimming pass now, on this thread; return the ids of the ledgers deleted.
+
+        The retention rules of ``ManagedLedgerImpl.internalTrimConsumedLedgers``: see the
+        module docstring. Blocks on the store while it deletes. Usually called through
+        :meth:`trim_consumed_ledgers_in_background`.
+        """
+        with self._trim_mutex:
+            return self._trim_pass()
+
+    def _trim_candidates(self) -> list[LedgerInfo] | None:
+        """The ledgers a pass deletes (under the ML lock); None when a durable cursor is
+        being reset (its mark-delete may be moving back into them: the pass gives way)."""
+        if self._closed or not self._has_consumer_cursor():
+            # No durable consumer cursor (only system ones, like the dedup cursor): keep
+            # everything, an embedded log never loses data nobody subscribed to.
+            return []
+        if any(c.revision.is_under_revision for c in self._cursors.values()):
+            return None
+        slowest = self._slowest_reader_ledger()
+        if slowest is None:
+            return []
+        cfg = self.config
+        now = self._clock.now_ms()
+        total = sum(li.size for li in self._ledgers.values())
+        quota = cfg.retention_size_in_mb * 1024 * 1024
+        size_to_delete = 0
+        chosen: list[LedgerInfo] = []
+        for li in self._ledgers.values():
+            if li.ledger_id >= slowest or li is self._current:
+                break
+            size_to_delete += li.size
+            over_quota = cfg.retention_size_in_mb >= 0 and total - size_to_delete >= quota
+            expired = cfg.retention_time_ms >= 0 and now - li.timestamp > cfg.retention_time_ms
+            if not (over_quota or expired):
+                break  # retained, and so is every later ledger
+            chosen.append(li)
+        return chosen
+
+    def _trim_pass(self) -> list[int]:
+        with self._lock:
+            chosen = self._trim_candidates()
+            if chosen is None:
+                self._trim_deferred = True
                 return []
-            trimmed = []
-            for lid in list(self._ledgers.keys()):
-                li = self._ledgers[lid]
-                if li is self._current or lid > slowest.ledger_id:
-                    break
-                if lid == slowest.ledger_id and slowest.entry_id < li.entries - 1:
-                    break
-                trimmed.append(lid)
-            if not trimmed:
+            self._trim_deferred = False
+            if not chosen:
                 return []
-            highest = next(
-                (
-                    Position(lid, self._ledgers[lid].entries - 1)
-                    for lid in reversed(trimmed)
-                    if self._ledgers[lid].entries
-                ),
-                None,
-            )
-            non_durable = list(self._non_durable)
+            highest = next((Position(li.ledger_id, li.entries - 1) for li in reversed(chosen) if li.entries), None)
+            non_durable = list(self._non_durable.values())
         # Pulsar's advanceCursorsIfNecessary: cursors not counted for trimming (non-durable ones)
         # are mark-deleted past the ledgers before those go, while their entries can still be
         # counted. Outside the ML lock: cursors take their own lock first, then the ML lock.
@@ -973,17 +1125,62 @@ class ManagedLedger:
             for cursor in non_durable:
                 cursor.skip_trimmed_ledgers(highest)
         with self._lock:
-            trimmed = [lid for lid in trimmed if lid in self._ledgers]
+            again = self._trim_candidates()  # a reset may have started meanwhile
+            if again is None:
+                self._trim_deferred = True
+                return []
+            keep = {li.ledger_id for li in again}
+            trimmed = [li.ledger_id for li in chosen if li.ledger_id in keep and li.ledger_id in self._ledgers]
             if not trimmed:
                 return []
             for lid in trimmed:
                 del self._ledgers[lid]
             self._persist_info()
+            self._trimmed_total += len(trimmed)
         for lid in trimmed:
             self._store.delete_ledger(lid)
+        log.info("managed ledger %s: trimmed ledgers %s", self.name, trimmed)
         return trimmed
 
+    @property
+    def total_size(self) -> int:
+        """Bytes of every ledger in the list, the current one included (Pulsar's
+        ``getTotalSize``). O(ledgers)."""
+        with self._lock:
+            return sum(li.size for li in self._ledgers.values())
+
+    def estimated_backlog_size(self) -> int:
+        """Bytes after the slowest durable cursor's persisted mark-delete (Pulsar's
+        ``getEstimatedBacklogSize``): the ledgers after its ledger in full, plus the part of
+        its ledger after it at that ledger's average entry size. 0 without durable cursors.
+        O(ledgers)."""
+        with self._lock:
+            slowest = self.slowest_cursor_position()
+            if slowest is None:
+                return 0
+            size = sum(li.size for li in self._ledgers.values() if li.ledger_id >= slowest.ledger_id)
+            li = self._ledgers.get(slowest.ledger_id)
+            if li is not None and li.entries > 0:
+                if li.entries <= slowest.entry_id + 1:
+                    size -= li.size
+                elif slowest.entry_id >= 0:
+                    size -= (slowest.entry_id + 1) * (li.size // li.entries)
+            return size
+
     # -- misc -------------------------------------------------------------------------------
+    def set_config(self, config: ManagedLedgerConfig) -> None:
+        """Replace the ledger's settings while it is open (Pulsar's ``setConfig``, which the
+        broker calls when a topic's policies change, retention included).
+
+        Rollover limits apply from the next append, cursor persistence settings from the next
+        persisted state, retention from the next trimming pass, which is queued now."""
+        if not isinstance(config, ManagedLedgerConfig):
+            raise TypeError(f"config must be a ManagedLedgerConfig, got {config!r}")
+        with self._lock:
+            self.config = config
+            self._trim_deferred = True  # the limits changed: a pass must look again
+        self.trim_consumed_ledgers_in_background()
+
     @property
     def properties(self) -> dict[str, str]:
         """ML properties (``ManagedLedgerInfo.properties``)."""
@@ -998,6 +1195,8 @@ class ManagedLedger:
     def stats(self) -> ManagedLedgerStats:
         """A consistent snapshot of the ML's counters."""
         with self._lock:
+            current = self._current
+            assert current is not None
             return ManagedLedgerStats(
                 name=self.name,
                 number_of_ledgers=len(self._ledgers),
@@ -1005,8 +1204,13 @@ class ManagedLedger:
                 total_size=sum(li.size for li in self._ledgers.values()),
                 entries_added_counter=self._entries_added,
                 last_confirmed_entry=self._last_confirmed,
-                current_ledger_id=self.current_ledger_id,
+                current_ledger_id=current.ledger_id,
                 cursors=len(self._cursors),
+                current_ledger_entries=current.entries,
+                current_ledger_size=current.size,
+                last_ledger_created_timestamp=self._current_created_ms,
+                non_durable_cursors=len(self._non_durable),
+                trimmed_ledgers_total=self._trimmed_total,
             )
 
     @property

@@ -135,8 +135,9 @@ class LedgerView(Protocol):
     def read_positions(self, positions: Iterable[Position]) -> list[Entry]: ...
 
     # -- requests from a cursor --------------------------------------------------------------
-    def request_trim(self, mark_delete: Position) -> None:
-        """A durable cursor persisted ``mark_delete``: trim the ledgers every cursor consumed."""
+    def request_trim(self, cursor: object, mark_delete: Position) -> None:
+        """The durable ``cursor`` persisted ``mark_delete``: trim, in the background, what
+        every cursor consumed and retention no longer keeps. Never blocks."""
         ...
 
     def forget_non_durable_cursor(self, cursor: object) -> None:

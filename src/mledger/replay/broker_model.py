@@ -394,11 +394,11 @@ class BrokerModel:
             entries = store.last_append(ledger_id)
             footer = parse_footer(entries[-1], max_parts=max(len(entries) - 1, 1), max_length=_MAX_STATE)
             payload = entries[-1] if footer is None else reassemble(footer, entries[:-1])
-            return "PositionInfo", unpack_payload(payload, _MAX_STATE)
+            return "PositionInfo", bytes(unpack_payload(payload, _MAX_STATE))
         assert self._ml is not None
         node = store.get(f"{ML_ROOT}/{self._ml.name}/{cursor.name}")
         assert node is not None
-        return "ManagedCursorInfo", decompress_metadata(node.data, _MAX_STATE)
+        return "ManagedCursorInfo", bytes(decompress_metadata(node.data, _MAX_STATE))
 
 
 def _roll_over_to(ml: ManagedLedger, store: ReplayStore, ledger_id: int) -> None:

@@ -45,6 +45,7 @@ class ReplayStore:
         self.max_entry_size = max_entry_size
         self._meta = MemoryStore(max_entry_size)
         self._counts: dict[int, int] = {}
+        self._lengths: dict[int, int] = {}  # bytes appended per ledger (ledger_length)
         self._tails: dict[int, tuple[int, list[bytes]]] = {}  # cursor ledger -> (first id, entries)
         self._sealed: set[int] = set()
         self._expected: int | None = None
@@ -103,6 +104,7 @@ class ReplayStore:
         if ledger_id in self._sealed:
             raise LedgerNotFoundError(f"ledger {ledger_id} is sealed and accepts no appends")
         self._counts[ledger_id] = first + len(entries)
+        self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + sum(map(len, entries))
         if ledger_id >= CURSOR_LEDGER_BASE:
             self._tails[ledger_id] = (first, [bytes(e) for e in entries])
         return first
@@ -123,6 +125,11 @@ class ReplayStore:
         self._check_open()
         return self._count(ledger_id) - 1
 
+    def ledger_length(self, ledger_id: int) -> int:
+        self._check_open()
+        self._count(ledger_id)
+        return self._lengths.get(ledger_id, 0)
+
     def ledger_exists(self, ledger_id: int) -> bool:
         self._check_open()
         return ledger_id in self._counts
@@ -135,6 +142,7 @@ class ReplayStore:
     def delete_ledger(self, ledger_id: int) -> None:
         self._check_open()
         self._counts.pop(ledger_id, None)
+        self._lengths.pop(ledger_id, None)
         self._tails.pop(ledger_id, None)
         self._sealed.discard(ledger_id)
 

@@ -68,6 +68,10 @@ class LedgerStore(Protocol):
         """Whether the ledger exists (created and not deleted)."""
         ...
 
+    def ledger_length(self, ledger_id: int) -> int:
+        """The bytes of every entry of the ledger (BookKeeper's ``LedgerHandle.getLength``)."""
+        ...
+
     def seal_ledger(self, ledger_id: int) -> None:
         """Close the ledger for writing (BookKeeper's ledger close); appends then fail."""
         ...

@@ -129,6 +129,10 @@ class FaultInjectingStore:
         self._check_alive()
         return self.inner.last_entry_id(ledger_id)
 
+    def ledger_length(self, ledger_id: int) -> int:
+        self._check_alive()
+        return self.inner.ledger_length(ledger_id)
+
     def ledger_exists(self, ledger_id: int) -> bool:
         self._check_alive()
         return self.inner.ledger_exists(ledger_id)
@@ -310,6 +314,9 @@ class HeldReadStore:
 
     def last_entry_id(self, ledger_id: int) -> int:
         return self.inner.last_entry_id(ledger_id)
+
+    def ledger_length(self, ledger_id: int) -> int:
+        return self.inner.ledger_length(ledger_id)
 
     def ledger_exists(self, ledger_id: int) -> bool:
         return self.inner.ledger_exists(ledger_id)

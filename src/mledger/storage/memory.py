@@ -70,6 +70,11 @@ class MemoryStore:
             self._check_open()
             return len(self._ledger(ledger_id)) - 1
 
+    def ledger_length(self, ledger_id: int) -> int:
+        with self._lock:
+            self._check_open()
+            return sum(map(len, self._ledger(ledger_id)))
+
     def ledger_exists(self, ledger_id: int) -> bool:
         with self._lock:
             self._check_open()
