@@ -252,3 +252,49 @@ def test_output_table_for_people_json_by_default(cli: Cli) -> None:
         assert heading in table, table
     stats = json.loads(cli.run("topics", "stats-internal", "orders").stdout)  # the default is still JSON
     assert stats["cursors"]["billing"]["numberOfEntriesInBacklog"] == 2
+
+
+def test_retention_commands_as_pulsar_admin(cli: Cli) -> None:
+    # pulsar-admin namespaces set-retention / topics set-retention: --time with s/m/h/d/w/y,
+    # --size with k/M/G/T, -1 unlimited; stored as minutes and MB.
+    cli.run("topics", "create", "orders")
+    assert cli.run("namespaces", "get-retention", "public/default").stdout.strip() == "null"
+    cli.run("namespaces", "set-retention", "public/default", "--time", "3h", "--size", "10G")
+    expected = {"retentionTimeInMinutes": 180, "retentionSizeInMB": 10240}
+    assert json.loads(cli.run("namespaces", "get-retention", "public/default").stdout) == expected
+    assert cli.run("topics", "get-retention", "orders").stdout.strip() == "null"
+    assert json.loads(cli.run("topics", "get-retention", "orders", "--applied").stdout) == expected
+    cli.run("topics", "set-retention", "orders", "-t", "-1", "-s", "512M")
+    own = {"retentionTimeInMinutes": -1, "retentionSizeInMB": 512}
+    assert json.loads(cli.run("topics", "get-retention", "orders").stdout) == own
+    assert json.loads(cli.run("topics", "get-retention", "orders", "--applied").stdout) == own
+    done = cli.run("topics", "set-retention", "orders", "-t", "10m", "-s", "0", code=9)  # 412
+    assert "Use the value of -1 instead of 0" in done.stderr
+    cli.run("topics", "remove-retention", "orders")
+    assert json.loads(cli.run("topics", "get-retention", "orders", "--applied").stdout) == expected
+    cli.run("namespaces", "remove-retention", "public/default")
+    assert json.loads(cli.run("topics", "get-retention", "orders", "--applied").stdout) == {
+        "retentionTimeInMinutes": 0, "retentionSizeInMB": 0}
+    cli.run("topics", "get-retention", "missing", code=6)
+    assert "invalid time" in cli.run("topics", "set-retention", "orders", "-t", "3x", "-s", "1G", code=2).stderr
+
+
+def test_reset_cursor_back_in_time_into_retained_data(cli: Cli) -> None:
+    # pulsar-admin topics reset-cursor --time 1h: to the first message published since now - 1h;
+    # with retention, consumed messages come back.
+    cli.run("topics", "create", "orders")
+    cli.run("namespaces", "set-retention", "public/default", "-t", "-1", "-s", "-1")
+    cli.run("topics", "create-subscription", "orders", "-s", "s", "-m", "earliest")
+    cli.produce("orders", "-m", "m", "-n", "3")
+    assert cli.consume("orders", "s") == ["m", "m", "m"]
+
+    def backlog() -> int:
+        return int(json.loads(cli.run("topics", "stats-internal", "orders").stdout)["cursors"]["s"]
+                   ["numberOfEntriesInBacklog"])
+
+    assert backlog() == 0
+    cli.run("topics", "reset-cursor", "orders", "-s", "s", "--time", "1h")
+    assert backlog() == 3
+    cli.run("topics", "reset-cursor", "orders", "-s", "s", "--time", "-60")  # a minute from now: nothing
+    assert backlog() == 0
+    cli.run("topics", "reset-cursor", "orders", "-s", "s", code=2)  # -m or -t is required

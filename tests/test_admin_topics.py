@@ -507,3 +507,22 @@ def test_errors_carry_their_status() -> None:
 def test_authorization_object_accepted(broker: Broker) -> None:
     admin = Admin(broker, Authorization({"r": {"*": ["get_stats"]}}), role="r")
     assert admin.authorization_enabled and admin.as_role("x").role == "x"
+
+
+def test_retention_policies_through_the_admin_library(admin: Admin, broker: Broker) -> None:
+    from mledger.admin import RetentionPolicies
+
+    setup_topic(admin)
+    assert admin.topics.get_retention("orders") is None
+    admin.namespaces.set_retention("public/default", RetentionPolicies(60, 1024))
+    assert admin.namespaces.get_retention("public/default") == RetentionPolicies(60, 1024)
+    assert admin.topics.get_retention("orders", applied=True) == RetentionPolicies(60, 1024)
+    admin.topics.set_retention("orders", RetentionPolicies(-1, -1))
+    ml = broker.get_topic(T).managed_ledger  # type: ignore[union-attr]
+    assert (ml.config.retention_time_ms, ml.config.retention_size_in_mb) == (-1, -1)
+    admin.topics.remove_retention("orders")
+    assert ml.config.retention_time_ms == 3_600_000
+    with pytest.raises(InvalidRequestError):
+        admin.namespaces.get_retention("not a namespace")
+    with pytest.raises(InvalidRequestError):
+        admin.topics.set_retention("orders", (60, 10))  # type: ignore[arg-type]

@@ -726,3 +726,60 @@ def test_serve_command_line_errors(tmp_path: Path) -> None:
     admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "nope", code=2)
     done = admin_cli("serve", code=2, env={"MLEDGER_DATA_DIR": ""})
     assert "--data-dir is required" in done.stderr
+
+
+# -- retention policies ------------------------------------------------------------------------
+
+
+def test_retention_policies_on_topics_and_namespaces(server: AdminServer, world: World) -> None:
+    ns = "/admin/v2/namespaces/public/default/retention"
+    assert call(server, "GET", ns).json is None
+    assert call(server, "POST", ns, '{"retentionTimeInMinutes": 60, "retentionSizeInMB": 1024}').status == 204
+    assert call(server, "GET", ns).json == {"retentionTimeInMinutes": 60, "retentionSizeInMB": 1024}
+    assert call(server, "GET", f"{V2}/plain/retention").json is None
+    assert call(server, "GET", f"{V2}/plain/retention?applied=true").json == {
+        "retentionTimeInMinutes": 60, "retentionSizeInMB": 1024}
+    assert call(server, "POST", f"{V2}/orders/retention", '{"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}'
+                ).status == 204
+    partition = world.broker.get_topic(f"{ORDERS}-partition-1")
+    assert partition.managed_ledger.config.retention_time_ms == -1  # applied to every partition
+    assert call(server, "GET", f"{V1}/orders/retention").json == {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
+    bad = call(server, "POST", f"{V2}/plain/retention", '{"retentionTimeInMinutes": 0, "retentionSizeInMB": 5}')
+    assert bad.status == 412 and "Setting a single time or size limit to 0 is invalid" in bad.reason
+    for body in ("not json", '{"retentionTimeInMinutes": "1h"}', '{"retention": 1}', "[]"):
+        assert call(server, "POST", f"{V2}/plain/retention", body).status == 400, body
+    assert call(server, "GET", f"{V2}/missing/retention").status == 404
+    assert call(server, "DELETE", f"{V2}/orders/retention").status == 204
+    assert call(server, "GET", f"{V2}/orders/retention").json is None
+    assert call(server, "DELETE", ns).status == 204
+    assert call(server, "GET", ns).json is None
+    document = call(server, "GET", "/openapi.json").json
+    assert "RetentionPoliciesData" in document["components"]["schemas"]
+    assert {"get", "post", "delete"} <= set(document["paths"]["/admin/v2/persistent/{tenant}/{namespace}/{topic}/retention"])
+
+
+def test_retention_changes_need_a_superuser(auth_server: AdminServer) -> None:
+    policy = '{"retentionTimeInMinutes": 60, "retentionSizeInMB": 10}'
+    ops = {"Authorization": "Bearer tok-ops"}
+    assert call(auth_server, "GET", f"{V2}/plain/retention").status == 401
+    assert call(auth_server, "GET", f"{V2}/plain/retention", headers=ops).status == 200
+    assert call(auth_server, "POST", f"{V2}/plain/retention", policy, headers=ops).status == 403
+    assert call(auth_server, "POST", "/admin/v2/namespaces/public/default/retention", policy, headers=ops).status == 403
+    root = {ROLE_HEADER: "root"}
+    assert call(auth_server, "POST", f"{V2}/plain/retention", policy, headers=root).status == 204
+    assert call(auth_server, "DELETE", f"{V2}/plain/retention", headers=ops).status == 403
+
+
+def test_remote_admin_retention_matches_the_library(server: AdminServer) -> None:
+    from mledger.admin import RemoteAdmin, RetentionPolicies
+
+    with RemoteAdmin(server.url, timeout=TIMEOUT) as remote:
+        remote.namespaces.set_retention("public/default", RetentionPolicies(30, 100))
+        assert remote.namespaces.get_retention("public/default") == RetentionPolicies(30, 100)
+        assert remote.topics.get_retention(PLAIN) is None
+        assert remote.topics.get_retention(PLAIN, applied=True) == RetentionPolicies(30, 100)
+        remote.topics.set_retention(PLAIN, RetentionPolicies(-1, 5))
+        assert remote.topics.get_retention(PLAIN) == RetentionPolicies(-1, 5)
+        remote.topics.remove_retention(PLAIN)
+        remote.namespaces.remove_retention("public/default")
+        assert remote.topics.get_retention(PLAIN, applied=True) == RetentionPolicies(0, 0)

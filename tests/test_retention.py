@@ -472,3 +472,113 @@ def test_broker_checks_retention_every_retention_check_interval() -> None:
     assert executor.run_all() == 1
     assert closed_ledgers(ml) == []
     broker.close()
+
+
+# -- retention policies on namespaces and topics (pulsar-admin set-retention) ----------------------
+
+
+def _broker(clock: ManualClock | None = None, **ml_config: Any) -> Any:
+    from mledger.broker import Broker, BrokerConfig
+
+    factory = ManagedLedgerFactory(MemoryStore(), clock=clock)
+    config = ManagedLedgerConfig(max_entries_per_ledger=2, **ml_config)
+    return Broker(factory, BrokerConfig(managed_ledger_config=config), clock=clock)
+
+
+def test_retention_policy_in_force_is_the_topics_else_the_namespaces_else_the_brokers() -> None:
+    from mledger.broker import RetentionPolicies
+
+    broker = _broker(retention_time_ms=120_000, retention_size_in_mb=5)
+    topic = "persistent://public/default/orders"
+    broker.create_topic(topic)
+    ml = broker.get_topic(topic).managed_ledger
+    assert broker.topic_retention(topic) is None
+    assert broker.topic_retention(topic, applied=True) == RetentionPolicies(2, 5)
+    broker.set_namespace_retention("public/default", RetentionPolicies(180, 10_240))
+    assert broker.namespace_retention("public/default") == RetentionPolicies(180, 10_240)
+    assert broker.topic_retention(topic, applied=True) == RetentionPolicies(180, 10_240)
+    assert (ml.config.retention_time_ms, ml.config.retention_size_in_mb) == (180 * 60_000, 10_240)
+    broker.set_topic_retention(topic, RetentionPolicies(-1, -1))
+    assert broker.topic_retention(topic) == RetentionPolicies(-1, -1)
+    assert (ml.config.retention_time_ms, ml.config.retention_size_in_mb) == (-1, -1)
+    broker.set_namespace_retention("public/default", None)  # the topic's own policy still rules
+    assert (ml.config.retention_time_ms, ml.config.retention_size_in_mb) == (-1, -1)
+    broker.set_topic_retention(topic, None)
+    assert (ml.config.retention_time_ms, ml.config.retention_size_in_mb) == (120_000, 5)  # exact default
+    broker.close()
+
+
+def test_topic_retention_policy_survives_a_restart_and_covers_partitions() -> None:
+    from mledger.broker import Broker, BrokerConfig, RetentionPolicies
+
+    store = MemoryStore()
+    broker = Broker(ManagedLedgerFactory(store))
+    broker.create_topic("persistent://public/default/parts", partitions=2)
+    broker.set_topic_retention("persistent://public/default/parts", RetentionPolicies(60, -1))
+    assert broker.topic_retention("persistent://public/default/parts-partition-1") == RetentionPolicies(60, -1)
+    broker.close()
+    broker = Broker(ManagedLedgerFactory(store), BrokerConfig())
+    partition = broker.get_topic("persistent://public/default/parts-partition-0")
+    assert partition.managed_ledger.config.retention_time_ms == 3_600_000  # type: ignore[union-attr]
+    broker.delete_topic("persistent://public/default/parts", force=True)
+    broker.create_topic("persistent://public/default/parts", partitions=2)
+    assert broker.topic_retention("persistent://public/default/parts") is None
+    broker.close()
+
+
+@pytest.mark.parametrize(
+    "time_minutes, size_mb, message",
+    [
+        (-2, 10, "time limit must be >= -1"),
+        (10, -2, "size limit must be >= -1"),
+        (0, 10, "Setting a single time or size limit to 0 is invalid"),
+        (10, 0, "Use the value of -1 instead of 0"),
+    ],
+)
+def test_invalid_retention_policies_are_refused_with_pulsars_message(time_minutes: int, size_mb: int, message: str) -> None:
+    from mledger.broker import RetentionPolicies
+    from mledger.core.errors import PreconditionFailedError
+
+    broker = _broker()
+    broker.create_topic("persistent://public/default/t")
+    for call in (
+        lambda: broker.set_topic_retention("persistent://public/default/t", RetentionPolicies(time_minutes, size_mb)),
+        lambda: broker.set_namespace_retention("public/default", RetentionPolicies(time_minutes, size_mb)),
+    ):
+        with pytest.raises(PreconditionFailedError, match=message) as err:
+            call()
+        assert err.value.http_status == 412
+    assert broker.topic_retention("persistent://public/default/t", applied=True) == RetentionPolicies(0, 0)
+    broker.close()
+
+
+def test_retention_of_a_missing_topic_is_not_found() -> None:
+    from mledger.broker import RetentionPolicies
+    from mledger.core.errors import NotFoundError
+
+    broker = _broker()
+    with pytest.raises(NotFoundError, match="Topic not found"):
+        broker.set_topic_retention("persistent://public/default/nope", RetentionPolicies(1, 1))
+    with pytest.raises(NotFoundError):
+        broker.topic_retention("persistent://public/default/nope")
+    broker.close()
+
+
+def test_a_policy_change_lets_retained_ledgers_go_in_the_background() -> None:
+    from mledger.broker import RetentionPolicies
+
+    clock = ManualClock(0)
+    broker = _broker(clock, retention_time_ms=-1, retention_size_in_mb=-1)
+    topic = "persistent://public/default/kept"
+    sub = broker.subscribe(topic, "s", initial_position=InitialPosition.EARLIEST)
+    producer = broker.create_producer(topic)
+    ids = [producer.send(b"m%d" % i) for i in range(4)]
+    sub.clear_backlog()
+    ml = broker.get_topic(topic).managed_ledger
+    settle(ml)
+    assert closed_ledgers(ml) == [ids[0].ledger_id, ids[2].ledger_id]
+    clock.advance(2 * 60_000)
+    broker.set_topic_retention(topic, RetentionPolicies(1, -1))  # one minute: both expired
+    settle(ml)
+    assert closed_ledgers(ml) == []
+    broker.close()

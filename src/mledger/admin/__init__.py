@@ -6,6 +6,7 @@ Admin logic lives in :mod:`mledger.admin.topics` once; the ``mledger-admin`` CLI
 status Pulsar's REST API answers with.
 """
 
+from ..broker.retention import RetentionPolicies as RetentionPolicies
 from .api import Admin as Admin
 from .auth import (
     WILDCARD as WILDCARD,
@@ -15,6 +16,7 @@ from .auth import (
 )
 from .errors import SubscriptionAlreadyExistsError as SubscriptionAlreadyExistsError
 from .messaging import Messaging as Messaging
+from .namespaces import Namespaces as Namespaces
 from .remote import RemoteAdmin as RemoteAdmin
 from .requests import (
     PAYLOAD_ERROR_PREFIX as PAYLOAD_ERROR_PREFIX,
@@ -42,11 +44,13 @@ __all__ = [
     "MessageIdItem",
     "Messaging",
     "NamespaceOperation",
+    "Namespaces",
     "PartitionedTopicInternalStats",
     "PartitionedTopicMetadata",
     "PersistentTopicInternalStats",
     "RemoteAdmin",
     "ResetCursorData",
+    "RetentionPolicies",
     "SkipMessageIdsRequest",
     "SubscriptionAlreadyExistsError",
     "TopicOperation",

@@ -6,7 +6,8 @@ checked for ``role`` before anything is read or changed (401 without a role, 403
 permission; see :mod:`mledger.admin.auth`). ``admin.as_role("other")`` is the same admin acting
 for another role (what an HTTP front end does per request).
 
-The operations live in :class:`~mledger.admin.topics.Topics` (``admin.topics``) and, for
+The operations live in :class:`~mledger.admin.topics.Topics` (``admin.topics``),
+:class:`~mledger.admin.namespaces.Namespaces` (``admin.namespaces``: retention policies) and, for
 trying things out, :class:`~mledger.admin.messaging.Messaging` (``admin.messaging``). Every
 error they raise is an :class:`~mledger.errors.MLedgerError` carrying ``http_status``.
 Thread-safe as far as the broker is: the admin itself holds no mutable state.
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 from ..broker import Broker
 from ..broker.names import TopicName
-from ..errors import ConfigError, UnauthenticatedError
+from ..errors import ConfigError, PermissionDeniedError, UnauthenticatedError
 from .auth import Authorization, NamespaceOperation, TopicOperation
 from .messaging import Messaging
+from .namespaces import Namespaces
 from .topics import Topics
 
 __all__ = ["Admin"]
@@ -41,6 +43,7 @@ class Admin:
         self.authorization = authorization
         self.role = role
         self.topics = Topics(self)
+        self.namespaces = Namespaces(self)
         self.messaging = Messaging(self)
 
     @property
@@ -72,6 +75,14 @@ class Admin:
         """Raise ``UnauthenticatedError`` (401) when authorization is on and there is no role."""
         if self.authorization is not None and not self.role:
             raise UnauthenticatedError("Need to authenticate to perform the request")
+
+    def check_superuser(self, action: str) -> None:
+        """Policy changes (retention): authenticate, then require a superuser role when
+        authorization is on (Pulsar's tenant-admin rule, mledger having no tenant admin lists);
+        ``PermissionDeniedError`` (403) names ``action``."""
+        self.authenticate()
+        if self.authorization is not None and not self.authorization.is_superuser(self.role):
+            raise PermissionDeniedError(f"Role {self.role!r} is not a superuser: it may not {action}")
 
     def may(self, operation: TopicOperation | NamespaceOperation, resource: str | TopicName) -> bool:
         """Whether the role may run ``operation`` on ``resource`` (always True when off)."""

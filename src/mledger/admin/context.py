@@ -33,6 +33,10 @@ class AdminContext(Protocol):
         """Raise ``UnauthenticatedError`` when authorization is on and no role is given."""
         ...
 
+    def check_superuser(self, action: str) -> None:
+        """Authenticate and require a superuser role (when authorization is on)."""
+        ...
+
     def may(self, operation: TopicOperation | NamespaceOperation, resource: str | TopicName) -> bool:
         """Whether the role may run ``operation`` on ``resource``."""
         ...

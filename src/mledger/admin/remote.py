@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from ..broker.names import TopicName
+from ..broker.retention import RetentionPolicies
 from ..broker.types import SubscriptionType
 from ..errors import (
     EntryTooLargeError,
@@ -58,7 +59,14 @@ try:
 except ImportError:  # pragma: no cover - depends on the installation
     httpx = None  # type: ignore[assignment]
 
-__all__ = ["LOCAL_ONLY_COMMANDS", "AdminConnectionError", "RemoteAdmin", "RemoteAdminError", "RemoteTopics"]
+__all__ = [
+    "LOCAL_ONLY_COMMANDS",
+    "AdminConnectionError",
+    "RemoteAdmin",
+    "RemoteAdminError",
+    "RemoteNamespaces",
+    "RemoteTopics",
+]
 
 LOCAL_ONLY_COMMANDS = frozenset({"produce", "consume"})
 """CLI commands that need ``--data-dir``: Pulsar's admin REST API has no produce or consume."""
@@ -127,6 +135,7 @@ class RemoteAdmin:
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
         )
         self.topics = RemoteTopics(self)
+        self.namespaces = RemoteNamespaces(self)
 
     def call(
         self,
@@ -185,6 +194,37 @@ def _reason(response: Any) -> str:
         pass
     text = response.content.decode("utf-8", "replace").strip()
     return text or f"HTTP {response.status_code}"
+
+
+def _retention(payload: bytes) -> RetentionPolicies | None:
+    try:
+        value = json.loads(payload)
+        return None if value is None else RetentionPolicies.from_json(value)
+    except (ValueError, InvalidRequestError):
+        raise AdminConnectionError(f"not retention policies: {payload[:80]!r}") from None
+
+
+class RemoteNamespaces:
+    """``Admin.namespaces`` over HTTP: retention policies of namespaces."""
+
+    def __init__(self, admin: RemoteAdmin) -> None:
+        self._admin = admin
+
+    @staticmethod
+    def _path(namespace: str) -> str:
+        parts = namespace.split("/") if isinstance(namespace, str) else []
+        if len(parts) != 2 or not all(parts):
+            raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
+        return f"/admin/v2/namespaces/{encode_segment(parts[0])}/{encode_segment(parts[1])}/retention"
+
+    def get_retention(self, namespace: str) -> RetentionPolicies | None:
+        return _retention(self._admin.call("GET", self._path(namespace))[2])
+
+    def set_retention(self, namespace: str, policies: RetentionPolicies) -> None:
+        self._admin.call("POST", self._path(namespace), body=json.dumps(policies.to_json()).encode())
+
+    def remove_retention(self, namespace: str) -> None:
+        self._admin.call("DELETE", self._path(namespace))
 
 
 class RemoteTopics:
@@ -269,6 +309,17 @@ class RemoteTopics:
     def reset_cursor(self, topic: str, subscription: str, position: Position | MessageId) -> None:
         body = ResetCursorData.of(position).to_body().encode()
         self._admin.call("POST", self._subscription_path(topic, subscription, "resetcursor"), body=body)
+
+    def get_retention(self, topic: str, applied: bool = False) -> RetentionPolicies | None:
+        """``GET {topic}/retention``: the topic's policy (with ``applied``, the one in force)."""
+        query = {"applied": "true"} if applied else None
+        return _retention(self._admin.call("GET", self._topic_path(topic, "retention"), query=query)[2])
+
+    def set_retention(self, topic: str, policies: RetentionPolicies) -> None:
+        self._admin.call("POST", self._topic_path(topic, "retention"), body=json.dumps(policies.to_json()).encode())
+
+    def remove_retention(self, topic: str) -> None:
+        self._admin.call("DELETE", self._topic_path(topic, "retention"))
 
     def reset_cursor_by_time(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         """``POST .../resetcursor/{timestamp}``: to the first entry published at or after it."""

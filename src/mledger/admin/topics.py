@@ -36,7 +36,13 @@ skip                      SKIP                        ``topics skip``
 clear_backlog             SKIP                        ``topics clear-backlog``
 skip_messages             SKIP                        ``topics skip-messages`` (PIP-423)
 cancel_delayed_message    CANCEL_DELAYED_MESSAGE      ``topics cancel-delayed-message`` (PIP-423)
+get_retention             (authenticated)             ``topics get-retention [--applied]``
+set_retention             (superuser)                 ``topics set-retention``
+remove_retention          (superuser)                 ``topics remove-retention``
 ========================  ==========================  ==================================
+
+Topic policies (retention) follow Pulsar's tenant-admin rule: a read needs an authenticated
+role, a change a superuser role (mledger has no tenant admin lists).
 
 ``clear_backlog`` checks SKIP because Pulsar's ``skipAllMessages`` does.
 
@@ -53,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..broker import Broker, InitialPosition, PartitionedTopic, SubscriptionType, Topic
 from ..broker.names import TopicName, check_namespace_name, local_name_problem
+from ..broker.retention import RetentionPolicies
 from ..errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
 from ..messageid import MessageId, as_position
 from ..position import EARLIEST, LATEST, Position
@@ -289,6 +296,32 @@ class Topics:
         """Acknowledge everything published so far (every partition's). SKIP. 404."""
         name = self._admin.check_topic(TopicOperation.SKIP, topic)
         self._subscription(name, subscription).clear_backlog()
+
+    # -- topic policies --------------------------------------------------------------------------
+
+    def get_retention(self, topic: str, applied: bool = False) -> RetentionPolicies | None:
+        """The topic's own retention policy (None when unset), or with ``applied`` the one in
+        force (its own, else its namespace's, else the broker's default). A partition's is its
+        partitioned topic's. 404 for an unknown topic."""
+        name = TopicName.parse(topic)
+        self._admin.authenticate()
+        return self._broker.topic_retention(str(name), applied=applied)
+
+    def set_retention(self, topic: str, policies: RetentionPolicies) -> None:
+        """Set the topic's retention policy (``topics set-retention``; a partitioned topic's
+        covers its partitions), applied at once. Superuser. 404; 412 for an invalid policy."""
+        name = TopicName.parse(topic)
+        self._admin.check_superuser(f"set the retention of topic {name}")
+        if not isinstance(policies, RetentionPolicies):
+            raise InvalidRequestError(f"invalid retention policies {policies!r}: expected RetentionPolicies")
+        self._broker.set_topic_retention(str(name), policies)
+
+    def remove_retention(self, topic: str) -> None:
+        """Remove the topic's retention policy: its namespace's (or the broker's) applies.
+        Superuser. 404."""
+        name = TopicName.parse(topic)
+        self._admin.check_superuser(f"remove the retention of topic {name}")
+        self._broker.set_topic_retention(str(name), None)
 
     # -- PIP-423 -------------------------------------------------------------------------------
 

@@ -59,6 +59,7 @@ from .publishing import (
     PublishCallback as PublishCallback,
     PublishResult as PublishResult,
 )
+from .retention import RetentionPolicies as RetentionPolicies
 from .stats import ConsumerStats as ConsumerStats, SubscriptionStats as SubscriptionStats, TopicStats as TopicStats
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
 from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
@@ -100,6 +101,7 @@ __all__ = [
     "PublishCallback",
     "PublishContext",
     "PublishResult",
+    "RetentionPolicies",
     "SkipEntry",
     "Subscription",
     "SubscriptionBusyError",

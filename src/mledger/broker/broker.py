@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 
 from ..core.clock import Clock
+from ..core.config import ManagedLedgerConfig
 from ..core.errors import BadVersionError, ConfigError, InvalidRequestError, NotFoundError
 from ..managed_ledger.factory import ManagedLedgerFactory
 from ..managed_ledger.ledger_view import InitialPosition
@@ -45,6 +46,7 @@ from .names import (
 from .namespaces import NamespaceNotEmptyError, Namespaces, check_namespace
 from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
+from .retention import RetentionPolicies, TopicPolicies
 from .schemas import SchemaRegistry
 from .subscription import Subscription
 from .topic import Topic
@@ -90,6 +92,8 @@ class Broker:
         """The topics' schema histories (:mod:`mledger.broker.schemas`)."""
         self.namespaces = Namespaces(factory.store)
         """Created namespaces and their policies (:mod:`mledger.broker.namespaces`)."""
+        self.topic_policies = TopicPolicies(factory.store)
+        """Topic-level policies (retention; :mod:`mledger.broker.retention`)."""
         self._closed = False
         self._last_retention_check_ms = self.clock.now_ms()
 
@@ -224,6 +228,7 @@ class Broker:
             if isinstance(found, PartitionedTopic):
                 self.factory.store.delete(name.partitioned_metadata_path)
             self._topics.pop(name, None)
+            self.topic_policies.delete(name)  # a topic created again later starts without them
 
     # -- namespaces --------------------------------------------------------------------------
     def create_namespace(self, namespace: str) -> None:
@@ -273,6 +278,82 @@ class Broker:
             set_enabled = getattr(dedup, "set_enabled", None)
             if set_enabled is not None and not topic.is_closed:
                 set_enabled(effective)
+
+    # -- retention policies (REFERENCE.md 2.11) ---------------------------------------------------
+    def namespace_retention(self, namespace: str) -> RetentionPolicies | None:
+        """The namespace's retention policy, None when unset."""
+        return self.namespaces.retention(namespace)
+
+    def set_namespace_retention(self, namespace: str, policies: RetentionPolicies | None) -> None:
+        """Set (None: remove) a namespace's retention policy (``pulsar-admin namespaces
+        set-retention``); its open topics without a policy of their own take it at once.
+        Raises ``PreconditionFailedError`` (412) for an invalid policy."""
+        if policies is not None:
+            policies.validate()
+        with self._lock:
+            self._check_open()
+            self.namespaces.set_retention(namespace, policies)
+            topics = [t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace]
+        for topic in topics:
+            self._apply_retention(topic)
+
+    def topic_retention(self, topic: str, applied: bool = False) -> RetentionPolicies | None:
+        """A topic's own retention policy (None when unset), or with ``applied`` the one in force:
+        its own, else its namespace's, else the broker's default. ``NotFoundError`` (404) for a
+        topic that does not exist."""
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            if not self._exists(name):
+                raise NotFoundError(f"Topic not found: {name}")
+        own = self.topic_policies.retention(name)
+        return self._effective_retention(name) if applied else own
+
+    def set_topic_retention(self, topic: str, policies: RetentionPolicies | None) -> None:
+        """Set (None: remove) a topic's own retention policy (``pulsar-admin topics
+        set-retention``; a partitioned topic's covers every partition), applied to the open
+        topic at once. ``NotFoundError`` (404) for a topic that does not exist,
+        ``PreconditionFailedError`` (412) for an invalid policy."""
+        name = TopicName.parse(topic)
+        if policies is not None:
+            policies.validate()
+        with self._lock:
+            self._check_open()
+            if not self._exists(name):
+                raise NotFoundError(f"Topic not found: {name}")
+            self.topic_policies.set_retention(name, policies)
+            owner = name.partitioned_topic if name.is_partition else name
+            topics = [
+                t for t in self._topics.values()
+                if isinstance(t, Topic) and (t.topic_name == owner or (
+                    t.topic_name.is_partition and t.topic_name.partitioned_topic == owner))
+            ]
+        for t in topics:
+            self._apply_retention(t)
+
+    def _effective_retention(self, name: TopicName) -> RetentionPolicies:
+        own = self.topic_policies.retention(name)
+        if own is not None:
+            return own
+        namespace = self.namespaces.retention(name.namespace_name)
+        if namespace is not None:
+            return namespace
+        default = self.config.managed_ledger_config or ManagedLedgerConfig()
+        return RetentionPolicies.from_ledger_config(default.retention_time_ms, default.retention_size_in_mb)
+
+    def _apply_retention(self, topic: Topic) -> None:
+        """Give the topic's managed ledger the retention in force (Pulsar's ``setConfig`` on a
+        policy change); a change queues a trimming pass."""
+        name = topic.topic_name
+        own = self.topic_policies.retention(name) or self.namespaces.retention(name.namespace_name)
+        ml = topic.managed_ledger
+        default = self.config.managed_ledger_config or ManagedLedgerConfig()
+        if own is None:  # the broker's default, exactly (milliseconds, not rounded to minutes)
+            time_ms, size_mb = default.retention_time_ms, default.retention_size_in_mb
+        else:
+            time_ms, size_mb = own.retention_time_ms, own.retention_size_in_mb
+        if (ml.config.retention_time_ms, ml.config.retention_size_in_mb) != (time_ms, size_mb):
+            ml.set_config(ml.config.with_changes(retention_time_ms=time_ms, retention_size_in_mb=size_mb))
 
     # -- producers and subscriptions --------------------------------------------------------
     def create_producer(
@@ -410,6 +491,7 @@ class Broker:
         )
         topic = Topic(self, name, ml)
         self._topics[name] = topic
+        self._apply_retention(topic)
         return topic
 
     def _open_partitioned(self, name: TopicName, partitions: int) -> PartitionedTopic:

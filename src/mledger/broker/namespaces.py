@@ -1,7 +1,8 @@
 """Namespaces and their policies, where Pulsar keeps them: ``/admin/policies/<tenant>/<ns>``.
 
 A namespace exists once created (its policies node holds JSON like Pulsar's ``Policies``, of
-which mledger models ``deduplicationEnabled``: true, false or null for "the broker's setting"),
+which mledger models ``deduplicationEnabled``: true, false or null for "the broker's setting",
+and ``retention_policies``: Pulsar's ``RetentionPolicies`` or null),
 or implicitly while it has topics, since the broker creates topics on first use. The
 standalone broker creates ``public/default`` as Pulsar's standalone does.
 
@@ -17,6 +18,7 @@ import re
 from ..core.errors import BadVersionError, InvalidRequestError, MLedgerError, NotFoundError, StateCorruptedError
 from ..storage import NEW_NODE, Store
 from .errors import TopicAlreadyExistsError
+from .retention import RetentionPolicies
 
 __all__ = ["POLICIES_ROOT", "NamespaceAlreadyExistsError", "NamespaceNotEmptyError", "Namespaces"]
 
@@ -81,12 +83,28 @@ class Namespaces:
 
     def set_deduplication(self, name: str, enabled: bool | None) -> None:
         """Set (or with None, remove) the deduplication policy; creates the namespace's node."""
+        self._update(name, "deduplicationEnabled", enabled)
+
+    def retention(self, name: str) -> RetentionPolicies | None:
+        """The namespace's retention policy (Pulsar's ``retention_policies``), None when unset."""
+        check_namespace(name)
+        value = self._policies(name).get("retention_policies")
+        try:
+            return None if value is None else RetentionPolicies.from_json(value)
+        except InvalidRequestError as exc:
+            raise StateCorruptedError(f"policies of {name}: {exc}") from None
+
+    def set_retention(self, name: str, policies: RetentionPolicies | None) -> None:
+        """Set (or with None, remove) the retention policy; creates the namespace's node."""
+        self._update(name, "retention_policies", None if policies is None else policies.to_json())
+
+    def _update(self, name: str, key: str, value: object) -> None:
         check_namespace(name)
         path = f"{POLICIES_ROOT}/{name}"
         for _ in range(5):
             stored = self._store.get(path)
             policies = self._decode(path, stored.data) if stored is not None else {}
-            policies["deduplicationEnabled"] = enabled
+            policies[key] = value
             try:
                 self._store.put(path, json.dumps(policies).encode(), NEW_NODE if stored is None else stored.version)
                 return

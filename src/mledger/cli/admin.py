@@ -1,4 +1,5 @@
-"""``mledger-admin``: pulsar-admin's ``topics`` commands over a local data directory.
+"""``mledger-admin``: pulsar-admin's ``topics`` (and ``namespaces`` retention) commands over a
+local data directory.
 
 Every command opens the directory's SQLite store, a managed-ledger factory and a broker, calls
 one :class:`~mledger.admin.Admin` method (the CLI holds no admin logic of its own), prints the
@@ -28,10 +29,12 @@ import logging
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..admin.remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
+from ..broker.retention import RetentionPolicies
 from ..core.errors import MLedgerError, NotAllowedError, PreconditionFailedError
 from ..core.position import EARLIEST, LATEST, Position
 from . import _admin_tables as _tables
@@ -120,6 +123,47 @@ def _positive_seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
+
+
+_TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400, "y": 365 * 86_400}
+_SIZE_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _relative_seconds(text: str) -> int:
+    """pulsar-admin's relative time (``RelativeTimeUtil``): a number with an optional unit s, m,
+    h, d, w or y (seconds without one); -1 stays -1."""
+    value = text.strip()
+    unit = _TIME_UNITS.get(value[-1:], None) if value else None
+    number = value[:-1] if unit is not None else value
+    try:
+        amount = int(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid time {text!r}: a number with an optional unit s, m, h, d, w or y (100m, 3h, 2d)"
+        ) from None
+    return amount if amount == -1 else amount * (unit or 1)
+
+
+def _size_bytes(text: str) -> int:
+    """pulsar-admin's size (``validateSizeString``): bytes with an optional unit k, m, g or t
+    (either case); -1 stays -1."""
+    value = text.strip()
+    unit = _SIZE_UNITS.get(value[-1:].lower(), None) if value else None
+    number = value[:-1] if unit is not None else value
+    try:
+        amount = int(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: a number with an optional unit k, m, g or t (4096, 10M, 16G)"
+        ) from None
+    return amount if amount == -1 else amount * (unit or 1)
+
+
+def _retention_policies(args: argparse.Namespace) -> RetentionPolicies:
+    """``--time`` / ``--size`` as pulsar-admin's set-retention turns them into a policy."""
+    minutes = args.time if args.time == -1 else args.time // 60
+    size_mb = args.size if args.size == -1 else args.size // (1 << 20)
+    return RetentionPolicies(minutes, size_mb)
 
 
 def _names(text: str) -> list[str]:
@@ -249,13 +293,31 @@ def build_parser() -> argparse.ArgumentParser:
                   _cmd_partitioned_stats_internal)
     topic_arg(sub)
 
-    sub = command("reset-cursor", "Reset a subscription's cursor to a position.", _cmd_reset_cursor)
+    sub = command("reset-cursor", "Reset a subscription's cursor to a position, or back in time.", _cmd_reset_cursor)
     topic_arg(sub)
     subscription_arg(sub)
-    sub.add_argument(
-        "-m", "--messageId", dest="position", type=_position, required=True,
+    where = sub.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "-m", "--messageId", dest="position", type=_position, default=None,
         help="ledgerId:entryId, earliest or latest",
     )
+    where.add_argument(
+        "-t", "--time", dest="time", type=_relative_seconds, default=None,
+        help="reset to the first message published this long ago or later (100m, 3h, 2d, 5w; seconds "
+        "without a unit), as pulsar-admin's --time",
+    )
+
+    sub = command("get-retention", "The topic's retention policy (null when unset).", _cmd_get_retention)
+    topic_arg(sub)
+    sub.add_argument("--applied", action="store_true",
+                     help="the policy in force: the topic's, else the namespace's, else the broker's default")
+
+    sub = command("set-retention", "Set the topic's retention policy.", _cmd_set_retention)
+    topic_arg(sub)
+    _retention_args(sub)
+
+    sub = command("remove-retention", "Remove the topic's retention policy.", _cmd_remove_retention)
+    topic_arg(sub)
 
     sub = command("skip", "Skip the next N messages of a subscription.", _cmd_skip)
     topic_arg(sub)
@@ -313,7 +375,38 @@ def build_parser() -> argparse.ArgumentParser:
                      help="at most this many messages (0: all that are deliverable; default 1)")
     sub.add_argument("-p", "--subscription-position", dest="initial_position", type=_initial_position,
                      default="latest", help="where a new subscription starts: Latest (default) or Earliest")
+    _add_namespaces_group(groups)
     return parser
+
+
+def _retention_args(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "-t", "--time", type=_relative_seconds, required=True,
+        help="retention time with an optional unit s, m, h, d, w or y (100m, 3h, 2d, 5w; seconds without "
+        "one); 0 keeps nothing consumed, -1 is unlimited",
+    )
+    sub.add_argument(
+        "-s", "--size", type=_size_bytes, required=True,
+        help="retention size with an optional unit k, m, g or t (4096, 10M, 16G; bytes without one); 0 or "
+        "less than 1M keeps nothing consumed, -1 is unlimited",
+    )
+
+
+def _add_namespaces_group(groups: Any) -> None:
+    namespaces = groups.add_parser(
+        "namespaces", help="namespace policies (retention)", description="Namespace policies.", epilog=_EPILOG
+    )
+    commands = namespaces.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str, handler: Callable[[Admin, argparse.Namespace], Any]) -> Any:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sub.set_defaults(handler=handler, command_parser=sub)
+        sub.add_argument("namespace", help="tenant/namespace")
+        return sub
+
+    command("get-retention", "The namespace's retention policy (null when unset).", _cmd_ns_get_retention)
+    _retention_args(command("set-retention", "Set the namespace's retention policy.", _cmd_ns_set_retention))
+    command("remove-retention", "Remove the namespace's retention policy.", _cmd_ns_remove_retention)
 
 
 def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
@@ -422,7 +515,39 @@ def _cmd_partitioned_stats_internal(admin: Admin, args: argparse.Namespace) -> N
 
 
 def _cmd_reset_cursor(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.reset_cursor(args.topic, args.subscription, args.position)
+    if args.time is not None:  # pulsar-admin: now - time, to the first message published from then
+        timestamp = int(time.time() * 1000) - args.time * 1000
+        admin.topics.reset_cursor_by_time(args.topic, args.subscription, timestamp)
+    else:
+        admin.topics.reset_cursor(args.topic, args.subscription, args.position)
+
+
+def _print_policy(policies: RetentionPolicies | None) -> None:
+    _print_json(None if policies is None else policies.to_json())
+
+
+def _cmd_get_retention(admin: Admin, args: argparse.Namespace) -> None:
+    _print_policy(admin.topics.get_retention(args.topic, applied=args.applied))
+
+
+def _cmd_set_retention(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.set_retention(args.topic, _retention_policies(args))
+
+
+def _cmd_remove_retention(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.remove_retention(args.topic)
+
+
+def _cmd_ns_get_retention(admin: Admin, args: argparse.Namespace) -> None:
+    _print_policy(admin.namespaces.get_retention(args.namespace))
+
+
+def _cmd_ns_set_retention(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.set_retention(args.namespace, _retention_policies(args))
+
+
+def _cmd_ns_remove_retention(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.remove_retention(args.namespace)
 
 
 def _cmd_skip(admin: Admin, args: argparse.Namespace) -> None:

@@ -33,6 +33,7 @@ from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..admin import Admin
+from ..admin.policies import RetentionPoliciesData
 from ..admin.requests import MessageIdItem, ResetCursorData
 from ..admin.wire import ErrorBody
 from ..errors import ConfigError, MLedgerError
@@ -210,7 +211,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     template = "#/components/schemas/{model}"
     for name, adapter in (("ResetCursorData", TypeAdapter(ResetCursorData)),
                           ("MessageIdItem", TypeAdapter(MessageIdItem)),
-                          ("SkipMessageIdsBody", TypeAdapter(SkipMessageIdsBody))):
+                          ("SkipMessageIdsBody", TypeAdapter(SkipMessageIdsBody)),
+                          ("RetentionPoliciesData", TypeAdapter(RetentionPoliciesData))):
         schema = adapter.json_schema(by_alias=True, ref_template=template, mode="validation")
         for key, value in schema.pop("$defs", {}).items():
             schemas.setdefault(key, value)

@@ -5,7 +5,10 @@
 * ``GET /admin/v2/namespaces/{tenant}``, ``PUT`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}``
   (409 when it exists / is not empty; ``?force=true`` deletes its topics);
 * ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication`` (body ``true``
-  or ``false``; ``DELETE`` returns to the broker's setting), applied to the open topics at once.
+  or ``false``; ``DELETE`` returns to the broker's setting), applied to the open topics at once;
+* ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/retention`` (body Pulsar's
+  ``{"retentionTimeInMinutes": M, "retentionSizeInMB": S}``; ``GET`` is ``null`` when unset;
+  412 for an invalid policy), applied to the open topics without a policy of their own.
 
 With authorization on, reads need a role and changes need a superuser role (Pulsar's tenant
 admin rule, without tenants' admin lists).
@@ -19,6 +22,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from ..admin import Admin
+from ..admin.policies import RetentionPoliciesData
 from ..errors import InvalidRequestError, PermissionDeniedError
 from .context import context_of
 from .topics import CallerAdmin, decode_segment
@@ -107,6 +111,26 @@ def namespaces_router() -> APIRouter:
     async def remove_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         _superuser(admin)
         await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), None)
+        return Response(status_code=204)
+
+    @router.get("/namespaces/{tenant}/{namespace}/retention", summary="The retention policy (null: unset)",
+                response_model=RetentionPoliciesData | None)
+    async def get_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        policies = await context_of(request).run(admin.namespaces.get_retention, _name(tenant, namespace))
+        return _json(None if policies is None else policies.to_json())
+
+    @router.post("/namespaces/{tenant}/{namespace}/retention", summary="Set the retention policy", status_code=204,
+                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                     "schema": {"$ref": "#/components/schemas/RetentionPoliciesData"}}}}})
+    async def set_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        policies = RetentionPoliciesData.parse_body(await request.body())
+        await context_of(request).run(admin.namespaces.set_retention, _name(tenant, namespace), policies)
+        return Response(status_code=204)
+
+    @router.delete("/namespaces/{tenant}/{namespace}/retention", summary="Remove the retention policy",
+                   status_code=204)
+    async def remove_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        await context_of(request).run(admin.namespaces.remove_retention, _name(tenant, namespace))
         return Response(status_code=204)
 
     return router

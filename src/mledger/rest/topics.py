@@ -25,6 +25,9 @@ POST     ``{topic}/subscription/{subName}/skip_all``          clear_backlog     
 POST     ``{topic}/subscription/{subName}/skip/{numMessages}``  skip                     204
 POST     ``{topic}/subscription/{subName}/resetcursor/{timestamp}``  reset_cursor_by_time  204
 POST     ``{topic}/subscription/{subName}/resetcursor``       reset_cursor (body: id)    204
+GET      ``{topic}/retention`` (``?applied``)                 get_retention              200
+POST     ``{topic}/retention`` (body: RetentionPolicies)      set_retention              204
+DELETE   ``{topic}/retention``                                remove_retention           204
 =======  ===================================================  =========================  ===
 
 Each handler runs its dependencies in Pulsar's order: authentication first (401 before
@@ -61,6 +64,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from ..admin import Admin
+from ..admin.policies import RetentionPoliciesData
 from ..admin.requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
 from ..admin.stats import PartitionedTopicInternalStats, PartitionedTopicMetadata, PersistentTopicInternalStats
 from ..admin.wire import CANCEL_RESULTS_HEADER, ErrorBody
@@ -439,6 +443,29 @@ def topics_router(
         if body is None:
             raise InvalidRequestError('Invalid reset cursor body: empty (expected {"ledgerId": L, "entryId": E})')
         await call.run(call.admin.topics.reset_cursor, call.topic, call.subscription, body.to_message_id())
+        return _no_content()
+
+    @route("GET", "/{topic}/retention", "get_retention", "The topic's retention policy (null when unset)",
+           response_model=RetentionPoliciesData | None)
+    async def get_retention(
+        call: TopicCallDep,
+        applied: Annotated[bool, Query(description="the policy in force: the topic's, else the namespace's, "
+                                                   "else the broker's default")] = False,
+    ) -> Response:
+        policies = await call.run(call.admin.topics.get_retention, call.topic, applied=applied)
+        return _json(None if policies is None else policies.to_json())
+
+    @route("POST", "/{topic}/retention", "set_retention", "Set the topic's retention policy", status_code=204,
+           openapi_extra=_body(_ref("RetentionPoliciesData"), "retentionTimeInMinutes and retentionSizeInMB"))
+    async def set_retention(call: TopicCallDep, request: Request) -> Response:
+        policies = RetentionPoliciesData.parse_body(await request.body())
+        await call.run(call.admin.topics.set_retention, call.topic, policies)
+        return _no_content()
+
+    @route("DELETE", "/{topic}/retention", "remove_retention", "Remove the topic's retention policy",
+           status_code=204)
+    async def remove_retention(call: TopicCallDep) -> Response:
+        await call.run(call.admin.topics.remove_retention, call.topic)
         return _no_content()
 
     return router

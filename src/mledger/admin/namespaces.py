@@ -1,0 +1,52 @@
+"""``admin.namespaces``: namespace policies (retention), as ``pulsar-admin namespaces``.
+
+========================  ==================  =========================================
+method                    authorization       Pulsar endpoint / CLI
+========================  ==================  =========================================
+get_retention             authenticated       ``namespaces get-retention``
+set_retention             superuser           ``namespaces set-retention``
+remove_retention          superuser           ``namespaces remove-retention``
+========================  ==================  =========================================
+
+Changes need a superuser role when authorization is on (Pulsar's tenant-admin rule, mledger
+having no tenant admin lists); a changed policy applies to the namespace's open topics without
+a policy of their own at once. Every method may block on the metadata store.
+"""
+
+from __future__ import annotations
+
+from ..broker.names import check_namespace_name
+from ..broker.retention import RetentionPolicies
+from ..errors import InvalidRequestError
+from .context import AdminContext
+
+__all__ = ["Namespaces"]
+
+
+class Namespaces:
+    """Namespace policies of the admin's broker (``admin.namespaces``)."""
+
+    def __init__(self, admin: AdminContext) -> None:
+        self._admin = admin
+
+    def get_retention(self, namespace: str) -> RetentionPolicies | None:
+        """The namespace's retention policy, None when unset (its topics then follow the
+        broker's default). 400 for a bad namespace name."""
+        self._admin.authenticate()
+        return self._admin.broker.namespace_retention(check_namespace_name(namespace))
+
+    def set_retention(self, namespace: str, policies: RetentionPolicies) -> None:
+        """Set the namespace's retention policy (``namespaces set-retention --time 3h --size 10G``).
+        Superuser. 400 for a bad name or value, 412 for an invalid policy (Pulsar's rules)."""
+        name = check_namespace_name(namespace)
+        self._admin.check_superuser(f"set the retention of namespace {name}")
+        if not isinstance(policies, RetentionPolicies):
+            raise InvalidRequestError(f"invalid retention policies {policies!r}: expected RetentionPolicies")
+        self._admin.broker.set_namespace_retention(name, policies)
+
+    def remove_retention(self, namespace: str) -> None:
+        """Remove the namespace's retention policy: its topics follow the broker's default.
+        Superuser."""
+        name = check_namespace_name(namespace)
+        self._admin.check_superuser(f"remove the retention of namespace {name}")
+        self._admin.broker.set_namespace_retention(name, None)

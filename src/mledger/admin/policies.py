@@ -1,0 +1,42 @@
+"""The JSON form of policies in requests and responses (Pulsar's ``RetentionPolicies``)."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..broker.retention import RetentionPolicies
+from ..errors import InvalidRequestError
+
+__all__ = ["RetentionPoliciesData"]
+
+
+class RetentionPoliciesData(BaseModel):
+    """``{"retentionTimeInMinutes": 180, "retentionSizeInMB": 10240}``: -1 is unlimited, both 0
+    keep nothing once consumed (absent fields are 0, as in Pulsar's class)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+    retention_time_in_minutes: int = Field(0, alias="retentionTimeInMinutes", description="minutes; -1: unlimited")
+    retention_size_in_mb: int = Field(0, alias="retentionSizeInMB", description="MB; -1: unlimited")
+
+    @classmethod
+    def parse_body(cls, raw: bytes | str) -> RetentionPolicies:
+        """A request body as :class:`~mledger.broker.RetentionPolicies`; 400 naming what is wrong."""
+        try:
+            value = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidRequestError(f"Invalid retention policies body: not JSON ({exc})") from None
+        try:
+            return RetentionPolicies.from_json(value)
+        except InvalidRequestError as exc:
+            raise InvalidRequestError(f"Invalid retention policies body: {exc}") from None
+
+    @classmethod
+    def of(cls, policies: RetentionPolicies) -> RetentionPoliciesData:
+        """The JSON form of ``policies``."""
+        return cls(
+            retention_time_in_minutes=policies.retention_time_in_minutes,
+            retention_size_in_mb=policies.retention_size_in_mb,
+        )
