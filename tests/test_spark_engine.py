@@ -275,6 +275,8 @@ def test_rows_without_topic_go_to_anomalies() -> None:
     out = replay_rows(rows)
     got = sorted((str(r["topic"]), r["detail"]) for r in out["anomalies"].to_pylist())
     assert got == [("None", "topic is missing"), (T, "partition is missing")]
+    # Issue 17 item 9: they create no phantom topic-partition row.
+    assert [(r["topic"], r["partition"], r["events"]) for r in out["partitions"].to_pylist()] == [(T, 0, 1)]
 
 
 def test_events_out_of_order_raise() -> None:

@@ -192,8 +192,10 @@ class PartitionReplayer:
             own = model.finish(end, self.settings.emit_state)
             per_setting = [own, *(model.mirror_results(own, self.settings.emit_state) if self._also else [])]
         anomalies = self._take_output(final=True)
-        partition = union_batch("partitions", self._partition_batch(len(per_setting[0])))
-        return [[*anomalies, *([union_batch("cursors", self._cursor_batch(results))] if results else []), partition]
+        # Rows without a usable topic-partition (a null topic or partition, an impossible
+        # partition) are invalid_row anomalies only: they name no topic-partition to report.
+        partition = [union_batch("partitions", self._partition_batch(len(per_setting[0])))] if model is not None else []
+        return [[*anomalies, *([union_batch("cursors", self._cursor_batch(results))] if results else []), *partition]
                 for results in per_setting]
 
     # -- ingest and cutting ---------------------------------------------------------------------

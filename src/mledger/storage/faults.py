@@ -458,6 +458,9 @@ class HeldWriteStore:
     def ledger_exists(self, ledger_id: int) -> bool:
         return self.inner.ledger_exists(ledger_id)
 
+    def ledger_length(self, ledger_id: int) -> int:
+        return self.inner.ledger_length(ledger_id)
+
     def get(self, path: str) -> Versioned | None:
         return self.inner.get(path)
 
