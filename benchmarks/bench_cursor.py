@@ -19,12 +19,16 @@ from mledger.cursor import ManagedCursor
 from mledger.ledger import InitialPosition, ManagedLedgerFactory
 from mledger.position import Position
 
+THROTTLE = 1.0
+"""Mark-delete persists per second: Pulsar's broker default (1/s); ``--throttle 0`` persists
+every ack (what a ledger with a synchronous consumer does), which exercises the persist path
+(and the trimming request it makes) on every call."""
+
 
 def make_cursor(entries: int, per_ledger: int = 50_000):
     """A ledger of ``entries`` 1-byte entries and a cursor at the earliest one."""
     factory = ManagedLedgerFactory()
-    # Pulsar's broker default mark-delete rate limit (1/s): acks persist at most once a second.
-    config = ManagedLedgerConfig(max_entries_per_ledger=per_ledger, throttle_mark_delete=1.0)
+    config = ManagedLedgerConfig(max_entries_per_ledger=per_ledger, throttle_mark_delete=THROTTLE)
     ml = factory.open("bench", config)
     payloads = [b"x"] * 10_000
     positions: list[Position] = []
@@ -109,7 +113,9 @@ def bench_absorb(n: int) -> tuple[float, Position]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--throttle", type=float, default=THROTTLE, help="mark-delete persists per second (0: every ack)")
     args = parser.parse_args()
+    globals()["THROTTLE"] = args.throttle
     n = args.entries
     print(f"individual acks, single calls, {n:,} random order: {bench_single_acks(n):,.0f}/s (target >= 300,000/s)")
     print(f"individual acks, iterable form, {n:,} random order: {bench_bulk_acks(n):,.0f}/s (target >= 2,000,000/s)")

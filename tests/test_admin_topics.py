@@ -526,3 +526,16 @@ def test_retention_policies_through_the_admin_library(admin: Admin, broker: Brok
         admin.namespaces.get_retention("not a namespace")
     with pytest.raises(InvalidRequestError):
         admin.topics.set_retention("orders", (60, 10))  # type: ignore[arg-type]
+
+
+def test_internal_stats_list_readers_non_durable_cursors(admin: Admin, broker: Broker) -> None:
+    # Pulsar's getManagedLedgerInternalStats iterates getCursors(), which holds the non-durable
+    # cursors of readers while they are open.
+    setup_topic(admin)
+    topic = broker.get_topic(T)
+    reader = topic.open_non_durable_subscription("reader-1", start_position=EARLIEST)  # type: ignore[union-attr]
+    stats = admin.topics.internal_stats("orders")
+    assert "reader-1" in stats.cursors and stats.cursors["reader-1"].cursor_ledger == -1
+    assert set(stats.cursors) - {"reader-1"} == {"shared", "keyed", "excl", "fail"}
+    topic.remove_non_durable_subscription(reader)  # type: ignore[union-attr]
+    assert "reader-1" not in admin.topics.internal_stats("orders").cursors

@@ -148,7 +148,7 @@ class PartitionReplayer:
         self._anomaly_total = 0
         self._finished = False
         self._started = False
-        usable = bool(topic) and in_range and partition >= -1  # type: ignore[operator]
+        usable = replayable(topic, partition)
         factory = model_factory or BrokerModel
         self._model: PartitionModel | None = None
         if usable:
@@ -804,6 +804,13 @@ class PartitionReplayer:
 
 def _empty_anomaly_buffer() -> dict[str, list[Any]]:
     return {name: [] for name in ANOMALY_SCHEMA.names if name not in ("topic", "partition")}
+
+
+def replayable(topic: str | None, partition: int | None) -> bool:
+    """Whether a topic-partition key can be replayed (a topic, and a partition in Java's ``int``
+    range, -1 or more). Rows of any other key are ``invalid_row`` anomalies only: no cursors,
+    no ``partitions`` row; the summary counts their events from the prepared log's manifest."""
+    return bool(topic) and partition is not None and -1 <= partition < (1 << 31)
 
 
 def declared_for(subscriptions: Mapping[str, Sequence[SubscriptionSpec]], topic: str | None) -> Sequence[SubscriptionSpec]:

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .checks import OutputPathError, check_input_dir, check_output_dir
-from .engine import ModelFactory, PartitionReplayer, declared_for
+from .engine import ModelFactory, PartitionReplayer, declared_for, replayable
 from .inputs import filesystem_for, plan_inputs
-from .layout import PreparedLog, is_prepared, open_prepared
+from .layout import PreparedLog, PreparedPartition, is_prepared, open_prepared
 from .model import SubscriptionSpec
 from .prepare import prepare_in_process
 from .progress import Progress
@@ -143,7 +143,8 @@ def run_single_process(
         bar.close()
     if temporary:
         remove_tree(log.root)
-    return finish_summary(out_dir, chosen, settings, time.perf_counter() - started, "single process")
+    return finish_summary(out_dir, chosen, settings, time.perf_counter() - started, "single process",
+                          unkeyed_events(log.manifest.partitions))
 
 
 def prepared_log(input_dir: str, out_dir: str, prepared: str | None, bar: Progress | None) -> tuple[PreparedLog, bool]:
@@ -175,12 +176,18 @@ def remove_tree(path: str) -> None:
     fs.delete_dir(p)
 
 
+def unkeyed_events(partitions: Sequence[PreparedPartition]) -> int:
+    """Events of the prepared keys that cannot be replayed (no ``partitions`` rows of their own)."""
+    return sum(p.rows for p in partitions if not replayable(p.topic, p.partition))
+
+
 def finish_summary(out_dir: str, chosen: Sequence[Variant], settings: ReplaySettings, seconds: float,
-                   engine: str) -> ReplaySummary | SweepSummary:
-    """Write ``settings.json`` and return the summary (a sweep's with several combinations)."""
+                   engine: str, unkeyed: int = 0) -> ReplaySummary | SweepSummary:
+    """Write ``settings.json`` and return the summary (a sweep's with several combinations);
+    ``unkeyed`` events (see :func:`unkeyed_events`) count in its events."""
     keys = tuple(k for k, _ in chosen[0].values)
     values = [tuple(v for _, v in variant.values) for variant in chosen]
-    summaries = read_summaries(out_dir, keys, values, seconds, engine)
+    summaries = read_summaries(out_dir, keys, values, seconds, engine, unkeyed)
     swept = {k: list(dict.fromkeys(vals[i] for vals in values)) for i, k in enumerate(keys)}
     write_settings(out_dir, settings, engine, swept)
     if not keys:

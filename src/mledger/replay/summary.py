@@ -68,8 +68,11 @@ def _max(table: pa.Table, column: str) -> int:
 
 
 def summarize(cursors: pa.Table, partitions: pa.Table, anomaly_counts: dict[str, int],
-              seconds: float = 0.0, engine: str = "", out_dir: str = "") -> ReplaySummary:
-    """Aggregate the ``cursors`` and ``partitions`` outputs and the anomaly counts by reason."""
+              seconds: float = 0.0, engine: str = "", out_dir: str = "", unkeyed_events: int = 0) -> ReplaySummary:
+    """Aggregate the ``cursors`` and ``partitions`` outputs and the anomaly counts by reason.
+
+    ``unkeyed_events``: events of keys that cannot be replayed (a null topic or partition),
+    which have no ``partitions`` row (:func:`~.engine.replayable`)."""
     by_type = []
     if cursors.num_rows:
         grouped = cursors.group_by("subscription_type").aggregate([
@@ -83,7 +86,7 @@ def summarize(cursors: pa.Table, partitions: pa.Table, anomaly_counts: dict[str,
         top = cursors.sort_by([("backlog", "descending"), ("topic", "ascending"), ("partition", "ascending"),
                                ("subscription", "ascending")]).slice(0, 5).to_pylist()
     return ReplaySummary(
-        events=_sum(partitions, "events"),
+        events=_sum(partitions, "events") + unkeyed_events,
         topic_partitions=partitions.num_rows,
         entries=_sum(partitions, "entries"),
         placeholder_entries=_sum(partitions, "placeholder_entries"),
@@ -213,7 +216,7 @@ def format_sweep(s: SweepSummary) -> str:
 
 
 def read_summaries(out_dir: str, keys: Sequence[str], values: Sequence[tuple[Any, ...]], seconds: float,
-                   engine: str) -> list[ReplaySummary]:
+                   engine: str, unkeyed_events: int = 0) -> list[ReplaySummary]:
     """One summary per combination of ``values`` of the swept ``keys`` (one without a sweep),
     from the written outputs (the small columns only)."""
     from .schema import CURSOR_SCHEMA
@@ -234,7 +237,8 @@ def read_summaries(out_dir: str, keys: Sequence[str], values: Sequence[tuple[Any
                 table = table.filter(mask)
             return table.drop_columns(list(keys))
 
-        summary = summarize(pick(cursors), pick(partitions), reason_counts(pick(anomalies)), seconds, engine, out_dir)
+        summary = summarize(pick(cursors), pick(partitions), reason_counts(pick(anomalies)), seconds, engine, out_dir,
+                            unkeyed_events)
         out.append(summary)
     return out
 

@@ -31,7 +31,7 @@ from ..checks import OutputPathError, check_input_dir, check_output_dir
 from ..engine import ModelFactory
 from ..inputs import InputPlan, filesystem_for, plan_inputs
 from ..layout import PreparedLog, is_prepared, open_prepared
-from ..local import finish_summary, remove_tree, temporary_prepared_dir
+from ..local import finish_summary, remove_tree, temporary_prepared_dir, unkeyed_events
 from ..model import SubscriptionSpec
 from ..settings import ReplaySettings
 from ..summary import ReplaySummary, SweepSummary
@@ -131,7 +131,8 @@ def run_replay(
     commit_outputs(out_dir, results, extra)
     if temporary:
         remove_tree(log.root)
-    return finish_summary(out_dir, chosen, settings, time.perf_counter() - started, "spark")
+    return finish_summary(out_dir, chosen, settings, time.perf_counter() - started, "spark",
+                          unkeyed_events(log.manifest.partitions))
 
 
 def main_submit(argv: list[str] | None = None) -> int:
