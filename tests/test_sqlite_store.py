@@ -334,7 +334,12 @@ import sys
 from mledger.storage.sqlite import SqliteStore
 store = SqliteStore(sys.argv[1])
 ledger = store.create_ledger()
-print("L", ledger, flush=True)
+def say(line):
+    # One write per line: under PYTHONUNBUFFERED print() writes each piece separately, and a
+    # SIGKILL between pieces would leave the parent a partial line.
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+say(f"L {ledger}")
 next_id, version, i = 0, -1, 0
 while True:
     size = (i % 4) * 3  # 0: a single append, else a batch of 3, 6 or 9
@@ -344,10 +349,10 @@ while True:
     else:
         assert store.append_many(ledger, [b"%d" % (next_id + k) for k in range(size)]) == next_id
     next_id += size
-    print("E", next_id - 1, flush=True)
+    say(f"E {next_id - 1}")
     if i % 5 == 0:
         version = store.put("/crash/meta", b"%d" % (version + 1), version if version >= 0 else -1)
-        print("M", version, flush=True)
+        say(f"M {version}")
     i += 1
 """
 
