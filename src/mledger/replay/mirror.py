@@ -164,7 +164,7 @@ class MirrorView:
     def read_positions(self, positions: Iterable[Position]) -> list[Entry]:
         return self._ledger.read_positions(positions)
 
-    def request_trim(self, mark_delete: Position) -> None:
+    def request_trim(self, cursor: object, mark_delete: Position) -> None:
         """A mirror's persists trim nothing: the cursor's own store already asked."""
 
     def forget_non_durable_cursor(self, cursor: object) -> None:
