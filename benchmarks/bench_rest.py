@@ -176,6 +176,14 @@ def old_source(ref: str | None, into: Path) -> tuple[str, Path]:
     return commit, into / "src"
 
 
+_SERVE_MAIN = """import sys
+try:
+    from mledger.cli.admin import main
+except ImportError:
+    from mledger.admin.cli import main
+sys.exit(main())"""
+
+
 class Server:
     """``mledger-admin serve`` as a subprocess, from ``src`` (old) or the installed package (new)."""
 
@@ -183,8 +191,8 @@ class Server:
         env = dict(os.environ)
         if src is not None:
             env["PYTHONPATH"] = str(src)
-        command = [sys.executable, "-c", "import sys; from mledger.cli.admin import main; sys.exit(main())",
-                   "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0"]
+        # mledger-admin's main: mledger.cli.admin now, mledger.admin.cli in the old tree
+        command = [sys.executable, "-c", _SERVE_MAIN, "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0"]
         self.name = name
         self.proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                      cwd=str(src.parent) if src is not None else None)
