@@ -16,7 +16,11 @@ uvicorn one, side by side in one run, alternating; and the /metrics scrape time.
 4. CPU accounting: the server process's CPU time (user + system, all its threads, ``psutil``)
    per request, by route (``--cpu-requests`` requests of one route from 4 keep-alive clients,
    old and new alternating, ``--repeat`` times, medians); the throughput runs print the CPU per
-   request of the mix too. CPU time is steadier than wall time on a shared machine.
+   request of the mix too. CPU time is steadier than wall time on a shared machine. The load
+   generator's CPU per request (its worker processes, ``getrusage``) is printed as well: on a
+   small machine it shares the cores with the server, so requests/s is bounded by the server's
+   and the client's CPU together. The scrape section also splits the new server's scrape (in
+   this process, CPU time) into collecting the figures and prometheus_client's text writer.
 
 The old server is not in ``src/`` any more: the script extracts ``src/`` of the last commit
 before the change (``--old-ref``, default: the parent of the commit that replaced the
@@ -38,6 +42,7 @@ import http.client
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import statistics
@@ -134,6 +139,7 @@ def run_load(port: int, clients: int, workers: int, duration: float, warmup: flo
              server_pid: int | None = None) -> dict[str, Any]:
     per = [clients // workers + (1 if i < clients % workers else 0) for i in range(workers)]
     cpu_from = cpu_seconds(server_pid) if server_pid is not None else 0.0
+    client_from = _children_cpu()
     procs = []
     first = 0
     for count in per:
@@ -151,11 +157,19 @@ def run_load(port: int, clients: int, workers: int, duration: float, warmup: flo
         errors += result["errors"]
         answered += result["answered"]
     cpu_to = cpu_seconds(server_pid) if server_pid is not None else 0.0
+    client_ms = 1000 * (_children_cpu() - client_from) / answered if answered else float("nan")
     latencies.sort()
     p99 = latencies[int(len(latencies) * 0.99)] if latencies else float("nan")
     cpu_ms = 1000 * (cpu_to - cpu_from) / answered if answered and server_pid is not None else float("nan")
     return {"rps": len(latencies) / duration, "p99_ms": p99 * 1000, "requests": len(latencies), "errors": errors,
-            "cpu_ms": cpu_ms}
+            "cpu_ms": cpu_ms, "client_ms": client_ms}
+
+
+def _children_cpu() -> float:
+    """User + system CPU time of the waited-for child processes: the load generator's workers
+    (a server is waited for only when stopped, after its run)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # -- the servers -------------------------------------------------------------------------------
@@ -251,6 +265,34 @@ def copy_data(template: Path, root: Path, name: str) -> Path:
     return target
 
 
+def scrape_split(data_dir: Path, count: int) -> tuple[float, float]:
+    """CPU ms of the new scrape in this process: (collecting the figures, collecting and writing
+    the text with ``generate_latest``), medians of ``count``."""
+    from prometheus_client import generate_latest
+
+    from mledger import ManagedLedgerFactory, SqliteStore
+    from mledger.broker import Broker
+    from mledger.metrics import metrics_registry
+
+    factory = ManagedLedgerFactory(SqliteStore(str(data_dir)))
+    broker = Broker(factory)
+    try:
+        registry = metrics_registry(broker, "standalone")
+        generate_latest(registry)  # opens every topic
+        collect, total = [], []
+        for _ in range(count):
+            started = time.process_time()
+            list(registry.collect())
+            collect.append(time.process_time() - started)
+            started = time.process_time()
+            generate_latest(registry)
+            total.append(time.process_time() - started)
+    finally:
+        broker.close()
+        factory.close()
+    return statistics.median(collect) * 1000, statistics.median(total) * 1000
+
+
 def scrape_times(port: int, count: int) -> list[float]:
     times = []
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -319,12 +361,13 @@ def main() -> None:
                 result = one_run(name, args.clients, args.duration)
                 results[name].append(result)
                 print(f"   run {r + 1} {name}: {result['rps']:8.0f} req/s  p99 {result['p99_ms']:7.1f} ms  "
-                      f"server CPU {result['cpu_ms']:.3f} ms/req  errors {len(result['errors'])}  {_load()}")
-        med = {n: {key: statistics.median(x[key] for x in rs) for key in ("rps", "p99_ms", "cpu_ms")}
+                      f"server CPU {result['cpu_ms']:.3f} ms/req  client CPU {result['client_ms']:.3f} ms/req  "
+                      f"errors {len(result['errors'])}  {_load()}")
+        med = {n: {key: statistics.median(x[key] for x in rs) for key in ("rps", "p99_ms", "cpu_ms", "client_ms")}
                for n, rs in results.items()}
         for name in ("old", "new"):
             print(f"   median {name}: {med[name]['rps']:.0f} req/s, p99 {med[name]['p99_ms']:.1f} ms, "
-                  f"server CPU {med[name]['cpu_ms']:.3f} ms/req")
+                  f"server CPU {med[name]['cpu_ms']:.3f} ms/req, client CPU {med[name]['client_ms']:.3f} ms/req")
         print(f"   ratio new/old: {med['new']['rps'] / med['old']['rps']:.2f}x requests/s (target >= 3x), "
               f"p99 {med['old']['p99_ms'] / med['new']['p99_ms']:.1f}x lower, "
               f"{med['old']['cpu_ms'] / med['new']['cpu_ms']:.2f}x less CPU per request")
@@ -339,6 +382,7 @@ def main() -> None:
                     kinds[kind] = kinds.get(kind, 0) + 1
                 print(f"   {name}: {result['requests']} requests, {result['rps']:.0f} req/s, p99 "
                       f"{result['p99_ms']:.1f} ms, server CPU {result['cpu_ms']:.3f} ms/req, "
+                      f"client CPU {result['client_ms']:.3f} ms/req, "
                       f"errors {len(result['errors'])} {dict(list(kinds.items())[:4])}  {_load()}")
 
         if args.subscriptions > 0:
@@ -366,6 +410,9 @@ def main() -> None:
                 print(f"   {name}: median {statistics.median(scrapes[name]) * 1000:.1f} ms, "
                       f"min {min(scrapes[name]) * 1000:.1f} ms, server CPU {statistics.median(scrape_cpu[name]) * 1000:.1f}"
                       " ms/scrape" + ("  (target < 100 ms)" if name == "new" else ""))
+            collect_ms, total_ms = scrape_split(copy_data(scrape_template, root, "scrape-split"), 5)
+            print(f"   new, in this process (CPU, median of 5): collecting the figures {collect_ms:.1f} ms, "
+                  f"prometheus_client's text writer {total_ms - collect_ms:.1f} ms, {total_ms:.1f} ms in all")
 
         if args.cpu_requests > 0:
             print(f"\n4. server CPU per request by route ({FIXED_SUBSCRIPTIONS} subscriptions), "
