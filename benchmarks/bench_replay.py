@@ -14,7 +14,9 @@ Parts (``--skip`` takes a comma-separated list of them):
   time of the whole process tree (driver, JVM, Python workers: sampled from /proc until each
   process ends), the JVM's share of it, the peak RSS of the single process and of the
   largest Spark Python worker;
-* ``sweep``: a 3-setting ``--sweep`` against one replay, single process, alternating;
+* ``sweep``: a 3-setting ``--sweep`` of a persistence-only key (one shared replay) and one of
+  a key that changes behaviour (one replay per value), against one replay, single process,
+  the three rotating;
 * ``prepare``: ``mledger prepare`` of the raw logs of the first size on local[2], against a
   replay of the same raw input on local[2] (which prepares them first);
 * ``engine``: the replay engine alone on one topic-partition's events already in memory,
@@ -206,18 +208,26 @@ def _sweep_part(args: argparse.Namespace) -> None:
     size = args.sizes[0]
     data = os.path.join(args.data, f"prepared-{size}")
     _generate(data, size)
-    sides = {"one replay": [], "3-setting sweep": ["--sweep", "max_unacked_ranges_to_persist=100,1000,10000"]}
+    # persistence-only settings share one replay (replay.mirror); a key that changes what the
+    # broker does (when cursors persist) gets one replay per value, sharing the reading only
+    sides = {"one replay": [],
+             "3-setting sweep": ["--sweep", "max_unacked_ranges_to_persist=100,1000,10000"],
+             "3 behaviours": ["--sweep", "throttle_mark_delete=0.5,1,2"]}
     runs: dict[str, list[Run]] = {k: [] for k in sides}
     for r in range(args.repeat):
-        for name in (list(sides) if r % 2 == 0 else list(reversed(sides))):
+        names = list(sides)
+        for name in names[r % len(names):] + names[:r % len(names)]:  # rotate who goes first
             runs[name].append(_run(_mledger("replay", data, os.path.join(args.data, "out"), "--quiet",
                                             "--single-process", *sides[name])))
     print(f"\n== sweep, single process, {size:,} events; {_load()}")
     for name, rs in runs.items():
         print(f"{name:16} {_median([r.wall for r in rs]):>7.1f}s  ({' / '.join(f'{r.wall:.1f}' for r in rs)}), "
-              f"CPU {_median([r.cpu for r in rs]):.1f} s, peak RSS {_median([r.peak_process for r in rs]) / 2**20:,.0f} MiB")
-    ratio = _median([r.wall for r in runs["3-setting sweep"]]) / _median([r.wall for r in runs["one replay"]])
-    print(f"3-setting sweep / one replay, wall: {ratio:.2f}x")
+              f"CPU {_median([r.cpu for r in rs]):.1f} s ({' / '.join(f'{r.cpu:.1f}' for r in rs)}), "
+              f"peak RSS {_median([r.peak_process for r in rs]) / 2**20:,.0f} MiB")
+    for name in list(sides)[1:]:
+        wall = _median([r.wall for r in runs[name]]) / _median([r.wall for r in runs["one replay"]])
+        cpu = _median([r.cpu for r in runs[name]]) / _median([r.cpu for r in runs["one replay"]])
+        print(f"{name} / one replay: wall {wall:.2f}x, CPU {cpu:.2f}x")
 
 
 def _prepare_part(args: argparse.Namespace) -> None:

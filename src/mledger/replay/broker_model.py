@@ -38,6 +38,7 @@ size and time is switched off: the log decides where ledgers end.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -298,7 +299,9 @@ class BrokerModel:
         if not items:
             return np.empty((0, 2), np.int64), np.empty(0, np.int64)
         times = np.fromiter((t for t, _ in items), np.int64, len(items))
-        positions = np.array([p for _, p in items], dtype=np.int64).reshape(len(items), 2)
+        # flattened: numpy reads a list of tuples element by element, ~7x slower
+        flat = itertools.chain.from_iterable([p for _, p in items])
+        positions = np.fromiter(flat, np.int64, 2 * len(items)).reshape(len(items), 2)
         return positions, times
 
     def dispatch(self, before_ms: int) -> None:

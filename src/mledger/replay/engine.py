@@ -354,17 +354,28 @@ class PartitionReplayer:
         cancels = np.flatnonzero(rows.kind == KIND_CANCELLED)
         if cancels.size == 0:
             return -1
-        partial = np.flatnonzero((rows.kind != KIND_PRODUCED) & (rows.bidx >= 0))
-        for i in cancels.tolist():
-            if rows.bidx[i] >= 0:
-                return i
-            code = int(rows.sub[i])
+        alone = rows.bidx[cancels] >= 0
+        codes = rows.sub[cancels]
+        for code in np.unique(codes).tolist():
             if code >= 0 and code not in self._created and self._subs.names[code] in self._declared:
-                return i
-            before = partial[partial < i]
-            if before.size and ((rows.ledger[before] == rows.ledger[i]) & (rows.entry[before] == rows.entry[i])).any():
-                return i
-        return -1
+                alone |= codes == code
+        partial = np.flatnonzero((rows.kind != KIND_PRODUCED) & (rows.bidx >= 0))
+        if partial.size:
+            # partial rows and cancels grouped by entry, in row order within an entry: a cancel
+            # is alone when its entry's group has a partial row before it
+            both = np.concatenate((partial, cancels))
+            is_partial = np.concatenate((np.ones(partial.size, np.int64), np.zeros(cancels.size, np.int64)))
+            ledger, entry = rows.ledger[both], rows.entry[both]
+            order = np.lexsort((both, entry, ledger))
+            ledger, entry, is_partial = ledger[order], entry[order], is_partial[order]
+            start = np.concatenate(([True], (ledger[1:] != ledger[:-1]) | (entry[1:] != entry[:-1])))
+            seen = np.cumsum(is_partial) - is_partial  # partial rows before each element
+            partial_before = seen > seen[np.flatnonzero(start)][np.cumsum(start) - 1]  # ... within its group
+            cancel_at = np.empty(cancels.size, bool)
+            cancel_at[order[is_partial == 0] - partial.size] = partial_before[is_partial == 0]
+            alone |= cancel_at
+        hit = np.flatnonzero(alone)
+        return int(cancels[hit[0]]) if hit.size else -1
 
     # -- produced -------------------------------------------------------------------------------
     def _produce(self, p: Rows) -> np.ndarray:
@@ -542,33 +553,40 @@ class PartitionReplayer:
         new_cancels: dict[int, int] = {}
         extra_rows: list[int] = []
         extra_subs: list[int] = []
-        applied: list[tuple[int, int]] = []  # (row, subscription) of the cancels applied so far
+        # (subscription, entry) acked whole by a row before the current cancel, or cancelled by
+        # an earlier cancel: one set, filled as the cancels are walked in row order
+        if cancel_rows.size:  # only whole acks of a cancelled entry matter
+            whole &= np.isin(g, g[cancel_rows], kind="table")
+        whole_rows = np.flatnonzero(whole).tolist()
+        whole_keys = list(zip(a.sub[whole].tolist(), g[whole].tolist(), strict=True))
+        done: set[tuple[int, int]] = set()
+        w = 0
         late_pairs: list[tuple[int, int]] = []
         for i in cancel_rows.tolist():
             code = int(a.sub[i])
-            row = a.take(slice(i, i + 1))
+            row = slice(i, i + 1)  # taken only for an anomaly
             if code >= 0:
                 if code not in self._created:
-                    self._anomaly(UNKNOWN_SUBSCRIPTION, row, [f"subscription {self._subs.names[code]!r} does not exist"])
+                    self._anomaly(UNKNOWN_SUBSCRIPTION, a.take(row), [f"subscription {self._subs.names[code]!r} does not exist"])
                     continue
                 if not self._shared[code]:
-                    self._anomaly(CANCEL_REFUSED, row, [
+                    self._anomaly(CANCEL_REFUSED, a.take(row), [
                         "PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"])
                     continue
                 targets = [code]
             else:
                 if not shared_subs:
-                    self._anomaly(CANCEL_WITHOUT_SUBSCRIPTION, row, ["no Shared or Key_Shared subscription exists"])
+                    self._anomaly(CANCEL_WITHOUT_SUBSCRIPTION, a.take(row), ["no Shared or Key_Shared subscription exists"])
                     continue
                 targets = shared_subs
             t, deliver, gi = int(a.ts[i]), int(deliver_all[i]), int(g[i])
-            same = np.flatnonzero(whole[:i] & (g[:i] == gi))
+            while w < len(whole_rows) and whole_rows[w] < i:
+                done.add(whole_keys[w])
+                w += 1
             for k, c in enumerate(targets):
-                done_before = bool((a.sub[same] == c).any()) or any(
-                    j < i and s_ == c and int(g[j]) == gi for j, s_ in applied)
-                if not done_before and not model.is_deleted(self._subs.names[c], int(a.ledger[i]), int(a.entry[i])):
+                if (c, gi) not in done and not model.is_deleted(self._subs.names[c], int(a.ledger[i]), int(a.entry[i])):
                     new_cancels[c] = new_cancels.get(c, 0) + 1
-                applied.append((i, c))
+                done.add((c, gi))
                 extra_rows.append(i)
                 extra_subs.append(c)
                 if not 0 <= t <= deliver:
