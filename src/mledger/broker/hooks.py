@@ -27,9 +27,8 @@ else :class:`NoDeduplication`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from ..codec.entry import EntryMetadata
 from ..core.clock import Clock
@@ -61,12 +60,12 @@ class DedupVerdict(Enum):
     UNKNOWN = "Unknown"
 
 
-@dataclass(frozen=True, slots=True)
-class PublishContext:
+class PublishContext(NamedTuple):
     """What the hook learns about one publish (one entry: a message or a whole batch).
 
     ``sequence_id`` is the first message's, ``highest_sequence_id`` the last one's (equal for a
-    single message); ``metadata`` is exactly what will be stored.
+    single message); ``metadata`` is exactly what will be stored. An immutable named tuple
+    (one is made per published entry).
     """
 
     topic: str

@@ -9,6 +9,8 @@ the bytes the generated code produces for the same fields, in field-number order
 
 from __future__ import annotations
 
+import struct
+
 from google.protobuf.message import DecodeError
 
 from ..codec.proto import PulsarApi_pb2 as api
@@ -20,6 +22,7 @@ __all__ = [
     "encode_command",
     "message_command",
     "send_receipt_command",
+    "send_receipt_frame",
 ]
 
 CommandType = api.BaseCommand.Type
@@ -53,18 +56,32 @@ def encode_command(cmd: api.BaseCommand) -> bytes:
     return data
 
 
-_SMALL = [bytes([i]) for i in range(128)]
-
-
-def _varint(out: bytearray, value: int) -> None:
-    if 0 <= value < 128:
-        out += _SMALL[value]
-        return
-    value &= _MASK64
+def _encode_varint(value: int) -> bytes:
+    value &= _MASK64  # a negative int64 is written as its two's complement, 10 bytes
+    out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
+    return bytes(out)
+
+
+_VARINTS = [_encode_varint(i) for i in range(1 << 14)]
+"""Every one- and two-byte varint, encoded (ids, sequence ids, sizes below 16384)."""
+_SMALL = _VARINTS[:128]
+
+
+def _varint_bytes(value: int) -> bytes:
+    """``value`` as a protobuf varint."""
+    if 0 <= value < 16384:
+        return _VARINTS[value]
+    if 0 < value < 1 << 21:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+    return _encode_varint(value)
+
+
+def _varint(out: bytearray, value: int) -> None:
+    out += _varint_bytes(value)
 
 
 _LEDGER_PREFIXES: dict[int, bytes] = {}
@@ -134,19 +151,22 @@ def send_receipt_command(
     The message id carries ledger and entry (and the partition when >= 0);
     ``highest_sequence_id`` is always written, as Pulsar's broker does.
     """
-    body = bytearray(b"\x08")
-    _varint(body, producer_id)
-    body.append(0x10)
-    _varint(body, sequence_id)
-    mid = _message_id(ledger_id, entry_id, partition)
-    body.append(0x1A)
-    _varint(body, len(mid))
-    body += mid
-    body.append(0x20)
-    _varint(body, highest_sequence_id)
-    out = bytearray(b"\x08")
-    _varint(out, _TYPE_SEND_RECEIPT)
-    out.append(0x3A)  # field 7, length-delimited
-    _varint(out, len(body))
-    out += body
-    return bytes(out)
+    v = _varint_bytes
+    mid = _ledger_prefix(ledger_id) + v(entry_id)
+    if partition >= 0:
+        mid += b"\x18" + v(partition)
+    body = b"\x08" + v(producer_id) + b"\x10" + v(sequence_id) + b"\x1a" + v(len(mid)) + mid + b"\x20" + v(highest_sequence_id)
+    return _SEND_RECEIPT_HEAD + v(len(body)) + body
+
+
+def send_receipt_frame(
+    producer_id: int, sequence_id: int, highest_sequence_id: int, ledger_id: int, entry_id: int, partition: int = -1
+) -> bytes:
+    """:func:`send_receipt_command` in its frame (``[totalSize][commandSize]`` in front)."""
+    command = send_receipt_command(producer_id, sequence_id, highest_sequence_id, ledger_id, entry_id, partition)
+    n = len(command)
+    return _U32_PAIR.pack(n + 4, n) + command
+
+
+_SEND_RECEIPT_HEAD = b"\x08" + _encode_varint(_TYPE_SEND_RECEIPT) + b"\x3a"  # type, then field 7 (length-delimited)
+_U32_PAIR = struct.Struct(">II")

@@ -28,8 +28,8 @@ Payload commands (SEND) come out with their payload split and the checksum verif
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from ..codec.proto import PulsarApi_pb2 as api
 from .codec import decode_command, encode_command
@@ -56,6 +56,7 @@ _T = api.BaseCommand
 _PING = encode_frame(encode_command(api.BaseCommand(type=_T.PING, ping=api.CommandPing())))
 _PONG = encode_frame(encode_command(api.BaseCommand(type=_T.PONG, pong=api.CommandPong())))
 _QUIET = frozenset({_T.PONG, _T.AUTH_RESPONSE})
+_SEND = _T.SEND
 
 
 class ConnectionState(Enum):
@@ -67,9 +68,9 @@ class ConnectionState(Enum):
     CLOSED = "closed"
 
 
-@dataclass(slots=True)
-class Request:
-    """One command for the session: the parsed ``BaseCommand`` and, for SEND, its payload."""
+class Request(NamedTuple):
+    """One command for the session: the parsed ``BaseCommand`` and, for SEND, its payload
+    (a named tuple: one per command on the hot path)."""
 
     type: api.BaseCommand.Type.ValueType
     command: api.BaseCommand
@@ -106,9 +107,13 @@ class Connection:
             raise LocalProtocolError("receive_data on a closed connection")
         out: list[Request] = []
         self.received_since_ping = True
+        connected = self.state is ConnectionState.CONNECTED
         for command_bytes, payload_bytes in self._decoder.feed(data):
             cmd = decode_command(command_bytes)
             type_ = cmd.type
+            if type_ == _SEND and connected:  # the hot path: a SEND on an open connection
+                out.append(Request(type_, cmd, parse_payload(payload_bytes) if payload_bytes is not None else None))
+                continue
             spec = COMMANDS.get(type_)
             if spec is None:  # pragma: no cover - decode_command refuses unknown types
                 raise RemoteProtocolError(f"unknown command type {type_}")
@@ -195,6 +200,10 @@ class Connection:
             self._out.append(encode_frame(command))
         else:
             self._out.append(encode_payload_frame(command, checksummed))
+
+    def send_frames(self, frames: list[bytes]) -> None:
+        """Queue whole frames, already encoded (``[totalSize][commandSize]...``)."""
+        self._out += frames
 
     def send_error(self, request_id: int, error: api.ServerError.ValueType, message: str) -> None:
         """Queue ERROR for a request."""

@@ -23,7 +23,7 @@ stored entries with it too).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -82,31 +82,25 @@ class FrameDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> list[tuple[bytes, bytes | None]]:
         """Add received bytes; return every frame now complete, in order."""
         buf = self._buffer
-        buf += data
-        pos = self._pos
-        end = len(buf)
+        held = bool(buf) or type(data) is not bytes
+        if held:
+            buf += data
+            src: bytes | bytearray = buf
+            pos = self._pos
+        else:
+            # Nothing held back (the common case): frames are sliced out of ``data`` itself,
+            # one copy each; only a trailing partial frame is kept.
+            src = data  # type: ignore[assignment]
+            pos = 0
+        end = len(src)
         out: list[tuple[bytes, bytes | None]] = []
-        limit = self.max_frame_size
-        while end - pos >= 4:
-            total = _U32.unpack_from(buf, pos)[0]
-            if total > limit:
-                raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {limit} bytes")
-            if end - pos - 4 < total:
-                break
-            if total < 4:
-                raise RemoteProtocolError(f"frame of {total} bytes is too short to hold a command size")
-            command_size = _U32.unpack_from(buf, pos + 4)[0]
-            if command_size > total - 4:
-                raise RemoteProtocolError(
-                    f"command size {command_size} does not fit the frame of {total} bytes"
-                )
-            start = pos + 8
-            stop = start + command_size
-            frame_end = pos + 4 + total
-            command = bytes(buf[start:stop])
-            payload = bytes(buf[stop:frame_end]) if frame_end > stop else None
-            out.append((command, payload))
-            pos = frame_end
+        try:
+            pos = self._split(src, pos, end, out)
+        finally:
+            if not held and pos < end:
+                buf += src[pos:]  # a partial frame (or a bad one: kept, as the held path does)
+        if not held:
+            return out
         if pos == end:
             buf.clear()
             pos = 0
@@ -115,6 +109,29 @@ class FrameDecoder:
             pos = 0
         self._pos = pos
         return out
+
+    def _split(self, src: bytes | bytearray, pos: int, end: int, out: list[tuple[bytes, bytes | None]]) -> int:
+        """Append the complete frames of ``src[pos:end]`` to ``out``; return where they end.
+        Raises on a bad frame (the shell then closes the connection)."""
+        limit = self.max_frame_size
+        with memoryview(src) as view:
+            while end - pos >= 4:
+                total = _U32.unpack_from(src, pos)[0]
+                if total > limit:
+                    raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {limit} bytes")
+                if end - pos - 4 < total:
+                    break
+                if total < 4:
+                    raise RemoteProtocolError(f"frame of {total} bytes is too short to hold a command size")
+                command_size = _U32.unpack_from(src, pos + 4)[0]
+                if command_size > total - 4:
+                    raise RemoteProtocolError(f"command size {command_size} does not fit the frame of {total} bytes")
+                start = pos + 8
+                stop = start + command_size
+                frame_end = pos + 4 + total
+                out.append((bytes(view[start:stop]), bytes(view[stop:frame_end]) if frame_end > stop else None))
+                pos = frame_end
+        return pos
 
 
 def encode_frame(command: bytes) -> bytes:
@@ -143,9 +160,8 @@ def checksummed_entry(raw: bytes) -> bytes:
     return _CRC_MAGIC + _U32.pack(crc32c(raw)) + raw
 
 
-@dataclass(frozen=True, slots=True)
-class Payload:
-    """The payload part of a SEND frame.
+class Payload(NamedTuple):
+    """The payload part of a SEND frame (a named tuple: one per SEND on the hot path).
 
     ``entry`` is what gets stored: the bytes from the checksum magic on (from the metadata
     size when no checksum was sent). ``metadata`` is the serialized ``MessageMetadata``.
@@ -163,8 +179,15 @@ def parse_payload(data: bytes) -> Payload:
     Raises :class:`RemoteProtocolError` when the framing is cut short or a size runs past the
     end. O(len(data)) for the checksum.
     """
-    pos = 0
     end = len(data)
+    if data[:2] == _CRC_MAGIC and end >= 10:
+        # The common case (a client's checksummed SEND, no broker entry metadata).
+        expected, size = _U32_PAIR.unpack_from(data, 2)
+        stop = 10 + size
+        if stop > end:
+            raise RemoteProtocolError(f"message metadata of {size} bytes runs past the end of the frame")
+        return Payload(data, data[10:stop], crc32c(memoryview(data)[6:]) == expected)
+    pos = 0
     if data[:2] == _BEM_MAGIC:
         if end < 6:
             raise RemoteProtocolError("broker entry metadata cut short")

@@ -80,7 +80,7 @@ from ..core.errors import (
 from ..core.position import EARLIEST, LATEST, Position
 from ..managed_ledger import InitialPosition
 from .access import ProducerAccess, ProducerFencedError, TokenAuth
-from .codec import message_command, send_receipt_command
+from .codec import message_command, send_receipt_frame
 from .commands import COMMANDS
 from .config import ProtocolConfig, ProtocolStats
 from .connection import Connection, ConnectionState, Request
@@ -518,33 +518,41 @@ class Session:
 
     def handle_send(self, request: Request) -> None:
         send = request.command.send
-        handle = self._producers.get(send.producer_id)
-        sequence_id = _signed(send.sequence_id)
+        producer_id = send.producer_id
+        raw_sequence_id = send.sequence_id
+        handle = self._producers.get(producer_id)
         if handle is None or handle.closed:
-            self._send_error(send.producer_id, send.sequence_id, api.NotAllowedError, "Producer is not ready")
+            self._send_error(producer_id, raw_sequence_id, api.NotAllowedError, "Producer is not ready")
             return
         payload = request.payload
         if payload is None:
-            self._send_error(send.producer_id, send.sequence_id, api.NotAllowedError, "SEND without a payload")
+            self._send_error(producer_id, raw_sequence_id, api.NotAllowedError, "SEND without a payload")
             return
-        if payload.checksum_ok is False:
+        entry, metadata_bytes, checksum_ok = payload
+        if checksum_ok is False:
             self._host.stats.checksum_errors += 1
-            self._send_error(send.producer_id, send.sequence_id, api.ChecksumError, "Checksum failed on the broker")
+            self._send_error(producer_id, raw_sequence_id, api.ChecksumError, "Checksum failed on the broker")
             return
+        topic = handle.topic
         try:
-            metadata = _metadata_for(handle.topic, payload.metadata)
+            metadata = _metadata_for(topic, metadata_bytes)
         except StateCorruptedError as exc:
-            self._send_error(send.producer_id, send.sequence_id, api.UnknownError, str(exc))
+            self._send_error(producer_id, raw_sequence_id, api.UnknownError, str(exc))
             return
-        highest = _signed(send.highest_sequence_id)
+        sequence_id = raw_sequence_id - (1 << 64) if raw_sequence_id >> 63 else raw_sequence_id
+        raw_highest = send.highest_sequence_id
+        highest = raw_highest - (1 << 64) if raw_highest >> 63 else raw_highest
         if highest <= sequence_id:
             highest = sequence_id
         n = send.num_messages if send.HasField("num_messages") else 1
-        item = FramedPublish(handle.name, sequence_id, highest, n, metadata, payload.entry)
-        self._pending_sends.setdefault(id(handle.topic), []).append((handle, send.sequence_id, highest & _MASK64, item))
+        item = FramedPublish(handle.name, sequence_id, highest, n, metadata, entry)
+        sends = self._pending_sends.get(id(topic))
+        if sends is None:
+            sends = self._pending_sends[id(topic)] = []
+        sends.append((handle, raw_sequence_id, highest & _MASK64, item))
         self.inflight_sends += 1
         self.messages_in += n
-        self.bytes_in += len(payload.entry)
+        self.bytes_in += len(entry)
 
     def _flush_sends(self) -> None:
         if not self._pending_sends:
@@ -558,19 +566,24 @@ class Session:
     def sends_completed(self, sends: list[_Send], results: list[PublishResult]) -> None:
         """The topic stored (or refused) ``sends``: SEND_RECEIPT or SEND_ERROR for each, in
         order (loop thread)."""
-        conn = self.connection
         self.inflight_sends -= len(sends)
         if self.closed:
             return
+        frames: list[bytes] = []
+        receipt = send_receipt_frame
         for (handle, sequence_id, highest, _), result in zip(sends, results, strict=True):
             if isinstance(result, Position):
-                conn.send_bytes(send_receipt_command(handle.producer_id, sequence_id, highest, result.ledger_id, result.entry_id))
+                frames.append(receipt(handle.producer_id, sequence_id, highest, result[0], result[1]))
             elif result is None:  # a duplicate: Pulsar answers a receipt with id (-1, -1)
-                conn.send_bytes(send_receipt_command(handle.producer_id, sequence_id, highest, _MASK64, _MASK64))
+                frames.append(receipt(handle.producer_id, sequence_id, highest, _MASK64, _MASK64))
             else:
+                assert isinstance(result, BaseException)
                 if not isinstance(result, MLedgerError):
                     log.error("publish on %s failed", handle.topic.name, exc_info=result)
+                self.connection.send_frames(frames)
+                frames = []
                 self._send_error(handle.producer_id, sequence_id, server_error(result), str(result))
+        self.connection.send_frames(frames)
         self._wake()
 
     def _send_error(self, producer_id: int, sequence_id: int, error: api.ServerError.ValueType, message: str) -> None:
@@ -972,10 +985,10 @@ def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
     """The metadata a SEND's deduplication check needs, after checking that ``data`` is a
     valid ``MessageMetadata`` (nothing unparseable is ever stored).
 
-    The built-in deduplication reads only the chunk fields of the metadata, and only while it
-    is enabled: for an unchunked message on a topic without deduplication a shared empty
-    record stands in, which saves building one per message (the stored bytes are the
-    producer's either way). Any other hook gets the full record.
+    The built-in deduplication reads only the chunk fields of the metadata: an unchunked
+    message gets a shared empty record and a chunk a record of its chunk fields, which saves
+    building a full one per message (the stored bytes are the producer's either way). Any other
+    hook gets the full record.
     """
     try:
         msg = _MessageMetadata.FromString(data)
@@ -986,10 +999,12 @@ def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
         missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
         raise StateCorruptedError(f"invalid message metadata: missing {missing}")
     dedup = topic.deduplication
-    if type(dedup) is NoDeduplication or (
-        type(dedup) is MessageDeduplication and not dedup.is_enabled and not msg.HasField("chunk_id")
-    ):
+    if type(dedup) is NoDeduplication:
         return _UNCHUNKED
+    if type(dedup) is MessageDeduplication:
+        if not msg.HasField("chunk_id"):
+            return _UNCHUNKED
+        return EntryMetadata(chunk_id=msg.chunk_id, num_chunks=msg.num_chunks_from_msg)
     return EntryMetadata.from_bytes(data)
 
 
