@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mledger._proto.PulsarApi_pb2 import MessageMetadata
 from mledger.entry import Entry, EntryMetadata, crc32c, decode_entry, encode_entry
+from mledger.codec import stored_entry
 from mledger.errors import InvalidRequestError, StateCorruptedError
 from mledger.position import Position
 
@@ -69,6 +70,7 @@ def test_entry_framing_round_trips_in_every_form(md: EntryMetadata, payload: byt
     ):
         assert decode_entry(raw) == (md, payload)
         assert decode_entry(raw, verify_checksum=True) == (md, payload)
+        assert stored_entry(Position(4, 9), raw) == Entry(Position(4, 9), payload, md, raw)
 
 
 def test_metadata_bytes_are_pulsars() -> None:
@@ -260,6 +262,8 @@ def test_checksum_is_only_checked_when_asked() -> None:
 def test_malformed_entries_are_state_corrupted(raw: bytes, reason: str) -> None:
     with pytest.raises(StateCorruptedError, match=reason):
         decode_entry(raw)
+    with pytest.raises(StateCorruptedError, match=reason):
+        stored_entry(Position(1, 0), raw)
 
 
 def test_crc32c_known_values() -> None:

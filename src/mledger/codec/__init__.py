@@ -21,6 +21,7 @@ from .entry import (
     EntryMetadata as EntryMetadata,
     decode_entry as decode_entry,
     encode_entry as encode_entry,
+    stored_entry as stored_entry,
 )
 from .messageid import (
     InvalidMessageIdError as InvalidMessageIdError,
@@ -36,4 +37,5 @@ __all__ = [
     "as_position",
     "decode_entry",
     "encode_entry",
+    "stored_entry",
 ]

@@ -78,7 +78,7 @@ from typing import Protocol
 
 from sortedcontainers import SortedDict
 
-from ..codec.entry import Entry, EntryMetadata, decode_entry, encode_entry
+from ..codec.entry import Entry, EntryMetadata, encode_entry, stored_entry
 from ..codec.ledger_info import StoredLedger, decode_managed_ledger_info, encode_managed_ledger_info
 from ..core.clock import Clock
 from ..core.config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
@@ -720,11 +720,8 @@ class ManagedLedger:
             raws = self._store.read(ledger_id, first_entry, last_entry)
         except LedgerNotFoundError:
             return []
-        out = []
-        for k, raw in enumerate(raws):
-            meta, payload = decode_entry(raw)
-            out.append(Entry(Position(ledger_id, max(first_entry, 0) + k), payload, meta, raw))
-        return out
+        first = max(first_entry, 0)
+        return [stored_entry(Position(ledger_id, first + k), raw) for k, raw in enumerate(raws)]
 
     def read_positions(self, positions: Iterable[Position]) -> list[Entry]:
         """Read the entries at ``positions`` (ascending or not), one store read per run."""

@@ -41,8 +41,8 @@ from .framing import (
     FrameDecoder,
     Payload,
     encode_frame,
-    encode_payload_frame,
     parse_payload,
+    payload_frame_parts,
 )
 
 __all__ = ["PROTOCOL_VERSION", "Connection", "ConnectionState", "Request"]
@@ -199,10 +199,11 @@ class Connection:
         if checksummed is None:
             self._out.append(encode_frame(command))
         else:
-            self._out.append(encode_payload_frame(command, checksummed))
+            self._out += payload_frame_parts(command, checksummed)
 
     def send_frames(self, frames: list[bytes]) -> None:
-        """Queue whole frames, already encoded (``[totalSize][commandSize]...``)."""
+        """Queue whole frames, already encoded (``[totalSize][commandSize]...``; a frame may
+        come in consecutive parts, see :func:`~mledger.protocol.framing.payload_frame_parts`)."""
         self._out += frames
 
     def send_error(self, request_id: int, error: api.ServerError.ValueType, message: str) -> None:

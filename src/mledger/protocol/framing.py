@@ -41,6 +41,7 @@ __all__ = [
     "encode_frame",
     "encode_payload_frame",
     "parse_payload",
+    "payload_frame_parts",
 ]
 
 MAGIC_CRC32C = 0x0E01
@@ -142,8 +143,14 @@ def encode_frame(command: bytes) -> bytes:
 
 def encode_payload_frame(command: bytes, checksummed: bytes) -> bytes:
     """A payload command frame: ``command`` then ``checksummed`` (from the 0x0e01 magic on)."""
+    return b"".join(payload_frame_parts(command, checksummed))
+
+
+def payload_frame_parts(command: bytes, checksummed: bytes) -> tuple[bytes, bytes, bytes]:
+    """:func:`encode_payload_frame` as its three parts (sizes, command, payload), for a writer
+    that joins many frames into one buffer: the payload is copied once, not twice."""
     n = len(command)
-    return b"".join((_U32_PAIR.pack(n + 4 + len(checksummed), n), command, checksummed))
+    return _U32_PAIR.pack(n + 4 + len(checksummed), n), command, checksummed
 
 
 def checksummed_entry(raw: bytes) -> bytes:

@@ -84,15 +84,15 @@ from .codec import message_command, send_receipt_frame
 from .commands import COMMANDS
 from .config import ProtocolConfig, ProtocolStats
 from .connection import Connection, ConnectionState, Request
-from .framing import checksummed_entry
+from .framing import checksummed_entry, payload_frame_parts
 
 __all__ = ["PERMIT_WINDOW", "ConsumerHandle", "ProducerHandle", "Session", "SessionHost"]
 
 log = logging.getLogger(__name__)
 
 PERMIT_WINDOW = 1000
-_SEND_CHUNK = 64
 """Most permits a broker consumer holds at once; the rest of a FLOW waits in the session."""
+_SEND_CHUNK = 64
 
 _T = api.BaseCommand
 _MASK64 = (1 << 64) - 1
@@ -702,20 +702,22 @@ class Session:
         """Queue MESSAGE frames for what the broker delivered to ``handle`` (loop thread)."""
         if self.closed or handle.consumer is None or not handle.consumer.is_connected:
             return  # the broker redelivers what this consumer held when it is removed
-        conn = self.connection
         consumer_id = handle.consumer_id
         partition = handle.partition
         count = 0
         size = 0
-        send = conn.send_bytes
+        frames: list[bytes] = []
         for d in deliveries:
-            position = d.entry.position
+            entry = d.entry
+            position = entry.position
             ack_set = ack_set_words(d.ack_set, d.batch_size) if d.ack_set is not None else None
-            raw = d.entry.raw
+            raw = entry.raw
             body = checksummed_entry(raw) if raw else _plain_entry(d)
-            send(message_command(consumer_id, position[0], position[1], partition, d.redelivery_count, ack_set), body)
+            command = message_command(consumer_id, position[0], position[1], partition, d.redelivery_count, ack_set)
+            frames += payload_frame_parts(command, body)
             count += d.messages
             size += len(body)
+        self.connection.send_frames(frames)
         self.messages_out += count
         self.bytes_out += size
         self._wake()
@@ -771,7 +773,9 @@ class Session:
         indexed: list[MessageId] = []
         for mid in ids:
             position = Position(_signed(mid.ledgerId), _signed(mid.entryId))
-            if mid.ack_set:
+            if mid.batch_index < 0 and not mid.ack_set:  # the common case: a whole entry
+                whole.append(position)
+            elif mid.ack_set:
                 bits = 0
                 for i, word in enumerate(mid.ack_set):
                     bits |= (word & _MASK64) << (64 * i)
