@@ -25,17 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from mledger._proto import MLDataFormats_pb2 as pb
-from mledger.persistence import (
-    CompressionType,
-    CursorState,
-    RangeArrays,
-    compress_payload,
-    decode_position_info,
-    decompress_payload,
-    encode_position_info,
-)
-from mledger.position import Position
+from mledger import Position
+from mledger.codec.compression import CompressionType, compress_payload, decompress_payload
+from mledger.codec.cursor_info import decode_position_info, encode_position_info
+from mledger.codec.cursor_state import PersistedCursorState, RangeArrays
+from mledger.codec.proto import MLDataFormats_pb2 as pb
 
 ENTRIES_PER_LEDGER = 50_000
 FIRST_LEDGER = 1_000_000
@@ -52,7 +46,7 @@ def acked_bitmap(holes: int, pattern: str, seed: int = 42) -> np.ndarray:
     return np.repeat(flags, runs)
 
 
-def to_state(acked: np.ndarray, fmt: str) -> CursorState:
+def to_state(acked: np.ndarray, fmt: str) -> PersistedCursorState:
     """The cursor state for ``acked``: per-ledger ranges or per-ledger BitSet words."""
     span = acked.size
     padded = np.zeros(-(-span // ENTRIES_PER_LEDGER) * ENTRIES_PER_LEDGER, dtype=bool)
@@ -65,7 +59,7 @@ def to_state(acked: np.ndarray, fmt: str) -> CursorState:
         _, end = np.nonzero(edges == -1)
         ledgers = led_s.astype(np.int64) + FIRST_LEDGER
         ranges = RangeArrays(ledgers, start.astype(np.int64) - 1, ledgers.copy(), end.astype(np.int64) - 1)
-        return CursorState(md, ranges=ranges)
+        return PersistedCursorState(md, ranges=ranges)
     words = np.packbits(grid, axis=1, bitorder="little")
     words = np.pad(words, ((0, 0), (0, -words.shape[1] % 8))).view("<i8")
     longs = {}
@@ -73,7 +67,7 @@ def to_state(acked: np.ndarray, fmt: str) -> CursorState:
         nz = np.flatnonzero(row)
         if nz.size:
             longs[FIRST_LEDGER + i] = row[: nz[-1] + 1].copy()  # BitSet.toLongArray() trims
-    return CursorState(md, long_arrays=longs)
+    return PersistedCursorState(md, long_arrays=longs)
 
 
 def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -85,7 +79,7 @@ def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return min(times), out
 
 
-def protobuf_baseline(state: CursorState) -> tuple[float, float]:
+def protobuf_baseline(state: PersistedCursorState) -> tuple[float, float]:
     """Encode and decode with the generated classes, one object per range (the slow way)."""
     t = time.perf_counter()
     m = pb.PositionInfo(ledgerId=state.mark_delete[0], entryId=state.mark_delete[1])

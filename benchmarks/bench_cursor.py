@@ -14,10 +14,7 @@ import random
 import time
 import tracemalloc
 
-from mledger.config import ManagedLedgerConfig
-from mledger.cursor import ManagedCursor
-from mledger.ledger import InitialPosition, ManagedLedgerFactory
-from mledger.position import Position
+from mledger import InitialPosition, ManagedCursor, ManagedLedgerConfig, ManagedLedgerFactory, Position
 
 THROTTLE = 1.0
 """Mark-delete persists per second: Pulsar's broker default (1/s); ``--throttle 0`` persists

@@ -1,4 +1,4 @@
-"""Ack range set (``mledger.ranges.AckRangeSet``) operations on random ack holes.
+"""Ack range set (``mledger.core.ranges.AckRangeSet``) operations on random ack holes.
 
 The workload: ``--acks`` random acked entries over a span of twice as many entries, in ledgers
 of 50,000 entries (Pulsar's default ``maxEntriesPerLedger``), about half the acks forming
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from mledger.ranges import AckRangeSet
+from mledger import AckRangeSet
 
 ENTRIES_PER_LEDGER = 50_000
 FIRST_LEDGER = 1_000

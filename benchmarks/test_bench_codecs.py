@@ -14,20 +14,16 @@ from typing import Any
 import pytest
 from bench_codecs import acked_bitmap, to_state
 
-from mledger.config import ManagedLedgerConfig
-from mledger.persistence import (
-    CompressionType,
-    CursorState,
-    compress_payload,
+from mledger import ManagedLedgerConfig
+from mledger.codec.chunking import parse_footer, reassemble, split_chunks
+from mledger.codec.compression import CompressionType, compress_payload, decompress_payload
+from mledger.codec.cursor_info import (
     decode_managed_cursor_info,
     decode_position_info,
-    decompress_payload,
     encode_managed_cursor_info,
     encode_position_info,
-    parse_footer,
-    reassemble,
-    split_chunks,
 )
+from mledger.codec.cursor_state import PersistedCursorState
 
 MAX_ENTRY_SIZE = ManagedLedgerConfig().persistent_unacked_ranges_max_entry_size
 COMPRESSED_HOLES = 100_000
@@ -35,7 +31,7 @@ COMPRESSED_HOLES = 100_000
 
 
 @pytest.fixture(scope="module")
-def states(bench_holes: int) -> dict[tuple[str, str], CursorState]:
+def states(bench_holes: int) -> dict[tuple[str, str], PersistedCursorState]:
     """(pattern, format) -> the cursor state of ``--bench-holes`` holes."""
     out = {}
     for pattern in ("alternating", "random"):
@@ -45,7 +41,7 @@ def states(bench_holes: int) -> dict[tuple[str, str], CursorState]:
     return out
 
 
-def _sizes(benchmark: Any, state: CursorState, data: bytes) -> None:
+def _sizes(benchmark: Any, state: PersistedCursorState, data: bytes) -> None:
     benchmark.extra_info["ranges"] = 0 if state.ranges is None else state.ranges.size
     benchmark.extra_info["ledgers"] = len(state.long_arrays or {})
     benchmark.extra_info["bytes"] = len(data)
@@ -53,7 +49,7 @@ def _sizes(benchmark: Any, state: CursorState, data: bytes) -> None:
 
 @pytest.mark.parametrize("fmt", ["range", "long-array"])
 @pytest.mark.parametrize("pattern", ["alternating", "random"])
-def test_position_info_encode(benchmark: Any, states: dict[tuple[str, str], CursorState], pattern: str,
+def test_position_info_encode(benchmark: Any, states: dict[tuple[str, str], PersistedCursorState], pattern: str,
                               fmt: str) -> None:
     state = states[pattern, fmt]
     data = benchmark(encode_position_info, state)
@@ -63,7 +59,7 @@ def test_position_info_encode(benchmark: Any, states: dict[tuple[str, str], Curs
 
 @pytest.mark.parametrize("fmt", ["range", "long-array"])
 @pytest.mark.parametrize("pattern", ["alternating", "random"])
-def test_position_info_decode(benchmark: Any, states: dict[tuple[str, str], CursorState], pattern: str,
+def test_position_info_decode(benchmark: Any, states: dict[tuple[str, str], PersistedCursorState], pattern: str,
                               fmt: str) -> None:
     state = states[pattern, fmt]
     data = encode_position_info(state)
@@ -72,19 +68,19 @@ def test_position_info_decode(benchmark: Any, states: dict[tuple[str, str], Curs
 
 
 @pytest.fixture(scope="module")
-def cursor_info_state(states: dict[tuple[str, str], CursorState]) -> CursorState:
+def cursor_info_state(states: dict[tuple[str, str], PersistedCursorState]) -> PersistedCursorState:
     base = states["random", "range"]
-    return CursorState(base.mark_delete, {"k": 1}, ranges=base.ranges, cursors_ledger_id=7,
+    return PersistedCursorState(base.mark_delete, {"k": 1}, ranges=base.ranges, cursors_ledger_id=7,
                        cursor_properties={"owner": "bench"})
 
 
-def test_managed_cursor_info_encode(benchmark: Any, cursor_info_state: CursorState) -> None:
+def test_managed_cursor_info_encode(benchmark: Any, cursor_info_state: PersistedCursorState) -> None:
     data = benchmark(encode_managed_cursor_info, cursor_info_state)
     assert decode_managed_cursor_info(data) == cursor_info_state
     _sizes(benchmark, cursor_info_state, data)
 
 
-def test_managed_cursor_info_decode(benchmark: Any, cursor_info_state: CursorState) -> None:
+def test_managed_cursor_info_decode(benchmark: Any, cursor_info_state: PersistedCursorState) -> None:
     data = encode_managed_cursor_info(cursor_info_state)
     assert benchmark(decode_managed_cursor_info, data) == cursor_info_state
     _sizes(benchmark, cursor_info_state, data)
@@ -113,7 +109,7 @@ def test_decompress_envelope(benchmark: Any, compressible: bytes, codec: Compres
 
 
 @pytest.fixture(scope="module")
-def large_payload(states: dict[tuple[str, str], CursorState]) -> bytes:
+def large_payload(states: dict[tuple[str, str], PersistedCursorState]) -> bytes:
     return encode_position_info(states["alternating", "range"])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from mledger._proto import PulsarApi_pb2 as api
+from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.protocol.codec import decode_command
 from mledger.protocol.framing import FrameDecoder, encode_frame, encode_payload_frame
 

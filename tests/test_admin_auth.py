@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from mledger import ConfigError, InvalidRequestError, PermissionDeniedError, UnauthenticatedError
 from mledger.admin import Authorization, NamespaceOperation, TopicOperation
 from mledger.admin.auth import parse_operation
 from mledger.broker.names import TopicName
-from mledger.errors import ConfigError, InvalidRequestError, PermissionDeniedError, UnauthenticatedError
 
 ORDERS = "persistent://public/default/orders"
 

@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from mledger import ManagedLedgerFactory
+from mledger import EARLIEST, ManagedLedgerFactory, PermissionDeniedError, UnauthenticatedError
 from mledger.admin import Admin, Authorization, NamespaceOperation, SkipMessageIdsRequest, TopicOperation
 from mledger.broker import Broker, ManualClock, MessageId, SubscriptionType
-from mledger.errors import PermissionDeniedError, UnauthenticatedError
-from mledger.position import EARLIEST
 
 T = "persistent://public/default/orders"
 P = "persistent://public/default/parts"

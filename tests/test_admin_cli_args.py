@@ -6,17 +6,19 @@ import argparse
 
 import pytest
 
-from mledger.cli.admin import EXIT_CODES, build_parser, exit_code, main
-from mledger.errors import (
+from mledger import (
+    EARLIEST,
+    LATEST,
     InvalidRequestError,
     MLedgerError,
     NotAllowedError,
     NotFoundError,
     PermissionDeniedError,
+    Position,
     PreconditionFailedError,
     UnauthenticatedError,
 )
-from mledger.position import EARLIEST, LATEST, Position
+from mledger.cli.admin import EXIT_CODES, build_parser, exit_code, main
 
 COMMANDS = [
     "list",

@@ -5,16 +5,13 @@ from __future__ import annotations
 import base64
 import json
 
+import pulsar  # pulsar-client, the [test] extra, writes the base64 ids
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from pydantic import ValidationError
 
+from mledger import InvalidRequestError, MessageId
 from mledger.admin import PAYLOAD_ERROR_PREFIX, MessageIdItem, SkipMessageIdsRequest
-from mledger.errors import InvalidRequestError
-from mledger.messageid import MessageId
-
-import pulsar  # pulsar-client, the [test] extra, writes the base64 ids
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)

@@ -7,7 +7,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from mledger import ManagedLedgerFactory, Position
+from mledger import (
+    EARLIEST,
+    LATEST,
+    ConfigError,
+    InvalidPositionError,
+    InvalidRequestError,
+    ManagedLedgerFactory,
+    MLedgerError,
+    NotAllowedError,
+    NotFoundError,
+    Position,
+    PreconditionFailedError,
+)
 from mledger.admin import (
     PAYLOAD_ERROR_PREFIX,
     Admin,
@@ -26,16 +38,6 @@ from mledger.broker import (
     SubscriptionType,
     TopicAlreadyExistsError,
 )
-from mledger.errors import (
-    ConfigError,
-    InvalidPositionError,
-    InvalidRequestError,
-    MLedgerError,
-    NotAllowedError,
-    NotFoundError,
-    PreconditionFailedError,
-)
-from mledger.position import EARLIEST, LATEST
 
 T = "persistent://public/default/orders"
 P = "persistent://public/default/parts"
@@ -389,8 +391,9 @@ def test_skip_messages_errors(admin: Admin, broker: Broker) -> None:
 
 
 def test_skip_messages_with_ids_from_the_real_client(admin: Admin, broker: Broker) -> None:
-    import pulsar
     import base64
+
+    import pulsar
 
     setup_topic(admin, P, partitions=2)
     producer = broker.create_producer(P)

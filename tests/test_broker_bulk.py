@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from mledger import ManagedLedgerFactory, MemoryStore, Position
+from mledger import (
+    EntryMetadata,
+    InvalidPositionError,
+    InvalidRequestError,
+    ManagedLedgerFactory,
+    MemoryStore,
+    Position,
+)
 from mledger.broker import (
     Broker,
     BrokerConfig,
@@ -27,8 +33,6 @@ from mledger.broker import (
 )
 from mledger.broker.dedup import MessageDeduplication
 from mledger.broker.delayed import DelayedDeliveryTracker
-from mledger.entry import EntryMetadata
-from mledger.errors import InvalidPositionError, InvalidRequestError
 from mledger.replay.store import DESCRIBED_ENTRIES, ReplayStore
 
 T = "persistent://public/default/bulk"

@@ -10,7 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mledger import ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, Position
+from mledger import (
+    ConcurrentResetError,
+    InvalidPositionError,
+    InvalidRequestError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    MemoryStore,
+    NotAllowedError,
+    NotFoundError,
+    Position,
+)
 from mledger.broker import (
     AckType,
     AlreadyClosedError,
@@ -28,13 +38,6 @@ from mledger.broker import (
 )
 from mledger.broker.hashing import sticky_key_hash
 from mledger.broker.keyshared import ConsistentHashRing
-from mledger.errors import (
-    ConcurrentResetError,
-    InvalidPositionError,
-    InvalidRequestError,
-    NotAllowedError,
-    NotFoundError,
-)
 from mledger.storage.faults import HeldReadStore
 
 EXCLUSIVE, SHARED = SubscriptionType.EXCLUSIVE, SubscriptionType.SHARED

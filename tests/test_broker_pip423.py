@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from mledger import ManagedLedgerConfig, ManagedLedgerFactory, SqliteStore
+from mledger import (
+    InvalidPositionError,
+    InvalidRequestError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    NotAllowedError,
+    SqliteStore,
+)
 from mledger.broker import (
     Broker,
     BrokerConfig,
@@ -24,7 +31,6 @@ from mledger.broker import (
     Subscription,
     SubscriptionType,
 )
-from mledger.errors import InvalidPositionError, InvalidRequestError, NotAllowedError
 
 EXCLUSIVE, SHARED = SubscriptionType.EXCLUSIVE, SubscriptionType.SHARED
 FAILOVER, KEY_SHARED = SubscriptionType.FAILOVER, SubscriptionType.KEY_SHARED

@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from mledger import EntryMetadata, ManagedLedgerConfig, ManagedLedgerFactory, Position, SqliteStore
+from mledger import (
+    ConfigError,
+    EntryMetadata,
+    EntryTooLargeError,
+    InvalidRequestError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    NotFoundError,
+    Position,
+    SqliteStore,
+)
 from mledger.broker import (
     AlreadyClosedError,
     BatchMessageIds,
@@ -32,7 +42,6 @@ from mledger.broker import (
 from mledger.broker.batch import decode_batch
 from mledger.broker.hashing import java_string_hash
 from mledger.broker.subscription import SUBSCRIPTION_TYPE_PROPERTY
-from mledger.errors import ConfigError, EntryTooLargeError, InvalidRequestError, NotFoundError
 from mledger.storage import MemoryStore
 from mledger.storage.faults import FaultInjectingStore, InjectedFault
 

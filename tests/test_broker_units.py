@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-from mledger import MemoryStore, Position
+from mledger import BadVersionError, ConfigError, InvalidRequestError, MemoryStore, Position, StateCorruptedError
 from mledger.broker import BrokerConfig, MessageId, SkipEntry, SubscriptionType, TopicName
 from mledger.broker.batch import SingleMessage, decode_batch, encode_batch
 from mledger.broker.delayed import DelayedDeliveryTracker
@@ -18,7 +18,6 @@ from mledger.broker.message import BatchMessageIds, Message
 from mledger.broker.names import ProducerNameGenerator, decode_partitioned_metadata, encode_partitioned_metadata
 from mledger.broker.redelivery import RedeliveryQueue
 from mledger.broker.routing import RoundRobinPartitionRouter
-from mledger.errors import BadVersionError, ConfigError, InvalidRequestError, StateCorruptedError
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,7 @@ def test_delete_with_ack_sets_equals_one_entry_at_a_time(first: list[tuple[int, 
 def test_delete_with_ack_sets_validates_everything_first() -> None:
     import pytest
 
-    from mledger.errors import InvalidPositionError
+    from mledger import InvalidPositionError
 
     cursor = cursor_with_entries(True)
     first = cursor.ledger.first_position()

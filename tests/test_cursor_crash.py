@@ -23,6 +23,7 @@ import pytest
 
 from mledger import (
     InitialPosition,
+    ManagedCursor,
     ManagedLedgerConfig,
     ManagedLedgerFactory,
     ManualClock,
@@ -30,7 +31,6 @@ from mledger import (
     Position,
     SqliteStore,
 )
-from mledger.cursor import ManagedCursor
 from mledger.storage.faults import FaultInjectingStore, InjectedFault
 
 ML_NAME = "public/default/persistent/crash"

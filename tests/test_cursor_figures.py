@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from mledger.cursor import ManagedCursor
-from mledger.ledger import InitialPosition, ManagedLedgerFactory
+from mledger import InitialPosition, ManagedCursor, ManagedLedgerFactory
 from mledger.managed_ledger.cursor_stats import PersistenceStats
 from mledger.storage import MemoryStore
 

@@ -11,6 +11,8 @@ import pytest
 
 from mledger import (
     InitialPosition,
+    ManagedCursor,
+    ManagedLedger,
     ManagedLedgerConfig,
     ManagedLedgerFactory,
     ManagedLedgerFactoryConfig,
@@ -19,11 +21,10 @@ from mledger import (
     Position,
     SqliteStore,
 )
-from mledger.cursor import ManagedCursor
-from mledger.ledger import ManagedLedger
-from mledger.persistence import CursorState, RangeArrays, decode_managed_cursor_info, decode_position_info, encode_position_info
-from mledger.persistence.chunking import split_chunks
-from mledger.persistence.compression import decompress_metadata
+from mledger.codec.chunking import split_chunks
+from mledger.codec.compression import decompress_metadata
+from mledger.codec.cursor_info import decode_managed_cursor_info, decode_position_info, encode_position_info
+from mledger.codec.cursor_state import PersistedCursorState, RangeArrays
 from mledger.core.errors import ConfigError, InvalidRequestError
 from mledger.core.ranges import words_to_ack_set
 from mledger.managed_ledger.cursor import CURSOR_INTERNAL_PROPERTY_PREFIX
@@ -320,7 +321,7 @@ def test_torn_chunk_sequence_recovers_the_previous_complete_state() -> None:
     ledger_id = cursor.stats().cursor_ledger_id
     # A crash mid-sequence (a writer without our atomic append): every part of a newer,
     # larger state is written, its footer never. The last part alone may even parse.
-    newer = CursorState(mark_delete=Position(1, -1), ranges=RangeArrays.from_pairs(
+    newer = PersistedCursorState(mark_delete=Position(1, -1), ranges=RangeArrays.from_pairs(
         (Position(1, e - 1), Position(1, e)) for e in range(1, 900, 2)))
     parts = split_chunks(encode_position_info(newer), 256)[:-1]
     assert len(parts) > 2

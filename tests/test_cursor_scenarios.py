@@ -19,17 +19,21 @@ import random
 
 import pytest
 
-from mledger import EARLIEST, LATEST
-from mledger.config import ManagedLedgerConfig
-from mledger.cursor import IndividualDeletedEntries, ManagedCursor
-from mledger.entry import Entry
-from mledger.errors import (
+from mledger import (
+    EARLIEST,
+    LATEST,
     CursorAlreadyClosedError,
+    Entry,
+    IndividualDeletedEntries,
+    InitialPosition,
     InvalidPositionError,
+    ManagedCursor,
+    ManagedLedger,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
     MarkDeletingMarkedPositionError,
+    Position,
 )
-from mledger.ledger import InitialPosition, ManagedLedger, ManagedLedgerFactory
-from mledger.position import Position
 from mledger.storage import MemoryStore
 
 P = Position

@@ -19,16 +19,22 @@ After every step the cursor must agree with the model and ``cursor._check()`` mu
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from mledger import EARLIEST, LATEST
-from mledger.config import ManagedLedgerConfig
-from mledger.cursor import IndividualDeletedEntries, ManagedCursor
-from mledger.errors import InvalidPositionError, MarkDeletingMarkedPositionError
-from mledger.ledger import InitialPosition, ManagedLedger, ManagedLedgerFactory
-from mledger.position import Position
+from mledger import (
+    EARLIEST,
+    LATEST,
+    IndividualDeletedEntries,
+    InitialPosition,
+    InvalidPositionError,
+    ManagedCursor,
+    ManagedLedger,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    MarkDeletingMarkedPositionError,
+    Position,
+)
 from mledger.storage import MemoryStore
 
 BATCH_SIZE = 4

@@ -11,12 +11,18 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from mledger.managed_ledger.ledger_view import cursor_info_path
-from mledger import EntryMetadata, ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, Position
+from mledger import (
+    EntryMetadata,
+    ManagedLedger,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    MemoryStore,
+    Position,
+    StateCorruptedError,
+)
 from mledger.broker import (
     DEDUPLICATION_CURSOR_NAME,
     Broker,
@@ -32,8 +38,7 @@ from mledger.broker import (
     Topic,
 )
 from mledger.broker.dedup import DedupStatus, MessageDeduplication
-from mledger.errors import StateCorruptedError
-from mledger.ledger import ManagedLedger
+from mledger.managed_ledger.ledger_view import cursor_info_path
 from mledger.storage import Store
 from mledger.storage.faults import FaultInjectingStore, InjectedFault
 
@@ -762,7 +767,7 @@ def test_replay_parser_agrees_with_decode_entry(meta: EntryMetadata, framing: st
     import struct
 
     from mledger.broker.dedup import _replay_fields
-    from mledger.entry import crc32c, decode_entry, encode_entry
+    from mledger.codec.entry import crc32c, decode_entry, encode_entry
 
     raw = encode_entry(b"payload", meta)
     if framing in ("checksum", "broker-metadata"):

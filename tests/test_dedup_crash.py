@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from mledger import ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, Position, SqliteStore
+from mledger import ManagedLedger, ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, Position, SqliteStore
 from mledger.broker import (
     DEDUPLICATION_CURSOR_NAME,
     Broker,
@@ -38,7 +38,6 @@ from mledger.broker import (
     Topic,
 )
 from mledger.broker.dedup import MessageDeduplication
-from mledger.ledger import ManagedLedger
 from mledger.storage import Store
 from mledger.storage.faults import FaultInjectingStore, InjectedFault
 

@@ -7,14 +7,12 @@ import pickle
 import struct
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from mledger._proto.PulsarApi_pb2 import MessageMetadata
-from mledger.entry import Entry, EntryMetadata, crc32c, decode_entry, encode_entry
+from mledger import Entry, EntryMetadata, InvalidRequestError, Position, StateCorruptedError
 from mledger.codec import stored_entry
-from mledger.errors import InvalidRequestError, StateCorruptedError
-from mledger.position import Position
+from mledger.codec.entry import crc32c, decode_entry, encode_entry
+from mledger.codec.proto.PulsarApi_pb2 import MessageMetadata
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mledger.errors import LedgerNotFoundError, MLedgerError
+from mledger import LedgerNotFoundError, MLedgerError
 from mledger.storage.base import LedgerStore, MetadataStore, Store, Versioned
 from mledger.storage.faults import FaultInjectingStore, HeldRead, HeldReadStore, InjectedFault, WriteRecord
 from mledger.storage.memory import MemoryStore

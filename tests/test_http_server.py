@@ -19,13 +19,11 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mledger import ManagedLedgerFactory
+from mledger import ConfigError, ManagedLedgerFactory, Position
 from mledger.admin import PAYLOAD_ERROR_PREFIX, Admin, Authorization, Topics
 from mledger.admin.wire import CANCEL_RESULTS_HEADER
-from mledger.rest import ROLE_HEADER, AdminServer, RoleResolver, parse_bind
 from mledger.broker import Broker, InitialPosition, ManualClock, MessageId, SubscriptionType
-from mledger.errors import ConfigError
-from mledger.position import Position
+from mledger.rest import ROLE_HEADER, AdminServer, RoleResolver, parse_bind
 
 pytestmark = pytest.mark.timeout(180)  # every test talks to a server
 

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import pytest
 
-from mledger import EARLIEST, ManualClock
-from mledger._proto import MLDataFormats_pb2 as pb
-from mledger.config import ManagedLedgerConfig
-from mledger.entry import EntryMetadata, encode_entry
-from mledger.errors import EntryTooLargeError, NotFoundError
-from mledger.ledger import InitialPosition, ManagedLedger, ManagedLedgerFactory, PositionBound
-from mledger.position import Position
+from mledger import (
+    EARLIEST,
+    EntryMetadata,
+    EntryTooLargeError,
+    InitialPosition,
+    ManagedLedger,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    ManualClock,
+    NotFoundError,
+    Position,
+    PositionBound,
+)
+from mledger.codec.entry import encode_entry
+from mledger.codec.proto import MLDataFormats_pb2 as pb
 from mledger.storage import MemoryStore
 
 P = Position
@@ -444,9 +452,8 @@ def test_forced_roll_over_seals_the_current_ledger_and_keeps_an_empty_one() -> N
 
 def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
     """The replay's bulk append: the same positions, ledgers and sizes as entry-by-entry framing."""
-    from mledger.config import ManagedLedgerConfig
-    from mledger.entry import EntryMetadata, encode_entry
-    from mledger.ledger import ManagedLedgerFactory
+    from mledger import EntryMetadata, ManagedLedgerConfig, ManagedLedgerFactory
+    from mledger.codec.entry import encode_entry
     from mledger.storage import MemoryStore
 
     raw = encode_entry(b"xyz", EntryMetadata())

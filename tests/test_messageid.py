@@ -5,16 +5,12 @@ from __future__ import annotations
 import base64
 import pickle
 
-import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from mledger._proto.PulsarApi_pb2 import MessageIdData
-from mledger.errors import InvalidRequestError
-from mledger.messageid import InvalidMessageIdError, MessageId
-from mledger.position import Position
-
 import pulsar  # pulsar-client, the [test] extra: the interoperability oracle
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from mledger import InvalidMessageIdError, InvalidRequestError, MessageId, Position
+from mledger.codec.proto.PulsarApi_pb2 import MessageIdData
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)

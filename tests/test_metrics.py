@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mledger import ManagedLedgerFactory
+from mledger import EARLIEST, ManagedLedgerFactory
 from mledger.admin import Admin
 from mledger.broker import Broker, BrokerConfig, InitialPosition, ManualClock, NoDeduplication, SubscriptionType
 from mledger.metrics import CONTENT_TYPE, SUBSCRIPTION_LABELS, render_metrics
-from mledger.position import EARLIEST
 
 T = "persistent://public/default/orders"
 SEED = ("pulsar_cursor_epoch_increase_count_total", "pulsar_cursor_epoch_increase_task_state")
@@ -145,7 +144,7 @@ def test_values_follow_the_cursors(broker: Broker) -> None:
 
 
 def test_truncated_ranges_against_a_small_limit() -> None:
-    from mledger.config import ManagedLedgerConfig
+    from mledger import ManagedLedgerConfig
 
     config = BrokerConfig(managed_ledger_config=ManagedLedgerConfig(max_unacked_ranges_to_persist=3))
     broker = Broker(ManagedLedgerFactory(), config, clock=ManualClock(0))
@@ -249,7 +248,7 @@ def test_the_collector_in_an_application_registry(broker: Broker) -> None:
 
 
 def test_a_scrape_renders_no_ack_range_string(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mledger.cursor import IndividualDeletedMessages
+    from mledger import IndividualDeletedMessages
 
     sub = broker.subscribe(T, "s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
     producer = broker.create_producer(T)

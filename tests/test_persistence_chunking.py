@@ -6,21 +6,12 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from mledger.errors import ConfigError, StateCorruptedError
-from mledger.persistence import (
+from mledger import ConfigError, Position, StateCorruptedError
+from mledger.codec.chunking import (
     FOOTER_MAX_BYTES,
-    MAGIC,
     ChunkFooter,
-    CompressionType,
-    CursorState,
-    RangeArrays,
-    compress_payload,
-    decode_position_info,
-    encode_position_info,
-    is_compressed,
     pack_entries,
     parse_footer,
     part_entry_ids,
@@ -28,7 +19,9 @@ from mledger.persistence import (
     split_chunks,
     unpack_payload,
 )
-from mledger.position import Position
+from mledger.codec.compression import MAGIC, CompressionType, compress_payload, is_compressed
+from mledger.codec.cursor_info import decode_position_info, encode_position_info
+from mledger.codec.cursor_state import PersistedCursorState, RangeArrays
 
 LIMITS = dict(max_parts=1000, max_length=1 << 30)
 
@@ -47,7 +40,7 @@ def _read_back(entries: list[bytes], **limits) -> bytes:
 
 
 def test_small_payload_is_one_entry() -> None:
-    payload = encode_position_info(CursorState(Position(1, 2)))
+    payload = encode_position_info(PersistedCursorState(Position(1, 2)))
     assert split_chunks(payload, 100) == [payload]
     assert split_chunks(payload, len(payload)) == [payload]
 
@@ -171,7 +164,7 @@ def test_torn_sequence_last_entry_is_never_taken_for_a_footer() -> None:
     # (Whether it parses as a PositionInfo is up to chance; writers append parts and footer
     # in one atomic append_many so that this cannot happen.)
     payload = encode_position_info(
-        CursorState(Position(1, 1), ranges=RangeArrays.from_pairs([(Position(1, i), Position(1, i + 1)) for i in range(0, 4000, 2)]))
+        PersistedCursorState(Position(1, 1), ranges=RangeArrays.from_pairs([(Position(1, i), Position(1, i + 1)) for i in range(0, 4000, 2)]))
     )
     entries = split_chunks(payload, 512)
     for part in entries[:-1]:
@@ -194,7 +187,7 @@ def test_torn_sequence_last_entry_is_never_taken_for_a_footer() -> None:
 @pytest.mark.parametrize("ctype", list(CompressionType))
 def test_compressed_chunked_state_round_trip(ctype: CompressionType) -> None:
     k = np.arange(50_000, dtype=np.int64)
-    state = CursorState(Position(4, 0), {"p": 1}, RangeArrays(k // 1000 + 4, 2 * k, k // 1000 + 4, 2 * k + 1))
+    state = PersistedCursorState(Position(4, 0), {"p": 1}, RangeArrays(k // 1000 + 4, 2 * k, k // 1000 + 4, 2 * k + 1))
     raw = encode_position_info(state)
     entries = pack_entries(raw, 64 * 1024, ctype, threshold_bytes=0)
     assert all(len(e) <= 64 * 1024 for e in entries)
@@ -205,7 +198,7 @@ def test_compressed_chunked_state_round_trip(ctype: CompressionType) -> None:
 
 @pytest.mark.parametrize("ctype", list(CompressionType))
 def test_small_compressed_state_is_a_single_entry(ctype: CompressionType) -> None:
-    state = CursorState(Position(4, 0), {"p": 1})
+    state = PersistedCursorState(Position(4, 0), {"p": 1})
     raw = encode_position_info(state)
     entries = pack_entries(raw, 1 << 20, ctype)
     assert len(entries) == 1 and parse_footer(entries[0], **LIMITS) is None
@@ -213,7 +206,7 @@ def test_small_compressed_state_is_a_single_entry(ctype: CompressionType) -> Non
 
 
 def test_plain_payload_passes_through_unpack() -> None:
-    raw = encode_position_info(CursorState(Position(4, 0)))
+    raw = encode_position_info(PersistedCursorState(Position(4, 0)))
     assert unpack_payload(raw, 0) == raw
 
 

@@ -6,21 +6,18 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from mledger._proto import MLDataFormats_pb2 as pb
-from mledger.errors import StateCorruptedError
-from mledger.persistence import (
-    CursorState,
-    RangeArrays,
+from mledger import Position, StateCorruptedError
+from mledger.codec import cursor_info as codec, varint_arrays as vx
+from mledger.codec.cursor_info import (
     decode_managed_cursor_info,
     decode_position_info,
     encode_managed_cursor_info,
     encode_position_info,
 )
-from mledger.codec import cursor_info as codec, varint_arrays as vx
-from mledger.position import Position
+from mledger.codec.cursor_state import PersistedCursorState, RangeArrays
+from mledger.codec.proto import MLDataFormats_pb2 as pb
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -32,7 +29,7 @@ def _set_pos(msg, pos) -> None:
     msg.ledgerId, msg.entryId = int(pos[0]), int(pos[1])
 
 
-def _fill_common(m, state: CursorState, ranges_attr: str) -> None:
+def _fill_common(m, state: PersistedCursorState, ranges_attr: str) -> None:
     if state.ranges is not None:
         for ll, le, ul, ue in zip(*(c.tolist() for c in state.ranges), strict=True):
             r = getattr(m, ranges_attr).add()
@@ -46,7 +43,7 @@ def _fill_common(m, state: CursorState, ranges_attr: str) -> None:
         b.deleteSet.extend(np.asarray(words).tolist())
 
 
-def to_pb_position_info(state: CursorState) -> pb.PositionInfo:
+def to_pb_position_info(state: PersistedCursorState) -> pb.PositionInfo:
     m = pb.PositionInfo()
     _set_pos(m, state.mark_delete)
     _fill_common(m, state, "individualDeletedMessages")
@@ -55,7 +52,7 @@ def to_pb_position_info(state: CursorState) -> pb.PositionInfo:
     return m
 
 
-def to_pb_cursor_info(state: CursorState) -> pb.ManagedCursorInfo:
+def to_pb_cursor_info(state: PersistedCursorState) -> pb.ManagedCursorInfo:
     m = pb.ManagedCursorInfo(cursorsLedgerId=state.cursors_ledger_id)
     m.markDeleteLedgerId, m.markDeleteEntryId = state.mark_delete
     _fill_common(m, state, "individualDeletedMessages")
@@ -92,17 +89,17 @@ def _common_from_pb(m, ranges_attr: str) -> dict:
     )
 
 
-def from_pb_position_info(m: pb.PositionInfo) -> CursorState:
+def from_pb_position_info(m: pb.PositionInfo) -> PersistedCursorState:
     longs = None
     if len(m.individualDeletedMessageRanges):
         longs = {}
         for lm in m.individualDeletedMessageRanges:
             longs[lm.key] = np.array(list(lm.values), dtype=np.int64)
-    return CursorState(Position(m.ledgerId, m.entryId), long_arrays=longs, **_common_from_pb(m, "individualDeletedMessages"))
+    return PersistedCursorState(Position(m.ledgerId, m.entryId), long_arrays=longs, **_common_from_pb(m, "individualDeletedMessages"))
 
 
-def from_pb_cursor_info(m: pb.ManagedCursorInfo) -> CursorState:
-    return CursorState(
+def from_pb_cursor_info(m: pb.ManagedCursorInfo) -> PersistedCursorState:
+    return PersistedCursorState(
         Position(m.markDeleteLedgerId, m.markDeleteEntryId),
         cursor_properties={_text(p.name): _text(p.value) for p in m.cursorProperties},
         cursors_ledger_id=m.cursorsLedgerId,
@@ -134,8 +131,8 @@ def range_arrays(draw) -> RangeArrays:
 
 
 @st.composite
-def cursor_states(draw, long_arrays: bool = True, cursor_info: bool = False) -> CursorState:
-    return CursorState(
+def cursor_states(draw, long_arrays: bool = True, cursor_info: bool = False) -> PersistedCursorState:
+    return PersistedCursorState(
         mark_delete=draw(positions),
         properties=draw(st.dictionaries(names, int64s, max_size=4)),
         ranges=draw(st.none() | range_arrays()),
@@ -153,7 +150,7 @@ def cursor_states(draw, long_arrays: bool = True, cursor_info: bool = False) -> 
 
 @settings(max_examples=400, deadline=None)
 @given(cursor_states())
-def test_position_info_is_byte_identical_to_protobuf(state: CursorState) -> None:
+def test_position_info_is_byte_identical_to_protobuf(state: PersistedCursorState) -> None:
     expected = to_pb_position_info(state).SerializeToString()
     assert encode_position_info(state) == expected
     assert decode_position_info(expected) == state
@@ -162,7 +159,7 @@ def test_position_info_is_byte_identical_to_protobuf(state: CursorState) -> None
 
 @settings(max_examples=300, deadline=None)
 @given(cursor_states(long_arrays=False, cursor_info=True))
-def test_managed_cursor_info_is_byte_identical_to_protobuf(state: CursorState) -> None:
+def test_managed_cursor_info_is_byte_identical_to_protobuf(state: PersistedCursorState) -> None:
     expected = to_pb_cursor_info(state).SerializeToString()
     assert encode_managed_cursor_info(state) == expected
     assert decode_managed_cursor_info(expected) == state
@@ -175,7 +172,7 @@ def test_large_random_state_spans_many_scan_windows(seed: int) -> None:
     cols = [rng.integers(I64_MIN, I64_MAX, n, dtype=np.int64, endpoint=True) >> rng.integers(0, 64, n) for _ in range(4)]
     longs = {int(k): rng.integers(I64_MIN, I64_MAX, int(c), dtype=np.int64) for k, c in zip(rng.integers(-5, 1 << 40, 30), rng.integers(0, 20_000, 30), strict=True)}
     batch = [(Position(int(a), int(b)), rng.integers(-9, 1 << 62, int(c) % 50, dtype=np.int64)) for a, b, c in rng.integers(0, 1 << 20, (500, 3))]
-    state = CursorState(Position(7, 9), {"x": 1}, RangeArrays(*cols), longs, batch)
+    state = PersistedCursorState(Position(7, 9), {"x": 1}, RangeArrays(*cols), longs, batch)
     data = encode_position_info(state)
     assert data == to_pb_position_info(state).SerializeToString()
     assert decode_position_info(data) == state
@@ -193,7 +190,7 @@ def test_canonical_input_never_takes_the_protobuf_path(monkeypatch) -> None:
     monkeypatch.setattr(codec._Ranges, "_slow", boom)
     monkeypatch.setattr(codec._PairRecords, "_slow", boom)
     k = np.arange(100_000, dtype=np.int64)
-    state = CursorState(
+    state = PersistedCursorState(
         Position(3, 1),
         ranges=RangeArrays(3 + k // 5000, 2 * k, 3 + k // 5000, 2 * k + 1),
         long_arrays={3: np.full(50_000, 0x5555555555555555, dtype=np.int64), 4: np.array([1023])},
@@ -208,7 +205,7 @@ def test_records_larger_than_a_window_are_streamed(monkeypatch) -> None:
 
     rng = np.random.default_rng(3)
     n = codec._MAX_WINDOW // 4  # ~10-byte values: records of ~2.5 windows
-    state = CursorState(
+    state = PersistedCursorState(
         Position(1, 1),
         long_arrays={5: rng.integers(I64_MIN, I64_MAX, n, dtype=np.int64), 6: np.arange(3), 7: np.arange(n) % 3},
         batch_deleted=[(Position(1, 2), rng.integers(I64_MIN, I64_MAX, n, dtype=np.int64)), (Position(1, 3), np.arange(2))],
@@ -240,24 +237,24 @@ def test_large_odd_records_fall_back_to_protobuf() -> None:
 def test_ten_thousand_alternating_holes_round_trip() -> None:
     k = np.arange(10_000, dtype=np.int64)
     ranges = RangeArrays(np.full_like(k, 5), 2 * k, np.full_like(k, 5), 2 * k + 1)
-    state = CursorState(Position(5, -1), {}, ranges)
+    state = PersistedCursorState(Position(5, -1), {}, ranges)
     assert decode_position_info(encode_position_info(state)).ranges == ranges
 
 
 def test_empty_parts_equal_absent_parts() -> None:
-    a = CursorState(Position(1, 2), ranges=RangeArrays.empty(), long_arrays={})
-    b = CursorState(Position(1, 2))
+    a = PersistedCursorState(Position(1, 2), ranges=RangeArrays.empty(), long_arrays={})
+    b = PersistedCursorState(Position(1, 2))
     assert a == b
     assert encode_position_info(a) == encode_position_info(b) == bytes.fromhex("08011002")
     assert decode_position_info(encode_position_info(a)) == a
-    assert a != CursorState(Position(1, 3))
-    assert a != CursorState(Position(1, 2), ranges=RangeArrays.from_pairs([(Position(1, 2), Position(1, 3))]))
-    assert a != CursorState(Position(1, 2), long_arrays={1: np.array([1])})
-    assert CursorState(Position(1, 2), long_arrays={1: np.array([1])}) != CursorState(Position(1, 2), long_arrays={1: np.array([2])})
-    assert a != CursorState(Position(1, 2), batch_deleted=[(Position(1, 3), np.array([1]))])
+    assert a != PersistedCursorState(Position(1, 3))
+    assert a != PersistedCursorState(Position(1, 2), ranges=RangeArrays.from_pairs([(Position(1, 2), Position(1, 3))]))
+    assert a != PersistedCursorState(Position(1, 2), long_arrays={1: np.array([1])})
+    assert PersistedCursorState(Position(1, 2), long_arrays={1: np.array([1])}) != PersistedCursorState(Position(1, 2), long_arrays={1: np.array([2])})
+    assert a != PersistedCursorState(Position(1, 2), batch_deleted=[(Position(1, 3), np.array([1]))])
     one = [(Position(1, 3), np.array([1]))]
-    assert CursorState(Position(1, 2), batch_deleted=one) != CursorState(Position(1, 2), batch_deleted=[(Position(1, 3), np.array([2]))])
-    assert CursorState(Position(1, 2), {"a": 1, "b": 2}) != CursorState(Position(1, 2), {"b": 2, "a": 1})  # order kept
+    assert PersistedCursorState(Position(1, 2), batch_deleted=one) != PersistedCursorState(Position(1, 2), batch_deleted=[(Position(1, 3), np.array([2]))])
+    assert PersistedCursorState(Position(1, 2), {"a": 1, "b": 2}) != PersistedCursorState(Position(1, 2), {"b": 2, "a": 1})  # order kept
     assert a != "not a state" and RangeArrays.empty() != (1, 2, 3, 4)
 
 
@@ -274,7 +271,7 @@ def test_range_arrays_helpers() -> None:
 
 
 def test_position_info_layout_by_hand() -> None:
-    state = CursorState(
+    state = PersistedCursorState(
         Position(3, 5),
         {"k": 1},
         RangeArrays.from_pairs([(Position(3, 5), Position(3, 7))]),
@@ -293,7 +290,7 @@ def test_position_info_layout_by_hand() -> None:
 
 
 def test_managed_cursor_info_layout_by_hand() -> None:
-    state = CursorState(
+    state = PersistedCursorState(
         Position(3, 5),
         {"k": 1},
         RangeArrays.from_pairs([(Position(3, 5), Position(3, 7))]),
@@ -317,7 +314,7 @@ def test_managed_cursor_info_layout_by_hand() -> None:
 
 def test_managed_cursor_info_defaults() -> None:
     state = decode_managed_cursor_info(bytes.fromhex("0807"))
-    assert state == CursorState(Position(0, 0), cursors_ledger_id=7)
+    assert state == PersistedCursorState(Position(0, 0), cursors_ledger_id=7)
     assert state.last_active is None
 
 
@@ -394,7 +391,7 @@ class OddWriter:
         return [self.tag(field, 0) + self.v(x) for x in values]
 
 
-def odd_encoding(state: CursorState, rnd: random.Random, cursor_info: bool) -> bytes:
+def odd_encoding(state: PersistedCursorState, rnd: random.Random, cursor_info: bool) -> bytes:
     w = OddWriter(rnd)
     groups: list[list[bytes]] = []  # per field: its occurrences, whose order must be kept
     if cursor_info:
@@ -438,7 +435,7 @@ def odd_encoding(state: CursorState, rnd: random.Random, cursor_info: bool) -> b
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cursor_states(), st.randoms(use_true_random=False))
-def test_position_info_decodes_any_valid_encoding_like_protobuf(state: CursorState, rnd: random.Random) -> None:
+def test_position_info_decodes_any_valid_encoding_like_protobuf(state: PersistedCursorState, rnd: random.Random) -> None:
     data = odd_encoding(state, rnd, cursor_info=False)
     expected = from_pb_position_info(pb.PositionInfo.FromString(data))
     assert decode_position_info(data) == expected
@@ -446,7 +443,7 @@ def test_position_info_decodes_any_valid_encoding_like_protobuf(state: CursorSta
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cursor_states(long_arrays=False, cursor_info=True), st.randoms(use_true_random=False))
-def test_cursor_info_decodes_any_valid_encoding_like_protobuf(state: CursorState, rnd: random.Random) -> None:
+def test_cursor_info_decodes_any_valid_encoding_like_protobuf(state: PersistedCursorState, rnd: random.Random) -> None:
     data = odd_encoding(state, rnd, cursor_info=True)
     expected = from_pb_cursor_info(pb.ManagedCursorInfo.FromString(data))
     assert decode_managed_cursor_info(data) == expected
@@ -457,12 +454,12 @@ def test_odd_records_inside_long_canonical_runs() -> None:
     rnd = random.Random(7)
     w = OddWriter(rnd)
     k = np.arange(20_000, dtype=np.int64)
-    state = CursorState(Position(1, 1), ranges=RangeArrays(k, k, k, k + 1))
+    state = PersistedCursorState(Position(1, 1), ranges=RangeArrays(k, k, k, k + 1))
     canonical = encode_position_info(state)
     body = canonical[4:]
     cut_points = sorted(rnd.sample(range(20_000), 300))
     # Re-encode the chosen records oddly, in place.
-    rec_len = [len(encode_position_info(CursorState(Position(1, 1), ranges=RangeArrays(k[i : i + 1], k[i : i + 1], k[i : i + 1], k[i : i + 1] + 1)))) - 4 for i in range(20_000)]
+    rec_len = [len(encode_position_info(PersistedCursorState(Position(1, 1), ranges=RangeArrays(k[i : i + 1], k[i : i + 1], k[i : i + 1], k[i : i + 1] + 1)))) - 4 for i in range(20_000)]
     offsets = np.concatenate([[0], np.cumsum(rec_len)])
     pieces, last = [], 0
     for i in cut_points:
@@ -497,7 +494,7 @@ def test_invalid_utf8_names_are_replaced_like_java() -> None:
 
 
 def test_memoryview_and_bytearray_input() -> None:
-    state = CursorState(Position(1, 2), {"a": 3}, RangeArrays.from_pairs([(Position(1, 2), Position(1, 4))]))
+    state = PersistedCursorState(Position(1, 2), {"a": 3}, RangeArrays.from_pairs([(Position(1, 2), Position(1, 4))]))
     data = encode_position_info(state)
     assert decode_position_info(memoryview(data)) == state
     assert decode_position_info(bytearray(data)) == state
@@ -560,7 +557,7 @@ def _pb_verdict(parse, convert, data: bytes):
 
 @settings(max_examples=300, deadline=None)
 @given(cursor_states(), st.data())
-def test_corrupted_bytes_fail_or_agree_with_protobuf(state: CursorState, data) -> None:
+def test_corrupted_bytes_fail_or_agree_with_protobuf(state: PersistedCursorState, data) -> None:
     raw = bytearray(encode_position_info(state))
     assume(len(raw) > 0)
     for _ in range(data.draw(st.integers(1, 4))):
@@ -596,7 +593,7 @@ def test_mutations_inside_long_runs_fail_or_agree_with_protobuf() -> None:
     # reject the damaged record or read it exactly as protobuf does.
     rnd = random.Random(11)
     k = np.arange(2000, dtype=np.int64)
-    state = CursorState(
+    state = PersistedCursorState(
         Position(1, 1),
         ranges=RangeArrays(k, k * 1000, k, k * 1000 + 7),
         long_arrays={int(i): k[: 50 + i] * -3 for i in range(20)},
@@ -617,7 +614,7 @@ def test_mutations_inside_long_runs_fail_or_agree_with_protobuf() -> None:
 
 def test_every_truncation_of_a_large_message_is_handled() -> None:
     k = np.arange(3000, dtype=np.int64)
-    state = CursorState(Position(1, 1), ranges=RangeArrays(k, k, k, k + 1), long_arrays={1: k * 977}, batch_deleted=[(Position(1, 2), k[:10])])
+    state = PersistedCursorState(Position(1, 1), ranges=RangeArrays(k, k, k, k + 1), long_arrays={1: k * 977}, batch_deleted=[(Position(1, 2), k[:10])])
     data = encode_position_info(state)
     for cut in range(5, len(data), 97):
         expected = _pb_verdict(pb.PositionInfo.FromString, from_pb_position_info, data[:cut])
@@ -634,22 +631,22 @@ def test_every_truncation_of_a_large_message_is_handled() -> None:
 
 def test_cursor_info_refuses_long_arrays() -> None:
     with pytest.raises(ValueError, match="long-array"):
-        encode_managed_cursor_info(CursorState(Position(1, 1), long_arrays={1: np.array([1])}))
+        encode_managed_cursor_info(PersistedCursorState(Position(1, 1), long_arrays={1: np.array([1])}))
 
 
 def test_encoder_argument_checks() -> None:
     with pytest.raises(ValueError, match="different lengths"):
-        encode_position_info(CursorState(Position(1, 1), ranges=RangeArrays(np.array([1]), np.array([1]), np.array([1]), np.array([], dtype=np.int64))))
+        encode_position_info(PersistedCursorState(Position(1, 1), ranges=RangeArrays(np.array([1]), np.array([1]), np.array([1]), np.array([], dtype=np.int64))))
     with pytest.raises(ValueError, match="int64"):
-        encode_position_info(CursorState(Position(1, 1), {"p": 1 << 63}))
+        encode_position_info(PersistedCursorState(Position(1, 1), {"p": 1 << 63}))
     with pytest.raises(ValueError, match="int64"):
-        encode_position_info(CursorState(Position(1 << 64, 1)))
+        encode_position_info(PersistedCursorState(Position(1 << 64, 1)))
     with pytest.raises(TypeError):
-        encode_position_info(CursorState(Position(1, 1), ranges=RangeArrays(*(np.array([1.5]),) * 4)))
+        encode_position_info(PersistedCursorState(Position(1, 1), ranges=RangeArrays(*(np.array([1.5]),) * 4)))
     with pytest.raises(ValueError, match="int64"):
-        encode_position_info(CursorState(Position(1, 1), long_arrays={1: np.array([1 << 63], dtype=np.uint64)}))
+        encode_position_info(PersistedCursorState(Position(1, 1), long_arrays={1: np.array([1 << 63], dtype=np.uint64)}))
     # Other integer dtypes are widened.
-    state = CursorState(Position(1, 1), long_arrays={1: np.array([7], dtype=np.int32)})
+    state = PersistedCursorState(Position(1, 1), long_arrays={1: np.array([7], dtype=np.int32)})
     assert decode_position_info(encode_position_info(state)).long_arrays[1].tolist() == [7]
     with pytest.raises(TypeError):
         decode_position_info("08011002")  # type: ignore[arg-type]

@@ -12,27 +12,26 @@ import numpy as np
 import pytest
 import snappy
 import zstandard
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
-from mledger._proto import MLDataFormats_pb2 as pb
-from mledger.errors import ConfigError, MissingExtraError, StateCorruptedError
-from mledger.persistence import (
+from mledger import ConfigError, MissingExtraError, Position, StateCorruptedError
+from mledger.codec.compression import (
     MAGIC,
     CompressionType,
-    CursorState,
-    RangeArrays,
     compress_metadata,
     compress_payload,
-    decode_managed_cursor_info,
     decompress_metadata,
     decompress_payload,
-    encode_managed_cursor_info,
-    encode_position_info,
     is_compressed,
     parse_compression_type,
 )
-from mledger.position import Position
+from mledger.codec.cursor_info import (
+    decode_managed_cursor_info,
+    encode_managed_cursor_info,
+    encode_position_info,
+)
+from mledger.codec.cursor_state import PersistedCursorState, RangeArrays
+from mledger.codec.proto import MLDataFormats_pb2 as pb
 
 ALL = list(CompressionType)
 COMPRESSING = [t for t in CompressionType if t is not CompressionType.NONE]
@@ -143,7 +142,7 @@ def test_round_trip_every_type(raw: bytes, ctype: CompressionType, threshold: in
 @pytest.mark.parametrize("ctype", ALL)
 def test_cursor_info_round_trip_through_envelope(ctype: CompressionType) -> None:
     k = np.arange(5000, dtype=np.int64)
-    state = CursorState(
+    state = PersistedCursorState(
         Position(3, 10), {"seq": 7}, RangeArrays(k * 0 + 3, 2 * k + 10, k * 0 + 3, 2 * k + 11),
         cursor_properties={"a": "b"}, cursors_ledger_id=-1, last_active=123,
     )
@@ -156,8 +155,8 @@ def test_cursor_info_round_trip_through_envelope(ctype: CompressionType) -> None
 
 def test_raw_protobuf_never_looks_compressed() -> None:
     # 0x47 would be field 8 with wire type 7: no valid protobuf starts with it.
-    assert not is_compressed(encode_position_info(CursorState(Position(1, 2))))
-    assert not is_compressed(encode_managed_cursor_info(CursorState(Position(1, 2))))
+    assert not is_compressed(encode_position_info(PersistedCursorState(Position(1, 2))))
+    assert not is_compressed(encode_managed_cursor_info(PersistedCursorState(Position(1, 2))))
     assert not is_compressed(b"") and not is_compressed(b"\x47")
 
 
@@ -171,7 +170,7 @@ def test_none_inside_an_envelope_returns_the_body() -> None:
 
 
 def test_data_without_magic_is_returned_unchanged() -> None:
-    raw = encode_position_info(CursorState(Position(1, 2)))
+    raw = encode_position_info(PersistedCursorState(Position(1, 2)))
     assert decompress_metadata(raw, 0) == raw
     assert decompress_payload(memoryview(raw), 0) == raw
 
@@ -204,7 +203,7 @@ BAD_ENVELOPES = {
 @pytest.mark.parametrize("name", list(BAD_ENVELOPES))
 def test_bad_envelope_falls_back_to_raw_like_pulsar(name: str, caplog) -> None:
     blob = BAD_ENVELOPES[name]
-    with caplog.at_level(logging.WARNING, logger="mledger.persistence.compression"):
+    with caplog.at_level(logging.WARNING, logger="mledger.codec.compression"):
         assert decompress_metadata(blob, MiB) == blob
     assert "parsing it as raw protobuf" in caplog.text
     # ...which then fails to parse: the envelope can never be a valid protobuf.

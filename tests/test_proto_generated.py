@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mledger._proto import MLDataFormats_pb2 as ml
-from mledger._proto import PulsarApi_pb2 as api
+from mledger.codec.proto import MLDataFormats_pb2 as ml, PulsarApi_pb2 as api
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTO_DIR = ROOT / "proto" / "mledger"

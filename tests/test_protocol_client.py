@@ -10,11 +10,10 @@ import re
 import time
 from collections.abc import Callable, Iterator
 
+import httpx
 import pulsar
 import pytest
-from pulsar.schema import JsonSchema, Record, String, StringSchema, Integer
-
-import httpx
+from pulsar.schema import Integer, JsonSchema, Record, String, StringSchema
 
 from mledger.broker import BrokerConfig
 from mledger.protocol import EmbeddedBroker
@@ -479,10 +478,10 @@ def test_deleting_the_topic_closes_its_producers_and_consumers(pulsar_broker: Em
 
 
 def test_server_pings_and_closes_a_silent_connection(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
-    from mledger.protocol import ProtocolConfig
     from protocol_raw import RawClient
 
-    from mledger._proto import PulsarApi_pb2 as api
+    from mledger.codec.proto import PulsarApi_pb2 as api
+    from mledger.protocol import ProtocolConfig
 
     broker = pulsar_broker_factory(protocol_config=ProtocolConfig(host="127.0.0.1", port=0, keep_alive_interval_seconds=0.2))
     raw = RawClient(broker.port)

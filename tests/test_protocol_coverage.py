@@ -24,7 +24,7 @@ def test_committed_coverage_table_is_fresh() -> None:
 
 
 def test_table_lists_every_command_once() -> None:
-    from mledger._proto import PulsarApi_pb2 as api
+    from mledger.codec.proto import PulsarApi_pb2 as api
 
     text = _generator().render()
     for value in api.BaseCommand.Type.DESCRIPTOR.values:

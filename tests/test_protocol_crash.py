@@ -17,11 +17,10 @@ from pathlib import Path
 import httpx
 import pulsar
 import pytest
-
-from mledger._proto import PulsarApi_pb2 as api
-from mledger.entry import decode_entry
-
 from protocol_raw import RawClient
+
+from mledger.codec.entry import decode_entry
+from mledger.codec.proto import PulsarApi_pb2 as api
 
 pytestmark = [pytest.mark.timeout(180)]
 

@@ -6,8 +6,9 @@ import struct
 
 import pytest
 
-from mledger._proto import PulsarApi_pb2 as api
-from mledger.entry import EntryMetadata, decode_entry, encode_entry
+from mledger import EntryMetadata
+from mledger.codec.entry import decode_entry, encode_entry
+from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.protocol import COMMANDS, Connection, ConnectionState, FrameTooLargeError, RemoteProtocolError
 from mledger.protocol.codec import decode_command, encode_command, message_command, send_receipt_command
 from mledger.protocol.commands import Direction, Support

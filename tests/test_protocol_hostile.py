@@ -12,12 +12,13 @@ from collections.abc import Iterator
 import psutil
 import pulsar
 import pytest
+from protocol_raw import RawClient
 
-from mledger._proto import PulsarApi_pb2 as api
-from mledger.entry import EntryMetadata, encode_entry
+from mledger import EntryMetadata
+from mledger.codec.entry import encode_entry
+from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.protocol import EmbeddedBroker
 from mledger.protocol.framing import crc32c, encode_frame
-from protocol_raw import RawClient
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -11,18 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from protocol_raw import RawClient
 
-from mledger._proto import PulsarApi_pb2 as api
 from mledger.broker import Broker, BrokerConfig
 from mledger.codec.entry import EntryMetadata, encode_entry
+from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import ProtocolConfig
 from mledger.protocol.framing import crc32c
 from mledger.protocol.server import ProtocolServer
 from mledger.storage import SqliteStore
 from mledger.storage.faults import HeldWriteStore
-
-from protocol_raw import RawClient
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,9 +11,9 @@ import itertools
 import struct
 from collections.abc import Callable
 
-from mledger._proto import PulsarApi_pb2 as api
 from mledger.broker import Broker, Subscription, Topic
 from mledger.codec.entry import EntryMetadata, encode_entry
+from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import ProtocolConfig, ProtocolStats
 from mledger.protocol.access import EXCLUSIVE_WITH_FENCING, SHARED, ProducerAccess

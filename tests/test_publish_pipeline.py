@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from mledger import ManagedLedgerConfig, ManagedLedgerFactory, ManualClock, MemoryStore, Position, SqliteStore
+from mledger import (
+    BadVersionError,
+    EntryTooLargeError,
+    ManagedLedgerClosedError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    ManualClock,
+    MemoryStore,
+    Position,
+    SqliteStore,
+)
 from mledger.broker import (
     AlreadyClosedError,
     Broker,
@@ -28,7 +38,6 @@ from mledger.broker import (
     TopicFencedError,
 )
 from mledger.broker.dedup import MessageDeduplication
-from mledger.errors import BadVersionError, EntryTooLargeError, ManagedLedgerClosedError
 from mledger.storage import NEW_NODE
 from mledger.storage.faults import HeldWriteStore, InjectedFault
 

@@ -1,4 +1,4 @@
-"""Unit and property tests of :class:`mledger.ranges.AckRangeSet` (Pulsar's OpenLongPairRangeSet).
+"""Unit and property tests of :class:`mledger.core.ranges.AckRangeSet` (Pulsar's OpenLongPairRangeSet).
 
 REFERENCE.md 2.7 is the specification: per-ledger bitsets, open-closed ranges that never cross a
 ledger, ``size()`` = number of ranges, inclusive ``cardinality``, closed ``rangeContaining``,
@@ -11,15 +11,12 @@ from collections.abc import Iterable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from mledger.errors import InvalidPositionError
-from mledger.position import Position
-from mledger.ranges import (
+from mledger import AckRangeSet, InvalidPositionError, Position
+from mledger.core.ranges import (
     MAX_ENTRY_ID,
-    AckRangeSet,
     ack_set_to_words,
     bitmap_to_words,
     words_to_ack_set,

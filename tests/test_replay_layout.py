@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from mledger.errors import ConfigError
+from mledger import ConfigError
 from mledger.replay.checks import OutputPathError
 from mledger.replay.events import write_logs
 from mledger.replay.generate import GeneratorConfig, generate
@@ -90,7 +90,7 @@ def test_the_in_process_prepare_spills_and_gives_the_same_layout(logs: dict[str,
 def test_layout_files_are_bounded_and_named_by_topic_partition(tmp_path: Any) -> None:
     cfg = GeneratorConfig(topics=1, partitions=1, events=30_000, seed=2)
     generate(str(tmp_path / "raw"), GeneratorConfig(**{**cfg.__dict__, "raw": True}))
-    from mledger.replay import prepare, layout
+    from mledger.replay import layout, prepare
 
     manifest = prepare.prepare_in_process(plan_inputs(str(tmp_path / "raw")), str(tmp_path / "p"))
     part = manifest.partitions[0]

@@ -17,11 +17,10 @@ from typing import Any
 
 import pytest
 
-from mledger import ManagedLedgerFactory
+from mledger import ConfigError, InvalidRequestError, ManagedLedgerFactory, NotFoundError
 from mledger.admin import Admin, Authorization, RemoteAdmin, SkipMessageIdsRequest
 from mledger.admin.remote import AdminConnectionError
 from mledger.broker import Broker, InitialPosition, ManualClock, SubscriptionType
-from mledger.errors import ConfigError, InvalidRequestError, NotFoundError
 from mledger.rest import AdminServer, RoleResolver, create_app
 
 pytestmark = pytest.mark.timeout(120)

@@ -20,16 +20,15 @@ from mledger import (
     CursorModifyingError,
     CursorStateRevisionController,
     InitialPosition,
+    ManagedCursor,
+    ManagedLedger,
     ManagedLedgerConfig,
     ManagedLedgerFactory,
     ManualClock,
     MemoryStore,
     Position,
 )
-from mledger.cursor import ManagedCursor
-from mledger.ledger import ManagedLedger
 from mledger.storage.faults import HeldReadStore
-
 
 # -- the controller on its own -------------------------------------------------------------------
 
@@ -97,7 +96,7 @@ def test_stuck_revision_is_logged_once_with_task_state(caplog: pytest.LogCapture
     assert rc.stats().epoch_increase_task_state == 1
     assert not rc.check_stuck()
     clock.advance(1_001)
-    with caplog.at_level(logging.WARNING, logger="mledger.revision"):
+    with caplog.at_level(logging.WARNING, logger="mledger.managed_ledger.revision"):
         assert rc.check_stuck()
         assert rc.check_stuck()
     assert len([r for r in caplog.records if "stuck" in r.getMessage()]) == 1

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mledger import ManagedLedgerFactory, MemoryStore, Position
+from mledger import EntryMetadata, ManagedLedgerFactory, MemoryStore, NotAllowedError, Position
 from mledger.broker import (
     Broker,
     BrokerConfig,
@@ -25,8 +25,6 @@ from mledger.broker import (
     Topic,
 )
 from mledger.broker.batch import SingleMessage, encode_batch
-from mledger.entry import EntryMetadata
-from mledger.errors import NotAllowedError
 from mledger.replay.events import replay_rows
 
 T = "persistent://public/default/reference"

@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import mledger.replay.events
 import mledger.replay.broker_model
-from mledger.persistence import decode_managed_cursor_info, decode_position_info
+import mledger.replay.events
+from mledger.codec.cursor_info import decode_managed_cursor_info, decode_position_info
 from mledger.replay.engine import EventOrderError, PartitionReplayer
 from mledger.replay.entries import EntryIndex
 from mledger.replay.events import event_table, replay_rows

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mledger.errors import ConfigError
+from mledger import ConfigError
 from mledger.replay.events import write_logs
 from mledger.replay.generate import GeneratorConfig, generate
 from mledger.replay.inputs import plan_inputs, read_all

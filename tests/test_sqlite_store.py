@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mledger.errors import (
+from mledger import (
     ConfigError,
     LedgerNotFoundError,
     ManagedLedgerClosedError,
@@ -151,7 +151,7 @@ def test_a_newer_schema_is_refused(data_dir: Path) -> None:
 # -- the directory lock ------------------------------------------------------------------------
 _HOLDER = r"""
 import sys
-from mledger.errors import StoreLockedError
+from mledger import StoreLockedError
 from mledger.storage.sqlite import SqliteStore
 try:
     store = SqliteStore(sys.argv[1])

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from mledger.errors import (
+from mledger import (
     BadVersionError,
     EntryTooLargeError,
     LedgerNotFoundError,

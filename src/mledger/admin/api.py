@@ -9,7 +9,7 @@ for another role (what an HTTP front end does per request).
 The operations live in :class:`~mledger.admin.topics.Topics` (``admin.topics``),
 :class:`~mledger.admin.namespaces.Namespaces` (``admin.namespaces``: retention policies) and, for
 trying things out, :class:`~mledger.admin.messaging.Messaging` (``admin.messaging``). Every
-error they raise is an :class:`~mledger.errors.MLedgerError` carrying ``http_status``.
+error they raise is an :class:`~mledger.core.errors.MLedgerError` carrying ``http_status``.
 Thread-safe as far as the broker is: the admin itself holds no mutable state.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..broker import Broker
 from ..broker.names import TopicName
-from ..errors import ConfigError, PermissionDeniedError, UnauthenticatedError
+from ..core.errors import ConfigError, PermissionDeniedError, UnauthenticatedError
 from .auth import Authorization, NamespaceOperation, TopicOperation
 from .messaging import Messaging
 from .namespaces import Namespaces
@@ -29,7 +29,7 @@ __all__ = ["Admin"]
 class Admin:
     """Admin operations on ``broker``, authorized for ``role`` when ``authorization`` is given.
 
-    Raises :class:`~mledger.errors.ConfigError` for arguments of the wrong type.
+    Raises :class:`~mledger.core.errors.ConfigError` for arguments of the wrong type.
     """
 
     def __init__(self, broker: Broker, authorization: Authorization | None = None, role: str | None = None) -> None:

@@ -16,8 +16,8 @@ Topic names in grants are normalised like the names in calls (``orders`` is
 
 Authorization is *off* when the :class:`~mledger.admin.Admin` has none (embedded use: every
 call is allowed) and *on* when one is given. When on, a call without a role raises
-:class:`~mledger.errors.UnauthenticatedError` (401) and a role without the operation
-:class:`~mledger.errors.PermissionDeniedError` (403); both are raised before anything is
+:class:`~mledger.core.errors.UnauthenticatedError` (401) and a role without the operation
+:class:`~mledger.core.errors.PermissionDeniedError` (403); both are raised before anything is
 changed. The messages are Pulsar's (``PulsarWebResource.validateTopicOperationAsync``); Pulsar
 itself answers a denied topic operation with 401, PIP-423 documents 403, and mledger uses 403.
 
@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..broker.names import TopicName
-from ..errors import ConfigError, PermissionDeniedError, UnauthenticatedError
+from ..core.errors import ConfigError, PermissionDeniedError, UnauthenticatedError
 
 __all__ = ["WILDCARD", "Authorization", "NamespaceOperation", "TopicOperation"]
 
@@ -110,7 +110,7 @@ class Authorization:
 
     ``permissions``: ``{role: {resource: operations}}`` where a resource is a topic name, a
     namespace ``tenant/namespace`` or ``"*"``, and operations are enum members or their names.
-    Construction validates everything and raises :class:`~mledger.errors.ConfigError`.
+    Construction validates everything and raises :class:`~mledger.core.errors.ConfigError`.
     Checks are O(1) (a few dictionary look-ups).
 
     >>> auth = Authorization({"ops": {"orders": {TopicOperation.SKIP}}}, super_user_roles={"root"})
@@ -154,7 +154,7 @@ class Authorization:
     def from_json(cls, source: str | Path | Mapping[str, Any]) -> Authorization:
         """From the file form: a path, JSON text, or an already-decoded mapping.
 
-        Raises :class:`~mledger.errors.ConfigError` for unreadable files, bad JSON or bad content.
+        Raises :class:`~mledger.core.errors.ConfigError` for unreadable files, bad JSON or bad content.
         """
         data: Any = source
         if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):

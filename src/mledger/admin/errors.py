@@ -1,8 +1,8 @@
-"""Admin conditions with no class in :mod:`mledger.errors` (each subclasses ``MLedgerError``)."""
+"""Admin conditions with no class in :mod:`mledger.core.errors` (each subclasses ``MLedgerError``)."""
 
 from __future__ import annotations
 
-from ..errors import MLedgerError
+from ..core.errors import MLedgerError
 
 __all__ = ["SubscriptionAlreadyExistsError"]
 

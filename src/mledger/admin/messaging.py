@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..broker import InitialPosition, Message, SubscriptionType
-from ..errors import InvalidRequestError
-from ..messageid import MessageId
+from ..codec.messageid import MessageId
+from ..core.errors import InvalidRequestError
 from .auth import TopicOperation
 from .context import AdminContext
 

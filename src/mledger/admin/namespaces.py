@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..broker.names import check_namespace_name
 from ..broker.retention import RetentionPolicies
-from ..errors import InvalidRequestError
+from ..core.errors import InvalidRequestError
 from .context import AdminContext
 
 __all__ = ["Namespaces"]

@@ -7,7 +7,7 @@ import json
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..broker.retention import RetentionPolicies
-from ..errors import InvalidRequestError
+from ..core.errors import InvalidRequestError
 
 __all__ = ["RetentionPoliciesData"]
 

@@ -3,7 +3,7 @@
 :class:`RemoteAdmin` has the shape of :class:`~mledger.admin.Admin` that the CLI uses:
 ``RemoteAdmin(url).topics`` offers the methods of :class:`~mledger.admin.Topics` with the same
 arguments, return types (the same pydantic models, parsed from Pulsar's JSON) and errors (an
-HTTP error status becomes the :class:`~mledger.errors.MLedgerError` subclass of that status,
+HTTP error status becomes the :class:`~mledger.core.errors.MLedgerError` subclass of that status,
 carrying the server's ``{"reason": ...}``), so ``mledger-admin --admin-url URL topics ...`` runs
 the CLI's own command code and prints the same output, with the same exit codes, as against a
 data directory.
@@ -36,7 +36,8 @@ from typing import Any
 from ..broker.names import TopicName
 from ..broker.retention import RetentionPolicies
 from ..broker.types import SubscriptionType
-from ..errors import (
+from ..codec.messageid import MessageId
+from ..core.errors import (
     EntryTooLargeError,
     InvalidRequestError,
     MissingExtraError,
@@ -47,8 +48,7 @@ from ..errors import (
     PreconditionFailedError,
     UnauthenticatedError,
 )
-from ..messageid import MessageId
-from ..position import LATEST, Position
+from ..core.position import LATEST, Position
 from .requests import ResetCursorData, SkipMessageIdsRequest
 from .stats import PartitionedTopicInternalStats, PartitionedTopicMetadata, PersistentTopicInternalStats
 from .topics import CancelDelayedMessageResult
@@ -105,8 +105,8 @@ def error_for(status: int, reason: str) -> MLedgerError:
 class RemoteAdmin:
     """A remote admin at ``url`` (``http://host:port``); see the module docstring.
 
-    Raises :class:`~mledger.errors.MissingExtraError` without httpx and
-    :class:`~mledger.errors.InvalidRequestError` for a URL that is not ``http(s)://``.
+    Raises :class:`~mledger.core.errors.MissingExtraError` without httpx and
+    :class:`~mledger.core.errors.InvalidRequestError` for a URL that is not ``http(s)://``.
     """
 
     def __init__(

@@ -16,7 +16,7 @@ Theory of operation
 
 :meth:`SkipMessageIdsRequest.parse_body` follows Pulsar's deserializer
 (``SkipMessageIdsRequest.Deserializer``, REFERENCE.md section 4) branch for branch, with its
-exact error messages, all raised as :class:`~mledger.errors.InvalidRequestError` (HTTP 400):
+exact error messages, all raised as :class:`~mledger.core.errors.InvalidRequestError` (HTTP 400):
 
 ========================================================  ========================================
 input                                                     message (after ``Invalid skipByMessageIds
@@ -67,9 +67,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..broker.types import SkipEntry
-from ..errors import InvalidRequestError
-from ..messageid import InvalidMessageIdError, MessageId
-from ..position import Position
+from ..codec.messageid import InvalidMessageIdError, MessageId
+from ..core.errors import InvalidRequestError
+from ..core.position import Position
 
 __all__ = ["PAYLOAD_ERROR_PREFIX", "MessageIdItem", "ResetCursorData", "SkipMessageIdsRequest", "partitions_from_body"]
 

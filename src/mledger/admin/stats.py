@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from ..cursor import ManagedCursor
-    from ..ledger import ManagedLedger
+    from ..managed_ledger.cursor import ManagedCursor
+    from ..managed_ledger.ledger import ManagedLedger
 
 __all__ = [
     "CursorStats",

@@ -60,9 +60,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..broker import Broker, InitialPosition, PartitionedTopic, SubscriptionType, Topic
 from ..broker.names import TopicName, check_namespace_name, local_name_problem
 from ..broker.retention import RetentionPolicies
-from ..errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
-from ..messageid import MessageId, as_position
-from ..position import EARLIEST, LATEST, Position
+from ..codec.messageid import MessageId, as_position
+from ..core.errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
+from ..core.position import EARLIEST, LATEST, Position
 from .auth import NamespaceOperation, TopicOperation
 from .context import AdminContext
 from .errors import SubscriptionAlreadyExistsError

@@ -63,7 +63,7 @@ DedupFactory = Callable[[Topic], Deduplication]
 
 
 class Broker:
-    """Topics, producers and subscriptions over one :class:`~mledger.ledger.ManagedLedgerFactory`.
+    """Topics, producers and subscriptions over one :class:`~mledger.managed_ledger.factory.ManagedLedgerFactory`.
 
     ``dedup_factory`` builds each topic's deduplication hook (see :mod:`mledger.broker.hooks`).
     The broker does not close the factory.

@@ -185,7 +185,7 @@ class Consumer:
     def acknowledge_entries(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Individually acknowledge whole entries in bulk; returns how many became acknowledged.
 
-        ``positions`` are :class:`~mledger.position.Position` values or an ``(n, 2)`` int64
+        ``positions`` are :class:`~mledger.core.position.Position` values or an ``(n, 2)`` int64
         array of ``(ledger_id, entry_id)`` rows (a replay or a bulk tool: no per-message
         objects). The same effect as :meth:`acknowledge` with the entries' ids (and as
         PIP-423's cancel of each entry), in one cursor operation: O(n) numpy work plus

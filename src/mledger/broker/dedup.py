@@ -715,7 +715,7 @@ class MessageDeduplication:
         Returns (entries read, position of the last). Reads raw entries straight from the
         store in ``REPLAY_BATCH_SIZE`` runs and parses only the five metadata fields it needs
         (:func:`_replay_fields`), about 4x faster than the ledger's read path, which builds a
-        full :class:`~mledger.entry.EntryMetadata` per entry; it leaves the cursor's read
+        full :class:`~mledger.codec.entry.EntryMetadata` per entry; it leaves the cursor's read
         position alone. Raises ``StateCorruptedError`` naming an entry that does not parse.
         """
         ml = self._ml
@@ -836,7 +836,7 @@ def _replay_fields(raw: bytes, ledger_id: int, entry_id: int) -> tuple[str, int,
     """(producer name, sequence id, highest sequence id, is a last chunk or not a chunk) of a
     stored entry. The plain framing ``[size][MessageMetadata][payload]`` that mledger writes is
     parsed here directly; anything else (checksummed or broker-metadata framing, a name that
-    is not valid UTF-8) goes through :func:`~mledger.entry.decode_entry`, the reference."""
+    is not valid UTF-8) goes through :func:`~mledger.codec.entry.decode_entry`, the reference."""
     if len(raw) >= 4 and raw[0] != _MAGIC:
         size = int.from_bytes(raw[:4], "big")
         if 4 + size <= len(raw):

@@ -1,4 +1,4 @@
-"""Broker conditions that have no class in :mod:`mledger.errors`; each subclasses the closest one.
+"""Broker conditions that have no class in :mod:`mledger.core.errors`; each subclasses the closest one.
 
 Pulsar's broker exceptions and the HTTP status its admin API maps them to:
 

@@ -63,7 +63,7 @@ class Message:
 class BatchMessageIds(tuple[MessageId, ...]):
     """The ids of the messages of one batch entry, in batch-index order.
 
-    A tuple of :class:`~mledger.messageid.MessageId` (each with its ``batch_index``), with the
+    A tuple of :class:`~mledger.codec.messageid.MessageId` (each with its ``batch_index``), with the
     entry's ``ledger_id``, ``entry_id``, ``partition`` and ``position`` as attributes. A batch
     that deduplication dropped has one id ``(-1, -1)``.
     """

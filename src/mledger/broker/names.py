@@ -49,7 +49,7 @@ _DEFAULT_NAMESPACE = "default"
 class TopicName:
     """A parsed, normalised persistent topic name (Pulsar's ``TopicName``).
 
-    Construction through :meth:`parse` raises :class:`~mledger.errors.InvalidRequestError`
+    Construction through :meth:`parse` raises :class:`~mledger.core.errors.InvalidRequestError`
     (400) naming the bad text.
 
     >>> t = TopicName.parse("orders-partition-2")

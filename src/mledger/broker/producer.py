@@ -1,6 +1,6 @@
 """Producers: turn ``send`` calls into entries with Pulsar's metadata.
 
-A single message becomes one entry whose ``MessageMetadata`` (:class:`~mledger.entry.EntryMetadata`)
+A single message becomes one entry whose ``MessageMetadata`` (:class:`~mledger.codec.entry.EntryMetadata`)
 carries the producer name, the sequence id, the publish time from the broker clock, the key
 (``partition_key``), the deliver-at time and the properties. ``send_batch`` writes one entry in
 Pulsar's batch format (:mod:`mledger.broker.batch`) with ``num_messages`` = batch size,

@@ -59,7 +59,7 @@ def encode_batch(messages: Sequence[SingleMessage]) -> bytes:
 def decode_batch(data: bytes, num_messages: int) -> list[SingleMessage]:
     """Split a batch payload into its ``num_messages`` messages.
 
-    Raises :class:`~mledger.errors.StateCorruptedError` naming the offset when a record is cut
+    Raises :class:`~mledger.core.errors.StateCorruptedError` naming the offset when a record is cut
     short, a size runs past the end, or ``payload_size`` is missing. O(len(data)).
     """
     out: list[SingleMessage] = []

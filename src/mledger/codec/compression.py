@@ -9,7 +9,7 @@ in the metadata store::
 LZ4 raw block (no frame, no size prefix), ZLIB stream as ``java.util.zip.Deflater`` writes it
 (default level, ended by a SYNC_FLUSH, no trailer), ZSTD frame at level 3, SNAPPY raw block.
 LZ4, ZSTD and SNAPPY come from the optional ``mledger[compression]`` extra, imported only when
-asked for; without it, :class:`~mledger.errors.MissingExtraError` names the extra.
+asked for; without it, :class:`~mledger.core.errors.MissingExtraError` names the extra.
 
 Compressed cursor-ledger entries (PIP-381's optional compression of the chunked payload)
 reuse the same envelope: a ``PositionInfo`` starts with a field tag, and ``0x47`` would be

@@ -234,7 +234,7 @@ class MessageId:
 
     @property
     def position(self) -> Position:
-        """The entry this id points into, as a :class:`~mledger.position.Position`."""
+        """The entry this id points into, as a :class:`~mledger.core.position.Position`."""
         return Position(self.ledger_id, self.entry_id)
 
     @property
@@ -462,7 +462,7 @@ def as_position(value: Position | MessageId | tuple[int, int]) -> Position:
     """The position a reset or ack refers to: a Position, a MessageId (EARLIEST / LATEST map
     to the position constants of the same values) or a ``(ledger_id, entry_id)`` pair.
 
-    Raises :class:`~mledger.errors.InvalidRequestError` for anything else.
+    Raises :class:`~mledger.core.errors.InvalidRequestError` for anything else.
     """
     if isinstance(value, MessageId):
         return value.position

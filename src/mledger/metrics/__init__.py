@@ -11,7 +11,7 @@ from __future__ import annotations
 try:
     from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
 except ImportError as e:  # pragma: no cover - depends on the installation
-    from ..errors import MissingExtraError
+    from ..core.errors import MissingExtraError
 
     raise MissingExtraError(
         "mledger.metrics needs prometheus_client: pip install 'mledger[server]'"

@@ -48,17 +48,19 @@ from ..broker.dedup import MessageDeduplication
 from ..broker.delayed import DelayedDeliveryTracker
 from ..broker.names import TopicName
 from ..broker.topic import Topic
-from ..clock import ManualClock
-from ..cursor import ManagedCursor
-from ..entry import EntryMetadata, encode_entry
-from ..errors import InvalidRequestError
-from ..ledger import ML_ROOT, InitialPosition, ManagedLedger, ManagedLedgerFactory
+from ..codec.chunking import parse_footer, reassemble, unpack_payload
+from ..codec.compression import decompress_metadata
+from ..codec.entry import EntryMetadata, encode_entry
+from ..codec.messageid import MessageId
+from ..core.clock import ManualClock
+from ..core.errors import InvalidRequestError
+from ..core.position import Position
+from ..managed_ledger.cursor import ManagedCursor
 from ..managed_ledger.cursor_stats import PersistenceStats
 from ..managed_ledger.cursor_store import CursorStateStore
-from ..messageid import MessageId
-from ..persistence.chunking import parse_footer, reassemble, unpack_payload
-from ..persistence.compression import decompress_metadata
-from ..position import Position
+from ..managed_ledger.factory import ManagedLedgerFactory
+from ..managed_ledger.ledger import ManagedLedger
+from ..managed_ledger.ledger_view import ML_ROOT, InitialPosition
 from .mirror import MirrorView
 from .model import SubscriptionResult, SubscriptionSpec
 from .settings import ReplaySettings

@@ -11,7 +11,7 @@ import posixpath
 
 import pyarrow.fs as pafs
 
-from ..errors import MLedgerError
+from ..core.errors import MLedgerError
 from .inputs import filesystem_for
 from .schema import InputSchemaError
 

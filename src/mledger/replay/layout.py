@@ -44,7 +44,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import xxhash
 
-from ..errors import MLedgerError
+from ..core.errors import MLedgerError
 from .inputs import filesystem_for
 from .model import SubscriptionSpec
 from .schema import ANOMALY_SCHEMA, EVENT_SCHEMA, KIND_NAMES, SUBSCRIPTIONS_SCHEMA, EventOrderError

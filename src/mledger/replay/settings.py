@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..errors import ConfigError
+from ..core.config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from ..core.errors import ConfigError
 from .fs import filesystem_for
 
 REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)

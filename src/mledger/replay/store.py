@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..entry import EntryMetadata, encode_entry
-from ..errors import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClosedError
+from ..codec.entry import EntryMetadata, encode_entry
+from ..core.errors import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClosedError
 from ..storage import MemoryStore
 from ..storage.base import DEFAULT_MAX_ENTRY_SIZE, Versioned
 

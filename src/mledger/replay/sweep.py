@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .schema import OUTPUTS
 from .settings import ReplaySettings
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import MissingExtraError, MLedgerError
+from ..core.errors import MissingExtraError, MLedgerError
 
 __all__ = [
     "NEAR_LIMIT",
@@ -368,7 +368,7 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
     """Read ``out_dir`` and summarise it against ``limit`` (``max_unacked_ranges_to_persist``).
 
     Raises :class:`ReplayReportInputError` for a directory that is not a replay output and
-    :class:`~mledger.errors.MissingExtraError` without pyarrow.
+    :class:`~mledger.core.errors.MissingExtraError` without pyarrow.
     """
     if limit < 0:
         raise ValueError(f"max_unacked_ranges_to_persist must be >= 0, got {limit}")

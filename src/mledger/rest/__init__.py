@@ -15,7 +15,7 @@ try:
     import fastapi as _fastapi  # noqa: F401
     import uvicorn as _uvicorn  # noqa: F401
 except ImportError as e:  # pragma: no cover - depends on the installation
-    from ..errors import MissingExtraError
+    from ..core.errors import MissingExtraError
 
     raise MissingExtraError("the admin REST server needs FastAPI and uvicorn: pip install 'mledger[server]'") from e
 

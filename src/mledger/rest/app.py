@@ -8,7 +8,7 @@ scripts and styles the app serves itself from the fastapi-offline package
 
 Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
 
-* :class:`~mledger.errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412);
+* :class:`~mledger.core.errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412);
 * no such route: 404 ``HTTP 404 Not Found``; a known route with another method: 405
   ``HTTP 405 Method Not Allowed`` with ``Allow`` (under ``/admin``, after authentication, as
   Pulsar's filter runs first);
@@ -36,7 +36,7 @@ from ..admin import Admin
 from ..admin.policies import RetentionPoliciesData
 from ..admin.requests import MessageIdItem, ResetCursorData
 from ..admin.wire import ErrorBody
-from ..errors import ConfigError, MLedgerError
+from ..core.errors import ConfigError, MLedgerError
 from ..metrics import CONTENT_TYPE, metrics_registry
 from .auth import RoleResolver, check_authentication_setup
 from .context import AppContext, context_of
@@ -74,7 +74,7 @@ def create_app(
     ``max_concurrency`` bounds the admin calls running at once (worker threads);
     ``collectors`` join ``/metrics`` (e.g. the protocol server's, in ``mledger standalone``).
 
-    Raises :class:`~mledger.errors.ConfigError` for bad limits, and for ``roles`` that name
+    Raises :class:`~mledger.core.errors.ConfigError` for bad limits, and for ``roles`` that name
     callers while ``admin`` has no authorization (every caller could then do everything).
     Run it with :class:`~mledger.rest.AdminServer`, or with any ASGI server.
     """

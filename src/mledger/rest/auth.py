@@ -34,7 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..admin.wire import ROLE_HEADER
-from ..errors import ConfigError, UnauthenticatedError
+from ..core.errors import ConfigError, UnauthenticatedError
 
 __all__ = ["AUTHENTICATION_REQUIRED", "ROLE_HEADER", "RoleResolver", "check_authentication_setup"]
 
@@ -46,7 +46,7 @@ class RoleResolver:
     """Maps a request's headers to a role.
 
     ``tokens``: token -> role. ``trust_role_header``: accept ``X-Mledger-Role`` as the role.
-    Construction raises :class:`~mledger.errors.ConfigError` for empty tokens or roles.
+    Construction raises :class:`~mledger.core.errors.ConfigError` for empty tokens or roles.
     """
 
     def __init__(self, tokens: Mapping[str, str] | None = None, trust_role_header: bool = False) -> None:
@@ -121,7 +121,7 @@ class RoleResolver:
 
 def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool) -> None:
     """Refuse credentials without authorization: they would authenticate callers who may then
-    do everything. Raises :class:`~mledger.errors.ConfigError` with what to do instead."""
+    do everything. Raises :class:`~mledger.core.errors.ConfigError` with what to do instead."""
     if roles.authenticates and not authorization_enabled:
         what = "tokens" if roles.token_count else "a trusted role header"
         raise ConfigError(

@@ -20,7 +20,7 @@ import sqlite3
 import sys
 
 from ..admin import Authorization
-from ..errors import MLedgerError
+from ..core.errors import MLedgerError
 from .auth import RoleResolver, check_authentication_setup
 from .server import AdminServer, parse_bind, serve
 

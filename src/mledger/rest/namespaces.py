@@ -23,7 +23,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from ..admin import Admin
 from ..admin.policies import RetentionPoliciesData
-from ..errors import InvalidRequestError, PermissionDeniedError
+from ..core.errors import InvalidRequestError, PermissionDeniedError
 from .context import context_of
 from .topics import CallerAdmin, decode_segment
 

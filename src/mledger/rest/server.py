@@ -44,7 +44,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from ..admin import Admin, Authorization
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .app import create_app
 from .auth import RoleResolver
 from .protocol import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, protocol_class
@@ -262,7 +262,7 @@ def serve(
     :func:`create_app`. Call it from the main thread.
     """
     from ..broker import Broker, BrokerConfig
-    from ..ledger import ManagedLedgerFactory
+    from ..managed_ledger.factory import ManagedLedgerFactory
     from ..storage import SqliteStore
 
     host, port = parse_bind(bind)

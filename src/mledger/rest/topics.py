@@ -69,8 +69,8 @@ from ..admin.requests import ResetCursorData, SkipMessageIdsRequest, partitions_
 from ..admin.stats import PartitionedTopicInternalStats, PartitionedTopicMetadata, PersistentTopicInternalStats
 from ..admin.wire import CANCEL_RESULTS_HEADER, ErrorBody
 from ..broker.names import TopicName, local_name_problem, named_entity_problem
-from ..errors import InvalidRequestError, NotAllowedError, PreconditionFailedError
-from ..messageid import MessageId
+from ..codec.messageid import MessageId
+from ..core.errors import InvalidRequestError, NotAllowedError, PreconditionFailedError
 from .context import AppContext, context_of
 
 __all__ = ["VALIDATION_412_ROUTES", "CallerAdmin", "decode_name", "decode_segment", "topics_router"]

@@ -5,7 +5,7 @@ Theory of operation
 The directory holds ``mledger.db`` (with SQLite's ``-wal``/``-shm`` companions) and ``LOCK``.
 Opening a store takes an exclusive ``flock`` on ``LOCK`` and writes the holder's pid into it,
 so a second process (or a second store object in this process) is refused with
-:class:`~mledger.errors.StoreLockedError` instead of both writing one database. The kernel
+:class:`~mledger.core.errors.StoreLockedError` instead of both writing one database. The kernel
 drops the lock when its holder exits, a SIGKILL included, so a crashed process never leaves a
 stale lock behind. (``flock`` is advisory and unreliable on network file systems: keep data
 directories on local disks.)

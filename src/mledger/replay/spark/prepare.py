@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from ...errors import MLedgerError
+from ...core.errors import MLedgerError
 from ..inputs import InputPlan, ReadTask, filesystem_for, parquet_topics, read_task
 from ..layout import (
     PREPARED_SCHEMA,

@@ -1,3 +1,0 @@
-"""Deprecated alias of :mod:`mledger.codec.proto.MLDataFormats_pb2` (kept for one release; import from there)."""
-
-from ..codec.proto.MLDataFormats_pb2 import *  # noqa: F403
