@@ -72,7 +72,7 @@ class EntryMetadata:
     pairs in order. Chunk fields follow Pulsar's chunking: ``uuid`` names the chunked message,
     ``chunk_id`` is this chunk's index out of ``num_chunks``.
 
-    Construction raises :class:`~mledger.errors.InvalidRequestError` naming the field when a
+    Construction raises :class:`~mledger.core.errors.InvalidRequestError` naming the field when a
     value has the wrong type or does not fit its wire type (int64 for ids and times, int32 for
     counts and chunk fields).
 
@@ -161,7 +161,7 @@ class EntryMetadata:
         """Parse a serialized Pulsar ``MessageMetadata``.
 
         Unknown fields are skipped; a string that is not valid UTF-8 is decoded with U+FFFD
-        replacements, as Java does. Raises :class:`~mledger.errors.StateCorruptedError` when
+        replacements, as Java does. Raises :class:`~mledger.core.errors.StateCorruptedError` when
         the bytes do not parse or a required field (producer_name, sequence_id, publish_time)
         is missing.
         """
@@ -270,7 +270,7 @@ def decode_entry(raw: bytes | bytearray | memoryview, *, verify_checksum: bool =
     ``verify_checksum`` is true (the ``crc32c`` package: several GB/s with the CPU's CRC
     instructions).
 
-    Raises :class:`~mledger.errors.StateCorruptedError` when the framing is cut short, a size
+    Raises :class:`~mledger.core.errors.StateCorruptedError` when the framing is cut short, a size
     runs past the end, the checksum does not match (when verified) or the metadata does not
     parse.
     """

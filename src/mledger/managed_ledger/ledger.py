@@ -321,7 +321,7 @@ class ManagedLedger:
         """Append entries already framed as Pulsar stores them, byte for byte.
 
         Each item is ``[size][MessageMetadata][payload]``, optionally behind the producer's
-        ``[0x0e01][crc32c]`` (what a Pulsar client sends; :func:`~mledger.entry.decode_entry`
+        ``[0x0e01][crc32c]`` (what a Pulsar client sends; :func:`~mledger.codec.entry.decode_entry`
         reads both). The caller vouches for the framing; a protocol server checks it before.
         Like :meth:`add_entries`: positions in order, ``EntryTooLargeError`` (nothing written)
         for an oversized entry. Blocks until stored; when no write is under way the calling

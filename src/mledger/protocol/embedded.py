@@ -12,7 +12,7 @@ thread; the ``with`` block gets it started (tens of milliseconds) and stopped.
 :class:`mledger.standalone.EmbeddedStandalone` adds the admin REST API beside it
 (``admin_url``); the pytest fixture uses that one. ``data_dir``
 uses a :class:`~mledger.storage.SqliteStore` there instead of memory. ``manual_clock`` (the
-default) gives the broker a :class:`~mledger.clock.ManualClock` starting at the wall clock's
+default) gives the broker a :class:`~mledger.core.clock.ManualClock` starting at the wall clock's
 current time, so messages sent with ``deliver_after`` are held until the test advances it.
 """
 

@@ -4,7 +4,7 @@
 size limit, a frame that does not parse, a command out of place); the server answers what it
 can and closes the connection. :class:`LocalProtocolError` means this side was about to send
 something the protocol does not allow (a bug in the caller). Both subclass
-:class:`ProtocolError`, which subclasses :class:`~mledger.errors.MLedgerError`.
+:class:`ProtocolError`, which subclasses :class:`~mledger.core.errors.MLedgerError`.
 """
 
 from __future__ import annotations

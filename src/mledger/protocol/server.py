@@ -21,7 +21,7 @@ threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
 * entries appended to a watched topic -> its subscriptions dispatch (coalesced per loop turn);
 * a remote consumer's deliveries -> MESSAGE frames;
 * delayed messages -> a timer at the earliest deliver-at time of each subscription (with a
-  :class:`~mledger.clock.ManualClock`, :meth:`ProtocolServer.run_due_tasks` instead, which the
+  :class:`~mledger.core.clock.ManualClock`, :meth:`ProtocolServer.run_due_tasks` instead, which the
   test fixture's clock handle calls);
 * once a second the broker's own due tasks run (dedup snapshots, dispatch);
 * every ``keep_alive_interval_seconds`` a connection that sent nothing since the last PING is
