@@ -248,7 +248,9 @@ class RemoteTopics:
     @staticmethod
     def _topic_path(topic: str, *rest: str) -> str:
         name = TopicName.parse(topic)
-        path = f"{V2_PERSISTENT}/{encode_segment(name.tenant)}/{encode_segment(name.namespace)}/{name.encoded_local_name}"
+        path = (
+            f"{V2_PERSISTENT}/{encode_segment(name.tenant)}/{encode_segment(name.namespace)}/{name.encoded_local_name}"
+        )
         return path + "".join("/" + part for part in rest)
 
     def _subscription_path(self, topic: str, subscription: str, *rest: str) -> str:

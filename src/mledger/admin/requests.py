@@ -465,10 +465,12 @@ class ResetCursorData(BaseModel):
         if excluded:
             raise InvalidRequestError(f"Invalid {what} body: isExcluded=true is not supported by mledger")
         fields: dict[str, int] = {}
-        for field, default, low, high in (("ledgerId", None, _INT64_MIN, _INT64_MAX),
-                                          ("entryId", None, _INT64_MIN, _INT64_MAX),
-                                          ("partitionIndex", -1, _INT32_MIN, _INT32_MAX),
-                                          ("batchIndex", -1, _INT32_MIN, _INT32_MAX)):
+        for field, default, low, high in (
+            ("ledgerId", None, _INT64_MIN, _INT64_MAX),
+            ("entryId", None, _INT64_MIN, _INT64_MAX),
+            ("partitionIndex", -1, _INT32_MIN, _INT32_MAX),
+            ("batchIndex", -1, _INT32_MIN, _INT32_MAX),
+        ):
             value = node.get(field)
             if value is None:
                 if default is None:
@@ -485,8 +487,12 @@ class ResetCursorData(BaseModel):
     def of(cls, position: Position | MessageId) -> ResetCursorData:
         """The body naming ``position`` (a MessageId keeps its partition and batch index)."""
         if isinstance(position, MessageId):
-            return cls(ledger_id=position.ledger_id, entry_id=position.entry_id,
-                       partition_index=position.partition, batch_index=position.batch_index)
+            return cls(
+                ledger_id=position.ledger_id,
+                entry_id=position.entry_id,
+                partition_index=position.partition,
+                batch_index=position.batch_index,
+            )
         if isinstance(position, Position):
             return cls(ledger_id=position.ledger_id, entry_id=position.entry_id)
         raise InvalidRequestError(f"invalid position {position!r}: expected a Position or a MessageId")

@@ -66,9 +66,7 @@ class CursorStats(_Model):
     individually_deleted_messages: str = Field(alias="individuallyDeletedMessages")
     last_ledger_switch_timestamp: str | None = Field(default=None, alias="lastLedgerSwitchTimestamp")
     state: str
-    number_of_entries_since_first_not_acked_message: int = Field(
-        alias="numberOfEntriesSinceFirstNotAckedMessage"
-    )
+    number_of_entries_since_first_not_acked_message: int = Field(alias="numberOfEntriesSinceFirstNotAckedMessage")
     total_non_contiguous_deleted_messages_range: int = Field(alias="totalNonContiguousDeletedMessagesRange")
     subscription_have_pending_read: bool = Field(default=False, alias="subscriptionHavePendingRead")
     subscription_have_pending_replay_read: bool = Field(default=False, alias="subscriptionHavePendingReplayRead")
@@ -85,9 +83,7 @@ class PersistentTopicInternalStats(_Model):
     current_ledger_entries: int = Field(alias="currentLedgerEntries")
     current_ledger_size: int = Field(alias="currentLedgerSize")
     last_ledger_created_timestamp: str | None = Field(default=None, alias="lastLedgerCreatedTimestamp")
-    last_ledger_creation_failure_timestamp: str | None = Field(
-        default=None, alias="lastLedgerCreationFailureTimestamp"
-    )
+    last_ledger_creation_failure_timestamp: str | None = Field(default=None, alias="lastLedgerCreationFailureTimestamp")
     waiting_cursors_count: int = Field(default=0, alias="waitingCursorsCount")
     pending_add_entries_count: int = Field(default=0, alias="pendingAddEntriesCount")
     last_confirmed_entry: str = Field(alias="lastConfirmedEntry")

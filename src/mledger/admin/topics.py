@@ -325,9 +325,7 @@ class Topics:
 
     # -- PIP-423 -------------------------------------------------------------------------------
 
-    def skip_messages(
-        self, topic: str, subscription: str, request: SkipMessageIdsRequest | bytes | str
-    ) -> None:
+    def skip_messages(self, topic: str, subscription: str, request: SkipMessageIdsRequest | bytes | str) -> None:
         """Skip messages by id (seeds/001): acknowledge whole entries or batch indexes.
 
         ``request`` is a parsed :class:`SkipMessageIdsRequest` or a raw JSON body in either of
@@ -405,7 +403,6 @@ def _subscription_names(value: Iterable[str] | str | None) -> list[str]:
         if part and part not in names:
             names.append(part)
     return names
-
 
 
 def _check_namespace_name(namespace: str) -> None:

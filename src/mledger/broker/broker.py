@@ -271,7 +271,9 @@ class Broker:
         with self._lock:
             self._check_open()
             self.namespaces.set_deduplication(namespace, enabled)
-            topics = [t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace]
+            topics = [
+                t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace
+            ]
         effective = self.config.deduplication_enabled if enabled is None else enabled
         for topic in topics:
             dedup = topic.deduplication
@@ -293,7 +295,9 @@ class Broker:
         with self._lock:
             self._check_open()
             self.namespaces.set_retention(namespace, policies)
-            topics = [t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace]
+            topics = [
+                t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace
+            ]
         for topic in topics:
             self._apply_retention(topic)
 
@@ -324,9 +328,10 @@ class Broker:
             self.topic_policies.set_retention(name, policies)
             owner = name.partitioned_topic if name.is_partition else name
             topics = [
-                t for t in self._topics.values()
-                if isinstance(t, Topic) and (t.topic_name == owner or (
-                    t.topic_name.is_partition and t.topic_name.partitioned_topic == owner))
+                t
+                for t in self._topics.values()
+                if isinstance(t, Topic)
+                and (t.topic_name == owner or (t.topic_name.is_partition and t.topic_name.partitioned_topic == owner))
             ]
         for t in topics:
             self._apply_retention(t)
@@ -398,7 +403,9 @@ class Broker:
                 return 0
             topics = [t for t in self._topics.values() if isinstance(t, Topic)]
             now = self.clock.now_ms()
-            check_retention = now - self._last_retention_check_ms >= self.config.retention_check_interval_in_seconds * 1000
+            check_retention = (
+                now - self._last_retention_check_ms >= self.config.retention_check_interval_in_seconds * 1000
+            )
             if check_retention:
                 self._last_retention_check_ms = now
         if check_retention:
@@ -464,11 +471,7 @@ class Broker:
         return None
 
     def _exists(self, name: TopicName) -> bool:
-        return (
-            name in self._topics
-            or self._partition_count(name) > 0
-            or self.factory.exists(name.managed_ledger_name)
-        )
+        return name in self._topics or self._partition_count(name) > 0 or self.factory.exists(name.managed_ledger_name)
 
     def _partition_count(self, name: TopicName) -> int:
         stored = self.factory.store.get(name.partitioned_metadata_path)

@@ -127,6 +127,7 @@ class DedupTopic(Protocol):
     @property
     def broker(self) -> BrokerSettings: ...
 
+
 REPLAY_BATCH_SIZE = 1000
 """Entries read per store read during recovery (Pulsar reads 100 per cursor read)."""
 
@@ -659,8 +660,11 @@ class MessageDeduplication:
             cursor = ml.open_cursor(DEDUPLICATION_CURSOR_NAME, InitialPosition.EARLIEST)
         except StateCorruptedError as exc:
             # Derived state only: the entries are the truth, so drop it and rebuild.
-            log.warning("%s: the deduplication cursor is unreadable (%s); deleting it and rebuilding"
-                        " from the whole ledger", self._topic_name, exc)
+            log.warning(
+                "%s: the deduplication cursor is unreadable (%s); deleting it and rebuilding from the whole ledger",
+                self._topic_name,
+                exc,
+            )
             ml.delete_cursor(DEDUPLICATION_CURSOR_NAME)
             cursor = ml.open_cursor(DEDUPLICATION_CURSOR_NAME, InitialPosition.EARLIEST)
             existing = False
@@ -674,7 +678,9 @@ class MessageDeduplication:
             # properties, when its ledger is unreadable: the snapshot is gone, not empty.
             log.warning(
                 "%s: the deduplication snapshot at %s has no producers although entries precede it;"
-                " rebuilding from the whole ledger", self._topic_name, mark_delete,
+                " rebuilding from the whole ledger",
+                self._topic_name,
+                mark_delete,
             )
             full = True
         if full:
@@ -698,7 +704,10 @@ class MessageDeduplication:
         self._status = _ENABLED
         log.info(
             "%s: enabled deduplication: %d producers, %d entries replayed from %s%s",
-            self._topic_name, len(self._persisted), replayed, "the start" if full else mark_delete,
+            self._topic_name,
+            len(self._persisted),
+            replayed,
+            "the start" if full else mark_delete,
             " (no snapshot)" if full else "",
         )
         snapshot = None
@@ -819,7 +828,10 @@ class MessageDeduplication:
                     log.warning(
                         "%s: %d producers tracked, the deduplication snapshot keeps %d"
                         " (deduplication_max_number_of_producers); %d left out stay in memory only",
-                        self._topic_name, snapshot.producers, len(snapshot.properties), snapshot.left_out,
+                        self._topic_name,
+                        snapshot.producers,
+                        len(snapshot.properties),
+                        snapshot.left_out,
                     )
             elif self._over_cap_logged:
                 self._over_cap_logged = False

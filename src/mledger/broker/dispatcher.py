@@ -511,8 +511,14 @@ class Dispatcher:
         if n <= 1:
             mid = MessageId(position.ledger_id, position.entry_id, self._partition)
             return [
-                Message(mid, entry.data, meta.partition_key, properties=dict(meta.properties),
-                        sequence_id=meta.sequence_id, **common)
+                Message(
+                    mid,
+                    entry.data,
+                    meta.partition_key,
+                    properties=dict(meta.properties),
+                    sequence_id=meta.sequence_id,
+                    **common,
+                )
             ]
         remaining = self._cursor.batch_ack_set(position)
         out = []

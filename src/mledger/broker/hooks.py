@@ -35,7 +35,14 @@ from ..core.clock import Clock
 from ..core.position import Position
 from .config import BrokerConfig
 
-__all__ = ["DEDUPLICATION_CURSOR_NAME", "BrokerSettings", "DedupVerdict", "Deduplication", "NoDeduplication", "PublishContext"]
+__all__ = [
+    "DEDUPLICATION_CURSOR_NAME",
+    "BrokerSettings",
+    "DedupVerdict",
+    "Deduplication",
+    "NoDeduplication",
+    "PublishContext",
+]
 
 
 DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"

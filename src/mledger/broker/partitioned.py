@@ -42,6 +42,7 @@ class ProducerNames(Protocol):
 
     def generate_producer_name(self) -> str: ...
 
+
 __all__ = ["PartitionedConsumer", "PartitionedSubscription", "PartitionedTopic"]
 
 

@@ -70,7 +70,10 @@ class RetentionPolicies:
 
     def to_json(self) -> dict[str, int]:
         """Pulsar's JSON form."""
-        return {"retentionTimeInMinutes": self.retention_time_in_minutes, "retentionSizeInMB": self.retention_size_in_mb}
+        return {
+            "retentionTimeInMinutes": self.retention_time_in_minutes,
+            "retentionSizeInMB": self.retention_size_in_mb,
+        }
 
     @classmethod
     def from_json(cls, value: Any) -> RetentionPolicies:

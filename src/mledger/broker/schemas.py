@@ -186,7 +186,12 @@ def _path(topic: str) -> str:
 def _encode(history: list[SchemaInfo]) -> bytes:
     return json.dumps(
         [
-            {"type": s.type, "name": s.name, "data": base64.b64encode(s.data).decode(), "properties": list(s.properties)}
+            {
+                "type": s.type,
+                "name": s.name,
+                "data": base64.b64encode(s.data).decode(),
+                "properties": list(s.properties),
+            }
             for s in history
         ]
     ).encode()

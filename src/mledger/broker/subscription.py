@@ -88,6 +88,7 @@ class SubscriptionOwner(Protocol):
 
     def remove_non_durable_subscription(self, sub: Subscription) -> None: ...
 
+
 __all__ = ["SUBSCRIPTION_TYPE_PROPERTY", "SkipPlan", "Subscription"]
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,12 @@ class Subscription:
     """
 
     def __init__(
-        self, topic: SubscriptionOwner, name: str, cursor: ManagedCursor, sub_type: SubscriptionType, durable: bool = True
+        self,
+        topic: SubscriptionOwner,
+        name: str,
+        cursor: ManagedCursor,
+        sub_type: SubscriptionType,
+        durable: bool = True,
     ) -> None:
         self._topic = topic
         self.name = name
@@ -134,8 +140,13 @@ class Subscription:
     def _new_dispatcher(self) -> Dispatcher:
         broker = self._topic.broker
         return Dispatcher(
-            self._cursor, self._type, self._lock, broker.config, broker.clock,
-            self._topic.partition_index, self._topic.name,
+            self._cursor,
+            self._type,
+            self._lock,
+            broker.config,
+            broker.clock,
+            self._topic.partition_index,
+            self._topic.name,
         )
 
     # -- views ------------------------------------------------------------------------------
@@ -466,7 +477,8 @@ class Subscription:
         if self._type.is_cumulative_ack_mode:
             log.warning(
                 "Cannot cancel delayed message on subscription %s of type %s which uses cumulative ack.",
-                self.name, self._type.value,
+                self.name,
+                self._type.value,
             )
             return False
         with self._lock:
@@ -536,7 +548,8 @@ class Subscription:
                 self._warned_batch_index_disabled = True
                 log.warning(
                     "%s/%s: batch-index skips are ignored, deletion_at_batch_index_level_enabled is off",
-                    self.topic, self.name,
+                    self.topic,
+                    self.name,
                 )
             for position, ack_set, size, indexes in plan.batches:
                 cursor.delete_with_ack_set(position, ack_set, batch_size=size)
@@ -685,7 +698,6 @@ def checked_skip_entries(entries: Iterable[SkipEntry]) -> list[SkipEntry]:
         if not isinstance(item, SkipEntry):
             raise InvalidRequestError(f"invalid skip entry {item!r}: expected a SkipEntry")
     return items
-
 
 
 def _first_published_at_or_after(ml: LedgerView, timestamp_ms: int) -> Position:

@@ -54,7 +54,12 @@ from .subscription import SUBSCRIPTION_TYPE_PROPERTY, Subscription
 from .types import SubscriptionType
 
 __all__ = [
-    "DEDUPLICATION_CURSOR_NAME", "FramedPublish", "PublishCallback", "PublishResult", "Topic", "TopicListener",
+    "DEDUPLICATION_CURSOR_NAME",
+    "FramedPublish",
+    "PublishCallback",
+    "PublishResult",
+    "Topic",
+    "TopicListener",
     "TopicOwner",
 ]
 
@@ -393,8 +398,12 @@ class Topic:
                         )
                         continue
                     ctx = PublishContext(
-                        name, item.producer_name, item.sequence_id, item.highest_sequence_id,
-                        item.num_messages, item.metadata,
+                        name,
+                        item.producer_name,
+                        item.sequence_id,
+                        item.highest_sequence_id,
+                        item.num_messages,
+                        item.metadata,
                     )
                     verdict = dedup.check(ctx)
                     if verdict is _NOT_DUPLICATE:
@@ -541,7 +550,10 @@ class _PublishCompletion:
     __slots__ = ("accepted", "callback", "results", "topic")
 
     def __init__(
-        self, topic: Topic, results: list[PublishResult], accepted: list[tuple[int, PublishContext]],
+        self,
+        topic: Topic,
+        results: list[PublishResult],
+        accepted: list[tuple[int, PublishContext]],
         callback: PublishCallback,
     ) -> None:
         self.topic = topic

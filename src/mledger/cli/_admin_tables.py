@@ -21,8 +21,9 @@ def _console(console: Console | None) -> Console:
     return console if console is not None else Console(soft_wrap=True)
 
 
-def print_stats(stats: PersistentTopicInternalStats | PartitionedTopicInternalStats, title: str,
-                console: Console | None = None) -> None:
+def print_stats(
+    stats: PersistentTopicInternalStats | PartitionedTopicInternalStats, title: str, console: Console | None = None
+) -> None:
     """A topic's (or each partition's) ledger summary, ledgers and cursors."""
     out = _console(console)
     if isinstance(stats, PartitionedTopicInternalStats):
@@ -33,9 +34,13 @@ def print_stats(stats: PersistentTopicInternalStats | PartitionedTopicInternalSt
     summary = Table(title=title, show_header=False, title_justify="left")
     summary.add_column("field", style="bold")
     summary.add_column("value")
-    for field, value in (("entries", stats.number_of_entries), ("size (bytes)", stats.total_size),
-                         ("entries added", stats.entries_added_counter),
-                         ("last confirmed entry", stats.last_confirmed_entry), ("state", stats.state)):
+    for field, value in (
+        ("entries", stats.number_of_entries),
+        ("size (bytes)", stats.total_size),
+        ("entries added", stats.entries_added_counter),
+        ("last confirmed entry", stats.last_confirmed_entry),
+        ("state", stats.state),
+    ):
         summary.add_row(field, str(value))
     out.print(summary)
     ledgers = Table(title="ledgers", title_justify="left")
@@ -45,13 +50,24 @@ def print_stats(stats: PersistentTopicInternalStats | PartitionedTopicInternalSt
         ledgers.add_row(str(ledger.ledger_id), str(ledger.entries), str(ledger.size))
     out.print(ledgers)
     cursors = Table(title="cursors", title_justify="left")
-    for column, justify in (("subscription", "left"), ("mark-delete", "right"), ("read", "right"),
-                            ("backlog", "right"), ("ack holes", "right"), ("state", "left")):
+    for column, justify in (
+        ("subscription", "left"),
+        ("mark-delete", "right"),
+        ("read", "right"),
+        ("backlog", "right"),
+        ("ack holes", "right"),
+        ("state", "left"),
+    ):
         cursors.add_column(column, justify=justify)  # type: ignore[arg-type]
     for name, cursor in sorted(stats.cursors.items()):
-        cursors.add_row(name, cursor.mark_delete_position, cursor.read_position,
-                        str(cursor.number_of_entries_in_backlog),
-                        str(cursor.total_non_contiguous_deleted_messages_range), cursor.state)
+        cursors.add_row(
+            name,
+            cursor.mark_delete_position,
+            cursor.read_position,
+            str(cursor.number_of_entries_in_backlog),
+            str(cursor.total_non_contiguous_deleted_messages_range),
+            cursor.state,
+        )
     out.print(cursors)
 
 

@@ -213,19 +213,27 @@ def build_parser() -> argparse.ArgumentParser:
         '"permissions": {role: {topic or "*": [operations]}}}',
     )
     parser.add_argument(
-        "--admin-url", "--url", dest="admin_url", default=None,
+        "--admin-url",
+        "--url",
+        dest="admin_url",
+        default=None,
         help="run the command against the REST server (mledger-admin serve) at this URL, http://host:port",
     )
     parser.add_argument(
         "--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token for --admin-url; default ${TOKEN_ENV}"
     )
     parser.add_argument(
-        "-o", "--output", choices=("json", "table"), default="json",
+        "-o",
+        "--output",
+        choices=("json", "table"),
+        default="json",
         help="how stats-internal, cancel-delayed-message, produce and consume print their results: "
         "json (default, as pulsar-admin; for scripts) or table (for people)",
     )
     parser.add_argument(
-        "--timeout", type=_positive_seconds, default=60.0,
+        "--timeout",
+        type=_positive_seconds,
+        default=60.0,
         help="with --admin-url: seconds to wait for connecting and for each read or write (default 60)",
     )
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
@@ -272,11 +280,19 @@ def build_parser() -> argparse.ArgumentParser:
     topic_arg(sub)
     subscription_arg(sub)
     sub.add_argument(
-        "-m", "--messageId", dest="position", type=_position, default=LATEST,
+        "-m",
+        "--messageId",
+        dest="position",
+        type=_position,
+        default=LATEST,
         help="where it starts: latest (default), earliest or ledgerId:entryId",
     )
     sub.add_argument(
-        "-t", "--subscription-type", dest="subscription_type", type=_subscription_type, default=None,
+        "-t",
+        "--subscription-type",
+        dest="subscription_type",
+        type=_subscription_type,
+        default=None,
         help="Exclusive, Shared, Failover or Key_Shared (default: the broker's default)",
     )
 
@@ -289,8 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     topic_arg(sub)
 
-    sub = command("partitioned-stats-internal", "Internal stats of every partition of a partitioned topic (JSON).",
-                  _cmd_partitioned_stats_internal)
+    sub = command(
+        "partitioned-stats-internal",
+        "Internal stats of every partition of a partitioned topic (JSON).",
+        _cmd_partitioned_stats_internal,
+    )
     topic_arg(sub)
 
     sub = command("reset-cursor", "Reset a subscription's cursor to a position, or back in time.", _cmd_reset_cursor)
@@ -298,19 +317,30 @@ def build_parser() -> argparse.ArgumentParser:
     subscription_arg(sub)
     where = sub.add_mutually_exclusive_group(required=True)
     where.add_argument(
-        "-m", "--messageId", dest="position", type=_position, default=None,
+        "-m",
+        "--messageId",
+        dest="position",
+        type=_position,
+        default=None,
         help="ledgerId:entryId, earliest or latest",
     )
     where.add_argument(
-        "-t", "--time", dest="time", type=_relative_seconds, default=None,
+        "-t",
+        "--time",
+        dest="time",
+        type=_relative_seconds,
+        default=None,
         help="reset to the first message published this long ago or later (100m, 3h, 2d, 5w; seconds "
         "without a unit), as pulsar-admin's --time",
     )
 
     sub = command("get-retention", "The topic's retention policy (null when unset).", _cmd_get_retention)
     topic_arg(sub)
-    sub.add_argument("--applied", action="store_true",
-                     help="the policy in force: the topic's, else the namespace's, else the broker's default")
+    sub.add_argument(
+        "--applied",
+        action="store_true",
+        help="the policy in force: the topic's, else the namespace's, else the broker's default",
+    )
 
     sub = command("set-retention", "Set the topic's retention policy.", _cmd_set_retention)
     topic_arg(sub)
@@ -328,65 +358,109 @@ def build_parser() -> argparse.ArgumentParser:
     topic_arg(sub)
     subscription_arg(sub)
 
-    sub = command(
-        "skip-messages", "Skip messages of a subscription by their ids (PIP-423).", _cmd_skip_messages
-    )
+    sub = command("skip-messages", "Skip messages of a subscription by their ids (PIP-423).", _cmd_skip_messages)
     sub.set_defaults(check=_check_skip_messages)
     topic_arg(sub)
     subscription_arg(sub)
     sub.add_argument(
-        "--messageId-triplet", dest="triplets", action="append", type=_triplet, default=[],
-        metavar="L:E[:B]", help="ledgerId:entryId[:batchIndex] (repeatable)",
+        "--messageId-triplet",
+        dest="triplets",
+        action="append",
+        type=_triplet,
+        default=[],
+        metavar="L:E[:B]",
+        help="ledgerId:entryId[:batchIndex] (repeatable)",
     )
     sub.add_argument(
-        "--messageId-base64", dest="base64_ids", action="append", default=[],
-        metavar="BASE64", help="a base64-encoded MessageId (repeatable)",
+        "--messageId-base64",
+        dest="base64_ids",
+        action="append",
+        default=[],
+        metavar="BASE64",
+        help="a base64-encoded MessageId (repeatable)",
     )
 
-    sub = command(
-        "cancel-delayed-message", "Cancel a delayed message on subscriptions (PIP-423).", _cmd_cancel_delayed
-    )
+    sub = command("cancel-delayed-message", "Cancel a delayed message on subscriptions (PIP-423).", _cmd_cancel_delayed)
     topic_arg(sub)
     sub.add_argument("-l", "--ledgerId", dest="ledger_id", type=int, required=True, help="ledger id of the message")
     sub.add_argument("-e", "--entryId", dest="entry_id", type=int, required=True, help="entry id of the message")
     sub.add_argument(
-        "-s", "--subscriptionNames", dest="subscription_names", type=_names, default=None,
+        "-s",
+        "--subscriptionNames",
+        dest="subscription_names",
+        type=_names,
+        default=None,
         help="comma-separated subscription names (default: every subscription)",
     )
 
     sub = command("produce", "Publish messages (for trying things out).", _cmd_produce)
     topic_arg(sub)
-    sub.add_argument("-m", "--messages", dest="messages", action="append", required=True,
-                     help="a message payload (repeatable)")
-    sub.add_argument("-n", "--num-produce", dest="count", type=_positive, default=1,
-                     help="send the messages this many times (default 1)")
+    sub.add_argument(
+        "-m", "--messages", dest="messages", action="append", required=True, help="a message payload (repeatable)"
+    )
+    sub.add_argument(
+        "-n",
+        "--num-produce",
+        dest="count",
+        type=_positive,
+        default=1,
+        help="send the messages this many times (default 1)",
+    )
     sub.add_argument("-k", "--key", default=None, help="message key")
-    sub.add_argument("--deliver-after-ms", dest="deliver_after_ms", type=_non_negative, default=None,
-                     help="deliver the messages this many ms from now (delayed delivery)")
-    sub.add_argument("--batch", action="store_true",
-                     help="send each round of messages as one batched entry")
+    sub.add_argument(
+        "--deliver-after-ms",
+        dest="deliver_after_ms",
+        type=_non_negative,
+        default=None,
+        help="deliver the messages this many ms from now (delayed delivery)",
+    )
+    sub.add_argument("--batch", action="store_true", help="send each round of messages as one batched entry")
 
     sub = command("consume", "Receive and acknowledge what is deliverable now (for trying things out).", _cmd_consume)
     topic_arg(sub)
     subscription_arg(sub)
-    sub.add_argument("-t", "--subscription-type", dest="subscription_type", type=_subscription_type,
-                     default="Exclusive", help="Exclusive (default), Shared, Failover or Key_Shared")
-    sub.add_argument("-n", "--num-messages", dest="count", type=_non_negative, default=1,
-                     help="at most this many messages (0: all that are deliverable; default 1)")
-    sub.add_argument("-p", "--subscription-position", dest="initial_position", type=_initial_position,
-                     default="latest", help="where a new subscription starts: Latest (default) or Earliest")
+    sub.add_argument(
+        "-t",
+        "--subscription-type",
+        dest="subscription_type",
+        type=_subscription_type,
+        default="Exclusive",
+        help="Exclusive (default), Shared, Failover or Key_Shared",
+    )
+    sub.add_argument(
+        "-n",
+        "--num-messages",
+        dest="count",
+        type=_non_negative,
+        default=1,
+        help="at most this many messages (0: all that are deliverable; default 1)",
+    )
+    sub.add_argument(
+        "-p",
+        "--subscription-position",
+        dest="initial_position",
+        type=_initial_position,
+        default="latest",
+        help="where a new subscription starts: Latest (default) or Earliest",
+    )
     _add_namespaces_group(groups)
     return parser
 
 
 def _retention_args(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
-        "-t", "--time", type=_relative_seconds, required=True,
+        "-t",
+        "--time",
+        type=_relative_seconds,
+        required=True,
         help="retention time with an optional unit s, m, h, d, w or y (100m, 3h, 2d, 5w; seconds without "
         "one); 0 keeps nothing consumed, -1 is unlimited",
     )
     sub.add_argument(
-        "-s", "--size", type=_size_bytes, required=True,
+        "-s",
+        "--size",
+        type=_size_bytes,
+        required=True,
         help="retention size with an optional unit k, m, g or t (4096, 10M, 16G; bytes without one); 0 or "
         "less than 1M keeps nothing consumed, -1 is unlimited",
     )
@@ -419,20 +493,32 @@ def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
     )
     # SUPPRESS: given before `serve` (global options) or after it, either works
     sub.add_argument("--data-dir", default=argparse.SUPPRESS, help=f"the data directory; default ${DATA_DIR_ENV}")
-    sub.add_argument("--bind", default=DEFAULT_BIND,
-                     help=f"host:port to listen on (default {DEFAULT_BIND}; port 0: any free port)")
-    sub.add_argument("--auth-file", default=argparse.SUPPRESS,
-                     help="turn authorization on with this JSON file (as for the other commands)")
-    sub.add_argument("--token-file", default=None,
-                     help='JSON {"<token>": "<role>"}: roles of "Authorization: Bearer <token>" callers '
-                     "(needs --auth-file)")
-    sub.add_argument("--trust-role-header", action="store_true",
-                     help="take the role from the X-Mledger-Role header, behind an authenticating proxy "
-                     "(needs --auth-file)")
+    sub.add_argument(
+        "--bind", default=DEFAULT_BIND, help=f"host:port to listen on (default {DEFAULT_BIND}; port 0: any free port)"
+    )
+    sub.add_argument(
+        "--auth-file",
+        default=argparse.SUPPRESS,
+        help="turn authorization on with this JSON file (as for the other commands)",
+    )
+    sub.add_argument(
+        "--token-file",
+        default=None,
+        help='JSON {"<token>": "<role>"}: roles of "Authorization: Bearer <token>" callers (needs --auth-file)',
+    )
+    sub.add_argument(
+        "--trust-role-header",
+        action="store_true",
+        help="take the role from the X-Mledger-Role header, behind an authenticating proxy (needs --auth-file)",
+    )
     sub.add_argument("--cluster", default="standalone", help="cluster name for v1 paths and metrics (standalone)")
     sub.add_argument("--max-concurrency", type=_positive, default=16, help="admin calls run at once (16)")
-    sub.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                     help="stderr log level (INFO: one line per request)")
+    sub.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level (INFO: one line per request)",
+    )
     sub.set_defaults(run=_run_serve)
     return sub
 

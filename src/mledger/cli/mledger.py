@@ -1,10 +1,10 @@
 """The mledger command: generate, prepare, replay, report and demo.
 
-  mledger generate OUT          synthetic event logs (a prepared log; --raw for raw logs)
-  mledger prepare RAW OUT       raw event logs into a prepared log (Spark, or in this process)
-  mledger replay INPUT OUT      replay a prepared (or raw) log through mledger's broker and cursors
-  mledger report OUT            an HTML report of a replay's outputs
-  mledger demo                  generate a small data set, replay it on Spark, print the summary
+mledger generate OUT          synthetic event logs (a prepared log; --raw for raw logs)
+mledger prepare RAW OUT       raw event logs into a prepared log (Spark, or in this process)
+mledger replay INPUT OUT      replay a prepared (or raw) log through mledger's broker and cursors
+mledger report OUT            an HTML report of a replay's outputs
+mledger demo                  generate a small data set, replay it on Spark, print the summary
 """
 
 from __future__ import annotations
@@ -36,23 +36,29 @@ def _library_demo() -> int:
         cursor = ml.open_cursor("billing", InitialPosition.EARLIEST)
         started = time.perf_counter()
         positions = ml.add_entries([b"order-%d" % i for i in range(5_000)])
-        print(f"appended {len(positions):,} entries over {len(ml.ledger_infos())} ledgers "
-              f"in {time.perf_counter() - started:.2f} s")
+        print(
+            f"appended {len(positions):,} entries over {len(ml.ledger_infos())} ledgers "
+            f"in {time.perf_counter() - started:.2f} s"
+        )
         entries = cursor.read_entries(2_000)
         print(f"read {len(entries):,} entries; read position {cursor.read_position}")
         cursor.delete(positions[10:1500:3])  # out-of-order acks leave holes
         cursor.mark_delete(positions[4], {"dedup-seq": 41})
-        print(f"mark-delete {cursor.mark_delete_position}, "
-              f"{cursor.total_non_contiguous_deleted_messages_range()} ack ranges, "
-              f"backlog {cursor.number_of_entries_in_backlog():,}")
+        print(
+            f"mark-delete {cursor.mark_delete_position}, "
+            f"{cursor.total_non_contiguous_deleted_messages_range()} ack ranges, "
+            f"backlog {cursor.number_of_entries_in_backlog():,}"
+        )
         factory.close()
 
         factory = ManagedLedgerFactory(SqliteStore(data_dir))
         ml = factory.open("public/default/persistent/orders", config)
         cursor = ml.get_cursor("billing")
         holes = cursor.individually_deleted_messages()
-        print(f"after restart: mark-delete {cursor.mark_delete_position}, {len(holes)} ack ranges, "
-              f"backlog {cursor.number_of_entries_in_backlog():,}, properties {cursor.properties}")
+        print(
+            f"after restart: mark-delete {cursor.mark_delete_position}, {len(holes)} ack ranges, "
+            f"backlog {cursor.number_of_entries_in_backlog():,}, properties {cursor.properties}"
+        )
         print(f"first ranges: {str(holes)[:80]}...")
         factory.close()
     return 0
@@ -60,9 +66,12 @@ def _library_demo() -> int:
 
 # -- generate -------------------------------------------------------------------------------------
 _GENERATE_HELP = {
-    "topics": "topics", "partitions": "partitions per topic (0: non-partitioned topics)",
-    "events": "about this many events in all", "seed": "random seed (the same seed writes the same logs)",
-    "subscriptions": "declared subscriptions per topic", "format": "file format of raw logs (with --raw)",
+    "topics": "topics",
+    "partitions": "partitions per topic (0: non-partitioned topics)",
+    "events": "about this many events in all",
+    "seed": "random seed (the same seed writes the same logs)",
+    "subscriptions": "declared subscriptions per topic",
+    "format": "file format of raw logs (with --raw)",
 }
 
 
@@ -75,15 +84,19 @@ def _add_generate_options(p: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         what = _GENERATE_HELP.get(f.name, f.name.replace("_", " "))
         if f.name == "raw":
-            p.add_argument(flag, action="store_true",
-                           help="write raw produced/acked/cancelled/subscriptions logs (for trying prepare) "
-                                "instead of a prepared log")
+            p.add_argument(
+                flag,
+                action="store_true",
+                help="write raw produced/acked/cancelled/subscriptions logs (for trying prepare) "
+                "instead of a prepared log",
+            )
         elif f.name == "format":
             p.add_argument(flag, choices=["parquet", "jsonl", "csv"], default=value, help=f"{what} (default {value})")
         else:
             kind = type(value)
-            p.add_argument(flag, type=kind, default=value, metavar=kind.__name__.upper(),
-                           help=f"{what} (default {value})")
+            p.add_argument(
+                flag, type=kind, default=value, metavar=kind.__name__.upper(), help=f"{what} (default {value})"
+            )
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -98,8 +111,10 @@ def _generate(args: argparse.Namespace) -> int:
     took = time.perf_counter() - started
     rows = ", ".join(f"{k} {v:,}" for k, v in summary.rows.items())
     layout = "raw logs" if cfg.raw else "a prepared log"
-    print(f"wrote {summary.events:,} events ({rows}) for {summary.topic_partitions} topic-partitions "
-          f"to {args.out} as {layout} in {took:.1f} s")
+    print(
+        f"wrote {summary.events:,} events ({rows}) for {summary.topic_partitions} topic-partitions "
+        f"to {args.out} as {layout} in {took:.1f} s"
+    )
     return 0
 
 
@@ -141,15 +156,18 @@ def _prepare(args: argparse.Namespace) -> int:
         how = f"on Spark ({master})"
         if not args.quiet:
             print(f"preparing about {rows:,} events {how}; starting the session...", file=sys.stderr, flush=True)
-        spark = build_session(master, quiet=not args.spark_logs, driver_memory=args.driver_memory,
-                              write_class_archive=True)
+        spark = build_session(
+            master, quiet=not args.spark_logs, driver_memory=args.driver_memory, write_class_archive=True
+        )
         try:
             manifest = prepare_on_spark(spark, plan, executor_path(args.out), args.partitions, not args.quiet)
         finally:
             _stop(spark, not args.quiet)
     took = time.perf_counter() - started
-    print(f"prepared {manifest.events:,} events of {len(manifest.partitions):,} topic-partitions {how} "
-          f"in {took:.1f} s: {args.out}")
+    print(
+        f"prepared {manifest.events:,} events of {len(manifest.partitions):,} topic-partitions {how} "
+        f"in {took:.1f} s: {args.out}"
+    )
     return 0
 
 
@@ -172,8 +190,9 @@ def _replay(args: argparse.Namespace) -> int:
     if args.single_process:
         from ..replay.local import run_single_process
 
-        summary = run_single_process(args.input, args.out, settings, progress=progress, sweep=args.sweep,
-                                     fixed=fixed, prepared=args.prepared)
+        summary = run_single_process(
+            args.input, args.out, settings, progress=progress, sweep=args.sweep, fixed=fixed, prepared=args.prepared
+        )
     else:
         from ..replay.inputs import plan_inputs
 
@@ -194,12 +213,25 @@ def _replay(args: argparse.Namespace) -> int:
 
         # A replay of a prepared log leaves the JVM nothing but scheduling; a prepare sorts in it.
         options = SCHEDULER_JVM_OPTIONS if not args.prepared and is_prepared(args.input) else SHORT_JOB_JIT_OPTIONS
-        spark = build_session(args.master, quiet=not args.spark_logs, driver_memory=args.driver_memory,
-                              write_class_archive=True, jvm_options=options)
+        spark = build_session(
+            args.master,
+            quiet=not args.spark_logs,
+            driver_memory=args.driver_memory,
+            write_class_archive=True,
+            jvm_options=options,
+        )
         try:
-            summary = run_replay(spark, source, args.out, settings, progress=progress,
-                                 sweep=args.sweep, fixed=fixed, prepared=args.prepared,
-                                 prepare_partitions=args.partitions)
+            summary = run_replay(
+                spark,
+                source,
+                args.out,
+                settings,
+                progress=progress,
+                sweep=args.sweep,
+                fixed=fixed,
+                prepared=args.prepared,
+                prepare_partitions=args.partitions,
+            )
             print(format_sweep(summary) if isinstance(summary, SweepSummary) else format_summary(summary))
         finally:
             _stop(spark, progress)
@@ -219,8 +251,11 @@ def _stop(spark: SparkSession, progress: bool) -> None:
         return
     if progress:
         sys.stdout.flush()
-        print("saving the JVM's class archive for faster Spark starts (once per Spark installation)...",
-              file=sys.stderr, flush=True)
+        print(
+            "saving the JVM's class archive for faster Spark starts (once per Spark installation)...",
+            file=sys.stderr,
+            flush=True,
+        )
     stop_session(spark)
 
 
@@ -240,19 +275,23 @@ def _demo(args: argparse.Namespace) -> int:
         base = args.keep or tmp
         raw_dir, prepared_dir = os.path.join(base, "events"), os.path.join(base, "prepared")
         out_dir = os.path.join(base, "out")
-        cfg = GeneratorConfig(topics=4, partitions=3, events=args.events, seed=args.seed, max_entries_per_ledger=2_000,
-                              raw=True)
-        print(f"1/3 generating about {cfg.events:,} raw events for {cfg.topics} topics x {cfg.partitions} partitions "
-              f"in {raw_dir}")
+        cfg = GeneratorConfig(
+            topics=4, partitions=3, events=args.events, seed=args.seed, max_entries_per_ledger=2_000, raw=True
+        )
+        print(
+            f"1/3 generating about {cfg.events:,} raw events for {cfg.topics} topics x {cfg.partitions} partitions "
+            f"in {raw_dir}"
+        )
         with Progress(cfg.events, "generate", enabled=enabled) as bar:
             generated = generate(raw_dir, cfg, bar)
         print(f"    {generated.events:,} events: " + ", ".join(f"{k} {v:,}" for k, v in generated.rows.items()))
-        print(f"2/3 preparing them on Spark ({args.master}) into {prepared_dir}, 3/3 replaying; starting the session...")
+        print(
+            f"2/3 preparing them on Spark ({args.master}) into {prepared_dir}, 3/3 replaying; starting the session..."
+        )
         plan = plan_inputs(raw_dir)
         spark = build_session(args.master, write_class_archive=True)
         try:
-            summary = run_replay(spark, plan, out_dir, ReplaySettings(), progress=not args.quiet,
-                                 prepared=prepared_dir)
+            summary = run_replay(spark, plan, out_dir, ReplaySettings(), progress=not args.quiet, prepared=prepared_dir)
             assert isinstance(summary, ReplaySummary)
             print()
             print(format_summary(summary))
@@ -264,13 +303,17 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mledger", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="mledger", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="generate a small data set, replay it on Spark, print the summary",
-                          description="Generate raw logs, prepare them on Spark and replay them (the main job "
-                                      "on local defaults), then print the summary.")
+    demo = sub.add_parser(
+        "demo",
+        help="generate a small data set, replay it on Spark, print the summary",
+        description="Generate raw logs, prepare them on Spark and replay them (the main job "
+        "on local defaults), then print the summary.",
+    )
     demo.add_argument("--library", action="store_true", help="the library tour instead (no Spark)")
     demo.add_argument("--events", type=int, default=DEMO_EVENTS, help=f"events to generate ({DEMO_EVENTS:,})")
     demo.add_argument("--seed", type=int, default=7, help="random seed (7)")
@@ -278,18 +321,24 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--keep", metavar="DIR", help="keep the events, the prepared log and the outputs in DIR")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
 
-    gen = sub.add_parser("generate", help="write synthetic event logs (a prepared log, or raw logs with --raw)",
-                         description="Write seeded synthetic event logs: a prepared log by default, ready to "
-                                     "replay; --raw writes the produced/acked/cancelled/subscriptions logs instead.")
+    gen = sub.add_parser(
+        "generate",
+        help="write synthetic event logs (a prepared log, or raw logs with --raw)",
+        description="Write seeded synthetic event logs: a prepared log by default, ready to "
+        "replay; --raw writes the produced/acked/cancelled/subscriptions logs instead.",
+    )
     gen.add_argument("out", help="output directory (an earlier prepared log or raw logs there are replaced)")
     gen.add_argument("--quiet", action="store_true", help="no progress display")
     _add_generate_options(gen)
 
-    prep = sub.add_parser("prepare", help="lay raw event logs out by topic-partition in replay order",
-                          description="Turn raw event logs (Parquet, JSON Lines, CSV, compressed text; local "
-                                      "or remote) into a prepared log: one directory per topic-partition in "
-                                      "replay order, with a manifest. On Spark with one shuffle; small inputs "
-                                      f"(under {2_000_000:,} rows) in this process unless --master is given.")
+    prep = sub.add_parser(
+        "prepare",
+        help="lay raw event logs out by topic-partition in replay order",
+        description="Turn raw event logs (Parquet, JSON Lines, CSV, compressed text; local "
+        "or remote) into a prepared log: one directory per topic-partition in "
+        "replay order, with a manifest. On Spark with one shuffle; small inputs "
+        f"(under {2_000_000:,} rows) in this process unless --master is given.",
+    )
     prep.add_argument("raw", help="directory with produced/, acked/ [, cancelled/, subscriptions/]")
     prep.add_argument("out", help="the prepared log's directory (new, empty, or an earlier prepared log)")
     prep.add_argument("--master", default=None, help="Spark master (default: local[*] for large inputs)")
@@ -299,25 +348,43 @@ def main(argv: list[str] | None = None) -> int:
     prep.add_argument("--spark-logs", action="store_true", help="show Spark's own log output")
     prep.add_argument("--quiet", action="store_true", help="no progress display")
 
-    rep = sub.add_parser("replay", help="replay event logs through mledger's broker and cursors",
-                         description="Replay a prepared log (or raw logs, prepared first) through mledger's "
-                                     "broker, subscriptions and cursors, one stream per topic-partition, on "
-                                     "Spark (Spark only schedules; Python tasks read their own files) or in "
-                                     "this process.")
-    rep.add_argument("input", help="a prepared log, or a directory with produced/, acked/ [, cancelled/, subscriptions/]")
+    rep = sub.add_parser(
+        "replay",
+        help="replay event logs through mledger's broker and cursors",
+        description="Replay a prepared log (or raw logs, prepared first) through mledger's "
+        "broker, subscriptions and cursors, one stream per topic-partition, on "
+        "Spark (Spark only schedules; Python tasks read their own files) or in "
+        "this process.",
+    )
+    rep.add_argument(
+        "input", help="a prepared log, or a directory with produced/, acked/ [, cancelled/, subscriptions/]"
+    )
     rep.add_argument("out", help="output directory: cursors/, anomalies/, partitions/ (Parquet), settings.json")
     rep.add_argument("--master", default="local[*]", help="Spark master (local[*])")
-    rep.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-                     help="a persistence or replay setting, e.g. max_unacked_ranges_to_persist=1000 (repeatable)")
-    rep.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2",
-                     help="replay under each value (repeatable: every combination), reading the events once")
-    rep.add_argument("--prepared", metavar="DIR", default=None,
-                     help="with raw input: keep the prepared log in DIR for later replays")
+    rep.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a persistence or replay setting, e.g. max_unacked_ranges_to_persist=1000 (repeatable)",
+    )
+    rep.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="replay under each value (repeatable: every combination), reading the events once",
+    )
+    rep.add_argument(
+        "--prepared", metavar="DIR", default=None, help="with raw input: keep the prepared log in DIR for later replays"
+    )
     rep.add_argument("--emit-state", action="store_true", help="put the serialized cursor state in the output")
     rep.add_argument("--single-process", action="store_true", help="replay in this process, without Spark")
     rep.add_argument("--tasks", type=int, default=None, help="Spark tasks (one per core)")
-    rep.add_argument("--partitions", type=int, default=None,
-                     help="with raw input: the prepare's shuffle partitions (8 x cores)")
+    rep.add_argument(
+        "--partitions", type=int, default=None, help="with raw input: the prepare's shuffle partitions (8 x cores)"
+    )
     rep.add_argument("--driver-memory", default="2g", help="driver JVM memory for local masters (2g)")
     rep.add_argument("--spark-logs", action="store_true", help="show Spark's own log output")
     rep.add_argument("--quiet", action="store_true", help="no progress display")
@@ -353,7 +420,9 @@ def main(argv: list[str] | None = None) -> int:
         from ..core.errors import MLedgerError
 
         if isinstance(exc, (MLedgerError, ValueError, OSError)) or type(exc).__name__ in (
-            "PythonException", "AnalysisException", "Py4JJavaError"
+            "PythonException",
+            "AnalysisException",
+            "Py4JJavaError",
         ):
             print(f"mledger {args.command}: error: {_short(exc)}", file=sys.stderr)
             return 2
@@ -363,8 +432,13 @@ def main(argv: list[str] | None = None) -> int:
 def _short(exc: BaseException) -> str:
     """The useful line of an error (a Python worker's exception inside a Spark error)."""
     text = str(exc)
-    for marker in ("EventOrderError: ", "InputSchemaError: ", "TopicKeyCollisionError: ", "ManifestMismatchError: ",
-                   "PreparedLayoutError: "):
+    for marker in (
+        "EventOrderError: ",
+        "InputSchemaError: ",
+        "TopicKeyCollisionError: ",
+        "ManifestMismatchError: ",
+        "PreparedLayoutError: ",
+    ):
         if marker in text:
             return marker + text.split(marker, 1)[1].split("\n", 1)[0]
     return text.split("\n", 1)[0] if len(text) > 2000 else text

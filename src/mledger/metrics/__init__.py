@@ -13,9 +13,7 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the installation
     from ..core.errors import MissingExtraError
 
-    raise MissingExtraError(
-        "mledger.metrics needs prometheus_client: pip install 'mledger[server]'"
-    ) from e
+    raise MissingExtraError("mledger.metrics needs prometheus_client: pip install 'mledger[server]'") from e
 
 from collections.abc import Sequence
 
@@ -28,15 +26,20 @@ from .collector import (
     BrokerCollector as BrokerCollector,
 )
 
-__all__ = ["CONTENT_TYPE", "SUBSCRIPTION_LABELS", "TOPIC_LABELS", "BrokerCollector", "metrics_registry", "render_metrics"]
+__all__ = [
+    "CONTENT_TYPE",
+    "SUBSCRIPTION_LABELS",
+    "TOPIC_LABELS",
+    "BrokerCollector",
+    "metrics_registry",
+    "render_metrics",
+]
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 """The content type of :func:`render_metrics`' text (Prometheus text format 0.0.4)."""
 
 
-def metrics_registry(
-    broker: Broker, cluster: str = "standalone", extra: Sequence[Collector] = ()
-) -> CollectorRegistry:
+def metrics_registry(broker: Broker, cluster: str = "standalone", extra: Sequence[Collector] = ()) -> CollectorRegistry:
     """A registry holding a :class:`BrokerCollector` of ``broker`` and the ``extra`` collectors
     (e.g. a :class:`~mledger.metrics.protocol.ProtocolCollector`).
 

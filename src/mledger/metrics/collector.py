@@ -74,22 +74,40 @@ TOPIC_LABELS = ("cluster", "namespace", "topic")
 
 # (family name, type, help); the order of this table is the order of the output.
 _SUBSCRIPTION_FAMILIES: tuple[tuple[str, str, str], ...] = (
-    ("pulsar_cursor_epoch_increase_count", "counter",
-     "How many times the read position of the cursor was changed by a cursor position reset"),
-    ("pulsar_cursor_epoch_increase_task_state", "gauge",
-     "1 while a cursor state revision task is running, 0 when none is (an enumeration)"),
+    (
+        "pulsar_cursor_epoch_increase_count",
+        "counter",
+        "How many times the read position of the cursor was changed by a cursor position reset",
+    ),
+    (
+        "pulsar_cursor_epoch_increase_task_state",
+        "gauge",
+        "1 while a cursor state revision task is running, 0 when none is (an enumeration)",
+    ),
     ("pulsar_subscription_back_log", "gauge", "Entries not acknowledged by the subscription (a batch counts once)"),
     ("pulsar_subscription_delayed", "gauge", "Messages held by the delayed-delivery tracker"),
-    ("mledger_subscription_mark_delete_lag", "gauge",
-     "Entries between the mark-delete position and the read position (numberOfEntriesSinceFirstNotAckedMessage)"),
-    ("mledger_subscription_non_contiguous_deleted_ranges", "gauge",
-     "Individually acknowledged ranges after the mark-delete position (ack holes)"),
+    (
+        "mledger_subscription_mark_delete_lag",
+        "gauge",
+        "Entries between the mark-delete position and the read position (numberOfEntriesSinceFirstNotAckedMessage)",
+    ),
+    (
+        "mledger_subscription_non_contiguous_deleted_ranges",
+        "gauge",
+        "Individually acknowledged ranges after the mark-delete position (ack holes)",
+    ),
     ("mledger_cursor_persisted_state_bytes", "gauge", "Size in bytes of the last persisted cursor state"),
     ("mledger_cursor_persisted_state_chunks", "gauge", "Chunks of the last persisted cursor state (1: not chunked)"),
-    ("mledger_cursor_max_unacked_ranges_to_persist", "gauge",
-     "max_unacked_ranges_to_persist: ranges beyond it are kept in memory only"),
-    ("mledger_cursor_truncated_ranges", "gauge",
-     "Acknowledged ranges the last persist left out (lost on a restart, redelivered)"),
+    (
+        "mledger_cursor_max_unacked_ranges_to_persist",
+        "gauge",
+        "max_unacked_ranges_to_persist: ranges beyond it are kept in memory only",
+    ),
+    (
+        "mledger_cursor_truncated_ranges",
+        "gauge",
+        "Acknowledged ranges the last persist left out (lost on a restart, redelivered)",
+    ),
     ("mledger_cursor_truncated_ranges_total", "counter", "Acknowledged ranges left out, over all persists"),
     ("mledger_cursor_truncated_batch_indexes", "gauge", "Batch-index states the last persist left out"),
     ("mledger_cursor_persist_total", "counter", "Cursor state persists"),

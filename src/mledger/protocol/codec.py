@@ -155,7 +155,17 @@ def send_receipt_command(
     mid = _ledger_prefix(ledger_id) + v(entry_id)
     if partition >= 0:
         mid += b"\x18" + v(partition)
-    body = b"\x08" + v(producer_id) + b"\x10" + v(sequence_id) + b"\x1a" + v(len(mid)) + mid + b"\x20" + v(highest_sequence_id)
+    body = (
+        b"\x08"
+        + v(producer_id)
+        + b"\x10"
+        + v(sequence_id)
+        + b"\x1a"
+        + v(len(mid))
+        + mid
+        + b"\x20"
+        + v(highest_sequence_id)
+    )
     return _SEND_RECEIPT_HEAD + v(len(body)) + body
 
 

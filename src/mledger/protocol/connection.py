@@ -209,9 +209,7 @@ class Connection:
     def send_error(self, request_id: int, error: api.ServerError.ValueType, message: str) -> None:
         """Queue ERROR for a request."""
         self.send(
-            api.BaseCommand(
-                type=_T.ERROR, error=api.CommandError(request_id=request_id, error=error, message=message)
-            )
+            api.BaseCommand(type=_T.ERROR, error=api.CommandError(request_id=request_id, error=error, message=message))
         )
 
     def send_ping(self) -> None:

@@ -110,7 +110,11 @@ class _Shell(asyncio.Protocol):
 
     def maybe_resume_reading(self) -> None:
         session = self.session
-        if self.reading_paused and session is not None and session.inflight_sends <= self.server.config.max_pending_sends // 2:
+        if (
+            self.reading_paused
+            and session is not None
+            and session.inflight_sends <= self.server.config.max_pending_sends // 2
+        ):
             self.reading_paused = False
             if self.transport is not None and not self.transport.is_closing():
                 self.transport.resume_reading()

@@ -262,8 +262,15 @@ class ConsumerHandle:
     consumer's sink (its methods may be called from any thread)."""
 
     __slots__ = (
-        "client_permits", "consumer", "consumer_id", "partition", "pending_active", "ready", "session",
-        "subscription", "topic",
+        "client_permits",
+        "consumer",
+        "consumer_id",
+        "partition",
+        "pending_active",
+        "ready",
+        "session",
+        "subscription",
+        "topic",
     )
 
     def __init__(self, session: Session, consumer_id: int, topic: Topic, subscription: Subscription) -> None:
@@ -430,12 +437,16 @@ class Session:
                 pattern = re.compile(body.topics_pattern)
                 topics = [t for t in topics if pattern.fullmatch(t) or pattern.fullmatch(t.split("://", 1)[-1])]
         except (MLedgerError, re.error) as exc:
-            self.connection.send_error(body.request_id, api.InvalidTopicName if isinstance(exc, re.error) else server_error(exc), str(exc))
+            self.connection.send_error(
+                body.request_id, api.InvalidTopicName if isinstance(exc, re.error) else server_error(exc), str(exc)
+            )
             return
         response = api.CommandGetTopicsOfNamespaceResponse(
             request_id=body.request_id, topics=topics, filtered=body.HasField("topics_pattern"), changed=True
         )
-        self.connection.send(api.BaseCommand(type=_T.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=response))
+        self.connection.send(
+            api.BaseCommand(type=_T.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=response)
+        )
 
     # -- schemas -----------------------------------------------------------------------------
     def handle_get_schema(self, request: Request) -> None:
@@ -729,7 +740,9 @@ class Session:
         self.connection.send(
             api.BaseCommand(
                 type=_T.ACTIVE_CONSUMER_CHANGE,
-                active_consumer_change=api.CommandActiveConsumerChange(consumer_id=handle.consumer_id, is_active=is_active),
+                active_consumer_change=api.CommandActiveConsumerChange(
+                    consumer_id=handle.consumer_id, is_active=is_active
+                ),
             )
         )
         self._wake()
@@ -745,7 +758,9 @@ class Session:
                 self._host.stats.validation_errors += 1
                 log.warning(
                     "%s: consumer %s dropped a message it could not validate (%s)",
-                    handle.topic.name, handle.consumer.name, api.CommandAck.ValidationError.Name(body.validation_error),
+                    handle.topic.name,
+                    handle.consumer.name,
+                    api.CommandAck.ValidationError.Name(body.validation_error),
                 )
             try:
                 if body.ack_type == api.CommandAck.Cumulative:
@@ -781,7 +796,9 @@ class Session:
                     bits |= (word & _MASK64) << (64 * i)
                 ack_sets.append((position, bits, mid.batch_size if mid.batch_size > 0 else None))
             elif mid.batch_index >= 0 and mid.HasField("batch_index"):
-                indexed.append(MessageId(position.ledger_id, position.entry_id, -1, mid.batch_index, max(mid.batch_size, 0)))
+                indexed.append(
+                    MessageId(position.ledger_id, position.entry_id, -1, mid.batch_index, max(mid.batch_size, 0))
+                )
             else:
                 whole.append(position)
         if whole:
@@ -869,7 +886,9 @@ class Session:
         response = api.CommandGetLastMessageIdResponse(
             request_id=body.request_id,
             last_message_id=last_id,
-            consumer_mark_delete_position=api.MessageIdData(ledgerId=md.ledger_id & _MASK64, entryId=md.entry_id & _MASK64),
+            consumer_mark_delete_position=api.MessageIdData(
+                ledgerId=md.ledger_id & _MASK64, entryId=md.entry_id & _MASK64
+            ),
         )
         self.connection.send(api.BaseCommand(type=_T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=response))
 

@@ -18,5 +18,11 @@ from .model import PartitionModel as PartitionModel, SubscriptionSpec as Subscri
 from .schema import InputSchemaError as InputSchemaError
 from .settings import ReplaySettings as ReplaySettings
 
-__all__ = ["EventOrderError", "InputSchemaError", "PartitionModel", "PartitionReplayer", "ReplaySettings",
-           "SubscriptionSpec"]
+__all__ = [
+    "EventOrderError",
+    "InputSchemaError",
+    "PartitionModel",
+    "PartitionReplayer",
+    "ReplaySettings",
+    "SubscriptionSpec",
+]

@@ -258,12 +258,15 @@ class BrokerModel:
         sub.consumer.acknowledge([MessageId(ledger_id, entry_id, -1, i) for i in indexes])
         return sub.cursor.messages_consumed_counter - before
 
-    def ack_batch_sets(self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int],
-                       batch_sizes: np.ndarray) -> int:
+    def ack_batch_sets(
+        self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int], batch_sizes: np.ndarray
+    ) -> int:
         sub = self._sub(subscription)
         assert sub.consumer is not None
-        items = [(Position(lid, eid), bits, size)
-                 for (lid, eid), bits, size in zip(positions.tolist(), ack_sets, batch_sizes.tolist(), strict=True)]
+        items = [
+            (Position(lid, eid), bits, size)
+            for (lid, eid), bits, size in zip(positions.tolist(), ack_sets, batch_sizes.tolist(), strict=True)
+        ]
         return sub.consumer.acknowledge_with_ack_sets(items)
 
     def ack_cumulative(
@@ -349,24 +352,28 @@ class BrokerModel:
             # The dispatcher has read everything; the reset also persists the final state.
             cursor.seek(ml.last_confirmed_entry.next())
             stats = cursor.stats()
-            record, state = self._persisted_state(self._store, cursor, stats.cursor_ledger_id) if emit_state else (None, None)
+            record, state = (
+                self._persisted_state(self._store, cursor, stats.cursor_ledger_id) if emit_state else (None, None)
+            )
             md, read = stats.mark_delete_position, stats.read_position
-            results.append(SubscriptionResult(
-                subscription=sub.spec.name,
-                subscription_type=sub.spec.type,
-                mark_delete=(md.ledger_id, md.entry_id),
-                read_position=(read.ledger_id, read.entry_id),
-                ack_hole_ranges=stats.individually_deleted_ranges,
-                backlog=stats.backlog,
-                delayed_delivered=sub.delivered,
-                delayed_pending=waiting,
-                persisted_state_bytes=stats.persisted_state_bytes,
-                state_chunks=stats.last_persist_chunks,
-                truncated_ranges=stats.truncated_ranges,
-                truncated_batch_indexes=stats.truncated_batch_indexes,
-                state_record=record,
-                state=state,
-            ))
+            results.append(
+                SubscriptionResult(
+                    subscription=sub.spec.name,
+                    subscription_type=sub.spec.type,
+                    mark_delete=(md.ledger_id, md.entry_id),
+                    read_position=(read.ledger_id, read.entry_id),
+                    ack_hole_ranges=stats.individually_deleted_ranges,
+                    backlog=stats.backlog,
+                    delayed_delivered=sub.delivered,
+                    delayed_pending=waiting,
+                    persisted_state_bytes=stats.persisted_state_bytes,
+                    state_chunks=stats.last_persist_chunks,
+                    truncated_ranges=stats.truncated_ranges,
+                    truncated_batch_indexes=stats.truncated_batch_indexes,
+                    state_record=record,
+                    state=state,
+                )
+            )
         return results
 
     def mirror_results(self, own: Sequence[SubscriptionResult], emit_state: bool) -> list[list[SubscriptionResult]]:
@@ -377,17 +384,20 @@ class BrokerModel:
             rows = []
             for result, sub in zip(own, self._subs.values(), strict=True):
                 stats: PersistenceStats = sub.mirrors[k].stats()
-                record, state = (self._persisted_state(store, sub.cursor, stats.cursor_ledger_id) if emit_state
-                                 else (None, None))
-                rows.append(dataclasses.replace(
-                    result,
-                    persisted_state_bytes=stats.persisted_state_bytes,
-                    state_chunks=stats.last_persist_chunks,
-                    truncated_ranges=stats.truncated_ranges,
-                    truncated_batch_indexes=stats.truncated_batch_indexes,
-                    state_record=record,
-                    state=state,
-                ))
+                record, state = (
+                    self._persisted_state(store, sub.cursor, stats.cursor_ledger_id) if emit_state else (None, None)
+                )
+                rows.append(
+                    dataclasses.replace(
+                        result,
+                        persisted_state_bytes=stats.persisted_state_bytes,
+                        state_chunks=stats.last_persist_chunks,
+                        truncated_ranges=stats.truncated_ranges,
+                        truncated_batch_indexes=stats.truncated_batch_indexes,
+                        state_record=record,
+                        state=state,
+                    )
+                )
             out.append(rows)
         return out
 

@@ -10,8 +10,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_FIELDS = ("ts", "kind", "seq", "sub", "ledger", "entry", "bidx", "bsize", "deliver", "ack",
-           "producer", "seqid", "problem")
+_FIELDS = (
+    "ts",
+    "kind",
+    "seq",
+    "sub",
+    "ledger",
+    "entry",
+    "bidx",
+    "bsize",
+    "deliver",
+    "ack",
+    "producer",
+    "seqid",
+    "problem",
+)
 
 
 class Rows:
@@ -79,5 +92,3 @@ class Codes:
         if indices.null_count:
             out = np.where(np.asarray(indices.is_null().to_numpy(zero_copy_only=False)), -1, out)
         return out.astype(np.int32, copy=False)
-
-

@@ -195,8 +195,10 @@ class PartitionReplayer:
         # Rows without a usable topic-partition (a null topic or partition, an impossible
         # partition) are invalid_row anomalies only: they name no topic-partition to report.
         partition = [union_batch("partitions", self._partition_batch(len(per_setting[0])))] if model is not None else []
-        return [[*anomalies, *([union_batch("cursors", self._cursor_batch(results))] if results else []), *partition]
-                for results in per_setting]
+        return [
+            [*anomalies, *([union_batch("cursors", self._cursor_batch(results))] if results else []), *partition]
+            for results in per_setting
+        ]
 
     # -- ingest and cutting ---------------------------------------------------------------------
     def _ingest(self, batch: pa.RecordBatch) -> Rows:
@@ -209,8 +211,9 @@ class PartitionReplayer:
         kind = np.asarray(batch.column("kind").to_numpy(zero_copy_only=False))
         seq = np.asarray(batch.column("seq").to_numpy(zero_copy_only=False))
         raw_ts = batch.column("ts")
-        order_ts = np.asarray((raw_ts if raw_ts.null_count == 0 else pc.fill_null(raw_ts, _NULL_TS))
-                              .to_numpy(zero_copy_only=False))
+        order_ts = np.asarray(
+            (raw_ts if raw_ts.null_count == 0 else pc.fill_null(raw_ts, _NULL_TS)).to_numpy(zero_copy_only=False)
+        )
         self._check_order(order_ts, kind, seq)
         names = batch.column("name")
         produced = kind == KIND_PRODUCED
@@ -230,9 +233,21 @@ class PartitionReplayer:
             problem = np.array([-1 if p is None else self._problems.code(p) for p in checked.problems], np.int32)
         produced_batch = np.where(produced, checked.batch, 1).astype(np.int32)
         index_batch = np.where(produced, -1, checked.batch).astype(np.int32)
-        return Rows(ts=checked.ts, kind=kind, seq=seq, sub=sub, ledger=checked.ledger, entry=checked.entry,
-                    bidx=index_batch, bsize=produced_batch, deliver=checked.deliver, ack=checked.ack,
-                    producer=producer, seqid=checked.seqid, problem=problem)
+        return Rows(
+            ts=checked.ts,
+            kind=kind,
+            seq=seq,
+            sub=sub,
+            ledger=checked.ledger,
+            entry=checked.entry,
+            bidx=index_batch,
+            bsize=produced_batch,
+            deliver=checked.deliver,
+            ack=checked.ack,
+            producer=producer,
+            seqid=checked.seqid,
+            problem=problem,
+        )
 
     def _check_order(self, ts: np.ndarray, kind: np.ndarray, seq: np.ndarray) -> None:
         kind = kind.astype(np.int64)
@@ -393,10 +408,14 @@ class PartitionReplayer:
             dup = model.deduplicate(p.producer, self._producers.names, p.seqid)
             if dup.any():
                 d = p.take(dup)
-                self._anomaly(DEDUP_DUPLICATE, d, [
-                    f"sequence_id {s} of producer {self._producers.names[c]} was already persisted"
-                    for c, s in zip(d.producer.tolist(), d.seqid.tolist(), strict=False)
-                ])
+                self._anomaly(
+                    DEDUP_DUPLICATE,
+                    d,
+                    [
+                        f"sequence_id {s} of producer {self._producers.names[c]} was already persisted"
+                        for c, s in zip(d.producer.tolist(), d.seqid.tolist(), strict=False)
+                    ],
+                )
                 keep = ~dup
         idx = np.flatnonzero(keep)
         if idx.size == 0:
@@ -435,18 +454,27 @@ class PartitionReplayer:
                 start = nxt if lid == ledger else 0
                 fill = eid - start
                 if fill:
-                    self._anomaly(PRODUCED_GAP, p.take([idx[k]]), [
-                        (f"entries {lid}:{start}..{lid}:{eid - 1} are missing from the produced log; "
-                         f"{fill} placeholder entries keep the later positions")
-                    ])
+                    self._anomaly(
+                        PRODUCED_GAP,
+                        p.take([idx[k]]),
+                        [
+                            (
+                                f"entries {lid}:{start}..{lid}:{eid - 1} are missing from the produced log; "
+                                f"{fill} placeholder entries keep the later positions"
+                            )
+                        ],
+                    )
             else:
                 if run_start >= 0:
                     self._append(run_ledger, p, idx[run_start:k], run_fill)
                     run_start = -1
                 exists = self._index.lookup(np.array([lid]), np.array([eid]))[0] >= 0
                 reason = DUPLICATE_POSITION if exists else POSITION_OUT_OF_ORDER
-                detail = (f"an entry {lid}:{eid} was already produced" if exists else
-                          f"{lid}:{eid} is behind the last entry {ledger}:{nxt - 1}: it cannot be placed")
+                detail = (
+                    f"an entry {lid}:{eid} was already produced"
+                    if exists
+                    else f"{lid}:{eid} is behind the last entry {ledger}:{nxt - 1}: it cannot be placed"
+                )
                 self._anomaly(reason, p.take([idx[k]]), [detail])
                 k += 1  # the next row follows a refused one: looked at one by one too
                 continue
@@ -461,7 +489,7 @@ class PartitionReplayer:
             for cut in switches[(switches > k) & (switches < end)].tolist():
                 self._append(run_ledger, p, idx[run_start:cut], run_fill)
                 run_start, run_ledger, run_fill = cut, int(ledgers[cut]), 0
-            appended[idx[k + 1:end]] = 1
+            appended[idx[k + 1 : end]] = 1
             ledger, nxt = int(ledgers[end - 1]), int(entries[end - 1]) + 1
             k = end
         if run_start >= 0:
@@ -497,25 +525,36 @@ class PartitionReplayer:
         unknown = (g < 0) | (g >= known_limit)
         if unknown.any():
             u = a.take(unknown)
-            self._anomaly(UNKNOWN_POSITION, u, [
-                f"no entry {lid}:{eid} was produced before this {'ack' if k == KIND_ACKED else 'cancel'}"
-                for lid, eid, k in zip(u.ledger.tolist(), u.entry.tolist(), u.kind.tolist(), strict=False)
-            ])
+            self._anomaly(
+                UNKNOWN_POSITION,
+                u,
+                [
+                    f"no entry {lid}:{eid} was produced before this {'ack' if k == KIND_ACKED else 'cancel'}"
+                    for lid, eid, k in zip(u.ledger.tolist(), u.entry.tolist(), u.kind.tolist(), strict=False)
+                ],
+            )
             a, g = a.take(~unknown), g[~unknown]
         bsize = self._index.batch_size(g)
         bad = a.bidx >= bsize
         if bad.any():
             b = a.take(bad)
-            self._anomaly(INVALID_ROW, b, [
-                f"batch_index {i} is out of range for the produced batch_size {s}"
-                for i, s in zip(b.bidx.tolist(), bsize[bad].tolist(), strict=False)
-            ])
+            self._anomaly(
+                INVALID_ROW,
+                b,
+                [
+                    f"batch_index {i} is out of range for the produced batch_size {s}"
+                    for i, s in zip(b.bidx.tolist(), bsize[bad].tolist(), strict=False)
+                ],
+            )
             a, g = a.take(~bad), g[~bad]
         shared = self._shared_mask(a.sub)
         refused = shared & (a.ack == 1) & (a.kind == KIND_ACKED)
         if refused.any():
-            self._anomaly(CUMULATIVE_ACK_REFUSED, a.take(refused),
-                          "cumulative acks are not allowed on Shared and Key_Shared subscriptions")
+            self._anomaly(
+                CUMULATIVE_ACK_REFUSED,
+                a.take(refused),
+                "cumulative acks are not allowed on Shared and Key_Shared subscriptions",
+            )
             a, g, shared = a.take(~refused), g[~refused], shared[~refused]
         late: list[tuple[int, int, int, int]] = []  # (row, subscription, g, deliver time)
         new_cancels: dict[int, int] = {}
@@ -567,16 +606,23 @@ class PartitionReplayer:
             row = slice(i, i + 1)  # taken only for an anomaly
             if code >= 0:
                 if code not in self._created:
-                    self._anomaly(UNKNOWN_SUBSCRIPTION, a.take(row), [f"subscription {self._subs.names[code]!r} does not exist"])
+                    self._anomaly(
+                        UNKNOWN_SUBSCRIPTION, a.take(row), [f"subscription {self._subs.names[code]!r} does not exist"]
+                    )
                     continue
                 if not self._shared[code]:
-                    self._anomaly(CANCEL_REFUSED, a.take(row), [
-                        "PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"])
+                    self._anomaly(
+                        CANCEL_REFUSED,
+                        a.take(row),
+                        ["PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"],
+                    )
                     continue
                 targets = [code]
             else:
                 if not shared_subs:
-                    self._anomaly(CANCEL_WITHOUT_SUBSCRIPTION, a.take(row), ["no Shared or Key_Shared subscription exists"])
+                    self._anomaly(
+                        CANCEL_WITHOUT_SUBSCRIPTION, a.take(row), ["no Shared or Key_Shared subscription exists"]
+                    )
                     continue
                 targets = shared_subs
             t, deliver, gi = int(a.ts[i]), int(deliver_all[i]), int(g[i])
@@ -602,18 +648,28 @@ class PartitionReplayer:
         late: list[tuple[int, int, int, int]] = []
         if late_pairs:
             first = np.searchsorted(rows_idx, np.array([i for i, _ in late_pairs]))
-            late = [(int(f) + k, int(subs[int(f) + k]), int(g[i]), int(deliver_all[i]))
-                    for f, (i, k) in zip(first.tolist(), late_pairs, strict=False)]
+            late = [
+                (int(f) + k, int(subs[int(f) + k]), int(g[i]), int(deliver_all[i]))
+                for f, (i, k) in zip(first.tolist(), late_pairs, strict=False)
+            ]
         return out, new_g, late, new_cancels
 
     def _delivery_anomaly(self, row: Rows, code: int, deliver: int) -> None:
         t = int(row.ts[0])
         if deliver < 0:
-            self._anomaly(CANCEL_AFTER_DELIVERY, row, ["the message was not delayed: delivered when produced"],
-                          subs=np.array([code]))
+            self._anomaly(
+                CANCEL_AFTER_DELIVERY,
+                row,
+                ["the message was not delayed: delivered when produced"],
+                subs=np.array([code]),
+            )
         else:
-            self._anomaly(DELIVERED_BEFORE_CANCEL, row, [f"delivered at {deliver}, cancelled {t - deliver} ms later at {t}"],
-                          subs=np.array([code]))
+            self._anomaly(
+                DELIVERED_BEFORE_CANCEL,
+                row,
+                [f"delivered at {deliver}, cancelled {t - deliver} ms later at {t}"],
+                subs=np.array([code]),
+            )
 
     def _ack_with_deliveries(self, a: Rows, g: np.ndarray, shared: np.ndarray, t_limit: int) -> None:
         model = self._model
@@ -664,8 +720,9 @@ class PartitionReplayer:
                 j = int(np.lexsort((effective, cg))[-1])
                 whole = bool(effective[j] == size[j])
                 i = cumulative[j]
-                done += model.ack_cumulative(name, int(a.ledger[i]), int(a.entry[i]),
-                                             -1 if whole else int(bidx[j]), int(size[j]))
+                done += model.ack_cumulative(
+                    name, int(a.ledger[i]), int(a.entry[i]), -1 if whole else int(bidx[j]), int(size[j])
+                )
             whole_rows = np.flatnonzero(mine & (a.ack == 0) & (a.bidx < 0))
             positions = [np.column_stack((a.ledger[whole_rows], a.entry[whole_rows]))]
             partial = np.flatnonzero(mine & (a.ack == 0) & (a.bidx >= 0))
@@ -675,8 +732,9 @@ class PartitionReplayer:
                 done += model.ack(name, np.concatenate(positions))
             self._acked[code] = self._acked.get(code, 0) + done
 
-    def _batch_index_acks(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray,
-                          positions: list[np.ndarray]) -> int:
+    def _batch_index_acks(
+        self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray, positions: list[np.ndarray]
+    ) -> int:
         """Batch-index acks of one subscription in one step: an entry whose every index is acked
         in the step joins the whole-entry acks (``positions``); the others get one call each.
 
@@ -686,8 +744,13 @@ class PartitionReplayer:
         done = 0
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
             for i in rows.tolist():
-                done += model.ack_batch_indexes(name, int(a.ledger[i]), int(a.entry[i]), [int(a.bidx[i])],
-                                                int(self._index.batch_size(g[i:i + 1])[0]))
+                done += model.ack_batch_indexes(
+                    name,
+                    int(a.ledger[i]),
+                    int(a.entry[i]),
+                    [int(a.bidx[i])],
+                    int(self._index.batch_size(g[i : i + 1])[0]),
+                )
             return done
         pg = g[rows]
         order = np.lexsort((a.bidx[rows], pg))
@@ -706,15 +769,17 @@ class PartitionReplayer:
         if partial.any():
             ack_sets = []
             bits = (1 << bidx).tolist() if int(sizes.max()) <= 63 else [1 << int(b) for b in bidx.tolist()]
-            for s, e, size in zip(starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(),
-                                  strict=True):
+            for s, e, size in zip(
+                starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(), strict=True
+            ):
                 acked = 0
                 for b in bits[s:e]:
                     acked |= b
                 ack_sets.append(((1 << size) - 1) & ~acked)
             first = rows[starts[partial]]
-            done += model.ack_batch_sets(name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets,
-                                         sizes[partial])
+            done += model.ack_batch_sets(
+                name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets, sizes[partial]
+            )
         return done
 
     # -- isolated cancels (barriers) -----------------------------------------------------------------------
@@ -743,9 +808,11 @@ class PartitionReplayer:
                     return
                 self._create(spec)
             if not self._shared[code]:
-                self._anomaly(CANCEL_REFUSED, row, [
-                    "PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"
-                ])
+                self._anomaly(
+                    CANCEL_REFUSED,
+                    row,
+                    ["PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"],
+                )
                 return
             targets = [code]
         else:
@@ -771,8 +838,12 @@ class PartitionReplayer:
         buf = self._anomaly_buffer
         buf["subscription"].extend(names[c] if c >= 0 else None for c in codes.tolist())
         buf["event"].extend(KIND_NAMES[k] for k in rows.kind.tolist())
-        for column, values in (("ts_ms", rows.ts), ("ledger_id", rows.ledger), ("entry_id", rows.entry),
-                               ("batch_index", rows.bidx)):
+        for column, values in (
+            ("ts_ms", rows.ts),
+            ("ledger_id", rows.ledger),
+            ("entry_id", rows.entry),
+            ("batch_index", rows.bidx),
+        ):
             buf[column].extend(v if v >= 0 else None for v in values.tolist())
         buf["reason"].extend([reason] * n)
         buf["detail"].extend(detail if isinstance(detail, list) else [detail] * n)
@@ -794,30 +865,51 @@ class PartitionReplayer:
         rows = []
         for r in results:
             code = self._subs.code(r.subscription)
-            rows.append({
-                "topic": self.topic, "partition": self.partition, "subscription": r.subscription,
-                "subscription_type": r.subscription_type,
-                "mark_delete_ledger_id": r.mark_delete[0], "mark_delete_entry_id": r.mark_delete[1],
-                "read_ledger_id": r.read_position[0], "read_entry_id": r.read_position[1],
-                "ack_hole_ranges": r.ack_hole_ranges, "backlog": r.backlog,
-                "acked": self._acked.get(code, 0), "cancelled": self._cancelled.get(code, 0),
-                "delayed_delivered": r.delayed_delivered, "delayed_pending": r.delayed_pending,
-                "persisted_state_bytes": r.persisted_state_bytes, "state_chunks": r.state_chunks,
-                "truncated_ranges": r.truncated_ranges, "truncated_batch_indexes": r.truncated_batch_indexes,
-                "state_record": r.state_record, "state": r.state,
-            })
+            rows.append(
+                {
+                    "topic": self.topic,
+                    "partition": self.partition,
+                    "subscription": r.subscription,
+                    "subscription_type": r.subscription_type,
+                    "mark_delete_ledger_id": r.mark_delete[0],
+                    "mark_delete_entry_id": r.mark_delete[1],
+                    "read_ledger_id": r.read_position[0],
+                    "read_entry_id": r.read_position[1],
+                    "ack_hole_ranges": r.ack_hole_ranges,
+                    "backlog": r.backlog,
+                    "acked": self._acked.get(code, 0),
+                    "cancelled": self._cancelled.get(code, 0),
+                    "delayed_delivered": r.delayed_delivered,
+                    "delayed_pending": r.delayed_pending,
+                    "persisted_state_bytes": r.persisted_state_bytes,
+                    "state_chunks": r.state_chunks,
+                    "truncated_ranges": r.truncated_ranges,
+                    "truncated_batch_indexes": r.truncated_batch_indexes,
+                    "state_record": r.state_record,
+                    "state": r.state,
+                }
+            )
         return pa.RecordBatch.from_pylist(rows, schema=CURSOR_SCHEMA)
 
     def _partition_batch(self, subscriptions: int) -> pa.RecordBatch:
         index = self._index
-        return pa.RecordBatch.from_pylist([{
-            "topic": self.topic, "partition": self.partition, "events": self._ordinal,
-            "entries": index.size, "placeholder_entries": self._placeholders,
-            "ledgers": self._model.ledger_count() if self._model is not None else 0,
-            "last_ledger_id": index.last_ledger if index.size else None,
-            "last_entry_id": index.next_entry - 1 if index.size else None,
-            "subscriptions": subscriptions, "anomalies": self._anomaly_total,
-        }], schema=PARTITION_SCHEMA)
+        return pa.RecordBatch.from_pylist(
+            [
+                {
+                    "topic": self.topic,
+                    "partition": self.partition,
+                    "events": self._ordinal,
+                    "entries": index.size,
+                    "placeholder_entries": self._placeholders,
+                    "ledgers": self._model.ledger_count() if self._model is not None else 0,
+                    "last_ledger_id": index.last_ledger if index.size else None,
+                    "last_entry_id": index.next_entry - 1 if index.size else None,
+                    "subscriptions": subscriptions,
+                    "anomalies": self._anomaly_total,
+                }
+            ],
+            schema=PARTITION_SCHEMA,
+        )
 
 
 def _empty_anomaly_buffer() -> dict[str, list[Any]]:
@@ -831,6 +923,8 @@ def replayable(topic: str | None, partition: int | None) -> bool:
     return bool(topic) and partition is not None and -1 <= partition < (1 << 31)
 
 
-def declared_for(subscriptions: Mapping[str, Sequence[SubscriptionSpec]], topic: str | None) -> Sequence[SubscriptionSpec]:
+def declared_for(
+    subscriptions: Mapping[str, Sequence[SubscriptionSpec]], topic: str | None
+) -> Sequence[SubscriptionSpec]:
     """The declared subscriptions of ``topic`` (none for a missing topic)."""
     return subscriptions.get(topic, ()) if topic is not None else ()

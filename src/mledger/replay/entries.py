@@ -21,8 +21,8 @@ class _Sparse:
             cap = max(need, 2 * len(self._g))
             self._g = np.resize(self._g, cap)
             self._v = np.resize(self._v, cap)
-        self._g[self._n:need] = g
-        self._v[self._n:need] = values
+        self._g[self._n : need] = g
+        self._v[self._n : need] = values
         self._n = need
 
     def get(self, g: np.ndarray) -> np.ndarray:
@@ -97,8 +97,11 @@ class EntryIndex:
 
     def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._arrays is None:
-            self._arrays = (np.array(self._ledger_ids, np.int64), np.array(self._bases, np.int64),
-                            np.array(self._counts, np.int64))
+            self._arrays = (
+                np.array(self._ledger_ids, np.int64),
+                np.array(self._bases, np.int64),
+                np.array(self._counts, np.int64),
+            )
         return self._arrays
 
     def lookup(self, ledgers: np.ndarray, entries: np.ndarray) -> np.ndarray:
@@ -115,5 +118,3 @@ class EntryIndex:
 
     def deliver_at(self, g: np.ndarray) -> np.ndarray:
         return self._deliver.get(np.asarray(g))
-
-

@@ -76,8 +76,11 @@ def declared(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[SubscriptionS
     out: dict[str, list[SubscriptionSpec]] = {}
     for row in rows:
         if row["log"] == "subscriptions":
-            spec = SubscriptionSpec(row["subscription"], (row.get("type") or "SHARED").upper(),
-                                    (row.get("initial_position") or "earliest").lower())
+            spec = SubscriptionSpec(
+                row["subscription"],
+                (row.get("type") or "SHARED").upper(),
+                (row.get("initial_position") or "earliest").lower(),
+            )
             out.setdefault(row["topic"], []).append(spec)
     return {k: tuple(v) for k, v in out.items()}
 

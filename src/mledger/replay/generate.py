@@ -50,8 +50,12 @@ from .schema import (
 )
 
 SUBSCRIPTION_TYPE_CYCLE = ("SHARED", "KEY_SHARED", "FAILOVER", "EXCLUSIVE")
-_SCHEMAS = {"produced": PRODUCED_SCHEMA, "acked": ACKED_SCHEMA, "cancelled": CANCELLED_SCHEMA,
-            "subscriptions": SUBSCRIPTIONS_SCHEMA}
+_SCHEMAS = {
+    "produced": PRODUCED_SCHEMA,
+    "acked": ACKED_SCHEMA,
+    "cancelled": CANCELLED_SCHEMA,
+    "subscriptions": SUBSCRIPTIONS_SCHEMA,
+}
 _EXT = {"parquet": "parquet", "jsonl": "jsonl", "csv": "csv"}
 
 
@@ -228,8 +232,9 @@ def _const(value: str, n: int) -> pa.Array:
 class _Partition:
     """Generation state of one topic-partition."""
 
-    def __init__(self, cfg: GeneratorConfig, rng: np.random.Generator, topic: str, partition: int,
-                 subs: list[tuple[str, str]]) -> None:
+    def __init__(
+        self, cfg: GeneratorConfig, rng: np.random.Generator, topic: str, partition: int, subs: list[tuple[str, str]]
+    ) -> None:
         self.cfg = cfg
         self.rng = rng
         self.topic = topic
@@ -248,16 +253,19 @@ class _Partition:
         done = 0
         while done < n:
             k = min(n - done, self.capacity - self.next_entry)
-            ledgers[done:done + k] = self.ledger
-            entries[done:done + k] = np.arange(self.next_entry, self.next_entry + k)
+            ledgers[done : done + k] = self.ledger
+            entries[done : done + k] = np.arange(self.next_entry, self.next_entry + k)
             done += k
             self.next_entry += k
             if self.next_entry >= self.capacity:
                 self.ledger += int(self.rng.integers(1, 20))
                 self.next_entry = 0
                 full = self.rng.random() < 0.8
-                self.capacity = self.cfg.max_entries_per_ledger if full else int(
-                    self.rng.integers(1, self.cfg.max_entries_per_ledger + 1))
+                self.capacity = (
+                    self.cfg.max_entries_per_ledger
+                    if full
+                    else int(self.rng.integers(1, self.cfg.max_entries_per_ledger + 1))
+                )
         return ledgers, entries
 
     def chunk(self, n: int) -> dict[str, pa.Table]:
@@ -285,28 +293,45 @@ class _Partition:
         c_ts = ts + (rng.random(n) * 1.3 * (deliver - ts)).astype(np.int64)
         c_sub = np.where(rng.random(n) < 0.5, -1, rng.choice(shared, n) if shared else -1)
         stray = (~delayed) & (rng.random(n) < cfg.cancel_fraction * cfg.delayed_fraction * 0.1)
-        refused = (rng.random(n) < cfg.cancel_fraction * cfg.delayed_fraction * 0.05) if cumulative else np.zeros(n, bool)
+        refused = (
+            (rng.random(n) < cfg.cancel_fraction * cfg.delayed_fraction * 0.05) if cumulative else np.zeros(n, bool)
+        )
         c_rows = cancel | stray | refused
         c_sub = np.where(refused & ~cancel & ~stray, rng.choice(cumulative, n) if cumulative else -1, c_sub)
         c_ts = np.where(cancel, c_ts, ts + 50)
         in_time = cancel & (c_ts <= deliver)
         c_bidx = np.where((batch > 1) & (rng.random(n) < 0.1), rng.integers(0, batch), -1)
-        cancelled = pa.table({
-            "topic": _const(self.topic, int(c_rows.sum())),
-            "partition": pa.array(np.full(int(c_rows.sum()), self.partition, np.int32)),
-            "subscription": _strings([s for s, _ in self.subs], c_sub[c_rows]),
-            "ledger_id": pa.array(ledgers[c_rows]), "entry_id": pa.array(entries[c_rows]),
-            "batch_index": pa.array(c_bidx[c_rows].astype(np.int32), mask=c_bidx[c_rows] < 0),
-            "ts_ms": pa.array(c_ts[c_rows]),
-        }, schema=CANCELLED_SCHEMA)
+        cancelled = pa.table(
+            {
+                "topic": _const(self.topic, int(c_rows.sum())),
+                "partition": pa.array(np.full(int(c_rows.sum()), self.partition, np.int32)),
+                "subscription": _strings([s for s, _ in self.subs], c_sub[c_rows]),
+                "ledger_id": pa.array(ledgers[c_rows]),
+                "entry_id": pa.array(entries[c_rows]),
+                "batch_index": pa.array(c_bidx[c_rows].astype(np.int32), mask=c_bidx[c_rows] < 0),
+                "ts_ms": pa.array(c_ts[c_rows]),
+            },
+            schema=CANCELLED_SCHEMA,
+        )
 
-        acked = [self._acks(i, name, sub_type, n, ts, delivery, ledgers, entries, batch, in_time, c_sub)
-                 for i, (name, sub_type) in enumerate(self.subs)]
+        acked = [
+            self._acks(i, name, sub_type, n, ts, delivery, ledgers, entries, batch, in_time, c_sub)
+            for i, (name, sub_type) in enumerate(self.subs)
+        ]
         self.counter += n
         return {"produced": produced, "acked": pa.concat_tables(acked), "cancelled": cancelled}
 
-    def _produced(self, n: int, ts: np.ndarray, ledgers: np.ndarray, entries: np.ndarray, batch: np.ndarray,
-                  deliver: np.ndarray, producer: np.ndarray, seq: np.ndarray) -> pa.Table:
+    def _produced(
+        self,
+        n: int,
+        ts: np.ndarray,
+        ledgers: np.ndarray,
+        entries: np.ndarray,
+        batch: np.ndarray,
+        deliver: np.ndarray,
+        producer: np.ndarray,
+        seq: np.ndarray,
+    ) -> pa.Table:
         cfg, rng = self.cfg, self.rng
         dup = np.flatnonzero(rng.random(n) < cfg.duplicate_fraction)
         rows = np.concatenate((np.arange(n), dup))  # a retry: the same row again, later in the file
@@ -314,21 +339,36 @@ class _Partition:
         invalid = rng.random(rows.size) < cfg.invalid_fraction
         batch_out[invalid] = 0  # batch_size 0: an invalid row (its position becomes a gap)
         names = [f"{self.topic}-{self.partition}-producer-{p}" for p in (0, 1)]
-        return pa.table({
-            "topic": _const(self.topic, rows.size),
-            "partition": pa.array(np.full(rows.size, self.partition, np.int32)),
-            "ledger_id": pa.array(ledgers[rows]), "entry_id": pa.array(entries[rows]),
-            "batch_size": pa.array(batch_out),
-            "publish_time_ms": pa.array(ts[rows]),
-            "deliver_at_ms": pa.array(deliver[rows], mask=deliver[rows] < 0),
-            "producer_name": _strings(names, producer[rows]),
-            "sequence_id": pa.array(seq[rows]),
-            "key": _strings([f"key-{k}" for k in range(64)], rng.integers(0, 64, rows.size)),
-        }, schema=PRODUCED_SCHEMA)
+        return pa.table(
+            {
+                "topic": _const(self.topic, rows.size),
+                "partition": pa.array(np.full(rows.size, self.partition, np.int32)),
+                "ledger_id": pa.array(ledgers[rows]),
+                "entry_id": pa.array(entries[rows]),
+                "batch_size": pa.array(batch_out),
+                "publish_time_ms": pa.array(ts[rows]),
+                "deliver_at_ms": pa.array(deliver[rows], mask=deliver[rows] < 0),
+                "producer_name": _strings(names, producer[rows]),
+                "sequence_id": pa.array(seq[rows]),
+                "key": _strings([f"key-{k}" for k in range(64)], rng.integers(0, 64, rows.size)),
+            },
+            schema=PRODUCED_SCHEMA,
+        )
 
-    def _acks(self, index: int, name: str, sub_type: str, n: int, ts: np.ndarray, delivery: np.ndarray,
-              ledgers: np.ndarray, entries: np.ndarray, batch: np.ndarray, in_time: np.ndarray,
-              c_sub: np.ndarray) -> pa.Table:
+    def _acks(
+        self,
+        index: int,
+        name: str,
+        sub_type: str,
+        n: int,
+        ts: np.ndarray,
+        delivery: np.ndarray,
+        ledgers: np.ndarray,
+        entries: np.ndarray,
+        batch: np.ndarray,
+        in_time: np.ndarray,
+        c_sub: np.ndarray,
+    ) -> pa.Table:
         cfg, rng = self.cfg, self.rng
         latency = (rng.exponential(cfg.ack_latency_ms, n) + 1).astype(np.int64)
         if sub_type in ("SHARED", "KEY_SHARED"):
@@ -357,15 +397,19 @@ class _Partition:
         ack_entries[invalid & (which == 0)] = -5
         b_index = np.where(invalid & (which == 1), batch[rows] + 2, b_index)
         type_codes = np.where(invalid & (which == 2), 2, kinds)
-        return pa.table({
-            "topic": _const(self.topic, m),
-            "partition": pa.array(np.full(m, self.partition, np.int32)),
-            "subscription": _const(name, m),
-            "ledger_id": pa.array(ack_ledgers), "entry_id": pa.array(ack_entries),
-            "batch_index": pa.array(b_index.astype(np.int32), mask=b_index < 0),
-            "ack_type": _strings(["individual", "cumulative", "sometimes"], type_codes),
-            "ts_ms": pa.array(a_ts.astype(np.int64)),
-        }, schema=ACKED_SCHEMA)
+        return pa.table(
+            {
+                "topic": _const(self.topic, m),
+                "partition": pa.array(np.full(m, self.partition, np.int32)),
+                "subscription": _const(name, m),
+                "ledger_id": pa.array(ack_ledgers),
+                "entry_id": pa.array(ack_entries),
+                "batch_index": pa.array(b_index.astype(np.int32), mask=b_index < 0),
+                "ack_type": _strings(["individual", "cumulative", "sometimes"], type_codes),
+                "ts_ms": pa.array(a_ts.astype(np.int64)),
+            },
+            schema=ACKED_SCHEMA,
+        )
 
 
 def _subscriptions(cfg: GeneratorConfig, topic_index: int) -> list[tuple[str, str, str]]:
@@ -417,8 +461,14 @@ def generate(out_dir: str, cfg: GeneratorConfig, progress: Progress | None = Non
         for name, sub_type, initial in _subscriptions(cfg, t):
             sub_rows.append({"topic": topic, "subscription": name, "type": sub_type, "initial_position": initial})
     if cfg.invalid_fraction > 0:
-        sub_rows.append({"topic": "persistent://public/default/topic-0", "subscription": "broken",
-                         "type": "BOGUS", "initial_position": "earliest"})
+        sub_rows.append(
+            {
+                "topic": "persistent://public/default/topic-0",
+                "subscription": "broken",
+                "type": "BOGUS",
+                "initial_position": "earliest",
+            }
+        )
     if progress is not None:
         progress.set_total(cfg.events)
     for key_index, (t, p) in enumerate(keys):
@@ -498,12 +548,14 @@ class _PreparedSink:
     def _events(self, log: str, table: pa.Table) -> pa.Table:
         start = self.rows[log]
         self.rows[log] += table.num_rows
-        events = pa.Table.from_batches([to_events(log, b, 0, 0) for b in table.combine_chunks().to_batches()],
-                                       EVENT_SCHEMA)
+        events = pa.Table.from_batches(
+            [to_events(log, b, 0, 0) for b in table.combine_chunks().to_batches()], EVENT_SCHEMA
+        )
         r = np.arange(start, start + table.num_rows, dtype=np.int64)
         seq = ((r // self.cfg.file_rows) << SEQ_FILE_SHIFT) | (r % self.cfg.file_rows)
         return events.set_column(events.schema.get_field_index("seq"), "seq", pa.array(seq)).select(
-            PREPARED_SCHEMA.names)
+            PREPARED_SCHEMA.names
+        )
 
     def write(self, chunk: dict[str, pa.Table]) -> int:
         tables = [self._events(log, table) for log, table in chunk.items() if table.num_rows]

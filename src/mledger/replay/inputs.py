@@ -49,8 +49,14 @@ from .schema import (
 )
 
 _COMPRESSIONS = (".gz", ".bz2", ".zst")
-_EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "json", ".json": "json",
-               ".ndjson": "json", ".csv": "csv"}
+_EXTENSIONS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "json",
+    ".json": "json",
+    ".ndjson": "json",
+    ".csv": "csv",
+}
 REQUIRED_LOGS = ("produced", "acked")
 OPTIONAL_LOGS = ("cancelled", "subscriptions")
 BATCH_ROWS = 65_536
@@ -99,7 +105,7 @@ class InputPlan:
         root = self.root.rstrip("/")
         prefix = root[: len(root) - len(self.root_path.rstrip("/"))]
         if prefix.startswith("s3://"):
-            prefix = "s3a://" + prefix[len("s3://"):]
+            prefix = "s3a://" + prefix[len("s3://") :]
         return prefix + path
 
     @property
@@ -130,14 +136,16 @@ def _list_log(fs: pafs.FileSystem, root: str, log: str) -> tuple[list[str], str 
     if info.type == pafs.FileType.Directory:
         found = fs.get_file_info(pafs.FileSelector(directory, recursive=True))
         files = [
-            f.path for f in found
+            f.path
+            for f in found
             if f.type == pafs.FileType.File
             and not any(part.startswith(("_", ".")) for part in posixpath.relpath(f.path, directory).split("/"))
         ]
         return sorted(files), directory
     siblings = fs.get_file_info(pafs.FileSelector(root, recursive=False))
-    return sorted(f.path for f in siblings
-                  if f.type == pafs.FileType.File and posixpath.basename(f.path).startswith(log + ".")), None
+    return sorted(
+        f.path for f in siblings if f.type == pafs.FileType.File and posixpath.basename(f.path).startswith(log + ".")
+    ), None
 
 
 def plan_inputs(events_dir: str, rows_per_task: int = 500_000) -> InputPlan:
@@ -266,8 +274,12 @@ def _check_json_types(task: ReadTask, schema: pa.Schema) -> None:
     for col in LOG_COLUMNS[task.log]:
         if col.name in schema.names:
             t = schema.field(col.name).type
-            usable = (pa.types.is_null(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
-                      or (col.kind != STR and pa.types.is_integer(t)))
+            usable = (
+                pa.types.is_null(t)
+                or pa.types.is_string(t)
+                or pa.types.is_large_string(t)
+                or (col.kind != STR and pa.types.is_integer(t))
+            )
             if not usable:
                 raise InputSchemaError(f"{task.path}: column '{col.name}' has type {t}; expected {col.kind}")
 
@@ -308,20 +320,27 @@ def validate_subscriptions(table: pa.Table, source: str) -> tuple[dict[str, tupl
     specs: dict[str, dict[str, SubscriptionSpec]] = {}
     bad: list[dict[str, object]] = []
     _validate_subscriptions(table, source, specs, bad)
-    return ({topic: tuple(by_name.values()) for topic, by_name in specs.items()},
-            pa.Table.from_pylist(bad, schema=ANOMALY_SCHEMA))
+    return (
+        {topic: tuple(by_name.values()) for topic, by_name in specs.items()},
+        pa.Table.from_pylist(bad, schema=ANOMALY_SCHEMA),
+    )
 
 
-def _validate_subscriptions(table: pa.Table, path: str, specs: dict[str, dict[str, SubscriptionSpec]],
-                            bad: list[dict[str, object]]) -> None:
+def _validate_subscriptions(
+    table: pa.Table, path: str, specs: dict[str, dict[str, SubscriptionSpec]], bad: list[dict[str, object]]
+) -> None:
     cols = {}
     for name in ("topic", "subscription", "type", "initial_position"):
         if name in table.column_names:
             col = table[name]
-            cols[name] = pc.cast(col, pa.string()).to_pylist() if not pa.types.is_null(col.type) else [None] * len(table)
+            cols[name] = (
+                pc.cast(col, pa.string()).to_pylist() if not pa.types.is_null(col.type) else [None] * len(table)
+            )
         else:
             cols[name] = [None] * len(table)
-    for topic, name, sub_type, initial in zip(cols["topic"], cols["subscription"], cols["type"], cols["initial_position"], strict=False):
+    for topic, name, sub_type, initial in zip(
+        cols["topic"], cols["subscription"], cols["type"], cols["initial_position"], strict=False
+    ):
         row = {"topic": topic, "subscription": name, "event": "subscriptions", "reason": INVALID_ROW}
         norm_type = (sub_type or "SHARED").strip().upper().replace("-", "_")
         norm_initial = (initial or "earliest").strip().lower()

@@ -94,7 +94,7 @@ def partition_directory(topic: str | None, partition: int | None) -> str:
         if name.startswith(("_", ".")) or name == NULL_DIRECTORY:
             name = "%" + f"{ord(name[0]):02X}" + name[1:]
         if len(name) > _MAX_NAME:
-            name = name[:_MAX_NAME - 17] + "~" + xxhash.xxh64_hexdigest(topic.encode("utf-8"))
+            name = name[: _MAX_NAME - 17] + "~" + xxhash.xxh64_hexdigest(topic.encode("utf-8"))
     part = NULL_DIRECTORY if partition is None else str(partition)
     return f"topic={name}/partition={part}"
 
@@ -165,15 +165,36 @@ class Manifest:
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {
-            "format": LAYOUT_FORMAT, "version": self.version, "created_by": self.created_by,
+            "format": LAYOUT_FORMAT,
+            "version": self.version,
+            "created_by": self.created_by,
             "schema": [{"name": f.name, "type": str(f.type)} for f in PREPARED_SCHEMA],
-            "events": self.events, "subscriptions": self.subscriptions, "anomalies": self.anomalies,
-            "partitions": [{
-                "topic": p.topic, "partition": p.partition, "directory": p.directory, "rows": p.rows,
-                "bytes": p.bytes, "first_ts": p.first_ts, "last_ts": p.last_ts,
-                "files": [{"path": f.path, "rows": f.rows, "bytes": f.bytes, "first_ts": f.first_ts,
-                           "last_ts": f.last_ts, "footer_xxh64": f.footer_xxh64} for f in p.files],
-            } for p in self.partitions],
+            "events": self.events,
+            "subscriptions": self.subscriptions,
+            "anomalies": self.anomalies,
+            "partitions": [
+                {
+                    "topic": p.topic,
+                    "partition": p.partition,
+                    "directory": p.directory,
+                    "rows": p.rows,
+                    "bytes": p.bytes,
+                    "first_ts": p.first_ts,
+                    "last_ts": p.last_ts,
+                    "files": [
+                        {
+                            "path": f.path,
+                            "rows": f.rows,
+                            "bytes": f.bytes,
+                            "first_ts": f.first_ts,
+                            "last_ts": f.last_ts,
+                            "footer_xxh64": f.footer_xxh64,
+                        }
+                        for f in p.files
+                    ],
+                }
+                for p in self.partitions
+            ],
         }
         return json.dumps(doc, indent=1) + "\n"
 
@@ -187,15 +208,29 @@ class Manifest:
             if doc.get("version") != LAYOUT_VERSION:
                 raise PreparedLayoutError(
                     f"{where}: prepared-log version {doc.get('version')!r}; this mledger reads version "
-                    f"{LAYOUT_VERSION} (prepare the raw logs again)")
+                    f"{LAYOUT_VERSION} (prepare the raw logs again)"
+                )
             schema = [(f["name"], f["type"]) for f in doc["schema"]]
             if schema != [(f.name, str(f.type)) for f in PREPARED_SCHEMA]:
                 raise PreparedLayoutError(f"{where}: the event schema differs from this mledger's")
             parts = tuple(
-                PreparedPartition(p["topic"], p["partition"], tuple(
-                    PreparedFile(f["path"], int(f["rows"]), int(f["bytes"]), f["first_ts"], f["last_ts"],
-                                 str(f["footer_xxh64"])) for f in p["files"]))
-                for p in doc["partitions"])
+                PreparedPartition(
+                    p["topic"],
+                    p["partition"],
+                    tuple(
+                        PreparedFile(
+                            f["path"],
+                            int(f["rows"]),
+                            int(f["bytes"]),
+                            f["first_ts"],
+                            f["last_ts"],
+                            str(f["footer_xxh64"]),
+                        )
+                        for f in p["files"]
+                    ),
+                )
+                for p in doc["partitions"]
+            )
             return cls(parts, int(doc["subscriptions"]), int(doc["anomalies"]), str(doc.get("created_by", "")))
         except PreparedLayoutError:
             raise
@@ -227,7 +262,8 @@ class PreparedLog:
         out: dict[str, list[SubscriptionSpec]] = {}
         for row in table.to_pylist():
             out.setdefault(row["topic"], []).append(
-                SubscriptionSpec(row["subscription"], row["type"], row["initial_position"]))
+                SubscriptionSpec(row["subscription"], row["type"], row["initial_position"])
+            )
         return {k: tuple(v) for k, v in out.items()}
 
     def anomalies(self) -> pa.Table:
@@ -284,12 +320,14 @@ def verify_files(log: PreparedLog) -> None:
                 raise ManifestMismatchError(f"{where}: listed in the manifest but missing")
             if size != f.bytes:
                 raise ManifestMismatchError(
-                    f"{where}: {size:,} bytes, the manifest says {f.bytes:,} (the file changed after prepare)")
+                    f"{where}: {size:,} bytes, the manifest says {f.bytes:,} (the file changed after prepare)"
+                )
     if found:
         extra = sorted(found)[0]
         more = f" and {len(found) - 1} more" if len(found) > 1 else ""
         raise ManifestMismatchError(
-            f"{posixpath.join(log.root, extra)}{more}: not in the manifest (a file added after prepare)")
+            f"{posixpath.join(log.root, extra)}{more}: not in the manifest (a file added after prepare)"
+        )
 
 
 # -- reading ------------------------------------------------------------------------------------------
@@ -306,7 +344,9 @@ def footer_digest(f: pa.NativeFile, size: int, where: str) -> str:
     return xxhash.xxh64_hexdigest(f.read(length))
 
 
-def read_partition(log: PreparedLog, part: PreparedPartition, batch_rows: int = READ_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+def read_partition(
+    log: PreparedLog, part: PreparedPartition, batch_rows: int = READ_BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
     """The topic-partition's events in replay order, :data:`PREPARED_SCHEMA` batches of at most
     ``batch_rows`` rows; one file open at a time. Raises :class:`ManifestMismatchError` when a
     file's footer or row count differs from the manifest."""
@@ -323,7 +363,9 @@ def read_partition(log: PreparedLog, part: PreparedPartition, batch_rows: int = 
             f.seek(0)
             pfile = pq.ParquetFile(f)
             if pfile.metadata.num_rows != entry.rows:
-                raise ManifestMismatchError(f"{where}: {pfile.metadata.num_rows:,} rows, the manifest says {entry.rows:,}")
+                raise ManifestMismatchError(
+                    f"{where}: {pfile.metadata.num_rows:,} rows, the manifest says {entry.rows:,}"
+                )
             yield from pfile.iter_batches(batch_rows, columns=PREPARED_SCHEMA.names, use_threads=False)
 
 
@@ -343,8 +385,7 @@ def replay_order(table: pa.Table) -> np.ndarray:
     return np.lexsort((seq, kind, ts))
 
 
-def first_order_break(previous: tuple[int, int, int] | None, ts: np.ndarray, kind: np.ndarray,
-                      seq: np.ndarray) -> int:
+def first_order_break(previous: tuple[int, int, int] | None, ts: np.ndarray, kind: np.ndarray, seq: np.ndarray) -> int:
     """Index of the first row not strictly after the one before it (-1 when in order);
     ``previous`` is the key of the row before the first."""
     if previous is not None:
@@ -370,8 +411,16 @@ class PartitionWriter:
     never overwrite each other's files.
     """
 
-    def __init__(self, fs: pafs.FileSystem, root: str, topic: str | None, partition: int | None, writer_id: str,
-                 file_rows: int = FILE_ROWS, row_group_rows: int = ROW_GROUP_ROWS) -> None:
+    def __init__(
+        self,
+        fs: pafs.FileSystem,
+        root: str,
+        topic: str | None,
+        partition: int | None,
+        writer_id: str,
+        file_rows: int = FILE_ROWS,
+        row_group_rows: int = ROW_GROUP_ROWS,
+    ) -> None:
         self._fs = fs
         self._root = root
         self.topic = topic
@@ -405,7 +454,8 @@ class PartitionWriter:
         if bad >= 0:
             raise EventOrderError(
                 f"events of {self.topic} partition {self.partition} are not in replay order at row {bad} of a "
-                f"batch: (ts={ts[bad]}, kind={KIND_NAMES[int(kind[bad])]}, seq={seq[bad]}) after {self._last_key}")
+                f"batch: (ts={ts[bad]}, kind={KIND_NAMES[int(kind[bad])]}, seq={seq[bad]}) after {self._last_key}"
+            )
         self._last_key = (int(ts[-1]), int(kind[-1]), int(seq[-1]))
         self._pending.append(batch.cast(PREPARED_SCHEMA))
         self._pending_rows += batch.num_rows
@@ -439,8 +489,7 @@ class PartitionWriter:
             name = f"part-{self._writer_id}-{len(self._files):05d}.parquet"
             self._final = posixpath.join(self._dir, name)
             self._temp = posixpath.join(self._root, self._dir, f".{name}.inprogress")
-            self._writer = pq.ParquetWriter(self._temp, PREPARED_SCHEMA, filesystem=self._fs,
-                                            write_statistics=["ts"])
+            self._writer = pq.ParquetWriter(self._temp, PREPARED_SCHEMA, filesystem=self._fs, write_statistics=["ts"])
         return self._writer
 
     def _close_file(self) -> None:
@@ -482,8 +531,7 @@ def start_layout(out: str) -> tuple[pafs.FileSystem, str]:
         entries = fs.get_file_info(pafs.FileSelector(path, recursive=False))
         if entries:
             if fs.get_file_info(posixpath.join(path, MANIFEST_FILE)).type != pafs.FileType.File:
-                raise PreparedLayoutError(
-                    f"{out}: exists and is not a prepared log; give an empty or new directory")
+                raise PreparedLayoutError(f"{out}: exists and is not a prepared log; give an empty or new directory")
             fs.delete_file(posixpath.join(path, MANIFEST_FILE))  # first: a half-deleted layout is no layout
             fs.delete_dir_contents(path)
     fs.create_dir(path, recursive=True)
@@ -492,14 +540,22 @@ def start_layout(out: str) -> tuple[pafs.FileSystem, str]:
 
 def subscription_rows(subscriptions: Mapping[str, Sequence[SubscriptionSpec]]) -> pa.Table:
     """Declared subscriptions as rows of :data:`~.schema.SUBSCRIPTIONS_SCHEMA`."""
-    rows = [{"topic": topic, "subscription": s.name, "type": s.type, "initial_position": s.initial_position}
-            for topic, specs in subscriptions.items() for s in specs]
+    rows = [
+        {"topic": topic, "subscription": s.name, "type": s.type, "initial_position": s.initial_position}
+        for topic, specs in subscriptions.items()
+        for s in specs
+    ]
     return pa.Table.from_pylist(rows, schema=SUBSCRIPTIONS_SCHEMA)
 
 
-def finish_layout(fs: pafs.FileSystem, path: str, partitions: Iterable[PreparedPartition],
-                  subscriptions: Mapping[str, Sequence[SubscriptionSpec]], anomalies: pa.Table,
-                  created_by: str) -> Manifest:
+def finish_layout(
+    fs: pafs.FileSystem,
+    path: str,
+    partitions: Iterable[PreparedPartition],
+    subscriptions: Mapping[str, Sequence[SubscriptionSpec]],
+    anomalies: pa.Table,
+    created_by: str,
+) -> Manifest:
     """Write the subscriptions, the anomalies and (last) the manifest; remove files of other
     writers (failed or duplicate attempts). Topic-partitions are listed by topic, partition."""
     parts = sorted(partitions, key=lambda p: (p.topic is None, p.topic or "", p.partition is None, p.partition or 0))

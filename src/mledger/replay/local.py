@@ -50,10 +50,13 @@ def replay_table(
     names: list[str | None] = enc.dictionary.to_pylist()
     codes = np.asarray(pc.fill_null(enc.indices, len(names)).to_numpy(zero_copy_only=False), np.int64)
     names.append(None)
-    parts = np.asarray(pc.fill_null(pc.cast(events["partition"], pa.int64()), _NULL_PARTITION).to_numpy(zero_copy_only=False))
+    parts = np.asarray(
+        pc.fill_null(pc.cast(events["partition"], pa.int64()), _NULL_PARTITION).to_numpy(zero_copy_only=False)
+    )
     rest = events.select([f.name for f in EVENT_SCHEMA if f.name not in ("topic", "partition")])
-    yield from _replay_sorted(rest, names, codes, parts, subscriptions or {}, settings or ReplaySettings(),
-                              None, model_factory, feed_rows)
+    yield from _replay_sorted(
+        rest, names, codes, parts, subscriptions or {}, settings or ReplaySettings(), None, model_factory, feed_rows
+    )
 
 
 def _replay_sorted(
@@ -83,11 +86,14 @@ def _replay_sorted(
         partition = None if part == _NULL_PARTITION else part
         replayer = PartitionReplayer(topic, partition, settings, declared_for(subscriptions, topic), model_factory)
         for c in range(a, b, feed_rows):
-            chunk = table.take(order[c:min(c + feed_rows, b)])
+            chunk = table.take(order[c : min(c + feed_rows, b)])
             n = chunk.num_rows
             batch = pa.RecordBatch.from_arrays(
-                [pa.repeat(pa.scalar(topic, pa.string()), n), pa.repeat(pa.scalar(partition, pa.int64()), n),
-                 *[chunk.column(i).combine_chunks() for i in range(chunk.num_columns)]],
+                [
+                    pa.repeat(pa.scalar(topic, pa.string()), n),
+                    pa.repeat(pa.scalar(partition, pa.int64()), n),
+                    *[chunk.column(i).combine_chunks() for i in range(chunk.num_columns)],
+                ],
                 schema=EVENT_SCHEMA,
             )
             yield from replayer.feed(batch)
@@ -143,8 +149,14 @@ def run_single_process(
         bar.close()
     if temporary:
         remove_tree(log.root)
-    return finish_summary(out_dir, chosen, settings, time.perf_counter() - started, "single process",
-                          unkeyed_events(log.manifest.partitions))
+    return finish_summary(
+        out_dir,
+        chosen,
+        settings,
+        time.perf_counter() - started,
+        "single process",
+        unkeyed_events(log.manifest.partitions),
+    )
 
 
 def prepared_log(input_dir: str, out_dir: str, prepared: str | None, bar: Progress | None) -> tuple[PreparedLog, bool]:
@@ -181,8 +193,9 @@ def unkeyed_events(partitions: Sequence[PreparedPartition]) -> int:
     return sum(p.rows for p in partitions if not replayable(p.topic, p.partition))
 
 
-def finish_summary(out_dir: str, chosen: Sequence[Variant], settings: ReplaySettings, seconds: float,
-                   engine: str, unkeyed: int = 0) -> ReplaySummary | SweepSummary:
+def finish_summary(
+    out_dir: str, chosen: Sequence[Variant], settings: ReplaySettings, seconds: float, engine: str, unkeyed: int = 0
+) -> ReplaySummary | SweepSummary:
     """Write ``settings.json`` and return the summary (a sweep's with several combinations);
     ``unkeyed`` events (see :func:`unkeyed_events`) count in its events."""
     keys = tuple(k for k, _ in chosen[0].values)

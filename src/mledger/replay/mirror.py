@@ -29,20 +29,22 @@ from ..managed_ledger.ledger_view import LedgerInfo, LedgerView, PositionBound
 from ..storage.base import Store
 from .settings import ReplaySettings
 
-PERSISTENCE_KEYS = frozenset({
-    "max_unacked_ranges_to_persist",
-    "max_unacked_ranges_to_persist_in_metadata_store",
-    "max_batch_deleted_index_to_persist",
-    "persist_individual_ack_as_long_array",
-    "individual_ack_format",
-    "persistent_unacked_ranges_with_multiple_entries_enabled",
-    "persistent_unacked_ranges_max_entry_size",
-    "cursor_info_compression_type",
-    "metadata_max_entries_per_ledger",
-    "ledger_rollover_timeout",
-    "managed_cursor_info_compression_type",
-    "managed_cursor_info_compression_threshold_in_bytes",
-})
+PERSISTENCE_KEYS = frozenset(
+    {
+        "max_unacked_ranges_to_persist",
+        "max_unacked_ranges_to_persist_in_metadata_store",
+        "max_batch_deleted_index_to_persist",
+        "persist_individual_ack_as_long_array",
+        "individual_ack_format",
+        "persistent_unacked_ranges_with_multiple_entries_enabled",
+        "persistent_unacked_ranges_max_entry_size",
+        "cursor_info_compression_type",
+        "metadata_max_entries_per_ledger",
+        "ledger_rollover_timeout",
+        "managed_cursor_info_compression_type",
+        "managed_cursor_info_compression_threshold_in_bytes",
+    }
+)
 """Settings read only by the cursor state store (how a state is written), never by the cursor,
 the managed ledger or the broker. ``deletion_at_batch_index_level_enabled`` and
 ``throttle_mark_delete`` change behaviour (what is acknowledged, when state is persisted) and
@@ -143,7 +145,9 @@ class MirrorView:
     ) -> int:
         return self._ledger.number_of_entries(lower, upper, lower_inclusive, upper_inclusive)
 
-    def position_after_n(self, start: Position, n: int, bound: PositionBound = PositionBound.START_EXCLUDED) -> Position:
+    def position_after_n(
+        self, start: Position, n: int, bound: PositionBound = PositionBound.START_EXCLUDED
+    ) -> Position:
         return self._ledger.position_after_n(start, n, bound)
 
     def ledger_entries(self, ledger_id: int) -> int | None:

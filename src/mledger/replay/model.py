@@ -120,8 +120,9 @@ class PartitionModel(Protocol):
         """Batch-index acks of one entry; returns 1 if the entry became fully acked."""
         ...
 
-    def ack_batch_sets(self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int],
-                       batch_sizes: np.ndarray) -> int:
+    def ack_batch_sets(
+        self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int], batch_sizes: np.ndarray
+    ) -> int:
         """Batch-index acks of many entries in bulk: per entry (``(n, 2)`` positions) the
         indexes still unacknowledged after these acks (``ack_sets``, Pulsar's ack-set bits,
         never 0) and the batch size; the same as ``ack_batch_indexes`` entry by entry. Returns

@@ -84,8 +84,9 @@ class _Buckets:
         for key, batches in self._memory.items():
             ident = self._ids.setdefault(key, len(self._ids))
             path = posixpath.join(self._spill_dir, f"{ident}-{uuid.uuid4().hex}.parquet")
-            pq.write_table(pa.Table.from_batches(batches, PREPARED_SCHEMA), path, filesystem=self._fs,
-                           compression="lz4")
+            pq.write_table(
+                pa.Table.from_batches(batches, PREPARED_SCHEMA), path, filesystem=self._fs, compression="lz4"
+            )
             self._spilled.setdefault(key, []).append(path)
         self._memory.clear()
         self._bytes = 0
@@ -144,7 +145,7 @@ def prepare_in_process(
             order = replay_order(table)
             writer = PartitionWriter(fs, path, key[0], key[1], "local")
             for start in range(0, len(order), ROW_GROUP_ROWS):
-                writer.write(table.take(pa.array(order[start:start + ROW_GROUP_ROWS])))
+                writer.write(table.take(pa.array(order[start : start + ROW_GROUP_ROWS])))
             parts.append(writer.close())
             written += table.num_rows
             del table, order

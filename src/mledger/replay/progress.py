@@ -27,8 +27,9 @@ class Progress:
     ``with``). ``total`` 0 means unknown (no bar, a count). ``enabled=None``: when stderr is a
     terminal."""
 
-    def __init__(self, total: int, label: str, unit: str = "events", enabled: bool | None = None,
-                 console: Console | None = None) -> None:
+    def __init__(
+        self, total: int, label: str, unit: str = "events", enabled: bool | None = None, console: Console | None = None
+    ) -> None:
         self.console = console or Console(stderr=True)
         self.enabled = self.console.is_terminal if enabled is None else enabled
         self.unit = unit
@@ -38,10 +39,17 @@ class Progress:
         self._task: Any = None
         if self.enabled:
             self._bar = _RichProgress(
-                TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
-                MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(), TextColumn("eta"),
-                TimeRemainingColumn(), TextColumn("{task.fields[note]}"),
-                console=self.console, transient=False,
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                MofNCompleteColumn(),
+                TextColumn(unit),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[note]}"),
+                console=self.console,
+                transient=False,
             )
             self._bar.start()
             self._task = self._bar.add_task(label, total=total or None, note="")

@@ -102,23 +102,40 @@ class Column:
 
 LOG_COLUMNS: dict[str, tuple[Column, ...]] = {
     "produced": (
-        Column("topic", STR), Column("partition", INT), Column("ledger_id", INT),
-        Column("entry_id", INT), Column("batch_size", INT, False), Column("publish_time_ms", INT),
-        Column("deliver_at_ms", INT, False), Column("producer_name", STR, False),
-        Column("sequence_id", INT, False), Column("key", STR, False),
+        Column("topic", STR),
+        Column("partition", INT),
+        Column("ledger_id", INT),
+        Column("entry_id", INT),
+        Column("batch_size", INT, False),
+        Column("publish_time_ms", INT),
+        Column("deliver_at_ms", INT, False),
+        Column("producer_name", STR, False),
+        Column("sequence_id", INT, False),
+        Column("key", STR, False),
     ),
     "acked": (
-        Column("topic", STR), Column("partition", INT), Column("subscription", STR),
-        Column("ledger_id", INT), Column("entry_id", INT), Column("batch_index", INT, False),
-        Column("ack_type", STR, False), Column("ts_ms", INT),
+        Column("topic", STR),
+        Column("partition", INT),
+        Column("subscription", STR),
+        Column("ledger_id", INT),
+        Column("entry_id", INT),
+        Column("batch_index", INT, False),
+        Column("ack_type", STR, False),
+        Column("ts_ms", INT),
     ),
     "cancelled": (
-        Column("topic", STR), Column("partition", INT), Column("subscription", STR, False),
-        Column("ledger_id", INT), Column("entry_id", INT), Column("batch_index", INT, False),
+        Column("topic", STR),
+        Column("partition", INT),
+        Column("subscription", STR, False),
+        Column("ledger_id", INT),
+        Column("entry_id", INT),
+        Column("batch_index", INT, False),
         Column("ts_ms", INT),
     ),
     "subscriptions": (
-        Column("topic", STR), Column("subscription", STR), Column("type", STR, False),
+        Column("topic", STR),
+        Column("subscription", STR),
+        Column("type", STR, False),
         Column("initial_position", STR, False),
     ),
 }
@@ -174,21 +191,23 @@ def check_file_schema(log: str, path: str, schema: pa.Schema, *, text_columns: b
 
 
 # -- the event schema: what reading hands to the replay --------------------------------------------
-EVENT_SCHEMA = pa.schema([
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int64()),
-    pa.field("ts", pa.int64()),
-    pa.field("kind", pa.int8(), nullable=False),
-    pa.field("seq", pa.int64(), nullable=False),
-    pa.field("name", pa.string()),
-    pa.field("ledger_id", pa.int64()),
-    pa.field("entry_id", pa.int64()),
-    pa.field("batch", pa.int64()),
-    pa.field("deliver_at_ms", pa.int64()),
-    pa.field("sequence_id", pa.int64()),
-    pa.field("ack_type", pa.int8()),
-    pa.field("problem", pa.string()),
-])
+EVENT_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int64()),
+        pa.field("ts", pa.int64()),
+        pa.field("kind", pa.int8(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("name", pa.string()),
+        pa.field("ledger_id", pa.int64()),
+        pa.field("entry_id", pa.int64()),
+        pa.field("batch", pa.int64()),
+        pa.field("deliver_at_ms", pa.int64()),
+        pa.field("sequence_id", pa.int64()),
+        pa.field("ack_type", pa.int8()),
+        pa.field("problem", pa.string()),
+    ]
+)
 """One row per event of any log, as read (values unchecked, nulls kept):
 
 * ``ts``: ``publish_time_ms`` (produced) or ``ts_ms``; ``kind``: 0 produced, 1 cancelled,
@@ -275,8 +294,9 @@ def ack_type_codes(raw: pa.Array) -> tuple[pa.Array, pa.Array]:
     codes = pc.if_else(pc.equal(lowered, "individual"), 0, pc.if_else(pc.equal(lowered, "cumulative"), 1, -1))
     codes = pc.cast(codes, pa.int8())
     bad = pc.equal(codes, -1)
-    problem = pc.if_else(bad, pc.binary_join_element_wise("unknown ack_type '", raw, "'", ""),
-                         pa.scalar(None, pa.string()))
+    problem = pc.if_else(
+        bad, pc.binary_join_element_wise("unknown ack_type '", raw, "'", ""), pa.scalar(None, pa.string())
+    )
     return codes, problem
 
 
@@ -288,9 +308,16 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
     n = batch.num_rows
     problems = _Problems(n)
     produced = log == "produced"
-    ints = {name: _int_column(batch, name, problems) for name in (
-        "partition", "ledger_id", "entry_id", "publish_time_ms" if produced else "ts_ms",
-        *(("batch_size", "deliver_at_ms", "sequence_id") if produced else ("batch_index",)))}
+    ints = {
+        name: _int_column(batch, name, problems)
+        for name in (
+            "partition",
+            "ledger_id",
+            "entry_id",
+            "publish_time_ms" if produced else "ts_ms",
+            *(("batch_size", "deliver_at_ms", "sequence_id") if produced else ("batch_index",)),
+        )
+    }
     ack = pa.nulls(n, pa.int8())
     if log == "acked":
         raw = _str_column(batch, "ack_type")
@@ -300,13 +327,19 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
     nulls = pa.nulls(n, pa.int64())
     return pa.RecordBatch.from_arrays(
         [
-            _str_column(batch, "topic"), ints["partition"],
+            _str_column(batch, "topic"),
+            ints["partition"],
             ints["publish_time_ms" if produced else "ts_ms"],
-            pa.array(np.full(n, KIND_OF_LOG[log], np.int8)), pa.array(seq),
+            pa.array(np.full(n, KIND_OF_LOG[log], np.int8)),
+            pa.array(seq),
             _str_column(batch, "producer_name" if produced else "subscription"),
-            ints["ledger_id"], ints["entry_id"], ints["batch_size" if produced else "batch_index"],
-            ints["deliver_at_ms"] if produced else nulls, ints["sequence_id"] if produced else nulls,
-            ack, problems.array,
+            ints["ledger_id"],
+            ints["entry_id"],
+            ints["batch_size" if produced else "batch_index"],
+            ints["deliver_at_ms"] if produced else nulls,
+            ints["sequence_id"] if produced else nulls,
+            ack,
+            problems.array,
         ],
         schema=EVENT_SCHEMA,
     )
@@ -342,8 +375,9 @@ MAX_LEDGER_ID = CURSOR_LEDGER_BASE
 """Ledger ids at or above this (2^62) are invalid rows: the replay store numbers cursor ledgers there."""
 
 
-def check_events(batch: pa.RecordBatch, topic: str | None, name_codes: np.ndarray, empty_code: int,
-                 partition: int | None = None) -> Checked:
+def check_events(
+    batch: pa.RecordBatch, topic: str | None, name_codes: np.ndarray, empty_code: int, partition: int | None = None
+) -> Checked:
     """Validate an :data:`EVENT_SCHEMA` batch of one topic-partition (the same checks for every
     way of reading). ``name_codes``: each row's ``name`` as a code, -1 for null, and
     ``empty_code`` the code of ``""``. A batch without ``topic`` / ``partition`` columns (a
@@ -409,64 +443,74 @@ def check_events(batch: pa.RecordBatch, topic: str | None, name_codes: np.ndarra
     flag(produced & has & (q < 0), "sequence_id is negative")
     seqid = np.where(produced & has & (q >= 0), q, -1)
     flag((kind == KIND_ACKED) & ((name_codes < 0) | (name_codes == empty_code)), "subscription is missing")
-    flag((kind == KIND_CANCELLED) & (name_codes == empty_code), "subscription is empty (leave it null for every subscription)")
+    flag(
+        (kind == KIND_CANCELLED) & (name_codes == empty_code),
+        "subscription is empty (leave it null for every subscription)",
+    )
     a, has = _ints(batch, "ack_type")
     ack = np.where(has & (a == 1), 1, 0).astype(np.int8)
-    return Checked(ts, part, ids["ledger_id"], ids["entry_id"], batch_out, deliver, seqid, ack,
-                   first if found else None)
+    return Checked(
+        ts, part, ids["ledger_id"], ids["entry_id"], batch_out, deliver, seqid, ack, first if found else None
+    )
 
 
 # -- outputs ---------------------------------------------------------------------------------------
-CURSOR_SCHEMA = pa.schema([
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()),
-    pa.field("subscription", pa.string()),
-    pa.field("subscription_type", pa.string()),
-    pa.field("mark_delete_ledger_id", pa.int64()),
-    pa.field("mark_delete_entry_id", pa.int64()),
-    pa.field("read_ledger_id", pa.int64()),
-    pa.field("read_entry_id", pa.int64()),
-    pa.field("ack_hole_ranges", pa.int64()),
-    pa.field("backlog", pa.int64()),
-    pa.field("acked", pa.int64()),
-    pa.field("cancelled", pa.int64()),
-    pa.field("delayed_delivered", pa.int64()),
-    pa.field("delayed_pending", pa.int64()),
-    pa.field("persisted_state_bytes", pa.int64()),
-    pa.field("state_chunks", pa.int32()),
-    pa.field("truncated_ranges", pa.int64()),
-    pa.field("truncated_batch_indexes", pa.int64()),
-    pa.field("state_record", pa.string()),
-    pa.field("state", pa.binary()),
-])
+CURSOR_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("subscription", pa.string()),
+        pa.field("subscription_type", pa.string()),
+        pa.field("mark_delete_ledger_id", pa.int64()),
+        pa.field("mark_delete_entry_id", pa.int64()),
+        pa.field("read_ledger_id", pa.int64()),
+        pa.field("read_entry_id", pa.int64()),
+        pa.field("ack_hole_ranges", pa.int64()),
+        pa.field("backlog", pa.int64()),
+        pa.field("acked", pa.int64()),
+        pa.field("cancelled", pa.int64()),
+        pa.field("delayed_delivered", pa.int64()),
+        pa.field("delayed_pending", pa.int64()),
+        pa.field("persisted_state_bytes", pa.int64()),
+        pa.field("state_chunks", pa.int32()),
+        pa.field("truncated_ranges", pa.int64()),
+        pa.field("truncated_batch_indexes", pa.int64()),
+        pa.field("state_record", pa.string()),
+        pa.field("state", pa.binary()),
+    ]
+)
 """One row per topic, partition and subscription (see the README for every column)."""
 
-ANOMALY_SCHEMA = pa.schema([
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()),
-    pa.field("subscription", pa.string()),
-    pa.field("event", pa.string()),
-    pa.field("ts_ms", pa.int64()),
-    pa.field("ledger_id", pa.int64()),
-    pa.field("entry_id", pa.int64()),
-    pa.field("batch_index", pa.int32()),
-    pa.field("reason", pa.string()),
-    pa.field("detail", pa.string()),
-])
+ANOMALY_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("subscription", pa.string()),
+        pa.field("event", pa.string()),
+        pa.field("ts_ms", pa.int64()),
+        pa.field("ledger_id", pa.int64()),
+        pa.field("entry_id", pa.int64()),
+        pa.field("batch_index", pa.int32()),
+        pa.field("reason", pa.string()),
+        pa.field("detail", pa.string()),
+    ]
+)
 """One row per anomaly; ``event`` is the log the row came from (or ``subscriptions``)."""
 
-PARTITION_SCHEMA = pa.schema([
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()),
-    pa.field("events", pa.int64()),
-    pa.field("entries", pa.int64()),
-    pa.field("placeholder_entries", pa.int64()),
-    pa.field("ledgers", pa.int64()),
-    pa.field("last_ledger_id", pa.int64()),
-    pa.field("last_entry_id", pa.int64()),
-    pa.field("subscriptions", pa.int64()),
-    pa.field("anomalies", pa.int64()),
-])
+PARTITION_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("events", pa.int64()),
+        pa.field("entries", pa.int64()),
+        pa.field("placeholder_entries", pa.int64()),
+        pa.field("ledgers", pa.int64()),
+        pa.field("last_ledger_id", pa.int64()),
+        pa.field("last_entry_id", pa.int64()),
+        pa.field("subscriptions", pa.int64()),
+        pa.field("anomalies", pa.int64()),
+    ]
+)
 """One row per topic-partition: what the replay saw and built."""
 
 OUTPUTS = {"cursors": CURSOR_SCHEMA, "anomalies": ANOMALY_SCHEMA, "partitions": PARTITION_SCHEMA}
@@ -505,13 +549,15 @@ def split_output(table: pa.Table, record: str) -> pa.Table:
 
 # -- Spark ---------------------------------------------------------------------------------------
 _DDL = {
-    pa.string(): "string", pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "bigint",
-    pa.binary(): "binary", pa.bool_(): "boolean",
+    pa.string(): "string",
+    pa.int8(): "tinyint",
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.binary(): "binary",
+    pa.bool_(): "boolean",
 }
 
 
 def ddl(schema: pa.Schema) -> str:
     """The Spark DDL string of a flat pyarrow schema (``"topic string, partition int, ..."``)."""
     return ", ".join(f"`{f.name}` {_DDL[f.type]}" for f in schema)
-
-

@@ -151,7 +151,9 @@ SETTINGS_FILE = "settings.json"
 """What a replay writes beside its outputs: the settings it ran with (``OUT_DIR/settings.json``)."""
 
 
-def settings_record(settings: ReplaySettings, engine: str, sweep: Mapping[str, list[Any]] | None = None) -> dict[str, Any]:
+def settings_record(
+    settings: ReplaySettings, engine: str, sweep: Mapping[str, list[Any]] | None = None
+) -> dict[str, Any]:
     """The JSON document of :data:`SETTINGS_FILE`: ``{"format": 1, "engine": ..., "ledger":
     {...}, "factory": {...}, <replay fields>, "sweep": {key: [values...]}}`` (every field,
     defaults included; ``sweep`` is ``{}`` without a sweep, and the swept keys' values in
@@ -159,8 +161,9 @@ def settings_record(settings: ReplaySettings, engine: str, sweep: Mapping[str, l
     return {"format": 1, "engine": engine, **dataclasses.asdict(settings), "sweep": dict(sweep or {})}
 
 
-def write_settings(out_dir: str, settings: ReplaySettings, engine: str,
-                   sweep: Mapping[str, list[Any]] | None = None) -> None:
+def write_settings(
+    out_dir: str, settings: ReplaySettings, engine: str, sweep: Mapping[str, list[Any]] | None = None
+) -> None:
     """Write :data:`SETTINGS_FILE` into ``out_dir`` (a local path or a pyarrow filesystem URI)."""
     fs, root = filesystem_for(out_dir)
     fs.create_dir(root, recursive=True)

@@ -67,24 +67,53 @@ def _max(table: pa.Table, column: str) -> int:
     return int(pc.max(table[column]).as_py() or 0)
 
 
-def summarize(cursors: pa.Table, partitions: pa.Table, anomaly_counts: dict[str, int],
-              seconds: float = 0.0, engine: str = "", out_dir: str = "", unkeyed_events: int = 0) -> ReplaySummary:
+def summarize(
+    cursors: pa.Table,
+    partitions: pa.Table,
+    anomaly_counts: dict[str, int],
+    seconds: float = 0.0,
+    engine: str = "",
+    out_dir: str = "",
+    unkeyed_events: int = 0,
+) -> ReplaySummary:
     """Aggregate the ``cursors`` and ``partitions`` outputs and the anomaly counts by reason.
 
     ``unkeyed_events``: events of keys that cannot be replayed (a null topic or partition),
     which have no ``partitions`` row (:func:`~.engine.replayable`)."""
     by_type = []
     if cursors.num_rows:
-        grouped = cursors.group_by("subscription_type").aggregate([
-            ("subscription", "count"), ("backlog", "sum"), ("ack_hole_ranges", "sum"), ("acked", "sum"),
-            ("cancelled", "sum"), ("delayed_delivered", "sum"), ("persisted_state_bytes", "max"),
-            ("state_chunks", "max"), ("truncated_ranges", "sum"),
-        ]).sort_by("subscription_type")
+        grouped = (
+            cursors.group_by("subscription_type")
+            .aggregate(
+                [
+                    ("subscription", "count"),
+                    ("backlog", "sum"),
+                    ("ack_hole_ranges", "sum"),
+                    ("acked", "sum"),
+                    ("cancelled", "sum"),
+                    ("delayed_delivered", "sum"),
+                    ("persisted_state_bytes", "max"),
+                    ("state_chunks", "max"),
+                    ("truncated_ranges", "sum"),
+                ]
+            )
+            .sort_by("subscription_type")
+        )
         by_type = grouped.to_pylist()
     top = []
     if cursors.num_rows:
-        top = cursors.sort_by([("backlog", "descending"), ("topic", "ascending"), ("partition", "ascending"),
-                               ("subscription", "ascending")]).slice(0, 5).to_pylist()
+        top = (
+            cursors.sort_by(
+                [
+                    ("backlog", "descending"),
+                    ("topic", "ascending"),
+                    ("partition", "ascending"),
+                    ("subscription", "ascending"),
+                ]
+            )
+            .slice(0, 5)
+            .to_pylist()
+        )
     return ReplaySummary(
         events=_sum(partitions, "events") + unkeyed_events,
         topic_partitions=partitions.num_rows,
@@ -133,25 +162,58 @@ def format_summary(s: ReplaySummary) -> str:
     lines = [
         f"replayed {s.events:,} events of {s.topic_partitions:,} topic-partitions"
         + (f" in {s.seconds:.1f} s ({s.events_per_second:,.0f} events/s, {s.engine})" if s.seconds else ""),
-        (f"entries {s.entries:,} in {s.ledgers:,} ledgers ({s.placeholder_entries:,} placeholders); "
-         f"{s.subscriptions:,} cursors; backlog {s.backlog:,}; ack-hole ranges {s.ack_hole_ranges:,}"),
+        (
+            f"entries {s.entries:,} in {s.ledgers:,} ledgers ({s.placeholder_entries:,} placeholders); "
+            f"{s.subscriptions:,} cursors; backlog {s.backlog:,}; ack-hole ranges {s.ack_hole_ranges:,}"
+        ),
         "",
         "cursors by subscription type:",
     ]
     lines += _table(
-        ["type", "cursors", "backlog", "hole ranges", "acked", "cancelled", "delayed delivered",
-         "max state bytes", "max chunks", "truncated ranges"],
-        [[r["subscription_type"], r["subscription_count"], r["backlog_sum"], r["ack_hole_ranges_sum"],
-          r["acked_sum"], r["cancelled_sum"], r["delayed_delivered_sum"], r["persisted_state_bytes_max"],
-          r["state_chunks_max"], r["truncated_ranges_sum"]] for r in s.by_type],
+        [
+            "type",
+            "cursors",
+            "backlog",
+            "hole ranges",
+            "acked",
+            "cancelled",
+            "delayed delivered",
+            "max state bytes",
+            "max chunks",
+            "truncated ranges",
+        ],
+        [
+            [
+                r["subscription_type"],
+                r["subscription_count"],
+                r["backlog_sum"],
+                r["ack_hole_ranges_sum"],
+                r["acked_sum"],
+                r["cancelled_sum"],
+                r["delayed_delivered_sum"],
+                r["persisted_state_bytes_max"],
+                r["state_chunks_max"],
+                r["truncated_ranges_sum"],
+            ]
+            for r in s.by_type
+        ],
     )
     if s.top_backlog:
         lines += ["", "largest backlogs:"]
         lines += _table(
             ["topic", "partition", "subscription", "mark-delete", "backlog", "hole ranges", "state bytes"],
-            [[r["topic"], r["partition"], r["subscription"],
-              f"{r['mark_delete_ledger_id']}:{r['mark_delete_entry_id']}", r["backlog"], r["ack_hole_ranges"],
-              r["persisted_state_bytes"]] for r in s.top_backlog],
+            [
+                [
+                    r["topic"],
+                    r["partition"],
+                    r["subscription"],
+                    f"{r['mark_delete_ledger_id']}:{r['mark_delete_entry_id']}",
+                    r["backlog"],
+                    r["ack_hole_ranges"],
+                    r["persisted_state_bytes"],
+                ]
+                for r in s.top_backlog
+            ],
         )
     lines += ["", f"anomalies: {s.anomaly_total:,}"]
     if s.anomalies:
@@ -186,10 +248,16 @@ class SweepSummary:
 
 
 SWEEP_COLUMNS = (
-    ("cursors", "subscriptions"), ("backlog", "backlog"), ("hole ranges", "ack_hole_ranges"),
-    ("truncated ranges", "truncated_ranges"), ("truncated batch idx", "truncated_batch_indexes"),
-    ("state bytes", "persisted_state_bytes"), ("max state bytes", "max_persisted_state_bytes"),
-    ("max chunks", "max_state_chunks"), ("delayed delivered", "delayed_delivered"), ("anomalies", "anomaly_total"),
+    ("cursors", "subscriptions"),
+    ("backlog", "backlog"),
+    ("hole ranges", "ack_hole_ranges"),
+    ("truncated ranges", "truncated_ranges"),
+    ("truncated batch idx", "truncated_batch_indexes"),
+    ("state bytes", "persisted_state_bytes"),
+    ("max state bytes", "max_persisted_state_bytes"),
+    ("max chunks", "max_state_chunks"),
+    ("delayed delivered", "delayed_delivered"),
+    ("anomalies", "anomaly_total"),
 )
 """The figures the sweep table compares: (header, :class:`ReplaySummary` attribute)."""
 
@@ -197,26 +265,44 @@ SWEEP_COLUMNS = (
 def format_sweep(s: SweepSummary) -> str:
     """The sweep's comparison table: one row per combination of settings."""
     events = s.events
-    took = f" in {s.seconds:.1f} s ({events * len(s.summaries) / s.seconds:,.0f} event replays/s, {s.engine})" \
-        if s.seconds else ""
+    took = (
+        f" in {s.seconds:.1f} s ({events * len(s.summaries) / s.seconds:,.0f} event replays/s, {s.engine})"
+        if s.seconds
+        else ""
+    )
     lines = [f"replayed {events:,} events under {len(s.summaries)} settings{took}", ""]
-    rows = [[*(str(v) for v in vals), *(getattr(summary, attr) for _, attr in SWEEP_COLUMNS)]
-            for vals, summary in zip(s.values, s.summaries, strict=False)]
+    rows = [
+        [*(str(v) for v in vals), *(getattr(summary, attr) for _, attr in SWEEP_COLUMNS)]
+        for vals, summary in zip(s.values, s.summaries, strict=False)
+    ]
     lines += _table([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
     reasons = sorted({r for summary in s.summaries for r in summary.anomalies})
     if reasons:
         lines += ["", "anomalies by reason:"]
-        lines += _table([*s.keys, *reasons],
-                        [[*(str(v) for v in vals), *(summary.anomalies.get(r, 0) for r in reasons)]
-                         for vals, summary in zip(s.values, s.summaries, strict=False)])
+        lines += _table(
+            [*s.keys, *reasons],
+            [
+                [*(str(v) for v in vals), *(summary.anomalies.get(r, 0) for r in reasons)]
+                for vals, summary in zip(s.values, s.summaries, strict=False)
+            ],
+        )
     if s.out_dir:
-        lines += ["", f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet; "
-                  f"columns {', '.join(s.keys)} say which settings)"]
+        lines += [
+            "",
+            f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet; "
+            f"columns {', '.join(s.keys)} say which settings)",
+        ]
     return "\n".join(lines)
 
 
-def read_summaries(out_dir: str, keys: Sequence[str], values: Sequence[tuple[Any, ...]], seconds: float,
-                   engine: str, unkeyed_events: int = 0) -> list[ReplaySummary]:
+def read_summaries(
+    out_dir: str,
+    keys: Sequence[str],
+    values: Sequence[tuple[Any, ...]],
+    seconds: float,
+    engine: str,
+    unkeyed_events: int = 0,
+) -> list[ReplaySummary]:
     """One summary per combination of ``values`` of the swept ``keys`` (one without a sweep),
     from the written outputs (the small columns only)."""
     from .schema import CURSOR_SCHEMA
@@ -228,17 +314,23 @@ def read_summaries(out_dir: str, keys: Sequence[str], values: Sequence[tuple[Any
     anomalies = pq.read_table(posixpath.join(root, "anomalies"), columns=["reason", *keys], filesystem=fs)
     out = []
     for vals in values or [()]:
+
         def pick(table: pa.Table, vals: tuple[object, ...] = vals) -> pa.Table:
             for key, value in zip(keys, vals, strict=False):
                 column = table[key]
-                mask = pc.is_null(column) if value is None else pc.equal(column, pa.scalar(value, column.type)
-                                                                           if not pa.types.is_string(column.type)
-                                                                           else str(value))
+                mask = (
+                    pc.is_null(column)
+                    if value is None
+                    else pc.equal(
+                        column, pa.scalar(value, column.type) if not pa.types.is_string(column.type) else str(value)
+                    )
+                )
                 table = table.filter(mask)
             return table.drop_columns(list(keys))
 
-        summary = summarize(pick(cursors), pick(partitions), reason_counts(pick(anomalies)), seconds, engine, out_dir,
-                            unkeyed_events)
+        summary = summarize(
+            pick(cursors), pick(partitions), reason_counts(pick(anomalies)), seconds, engine, out_dir, unkeyed_events
+        )
         out.append(summary)
     return out
 

@@ -105,8 +105,9 @@ class PartWriter:
     def write(self, output: str, batch: pa.RecordBatch) -> None:
         writer = self._writers.get(output)
         if writer is None:
-            writer = self._writers[output] = pq.ParquetWriter(self._temp(output), self._schemas[output],
-                                                              filesystem=self._fs)
+            writer = self._writers[output] = pq.ParquetWriter(
+                self._temp(output), self._schemas[output], filesystem=self._fs
+            )
         writer.write_batch(batch)
 
     def close(self) -> tuple[str, ...]:
@@ -161,8 +162,17 @@ def replay_partition_into(
     persistence-only settings share one replay (:mod:`.mirror`). Returns the events read."""
     declared = declared_for(subscriptions, part.topic)
     replayers = [
-        (PartitionReplayer(part.topic, part.partition, chosen[group[0]].settings, declared, model_factory,
-                           also_persist=[chosen[i].settings for i in group[1:]]), group)
+        (
+            PartitionReplayer(
+                part.topic,
+                part.partition,
+                chosen[group[0]].settings,
+                declared,
+                model_factory,
+                also_persist=[chosen[i].settings for i in group[1:]],
+            ),
+            group,
+        )
         for group in shared_groups(v.settings for v in chosen)
     ]
     events = 0

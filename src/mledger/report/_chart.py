@@ -33,9 +33,18 @@ __all__ = [
 ]
 
 PALETTE: dict[str, str] = {
-    "ink": "#111827", "muted": "#6b7280", "grid": "#e5e7eb", "axis": "#9ca3af", "background": "#ffffff",
-    "blue": "#3b82f6", "amber": "#f59e0b", "red": "#ef4444", "purple": "#8b5cf6", "teal": "#14b8a6",
-    "slate": "#64748b", "indigo": "#6366f1",
+    "ink": "#111827",
+    "muted": "#6b7280",
+    "grid": "#e5e7eb",
+    "axis": "#9ca3af",
+    "background": "#ffffff",
+    "blue": "#3b82f6",
+    "amber": "#f59e0b",
+    "red": "#ef4444",
+    "purple": "#8b5cf6",
+    "teal": "#14b8a6",
+    "slate": "#64748b",
+    "indigo": "#6366f1",
 }
 """Color name -> ``#rrggbb``; the page's CSS uses the same values."""
 
@@ -162,8 +171,10 @@ class Chart:
         for panel in self.panels:
             for series in panel.series:
                 if len(series.values) != len(self.categories):
-                    raise ValueError(f"chart {self.key!r}: series {series.name!r} has {len(series.values)} "
-                                     f"values for {len(self.categories)} categories")
+                    raise ValueError(
+                        f"chart {self.key!r}: series {series.name!r} has {len(series.values)} "
+                        f"values for {len(self.categories)} categories"
+                    )
 
     @property
     def empty(self) -> bool:
@@ -176,8 +187,9 @@ class Chart:
             return f"{self.title}: {self.empty_text}"
         rows = []
         for i, category in enumerate(self.categories[:limit]):
-            values = [f"{s.name + ' ' if s.name else ''}{p.value_format(s.values[i])}"
-                      for p in self.panels for s in p.series]
+            values = [
+                f"{s.name + ' ' if s.name else ''}{p.value_format(s.values[i])}" for p in self.panels for s in p.series
+            ]
             rows.append(f"{category} {', '.join(values)}")
         return f"{self.title}: " + "; ".join(rows)
 

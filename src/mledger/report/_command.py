@@ -16,11 +16,21 @@ __all__ = ["add_report_arguments", "main", "run_report"]
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mledger report`` (for wiring into the ``mledger`` command)."""
     parser.add_argument("out", metavar="OUT_DIR", help="the replay output directory (cursors/, anomalies/)")
-    parser.add_argument("-o", "--output", default=None, metavar="REPORT_DIR",
-                        help="where to write index.html and the PNG charts (default OUT_DIR/report)")
-    parser.add_argument("--max-unacked-ranges-to-persist", dest="limit", type=int, default=None, metavar="N",
-                        help="the limit to draw (default: the one OUT_DIR/settings.json records, "
-                             f"else {DEFAULT_LIMIT:,})")
+    parser.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="REPORT_DIR",
+        help="where to write index.html and the PNG charts (default OUT_DIR/report)",
+    )
+    parser.add_argument(
+        "--max-unacked-ranges-to-persist",
+        dest="limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"the limit to draw (default: the one OUT_DIR/settings.json records, else {DEFAULT_LIMIT:,})",
+    )
     parser.add_argument("--top", type=int, default=25, help="bars in the per-subscription charts (25)")
     parser.add_argument("--rows", type=int, default=50, help="rows per table (50)")
 
@@ -34,8 +44,13 @@ def _progress() -> Iterator[Progress | None]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 
-    with RichProgress(TextColumn("mledger report: {task.description}"), BarColumn(), TimeElapsedColumn(),
-                      console=Console(stderr=True), transient=True) as bar:
+    with RichProgress(
+        TextColumn("mledger report: {task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task("starting", total=None)
 
         def tell(step: str, done: int, total: int) -> None:
@@ -54,9 +69,11 @@ def run_report(args: argparse.Namespace) -> int:
         print(f"mledger report: error: {e}", file=sys.stderr)
         return 2
     totals = report.model.totals
-    print(f"wrote {report.html_path} ({totals['subscriptions']:,} subscriptions, "
-          f"{totals['anomalies']:,} anomalies, {totals['over_limit']:,} over the limit) "
-          f"and {len(report.charts)} PNG charts")
+    print(
+        f"wrote {report.html_path} ({totals['subscriptions']:,} subscriptions, "
+        f"{totals['anomalies']:,} anomalies, {totals['over_limit']:,} over the limit) "
+        f"and {len(report.charts)} PNG charts"
+    )
     return 0
 
 

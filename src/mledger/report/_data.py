@@ -41,14 +41,37 @@ NEAR_LIMIT = 0.8
 EXAMPLES_PER_REASON = 3
 
 _CURSOR_COLUMNS = {
-    "topic": "", "partition": -1, "subscription": "", "subscription_type": "",
-    "mark_delete_ledger_id": -1, "mark_delete_entry_id": -1, "read_ledger_id": -1, "read_entry_id": -1,
-    "ack_hole_ranges": 0, "backlog": 0, "acked": 0, "cancelled": 0, "delayed_delivered": 0,
-    "delayed_pending": 0, "persisted_state_bytes": 0, "state_chunks": 0, "truncated_ranges": 0,
+    "topic": "",
+    "partition": -1,
+    "subscription": "",
+    "subscription_type": "",
+    "mark_delete_ledger_id": -1,
+    "mark_delete_entry_id": -1,
+    "read_ledger_id": -1,
+    "read_entry_id": -1,
+    "ack_hole_ranges": 0,
+    "backlog": 0,
+    "acked": 0,
+    "cancelled": 0,
+    "delayed_delivered": 0,
+    "delayed_pending": 0,
+    "persisted_state_bytes": 0,
+    "state_chunks": 0,
+    "truncated_ranges": 0,
     "truncated_batch_indexes": 0,
 }
-_ANOMALY_COLUMNS = ("topic", "partition", "subscription", "event", "ts_ms", "ledger_id", "entry_id",
-                    "batch_index", "reason", "detail")
+_ANOMALY_COLUMNS = (
+    "topic",
+    "partition",
+    "subscription",
+    "event",
+    "ts_ms",
+    "ledger_id",
+    "entry_id",
+    "batch_index",
+    "reason",
+    "detail",
+)
 
 
 class ReplayReportInputError(MLedgerError, ValueError):
@@ -163,16 +186,14 @@ class ReportModel:
     def short(self, name: str) -> str:
         """``name`` without :attr:`common_prefix`."""
         prefix = self.common_prefix
-        return name[len(prefix):] if prefix and name.startswith(prefix) else name
+        return name[len(prefix) :] if prefix and name.startswith(prefix) else name
 
 
 def _pyarrow() -> Any:
     try:
         import pyarrow.dataset as ds
     except ImportError as e:
-        raise MissingExtraError(
-            "mledger report reads Parquet with pyarrow: pip install 'mledger[report]'"
-        ) from e
+        raise MissingExtraError("mledger report reads Parquet with pyarrow: pip install 'mledger[report]'") from e
     return ds
 
 
@@ -226,8 +247,9 @@ def _state(row: dict[str, Any]) -> SubscriptionState:
     )
 
 
-def _scan_anomalies(ds: Any, out_dir: str, only: tuple[tuple[str, Any], ...] = ()
-                    ) -> tuple[Counter[str], Counter[str], dict[str, list[dict[str, Any]]]]:
+def _scan_anomalies(
+    ds: Any, out_dir: str, only: tuple[tuple[str, Any], ...] = ()
+) -> tuple[Counter[str], Counter[str], dict[str, list[dict[str, Any]]]]:
     """(count by reason, count by topic-partition, examples by reason), streaming; ``only``:
     the rows of one sweep combination."""
     by_reason: Counter[str] = Counter()
@@ -271,17 +293,19 @@ def _partitions(subs: Iterable[SubscriptionState], anomalies: Counter[str], limi
         grouped.setdefault(name, [])
     out = []
     for name, members in grouped.items():
-        out.append(PartitionSummary(
-            topic_partition=name,
-            subscriptions=len(members),
-            backlog=sum(m.backlog for m in members),
-            max_hole_ranges=max((m.hole_ranges for m in members), default=0),
-            max_utilisation=max((m.utilisation(limit) for m in members), default=0.0),
-            max_persisted_bytes=max((m.persisted_bytes for m in members), default=0),
-            max_chunks=max((m.chunks for m in members), default=0),
-            truncated_ranges=sum(m.truncated_ranges for m in members),
-            anomalies=anomalies.get(name, 0),
-        ))
+        out.append(
+            PartitionSummary(
+                topic_partition=name,
+                subscriptions=len(members),
+                backlog=sum(m.backlog for m in members),
+                max_hole_ranges=max((m.hole_ranges for m in members), default=0),
+                max_utilisation=max((m.utilisation(limit) for m in members), default=0.0),
+                max_persisted_bytes=max((m.persisted_bytes for m in members), default=0),
+                max_chunks=max((m.chunks for m in members), default=0),
+                truncated_ranges=sum(m.truncated_ranges for m in members),
+                anomalies=anomalies.get(name, 0),
+            )
+        )
     out.sort(key=lambda p: (-p.truncated_ranges, -p.max_utilisation, -p.anomalies, -p.backlog, p.topic_partition))
     return out
 
@@ -331,8 +355,9 @@ def _combination_filter(ds: Any, only: tuple[tuple[str, Any], ...]) -> Any:
     return expr
 
 
-def _sweep_settings(ds: Any, out_dir: str, sweep: dict[str, list[Any]], rows: list[dict[str, Any]],
-                    limit: int) -> list[SweepSetting]:
+def _sweep_settings(
+    ds: Any, out_dir: str, sweep: dict[str, list[Any]], rows: list[dict[str, Any]], limit: int
+) -> list[SweepSetting]:
     keys = list(sweep)
     anomalies: Counter[tuple[Any, ...]] = Counter()
     dataset = _dataset(ds, os.path.join(out_dir, "anomalies"))
@@ -350,17 +375,22 @@ def _sweep_settings(ds: Any, out_dir: str, sweep: dict[str, list[Any]], rows: li
         values = tuple(zip(keys, combo, strict=False))
         own = dict(values).get("max_unacked_ranges_to_persist", limit)
         subs = by_values.get(tuple(combo), [])
-        out.append(SweepSetting(
-            label=", ".join(f"{k}={v}" for k, v in values), values=values, limit=own,
-            subscriptions=len(subs), hole_ranges=sum(s.hole_ranges for s in subs),
-            truncated_ranges=sum(s.truncated_ranges for s in subs),
-            truncated_batch_indexes=sum(s.truncated_batch_indexes for s in subs),
-            persisted_bytes=sum(s.persisted_bytes for s in subs),
-            max_persisted_bytes=max((s.persisted_bytes for s in subs), default=0),
-            max_chunks=max((s.chunks for s in subs), default=0),
-            over_limit=sum(1 for s in subs if s.over_limit(own)),
-            anomalies=anomalies.get(tuple(combo), 0),
-        ))
+        out.append(
+            SweepSetting(
+                label=", ".join(f"{k}={v}" for k, v in values),
+                values=values,
+                limit=own,
+                subscriptions=len(subs),
+                hole_ranges=sum(s.hole_ranges for s in subs),
+                truncated_ranges=sum(s.truncated_ranges for s in subs),
+                truncated_batch_indexes=sum(s.truncated_batch_indexes for s in subs),
+                persisted_bytes=sum(s.persisted_bytes for s in subs),
+                max_persisted_bytes=max((s.persisted_bytes for s in subs), default=0),
+                max_chunks=max((s.chunks for s in subs), default=0),
+                over_limit=sum(1 for s in subs if s.over_limit(own)),
+                anomalies=anomalies.get(tuple(combo), 0),
+            )
+        )
     return out
 
 
@@ -407,5 +437,13 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
         "max_chunks": max((s.chunks for s in subs), default=0),
         "chunked": sum(1 for s in subs if s.chunks > 1),
     }
-    return ReportModel(os.path.abspath(out_dir), limit, subs, partitions, anomalies, totals, tuple(settings),
-                       settings[0].label if settings else "")
+    return ReportModel(
+        os.path.abspath(out_dir),
+        limit,
+        subs,
+        partitions,
+        anomalies,
+        totals,
+        tuple(settings),
+        settings[0].label if settings else "",
+    )

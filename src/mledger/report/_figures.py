@@ -20,8 +20,12 @@ from ._data import NEAR_LIMIT, ReportModel, SubscriptionState
 __all__ = ["FIGURES", "FigureBuilder", "report_charts"]
 
 _ANOMALY_COLORS = {
-    "delivered_before_cancel": "red", "cancel_after_delivery": "amber", "cancel_refused": "amber",
-    "cancel_without_subscription": "amber", "cumulative_ack_refused": "amber", "dedup_duplicate": "teal",
+    "delivered_before_cancel": "red",
+    "cancel_after_delivery": "amber",
+    "cancel_refused": "amber",
+    "cancel_without_subscription": "amber",
+    "cumulative_ack_refused": "amber",
+    "dedup_duplicate": "teal",
 }
 
 FigureBuilder = Callable[[ReportModel, int], Chart | None]
@@ -47,24 +51,31 @@ def ack_holes(model: ReportModel, top: int) -> Chart:
         if sub.truncated_ranges:
             note += f" truncated {sub.truncated_ranges:,}"
         notes.append(note.strip())
-    series = Series(tuple(float(s.hole_ranges) for s in subs),
-                    tuple(_hole_color(s, model.limit) for s in subs) or ("blue",), notes=tuple(notes))
+    series = Series(
+        tuple(float(s.hole_ranges) for s in subs),
+        tuple(_hole_color(s, model.limit) for s in subs) or ("blue",),
+        notes=tuple(notes),
+    )
     reference = Reference(model.limit, f"max_unacked_ranges_to_persist = {model.limit:,}") if model.limit else None
     return Chart(
         key="ack-holes",
         title=f"Ack-hole ranges per subscription (top {len(subs)} of {len(model.subscriptions):,})",
         subtitle="Individually acknowledged ranges after the mark-delete position, against the persistence limit",
         categories=tuple(_label(model, s) for s in subs),
-        panels=(Panel((series,), "ack-hole ranges (individually acknowledged ranges)", format_count,
-                      reference=reference),),
-        legend=(LegendItem("blue", "within the limit"), LegendItem("amber", f">= {NEAR_LIMIT:.0%} of it"),
-                LegendItem("red", "over it: ranges truncated")),
+        panels=(
+            Panel((series,), "ack-hole ranges (individually acknowledged ranges)", format_count, reference=reference),
+        ),
+        legend=(
+            LegendItem("blue", "within the limit"),
+            LegendItem("amber", f">= {NEAR_LIMIT:.0%} of it"),
+            LegendItem("red", "over it: ranges truncated"),
+        ),
         caption="Bars past the dashed line keep ranges in memory only: after a restart those messages are "
-                "delivered again.",
+        "delivered again.",
         empty_text="No subscriptions in the replay output",
         heading="Ack holes against the persistence limit",
         lede="Each subscription's individually acknowledged ranges at the end of the replay, against "
-             f"max_unacked_ranges_to_persist = {model.limit:,}.",
+        f"max_unacked_ranges_to_persist = {model.limit:,}.",
     )
 
 
@@ -85,8 +96,11 @@ def state_size(model: ReportModel, top: int) -> Chart:
         subtitle="Bytes of the last PositionInfo written for each subscription",
         categories=tuple(_label(model, s) for s in subs),
         panels=(Panel((series,), f"persisted state ({unit.name})", format_bytes, unit),),
-        legend=(LegendItem("blue", "one entry"), LegendItem("purple", "chunked (PIP-381)"),
-                LegendItem("red", "ranges truncated")),
+        legend=(
+            LegendItem("blue", "one entry"),
+            LegendItem("purple", "chunked (PIP-381)"),
+            LegendItem("red", "ranges truncated"),
+        ),
         caption="State size grows with the number of ack-hole ranges; large states are split into chunks.",
         empty_text="No persisted cursor state",
         heading="Persisted cursor state",
@@ -97,8 +111,10 @@ def state_size(model: ReportModel, top: int) -> Chart:
 def chunks(model: ReportModel, top: int) -> Chart:
     """How many subscriptions' last state took 0 (not persisted), 1, 2, ... entries."""
     counts = sorted(Counter(s.chunks for s in model.subscriptions).items())
-    series = Series(tuple(float(c) for _, c in counts),
-                    tuple("slate" if n == 0 else ("blue" if n == 1 else "purple") for n, _ in counts) or ("blue",))
+    series = Series(
+        tuple(float(c) for _, c in counts),
+        tuple("slate" if n == 0 else ("blue" if n == 1 else "purple") for n, _ in counts) or ("blue",),
+    )
     return Chart(
         key="chunks",
         title="Subscriptions by state chunks",
@@ -114,8 +130,9 @@ def chunks(model: ReportModel, top: int) -> Chart:
 def anomalies(model: ReportModel, top: int) -> Chart:
     """Anomaly rows by kind (most first)."""
     kinds = model.anomalies
-    series = Series(tuple(float(k.count) for k in kinds),
-                    tuple(_ANOMALY_COLORS.get(k.reason, "slate") for k in kinds) or ("blue",))
+    series = Series(
+        tuple(float(k.count) for k in kinds), tuple(_ANOMALY_COLORS.get(k.reason, "slate") for k in kinds) or ("blue",)
+    )
     return Chart(
         key="anomalies",
         title="Anomalies by kind",
@@ -123,7 +140,7 @@ def anomalies(model: ReportModel, top: int) -> Chart:
         categories=tuple(k.reason for k in kinds),
         panels=(Panel((series,), "rows"),),
         caption="Red: a cancelled delayed message was delivered anyway. Amber: refused or late operations. "
-                "Grey: input problems.",
+        "Grey: input problems.",
         empty_text="No anomalies",
         width="half",
     )
@@ -135,8 +152,11 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
         return None
     settings = model.sweep
     colors = tuple("red" if s.truncated_ranges else ("purple" if s.max_chunks > 1 else "blue") for s in settings)
-    truncated = Series(tuple(float(s.truncated_ranges) for s in settings), colors,
-                       notes=tuple(f"{s.over_limit:,} subs over" if s.over_limit else "" for s in settings))
+    truncated = Series(
+        tuple(float(s.truncated_ranges) for s in settings),
+        colors,
+        notes=tuple(f"{s.over_limit:,} subs over" if s.over_limit else "" for s in settings),
+    )
     total = tuple(float(s.persisted_bytes) for s in settings)
     unit = bytes_unit(max(total, default=0.0))
     state = Series(total, colors, notes=tuple(f"largest {format_bytes(s.max_persisted_bytes)}" for s in settings))
@@ -146,14 +166,18 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
         title=f"The sweep: {len(settings)} settings side by side",
         subtitle="Each row replayed the same events under one combination of the swept settings",
         categories=tuple(s.label for s in settings),
-        panels=(Panel((truncated,), "ranges, all subscriptions", format_count, title="Truncated ack ranges"),
-                Panel((state,), f"all states ({unit.name})", format_bytes, unit,
-                      title="Persisted state bytes"),
-                Panel((chunk,), "chunks", format_count, title="Largest state, chunks")),
-        legend=(LegendItem("blue", "nothing truncated, one entry per state"),
-                LegendItem("purple", "states chunked (PIP-381)"), LegendItem("red", "ranges truncated")),
+        panels=(
+            Panel((truncated,), "ranges, all subscriptions", format_count, title="Truncated ack ranges"),
+            Panel((state,), f"all states ({unit.name})", format_bytes, unit, title="Persisted state bytes"),
+            Panel((chunk,), "chunks", format_count, title="Largest state, chunks"),
+        ),
+        legend=(
+            LegendItem("blue", "nothing truncated, one entry per state"),
+            LegendItem("purple", "states chunked (PIP-381)"),
+            LegendItem("red", "ranges truncated"),
+        ),
         caption="Truncated ranges are kept in memory only: after a restart those messages are delivered again. "
-                f"The charts below show the first setting ({model.shown}).",
+        f"The charts below show the first setting ({model.shown}).",
         heading="Settings compared",
         lede="One replay of the log under every combination of the swept settings, read once.",
     )

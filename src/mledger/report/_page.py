@@ -76,8 +76,10 @@ def _n(value: int | float) -> str:
 
 
 def _kpi(label: str, value: str, note: str, tone: str = "") -> str:
-    return (f'<div class="kpi {tone}"><div class="label">{escape(label)}</div>'
-            f'<div class="value">{escape(value)}</div><div class="note">{escape(note)}</div></div>')
+    return (
+        f'<div class="kpi {tone}"><div class="label">{escape(label)}</div>'
+        f'<div class="value">{escape(value)}</div><div class="note">{escape(note)}</div></div>'
+    )
 
 
 def _kpis(model: ReportModel) -> str:
@@ -86,27 +88,49 @@ def _kpis(model: ReportModel) -> str:
     limit_tone = "bad" if over else ("warn" if near else "ok")
     anomalies = t.get("anomalies", 0)
     tiles = [
-        _kpi("Topic-partitions", _n(t.get("topic_partitions", 0)), f"{_n(t.get('subscriptions', 0))} subscriptions",
-             "neutral"),
+        _kpi(
+            "Topic-partitions",
+            _n(t.get("topic_partitions", 0)),
+            f"{_n(t.get('subscriptions', 0))} subscriptions",
+            "neutral",
+        ),
         _kpi("Backlog", _n(t.get("backlog", 0)), "unacknowledged entries", "neutral"),
-        _kpi("Acked / cancelled", f"{_n(t.get('acked', 0))} / {_n(t.get('cancelled', 0))}",
-             "messages acknowledged and cancelled", "neutral"),
+        _kpi(
+            "Acked / cancelled",
+            f"{_n(t.get('acked', 0))} / {_n(t.get('cancelled', 0))}",
+            "messages acknowledged and cancelled",
+            "neutral",
+        ),
         _kpi("Anomalies", _n(anomalies), f"{len(model.anomalies)} kinds", "warn" if anomalies else "ok"),
-        _kpi("Ack-hole ranges", _n(t.get("hole_ranges", 0)), f"largest {_n(t.get('max_hole_ranges', 0))} on one "
-             f"subscription", "neutral"),
+        _kpi(
+            "Ack-hole ranges",
+            _n(t.get("hole_ranges", 0)),
+            f"largest {_n(t.get('max_hole_ranges', 0))} on one subscription",
+            "neutral",
+        ),
         _kpi("Over the limit", _n(over), f"{_n(near)} more at >= {NEAR_LIMIT:.0%} of {_n(model.limit)}", limit_tone),
-        _kpi("Largest state", format_bytes(t.get("max_persisted_bytes", 0)),
-             f"up to {t.get('max_chunks', 0)} chunk(s); {_n(t.get('chunked', 0))} chunked", "neutral"),
-        _kpi("Truncated ranges", _n(t.get("truncated_ranges", 0)), "kept in memory only at the end",
-             "bad" if t.get("truncated_ranges", 0) else "ok"),
+        _kpi(
+            "Largest state",
+            format_bytes(t.get("max_persisted_bytes", 0)),
+            f"up to {t.get('max_chunks', 0)} chunk(s); {_n(t.get('chunked', 0))} chunked",
+            "neutral",
+        ),
+        _kpi(
+            "Truncated ranges",
+            _n(t.get("truncated_ranges", 0)),
+            "kept in memory only at the end",
+            "bad" if t.get("truncated_ranges", 0) else "ok",
+        ),
     ]
     return '<section class="kpis">' + "".join(tiles) + "</section>"
 
 
 def _figure(chart: Chart, drawn: RenderedChart) -> str:
     caption = f"{escape(chart.caption)} " if chart.caption else ""
-    return (f'<figure style="max-width:{drawn.width}px">{drawn.svg}'
-            f'<figcaption>{caption}<span class="detail">({escape(chart.key)}.png)</span></figcaption></figure>')
+    return (
+        f'<figure style="max-width:{drawn.width}px">{drawn.svg}'
+        f'<figcaption>{caption}<span class="detail">({escape(chart.key)}.png)</span></figcaption></figure>'
+    )
 
 
 def _charts(charts: Sequence[tuple[Chart, RenderedChart]]) -> str:
@@ -160,8 +184,7 @@ def _more(shown: int, total: int, what: str) -> str:
 
 def _anomaly_section(model: ReportModel, rows: int) -> str:
     if not model.anomalies:
-        return ('<section class="card"><h2>Anomalies</h2><p class="lede">The replay found no anomalies.</p>'
-                "</section>")
+        return '<section class="card"><h2>Anomalies</h2><p class="lede">The replay found no anomalies.</p></section>'
     lines = []
     for kind in model.anomalies[:rows]:
         example = ""
@@ -175,51 +198,97 @@ def _anomaly_section(model: ReportModel, rows: int) -> str:
             example = f"{model.short(where)}{sub}{at}"
             if e.get("detail"):
                 example += f" - {e['detail']}"
-        lines.append([
-            _td(f"<code>{escape(kind.reason)}</code>"), _td(_n(kind.count), "num"),
-            _td(escape(kind.meaning)), _td(escape(example), "detail"),
-        ])
+        lines.append(
+            [
+                _td(f"<code>{escape(kind.reason)}</code>"),
+                _td(_n(kind.count), "num"),
+                _td(escape(kind.meaning)),
+                _td(escape(example), "detail"),
+            ]
+        )
     table = _table((("Kind", False), ("Rows", True), ("Meaning", False), ("Example", False)), lines)
-    return ('<section class="card"><h2>Anomalies</h2><p class="lede">What the replay could not apply or found '
-            f"suspicious, by kind, with one example each.</p>{table}"
-            f"{_more(min(rows, len(model.anomalies)), len(model.anomalies), 'kinds')}</section>")
+    return (
+        '<section class="card"><h2>Anomalies</h2><p class="lede">What the replay could not apply or found '
+        f"suspicious, by kind, with one example each.</p>{table}"
+        f"{_more(min(rows, len(model.anomalies)), len(model.anomalies), 'kinds')}</section>"
+    )
 
 
 def _partition_section(model: ReportModel, rows: int) -> str:
     shown = model.partitions[:rows]
-    lines = [[
-        _td(escape(model.short(p.topic_partition)), "name"), _td(_n(p.subscriptions), "num"),
-        _td(_n(p.max_hole_ranges), "num"), _td(_meter(p.max_utilisation), "nowrap"), _td(_n(p.truncated_ranges), "num"),
-        _td(format_bytes(p.max_persisted_bytes), "num"), _td(_n(p.max_chunks), "num"),
-        _td(_n(p.backlog), "num"), _td(_n(p.anomalies), "num"),
-    ] for p in shown]
-    table = _table((("Topic-partition", False), ("Subs", True), ("Max holes", True), ("Of limit", False),
-                    ("Truncated", True), ("Max state", True), ("Chunks", True), ("Backlog", True),
-                    ("Anomalies", True)), lines)
-    return ('<section class="card"><h2>Worst topic-partitions</h2><p class="lede">Ranked by truncated ranges, then '
-            "by the fullest subscription's share of the limit, then by anomalies and backlog.</p>"
-            f"{table}{_more(len(shown), len(model.partitions), 'topic-partitions')}</section>")
+    lines = [
+        [
+            _td(escape(model.short(p.topic_partition)), "name"),
+            _td(_n(p.subscriptions), "num"),
+            _td(_n(p.max_hole_ranges), "num"),
+            _td(_meter(p.max_utilisation), "nowrap"),
+            _td(_n(p.truncated_ranges), "num"),
+            _td(format_bytes(p.max_persisted_bytes), "num"),
+            _td(_n(p.max_chunks), "num"),
+            _td(_n(p.backlog), "num"),
+            _td(_n(p.anomalies), "num"),
+        ]
+        for p in shown
+    ]
+    table = _table(
+        (
+            ("Topic-partition", False),
+            ("Subs", True),
+            ("Max holes", True),
+            ("Of limit", False),
+            ("Truncated", True),
+            ("Max state", True),
+            ("Chunks", True),
+            ("Backlog", True),
+            ("Anomalies", True),
+        ),
+        lines,
+    )
+    return (
+        '<section class="card"><h2>Worst topic-partitions</h2><p class="lede">Ranked by truncated ranges, then '
+        "by the fullest subscription's share of the limit, then by anomalies and backlog.</p>"
+        f"{table}{_more(len(shown), len(model.partitions), 'topic-partitions')}</section>"
+    )
 
 
 def _subscription_row(model: ReportModel, s: SubscriptionState) -> list[str]:
     return [
-        _td(escape(model.short(s.topic_partition)), "name"), _td(escape(s.subscription), "name"),
+        _td(escape(model.short(s.topic_partition)), "name"),
+        _td(escape(s.subscription), "name"),
         _td(f'<span class="badge {escape(s.type)}">{escape(s.type or "?")}</span>'),
-        _td(f"{escape(s.mark_delete)}<br><span class=\"detail\">read {escape(s.read)}</span>", "num"),
-        _td(_n(s.hole_ranges), "num"), _td(_meter(s.utilisation(model.limit)), "nowrap"),
-        _td(_n(s.truncated_ranges), "num"), _td(format_bytes(s.persisted_bytes), "num"), _td(_n(s.chunks), "num"),
-        _td(_n(s.backlog), "num"), _td(f"{_n(s.acked)} / {_n(s.cancelled)}", "num"),
+        _td(f'{escape(s.mark_delete)}<br><span class="detail">read {escape(s.read)}</span>', "num"),
+        _td(_n(s.hole_ranges), "num"),
+        _td(_meter(s.utilisation(model.limit)), "nowrap"),
+        _td(_n(s.truncated_ranges), "num"),
+        _td(format_bytes(s.persisted_bytes), "num"),
+        _td(_n(s.chunks), "num"),
+        _td(_n(s.backlog), "num"),
+        _td(f"{_n(s.acked)} / {_n(s.cancelled)}", "num"),
     ]
 
 
 def _subscription_section(model: ReportModel, rows: int) -> str:
     shown = model.subscriptions[:rows]
-    table = _table((("Topic-partition", False), ("Subscription", False), ("Type", False),
-                    ("Mark-delete", True), ("Holes", True), ("Of limit", False), ("Truncated", True),
-                    ("State", True), ("Chunks", True), ("Backlog", True), ("Acked / cancelled", True)),
-                   [_subscription_row(model, s) for s in shown])
-    return ('<section class="card"><h2>Subscriptions</h2><p class="lede">Final cursor state, most ack-hole ranges '
-            f"first.</p>{table}{_more(len(shown), len(model.subscriptions), 'subscriptions')}</section>")
+    table = _table(
+        (
+            ("Topic-partition", False),
+            ("Subscription", False),
+            ("Type", False),
+            ("Mark-delete", True),
+            ("Holes", True),
+            ("Of limit", False),
+            ("Truncated", True),
+            ("State", True),
+            ("Chunks", True),
+            ("Backlog", True),
+            ("Acked / cancelled", True),
+        ),
+        [_subscription_row(model, s) for s in shown],
+    )
+    return (
+        '<section class="card"><h2>Subscriptions</h2><p class="lede">Final cursor state, most ack-hole ranges '
+        f"first.</p>{table}{_more(len(shown), len(model.subscriptions), 'subscriptions')}</section>"
+    )
 
 
 def render_page(

@@ -53,7 +53,7 @@ def _shorten(text: str, limit: int = LABEL_CHARS) -> str:
     if len(text) <= limit:
         return text
     keep = limit - 3
-    return text[: keep - keep // 2] + "..." + text[len(text) - keep // 2:]
+    return text[: keep - keep // 2] + "..." + text[len(text) - keep // 2 :]
 
 
 def _header_inches(chart: Chart) -> float:
@@ -75,8 +75,9 @@ def _legend_items(chart: Chart) -> list[tuple[str, str, bool]]:
         ref = panel.reference
         if ref is not None and not chart.empty:
             off = _reference_off_scale(panel)
-            items.append((PALETTE["ink"], ref.label + (" (beyond every bar: not drawn to scale)" if off else ""),
-                          not off))
+            items.append(
+                (PALETTE["ink"], ref.label + (" (beyond every bar: not drawn to scale)" if off else ""), not off)
+            )
     return items
 
 
@@ -102,21 +103,43 @@ def _draw_header(fig: Figure, chart: Chart, header: float) -> None:
     height = fig.get_figheight()
     x = 0.12 / fig.get_figwidth()
     y = 1.0 - 0.16 / height
-    fig.text(x, y, chart.title, ha="left", va="top", fontsize=_TITLE_PT, fontweight="bold",
-             color=PALETTE["ink"], family=_FONT)
+    fig.text(
+        x,
+        y,
+        chart.title,
+        ha="left",
+        va="top",
+        fontsize=_TITLE_PT,
+        fontweight="bold",
+        color=PALETTE["ink"],
+        family=_FONT,
+    )
     y -= (_TITLE_PT / 72 + 0.08) / height
     if chart.subtitle:
-        fig.text(x, y, chart.subtitle, ha="left", va="top", fontsize=_SUBTITLE_PT, color=PALETTE["muted"],
-                 family=_FONT)
+        fig.text(x, y, chart.subtitle, ha="left", va="top", fontsize=_SUBTITLE_PT, color=PALETTE["muted"], family=_FONT)
         y -= (_SUBTITLE_PT / 72 + 0.08) / height
     items = _legend_items(chart)
     if items:
-        handles = [Line2D([], [], color=c, linestyle="--", linewidth=1.4) if line
-                   else Patch(facecolor=c, edgecolor="none") for c, _, line in items]
-        fig.legend(handles, [t for _, t, _ in items], loc="upper left", bbox_to_anchor=(x, y + 0.02 / height),
-                   ncols=len(items), frameon=False, fontsize=_TEXT_PT - 0.5, handlelength=1.0, handleheight=0.9,
-                   handletextpad=0.4, columnspacing=1.2, borderaxespad=0.0, borderpad=0.0,
-                   prop={"family": _FONT, "size": _TEXT_PT - 0.5})
+        handles = [
+            Line2D([], [], color=c, linestyle="--", linewidth=1.4) if line else Patch(facecolor=c, edgecolor="none")
+            for c, _, line in items
+        ]
+        fig.legend(
+            handles,
+            [t for _, t, _ in items],
+            loc="upper left",
+            bbox_to_anchor=(x, y + 0.02 / height),
+            ncols=len(items),
+            frameon=False,
+            fontsize=_TEXT_PT - 0.5,
+            handlelength=1.0,
+            handleheight=0.9,
+            handletextpad=0.4,
+            columnspacing=1.2,
+            borderaxespad=0.0,
+            borderpad=0.0,
+            prop={"family": _FONT, "size": _TEXT_PT - 0.5},
+        )
 
 
 def _style_axes(ax: Axes) -> None:
@@ -146,10 +169,20 @@ def _draw_panel(ax: Axes, chart: Chart, panel: Panel) -> list[Text]:
         widths = [v / divisor for v in series.values]
         colors = [PALETTE[series.color(i)] for i in range(rows)]
         bars = ax.barh(offsets, widths, height=height * 0.86, color=colors, linewidth=0)
-        texts = [panel.value_format(v) + (f"  {series.notes[i]}" if series.notes and series.notes[i] else "")
-                 for i, v in enumerate(series.values)]
-        made = ax.bar_label(bars, texts, padding=4, fontsize=_VALUE_PT, color=PALETTE["ink"], family=_FONT,
-                            zorder=4, bbox={"facecolor": PALETTE["background"], "edgecolor": "none", "pad": 0.8})
+        texts = [
+            panel.value_format(v) + (f"  {series.notes[i]}" if series.notes and series.notes[i] else "")
+            for i, v in enumerate(series.values)
+        ]
+        made = ax.bar_label(
+            bars,
+            texts,
+            padding=4,
+            fontsize=_VALUE_PT,
+            color=PALETTE["ink"],
+            family=_FONT,
+            zorder=4,
+            bbox={"facecolor": PALETTE["background"], "edgecolor": "none", "pad": 0.8},
+        )
         labels += made
         widest = max(widths, default=0.0)
         top = max(top, widest)
@@ -165,8 +198,7 @@ def _draw_panel(ax: Axes, chart: Chart, panel: Panel) -> list[Text]:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"))
     ax.set_xlabel(panel.axis_label, fontsize=_TEXT_PT, color=PALETTE["muted"], family=_FONT)
     if panel.title and len(chart.panels) > 1:
-        ax.set_title(panel.title, loc="left", fontsize=_TEXT_PT, fontweight="bold", color=PALETTE["ink"],
-                     family=_FONT)
+        ax.set_title(panel.title, loc="left", fontsize=_TEXT_PT, fontweight="bold", color=PALETTE["ink"], family=_FONT)
     _style_axes(ax)
     return labels
 
@@ -195,8 +227,17 @@ def draw_chart(chart: Chart) -> Figure:
     if chart.empty:
         ax = fig.add_subplot()
         ax.set_axis_off()
-        ax.text(0.5, 0.5, chart.empty_text, ha="center", va="center", transform=ax.transAxes,
-                fontsize=_TEXT_PT + 1, color=PALETTE["muted"], family=_FONT)
+        ax.text(
+            0.5,
+            0.5,
+            chart.empty_text,
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            fontsize=_TEXT_PT + 1,
+            color=PALETTE["muted"],
+            family=_FONT,
+        )
         return fig
     axes = fig.subplots(1, len(chart.panels), sharey=True, squeeze=False)[0]
     drawn = [(ax, _draw_panel(ax, chart, panel)) for ax, panel in zip(axes, chart.panels, strict=True)]
@@ -234,5 +275,10 @@ def render_chart(chart: Chart) -> RenderedChart:
         fig.savefig(svg_out, format="svg", metadata={"Date": None})
     fig.savefig(png_out, format="png", dpi=PNG_DPI, metadata={"Software": None})
     width, height = fig.get_size_inches()
-    return RenderedChart(chart.key, _inline_svg(svg_out.getvalue(), chart.key, chart.describe()), png_out.getvalue(),
-                         round(width * 100), round(height * 100))
+    return RenderedChart(
+        chart.key,
+        _inline_svg(svg_out.getvalue(), chart.key, chart.describe()),
+        png_out.getvalue(),
+        round(width * 100),
+        round(height * 100),
+    )

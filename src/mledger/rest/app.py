@@ -88,14 +88,19 @@ def create_app(
         version=_version(),
         description=(
             "Pulsar's admin REST API (PersistentTopics, v2 and v1 paths) over an mledger broker. "
-            "Errors are `{\"reason\": \"...\"}` with Pulsar's status codes."
+            'Errors are `{"reason": "..."}` with Pulsar\'s status codes.'
         ),
         redirect_slashes=False,
     )
     app.state.mledger = AppContext(admin, roles, cluster, max_concurrency)
     app.state.in_flight = InFlight()  # AdminServer reads it
-    app.add_middleware(AdminMiddleware, max_body_bytes=max_body_bytes, max_url_bytes=max_url_bytes,
-                       drain_limit=DRAIN_LIMIT, in_flight=app.state.in_flight)
+    app.add_middleware(
+        AdminMiddleware,
+        max_body_bytes=max_body_bytes,
+        max_url_bytes=max_url_bytes,
+        drain_limit=DRAIN_LIMIT,
+        in_flight=app.state.in_flight,
+    )
     if metrics:  # first: the router tries routes in order, and scrapes come often
         _add_metrics(app, cluster, tuple(collectors))
 
@@ -109,8 +114,13 @@ def create_app(
         ("v1", v1, "non-persistent", False),
     ):
         path = prefix.replace("{domain}", domain) if domain else prefix
-        router = topics_router(version, domain or "persistent", path, include_in_schema=documented,  # type: ignore[arg-type]
-                               tag=version if documented else None)
+        router = topics_router(
+            version,  # type: ignore[arg-type]
+            domain or "persistent",
+            path,
+            include_in_schema=documented,
+            tag=version if documented else None,
+        )
         app.router.routes.extend(router.routes)  # full paths: one routing pass (include_router adds one)
     app.include_router(namespaces_router(), prefix="/admin/v2", tags=["namespaces"])
     _add_error_handlers(app)
@@ -126,8 +136,12 @@ def _add_metrics(app: FastAPI, cluster: str, collectors: tuple[Collector, ...] =
         "/metrics",
         summary="Prometheus metrics of every subscription (text format 0.0.4)",
         response_class=Response,
-        responses={200: {"content": {CONTENT_TYPE.split(";")[0]: {"schema": {"type": "string"}}},
-                         "description": "Prometheus text"}},
+        responses={
+            200: {
+                "content": {CONTENT_TYPE.split(";")[0]: {"schema": {"type": "string"}}},
+                "description": "Prometheus text",
+            }
+        },
         tags=["metrics"],
     )
     async def metrics() -> Response:
@@ -209,10 +223,12 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
     template = "#/components/schemas/{model}"
-    for name, adapter in (("ResetCursorData", TypeAdapter(ResetCursorData)),
-                          ("MessageIdItem", TypeAdapter(MessageIdItem)),
-                          ("SkipMessageIdsBody", TypeAdapter(SkipMessageIdsBody)),
-                          ("RetentionPoliciesData", TypeAdapter(RetentionPoliciesData))):
+    for name, adapter in (
+        ("ResetCursorData", TypeAdapter(ResetCursorData)),
+        ("MessageIdItem", TypeAdapter(MessageIdItem)),
+        ("SkipMessageIdsBody", TypeAdapter(SkipMessageIdsBody)),
+        ("RetentionPoliciesData", TypeAdapter(RetentionPoliciesData)),
+    ):
         schema = adapter.json_schema(by_alias=True, ref_template=template, mode="validation")
         for key, value in schema.pop("$defs", {}).items():
             schemas.setdefault(key, value)

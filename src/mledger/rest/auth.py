@@ -126,6 +126,6 @@ def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool)
         what = "tokens" if roles.token_count else "a trusted role header"
         raise ConfigError(
             f"{what} without an authorization file would let every caller skip, reset and delete: "
-            "give an authorization file (--auth-file, e.g. {\"superUserRoles\": [\"admin\"]}) "
+            'give an authorization file (--auth-file, e.g. {"superUserRoles": ["admin"]}) '
             "to say what each role may do, or drop the credentials to run without authentication"
         )

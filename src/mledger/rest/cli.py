@@ -46,18 +46,29 @@ def run_serve(args: argparse.Namespace) -> int:
     except MLedgerError as e:
         print(f"mledger-admin serve: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         authorization = Authorization.from_json(auth_file) if auth_file else None
 
         def ready(server: AdminServer) -> None:
             state = "on" if authorization is not None else "off"
-            print(f"mledger-admin: serving {server.url} (data dir {data_dir}, authorization {state}; "
-                  f"docs at {server.url}/docs)", flush=True)
+            print(
+                f"mledger-admin: serving {server.url} (data dir {data_dir}, authorization {state}; "
+                f"docs at {server.url}/docs)",
+                flush=True,
+            )
 
-        serve(data_dir, args.bind, authorization, roles, cluster=args.cluster, ready=ready,
-              max_concurrency=args.max_concurrency)
+        serve(
+            data_dir,
+            args.bind,
+            authorization,
+            roles,
+            cluster=args.cluster,
+            ready=ready,
+            max_concurrency=args.max_concurrency,
+        )
     except MLedgerError as e:
         print(f"mledger-admin serve: {e}", file=sys.stderr)
         return 1

@@ -150,8 +150,12 @@ class AdminMiddleware:
             if log.isEnabledFor(logging.INFO):
                 client = scope.get("client")
                 log.info(
-                    '%s "%s %s" %d %.1fms', f"{client[0]}:{client[1]}" if client else "-", scope.get("method"),
-                    _target(raw_path, query), status, (time.perf_counter() - started) * 1000,
+                    '%s "%s %s" %d %.1fms',
+                    f"{client[0]}:{client[1]}" if client else "-",
+                    scope.get("method"),
+                    _target(raw_path, query),
+                    status,
+                    (time.perf_counter() - started) * 1000,
                 )
 
 

@@ -96,39 +96,55 @@ def namespaces_router() -> APIRouter:
         admin.authenticate()
         return _json(await context_of(request).run(admin.broker.namespaces.deduplication, _name(tenant, namespace)))
 
-    @router.post("/namespaces/{tenant}/{namespace}/deduplication", summary="Turn deduplication on or off",
-                 status_code=204)
+    @router.post(
+        "/namespaces/{tenant}/{namespace}/deduplication", summary="Turn deduplication on or off", status_code=204
+    )
     async def set_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         _superuser(admin)
         body = (await request.body()).strip().lower()
         if body not in (b"true", b"false"):
             raise InvalidRequestError(f"the body must be true or false, got {body[:20]!r}")
-        await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), body == b"true")
+        await context_of(request).run(
+            admin.broker.set_namespace_deduplication, _name(tenant, namespace), body == b"true"
+        )
         return Response(status_code=204)
 
-    @router.delete("/namespaces/{tenant}/{namespace}/deduplication", summary="Back to the broker's setting",
-                   status_code=204)
-    async def remove_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+    @router.delete(
+        "/namespaces/{tenant}/{namespace}/deduplication", summary="Back to the broker's setting", status_code=204
+    )
+    async def remove_deduplication(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
         _superuser(admin)
         await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), None)
         return Response(status_code=204)
 
-    @router.get("/namespaces/{tenant}/{namespace}/retention", summary="The retention policy (null: unset)",
-                response_model=RetentionPoliciesData | None)
+    @router.get(
+        "/namespaces/{tenant}/{namespace}/retention",
+        summary="The retention policy (null: unset)",
+        response_model=RetentionPoliciesData | None,
+    )
     async def get_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         policies = await context_of(request).run(admin.namespaces.get_retention, _name(tenant, namespace))
         return _json(None if policies is None else policies.to_json())
 
-    @router.post("/namespaces/{tenant}/{namespace}/retention", summary="Set the retention policy", status_code=204,
-                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": {"$ref": "#/components/schemas/RetentionPoliciesData"}}}}})
+    @router.post(
+        "/namespaces/{tenant}/{namespace}/retention",
+        summary="Set the retention policy",
+        status_code=204,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RetentionPoliciesData"}}},
+            }
+        },
+    )
     async def set_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         policies = RetentionPoliciesData.parse_body(await request.body())
         await context_of(request).run(admin.namespaces.set_retention, _name(tenant, namespace), policies)
         return Response(status_code=204)
 
-    @router.delete("/namespaces/{tenant}/{namespace}/retention", summary="Remove the retention policy",
-                   status_code=204)
+    @router.delete("/namespaces/{tenant}/{namespace}/retention", summary="Remove the retention policy", status_code=204)
     async def remove_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         await context_of(request).run(admin.namespaces.remove_retention, _name(tenant, namespace))
         return Response(status_code=204)

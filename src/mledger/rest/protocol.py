@@ -30,8 +30,12 @@ DEFAULT_MAX_URL_BYTES = 8 << 10
 
 DEFAULT_MAX_HEADER_BYTES = 64 << 10
 
-_STATUS_TEXT = {400: "Bad Request", 413: "Content Too Large", 414: "URI Too Long",
-                431: "Request Header Fields Too Large"}
+_STATUS_TEXT = {
+    400: "Bad Request",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    431: "Request Header Fields Too Large",
+}
 
 
 def error_body(reason: str) -> bytes:
@@ -87,11 +91,13 @@ class AdminHttpProtocol(HttpToolsProtocol):
         head = [f"HTTP/1.1 {status} {_STATUS_TEXT[status]}\r\n".encode("ascii")]
         for name, value in self.server_state.default_headers:
             head.extend([name, b": ", value, b"\r\n"])
-        head.extend([
-            b"content-type: application/json\r\n",
-            b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
-            b"connection: close\r\n\r\n",
-        ])
+        head.extend(
+            [
+                b"content-type: application/json\r\n",
+                b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+                b"connection: close\r\n\r\n",
+            ]
+        )
         self.logger.warning("refused a request from %s: %d %s", self._client_text(), status, reason)
         self.transport.write(b"".join(head) + body)
         self.transport.close()

@@ -89,9 +89,13 @@ VALIDATION_412_ROUTES = frozenset({"v1_cancel_delayed_message", "v2_cancel_delay
 JSON = "application/json"
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
-    for status, text in ((400, "invalid name, parameter or body"), (401, "authentication required"),
-                         (403, "the role may not"), (404, "topic or subscription not found"),
-                         (412, "a precondition failed"))
+    for status, text in (
+        (400, "invalid name, parameter or body"),
+        (401, "authentication required"),
+        (403, "the role may not"),
+        (404, "topic or subscription not found"),
+        (412, "a precondition failed"),
+    )
 }
 
 
@@ -166,8 +170,16 @@ def _refuse_non_persistent(domain: str) -> None:
         raise NotAllowedError("Operation not allowed on non-persistent topic")
 
 
-def _call(request: Request, version: Literal["v1", "v2"], domain: str, tenant: str, namespace: str,
-          cluster: str | None = None, topic: str | None = None, subscription: str | None = None) -> Call:
+def _call(
+    request: Request,
+    version: Literal["v1", "v2"],
+    domain: str,
+    tenant: str,
+    namespace: str,
+    cluster: str | None = None,
+    topic: str | None = None,
+    subscription: str | None = None,
+) -> Call:
     """The checks every topic route runs, in Pulsar's order: authentication (401, as Pulsar's
     filter, first of all), the v1 cluster (412), the domain (405), then the names (400):
     tenant, namespace, topic, subscription."""
@@ -207,8 +219,9 @@ def _dependencies(version: Literal["v1", "v2"], domain: str) -> tuple[Any, Any, 
         async def v2_topic_call(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment) -> Call:
             return _call(request, "v2", domain, tenant, namespace, topic=topic)
 
-        async def v2_subscription_call(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment,
-                                       sub_name: SubscriptionSegment) -> Call:
+        async def v2_subscription_call(
+            request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment, sub_name: SubscriptionSegment
+        ) -> Call:
             return _call(request, "v2", domain, tenant, namespace, topic=topic, subscription=sub_name)
 
         return v2_call, v2_topic_call, v2_subscription_call
@@ -216,12 +229,19 @@ def _dependencies(version: Literal["v1", "v2"], domain: str) -> tuple[Any, Any, 
     async def v1_call(request: Request, property: Property, cluster: Cluster, namespace: Namespace) -> Call:
         return _call(request, "v1", domain, property, namespace, cluster)
 
-    async def v1_topic_call(request: Request, property: Property, cluster: Cluster, namespace: Namespace,
-                            topic: TopicSegment) -> Call:
+    async def v1_topic_call(
+        request: Request, property: Property, cluster: Cluster, namespace: Namespace, topic: TopicSegment
+    ) -> Call:
         return _call(request, "v1", domain, property, namespace, cluster, topic=topic)
 
-    async def v1_subscription_call(request: Request, property: Property, cluster: Cluster, namespace: Namespace,
-                                   topic: TopicSegment, sub_name: SubscriptionSegment) -> Call:
+    async def v1_subscription_call(
+        request: Request,
+        property: Property,
+        cluster: Cluster,
+        namespace: Namespace,
+        topic: TopicSegment,
+        sub_name: SubscriptionSegment,
+    ) -> Call:
         return _call(request, "v1", domain, property, namespace, cluster, topic=topic, subscription=sub_name)
 
     return v1_call, v1_topic_call, v1_subscription_call
@@ -243,8 +263,7 @@ def _no_content(headers: dict[str, str] | None = None) -> Response:
 def _body(schema: dict[str, Any], description: str, required: bool = True) -> dict[str, Any]:
     """``openapi_extra`` declaring a JSON request body (the handler parses the raw body itself,
     with the admin library's Pulsar-compatible parser and its error messages)."""
-    return {"requestBody": {"required": required, "description": description,
-                            "content": {JSON: {"schema": schema}}}}
+    return {"requestBody": {"required": required, "description": description, "content": {JSON: {"schema": schema}}}}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -269,15 +288,22 @@ def topics_router(
     CallDep = Annotated[Call, Depends(namespace_call)]
     TopicCallDep = Annotated[Call, Depends(topic_call)]
     SubCallDep = Annotated[Call, Depends(subscription_call)]
-    router = APIRouter(prefix=prefix, responses=_ERRORS, include_in_schema=include_in_schema,
-                       tags=[tag] if tag else None)
+    router = APIRouter(
+        prefix=prefix, responses=_ERRORS, include_in_schema=include_in_schema, tags=[tag] if tag else None
+    )
 
     def route(method: str, path: str, name: str, summary: str, **kwargs: Any) -> Callable[[Any], Any]:
         def register(fn: Any) -> Any:
             status = kwargs.pop("status_code", 200)
             router.add_api_route(
-                path, fn, methods=[method], name=f"{version}_{name}", operation_id=f"{version}_{name}",
-                summary=summary, status_code=status, response_class=Response if status == 204 else JSONResponse,
+                path,
+                fn,
+                methods=[method],
+                name=f"{version}_{name}",
+                operation_id=f"{version}_{name}",
+                summary=summary,
+                status_code=status,
+                response_class=Response if status == 204 else JSONResponse,
                 **kwargs,
             )
             return fn
@@ -288,13 +314,24 @@ def topics_router(
     async def list_topics(call: CallDep) -> Response:
         return _json(await call.run(call.admin.topics.list_topics, call.namespace_name))
 
-    @route("GET", "/partitioned", "list_partitioned_topics", "List the namespace's partitioned topics",
-           response_model=list[str])
+    @route(
+        "GET",
+        "/partitioned",
+        "list_partitioned_topics",
+        "List the namespace's partitioned topics",
+        response_model=list[str],
+    )
     async def list_partitioned_topics(call: CallDep) -> Response:
         return _json(await call.run(call.admin.topics.list_partitioned_topics, call.namespace_name))
 
-    @route("PUT", "/{topic}", "create_topic", "Create a non-partitioned topic", status_code=204,
-           responses={409: {"model": ErrorBody, "description": "the topic exists"}})
+    @route(
+        "PUT",
+        "/{topic}",
+        "create_topic",
+        "Create a non-partitioned topic",
+        status_code=204,
+        responses={409: {"model": ErrorBody, "description": "the topic exists"}},
+    )
     async def create_topic(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.create_topic, call.topic)
         return _no_content()
@@ -307,21 +344,31 @@ def topics_router(
         await call.run(call.admin.topics.delete_topic, call.topic, force=force)
         return _no_content()
 
-    @route("GET", "/{topic}/partitions", "get_partitioned_metadata", "The number of partitions (0: not partitioned)",
-           response_model=PartitionedTopicMetadata)
+    @route(
+        "GET",
+        "/{topic}/partitions",
+        "get_partitioned_metadata",
+        "The number of partitions (0: not partitioned)",
+        response_model=PartitionedTopicMetadata,
+    )
     async def get_partitioned_metadata(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.partitioned_topic_metadata, call.topic))
 
-    @route("PUT", "/{topic}/partitions", "create_partitioned_topic", "Create a partitioned topic", status_code=204,
-           openapi_extra=_body({"type": "integer", "minimum": 1}, "the number of partitions"),
-           responses={409: {"model": ErrorBody, "description": "the topic exists"}})
+    @route(
+        "PUT",
+        "/{topic}/partitions",
+        "create_partitioned_topic",
+        "Create a partitioned topic",
+        status_code=204,
+        openapi_extra=_body({"type": "integer", "minimum": 1}, "the number of partitions"),
+        responses={409: {"model": ErrorBody, "description": "the topic exists"}},
+    )
     async def create_partitioned_topic(call: TopicCallDep, request: Request) -> Response:
         partitions = partitions_from_body(await request.body())
         await call.run(call.admin.topics.create_topic, call.topic, partitions=partitions)
         return _no_content()
 
-    @route("DELETE", "/{topic}/partitions", "delete_partitioned_topic", "Delete a partitioned topic",
-           status_code=204)
+    @route("DELETE", "/{topic}/partitions", "delete_partitioned_topic", "Delete a partitioned topic", status_code=204)
     async def delete_partitioned_topic(
         call: TopicCallDep,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
@@ -329,33 +376,56 @@ def topics_router(
         await call.run(call.admin.topics.delete_topic, call.topic, force=force)
         return _no_content()
 
-    @route("GET", "/{topic}/subscriptions", "get_subscriptions", "List the topic's subscriptions",
-           response_model=list[str])
+    @route(
+        "GET", "/{topic}/subscriptions", "get_subscriptions", "List the topic's subscriptions", response_model=list[str]
+    )
     async def get_subscriptions(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.list_subscriptions, call.topic))
 
-    @route("GET", "/{topic}/internalStats", "get_internal_stats",
-           "Internal stats of a topic or partition (managed ledger and cursors)",
-           response_model=PersistentTopicInternalStats,
-           responses={405: {"model": ErrorBody, "description": "a partitioned topic: use partitioned-internalStats"}})
+    @route(
+        "GET",
+        "/{topic}/internalStats",
+        "get_internal_stats",
+        "Internal stats of a topic or partition (managed ledger and cursors)",
+        response_model=PersistentTopicInternalStats,
+        responses={405: {"model": ErrorBody, "description": "a partitioned topic: use partitioned-internalStats"}},
+    )
     async def get_internal_stats(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.internal_stats, call.topic))
 
-    @route("GET", "/{topic}/partitioned-internalStats", "get_partitioned_internal_stats",
-           "Internal stats of every partition of a partitioned topic", response_model=PartitionedTopicInternalStats)
+    @route(
+        "GET",
+        "/{topic}/partitioned-internalStats",
+        "get_partitioned_internal_stats",
+        "Internal stats of every partition of a partitioned topic",
+        response_model=PartitionedTopicInternalStats,
+    )
     async def get_partitioned_internal_stats(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.partitioned_internal_stats, call.topic))
 
-    @route("POST", "/{topic}/cancelDelayedMessage", "cancel_delayed_message",
-           "Cancel a delayed message on subscriptions (PIP-423)", status_code=204)
+    @route(
+        "POST",
+        "/{topic}/cancelDelayedMessage",
+        "cancel_delayed_message",
+        "Cancel a delayed message on subscriptions (PIP-423)",
+        status_code=204,
+    )
     async def cancel_delayed_message(
         call: TopicCallDep,
-        ledger_id: Annotated[int | None, Query(alias="ledgerId", ge=INT64_MIN, le=INT64_MAX,
-                                               description="ledger id of the message (412 if missing)")] = None,
-        entry_id: Annotated[int | None, Query(alias="entryId", ge=INT64_MIN, le=INT64_MAX,
-                                              description="entry id of the message (412 if missing)")] = None,
-        subscription_names: Annotated[list[str] | None, Query(
-            alias="subscriptionNames", description="repeated or comma-separated; default: every subscription")] = None,
+        ledger_id: Annotated[
+            int | None,
+            Query(
+                alias="ledgerId", ge=INT64_MIN, le=INT64_MAX, description="ledger id of the message (412 if missing)"
+            ),
+        ] = None,
+        entry_id: Annotated[
+            int | None,
+            Query(alias="entryId", ge=INT64_MIN, le=INT64_MAX, description="entry id of the message (412 if missing)"),
+        ] = None,
+        subscription_names: Annotated[
+            list[str] | None,
+            Query(alias="subscriptionNames", description="repeated or comma-separated; default: every subscription"),
+        ] = None,
     ) -> Response:
         for field, value in (("ledgerId", ledger_id), ("entryId", entry_id)):
             if value is None:
@@ -364,34 +434,54 @@ def topics_router(
         if ledger_id < 0 or entry_id < 0:
             raise PreconditionFailedError(_NEGATIVE_IDS[call.version])
         names = [part.strip() for value in subscription_names or () for part in value.split(",") if part.strip()]
-        result = await call.run(call.admin.topics.cancel_delayed_message, call.topic, ledger_id, entry_id,
-                                subscription_names=list(dict.fromkeys(names)) or None)
+        result = await call.run(
+            call.admin.topics.cancel_delayed_message,
+            call.topic,
+            ledger_id,
+            entry_id,
+            subscription_names=list(dict.fromkeys(names)) or None,
+        )
         header = {CANCEL_RESULTS_HEADER: json.dumps(result.results, separators=(",", ":"))}
         if result.refused:
-            reason = ("Failed to cancel delayed message on subscription(s) " + ", ".join(result.refused)
-                      + ": their type uses cumulative acknowledgement")
-            return Response(ErrorBody(reason=reason).model_dump_json(), status_code=412, media_type=JSON,
-                            headers=header)
+            reason = (
+                "Failed to cancel delayed message on subscription(s) "
+                + ", ".join(result.refused)
+                + ": their type uses cumulative acknowledgement"
+            )
+            return Response(
+                ErrorBody(reason=reason).model_dump_json(), status_code=412, media_type=JSON, headers=header
+            )
         return _no_content(header)
 
-    @route("PUT", "/{topic}/subscription/{subName}", "create_subscription",
-           "Create a durable subscription (at the latest message unless the body names one)", status_code=204,
-           openapi_extra=_body(_ref("ResetCursorData"), "where it starts (optional)", required=False),
-           responses={409: {"model": ErrorBody, "description": "the subscription exists"}})
+    @route(
+        "PUT",
+        "/{topic}/subscription/{subName}",
+        "create_subscription",
+        "Create a durable subscription (at the latest message unless the body names one)",
+        status_code=204,
+        openapi_extra=_body(_ref("ResetCursorData"), "where it starts (optional)", required=False),
+        responses={409: {"model": ErrorBody, "description": "the subscription exists"}},
+    )
     async def create_subscription(
         call: SubCallDep,
         request: Request,
-        subscription_type: Annotated[str | None, Query(
-            alias="subscriptionType", description="Exclusive (default), Shared, Failover or Key_Shared")] = None,
+        subscription_type: Annotated[
+            str | None,
+            Query(alias="subscriptionType", description="Exclusive (default), Shared, Failover or Key_Shared"),
+        ] = None,
     ) -> Response:
         body = ResetCursorData.parse_body(await request.body(), "create subscription")
         position = MessageId.LATEST if body is None else body.to_message_id()
-        await call.run(call.admin.topics.create_subscription, call.topic, call.subscription, position=position,
-                       subscription_type=subscription_type or None)
+        await call.run(
+            call.admin.topics.create_subscription,
+            call.topic,
+            call.subscription,
+            position=position,
+            subscription_type=subscription_type or None,
+        )
         return _no_content()
 
-    @route("DELETE", "/{topic}/subscription/{subName}", "delete_subscription", "Delete a subscription",
-           status_code=204)
+    @route("DELETE", "/{topic}/subscription/{subName}", "delete_subscription", "Delete a subscription", status_code=204)
     async def delete_subscription(
         call: SubCallDep,
         force: Annotated[bool, Query(description="ignored: refused (412) while consumers are connected")] = False,
@@ -399,23 +489,38 @@ def topics_router(
         await call.run(call.admin.topics.delete_subscription, call.topic, call.subscription)
         return _no_content()
 
-    @route("POST", "/{topic}/subscription/{subName}/skipByMessageIds", "skip_by_message_ids",
-           "Skip messages by id (PIP-423): base64 MessageIdData or {ledgerId, entryId, batchIndex}",
-           status_code=204, openapi_extra=_body(_ref("SkipMessageIdsBody"), "the messages to skip"),
-           responses={405: {"model": ErrorBody, "description": "a cumulative-ack subscription (Exclusive, Failover)"}})
+    @route(
+        "POST",
+        "/{topic}/subscription/{subName}/skipByMessageIds",
+        "skip_by_message_ids",
+        "Skip messages by id (PIP-423): base64 MessageIdData or {ledgerId, entryId, batchIndex}",
+        status_code=204,
+        openapi_extra=_body(_ref("SkipMessageIdsBody"), "the messages to skip"),
+        responses={405: {"model": ErrorBody, "description": "a cumulative-ack subscription (Exclusive, Failover)"}},
+    )
     async def skip_by_message_ids(call: SubCallDep, request: Request) -> Response:
         parsed = SkipMessageIdsRequest.parse_body(await request.body())
         await call.run(call.admin.topics.skip_messages, call.topic, call.subscription, parsed)
         return _no_content()
 
-    @route("POST", "/{topic}/subscription/{subName}/skip_all", "skip_all_messages",
-           "Acknowledge the subscription's whole backlog", status_code=204)
+    @route(
+        "POST",
+        "/{topic}/subscription/{subName}/skip_all",
+        "skip_all_messages",
+        "Acknowledge the subscription's whole backlog",
+        status_code=204,
+    )
     async def skip_all_messages(call: SubCallDep) -> Response:
         await call.run(call.admin.topics.clear_backlog, call.topic, call.subscription)
         return _no_content()
 
-    @route("POST", "/{topic}/subscription/{subName}/skip/{numMessages}", "skip_messages",
-           "Skip the next N unacknowledged messages", status_code=204)
+    @route(
+        "POST",
+        "/{topic}/subscription/{subName}/skip/{numMessages}",
+        "skip_messages",
+        "Skip the next N unacknowledged messages",
+        status_code=204,
+    )
     async def skip_messages(
         call: SubCallDep,
         num_messages: Annotated[int, Path(alias="numMessages", ge=0, le=INT32_MAX, description="how many")],
@@ -423,8 +528,13 @@ def topics_router(
         await call.run(call.admin.topics.skip, call.topic, call.subscription, num_messages)
         return _no_content()
 
-    @route("POST", "/{topic}/subscription/{subName}/resetcursor/{timestamp}", "reset_cursor_to_time",
-           "Reset the subscription to the first message published at or after a time", status_code=204)
+    @route(
+        "POST",
+        "/{topic}/subscription/{subName}/resetcursor/{timestamp}",
+        "reset_cursor_to_time",
+        "Reset the subscription to the first message published at or after a time",
+        status_code=204,
+    )
     async def reset_cursor_to_time(
         call: SubCallDep,
         timestamp: Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")],
@@ -432,9 +542,14 @@ def topics_router(
         await call.run(call.admin.topics.reset_cursor_by_time, call.topic, call.subscription, timestamp)
         return _no_content()
 
-    @route("POST", "/{topic}/subscription/{subName}/resetcursor", "reset_cursor_on_position",
-           "Reset the subscription to a message id", status_code=204,
-           openapi_extra=_body(_ref("ResetCursorData"), "the message id to reset to"))
+    @route(
+        "POST",
+        "/{topic}/subscription/{subName}/resetcursor",
+        "reset_cursor_on_position",
+        "Reset the subscription to a message id",
+        status_code=204,
+        openapi_extra=_body(_ref("ResetCursorData"), "the message id to reset to"),
+    )
     async def reset_cursor_on_position(
         call: SubCallDep,
         request: Request,
@@ -445,25 +560,36 @@ def topics_router(
         await call.run(call.admin.topics.reset_cursor, call.topic, call.subscription, body.to_message_id())
         return _no_content()
 
-    @route("GET", "/{topic}/retention", "get_retention", "The topic's retention policy (null when unset)",
-           response_model=RetentionPoliciesData | None)
+    @route(
+        "GET",
+        "/{topic}/retention",
+        "get_retention",
+        "The topic's retention policy (null when unset)",
+        response_model=RetentionPoliciesData | None,
+    )
     async def get_retention(
         call: TopicCallDep,
-        applied: Annotated[bool, Query(description="the policy in force: the topic's, else the namespace's, "
-                                                   "else the broker's default")] = False,
+        applied: Annotated[
+            bool, Query(description="the policy in force: the topic's, else the namespace's, else the broker's default")
+        ] = False,
     ) -> Response:
         policies = await call.run(call.admin.topics.get_retention, call.topic, applied=applied)
         return _json(None if policies is None else policies.to_json())
 
-    @route("POST", "/{topic}/retention", "set_retention", "Set the topic's retention policy", status_code=204,
-           openapi_extra=_body(_ref("RetentionPoliciesData"), "retentionTimeInMinutes and retentionSizeInMB"))
+    @route(
+        "POST",
+        "/{topic}/retention",
+        "set_retention",
+        "Set the topic's retention policy",
+        status_code=204,
+        openapi_extra=_body(_ref("RetentionPoliciesData"), "retentionTimeInMinutes and retentionSizeInMB"),
+    )
     async def set_retention(call: TopicCallDep, request: Request) -> Response:
         policies = RetentionPoliciesData.parse_body(await request.body())
         await call.run(call.admin.topics.set_retention, call.topic, policies)
         return _no_content()
 
-    @route("DELETE", "/{topic}/retention", "remove_retention", "Remove the topic's retention policy",
-           status_code=204)
+    @route("DELETE", "/{topic}/retention", "remove_retention", "Remove the topic's retention policy", status_code=204)
     async def remove_retention(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.remove_retention, call.topic)
         return _no_content()

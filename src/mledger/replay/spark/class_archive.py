@@ -35,7 +35,12 @@ from typing import Any
 
 ENV_SWITCH = "MLEDGER_SPARK_CDS"
 """``0`` / ``off`` / ``false`` / ``no`` disables the archive."""
-CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath", "spark.driver.extraJavaOptions")
+CLASSPATH_SETTINGS = (
+    "spark.jars",
+    "spark.jars.packages",
+    "spark.driver.extraClassPath",
+    "spark.driver.extraJavaOptions",
+)
 """Session settings that change the driver's classes or JVM options: with any, no archive."""
 QUIET_CDS_LOG = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 _PART_SUFFIX = ".jsa.part"

@@ -84,8 +84,11 @@ def prepared_on_spark(
         fs.create_dir(root, recursive=True)
     check_output_dir(target, plan.root, what="prepared log")
     if progress:
-        print(f"preparing {plan.root} into {target} (one shuffle; --prepared DIR keeps it for later replays)",
-              file=sys.stderr, flush=True)
+        print(
+            f"preparing {plan.root} into {target} (one shuffle; --prepared DIR keeps it for later replays)",
+            file=sys.stderr,
+            flush=True,
+        )
     prepare_on_spark(spark, plan, executor_path(target), prepare_partitions, progress)
     return open_prepared(target), prepared is None
 
@@ -122,8 +125,9 @@ def run_replay(
     start_outputs(out_dir)
     results: list[TaskResult] = []
     if tasks:
-        run = partial(_run_tasks, executor_path(log.root), chosen, log.subscriptions(), executor_path(out_dir),
-                      model_factory)
+        run = partial(
+            _run_tasks, executor_path(log.root), chosen, log.subscriptions(), executor_path(out_dir), model_factory
+        )
         rdd = spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(run)
         with StageProgress(spark, "replay (spark)", progress):
             results = rdd.collect()
@@ -131,8 +135,9 @@ def run_replay(
     commit_outputs(out_dir, results, extra)
     if temporary:
         remove_tree(log.root)
-    return finish_summary(out_dir, chosen, settings, time.perf_counter() - started, "spark",
-                          unkeyed_events(log.manifest.partitions))
+    return finish_summary(
+        out_dir, chosen, settings, time.perf_counter() - started, "spark", unkeyed_events(log.manifest.partitions)
+    )
 
 
 def main_submit(argv: list[str] | None = None) -> int:
@@ -168,8 +173,9 @@ def main_submit(argv: list[str] | None = None) -> int:
             manifest = prepare_on_spark(spark, plan_inputs(args.input), executor_path(args.out))
             print(f"prepared {manifest.events:,} events of {len(manifest.partitions):,} topic-partitions in {args.out}")
             return 0
-        summary = run_replay(spark, args.input, args.out, settings, sweep=args.sweep, fixed=fixed,
-                             prepared=args.prepared)
+        summary = run_replay(
+            spark, args.input, args.out, settings, sweep=args.sweep, fixed=fixed, prepared=args.prepared
+        )
     finally:
         spark.stop()
     print(format_sweep(summary) if isinstance(summary, SweepSummary) else format_summary(summary))

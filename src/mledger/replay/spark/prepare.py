@@ -75,8 +75,20 @@ KIND_SHIFT = 61
 """``kind_seq = kind << 61 | seq`` orders like ``(kind, seq)`` while ``seq < 2^61``."""
 SEQ_MASK = (1 << KIND_SHIFT) - 1
 WIRE_GROUP_KEYS = (TOPIC_KEY, "partition")
-WIRE_COLUMNS = (TOPIC_KEY, "partition", "ts", "kind_seq", "name", "ledger_id", "entry_id", "batch", "aux",
-                "sequence_id", "problem", "topic")
+WIRE_COLUMNS = (
+    TOPIC_KEY,
+    "partition",
+    "ts",
+    "kind_seq",
+    "name",
+    "ledger_id",
+    "entry_id",
+    "batch",
+    "aux",
+    "sequence_id",
+    "problem",
+    "topic",
+)
 """The columns the replay ships: every column costs CPU time three times (shuffle, sort and
 the row-by-row Arrow conversion for Python), so :data:`~.schema.EVENT_SCHEMA` is packed:
 
@@ -108,13 +120,26 @@ def _wire(frame: "DataFrame", packed: bool, carry_topic: bool) -> "DataFrame":
 
     topic, kind = F.col("topic"), F.col("kind")
     key = F.when(topic.isNull(), F.lit(None).cast("bigint")).otherwise(F.xxhash64(topic))
-    order = [F.shiftleft(kind.cast("bigint"), KIND_SHIFT).bitwiseOR(F.col("seq")).alias("kind_seq")] if packed \
+    order = (
+        [F.shiftleft(kind.cast("bigint"), KIND_SHIFT).bitwiseOR(F.col("seq")).alias("kind_seq")]
+        if packed
         else [kind, F.col("seq")]
-    aux = (F.when(kind == KIND_OF_LOG["produced"], F.col("deliver_at_ms"))
-           .when(kind == KIND_OF_LOG["acked"], F.col("ack_type").cast("bigint")))
+    )
+    aux = F.when(kind == KIND_OF_LOG["produced"], F.col("deliver_at_ms")).when(
+        kind == KIND_OF_LOG["acked"], F.col("ack_type").cast("bigint")
+    )
     return frame.select(
-        key.alias(TOPIC_KEY), F.col("partition"), F.col("ts"), *order, F.col("name"), F.col("ledger_id"),
-        F.col("entry_id"), F.col("batch"), aux.alias("aux"), F.col("sequence_id"), F.col("problem"),
+        key.alias(TOPIC_KEY),
+        F.col("partition"),
+        F.col("ts"),
+        *order,
+        F.col("name"),
+        F.col("ledger_id"),
+        F.col("entry_id"),
+        F.col("batch"),
+        aux.alias("aux"),
+        F.col("sequence_id"),
+        F.col("problem"),
         topic if carry_topic else F.lit(None).cast("string").alias("topic"),
     )
 
@@ -138,14 +163,26 @@ def _wire_events(batch: pa.RecordBatch) -> pa.RecordBatch:
         deliver = pc.if_else(pa.array(kinds == KIND_OF_LOG["produced"]), aux, null_long)
         ack = pc.cast(pc.if_else(pa.array(kinds == KIND_OF_LOG["acked"]), aux, null_long), pa.int8())
     return pa.RecordBatch.from_arrays(
-        [batch.column("ts"), kind, seq, batch.column("name"), batch.column("ledger_id"), batch.column("entry_id"),
-         batch.column("batch"), deliver, batch.column("sequence_id"), ack, batch.column("problem")],
+        [
+            batch.column("ts"),
+            kind,
+            seq,
+            batch.column("name"),
+            batch.column("ledger_id"),
+            batch.column("entry_id"),
+            batch.column("batch"),
+            deliver,
+            batch.column("sequence_id"),
+            ack,
+            batch.column("problem"),
+        ],
         schema=PREPARED_SCHEMA,
     )
 
 
-def _group_topic(key: int | None, known: dict[int, str], batch: pa.RecordBatch, topic: str | None,
-                 resolved: bool) -> str | None:
+def _group_topic(
+    key: int | None, known: dict[int, str], batch: pa.RecordBatch, topic: str | None, resolved: bool
+) -> str | None:
     """The group's topic: from the driver's table, or the names text rows carry; raises
     :class:`TopicKeyCollisionError` when two names share the key."""
     if key is None:
@@ -156,14 +193,17 @@ def _group_topic(key: int | None, known: dict[int, str], batch: pa.RecordBatch, 
         if topic is None and carried.null_count < len(carried):
             topic = pc.min(carried).as_py()
         if topic is None:
-            raise TopicKeyCollisionError(f"no topic name for topic_key {key}: a Parquet file changed during the replay?")
+            raise TopicKeyCollisionError(
+                f"no topic name for topic_key {key}: a Parquet file changed during the replay?"
+            )
     if carried.null_count < len(carried):
         other = pc.min_max(carried)
         for name in (other["min"].as_py(), other["max"].as_py()):
             if name != topic:
                 raise TopicKeyCollisionError(
                     f"topics {topic!r} and {name!r} have the same topic_key {key} (64-bit hash collision); "
-                    "the Spark replay cannot tell them apart: replay them separately or with --single-process")
+                    "the Spark replay cannot tell them apart: replay them separately or with --single-process"
+                )
     return topic
 
 
@@ -189,9 +229,13 @@ def _parquet_events(spark: "SparkSession", plan: InputPlan, log: str, files: lis
     index = {f: i for i, f in enumerate(plan.files[log])}
     if len(files) <= PER_FILE_SCANS:
         # One scan per file with its index as a literal: no per-row string work.
-        scans = [spark.read.schema(read_schema).parquet(plan.uri(f))
-                 .withColumn("_file", F.lit(index[f]).cast("bigint"))
-                 .withColumn("_row", F.col("_metadata.row_index")) for f in files]
+        scans = [
+            spark.read.schema(read_schema)
+            .parquet(plan.uri(f))
+            .withColumn("_file", F.lit(index[f]).cast("bigint"))
+            .withColumn("_row", F.col("_metadata.row_index"))
+            for f in files
+        ]
         frame = scans[0]
         for scan in scans[1:]:
             frame = frame.unionByName(scan)
@@ -212,23 +256,32 @@ def _parquet_events(spark: "SparkSession", plan: InputPlan, log: str, files: lis
         text = F.col("ack_type")
         # ASCII folding as in schema.ack_type_codes (only evaluated for text that is not exact)
         lowered = F.translate(F.trim(text), _ASCII_UPPER, _ASCII_UPPER.lower())
-        ack = (F.when(text.isNull(), F.lit(None)).when(text == "individual", F.lit(0))
-               .when(text == "cumulative", F.lit(1)).when(lowered == "individual", F.lit(0))
-               .when(lowered == "cumulative", F.lit(1)).otherwise(F.lit(-1))).cast("tinyint")
+        ack = (
+            F.when(text.isNull(), F.lit(None))
+            .when(text == "individual", F.lit(0))
+            .when(text == "cumulative", F.lit(1))
+            .when(lowered == "individual", F.lit(0))
+            .when(lowered == "cumulative", F.lit(1))
+            .otherwise(F.lit(-1))
+        ).cast("tinyint")
         problem = F.when(ack == -1, F.concat(F.lit("unknown ack_type '"), F.col("ack_type"), F.lit("'")))
     else:
         ack = F.lit(None).cast("tinyint")
         problem = F.lit(None).cast("string")
     return frame.select(
-        F.col("topic"), F.col("partition"),
+        F.col("topic"),
+        F.col("partition"),
         F.col("publish_time_ms" if produced else "ts_ms").alias("ts"),
-        F.lit(KIND_OF_LOG[log]).cast("tinyint").alias("kind"), seq.alias("seq"),
+        F.lit(KIND_OF_LOG[log]).cast("tinyint").alias("kind"),
+        seq.alias("seq"),
         F.col("producer_name" if produced else "subscription").alias("name"),
-        F.col("ledger_id"), F.col("entry_id"),
+        F.col("ledger_id"),
+        F.col("entry_id"),
         F.col("batch_size" if produced else "batch_index").alias("batch"),
         F.col("deliver_at_ms") if produced else null_long.alias("deliver_at_ms"),
         F.col("sequence_id") if produced else null_long.alias("sequence_id"),
-        ack.alias("ack_type"), problem.alias("problem"),
+        ack.alias("ack_type"),
+        problem.alias("problem"),
     )
 
 
@@ -257,8 +310,10 @@ def wire_dataframe(spark: "SparkSession", plan: InputPlan) -> tuple["DataFrame",
     """Every event of the plan as :data:`WIRE_COLUMNS` rows, and ``topic_key`` to topic name
     for the Parquet topics. Raises :class:`TopicKeyCollisionError` when two of those share a key."""
     packed = _packs_kind(plan)
-    frames = [_wire(_parquet_events(spark, plan, log, files), packed, carry_topic=False)
-              for log, files in _parquet_files(plan).items()]
+    frames = [
+        _wire(_parquet_events(spark, plan, log, files), packed, carry_topic=False)
+        for log, files in _parquet_files(plan).items()
+    ]
     text = _text_events(spark, plan)
     if text is not None:
         frames.append(_wire(text, packed, carry_topic=True))
@@ -269,7 +324,8 @@ def wire_dataframe(spark: "SparkSession", plan: InputPlan) -> tuple["DataFrame",
         if other != name:
             raise TopicKeyCollisionError(
                 f"topics {other!r} and {name!r} have the same topic_key {key} (64-bit hash collision); the "
-                "Spark replay cannot tell them apart: replay them separately or with --single-process")
+                "Spark replay cannot tell them apart: replay them separately or with --single-process"
+            )
     schema = ddl(EVENT_SCHEMA)
     if not frames:
         frames = [_wire(spark.createDataFrame([], schema), packed, carry_topic=True)]
@@ -283,11 +339,19 @@ def default_partitions(spark: "SparkSession") -> int:
     return max(8 * spark.sparkContext.defaultParallelism, 1)
 
 
-FILE_ROW_SCHEMA = pa.schema([
-    pa.field("topic", pa.string()), pa.field("partition", pa.int64()), pa.field("file_index", pa.int32()),
-    pa.field("path", pa.string()), pa.field("rows", pa.int64()), pa.field("bytes", pa.int64()),
-    pa.field("first_ts", pa.int64()), pa.field("last_ts", pa.int64()), pa.field("footer_xxh64", pa.string()),
-])
+FILE_ROW_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int64()),
+        pa.field("file_index", pa.int32()),
+        pa.field("path", pa.string()),
+        pa.field("rows", pa.int64()),
+        pa.field("bytes", pa.int64()),
+        pa.field("first_ts", pa.int64()),
+        pa.field("last_ts", pa.int64()),
+        pa.field("footer_xxh64", pa.string()),
+    ]
+)
 """What the write function returns: one row per file it wrote."""
 
 
@@ -319,10 +383,23 @@ def _writer(root: str, topics: dict[int, str]) -> Any:
         if writer is None:
             return
         part = writer.close()
-        yield pa.RecordBatch.from_pylist([
-            {"topic": part.topic, "partition": part.partition, "file_index": i, "path": f.path, "rows": f.rows,
-             "bytes": f.bytes, "first_ts": f.first_ts, "last_ts": f.last_ts, "footer_xxh64": f.footer_xxh64}
-            for i, f in enumerate(part.files)], schema=FILE_ROW_SCHEMA)
+        yield pa.RecordBatch.from_pylist(
+            [
+                {
+                    "topic": part.topic,
+                    "partition": part.partition,
+                    "file_index": i,
+                    "path": f.path,
+                    "rows": f.rows,
+                    "bytes": f.bytes,
+                    "first_ts": f.first_ts,
+                    "last_ts": f.last_ts,
+                    "footer_xxh64": f.footer_xxh64,
+                }
+                for i, f in enumerate(part.files)
+            ],
+            schema=FILE_ROW_SCHEMA,
+        )
 
     return write
 
@@ -330,10 +407,14 @@ def _writer(root: str, topics: dict[int, str]) -> Any:
 def _partitions(files: pa.Table) -> list[PreparedPartition]:
     by_key: dict[tuple[str | None, int | None], list[tuple[int, PreparedFile]]] = {}
     for row in files.to_pylist():
-        entry = PreparedFile(row["path"], row["rows"], row["bytes"], row["first_ts"], row["last_ts"], row["footer_xxh64"])
+        entry = PreparedFile(
+            row["path"], row["rows"], row["bytes"], row["first_ts"], row["last_ts"], row["footer_xxh64"]
+        )
         by_key.setdefault((row["topic"], row["partition"]), []).append((row["file_index"], entry))
-    return [PreparedPartition(topic, partition, tuple(f for _, f in sorted(entries, key=lambda e: e[0])))
-            for (topic, partition), entries in by_key.items()]
+    return [
+        PreparedPartition(topic, partition, tuple(f for _, f in sorted(entries, key=lambda e: e[0])))
+        for (topic, partition), entries in by_key.items()
+    ]
 
 
 PREPARE_SQL_CONF = {
@@ -376,8 +457,7 @@ def prepare_dataframe(spark: "SparkSession", plan: InputPlan, out: str, partitio
     events, topics = wire_dataframe(spark, plan)
     order = ("ts", "kind_seq") if "kind_seq" in events.columns else ("ts", "kind", "seq")
     return (
-        events
-        .repartition(n, *WIRE_GROUP_KEYS)
+        events.repartition(n, *WIRE_GROUP_KEYS)
         .sortWithinPartitions(*WIRE_GROUP_KEYS, *order)
         .groupBy(*WIRE_GROUP_KEYS)
         .applyInArrow(_writer(executor_path(out), topics), ddl(FILE_ROW_SCHEMA))
@@ -401,5 +481,11 @@ def prepare_on_spark(
     with prepare_conf(spark), StageProgress(spark, "prepare (spark)", progress):
         files = frame.toArrow()
     master = spark.sparkContext.master
-    return finish_layout(fs, path, _partitions(files), plan.subscriptions, plan.subscription_anomalies,
-                         f"mledger prepare (spark {master})")
+    return finish_layout(
+        fs,
+        path,
+        _partitions(files),
+        plan.subscriptions,
+        plan.subscription_anomalies,
+        f"mledger prepare (spark {master})",
+    )

@@ -70,7 +70,9 @@ def is_local(master: str) -> bool:
 
 def quiet_log4j_file() -> str:
     """A log4j2 configuration that only prints errors (written once per process)."""
-    path = os.path.join(tempfile.gettempdir(), f"mledger-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}.properties")
+    path = os.path.join(
+        tempfile.gettempdir(), f"mledger-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}.properties"
+    )
     try:
         with open(path, encoding="utf-8") as f:
             if f.read() == _LOG4J2:
