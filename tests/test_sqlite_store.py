@@ -169,7 +169,10 @@ sys.stdin.readline()
 def _spawn_holder(data_dir: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", _HOLDER, str(data_dir)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
 
 
@@ -505,3 +508,158 @@ def test_sigkill_during_group_commits_loses_no_confirmed_write(data_dir: Path, k
             assert meta is not None and meta.version in (confirmed_version, confirmed_version + 1)
         if meta is not None:
             assert meta.data == b"%d" % meta.version
+
+
+# -- background WAL checkpoints ------------------------------------------------------------------
+def _wal_size(data_dir: Path) -> int:
+    wal = data_dir / (DATABASE_NAME + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def _checkpointer_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("mledger-sqlite-checkpointer")]
+
+
+def test_the_writer_leaves_checkpoints_to_the_checkpointer(store: SqliteStore) -> None:
+    assert store._writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    assert store._writer.execute("PRAGMA journal_size_limit").fetchone()[0] == store.wal_limit_bytes
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"checkpoint_bytes": 0},
+        {"checkpoint_bytes": -1},
+        {"wal_limit_bytes": "big"},
+        {"checkpoint_bytes": True},
+        {"checkpoint_bytes": 1 << 20, "wal_limit_bytes": 1 << 19},
+    ],
+)
+def test_invalid_checkpoint_settings_raise_config_error(data_dir: Path, kwargs: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match="checkpoint_bytes|wal_limit_bytes"):
+        SqliteStore(data_dir, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_wal_stays_bounded_under_back_to_back_commits(data_dir: Path) -> None:
+    """2,000 commits of 1 KiB with no pause between them: a PASSIVE checkpoint never catches
+    up with such a writer, so the RESTART checkpoints (the checkpointer's, or the leader's when
+    the thread fell behind) must keep the WAL within twice the limit plus what the commits
+    between two checks add (a checkpoint step, estimated: up to 4 steps of actual frames)."""
+    limit, step = 256 * 1024, 64 * 1024
+    with SqliteStore(data_dir, synchronous="NORMAL", checkpoint_bytes=step, wal_limit_bytes=limit) as s:
+        ledger = s.create_ledger()
+        largest = 0
+        for i in range(2000):
+            s.append(ledger, b"%04d" % i * 256)
+            largest = max(largest, _wal_size(data_dir))
+        stats = s.stats()
+        assert stats.checkpoints + stats.blocking_checkpoints > 0
+        assert stats.blocking_checkpoints > 0  # a back-to-back writer needs the RESTART ones
+        assert largest <= 2 * limit + 4 * step, f"the WAL reached {largest} bytes"
+        assert len(_checkpointer_threads()) == 1
+        assert s.read(ledger, 1999, 1999) == [b"1999" * 256]
+
+
+def test_a_store_that_writes_little_starts_no_thread(store: SqliteStore) -> None:
+    ledger = store.create_ledger()
+    store.append_many(ledger, [b"x" * 100] * 10)
+    assert _checkpointer_threads() == []
+    assert store.stats().checkpoints == 0
+
+
+def test_close_checkpoints_everything_and_ends_the_thread(data_dir: Path) -> None:
+    s = SqliteStore(data_dir, synchronous="NORMAL", checkpoint_bytes=32 * 1024, wal_limit_bytes=1 << 20)
+    ledger = s.create_ledger()
+    for i in range(200):
+        s.append_many(ledger, [b"%d" % i * 100] * 3)
+    s.put("/k", b"v")
+    reader = threading.Thread(target=lambda: s.read(ledger, 0, 10))  # a reader connection to close too
+    reader.start()
+    reader.join()
+    assert len(_checkpointer_threads()) == 1
+    s.close()
+    assert _checkpointer_threads() == []
+    assert _wal_size(data_dir) == 0
+    # The database file alone (immutable: SQLite does not look for a WAL) holds every write.
+    conn = sqlite3.connect(f"file:{data_dir / DATABASE_NAME}?immutable=1", uri=True)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM entries WHERE ledger_id = ?", (ledger,)).fetchone()[0] == 600
+        assert conn.execute("SELECT data FROM metadata WHERE path = '/k'").fetchone()[0] == b"v"
+    finally:
+        conn.close()
+
+
+def test_writes_from_many_threads_survive_concurrent_checkpoints(data_dir: Path) -> None:
+    with SqliteStore(data_dir, synchronous="NORMAL", checkpoint_bytes=16 * 1024, wal_limit_bytes=64 * 1024) as s:
+        ledgers = [s.create_ledger() for _ in range(4)]
+        errors: list[BaseException] = []
+
+        def work(ledger: int) -> None:
+            try:
+                for i in range(150):
+                    assert s.append(ledger, b"%d" % i * 50) == i
+                    if i % 10 == 0:
+                        assert s.read(ledger, i, i) == [b"%d" % i * 50]
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(ledger,)) for ledger in ledgers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert s.check() == []
+        for ledger in ledgers:
+            assert s.read(ledger, 0, 149) == [b"%d" % i * 50 for i in range(150)]
+
+
+_CHECKPOINTING_APPENDER = r"""
+import sys
+from mledger.storage.sqlite import SqliteStore
+# A checkpoint every few commits and a RESTART one every few more: a SIGKILL lands in one.
+store = SqliteStore(sys.argv[1], synchronous=sys.argv[2], checkpoint_bytes=24 * 1024, wal_limit_bytes=48 * 1024)
+ledger = store.create_ledger()
+sys.stdout.write(f"L {ledger}\n")
+sys.stdout.flush()
+i = 0
+while True:
+    assert store.append_many(ledger, [b"%d" % (i + k) * 300 for k in range(3)]) == i
+    i += 3
+    sys.stdout.write(f"E {i - 1}\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.parametrize(("synchronous", "kill_after"), [("NORMAL", 150), ("FULL", 60), ("NORMAL", 700)])
+def test_sigkill_during_checkpoints_loses_no_confirmed_write(data_dir: Path, synchronous: str, kill_after: int) -> None:
+    SqliteStore(data_dir).close()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHECKPOINTING_APPENDER, str(data_dir), synchronous],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    confirmed = -1
+    try:
+        assert child.stdout is not None
+        kind, ledger_text = child.stdout.readline().split()
+        assert kind == "L"
+        for lines, line in enumerate(child.stdout, 1):
+            confirmed = int(line.split()[1])
+            if lines == kill_after:
+                os.kill(child.pid, signal.SIGKILL)
+                break
+        for line in child.stdout:  # confirmations printed before the kill landed
+            if line.endswith("\n"):
+                confirmed = int(line.split()[1])
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    ledger = int(ledger_text)
+    with SqliteStore(data_dir) as s:
+        assert s.check() == []
+        last = s.last_entry_id(ledger)
+        assert last in (confirmed, confirmed + 3)  # the call in flight: all of it or none
+        assert s.read(ledger, 0, last) == [b"%d" % i * 300 for i in range(last + 1)]
