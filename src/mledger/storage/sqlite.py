@@ -124,6 +124,7 @@ DEFAULT_WAL_LIMIT_BYTES = 16 * 1024 * 1024
 _T = TypeVar("_T")
 _APPLICATION_ID = 0x4D4C4447  # "MLDG": marks the file as an mledger store for `file(1)` and us
 _BUSY_TIMEOUT_MS = 10_000
+_CHECKPOINT_BUSY_TIMEOUT_MS = 1_000
 # WAL bytes a write costs beyond its data: the b-tree pages it changes (a leaf and its parents;
 # measured 3-4 pages of 4 KiB per single 1 KiB append, up to 11 when a leaf splits).
 _WRITE_OVERHEAD_ESTIMATE = 3 * 4096
@@ -746,6 +747,9 @@ class _Checkpointer:
         self._write_lock = write_lock
         self._wal_limit_bytes = wal_limit_bytes
         self._page_size = int(_one(conn, "PRAGMA page_size", ())[0])
+        # A RESTART checkpoint waits (holding the transaction lock) for readers still on an older
+        # snapshot; past this it goes on as a PASSIVE one and the next request retries.
+        conn.execute(f"PRAGMA busy_timeout = {_CHECKPOINT_BUSY_TIMEOUT_MS}")
         self._cond = threading.Condition()
         self._requested = 0  # requests made, numbered from 1
         self._completed = 0  # every request up to this one has had its checkpoint
