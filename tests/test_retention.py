@@ -12,6 +12,7 @@ Tests are named after the Pulsar tests they mirror (``ManagedLedgerTest``, ``Man
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
@@ -24,6 +25,7 @@ from mledger.core.errors import ConfigError
 from mledger.core.position import Position
 from mledger.managed_ledger import InitialPosition, ManagedLedger, ManagedLedgerFactory
 from mledger.storage import MemoryStore, SqliteStore
+from mledger.storage.faults import HeldWriteStore
 
 MB = 1024 * 1024
 HOUR_MS = 3600 * 1000
@@ -582,3 +584,35 @@ def test_a_policy_change_lets_retained_ledgers_go_in_the_background() -> None:
     settle(ml)
     assert closed_ledgers(ml) == []
     broker.close()
+
+
+def test_a_reset_back_into_retained_ledgers_holds_trimming_until_it_is_persisted() -> None:
+    # Regression (a stress test's replay of a trimmed entry): a reset applies its mark-delete,
+    # ends its revision and only then persists; a pass in that window followed the old
+    # persisted mark-delete and deleted the ledgers the cursor had just moved back into.
+    clock = ManualClock(0)
+    store = HeldWriteStore(MemoryStore(), hold_timeout=10)
+    executor = ManualExecutor()
+    ml = open_ml(clock, store, executor, retention_time_ms=1000, retention_size_in_mb=-1, max_entries_per_ledger=3)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    p = [ml.add_entry(b"m%d" % i) for i in range(7)]  # two closed ledgers, the third current
+    cursor.mark_delete(p[5])
+    executor.run_all()
+    assert ml.trim_consumed_ledgers() == []  # consumed, but retained for 1 s
+    clock.advance(2000)  # both closed ledgers expired
+    store.hold_writes()
+    resetter = threading.Thread(target=cursor.reset_cursor, args=(p[1],))
+    resetter.start()
+    store.wait_until_held()  # the reset is applied, its state not yet persisted
+    assert cursor.mark_delete_position == p[0] and cursor.persistent_mark_delete_position == p[5]
+    assert cursor.is_resetting
+    assert ml.trim_consumed_ledgers() == []  # the pass gives way
+    store.release()
+    resetter.join(timeout=10)
+    assert not resetter.is_alive() and not cursor.is_resetting
+    assert cursor.persistent_mark_delete_position == p[0]
+    assert [e.data for e in cursor.replay_entries(p[1:3])] == [b"m1", b"m2"]
+    assert [e.data for e in cursor.read_entries(10)] == [b"m%d" % i for i in range(1, 7)]
+    executor.run_all()
+    assert closed_ledgers(ml) == [p[0].ledger_id, p[3].ledger_id]  # still the slowest cursor's
+    cursor._check()

@@ -107,6 +107,7 @@ class ManagedCursor:
         self._lifecycle = CursorLifecycle.UNINITIALIZED
         self._md = Position(-1, -1)
         self._persistent_md = Position(-1, -1)
+        self._reset_settling = False  # a reset's new state applied, its persist not yet done
         self._read = Position(-1, 0)
         self._md_next: Position | None = None  # cached next_valid_position(MD) while <= LAC
         self._acked = AckRangeSet()
@@ -256,6 +257,21 @@ class ManagedCursor:
     def mark_delete_position(self) -> Position:
         """Every entry at or before this position is acknowledged."""
         return self._md
+
+    @property
+    def is_resetting(self) -> bool:
+        """Whether a position reset is running or the state it set is not yet persisted.
+
+        Lock-free: the managed ledger reads it under its own lock and defers trimming
+        meanwhile, since a reset may move the mark-delete back into ledgers that the persisted
+        mark-delete (what trimming follows) has already passed."""
+        return self._revision.is_under_revision or self._reset_settling
+
+    def _mark_reset_settling(self, settling: bool) -> None:
+        self._reset_settling = settling
+        if not settling and self._store is not None:
+            # A trimming pass that ran meanwhile gave way: it is deferred until asked again.
+            self._ml.request_trim(self, self._persistent_md)
 
     @property
     def persistent_mark_delete_position(self) -> Position:
@@ -936,6 +952,7 @@ class ManagedCursor:
             revision=self._revision,
             check_open=self._check_open,
             after_change=lambda: self._after_change(force_persist=True),
+            mark_settling=self._mark_reset_settling,
             choose_rewind=lambda: self._apply_rewind,
             choose_seek=seek,
             choose_reset_to=reset_to,

@@ -1077,12 +1077,13 @@ class ManagedLedger:
 
     def _trim_candidates(self) -> list[LedgerInfo] | None:
         """The ledgers a pass deletes (under the ML lock); None when a durable cursor is
-        being reset (its mark-delete may be moving back into them: the pass gives way)."""
+        being reset or has not yet persisted what its reset set (its mark-delete may be moving
+        back into them: the pass gives way)."""
         if self._closed or not self._has_consumer_cursor():
             # No durable consumer cursor (only system ones, like the dedup cursor): keep
             # everything, an embedded log never loses data nobody subscribed to.
             return []
-        if any(c.revision.is_under_revision for c in self._cursors.values()):
+        if any(c.is_resetting for c in self._cursors.values()):
             return None
         slowest = self._slowest_reader_ledger()
         if slowest is None:

@@ -39,6 +39,10 @@ class ResetHooks(NamedTuple):
     revision: CursorStateRevisionController
     check_open: Callable[[], None]
     after_change: Callable[[], None]
+    mark_settling: Callable[[bool], None]
+    """Told True before the revision ends and False once ``after_change`` returned: between
+    the two the cursor's new state is applied but not yet persisted, and trimming must still
+    give way (it follows persisted mark-deletes, and a reset may have moved this one back)."""
     choose_rewind: Callable[[], Callable[[], None]]
     choose_seek: Callable[[Position, bool], Callable[[], None]]
     choose_reset_to: Callable[[Position], Callable[[], None]]
@@ -114,6 +118,10 @@ class PositionReset:
         hooks = self._hooks
         action = self._action if exc_type is None else None
         with hooks.lock:
-            hooks.revision.end_revision(action)
-            if action is not None:
-                hooks.after_change()
+            hooks.mark_settling(True)
+            try:
+                hooks.revision.end_revision(action)
+                if action is not None:
+                    hooks.after_change()
+            finally:
+                hooks.mark_settling(False)
