@@ -8,6 +8,8 @@ that writes queue behind it.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
 import time
 from concurrent.futures import Future
@@ -33,13 +35,14 @@ from mledger.broker import (
     InitialPosition,
     MessageDupUnknownError,
     MessageId,
+    PersistenceError,
     Producer,
     Topic,
     TopicFencedError,
 )
 from mledger.broker.dedup import MessageDeduplication
 from mledger.storage import NEW_NODE
-from mledger.storage.faults import HeldWriteStore, InjectedFault
+from mledger.storage.faults import DISK_FULL, FaultInjectingStore, HeldWriteStore, InjectedFault
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -265,6 +268,60 @@ def test_close_writes_the_pending_adds_first(tmp_path: Path) -> None:
     factory, ml = open_ml(SqliteStore(tmp_path))
     assert ml.number_of_entries() == 5  # type: ignore[attr-defined]
     factory.close()
+
+
+def test_a_failure_episode_is_logged_once_with_its_count(caplog: pytest.LogCaptureFixture) -> None:
+    """A full disk fails every retry: one warning when the failures start, one with the count
+    when a write succeeds again, none per failed write."""
+    caplog.set_level(logging.DEBUG, logger="mledger")
+    store = FaultInjectingStore(MemoryStore())
+    factory, ml = open_ml(store)
+    ml.add_entry(b"before")  # type: ignore[attr-defined]
+    store.disk_full = True
+    for _ in range(50):
+        with pytest.raises(sqlite3.OperationalError, match=DISK_FULL):
+            ml.add_entries([b"a", b"b"])  # type: ignore[attr-defined]
+    assert isinstance(ml.write_failure, sqlite3.OperationalError)  # type: ignore[attr-defined]
+    with pytest.raises(sqlite3.OperationalError):
+        ml.check_writable()  # type: ignore[attr-defined]  # the probe fails and counts
+    store.disk_full = False
+    ml.check_writable()  # type: ignore[attr-defined]
+    assert ml.write_failure is None  # type: ignore[attr-defined]
+    ml.add_entry(b"after")  # type: ignore[attr-defined]
+    lines = [r.getMessage() for r in caplog.records if DISK_FULL in r.getMessage()]
+    assert len(lines) == 2, lines
+    assert "writes succeed again after 51 failed writes (100 entries" in lines[1]
+    assert not any(r.exc_info for r in caplog.records)
+    factory.close()
+
+
+def test_a_failed_write_disconnects_remote_producers_and_refuses_new_ones_until_the_store_writes() -> None:
+    """Pulsar's ``addFailed``: the remote producers (with a listener) are disconnected; a new
+    producer is refused with ``PersistenceError`` while a probe write fails, admitted once it
+    succeeds. An in-process producer has no connection and stays."""
+    store = FaultInjectingStore(MemoryStore())
+    broker = Broker(ManagedLedgerFactory(store, clock=ManualClock(0)), clock=ManualClock(0))
+    closed: list[Producer] = []
+
+    class Listener:
+        def producer_closed(self, producer: Producer) -> None:
+            closed.append(producer)
+
+    topic = broker.create_topic(T)
+    assert isinstance(topic, Topic)
+    remote = topic.create_producer("remote", listener=Listener())
+    local = topic.create_producer("local")
+    store.disk_full = True
+    with pytest.raises(sqlite3.OperationalError):
+        local.send(b"x")
+    wait_for(lambda: not topic.is_fenced)
+    assert closed == [remote] and [p.name for p in topic.producers] == ["local"]
+    with pytest.raises(PersistenceError, match=DISK_FULL):
+        topic.create_producer("remote", listener=Listener())
+    store.disk_full = False
+    again = topic.create_producer("remote", listener=Listener())
+    assert again.send(b"y").entry_id >= 0 and local.send(b"z").entry_id >= 0
+    broker.close()
 
 
 # -- the topic: PIP-6 pushed vs persisted, fencing ----------------------------------------------------

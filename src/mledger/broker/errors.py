@@ -13,6 +13,7 @@ ProducerBusyError          ``ProducerBusyException`` / naming      409
 AlreadyClosedError         ``AlreadyClosedException``              412
 MessageDupUnknownError     ``MessageDupUnknownException``          409
 TopicFencedError           ``TopicFencedException``                412
+PersistenceError           ``PersistenceException``                500
 =========================  ======================================  ====
 """
 
@@ -24,6 +25,7 @@ __all__ = [
     "AlreadyClosedError",
     "ConsumerBusyError",
     "MessageDupUnknownError",
+    "PersistenceError",
     "ProducerBusyError",
     "SubscriptionBusyError",
     "TopicAlreadyExistsError",
@@ -71,3 +73,11 @@ class MessageDupUnknownError(MLedgerError):
 class TopicFencedError(PreconditionFailedError):
     """A write of the topic failed; publishes are refused until its pending writes completed
     (Pulsar's ``TopicFencedException``). Retry: the fence lifts by itself."""
+
+
+class PersistenceError(MLedgerError):
+    """The store refuses writes (e.g. a full disk): a write of the topic failed and a probe
+    still fails (Pulsar's ``PersistenceException``). Retry: it clears once the store accepts
+    writes again."""
+
+    http_status = 500

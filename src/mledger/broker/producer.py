@@ -311,6 +311,21 @@ class Producer:
         """Stop telling the listener (a frontend closing the producer itself: no echo)."""
         self._listener = None
 
+    def disconnect(self) -> bool:
+        """Pulsar's ``Producer.disconnect`` after a failed write: a remote producer (one with
+        a listener) is closed and removed from the topic and its client told, so that it
+        reconnects; an in-process producer has no connection to drop and stays attached.
+        Returns whether it was disconnected."""
+        if self._listener is None:
+            return False
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+        self._topic.remove_producer(self)
+        self.closed_by_broker()
+        return True
+
     def closed_by_broker(self) -> None:
         """The topic is closing: mark the producer closed and tell its listener (if any)."""
         self._closed = True

@@ -32,7 +32,13 @@ from typing import Protocol
 
 from ..codec.entry import EntryMetadata, encode_entry
 from ..core.clock import Clock
-from ..core.errors import EntryTooLargeError, InvalidRequestError, MLedgerError, NotFoundError
+from ..core.errors import (
+    EntryTooLargeError,
+    InvalidRequestError,
+    ManagedLedgerClosedError,
+    MLedgerError,
+    NotFoundError,
+)
 from ..core.ints import INT64_MAX
 from ..core.position import Position
 from ..managed_ledger.ledger import ManagedLedger
@@ -41,6 +47,7 @@ from .config import BrokerConfig
 from .errors import (
     AlreadyClosedError,
     MessageDupUnknownError,
+    PersistenceError,
     ProducerBusyError,
     SubscriptionBusyError,
     TopicFencedError,
@@ -302,10 +309,16 @@ class Topic:
         when the broker closes the producer (a remote producer; see
         :mod:`mledger.broker.listeners`).
 
+        After a failed write, a producer is admitted only once the store accepts a write
+        again (:meth:`ManagedLedger.check_writable`): until then this raises
+        ``PersistenceError``, so that the producers disconnected by the failure stay away
+        while, say, the disk is full, instead of resending every pending message in a loop.
+
         Raises ``ProducerBusyError`` when a producer of that name is connected here,
         ``InvalidRequestError`` for a bad name or initial sequence id.
         """
         _check_producer_args(producer_name, initial_sequence_id)
+        self._check_writable()
         name = producer_name if producer_name is not None else self._broker.generate_producer_name()
         with self._lock:
             self._check_open()
@@ -315,6 +328,16 @@ class Topic:
             self._producers[name] = producer
             self._dedup.producer_added(name)
             return producer
+
+    def _check_writable(self) -> None:
+        if self._ml.write_failure is None:
+            return
+        try:
+            self._ml.check_writable()
+        except ManagedLedgerClosedError:
+            raise
+        except Exception as exc:
+            raise PersistenceError(f"topic {self.name} cannot store messages: {exc}") from exc
 
     def remove_producer(self, producer: Producer) -> None:
         """``producer`` closed: forget it (its ``close`` calls this)."""
@@ -463,9 +486,19 @@ class Topic:
         with self._publish_lock:
             self._completed_publishes += 1
             if not self._fenced:
-                log.warning("%s: a write failed; fencing the topic until its pending writes completed", self.name)
+                log.debug("%s: a write failed; fencing the topic until its pending writes completed", self.name)
             self._fenced = True
             self._failed_publishes.extend(failed)
+        self._disconnect_producers()
+
+    def _disconnect_producers(self) -> None:
+        """Pulsar's ``addFailed``: disconnect the remote producers, which may reconnect only
+        once the store accepts writes again (:meth:`create_producer`)."""
+        with self._lock:
+            producers = list(self._producers.values())
+        n = sum(producer.disconnect() for producer in producers)
+        if n:
+            log.info("%s: a write failed; disconnected %d producers", self.name, n)
 
     def _failure_reported(self) -> None:
         """The ledger reported a failed write and everything failed with it (writer thread)."""

@@ -202,6 +202,11 @@ class ManagedLedger:
         self._failing = False
         self._failure_listener: Callable[[], None] | None = None
         self._roll_over_failed = False
+        # A failure episode: the error of the first failed write since the last successful
+        # one (None: writes succeed), and the writes and entries failed in it (logged once).
+        self._write_failure: BaseException | None = None
+        self._failed_writes = 0
+        self._failed_entries = 0
         self._writes_block: bool = getattr(self._store, "blocking_writes", True)
         # Background trimming: passes are serialised by _trim_mutex; at most one more waits
         # queued (_trim_queued), which every request in the meantime shares.
@@ -469,6 +474,8 @@ class ManagedLedger:
         except BaseException as exc:
             positions, error = [], exc
         done = 0
+        if self._write_failure is not None and positions:
+            self._writes_recovered()
         if single:
             if error is None:
                 _complete(batch[0], positions, None)
@@ -483,10 +490,65 @@ class ManagedLedger:
                 start = end
                 done += 1
         if error is not None:
-            log.warning("managed ledger %s: append failed: %s", self.name, error)
+            self._write_failed(error, len(raw) - len(positions))
             self._fail_queued(batch[done:], error)
             if not isinstance(error, Exception):
                 raise error
+
+    def _write_failed(self, error: BaseException, entries: int) -> None:
+        """Count a failed write; log it only when it starts an episode (a full disk fails
+        every retry of every producer: one line per episode, not one per write)."""
+        with self._lock:
+            first = self._write_failure is None
+            if first:
+                self._write_failure = error
+            self._failed_writes += 1
+            self._failed_entries += entries
+        if first:
+            log.warning(
+                "managed ledger %s: append failed: %s (the failures that follow are counted, and reported"
+                " once writes succeed again)",
+                self.name,
+                error,
+            )
+
+    def _writes_recovered(self) -> None:
+        with self._lock:
+            error, self._write_failure = self._write_failure, None
+            writes, entries = self._failed_writes, self._failed_entries
+            self._failed_writes = self._failed_entries = 0
+        if error is not None:
+            log.warning(
+                "managed ledger %s: writes succeed again after %d failed writes (%d entries; first error: %s)",
+                self.name,
+                writes,
+                entries,
+                error,
+            )
+
+    @property
+    def write_failure(self) -> BaseException | None:
+        """The error of the failed write that started the current failure episode; None when
+        the last write succeeded (or none failed). See :meth:`check_writable`."""
+        return self._write_failure
+
+    def check_writable(self) -> None:
+        """After a failed write (:attr:`write_failure` set), find out whether the store accepts
+        writes again: persist the ledger's metadata again, unchanged. On success the episode
+        ends; otherwise the probe counts as a failed write and its error is raised. Does
+        nothing (no write) while writes succeed."""
+        if self._write_failure is None:
+            return
+        try:
+            with self._lock:
+                self._check_open()
+                self._persist_info()
+        except ManagedLedgerClosedError:
+            raise
+        except BaseException as exc:
+            self._write_failed(exc, 0)
+            raise
+        self._writes_recovered()
 
     def _fail_queued(self, failed: list[_PendingAdd], error: BaseException) -> None:
         """Fail ``failed`` and every add queued behind, until the queue is seen empty; then

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..broker import Broker, BrokerConfig
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..managed_ledger import ManagedLedgerFactory
-from ..storage import MemoryStore, SqliteStore
+from ..storage import MemoryStore, SqliteStore, Store
 from .access import TokenAuth
 from .config import ProtocolConfig, ProtocolStats
 from .server import ProtocolServer
@@ -96,14 +96,14 @@ class EmbeddedBroker:
         self.server: ProtocolServer
         self.broker: Broker
         self.clock: BrokerClock
-        self._store: MemoryStore | SqliteStore | None = None
+        self._store: Store | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:
         """Start the store, broker and server; returns once clients can connect."""
         wall = int(time.time() * 1000)
         clock: Clock = ManualClock(wall) if self._manual else SystemClock()
-        self._store = SqliteStore(self.data_dir, synchronous="NORMAL") if self.data_dir is not None else MemoryStore()
+        self._store = self._open_store()
         factory = ManagedLedgerFactory(self._store, clock=clock)
         self.broker = Broker(factory, self._broker_config, clock=clock)
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
@@ -135,6 +135,13 @@ class EmbeddedBroker:
             raise
         return self
 
+    def _open_store(self) -> Store:
+        """Hook for subclasses (tests wrap the store to inject faults): the store to serve,
+        closed by :meth:`stop` unless it is a :class:`~mledger.storage.MemoryStore`."""
+        if self.data_dir is not None:
+            return SqliteStore(self.data_dir, synchronous="NORMAL")
+        return MemoryStore()
+
     def _after_start(self) -> None:
         """Hook for subclasses: runs once the server accepts connections (the standalone
         variant starts the REST admin here)."""
@@ -159,7 +166,7 @@ class EmbeddedBroker:
         if broker is not None:
             broker.close()
             broker.factory.close()
-        if isinstance(self._store, SqliteStore):
+        if self._store is not None and not isinstance(self._store, MemoryStore):
             self._store.close()
 
     def __enter__(self) -> EmbeddedBroker:

@@ -47,16 +47,19 @@ from typing import Protocol
 from google.protobuf.message import DecodeError
 
 from ..broker import (
+    AlreadyClosedError,
     Broker,
     ConsumerBusyError,
     FramedPublish,
     MessageDupUnknownError,
     PartitionedTopic,
+    PersistenceError,
     ProducerBusyError,
     PublishResult,
     SubscriptionBusyError,
     SubscriptionType,
     Topic,
+    TopicFencedError,
 )
 from ..broker.consumer import Consumer
 from ..broker.dedup import MessageDeduplication
@@ -128,11 +131,23 @@ def server_error(exc: BaseException) -> api.ServerError.ValueType:
         return api.InvalidTopicName if "topic name" in str(exc) else api.NotAllowedError
     if isinstance(exc, (NotAllowedError, EntryTooLargeError)):
         return api.NotAllowedError
-    if isinstance(exc, (MessageDupUnknownError, StateCorruptedError)):
+    if isinstance(exc, (MessageDupUnknownError, StateCorruptedError, PersistenceError)):
         return api.PersistenceError
     if isinstance(exc, MLedgerError):
         return api.ServiceNotReady
     return api.UnknownError
+
+
+_PUBLISH_REFUSALS = (MessageDupUnknownError, EntryTooLargeError, TopicFencedError, AlreadyClosedError)
+"""What ``Topic.publish_entries`` refuses a SEND with before writing it; any other error in
+its results is the store's, from a failed write."""
+
+
+def _send_error_code(exc: BaseException) -> api.ServerError.ValueType:
+    """The SEND_ERROR code for a refused SEND: a failed write is Pulsar's ``PersistenceError``
+    (``PersistentTopic.addFailed``), whatever the store raised (logged by the ledger, once per
+    failure episode)."""
+    return server_error(exc) if isinstance(exc, _PUBLISH_REFUSALS) else api.PersistenceError
 
 
 class SessionHost(Protocol):
@@ -589,11 +604,9 @@ class Session:
                 frames.append(receipt(handle.producer_id, sequence_id, highest, _MASK64, _MASK64))
             else:
                 assert isinstance(result, BaseException)
-                if not isinstance(result, MLedgerError):
-                    log.error("publish on %s failed", handle.topic.name, exc_info=result)
                 self.connection.send_frames(frames)
                 frames = []
-                self._send_error(handle.producer_id, sequence_id, server_error(result), str(result))
+                self._send_error(handle.producer_id, sequence_id, _send_error_code(result), str(result))
         self.connection.send_frames(frames)
         self._wake()
 

@@ -17,6 +17,7 @@ Fault-injection loop, the intended use::
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple, NoReturn, TypeVar
@@ -25,6 +26,7 @@ from ..core.errors import MLedgerError
 from .base import Store, Versioned
 
 __all__ = [
+    "DISK_FULL",
     "FaultInjectingStore",
     "FaultMode",
     "HeldRead",
@@ -35,6 +37,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+DISK_FULL = "database or disk is full"
+"""The message of SQLite's ``SQLITE_FULL`` error, which :attr:`FaultInjectingStore.disk_full` raises."""
 
 FaultMode = Literal["raise", "raise_after", "crash", "crash_after"]
 _MODES: tuple[str, ...] = ("raise", "raise_after", "crash", "crash_after")
@@ -64,6 +69,10 @@ class FaultInjectingStore:
       :class:`InjectedFault`, as if the process had died; :meth:`close` becomes a no-op.
     * ``"crash_after"``: performed, then the same as ``"crash"``.
 
+    ``disk_full`` True refuses every write, not performed, with the error SQLite raises on a full
+    disk (``sqlite3.OperationalError: database or disk is full``) until it is set False again
+    (space freed); reads work meanwhile. Refused writes are counted and logged like the others.
+
     ``fail_at`` None only counts. Both ``fail_at`` and ``mode`` may be changed between calls
     (e.g. ``store.fail_at = store.writes + n`` after a setup phase). ``writes`` counts the
     writes attempted, the failing one included, none after a crash; ``log`` lists them in
@@ -84,6 +93,7 @@ class FaultInjectingStore:
         self.log: list[WriteRecord] = []
         self.fault: WriteRecord | None = None
         self.crashed = False
+        self.disk_full = False
         self._crash_note = ""
         self._lock = threading.Lock()
 
@@ -164,6 +174,8 @@ class FaultInjectingStore:
             record = WriteRecord(kind, target)
             self.writes += 1
             self.log.append(record)
+            if self.disk_full:
+                raise sqlite3.OperationalError(DISK_FULL)
             failing = index == self.fail_at
             if failing and not self.mode.endswith("_after"):
                 self._fail(index, record)
