@@ -215,6 +215,37 @@ def test_readers_from_earliest_latest_and_an_id(client: pulsar.Client) -> None:
     from_id.close()
 
 
+def test_an_inclusive_reader_gets_its_start_message(client: pulsar.Client) -> None:
+    """Pulsar starts a reader's cursor at its start message (the client drops it for a
+    non-inclusive reader): from an id, after a seek, and at ``latest`` (the client seeks to the
+    last message when asked whether one is available)."""
+    producer = client.create_producer("inclusive")
+    ids = [producer.send(b"%d" % i) for i in range(4)]
+    reader = client.create_reader("inclusive", ids[1], start_message_id_inclusive=True)
+    assert [reader.read_next(RECEIVE_MS).data() for _ in range(3)] == [b"1", b"2", b"3"]
+    reader.seek(ids[2])
+    assert [reader.read_next(RECEIVE_MS).data() for _ in range(2)] == [b"2", b"3"]
+    exclusive = client.create_reader("inclusive", ids[1])
+    assert exclusive.read_next(RECEIVE_MS).data() == b"2"
+    latest = client.create_reader("inclusive", pulsar.MessageId.latest, start_message_id_inclusive=True)
+    assert latest.has_message_available()
+    assert latest.read_next(RECEIVE_MS).data() == b"3"
+    for r in (reader, exclusive, latest):
+        r.close()
+
+
+def test_a_reader_seek_by_publish_time_survives_the_reconnection(client: pulsar.Client) -> None:
+    """The seek disconnects the reader; Pulsar keeps its reset cursor for the reconnection,
+    which carries no start id after a seek by time."""
+    producer = client.create_producer("seek-time")
+    for i in range(3):
+        producer.send(b"%d" % i)
+    reader = client.create_reader("seek-time", pulsar.MessageId.latest)
+    reader.seek(0)  # publish time 0: everything
+    assert [reader.read_next(RECEIVE_MS).data() for _ in range(3)] == [b"0", b"1", b"2"]
+    reader.close()
+
+
 def test_reader_subscriptions_are_not_kept(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
     producer = client.create_producer("gone")
     producer.send(b"x")

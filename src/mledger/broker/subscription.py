@@ -86,7 +86,7 @@ class SubscriptionOwner(Protocol):
 
     def delete_subscription(self, name: str) -> None: ...
 
-    def remove_non_durable_subscription(self, sub: Subscription) -> None: ...
+    def remove_non_durable_subscription(self, sub: Subscription, keep_cursor: bool = False) -> None: ...
 
 
 __all__ = ["SUBSCRIPTION_TYPE_PROPERTY", "SkipPlan", "Subscription"]
@@ -263,9 +263,14 @@ class Subscription:
         if last and not self.durable:
             self._topic.remove_non_durable_subscription(self)
 
-    def _disconnect_remote_consumers(self) -> None:
+    def _disconnect_remote_consumers(self, reset: bool = False) -> None:
         """Remove every remote consumer and tell its sink (Pulsar disconnects the consumers of
-        a subscription whose cursor was reset, or that is going away; clients reconnect)."""
+        a subscription whose cursor was reset, or that is going away; clients reconnect).
+
+        A non-durable subscription left without consumers goes away; after a ``reset`` its
+        cursor stays open in the ledger, so the reader reconnecting under the same name gets
+        the reset cursor back, not a new one at its original start id (Pulsar's
+        ``removeConsumer(consumer, isResetCursor)``)."""
         with self._lock:
             remote = [c for c in self._consumers.values() if c.sink is not None]
             for consumer in remote:
@@ -275,7 +280,7 @@ class Subscription:
         for consumer in remote:
             consumer.sink.disconnected(consumer)  # type: ignore[union-attr]
         if remote and not self.durable and not self._consumers:
-            self._topic.remove_non_durable_subscription(self)
+            self._topic.remove_non_durable_subscription(self, keep_cursor=reset)
 
     def change_type(self, sub_type: SubscriptionType) -> None:
         """Change the type (only while no consumer is connected); persisted in the cursor.
@@ -587,7 +592,7 @@ class Subscription:
             self._check_open()
             self._dispatcher.reset(lambda reset: reset.reset_to(target), count_redeliveries=False)
             self._dispatcher.on_mark_delete_moved()
-        self._disconnect_remote_consumers()
+        self._disconnect_remote_consumers(reset=True)
 
     def reset_cursor_by_time(self, timestamp_ms: int) -> Position:
         """Reset to the first entry published at or after ``timestamp_ms``; returns it.

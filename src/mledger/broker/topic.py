@@ -257,7 +257,9 @@ class Topic:
         """A reader's subscription: an in-memory cursor starting after ``start_position``
         (``initial_position`` when None or past the last entry; ledger -1 means earliest),
         nothing persisted, removed when its last consumer leaves (Pulsar's non-durable
-        subscription). An existing subscription of that name is returned as it is.
+        subscription). An existing subscription of that name is returned as it is, and a
+        cursor of that name kept open by a reset (:meth:`remove_non_durable_subscription`) is
+        taken over as it is (the start position is ignored then).
 
         Raises ``InvalidRequestError`` for a bad or reserved name.
         """
@@ -274,14 +276,19 @@ class Topic:
             self._subscriptions[name] = sub
             return sub
 
-    def remove_non_durable_subscription(self, sub: Subscription) -> None:
-        """Drop a non-durable subscription whose last consumer left (the subscription calls this)."""
+    def remove_non_durable_subscription(self, sub: Subscription, keep_cursor: bool = False) -> None:
+        """Drop a non-durable subscription whose last consumer left (the subscription calls this).
+
+        ``keep_cursor``: its consumers were disconnected by a cursor reset; the cursor stays
+        open in the ledger, and :meth:`open_non_durable_subscription` under the same name (the
+        reader reconnecting) continues from it (Pulsar keeps the reset cursor)."""
         with self._lock:
             if self._subscriptions.get(sub.name) is not sub or sub.consumers:
                 return
             del self._subscriptions[sub.name]
         sub.close()
-        sub.cursor.close()
+        if not keep_cursor:
+            sub.cursor.close()
 
     def delete_subscription(self, name: str) -> None:
         """Delete a subscription and its cursor. ``NotFoundError``; ``SubscriptionBusyError``

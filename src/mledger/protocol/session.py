@@ -1049,14 +1049,17 @@ def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read 
 
 
 def _start_position(mid: api.MessageIdData) -> Position:
-    """Where a reader's non-durable cursor starts (exclusive): the id itself, one entry earlier
-    for an id inside a batch (the batch may be partly unread; the client skips what it read)."""
+    """Where a reader's non-durable cursor starts (exclusive): one entry before the id, so the
+    start message itself is delivered. Pulsar takes every start id as a batch message id
+    (``ServerCnx.handleSubscribe``) and steps back one entry (``getNonDurableSubscription``):
+    a batch may be partly unread, and an inclusive reader wants the start message; the client
+    drops what it should not see (the start message of a non-inclusive reader)."""
     ledger, entry = _signed(mid.ledgerId), _signed(mid.entryId)
     if ledger < 0:
         return EARLIEST
     if ledger >= _INT64_MAX:
         return LATEST
-    if mid.HasField("batch_index") and mid.batch_index >= 0:
+    if entry >= 0:
         entry -= 1
     return Position(ledger, entry)
 
