@@ -6,6 +6,7 @@ pytest plugin) and carries a timeout, so a hang fails one test.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +16,6 @@ import pulsar
 import pytest
 from pulsar.schema import Integer, JsonSchema, Record, String, StringSchema
 
-from mledger.broker import BrokerConfig
 from mledger.protocol import EmbeddedBroker
 
 pytestmark = pytest.mark.timeout(60)
@@ -51,6 +51,13 @@ def receive_all(consumer: pulsar.Consumer, n: int) -> list[pulsar.Message]:
 def assert_nothing(consumer: pulsar.Consumer) -> None:
     with pytest.raises(pulsar.Timeout):
         consumer.receive(NOTHING_MS)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
 
 
 # -- produce and consume -----------------------------------------------------------------------
@@ -195,6 +202,21 @@ def test_seek_by_message_id_and_by_time(pulsar_broker: EmbeddedBroker, client: p
     assert [m.data() for m in receive_all(consumer, 2)] == [b"3", b"4"]
     consumer.seek(0)  # publish time 0: everything again
     assert [m.data() for m in receive_all(consumer, 5)] == [b"0", b"1", b"2", b"3", b"4"]
+
+
+def test_a_chunked_message_several_times_the_size_limit_arrives_whole(client: pulsar.Client) -> None:
+    """The client cuts it into chunks of exactly ``max_message_size`` payload bytes; with their
+    metadata the entries are a little larger: Pulsar bounds them by the frame limit only
+    (``maxMessageSize`` + 10 KiB padding, which it gives BookKeeper as its frame limit)."""
+    consumer = client.subscribe("chunked", "sub")
+    producer = client.create_producer(
+        "chunked", chunking_enabled=True, batching_enabled=False, send_timeout_millis=20000
+    )
+    big = bytes(range(256)) * (11 * 1024 * 1024 // 256)  # 11 MiB: three chunks of at most 5 MiB
+    producer.send(big)
+    got = consumer.receive(RECEIVE_MS * 4)
+    assert got.data() == big
+    consumer.acknowledge(got)
 
 
 def test_readers_from_earliest_latest_and_an_id(client: pulsar.Client) -> None:
@@ -449,6 +471,34 @@ def test_get_last_message_id_and_consumer_stats(client: pulsar.Client) -> None:
     ids = [producer.send(b"%d" % i) for i in range(3)]
     last = consumer.get_last_message_id()
     assert (last.ledger_id(), last.entry_id()) == (ids[-1].ledger_id(), ids[-1].entry_id())
+
+
+def test_server_stats_count_messages_bytes_and_connections(pulsar_broker: EmbeddedBroker) -> None:
+    """``EmbeddedBroker.stats()``: a frozen snapshot; a batch of N messages counts N in and out;
+    the counts of a closed connection stay, its producers and consumers go."""
+    client = make_client(pulsar_broker)
+    consumer = client.subscribe("counted", "sub")
+    producer = client.create_producer("counted", batching_enabled=True, batching_max_publish_delay_ms=1000)
+    for i in range(10):
+        producer.send_async(b"m%d" % i, None)
+    producer.flush()  # one SEND: a batch of ten messages
+    got = receive_all(consumer, 10)
+    for m in got:
+        consumer.acknowledge(m)
+    stats = pulsar_broker.stats()
+    assert pulsar_broker.broker.get_topic("counted").stats().entries == 1
+    assert (stats.messages_in, stats.messages_out) == (10, 10)
+    assert stats.bytes_in == stats.bytes_out > 10 * 2
+    assert (stats.connections, stats.producers, stats.consumers) == (1, 1, 1)
+    assert stats.connections_opened >= 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stats.messages_in = 0  # type: ignore[misc]
+    assert pulsar_broker.server.stats() == stats  # the server's own snapshot
+    client.close()
+    wait_until(lambda: pulsar_broker.stats().connections == 0)
+    after = pulsar_broker.stats()
+    assert (after.messages_in, after.bytes_in, after.messages_out) == (10, stats.bytes_in, 10)
+    assert (after.producers, after.consumers) == (0, 0)
 
 
 def test_start_to_first_message_is_fast() -> None:

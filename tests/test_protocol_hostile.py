@@ -90,6 +90,7 @@ def test_bad_checksum_is_answered_with_checksum_error_and_not_stored(broker: Emb
     raw.send(_T(type=_T.SEND, send=api.CommandSend(producer_id=1, sequence_id=1)), good)
     assert raw.next_command().type == _T.SEND_RECEIPT
     assert broker.broker.get_topic("victim").stats().entries == entries + 1
+    assert broker.stats().checksum_errors == 1
 
 
 def test_garbage_protobuf_closes_the_connection(broker: EmbeddedBroker) -> None:

@@ -15,7 +15,7 @@ from mledger.broker import Broker, Subscription, Topic
 from mledger.codec.entry import EntryMetadata, encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.managed_ledger import ManagedLedgerFactory
-from mledger.protocol import ProtocolConfig, ProtocolStats
+from mledger.protocol import ProtocolConfig
 from mledger.protocol.access import EXCLUSIVE_WITH_FENCING, SHARED, ProducerAccess
 from mledger.protocol.codec import decode_command
 from mledger.protocol.framing import FrameDecoder, crc32c, encode_frame, encode_payload_frame, parse_payload
@@ -33,7 +33,6 @@ class Host:
         self.broker = Broker(ManagedLedgerFactory(MemoryStore()))
         self.config = ProtocolConfig(port=0)
         self.auth = None
-        self.stats = ProtocolStats()
         self.access = ProducerAccess()
         self.service_url = "pulsar://127.0.0.1:6650"
         self.closing: list[Session] = []

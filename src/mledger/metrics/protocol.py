@@ -38,7 +38,7 @@ class ProtocolCollector(Collector):
         self.cluster = cluster
 
     def collect(self) -> Iterator[Metric]:
-        s = self.server.snapshot_stats()
+        s = self.server.stats()
         labels = ["cluster"]
         value = [self.cluster]
         for name, text, number in (

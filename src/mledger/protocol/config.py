@@ -6,7 +6,7 @@ the configured limits and counts into the stats; the asyncio shell binds and pac
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import __version__
 from ..core.errors import ConfigError
@@ -47,22 +47,33 @@ class ProtocolConfig:
             raise ConfigError(f"max_pending_sends must be an integer >= 1, got {self.max_pending_sends!r}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProtocolStats:
-    """Counters of a protocol server (Pulsar's ``pulsar_in_messages_total``-style metrics)."""
+    """A snapshot of a protocol server's counters (Pulsar's ``pulsar_in_messages_total``-style
+    metrics), from :meth:`ProtocolServer.stats() <mledger.protocol.server.ProtocolServer.stats>`.
+
+    Messages are counted as Pulsar counts them: a batch of N messages in one SEND (or one
+    MESSAGE) counts N; bytes are the entries' bytes (metadata and payload)."""
 
     connections: int = 0
+    """Client connections open now."""
     connections_opened: int = 0
+    """Connections accepted since the start."""
     producers: int = 0
+    """Producers open now."""
     consumers: int = 0
+    """Consumers open now."""
     messages_in: int = 0
+    """Messages received from producers (``num_messages`` of each SEND)."""
     bytes_in: int = 0
+    """Bytes of the entries received from producers."""
     messages_out: int = 0
+    """Messages delivered to consumers."""
     bytes_out: int = 0
+    """Bytes of the entries delivered to consumers."""
     checksum_errors: int = 0
+    """SENDs refused with ChecksumError."""
     validation_errors: int = 0
+    """Messages consumers reported they could not validate (ACK with a validation error)."""
     protocol_errors: int = 0
-    closed_messages_in: int = field(default=0, repr=False)
-    closed_bytes_in: int = field(default=0, repr=False)
-    closed_messages_out: int = field(default=0, repr=False)
-    closed_bytes_out: int = field(default=0, repr=False)
+    """Connections closed for breaking the protocol."""

@@ -204,5 +204,6 @@ class EmbeddedBroker:
         return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
 
     def stats(self) -> ProtocolStats:
-        """The protocol server's counters (:class:`~mledger.protocol.config.ProtocolStats`)."""
-        return self.call(self.server.snapshot_stats)
+        """A frozen snapshot of the protocol server's counters
+        (:class:`~mledger.protocol.config.ProtocolStats`), taken on its loop (exact)."""
+        return self.call(self.server.stats)

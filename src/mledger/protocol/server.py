@@ -49,6 +49,7 @@ from ..core.errors import MLedgerError
 from .access import ProducerAccess, TokenAuth
 from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
 from .errors import RemoteProtocolError
+from .framing import FRAME_PADDING
 from .session import ConsumerHandle, Session
 
 __all__ = ["ProtocolConfig", "ProtocolServer", "ProtocolStats"]
@@ -57,6 +58,23 @@ log = logging.getLogger(__name__)
 
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
 _WRITE_LOW_WATER = 1024 * 1024
+
+
+def _fit_store_to_frames(broker: Broker, frame_limit: int) -> None:
+    """Raise the store's entry limit to the largest frame the server accepts, as Pulsar sets
+    BookKeeper's ``nettyMaxFrameSizeBytes`` to ``maxMessageSize`` + the frame padding: a chunk
+    carries ``max_message_size`` payload bytes plus its metadata, and Pulsar bounds chunks by
+    the frame limit only (``Producer.isExceedMaximumMessageSize`` skips them). Never lowered."""
+    store = broker.factory.store
+    if store.max_entry_size < frame_limit:
+        log.info(
+            "raising the store's max_entry_size from %d to %d bytes: the protocol's largest frame"
+            " (max_message_size + %d bytes of padding)",
+            store.max_entry_size,
+            frame_limit,
+            FRAME_PADDING,
+        )
+        store.max_entry_size = frame_limit
 
 
 class _Shell(asyncio.Protocol):
@@ -94,7 +112,7 @@ class _Shell(asyncio.Protocol):
         try:
             session.data_received(data)
         except RemoteProtocolError as exc:
-            self.server.stats.protocol_errors += 1
+            self.server._totals.protocol_errors += 1
             log.info("closing connection from %s: %s", session.peer, exc)
             self.abort_after_flush()
             return
@@ -143,6 +161,42 @@ class _Shell(asyncio.Protocol):
         self._lost(self)
 
 
+class _Totals:
+    """The server's live counters (private; :meth:`ProtocolServer.stats` snapshots them):
+    what no session keeps (connections accepted, protocol errors) and the counts of the
+    sessions that ended. Changed on the loop thread only."""
+
+    __slots__ = (
+        "bytes_in",
+        "bytes_out",
+        "checksum_errors",
+        "connections_opened",
+        "messages_in",
+        "messages_out",
+        "protocol_errors",
+        "validation_errors",
+    )
+
+    def __init__(self) -> None:
+        self.connections_opened = 0
+        self.protocol_errors = 0
+        self.messages_in = 0
+        self.bytes_in = 0
+        self.messages_out = 0
+        self.bytes_out = 0
+        self.checksum_errors = 0
+        self.validation_errors = 0
+
+    def add(self, session: Session) -> None:
+        """Keep the counts of a session whose connection ended."""
+        self.messages_in += session.messages_in
+        self.bytes_in += session.bytes_in
+        self.messages_out += session.messages_out
+        self.bytes_out += session.bytes_out
+        self.checksum_errors += session.checksum_errors
+        self.validation_errors += session.validation_errors
+
+
 class _TopicWatcher:
     """The server's :class:`~mledger.broker.listeners.TopicListener`: hands each event to the
     loop (``run_on_loop``) and calls ``appended(topic)`` or ``closed(topic)`` there."""
@@ -181,8 +235,9 @@ class ProtocolServer:
     ) -> None:
         self.broker = broker
         self.config = config if config is not None else ProtocolConfig()
+        _fit_store_to_frames(broker, self.config.max_message_size + FRAME_PADDING)
         self.auth = auth
-        self.stats = ProtocolStats()
+        self._totals = _Totals()
         self.access = ProducerAccess()
         self._loop: asyncio.AbstractEventLoop | None = None
         # Work other threads hand to the loop, run in order by one wake-up per batch.
@@ -251,24 +306,24 @@ class ProtocolServer:
             host = "127.0.0.1"
         return f"pulsar://{host}:{self.port}"
 
-    def snapshot_stats(self) -> ProtocolStats:
-        """Current counters, including the live connections' (any thread: a consistent enough
-        view for metrics; exact on the loop thread)."""
-        s = self.stats
-        # Also read from other threads (a metrics scrape): copy the keys, read plain counters.
-        sessions = list(self._shells)
+    def stats(self) -> ProtocolStats:
+        """A frozen snapshot of the counters (:class:`ProtocolStats`): the live sessions' plus
+        those of the connections that ended. Any thread (a metrics scrape): a consistent enough
+        view; exact on the loop thread (``EmbeddedBroker.stats`` reads it there)."""
+        t = self._totals
+        sessions = list(self._shells)  # copy the keys first: other threads read too
         return ProtocolStats(
             connections=len(sessions),
-            connections_opened=s.connections_opened,
+            connections_opened=t.connections_opened,
             producers=sum(x.producer_count for x in sessions),
             consumers=sum(x.consumer_count for x in sessions),
-            messages_in=s.closed_messages_in + sum(x.messages_in for x in sessions),
-            bytes_in=s.closed_bytes_in + sum(x.bytes_in for x in sessions),
-            messages_out=s.closed_messages_out + sum(x.messages_out for x in sessions),
-            bytes_out=s.closed_bytes_out + sum(x.bytes_out for x in sessions),
-            checksum_errors=s.checksum_errors,
-            validation_errors=s.validation_errors,
-            protocol_errors=s.protocol_errors,
+            messages_in=t.messages_in + sum(x.messages_in for x in sessions),
+            bytes_in=t.bytes_in + sum(x.bytes_in for x in sessions),
+            messages_out=t.messages_out + sum(x.messages_out for x in sessions),
+            bytes_out=t.bytes_out + sum(x.bytes_out for x in sessions),
+            checksum_errors=t.checksum_errors + sum(x.checksum_errors for x in sessions),
+            validation_errors=t.validation_errors + sum(x.validation_errors for x in sessions),
+            protocol_errors=t.protocol_errors,
         )
 
     # -- thread hand-over --------------------------------------------------------------------
@@ -454,15 +509,11 @@ class ProtocolServer:
     def _opened(self, shell: _Shell) -> None:
         assert shell.session is not None
         self._shells[shell.session] = shell
-        self.stats.connections_opened += 1
+        self._totals.connections_opened += 1
 
     def _lost(self, shell: _Shell) -> None:
         session = shell.session
         if session is not None:
             self._shells.pop(session, None)
             self._to_flush.discard(session)
-            s = self.stats
-            s.closed_messages_in += session.messages_in
-            s.closed_bytes_in += session.bytes_in
-            s.closed_messages_out += session.messages_out
-            s.closed_bytes_out += session.bytes_out
+            self._totals.add(session)

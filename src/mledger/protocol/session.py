@@ -85,7 +85,7 @@ from ..managed_ledger import InitialPosition
 from .access import ProducerAccess, ProducerFencedError, TokenAuth
 from .codec import message_command, send_receipt_frame
 from .commands import COMMANDS
-from .config import ProtocolConfig, ProtocolStats
+from .config import ProtocolConfig
 from .connection import Connection, ConnectionState, Request
 from .framing import checksummed_entry, payload_frame_parts
 
@@ -167,11 +167,6 @@ class SessionHost(Protocol):
     @property
     def auth(self) -> TokenAuth | None:
         """Token authentication and authorization; None: every client may do anything."""
-        ...
-
-    @property
-    def stats(self) -> ProtocolStats:
-        """The server-wide counters the session adds to (checksum and validation errors)."""
         ...
 
     @property
@@ -345,6 +340,8 @@ class Session:
         self.messages_out = 0
         self.bytes_in = 0
         self.bytes_out = 0
+        self.checksum_errors = 0
+        self.validation_errors = 0
 
     # -- driven by the shell -------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
@@ -556,7 +553,7 @@ class Session:
             return
         entry, metadata_bytes, checksum_ok = payload
         if checksum_ok is False:
-            self._host.stats.checksum_errors += 1
+            self.checksum_errors += 1
             self._send_error(producer_id, raw_sequence_id, api.ChecksumError, "Checksum failed on the broker")
             return
         topic = handle.topic
@@ -768,7 +765,7 @@ class Session:
             error = NotFoundError(f"Consumer {body.consumer_id} not found")
         else:
             if body.HasField("validation_error"):
-                self._host.stats.validation_errors += 1
+                self.validation_errors += 1
                 log.warning(
                     "%s: consumer %s dropped a message it could not validate (%s)",
                     handle.topic.name,
