@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -11,7 +12,7 @@ import pytest
 
 from mledger import LedgerNotFoundError, MLedgerError
 from mledger.storage.base import LedgerStore, MetadataStore, Store, Versioned
-from mledger.storage.faults import FaultInjectingStore, HeldRead, HeldReadStore, InjectedFault, WriteRecord
+from mledger.storage.faults import DISK_FULL, FaultInjectingStore, HeldRead, HeldReadStore, InjectedFault, WriteRecord
 from mledger.storage.memory import MemoryStore
 from mledger.storage.sqlite import SqliteStore
 
@@ -91,6 +92,22 @@ def test_raise_fails_only_the_chosen_write_without_performing_it() -> None:
     assert store.writes == 4
     assert store.fault == WriteRecord("append_many", ledger)
     assert not store.crashed
+
+
+def test_a_full_disk_refuses_every_write_with_sqlites_error_until_space_is_freed() -> None:
+    store = FaultInjectingStore(MemoryStore())
+    ledger = store.create_ledger()
+    store.append(ledger, b"kept")
+    store.disk_full = True
+    with pytest.raises(sqlite3.OperationalError, match=DISK_FULL):
+        store.append(ledger, b"refused")
+    with pytest.raises(sqlite3.OperationalError, match=DISK_FULL):
+        store.put("/a", b"x")
+    assert store.read(ledger, 0, 0) == [b"kept"]  # reads work meanwhile
+    assert store.writes == 4 and store.fault is None  # counted, not an injected fault
+    store.disk_full = False
+    assert store.append(ledger, b"after") == 1
+    assert store.inner.read(ledger, 0, 1) == [b"kept", b"after"]
 
 
 def test_raise_after_performs_the_write_then_raises() -> None:

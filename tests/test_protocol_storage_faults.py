@@ -93,6 +93,13 @@ def test_a_full_disk_fails_the_send_within_its_timeout_and_sends_resume_once_spa
         assert [str(m.message_id()) for m in got] == [str(before), str(after)]
         assert not reader.has_message_available()
         client.close()
+    # Nothing confirmed is lost: a restart reads back exactly what was confirmed.
+    with EmbeddedBroker(tmp_path / "data") as restarted:
+        client = make_client(restarted)
+        reader = client.create_reader("full", pulsar.MessageId.earliest)
+        assert [reader.read_next(5000).data() for _ in range(2)] == [b"before", b"after"]
+        assert not reader.has_message_available()
+        client.close()
     # One line when the failures start and one when they end, whatever the number of retries;
     # no traceback.
     failures = [r for r in caplog.records if DISK_FULL in r.getMessage()]
