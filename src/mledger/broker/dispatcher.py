@@ -538,9 +538,7 @@ class Dispatcher:
             )
         return out
 
-    def _send(
-        self, consumer: Consumer, entry: Entry, messages: list[Message], key_hash: int | None, now: int
-    ) -> None:
+    def _send(self, consumer: Consumer, entry: Entry, messages: list[Message], key_hash: int | None, now: int) -> None:
         position = entry.position
         consumer.record_delivery(position, len(messages), len(entry.raw) or len(entry.data), now)
         consumer.enqueue(messages)
