@@ -5,8 +5,8 @@ consumer as Pulsar's ``TopicStats`` report them, through the admin library and t
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import httpx
 import pulsar

@@ -1,4 +1,9 @@
-"""Internal stats: Pulsar's ``PersistentTopicInternalStats`` built from a managed ledger.
+"""Topic stats: Pulsar's ``PersistentTopicInternalStats`` built from a managed ledger, and
+Pulsar's ``TopicStats`` family (:class:`TopicStatsData`, ``pulsar-admin topics stats``) built
+from the broker's snapshots (see :func:`topic_stats`; their JSON leaves nulls out, as Pulsar's
+object mapper does).
+
+Internal stats:
 
 Field names (the JSON aliases) are Pulsar's, from ``PersistentTopicInternalStats`` /
 ``ManagedLedgerInternalStats`` and their ``CursorStats`` and ``LedgerInfo``; Python attributes
@@ -25,7 +30,7 @@ from ..broker import SubscriptionType
 from ..core.errors import MLedgerError
 
 if TYPE_CHECKING:
-    from ..broker import ConsumerStats, ProducerStats, Subscription, Topic
+    from ..broker import ConsumerStats, ProducerStats, SubscriptionStats, Topic
     from ..core.position import Position
     from ..managed_ledger.cursor import ManagedCursor
     from ..managed_ledger.ledger import ManagedLedger
@@ -388,9 +393,10 @@ def _earliest_publish_time(ml: ManagedLedger, mark_delete: Position) -> int:
 
 
 def subscription_stats(
-    sub: Subscription, ml: ManagedLedger, backlog_size: bool = True, earliest_time_in_backlog: bool = False
+    stats: SubscriptionStats, ml: ManagedLedger, backlog_size: bool = True, earliest_time_in_backlog: bool = False
 ) -> SubscriptionStatsData:
-    """The ``SubscriptionStatsImpl`` of one subscription of a topic (partition).
+    """The ``SubscriptionStatsImpl`` of one subscription of a topic (partition), from the
+    broker's snapshot of it (``Subscription.stats()``) and the topic's managed ledger.
 
     ``backlog_size``: ``backlogSize`` is the estimated size after the mark-delete position
     (else -1, as Pulsar's ``subscriptionBacklogSize=false``); ``earliest_time_in_backlog``: read
@@ -398,7 +404,6 @@ def subscription_stats(
     backlog is always precise (mledger counts it exactly). Rates, expiry, redelivery and
     filter figures mledger does not track are Pulsar's zeros.
     """
-    stats = sub.stats()
     individual = not stats.type.is_cumulative_ack_mode
     consumers = [_consumer_stats(c, individual) for c in stats.consumers]
     delayed = stats.msg_delayed
@@ -479,7 +484,7 @@ def topic_stats(
     stats = topic.stats()
     subscriptions = {
         name: subscription_stats(sub, ml, subscription_backlog_size, get_earliest_time_in_backlog)
-        for name, sub in sorted(topic.subscriptions.items())
+        for name, sub in stats.subscriptions.items()
     }
     earliest = [s.earliest_msg_publish_time_in_backlog for s in subscriptions.values()]
     return TopicStatsData(
