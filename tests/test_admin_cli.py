@@ -298,3 +298,34 @@ def test_reset_cursor_back_in_time_into_retained_data(cli: Cli) -> None:
     cli.run("topics", "reset-cursor", "orders", "-s", "s", "--time", "-60")  # a minute from now: nothing
     assert backlog() == 0
     cli.run("topics", "reset-cursor", "orders", "-s", "s", code=2)  # -m or -t is required
+
+
+def test_topic_stats_commands_as_pulsar_admin(cli: Cli) -> None:
+    cli.run("topics", "create", "orders")
+    cli.run("topics", "create-subscription", "orders", "-s", "billing", "-t", "Shared", "-m", "earliest")
+    cli.produce("orders", "-m", "a", "-m", "b")
+    stats = json.loads(cli.run("topics", "stats", "orders").stdout)
+    sub = stats["subscriptions"]["billing"]
+    assert (sub["type"], sub["msgBacklog"], sub["unackedMessages"], sub["consumers"]) == ("Shared", 2, 0, [])
+    assert sub["backlogSize"] > 0 and stats["storageSize"] > 0
+    assert stats["msgInCounter"] == 0  # counters start when a broker loads the topic: this run's broker
+    stats = json.loads(cli.run("topics", "stats", "orders", "-sbs", "false", "-etb", "-gpb").stdout)
+    assert stats["subscriptions"]["billing"]["backlogSize"] == -1
+    assert stats["subscriptions"]["billing"]["earliestMsgPublishTimeInBacklog"] > 0
+    table = cli.run("-o", "table", "topics", "stats", "orders").stdout
+    for heading in ("publishers", "subscriptions", "billing", "Shared", "storage size"):
+        assert heading in table, table
+
+    cli.run("topics", "create-partitioned-topic", "parts", "-p", "2")
+    cli.run("topics", "create-subscription", "parts", "-s", "s", "-m", "earliest")
+    cli.produce("parts", "-m", "a", "-m", "b", "-m", "c")
+    stats = json.loads(cli.run("topics", "partitioned-stats", "parts").stdout)
+    assert stats["metadata"] == {"partitions": 2} and stats["partitions"] == {}
+    assert stats["subscriptions"]["s"]["msgBacklog"] == 3
+    stats = json.loads(cli.run("topics", "partitioned-stats", "parts", "--per-partition").stdout)
+    assert set(stats["partitions"]) == {f"{P}-partition-0", f"{P}-partition-1"}
+    assert json.loads(cli.run("topics", "stats", "parts").stdout)["metadata"] == {"partitions": 2}
+    assert "partitions" in cli.run("-o", "table", "topics", "partitioned-stats", "parts", "--per-partition").stdout
+    done = cli.run("topics", "partitioned-stats", "orders", code=6)  # 404
+    assert "Partitioned Topic not found" in done.stderr
+    cli.run("topics", "stats", "orders", "-sbs", "maybe", code=2)

@@ -32,6 +32,7 @@ from mledger.admin import (
 )
 from mledger.broker import (
     Broker,
+    InitialPosition,
     ManualClock,
     MessageId,
     SubscriptionBusyError,
@@ -542,3 +543,136 @@ def test_internal_stats_list_readers_non_durable_cursors(admin: Admin, broker: B
     assert set(stats.cursors) - {"reader-1"} == {"shared", "keyed", "excl", "fail"}
     topic.remove_non_durable_subscription(reader)  # type: ignore[union-attr]
     assert "reader-1" not in admin.topics.internal_stats("orders").cursors
+
+
+# -- topic stats (pulsar-admin topics stats) -------------------------------------------------------
+
+
+def shared_scenario(broker: Broker, topic: str = T) -> None:
+    """A Shared subscription: 5 plain messages and 1 delayed; consumer c1 got the 5 plain ones
+    and acknowledged 2 of them (3 unacked)."""
+    sub = broker.subscribe(topic, "shared", SHARED, InitialPosition.EARLIEST)
+    producer = broker.create_producer(topic, producer_name="p1")
+    for i in range(5):
+        producer.send(f"m{i}".encode())
+    producer.send(b"later", deliver_at_ms=broker.clock.now_ms() + 3_600_000)
+    consumer = sub.add_consumer("c1", permits=10)
+    got = consumer.receive(10)
+    assert len(got) == 5
+    consumer.acknowledge(got[:2])
+
+
+def test_topic_stats_pulsar_shape_and_values(admin: Admin, broker: Broker) -> None:
+    admin.topics.create_topic(T)
+    shared_scenario(broker)
+    stats = admin.topics.stats("orders")
+    data = json.loads(stats.to_json())
+    # Pulsar's TopicStatsImpl fields, camelCase, nulls left out
+    for key in ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "bytesInCounter", "msgInCounter",
+                "bytesOutCounter", "msgOutCounter", "averageMsgSize", "msgChunkPublished", "storageSize",
+                "backlogSize", "earliestMsgPublishTimeInBacklogs", "offloadedStorageSize", "publishers",
+                "waitingPublishers", "subscriptions", "replication", "deduplicationStatus",
+                "nonContiguousDeletedMessagesRanges", "compaction"):
+        assert key in data, key
+    assert "topicEpoch" not in data and "ownerBroker" not in data
+    assert data["msgInCounter"] == 6 and data["msgOutCounter"] == 5
+    ml = broker.get_topic(T).managed_ledger  # type: ignore[union-attr]
+    assert data["bytesInCounter"] == data["storageSize"] == ml.total_size
+    assert data["deduplicationStatus"] == "Disabled"
+    [publisher] = data["publishers"]
+    assert publisher["producerName"] == "p1" and publisher["accessMode"] == "Shared"
+    assert "address" not in publisher  # a library producer has no connection
+    sub = data["subscriptions"]["shared"]
+    assert sub["type"] == "Shared" and sub["isDurable"] is True
+    assert (sub["msgBacklog"], sub["msgDelayed"], sub["msgBacklogNoDelayed"], sub["unackedMessages"]) == (4, 1, 3, 3)
+    assert sub["msgOutCounter"] == 5 and sub["nonContiguousDeletedMessagesRanges"] == 0
+    assert sub["backlogSize"] == ml.estimated_size_after(Position(ml.stats().current_ledger_id, 1)) > 0
+    assert sub["lastAckedTimestamp"] == sub["lastConsumedTimestamp"] == sub["lastMarkDeleteAdvancedTimestamp"] == 1_000
+    [consumer] = sub["consumers"]
+    assert consumer["consumerName"] == "c1" and consumer["unackedMessages"] == 3
+    assert consumer["availablePermits"] == 10 and consumer["msgOutCounter"] == 5
+    assert consumer["connectedSince"] == "1970-01-01T00:00:01.000+0000"
+    # rates: 0 until a stats interval (60 s) passed, then the average over it
+    assert data["msgRateIn"] == data["msgRateOut"] == 0.0
+    broker.clock.advance(60_000)  # type: ignore[attr-defined]
+    stats = admin.topics.stats(T)
+    assert stats.msg_rate_in == pytest.approx(6 / 60)
+    assert stats.msg_throughput_in == pytest.approx(ml.total_size / 60)
+    assert stats.average_msg_size == pytest.approx(ml.total_size / 6)
+    assert stats.msg_rate_out == stats.subscriptions["shared"].consumers[0].msg_rate_out == pytest.approx(5 / 60)
+    assert stats.publishers[0].msg_rate_in == pytest.approx(6 / 60)
+    # the options: no backlog sizes; the earliest publish time in the backlog (m2, at t=1000)
+    stats = admin.topics.stats(T, subscription_backlog_size=False, get_earliest_time_in_backlog=True)
+    assert stats.subscriptions["shared"].backlog_size == -1
+    assert stats.subscriptions["shared"].earliest_msg_publish_time_in_backlog == 1_000
+    assert stats.earliest_msg_publish_time_in_backlogs == 1_000
+    assert admin.topics.stats(T, get_precise_backlog=True).subscriptions["shared"].msg_backlog == 4
+
+
+def test_topic_stats_counters_keep_consumers_and_subscriptions_gone(admin: Admin, broker: Broker) -> None:
+    admin.topics.create_topic(T)
+    shared_scenario(broker)
+    consumer = broker.get_subscription(T, "shared").consumers[0]
+    consumer.close()  # its 3 unacked messages go back; its counters stay with the subscription
+    stats = admin.topics.stats(T)
+    assert stats.subscriptions["shared"].consumers == [] and stats.subscriptions["shared"].msg_out_counter == 5
+    admin.topics.delete_subscription(T, "shared")
+    stats = admin.topics.stats(T)
+    assert stats.subscriptions == {} and stats.msg_out_counter == 5 and stats.msg_in_counter == 6
+
+
+def test_topic_stats_exclusive_and_key_shared(admin: Admin, broker: Broker) -> None:
+    setup_topic(admin)
+    producer = broker.create_producer(T)
+    producer.send(b"a")
+    excl = broker.get_subscription(T, "excl").add_consumer("x")
+    assert len(excl.receive(10)) == 1
+    keyed = broker.get_subscription(T, "keyed").add_consumer("k")
+    assert len(keyed.receive(10)) == 1
+    stats = admin.topics.stats(T)
+    sub = stats.subscriptions["excl"]
+    # Pulsar counts a consumer's unacked messages on individual-ack types only
+    assert (sub.type, sub.active_consumer_name, sub.unacked_messages, sub.msg_backlog) == ("Exclusive", "x", 0, 1)
+    assert stats.subscriptions["keyed"].key_shared_mode == "AUTO_SPLIT"
+    assert stats.subscriptions["keyed"].unacked_messages == 1
+    assert stats.subscriptions["shared"].key_shared_mode is None
+
+
+def test_partitioned_stats_add_up_the_partitions(admin: Admin, broker: Broker) -> None:
+    admin.topics.create_topic(P, partitions=2)
+    broker.subscribe(P, "shared", SHARED, InitialPosition.EARLIEST)
+    producer = broker.create_producer(P, producer_name="pp")
+    for i in range(6):
+        producer.send(f"m{i}".encode(), key=f"k{i}")
+    stats = admin.topics.partitioned_stats(P)
+    parts = [f"{P}-partition-0", f"{P}-partition-1"]
+    assert stats.metadata.partitions == 2 and sorted(stats.partitions) == parts
+    one = [admin.topics.stats(p) for p in parts]
+    assert [stats.partitions[p] for p in parts] == one
+    assert stats.msg_in_counter == 6 == sum(s.msg_in_counter for s in one)
+    assert stats.storage_size == sum(s.storage_size for s in one)
+    assert stats.subscriptions["shared"].msg_backlog == 6 == sum(s.subscriptions["shared"].msg_backlog for s in one)
+    assert [p.producer_name for p in stats.publishers] == ["pp"]  # added up by name
+    data = json.loads(stats.to_json())
+    assert data["metadata"] == {"partitions": 2} and set(data["partitions"]) == set(parts)
+    assert admin.topics.partitioned_stats(P, per_partition=False).partitions == {}
+
+
+def test_topic_stats_errors(admin: Admin, broker: Broker) -> None:
+    admin.topics.create_topic(T)
+    admin.topics.create_topic(P, partitions=2)
+    assert status(admin.topics.stats, "nope")[0] == 404
+    assert status(admin.topics.stats, P)[0] == 405
+    assert status(admin.topics.partitioned_stats, T)[0] == 404
+    assert status(admin.topics.partitioned_stats, "nope")[0] == 404
+    code, text = status(admin.topics.stats, T, subscription_backlog_size="yes")
+    assert code == 400 and "subscriptionBacklogSize" in text
+    assert status(admin.topics.partitioned_stats, P, per_partition=1)[0] == 400
+    assert status(admin.topics.stats, "persistent://bad name")[0] == 400
+    # GET_STATS, as Pulsar's TopicOperation
+    allowed = Admin(broker, Authorization({"r": {"public/default": ["get_stats"]}}), role="r")
+    assert allowed.topics.stats(T).msg_in_counter == 0
+    assert allowed.topics.partitioned_stats(P).metadata.partitions == 2
+    denied = Admin(broker, Authorization({"r": {"public/default": ["lookup"]}}), role="r")
+    assert status(denied.topics.stats, T)[0] == 403
+    assert status(denied.topics.partitioned_stats, P)[0] == 403

@@ -781,3 +781,72 @@ def test_remote_admin_retention_matches_the_library(server: AdminServer) -> None
         remote.topics.remove_retention(PLAIN)
         remote.namespaces.remove_retention("public/default")
         assert remote.topics.get_retention(PLAIN, applied=True) == RetentionPolicies(0, 0)
+
+
+# -- topic stats (GET .../stats, .../partitioned-stats) ---------------------------------------------
+
+
+def test_topic_stats_routes(server: AdminServer, world: World) -> None:
+    local = Admin(world.broker).topics
+    r = call(server, "GET", f"{V2}/plain/stats")
+    assert r.status == 200 and r.headers["Content-Type"] == "application/json"
+    assert r.json == json.loads(local.stats(PLAIN).to_json())
+    assert r.json["msgInCounter"] == 13 and r.json["publishers"] == []  # 4 delayed, 6 plain, a batch of 3
+    assert set(r.json["subscriptions"]) == {"excl", "keyed", "shared"}
+    assert r.json["subscriptions"]["shared"]["msgBacklog"] == 11 and r.json["subscriptions"]["shared"]["type"] == "Shared"
+    assert r.json["subscriptions"]["shared"]["backlogSize"] > 0
+    # Pulsar's query parameters
+    r = call(server, "GET", f"{V2}/plain/stats?subscriptionBacklogSize=false&getEarliestTimeInBacklog=true"
+                            "&getPreciseBacklog=true")
+    assert r.status == 200
+    assert {s["backlogSize"] for s in r.json["subscriptions"].values()} == {-1}
+    assert r.json["earliestMsgPublishTimeInBacklogs"] == T0
+    assert call(server, "GET", f"{V1}/plain/stats").json == json.loads(local.stats(PLAIN).to_json())
+    # partitioned: the partitions' added up, each one's by default (perPartition=true, as Pulsar)
+    r = call(server, "GET", f"{V2}/orders/partitioned-stats")
+    assert r.status == 200 and r.json["metadata"] == {"partitions": 2}
+    assert set(r.json["partitions"]) == {f"{ORDERS}-partition-0", f"{ORDERS}-partition-1"}
+    assert r.json["msgInCounter"] == 4 and r.json["subscriptions"]["keyed"]["msgBacklog"] == 4
+    r = call(server, "GET", f"{V2}/orders/partitioned-stats?perPartition=false")
+    assert r.status == 200 and r.json["partitions"] == {}
+    full = call(server, "GET", f"{V2}/orders/partitioned-stats").json
+    one = call(server, "GET", f"{V2}/orders-partition-1/stats")
+    assert one.status == 200 and one.json == full["partitions"][f"{ORDERS}-partition-1"]
+
+
+def test_topic_stats_route_errors(server: AdminServer, auth_server: AdminServer) -> None:
+    r = call(server, "GET", f"{V2}/orders/stats")
+    assert r.status == 405 and "partitioned-stats" in r.reason
+    r = call(server, "GET", f"{V2}/plain/partitioned-stats")
+    assert r.status == 404 and "Partitioned Topic not found" in r.reason
+    for path in (f"{V2}/nope/stats", f"{V2}/nope/partitioned-stats"):
+        assert call(server, "GET", path).status == 404
+    assert call(server, "GET", f"{V2}/plain/stats?subscriptionBacklogSize=maybe").status == 400
+    assert call(server, "GET", f"{V2}/orders/partitioned-stats?perPartition=2").status == 400
+    r = call(server, "GET", "/admin/v2/non-persistent/public/default/plain/stats")
+    assert (r.status, r.reason) == (405, "Operation not allowed on non-persistent topic")
+    assert call(server, "POST", f"{V2}/plain/stats", b"").status == 405
+    # GET_STATS, as Pulsar's TopicOperation
+    assert call(auth_server, "GET", f"{V2}/plain/stats").status == 401
+    assert call(auth_server, "GET", f"{V2}/plain/stats", headers={ROLE_HEADER: "reader"}).status == 200
+    assert call(auth_server, "GET", f"{V2}/orders/partitioned-stats", headers={ROLE_HEADER: "reader"}).status == 200
+    assert call(auth_server, "GET", f"{V2}/plain/stats", headers={ROLE_HEADER: "nobody"}).status == 403
+
+
+def test_remote_admin_topic_stats_match_the_library(server: AdminServer, world: World) -> None:
+    from mledger import MLedgerError
+    from mledger.admin import RemoteAdmin
+
+    local = Admin(world.broker).topics
+    with RemoteAdmin(server.url, timeout=TIMEOUT) as remote:
+        assert remote.topics.stats(PLAIN) == local.stats(PLAIN)
+        got = remote.topics.stats(PLAIN, subscription_backlog_size=False, get_earliest_time_in_backlog=True)
+        assert got.subscriptions["shared"].backlog_size == -1 and got.earliest_msg_publish_time_in_backlogs == T0
+        assert remote.topics.partitioned_stats(ORDERS) == local.partitioned_stats(ORDERS)
+        assert remote.topics.partitioned_stats(ORDERS, per_partition=False).partitions == {}
+        with pytest.raises(MLedgerError) as info:
+            remote.topics.stats(ORDERS)
+        assert info.value.http_status == 405
+        with pytest.raises(MLedgerError) as info:
+            remote.topics.stats(PLAIN, get_precise_backlog="yes")  # type: ignore[arg-type]
+        assert info.value.http_status == 400

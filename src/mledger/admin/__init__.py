@@ -25,11 +25,17 @@ from .requests import (
     SkipMessageIdsRequest as SkipMessageIdsRequest,
 )
 from .stats import (
+    CompactionStatsData as CompactionStatsData,
+    ConsumerStatsData as ConsumerStatsData,
     CursorStats as CursorStats,
     LedgerInfo as LedgerInfo,
     PartitionedTopicInternalStats as PartitionedTopicInternalStats,
     PartitionedTopicMetadata as PartitionedTopicMetadata,
+    PartitionedTopicStatsData as PartitionedTopicStatsData,
     PersistentTopicInternalStats as PersistentTopicInternalStats,
+    PublisherStatsData as PublisherStatsData,
+    SubscriptionStatsData as SubscriptionStatsData,
+    TopicStatsData as TopicStatsData,
 )
 from .topics import CancelDelayedMessageResult as CancelDelayedMessageResult, Topics as Topics
 
@@ -39,6 +45,8 @@ __all__ = [
     "Admin",
     "Authorization",
     "CancelDelayedMessageResult",
+    "CompactionStatsData",
+    "ConsumerStatsData",
     "CursorStats",
     "LedgerInfo",
     "MessageIdItem",
@@ -47,12 +55,16 @@ __all__ = [
     "Namespaces",
     "PartitionedTopicInternalStats",
     "PartitionedTopicMetadata",
+    "PartitionedTopicStatsData",
     "PersistentTopicInternalStats",
+    "PublisherStatsData",
     "RemoteAdmin",
     "ResetCursorData",
     "RetentionPolicies",
     "SkipMessageIdsRequest",
     "SubscriptionAlreadyExistsError",
+    "SubscriptionStatsData",
     "TopicOperation",
+    "TopicStatsData",
     "Topics",
 ]

@@ -50,7 +50,13 @@ from ..core.errors import (
 )
 from ..core.position import LATEST, Position
 from .requests import ResetCursorData, SkipMessageIdsRequest
-from .stats import PartitionedTopicInternalStats, PartitionedTopicMetadata, PersistentTopicInternalStats
+from .stats import (
+    PartitionedTopicInternalStats,
+    PartitionedTopicMetadata,
+    PartitionedTopicStatsData,
+    PersistentTopicInternalStats,
+    TopicStatsData,
+)
 from .topics import CancelDelayedMessageResult
 from .wire import CANCEL_RESULTS_HEADER, ROLE_HEADER, V2_PERSISTENT, encode_name, encode_segment
 
@@ -162,9 +168,10 @@ class RemoteAdmin:
         error.response_headers = response.headers  # type: ignore[attr-defined]
         raise error
 
-    def get_json(self, path: str) -> Any:
-        """GET ``path`` and decode its JSON body (``AdminConnectionError`` if it is not JSON)."""
-        _, _, payload = self.call("GET", path)
+    def get_json(self, path: str, query: Mapping[str, str] | None = None) -> Any:
+        """GET ``path`` (with ``query``) and decode its JSON body (``AdminConnectionError`` if
+        it is not JSON)."""
+        _, _, payload = self.call("GET", path, query)
         try:
             return json.loads(payload)
         except ValueError:
@@ -202,6 +209,14 @@ def _retention(payload: bytes) -> RetentionPolicies | None:
         return None if value is None else RetentionPolicies.from_json(value)
     except (ValueError, InvalidRequestError):
         raise AdminConnectionError(f"not retention policies: {payload[:80]!r}") from None
+
+
+def _stats_query(**options: bool) -> dict[str, str]:
+    """Pulsar's stats query parameters (``true``/``false``); 400 for one that is not a bool."""
+    for option, value in options.items():
+        if not isinstance(value, bool):
+            raise InvalidRequestError(f"invalid {option} {value!r}: expected a bool")
+    return {option: "true" if value else "false" for option, value in options.items()}
 
 
 class RemoteNamespaces:
@@ -299,6 +314,37 @@ class RemoteTopics:
         self._admin.call("DELETE", self._subscription_path(topic, subscription))
 
     # -- stats -------------------------------------------------------------------------------
+    def stats(
+        self,
+        topic: str,
+        get_precise_backlog: bool = False,
+        subscription_backlog_size: bool = True,
+        get_earliest_time_in_backlog: bool = False,
+    ) -> TopicStatsData:
+        query = _stats_query(
+            getPreciseBacklog=get_precise_backlog,
+            subscriptionBacklogSize=subscription_backlog_size,
+            getEarliestTimeInBacklog=get_earliest_time_in_backlog,
+        )
+        return TopicStatsData.model_validate(self._admin.get_json(self._topic_path(topic, "stats"), query))
+
+    def partitioned_stats(
+        self,
+        topic: str,
+        per_partition: bool = True,
+        get_precise_backlog: bool = False,
+        subscription_backlog_size: bool = True,
+        get_earliest_time_in_backlog: bool = False,
+    ) -> PartitionedTopicStatsData:
+        query = _stats_query(
+            perPartition=per_partition,
+            getPreciseBacklog=get_precise_backlog,
+            subscriptionBacklogSize=subscription_backlog_size,
+            getEarliestTimeInBacklog=get_earliest_time_in_backlog,
+        )
+        data = self._admin.get_json(self._topic_path(topic, "partitioned-stats"), query)
+        return PartitionedTopicStatsData.model_validate(data)
+
     def internal_stats(self, topic: str) -> PersistentTopicInternalStats:
         data = self._admin.get_json(self._topic_path(topic, "internalStats"))
         return PersistentTopicInternalStats.model_validate(data)

@@ -28,6 +28,8 @@ partitioned_topic_metadata LOOKUP                     ``topics get-partitioned-t
 list_subscriptions        GET_SUBSCRIPTIONS           ``topics subscriptions``
 create_subscription       SUBSCRIBE                   ``topics create-subscription``
 delete_subscription       UNSUBSCRIBE                 ``topics unsubscribe``
+stats                     GET_STATS                   ``topics stats``
+partitioned_stats         GET_STATS                   ``topics partitioned-stats``
 internal_stats            GET_STATS                   ``topics stats-internal``
 partitioned_internal_stats GET_STATS                  ``topics partitioned-stats-internal``
 reset_cursor              RESET_CURSOR                ``topics reset-cursor``
@@ -70,8 +72,12 @@ from .requests import SkipMessageIdsRequest
 from .stats import (
     PartitionedTopicInternalStats,
     PartitionedTopicMetadata,
+    PartitionedTopicStatsData,
     PersistentTopicInternalStats,
+    TopicStatsData,
+    partitioned_topic_stats,
     topic_internal_stats,
+    topic_stats,
 )
 
 if TYPE_CHECKING:
@@ -233,6 +239,63 @@ class Topics:
         self._topic(name).delete_subscription(subscription)
 
     # -- stats ---------------------------------------------------------------------------------
+
+    def stats(
+        self,
+        topic: str,
+        get_precise_backlog: bool = False,
+        subscription_backlog_size: bool = True,
+        get_earliest_time_in_backlog: bool = False,
+    ) -> TopicStatsData:
+        """The stats of a non-partitioned topic or of one partition (Pulsar's ``TopicStats``:
+        rates, counters, publishers, subscriptions with their consumers; see
+        :func:`~mledger.admin.stats.topic_stats`).
+
+        Pulsar's options: ``get_precise_backlog`` is accepted and changes nothing (mledger's
+        backlog is always precise); ``subscription_backlog_size=False`` leaves each
+        subscription's ``backlogSize`` at -1; ``get_earliest_time_in_backlog`` reads each
+        backlog's first entry for its publish time. GET_STATS. 400 for an option that is not a
+        bool; 404 for an unknown topic; 405 for a partitioned topic's own name (use
+        :meth:`partitioned_stats`).
+        """
+        _check_flags(
+            getPreciseBacklog=get_precise_backlog,
+            subscriptionBacklogSize=subscription_backlog_size,
+            getEarliestTimeInBacklog=get_earliest_time_in_backlog,
+        )
+        name = self._admin.check_topic(TopicOperation.GET_STATS, topic)
+        found = self._topic(name)
+        if isinstance(found, PartitionedTopic):
+            raise NotAllowedError(f"{name} is a partitioned topic: use partitioned_stats (partitioned-stats)")
+        return topic_stats(found, subscription_backlog_size, get_earliest_time_in_backlog)
+
+    def partitioned_stats(
+        self,
+        topic: str,
+        per_partition: bool = True,
+        get_precise_backlog: bool = False,
+        subscription_backlog_size: bool = True,
+        get_earliest_time_in_backlog: bool = False,
+    ) -> PartitionedTopicStatsData:
+        """The stats of a partitioned topic: its partitions' added up, ``metadata.partitions``
+        and, with ``per_partition`` (Pulsar's REST default), each partition's stats under
+        ``partitions``. Options as :meth:`stats`. GET_STATS. 400 for an option that is not a
+        bool; 404 for an unknown topic or one that is not partitioned (Pulsar: "Partitioned
+        Topic not found")."""
+        _check_flags(
+            perPartition=per_partition,
+            getPreciseBacklog=get_precise_backlog,
+            subscriptionBacklogSize=subscription_backlog_size,
+            getEarliestTimeInBacklog=get_earliest_time_in_backlog,
+        )
+        name = self._admin.check_topic(TopicOperation.GET_STATS, topic)
+        found = self._topic(name)
+        if not isinstance(found, PartitionedTopic):
+            raise NotFoundError(f"Partitioned Topic not found: {name} is not a partitioned topic")
+        parts = [
+            (p.name, topic_stats(p, subscription_backlog_size, get_earliest_time_in_backlog)) for p in found.partitions
+        ]
+        return partitioned_topic_stats(parts, per_partition)
 
     def internal_stats(self, topic: str) -> PersistentTopicInternalStats:
         """Internal stats of a non-partitioned topic or of one partition (``...-partition-i``).
@@ -403,6 +466,12 @@ def _subscription_names(value: Iterable[str] | str | None) -> list[str]:
         if part and part not in names:
             names.append(part)
     return names
+
+
+def _check_flags(**flags: object) -> None:
+    for option, value in flags.items():
+        if not isinstance(value, bool):
+            raise InvalidRequestError(f"invalid {option} {value!r}: expected a bool")
 
 
 def _check_namespace_name(namespace: str) -> None:

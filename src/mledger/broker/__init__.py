@@ -61,7 +61,14 @@ from .publishing import (
     PublishResult as PublishResult,
 )
 from .retention import RetentionPolicies as RetentionPolicies
-from .stats import ConsumerStats as ConsumerStats, SubscriptionStats as SubscriptionStats, TopicStats as TopicStats
+from .stats import (
+    ClientInfo as ClientInfo,
+    ConsumerStats as ConsumerStats,
+    ProducerStats as ProducerStats,
+    RateWindow as RateWindow,
+    SubscriptionStats as SubscriptionStats,
+    TopicStats as TopicStats,
+)
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
 from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
 from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
@@ -79,6 +86,7 @@ __all__ = [
     "Consumer",
     "ConsumerBusyError",
     "ConsumerSink",
+    "ClientInfo",
     "ConsumerStats",
     "DedupVerdict",
     "Deduplication",
@@ -107,6 +115,8 @@ __all__ = [
     "SkipEntry",
     "Subscription",
     "SubscriptionBusyError",
+    "ProducerStats",
+    "RateWindow",
     "SubscriptionStats",
     "SubscriptionType",
     "SystemClock",

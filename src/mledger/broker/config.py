@@ -65,6 +65,9 @@ class BrokerConfig:
     # topic, so that ledgers whose retention time passed go (Pulsar's retentionCheckIntervalInSeconds).
     retention_check_interval_in_seconds: int = 120
 
+    # Topic stats: rates are averages over this interval (Pulsar's statsUpdateFrequencyInSecs).
+    stats_update_frequency_in_secs: int = 60
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
@@ -102,4 +105,5 @@ _POSITIVE = {
     "deduplication_entries_interval",
     "deduplication_producer_inactivity_timeout_minutes",
     "retention_check_interval_in_seconds",
+    "stats_update_frequency_in_secs",
 }

@@ -32,7 +32,8 @@ from ..codec.messageid import MessageId
 from ..core.errors import InvalidRequestError
 from ..core.position import Position
 from .message import EntryDelivery, Message
-from .types import AckType
+from .rates import RateWindow
+from .types import AckType, ClientInfo
 
 __all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
 
@@ -54,6 +55,11 @@ class ConsumerSink(Protocol):
     def disconnected(self, consumer: Consumer) -> None:
         """The broker removed ``consumer``; the client should reconnect (or give up if the
         subscription or topic is gone)."""
+        ...
+
+    def held_permits(self) -> int:
+        """Permits the client granted that the broker consumer was not given yet (reported
+        in the stats' ``availablePermits``; any thread, a racy read is fine)."""
         ...
 
 
@@ -102,11 +108,26 @@ class Consumer:
         permits: int,
         consumer_id: int,
         sink: ConsumerSink | None = None,
+        *,
+        client: ClientInfo | None = None,
+        connected_since_ms: int = 0,
     ) -> None:
         self._sub = subscription
         self.name = name
         self.consumer_id = consumer_id
         self._sink = sink
+        self.client = client
+        """What a remote client told about this consumer (None for a library consumer)."""
+        self.connected_since_ms = connected_since_ms
+        # Stats counters (Pulsar's ConsumerStats), changed under the subscription lock.
+        self.msg_out_counter = 0
+        self.bytes_out_counter = 0
+        self.entries_out_counter = 0
+        self.last_consumed_ms = 0
+        self.last_acked_ms = 0
+        self.last_flow_ms = 0
+        self.out_rates = RateWindow(connected_since_ms)
+        """The rates of ``msg_out_counter`` / ``bytes_out_counter`` (read by the stats)."""
         # Dispatcher-owned state, changed only under the subscription lock.
         self._permits = permits
         self._queue: deque[Message] = deque()
@@ -250,12 +271,16 @@ class Consumer:
         """The entries this consumer holds (delivered, not acknowledged), ascending."""
         return sorted(self._pending)
 
-    def record_delivery(self, position: Position, messages: int) -> None:
-        """The dispatcher delivered ``messages`` messages of the entry at ``position``: they
-        spend permits and count as unacknowledged until released."""
+    def record_delivery(self, position: Position, messages: int, size: int = 0, now_ms: int = 0) -> None:
+        """The dispatcher delivered ``messages`` messages of the entry at ``position`` (``size``
+        bytes, at ``now_ms``): they spend permits and count as unacknowledged until released."""
         self._permits -= messages
         self._unacked += messages
         self._pending.add(position)
+        self.msg_out_counter += messages
+        self.bytes_out_counter += size
+        self.entries_out_counter += 1
+        self.last_consumed_ms = now_ms
 
     def enqueue(self, messages: list[Message]) -> None:
         """Queue decoded messages for :meth:`receive` (after :meth:`record_delivery`)."""

@@ -446,14 +446,14 @@ class Dispatcher:
                 self._redelivery.add(position, key_hash)
                 continue
             if consumer.sink is not None:
-                delivery = self._send_entry(consumer, entry, remaining, key_hash)
+                delivery = self._send_entry(consumer, entry, remaining, key_hash, now)
                 remote.setdefault(consumer, []).append(delivery)
                 delivered += delivery.messages
                 continue
             messages = self._messages_of(entry)
             if not messages:
                 continue
-            self._send(consumer, position, messages, key_hash)
+            self._send(consumer, entry, messages, key_hash, now)
             delivered += len(messages)
         self._dispatched += delivered
         for consumer, deliveries in remote.items():
@@ -461,7 +461,7 @@ class Dispatcher:
         return delivered
 
     def _send_entry(
-        self, consumer: Consumer, entry: Entry, remaining: int | None, key_hash: int | None
+        self, consumer: Consumer, entry: Entry, remaining: int | None, key_hash: int | None, now: int
     ) -> EntryDelivery:
         """Hand a whole entry to a remote consumer: no payload decoding, permits by message."""
         position = entry.position
@@ -472,7 +472,7 @@ class Dispatcher:
             count = len(indexes)
         else:
             size, indexes, count = 1, None, 1
-        consumer.record_delivery(position, count)
+        consumer.record_delivery(position, count, len(entry.raw) or len(entry.data), now)
         self._pending[position] = _Pending(consumer, indexes, size, key_hash)
         return EntryDelivery(entry, self._redeliveries.get(position, 0), remaining, size, count)
 
@@ -538,8 +538,9 @@ class Dispatcher:
             )
         return out
 
-    def _send(self, consumer: Consumer, position: Position, messages: list[Message], key_hash: int | None) -> None:
-        consumer.record_delivery(position, len(messages))
+    def _send(self, consumer: Consumer, entry: Entry, messages: list[Message], key_hash: int | None, now: int) -> None:
+        position = entry.position
+        consumer.record_delivery(position, len(messages), len(entry.raw) or len(entry.data), now)
         consumer.enqueue(messages)
         first = messages[0].message_id
         indexes = {m.message_id.batch_index for m in messages} if first.batch_index >= 0 else None

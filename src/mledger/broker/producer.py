@@ -40,7 +40,9 @@ from ..core.ints import INT64_MAX
 from .errors import AlreadyClosedError
 from .message import BatchMessageIds
 from .publishing import FramedPublish, PublishCallback, PublishResult
+from .rates import RateWindow
 from .routing import RoundRobinPartitionRouter
+from .types import ClientInfo
 
 __all__ = ["PartitionedProducer", "PartitionedTarget", "Producer", "ProducerListener", "PublishTarget"]
 
@@ -112,12 +114,26 @@ class Producer:
         name: str,
         initial_sequence_id: int | None,
         listener: ProducerListener | None = None,
+        *,
+        producer_id: int = 0,
+        client: ClientInfo | None = None,
     ) -> None:
         self._topic = topic
         self.name = name
         self._lock = threading.Lock()
         self._closed = False
         self._listener = listener
+        self.producer_id = producer_id
+        """The client's id of this producer on its connection (Pulsar's ``producerId``); for a
+        library producer, its number on the topic."""
+        self.client = client
+        """What a remote client told about this producer (None for a library producer)."""
+        self.connected_since_ms = topic.broker.clock.now_ms()
+        # Stats counters: what was stored, counted by the topic's write completions (one at a time).
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
+        self.in_rates = RateWindow(self.connected_since_ms)
+        """The rates of ``msg_in_counter`` / ``bytes_in_counter`` (read by the stats)."""
         if initial_sequence_id is not None:
             self._last = initial_sequence_id
         else:

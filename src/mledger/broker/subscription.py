@@ -69,7 +69,7 @@ from .errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
 from .hooks import BrokerSettings
 from .message import Message
 from .stats import ConsumerStats, SubscriptionStats
-from .types import SkipEntry, SubscriptionType
+from .types import ClientInfo, SkipEntry, SubscriptionType
 
 
 class SubscriptionOwner(Protocol):
@@ -136,6 +136,10 @@ class Subscription:
         self._closed = False
         self._dispatcher = self._new_dispatcher()
         self._warned_batch_index_disabled = False
+        # what consumers gone were sent (Pulsar's msgOutFromRemovedConsumer / bytesOut...)
+        self._removed_msg_out = 0
+        self._removed_bytes_out = 0
+        self._last_md_advanced_ms = 0
 
     def _new_dispatcher(self) -> Dispatcher:
         broker = self._topic.broker
@@ -199,9 +203,14 @@ class Subscription:
             return self._dispatcher.delayed_messages
 
     def stats(self) -> SubscriptionStats:
-        """A consistent snapshot of the cursor, the dispatcher and the consumers."""
+        """A consistent snapshot of the cursor, the dispatcher and the consumers, with the
+        consumers' counters and rates (see :mod:`mledger.broker.stats`)."""
+        now = self._now_ms()
+        interval_ms = self._topic.broker.config.stats_update_frequency_in_secs * 1000
         with self._lock:
             cursor = self._cursor
+            dispatcher = self._dispatcher
+            consumers = tuple(self._consumer_stats(c, dispatcher, now, interval_ms) for c in dispatcher.consumers)
             return SubscriptionStats(
                 name=self.name,
                 topic=self.topic,
@@ -210,21 +219,64 @@ class Subscription:
                 mark_delete_position=cursor.mark_delete_position,
                 read_position=cursor.read_position,
                 individually_deleted_messages=str(cursor.individually_deleted_messages()),
-                consumers=tuple(
-                    ConsumerStats(c.name, c.permits, c.queued_messages, c.unacked_messages)
-                    for c in self._dispatcher.consumers
-                ),
-                dispatcher=self._dispatcher.stats(),
+                consumers=consumers,
+                dispatcher=dispatcher.stats(),
+                durable=self.durable,
+                msg_out_counter=self._removed_msg_out + sum(c.msg_out_counter for c in consumers),
+                bytes_out_counter=self._removed_bytes_out + sum(c.bytes_out_counter for c in consumers),
+                non_contiguous_deleted_ranges=cursor.total_non_contiguous_deleted_messages_range(),
+                last_mark_delete_advanced_ms=self._last_md_advanced_ms,
             )
+
+    @staticmethod
+    def _consumer_stats(c: Consumer, dispatcher: Dispatcher, now: int, interval_ms: int) -> ConsumerStats:
+        """One consumer's snapshot (caller holds the subscription lock)."""
+        rate, throughput = c.out_rates.rates(now, interval_ms, c.msg_out_counter, c.bytes_out_counter)
+        held = c.sink.held_permits() if c.sink is not None else 0
+        return ConsumerStats(
+            c.name,
+            c.permits,
+            c.queued_messages,
+            c.unacked_messages,
+            available_permits=max(c.permits, 0) + held,
+            msg_out_counter=c.msg_out_counter,
+            bytes_out_counter=c.bytes_out_counter,
+            entries_out_counter=c.entries_out_counter,
+            msg_rate_out=rate,
+            msg_throughput_out=throughput,
+            connected_since_ms=c.connected_since_ms,
+            last_consumed_ms=c.last_consumed_ms,
+            last_acked_ms=c.last_acked_ms,
+            last_flow_ms=c.last_flow_ms,
+            read_position_when_joining=dispatcher.recently_joined_position(c),
+            client=c.client,
+        )
+
+    def out_counters(self) -> tuple[int, int]:
+        """``(messages, bytes)`` sent to its consumers, those gone included."""
+        with self._lock:
+            consumers = self._dispatcher.consumers
+            return (
+                self._removed_msg_out + sum(c.msg_out_counter for c in consumers),
+                self._removed_bytes_out + sum(c.bytes_out_counter for c in consumers),
+            )
+
+    def _now_ms(self) -> int:
+        return self._topic.broker.clock.now_ms()
 
     # -- consumers --------------------------------------------------------------------------
     def add_consumer(
-        self, consumer_name: str | None = None, permits: int | None = None, sink: ConsumerSink | None = None
+        self,
+        consumer_name: str | None = None,
+        permits: int | None = None,
+        sink: ConsumerSink | None = None,
+        client: ClientInfo | None = None,
     ) -> Consumer:
         """Attach a consumer with ``permits`` of receive-queue room (default
         ``BrokerConfig.receiver_queue_size``); a name is generated when None. With a ``sink``
         the consumer is remote (:mod:`mledger.broker.listeners`): entries are pushed to the
-        sink as they become deliverable, and permits come back only through ``flow``.
+        sink as they become deliverable, and permits come back only through ``flow``;
+        ``client`` is what its client told about it (reported in the stats).
 
         Raises ``ConsumerBusyError`` when the name is taken or an Exclusive subscription already
         has its consumer, ``InvalidRequestError`` for a bad name or permits.
@@ -246,7 +298,9 @@ class Subscription:
                 )
             if self._type is SubscriptionType.EXCLUSIVE and self._consumers:
                 raise ConsumerBusyError(f"Exclusive consumer is already connected to subscription {self.name!r}")
-            consumer = Consumer(self, name, permits, consumer_id, sink)
+            consumer = Consumer(
+                self, name, permits, consumer_id, sink, client=client, connected_since_ms=self._now_ms()
+            )
             self._consumers[name] = consumer
             self._dispatcher.add_consumer(consumer)
             return consumer
@@ -257,6 +311,7 @@ class Subscription:
         with self._lock:
             if not consumer.mark_disconnected():
                 return
+            self._count_removed(consumer)
             self._consumers.pop(consumer.name, None)
             self._dispatcher.remove_consumer(consumer)
             last = not self._consumers
@@ -275,6 +330,7 @@ class Subscription:
             remote = [c for c in self._consumers.values() if c.sink is not None]
             for consumer in remote:
                 consumer.mark_disconnected()
+                self._count_removed(consumer)
                 self._consumers.pop(consumer.name, None)
                 self._dispatcher.remove_consumer(consumer)
         for consumer in remote:
@@ -326,12 +382,14 @@ class Subscription:
         """``Consumer.flow``: ``permits`` more messages of receive-queue room."""
         with self._lock:
             self._check_consumer(consumer)
+            consumer.last_flow_ms = self._now_ms()
             consumer.return_permits(permits)
 
     def consumer_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
         """``Consumer.acknowledge``: validate every id, then ack them on the cursor."""
         with self._lock:
             self._check_consumer(consumer)
+            consumer.last_acked_ms = self._now_ms()
             sizes: dict[Position, int | None] = {}  # one read per entry, however many of its ids
             plan = [self._plan_individual_ack(mid, sizes) for mid in message_ids]
             md = self._cursor.mark_delete_position
@@ -344,6 +402,7 @@ class Subscription:
         """``Consumer.acknowledge_entries``: whole entries in bulk, one cursor operation."""
         with self._lock:
             self._check_consumer(consumer)
+            consumer.last_acked_ms = self._now_ms()
             if not isinstance(positions, np.ndarray):
                 positions = list(positions)  # read twice: by the cursor and the dispatcher
             cursor = self._cursor
@@ -394,6 +453,7 @@ class Subscription:
         one bulk cursor operation; returns the entries that became fully acknowledged."""
         with self._lock:
             self._check_consumer(consumer)
+            consumer.last_acked_ms = self._now_ms()
             plan: list[tuple[Position, int, int | None]] = []
             for position, ack_set, batch_size in items:
                 if not self._is_live(position):
@@ -422,6 +482,7 @@ class Subscription:
         mid = message_id
         with self._lock:
             self._check_consumer(consumer)
+            consumer.last_acked_ms = self._now_ms()
             if self._type.is_individual_ack_mode:
                 raise NotAllowedError(
                     "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
@@ -624,8 +685,16 @@ class Subscription:
             consumer.sink.disconnected(consumer)  # type: ignore[union-attr]
 
     # -- helpers ------------------------------------------------------------------------------
+    def _count_removed(self, consumer: Consumer) -> None:
+        """Keep what a leaving consumer was sent in the subscription's counters (lock held)."""
+        self._removed_msg_out += consumer.msg_out_counter
+        self._removed_bytes_out += consumer.bytes_out_counter
+
     def _after_acks(self, md_before: Position, force: bool = False) -> None:
-        if force or self._cursor.mark_delete_position != md_before:
+        md = self._cursor.mark_delete_position
+        if md > md_before:
+            self._last_md_advanced_ms = self._now_ms()
+        if force or md != md_before:
             self._dispatcher.on_mark_delete_moved()
 
     def _is_live(self, position: Position) -> bool:

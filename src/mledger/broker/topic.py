@@ -56,9 +56,10 @@ from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, Publi
 from .names import TopicName
 from .producer import Producer, ProducerListener
 from .publishing import FramedPublish, PublishCallback, PublishResult
-from .stats import TopicStats
+from .rates import RateWindow
+from .stats import ProducerStats, TopicStats
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY, Subscription
-from .types import SubscriptionType
+from .types import ClientInfo, SubscriptionType
 
 __all__ = [
     "DEDUPLICATION_CURSOR_NAME",
@@ -125,6 +126,14 @@ class Topic:
         self._failed_publishes: list[PublishContext] = []
         ml.set_failure_listener(self._failure_reported)
         self._producers: dict[str, Producer] = {}
+        self._next_producer_id = 0
+        # Stats: what was stored (counted by the write completions, one at a time), and what
+        # subscriptions gone had sent (Pulsar's msgOutFromRemovedSubscriptions).
+        self._msg_in = 0
+        self._bytes_in = 0
+        self._in_rates = RateWindow(broker.clock.now_ms())
+        self._removed_msg_out = 0
+        self._removed_bytes_out = 0
         self._subscriptions: dict[str, Subscription] = {}
         self._listeners: list[TopicListener] = []
         self._closed = False
@@ -201,18 +210,55 @@ class Topic:
         return name == DEDUPLICATION_CURSOR_NAME or name.startswith(self._broker.config.replicator_prefix)
 
     def stats(self) -> TopicStats:
-        """Counters of the ledger, producer names and each subscription's stats."""
+        """Counters of the ledger, the producers and each subscription's stats, with the
+        message counters and rates (see :mod:`mledger.broker.stats`)."""
+        now = self._broker.clock.now_ms()
+        interval_ms = self._broker.config.stats_update_frequency_in_secs * 1000
         with self._lock:
             subs = dict(self._subscriptions)
-            producers = tuple(sorted(self._producers))
+            producers = sorted(self._producers.values(), key=lambda p: p.name)
+            removed_msg_out, removed_bytes_out = self._removed_msg_out, self._removed_bytes_out
         ml_stats = self._ml.stats()
+        msg_in, bytes_in = self._msg_in, self._bytes_in
+        rate_in, throughput_in = self._in_rates.rates(now, interval_ms, msg_in, bytes_in)
+        sub_stats = {name: sub.stats() for name, sub in sorted(subs.items())}
         return TopicStats(
             name=self.name,
             entries=ml_stats.number_of_entries,
             last_confirmed_entry=ml_stats.last_confirmed_entry,
-            producers=producers,
-            subscriptions={name: sub.stats() for name, sub in sorted(subs.items())},
+            producers=tuple(p.name for p in producers),
+            subscriptions=sub_stats,
+            publishers=tuple(_producer_stats(p, now, interval_ms) for p in producers),
+            msg_in_counter=msg_in,
+            bytes_in_counter=bytes_in,
+            msg_rate_in=rate_in,
+            msg_throughput_in=throughput_in,
+            msg_out_counter=removed_msg_out + sum(s.msg_out_counter for s in sub_stats.values()),
+            bytes_out_counter=removed_bytes_out + sum(s.bytes_out_counter for s in sub_stats.values()),
+            storage_size=ml_stats.total_size,
         )
+
+    def _count_published(self, accepted: list[tuple[int, PublishContext]], raws: list[bytes]) -> None:
+        """Count stored entries into the topic's and their producers' counters. Write
+        completions only (one at a time); a racy read of the producer map is fine."""
+        producers = self._producers
+        messages = size = 0
+        for (_, ctx), raw in zip(accepted, raws, strict=True):
+            n, b = ctx.num_messages, len(raw)
+            messages += n
+            size += b
+            producer = producers.get(ctx.producer_name)
+            if producer is not None:
+                producer.msg_in_counter += n
+                producer.bytes_in_counter += b
+        self._msg_in += messages
+        self._bytes_in += size
+
+    def _count_removed_subscription(self, sub: Subscription) -> None:
+        """Keep what a subscription going away had sent in the topic's counters (lock held)."""
+        messages, size = sub.out_counters()
+        self._removed_msg_out += messages
+        self._removed_bytes_out += size
 
     # -- subscriptions -------------------------------------------------------------------------
     def subscribe(
@@ -285,6 +331,7 @@ class Topic:
         with self._lock:
             if self._subscriptions.get(sub.name) is not sub or sub.consumers:
                 return
+            self._count_removed_subscription(sub)
             del self._subscriptions[sub.name]
         sub.close()
         if not keep_cursor:
@@ -298,6 +345,7 @@ class Topic:
             sub = self.get_subscription(name)
             if sub.consumers:
                 raise SubscriptionBusyError(f"Subscription {name!r} on {self.name} has active connected consumers")
+            self._count_removed_subscription(sub)
             sub.close()
             del self._subscriptions[name]
             if sub.durable:
@@ -311,10 +359,12 @@ class Topic:
         producer_name: str | None = None,
         initial_sequence_id: int | None = None,
         listener: ProducerListener | None = None,
+        client: ClientInfo | None = None,
     ) -> Producer:
         """Attach a producer; a broker-unique name is generated when None. ``listener`` hears
         when the broker closes the producer (a remote producer; see
-        :mod:`mledger.broker.listeners`).
+        :mod:`mledger.broker.listeners`); ``client`` is what its client told about it (its
+        ``client_id`` becomes the producer id; reported in the stats).
 
         After a failed write, a producer is admitted only once the store accepts a write
         again (:meth:`ManagedLedger.check_writable`): until then this raises
@@ -331,7 +381,12 @@ class Topic:
             self._check_open()
             if name in self._producers:
                 raise ProducerBusyError(f"Producer with name '{name}' is already connected to topic {self.name}")
-            producer = Producer(self, name, initial_sequence_id, listener)
+            if client is not None and client.client_id is not None:
+                producer_id = client.client_id
+            else:
+                producer_id = self._next_producer_id
+                self._next_producer_id += 1
+            producer = Producer(self, name, initial_sequence_id, listener, producer_id=producer_id, client=client)
             self._producers[name] = producer
             self._dedup.producer_added(name)
             return producer
@@ -452,7 +507,7 @@ class Topic:
                 else:
                     try:
                         self._ml.async_add_framed_entries(
-                            raws, _PublishCompletion(self, results, accepted, callback), start_writing=False
+                            raws, _PublishCompletion(self, results, accepted, raws, callback), start_writing=False
                         )
                         self._issued_publishes += 1
                     except MLedgerError as exc:  # the ledger closed under us: nothing queued
@@ -584,21 +639,38 @@ class Topic:
         return f"Topic({self.name!r})"
 
 
+def _producer_stats(producer: Producer, now: int, interval_ms: int) -> ProducerStats:
+    msg_in, bytes_in = producer.msg_in_counter, producer.bytes_in_counter
+    rate, throughput = producer.in_rates.rates(now, interval_ms, msg_in, bytes_in)
+    return ProducerStats(
+        name=producer.name,
+        producer_id=producer.producer_id,
+        msg_in_counter=msg_in,
+        bytes_in_counter=bytes_in,
+        msg_rate_in=rate,
+        msg_throughput_in=throughput,
+        connected_since_ms=producer.connected_since_ms,
+        client=producer.client,
+    )
+
+
 class _PublishCompletion:
     """The managed-ledger callback of one :meth:`Topic.publish_entries` call."""
 
-    __slots__ = ("accepted", "callback", "results", "topic")
+    __slots__ = ("accepted", "callback", "raws", "results", "topic")
 
     def __init__(
         self,
         topic: Topic,
         results: list[PublishResult],
         accepted: list[tuple[int, PublishContext]],
+        raws: list[bytes],
         callback: PublishCallback,
     ) -> None:
         self.topic = topic
         self.results = results
         self.accepted = accepted
+        self.raws = raws
         self.callback = callback
 
     def __call__(self, positions: list[Position] | None, error: BaseException | None) -> None:
@@ -611,6 +683,7 @@ class _PublishCompletion:
             for (i, ctx), position in zip(accepted, positions, strict=True):
                 record(ctx, position)
                 results[i] = position
+            topic._count_published(accepted, self.raws)
             topic._publish_completed(None)
             if positions:
                 topic._notify_entries_added()

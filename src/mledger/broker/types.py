@@ -1,4 +1,4 @@
-"""Value types of the broker API: subscription and ack types, and PIP-423's ``SkipEntry``."""
+"""Value types of the broker API: subscription and ack types, PIP-423's ``SkipEntry``, ``ClientInfo``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from enum import Enum
 
 from ..core.errors import InvalidRequestError
 
-__all__ = ["AckType", "SkipEntry", "SubscriptionType"]
+__all__ = ["AckType", "ClientInfo", "SkipEntry", "SubscriptionType"]
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -98,3 +98,16 @@ class SkipEntry:
     def is_whole_entry(self) -> bool:
         """True when the whole entry is skipped."""
         return self.batch_indexes is None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientInfo:
+    """What a remote client told about its producer or consumer: its connection's address
+    (``host:port``), its library version (CONNECT's ``client_version``), the id it gave the
+    producer or consumer on its connection and, for a producer, its access mode (Pulsar's
+    ``ProducerAccessMode`` name). Reported in the stats; None where unknown."""
+
+    address: str | None = None
+    client_version: str | None = None
+    client_id: int | None = None
+    access_mode: str = "Shared"

@@ -12,9 +12,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..admin import CancelDelayedMessageResult, PartitionedTopicInternalStats, PersistentTopicInternalStats
+from ..admin import (
+    CancelDelayedMessageResult,
+    PartitionedTopicInternalStats,
+    PartitionedTopicStatsData,
+    PersistentTopicInternalStats,
+    TopicStatsData,
+)
 
-__all__ = ["print_cancel_result", "print_messages", "print_stats"]
+__all__ = ["print_cancel_result", "print_messages", "print_stats", "print_topic_stats"]
 
 
 def _console(console: Console | None) -> Console:
@@ -89,3 +95,62 @@ def print_messages(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], co
     for row in rows:
         table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
     _console(console).print(table)
+
+
+def print_topic_stats(
+    stats: TopicStatsData | PartitionedTopicStatsData, title: str, console: Console | None = None
+) -> None:
+    """A topic's stats: in/out figures, publishers, subscriptions with their consumers (and
+    each partition's, when the partitioned stats carry them)."""
+    out = _console(console)
+    summary = Table(title=title, show_header=False, title_justify="left")
+    summary.add_column("field", style="bold")
+    summary.add_column("value")
+    rows: list[tuple[str, object]] = []
+    if isinstance(stats, PartitionedTopicStatsData):
+        rows.append(("partitions", stats.metadata.partitions))
+    rows += [
+        ("in: msg/s, bytes/s", f"{stats.msg_rate_in:.2f}, {stats.msg_throughput_in:.2f}"),
+        ("out: msg/s, bytes/s", f"{stats.msg_rate_out:.2f}, {stats.msg_throughput_out:.2f}"),
+        ("in: messages, bytes", f"{stats.msg_in_counter}, {stats.bytes_in_counter}"),
+        ("out: messages, bytes", f"{stats.msg_out_counter}, {stats.bytes_out_counter}"),
+        ("storage size", stats.storage_size),
+        ("backlog size", stats.backlog_size),
+        ("deduplication", stats.deduplication_status),
+    ]
+    for field, value in rows:
+        summary.add_row(field, str(value))
+    out.print(summary)
+    publishers = Table(title="publishers", title_justify="left")
+    for column in ("producer", "id", "access mode", "msg/s", "address", "client"):
+        publishers.add_column(column)
+    for p in stats.publishers:
+        publishers.add_row(
+            p.producer_name or "",
+            str(p.producer_id),
+            p.access_mode,
+            f"{p.msg_rate_in:.2f}",
+            p.address or "",
+            p.client_version or "",
+        )
+    out.print(publishers)
+    subscriptions = Table(title="subscriptions", title_justify="left")
+    for column in ("subscription", "type", "backlog", "unacked", "delayed", "msg/s out", "consumers"):
+        subscriptions.add_column(column)
+    for name, sub in sorted(stats.subscriptions.items()):
+        consumers = ", ".join(
+            f"{c.consumer_name} (permits {c.available_permits}, unacked {c.unacked_messages})" for c in sub.consumers
+        )
+        subscriptions.add_row(
+            name,
+            sub.type or "",
+            str(sub.msg_backlog),
+            str(sub.unacked_messages),
+            str(sub.msg_delayed),
+            f"{sub.msg_rate_out:.2f}",
+            consumers,
+        )
+    out.print(subscriptions)
+    if isinstance(stats, PartitionedTopicStatsData):
+        for name, partition in stats.partitions.items():
+            print_topic_stats(partition, name, out)

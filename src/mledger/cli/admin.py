@@ -170,6 +170,13 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise argparse.ArgumentTypeError(f"invalid value {text!r}: true or false")
+
+
 def _subscription_type(text: str) -> str:
     for name in SUBSCRIPTION_TYPES:
         if name.lower() == text.strip().lower().replace("-", "_"):
@@ -227,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         choices=("json", "table"),
         default="json",
-        help="how stats-internal, cancel-delayed-message, produce and consume print their results: "
+        help="how stats, partitioned-stats, stats-internal, cancel-delayed-message, produce and consume print "
+        "their results: "
         "json (default, as pulsar-admin; for scripts) or table (for people)",
     )
     parser.add_argument(
@@ -299,6 +307,51 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("unsubscribe", "Delete a subscription.", _cmd_unsubscribe)
     topic_arg(sub)
     subscription_arg(sub)
+
+    def stats_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "-gpb",
+            "--get-precise-backlog",
+            dest="get_precise_backlog",
+            action="store_true",
+            help="accepted: mledger's backlog is always precise",
+        )
+        sub.add_argument(
+            "-sbs",
+            "--get-subscription-backlog-size",
+            dest="subscription_backlog_size",
+            type=_bool,
+            nargs="?",
+            const=True,
+            default=True,
+            metavar="true|false",
+            help="each subscription's backlogSize (default true; false: -1)",
+        )
+        sub.add_argument(
+            "-etb",
+            "--get-earliest-time-in-backlog",
+            dest="get_earliest_time_in_backlog",
+            action="store_true",
+            help="the publish time of each backlog's first message",
+        )
+
+    sub = command(
+        "stats",
+        "Stats of a topic (JSON, as pulsar-admin): rates, counters, publishers, subscriptions, consumers; "
+        "a partitioned topic's as partitioned-stats.",
+        _cmd_stats,
+    )
+    topic_arg(sub)
+    stats_options(sub)
+
+    sub = command(
+        "partitioned-stats",
+        "Stats of a partitioned topic (JSON): its partitions' added up, and with --per-partition each one's.",
+        _cmd_partitioned_stats,
+    )
+    topic_arg(sub)
+    sub.add_argument("--per-partition", dest="per_partition", action="store_true", help="each partition's stats too")
+    stats_options(sub)
 
     sub = command(
         "stats-internal", "Internal stats of a topic (JSON); partitioned topics per partition.", _cmd_stats_internal
@@ -579,6 +632,34 @@ def _cmd_create_subscription(admin: Admin, args: argparse.Namespace) -> None:
     admin.topics.create_subscription(
         args.topic, args.subscription, position=args.position, subscription_type=args.subscription_type
     )
+
+
+def _stats_kwargs(args: argparse.Namespace) -> dict[str, bool]:
+    return {
+        "get_precise_backlog": args.get_precise_backlog,
+        "subscription_backlog_size": args.subscription_backlog_size,
+        "get_earliest_time_in_backlog": args.get_earliest_time_in_backlog,
+    }
+
+
+def _cmd_stats(admin: Admin, args: argparse.Namespace) -> None:
+    stats: Any
+    try:
+        stats = admin.topics.stats(args.topic, **_stats_kwargs(args))
+    except NotAllowedError:  # a partitioned topic: its partitioned stats (needs GET_STATS only)
+        stats = admin.topics.partitioned_stats(args.topic, per_partition=False, **_stats_kwargs(args))
+    if args.output == "table":
+        _tables.print_topic_stats(stats, args.topic)
+    else:
+        _print_json(stats)
+
+
+def _cmd_partitioned_stats(admin: Admin, args: argparse.Namespace) -> None:
+    stats = admin.topics.partitioned_stats(args.topic, per_partition=args.per_partition, **_stats_kwargs(args))
+    if args.output == "table":
+        _tables.print_topic_stats(stats, args.topic)
+    else:
+        _print_json(stats)
 
 
 def _cmd_stats_internal(admin: Admin, args: argparse.Namespace) -> None:

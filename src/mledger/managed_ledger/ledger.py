@@ -1218,13 +1218,21 @@ class ManagedLedger:
             slowest = self.slowest_cursor_position()
             if slowest is None:
                 return 0
-            size = sum(li.size for li in self._ledgers.values() if li.ledger_id >= slowest.ledger_id)
-            li = self._ledgers.get(slowest.ledger_id)
+            return self.estimated_size_after(slowest)
+
+    def estimated_size_after(self, position: Position) -> int:
+        """Bytes of the entries after ``position`` (Pulsar's ``estimateBacklogFromPosition``,
+        a subscription's ``backlogSize`` from its mark-delete position): the ledgers after its
+        ledger in full, plus the part of its ledger after it at that ledger's average entry
+        size. O(ledgers)."""
+        with self._lock:
+            size = sum(li.size for li in self._ledgers.values() if li.ledger_id >= position.ledger_id)
+            li = self._ledgers.get(position.ledger_id)
             if li is not None and li.entries > 0:
-                if li.entries <= slowest.entry_id + 1:
+                if li.entries <= position.entry_id + 1:
                     size -= li.size
-                elif slowest.entry_id >= 0:
-                    size -= (slowest.entry_id + 1) * (li.size // li.entries)
+                elif position.entry_id >= 0:
+                    size -= (position.entry_id + 1) * (li.size // li.entries)
             return size
 
     # -- misc -------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from google.protobuf.message import DecodeError
 from ..broker import (
     AlreadyClosedError,
     Broker,
+    ClientInfo,
     ConsumerBusyError,
     FramedPublish,
     MessageDupUnknownError,
@@ -101,6 +102,14 @@ _T = api.BaseCommand
 _MASK64 = (1 << 64) - 1
 _INT64_MAX = (1 << 63) - 1
 _SCHEMA_VERSION = struct.Struct(">q")
+_ACCESS_MODES = {
+    api.Shared: "Shared",
+    api.Exclusive: "Exclusive",
+    api.WaitForExclusive: "WaitForExclusive",
+    api.ExclusiveWithFencing: "ExclusiveWithFencing",
+}
+"""Pulsar's ``ProducerAccessMode`` names, for the stats' ``accessMode``."""
+
 _SUB_TYPES = {
     api.CommandSubscribe.Exclusive: SubscriptionType.EXCLUSIVE,
     api.CommandSubscribe.Shared: SubscriptionType.SHARED,
@@ -316,6 +325,10 @@ class ConsumerHandle:
         session = self.session
         session.host.run_on_loop(lambda: session.consumer_closed_by_broker(self))
 
+    def held_permits(self) -> int:
+        """The client's permits not granted to the broker consumer yet (any thread)."""
+        return self.client_permits
+
     def pump(self) -> None:
         """Grant the broker consumer more of the client's permits (loop thread)."""
         self.session.pump(self)
@@ -505,7 +518,13 @@ class Session:
             wait = self._host.access.check(topic, mode)
             name = body.producer_name if body.HasField("producer_name") and body.producer_name else None
             handle = ProducerHandle(self, body.producer_id, topic, mode)
-            producer = topic.create_producer(name, None, listener=handle)
+            client = ClientInfo(
+                self.peer or None,
+                self.connection.client_version or None,
+                body.producer_id,
+                _ACCESS_MODES.get(mode, "Shared"),
+            )
+            producer = topic.create_producer(name, None, listener=handle, client=client)
             handle.producer = producer
             handle.name = producer.name
             handle.schema_version = schema_version
@@ -683,7 +702,8 @@ class Session:
             name = body.consumer_name or None
             if name is not None and any(c.name == name for c in subscription.consumers):
                 name = f"{name}#{self._host.next_id()}"
-            handle.consumer = subscription.add_consumer(name, permits=0, sink=handle)
+            client = ClientInfo(self.peer or None, self.connection.client_version or None, body.consumer_id)
+            handle.consumer = subscription.add_consumer(name, permits=0, sink=handle, client=client)
         except MLedgerError as exc:
             self.connection.send_error(request_id, server_error(exc), str(exc))
             return

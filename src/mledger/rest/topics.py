@@ -15,6 +15,8 @@ GET      ``{topic}/partitions``                               partitioned_topic_
 PUT      ``{topic}/partitions`` (body: N)                     create_topic(partitions=N) 204
 DELETE   ``{topic}/partitions`` (``?force``)                  delete_topic               204
 GET      ``{topic}/subscriptions``                            list_subscriptions         200
+GET      ``{topic}/stats`` (options below)                    stats                      200
+GET      ``{topic}/partitioned-stats`` (``?perPartition``)    partitioned_stats          200
 GET      ``{topic}/internalStats``                            internal_stats             200
 GET      ``{topic}/partitioned-internalStats``                partitioned_internal_stats 200
 POST     ``{topic}/cancelDelayedMessage``                     cancel_delayed_message     204
@@ -45,6 +47,13 @@ per-subscription outcome in the header ``X-Mledger-Cancel-Results`` (``{"sub": t
 ``authoritative`` (Pulsar's redirect flag) is ignored, like any query parameter a route does
 not name.
 
+``stats`` and ``partitioned-stats`` take Pulsar's query parameters ``getPreciseBacklog``
+(accepted; mledger's backlog is always precise), ``subscriptionBacklogSize`` (default true;
+false: each subscription's ``backlogSize`` is -1), ``getEarliestTimeInBacklog`` (default false)
+and, for ``partitioned-stats``, ``perPartition`` (default true, as Pulsar's REST API: each
+partition's stats under ``partitions``). A partitioned topic's ``stats`` is 405 (use
+``partitioned-stats``), a non-partitioned topic's ``partitioned-stats`` 404.
+
 mledger extensions and limits: ``PUT .../subscription/{subName}?subscriptionType=Shared``
 stores the subscription's type (Pulsar has no such parameter; default Exclusive); a reset body
 with ``isExcluded: true`` is refused (400); ``force`` on subscription deletion is ignored (412
@@ -66,7 +75,13 @@ from fastapi.responses import JSONResponse
 from ..admin import Admin
 from ..admin.policies import RetentionPoliciesData
 from ..admin.requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
-from ..admin.stats import PartitionedTopicInternalStats, PartitionedTopicMetadata, PersistentTopicInternalStats
+from ..admin.stats import (
+    PartitionedTopicInternalStats,
+    PartitionedTopicMetadata,
+    PartitionedTopicStatsData,
+    PersistentTopicInternalStats,
+    TopicStatsData,
+)
 from ..admin.wire import CANCEL_RESULTS_HEADER, ErrorBody
 from ..broker.names import TopicName, local_name_problem, named_entity_problem
 from ..codec.messageid import MessageId
@@ -381,6 +396,70 @@ def topics_router(
     )
     async def get_subscriptions(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.list_subscriptions, call.topic))
+
+    PreciseBacklog = Annotated[
+        bool, Query(alias="getPreciseBacklog", description="accepted: mledger's backlog is always precise")
+    ]
+    BacklogSize = Annotated[
+        bool,
+        Query(alias="subscriptionBacklogSize", description="each subscription's backlogSize (false: -1)"),
+    ]
+    EarliestTime = Annotated[
+        bool,
+        Query(
+            alias="getEarliestTimeInBacklog",
+            description="the publish time of each backlog's first message (one entry read per subscription)",
+        ),
+    ]
+
+    @route(
+        "GET",
+        "/{topic}/stats",
+        "get_stats",
+        "Stats of a topic or partition: rates, counters, publishers, subscriptions and consumers",
+        response_model=TopicStatsData,
+        responses={405: {"model": ErrorBody, "description": "a partitioned topic: use partitioned-stats"}},
+    )
+    async def get_stats(
+        call: TopicCallDep,
+        get_precise_backlog: PreciseBacklog = False,
+        subscription_backlog_size: BacklogSize = True,
+        get_earliest_time_in_backlog: EarliestTime = False,
+    ) -> Response:
+        stats = await call.run(
+            call.admin.topics.stats,
+            call.topic,
+            get_precise_backlog=get_precise_backlog,
+            subscription_backlog_size=subscription_backlog_size,
+            get_earliest_time_in_backlog=get_earliest_time_in_backlog,
+        )
+        return Response(stats.to_json(indent=None), media_type=JSON)
+
+    @route(
+        "GET",
+        "/{topic}/partitioned-stats",
+        "get_partitioned_stats",
+        "Stats of a partitioned topic: the partitions' added up, and each partition's",
+        response_model=PartitionedTopicStatsData,
+    )
+    async def get_partitioned_stats(
+        call: TopicCallDep,
+        per_partition: Annotated[
+            bool, Query(alias="perPartition", description="each partition's stats under partitions")
+        ] = True,
+        get_precise_backlog: PreciseBacklog = False,
+        subscription_backlog_size: BacklogSize = True,
+        get_earliest_time_in_backlog: EarliestTime = False,
+    ) -> Response:
+        stats = await call.run(
+            call.admin.topics.partitioned_stats,
+            call.topic,
+            per_partition=per_partition,
+            get_precise_backlog=get_precise_backlog,
+            subscription_backlog_size=subscription_backlog_size,
+            get_earliest_time_in_backlog=get_earliest_time_in_backlog,
+        )
+        return Response(stats.to_json(indent=None), media_type=JSON)
 
     @route(
         "GET",
