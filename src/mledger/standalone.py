@@ -22,6 +22,7 @@ import json
 import logging
 import signal
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from .admin import Admin, Authorization
@@ -32,6 +33,7 @@ from .metrics.protocol import ProtocolCollector
 from .protocol import EmbeddedBroker, ProtocolConfig, ProtocolServer, TokenAuth, load_tokens
 from .protocol.__main__ import parse_bind
 from .rest import AdminServer, RoleResolver, create_app
+from .rest.auth import check_authentication_setup
 from .storage import MemoryStore, SqliteStore
 
 __all__ = ["EmbeddedStandalone", "Standalone", "add_standalone_arguments", "run_standalone"]
@@ -43,8 +45,9 @@ class Standalone:
     """A broker with the protocol server and the REST admin in front of it.
 
     ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) turns on token
-    authentication for protocol clients; ``authorization`` (which needs tokens) decides what
-    each role may do, on both servers.
+    authentication on both servers and needs ``authorization``, which decides what each role
+    may do: tokens alone would demand a token on the protocol port and leave the admin API open,
+    so they raise :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
@@ -57,6 +60,7 @@ class Standalone:
         tokens: dict[str, str] | None = None,
         authorization: Authorization | None = None,
     ) -> None:
+        roles = _checked_roles(tokens, authorization, "authorization")
         self.store: MemoryStore | SqliteStore = (
             MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
         )
@@ -68,7 +72,7 @@ class Standalone:
         self.protocol = ProtocolServer(self.broker, ProtocolConfig(host=bind[0], port=bind[1]), auth=auth)
         app = create_app(
             Admin(self.broker, authorization),
-            roles=RoleResolver(tokens) if tokens and authorization is not None else None,
+            roles=roles,
             collectors=[ProtocolCollector(self.protocol, self.broker.config.cluster_name)],
         )
         self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
@@ -104,10 +108,16 @@ class EmbeddedStandalone(EmbeddedBroker):
 
     >>> with EmbeddedStandalone() as broker:      # doctest: +SKIP
     ...     httpx.put(f"{broker.admin_url}/admin/v2/persistent/public/default/t/partitions", json=3)
+
+    ``tokens`` without ``authorization`` raise :class:`~mledger.core.errors.ConfigError` (see
+    :class:`Standalone`).
     """
 
     _admin_server: AdminServer | None = None
     _admin_lock = threading.Lock()
+
+    def _check_options(self) -> None:
+        _checked_roles(self._tokens, self._authorization, "authorization")
 
     @property
     def admin_url(self) -> str:
@@ -115,7 +125,7 @@ class EmbeddedStandalone(EmbeddedBroker):
         the app takes a few hundred milliseconds, which tests that never call it do not pay)."""
         with self._admin_lock:
             if self._admin_server is None:
-                roles = RoleResolver(self._tokens) if self._tokens and self._authorization is not None else None
+                roles = _checked_roles(self._tokens, self._authorization, "authorization")
                 app = create_app(
                     Admin(self.broker, self._authorization),
                     roles=roles,
@@ -130,6 +140,18 @@ class EmbeddedStandalone(EmbeddedBroker):
             if self._admin_server is not None:
                 self._admin_server.shutdown()
                 self._admin_server = None
+
+
+def _checked_roles(
+    tokens: Mapping[str, str] | None, authorization: Authorization | None, option: str
+) -> RoleResolver | None:
+    """The REST role resolver of ``tokens``; ``ConfigError`` naming ``option`` when tokens come
+    without an authorization (the check ``mledger-admin serve`` makes)."""
+    if tokens is None:
+        return None
+    roles = RoleResolver(tokens)
+    check_authentication_setup(roles, authorization is not None, option)
+    return roles
 
 
 def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
@@ -151,6 +173,7 @@ def run_standalone(args: argparse.Namespace) -> int:
     authorization = Authorization.from_json(args.authorization) if args.authorization else None
     if authorization is not None and tokens is None:
         raise ConfigError("--authorization needs --token-file: roles come from the clients' tokens")
+    _checked_roles(tokens, authorization, "--authorization")
     standalone = Standalone(
         None if args.memory else args.data_dir,
         parse_bind(args.bind, 6650),

@@ -97,6 +97,7 @@ class EmbeddedBroker:
         self.broker: Broker
         self.clock: BrokerClock
         self._store: MemoryStore | SqliteStore | None = None
+        self._check_options()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:
@@ -134,6 +135,10 @@ class EmbeddedBroker:
             self.stop()
             raise
         return self
+
+    def _check_options(self) -> None:
+        """Hook for subclasses: runs at the end of the constructor and raises ``ConfigError`` for
+        options the subclass refuses (the standalone variant: tokens without authorization)."""
 
     def _after_start(self) -> None:
         """Hook for subclasses: runs once the server accepts connections (the standalone

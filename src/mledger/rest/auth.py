@@ -119,13 +119,16 @@ class RoleResolver:
         return f"RoleResolver(tokens={len(self._tokens)}, trust_role_header={self.trust_role_header})"
 
 
-def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool) -> None:
+def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool, option: str = "--auth-file") -> None:
     """Refuse credentials without authorization: they would authenticate callers who may then
-    do everything. Raises :class:`~mledger.core.errors.ConfigError` with what to do instead."""
+    do everything (and, beside a protocol server demanding tokens, leave the admin API open
+    while the broker looks secured). Raises :class:`~mledger.core.errors.ConfigError` naming
+    ``option``, the setting that gives the authorization (``--auth-file`` for ``mledger-admin
+    serve``, ``--authorization`` for ``mledger standalone``)."""
     if roles.authenticates and not authorization_enabled:
         what = "tokens" if roles.token_count else "a trusted role header"
         raise ConfigError(
-            f"{what} without an authorization file would let every caller skip, reset and delete: "
-            'give an authorization file (--auth-file, e.g. {"superUserRoles": ["admin"]}) '
-            "to say what each role may do, or drop the credentials to run without authentication"
+            f"{what} without an authorization file ({option}) would let every caller create, skip, reset and "
+            f'delete: give {option} (e.g. {{"superUserRoles": ["admin"]}}) to say what each role may do, or drop '
+            "the credentials to run without authentication"
         )
