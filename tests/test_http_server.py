@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from mledger import ConfigError, ManagedLedgerFactory, Position
 from mledger.admin import PAYLOAD_ERROR_PREFIX, Admin, Authorization, Topics
 from mledger.admin.wire import CANCEL_RESULTS_HEADER
-from mledger.broker import Broker, InitialPosition, ManualClock, MessageId, SubscriptionType
+from mledger.broker import Broker, BrokerConfig, InitialPosition, ManualClock, MessageId, SubscriptionType
 from mledger.rest import ROLE_HEADER, AdminServer, RoleResolver, parse_bind
 
 pytestmark = pytest.mark.timeout(180)  # every test talks to a server
@@ -46,8 +46,8 @@ class World:
     """A broker with a partitioned and a plain topic, three subscription types, delayed, plain
     and batched messages."""
 
-    def __init__(self) -> None:
-        self.broker = Broker(ManagedLedgerFactory(), clock=ManualClock(T0))
+    def __init__(self, config: BrokerConfig | None = None) -> None:
+        self.broker = Broker(ManagedLedgerFactory(), config, clock=ManualClock(T0))
         self.broker.create_topic(ORDERS, partitions=2)
         self.broker.create_topic(PLAIN)
         for topic in (ORDERS, PLAIN):
@@ -781,3 +781,51 @@ def test_remote_admin_retention_matches_the_library(server: AdminServer) -> None
         remote.topics.remove_retention(PLAIN)
         remote.namespaces.remove_retention("public/default")
         assert remote.topics.get_retention(PLAIN, applied=True) == RetentionPolicies(0, 0)
+
+
+# -- authenticated /metrics and docs (issue 23, item 3) ------------------------------------------
+
+
+def _endpoint_server(**switches: bool) -> AdminServer:
+    world = World(BrokerConfig(**switches))  # create_app reads the switches from the broker's config
+    authorization = Authorization({"scraper": {}}, super_user_roles={"root"})
+    roles = RoleResolver({"tok-scrape": "scraper"})
+    return AdminServer(Admin(world.broker, authorization=authorization), port=0, roles=roles)
+
+
+DOCS = ("/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
+
+
+def test_metrics_and_docs_are_public_by_default_even_with_authentication() -> None:
+    with _endpoint_server() as srv:
+        assert call(srv, "GET", "/metrics").status == 200  # Pulsar's default
+        assert all(call(srv, "GET", path).status == 200 for path in DOCS)
+
+
+def test_authenticate_metrics_endpoint() -> None:
+    with _endpoint_server(authenticate_metrics_endpoint=True) as srv:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            refused = call(srv, "GET", "/metrics", headers=headers)
+            assert (refused.status, refused.reason) == (401, "Authentication required")
+            assert b"subscription=" not in refused.body
+        assert call(srv, "GET", "/metrics/").status == 401
+        scraped = call(srv, "GET", "/metrics", headers={"Authorization": "Bearer tok-scrape"})  # any role
+        assert scraped.status == 200 and 'subscription="shared"' in scraped.body.decode()
+        assert all(call(srv, "GET", path).status == 200 for path in DOCS)  # its own switch
+
+
+def test_authenticate_docs_endpoint() -> None:
+    with _endpoint_server(authenticate_docs_endpoint=True) as srv:
+        for path in DOCS:
+            assert call(srv, "GET", path).status == 401, path
+            assert call(srv, "GET", path, headers={"Authorization": "Bearer tok-scrape"}).status == 200, path
+        assert call(srv, "GET", "/metrics").status == 200
+
+
+def test_endpoint_authentication_needs_credentials(tmp_path: Path) -> None:
+    for switch in ("authenticate_metrics_endpoint", "authenticate_docs_endpoint"):
+        with pytest.raises(ConfigError, match=f"{switch} needs authentication"):
+            AdminServer(Admin(World(BrokerConfig(**{switch: True})).broker), port=0)
+        done = admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "127.0.0.1:0",
+                         "--" + switch.replace("_", "-"), code=2)
+        assert f"{switch} needs authentication" in done.stderr

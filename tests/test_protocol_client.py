@@ -452,9 +452,10 @@ def test_topic_list_needs_a_namespace_level_permission(pulsar_broker_factory: Ca
 
 
 def test_topic_list_refusal_names_no_topic(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
+    from protocol_raw import RawClient
+
     from mledger.admin import Authorization
     from mledger.codec.proto import PulsarApi_pb2 as api
-    from protocol_raw import RawClient
 
     auth = Authorization({"one": {"persistent://public/default/mine-1": ["consume"]}}, super_user_roles=["root"])
     broker = pulsar_broker_factory(tokens={"t-one": "one", "t-root": "root"}, authorization=auth)

@@ -154,13 +154,14 @@ class TokenAuth:
         if not any(auth.is_allowed(role, op, topic) for op in ("LOOKUP", "PRODUCE", "CONSUME")):
             raise PermissionDeniedError(f"Client with role {role!r} is not authorized to look up {topic}")
 
-
     def authorize_topic_list(self, role: str | None, namespace: str) -> None:
         """Listing a namespace's topics needs GET_TOPICS on it (see :mod:`mledger.admin.auth`);
         raises ``PermissionDeniedError`` with Pulsar's message, which names no topic."""
         auth = self.authorization
         if auth is not None and not auth.is_allowed(role, "GET_TOPICS", namespace):
-            raise PermissionDeniedError(f"Client with role {role!r} is not authorized to GetTopicsOfNamespace {namespace}")
+            raise PermissionDeniedError(
+                f"Client with role {role!r} is not authorized to GetTopicsOfNamespace {namespace}"
+            )
 
 
 def load_tokens(path: str | Path) -> dict[str, str]:

@@ -34,9 +34,16 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..admin.wire import ROLE_HEADER
+from ..broker import BrokerConfig
 from ..core.errors import ConfigError, UnauthenticatedError
 
-__all__ = ["AUTHENTICATION_REQUIRED", "ROLE_HEADER", "RoleResolver", "check_authentication_setup"]
+__all__ = [
+    "AUTHENTICATION_REQUIRED",
+    "ROLE_HEADER",
+    "RoleResolver",
+    "check_authentication_setup",
+    "check_endpoint_authentication",
+]
 
 AUTHENTICATION_REQUIRED = "Authentication required"
 """The 401 reason (Pulsar's ``AuthenticationFilter`` text)."""
@@ -132,3 +139,14 @@ def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool,
             f'delete: give {option} (e.g. {{"superUserRoles": ["admin"]}}) to say what each role may do, or drop '
             "the credentials to run without authentication"
         )
+
+
+def check_endpoint_authentication(roles: RoleResolver, config: BrokerConfig) -> None:
+    """Refuse ``authenticate_metrics_endpoint`` / ``authenticate_docs_endpoint`` when nothing
+    authenticates callers (no tokens, no trusted header): no caller could ever get a role, and
+    the switch would look like protection. Raises :class:`~mledger.core.errors.ConfigError`."""
+    for name in ("authenticate_metrics_endpoint", "authenticate_docs_endpoint"):
+        if getattr(config, name) and not roles.authenticates:
+            raise ConfigError(
+                f"{name} needs authentication: give tokens (--token-file) and an authorization file, or turn it off"
+            )
