@@ -298,3 +298,11 @@ def test_reset_cursor_back_in_time_into_retained_data(cli: Cli) -> None:
     cli.run("topics", "reset-cursor", "orders", "-s", "s", "--time", "-60")  # a minute from now: nothing
     assert backlog() == 0
     cli.run("topics", "reset-cursor", "orders", "-s", "s", code=2)  # -m or -t is required
+
+
+def test_retention_out_of_range_is_refused(cli: Cli) -> None:
+    # issue 23 item 10: 100000000 weeks is 1008000000000 minutes, more than a Java int
+    cli.run("topics", "create", "orders")
+    done = cli.run("namespaces", "set-retention", "public/default", "--time", "100000000w", "--size", "1G", code=3)
+    assert "1008000000000" in done.stderr
+    assert cli.run("namespaces", "get-retention", "public/default").stdout.strip() == "null"

@@ -829,3 +829,57 @@ def test_endpoint_authentication_needs_credentials(tmp_path: Path) -> None:
         done = admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "127.0.0.1:0",
                          "--" + switch.replace("_", "-"), code=2)
         assert f"{switch} needs authentication" in done.stderr
+
+
+# -- out-of-range numbers (issue 23, item 10) -----------------------------------------------------
+
+HUGE = 2**70
+
+
+def test_retention_out_of_java_range_is_refused_everywhere(server: AdminServer, world: World) -> None:
+    """retentionTimeInMinutes is a Java int, retentionSizeInMB a long (Pulsar's clients cannot
+    read back more): 400 naming the value, nothing stored; the library, REST and RemoteAdmin."""
+    from mledger.admin import RemoteAdmin
+    from mledger.broker.retention import RetentionPolicies
+    from mledger.core.errors import InvalidRequestError
+
+    ns = "/admin/v2/namespaces/public/default/retention"
+    for path in (ns, f"{V2}/plain/retention"):
+        for body, value in ((f'{{"retentionTimeInMinutes": {HUGE}, "retentionSizeInMB": 1}}', HUGE),
+                            (f'{{"retentionTimeInMinutes": {2**31}, "retentionSizeInMB": 1}}', 2**31),
+                            (f'{{"retentionTimeInMinutes": 1, "retentionSizeInMB": {HUGE}}}', HUGE),
+                            (f'{{"retentionTimeInMinutes": 1, "retentionSizeInMB": {-(2**63) - 1}}}', -(2**63) - 1)):
+            refused = call(server, "POST", path, body)
+            assert refused.status == 400 and str(value) in refused.reason, (path, body, refused.reason)
+        assert call(server, "GET", path).json is None  # nothing stored
+        widest = f'{{"retentionTimeInMinutes": {2**31 - 1}, "retentionSizeInMB": {2**63 - 1}}}'
+        assert call(server, "POST", path, widest).status == 204
+    huge = RetentionPolicies(HUGE, 1)
+    with RemoteAdmin(server.url, timeout=TIMEOUT) as remote:
+        with pytest.raises(InvalidRequestError, match=str(HUGE)):
+            remote.namespaces.set_retention("public/default", huge)
+    local = Admin(world.broker)
+    with pytest.raises(InvalidRequestError, match=str(HUGE)):
+        local.namespaces.set_retention("public/default", huge)
+    with pytest.raises(InvalidRequestError, match=str(HUGE)):
+        local.topics.set_retention(PLAIN, huge)
+
+
+def test_reset_cursor_refuses_negative_positions_and_times(server: AdminServer, world: World) -> None:
+    base = f"{V2}/plain/subscription/shared"
+    stats = f"{V2}/plain/internalStats"
+    before = call(server, "GET", stats).json["cursors"]["shared"]
+    for body, named in (('{"ledgerId": -5, "entryId": -1}', "-5:-1"), ('{"ledgerId": 3, "entryId": -7}', "3:-7"),
+                        ('{"ledgerId": -1, "entryId": 0}', "-1:0")):
+        refused = call(server, "POST", f"{base}/resetcursor", body)
+        assert refused.status == 412 and named in refused.reason, (body, refused.reason)
+        refused = call(server, "PUT", f"{V2}/plain/subscription/fresh", body)
+        assert refused.status == 412 and named in refused.reason, (body, refused.reason)
+    for timestamp in ("-1", str(-(2**63))):
+        refused = call(server, "POST", f"{base}/resetcursor/{timestamp}")
+        assert refused.status == 400 and timestamp in refused.reason, (timestamp, refused.reason)
+    assert call(server, "GET", stats).json["cursors"]["shared"] == before
+    assert "fresh" not in call(server, "GET", f"{V2}/plain/subscriptions").json
+    # -1:-1 is MessageId.earliest, as Pulsar's clients send it; 0 is the epoch
+    assert call(server, "POST", f"{base}/resetcursor", '{"ledgerId": -1, "entryId": -1}').status == 204
+    assert call(server, "POST", f"{base}/resetcursor/0").status == 204
