@@ -224,3 +224,27 @@ def test_denied_cancel_leaves_the_message_deliverable(world: World) -> None:
     assert [m.data for m in Admin(world.broker).messaging.consume(T, "shared", "Shared", max_messages=0)] == [
         b"a", b"b", b"c",
     ]
+
+
+def test_topic_list_needs_namespace_level_produce_or_consume(broker: Broker) -> None:
+    """Pulsar's GET_TOPICS rule (apache/pulsar#12600): a namespace-level PRODUCE or CONSUME grant
+    (or "*") lists the namespace; grants on single topics do not, and the refusal names no topic."""
+    auth = Authorization(
+        {
+            "topic-only": {T: ["produce", "consume", "get_stats"]},
+            "consumer": {"public/default": ["consume"]},
+            "producer": {"*": ["produce"]},
+        },
+        super_user_roles=["root"],
+    )
+    Admin(broker, auth, "root").topics.create_topic(T)
+    for role in ("consumer", "producer", "root"):
+        assert Admin(broker, auth, role).topics.list_topics("public/default") == [T]
+        assert auth.is_allowed(role, NamespaceOperation.GET_TOPICS, "public/default")
+    assert not auth.is_allowed("consumer", NamespaceOperation.GET_TOPICS, "acme/prod")
+    with pytest.raises(PermissionDeniedError) as info:
+        Admin(broker, auth, "topic-only").topics.list_topics("public/default")
+    assert T not in str(info.value)
+    assert Admin(broker, auth, "topic-only").topics.list_topics() == []
+    # an implied GET_TOPICS allows nothing else on the namespace
+    assert not auth.is_allowed("consumer", NamespaceOperation.CREATE_TOPIC, "public/default")

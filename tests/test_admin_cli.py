@@ -50,6 +50,7 @@ def cli(tmp_path: Path) -> Cli:
 
 def test_pip423_end_to_end_across_processes(cli: Cli) -> None:
     import pulsar
+
     cli.run("topics", "create-partitioned-topic", "parts", "-p", "2")
     for sub, kind in (("shared", "Shared"), ("keyed", "Key_Shared"), ("excl", "Exclusive")):
         cli.run("topics", "create-subscription", "parts", "-s", sub, "-t", kind, "-m", "earliest")
@@ -62,25 +63,50 @@ def test_pip423_end_to_end_across_processes(cli: Cli) -> None:
     assert [m["batchIndex"] for m in batch] == [0, 1, 2]
 
     # cancel d0 everywhere (Exclusive refuses: exit 9, results still printed)
-    done = cli.run("topics", "cancel-delayed-message", "parts", "-l", str(delayed[0]["ledgerId"]),
-                   "-e", str(delayed[0]["entryId"]), code=9)
+    done = cli.run(
+        "topics",
+        "cancel-delayed-message",
+        "parts",
+        "-l",
+        str(delayed[0]["ledgerId"]),
+        "-e",
+        str(delayed[0]["entryId"]),
+        code=9,
+    )
     assert json.loads(done.stdout)["results"] == {"excl": False, "keyed": True, "shared": True}
     assert "excl" in done.stderr
     # cancel d1 on shared only, by the long flags
-    done = cli.run("topics", "cancel-delayed-message", "parts", "--ledgerId", str(delayed[1]["ledgerId"]),
-                   "--entryId", str(delayed[1]["entryId"]), "--subscriptionNames", "shared")
+    done = cli.run(
+        "topics",
+        "cancel-delayed-message",
+        "parts",
+        "--ledgerId",
+        str(delayed[1]["ledgerId"]),
+        "--entryId",
+        str(delayed[1]["entryId"]),
+        "--subscriptionNames",
+        "shared",
+    )
     assert json.loads(done.stdout)["results"] == {"shared": True}
     # skip p0 by triplet, p1 by the real client's base64, b1 by a triplet with its batch index
     p1 = pulsar.MessageId(plain[1]["partition"], plain[1]["ledgerId"], plain[1]["entryId"], -1)
     cli.run(
-        "topics", "skip-messages", "parts", "-s", "shared",
-        "--messageId-triplet", f"{plain[0]['ledgerId']}:{plain[0]['entryId']}",
-        "--messageId-base64", base64.b64encode(p1.serialize()).decode(),
-        "--messageId-triplet", f"{batch[1]['ledgerId']}:{batch[1]['entryId']}:1",
+        "topics",
+        "skip-messages",
+        "parts",
+        "-s",
+        "shared",
+        "--messageId-triplet",
+        f"{plain[0]['ledgerId']}:{plain[0]['entryId']}",
+        "--messageId-base64",
+        base64.b64encode(p1.serialize()).decode(),
+        "--messageId-triplet",
+        f"{batch[1]['ledgerId']}:{batch[1]['entryId']}:1",
     )
     # the Java client's form of an id works too (batch_size = 0 trailer)
-    java_form = base64.b64encode(bytes.fromhex(
-        "08" + _varint(plain[2]["ledgerId"]) + "10" + _varint(plain[2]["entryId"]) + "3000")).decode()
+    java_form = base64.b64encode(
+        bytes.fromhex("08" + _varint(plain[2]["ledgerId"]) + "10" + _varint(plain[2]["entryId"]) + "3000")
+    ).decode()
     cli.run("topics", "skip-messages", "parts", "-s", "keyed", "--messageId-base64", java_form)
 
     stats = json.loads(cli.run("topics", "stats-internal", "parts").stdout)
@@ -177,33 +203,72 @@ def test_error_exit_codes_and_messages(cli: Cli) -> None:
 
 def test_authorization_file(cli: Cli, tmp_path: Path) -> None:
     auth = tmp_path / "auth.json"
-    auth.write_text(json.dumps({
-        "superUserRoles": ["admin"],
-        "permissions": {"ops": {"orders": ["skip", "cancel_delayed_message"]}, "viewer": {"*": ["get_stats"]}},
-    }))
+    auth.write_text(
+        json.dumps(
+            {
+                "superUserRoles": ["admin"],
+                "permissions": {"ops": {"orders": ["skip", "cancel_delayed_message"]}, "viewer": {"*": ["get_stats"]}},
+            }
+        )
+    )
     as_admin = ("--auth-file", str(auth), "--role", "admin")
     cli.run("topics", "create", "orders", global_args=as_admin)
-    cli.run("topics", "create-subscription", "orders", "-s", "sh", "-t", "Shared", "-m", "earliest",
-            global_args=as_admin)
+    cli.run(
+        "topics", "create-subscription", "orders", "-s", "sh", "-t", "Shared", "-m", "earliest", global_args=as_admin
+    )
     mid = cli.json_lines("--auth-file", str(auth), "--role", "admin", "topics", "produce", "orders", "-m", "x")[0]
     triplet = f"{mid['ledgerId']}:{mid['entryId']}"
 
-    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-triplet", triplet,
-                   global_args=("--auth-file", str(auth), "--role", "viewer"), code=5)
-    assert done.stderr.strip() == (
-        f"Unauthorized to validateTopicOperation for operation [SKIP] on topic [{T}]"
+    done = cli.run(
+        "topics",
+        "skip-messages",
+        "orders",
+        "-s",
+        "sh",
+        "--messageId-triplet",
+        triplet,
+        global_args=("--auth-file", str(auth), "--role", "viewer"),
+        code=5,
     )
-    done = cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-triplet", triplet,
-                   global_args=("--auth-file", str(auth)), code=4)
+    assert done.stderr.strip() == (f"Unauthorized to validateTopicOperation for operation [SKIP] on topic [{T}]")
+    done = cli.run(
+        "topics",
+        "skip-messages",
+        "orders",
+        "-s",
+        "sh",
+        "--messageId-triplet",
+        triplet,
+        global_args=("--auth-file", str(auth)),
+        code=4,
+    )
     assert done.stderr.strip() == "Need to authenticate to perform the request"
-    done = cli.run("topics", "reset-cursor", "orders", "-s", "sh", "-m", "earliest",
-                   global_args=("--auth-file", str(auth), "--role", "ops"), code=5)
+    done = cli.run(
+        "topics",
+        "reset-cursor",
+        "orders",
+        "-s",
+        "sh",
+        "-m",
+        "earliest",
+        global_args=("--auth-file", str(auth), "--role", "ops"),
+        code=5,
+    )
     assert "[RESET_CURSOR]" in done.stderr
-    stats = json.loads(cli.run("topics", "stats-internal", "orders",
-                               global_args=("--auth-file", str(auth), "--role", "viewer")).stdout)
+    stats = json.loads(
+        cli.run("topics", "stats-internal", "orders", global_args=("--auth-file", str(auth), "--role", "viewer")).stdout
+    )
     assert stats["cursors"]["sh"]["numberOfEntriesInBacklog"] == 1  # the denied calls changed nothing
-    cli.run("topics", "skip-messages", "orders", "-s", "sh", "--messageId-triplet", triplet,
-            global_args=("--auth-file", str(auth), "--role", "ops"))
+    cli.run(
+        "topics",
+        "skip-messages",
+        "orders",
+        "-s",
+        "sh",
+        "--messageId-triplet",
+        triplet,
+        global_args=("--auth-file", str(auth), "--role", "ops"),
+    )
     stats = json.loads(cli.run("topics", "stats-internal", "orders").stdout)  # no auth file: off
     assert stats["cursors"]["sh"]["numberOfEntriesInBacklog"] == 0
 
@@ -214,8 +279,14 @@ def test_authorization_file(cli: Cli, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "argv", [("--help",), ("topics", "--help"), ("topics", "skip-messages", "--help"),
-             ("topics", "cancel-delayed-message", "--help"), ("topics", "consume", "-h")]
+    "argv",
+    [
+        ("--help",),
+        ("topics", "--help"),
+        ("topics", "skip-messages", "--help"),
+        ("topics", "cancel-delayed-message", "--help"),
+        ("topics", "consume", "-h"),
+    ],
 )
 def test_help(cli: Cli, argv: tuple[str, ...]) -> None:
     done = subprocess.run([*COMMAND, *argv], capture_output=True, text=True, timeout=60)
@@ -227,7 +298,9 @@ def test_help(cli: Cli, argv: tuple[str, ...]) -> None:
 def test_module_entry_point(cli: Cli) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mledger.cli.admin", "--data-dir", str(cli.data_dir), "topics", "list"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0 and done.stdout == ""
 
@@ -235,8 +308,9 @@ def test_module_entry_point(cli: Cli) -> None:
 def test_unusable_data_dir(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    done = subprocess.run([*COMMAND, "--data-dir", str(blocker / "sub"), "topics", "list"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*COMMAND, "--data-dir", str(blocker / "sub"), "topics", "list"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1
     assert done.stderr.strip()
     assert "Traceback" not in done.stderr
@@ -274,7 +348,9 @@ def test_retention_commands_as_pulsar_admin(cli: Cli) -> None:
     assert json.loads(cli.run("topics", "get-retention", "orders", "--applied").stdout) == expected
     cli.run("namespaces", "remove-retention", "public/default")
     assert json.loads(cli.run("topics", "get-retention", "orders", "--applied").stdout) == {
-        "retentionTimeInMinutes": 0, "retentionSizeInMB": 0}
+        "retentionTimeInMinutes": 0,
+        "retentionSizeInMB": 0,
+    }
     cli.run("topics", "get-retention", "missing", code=6)
     assert "invalid time" in cli.run("topics", "set-retention", "orders", "-t", "3x", "-s", "1G", code=2).stderr
 
@@ -289,8 +365,9 @@ def test_reset_cursor_back_in_time_into_retained_data(cli: Cli) -> None:
     assert cli.consume("orders", "s") == ["m", "m", "m"]
 
     def backlog() -> int:
-        return int(json.loads(cli.run("topics", "stats-internal", "orders").stdout)["cursors"]["s"]
-                   ["numberOfEntriesInBacklog"])
+        return int(
+            json.loads(cli.run("topics", "stats-internal", "orders").stdout)["cursors"]["s"]["numberOfEntriesInBacklog"]
+        )
 
     assert backlog() == 0
     cli.run("topics", "reset-cursor", "orders", "-s", "s", "--time", "1h")
@@ -329,3 +406,11 @@ def test_topic_stats_commands_as_pulsar_admin(cli: Cli) -> None:
     done = cli.run("topics", "partitioned-stats", "orders", code=6)  # 404
     assert "Partitioned Topic not found" in done.stderr
     cli.run("topics", "stats", "orders", "-sbs", "maybe", code=2)
+
+
+def test_retention_out_of_range_is_refused(cli: Cli) -> None:
+    # issue 23 item 10: 100000000 weeks is 1008000000000 minutes, more than a Java int
+    cli.run("topics", "create", "orders")
+    done = cli.run("namespaces", "set-retention", "public/default", "--time", "100000000w", "--size", "1G", code=3)
+    assert "1008000000000" in done.stderr
+    assert cli.run("namespaces", "get-retention", "public/default").stdout.strip() == "null"

@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from mledger import ConfigError, ManagedLedgerFactory, Position
 from mledger.admin import PAYLOAD_ERROR_PREFIX, Admin, Authorization, Topics
 from mledger.admin.wire import CANCEL_RESULTS_HEADER
-from mledger.broker import Broker, InitialPosition, ManualClock, MessageId, SubscriptionType
+from mledger.broker import Broker, BrokerConfig, InitialPosition, ManualClock, MessageId, SubscriptionType
 from mledger.rest import ROLE_HEADER, AdminServer, RoleResolver, parse_bind
 
 pytestmark = pytest.mark.timeout(180)  # every test talks to a server
@@ -46,13 +46,16 @@ class World:
     """A broker with a partitioned and a plain topic, three subscription types, delayed, plain
     and batched messages."""
 
-    def __init__(self) -> None:
-        self.broker = Broker(ManagedLedgerFactory(), clock=ManualClock(T0))
+    def __init__(self, config: BrokerConfig | None = None) -> None:
+        self.broker = Broker(ManagedLedgerFactory(), config, clock=ManualClock(T0))
         self.broker.create_topic(ORDERS, partitions=2)
         self.broker.create_topic(PLAIN)
         for topic in (ORDERS, PLAIN):
-            for sub, kind in (("shared", SubscriptionType.SHARED), ("keyed", SubscriptionType.KEY_SHARED),
-                              ("excl", SubscriptionType.EXCLUSIVE)):
+            for sub, kind in (
+                ("shared", SubscriptionType.SHARED),
+                ("keyed", SubscriptionType.KEY_SHARED),
+                ("excl", SubscriptionType.EXCLUSIVE),
+            ):
                 self.broker.subscribe(topic, sub, kind, InitialPosition.EARLIEST)
         producer = self.broker.create_producer(PLAIN)
         self.delayed = [producer.send(f"d{i}".encode(), deliver_at_ms=T0 + MINUTE) for i in range(4)]
@@ -60,8 +63,9 @@ class World:
         self.batch = producer.send_batch([b"b0", b"b1", b"b2"])
         producer.close()
         producer = self.broker.create_producer(ORDERS)
-        self.orders_delayed = [producer.send(f"od{i}".encode(), key=f"k{i}", deliver_at_ms=T0 + MINUTE)
-                               for i in range(4)]
+        self.orders_delayed = [
+            producer.send(f"od{i}".encode(), key=f"k{i}", deliver_at_ms=T0 + MINUTE) for i in range(4)
+        ]
         producer.close()
 
     def sub(self, topic: str, name: str) -> Any:
@@ -100,8 +104,19 @@ def server(world: World) -> Iterator[AdminServer]:
         yield srv
 
 
-ALL_OPS = ["lookup", "get_stats", "get_subscriptions", "skip", "cancel_delayed_message", "reset_cursor",
-           "subscribe", "unsubscribe", "get_topics", "create_topic", "delete_topic"]
+ALL_OPS = [
+    "lookup",
+    "get_stats",
+    "get_subscriptions",
+    "skip",
+    "cancel_delayed_message",
+    "reset_cursor",
+    "subscribe",
+    "unsubscribe",
+    "get_topics",
+    "create_topic",
+    "delete_topic",
+]
 
 
 @pytest.fixture
@@ -128,8 +143,9 @@ class Reply:
         return str(self.json["reason"])
 
 
-def call(srv: AdminServer, method: str, path: str, body: bytes | str | None = None,
-         headers: dict[str, str] | None = None) -> Reply:
+def call(
+    srv: AdminServer, method: str, path: str, body: bytes | str | None = None, headers: dict[str, str] | None = None
+) -> Reply:
     data = body.encode() if isinstance(body, str) else body
     request = urllib.request.Request(srv.url + path, data=data, method=method, headers=headers or {})
     try:
@@ -210,8 +226,10 @@ def test_metrics_scrapes_follow_the_broker(server: AdminServer, world: World) ->
     assert 'subscription="late"' not in first.body.decode()
     assert call(server, "PUT", f"{V2}/plain/subscription/late", b"").status == 204
     second = call(server, "GET", "/metrics").body.decode()
-    assert 'pulsar_subscription_back_log{cluster="standalone",namespace="public/default",subscription="late",' \
-           f'topic="{PLAIN}"}} 0.0' in second
+    assert (
+        'pulsar_subscription_back_log{cluster="standalone",namespace="public/default",subscription="late",'
+        f'topic="{PLAIN}"}} 0.0' in second
+    )
     assert second == render_metrics(world.broker, cluster="standalone")
     assert call(server, "DELETE", f"{V2}/plain/subscription/late").status == 204
     assert 'subscription="late"' not in call(server, "GET", "/metrics").body.decode()
@@ -252,15 +270,20 @@ def test_cancel_delayed_message_v1_path(server: AdminServer, world: World) -> No
     mid = world.delayed[3]
     r = call(server, "POST", cancel_path(V1, "plain", mid, "&subscriptionNames=shared"), b"")
     assert r.status == 204 and world.deleted(PLAIN, "shared", mid)
-    r = call(server, "POST", cancel_path("/admin/v1/persistent/public/standalone/default", "plain", mid,
-                                         "&subscriptionNames=keyed"), b"")
+    r = call(
+        server,
+        "POST",
+        cancel_path("/admin/v1/persistent/public/standalone/default", "plain", mid, "&subscriptionNames=keyed"),
+        b"",
+    )
     assert r.status == 204 and world.deleted(PLAIN, "keyed", mid)
     r = call(server, "POST", cancel_path("/admin/persistent/public/elsewhere/default", "plain", mid), b"")
     assert (r.status, r.reason) == (412, "Cluster elsewhere does not exist")
 
 
-@pytest.mark.parametrize(("base", "text"), [(V2, "ledgerId, entryId must be positive."),
-                                            (V1, "ledgerId, entryId must be non-negative.")])
+@pytest.mark.parametrize(
+    ("base", "text"), [(V2, "ledgerId, entryId must be positive."), (V1, "ledgerId, entryId must be non-negative.")]
+)
 def test_cancel_negative_ids_are_412_with_the_seed_text(server: AdminServer, base: str, text: str) -> None:
     for query in ("ledgerId=-1&entryId=0", "ledgerId=3&entryId=-5"):
         r = call(server, "POST", f"{base}/plain/cancelDelayedMessage?{query}", b"")
@@ -294,16 +317,20 @@ def test_cancel_invalid_parameters(server: AdminServer, world: World) -> None:
 def test_skip_by_message_ids_both_bodies(server: AdminServer, world: World) -> None:
     p0, p1, p2 = world.plain[:3]
     b1 = world.batch[1]
-    structured = {"type": "messageId", "messageIds": [
-        {"ledgerId": p0.ledger_id, "entryId": p0.entry_id},
-        {"ledgerId": str(b1.ledger_id), "entryId": b1.entry_id, "batchIndex": 1},
-    ]}
+    structured = {
+        "type": "messageId",
+        "messageIds": [
+            {"ledgerId": p0.ledger_id, "entryId": p0.entry_id},
+            {"ledgerId": str(b1.ledger_id), "entryId": b1.entry_id, "batchIndex": 1},
+        ],
+    }
     r = call(server, "POST", skip_path("plain", "shared"), json.dumps(structured))
     assert (r.status, r.body) == (204, b"")
     r = call(server, "POST", skip_path("plain", "shared"), json.dumps([p1.to_base64(), None]))
     assert r.status == 204
-    r = call(server, "POST", skip_path("plain", "keyed"),
-             json.dumps({"type": "byteArray", "messageIds": [p2.to_base64()]}))
+    r = call(
+        server, "POST", skip_path("plain", "keyed"), json.dumps({"type": "byteArray", "messageIds": [p2.to_base64()]})
+    )
     assert r.status == 204
     assert world.deleted(PLAIN, "shared", p0) and world.deleted(PLAIN, "shared", p1)
     assert world.deleted(PLAIN, "keyed", p2) and not world.deleted(PLAIN, "shared", p2)
@@ -331,8 +358,12 @@ def test_skip_by_message_ids_errors(server: AdminServer, world: World) -> None:
     negative = json.dumps({"type": "messageId", "messageIds": [{"ledgerId": -1, "entryId": 0}]})
     r = call(server, "POST", skip_path("plain", "shared"), negative)
     assert r.status == 412 and "non-negative" in r.reason
-    batch_out_of_range = json.dumps({"type": "messageId", "messageIds": [
-        {"ledgerId": world.batch[0].ledger_id, "entryId": world.batch[0].entry_id, "batchIndex": 7}]})
+    batch_out_of_range = json.dumps(
+        {
+            "type": "messageId",
+            "messageIds": [{"ledgerId": world.batch[0].ledger_id, "entryId": world.batch[0].entry_id, "batchIndex": 7}],
+        }
+    )
     r = call(server, "POST", skip_path("plain", "shared"), batch_out_of_range)
     assert r.status == 400 and "Invalid batch index 7" in r.reason
     good = json.dumps([p0.to_base64()])
@@ -367,8 +398,14 @@ def test_skip_clear_backlog_and_reset_cursor(server: AdminServer, world: World) 
     r = call(server, "POST", f"{V2}/plain/subscription/shared/resetcursor", json.dumps({"ledgerId": -1, "entryId": -1}))
     assert r.status == 204 and backlog(server, "shared") == 11
     p3 = world.plain[3]
-    body = {"ledgerId": p3.ledger_id, "entryId": p3.entry_id, "partitionIndex": -1, "isExcluded": False,
-            "batchIndex": -1, "properties": {}}
+    body = {
+        "ledgerId": p3.ledger_id,
+        "entryId": p3.entry_id,
+        "partitionIndex": -1,
+        "isExcluded": False,
+        "batchIndex": -1,
+        "properties": {},
+    }
     r = call(server, "POST", f"{V2}/plain/subscription/shared/resetcursor", json.dumps(body))
     assert r.status == 204 and backlog(server, "shared") == 4  # p3, p4, p5, batch
     # by publish time: everything (all published at T0) -> back to the first entry
@@ -376,8 +413,12 @@ def test_skip_clear_backlog_and_reset_cursor(server: AdminServer, world: World) 
     assert r.status == 204 and backlog(server, "shared") == 11
     r = call(server, "POST", f"{V2}/plain/subscription/shared/resetcursor/soon", b"")
     assert r.status == 400
-    for body_text, reason in (("", "empty"), ("[1]", "expected a JSON object"), ('{"ledgerId": 1}', "missing entryId"),
-                              ('{"ledgerId": 1, "entryId": 0, "isExcluded": true}', "isExcluded")):
+    for body_text, reason in (
+        ("", "empty"),
+        ("[1]", "expected a JSON object"),
+        ('{"ledgerId": 1}', "missing entryId"),
+        ('{"ledgerId": 1, "entryId": 0, "isExcluded": true}', "isExcluded"),
+    ):
         r = call(server, "POST", f"{V2}/plain/subscription/shared/resetcursor", body_text)
         assert r.status == 400 and reason in r.reason, (body_text, r.reason)
     r = call(server, "POST", f"{V2}/plain/subscription/ghost/skip_all", b"")
@@ -395,8 +436,12 @@ def test_create_and_delete_topics_and_subscriptions(server: AdminServer) -> None
     assert call(server, "GET", f"{V2}/multi/partitions").json == {"partitions": 3}
     for body in (b"0", b"x", b"[]"):
         assert call(server, "PUT", f"{V2}/other/partitions", body).status == 400
-    r = call(server, "PUT", f"{V2}/multi/subscription/s1?subscriptionType=Shared",
-             json.dumps({"ledgerId": -1, "entryId": -1}))
+    r = call(
+        server,
+        "PUT",
+        f"{V2}/multi/subscription/s1?subscriptionType=Shared",
+        json.dumps({"ledgerId": -1, "entryId": -1}),
+    )
     assert r.status == 204
     assert call(server, "PUT", f"{V2}/multi/subscription/s1", b"").status == 409
     assert call(server, "PUT", f"{V2}/multi/subscription/s2?subscriptionType=Bogus", b"").status == 400
@@ -435,7 +480,7 @@ def test_request_limits(world: World) -> None:
     with AdminServer(Admin(world.broker), port=0, max_body_bytes=64) as srv:
         r = call(srv, "POST", skip_path("plain", "shared"), b"[" + b'"AA==",' * 20 + b'"AA=="]')
         assert r.status == 413 and "too large" in r.reason
-        assert chunked(srv, skip_path("plain", "shared"), [b'["', b'AA==', b'"]']) == (400, "invalid base64 messageId")
+        assert chunked(srv, skip_path("plain", "shared"), [b'["', b"AA==", b'"]']) == (400, "invalid base64 messageId")
         assert chunked(srv, skip_path("plain", "shared"), [b"x" * 40, b"y" * 40])[0] == 413
     with AdminServer(Admin(world.broker), port=0) as srv:
         mid = world.plain[0]
@@ -450,8 +495,7 @@ def chunked(srv: AdminServer, path: str, parts: list[bytes]) -> tuple[int, str]:
     host, port = srv.address
     conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
     try:
-        conn.request("POST", path, body=iter(parts), encode_chunked=True,
-                     headers={"Transfer-Encoding": "chunked"})
+        conn.request("POST", path, body=iter(parts), encode_chunked=True, headers={"Transfer-Encoding": "chunked"})
         response = conn.getresponse()
         body = response.read()
         reason = json.loads(body)["reason"] if body else ""
@@ -465,8 +509,12 @@ def chunked(srv: AdminServer, path: str, parts: list[bytes]) -> tuple[int, str]:
 
 def test_authorization_on(auth_server: AdminServer, world: World) -> None:
     stats = f"{V2}/plain/internalStats"
-    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic dG9rLW9wcw=="},
-                    {"Authorization": "Bearer "}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": "Basic dG9rLW9wcw=="},
+        {"Authorization": "Bearer "},
+    ):
         r = call(auth_server, "GET", stats, headers=headers)
         assert (r.status, r.reason) == (401, "Authentication required"), headers
     r = call(auth_server, "GET", "/admin/v2/persistent/public/default/plain/nothing")
@@ -476,8 +524,10 @@ def test_authorization_on(auth_server: AdminServer, world: World) -> None:
     mid = world.delayed[0]
     r = call(auth_server, "POST", cancel_path(V2, "plain", mid, "&subscriptionNames=shared"), b"", reader)
     assert r.status == 403
-    assert r.reason == ("Unauthorized to validateTopicOperation for operation [CANCEL_DELAYED_MESSAGE] "
-                        "on topic [persistent://public/default/plain]")
+    assert r.reason == (
+        "Unauthorized to validateTopicOperation for operation [CANCEL_DELAYED_MESSAGE] "
+        "on topic [persistent://public/default/plain]"
+    )
     r = call(auth_server, "POST", skip_path("plain", "shared"), json.dumps([mid.to_base64()]), reader)
     assert r.status == 403 and "[SKIP]" in r.reason
     assert not world.deleted(PLAIN, "shared", mid)
@@ -493,16 +543,20 @@ def test_authorization_on(auth_server: AdminServer, world: World) -> None:
 
 def test_role_header_needs_trust(world: World) -> None:
     authorization = Authorization({"ops": {"*": ALL_OPS}})
-    with AdminServer(Admin(world.broker, authorization=authorization), port=0,
-                         roles=RoleResolver({"t": "ops"})) as srv:
+    with AdminServer(Admin(world.broker, authorization=authorization), port=0, roles=RoleResolver({"t": "ops"})) as srv:
         assert call(srv, "GET", V2, headers={ROLE_HEADER: "ops"}).status == 401
         assert call(srv, "GET", V2, headers={"Authorization": "bearer t"}).status == 200
 
 
 def test_authorization_off_ignores_credentials(server: AdminServer, world: World) -> None:
     mid = world.delayed[0]
-    r = call(server, "POST", cancel_path(V2, "plain", mid, "&subscriptionNames=shared"), b"",
-             {"Authorization": "Bearer whatever", ROLE_HEADER: "nobody"})
+    r = call(
+        server,
+        "POST",
+        cancel_path(V2, "plain", mid, "&subscriptionNames=shared"),
+        b"",
+        {"Authorization": "Bearer whatever", ROLE_HEADER: "nobody"},
+    )
     assert r.status == 204
 
 
@@ -610,8 +664,9 @@ def test_shutdown_drains_and_is_idempotent(world: World) -> None:
 
 
 def admin_cli(*argv: str, code: int = 0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*ADMIN_CLI, *argv], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [*ADMIN_CLI, *argv], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
     assert done.returncode == code, (argv, done.returncode, done.stdout, done.stderr)
     return done
 
@@ -628,19 +683,45 @@ def test_cli_admin_url_mode(server: AdminServer, world: World) -> None:
     assert json.loads(out)["metadata"] == {"partitions": 2}
 
     d0 = world.delayed[0]
-    done = admin_cli(*url, "topics", "cancel-delayed-message", "plain", "-l", str(d0.ledger_id),
-                     "-e", str(d0.entry_id), code=9)
-    assert json.loads(done.stdout) == {"topic": PLAIN, "ledgerId": d0.ledger_id, "entryId": d0.entry_id,
-                                       "results": {"excl": False, "keyed": True, "shared": True}}
+    done = admin_cli(
+        *url, "topics", "cancel-delayed-message", "plain", "-l", str(d0.ledger_id), "-e", str(d0.entry_id), code=9
+    )
+    assert json.loads(done.stdout) == {
+        "topic": PLAIN,
+        "ledgerId": d0.ledger_id,
+        "entryId": d0.entry_id,
+        "results": {"excl": False, "keyed": True, "shared": True},
+    }
     assert "excl" in done.stderr
     d1 = world.delayed[1]
-    done = admin_cli(*url, "topics", "cancel-delayed-message", "plain", "--ledgerId", str(d1.ledger_id),
-                     "--entryId", str(d1.entry_id), "--subscriptionNames", "shared")
+    done = admin_cli(
+        *url,
+        "topics",
+        "cancel-delayed-message",
+        "plain",
+        "--ledgerId",
+        str(d1.ledger_id),
+        "--entryId",
+        str(d1.entry_id),
+        "--subscriptionNames",
+        "shared",
+    )
     assert json.loads(done.stdout)["results"] == {"shared": True}
     p0, p1, b2 = world.plain[0], world.plain[1], world.batch[2]
-    admin_cli(*url, "topics", "skip-messages", "plain", "-s", "shared",
-              "--messageId-triplet", f"{p0.ledger_id}:{p0.entry_id}", "--messageId-base64", p1.to_base64(),
-              "--messageId-triplet", f"{b2.ledger_id}:{b2.entry_id}:2")
+    admin_cli(
+        *url,
+        "topics",
+        "skip-messages",
+        "plain",
+        "-s",
+        "shared",
+        "--messageId-triplet",
+        f"{p0.ledger_id}:{p0.entry_id}",
+        "--messageId-base64",
+        p1.to_base64(),
+        "--messageId-triplet",
+        f"{b2.ledger_id}:{b2.entry_id}:2",
+    )
     assert world.deleted(PLAIN, "shared", p0) and world.deleted(PLAIN, "shared", p1)
     assert world.sub(PLAIN, "shared").cursor.deleted_batch_indexes(Position(b2.ledger_id, b2.entry_id)) == [2]
 
@@ -672,10 +753,22 @@ def test_cli_admin_url_with_a_token(auth_server: AdminServer, world: World) -> N
     url = ["--admin-url", auth_server.url]
     admin_cli(*url, "topics", "subscriptions", "plain", code=4)
     assert admin_cli(*url, "--token", "tok-reader", "topics", "subscriptions", "plain").stdout.split() == [
-        "excl", "keyed", "shared"]
+        "excl",
+        "keyed",
+        "shared",
+    ]
     mid = world.delayed[0]
-    args = ("topics", "cancel-delayed-message", "plain", "-l", str(mid.ledger_id), "-e", str(mid.entry_id),
-            "-s", "shared")
+    args = (
+        "topics",
+        "cancel-delayed-message",
+        "plain",
+        "-l",
+        str(mid.ledger_id),
+        "-e",
+        str(mid.entry_id),
+        "-s",
+        "shared",
+    )
     admin_cli(*url, *args, code=5, env={"MLEDGER_ADMIN_TOKEN": "tok-reader"})
     admin_cli(*url, *args, env={"MLEDGER_ADMIN_TOKEN": "tok-ops"})
     admin_cli(*url, "--role", "root", "topics", "clear-backlog", "plain", "-s", "keyed")
@@ -691,8 +784,12 @@ def _read_line(stream: Any, timeout: float) -> str:
 
 def test_serve_subprocess_over_a_data_dir(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    proc = subprocess.Popen([*ADMIN_CLI, "serve", "--data-dir", str(data), "--bind", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*ADMIN_CLI, "serve", "--data-dir", str(data), "--bind", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = _read_line(proc.stdout, 60)
         assert first.startswith("mledger-admin: serving http://127.0.0.1:"), (first, proc.poll())
@@ -702,10 +799,17 @@ def test_serve_subprocess_over_a_data_dir(tmp_path: Path) -> None:
         with urllib.request.urlopen(url + "/metrics", timeout=TIMEOUT) as r:
             text = r.read().decode()
             assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                   for f in text_string_to_metric_families(text) for s in f.samples}
-        labels = (("cluster", "standalone"), ("namespace", "public/default"), ("subscription", "s"),
-                  ("topic", "persistent://public/default/orders"))
+        samples = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(text)
+            for s in f.samples
+        }
+        labels = (
+            ("cluster", "standalone"),
+            ("namespace", "public/default"),
+            ("subscription", "s"),
+            ("topic", "persistent://public/default/orders"),
+        )
         assert samples[("pulsar_cursor_epoch_increase_count_total", labels)] == 0
         # the directory is held by the server
         admin_cli("--data-dir", str(data), "topics", "list", code=1)
@@ -736,9 +840,13 @@ def test_retention_policies_on_topics_and_namespaces(server: AdminServer, world:
     assert call(server, "GET", ns).json == {"retentionTimeInMinutes": 60, "retentionSizeInMB": 1024}
     assert call(server, "GET", f"{V2}/plain/retention").json is None
     assert call(server, "GET", f"{V2}/plain/retention?applied=true").json == {
-        "retentionTimeInMinutes": 60, "retentionSizeInMB": 1024}
-    assert call(server, "POST", f"{V2}/orders/retention", '{"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}'
-                ).status == 204
+        "retentionTimeInMinutes": 60,
+        "retentionSizeInMB": 1024,
+    }
+    assert (
+        call(server, "POST", f"{V2}/orders/retention", '{"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}').status
+        == 204
+    )
     partition = world.broker.get_topic(f"{ORDERS}-partition-1")
     assert partition.managed_ledger.config.retention_time_ms == -1  # applied to every partition
     assert call(server, "GET", f"{V1}/orders/retention").json == {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
@@ -753,7 +861,9 @@ def test_retention_policies_on_topics_and_namespaces(server: AdminServer, world:
     assert call(server, "GET", ns).json is None
     document = call(server, "GET", "/openapi.json").json
     assert "RetentionPoliciesData" in document["components"]["schemas"]
-    assert {"get", "post", "delete"} <= set(document["paths"]["/admin/v2/persistent/{tenant}/{namespace}/{topic}/retention"])
+    assert {"get", "post", "delete"} <= set(
+        document["paths"]["/admin/v2/persistent/{tenant}/{namespace}/{topic}/retention"]
+    )
 
 
 def test_retention_changes_need_a_superuser(auth_server: AdminServer) -> None:
@@ -793,11 +903,16 @@ def test_topic_stats_routes(server: AdminServer, world: World) -> None:
     assert r.json == json.loads(local.stats(PLAIN).to_json())
     assert r.json["msgInCounter"] == 13 and r.json["publishers"] == []  # 4 delayed, 6 plain, a batch of 3
     assert set(r.json["subscriptions"]) == {"excl", "keyed", "shared"}
-    assert r.json["subscriptions"]["shared"]["msgBacklog"] == 11 and r.json["subscriptions"]["shared"]["type"] == "Shared"
+    assert (
+        r.json["subscriptions"]["shared"]["msgBacklog"] == 11 and r.json["subscriptions"]["shared"]["type"] == "Shared"
+    )
     assert r.json["subscriptions"]["shared"]["backlogSize"] > 0
     # Pulsar's query parameters
-    r = call(server, "GET", f"{V2}/plain/stats?subscriptionBacklogSize=false&getEarliestTimeInBacklog=true"
-                            "&getPreciseBacklog=true")
+    r = call(
+        server,
+        "GET",
+        f"{V2}/plain/stats?subscriptionBacklogSize=false&getEarliestTimeInBacklog=true&getPreciseBacklog=true",
+    )
     assert r.status == 200
     assert {s["backlogSize"] for s in r.json["subscriptions"].values()} == {-1}
     assert r.json["earliestMsgPublishTimeInBacklogs"] == T0
@@ -850,3 +965,111 @@ def test_remote_admin_topic_stats_match_the_library(server: AdminServer, world: 
         with pytest.raises(MLedgerError) as info:
             remote.topics.stats(PLAIN, get_precise_backlog="yes")  # type: ignore[arg-type]
         assert info.value.http_status == 400
+
+
+# -- authenticated /metrics and docs (issue 23, item 3) ------------------------------------------
+
+
+def _endpoint_server(**switches: bool) -> AdminServer:
+    world = World(BrokerConfig(**switches))  # create_app reads the switches from the broker's config
+    authorization = Authorization({"scraper": {}}, super_user_roles={"root"})
+    roles = RoleResolver({"tok-scrape": "scraper"})
+    return AdminServer(Admin(world.broker, authorization=authorization), port=0, roles=roles)
+
+
+DOCS = ("/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
+
+
+def test_metrics_and_docs_are_public_by_default_even_with_authentication() -> None:
+    with _endpoint_server() as srv:
+        assert call(srv, "GET", "/metrics").status == 200  # Pulsar's default
+        assert all(call(srv, "GET", path).status == 200 for path in DOCS)
+
+
+def test_authenticate_metrics_endpoint() -> None:
+    with _endpoint_server(authenticate_metrics_endpoint=True) as srv:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            refused = call(srv, "GET", "/metrics", headers=headers)
+            assert (refused.status, refused.reason) == (401, "Authentication required")
+            assert b"subscription=" not in refused.body
+        assert call(srv, "GET", "/metrics/").status == 401
+        scraped = call(srv, "GET", "/metrics", headers={"Authorization": "Bearer tok-scrape"})  # any role
+        assert scraped.status == 200 and 'subscription="shared"' in scraped.body.decode()
+        assert all(call(srv, "GET", path).status == 200 for path in DOCS)  # its own switch
+
+
+def test_authenticate_docs_endpoint() -> None:
+    with _endpoint_server(authenticate_docs_endpoint=True) as srv:
+        for path in DOCS:
+            assert call(srv, "GET", path).status == 401, path
+            assert call(srv, "GET", path, headers={"Authorization": "Bearer tok-scrape"}).status == 200, path
+        assert call(srv, "GET", "/metrics").status == 200
+
+
+def test_endpoint_authentication_needs_credentials(tmp_path: Path) -> None:
+    for switch in ("authenticate_metrics_endpoint", "authenticate_docs_endpoint"):
+        with pytest.raises(ConfigError, match=f"{switch} needs authentication"):
+            AdminServer(Admin(World(BrokerConfig(**{switch: True})).broker), port=0)
+        done = admin_cli(
+            "serve", "--data-dir", str(tmp_path), "--bind", "127.0.0.1:0", "--" + switch.replace("_", "-"), code=2
+        )
+        assert f"{switch} needs authentication" in done.stderr
+
+
+# -- out-of-range numbers (issue 23, item 10) -----------------------------------------------------
+
+HUGE = 2**70
+
+
+def test_retention_out_of_java_range_is_refused_everywhere(server: AdminServer, world: World) -> None:
+    """retentionTimeInMinutes is a Java int, retentionSizeInMB a long (Pulsar's clients cannot
+    read back more): 400 naming the value, nothing stored; the library, REST and RemoteAdmin."""
+    from mledger.admin import RemoteAdmin
+    from mledger.broker.retention import RetentionPolicies
+    from mledger.core.errors import InvalidRequestError
+
+    ns = "/admin/v2/namespaces/public/default/retention"
+    for path in (ns, f"{V2}/plain/retention"):
+        for body, value in (
+            (f'{{"retentionTimeInMinutes": {HUGE}, "retentionSizeInMB": 1}}', HUGE),
+            (f'{{"retentionTimeInMinutes": {2**31}, "retentionSizeInMB": 1}}', 2**31),
+            (f'{{"retentionTimeInMinutes": 1, "retentionSizeInMB": {HUGE}}}', HUGE),
+            (f'{{"retentionTimeInMinutes": 1, "retentionSizeInMB": {-(2**63) - 1}}}', -(2**63) - 1),
+        ):
+            refused = call(server, "POST", path, body)
+            assert refused.status == 400 and str(value) in refused.reason, (path, body, refused.reason)
+        assert call(server, "GET", path).json is None  # nothing stored
+        widest = f'{{"retentionTimeInMinutes": {2**31 - 1}, "retentionSizeInMB": {2**63 - 1}}}'
+        assert call(server, "POST", path, widest).status == 204
+    huge = RetentionPolicies(HUGE, 1)
+    with RemoteAdmin(server.url, timeout=TIMEOUT) as remote:
+        with pytest.raises(InvalidRequestError, match=str(HUGE)):
+            remote.namespaces.set_retention("public/default", huge)
+    local = Admin(world.broker)
+    with pytest.raises(InvalidRequestError, match=str(HUGE)):
+        local.namespaces.set_retention("public/default", huge)
+    with pytest.raises(InvalidRequestError, match=str(HUGE)):
+        local.topics.set_retention(PLAIN, huge)
+
+
+def test_reset_cursor_refuses_negative_positions_and_times(server: AdminServer, world: World) -> None:
+    base = f"{V2}/plain/subscription/shared"
+    stats = f"{V2}/plain/internalStats"
+    before = call(server, "GET", stats).json["cursors"]["shared"]
+    for body, named in (
+        ('{"ledgerId": -5, "entryId": -1}', "-5:-1"),
+        ('{"ledgerId": 3, "entryId": -7}', "3:-7"),
+        ('{"ledgerId": -1, "entryId": 0}', "-1:0"),
+    ):
+        refused = call(server, "POST", f"{base}/resetcursor", body)
+        assert refused.status == 412 and named in refused.reason, (body, refused.reason)
+        refused = call(server, "PUT", f"{V2}/plain/subscription/fresh", body)
+        assert refused.status == 412 and named in refused.reason, (body, refused.reason)
+    for timestamp in ("-1", str(-(2**63))):
+        refused = call(server, "POST", f"{base}/resetcursor/{timestamp}")
+        assert refused.status == 400 and timestamp in refused.reason, (timestamp, refused.reason)
+    assert call(server, "GET", stats).json["cursors"]["shared"] == before
+    assert "fresh" not in call(server, "GET", f"{V2}/plain/subscriptions").json
+    # -1:-1 is MessageId.earliest, as Pulsar's clients send it; 0 is the epoch
+    assert call(server, "POST", f"{base}/resetcursor", '{"ledgerId": -1, "entryId": -1}').status == 204
+    assert call(server, "POST", f"{base}/resetcursor/0").status == 204

@@ -465,6 +465,70 @@ def test_token_auth_refused_and_accepted(pulsar_broker_factory: Callable[..., Em
     good.close()
 
 
+def test_topic_list_needs_a_namespace_level_permission(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
+    """Issue 23 item 2 (Pulsar's apache/pulsar#12600): GET_TOPICS_OF_NAMESPACE, which regex
+    subscriptions send, and the REST listings are refused to a role with topic-level grants only."""
+    from mledger.admin import Authorization
+
+    auth = Authorization(
+        {"one": {"persistent://public/default/mine-1": ["consume", "produce"]}, "ns": {"public/default": ["consume"]}},
+        super_user_roles=["root"],
+    )
+    broker = pulsar_broker_factory(tokens={"t-one": "one", "t-ns": "ns", "t-root": "root"}, authorization=auth)
+    root = make_client(broker, authentication=pulsar.AuthenticationToken("t-root"))
+    for topic in ("mine-1", "secret-payroll"):
+        root.create_producer(topic).close()
+    pattern = re.compile("persistent://public/default/mine-.*")  # matches only the topic "one" may consume
+
+    one = make_client(broker, authentication=pulsar.AuthenticationToken("t-one"))
+    # the server answers AuthorizationError (test_topic_list_refusal_names_no_topic); the C++
+    # client reports any failed topic-list request of a regex subscription as LookupError
+    with pytest.raises(pulsar.exceptions.LookupError):
+        one.subscribe(pattern, "sub")
+    one.subscribe("mine-1", "direct").close()  # its own topic, by name, still works
+    one.close()
+
+    ns = make_client(broker, authentication=pulsar.AuthenticationToken("t-ns"))
+    consumer = ns.subscribe(pattern, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    root.create_producer("mine-1").send(b"hello")
+    assert consumer.receive(RECEIVE_MS).data() == b"hello"
+    ns.close()
+    root.close()
+
+    for path in ("/admin/v2/persistent/public/default", "/admin/v2/namespaces/public/default/topics"):
+        url = broker.admin_url + path  # type: ignore[attr-defined]
+        refused = httpx.get(url, headers={"Authorization": "Bearer t-one"})
+        assert refused.status_code == 403, refused.text
+        assert "secret-payroll" not in refused.text and "mine-1" not in refused.text
+        listed = httpx.get(url, headers={"Authorization": "Bearer t-ns"})
+        assert listed.status_code == 200 and "persistent://public/default/secret-payroll" in listed.json()
+
+
+def test_topic_list_refusal_names_no_topic(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
+    from protocol_raw import RawClient
+
+    from mledger.admin import Authorization
+    from mledger.codec.proto import PulsarApi_pb2 as api
+
+    auth = Authorization({"one": {"persistent://public/default/mine-1": ["consume"]}}, super_user_roles=["root"])
+    broker = pulsar_broker_factory(tokens={"t-one": "one", "t-root": "root"}, authorization=auth)
+    root = make_client(broker, authentication=pulsar.AuthenticationToken("t-root"))
+    root.create_producer("secret-payroll").close()
+    root.close()
+    raw = RawClient(broker.server.port, connect=False)
+    _T = api.BaseCommand
+    raw.send(_T(type=_T.CONNECT, connect=api.CommandConnect(
+        client_version="raw", protocol_version=20, auth_method_name="token", auth_data=b"t-one")))
+    assert raw.next_command().type == _T.CONNECTED
+    raw.send(_T(type=_T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=api.CommandGetTopicsOfNamespace(
+        request_id=7, namespace="public/default")))
+    answer = raw.next_command()
+    raw.close()
+    assert answer.type == _T.ERROR, answer
+    assert answer.error.request_id == 7 and answer.error.error == api.AuthorizationError
+    assert "secret-payroll" not in answer.error.message
+
+
 def test_get_last_message_id_and_consumer_stats(client: pulsar.Client) -> None:
     consumer = client.subscribe("last", "sub")
     producer = client.create_producer("last")

@@ -76,3 +76,66 @@ def test_standalone_memory_mode(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     assert not (tmp_path / "data").exists()
+
+
+# -- authentication set-up (issue 23, item 1) ---------------------------------------------------
+
+
+def test_standalone_refuses_tokens_without_authorization(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"s3cret": "app"}))
+    done = subprocess.run(
+        [sys.executable, "-m", "mledger.cli", "standalone", "--bind", "127.0.0.1:0", "--admin-bind", "127.0.0.1:0",
+         "--memory", "--token-file", str(tokens)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )
+    assert done.returncode == 2, done
+    assert "--authorization" in done.stderr and "without an authorization file" in done.stderr
+    assert done.stdout == ""  # never started: no URLs printed
+
+
+def test_embedded_standalone_refuses_tokens_without_authorization() -> None:
+    from mledger.core.errors import ConfigError
+    from mledger.standalone import EmbeddedStandalone, Standalone
+
+    with pytest.raises(ConfigError, match="without an authorization file \\(authorization\\)"):
+        EmbeddedStandalone(tokens={"s3cret": "app"})
+    with pytest.raises(ConfigError, match="without an authorization file \\(authorization\\)"):
+        Standalone(None, ("127.0.0.1", 0), ("127.0.0.1", 0), tokens={"s3cret": "app"})
+
+
+def test_secured_standalone_has_no_anonymous_admin_mutation(tmp_path: Path) -> None:
+    from mledger.admin import Authorization
+    from mledger.standalone import EmbeddedStandalone
+
+    auth = Authorization({"app": {"public/default": ["produce", "consume"]}}, super_user_roles=["admin"])
+    with EmbeddedStandalone(tokens={"s3cret": "app", "root": "admin"}, authorization=auth) as broker:
+        base = f"{broker.admin_url}/admin/v2/persistent/public/default"
+        assert httpx.put(f"{base}/anon").status_code == 401
+        assert httpx.get(base).status_code == 401
+        assert httpx.put(f"{base}/owned", headers={"Authorization": "Bearer root"}).status_code == 204
+        assert httpx.delete(f"{base}/owned").status_code == 401
+        assert httpx.get(base, headers={"Authorization": "Bearer root"}).json() == ["persistent://public/default/owned"]
+
+
+def test_standalone_authenticated_metrics_endpoint(tmp_path: Path) -> None:
+    """Issue 23 item 3: --authenticate-metrics-endpoint (BrokerConfig.authenticate_metrics_endpoint)."""
+    from mledger.admin import Authorization
+    from mledger.broker import BrokerConfig
+    from mledger.core.errors import ConfigError
+    from mledger.standalone import EmbeddedStandalone
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mledger.cli", "standalone", "--bind", "127.0.0.1:0", "--admin-bind", "127.0.0.1:0",
+         "--memory", "--authenticate-metrics-endpoint"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )
+    assert done.returncode == 2 and "authenticate_metrics_endpoint needs authentication" in done.stderr, done
+    config = BrokerConfig(authenticate_metrics_endpoint=True)
+    with pytest.raises(ConfigError, match="needs authentication"):
+        EmbeddedStandalone(broker_config=config)
+    auth = Authorization({"prometheus": {}}, super_user_roles=["admin"])
+    with EmbeddedStandalone(broker_config=config, tokens={"scrape": "prometheus"}, authorization=auth) as broker:
+        assert httpx.get(f"{broker.admin_url}/metrics").status_code == 401
+        scraped = httpx.get(f"{broker.admin_url}/metrics", headers={"Authorization": "Bearer scrape"})
+        assert scraped.status_code == 200 and "pulsar_active_connections" in scraped.text

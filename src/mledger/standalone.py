@@ -2,6 +2,7 @@
 
     mledger standalone [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
                        [--data-dir DIR | --memory] [--token-file F] [--authorization F]
+                       [--authenticate-metrics-endpoint] [--authenticate-docs-endpoint]
 
 Like ``pulsar standalone``: one process, one broker and data directory (SQLite by default,
 ``--memory`` for none), clients on ``pulsar://127.0.0.1:6650``, ``pulsar-admin``-style calls on
@@ -22,6 +23,7 @@ import json
 import logging
 import signal
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from .admin import Admin, Authorization
@@ -32,6 +34,7 @@ from .metrics.protocol import ProtocolCollector
 from .protocol import EmbeddedBroker, ProtocolConfig, ProtocolServer, TokenAuth, load_tokens
 from .protocol.__main__ import parse_bind
 from .rest import AdminServer, RoleResolver, create_app
+from .rest.auth import check_authentication_setup, check_endpoint_authentication
 from .storage import MemoryStore, SqliteStore
 
 __all__ = ["EmbeddedStandalone", "Standalone", "add_standalone_arguments", "run_standalone"]
@@ -43,8 +46,9 @@ class Standalone:
     """A broker with the protocol server and the REST admin in front of it.
 
     ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) turns on token
-    authentication for protocol clients; ``authorization`` (which needs tokens) decides what
-    each role may do, on both servers.
+    authentication on both servers and needs ``authorization``, which decides what each role
+    may do: tokens alone would demand a token on the protocol port and leave the admin API open,
+    so they raise :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
@@ -57,6 +61,7 @@ class Standalone:
         tokens: dict[str, str] | None = None,
         authorization: Authorization | None = None,
     ) -> None:
+        roles = _checked_roles(tokens, authorization, "authorization", broker_config)
         self.store: MemoryStore | SqliteStore = (
             MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
         )
@@ -68,7 +73,7 @@ class Standalone:
         self.protocol = ProtocolServer(self.broker, ProtocolConfig(host=bind[0], port=bind[1]), auth=auth)
         app = create_app(
             Admin(self.broker, authorization),
-            roles=RoleResolver(tokens) if tokens and authorization is not None else None,
+            roles=roles,
             collectors=[ProtocolCollector(self.protocol, self.broker.config.cluster_name)],
         )
         self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
@@ -104,10 +109,16 @@ class EmbeddedStandalone(EmbeddedBroker):
 
     >>> with EmbeddedStandalone() as broker:      # doctest: +SKIP
     ...     httpx.put(f"{broker.admin_url}/admin/v2/persistent/public/default/t/partitions", json=3)
+
+    ``tokens`` without ``authorization`` raise :class:`~mledger.core.errors.ConfigError` (see
+    :class:`Standalone`).
     """
 
     _admin_server: AdminServer | None = None
     _admin_lock = threading.Lock()
+
+    def _check_options(self) -> None:
+        _checked_roles(self._tokens, self._authorization, "authorization", self._broker_config)
 
     @property
     def admin_url(self) -> str:
@@ -115,7 +126,7 @@ class EmbeddedStandalone(EmbeddedBroker):
         the app takes a few hundred milliseconds, which tests that never call it do not pay)."""
         with self._admin_lock:
             if self._admin_server is None:
-                roles = RoleResolver(self._tokens) if self._tokens and self._authorization is not None else None
+                roles = _checked_roles(self._tokens, self._authorization, "authorization", self.broker.config)
                 app = create_app(
                     Admin(self.broker, self._authorization),
                     roles=roles,
@@ -132,6 +143,22 @@ class EmbeddedStandalone(EmbeddedBroker):
                 self._admin_server = None
 
 
+def _checked_roles(
+    tokens: Mapping[str, str] | None,
+    authorization: Authorization | None,
+    option: str,
+    config: BrokerConfig | None,
+) -> RoleResolver | None:
+    """The REST role resolver of ``tokens``; ``ConfigError`` naming ``option`` when tokens come
+    without an authorization (the check ``mledger-admin serve`` makes), and when ``config``
+    asks for authenticated ``/metrics`` or docs with no tokens. Runs before anything is opened."""
+    roles = RoleResolver(tokens) if tokens is not None else None
+    if roles is not None:
+        check_authentication_setup(roles, authorization is not None, option)
+    check_endpoint_authentication(roles or RoleResolver(), config or BrokerConfig())
+    return roles
+
+
 def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mledger standalone``."""
     parser.add_argument("--bind", default="127.0.0.1:6650", help="protocol server host:port (127.0.0.1:6650)")
@@ -142,6 +169,16 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token-file", type=Path, help='JSON {"<token>": "<role>"}: clients must authenticate')
     parser.add_argument("--authorization", type=Path, help="JSON permissions of the roles (mledger-admin's format)")
     parser.add_argument("--deduplication", action="store_true", help="deduplicate messages on every namespace")
+    parser.add_argument(
+        "--authenticate-metrics-endpoint",
+        action="store_true",
+        help="/metrics answers only callers with a token (Pulsar's authenticateMetricsEndpoint; needs --token-file)",
+    )
+    parser.add_argument(
+        "--authenticate-docs-endpoint",
+        action="store_true",
+        help="/docs, /redoc and /openapi.json answer only callers with a token (mledger extension; needs --token-file)",
+    )
 
 
 def run_standalone(args: argparse.Namespace) -> int:
@@ -151,11 +188,17 @@ def run_standalone(args: argparse.Namespace) -> int:
     authorization = Authorization.from_json(args.authorization) if args.authorization else None
     if authorization is not None and tokens is None:
         raise ConfigError("--authorization needs --token-file: roles come from the clients' tokens")
+    config = BrokerConfig(
+        deduplication_enabled=args.deduplication,
+        authenticate_metrics_endpoint=args.authenticate_metrics_endpoint,
+        authenticate_docs_endpoint=args.authenticate_docs_endpoint,
+    )
+    _checked_roles(tokens, authorization, "--authorization", config)
     standalone = Standalone(
         None if args.memory else args.data_dir,
         parse_bind(args.bind, 6650),
         parse_bind(args.admin_bind, 8080),
-        BrokerConfig(deduplication_enabled=args.deduplication),
+        config,
         tokens,
         authorization,
     )

@@ -9,7 +9,12 @@ operations allowed on it. A check ``(role, operation, resource)`` passes when
 * the role is a superuser (``super_user_roles``, Pulsar's ``superUserRoles``), or
 * the role has the operation on ``"*"``, on the resource itself, or - for a partition
   ``<topic>-partition-<i>`` - on its partitioned topic (a partition inherits its parent's
-  permissions), or - for a topic - on the topic's namespace ``tenant/namespace``.
+  permissions), or - for a topic - on the topic's namespace ``tenant/namespace``, or
+* the operation is GET_TOPICS (the namespace's topic list) and the role may PRODUCE or CONSUME
+  on the whole namespace (a grant on ``tenant/namespace`` or ``"*"``), as Pulsar's
+  ``allowNamespaceOperationAsync`` (apache/pulsar#12600). A grant on single topics does not
+  reveal the names of the namespace's other topics. Pulsar also lets the tenant's admins list;
+  mledger has no tenant admin lists, so that is the superuser rule.
 
 Topic names in grants are normalised like the names in calls (``orders`` is
 ``persistent://public/default/orders``), so either spelling grants the same topic.
@@ -87,6 +92,12 @@ class NamespaceOperation(Enum):
 
 
 Operation = TopicOperation | NamespaceOperation
+
+_IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
+    NamespaceOperation.GET_TOPICS: frozenset({TopicOperation.PRODUCE, TopicOperation.CONSUME}),
+}
+"""Namespace operations that a namespace-level grant of other operations also allows (Pulsar's
+``PulsarAuthorizationProvider``: GET_TOPICS for a role that may produce or consume there)."""
 
 _BY_NAME: dict[str, Operation] = {
     **{op.value: op for op in NamespaceOperation},
@@ -204,9 +215,10 @@ class Authorization:
         if not grants:
             return False
         op = parse_operation(operation)
+        implied = _IMPLIED_BY.get(op, frozenset())
         for key in _candidate_keys(op, resource):
             allowed = grants.get(key)
-            if allowed is not None and op in allowed:
+            if allowed is not None and (op in allowed or not implied.isdisjoint(allowed)):
                 return True
         return False
 

@@ -37,11 +37,13 @@ class Namespaces:
 
     def set_retention(self, namespace: str, policies: RetentionPolicies) -> None:
         """Set the namespace's retention policy (``namespaces set-retention --time 3h --size 10G``).
-        Superuser. 400 for a bad name or value, 412 for an invalid policy (Pulsar's rules)."""
+        Superuser. 400 for a bad name or a value out of its Java type's range (minutes an int, MB
+        a long), 412 for an invalid policy (Pulsar's rules: :meth:`RetentionPolicies.validate`)."""
         name = check_namespace_name(namespace)
         self._admin.check_superuser(f"set the retention of namespace {name}")
         if not isinstance(policies, RetentionPolicies):
             raise InvalidRequestError(f"invalid retention policies {policies!r}: expected RetentionPolicies")
+        policies.validate()
         self._admin.broker.set_namespace_retention(name, policies)
 
     def remove_retention(self, namespace: str) -> None:

@@ -6,8 +6,11 @@ Each operation runs the same steps in Pulsar's order, and changes nothing until 
 passed:
 
 1. parse the topic name (400 ``InvalidRequestError`` for a bad one) and check the arguments
-   Pulsar checks before authorization (``cancel_delayed_message``: negative ids are 412
-   ``PreconditionFailedError("ledgerId, entryId must be non-negative.")``);
+   before authorization (``cancel_delayed_message``: negative ids are 412
+   ``PreconditionFailedError("ledgerId, entryId must be non-negative.")``, Pulsar's check; the
+   same rule for the message id of ``reset_cursor`` / ``create_subscription``, where -1:-1 is
+   the earliest message, and a negative ``reset_cursor_by_time`` timestamp is 400: Pulsar takes
+   both and resets to the first entry, a typo's silent rewind that mledger refuses);
 2. authorize (when on): 401 without a role, 403 without the operation on the topic (a
    partition inherits its parent's grants), see :mod:`mledger.admin.auth`;
 3. look up the topic and the subscription(s): 404 ``NotFoundError``;
@@ -206,9 +209,12 @@ class Topics:
         ``MessageId`` with a partition: that one); the other partitions start at the earliest
         position.
         SUBSCRIBE. 404 for an unknown topic (no auto-creation here), 409
-        ``SubscriptionAlreadyExistsError``, 400 for a bad name or type. If the start position
+        ``SubscriptionAlreadyExistsError``, 400 for a bad name or type, 412 for negative ids
+        other than -1:-1 (as :meth:`reset_cursor`). If the start position
         is refused, the new subscription is removed again.
         """
+        if isinstance(position, (Position, MessageId)):
+            _check_reset_position(position)
         name = self._admin.check_topic(TopicOperation.SUBSCRIBE, topic)
         problem = local_name_problem(subscription) if isinstance(subscription, str) else "not a string"
         if problem:
@@ -331,20 +337,24 @@ class Topics:
         Acknowledgements after it are forgotten; connected consumers keep their connection and
         get the messages again. On a partitioned topic, EARLIEST/LATEST reset every partition
         and a position the partition holding it (a ``MessageId`` with a partition: that one).
-        RESET_CURSOR. 404; 400 for something that is not a position; 412 for a position in no
-        partition; 409 when another reset is running.
+        RESET_CURSOR. 404; 400 for something that is not a position; 412 for negative ids other
+        than -1:-1 (EARLIEST) and for a position in no partition; 409 when another reset is running.
         """
-        name = self._admin.check_topic(TopicOperation.RESET_CURSOR, topic)
         if not isinstance(position, (Position, MessageId)):
             raise InvalidRequestError(f"invalid reset position {position!r}: expected a Position or a MessageId")
+        _check_reset_position(position)
+        name = self._admin.check_topic(TopicOperation.RESET_CURSOR, topic)
         self._subscription(name, subscription).reset_cursor(position)
 
     def reset_cursor_by_time(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         """Reset a subscription to the first entry published at or after ``timestamp_ms`` (every
-        partition of a partitioned topic). RESET_CURSOR. 404; 400 for a non-integer time."""
-        name = self._admin.check_topic(TopicOperation.RESET_CURSOR, topic)
+        partition of a partitioned topic). RESET_CURSOR. 404; 400 for a time that is not an
+        integer in 0..2**63-1."""
         if isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int):
             raise InvalidRequestError(f"invalid timestamp {timestamp_ms!r}: expected epoch milliseconds")
+        if not 0 <= timestamp_ms <= _INT64_MAX:
+            raise InvalidRequestError(f"invalid timestamp {timestamp_ms}: epoch milliseconds must be >= 0")
+        name = self._admin.check_topic(TopicOperation.RESET_CURSOR, topic)
         self._subscription(name, subscription).reset_cursor_by_time(timestamp_ms)
 
     def skip(self, topic: str, subscription: str, num_messages: int) -> None:
@@ -372,11 +382,13 @@ class Topics:
 
     def set_retention(self, topic: str, policies: RetentionPolicies) -> None:
         """Set the topic's retention policy (``topics set-retention``; a partitioned topic's
-        covers its partitions), applied at once. Superuser. 404; 412 for an invalid policy."""
+        covers its partitions), applied at once. Superuser. 404; 400 for a value out of its Java
+        type's range, 412 for an invalid policy (:meth:`RetentionPolicies.validate`)."""
         name = TopicName.parse(topic)
         self._admin.check_superuser(f"set the retention of topic {name}")
         if not isinstance(policies, RetentionPolicies):
             raise InvalidRequestError(f"invalid retention policies {policies!r}: expected RetentionPolicies")
+        policies.validate()
         self._broker.set_topic_retention(str(name), policies)
 
     def remove_retention(self, topic: str) -> None:
@@ -472,6 +484,17 @@ def _check_flags(**flags: object) -> None:
     for option, value in flags.items():
         if not isinstance(value, bool):
             raise InvalidRequestError(f"invalid {option} {value!r}: expected a bool")
+
+
+def _check_reset_position(position: Position | MessageId) -> None:
+    """412 naming the id for negative ledger or entry ids, except -1:-1 (EARLIEST): the rule
+    ``cancel_delayed_message`` has (Pulsar's), for the position a cursor is reset to."""
+    ledger_id, entry_id = position.ledger_id, position.entry_id
+    if (ledger_id, entry_id) != (EARLIEST.ledger_id, EARLIEST.entry_id) and (ledger_id < 0 or entry_id < 0):
+        raise PreconditionFailedError(
+            f"Invalid reset position {ledger_id}:{entry_id}: ledgerId, entryId must be non-negative "
+            "(-1:-1 is the earliest message)"
+        )
 
 
 def _check_namespace_name(namespace: str) -> None:

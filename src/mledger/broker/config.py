@@ -8,6 +8,9 @@ Defaults are Pulsar's except where noted:
   Set it to False to get Pulsar's tick-rounded behaviour.
 * The ``deduplication_*`` options drop Pulsar's ``broker`` prefix
   (``brokerDeduplicationEnabled`` -> ``deduplication_enabled``), as the public API names them.
+* ``authenticate_docs_endpoint`` is an mledger extension (Pulsar serves no API documents): the
+  ``authenticate_metrics_endpoint`` switch for the admin server's ``/docs``, ``/redoc`` and
+  ``/openapi.json``.
 """
 
 from __future__ import annotations
@@ -67,6 +70,16 @@ class BrokerConfig:
 
     # Topic stats: rates are averages over this interval (Pulsar's statsUpdateFrequencyInSecs).
     stats_update_frequency_in_secs: int = 60
+
+    # The admin web server (mledger.rest). Both need authentication (tokens or a trusted role
+    # header); without them the server refuses to start.
+    authenticate_metrics_endpoint: bool = False
+    """``/metrics`` answers only callers with a role, 401 otherwise (Pulsar's
+    ``authenticateMetricsEndpoint``; off by default, as in Pulsar: the scrape then shows every
+    topic and subscription name to anyone who reaches the port)."""
+    authenticate_docs_endpoint: bool = False
+    """mledger extension: ``/docs``, ``/redoc`` and ``/openapi.json`` answer only callers with a
+    role (the static script files of the docs stay public)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):

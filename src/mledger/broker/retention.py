@@ -10,9 +10,11 @@ own, else its namespace's, else the broker's default (the retention settings of
 ``BrokerConfig.managed_ledger_config``); the broker applies it to the topic's managed ledger
 (``ManagedLedger.set_config``) when the topic opens and whenever a policy changes.
 
-Validation is Pulsar's (``AdminResource.validateRetentionPolicies``): each limit >= -1, and a
-single limit of 0 beside a non-zero one is refused (use -1 to ignore a limit; both 0 disable
-retention), with Pulsar's messages and HTTP 412.
+Validation is Pulsar's: each limit must fit its Java type (``retentionTimeInMinutes`` an
+``int``, ``retentionSizeInMB`` a ``long``; Pulsar's JSON reader refuses a larger number with 400,
+and so does mledger, naming the value), then ``AdminResource.validateRetentionPolicies``: each
+limit >= -1, and a single limit of 0 beside a non-zero one is refused (use -1 to ignore a limit;
+both 0 disable retention), with Pulsar's messages and HTTP 412.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ __all__ = ["TOPIC_POLICIES_ROOT", "RetentionPolicies", "TopicPolicies"]
 
 TOPIC_POLICIES_ROOT = "/admin/topic-policies"
 _MINUTE_MS = 60_000
+_BOUNDS = {
+    # field: (JSON name, Java type, lowest, highest)
+    "retention_time_in_minutes": ("retentionTimeInMinutes", "int", -(1 << 31), (1 << 31) - 1),
+    "retention_size_in_mb": ("retentionSizeInMB", "long", -(1 << 63), (1 << 63) - 1),
+}
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,9 @@ class RetentionPolicies:
                 raise InvalidRequestError(f"{name} must be an integer, got {value!r}")
 
     def validate(self) -> None:
-        """Pulsar's ``validateRetentionPolicies``; raises ``PreconditionFailedError`` (412)."""
+        """Pulsar's rules: :meth:`check_range` (400), then ``validateRetentionPolicies``
+        (``PreconditionFailedError``, 412)."""
+        self.check_range()
         if self.retention_size_in_mb < -1:
             raise PreconditionFailedError("Invalid retention policy: size limit must be >= -1")
         if self.retention_time_in_minutes < -1:
@@ -56,6 +65,17 @@ class RetentionPolicies:
                 "limits has a non-zero value. Use the value of -1 instead of 0 to ignore a specific limit. To "
                 "disable retention both limits must be set to 0."
             )
+
+    def check_range(self) -> None:
+        """Raise ``InvalidRequestError`` (400) naming a limit that does not fit its Java type
+        (Pulsar's clients could not read it back)."""
+        for field, (json_name, java_type, lowest, highest) in _BOUNDS.items():
+            value = getattr(self, field)
+            if not lowest <= value <= highest:
+                raise InvalidRequestError(
+                    f"Invalid retention policy: {json_name} {value} is out of range for a Java {java_type} "
+                    f"({lowest}..{highest}; -1 is unlimited)"
+                )
 
     @property
     def retention_time_ms(self) -> int:

@@ -564,6 +564,16 @@ def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="take the role from the X-Mledger-Role header, behind an authenticating proxy (needs --auth-file)",
     )
+    sub.add_argument(
+        "--authenticate-metrics-endpoint",
+        action="store_true",
+        help="/metrics answers only callers with a role (Pulsar's authenticateMetricsEndpoint; needs credentials)",
+    )
+    sub.add_argument(
+        "--authenticate-docs-endpoint",
+        action="store_true",
+        help="/docs, /redoc and /openapi.json answer only callers with a role (mledger extension; needs credentials)",
+    )
     sub.add_argument("--cluster", default="standalone", help="cluster name for v1 paths and metrics (standalone)")
     sub.add_argument("--max-concurrency", type=_positive, default=16, help="admin calls run at once (16)")
     sub.add_argument(

@@ -12,7 +12,9 @@ Access modes, per topic, as Pulsar's ``AbstractTopic`` enforces them:
 Authentication: the token of CONNECT (``auth_method_name = "token"``) is looked up in the same
 token -> role map the REST server reads (``{"<token>": "<role>"}``), in constant time; the role
 is then checked by :class:`~mledger.admin.Authorization` for PRODUCE (PRODUCER), CONSUME
-(SUBSCRIBE) and any of LOOKUP / PRODUCE / CONSUME (LOOKUP, PARTITIONED_METADATA).
+(SUBSCRIBE), any of LOOKUP / PRODUCE / CONSUME (LOOKUP, PARTITIONED_METADATA) and the
+namespace's GET_TOPICS (GET_TOPICS_OF_NAMESPACE, what regex subscriptions ask: a namespace-level
+PRODUCE or CONSUME grant, or a superuser, as Pulsar).
 """
 
 from __future__ import annotations
@@ -151,6 +153,15 @@ class TokenAuth:
             return
         if not any(auth.is_allowed(role, op, topic) for op in ("LOOKUP", "PRODUCE", "CONSUME")):
             raise PermissionDeniedError(f"Client with role {role!r} is not authorized to look up {topic}")
+
+    def authorize_topic_list(self, role: str | None, namespace: str) -> None:
+        """Listing a namespace's topics needs GET_TOPICS on it (see :mod:`mledger.admin.auth`);
+        raises ``PermissionDeniedError`` with Pulsar's message, which names no topic."""
+        auth = self.authorization
+        if auth is not None and not auth.is_allowed(role, "GET_TOPICS", namespace):
+            raise PermissionDeniedError(
+                f"Client with role {role!r} is not authorized to GetTopicsOfNamespace {namespace}"
+            )
 
 
 def load_tokens(path: str | Path) -> dict[str, str]:

@@ -227,7 +227,8 @@ def _build() -> dict[int, CommandSpec]:
             _T.GET_TOPICS_OF_NAMESPACE,
             h,
             Support.HANDLED,
-            "GET_TOPICS_OF_NAMESPACE_RESPONSE (persistent topics and partitions, filtered by the pattern)",
+            "GET_TOPICS_OF_NAMESPACE_RESPONSE (persistent topics and partitions, filtered by the pattern), or ERROR "
+            "AuthorizationError without GET_TOPICS on the namespace (a namespace-level produce or consume grant)",
             None,
             None,
         ),

@@ -97,6 +97,7 @@ class EmbeddedBroker:
         self.broker: Broker
         self.clock: BrokerClock
         self._store: Store | None = None
+        self._check_options()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:
@@ -141,6 +142,10 @@ class EmbeddedBroker:
         if self.data_dir is not None:
             return SqliteStore(self.data_dir, synchronous="NORMAL")
         return MemoryStore()
+
+    def _check_options(self) -> None:
+        """Hook for subclasses: runs at the end of the constructor and raises ``ConfigError`` for
+        options the subclass refuses (the standalone variant: tokens without authorization)."""
 
     def _after_start(self) -> None:
         """Hook for subclasses: runs once the server accepts connections (the standalone

@@ -452,6 +452,8 @@ class Session:
     def handle_get_topics_of_namespace(self, request: Request) -> None:
         body = request.command.getTopicsOfNamespace
         try:
+            if self._host.auth is not None:
+                self._host.auth.authorize_topic_list(self.role, body.namespace)
             if body.mode == api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
                 topics: list[str] = []
             else:

@@ -1,10 +1,13 @@
 """``create_app``: the admin REST API of an :class:`~mledger.admin.Admin` as a FastAPI app.
 
 The app serves Pulsar's topic admin paths (:mod:`mledger.rest.topics`), ``GET /metrics``
-(Prometheus text of the broker, no authentication, like Pulsar's default), the OpenAPI document
-at ``/openapi.json`` and interactive docs at ``/docs`` (Swagger UI) and ``/redoc``, whose
-scripts and styles the app serves itself from the fastapi-offline package
-(``/static-offline-docs/...``): the docs work with no internet access.
+(Prometheus text of the broker), the OpenAPI document at ``/openapi.json`` and interactive docs
+at ``/docs`` (Swagger UI) and ``/redoc``, whose scripts and styles the app serves itself from
+the fastapi-offline package (``/static-offline-docs/...``): the docs work with no internet
+access. ``/metrics`` and the documents need no credentials, like Pulsar's default; the broker's
+``authenticate_metrics_endpoint`` (Pulsar's ``authenticateMetricsEndpoint``) and
+``authenticate_docs_endpoint`` (an mledger extension) make them answer 401 to callers without a
+role (:class:`~mledger.rest.middleware.AuthenticatedPaths`).
 
 Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
 
@@ -31,6 +34,7 @@ from prometheus_client import generate_latest
 from prometheus_client.registry import Collector
 from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from ..admin import Admin
 from ..admin.policies import RetentionPoliciesData
@@ -38,9 +42,9 @@ from ..admin.requests import MessageIdItem, ResetCursorData
 from ..admin.wire import ErrorBody
 from ..core.errors import ConfigError, MLedgerError
 from ..metrics import CONTENT_TYPE, metrics_registry
-from .auth import RoleResolver, check_authentication_setup
+from .auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
 from .context import AppContext, context_of
-from .middleware import AdminMiddleware, InFlight
+from .middleware import AdminMiddleware, AuthenticatedPaths, InFlight
 from .namespaces import namespaces_router
 from .openapi import SkipMessageIdsBody
 from .protocol import DEFAULT_MAX_URL_BYTES
@@ -74,14 +78,17 @@ def create_app(
     ``max_concurrency`` bounds the admin calls running at once (worker threads);
     ``collectors`` join ``/metrics`` (e.g. the protocol server's, in ``mledger standalone``).
 
-    Raises :class:`~mledger.core.errors.ConfigError` for bad limits, and for ``roles`` that name
-    callers while ``admin`` has no authorization (every caller could then do everything).
+    Raises :class:`~mledger.core.errors.ConfigError` for bad limits, for ``roles`` that name
+    callers while ``admin`` has no authorization (every caller could then do everything), and
+    for the broker config's ``authenticate_metrics_endpoint`` / ``authenticate_docs_endpoint``
+    without ``roles`` that authenticate.
     Run it with :class:`~mledger.rest.AdminServer`, or with any ASGI server.
     """
     if max_concurrency < 1 or max_body_bytes < 0 or max_url_bytes < 256:
         raise ConfigError("max_concurrency >= 1, max_body_bytes >= 0 and max_url_bytes >= 256 are required")
     roles = roles if roles is not None else RoleResolver()
     check_authentication_setup(roles, admin.authorization_enabled)
+    check_endpoint_authentication(roles, admin.broker.config)
     cluster = cluster or admin.broker.config.cluster_name
     app = FastAPIOffline(
         title="mledger admin REST API",
@@ -94,6 +101,9 @@ def create_app(
     )
     app.state.mledger = AppContext(admin, roles, cluster, max_concurrency)
     app.state.in_flight = InFlight()  # AdminServer reads it
+    protected = _authenticated_paths(app, admin)
+    if protected:  # added first: inside AdminMiddleware, which logs and normalises the path
+        app.add_middleware(AuthenticatedPaths, paths=protected, roles=roles)
     app.add_middleware(
         AdminMiddleware,
         max_body_bytes=max_body_bytes,
@@ -126,6 +136,18 @@ def create_app(
     _add_error_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _authenticated_paths(app: FastAPI, admin: Admin) -> frozenset[str]:
+    config = admin.broker.config
+    paths: set[str | None] = set()
+    if config.authenticate_metrics_endpoint:
+        paths.add("/metrics")
+    if config.authenticate_docs_endpoint:
+        # called before any API route is added: the routes there are the documents FastAPIOffline
+        # serves (/openapi.json, /docs, /docs/oauth2-redirect, /redoc), the static Mount left out
+        paths.update(route.path for route in app.router.routes if isinstance(route, Route))
+    return frozenset(p for p in paths if p)
 
 
 def _add_metrics(app: FastAPI, cluster: str, collectors: tuple[Collector, ...] = ()) -> None:

@@ -34,9 +34,16 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..admin.wire import ROLE_HEADER
+from ..broker import BrokerConfig
 from ..core.errors import ConfigError, UnauthenticatedError
 
-__all__ = ["AUTHENTICATION_REQUIRED", "ROLE_HEADER", "RoleResolver", "check_authentication_setup"]
+__all__ = [
+    "AUTHENTICATION_REQUIRED",
+    "ROLE_HEADER",
+    "RoleResolver",
+    "check_authentication_setup",
+    "check_endpoint_authentication",
+]
 
 AUTHENTICATION_REQUIRED = "Authentication required"
 """The 401 reason (Pulsar's ``AuthenticationFilter`` text)."""
@@ -119,13 +126,27 @@ class RoleResolver:
         return f"RoleResolver(tokens={len(self._tokens)}, trust_role_header={self.trust_role_header})"
 
 
-def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool) -> None:
+def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool, option: str = "--auth-file") -> None:
     """Refuse credentials without authorization: they would authenticate callers who may then
-    do everything. Raises :class:`~mledger.core.errors.ConfigError` with what to do instead."""
+    do everything (and, beside a protocol server demanding tokens, leave the admin API open
+    while the broker looks secured). Raises :class:`~mledger.core.errors.ConfigError` naming
+    ``option``, the setting that gives the authorization (``--auth-file`` for ``mledger-admin
+    serve``, ``--authorization`` for ``mledger standalone``)."""
     if roles.authenticates and not authorization_enabled:
         what = "tokens" if roles.token_count else "a trusted role header"
         raise ConfigError(
-            f"{what} without an authorization file would let every caller skip, reset and delete: "
-            'give an authorization file (--auth-file, e.g. {"superUserRoles": ["admin"]}) '
-            "to say what each role may do, or drop the credentials to run without authentication"
+            f"{what} without an authorization file ({option}) would let every caller create, skip, reset and "
+            f'delete: give {option} (e.g. {{"superUserRoles": ["admin"]}}) to say what each role may do, or drop '
+            "the credentials to run without authentication"
         )
+
+
+def check_endpoint_authentication(roles: RoleResolver, config: BrokerConfig) -> None:
+    """Refuse ``authenticate_metrics_endpoint`` / ``authenticate_docs_endpoint`` when nothing
+    authenticates callers (no tokens, no trusted header): no caller could ever get a role, and
+    the switch would look like protection. Raises :class:`~mledger.core.errors.ConfigError`."""
+    for name in ("authenticate_metrics_endpoint", "authenticate_docs_endpoint"):
+        if getattr(config, name) and not roles.authenticates:
+            raise ConfigError(
+                f"{name} needs authentication: give tokens (--token-file) and an authorization file, or turn it off"
+            )

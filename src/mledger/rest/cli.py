@@ -8,7 +8,8 @@ exits 0 after SIGINT/SIGTERM once requests in flight finished and the data direc
 Exit 1 when the directory cannot be opened (held by another process, permissions) or the
 address cannot be bound, 2 for a bad command line, including ``--token-file`` or
 ``--trust-role-header`` without ``--auth-file``: credentials without authorization would let
-every caller do everything, so the server refuses to start rather than run open.
+every caller do everything, so the server refuses to start rather than run open; likewise
+``--authenticate-metrics-endpoint`` or ``--authenticate-docs-endpoint`` with no credentials.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import sqlite3
 import sys
 
 from ..admin import Authorization
+from ..broker import BrokerConfig
 from ..core.errors import MLedgerError
-from .auth import RoleResolver, check_authentication_setup
+from .auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
 from .server import AdminServer, parse_bind, serve
 
 __all__ = ["DATA_DIR_ENV", "run_serve"]
@@ -43,6 +45,11 @@ def run_serve(args: argparse.Namespace) -> int:
         else:
             roles = RoleResolver(trust_role_header=args.trust_role_header)
         check_authentication_setup(roles, authorization_enabled=bool(auth_file))
+        endpoints = BrokerConfig(
+            authenticate_metrics_endpoint=args.authenticate_metrics_endpoint,
+            authenticate_docs_endpoint=args.authenticate_docs_endpoint,
+        )
+        check_endpoint_authentication(roles, endpoints)
     except MLedgerError as e:
         print(f"mledger-admin serve: {e}", file=sys.stderr)
         return 2
@@ -68,6 +75,8 @@ def run_serve(args: argparse.Namespace) -> int:
             cluster=args.cluster,
             ready=ready,
             max_concurrency=args.max_concurrency,
+            authenticate_metrics_endpoint=endpoints.authenticate_metrics_endpoint,
+            authenticate_docs_endpoint=endpoints.authenticate_docs_endpoint,
         )
     except MLedgerError as e:
         print(f"mledger-admin serve: {e}", file=sys.stderr)

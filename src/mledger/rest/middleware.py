@@ -24,6 +24,10 @@ For each HTTP request, :class:`AdminMiddleware`
    time.
 
 It holds no lock: the counters are only touched from the event loop's thread.
+
+:class:`AuthenticatedPaths`, inside it, answers 401 for the paths that need a role whatever the
+route (``/metrics`` with ``authenticate_metrics_endpoint``, the API documents with
+``authenticate_docs_endpoint``) before the route runs.
 """
 
 from __future__ import annotations
@@ -33,9 +37,13 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from starlette.datastructures import Headers
+
+from ..core.errors import UnauthenticatedError
+from .auth import RoleResolver
 from .protocol import error_body
 
-__all__ = ["AdminMiddleware", "BodyTooLargeError", "InFlight"]
+__all__ = ["AdminMiddleware", "AuthenticatedPaths", "BodyTooLargeError", "InFlight"]
 
 log = logging.getLogger("mledger.rest")
 
@@ -157,6 +165,30 @@ class AdminMiddleware:
                     status,
                     (time.perf_counter() - started) * 1000,
                 )
+
+
+class AuthenticatedPaths:
+    """Requests for one of ``paths`` (exact, after :class:`AdminMiddleware` dropped a trailing
+    ``/``) without a role ``roles`` accepts are answered 401 ``{"reason": "Authentication
+    required"}``; any role will do (authentication, not authorization, as Pulsar's
+    ``authenticateMetricsEndpoint``)."""
+
+    def __init__(self, app: ASGIApp, paths: frozenset[str], roles: RoleResolver) -> None:
+        self.app = app
+        self.paths = paths
+        self.roles = roles
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in self.paths:
+            try:
+                self.roles.role_for(Headers(scope=scope), required=True)
+            except UnauthenticatedError as e:
+                body = error_body(str(e))
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                await send({"type": "http.response.start", "status": e.http_status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 def _content_length(scope: Scope) -> int | str | None:

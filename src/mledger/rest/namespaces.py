@@ -11,7 +11,8 @@
   412 for an invalid policy), applied to the open topics without a policy of their own.
 
 With authorization on, reads need a role and changes need a superuser role (Pulsar's tenant
-admin rule, without tenants' admin lists).
+admin rule, without tenants' admin lists); the namespace's topic list needs GET_TOPICS there (a
+namespace-level produce or consume grant, or a superuser, as Pulsar; 403 otherwise).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
-from ..admin import Admin
+from ..admin import Admin, NamespaceOperation
 from ..admin.policies import RetentionPoliciesData
 from ..core.errors import InvalidRequestError, PermissionDeniedError
 from .context import context_of
@@ -87,8 +88,8 @@ def namespaces_router() -> APIRouter:
 
     @router.get("/namespaces/{tenant}/{namespace}/topics", summary="The namespace's topics", response_model=list[str])
     async def namespace_topics(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
-        admin.authenticate()
         name = _name(tenant, namespace)
+        admin.check_namespace(NamespaceOperation.GET_TOPICS, name)  # Pulsar's rule: the topic list is not public
         return _json(await context_of(request).run(admin.broker.list_topics, name, include_partitions=True))
 
     @router.get("/namespaces/{tenant}/{namespace}/deduplication", summary="The deduplication policy (null: unset)")

@@ -251,12 +251,15 @@ def serve(
     roles: RoleResolver | None = None,
     cluster: str = "standalone",
     ready: Callable[[AdminServer], None] | None = None,
+    authenticate_metrics_endpoint: bool = False,
+    authenticate_docs_endpoint: bool = False,
     **app_options: Any,
 ) -> None:
     """Serve the admin API over the SQLite data directory ``data_dir`` until SIGINT/SIGTERM.
 
     Opens the store (``StoreLockedError`` while another process holds it), a factory, a broker
-    (``BrokerConfig(cluster_name=cluster)``) and an :class:`Admin`; calls ``ready(server)`` once
+    (``BrokerConfig(cluster_name=cluster)`` with the two ``authenticate_*`` switches) and an
+    :class:`Admin`; calls ``ready(server)`` once
     bound; on a signal drains requests in flight and closes broker and factory, so every change
     is persisted when it returns (normally, not by the signal). ``app_options`` go to
     :func:`create_app`. Call it from the main thread.
@@ -269,7 +272,12 @@ def serve(
     roles = roles if roles is not None else RoleResolver()
     factory = ManagedLedgerFactory(SqliteStore(str(data_dir)))
     try:
-        broker = Broker(factory, BrokerConfig(cluster_name=cluster))
+        config = BrokerConfig(
+            cluster_name=cluster,
+            authenticate_metrics_endpoint=authenticate_metrics_endpoint,
+            authenticate_docs_endpoint=authenticate_docs_endpoint,
+        )
+        broker = Broker(factory, config)
         try:
             admin = Admin(broker, authorization=authorization)
             server = AdminServer(create_app(admin, roles=roles, cluster=cluster, **app_options), host, port)
