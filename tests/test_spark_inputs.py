@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -58,6 +59,41 @@ def test_file_problems_name_file_column_and_problem(tmp_path: Any) -> None:
         f.write("<x/>")
     with pytest.raises(InputSchemaError, match=r"cancelled.xml: unsupported file type '.xml'"):
         plan_inputs(base)
+
+
+@pytest.mark.parametrize("name", ["part-00000.csv", "part-00000.parquet", "part-00000.csv.gz"])
+def test_a_zero_byte_file_is_no_log_and_fails_naming_the_file(tmp_path: Any, name: str) -> None:
+    # A 0-byte produced file used to be skipped: the replay went on without it and reported
+    # every ack as unknown_position. A CSV needs its header row and Parquet its footer.
+    base = str(tmp_path / "ev")
+    rows = [r for r in GOOD if r["log"] == "acked"]
+    write_logs(base, rows)
+    os.makedirs(os.path.join(base, "produced"))
+    empty = os.path.join(base, "produced", name)
+    open(empty, "wb").close()
+    with pytest.raises(InputSchemaError, match=rf"{re.escape(empty)}: the file is empty \(0 bytes\)"):
+        plan_inputs(base)
+    with open(os.path.join(base, "cancelled.csv"), "wb"):  # optional logs too: the same file is no CSV
+        pass
+    os.remove(empty)
+    write_logs(base, [r for r in GOOD if r["log"] == "produced"])
+    with pytest.raises(InputSchemaError, match=r"cancelled.csv: the file is empty \(0 bytes\)"):
+        plan_inputs(base)
+
+
+def test_a_log_without_rows_is_a_valid_empty_log(tmp_path: Any) -> None:
+    base = str(tmp_path / "ev")
+    write_logs(base, [r for r in GOOD if r["log"] == "acked"])
+    os.makedirs(os.path.join(base, "produced"))
+    with open(os.path.join(base, "produced", "header.csv"), "w") as f:
+        f.write("topic,partition,ledger_id,entry_id,publish_time_ms\n")
+    pq.write_table(pa.table({"topic": pa.array([], pa.string()), "partition": pa.array([], pa.int32()),
+                             "ledger_id": pa.array([], pa.int64()), "entry_id": pa.array([], pa.int64()),
+                             "publish_time_ms": pa.array([], pa.int64())}),
+                   os.path.join(base, "produced", "no-rows.parquet"))
+    open(os.path.join(base, "produced", "nothing.jsonl"), "wb").close()  # JSON Lines: zero records
+    summary = run_single_process(base, str(tmp_path / "out"))
+    assert summary.anomalies == {"unknown_position": 1}  # the ack names a position never produced
 
 
 def test_json_with_a_column_changing_type_fails_naming_the_file(tmp_path: Any) -> None:
