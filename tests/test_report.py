@@ -129,6 +129,25 @@ def test_model(output: Path) -> None:
     assert m.common_prefix == "persistent://public/default/"
 
 
+def test_anomalies_without_a_partition_are_no_topic_partition(tmp_path: Path) -> None:
+    # A bad row of the subscriptions log has a topic but no partition; a bad event row may
+    # have neither. The replay counts no topic-partition for them (no partitions/ row), and
+    # neither may the report: it counted 13 where the replay said 12 and ranked the topic.
+    ghost = "persistent://public/default/ghost"
+    unplaced = [{**_anomaly("invalid_row", 90, ghost), "partition": None, "event": "subscriptions"},
+                {**_anomaly("invalid_row", 91), "topic": None, "partition": None, "event": "produced"}]
+    out = write_output(tmp_path / "out", CURSORS, ANOMALIES + unplaced)
+    report = build_report(out, tmp_path / "site", max_unacked_ranges_to_persist=LIMIT)
+    m = report.model
+    assert m.totals["topic_partitions"] == 4 and m.totals["anomalies"] == 22
+    assert m.totals["unplaced_anomalies"] == 2
+    assert len(m.partitions) == 4 and not any(p.topic_partition.startswith(ghost) for p in m.partitions)
+    assert sum(p.anomalies for p in m.partitions) == 20
+    html = report.html_path.read_text(encoding="utf-8")
+    assert "2 anomaly rows name no topic-partition" in html
+    assert "ghost" not in html.split("<h2>Worst topic-partitions</h2>")[1].split("</section>")[0]
+
+
 def test_page_and_png_files(output: Path, tmp_path: Path) -> None:
     report = build_report(output, tmp_path / "site", max_unacked_ranges_to_persist=LIMIT)
     assert report.html_path == tmp_path / "site" / "index.html"

@@ -251,7 +251,11 @@ def _scan_anomalies(
     ds: Any, out_dir: str, only: tuple[tuple[str, Any], ...] = ()
 ) -> tuple[Counter[str], Counter[str], dict[str, list[dict[str, Any]]]]:
     """(count by reason, count by topic-partition, examples by reason), streaming; ``only``:
-    the rows of one sweep combination."""
+    the rows of one sweep combination. Rows whose key the replay cannot replay (no topic or
+    no partition, e.g. a bad row of the subscriptions log) belong to no topic-partition, as in
+    the replay's ``partitions`` output (:func:`mledger.replay.engine.replayable`)."""
+    from ..replay.engine import replayable
+
     by_reason: Counter[str] = Counter()
     by_partition: Counter[str] = Counter()
     examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -268,8 +272,8 @@ def _scan_anomalies(
         partitions = data.get("partition", [None] * len(reasons))
         by_reason.update(r or "unknown" for r in reasons)
         for topic, partition in zip(topics, partitions, strict=True):
-            if topic:
-                by_partition[topic if partition is None or partition < 0 else f"{topic}-partition-{partition}"] += 1
+            if replayable(topic, partition):
+                by_partition[topic if partition < 0 else f"{topic}-partition-{partition}"] += 1
         for i, reason in enumerate(reasons):
             kept = examples[reason or "unknown"]
             if len(kept) < EXAMPLES_PER_REASON:
@@ -430,6 +434,7 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
         "acked": sum(s.acked for s in subs),
         "cancelled": sum(s.cancelled for s in subs),
         "anomalies": sum(by_reason.values()),
+        "unplaced_anomalies": sum(by_reason.values()) - sum(by_partition.values()),
         "over_limit": sum(1 for s in subs if s.over_limit(limit)),
         "near_limit": sum(1 for s in subs if not s.over_limit(limit) and s.utilisation(limit) >= NEAR_LIMIT),
         "truncated_ranges": sum(s.truncated_ranges for s in subs),

@@ -244,10 +244,18 @@ def _partition_section(model: ReportModel, rows: int) -> str:
         ),
         lines,
     )
+    unplaced = model.totals.get("unplaced_anomalies", 0)
+    note = (
+        f'<p class="more">{_n(unplaced)} anomaly row{"s" if unplaced != 1 else ""} name no topic-partition '
+        "(a bad row of the subscriptions log, or an event row without a topic or partition): they count under "
+        "Anomalies only.</p>"
+        if unplaced
+        else ""
+    )
     return (
         '<section class="card"><h2>Worst topic-partitions</h2><p class="lede">Ranked by truncated ranges, then '
         "by the fullest subscription's share of the limit, then by anomalies and backlog.</p>"
-        f"{table}{_more(len(shown), len(model.partitions), 'topic-partitions')}</section>"
+        f"{table}{_more(len(shown), len(model.partitions), 'topic-partitions')}{note}</section>"
     )
 
 
