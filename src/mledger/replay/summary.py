@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..core.config import unacked_ranges_limit_notes
 from .inputs import filesystem_for
 
 
@@ -233,6 +235,8 @@ class SweepSummary:
     seconds: float = 0.0
     engine: str = ""
     out_dir: str = ""
+    formats: tuple[str, ...] = ()
+    """The individual-ack format in force per combination (``range``, ``long_array``, ``auto``)."""
 
     @property
     def events(self) -> int:
@@ -276,6 +280,10 @@ def format_sweep(s: SweepSummary) -> str:
         for vals, summary in zip(s.values, s.summaries, strict=False)
     ]
     lines += _table([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
+    notes = unacked_ranges_limit_notes(s.keys, s.formats)
+    if notes:
+        lines += ["", "how max_unacked_ranges_to_persist applies in each individual-ack format of this sweep:"]
+        lines += [textwrap.fill(note, 110, initial_indent="  - ", subsequent_indent="    ") for note in notes]
     reasons = sorted({r for summary in s.summaries for r in summary.anomalies})
     if reasons:
         lines += ["", "anomalies by reason:"]
