@@ -47,13 +47,13 @@ figure svg.chart { display:block; width:100%; height:auto; }
 figcaption { color:var(--muted); font-size:12.5px; margin-top:8px; }
 table { width:100%; border-collapse:collapse; font-size:13px; }
 th { text-align:left; font-weight:600; color:var(--muted); font-size:11.5px; text-transform:uppercase;
-     letter-spacing:.05em; border-bottom:1px solid var(--line); padding:8px 10px; vertical-align:bottom; }
-td { border-bottom:1px solid var(--line); padding:7px 10px; vertical-align:top; }
+     letter-spacing:.04em; border-bottom:1px solid var(--line); padding:8px 8px; vertical-align:bottom; }
+td { border-bottom:1px solid var(--line); padding:7px 8px; vertical-align:top; }
 tbody tr:nth-child(even) td { background:#fafafa; }
 th.num { text-align:right; }
 td.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 td.name { font-family:ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace;
-          font-size:12.5px; overflow-wrap:anywhere; min-width:9ch; }
+          font-size:12.5px; overflow-wrap:anywhere; min-width:22ch; }
 td.nowrap { white-space:nowrap; }
 .scroll { overflow-x:auto; }
 .badge { display:inline-block; padding:1px 8px; border-radius:999px; font-size:11px; font-weight:600;
@@ -273,8 +273,11 @@ def _subscription_row(model: ReportModel, s: SubscriptionState) -> list[str]:
         _td(_n(s.hole_ranges), "num"),
         _td(_meter(s.utilisation(model.limit)), "nowrap"),
         _td(_n(s.truncated_ranges), "num"),
-        _td(format_bytes(s.persisted_bytes), "num"),
-        _td(_n(s.chunks), "num"),
+        _td(
+            f'{format_bytes(s.persisted_bytes)}<br><span class="detail">'
+            f"{_n(s.chunks)} chunk{'s' if s.chunks != 1 else ''}</span>",
+            "num",
+        ),
         _td(_n(s.backlog), "num"),
         _td(f"{_n(s.acked)} / {_n(s.cancelled)}", "num"),
     ]
@@ -292,7 +295,6 @@ def _subscription_section(model: ReportModel, rows: int) -> str:
             ("Of limit", False),
             ("Truncated", True),
             ("State", True),
-            ("Chunks", True),
             ("Backlog", True),
             ("Acked / cancelled", True),
         ),
