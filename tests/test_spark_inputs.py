@@ -237,6 +237,43 @@ def test_cli_generate_and_single_process_replay(tmp_path: Any, capsys: Any) -> N
     assert main(["replay", str(tmp_path / "ev"), str(tmp_path / "o"), "--single-process", "--set", "bad=1"]) == 2
 
 
+def test_the_demo_says_its_anomalies_are_planted_by_the_generator(tmp_path: Any, capsys: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # `mledger demo` printed "anomalies: 879" and a table of reasons as if the replay had found
+    # problems; the generator plants every one of them on purpose. Spark is replaced by the
+    # single-process replay (the same rows, tested elsewhere) to keep this test fast.
+    from mledger.cli import main
+    from mledger.replay.generate import PLANTED_ANOMALIES
+    from mledger.replay.spark import job, session
+
+    monkeypatch.setattr(session, "build_session", lambda *a, **k: object())
+    monkeypatch.setattr(session, "writes_class_archive", lambda: False)
+    monkeypatch.setattr(job, "run_replay", lambda spark, plan, out_dir, settings, progress, prepared:
+                        run_single_process(plan.root, out_dir, settings))
+    assert main(["demo", "--events", "60000", "--quiet", "--keep", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    summary = pq.read_table(str(tmp_path / "demo" / "out" / "anomalies"), columns=["reason"])
+    counts = {r: summary["reason"].to_pylist().count(r) for r in set(summary["reason"].to_pylist())}
+    assert counts and set(counts) <= set(PLANTED_ANOMALIES)  # nothing the generator did not plant
+    assert f"anomalies: {sum(counts.values()):,}, all planted on purpose by the generator" in out
+    lines = out.splitlines()
+    for reason, count in counts.items():
+        row = next(line for line in lines if line.startswith(reason + " "))
+        assert f" {count:,} " in row and PLANTED_ANOMALIES[reason][:30] in row, row
+
+
+def test_a_summary_names_anomalies_the_generator_did_not_plant() -> None:
+    from mledger.replay.generate import PLANTED_ANOMALIES
+    from mledger.replay.summary import ReplaySummary, format_summary
+
+    summary = ReplaySummary(1, 1, 1, 0, 1, 1, 0, 0, 0, 0, anomalies={"dedup_duplicate": 2, "position_out_of_order": 1})
+    text = format_summary(summary, planted=PLANTED_ANOMALIES)
+    assert "anomalies: 3, 2 planted on purpose by the generator" in text
+    assert "not planted by the generator" in next(line for line in text.splitlines()
+                                                  if line.startswith("position_out_of_order"))
+    assert "planted" not in format_summary(summary)  # a replay of real logs says nothing of the kind
+
+
 def test_wire_batches_unpack_to_events_and_topic_collisions_fail(tmp_path: Any) -> None:
     from mledger.replay.layout import PREPARED_SCHEMA
     from mledger.replay.spark.prepare import TopicKeyCollisionError, _group_topic, _wire_events, _writer
