@@ -13,6 +13,12 @@ from typing import Any
 from .errors import ConfigError
 
 INDIVIDUAL_ACK_FORMATS = ("range", "long_array", "auto")
+COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
+DEFAULT_MAX_STATE_SIZE_IN_BYTES = 64 * 1024 * 1024
+"""Default bound on one stored state once decompressed or reassembled (64 MiB). The largest
+legitimate states are a few MiB (10 million random holes take 6.3 MiB as BitSet words)."""
+UNLIMITED = -1
+"""``retention_time_ms`` / ``retention_size_in_mb`` value meaning "no limit" (Pulsar's -1)."""
 UNACKED_RANGES_LIMIT: dict[str, str] = {
     "range": (
         "range format (the default): max_unacked_ranges_to_persist caps the number of ack ranges; "
@@ -47,12 +53,6 @@ def unacked_ranges_limit_notes(compared: Iterable[str], formats: Iterable[str]) 
         return []
     used = set(formats)
     return [UNACKED_RANGES_LIMIT[f] for f in INDIVIDUAL_ACK_FORMATS if f in used]
-COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
-DEFAULT_MAX_STATE_SIZE_IN_BYTES = 64 * 1024 * 1024
-"""Default bound on one stored state once decompressed or reassembled (64 MiB). The largest
-legitimate states are a few MiB (10 million random holes take 6.3 MiB as BitSet words)."""
-UNLIMITED = -1
-"""``retention_time_ms`` / ``retention_size_in_mb`` value meaning "no limit" (Pulsar's -1)."""
 
 
 @dataclass(frozen=True)

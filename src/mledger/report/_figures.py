@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from ..core.config import unacked_ranges_limit_notes
-
 from ._chart import Chart, LegendItem, Panel, Reference, Series, bytes_unit, format_bytes, format_count
 from ._data import NEAR_LIMIT, ReportModel, SubscriptionState, SweepSetting
 
@@ -199,9 +198,7 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
         f"The charts below show the first setting ({model.shown}).",
         heading="Settings compared",
         lede="One replay of the log under every combination of the swept settings, read once.",
-        notes=tuple(
-            unacked_ranges_limit_notes([k for k, _ in settings[0].values], (s.ack_format for s in settings))
-        ),
+        notes=tuple(unacked_ranges_limit_notes([k for k, _ in settings[0].values], (s.ack_format for s in settings))),
     )
 
 
