@@ -259,6 +259,40 @@ def test_individual_ack_formats_round_trip(open_store: OpenStore, fmt: str) -> N
     factory.close()
 
 
+def _persisted_position_info(ml: ManagedLedger) -> PersistedCursorState:
+    info = _cursor_info(ml.store)
+    return decode_position_info(ml.store.read(info.cursors_ledger_id, 0,
+                                              ml.store.last_entry_id(info.cursors_ledger_id))[-1])
+
+
+@pytest.mark.parametrize(("limit", "words", "ranges", "truncated"), [
+    (8, [0, 1], 0, 0),  # 4 + 4 acked entries: both ledgers fit
+    (6, [0], 0, 2),  # the second ledger passes 6 entries: it and its 2 ranges are left out
+    (3, [], 3, 1),  # even the first ledger (4 entries) passes 3: the range format, 3 of 4 ranges
+    (0, [], 0, 4),
+])
+def test_long_array_format_limits_acked_entries_by_ledger_and_falls_back_to_ranges(
+    limit: int, words: list[int], ranges: int, truncated: int
+) -> None:
+    # Pulsar (persistPositionToLedger with persistIndividualAckAsLongArray): the long-array
+    # map comes from individualDeletedMessages.toRanges(maxUnackedRangesToPersist), which keeps
+    # whole ledgers while the running sum of their acked entries stays <= the limit; when it
+    # returns no ledger at all, individualDeletedMessages (the range format) is written instead,
+    # truncated to maxUnackedRangesToPersist ranges.
+    config = ManagedLedgerConfig(persist_individual_ack_as_long_array=True, max_entries_per_ledger=10,
+                                 max_unacked_ranges_to_persist=limit)
+    factory, ml = _open(MemoryStore(), config)
+    cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+    ps = _fill(ml, 20)
+    ledgers = sorted({p.ledger_id for p in ps})
+    cursor.delete([ps[1], ps[2], ps[4], ps[5], ps[11], ps[12], ps[14], ps[15]])  # 2 ranges in each ledger
+    state = _persisted_position_info(ml)
+    assert sorted(state.long_arrays or {}) == [ledgers[i] for i in words]
+    assert (state.ranges.size if state.ranges is not None else 0) == ranges
+    assert cursor.stats().truncated_ranges == truncated
+    factory.close()
+
+
 def test_auto_format_is_never_larger_than_either_pulsar_format() -> None:
     sizes = {}
     for fmt in ("range", "long_array", "auto"):

@@ -29,7 +29,7 @@ from mledger.replay.local import run_single_process
 from mledger.replay.prepare import prepare_in_process
 from mledger.replay.schema import InputSchemaError
 from mledger.replay.settings import ReplaySettings
-from mledger.replay.summary import SweepSummary
+from mledger.replay.summary import SweepSummary, format_sweep
 from mledger.replay.sweep import parse_sweep, variants
 from mledger.replay.tasks import TaskResult, commit_outputs, plan_tasks, start_outputs
 
@@ -218,6 +218,26 @@ def test_every_sweep_combination_equals_a_separate_replay(logs: dict[str, str], 
                                      "out_dir": str(tmp_path / "sweep")})
             seen_bytes.add(summary.persisted_state_bytes)
     assert len(seen_bytes) > 1  # the settings really differ in what they persist
+
+
+def test_a_sweep_of_the_ack_format_says_how_each_format_applies_the_limit(logs: dict[str, str],
+                                                                         tmp_path: Any) -> None:
+    # The long-array format counts acked entries per ledger against max_unacked_ranges_to_persist
+    # (Pulsar's toRanges), so at one limit it may truncate where the range format does not; the
+    # summary said nothing of why.
+    swept = run_single_process(logs["prepared"], str(tmp_path / "sweep"), sweep=[
+        "max_unacked_ranges_to_persist=300,10000", "persist_individual_ack_as_long_array=false,true"])
+    assert isinstance(swept, SweepSummary)
+    assert swept.formats == ("range", "long_array", "range", "long_array")
+    text = " ".join(format_sweep(swept).split())  # wrapped lines joined again
+    assert "how max_unacked_ranges_to_persist applies in each individual-ack format of this sweep:" in text
+    assert "range format (the default): max_unacked_ranges_to_persist caps the number of ack ranges" in text
+    assert "the same N caps acked entries, not ranges" in text
+    assert "ManagedCursorImpl.buildIndividualDeletedMessageRanges" in text and "OpenLongPairRangeSet.toRanges" in text
+    by_format = {swept.values[i]: s.truncated_ranges for i, s in enumerate(swept.summaries)}
+    assert by_format[(300, True)] > by_format[(300, False)] == 0  # what the note explains
+    other = run_single_process(logs["prepared"], str(tmp_path / "dedup"), sweep=["deduplication=true,false"])
+    assert isinstance(other, SweepSummary) and "individual-ack format" not in format_sweep(other)
 
 
 def test_sweep_specs_are_checked() -> None:

@@ -129,6 +129,25 @@ def test_model(output: Path) -> None:
     assert m.common_prefix == "persistent://public/default/"
 
 
+def test_anomalies_without_a_partition_are_no_topic_partition(tmp_path: Path) -> None:
+    # A bad row of the subscriptions log has a topic but no partition; a bad event row may
+    # have neither. The replay counts no topic-partition for them (no partitions/ row), and
+    # neither may the report: it counted 13 where the replay said 12 and ranked the topic.
+    ghost = "persistent://public/default/ghost"
+    unplaced = [{**_anomaly("invalid_row", 90, ghost), "partition": None, "event": "subscriptions"},
+                {**_anomaly("invalid_row", 91), "topic": None, "partition": None, "event": "produced"}]
+    out = write_output(tmp_path / "out", CURSORS, ANOMALIES + unplaced)
+    report = build_report(out, tmp_path / "site", max_unacked_ranges_to_persist=LIMIT)
+    m = report.model
+    assert m.totals["topic_partitions"] == 4 and m.totals["anomalies"] == 22
+    assert m.totals["unplaced_anomalies"] == 2
+    assert len(m.partitions) == 4 and not any(p.topic_partition.startswith(ghost) for p in m.partitions)
+    assert sum(p.anomalies for p in m.partitions) == 20
+    html = report.html_path.read_text(encoding="utf-8")
+    assert "2 anomaly rows name no topic-partition" in html
+    assert "ghost" not in html.split("<h2>Worst topic-partitions</h2>")[1].split("</section>")[0]
+
+
 def test_page_and_png_files(output: Path, tmp_path: Path) -> None:
     report = build_report(output, tmp_path / "site", max_unacked_ranges_to_persist=LIMIT)
     assert report.html_path == tmp_path / "site" / "index.html"
@@ -354,6 +373,36 @@ def test_rendered_by_headless_chromium(output: Path, tmp_path: Path) -> None:
             assert count_color(region, color, tolerance=3) > 400, (key, color)
         # text: category and tick labels and values in dark ink (lines alone make about 300 pixels)
         assert count_color(region, INK, tolerance=40) > 800, key
+
+
+_TABLE_PROBE = """<script>addEventListener("load", () => { document.body.dataset.tables = [...document.querySelectorAll(
+"section.card")].filter(c => c.querySelector("table")).map(c => [c.querySelector("h2").textContent,
+c.clientWidth, c.querySelector("table").getBoundingClientRect().width].join(",")).join(";"); });</script>"""
+
+
+def table_widths(html: Path, profile: Path, size: str) -> dict[str, tuple[float, float]]:
+    """Each table's card heading -> (the card's inner width, the table's laid-out width) in CSS pixels."""
+    probe = html.with_name("probe-tables.html")
+    probe.write_text(html.read_text(encoding="utf-8").replace("</body>", _TABLE_PROBE + "</body>"), encoding="utf-8")
+    done = _browser("--dump-dom", "--virtual-time-budget=5000", f"--window-size={size}", probe.as_uri(),
+                    profile=profile)
+    found = re.search(r'data-tables="([^"]*)"', done.stdout)
+    assert done.returncode == 0 and found, done.stderr[-2000:]
+    return {h: (float(card), float(table)) for h, card, table in (t.split(",") for t in found.group(1).split(";"))}
+
+
+@pytest.mark.parametrize("width", [1400, 1280])
+def test_every_table_fits_its_card(tmp_path: Path, width: int) -> None:
+    # The subscriptions table was 1,221 px wide in its 1,130 px card at 1400 px (its columns
+    # could not wrap): the last column hung out of the card. Long unprefixed names too.
+    cursors = [*CURSORS, _cursor("persistent://tenant-with-a-long-name/namespace/a-rather-long-topic-name", 11,
+                                 "a-subscription-with-a-long-name", "KEY_SHARED", 5, 200, 1)]
+    out = write_output(tmp_path / "out", cursors, ANOMALIES)
+    report = build_report(out, tmp_path / "site", max_unacked_ranges_to_persist=LIMIT)
+    widths = table_widths(report.html_path, tmp_path / "profile", f"{width},2000")
+    assert sorted(widths) == ["Anomalies", "Subscriptions", "Worst topic-partitions"]
+    for heading, (card, table) in widths.items():
+        assert table <= card - 2 * 24 + 1, (heading, card, table)  # within the card's 24 px padding
 
 
 # -- a real replay output ----------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def test_the_sweep_chart_is_drawn_first(swept: str, tmp_path: Any) -> None:
     report = build_report(swept, tmp_path / "r")
     assert list(report.charts)[0] == "sweep"
     page = report.html_path.read_text(encoding="utf-8")
-    assert "Settings compared" in page and "max_unacked_ranges_to_persist=10000, deduplication=False" in page
+    assert "Settings compared" in page and "10000 · False" in page  # rows named by their values (aria-label)
     alone = build_report(os.path.join(os.path.dirname(swept), "alone"), tmp_path / "a")
     assert "sweep" not in alone.charts
 
@@ -69,3 +69,42 @@ def test_a_bad_sweep_record_is_an_input_error(swept: str, tmp_path: Any) -> None
         json.dump(record, f)
     with pytest.raises(ReplayReportInputError, match="not lists of values"):
         load_model(copy, 10)
+
+
+def test_the_sweep_chart_labels_rows_by_the_values_that_differ(swept: str) -> None:
+    # The rows were labelled "max_unacked_ranges_to_persist=4, deduplication=True" and the
+    # renderer cut such labels in the middle: exactly the swept values were hidden.
+    from mledger.report._figures import sweep_comparison
+    from mledger.report._render import _shorten
+
+    chart = sweep_comparison(load_model(swept, 10_000), 25)
+    assert chart is not None
+    assert chart.categories == ("4 · True", "4 · False", "10000 · True", "10000 · False")
+    assert all(_shorten(c) == c for c in chart.categories)  # drawn whole
+    assert "Rows: max_unacked_ranges_to_persist · deduplication" in chart.subtitle
+
+
+@pytest.fixture(scope="module")
+def formats_swept(tmp_path_factory: pytest.TempPathFactory) -> str:
+    base = tmp_path_factory.mktemp("formats")
+    generate(str(base / "log"), GeneratorConfig(topics=2, partitions=2, events=20_000, seed=8,
+                                                max_entries_per_ledger=300))
+    out = str(base / "out")
+    run_single_process(str(base / "log"), out, sweep=["max_unacked_ranges_to_persist=200",
+                                                      "persist_individual_ack_as_long_array=false,true"])
+    return out
+
+
+def test_a_sweep_of_the_ack_format_says_how_each_format_applies_the_limit(formats_swept: str, tmp_path: Any) -> None:
+    model = load_model(formats_swept, 10_000)
+    assert [s.ack_format for s in model.sweep] == ["range", "long_array"]
+    assert model.sweep[1].truncated_ranges > model.sweep[0].truncated_ranges == 0  # the same limit, two meanings
+    from mledger.report._figures import sweep_comparison
+
+    chart = sweep_comparison(model, 25)
+    assert chart is not None and chart.categories == ("False", "True")  # the one limit is not repeated per row
+    assert "every row: max_unacked_ranges_to_persist=200" in chart.subtitle
+    page = build_report(formats_swept, tmp_path / "r").html_path.read_text(encoding="utf-8")
+    assert "range format (the default): max_unacked_ranges_to_persist caps the number of ack ranges" in page
+    assert "the same N caps acked entries, not ranges" in page
+    assert "ManagedCursorImpl.buildIndividualDeletedMessageRanges" in page and "OpenLongPairRangeSet.toRanges" in page

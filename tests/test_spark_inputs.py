@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -58,6 +59,41 @@ def test_file_problems_name_file_column_and_problem(tmp_path: Any) -> None:
         f.write("<x/>")
     with pytest.raises(InputSchemaError, match=r"cancelled.xml: unsupported file type '.xml'"):
         plan_inputs(base)
+
+
+@pytest.mark.parametrize("name", ["part-00000.csv", "part-00000.parquet", "part-00000.csv.gz"])
+def test_a_zero_byte_file_is_no_log_and_fails_naming_the_file(tmp_path: Any, name: str) -> None:
+    # A 0-byte produced file used to be skipped: the replay went on without it and reported
+    # every ack as unknown_position. A CSV needs its header row and Parquet its footer.
+    base = str(tmp_path / "ev")
+    rows = [r for r in GOOD if r["log"] == "acked"]
+    write_logs(base, rows)
+    os.makedirs(os.path.join(base, "produced"))
+    empty = os.path.join(base, "produced", name)
+    open(empty, "wb").close()
+    with pytest.raises(InputSchemaError, match=rf"{re.escape(empty)}: the file is empty \(0 bytes\)"):
+        plan_inputs(base)
+    with open(os.path.join(base, "cancelled.csv"), "wb"):  # optional logs too: the same file is no CSV
+        pass
+    os.remove(empty)
+    write_logs(base, [r for r in GOOD if r["log"] == "produced"])
+    with pytest.raises(InputSchemaError, match=r"cancelled.csv: the file is empty \(0 bytes\)"):
+        plan_inputs(base)
+
+
+def test_a_log_without_rows_is_a_valid_empty_log(tmp_path: Any) -> None:
+    base = str(tmp_path / "ev")
+    write_logs(base, [r for r in GOOD if r["log"] == "acked"])
+    os.makedirs(os.path.join(base, "produced"))
+    with open(os.path.join(base, "produced", "header.csv"), "w") as f:
+        f.write("topic,partition,ledger_id,entry_id,publish_time_ms\n")
+    pq.write_table(pa.table({"topic": pa.array([], pa.string()), "partition": pa.array([], pa.int32()),
+                             "ledger_id": pa.array([], pa.int64()), "entry_id": pa.array([], pa.int64()),
+                             "publish_time_ms": pa.array([], pa.int64())}),
+                   os.path.join(base, "produced", "no-rows.parquet"))
+    open(os.path.join(base, "produced", "nothing.jsonl"), "wb").close()  # JSON Lines: zero records
+    summary = run_single_process(base, str(tmp_path / "out"))
+    assert summary.anomalies == {"unknown_position": 1}  # the ack names a position never produced
 
 
 def test_json_with_a_column_changing_type_fails_naming_the_file(tmp_path: Any) -> None:
@@ -199,6 +235,43 @@ def test_cli_generate_and_single_process_replay(tmp_path: Any, capsys: Any) -> N
     assert main(["replay", str(tmp_path / "missing"), str(tmp_path / "out"), "--single-process"]) == 2
     assert "no such directory" in capsys.readouterr().err
     assert main(["replay", str(tmp_path / "ev"), str(tmp_path / "o"), "--single-process", "--set", "bad=1"]) == 2
+
+
+def test_the_demo_says_its_anomalies_are_planted_by_the_generator(tmp_path: Any, capsys: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # `mledger demo` printed "anomalies: 879" and a table of reasons as if the replay had found
+    # problems; the generator plants every one of them on purpose. Spark is replaced by the
+    # single-process replay (the same rows, tested elsewhere) to keep this test fast.
+    from mledger.cli import main
+    from mledger.replay.generate import PLANTED_ANOMALIES
+    from mledger.replay.spark import job, session
+
+    monkeypatch.setattr(session, "build_session", lambda *a, **k: object())
+    monkeypatch.setattr(session, "writes_class_archive", lambda: False)
+    monkeypatch.setattr(job, "run_replay", lambda spark, plan, out_dir, settings, progress, prepared:
+                        run_single_process(plan.root, out_dir, settings))
+    assert main(["demo", "--events", "60000", "--quiet", "--keep", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    summary = pq.read_table(str(tmp_path / "demo" / "out" / "anomalies"), columns=["reason"])
+    counts = {r: summary["reason"].to_pylist().count(r) for r in set(summary["reason"].to_pylist())}
+    assert counts and set(counts) <= set(PLANTED_ANOMALIES)  # nothing the generator did not plant
+    assert f"anomalies: {sum(counts.values()):,}, all planted on purpose by the generator" in out
+    lines = out.splitlines()
+    for reason, count in counts.items():
+        row = next(line for line in lines if line.startswith(reason + " "))
+        assert f" {count:,} " in row and PLANTED_ANOMALIES[reason][:30] in row, row
+
+
+def test_a_summary_names_anomalies_the_generator_did_not_plant() -> None:
+    from mledger.replay.generate import PLANTED_ANOMALIES
+    from mledger.replay.summary import ReplaySummary, format_summary
+
+    summary = ReplaySummary(1, 1, 1, 0, 1, 1, 0, 0, 0, 0, anomalies={"dedup_duplicate": 2, "position_out_of_order": 1})
+    text = format_summary(summary, planted=PLANTED_ANOMALIES)
+    assert "anomalies: 3, 2 planted on purpose by the generator" in text
+    assert "not planted by the generator" in next(line for line in text.splitlines()
+                                                  if line.startswith("position_out_of_order"))
+    assert "planted" not in format_summary(summary)  # a replay of real logs says nothing of the kind
 
 
 def test_wire_batches_unpack_to_events_and_topic_collisions_fail(tmp_path: Any) -> None:

@@ -275,6 +275,10 @@ def test_bad_input_files_fail_before_any_spark_job(spark: Any, tmp_path: Any) ->
         f.write("hello")
     with pytest.raises(InputSchemaError, match=r"notes.txt: unsupported file type '.txt'"):
         run_replay(spark, base, str(tmp_path / "out"))
+    os.remove(os.path.join(base, "acked", "notes.txt"))
+    open(os.path.join(base, "produced", "part-00002.parquet"), "wb").close()  # Spark's scan would fail later
+    with pytest.raises(InputSchemaError, match=r"produced/part-00002.parquet: the file is empty \(0 bytes\)"):
+        run_replay(spark, base, str(tmp_path / "out"))
     os.makedirs(str(tmp_path / "empty"))
     with pytest.raises(InputSchemaError, match="the produced log is missing"):
         run_replay(spark, str(tmp_path / "empty"), str(tmp_path / "out"))

@@ -6,6 +6,7 @@ Names and defaults follow ``ManagedLedgerConfig`` / ``ManagedLedgerFactoryConfig
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -18,6 +19,40 @@ DEFAULT_MAX_STATE_SIZE_IN_BYTES = 64 * 1024 * 1024
 legitimate states are a few MiB (10 million random holes take 6.3 MiB as BitSet words)."""
 UNLIMITED = -1
 """``retention_time_ms`` / ``retention_size_in_mb`` value meaning "no limit" (Pulsar's -1)."""
+UNACKED_RANGES_LIMIT: dict[str, str] = {
+    "range": (
+        "range format (the default): max_unacked_ranges_to_persist caps the number of ack ranges; "
+        "the first N ranges in position order (nearest the mark-delete) are persisted, the rest are "
+        "kept in memory only (Pulsar: ManagedCursorImpl.buildIndividualDeletedMessageRanges)."
+    ),
+    "long_array": (
+        "long-array format (persist_individual_ack_as_long_array=true): the same N caps acked "
+        "entries, not ranges. Whole ledgers are persisted as BitSet words, in ascending order, while "
+        "the sum of their acked entries stays <= N; the ledger that passes N and every later one are "
+        "left out, all their ranges truncated, so it can truncate where the range format at the same "
+        "N does not. When even the first ledger has more than N acked entries, the state is written "
+        "in the range format instead, capped at N ranges (Pulsar: ManagedCursorImpl."
+        "persistPositionToLedger -> RangeSetWrapper / OpenLongPairRangeSet.toRanges(N))."
+    ),
+    "auto": (
+        "auto format (individual_ack_format=auto, mledger's own): N caps ranges as in the range "
+        "format, then each ledger is written as ranges or BitSet words, whichever is smaller."
+    ),
+}
+"""How each individual-ack format applies ``max_unacked_ranges_to_persist`` (for summaries
+and reports that compare formats): format -> one paragraph."""
+LIMIT_SETTINGS = ("max_unacked_ranges_to_persist", "persist_individual_ack_as_long_array", "individual_ack_format")
+"""The settings whose comparison needs :data:`UNACKED_RANGES_LIMIT` to be read right."""
+
+
+def unacked_ranges_limit_notes(compared: Iterable[str], formats: Iterable[str]) -> list[str]:
+    """The :data:`UNACKED_RANGES_LIMIT` paragraphs of ``formats`` (effective formats, each once,
+    in :data:`INDIVIDUAL_ACK_FORMATS` order) when the ``compared`` settings include one of
+    :data:`LIMIT_SETTINGS`; ``[]`` otherwise."""
+    if not set(compared) & set(LIMIT_SETTINGS):
+        return []
+    used = set(formats)
+    return [UNACKED_RANGES_LIMIT[f] for f in INDIVIDUAL_ACK_FORMATS if f in used]
 
 
 @dataclass(frozen=True)
@@ -34,6 +69,7 @@ class ManagedLedgerConfig:
     ledger_rollover_timeout: int = 4 * 3600  # seconds
     # Individual-ack persistence
     max_unacked_ranges_to_persist: int = 10_000
+    """Ranges (or, in the long-array format, acked entries) persisted: :data:`UNACKED_RANGES_LIMIT`."""
     max_unacked_ranges_to_persist_in_metadata_store: int = 1_000
     """On close, a state with more ranges than this goes to the cursor ledger; -1 (as in
     Pulsar's tests) sends every closing state with a cursor ledger there."""

@@ -578,7 +578,10 @@ class CursorStateStore:
             if fmt == "long_array":
                 words, dropped = acked.to_long_arrays(range_limit)
                 state.long_arrays = words
-            else:
+            if fmt != "long_array" or not state.long_arrays:
+                # Pulsar writes individualDeletedMessages (ranges) when toRanges left no
+                # ledger: even the first ledger has more acked entries than the limit.
+                state.long_arrays = None
                 ledgers, lowers, uppers, dropped = acked.to_range_arrays(range_limit)
                 if fmt == "auto":
                     state.ranges, state.long_arrays = _smaller_per_ledger(acked, ledgers, lowers, uppers)

@@ -41,15 +41,33 @@ from .layout import PREPARED_SCHEMA, PartitionWriter, PreparedPartition, finish_
 from .progress import Progress
 from .schema import (
     ACKED_SCHEMA,
+    CANCEL_AFTER_DELIVERY,
+    CANCEL_REFUSED,
     CANCELLED_SCHEMA,
+    DEDUP_DUPLICATE,
+    DELIVERED_BEFORE_CANCEL,
     EVENT_SCHEMA,
+    INVALID_ROW,
+    PRODUCED_GAP,
     PRODUCED_SCHEMA,
     SEQ_FILE_SHIFT,
     SUBSCRIPTIONS_SCHEMA,
+    UNKNOWN_POSITION,
     to_events,
 )
 
 SUBSCRIPTION_TYPE_CYCLE = ("SHARED", "KEY_SHARED", "FAILOVER", "EXCLUSIVE")
+PLANTED_ANOMALIES: dict[str, str] = {
+    DELIVERED_BEFORE_CANCEL: "cancels of delayed messages sent after their deliver time (--cancel-fraction)",
+    CANCEL_AFTER_DELIVERY: "cancels of messages that were not delayed",
+    DEDUP_DUPLICATE: "producer retries: a produced row written twice (--duplicate-fraction)",
+    INVALID_ROW: "invalid rows (--invalid-fraction) and one subscription of type BOGUS",
+    CANCEL_REFUSED: "cancels on Failover/Exclusive subscriptions, which ack cumulatively",
+    UNKNOWN_POSITION: "acks of positions never produced (--unknown-ack-fraction) or of an invalid produced row",
+    PRODUCED_GAP: "the positions of invalid produced rows, missing from the produced log",
+}
+"""The anomalies the generated logs contain on purpose, so that a replay has each kind to
+find: reason -> what the generator wrote to cause it (the ``mledger demo`` summary says so)."""
 _SCHEMAS = {
     "produced": PRODUCED_SCHEMA,
     "acked": ACKED_SCHEMA,

@@ -172,9 +172,25 @@ def plan_inputs(events_dir: str, rows_per_task: int = 500_000) -> InputPlan:
     return InputPlan(events_dir, fs, files, tuple(tasks), root, log_dirs, subscriptions, anomalies)
 
 
+def _is_empty_log_file(fs: pafs.FileSystem, path: str, fmt: str) -> bool:
+    """A 0-byte file that is still a file of its format: uncompressed JSON Lines with no
+    record. Raises ``InputSchemaError`` naming any other 0-byte file: a CSV needs at least its
+    header row (a header-only CSV is a valid empty log), Parquet its footer, a compressed file
+    its own header. Skipping such a file silently lost a whole log (every ack of a 0-byte
+    ``produced`` file became ``unknown_position``)."""
+    if fs.get_file_info(path).size != 0:
+        return False
+    if fmt == "json" and not path.lower().endswith(_COMPRESSIONS):
+        return True
+    what = {"csv": "a CSV file (not even a header row)", "parquet": "a Parquet file (no footer)"}.get(fmt, "")
+    if path.lower().endswith(_COMPRESSIONS):
+        what = "a compressed file"
+    raise InputSchemaError(f"{path}: the file is empty (0 bytes), not {what}; remove it or write the log again")
+
+
 def _check_and_split(fs: pafs.FileSystem, log: str, path: str, index: int, rows_per_task: int) -> list[ReadTask]:
     fmt = file_format(path)
-    if fs.get_file_info(path).size == 0:
+    if _is_empty_log_file(fs, path, fmt):
         return []
     try:
         if fmt == "parquet":
@@ -298,11 +314,11 @@ def read_subscriptions(
     for path in paths:
         fmt = file_format(path)
         try:
+            if _is_empty_log_file(fs, path, fmt):
+                continue
             if fmt == "parquet":
                 with fs.open_input_file(path) as f:
                     table = pq.read_table(f)
-            elif fs.get_file_info(path).size == 0:
-                continue
             else:
                 with _open_text(fs, path, fmt, "subscriptions") as reader:
                     table = pa.Table.from_batches(list(reader), reader.schema)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import io
 import posixpath
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..core.config import unacked_ranges_limit_notes
 from .inputs import filesystem_for
 
 
@@ -148,17 +150,20 @@ def _render(*tables: Table | str) -> list[str]:
     return [line.rstrip() for line in text.rstrip("\n").split("\n")]
 
 
-def _table(headers: list[str], rows: list[list[object]], title: str | None = None) -> list[str]:
+def _table(headers: list[str], rows: list[list[object]], title: str | None = None, text: int = 1) -> list[str]:
+    """Rows under ``headers``: the first column and the last ``text - 1`` ones (text) left-justified,
+    the others (figures) right-justified."""
     table = Table(*headers, box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
     for i, column in enumerate(table.columns):
-        column.justify = "left" if i == 0 else "right"
+        column.justify = "left" if i == 0 or i >= len(headers) - (text - 1) else "right"
     for row in rows:
         table.add_row(*[f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v) for v in row])
     return _render(table)
 
 
-def format_summary(s: ReplaySummary) -> str:
-    """The human-readable summary tables."""
+def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -> str:
+    """The human-readable summary tables. ``planted``: for generated logs, the anomalies the
+    generator plants on purpose (reason -> how); the anomalies table then says so per reason."""
     lines = [
         f"replayed {s.events:,} events of {s.topic_partitions:,} topic-partitions"
         + (f" in {s.seconds:.1f} s ({s.events_per_second:,.0f} events/s, {s.engine})" if s.seconds else ""),
@@ -215,12 +220,26 @@ def format_summary(s: ReplaySummary) -> str:
                 for r in s.top_backlog
             ],
         )
-    lines += ["", f"anomalies: {s.anomaly_total:,}"]
-    if s.anomalies:
+    lines += ["", f"anomalies: {s.anomaly_total:,}" + _planted_note(s, planted)]
+    if s.anomalies and planted is not None:
+        lines += _table(
+            ["reason", "count", "planted by the generator as"],
+            [[k, v, planted.get(k, "not planted by the generator")] for k, v in s.anomalies.items()],
+            text=2,
+        )
+    elif s.anomalies:
         lines += _table(["reason", "count"], [[k, v] for k, v in s.anomalies.items()])
     if s.out_dir:
         lines += ["", f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet)"]
     return "\n".join(lines)
+
+
+def _planted_note(s: ReplaySummary, planted: Mapping[str, str] | None) -> str:
+    if planted is None or not s.anomalies:
+        return ""
+    on_purpose = sum(v for k, v in s.anomalies.items() if k in planted)
+    share = "all" if on_purpose == s.anomaly_total else f"{on_purpose:,}"
+    return f", {share} planted on purpose by the generator (so that the replay has each kind to find)"
 
 
 @dataclass(frozen=True)
@@ -233,6 +252,8 @@ class SweepSummary:
     seconds: float = 0.0
     engine: str = ""
     out_dir: str = ""
+    formats: tuple[str, ...] = ()
+    """The individual-ack format in force per combination (``range``, ``long_array``, ``auto``)."""
 
     @property
     def events(self) -> int:
@@ -276,6 +297,10 @@ def format_sweep(s: SweepSummary) -> str:
         for vals, summary in zip(s.values, s.summaries, strict=False)
     ]
     lines += _table([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
+    notes = unacked_ranges_limit_notes(s.keys, s.formats)
+    if notes:
+        lines += ["", "how max_unacked_ranges_to_persist applies in each individual-ack format of this sweep:"]
+        lines += [textwrap.fill(note, 110, initial_indent="  - ", subsequent_indent="    ") for note in notes]
     reasons = sorted({r for summary in s.summaries for r in summary.anomalies})
     if reasons:
         lines += ["", "anomalies by reason:"]

@@ -148,7 +148,8 @@ class Chart:
     ``categories`` label the rows, top to bottom; every series of every panel has one value per
     category. ``legend`` explains colors; a panel's reference line and, without explicit
     items, the series names are added to it. ``width``: ``"full"`` charts get a card of their
-    own under ``heading`` and ``lede``; consecutive ``"half"`` charts share a row.
+    own under ``heading`` and ``lede``; consecutive ``"half"`` charts share a row. ``notes``:
+    paragraphs the page lists under the chart (how to read it), not drawn in the image.
     """
 
     key: str
@@ -162,6 +163,7 @@ class Chart:
     width: Literal["full", "half"] = "full"
     heading: str = ""
     lede: str = ""
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.key or not all(c.isalnum() or c in "-_" for c in self.key):

@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import MissingExtraError, MLedgerError
+from ..core.config import ManagedLedgerConfig
+from ..core.errors import ConfigError, MissingExtraError, MLedgerError
 
 __all__ = [
     "NEAR_LIMIT",
@@ -31,6 +32,7 @@ __all__ = [
     "ReportModel",
     "SubscriptionState",
     "load_model",
+    "recorded_ledger_settings",
     "recorded_limit",
     "recorded_sweep",
 ]
@@ -147,6 +149,8 @@ class SweepSetting:
     values: tuple[tuple[str, Any], ...]
     limit: int
     """``max_unacked_ranges_to_persist`` this combination ran with."""
+    ack_format: str
+    """The individual-ack format it persisted with: ``range``, ``long_array`` or ``auto``."""
     subscriptions: int
     hole_ranges: int
     truncated_ranges: int
@@ -251,7 +255,11 @@ def _scan_anomalies(
     ds: Any, out_dir: str, only: tuple[tuple[str, Any], ...] = ()
 ) -> tuple[Counter[str], Counter[str], dict[str, list[dict[str, Any]]]]:
     """(count by reason, count by topic-partition, examples by reason), streaming; ``only``:
-    the rows of one sweep combination."""
+    the rows of one sweep combination. Rows whose key the replay cannot replay (no topic or
+    no partition, e.g. a bad row of the subscriptions log) belong to no topic-partition, as in
+    the replay's ``partitions`` output (:func:`mledger.replay.engine.replayable`)."""
+    from ..replay.engine import replayable
+
     by_reason: Counter[str] = Counter()
     by_partition: Counter[str] = Counter()
     examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -268,8 +276,8 @@ def _scan_anomalies(
         partitions = data.get("partition", [None] * len(reasons))
         by_reason.update(r or "unknown" for r in reasons)
         for topic, partition in zip(topics, partitions, strict=True):
-            if topic:
-                by_partition[topic if partition is None or partition < 0 else f"{topic}-partition-{partition}"] += 1
+            if replayable(topic, partition):
+                by_partition[topic if partition < 0 else f"{topic}-partition-{partition}"] += 1
         for i, reason in enumerate(reasons):
             kept = examples[reason or "unknown"]
             if len(kept) < EXAMPLES_PER_REASON:
@@ -347,6 +355,35 @@ def recorded_sweep(out_dir: str) -> dict[str, list[Any]]:
     return sweep
 
 
+def recorded_ledger_settings(out_dir: str) -> dict[str, Any]:
+    """The ``ledger`` settings of ``out_dir/settings.json`` (``{}`` without the file); a sweep's
+    swept keys hold the base it started from there."""
+    path = os.path.join(out_dir, SETTINGS_FILE)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            ledger = json.load(f).get("ledger") or {}
+    except (OSError, ValueError, AttributeError) as e:
+        raise ReplayReportInputError(f"{path}: not a replay settings file ({type(e).__name__}: {e})") from None
+    if not isinstance(ledger, dict):
+        raise ReplayReportInputError(f"{path}: ledger is {ledger!r}, not settings by name")
+    return ledger
+
+
+def _ack_format(ledger: dict[str, Any], values: dict[str, Any]) -> str:
+    """The individual-ack format of a combination: its swept values over the recorded base."""
+    chosen = {**ledger, **values}
+    try:
+        config = ManagedLedgerConfig(
+            persist_individual_ack_as_long_array=bool(chosen.get("persist_individual_ack_as_long_array", False)),
+            individual_ack_format=chosen.get("individual_ack_format"),
+        )
+    except ConfigError as e:
+        raise ReplayReportInputError(f"settings.json: {e}") from None
+    return config.effective_ack_format
+
+
 def _combination_filter(ds: Any, only: tuple[tuple[str, Any], ...]) -> Any:
     expr = None
     for key, value in only:
@@ -359,6 +396,7 @@ def _sweep_settings(
     ds: Any, out_dir: str, sweep: dict[str, list[Any]], rows: list[dict[str, Any]], limit: int
 ) -> list[SweepSetting]:
     keys = list(sweep)
+    ledger = recorded_ledger_settings(out_dir)
     anomalies: Counter[tuple[Any, ...]] = Counter()
     dataset = _dataset(ds, os.path.join(out_dir, "anomalies"))
     if dataset is not None and all(k in dataset.schema.names for k in keys):
@@ -380,6 +418,7 @@ def _sweep_settings(
                 label=", ".join(f"{k}={v}" for k, v in values),
                 values=values,
                 limit=own,
+                ack_format=_ack_format(ledger, dict(values)),
                 subscriptions=len(subs),
                 hole_ranges=sum(s.hole_ranges for s in subs),
                 truncated_ranges=sum(s.truncated_ranges for s in subs),
@@ -430,6 +469,7 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
         "acked": sum(s.acked for s in subs),
         "cancelled": sum(s.cancelled for s in subs),
         "anomalies": sum(by_reason.values()),
+        "unplaced_anomalies": sum(by_reason.values()) - sum(by_partition.values()),
         "over_limit": sum(1 for s in subs if s.over_limit(limit)),
         "near_limit": sum(1 for s in subs if not s.over_limit(limit) and s.utilisation(limit) >= NEAR_LIMIT),
         "truncated_ranges": sum(s.truncated_ranges for s in subs),

@@ -12,10 +12,11 @@ order; ``None`` leaves the chart out (for charts that only some outputs can fill
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from ..core.config import unacked_ranges_limit_notes
 from ._chart import Chart, LegendItem, Panel, Reference, Series, bytes_unit, format_bytes, format_count
-from ._data import NEAR_LIMIT, ReportModel, SubscriptionState
+from ._data import NEAR_LIMIT, ReportModel, SubscriptionState, SweepSetting
 
 __all__ = ["FIGURES", "FigureBuilder", "report_charts"]
 
@@ -146,11 +147,28 @@ def anomalies(model: ReportModel, top: int) -> Chart:
     )
 
 
+def _sweep_rows(settings: Sequence[SweepSetting]) -> tuple[tuple[str, ...], list[str], list[str]]:
+    """(row labels, the keys that label them, ``key=value`` of the keys every row shares): rows
+    are named by the values that differ only, so labels stay short and are never cut."""
+    keys = [k for k, _ in settings[0].values]
+    differ = [i for i in range(len(keys)) if len({repr(s.values[i][1]) for s in settings}) > 1]
+    shared = [f"{k}={v}" for i, (k, v) in enumerate(settings[0].values) if i not in differ]
+    labels = tuple(" · ".join(str(s.values[i][1]) for i in differ) or s.label for s in settings)
+    return labels, [keys[i] for i in differ], shared
+
+
 def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
-    """A sweep's settings side by side: truncated ranges, persisted state bytes, chunks."""
+    """A sweep's settings side by side: truncated ranges, persisted state bytes, chunks; rows
+    labelled by the swept values that differ (the keys in the subtitle), with how each
+    individual-ack format applies ``max_unacked_ranges_to_persist`` when the sweep compares it."""
     if not model.sweep:
         return None
     settings = model.sweep
+    labels, named, shared = _sweep_rows(settings)
+    subtitle = f"Rows: {' · '.join(named)}" if named else "One combination"
+    if shared:
+        subtitle += f" (every row: {', '.join(shared)})"
+    subtitle += "; each replayed the same events"
     colors = tuple("red" if s.truncated_ranges else ("purple" if s.max_chunks > 1 else "blue") for s in settings)
     truncated = Series(
         tuple(float(s.truncated_ranges) for s in settings),
@@ -164,8 +182,8 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
     return Chart(
         key="sweep",
         title=f"The sweep: {len(settings)} settings side by side",
-        subtitle="Each row replayed the same events under one combination of the swept settings",
-        categories=tuple(s.label for s in settings),
+        subtitle=subtitle,
+        categories=labels,
         panels=(
             Panel((truncated,), "ranges, all subscriptions", format_count, title="Truncated ack ranges"),
             Panel((state,), f"all states ({unit.name})", format_bytes, unit, title="Persisted state bytes"),
@@ -180,6 +198,7 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
         f"The charts below show the first setting ({model.shown}).",
         heading="Settings compared",
         lede="One replay of the log under every combination of the swept settings, read once.",
+        notes=tuple(unacked_ranges_limit_notes([k for k, _ in settings[0].values], (s.ack_format for s in settings))),
     )
 
 

@@ -47,24 +47,27 @@ figure svg.chart { display:block; width:100%; height:auto; }
 figcaption { color:var(--muted); font-size:12.5px; margin-top:8px; }
 table { width:100%; border-collapse:collapse; font-size:13px; }
 th { text-align:left; font-weight:600; color:var(--muted); font-size:11.5px; text-transform:uppercase;
-     letter-spacing:.05em; border-bottom:1px solid var(--line); padding:8px 10px; white-space:nowrap; }
-td { border-bottom:1px solid var(--line); padding:7px 10px; vertical-align:top; }
+     letter-spacing:.04em; border-bottom:1px solid var(--line); padding:8px 8px; vertical-align:bottom; }
+td { border-bottom:1px solid var(--line); padding:7px 8px; vertical-align:top; }
 tbody tr:nth-child(even) td { background:#fafafa; }
-td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
+th.num { text-align:right; }
+td.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 td.name { font-family:ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace;
-          font-size:12.5px; white-space:nowrap; }
+          font-size:12.5px; overflow-wrap:anywhere; min-width:22ch; }
 td.nowrap { white-space:nowrap; }
 .scroll { overflow-x:auto; }
 .badge { display:inline-block; padding:1px 8px; border-radius:999px; font-size:11px; font-weight:600;
          background:#eef2ff; color:#3730a3; white-space:nowrap; }
 .badge.SHARED { background:#dbeafe; color:#1e40af; } .badge.KEY_SHARED { background:#ccfbf1; color:#115e59; }
 .badge.EXCLUSIVE { background:#f3f4f6; color:#374151; } .badge.FAILOVER { background:#ede9fe; color:#5b21b6; }
-.meter { display:inline-block; width:72px; height:8px; border-radius:4px; background:#e5e7eb;
-         vertical-align:middle; margin-right:8px; overflow:hidden; }
+.meter { display:inline-block; width:48px; height:8px; border-radius:4px; background:#e5e7eb;
+         vertical-align:middle; margin-right:6px; overflow:hidden; }
 .meter span { display:block; height:100%; background:var(--blue); }
 .meter span.warn { background:var(--amber); } .meter span.bad { background:var(--red); }
 .pill { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:6px; vertical-align:-1px; }
 .more { color:var(--muted); font-size:12.5px; margin:10px 0 0; }
+ul.notes { margin:12px 0 0; padding-left:18px; font-size:13px; max-width:1080px; }
+ul.notes li { margin:4px 0; }
 .detail { color:var(--muted); font-size:12px; }
 footer { color:var(--muted); font-size:12px; padding:0 0 32px; }
 @media (max-width: 900px) { .kpis { grid-template-columns:repeat(2, 1fr); } .grid2 { grid-template-columns:1fr; } }
@@ -127,9 +130,11 @@ def _kpis(model: ReportModel) -> str:
 
 def _figure(chart: Chart, drawn: RenderedChart) -> str:
     caption = f"{escape(chart.caption)} " if chart.caption else ""
+    notes = "".join(f"<li>{escape(note)}</li>" for note in chart.notes)
     return (
         f'<figure style="max-width:{drawn.width}px">{drawn.svg}'
         f'<figcaption>{caption}<span class="detail">({escape(chart.key)}.png)</span></figcaption></figure>'
+        + (f'<ul class="notes">{notes}</ul>' if notes else "")
     )
 
 
@@ -244,10 +249,18 @@ def _partition_section(model: ReportModel, rows: int) -> str:
         ),
         lines,
     )
+    unplaced = model.totals.get("unplaced_anomalies", 0)
+    note = (
+        f'<p class="more">{_n(unplaced)} anomaly row{"s" if unplaced != 1 else ""} name no topic-partition '
+        "(a bad row of the subscriptions log, or an event row without a topic or partition): they count under "
+        "Anomalies only.</p>"
+        if unplaced
+        else ""
+    )
     return (
         '<section class="card"><h2>Worst topic-partitions</h2><p class="lede">Ranked by truncated ranges, then '
         "by the fullest subscription's share of the limit, then by anomalies and backlog.</p>"
-        f"{table}{_more(len(shown), len(model.partitions), 'topic-partitions')}</section>"
+        f"{table}{_more(len(shown), len(model.partitions), 'topic-partitions')}{note}</section>"
     )
 
 
@@ -260,8 +273,11 @@ def _subscription_row(model: ReportModel, s: SubscriptionState) -> list[str]:
         _td(_n(s.hole_ranges), "num"),
         _td(_meter(s.utilisation(model.limit)), "nowrap"),
         _td(_n(s.truncated_ranges), "num"),
-        _td(format_bytes(s.persisted_bytes), "num"),
-        _td(_n(s.chunks), "num"),
+        _td(
+            f'{format_bytes(s.persisted_bytes)}<br><span class="detail">'
+            f"{_n(s.chunks)} chunk{'s' if s.chunks != 1 else ''}</span>",
+            "num",
+        ),
         _td(_n(s.backlog), "num"),
         _td(f"{_n(s.acked)} / {_n(s.cancelled)}", "num"),
     ]
@@ -279,7 +295,6 @@ def _subscription_section(model: ReportModel, rows: int) -> str:
             ("Of limit", False),
             ("Truncated", True),
             ("State", True),
-            ("Chunks", True),
             ("Backlog", True),
             ("Acked / cancelled", True),
         ),
