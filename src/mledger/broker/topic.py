@@ -46,6 +46,7 @@ from .errors import (
     TopicFencedError,
 )
 from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, PublishContext
+from .journal import BrokerJournal, TopicJournal
 from .names import TopicName
 from .producer import Producer, ProducerListener
 from .publishing import FramedPublish, PublishCallback, PublishResult
@@ -98,6 +99,11 @@ class TopicOwner(Protocol):
         """A producer name unique within the broker."""
         ...
 
+    @property
+    def journal(self) -> BrokerJournal | None:
+        """What hears stored entries and cursor changes (:mod:`mledger.broker.journal`)."""
+        ...
+
 
 class Topic:
     """One persistent topic or partition. Obtain with ``Broker.get_topic`` / ``create_topic``."""
@@ -121,6 +127,13 @@ class Topic:
         self._subscriptions: dict[str, Subscription] = {}
         self._listeners: list[TopicListener] = []
         self._closed = False
+        journal = broker.journal
+        self.journal = (
+            None
+            if journal is None
+            else TopicJournal(journal, str(topic_name.partitioned_topic), topic_name.partition_index, broker.clock)
+        )
+        """This topic's view of the broker's journal (None: nothing is recorded)."""
         for cursor in ml.cursors:
             if self.is_system_cursor(cursor.name):
                 continue
@@ -236,6 +249,10 @@ class Topic:
                 )
                 sub = Subscription(self, name, cursor, sub_type)
                 self._subscriptions[name] = sub
+                if self.journal is not None:
+                    self.journal.subscription_created(
+                        name, sub_type.name, initial_position.value, cursor.mark_delete_position
+                    )
                 return sub
         sub.change_type(sub_type)
         return sub
@@ -288,6 +305,8 @@ class Topic:
             del self._subscriptions[name]
             if sub.durable:
                 self._ml.delete_cursor(name)
+                if self.journal is not None:
+                    self.journal.subscription_deleted(name)
             else:
                 sub.cursor.close()
 
@@ -571,6 +590,10 @@ class _PublishCompletion:
             for (i, ctx), position in zip(accepted, positions, strict=True):
                 record(ctx, position)
                 results[i] = position
+            if topic.journal is not None:
+                topic.journal.entries_persisted(
+                    [(position, ctx) for (_, ctx), position in zip(accepted, positions, strict=True)]
+                )
             topic._publish_completed(None)
             if positions:
                 topic._notify_entries_added()

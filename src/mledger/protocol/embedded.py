@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..broker import Broker, BrokerConfig
+from ..broker.journal import BrokerJournal
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore
@@ -105,7 +106,7 @@ class EmbeddedBroker:
         clock: Clock = ManualClock(wall) if self._manual else SystemClock()
         self._store = SqliteStore(self.data_dir, synchronous="NORMAL") if self.data_dir is not None else MemoryStore()
         factory = ManagedLedgerFactory(self._store, clock=clock)
-        self.broker = Broker(factory, self._broker_config, clock=clock)
+        self.broker = Broker(factory, self._broker_config, clock=clock, journal=self._make_journal())
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
         self.clock = BrokerClock(self, clock)
@@ -134,6 +135,11 @@ class EmbeddedBroker:
             self.stop()
             raise
         return self
+
+    def _make_journal(self) -> BrokerJournal | None:
+        """Hook for subclasses: what hears the broker's changes (the standalone variant's
+        recorder, with ``record=``); the broker closes it."""
+        return None
 
     def _after_start(self) -> None:
         """Hook for subclasses: runs once the server accepts connections (the standalone
