@@ -95,8 +95,8 @@ def test_every_cursor_change_is_recorded(tmp_path: Path) -> None:
         for r in rows(tmp_path, "subscriptions")
     ]
     assert subs == [
-        ("billing", "created", "SHARED", "earliest", None),
-        ("audit", "created", "EXCLUSIVE", "earliest", None),
+        ("billing", "created", "SHARED", "earliest", -1),  # where the cursor started: before entry 0
+        ("audit", "created", "EXCLUSIVE", "earliest", -1),
         ("billing", "reset", None, None, 1),
         ("billing", "deleted", None, None, None),
     ]
@@ -204,7 +204,7 @@ def test_sigkill_mid_run_leaves_only_readable_files_that_replay(tmp_path: Path) 
         consumer.close()  # the client sends its grouped acks first
         # the writer thread writes every 50 ms: wait (bounded) for the parts of both logs
         deadline = time.monotonic() + 30
-        while not (list((record / "produced").glob("part-*")) and list((record / "acked").glob("part-*"))):
+        while not (rows(record, "produced") and rows(record, "acked")):
             assert time.monotonic() < deadline, "nothing recorded"
             time.sleep(0.01)
         producer.send(b"in the last interval")  # may be lost with the process
@@ -239,7 +239,7 @@ def test_sigterm_writes_everything_before_the_process_exits(tmp_path: Path) -> N
         for i in range(20):
             producer.send(b"m%d" % i)
         client.close()
-        assert not list((record / "produced").glob("part-*"))  # nothing flushed yet
+        assert not rows(record, "produced")  # nothing flushed yet
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:

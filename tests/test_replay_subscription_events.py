@@ -179,6 +179,22 @@ def test_a_part_truncated_by_hand_is_a_clear_error(tmp_path: Path) -> None:
         run_single_process(raw, str(tmp_path / "out"))
 
 
+def test_a_subscription_on_a_partition_without_entries_has_its_cursor_row(tmp_path: Path) -> None:
+    record = tmp_path / "rec"
+    broker = Broker(ManagedLedgerFactory(MemoryStore()), clock=ManualClock(1_000), journal=Recorder(record))
+    broker.create_topic("persistent://public/default/p", partitions=2)
+    broker.subscribe("persistent://public/default/p", "s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
+    broker.create_producer("persistent://public/default/p-partition-1").send(b"only here")
+    live = {}
+    for i in range(2):
+        sub = broker.get_subscription(f"persistent://public/default/p-partition-{i}", "s")
+        md = sub.cursor.mark_delete_position
+        live[("persistent://public/default/p", i, "s")] = (md.ledger_id, md.entry_id, "[]", sub.backlog())
+    broker.close()
+    run_single_process(str(record), str(tmp_path / "out"))
+    assert replayed_state(tmp_path / "out") == live
+
+
 # -- the library's broker, recorded and replayed ---------------------------------------------------
 TYPES = list(SubscriptionType)
 

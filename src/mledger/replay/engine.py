@@ -371,6 +371,9 @@ class PartitionReplayer:
         model.set_time(t)
         code = self._subs.code(event.name)
         if event.event == SUBSCRIPTION_CREATED:
+            if not self._started and event.ledger_id >= 0:
+                model.start(event.ledger_id)  # no entry yet: the topic is on the ledger it started on
+                self._started = True
             self._seen.add(code)
             self._deleted.discard(code)
             self._create(SubscriptionSpec(event.name, event.type, event.initial_position))

@@ -590,12 +590,18 @@ def finish_layout(
 ) -> Manifest:
     """Write the subscriptions, the anomalies and (last) the manifest; remove files of other
     writers (failed or duplicate attempts). Topic-partitions are listed by topic, partition."""
-    parts = sorted(partitions, key=lambda p: (p.topic is None, p.topic or "", p.partition is None, p.partition or 0))
+    parts = list(partitions)
     seen = set()
     for p in parts:
         if p.key in seen:
             raise PreparedLayoutError(f"topic {p.topic!r} partition {p.partition} was written twice")
         seen.add(p.key)
+    for topic, specs in subscriptions.items():  # a partition with subscription events only
+        for spec in specs:
+            if spec.timed and spec.partition is not None and (topic, spec.partition) not in seen:
+                seen.add((topic, spec.partition))
+                parts.append(PreparedPartition(topic, spec.partition, ()))
+    parts.sort(key=lambda p: (p.topic is None, p.topic or "", p.partition is None, p.partition or 0))
     subs = subscription_rows(subscriptions)
     if subs.num_rows:
         pq.write_table(subs, posixpath.join(path, SUBSCRIPTIONS_FILE), filesystem=fs)

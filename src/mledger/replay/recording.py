@@ -21,7 +21,8 @@ queue; a writer thread takes the queue every ``flush_interval_s`` (or sooner onc
 ``rows_per_part`` rows wait) and writes one Parquet part per log, of at most ``rows_per_part``
 rows, under a hidden temporary name renamed when complete. So a recording is always a set of
 complete, readable parts: a SIGKILL loses at most the rows of the last interval; a clean stop
-(``close``, which the broker's ``close`` calls) writes everything first.
+(``close``, which the broker's ``close`` calls) writes everything first. A session starts by writing an
+empty part for each log that has none, so every log exists (the replay requires ``acked``).
 
 Never blocking the broker: the queue holds at most ``max_pending_rows`` rows. Rows that do not
 fit, and rows whose part cannot be written (a full disk), are dropped and counted; the
@@ -167,6 +168,10 @@ class Recorder:
                 (self.directory / name).mkdir(parents=True, exist_ok=True)
                 for leftover in (self.directory / name).glob(".part-*"):
                     leftover.unlink()  # a part an earlier process was writing when it died
+            for name, schema in _SCHEMAS.items():  # every log exists, even one nothing is written to
+                if not any((self.directory / name).glob("part-*.parquet")):
+                    empty = self.directory / name / f"part-{self._session:013d}-{0:08d}.parquet"
+                    pq.write_table(schema.empty_table(), empty)
             self._status = self._load_status()
             self._write_status()
         except OSError as exc:
@@ -242,10 +247,19 @@ class Recorder:
         mark_delete: Position,
         now_ms: int,
     ) -> None:
-        """A ``created`` row (a ``latest`` one waits for the entries before its start)."""
+        """A ``created`` row with the position its cursor started at (a ``latest`` one waits for
+        the produced rows of the entries before it)."""
         required = mark_delete if mark_delete.entry_id >= 0 else None
         self._subscription_event(
-            topic, partition, subscription, SUBSCRIPTION_CREATED, required, sub_type, initial_position, None, now_ms
+            topic,
+            partition,
+            subscription,
+            SUBSCRIPTION_CREATED,
+            required,
+            sub_type,
+            initial_position,
+            mark_delete,
+            now_ms,
         )
 
     def subscription_reset(
