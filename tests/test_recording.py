@@ -219,11 +219,14 @@ def test_sigkill_mid_run_leaves_only_readable_files_that_replay(tmp_path: Path) 
     status = read_recording_status(record)
     assert status is not None and status["complete"] is False  # not stopped: the last interval may be lost
     out = tmp_path / "out"
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "mledger.cli", "replay", str(record), str(out), "--single-process", "--quiet"],
         check=True,
         timeout=120,
+        capture_output=True,
+        text=True,
     )
+    assert "is an incomplete recording (not stopped cleanly" in done.stderr
     cursors = pq.read_table(out / "cursors").to_pylist()
     assert [c["subscription"] for c in cursors] == ["s"]
     produced = rows(record, "produced")
@@ -250,3 +253,24 @@ def test_sigterm_writes_everything_before_the_process_exits(tmp_path: Path) -> N
     assert status is not None and status["complete"] is True
     assert os.listdir(record / "produced")  # and no temporary file
     assert not [p for p in record.rglob(".*")]
+
+
+def test_what_the_logs_cannot_express_marks_the_recording_incomplete(tmp_path: Path) -> None:
+    store = MemoryStore()
+    before = Broker(ManagedLedgerFactory(store), clock=ManualClock(1_000))
+    before.subscribe(TOPIC, "old", SubscriptionType.SHARED, InitialPosition.EARLIEST)
+    before.close()
+    recorder = Recorder(tmp_path / "a")
+    broker = Broker(ManagedLedgerFactory(store), clock=ManualClock(1_000), journal=recorder)
+    broker.get_topic(TOPIC)  # opened with a subscription stored before the recording
+    assert not recorder.complete
+    broker.close()
+    recorder = Recorder(tmp_path / "b")
+    broker = Broker(ManagedLedgerFactory(MemoryStore()), clock=ManualClock(1_000), journal=recorder)
+    broker.create_producer(TOPIC).send(b"x")
+    assert recorder.complete
+    broker.delete_topic(TOPIC, force=True)
+    assert not recorder.complete
+    broker.close()
+    status = read_recording_status(tmp_path / "b")
+    assert status is not None and "deletion of topic" in status["sessions"][-1]["incomplete_reason"]

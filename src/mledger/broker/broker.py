@@ -227,6 +227,8 @@ class Broker:
             if found.has_connections() and not force:
                 raise TopicBusyError(f"Topic {name} has active producers/subscriptions")
             found.close()
+            if self.journal is not None:  # the raw logs have no event for it
+                self.journal.not_recorded(f"deletion of topic {name}", self.clock.now_ms())
             topics = found.partitions if isinstance(found, PartitionedTopic) else [found]
             for t in topics:
                 self.factory.delete(t.topic_name.managed_ledger_name)

@@ -19,8 +19,10 @@ call                            when
 ``subscription_reset``          its cursor was reset (seek by id or time,
                                 ``reset-cursor``, ``clear-backlog``)
 ``subscription_deleted``        it was unsubscribed
-``not_recorded``                a cursor change that cannot be expressed as the
-                                above (``skip -n``): the journal is incomplete
+``not_recorded``                what cannot be expressed as the above (``skip -n``,
+                                a topic deleted, a topic opened with entries or
+                                subscriptions stored earlier): the journal is
+                                incomplete
 ==============================  ====================================================
 
 Non-durable (reader) subscriptions, negative acks and delayed dispatch change no stored

@@ -144,6 +144,8 @@ class Topic:
                 log.warning("%s: subscription %s has unknown type %r; using Exclusive", self.name, cursor.name, stored)
                 sub_type = SubscriptionType.EXCLUSIVE
             self._subscriptions[cursor.name] = Subscription(self, cursor.name, cursor, sub_type)
+        if self.journal is not None and (self._subscriptions or any(i.entries for i in ml.ledger_infos())):
+            self.journal.not_recorded("entries or subscriptions stored before the recording started")
         self._dedup: Deduplication = broker.make_deduplication(self)
 
     # -- views ------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from .fs import filesystem_for as filesystem_for
 from .model import SubscriptionSpec
+from .recording import warn_if_incomplete
 from .schema import (
     ANOMALY_SCHEMA,
     EVENT_LOGS,
@@ -167,6 +168,7 @@ def plan_inputs(events_dir: str, rows_per_task: int = 500_000) -> InputPlan:
         for index, path in enumerate(paths):
             tasks.extend(_check_and_split(fs, log, path, index, rows_per_task))
     subscriptions, anomalies = read_subscriptions(fs, files["subscriptions"], root)
+    warn_if_incomplete(fs, root)
     return InputPlan(events_dir, fs, files, tuple(tasks), root, log_dirs, subscriptions, anomalies)
 
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import posixpath
 import threading
 import time
 from collections import deque
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ..broker.hooks import PublishContext
@@ -70,7 +72,7 @@ from .schema import (
     SUBSCRIPTIONS_SCHEMA,
 )
 
-__all__ = ["RECORDING_FILE", "RecordSettings", "Recorder", "read_recording_status"]
+__all__ = ["RECORDING_FILE", "RecordSettings", "Recorder", "read_recording_status", "warn_if_incomplete"]
 
 log = logging.getLogger(__name__)
 
@@ -503,16 +505,39 @@ class Recorder:
             log.debug("cannot write %s: %s", RECORDING_FILE, exc)
 
 
-def read_recording_status(directory: str | Path) -> dict[str, Any] | None:
+def read_recording_status(directory: str | Path, filesystem: pafs.FileSystem | None = None) -> dict[str, Any] | None:
     """The ``recording.json`` of a recording directory, None when there is none.
 
     ``complete`` is False when a session dropped rows or was not stopped cleanly (a crash:
-    its last ``flush_interval_s`` of events may be missing).
+    its last ``flush_interval_s`` of events may be missing), or was not recorded from an
+    empty broker (``incomplete_reason`` says why).
     """
-    path = Path(directory) / RECORDING_FILE
-    if not path.exists():
+    fs = filesystem or pafs.LocalFileSystem()
+    path = posixpath.join(str(directory) if filesystem else os.path.abspath(directory), RECORDING_FILE)
+    if fs.get_file_info(path).type != pafs.FileType.File:
         return None
-    status: dict[str, Any] = json.loads(path.read_text())
+    with fs.open_input_stream(path) as f:
+        status: dict[str, Any] = json.loads(f.read().decode("utf-8"))
     sessions = status.get("sessions", [])
     status["complete"] = all(s.get("incomplete_since_ms") is None and s.get("stopped_ms") is not None for s in sessions)
     return status
+
+
+def warn_if_incomplete(filesystem: pafs.FileSystem, directory: str) -> None:
+    """Log a warning when ``directory`` is a recording that is not complete (what reading raw
+    logs calls: the replay of such a recording may differ from the broker it recorded)."""
+    try:
+        status = read_recording_status(directory, filesystem)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        log.warning("%s: unreadable %s (%s)", directory, RECORDING_FILE, exc)
+        return
+    if status is None or status["complete"]:
+        return
+    reasons = [
+        s.get("incomplete_reason") or ("not stopped cleanly: its last interval may be missing")
+        for s in status.get("sessions", [])
+        if s.get("incomplete_since_ms") is not None or s.get("stopped_ms") is None
+    ]
+    log.warning(
+        "%s is an incomplete recording (%s): the replay may differ from the broker", directory, "; ".join(reasons)
+    )
