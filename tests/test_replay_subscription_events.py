@@ -195,6 +195,26 @@ def test_a_subscription_on_a_partition_without_entries_has_its_cursor_row(tmp_pa
     assert replayed_state(tmp_path / "out") == live
 
 
+def test_subscribing_again_with_another_type_changes_it_in_the_replay_too(tmp_path: Path) -> None:
+    record = tmp_path / "rec"
+    broker = Broker(ManagedLedgerFactory(MemoryStore()), clock=ManualClock(1_000), journal=Recorder(record))
+    sub = broker.subscribe(TOPIC, "s", SubscriptionType.EXCLUSIVE, InitialPosition.EARLIEST)
+    assert isinstance(sub, Subscription)
+    ids = [broker.create_producer(TOPIC).send(b"x") for _ in range(4)]
+    sub.add_consumer("c").acknowledge_cumulative(ids[0])
+    sub.consumers[0].close()
+    broker.subscribe(TOPIC, "s", SubscriptionType.SHARED)
+    consumer = sub.add_consumer("c")
+    consumer.acknowledge(ids[2])  # a hole: Shared takes individual acks
+    assert sub.cancel_delayed_message(ids[3].ledger_id, ids[3].entry_id)  # refused on Exclusive
+    md = sub.cursor.mark_delete_position
+    live = {(TOPIC, -1, "s"): (md.ledger_id, md.entry_id, str(sub.cursor.individually_deleted_messages()), 1)}
+    broker.close()
+    run_single_process(str(record), str(tmp_path / "out"))
+    assert replayed_state(tmp_path / "out") == live
+    assert cursors(tmp_path / "out")[(TOPIC, -1, "s")]["subscription_type"] == "SHARED"
+
+
 # -- the library's broker, recorded and replayed ---------------------------------------------------
 TYPES = list(SubscriptionType)
 

@@ -15,7 +15,8 @@ call                            when
                                 cumulative, batch index; PIP-423 skips (individual
                                 acks, as Pulsar applies them)
 ``cancelled``                   a PIP-423 cancel that acknowledged an entry
-``subscription_created``        a durable subscription was created
+``subscription_created``        a durable subscription was created, or subscribed
+                                to again with another type (which changes it)
 ``subscription_reset``          its cursor was reset (seek by id or time,
                                 ``reset-cursor``, ``clear-backlog``)
 ``subscription_deleted``        it was unsubscribed

@@ -256,7 +256,12 @@ class Topic:
                         name, sub_type.name, initial_position.value, cursor.mark_delete_position
                     )
                 return sub
+        old_type = sub.type
         sub.change_type(sub_type)
+        if self.journal is not None and sub.durable and sub.type is not old_type:  # Pulsar's subscribe again
+            self.journal.subscription_created(
+                name, sub_type.name, initial_position.value, sub.cursor.mark_delete_position
+            )
         return sub
 
     def open_non_durable_subscription(

@@ -236,6 +236,17 @@ class BrokerModel:
         sub = self._subs[subscription]
         return None if sub.subscription is None else sub.cursor
 
+    def change_type(self, subscription: str, sub_type: str) -> None:
+        sub = self._subs[subscription]
+        if sub.spec.type == sub_type:
+            return
+        sub.spec = dataclasses.replace(sub.spec, type=sub_type)
+        if sub.subscription is not None:
+            assert sub.consumer is not None
+            sub.consumer.close()  # the type changes only while no consumer is connected
+            sub.subscription.change_type(SubscriptionType.parse(sub_type))
+            sub.consumer = sub.subscription.add_consumer("replay", permits=0)
+
     def reset(self, subscription: str, ledger_id: int, entry_id: int) -> None:
         sub = self._subs[subscription]
         if sub.subscription is None:  # no entry yet: the cursor is where a reset would put it

@@ -376,7 +376,12 @@ class PartitionReplayer:
                 self._started = True
             self._seen.add(code)
             self._deleted.discard(code)
-            self._create(SubscriptionSpec(event.name, event.type, event.initial_position))
+            spec = SubscriptionSpec(event.name, event.type, event.initial_position)
+            if code in self._created:  # subscribed again: another type changes it
+                model.change_type(event.name, event.type)
+                self._shared[code] = spec.shared
+            else:
+                self._create(spec)
             return
         if code not in self._created:
             self._event_anomaly(event, UNKNOWN_SUBSCRIPTION, f"subscription {event.name!r} does not exist")

@@ -122,6 +122,10 @@ class PartitionModel(Protocol):
 
     def has_subscription(self, name: str) -> bool: ...
 
+    def change_type(self, subscription: str, sub_type: str) -> None:
+        """Subscribe again with another type (Pulsar changes the type, keeping the cursor)."""
+        ...
+
     def reset(self, subscription: str, ledger_id: int, entry_id: int) -> None:
         """Reset the subscription's cursor to read from ``ledger_id:entry_id`` (the broker's
         reset: mark-delete just before it, later acks forgotten)."""
