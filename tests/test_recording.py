@@ -233,7 +233,8 @@ def test_sigkill_mid_run_leaves_only_readable_files_that_replay(tmp_path: Path) 
     assert produced and [r["entry_id"] for r in produced] == list(range(len(produced)))
 
 
-def test_sigterm_writes_everything_before_the_process_exits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_clean_stop_writes_everything_before_the_process_exits(tmp_path: Path, sig: signal.Signals) -> None:
     record = tmp_path / "rec"
     proc, urls = start_standalone(record, "--record-flush-interval", "3600")
     try:
@@ -243,7 +244,7 @@ def test_sigterm_writes_everything_before_the_process_exits(tmp_path: Path) -> N
             producer.send(b"m%d" % i)
         client.close()
         assert not rows(record, "produced")  # nothing flushed yet
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         assert proc.wait(timeout=60) == 0
     finally:
         if proc.poll() is None:
@@ -274,3 +275,14 @@ def test_what_the_logs_cannot_express_marks_the_recording_incomplete(tmp_path: P
     broker.close()
     status = read_recording_status(tmp_path / "b")
     assert status is not None and "deletion of topic" in status["sessions"][-1]["incomplete_reason"]
+
+
+def test_parts_roll_by_rows(tmp_path: Path) -> None:
+    broker, recorder = recorded_broker(tmp_path, RecordSettings(flush_interval_s=3600, rows_per_part=2))
+    producer = broker.create_producer(TOPIC)
+    for _ in range(5):
+        producer.send(b"x")
+    assert recorder.flush()
+    sizes = [pq.read_metadata(p).num_rows for p in sorted((tmp_path / "produced").glob("part-*.parquet"))]
+    assert sum(sizes) == 5 and max(sizes) == 2  # (the first part is the session's empty one)
+    broker.close()
