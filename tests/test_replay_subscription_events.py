@@ -375,6 +375,8 @@ def test_spark_prepare_and_replay_read_the_subscription_events(spark: Any, tmp_p
     work = Workload(broker, random.Random(1))
     for _ in range(300):
         work.step()
+    broker.create_topic("persistent://public/default/empty", partitions=2)  # subscription events only
+    broker.subscribe("persistent://public/default/empty", "s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
     broker.close()
     run_single_process(str(record), str(tmp_path / "local"))
     prepared = str(tmp_path / "prepared")
@@ -384,4 +386,5 @@ def test_spark_prepare_and_replay_read_the_subscription_events(spark: Any, tmp_p
     assert open_prepared(prepared).subscriptions() == open_prepared(local_prepared).subscriptions()
     run_replay(spark, prepared, str(tmp_path / "spark"))
     assert cursors(tmp_path / "spark") == cursors(tmp_path / "local")
+    assert {("persistent://public/default/empty", i, "s") for i in range(2)} <= set(cursors(tmp_path / "spark"))
     assert anomalies(tmp_path / "spark") == anomalies(tmp_path / "local")
