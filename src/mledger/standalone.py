@@ -115,9 +115,15 @@ def recorder(record: str | Path | None, settings: RecordSettings | None = None) 
     recording, and nothing of the replay package imported)."""
     if record is None:
         return None
-    from .replay.recording import Recorder
+    return _recording_module().Recorder(record, settings)
 
-    return Recorder(record, settings)
+
+def _recording_module() -> Any:
+    try:
+        from .replay import recording
+    except ImportError as exc:  # pyarrow: the replay extra
+        raise ConfigError(f"recording needs mledger's replay extra: pip install 'mledger[replay]' ({exc})") from None
+    return recording
 
 
 class EmbeddedStandalone(EmbeddedBroker):
@@ -212,9 +218,7 @@ def run_standalone(args: argparse.Namespace) -> int:
         raise ConfigError("--authorization needs --token-file: roles come from the clients' tokens")
     record_settings = None
     if args.record is not None:
-        from .replay.recording import RecordSettings
-
-        record_settings = RecordSettings(
+        record_settings = _recording_module().RecordSettings(
             args.record_flush_interval, args.record_rows_per_part, args.record_max_pending_rows
         )
     standalone = Standalone(
