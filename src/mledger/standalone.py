@@ -3,12 +3,14 @@
     mledger standalone [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
                        [--data-dir DIR | --memory] [--token-file F] [--authorization F]
                        [--authenticate-metrics-endpoint] [--authenticate-docs-endpoint]
+                       [--record DIR [--record-flush-interval S] ...]
 
 Like ``pulsar standalone``: one process, one broker and data directory (SQLite by default,
 ``--memory`` for none), clients on ``pulsar://127.0.0.1:6650``, ``pulsar-admin``-style calls on
 ``http://127.0.0.1:8080`` (ready when ``GET /admin/v2/clusters`` answers ``["standalone"]``,
 the check container tools make), protocol metrics on ``/metrics``. ``public/default`` exists
-from the start. SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in
+from the start. ``--record DIR`` records what the broker does as the replay's raw logs
+(:mod:`mledger.replay.recording`, imported only then: it needs the ``replay`` extra). SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in
 flight finish, the appends in flight are stored and answered, then the broker and the store
 close.
 
@@ -25,9 +27,11 @@ import signal
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .admin import Admin, Authorization
 from .broker import Broker, BrokerConfig
+from .broker.journal import BrokerJournal
 from .core.errors import ConfigError
 from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
@@ -36,6 +40,9 @@ from .protocol.__main__ import parse_bind
 from .rest import AdminServer, RoleResolver, create_app
 from .rest.auth import check_authentication_setup, check_endpoint_authentication
 from .storage import MemoryStore, SqliteStore
+
+if TYPE_CHECKING:
+    from .replay.recording import RecordSettings
 
 __all__ = ["EmbeddedStandalone", "Standalone", "add_standalone_arguments", "run_standalone"]
 
@@ -49,6 +56,8 @@ class Standalone:
     authentication on both servers and needs ``authorization``, which decides what each role
     may do: tokens alone would demand a token on the protocol port and leave the admin API open,
     so they raise :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
+    ``record`` (a directory) records what the broker does as the replay's raw logs, written as
+    ``record_settings`` say (see :mod:`mledger.replay.recording`).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
@@ -60,13 +69,16 @@ class Standalone:
         broker_config: BrokerConfig | None = None,
         tokens: dict[str, str] | None = None,
         authorization: Authorization | None = None,
+        record: str | Path | None = None,
+        record_settings: RecordSettings | None = None,
     ) -> None:
         roles = _checked_roles(tokens, authorization, "authorization", broker_config)
+        journal = recorder(record, record_settings)
         self.store: MemoryStore | SqliteStore = (
             MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
         )
         self.factory = ManagedLedgerFactory(self.store)
-        self.broker = Broker(self.factory, broker_config)
+        self.broker = Broker(self.factory, broker_config, journal=journal)
         if "public/default" not in self.broker.namespaces.list("public"):
             self.broker.create_namespace("public/default")
         auth = TokenAuth(tokens or {}, authorization) if tokens is not None or authorization is not None else None
@@ -103,9 +115,28 @@ class Standalone:
             self.store.close()
 
 
+def recorder(record: str | Path | None, settings: RecordSettings | None = None) -> BrokerJournal | None:
+    """A :class:`~mledger.replay.recording.Recorder` writing into ``record`` (None: no
+    recording, and nothing of the replay package imported)."""
+    if record is None:
+        return None
+    return _recording_module().Recorder(record, settings)
+
+
+def _recording_module() -> Any:
+    try:
+        from .replay import recording
+    except ImportError as exc:  # pyarrow: the replay extra
+        raise ConfigError(f"recording needs mledger's replay extra: pip install 'mledger[replay]' ({exc})") from None
+    return recording
+
+
 class EmbeddedStandalone(EmbeddedBroker):
     """:class:`~mledger.protocol.EmbeddedBroker` with the admin REST API beside the protocol
     server (``admin_url``, free port), over the same broker: what the pytest fixture starts.
+    ``record=DIR`` (and ``record_settings``) record what the broker does as the replay's raw
+    logs, as ``mledger standalone --record`` does; the recording is complete once ``stop``
+    returned.
 
     >>> with EmbeddedStandalone() as broker:      # doctest: +SKIP
     ...     httpx.put(f"{broker.admin_url}/admin/v2/persistent/public/default/t/partitions", json=3)
@@ -116,6 +147,20 @@ class EmbeddedStandalone(EmbeddedBroker):
 
     _admin_server: AdminServer | None = None
     _admin_lock = threading.Lock()
+
+    def __init__(
+        self,
+        *args: Any,
+        record: str | Path | None = None,
+        record_settings: RecordSettings | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._record = record
+        self._record_settings = record_settings
+
+    def _make_journal(self) -> BrokerJournal | None:
+        return recorder(self._record, self._record_settings)
 
     def _check_options(self) -> None:
         _checked_roles(self._tokens, self._authorization, "authorization", self._broker_config)
@@ -179,6 +224,26 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="/docs, /redoc and /openapi.json answer only callers with a token (mledger extension; needs --token-file)",
     )
+    parser.add_argument(
+        "--record", type=Path, metavar="DIR", help="record what the broker does as the replay's raw logs in DIR"
+    )
+    parser.add_argument(
+        "--record-flush-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between writes of the recording: the most a crash loses (1)",
+    )
+    parser.add_argument(
+        "--record-rows-per-part", type=int, default=100_000, metavar="N", help="rows per Parquet part at most (100000)"
+    )
+    parser.add_argument(
+        "--record-max-pending-rows",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="rows waiting to be written at most; more are dropped and the recording marked incomplete (1000000)",
+    )
 
 
 def run_standalone(args: argparse.Namespace) -> int:
@@ -194,6 +259,11 @@ def run_standalone(args: argparse.Namespace) -> int:
         authenticate_docs_endpoint=args.authenticate_docs_endpoint,
     )
     _checked_roles(tokens, authorization, "--authorization", config)
+    record_settings = None
+    if args.record is not None:
+        record_settings = _recording_module().RecordSettings(
+            args.record_flush_interval, args.record_rows_per_part, args.record_max_pending_rows
+        )
     standalone = Standalone(
         None if args.memory else args.data_dir,
         parse_bind(args.bind, 6650),
@@ -201,6 +271,8 @@ def run_standalone(args: argparse.Namespace) -> int:
         config,
         tokens,
         authorization,
+        args.record,
+        record_settings,
     )
 
     async def run() -> None:

@@ -36,6 +36,7 @@ from .config import BrokerConfig
 from .dedup import MessageDeduplication
 from .errors import AlreadyClosedError, TopicAlreadyExistsError, TopicBusyError
 from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication
+from .journal import BrokerJournal
 from .names import (
     PARTITIONED_TOPICS_ROOT,
     ProducerNameGenerator,
@@ -66,7 +67,9 @@ class Broker:
     """Topics, producers and subscriptions over one :class:`~mledger.managed_ledger.factory.ManagedLedgerFactory`.
 
     ``dedup_factory`` builds each topic's deduplication hook (see :mod:`mledger.broker.hooks`).
-    The broker does not close the factory.
+    ``journal`` hears every stored entry and cursor change (see :mod:`mledger.broker.journal`;
+    ``mledger.replay.recording.Recorder`` records them as the replay's raw logs) and is
+    closed by :meth:`close`. The broker does not close the factory.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class Broker:
         config: BrokerConfig | None = None,
         clock: Clock | None = None,
         dedup_factory: DedupFactory | None = None,
+        journal: BrokerJournal | None = None,
     ) -> None:
         if not isinstance(factory, ManagedLedgerFactory):
             raise ConfigError(f"Broker needs a ManagedLedgerFactory, got {factory!r}")
@@ -94,6 +98,8 @@ class Broker:
         """Created namespaces and their policies (:mod:`mledger.broker.namespaces`)."""
         self.topic_policies = TopicPolicies(factory.store)
         """Topic-level policies (retention; :mod:`mledger.broker.retention`)."""
+        self.journal = journal
+        """What hears the broker's stored entries and cursor changes (None: nothing does)."""
         self._closed = False
         self._last_retention_check_ms = self.clock.now_ms()
 
@@ -221,6 +227,8 @@ class Broker:
             if found.has_connections() and not force:
                 raise TopicBusyError(f"Topic {name} has active producers/subscriptions")
             found.close()
+            if self.journal is not None:  # the raw logs have no event for it
+                self.journal.not_recorded(f"deletion of topic {name}", self.clock.now_ms())
             topics = found.partitions if isinstance(found, PartitionedTopic) else [found]
             for t in topics:
                 self.factory.delete(t.topic_name.managed_ledger_name)
@@ -424,6 +432,8 @@ class Broker:
             self._topics.clear()
         for topic in topics:
             topic.close()
+        if self.journal is not None:
+            self.journal.close()  # after the topics: their last writes are reported
 
     @property
     def is_closed(self) -> bool:

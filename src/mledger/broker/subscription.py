@@ -67,6 +67,7 @@ from .consumer import Consumer, ConsumerSink
 from .dispatcher import Dispatcher
 from .errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
 from .hooks import BrokerSettings
+from .journal import AckRecord, TopicJournal
 from .message import Message
 from .stats import ConsumerStats, SubscriptionStats
 from .types import ClientInfo, SkipEntry, SubscriptionType
@@ -83,6 +84,9 @@ class SubscriptionOwner(Protocol):
 
     @property
     def broker(self) -> BrokerSettings: ...
+
+    journal: TopicJournal | None
+    """Where cursor changes are reported (:mod:`mledger.broker.journal`), None: nowhere."""
 
     def delete_subscription(self, name: str) -> None: ...
 
@@ -140,6 +144,7 @@ class Subscription:
         self._removed_msg_out = 0
         self._removed_bytes_out = 0
         self._last_md_advanced_ms = 0
+        self._journal = topic.journal if durable else None
 
     def _new_dispatcher(self) -> Dispatcher:
         broker = self._topic.broker
@@ -393,9 +398,15 @@ class Subscription:
             sizes: dict[Position, int | None] = {}  # one read per entry, however many of its ids
             plan = [self._plan_individual_ack(mid, sizes) for mid in message_ids]
             md = self._cursor.mark_delete_position
+            journal = self._journal
+            applied: list[AckRecord] = []
             for step in plan:
                 if step is not None:
                     self._apply_individual_ack(*step)
+                    if journal is not None:
+                        self._applied_ack(step[0], (step[1],) if step[1] >= 0 else None, applied)
+            if journal is not None:
+                journal.acked(self.name, applied)
             self._after_acks(md)
 
     def consumer_acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int:
@@ -410,6 +421,9 @@ class Subscription:
             acked = cursor.delete_many(positions)
             if acked:
                 self._dispatcher.on_deleted(positions)
+                if self._journal is not None:
+                    rows = positions.tolist() if isinstance(positions, np.ndarray) else positions
+                    self._journal.acked(self.name, [AckRecord(int(lid), int(eid)) for lid, eid in rows])
             self._after_acks(md)
             return acked
 
@@ -474,6 +488,11 @@ class Subscription:
             if held:
                 done += cursor.delete_many(held)
             self._dispatcher.on_deleted(deleted + held)
+            if self._journal is not None:
+                applied: list[AckRecord] = []
+                for position, ack_set, size in plan:
+                    self._applied_ack(position, _acked_indexes(ack_set, size), applied)
+                self._journal.acked(self.name, applied)
             self._after_acks(md)
             return done
 
@@ -512,6 +531,9 @@ class Subscription:
                 return
             if ack_set is not None:
                 self._dispatcher.on_batch_acked(position, range(mid.batch_index + 1))
+            if self._journal is not None:
+                index = mid.batch_index if ack_set is not None else -1
+                self._journal.acked(self.name, [AckRecord(position.ledger_id, position.entry_id, index, True)])
             self._after_acks(md, force=True)
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
@@ -552,6 +574,8 @@ class Subscription:
             md = self._cursor.mark_delete_position
             if self._is_live(position):
                 self._cursor.delete(position)
+                if self._journal is not None:
+                    self._journal.cancelled(self.name, position)
             self._dispatcher.on_deleted((position,))
             self._after_acks(md)
         return True
@@ -624,6 +648,11 @@ class Subscription:
                 elif by_index and self._dispatcher.on_batch_acked(position, indexes):
                     cursor.delete(position)
                     self._dispatcher.on_deleted((position,))
+            if self._journal is not None:  # a skip is individual acks, as Pulsar applies it
+                applied = [AckRecord(p.ledger_id, p.entry_id) for p in plan.whole]
+                for position, _, _, indexes in plan.batches:
+                    self._applied_ack(position, sorted(indexes), applied)
+                self._journal.acked(self.name, applied)
             self._after_acks(md)
 
     # -- admin: skip, clear, reset -----------------------------------------------------------
@@ -635,6 +664,8 @@ class Subscription:
             self._check_open()
             self._cursor.skip_entries(num_messages)
             self._dispatcher.on_mark_delete_moved()
+            if self._journal is not None:
+                self._journal.not_recorded(f"skip of {num_messages} messages on subscription {self.name!r}")
 
     def clear_backlog(self) -> None:
         """Acknowledge everything published so far (Pulsar's ``clear-backlog``)."""
@@ -642,6 +673,7 @@ class Subscription:
             self._check_open()
             self._cursor.clear_backlog()
             self._dispatcher.on_mark_delete_moved()
+            self._journal_reset()
 
     def reset_cursor(self, position: Position | MessageId) -> None:
         """Re-consume from ``position`` (``EARLIEST``/``LATEST`` allowed): acks after it are
@@ -653,6 +685,7 @@ class Subscription:
             self._check_open()
             self._dispatcher.reset(lambda reset: reset.reset_to(target), count_redeliveries=False)
             self._dispatcher.on_mark_delete_moved()
+            self._journal_reset()
         self._disconnect_remote_consumers(reset=True)
 
     def reset_cursor_by_time(self, timestamp_ms: int) -> Position:
@@ -689,6 +722,21 @@ class Subscription:
         """Keep what a leaving consumer was sent in the subscription's counters (lock held)."""
         self._removed_msg_out += consumer.msg_out_counter
         self._removed_bytes_out += consumer.bytes_out_counter
+
+    def _applied_ack(self, position: Position, indexes: Iterable[int] | None, out: list[AckRecord]) -> None:
+        """The journal's rows for an ack of ``position`` just applied (``indexes`` None: the whole
+        entry): the whole entry once the cursor has it deleted, else the batch indexes when
+        the ledger tracks them (otherwise the cursor did not change)."""
+        if indexes is None or self._cursor.is_message_deleted(position):
+            out.append(AckRecord(position.ledger_id, position.entry_id))
+        elif self._ml.config.deletion_at_batch_index_level_enabled:
+            out.extend(AckRecord(position.ledger_id, position.entry_id, i) for i in indexes)
+
+    def _journal_reset(self) -> None:
+        """Report a reset (caller holds the lock): as the position after the new mark-delete,
+        which a reset to it reproduces whatever the target was (EARLIEST, LATEST, a gap)."""
+        if self._journal is not None:
+            self._journal.subscription_reset(self.name, self._cursor.mark_delete_position.next())
 
     def _after_acks(self, md_before: Position, force: bool = False) -> None:
         md = self._cursor.mark_delete_position

@@ -53,6 +53,7 @@ from .errors import (
     TopicFencedError,
 )
 from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, PublishContext
+from .journal import BrokerJournal, TopicJournal
 from .names import TopicName
 from .producer import Producer, ProducerListener
 from .publishing import FramedPublish, PublishCallback, PublishResult
@@ -106,6 +107,11 @@ class TopicOwner(Protocol):
         """A producer name unique within the broker."""
         ...
 
+    @property
+    def journal(self) -> BrokerJournal | None:
+        """What hears stored entries and cursor changes (:mod:`mledger.broker.journal`)."""
+        ...
+
 
 class Topic:
     """One persistent topic or partition. Obtain with ``Broker.get_topic`` / ``create_topic``."""
@@ -137,6 +143,13 @@ class Topic:
         self._subscriptions: dict[str, Subscription] = {}
         self._listeners: list[TopicListener] = []
         self._closed = False
+        journal = broker.journal
+        self.journal = (
+            None
+            if journal is None
+            else TopicJournal(journal, str(topic_name.partitioned_topic), topic_name.partition_index, broker.clock)
+        )
+        """This topic's view of the broker's journal (None: nothing is recorded)."""
         for cursor in ml.cursors:
             if self.is_system_cursor(cursor.name):
                 continue
@@ -147,6 +160,8 @@ class Topic:
                 log.warning("%s: subscription %s has unknown type %r; using Exclusive", self.name, cursor.name, stored)
                 sub_type = SubscriptionType.EXCLUSIVE
             self._subscriptions[cursor.name] = Subscription(self, cursor.name, cursor, sub_type)
+        if self.journal is not None and (self._subscriptions or any(i.entries for i in ml.ledger_infos())):
+            self.journal.not_recorded("entries or subscriptions stored before the recording started")
         self._dedup: Deduplication = broker.make_deduplication(self)
 
     # -- views ------------------------------------------------------------------------------
@@ -289,8 +304,17 @@ class Topic:
                 )
                 sub = Subscription(self, name, cursor, sub_type)
                 self._subscriptions[name] = sub
+                if self.journal is not None:
+                    self.journal.subscription_created(
+                        name, sub_type.name, initial_position.value, cursor.mark_delete_position
+                    )
                 return sub
+        old_type = sub.type
         sub.change_type(sub_type)
+        if self.journal is not None and sub.durable and sub.type is not old_type:  # Pulsar's subscribe again
+            self.journal.subscription_created(
+                name, sub_type.name, initial_position.value, sub.cursor.mark_delete_position
+            )
         return sub
 
     def open_non_durable_subscription(
@@ -350,6 +374,8 @@ class Topic:
             del self._subscriptions[name]
             if sub.durable:
                 self._ml.delete_cursor(name)
+                if self.journal is not None:
+                    self.journal.subscription_deleted(name)
             else:
                 sub.cursor.close()
 
@@ -684,6 +710,10 @@ class _PublishCompletion:
                 record(ctx, position)
                 results[i] = position
             topic._count_published(accepted, self.raws)
+            if topic.journal is not None:
+                topic.journal.entries_persisted(
+                    [(position, ctx) for (_, ctx), position in zip(accepted, positions, strict=True)]
+                )
             topic._publish_completed(None)
             if positions:
                 topic._notify_entries_added()

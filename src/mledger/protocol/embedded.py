@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..broker import Broker, BrokerConfig
+from ..broker.journal import BrokerJournal
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore, Store
@@ -106,7 +107,7 @@ class EmbeddedBroker:
         clock: Clock = ManualClock(wall) if self._manual else SystemClock()
         self._store = self._open_store()
         factory = ManagedLedgerFactory(self._store, clock=clock)
-        self.broker = Broker(factory, self._broker_config, clock=clock)
+        self.broker = Broker(factory, self._broker_config, clock=clock, journal=self._make_journal())
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
         self.clock = BrokerClock(self, clock)
@@ -146,6 +147,11 @@ class EmbeddedBroker:
     def _check_options(self) -> None:
         """Hook for subclasses: runs at the end of the constructor and raises ``ConfigError`` for
         options the subclass refuses (the standalone variant: tokens without authorization)."""
+
+    def _make_journal(self) -> BrokerJournal | None:
+        """Hook for subclasses: what hears the broker's changes (the standalone variant's
+        recorder, with ``record=``); the broker closes it."""
+        return None
 
     def _after_start(self) -> None:
         """Hook for subclasses: runs once the server accepts connections (the standalone

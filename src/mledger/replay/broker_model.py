@@ -230,6 +230,36 @@ class BrokerModel:
     def has_subscription(self, name: str) -> bool:
         return name in self._subs
 
+    def cursor(self, subscription: str) -> ManagedCursor | None:
+        """The subscription's cursor (None before the first entry): for tests and tools that
+        look at more of the state than the outputs carry."""
+        sub = self._subs[subscription]
+        return None if sub.subscription is None else sub.cursor
+
+    def change_type(self, subscription: str, sub_type: str) -> None:
+        sub = self._subs[subscription]
+        if sub.spec.type == sub_type:
+            return
+        sub.spec = dataclasses.replace(sub.spec, type=sub_type)
+        if sub.subscription is not None:
+            assert sub.consumer is not None
+            sub.consumer.close()  # the type changes only while no consumer is connected
+            sub.subscription.change_type(SubscriptionType.parse(sub_type))
+            sub.consumer = sub.subscription.add_consumer("replay", permits=0)
+
+    def reset(self, subscription: str, ledger_id: int, entry_id: int) -> None:
+        sub = self._subs[subscription]
+        if sub.subscription is None:  # no entry yet: the cursor is where a reset would put it
+            return
+        sub.subscription.reset_cursor(Position(ledger_id, entry_id))
+
+    def unsubscribe(self, subscription: str) -> None:
+        sub = self._subs.pop(subscription)
+        if sub.subscription is not None:
+            assert sub.consumer is not None
+            sub.consumer.close()
+            sub.subscription.unsubscribe()
+
     def subscription_specs(self) -> list[SubscriptionSpec]:
         return [s.spec for s in self._subs.values()]
 
@@ -372,6 +402,7 @@ class BrokerModel:
                     truncated_batch_indexes=stats.truncated_batch_indexes,
                     state_record=record,
                     state=state,
+                    individually_deleted_messages=str(cursor.individually_deleted_messages()),
                 )
             )
         return results

@@ -14,6 +14,9 @@ cut into *steps* and each step is applied with a few vectorised calls. Cuts are 
 * before the first ack naming a subscription that does not exist yet (the subscription is
   created there: a ``latest`` one starts after the entries produced so far),
 * every ``segment_rows`` events counted from the start of the topic-partition,
+* around each timed subscription event of the ``subscriptions`` log (created, reset, deleted:
+  :mod:`.subscriptions`), applied after every event of its timestamp and before the later
+  ones, as if its kind sorted after ``acked``,
 
 and a step is split further, around one event, where bulk application could not be exact:
 a cancel that carries a batch index, names a declared subscription not created yet, or
@@ -82,6 +85,8 @@ from .schema import (
     PARTITION_SCHEMA,
     POSITION_OUT_OF_ORDER,
     PRODUCED_GAP,
+    SUBSCRIPTION_CREATED,
+    SUBSCRIPTION_DELETED,
     UNKNOWN_POSITION,
     UNKNOWN_SUBSCRIPTION,
     EventOrderError,
@@ -129,7 +134,15 @@ class PartitionReplayer:
         for other in self._also:
             if behaviour(other) != behaviour(self.settings):
                 raise ValueError("also_persist: settings may differ from the replay's only in persistence-only keys")
-        self._declared = {s.name: s for s in declared}
+        self._declared: dict[str, SubscriptionSpec] = {}
+        timed: list[SubscriptionSpec] = []
+        for spec in declared:
+            if not spec.timed:
+                self._declared.setdefault(spec.name, spec)
+            elif spec.partition is None or spec.partition == partition:
+                timed.append(spec)
+        self._timed = sorted(timed, key=lambda e: (e.ts_ms, e.seq))
+        self._next_timed = 0
         self._index = EntryIndex()
         self._subs = Codes()
         self._producers = Codes()
@@ -160,6 +173,7 @@ class PartitionReplayer:
             for spec in self._declared.values():
                 if spec.initial_position != "latest":
                     self._create(spec)
+        self._deleted: set[int] = set()  # declared subscriptions deleted by an event
 
     # -- public ---------------------------------------------------------------------------------
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
@@ -183,12 +197,16 @@ class PartitionReplayer:
         self._finished = True
         self._flush()
         per_setting: list[list[SubscriptionResult]] = [[] for _ in range(1 + len(self._also))]
+        self._apply_timed(len(self._timed))
         model = self._model
         if model is not None:
             end = max(self._last_key[0], 0) if self._last_key is not None else 0
+            if self._timed:
+                end = max(end, self._timed[-1].ts_ms)
             model.dispatch(end + 1)
             for spec in self._declared.values():
-                self._create(spec)
+                if self._subs.code(spec.name) not in self._deleted:
+                    self._create(spec)
             own = model.finish(end, self.settings.emit_state)
             per_setting = [own, *(model.mirror_results(own, self.settings.emit_state) if self._also else [])]
         anomalies = self._take_output(final=True)
@@ -270,6 +288,25 @@ class PartitionReplayer:
         self._last_key = (int(ts[-1]), int(kind[-1]), int(seq[-1]))
 
     def _walk(self, rows: Rows) -> None:
+        """Cut the rows around the timed subscription events: an event at ``ts`` comes after
+        every row with ``ts`` or before (its kind sorts last) and before the later rows."""
+        while self._next_timed < len(self._timed) and len(rows):
+            ts = self._timed[self._next_timed].ts_ms
+            k = int(np.searchsorted(rows.ts, ts, side="right"))
+            if k == len(rows):
+                break  # rows of its timestamp may follow in the next batch
+            if k:
+                self._walk_rows(rows.take(slice(0, k)))
+            first_later = int(rows.ts[k])
+            end = self._next_timed
+            while end < len(self._timed) and self._timed[end].ts_ms < first_later:
+                end += 1
+            self._apply_timed(end)
+            rows = rows.take(slice(k, None))
+        if len(rows):
+            self._walk_rows(rows)
+
+    def _walk_rows(self, rows: Rows) -> None:
         n = len(rows)
         valid = rows.problem < 0
         first = np.zeros(n, bool)
@@ -314,6 +351,63 @@ class PartitionReplayer:
         self._shared[code] = spec.shared
         self._acked.setdefault(code, 0)
         self._cancelled.setdefault(code, 0)
+
+    def _apply_timed(self, end: int) -> None:
+        """Apply the timed subscription events before index ``end`` (after the pending rows)."""
+        if self._next_timed >= end:
+            return
+        self._flush()
+        while self._next_timed < end:
+            event = self._timed[self._next_timed]
+            self._next_timed += 1
+            self._subscription_event(event)
+
+    def _subscription_event(self, event: SubscriptionSpec) -> None:
+        model = self._model
+        if model is None:
+            return
+        t = event.ts_ms
+        model.dispatch(t)
+        model.set_time(t)
+        code = self._subs.code(event.name)
+        if event.event == SUBSCRIPTION_CREATED:
+            if not self._started and event.ledger_id >= 0:
+                model.start(event.ledger_id)  # no entry yet: the topic is on the ledger it started on
+                self._started = True
+            self._seen.add(code)
+            self._deleted.discard(code)
+            spec = SubscriptionSpec(event.name, event.type, event.initial_position)
+            if code in self._created:  # subscribed again: another type changes it
+                model.change_type(event.name, event.type)
+                self._shared[code] = spec.shared
+            else:
+                self._create(spec)
+            return
+        if code not in self._created:
+            self._event_anomaly(event, UNKNOWN_SUBSCRIPTION, f"subscription {event.name!r} does not exist")
+            return
+        if event.event == SUBSCRIPTION_DELETED:
+            model.unsubscribe(event.name)
+            self._created.discard(code)
+            self._seen.discard(code)  # an ack naming it later creates it again
+            self._deleted.add(code)
+            self._acked.pop(code, None)
+            self._cancelled.pop(code, None)
+            return
+        model.reset(event.name, event.ledger_id, event.entry_id)
+
+    def _event_anomaly(self, event: SubscriptionSpec, reason: str, detail: str) -> None:
+        buf = self._anomaly_buffer
+        buf["subscription"].append(event.name)
+        buf["event"].append("subscriptions")
+        buf["ts_ms"].append(event.ts_ms)
+        buf["ledger_id"].append(event.ledger_id if event.ledger_id >= 0 else None)
+        buf["entry_id"].append(event.entry_id if event.entry_id >= 0 else None)
+        buf["batch_index"].append(None)
+        buf["reason"].append(reason)
+        buf["detail"].append(f"{event.event}: {detail}")
+        self._anomaly_rows += 1
+        self._anomaly_total += 1
 
     def _first_mention(self, code: int) -> None:
         if self._model is None or code in self._created:
@@ -876,6 +970,7 @@ class PartitionReplayer:
                     "read_ledger_id": r.read_position[0],
                     "read_entry_id": r.read_position[1],
                     "ack_hole_ranges": r.ack_hole_ranges,
+                    "individually_deleted_messages": r.individually_deleted_messages,
                     "backlog": r.backlog,
                     "acked": self._acked.get(code, 0),
                     "cancelled": self._cancelled.get(code, 0),

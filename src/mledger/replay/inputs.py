@@ -34,19 +34,18 @@ import pyarrow.parquet as pq
 
 from .fs import filesystem_for as filesystem_for
 from .model import SubscriptionSpec
+from .recording import warn_if_incomplete
 from .schema import (
     ANOMALY_SCHEMA,
     EVENT_LOGS,
-    INITIAL_POSITIONS,
-    INVALID_ROW,
     LOG_COLUMNS,
     SEQ_FILE_SHIFT,
     STR,
-    SUBSCRIPTION_TYPES,
     InputSchemaError,
     check_file_schema,
     to_events,
 )
+from .subscriptions import SubscriptionRows
 
 _COMPRESSIONS = (".gz", ".bz2", ".zst")
 _EXTENSIONS = {
@@ -169,6 +168,7 @@ def plan_inputs(events_dir: str, rows_per_task: int = 500_000) -> InputPlan:
         for index, path in enumerate(paths):
             tasks.extend(_check_and_split(fs, log, path, index, rows_per_task))
     subscriptions, anomalies = read_subscriptions(fs, files["subscriptions"], root)
+    warn_if_incomplete(fs, root)
     return InputPlan(events_dir, fs, files, tuple(tasks), root, log_dirs, subscriptions, anomalies)
 
 
@@ -303,14 +303,11 @@ def _check_json_types(task: ReadTask, schema: pa.Schema) -> None:
 def read_subscriptions(
     fs: pafs.FileSystem, paths: tuple[str, ...], root: str = ""
 ) -> tuple[dict[str, tuple[SubscriptionSpec, ...]], pa.Table]:
-    """Read the ``subscriptions`` log: declarations per topic, and anomalies for bad rows.
-
-    A row with an unknown type or initial position, or a missing name, is an anomaly
-    (``invalid_row``, its detail naming the file relative to ``root``); a second declaration
-    of the same topic and subscription too (the first one counts).
+    """Read the ``subscriptions`` log: declarations and timed events per topic, and anomalies
+    for bad rows (see :class:`~.subscriptions.SubscriptionRows`; details name the file
+    relative to ``root``).
     """
-    specs: dict[str, dict[str, SubscriptionSpec]] = {}
-    bad: list[dict[str, object]] = []
+    acc = SubscriptionRows()
     for path in paths:
         fmt = file_format(path)
         try:
@@ -325,56 +322,16 @@ def read_subscriptions(
         except (pa.ArrowException, OSError) as exc:
             raise InputSchemaError(f"{path}: cannot read the subscriptions log: {exc}") from None
         check_file_schema("subscriptions", path, table.schema, text_columns=fmt != "parquet")
-        _validate_subscriptions(table, posixpath.relpath(path, root) if root else path, specs, bad)
-    declared = {topic: tuple(by_name.values()) for topic, by_name in specs.items()}
-    return declared, pa.Table.from_pylist(bad, schema=ANOMALY_SCHEMA)
+        acc.add(table, posixpath.relpath(path, root) if root else path)
+    return acc.result()
 
 
 def validate_subscriptions(table: pa.Table, source: str) -> tuple[dict[str, tuple[SubscriptionSpec, ...]], pa.Table]:
-    """Declarations and anomalies of one in-memory ``subscriptions`` table (``source`` names it
-    in anomaly details), as :func:`read_subscriptions` finds them in a file."""
-    specs: dict[str, dict[str, SubscriptionSpec]] = {}
-    bad: list[dict[str, object]] = []
-    _validate_subscriptions(table, source, specs, bad)
-    return (
-        {topic: tuple(by_name.values()) for topic, by_name in specs.items()},
-        pa.Table.from_pylist(bad, schema=ANOMALY_SCHEMA),
-    )
-
-
-def _validate_subscriptions(
-    table: pa.Table, path: str, specs: dict[str, dict[str, SubscriptionSpec]], bad: list[dict[str, object]]
-) -> None:
-    cols = {}
-    for name in ("topic", "subscription", "type", "initial_position"):
-        if name in table.column_names:
-            col = table[name]
-            cols[name] = (
-                pc.cast(col, pa.string()).to_pylist() if not pa.types.is_null(col.type) else [None] * len(table)
-            )
-        else:
-            cols[name] = [None] * len(table)
-    for topic, name, sub_type, initial in zip(
-        cols["topic"], cols["subscription"], cols["type"], cols["initial_position"], strict=False
-    ):
-        row = {"topic": topic, "subscription": name, "event": "subscriptions", "reason": INVALID_ROW}
-        norm_type = (sub_type or "SHARED").strip().upper().replace("-", "_")
-        norm_initial = (initial or "earliest").strip().lower()
-        problem = None
-        if not topic:
-            problem = "topic is missing"
-        elif not name:
-            problem = "subscription is missing"
-        elif norm_type not in SUBSCRIPTION_TYPES:
-            problem = f"unknown subscription type {sub_type!r}; expected one of {', '.join(SUBSCRIPTION_TYPES)}"
-        elif norm_initial not in INITIAL_POSITIONS:
-            problem = f"unknown initial_position {initial!r}; expected earliest or latest"
-        elif name in specs.get(topic, {}):
-            problem = "subscription declared again; the first declaration counts"
-        if problem is not None:
-            bad.append({**row, "detail": f"{problem} ({path})"})
-            continue
-        specs.setdefault(topic, {})[name] = SubscriptionSpec(name, norm_type, norm_initial)
+    """Declarations, timed events and anomalies of one in-memory ``subscriptions`` table
+    (``source`` names it in anomaly details), as :func:`read_subscriptions` finds them in a file."""
+    acc = SubscriptionRows()
+    acc.add(table, source)
+    return acc.result()
 
 
 def read_all(plan: InputPlan) -> Iterator[pa.RecordBatch]:

@@ -260,10 +260,8 @@ class PreparedLog:
             return {}
         table = pq.read_table(posixpath.join(self.path, SUBSCRIPTIONS_FILE), filesystem=self.filesystem)
         out: dict[str, list[SubscriptionSpec]] = {}
-        for row in table.to_pylist():
-            out.setdefault(row["topic"], []).append(
-                SubscriptionSpec(row["subscription"], row["type"], row["initial_position"])
-            )
+        for seq, row in enumerate(table.to_pylist()):
+            out.setdefault(row["topic"], []).append(subscription_spec(row, seq))
         return {k: tuple(v) for k, v in out.items()}
 
     def anomalies(self) -> pa.Table:
@@ -539,13 +537,47 @@ def start_layout(out: str) -> tuple[pafs.FileSystem, str]:
 
 
 def subscription_rows(subscriptions: Mapping[str, Sequence[SubscriptionSpec]]) -> pa.Table:
-    """Declared subscriptions as rows of :data:`~.schema.SUBSCRIPTIONS_SCHEMA`."""
+    """Declared subscriptions and timed subscription events as rows of
+    :data:`~.schema.SUBSCRIPTIONS_SCHEMA` (timed events in input order)."""
     rows = [
-        {"topic": topic, "subscription": s.name, "type": s.type, "initial_position": s.initial_position}
+        {
+            "topic": topic,
+            "subscription": s.name,
+            "type": s.type,
+            "initial_position": s.initial_position,
+            "partition": s.partition,
+            "event": s.event,
+            "ts_ms": s.ts_ms if s.timed else None,
+            "ledger_id": s.ledger_id if s.ledger_id >= 0 else None,
+            "entry_id": s.entry_id if s.entry_id >= 0 else None,
+        }
         for topic, specs in subscriptions.items()
-        for s in specs
+        for s in sorted(specs, key=lambda s: s.seq)
     ]
     return pa.Table.from_pylist(rows, schema=SUBSCRIPTIONS_SCHEMA)
+
+
+def subscription_spec(row: Mapping[str, object], seq: int) -> SubscriptionSpec:
+    """A row of :data:`SUBSCRIPTIONS_FILE` as a spec (a prepared log of an earlier version has
+    declarations only)."""
+
+    def num(name: str, default: int) -> int:
+        value = row.get(name)
+        return default if value is None else int(value)  # type: ignore[call-overload]
+
+    event = row.get("event")
+    partition = row.get("partition")
+    return SubscriptionSpec(
+        str(row["subscription"]),
+        str(row["type"]),
+        str(row["initial_position"]),
+        event=None if event is None else str(event),
+        ts_ms=num("ts_ms", -1),
+        partition=None if partition is None else int(partition),  # type: ignore[call-overload]
+        ledger_id=num("ledger_id", -1),
+        entry_id=num("entry_id", -1),
+        seq=seq,
+    )
 
 
 def finish_layout(
@@ -558,12 +590,18 @@ def finish_layout(
 ) -> Manifest:
     """Write the subscriptions, the anomalies and (last) the manifest; remove files of other
     writers (failed or duplicate attempts). Topic-partitions are listed by topic, partition."""
-    parts = sorted(partitions, key=lambda p: (p.topic is None, p.topic or "", p.partition is None, p.partition or 0))
+    parts = list(partitions)
     seen = set()
     for p in parts:
         if p.key in seen:
             raise PreparedLayoutError(f"topic {p.topic!r} partition {p.partition} was written twice")
         seen.add(p.key)
+    for topic, specs in subscriptions.items():  # a partition with subscription events only
+        for spec in specs:
+            if spec.timed and spec.partition is not None and (topic, spec.partition) not in seen:
+                seen.add((topic, spec.partition))
+                parts.append(PreparedPartition(topic, spec.partition, ()))
+    parts.sort(key=lambda p: (p.topic is None, p.topic or "", p.partition is None, p.partition or 0))
     subs = subscription_rows(subscriptions)
     if subs.num_rows:
         pq.write_table(subs, posixpath.join(path, SUBSCRIPTIONS_FILE), filesystem=fs)

@@ -41,11 +41,26 @@ SHARED_TYPES = frozenset({"SHARED", "KEY_SHARED"})
 
 @dataclass(frozen=True)
 class SubscriptionSpec:
-    """A subscription as declared in the ``subscriptions`` log (or the default)."""
+    """A row of the ``subscriptions`` log: a declaration (``event`` None: the subscription
+    exists from the start, or from its first ack when ``latest``), or a timed event of one
+    topic-partition (``partition`` None: of every partition) at ``ts_ms``: ``created`` (with
+    its type and initial position), ``reset`` (the cursor reads from ``ledger_id:entry_id``
+    next, Pulsar's ``resetCursor``) or ``deleted``. ``seq`` is the input order."""
 
     name: str
     type: str = "SHARED"
     initial_position: str = "earliest"
+    event: str | None = None
+    ts_ms: int = -1
+    partition: int | None = None
+    ledger_id: int = -1
+    entry_id: int = -1
+    seq: int = 0
+
+    @property
+    def timed(self) -> bool:
+        """A timed event rather than a declaration."""
+        return self.event is not None
 
     @property
     def shared(self) -> bool:
@@ -71,6 +86,8 @@ class SubscriptionResult:
     truncated_batch_indexes: int
     state_record: str | None = None
     state: bytes | None = None
+    individually_deleted_messages: str = "[]"
+    """The individually deleted ranges as Pulsar's internal stats print them."""
 
 
 class PartitionModel(Protocol):
@@ -104,6 +121,19 @@ class PartitionModel(Protocol):
         ...
 
     def has_subscription(self, name: str) -> bool: ...
+
+    def change_type(self, subscription: str, sub_type: str) -> None:
+        """Subscribe again with another type (Pulsar changes the type, keeping the cursor)."""
+        ...
+
+    def reset(self, subscription: str, ledger_id: int, entry_id: int) -> None:
+        """Reset the subscription's cursor to read from ``ledger_id:entry_id`` (the broker's
+        reset: mark-delete just before it, later acks forgotten)."""
+        ...
+
+    def unsubscribe(self, subscription: str) -> None:
+        """Delete the subscription: it has no result unless created again."""
+        ...
 
     def subscription_specs(self) -> list[SubscriptionSpec]:
         """Every subscription created so far, in creation order."""

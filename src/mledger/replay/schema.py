@@ -41,6 +41,13 @@ ACK_TYPES = {"individual": ACK_INDIVIDUAL, "cumulative": ACK_CUMULATIVE}
 
 SUBSCRIPTION_TYPES = ("EXCLUSIVE", "SHARED", "FAILOVER", "KEY_SHARED")
 INITIAL_POSITIONS = ("earliest", "latest")
+SUBSCRIPTION_CREATED = "created"
+SUBSCRIPTION_RESET = "reset"
+SUBSCRIPTION_DELETED = "deleted"
+SUBSCRIPTION_EVENTS = (SUBSCRIPTION_CREATED, SUBSCRIPTION_RESET, SUBSCRIPTION_DELETED)
+"""Events of the ``subscriptions`` log with a ``ts_ms``; a row without one declares a subscription."""
+KIND_SUBSCRIPTION = 3
+"""Where a timed subscription event sorts among the events of its timestamp: after every other kind."""
 
 SEQ_FILE_SHIFT = 40
 """``seq = file_index << 40 | row``: 2^40 rows per file, 2^23 files per log."""
@@ -137,6 +144,11 @@ LOG_COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("subscription", STR),
         Column("type", STR, False),
         Column("initial_position", STR, False),
+        Column("partition", INT, False),
+        Column("event", STR, False),
+        Column("ts_ms", INT, False),
+        Column("ledger_id", INT, False),
+        Column("entry_id", INT, False),
     ),
 }
 EVENT_LOGS = ("produced", "cancelled", "acked")
@@ -466,6 +478,7 @@ CURSOR_SCHEMA = pa.schema(
         pa.field("read_ledger_id", pa.int64()),
         pa.field("read_entry_id", pa.int64()),
         pa.field("ack_hole_ranges", pa.int64()),
+        pa.field("individually_deleted_messages", pa.string()),
         pa.field("backlog", pa.int64()),
         pa.field("acked", pa.int64()),
         pa.field("cancelled", pa.int64()),
