@@ -520,6 +520,31 @@ def test_broker_checks_retention_every_retention_check_interval() -> None:
     broker.close()
 
 
+def test_broker_retention_check_trims_a_topic_without_subscriptions() -> None:
+    # A topic only produced to: its closed ledgers go once retention no longer covers them.
+    from mledger.broker import Broker, BrokerConfig
+
+    clock = ManualClock(0)
+    executor = ManualExecutor()
+    factory = ManagedLedgerFactory(MemoryStore(), clock=clock, executor=executor)
+    config = ManagedLedgerConfig(max_entries_per_ledger=2, retention_time_ms=60_000, retention_size_in_mb=-1)
+    broker = Broker(
+        factory, BrokerConfig(managed_ledger_config=config, retention_check_interval_in_seconds=30), clock=clock
+    )
+    topic = "persistent://public/default/unsubscribed"
+    producer = broker.create_producer(topic)
+    ids = [producer.send(b"m%d" % i) for i in range(5)]
+    executor.run_all()
+    ml = broker.get_topic(topic).managed_ledger  # type: ignore[union-attr]
+    assert closed_ledgers(ml) == [ids[0].ledger_id, ids[2].ledger_id]  # retained for 60 s
+    clock.advance(60_001)
+    broker.run_due_tasks()
+    assert executor.run_all() == 1
+    assert closed_ledgers(ml) == []
+    assert ml.ledger_infos()[0].ledger_id == ids[4].ledger_id
+    broker.close()
+
+
 # -- retention policies on namespaces and topics (pulsar-admin set-retention) ----------------------
 
 

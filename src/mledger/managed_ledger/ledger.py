@@ -29,9 +29,11 @@ factory's executor, never on the caller's thread: a persisted mark-delete that m
 slowest cursor into a later ledger, a rollover, a deleted cursor and the broker's periodic
 retention check queue one (:meth:`ManagedLedger.trim_consumed_ledgers_in_background`); passes
 are serialised and coalesced. Non-durable cursors never hold trimming back: before ledgers go
-they are mark-deleted past them (``advanceCursorsIfNecessary``). One deliberate difference:
-a ledger without a durable consumer cursor trims nothing (Pulsar treats every closed ledger
-of such a topic as consumed), so an embedded log never loses data nobody subscribed to.
+they are mark-deleted past them (``advanceCursorsIfNecessary``). Without durable cursors every
+closed ledger counts as consumed (Pulsar's slowest reader is then the ledger after the current
+one), so retention alone decides what stays. ``retain_without_subscriptions`` keeps instead
+everything of a ledger without a durable consumer cursor (system cursors like ``pulsar.dedup``
+do not count), for embedded logs that must not lose data nobody subscribed to.
 
 Sizes follow Pulsar: each ledger's bytes are counted as entries are appended (the current
 ledger's from the store on reopen), ``total_size`` is their sum, ``entries_added_counter``
