@@ -241,6 +241,36 @@ def test_unsubscribe_deletes_the_subscription(pulsar_broker: EmbeddedBroker, cli
     assert pulsar_broker.broker.get_topic("unsub").subscription_names() == []
 
 
+def test_auto_topic_creation_makes_topics_never_tenants_or_namespaces(
+    pulsar_broker: EmbeddedBroker, client: pulsar.Client
+) -> None:
+    # Pulsar: a producer, consumer or reader on a namespace that does not exist gets
+    # TopicNotFound, and neither the tenant nor the namespace appears.
+    admin = f"{pulsar_broker.admin_url}/admin/v2"
+    assert httpx.get(f"{admin}/tenants").json() == ["public", "pulsar", "sample"]  # Pulsar standalone's
+    topic = "persistent://acme/prod/orders"
+    with pytest.raises(pulsar.TopicNotFound):
+        client.create_producer(topic)
+    with pytest.raises(pulsar.TopicNotFound):
+        client.subscribe(topic, "sub")
+    with pytest.raises(pulsar.TopicNotFound):
+        client.create_reader(topic, pulsar.MessageId.earliest)
+    with pytest.raises(pulsar.TopicNotFound):
+        client.get_topic_partitions(topic)
+    created = httpx.put(f"{admin}/persistent/acme/prod/orders")
+    assert created.status_code == 404 and "Namespace does not exist" in created.text
+    assert httpx.put(f"{admin}/persistent/acme/prod/orders/partitions", json=2).status_code == 404
+    assert httpx.get(f"{admin}/tenants").json() == ["public", "pulsar", "sample"]
+    assert httpx.get(f"{admin}/namespaces/acme").json() == []
+    assert pulsar_broker.broker.list_topics() == []
+    assert httpx.put(f"{admin}/namespaces/acme/prod").status_code == 204
+    producer = client.create_producer(topic)
+    consumer = client.subscribe(topic, "sub")
+    producer.send(b"x")
+    assert consumer.receive(RECEIVE_MS).data() == b"x"
+    assert pulsar_broker.broker.list_topics() == [topic]
+
+
 def test_partitioned_topic(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
     created = httpx.put(f"{pulsar_broker.admin_url}/admin/v2/persistent/public/default/parts/partitions", json=3)
     assert created.status_code == 204, created.text

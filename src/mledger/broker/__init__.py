@@ -48,6 +48,7 @@ from .listeners import (
 )
 from .message import BatchMessageIds as BatchMessageIds, Message as Message
 from .names import TopicName as TopicName
+from .namespaces import NamespaceNotFoundError as NamespaceNotFoundError
 from .partitioned import (
     PartitionedConsumer as PartitionedConsumer,
     PartitionedSubscription as PartitionedSubscription,
@@ -90,6 +91,7 @@ __all__ = [
     "Message",
     "MessageDupUnknownError",
     "MessageId",
+    "NamespaceNotFoundError",
     "NoDeduplication",
     "PartitionedConsumer",
     "PartitionedProducer",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..broker import Broker, BrokerConfig
+from ..broker.namespaces import STANDALONE_NAMESPACES
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore
@@ -106,6 +107,8 @@ class EmbeddedBroker:
         self._store = SqliteStore(self.data_dir, synchronous="NORMAL") if self.data_dir is not None else MemoryStore()
         factory = ManagedLedgerFactory(self._store, clock=clock)
         self.broker = Broker(factory, self._broker_config, clock=clock)
+        for namespace in STANDALONE_NAMESPACES:  # as mledger standalone (and Pulsar's) creates them
+            self.broker.namespaces.ensure(namespace)
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
         self.clock = BrokerClock(self, clock)
