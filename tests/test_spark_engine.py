@@ -82,6 +82,15 @@ def test_ledgers_before_the_first_subscription_are_kept_whatever_the_cursors() -
         assert c["backlog"] == 5 and c["ack_hole_ranges"] == 1
 
 
+def test_a_topic_in_any_namespace_is_replayed() -> None:
+    # The broker creates topics only in namespaces that exist; the replay creates the log's.
+    topic = "persistent://acme/prod/orders"
+    rows = [{**r, "topic": topic} for r in [*produce(3), A("s", 5, 0, 10)]]
+    out = replay_rows(rows)
+    assert [(r["topic"], r["backlog"]) for r in out["cursors"].to_pylist()] == [(topic, 2)]
+    assert reasons(out) == []
+
+
 def test_out_of_order_acks_leave_holes_that_absorb_into_the_mark_delete() -> None:
     rows = [*produce(6), A("s", 5, 2, 10), A("s", 5, 4, 11), A("s", 5, 0, 12)]
     c = cursor(replay_rows(rows), "s")
