@@ -34,6 +34,7 @@ from mledger.broker import (
     PartitionedTopic,
     ProducerBusyError,
     PublishContext,
+    RetentionPolicies,
     SubscriptionBusyError,
     SubscriptionType,
     Topic,
@@ -122,8 +123,19 @@ def test_topics_are_created_only_in_namespaces_that_exist(broker: Broker) -> Non
         with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: acme/prod") as info:
             call(f"persistent://acme/prod/{what}")
         assert info.value.http_status == 404, what
+    policy_calls = {
+        "set_retention": lambda: broker.set_namespace_retention("acme/prod", RetentionPolicies(60, 10)),
+        "get_retention": lambda: broker.namespace_retention("acme/prod"),
+        "set_deduplication": lambda: broker.set_namespace_deduplication("acme/prod", True),
+        "get_deduplication": lambda: broker.namespace_deduplication("acme/prod"),
+    }
+    for policy_call in policy_calls.values():  # Pulsar: 404, not a namespace made by a policy
+        with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: acme/prod"):
+            policy_call()
     assert broker.list_topics() == [] and broker.list_namespaces() == ["public/default"]
     broker.create_namespace("acme/prod")
+    for policy_call in policy_calls.values():
+        policy_call()
     for what, call in calls.items():
         call(f"persistent://acme/prod/{what}")
     assert broker.list_namespaces() == ["acme/prod", "public/default"]

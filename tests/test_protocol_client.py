@@ -261,6 +261,7 @@ def test_auto_topic_creation_makes_topics_never_tenants_or_namespaces(
     created = httpx.put(f"{admin}/persistent/acme/prod/orders")
     assert created.status_code == 404 and "Namespace does not exist" in created.text
     assert httpx.put(f"{admin}/persistent/acme/prod/orders/partitions", json=2).status_code == 404
+    assert httpx.post(f"{admin}/namespaces/acme/prod/deduplication", content=b"true").status_code == 404
     assert httpx.get(f"{admin}/tenants").json() == ["public", "pulsar", "sample"]
     assert httpx.get(f"{admin}/namespaces/acme").json() == []
     assert pulsar_broker.broker.list_topics() == []

@@ -309,12 +309,24 @@ class Broker:
             if self.namespaces.exists(namespace):
                 self.namespaces.delete(namespace)
 
+    def namespace_deduplication(self, namespace: str) -> bool | None:
+        """The namespace's deduplication policy (None: the broker's setting);
+        ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
+        return self.namespaces.deduplication(namespace)
+
     def set_namespace_deduplication(self, namespace: str, enabled: bool | None) -> None:
         """Turn deduplication on or off for a namespace's topics (None: follow
         ``BrokerConfig.deduplication_enabled``); applied to its open topics at once (which
-        blocks on storage while they recover or drop their dedup state)."""
+        blocks on storage while they recover or drop their dedup state).
+        ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
+        check_namespace(namespace)
         with self._lock:
             self._check_open()
+            self._require_namespace_exists(namespace)
             self.namespaces.set_deduplication(namespace, enabled)
             topics = [
                 t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace
@@ -328,17 +340,25 @@ class Broker:
 
     # -- retention policies (REFERENCE.md 2.11) ---------------------------------------------------
     def namespace_retention(self, namespace: str) -> RetentionPolicies | None:
-        """The namespace's retention policy, None when unset."""
+        """The namespace's retention policy, None when unset; ``NamespaceNotFoundError`` (404)
+        when the namespace does not exist."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
         return self.namespaces.retention(namespace)
 
     def set_namespace_retention(self, namespace: str, policies: RetentionPolicies | None) -> None:
         """Set (None: remove) a namespace's retention policy (``pulsar-admin namespaces
         set-retention``); its open topics without a policy of their own take it at once.
-        Raises ``PreconditionFailedError`` (412) for an invalid policy."""
+        Raises ``PreconditionFailedError`` (412) for an invalid policy and
+        ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
         if policies is not None:
             policies.validate()
+        check_namespace(namespace)
         with self._lock:
             self._check_open()
+            self._require_namespace_exists(namespace)
             self.namespaces.set_retention(namespace, policies)
             topics = [
                 t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace
@@ -503,6 +523,12 @@ class Broker:
         """``NamespaceNotFoundError`` unless the topic's namespace exists (caller holds the lock)."""
         if not self._namespace_exists(name.namespace_name):
             raise NamespaceNotFoundError(f"Namespace does not exist: {name.namespace_name} (topic {name})")
+
+    def _require_namespace_exists(self, namespace: str) -> None:
+        # Pulsar answers a policy call on a namespace that does not exist with 404 rather than
+        # creating it.
+        if not self._namespace_exists(namespace):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {namespace}")
 
     def _namespace_exists(self, namespace: str) -> bool:
         if self.namespaces.exists(namespace):

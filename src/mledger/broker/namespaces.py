@@ -111,7 +111,8 @@ class Namespaces:
         return value if isinstance(value, bool) else None
 
     def set_deduplication(self, name: str, enabled: bool | None) -> None:
-        """Set (or with None, remove) the deduplication policy; creates the namespace's node."""
+        """Set (or with None, remove) the deduplication policy; creates the namespace's node
+        (the broker checks first that the namespace exists)."""
         self._update(name, "deduplicationEnabled", enabled)
 
     def retention(self, name: str) -> RetentionPolicies | None:
@@ -124,7 +125,8 @@ class Namespaces:
             raise StateCorruptedError(f"policies of {name}: {exc}") from None
 
     def set_retention(self, name: str, policies: RetentionPolicies | None) -> None:
-        """Set (or with None, remove) the retention policy; creates the namespace's node."""
+        """Set (or with None, remove) the retention policy; creates the namespace's node (the
+        broker checks first that the namespace exists)."""
         self._update(name, "retention_policies", None if policies is None else policies.to_json())
 
     def _update(self, name: str, key: str, value: object) -> None:
