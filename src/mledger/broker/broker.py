@@ -521,14 +521,13 @@ class Broker:
 
     def _require_namespace(self, name: TopicName) -> None:
         """``NamespaceNotFoundError`` unless the topic's namespace exists (caller holds the lock)."""
-        if not self._namespace_exists(name.namespace_name):
-            raise NamespaceNotFoundError(f"Namespace does not exist: {name.namespace_name} (topic {name})")
+        self._require_namespace_exists(name.namespace_name, f" (topic {name})")
 
-    def _require_namespace_exists(self, namespace: str) -> None:
-        # Pulsar answers a policy call on a namespace that does not exist with 404 rather than
-        # creating it.
+    def _require_namespace_exists(self, namespace: str, context: str = "") -> None:
+        # Pulsar answers a topic creation or policy call in a namespace that does not exist with
+        # 404 rather than creating the namespace.
         if not self._namespace_exists(namespace):
-            raise NamespaceNotFoundError(f"Namespace does not exist: {namespace}")
+            raise NamespaceNotFoundError(f"Namespace does not exist: {namespace}{context}")
 
     def _namespace_exists(self, namespace: str) -> bool:
         if self.namespaces.exists(namespace):
