@@ -201,6 +201,17 @@ def test_error_exit_codes_and_messages(cli: Cli) -> None:
     assert cursors["sh"]["numberOfEntriesInBacklog"] == 1 and cursors["ex"]["numberOfEntriesInBacklog"] == 1
 
 
+def test_topics_go_in_namespaces_that_exist(cli: Cli) -> None:
+    # pulsar-admin: topics create in a missing namespace is 404; namespaces create makes it.
+    done = cli.run("topics", "create", "acme/prod/orders", code=6)
+    assert done.stderr.strip() == "Namespace does not exist: acme/prod (topic persistent://acme/prod/orders)"
+    cli.run("namespaces", "create", "acme/prod")
+    done = cli.run("namespaces", "create", "acme/prod", code=8)
+    assert done.stderr.strip() == "Namespace already exists: acme/prod"
+    cli.run("topics", "create", "acme/prod/orders")
+    assert cli.run("topics", "list", "acme/prod").stdout.split() == ["persistent://acme/prod/orders"]
+
+
 def test_authorization_file(cli: Cli, tmp_path: Path) -> None:
     auth = tmp_path / "auth.json"
     auth.write_text(

@@ -29,10 +29,12 @@ from mledger.broker import (
     ManualClock,
     MessageDupUnknownError,
     MessageId,
+    NamespaceNotFoundError,
     PartitionedProducer,
     PartitionedTopic,
     ProducerBusyError,
     PublishContext,
+    RetentionPolicies,
     SubscriptionBusyError,
     SubscriptionType,
     Topic,
@@ -63,6 +65,7 @@ def test_create_get_and_list_topics(broker: Broker) -> None:
     t = broker.create_topic("orders")
     assert isinstance(t, Topic) and t.name == T and t.partition_index == -1
     assert t.managed_ledger.name == "public/default/persistent/orders"
+    broker.create_namespace("acme/prod")
     p = broker.create_topic("acme/prod/pay", partitions=3)
     assert isinstance(p, PartitionedTopic) and p.num_partitions == 3
     assert [x.managed_ledger.name for x in p.partitions] == [
@@ -100,6 +103,61 @@ def test_create_topic_errors(broker: Broker) -> None:
             broker.create_topic("y", partitions=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidRequestError):
         broker.create_topic("non-persistent://a/b/c")
+
+
+def test_topics_are_created_only_in_namespaces_that_exist(broker: Broker) -> None:
+    # Pulsar: auto topic creation makes topics, never tenants or namespaces; explicit creation
+    # in a missing namespace is 404 "Namespace does not exist". public/default exists from the start.
+    assert broker.namespace_exists("public/default") and broker.list_namespaces() == ["public/default"]
+    calls = {
+        "create_topic": lambda t: broker.create_topic(t),
+        "create_partitioned": lambda t: broker.create_topic(t, partitions=2),
+        "producer": lambda t: broker.create_producer(t),
+        "subscribe": lambda t: broker.subscribe(t, "s"),
+        "open_topic": lambda t: broker.open_topic(t),
+        "open_partition": lambda t: broker.open_partition(t, 0),
+        "lookup": lambda t: broker.check_topic_namespace(t),
+        "auto_creation": lambda t: broker.check_auto_creation(t),
+    }
+    for what, call in calls.items():
+        with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: acme/prod") as info:
+            call(f"persistent://acme/prod/{what}")
+        assert info.value.http_status == 404, what
+    policy_calls = {
+        "set_retention": lambda: broker.set_namespace_retention("acme/prod", RetentionPolicies(60, 10)),
+        "get_retention": lambda: broker.namespace_retention("acme/prod"),
+        "set_deduplication": lambda: broker.set_namespace_deduplication("acme/prod", True),
+        "get_deduplication": lambda: broker.namespace_deduplication("acme/prod"),
+    }
+    for policy_call in policy_calls.values():  # Pulsar: 404, not a namespace made by a policy
+        with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: acme/prod"):
+            policy_call()
+    assert broker.list_topics() == [] and broker.list_namespaces() == ["public/default"]
+    broker.create_namespace("acme/prod")
+    for policy_call in policy_calls.values():
+        policy_call()
+    for what, call in calls.items():
+        call(f"persistent://acme/prod/{what}")
+    assert broker.list_namespaces() == ["acme/prod", "public/default"]
+    broker.delete_namespace("public/default")  # it may go, as in Pulsar
+    with pytest.raises(NamespaceNotFoundError):
+        broker.create_producer("orders")
+
+
+def test_a_namespace_holding_topics_without_a_policies_node_exists(broker: Broker) -> None:
+    # Data directories of mledger versions that created namespaces with their first topic.
+    broker.create_namespace("acme/prod")
+    broker.create_topic("acme/prod/old")
+    broker.create_topic("acme/prod/pay", partitions=2)
+    broker.namespaces.delete("acme/prod")  # what such a directory looks like
+    assert broker.namespace_exists("acme/prod") and "acme/prod" in broker.list_namespaces()
+    broker.create_producer("acme/prod/new").close()
+    broker.delete_topic("acme/prod/old")
+    broker.delete_topic("acme/prod/pay")
+    broker.delete_topic("acme/prod/new")
+    assert not broker.namespace_exists("acme/prod")
+    with pytest.raises(NamespaceNotFoundError):
+        broker.create_producer("acme/prod/new")
 
 
 def test_get_unknown_topic_and_partition_is_404(broker: Broker) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mledger import ConfigError, ManagedLedgerFactory, Position
+from mledger import ConfigError, ManagedLedgerFactory, NotFoundError, Position
 from mledger.admin import PAYLOAD_ERROR_PREFIX, Admin, Authorization, Topics
 from mledger.admin.wire import CANCEL_RESULTS_HEADER
 from mledger.broker import Broker, BrokerConfig, InitialPosition, ManualClock, MessageId, SubscriptionType
@@ -891,6 +891,10 @@ def test_remote_admin_retention_matches_the_library(server: AdminServer) -> None
         remote.topics.remove_retention(PLAIN)
         remote.namespaces.remove_retention("public/default")
         assert remote.topics.get_retention(PLAIN, applied=True) == RetentionPolicies(0, 0)
+        with pytest.raises(NotFoundError, match="Namespace does not exist: acme/prod"):
+            remote.topics.create_topic("acme/prod/x")
+        remote.namespaces.create("acme/prod")
+        assert remote.topics.create_topic("acme/prod/x") == "persistent://acme/prod/x"
 
 
 # -- topic stats (GET .../stats, .../partitioned-stats) ---------------------------------------------

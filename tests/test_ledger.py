@@ -32,8 +32,11 @@ P = Position
 
 
 def open_ml(max_entries: int = 50_000, store: MemoryStore | None = None, name: str = "ml") -> ManagedLedger:
+    # These tests look at the ledger layout of logs mostly without durable cursors, which
+    # Pulsar's rule would trim at each rollover (tests/test_retention.py covers that): keep them.
     factory = ManagedLedgerFactory(store if store is not None else MemoryStore())
-    return factory.open(name, ManagedLedgerConfig(max_entries_per_ledger=max_entries))
+    config = ManagedLedgerConfig(max_entries_per_ledger=max_entries, retain_without_subscriptions=True)
+    return factory.open(name, config)
 
 
 def layout(ml: ManagedLedger) -> list[tuple[int, int]]:
@@ -111,7 +114,7 @@ def test_size_rollover_is_the_same_for_bulk_and_single_appends() -> None:
     layouts = []
     for bulk in (True, False):
         ml = open_ml(store=MemoryStore(max_entry_size=2 * 1024 * 1024))
-        ml = ml.factory.open("sized", ManagedLedgerConfig(max_size_per_ledger_mb=1))
+        ml = ml.factory.open("sized", ManagedLedgerConfig(retain_without_subscriptions=True, max_size_per_ledger_mb=1))
         if bulk:
             ml.add_entries(payloads)
         else:
@@ -132,7 +135,7 @@ def test_entry_metadata_round_trips_through_the_ledger() -> None:
 def test_time_based_rollover_with_an_injected_clock() -> None:
     clock = ManualClock(1_000)
     factory = ManagedLedgerFactory(MemoryStore(), clock=clock)
-    ml = factory.open("ml", ManagedLedgerConfig(maximum_rollover_time_ms=60_000))
+    ml = factory.open("ml", ManagedLedgerConfig(retain_without_subscriptions=True, maximum_rollover_time_ms=60_000))
     first = ml.current_ledger_id
     assert ml.roll_over_if_due() is False  # empty ledgers are never rolled over
     ml.add_entry(b"a")
@@ -322,8 +325,8 @@ def test_the_current_ledger_is_never_trimmed() -> None:
     assert settled(ml) == [(p[0].ledger_id, 4)]
 
 
-def test_without_durable_cursors_nothing_is_trimmed_and_non_durable_cursors_do_not_count() -> None:
-    ml = open_ml(max_entries=2)
+def test_retain_without_subscriptions_trims_nothing_and_non_durable_cursors_do_not_count() -> None:
+    ml = open_ml(max_entries=2)  # retain_without_subscriptions
     nd = ml.open_non_durable_cursor(EARLIEST)
     p = ml.add_entries([b"x"] * 5)
     nd.mark_delete(p[4])
@@ -369,7 +372,7 @@ def test_deleting_a_cursor_releases_its_ledgers() -> None:
 
 def test_reopen_recovers_entries_ledgers_and_cursors() -> None:
     store = MemoryStore()
-    config = ManagedLedgerConfig(max_entries_per_ledger=3)
+    config = ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=3)
     ml = ManagedLedgerFactory(store).open("persistent://public/default/t", config)
     c1 = ml.open_cursor("c1", InitialPosition.EARLIEST)
     c2 = ml.open_cursor("c2", InitialPosition.EARLIEST)
@@ -439,7 +442,7 @@ def test_factory_returns_the_same_open_managed_ledger_and_lists_names() -> None:
 
 def test_forced_roll_over_seals_the_current_ledger_and_keeps_an_empty_one() -> None:
     factory = ManagedLedgerFactory()
-    ml = factory.open("public/default/persistent/roll", ManagedLedgerConfig(max_entries_per_ledger=100))
+    ml = factory.open("public/default/persistent/roll", ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=100))
     first = ml.current_ledger_id
     assert ml.roll_over() == first  # nothing written yet: nothing to seal
     ml.add_entries([b"a", b"b"])
@@ -458,7 +461,7 @@ def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
 
     raw = encode_entry(b"xyz", EntryMetadata())
     for max_entries, max_mb, counts in ((7, 100, [3, 20, 0, 1, 9]), (1000, 1, [0, 5]), (50_000, 100, [12])):
-        config = ManagedLedgerConfig(max_entries_per_ledger=max_entries, max_size_per_ledger_mb=max_mb)
+        config = ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=max_entries, max_size_per_ledger_mb=max_mb)
         stores = [MemoryStore(), MemoryStore()]
         a = ManagedLedgerFactory(stores[0]).open("t/a", config)
         b = ManagedLedgerFactory(stores[1]).open("t/a", config)
@@ -469,7 +472,7 @@ def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
         assert [(i.ledger_id, i.entries, i.size) for i in a.ledger_infos()] == \
             [(i.ledger_id, i.entries, i.size) for i in b.ledger_infos()]
         assert a.last_confirmed_entry == b.last_confirmed_entry
-    big = ManagedLedgerFactory(MemoryStore()).open("t/big", ManagedLedgerConfig(max_size_per_ledger_mb=1))
+    big = ManagedLedgerFactory(MemoryStore()).open("t/big", ManagedLedgerConfig(retain_without_subscriptions=True, max_size_per_ledger_mb=1))
     big.add_repeated_entries(b"\0" * 300_000, 10)  # the size limit rolls every 4th entry
     assert [i.entries for i in big.ledger_infos()][:2] == [4, 4]
     with pytest.raises(ValueError):
@@ -545,7 +548,7 @@ def test_sizes_are_tracked_as_entries_are_added_and_survive_a_reopen(tmp_path: o
 
     path = tmp_path / "data"  # type: ignore[operator]
     factory = ManagedLedgerFactory(SqliteStore(path))
-    ml = factory.open("ml", ManagedLedgerConfig(max_entries_per_ledger=3))
+    ml = factory.open("ml", ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=3))
     ml.open_cursor("c", InitialPosition.EARLIEST)
     positions = ml.add_entries([b"x" * n for n in (10, 20, 30, 40, 50)])
     raw = [len(e.raw) for e in ml.read_positions(positions)]
@@ -557,7 +560,7 @@ def test_sizes_are_tracked_as_entries_are_added_and_survive_a_reopen(tmp_path: o
     factory.close()
 
     factory = ManagedLedgerFactory(SqliteStore(path))
-    ml = factory.open("ml", ManagedLedgerConfig(max_entries_per_ledger=3))
+    ml = factory.open("ml", ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=3))
     stats = ml.stats()
     # The ledger that was open is measured from the store (BookKeeper's ledger length).
     assert stats.total_size == sum(raw) and stats.number_of_entries == 5

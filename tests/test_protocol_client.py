@@ -16,6 +16,8 @@ import pulsar
 import pytest
 from pulsar.schema import Integer, JsonSchema, Record, String, StringSchema
 
+from mledger import ManagedLedgerConfig
+from mledger.broker import BrokerConfig
 from mledger.protocol import EmbeddedBroker
 
 pytestmark = pytest.mark.timeout(60)
@@ -292,6 +294,57 @@ def test_unsubscribe_deletes_the_subscription(pulsar_broker: EmbeddedBroker, cli
     assert pulsar_broker.broker.get_topic("unsub").subscription_names() == ["sub"]
     consumer.unsubscribe()
     assert pulsar_broker.broker.get_topic("unsub").subscription_names() == []
+
+
+def test_auto_topic_creation_makes_topics_never_tenants_or_namespaces(
+    pulsar_broker: EmbeddedBroker, client: pulsar.Client
+) -> None:
+    # Pulsar: a producer, consumer or reader on a namespace that does not exist gets
+    # TopicNotFound, and neither the tenant nor the namespace appears.
+    admin = f"{pulsar_broker.admin_url}/admin/v2"
+    assert httpx.get(f"{admin}/tenants").json() == ["public", "pulsar", "sample"]  # Pulsar standalone's
+    topic = "persistent://acme/prod/orders"
+    with pytest.raises(pulsar.TopicNotFound):
+        client.create_producer(topic)
+    with pytest.raises(pulsar.TopicNotFound):
+        client.subscribe(topic, "sub")
+    with pytest.raises(pulsar.TopicNotFound):
+        client.create_reader(topic, pulsar.MessageId.earliest)
+    with pytest.raises(pulsar.TopicNotFound):
+        client.get_topic_partitions(topic)
+    created = httpx.put(f"{admin}/persistent/acme/prod/orders")
+    assert created.status_code == 404 and "Namespace does not exist" in created.text
+    assert httpx.put(f"{admin}/persistent/acme/prod/orders/partitions", json=2).status_code == 404
+    assert httpx.post(f"{admin}/namespaces/acme/prod/deduplication", content=b"true").status_code == 404
+    assert httpx.get(f"{admin}/tenants").json() == ["public", "pulsar", "sample"]
+    assert httpx.get(f"{admin}/namespaces/acme").json() == []
+    assert pulsar_broker.broker.list_topics() == []
+    assert httpx.put(f"{admin}/namespaces/acme/prod").status_code == 204
+    producer = client.create_producer(topic)
+    consumer = client.subscribe(topic, "sub")
+    producer.send(b"x")
+    assert consumer.receive(RECEIVE_MS).data() == b"x"
+    assert pulsar_broker.broker.list_topics() == [topic]
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_a_topic_without_subscriptions_keeps_only_what_retention_covers(
+    pulsar_broker_factory: Callable[..., EmbeddedBroker], retain: bool
+) -> None:
+    # Pulsar: with no durable cursor every closed ledger is consumed, readers hold nothing back;
+    # retain_without_subscriptions keeps everything (earlier mledger versions).
+    config = ManagedLedgerConfig(max_entries_per_ledger=2, retain_without_subscriptions=retain)
+    broker = pulsar_broker_factory(broker_config=BrokerConfig(managed_ledger_config=config))
+    client = make_client(broker)
+    producer = client.create_producer("unsubscribed")
+    ids = [producer.send(b"m%d" % i) for i in range(5)]  # ledgers of 2, 2, and the current one
+    ml = broker.broker.get_topic("unsubscribed").managed_ledger  # type: ignore[union-attr]
+    ml.trim_consumed_ledgers_in_background().result(timeout=10)  # after the rollovers' passes
+    kept = ids if retain else ids[4:]
+    reader = client.create_reader("unsubscribed", pulsar.MessageId.earliest)
+    assert [str(reader.read_next(RECEIVE_MS).message_id()) for _ in kept] == [str(i) for i in kept]
+    assert not reader.has_message_available()
+    client.close()
 
 
 def test_partitioned_topic(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:

@@ -76,6 +76,7 @@ class ManualExecutor(Executor):
 def test_retention_defaults_and_limits_are_pulsars() -> None:
     config = ManagedLedgerConfig()
     assert (config.retention_time_ms, config.retention_size_in_mb) == (0, 0)
+    assert config.retain_without_subscriptions is False  # Pulsar's rule, not the embedded one
     ManagedLedgerConfig(retention_time_ms=-1, retention_size_in_mb=-1)  # unlimited
     for bad in ({"retention_time_ms": -2}, {"retention_size_in_mb": -5}):
         with pytest.raises(ConfigError, match="must be >= -1"):
@@ -257,19 +258,62 @@ def test_first_position_never_passes_the_last_after_trimming_an_emptied_ml() -> 
     assert ml.first_position().ledger_id <= ml.last_confirmed_entry.ledger_id
 
 
-def test_without_a_durable_consumer_cursor_nothing_is_trimmed_whatever_the_retention() -> None:
-    # mledger's one deliberate difference (module docstring of mledger.managed_ledger.ledger):
-    # Pulsar counts every closed ledger of a topic without durable cursors as consumed
-    # (ManagedLedgerTest.testRetention0WithEmptyLedgerWithoutCursors); an embedded log keeps
-    # data nobody subscribed to.
+# ManagedLedgerTest.testRetention0WithEmptyLedgerWithoutCursors: without durable cursors every
+# closed ledger counts as consumed (internalTrimLedgers: slowest reader = current ledger + 1).
+def test_without_durable_cursors_a_rollover_trims_every_closed_ledger() -> None:
+    executor = ManualExecutor()
+    ml = open_ml(executor=executor, max_entries_per_ledger=1)  # retention 0/0, Pulsar's default
+    reader = ml.open_non_durable_cursor(EARLIEST)  # readers hold nothing back
+    p = ml.add_entries([b"a", b"b"])
+    assert closed_ledgers(ml) == [p[0].ledger_id, p[1].ledger_id]  # nothing runs on this thread
+    assert executor.run_all() >= 1  # the passes the rollovers queued
+    assert closed_ledgers(ml) == []
+    assert reader.mark_delete_position == p[1]  # moved past the trimmed ledgers
+    assert reader.read_entries(10) == []
+    after = ml.add_entry(b"c")
+    assert [e.position for e in reader.read_entries(10)] == [after]
+
+
+def test_without_durable_cursors_retention_alone_decides_what_stays() -> None:
     clock = ManualClock(0)
-    ml = open_ml(clock, retention_time_ms=0, retention_size_in_mb=0, max_entries_per_ledger=1)
+    ml = open_ml(clock, retention_time_ms=HOUR_MS, retention_size_in_mb=-1, max_entries_per_ledger=1)
+    p = ml.add_entries([b"a", b"b"])
+    assert settle(ml) == []
+    assert closed_ledgers(ml) == [p[0].ledger_id, p[1].ledger_id]
+    clock.advance(HOUR_MS + 1)
+    assert settle(ml) == [p[0].ledger_id, p[1].ledger_id]  # as the broker's retention check does
+
+
+def test_a_system_cursor_alone_holds_trimming_at_its_mark_delete() -> None:
+    # Pulsar's pulsar.dedup cursor is durable: a topic with only it trims up to its mark-delete.
+    ml = open_ml(max_entries_per_ledger=1)
+    dedup = ml.open_cursor("pulsar.dedup", InitialPosition.EARLIEST)
+    dedup.counts_as_consumer = False
+    p = ml.add_entries([b"a", b"b", b"c"])
+    assert settle(ml) == []
+    dedup.mark_delete(p[0])
+    settle(ml)
+    assert closed_ledgers(ml) == [p[1].ledger_id, p[2].ledger_id]
+
+
+def test_retain_without_subscriptions_keeps_what_nobody_subscribed_to() -> None:
+    # The embedded setting (earlier mledger versions' behaviour): without a durable consumer
+    # cursor (a system cursor does not count) nothing is trimmed, whatever the retention.
+    clock = ManualClock(0)
+    ml = open_ml(clock, max_entries_per_ledger=1, retain_without_subscriptions=True)
+    dedup = ml.open_cursor("pulsar.dedup", InitialPosition.EARLIEST)
+    dedup.counts_as_consumer = False
     reader = ml.open_non_durable_cursor(EARLIEST)
     p = ml.add_entries([b"a", b"b"])
+    dedup.mark_delete(p[1])
     clock.advance(HOUR_MS)
     assert settle(ml) == []
     assert closed_ledgers(ml) == [p[0].ledger_id, p[1].ledger_id]
     assert [e.position for e in reader.read_entries(10)] == p
+    sub = ml.open_cursor("sub", InitialPosition.EARLIEST)  # a subscription: trimming as usual
+    sub.mark_delete(p[0])
+    settle(ml)
+    assert closed_ledgers(ml) == [p[1].ledger_id]
 
 
 # -- off the acknowledgement path -------------------------------------------------------------
@@ -473,6 +517,31 @@ def test_broker_checks_retention_every_retention_check_interval() -> None:
     broker.run_due_tasks()  # a check is due: a pass is queued on every open topic
     assert executor.run_all() == 1
     assert closed_ledgers(ml) == []
+    broker.close()
+
+
+def test_broker_retention_check_trims_a_topic_without_subscriptions() -> None:
+    # A topic only produced to: its closed ledgers go once retention no longer covers them.
+    from mledger.broker import Broker, BrokerConfig
+
+    clock = ManualClock(0)
+    executor = ManualExecutor()
+    factory = ManagedLedgerFactory(MemoryStore(), clock=clock, executor=executor)
+    config = ManagedLedgerConfig(max_entries_per_ledger=2, retention_time_ms=60_000, retention_size_in_mb=-1)
+    broker = Broker(
+        factory, BrokerConfig(managed_ledger_config=config, retention_check_interval_in_seconds=30), clock=clock
+    )
+    topic = "persistent://public/default/unsubscribed"
+    producer = broker.create_producer(topic)
+    ids = [producer.send(b"m%d" % i) for i in range(5)]
+    executor.run_all()
+    ml = broker.get_topic(topic).managed_ledger  # type: ignore[union-attr]
+    assert closed_ledgers(ml) == [ids[0].ledger_id, ids[2].ledger_id]  # retained for 60 s
+    clock.advance(60_001)
+    broker.run_due_tasks()
+    assert executor.run_all() == 1
+    assert closed_ledgers(ml) == []
+    assert ml.ledger_infos()[0].ledger_id == ids[4].ledger_id
     broker.close()
 
 

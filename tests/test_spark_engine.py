@@ -69,6 +69,28 @@ def test_entries_land_at_the_logged_positions_across_ledger_rollovers() -> None:
     assert (part["last_ledger_id"], part["last_entry_id"]) == (12, 1)
 
 
+def test_ledgers_before_the_first_subscription_are_kept_whatever_the_cursors() -> None:
+    # The broker follows Pulsar and trims the closed ledgers of a topic without durable cursors
+    # (here: no subscription yet and, without deduplication, no pulsar.dedup cursor); the replay
+    # keeps the log's ledgers (retain_without_subscriptions), so a subscription the log
+    # mentions later still starts at the earliest entry, and results do not depend on when a
+    # background pass ran.
+    rows = [*produce(3, ledger=7), *produce(2, ledger=12, ts0=10), *produce(1, ledger=13, ts0=20), A("s", 13, 0, 30)]
+    for settings in (ReplaySettings(), ReplaySettings(deduplication=False)):
+        c = cursor(replay_rows(rows, settings), "s")
+        assert (c["mark_delete_ledger_id"], c["mark_delete_entry_id"]) == (7, -1)
+        assert c["backlog"] == 5 and c["ack_hole_ranges"] == 1
+
+
+def test_a_topic_in_any_namespace_is_replayed() -> None:
+    # The broker creates topics only in namespaces that exist; the replay creates the log's.
+    topic = "persistent://acme/prod/orders"
+    rows = [{**r, "topic": topic} for r in [*produce(3), A("s", 5, 0, 10)]]
+    out = replay_rows(rows)
+    assert [(r["topic"], r["backlog"]) for r in out["cursors"].to_pylist()] == [(topic, 2)]
+    assert reasons(out) == []
+
+
 def test_out_of_order_acks_leave_holes_that_absorb_into_the_mark_delete() -> None:
     rows = [*produce(6), A("s", 5, 2, 10), A("s", 5, 4, 11), A("s", 5, 0, 12)]
     c = cursor(replay_rows(rows), "s")

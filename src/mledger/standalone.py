@@ -8,11 +8,13 @@
 Like ``pulsar standalone``: one process, one broker and data directory (SQLite by default,
 ``--memory`` for none), clients on ``pulsar://127.0.0.1:6650``, ``pulsar-admin``-style calls on
 ``http://127.0.0.1:8080`` (ready when ``GET /admin/v2/clusters`` answers ``["standalone"]``,
-the check container tools make), protocol metrics on ``/metrics``. ``public/default`` exists
-from the start. ``--record DIR`` records what the broker does as the replay's raw logs
-(:mod:`mledger.replay.recording`, imported only then: it needs the ``replay`` extra). SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in
-flight finish, the appends in flight are stored and answered, then the broker and the store
-close.
+the check container tools make), protocol metrics on ``/metrics``. ``public/default``,
+``pulsar/system`` and ``sample/ns1`` exist from the start, as in Pulsar's standalone; topics in
+other namespaces need the namespace created first (``PUT /admin/v2/namespaces/{tenant}/{ns}``).
+``--record DIR`` records what the broker does as the replay's raw logs
+(:mod:`mledger.replay.recording`, imported only then: it needs the ``replay`` extra).
+SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in flight finish,
+the appends in flight are stored and answered, then the broker and the store close.
 
 :class:`Standalone` is the same thing for a program that runs its own event loop.
 """
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .admin import Admin, Authorization
 from .broker import Broker, BrokerConfig
 from .broker.journal import BrokerJournal
+from .broker.namespaces import STANDALONE_NAMESPACES
 from .core.errors import ConfigError
 from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
@@ -79,8 +82,8 @@ class Standalone:
         )
         self.factory = ManagedLedgerFactory(self.store)
         self.broker = Broker(self.factory, broker_config, journal=journal)
-        if "public/default" not in self.broker.namespaces.list("public"):
-            self.broker.create_namespace("public/default")
+        for namespace in STANDALONE_NAMESPACES:
+            self.broker.namespaces.ensure(namespace)
         auth = TokenAuth(tokens or {}, authorization) if tokens is not None or authorization is not None else None
         self.protocol = ProtocolServer(self.broker, ProtocolConfig(host=bind[0], port=bind[1]), auth=auth)
         app = create_app(

@@ -1,8 +1,9 @@
-"""``admin.namespaces``: namespace policies (retention), as ``pulsar-admin namespaces``.
+"""``admin.namespaces``: namespaces and their policies (retention), as ``pulsar-admin namespaces``.
 
 ========================  ==================  =========================================
 method                    authorization       Pulsar endpoint / CLI
 ========================  ==================  =========================================
+create                    superuser           ``namespaces create``
 get_retention             authenticated       ``namespaces get-retention``
 set_retention             superuser           ``namespaces set-retention``
 remove_retention          superuser           ``namespaces remove-retention``
@@ -28,6 +29,14 @@ class Namespaces:
 
     def __init__(self, admin: AdminContext) -> None:
         self._admin = admin
+
+    def create(self, namespace: str) -> None:
+        """Create ``tenant/namespace`` (``namespaces create``): topics, created explicitly or on
+        first use, go in namespaces that exist. Superuser. 400 for a bad name, 409
+        (``NamespaceAlreadyExistsError``) when it exists."""
+        name = check_namespace_name(namespace)
+        self._admin.check_superuser(f"create namespace {name}")
+        self._admin.broker.create_namespace(name)
 
     def get_retention(self, namespace: str) -> RetentionPolicies | None:
         """The namespace's retention policy, None when unset (its topics then follow the

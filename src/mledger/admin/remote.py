@@ -220,17 +220,24 @@ def _stats_query(**options: bool) -> dict[str, str]:
 
 
 class RemoteNamespaces:
-    """``Admin.namespaces`` over HTTP: retention policies of namespaces."""
+    """``Admin.namespaces`` over HTTP: namespaces and their retention policies."""
 
     def __init__(self, admin: RemoteAdmin) -> None:
         self._admin = admin
 
     @staticmethod
-    def _path(namespace: str) -> str:
+    def _namespace_path(namespace: str) -> str:
         parts = namespace.split("/") if isinstance(namespace, str) else []
         if len(parts) != 2 or not all(parts):
             raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
-        return f"/admin/v2/namespaces/{encode_segment(parts[0])}/{encode_segment(parts[1])}/retention"
+        return f"/admin/v2/namespaces/{encode_segment(parts[0])}/{encode_segment(parts[1])}"
+
+    @classmethod
+    def _path(cls, namespace: str) -> str:
+        return f"{cls._namespace_path(namespace)}/retention"
+
+    def create(self, namespace: str) -> None:
+        self._admin.call("PUT", self._namespace_path(namespace))
 
     def get_retention(self, namespace: str) -> RetentionPolicies | None:
         return _retention(self._admin.call("GET", self._path(namespace))[2])

@@ -49,6 +49,7 @@ from .listeners import (
 )
 from .message import BatchMessageIds as BatchMessageIds, Message as Message
 from .names import TopicName as TopicName
+from .namespaces import NamespaceNotFoundError as NamespaceNotFoundError
 from .partitioned import (
     PartitionedConsumer as PartitionedConsumer,
     PartitionedSubscription as PartitionedSubscription,
@@ -99,6 +100,7 @@ __all__ = [
     "Message",
     "MessageDupUnknownError",
     "MessageId",
+    "NamespaceNotFoundError",
     "NoDeduplication",
     "PartitionedConsumer",
     "PartitionedProducer",

@@ -8,6 +8,11 @@ which re-opens its managed ledger and, with it, every durable cursor, i.e. every
 with its stored type. So a broker over a :class:`~mledger.storage.SqliteStore` directory that
 an earlier broker wrote finds its topics, subscriptions, acknowledgements and cancellations.
 
+Topics live in namespaces that exist (:mod:`mledger.broker.namespaces`): creating a topic,
+explicitly or on first use, in a namespace that does not exist raises
+``NamespaceNotFoundError`` (404), as Pulsar refuses it; a new broker creates ``public/default``
+if missing, so short topic names need no set-up.
+
 * non-partitioned topic ``T`` = managed ledger ``T.managed_ledger_name``;
 * partitioned topic ``T`` with N partitions = metadata node ``/admin/partitioned-topics/...``
   holding ``{"partitions": N}`` plus the N partition topics ``T-partition-i``.
@@ -30,7 +35,7 @@ from ..core.clock import Clock
 from ..core.config import ManagedLedgerConfig
 from ..core.errors import BadVersionError, ConfigError, InvalidRequestError, NotFoundError
 from ..managed_ledger.factory import ManagedLedgerFactory
-from ..managed_ledger.ledger_view import InitialPosition
+from ..managed_ledger.ledger_view import ML_ROOT, InitialPosition
 from ..storage import NEW_NODE
 from .config import BrokerConfig
 from .dedup import MessageDeduplication
@@ -44,7 +49,13 @@ from .names import (
     decode_partitioned_metadata,
     encode_partitioned_metadata,
 )
-from .namespaces import NamespaceNotEmptyError, Namespaces, check_namespace
+from .namespaces import (
+    DEFAULT_NAMESPACE,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    Namespaces,
+    check_namespace,
+)
 from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
 from .retention import RetentionPolicies, TopicPolicies
@@ -96,6 +107,7 @@ class Broker:
         """The topics' schema histories (:mod:`mledger.broker.schemas`)."""
         self.namespaces = Namespaces(factory.store)
         """Created namespaces and their policies (:mod:`mledger.broker.namespaces`)."""
+        self.namespaces.ensure(DEFAULT_NAMESPACE)
         self.topic_policies = TopicPolicies(factory.store)
         """Topic-level policies (retention; :mod:`mledger.broker.retention`)."""
         self.journal = journal
@@ -107,8 +119,9 @@ class Broker:
     def create_topic(self, topic: str, partitions: int = 0) -> AnyTopic:
         """Create a topic: non-partitioned with ``partitions=0``, else with that many partitions.
 
-        Raises ``TopicAlreadyExistsError`` (409), ``InvalidRequestError`` for a bad name (a
-        partitioned topic's name may not contain ``-partition-``) or partition count.
+        Raises ``TopicAlreadyExistsError`` (409), ``NamespaceNotFoundError`` (404) when its
+        namespace does not exist, ``InvalidRequestError`` for a bad name (a partitioned topic's
+        name may not contain ``-partition-``) or partition count.
         """
         name = TopicName.parse(topic)
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 0:
@@ -121,6 +134,7 @@ class Broker:
             self._check_open()
             if self._exists(name):
                 raise TopicAlreadyExistsError(f"This topic already exists: {name}")
+            self._require_namespace(name)
             if partitions == 0:
                 return self._open_topic(name)
             try:
@@ -136,7 +150,7 @@ class Broker:
         for tools that handle one partition per process, like the Spark replay.
 
         Raises ``InvalidRequestError`` for a bad name, a name that already is a partition's,
-        or a bad index.
+        or a bad index; ``NamespaceNotFoundError`` when it is missing and so is its namespace.
         """
         name = TopicName.parse(topic)
         if name.is_partition:
@@ -147,6 +161,8 @@ class Broker:
             cached = self._topics.get(partition)
             if isinstance(cached, Topic):
                 return cached
+            if not self.factory.exists(partition.managed_ledger_name):
+                self._require_namespace(partition)
             return self._open_topic(partition)
 
     def get_topic(self, topic: str) -> AnyTopic:
@@ -163,8 +179,37 @@ class Broker:
     def open_topic(self, topic: str) -> AnyTopic:
         """The topic, created if missing and automatic topic creation is on (what a producer or
         a subscription does). Raises ``NotFoundError`` when it is missing and may not be
-        created, or names a partition a partitioned topic does not have."""
+        created (``NamespaceNotFoundError`` when its namespace does not exist), or names a
+        partition a partitioned topic does not have."""
         return self._get_or_create(topic)
+
+    def check_auto_creation(self, topic: str) -> None:
+        """Raise ``NotFoundError`` unless a missing ``topic`` would be created on first use:
+        automatic topic creation is off, the name is a partition's, or its namespace does not
+        exist (``NamespaceNotFoundError``). Pulsar's ``isAllowAutoTopicCreation`` for a
+        lookup that precedes a producer or consumer."""
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            self._check_auto_creation(name)
+
+    def check_topic_namespace(self, topic: str) -> None:
+        """``NamespaceNotFoundError`` (404) unless the topic exists or its namespace does (what
+        a lookup checks: Pulsar finds no bundle owner for a namespace that does not exist)."""
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            if not self._exists(name):
+                self._require_namespace(name)
+
+    def namespace_exists(self, namespace: str) -> bool:
+        """Whether ``tenant/namespace`` exists: created, or holding topics (data written by
+        mledger versions that created namespaces with their first topic). ``InvalidRequestError``
+        for a bad name."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            return self._namespace_exists(namespace)
 
     def topic_exists(self, topic: str) -> bool:
         """Whether the topic (or partition) exists."""
@@ -272,12 +317,24 @@ class Broker:
             if self.namespaces.exists(namespace):
                 self.namespaces.delete(namespace)
 
+    def namespace_deduplication(self, namespace: str) -> bool | None:
+        """The namespace's deduplication policy (None: the broker's setting);
+        ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
+        return self.namespaces.deduplication(namespace)
+
     def set_namespace_deduplication(self, namespace: str, enabled: bool | None) -> None:
         """Turn deduplication on or off for a namespace's topics (None: follow
         ``BrokerConfig.deduplication_enabled``); applied to its open topics at once (which
-        blocks on storage while they recover or drop their dedup state)."""
+        blocks on storage while they recover or drop their dedup state).
+        ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
+        check_namespace(namespace)
         with self._lock:
             self._check_open()
+            self._require_namespace_exists(namespace)
             self.namespaces.set_deduplication(namespace, enabled)
             topics = [
                 t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace
@@ -291,17 +348,25 @@ class Broker:
 
     # -- retention policies (REFERENCE.md 2.11) ---------------------------------------------------
     def namespace_retention(self, namespace: str) -> RetentionPolicies | None:
-        """The namespace's retention policy, None when unset."""
+        """The namespace's retention policy, None when unset; ``NamespaceNotFoundError`` (404)
+        when the namespace does not exist."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
         return self.namespaces.retention(namespace)
 
     def set_namespace_retention(self, namespace: str, policies: RetentionPolicies | None) -> None:
         """Set (None: remove) a namespace's retention policy (``pulsar-admin namespaces
         set-retention``); its open topics without a policy of their own take it at once.
-        Raises ``PreconditionFailedError`` (412) for an invalid policy."""
+        Raises ``PreconditionFailedError`` (412) for an invalid policy and
+        ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
         if policies is not None:
             policies.validate()
+        check_namespace(namespace)
         with self._lock:
             self._check_open()
+            self._require_namespace_exists(namespace)
             self.namespaces.set_retention(namespace, policies)
             topics = [
                 t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace
@@ -454,11 +519,34 @@ class Broker:
             found = self._load(name)
             if found is not None:
                 return found
-            if not self.config.allow_auto_topic_creation:
-                raise NotFoundError(f"Topic {name} not found (automatic topic creation is off)")
-            if name.is_partition:
-                raise NotFoundError(f"Topic {name} not found: partitions are created with their partitioned topic")
+            self._check_auto_creation(name)
             return self._open_topic(name)
+
+    def _check_auto_creation(self, name: TopicName) -> None:
+        if not self.config.allow_auto_topic_creation:
+            raise NotFoundError(f"Topic {name} not found (automatic topic creation is off)")
+        if name.is_partition:
+            raise NotFoundError(f"Topic {name} not found: partitions are created with their partitioned topic")
+        self._require_namespace(name)
+
+    def _require_namespace(self, name: TopicName) -> None:
+        """``NamespaceNotFoundError`` unless the topic's namespace exists (caller holds the lock)."""
+        self._require_namespace_exists(name.namespace_name, f" (topic {name})")
+
+    def _require_namespace_exists(self, namespace: str, context: str = "") -> None:
+        # Pulsar answers a topic creation or policy call in a namespace that does not exist with
+        # 404 rather than creating the namespace.
+        if not self._namespace_exists(namespace):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {namespace}{context}")
+
+    def _namespace_exists(self, namespace: str) -> bool:
+        if self.namespaces.exists(namespace):
+            return True
+        store = self.factory.store
+        return bool(
+            store.children(f"{ML_ROOT}/{namespace}/persistent")
+            or store.children(f"{PARTITIONED_TOPICS_ROOT}/{namespace}/persistent")
+        )
 
     def _load(self, name: TopicName) -> AnyTopic | None:
         """The cached or stored topic ``name``, None if it does not exist (caller holds the lock)."""

@@ -2,9 +2,12 @@
 
 A namespace exists once created (its policies node holds JSON like Pulsar's ``Policies``, of
 which mledger models ``deduplicationEnabled``: true, false or null for "the broker's setting",
-and ``retention_policies``: Pulsar's ``RetentionPolicies`` or null),
-or implicitly while it has topics, since the broker creates topics on first use. The
-standalone broker creates ``public/default`` as Pulsar's standalone does.
+and ``retention_policies``: Pulsar's ``RetentionPolicies`` or null). Automatic topic creation
+makes topics in namespaces that exist, never namespaces (Pulsar); a namespace that holds topics
+without a policies node (written by mledger versions that created namespaces on first use)
+still counts as existing. Every broker creates ``public/default`` (:data:`DEFAULT_NAMESPACE`)
+if missing, so embedded use needs no set-up; the standalone broker creates
+:data:`STANDALONE_NAMESPACES`, as Pulsar's standalone does.
 
 Thread-safe through the metadata store's compare-and-set; the broker applies a changed
 deduplication policy to the namespace's open topics.
@@ -20,14 +23,32 @@ from ..storage import NEW_NODE, Store
 from .errors import TopicAlreadyExistsError
 from .retention import RetentionPolicies
 
-__all__ = ["POLICIES_ROOT", "NamespaceAlreadyExistsError", "NamespaceNotEmptyError", "Namespaces"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "POLICIES_ROOT",
+    "STANDALONE_NAMESPACES",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotEmptyError",
+    "NamespaceNotFoundError",
+    "Namespaces",
+]
 
 POLICIES_ROOT = "/admin/policies"
+DEFAULT_NAMESPACE = "public/default"
+"""The namespace of short topic names, created by every broker if missing."""
+STANDALONE_NAMESPACES = ("public/default", "pulsar/system", "sample/ns1")
+"""What Pulsar's standalone creates on start (``PulsarStandalone``: the default namespace, the
+system namespace and the sample one); ``mledger standalone`` creates them too."""
 _SEGMENT = re.compile(r"^[-=:.\w]+$")
 
 
 class NamespaceAlreadyExistsError(TopicAlreadyExistsError):
     """``create`` named a namespace that exists (409 "Namespace already exists")."""
+
+
+class NamespaceNotFoundError(NotFoundError):
+    """A topic named a namespace that does not exist (404 "Namespace does not exist"; a client
+    creating a producer or consumer there gets ``TopicNotFound``)."""
 
 
 class NamespaceNotEmptyError(MLedgerError):
@@ -58,6 +79,14 @@ class Namespaces:
         except BadVersionError:
             raise NamespaceAlreadyExistsError(f"Namespace already exists: {name}") from None
 
+    def ensure(self, name: str) -> bool:
+        """Create ``tenant/namespace`` unless it was created already; True when this call did."""
+        try:
+            self.create(name)
+        except NamespaceAlreadyExistsError:
+            return False
+        return True
+
     def exists(self, name: str) -> bool:
         """Whether ``name`` was created (topics alone do not count here)."""
         check_namespace(name)
@@ -82,7 +111,8 @@ class Namespaces:
         return value if isinstance(value, bool) else None
 
     def set_deduplication(self, name: str, enabled: bool | None) -> None:
-        """Set (or with None, remove) the deduplication policy; creates the namespace's node."""
+        """Set (or with None, remove) the deduplication policy; creates the namespace's node
+        (the broker checks first that the namespace exists)."""
         self._update(name, "deduplicationEnabled", enabled)
 
     def retention(self, name: str) -> RetentionPolicies | None:
@@ -95,7 +125,8 @@ class Namespaces:
             raise StateCorruptedError(f"policies of {name}: {exc}") from None
 
     def set_retention(self, name: str, policies: RetentionPolicies | None) -> None:
-        """Set (or with None, remove) the retention policy; creates the namespace's node."""
+        """Set (or with None, remove) the retention policy; creates the namespace's node (the
+        broker checks first that the namespace exists)."""
         self._update(name, "retention_policies", None if policies is None else policies.to_json())
 
     def _update(self, name: str, key: str, value: object) -> None:

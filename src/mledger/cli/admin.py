@@ -1,4 +1,4 @@
-"""``mledger-admin``: pulsar-admin's ``topics`` (and ``namespaces`` retention) commands over a
+"""``mledger-admin``: pulsar-admin's ``topics`` (and ``namespaces`` create and retention) commands over a
 local data directory.
 
 Every command opens the directory's SQLite store, a managed-ledger factory and a broker, calls
@@ -521,7 +521,10 @@ def _retention_args(sub: argparse.ArgumentParser) -> None:
 
 def _add_namespaces_group(groups: Any) -> None:
     namespaces = groups.add_parser(
-        "namespaces", help="namespace policies (retention)", description="Namespace policies.", epilog=_EPILOG
+        "namespaces",
+        help="namespaces and their policies (retention)",
+        description="Namespaces and their policies.",
+        epilog=_EPILOG,
     )
     commands = namespaces.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -531,6 +534,7 @@ def _add_namespaces_group(groups: Any) -> None:
         sub.add_argument("namespace", help="tenant/namespace")
         return sub
 
+    command("create", "Create a namespace (topics go in namespaces that exist).", _cmd_ns_create)
     command("get-retention", "The namespace's retention policy (null when unset).", _cmd_ns_get_retention)
     _retention_args(command("set-retention", "Set the namespace's retention policy.", _cmd_ns_set_retention))
     command("remove-retention", "Remove the namespace's retention policy.", _cmd_ns_remove_retention)
@@ -713,6 +717,10 @@ def _cmd_set_retention(admin: Admin, args: argparse.Namespace) -> None:
 
 def _cmd_remove_retention(admin: Admin, args: argparse.Namespace) -> None:
     admin.topics.remove_retention(args.topic)
+
+
+def _cmd_ns_create(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.create(args.namespace)
 
 
 def _cmd_ns_get_retention(admin: Admin, args: argparse.Namespace) -> None:

@@ -89,6 +89,12 @@ class ManagedLedgerConfig:
     # nothing once consumed, -1 is unlimited; a ledger goes when either limit is passed.
     retention_time_ms: int = 0
     retention_size_in_mb: int = 0
+    retain_without_subscriptions: bool = False
+    """False (Pulsar's behaviour): a ledger without durable cursors treats every closed ledger as
+    consumed, so retention alone decides what stays (with the default 0/0, everything but the
+    current ledger goes at the next rollover or retention check). True (the behaviour of earlier
+    mledger versions, for embedded logs): a ledger without a durable consumer cursor (system cursors like
+    ``pulsar.dedup`` do not count) trims nothing."""
 
     def __post_init__(self) -> None:
         _validate(self)

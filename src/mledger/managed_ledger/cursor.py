@@ -122,8 +122,9 @@ class ManagedCursor:
         self._store: CursorStateStore | None = None
         self._mirrors: list[CursorStateStore] = []  # see add_state_mirror
         self.counts_as_consumer = True
-        """False for a system cursor (the broker's ``pulsar.dedup``): it still holds ledger
-        trimming back at its mark-delete, but on its own never lets a ledger go."""
+        """False for a system cursor (the broker's ``pulsar.dedup``): it holds ledger trimming
+        back at its mark-delete like any durable cursor, but with the ledger's
+        ``retain_without_subscriptions`` it never lets a ledger go on its own."""
 
     # -- construction -----------------------------------------------------------------------
     @classmethod

@@ -29,9 +29,11 @@ factory's executor, never on the caller's thread: a persisted mark-delete that m
 slowest cursor into a later ledger, a rollover, a deleted cursor and the broker's periodic
 retention check queue one (:meth:`ManagedLedger.trim_consumed_ledgers_in_background`); passes
 are serialised and coalesced. Non-durable cursors never hold trimming back: before ledgers go
-they are mark-deleted past them (``advanceCursorsIfNecessary``). One deliberate difference:
-a ledger without a durable consumer cursor trims nothing (Pulsar treats every closed ledger
-of such a topic as consumed), so an embedded log never loses data nobody subscribed to.
+they are mark-deleted past them (``advanceCursorsIfNecessary``). Without durable cursors every
+closed ledger counts as consumed (Pulsar's slowest reader is then the ledger after the current
+one), so retention alone decides what stays. ``retain_without_subscriptions`` keeps instead
+everything of a ledger without a durable consumer cursor (system cursors like ``pulsar.dedup``
+do not count), for embedded logs that must not lose data nobody subscribed to.
 
 Sizes follow Pulsar: each ledger's bytes are counted as entries are appended (the current
 ledger's from the store on reopen), ``total_size`` is their sum, ``entries_added_counter``
@@ -739,7 +741,7 @@ class ManagedLedger:
         self._store.seal_ledger(self._current.ledger_id)
         self._current.timestamp = self._clock.now_ms()  # a ledger's timestamp is its close time
         self._create_ledger()
-        if self._has_consumer_cursor():
+        if self._may_trim():
             # Pulsar's ledgerClosed: the closed ledger may be consumed (or expired) already.
             self.trim_consumed_ledgers_in_background()
 
@@ -1090,10 +1092,21 @@ class ManagedLedger:
         return mark_delete.ledger_id
 
     def _slowest_reader_ledger(self) -> int | None:
+        """The first ledger a pass keeps for the cursors' sake; without durable cursors the
+        one after the current ledger (Pulsar: with no durable cursor every closed ledger is
+        consumed), or None when ``retain_without_subscriptions`` keeps everything then."""
         slowest = self.slowest_cursor_position()
-        return None if slowest is None else self._reader_ledger(slowest)
+        if slowest is not None:
+            return self._reader_ledger(slowest)
+        if self.config.retain_without_subscriptions or self._current is None:
+            return None
+        return self._current.ledger_id + 1
 
-    def _has_consumer_cursor(self) -> bool:
+    def _may_trim(self) -> bool:
+        """Whether a pass can delete anything: always with Pulsar's rule, else only with a
+        durable consumer cursor (``retain_without_subscriptions``)."""
+        if not self.config.retain_without_subscriptions:
+            return True
         return any(c.counts_as_consumer for c in self._cursors.values())
 
     def trim_consumed_ledgers_in_background(self) -> Future[list[int]]:
@@ -1141,9 +1154,9 @@ class ManagedLedger:
         """The ledgers a pass deletes (under the ML lock); None when a durable cursor is
         being reset or has not yet persisted what its reset set (its mark-delete may be moving
         back into them: the pass gives way)."""
-        if self._closed or not self._has_consumer_cursor():
-            # No durable consumer cursor (only system ones, like the dedup cursor): keep
-            # everything, an embedded log never loses data nobody subscribed to.
+        if self._closed or not self._may_trim():
+            # retain_without_subscriptions and no durable consumer cursor (only system ones,
+            # like the dedup cursor): keep everything, nobody subscribed has consumed it.
             return []
         if any(c.is_resetting for c in self._cursors.values()):
             return None

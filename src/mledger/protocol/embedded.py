@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..broker import Broker, BrokerConfig
 from ..broker.journal import BrokerJournal
+from ..broker.namespaces import STANDALONE_NAMESPACES
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore, Store
@@ -108,6 +109,8 @@ class EmbeddedBroker:
         self._store = self._open_store()
         factory = ManagedLedgerFactory(self._store, clock=clock)
         self.broker = Broker(factory, self._broker_config, clock=clock, journal=self._make_journal())
+        for namespace in STANDALONE_NAMESPACES:  # as mledger standalone (and Pulsar's) creates them
+            self.broker.namespaces.ensure(namespace)
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
         self.clock = BrokerClock(self, clock)

@@ -415,11 +415,13 @@ class Session:
         response = api.CommandPartitionedTopicMetadataResponse(request_id=body.request_id)
         try:
             self._authorize_lookup(body.topic)
+            broker = self._host.broker
             try:
-                partitions = self._host.broker.partitioned_topic_metadata(body.topic)
+                partitions = broker.partitioned_topic_metadata(body.topic)
             except NotFoundError:
-                if not self._host.broker.config.allow_auto_topic_creation:
+                if not broker.config.allow_auto_topic_creation:
                     raise
+                broker.check_auto_creation(body.topic)  # a namespace that does not exist
                 partitions = 0
             response.partitions = partitions
             response.response = api.CommandPartitionedTopicMetadataResponse.Success
@@ -434,6 +436,7 @@ class Session:
         response = api.CommandLookupTopicResponse(request_id=body.request_id)
         try:
             self._authorize_lookup(body.topic)
+            self._host.broker.check_topic_namespace(body.topic)
             response.response = api.CommandLookupTopicResponse.Connect
             response.brokerServiceUrl = self._host.service_url
             response.authoritative = True

@@ -32,7 +32,8 @@ One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` 
 Placing entries: the first produced position opens the topic on exactly the log's ledger
 id (``ReplayStore.expect_ledger``); a higher ledger id rolls the ledger over onto it
 (:func:`_roll_over_to`, through ``ManagedLedger.roll_over``). Data-ledger rollover by count,
-size and time is switched off: the log decides where ledgers end.
+size and time is switched off: the log decides where ledgers end. Ledgers written before the
+topic's first subscription are kept (``retain_without_subscriptions``).
 """
 
 from __future__ import annotations
@@ -76,8 +77,11 @@ _FIXED_LEDGER = {
     "max_size_per_ledger_mb": _INT32_MAX,
     "minimum_rollover_time_ms": 0,
     "maximum_rollover_time_ms": _NEVER_MS,
+    "retain_without_subscriptions": True,
 }
-"""Data-ledger rollover is off: the log's positions say where ledgers roll over."""
+"""Data-ledger rollover is off: the log's positions say where ledgers roll over. Ledgers are
+kept while the topic has no subscription (Pulsar would trim them, in a background pass whose
+timing no log records): a subscription the log mentions later starts at the log's first entry."""
 _EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
 """What the replay appends for each produced entry: the log's entries carry no payload."""
 
@@ -174,6 +178,7 @@ class BrokerModel:
 
     def _open(self, first_ledger_id: int) -> Topic:
         self._store.expect_ledger(first_ledger_id)
+        self._broker.namespaces.ensure(self._name.namespace_name)  # the log's topic may be anywhere
         if self._partition >= 0:
             topic = self._broker.open_partition(str(self._name), self._partition)
         else:

@@ -95,7 +95,7 @@ def namespaces_router() -> APIRouter:
     @router.get("/namespaces/{tenant}/{namespace}/deduplication", summary="The deduplication policy (null: unset)")
     async def get_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         admin.authenticate()
-        return _json(await context_of(request).run(admin.broker.namespaces.deduplication, _name(tenant, namespace)))
+        return _json(await context_of(request).run(admin.broker.namespace_deduplication, _name(tenant, namespace)))
 
     @router.post(
         "/namespaces/{tenant}/{namespace}/deduplication", summary="Turn deduplication on or off", status_code=204
