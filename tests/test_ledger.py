@@ -78,8 +78,12 @@ def test_rollover_at_max_entries_per_ledger() -> None:
     first = ml.current_ledger_id
     positions = [ml.add_entry(b"m%d" % i) for i in range(7)]
     assert positions == [
-        P(first, 0), P(first, 1), P(first, 2),
-        P(first + 1, 0), P(first + 1, 1), P(first + 1, 2),
+        P(first, 0),
+        P(first, 1),
+        P(first, 2),
+        P(first + 1, 0),
+        P(first + 1, 1),
+        P(first + 1, 2),
         P(first + 2, 0),
     ]
     assert layout(ml) == [(first, 3), (first + 1, 3), (first + 2, 1)]
@@ -144,6 +148,47 @@ def test_time_based_rollover_with_an_injected_clock() -> None:
     clock.advance(1)
     assert ml.roll_over_if_due() is True
     assert layout(ml) == [(first, 1), (first + 1, 0)]
+
+
+@pytest.mark.parametrize("how", ["single", "bulk", "repeated"])
+def test_minimum_rollover_time_gates_the_entry_limit_too(how: str) -> None:
+    # Pulsar's currentLedgerIsFull: a full ledger rolls over only once it is older than
+    # minimumRolloverTimeMs (the broker's managedLedgerMinLedgerRolloverTimeMinutes, 10).
+    clock = ManualClock(1_000)
+    factory = ManagedLedgerFactory(MemoryStore(), clock=clock)
+    config = ManagedLedgerConfig(
+        max_entries_per_ledger=2, minimum_rollover_time_ms=10_000, retain_without_subscriptions=True
+    )
+    ml = factory.open("ml", config)
+    first = ml.current_ledger_id
+
+    def add(n: int) -> None:
+        if how == "single":
+            for _ in range(n):
+                ml.add_entry(b"e")
+        elif how == "bulk":
+            ml.add_entries([b"e"] * n)
+        else:
+            ml.add_repeated_entries(encode_entry(b"e", EntryMetadata()), n)
+
+    add(5)
+    assert layout(ml) == [(first, 5)]  # five entries, limit two: too young to roll over
+    clock.advance(10_000)
+    add(1)
+    assert layout(ml) == [(first, 6)]  # 10 s old is not older than 10 s
+    clock.advance(1)
+    add(3)  # the first add finds the ledger full and old enough: it rolls over after it
+    assert layout(ml)[0] == (first, 7) and layout(ml)[1] == (first + 1, 2)
+
+
+def test_a_brokers_topics_wait_ten_minutes_before_a_rollover_unless_configured() -> None:
+    from mledger.broker import Broker, BrokerConfig
+
+    broker = Broker(ManagedLedgerFactory(MemoryStore()))
+    assert broker.open_topic("t").managed_ledger.config.minimum_rollover_time_ms == 600_000
+    own = ManagedLedgerConfig(max_entries_per_ledger=2)
+    broker = Broker(ManagedLedgerFactory(MemoryStore()), BrokerConfig(managed_ledger_config=own))
+    assert broker.open_topic("t").managed_ledger.config.minimum_rollover_time_ms == 0
 
 
 def test_entry_too_large_is_refused_and_nothing_is_written() -> None:
@@ -442,7 +487,10 @@ def test_factory_returns_the_same_open_managed_ledger_and_lists_names() -> None:
 
 def test_forced_roll_over_seals_the_current_ledger_and_keeps_an_empty_one() -> None:
     factory = ManagedLedgerFactory()
-    ml = factory.open("public/default/persistent/roll", ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=100))
+    ml = factory.open(
+        "public/default/persistent/roll",
+        ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=100),
+    )
     first = ml.current_ledger_id
     assert ml.roll_over() == first  # nothing written yet: nothing to seal
     ml.add_entries([b"a", b"b"])
@@ -461,7 +509,9 @@ def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
 
     raw = encode_entry(b"xyz", EntryMetadata())
     for max_entries, max_mb, counts in ((7, 100, [3, 20, 0, 1, 9]), (1000, 1, [0, 5]), (50_000, 100, [12])):
-        config = ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=max_entries, max_size_per_ledger_mb=max_mb)
+        config = ManagedLedgerConfig(
+            retain_without_subscriptions=True, max_entries_per_ledger=max_entries, max_size_per_ledger_mb=max_mb
+        )
         stores = [MemoryStore(), MemoryStore()]
         a = ManagedLedgerFactory(stores[0]).open("t/a", config)
         b = ManagedLedgerFactory(stores[1]).open("t/a", config)
@@ -469,10 +519,13 @@ def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
             last = a.add_repeated_entries(raw, n)
             positions = b.add_framed_entries([raw] * n)
             assert last == (positions[-1] if positions else None)
-        assert [(i.ledger_id, i.entries, i.size) for i in a.ledger_infos()] == \
-            [(i.ledger_id, i.entries, i.size) for i in b.ledger_infos()]
+        assert [(i.ledger_id, i.entries, i.size) for i in a.ledger_infos()] == [
+            (i.ledger_id, i.entries, i.size) for i in b.ledger_infos()
+        ]
         assert a.last_confirmed_entry == b.last_confirmed_entry
-    big = ManagedLedgerFactory(MemoryStore()).open("t/big", ManagedLedgerConfig(retain_without_subscriptions=True, max_size_per_ledger_mb=1))
+    big = ManagedLedgerFactory(MemoryStore()).open(
+        "t/big", ManagedLedgerConfig(retain_without_subscriptions=True, max_size_per_ledger_mb=1)
+    )
     big.add_repeated_entries(b"\0" * 300_000, 10)  # the size limit rolls every 4th entry
     assert [i.entries for i in big.ledger_infos()][:2] == [4, 4]
     with pytest.raises(ValueError):

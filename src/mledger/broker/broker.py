@@ -32,7 +32,6 @@ import threading
 from collections.abc import Callable
 
 from ..core.clock import Clock
-from ..core.config import ManagedLedgerConfig
 from ..core.errors import BadVersionError, ConfigError, InvalidRequestError, NotFoundError
 from ..managed_ledger.factory import ManagedLedgerFactory
 from ..managed_ledger.ledger_view import ML_ROOT, InitialPosition
@@ -416,7 +415,7 @@ class Broker:
         namespace = self.namespaces.retention(name.namespace_name)
         if namespace is not None:
             return namespace
-        default = self.config.managed_ledger_config or ManagedLedgerConfig()
+        default = self.config.ledger_config
         return RetentionPolicies.from_ledger_config(default.retention_time_ms, default.retention_size_in_mb)
 
     def _apply_retention(self, topic: Topic) -> None:
@@ -425,7 +424,7 @@ class Broker:
         name = topic.topic_name
         own = self.topic_policies.retention(name) or self.namespaces.retention(name.namespace_name)
         ml = topic.managed_ledger
-        default = self.config.managed_ledger_config or ManagedLedgerConfig()
+        default = self.config.ledger_config
         if own is None:  # the broker's default, exactly (milliseconds, not rounded to minutes)
             time_ms, size_mb = default.retention_time_ms, default.retention_size_in_mb
         else:
@@ -588,7 +587,7 @@ class Broker:
 
     def _open_topic(self, name: TopicName) -> Topic:
         ml = self.factory.open(
-            name.managed_ledger_name, self.config.managed_ledger_config, derived_cursors=(DEDUPLICATION_CURSOR_NAME,)
+            name.managed_ledger_name, self.config.ledger_config, derived_cursors=(DEDUPLICATION_CURSOR_NAME,)
         )
         topic = Topic(self, name, ml)
         self._topics[name] = topic

@@ -21,7 +21,15 @@ from typing import Any
 from ..core.config import ManagedLedgerConfig
 from ..core.errors import ConfigError
 
-__all__ = ["BrokerConfig"]
+__all__ = ["BROKER_MANAGED_LEDGER_CONFIG", "BrokerConfig"]
+
+
+BROKER_MANAGED_LEDGER_CONFIG = ManagedLedgerConfig(minimum_rollover_time_ms=10 * 60_000)
+"""A broker's topics' managed-ledger defaults: ``ManagedLedgerConfig()`` with Pulsar's broker
+settings where they differ from the managed ledger's own, i.e. a ledger lives at least 10
+minutes before it rolls over, however many entries it has (``managedLedgerMinLedgerRolloverTimeMinutes=10``
+in broker.conf; ``ManagedLedgerConfig.minimumRolloverTimeMs`` is 0). So a short test against the
+broker never sees a rollover, nor the trimming a rollover starts, unless it sets a config."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +41,8 @@ class BrokerConfig:
     allow_auto_topic_creation: bool = True
     """Producers and subscribers create a missing non-partitioned topic (Pulsar's default)."""
     managed_ledger_config: ManagedLedgerConfig | None = None
-    """Config of every topic's managed ledger (None: ``ManagedLedgerConfig()``)."""
+    """Config of every topic's managed ledger (None: :data:`BROKER_MANAGED_LEDGER_CONFIG`,
+    Pulsar's broker defaults)."""
 
     # Dispatch
     dispatcher_max_read_batch_size: int = 100
@@ -80,6 +89,12 @@ class BrokerConfig:
     authenticate_docs_endpoint: bool = False
     """mledger extension: ``/docs``, ``/redoc`` and ``/openapi.json`` answer only callers with a
     role (the static script files of the docs stay public)."""
+
+    @property
+    def ledger_config(self) -> ManagedLedgerConfig:
+        """The managed-ledger config of the broker's topics: ``managed_ledger_config`` or
+        :data:`BROKER_MANAGED_LEDGER_CONFIG`."""
+        return self.managed_ledger_config or BROKER_MANAGED_LEDGER_CONFIG
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -603,10 +603,12 @@ class ManagedLedger:
             assert current is not None
             config = self.config
             size = sum(map(len, raw))
-            fits = (
-                not self._roll_over_failed
-                and current.entries + n < config.max_entries_per_ledger
-                and current.size + size < config.max_size_per_ledger_mb * 1024 * 1024
+            fits = not self._roll_over_failed and (
+                (
+                    current.entries + n < config.max_entries_per_ledger
+                    and current.size + size < config.max_size_per_ledger_mb * 1024 * 1024
+                )
+                or not self._may_roll_over()
             )
         if fits:
             ledger_id = current.ledger_id
@@ -642,12 +644,15 @@ class ManagedLedger:
                     self._roll_over_failed = False
                 current = self._current
                 assert current is not None
-                end = min(done + self.config.max_entries_per_ledger - current.entries, len(raw))
-                # Size rollover, as for single adds: the chunk ends with the entry that brings
-                # the ledger to max_size_per_ledger_mb.
-                size_room = self.config.max_size_per_ledger_mb * 1024 * 1024 - current.size
                 base = cumulative[done - 1] if done else 0
-                end = min(end, bisect_left(cumulative, base + size_room, done, end) + 1)
+                if self._may_roll_over():
+                    end = min(done + max(self.config.max_entries_per_ledger - current.entries, 1), len(raw))
+                    # Size rollover, as for single adds: the chunk ends with the entry that
+                    # brings the ledger to max_size_per_ledger_mb.
+                    size_room = self.config.max_size_per_ledger_mb * 1024 * 1024 - current.size
+                    end = min(end, bisect_left(cumulative, base + size_room, done, end) + 1)
+                else:  # too young to roll over: everything goes to the current ledger
+                    end = len(raw)
                 chunk = raw[done:end]
                 first = self._store.append_many(current.ledger_id, chunk)
                 current.entries += len(chunk)
@@ -689,11 +694,13 @@ class ManagedLedger:
             while done < count:
                 current = self._current
                 assert current is not None
-                n = min(count - done, self.config.max_entries_per_ledger - current.entries)
-                size_room = self.config.max_size_per_ledger_mb * 1024 * 1024 - current.size
-                if size:  # the chunk ends with the entry that brings the ledger to its size limit
-                    n = min(n, max(-(-size_room // size), 1))
-                n = max(n, 1)
+                n = count - done
+                if self._may_roll_over():
+                    n = min(n, self.config.max_entries_per_ledger - current.entries)
+                    size_room = self.config.max_size_per_ledger_mb * 1024 * 1024 - current.size
+                    if size:  # the chunk ends with the entry that brings the ledger to its size limit
+                        n = min(n, max(-(-size_room // size), 1))
+                    n = max(n, 1)
                 first = self._store.append_many(current.ledger_id, [raw] * n)
                 current.entries += n
                 current.size += n * size
@@ -706,13 +713,26 @@ class ManagedLedger:
         return last
 
     def _ledger_is_full(self, li: LedgerInfo) -> bool:
+        """Pulsar's ``currentLedgerIsFull``: the entry or size limit, or the maximum age, is
+        reached, and the ledger is older than ``minimum_rollover_time_ms`` (which gates every
+        rollover, not only the time-based one)."""
         cfg = self.config
-        if li.entries >= cfg.max_entries_per_ledger:
-            return True
-        if li.size >= cfg.max_size_per_ledger_mb * 1024 * 1024:
-            return True
         age = self._clock.now_ms() - self._current_created_ms
-        return li.entries > 0 and age >= cfg.maximum_rollover_time_ms and age >= cfg.minimum_rollover_time_ms
+        reached = (
+            li.entries >= cfg.max_entries_per_ledger
+            or li.size >= cfg.max_size_per_ledger_mb * 1024 * 1024
+            or (li.entries > 0 and age >= cfg.maximum_rollover_time_ms)
+        )
+        return reached and self._may_roll_over(age)
+
+    def _may_roll_over(self, age_ms: int | None = None) -> bool:
+        """Whether the current ledger is old enough to roll over (``minimum_rollover_time_ms``)."""
+        minimum = self.config.minimum_rollover_time_ms
+        if minimum <= 0:
+            return True
+        if age_ms is None:
+            age_ms = self._clock.now_ms() - self._current_created_ms
+        return age_ms > minimum
 
     def roll_over_if_due(self) -> bool:
         """Roll over the current ledger if its time limit has passed; True if it did."""
