@@ -26,11 +26,11 @@ from pathlib import Path
 
 from .admin import Admin, Authorization
 from .broker import Broker, BrokerConfig
+from .core.address import parse_bind
 from .core.errors import ConfigError
 from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
 from .protocol import EmbeddedBroker, ProtocolConfig, ProtocolServer, TokenAuth, load_tokens
-from .protocol.__main__ import parse_bind
 from .rest import AdminServer, RoleResolver, create_app
 from .storage import MemoryStore, SqliteStore
 
@@ -134,8 +134,12 @@ class EmbeddedStandalone(EmbeddedBroker):
 
 def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mledger standalone``."""
-    parser.add_argument("--bind", default="127.0.0.1:6650", help="protocol server host:port (127.0.0.1:6650)")
-    parser.add_argument("--admin-bind", default="127.0.0.1:8080", help="REST admin host:port (127.0.0.1:8080)")
+    parser.add_argument(
+        "--bind", default="127.0.0.1:6650", help="protocol server host:port, port or [ipv6]:port (127.0.0.1:6650)"
+    )
+    parser.add_argument(
+        "--admin-bind", default="127.0.0.1:8080", help="REST admin host:port, port or [ipv6]:port (127.0.0.1:8080)"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--data-dir", type=Path, default=Path("data"), help="SQLite data directory (data)")
     where.add_argument("--memory", action="store_true", help="keep everything in memory (nothing survives)")
@@ -151,10 +155,12 @@ def run_standalone(args: argparse.Namespace) -> int:
     authorization = Authorization.from_json(args.authorization) if args.authorization else None
     if authorization is not None and tokens is None:
         raise ConfigError("--authorization needs --token-file: roles come from the clients' tokens")
+    bind = parse_bind(args.bind, 6650)
+    admin_bind = parse_bind(args.admin_bind, 8080, option="--admin-bind")
     standalone = Standalone(
         None if args.memory else args.data_dir,
-        parse_bind(args.bind, 6650),
-        parse_bind(args.admin_bind, 8080),
+        bind,
+        admin_bind,
         BrokerConfig(deduplication_enabled=args.deduplication),
         tokens,
         authorization,

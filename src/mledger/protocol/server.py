@@ -44,6 +44,7 @@ from collections import deque
 from collections.abc import Callable
 
 from ..broker import Broker, Subscription, Topic
+from ..core.address import format_address
 from ..core.clock import ManualClock
 from ..core.errors import MLedgerError
 from .access import ProducerAccess, TokenAuth
@@ -210,13 +211,19 @@ class ProtocolServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._loop_thread = threading.get_ident()
-        self._server = await loop.create_server(
-            lambda: _Shell(self, self._opened, self._lost),
-            self.config.host,
-            self.config.port,
-            reuse_address=True,
-            backlog=1024,
-        )
+        try:
+            self._server = await loop.create_server(
+                lambda: _Shell(self, self._opened, self._lost),
+                self.config.host,
+                self.config.port,
+                reuse_address=True,
+                backlog=1024,
+            )
+        except OSError as exc:  # say which server could not listen where
+            where = format_address(self.config.host, self.config.port)
+            raise OSError(
+                exc.errno, f"Pulsar protocol server: cannot listen on {where}: {exc.strerror or exc}"
+            ) from exc
         self.port = self._server.sockets[0].getsockname()[1]
         self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
         log.info("Pulsar protocol server listening on %s", self.service_url)
