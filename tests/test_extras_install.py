@@ -83,7 +83,11 @@ def test_no_extra_library_and_local_admin(wheel: Path, tmp_path: Path) -> None:
 
 def test_server_extra_runs_the_broker_and_the_admin_server(wheel: Path, tmp_path: Path) -> None:
     bin_dir = venv_with(wheel, "server", tmp_path / "venv")
+    run(bin_dir, "mledger", "--help", cwd=tmp_path)
     run(bin_dir, "mledger", "standalone", "--help", cwd=tmp_path)
+    other = subprocess.run([str(bin_dir / "mledger"), "report", "out"], cwd=tmp_path, env=_clean_env(),
+                           capture_output=True, text=True, timeout=120)
+    assert other.returncode == 2 and "this command needs pip install 'mledger[report]'" in other.stderr, other.stderr
     run(bin_dir, "mledger-admin", "serve", "--help", cwd=tmp_path)
     env = _clean_env()
     for argv in (

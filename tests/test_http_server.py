@@ -722,7 +722,10 @@ def test_serve_subprocess_over_a_data_dir(tmp_path: Path) -> None:
 
 
 def test_serve_command_line_errors(tmp_path: Path) -> None:
-    admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "nope", code=2)
+    done = admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "nope:x", code=2)
+    assert "invalid --bind 'nope:x': port 'x' is not a number" in done.stderr
+    done = admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "nope.invalid", code=1)  # a host, port 8080
+    assert "admin REST server: cannot listen on nope.invalid:8080" in done.stderr
     done = admin_cli("serve", code=2, env={"MLEDGER_DATA_DIR": ""})
     assert "--data-dir is required" in done.stderr
 
