@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-fast lint bench bench-pytest clean
+.PHONY: demo test test-fast lint bench bench-pytest clean check-java
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,8 +13,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,lint,compression,spark,report,server,client]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(CHECK_JAVA)
+demo: check-java $(STAMP)
 	$(VENV)/bin/mledger demo
 
 # Static checks: lint (ruff), types (mypy), the layer and no-cycle import contracts (import-linter).
@@ -49,8 +48,10 @@ define pytest
 	fi
 endef
 
-test: $(STAMP) lint
-	$(CHECK_JAVA)
+check-java:
+	@$(CHECK_JAVA)
+
+test: check-java $(STAMP) lint
 	$(call pytest,)
 
 test-fast: $(STAMP)
