@@ -156,3 +156,27 @@ def test_the_broker_command_imports_nothing_of_the_replay_or_the_report() -> Non
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_standalone_on_ipv6_loopback(tmp_path: Path) -> None:
+    """``[::1]:port`` binds IPv6 and the URLs put the address in brackets."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mledger.cli", "standalone", "--bind", "[::1]:0", "--admin-bind", "[::1]:0", "--memory"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    try:
+        assert line, proc.stderr.read() if proc.stderr else ""
+        urls = json.loads(line)
+        assert urls["service_url"].startswith("pulsar://[::1]:") and urls["admin_url"].startswith("http://[::1]:")
+        assert httpx.get(f"{urls['admin_url']}/admin/v2/clusters").json() == ["standalone"]
+        # pulsar-client 3.13 refuses IPv6 literals in service URLs ("invalid hostname"): a socket
+        # shows the protocol server listens there
+        port = int(urls["service_url"].rsplit(":", 1)[1])
+        socket.create_connection(("::1", port), timeout=10).close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0

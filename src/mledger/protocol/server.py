@@ -256,7 +256,7 @@ class ProtocolServer:
         host = self.config.advertised_address or self.config.host
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
-        return f"pulsar://{host}:{self.port}"
+        return f"pulsar://{format_address(host, self.port)}"
 
     def snapshot_stats(self) -> ProtocolStats:
         """Current counters, including the live connections' (any thread: a consistent enough
