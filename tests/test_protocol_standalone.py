@@ -146,7 +146,8 @@ def test_the_broker_command_imports_nothing_of_the_replay_or_the_report() -> Non
         import sys
         from mledger.cli.mledger import build_parser
         from mledger.core.address import parse_bind
-        args = build_parser().parse_args(["standalone", "--memory", "--bind", "0", "--admin-bind", "0"])
+        argv = ["standalone", "--memory", "--bind", "0", "--admin-bind", "0"]
+        args = build_parser(argv).parse_args(argv)
         from mledger.standalone import Standalone
         Standalone(None, parse_bind(args.bind, 6650), parse_bind(args.admin_bind, 8080)).admin.shutdown()
         heavy = ("pyarrow", "pandas", "matplotlib", "pyspark", "mledger.replay", "mledger.report")

@@ -15,7 +15,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -303,10 +303,11 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-class _LazyParser(argparse.ArgumentParser):
-    """A subcommand's parser whose options are added only when that subcommand is parsed or its
-    help is shown: building ``mledger report``'s options must not import what ``mledger
-    standalone`` does not need (each command works with only its own extra installed)."""
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser whose options are added by :meth:`configure`, which
+    :func:`build_parser` calls for the command being run only: building ``mledger report``'s
+    options must not import what ``mledger standalone`` does not need (each command works with
+    only its own extra installed)."""
 
     def __init__(
         self,
@@ -319,25 +320,16 @@ class _LazyParser(argparse.ArgumentParser):
         self._configure = configure
         self.extra = extra
 
-    def _configured(self) -> None:
+    def configure(self) -> None:
+        """Add the command's options (once); exit 2 naming the extra when its modules are missing."""
         configure, self._configure = self._configure, None
         if configure is not None:
             try:
                 configure(self)
             except ModuleNotFoundError as exc:
+                if _is_own_module(exc):
+                    raise
                 self.exit(2, f"{self.prog}: error: {_missing_extra(exc, self.extra)}\n")
-
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        self._configured()
-        return super().parse_known_args(args, namespace)
-
-    def format_help(self) -> str:
-        self._configured()
-        return super().format_help()
-
-    def format_usage(self) -> str:
-        self._configured()
-        return super().format_usage()
 
 
 def _demo_options(demo: argparse.ArgumentParser) -> None:
@@ -425,18 +417,24 @@ _EXTRAS = {
 too unless they run in this process."""
 
 
+def _is_own_module(exc: ModuleNotFoundError) -> bool:
+    """A missing mledger module is a bug, not a missing extra."""
+    return (exc.name or "").split(".")[0] == "mledger"
+
+
 def _missing_extra(exc: ModuleNotFoundError, extra: str) -> str:
     return f"{exc.name or exc} is not installed; this command needs pip install 'mledger[{extra}]'"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``mledger`` parser. Each subcommand's options are added when that subcommand is
-    parsed (or its ``--help`` shown), so parsing one command imports only that command's
-    modules: ``mledger standalone`` never imports the replay, pyarrow, pandas or matplotlib."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``mledger`` parser for the command line ``argv`` (default ``sys.argv[1:]``). Only the
+    options of the command ``argv`` names are built, so parsing it imports only that command's
+    modules: ``mledger standalone`` never imports the replay, pyarrow, pandas or matplotlib.
+    ``mledger --help`` lists every command without building any."""
     parser = argparse.ArgumentParser(
         prog="mledger", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_LazyParser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     sub.add_parser(
         "demo",
         configure=_demo_options,
@@ -485,11 +483,16 @@ def build_parser() -> argparse.ArgumentParser:
         extra=_EXTRAS["standalone"],
         help="a Pulsar broker: binary protocol on :6650, REST admin on :8080",
     )
+    words = sys.argv[1:] if argv is None else argv
+    command = next((word for word in words if not word.startswith("-")), None)  # mledger has no options
+    chosen = sub.choices.get(command) if command is not None else None
+    if isinstance(chosen, _CommandParser):
+        chosen.configure()
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         if args.command == "standalone":
             from ..standalone import run_standalone
@@ -507,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
             return _prepare(args)
         return _replay(args)
     except ModuleNotFoundError as exc:
+        if _is_own_module(exc):
+            raise
         print(f"mledger {args.command}: error: {_missing_extra(exc, _EXTRAS[args.command])}", file=sys.stderr)
         return 2
     except Exception as exc:  # one line for the user; the types below are the expected ones
