@@ -181,3 +181,15 @@ def test_standalone_on_ipv6_loopback(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
+
+
+def test_protocol_server_alone_reports_an_address_in_use_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "mledger.protocol", "--memory", "--bind", str(port)],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 1
+    assert f"Pulsar protocol server: cannot listen on 127.0.0.1:{port}" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

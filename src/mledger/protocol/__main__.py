@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         asyncio.run(run())
+    except OSError as exc:  # the address is taken or not ours: the message names server and address
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
     finally:
         broker.close()
         factory.close()
