@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import socket
 import threading
 from collections import deque
@@ -221,9 +222,8 @@ class ProtocolServer:
             )
         except OSError as exc:  # say which server could not listen where
             where = format_address(self.config.host, self.config.port)
-            raise OSError(
-                exc.errno, f"Pulsar protocol server: cannot listen on {where}: {exc.strerror or exc}"
-            ) from exc
+            why = os.strerror(exc.errno) if exc.errno else str(exc)  # asyncio's own text repeats the address
+            raise OSError(exc.errno, f"Pulsar protocol server: cannot listen on {where}: {why}") from exc
         self.port = self._server.sockets[0].getsockname()[1]
         self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
         log.info("Pulsar protocol server listening on %s", self.service_url)
