@@ -568,11 +568,12 @@ def test_token_file_and_bind_parsing(tmp_path: Path) -> None:
         path.write_text(text)
         with pytest.raises(ConfigError):
             RoleResolver.from_token_file(path)
-    assert parse_bind("127.0.0.1:0") == ("127.0.0.1", 0)
-    assert parse_bind("[::1]:8080") == ("::1", 8080)
-    for bad in ("8080", "host:x", "host:70000", ":80"):
+    assert parse_bind("127.0.0.1:0", 8080) == ("127.0.0.1", 0)
+    assert parse_bind("[::1]:8080", 8080) == ("::1", 8080)
+    assert parse_bind("8081", 8080) == ("127.0.0.1", 8081)  # a bare port (tests/test_bind_address.py)
+    for bad in ("host:x", "host:70000", "::1:80"):
         with pytest.raises(ConfigError):
-            parse_bind(bad)
+            parse_bind(bad, 8080)
 
 
 def test_connections_accepted_by_a_plain_asyncio_loop_have_nagle_off() -> None:
@@ -825,7 +826,10 @@ def test_serve_subprocess_over_a_data_dir(tmp_path: Path) -> None:
 
 
 def test_serve_command_line_errors(tmp_path: Path) -> None:
-    admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "nope", code=2)
+    done = admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "nope:x", code=2)
+    assert "invalid --bind 'nope:x': port 'x' is not a number" in done.stderr
+    done = admin_cli("serve", "--data-dir", str(tmp_path), "--bind", "nope.invalid", code=1)  # a host, port 8080
+    assert "admin REST server: cannot listen on nope.invalid:8080" in done.stderr
     done = admin_cli("serve", code=2, env={"MLEDGER_DATA_DIR": ""})
     assert "--data-dir is required" in done.stderr
 

@@ -353,6 +353,7 @@ CHART_COLORS = {"ack-holes": (RED, AMBER, BLUE), "state-size": (RED, PURPLE, BLU
                 "anomalies": (RED, SLATE, TEAL)}
 
 
+@pytest.mark.browser
 def test_rendered_by_headless_chromium(output: Path, tmp_path: Path) -> None:
     report = build_report(output, max_unacked_ranges_to_persist=LIMIT)
     shot = tmp_path / "shot.png"

@@ -35,11 +35,11 @@ from .admin import Admin, Authorization
 from .broker import Broker, BrokerConfig
 from .broker.journal import BrokerJournal
 from .broker.namespaces import STANDALONE_NAMESPACES
+from .core.address import parse_bind
 from .core.errors import ConfigError
 from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
 from .protocol import EmbeddedBroker, ProtocolConfig, ProtocolServer, TokenAuth, load_tokens
-from .protocol.__main__ import parse_bind
 from .rest import AdminServer, RoleResolver, create_app
 from .rest.auth import check_authentication_setup, check_endpoint_authentication
 from .storage import MemoryStore, SqliteStore
@@ -209,8 +209,12 @@ def _checked_roles(
 
 def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mledger standalone``."""
-    parser.add_argument("--bind", default="127.0.0.1:6650", help="protocol server host:port (127.0.0.1:6650)")
-    parser.add_argument("--admin-bind", default="127.0.0.1:8080", help="REST admin host:port (127.0.0.1:8080)")
+    parser.add_argument(
+        "--bind", default="127.0.0.1:6650", help="protocol server host:port, port or [ipv6]:port (127.0.0.1:6650)"
+    )
+    parser.add_argument(
+        "--admin-bind", default="127.0.0.1:8080", help="REST admin host:port, port or [ipv6]:port (127.0.0.1:8080)"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--data-dir", type=Path, default=Path("data"), help="SQLite data directory (data)")
     where.add_argument("--memory", action="store_true", help="keep everything in memory (nothing survives)")
@@ -267,10 +271,12 @@ def run_standalone(args: argparse.Namespace) -> int:
         record_settings = _recording_module().RecordSettings(
             args.record_flush_interval, args.record_rows_per_part, args.record_max_pending_rows
         )
+    bind = parse_bind(args.bind, 6650)
+    admin_bind = parse_bind(args.admin_bind, 8080, option="--admin-bind")
     standalone = Standalone(
         None if args.memory else args.data_dir,
-        parse_bind(args.bind, 6650),
-        parse_bind(args.admin_bind, 8080),
+        bind,
+        admin_bind,
         config,
         tokens,
         authorization,

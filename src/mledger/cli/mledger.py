@@ -15,11 +15,8 @@ import os
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING
-
-from ..core.config import ManagedLedgerConfig
-from ..managed_ledger import InitialPosition, ManagedLedgerFactory
-from ..storage.sqlite import SqliteStore
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,6 +26,10 @@ DEMO_EVENTS = 400_000
 
 def _library_demo() -> int:
     """Append, ack out of order, crash-free restart: what a cursor keeps and persists."""
+    from ..core.config import ManagedLedgerConfig
+    from ..managed_ledger import InitialPosition, ManagedLedgerFactory
+    from ..storage.sqlite import SqliteStore
+
     with tempfile.TemporaryDirectory(prefix="mledger-demo-") as data_dir:
         config = ManagedLedgerConfig(max_entries_per_ledger=1_000)
         factory = ManagedLedgerFactory(SqliteStore(data_dir))
@@ -302,18 +303,36 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="mledger", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser whose options are added by :meth:`configure`, which
+    :func:`build_parser` calls for the command being run only: building ``mledger report``'s
+    options must not import what ``mledger standalone`` does not need (each command works with
+    only its own extra installed)."""
 
-    demo = sub.add_parser(
-        "demo",
-        help="generate a small data set, replay it on Spark, print the summary",
-        description="Generate raw logs, prepare them on Spark and replay them (the main job "
-        "on local defaults), then print the summary.",
-    )
+    def __init__(
+        self,
+        *args: Any,
+        configure: Callable[[argparse.ArgumentParser], None] | None = None,
+        extra: str = "",
+        **kw: Any,
+    ) -> None:
+        super().__init__(*args, **kw)
+        self._configure = configure
+        self.extra = extra
+
+    def configure(self) -> None:
+        """Add the command's options (once); exit 2 naming the extra when its modules are missing."""
+        configure, self._configure = self._configure, None
+        if configure is not None:
+            try:
+                configure(self)
+            except ModuleNotFoundError as exc:
+                if _is_own_module(exc):
+                    raise
+                self.exit(2, f"{self.prog}: error: {_missing_extra(exc, self.extra)}\n")
+
+
+def _demo_options(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--library", action="store_true", help="the library tour instead (no Spark)")
     demo.add_argument("--events", type=int, default=DEMO_EVENTS, help=f"events to generate ({DEMO_EVENTS:,})")
     demo.add_argument("--seed", type=int, default=7, help="random seed (7)")
@@ -321,24 +340,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--keep", metavar="DIR", help="keep the events, the prepared log and the outputs in DIR")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
 
-    gen = sub.add_parser(
-        "generate",
-        help="write synthetic event logs (a prepared log, or raw logs with --raw)",
-        description="Write seeded synthetic event logs: a prepared log by default, ready to "
-        "replay; --raw writes the produced/acked/cancelled/subscriptions logs instead.",
-    )
+
+def _generate_options(gen: argparse.ArgumentParser) -> None:
     gen.add_argument("out", help="output directory (an earlier prepared log or raw logs there are replaced)")
     gen.add_argument("--quiet", action="store_true", help="no progress display")
     _add_generate_options(gen)
 
-    prep = sub.add_parser(
-        "prepare",
-        help="lay raw event logs out by topic-partition in replay order",
-        description="Turn raw event logs (Parquet, JSON Lines, CSV, compressed text; local "
-        "or remote) into a prepared log: one directory per topic-partition in "
-        "replay order, with a manifest. On Spark with one shuffle; small inputs "
-        f"(under {2_000_000:,} rows) in this process unless --master is given.",
-    )
+
+def _prepare_options(prep: argparse.ArgumentParser) -> None:
     prep.add_argument("raw", help="directory with produced/, acked/ [, cancelled/, subscriptions/]")
     prep.add_argument("out", help="the prepared log's directory (new, empty, or an earlier prepared log)")
     prep.add_argument("--master", default=None, help="Spark master (default: local[*] for large inputs)")
@@ -348,14 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     prep.add_argument("--spark-logs", action="store_true", help="show Spark's own log output")
     prep.add_argument("--quiet", action="store_true", help="no progress display")
 
-    rep = sub.add_parser(
-        "replay",
-        help="replay event logs through mledger's broker and cursors",
-        description="Replay a prepared log (or raw logs, prepared first) through mledger's "
-        "broker, subscriptions and cursors, one stream per topic-partition, on "
-        "Spark (Spark only schedules; Python tasks read their own files) or in "
-        "this process.",
-    )
+
+def _replay_options(rep: argparse.ArgumentParser) -> None:
     rep.add_argument(
         "input", help="a prepared log, or a directory with produced/, acked/ [, cancelled/, subscriptions/]"
     )
@@ -389,17 +392,107 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--spark-logs", action="store_true", help="show Spark's own log output")
     rep.add_argument("--quiet", action="store_true", help="no progress display")
 
-    rpt = sub.add_parser("report", help="render a replay output as an HTML page with PNG charts")
-    from ..report import add_report_arguments
+
+def _report_options(rpt: argparse.ArgumentParser) -> None:
+    from ..report import add_report_arguments  # the report extra
 
     add_report_arguments(rpt)
 
-    std = sub.add_parser("standalone", help="a Pulsar broker: binary protocol on :6650, REST admin on :8080")
-    from ..standalone import add_standalone_arguments
+
+def _standalone_options(std: argparse.ArgumentParser) -> None:
+    from ..standalone import add_standalone_arguments  # the server extra
 
     add_standalone_arguments(std)
 
-    args = parser.parse_args(argv)
+
+_EXTRAS = {
+    "demo": "spark",
+    "generate": "replay",
+    "prepare": "replay",
+    "replay": "replay",
+    "report": "report",
+    "standalone": "server",
+}
+"""The extra each command needs (the README says the same); prepare and replay need ``spark``
+too unless they run in this process."""
+
+
+def _is_own_module(exc: ModuleNotFoundError) -> bool:
+    """A missing mledger module is a bug, not a missing extra."""
+    return (exc.name or "").split(".")[0] == "mledger"
+
+
+def _missing_extra(exc: ModuleNotFoundError, extra: str) -> str:
+    return f"{exc.name or exc} is not installed; this command needs pip install 'mledger[{extra}]'"
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``mledger`` parser for the command line ``argv`` (default ``sys.argv[1:]``). Only the
+    options of the command ``argv`` names are built, so parsing it imports only that command's
+    modules: ``mledger standalone`` never imports the replay, pyarrow, pandas or matplotlib.
+    ``mledger --help`` lists every command without building any."""
+    parser = argparse.ArgumentParser(
+        prog="mledger", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
+    sub.add_parser(
+        "demo",
+        configure=_demo_options,
+        extra=_EXTRAS["demo"],
+        help="generate a small data set, replay it on Spark, print the summary",
+        description="Generate raw logs, prepare them on Spark and replay them (the main job "
+        "on local defaults), then print the summary.",
+    )
+    sub.add_parser(
+        "generate",
+        configure=_generate_options,
+        extra=_EXTRAS["generate"],
+        help="write synthetic event logs (a prepared log, or raw logs with --raw)",
+        description="Write seeded synthetic event logs: a prepared log by default, ready to "
+        "replay; --raw writes the produced/acked/cancelled/subscriptions logs instead.",
+    )
+    sub.add_parser(
+        "prepare",
+        configure=_prepare_options,
+        extra=_EXTRAS["prepare"],
+        help="lay raw event logs out by topic-partition in replay order",
+        description="Turn raw event logs (Parquet, JSON Lines, CSV, compressed text; local "
+        "or remote) into a prepared log: one directory per topic-partition in "
+        "replay order, with a manifest. On Spark with one shuffle; small inputs "
+        f"(under {2_000_000:,} rows) in this process unless --master is given.",
+    )
+    sub.add_parser(
+        "replay",
+        configure=_replay_options,
+        extra=_EXTRAS["replay"],
+        help="replay event logs through mledger's broker and cursors",
+        description="Replay a prepared log (or raw logs, prepared first) through mledger's "
+        "broker, subscriptions and cursors, one stream per topic-partition, on "
+        "Spark (Spark only schedules; Python tasks read their own files) or in "
+        "this process.",
+    )
+    sub.add_parser(
+        "report",
+        configure=_report_options,
+        extra=_EXTRAS["report"],
+        help="render a replay output as an HTML page with PNG charts",
+    )
+    sub.add_parser(
+        "standalone",
+        configure=_standalone_options,
+        extra=_EXTRAS["standalone"],
+        help="a Pulsar broker: binary protocol on :6650, REST admin on :8080",
+    )
+    words = sys.argv[1:] if argv is None else argv
+    command = next((word for word in words if not word.startswith("-")), None)  # mledger has no options
+    chosen = sub.choices.get(command) if command is not None else None
+    if isinstance(chosen, _CommandParser):
+        chosen.configure()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser(argv).parse_args(argv)
     try:
         if args.command == "standalone":
             from ..standalone import run_standalone
@@ -416,6 +509,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "prepare":
             return _prepare(args)
         return _replay(args)
+    except ModuleNotFoundError as exc:
+        if _is_own_module(exc):
+            raise
+        print(f"mledger {args.command}: error: {_missing_extra(exc, _EXTRAS[args.command])}", file=sys.stderr)
+        return 2
     except Exception as exc:  # one line for the user; the types below are the expected ones
         from ..core.errors import MLedgerError
 

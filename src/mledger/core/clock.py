@@ -44,6 +44,14 @@ class ManualClock:
             self._now += int(ms)
             return self._now
 
+    def catch_up(self, floor_ms: int) -> int:
+        """Move forward to ``floor_ms`` if the clock is behind it (never backwards); returns the
+        time. What a test's clock handle does with the wall clock before it advances, so the
+        clock never falls behind a client that stamps its own wall-clock times."""
+        with self._lock:
+            self._now = max(self._now, int(floor_ms))
+            return self._now
+
     def set(self, now_ms: int) -> int:
         """Jump to ``now_ms``; raises ValueError if that is in the past."""
         with self._lock:

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 from ..broker import Broker, BrokerConfig
+from ..core.address import parse_bind
+from ..core.errors import ConfigError
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore
 from .access import TokenAuth, load_tokens
@@ -23,25 +25,22 @@ from .config import ProtocolConfig
 from .server import ProtocolServer
 
 
-def parse_bind(text: str, default_port: int) -> tuple[str, int]:
-    """``host:port`` (or ``host``, or ``:port``) -> ``(host, port)``."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        return text, default_port
-    return host or "127.0.0.1", int(port)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mledger.protocol", description=__doc__.splitlines()[0])
-    parser.add_argument("--bind", default="127.0.0.1:6650", help="host:port to listen on (port 0: a free one)")
+    parser.add_argument(
+        "--bind", default="127.0.0.1:6650", help="host:port, a port or [ipv6]:port to listen on (port 0: a free one)"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--data-dir", type=Path, default=Path("data"), help="SQLite data directory (default: data)")
     where.add_argument("--memory", action="store_true", help="keep everything in memory")
     parser.add_argument("--token-file", type=Path, help='token -> role JSON ({"<token>": "<role>"}): tokens required')
     parser.add_argument("--deduplication", action="store_true", help="enable message deduplication (PIP-6)")
     args = parser.parse_args(argv)
+    try:
+        host, port = parse_bind(args.bind, 6650)
+    except ConfigError as exc:
+        parser.error(str(exc))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    host, port = parse_bind(args.bind, 6650)
     store = MemoryStore() if args.memory else SqliteStore(args.data_dir, synchronous="NORMAL")
     auth = TokenAuth(load_tokens(args.token_file)) if args.token_file else None
     factory = ManagedLedgerFactory(store)
@@ -60,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         asyncio.run(run())
+    except OSError as exc:  # the address is taken or not ours: the message names server and address
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
     finally:
         broker.close()
         factory.close()

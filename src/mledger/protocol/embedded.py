@@ -13,7 +13,9 @@ thread; the ``with`` block gets it started (tens of milliseconds) and stopped.
 (``admin_url``); the pytest fixture uses that one. ``data_dir``
 uses a :class:`~mledger.storage.SqliteStore` there instead of memory. ``manual_clock`` (the
 default) gives the broker a :class:`~mledger.core.clock.ManualClock` starting at the wall clock's
-current time, so messages sent with ``deliver_after`` are held until the test advances it.
+current time, so messages sent with ``deliver_after`` are held until the test advances it
+(:class:`BrokerClock`: ``advance(d)`` counts from the wall clock when the broker's time is behind
+it, so it makes a message sent with ``deliver_after=d`` due).
 """
 
 from __future__ import annotations
@@ -47,8 +49,12 @@ T = TypeVar("T")
 class BrokerClock:
     """The handle tests use to move the broker's time (a manual clock only).
 
-    :meth:`advance` moves the clock and then runs, on the server's loop, the work that became
-    due: delayed messages are dispatched before it returns.
+    The clock starts at the wall clock's time when the broker starts and stands still between
+    calls. :meth:`advance` first brings it up to the wall clock if it is behind, then moves it
+    by ``ms`` and runs, on the server's loop, the work that became due: delayed messages are
+    dispatched before it returns. A client stamps ``deliver_after`` from its own (wall) clock a
+    moment after the broker started, so ``advance(d)`` after ``send(..., deliver_after=d)``
+    always makes that message due.
     """
 
     def __init__(self, embedded: EmbeddedBroker, clock: Clock) -> None:
@@ -60,10 +66,14 @@ class BrokerClock:
         return self._clock.now_ms()
 
     def advance(self, ms: int) -> int:
-        """Move the broker's clock forward by ``ms`` and dispatch what came due; returns the new
-        time. Raises ``TypeError`` with a system clock."""
+        """Move the broker's clock to ``ms`` past the later of its own time and the wall clock,
+        and dispatch what came due; returns the new time. Raises ``TypeError`` with a system
+        clock, ``ValueError`` for a negative ``ms``."""
         if not isinstance(self._clock, ManualClock):
             raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
+        if ms < 0:
+            raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
+        self._clock.catch_up(time.time_ns() // 1_000_000)
         now = self._clock.advance(ms)
         self._embedded.call(self._embedded.server.run_due_tasks)
         return now

@@ -38,12 +38,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import socket
 import threading
 from collections import deque
 from collections.abc import Callable
 
 from ..broker import Broker, Subscription, Topic
+from ..core.address import format_address
 from ..core.clock import ManualClock
 from ..core.errors import MLedgerError
 from .access import ProducerAccess, TokenAuth
@@ -265,13 +267,18 @@ class ProtocolServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._loop_thread = threading.get_ident()
-        self._server = await loop.create_server(
-            lambda: _Shell(self, self._opened, self._lost),
-            self.config.host,
-            self.config.port,
-            reuse_address=True,
-            backlog=1024,
-        )
+        try:
+            self._server = await loop.create_server(
+                lambda: _Shell(self, self._opened, self._lost),
+                self.config.host,
+                self.config.port,
+                reuse_address=True,
+                backlog=1024,
+            )
+        except OSError as exc:  # say which server could not listen where
+            where = format_address(self.config.host, self.config.port)
+            why = os.strerror(exc.errno) if exc.errno else str(exc)  # asyncio's own text repeats the address
+            raise OSError(exc.errno, f"Pulsar protocol server: cannot listen on {where}: {why}") from exc
         self.port = self._server.sockets[0].getsockname()[1]
         self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
         log.info("Pulsar protocol server listening on %s", self.service_url)
@@ -304,7 +311,7 @@ class ProtocolServer:
         host = self.config.advertised_address or self.config.host
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
-        return f"pulsar://{host}:{self.port}"
+        return f"pulsar://{format_address(host, self.port)}"
 
     def stats(self) -> ProtocolStats:
         """A frozen snapshot of the counters (:class:`ProtocolStats`): the live sessions' plus

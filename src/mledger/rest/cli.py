@@ -39,7 +39,7 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     auth_file = getattr(args, "auth_file", None)
     try:
-        parse_bind(args.bind)
+        parse_bind(args.bind, 8080)
         if args.token_file:
             roles = RoleResolver.from_token_file(args.token_file, args.trust_role_header)
         else:

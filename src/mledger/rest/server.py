@@ -44,6 +44,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from ..admin import Admin, Authorization
+from ..core.address import format_address, parse_bind
 from ..core.errors import ConfigError
 from .app import create_app
 from .auth import RoleResolver
@@ -54,22 +55,6 @@ __all__ = ["DEFAULT_BIND", "AdminServer", "parse_bind", "serve"]
 log = logging.getLogger("mledger.rest")
 
 DEFAULT_BIND = "127.0.0.1:8080"
-
-
-def parse_bind(text: str) -> tuple[str, int]:
-    """``host:port`` (``[::1]:8080`` for IPv6; port 0 picks a free one); ``ConfigError`` if bad."""
-    host, sep, port = text.strip().rpartition(":")
-    if not sep or not host:
-        raise ConfigError(f"invalid --bind {text!r}: expected host:port, e.g. {DEFAULT_BIND}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    try:
-        number = int(port)
-    except ValueError:
-        raise ConfigError(f"invalid --bind {text!r}: port {port!r} is not a number") from None
-    if not 0 <= number <= 65535:
-        raise ConfigError(f"invalid --bind {text!r}: port {number} out of range")
-    return host, number
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -233,6 +218,11 @@ def _bind(host: str, port: int, backlog: int) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         sock.listen(backlog)
+    except OSError as exc:  # the socket's own message names neither the address nor the server
+        sock.close()
+        raise OSError(
+            exc.errno, f"admin REST server: cannot listen on {format_address(host, port)}: {exc.strerror or exc}"
+        ) from exc
     except BaseException:
         sock.close()
         raise
@@ -268,7 +258,7 @@ def serve(
     from ..managed_ledger.factory import ManagedLedgerFactory
     from ..storage import SqliteStore
 
-    host, port = parse_bind(bind)
+    host, port = parse_bind(bind, 8080)
     roles = roles if roles is not None else RoleResolver()
     factory = ManagedLedgerFactory(SqliteStore(str(data_dir)))
     try:

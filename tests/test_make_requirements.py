@@ -1,0 +1,84 @@
+"""The quick start's system requirements: Java 17 checked up front (scripts/check_java.sh) and
+`make test` running everything but the browser test, loudly, where Chromium cannot be had,
+while CI (CI=true) must run it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def _fake_java(bin_dir: Path, version_line: str) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    java = bin_dir / "java"
+    java.write_text(f"#!/bin/sh\necho '{version_line}' >&2\n")
+    java.chmod(0o755)
+
+
+def _check_java(path: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"} | {"PATH": path}
+    return subprocess.run(["/bin/sh", str(ROOT / "scripts" / "check_java.sh")], env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("version_line", "ok"),
+    [
+        ('openjdk version "17.0.15" 2025-04-15', True),
+        ('openjdk version "21.0.2" 2024-01-16', True),
+        ('openjdk version "11.0.22" 2024-01-16', False),
+        ('java version "1.8.0_392"', False),
+    ],
+)
+def test_check_java_wants_java_17_or_newer(tmp_path: Path, version_line: str, ok: bool) -> None:
+    _fake_java(tmp_path / "bin", version_line)
+    done = _check_java(f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    assert (done.returncode == 0) == ok, done.stderr
+    if not ok:
+        assert "need Java 17 or newer" in done.stderr
+
+
+def test_check_java_says_what_to_install_when_there_is_none(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    for tool in ("sed", "head"):
+        (tmp_path / "bin" / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    done = _check_java(str(tmp_path / "bin"))
+    assert done.returncode == 1
+    assert "no Java found" in done.stderr and "openjdk-17-jre-headless" in done.stderr
+
+
+def _make_test_fast(tmp_path: Path, ci: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """`make test-fast` with a browser that cannot be installed and a stand-in for pytest that
+    records its arguments."""
+    record = tmp_path / "pytest-args"
+    stub = tmp_path / "python"
+    stub.write_text(f'#!/bin/sh\necho "$@" > {record}\n')
+    stub.chmod(0o755)
+    env = dict(os.environ, CI=ci)
+    done = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "test-fast", "ENSURE_CHROMIUM=false", f"PY={stub}"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    return done, record.read_text() if record.exists() else ""
+
+
+def test_make_test_leaves_the_browser_test_out_loudly_where_chromium_cannot_be_had(tmp_path: Path) -> None:
+    done, args = _make_test_fast(tmp_path, ci="")
+    assert done.returncode == 0, done.stderr
+    assert args.strip() == "-m pytest -q -m not spark and not slow and not cluster and not browser"
+    assert done.stderr.count("LEFT OUT the browser test") == 2  # before and after the run
+
+
+def test_ci_runs_the_browser_test_or_fails(tmp_path: Path) -> None:
+    done, args = _make_test_fast(tmp_path, ci="true")
+    assert done.returncode != 0
+    assert args == ""
+    assert "CI runs every test, the browser test included" in done.stderr
