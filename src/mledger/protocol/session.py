@@ -68,7 +68,7 @@ from ..broker.hooks import NoDeduplication
 from ..broker.listeners import EntryDelivery, ack_set_words
 from ..broker.producer import Producer
 from ..broker.schemas import IncompatibleSchemaError, SchemaInfo
-from ..broker.subscription import Subscription
+from ..broker.subscription import Subscription, check_read_compacted
 from ..codec.entry import EntryMetadata, encode_entry
 from ..codec.messageid import MessageId
 from ..codec.proto import PulsarApi_pb2 as api
@@ -688,6 +688,8 @@ class Session:
             if body.HasField("schema"):
                 broker.schemas.check(topic.name, _schema_info(body.schema))
             sub_type = _SUB_TYPES[body.subType]
+            if body.read_compacted:
+                check_read_compacted(sub_type)
             initial = (
                 InitialPosition.EARLIEST
                 if body.initialPosition == api.CommandSubscribe.Earliest
@@ -703,7 +705,14 @@ class Session:
             if name is not None and any(c.name == name for c in subscription.consumers):
                 name = f"{name}#{self._host.next_id()}"
             client = ClientInfo(self.peer or None, self.connection.client_version or None, body.consumer_id)
-            handle.consumer = subscription.add_consumer(name, permits=0, sink=handle, client=client)
+            handle.consumer = subscription.add_consumer(
+                name,
+                permits=0,
+                sink=handle,
+                client=client,
+                read_compacted=body.read_compacted,
+                start_earliest=not body.durable and body.HasField("start_message_id") and _signed(body.start_message_id.ledgerId) < 0,
+            )
         except MLedgerError as exc:
             self.connection.send_error(request_id, server_error(exc), str(exc))
             return
