@@ -41,14 +41,15 @@ import struct
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 
 from ..codec.batch import compact_batch, decode_batch
 from ..codec.compression import decompress_message
 from ..codec.entry import Entry, split_entry, stored_entry
 from ..codec.proto.PulsarApi_pb2 import MessageMetadata
-from ..core.errors import MLedgerError
-from ..core.position import Position
+from ..core.errors import MLedgerError, PreconditionFailedError
+from ..core.position import EARLIEST, Position
 from ..managed_ledger.cursor import ManagedCursor
 from ..managed_ledger.ledger import ManagedLedger
 from ..managed_ledger.ledger_view import InitialPosition
@@ -62,6 +63,8 @@ __all__ = [
     "CompactionInProgressError",
     "CompactionStatus",
     "LongRunningProcessStatus",
+    "check_compaction_threshold",
+    "kept_messages_mask",
 ]
 
 log = logging.getLogger(__name__)
@@ -150,9 +153,39 @@ class CompactedLedger:
             return []
         return [_decode(raw) for raw in self._store.read(self.ledger_id, first, last)]
 
+    def last_message_id(self) -> tuple[Position, int] | None:
+        """The id of the view's last message: its entry and batch index (the last message not
+        compacted out; -1 for a plain entry); None when the view is empty."""
+        last = self._store.last_entry_id(self.ledger_id)
+        if last < 0:
+            return None
+        entry = _decode(self._store.read(self.ledger_id, last, last)[0])
+        batch = _batch_messages(entry)
+        if batch is None:
+            return entry.position, -1
+        md, payload = batch
+        singles = decode_batch(payload, md.num_messages_in_batch)
+        kept = [i for i, single in enumerate(singles) if not single.compacted_out]
+        return entry.position, kept[-1] if kept else len(singles) - 1
+
     def delete(self) -> None:
         """Delete the ledger (a newer compaction replaced it, or its topic was deleted)."""
         self._store.delete_ledger(self.ledger_id)
+
+
+def kept_messages_mask(entry: Entry) -> int | None:
+    """For a compacted batch entry, the bitset of its batch indexes not compacted out; None
+    for a plain entry. The dispatcher sends it as the MESSAGE's ack set, so clients skip the
+    empty placeholders whether or not they know ``compacted_out``."""
+    batch = _batch_messages(entry)
+    if batch is None:
+        return None
+    md, payload = batch
+    mask = 0
+    for i, single in enumerate(decode_batch(payload, md.num_messages_in_batch)):
+        if not single.compacted_out:
+            mask |= 1 << i
+    return mask
 
 
 def _decode(raw: bytes) -> Entry:
@@ -327,6 +360,16 @@ class CompactedTopic:
         running = self._running
         return running is not None and not running.done()
 
+    def wait(self, timeout: float | None = None) -> LongRunningProcessStatus:
+        """Wait up to ``timeout`` seconds for the running compaction (if any) to end; return
+        the status then. Raises ``TimeoutError`` when it is still running."""
+        running = self._running
+        if running is not None:
+            wait_futures([running], timeout)
+            if not running.done():
+                raise TimeoutError(f"{self._ml.name}: compaction still running after {timeout} s")
+        return self._status
+
     def trigger(self) -> Future[None]:
         """Start a compaction on its own thread; the future completes with it (raising what
         made it fail; the status says ``ERROR`` then).
@@ -369,6 +412,18 @@ class CompactedTopic:
                 log.warning("%s: cannot delete compacted ledger %d: %s", self._ml.name, previous.ledger_id, exc)
         future.set_result(None)
 
+    def last_message_id(self, last_confirmed: Position) -> tuple[Position, int] | None:
+        """What GET_LAST_MESSAGE_ID answers a read-compacted consumer when the topic ends at
+        or below the horizon (``last_confirmed`` is its last entry): the compacted view's last
+        message, ``((-1, -1), -1)`` for an empty view. None when the topic has entries after the
+        horizon, or no view: answer from the ledger (Pulsar's ``getLargestBatchIndexWhenPossible``
+        and ``handleLastMessageIdFromCompactionService``)."""
+        view = self._view
+        if view is None or last_confirmed > view.horizon:
+            return None
+        last = view.last_message_id()
+        return last if last is not None else (EARLIEST, -1)
+
     def backlog_size(self) -> int:
         """Bytes not compacted yet: the ``__compaction`` cursor's backlog, or the whole topic
         before the first compaction (Pulsar's estimate in ``checkCompaction``)."""
@@ -383,3 +438,12 @@ class CompactedTopic:
         self._view = None
         if view is not None:
             view.delete()
+
+
+def check_compaction_threshold(threshold: int | None) -> None:
+    """Refuse a negative or non-integer ``compactionThreshold`` (412, Pulsar's message); None
+    (unset) passes."""
+    if threshold is None:
+        return
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+        raise PreconditionFailedError(f"compactionThreshold must be 0 or more, got {threshold!r}")

@@ -68,6 +68,12 @@ class BrokerConfig:
     # Topic stats: rates are averages over this interval (Pulsar's statsUpdateFrequencyInSecs).
     stats_update_frequency_in_secs: int = 60
 
+    # Compaction (mledger.broker.compaction): how often run_due_tasks checks every open topic
+    # against its compactionThreshold policy (Pulsar's brokerServiceCompactionMonitorIntervalInSeconds),
+    # and the threshold in bytes when no policy sets one (brokerServiceCompactionThresholdInBytes; 0: off).
+    broker_service_compaction_monitor_interval_in_seconds: int = 60
+    broker_service_compaction_threshold_in_bytes: int = 0
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
@@ -106,4 +112,5 @@ _POSITIVE = {
     "deduplication_producer_inactivity_timeout_minutes",
     "retention_check_interval_in_seconds",
     "stats_update_frequency_in_secs",
+    "broker_service_compaction_monitor_interval_in_seconds",
 }

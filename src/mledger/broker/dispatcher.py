@@ -81,7 +81,7 @@ from ..core.clock import Clock
 from ..core.errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
 from ..core.position import EARLIEST, Position
 from ..managed_ledger.cursor import ManagedCursor, PendingRead, PositionReset
-from .compaction import CompactedLedger, CompactedTopic
+from .compaction import CompactedLedger, CompactedTopic, kept_messages_mask
 from .config import BrokerConfig
 from .consumer import Consumer
 from .delayed import DelayedDeliveryTracker
@@ -497,6 +497,10 @@ class Dispatcher:
             n = meta.num_messages
             self._avg_messages_per_entry = 0.9 * self._avg_messages_per_entry + 0.1 * max(n, 1)
             remaining = self._cursor.batch_ack_set(position) if n > 1 else None
+            if compacted_md is not None and meta.batched:
+                kept = kept_messages_mask(entry)  # compacted-out placeholders are not delivered
+                if kept is not None:
+                    remaining = kept if remaining is None else remaining & kept
             if remaining is not None and not remaining & ((1 << n) - 1):
                 continue  # every message of the batch is acknowledged
             consumer = self._select(position, key_hash, replayed, blocked)

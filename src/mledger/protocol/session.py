@@ -911,10 +911,17 @@ class Session:
             return
         ml = handle.topic.managed_ledger
         last = ml.last_confirmed_entry
+        reads_compacted = handle.consumer is not None and handle.consumer.read_compacted
+        compacted = handle.topic.compaction.last_message_id(last) if reads_compacted else None
+        if compacted is not None:
+            last = compacted[0]
         last_id = api.MessageIdData(ledgerId=last.ledger_id & _MASK64, entryId=last.entry_id & _MASK64)
         if handle.partition >= 0:
             last_id.partition = handle.partition
-        if last.entry_id >= 0:
+        if compacted is not None:
+            if compacted[1] >= 0:
+                last_id.batch_index = compacted[1]
+        elif last.entry_id >= 0:
             try:
                 entry = ml.read_entry(last)
                 if entry.metadata.batched or entry.metadata.num_messages > 1:
