@@ -16,8 +16,7 @@ import pytest
 from protocol_raw import RawClient
 
 from mledger import ManagedLedgerFactory
-from mledger.broker import Broker, CompactionStatus, InitialPosition, ManualClock
-from mledger.broker import compaction as compaction_module
+from mledger.broker import Broker, CompactionStatus, InitialPosition, ManualClock, compaction as compaction_module
 from mledger.codec.batch import SingleMessage, compact_batch, decode_batch, encode_batch
 from mledger.codec.proto import PulsarApi_pb2 as api
 
@@ -100,13 +99,18 @@ def test_compaction_keeps_the_last_message_of_each_key_and_tombstones_remove_key
     assert _read_all(again) == [("c", b"c2", ids[6]), ("d", b"d2", ids[9])]
 
 
+@pytest.mark.parametrize("compression", [pulsar.CompressionType.NONE, pulsar.CompressionType.ZLib, pulsar.CompressionType.LZ4])
 def test_batched_messages_are_compacted_per_key_inside_their_batch(
-    pulsar_broker: Any, client_for: Callable[[Any], pulsar.Client]
+    pulsar_broker: Any, client_for: Callable[[Any], pulsar.Client], compression: pulsar.CompressionType
 ) -> None:
     topic = f"{NS}/compacted-batches"
     client = client_for(pulsar_broker)
     producer = client.create_producer(
-        topic, batching_enabled=True, batching_max_messages=4, batching_max_publish_delay_ms=60_000
+        topic,
+        batching_enabled=True,
+        batching_max_messages=4,
+        batching_max_publish_delay_ms=60_000,
+        compression_type=compression,
     )
     ids: list[str] = []
     for key, value in [("a", b"a1"), ("b", b"b1"), ("a", b"a2"), ("c", b"c1"), ("b", b"b2"), ("c", b"")]:
@@ -297,5 +301,9 @@ def test_compact_batch_replaces_removed_messages_with_compacted_out_records() ->
     data = encode_batch([SingleMessage(b"one", "a"), SingleMessage(b"two", "b"), SingleMessage(b"three", "a")])
     compacted = compact_batch(data, 3, [False, True, True])
     out = decode_batch(compacted, 3)
-    assert [(m.compacted_out, m.payload, m.key) for m in out] == [(True, b"", None), (False, b"two", "b"), (False, b"three", "a")]
+    assert [(m.compacted_out, m.payload, m.key) for m in out] == [
+        (True, b"", None),
+        (False, b"two", "b"),
+        (False, b"three", "a"),
+    ]
     assert compact_batch(data, 3, [True, True, True]) == data

@@ -40,8 +40,7 @@ import logging
 import struct
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future
-from concurrent.futures import wait as wait_futures
+from concurrent.futures import Future, wait as wait_futures
 from dataclasses import dataclass
 
 from ..codec.batch import compact_batch, decode_batch
@@ -249,7 +248,7 @@ def _compacted_raw(entry: Entry, latest: dict[str, _MessageKey]) -> bytes | None
         return entry.raw
     body = compact_batch(payload, n, keeps)
     if md.compression:
-        md.compression = 0  # NONE: stored decompressed
+        md.ClearField("compression")  # NONE: stored decompressed
         md.ClearField("uncompressed_size")
     md_bytes = md.SerializeToString()
     return b"".join((struct.pack(">I", len(md_bytes)), md_bytes, body))
@@ -384,9 +383,7 @@ class CompactedTopic:
             self._status = LongRunningProcessStatus(CompactionStatus.RUNNING)
             if self._cursor is None:
                 self._cursor = self._ml.open_cursor(COMPACTION_SUBSCRIPTION, InitialPosition.EARLIEST)
-        thread = threading.Thread(
-            target=self._run, args=(future,), name=f"compaction-{self._ml.name}", daemon=True
-        )
+        thread = threading.Thread(target=self._run, args=(future,), name=f"compaction-{self._ml.name}", daemon=True)
         thread.start()
         return future
 

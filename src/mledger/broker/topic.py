@@ -209,11 +209,9 @@ class Topic:
             return bool(self._producers) or any(s.consumers for s in self._subscriptions.values())
 
     def is_system_cursor(self, name: str) -> bool:
-        """Whether a cursor of this name is internal (dedup, replication), not a subscription."""
-        return (
-            name in (DEDUPLICATION_CURSOR_NAME, COMPACTION_SUBSCRIPTION)
-            or name.startswith(self._broker.config.replicator_prefix)
-        )
+        """Whether a cursor of this name is internal (dedup, compaction, replication), not a subscription."""
+        system = (DEDUPLICATION_CURSOR_NAME, COMPACTION_SUBSCRIPTION)
+        return name in system or name.startswith(self._broker.config.replicator_prefix)
 
     def stats(self) -> TopicStats:
         """Counters of the ledger, the producers and each subscription's stats, with the

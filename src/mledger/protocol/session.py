@@ -711,7 +711,7 @@ class Session:
                 sink=handle,
                 client=client,
                 read_compacted=body.read_compacted,
-                start_earliest=not body.durable and body.HasField("start_message_id") and _signed(body.start_message_id.ledgerId) < 0,
+                start_earliest=_reads_from_earliest(body),
             )
         except MLedgerError as exc:
             self.connection.send_error(request_id, server_error(exc), str(exc))
@@ -1079,6 +1079,12 @@ def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
 
 def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read from a store carry raw bytes
     return checksummed_entry(encode_entry(d.entry.data, d.entry.metadata))
+
+
+def _reads_from_earliest(body: api.CommandSubscribe) -> bool:
+    """Whether a reader starts at the earliest message (its first compacted read covers the
+    whole compacted view, Pulsar's ``MessageId.earliest`` start id)."""
+    return not body.durable and body.HasField("start_message_id") and _signed(body.start_message_id.ledgerId) < 0
 
 
 def _start_position(mid: api.MessageIdData) -> Position:
