@@ -19,6 +19,7 @@ from mledger import ManagedLedgerFactory
 from mledger.broker import Broker, CompactionStatus, InitialPosition, ManualClock, compaction as compaction_module
 from mledger.codec.batch import SingleMessage, compact_batch, decode_batch, encode_batch
 from mledger.codec.proto import PulsarApi_pb2 as api
+from mledger.core.position import Position
 
 NS = "persistent://public/default"
 TIMEOUT_MS = 10_000
@@ -99,7 +100,9 @@ def test_compaction_keeps_the_last_message_of_each_key_and_tombstones_remove_key
     assert _read_all(again) == [("c", b"c2", ids[6]), ("d", b"d2", ids[9])]
 
 
-@pytest.mark.parametrize("compression", [pulsar.CompressionType.NONE, pulsar.CompressionType.ZLib, pulsar.CompressionType.LZ4])
+@pytest.mark.parametrize(
+    "compression", [pulsar.CompressionType.NONE, pulsar.CompressionType.ZLib, pulsar.CompressionType.LZ4]
+)
 def test_batched_messages_are_compacted_per_key_inside_their_batch(
     pulsar_broker: Any, client_for: Callable[[Any], pulsar.Client], compression: pulsar.CompressionType
 ) -> None:
@@ -307,3 +310,34 @@ def test_compact_batch_replaces_removed_messages_with_compacted_out_records() ->
         (False, b"three", "a"),
     ]
     assert compact_batch(data, 3, [True, True, True]) == data
+
+
+def test_mledger_admin_compacts_a_data_directory_and_a_served_broker(
+    tmp_path: Path, pulsar_broker_factory: Callable[..., Any]
+) -> None:
+    from test_admin_cli import Cli
+
+    topic = f"{NS}/cli"
+    cli = Cli(tmp_path / "data")
+    cli.produce(topic, "-m", "old", "-k", "a")
+    cli.produce(topic, "-m", "new", "-k", "a")
+    cli.produce(topic, "-m", "only", "-k", "b")
+    assert cli.run("topics", "compact", topic).stdout == f"Topic compaction requested for {topic}\n"
+    assert "has not been run" in cli.run("topics", "compaction-status", topic).stdout  # a fresh broker
+    cli.run("topics", "set-compaction-threshold", topic, "-t", "10M")
+    assert cli.run("topics", "get-compaction-threshold", topic).stdout.strip() == str(10 * 1024 * 1024)
+    cli.run("namespaces", "set-compaction-threshold", "public/default", "-t", "1k")
+    assert cli.run("namespaces", "get-compaction-threshold", "public/default").stdout.strip() == "1024"
+    cli.run("topics", "remove-compaction-threshold", topic)
+    assert cli.run("topics", "get-compaction-threshold", topic, "--applied").stdout.strip() == "1024"
+
+    served = pulsar_broker_factory(data_dir=tmp_path / "data")
+    view = served.broker.get_topic(topic).compaction.view
+    assert view is not None and [e.data for e in view.read(Position(-1, -1), 10)] == [b"new", b"only"]
+    remote = ("--admin-url", served.admin_url)
+    served.broker.create_producer(topic).send(b"newer", key="a")
+    cli.run("topics", "compact", topic, global_args=remote)
+    done = cli.run("topics", "compaction-status", topic, "-w", global_args=remote)
+    assert done.stdout == "Compaction was a success\n"
+    view = served.broker.get_topic(topic).compaction.view
+    assert view is not None and [e.data for e in view.read(Position(-1, -1), 10)] == [b"only", b"newer"]

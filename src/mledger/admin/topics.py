@@ -407,13 +407,17 @@ class Topics:
 
     # -- compaction ------------------------------------------------------------------------------
 
-    def trigger_compaction(self, topic: str) -> None:
-        """Start compacting the topic (each partition of a partitioned one) in the background.
-        COMPACT. 404; 409 "Compaction already in progress"."""
+    def trigger_compaction(self, topic: str, wait: bool = False) -> None:
+        """Start compacting the topic (each partition of a partitioned one) in the background;
+        with ``wait``, return once every run ended (a process about to exit: the CLI over a
+        data directory). COMPACT. 404; 409 "Compaction already in progress"."""
         name = self._admin.check_topic(TopicOperation.COMPACT, topic)
         found = self._topic(name)
-        for t in found.partitions if isinstance(found, PartitionedTopic) else [found]:
+        topics = found.partitions if isinstance(found, PartitionedTopic) else [found]
+        for t in topics:
             t.trigger_compaction()
+        for t in topics if wait else []:
+            t.compaction.wait()
 
     def compaction_status(self, topic: str) -> LongRunningProcessStatus:
         """The status of the topic's last compaction (``NOT_RUN`` before any). COMPACT. 404;
