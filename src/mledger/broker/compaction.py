@@ -75,7 +75,8 @@ COMPACTED_TOPIC_LEDGER_PROPERTY = "CompactedTopicLedger"
 """The ``__compaction`` cursor's mark-delete property holding the compacted ledger's id."""
 
 _HEADER = struct.Struct(">qq")
-_READ_CHUNK = 1000
+_READ_CHUNK = 100
+"""Entries per store read (Pulsar's dispatchers read 100 at a time) and per compacted-ledger append."""
 
 
 class CompactionInProgressError(MLedgerError):
