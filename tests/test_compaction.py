@@ -16,9 +16,17 @@ import pytest
 from protocol_raw import RawClient
 
 from mledger import ManagedLedgerFactory
-from mledger.broker import Broker, CompactionStatus, InitialPosition, ManualClock, compaction as compaction_module
+from mledger.broker import (
+    Broker,
+    BrokerConfig,
+    CompactionStatus,
+    InitialPosition,
+    ManualClock,
+    compaction as compaction_module,
+)
 from mledger.codec.batch import SingleMessage, compact_batch, decode_batch, encode_batch
 from mledger.codec.proto import PulsarApi_pb2 as api
+from mledger.core.config import ManagedLedgerConfig
 from mledger.core.position import Position
 
 NS = "persistent://public/default"
@@ -341,3 +349,38 @@ def test_mledger_admin_compacts_a_data_directory_and_a_served_broker(
     assert done.stdout == "Compaction was a success\n"
     view = served.broker.get_topic(topic).compaction.view
     assert view is not None and [e.data for e in view.read(Position(-1, -1), 10)] == [b"only", b"newer"]
+
+
+def test_a_reader_from_the_earliest_reads_compacted_entries_whose_ledgers_were_trimmed(
+    pulsar_broker_factory: Callable[..., Any], client_for: Callable[[Any], pulsar.Client]
+) -> None:
+    config = BrokerConfig(managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=2))
+    served = pulsar_broker_factory(broker_config=config)
+    topic = f"{NS}/trimmed"
+    client = client_for(served)
+    subscription = served.broker.subscribe(topic, "all", "Exclusive", InitialPosition.EARLIEST)
+    producer = client.create_producer(topic, batching_enabled=False)
+    ids = _publish(producer, [("a", b"1"), ("b", b"1"), ("a", b"2"), ("c", b"1"), ("c", b"2"), ("d", b"1")])
+    _compact(served, topic)
+    subscription.clear_backlog()
+    subscription.cursor.flush()  # trimming follows persisted mark-deletes
+    ml = served.broker.get_topic(topic).managed_ledger
+    assert ml.trim_consumed_ledgers(), "the consumed ledgers below the horizon go"
+    view = served.broker.get_topic(topic).compaction.view
+    assert view is not None and view.read(Position(-1, -1), 1)[0].position < ml.first_position()
+
+    reader = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    assert _read_all(reader) == [("b", b"1", ids[1]), ("a", b"2", ids[2]), ("c", b"2", ids[4]), ("d", b"1", ids[5])]
+
+
+def test_a_reader_of_a_topic_whose_keys_were_all_deleted_has_no_message(
+    pulsar_broker: Any, client_for: Callable[[Any], pulsar.Client]
+) -> None:
+    topic = f"{NS}/all-deleted"
+    client = client_for(pulsar_broker)
+    producer = client.create_producer(topic, batching_enabled=False)
+    _publish(producer, [("a", b"1"), ("b", b"1"), ("a", b""), ("b", b"")])
+    _compact(pulsar_broker, topic)
+    reader = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    assert not reader.has_message_available()
+    assert len(client.create_table_view(topic)) == 0
