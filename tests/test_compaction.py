@@ -92,6 +92,15 @@ def test_compaction_keeps_the_last_message_of_each_key_and_tombstones_remove_key
     assert httpx.get(url).json() == {"status": "NOT_RUN", "lastError": ""}
     _compact(pulsar_broker, topic)
 
+    base = f"{pulsar_broker.admin_url}/admin/v2/persistent/public/default/compacted"
+    compaction = httpx.get(f"{base}/stats").json()["compaction"]
+    assert compaction["lastCompactionRemovedEventCount"] == 6  # 9 keyed messages read, 3 kept
+    assert compaction["lastCompactionSucceedTimestamp"] > 0 and compaction["lastCompactionFailedTimestamp"] == 0
+    internal = httpx.get(f"{base}/internalStats").json()
+    view = pulsar_broker.broker.get_topic(topic).compaction.view
+    assert internal["compactedLedger"]["ledgerId"] == view.ledger_id and internal["compactedLedger"]["entries"] == 3
+    assert "__compaction" in internal["cursors"] and "__compaction" not in httpx.get(f"{base}/subscriptions").json()
+
     reader = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
     # the last value of each key, in publish order, with its original message id; b removed
     assert _read_all(reader) == [("a", b"a2", ids[4]), ("c", b"c2", ids[6]), ("d", b"d2", ids[9])]

@@ -314,7 +314,7 @@ class Topics:
             raise NotAllowedError(
                 f"{name} is a partitioned topic: use partitioned_internal_stats (partitioned-stats-internal)"
             )
-        return topic_internal_stats(found.managed_ledger)
+        return topic_internal_stats(found.managed_ledger, found.compaction.view)
 
     def partitioned_internal_stats(self, topic: str) -> PartitionedTopicInternalStats:
         """Internal stats of every partition of a partitioned topic. GET_STATS. 404 for an
@@ -325,7 +325,7 @@ class Topics:
             raise NotFoundError(f"Partitioned Topic not found: {name} is not a partitioned topic")
         return PartitionedTopicInternalStats(
             metadata=PartitionedTopicMetadata(partitions=found.num_partitions),
-            partitions={p.name: topic_internal_stats(p.managed_ledger) for p in found.partitions},
+            partitions={p.name: topic_internal_stats(p.managed_ledger, p.compaction.view) for p in found.partitions},
         )
 
     # -- cursor operations ---------------------------------------------------------------------

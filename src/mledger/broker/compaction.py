@@ -41,7 +41,7 @@ import struct
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, wait as wait_futures
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..codec.batch import compact_batch, decode_batch
 from ..codec.compression import decompress_message
@@ -59,6 +59,7 @@ __all__ = [
     "COMPACTION_SUBSCRIPTION",
     "CompactedLedger",
     "CompactedTopic",
+    "CompactionRecord",
     "CompactionInProgressError",
     "CompactionStatus",
     "LongRunningProcessStatus",
@@ -104,6 +105,18 @@ class LongRunningProcessStatus:
     def to_json(self) -> dict[str, str]:
         """Pulsar's JSON form: ``{"status": "...", "lastError": "..."}``."""
         return {"status": self.status.value, "lastError": self.last_error}
+
+
+@dataclass(frozen=True)
+class CompactionRecord:
+    """The figures of a topic's compactions on this broker (Pulsar's ``CompactionRecord``, the
+    ``compaction`` part of the topic stats): messages the last successful run left out, when the
+    last run succeeded and failed (epoch ms, 0: never) and how long the last success took."""
+
+    last_removed_event_count: int = 0
+    last_succeed_timestamp_ms: int = 0
+    last_failed_timestamp_ms: int = 0
+    last_duration_ms: int = 0
 
 
 class CompactedLedger:
@@ -263,6 +276,9 @@ class _Compactor:
         self._cursor = cursor
         self._previous = previous
         self._store = ml.store
+        self.messages_read = 0
+        """Keyed messages phase one read (those the view could keep)."""
+        self.messages_kept = 0
 
     def _source(self, end: Position) -> Iterator[Entry]:
         """The previous view, then the topic from the horizon up to ``end``."""
@@ -284,10 +300,12 @@ class _Compactor:
         latest: dict[str, _MessageKey] = {}
         for entry in self._source(end):
             for key, index, tombstone in _keys_of(entry):
+                self.messages_read += 1
                 if tombstone:
                     latest.pop(key, None)
                 else:
                     latest[key] = (entry.position, index)
+        self.messages_kept = len(latest)
         ledger_id = self._store.create_ledger()
         try:
             positions = self._phase_two(ledger_id, end, latest)
@@ -329,6 +347,7 @@ class CompactedTopic:
         self._running: Future[None] | None = None
         self._view: CompactedLedger | None = None
         self._cursor: ManagedCursor | None = None
+        self._record = CompactionRecord()
         if COMPACTION_SUBSCRIPTION in ml.cursor_names():
             self._cursor = ml.open_cursor(COMPACTION_SUBSCRIPTION)
             ledger_id = self._cursor.properties.get(COMPACTED_TOPIC_LEDGER_PROPERTY)
@@ -350,6 +369,10 @@ class CompactedTopic:
     def cursor(self) -> ManagedCursor | None:
         """The ``__compaction`` cursor, None before the first compaction."""
         return self._cursor
+
+    def record(self) -> CompactionRecord:
+        """The figures of the compactions run on this broker."""
+        return self._record
 
     def status(self) -> LongRunningProcessStatus:
         """The last run's status on this broker (``NOT_RUN`` before any)."""
@@ -392,17 +415,28 @@ class CompactedTopic:
         cursor = self._cursor
         assert cursor is not None
         previous = self._view
+        clock = self._ml.clock
+        started = clock.now_ms()
+        compactor = _Compactor(self._ml, cursor, previous)
         try:
-            view = _Compactor(self._ml, cursor, previous).run()
+            view = compactor.run()
         except BaseException as exc:
             log.warning("%s: compaction failed: %s", self._ml.name, exc)
             with self._lock:
                 self._status = LongRunningProcessStatus(CompactionStatus.ERROR, str(exc) or type(exc).__name__)
+                self._record = replace(self._record, last_failed_timestamp_ms=clock.now_ms())
             future.set_exception(exc)
             return
+        now = clock.now_ms()
         with self._lock:
             self._view = view
             self._status = LongRunningProcessStatus(CompactionStatus.SUCCESS)
+            self._record = replace(
+                self._record,
+                last_removed_event_count=compactor.messages_read - compactor.messages_kept,
+                last_succeed_timestamp_ms=now,
+                last_duration_ms=now - started,
+            )
         if previous is not None and view is not previous:
             try:
                 previous.delete()
