@@ -311,6 +311,7 @@ class _Compactor:
             positions = self._phase_two(ledger_id, end, latest)
             self._store.seal_ledger(ledger_id)
             self._cursor.mark_delete(end, {COMPACTED_TOPIC_LEDGER_PROPERTY: ledger_id})
+            self._cursor.flush()  # persisted before the previous ledger is deleted (throttled mark-deletes)
         except BaseException:
             self._store.delete_ledger(ledger_id)
             raise
@@ -353,6 +354,8 @@ class CompactedTopic:
             ledger_id = self._cursor.properties.get(COMPACTED_TOPIC_LEDGER_PROPERTY)
             if ledger_id is not None and ml.store.ledger_exists(ledger_id):
                 self._view = CompactedLedger(ml.store, ledger_id, self._cursor.mark_delete_position)
+            elif ledger_id is not None:
+                log.warning("%s: compacted ledger %d is missing; compact the topic again", ml.name, ledger_id)
 
     @property
     def view(self) -> CompactedLedger | None:
