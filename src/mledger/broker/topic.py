@@ -603,7 +603,6 @@ class Topic:
         for listener in self._listeners:
             listener.entries_added(self)
 
-    # -- lifecycle -------------------------------------------------------------------------------
     # -- compaction ----------------------------------------------------------------------------
     def trigger_compaction(self) -> None:
         """Start compacting the topic in the background (Pulsar's ``triggerCompaction``).
@@ -627,6 +626,7 @@ class Topic:
         self.compaction.trigger()
         return True
 
+    # -- lifecycle -------------------------------------------------------------------------------
     def run_due_tasks(self) -> int:
         """Deduplication tasks, then dispatch what is due on every subscription."""
         if self._closed:
