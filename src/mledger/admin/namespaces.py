@@ -1,4 +1,4 @@
-"""``admin.namespaces``: namespaces and their policies (retention), as ``pulsar-admin namespaces``.
+"""``admin.namespaces``: namespaces and their policies (retention, compaction threshold), as ``pulsar-admin namespaces``.
 
 ========================  ==================  =========================================
 method                    authorization       Pulsar endpoint / CLI
@@ -7,6 +7,9 @@ create                    superuser           ``namespaces create``
 get_retention             authenticated       ``namespaces get-retention``
 set_retention             superuser           ``namespaces set-retention``
 remove_retention          superuser           ``namespaces remove-retention``
+get_compaction_threshold  authenticated       ``namespaces get-compaction-threshold``
+set_compaction_threshold  superuser           ``namespaces set-compaction-threshold``
+remove_compaction_threshold superuser         ``namespaces remove-compaction-threshold``
 ========================  ==================  =========================================
 
 Changes need a superuser role when authorization is on (Pulsar's tenant-admin rule, mledger
@@ -61,3 +64,22 @@ class Namespaces:
         name = check_namespace_name(namespace)
         self._admin.check_superuser(f"remove the retention of namespace {name}")
         self._admin.broker.set_namespace_retention(name, None)
+
+    def get_compaction_threshold(self, namespace: str) -> int | None:
+        """The namespace's ``compaction_threshold`` in bytes, None when unset. 400 for a bad
+        namespace name."""
+        self._admin.authenticate()
+        return self._admin.broker.namespaces.compaction_threshold(check_namespace_name(namespace))
+
+    def set_compaction_threshold(self, namespace: str, threshold: int) -> None:
+        """Compact the namespace's topics automatically once ``threshold`` bytes are not
+        compacted yet (0: never). Superuser. 412 for a negative threshold."""
+        name = check_namespace_name(namespace)
+        self._admin.check_superuser(f"set the compaction threshold of namespace {name}")
+        self._admin.broker.set_namespace_compaction_threshold(name, threshold)
+
+    def remove_compaction_threshold(self, namespace: str) -> None:
+        """Remove the namespace's compaction threshold (the broker's applies). Superuser."""
+        name = check_namespace_name(namespace)
+        self._admin.check_superuser(f"remove the compaction threshold of namespace {name}")
+        self._admin.broker.set_namespace_compaction_threshold(name, None)

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from ..broker.compaction import CompactionStatus, LongRunningProcessStatus
 from ..broker.names import TopicName
 from ..broker.retention import RetentionPolicies
 from ..broker.types import SubscriptionType
@@ -219,8 +220,18 @@ def _stats_query(**options: bool) -> dict[str, str]:
     return {option: "true" if value else "false" for option, value in options.items()}
 
 
+def _threshold(payload: bytes) -> int | None:
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        value = "?"
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise AdminConnectionError(f"not a compaction threshold: {payload[:80]!r}")
+    return value
+
+
 class RemoteNamespaces:
-    """``Admin.namespaces`` over HTTP: namespaces and their retention policies."""
+    """``Admin.namespaces`` over HTTP: namespaces, their retention policies and compaction thresholds."""
 
     def __init__(self, admin: RemoteAdmin) -> None:
         self._admin = admin
@@ -233,8 +244,8 @@ class RemoteNamespaces:
         return f"/admin/v2/namespaces/{encode_segment(parts[0])}/{encode_segment(parts[1])}"
 
     @classmethod
-    def _path(cls, namespace: str) -> str:
-        return f"{cls._namespace_path(namespace)}/retention"
+    def _path(cls, namespace: str, leaf: str = "retention") -> str:
+        return f"{cls._namespace_path(namespace)}/{leaf}"
 
     def create(self, namespace: str) -> None:
         self._admin.call("PUT", self._namespace_path(namespace))
@@ -247,6 +258,15 @@ class RemoteNamespaces:
 
     def remove_retention(self, namespace: str) -> None:
         self._admin.call("DELETE", self._path(namespace))
+
+    def get_compaction_threshold(self, namespace: str) -> int | None:
+        return _threshold(self._admin.call("GET", self._path(namespace, "compactionThreshold"))[2])
+
+    def set_compaction_threshold(self, namespace: str, threshold: int) -> None:
+        self._admin.call("PUT", self._path(namespace, "compactionThreshold"), body=json.dumps(threshold).encode())
+
+    def remove_compaction_threshold(self, namespace: str) -> None:
+        self._admin.call("DELETE", self._path(namespace, "compactionThreshold"))
 
 
 class RemoteTopics:
@@ -375,6 +395,29 @@ class RemoteTopics:
 
     def remove_retention(self, topic: str) -> None:
         self._admin.call("DELETE", self._topic_path(topic, "retention"))
+
+    def get_compaction_threshold(self, topic: str, applied: bool = False) -> int | None:
+        """``GET {topic}/compactionThreshold`` (with ``applied``, the one in force)."""
+        query = {"applied": "true"} if applied else None
+        return _threshold(self._admin.call("GET", self._topic_path(topic, "compactionThreshold"), query=query)[2])
+
+    def set_compaction_threshold(self, topic: str, threshold: int) -> None:
+        self._admin.call("POST", self._topic_path(topic, "compactionThreshold"), body=json.dumps(threshold).encode())
+
+    def remove_compaction_threshold(self, topic: str) -> None:
+        self._admin.call("DELETE", self._topic_path(topic, "compactionThreshold"))
+
+    def trigger_compaction(self, topic: str) -> None:
+        """``PUT {topic}/compaction``: compact in the background."""
+        self._admin.call("PUT", self._topic_path(topic, "compaction"))
+
+    def compaction_status(self, topic: str) -> LongRunningProcessStatus:
+        """``GET {topic}/compaction``: the last compaction's status."""
+        data = self._admin.get_json(self._topic_path(topic, "compaction"))
+        try:
+            return LongRunningProcessStatus(CompactionStatus(data["status"]), str(data.get("lastError") or ""))
+        except (TypeError, KeyError, ValueError):
+            raise AdminConnectionError(f"not a compaction status: {str(data)[:80]!r}") from None
 
     def reset_cursor_by_time(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         """``POST .../resetcursor/{timestamp}``: to the first entry published at or after it."""

@@ -31,6 +31,7 @@ from ..core.errors import MLedgerError
 
 if TYPE_CHECKING:
     from ..broker import ConsumerStats, ProducerStats, SubscriptionStats, Topic
+    from ..broker.compaction import CompactedLedger
     from ..core.position import Position
     from ..managed_ledger.cursor import ManagedCursor
     from ..managed_ledger.ledger import ManagedLedger
@@ -157,14 +158,15 @@ def cursor_internal_stats(cursor: ManagedCursor) -> CursorStats:
     )
 
 
-def topic_internal_stats(ml: ManagedLedger) -> PersistentTopicInternalStats:
+def topic_internal_stats(ml: ManagedLedger, compacted: CompactedLedger | None = None) -> PersistentTopicInternalStats:
     """The internal stats of one managed ledger and its open cursors, as Pulsar's
     ``getManagedLedgerInternalStats`` reports them: sizes and counters tracked as entries are
     added (``totalSize`` and ``numberOfEntries`` count every ledger, the current one included;
     ``entriesAddedCounter`` counts since the topic was loaded); the open ledger listed with
     ``entries`` and ``size`` 0 (its figures are ``currentLedgerEntries`` /
     ``currentLedgerSize``); the cursors map holds the durable cursors by name and then the
-    open non-durable ones (readers)."""
+    open non-durable ones (readers); ``compactedLedger`` is the topic's compacted view
+    (``compacted``; ledger -1 without one)."""
     ml_stats = ml.stats()
     ledgers = ml.ledger_infos()
     current_id = ml_stats.current_ledger_id
@@ -184,6 +186,15 @@ def topic_internal_stats(ml: ManagedLedger) -> PersistentTopicInternalStats:
             for li in ledgers
         ],
         cursors={cursor.name: cursor_internal_stats(cursor) for cursor in ml.all_cursors},
+        compacted_ledger=_compacted_ledger_info(ml, compacted),
+    )
+
+
+def _compacted_ledger_info(ml: ManagedLedger, compacted: CompactedLedger | None) -> LedgerInfo:
+    if compacted is None:
+        return LedgerInfo(ledger_id=-1, entries=-1, size=-1)
+    return LedgerInfo(
+        ledger_id=compacted.ledger_id, entries=len(compacted), size=ml.store.ledger_length(compacted.ledger_id)
     )
 
 
@@ -294,7 +305,7 @@ class SubscriptionStatsData(_StatsModel):
 
 
 class CompactionStatsData(_StatsModel):
-    """Pulsar's ``CompactionStatsImpl`` (mledger does not compact: all 0)."""
+    """Pulsar's ``CompactionStatsImpl``: the topic's compactions on this broker (all 0 before one)."""
 
     last_compaction_removed_event_count: int = 0
     last_compaction_succeed_timestamp: int = 0
@@ -475,7 +486,7 @@ def topic_stats(
     ``earliestMsgPublishTimeInBacklogs`` (the earliest of the subscriptions', when asked),
     publishers (with their client's address, version and access mode for remote ones),
     subscriptions (see :func:`subscription_stats`), ``deduplicationStatus`` and the ack-hole
-    count. What mledger does not have (offload, transactions, compaction, replication,
+    count. What mledger does not have (offload, transactions, replication,
     publish rate limits, chunk tracking) keeps Pulsar's zero values; ``topicEpoch`` and
     ``ownerBroker`` are left out (null). O(subscriptions + consumers + ranges); with
     ``get_earliest_time_in_backlog``, one entry read per subscription with a backlog.
@@ -506,6 +517,17 @@ def topic_stats(
         non_contiguous_deleted_messages_ranges=sum(
             s.non_contiguous_deleted_messages_ranges for s in subscriptions.values()
         ),
+        compaction=_compaction_stats(topic),
+    )
+
+
+def _compaction_stats(topic: Topic) -> CompactionStatsData:
+    record = topic.compaction.record()
+    return CompactionStatsData(
+        last_compaction_removed_event_count=record.last_removed_event_count,
+        last_compaction_succeed_timestamp=record.last_succeed_timestamp_ms,
+        last_compaction_failed_timestamp=record.last_failed_timestamp_ms,
+        last_compaction_duration_time_in_mills=record.last_duration_ms,
     )
 
 

@@ -44,6 +44,11 @@ cancel_delayed_message    CANCEL_DELAYED_MESSAGE      ``topics cancel-delayed-me
 get_retention             (authenticated)             ``topics get-retention [--applied]``
 set_retention             (superuser)                 ``topics set-retention``
 remove_retention          (superuser)                 ``topics remove-retention``
+trigger_compaction        COMPACT                     ``topics compact``
+compaction_status         COMPACT                     ``topics compaction-status``
+get_compaction_threshold  (authenticated)             ``topics get-compaction-threshold [--applied]``
+set_compaction_threshold  (superuser)                 ``topics set-compaction-threshold``
+remove_compaction_threshold (superuser)               ``topics remove-compaction-threshold``
 ========================  ==========================  ==================================
 
 Topic policies (retention) follow Pulsar's tenant-admin rule: a read needs an authenticated
@@ -62,7 +67,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..broker import Broker, InitialPosition, PartitionedTopic, SubscriptionType, Topic
+from ..broker import Broker, InitialPosition, LongRunningProcessStatus, PartitionedTopic, SubscriptionType, Topic
 from ..broker.names import TopicName, check_namespace_name, local_name_problem
 from ..broker.retention import RetentionPolicies
 from ..codec.messageid import MessageId, as_position
@@ -315,7 +320,7 @@ class Topics:
             raise NotAllowedError(
                 f"{name} is a partitioned topic: use partitioned_internal_stats (partitioned-stats-internal)"
             )
-        return topic_internal_stats(found.managed_ledger)
+        return topic_internal_stats(found.managed_ledger, found.compaction.view)
 
     def partitioned_internal_stats(self, topic: str) -> PartitionedTopicInternalStats:
         """Internal stats of every partition of a partitioned topic. GET_STATS. 404 for an
@@ -326,7 +331,7 @@ class Topics:
             raise NotFoundError(f"Partitioned Topic not found: {name} is not a partitioned topic")
         return PartitionedTopicInternalStats(
             metadata=PartitionedTopicMetadata(partitions=found.num_partitions),
-            partitions={p.name: topic_internal_stats(p.managed_ledger) for p in found.partitions},
+            partitions={p.name: topic_internal_stats(p.managed_ledger, p.compaction.view) for p in found.partitions},
         )
 
     # -- cursor operations ---------------------------------------------------------------------
@@ -390,6 +395,50 @@ class Topics:
             raise InvalidRequestError(f"invalid retention policies {policies!r}: expected RetentionPolicies")
         policies.validate()
         self._broker.set_topic_retention(str(name), policies)
+
+    def get_compaction_threshold(self, topic: str, applied: bool = False) -> int | None:
+        """The topic's own compaction threshold in bytes (None when unset), or with ``applied``
+        the one in force (its own, its namespace's, the broker's). 404."""
+        name = TopicName.parse(topic)
+        self._admin.authenticate()
+        return self._broker.topic_compaction_threshold(str(name), applied=applied)
+
+    def set_compaction_threshold(self, topic: str, threshold: int) -> None:
+        """Compact the topic automatically once ``threshold`` bytes are not compacted yet (0:
+        never). Superuser. 404; 412 for a negative threshold."""
+        name = TopicName.parse(topic)
+        self._admin.check_superuser(f"set the compaction threshold of topic {name}")
+        self._broker.set_topic_compaction_threshold(str(name), threshold)
+
+    def remove_compaction_threshold(self, topic: str) -> None:
+        """Remove the topic's compaction threshold (its namespace's or the broker's applies).
+        Superuser. 404."""
+        name = TopicName.parse(topic)
+        self._admin.check_superuser(f"remove the compaction threshold of topic {name}")
+        self._broker.set_topic_compaction_threshold(str(name), None)
+
+    # -- compaction ------------------------------------------------------------------------------
+
+    def trigger_compaction(self, topic: str, wait: bool = False) -> None:
+        """Start compacting the topic (each partition of a partitioned one) in the background;
+        with ``wait``, return once every run ended (a process about to exit: the CLI over a
+        data directory). COMPACT. 404; 409 "Compaction already in progress"."""
+        name = self._admin.check_topic(TopicOperation.COMPACT, topic)
+        found = self._topic(name)
+        topics = found.partitions if isinstance(found, PartitionedTopic) else [found]
+        for t in topics:
+            t.trigger_compaction()
+        for t in topics if wait else []:
+            t.compaction.wait()
+
+    def compaction_status(self, topic: str) -> LongRunningProcessStatus:
+        """The status of the topic's last compaction (``NOT_RUN`` before any). COMPACT. 404;
+        405 for a partitioned topic's own name (ask a partition)."""
+        name = self._admin.check_topic(TopicOperation.COMPACT, topic)
+        found = self._topic(name)
+        if isinstance(found, PartitionedTopic):
+            raise NotAllowedError(f"{name} is a partitioned topic: ask the compaction status of a partition")
+        return found.compaction_status()
 
     def remove_retention(self, topic: str) -> None:
         """Remove the topic's retention policy: its namespace's (or the broker's) applies.

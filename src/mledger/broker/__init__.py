@@ -21,6 +21,11 @@ from ..codec.messageid import MessageId as MessageId
 from ..core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger.ledger_view import InitialPosition as InitialPosition
 from .broker import AnyTopic as AnyTopic, Broker as Broker
+from .compaction import (
+    CompactionInProgressError as CompactionInProgressError,
+    CompactionStatus as CompactionStatus,
+    LongRunningProcessStatus as LongRunningProcessStatus,
+)
 from .config import BrokerConfig as BrokerConfig
 from .consumer import Consumer as Consumer
 from .dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
@@ -75,6 +80,9 @@ from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic
 from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
+    "CompactionInProgressError",
+    "CompactionStatus",
+    "LongRunningProcessStatus",
     "DEDUPLICATION_CURSOR_NAME",
     "SUBSCRIPTION_TYPE_PROPERTY",
     "AckType",

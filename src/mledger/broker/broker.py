@@ -32,10 +32,11 @@ import threading
 from collections.abc import Callable
 
 from ..core.clock import Clock
-from ..core.errors import BadVersionError, ConfigError, InvalidRequestError, NotFoundError
+from ..core.errors import BadVersionError, ConfigError, InvalidRequestError, MLedgerError, NotFoundError
 from ..managed_ledger.factory import ManagedLedgerFactory
 from ..managed_ledger.ledger_view import ML_ROOT, InitialPosition
 from ..storage import NEW_NODE
+from .compaction import check_compaction_threshold
 from .config import BrokerConfig
 from .dedup import MessageDeduplication
 from .errors import AlreadyClosedError, TopicAlreadyExistsError, TopicBusyError
@@ -113,6 +114,7 @@ class Broker:
         """What hears the broker's stored entries and cursor changes (None: nothing does)."""
         self._closed = False
         self._last_retention_check_ms = self.clock.now_ms()
+        self._last_compaction_check_ms = self.clock.now_ms()
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 0) -> AnyTopic:
@@ -275,6 +277,7 @@ class Broker:
                 self.journal.not_recorded(f"deletion of topic {name}", self.clock.now_ms())
             topics = found.partitions if isinstance(found, PartitionedTopic) else [found]
             for t in topics:
+                t.compaction.delete()
                 self.factory.delete(t.topic_name.managed_ledger_name)
                 self._topics.pop(t.topic_name, None)
             if isinstance(found, PartitionedTopic):
@@ -483,7 +486,60 @@ class Broker:
         if check_retention:
             for topic in topics:
                 topic.managed_ledger.trim_consumed_ledgers_in_background()
+        self._check_compactions(topics, now)
         return sum(t.run_due_tasks() for t in topics)
+
+    # -- compaction --------------------------------------------------------------------------
+    def topic_compaction_threshold(self, topic: str, applied: bool = False) -> int | None:
+        """A topic's own ``compactionThreshold`` in bytes (None when unset), or with ``applied``
+        the one in force: its own, else its namespace's, else
+        ``broker_service_compaction_threshold_in_bytes``. ``NotFoundError`` (404)."""
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            if not self._exists(name):
+                raise NotFoundError(f"Topic not found: {name}")
+        return self._effective_compaction_threshold(name) if applied else self.topic_policies.compaction_threshold(name)
+
+    def set_topic_compaction_threshold(self, topic: str, threshold: int | None) -> None:
+        """Set (None: remove) a topic's own compaction threshold (``pulsar-admin topics
+        set-compaction-threshold``; a partitioned topic's covers its partitions).
+        ``NotFoundError`` (404), ``PreconditionFailedError`` (412) for a negative one."""
+        name = TopicName.parse(topic)
+        check_compaction_threshold(threshold)
+        with self._lock:
+            self._check_open()
+            if not self._exists(name):
+                raise NotFoundError(f"Topic not found: {name}")
+            self.topic_policies.set_compaction_threshold(name, threshold)
+
+    def set_namespace_compaction_threshold(self, namespace: str, threshold: int | None) -> None:
+        """Set (None: remove) a namespace's compaction threshold (``pulsar-admin namespaces
+        set-compaction-threshold``). ``PreconditionFailedError`` (412) for a negative one."""
+        check_compaction_threshold(threshold)
+        with self._lock:
+            self._check_open()
+            self.namespaces.set_compaction_threshold(namespace, threshold)
+
+    def _effective_compaction_threshold(self, name: TopicName) -> int:
+        own = self.topic_policies.compaction_threshold(name)
+        if own is None:
+            own = self.namespaces.compaction_threshold(name.namespace_name)
+        return own if own is not None else self.config.broker_service_compaction_threshold_in_bytes
+
+    def _check_compactions(self, topics: list[Topic], now: int) -> None:
+        """Every ``broker_service_compaction_monitor_interval_in_seconds``: compact the topics
+        whose uncompacted bytes exceed their threshold (Pulsar's ``checkCompaction``)."""
+        interval_ms = self.config.broker_service_compaction_monitor_interval_in_seconds * 1000
+        with self._lock:
+            if now - self._last_compaction_check_ms < interval_ms:
+                return
+            self._last_compaction_check_ms = now
+        for topic in topics:
+            try:
+                topic.check_compaction(self._effective_compaction_threshold(topic.topic_name))
+            except MLedgerError as exc:  # one topic's failure must not stop the others' checks
+                log.warning("%s: compaction check failed: %s", topic.name, exc)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:

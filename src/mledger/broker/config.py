@@ -90,6 +90,12 @@ class BrokerConfig:
     """mledger extension: ``/docs``, ``/redoc`` and ``/openapi.json`` answer only callers with a
     role (the static script files of the docs stay public)."""
 
+    # Compaction (mledger.broker.compaction): how often run_due_tasks checks every open topic
+    # against its compactionThreshold policy (Pulsar's brokerServiceCompactionMonitorIntervalInSeconds),
+    # and the threshold in bytes when no policy sets one (brokerServiceCompactionThresholdInBytes; 0: off).
+    broker_service_compaction_monitor_interval_in_seconds: int = 60
+    broker_service_compaction_threshold_in_bytes: int = 0
+
     @property
     def ledger_config(self) -> ManagedLedgerConfig:
         """The managed-ledger config of the broker's topics: ``managed_ledger_config`` or
@@ -134,4 +140,5 @@ _POSITIVE = {
     "deduplication_producer_inactivity_timeout_minutes",
     "retention_check_interval_in_seconds",
     "stats_update_frequency_in_secs",
+    "broker_service_compaction_monitor_interval_in_seconds",
 }

@@ -111,8 +111,13 @@ class Consumer:
         *,
         client: ClientInfo | None = None,
         connected_since_ms: int = 0,
+        read_compacted: bool = False,
+        start_earliest: bool = False,
     ) -> None:
         self._sub = subscription
+        self.read_compacted = read_compacted
+        """Reads the topic's compacted view up to the compaction horizon (Pulsar's ``readCompacted``)."""
+        self._compacted_from_earliest = read_compacted and start_earliest
         self.name = name
         self.consumer_id = consumer_id
         self._sink = sink
@@ -134,6 +139,13 @@ class Consumer:
         self._pending: set[Position] = set()
         self._unacked = 0
         self._closed = False
+
+    def take_compacted_from_earliest(self) -> bool:
+        """Whether this is a read-compacted reader's first read from the earliest message
+        (True once; the dispatcher then reads the whole compacted view)."""
+        first = self._compacted_from_earliest
+        self._compacted_from_earliest = False
+        return first
 
     # -- views ------------------------------------------------------------------------------
     @property

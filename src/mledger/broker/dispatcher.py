@@ -36,6 +36,14 @@ reset happened meanwhile (the cursor's revision number is unchanged), otherwise 
 and read again (seeds/002: Scenario-1 and -2, and footnote 6's half in-flight read). Only one
 round runs at a time per dispatcher.
 
+**Read compacted** (Exclusive / Failover whose active consumer asked for ``read_compacted``):
+while the cursor's read position is at or below the topic's compaction horizon, a round reads
+the compacted view (:mod:`mledger.broker.compaction`) from that position instead of the
+ledger and moves the cursor past the last entry it got (past the horizon when none is left),
+as Pulsar's ``CompactedTopicUtils.asyncReadCompactedEntries``. A reader starting at the
+earliest message reads the whole view on its first pass, even entries below a mark-delete
+position that trimming moved (the dispatcher keeps that pass's position itself).
+
 **Never deliver what is acknowledged.** The cursor's reads skip acknowledged entries; before an
 entry is pushed the dispatcher checks the cursor again under the lock (an ack may have landed
 during the I/O), drops the acknowledged indexes of a partially acknowledged batch
@@ -71,8 +79,9 @@ from ..codec.entry import Entry
 from ..codec.messageid import MessageId
 from ..core.clock import Clock
 from ..core.errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
-from ..core.position import Position
+from ..core.position import EARLIEST, Position
 from ..managed_ledger.cursor import ManagedCursor, PendingRead, PositionReset
+from .compaction import CompactedLedger, CompactedTopic, kept_messages_mask
 from .config import BrokerConfig
 from .consumer import Consumer
 from .delayed import DelayedDeliveryTracker
@@ -149,8 +158,13 @@ class Dispatcher:
         clock: Clock,
         partition_index: int,
         topic: str,
+        compaction: CompactedTopic | None = None,
     ) -> None:
         self._cursor = cursor
+        self._compaction = compaction
+        # A read-compacted reader's first pass from the earliest message, while it is below
+        # the cursor's mark-delete position (which the cursor's reads never go under).
+        self._compacted_from: Position | None = None
         self._ml = cursor.ledger
         self._type = sub_type
         self._lock = lock
@@ -336,7 +350,8 @@ class Dispatcher:
             redeliver = self._redeliverable(limit)
             revision = self._cursor.revision.revision_num
             read: PendingRead | None = None
-            if not redeliver:
+            compacted = None if redeliver else self._compacted_start()
+            if not redeliver and compacted is None:
                 if not self._may_read_more():
                     return _Round()
                 try:
@@ -346,6 +361,8 @@ class Dispatcher:
                     return _Round(discarded=True)
                 if not read.plan:
                     return _Round()
+        if compacted is not None:
+            return self._compacted_round(compacted[0], compacted[1], limit, revision)
         try:
             if read is None:
                 entries = self._cursor.replay_entries(redeliver)
@@ -375,6 +392,46 @@ class Dispatcher:
             except CursorAlreadyClosedError:
                 return _Round()
             return _Round(self._dispatch_entries(entries, replayed=False), progressed=True)
+
+    def _compacted_start(self) -> tuple[CompactedLedger, Position] | None:
+        """The compacted view and where to read it from, when the active consumer reads
+        compacted and its position is at or below the horizon; None to read the ledger."""
+        consumer = self._active
+        if self._compaction is None or consumer is None or not consumer.read_compacted:
+            return None
+        view = self._compaction.view
+        if view is None:
+            return None
+        if consumer.take_compacted_from_earliest():
+            self._compacted_from = EARLIEST  # Pulsar's isFirstRead with an earliest start id
+        start = self._compacted_from if self._compacted_from is not None else self._cursor.read_position
+        return (view, start) if start <= view.horizon else None
+
+    def _compacted_round(self, view: CompactedLedger, start: Position, limit: int, revision: int) -> _Round:
+        """Read the compacted view (storage I/O outside the lock), move the cursor past what
+        was read, and dispatch it."""
+        entries = view.read(start, limit)
+        with self._lock:
+            if self._closed:
+                return _Round()
+            if self._cursor.revision.is_revision_num_outdated(revision) or self._compaction_view() is not view:
+                self._discarded += 1
+                return _Round(discarded=True)
+            md = self._cursor.mark_delete_position
+            after = entries[-1].position.next() if entries else self._ml.next_valid_position(view.horizon)
+            if entries and after <= md:
+                self._compacted_from = after
+            else:
+                self._compacted_from = None
+                try:
+                    self._cursor.seek(after, force=True)
+                except (ConcurrentResetError, CursorModifyingError):
+                    self._discarded += 1
+                    return _Round(discarded=True)
+            return _Round(self._dispatch_entries(entries, replayed=False, compacted_md=md), progressed=True)
+
+    def _compaction_view(self) -> CompactedLedger | None:
+        return self._compaction.view if self._compaction is not None else None
 
     def _fetch(self, read: PendingRead) -> None:
         """The storage I/O of a sequential read (a seam for tests that race a reset with it)."""
@@ -418,14 +475,16 @@ class Dispatcher:
                 break
         return out
 
-    def _dispatch_entries(self, entries: Iterable[Entry], replayed: bool) -> int:
+    def _dispatch_entries(self, entries: Iterable[Entry], replayed: bool, compacted_md: Position | None = None) -> int:
+        """Dispatch ``entries``; compacted ones (``compacted_md`` set) at or below that
+        mark-delete position are delivered too (a reader's first pass over the view)."""
         now = self._clock.now_ms()
         delivered = 0
         blocked: set[int | None] = set()
         remote: dict[Consumer, list[EntryDelivery]] = {}
         for entry in entries:
             position = entry.position
-            if self._cursor.is_message_deleted(position):
+            if (compacted_md is None or position > compacted_md) and self._cursor.is_message_deleted(position):
                 self._forget(position)
                 continue
             if position in self._pending:
@@ -438,6 +497,10 @@ class Dispatcher:
             n = meta.num_messages
             self._avg_messages_per_entry = 0.9 * self._avg_messages_per_entry + 0.1 * max(n, 1)
             remaining = self._cursor.batch_ack_set(position) if n > 1 else None
+            if compacted_md is not None and meta.batched:
+                kept = kept_messages_mask(entry)  # compacted-out placeholders are not delivered
+                if kept is not None:
+                    remaining = kept if remaining is None else remaining & kept
             if remaining is not None and not remaining & ((1 << n) - 1):
                 continue  # every message of the batch is acknowledged
             consumer = self._select(position, key_hash, replayed, blocked)
@@ -523,7 +586,7 @@ class Dispatcher:
         remaining = self._cursor.batch_ack_set(position)
         out = []
         for i, single in enumerate(decode_batch(entry.data, n)):
-            if remaining is not None and not (remaining >> i) & 1:
+            if single.compacted_out or (remaining is not None and not (remaining >> i) & 1):
                 continue
             mid = MessageId(position.ledger_id, position.entry_id, self._partition, i, n)
             out.append(
@@ -708,6 +771,7 @@ class Dispatcher:
         self._redelivery.clear()
         self._delayed.clear()
         self._recent.clear()
+        self._compacted_from = None
         self._resets += 1
 
     def close(self) -> None:

@@ -2,7 +2,8 @@
 
 A namespace exists once created (its policies node holds JSON like Pulsar's ``Policies``, of
 which mledger models ``deduplicationEnabled``: true, false or null for "the broker's setting",
-and ``retention_policies``: Pulsar's ``RetentionPolicies`` or null). Automatic topic creation
+``retention_policies``: Pulsar's ``RetentionPolicies`` or null, and ``compaction_threshold``:
+bytes or null). Automatic topic creation
 makes topics in namespaces that exist, never namespaces (Pulsar); a namespace that holds topics
 without a policies node (written by mledger versions that created namespaces on first use)
 still counts as existing. Every broker creates ``public/default`` (:data:`DEFAULT_NAMESPACE`)
@@ -128,6 +129,17 @@ class Namespaces:
         """Set (or with None, remove) the retention policy; creates the namespace's node (the
         broker checks first that the namespace exists)."""
         self._update(name, "retention_policies", None if policies is None else policies.to_json())
+
+    def compaction_threshold(self, name: str) -> int | None:
+        """The namespace's ``compaction_threshold`` (bytes; 0: no automatic compaction), None
+        when unset."""
+        check_namespace(name)
+        value = self._policies(name).get("compaction_threshold")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def set_compaction_threshold(self, name: str, threshold: int | None) -> None:
+        """Set (or with None, remove) the compaction threshold; creates the namespace's node."""
+        self._update(name, "compaction_threshold", threshold)
 
     def _update(self, name: str, key: str, value: object) -> None:
         check_namespace(name)

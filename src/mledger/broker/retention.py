@@ -108,7 +108,8 @@ class RetentionPolicies:
 
 
 class TopicPolicies:
-    """Topic-level retention policies in the metadata store (compare-and-set, thread-safe)."""
+    """Topic-level policies (retention, compaction threshold) in the metadata store
+    (compare-and-set, thread-safe)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -133,14 +134,29 @@ class TopicPolicies:
 
     def set_retention(self, topic: TopicName, policies: RetentionPolicies | None) -> None:
         """Set (or with None, remove) the topic's retention policy."""
+        self._set(topic, "retentionPolicies", None if policies is None else policies.to_json())
+
+    def compaction_threshold(self, topic: TopicName) -> int | None:
+        """The topic's own ``compactionThreshold`` (bytes), None when it has none."""
+        stored = self._store.get(self.path(topic))
+        if stored is None:
+            return None
+        value = _decode(self.path(topic), stored.data).get("compactionThreshold")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def set_compaction_threshold(self, topic: TopicName, threshold: int | None) -> None:
+        """Set (or with None, remove) the topic's compaction threshold."""
+        self._set(topic, "compactionThreshold", threshold)
+
+    def _set(self, topic: TopicName, key: str, value: object) -> None:
         path = self.path(topic)
         for _ in range(5):
             stored = self._store.get(path)
             current = _decode(path, stored.data) if stored is not None else {}
-            if policies is None:
-                current.pop("retentionPolicies", None)
+            if value is None:
+                current.pop(key, None)
             else:
-                current["retentionPolicies"] = policies.to_json()
+                current[key] = value
             try:
                 if not current:
                     if stored is not None:

@@ -156,6 +156,7 @@ class Subscription:
             broker.clock,
             self._topic.partition_index,
             self._topic.name,
+            getattr(self._topic, "compaction", None),
         )
 
     # -- views ------------------------------------------------------------------------------
@@ -276,15 +277,22 @@ class Subscription:
         permits: int | None = None,
         sink: ConsumerSink | None = None,
         client: ClientInfo | None = None,
+        *,
+        read_compacted: bool = False,
+        start_earliest: bool = False,
     ) -> Consumer:
         """Attach a consumer with ``permits`` of receive-queue room (default
         ``BrokerConfig.receiver_queue_size``); a name is generated when None. With a ``sink``
         the consumer is remote (:mod:`mledger.broker.listeners`): entries are pushed to the
         sink as they become deliverable, and permits come back only through ``flow``;
-        ``client`` is what its client told about it (reported in the stats).
+        ``client`` is what its client told about it (reported in the stats). A
+        ``read_compacted`` consumer reads the compacted view up to the compaction horizon
+        (the whole view on its first read when ``start_earliest``: a reader from the earliest
+        message).
 
         Raises ``ConsumerBusyError`` when the name is taken or an Exclusive subscription already
-        has its consumer, ``InvalidRequestError`` for a bad name or permits.
+        has its consumer, ``InvalidRequestError`` for a bad name or permits, ``NotAllowedError``
+        for ``read_compacted`` on a Shared or Key_Shared subscription.
         """
         if permits is None:
             permits = self._topic.broker.config.receiver_queue_size
@@ -292,6 +300,8 @@ class Subscription:
             raise InvalidRequestError(f"invalid permits {permits!r}: must be an integer >= 0")
         if consumer_name is not None and (not isinstance(consumer_name, str) or not consumer_name):
             raise InvalidRequestError(f"invalid consumer name {consumer_name!r}")
+        if read_compacted:
+            check_read_compacted(self._type)
         with self._lock:
             self._check_open()
             consumer_id = self._next_consumer_id
@@ -304,7 +314,15 @@ class Subscription:
             if self._type is SubscriptionType.EXCLUSIVE and self._consumers:
                 raise ConsumerBusyError(f"Exclusive consumer is already connected to subscription {self.name!r}")
             consumer = Consumer(
-                self, name, permits, consumer_id, sink, client=client, connected_since_ms=self._now_ms()
+                self,
+                name,
+                permits,
+                consumer_id,
+                sink,
+                client=client,
+                connected_since_ms=self._now_ms(),
+                read_compacted=read_compacted,
+                start_earliest=start_earliest,
             )
             self._consumers[name] = consumer
             self._dispatcher.add_consumer(consumer)
@@ -796,6 +814,13 @@ class Subscription:
 
     def __repr__(self) -> str:
         return f"Subscription({self.name!r}, topic={self.topic!r}, type={self._type.value})"
+
+
+def check_read_compacted(sub_type: SubscriptionType) -> None:
+    """Refuse ``readCompacted`` on a Shared or Key_Shared subscription (``NotAllowedError``,
+    Pulsar's message)."""
+    if not sub_type.is_cumulative_ack_mode:
+        raise NotAllowedError("readCompacted only allowed on failover or exclusive subscriptions")
 
 
 def _position(ledger_id: int, entry_id: int) -> Position:

@@ -43,6 +43,7 @@ from ..core.ints import INT64_MAX
 from ..core.position import Position
 from ..managed_ledger.ledger import ManagedLedger
 from ..managed_ledger.ledger_view import InitialPosition
+from .compaction import COMPACTION_SUBSCRIPTION, CompactedTopic, LongRunningProcessStatus
 from .config import BrokerConfig
 from .errors import (
     AlreadyClosedError,
@@ -150,6 +151,8 @@ class Topic:
             else TopicJournal(journal, str(topic_name.partitioned_topic), topic_name.partition_index, broker.clock)
         )
         """This topic's view of the broker's journal (None: nothing is recorded)."""
+        self.compaction = CompactedTopic(ml)
+        """The topic's compaction (:mod:`mledger.broker.compaction`): its compacted view and runs."""
         for cursor in ml.cursors:
             if self.is_system_cursor(cursor.name):
                 continue
@@ -221,8 +224,9 @@ class Topic:
             return bool(self._producers) or any(s.consumers for s in self._subscriptions.values())
 
     def is_system_cursor(self, name: str) -> bool:
-        """Whether a cursor of this name is internal (dedup, replication), not a subscription."""
-        return name == DEDUPLICATION_CURSOR_NAME or name.startswith(self._broker.config.replicator_prefix)
+        """Whether a cursor of this name is internal (dedup, compaction, replication), not a subscription."""
+        system = (DEDUPLICATION_CURSOR_NAME, COMPACTION_SUBSCRIPTION)
+        return name in system or name.startswith(self._broker.config.replicator_prefix)
 
     def stats(self) -> TopicStats:
         """Counters of the ledger, the producers and each subscription's stats, with the
@@ -624,6 +628,29 @@ class Topic:
     def _notify_entries_added(self) -> None:
         for listener in self._listeners:
             listener.entries_added(self)
+
+    # -- compaction ----------------------------------------------------------------------------
+    def trigger_compaction(self) -> None:
+        """Start compacting the topic in the background (Pulsar's ``triggerCompaction``).
+
+        Raises ``CompactionInProgressError`` (409) while a compaction runs.
+        """
+        self._check_open()
+        self.compaction.trigger()
+
+    def compaction_status(self) -> LongRunningProcessStatus:
+        """The status of the topic's last compaction (``NOT_RUN`` before any)."""
+        return self.compaction.status()
+
+    def check_compaction(self, threshold_bytes: int) -> bool:
+        """Compact when the bytes not compacted yet exceed ``threshold_bytes`` (0: never) and
+        no compaction runs (Pulsar's ``checkCompaction``); return whether one started."""
+        if self._closed or threshold_bytes <= 0 or self.compaction.is_running():
+            return False
+        if self.compaction.backlog_size() <= threshold_bytes:
+            return False
+        self.compaction.trigger()
+        return True
 
     # -- lifecycle -------------------------------------------------------------------------------
     def run_due_tasks(self) -> int:

@@ -1,4 +1,4 @@
-"""``mledger-admin``: pulsar-admin's ``topics`` (and ``namespaces`` create and retention) commands over a
+"""``mledger-admin``: pulsar-admin's ``topics`` (and ``namespaces`` create and policy) commands over a
 local data directory.
 
 Every command opens the directory's SQLite store, a managed-ledger factory and a broker, calls
@@ -402,6 +402,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("remove-retention", "Remove the topic's retention policy.", _cmd_remove_retention)
     topic_arg(sub)
 
+    sub = command("compact", "Compact the topic in the background.", _cmd_compact)
+    topic_arg(sub)
+
+    sub = command("compaction-status", "The status of the topic's last compaction.", _cmd_compaction_status)
+    topic_arg(sub)
+    sub.add_argument("-w", "--wait-complete", action="store_true", help="wait for a running compaction to end")
+
+    sub = command("get-compaction-threshold", "The topic's compaction threshold (null when unset).", _cmd_get_threshold)
+    topic_arg(sub)
+    sub.add_argument(
+        "--applied", action="store_true", help="the threshold in force: the topic's, the namespace's, the broker's"
+    )
+
+    sub = command("set-compaction-threshold", "Set the topic's compaction threshold.", _cmd_set_threshold)
+    topic_arg(sub)
+    _threshold_arg(sub)
+
+    sub = command("remove-compaction-threshold", "Remove the topic's compaction threshold.", _cmd_remove_threshold)
+    topic_arg(sub)
+
     sub = command("skip", "Skip the next N messages of a subscription.", _cmd_skip)
     topic_arg(sub)
     subscription_arg(sub)
@@ -519,10 +539,21 @@ def _retention_args(sub: argparse.ArgumentParser) -> None:
     )
 
 
+def _threshold_arg(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "-t",
+        "--threshold",
+        type=_size_bytes,
+        required=True,
+        help="bytes not compacted yet that trigger a compaction, with an optional unit k, m, g or t (10M, 1G); "
+        "0 turns automatic compaction off",
+    )
+
+
 def _add_namespaces_group(groups: Any) -> None:
     namespaces = groups.add_parser(
         "namespaces",
-        help="namespaces and their policies (retention)",
+        help="namespaces and their policies (retention, compaction threshold)",
         description="Namespaces and their policies.",
         epilog=_EPILOG,
     )
@@ -538,6 +569,13 @@ def _add_namespaces_group(groups: Any) -> None:
     command("get-retention", "The namespace's retention policy (null when unset).", _cmd_ns_get_retention)
     _retention_args(command("set-retention", "Set the namespace's retention policy.", _cmd_ns_set_retention))
     command("remove-retention", "Remove the namespace's retention policy.", _cmd_ns_remove_retention)
+    command(
+        "get-compaction-threshold", "The namespace's compaction threshold (null when unset).", _cmd_ns_get_threshold
+    )
+    _threshold_arg(
+        command("set-compaction-threshold", "Set the namespace's compaction threshold.", _cmd_ns_set_threshold)
+    )
+    command("remove-compaction-threshold", "Remove the namespace's compaction threshold.", _cmd_ns_remove_threshold)
 
 
 def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
@@ -737,6 +775,56 @@ def _cmd_ns_remove_retention(admin: Admin, args: argparse.Namespace) -> None:
 
 def _cmd_skip(admin: Admin, args: argparse.Namespace) -> None:
     admin.topics.skip(args.topic, args.subscription, args.count)
+
+
+def _cmd_compact(admin: Admin, args: argparse.Namespace) -> None:
+    if isinstance(admin, RemoteAdmin):
+        admin.topics.trigger_compaction(args.topic)
+    else:  # over a data directory the process ends with the command: let the compaction end first
+        admin.topics.trigger_compaction(args.topic, wait=True)
+    print(f"Topic compaction requested for {args.topic}")
+
+
+def _cmd_compaction_status(admin: Admin, args: argparse.Namespace) -> None:
+    """pulsar-admin's texts; an ERROR status fails the command with the broker's last error."""
+    status = admin.topics.compaction_status(args.topic)
+    while args.wait_complete and status.status.value == "RUNNING":
+        time.sleep(1)  # pulsar-admin polls once a second too
+        status = admin.topics.compaction_status(args.topic)
+    state = status.status.value
+    if state == "NOT_RUN":
+        print(f"Compaction has not been run for {args.topic} since broker startup")
+    elif state == "RUNNING":
+        print("Compaction is currently running")
+    elif state == "SUCCESS":
+        print("Compaction was a success")
+    else:
+        print("Error in compaction")
+        raise PreconditionFailedError(f"Error compacting: {status.last_error}")
+
+
+def _cmd_get_threshold(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.topics.get_compaction_threshold(args.topic, applied=args.applied))
+
+
+def _cmd_set_threshold(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.set_compaction_threshold(args.topic, args.threshold)
+
+
+def _cmd_remove_threshold(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.remove_compaction_threshold(args.topic)
+
+
+def _cmd_ns_get_threshold(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.get_compaction_threshold(args.namespace))
+
+
+def _cmd_ns_set_threshold(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.set_compaction_threshold(args.namespace, args.threshold)
+
+
+def _cmd_ns_remove_threshold(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.remove_compaction_threshold(args.namespace)
 
 
 def _cmd_clear_backlog(admin: Admin, args: argparse.Namespace) -> None:

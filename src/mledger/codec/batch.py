@@ -5,8 +5,12 @@ records, each ``[size: 4 bytes big-endian][SingleMessageMetadata][payload]`` (Pu
 ``Commands.serializeSingleMessageInBatchWithPayload``). ``SingleMessageMetadata``
 (PulsarApi.proto) is encoded here by hand because mledger's generated ``PulsarApi_pb2`` keeps
 only the messages the core needs; the fields written are ``properties`` (1), ``partition_key``
-(2), ``payload_size`` (3, required) and ``sequence_id`` (8). The reader skips every other field,
-so batches written by real Pulsar clients parse.
+(2), ``payload_size`` (3, required) and ``sequence_id`` (8). The reader skips every other field
+but ``compacted_out`` (4), so batches written by real Pulsar clients parse.
+
+:func:`compact_batch` is compaction's re-batching (Pulsar's ``RawBatchConverter.rebatchMessage``):
+kept records are copied byte for byte, the others become empty ``compacted_out`` records, so
+the batch keeps its size and every kept message its batch index.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from dataclasses import dataclass
 from ..core.errors import StateCorruptedError
 from .varint import as_int64, get_varint, put_varint
 
-__all__ = ["SingleMessage", "decode_batch", "encode_batch"]
+__all__ = ["SingleMessage", "compact_batch", "decode_batch", "encode_batch"]
 
 _SIZE = struct.Struct(">I")
+_COMPACTED_OUT_RECORD = _SIZE.pack(4) + bytes((3 << 3, 0, 4 << 3, 1))
+"""A removed message of a compacted batch: ``payload_size = 0``, ``compacted_out = true``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +37,8 @@ class SingleMessage:
     key: str | None = None
     properties: tuple[tuple[str, str], ...] = ()
     sequence_id: int | None = None
+    compacted_out: bool = False
+    """Removed by compaction (an empty placeholder that keeps the batch's indexes)."""
 
 
 def encode_batch(messages: Sequence[SingleMessage]) -> bytes:
@@ -73,17 +81,40 @@ def decode_batch(data: bytes, num_messages: int) -> list[SingleMessage]:
         stop = start + size
         if stop > end:
             raise StateCorruptedError(f"batch message {i}: metadata of {size} bytes at byte {pos} runs past the end")
-        key, props, payload_size, seq = _parse_single(data, start, stop, i)
+        key, props, payload_size, seq, compacted_out = _parse_single(data, start, stop, i)
         if stop + payload_size > end:
             raise StateCorruptedError(f"batch message {i}: payload of {payload_size} bytes runs past the end")
-        out.append(SingleMessage(bytes(data[stop : stop + payload_size]), key, props, seq))
+        out.append(SingleMessage(bytes(data[stop : stop + payload_size]), key, props, seq, compacted_out))
         pos = stop + payload_size
     return out
 
 
+def compact_batch(data: bytes, num_messages: int, keep: Sequence[bool]) -> bytes:
+    """The batch payload ``data`` with the messages whose ``keep`` is false replaced by empty
+    ``compacted_out`` records (kept records copied unchanged). Raises as :func:`decode_batch`
+    does. O(len(data))."""
+    out = bytearray()
+    pos = 0
+    end = len(data)
+    for i in range(num_messages):
+        if pos + 4 > end:
+            raise StateCorruptedError(f"batch message {i} of {num_messages}: metadata size cut short at byte {pos}")
+        stop = pos + 4 + _SIZE.unpack_from(data, pos)[0]
+        if stop > end:
+            raise StateCorruptedError(f"batch message {i}: metadata at byte {pos} runs past the end")
+        payload_size = _parse_single(data, pos + 4, stop, i)[2]
+        record_end = stop + payload_size
+        if record_end > end:
+            raise StateCorruptedError(f"batch message {i}: payload of {payload_size} bytes runs past the end")
+        out += data[pos:record_end] if keep[i] else _COMPACTED_OUT_RECORD
+        pos = record_end
+    return bytes(out)
+
+
 def _parse_single(
     data: bytes, pos: int, end: int, index: int
-) -> tuple[str | None, tuple[tuple[str, str], ...], int, int | None]:
+) -> tuple[str | None, tuple[tuple[str, str], ...], int, int | None, bool]:
+    compacted_out = False
     key: str | None = None
     props: list[tuple[str, str]] = []
     payload_size: int | None = None
@@ -97,6 +128,8 @@ def _parse_single(
                 payload_size = value & 0xFFFFFFFF
             elif number == 8:
                 seq = as_int64(value)
+            elif number == 4:
+                compacted_out = value != 0
         elif wire == 2:
             length, pos = _varint(data, pos, end, index)
             if pos + length > end:
@@ -117,7 +150,7 @@ def _parse_single(
         raise StateCorruptedError(f"batch message {index}: metadata cut short")
     if payload_size is None:
         raise StateCorruptedError(f"batch message {index}: missing required payload_size")
-    return key, tuple(props), payload_size, seq
+    return key, tuple(props), payload_size, seq, compacted_out
 
 
 def _parse_key_value(data: bytes, index: int) -> tuple[str, str]:

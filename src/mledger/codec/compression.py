@@ -39,6 +39,7 @@ __all__ = [
     "CompressionType",
     "compress_metadata",
     "compress_payload",
+    "decompress_message",
     "decompress_metadata",
     "decompress_payload",
     "is_compressed",
@@ -282,3 +283,18 @@ def decompress_payload(data: bytes | bytearray | memoryview, max_uncompressed: i
         raise StateCorruptedError(f"corrupt compressed cursor entry: {reason}")
 
     return _open(data, max_uncompressed, refuse)
+
+
+def decompress_message(ctype: int, body: bytes, uncompressed_size: int) -> bytes | bytearray:
+    """A message payload compressed by a producer (``MessageMetadata.compression`` ``ctype``,
+    ``uncompressed_size``), decompressed; NONE returns ``body``. Raises ``StateCorruptedError``
+    when it does not decompress, ``MissingExtraError`` when the codec's package is missing."""
+    kind = CompressionType(ctype)
+    if kind is CompressionType.NONE:
+        return body
+    try:
+        return _decompress(kind, body, uncompressed_size)
+    except MissingExtraError:
+        raise
+    except Exception as exc:  # each codec raises its own error type on corrupt input
+        raise StateCorruptedError(f"{kind.name} message payload does not decompress: {exc}") from None

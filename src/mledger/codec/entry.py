@@ -33,7 +33,7 @@ from ..core.position import Position
 from .proto.PulsarApi_pb2 import MessageMetadata
 from .varint import as_int64
 
-__all__ = ["Entry", "EntryMetadata", "crc32c", "decode_entry", "encode_entry", "stored_entry"]
+__all__ = ["Entry", "EntryMetadata", "crc32c", "decode_entry", "encode_entry", "split_entry", "stored_entry"]
 
 _MAGIC_CRC32C = b"\x0e\x01"
 _MAGIC_BROKER_ENTRY_METADATA = b"\x0e\x02"
@@ -274,6 +274,13 @@ def decode_entry(raw: bytes | bytearray | memoryview, *, verify_checksum: bool =
     runs past the end, the checksum does not match (when verified) or the metadata does not
     parse.
     """
+    metadata, payload = split_entry(raw, verify_checksum=verify_checksum)
+    return EntryMetadata.from_bytes(metadata), payload
+
+
+def split_entry(raw: bytes | bytearray | memoryview, *, verify_checksum: bool = False) -> tuple[bytes, bytes]:
+    """The serialized ``MessageMetadata`` and the payload of a stored entry, as framed for
+    :func:`decode_entry` (which raises the same errors). O(len(raw))."""
     if not isinstance(raw, bytes):
         raw = bytes(raw)
     end = len(raw)
@@ -300,7 +307,7 @@ def decode_entry(raw: bytes | bytearray | memoryview, *, verify_checksum: bool =
     stop = start + size
     if stop > end:
         raise StateCorruptedError(f"entry of {end} bytes: metadata size {size} at byte {pos} runs past the end")
-    return EntryMetadata.from_bytes(raw[start:stop]), raw[stop:]
+    return raw[start:stop], raw[stop:]
 
 
 def stored_entry(position: Position, raw: bytes) -> Entry:

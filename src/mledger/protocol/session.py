@@ -68,7 +68,7 @@ from ..broker.hooks import NoDeduplication
 from ..broker.listeners import EntryDelivery, ack_set_words
 from ..broker.producer import Producer
 from ..broker.schemas import IncompatibleSchemaError, SchemaInfo
-from ..broker.subscription import Subscription
+from ..broker.subscription import Subscription, check_read_compacted
 from ..codec.entry import EntryMetadata, encode_entry
 from ..codec.messageid import MessageId
 from ..codec.proto import PulsarApi_pb2 as api
@@ -693,6 +693,8 @@ class Session:
             if body.HasField("schema"):
                 broker.schemas.check(topic.name, _schema_info(body.schema))
             sub_type = _SUB_TYPES[body.subType]
+            if body.read_compacted:
+                check_read_compacted(sub_type)
             initial = (
                 InitialPosition.EARLIEST
                 if body.initialPosition == api.CommandSubscribe.Earliest
@@ -708,7 +710,14 @@ class Session:
             if name is not None and any(c.name == name for c in subscription.consumers):
                 name = f"{name}#{self._host.next_id()}"
             client = ClientInfo(self.peer or None, self.connection.client_version or None, body.consumer_id)
-            handle.consumer = subscription.add_consumer(name, permits=0, sink=handle, client=client)
+            handle.consumer = subscription.add_consumer(
+                name,
+                permits=0,
+                sink=handle,
+                client=client,
+                read_compacted=body.read_compacted,
+                start_earliest=_reads_from_earliest(body),
+            )
         except MLedgerError as exc:
             self.connection.send_error(request_id, server_error(exc), str(exc))
             return
@@ -907,10 +916,17 @@ class Session:
             return
         ml = handle.topic.managed_ledger
         last = ml.last_confirmed_entry
+        reads_compacted = handle.consumer is not None and handle.consumer.read_compacted
+        compacted = handle.topic.compaction.last_message_id(last) if reads_compacted else None
+        if compacted is not None:
+            last = compacted[0]
         last_id = api.MessageIdData(ledgerId=last.ledger_id & _MASK64, entryId=last.entry_id & _MASK64)
         if handle.partition >= 0:
             last_id.partition = handle.partition
-        if last.entry_id >= 0:
+        if compacted is not None:
+            if compacted[1] >= 0:
+                last_id.batch_index = compacted[1]
+        elif last.entry_id >= 0:
             try:
                 entry = ml.read_entry(last)
                 if entry.metadata.batched or entry.metadata.num_messages > 1:
@@ -1068,6 +1084,12 @@ def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
 
 def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read from a store carry raw bytes
     return checksummed_entry(encode_entry(d.entry.data, d.entry.metadata))
+
+
+def _reads_from_earliest(body: api.CommandSubscribe) -> bool:
+    """Whether a reader starts at the earliest message (its first compacted read covers the
+    whole compacted view, Pulsar's ``MessageId.earliest`` start id)."""
+    return not body.durable and body.HasField("start_message_id") and _signed(body.start_message_id.ledgerId) < 0
 
 
 def _start_position(mid: api.MessageIdData) -> Position:

@@ -9,6 +9,8 @@
 * ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/retention`` (body Pulsar's
   ``{"retentionTimeInMinutes": M, "retentionSizeInMB": S}``; ``GET`` is ``null`` when unset;
   412 for an invalid policy), applied to the open topics without a policy of their own.
+* ``GET`` / ``PUT`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/compactionThreshold`` (body a
+  long, bytes; ``GET`` is ``null`` when unset; 412 for a negative one).
 
 With authorization on, reads need a role and changes need a superuser role (Pulsar's tenant
 admin rule, without tenants' admin lists); the namespace's topic list needs GET_TOPICS there (a
@@ -23,7 +25,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from ..admin import Admin, NamespaceOperation
-from ..admin.policies import RetentionPoliciesData
+from ..admin.policies import RetentionPoliciesData, parse_compaction_threshold_body
 from ..core.errors import InvalidRequestError, PermissionDeniedError
 from .context import context_of
 from .topics import CallerAdmin, decode_segment
@@ -148,6 +150,43 @@ def namespaces_router() -> APIRouter:
     @router.delete("/namespaces/{tenant}/{namespace}/retention", summary="Remove the retention policy", status_code=204)
     async def remove_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         await context_of(request).run(admin.namespaces.remove_retention, _name(tenant, namespace))
+        return Response(status_code=204)
+
+    @router.get(
+        "/namespaces/{tenant}/{namespace}/compactionThreshold", summary="The compaction threshold (null: unset)"
+    )
+    async def get_compaction_threshold(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        return _json(await context_of(request).run(admin.namespaces.get_compaction_threshold, _name(tenant, namespace)))
+
+    @router.put(
+        "/namespaces/{tenant}/{namespace}/compactionThreshold",
+        summary="Set the compaction threshold (bytes)",
+        status_code=204,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"type": "integer", "format": "int64"}}},
+            }
+        },
+    )
+    async def set_compaction_threshold(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        threshold = parse_compaction_threshold_body(await request.body())
+        await context_of(request).run(admin.namespaces.set_compaction_threshold, _name(tenant, namespace), threshold)
+        return Response(status_code=204)
+
+    @router.delete(
+        "/namespaces/{tenant}/{namespace}/compactionThreshold",
+        summary="Remove the compaction threshold",
+        status_code=204,
+    )
+    async def remove_compaction_threshold(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        await context_of(request).run(admin.namespaces.remove_compaction_threshold, _name(tenant, namespace))
         return Response(status_code=204)
 
     return router

@@ -30,6 +30,11 @@ POST     ``{topic}/subscription/{subName}/resetcursor``       reset_cursor (body
 GET      ``{topic}/retention`` (``?applied``)                 get_retention              200
 POST     ``{topic}/retention`` (body: RetentionPolicies)      set_retention              204
 DELETE   ``{topic}/retention``                                remove_retention           204
+PUT      ``{topic}/compaction``                               trigger_compaction         204
+GET      ``{topic}/compaction``                               compaction_status          200
+GET      ``{topic}/compactionThreshold`` (``?applied``)       get_compaction_threshold   200
+POST     ``{topic}/compactionThreshold`` (body: bytes)        set_compaction_threshold   204
+DELETE   ``{topic}/compactionThreshold``                      remove_compaction_threshold 204
 =======  ===================================================  =========================  ===
 
 Each handler runs its dependencies in Pulsar's order: authentication first (401 before
@@ -73,7 +78,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from ..admin import Admin
-from ..admin.policies import RetentionPoliciesData
+from ..admin.policies import RetentionPoliciesData, parse_compaction_threshold_body
 from ..admin.requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
 from ..admin.stats import (
     PartitionedTopicInternalStats,
@@ -671,6 +676,54 @@ def topics_router(
     @route("DELETE", "/{topic}/retention", "remove_retention", "Remove the topic's retention policy", status_code=204)
     async def remove_retention(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.remove_retention, call.topic)
+        return _no_content()
+
+    @route("PUT", "/{topic}/compaction", "trigger_compaction", "Compact the topic in the background", status_code=204)
+    async def trigger_compaction(call: TopicCallDep) -> Response:
+        await call.run(call.admin.topics.trigger_compaction, call.topic)
+        return _no_content()
+
+    @route("GET", "/{topic}/compaction", "compaction_status", "The status of the topic's last compaction")
+    async def compaction_status(call: TopicCallDep) -> Response:
+        status = await call.run(call.admin.topics.compaction_status, call.topic)
+        return _json(status.to_json())
+
+    @route(
+        "GET",
+        "/{topic}/compactionThreshold",
+        "get_compaction_threshold",
+        "The topic's compaction threshold in bytes (null when unset)",
+    )
+    async def get_compaction_threshold(
+        call: TopicCallDep,
+        applied: Annotated[
+            bool, Query(description="the threshold in force: the topic's, else the namespace's, else the broker's")
+        ] = False,
+    ) -> Response:
+        return _json(await call.run(call.admin.topics.get_compaction_threshold, call.topic, applied=applied))
+
+    @route(
+        "POST",
+        "/{topic}/compactionThreshold",
+        "set_compaction_threshold",
+        "Set the topic's compaction threshold",
+        status_code=204,
+        openapi_extra=_body({"type": "integer", "format": "int64"}, "bytes not compacted yet that trigger compaction"),
+    )
+    async def set_compaction_threshold(call: TopicCallDep, request: Request) -> Response:
+        threshold = parse_compaction_threshold_body(await request.body())
+        await call.run(call.admin.topics.set_compaction_threshold, call.topic, threshold)
+        return _no_content()
+
+    @route(
+        "DELETE",
+        "/{topic}/compactionThreshold",
+        "remove_compaction_threshold",
+        "Remove the topic's compaction threshold",
+        status_code=204,
+    )
+    async def remove_compaction_threshold(call: TopicCallDep) -> Response:
+        await call.run(call.admin.topics.remove_compaction_threshold, call.topic)
         return _no_content()
 
     return router
