@@ -34,6 +34,7 @@ from .errors import (
     TopicAlreadyExistsError as TopicAlreadyExistsError,
     TopicBusyError as TopicBusyError,
     TopicFencedError as TopicFencedError,
+    TopicTerminatedError as TopicTerminatedError,
 )
 from .hooks import (
     Deduplication as Deduplication,
@@ -49,6 +50,7 @@ from .listeners import (
 )
 from .message import BatchMessageIds as BatchMessageIds, Message as Message
 from .names import TopicName as TopicName
+from .schema_compat import SchemaCompatibilityStrategy as SchemaCompatibilityStrategy
 from .partitioned import (
     PartitionedConsumer as PartitionedConsumer,
     PartitionedSubscription as PartitionedSubscription,
@@ -112,6 +114,7 @@ __all__ = [
     "PublishContext",
     "PublishResult",
     "RetentionPolicies",
+    "SchemaCompatibilityStrategy",
     "SkipEntry",
     "Subscription",
     "SubscriptionBusyError",
@@ -125,6 +128,7 @@ __all__ = [
     "TopicBusyError",
     "TopicFencedError",
     "TopicListener",
+    "TopicTerminatedError",
     "TopicName",
     "TopicStats",
 ]

@@ -16,7 +16,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..core.config import ManagedLedgerConfig
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, InvalidRequestError
+from .schema_compat import SchemaCompatibilityStrategy
 
 __all__ = ["BrokerConfig"]
 
@@ -68,12 +69,23 @@ class BrokerConfig:
     # Topic stats: rates are averages over this interval (Pulsar's statsUpdateFrequencyInSecs).
     stats_update_frequency_in_secs: int = 60
 
+    # Schemas: the compatibility strategy of topics whose namespace and topic policies set none
+    # (Pulsar's schemaCompatibilityStrategy, default FULL; UNDEFINED also means FULL), and whether
+    # producers may register new schema versions (isAllowAutoUpdateSchemaEnabled).
+    schema_compatibility_strategy: str = "FULL"
+    is_allow_auto_update_schema_enabled: bool = True
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in _STRINGS:
                 if not isinstance(value, str) or not value:
                     raise ConfigError(f"{f.name} must be a non-empty string, got {value!r}")
+            elif f.name == "schema_compatibility_strategy":
+                try:
+                    SchemaCompatibilityStrategy.parse(value)
+                except InvalidRequestError as exc:
+                    raise ConfigError(f"schema_compatibility_strategy: {exc}") from None
             elif f.name == "managed_ledger_config":
                 if value is not None and not isinstance(value, ManagedLedgerConfig):
                     raise ConfigError(f"managed_ledger_config must be a ManagedLedgerConfig, got {value!r}")

@@ -88,7 +88,8 @@ class RetentionPolicies:
 
 
 class TopicPolicies:
-    """Topic-level retention policies in the metadata store (compare-and-set, thread-safe)."""
+    """Topic-level policies in the metadata store (compare-and-set, thread-safe): retention, and
+    any other ``TopicPolicies`` field through :meth:`get_field` / :meth:`set_field`."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -113,14 +114,23 @@ class TopicPolicies:
 
     def set_retention(self, topic: TopicName, policies: RetentionPolicies | None) -> None:
         """Set (or with None, remove) the topic's retention policy."""
+        self.set_field(topic, "retentionPolicies", None if policies is None else policies.to_json())
+
+    def get_field(self, topic: TopicName, key: str) -> Any:
+        """One stored topic policy by its Pulsar ``TopicPolicies`` field name (None when unset)."""
+        stored = self._store.get(self.path(topic))
+        return None if stored is None else _decode(self.path(topic), stored.data).get(key)
+
+    def set_field(self, topic: TopicName, key: str, value: Any) -> None:
+        """Set (or with None, remove) one topic policy by its ``TopicPolicies`` field name."""
         path = self.path(topic)
         for _ in range(5):
             stored = self._store.get(path)
             current = _decode(path, stored.data) if stored is not None else {}
-            if policies is None:
-                current.pop("retentionPolicies", None)
+            if value is None:
+                current.pop(key, None)
             else:
-                current["retentionPolicies"] = policies.to_json()
+                current[key] = value
             try:
                 if not current:
                     if stored is not None:
