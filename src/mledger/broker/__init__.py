@@ -50,7 +50,6 @@ from .listeners import (
 )
 from .message import BatchMessageIds as BatchMessageIds, Message as Message
 from .names import TopicName as TopicName
-from .schema_compat import SchemaCompatibilityStrategy as SchemaCompatibilityStrategy
 from .partitioned import (
     PartitionedConsumer as PartitionedConsumer,
     PartitionedSubscription as PartitionedSubscription,
@@ -63,6 +62,7 @@ from .publishing import (
     PublishResult as PublishResult,
 )
 from .retention import RetentionPolicies as RetentionPolicies
+from .schema_compat import SchemaCompatibilityStrategy as SchemaCompatibilityStrategy
 from .stats import (
     ClientInfo as ClientInfo,
     ConsumerStats as ConsumerStats,

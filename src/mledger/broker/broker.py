@@ -26,9 +26,9 @@ import logging
 import threading
 from collections.abc import Callable
 
+from ..codec.messageid import MessageId
 from ..core.clock import Clock
 from ..core.config import ManagedLedgerConfig
-from ..codec.messageid import MessageId
 from ..core.errors import BadVersionError, ConfigError, InvalidRequestError, NotAllowedError, NotFoundError
 from ..managed_ledger.factory import ManagedLedgerFactory
 from ..managed_ledger.ledger_view import InitialPosition

@@ -35,17 +35,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from ..core.errors import InvalidRequestError, MissingExtraError, MLedgerError
-
-if TYPE_CHECKING:
-    from .schemas import SchemaInfo
 
 __all__ = [
     "AVRO_BASED_TYPES",
     "IncompatibleSchemaError",
     "SchemaCompatibilityStrategy",
+    "SchemaInfo",
     "check_compatible",
     "check_consumer_compatible",
     "parse_avro",
@@ -60,6 +59,31 @@ class IncompatibleSchemaError(MLedgerError):
     """A schema is not compatible with the topic's schemas (Pulsar's IncompatibleSchema)."""
 
     http_status = 409
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    """One schema: Pulsar's ``Schema`` message (type number, name, definition, properties)."""
+
+    type: int
+    data: bytes
+    name: str = ""
+    properties: tuple[tuple[str, str], ...] = ()
+
+    def same_definition(self, other: SchemaInfo) -> bool:
+        """Pulsar's ``getSchemaVersionBySchemaData`` test: equal types and, for JSON, Protobuf
+        and Avro, definitions that parse to equal Avro schemas, else equal bytes (the name and
+        the properties do not count)."""
+        if self.type != other.type:
+            return False
+        if self.data == other.data:
+            return True
+        if self.type not in AVRO_BASED_TYPES:
+            return False
+        try:
+            return bool(parse_avro(self.data) == parse_avro(other.data))
+        except ValueError:
+            return False
 
 
 class SchemaCompatibilityStrategy(enum.StrEnum):
@@ -86,11 +110,11 @@ class SchemaCompatibilityStrategy(enum.StrEnum):
         ``InvalidRequestError`` naming a bad one."""
         if isinstance(value, cls):
             return value
-        try:
-            return cls(value)
-        except ValueError:
-            names = ", ".join(s.value for s in cls)
-            raise InvalidRequestError(f"Invalid schema compatibility strategy {value!r}: expected one of {names}") from None
+        for strategy in cls:
+            if value == strategy.value:
+                return strategy
+        names = ", ".join(s.value for s in cls)
+        raise InvalidRequestError(f"Invalid schema compatibility strategy {value!r}: expected one of {names}")
 
     @classmethod
     def from_auto_update_policy(cls, policy: str | None) -> SchemaCompatibilityStrategy:
@@ -240,7 +264,9 @@ def _parse_or_refuse(data: bytes, what: str) -> Any:
     try:
         return parse_avro(data)
     except ValueError as exc:
-        raise IncompatibleSchemaError(f"Incompatible schema: the {what} schema is not a valid Avro schema: {exc}") from None
+        raise IncompatibleSchemaError(
+            f"Incompatible schema: the {what} schema is not a valid Avro schema: {exc}"
+        ) from None
 
 
 _CHECKER_CLASS: Any = None
@@ -255,7 +281,7 @@ def _checker() -> Any:
     if _CHECKER_CLASS is None:
         compatibility = _avro().compatibility
 
-        class _RecordNamesIgnored(compatibility.ReaderWriterCompatibilityChecker):  # type: ignore[misc,name-defined]
+        class _RecordNamesIgnored(compatibility.ReaderWriterCompatibilityChecker):  # type: ignore[name-defined]
             def calculate_compatibility(self, reader: Any, writer: Any, location: list[str]) -> Any:
                 record = compatibility.SchemaType.RECORD
                 if reader.type == record and writer.type == record:

@@ -22,49 +22,22 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from dataclasses import dataclass
 
 from ..core.errors import BadVersionError, StateCorruptedError
 from ..storage import NEW_NODE, Store
 from .names import TopicName
 from .schema_compat import (
-    AVRO_BASED_TYPES,
     IncompatibleSchemaError,
     SchemaCompatibilityStrategy,
+    SchemaInfo,
     check_compatible,
     check_consumer_compatible,
-    parse_avro,
 )
 
 __all__ = ["IncompatibleSchemaError", "SchemaCompatibilityStrategy", "SchemaInfo", "SchemaRegistry"]
 
 SCHEMAS_ROOT = "/schemas"
 _FULL = SchemaCompatibilityStrategy.FULL
-
-
-@dataclass(frozen=True)
-class SchemaInfo:
-    """One schema: Pulsar's ``Schema`` message (type number, name, definition, properties)."""
-
-    type: int
-    data: bytes
-    name: str = ""
-    properties: tuple[tuple[str, str], ...] = ()
-
-    def same_definition(self, other: SchemaInfo) -> bool:
-        """Pulsar's ``getSchemaVersionBySchemaData`` test: equal types and, for JSON, Protobuf
-        and Avro, definitions that parse to equal Avro schemas, else equal bytes (the name and
-        the properties do not count)."""
-        if self.type != other.type:
-            return False
-        if self.data == other.data:
-            return True
-        if self.type not in AVRO_BASED_TYPES:
-            return False
-        try:
-            return bool(parse_avro(self.data) == parse_avro(other.data))
-        except ValueError:
-            return False
 
 
 class SchemaRegistry:

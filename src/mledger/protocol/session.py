@@ -803,8 +803,9 @@ class Session:
         self._wake()
 
     def send_reached_end_of_topic(self, handle: ConsumerHandle) -> None:
-        """Queue REACHED_END_OF_TOPIC for ``handle`` (loop thread)."""
-        if handle.consumer_id not in self._consumers or self.closed:
+        """Queue REACHED_END_OF_TOPIC for ``handle`` (loop thread); as Pulsar's
+        ``Consumer.reachedEndOfTopic``, only to a client that speaks protocol v9 or later."""
+        if handle.consumer_id not in self._consumers or self.closed or self.connection.protocol_version < 9:
             return
         self.connection.send(
             api.BaseCommand(

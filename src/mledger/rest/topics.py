@@ -30,7 +30,16 @@ POST     ``{topic}/subscription/{subName}/resetcursor``       reset_cursor (body
 GET      ``{topic}/retention`` (``?applied``)                 get_retention              200
 POST     ``{topic}/retention`` (body: RetentionPolicies)      set_retention              204
 DELETE   ``{topic}/retention``                                remove_retention           204
+POST     ``{topic}/terminate``                                terminate                  200
+POST     ``{topic}/terminate/partitions``                     terminate_partitioned      200
+GET      ``{topic}/schemaCompatibilityStrategy`` (``?applied``)  get_schema_compatibility_strategy  200
+PUT      ``{topic}/schemaCompatibilityStrategy`` (body: name)  set_schema_compatibility_strategy  204
+DELETE   ``{topic}/schemaCompatibilityStrategy``              remove_schema_compatibility_strategy  204
 =======  ===================================================  =========================  ===
+
+``terminate`` answers the last message id as Pulsar's ``MessageIdImpl`` JSON
+(``{"ledgerId": L, "entryId": E, "partitionIndex": -1}``), 405 on a partitioned topic;
+``terminate/partitions`` answers ``{"0": {...}, "1": {...}}`` per partition.
 
 Each handler runs its dependencies in Pulsar's order: authentication first (401 before
 anything else, like Pulsar's ``AuthenticationFilter``), then the v1 cluster (412 ``Cluster <c>
@@ -73,7 +82,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from ..admin import Admin
-from ..admin.policies import RetentionPoliciesData
+from ..admin.policies import RetentionPoliciesData, parse_strategy_body
 from ..admin.requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
 from ..admin.stats import (
     PartitionedTopicInternalStats,
@@ -269,6 +278,11 @@ def _json(value: Any) -> Response:
     if hasattr(value, "model_dump_json"):
         return Response(value.model_dump_json(by_alias=True), media_type=JSON)
     return Response(json.dumps(value, separators=(",", ":")), media_type=JSON)
+
+
+def _message_id_json(mid: MessageId) -> dict[str, int]:
+    """Pulsar's ``MessageIdImpl`` as its REST API writes it."""
+    return {"ledgerId": mid.ledger_id, "entryId": mid.entry_id, "partitionIndex": mid.partition}
 
 
 def _no_content(headers: dict[str, str] | None = None) -> Response:
@@ -671,6 +685,59 @@ def topics_router(
     @route("DELETE", "/{topic}/retention", "remove_retention", "Remove the topic's retention policy", status_code=204)
     async def remove_retention(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.remove_retention, call.topic)
+        return _no_content()
+
+    @route("POST", "/{topic}/terminate", "terminate", "Terminate the topic: the id of its last message")
+    async def terminate(call: TopicCallDep) -> Response:
+        return _json(_message_id_json(await call.run(call.admin.topics.terminate, call.topic)))
+
+    @route(
+        "POST",
+        "/{topic}/terminate/partitions",
+        "terminate_partitioned",
+        "Terminate every partition of a partitioned topic: each one's last message id",
+    )
+    async def terminate_partitioned(call: TopicCallDep) -> Response:
+        ids = await call.run(call.admin.topics.terminate_partitioned, call.topic)
+        return _json({str(index): _message_id_json(mid) for index, mid in ids.items()})
+
+    @route(
+        "GET",
+        "/{topic}/schemaCompatibilityStrategy",
+        "get_schema_compatibility_strategy",
+        "The topic's schema compatibility strategy (null when unset)",
+    )
+    async def get_schema_compatibility_strategy(
+        call: TopicCallDep,
+        applied: Annotated[
+            bool, Query(description="the strategy in force: the topic's, else the namespace's, else the broker's")
+        ] = False,
+    ) -> Response:
+        strategy = await call.run(call.admin.topics.get_schema_compatibility_strategy, call.topic, applied=applied)
+        return _json(None if strategy is None else strategy.value)
+
+    @route(
+        "PUT",
+        "/{topic}/schemaCompatibilityStrategy",
+        "set_schema_compatibility_strategy",
+        "Set the topic's schema compatibility strategy",
+        status_code=204,
+        openapi_extra=_body({"type": "string"}, 'the strategy, e.g. "BACKWARD"'),
+    )
+    async def set_schema_compatibility_strategy(call: TopicCallDep, request: Request) -> Response:
+        strategy = parse_strategy_body(await request.body())
+        await call.run(call.admin.topics.set_schema_compatibility_strategy, call.topic, strategy)
+        return _no_content()
+
+    @route(
+        "DELETE",
+        "/{topic}/schemaCompatibilityStrategy",
+        "remove_schema_compatibility_strategy",
+        "Remove the topic's schema compatibility strategy",
+        status_code=204,
+    )
+    async def remove_schema_compatibility_strategy(call: TopicCallDep) -> Response:
+        await call.run(call.admin.topics.remove_schema_compatibility_strategy, call.topic)
         return _no_content()
 
     return router
