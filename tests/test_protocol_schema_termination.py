@@ -137,8 +137,8 @@ def test_older_schema_consumer_refused_when_the_strategy_does_not_allow_it(
     pulsar_broker: EmbeddedBroker, client: pulsar.Client
 ) -> None:
     topic = "backward-only"
-    pulsar_broker.broker.set_topic_schema_compatibility_strategy(f"persistent://public/default/{topic}", S.BACKWARD)
     client.create_producer(topic, schema=AvroSchema(Base)).close()
+    pulsar_broker.broker.set_topic_schema_compatibility_strategy(f"persistent://public/default/{topic}", S.BACKWARD)
     newer = EVOLVED["removed"]  # BACKWARD allows it, but data without email is unreadable for Base
     client.create_producer(topic, schema=AvroSchema(newer)).close()
     with pytest.raises(pulsar.IncompatibleSchema):

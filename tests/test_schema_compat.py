@@ -139,6 +139,7 @@ def broker() -> Broker:
 
 def test_strategy_in_force_topic_then_namespace_then_broker(broker: Broker) -> None:
     topic = "persistent://public/default/users"
+    broker.create_topic(topic, partitions=2)
     assert broker.schema_compatibility_strategy(topic) is S.FULL  # broker.conf's default
     broker.namespaces.set_schema_auto_update_compatibility_strategy("public/default", "Backward")
     assert broker.schema_compatibility_strategy(topic) is S.BACKWARD
@@ -156,6 +157,7 @@ def test_strategy_in_force_topic_then_namespace_then_broker(broker: Broker) -> N
 
 def test_registry_registers_under_the_topics_strategy(broker: Broker) -> None:
     topic = "persistent://public/default/users"
+    broker.create_topic(topic)
     assert broker.add_schema(topic, SchemaInfo(AVRO, BASE)) == 0
     # an equal definition (other key order and whitespace) is the same version
     same = json.dumps({"name": "User", "fields": [NAME, EMAIL], "type": "record"}, indent=2).encode()

@@ -387,15 +387,26 @@ class Broker:
         return SchemaCompatibilityStrategy.FULL if strategy is SchemaCompatibilityStrategy.UNDEFINED else strategy
 
     def topic_schema_compatibility_strategy(self, topic: str) -> SchemaCompatibilityStrategy | None:
-        """``topic``'s own strategy policy (a partition's is its partitioned topic's), None when unset."""
-        own = self.topic_policies.get_field(TopicName.parse(topic), SCHEMA_STRATEGY_POLICY)
+        """``topic``'s own strategy policy (a partition's is its partitioned topic's), None when
+        unset. ``NotFoundError`` (404) for a topic that does not exist."""
+        name = self._existing(topic)
+        own = self.topic_policies.get_field(name, SCHEMA_STRATEGY_POLICY)
         return None if own is None else SchemaCompatibilityStrategy.parse(own)
 
     def set_topic_schema_compatibility_strategy(self, topic: str, strategy: SchemaCompatibilityStrategy | None) -> None:
         """Set (None: remove) ``topic``'s own strategy (``pulsar-admin topicPolicies
-        set-schema-compatibility-strategy``); it applies to the next schema check."""
+        set-schema-compatibility-strategy``); it applies to the next schema check.
+        ``NotFoundError`` (404) for a topic that does not exist."""
         value = None if strategy is None else SchemaCompatibilityStrategy.parse(strategy).value
-        self.topic_policies.set_field(TopicName.parse(topic), SCHEMA_STRATEGY_POLICY, value)
+        self.topic_policies.set_field(self._existing(topic), SCHEMA_STRATEGY_POLICY, value)
+
+    def _existing(self, topic: str) -> TopicName:
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            if not self._exists(name):
+                raise NotFoundError(f"Topic not found: {name}")
+        return name
 
     def is_allow_auto_update_schema(self, topic: str) -> bool:
         """Whether producers may register new schema versions on ``topic``: the namespace's
