@@ -255,6 +255,11 @@ def test_a_library_consumer_reaches_the_end_of_a_terminated_topic(pulsar_broker:
     assert consumer.has_reached_end_of_topic()
     late = topic.subscribe("late", initial_position=InitialPosition.LATEST).add_consumer()
     assert late.has_reached_end_of_topic()  # nothing left to acknowledge when it joins
+    backlogged = topic.subscribe("backlogged", initial_position=InitialPosition.EARLIEST)
+    reader = backlogged.add_consumer()
+    assert not reader.has_reached_end_of_topic()
+    backlogged.clear_backlog()  # pulsar-admin topics clear-backlog acknowledges everything
+    assert reader.has_reached_end_of_topic()
     with pytest.raises(TopicTerminatedError):
         topic.create_producer()
 

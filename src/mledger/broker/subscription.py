@@ -636,6 +636,7 @@ class Subscription:
             self._check_open()
             self._cursor.skip_entries(num_messages)
             self._dispatcher.on_mark_delete_moved()
+            self.check_end_of_topic()
 
     def clear_backlog(self) -> None:
         """Acknowledge everything published so far (Pulsar's ``clear-backlog``)."""
@@ -643,6 +644,7 @@ class Subscription:
             self._check_open()
             self._cursor.clear_backlog()
             self._dispatcher.on_mark_delete_moved()
+            self.check_end_of_topic()
 
     def reset_cursor(self, position: Position | MessageId) -> None:
         """Re-consume from ``position`` (``EARLIEST``/``LATEST`` allowed): acks after it are
@@ -703,7 +705,7 @@ class Subscription:
         """Pulsar's dispatcher on ``NoMoreEntriesToReadException``: on a terminated topic whose
         entries are all acknowledged, tell every consumer it reached the end of the topic (the
         topic's ``terminate``, a consumer joining and every ack that moves the mark-delete call
-        this). Takes the lock."""
+        this, and so do skip and clear-backlog). Takes the lock."""
         if not self._ml.is_terminated:
             return
         with self._lock:
