@@ -113,6 +113,13 @@ def test_consumer_check_is_backward_against_the_latest_for_the_plain_strategies(
             check_consumer_compatible([v1, v2], v1, strategy)
     check_consumer_compatible([v1, SchemaInfo(AVRO, EVOLUTIONS["added_with_default"])], v1, S.FULL)
     check_consumer_compatible([v1, v2], v1, S.ALWAYS_COMPATIBLE)
+    # the transitive strategies and ALWAYS_INCOMPATIBLE check every version, with no shortcut
+    # for an equal one: ALWAYS_INCOMPATIBLE refuses even the latest schema (NeverSchemaValidator)
+    check_consumer_compatible([v1, v2], v2, S.BACKWARD_TRANSITIVE)
+    with pytest.raises(IncompatibleSchemaError, match="ALWAYS_INCOMPATIBLE"):
+        check_consumer_compatible([v1, v2], v2, S.ALWAYS_INCOMPATIBLE)
+    with pytest.raises(IncompatibleSchemaError, match="version 1"):
+        check_consumer_compatible([v1, v2], v1, S.FULL)  # the latest is version 1
     with pytest.raises(IncompatibleSchemaError, match="does not have schema"):
         check_consumer_compatible([], v1, S.FULL)
 

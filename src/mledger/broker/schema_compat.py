@@ -146,12 +146,39 @@ def check_compatible(history: Sequence[SchemaInfo], new: SchemaInfo, strategy: S
     if not history or strategy is _S.ALWAYS_COMPATIBLE:
         return
     if strategy.is_transitive:
-        compared = list(enumerate(history))
+        _check_against(list(enumerate(history)), new, strategy)
+        return
+    latest = len(history) - 1
+    if history[latest].type == new.type and history[latest].data == new.data:
+        return
+    _check_against([(latest, history[latest])], new, strategy)
+
+
+def check_consumer_compatible(
+    history: Sequence[SchemaInfo], schema: SchemaInfo, strategy: SchemaCompatibilityStrategy
+) -> None:
+    """Pulsar's ``checkConsumerCompatibility``: a consumer's schema must be able to read the
+    topic's data. ``BACKWARD``, ``FORWARD``, ``FORWARD_TRANSITIVE`` and ``FULL``: it can read the
+    latest version (a ``BACKWARD`` check against it); the other strategies check it against every
+    version under themselves, with no shortcut for an equal version (so ``ALWAYS_INCOMPATIBLE``
+    refuses every consumer schema, as Pulsar's ``NeverSchemaValidator``). Raises
+    :class:`IncompatibleSchemaError`, also when the topic has no schema to check against."""
+    strategy = SchemaCompatibilityStrategy.parse(strategy)
+    if strategy is _S.ALWAYS_COMPATIBLE:
+        return
+    if not history:
+        raise IncompatibleSchemaError("Topic does not have schema to check")
+    if strategy in (_S.BACKWARD, _S.FORWARD, _S.FORWARD_TRANSITIVE, _S.FULL):
+        check_compatible(history, schema, _S.BACKWARD)
     else:
-        latest = history[-1]
-        if latest.type == new.type and latest.data == new.data:
-            return
-        compared = [(len(history) - 1, latest)]
+        _check_against(list(enumerate(history)), schema, strategy)
+
+
+def _check_against(
+    compared: list[tuple[int, SchemaInfo]], new: SchemaInfo, strategy: SchemaCompatibilityStrategy
+) -> None:
+    """The type check, then the check of the type's compatibility checker, against ``compared``
+    (``(version, schema)`` pairs)."""
     for _, existing in compared:
         if existing.type != new.type:
             raise IncompatibleSchemaError(
@@ -162,25 +189,6 @@ def check_compatible(history: Sequence[SchemaInfo], new: SchemaInfo, strategy: S
         _check_avro_based(compared, new, strategy)
     elif strategy is _S.ALWAYS_INCOMPATIBLE:
         raise IncompatibleSchemaError("Schema compatibility strategy is ALWAYS_INCOMPATIBLE")
-
-
-def check_consumer_compatible(
-    history: Sequence[SchemaInfo], schema: SchemaInfo, strategy: SchemaCompatibilityStrategy
-) -> None:
-    """Pulsar's ``checkConsumerCompatibility``: a consumer's schema must be able to read the
-    topic's data. ``BACKWARD``, ``FORWARD``, ``FORWARD_TRANSITIVE`` and ``FULL``: it can read the
-    latest version (``BACKWARD`` check against it); the other strategies check it against every
-    version under themselves. Raises :class:`IncompatibleSchemaError`, also when the topic has
-    no schema to check against."""
-    strategy = SchemaCompatibilityStrategy.parse(strategy)
-    if strategy is _S.ALWAYS_COMPATIBLE:
-        return
-    if not history:
-        raise IncompatibleSchemaError("Topic does not have schema to check")
-    if strategy in (_S.BACKWARD, _S.FORWARD, _S.FORWARD_TRANSITIVE, _S.FULL):
-        check_compatible(history[-1:], schema, _S.BACKWARD)
-    else:
-        check_compatible(history, schema, strategy)
 
 
 def _check_avro_based(
