@@ -19,6 +19,7 @@ from .core.errors import (
     InvalidRequestError as InvalidRequestError,
     LedgerNotFoundError as LedgerNotFoundError,
     ManagedLedgerClosedError as ManagedLedgerClosedError,
+    ManagedLedgerTerminatedError as ManagedLedgerTerminatedError,
     MarkDeletingMarkedPositionError as MarkDeletingMarkedPositionError,
     MissingExtraError as MissingExtraError,
     MLedgerError as MLedgerError,

@@ -10,6 +10,10 @@ remove_retention          superuser           ``namespaces remove-retention``
 get_compaction_threshold  authenticated       ``namespaces get-compaction-threshold``
 set_compaction_threshold  superuser           ``namespaces set-compaction-threshold``
 remove_compaction_threshold superuser         ``namespaces remove-compaction-threshold``
+get_schema_compatibility_strategy  authenticated  ``namespaces get-schema-compatibility-strategy``
+set_schema_compatibility_strategy  superuser      ``namespaces set-schema-compatibility-strategy``
+get_is_allow_auto_update_schema    authenticated  ``namespaces get-is-allow-auto-update-schema``
+set_is_allow_auto_update_schema    superuser      ``namespaces set-is-allow-auto-update-schema``
 ========================  ==================  =========================================
 
 Changes need a superuser role when authorization is on (Pulsar's tenant-admin rule, mledger
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from ..broker.names import check_namespace_name
 from ..broker.retention import RetentionPolicies
+from ..broker.schema_compat import SchemaCompatibilityStrategy
 from ..core.errors import InvalidRequestError
 from .context import AdminContext
 
@@ -83,3 +88,50 @@ class Namespaces:
         name = check_namespace_name(namespace)
         self._admin.check_superuser(f"remove the compaction threshold of namespace {name}")
         self._admin.broker.set_namespace_compaction_threshold(name, None)
+
+    def get_schema_compatibility_strategy(self, namespace: str) -> SchemaCompatibilityStrategy:
+        """The strategy the namespace's topics follow unless they set their own: its
+        ``schema_compatibility_strategy``, else its mapped ``schema_auto_update_compatibility_strategy``,
+        else the broker's (Pulsar answers the mapped older policy for ``UNDEFINED``)."""
+        self._admin.authenticate()
+        name = check_namespace_name(namespace)
+        broker = self._admin.broker
+        found = broker.namespaces.schema_compatibility_strategy(name)
+        return broker.broker_schema_compatibility_strategy if found is None else found
+
+    def set_schema_compatibility_strategy(self, namespace: str, strategy: SchemaCompatibilityStrategy | str) -> None:
+        """Set ``schema_compatibility_strategy`` (``UNDEFINED``: fall back to the older policy,
+        then the broker's). Superuser. 400 for an unknown strategy."""
+        name = check_namespace_name(namespace)
+        self._admin.check_superuser(f"set the schema compatibility strategy of namespace {name}")
+        self._admin.broker.namespaces.set_schema_compatibility_strategy(
+            name, SchemaCompatibilityStrategy.parse(strategy)
+        )
+
+    def get_schema_auto_update_compatibility_strategy(self, namespace: str) -> str | None:
+        """The older policy (``Full``, ``Backward``, ..., ``AutoUpdateDisabled``), None when unset."""
+        self._admin.authenticate()
+        return self._admin.broker.namespaces.schema_auto_update_compatibility_strategy(check_namespace_name(namespace))
+
+    def set_schema_auto_update_compatibility_strategy(self, namespace: str, policy: str) -> None:
+        """Set the older policy (deprecated in Pulsar; used when ``schema_compatibility_strategy``
+        is unset). Superuser. 400 for an unknown value."""
+        name = check_namespace_name(namespace)
+        self._admin.check_superuser(f"set the schema auto-update strategy of namespace {name}")
+        self._admin.broker.namespaces.set_schema_auto_update_compatibility_strategy(name, policy)
+
+    def get_is_allow_auto_update_schema(self, namespace: str) -> bool:
+        """Whether producers may register new schema versions in the namespace (its policy, else
+        the broker's ``is_allow_auto_update_schema_enabled``)."""
+        self._admin.authenticate()
+        name = check_namespace_name(namespace)
+        found = self._admin.broker.namespaces.is_allow_auto_update_schema(name)
+        return self._admin.broker.config.is_allow_auto_update_schema_enabled if found is None else found
+
+    def set_is_allow_auto_update_schema(self, namespace: str, allowed: bool) -> None:
+        """Allow or forbid producers to register new schema versions. Superuser."""
+        name = check_namespace_name(namespace)
+        self._admin.check_superuser(f"set is_allow_auto_update_schema of namespace {name}")
+        if not isinstance(allowed, bool):
+            raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
+        self._admin.broker.namespaces.set_is_allow_auto_update_schema(name, allowed)

@@ -1,5 +1,6 @@
 """The JSON form of policies in requests and responses (Pulsar's ``RetentionPolicies``, the
-``compactionThreshold`` long)."""
+``compactionThreshold`` long,
+schema compatibility strategy)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import json
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..broker.retention import RetentionPolicies
+from ..broker.schema_compat import SchemaCompatibilityStrategy
 from ..core.errors import InvalidRequestError
 
-__all__ = ["RetentionPoliciesData", "parse_compaction_threshold_body"]
+__all__ = ["RetentionPoliciesData", "parse_compaction_threshold_body", "parse_enum_body", "parse_strategy_body"]
 
 
 def parse_compaction_threshold_body(raw: bytes | str) -> int:
@@ -53,3 +55,24 @@ class RetentionPoliciesData(BaseModel):
             retention_time_in_minutes=policies.retention_time_in_minutes,
             retention_size_in_mb=policies.retention_size_in_mb,
         )
+
+
+def parse_enum_body(raw: bytes | str, what: str) -> str:
+    """A request body holding one enum name, as Pulsar's admin client sends it (a JSON string,
+    ``"FULL"``) or bare (``FULL``); 400 naming what is wrong."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    text = text.strip()
+    if not text:
+        raise InvalidRequestError(f"Invalid {what} body: empty")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if not isinstance(value, str):
+        raise InvalidRequestError(f"Invalid {what} body: expected a name, got {text[:40]!r}")
+    return value
+
+
+def parse_strategy_body(raw: bytes | str) -> SchemaCompatibilityStrategy:
+    """A ``schemaCompatibilityStrategy`` request body; 400 for an unknown strategy."""
+    return SchemaCompatibilityStrategy.parse(parse_enum_body(raw, "schema compatibility strategy"))

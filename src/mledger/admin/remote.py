@@ -36,6 +36,7 @@ from typing import Any
 from ..broker.compaction import CompactionStatus, LongRunningProcessStatus
 from ..broker.names import TopicName
 from ..broker.retention import RetentionPolicies
+from ..broker.schema_compat import SchemaCompatibilityStrategy
 from ..broker.types import SubscriptionType
 from ..codec.messageid import MessageId
 from ..core.errors import (
@@ -230,8 +231,23 @@ def _threshold(payload: bytes) -> int | None:
     return value
 
 
+def _strategy(payload: bytes) -> SchemaCompatibilityStrategy | None:
+    try:
+        value = json.loads(payload) if payload.strip() else None
+        return None if value is None else SchemaCompatibilityStrategy.parse(value)
+    except (ValueError, InvalidRequestError):
+        raise AdminConnectionError(f"not a schema compatibility strategy: {payload[:80]!r}") from None
+
+
+def _message_id(value: Any) -> MessageId:
+    try:
+        return MessageId(int(value["ledgerId"]), int(value["entryId"]), int(value.get("partitionIndex", -1)))
+    except (TypeError, KeyError, ValueError):
+        raise AdminConnectionError(f"not a message id: {str(value)[:80]!r}") from None
+
+
 class RemoteNamespaces:
-    """``Admin.namespaces`` over HTTP: namespaces, their retention policies and compaction thresholds."""
+    """``Admin.namespaces`` over HTTP: namespaces, their retention, compaction and schema policies."""
 
     def __init__(self, admin: RemoteAdmin) -> None:
         self._admin = admin
@@ -267,6 +283,26 @@ class RemoteNamespaces:
 
     def remove_compaction_threshold(self, namespace: str) -> None:
         self._admin.call("DELETE", self._path(namespace, "compactionThreshold"))
+
+    def get_schema_compatibility_strategy(self, namespace: str) -> SchemaCompatibilityStrategy:
+        path = self._path(namespace, "schemaCompatibilityStrategy")
+        strategy = _strategy(self._admin.call("GET", path)[2])
+        if strategy is None:
+            raise AdminConnectionError("the server answered no schema compatibility strategy")
+        return strategy
+
+    def set_schema_compatibility_strategy(self, namespace: str, strategy: SchemaCompatibilityStrategy | str) -> None:
+        body = json.dumps(SchemaCompatibilityStrategy.parse(strategy).value).encode()
+        self._admin.call("PUT", self._path(namespace, "schemaCompatibilityStrategy"), body=body)
+
+    def get_is_allow_auto_update_schema(self, namespace: str) -> bool:
+        return bool(self._admin.get_json(self._path(namespace, "isAllowAutoUpdateSchema")))
+
+    def set_is_allow_auto_update_schema(self, namespace: str, allowed: bool) -> None:
+        if not isinstance(allowed, bool):
+            raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
+        body = b"true" if allowed else b"false"
+        self._admin.call("POST", self._path(namespace, "isAllowAutoUpdateSchema"), body=body)
 
 
 class RemoteTopics:
@@ -418,6 +454,33 @@ class RemoteTopics:
             return LongRunningProcessStatus(CompactionStatus(data["status"]), str(data.get("lastError") or ""))
         except (TypeError, KeyError, ValueError):
             raise AdminConnectionError(f"not a compaction status: {str(data)[:80]!r}") from None
+
+    def get_schema_compatibility_strategy(
+        self, topic: str, applied: bool = False
+    ) -> SchemaCompatibilityStrategy | None:
+        query = {"applied": "true"} if applied else None
+        path = self._topic_path(topic, "schemaCompatibilityStrategy")
+        return _strategy(self._admin.call("GET", path, query=query)[2])
+
+    def set_schema_compatibility_strategy(self, topic: str, strategy: SchemaCompatibilityStrategy | str) -> None:
+        body = json.dumps(SchemaCompatibilityStrategy.parse(strategy).value).encode()
+        self._admin.call("PUT", self._topic_path(topic, "schemaCompatibilityStrategy"), body=body)
+
+    def remove_schema_compatibility_strategy(self, topic: str) -> None:
+        self._admin.call("DELETE", self._topic_path(topic, "schemaCompatibilityStrategy"))
+
+    def terminate(self, topic: str) -> MessageId:
+        """``POST {topic}/terminate``: the last message's id."""
+        _, _, payload = self._admin.call("POST", self._topic_path(topic, "terminate"), body=b"")
+        return _message_id(json.loads(payload))
+
+    def terminate_partitioned(self, topic: str) -> dict[int, MessageId]:
+        """``POST {topic}/terminate/partitions``: each partition's last message id."""
+        _, _, payload = self._admin.call("POST", self._topic_path(topic, "terminate", "partitions"), body=b"")
+        try:
+            return {int(k): _message_id(v) for k, v in json.loads(payload).items()}
+        except (ValueError, AttributeError):
+            raise AdminConnectionError(f"not a partition -> message id map: {payload[:80]!r}") from None
 
     def reset_cursor_by_time(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         """``POST .../resetcursor/{timestamp}``: to the first entry published at or after it."""

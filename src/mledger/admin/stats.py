@@ -178,7 +178,7 @@ def topic_internal_stats(ml: ManagedLedger, compacted: CompactedLedger | None = 
         current_ledger_size=ml_stats.current_ledger_size,
         last_ledger_created_timestamp=format_timestamp(ml_stats.last_ledger_created_timestamp),
         last_confirmed_entry=str(ml_stats.last_confirmed_entry),
-        state="Closed" if ml.is_closed else "LedgerOpened",
+        state="Closed" if ml.is_closed else "Terminated" if ml.is_terminated else "LedgerOpened",
         ledgers=[
             LedgerInfo(ledger_id=li.ledger_id, entries=0, size=0)
             if li.ledger_id == current_id

@@ -49,6 +49,11 @@ compaction_status         COMPACT                     ``topics compaction-status
 get_compaction_threshold  (authenticated)             ``topics get-compaction-threshold [--applied]``
 set_compaction_threshold  (superuser)                 ``topics set-compaction-threshold``
 remove_compaction_threshold (superuser)               ``topics remove-compaction-threshold``
+terminate                 TERMINATE                   ``topics terminate``
+terminate_partitioned     TERMINATE                   ``topics partitioned-terminate``
+get_schema_compatibility_strategy (authenticated)     ``topicPolicies get-schema-compatibility-strategy``
+set_schema_compatibility_strategy (superuser)         ``topicPolicies set-schema-compatibility-strategy``
+remove_schema_compatibility_strategy (superuser)      ``topicPolicies remove-schema-compatibility-strategy``
 ========================  ==========================  ==================================
 
 Topic policies (retention) follow Pulsar's tenant-admin rule: a read needs an authenticated
@@ -70,6 +75,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..broker import Broker, InitialPosition, LongRunningProcessStatus, PartitionedTopic, SubscriptionType, Topic
 from ..broker.names import TopicName, check_namespace_name, local_name_problem
 from ..broker.retention import RetentionPolicies
+from ..broker.schema_compat import SchemaCompatibilityStrategy
 from ..codec.messageid import MessageId, as_position
 from ..core.errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
 from ..core.position import EARLIEST, LATEST, Position
@@ -446,6 +452,46 @@ class Topics:
         name = TopicName.parse(topic)
         self._admin.check_superuser(f"remove the retention of topic {name}")
         self._broker.set_topic_retention(str(name), None)
+
+    def get_schema_compatibility_strategy(
+        self, topic: str, applied: bool = False
+    ) -> SchemaCompatibilityStrategy | None:
+        """The topic's own schema compatibility strategy (None when unset), or with ``applied``
+        the one in force (its own, else its namespace's, else the broker's)."""
+        name = TopicName.parse(topic)
+        self._admin.authenticate()
+        if applied:
+            return self._broker.schema_compatibility_strategy(str(name))
+        return self._broker.topic_schema_compatibility_strategy(str(name))
+
+    def set_schema_compatibility_strategy(self, topic: str, strategy: SchemaCompatibilityStrategy | str) -> None:
+        """Set the topic's schema compatibility strategy (a partitioned topic's covers its
+        partitions); the next schema check uses it. Superuser. 400 for an unknown strategy."""
+        name = TopicName.parse(topic)
+        self._admin.check_superuser(f"set the schema compatibility strategy of topic {name}")
+        self._broker.set_topic_schema_compatibility_strategy(str(name), SchemaCompatibilityStrategy.parse(strategy))
+
+    def remove_schema_compatibility_strategy(self, topic: str) -> None:
+        """Remove the topic's strategy: its namespace's (or the broker's) applies. Superuser."""
+        name = TopicName.parse(topic)
+        self._admin.check_superuser(f"remove the schema compatibility strategy of topic {name}")
+        self._broker.set_topic_schema_compatibility_strategy(str(name), None)
+
+    # -- termination -----------------------------------------------------------------------------
+
+    def terminate(self, topic: str) -> MessageId:
+        """Terminate a non-partitioned topic (or one partition): the id of its last message.
+        Producers are refused from then on; consumers hear the end of the topic once they
+        acknowledged everything. TERMINATE (403). 404; 405 for a partitioned topic ("Termination
+        of a partitioned topic is not allowed")."""
+        name = self._admin.check_topic(TopicOperation.TERMINATE, topic)
+        return self._broker.terminate_topic(str(name))
+
+    def terminate_partitioned(self, topic: str) -> dict[int, MessageId]:
+        """Terminate every partition of a partitioned topic: partition index -> its last
+        message's id. TERMINATE (403). 404 for a topic that is not partitioned."""
+        name = self._admin.check_topic(TopicOperation.TERMINATE, topic)
+        return self._broker.terminate_partitioned_topic(str(name))
 
     # -- PIP-423 -------------------------------------------------------------------------------
 

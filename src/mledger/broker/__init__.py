@@ -39,6 +39,7 @@ from .errors import (
     TopicAlreadyExistsError as TopicAlreadyExistsError,
     TopicBusyError as TopicBusyError,
     TopicFencedError as TopicFencedError,
+    TopicTerminatedError as TopicTerminatedError,
 )
 from .hooks import (
     Deduplication as Deduplication,
@@ -67,6 +68,7 @@ from .publishing import (
     PublishResult as PublishResult,
 )
 from .retention import RetentionPolicies as RetentionPolicies
+from .schema_compat import SchemaCompatibilityStrategy as SchemaCompatibilityStrategy
 from .stats import (
     ClientInfo as ClientInfo,
     ConsumerStats as ConsumerStats,
@@ -122,6 +124,7 @@ __all__ = [
     "PublishContext",
     "PublishResult",
     "RetentionPolicies",
+    "SchemaCompatibilityStrategy",
     "SkipEntry",
     "Subscription",
     "SubscriptionBusyError",
@@ -135,6 +138,7 @@ __all__ = [
     "TopicBusyError",
     "TopicFencedError",
     "TopicListener",
+    "TopicTerminatedError",
     "TopicName",
     "TopicStats",
 ]

@@ -31,8 +31,16 @@ import logging
 import threading
 from collections.abc import Callable
 
+from ..codec.messageid import MessageId
 from ..core.clock import Clock
-from ..core.errors import BadVersionError, ConfigError, InvalidRequestError, MLedgerError, NotFoundError
+from ..core.errors import (
+    BadVersionError,
+    ConfigError,
+    InvalidRequestError,
+    MLedgerError,
+    NotAllowedError,
+    NotFoundError,
+)
 from ..managed_ledger.factory import ManagedLedgerFactory
 from ..managed_ledger.ledger_view import ML_ROOT, InitialPosition
 from ..storage import NEW_NODE
@@ -59,7 +67,8 @@ from .namespaces import (
 from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
 from .retention import RetentionPolicies, TopicPolicies
-from .schemas import SchemaRegistry
+from .schema_compat import SchemaCompatibilityStrategy
+from .schemas import SchemaInfo, SchemaRegistry
 from .subscription import Subscription
 from .topic import Topic
 from .types import SubscriptionType
@@ -72,6 +81,9 @@ AnyTopic = Topic | PartitionedTopic
 """What ``create_topic`` / ``get_topic`` return."""
 
 DedupFactory = Callable[[Topic], Deduplication]
+
+SCHEMA_STRATEGY_POLICY = "schemaCompatibilityStrategy"
+"""The topic policy field of the schema compatibility strategy (Pulsar's ``TopicPolicies``)."""
 
 
 class Broker:
@@ -434,6 +446,103 @@ class Broker:
             time_ms, size_mb = own.retention_time_ms, own.retention_size_in_mb
         if (ml.config.retention_time_ms, ml.config.retention_size_in_mb) != (time_ms, size_mb):
             ml.set_config(ml.config.with_changes(retention_time_ms=time_ms, retention_size_in_mb=size_mb))
+
+    # -- schema policies (Pulsar's schemaCompatibilityStrategy, isAllowAutoUpdateSchema) -------
+    def schema_compatibility_strategy(self, topic: str) -> SchemaCompatibilityStrategy:
+        """The strategy in force for ``topic``: its own ``schemaCompatibilityStrategy`` policy,
+        else its namespace's (``schema_compatibility_strategy``, else the mapped
+        ``schema_auto_update_compatibility_strategy``), else the broker's setting
+        (``UNDEFINED`` anywhere means "not set here"; the broker's ``UNDEFINED`` is ``FULL``)."""
+        name = TopicName.parse(topic)
+        own = self.topic_policies.get_field(name, SCHEMA_STRATEGY_POLICY)
+        if own is not None and own != SchemaCompatibilityStrategy.UNDEFINED.value:
+            return SchemaCompatibilityStrategy.parse(own)
+        namespace = self.namespaces.schema_compatibility_strategy(name.namespace_name)
+        if namespace is not None:
+            return namespace
+        return self.broker_schema_compatibility_strategy
+
+    @property
+    def broker_schema_compatibility_strategy(self) -> SchemaCompatibilityStrategy:
+        """The broker's ``schema_compatibility_strategy`` setting (``UNDEFINED`` is ``FULL``)."""
+        strategy = SchemaCompatibilityStrategy.parse(self.config.schema_compatibility_strategy)
+        return SchemaCompatibilityStrategy.FULL if strategy is SchemaCompatibilityStrategy.UNDEFINED else strategy
+
+    def topic_schema_compatibility_strategy(self, topic: str) -> SchemaCompatibilityStrategy | None:
+        """``topic``'s own strategy policy (a partition's is its partitioned topic's), None when
+        unset. ``NotFoundError`` (404) for a topic that does not exist."""
+        name = self._existing(topic)
+        own = self.topic_policies.get_field(name, SCHEMA_STRATEGY_POLICY)
+        return None if own is None else SchemaCompatibilityStrategy.parse(own)
+
+    def set_topic_schema_compatibility_strategy(self, topic: str, strategy: SchemaCompatibilityStrategy | None) -> None:
+        """Set (None: remove) ``topic``'s own strategy (``pulsar-admin topicPolicies
+        set-schema-compatibility-strategy``); it applies to the next schema check.
+        ``NotFoundError`` (404) for a topic that does not exist."""
+        value = None if strategy is None else SchemaCompatibilityStrategy.parse(strategy).value
+        self.topic_policies.set_field(self._existing(topic), SCHEMA_STRATEGY_POLICY, value)
+
+    def _existing(self, topic: str) -> TopicName:
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            if not self._exists(name):
+                raise NotFoundError(f"Topic not found: {name}")
+        return name
+
+    def is_allow_auto_update_schema(self, topic: str) -> bool:
+        """Whether producers may register new schema versions on ``topic``: the namespace's
+        ``is_allow_auto_update_schema``, else the broker's ``is_allow_auto_update_schema_enabled``."""
+        allowed = self.namespaces.is_allow_auto_update_schema(TopicName.parse(topic).namespace_name)
+        return self.config.is_allow_auto_update_schema_enabled if allowed is None else allowed
+
+    def add_schema(self, topic: str, schema: SchemaInfo) -> int:
+        """Pulsar's ``AbstractTopic.addSchema`` (a producer's schema): the version of an equal
+        schema, or a new version if auto-update is allowed and the topic's strategy accepts it.
+        Raises ``IncompatibleSchemaError``."""
+        return self.schemas.get_or_create(
+            topic, schema, self.schema_compatibility_strategy(topic), self.is_allow_auto_update_schema(topic)
+        )
+
+    def add_schema_if_idle_or_check_compatible(self, topic: Topic, schema: SchemaInfo) -> None:
+        """Pulsar's ``addSchemaIfIdleOrCheckCompatible`` (a consumer's schema): a topic without
+        a schema, producers, consumers or data takes the schema as its first version; any other
+        gets the consumer check (:meth:`SchemaRegistry.check_consumer`). Raises
+        ``IncompatibleSchemaError``."""
+        name = topic.name
+        idle = (
+            not self.schemas.versions(name)
+            and not topic.producers
+            and not any(sub.consumers for sub in topic.subscriptions.values())
+            and topic.managed_ledger.total_size == 0
+        )
+        if idle:
+            self.add_schema(name, schema)
+        else:
+            self.schemas.check_consumer(name, schema, self.schema_compatibility_strategy(name))
+
+    # -- termination (Pulsar's PersistentTopic.terminate) --------------------------------------
+    def terminate_topic(self, topic: str) -> MessageId:
+        """Terminate a non-partitioned topic (or one partition): no more messages are accepted,
+        consumers hear ``REACHED_END_OF_TOPIC`` once they acknowledged everything. Returns the
+        id of the last message. Idempotent. Raises ``NotFoundError``; a partitioned topic is
+        ``NotAllowedError`` (405, "Termination of a partitioned topic is not allowed"), as in
+        Pulsar: use :meth:`terminate_partitioned_topic`."""
+        name = TopicName.parse(topic)
+        found = self.get_topic(str(name))
+        if isinstance(found, PartitionedTopic):
+            raise NotAllowedError("Termination of a partitioned topic is not allowed")
+        return found.terminate()
+
+    def terminate_partitioned_topic(self, topic: str) -> dict[int, MessageId]:
+        """Terminate every partition of a partitioned topic (``POST .../terminate/partitions``):
+        partition index -> the id of its last message. ``NotFoundError`` for a topic that is
+        not partitioned, as Pulsar's "Partitioned topic ... not found"."""
+        name = TopicName.parse(topic)
+        found = self.get_topic(str(name))
+        if not isinstance(found, PartitionedTopic):
+            raise NotFoundError(f"Partitioned topic {name} not found")
+        return {index: partition.terminate() for index, partition in enumerate(found.partitions)}
 
     # -- producers and subscriptions --------------------------------------------------------
     def create_producer(

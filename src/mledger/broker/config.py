@@ -19,7 +19,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..core.config import ManagedLedgerConfig
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, InvalidRequestError
+from .schema_compat import SchemaCompatibilityStrategy
 
 __all__ = ["BROKER_MANAGED_LEDGER_CONFIG", "BrokerConfig"]
 
@@ -96,6 +97,12 @@ class BrokerConfig:
     broker_service_compaction_monitor_interval_in_seconds: int = 60
     broker_service_compaction_threshold_in_bytes: int = 0
 
+    # Schemas: the compatibility strategy of topics whose namespace and topic policies set none
+    # (Pulsar's schemaCompatibilityStrategy, default FULL; UNDEFINED also means FULL), and whether
+    # producers may register new schema versions (isAllowAutoUpdateSchemaEnabled).
+    schema_compatibility_strategy: str = "FULL"
+    is_allow_auto_update_schema_enabled: bool = True
+
     @property
     def ledger_config(self) -> ManagedLedgerConfig:
         """The managed-ledger config of the broker's topics: ``managed_ledger_config`` or
@@ -108,6 +115,11 @@ class BrokerConfig:
             if f.name in _STRINGS:
                 if not isinstance(value, str) or not value:
                     raise ConfigError(f"{f.name} must be a non-empty string, got {value!r}")
+            elif f.name == "schema_compatibility_strategy":
+                try:
+                    SchemaCompatibilityStrategy.parse(value)
+                except InvalidRequestError as exc:
+                    raise ConfigError(f"schema_compatibility_strategy: {exc}") from None
             elif f.name == "managed_ledger_config":
                 if value is not None and not isinstance(value, ManagedLedgerConfig):
                     raise ConfigError(f"managed_ledger_config must be a ManagedLedgerConfig, got {value!r}")

@@ -62,6 +62,11 @@ class ConsumerSink(Protocol):
         in the stats' ``availablePermits``; any thread, a racy read is fine)."""
         ...
 
+    def reached_end_of_topic(self, consumer: Consumer) -> None:
+        """The topic was terminated and ``consumer``'s subscription acknowledged everything
+        (Pulsar's ``REACHED_END_OF_TOPIC``); called once, under the subscription lock."""
+        ...
+
 
 class ConsumerOwner(Protocol):
     """The subscription a consumer belongs to, as the consumer sees it: the entry points of
@@ -139,6 +144,7 @@ class Consumer:
         self._pending: set[Position] = set()
         self._unacked = 0
         self._closed = False
+        self._reached_end = False
 
     def take_compacted_from_earliest(self) -> bool:
         """Whether this is a read-compacted reader's first read from the earliest message
@@ -268,6 +274,20 @@ class Consumer:
     def close(self) -> None:
         """Detach from the subscription; its unacknowledged messages are redelivered. Idempotent."""
         self._sub.remove_consumer(self)
+
+    def has_reached_end_of_topic(self) -> bool:
+        """Whether the topic was terminated and everything in it was acknowledged (the client's
+        ``hasReachedEndOfTopic``)."""
+        return self._reached_end
+
+    def reached_end_of_topic(self) -> None:
+        """The subscription tells its consumers the end of a terminated topic (under its lock):
+        remembered, and a remote client is told once."""
+        if self._reached_end or self._closed:
+            return
+        self._reached_end = True
+        if self._sink is not None:
+            self._sink.reached_end_of_topic(self)
 
     # -- delivery bookkeeping: the dispatcher's side, called under the subscription lock ------
     @property

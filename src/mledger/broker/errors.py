@@ -14,12 +14,13 @@ AlreadyClosedError         ``AlreadyClosedException``              412
 MessageDupUnknownError     ``MessageDupUnknownException``          409
 TopicFencedError           ``TopicFencedException``                412
 PersistenceError           ``PersistenceException``                500
+TopicTerminatedError       ``TopicTerminatedException``            412
 =========================  ======================================  ====
 """
 
 from __future__ import annotations
 
-from ..core.errors import MLedgerError, NotAllowedError, PreconditionFailedError
+from ..core.errors import ManagedLedgerTerminatedError, MLedgerError, NotAllowedError, PreconditionFailedError
 
 __all__ = [
     "AlreadyClosedError",
@@ -31,6 +32,7 @@ __all__ = [
     "TopicAlreadyExistsError",
     "TopicBusyError",
     "TopicFencedError",
+    "TopicTerminatedError",
 ]
 
 
@@ -81,3 +83,8 @@ class PersistenceError(MLedgerError):
     writes again."""
 
     http_status = 500
+
+
+class TopicTerminatedError(ManagedLedgerTerminatedError):
+    """The topic was terminated: no producer may attach and nothing more is published (Pulsar's
+    ``TopicTerminatedException``; clients get ``TopicTerminatedError``)."""

@@ -2,8 +2,10 @@
 
 A namespace exists once created (its policies node holds JSON like Pulsar's ``Policies``, of
 which mledger models ``deduplicationEnabled``: true, false or null for "the broker's setting",
-``retention_policies``: Pulsar's ``RetentionPolicies`` or null, and ``compaction_threshold``:
-bytes or null). Automatic topic creation
+``retention_policies``: Pulsar's ``RetentionPolicies`` or null, ``compaction_threshold``: bytes
+or null, and the schema policies ``schema_compatibility_strategy``,
+``schema_auto_update_compatibility_strategy`` and ``is_allow_auto_update_schema``, each absent
+or null when unset). Automatic topic creation
 makes topics in namespaces that exist, never namespaces (Pulsar); a namespace that holds topics
 without a policies node (written by mledger versions that created namespaces on first use)
 still counts as existing. Every broker creates ``public/default`` (:data:`DEFAULT_NAMESPACE`)
@@ -23,6 +25,7 @@ from ..core.errors import BadVersionError, InvalidRequestError, MLedgerError, No
 from ..storage import NEW_NODE, Store
 from .errors import TopicAlreadyExistsError
 from .retention import RetentionPolicies
+from .schema_compat import AUTO_UPDATE_POLICIES, SchemaCompatibilityStrategy
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -140,6 +143,55 @@ class Namespaces:
     def set_compaction_threshold(self, name: str, threshold: int | None) -> None:
         """Set (or with None, remove) the compaction threshold; creates the namespace's node."""
         self._update(name, "compaction_threshold", threshold)
+
+    def schema_compatibility_strategy(self, name: str) -> SchemaCompatibilityStrategy | None:
+        """The namespace's strategy in force for its topics: its ``schema_compatibility_strategy``,
+        else (unset or ``UNDEFINED``) its older ``schema_auto_update_compatibility_strategy``
+        mapped as Pulsar maps it; None when neither is set (the broker's setting applies)."""
+        check_namespace(name)
+        policies = self._policies(name)
+        value = policies.get("schema_compatibility_strategy")
+        if value is not None and value != SchemaCompatibilityStrategy.UNDEFINED.value:
+            return self._stored_strategy(name, value)
+        auto = policies.get("schema_auto_update_compatibility_strategy")
+        if auto is None:
+            return None
+        return SchemaCompatibilityStrategy.from_auto_update_policy(str(auto))
+
+    def set_schema_compatibility_strategy(self, name: str, strategy: SchemaCompatibilityStrategy | None) -> None:
+        """Set (None: remove) ``schema_compatibility_strategy``; creates the namespace's node."""
+        value = None if strategy is None else SchemaCompatibilityStrategy.parse(strategy).value
+        self._update(name, "schema_compatibility_strategy", value)
+
+    def schema_auto_update_compatibility_strategy(self, name: str) -> str | None:
+        """The older policy (``Full``, ``Backward``, ..., ``AutoUpdateDisabled``), None when unset."""
+        check_namespace(name)
+        value = self._policies(name).get("schema_auto_update_compatibility_strategy")
+        return None if value is None else str(value)
+
+    def set_schema_auto_update_compatibility_strategy(self, name: str, policy: str | None) -> None:
+        """Set (None: remove) the older policy; ``InvalidRequestError`` naming a bad value."""
+        if policy is not None and policy not in AUTO_UPDATE_POLICIES:
+            names = ", ".join(sorted(AUTO_UPDATE_POLICIES))
+            raise InvalidRequestError(f"Invalid schema auto-update strategy {policy!r}: expected one of {names}")
+        self._update(name, "schema_auto_update_compatibility_strategy", policy)
+
+    def is_allow_auto_update_schema(self, name: str) -> bool | None:
+        """``is_allow_auto_update_schema``: True, False, or None (the broker's setting)."""
+        check_namespace(name)
+        value = self._policies(name).get("is_allow_auto_update_schema")
+        return value if isinstance(value, bool) else None
+
+    def set_is_allow_auto_update_schema(self, name: str, allowed: bool | None) -> None:
+        """Set (None: remove) ``is_allow_auto_update_schema``; creates the namespace's node."""
+        self._update(name, "is_allow_auto_update_schema", allowed)
+
+    @staticmethod
+    def _stored_strategy(name: str, value: object) -> SchemaCompatibilityStrategy:
+        try:
+            return SchemaCompatibilityStrategy.parse(value)
+        except InvalidRequestError as exc:
+            raise StateCorruptedError(f"policies of {name}: {exc}") from None
 
     def _update(self, name: str, key: str, value: object) -> None:
         check_namespace(name)

@@ -108,8 +108,9 @@ class RetentionPolicies:
 
 
 class TopicPolicies:
-    """Topic-level policies (retention, compaction threshold) in the metadata store
-    (compare-and-set, thread-safe)."""
+    """Topic-level policies in the metadata store (compare-and-set, thread-safe): retention,
+    the compaction threshold, and any other ``TopicPolicies`` field through :meth:`get_field` /
+    :meth:`set_field`."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -134,21 +135,24 @@ class TopicPolicies:
 
     def set_retention(self, topic: TopicName, policies: RetentionPolicies | None) -> None:
         """Set (or with None, remove) the topic's retention policy."""
-        self._set(topic, "retentionPolicies", None if policies is None else policies.to_json())
+        self.set_field(topic, "retentionPolicies", None if policies is None else policies.to_json())
 
     def compaction_threshold(self, topic: TopicName) -> int | None:
         """The topic's own ``compactionThreshold`` (bytes), None when it has none."""
-        stored = self._store.get(self.path(topic))
-        if stored is None:
-            return None
-        value = _decode(self.path(topic), stored.data).get("compactionThreshold")
+        value = self.get_field(topic, "compactionThreshold")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def set_compaction_threshold(self, topic: TopicName, threshold: int | None) -> None:
         """Set (or with None, remove) the topic's compaction threshold."""
-        self._set(topic, "compactionThreshold", threshold)
+        self.set_field(topic, "compactionThreshold", threshold)
 
-    def _set(self, topic: TopicName, key: str, value: object) -> None:
+    def get_field(self, topic: TopicName, key: str) -> Any:
+        """One stored topic policy by its Pulsar ``TopicPolicies`` field name (None when unset)."""
+        stored = self._store.get(self.path(topic))
+        return None if stored is None else _decode(self.path(topic), stored.data).get(key)
+
+    def set_field(self, topic: TopicName, key: str, value: Any) -> None:
+        """Set (or with None, remove) one topic policy by its ``TopicPolicies`` field name."""
         path = self.path(topic)
         for _ in range(5):
             stored = self._store.get(path)

@@ -1,14 +1,17 @@
-"""A per-topic schema registry: versions and Pulsar's default compatibility check.
+"""A per-topic schema registry: versions, and Pulsar's compatibility strategies applied to them.
 
 Pulsar keeps one schema history per topic (a partitioned topic's partitions share their
 parent's). A schema is ``(type, definition, properties)`` with Pulsar's ``Schema.Type`` numbers
 (``Json`` = 2, ``Avro`` = 4, ``String`` = 1, ...); versions count from 0.
-:meth:`SchemaRegistry.get_or_create` returns the version of an identical schema, registers a
-new one when it is compatible with the latest, and refuses it otherwise with
-:class:`IncompatibleSchemaError`. Compatibility is Pulsar's broker default, ``FULL``: the types
-must be equal; for record schemas (Avro, JSON, Protobuf: an Avro record definition in JSON) a
-field present in only one of the two must have a default, and a field in both must have the
-same type. A definition that is not an Avro record is compatible only when identical.
+
+:meth:`SchemaRegistry.get_or_create` is Pulsar's ``putSchemaIfAbsent``: it returns the version
+of an equal schema (same type; for JSON, Protobuf and Avro the definitions are equal Avro
+schemas, otherwise equal bytes; properties do not count), and otherwise registers the schema
+when auto-update is allowed and it passes the topic's compatibility strategy
+(:mod:`mledger.broker.schema_compat`), refusing it with :class:`IncompatibleSchemaError`.
+:meth:`SchemaRegistry.check_consumer` is Pulsar's ``checkConsumerCompatibility``. The strategy
+and the auto-update flag in force for a topic are the broker's to resolve (topic policy, then
+namespace policy, then broker setting).
 
 History lives in the metadata store at ``/schemas/<managed-ledger name of the topic>`` as JSON,
 written with compare-and-set, so it survives restarts. Thread-safe (one lock).
@@ -19,37 +22,22 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from dataclasses import dataclass
-from typing import Any
 
-from ..core.errors import BadVersionError, MLedgerError, StateCorruptedError
+from ..core.errors import BadVersionError, StateCorruptedError
 from ..storage import NEW_NODE, Store
 from .names import TopicName
+from .schema_compat import (
+    IncompatibleSchemaError,
+    SchemaCompatibilityStrategy,
+    SchemaInfo,
+    check_compatible,
+    check_consumer_compatible,
+)
 
-__all__ = ["IncompatibleSchemaError", "SchemaInfo", "SchemaRegistry"]
+__all__ = ["IncompatibleSchemaError", "SchemaCompatibilityStrategy", "SchemaInfo", "SchemaRegistry"]
 
 SCHEMAS_ROOT = "/schemas"
-_RECORD_TYPES = {2, 3, 4}  # Json, Protobuf, Avro: Avro record definitions
-
-
-class IncompatibleSchemaError(MLedgerError):
-    """A schema is not compatible with the topic's latest schema (Pulsar's IncompatibleSchema)."""
-
-    http_status = 409
-
-
-@dataclass(frozen=True)
-class SchemaInfo:
-    """One schema: Pulsar's ``Schema`` message (type number, name, definition, properties)."""
-
-    type: int
-    data: bytes
-    name: str = ""
-    properties: tuple[tuple[str, str], ...] = ()
-
-    def same_definition(self, other: SchemaInfo) -> bool:
-        """Equal type, definition and properties (the name does not count, as in Pulsar)."""
-        return (self.type, self.data, dict(self.properties)) == (other.type, other.data, dict(other.properties))
+_FULL = SchemaCompatibilityStrategy.FULL
 
 
 class SchemaRegistry:
@@ -74,8 +62,16 @@ class SchemaRegistry:
             return version, history[version]
         return None
 
-    def get_or_create(self, topic: str, schema: SchemaInfo) -> int:
-        """The version of ``schema`` on ``topic``, registering it when it is new and compatible.
+    def get_or_create(
+        self,
+        topic: str,
+        schema: SchemaInfo,
+        strategy: SchemaCompatibilityStrategy = _FULL,
+        allow_auto_update: bool = True,
+    ) -> int:
+        """The version of ``schema`` on ``topic``, registering it when it is new, auto-update
+        is allowed (Pulsar's ``isAllowAutoUpdateSchema``) and it passes ``strategy`` against the
+        history (the latest version, or every version for a transitive strategy).
 
         Raises :class:`IncompatibleSchemaError` naming the conflict.
         """
@@ -86,8 +82,9 @@ class SchemaRegistry:
                 for i, known in enumerate(history):
                     if known.same_definition(schema):
                         return i
-                if history:
-                    check_full_compatibility(history[-1], schema)
+                if not allow_auto_update:
+                    raise IncompatibleSchemaError("Schema not found and schema auto updating is disabled.")
+                check_compatible(history, schema, strategy)
                 history.append(schema)
                 try:
                     self._store.put(path, _encode(history), NEW_NODE if version is None else version)
@@ -96,13 +93,11 @@ class SchemaRegistry:
                 return len(history) - 1
         raise IncompatibleSchemaError(f"schema of {topic} changed concurrently; retry")
 
-    def check(self, topic: str, schema: SchemaInfo) -> None:
-        """Raise :class:`IncompatibleSchemaError` unless ``schema`` is registered on the topic or
-        compatible with its latest schema (a consumer's check; nothing is registered)."""
-        history = self.versions(topic)
-        if not history or any(known.same_definition(schema) for known in history):
-            return
-        check_full_compatibility(history[-1], schema)
+    def check_consumer(self, topic: str, schema: SchemaInfo, strategy: SchemaCompatibilityStrategy = _FULL) -> None:
+        """Pulsar's ``checkConsumerCompatibility``: raise :class:`IncompatibleSchemaError` unless a
+        consumer with ``schema`` can read the topic's data under ``strategy`` (nothing is
+        registered; a topic without schemas refuses)."""
+        check_consumer_compatible(self.versions(topic), schema, strategy)
 
     def delete(self, topic: str) -> None:
         """Forget the topic's schemas (its topic was deleted)."""
@@ -128,54 +123,6 @@ class SchemaRegistry:
         except (ValueError, KeyError, TypeError) as exc:
             raise StateCorruptedError(f"schema history at {path} is unreadable: {exc}") from None
         return history, stored.version
-
-
-def check_full_compatibility(existing: SchemaInfo, new: SchemaInfo) -> None:
-    """Pulsar's ``FULL`` check of ``new`` against ``existing``; raises
-    :class:`IncompatibleSchemaError` naming the first conflict."""
-    if existing.type != new.type:
-        raise IncompatibleSchemaError(
-            f"Incompatible schema: type {_type_name(new.type)} does not match the topic's {_type_name(existing.type)}"
-        )
-    if existing.data == new.data or new.type not in _RECORD_TYPES:
-        return
-    old_fields = _record_fields(existing.data)
-    new_fields = _record_fields(new.data)
-    if old_fields is None or new_fields is None:
-        raise IncompatibleSchemaError("Incompatible schema: the definitions differ and are not Avro records")
-    for name in old_fields.keys() - new_fields.keys():
-        if "default" not in old_fields[name]:
-            raise IncompatibleSchemaError(f"Incompatible schema: field {name!r} was removed and has no default")
-    for name in new_fields.keys() - old_fields.keys():
-        if "default" not in new_fields[name]:
-            raise IncompatibleSchemaError(f"Incompatible schema: field {name!r} was added without a default")
-    for name in old_fields.keys() & new_fields.keys():
-        if _canonical(old_fields[name].get("type")) != _canonical(new_fields[name].get("type")):
-            raise IncompatibleSchemaError(f"Incompatible schema: field {name!r} changed its type")
-
-
-def _record_fields(data: bytes) -> dict[str, dict[str, Any]] | None:
-    try:
-        definition = json.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(definition, dict) or definition.get("type") != "record":
-        return None
-    fields = definition.get("fields")
-    if not isinstance(fields, list):
-        return None
-    return {f["name"]: f for f in fields if isinstance(f, dict) and isinstance(f.get("name"), str)}
-
-
-def _canonical(value: object) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-_TYPE_NAMES = {0: "NONE", 1: "STRING", 2: "JSON", 3: "PROTOBUF", 4: "AVRO", 5: "BOOLEAN", 15: "KEY_VALUE"}
-
-
-def _type_name(type_: int) -> str:
-    return _TYPE_NAMES.get(type_, str(type_))
 
 
 def _path(topic: str) -> str:

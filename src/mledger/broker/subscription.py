@@ -326,6 +326,7 @@ class Subscription:
             )
             self._consumers[name] = consumer
             self._dispatcher.add_consumer(consumer)
+            self.check_end_of_topic()
             return consumer
 
     def remove_consumer(self, consumer: Consumer) -> None:
@@ -684,6 +685,7 @@ class Subscription:
             self._dispatcher.on_mark_delete_moved()
             if self._journal is not None:
                 self._journal.not_recorded(f"skip of {num_messages} messages on subscription {self.name!r}")
+            self.check_end_of_topic()
 
     def clear_backlog(self) -> None:
         """Acknowledge everything published so far (Pulsar's ``clear-backlog``)."""
@@ -692,6 +694,7 @@ class Subscription:
             self._cursor.clear_backlog()
             self._dispatcher.on_mark_delete_moved()
             self._journal_reset()
+            self.check_end_of_topic()
 
     def reset_cursor(self, position: Position | MessageId) -> None:
         """Re-consume from ``position`` (``EARLIEST``/``LATEST`` allowed): acks after it are
@@ -762,6 +765,19 @@ class Subscription:
             self._last_md_advanced_ms = self._now_ms()
         if force or md != md_before:
             self._dispatcher.on_mark_delete_moved()
+            self.check_end_of_topic()
+
+    def check_end_of_topic(self) -> None:
+        """Pulsar's dispatcher on ``NoMoreEntriesToReadException``: on a terminated topic whose
+        entries are all acknowledged, tell every consumer it reached the end of the topic (the
+        topic's ``terminate``, a consumer joining and every ack that moves the mark-delete call
+        this, and so do skip and clear-backlog). Takes the lock."""
+        if not self._ml.is_terminated:
+            return
+        with self._lock:
+            if self._cursor.number_of_entries_in_backlog() == 0:
+                for consumer in list(self._consumers.values()):
+                    consumer.reached_end_of_topic()
 
     def _is_live(self, position: Position) -> bool:
         """True for an entry to acknowledge, False if already acknowledged; raises if not in the topic."""

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..codec.entry import EntryMetadata, encode_entry
+from ..codec.messageid import MessageId
 from ..core.clock import Clock
 from ..core.errors import (
     EntryTooLargeError,
@@ -52,6 +53,7 @@ from .errors import (
     ProducerBusyError,
     SubscriptionBusyError,
     TopicFencedError,
+    TopicTerminatedError,
 )
 from .hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, PublishContext
 from .journal import BrokerJournal, TopicJournal
@@ -402,9 +404,12 @@ class Topic:
         while, say, the disk is full, instead of resending every pending message in a loop.
 
         Raises ``ProducerBusyError`` when a producer of that name is connected here,
-        ``InvalidRequestError`` for a bad name or initial sequence id.
+        ``TopicTerminatedError`` once the topic was terminated, ``InvalidRequestError`` for a
+        bad name or initial sequence id.
         """
         _check_producer_args(producer_name, initial_sequence_id)
+        if self._ml.is_terminated:
+            raise TopicTerminatedError(f"Topic {self.name} was already terminated")
         self._check_writable()
         name = producer_name if producer_name is not None else self._broker.generate_producer_name()
         with self._lock:
@@ -496,6 +501,8 @@ class Topic:
         with self._publish_lock:
             if self._closed:
                 refused = AlreadyClosedError(f"topic {self.name} is closed")
+            elif self._ml.is_terminated:
+                refused = TopicTerminatedError(f"Topic {self.name} was already terminated")
             elif self._fenced:
                 refused = TopicFencedError(
                     f"topic {self.name} is fenced after a failed write; retry when its pending writes completed"
@@ -611,6 +618,31 @@ class Topic:
             for ctx in failed:
                 self._dedup.record_failed(ctx)  # pushed := persisted
             self._fenced = False
+
+    # -- termination -----------------------------------------------------------------------------
+    def terminate(self) -> MessageId:
+        """Terminate the topic (Pulsar's ``PersistentTopic.terminate``): the managed ledger takes
+        no more entries (publishes queued before complete), producers are disconnected and new
+        ones refused with ``TopicTerminatedError``, and each subscription that acknowledged
+        everything tells its consumers they reached the end of the topic (the others once they
+        have). Returns the last message's id (partition -1, as Pulsar's ``MessageIdImpl``).
+        Idempotent. Raises ``AlreadyClosedError`` once closed."""
+        with self._lock:
+            self._check_open()
+        position = self._ml.terminate()
+        with self._lock:
+            producers = list(self._producers.values())
+            subs = list(self._subscriptions.values())
+        for producer in producers:
+            producer.disconnect()
+        for sub in subs:
+            sub.check_end_of_topic()
+        return MessageId(position.ledger_id, position.entry_id)
+
+    @property
+    def is_terminated(self) -> bool:
+        """Whether the topic was terminated (now or before a restart)."""
+        return self._ml.is_terminated
 
     # -- listeners -------------------------------------------------------------------------------
     def add_listener(self, listener: TopicListener) -> None:

@@ -422,6 +422,41 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("remove-compaction-threshold", "Remove the topic's compaction threshold.", _cmd_remove_threshold)
     topic_arg(sub)
 
+    sub = command("terminate", "Terminate a topic: no more messages; prints its last message id.", _cmd_terminate)
+    topic_arg(sub)
+
+    sub = command(
+        "partitioned-terminate",
+        "Terminate every partition of a partitioned topic; prints each one's last message id.",
+        _cmd_partitioned_terminate,
+    )
+    topic_arg(sub)
+
+    sub = command(
+        "get-schema-compatibility-strategy",
+        "The topic's schema compatibility strategy (null when unset).",
+        _cmd_get_schema_strategy,
+    )
+    topic_arg(sub)
+    sub.add_argument(
+        "--applied",
+        action="store_true",
+        help="the strategy in force: the topic's, else the namespace's, else the broker's",
+    )
+
+    sub = command(
+        "set-schema-compatibility-strategy", "Set the topic's schema compatibility strategy.", _cmd_set_schema_strategy
+    )
+    topic_arg(sub)
+    sub.add_argument("-s", "--strategy", required=True, help=_STRATEGY_HELP)
+
+    sub = command(
+        "remove-schema-compatibility-strategy",
+        "Remove the topic's schema compatibility strategy.",
+        _cmd_remove_schema_strategy,
+    )
+    topic_arg(sub)
+
     sub = command("skip", "Skip the next N messages of a subscription.", _cmd_skip)
     topic_arg(sub)
     subscription_arg(sub)
@@ -550,10 +585,16 @@ def _threshold_arg(sub: argparse.ArgumentParser) -> None:
     )
 
 
+_STRATEGY_HELP = (
+    "ALWAYS_INCOMPATIBLE, ALWAYS_COMPATIBLE, BACKWARD, FORWARD, FULL, BACKWARD_TRANSITIVE, "
+    "FORWARD_TRANSITIVE, FULL_TRANSITIVE (UNDEFINED: not set here)"
+)
+
+
 def _add_namespaces_group(groups: Any) -> None:
     namespaces = groups.add_parser(
         "namespaces",
-        help="namespaces and their policies (retention, compaction threshold)",
+        help="namespaces and their policies (retention, compaction threshold, schemas)",
         description="Namespaces and their policies.",
         epilog=_EPILOG,
     )
@@ -576,6 +617,30 @@ def _add_namespaces_group(groups: Any) -> None:
         command("set-compaction-threshold", "Set the namespace's compaction threshold.", _cmd_ns_set_threshold)
     )
     command("remove-compaction-threshold", "Remove the namespace's compaction threshold.", _cmd_ns_remove_threshold)
+    command(
+        "get-schema-compatibility-strategy",
+        "The schema compatibility strategy of the namespace's topics.",
+        _cmd_ns_get_schema_strategy,
+    )
+    sub = command(
+        "set-schema-compatibility-strategy",
+        "Set the schema compatibility strategy of the namespace's topics.",
+        _cmd_ns_set_schema_strategy,
+    )
+    sub.add_argument("-c", "--compatibility", required=True, help=_STRATEGY_HELP)
+    command(
+        "get-is-allow-auto-update-schema",
+        "Whether producers may register new schema versions.",
+        _cmd_ns_get_auto_update,
+    )
+    sub = command(
+        "set-is-allow-auto-update-schema",
+        "Allow (--enable) or forbid (--disable) new schema versions.",
+        _cmd_ns_set_auto_update,
+    )
+    switch = sub.add_mutually_exclusive_group(required=True)
+    switch.add_argument("--enable", "-e", dest="allowed", action="store_true", help="allow")
+    switch.add_argument("--disable", "-d", dest="allowed", action="store_false", help="forbid")
 
 
 def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
@@ -759,6 +824,50 @@ def _cmd_remove_retention(admin: Admin, args: argparse.Namespace) -> None:
 
 def _cmd_ns_create(admin: Admin, args: argparse.Namespace) -> None:
     admin.namespaces.create(args.namespace)
+
+
+def _terminated_at_json(mid: Any) -> dict[str, int]:
+    """A last message id as the REST API answers it (Pulsar's ``MessageIdImpl``)."""
+    return {"ledgerId": mid.ledger_id, "entryId": mid.entry_id, "partitionIndex": mid.partition}
+
+
+def _cmd_terminate(admin: Admin, args: argparse.Namespace) -> None:
+    mid = admin.topics.terminate(args.topic)
+    print(f"Topic {args.topic} successfully terminated at {mid.ledger_id}:{mid.entry_id}")
+
+
+def _cmd_partitioned_terminate(admin: Admin, args: argparse.Namespace) -> None:
+    ids = admin.topics.terminate_partitioned(args.topic)
+    _print_json({str(index): _terminated_at_json(mid) for index, mid in sorted(ids.items())})
+
+
+def _cmd_get_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
+    strategy = admin.topics.get_schema_compatibility_strategy(args.topic, applied=args.applied)
+    _print_json(None if strategy is None else strategy.value)
+
+
+def _cmd_set_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.set_schema_compatibility_strategy(args.topic, args.strategy)
+
+
+def _cmd_remove_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.remove_schema_compatibility_strategy(args.topic)
+
+
+def _cmd_ns_get_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.get_schema_compatibility_strategy(args.namespace).value)
+
+
+def _cmd_ns_set_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.set_schema_compatibility_strategy(args.namespace, args.compatibility)
+
+
+def _cmd_ns_get_auto_update(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.get_is_allow_auto_update_schema(args.namespace))
+
+
+def _cmd_ns_set_auto_update(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.set_is_allow_auto_update_schema(args.namespace, args.allowed)
 
 
 def _cmd_ns_get_retention(admin: Admin, args: argparse.Namespace) -> None:

@@ -3,6 +3,8 @@
 The record lives at ``/managed-ledgers/<name>`` in the metadata store, optionally inside
 Pulsar's 0x4778 compression envelope (REFERENCE.md §2.6). The current (open) ledger is written
 without ``entries`` and ``size``, as Pulsar writes it: its last confirmed entry is the truth.
+A terminated managed ledger carries ``terminatedPosition``, its last entry (Pulsar's state
+``Terminated``, kept across restarts).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ __all__ = [
     "MAX_LEDGER_INFO_BYTES",
     "StoredLedger",
     "decode_managed_ledger_info",
+    "decode_terminated_position",
     "encode_managed_ledger_info",
     "looks_like_managed_ledger_info",
 ]
@@ -42,9 +45,13 @@ def encode_managed_ledger_info(
     properties: Mapping[str, str],
     compression_type: str | None = None,
     threshold_bytes: int = 0,
+    terminated_position: tuple[int, int] | None = None,
 ) -> bytes:
-    """The stored bytes of a ledger list: ``ManagedLedgerInfo``, in the envelope when configured."""
+    """The stored bytes of a ledger list: ``ManagedLedgerInfo``, in the envelope when configured;
+    ``terminated_position`` ``(ledger id, entry id)`` marks a terminated managed ledger."""
     info = pb.ManagedLedgerInfo()
+    if terminated_position is not None:
+        info.terminatedPosition.ledgerId, info.terminatedPosition.entryId = terminated_position
     for ledger in ledgers:
         entry = info.ledgerInfo.add(ledgerId=ledger.ledger_id, timestamp=ledger.timestamp)
         if ledger.entries is not None:
@@ -64,12 +71,7 @@ def decode_managed_ledger_info(
     Raises :class:`~mledger.core.errors.StateCorruptedError` when they do not parse, or when
     the envelope claims more than ``max_size`` bytes (refused before allocating).
     """
-    info = pb.ManagedLedgerInfo()
-    raw = decompress_metadata(data, max_size)
-    try:
-        info.ParseFromString(bytes(raw))  # a ledger list is small; protobuf wants bytes
-    except Exception as exc:  # protobuf raises DecodeError and friends
-        raise StateCorruptedError(f"unreadable ManagedLedgerInfo: {exc}") from exc
+    info = _parse(data, max_size)
     ledgers = [
         StoredLedger(
             li.ledgerId,
@@ -80,6 +82,26 @@ def decode_managed_ledger_info(
         for li in info.ledgerInfo
     ]
     return ledgers, {kv.key: kv.value for kv in info.properties}
+
+
+def decode_terminated_position(data: bytes, max_size: int = MAX_LEDGER_INFO_BYTES) -> tuple[int, int] | None:
+    """``(ledger id, entry id)`` of a terminated managed ledger's last entry, None when it was
+    not terminated. Raises :class:`~mledger.core.errors.StateCorruptedError` as
+    :func:`decode_managed_ledger_info`."""
+    info = _parse(data, max_size)
+    if not info.HasField("terminatedPosition"):
+        return None
+    return info.terminatedPosition.ledgerId, info.terminatedPosition.entryId
+
+
+def _parse(data: bytes, max_size: int) -> pb.ManagedLedgerInfo:
+    info = pb.ManagedLedgerInfo()
+    raw = decompress_metadata(data, max_size)
+    try:
+        info.ParseFromString(bytes(raw))  # a ledger list is small; protobuf wants bytes
+    except Exception as exc:  # protobuf raises DecodeError and friends
+        raise StateCorruptedError(f"unreadable ManagedLedgerInfo: {exc}") from exc
+    return info
 
 
 def looks_like_managed_ledger_info(data: bytes, max_size: int = MAX_LEDGER_INFO_BYTES) -> bool:

@@ -37,6 +37,13 @@ class ManagedLedgerClosedError(MLedgerError):
     http_status = 412
 
 
+class ManagedLedgerTerminatedError(MLedgerError):
+    """The managed ledger was terminated: it accepts no more entries (Pulsar's
+    ``ManagedLedgerTerminatedException``)."""
+
+    http_status = 412
+
+
 class CursorModifyingError(MLedgerError):
     """A read raced with a cursor reset: it was refused or its result discarded."""
 

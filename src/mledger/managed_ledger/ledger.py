@@ -81,7 +81,12 @@ from typing import Protocol
 from sortedcontainers import SortedDict
 
 from ..codec.entry import Entry, EntryMetadata, encode_entry, stored_entry
-from ..codec.ledger_info import StoredLedger, decode_managed_ledger_info, encode_managed_ledger_info
+from ..codec.ledger_info import (
+    StoredLedger,
+    decode_managed_ledger_info,
+    decode_terminated_position,
+    encode_managed_ledger_info,
+)
 from ..core.clock import Clock
 from ..core.config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from ..core.errors import (
@@ -89,6 +94,7 @@ from ..core.errors import (
     InvalidPositionError,
     LedgerNotFoundError,
     ManagedLedgerClosedError,
+    ManagedLedgerTerminatedError,
     NotFoundError,
     StateCorruptedError,
 )
@@ -190,6 +196,10 @@ class ManagedLedger:
         self._non_durable: dict[str, ManagedCursor] = {}
         self._closed = False
         self._properties: dict[str, str] = {}
+        # Termination (Pulsar's state Terminated): set under the add lock, so no add queues after
+        # it; the position is the last entry once the adds queued before it completed.
+        self._terminating = False
+        self._terminated: Position | None = None
         # The add pipeline (see the module doc).
         self._add_lock = threading.Lock()
         # Held by the writer across an append (the store write runs outside self._lock) and by
@@ -235,6 +245,10 @@ class ManagedLedger:
                 raise StateCorruptedError(f"managed ledger {self.name}: {exc}") from exc
             self._info_version = stored.version
             self._properties = properties
+            terminated = decode_terminated_position(stored.data, self._factory.config.max_state_size_in_bytes)
+            if terminated is not None:
+                self._terminating = True
+                self._terminated = Position(*terminated)
             now = self._clock.now_ms()
             for k, li in enumerate(ledgers):
                 entries, size, timestamp = li.entries, li.size or 0, li.timestamp
@@ -288,6 +302,36 @@ class ManagedLedger:
     @property
     def is_closed(self) -> bool:
         return self._closed
+
+    # -- termination ------------------------------------------------------------------------
+    def terminate(self) -> Position:
+        """Terminate the ledger (Pulsar's ``asyncTerminate``): adds queued before complete, every
+        later add raises ``ManagedLedgerTerminatedError``; the state is persisted in the
+        ``ManagedLedgerInfo`` (``terminatedPosition``), so a restart keeps it. Returns the last
+        entry's position (entry -1 of the current ledger when the ledger is empty). Idempotent;
+        ``ManagedLedgerClosedError`` once closed."""
+        with self._add_lock:
+            if self._closed or self._closing:
+                raise ManagedLedgerClosedError(f"managed ledger {self.name} is closed")
+            self._terminating = True
+        self.wait_for_adds()
+        with self._append_lock, self._lock:
+            self._check_open()
+            if self._terminated is None:
+                self._terminated = self._last_confirmed
+                self._persist_info()
+                log.info("managed ledger %s terminated at %s", self.name, self._terminated)
+            return self._terminated
+
+    @property
+    def is_terminated(self) -> bool:
+        """Whether :meth:`terminate` was called (now or before a restart)."""
+        return self._terminating
+
+    @property
+    def terminated_position(self) -> Position | None:
+        """The last entry of a terminated ledger, None while it accepts entries."""
+        return self._terminated
 
     # -- appends ----------------------------------------------------------------------------
     def add_entry(self, data: bytes, metadata: EntryMetadata | None = None) -> Position:
@@ -380,6 +424,8 @@ class ManagedLedger:
         with self._add_lock:
             if self._closed or self._closing:
                 raise ManagedLedgerClosedError(f"managed ledger {self.name} is closed")
+            if self._terminating:
+                raise ManagedLedgerTerminatedError(f"Managed ledger {self.name} was already terminated")
             self._pending_adds.append(op)
         if start_writing:
             self.start_writing()
@@ -786,6 +832,7 @@ class ManagedLedger:
             self._properties,
             cfg.managed_ledger_info_compression_type,
             cfg.managed_ledger_info_compression_threshold_in_bytes,
+            None if self._terminated is None else (self._terminated.ledger_id, self._terminated.entry_id),
         )
         expected = -1 if self._info_version is None else self._info_version
         self._info_version = self._store.put(self.info_path, data, expected)

@@ -96,6 +96,11 @@ class LedgerView(Protocol):
     @property
     def executor(self) -> Executor: ...
 
+    @property
+    def is_terminated(self) -> bool:
+        """Whether the ledger was terminated (accepts no more entries)."""
+        ...
+
     # -- the ledger list ---------------------------------------------------------------------
     @property
     def last_confirmed_entry(self) -> Position: ...

@@ -75,6 +75,7 @@ from ..codec.proto import PulsarApi_pb2 as api
 from ..core.errors import (
     EntryTooLargeError,
     InvalidRequestError,
+    ManagedLedgerTerminatedError,
     MLedgerError,
     NotAllowedError,
     NotFoundError,
@@ -134,6 +135,8 @@ def server_error(exc: BaseException) -> api.ServerError.ValueType:
         return api.AuthorizationError
     if isinstance(exc, IncompatibleSchemaError):
         return api.IncompatibleSchema
+    if isinstance(exc, ManagedLedgerTerminatedError):  # TopicTerminatedError is one
+        return api.TopicTerminatedError
     if isinstance(exc, NotFoundError):
         return api.TopicNotFound
     if isinstance(exc, InvalidRequestError):
@@ -147,7 +150,13 @@ def server_error(exc: BaseException) -> api.ServerError.ValueType:
     return api.UnknownError
 
 
-_PUBLISH_REFUSALS = (MessageDupUnknownError, EntryTooLargeError, TopicFencedError, AlreadyClosedError)
+_PUBLISH_REFUSALS = (
+    MessageDupUnknownError,
+    EntryTooLargeError,
+    TopicFencedError,
+    AlreadyClosedError,
+    ManagedLedgerTerminatedError,
+)
 """What ``Topic.publish_entries`` refuses a SEND with before writing it; any other error in
 its results is the store's, from a failed write."""
 
@@ -286,6 +295,7 @@ class ConsumerHandle:
         "consumer_id",
         "partition",
         "pending_active",
+        "pending_end_of_topic",
         "ready",
         "session",
         "subscription",
@@ -302,6 +312,7 @@ class ConsumerHandle:
         self.client_permits = 0
         self.ready = False
         self.pending_active: bool | None = None
+        self.pending_end_of_topic = False
 
     # ConsumerSink -------------------------------------------------------------------------
     def deliver(self, consumer: Consumer, deliveries: list[EntryDelivery]) -> None:
@@ -328,6 +339,17 @@ class ConsumerHandle:
     def held_permits(self) -> int:
         """The client's permits not granted to the broker consumer yet (any thread)."""
         return self.client_permits
+
+    def reached_end_of_topic(self, consumer: Consumer) -> None:
+        """Tell the client (REACHED_END_OF_TOPIC), once its SUBSCRIBE is answered."""
+
+        def tell() -> None:
+            if self.ready:
+                self.session.send_reached_end_of_topic(self)
+            else:
+                self.pending_end_of_topic = True
+
+        self.session.host.run_on_loop(tell)
 
     def pump(self) -> None:
         """Grant the broker consumer more of the client's permits (loop thread)."""
@@ -497,7 +519,7 @@ class Session:
         body = request.command.getOrCreateSchema
         response = api.CommandGetOrCreateSchemaResponse(request_id=body.request_id)
         try:
-            version = self._host.broker.schemas.get_or_create(body.topic, _schema_info(body.schema))
+            version = self._host.broker.add_schema(body.topic, _schema_info(body.schema))
             response.schema_version = _SCHEMA_VERSION.pack(version)
         except MLedgerError as exc:
             response.error_code = server_error(exc)
@@ -517,7 +539,7 @@ class Session:
             topic = self._open_partition(body.topic)
             schema_version = None
             if body.HasField("schema"):
-                version = self._host.broker.schemas.get_or_create(topic.name, _schema_info(body.schema))
+                version = self._host.broker.add_schema(topic.name, _schema_info(body.schema))
                 schema_version = _SCHEMA_VERSION.pack(version)
             mode = body.producer_access_mode
             wait = self._host.access.check(topic, mode)
@@ -691,7 +713,7 @@ class Session:
                 raise NotFoundError(f"Topic {body.topic} does not exist")
             topic = self._open_partition(body.topic)
             if body.HasField("schema"):
-                broker.schemas.check(topic.name, _schema_info(body.schema))
+                broker.add_schema_if_idle_or_check_compatible(topic, _schema_info(body.schema))
             sub_type = _SUB_TYPES[body.subType]
             if body.read_compacted:
                 check_read_compacted(sub_type)
@@ -728,6 +750,9 @@ class Session:
         if handle.pending_active is not None:
             self.send_active_change(handle, handle.pending_active)
             handle.pending_active = None
+        if handle.pending_end_of_topic:
+            self.send_reached_end_of_topic(handle)
+            handle.pending_end_of_topic = False
 
     def handle_flow(self, request: Request) -> None:
         body = request.command.flow
@@ -787,6 +812,19 @@ class Session:
                 active_consumer_change=api.CommandActiveConsumerChange(
                     consumer_id=handle.consumer_id, is_active=is_active
                 ),
+            )
+        )
+        self._wake()
+
+    def send_reached_end_of_topic(self, handle: ConsumerHandle) -> None:
+        """Queue REACHED_END_OF_TOPIC for ``handle`` (loop thread); as Pulsar's
+        ``Consumer.reachedEndOfTopic``, only to a client that speaks protocol v9 or later."""
+        if handle.consumer_id not in self._consumers or self.closed or self.connection.protocol_version < 9:
+            return
+        self.connection.send(
+            api.BaseCommand(
+                type=_T.REACHED_END_OF_TOPIC,
+                reachedEndOfTopic=api.CommandReachedEndOfTopic(consumer_id=handle.consumer_id),
             )
         )
         self._wake()

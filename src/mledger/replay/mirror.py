@@ -117,6 +117,10 @@ class MirrorView:
         return self._ledger.executor
 
     @property
+    def is_terminated(self) -> bool:
+        return self._ledger.is_terminated
+
+    @property
     def last_confirmed_entry(self) -> Position:
         return self._ledger.last_confirmed_entry
 

@@ -8,9 +8,14 @@
   or ``false``; ``DELETE`` returns to the broker's setting), applied to the open topics at once;
 * ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/retention`` (body Pulsar's
   ``{"retentionTimeInMinutes": M, "retentionSizeInMB": S}``; ``GET`` is ``null`` when unset;
-  412 for an invalid policy), applied to the open topics without a policy of their own.
+  412 for an invalid policy), applied to the open topics without a policy of their own;
 * ``GET`` / ``PUT`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/compactionThreshold`` (body a
-  long, bytes; ``GET`` is ``null`` when unset; 412 for a negative one).
+  long, bytes; ``GET`` is ``null`` when unset; 412 for a negative one);
+* ``GET`` / ``PUT /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy`` (body the
+  strategy, ``"BACKWARD"``; ``GET`` answers the strategy in force at namespace level),
+  ``GET`` / ``PUT .../schemaAutoUpdateCompatibilityStrategy`` (the older policy, ``"Full"``, ...;
+  ``GET`` is ``null`` when unset) and ``GET`` / ``POST .../isAllowAutoUpdateSchema`` (body
+  ``true`` or ``false``).
 
 With authorization on, reads need a role and changes need a superuser role (Pulsar's tenant
 admin rule, without tenants' admin lists); the namespace's topic list needs GET_TOPICS there (a
@@ -25,7 +30,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from ..admin import Admin, NamespaceOperation
-from ..admin.policies import RetentionPoliciesData, parse_compaction_threshold_body
+from ..admin.policies import (
+    RetentionPoliciesData,
+    parse_compaction_threshold_body,
+    parse_enum_body,
+    parse_strategy_body,
+)
 from ..core.errors import InvalidRequestError, PermissionDeniedError
 from .context import context_of
 from .topics import CallerAdmin, decode_segment
@@ -187,6 +197,86 @@ def namespaces_router() -> APIRouter:
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
         await context_of(request).run(admin.namespaces.remove_compaction_threshold, _name(tenant, namespace))
+        return Response(status_code=204)
+
+    @router.get(
+        "/namespaces/{tenant}/{namespace}/schemaCompatibilityStrategy",
+        summary="The schema compatibility strategy of the namespace's topics",
+    )
+    async def get_schema_compatibility_strategy(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        strategy = await context_of(request).run(
+            admin.namespaces.get_schema_compatibility_strategy, _name(tenant, namespace)
+        )
+        return _json(strategy.value)
+
+    @router.put(
+        "/namespaces/{tenant}/{namespace}/schemaCompatibilityStrategy",
+        summary="Set the schema compatibility strategy",
+        status_code=204,
+    )
+    async def set_schema_compatibility_strategy(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        strategy = parse_strategy_body(await request.body())
+        await context_of(request).run(
+            admin.namespaces.set_schema_compatibility_strategy, _name(tenant, namespace), strategy
+        )
+        return Response(status_code=204)
+
+    @router.get(
+        "/namespaces/{tenant}/{namespace}/schemaAutoUpdateCompatibilityStrategy",
+        summary="The older schema auto-update policy (null: unset)",
+    )
+    async def get_schema_auto_update(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        return _json(
+            await context_of(request).run(
+                admin.namespaces.get_schema_auto_update_compatibility_strategy, _name(tenant, namespace)
+            )
+        )
+
+    @router.put(
+        "/namespaces/{tenant}/{namespace}/schemaAutoUpdateCompatibilityStrategy",
+        summary="Set the older schema auto-update policy",
+        status_code=204,
+    )
+    async def set_schema_auto_update(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        policy = parse_enum_body(await request.body(), "schema auto-update compatibility strategy")
+        await context_of(request).run(
+            admin.namespaces.set_schema_auto_update_compatibility_strategy, _name(tenant, namespace), policy
+        )
+        return Response(status_code=204)
+
+    @router.get(
+        "/namespaces/{tenant}/{namespace}/isAllowAutoUpdateSchema",
+        summary="Whether producers may register new schema versions",
+    )
+    async def get_allow_auto_update(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        return _json(
+            await context_of(request).run(admin.namespaces.get_is_allow_auto_update_schema, _name(tenant, namespace))
+        )
+
+    @router.post(
+        "/namespaces/{tenant}/{namespace}/isAllowAutoUpdateSchema",
+        summary="Allow or forbid new schema versions",
+        status_code=204,
+    )
+    async def set_allow_auto_update(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        body = (await request.body()).strip().lower()
+        if body not in (b"true", b"false"):
+            raise InvalidRequestError(f"the body must be true or false, got {body[:20]!r}")
+        await context_of(request).run(
+            admin.namespaces.set_is_allow_auto_update_schema, _name(tenant, namespace), body == b"true"
+        )
         return Response(status_code=204)
 
     return router

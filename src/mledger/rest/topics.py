@@ -35,7 +35,16 @@ GET      ``{topic}/compaction``                               compaction_status 
 GET      ``{topic}/compactionThreshold`` (``?applied``)       get_compaction_threshold   200
 POST     ``{topic}/compactionThreshold`` (body: bytes)        set_compaction_threshold   204
 DELETE   ``{topic}/compactionThreshold``                      remove_compaction_threshold 204
+POST     ``{topic}/terminate``                                terminate                  200
+POST     ``{topic}/terminate/partitions``                     terminate_partitioned      200
+GET      ``{topic}/schemaCompatibilityStrategy`` (``?applied``)  get_schema_compatibility_strategy  200
+PUT      ``{topic}/schemaCompatibilityStrategy`` (body: name)  set_schema_compatibility_strategy  204
+DELETE   ``{topic}/schemaCompatibilityStrategy``              remove_schema_compatibility_strategy  204
 =======  ===================================================  =========================  ===
+
+``terminate`` answers the last message id as Pulsar's ``MessageIdImpl`` JSON
+(``{"ledgerId": L, "entryId": E, "partitionIndex": -1}``), 405 on a partitioned topic;
+``terminate/partitions`` answers ``{"0": {...}, "1": {...}}`` per partition.
 
 Each handler runs its dependencies in Pulsar's order: authentication first (401 before
 anything else, like Pulsar's ``AuthenticationFilter``), then the v1 cluster (412 ``Cluster <c>
@@ -78,7 +87,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from ..admin import Admin
-from ..admin.policies import RetentionPoliciesData, parse_compaction_threshold_body
+from ..admin.policies import RetentionPoliciesData, parse_compaction_threshold_body, parse_strategy_body
 from ..admin.requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
 from ..admin.stats import (
     PartitionedTopicInternalStats,
@@ -274,6 +283,11 @@ def _json(value: Any) -> Response:
     if hasattr(value, "model_dump_json"):
         return Response(value.model_dump_json(by_alias=True), media_type=JSON)
     return Response(json.dumps(value, separators=(",", ":")), media_type=JSON)
+
+
+def _message_id_json(mid: MessageId) -> dict[str, int]:
+    """Pulsar's ``MessageIdImpl`` as its REST API writes it."""
+    return {"ledgerId": mid.ledger_id, "entryId": mid.entry_id, "partitionIndex": mid.partition}
 
 
 def _no_content(headers: dict[str, str] | None = None) -> Response:
@@ -715,6 +729,48 @@ def topics_router(
         await call.run(call.admin.topics.set_compaction_threshold, call.topic, threshold)
         return _no_content()
 
+    @route("POST", "/{topic}/terminate", "terminate", "Terminate the topic: the id of its last message")
+    async def terminate(call: TopicCallDep) -> Response:
+        return _json(_message_id_json(await call.run(call.admin.topics.terminate, call.topic)))
+
+    @route(
+        "POST",
+        "/{topic}/terminate/partitions",
+        "terminate_partitioned",
+        "Terminate every partition of a partitioned topic: each one's last message id",
+    )
+    async def terminate_partitioned(call: TopicCallDep) -> Response:
+        ids = await call.run(call.admin.topics.terminate_partitioned, call.topic)
+        return _json({str(index): _message_id_json(mid) for index, mid in ids.items()})
+
+    @route(
+        "GET",
+        "/{topic}/schemaCompatibilityStrategy",
+        "get_schema_compatibility_strategy",
+        "The topic's schema compatibility strategy (null when unset)",
+    )
+    async def get_schema_compatibility_strategy(
+        call: TopicCallDep,
+        applied: Annotated[
+            bool, Query(description="the strategy in force: the topic's, else the namespace's, else the broker's")
+        ] = False,
+    ) -> Response:
+        strategy = await call.run(call.admin.topics.get_schema_compatibility_strategy, call.topic, applied=applied)
+        return _json(None if strategy is None else strategy.value)
+
+    @route(
+        "PUT",
+        "/{topic}/schemaCompatibilityStrategy",
+        "set_schema_compatibility_strategy",
+        "Set the topic's schema compatibility strategy",
+        status_code=204,
+        openapi_extra=_body({"type": "string"}, 'the strategy, e.g. "BACKWARD"'),
+    )
+    async def set_schema_compatibility_strategy(call: TopicCallDep, request: Request) -> Response:
+        strategy = parse_strategy_body(await request.body())
+        await call.run(call.admin.topics.set_schema_compatibility_strategy, call.topic, strategy)
+        return _no_content()
+
     @route(
         "DELETE",
         "/{topic}/compactionThreshold",
@@ -724,6 +780,17 @@ def topics_router(
     )
     async def remove_compaction_threshold(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.remove_compaction_threshold, call.topic)
+        return _no_content()
+
+    @route(
+        "DELETE",
+        "/{topic}/schemaCompatibilityStrategy",
+        "remove_schema_compatibility_strategy",
+        "Remove the topic's schema compatibility strategy",
+        status_code=204,
+    )
+    async def remove_schema_compatibility_strategy(call: TopicCallDep) -> Response:
+        await call.run(call.admin.topics.remove_schema_compatibility_strategy, call.topic)
         return _no_content()
 
     return router
