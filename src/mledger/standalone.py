@@ -2,6 +2,8 @@
 
     mledger standalone [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
                        [--data-dir DIR | --memory] [--token-file F] [--authorization F]
+                       [--token-secret-key K | --token-public-key K] [--basic-auth-conf F]
+                       [--anonymous-user-role R] [--authentication-providers token,basic,tls]
                        [--authenticate-metrics-endpoint] [--authenticate-docs-endpoint]
 
 Like ``pulsar standalone``: one process, one broker and data directory (SQLite by default,
@@ -23,15 +25,21 @@ import json
 import logging
 import signal
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 
 from .admin import Admin, Authorization
+from .admin.authentication import (
+    AuthenticationSettings,
+    Authenticator,
+    add_authentication_arguments,
+    build_authenticator,
+    settings_from_args,
+)
 from .broker import Broker, BrokerConfig
 from .core.errors import ConfigError
 from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
-from .protocol import EmbeddedBroker, ProtocolConfig, ProtocolServer, TokenAuth, load_tokens
+from .protocol import ClientAuth, EmbeddedBroker, ProtocolConfig, ProtocolServer
 from .protocol.__main__ import parse_bind
 from .rest import AdminServer, RoleResolver, create_app
 from .rest.auth import check_authentication_setup, check_endpoint_authentication
@@ -45,10 +53,12 @@ log = logging.getLogger(__name__)
 class Standalone:
     """A broker with the protocol server and the REST admin in front of it.
 
-    ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) turns on token
-    authentication on both servers and needs ``authorization``, which decides what each role
-    may do: tokens alone would demand a token on the protocol port and leave the admin API open,
-    so they raise :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
+    ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) and
+    ``authentication`` (the providers, :class:`~mledger.admin.authentication.AuthenticationSettings`)
+    turn on authentication on both servers, through one identity table, and need
+    ``authorization``, which decides what each role may do: credentials alone would be demanded
+    on the protocol port and leave the admin API open, so they raise
+    :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
@@ -60,8 +70,10 @@ class Standalone:
         broker_config: BrokerConfig | None = None,
         tokens: dict[str, str] | None = None,
         authorization: Authorization | None = None,
+        authentication: AuthenticationSettings | None = None,
     ) -> None:
-        roles = _checked_roles(tokens, authorization, "authorization", broker_config)
+        authenticator = build_authenticator(tokens, authentication)
+        roles = _checked_roles(authenticator, authorization, "authorization", broker_config)
         self.store: MemoryStore | SqliteStore = (
             MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
         )
@@ -69,7 +81,7 @@ class Standalone:
         self.broker = Broker(self.factory, broker_config)
         if "public/default" not in self.broker.namespaces.list("public"):
             self.broker.create_namespace("public/default")
-        auth = TokenAuth(tokens or {}, authorization) if tokens is not None or authorization is not None else None
+        auth = _client_auth(authenticator, authorization)
         self.protocol = ProtocolServer(self.broker, ProtocolConfig(host=bind[0], port=bind[1]), auth=auth)
         app = create_app(
             Admin(self.broker, authorization),
@@ -118,7 +130,7 @@ class EmbeddedStandalone(EmbeddedBroker):
     _admin_lock = threading.Lock()
 
     def _check_options(self) -> None:
-        _checked_roles(self._tokens, self._authorization, "authorization", self._broker_config)
+        _checked_roles(self._authenticator, self._authorization, "authorization", self._broker_config)
 
     @property
     def admin_url(self) -> str:
@@ -126,7 +138,7 @@ class EmbeddedStandalone(EmbeddedBroker):
         the app takes a few hundred milliseconds, which tests that never call it do not pay)."""
         with self._admin_lock:
             if self._admin_server is None:
-                roles = _checked_roles(self._tokens, self._authorization, "authorization", self.broker.config)
+                roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
                 app = create_app(
                     Admin(self.broker, self._authorization),
                     roles=roles,
@@ -143,16 +155,25 @@ class EmbeddedStandalone(EmbeddedBroker):
                 self._admin_server = None
 
 
+def _client_auth(authenticator: Authenticator | None, authorization: Authorization | None) -> ClientAuth | None:
+    """The protocol server's authentication: on with an authenticator or an authorization (then
+    a client without credentials is refused unless an anonymous role is set)."""
+    if authenticator is None and authorization is None:
+        return None
+    return ClientAuth(authenticator or Authenticator(), authorization)
+
+
 def _checked_roles(
-    tokens: Mapping[str, str] | None,
+    authenticator: Authenticator | None,
     authorization: Authorization | None,
     option: str,
     config: BrokerConfig | None,
 ) -> RoleResolver | None:
-    """The REST role resolver of ``tokens``; ``ConfigError`` naming ``option`` when tokens come
-    without an authorization (the check ``mledger-admin serve`` makes), and when ``config``
-    asks for authenticated ``/metrics`` or docs with no tokens. Runs before anything is opened."""
-    roles = RoleResolver(tokens) if tokens is not None else None
+    """The REST role resolver of ``authenticator``; ``ConfigError`` naming ``option`` when
+    credentials come without an authorization (the check ``mledger-admin serve`` makes), and when
+    ``config`` asks for authenticated ``/metrics`` or docs with nothing that authenticates. Runs
+    before anything is opened."""
+    roles = RoleResolver(authenticator) if authenticator is not None else None
     if roles is not None:
         check_authentication_setup(roles, authorization is not None, option)
     check_endpoint_authentication(roles or RoleResolver(), config or BrokerConfig())
@@ -168,6 +189,7 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--memory", action="store_true", help="keep everything in memory (nothing survives)")
     parser.add_argument("--token-file", type=Path, help='JSON {"<token>": "<role>"}: clients must authenticate')
     parser.add_argument("--authorization", type=Path, help="JSON permissions of the roles (mledger-admin's format)")
+    add_authentication_arguments(parser)
     parser.add_argument("--deduplication", action="store_true", help="deduplicate messages on every namespace")
     parser.add_argument(
         "--authenticate-metrics-endpoint",
@@ -184,23 +206,27 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
 def run_standalone(args: argparse.Namespace) -> int:
     """Run until SIGTERM or SIGINT; prints the two URLs once both servers answer."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    tokens = load_tokens(args.token_file) if args.token_file else None
+    authentication = settings_from_args(args)
     authorization = Authorization.from_json(args.authorization) if args.authorization else None
-    if authorization is not None and tokens is None:
-        raise ConfigError("--authorization needs --token-file: roles come from the clients' tokens")
+    if authorization is not None and authentication is None:
+        raise ConfigError(
+            "--authorization needs authentication (--token-file, --token-secret-key, --token-public-key, "
+            "--basic-auth-conf or --anonymous-user-role): roles come from the clients' credentials"
+        )
+    authenticator = build_authenticator(None, authentication)
     config = BrokerConfig(
         deduplication_enabled=args.deduplication,
         authenticate_metrics_endpoint=args.authenticate_metrics_endpoint,
         authenticate_docs_endpoint=args.authenticate_docs_endpoint,
     )
-    _checked_roles(tokens, authorization, "--authorization", config)
+    _checked_roles(authenticator, authorization, "--authorization", config)
     standalone = Standalone(
         None if args.memory else args.data_dir,
         parse_bind(args.bind, 6650),
         parse_bind(args.admin_bind, 8080),
         config,
-        tokens,
-        authorization,
+        authorization=authorization,
+        authentication=authentication,
     )
 
     async def run() -> None:

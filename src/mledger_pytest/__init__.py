@@ -8,7 +8,9 @@ Fixtures:
   ``pulsar.Client``, ``pulsar_broker.admin_url`` for the REST admin API, and
   ``pulsar_broker.clock.advance(ms)`` to make delayed messages due without sleeping.
 * ``pulsar_broker_factory``: ``pulsar_broker_factory(**options)`` starts one with options
-  (``data_dir``, ``broker_config``, ``tokens``, ``authorization``, ``manual_clock``); all are
+  (``data_dir``, ``broker_config``, ``tokens``, ``authentication`` (an
+  :class:`~mledger.admin.authentication.AuthenticationSettings`: JWT, basic, anonymous role),
+  ``authorization``, ``manual_clock``); all are
   stopped after the test.
 
 This module is loaded in every pytest run of an environment where mledger is installed, so it

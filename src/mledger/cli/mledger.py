@@ -5,6 +5,7 @@ mledger prepare RAW OUT       raw event logs into a prepared log (Spark, or in t
 mledger replay INPUT OUT      replay a prepared (or raw) log through mledger's broker and cursors
 mledger report OUT            an HTML report of a replay's outputs
 mledger demo                  generate a small data set, replay it on Spark, print the summary
+mledger tokens COMMAND        JWT keys and tokens, as `pulsar tokens` (create-secret-key, create, ...)
 """
 
 from __future__ import annotations
@@ -399,8 +400,17 @@ def main(argv: list[str] | None = None) -> int:
 
     add_standalone_arguments(std)
 
+    tok = sub.add_parser("tokens", help="JWT secret keys, key pairs and tokens, as `pulsar tokens`")
+    from .tokens import add_tokens_arguments  # argparse only: PyJWT is imported when a command runs
+
+    add_tokens_arguments(tok)
+
     args = parser.parse_args(argv)
     try:
+        if args.command == "tokens":
+            from .tokens import run_tokens
+
+            return run_tokens(args)
         if args.command == "standalone":
             from ..standalone import run_standalone
 

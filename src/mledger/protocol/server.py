@@ -46,7 +46,7 @@ from collections.abc import Callable
 from ..broker import Broker, Subscription, Topic
 from ..core.clock import ManualClock
 from ..core.errors import MLedgerError
-from .access import ProducerAccess, TokenAuth
+from .access import ClientAuth, ProducerAccess
 from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
 from .errors import RemoteProtocolError
 from .framing import FRAME_PADDING
@@ -231,7 +231,7 @@ class ProtocolServer:
         self,
         broker: Broker,
         config: ProtocolConfig | None = None,
-        auth: TokenAuth | None = None,
+        auth: ClientAuth | None = None,
     ) -> None:
         self.broker = broker
         self.config = config if config is not None else ProtocolConfig()
