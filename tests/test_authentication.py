@@ -11,8 +11,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jwt
@@ -181,19 +182,20 @@ def htpasswd(tmp_path: Path) -> Path:
     return path
 
 
-def test_basic_htpasswd_apr1_bcrypt_crypt(tmp_path: Path) -> None:
+def test_basic_htpasswd_apr1_bcrypt_crypt(tmp_path: Path, pulsar_broker_factory: Callable[..., Any]) -> None:
     auth = Authorization({role: {"public/default": ["produce", "consume"]} for role in ("apr", "bc", "des")})
     settings = AuthenticationSettings(basic_auth_conf=str(htpasswd(tmp_path)))
-    with EmbeddedStandalone(authentication=settings, authorization=auth) as broker:
-        for user in ("apr", "bc", "des"):
-            roundtrip(broker, pulsar.AuthenticationBasic(user, f"pw-{user}"), f"basic-{user}")
-        refused(broker, pulsar.AuthenticationBasic("apr", "wrong"))
-        refused(broker, pulsar.AuthenticationBasic("nobody", "pw-apr"))
-        base = f"{broker.admin_url}/admin/v2/persistent/public/default"
-        good = base64.b64encode(b"apr:pw-apr").decode()
-        bad = base64.b64encode(b"apr:nope").decode()
-        assert httpx.get(base, headers={"Authorization": f"Basic {good}"}).status_code == 200
-        assert httpx.get(base, headers={"Authorization": f"Basic {bad}"}).status_code == 401
+    broker = pulsar_broker_factory(authentication=settings, authorization=auth)  # the fixture takes them too
+    for user in ("apr", "bc", "des"):
+        roundtrip(broker, pulsar.AuthenticationBasic(user, f"pw-{user}"), f"basic-{user}")
+    refused(broker, pulsar.AuthenticationBasic("apr", "wrong"))
+    refused(broker, pulsar.AuthenticationBasic("nobody", "pw-apr"))
+    base = f"{broker.admin_url}/admin/v2/persistent/public/default"
+    good = base64.b64encode(b"apr:pw-apr").decode()
+    bad = base64.b64encode(b"apr:nope").decode()
+    assert httpx.get(base, headers={"Authorization": f"Basic {good}"}).status_code == 200
+    assert httpx.get(base, headers={"Authorization": f"Basic {bad}"}).status_code == 401
+    assert httpx.get(base, headers={"Authorization": "Bearer some-token"}).status_code == 401  # no token provider
 
 
 def test_basic_conf_from_pulsar_extra_opts(tmp_path: Path) -> None:
@@ -384,3 +386,34 @@ def test_standalone_refuses_authorization_without_authentication(tmp_path: Path)
         env={k: v for k, v in os.environ.items() if k != "PULSAR_EXTRA_OPTS"},
     )
     assert done.returncode == 2 and "--authorization needs authentication" in done.stderr
+
+
+def test_admin_serve_basic_auth_conf(tmp_path: Path) -> None:
+    """``mledger-admin serve --basic-auth-conf F --auth-file A``: REST Basic through the same table;
+    without ``--auth-file`` it refuses to start (exit 2)."""
+    admin = [sys.executable, "-m", "mledger.cli.admin", "serve", "--data-dir", str(tmp_path / "data")]
+    conf = str(htpasswd(tmp_path))
+    done = subprocess.run(
+        [*admin, "--bind", "127.0.0.1:0", "--basic-auth-conf", conf], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "without an authorization file (--auth-file)" in done.stderr
+    auth_file = tmp_path / "auth.json"
+    auth_file.write_text('{"superUserRoles": ["des"]}')
+    proc = subprocess.Popen(
+        [*admin, "--bind", "127.0.0.1:0", "--basic-auth-conf", conf, "--auth-file", str(auth_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[2]
+        topics = f"{url}/admin/v2/persistent/public/default/served"
+        des = "Basic " + base64.b64encode(b"des:pw-des").decode()
+        apr = "Basic " + base64.b64encode(b"apr:pw-apr").decode()
+        assert httpx.put(topics, headers={"Authorization": des}).status_code == 204
+        assert httpx.put(topics + "-2", headers={"Authorization": apr}).status_code == 403
+        assert httpx.put(topics + "-3").status_code == 401
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0

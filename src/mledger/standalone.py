@@ -194,12 +194,12 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--authenticate-metrics-endpoint",
         action="store_true",
-        help="/metrics answers only callers with a token (Pulsar's authenticateMetricsEndpoint; needs --token-file)",
+        help="/metrics answers only callers with a role (Pulsar's authenticateMetricsEndpoint; needs credentials)",
     )
     parser.add_argument(
         "--authenticate-docs-endpoint",
         action="store_true",
-        help="/docs, /redoc and /openapi.json answer only callers with a token (mledger extension; needs --token-file)",
+        help="/docs, /redoc and /openapi.json answer only callers with a role (mledger extension; needs credentials)",
     )
 
 

@@ -211,7 +211,8 @@ class Authenticator:
     def _require(self, method: str) -> AuthenticationProvider:
         provider = self._providers.get(method)
         if provider is None:
-            raise AuthenticationError(NO_PROVIDER if self.anonymous_user_role is None else f"No provider for {method}")
+            # credentials of a method nobody checks are refused, not taken as anonymous
+            raise AuthenticationError(f"No authentication provider configured for method {method}")
         return provider
 
     def __repr__(self) -> str:

@@ -125,5 +125,6 @@ def check_endpoint_authentication(roles: RoleResolver, config: BrokerConfig) -> 
     for name in ("authenticate_metrics_endpoint", "authenticate_docs_endpoint"):
         if getattr(config, name) and not roles.authenticates:
             raise ConfigError(
-                f"{name} needs authentication: give tokens (--token-file) and an authorization file, or turn it off"
+                f"{name} needs authentication: give credentials (--token-file, --token-secret-key, --token-public-key, "
+                "--basic-auth-conf) and an authorization file, or turn it off"
             )
