@@ -69,7 +69,11 @@ class BrokerClock:
 
 
 class EmbeddedBroker:
-    """A broker speaking Pulsar's protocol in a background thread (see the module docstring)."""
+    """A broker speaking Pulsar's protocol in a background thread (see the module docstring).
+
+    ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
+    :class:`~mledger.admin.authentication.AuthenticationSettings`) turn authentication on;
+    ``authorization`` says what each role may do."""
 
     def __init__(
         self,

@@ -223,7 +223,7 @@ class ProtocolServer:
 
     Start it inside a running event loop with ``await server.start()`` and stop it with
     ``await server.stop()``; or use :class:`~mledger.protocol.embedded.EmbeddedBroker` to run
-    one in a background thread. ``auth`` turns token authentication on. It is the
+    one in a background thread. ``auth`` turns authentication (and authorization) on. It is the
     :class:`~mledger.protocol.session.SessionHost` of its connections' sessions.
     """
 
