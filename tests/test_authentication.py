@@ -417,3 +417,13 @@ def test_admin_serve_basic_auth_conf(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
+
+
+def test_token_audience(keys: dict[str, Path]) -> None:
+    secret = keys["secret"].read_bytes()
+    table = Authenticator.from_settings(
+        AuthenticationSettings(token_secret_key=f"file://{keys['secret']}", token_audience="broker")
+    )
+    assert table.authenticate("token", jwt.encode({"sub": "a", "aud": ["x", "broker"]}, secret)) == "a"
+    with pytest.raises(AuthenticationError, match="'aud' claim does not contain 'broker'"):
+        table.authenticate("token", jwt.encode({"sub": "a", "aud": "other"}, secret))
