@@ -160,10 +160,10 @@ def test_a_fencing_producer_closes_the_other_sessions_producer() -> None:
 
 
 def test_a_bad_token_refuses_the_connect_and_asks_the_host_to_close() -> None:
-    from mledger.protocol import TokenAuth
+    from mledger.protocol import ClientAuth
 
     host = Host()
-    host.auth = TokenAuth({"good": "role"})  # type: ignore[assignment]
+    host.auth = ClientAuth({"good": "role"})  # type: ignore[assignment]
     session = Session(host, "test:2")
     connect = api.CommandConnect(client_version="t", protocol_version=20, auth_method_name="token", auth_data=b"bad")
     session.data_received(frame(_T(type=_T.CONNECT, connect=connect)))

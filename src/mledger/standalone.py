@@ -2,6 +2,8 @@
 
     mledger standalone [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
                        [--data-dir DIR | --memory] [--token-file F] [--authorization F]
+                       [--token-secret-key K | --token-public-key K] [--basic-auth-conf F]
+                       [--anonymous-user-role R] [--authentication-providers token,basic,tls]
                        [--authenticate-metrics-endpoint] [--authenticate-docs-endpoint]
                        [--record DIR [--record-flush-interval S] ...]
 
@@ -27,11 +29,17 @@ import json
 import logging
 import signal
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .admin import Admin, Authorization
+from .admin.authentication import (
+    AuthenticationSettings,
+    Authenticator,
+    add_authentication_arguments,
+    build_authenticator,
+    settings_from_args,
+)
 from .broker import Broker, BrokerConfig
 from .broker.journal import BrokerJournal
 from .broker.namespaces import STANDALONE_NAMESPACES
@@ -39,7 +47,7 @@ from .core.address import parse_bind
 from .core.errors import ConfigError
 from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
-from .protocol import EmbeddedBroker, ProtocolConfig, ProtocolServer, TokenAuth, load_tokens
+from .protocol import ClientAuth, EmbeddedBroker, ProtocolConfig, ProtocolServer
 from .rest import AdminServer, RoleResolver, create_app
 from .rest.auth import check_authentication_setup, check_endpoint_authentication
 from .storage import MemoryStore, SqliteStore
@@ -55,10 +63,12 @@ log = logging.getLogger(__name__)
 class Standalone:
     """A broker with the protocol server and the REST admin in front of it.
 
-    ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) turns on token
-    authentication on both servers and needs ``authorization``, which decides what each role
-    may do: tokens alone would demand a token on the protocol port and leave the admin API open,
-    so they raise :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
+    ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) and
+    ``authentication`` (the providers, :class:`~mledger.admin.authentication.AuthenticationSettings`)
+    turn on authentication on both servers, through one identity table, and need
+    ``authorization``, which decides what each role may do: credentials alone would be demanded
+    on the protocol port and leave the admin API open, so they raise
+    :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
     ``record`` (a directory) records what the broker does as the replay's raw logs, written as
     ``record_settings`` say (see :mod:`mledger.replay.recording`).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
@@ -72,10 +82,12 @@ class Standalone:
         broker_config: BrokerConfig | None = None,
         tokens: dict[str, str] | None = None,
         authorization: Authorization | None = None,
+        authentication: AuthenticationSettings | None = None,
         record: str | Path | None = None,
         record_settings: RecordSettings | None = None,
     ) -> None:
-        roles = _checked_roles(tokens, authorization, "authorization", broker_config)
+        authenticator = build_authenticator(tokens, authentication)
+        roles = _checked_roles(authenticator, authorization, "authorization", broker_config)
         journal = recorder(record, record_settings)
         self.store: MemoryStore | SqliteStore = (
             MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
@@ -84,7 +96,7 @@ class Standalone:
         self.broker = Broker(self.factory, broker_config, journal=journal)
         for namespace in STANDALONE_NAMESPACES:
             self.broker.namespaces.ensure(namespace)
-        auth = TokenAuth(tokens or {}, authorization) if tokens is not None or authorization is not None else None
+        auth = _client_auth(authenticator, authorization)
         self.protocol = ProtocolServer(self.broker, ProtocolConfig(host=bind[0], port=bind[1]), auth=auth)
         app = create_app(
             Admin(self.broker, authorization),
@@ -166,7 +178,7 @@ class EmbeddedStandalone(EmbeddedBroker):
         return recorder(self._record, self._record_settings)
 
     def _check_options(self) -> None:
-        _checked_roles(self._tokens, self._authorization, "authorization", self._broker_config)
+        _checked_roles(self._authenticator, self._authorization, "authorization", self._broker_config)
 
     @property
     def admin_url(self) -> str:
@@ -174,7 +186,7 @@ class EmbeddedStandalone(EmbeddedBroker):
         the app takes a few hundred milliseconds, which tests that never call it do not pay)."""
         with self._admin_lock:
             if self._admin_server is None:
-                roles = _checked_roles(self._tokens, self._authorization, "authorization", self.broker.config)
+                roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
                 app = create_app(
                     Admin(self.broker, self._authorization),
                     roles=roles,
@@ -191,16 +203,25 @@ class EmbeddedStandalone(EmbeddedBroker):
                 self._admin_server = None
 
 
+def _client_auth(authenticator: Authenticator | None, authorization: Authorization | None) -> ClientAuth | None:
+    """The protocol server's authentication: on with an authenticator or an authorization (then
+    a client without credentials is refused unless an anonymous role is set)."""
+    if authenticator is None and authorization is None:
+        return None
+    return ClientAuth(authenticator or Authenticator(), authorization)
+
+
 def _checked_roles(
-    tokens: Mapping[str, str] | None,
+    authenticator: Authenticator | None,
     authorization: Authorization | None,
     option: str,
     config: BrokerConfig | None,
 ) -> RoleResolver | None:
-    """The REST role resolver of ``tokens``; ``ConfigError`` naming ``option`` when tokens come
-    without an authorization (the check ``mledger-admin serve`` makes), and when ``config``
-    asks for authenticated ``/metrics`` or docs with no tokens. Runs before anything is opened."""
-    roles = RoleResolver(tokens) if tokens is not None else None
+    """The REST role resolver of ``authenticator``; ``ConfigError`` naming ``option`` when
+    credentials come without an authorization (the check ``mledger-admin serve`` makes), and when
+    ``config`` asks for authenticated ``/metrics`` or docs with nothing that authenticates. Runs
+    before anything is opened."""
+    roles = RoleResolver(authenticator) if authenticator is not None else None
     if roles is not None:
         check_authentication_setup(roles, authorization is not None, option)
     check_endpoint_authentication(roles or RoleResolver(), config or BrokerConfig())
@@ -220,16 +241,17 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--memory", action="store_true", help="keep everything in memory (nothing survives)")
     parser.add_argument("--token-file", type=Path, help='JSON {"<token>": "<role>"}: clients must authenticate')
     parser.add_argument("--authorization", type=Path, help="JSON permissions of the roles (mledger-admin's format)")
+    add_authentication_arguments(parser)
     parser.add_argument("--deduplication", action="store_true", help="deduplicate messages on every namespace")
     parser.add_argument(
         "--authenticate-metrics-endpoint",
         action="store_true",
-        help="/metrics answers only callers with a token (Pulsar's authenticateMetricsEndpoint; needs --token-file)",
+        help="/metrics answers only callers with a role (Pulsar's authenticateMetricsEndpoint; needs credentials)",
     )
     parser.add_argument(
         "--authenticate-docs-endpoint",
         action="store_true",
-        help="/docs, /redoc and /openapi.json answer only callers with a token (mledger extension; needs --token-file)",
+        help="/docs, /redoc and /openapi.json answer only callers with a role (mledger extension; needs credentials)",
     )
     parser.add_argument(
         "--record", type=Path, metavar="DIR", help="record what the broker does as the replay's raw logs in DIR"
@@ -256,16 +278,20 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
 def run_standalone(args: argparse.Namespace) -> int:
     """Run until SIGTERM or SIGINT; prints the two URLs once both servers answer."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    tokens = load_tokens(args.token_file) if args.token_file else None
+    authentication = settings_from_args(args)
     authorization = Authorization.from_json(args.authorization) if args.authorization else None
-    if authorization is not None and tokens is None:
-        raise ConfigError("--authorization needs --token-file: roles come from the clients' tokens")
+    if authorization is not None and authentication is None:
+        raise ConfigError(
+            "--authorization needs authentication (--token-file, --token-secret-key, --token-public-key, "
+            "--basic-auth-conf or --anonymous-user-role): roles come from the clients' credentials"
+        )
+    authenticator = build_authenticator(None, authentication)
     config = BrokerConfig(
         deduplication_enabled=args.deduplication,
         authenticate_metrics_endpoint=args.authenticate_metrics_endpoint,
         authenticate_docs_endpoint=args.authenticate_docs_endpoint,
     )
-    _checked_roles(tokens, authorization, "--authorization", config)
+    _checked_roles(authenticator, authorization, "--authorization", config)
     record_settings = None
     if args.record is not None:
         record_settings = _recording_module().RecordSettings(
@@ -278,10 +304,10 @@ def run_standalone(args: argparse.Namespace) -> int:
         bind,
         admin_bind,
         config,
-        tokens,
-        authorization,
-        args.record,
-        record_settings,
+        authorization=authorization,
+        authentication=authentication,
+        record=args.record,
+        record_settings=record_settings,
     )
 
     async def run() -> None:

@@ -8,9 +8,11 @@ Fixtures:
   ``pulsar.Client``, ``pulsar_broker.admin_url`` for the REST admin API, and
   ``pulsar_broker.clock.advance(ms)`` to make delayed messages due without sleeping.
 * ``pulsar_broker_factory``: ``pulsar_broker_factory(**options)`` starts one with options
-  (``data_dir``, ``broker_config``, ``tokens``, ``authorization``, ``manual_clock``, ``record``
-  and ``record_settings``: record what the broker does as the replay's raw logs); all are
-  stopped after the test (a recording is complete once its broker stopped).
+  (``data_dir``, ``broker_config``, ``tokens``, ``authentication`` (an
+  :class:`~mledger.admin.authentication.AuthenticationSettings`: JWT, basic, anonymous role),
+  ``authorization``, ``manual_clock``, ``record`` and ``record_settings``: record what the
+  broker does as the replay's raw logs); all are stopped after the test (a recording is
+  complete once its broker stopped).
 
 This module is loaded in every pytest run of an environment where mledger is installed, so it
 imports nothing but pytest at load time; the fixtures import :mod:`mledger.protocol` when a test

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..admin.authentication import add_authentication_arguments
 from ..admin.remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
 from ..broker.retention import RetentionPolicies
 from ..core.errors import MLedgerError, NotAllowedError, PreconditionFailedError
@@ -666,6 +667,7 @@ def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
         default=None,
         help='JSON {"<token>": "<role>"}: roles of "Authorization: Bearer <token>" callers (needs --auth-file)',
     )
+    add_authentication_arguments(sub)
     sub.add_argument(
         "--trust-role-header",
         action="store_true",

@@ -5,6 +5,7 @@ mledger prepare RAW OUT       raw event logs into a prepared log (Spark, or in t
 mledger replay INPUT OUT      replay a prepared (or raw) log through mledger's broker and cursors
 mledger report OUT            an HTML report of a replay's outputs
 mledger demo                  generate a small data set, replay it on Spark, print the summary
+mledger tokens COMMAND        JWT keys and tokens, as `pulsar tokens` (create-secret-key, create, ...)
 """
 
 from __future__ import annotations
@@ -399,6 +400,12 @@ def _report_options(rpt: argparse.ArgumentParser) -> None:
     add_report_arguments(rpt)
 
 
+def _tokens_options(tok: argparse.ArgumentParser) -> None:
+    from .tokens import add_tokens_arguments  # argparse only: PyJWT is imported when a command runs
+
+    add_tokens_arguments(tok)
+
+
 def _standalone_options(std: argparse.ArgumentParser) -> None:
     from ..standalone import add_standalone_arguments  # the server extra
 
@@ -412,6 +419,7 @@ _EXTRAS = {
     "replay": "replay",
     "report": "report",
     "standalone": "server",
+    "tokens": "server",
 }
 """The extra each command needs (the README says the same); prepare and replay need ``spark``
 too unless they run in this process."""
@@ -483,6 +491,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         extra=_EXTRAS["standalone"],
         help="a Pulsar broker: binary protocol on :6650, REST admin on :8080",
     )
+    sub.add_parser(
+        "tokens",
+        configure=_tokens_options,
+        extra=_EXTRAS["tokens"],
+        help="JWT secret keys, key pairs and tokens, as `pulsar tokens`",
+    )
     words = sys.argv[1:] if argv is None else argv
     command = next((word for word in words if not word.startswith("-")), None)  # mledger has no options
     chosen = sub.choices.get(command) if command is not None else None
@@ -494,6 +508,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
+        if args.command == "tokens":
+            from .tokens import run_tokens
+
+            return run_tokens(args)
         if args.command == "standalone":
             from ..standalone import run_standalone
 

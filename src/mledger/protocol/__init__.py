@@ -17,7 +17,7 @@ fixture is in :mod:`mledger_pytest`.
 The coverage of every command is in ``docs/protocol-coverage.md``.
 """
 
-from .access import TokenAuth as TokenAuth, load_tokens as load_tokens
+from .access import ClientAuth as ClientAuth
 from .commands import COMMANDS as COMMANDS, CommandSpec as CommandSpec
 from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
 from .connection import (
@@ -36,6 +36,7 @@ from .errors import (
 from .server import ProtocolServer as ProtocolServer
 
 __all__ = [
+    "ClientAuth",
     "COMMANDS",
     "PROTOCOL_VERSION",
     "BrokerClock",
@@ -51,6 +52,4 @@ __all__ = [
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
-    "TokenAuth",
-    "load_tokens",
 ]

@@ -1,6 +1,8 @@
 """``python -m mledger.protocol``: the protocol server alone, in the foreground.
 
     python -m mledger.protocol [--bind 127.0.0.1:6650] [--data-dir DIR | --memory] [--token-file F]
+                               [--token-secret-key K | --token-public-key K] [--basic-auth-conf F]
+                               [--anonymous-user-role R]
 
 Prints ``ready pulsar://host:port`` on stdout once clients can connect; stops cleanly on
 SIGTERM or SIGINT. ``mledger standalone`` runs the same server with the REST admin beside it.
@@ -15,12 +17,13 @@ import signal
 import sys
 from pathlib import Path
 
+from ..admin.authentication import Authenticator, add_authentication_arguments, settings_from_args
 from ..broker import Broker, BrokerConfig
 from ..core.address import parse_bind
 from ..core.errors import ConfigError
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore
-from .access import TokenAuth, load_tokens
+from .access import ClientAuth
 from .config import ProtocolConfig
 from .server import ProtocolServer
 
@@ -34,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--data-dir", type=Path, default=Path("data"), help="SQLite data directory (default: data)")
     where.add_argument("--memory", action="store_true", help="keep everything in memory")
     parser.add_argument("--token-file", type=Path, help='token -> role JSON ({"<token>": "<role>"}): tokens required')
+    add_authentication_arguments(parser)
     parser.add_argument("--deduplication", action="store_true", help="enable message deduplication (PIP-6)")
     args = parser.parse_args(argv)
     try:
@@ -42,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store = MemoryStore() if args.memory else SqliteStore(args.data_dir, synchronous="NORMAL")
-    auth = TokenAuth(load_tokens(args.token_file)) if args.token_file else None
+    settings = settings_from_args(args)
+    auth = ClientAuth(Authenticator.from_settings(settings)) if settings is not None else None
     factory = ManagedLedgerFactory(store)
     broker = Broker(factory, BrokerConfig(deduplication_enabled=args.deduplication))
     server = ProtocolServer(broker, ProtocolConfig(host=host, port=port), auth=auth)

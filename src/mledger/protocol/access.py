@@ -1,4 +1,4 @@
-"""Producer access modes (Pulsar's ``ProducerAccessMode``) and token authentication.
+"""Producer access modes (Pulsar's ``ProducerAccessMode``) and client authentication.
 
 Access modes, per topic, as Pulsar's ``AbstractTopic`` enforces them:
 
@@ -9,9 +9,9 @@ Access modes, per topic, as Pulsar's ``AbstractTopic`` enforces them:
   (a second PRODUCER_SUCCESS) when the topic frees up, in arrival order;
 * ``ExclusiveWithFencing`` (3): takes the topic, closing the producers already there.
 
-Authentication: the token of CONNECT (``auth_method_name = "token"``) is looked up in the same
-token -> role map the REST server reads (``{"<token>": "<role>"}``), in constant time; the role
-is then checked by :class:`~mledger.admin.Authorization` for PRODUCE (PRODUCER), CONSUME
+Authentication: CONNECT's ``auth_method_name`` / ``auth_data`` go to the identity table both
+servers share (:mod:`mledger.admin.authentication`: literal and JWT tokens, basic, TLS, the
+anonymous role); the role is then checked by :class:`~mledger.admin.Authorization` for PRODUCE (PRODUCER), CONSUME
 (SUBSCRIBE), any of LOOKUP / PRODUCE / CONSUME (LOOKUP, PARTITIONED_METADATA) and the
 namespace's GET_TOPICS (GET_TOPICS_OF_NAMESPACE, what regex subscriptions ask: a namespace-level
 PRODUCE or CONSUME grant, or a superuser, as Pulsar).
@@ -19,19 +19,17 @@ PRODUCE or CONSUME grant, or a superuser, as Pulsar).
 
 from __future__ import annotations
 
-import hmac
-import json
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..broker import ProducerBusyError, Topic
-from ..core.errors import ConfigError, NotAllowedError, PermissionDeniedError
+from ..core.errors import NotAllowedError, PermissionDeniedError
 
 if TYPE_CHECKING:
     from ..admin import Authorization
+    from ..admin.authentication import Authenticator
 
-__all__ = ["AccessHolder", "ProducerAccess", "ProducerFencedError", "TokenAuth", "load_tokens"]
+__all__ = ["AccessHolder", "ClientAuth", "ProducerAccess", "ProducerFencedError"]
 
 SHARED, EXCLUSIVE, WAIT_FOR_EXCLUSIVE, EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
 
@@ -119,27 +117,28 @@ class ProducerAccess:
             del self._topics[topic.name]
 
 
-class TokenAuth:
-    """Token authentication and role authorization for the protocol server."""
+class ClientAuth:
+    """Authentication (the shared :class:`~mledger.admin.authentication.Authenticator`) and role
+    authorization for the protocol server.
 
-    def __init__(self, tokens: Mapping[str, str], authorization: Authorization | None = None) -> None:
-        checked = {}
-        for token, role in tokens.items():
-            if not isinstance(token, str) or not token.strip() or not isinstance(role, str) or not role.strip():
-                raise ConfigError("tokens must map non-empty token strings to non-empty role strings")
-            checked[token.strip()] = role.strip()
-        self._tokens = checked
+    ``authenticator``: the identity table, or a literal token map ``{"<token>": "<role>"}``.
+    """
+
+    def __init__(
+        self, authenticator: Authenticator | Mapping[str, str], authorization: Authorization | None = None
+    ) -> None:
+        if isinstance(authenticator, Mapping):
+            # imported here: the admin package (httpx for RemoteAdmin) only when a server is built
+            from ..admin.authentication import AuthenticationSettings, Authenticator
+
+            authenticator = Authenticator.from_settings(AuthenticationSettings(tokens=authenticator))
+        self.authenticator = authenticator
         self.authorization = authorization
 
-    def authenticate(self, method: str, token: str) -> str | None:
-        """The role of a CONNECT's credentials, None when they are missing or unknown."""
-        if method != "token" or not token:
-            return None
-        found = None
-        for known, role in self._tokens.items():
-            if hmac.compare_digest(known.encode(), token.strip().encode()):
-                found = role
-        return found
+    def authenticate(self, method: str, data: bytes, peer_subject: object = None) -> str:
+        """The role of a CONNECT's ``auth_method_name`` / ``auth_data``; raises
+        :class:`~mledger.admin.authentication.AuthenticationError` with the provider's reason."""
+        return self.authenticator.authenticate(method, data, peer_subject)
 
     def authorize(self, role: str | None, operation: str, topic: str) -> None:
         """Raise ``PermissionDeniedError`` unless ``role`` may do ``operation`` on ``topic``."""
@@ -162,14 +161,3 @@ class TokenAuth:
             raise PermissionDeniedError(
                 f"Client with role {role!r} is not authorized to GetTopicsOfNamespace {namespace}"
             )
-
-
-def load_tokens(path: str | Path) -> dict[str, str]:
-    """Read a token file ``{"<token>": "<role>", ...}`` (the REST server's format)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read token file {str(path)!r}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"token file {str(path)!r} must be a JSON object mapping tokens to roles")
-    return data

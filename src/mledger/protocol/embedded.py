@@ -34,12 +34,13 @@ from ..broker.namespaces import STANDALONE_NAMESPACES
 from ..core.clock import Clock, ManualClock, SystemClock
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore, Store
-from .access import TokenAuth
+from .access import ClientAuth
 from .config import ProtocolConfig, ProtocolStats
 from .server import ProtocolServer
 
 if TYPE_CHECKING:
     from ..admin import Authorization
+    from ..admin.authentication import AuthenticationSettings, Authenticator
 
 __all__ = ["BrokerClock", "EmbeddedBroker"]
 
@@ -80,7 +81,11 @@ class BrokerClock:
 
 
 class EmbeddedBroker:
-    """A broker speaking Pulsar's protocol in a background thread (see the module docstring)."""
+    """A broker speaking Pulsar's protocol in a background thread (see the module docstring).
+
+    ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
+    :class:`~mledger.admin.authentication.AuthenticationSettings`) turn authentication on;
+    ``authorization`` says what each role may do."""
 
     def __init__(
         self,
@@ -93,16 +98,17 @@ class EmbeddedBroker:
         tokens: Mapping[str, str] | None = None,
         authorization: Authorization | None = None,
         protocol_config: ProtocolConfig | None = None,
+        authentication: AuthenticationSettings | None = None,
     ) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._host = host
         self._port = port
         self._broker_config = broker_config
         self._manual = manual_clock
-        self._auth = TokenAuth(tokens, authorization) if tokens is not None else None
+        self._authenticator = _authenticator(tokens, authentication)
+        self._auth = ClientAuth(self._authenticator, authorization) if self._authenticator is not None else None
         self._protocol_config = protocol_config
         self._authorization = authorization
-        self._tokens = dict(tokens) if tokens is not None else None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.server: ProtocolServer
@@ -231,3 +237,14 @@ class EmbeddedBroker:
         """A frozen snapshot of the protocol server's counters
         (:class:`~mledger.protocol.config.ProtocolStats`), taken on its loop (exact)."""
         return self.call(self.server.stats)
+
+
+def _authenticator(
+    tokens: Mapping[str, str] | None, authentication: AuthenticationSettings | None
+) -> Authenticator | None:
+    if tokens is None and authentication is None:
+        return None
+    # imported here: the admin package (httpx for RemoteAdmin) only when authentication is on
+    from ..admin.authentication import build_authenticator
+
+    return build_authenticator(tokens, authentication)

@@ -48,7 +48,7 @@ from ..broker import Broker, Subscription, Topic
 from ..core.address import format_address
 from ..core.clock import ManualClock
 from ..core.errors import MLedgerError
-from .access import ProducerAccess, TokenAuth
+from .access import ClientAuth, ProducerAccess
 from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
 from .errors import RemoteProtocolError
 from .framing import FRAME_PADDING
@@ -225,7 +225,7 @@ class ProtocolServer:
 
     Start it inside a running event loop with ``await server.start()`` and stop it with
     ``await server.stop()``; or use :class:`~mledger.protocol.embedded.EmbeddedBroker` to run
-    one in a background thread. ``auth`` turns token authentication on. It is the
+    one in a background thread. ``auth`` turns authentication (and authorization) on. It is the
     :class:`~mledger.protocol.session.SessionHost` of its connections' sessions.
     """
 
@@ -233,7 +233,7 @@ class ProtocolServer:
         self,
         broker: Broker,
         config: ProtocolConfig | None = None,
-        auth: TokenAuth | None = None,
+        auth: ClientAuth | None = None,
     ) -> None:
         self.broker = broker
         self.config = config if config is not None else ProtocolConfig()

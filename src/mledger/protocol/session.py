@@ -81,10 +81,11 @@ from ..core.errors import (
     NotFoundError,
     PermissionDeniedError,
     StateCorruptedError,
+    UnauthenticatedError,
 )
 from ..core.position import EARLIEST, LATEST, Position
 from ..managed_ledger import InitialPosition
-from .access import ProducerAccess, ProducerFencedError, TokenAuth
+from .access import ClientAuth, ProducerAccess, ProducerFencedError
 from .codec import message_command, send_receipt_frame
 from .commands import COMMANDS
 from .config import ProtocolConfig
@@ -183,7 +184,7 @@ class SessionHost(Protocol):
         ...
 
     @property
-    def auth(self) -> TokenAuth | None:
+    def auth(self) -> ClientAuth | None:
         """Token authentication and authorization; None: every client may do anything."""
         ...
 
@@ -422,14 +423,16 @@ class Session:
         connect = request.command.connect
         auth = self._host.auth
         if auth is not None:
-            method = connect.auth_method_name
-            token = connect.auth_data.decode("utf-8", "replace") if connect.HasField("auth_data") else ""
-            role = auth.authenticate(method, token)
-            if role is None:
-                self.connection.refuse_connect(api.AuthenticationError, "Unable to authenticate: invalid token")
+            method = connect.auth_method_name if connect.HasField("auth_method_name") else "none"
+            data = connect.auth_data if connect.HasField("auth_data") else b""
+            try:
+                self.role = auth.authenticate(method, data)
+            except UnauthenticatedError as e:
+                # Pulsar answers "Unable to authenticate" and logs the provider's reason; the
+                # reason is in the reply here too, so a CI log says which credential failed
+                self.connection.refuse_connect(api.AuthenticationError, f"Unable to authenticate: {e}")
                 self._host.close_soon(self)
                 return
-            self.role = role
         self.connection.accept_connect(self._host.config.server_version)
 
     def handle_partitioned_metadata(self, request: Request) -> None:

@@ -6,8 +6,9 @@ Prints ``mledger-admin: serving http://HOST:PORT ...`` on stdout once listening 
 host:0`` picks a free port; read it from that line), logs one line per request on stderr, and
 exits 0 after SIGINT/SIGTERM once requests in flight finished and the data directory is closed.
 Exit 1 when the directory cannot be opened (held by another process, permissions) or the
-address cannot be bound, 2 for a bad command line, including ``--token-file`` or
-``--trust-role-header`` without ``--auth-file``: credentials without authorization would let
+address cannot be bound, 2 for a bad command line, including credentials (``--token-file``,
+``--token-secret-key``, ``--token-public-key``, ``--basic-auth-conf``, ``--anonymous-user-role``)
+or ``--trust-role-header`` without ``--auth-file``: credentials without authorization would let
 every caller do everything, so the server refuses to start rather than run open; likewise
 ``--authenticate-metrics-endpoint`` or ``--authenticate-docs-endpoint`` with no credentials.
 """
@@ -21,6 +22,7 @@ import sqlite3
 import sys
 
 from ..admin import Authorization
+from ..admin.authentication import Authenticator, settings_from_args
 from ..broker import BrokerConfig
 from ..core.errors import MLedgerError
 from .auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
@@ -40,10 +42,9 @@ def run_serve(args: argparse.Namespace) -> int:
     auth_file = getattr(args, "auth_file", None)
     try:
         parse_bind(args.bind, 8080)
-        if args.token_file:
-            roles = RoleResolver.from_token_file(args.token_file, args.trust_role_header)
-        else:
-            roles = RoleResolver(trust_role_header=args.trust_role_header)
+        settings = settings_from_args(args)
+        authenticator = Authenticator.from_settings(settings) if settings is not None else None
+        roles = RoleResolver(authenticator, args.trust_role_header)
         check_authentication_setup(roles, authorization_enabled=bool(auth_file))
         endpoints = BrokerConfig(
             authenticate_metrics_endpoint=args.authenticate_metrics_endpoint,

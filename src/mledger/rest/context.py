@@ -33,11 +33,12 @@ class AppContext:
         self.max_concurrency = max_concurrency
         self._executor: ThreadPoolExecutor | None = None
 
-    def admin_for(self, headers: Mapping[str, str]) -> Admin:
-        """The admin acting for the caller: 401 when authorization is on and no role is found."""
+    def admin_for(self, headers: Mapping[str, str], peer_subject: Any = None) -> Admin:
+        """The admin acting for the caller: 401 when authorization is on and no role is found.
+        ``peer_subject``: the TLS client certificate's subject, for a TLS listener."""
         if not self.admin.authorization_enabled:
             return self.admin
-        return self.admin.as_role(self.roles.role_for(headers, required=True))
+        return self.admin.as_role(self.roles.role_for(headers, required=True, peer_subject=peer_subject))
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` on a worker thread, at most ``max_concurrency`` at once."""
