@@ -52,6 +52,7 @@ exactly the deliver time prevents it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -887,6 +888,7 @@ class PartitionReplayer:
                     "truncated_batch_indexes": r.truncated_batch_indexes,
                     "state_record": r.state_record,
                     "state": r.state,
+                    **dataclasses.asdict(r.answers),
                 }
             )
         return pa.RecordBatch.from_pylist(rows, schema=CURSOR_SCHEMA)

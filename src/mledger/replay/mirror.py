@@ -43,6 +43,10 @@ PERSISTENCE_KEYS = frozenset(
         "ledger_rollover_timeout",
         "managed_cursor_info_compression_type",
         "managed_cursor_info_compression_threshold_in_bytes",
+        "unacked_ranges_limit_off_by_one",
+        "max_message_size",
+        "netty_max_frame_size_bytes",
+        "jute_maxbuffer",
     }
 )
 """Settings read only by the cursor state store (how a state is written), never by the cursor,
