@@ -91,3 +91,59 @@ def test_state_over_the_frame_limit_or_jute_maxbuffer_is_flagged_with_its_time()
     row = cursor(ACKS_2_4_6, jute_maxbuffer="8")
     assert row["state_over_limit_at_ms"] == 0
     assert cursor(ACKS_2_4_6)["state_over_limit_at_ms"] is None
+
+
+# Pulsar's broker defaults per release (ServiceConfiguration / conf/broker.conf):
+# managedLedgerMaxUnackedRangesToPersist 10000 -> 200000, managedLedgerMaxUnackedRangesToPersistInMetadataStore
+# 1000 -> 200000, managedLedgerMaxBatchDeletedIndexToPersist 10000 -> 200000 (apache/pulsar#25992, 2026-06);
+# managedLedgerPersistIndividualAckAsLongArray false in 3.0 / 4.0, true since 4.1 (apache/pulsar#25985);
+# N + 1 ranges kept before apache/pulsar#25548 (2026-04); managedLedgerDefaultMarkDeleteRateLimit=1.0;
+# maxMessageSize=5242880 (frame limit + Commands.MESSAGE_SIZE_FRAME_PADDING = 10 KB).
+PULSAR = {
+    "pulsar-3.0": (10_000, 1_000, 10_000, False, True),
+    "pulsar-4.0": (10_000, 1_000, 10_000, False, True),
+    "pulsar-4.1": (10_000, 1_000, 10_000, True, True),
+    "pulsar-newest": (200_000, 200_000, 200_000, True, False),
+}
+
+
+@pytest.mark.parametrize("name", list(PULSAR))
+def test_presets_hold_pulsars_documented_defaults(name: str) -> None:
+    s = ReplaySettings().with_values({"defaults": name})
+    ranges, in_metadata, batch, long_array, off_by_one = PULSAR[name]
+    assert s.defaults == name
+    assert s.ledger.max_unacked_ranges_to_persist == ranges
+    assert s.ledger.max_unacked_ranges_to_persist_in_metadata_store == in_metadata
+    assert s.ledger.max_batch_deleted_index_to_persist == batch
+    assert s.ledger.persist_individual_ack_as_long_array is long_array
+    assert s.ledger.unacked_ranges_limit_off_by_one is off_by_one
+    assert s.ledger.throttle_mark_delete == 1.0
+    assert s.factory.frame_limit == 5 * 1024 * 1024 + 10 * 1024
+    assert s.factory.jute_maxbuffer == 10 * 1024 * 1024
+
+
+def test_set_applies_on_top_of_a_preset_also_when_the_preset_is_swept() -> None:
+    from mledger.core.errors import ConfigError
+    from mledger.replay.sweep import variants
+
+    base = ReplaySettings.from_pairs(["defaults=pulsar-4.0", "max_unacked_ranges_to_persist=7"])
+    assert (base.ledger.max_unacked_ranges_to_persist, base.ledger.max_batch_deleted_index_to_persist) == (7, 10_000)
+    fixed = ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=7"])
+    swept = variants(fixed, ["defaults=pulsar-4.0,pulsar-newest"], ["max_unacked_ranges_to_persist"])
+    assert [v.values for v in swept] == [(("defaults", "pulsar-4.0"),), (("defaults", "pulsar-newest"),)]
+    assert [v.settings.ledger.max_unacked_ranges_to_persist for v in swept] == [7, 7]
+    assert [v.settings.ledger.max_batch_deleted_index_to_persist for v in swept] == [10_000, 200_000]
+    with pytest.raises(ConfigError, match="pulsar-newest"):
+        ReplaySettings().with_values({"defaults": "pulsar-2.11"})
+
+
+def test_upgrade_is_one_sweep_over_the_preset() -> None:
+    """Acks of 2, 4, 6 with a limit of one: 4.0 keeps N + 1 ranges (6 lost), newest exactly N."""
+    table = ACKS_2_4_6
+    rows = {}
+    for name in ("pulsar-4.0", "pulsar-newest"):
+        s = ReplaySettings().with_values({"defaults": name, "max_unacked_ranges_to_persist": "1", "segment_rows": "1"})
+        rows[name] = output_tables(replay_table(table, s, SUBS))["cursors"].to_pylist()[0]
+    assert rows["pulsar-4.0"]["redelivered_after_restart"] == 1
+    # the long-array format keeps no ledger (3 acked entries > 1) and falls back to one range
+    assert rows["pulsar-newest"]["redelivered_after_restart"] == 2
