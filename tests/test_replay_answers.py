@@ -10,7 +10,7 @@ import pytest
 
 from mledger.replay.local import output_tables, replay_table
 from mledger.replay.model import SubscriptionSpec
-from mledger.replay.schema import EVENT_SCHEMA, KIND_ACKED, KIND_PRODUCED
+from mledger.replay.schema import ANSWER_FIELDS, EVENT_SCHEMA, KIND_ACKED, KIND_PRODUCED
 from mledger.replay.settings import ReplaySettings
 
 SUBS = {"t": [SubscriptionSpec("s", "SHARED", "earliest")]}
@@ -147,3 +147,28 @@ def test_upgrade_is_one_sweep_over_the_preset() -> None:
     assert rows["pulsar-4.0"]["redelivered_after_restart"] == 1
     # the long-array format keeps no ledger (3 acked entries > 1) and falls back to one range
     assert rows["pulsar-newest"]["redelivered_after_restart"] == 2
+
+
+@pytest.mark.spark
+def test_spark_and_single_process_give_the_same_answers(spark: Any, tmp_path: Any) -> None:
+    import pyarrow.parquet as pq
+
+    from mledger.replay.generate import GeneratorConfig, generate
+    from mledger.replay.local import run_single_process
+    from mledger.replay.spark.job import run_replay
+
+    generate(str(tmp_path / "log"), GeneratorConfig(topics=2, partitions=2, events=8_000, max_entries_per_ledger=200,
+                                                    rate_per_s=300, seed=5))
+    base = ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=3"])
+    sweep = ["defaults=pulsar-4.0,pulsar-newest"]
+    kw: dict[str, Any] = {"sweep": sweep, "fixed": ["max_unacked_ranges_to_persist"]}
+    run_replay(spark, str(tmp_path / "log"), str(tmp_path / "spark"), base, **kw)
+    run_single_process(str(tmp_path / "log"), str(tmp_path / "local"), base, **kw)
+    keys = ["defaults", "topic", "partition", "subscription"]
+    tables = [pq.read_table(str(tmp_path / d / "cursors")).sort_by([(k, "ascending") for k in keys])
+              for d in ("spark", "local")]
+    columns = ["defaults", *[f.name for f in ANSWER_FIELDS]]
+    assert tables[0].select(columns).to_pylist() == tables[1].select(columns).to_pylist()
+    rows = tables[0].to_pylist()
+    assert any(r["redelivered_after_restart_max"] > 0 for r in rows)
+    assert any(r["persist_unacked_ranges_truncated"] > 0 for r in rows)
