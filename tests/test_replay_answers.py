@@ -172,3 +172,20 @@ def test_spark_and_single_process_give_the_same_answers(spark: Any, tmp_path: An
     rows = tables[0].to_pylist()
     assert any(r["redelivered_after_restart_max"] > 0 for r in rows)
     assert any(r["persist_unacked_ranges_truncated"] > 0 for r in rows)
+
+
+def test_summary_and_sweep_table_print_the_answers() -> None:
+    from mledger.replay.summary import SweepSummary, format_summary, format_sweep, summarize
+
+    s = ReplaySettings().with_values({"throttle_mark_delete": "0", "segment_rows": "1",
+                                      "max_unacked_ranges_to_persist": "1"})
+    tables = output_tables(replay_table(ACKS_2_4_6, s, SUBS))
+    summary = summarize(tables["cursors"], tables["partitions"], {})
+    assert (summary.redelivered_after_restart, summary.redelivered_after_restart_max) == (2, 2)
+    assert summary.persist_unacked_ranges_truncated == 3 and summary.cursors_over_limit == 0
+    text = format_summary(summary)
+    assert "a restart (crash after the last persist) would redeliver 2 acknowledged messages at the end" in text
+    assert "persists that truncated: 3 (ack ranges), 0 (batch indexes)" in text
+    sweep = format_sweep(SweepSummary(("defaults",), (("pulsar-4.0",),), (summary,)))
+    for header in ("redelivered", "truncating", "over-limit"):
+        assert header in sweep
