@@ -21,13 +21,23 @@ def events(acks: list[int], batch: dict[int, int] | None = None, index_acks: lis
     batch = batch or {}
     rows: list[dict[str, Any]] = []
     for e in range(10):
-        rows.append({"ts": e, "kind": KIND_PRODUCED, "name": "p", "ledger_id": 1, "entry_id": e,
-                     "batch": batch.get(e, 1), "sequence_id": e})
+        rows.append(
+            {
+                "ts": e,
+                "kind": KIND_PRODUCED,
+                "name": "p",
+                "ledger_id": 1,
+                "entry_id": e,
+                "batch": batch.get(e, 1),
+                "sequence_id": e,
+            }
+        )
     for i, e in enumerate(acks):
         rows.append({"ts": 100 + i, "kind": KIND_ACKED, "name": "s", "ledger_id": 1, "entry_id": e, "ack_type": 0})
     for i, (e, b) in enumerate(index_acks):
-        rows.append({"ts": 200 + i, "kind": KIND_ACKED, "name": "s", "ledger_id": 1, "entry_id": e, "batch": b,
-                     "ack_type": 0})
+        rows.append(
+            {"ts": 200 + i, "kind": KIND_ACKED, "name": "s", "ledger_id": 1, "entry_id": e, "batch": b, "ack_type": 0}
+        )
     for i, r in enumerate(rows):
         r.update(topic="t", partition=0, seq=i)
     return pa.Table.from_pylist(rows, EVENT_SCHEMA)
@@ -157,16 +167,20 @@ def test_spark_and_single_process_give_the_same_answers(spark: Any, tmp_path: An
     from mledger.replay.local import run_single_process
     from mledger.replay.spark.job import run_replay
 
-    generate(str(tmp_path / "log"), GeneratorConfig(topics=2, partitions=2, events=8_000, max_entries_per_ledger=200,
-                                                    rate_per_s=300, seed=5))
+    generate(
+        str(tmp_path / "log"),
+        GeneratorConfig(topics=2, partitions=2, events=8_000, max_entries_per_ledger=200, rate_per_s=300, seed=5),
+    )
     base = ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=3"])
     sweep = ["defaults=pulsar-4.0,pulsar-newest"]
     kw: dict[str, Any] = {"sweep": sweep, "fixed": ["max_unacked_ranges_to_persist"]}
     run_replay(spark, str(tmp_path / "log"), str(tmp_path / "spark"), base, **kw)
     run_single_process(str(tmp_path / "log"), str(tmp_path / "local"), base, **kw)
     keys = ["defaults", "topic", "partition", "subscription"]
-    tables = [pq.read_table(str(tmp_path / d / "cursors")).sort_by([(k, "ascending") for k in keys])
-              for d in ("spark", "local")]
+    tables = [
+        pq.read_table(str(tmp_path / d / "cursors")).sort_by([(k, "ascending") for k in keys])
+        for d in ("spark", "local")
+    ]
     columns = ["defaults", *[f.name for f in ANSWER_FIELDS]]
     assert tables[0].select(columns).to_pylist() == tables[1].select(columns).to_pylist()
     rows = tables[0].to_pylist()
@@ -177,8 +191,9 @@ def test_spark_and_single_process_give_the_same_answers(spark: Any, tmp_path: An
 def test_summary_and_sweep_table_print_the_answers() -> None:
     from mledger.replay.summary import SweepSummary, format_summary, format_sweep, summarize
 
-    s = ReplaySettings().with_values({"throttle_mark_delete": "0", "segment_rows": "1",
-                                      "max_unacked_ranges_to_persist": "1"})
+    s = ReplaySettings().with_values(
+        {"throttle_mark_delete": "0", "segment_rows": "1", "max_unacked_ranges_to_persist": "1"}
+    )
     tables = output_tables(replay_table(ACKS_2_4_6, s, SUBS))
     summary = summarize(tables["cursors"], tables["partitions"], {})
     assert (summary.redelivered_after_restart, summary.redelivered_after_restart_max) == (2, 2)

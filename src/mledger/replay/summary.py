@@ -83,8 +83,12 @@ def _top_redelivered(cursors: pa.Table) -> list[dict[str, object]]:
     if cursors.num_rows == 0:
         return []
     worst = cursors.filter(pc.greater(cursors["redelivered_after_restart_max"], 0))
-    order = [("redelivered_after_restart_max", "descending"), ("topic", "ascending"), ("partition", "ascending"),
-             ("subscription", "ascending")]
+    order = [
+        ("redelivered_after_restart_max", "descending"),
+        ("topic", "ascending"),
+        ("partition", "ascending"),
+        ("subscription", "ascending"),
+    ]
     return worst.sort_by(order).slice(0, 5).to_pylist()
 
 
