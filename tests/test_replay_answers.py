@@ -204,3 +204,22 @@ def test_summary_and_sweep_table_print_the_answers() -> None:
     sweep = format_sweep(SweepSummary(("defaults",), (("pulsar-4.0",),), (summary,)))
     for header in ("redelivered", "truncating", "over-limit"):
         assert header in sweep
+
+
+def test_cli_defaults_option_and_a_preset_sweep_sharing_one_replay(tmp_path: Any) -> None:
+    import json
+
+    from mledger.cli.mledger import main
+    from mledger.replay.generate import GeneratorConfig, generate
+    from mledger.replay.mirror import shared_groups
+
+    generate(str(tmp_path / "log"), GeneratorConfig(topics=1, partitions=1, events=2_000, seed=3))
+    out = tmp_path / "out"
+    args = ["replay", str(tmp_path / "log"), str(out), "--single-process", "--quiet", "--defaults", "pulsar-4.1"]
+    assert main([*args, "--set", "max_unacked_ranges_to_persist=5"]) == 0
+    recorded = json.loads((out / "settings.json").read_text())
+    assert recorded["defaults"] == "pulsar-4.1"
+    assert recorded["ledger"]["persist_individual_ack_as_long_array"] is True
+    assert recorded["ledger"]["max_unacked_ranges_to_persist"] == 5
+    presets = [ReplaySettings().with_values({"defaults": name}) for name in PULSAR]
+    assert shared_groups(presets) == [[0, 1, 2, 3]]  # presets differ in persistence only: one replay

@@ -65,6 +65,7 @@ def behaviour(settings: ReplaySettings) -> ReplaySettings:
     factory = {k: getattr(factory_defaults, k) for k in PERSISTENCE_KEYS if k not in _LEDGER_KEYS}
     return dataclasses.replace(
         settings,
+        defaults=None,  # a preset's name says nothing its values do not
         ledger=dataclasses.replace(settings.ledger, **ledger),
         factory=dataclasses.replace(settings.factory, **factory),
     )
