@@ -329,6 +329,9 @@ def test_bulk_steps_equal_one_event_at_a_time(tmp_path: Any) -> None:
     single = _sorted_union(replay_table(events, ReplaySettings(emit_state=True, segment_rows=1), subs))
     assert {"delivered_before_cancel", "cancel_after_delivery", "invalid_row"} <= set(
         bulk.column("reason").drop_null().to_pylist())
+    # the worst moment for a restart is found per step (a step's acks are in flight together)
+    per_step = ("redelivered_after_restart_max", "redelivered_after_restart_max_at_ms")
+    bulk, single = bulk.drop_columns(list(per_step)), single.drop_columns(list(per_step))
     for x, y in zip(bulk.to_pylist(), single.to_pylist()):
         assert x == y
     assert bulk.num_rows == single.num_rows
