@@ -370,9 +370,9 @@ class BrokerModel:
                     state_chunks=stats.last_persist_chunks,
                     truncated_ranges=stats.truncated_ranges,
                     truncated_batch_indexes=stats.truncated_batch_indexes,
+                    answers=restart_answers(stats),
                     state_record=record,
                     state=state,
-                    answers=restart_answers(stats),
                 )
             )
         return results

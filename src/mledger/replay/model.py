@@ -69,10 +69,10 @@ class SubscriptionResult:
     state_chunks: int
     truncated_ranges: int
     truncated_batch_indexes: int
-    state_record: str | None = None
-    state: bytes | None = None
     answers: RestartAnswers = field(default_factory=lambda: RestartAnswers())
     """What a restart would cost (see :class:`RestartAnswers`)."""
+    state_record: str | None = None
+    state: bytes | None = None
 
 
 @dataclass(frozen=True)
