@@ -464,6 +464,9 @@ ANSWER_FIELDS = (
     pa.field("persist_batch_deleted_indexes_truncated", pa.int64()),
 )
 """The operator's answers per cursor (:class:`~.model.RestartAnswers`; README "Outputs")."""
+PER_STEP_COLUMNS = ("redelivered_after_restart_max", "redelivered_after_restart_max_at_ms")
+"""``cursors`` columns found per step of ``segment_rows`` events (a step's acks are in flight
+together): equal between Spark and the single process, not between step sizes."""
 
 CURSOR_SCHEMA = pa.schema(
     [
