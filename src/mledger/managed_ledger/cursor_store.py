@@ -409,10 +409,12 @@ class CursorStateStore:
     def persist_cursor_properties(self, snapshot: CursorSnapshot) -> None:
         """Rewrite ManagedCursorInfo with the snapshot's cursor properties (Pulsar's
         ``setCursorProperties``), keeping it pointed at the cursor ledger if there is one."""
+        self._pending = None
         if self._ledger_id is None:
             self._write_info(snapshot, NO_LEDGER)
         else:
             self._write_info(snapshot, self._ledger_id, with_acks=False)
+        self._commit_recorded(snapshot)
 
     def close(self, snapshot: CursorSnapshot) -> None:
         """Pulsar's ``persistPositionWhenClosing``: the ledger for big states, else the node."""
