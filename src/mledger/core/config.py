@@ -31,7 +31,8 @@ UNACKED_RANGES_LIMIT: dict[str, str] = {
     "range": (
         "range format (the default): max_unacked_ranges_to_persist caps the number of ack ranges; "
         "the first N ranges in position order (nearest the mark-delete) are persisted, the rest are "
-        "kept in memory only (Pulsar: ManagedCursorImpl.buildIndividualDeletedMessageRanges)."
+        "kept in memory only (Pulsar: ManagedCursorImpl.buildIndividualDeletedMessageRanges; N + 1 "
+        "ranges before apache/pulsar#25548, unacked_ranges_limit_off_by_one=true)."
     ),
     "long_array": (
         "long-array format (persist_individual_ack_as_long_array=true): the same N caps acked "
@@ -49,7 +50,13 @@ UNACKED_RANGES_LIMIT: dict[str, str] = {
 }
 """How each individual-ack format applies ``max_unacked_ranges_to_persist`` (for summaries
 and reports that compare formats): format -> one paragraph."""
-LIMIT_SETTINGS = ("max_unacked_ranges_to_persist", "persist_individual_ack_as_long_array", "individual_ack_format")
+LIMIT_SETTINGS = (
+    "max_unacked_ranges_to_persist",
+    "persist_individual_ack_as_long_array",
+    "individual_ack_format",
+    "unacked_ranges_limit_off_by_one",
+    "defaults",
+)
 """The settings whose comparison needs :data:`UNACKED_RANGES_LIMIT` to be read right."""
 
 
