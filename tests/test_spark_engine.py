@@ -329,7 +329,7 @@ def test_bulk_steps_equal_one_event_at_a_time(tmp_path: Any) -> None:
     single = _sorted_union(replay_table(events, ReplaySettings(emit_state=True, segment_rows=1), subs))
     assert {"delivered_before_cancel", "cancel_after_delivery", "invalid_row"} <= set(
         bulk.column("reason").drop_null().to_pylist())
-    # the worst moment for a restart is found per step (a step's acks are in flight together)
+    # the worst moment for a restart is sampled after each step (a step's acks land together)
     bulk, single = bulk.drop_columns(list(PER_STEP_COLUMNS)), single.drop_columns(list(PER_STEP_COLUMNS))
     for x, y in zip(bulk.to_pylist(), single.to_pylist()):
         assert x == y

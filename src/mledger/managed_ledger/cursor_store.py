@@ -43,12 +43,12 @@ sets. After a crash at any moment, a restart recovers exactly that, so the ackno
 messages the broker would deliver again are the acknowledged entries above the persisted
 mark-delete that the record does not hold (each entry counts one) plus, for partially
 acknowledged batch entries, the acknowledged batch indexes it does not hold (each index counts
-one). The figure is taken at every state change: just before each write (the acks whose
-persist is in flight count: a crash then loses them), just after it (what the limits dropped)
-and, under throttling, after each change not persisted yet (the cursor calls
+one). The figure is taken after every state change: after each write (what the limits
+dropped) and, under throttling, after each change not persisted yet (the cursor calls
 :meth:`CursorStateStore.observe`). ``redelivered_after_restart`` is the figure after the last
 change, ``redelivered_after_restart_max`` the largest, with the clock time of the change that
-reached it. Acks are taken as monotone (a rewind lowers the figure to 0, never
+reached it. (A write is modelled as done with the change that caused it: the moment between
+an ack and the end of its persist is not sampled.) Acks are taken as monotone (a rewind lowers the figure to 0, never
 below).
 
 A cursor-ledger entry above the frame limit (``ManagedLedgerFactoryConfig.frame_limit``) or a
@@ -382,7 +382,6 @@ class CursorStateStore:
 
     def persist(self, snapshot: CursorSnapshot) -> None:
         """Persist ``snapshot`` (Pulsar's ``internalMarkDelete`` write path)."""
-        self._note_redelivery(self._redelivered(snapshot), current=False)  # in flight: acked, not written yet
         self._pending = None
         self._write_state(snapshot)
         self._commit_recorded(snapshot)
@@ -418,7 +417,6 @@ class CursorStateStore:
 
     def close(self, snapshot: CursorSnapshot) -> None:
         """Pulsar's ``persistPositionWhenClosing``: the ledger for big states, else the node."""
-        self._note_redelivery(self._redelivered(snapshot), current=False)
         self._pending = None
         self._close_state(snapshot)
         self._commit_recorded(snapshot)
@@ -482,13 +480,13 @@ class CursorStateStore:
         now would redeliver, counted towards the maximum. Reads only; writes nothing."""
         self._note_redelivery(self._redelivered(snapshot))
 
-    def _note_redelivery(self, value: int, current: bool = True) -> None:
-        """Count ``value`` towards the maximum; ``current``: it is also the figure from now on."""
-        s = self._stats
+    def _note_redelivery(self, value: int) -> None:
+        """``value`` is the figure from now on; it counts towards the maximum."""
+        s = replace(self._stats, redelivered_after_restart=value)
         if value > s.redelivered_after_restart_max:
             now = self._ml.clock.now_ms()
             s = replace(s, redelivered_after_restart_max=value, redelivered_after_restart_max_at_ms=now)
-        self._stats = replace(s, redelivered_after_restart=value) if current else s
+        self._stats = s
 
     def _commit_recorded(self, snapshot: CursorSnapshot) -> None:
         """The write went through: its record is what a restart recovers from now on."""

@@ -465,8 +465,9 @@ ANSWER_FIELDS = (
 )
 """The operator's answers per cursor (:class:`~.model.RestartAnswers`; README "Outputs")."""
 PER_STEP_COLUMNS = ("redelivered_after_restart_max", "redelivered_after_restart_max_at_ms")
-"""``cursors`` columns found per step of ``segment_rows`` events (a step's acks are in flight
-together): equal between Spark and the single process, not between step sizes."""
+"""``cursors`` columns sampled after each step of ``segment_rows`` events (a step's acks and
+its persist land together): equal between Spark and the single process, not between step
+sizes."""
 
 CURSOR_SCHEMA = pa.schema(
     [
