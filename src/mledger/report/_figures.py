@@ -1,8 +1,9 @@
 """The report's charts, as data: which rows, bars, colors, limits and captions each one has.
 
 Colors carry one meaning everywhere: blue = fine, amber = at or above 80% of
-``max_unacked_ranges_to_persist`` (or a refused / late operation), red = over it (ranges
-truncated: lost on a restart; or a cancelled message delivered anyway), purple = state
+``max_unacked_ranges_to_persist`` (or a refused / late operation, or acks a restart would
+redeliver), red = over it (ranges truncated: lost on a restart; a state over the store's
+limit; or a cancelled message delivered anyway), purple = state
 persisted in several chunks (PIP-381), slate = not persisted / input problems, teal = dedup.
 
 Each figure is a function ``(model, top) -> Chart | None`` listed in :data:`FIGURES` in page
@@ -181,7 +182,10 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
     chunk = Series(tuple(float(s.max_chunks) for s in settings), colors)
     restart = Series(
         tuple(float(s.redelivered_after_restart_max) for s in settings),
-        tuple("red" if s.redelivered_after_restart_max or s.state_over_store_limit else "blue" for s in settings),
+        tuple(
+            "red" if s.state_over_store_limit else ("amber" if s.redelivered_after_restart_max else "blue")
+            for s in settings
+        ),
         notes=tuple(_restart_note(s) for s in settings),
     )
     return Chart(
@@ -197,13 +201,14 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
                 (restart,),
                 "messages, all subscriptions",
                 format_count,
-                title="Redelivered after a restart (worst moment)",
+                title="Redelivered on a restart",
             ),
         ),
         legend=(
             LegendItem("blue", "nothing truncated, one entry per state"),
             LegendItem("purple", "states chunked (PIP-381)"),
-            LegendItem("red", "ranges truncated"),
+            LegendItem("red", "ranges truncated (or a state over the limit)"),
+            LegendItem("amber", "a restart redelivers"),
         ),
         caption="Truncated ranges are kept in memory only: after a restart those messages are delivered again. "
         "Redelivered after a restart: the acknowledged messages the last persisted state does not hold, "
