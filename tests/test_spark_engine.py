@@ -17,7 +17,7 @@ from mledger.replay.entries import EntryIndex
 from mledger.replay.events import event_table, replay_rows
 from mledger.replay.local import replay_table
 from mledger.replay.model import SubscriptionSpec
-from mledger.replay.schema import EVENT_SCHEMA, OUTPUT_SCHEMA
+from mledger.replay.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, PER_STEP_COLUMNS
 from mledger.replay.settings import ReplaySettings
 
 T = "persistent://public/default/orders"
@@ -351,6 +351,8 @@ def test_bulk_steps_equal_one_event_at_a_time(tmp_path: Any) -> None:
     single = _sorted_union(replay_table(events, ReplaySettings(emit_state=True, segment_rows=1), subs))
     assert {"delivered_before_cancel", "cancel_after_delivery", "invalid_row"} <= set(
         bulk.column("reason").drop_null().to_pylist())
+    # the worst moment for a restart is sampled after each step (a step's acks land together)
+    bulk, single = bulk.drop_columns(list(PER_STEP_COLUMNS)), single.drop_columns(list(PER_STEP_COLUMNS))
     for x, y in zip(bulk.to_pylist(), single.to_pylist()):
         assert x == y
     assert bulk.num_rows == single.num_rows

@@ -182,6 +182,8 @@ def _replay(args: argparse.Namespace) -> int:
     from ..replay.sweep import variants
 
     # Everything that can be checked is checked before any JVM starts.
+    if args.defaults:  # the preset first, --set on top of it
+        args.settings = [f"defaults={args.defaults}", *args.settings]
     base = ReplaySettings.from_pairs(args.settings)
     settings = base.with_changes(emit_state=args.emit_state or base.emit_state, tasks=args.tasks or base.tasks)
     fixed = [p.partition("=")[0].strip() for p in args.settings]
@@ -372,6 +374,13 @@ def _replay_options(rep: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="a persistence or replay setting, e.g. max_unacked_ranges_to_persist=1000 (repeatable)",
+    )
+    rep.add_argument(
+        "--defaults",
+        default=None,
+        metavar="PRESET",
+        help="Pulsar's defaults of a release: pulsar-3.0, pulsar-4.0, pulsar-4.1 or pulsar-newest "
+        "(--set applies on top; --sweep defaults=pulsar-4.0,pulsar-newest compares them)",
     )
     rep.add_argument(
         "--sweep",

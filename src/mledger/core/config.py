@@ -17,13 +17,22 @@ COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
 DEFAULT_MAX_STATE_SIZE_IN_BYTES = 64 * 1024 * 1024
 """Default bound on one stored state once decompressed or reassembled (64 MiB). The largest
 legitimate states are a few MiB (10 million random holes take 6.3 MiB as BitSet words)."""
+MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+"""Pulsar's broker default ``maxMessageSize`` (5 MiB)."""
+MESSAGE_SIZE_FRAME_PADDING = 10 * 1024
+"""Pulsar's ``Commands.MESSAGE_SIZE_FRAME_PADDING``: the broker sets the BookKeeper client's
+``nettyMaxFrameSizeBytes`` to ``maxMessageSize`` plus this (``PulsarService``)."""
+JUTE_MAXBUFFER = 10 * 1024 * 1024
+"""``jute.maxbuffer`` as Pulsar's start scripts set it (``-Djute.maxbuffer=10485760`` in
+``bin/pulsar``); ZooKeeper's own default is 1 MiB (1048575 bytes)."""
 UNLIMITED = -1
 """``retention_time_ms`` / ``retention_size_in_mb`` value meaning "no limit" (Pulsar's -1)."""
 UNACKED_RANGES_LIMIT: dict[str, str] = {
     "range": (
         "range format (the default): max_unacked_ranges_to_persist caps the number of ack ranges; "
         "the first N ranges in position order (nearest the mark-delete) are persisted, the rest are "
-        "kept in memory only (Pulsar: ManagedCursorImpl.buildIndividualDeletedMessageRanges)."
+        "kept in memory only (Pulsar: ManagedCursorImpl.buildIndividualDeletedMessageRanges; N + 1 "
+        "ranges before apache/pulsar#25548, unacked_ranges_limit_off_by_one=true)."
     ),
     "long_array": (
         "long-array format (persist_individual_ack_as_long_array=true): the same N caps acked "
@@ -41,7 +50,13 @@ UNACKED_RANGES_LIMIT: dict[str, str] = {
 }
 """How each individual-ack format applies ``max_unacked_ranges_to_persist`` (for summaries
 and reports that compare formats): format -> one paragraph."""
-LIMIT_SETTINGS = ("max_unacked_ranges_to_persist", "persist_individual_ack_as_long_array", "individual_ack_format")
+LIMIT_SETTINGS = (
+    "max_unacked_ranges_to_persist",
+    "persist_individual_ack_as_long_array",
+    "individual_ack_format",
+    "unacked_ranges_limit_off_by_one",
+    "defaults",
+)
 """The settings whose comparison needs :data:`UNACKED_RANGES_LIMIT` to be read right."""
 
 
@@ -83,6 +98,11 @@ class ManagedLedgerConfig:
     persistent_unacked_ranges_with_multiple_entries_enabled: bool = False
     persistent_unacked_ranges_max_entry_size: int = 1024 * 1024
     cursor_info_compression_type: str = "NONE"
+    unacked_ranges_limit_off_by_one: bool = False
+    """mledger's switch for Pulsar before apache/pulsar#25548 (2026-04): the range format
+    persisted ``max_unacked_ranges_to_persist + 1`` ranges (``buildIndividualDeletedMessageRanges``
+    added a range before testing the count, a regression of #3819). Off: exactly N, as since
+    #25548. The long-array cut-off (``toRanges``) had no such error."""
     # Mark-delete persistence rate (per second); 0 disables throttling
     throttle_mark_delete: float = 0.0
     # Retention of consumed ledgers (Pulsar's retentionTimeMs / retentionSizeInMB): 0 keeps
@@ -125,8 +145,25 @@ class ManagedLedgerFactoryConfig:
     reader allocates no more than this for it, and a writer never stores a cursor state
     larger (ranges beyond it are dropped like the range limit's, counted and logged)."""
 
+    max_message_size: int = MAX_MESSAGE_SIZE
+    """The broker's ``maxMessageSize``, from which the cursor-ledger frame limit is derived."""
+    netty_max_frame_size_bytes: int = 0
+    """BookKeeper's largest entry (``nettyMaxFrameSizeBytes``); 0 derives it as Pulsar does:
+    ``max_message_size`` + :data:`MESSAGE_SIZE_FRAME_PADDING`. A cursor-ledger entry above it
+    is flagged (``state_over_limit_at_ms``): a bookie would refuse it."""
+    jute_maxbuffer: int = JUTE_MAXBUFFER
+    """ZooKeeper's ``jute.maxbuffer``: a ``ManagedCursorInfo`` above it is flagged
+    (``state_over_limit_at_ms``): ZooKeeper would refuse it."""
+
     def __post_init__(self) -> None:
         _validate(self)
+
+    @property
+    def frame_limit(self) -> int:
+        """The cursor-ledger entry limit in force (``netty_max_frame_size_bytes`` or derived)."""
+        if self.netty_max_frame_size_bytes > 0:
+            return self.netty_max_frame_size_bytes
+        return self.max_message_size + MESSAGE_SIZE_FRAME_PADDING
 
 
 def _validate(config: object) -> None:
@@ -155,6 +192,8 @@ _POSITIVE = {
     "ledger_rollover_timeout",
     "persistent_unacked_ranges_max_entry_size",
     "max_state_size_in_bytes",
+    "max_message_size",
+    "jute_maxbuffer",
 }
 _MINUS_ONE_ALLOWED = {
     "max_unacked_ranges_to_persist_in_metadata_store",

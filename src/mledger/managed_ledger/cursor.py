@@ -755,6 +755,11 @@ class ManagedCursor:
             now = self._ml.clock.now_ms()
             if self._last_persist_ms is not None and now - self._last_persist_ms < 1000.0 / throttle:
                 self._dirty = True
+                if self._store is not None:
+                    snapshot = self._snapshot()
+                    self._store.observe(snapshot)
+                    for mirror in self._mirrors:
+                        mirror.observe(snapshot)
                 return
         self._persist()
 
@@ -778,6 +783,7 @@ class ManagedCursor:
             batch=tuple(self._batch.items()),
             properties=MappingProxyType(dict(self._md_properties)),
             cursor_properties=MappingProxyType(dict(self._cursor_properties)),
+            batch_sizes=MappingProxyType(self._batch_sizes),
         )
 
     def flush(self) -> bool:

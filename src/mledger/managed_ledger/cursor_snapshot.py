@@ -9,8 +9,9 @@ cursor itself. The store reports whether it holds a cursor ledger; the cursor de
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
+from types import MappingProxyType
 
 from ..core.position import Position
 from ..core.ranges import AckRangeSet
@@ -86,6 +87,9 @@ class CursorSnapshot:
     """Partially acked batch entries: ``(position, remaining un-acked index bits)``, ascending."""
     properties: Mapping[str, int]
     cursor_properties: Mapping[str, str]
+    batch_sizes: Mapping[Position, int] = field(default_factory=lambda: MappingProxyType({}))
+    """Batch sizes of the partially acked entries where the cursor knows them (lent, read
+    only); a missing one is taken as the highest remaining bit + 1."""
 
 
 @dataclass(frozen=True, slots=True)

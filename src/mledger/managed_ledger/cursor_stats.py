@@ -25,6 +25,19 @@ class PersistenceStats:
     truncated_ranges_total: int = 0
     truncated_batch_indexes: int = 0
     truncated_batch_indexes_total: int = 0
+    persist_unacked_ranges_truncated: int = 0
+    """Persists that truncated ack ranges (Pulsar's counter
+    ``pulsar.broker.managed_ledger.cursor.persist.unacked_ranges.truncated``, #25548)."""
+    persist_batch_deleted_indexes_truncated: int = 0
+    """Persists that truncated batch-index states
+    (``pulsar.broker.managed_ledger.cursor.persist.batch_deleted_indexes.truncated``, #25548)."""
+    redelivered_after_restart: int = 0
+    """Acknowledged messages a restart now would redeliver: see ``CursorStateStore``."""
+    redelivered_after_restart_max: int = 0
+    redelivered_after_restart_max_at_ms: int = -1
+    """Clock time at which the maximum was first reached; -1 while it is 0."""
+    state_over_limit_at_ms: int = -1
+    """When a state first exceeded the frame limit or ``jute.maxbuffer``; -1 never."""
     cursor_ledger_id: int = -1
 
     def as_dict(self) -> dict[str, int]:
@@ -65,6 +78,19 @@ class CursorStats:
     truncated_ranges_total: int = 0
     truncated_batch_indexes: int = 0
     truncated_batch_indexes_total: int = 0
+    persist_unacked_ranges_truncated: int = 0
+    """Persists that truncated ack ranges (Pulsar's counter
+    ``pulsar.broker.managed_ledger.cursor.persist.unacked_ranges.truncated``, #25548)."""
+    persist_batch_deleted_indexes_truncated: int = 0
+    """Persists that truncated batch-index states
+    (``pulsar.broker.managed_ledger.cursor.persist.batch_deleted_indexes.truncated``, #25548)."""
+    redelivered_after_restart: int = 0
+    """Acknowledged messages a restart now would redeliver: see ``CursorStateStore``."""
+    redelivered_after_restart_max: int = 0
+    redelivered_after_restart_max_at_ms: int = -1
+    """Clock time at which the maximum was first reached; -1 while it is 0."""
+    state_over_limit_at_ms: int = -1
+    """When a state first exceeded the frame limit or ``jute.maxbuffer``; -1 never."""
     cursor_ledger_id: int = -1
     dirty: bool = False
 

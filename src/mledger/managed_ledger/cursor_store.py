@@ -32,7 +32,28 @@ one store transaction. Recovery reads the last entry; a footer pulls in its part
 corrupt tail makes recovery scan backwards for the last complete state (DataStax #282).
 
 What limits drop (``max_unacked_ranges_to_persist``, ``max_batch_deleted_index_to_persist``)
-is counted in the cursor's stats and logged once per crossing, never silently.
+is counted in the cursor's stats and logged once per crossing, never silently; so are the
+persists that truncated (Pulsar's #25548 counters).
+
+What a restart would redeliver
+------------------------------
+The store remembers what its last written state records: the mark-delete and, above it, how
+many acknowledged entries the kept ranges (or BitSet words) hold and the kept batch-index ack
+sets. After a crash at any moment, a restart recovers exactly that, so the acknowledged
+messages the broker would deliver again are the acknowledged entries above the persisted
+mark-delete that the record does not hold (each entry counts one) plus, for partially
+acknowledged batch entries, the acknowledged batch indexes it does not hold (each index counts
+one). The figure is taken after every state change: after each write (what the limits
+dropped) and, under throttling, after each change not persisted yet (the cursor calls
+:meth:`CursorStateStore.observe`). ``redelivered_after_restart`` is the figure after the last
+change, ``redelivered_after_restart_max`` the largest, with the clock time of the change that
+reached it. (A write is modelled as done with the change that caused it: the moment between
+an ack and the end of its persist is not sampled.) Acks are taken as monotone (a rewind lowers the figure to 0, never
+below).
+
+A cursor-ledger entry above the frame limit (``ManagedLedgerFactoryConfig.frame_limit``) or a
+``ManagedCursorInfo`` above ``jute_maxbuffer`` is written here as always, but a bookie or
+ZooKeeper would refuse it: the first time is recorded (``state_over_limit_at_ms``).
 
 The store sees its cursor only through the :class:`CursorSnapshot` values the cursor hands it,
 and returns a :class:`RecoveredCursorState`; the byte formats are :mod:`mledger.codec`'s.
@@ -42,7 +63,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -83,6 +104,17 @@ BACKWARD_SCAN_LIMIT = 1000
 """How many cursor-ledger entries recovery examines when the tail is torn or corrupt."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """What the last written state records (see "What a restart would redeliver")."""
+
+    mark_delete: Position
+    entries: int
+    """Acknowledged entries above ``mark_delete`` held by the kept ranges or words."""
+    batch: dict[Position, int]
+    """Kept batch-index ack sets: position -> remaining (un-acked) index bits."""
+
+
 class CursorStateStore:
     """Persists one durable cursor's state through its managed ledger's store.
 
@@ -106,6 +138,8 @@ class CursorStateStore:
         self._batch_truncating = False
         self._size_limited = False
         self._stats = PersistenceStats()
+        self._recorded: _Recorded | None = None  # what the last written state holds
+        self._pending: _Recorded | None = None  # what the record being written holds
 
     @property
     def _config(self) -> ManagedLedgerConfig:
@@ -259,6 +293,7 @@ class CursorStateStore:
                 bits = words_to_ack_set(words)
                 if bits:
                     batch[Position(*position)] = bits
+        self._recorded = _Recorded(md, acked.cardinality(), dict(batch))
         return RecoveredCursorState(
             mark_delete=md,
             acked=acked,
@@ -343,9 +378,15 @@ class CursorStateStore:
     def initialize(self, snapshot: CursorSnapshot) -> None:
         """Write the node of a new cursor (``cursorsLedgerId = -1``)."""
         self._write_info(snapshot, NO_LEDGER)
+        self._commit_recorded(snapshot)
 
     def persist(self, snapshot: CursorSnapshot) -> None:
         """Persist ``snapshot`` (Pulsar's ``internalMarkDelete`` write path)."""
+        self._pending = None
+        self._write_state(snapshot)
+        self._commit_recorded(snapshot)
+
+    def _write_state(self, snapshot: CursorSnapshot) -> None:
         if self._ledger_id is None:
             if snapshot.mark_delete >= self._ml.last_confirmed_entry:  # nothing after MD
                 self._write_info(snapshot, NO_LEDGER)
@@ -367,13 +408,20 @@ class CursorStateStore:
     def persist_cursor_properties(self, snapshot: CursorSnapshot) -> None:
         """Rewrite ManagedCursorInfo with the snapshot's cursor properties (Pulsar's
         ``setCursorProperties``), keeping it pointed at the cursor ledger if there is one."""
+        self._pending = None
         if self._ledger_id is None:
             self._write_info(snapshot, NO_LEDGER)
         else:
             self._write_info(snapshot, self._ledger_id, with_acks=False)
+        self._commit_recorded(snapshot)
 
     def close(self, snapshot: CursorSnapshot) -> None:
         """Pulsar's ``persistPositionWhenClosing``: the ledger for big states, else the node."""
+        self._pending = None
+        self._close_state(snapshot)
+        self._commit_recorded(snapshot)
+
+    def _close_state(self, snapshot: CursorSnapshot) -> None:
         ranges = snapshot.acked.size()
         limit = self._range_limit()
         use_ledger = (
@@ -407,6 +455,55 @@ class CursorStateStore:
     def stats(self) -> PersistenceStats:
         """Persistence figures merged into ``CursorStats``."""
         return self._stats
+
+    # -- what a restart would redeliver -----------------------------------------------------
+    def _redelivered(self, snapshot: CursorSnapshot) -> int:
+        """Acknowledged messages of ``snapshot`` that the last written state does not hold."""
+        rec = self._recorded
+        if rec is None:
+            return 0
+        md = snapshot.mark_delete
+        whole = self._ml.number_of_entries(rec.mark_delete, md, False, True) if md > rec.mark_delete else 0
+        entries = max(0, whole + snapshot.acked.cardinality() - rec.entries)
+        indexes = 0
+        sizes = snapshot.batch_sizes
+        for position, remaining in snapshot.batch:
+            kept = rec.batch.get(position)
+            if kept is None:
+                indexes += (sizes.get(position) or remaining.bit_length()) - remaining.bit_count()
+            else:
+                indexes += max(0, kept.bit_count() - remaining.bit_count())
+        return entries + indexes
+
+    def observe(self, snapshot: CursorSnapshot) -> None:
+        """A state change that is not persisted yet (a throttled mark-delete): what a crash
+        now would redeliver, counted towards the maximum. Reads only; writes nothing."""
+        self._note_redelivery(self._redelivered(snapshot))
+
+    def _note_redelivery(self, value: int) -> None:
+        """``value`` is the figure from now on; it counts towards the maximum."""
+        s = replace(self._stats, redelivered_after_restart=value)
+        if value > s.redelivered_after_restart_max:
+            now = self._ml.clock.now_ms()
+            s = replace(s, redelivered_after_restart_max=value, redelivered_after_restart_max_at_ms=now)
+        self._stats = s
+
+    def _commit_recorded(self, snapshot: CursorSnapshot) -> None:
+        """The write went through: its record is what a restart recovers from now on."""
+        if self._pending is not None:
+            self._recorded = self._pending
+            self._pending = None
+        self._note_redelivery(self._redelivered(snapshot))
+
+    def _note_over_limit(self, size: int, limit: int) -> None:
+        if size > limit and self._stats.state_over_limit_at_ms < 0:
+            log.warning(
+                "cursor %s: a %d-byte state record exceeds the %d-byte limit of its store; it would be lost",
+                self._path,
+                size,
+                limit,
+            )
+            self._stats = replace(self._stats, state_over_limit_at_ms=self._ml.clock.now_ms())
 
     # -- internals --------------------------------------------------------------------------
     def _rollover_due(self) -> bool:
@@ -452,6 +549,7 @@ class CursorStateStore:
         else:
             parts = [payload]
         self._store.append_many(ledger_id, parts)
+        self._note_over_limit(max(len(p) for p in parts), self._ml.factory_config.frame_limit)
         self._ledger_entries += len(parts)
         self._count_write(len(parts))
         self._stats = replace(self._stats, persisted_state_bytes=len(payload))
@@ -478,6 +576,7 @@ class CursorStateStore:
         data = compress_metadata(raw, ctype, fcfg.managed_cursor_info_compression_threshold_in_bytes, "cursor")
         expected = -1 if self._info_version is None else self._info_version
         self._info_version = self._store.put(self._path, data, expected)
+        self._note_over_limit(len(data), fcfg.jute_maxbuffer)
         if ledger_id == NO_LEDGER:
             self._stats = replace(self._stats, persisted_state_bytes=len(data))
 
@@ -543,6 +642,7 @@ class CursorStateStore:
         if with_acks:  # a node written beside the cursor ledger carries no acks: nothing dropped
             self._note_truncation("ranges", dropped_ranges)
             self._note_truncation("batch", dropped_batch)
+            self._pending = _recorded_by(state)
         return data
 
     def _kept_acks(self, snapshot: CursorSnapshot, for_info: bool, range_limit: int | None) -> int:
@@ -582,6 +682,8 @@ class CursorStateStore:
                 # Pulsar writes individualDeletedMessages (ranges) when toRanges left no
                 # ledger: even the first ledger has more acked entries than the limit.
                 state.long_arrays = None
+                if cfg.unacked_ranges_limit_off_by_one and range_limit is not None and range_limit >= 0:
+                    range_limit += 1  # before apache/pulsar#25548: one range over the limit
                 ledgers, lowers, uppers, dropped = acked.to_range_arrays(range_limit)
                 if fmt == "auto":
                     state.ranges, state.long_arrays = _smaller_per_ledger(acked, ledgers, lowers, uppers)
@@ -601,6 +703,11 @@ class CursorStateStore:
             else ("truncated_batch_indexes", "truncated_batch_indexes_total")
         )
         self._stats = replace(self._stats, **{key: dropped, total_key: getattr(self._stats, total_key) + dropped})
+        if dropped:
+            counter = (
+                "persist_unacked_ranges_truncated" if kind == "ranges" else "persist_batch_deleted_indexes_truncated"
+            )
+            self._stats = replace(self._stats, **{counter: getattr(self._stats, counter) + 1})
         flag = "_truncating" if kind == "ranges" else "_batch_truncating"
         if dropped and not getattr(self, flag):
             log.warning(
@@ -611,6 +718,17 @@ class CursorStateStore:
                 "ack ranges" if kind == "ranges" else "batch-index states",
             )
         setattr(self, flag, bool(dropped))
+
+
+def _recorded_by(state: PersistedCursorState) -> _Recorded:
+    """What a written record holds: its mark-delete, acked entries, batch ack sets."""
+    entries = 0
+    if state.ranges is not None and state.ranges.size:
+        entries += int((state.ranges.upper_entry - state.ranges.lower_entry).sum())
+    for words in (state.long_arrays or {}).values():
+        entries += int(np.unpackbits(np.ascontiguousarray(words, dtype=np.int64).view(np.uint8)).sum())
+    batch = {Position(*p): words_to_ack_set(words) for p, words in state.batch_deleted}
+    return _Recorded(Position(*state.mark_delete), entries, batch)
 
 
 class _OutsideLedgers(Exception):

@@ -57,13 +57,13 @@ from ..core.clock import ManualClock
 from ..core.errors import InvalidRequestError
 from ..core.position import Position
 from ..managed_ledger.cursor import ManagedCursor
-from ..managed_ledger.cursor_stats import PersistenceStats
+from ..managed_ledger.cursor_stats import CursorStats, PersistenceStats
 from ..managed_ledger.cursor_store import CursorStateStore
 from ..managed_ledger.factory import ManagedLedgerFactory
 from ..managed_ledger.ledger import ManagedLedger
 from ..managed_ledger.ledger_view import ML_ROOT, InitialPosition
 from .mirror import MirrorView
-from .model import SubscriptionResult, SubscriptionSpec
+from .model import RestartAnswers, SubscriptionResult, SubscriptionSpec
 from .settings import ReplaySettings
 from .store import ReplayStore
 
@@ -405,6 +405,7 @@ class BrokerModel:
                     state_chunks=stats.last_persist_chunks,
                     truncated_ranges=stats.truncated_ranges,
                     truncated_batch_indexes=stats.truncated_batch_indexes,
+                    answers=restart_answers(stats),
                     state_record=record,
                     state=state,
                     individually_deleted_messages=str(cursor.individually_deleted_messages()),
@@ -432,6 +433,7 @@ class BrokerModel:
                         truncated_batch_indexes=stats.truncated_batch_indexes,
                         state_record=record,
                         state=state,
+                        answers=restart_answers(stats),
                     )
                 )
             out.append(rows)
@@ -450,6 +452,22 @@ class BrokerModel:
         node = store.get(f"{ML_ROOT}/{self._ml.name}/{cursor.name}")
         assert node is not None
         return "ManagedCursorInfo", bytes(decompress_metadata(node.data, _MAX_STATE))
+
+
+def restart_answers(stats: PersistenceStats | CursorStats) -> RestartAnswers:
+    """The :class:`~.model.RestartAnswers` of a cursor state store's figures."""
+    return RestartAnswers(
+        redelivered_after_restart=stats.redelivered_after_restart,
+        redelivered_after_restart_max=stats.redelivered_after_restart_max,
+        redelivered_after_restart_max_at_ms=_at(stats.redelivered_after_restart_max_at_ms),
+        state_over_limit_at_ms=_at(stats.state_over_limit_at_ms),
+        persist_unacked_ranges_truncated=stats.persist_unacked_ranges_truncated,
+        persist_batch_deleted_indexes_truncated=stats.persist_batch_deleted_indexes_truncated,
+    )
+
+
+def _at(ms: int) -> int | None:
+    return ms if ms >= 0 else None
 
 
 def _roll_over_to(ml: ManagedLedger, store: ReplayStore, ledger_id: int) -> None:

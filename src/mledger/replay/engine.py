@@ -55,6 +55,7 @@ exactly the deliver time prevents it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -982,6 +983,7 @@ class PartitionReplayer:
                     "truncated_batch_indexes": r.truncated_batch_indexes,
                     "state_record": r.state_record,
                     "state": r.state,
+                    **dataclasses.asdict(r.answers),
                 }
             )
         return pa.RecordBatch.from_pylist(rows, schema=CURSOR_SCHEMA)

@@ -43,6 +43,10 @@ PERSISTENCE_KEYS = frozenset(
         "ledger_rollover_timeout",
         "managed_cursor_info_compression_type",
         "managed_cursor_info_compression_threshold_in_bytes",
+        "unacked_ranges_limit_off_by_one",
+        "max_message_size",
+        "netty_max_frame_size_bytes",
+        "jute_maxbuffer",
     }
 )
 """Settings read only by the cursor state store (how a state is written), never by the cursor,
@@ -61,6 +65,7 @@ def behaviour(settings: ReplaySettings) -> ReplaySettings:
     factory = {k: getattr(factory_defaults, k) for k in PERSISTENCE_KEYS if k not in _LEDGER_KEYS}
     return dataclasses.replace(
         settings,
+        defaults=None,  # a preset's name says nothing its values do not
         ledger=dataclasses.replace(settings.ledger, **ledger),
         factory=dataclasses.replace(settings.factory, **factory),
     )

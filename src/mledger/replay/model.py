@@ -28,7 +28,7 @@ step; bulk calls (``ack``) carry events that commute.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -84,10 +84,25 @@ class SubscriptionResult:
     state_chunks: int
     truncated_ranges: int
     truncated_batch_indexes: int
+    answers: RestartAnswers = field(default_factory=lambda: RestartAnswers())
+    """What a restart would cost (see :class:`RestartAnswers`)."""
     state_record: str | None = None
     state: bytes | None = None
     individually_deleted_messages: str = "[]"
     """The individually deleted ranges as Pulsar's internal stats print them."""
+
+
+@dataclass(frozen=True)
+class RestartAnswers:
+    """The operator's answers for one cursor under one setting (``cursors`` columns of the
+    same names; ``None`` where the moment never came)."""
+
+    redelivered_after_restart: int = 0
+    redelivered_after_restart_max: int = 0
+    redelivered_after_restart_max_at_ms: int | None = None
+    state_over_limit_at_ms: int | None = None
+    persist_unacked_ranges_truncated: int = 0
+    persist_batch_deleted_indexes_truncated: int = 0
 
 
 class PartitionModel(Protocol):

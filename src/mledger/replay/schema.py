@@ -467,6 +467,20 @@ def check_events(
 
 
 # -- outputs ---------------------------------------------------------------------------------------
+ANSWER_FIELDS = (
+    pa.field("redelivered_after_restart", pa.int64()),
+    pa.field("redelivered_after_restart_max", pa.int64()),
+    pa.field("redelivered_after_restart_max_at_ms", pa.int64()),
+    pa.field("state_over_limit_at_ms", pa.int64()),
+    pa.field("persist_unacked_ranges_truncated", pa.int64()),
+    pa.field("persist_batch_deleted_indexes_truncated", pa.int64()),
+)
+"""The operator's answers per cursor (:class:`~.model.RestartAnswers`; README "Outputs")."""
+PER_STEP_COLUMNS = ("redelivered_after_restart_max", "redelivered_after_restart_max_at_ms")
+"""``cursors`` columns sampled after each step of ``segment_rows`` events (a step's acks and
+its persist land together): equal between Spark and the single process, not between step
+sizes."""
+
 CURSOR_SCHEMA = pa.schema(
     [
         pa.field("topic", pa.string()),
@@ -488,6 +502,7 @@ CURSOR_SCHEMA = pa.schema(
         pa.field("state_chunks", pa.int32()),
         pa.field("truncated_ranges", pa.int64()),
         pa.field("truncated_batch_indexes", pa.int64()),
+        *ANSWER_FIELDS,
         pa.field("state_record", pa.string()),
         pa.field("state", pa.binary()),
     ]

@@ -23,6 +23,77 @@ REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)
 persisted at most once per second of event time, and once more at the end of the replay."""
 
 
+_COMMON = {
+    "throttle_mark_delete": "1.0",  # managedLedgerDefaultMarkDeleteRateLimit=1.0
+    "metadata_max_entries_per_ledger": "50000",  # managedLedgerCursorMaxEntriesPerLedger
+    "ledger_rollover_timeout": "14400",  # managedLedgerCursorRolloverTimeInSeconds
+    "persistent_unacked_ranges_with_multiple_entries_enabled": "false",
+    "max_message_size": str(5 * 1024 * 1024),  # maxMessageSize=5242880
+    "netty_max_frame_size_bytes": "0",  # derived: maxMessageSize + 10 KB
+}
+_BEFORE_25992 = {
+    **_COMMON,
+    "max_unacked_ranges_to_persist": "10000",
+    "max_unacked_ranges_to_persist_in_metadata_store": "1000",
+    "max_batch_deleted_index_to_persist": "10000",
+    "unacked_ranges_limit_off_by_one": "true",  # released before #25548
+    "managed_cursor_info_compression_type": "NONE",
+    "managed_cursor_info_compression_threshold_in_bytes": "0",
+}
+PULSAR_DEFAULTS: dict[str, dict[str, str]] = {
+    "pulsar-3.0": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "false"},
+    "pulsar-4.0": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "false"},
+    "pulsar-4.1": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "true"},
+    "pulsar-newest": {
+        **_COMMON,
+        "max_unacked_ranges_to_persist": "200000",
+        "max_unacked_ranges_to_persist_in_metadata_store": "200000",
+        "max_batch_deleted_index_to_persist": "200000",
+        "persist_individual_ack_as_long_array": "true",
+        "unacked_ranges_limit_off_by_one": "false",
+        "managed_cursor_info_compression_type": "LZ4",
+        "managed_cursor_info_compression_threshold_in_bytes": "16384",
+    },
+}
+"""``--defaults NAME``: Pulsar's broker defaults (``ServiceConfiguration`` / ``conf/broker.conf``)
+for the settings the replay models, per release line, as ``--set`` strings.
+
+* Every preset: ``managedLedgerDefaultMarkDeleteRateLimit=1.0``, cursor-ledger rollover
+  ``managedLedgerCursorMaxEntriesPerLedger=50000`` / ``managedLedgerCursorRolloverTimeInSeconds=14400``,
+  ``persistentUnackedRangesWithMultipleEntriesEnabled=false`` (PIP-381 chunking is opt-in),
+  ``maxMessageSize=5242880`` (the BookKeeper frame limit is that plus
+  ``Commands.MESSAGE_SIZE_FRAME_PADDING``, 10 KB). ``jute_maxbuffer`` keeps its 10 MB (Pulsar's
+  start scripts), ``acknowledgmentAtBatchIndexLevelEnabled`` keeps the replay's value (its
+  per-version default was not established from Pulsar's source).
+* ``pulsar-3.0``, ``pulsar-4.0``: ``managedLedgerMaxUnackedRangesToPersist=10000``,
+  ``managedLedgerMaxUnackedRangesToPersistInMetadataStore=1000``, 10000 batch-index states
+  (hard-coded ``maxBatchDeletedIndexToPersist`` until apache/pulsar#24392 made it
+  ``managedLedgerMaxBatchDeletedIndexToPersist``, same default),
+  ``managedLedgerPersistIndividualAckAsLongArray=false``, ``managedCursorInfoCompressionType=NONE``,
+  and the range limit's off-by-one (N + 1 ranges kept) that apache/pulsar#25548 (2026-04)
+  fixed in ``ManagedCursorImpl.buildIndividualDeletedMessageRanges``.
+* ``pulsar-4.1``: as 4.0 but ``managedLedgerPersistIndividualAckAsLongArray=true`` ("the default
+  since Pulsar 4.1.x", apache/pulsar#25985).
+* ``pulsar-newest``: apache/pulsar#25992 (2026-06, "Improve default limits for acknowledgment
+  state persistence"): ``managedLedgerMaxUnackedRangesToPersist``,
+  ``managedLedgerMaxUnackedRangesToPersistInMetadataStore`` and
+  ``managedLedgerMaxBatchDeletedIndexToPersist`` 200000 (values as REFERENCE.md §2.5 records
+  them from Pulsar's HEAD; the PR text reachable here gives its motivation, not the list);
+  the long-array format; #25548's exact limit; ``managedCursorInfoCompressionType=LZ4`` above
+  ``managedCursorInfoCompressionThresholdInBytes=16384`` (HEAD per REFERENCE.md §2.5; the PR that
+  changed it was not established).
+"""
+
+
+def preset_values(name: str) -> dict[str, str]:
+    """The ``--set`` values of a :data:`PULSAR_DEFAULTS` preset; ``ConfigError`` naming the
+    known presets for another name."""
+    try:
+        return dict(PULSAR_DEFAULTS[name])
+    except KeyError:
+        raise ConfigError(f"unknown defaults {name!r}; known: {', '.join(PULSAR_DEFAULTS)}") from None
+
+
 @dataclass(frozen=True)
 class ReplaySettings:
     """Everything a replay worker needs besides the events.
@@ -44,6 +115,9 @@ class ReplaySettings:
       batch read, and per-step costs (cursor persists, vectorised calls) paid once per
       batch.
     * ``anomaly_batch_rows``: anomaly rows are handed back in batches of this size.
+    * ``defaults``: the :data:`PULSAR_DEFAULTS` preset applied (``--defaults``), None for
+      mledger's own defaults. Applying one sets its values first; other keys given with it
+      are applied on top.
     """
 
     ledger: ManagedLedgerConfig = field(default_factory=lambda: REPLAY_DEFAULT_LEDGER_CONFIG)
@@ -53,6 +127,7 @@ class ReplaySettings:
     tasks: int | None = None
     segment_rows: int = 65_536
     anomaly_batch_rows: int = 10_000
+    defaults: str | None = None
 
     def __post_init__(self) -> None:
         if self.tasks is not None and self.tasks < 1:
@@ -85,6 +160,13 @@ class ReplaySettings:
         ledger_fields = {f.name: f for f in fields(ManagedLedgerConfig)}
         factory_fields = {f.name: f for f in fields(ManagedLedgerFactoryConfig)}
         own_fields = {f.name: f for f in fields(ReplaySettings) if f.name not in ("ledger", "factory")}
+        if "defaults" in values:
+            name = values["defaults"]
+            rest = {k: v for k, v in values.items() if k != "defaults"}
+            if name.lower() in ("", "none", "null"):
+                return dataclasses.replace(self, defaults=None).with_values(rest)
+            preset = dataclasses.replace(self, defaults=name).with_values(preset_values(name))
+            return preset.with_values(rest) if rest else preset
         ledger: dict[str, Any] = {}
         factory: dict[str, Any] = {}
         own: dict[str, Any] = {}

@@ -41,6 +41,16 @@ class ReplaySummary:
     max_persisted_state_bytes: int = 0
     max_state_chunks: int = 0
     delayed_delivered: int = 0
+    redelivered_after_restart: int = 0
+    """Acknowledged messages a restart at the end would redeliver, all cursors."""
+    redelivered_after_restart_max: int = 0
+    """The sum of each cursor's maximum over the replay (each at its own worst moment)."""
+    persist_unacked_ranges_truncated: int = 0
+    persist_batch_deleted_indexes_truncated: int = 0
+    cursors_over_limit: int = 0
+    """Cursors whose state exceeded the frame limit or ``jute.maxbuffer`` at some point."""
+    top_redelivered: list[dict[str, object]] = field(default_factory=list)
+    """The cursors with the largest ``redelivered_after_restart_max`` (up to five, > 0)."""
     by_type: list[dict[str, object]] = field(default_factory=list)
     top_backlog: list[dict[str, object]] = field(default_factory=list)
     seconds: float = 0.0
@@ -61,6 +71,25 @@ def _sum(table: pa.Table, column: str) -> int:
         return 0
     value = pc.sum(table[column]).as_py()
     return int(value or 0)
+
+
+def _count_set(table: pa.Table, column: str) -> int:
+    if table.num_rows == 0:
+        return 0
+    return table.num_rows - table[column].null_count
+
+
+def _top_redelivered(cursors: pa.Table) -> list[dict[str, object]]:
+    if cursors.num_rows == 0:
+        return []
+    worst = cursors.filter(pc.greater(cursors["redelivered_after_restart_max"], 0))
+    order = [
+        ("redelivered_after_restart_max", "descending"),
+        ("topic", "ascending"),
+        ("partition", "ascending"),
+        ("subscription", "ascending"),
+    ]
+    return worst.sort_by(order).slice(0, 5).to_pylist()
 
 
 def _max(table: pa.Table, column: str) -> int:
@@ -133,6 +162,12 @@ def summarize(
         max_persisted_state_bytes=_max(cursors, "persisted_state_bytes"),
         max_state_chunks=_max(cursors, "state_chunks"),
         delayed_delivered=_sum(cursors, "delayed_delivered"),
+        redelivered_after_restart=_sum(cursors, "redelivered_after_restart"),
+        redelivered_after_restart_max=_sum(cursors, "redelivered_after_restart_max"),
+        persist_unacked_ranges_truncated=_sum(cursors, "persist_unacked_ranges_truncated"),
+        persist_batch_deleted_indexes_truncated=_sum(cursors, "persist_batch_deleted_indexes_truncated"),
+        cursors_over_limit=_count_set(cursors, "state_over_limit_at_ms"),
+        top_redelivered=_top_redelivered(cursors),
         anomalies=dict(sorted(anomaly_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         by_type=by_type,
         top_backlog=top,
@@ -220,6 +255,7 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
                 for r in s.top_backlog
             ],
         )
+    lines += _restart_lines(s)
     lines += ["", f"anomalies: {s.anomaly_total:,}" + _planted_note(s, planted)]
     if s.anomalies and planted is not None:
         lines += _table(
@@ -232,6 +268,39 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
     if s.out_dir:
         lines += ["", f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet)"]
     return "\n".join(lines)
+
+
+def _restart_lines(s: ReplaySummary) -> list[str]:
+    """What a restart would redeliver, what the limits truncated, state that cannot be stored."""
+    lines = [
+        "",
+        (
+            f"a restart (crash after the last persist) would redeliver {s.redelivered_after_restart:,} acknowledged "
+            f"messages at the end; at each cursor's worst moment {s.redelivered_after_restart_max:,}"
+        ),
+        (
+            f"persists that truncated: {s.persist_unacked_ranges_truncated:,} (ack ranges), "
+            f"{s.persist_batch_deleted_indexes_truncated:,} (batch indexes); cursors whose state exceeded the "
+            f"frame limit or jute.maxbuffer (state lost): {s.cursors_over_limit:,}"
+        ),
+    ]
+    if s.top_redelivered:
+        lines += _table(
+            ["topic", "partition", "subscription", "at the end", "maximum", "at ts_ms", "over limit at"],
+            [
+                [
+                    r["topic"],
+                    r["partition"],
+                    r["subscription"],
+                    r["redelivered_after_restart"],
+                    r["redelivered_after_restart_max"],
+                    r["redelivered_after_restart_max_at_ms"],
+                    "-" if r["state_over_limit_at_ms"] is None else r["state_over_limit_at_ms"],
+                ]
+                for r in s.top_redelivered
+            ],
+        )
+    return lines
 
 
 def _planted_note(s: ReplaySummary, planted: Mapping[str, str] | None) -> str:
@@ -278,6 +347,10 @@ SWEEP_COLUMNS = (
     ("max state bytes", "max_persisted_state_bytes"),
     ("max chunks", "max_state_chunks"),
     ("delayed delivered", "delayed_delivered"),
+    ("redelivered after restart", "redelivered_after_restart"),
+    ("redelivered max", "redelivered_after_restart_max"),
+    ("truncating persists", "persist_unacked_ranges_truncated"),
+    ("over-limit cursors", "cursors_over_limit"),
     ("anomalies", "anomaly_total"),
 )
 """The figures the sweep table compares: (header, :class:`ReplaySummary` attribute)."""

@@ -74,8 +74,15 @@ def variants(base: ReplaySettings, sweep: Sequence[str] = (), fixed: Sequence[st
     out = []
     for combo in itertools.product(*(values for _, values in parsed)):
         settings = base.with_values(dict(zip(keys, combo, strict=False)))
+        if "defaults" in keys:  # a preset sets many keys: the --set values win over it
+            settings = settings.with_values({k: _as_text(base.value(k)) for k in fixed})
         out.append(Variant(settings, tuple((k, settings.value(k)) for k in keys)))
     return out
+
+
+def _as_text(value: Any) -> str:
+    """A setting's value as ``--set`` text (None as ``none``)."""
+    return "none" if value is None else str(value)
 
 
 def _arrow_type(values: Sequence[Any]) -> pa.DataType:

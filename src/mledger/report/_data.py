@@ -61,6 +61,9 @@ _CURSOR_COLUMNS = {
     "state_chunks": 0,
     "truncated_ranges": 0,
     "truncated_batch_indexes": 0,
+    "redelivered_after_restart": 0,
+    "redelivered_after_restart_max": 0,
+    "state_over_limit_at_ms": None,
 }
 _ANOMALY_COLUMNS = (
     "topic",
@@ -100,6 +103,10 @@ class SubscriptionState:
     chunks: int
     truncated_ranges: int
     truncated_batch_indexes: int
+    redelivered_after_restart: int = 0
+    """Acknowledged messages a restart at the end would redeliver (``cursors`` column)."""
+    redelivered_after_restart_max: int = 0
+    state_over_limit_at_ms: int | None = None
 
     @property
     def topic_partition(self) -> str:
@@ -161,6 +168,11 @@ class SweepSetting:
     max_chunks: int
     over_limit: int
     anomalies: int
+    redelivered_after_restart: int = 0
+    redelivered_after_restart_max: int = 0
+    """Sum of each subscription's maximum over the replay."""
+    state_over_store_limit: int = 0
+    """Subscriptions whose state exceeded the frame limit or ``jute.maxbuffer``."""
 
 
 @dataclass(frozen=True)
@@ -248,6 +260,9 @@ def _state(row: dict[str, Any]) -> SubscriptionState:
         chunks=int(row["state_chunks"]),
         truncated_ranges=int(row["truncated_ranges"]),
         truncated_batch_indexes=int(row["truncated_batch_indexes"]),
+        redelivered_after_restart=int(row["redelivered_after_restart"]),
+        redelivered_after_restart_max=int(row["redelivered_after_restart_max"]),
+        state_over_limit_at_ms=row["state_over_limit_at_ms"],
     )
 
 
@@ -428,6 +443,9 @@ def _sweep_settings(
                 max_chunks=max((s.chunks for s in subs), default=0),
                 over_limit=sum(1 for s in subs if s.over_limit(own)),
                 anomalies=anomalies.get(tuple(combo), 0),
+                redelivered_after_restart=sum(s.redelivered_after_restart for s in subs),
+                redelivered_after_restart_max=sum(s.redelivered_after_restart_max for s in subs),
+                state_over_store_limit=sum(1 for s in subs if s.state_over_limit_at_ms is not None),
             )
         )
     return out
@@ -476,6 +494,9 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
         "max_persisted_bytes": max((s.persisted_bytes for s in subs), default=0),
         "max_chunks": max((s.chunks for s in subs), default=0),
         "chunked": sum(1 for s in subs if s.chunks > 1),
+        "redelivered_after_restart": sum(s.redelivered_after_restart for s in subs),
+        "redelivered_after_restart_max": sum(s.redelivered_after_restart_max for s in subs),
+        "state_over_store_limit": sum(1 for s in subs if s.state_over_limit_at_ms is not None),
     }
     return ReportModel(
         os.path.abspath(out_dir),

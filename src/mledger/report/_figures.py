@@ -1,8 +1,9 @@
 """The report's charts, as data: which rows, bars, colors, limits and captions each one has.
 
 Colors carry one meaning everywhere: blue = fine, amber = at or above 80% of
-``max_unacked_ranges_to_persist`` (or a refused / late operation), red = over it (ranges
-truncated: lost on a restart; or a cancelled message delivered anyway), purple = state
+``max_unacked_ranges_to_persist`` (or a refused / late operation, or acks a restart would
+redeliver), red = over it (ranges truncated: lost on a restart; a state over the store's
+limit; or a cancelled message delivered anyway), purple = state
 persisted in several chunks (PIP-381), slate = not persisted / input problems, teal = dedup.
 
 Each figure is a function ``(model, top) -> Chart | None`` listed in :data:`FIGURES` in page
@@ -179,6 +180,14 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
     unit = bytes_unit(max(total, default=0.0))
     state = Series(total, colors, notes=tuple(f"largest {format_bytes(s.max_persisted_bytes)}" for s in settings))
     chunk = Series(tuple(float(s.max_chunks) for s in settings), colors)
+    restart = Series(
+        tuple(float(s.redelivered_after_restart_max) for s in settings),
+        tuple(
+            "red" if s.state_over_store_limit else ("amber" if s.redelivered_after_restart_max else "blue")
+            for s in settings
+        ),
+        notes=tuple(_restart_note(s) for s in settings),
+    )
     return Chart(
         key="sweep",
         title=f"The sweep: {len(settings)} settings side by side",
@@ -188,18 +197,34 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
             Panel((truncated,), "ranges, all subscriptions", format_count, title="Truncated ack ranges"),
             Panel((state,), f"all states ({unit.name})", format_bytes, unit, title="Persisted state bytes"),
             Panel((chunk,), "chunks", format_count, title="Largest state, chunks"),
+            Panel(
+                (restart,),
+                "messages, all subscriptions",
+                format_count,
+                title="Redelivered on a restart",
+            ),
         ),
         legend=(
             LegendItem("blue", "nothing truncated, one entry per state"),
             LegendItem("purple", "states chunked (PIP-381)"),
-            LegendItem("red", "ranges truncated"),
+            LegendItem("red", "ranges truncated (or a state over the limit)"),
+            LegendItem("amber", "a restart redelivers"),
         ),
         caption="Truncated ranges are kept in memory only: after a restart those messages are delivered again. "
+        "Redelivered after a restart: the acknowledged messages the last persisted state does not hold, "
+        "at each subscription's worst moment (a crash after the last persist), and at the end. "
         f"The charts below show the first setting ({model.shown}).",
         heading="Settings compared",
         lede="One replay of the log under every combination of the swept settings, read once.",
         notes=tuple(unacked_ranges_limit_notes([k for k, _ in settings[0].values], (s.ack_format for s in settings))),
     )
+
+
+def _restart_note(s: SweepSetting) -> str:
+    note = f"at the end {s.redelivered_after_restart:,}"
+    if s.state_over_store_limit:
+        note += f"; {s.state_over_store_limit:,} subs over the store's limit"
+    return note
 
 
 FIGURES: tuple[FigureBuilder, ...] = (sweep_comparison, ack_holes, state_size, chunks, anomalies)

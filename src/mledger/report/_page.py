@@ -124,6 +124,13 @@ def _kpis(model: ReportModel) -> str:
             "kept in memory only at the end",
             "bad" if t.get("truncated_ranges", 0) else "ok",
         ),
+        _kpi(
+            "Redelivered after a restart",
+            _n(t.get("redelivered_after_restart_max", 0)),
+            f"at each subscription's worst moment; {_n(t.get('redelivered_after_restart', 0))} at the end; "
+            f"{_n(t.get('state_over_store_limit', 0))} states over the store's limit",
+            "bad" if t.get("redelivered_after_restart_max", 0) or t.get("state_over_store_limit", 0) else "ok",
+        ),
     ]
     return '<section class="kpis">' + "".join(tiles) + "</section>"
 
