@@ -205,5 +205,5 @@ def finish_summary(
     write_settings(out_dir, settings, engine, swept)
     if not keys:
         return summaries[0]
-    formats = tuple(variant.settings.ledger.effective_ack_format for variant in chosen)
+    formats = tuple(variant.settings.ack_format for variant in chosen)
     return SweepSummary(keys, tuple(values), tuple(summaries), seconds, engine, out_dir, formats)

@@ -187,6 +187,12 @@ class ReplaySettings:
             **own,
         )
 
+    @property
+    def ack_format(self) -> str:
+        """The individual-ack format these settings persist with (``auto`` resolved), for the
+        summaries that say how each format applies the limit."""
+        return self.ledger.effective_ack_format
+
     def value(self, key: str) -> Any:
         """The value of a ``--set`` key (raises ``ConfigError`` for an unknown key)."""
         if key in {f.name for f in fields(ManagedLedgerConfig)}:
