@@ -467,3 +467,4 @@ def test_sixteen_threads_of_sends_are_stored_once_each_in_per_producer_order(tmp
     received = consumer.receive(1000)
     assert len(received) == 800
     broker.close()
+    store.close()

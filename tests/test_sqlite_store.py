@@ -516,8 +516,10 @@ def _wal_size(data_dir: Path) -> int:
     return wal.stat().st_size if wal.exists() else 0
 
 
-def _checkpointer_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("mledger-sqlite-checkpointer")]
+def _checkpointer_threads(data_dir: Path) -> list[threading.Thread]:
+    """The checkpointer threads of the store at ``data_dir`` (the thread's name carries it:
+    another test's store left open must not count here)."""
+    return [t for t in threading.enumerate() if t.name == f"mledger-sqlite-checkpointer {data_dir}"]
 
 
 def test_the_writer_leaves_checkpoints_to_the_checkpointer(store: SqliteStore) -> None:
@@ -556,14 +558,14 @@ def test_the_wal_stays_bounded_under_back_to_back_commits(data_dir: Path) -> Non
         assert stats.checkpoints + stats.blocking_checkpoints > 0
         assert stats.blocking_checkpoints > 0  # a back-to-back writer needs the RESTART ones
         assert largest <= 2 * limit + 4 * step, f"the WAL reached {largest} bytes"
-        assert len(_checkpointer_threads()) == 1
+        assert len(_checkpointer_threads(data_dir)) == 1
         assert s.read(ledger, 1999, 1999) == [b"1999" * 256]
 
 
 def test_a_store_that_writes_little_starts_no_thread(store: SqliteStore) -> None:
     ledger = store.create_ledger()
     store.append_many(ledger, [b"x" * 100] * 10)
-    assert _checkpointer_threads() == []
+    assert _checkpointer_threads(store.path) == []
     assert store.stats().checkpoints == 0
 
 
@@ -576,9 +578,9 @@ def test_close_checkpoints_everything_and_ends_the_thread(data_dir: Path) -> Non
     reader = threading.Thread(target=lambda: s.read(ledger, 0, 10))  # a reader connection to close too
     reader.start()
     reader.join()
-    assert len(_checkpointer_threads()) == 1
+    assert len(_checkpointer_threads(data_dir)) == 1
     s.close()
-    assert _checkpointer_threads() == []
+    assert _checkpointer_threads(data_dir) == []
     assert _wal_size(data_dir) == 0
     # The database file alone (immutable: SQLite does not look for a WAL) holds every write.
     conn = sqlite3.connect(f"file:{data_dir / DATABASE_NAME}?immutable=1", uri=True)
