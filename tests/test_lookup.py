@@ -5,8 +5,13 @@ Pulsar's (``ServiceNotReady`` / 500 ``the broker do not have <name> listener``).
 
 from __future__ import annotations
 
+import json
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pulsar
@@ -18,7 +23,6 @@ from mledger.broker import BrokerConfig
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.core.errors import ConfigError
 from mledger.protocol import EmbeddedBroker, ListenerUrls, ProtocolConfig, parse_advertised_listeners
-from mledger.standalone import Standalone, add_standalone_arguments
 
 _T = api.BaseCommand
 TOPIC_PATH = "persistent/public/default"
@@ -230,29 +234,28 @@ def test_bad_advertised_listeners_are_refused(text: str, problem: str) -> None:
         parse_advertised_listeners(text)
 
 
-def test_standalone_takes_the_listener_options() -> None:
-    import argparse
+def _standalone(tmp_path: Path, *options: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", "127.0.0.1:0", "--admin-bind",
+         "127.0.0.1:0", *options],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
 
-    parser = argparse.ArgumentParser()
-    add_standalone_arguments(parser)
-    args = parser.parse_args(
-        [
-            "--advertised-listeners",
-            "internal:pulsar://a:6650,external:pulsar://b:6650",
-            "--internal-listener-name",
-            "external",
-        ]
-    )
-    standalone = Standalone(
-        None,
-        ("127.0.0.1", 0),
-        ("127.0.0.1", 0),
-        advertised_listeners=parse_advertised_listeners(args.advertised_listeners),
-        internal_listener_name=args.internal_listener_name,
-    )
+
+@pytest.mark.timeout(120)
+def test_mledger_standalone_takes_the_listener_options(tmp_path: Path) -> None:
+    listeners = "internal:pulsar://10.0.0.5:6650,external:pulsar://ci-host:6650"
+    proc = _standalone(tmp_path, "--advertised-listeners", listeners, "--internal-listener-name", "external")
+    assert proc.stdout is not None
+    urls = json.loads(proc.stdout.readline())
     try:
-        assert standalone.protocol.lookup_urls().broker_service_url == "pulsar://b:6650"
-        assert standalone.protocol.lookup_urls("internal").broker_service_url == "pulsar://a:6650"
+        lookup = f"{urls['admin_url']}/lookup/v2/topic/{TOPIC_PATH}/t"
+        assert httpx.get(lookup).json()["brokerUrl"] == "pulsar://ci-host:6650"
+        assert httpx.get(lookup, params={"listenerName": "internal"}).json()["brokerUrl"] == "pulsar://10.0.0.5:6650"
     finally:
-        standalone.broker.close()
-        standalone.factory.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    refused = _standalone(tmp_path, "--advertised-listeners", listeners, "--internal-listener-name", "other")
+    out, err = refused.communicate(timeout=60)
+    assert refused.returncode == 2 and out == ""
+    assert "do not contain `internalListenerName` entry" in err
