@@ -4,6 +4,7 @@
                        [--data-dir DIR | --memory] [--token-file F] [--authorization F]
                        [--token-secret-key K | --token-public-key K] [--basic-auth-conf F]
                        [--anonymous-user-role R] [--authentication-providers token,basic,tls]
+                       [--advertised-listeners L] [--internal-listener-name N]
                        [--authenticate-metrics-endpoint] [--authenticate-docs-endpoint]
                        [--record DIR [--record-flush-interval S] ...]
 
@@ -29,6 +30,7 @@ import json
 import logging
 import signal
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +49,14 @@ from .core.address import parse_bind
 from .core.errors import ConfigError
 from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
-from .protocol import ClientAuth, EmbeddedBroker, ProtocolConfig, ProtocolServer
+from .protocol import (
+    ClientAuth,
+    EmbeddedBroker,
+    ListenerUrls,
+    ProtocolConfig,
+    ProtocolServer,
+    parse_advertised_listeners,
+)
 from .rest import AdminServer, RoleResolver, create_app
 from .rest.auth import check_authentication_setup, check_endpoint_authentication
 from .storage import MemoryStore, SqliteStore
@@ -71,6 +80,9 @@ class Standalone:
     :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
     ``record`` (a directory) records what the broker does as the replay's raw logs, written as
     ``record_settings`` say (see :mod:`mledger.replay.recording`).
+    ``advertised_listeners`` and ``internal_listener_name`` are Pulsar's ``advertisedListeners``
+    and ``internalListenerName`` (see :class:`~mledger.protocol.ProtocolConfig`): the addresses
+    lookups answer, on the binary protocol and over HTTP (``/lookup/v2/topic/...``).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
@@ -85,8 +97,16 @@ class Standalone:
         authentication: AuthenticationSettings | None = None,
         record: str | Path | None = None,
         record_settings: RecordSettings | None = None,
+        advertised_listeners: Mapping[str, ListenerUrls] | None = None,
+        internal_listener_name: str | None = None,
     ) -> None:
         authenticator = build_authenticator(tokens, authentication)
+        protocol_config = ProtocolConfig(
+            host=bind[0],
+            port=bind[1],
+            advertised_listeners=dict(advertised_listeners or {}),
+            internal_listener_name=internal_listener_name,
+        )
         roles = _checked_roles(authenticator, authorization, "authorization", broker_config)
         journal = recorder(record, record_settings)
         self.store: MemoryStore | SqliteStore = (
@@ -97,11 +117,12 @@ class Standalone:
         for namespace in STANDALONE_NAMESPACES:
             self.broker.namespaces.ensure(namespace)
         auth = _client_auth(authenticator, authorization)
-        self.protocol = ProtocolServer(self.broker, ProtocolConfig(host=bind[0], port=bind[1]), auth=auth)
+        self.protocol = ProtocolServer(self.broker, protocol_config, auth=auth)
         app = create_app(
             Admin(self.broker, authorization),
             roles=roles,
             collectors=[ProtocolCollector(self.protocol, self.broker.config.cluster_name)],
+            lookup=self.protocol.lookup_urls,
         )
         self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
 
@@ -191,6 +212,7 @@ class EmbeddedStandalone(EmbeddedBroker):
                     Admin(self.broker, self._authorization),
                     roles=roles,
                     collectors=[ProtocolCollector(self.server, self.broker.config.cluster_name)],
+                    lookup=self.server.lookup_urls,
                 )
                 self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0)
                 self._admin_server.start()
@@ -243,6 +265,17 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--authorization", type=Path, help="JSON permissions of the roles (mledger-admin's format)")
     add_authentication_arguments(parser)
     parser.add_argument("--deduplication", action="store_true", help="deduplicate messages on every namespace")
+    parser.add_argument(
+        "--advertised-listeners",
+        metavar="LISTENERS",
+        help="named addresses lookups answer, e.g. internal:pulsar://10.0.0.5:6650,external:pulsar://ci-host:6650 "
+        "(Pulsar's advertisedListeners; clients pick one with listener_name)",
+    )
+    parser.add_argument(
+        "--internal-listener-name",
+        metavar="NAME",
+        help="the listener lookups naming none answer with (Pulsar's internalListenerName; default: the first)",
+    )
     parser.add_argument(
         "--authenticate-metrics-endpoint",
         action="store_true",
@@ -308,6 +341,8 @@ def run_standalone(args: argparse.Namespace) -> int:
         authentication=authentication,
         record=args.record,
         record_settings=record_settings,
+        advertised_listeners=parse_advertised_listeners(args.advertised_listeners or ""),
+        internal_listener_name=args.internal_listener_name,
     )
 
     async def run() -> None:

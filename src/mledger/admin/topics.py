@@ -28,6 +28,7 @@ list_partitioned_topics   GET_TOPICS (namespace)      ``topics list-partitioned-
 create_topic              CREATE_TOPIC (namespace)    ``topics create`` / ``create-partitioned-topic``
 delete_topic              DELETE_TOPIC (namespace)    ``topics delete``
 partitioned_topic_metadata LOOKUP                     ``topics get-partitioned-topic-metadata``
+lookup                    LOOKUP                      ``topics lookup`` (``GET /lookup/v2/topic/...``)
 list_subscriptions        GET_SUBSCRIPTIONS           ``topics subscriptions``
 create_subscription       SUBSCRIBE                   ``topics create-subscription``
 delete_subscription       UNSUBSCRIBE                 ``topics unsubscribe``
@@ -74,6 +75,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..broker import Broker, InitialPosition, LongRunningProcessStatus, PartitionedTopic, SubscriptionType, Topic
 from ..broker.names import TopicName, check_namespace_name, local_name_problem
+from ..broker.namespaces import NamespaceNotFoundError
 from ..broker.retention import RetentionPolicies
 from ..broker.schema_compat import SchemaCompatibilityStrategy
 from ..codec.messageid import MessageId, as_position
@@ -192,10 +194,37 @@ class Topics:
         self._admin.check_namespace(NamespaceOperation.DELETE_TOPIC, name.namespace_name)
         self._broker.delete_topic(str(name), force=force)
 
-    def partitioned_topic_metadata(self, topic: str) -> PartitionedTopicMetadata:
-        """The number of partitions (0: not partitioned). LOOKUP. 404 for an unknown topic."""
+    def partitioned_topic_metadata(
+        self, topic: str, check_allow_auto_creation: bool = False
+    ) -> PartitionedTopicMetadata:
+        """The number of partitions (0: not partitioned). LOOKUP. 404 for an unknown topic,
+        unless ``check_allow_auto_creation`` (Pulsar's ``checkAllowAutoCreation``, what clients'
+        HTTP lookups send) and the topic would be created on first use: then 0, as the client
+        will create it non-partitioned."""
         name = self._admin.check_topic(TopicOperation.LOOKUP, topic)
-        return PartitionedTopicMetadata(partitions=self._broker.partitioned_topic_metadata(str(name)))
+        try:
+            partitions = self._broker.partitioned_topic_metadata(str(name))
+        except NotFoundError:
+            if not check_allow_auto_creation:
+                raise
+            self._broker.check_auto_creation(str(name))  # 404 when it would not be created
+            partitions = 0
+        return PartitionedTopicMetadata(partitions=partitions)
+
+    def lookup(self, topic: str) -> TopicName:
+        """Check a lookup of ``topic`` (Pulsar's ``TopicLookupBase``): LOOKUP, then 404 ``Topic
+        not found <topic>`` unless the topic exists or would be created on first use (404 for a
+        namespace that does not exist). Returns the name; which broker address to answer is the
+        front end's (the protocol server's listeners)."""
+        name = self._admin.check_topic(TopicOperation.LOOKUP, topic)
+        if not self._broker.topic_exists(str(name)):
+            try:
+                self._broker.check_auto_creation(str(name))
+            except NamespaceNotFoundError:
+                raise
+            except NotFoundError:
+                raise NotFoundError(f"Topic not found {name}") from None
+        return name
 
     # -- subscriptions -------------------------------------------------------------------------
 

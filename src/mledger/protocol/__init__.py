@@ -19,7 +19,12 @@ The coverage of every command is in ``docs/protocol-coverage.md``.
 
 from .access import ClientAuth as ClientAuth
 from .commands import COMMANDS as COMMANDS, CommandSpec as CommandSpec
-from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
+from .config import (
+    ListenerUrls as ListenerUrls,
+    ProtocolConfig as ProtocolConfig,
+    ProtocolStats as ProtocolStats,
+    parse_advertised_listeners as parse_advertised_listeners,
+)
 from .connection import (
     PROTOCOL_VERSION as PROTOCOL_VERSION,
     Connection as Connection,
@@ -32,6 +37,7 @@ from .errors import (
     LocalProtocolError as LocalProtocolError,
     ProtocolError as ProtocolError,
     RemoteProtocolError as RemoteProtocolError,
+    UnknownListenerError as UnknownListenerError,
 )
 from .server import ProtocolServer as ProtocolServer
 
@@ -45,6 +51,7 @@ __all__ = [
     "ConnectionState",
     "EmbeddedBroker",
     "FrameTooLargeError",
+    "ListenerUrls",
     "LocalProtocolError",
     "ProtocolConfig",
     "ProtocolError",
@@ -52,4 +59,6 @@ __all__ = [
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
+    "UnknownListenerError",
+    "parse_advertised_listeners",
 ]

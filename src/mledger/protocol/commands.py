@@ -186,7 +186,15 @@ def _build() -> dict[int, CommandSpec]:
             None,
         ),
         (_T.PARTITIONED_METADATA_RESPONSE, s, Support.SENT, "answer to PARTITIONED_METADATA", None, None),
-        (_T.LOOKUP, h, Support.HANDLED, "LOOKUP_RESPONSE Connect to this server, authoritative", None, None),
+        (
+            _T.LOOKUP,
+            h,
+            Support.HANDLED,
+            "LOOKUP_RESPONSE Connect to this server, authoritative; advertised_listener_name picks an advertised "
+            "listener's URLs (unknown: ServiceNotReady `the broker do not have <name> listener`)",
+            None,
+            None,
+        ),
         (_T.LOOKUP_RESPONSE, s, Support.SENT, "answer to LOOKUP", None, None),
         (
             _T.CONSUMER_STATS,

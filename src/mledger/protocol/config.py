@@ -6,13 +6,103 @@ the configured limits and counts into the stats; the asyncio shell binds and pac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from .. import __version__
 from ..core.errors import ConfigError
+from .errors import UnknownListenerError
 from .framing import DEFAULT_MAX_MESSAGE_SIZE
 
-__all__ = ["ProtocolConfig", "ProtocolStats"]
+__all__ = ["ListenerUrls", "ProtocolConfig", "ProtocolStats", "lookup_urls", "parse_advertised_listeners"]
+
+
+@dataclass(frozen=True)
+class ListenerUrls:
+    """The addresses of one advertised listener (Pulsar's ``AdvertisedListener``): what a
+    LOOKUP naming the listener answers. Any may be None (not advertised on that listener)."""
+
+    broker_service_url: str | None = None
+    """``pulsar://host:port``."""
+    broker_service_url_tls: str | None = None
+    """``pulsar+ssl://host:port``."""
+    broker_http_url: str | None = None
+    """``http://host:port``."""
+    broker_https_url: str | None = None
+    """``https://host:port``."""
+
+
+_SCHEMES = {
+    "pulsar": "broker_service_url",
+    "pulsar+ssl": "broker_service_url_tls",
+    "http": "broker_http_url",
+    "https": "broker_https_url",
+}
+
+
+def parse_advertised_listeners(text: str) -> dict[str, ListenerUrls]:
+    """Pulsar's ``advertisedListeners`` value, ``name:scheme://host:port`` entries separated by
+    commas (``internal:pulsar://10.0.0.1:6650,external:pulsar://broker.example:6650``), as a
+    map in the order the names first appear. A name may repeat once per scheme (``pulsar``,
+    ``pulsar+ssl``, ``http``, ``https``). ``ConfigError`` with Pulsar's messages
+    (``MultipleListenerValidator``): an entry without a name, a scheme twice for one listener,
+    one ``host:port`` under two listeners, a URL without host or port.
+
+    >>> parse_advertised_listeners("external:pulsar://h:6650, external:pulsar+ssl://h:6651")
+    {'external': ListenerUrls(broker_service_url='pulsar://h:6650', broker_service_url_tls='pulsar+ssl://h:6651', \
+broker_http_url=None, broker_https_url=None)}
+    """
+    urls: dict[str, dict[str, str]] = {}
+    owners: dict[str, str] = {}
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        index = entry.find(":")
+        if index <= 0:
+            raise ConfigError(
+                f"the configure entry `advertisedListeners` is invalid. because {entry} do not contain listener name"
+            )
+        name, url = entry[:index].strip(), entry[index + 1 :].strip()
+        slot = _listener_slot(url)
+        listener = urls.setdefault(name, {})
+        if slot in listener:
+            raise ConfigError(f"there are redundant configure for listener `{name}`")
+        listener[slot] = url
+        parts = urlsplit(url)
+        host_port = f"{parts.hostname}:{parts.port}"
+        if owners.setdefault(host_port, name) != name:
+            raise ConfigError(f"must not specify `{host_port}` to different listener.")
+    return {name: ListenerUrls(**slots) for name, slots in urls.items()}
+
+
+def _listener_slot(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        port = None
+        parts = urlsplit("")
+    slot = _SCHEMES.get(parts.scheme.lower())
+    if slot is None or not parts.hostname or port is None:
+        raise ConfigError(f"the value {url} in the `advertisedListeners` configure is invalid")
+    return slot
+
+
+def lookup_urls(config: ProtocolConfig, service_url: str, listener_name: str | None = None) -> ListenerUrls:
+    """What a lookup naming ``listener_name`` answers (Pulsar's ``NamespaceService``): that
+    advertised listener's addresses; with no name (None or blank), the internal listener's, or
+    ``service_url`` (the bound ``pulsar://`` address) when no listeners are configured.
+    :class:`~mledger.protocol.errors.UnknownListenerError` (Pulsar's ``the broker do not have
+    {name} listener``) for a name the broker does not advertise."""
+    listeners = config.advertised_listeners
+    if listener_name is None or not listener_name.strip():
+        internal = listeners.get(config.internal_listener_name or "")
+        return internal if internal is not None else ListenerUrls(broker_service_url=service_url)
+    found = listeners.get(listener_name)
+    if found is None:
+        raise UnknownListenerError(f"the broker do not have {listener_name} listener")
+    return found
 
 
 @dataclass(frozen=True)
@@ -35,8 +125,22 @@ class ProtocolConfig:
     """Appends in flight per connection before the server stops reading it
     (``maxPendingPublishRequestsPerConnection``)."""
     server_version: str = f"mledger-{__version__}"
+    advertised_listeners: Mapping[str, ListenerUrls] = field(default_factory=dict)
+    """Named addresses a lookup may ask for (Pulsar's ``advertisedListeners``; clients name one
+    with ``listenerName``); :func:`parse_advertised_listeners` reads Pulsar's text form."""
+    internal_listener_name: str | None = None
+    """The listener a lookup naming none answers with (Pulsar's ``internalListenerName``;
+    default: the first of ``advertised_listeners``)."""
 
     def __post_init__(self) -> None:
+        if self.advertised_listeners:
+            if not self.internal_listener_name:  # Pulsar's default: the first listener
+                object.__setattr__(self, "internal_listener_name", next(iter(self.advertised_listeners)))
+            if self.internal_listener_name not in self.advertised_listeners:
+                raise ConfigError(
+                    "the `advertisedListeners` configure do not contain `internalListenerName` entry "
+                    f"({self.internal_listener_name!r})"
+                )
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be an integer in [0, 65535], got {self.port!r}")
         if not isinstance(self.max_message_size, int) or self.max_message_size < 1024:

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from ..core.errors import MLedgerError
 
-__all__ = ["FrameTooLargeError", "LocalProtocolError", "ProtocolError", "RemoteProtocolError"]
+__all__ = [
+    "FrameTooLargeError",
+    "LocalProtocolError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "UnknownListenerError",
+]
 
 
 class ProtocolError(MLedgerError):
@@ -28,3 +34,11 @@ class FrameTooLargeError(RemoteProtocolError):
 
 class LocalProtocolError(ProtocolError):
     """This side tried to send something the protocol does not allow."""
+
+
+class UnknownListenerError(ProtocolError):
+    """A lookup named an advertised listener the broker does not have: Pulsar's
+    ``PulsarServerException`` from ``NamespaceService``, answered ``ServiceNotReady`` on the
+    binary protocol and 500 over HTTP."""
+
+    http_status = 500

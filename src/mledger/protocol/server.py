@@ -49,7 +49,7 @@ from ..core.address import format_address
 from ..core.clock import ManualClock
 from ..core.errors import MLedgerError
 from .access import ClientAuth, ProducerAccess
-from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
+from .config import ListenerUrls, ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats, lookup_urls
 from .errors import RemoteProtocolError
 from .framing import FRAME_PADDING
 from .session import ConsumerHandle, Session
@@ -312,6 +312,12 @@ class ProtocolServer:
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
         return f"pulsar://{format_address(host, self.port)}"
+
+    def lookup_urls(self, listener_name: str | None = None) -> ListenerUrls:
+        """What a lookup naming ``listener_name`` answers (see
+        :func:`~mledger.protocol.config.lookup_urls`): the HTTP lookup of the admin REST API
+        asks here, so both answer alike. Any thread; after :meth:`start` for a port-0 server."""
+        return lookup_urls(self.config, self.service_url, listener_name)
 
     def stats(self) -> ProtocolStats:
         """A frozen snapshot of the counters (:class:`ProtocolStats`): the live sessions' plus

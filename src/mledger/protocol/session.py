@@ -88,7 +88,7 @@ from ..managed_ledger import InitialPosition
 from .access import ClientAuth, ProducerAccess, ProducerFencedError
 from .codec import message_command, send_receipt_frame
 from .commands import COMMANDS
-from .config import ProtocolConfig
+from .config import ProtocolConfig, lookup_urls
 from .connection import Connection, ConnectionState, Request
 from .framing import checksummed_entry, payload_frame_parts
 
@@ -462,8 +462,13 @@ class Session:
         try:
             self._authorize_lookup(body.topic)
             self._host.broker.check_topic_namespace(body.topic)
+            listener = body.advertised_listener_name if body.HasField("advertised_listener_name") else None
+            urls = lookup_urls(self._host.config, self._host.service_url, listener)
             response.response = api.CommandLookupTopicResponse.Connect
-            response.brokerServiceUrl = self._host.service_url
+            if urls.broker_service_url is not None:
+                response.brokerServiceUrl = urls.broker_service_url
+            if urls.broker_service_url_tls is not None:
+                response.brokerServiceUrlTls = urls.broker_service_url_tls
             response.authoritative = True
         except MLedgerError as exc:
             response.response = api.CommandLookupTopicResponse.Failed

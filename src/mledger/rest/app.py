@@ -44,6 +44,7 @@ from ..core.errors import ConfigError, MLedgerError
 from ..metrics import CONTENT_TYPE, metrics_registry
 from .auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
 from .context import AppContext, context_of
+from .lookup import LookupSource, lookup_router
 from .middleware import AdminMiddleware, AuthenticatedPaths, InFlight
 from .namespaces import namespaces_router
 from .openapi import SkipMessageIdsBody
@@ -69,6 +70,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_url_bytes: int = DEFAULT_MAX_URL_BYTES,
     collectors: Sequence[Collector] = (),
+    lookup: LookupSource | None = None,
 ) -> FastAPI:
     """The admin REST API of ``admin`` as a FastAPI (ASGI) app; see the module docstring.
 
@@ -76,7 +78,9 @@ def create_app(
     ``cluster`` is the cluster v1 paths must name and the ``cluster`` label of the metrics
     (default: the broker's ``cluster_name``); ``metrics`` serves ``GET /metrics``;
     ``max_concurrency`` bounds the admin calls running at once (worker threads);
-    ``collectors`` join ``/metrics`` (e.g. the protocol server's, in ``mledger standalone``).
+    ``collectors`` join ``/metrics`` (e.g. the protocol server's, in ``mledger standalone``);
+    ``lookup`` (the protocol server's ``lookup_urls``) serves Pulsar's HTTP topic lookup
+    (:mod:`mledger.rest.lookup`), so clients given the ``http://`` URL find the broker.
 
     Raises :class:`~mledger.core.errors.ConfigError` for bad limits, for ``roles`` that name
     callers while ``admin`` has no authorization (every caller could then do everything), and
@@ -133,6 +137,8 @@ def create_app(
         )
         app.router.routes.extend(router.routes)  # full paths: one routing pass (include_router adds one)
     app.include_router(namespaces_router(), prefix="/admin/v2", tags=["namespaces"])
+    if lookup is not None:
+        app.include_router(lookup_router(lookup))
     _add_error_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -11,7 +11,7 @@ GET      (none)                                               list_topics       
 GET      ``partitioned``                                      list_partitioned_topics    200
 PUT      ``{topic}``                                          create_topic               204
 DELETE   ``{topic}`` (``?force``)                             delete_topic               204
-GET      ``{topic}/partitions``                               partitioned_topic_metadata 200
+GET      ``{topic}/partitions`` (``?checkAllowAutoCreation``)   partitioned_topic_metadata 200
 PUT      ``{topic}/partitions`` (body: N)                     create_topic(partitions=N) 204
 DELETE   ``{topic}/partitions`` (``?force``)                  delete_topic               204
 GET      ``{topic}/subscriptions``                            list_subscriptions         200
@@ -102,7 +102,15 @@ from ..codec.messageid import MessageId
 from ..core.errors import InvalidRequestError, NotAllowedError, PreconditionFailedError
 from .context import AppContext, context_of
 
-__all__ = ["VALIDATION_412_ROUTES", "CallerAdmin", "decode_name", "decode_segment", "topics_router"]
+__all__ = [
+    "VALIDATION_412_ROUTES",
+    "Call",
+    "CallerAdmin",
+    "decode_name",
+    "decode_segment",
+    "topic_call",
+    "topics_router",
+]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -227,6 +235,12 @@ def _call(
         full_topic = str(TopicName.parse(f"persistent://{tenant}/{namespace}/{local}"))
     sub = decode_name(subscription, "subscription name") if subscription is not None else ""
     return Call(admin, context, version, tenant, namespace, full_topic, sub)
+
+
+def topic_call(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Call:
+    """The checks of a v2 topic route (see ``_call``) for routes outside the admin paths (the
+    HTTP lookup)."""
+    return _call(request, "v2", domain, tenant, namespace, topic=topic)
 
 
 Tenant = Annotated[str, Path(description="tenant")]
@@ -385,8 +399,18 @@ def topics_router(
         "The number of partitions (0: not partitioned)",
         response_model=PartitionedTopicMetadata,
     )
-    async def get_partitioned_metadata(call: TopicCallDep) -> Response:
-        return _json(await call.run(call.admin.topics.partitioned_topic_metadata, call.topic))
+    async def get_partitioned_metadata(
+        call: TopicCallDep,
+        check_allow_auto_creation: Annotated[
+            bool,
+            Query(
+                alias="checkAllowAutoCreation",
+                description="a missing topic that would be created on first use answers 0, not 404",
+            ),
+        ] = False,
+    ) -> Response:
+        metadata = call.admin.topics.partitioned_topic_metadata
+        return _json(await call.run(metadata, call.topic, check_allow_auto_creation))
 
     @route(
         "PUT",
