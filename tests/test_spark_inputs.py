@@ -274,6 +274,17 @@ def test_a_summary_names_anomalies_the_generator_did_not_plant() -> None:
     assert "planted" not in format_summary(summary)  # a replay of real logs says nothing of the kind
 
 
+def test_a_summary_names_the_outputs_under_an_out_dir_given_with_a_slash() -> None:
+    """``mledger replay prepared/ out/`` printed ``out//cursors``; the README's sweep shows it."""
+    from mledger.replay.summary import ReplaySummary, SweepSummary, format_summary, format_sweep
+
+    summary = ReplaySummary(1, 1, 1, 0, 1, 1, 0, 0, 0, 0, out_dir="out/")
+    assert format_summary(summary).splitlines()[-1] == "outputs: out/cursors, out/anomalies, out/partitions (Parquet)"
+    sweep = SweepSummary(("defaults",), (("pulsar-4.0",),), (summary,), out_dir="s3a://bucket/out/")
+    last = format_sweep(sweep).splitlines()[-1]
+    assert last.startswith("outputs: s3a://bucket/out/cursors, s3a://bucket/out/anomalies"), last
+
+
 def test_wire_batches_unpack_to_events_and_topic_collisions_fail(tmp_path: Any) -> None:
     from mledger.replay.layout import PREPARED_SCHEMA
     from mledger.replay.spark.prepare import TopicKeyCollisionError, _group_topic, _wire_events, _writer

@@ -266,8 +266,15 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
     elif s.anomalies:
         lines += _table(["reason", "count"], [[k, v] for k, v in s.anomalies.items()])
     if s.out_dir:
-        lines += ["", f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet)"]
+        lines += ["", _outputs_line(s.out_dir, "(Parquet)")]
     return "\n".join(lines)
+
+
+def _outputs_line(out_dir: str, note: str) -> str:
+    """The summary's last line: the output directories under ``out_dir`` (as given, with or
+    without a trailing slash: ``out/`` names ``out/cursors``, not ``out//cursors``)."""
+    root = out_dir.rstrip("/") or out_dir
+    return f"outputs: {root}/cursors, {root}/anomalies, {root}/partitions {note}"
 
 
 def _restart_lines(s: ReplaySummary) -> list[str]:
@@ -387,8 +394,7 @@ def format_sweep(s: SweepSummary) -> str:
     if s.out_dir:
         lines += [
             "",
-            f"outputs: {s.out_dir}/cursors, {s.out_dir}/anomalies, {s.out_dir}/partitions (Parquet; "
-            f"columns {', '.join(s.keys)} say which settings)",
+            _outputs_line(s.out_dir, f"(Parquet; columns {', '.join(s.keys)} say which settings)"),
         ]
     return "\n".join(lines)
 
