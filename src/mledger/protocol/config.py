@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from .. import __version__
 from ..core.errors import ConfigError
+from ..core.tls import TlsSettings
 from .framing import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = ["ProtocolConfig", "ProtocolStats"]
@@ -24,6 +25,11 @@ class ProtocolConfig:
     """Address to bind."""
     port: int = 6650
     """TCP port; 0 picks a free one (tests)."""
+    tls_port: int | None = None
+    """TLS port (``pulsar+ssl://``, Pulsar's ``brokerServicePortTls``) beside ``port``; None: no
+    TLS listener; 0 picks a free one. Needs ``tls``."""
+    tls: TlsSettings | None = None
+    """Certificate, key and trust files of the TLS port (Pulsar's ``tls*`` settings)."""
     advertised_address: str | None = None
     """Host clients are told to connect to in LOOKUP answers (default: ``host``)."""
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
@@ -39,6 +45,11 @@ class ProtocolConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be an integer in [0, 65535], got {self.port!r}")
+        if self.tls_port is not None:
+            if not isinstance(self.tls_port, int) or not 0 <= self.tls_port <= 65535:
+                raise ConfigError(f"tls_port must be an integer in [0, 65535], got {self.tls_port!r}")
+            if self.tls is None:
+                raise ConfigError("tls_port needs tls (tlsCertificateFilePath and tlsKeyFilePath)")
         if not isinstance(self.max_message_size, int) or self.max_message_size < 1024:
             raise ConfigError(f"max_message_size must be an integer >= 1024, got {self.max_message_size!r}")
         if self.keep_alive_interval_seconds <= 0:
