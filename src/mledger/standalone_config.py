@@ -333,12 +333,18 @@ class StandaloneSettings:
     broker: BrokerConfig
     ledger: ManagedLedgerConfig
     factory: ManagedLedgerFactoryConfig
-    authentication: AuthenticationSettings | None
-    """None: authentication off (``authenticationEnabled=false`` and no credential flag)."""
+    authentication_settings: AuthenticationSettings
+    """The providers' settings as given, whether or not authentication is on."""
     tls: TlsSettings | None
     """None: no TLS port is set."""
     unmodeled: tuple[str, ...] = ()
     """The file's keys mledger does not model."""
+
+    @property
+    def authentication(self) -> AuthenticationSettings | None:
+        """The providers' settings when authentication is on (``authenticationEnabled``, or a
+        credential option), else None."""
+        return self.authentication_settings if self.server.authentication_enabled else None
 
 
 _DEFAULTS: dict[str, Any] = {
@@ -386,9 +392,15 @@ def effective_settings(
         tls=tls,
     )
     broker = replace(built["broker"], managed_ledger_config=built["ledger"])
-    authentication = built["authentication"] if server.authentication_enabled else None
     return StandaloneSettings(
-        server, protocol, broker, built["ledger"], built["factory"], authentication, tls, conf.unmodeled if conf else ()
+        server,
+        protocol,
+        broker,
+        built["ledger"],
+        built["factory"],
+        built["authentication"],
+        tls,
+        conf.unmodeled if conf else (),
     )
 
 
@@ -441,7 +453,7 @@ def render_settings(settings: StandaloneSettings) -> str:
         "broker": settings.broker,
         "ledger": settings.ledger,
         "factory": settings.factory,
-        "authentication": settings.authentication or _DEFAULTS["authentication"],
+        "authentication": settings.authentication_settings,
         "tls": settings.tls,
     }
     lines = ["# mledger standalone: effective settings (Pulsar's names)"]
