@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import threading
 from dataclasses import replace
@@ -38,6 +39,7 @@ from .admin.authentication import (
     AuthenticationSettings,
     Authenticator,
     add_authentication_arguments,
+    basic_auth_conf_from_env,
     build_authenticator,
 )
 from .broker import Broker, BrokerConfig
@@ -467,8 +469,11 @@ def standalone_settings(args: argparse.Namespace) -> StandaloneSettings:
         credentials["authentication_providers"] = tuple(
             p.strip() for p in args.authentication_providers.split(",") if p.strip()
         )
-    if credentials:
+    # a credential option turns authentication on (as before --config), and so does the .htpasswd
+    # location in PULSAR_EXTRA_OPTS (Pulsar's -Dpulsar.auth.basic.conf); the claim name alone does not
+    if set(credentials) - {"token_auth_claim"} or basic_auth_conf_from_env(os.environ):
         overrides["server.authentication_enabled"] = True
+    if credentials:
         overrides.update({f"authentication.{f}": str(v) if f == "token_file" else v for f, v in credentials.items()})
     if args.authorization is not None:
         overrides.update({"server.authorization_file": str(args.authorization), "server.authorization_enabled": True})
