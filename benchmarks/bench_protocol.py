@@ -292,12 +292,12 @@ def main() -> int:
 
     print(f"\n{args.messages:,} messages of {len(PAYLOAD)} B per phase, medians of {args.repeats} runs, "
           f"{os.cpu_count()} cores (client and server on one machine)\n")
-    header = f"{'phase':18s}" + "".join(f"{k + ' msg/s':>16s}" for k in kinds)
+    header = f"{'phase':18s}" + "".join(f"{k + ' msg/s':>18s}" for k in kinds)
     if "lite" in kinds:
         header += "".join(f"{k + '/lite':>13s}" for k in kinds if k != "lite")
     print(header)
     for phase in PHASES:
-        line = f"{phase:18s}" + "".join(f"{med(k, lambda x: x.rates[phase]):16,.0f}" for k in kinds)
+        line = f"{phase:18s}" + "".join(f"{med(k, lambda x: x.rates[phase]):18,.0f}" for k in kinds)
         if "lite" in kinds:
             lite = med("lite", lambda x: x.rates[phase])
             line += "".join(f"{med(k, lambda x: x.rates[phase]) / lite:12.2f}x" for k in kinds if k != "lite")
@@ -314,11 +314,11 @@ def main() -> int:
             )
     print("\nserver CPU seconds per phase (median)")
     for phase in PHASES:
-        print(f"{phase:18s}" + "".join(f"{med(k, lambda x: x.cpu[phase]):16.2f}" for k in kinds))
+        print(f"{phase:18s}" + "".join(f"{med(k, lambda x: x.cpu[phase]):18.2f}" for k in kinds))
     print()
-    print(f"{'idle RSS MB':18s}" + "".join(f"{med(k, lambda x: x.idle_rss):16.1f}" for k in kinds))
-    print(f"{'peak RSS MB':18s}" + "".join(f"{med(k, lambda x: x.peak_rss):16.1f}" for k in kinds))
-    print(f"{'spawn->1st msg s':18s}" + "".join(f"{med(k, lambda x: x.startup):16.3f}" for k in kinds))
+    print(f"{'idle RSS MB':18s}" + "".join(f"{med(k, lambda x: x.idle_rss):18.1f}" for k in kinds))
+    print(f"{'peak RSS MB':18s}" + "".join(f"{med(k, lambda x: x.peak_rss):18.1f}" for k in kinds))
+    print(f"{'spawn->1st msg s':18s}" + "".join(f"{med(k, lambda x: x.startup):18.3f}" for k in kinds))
     print(f"\nin-process fixture (EmbeddedBroker) start to first message: {fixture_startup() * 1000:.0f} ms")
     return 0
 
