@@ -154,7 +154,9 @@ def start(kind: str) -> Server:
 
 
 def client_for(server: Server) -> pulsar.Client:
-    tls = {} if server.trust is None else {"tls_trust_certs_file_path": str(server.trust), "tls_validate_hostname": True}
+    tls: dict[str, object] = {}
+    if server.trust is not None:
+        tls = {"tls_trust_certs_file_path": str(server.trust), "tls_validate_hostname": True}
     return pulsar.Client(
         server.url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), **tls
     )
@@ -302,16 +304,14 @@ def main() -> int:
             lite = med("lite", lambda x: x.rates[phase])
             line += "".join(f"{med(k, lambda x: x.rates[phase]) / lite:12.2f}x" for k in kinds if k != "lite")
         print(line)
+    def rate(kind: str, phase: str) -> float:
+        return med(kind, lambda x: x.rates[phase])
+
     tls_pairs = [(k, k.removesuffix("-tls")) for k in kinds if k.endswith("-tls") and k.removesuffix("-tls") in kinds]
     if tls_pairs:
         print("\nTLS / plaintext (median msg/s ratio)")
         for phase in PHASES:
-            print(
-                f"{phase:18s}"
-                + "".join(
-                    f"{med(t, lambda x: x.rates[phase]) / med(p, lambda x: x.rates[phase]):15.2f}x" for t, p in tls_pairs
-                )
-            )
+            print(f"{phase:18s}" + "".join(f"{rate(t, phase) / rate(p, phase):15.2f}x" for t, p in tls_pairs))
     print("\nserver CPU seconds per phase (median)")
     for phase in PHASES:
         print(f"{phase:18s}" + "".join(f"{med(k, lambda x: x.cpu[phase]):18.2f}" for k in kinds))

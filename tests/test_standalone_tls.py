@@ -25,6 +25,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from mledger.admin.authentication import common_name
+from mledger.core.errors import ConfigError
+from mledger.core.tls import TlsSettings, parse_subject_name, server_context, subject_name
+
 pytestmark = pytest.mark.timeout(180)
 
 LOG = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
@@ -292,3 +296,45 @@ def test_required_client_certificates(tmp_path: Path) -> None:
     assert len(listed) == 1
     for key in ("zookeeperServers", "brokerDeleteInactiveTopicsEnabled", "tlsEnabled", "loadBalancerEnabled"):
         assert listed[0].count(key) == (0 if key == "zookeeperServers" else 1), key
+
+
+# -- the pieces ----------------------------------------------------------------------------------
+
+
+def test_subject_names_round_trip_with_escapes() -> None:
+    subject = ((("countryName", "NL"),), (("organizationName", "Acme, Inc."),), (("commonName", "svc+1"),))
+    name = subject_name(subject)
+    assert name == "CN=svc\\+1,O=Acme\\, Inc.,C=NL"
+    assert parse_subject_name(name) == [("CN", "svc+1"), ("O", "Acme, Inc."), ("C", "NL")]
+    assert common_name(name) == common_name(subject) == "svc+1"
+    assert subject_name(None) is None and subject_name(()) is None
+
+
+def test_tls_settings_are_checked_before_anything_listens(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    with pytest.raises(ConfigError, match="tlsTrustCertsFilePath to verify clients"):
+        TlsSettings("c.pem", "k.pem", require_trusted_client_cert_on_connect=True)
+    with pytest.raises(ConfigError, match="tlsProtocols: unsupported TLSv1"):
+        TlsSettings("c.pem", "k.pem", protocols=("TLSv1",))
+    with pytest.raises(ConfigError, match="no file 'missing.pem'"):
+        server_context(TlsSettings("missing.pem", str(tmp_path / "broker-key.pem")))
+    with pytest.raises(ConfigError, match="tlsTrustCertsFilePath: cannot use"):
+        server_context(
+            TlsSettings(
+                str(tmp_path / "broker-cert.pem"),
+                str(tmp_path / "broker-key.pem"),
+                trust_certs_file_path=str(tmp_path / "broker-key.pem"),
+            )
+        )
+    with pytest.raises(ConfigError, match="tlsCertificateFilePath/tlsKeyFilePath: cannot use"):
+        server_context(TlsSettings(str(tmp_path / "broker-cert.pem"), str(pki.client_key)))  # not its key
+    context = server_context(
+        TlsSettings(
+            str(tmp_path / "broker-cert.pem"),
+            str(tmp_path / "broker-key.pem"),
+            trust_certs_file_path=str(pki.ca),
+            protocols=("TLSv1.3",),
+        )
+    )
+    assert context.verify_mode == ssl.CERT_OPTIONAL
+    assert context.minimum_version == context.maximum_version == ssl.TLSVersion.TLSv1_3

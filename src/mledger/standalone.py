@@ -1,6 +1,9 @@
 """``mledger standalone``: Pulsar's binary protocol and the admin REST API over one broker.
 
-    mledger standalone [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
+    mledger standalone [--config standalone.conf] [--print-config]
+                       [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
+                       [--tls-port P] [--admin-tls-port P] [--tls-cert-file F] [--tls-key-file F]
+                       [--tls-trust-certs-file F] [--tls-require-trusted-client-cert]
                        [--data-dir DIR | --memory] [--token-file F] [--authorization F]
                        [--token-secret-key K | --token-public-key K] [--basic-auth-conf F]
                        [--anonymous-user-role R] [--authentication-providers token,basic,tls]
@@ -13,6 +16,9 @@ Like ``pulsar standalone``: one process, one broker and data directory (SQLite b
 the check container tools make), protocol metrics on ``/metrics``. ``public/default``,
 ``pulsar/system`` and ``sample/ns1`` exist from the start, as in Pulsar's standalone; topics in
 other namespaces need the namespace created first (``PUT /admin/v2/namespaces/{tenant}/{ns}``).
+``--config`` reads Pulsar's ``broker.conf`` / ``standalone.conf`` (:mod:`mledger.standalone_config`;
+the options override it), ``--print-config`` prints the effective settings. The TLS ports serve
+``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core.tls`).
 ``--record DIR`` records what the broker does as the replay's raw logs
 (:mod:`mledger.replay.recording`, imported only then: it needs the ``replay`` extra).
 SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in flight finish,
@@ -88,6 +94,11 @@ class Standalone:
     :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
     ``record`` (a directory) records what the broker does as the replay's raw logs, written as
     ``record_settings`` say (see :mod:`mledger.replay.recording`).
+    ``protocol_config``: the protocol server's other settings (its host and port are ``bind``'s);
+    ``factory_config``: the managed-ledger factory's. ``tls`` with ``tls_port`` serves
+    ``pulsar+ssl://`` on the ``bind`` host, with ``admin_tls_port`` ``https://`` on the
+    ``admin_bind`` host (port 0: a free one); the certificate files are read here
+    (``ConfigError``).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
