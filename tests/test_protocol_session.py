@@ -35,14 +35,12 @@ class Host:
         self.auth = None
         self.access = ProducerAccess()
         self.service_url = "pulsar://127.0.0.1:6650"
+        self.tls_service_url: str | None = None
         self.closing: list[Session] = []
         self._posted: list[Callable[[], None]] = []
         self._pumps: list[ConsumerHandle] = []
         self._watched: list[Topic] = []
         self._ids = itertools.count(1)
-
-    def lookup_urls(self, listener_name: str | None = None) -> tuple[str, str | None]:
-        return self.service_url, None
 
     def run_on_loop(self, fn: Callable[[], None]) -> None:
         fn()

@@ -3,18 +3,15 @@ command line over them, ``--print-config``, keys mledger does not model, authori
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import pulsar
 import pytest
 
 from mledger.admin import Authorization
 from mledger.cli.mledger import build_parser
 from mledger.core.errors import ConfigError
-from mledger.protocol import AdvertisedListener, EmbeddedBroker, ProtocolConfig, parse_advertised_listeners
 from mledger.standalone import standalone_settings
 from mledger.standalone_config import (
     PULSAR_KEYS,
@@ -178,65 +175,3 @@ def test_authorization_from_the_config(tmp_path: Path) -> None:
     assert merged is not None and merged.super_user_roles == {"root", "a"}
     assert merged.is_allowed("app", "produce", "persistent://public/default/t")
     assert render_settings(effective_settings()).startswith("# mledger standalone")
-
-
-def test_advertised_listeners_answer_lookups_by_the_clients_listener_name(tmp_path: Path) -> None:
-    """``advertisedListeners`` / ``internalListenerName``: a client with ``listener_name`` is sent
-    to that listener's URL; an unknown name fails its lookup with Pulsar's message."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    conf = tmp_path / "broker.conf"
-    conf.write_text(
-        f"brokerServicePort={port}\n"
-        f"advertisedListeners=internal:pulsar://127.0.0.1:{port},external:pulsar://localhost:{port},"
-        "external:pulsar+ssl://localhost:6651\n"
-        "internalListenerName=internal\n"
-    )
-    settings = effective_settings(read_pulsar_conf(conf))
-    assert settings.protocol.advertised_listeners == (
-        AdvertisedListener("internal", f"pulsar://127.0.0.1:{port}"),
-        AdvertisedListener("external", f"pulsar://localhost:{port}", "pulsar+ssl://localhost:6651"),
-    )
-    assert f"advertisedListeners=internal:pulsar://127.0.0.1:{port},external:pulsar://localhost:{port}," in (
-        render_settings(settings)
-    )
-    with EmbeddedBroker(protocol_config=settings.protocol) as broker:
-        assert broker.server.lookup_urls("external") == (f"pulsar://localhost:{port}", "pulsar+ssl://localhost:6651")
-        assert broker.server.lookup_urls(None) == (f"pulsar://127.0.0.1:{port}", None)
-        for name in ("external", "internal"):
-            client = pulsar.Client(
-                f"pulsar://127.0.0.1:{port}",
-                listener_name=name,
-                operation_timeout_seconds=5,
-                logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
-            )
-            try:
-                client.create_producer(f"listeners-{name}").send(b"x")
-            finally:
-                client.close()
-        stranger = pulsar.Client(
-            f"pulsar://127.0.0.1:{port}",
-            listener_name="nowhere",
-            operation_timeout_seconds=5,
-            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
-        )
-        try:
-            with pytest.raises(pulsar.PulsarException):
-                stranger.create_producer("listeners-nowhere")
-        finally:
-            stranger.close()
-
-
-@pytest.mark.parametrize(
-    ("value", "message"),
-    [
-        ("internal:http://h:1", "is not <name>:pulsar://"),
-        ("a:pulsar://h:1,a:pulsar://h:2", "two pulsar:// URLs"),
-    ],
-)
-def test_bad_advertised_listeners(value: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        parse_advertised_listeners(value)
-    with pytest.raises(ConfigError, match="internalListenerName 'x' is not one of"):
-        ProtocolConfig(advertised_listeners=parse_advertised_listeners("a:pulsar://h:1"), internal_listener_name="x")

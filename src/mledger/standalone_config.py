@@ -41,7 +41,7 @@ from .core.address import DEFAULT_HOST
 from .core.config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from .core.errors import ConfigError
 from .core.tls import TlsSettings
-from .protocol import AdvertisedListener, ProtocolConfig, parse_advertised_listeners
+from .protocol import ProtocolConfig
 
 __all__ = [
     "PULSAR_KEYS",
@@ -93,12 +93,6 @@ def _write(value: Any) -> str:
     return str(value)
 
 
-def _write_listeners(listeners: tuple[AdvertisedListener, ...]) -> str:
-    return ",".join(
-        f"{x.name}:{url}" for x in listeners for url in (x.service_url, x.service_url_tls) if url is not None
-    )
-
-
 @dataclass(frozen=True)
 class Key:
     """One Pulsar key: the settings it fills (``section.field``), how its text is read, and how
@@ -122,13 +116,6 @@ PULSAR_KEYS: dict[str, Key] = {
         # where: bindAddress is both servers' host; the TLS ports are off unless set
         Key("bindAddress", ("server.bind_address", "server.web_bind_address")),
         Key("advertisedAddress", ("protocol.advertised_address",)),
-        Key(
-            "advertisedListeners",
-            ("protocol.advertised_listeners",),
-            parse_advertised_listeners,
-            _write_listeners,
-        ),
-        Key("internalListenerName", ("protocol.internal_listener_name",)),
         *_keys(
             "server",
             _int,

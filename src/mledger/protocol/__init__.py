@@ -19,12 +19,7 @@ The coverage of every command is in ``docs/protocol-coverage.md``.
 
 from .access import ClientAuth as ClientAuth
 from .commands import COMMANDS as COMMANDS, CommandSpec as CommandSpec
-from .config import (
-    AdvertisedListener as AdvertisedListener,
-    ProtocolConfig as ProtocolConfig,
-    ProtocolStats as ProtocolStats,
-    parse_advertised_listeners as parse_advertised_listeners,
-)
+from .config import ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats
 from .connection import (
     PROTOCOL_VERSION as PROTOCOL_VERSION,
     Connection as Connection,
@@ -41,7 +36,6 @@ from .errors import (
 from .server import ProtocolServer as ProtocolServer
 
 __all__ = [
-    "AdvertisedListener",
     "ClientAuth",
     "COMMANDS",
     "PROTOCOL_VERSION",
@@ -58,5 +52,4 @@ __all__ = [
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
-    "parse_advertised_listeners",
 ]

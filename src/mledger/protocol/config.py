@@ -13,37 +13,7 @@ from ..core.errors import ConfigError
 from ..core.tls import TlsSettings
 from .framing import DEFAULT_MAX_MESSAGE_SIZE
 
-__all__ = ["AdvertisedListener", "ProtocolConfig", "ProtocolStats", "parse_advertised_listeners"]
-
-
-@dataclass(frozen=True)
-class AdvertisedListener:
-    """One of Pulsar's ``advertisedListeners``: the URLs a LOOKUP naming ``name`` answers with."""
-
-    name: str
-    service_url: str | None = None
-    """``pulsar://host:port``."""
-    service_url_tls: str | None = None
-    """``pulsar+ssl://host:port``."""
-
-
-def parse_advertised_listeners(text: str) -> tuple[AdvertisedListener, ...]:
-    """Pulsar's ``advertisedListeners`` value, ``name:pulsar://host:port,name:pulsar+ssl://host:port,...``
-    (a name has at most one URL of each scheme), in first-seen order; :class:`ConfigError` naming
-    the bad entry."""
-    urls: dict[str, dict[str, str]] = {}
-    for entry in (part.strip() for part in text.split(",")):
-        if not entry:
-            continue
-        name, sep, url = entry.partition(":")
-        scheme = url.partition("://")[0]
-        if not sep or not name.strip() or scheme not in ("pulsar", "pulsar+ssl") or "://" not in url:
-            raise ConfigError(f"advertisedListeners: {entry!r} is not <name>:pulsar://host:port or pulsar+ssl://")
-        per_name = urls.setdefault(name.strip(), {})
-        if scheme in per_name:
-            raise ConfigError(f"advertisedListeners: listener {name.strip()!r} has two {scheme}:// URLs")
-        per_name[scheme] = url.strip()
-    return tuple(AdvertisedListener(n, u.get("pulsar"), u.get("pulsar+ssl")) for n, u in urls.items())
+__all__ = ["ProtocolConfig", "ProtocolStats"]
 
 
 @dataclass(frozen=True)
@@ -62,12 +32,6 @@ class ProtocolConfig:
     """Certificate, key and trust files of the TLS port (Pulsar's ``tls*`` settings)."""
     advertised_address: str | None = None
     """Host clients are told to connect to in LOOKUP answers (default: ``host``)."""
-    advertised_listeners: tuple[AdvertisedListener, ...] = ()
-    """Named URL pairs a LOOKUP naming a listener (the client's ``listener_name``) answers with
-    (Pulsar's ``advertisedListeners``, :func:`parse_advertised_listeners`); a LOOKUP naming none
-    gets the internal listener's."""
-    internal_listener_name: str | None = None
-    """The listener of LOOKUPs naming none (``internalListenerName``; default: the first)."""
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     """Largest message accepted, advertised in CONNECTED (Pulsar's ``maxMessageSize``)."""
     keep_alive_interval_seconds: float = 30.0
@@ -86,13 +50,6 @@ class ProtocolConfig:
                 raise ConfigError(f"tls_port must be an integer in [0, 65535], got {self.tls_port!r}")
             if self.tls is None:
                 raise ConfigError("tls_port needs tls (tlsCertificateFilePath and tlsKeyFilePath)")
-        names = [listener.name for listener in self.advertised_listeners]
-        if len(set(names)) != len(names):
-            raise ConfigError(f"advertised_listeners: a listener name appears twice in {names}")
-        if self.internal_listener_name is not None and self.internal_listener_name not in names:
-            raise ConfigError(
-                f"internalListenerName {self.internal_listener_name!r} is not one of the advertisedListeners {names}"
-            )
         if not isinstance(self.max_message_size, int) or self.max_message_size < 1024:
             raise ConfigError(f"max_message_size must be an integer >= 1024, got {self.max_message_size!r}")
         if self.keep_alive_interval_seconds <= 0:

@@ -333,26 +333,8 @@ class ProtocolServer:
 
     @property
     def service_url(self) -> str:
-        """``pulsar://host:port`` as clients should use it (this server's own address, whatever
-        the advertised listeners say)."""
+        """``pulsar://host:port`` as clients should use it."""
         return f"pulsar://{format_address(self._advertised_host(), self.port)}"
-
-    def lookup_urls(self, listener_name: str | None = None) -> tuple[str, str | None]:
-        """The ``pulsar://`` and ``pulsar+ssl://`` URLs a LOOKUP answers with: those of the
-        advertised listener ``listener_name`` (:class:`MLedgerError`, Pulsar's message, when
-        there is none of that name), of the internal listener when it names none and listeners
-        are configured, else :attr:`service_url` and :attr:`tls_service_url`."""
-        listeners = self.config.advertised_listeners
-        if listener_name:
-            found = next((x for x in listeners if x.name == listener_name), None)
-            if found is None:
-                raise MLedgerError(f"the broker do not have {listener_name} listener")
-        elif listeners:
-            internal = self.config.internal_listener_name
-            found = next(x for x in listeners if internal is None or x.name == internal)
-        else:
-            return self.service_url, self.tls_service_url
-        return found.service_url or self.service_url, found.service_url_tls or self.tls_service_url
 
     @property
     def tls_service_url(self) -> str | None:

@@ -193,9 +193,14 @@ class SessionHost(Protocol):
         """The server-wide producer access modes per topic."""
         ...
 
-    def lookup_urls(self, listener_name: str | None = None) -> tuple[str, str | None]:
-        """The ``pulsar://`` and ``pulsar+ssl://`` (None: no TLS port) URLs of LOOKUP answers for
-        the client's advertised listener name; raises ``MLedgerError`` for an unknown listener."""
+    @property
+    def service_url(self) -> str:
+        """``pulsar://host:port`` for LOOKUP answers."""
+        ...
+
+    @property
+    def tls_service_url(self) -> str | None:
+        """``pulsar+ssl://host:port`` for LOOKUP answers; None without a TLS port."""
         ...
 
     def run_on_loop(self, fn: Callable[[], None]) -> None:
@@ -466,9 +471,8 @@ class Session:
             self._authorize_lookup(body.topic)
             self._host.broker.check_topic_namespace(body.topic)
             response.response = api.CommandLookupTopicResponse.Connect
-            listener = body.advertised_listener_name if body.HasField("advertised_listener_name") else None
-            url, tls_url = self._host.lookup_urls(listener)
-            response.brokerServiceUrl = url
+            response.brokerServiceUrl = self._host.service_url
+            tls_url = self._host.tls_service_url
             if tls_url is not None:  # a pulsar+ssl:// client connects to this one
                 response.brokerServiceUrlTls = tls_url
             response.authoritative = True
