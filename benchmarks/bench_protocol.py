@@ -1,6 +1,7 @@
 """mledger's Pulsar protocol server against pulsar-lite, driven by the real Pulsar client.
 
     python benchmarks/bench_protocol.py [--messages 100000] [--repeats 3] [--servers memory,sqlite,lite]
+    python benchmarks/bench_protocol.py --tls [--messages 20000]      # memory,memory-tls
 
 One fixed load of ``--messages`` messages of 100 bytes per phase, the same for every server:
 
@@ -16,6 +17,11 @@ here. Repeats alternate the servers' order; the table shows medians of msg/s per
 ratio to pulsar-lite, the server's CPU seconds per phase, its idle and peak RSS, and the time
 from spawning the server to the first message received. The in-process fixture's start to
 first message is printed too. The machine is shared: single runs drift by 15-30 %.
+
+``--tls`` compares TLS with plaintext: the ``memory-tls`` (``sqlite-tls``) server is
+``mledger standalone`` with ``--tls-port`` and a self-signed certificate made here, and the
+client connects with ``pulsar+ssl://``, the certificate as trust file and hostname validation;
+the table then shows each TLS server's ratio to its plaintext kind.
 """
 
 from __future__ import annotations
@@ -53,6 +59,42 @@ def lite_binary() -> str:
     return str(Path(pulsar_lite.__file__).parent / "bin" / "pulsar-lite")
 
 
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost, and its key (PEM files in ``folder``)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
 @dataclass
 class Server:
     kind: str
@@ -60,10 +102,12 @@ class Server:
     port: int
     data: Path
     spawned: float
+    trust: Path | None = None
 
     @property
     def url(self) -> str:
-        return f"pulsar://127.0.0.1:{self.port}"
+        scheme = "pulsar+ssl" if self.trust is not None else "pulsar"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def cpu(self) -> float:
         t = psutil.Process(self.proc.pid).cpu_times()
@@ -85,8 +129,15 @@ def start(kind: str) -> Server:
     data = Path(tempfile.mkdtemp(prefix=f"bench-{kind}-"))
     port = free_port()
     spawned = time.perf_counter()
+    trust = None
     if kind == "lite":
         cmd = [lite_binary(), "--addr", f"127.0.0.1:{port}", "--db-path", str(data / "lite.db")]
+    elif kind.endswith("-tls"):
+        trust, key = self_signed(data)
+        cmd = [sys.executable, "-m", "mledger.cli", "standalone", "--bind", f"127.0.0.1:{free_port()}"]
+        cmd += ["--admin-bind", "127.0.0.1:0", "--tls-port", str(port), "--tls-cert-file", str(trust)]
+        cmd += ["--tls-key-file", str(key)]
+        cmd += ["--memory"] if kind == "memory-tls" else ["--data-dir", str(data / "data")]
     else:
         cmd = [sys.executable, "-m", "mledger.protocol", "--bind", f"127.0.0.1:{port}"]
         cmd += ["--memory"] if kind == "memory" else ["--data-dir", str(data)]
@@ -99,11 +150,16 @@ def start(kind: str) -> Server:
             if proc.poll() is not None:
                 raise RuntimeError(f"{kind} server exited with {proc.returncode}") from None
             time.sleep(0.002)
-    return Server(kind, proc, port, data, spawned)
+    return Server(kind, proc, port, data, spawned, trust)
 
 
 def client_for(server: Server) -> pulsar.Client:
-    return pulsar.Client(server.url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    tls: dict[str, object] = {}
+    if server.trust is not None:
+        tls = {"tls_trust_certs_file_path": str(server.trust), "tls_validate_hostname": True}
+    return pulsar.Client(
+        server.url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), **tls
+    )
 
 
 def produce(client: pulsar.Client, topic: str, n: int, batched: bool) -> None:
@@ -221,9 +277,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--servers", default="memory,sqlite,lite")
+    parser.add_argument("--servers", default=None, help="memory,sqlite,lite (with --tls: memory,memory-tls)")
+    parser.add_argument("--tls", action="store_true", help="compare pulsar+ssl:// with pulsar:// (adds -tls kinds)")
     args = parser.parse_args()
-    kinds = args.servers.split(",")
+    kinds = (args.servers or ("memory,memory-tls" if args.tls else "memory,sqlite,lite")).split(",")
     runs: dict[str, list[Run]] = {k: [] for k in kinds}
     for r in range(args.repeats):
         order = kinds[r % len(kinds) :] + kinds[: r % len(kinds)]  # alternate who goes first
@@ -237,23 +294,31 @@ def main() -> int:
 
     print(f"\n{args.messages:,} messages of {len(PAYLOAD)} B per phase, medians of {args.repeats} runs, "
           f"{os.cpu_count()} cores (client and server on one machine)\n")
-    header = f"{'phase':18s}" + "".join(f"{k + ' msg/s':>16s}" for k in kinds)
+    header = f"{'phase':18s}" + "".join(f"{k + ' msg/s':>18s}" for k in kinds)
     if "lite" in kinds:
         header += "".join(f"{k + '/lite':>13s}" for k in kinds if k != "lite")
     print(header)
     for phase in PHASES:
-        line = f"{phase:18s}" + "".join(f"{med(k, lambda x: x.rates[phase]):16,.0f}" for k in kinds)
+        line = f"{phase:18s}" + "".join(f"{med(k, lambda x: x.rates[phase]):18,.0f}" for k in kinds)
         if "lite" in kinds:
             lite = med("lite", lambda x: x.rates[phase])
             line += "".join(f"{med(k, lambda x: x.rates[phase]) / lite:12.2f}x" for k in kinds if k != "lite")
         print(line)
+    def rate(kind: str, phase: str) -> float:
+        return med(kind, lambda x: x.rates[phase])
+
+    tls_pairs = [(k, k.removesuffix("-tls")) for k in kinds if k.endswith("-tls") and k.removesuffix("-tls") in kinds]
+    if tls_pairs:
+        print("\nTLS / plaintext (median msg/s ratio)")
+        for phase in PHASES:
+            print(f"{phase:18s}" + "".join(f"{rate(t, phase) / rate(p, phase):15.2f}x" for t, p in tls_pairs))
     print("\nserver CPU seconds per phase (median)")
     for phase in PHASES:
-        print(f"{phase:18s}" + "".join(f"{med(k, lambda x: x.cpu[phase]):16.2f}" for k in kinds))
+        print(f"{phase:18s}" + "".join(f"{med(k, lambda x: x.cpu[phase]):18.2f}" for k in kinds))
     print()
-    print(f"{'idle RSS MB':18s}" + "".join(f"{med(k, lambda x: x.idle_rss):16.1f}" for k in kinds))
-    print(f"{'peak RSS MB':18s}" + "".join(f"{med(k, lambda x: x.peak_rss):16.1f}" for k in kinds))
-    print(f"{'spawn->1st msg s':18s}" + "".join(f"{med(k, lambda x: x.startup):16.3f}" for k in kinds))
+    print(f"{'idle RSS MB':18s}" + "".join(f"{med(k, lambda x: x.idle_rss):18.1f}" for k in kinds))
+    print(f"{'peak RSS MB':18s}" + "".join(f"{med(k, lambda x: x.peak_rss):18.1f}" for k in kinds))
+    print(f"{'spawn->1st msg s':18s}" + "".join(f"{med(k, lambda x: x.startup):18.3f}" for k in kinds))
     print(f"\nin-process fixture (EmbeddedBroker) start to first message: {fixture_startup() * 1000:.0f} ms")
     return 0
 

@@ -35,6 +35,7 @@ class Host:
         self.auth = None
         self.access = ProducerAccess()
         self.service_url = "pulsar://127.0.0.1:6650"
+        self.tls_service_url: str | None = None
         self.closing: list[Session] = []
         self._posted: list[Callable[[], None]] = []
         self._pumps: list[ConsumerHandle] = []

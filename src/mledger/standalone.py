@@ -1,6 +1,9 @@
 """``mledger standalone``: Pulsar's binary protocol and the admin REST API over one broker.
 
-    mledger standalone [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
+    mledger standalone [--config standalone.conf] [--print-config]
+                       [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
+                       [--tls-port P] [--admin-tls-port P] [--tls-cert-file F] [--tls-key-file F]
+                       [--tls-trust-certs-file F] [--tls-require-trusted-client-cert]
                        [--data-dir DIR | --memory] [--token-file F] [--authorization F]
                        [--token-secret-key K | --token-public-key K] [--basic-auth-conf F]
                        [--anonymous-user-role R] [--authentication-providers token,basic,tls]
@@ -14,6 +17,9 @@ Like ``pulsar standalone``: one process, one broker and data directory (SQLite b
 the check container tools make), protocol metrics on ``/metrics``. ``public/default``,
 ``pulsar/system`` and ``sample/ns1`` exist from the start, as in Pulsar's standalone; topics in
 other namespaces need the namespace created first (``PUT /admin/v2/namespaces/{tenant}/{ns}``).
+``--config`` reads Pulsar's ``broker.conf`` / ``standalone.conf`` (:mod:`mledger.standalone_config`;
+the options override it), ``--print-config`` prints the effective settings. The TLS ports serve
+``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core.tls`).
 ``--record DIR`` records what the broker does as the replay's raw logs
 (:mod:`mledger.replay.recording`, imported only then: it needs the ``replay`` extra).
 SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in flight finish,
@@ -28,9 +34,11 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,14 +47,16 @@ from .admin.authentication import (
     AuthenticationSettings,
     Authenticator,
     add_authentication_arguments,
+    basic_auth_conf_from_env,
     build_authenticator,
-    settings_from_args,
 )
 from .broker import Broker, BrokerConfig
 from .broker.journal import BrokerJournal
 from .broker.namespaces import STANDALONE_NAMESPACES
 from .core.address import parse_bind
+from .core.config import ManagedLedgerFactoryConfig
 from .core.errors import ConfigError
+from .core.tls import TlsSettings
 from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
 from .protocol import (
@@ -59,12 +69,25 @@ from .protocol import (
 )
 from .rest import AdminServer, RoleResolver, create_app
 from .rest.auth import check_authentication_setup, check_endpoint_authentication
+from .standalone_config import (
+    StandaloneSettings,
+    authorization_from_settings,
+    effective_settings,
+    read_pulsar_conf,
+    render_settings,
+)
 from .storage import MemoryStore, SqliteStore
 
 if TYPE_CHECKING:
     from .replay.recording import RecordSettings
 
-__all__ = ["EmbeddedStandalone", "Standalone", "add_standalone_arguments", "run_standalone"]
+__all__ = [
+    "EmbeddedStandalone",
+    "Standalone",
+    "add_standalone_arguments",
+    "run_standalone",
+    "standalone_settings",
+]
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +105,13 @@ class Standalone:
     ``record_settings`` say (see :mod:`mledger.replay.recording`).
     ``advertised_listeners`` and ``internal_listener_name`` are Pulsar's ``advertisedListeners``
     and ``internalListenerName`` (see :class:`~mledger.protocol.ProtocolConfig`): the addresses
-    lookups answer, on the binary protocol and over HTTP (``/lookup/v2/topic/...``).
+    lookups answer, on the binary protocol and over HTTP (``/lookup/v2/topic/...``); given, they
+    replace ``protocol_config``'s.
+    ``protocol_config``: the protocol server's other settings (its host and port are ``bind``'s);
+    ``factory_config``: the managed-ledger factory's. ``tls`` with ``tls_port`` serves
+    ``pulsar+ssl://`` on the ``bind`` host, with ``admin_tls_port`` ``https://`` on the
+    ``admin_bind`` host (port 0: a free one); the certificate files are read here
+    (``ConfigError``).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
@@ -99,25 +128,34 @@ class Standalone:
         record_settings: RecordSettings | None = None,
         advertised_listeners: Mapping[str, ListenerUrls] | None = None,
         internal_listener_name: str | None = None,
+        *,
+        protocol_config: ProtocolConfig | None = None,
+        factory_config: ManagedLedgerFactoryConfig | None = None,
+        tls: TlsSettings | None = None,
+        tls_port: int | None = None,
+        admin_tls_port: int | None = None,
     ) -> None:
         authenticator = build_authenticator(tokens, authentication)
-        protocol_config = ProtocolConfig(
-            host=bind[0],
-            port=bind[1],
-            advertised_listeners=dict(advertised_listeners or {}),
-            internal_listener_name=internal_listener_name,
-        )
         roles = _checked_roles(authenticator, authorization, "authorization", broker_config)
+        protocol = replace(protocol_config or ProtocolConfig(), host=bind[0], port=bind[1], tls_port=tls_port, tls=tls)
+        if advertised_listeners is not None or internal_listener_name is not None:
+            protocol = replace(
+                protocol,
+                advertised_listeners=dict(advertised_listeners or {}),
+                internal_listener_name=internal_listener_name,
+            )
+        if admin_tls_port is not None and tls is None:
+            raise ConfigError("admin_tls_port needs tls (tlsCertificateFilePath and tlsKeyFilePath)")
         journal = recorder(record, record_settings)
         self.store: MemoryStore | SqliteStore = (
             MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
         )
-        self.factory = ManagedLedgerFactory(self.store)
+        self.factory = ManagedLedgerFactory(self.store, factory_config)
         self.broker = Broker(self.factory, broker_config, journal=journal)
         for namespace in STANDALONE_NAMESPACES:
             self.broker.namespaces.ensure(namespace)
         auth = _client_auth(authenticator, authorization)
-        self.protocol = ProtocolServer(self.broker, protocol_config, auth=auth)
+        self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
         app = create_app(
             Admin(self.broker, authorization),
             roles=roles,
@@ -125,6 +163,10 @@ class Standalone:
             lookup=self.protocol.lookup_urls,
         )
         self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
+        # https:// beside http://, over the same app (as Pulsar's webServicePortTls beside webServicePort)
+        self.admin_tls = (
+            AdminServer(app, admin_bind[0], admin_tls_port, tls=tls) if admin_tls_port is not None else None
+        )
 
     @property
     def service_url(self) -> str:
@@ -136,15 +178,40 @@ class Standalone:
         """``http://host:port`` of the REST admin."""
         return self.admin.url
 
+    @property
+    def tls_service_url(self) -> str | None:
+        """``pulsar+ssl://host:port`` of the protocol server's TLS port; None without one."""
+        return self.protocol.tls_service_url
+
+    @property
+    def admin_tls_url(self) -> str | None:
+        """``https://host:port`` of the REST admin's TLS port; None without one."""
+        return self.admin_tls.url if self.admin_tls is not None else None
+
+    def urls(self) -> dict[str, str]:
+        """The servers' URLs by name (``service_url``, ``admin_url``, and over TLS
+        ``service_url_tls``, ``admin_url_tls``): what ``mledger standalone`` prints when ready."""
+        urls = {"service_url": self.service_url, "admin_url": self.admin_url}
+        if self.tls_service_url is not None:
+            urls["service_url_tls"] = self.tls_service_url
+        if self.admin_tls_url is not None:
+            urls["admin_url_tls"] = self.admin_tls_url
+        return urls
+
     async def start(self) -> None:
-        """Start both servers (the admin on its own thread)."""
+        """Start the servers (the admin ones on their own threads)."""
         await self.protocol.start()
         self.admin.start()
+        if self.admin_tls is not None:
+            self.admin_tls.start()
 
     async def stop(self) -> None:
-        """Stop both servers gracefully, then close the broker and the store."""
+        """Stop the servers gracefully, then close the broker and the store."""
         await self.protocol.stop()
-        await asyncio.get_running_loop().run_in_executor(None, self.admin.shutdown)
+        loop = asyncio.get_running_loop()
+        if self.admin_tls is not None:
+            await loop.run_in_executor(None, self.admin_tls.shutdown)
+        await loop.run_in_executor(None, self.admin.shutdown)
         self.broker.close()
         self.factory.close()
         if isinstance(self.store, SqliteStore):
@@ -253,10 +320,35 @@ def _checked_roles(
 def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mledger standalone``."""
     parser.add_argument(
-        "--bind", default="127.0.0.1:6650", help="protocol server host:port, port or [ipv6]:port (127.0.0.1:6650)"
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="Pulsar's broker.conf / standalone.conf (key=value); the options below override it",
     )
     parser.add_argument(
-        "--admin-bind", default="127.0.0.1:8080", help="REST admin host:port, port or [ipv6]:port (127.0.0.1:8080)"
+        "--print-config", action="store_true", help="print the effective settings (Pulsar's key=value) and exit"
+    )
+    parser.add_argument(
+        "--bind", help="protocol server host:port, port or [ipv6]:port (127.0.0.1:6650; bindAddress, brokerServicePort)"
+    )
+    parser.add_argument(
+        "--admin-bind", help="REST admin host:port, port or [ipv6]:port (127.0.0.1:8080; bindAddress, webServicePort)"
+    )
+    parser.add_argument(
+        "--tls-port", type=int, metavar="PORT", help="pulsar+ssl:// port on the --bind host (brokerServicePortTls)"
+    )
+    parser.add_argument(
+        "--admin-tls-port", type=int, metavar="PORT", help="https:// port on the --admin-bind host (webServicePortTls)"
+    )
+    parser.add_argument("--tls-cert-file", metavar="F", help="the servers' certificate, PEM (tlsCertificateFilePath)")
+    parser.add_argument("--tls-key-file", metavar="F", help="its private key, PEM (tlsKeyFilePath)")
+    parser.add_argument(
+        "--tls-trust-certs-file", metavar="F", help="CA certificates client certificates are verified against"
+    )
+    parser.add_argument(
+        "--tls-require-trusted-client-cert",
+        action="store_true",
+        help="refuse TLS clients without a trusted certificate (tlsRequireTrustedClientCertOnConnect)",
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--data-dir", type=Path, default=Path("data"), help="SQLite data directory (data)")
@@ -309,40 +401,50 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_standalone(args: argparse.Namespace) -> int:
-    """Run until SIGTERM or SIGINT; prints the two URLs once both servers answer."""
+    """Run until SIGTERM or SIGINT; prints the servers' URLs (JSON) once they answer.
+    ``--print-config`` prints the effective settings instead and returns."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    authentication = settings_from_args(args)
-    authorization = Authorization.from_json(args.authorization) if args.authorization else None
-    if authorization is not None and authentication is None:
-        raise ConfigError(
-            "--authorization needs authentication (--token-file, --token-secret-key, --token-public-key, "
-            "--basic-auth-conf or --anonymous-user-role): roles come from the clients' credentials"
+    settings = standalone_settings(args)
+    if args.print_config:
+        print(render_settings(settings), end="", flush=True)
+        return 0
+    if settings.unmodeled:
+        log.warning(
+            "%s: %d keys mledger does not model (ignored): %s",
+            args.config,
+            len(settings.unmodeled),
+            ", ".join(settings.unmodeled),
         )
-    authenticator = build_authenticator(None, authentication)
-    config = BrokerConfig(
-        deduplication_enabled=args.deduplication,
-        authenticate_metrics_endpoint=args.authenticate_metrics_endpoint,
-        authenticate_docs_endpoint=args.authenticate_docs_endpoint,
-    )
-    _checked_roles(authenticator, authorization, "--authorization", config)
+    authorization = authorization_from_settings(settings.server)
+    if authorization is not None and settings.authentication is None:
+        raise ConfigError(
+            "--authorization needs authentication (--token-file, "
+            "--token-secret-key, --token-public-key, --basic-auth-conf, --anonymous-user-role), as does "
+            "authorizationEnabled=true (authenticationEnabled=true and the providers' settings): roles come from "
+            "the clients' credentials"
+        )
+    authenticator = build_authenticator(None, settings.authentication)
+    _checked_roles(authenticator, authorization, "--authorization", settings.broker)
     record_settings = None
     if args.record is not None:
         record_settings = _recording_module().RecordSettings(
             args.record_flush_interval, args.record_rows_per_part, args.record_max_pending_rows
         )
-    bind = parse_bind(args.bind, 6650)
-    admin_bind = parse_bind(args.admin_bind, 8080, option="--admin-bind")
+    server = settings.server
     standalone = Standalone(
         None if args.memory else args.data_dir,
-        bind,
-        admin_bind,
-        config,
+        (server.bind_address, server.broker_service_port),
+        (server.web_bind_address, server.web_service_port),
+        settings.broker,
         authorization=authorization,
-        authentication=authentication,
+        authentication=settings.authentication,
         record=args.record,
         record_settings=record_settings,
-        advertised_listeners=parse_advertised_listeners(args.advertised_listeners or ""),
-        internal_listener_name=args.internal_listener_name,
+        protocol_config=settings.protocol,
+        factory_config=settings.factory,
+        tls=settings.tls,
+        tls_port=server.broker_service_port_tls,
+        admin_tls_port=server.web_service_port_tls,
     )
 
     async def run() -> None:
@@ -351,10 +453,77 @@ def run_standalone(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await standalone.start()
-        print(json.dumps({"service_url": standalone.service_url, "admin_url": standalone.admin_url}), flush=True)
+        print(json.dumps(standalone.urls()), flush=True)
         await stop.wait()
         log.warning("stopping")
         await standalone.stop()
 
     asyncio.run(run())
     return 0
+
+
+_CREDENTIAL_FLAGS = {
+    "token_file": "token_file",
+    "token_secret_key": "token_secret_key",
+    "token_public_key": "token_public_key",
+    "token_auth_claim": "token_auth_claim",
+    "basic_auth_conf": "basic_auth_conf",
+    "anonymous_user_role": "anonymous_user_role",
+}
+"""``mledger standalone``'s credential options -> their ``AuthenticationSettings`` fields."""
+
+_SWITCHES = {
+    "deduplication": "broker.deduplication_enabled",
+    "authenticate_metrics_endpoint": "broker.authenticate_metrics_endpoint",
+    "authenticate_docs_endpoint": "broker.authenticate_docs_endpoint",
+    "tls_require_trusted_client_cert": "tls.require_trusted_client_cert_on_connect",
+}
+"""The on/off options -> the setting each turns on (never off: the file's value stays otherwise)."""
+
+_VALUES = {
+    "tls_port": "server.broker_service_port_tls",
+    "admin_tls_port": "server.web_service_port_tls",
+    "tls_cert_file": "tls.certificate_file_path",
+    "tls_key_file": "tls.key_file_path",
+    "tls_trust_certs_file": "tls.trust_certs_file_path",
+}
+
+
+def standalone_settings(args: argparse.Namespace) -> StandaloneSettings:
+    """The effective settings of ``mledger standalone``'s options: mledger's defaults, then
+    ``--config`` (Pulsar's keys), then every option given on the command line."""
+    conf = read_pulsar_conf(args.config) if getattr(args, "config", None) else None
+    base = effective_settings(conf).server
+    overrides: dict[str, Any] = {}
+    if args.bind is not None:
+        host, port = parse_bind(args.bind, base.broker_service_port, default_host=base.bind_address)
+        overrides.update({"server.bind_address": host, "server.broker_service_port": port})
+    if args.admin_bind is not None:
+        host, port = parse_bind(
+            args.admin_bind, base.web_service_port, default_host=base.web_bind_address, option="--admin-bind"
+        )
+        overrides.update({"server.web_bind_address": host, "server.web_service_port": port})
+    for option, target in _VALUES.items():
+        if getattr(args, option, None) is not None:
+            overrides[target] = getattr(args, option) if "port" in option else str(getattr(args, option))
+    if getattr(args, "advertised_listeners", None) is not None:
+        overrides["protocol.advertised_listeners"] = parse_advertised_listeners(args.advertised_listeners)
+    if getattr(args, "internal_listener_name", None) is not None:
+        overrides["protocol.internal_listener_name"] = args.internal_listener_name
+    for option, target in _SWITCHES.items():
+        if getattr(args, option, False):
+            overrides[target] = True
+    credentials = {f: getattr(args, o) for o, f in _CREDENTIAL_FLAGS.items() if getattr(args, o, None) is not None}
+    if getattr(args, "authentication_providers", None):
+        credentials["authentication_providers"] = tuple(
+            p.strip() for p in args.authentication_providers.split(",") if p.strip()
+        )
+    # a credential option turns authentication on (as before --config), and so does the .htpasswd
+    # location in PULSAR_EXTRA_OPTS (Pulsar's -Dpulsar.auth.basic.conf); the claim name alone does not
+    if set(credentials) - {"token_auth_claim"} or basic_auth_conf_from_env(os.environ):
+        overrides["server.authentication_enabled"] = True
+    if credentials:
+        overrides.update({f"authentication.{f}": str(v) if f == "token_file" else v for f, v in credentials.items()})
+    if args.authorization is not None:
+        overrides.update({"server.authorization_file": str(args.authorization), "server.authorization_enabled": True})
+    return effective_settings(conf, overrides)

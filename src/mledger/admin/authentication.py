@@ -47,6 +47,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from ..core.errors import ConfigError, UnauthenticatedError
+from ..core.tls import parse_subject_name
 
 __all__ = [
     "METHODS",
@@ -504,10 +505,9 @@ def common_name(subject: str | Sequence[Any] | None) -> str | None:
     if subject is None:
         return None
     if isinstance(subject, str):
-        for part in subject.split(","):
-            name, sep, value = part.strip().partition("=")
-            if sep and name.strip().upper() == "CN" and value.strip():
-                return value.strip()
+        for name, value in parse_subject_name(subject):
+            if name.upper() == "CN" and value:
+                return value
         return None
     for rdn in subject:
         for pair in rdn:
@@ -543,7 +543,7 @@ def add_authentication_arguments(parser: argparse.ArgumentParser) -> None:
         "--token-public-key",
         help="RS256/ES256 JWTs: the X.509 public key (file://F, data:;base64,<b64>; Pulsar's tokenPublicKey)",
     )
-    parser.add_argument("--token-auth-claim", default="sub", help="the JWT claim naming the role (sub)")
+    parser.add_argument("--token-auth-claim", help="the JWT claim naming the role (sub)")
     parser.add_argument(
         "--basic-auth-conf",
         help="basic authentication: an .htpasswd file (APR1-MD5, bcrypt, crypt); default: "

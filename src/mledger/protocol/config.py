@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from .. import __version__
 from ..core.errors import ConfigError
+from ..core.tls import TlsSettings
 from .errors import UnknownListenerError
 from .framing import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -89,16 +90,21 @@ def _listener_slot(url: str) -> str:
     return slot
 
 
-def lookup_urls(config: ProtocolConfig, service_url: str, listener_name: str | None = None) -> ListenerUrls:
+def lookup_urls(
+    config: ProtocolConfig, service_url: str, listener_name: str | None = None, tls_service_url: str | None = None
+) -> ListenerUrls:
     """What a lookup naming ``listener_name`` answers (Pulsar's ``NamespaceService``): that
     advertised listener's addresses; with no name (None or blank), the internal listener's, or
-    ``service_url`` (the bound ``pulsar://`` address) when no listeners are configured.
+    ``service_url`` and ``tls_service_url`` (the bound ``pulsar://`` and ``pulsar+ssl://``
+    addresses) when no listeners are configured.
     :class:`~mledger.protocol.errors.UnknownListenerError` (Pulsar's ``the broker do not have
     {name} listener``) for a name the broker does not advertise."""
     listeners = config.advertised_listeners
     if listener_name is None or not listener_name.strip():
         internal = listeners.get(config.internal_listener_name or "")
-        return internal if internal is not None else ListenerUrls(broker_service_url=service_url)
+        if internal is not None:
+            return internal
+        return ListenerUrls(broker_service_url=service_url, broker_service_url_tls=tls_service_url)
     found = listeners.get(listener_name)
     if found is None:
         raise UnknownListenerError(f"the broker do not have {listener_name} listener")
@@ -114,6 +120,11 @@ class ProtocolConfig:
     """Address to bind."""
     port: int = 6650
     """TCP port; 0 picks a free one (tests)."""
+    tls_port: int | None = None
+    """TLS port (``pulsar+ssl://``, Pulsar's ``brokerServicePortTls``) beside ``port``; None: no
+    TLS listener; 0 picks a free one. Needs ``tls``."""
+    tls: TlsSettings | None = None
+    """Certificate, key and trust files of the TLS port (Pulsar's ``tls*`` settings)."""
     advertised_address: str | None = None
     """Host clients are told to connect to in LOOKUP answers (default: ``host``)."""
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
@@ -143,6 +154,11 @@ class ProtocolConfig:
                 )
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be an integer in [0, 65535], got {self.port!r}")
+        if self.tls_port is not None:
+            if not isinstance(self.tls_port, int) or not 0 <= self.tls_port <= 65535:
+                raise ConfigError(f"tls_port must be an integer in [0, 65535], got {self.tls_port!r}")
+            if self.tls is None:
+                raise ConfigError("tls_port needs tls (tlsCertificateFilePath and tlsKeyFilePath)")
         if not isinstance(self.max_message_size, int) or self.max_message_size < 1024:
             raise ConfigError(f"max_message_size must be an integer >= 1024, got {self.max_message_size!r}")
         if self.keep_alive_interval_seconds <= 0:

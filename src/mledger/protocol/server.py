@@ -40,6 +40,7 @@ import itertools
 import logging
 import os
 import socket
+import ssl
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -48,6 +49,7 @@ from ..broker import Broker, Subscription, Topic
 from ..core.address import format_address
 from ..core.clock import ManualClock
 from ..core.errors import MLedgerError
+from ..core.tls import server_context
 from .access import ClientAuth, ProducerAccess
 from .config import ListenerUrls, ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats, lookup_urls
 from .errors import RemoteProtocolError
@@ -104,7 +106,10 @@ class _Shell(asyncio.Protocol):
             except OSError:  # pragma: no cover
                 pass
         peer = transport.get_extra_info("peername")
-        self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "")
+        # a TLS connection's verified client certificate (None without one): the tls provider's role
+        certificate = transport.get_extra_info("peercert")
+        subject = certificate.get("subject") if certificate else None
+        self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "", peer_subject=subject)
         self._opened(self)
 
     def data_received(self, data: bytes) -> None:
@@ -247,6 +252,7 @@ class ProtocolServer:
         self._handover_scheduled = False
         self._loop_thread: int | None = None
         self._server: asyncio.Server | None = None
+        self._tls_server: asyncio.Server | None = None
         self._shells: dict[Session, _Shell] = {}
         self._to_flush: set[Session] = set()
         self._flush_scheduled = False
@@ -260,6 +266,9 @@ class ProtocolServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._ids = itertools.count(1)
         self.port = self.config.port
+        self.tls_port = self.config.tls_port
+        # read the certificate files now: a bad file is a ConfigError before anything listens
+        self._ssl = server_context(self.config.tls) if self.config.tls_port is not None and self.config.tls else None
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -267,34 +276,51 @@ class ProtocolServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._loop_thread = threading.get_ident()
+        self._server = await self._listen(self.config.port, None)
+        self.port = self._server.sockets[0].getsockname()[1]
+        if self._ssl is not None and self.config.tls_port is not None:
+            try:
+                self._tls_server = await self._listen(self.config.tls_port, self._ssl)
+            except OSError:
+                self._server.close()
+                raise
+            self.tls_port = self._tls_server.sockets[0].getsockname()[1]
+        self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
+        log.info(
+            "Pulsar protocol server listening on %s",
+            " and ".join(filter(None, (self.service_url, self.tls_service_url))),
+        )
+
+    async def _listen(self, port: int, context: ssl.SSLContext | None) -> asyncio.Server:
+        loop = asyncio.get_running_loop()
         try:
-            self._server = await loop.create_server(
+            return await loop.create_server(
                 lambda: _Shell(self, self._opened, self._lost),
                 self.config.host,
-                self.config.port,
+                port,
                 reuse_address=True,
                 backlog=1024,
+                ssl=context,
             )
         except OSError as exc:  # say which server could not listen where
-            where = format_address(self.config.host, self.config.port)
+            where = format_address(self.config.host, port)
             why = os.strerror(exc.errno) if exc.errno else str(exc)  # asyncio's own text repeats the address
-            raise OSError(exc.errno, f"Pulsar protocol server: cannot listen on {where}: {why}") from exc
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
-        log.info("Pulsar protocol server listening on %s", self.service_url)
+            what = "Pulsar protocol server (TLS)" if context is not None else "Pulsar protocol server"
+            raise OSError(exc.errno, f"{what}: cannot listen on {where}: {why}") from exc
 
     async def stop(self) -> None:
         """Stop accepting, close every connection, wait for in-flight appends. Idempotent."""
         for task in self._tasks:
             task.cancel()
         self._tasks = []
-        if self._server is not None:
-            self._server.close()
+        servers = [x for x in (self._server, self._tls_server) if x is not None]
+        for server in servers:
+            server.close()
         for shell in list(self._shells.values()):
             shell.abort_after_flush()
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        for server in servers:
+            await server.wait_closed()
+        self._server = self._tls_server = None
         for _, timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
@@ -308,16 +334,24 @@ class ProtocolServer:
     @property
     def service_url(self) -> str:
         """``pulsar://host:port`` as clients should use it."""
+        return f"pulsar://{format_address(self._advertised_host(), self.port)}"
+
+    @property
+    def tls_service_url(self) -> str | None:
+        """``pulsar+ssl://host:port`` of the TLS port; None without one."""
+        if self.tls_port is None or self._ssl is None:
+            return None
+        return f"pulsar+ssl://{format_address(self._advertised_host(), self.tls_port)}"
+
+    def _advertised_host(self) -> str:
         host = self.config.advertised_address or self.config.host
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
-        return f"pulsar://{format_address(host, self.port)}"
+        return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
 
     def lookup_urls(self, listener_name: str | None = None) -> ListenerUrls:
         """What a lookup naming ``listener_name`` answers (see
         :func:`~mledger.protocol.config.lookup_urls`): the HTTP lookup of the admin REST API
         asks here, so both answer alike. Any thread; after :meth:`start` for a port-0 server."""
-        return lookup_urls(self.config, self.service_url, listener_name)
+        return lookup_urls(self.config, self.service_url, listener_name, self.tls_service_url)
 
     def stats(self) -> ProtocolStats:
         """A frozen snapshot of the counters (:class:`ProtocolStats`): the live sessions' plus

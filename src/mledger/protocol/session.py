@@ -42,7 +42,7 @@ import re
 import struct
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
 
@@ -196,6 +196,11 @@ class SessionHost(Protocol):
     @property
     def service_url(self) -> str:
         """``pulsar://host:port`` for LOOKUP answers."""
+        ...
+
+    @property
+    def tls_service_url(self) -> str | None:
+        """``pulsar+ssl://host:port`` for LOOKUP answers; None without a TLS port."""
         ...
 
     def run_on_loop(self, fn: Callable[[], None]) -> None:
@@ -361,9 +366,12 @@ class Session:
     """The server side of one client connection (see the module docstring). Driven by the
     event loop thread only."""
 
-    def __init__(self, host: SessionHost, peer: str = "") -> None:
+    def __init__(self, host: SessionHost, peer: str = "", peer_subject: Any = None) -> None:
         self._host = host
         self.peer = peer
+        self.peer_subject = peer_subject
+        """The verified TLS client certificate's subject (``getpeercert()["subject"]``), None
+        without one: what the ``tls`` authentication provider takes the role from."""
         self.connection = Connection(host.config.max_message_size)
         self.role: str | None = None
         self._producers: dict[int, ProducerHandle] = {}
@@ -426,7 +434,7 @@ class Session:
             method = connect.auth_method_name if connect.HasField("auth_method_name") else "none"
             data = connect.auth_data if connect.HasField("auth_data") else b""
             try:
-                self.role = auth.authenticate(method, data)
+                self.role = auth.authenticate(method, data, self.peer_subject)
             except UnauthenticatedError as e:
                 # Pulsar answers "Unable to authenticate" and logs the provider's reason; the
                 # reason is in the reply here too, so a CI log says which credential failed
@@ -463,7 +471,7 @@ class Session:
             self._authorize_lookup(body.topic)
             self._host.broker.check_topic_namespace(body.topic)
             listener = body.advertised_listener_name if body.HasField("advertised_listener_name") else None
-            urls = lookup_urls(self._host.config, self._host.service_url, listener)
+            urls = lookup_urls(self._host.config, self._host.service_url, listener, self._host.tls_service_url)
             response.response = api.CommandLookupTopicResponse.Connect
             if urls.broker_service_url is not None:
                 response.brokerServiceUrl = urls.broker_service_url

@@ -42,7 +42,7 @@ from ..admin.requests import MessageIdItem, ResetCursorData
 from ..admin.wire import ErrorBody
 from ..core.errors import ConfigError, MLedgerError
 from ..metrics import CONTENT_TYPE, metrics_registry
-from .auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
+from .auth import RoleResolver, check_authentication_setup, check_endpoint_authentication, peer_subject_of
 from .context import AppContext, context_of
 from .lookup import LookupSource, lookup_router
 from .middleware import AdminMiddleware, AuthenticatedPaths, InFlight
@@ -198,7 +198,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code in (404, 405) and request.url.path.startswith("/admin"):
             try:  # authentication comes first, as Pulsar's filter: 401 before 404 / 405
-                context_of(request).admin_for(request.headers)
+                context_of(request).admin_for(request.headers, peer_subject_of(request.scope))
             except MLedgerError as e:
                 return _error(e.http_status, str(e))
         reason = f"HTTP {exc.status_code} {_PHRASES.get(exc.status_code, 'Error')}"

@@ -43,6 +43,7 @@ __all__ = [
     "RoleResolver",
     "check_authentication_setup",
     "check_endpoint_authentication",
+    "peer_subject_of",
 ]
 
 AUTHENTICATION_REQUIRED = "Authentication required"
@@ -101,6 +102,14 @@ class RoleResolver:
 
     def __repr__(self) -> str:
         return f"RoleResolver({self.authenticator!r}, trust_role_header={self.trust_role_header})"
+
+
+def peer_subject_of(scope: Mapping[str, Any]) -> str | None:
+    """The verified TLS client certificate's subject of a request (the ASGI TLS extension's
+    ``client_cert_name``, RFC 4514), None over plain HTTP or without a certificate."""
+    tls = (scope.get("extensions") or {}).get("tls") or {}
+    name = tls.get("client_cert_name")
+    return name if isinstance(name, str) else None
 
 
 def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool, option: str = "--auth-file") -> None:

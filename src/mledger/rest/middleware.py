@@ -40,7 +40,7 @@ from typing import Any
 from starlette.datastructures import Headers
 
 from ..core.errors import UnauthenticatedError
-from .auth import RoleResolver
+from .auth import RoleResolver, peer_subject_of
 from .protocol import error_body
 
 __all__ = ["AdminMiddleware", "AuthenticatedPaths", "BodyTooLargeError", "InFlight"]
@@ -181,7 +181,7 @@ class AuthenticatedPaths:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] in self.paths:
             try:
-                self.roles.role_for(Headers(scope=scope), required=True)
+                self.roles.role_for(Headers(scope=scope), required=True, peer_subject=peer_subject_of(scope))
             except UnauthenticatedError as e:
                 body = error_body(str(e))
                 headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

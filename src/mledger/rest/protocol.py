@@ -11,6 +11,9 @@ only those answers, so every error a client gets is Pulsar's JSON ``{"reason": .
 * anything else the parser refuses (a bad ``Content-Length``, chunk size or URL character):
   400 naming the parser's reason.
 
+Over TLS, a verified client certificate's subject goes into each request's scope as the ASGI TLS
+extension's ``client_cert_name`` (RFC 4514), where the ``tls`` authentication provider reads it.
+
 Each of these closes the connection (the request cannot be read to its end). Everything else is
 uvicorn's own behaviour: HTTP/1.1 keep-alive, pipelining, flow control, graceful shutdown.
 """
@@ -22,6 +25,8 @@ import sys
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from ..core.tls import subject_name
 
 __all__ = ["AdminHttpProtocol", "error_body"]
 
@@ -62,10 +67,19 @@ class AdminHttpProtocol(HttpToolsProtocol):
     max_header_bytes = DEFAULT_MAX_HEADER_BYTES
     _refusal: _Refused | None = None
     _header_bytes = 0
+    _tls: dict[object, object] | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        if self.scheme == "https":
+            certificate = transport.get_extra_info("peercert")
+            self._tls = {"client_cert_name": subject_name(certificate.get("subject")) if certificate else None}
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_bytes = 0
+        if self._tls is not None:  # the ASGI TLS extension, the part the app reads
+            self.scope["extensions"] = {"tls": dict(self._tls)}
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)

@@ -46,6 +46,7 @@ from fastapi import FastAPI
 from ..admin import Admin, Authorization
 from ..core.address import format_address, parse_bind
 from ..core.errors import ConfigError
+from ..core.tls import TlsSettings, server_context
 from .app import create_app
 from .auth import RoleResolver
 from .protocol import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, protocol_class
@@ -72,6 +73,9 @@ class AdminServer:
     ``drain_timeout``: seconds requests in flight get to finish when stopping.
     ``keep_alive_timeout``: seconds an idle keep-alive connection is kept.
     ``max_url_bytes`` / ``max_header_bytes``: the protocol's limits (414 / 431).
+    ``tls``: serve ``https://`` with these certificate, key and trust files (one context shared with
+    the protocol server's TLS port, :func:`mledger.core.tls.server_context`); a verified client
+    certificate's subject reaches the app as the ASGI TLS extension's ``client_cert_name``.
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class AdminServer:
         max_url_bytes: int = DEFAULT_MAX_URL_BYTES,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
         backlog: int = 2048,
+        tls: TlsSettings | None = None,
         **app_options: Any,
     ) -> None:
         if isinstance(app, Admin):
@@ -98,6 +103,13 @@ class AdminServer:
         self._socket = _bind(host, port, backlog)
         bound = self._socket.getsockname()
         self._address = (str(bound[0]), int(bound[1]))
+        self.tls = tls
+        try:
+            # read the files now: a bad certificate is a ConfigError before the thread starts
+            context = server_context(tls) if tls is not None else None
+        except BaseException:
+            self._socket.close()
+            raise
         self._config = uvicorn.Config(
             app,
             http=protocol_class(max_url_bytes, max_header_bytes),
@@ -109,6 +121,7 @@ class AdminServer:
             timeout_keep_alive=int(max(1, keep_alive_timeout)),
             timeout_graceful_shutdown=int(max(1, drain_timeout)) if drain_timeout else None,
             backlog=backlog,
+            ssl_context_factory=(lambda config, default: context) if context is not None else None,
         )
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
@@ -126,9 +139,10 @@ class AdminServer:
 
     @property
     def url(self) -> str:
-        """``http://host:port``."""
+        """``http://host:port`` (``https://`` with ``tls``)."""
         host, port = self.address
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
     @property
     def in_flight(self) -> int:

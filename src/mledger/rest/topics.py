@@ -100,6 +100,7 @@ from ..admin.wire import CANCEL_RESULTS_HEADER, ErrorBody
 from ..broker.names import TopicName, local_name_problem, named_entity_problem
 from ..codec.messageid import MessageId
 from ..core.errors import InvalidRequestError, NotAllowedError, PreconditionFailedError
+from .auth import peer_subject_of
 from .context import AppContext, context_of
 
 __all__ = [
@@ -196,7 +197,7 @@ async def caller_admin(request: Request) -> Admin:
     """Authentication (Pulsar's filter, first of all): the admin acting for the caller's role.
     The namespace dependencies of the topic routes do the same themselves (one dependency less
     per request)."""
-    return context_of(request).admin_for(request.headers)
+    return context_of(request).admin_for(request.headers, peer_subject_of(request.scope))
 
 
 CallerAdmin = Annotated[Admin, Depends(caller_admin)]
@@ -221,7 +222,7 @@ def _call(
     filter, first of all), the v1 cluster (412), the domain (405), then the names (400):
     tenant, namespace, topic, subscription."""
     context = context_of(request)
-    admin = context.admin_for(request.headers)
+    admin = context.admin_for(request.headers, peer_subject_of(request.scope))
     if cluster is not None:
         name = decode_segment(cluster, "cluster")
         if name != context.cluster:
