@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
 
 import numpy as np
@@ -68,13 +68,16 @@ from .names import (
     encode_partitioned_metadata,
 )
 from .rates import RateWindow
+from .stats import ConsumerStats, ProducerStats
 from .types import ClientInfo, SubscriptionType
 
 __all__ = [
     "NON_PERSISTENT_POSITION",
     "NonPersistentProducer",
     "NonPersistentSubscription",
+    "NonPersistentSubscriptionStats",
     "NonPersistentTopic",
+    "NonPersistentTopicStats",
     "NonPersistentTopics",
 ]
 
@@ -97,6 +100,42 @@ class NonPersistentProducer:
     msg_in_counter: int = 0
     bytes_in_counter: int = 0
     msg_drop_counter: int = 0
+    in_rates: RateWindow = field(default_factory=lambda: RateWindow(0))
+
+
+@dataclass(frozen=True)
+class NonPersistentSubscriptionStats:
+    """One subscription of a non-persistent topic (Pulsar's ``NonPersistentSubscriptionStats``):
+    what it delivered, what it dropped (``msg_drop_counter`` since the subscription was made,
+    ``msg_drop_rate`` Pulsar's ``msgDropRate`` over the last stats interval)."""
+
+    name: str
+    type: SubscriptionType
+    consumers: tuple[ConsumerStats, ...]
+    active_consumer_name: str | None
+    msg_out_counter: int
+    bytes_out_counter: int
+    msg_rate_out: float
+    msg_throughput_out: float
+    msg_drop_counter: int
+    msg_drop_rate: float
+
+
+@dataclass(frozen=True)
+class NonPersistentTopicStats:
+    """A non-persistent topic (Pulsar's ``NonPersistentTopicStats``): what came in, the
+    producers, the subscriptions; ``msg_drop_rate`` adds up the subscriptions' and producers'
+    drop rates, as Pulsar's does."""
+
+    name: str
+    msg_in_counter: int
+    bytes_in_counter: int
+    msg_rate_in: float
+    msg_throughput_in: float
+    msg_drop_rate: float
+    msg_drop_counter: int
+    producers: tuple[ProducerStats, ...]
+    subscriptions: dict[str, NonPersistentSubscriptionStats]
 
 
 class NonPersistentSubscription:
@@ -217,6 +256,47 @@ class NonPersistentSubscription:
                 return consumers[i]
         return None
 
+    def stats(self, now_ms: int, interval_ms: int) -> NonPersistentSubscriptionStats:
+        """A snapshot; rates over the last stats interval of ``interval_ms``."""
+        with self._topic.lock:
+            consumers = []
+            for c in self._consumers:
+                rate, throughput = c.out_rates.rates(now_ms, interval_ms, c.msg_out_counter, c.bytes_out_counter)
+                consumers.append(
+                    ConsumerStats(
+                        c.name,
+                        c.permits,
+                        c.queued_messages,
+                        0,
+                        available_permits=max(c.permits, 0),
+                        msg_out_counter=c.msg_out_counter,
+                        bytes_out_counter=c.bytes_out_counter,
+                        entries_out_counter=c.entries_out_counter,
+                        msg_rate_out=rate,
+                        msg_throughput_out=throughput,
+                        connected_since_ms=c.connected_since_ms,
+                        last_consumed_ms=c.last_consumed_ms,
+                        last_flow_ms=c.last_flow_ms,
+                        client=c.client,
+                    )
+                )
+            rate_out, throughput_out = self.out_rates.rates(
+                now_ms, interval_ms, self.msg_out_counter, self.bytes_out_counter
+            )
+            drop_rate, _ = self.drop_rates.rates(now_ms, interval_ms, self.msg_drop_counter, 0)
+            return NonPersistentSubscriptionStats(
+                self._name,
+                self.type,
+                tuple(consumers),
+                self._active.name if self._active is not None else None,
+                self.msg_out_counter,
+                self.bytes_out_counter,
+                rate_out,
+                throughput_out,
+                self.msg_drop_counter,
+                drop_rate,
+            )
+
     # -- ConsumerOwner ----------------------------------------------------------------------
     def consumer_receive(self, consumer: Consumer, max_messages: int) -> list[Message]:
         """Pop up to ``max_messages`` queued messages and give their permits back."""
@@ -281,6 +361,9 @@ class NonPersistentTopic:
         self._subscriptions: dict[str, NonPersistentSubscription] = {}
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
+        self.msg_drop_counter = 0
+        """Messages dropped by any subscription since the topic was loaded (one message
+        dropped by two subscriptions counts twice)."""
         self.in_rates = RateWindow(clock())
         self._ids = 0
 
@@ -301,13 +384,6 @@ class NonPersistentTopic:
         with self.lock:
             return dict(self._subscriptions)
 
-    @property
-    def msg_drop_counter(self) -> int:
-        """Messages dropped by the current subscriptions and the producers."""
-        with self.lock:
-            subs = sum(s.msg_drop_counter for s in self._subscriptions.values())
-            return subs + sum(p.msg_drop_counter for p in self._producers.values())
-
     # -- producers ---------------------------------------------------------------------------
     def add_producer(self, name: str | None = None, client: ClientInfo | None = None) -> NonPersistentProducer:
         """Attach a producer (a generated name when None); ``ProducerBusyError`` when one of
@@ -321,7 +397,8 @@ class NonPersistentTopic:
                 raise ProducerBusyError(f"Producer with name '{name}' is already connected to topic {self.name}")
             self._ids += 1
             producer_id = client.client_id if client is not None and client.client_id is not None else self._ids
-            producer = NonPersistentProducer(name, producer_id, self.clock(), client)
+            now = self.clock()
+            producer = NonPersistentProducer(name, producer_id, now, client, in_rates=RateWindow(now))
             self._producers[name] = producer
             return producer
 
@@ -347,7 +424,13 @@ class NonPersistentTopic:
             if producer is not None:
                 producer.msg_in_counter += messages
                 producer.bytes_in_counter += len(raw)
-            return sum(1 for s in list(self._subscriptions.values()) if s.send(entry, messages, key_hash))
+            delivered = 0
+            for sub in list(self._subscriptions.values()):
+                if sub.send(entry, messages, key_hash):
+                    delivered += 1
+                else:
+                    self.msg_drop_counter += messages
+            return delivered
 
     # -- subscriptions -----------------------------------------------------------------------
     def subscribe(
@@ -400,6 +483,40 @@ class NonPersistentTopic:
             if sub.consumers:
                 raise SubscriptionBusyError(f"Subscription {subscription} has active consumers")
             del self._subscriptions[subscription]
+
+    def stats(self, interval_ms: int) -> NonPersistentTopicStats:
+        """A snapshot; rates over the last stats interval of ``interval_ms`` (Pulsar's
+        ``statsUpdateFrequencyInSecs``)."""
+        now = self.clock()
+        with self.lock:
+            producers = []
+            for p in self._producers.values():
+                rate, throughput = p.in_rates.rates(now, interval_ms, p.msg_in_counter, p.bytes_in_counter)
+                producers.append(
+                    ProducerStats(
+                        p.name,
+                        p.producer_id,
+                        p.msg_in_counter,
+                        p.bytes_in_counter,
+                        rate,
+                        throughput,
+                        p.connected_since_ms,
+                        p.client,
+                    )
+                )
+            subscriptions = {name: sub.stats(now, interval_ms) for name, sub in self._subscriptions.items()}
+            rate_in, throughput_in = self.in_rates.rates(now, interval_ms, self.msg_in_counter, self.bytes_in_counter)
+        return NonPersistentTopicStats(
+            self.name,
+            self.msg_in_counter,
+            self.bytes_in_counter,
+            rate_in,
+            throughput_in,
+            sum(s.msg_drop_rate for s in subscriptions.values()),
+            self.msg_drop_counter,
+            tuple(producers),
+            subscriptions,
+        )
 
     @property
     def is_idle(self) -> bool:
