@@ -17,7 +17,7 @@ import httpx
 import pulsar
 import pytest
 
-from mledger.admin import Admin
+from mledger.admin import Admin, Authorization, TopicOperation
 from mledger.broker import Broker, SubscriptionType
 from mledger.broker.nonpersistent import NonPersistentSubscription
 from mledger.protocol import EmbeddedBroker
@@ -276,3 +276,28 @@ def test_each_subscription_drops_only_what_it_has_no_permit_for(
     broker = pulsar_broker.broker
     assert subscription(broker, T, "roomy").msg_drop_counter == 0
     assert subscription(broker, T, "full").msg_drop_counter == 2
+
+
+def test_namespace_permissions_apply(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> None:
+    auth = Authorization({"app": {"public/default": {TopicOperation.PRODUCE, TopicOperation.CONSUME}}})
+    broker = pulsar_broker_factory(tokens={"s3cret": "app", "other": "nobody"}, authorization=auth)
+    nobody = pulsar.Client(
+        broker.service_url,
+        authentication=pulsar.AuthenticationToken("other"),
+        operation_timeout_seconds=10,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+    )
+    with pytest.raises(pulsar.PulsarException):
+        nobody.create_producer(T)
+    nobody.close()
+    good = pulsar.Client(
+        broker.service_url,
+        authentication=pulsar.AuthenticationToken("s3cret"),
+        operation_timeout_seconds=10,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+    )
+    consumer = good.subscribe(T, "sub")
+    wait_for_permits(broker.broker, T, "sub", 1)
+    good.create_producer(T).send(b"ok")
+    assert consumer.receive(RECEIVE_MS).data() == b"ok"
+    good.close()

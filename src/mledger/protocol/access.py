@@ -146,7 +146,7 @@ class ClientAuth:
         if self.authorization is not None:
             self.authorization.check(role, operation, topic)
 
-    def authorize_lookup(self, role: str | None, topic: str) -> None:
+    def authorize_lookup(self, role: str | None, topic: str | TopicName) -> None:
         """Lookups need LOOKUP, PRODUCE or CONSUME on the topic."""
         auth = self.authorization
         if auth is None:

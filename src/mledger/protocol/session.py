@@ -1120,7 +1120,8 @@ class Session:
     def _authorize_lookup(self, topic: str) -> None:
         auth = self._host.auth
         if auth is not None:
-            auth.authorize_lookup(self.role, topic)
+            # any domain: a lookup of a non-persistent topic is checked like a persistent one's
+            auth.authorize_lookup(self.role, TopicName.parse(topic, any_domain=True))
 
     @property
     def is_connected(self) -> bool:
