@@ -301,3 +301,71 @@ def test_namespace_permissions_apply(pulsar_broker_factory: Callable[..., Embedd
     good.create_producer(T).send(b"ok")
     assert consumer.receive(RECEIVE_MS).data() == b"ok"
     good.close()
+
+
+def test_raw_protocol_modes_and_refusals(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    from protocol_raw import RawClient
+
+    from mledger.codec.proto import PulsarApi_pb2 as api
+
+    client.create_producer("persistent://public/default/p").send(b"stored")
+    client.create_producer(T)
+    raw = RawClient(pulsar_broker.port)
+    mode = api.CommandGetTopicsOfNamespace
+    listed = {}
+    for request_id, wanted in enumerate((mode.PERSISTENT, mode.NON_PERSISTENT, mode.ALL), 1):
+        raw.send(
+            api.BaseCommand(
+                type=api.BaseCommand.GET_TOPICS_OF_NAMESPACE,
+                getTopicsOfNamespace=mode(request_id=request_id, namespace="public/default", mode=wanted),
+            )
+        )
+        answer = raw.next_command()
+        assert answer.getTopicsOfNamespaceResponse.request_id == request_id
+        listed[wanted] = sorted(answer.getTopicsOfNamespaceResponse.topics)
+    assert listed == {
+        mode.PERSISTENT: ["persistent://public/default/p"],
+        mode.NON_PERSISTENT: [T],
+        mode.ALL: [T, "persistent://public/default/p"],
+    }
+    raw.send(
+        api.BaseCommand(
+            type=api.BaseCommand.SUBSCRIBE,
+            subscribe=api.CommandSubscribe(
+                topic=T, subscription="s", subType=api.CommandSubscribe.Exclusive, consumer_id=1, request_id=10
+            ),
+        )
+    )
+    assert raw.next_command().type == api.BaseCommand.SUCCESS
+    raw.send(
+        api.BaseCommand(
+            type=api.BaseCommand.SEEK,
+            seek=api.CommandSeek(consumer_id=1, request_id=11, message_id=api.MessageIdData(ledgerId=0, entryId=0)),
+        )
+    )
+    error = raw.next_command()
+    assert error.type == api.BaseCommand.ERROR and error.error.error == api.NotAllowedError
+    raw.send(
+        api.BaseCommand(
+            type=api.BaseCommand.GET_LAST_MESSAGE_ID,
+            getLastMessageId=api.CommandGetLastMessageId(consumer_id=1, request_id=12),
+        )
+    )
+    error = raw.next_command()
+    assert error.type == api.BaseCommand.ERROR and error.error.request_id == 12
+    raw.send(
+        api.BaseCommand(
+            type=api.BaseCommand.SUBSCRIBE,
+            subscribe=api.CommandSubscribe(
+                topic=T,
+                subscription="c",
+                subType=api.CommandSubscribe.Shared,
+                consumer_id=2,
+                request_id=13,
+                read_compacted=True,
+            ),
+        )
+    )
+    error = raw.next_command()
+    assert error.type == api.BaseCommand.ERROR and "readCompacted" in error.error.message
+    raw.close()

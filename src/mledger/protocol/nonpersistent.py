@@ -216,8 +216,8 @@ class NonPersistentEndpoints:
             key = metadata.ordering_key
         elif metadata.HasField("partition_key"):
             key = metadata.partition_key
-        n = send.num_messages if send.HasField("num_messages") else 1
-        handle.topic.publish(handle.producer, entry, max(n, 1), key)
+        n = max(send.num_messages, 1) if send.HasField("num_messages") else 1
+        handle.topic.publish(handle.producer, entry, n, key)
         session.messages_in += n
         session.bytes_in += len(entry)
         highest = max(send.highest_sequence_id, send.sequence_id)
