@@ -223,7 +223,8 @@ def test_rest_lists_non_persistent_topics_and_partitioned_ones(
         producer = client.create_producer("non-persistent://public/default/parts")
         for i in range(2):
             wait_for_permits(broker, f"non-persistent://public/default/parts-partition-{i}", "sub", 1)
-        client.create_producer(T).send(b"x")
+        plain = client.create_producer(T)
+        plain.send(b"x")
         for i in range(4):
             producer.send(f"m{i}".encode(), partition_key=f"k{i}")
         got = drain(consumer)
@@ -242,6 +243,13 @@ def test_rest_lists_non_persistent_topics_and_partitioned_ones(
         stats = httpx.get(f"{base}/t/stats", timeout=10).json()
         assert stats["msgInCounter"] == 1 and stats["msgDropRate"] == 0
         assert httpx.get(f"{base}/t/internalStats", timeout=10).status_code == 405
+        assert httpx.delete(f"{base}/parts/partitions", timeout=10).status_code == 412  # clients connected
+        for closable in (consumer, producer, plain):
+            closable.close()
+        wait_until(lambda: all(t is None or t.is_idle for t in map(broker.non_persistent.get, listed)))
+        assert httpx.delete(f"{base}/parts/partitions", timeout=10).status_code == 204
+        assert httpx.get(f"{base}/partitioned", timeout=10).json() == []
+        assert httpx.get(base, timeout=10).json() == [T]
 
 
 def test_restart_forgets_the_topic(tmp_path: Path) -> None:

@@ -166,6 +166,14 @@ class NonPersistentTopicsAdmin:
         self._admin.check_namespace(NamespaceOperation.DELETE_TOPIC, name.namespace_name)
         self._admin.broker.non_persistent.delete(name, force=force)
 
+    def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
+        """Delete a partitioned topic (its partition count; its loaded partitions unloaded):
+        404 when it is not partitioned, 412 while a partition has clients unless ``force``.
+        DELETE_TOPIC on its namespace."""
+        name = self._name(topic)
+        self._admin.check_namespace(NamespaceOperation.DELETE_TOPIC, name.namespace_name)
+        self._admin.broker.non_persistent.delete_partitioned(name, force=force)
+
     def stats(self, topic: str) -> NonPersistentTopicStatsData:
         """Pulsar's ``NonPersistentTopicStats`` of a loaded topic (404 otherwise). GET_STATS."""
         name = self._name(topic)

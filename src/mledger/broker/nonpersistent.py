@@ -625,6 +625,24 @@ class NonPersistentTopics:
             del self._topics[name]
         found.close()
 
+    def delete_partitioned(self, topic: str | TopicName, force: bool = False) -> None:
+        """Delete a partitioned topic: its partition count and its loaded partitions.
+        ``NotFoundError`` when it is not partitioned, ``TopicBusyError`` while a partition has
+        clients unless ``force``."""
+        name = self.name_of(topic)
+        count = self.partitions(name)
+        if not count:
+            raise NotFoundError(f"Partitioned Topic not found: {name}")
+        with self._lock:
+            loaded = [self._topics[p] for i in range(count) if (p := name.partition(i)) in self._topics]
+            if not force and any(not t.is_idle for t in loaded):
+                raise TopicBusyError(f"Topic {name} has connected producers/consumers")
+            for t in loaded:
+                del self._topics[t.topic_name]
+        self._store.delete(name.partitioned_metadata_path)
+        for t in loaded:
+            t.close()
+
     def close(self) -> None:
         """Forget every topic (disconnecting their consumers)."""
         with self._lock:

@@ -11,6 +11,7 @@ PUT      ``{topic}``                   create_topic                204
 DELETE   ``{topic}`` (``?force``)      delete_topic (unload)       204
 GET      ``{topic}/partitions``        partitioned_topic_metadata  200
 PUT      ``{topic}/partitions`` (N)    create_topic(partitions=N)  204
+DELETE   ``{topic}/partitions``        delete_partitioned_topic    204
 GET      ``{topic}/stats``             stats                       200
 =======  ============================  ==========================  ===
 
@@ -111,6 +112,19 @@ def non_persistent_router(prefix: str = "/admin/v2/non-persistent/{tenant}/{name
         name = _topic(tenant, namespace, topic)
         partitions = partitions_from_body(await request.body())
         await context_of(request).run(admin.non_persistent.create_topic, name, partitions=partitions)
+        return Response(status_code=204)
+
+    @router.delete("/{topic}/partitions", name="v2_non_persistent_delete_partitioned_topic", status_code=204)
+    async def delete_partitioned(
+        request: Request,
+        tenant: Tenant,
+        namespace: Namespace,
+        topic: TopicSegment,
+        force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
+    ) -> Response:
+        admin = _admin(request)
+        name = _topic(tenant, namespace, topic)
+        await context_of(request).run(admin.non_persistent.delete_partitioned_topic, name, force=force)
         return Response(status_code=204)
 
     @router.get("/{topic}/stats", name="v2_non_persistent_get_stats")
