@@ -8,7 +8,9 @@ import pytest
 from mledger import ManagedLedgerFactory
 from mledger.broker import (
     Broker,
+    Consumer,
     ConsumerBusyError,
+    EntryDelivery,
     ManualClock,
     NamespaceNotFoundError,
     SubscriptionBusyError,
@@ -129,3 +131,40 @@ def test_registry_partitions_and_errors(broker: Broker) -> None:
     with pytest.raises(NamespaceNotFoundError):
         broker.open_non_persistent_topic("non-persistent://nope/ns/t")
     assert broker.list_topics() == []  # the persistent list does not show them
+
+
+class RecordingSink:
+    """A remote consumer's end that records what the broker tells it."""
+
+    def __init__(self) -> None:
+        self.active: list[bool] = []
+        self.delivered = 0
+
+    def deliver(self, consumer: Consumer, deliveries: list[EntryDelivery]) -> None:
+        self.delivered += sum(d.messages for d in deliveries)
+
+    def active_changed(self, consumer: Consumer, is_active: bool) -> None:
+        self.active.append(is_active)
+
+    def disconnected(self, consumer: Consumer) -> None:
+        pass
+
+    def held_permits(self) -> int:
+        return 0
+
+    def reached_end_of_topic(self, consumer: Consumer) -> None:
+        pass
+
+
+def test_failover_tells_consumers_who_is_active(broker: Broker) -> None:
+    topic = broker.open_non_persistent_topic(T)
+    sinks = {name: RecordingSink() for name in "ab"}
+    a = topic.subscribe("s", "Failover", "a", sink=sinks["a"], permits=5)
+    topic.subscribe("s", "Failover", "b", sink=sinks["b"], permits=5)
+    assert sinks["a"].active == [True] and sinks["b"].active == [False]  # b joined, a stays active
+    publish(topic, b"x")
+    assert (sinks["a"].delivered, sinks["b"].delivered) == (1, 0)
+    a.close()
+    assert sinks["b"].active == [False, True]
+    publish(topic, b"y")
+    assert sinks["b"].delivered == 1

@@ -192,7 +192,9 @@ class NonPersistentSubscription:
         self._consumers.append(consumer)
         if self.type is SubscriptionType.KEY_SHARED:
             self._ring.add(consumer.name, consumer)
-        self._choose_active()
+        if not self._choose_active() and self.type is SubscriptionType.FAILOVER and consumer.sink is not None:
+            # Pulsar tells a joining consumer who is active even when that did not change
+            consumer.sink.active_changed(consumer, consumer is self._active)
 
     def remove_consumer(self, consumer: Consumer) -> None:
         """Detach ``consumer`` (idempotent); the subscription goes with its last consumer."""
@@ -207,21 +209,25 @@ class NonPersistentSubscription:
             if not self._consumers:
                 self._topic.forget_subscription(self)
 
-    def _choose_active(self) -> None:
+    def _choose_active(self) -> bool:
+        """Pick the active consumer (Exclusive, Failover); on a change, Failover tells every
+        consumer whether it is the active one. Returns whether the active consumer changed."""
         if self.type not in _SINGLE_ACTIVE:
-            return
+            return False
         previous = self._active
         if not self._consumers:
             self._active = None
-            return
+            return previous is not None
         ordered = sorted(self._consumers, key=lambda c: c.name)
         index = max(self._topic.topic_name.partition_index, 0) % len(ordered)
         self._active = ordered[index] if self.type is SubscriptionType.FAILOVER else self._consumers[0]
-        if self.type is SubscriptionType.FAILOVER and self._active is not previous:
+        if self._active is previous:
+            return False
+        if self.type is SubscriptionType.FAILOVER:
             for c in self._consumers:
-                sink = c.sink
-                if sink is not None and (c is self._active or c is previous):
-                    sink.active_changed(c, c is self._active)
+                if c.sink is not None:
+                    c.sink.active_changed(c, c is self._active)
+        return True
 
     # -- dispatch (under the topic lock) -----------------------------------------------------
     def send(self, entry: Entry, messages: int, key_hash: int) -> bool:
