@@ -243,13 +243,18 @@ def test_rest_lists_non_persistent_topics_and_partitioned_ones(
         stats = httpx.get(f"{base}/t/stats", timeout=10).json()
         assert stats["msgInCounter"] == 1 and stats["msgDropRate"] == 0
         assert httpx.get(f"{base}/t/internalStats", timeout=10).status_code == 405
+        assert httpx.put(f"{base}/t", timeout=10).status_code == 409  # loaded already
+        assert httpx.put(f"{base}/parts/partitions", content=b"3", timeout=10).status_code == 409
+        missing = f"{server.url}/admin/v2/non-persistent/nope/ns"
+        assert httpx.put(f"{missing}/x", timeout=10).status_code == 404
+        assert httpx.put(f"{base}/fresh", timeout=10).status_code == 204
         assert httpx.delete(f"{base}/parts/partitions", timeout=10).status_code == 412  # clients connected
         for closable in (consumer, producer, plain):
             closable.close()
         wait_until(lambda: all(t is None or t.is_idle for t in map(broker.non_persistent.get, listed)))
         assert httpx.delete(f"{base}/parts/partitions", timeout=10).status_code == 204
         assert httpx.get(f"{base}/partitioned", timeout=10).json() == []
-        assert httpx.get(base, timeout=10).json() == [T]
+        assert httpx.get(base, timeout=10).json() == ["non-persistent://public/default/fresh", T]
 
 
 def test_restart_forgets_the_topic(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from ..broker import NamespaceNotFoundError, TopicAlreadyExistsError
 from ..broker.names import NON_PERSISTENT, TopicName, check_namespace_name
 from ..broker.nonpersistent import NonPersistentSubscriptionStats, NonPersistentTopicStats
 from ..core.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
@@ -139,18 +140,21 @@ class NonPersistentTopicsAdmin:
     def create_topic(self, topic: str, partitions: int = 0) -> str:
         """Load a non-partitioned topic (``partitions=0``) or record a partitioned one; returns
         its full name. CREATE_TOPIC on its namespace; 404 for a namespace that does not exist,
-        409 when a partitioned one of that name exists."""
+        409 when the topic is loaded or partitioned already (Pulsar's ``checkTopicExists``)."""
         name = self._name(topic)
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 0:
             raise InvalidRequestError(f"invalid number of partitions {partitions!r}: must be an integer >= 0")
         self._admin.check_namespace(NamespaceOperation.CREATE_TOPIC, name.namespace_name)
         broker = self._admin.broker
         if not broker.namespace_exists(name.namespace_name):
-            broker.check_topic_namespace(str(name))  # raises Pulsar's 404
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name.namespace_name}")
+        registry = broker.non_persistent
         if partitions:
-            broker.non_persistent.create_partitioned(name, partitions)
-        else:
-            broker.open_non_persistent_topic(str(name))
+            registry.create_partitioned(name, partitions)
+            return str(name)
+        if registry.exists(name):
+            raise TopicAlreadyExistsError(f"This topic already exists: {name}")
+        broker.open_non_persistent_topic(str(name))
         return str(name)
 
     def partitioned_topic_metadata(self, topic: str) -> PartitionedTopicMetadata:
