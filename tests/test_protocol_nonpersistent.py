@@ -343,6 +343,14 @@ def test_raw_protocol_modes_and_refusals(pulsar_broker: EmbeddedBroker, client: 
     }
     raw.send(
         api.BaseCommand(
+            type=api.BaseCommand.GET_TOPICS_OF_NAMESPACE,
+            getTopicsOfNamespace=mode(request_id=9, namespace="no-slash", mode=mode.NON_PERSISTENT),
+        )
+    )
+    error = raw.next_command()
+    assert error.type == api.BaseCommand.ERROR and "Invalid namespace name" in error.error.message
+    raw.send(
+        api.BaseCommand(
             type=api.BaseCommand.SUBSCRIBE,
             subscribe=api.CommandSubscribe(
                 topic=T, subscription="s", subType=api.CommandSubscribe.Exclusive, consumer_id=1, request_id=10

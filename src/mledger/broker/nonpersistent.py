@@ -64,6 +64,7 @@ from .names import (
     NON_PERSISTENT,
     PARTITIONED_TOPICS_ROOT,
     TopicName,
+    check_namespace_name,
     decode_partitioned_metadata,
     encode_partitioned_metadata,
 )
@@ -592,6 +593,8 @@ class NonPersistentTopics:
         """Names of the partitioned non-persistent topics (``tenant/ns`` to filter), sorted."""
         out = []
         root = PARTITIONED_TOPICS_ROOT
+        if namespace is not None:
+            check_namespace_name(namespace)
         tenants = [namespace.split("/")[0]] if namespace else self._store.children(root)
         for tenant in tenants:
             spaces = [namespace.split("/")[1]] if namespace else self._store.children(f"{root}/{tenant}")
