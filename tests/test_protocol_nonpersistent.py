@@ -358,6 +358,16 @@ def test_raw_protocol_modes_and_refusals(pulsar_broker: EmbeddedBroker, client: 
         )
     )
     assert raw.next_command().type == api.BaseCommand.SUCCESS
+    raw.send(  # a retried SUBSCRIBE gets the same answer
+        api.BaseCommand(
+            type=api.BaseCommand.SUBSCRIBE,
+            subscribe=api.CommandSubscribe(
+                topic=T, subscription="s", subType=api.CommandSubscribe.Exclusive, consumer_id=1, request_id=15
+            ),
+        )
+    )
+    retried = raw.next_command()
+    assert retried.type == api.BaseCommand.SUCCESS and retried.success.request_id == 15
     raw.send(
         api.BaseCommand(
             type=api.BaseCommand.SEEK,

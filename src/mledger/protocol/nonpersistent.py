@@ -237,6 +237,10 @@ class NonPersistentEndpoints:
         connection = session.connection
         existing = self._consumers.get(body.consumer_id)
         if existing is not None:
+            sub = existing.subscription
+            if existing.topic.name == body.topic and sub is not None and sub.name == body.subscription:
+                session.send_success(body.request_id)  # a retried request: same answer
+                return
             connection.send_error(body.request_id, api.ConsumerBusy, f"consumer id {body.consumer_id} is in use")
             return
         try:
