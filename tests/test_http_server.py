@@ -946,8 +946,10 @@ def test_topic_stats_route_errors(server: AdminServer, auth_server: AdminServer)
         assert call(server, "GET", path).status == 404
     assert call(server, "GET", f"{V2}/plain/stats?subscriptionBacklogSize=maybe").status == 400
     assert call(server, "GET", f"{V2}/orders/partitioned-stats?perPartition=2").status == 400
-    r = call(server, "GET", "/admin/v2/non-persistent/public/default/plain/stats")
+    r = call(server, "GET", "/admin/v2/non-persistent/public/default/plain/partitioned-stats")
     assert (r.status, r.reason) == (405, "Operation not allowed on non-persistent topic")
+    r = call(server, "GET", "/admin/v2/non-persistent/public/default/plain/stats")  # never loaded
+    assert r.status == 404
     assert call(server, "POST", f"{V2}/plain/stats", b"").status == 405
     # GET_STATS, as Pulsar's TopicOperation
     assert call(auth_server, "GET", f"{V2}/plain/stats").status == 401

@@ -21,6 +21,7 @@ from ..core.errors import ConfigError, PermissionDeniedError, UnauthenticatedErr
 from .auth import Authorization, NamespaceOperation, TopicOperation
 from .messaging import Messaging
 from .namespaces import Namespaces
+from .nonpersistent import NonPersistentTopicsAdmin
 from .topics import Topics
 
 __all__ = ["Admin"]
@@ -45,6 +46,8 @@ class Admin:
         self.topics = Topics(self)
         self.namespaces = Namespaces(self)
         self.messaging = Messaging(self)
+        self.non_persistent = NonPersistentTopicsAdmin(self)
+        """The ``non-persistent://`` topics (:mod:`mledger.admin.nonpersistent`)."""
 
     @property
     def authorization_enabled(self) -> bool:

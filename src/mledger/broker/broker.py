@@ -64,6 +64,7 @@ from .namespaces import (
     Namespaces,
     check_namespace,
 )
+from .nonpersistent import NonPersistentTopic, NonPersistentTopics
 from .partitioned import PartitionedSubscription, PartitionedTopic
 from .producer import PartitionedProducer, Producer
 from .retention import RetentionPolicies, TopicPolicies
@@ -124,6 +125,8 @@ class Broker:
         """Topic-level policies (retention; :mod:`mledger.broker.retention`)."""
         self.journal = journal
         """What hears the broker's stored entries and cursor changes (None: nothing does)."""
+        self.non_persistent = NonPersistentTopics(factory.store, self.clock.now_ms, self.generate_producer_name)
+        """The ``non-persistent://`` topics, in memory (:mod:`mledger.broker.nonpersistent`)."""
         self._closed = False
         self._last_retention_check_ms = self.clock.now_ms()
         self._last_compaction_check_ms = self.clock.now_ms()
@@ -206,13 +209,33 @@ class Broker:
             self._check_open()
             self._check_auto_creation(name)
 
+    def open_non_persistent_topic(self, topic: str) -> NonPersistentTopic:
+        """The ``non-persistent://`` topic (or partition) ``topic``, created on first use as a
+        persistent one is: ``NotFoundError`` when automatic creation is off or it names a
+        partition its partitioned topic does not have, ``NamespaceNotFoundError`` when its
+        namespace does not exist, ``InvalidRequestError`` for a partitioned topic's own name."""
+        name = NonPersistentTopics.name_of(topic)
+        registry = self.non_persistent
+        with self._lock:
+            self._check_open()
+            if registry.get(name) is None:
+                if name.is_partition:
+                    count = registry.partitions(name.partitioned_topic)
+                    if name.partition_index >= count:
+                        raise NotFoundError(f"Topic {name} not found")
+                elif not self.config.allow_auto_topic_creation and not registry.partitions(name):
+                    raise NotFoundError(f"Topic {name} not found (automatic topic creation is off)")
+                self._require_namespace(name)
+            return registry.open(name)
+
     def check_topic_namespace(self, topic: str) -> None:
         """``NamespaceNotFoundError`` (404) unless the topic exists or its namespace does (what
         a lookup checks: Pulsar finds no bundle owner for a namespace that does not exist)."""
-        name = TopicName.parse(topic)
+        name = TopicName.parse(topic, any_domain=True)
         with self._lock:
             self._check_open()
-            if not self._exists(name):
+            exists = self._exists(name) if name.is_persistent else self.non_persistent.exists(name)
+            if not exists:
                 self._require_namespace(name)
 
     def namespace_exists(self, namespace: str) -> bool:
@@ -233,7 +256,15 @@ class Broker:
         return True
 
     def partitioned_topic_metadata(self, topic: str) -> int:
-        """The number of partitions, 0 for a non-partitioned topic; ``NotFoundError``."""
+        """The number of partitions, 0 for a non-partitioned topic; ``NotFoundError``. A
+        ``non-persistent://`` topic that was never used answers 0 when its namespace exists."""
+        name = TopicName.parse(topic, any_domain=True)
+        if not name.is_persistent:
+            with self._lock:
+                self._check_open()
+                if not self.non_persistent.exists(name):
+                    self._require_namespace(name)
+                return self.non_persistent.partitions(name)
         found = self.get_topic(topic)
         return found.num_partitions if isinstance(found, PartitionedTopic) else 0
 
@@ -661,6 +692,7 @@ class Broker:
             self._topics.clear()
         for topic in topics:
             topic.close()
+        self.non_persistent.close()
         if self.journal is not None:
             self.journal.close()  # after the topics: their last writes are reported
 

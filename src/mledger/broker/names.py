@@ -9,6 +9,12 @@ is kept where Pulsar keeps it, as JSON ``{"partitions": N}`` at
 
 Short names are Pulsar's too: ``orders`` means ``persistent://public/default/orders`` and
 ``acme/prod/orders`` means ``persistent://acme/prod/orders``.
+
+``non-persistent://tenant/ns/local`` names a non-persistent topic (nothing stored; see
+:mod:`mledger.broker.nonpersistent`): :meth:`TopicName.parse` accepts it only when asked to
+(``any_domain=True``), so the persistent machinery never sees one. A partitioned
+non-persistent topic's count is kept at Pulsar's path too,
+``/admin/partitioned-topics/tenant/ns/non-persistent/<encoded local>``.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ __all__ = [
     "check_namespace_name",
     "local_name_problem",
     "named_entity_problem",
+    "NON_PERSISTENT",
     "PARTITIONED_TOPICS_ROOT",
     "PARTITION_SUFFIX",
     "ProducerNameGenerator",
@@ -37,6 +44,9 @@ PARTITIONED_TOPICS_ROOT = "/admin/partitioned-topics"
 """Where partitioned-topic metadata lives (Pulsar's path)."""
 
 _DOMAIN = "persistent"
+NON_PERSISTENT = "non-persistent"
+"""The domain of non-persistent topics."""
+_DOMAINS = frozenset({_DOMAIN, NON_PERSISTENT})
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>0|[1-9][0-9]{0,9})$")
 _NAMED_ENTITY = re.compile(r"^[-=:.\w]+$", re.ASCII)  # Pulsar's NamedEntity rule (Java's \w is ASCII)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -47,7 +57,8 @@ _DEFAULT_NAMESPACE = "default"
 
 @dataclass(frozen=True, slots=True)
 class TopicName:
-    """A parsed, normalised persistent topic name (Pulsar's ``TopicName``).
+    """A parsed, normalised topic name (Pulsar's ``TopicName``): persistent unless parsed with
+    ``any_domain=True`` from a ``non-persistent://`` name.
 
     Construction through :meth:`parse` raises :class:`~mledger.core.errors.InvalidRequestError`
     (400) naming the bad text.
@@ -62,11 +73,19 @@ class TopicName:
     tenant: str
     namespace: str
     local_name: str
+    domain: str = _DOMAIN
+    """``persistent`` or ``non-persistent``."""
 
     @classmethod
-    def parse(cls, text: str | TopicName) -> TopicName:
-        """Parse a full or short name. O(len(text))."""
+    def parse(cls, text: str | TopicName, *, any_domain: bool = False) -> TopicName:
+        """Parse a full or short name (a short name is persistent). O(len(text)).
+
+        A ``non-persistent://`` name is refused (400) unless ``any_domain``."""
         if isinstance(text, TopicName):
+            if text.domain != _DOMAIN and not any_domain:
+                raise InvalidRequestError(
+                    f"Invalid topic name {str(text)!r}: only the 'persistent' domain is supported"
+                )
             return text
         if not isinstance(text, str) or not text or text != text.strip():
             raise InvalidRequestError(f"Invalid topic name: {text!r}")
@@ -82,13 +101,11 @@ class TopicName:
                     " <tenant>/<namespace>/<topic> or <topic>"
                 )
         domain, rest = text.split("://", 1)
-        if domain != _DOMAIN:
+        if domain not in _DOMAINS or (domain != _DOMAIN and not any_domain):
             raise InvalidRequestError(f"Invalid topic name {text!r}: only the 'persistent' domain is supported")
         parts = rest.split("/")
         if len(parts) != 3 or not all(parts):
-            raise InvalidRequestError(
-                f"Invalid topic name {text!r}: expected persistent://<tenant>/<namespace>/<topic>"
-            )
+            raise InvalidRequestError(f"Invalid topic name {text!r}: expected {domain}://<tenant>/<namespace>/<topic>")
         tenant, namespace, local = parts
         for what, value in (("tenant", tenant), ("namespace", namespace)):
             problem = named_entity_problem(value)
@@ -97,7 +114,7 @@ class TopicName:
         problem = local_name_problem(local)
         if problem:
             raise InvalidRequestError(f"Invalid topic name {text!r}: {problem}")
-        return cls(tenant, namespace, local)
+        return cls(tenant, namespace, local, domain)
 
     @classmethod
     def from_managed_ledger_name(cls, name: str) -> TopicName | None:
@@ -111,9 +128,9 @@ class TopicName:
             return None
 
     @property
-    def domain(self) -> str:
-        """Always ``persistent``."""
-        return _DOMAIN
+    def is_persistent(self) -> bool:
+        """Whether the topic is persistent (its messages are stored)."""
+        return self.domain == _DOMAIN
 
     @property
     def namespace_name(self) -> str:
@@ -128,8 +145,8 @@ class TopicName:
 
     @property
     def managed_ledger_name(self) -> str:
-        """Pulsar's persistence naming: ``tenant/ns/persistent/<encoded local name>``."""
-        return f"{self.tenant}/{self.namespace}/{_DOMAIN}/{self.encoded_local_name}"
+        """Pulsar's persistence naming: ``tenant/ns/<domain>/<encoded local name>``."""
+        return f"{self.tenant}/{self.namespace}/{self.domain}/{self.encoded_local_name}"
 
     @property
     def partitioned_metadata_path(self) -> str:
@@ -153,16 +170,16 @@ class TopicName:
         match = _PARTITION.match(self.local_name)
         if match is None:
             return self
-        return TopicName(self.tenant, self.namespace, match["base"])
+        return TopicName(self.tenant, self.namespace, match["base"], self.domain)
 
     def partition(self, index: int) -> TopicName:
         """The name of partition ``index`` of this topic."""
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise InvalidRequestError(f"invalid partition index {index!r}")
-        return TopicName(self.tenant, self.namespace, f"{self.local_name}{PARTITION_SUFFIX}{index}")
+        return TopicName(self.tenant, self.namespace, f"{self.local_name}{PARTITION_SUFFIX}{index}", self.domain)
 
     def __str__(self) -> str:
-        return f"{_DOMAIN}://{self.tenant}/{self.namespace}/{self.local_name}"
+        return f"{self.domain}://{self.tenant}/{self.namespace}/{self.local_name}"
 
 
 def named_entity_problem(value: str) -> str | None:

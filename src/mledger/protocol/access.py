@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from ..broker import ProducerBusyError, Topic
+from ..broker.names import TopicName
 from ..core.errors import NotAllowedError, PermissionDeniedError
 
 if TYPE_CHECKING:
@@ -140,12 +141,12 @@ class ClientAuth:
         :class:`~mledger.admin.authentication.AuthenticationError` with the provider's reason."""
         return self.authenticator.authenticate(method, data, peer_subject)
 
-    def authorize(self, role: str | None, operation: str, topic: str) -> None:
+    def authorize(self, role: str | None, operation: str, topic: str | TopicName) -> None:
         """Raise ``PermissionDeniedError`` unless ``role`` may do ``operation`` on ``topic``."""
         if self.authorization is not None:
             self.authorization.check(role, operation, topic)
 
-    def authorize_lookup(self, role: str | None, topic: str) -> None:
+    def authorize_lookup(self, role: str | None, topic: str | TopicName) -> None:
         """Lookups need LOOKUP, PRODUCE or CONSUME on the topic."""
         auth = self.authorization
         if auth is None:

@@ -58,7 +58,6 @@ from ..broker import (
     ProducerBusyError,
     PublishResult,
     SubscriptionBusyError,
-    SubscriptionType,
     Topic,
     TopicFencedError,
 )
@@ -66,6 +65,7 @@ from ..broker.consumer import Consumer
 from ..broker.dedup import MessageDeduplication
 from ..broker.hooks import NoDeduplication
 from ..broker.listeners import EntryDelivery, ack_set_words
+from ..broker.names import TopicName
 from ..broker.producer import Producer
 from ..broker.schemas import IncompatibleSchemaError, SchemaInfo
 from ..broker.subscription import Subscription, check_read_compacted
@@ -91,6 +91,7 @@ from .commands import COMMANDS
 from .config import ProtocolConfig, lookup_urls
 from .connection import Connection, ConnectionState, Request
 from .framing import checksummed_entry, payload_frame_parts
+from .nonpersistent import SUB_TYPES, NonPersistentEndpoints, is_non_persistent
 
 __all__ = ["PERMIT_WINDOW", "ConsumerHandle", "ProducerHandle", "Session", "SessionHost"]
 
@@ -111,13 +112,6 @@ _ACCESS_MODES = {
     api.ExclusiveWithFencing: "ExclusiveWithFencing",
 }
 """Pulsar's ``ProducerAccessMode`` names, for the stats' ``accessMode``."""
-
-_SUB_TYPES = {
-    api.CommandSubscribe.Exclusive: SubscriptionType.EXCLUSIVE,
-    api.CommandSubscribe.Shared: SubscriptionType.SHARED,
-    api.CommandSubscribe.Failover: SubscriptionType.FAILOVER,
-    api.CommandSubscribe.Key_Shared: SubscriptionType.KEY_SHARED,
-}
 
 
 def _signed(value: int) -> int:
@@ -386,6 +380,7 @@ class Session:
         self.bytes_out = 0
         self.checksum_errors = 0
         self.validation_errors = 0
+        self._np = NonPersistentEndpoints(self)
 
     # -- driven by the shell -------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
@@ -422,9 +417,32 @@ class Session:
             self._close_producer(producer)
         for consumer in list(self._consumers.values()):
             self._close_consumer(consumer)
+        self._np.close()
 
     def _wake(self) -> None:
         self._host.flush_soon(self)
+
+    def wake(self) -> None:
+        """Write what was queued at the end of this loop turn."""
+        self._wake()
+
+    def authorize_topic(self, topic: TopicName, operation: str) -> None:
+        """``PermissionDeniedError`` unless this client's role may do ``operation`` on ``topic``."""
+        auth = self._host.auth
+        if auth is not None:
+            auth.authorize(self.role, operation, topic)
+
+    def error_code(self, exc: BaseException) -> api.ServerError.ValueType:
+        """The protocol's error code for a broker error."""
+        return server_error(exc)
+
+    def send_error(self, producer_id: int, sequence_id: int, error: api.ServerError.ValueType, message: str) -> None:
+        """Queue SEND_ERROR for one SEND."""
+        self._send_error(producer_id, sequence_id, error, message)
+
+    def send_success(self, request_id: int) -> None:
+        """Queue SUCCESS for ``request_id``."""
+        self._send_success(request_id)
 
     # -- handshake, keep-alive, lookups ---------------------------------------------------------
     def handle_connect(self, request: Request) -> None:
@@ -495,12 +513,16 @@ class Session:
         try:
             if self._host.auth is not None:
                 self._host.auth.authorize_topic_list(self.role, body.namespace)
-            if body.mode == api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
-                topics: list[str] = []
-            else:
-                topics = self._host.broker.list_topics(body.namespace, include_partitions=True)
-                partitioned = set(self._host.broker.list_partitioned_topics())
-                topics = [t for t in topics if t not in partitioned]
+            broker = self._host.broker
+            topics: list[str] = []
+            if body.mode != api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
+                persistent = broker.list_topics(body.namespace, include_partitions=True)
+                partitioned = set(broker.list_partitioned_topics())
+                topics = [t for t in persistent if t not in partitioned]
+            if body.mode != api.CommandGetTopicsOfNamespace.PERSISTENT:
+                # Pulsar lists the non-persistent topics loaded now (partitions, not their parents)
+                parents = set(broker.non_persistent.list_partitioned(body.namespace))
+                topics += [t for t in broker.non_persistent.topic_names(body.namespace) if t not in parents]
             if body.HasField("topics_pattern"):
                 pattern = re.compile(body.topics_pattern)
                 topics = [t for t in topics if pattern.fullmatch(t) or pattern.fullmatch(t.split("://", 1)[-1])]
@@ -545,6 +567,9 @@ class Session:
     # -- producers ---------------------------------------------------------------------------
     def handle_producer(self, request: Request) -> None:
         body = request.command.producer
+        if is_non_persistent(body.topic):
+            self._np.open_producer(body)
+            return
         request_id = body.request_id
         existing = self._producers.get(body.producer_id)
         if existing is not None and existing.topic.name == body.topic and not existing.closed:
@@ -604,6 +629,9 @@ class Session:
     def handle_send(self, request: Request) -> None:
         send = request.command.send
         producer_id = send.producer_id
+        if self._np.has_producer(producer_id):
+            self._np.send(request)
+            return
         raw_sequence_id = send.sequence_id
         handle = self._producers.get(producer_id)
         if handle is None or handle.closed:
@@ -681,6 +709,7 @@ class Session:
 
     def handle_close_producer(self, request: Request) -> None:
         body = request.command.close_producer
+        self._np.close_producer(body.producer_id)
         handle = self._producers.get(body.producer_id)
         if handle is not None:
             self._close_producer(handle)
@@ -714,6 +743,9 @@ class Session:
     # -- consumers -----------------------------------------------------------------------------
     def handle_subscribe(self, request: Request) -> None:
         body = request.command.subscribe
+        if is_non_persistent(body.topic) and body.consumer_id not in self._consumers:
+            self._np.subscribe(body)
+            return
         request_id = body.request_id
         existing = self._consumers.get(body.consumer_id)
         if existing is not None:
@@ -730,7 +762,7 @@ class Session:
             topic = self._open_partition(body.topic)
             if body.HasField("schema"):
                 broker.add_schema_if_idle_or_check_compatible(topic, _schema_info(body.schema))
-            sub_type = _SUB_TYPES[body.subType]
+            sub_type = SUB_TYPES[body.subType]
             if body.read_compacted:
                 check_read_compacted(sub_type)
             initial = (
@@ -772,6 +804,9 @@ class Session:
 
     def handle_flow(self, request: Request) -> None:
         body = request.command.flow
+        if self._np.has_consumer(body.consumer_id):
+            self._np.flow(body.consumer_id, body.messagePermits)
+            return
         handle = self._consumers.get(body.consumer_id)
         if handle is None:
             return
@@ -849,7 +884,9 @@ class Session:
         body = request.command.ack
         handle = self._consumers.get(body.consumer_id)
         error: BaseException | None = None
-        if handle is None or handle.consumer is None:
+        if self._np.has_consumer(body.consumer_id):
+            pass  # nothing to acknowledge on a non-persistent topic
+        elif handle is None or handle.consumer is None:
             error = NotFoundError(f"Consumer {body.consumer_id} not found")
         else:
             if body.HasField("validation_error"):
@@ -930,7 +967,7 @@ class Session:
 
     def handle_redeliver_unacknowledged_messages(self, request: Request) -> None:
         body = request.command.redeliverUnacknowledgedMessages
-        handle = self._consumers.get(body.consumer_id)
+        handle = self._consumers.get(body.consumer_id)  # None on a non-persistent topic: nothing kept
         if handle is None or handle.consumer is None:
             return
         try:
@@ -946,6 +983,9 @@ class Session:
     def handle_seek(self, request: Request) -> None:
         body = request.command.seek
         handle = self._consumers.get(body.consumer_id)
+        if self._np.has_consumer(body.consumer_id):
+            self._np.refuse(body.request_id, "Seek")
+            return
         if handle is None:
             self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
             return
@@ -965,6 +1005,9 @@ class Session:
     def handle_get_last_message_id(self, request: Request) -> None:
         body = request.command.getLastMessageId
         handle = self._consumers.get(body.consumer_id)
+        if self._np.has_consumer(body.consumer_id):
+            self._np.refuse(body.request_id, "GetLastMessageId")
+            return
         if handle is None:
             self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
             return
@@ -999,6 +1042,9 @@ class Session:
 
     def handle_unsubscribe(self, request: Request) -> None:
         body = request.command.unsubscribe
+        if self._np.has_consumer(body.consumer_id):
+            self._np.unsubscribe(body)
+            return
         handle = self._consumers.get(body.consumer_id)
         if handle is None:
             self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
@@ -1020,6 +1066,7 @@ class Session:
 
     def handle_close_consumer(self, request: Request) -> None:
         body = request.command.close_consumer
+        self._np.close_consumer(body.consumer_id)
         handle = self._consumers.get(body.consumer_id)
         if handle is not None:
             self._close_consumer(handle)
@@ -1048,6 +1095,9 @@ class Session:
 
     def handle_consumer_stats(self, request: Request) -> None:
         body = request.command.consumerStats
+        if self._np.has_consumer(body.consumer_id):
+            self._np.consumer_stats(body)
+            return
         handle = self._consumers.get(body.consumer_id)
         response = api.CommandConsumerStatsResponse(request_id=body.request_id)
         if handle is None or handle.consumer is None:
@@ -1083,7 +1133,8 @@ class Session:
     def _authorize_lookup(self, topic: str) -> None:
         auth = self._host.auth
         if auth is not None:
-            auth.authorize_lookup(self.role, topic)
+            # any domain: a lookup of a non-persistent topic is checked like a persistent one's
+            auth.authorize_lookup(self.role, TopicName.parse(topic, any_domain=True))
 
     @property
     def is_connected(self) -> bool:
@@ -1092,11 +1143,11 @@ class Session:
 
     @property
     def producer_count(self) -> int:
-        return len(self._producers)
+        return len(self._producers) + self._np.producer_count
 
     @property
     def consumer_count(self) -> int:
-        return len(self._consumers)
+        return len(self._consumers) + self._np.consumer_count
 
 
 _HANDLERS: dict[int, Callable[[Session, Request], None]] = {

@@ -47,6 +47,7 @@ from .context import AppContext, context_of
 from .lookup import LookupSource, lookup_router
 from .middleware import AdminMiddleware, AuthenticatedPaths, InFlight
 from .namespaces import namespaces_router
+from .nonpersistent import non_persistent_router
 from .openapi import SkipMessageIdsBody
 from .protocol import DEFAULT_MAX_URL_BYTES
 from .topics import VALIDATION_412_ROUTES, topics_router
@@ -118,6 +119,8 @@ def create_app(
     if metrics:  # first: the router tries routes in order, and scrapes come often
         _add_metrics(app, cluster, tuple(collectors))
 
+    # the non-persistent routes mledger serves, before their 405 twins below
+    app.router.routes.extend(non_persistent_router().routes)
     v2, v1 = "/admin/v2/{domain}/{tenant}/{namespace}", "/admin/{domain}/{property}/{cluster}/{namespace}"
     for version, prefix, domain, documented in (
         ("v2", v2, "persistent", True),
