@@ -205,6 +205,7 @@ def test_topics_go_in_namespaces_that_exist(cli: Cli) -> None:
     # pulsar-admin: topics create in a missing namespace is 404; namespaces create makes it.
     done = cli.run("topics", "create", "acme/prod/orders", code=6)
     assert done.stderr.strip() == "Namespace does not exist: acme/prod (topic persistent://acme/prod/orders)"
+    cli.run("tenants", "create", "acme", "--allowed-clusters", "standalone")
     cli.run("namespaces", "create", "acme/prod")
     done = cli.run("namespaces", "create", "acme/prod", code=8)
     assert done.stderr.strip() == "Namespace already exists: acme/prod"

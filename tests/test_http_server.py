@@ -897,6 +897,7 @@ def test_remote_admin_retention_matches_the_library(server: AdminServer) -> None
         assert remote.topics.get_retention(PLAIN, applied=True) == RetentionPolicies(0, 0)
         with pytest.raises(NotFoundError, match="Namespace does not exist: acme/prod"):
             remote.topics.create_topic("acme/prod/x")
+        remote.tenants.create("acme", {"allowedClusters": ["standalone"]})
         remote.namespaces.create("acme/prod")
         assert remote.topics.create_topic("acme/prod/x") == "persistent://acme/prod/x"
 

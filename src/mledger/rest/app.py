@@ -48,6 +48,7 @@ from .middleware import AdminMiddleware, AuthenticatedPaths, InFlight
 from .namespaces import namespaces_router
 from .openapi import SkipMessageIdsBody
 from .protocol import DEFAULT_MAX_URL_BYTES
+from .tenants import tenants_router
 from .topics import VALIDATION_412_ROUTES, topics_router
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DRAIN_LIMIT", "create_app"]
@@ -132,6 +133,7 @@ def create_app(
             tag=version if documented else None,
         )
         app.router.routes.extend(router.routes)  # full paths: one routing pass (include_router adds one)
+    app.include_router(tenants_router(), prefix="/admin/v2", tags=["clusters and tenants"])
     app.include_router(namespaces_router(), prefix="/admin/v2", tags=["namespaces"])
     _add_error_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
