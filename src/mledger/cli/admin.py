@@ -663,7 +663,8 @@ def _add_namespaces_group(groups: Any) -> None:
 
 
 def _role_arg(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--role", required=True, help="the client role")
+    # its own dest: the global --role is the caller's role
+    sub.add_argument("--role", dest="permission_role", required=True, help="the client role the permission is for")
 
 
 def _permission_args(sub: argparse.ArgumentParser) -> None:
@@ -921,11 +922,11 @@ def _cmd_ns_delete(admin: Admin, args: argparse.Namespace) -> None:
 
 
 def _cmd_ns_grant(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.grant_permission(args.namespace, args.role, args.actions)
+    admin.namespaces.grant_permission(args.namespace, args.permission_role, args.actions)
 
 
 def _cmd_ns_revoke(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.revoke_permission(args.namespace, args.role)
+    admin.namespaces.revoke_permission(args.namespace, args.permission_role)
 
 
 def _cmd_ns_permissions(admin: Admin, args: argparse.Namespace) -> None:
@@ -933,11 +934,11 @@ def _cmd_ns_permissions(admin: Admin, args: argparse.Namespace) -> None:
 
 
 def _cmd_topic_grant(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.grant_permission(args.topic, args.role, args.actions)
+    admin.topics.grant_permission(args.topic, args.permission_role, args.actions)
 
 
 def _cmd_topic_revoke(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.revoke_permission(args.topic, args.role)
+    admin.topics.revoke_permission(args.topic, args.permission_role)
 
 
 def _cmd_topic_permissions(admin: Admin, args: argparse.Namespace) -> None:
