@@ -93,7 +93,10 @@ class Broker:
     ``dedup_factory`` builds each topic's deduplication hook (see :mod:`mledger.broker.hooks`).
     ``journal`` hears every stored entry and cursor change (see :mod:`mledger.broker.journal`;
     ``mledger.replay.recording.Recorder`` records them as the replay's raw logs) and is
-    closed by :meth:`close`. The broker does not close the factory.
+    closed by :meth:`close`. The broker does not close the factory. It creates its cluster
+    (``config.cluster_name``) and, unless ``default_namespace`` is False (a standalone with
+    authorization on: the set-up script creates tenants and namespaces), ``public/default`` and
+    its tenant when missing.
     """
 
     def __init__(

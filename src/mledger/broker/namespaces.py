@@ -5,12 +5,14 @@ which mledger models ``deduplicationEnabled``: true, false or null for "the brok
 ``retention_policies``: Pulsar's ``RetentionPolicies`` or null, ``compaction_threshold``: bytes
 or null, and the schema policies ``schema_compatibility_strategy``,
 ``schema_auto_update_compatibility_strategy`` and ``is_allow_auto_update_schema``, each absent
-or null when unset). Automatic topic creation
+or null when unset, and ``auth_policies``: Pulsar's ``AuthPolicies``, the roles' actions on the
+namespace and its topics, which :class:`~mledger.admin.Authorization` reads). A namespace's
+tenant (:mod:`mledger.broker.tenants`) is the node above it. Automatic topic creation
 makes topics in namespaces that exist, never namespaces (Pulsar); a namespace that holds topics
 without a policies node (written by mledger versions that created namespaces on first use)
 still counts as existing. Every broker creates ``public/default`` (:data:`DEFAULT_NAMESPACE`)
-if missing, so embedded use needs no set-up; the standalone broker creates
-:data:`STANDALONE_NAMESPACES`, as Pulsar's standalone does.
+and its tenant if missing (unless told not to), so embedded use needs no set-up; the standalone
+broker creates :data:`STANDALONE_NAMESPACES`, as Pulsar's standalone does, without authorization.
 
 Thread-safe through the metadata store's compare-and-set; the broker applies a changed
 deduplication policy to the namespace's open topics.
