@@ -470,6 +470,14 @@ def test_tenants_clusters_and_permissions_commands(cli: Cli, tmp_path: Path) -> 
     cli.run("topics", "revoke-permission", "acme/app/orders", "--role", "reader", global_args=boss, code=9)
     assert json.loads(cli.run("topics", "permissions", "acme/app/orders", global_args=boss).stdout) == {}
     assert json.loads(cli.run("namespaces", "list", "acme", global_args=boss).stdout) == ["acme/app"]
+    grant = ("namespaces", "grant-subscription-permission", "acme/app", "--subscription", "audit", "--roles", "a,b")
+    cli.run(*grant, global_args=boss)
+    assert json.loads(cli.run("namespaces", "subscription-permission", "acme/app", global_args=boss).stdout) == {
+        "audit": ["a", "b"]
+    }
+    revoke = ("namespaces", "revoke-subscription-permission", "acme/app", "--subscription", "audit", "--role", "a")
+    cli.run(*revoke, global_args=boss)
+    cli.run(*revoke, global_args=boss, code=9)
     assert cli.run("tenants", "delete", "acme", global_args=root, code=8).stderr.strip() == (
         "The tenant still has active namespaces"
     )

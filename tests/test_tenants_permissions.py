@@ -355,3 +355,27 @@ def test_standalone_with_authorization_pre_creates_only_its_cluster_and_keeps_gr
         client.close()
     finally:
         _stop(proc)
+
+
+def test_subscription_roles_restrict_who_consumes_through_a_subscription(secured: EmbeddedBroker) -> None:
+    """Pulsar's ``subscription_auth_roles`` (grantPermissionOnSubscription): a listed subscription
+    admits only its roles, whatever else they may do; tenant admins and superusers always."""
+    admin, acme = secured.admin_url, _headers("t-acme")  # type: ignore[attr-defined]
+    base = f"{admin}/admin/v2/namespaces/acme/app/permissions"
+    assert httpx.post(f"{base}/subscription/audit", json=["auditor"], headers=acme).status_code == 204
+    assert httpx.get(f"{base}/subscription", headers=acme).json() == {"audit": ["auditor"]}
+    reader = _client(secured, "t-reader")
+    with pytest.raises(pulsar.AuthorizationError):
+        reader.subscribe(ORDERS, "audit")
+    reader.subscribe(ORDERS, "billing").close()  # other subscriptions: the topic grant applies
+    reader.close()
+    tenant_admin = _client(secured, "t-acme")
+    tenant_admin.subscribe(ORDERS, "audit").close()
+    tenant_admin.close()
+    assert httpx.post(f"{base}/subscription/audit", json=["auditor"], headers=_headers("t-reader")).status_code == 403
+    assert httpx.delete(f"{base}/audit/auditor", headers=acme).status_code == 204
+    assert httpx.delete(f"{base}/audit/auditor", headers=acme).status_code == 412
+    assert httpx.get(f"{base}/subscription", headers=acme).json() == {}
+    reader = _client(secured, "t-reader")
+    reader.subscribe(ORDERS, "audit").close()
+    reader.close()

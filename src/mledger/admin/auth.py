@@ -259,14 +259,24 @@ class Authorization:
     def is_superuser(self, role: str | None) -> bool:
         return role is not None and role in self._superusers
 
-    def is_allowed(self, role: str | None, operation: str | Operation, resource: str | TopicName) -> bool:
+    def is_allowed(
+        self,
+        role: str | None,
+        operation: str | Operation,
+        resource: str | TopicName,
+        subscription: str | None = None,
+    ) -> bool:
         """Whether ``role`` may run ``operation`` on ``resource`` (a topic, or a namespace for a
-        :class:`NamespaceOperation`). Never raises for an unknown role: it is simply not allowed."""
+        :class:`NamespaceOperation`), through ``subscription`` when given (a namespace's
+        ``subscription_auth_roles`` then restrict who consumes, tenant admins aside, as Pulsar's
+        ``canConsume``). Never raises for an unknown role: it is simply not allowed."""
         if role is None:
             return False
         if role in self._superusers:
             return True
         op = parse_operation(operation)
+        if subscription and op in _NEEDS_CONSUME and not self._may_use_subscription(role, resource, subscription):
+            return False
         grants = self._grants.get(role)
         if grants:
             implied = _IMPLIED_BY.get(op, frozenset())
@@ -275,6 +285,13 @@ class Authorization:
                 if allowed is not None and (op in allowed or not implied.isdisjoint(allowed)):
                     return True
         return self._broker is not None and self._stored_allows(role, op, resource)
+
+    def _may_use_subscription(self, role: str, resource: str | TopicName, subscription: str) -> bool:
+        if self._broker is None:
+            return True
+        topic = resource if isinstance(resource, TopicName) else TopicName.parse(resource)
+        roles = self._broker.namespaces.auth_policies(topic.namespace_name).subscription_auth_roles.get(subscription)
+        return not roles or role in roles or role in self._broker.tenants.admin_roles(topic.tenant)
 
     def is_tenant_admin(self, role: str | None, tenant: str) -> bool:
         """Whether ``role`` is a superuser or in ``tenant``'s stored ``adminRoles``."""
@@ -307,12 +324,18 @@ class Authorization:
         names = [str(topic), str(topic.partitioned_topic)] if topic.is_partition else [str(topic)]
         return any(not needed.isdisjoint(auth.destination_auth.get(n, {}).get(role, ())) for n in names)
 
-    def check(self, role: str | None, operation: str | Operation, resource: str | TopicName) -> None:
+    def check(
+        self,
+        role: str | None,
+        operation: str | Operation,
+        resource: str | TopicName,
+        subscription: str | None = None,
+    ) -> None:
         """Raise :class:`UnauthenticatedError` (401) without a role, :class:`PermissionDeniedError`
         (403) when the role lacks the operation; return quietly otherwise."""
         if role is None or role == "":
             raise UnauthenticatedError("Need to authenticate to perform the request")
-        if self.is_allowed(role, operation, resource):
+        if self.is_allowed(role, operation, resource, subscription):
             return
         op = parse_operation(operation)
         if isinstance(op, NamespaceOperation):

@@ -8,6 +8,7 @@ list / delete             tenant admin        ``namespaces list`` / ``namespaces
 grant_permission          tenant admin        ``namespaces grant-permission``
 revoke_permission         tenant admin        ``namespaces revoke-permission``
 permissions               tenant admin        ``namespaces permissions``
+*_on_subscription(s)      tenant admin        ``namespaces grant|revoke-subscription-permission``
 get_retention             authenticated       ``namespaces get-retention``
 set_retention             tenant admin        ``namespaces set-retention``
 remove_retention          tenant admin        ``namespaces remove-retention``
@@ -89,6 +90,29 @@ class Namespaces:
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(_tenant(name), f"revoke permissions on namespace {name}")
         self._admin.broker.revoke_permission(name, role)
+
+    def grant_permission_on_subscription(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
+        """Let only ``roles`` consume through ``subscription`` in the namespace (``namespaces
+        grant-subscription-permission``; replaces the earlier roles). Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"grant permissions on subscription {subscription}")
+        self._admin.broker.set_subscription_roles(name, subscription, list(roles))
+
+    def revoke_permission_on_subscription(self, namespace: str, subscription: str, role: str) -> None:
+        """Remove ``role`` from ``subscription``'s roles (``namespaces revoke-subscription-permission``).
+        Tenant admin. 412 when it is not among them."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"revoke permissions on subscription {subscription}")
+        self._admin.broker.revoke_subscription_role(name, subscription, role)
+
+    def permissions_on_subscriptions(self, namespace: str) -> dict[str, builtins.list[str]]:
+        """``{subscription: [roles]}`` of the namespace. Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the subscription permissions of namespace {name}")
+        if not self._admin.broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        roles = self._admin.broker.namespaces.auth_policies(name).subscription_auth_roles
+        return {sub: sorted(r) for sub, r in sorted(roles.items())}
 
     def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
         """``{role: [actions]}`` granted on the namespace (``namespaces permissions``). Tenant admin."""

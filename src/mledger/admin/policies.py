@@ -85,16 +85,17 @@ def parse_strategy_body(raw: bytes | str) -> SchemaCompatibilityStrategy:
     return SchemaCompatibilityStrategy.parse(parse_enum_body(raw, "schema compatibility strategy"))
 
 
-def parse_actions_body(raw: bytes | str) -> list[str]:
-    """The body of a permission grant: a JSON array of ``AuthAction`` names (``["produce",
-    "consume"]``), as Pulsar's ``grantPermissionOnNamespace``; ``InvalidRequestError`` otherwise
-    (the names themselves are checked when granted)."""
+def parse_actions_body(raw: bytes | str, what: str = "actions") -> list[str]:
+    """The body of a permission grant: a JSON array of strings, ``AuthAction`` names (``["produce",
+    "consume"]``, Pulsar's ``grantPermissionOnNamespace``) or roles (``what="roles"``, its
+    ``grantPermissionOnSubscription``); ``InvalidRequestError`` otherwise (the names themselves
+    are checked when granted)."""
     try:
         value = json.loads(raw) if raw else None
     except ValueError as exc:
-        raise InvalidRequestError(f"the body must be a JSON array of actions: {exc}") from None
+        raise InvalidRequestError(f"the body must be a JSON array of {what}: {exc}") from None
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
-        raise InvalidRequestError(f'the body must be a JSON array of actions like ["produce"], got {value!r}')
+        raise InvalidRequestError(f"the body must be a JSON array of {what}, got {value!r}")
     return value
 
 

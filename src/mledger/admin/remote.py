@@ -286,6 +286,17 @@ class RemoteNamespaces:
     def revoke_permission(self, namespace: str, role: str) -> None:
         self._admin.call("DELETE", self._path(namespace, f"permissions/{encode_segment(role)}"))
 
+    def grant_permission_on_subscription(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
+        path = self._path(namespace, f"permissions/subscription/{encode_segment(subscription)}")
+        self._admin.call("POST", path, body=json.dumps(sorted(roles)).encode())
+
+    def revoke_permission_on_subscription(self, namespace: str, subscription: str, role: str) -> None:
+        path = self._path(namespace, f"permissions/{encode_segment(subscription)}/{encode_segment(role)}")
+        self._admin.call("DELETE", path)
+
+    def permissions_on_subscriptions(self, namespace: str) -> dict[str, builtins.list[str]]:
+        return _grants(self._admin.get_json(self._path(namespace, "permissions/subscription")))
+
     def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
         return _grants(self._admin.get_json(self._path(namespace, "permissions")))
 

@@ -336,6 +336,23 @@ class Broker:
             self._require_namespace_exists(namespace)
             self.namespaces.grant(namespace, role, actions, topic)
 
+    def set_subscription_roles(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
+        """Let only ``roles`` consume through ``subscription`` in the namespace (404 for an
+        unknown namespace)."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
+            self.namespaces.grant_subscription(namespace, subscription, roles)
+
+    def revoke_subscription_role(self, namespace: str, subscription: str, role: str) -> None:
+        """Remove ``role`` from ``subscription``'s roles (404, 412 when it is not among them)."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
+            self.namespaces.revoke_subscription(namespace, subscription, role)
+
     def revoke_permission(self, namespace: str, role: str, topic: str | None = None) -> None:
         """Revoke ``role``'s actions on the namespace or one of its topics (404 for an unknown
         namespace, 412 for a topic where the role has none)."""

@@ -149,6 +149,12 @@ class AuthPolicies:
         per_topic = {**self.destination_auth.get(topic, {}), role: actions}
         return replace(self, destination_auth={**self.destination_auth, topic: per_topic})
 
+    def with_subscription_roles(self, subscription: str, roles: tuple[str, ...]) -> AuthPolicies:
+        """A copy where only ``roles`` may consume through ``subscription`` (none: anyone who may
+        consume); Pulsar's ``grantPermissionOnSubscription`` replaces the list."""
+        rest = {s: r for s, r in self.subscription_auth_roles.items() if s != subscription}
+        return replace(self, subscription_auth_roles={**rest, subscription: roles} if roles else rest)
+
     def without_grant(self, role: str, topic: str | None) -> AuthPolicies:
         """A copy without ``role``'s actions on the namespace or ``topic``."""
         if topic is None:
@@ -346,6 +352,25 @@ class Namespaces:
             if topic is not None and role not in auth.destination_auth.get(topic, {}):
                 raise PreconditionFailedError(f"Permissions are not set at the topic level: {topic} role {role}")
             return auth.without_grant(role, topic)
+
+        self._modify_auth(name, change)
+
+    def grant_subscription(self, name: str, subscription: str, roles: Iterable[str]) -> None:
+        """Let only ``roles`` consume through ``subscription`` in the namespace (Pulsar's
+        ``subscription_auth_roles``; superusers and tenant admins are never restricted)."""
+        allowed = tuple(sorted({check_role(r) for r in roles}))
+        if not isinstance(subscription, str) or not subscription:
+            raise InvalidRequestError(f"invalid subscription {subscription!r}")
+        self._modify_auth(name, lambda auth: auth.with_subscription_roles(subscription, allowed))
+
+    def revoke_subscription(self, name: str, subscription: str, role: str) -> None:
+        """Remove ``role`` from the roles of ``subscription``; 412 when it is not among them."""
+
+        def change(auth: AuthPolicies) -> AuthPolicies:
+            roles = auth.subscription_auth_roles.get(subscription, ())
+            if role not in roles:
+                raise PreconditionFailedError(f"Role {role} has no permission on subscription {subscription}")
+            return auth.with_subscription_roles(subscription, tuple(r for r in roles if r != role))
 
         self._modify_auth(name, change)
 

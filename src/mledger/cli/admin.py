@@ -626,6 +626,19 @@ def _add_namespaces_group(groups: Any) -> None:
     _permission_args(command("grant-permission", "Grant actions on the namespace to a role.", _cmd_ns_grant))
     _role_arg(command("revoke-permission", "Revoke a role's actions on the namespace.", _cmd_ns_revoke))
     command("permissions", "The roles' actions on the namespace.", _cmd_ns_permissions)
+    sub = command(
+        "grant-subscription-permission",
+        "Let only these roles consume through a subscription.",
+        _cmd_ns_grant_subscription,
+    )
+    sub.add_argument("--subscription", required=True, help="subscription name")
+    sub.add_argument("--roles", type=_names, required=True, help="comma-separated client roles")
+    sub = command(
+        "revoke-subscription-permission", "Remove a role from a subscription's roles.", _cmd_ns_revoke_subscription
+    )
+    sub.add_argument("--subscription", required=True, help="subscription name")
+    _role_arg(sub)
+    command("subscription-permission", "The roles of each restricted subscription.", _cmd_ns_subscription_permissions)
     command("get-retention", "The namespace's retention policy (null when unset).", _cmd_ns_get_retention)
     _retention_args(command("set-retention", "Set the namespace's retention policy.", _cmd_ns_set_retention))
     command("remove-retention", "Remove the namespace's retention policy.", _cmd_ns_remove_retention)
@@ -931,6 +944,18 @@ def _cmd_ns_revoke(admin: Admin, args: argparse.Namespace) -> None:
 
 def _cmd_ns_permissions(admin: Admin, args: argparse.Namespace) -> None:
     _print_json(admin.namespaces.permissions(args.namespace))
+
+
+def _cmd_ns_grant_subscription(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.grant_permission_on_subscription(args.namespace, args.subscription, args.roles)
+
+
+def _cmd_ns_revoke_subscription(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.revoke_permission_on_subscription(args.namespace, args.subscription, args.permission_role)
+
+
+def _cmd_ns_subscription_permissions(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.permissions_on_subscriptions(args.namespace))
 
 
 def _cmd_topic_grant(admin: Admin, args: argparse.Namespace) -> None:

@@ -8,6 +8,8 @@ Clusters and tenants are in :mod:`mledger.rest.tenants`.
   its topics);
 * ``GET /admin/v2/namespaces/{tenant}/{ns}/permissions``, ``POST`` / ``DELETE
   .../permissions/{role}`` (body a JSON array of actions, ``["produce", "consume"]``);
+  ``GET .../permissions/subscription``, ``POST .../permissions/subscription/{sub}`` (body the
+  roles that alone may consume through it) and ``DELETE .../permissions/{sub}/{role}``;
 * ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication`` (body ``true``
   or ``false``; ``DELETE`` returns to the broker's setting), applied to the open topics at once;
 * ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/retention`` (body Pulsar's
@@ -52,6 +54,7 @@ __all__ = ["namespaces_router"]
 Tenant = Annotated[str, Path(description="tenant")]
 Namespace = Annotated[str, Path(description="namespace")]
 Role = Annotated[str, Path(description="role")]
+Subscription = Annotated[str, Path(description="subscription")]
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -100,6 +103,58 @@ def namespaces_router() -> APIRouter:
         force: Annotated[bool, Query(description="delete its topics too")] = False,
     ) -> Response:
         await context_of(request).run(admin.namespaces.delete, _name(tenant, namespace), force=force)
+        return Response(status_code=204)
+
+    @router.get(
+        "/namespaces/{tenant}/{namespace}/permissions/subscription",
+        summary="The roles each restricted subscription admits",
+    )
+    async def get_subscription_permissions(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        name = _name(tenant, namespace)
+        return _json(await context_of(request).run(admin.namespaces.permissions_on_subscriptions, name))
+
+    @router.post(
+        "/namespaces/{tenant}/{namespace}/permissions/subscription/{subscription}",
+        summary="Let only these roles consume through the subscription",
+        status_code=204,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "description": 'roles, e.g. ["billing"]',
+                "content": {"application/json": {"schema": {"type": "array", "items": {"type": "string"}}}},
+            }
+        },
+    )
+    async def grant_subscription_permission(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace, subscription: Subscription
+    ) -> Response:
+        roles = parse_actions_body(await request.body(), "roles")
+        await context_of(request).run(
+            admin.namespaces.grant_permission_on_subscription, _name(tenant, namespace), unquote(subscription), roles
+        )
+        return Response(status_code=204)
+
+    @router.delete(
+        "/namespaces/{tenant}/{namespace}/permissions/{subscription}/{role}",
+        summary="Remove a role from a subscription's roles",
+        status_code=204,
+    )
+    async def revoke_subscription_permission(
+        request: Request,
+        admin: CallerAdmin,
+        tenant: Tenant,
+        namespace: Namespace,
+        subscription: Subscription,
+        role: Role,
+    ) -> Response:
+        await context_of(request).run(
+            admin.namespaces.revoke_permission_on_subscription,
+            _name(tenant, namespace),
+            unquote(subscription),
+            unquote(role),
+        )
         return Response(status_code=204)
 
     @router.get("/namespaces/{tenant}/{namespace}/permissions", summary="Roles' actions on the namespace")
