@@ -26,7 +26,10 @@ do), following Pulsar's ``PulsarAuthorizationProvider``:
   partition, its partitioned topic) allows PRODUCE; ``consume`` allows CONSUME, SUBSCRIBE,
   UNSUBSCRIBE, SKIP, EXPIRE_MESSAGES, PEEK_MESSAGES, RESET_CURSOR and GET_SUBSCRIPTIONS;
   either allows LOOKUP, GET_STATS and GET_METADATA (``canLookup``); either on the namespace
-  allows its GET_TOPICS. Other operations need a tenant admin or a superuser.
+  allows its GET_TOPICS. Other operations need a tenant admin or a superuser;
+* a subscription listed in the namespace's ``subscription_auth_roles`` may be consumed through
+  only by its roles (and tenant admins, superusers), whatever else the role may do (a check
+  given the subscription: the protocol server's SUBSCRIBE).
 
 Role names are matched literally (Pulsar's wildcard matching is off unless
 ``authorizationAllowWildcardsMatching``, which mledger does not model).
@@ -284,7 +287,7 @@ class Authorization:
                 allowed = grants.get(key)
                 if allowed is not None and (op in allowed or not implied.isdisjoint(allowed)):
                     return True
-        return self._broker is not None and self._stored_allows(role, op, resource)
+        return self._broker is not None and _stored_allows(self._broker, role, op, resource)
 
     def _may_use_subscription(self, role: str, resource: str | TopicName, subscription: str) -> bool:
         if self._broker is None:
@@ -300,29 +303,6 @@ class Authorization:
         if role in self._superusers:
             return True
         return self._broker is not None and role in self._broker.tenants.admin_roles(tenant)
-
-    def _stored_allows(self, role: str, op: Operation, resource: str | TopicName) -> bool:
-        assert self._broker is not None
-        if isinstance(op, NamespaceOperation):
-            namespace = resource.namespace_name if isinstance(resource, TopicName) else str(resource)
-            topic = None
-        else:
-            topic = resource if isinstance(resource, TopicName) else TopicName.parse(resource)
-            namespace = topic.namespace_name
-        if "/" not in namespace:
-            return False
-        if role in self._broker.tenants.admin_roles(namespace.split("/", 1)[0]):
-            return True
-        needed = _stored_actions(op)
-        if not needed or (topic is None and op is not NamespaceOperation.GET_TOPICS):
-            return False
-        auth = self._broker.namespaces.auth_policies(namespace)
-        if not needed.isdisjoint(auth.namespace_auth.get(role, ())):
-            return True
-        if topic is None:
-            return False
-        names = [str(topic), str(topic.partitioned_topic)] if topic.is_partition else [str(topic)]
-        return any(not needed.isdisjoint(auth.destination_auth.get(n, {}).get(role, ())) for n in names)
 
     def check(
         self,
@@ -353,6 +333,30 @@ class Authorization:
         return isinstance(other, Authorization) and self.to_json() == other.to_json()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _stored_allows(broker: Broker, role: str, op: Operation, resource: str | TopicName) -> bool:
+    """Whether the grants stored in ``broker`` let ``role`` run ``op`` (see the module docstring)."""
+    if isinstance(op, NamespaceOperation):
+        namespace = resource.namespace_name if isinstance(resource, TopicName) else str(resource)
+        topic = None
+    else:
+        topic = resource if isinstance(resource, TopicName) else TopicName.parse(resource)
+        namespace = topic.namespace_name
+    if "/" not in namespace:
+        return False
+    if role in broker.tenants.admin_roles(namespace.split("/", 1)[0]):
+        return True
+    needed = _stored_actions(op)
+    if not needed or (topic is None and op is not NamespaceOperation.GET_TOPICS):
+        return False
+    auth = broker.namespaces.auth_policies(namespace)
+    if not needed.isdisjoint(auth.namespace_auth.get(role, ())):
+        return True
+    if topic is None:
+        return False
+    names = [str(topic), str(topic.partitioned_topic)] if topic.is_partition else [str(topic)]
+    return any(not needed.isdisjoint(auth.destination_auth.get(n, {}).get(role, ())) for n in names)
 
 
 def _resource_key(resource: object) -> str:
