@@ -252,6 +252,10 @@ def test_a_namespace_put_applies_the_policies_of_its_body(secured: EmbeddedBroke
     retention = httpx.get(f"{admin}/admin/v2/namespaces/acme/ops/retention", headers=acme).json()
     assert retention == {"retentionTimeInMinutes": 60, "retentionSizeInMB": 10}
     assert _may_consume(secured, "t-nobody", "persistent://acme/ops/t")
+    stored = httpx.get(f"{admin}/admin/v2/namespaces/acme/ops", headers=acme).json()  # getPolicies
+    assert stored["auth_policies"]["namespace_auth"] == {"nobody": ["consume"]}
+    assert stored["deduplicationEnabled"] is True and stored["retention_policies"]["retentionSizeInMB"] == 10
+    assert httpx.get(f"{admin}/admin/v2/namespaces/acme/ops", headers=_headers("t-writer")).status_code == 403
     bad = httpx.put(
         f"{admin}/admin/v2/namespaces/acme/bad",
         json={"auth_policies": {"namespace_auth": {"r": ["fly"]}}},

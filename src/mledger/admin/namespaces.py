@@ -5,6 +5,7 @@ method                    authorization       Pulsar endpoint / CLI
 ========================  ==================  =========================================
 create                    tenant admin        ``namespaces create``
 list / delete             tenant admin        ``namespaces list`` / ``namespaces delete``
+policies                  tenant admin        ``namespaces policies``
 grant_permission          tenant admin        ``namespaces grant-permission``
 revoke_permission         tenant admin        ``namespaces revoke-permission``
 permissions               tenant admin        ``namespaces permissions``
@@ -76,6 +77,15 @@ class Namespaces:
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(_tenant(name), f"delete namespace {name}")
         self._admin.broker.delete_namespace(name, force=force)
+
+    def policies(self, namespace: str) -> dict[str, object]:
+        """The namespace's ``Policies`` as stored (``namespaces policies``): the body it was
+        created with and every policy set since, ``auth_policies`` among them. Tenant admin. 404."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the policies of namespace {name}")
+        if not self._admin.broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        return self._admin.broker.namespaces.policies(name)
 
     def grant_permission(self, namespace: str, role: str, actions: Iterable[str]) -> None:
         """Grant ``actions`` (``produce``, ``consume``, ...) on the namespace to ``role``

@@ -286,6 +286,12 @@ class RemoteNamespaces:
     def revoke_permission(self, namespace: str, role: str) -> None:
         self._admin.call("DELETE", self._path(namespace, f"permissions/{encode_segment(role)}"))
 
+    def policies(self, namespace: str) -> dict[str, object]:
+        value = self._admin.get_json(self._namespace_path(namespace))
+        if not isinstance(value, dict):
+            raise AdminConnectionError(f"not namespace policies: {str(value)[:80]!r}")
+        return value
+
     def grant_permission_on_subscription(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
         path = self._path(namespace, f"permissions/subscription/{encode_segment(subscription)}")
         self._admin.call("POST", path, body=json.dumps(sorted(roles)).encode())

@@ -323,6 +323,13 @@ class Namespaces:
         """Set (None: remove) ``is_allow_auto_update_schema``; creates the namespace's node."""
         self._update(name, "is_allow_auto_update_schema", allowed)
 
+    def policies(self, name: str) -> dict[str, object]:
+        """The namespace's stored ``Policies`` JSON (``auth_policies`` always present, in
+        Pulsar's form); ``{}``-like for a namespace that only holds topics."""
+        check_namespace(name)
+        stored = self._policies(name)
+        return {**stored, "auth_policies": AuthPolicies.from_json(stored.get("auth_policies")).to_json()}
+
     def auth_policies(self, name: str) -> AuthPolicies:
         """The namespace's ``auth_policies`` (empty when unset or the namespace is unknown)."""
         check_namespace(name)

@@ -626,6 +626,7 @@ def _add_namespaces_group(groups: Any) -> None:
     _permission_args(command("grant-permission", "Grant actions on the namespace to a role.", _cmd_ns_grant))
     _role_arg(command("revoke-permission", "Revoke a role's actions on the namespace.", _cmd_ns_revoke))
     command("permissions", "The roles' actions on the namespace.", _cmd_ns_permissions)
+    command("policies", "The namespace's policies (Pulsar's Policies JSON, as stored).", _cmd_ns_policies)
     sub = command(
         "grant-subscription-permission",
         "Let only these roles consume through a subscription.",
@@ -944,6 +945,10 @@ def _cmd_ns_revoke(admin: Admin, args: argparse.Namespace) -> None:
 
 def _cmd_ns_permissions(admin: Admin, args: argparse.Namespace) -> None:
     _print_json(admin.namespaces.permissions(args.namespace))
+
+
+def _cmd_ns_policies(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.policies(args.namespace))
 
 
 def _cmd_ns_grant_subscription(admin: Admin, args: argparse.Namespace) -> None:

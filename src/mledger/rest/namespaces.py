@@ -2,7 +2,7 @@
 
 Clusters and tenants are in :mod:`mledger.rest.tenants`.
 
-* ``GET /admin/v2/namespaces/{tenant}``, ``PUT`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}``
+* ``GET /admin/v2/namespaces/{tenant}``, ``GET`` / ``PUT`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}``
   (``PUT``'s optional body: Pulsar's ``Policies``, ``auth_policies`` among them; 404 when the
   tenant does not exist, 409 when the namespace exists / is not empty; ``?force=true`` deletes
   its topics);
@@ -93,6 +93,10 @@ def namespaces_router() -> APIRouter:
         policies = parse_json_object_body(await request.body(), "namespace's Policies")
         await context_of(request).run(admin.namespaces.create, name, policies)
         return Response(status_code=204)
+
+    @router.get("/namespaces/{tenant}/{namespace}", summary="The namespace's Policies")
+    async def get_policies(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        return _json(await context_of(request).run(admin.namespaces.policies, _name(tenant, namespace)))
 
     @router.delete("/namespaces/{tenant}/{namespace}", summary="Delete a namespace", status_code=204)
     async def delete_namespace(
