@@ -176,6 +176,7 @@ def test_granted_roles(world: World) -> None:
 def test_list_topics_leaves_out_namespaces_the_role_may_not_list(world: World) -> None:
     with pytest.raises(PermissionDeniedError):
         world.admin("creator").namespaces.create("acme/prod")  # a superuser's change
+    world.admin("root").tenants.create("acme", {"allowedClusters": ["standalone"]})
     world.admin("root").namespaces.create("acme/prod")
     world.admin("root").topics.create_topic("acme/prod/x")
     everything = world.admin("root").topics.list_topics()

@@ -205,6 +205,7 @@ def test_topics_go_in_namespaces_that_exist(cli: Cli) -> None:
     # pulsar-admin: topics create in a missing namespace is 404; namespaces create makes it.
     done = cli.run("topics", "create", "acme/prod/orders", code=6)
     assert done.stderr.strip() == "Namespace does not exist: acme/prod (topic persistent://acme/prod/orders)"
+    cli.run("tenants", "create", "acme", "--allowed-clusters", "standalone")
     cli.run("namespaces", "create", "acme/prod")
     done = cli.run("namespaces", "create", "acme/prod", code=8)
     assert done.stderr.strip() == "Namespace already exists: acme/prod"
@@ -425,3 +426,64 @@ def test_retention_out_of_range_is_refused(cli: Cli) -> None:
     done = cli.run("namespaces", "set-retention", "public/default", "--time", "100000000w", "--size", "1G", code=3)
     assert "1008000000000" in done.stderr
     assert cli.run("namespaces", "get-retention", "public/default").stdout.strip() == "null"
+
+
+def test_tenants_clusters_and_permissions_commands(cli: Cli, tmp_path: Path) -> None:
+    """Issue 26 item 4: pulsar-admin's clusters, tenants and permission commands (and flags)."""
+    auth = tmp_path / "auth.json"
+    auth.write_text(json.dumps({"superUserRoles": ["admin"]}))
+    root, boss = ("--auth-file", str(auth), "--role", "admin"), ("--auth-file", str(auth), "--role", "boss")
+    cli.run("clusters", "create", "ci", "--url", "http://ci:8080", "--broker-url", "pulsar://ci:6650", global_args=root)
+    got = json.loads(cli.run("clusters", "get", "ci", global_args=root).stdout)
+    assert (got["serviceUrl"], got["brokerServiceUrl"], got["serviceUrlTls"]) == (
+        "http://ci:8080",
+        "pulsar://ci:6650",
+        None,
+    )
+    assert json.loads(cli.run("clusters", "list").stdout) == ["ci", "standalone"]
+    cli.run("tenants", "create", "acme", "--admin-roles", "boss", global_args=root)  # every cluster by default
+    assert json.loads(cli.run("tenants", "get", "acme", global_args=boss).stdout) == {
+        "adminRoles": ["boss"],
+        "allowedClusters": ["ci", "standalone"],
+    }
+    assert cli.run("tenants", "create", "other", global_args=boss, code=5).stderr.startswith("Role 'boss' is not")
+    assert (
+        cli.run("tenants", "create", "acme", global_args=root, code=8).stderr.strip() == "Tenant already exists: acme"
+    )
+    cli.run("namespaces", "create", "acme/app", global_args=boss)
+    cli.run(
+        "namespaces", "grant-permission", "acme/app", "--role", "app", "--actions", "produce,consume", global_args=boss
+    )
+    cli.run(
+        "topics", "grant-permission", "acme/app/orders", "--role", "reader", "--actions", "consume", global_args=boss
+    )
+    assert json.loads(cli.run("namespaces", "permissions", "acme/app", global_args=boss).stdout) == {
+        "app": ["consume", "produce"]
+    }
+    assert json.loads(cli.run("topics", "permissions", "acme/app/orders", global_args=boss).stdout) == {
+        "app": ["consume", "produce"],
+        "reader": ["consume"],
+    }
+    cli.run("namespaces", "grant-permission", "acme/app", "--role", "x", "--actions", "fly", global_args=boss, code=3)
+    cli.run("namespaces", "revoke-permission", "acme/app", "--role", "app", global_args=boss)
+    cli.run("topics", "revoke-permission", "acme/app/orders", "--role", "reader", global_args=boss)
+    cli.run("topics", "revoke-permission", "acme/app/orders", "--role", "reader", global_args=boss, code=9)
+    assert json.loads(cli.run("topics", "permissions", "acme/app/orders", global_args=boss).stdout) == {}
+    assert json.loads(cli.run("namespaces", "list", "acme", global_args=boss).stdout) == ["acme/app"]
+    grant = ("namespaces", "grant-subscription-permission", "acme/app", "--subscription", "audit", "--roles", "a,b")
+    cli.run(*grant, global_args=boss)
+    assert json.loads(cli.run("namespaces", "subscription-permission", "acme/app", global_args=boss).stdout) == {
+        "audit": ["a", "b"]
+    }
+    revoke = ("namespaces", "revoke-subscription-permission", "acme/app", "--subscription", "audit", "--role", "a")
+    cli.run(*revoke, global_args=boss)
+    cli.run(*revoke, global_args=boss, code=9)
+    assert cli.run("tenants", "delete", "acme", global_args=root, code=8).stderr.strip() == (
+        "The tenant still has active namespaces"
+    )
+    cli.run("clusters", "delete", "ci", global_args=root, code=9)  # acme allows it
+    cli.run("namespaces", "delete", "acme/app", global_args=boss)
+    cli.run("tenants", "delete", "acme", global_args=root)
+    cli.run("clusters", "delete", "ci", global_args=root)
+    cli.run("clusters", "delete", "ci", global_args=root, code=6)
+    assert "acme" not in json.loads(cli.run("tenants", "list", global_args=root).stdout)

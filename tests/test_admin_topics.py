@@ -110,7 +110,7 @@ def test_create_list_and_delete_topics(admin: Admin) -> None:
     assert admin.topics.create_topic("parts", partitions=3) == P
     with pytest.raises(NotFoundError, match="Namespace does not exist: acme/prod"):
         admin.topics.create_topic("acme/prod/x")  # Pulsar's 404: topics go in namespaces that exist
-    admin.broker.create_namespace("acme/prod")
+    admin.broker.ensure_namespace("acme/prod")
     assert admin.topics.create_topic("acme/prod/x") == "persistent://acme/prod/x"
     assert admin.topics.list_topics() == ["persistent://acme/prod/x", T, P]
     assert admin.topics.list_topics("public/default") == [T, P]

@@ -355,6 +355,11 @@ def test_standalone_flags_token_secret_key_basic_from_pulsar_extra_opts(keys: di
         assert proc.stdout is not None
         urls = json.loads(proc.stdout.readline())
         root = created("--subject", "root", "--secret-key", f"file://{keys['secret']}")
+        # with authorization on, only the cluster is pre-created (issue 26 item 4): set up as CI does
+        admin, as_root = urls["admin_url"] + "/admin/v2", {"Authorization": f"Bearer {root}"}
+        tenant = {"adminRoles": [], "allowedClusters": ["standalone"]}
+        assert httpx.put(f"{admin}/tenants/public", json=tenant, headers=as_root).status_code == 204
+        assert httpx.put(f"{admin}/namespaces/public/default", headers=as_root).status_code == 204
         for auth in (pulsar.AuthenticationToken(root), pulsar.AuthenticationBasic("bc", "pw-bc")):
             client = pulsar.Client(
                 urls["service_url"],

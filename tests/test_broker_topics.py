@@ -65,7 +65,7 @@ def test_create_get_and_list_topics(broker: Broker) -> None:
     t = broker.create_topic("orders")
     assert isinstance(t, Topic) and t.name == T and t.partition_index == -1
     assert t.managed_ledger.name == "public/default/persistent/orders"
-    broker.create_namespace("acme/prod")
+    broker.ensure_namespace("acme/prod")
     p = broker.create_topic("acme/prod/pay", partitions=3)
     assert isinstance(p, PartitionedTopic) and p.num_partitions == 3
     assert [x.managed_ledger.name for x in p.partitions] == [
@@ -133,7 +133,7 @@ def test_topics_are_created_only_in_namespaces_that_exist(broker: Broker) -> Non
         with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: acme/prod"):
             policy_call()
     assert broker.list_topics() == [] and broker.list_namespaces() == ["public/default"]
-    broker.create_namespace("acme/prod")
+    broker.ensure_namespace("acme/prod")
     for policy_call in policy_calls.values():
         policy_call()
     for what, call in calls.items():
@@ -146,7 +146,7 @@ def test_topics_are_created_only_in_namespaces_that_exist(broker: Broker) -> Non
 
 def test_a_namespace_holding_topics_without_a_policies_node_exists(broker: Broker) -> None:
     # Data directories of mledger versions that created namespaces with their first topic.
-    broker.create_namespace("acme/prod")
+    broker.ensure_namespace("acme/prod")
     broker.create_topic("acme/prod/old")
     broker.create_topic("acme/prod/pay", partitions=2)
     broker.namespaces.delete("acme/prod")  # what such a directory looks like

@@ -897,6 +897,7 @@ def test_remote_admin_retention_matches_the_library(server: AdminServer) -> None
         assert remote.topics.get_retention(PLAIN, applied=True) == RetentionPolicies(0, 0)
         with pytest.raises(NotFoundError, match="Namespace does not exist: acme/prod"):
             remote.topics.create_topic("acme/prod/x")
+        remote.tenants.create("acme", {"allowedClusters": ["standalone"]})
         remote.namespaces.create("acme/prod")
         assert remote.topics.create_topic("acme/prod/x") == "persistent://acme/prod/x"
 
@@ -1083,3 +1084,42 @@ def test_reset_cursor_refuses_negative_positions_and_times(server: AdminServer, 
     # -1:-1 is MessageId.earliest, as Pulsar's clients send it; 0 is the epoch
     assert call(server, "POST", f"{base}/resetcursor", '{"ledgerId": -1, "entryId": -1}').status == 204
     assert call(server, "POST", f"{base}/resetcursor/0").status == 204
+
+
+def test_remote_admin_tenants_clusters_and_permissions(server: AdminServer) -> None:
+    """Issue 26 item 4: RemoteAdmin has the library's tenant, cluster and permission calls."""
+    from mledger.admin import RemoteAdmin
+    from mledger.admin.remote import RemoteAdminError
+    from mledger.broker.tenants import TenantInfo
+
+    with RemoteAdmin(server.url, timeout=TIMEOUT) as remote:
+        remote.clusters.create("ci", {"serviceUrl": "http://ci:8080"})
+        assert remote.clusters.get("ci")["serviceUrl"] == "http://ci:8080"
+        remote.clusters.update("ci", {"brokerServiceUrl": "pulsar://ci:6650"})
+        assert remote.clusters.get("ci")["brokerServiceUrl"] == "pulsar://ci:6650"
+        assert remote.clusters.list() == ["ci", "standalone"]
+        remote.tenants.create("acme", TenantInfo(("boss",), ("ci",)))
+        with pytest.raises(RemoteAdminError) as conflict:
+            remote.tenants.create("acme", TenantInfo(("boss",), ("ci",)))
+        assert conflict.value.http_status == 409
+        remote.tenants.update("acme", {"adminRoles": ["boss", "deputy"], "allowedClusters": ["standalone"]})
+        assert remote.tenants.get("acme") == TenantInfo(("boss", "deputy"), ("standalone",))
+        assert "acme" in remote.tenants.list()
+        remote.namespaces.create("acme/app", {"auth_policies": {"namespace_auth": {"app": ["produce"]}}})
+        assert remote.namespaces.list("acme") == ["acme/app"]
+        remote.namespaces.grant_permission("acme/app", "ops", ["consume"])
+        assert remote.namespaces.permissions("acme/app") == {"app": ["produce"], "ops": ["consume"]}
+        remote.topics.grant_permission("acme/app/t", "reader", ["consume"])
+        assert remote.topics.permissions("acme/app/t") == {
+            "app": ["produce"],
+            "ops": ["consume"],
+            "reader": ["consume"],
+        }
+        remote.topics.revoke_permission("acme/app/t", "reader")
+        remote.namespaces.revoke_permission("acme/app", "ops")
+        assert remote.topics.permissions("acme/app/t") == {"app": ["produce"]}
+        remote.namespaces.delete("acme/app")
+        remote.tenants.delete("acme")
+        remote.clusters.delete("ci")
+        with pytest.raises(NotFoundError):
+            remote.tenants.get("acme")

@@ -35,6 +35,9 @@ def test_standalone_serves_protocol_and_rest_and_stops_on_sigterm(tmp_path: Path
     try:
         assert httpx.get(f"{admin}/admin/v2/clusters").json() == ["standalone"]
         assert "public/default" in httpx.get(f"{admin}/admin/v2/namespaces/public").json()
+        assert httpx.put(f"{admin}/admin/v2/namespaces/acme/prod").status_code == 404  # no tenant yet
+        tenant = {"adminRoles": [], "allowedClusters": ["standalone"]}
+        assert httpx.put(f"{admin}/admin/v2/tenants/acme", json=tenant).status_code == 204
         assert httpx.put(f"{admin}/admin/v2/namespaces/acme/prod").status_code == 204
         assert httpx.put(f"{admin}/admin/v2/namespaces/acme/prod").status_code == 409
         assert httpx.put(f"{admin}/admin/v2/persistent/acme/prod/orders/partitions", json=2).status_code == 204

@@ -180,7 +180,21 @@ def start(tmp_path: Path, require_client_cert: bool = False) -> Broker:
     line = proc.stdout.readline()
     if not line:
         raise AssertionError(proc.communicate(timeout=30)[1])
-    return Broker(json.loads(line), pki, proc)
+    broker = Broker(json.loads(line), pki, proc)
+    set_up_namespace(broker)
+    return broker
+
+
+def set_up_namespace(broker: Broker) -> None:
+    """What a CI set-up script does once the broker answers: with authorization on, Pulsar's
+    standalone creates only its cluster, so the superuser (the client certificate's CN) creates
+    the tenant and the namespace over https."""
+    context = ssl.create_default_context(cafile=str(broker.pki.ca))
+    context.load_cert_chain(str(broker.pki.client_cert), str(broker.pki.client_key))
+    admin = f"{broker.urls['admin_url_tls']}/admin/v2"
+    with httpx.Client(verify=context, timeout=10) as http:
+        assert http.put(f"{admin}/tenants/public", json={"allowedClusters": ["standalone"]}).status_code == 204
+        assert http.put(f"{admin}/namespaces/public/default").status_code == 204
 
 
 def stop(broker: Broker) -> str:

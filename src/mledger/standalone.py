@@ -15,8 +15,10 @@ Like ``pulsar standalone``: one process, one broker and data directory (SQLite b
 ``--memory`` for none), clients on ``pulsar://127.0.0.1:6650``, ``pulsar-admin``-style calls on
 ``http://127.0.0.1:8080`` (ready when ``GET /admin/v2/clusters`` answers ``["standalone"]``,
 the check container tools make), protocol metrics on ``/metrics``. ``public/default``,
-``pulsar/system`` and ``sample/ns1`` exist from the start, as in Pulsar's standalone; topics in
-other namespaces need the namespace created first (``PUT /admin/v2/namespaces/{tenant}/{ns}``).
+``pulsar/system`` and ``sample/ns1`` exist from the start, as in Pulsar's standalone (with
+authorization on, only the cluster: as Pulsar's, whose internal admin client then has no
+credentials); topics in other namespaces need the tenant and namespace created first
+(``PUT /admin/v2/tenants/{tenant}``, ``PUT /admin/v2/namespaces/{tenant}/{ns}``).
 ``--config`` reads Pulsar's ``broker.conf`` / ``standalone.conf`` (:mod:`mledger.standalone_config`;
 the options override it), ``--print-config`` prints the effective settings. The TLS ports serve
 ``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core.tls`).
@@ -151,9 +153,11 @@ class Standalone:
             MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
         )
         self.factory = ManagedLedgerFactory(self.store, factory_config)
-        self.broker = Broker(self.factory, broker_config, journal=journal)
-        for namespace in STANDALONE_NAMESPACES:
-            self.broker.namespaces.ensure(namespace)
+        # as Pulsar's standalone, whose internal admin client has no credentials when authorization
+        # is on: then only the cluster is created, tenants and namespaces come from the set-up
+        self.broker = Broker(self.factory, broker_config, journal=journal, default_namespace=authorization is None)
+        for namespace in STANDALONE_NAMESPACES if authorization is None else ():
+            self.broker.ensure_namespace(namespace)
         auth = _client_auth(authenticator, authorization)
         self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
         app = create_app(

@@ -7,7 +7,8 @@ permission; see :mod:`mledger.admin.auth`). ``admin.as_role("other")`` is the sa
 for another role (what an HTTP front end does per request).
 
 The operations live in :class:`~mledger.admin.topics.Topics` (``admin.topics``),
-:class:`~mledger.admin.namespaces.Namespaces` (``admin.namespaces``: retention policies) and, for
+:class:`~mledger.admin.namespaces.Namespaces` (``admin.namespaces``: policies, permissions),
+:mod:`~mledger.admin.tenants` (``admin.tenants``, ``admin.clusters``) and, for
 trying things out, :class:`~mledger.admin.messaging.Messaging` (``admin.messaging``). Every
 error they raise is an :class:`~mledger.core.errors.MLedgerError` carrying ``http_status``.
 Thread-safe as far as the broker is: the admin itself holds no mutable state.
@@ -22,6 +23,7 @@ from .auth import Authorization, NamespaceOperation, TopicOperation
 from .messaging import Messaging
 from .namespaces import Namespaces
 from .nonpersistent import NonPersistentTopicsAdmin
+from .tenants import Clusters, Tenants
 from .topics import Topics
 
 __all__ = ["Admin"]
@@ -41,10 +43,13 @@ class Admin:
         if role is not None and not isinstance(role, str):
             raise ConfigError(f"role must be a string or None, got {role!r}")
         self.broker = broker
-        self.authorization = authorization
+        self.authorization = None if authorization is None else authorization.bound_to(broker)
+        """The authorization, bound to the broker's stored grants (tenants, permissions)."""
         self.role = role
         self.topics = Topics(self)
         self.namespaces = Namespaces(self)
+        self.tenants = Tenants(self)
+        self.clusters = Clusters(self)
         self.messaging = Messaging(self)
         self.non_persistent = NonPersistentTopicsAdmin(self)
         """The ``non-persistent://`` topics (:mod:`mledger.admin.nonpersistent`)."""
@@ -80,12 +85,21 @@ class Admin:
             raise UnauthenticatedError("Need to authenticate to perform the request")
 
     def check_superuser(self, action: str) -> None:
-        """Policy changes (retention): authenticate, then require a superuser role when
-        authorization is on (Pulsar's tenant-admin rule, mledger having no tenant admin lists);
-        ``PermissionDeniedError`` (403) names ``action``."""
+        """Cluster and tenant changes: authenticate, then require a superuser role when
+        authorization is on; ``PermissionDeniedError`` (403) names ``action``."""
         self.authenticate()
         if self.authorization is not None and not self.authorization.is_superuser(self.role):
             raise PermissionDeniedError(f"Role {self.role!r} is not a superuser: it may not {action}")
+
+    def check_tenant_admin(self, tenant: str, action: str) -> None:
+        """Namespace administration (policies, permissions): authenticate, then require a
+        superuser or a role in ``tenant``'s ``adminRoles`` when authorization is on (Pulsar's
+        ``validateTenantOperation``); ``PermissionDeniedError`` (403) names ``action``."""
+        self.authenticate()
+        if self.authorization is not None and not self.authorization.is_tenant_admin(self.role, tenant):
+            raise PermissionDeniedError(
+                f"Role {self.role!r} is neither a superuser nor an admin of tenant {tenant}: it may not {action}"
+            )
 
     def may(self, operation: TopicOperation | NamespaceOperation, resource: str | TopicName) -> bool:
         """Whether the role may run ``operation`` on ``resource`` (always True when off)."""

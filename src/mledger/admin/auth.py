@@ -13,8 +13,26 @@ operations allowed on it. A check ``(role, operation, resource)`` passes when
 * the operation is GET_TOPICS (the namespace's topic list) and the role may PRODUCE or CONSUME
   on the whole namespace (a grant on ``tenant/namespace`` or ``"*"``), as Pulsar's
   ``allowNamespaceOperationAsync`` (apache/pulsar#12600). A grant on single topics does not
-  reveal the names of the namespace's other topics. Pulsar also lets the tenant's admins list;
-  mledger has no tenant admin lists, so that is the superuser rule.
+  reveal the names of the namespace's other topics. The tenant's admins may list too (below).
+
+Stored grants (what ``PUT /admin/v2/tenants``, ``.../permissions/{role}`` and ``auth_policies``
+of a namespace's policies set) add to these once the authorization is bound to a broker
+(:meth:`Authorization.bound_to`, which :class:`~mledger.admin.Admin` and the protocol server
+do), following Pulsar's ``PulsarAuthorizationProvider``:
+
+* a role in the tenant's ``adminRoles`` may do everything in the tenant's namespaces and topics
+  (``isSuperUserOrTenantAdmin``), including granting and revoking;
+* ``produce`` on the namespace (``namespace_auth``) or the topic (``destination_auth``; for a
+  partition, its partitioned topic) allows PRODUCE; ``consume`` allows CONSUME, SUBSCRIBE,
+  UNSUBSCRIBE, SKIP, EXPIRE_MESSAGES, PEEK_MESSAGES, RESET_CURSOR and GET_SUBSCRIPTIONS;
+  either allows LOOKUP, GET_STATS and GET_METADATA (``canLookup``); either on the namespace
+  allows its GET_TOPICS. Other operations need a tenant admin or a superuser;
+* a subscription listed in the namespace's ``subscription_auth_roles`` may be consumed through
+  only by its roles (and tenant admins, superusers), whatever else the role may do (a check
+  given the subscription: the protocol server's SUBSCRIBE).
+
+Role names are matched literally (Pulsar's wildcard matching is off unless
+``authorizationAllowWildcardsMatching``, which mledger does not model).
 
 Topic names in grants are normalised like the names in calls (``orders`` is
 ``persistent://public/default/orders``), so either spelling grants the same topic.
@@ -40,10 +58,13 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..broker.names import TopicName
 from ..core.errors import ConfigError, PermissionDeniedError, UnauthenticatedError
+
+if TYPE_CHECKING:
+    from ..broker import Broker
 
 __all__ = ["WILDCARD", "Authorization", "NamespaceOperation", "TopicOperation"]
 
@@ -98,6 +119,33 @@ _IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
 }
 """Namespace operations that a namespace-level grant of other operations also allows (Pulsar's
 ``PulsarAuthorizationProvider``: GET_TOPICS for a role that may produce or consume there)."""
+
+_NEEDS_PRODUCE = frozenset({TopicOperation.PRODUCE})
+_NEEDS_CONSUME = frozenset(
+    {
+        TopicOperation.CONSUME,
+        TopicOperation.SUBSCRIBE,
+        TopicOperation.UNSUBSCRIBE,
+        TopicOperation.SKIP,
+        TopicOperation.EXPIRE_MESSAGES,
+        TopicOperation.PEEK_MESSAGES,
+        TopicOperation.RESET_CURSOR,
+        TopicOperation.GET_SUBSCRIPTIONS,
+    }
+)
+_NEEDS_EITHER = frozenset({TopicOperation.LOOKUP, TopicOperation.GET_STATS, TopicOperation.GET_METADATA})
+
+
+def _stored_actions(op: Operation) -> frozenset[str]:
+    """The stored ``AuthAction``s any one of which allows ``op`` (Pulsar's ``allowTopicOperation``)."""
+    if op in _NEEDS_PRODUCE:
+        return frozenset({"produce"})
+    if op in _NEEDS_CONSUME:
+        return frozenset({"consume"})
+    if op in _NEEDS_EITHER or op is NamespaceOperation.GET_TOPICS:
+        return frozenset({"produce", "consume"})
+    return frozenset()
+
 
 _BY_NAME: dict[str, Operation] = {
     **{op.value: op for op in NamespaceOperation},
@@ -158,6 +206,16 @@ class Authorization:
             {role: MappingProxyType(g) for role, g in grants.items()}
         )
         self._superusers = frozenset(superusers)
+        self._broker: Broker | None = None
+
+    def bound_to(self, broker: Broker) -> Authorization:
+        """This authorization plus the grants stored in ``broker``'s metadata (tenants' admin
+        roles, namespaces' ``auth_policies``); ``self`` when already bound to it."""
+        if self._broker is broker:
+            return self
+        bound = Authorization.__new__(Authorization)
+        bound._grants, bound._superusers, bound._broker = self._grants, self._superusers, broker
+        return bound
 
     # -- construction from files -------------------------------------------------------------
 
@@ -204,30 +262,60 @@ class Authorization:
     def is_superuser(self, role: str | None) -> bool:
         return role is not None and role in self._superusers
 
-    def is_allowed(self, role: str | None, operation: str | Operation, resource: str | TopicName) -> bool:
+    def is_allowed(
+        self,
+        role: str | None,
+        operation: str | Operation,
+        resource: str | TopicName,
+        subscription: str | None = None,
+    ) -> bool:
         """Whether ``role`` may run ``operation`` on ``resource`` (a topic, or a namespace for a
-        :class:`NamespaceOperation`). Never raises for an unknown role: it is simply not allowed."""
+        :class:`NamespaceOperation`), through ``subscription`` when given (a namespace's
+        ``subscription_auth_roles`` then restrict who consumes, tenant admins aside, as Pulsar's
+        ``canConsume``). Never raises for an unknown role: it is simply not allowed."""
         if role is None:
             return False
         if role in self._superusers:
             return True
-        grants = self._grants.get(role)
-        if not grants:
-            return False
         op = parse_operation(operation)
-        implied = _IMPLIED_BY.get(op, frozenset())
-        for key in _candidate_keys(op, resource):
-            allowed = grants.get(key)
-            if allowed is not None and (op in allowed or not implied.isdisjoint(allowed)):
-                return True
-        return False
+        if subscription and op in _NEEDS_CONSUME and not self._may_use_subscription(role, resource, subscription):
+            return False
+        grants = self._grants.get(role)
+        if grants:
+            implied = _IMPLIED_BY.get(op, frozenset())
+            for key in _candidate_keys(op, resource):
+                allowed = grants.get(key)
+                if allowed is not None and (op in allowed or not implied.isdisjoint(allowed)):
+                    return True
+        return self._broker is not None and _stored_allows(self._broker, role, op, resource)
 
-    def check(self, role: str | None, operation: str | Operation, resource: str | TopicName) -> None:
+    def _may_use_subscription(self, role: str, resource: str | TopicName, subscription: str) -> bool:
+        if self._broker is None:
+            return True
+        topic = resource if isinstance(resource, TopicName) else TopicName.parse(resource)
+        roles = self._broker.namespaces.auth_policies(topic.namespace_name).subscription_auth_roles.get(subscription)
+        return not roles or role in roles or role in self._broker.tenants.admin_roles(topic.tenant)
+
+    def is_tenant_admin(self, role: str | None, tenant: str) -> bool:
+        """Whether ``role`` is a superuser or in ``tenant``'s stored ``adminRoles``."""
+        if role is None:
+            return False
+        if role in self._superusers:
+            return True
+        return self._broker is not None and role in self._broker.tenants.admin_roles(tenant)
+
+    def check(
+        self,
+        role: str | None,
+        operation: str | Operation,
+        resource: str | TopicName,
+        subscription: str | None = None,
+    ) -> None:
         """Raise :class:`UnauthenticatedError` (401) without a role, :class:`PermissionDeniedError`
         (403) when the role lacks the operation; return quietly otherwise."""
         if role is None or role == "":
             raise UnauthenticatedError("Need to authenticate to perform the request")
-        if self.is_allowed(role, operation, resource):
+        if self.is_allowed(role, operation, resource, subscription):
             return
         op = parse_operation(operation)
         if isinstance(op, NamespaceOperation):
@@ -245,6 +333,30 @@ class Authorization:
         return isinstance(other, Authorization) and self.to_json() == other.to_json()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _stored_allows(broker: Broker, role: str, op: Operation, resource: str | TopicName) -> bool:
+    """Whether the grants stored in ``broker`` let ``role`` run ``op`` (see the module docstring)."""
+    if isinstance(op, NamespaceOperation):
+        namespace = resource.namespace_name if isinstance(resource, TopicName) else str(resource)
+        topic = None
+    else:
+        topic = resource if isinstance(resource, TopicName) else TopicName.parse(resource)
+        namespace = topic.namespace_name
+    if "/" not in namespace:
+        return False
+    if role in broker.tenants.admin_roles(namespace.split("/", 1)[0]):
+        return True
+    needed = _stored_actions(op)
+    if not needed or (topic is None and op is not NamespaceOperation.GET_TOPICS):
+        return False
+    auth = broker.namespaces.auth_policies(namespace)
+    if not needed.isdisjoint(auth.namespace_auth.get(role, ())):
+        return True
+    if topic is None:
+        return False
+    names = [str(topic), str(topic.partitioned_topic)] if topic.is_partition else [str(topic)]
+    return any(not needed.isdisjoint(auth.destination_auth.get(n, {}).get(role, ())) for n in names)
 
 
 def _resource_key(resource: object) -> str:

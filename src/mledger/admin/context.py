@@ -37,6 +37,10 @@ class AdminContext(Protocol):
         """Authenticate and require a superuser role (when authorization is on)."""
         ...
 
+    def check_tenant_admin(self, tenant: str, action: str) -> None:
+        """Authenticate and require a superuser or an admin of ``tenant`` (when authorization is on)."""
+        ...
+
     def may(self, operation: TopicOperation | NamespaceOperation, resource: str | TopicName) -> bool:
         """Whether the role may run ``operation`` on ``resource``."""
         ...

@@ -3,33 +3,48 @@
 ========================  ==================  =========================================
 method                    authorization       Pulsar endpoint / CLI
 ========================  ==================  =========================================
-create                    superuser           ``namespaces create``
+create                    tenant admin        ``namespaces create``
+list / delete             tenant admin        ``namespaces list`` / ``namespaces delete``
+policies                  tenant admin        ``namespaces policies``
+grant_permission          tenant admin        ``namespaces grant-permission``
+revoke_permission         tenant admin        ``namespaces revoke-permission``
+permissions               tenant admin        ``namespaces permissions``
+*_on_subscription(s)      tenant admin        ``namespaces grant|revoke-subscription-permission``
 get_retention             authenticated       ``namespaces get-retention``
-set_retention             superuser           ``namespaces set-retention``
-remove_retention          superuser           ``namespaces remove-retention``
+set_retention             tenant admin        ``namespaces set-retention``
+remove_retention          tenant admin        ``namespaces remove-retention``
 get_compaction_threshold  authenticated       ``namespaces get-compaction-threshold``
-set_compaction_threshold  superuser           ``namespaces set-compaction-threshold``
-remove_compaction_threshold superuser         ``namespaces remove-compaction-threshold``
+set_compaction_threshold  tenant admin        ``namespaces set-compaction-threshold``
+remove_compaction_threshold tenant admin      ``namespaces remove-compaction-threshold``
 get_schema_compatibility_strategy  authenticated  ``namespaces get-schema-compatibility-strategy``
-set_schema_compatibility_strategy  superuser      ``namespaces set-schema-compatibility-strategy``
+set_schema_compatibility_strategy  tenant admin   ``namespaces set-schema-compatibility-strategy``
 get_is_allow_auto_update_schema    authenticated  ``namespaces get-is-allow-auto-update-schema``
-set_is_allow_auto_update_schema    superuser      ``namespaces set-is-allow-auto-update-schema``
+set_is_allow_auto_update_schema    tenant admin   ``namespaces set-is-allow-auto-update-schema``
 ========================  ==================  =========================================
 
-Changes need a superuser role when authorization is on (Pulsar's tenant-admin rule, mledger
-having no tenant admin lists); a changed policy applies to the namespace's open topics without
+Changes need a superuser or an admin of the namespace's tenant when authorization is on (Pulsar's
+``validateTenantOperation``); a changed policy applies to the namespace's open topics without
 a policy of their own at once. Every method may block on the metadata store.
 """
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Iterable, Mapping
+
 from ..broker.names import check_namespace_name
+from ..broker.namespaces import NamespaceNotFoundError
 from ..broker.retention import RetentionPolicies
 from ..broker.schema_compat import SchemaCompatibilityStrategy
+from ..broker.tenants import TenantNotFoundError
 from ..core.errors import InvalidRequestError
 from .context import AdminContext
 
 __all__ = ["Namespaces"]
+
+
+def _tenant(namespace: str) -> str:
+    return namespace.split("/", 1)[0]
 
 
 class Namespaces:
@@ -38,13 +53,86 @@ class Namespaces:
     def __init__(self, admin: AdminContext) -> None:
         self._admin = admin
 
-    def create(self, namespace: str) -> None:
-        """Create ``tenant/namespace`` (``namespaces create``): topics, created explicitly or on
-        first use, go in namespaces that exist. Superuser. 400 for a bad name, 409
-        (``NamespaceAlreadyExistsError``) when it exists."""
+    def create(self, namespace: str, policies: Mapping[str, object] | None = None) -> None:
+        """Create ``tenant/namespace`` (``namespaces create``) with ``policies`` (Pulsar's
+        ``Policies`` JSON: ``auth_policies``, ``retention_policies``, ...): topics, created
+        explicitly or on first use, go in namespaces that exist. Tenant admin. 400 for a bad
+        name or policy, 404 when the tenant does not exist, 409 when the namespace exists."""
         name = check_namespace_name(namespace)
-        self._admin.check_superuser(f"create namespace {name}")
-        self._admin.broker.create_namespace(name)
+        self._admin.check_tenant_admin(_tenant(name), f"create namespace {name}")
+        self._admin.broker.create_namespace(name, policies)
+
+    def list(self, tenant: str) -> list[str]:
+        """The tenant's namespaces (``namespaces list``). Tenant admin. 404 "Tenant does not
+        exist" for a tenant that was not created and holds nothing."""
+        self._admin.check_tenant_admin(tenant, f"list the namespaces of tenant {tenant}")
+        names = self._admin.broker.list_namespaces(tenant)
+        if not names and not self._admin.broker.tenants.exists(tenant):
+            raise TenantNotFoundError("Tenant does not exist")
+        return names
+
+    def delete(self, namespace: str, force: bool = False) -> None:
+        """Delete a namespace (``namespaces delete``); 409 while it has topics unless ``force``.
+        Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"delete namespace {name}")
+        self._admin.broker.delete_namespace(name, force=force)
+
+    def policies(self, namespace: str) -> dict[str, object]:
+        """The namespace's ``Policies`` as stored (``namespaces policies``): the body it was
+        created with and every policy set since, ``auth_policies`` among them. Tenant admin. 404."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the policies of namespace {name}")
+        if not self._admin.broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        return self._admin.broker.namespaces.policies(name)
+
+    def grant_permission(self, namespace: str, role: str, actions: Iterable[str]) -> None:
+        """Grant ``actions`` (``produce``, ``consume``, ...) on the namespace to ``role``
+        (``namespaces grant-permission``; replaces the role's earlier actions). Tenant admin. 400
+        for an unknown action, 404 for an unknown namespace."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"grant permissions on namespace {name}")
+        self._admin.broker.grant_permission(name, role, list(actions))
+
+    def revoke_permission(self, namespace: str, role: str) -> None:
+        """Revoke ``role``'s actions on the namespace (``namespaces revoke-permission``). Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"revoke permissions on namespace {name}")
+        self._admin.broker.revoke_permission(name, role)
+
+    def grant_permission_on_subscription(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
+        """Let only ``roles`` consume through ``subscription`` in the namespace (``namespaces
+        grant-subscription-permission``; replaces the earlier roles). Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"grant permissions on subscription {subscription}")
+        self._admin.broker.set_subscription_roles(name, subscription, list(roles))
+
+    def revoke_permission_on_subscription(self, namespace: str, subscription: str, role: str) -> None:
+        """Remove ``role`` from ``subscription``'s roles (``namespaces revoke-subscription-permission``).
+        Tenant admin. 412 when it is not among them."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"revoke permissions on subscription {subscription}")
+        self._admin.broker.revoke_subscription_role(name, subscription, role)
+
+    def permissions_on_subscriptions(self, namespace: str) -> dict[str, builtins.list[str]]:
+        """``{subscription: [roles]}`` of the namespace. Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the subscription permissions of namespace {name}")
+        if not self._admin.broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        roles = self._admin.broker.namespaces.auth_policies(name).subscription_auth_roles
+        return {sub: sorted(r) for sub, r in sorted(roles.items())}
+
+    def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
+        """``{role: [actions]}`` granted on the namespace (``namespaces permissions``). Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the permissions of namespace {name}")
+        broker = self._admin.broker
+        if not broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        grants = broker.namespaces.auth_policies(name).namespace_auth
+        return {role: sorted(actions) for role, actions in sorted(grants.items())}
 
     def get_retention(self, namespace: str) -> RetentionPolicies | None:
         """The namespace's retention policy, None when unset (its topics then follow the
@@ -57,7 +145,7 @@ class Namespaces:
         Superuser. 400 for a bad name or a value out of its Java type's range (minutes an int, MB
         a long), 412 for an invalid policy (Pulsar's rules: :meth:`RetentionPolicies.validate`)."""
         name = check_namespace_name(namespace)
-        self._admin.check_superuser(f"set the retention of namespace {name}")
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"set the retention of namespace {name}")
         if not isinstance(policies, RetentionPolicies):
             raise InvalidRequestError(f"invalid retention policies {policies!r}: expected RetentionPolicies")
         policies.validate()
@@ -67,7 +155,7 @@ class Namespaces:
         """Remove the namespace's retention policy: its topics follow the broker's default.
         Superuser."""
         name = check_namespace_name(namespace)
-        self._admin.check_superuser(f"remove the retention of namespace {name}")
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"remove the retention of namespace {name}")
         self._admin.broker.set_namespace_retention(name, None)
 
     def get_compaction_threshold(self, namespace: str) -> int | None:
@@ -80,13 +168,13 @@ class Namespaces:
         """Compact the namespace's topics automatically once ``threshold`` bytes are not
         compacted yet (0: never). Superuser. 412 for a negative threshold."""
         name = check_namespace_name(namespace)
-        self._admin.check_superuser(f"set the compaction threshold of namespace {name}")
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"set the compaction threshold of namespace {name}")
         self._admin.broker.set_namespace_compaction_threshold(name, threshold)
 
     def remove_compaction_threshold(self, namespace: str) -> None:
         """Remove the namespace's compaction threshold (the broker's applies). Superuser."""
         name = check_namespace_name(namespace)
-        self._admin.check_superuser(f"remove the compaction threshold of namespace {name}")
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"remove the compaction threshold of namespace {name}")
         self._admin.broker.set_namespace_compaction_threshold(name, None)
 
     def get_schema_compatibility_strategy(self, namespace: str) -> SchemaCompatibilityStrategy:
@@ -103,7 +191,9 @@ class Namespaces:
         """Set ``schema_compatibility_strategy`` (``UNDEFINED``: fall back to the older policy,
         then the broker's). Superuser. 400 for an unknown strategy."""
         name = check_namespace_name(namespace)
-        self._admin.check_superuser(f"set the schema compatibility strategy of namespace {name}")
+        self._admin.check_tenant_admin(
+            name.split("/", 1)[0], f"set the schema compatibility strategy of namespace {name}"
+        )
         self._admin.broker.namespaces.set_schema_compatibility_strategy(
             name, SchemaCompatibilityStrategy.parse(strategy)
         )
@@ -117,7 +207,9 @@ class Namespaces:
         """Set the older policy (deprecated in Pulsar; used when ``schema_compatibility_strategy``
         is unset). Superuser. 400 for an unknown value."""
         name = check_namespace_name(namespace)
-        self._admin.check_superuser(f"set the schema auto-update strategy of namespace {name}")
+        self._admin.check_tenant_admin(
+            name.split("/", 1)[0], f"set the schema auto-update strategy of namespace {name}"
+        )
         self._admin.broker.namespaces.set_schema_auto_update_compatibility_strategy(name, policy)
 
     def get_is_allow_auto_update_schema(self, namespace: str) -> bool:
@@ -131,7 +223,7 @@ class Namespaces:
     def set_is_allow_auto_update_schema(self, namespace: str, allowed: bool) -> None:
         """Allow or forbid producers to register new schema versions. Superuser."""
         name = check_namespace_name(namespace)
-        self._admin.check_superuser(f"set is_allow_auto_update_schema of namespace {name}")
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"set is_allow_auto_update_schema of namespace {name}")
         if not isinstance(allowed, bool):
             raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
         self._admin.broker.namespaces.set_is_allow_auto_update_schema(name, allowed)

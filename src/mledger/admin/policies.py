@@ -12,7 +12,14 @@ from ..broker.retention import RetentionPolicies
 from ..broker.schema_compat import SchemaCompatibilityStrategy
 from ..core.errors import InvalidRequestError
 
-__all__ = ["RetentionPoliciesData", "parse_compaction_threshold_body", "parse_enum_body", "parse_strategy_body"]
+__all__ = [
+    "RetentionPoliciesData",
+    "parse_actions_body",
+    "parse_compaction_threshold_body",
+    "parse_enum_body",
+    "parse_json_object_body",
+    "parse_strategy_body",
+]
 
 
 def parse_compaction_threshold_body(raw: bytes | str) -> int:
@@ -76,3 +83,33 @@ def parse_enum_body(raw: bytes | str, what: str) -> str:
 def parse_strategy_body(raw: bytes | str) -> SchemaCompatibilityStrategy:
     """A ``schemaCompatibilityStrategy`` request body; 400 for an unknown strategy."""
     return SchemaCompatibilityStrategy.parse(parse_enum_body(raw, "schema compatibility strategy"))
+
+
+def parse_actions_body(raw: bytes | str, what: str = "actions") -> list[str]:
+    """The body of a permission grant: a JSON array of strings, ``AuthAction`` names (``["produce",
+    "consume"]``, Pulsar's ``grantPermissionOnNamespace``) or roles (``what="roles"``, its
+    ``grantPermissionOnSubscription``); ``InvalidRequestError`` otherwise (the names themselves
+    are checked when granted)."""
+    try:
+        value = json.loads(raw) if raw else None
+    except ValueError as exc:
+        raise InvalidRequestError(f"the body must be a JSON array of {what}: {exc}") from None
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise InvalidRequestError(f"the body must be a JSON array of {what}, got {value!r}")
+    return value
+
+
+def parse_json_object_body(raw: bytes | str, what: str, empty_ok: bool = True) -> dict[str, object]:
+    """A JSON object body (``TenantInfo``, ``ClusterData``, ``Policies``); an empty body is ``{}``
+    when ``empty_ok``. ``InvalidRequestError`` naming ``what`` otherwise."""
+    if not raw or not raw.strip():
+        if empty_ok:
+            return {}
+        raise InvalidRequestError(f"the body must be the {what} as a JSON object")
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidRequestError(f"the body must be the {what} as a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidRequestError(f"the body must be the {what} as a JSON object, got {value!r}")
+    return value

@@ -28,6 +28,7 @@ Credentials: ``token`` is sent as ``Authorization: Bearer <token>``; ``role`` as
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Iterable, Mapping
 from types import TracebackType
@@ -37,6 +38,7 @@ from ..broker.compaction import CompactionStatus, LongRunningProcessStatus
 from ..broker.names import TopicName
 from ..broker.retention import RetentionPolicies
 from ..broker.schema_compat import SchemaCompatibilityStrategy
+from ..broker.tenants import TenantInfo
 from ..broker.types import SubscriptionType
 from ..codec.messageid import MessageId
 from ..core.errors import (
@@ -72,7 +74,9 @@ __all__ = [
     "AdminConnectionError",
     "RemoteAdmin",
     "RemoteAdminError",
+    "RemoteClusters",
     "RemoteNamespaces",
+    "RemoteTenants",
     "RemoteTopics",
 ]
 
@@ -144,6 +148,8 @@ class RemoteAdmin:
         )
         self.topics = RemoteTopics(self)
         self.namespaces = RemoteNamespaces(self)
+        self.tenants = RemoteTenants(self)
+        self.clusters = RemoteClusters(self)
 
     def call(
         self,
@@ -263,8 +269,42 @@ class RemoteNamespaces:
     def _path(cls, namespace: str, leaf: str = "retention") -> str:
         return f"{cls._namespace_path(namespace)}/{leaf}"
 
-    def create(self, namespace: str) -> None:
-        self._admin.call("PUT", self._namespace_path(namespace))
+    def create(self, namespace: str, policies: Mapping[str, object] | None = None) -> None:
+        body = json.dumps(dict(policies)).encode() if policies else None
+        self._admin.call("PUT", self._namespace_path(namespace), body=body)
+
+    def list(self, tenant: str) -> list[str]:
+        return [str(n) for n in self._admin.get_json(f"/admin/v2/namespaces/{encode_segment(tenant)}")]
+
+    def delete(self, namespace: str, force: bool = False) -> None:
+        self._admin.call("DELETE", self._namespace_path(namespace), {"force": "true"} if force else None)
+
+    def grant_permission(self, namespace: str, role: str, actions: Iterable[str]) -> None:
+        path = self._path(namespace, f"permissions/{encode_segment(role)}")
+        self._admin.call("POST", path, body=json.dumps(sorted(actions)).encode())
+
+    def revoke_permission(self, namespace: str, role: str) -> None:
+        self._admin.call("DELETE", self._path(namespace, f"permissions/{encode_segment(role)}"))
+
+    def policies(self, namespace: str) -> dict[str, object]:
+        value = self._admin.get_json(self._namespace_path(namespace))
+        if not isinstance(value, dict):
+            raise AdminConnectionError(f"not namespace policies: {str(value)[:80]!r}")
+        return value
+
+    def grant_permission_on_subscription(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
+        path = self._path(namespace, f"permissions/subscription/{encode_segment(subscription)}")
+        self._admin.call("POST", path, body=json.dumps(sorted(roles)).encode())
+
+    def revoke_permission_on_subscription(self, namespace: str, subscription: str, role: str) -> None:
+        path = self._path(namespace, f"permissions/{encode_segment(subscription)}/{encode_segment(role)}")
+        self._admin.call("DELETE", path)
+
+    def permissions_on_subscriptions(self, namespace: str) -> dict[str, builtins.list[str]]:
+        return _grants(self._admin.get_json(self._path(namespace, "permissions/subscription")))
+
+    def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
+        return _grants(self._admin.get_json(self._path(namespace, "permissions")))
 
     def get_retention(self, namespace: str) -> RetentionPolicies | None:
         return _retention(self._admin.call("GET", self._path(namespace))[2])
@@ -303,6 +343,71 @@ class RemoteNamespaces:
             raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
         body = b"true" if allowed else b"false"
         self._admin.call("POST", self._path(namespace, "isAllowAutoUpdateSchema"), body=body)
+
+
+def _grants(value: Any) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise AdminConnectionError(f"not permissions: {str(value)[:80]!r}")
+    return {str(role): sorted(str(a) for a in actions) for role, actions in sorted(value.items())}
+
+
+class RemoteClusters:
+    """``Admin.clusters`` over HTTP."""
+
+    def __init__(self, admin: RemoteAdmin) -> None:
+        self._admin = admin
+
+    @staticmethod
+    def _path(cluster: str) -> str:
+        return f"/admin/v2/clusters/{encode_segment(cluster)}"
+
+    def list(self) -> list[str]:
+        return [str(c) for c in self._admin.get_json("/admin/v2/clusters")]
+
+    def get(self, cluster: str) -> dict[str, object]:
+        return dict(self._admin.get_json(self._path(cluster)))
+
+    def create(self, cluster: str, data: Mapping[str, object] | None = None) -> None:
+        self._admin.call("PUT", self._path(cluster), body=json.dumps(dict(data or {})).encode())
+
+    def update(self, cluster: str, data: Mapping[str, object]) -> None:
+        self._admin.call("POST", self._path(cluster), body=json.dumps(dict(data)).encode())
+
+    def delete(self, cluster: str) -> None:
+        self._admin.call("DELETE", self._path(cluster))
+
+
+class RemoteTenants:
+    """``Admin.tenants`` over HTTP."""
+
+    def __init__(self, admin: RemoteAdmin) -> None:
+        self._admin = admin
+
+    @staticmethod
+    def _path(tenant: str) -> str:
+        return f"/admin/v2/tenants/{encode_segment(tenant)}"
+
+    def list(self) -> list[str]:
+        return [str(t) for t in self._admin.get_json("/admin/v2/tenants")]
+
+    def get(self, tenant: str) -> TenantInfo:
+        try:
+            return TenantInfo.from_json(self._admin.get_json(self._path(tenant)))
+        except InvalidRequestError as exc:
+            raise AdminConnectionError(f"not a tenant info: {exc}") from None
+
+    def create(self, tenant: str, info: TenantInfo | Mapping[str, object]) -> None:
+        self._admin.call("PUT", self._path(tenant), body=_tenant_body(info))
+
+    def update(self, tenant: str, info: TenantInfo | Mapping[str, object]) -> None:
+        self._admin.call("POST", self._path(tenant), body=_tenant_body(info))
+
+    def delete(self, tenant: str) -> None:
+        self._admin.call("DELETE", self._path(tenant))
+
+
+def _tenant_body(info: TenantInfo | Mapping[str, object]) -> bytes:
+    return json.dumps(info.to_json() if isinstance(info, TenantInfo) else dict(info)).encode()
 
 
 class RemoteTopics:
@@ -352,6 +457,16 @@ class RemoteTopics:
 
     def delete_topic(self, topic: str, force: bool = False) -> None:
         self._admin.call("DELETE", self._topic_path(topic), {"force": "true"} if force else None)
+
+    def grant_permission(self, topic: str, role: str, actions: Iterable[str]) -> None:
+        path = self._topic_path(topic, "permissions", encode_segment(role))
+        self._admin.call("POST", path, body=json.dumps(sorted(actions)).encode())
+
+    def revoke_permission(self, topic: str, role: str) -> None:
+        self._admin.call("DELETE", self._topic_path(topic, "permissions", encode_segment(role)))
+
+    def permissions(self, topic: str) -> dict[str, list[str]]:
+        return _grants(self._admin.get_json(self._topic_path(topic, "permissions")))
 
     def partitioned_topic_metadata(self, topic: str) -> PartitionedTopicMetadata:
         return PartitionedTopicMetadata.model_validate(self._admin.get_json(self._topic_path(topic, "partitions")))

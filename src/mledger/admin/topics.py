@@ -194,6 +194,35 @@ class Topics:
         self._admin.check_namespace(NamespaceOperation.DELETE_TOPIC, name.namespace_name)
         self._broker.delete_topic(str(name), force=force)
 
+    # -- permissions ---------------------------------------------------------------------------
+
+    def grant_permission(self, topic: str, role: str, actions: Iterable[str]) -> None:
+        """Grant ``actions`` (``produce``, ``consume``, ...) on ``topic`` to ``role`` (``topics
+        grant-permission``; the topic need not exist yet, its namespace must: 404). Tenant admin.
+        400 for an unknown action."""
+        name = TopicName.parse(topic)
+        self._admin.check_tenant_admin(name.tenant, f"grant permissions on topic {name}")
+        self._broker.grant_permission(name.namespace_name, role, list(actions), topic=str(name))
+
+    def revoke_permission(self, topic: str, role: str) -> None:
+        """Revoke ``role``'s actions on ``topic`` (``topics revoke-permission``). Tenant admin.
+        412 when the role has none on the topic (Pulsar's "Permissions are not set at the topic
+        level"), 404 for an unknown namespace."""
+        name = TopicName.parse(topic)
+        self._admin.check_tenant_admin(name.tenant, f"revoke permissions on topic {name}")
+        self._broker.revoke_permission(name.namespace_name, role, topic=str(name))
+
+    def permissions(self, topic: str) -> dict[str, list[str]]:
+        """``{role: [actions]}`` on ``topic``: its namespace's grants, then the topic's own for
+        the same roles (``topics permissions``, as Pulsar merges them). Tenant admin."""
+        name = TopicName.parse(topic)
+        self._admin.check_tenant_admin(name.tenant, f"read the permissions of topic {name}")
+        if not self._broker.namespace_exists(name.namespace_name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name.namespace_name}")
+        auth = self._broker.namespaces.auth_policies(name.namespace_name)
+        merged = {**auth.namespace_auth, **auth.destination_auth.get(str(name), {})}
+        return {role: sorted(actions) for role, actions in sorted(merged.items())}
+
     def partitioned_topic_metadata(
         self, topic: str, check_allow_auto_creation: bool = False
     ) -> PartitionedTopicMetadata:
@@ -425,7 +454,7 @@ class Topics:
         covers its partitions), applied at once. Superuser. 404; 400 for a value out of its Java
         type's range, 412 for an invalid policy (:meth:`RetentionPolicies.validate`)."""
         name = TopicName.parse(topic)
-        self._admin.check_superuser(f"set the retention of topic {name}")
+        self._admin.check_tenant_admin(name.tenant, f"set the retention of topic {name}")
         if not isinstance(policies, RetentionPolicies):
             raise InvalidRequestError(f"invalid retention policies {policies!r}: expected RetentionPolicies")
         policies.validate()
@@ -442,14 +471,14 @@ class Topics:
         """Compact the topic automatically once ``threshold`` bytes are not compacted yet (0:
         never). Superuser. 404; 412 for a negative threshold."""
         name = TopicName.parse(topic)
-        self._admin.check_superuser(f"set the compaction threshold of topic {name}")
+        self._admin.check_tenant_admin(name.tenant, f"set the compaction threshold of topic {name}")
         self._broker.set_topic_compaction_threshold(str(name), threshold)
 
     def remove_compaction_threshold(self, topic: str) -> None:
         """Remove the topic's compaction threshold (its namespace's or the broker's applies).
         Superuser. 404."""
         name = TopicName.parse(topic)
-        self._admin.check_superuser(f"remove the compaction threshold of topic {name}")
+        self._admin.check_tenant_admin(name.tenant, f"remove the compaction threshold of topic {name}")
         self._broker.set_topic_compaction_threshold(str(name), None)
 
     # -- compaction ------------------------------------------------------------------------------
@@ -479,7 +508,7 @@ class Topics:
         """Remove the topic's retention policy: its namespace's (or the broker's) applies.
         Superuser. 404."""
         name = TopicName.parse(topic)
-        self._admin.check_superuser(f"remove the retention of topic {name}")
+        self._admin.check_tenant_admin(name.tenant, f"remove the retention of topic {name}")
         self._broker.set_topic_retention(str(name), None)
 
     def get_schema_compatibility_strategy(
@@ -497,13 +526,13 @@ class Topics:
         """Set the topic's schema compatibility strategy (a partitioned topic's covers its
         partitions); the next schema check uses it. Superuser. 400 for an unknown strategy."""
         name = TopicName.parse(topic)
-        self._admin.check_superuser(f"set the schema compatibility strategy of topic {name}")
+        self._admin.check_tenant_admin(name.tenant, f"set the schema compatibility strategy of topic {name}")
         self._broker.set_topic_schema_compatibility_strategy(str(name), SchemaCompatibilityStrategy.parse(strategy))
 
     def remove_schema_compatibility_strategy(self, topic: str) -> None:
         """Remove the topic's strategy: its namespace's (or the broker's) applies. Superuser."""
         name = TopicName.parse(topic)
-        self._admin.check_superuser(f"remove the schema compatibility strategy of topic {name}")
+        self._admin.check_tenant_admin(name.tenant, f"remove the schema compatibility strategy of topic {name}")
         self._broker.set_topic_schema_compatibility_strategy(str(name), None)
 
     # -- termination -----------------------------------------------------------------------------

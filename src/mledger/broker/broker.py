@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 from ..codec.messageid import MessageId
 from ..core.clock import Clock
@@ -71,6 +71,7 @@ from .retention import RetentionPolicies, TopicPolicies
 from .schema_compat import SchemaCompatibilityStrategy
 from .schemas import SchemaInfo, SchemaRegistry
 from .subscription import Subscription
+from .tenants import Clusters, TenantInfo, TenantNotFoundError, Tenants
 from .topic import Topic
 from .types import SubscriptionType
 
@@ -93,7 +94,10 @@ class Broker:
     ``dedup_factory`` builds each topic's deduplication hook (see :mod:`mledger.broker.hooks`).
     ``journal`` hears every stored entry and cursor change (see :mod:`mledger.broker.journal`;
     ``mledger.replay.recording.Recorder`` records them as the replay's raw logs) and is
-    closed by :meth:`close`. The broker does not close the factory.
+    closed by :meth:`close`. The broker does not close the factory. It creates its cluster
+    (``config.cluster_name``) and, unless ``default_namespace`` is False (a standalone with
+    authorization on: the set-up script creates tenants and namespaces), ``public/default`` and
+    its tenant when missing.
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class Broker:
         clock: Clock | None = None,
         dedup_factory: DedupFactory | None = None,
         journal: BrokerJournal | None = None,
+        default_namespace: bool = True,
     ) -> None:
         if not isinstance(factory, ManagedLedgerFactory):
             raise ConfigError(f"Broker needs a ManagedLedgerFactory, got {factory!r}")
@@ -120,7 +125,13 @@ class Broker:
         """The topics' schema histories (:mod:`mledger.broker.schemas`)."""
         self.namespaces = Namespaces(factory.store)
         """Created namespaces and their policies (:mod:`mledger.broker.namespaces`)."""
-        self.namespaces.ensure(DEFAULT_NAMESPACE)
+        self.clusters = Clusters(factory.store)
+        """Clusters (:mod:`mledger.broker.tenants`); the broker's own is created if missing."""
+        self.tenants = Tenants(factory.store, self.clusters)
+        """Tenants and their admin roles (:mod:`mledger.broker.tenants`)."""
+        self.clusters.ensure(self.config.cluster_name)
+        if default_namespace:
+            self.ensure_namespace(DEFAULT_NAMESPACE)
         self.topic_policies = TopicPolicies(factory.store)
         """Topic-level policies (retention; :mod:`mledger.broker.retention`)."""
         self.journal = journal
@@ -329,11 +340,58 @@ class Broker:
             self.topic_policies.delete(name)  # a topic created again later starts without them
 
     # -- namespaces --------------------------------------------------------------------------
-    def create_namespace(self, namespace: str) -> None:
-        """Create ``tenant/namespace``; ``NamespaceAlreadyExistsError`` (409) if it exists."""
+    def create_namespace(self, namespace: str, policies: Mapping[str, object] | None = None) -> None:
+        """Create ``tenant/namespace`` with ``policies`` (Pulsar's ``Policies`` JSON, see
+        :meth:`Namespaces.create`); ``TenantNotFoundError`` (404) when its tenant does not
+        exist, ``NamespaceAlreadyExistsError`` (409) if it exists."""
+        tenant, _ = check_namespace(namespace)
         with self._lock:
             self._check_open()
-            self.namespaces.create(namespace)
+            if not self.tenants.exists(tenant):
+                raise TenantNotFoundError("Tenant does not exist")
+            self.namespaces.create(namespace, policies)
+
+    def ensure_namespace(self, namespace: str) -> bool:
+        """Create ``tenant/namespace`` and its tenant (allowed on this broker's cluster) unless
+        they exist: the namespaces a broker sets up itself. True when the namespace was new."""
+        tenant, _ = check_namespace(namespace)
+        self.tenants.ensure(tenant, TenantInfo(allowed_clusters=(self.config.cluster_name,)))
+        return self.namespaces.ensure(namespace)
+
+    def grant_permission(self, namespace: str, role: str, actions: Iterable[str], topic: str | None = None) -> None:
+        """Grant ``actions`` (``produce``, ``consume``, ...) to ``role`` on the namespace or on
+        one of its topics; ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
+            self.namespaces.grant(namespace, role, actions, topic)
+
+    def set_subscription_roles(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
+        """Let only ``roles`` consume through ``subscription`` in the namespace (404 for an
+        unknown namespace)."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
+            self.namespaces.grant_subscription(namespace, subscription, roles)
+
+    def revoke_subscription_role(self, namespace: str, subscription: str, role: str) -> None:
+        """Remove ``role`` from ``subscription``'s roles (404, 412 when it is not among them)."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
+            self.namespaces.revoke_subscription(namespace, subscription, role)
+
+    def revoke_permission(self, namespace: str, role: str, topic: str | None = None) -> None:
+        """Revoke ``role``'s actions on the namespace or one of its topics (404 for an unknown
+        namespace, 412 for a topic where the role has none)."""
+        check_namespace(namespace)
+        with self._lock:
+            self._check_open()
+            self._require_namespace_exists(namespace)
+            self.namespaces.revoke(namespace, role, topic)
 
     def list_namespaces(self, tenant: str | None = None) -> list[str]:
         """Namespaces created, or holding topics (of ``tenant``), sorted."""

@@ -1,5 +1,5 @@
-"""``mledger-admin``: pulsar-admin's ``topics`` (and ``namespaces`` create and policy) commands over a
-local data directory.
+"""``mledger-admin``: pulsar-admin's ``topics``, ``namespaces``, ``tenants`` and ``clusters`` commands
+over a local data directory.
 
 Every command opens the directory's SQLite store, a managed-ledger factory and a broker, calls
 one :class:`~mledger.admin.Admin` method (the CLI holds no admin logic of its own), prints the
@@ -264,6 +264,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     def subscription_arg(sub: argparse.ArgumentParser, flag: str = "--subscription") -> None:
         sub.add_argument("-s", flag, dest="subscription", required=True, help="subscription name")
+
+    sub = command("grant-permission", "Grant actions on the topic to a role.", _cmd_topic_grant)
+    topic_arg(sub)
+    _permission_args(sub)
+    sub = command("revoke-permission", "Revoke a role's actions on the topic.", _cmd_topic_revoke)
+    topic_arg(sub)
+    _role_arg(sub)
+    topic_arg(command("permissions", "The roles' actions on the topic (its namespace's too).", _cmd_topic_permissions))
 
     sub = command("list", "List the topics (partitioned topics by their name).", _cmd_list)
     sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
@@ -553,6 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="where a new subscription starts: Latest (default) or Earliest",
     )
     _add_namespaces_group(groups)
+    _add_tenants_group(groups)
+    _add_clusters_group(groups)
     return parser
 
 
@@ -608,6 +618,28 @@ def _add_namespaces_group(groups: Any) -> None:
         return sub
 
     command("create", "Create a namespace (topics go in namespaces that exist).", _cmd_ns_create)
+    sub = commands.add_parser("list", help="List the tenant's namespaces.", epilog=_EPILOG)
+    sub.set_defaults(handler=_cmd_ns_list, command_parser=sub)
+    sub.add_argument("tenant", help="tenant")
+    sub = command("delete", "Delete a namespace (409 while it has topics, unless --force).", _cmd_ns_delete)
+    sub.add_argument("-f", "--force", action="store_true", help="delete its topics too")
+    _permission_args(command("grant-permission", "Grant actions on the namespace to a role.", _cmd_ns_grant))
+    _role_arg(command("revoke-permission", "Revoke a role's actions on the namespace.", _cmd_ns_revoke))
+    command("permissions", "The roles' actions on the namespace.", _cmd_ns_permissions)
+    command("policies", "The namespace's policies (Pulsar's Policies JSON, as stored).", _cmd_ns_policies)
+    sub = command(
+        "grant-subscription-permission",
+        "Let only these roles consume through a subscription.",
+        _cmd_ns_grant_subscription,
+    )
+    sub.add_argument("--subscription", required=True, help="subscription name")
+    sub.add_argument("--roles", type=_names, required=True, help="comma-separated client roles")
+    sub = command(
+        "revoke-subscription-permission", "Remove a role from a subscription's roles.", _cmd_ns_revoke_subscription
+    )
+    sub.add_argument("--subscription", required=True, help="subscription name")
+    _role_arg(sub)
+    command("subscription-permission", "The roles of each restricted subscription.", _cmd_ns_subscription_permissions)
     command("get-retention", "The namespace's retention policy (null when unset).", _cmd_ns_get_retention)
     _retention_args(command("set-retention", "Set the namespace's retention policy.", _cmd_ns_set_retention))
     command("remove-retention", "Remove the namespace's retention policy.", _cmd_ns_remove_retention)
@@ -642,6 +674,73 @@ def _add_namespaces_group(groups: Any) -> None:
     switch = sub.add_mutually_exclusive_group(required=True)
     switch.add_argument("--enable", "-e", dest="allowed", action="store_true", help="allow")
     switch.add_argument("--disable", "-d", dest="allowed", action="store_false", help="forbid")
+
+
+def _role_arg(sub: argparse.ArgumentParser) -> None:
+    # its own dest: the global --role is the caller's role
+    sub.add_argument("--role", dest="permission_role", required=True, help="the client role the permission is for")
+
+
+def _permission_args(sub: argparse.ArgumentParser) -> None:
+    _role_arg(sub)
+    sub.add_argument(
+        "--actions",
+        type=_names,
+        required=True,
+        help="comma-separated actions: produce, consume (also functions, sources, sinks, packages)",
+    )
+
+
+def _add_clusters_group(groups: Any) -> None:
+    clusters = groups.add_parser(
+        "clusters", help="clusters and their service URLs", description="Clusters.", epilog=_EPILOG
+    )
+    commands = clusters.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str, handler: Callable[[Admin, argparse.Namespace], Any]) -> Any:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sub.set_defaults(handler=handler, command_parser=sub)
+        if name != "list":
+            sub.add_argument("cluster", help="cluster name")
+        return sub
+
+    def url_args(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--url", dest="service_url", help="serviceUrl: the admin (HTTP) URL")
+        sub.add_argument("--url-secure", dest="service_url_tls", help="serviceUrlTls")
+        sub.add_argument("--broker-url", dest="broker_url", help="brokerServiceUrl: pulsar://host:port")
+        sub.add_argument("--broker-url-secure", dest="broker_url_tls", help="brokerServiceUrlTls")
+
+    command("list", "List the clusters.", _cmd_clusters_list)
+    command("get", "The cluster's data (service URLs).", _cmd_clusters_get)
+    url_args(command("create", "Create a cluster.", _cmd_clusters_create))
+    url_args(command("update", "Replace a cluster's data.", _cmd_clusters_update))
+    command("delete", "Delete a cluster (412 while a tenant allows it).", _cmd_clusters_delete)
+
+
+def _add_tenants_group(groups: Any) -> None:
+    tenants = groups.add_parser(
+        "tenants", help="tenants, their admin roles and clusters", description="Tenants.", epilog=_EPILOG
+    )
+    commands = tenants.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str, handler: Callable[[Admin, argparse.Namespace], Any]) -> Any:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sub.set_defaults(handler=handler, command_parser=sub)
+        if name != "list":
+            sub.add_argument("tenant", help="tenant name")
+        return sub
+
+    def info_args(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("-r", "--admin-roles", type=_names, default=[], help="comma-separated admin roles")
+        sub.add_argument(
+            "-c", "--allowed-clusters", type=_names, default=[], help="comma-separated clusters (default: all)"
+        )
+
+    command("list", "List the tenants.", _cmd_tenants_list)
+    command("get", "The tenant's admin roles and allowed clusters.", _cmd_tenants_get)
+    info_args(command("create", "Create a tenant.", _cmd_tenants_create))
+    info_args(command("update", "Replace a tenant's admin roles and clusters.", _cmd_tenants_update))
+    command("delete", "Delete a tenant (409 while it has namespaces).", _cmd_tenants_delete)
 
 
 def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
@@ -826,6 +925,110 @@ def _cmd_remove_retention(admin: Admin, args: argparse.Namespace) -> None:
 
 def _cmd_ns_create(admin: Admin, args: argparse.Namespace) -> None:
     admin.namespaces.create(args.namespace)
+
+
+def _cmd_ns_list(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.list(args.tenant))
+
+
+def _cmd_ns_delete(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.delete(args.namespace, force=args.force)
+
+
+def _cmd_ns_grant(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.grant_permission(args.namespace, args.permission_role, args.actions)
+
+
+def _cmd_ns_revoke(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.revoke_permission(args.namespace, args.permission_role)
+
+
+def _cmd_ns_permissions(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.permissions(args.namespace))
+
+
+def _cmd_ns_policies(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.policies(args.namespace))
+
+
+def _cmd_ns_grant_subscription(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.grant_permission_on_subscription(args.namespace, args.subscription, args.roles)
+
+
+def _cmd_ns_revoke_subscription(admin: Admin, args: argparse.Namespace) -> None:
+    admin.namespaces.revoke_permission_on_subscription(args.namespace, args.subscription, args.permission_role)
+
+
+def _cmd_ns_subscription_permissions(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.namespaces.permissions_on_subscriptions(args.namespace))
+
+
+def _cmd_topic_grant(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.grant_permission(args.topic, args.permission_role, args.actions)
+
+
+def _cmd_topic_revoke(admin: Admin, args: argparse.Namespace) -> None:
+    admin.topics.revoke_permission(args.topic, args.permission_role)
+
+
+def _cmd_topic_permissions(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.topics.permissions(args.topic))
+
+
+def _cluster_data(args: argparse.Namespace) -> dict[str, object]:
+    fields = {
+        "serviceUrl": args.service_url,
+        "serviceUrlTls": args.service_url_tls,
+        "brokerServiceUrl": args.broker_url,
+        "brokerServiceUrlTls": args.broker_url_tls,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _cmd_clusters_list(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.clusters.list())
+
+
+def _cmd_clusters_get(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.clusters.get(args.cluster))
+
+
+def _cmd_clusters_create(admin: Admin, args: argparse.Namespace) -> None:
+    admin.clusters.create(args.cluster, _cluster_data(args))
+
+
+def _cmd_clusters_update(admin: Admin, args: argparse.Namespace) -> None:
+    admin.clusters.update(args.cluster, _cluster_data(args))
+
+
+def _cmd_clusters_delete(admin: Admin, args: argparse.Namespace) -> None:
+    admin.clusters.delete(args.cluster)
+
+
+def _tenant_info(admin: Admin, args: argparse.Namespace) -> dict[str, object]:
+    # pulsar-admin: without --allowed-clusters, every cluster
+    clusters = args.allowed_clusters or admin.clusters.list()
+    return {"adminRoles": args.admin_roles, "allowedClusters": clusters}
+
+
+def _cmd_tenants_list(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.tenants.list())
+
+
+def _cmd_tenants_get(admin: Admin, args: argparse.Namespace) -> None:
+    _print_json(admin.tenants.get(args.tenant).to_json())
+
+
+def _cmd_tenants_create(admin: Admin, args: argparse.Namespace) -> None:
+    admin.tenants.create(args.tenant, _tenant_info(admin, args))
+
+
+def _cmd_tenants_update(admin: Admin, args: argparse.Namespace) -> None:
+    admin.tenants.update(args.tenant, _tenant_info(admin, args))
+
+
+def _cmd_tenants_delete(admin: Admin, args: argparse.Namespace) -> None:
+    admin.tenants.delete(args.tenant)
 
 
 def _terminated_at_json(mid: Any) -> dict[str, int]:

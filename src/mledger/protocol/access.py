@@ -141,10 +141,13 @@ class ClientAuth:
         :class:`~mledger.admin.authentication.AuthenticationError` with the provider's reason."""
         return self.authenticator.authenticate(method, data, peer_subject)
 
-    def authorize(self, role: str | None, operation: str, topic: str | TopicName) -> None:
-        """Raise ``PermissionDeniedError`` unless ``role`` may do ``operation`` on ``topic``."""
+    def authorize(
+        self, role: str | None, operation: str, topic: str | TopicName, subscription: str | None = None
+    ) -> None:
+        """Raise ``PermissionDeniedError`` unless ``role`` may do ``operation`` on ``topic``
+        (through ``subscription``, for a consumer)."""
         if self.authorization is not None:
-            self.authorization.check(role, operation, topic)
+            self.authorization.check(role, operation, topic, subscription)
 
     def authorize_lookup(self, role: str | None, topic: str | TopicName) -> None:
         """Lookups need LOOKUP, PRODUCE or CONSUME on the topic."""

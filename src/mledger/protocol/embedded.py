@@ -126,7 +126,7 @@ class EmbeddedBroker:
         factory = ManagedLedgerFactory(self._store, clock=clock)
         self.broker = Broker(factory, self._broker_config, clock=clock, journal=self._make_journal())
         for namespace in STANDALONE_NAMESPACES:  # as mledger standalone (and Pulsar's) creates them
-            self.broker.namespaces.ensure(namespace)
+            self.broker.ensure_namespace(namespace)
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
         self.clock = BrokerClock(self, clock)

@@ -244,6 +244,9 @@ class ProtocolServer:
         self.config = config if config is not None else ProtocolConfig()
         _fit_store_to_frames(broker, self.config.max_message_size + FRAME_PADDING)
         self.auth = auth
+        if auth is not None and auth.authorization is not None:
+            # decisions read the grants stored in this broker's metadata too (tenants, permissions)
+            auth.authorization = auth.authorization.bound_to(broker)
         self._totals = _Totals()
         self.access = ProducerAccess()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -755,7 +755,7 @@ class Session:
             self.connection.send_error(request_id, api.ConsumerBusy, f"consumer id {body.consumer_id} is in use")
             return
         try:
-            self._authorize(body.topic, "CONSUME")
+            self._authorize(body.topic, "CONSUME", body.subscription)
             broker = self._host.broker
             if not body.force_topic_creation and not broker.topic_exists(body.topic):
                 raise NotFoundError(f"Topic {body.topic} does not exist")
@@ -1125,10 +1125,10 @@ class Session:
             )
         return found
 
-    def _authorize(self, topic: str, operation: str) -> None:
+    def _authorize(self, topic: str, operation: str, subscription: str | None = None) -> None:
         auth = self._host.auth
         if auth is not None:
-            auth.authorize(self.role, operation, topic)
+            auth.authorize(self.role, operation, topic, subscription)
 
     def _authorize_lookup(self, topic: str) -> None:
         auth = self._host.auth

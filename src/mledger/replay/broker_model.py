@@ -178,7 +178,7 @@ class BrokerModel:
 
     def _open(self, first_ledger_id: int) -> Topic:
         self._store.expect_ledger(first_ledger_id)
-        self._broker.namespaces.ensure(self._name.namespace_name)  # the log's topic may be anywhere
+        self._broker.ensure_namespace(self._name.namespace_name)  # the log's topic may be anywhere
         if self._partition >= 0:
             topic = self._broker.open_partition(str(self._name), self._partition)
         else:

@@ -14,7 +14,9 @@ Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
 * :class:`~mledger.core.errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412);
 * no such route: 404 ``HTTP 404 Not Found``; a known route with another method: 405
   ``HTTP 405 Method Not Allowed`` with ``Allow`` (under ``/admin``, after authentication, as
-  Pulsar's filter runs first);
+  Pulsar's filter runs first); either one for an endpoint of Pulsar's admin API v2 that mledger
+  does not serve (:data:`~mledger.rest.pulsar_api.FAMILIES`): 501 ``{"reason": "<operation>
+  (<method> <path>) is not supported by mledger"}``;
 * a parameter FastAPI cannot read (``skip/abc``): 400 naming it (412 for cancelDelayedMessage's
   ids, seeds/000), never FastAPI's 422;
 * body limit 413, URL limit 414, anything unexpected 500 (:mod:`mledger.rest.middleware`).
@@ -50,6 +52,8 @@ from .namespaces import namespaces_router
 from .nonpersistent import non_persistent_router
 from .openapi import SkipMessageIdsBody
 from .protocol import DEFAULT_MAX_URL_BYTES
+from .pulsar_api import Family, unsupported_family
+from .tenants import tenants_router
 from .topics import VALIDATION_412_ROUTES, topics_router
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DRAIN_LIMIT", "create_app"]
@@ -139,6 +143,7 @@ def create_app(
             tag=version if documented else None,
         )
         app.router.routes.extend(router.routes)  # full paths: one routing pass (include_router adds one)
+    app.include_router(tenants_router(), prefix="/admin/v2", tags=["clusters and tenants"])
     app.include_router(namespaces_router(), prefix="/admin/v2", tags=["namespaces"])
     if lookup is not None:
         app.include_router(lookup_router(lookup))
@@ -204,6 +209,10 @@ def _add_error_handlers(app: FastAPI) -> None:
                 context_of(request).admin_for(request.headers, peer_subject_of(request.scope))
             except MLedgerError as e:
                 return _error(e.http_status, str(e))
+            family = _unsupported(request)
+            if family is not None:
+                reason = f"{family.operation} ({family.method} /admin/v2{family.path}) is not supported by mledger"
+                return _error(501, reason)
         reason = f"HTTP {exc.status_code} {_PHRASES.get(exc.status_code, 'Error')}"
         return _error(exc.status_code, reason, dict(exc.headers or {}))
 
@@ -214,6 +223,13 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(status, _validation_reason(exc))
 
 
+def _unsupported(request: Request) -> Family | None:
+    """The Pulsar endpoint family of a request no route matched, if any (501 then)."""
+    path = request.url.path
+    return unsupported_family(request.method, path[len(V2) :]) if path.startswith(V2 + "/") else None
+
+
+V2 = "/admin/v2"
 _PHRASES = {404: "Not Found", 405: "Method Not Allowed", 413: "Content Too Large", 400: "Bad Request"}
 
 

@@ -1,9 +1,15 @@
-"""The set-up calls application tests make: clusters, tenants and namespaces (Pulsar's v2 paths).
+"""The set-up calls application tests make: namespaces, their policies and permissions (Pulsar's v2 paths).
 
-* ``GET /admin/v2/clusters`` -> ``["standalone"]`` (the readiness check of container tools);
-* ``GET /admin/v2/tenants`` -> the tenants that have namespaces;
-* ``GET /admin/v2/namespaces/{tenant}``, ``PUT`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}``
-  (409 when it exists / is not empty; ``?force=true`` deletes its topics);
+Clusters and tenants are in :mod:`mledger.rest.tenants`.
+
+* ``GET /admin/v2/namespaces/{tenant}``, ``GET`` / ``PUT`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}``
+  (``PUT``'s optional body: Pulsar's ``Policies``, ``auth_policies`` among them; 404 when the
+  tenant does not exist, 409 when the namespace exists / is not empty; ``?force=true`` deletes
+  its topics);
+* ``GET /admin/v2/namespaces/{tenant}/{ns}/permissions``, ``POST`` / ``DELETE
+  .../permissions/{role}`` (body a JSON array of actions, ``["produce", "consume"]``);
+  ``GET .../permissions/subscription``, ``POST .../permissions/subscription/{sub}`` (body the
+  roles that alone may consume through it) and ``DELETE .../permissions/{sub}/{role}``;
 * ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication`` (body ``true``
   or ``false``; ``DELETE`` returns to the broker's setting), applied to the open topics at once;
 * ``GET`` / ``POST`` / ``DELETE /admin/v2/namespaces/{tenant}/{ns}/retention`` (body Pulsar's
@@ -17,8 +23,8 @@
   ``GET`` is ``null`` when unset) and ``GET`` / ``POST .../isAllowAutoUpdateSchema`` (body
   ``true`` or ``false``).
 
-With authorization on, reads need a role and changes need a superuser role (Pulsar's tenant
-admin rule, without tenants' admin lists); the namespace's topic list needs GET_TOPICS there (a
+With authorization on, reads need a role and changes, listing and permissions need a superuser or
+a role in the tenant's ``adminRoles`` (Pulsar's ``validateTenantOperation``); the namespace's topic list needs GET_TOPICS there (a
 namespace-level produce or consume grant, or a superuser, as Pulsar; 403 otherwise).
 """
 
@@ -26,17 +32,20 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from ..admin import Admin, NamespaceOperation
 from ..admin.policies import (
     RetentionPoliciesData,
+    parse_actions_body,
     parse_compaction_threshold_body,
     parse_enum_body,
+    parse_json_object_body,
     parse_strategy_body,
 )
-from ..core.errors import InvalidRequestError, PermissionDeniedError
+from ..core.errors import InvalidRequestError
 from .context import context_of
 from .topics import CallerAdmin, decode_segment
 
@@ -44,17 +53,16 @@ __all__ = ["namespaces_router"]
 
 Tenant = Annotated[str, Path(description="tenant")]
 Namespace = Annotated[str, Path(description="namespace")]
+Role = Annotated[str, Path(description="role")]
+Subscription = Annotated[str, Path(description="subscription")]
 
 
 def _json(value: Any, status: int = 200) -> Response:
     return Response(json.dumps(value), status_code=status, media_type="application/json")
 
 
-def _superuser(admin: Admin) -> None:
-    admin.authenticate()
-    auth = admin.authorization
-    if auth is not None and not auth.is_superuser(admin.role):
-        raise PermissionDeniedError(f"Role {admin.role!r} is not a superuser: it may not change namespaces")
+def _tenant_admin(admin: Admin, tenant: str) -> None:
+    admin.check_tenant_admin(decode_segment(tenant, "tenant"), "change the namespace's policies")
 
 
 def _name(tenant: str, namespace: str) -> str:
@@ -65,26 +73,30 @@ def namespaces_router() -> APIRouter:
     """The routes above, mounted at ``/admin/v2``."""
     router = APIRouter()
 
-    @router.get("/clusters", summary="The clusters: this broker's one", response_model=list[str])
-    async def clusters(request: Request) -> Response:
-        return _json([context_of(request).cluster])
-
-    @router.get("/tenants", summary="Tenants that have namespaces", response_model=list[str])
-    async def tenants(request: Request, admin: CallerAdmin) -> Response:
-        admin.authenticate()
-        names = await context_of(request).run(admin.broker.list_namespaces)
-        return _json(sorted({n.split("/", 1)[0] for n in names}))
-
     @router.get("/namespaces/{tenant}", summary="The tenant's namespaces", response_model=list[str])
     async def list_namespaces(request: Request, admin: CallerAdmin, tenant: Tenant) -> Response:
-        admin.authenticate()
-        return _json(await context_of(request).run(admin.broker.list_namespaces, decode_segment(tenant, "tenant")))
+        return _json(await context_of(request).run(admin.namespaces.list, decode_segment(tenant, "tenant")))
 
-    @router.put("/namespaces/{tenant}/{namespace}", summary="Create a namespace", status_code=204)
+    @router.put(
+        "/namespaces/{tenant}/{namespace}",
+        summary="Create a namespace (body: its Policies, optional)",
+        status_code=204,
+        openapi_extra={
+            "requestBody": {
+                "required": False,
+                "content": {"application/json": {"schema": {"type": "object", "additionalProperties": True}}},
+            }
+        },
+    )
     async def create_namespace(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
-        _superuser(admin)
-        await context_of(request).run(admin.broker.create_namespace, _name(tenant, namespace))
+        name = _name(tenant, namespace)
+        policies = parse_json_object_body(await request.body(), "namespace's Policies")
+        await context_of(request).run(admin.namespaces.create, name, policies)
         return Response(status_code=204)
+
+    @router.get("/namespaces/{tenant}/{namespace}", summary="The namespace's Policies")
+    async def get_policies(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        return _json(await context_of(request).run(admin.namespaces.policies, _name(tenant, namespace)))
 
     @router.delete("/namespaces/{tenant}/{namespace}", summary="Delete a namespace", status_code=204)
     async def delete_namespace(
@@ -94,8 +106,93 @@ def namespaces_router() -> APIRouter:
         namespace: Namespace,
         force: Annotated[bool, Query(description="delete its topics too")] = False,
     ) -> Response:
-        _superuser(admin)
-        await context_of(request).run(admin.broker.delete_namespace, _name(tenant, namespace), force=force)
+        await context_of(request).run(admin.namespaces.delete, _name(tenant, namespace), force=force)
+        return Response(status_code=204)
+
+    @router.get(
+        "/namespaces/{tenant}/{namespace}/permissions/subscription",
+        summary="The roles each restricted subscription admits",
+    )
+    async def get_subscription_permissions(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
+    ) -> Response:
+        name = _name(tenant, namespace)
+        return _json(await context_of(request).run(admin.namespaces.permissions_on_subscriptions, name))
+
+    @router.post(
+        "/namespaces/{tenant}/{namespace}/permissions/subscription/{subscription}",
+        summary="Let only these roles consume through the subscription",
+        status_code=204,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "description": 'roles, e.g. ["billing"]',
+                "content": {"application/json": {"schema": {"type": "array", "items": {"type": "string"}}}},
+            }
+        },
+    )
+    async def grant_subscription_permission(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace, subscription: Subscription
+    ) -> Response:
+        roles = parse_actions_body(await request.body(), "roles")
+        await context_of(request).run(
+            admin.namespaces.grant_permission_on_subscription, _name(tenant, namespace), unquote(subscription), roles
+        )
+        return Response(status_code=204)
+
+    @router.delete(
+        "/namespaces/{tenant}/{namespace}/permissions/{subscription}/{role}",
+        summary="Remove a role from a subscription's roles",
+        status_code=204,
+    )
+    async def revoke_subscription_permission(
+        request: Request,
+        admin: CallerAdmin,
+        tenant: Tenant,
+        namespace: Namespace,
+        subscription: Subscription,
+        role: Role,
+    ) -> Response:
+        await context_of(request).run(
+            admin.namespaces.revoke_permission_on_subscription,
+            _name(tenant, namespace),
+            unquote(subscription),
+            unquote(role),
+        )
+        return Response(status_code=204)
+
+    @router.get("/namespaces/{tenant}/{namespace}/permissions", summary="Roles' actions on the namespace")
+    async def get_permissions(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
+        return _json(await context_of(request).run(admin.namespaces.permissions, _name(tenant, namespace)))
+
+    @router.post(
+        "/namespaces/{tenant}/{namespace}/permissions/{role}",
+        summary="Grant actions on the namespace to a role",
+        status_code=204,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "description": 'actions, e.g. ["produce", "consume"]',
+                "content": {"application/json": {"schema": {"type": "array", "items": {"type": "string"}}}},
+            }
+        },
+    )
+    async def grant_permission(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace, role: Role
+    ) -> Response:
+        actions = parse_actions_body(await request.body())
+        await context_of(request).run(
+            admin.namespaces.grant_permission, _name(tenant, namespace), unquote(role), actions
+        )
+        return Response(status_code=204)
+
+    @router.delete(
+        "/namespaces/{tenant}/{namespace}/permissions/{role}", summary="Revoke a role's actions", status_code=204
+    )
+    async def revoke_permission(
+        request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace, role: Role
+    ) -> Response:
+        await context_of(request).run(admin.namespaces.revoke_permission, _name(tenant, namespace), unquote(role))
         return Response(status_code=204)
 
     @router.get("/namespaces/{tenant}/{namespace}/topics", summary="The namespace's topics", response_model=list[str])
@@ -113,7 +210,7 @@ def namespaces_router() -> APIRouter:
         "/namespaces/{tenant}/{namespace}/deduplication", summary="Turn deduplication on or off", status_code=204
     )
     async def set_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
-        _superuser(admin)
+        _tenant_admin(admin, tenant)
         body = (await request.body()).strip().lower()
         if body not in (b"true", b"false"):
             raise InvalidRequestError(f"the body must be true or false, got {body[:20]!r}")
@@ -128,7 +225,7 @@ def namespaces_router() -> APIRouter:
     async def remove_deduplication(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
-        _superuser(admin)
+        _tenant_admin(admin, tenant)
         await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), None)
         return Response(status_code=204)
 

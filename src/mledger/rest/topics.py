@@ -35,6 +35,9 @@ GET      ``{topic}/compaction``                               compaction_status 
 GET      ``{topic}/compactionThreshold`` (``?applied``)       get_compaction_threshold   200
 POST     ``{topic}/compactionThreshold`` (body: bytes)        set_compaction_threshold   204
 DELETE   ``{topic}/compactionThreshold``                      remove_compaction_threshold 204
+GET      ``{topic}/permissions``                              permissions                200
+POST     ``{topic}/permissions/{role}`` (body: actions)       grant_permission           204
+DELETE   ``{topic}/permissions/{role}``                       revoke_permission          204
 POST     ``{topic}/terminate``                                terminate                  200
 POST     ``{topic}/terminate/partitions``                     terminate_partitioned      200
 GET      ``{topic}/schemaCompatibilityStrategy`` (``?applied``)  get_schema_compatibility_strategy  200
@@ -87,7 +90,12 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from ..admin import Admin
-from ..admin.policies import RetentionPoliciesData, parse_compaction_threshold_body, parse_strategy_body
+from ..admin.policies import (
+    RetentionPoliciesData,
+    parse_actions_body,
+    parse_compaction_threshold_body,
+    parse_strategy_body,
+)
 from ..admin.requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
 from ..admin.stats import (
     PartitionedTopicInternalStats,
@@ -752,6 +760,28 @@ def topics_router(
     async def set_compaction_threshold(call: TopicCallDep, request: Request) -> Response:
         threshold = parse_compaction_threshold_body(await request.body())
         await call.run(call.admin.topics.set_compaction_threshold, call.topic, threshold)
+        return _no_content()
+
+    @route("GET", "/{topic}/permissions", "get_permissions", "Roles' actions on the topic (namespace's and topic's)")
+    async def get_permissions(call: TopicCallDep) -> Response:
+        return _json(await call.run(call.admin.topics.permissions, call.topic))
+
+    @route(
+        "POST",
+        "/{topic}/permissions/{role}",
+        "grant_permission",
+        "Grant actions on the topic to a role",
+        status_code=204,
+        openapi_extra=_body({"type": "array", "items": {"type": "string"}}, 'actions, e.g. ["produce", "consume"]'),
+    )
+    async def grant_permission(call: TopicCallDep, request: Request, role: Annotated[str, Path()]) -> Response:
+        actions = parse_actions_body(await request.body())
+        await call.run(call.admin.topics.grant_permission, call.topic, unquote(role), actions)
+        return _no_content()
+
+    @route("DELETE", "/{topic}/permissions/{role}", "revoke_permission", "Revoke a role's actions", status_code=204)
+    async def revoke_permission(call: TopicCallDep, role: Annotated[str, Path()]) -> Response:
+        await call.run(call.admin.topics.revoke_permission, call.topic, unquote(role))
         return _no_content()
 
     @route("POST", "/{topic}/terminate", "terminate", "Terminate the topic: the id of its last message")
