@@ -120,6 +120,28 @@ def test_hs256_token_from_mledger_tokens_is_accepted(jwt_broker: EmbeddedStandal
     roundtrip(jwt_broker, pulsar.AuthenticationToken(token), "hs256")
 
 
+def test_http_lookup_needs_produce_or_consume_only(keys: dict[str, Path]) -> None:
+    """A role granted produce and consume (no LOOKUP) looks topics up over HTTP as over the binary
+    protocol (Pulsar's canLookup: produce or consume), as pulsar-client-python's test_token_auth
+    does with an http:// service URL; the lookup was 403 and the client's subscribe a ConnectError."""
+    auth = Authorization({"app": {"public/default": ["produce", "consume"]}})
+    settings = AuthenticationSettings(token_secret_key=f"file://{keys['secret']}")
+    token = created("--subject", "app", "--secret-key", f"file://{keys['secret']}")
+    with EmbeddedStandalone(authentication=settings, authorization=auth) as broker:
+        client = pulsar.Client(
+            broker.admin_url,
+            authentication=pulsar.AuthenticationToken(token),
+            operation_timeout_seconds=10,
+            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+        )
+        try:
+            consumer = client.subscribe("http-lookup", "s")
+            client.create_producer("http-lookup").send(b"hello")
+            assert consumer.receive(RECEIVE_MS).data() == b"hello"
+        finally:
+            client.close()
+
+
 @pytest.mark.parametrize("alg", ["RS256", "ES256"])
 def test_public_key_tokens_are_accepted(keys: dict[str, Path], alg: str) -> None:
     public = base64.b64encode(keys[f"{alg}.public"].read_bytes()).decode()

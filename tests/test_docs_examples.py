@@ -9,7 +9,8 @@ How a fenced block runs, by its language:
   line are its expected output, checked line by line.
 * ``bash``: as one ``bash -eo pipefail`` script in a fresh temporary directory with ``mledger``
   and ``mledger-admin`` on ``PATH``. Every ``127.0.0.1:PORT`` is moved to a free port (in the
-  expected output too). A server command (``mledger standalone``, ``mledger-admin serve``, with
+  expected output too), and so are the ports of ``--tls-port N``, ``--admin-tls-port N`` and of
+  Pulsar's config keys (``webServicePortTls=8443``). A server command (``mledger standalone``, ``mledger-admin serve``, with
   or without ``&``) runs in the background: the script waits for the line it prints when ready,
   and stops it at the end. Full-line comments after a command are its expected output: each must
   match an output line, in order; ``...`` matches anything, and a note in parentheses after two
@@ -280,15 +281,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_PORT = re.compile(r"(127\.0\.0\.1:|--(?:admin-)?tls-port[ =]|\b[a-z]\w*Port(?:Tls)?=)(\d{4,5})\b")
+"""A port a walk-through names: ``127.0.0.1:PORT``, the TLS flags' bare ports, and Pulsar's
+config keys (``brokerServicePortTls=6651``), which a CI recipe's config file spells out."""
+
+
 def move_ports(text: str, ports: dict[str, str]) -> str:
-    """Every ``127.0.0.1:PORT`` on a free port instead (the same one for the same PORT)."""
+    """Every port of :data:`_PORT` on a free port instead (the same one for the same PORT)."""
 
     def free(m: re.Match[str]) -> str:
-        if m.group(1) not in ports:
-            ports[m.group(1)] = str(_free_port())
-        return "127.0.0.1:" + ports[m.group(1)]
+        if m.group(2) not in ports:
+            ports[m.group(2)] = str(_free_port())
+        return m.group(1) + ports[m.group(2)]
 
-    return re.sub(r"127\.0\.0\.1:(\d{4,5})\b", free, text)
+    return _PORT.sub(free, text)
 
 
 def bash_script(code: str, ports: dict[str, str]) -> tuple[str, list[str]]:

@@ -116,6 +116,9 @@ Operation = TopicOperation | NamespaceOperation
 
 _IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
     NamespaceOperation.GET_TOPICS: frozenset({TopicOperation.PRODUCE, TopicOperation.CONSUME}),
+    # canLookup: a role that may produce or consume may look the topic up, over HTTP as over the
+    # binary protocol (ProtocolAccess.authorize_lookup)
+    TopicOperation.LOOKUP: frozenset({TopicOperation.PRODUCE, TopicOperation.CONSUME}),
 }
 """Namespace operations that a namespace-level grant of other operations also allows (Pulsar's
 ``PulsarAuthorizationProvider``: GET_TOPICS for a role that may produce or consume there)."""
