@@ -142,6 +142,31 @@ def test_http_lookup_needs_produce_or_consume_only(keys: dict[str, Path]) -> Non
             client.close()
 
 
+def test_an_unknown_tenant_is_topic_not_found_before_any_permission(keys: dict[str, Path]) -> None:
+    """Pulsar checks the topic's tenant before the role's grants: a producer or consumer on a
+    tenant that does not exist gets TopicNotFound, not AuthorizationError, whatever the role
+    (pulsar-client-python's asyncio_test test_create_producer_failure)."""
+    auth = Authorization({"app": {"public/default": ["produce", "consume"]}})
+    settings = AuthenticationSettings(token_secret_key=f"file://{keys['secret']}")
+    token = created("--subject", "app", "--secret-key", f"file://{keys['secret']}")
+    with EmbeddedStandalone(authentication=settings, authorization=auth) as broker:
+        client = pulsar.Client(
+            broker.service_url,
+            authentication=pulsar.AuthenticationToken(token),
+            operation_timeout_seconds=10,
+            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+        )
+        try:
+            with pytest.raises(pulsar.TopicNotFound):
+                client.create_producer("persistent://no-such-tenant/ns/t")
+            with pytest.raises(pulsar.TopicNotFound):
+                client.subscribe("persistent://no-such-tenant/ns/t", "s")
+            with pytest.raises(pulsar.AuthorizationError):  # a tenant that exists: the grants decide
+                client.create_producer("persistent://sample/ns1/t")
+        finally:
+            client.close()
+
+
 @pytest.mark.parametrize("alg", ["RS256", "ES256"])
 def test_public_key_tokens_are_accepted(keys: dict[str, Path], alg: str) -> None:
     public = base64.b64encode(keys[f"{alg}.public"].read_bytes()).decode()

@@ -69,6 +69,7 @@ from ..broker.names import TopicName
 from ..broker.producer import Producer
 from ..broker.schemas import IncompatibleSchemaError, SchemaInfo
 from ..broker.subscription import Subscription, check_read_compacted
+from ..broker.tenants import TenantNotFoundError
 from ..codec.entry import EntryMetadata, encode_entry
 from ..codec.messageid import MessageId
 from ..codec.proto import PulsarApi_pb2 as api
@@ -1128,13 +1129,23 @@ class Session:
     def _authorize(self, topic: str, operation: str, subscription: str | None = None) -> None:
         auth = self._host.auth
         if auth is not None:
+            self._check_tenant(TopicName.parse(topic, any_domain=True))
             auth.authorize(self.role, operation, topic, subscription)
 
     def _authorize_lookup(self, topic: str) -> None:
         auth = self._host.auth
         if auth is not None:
             # any domain: a lookup of a non-persistent topic is checked like a persistent one's
-            auth.authorize_lookup(self.role, TopicName.parse(topic, any_domain=True))
+            name = TopicName.parse(topic, any_domain=True)
+            self._check_tenant(name)
+            auth.authorize_lookup(self.role, name)
+
+    def _check_tenant(self, name: TopicName) -> None:
+        """Pulsar's authorization reads the topic's tenant first (``validateTenantAdminAccess``):
+        an unknown tenant is 404 "Tenant does not exist", which clients get as ``TopicNotFound``,
+        before any permission is checked (so a role with no grant there learns no more)."""
+        if not self._host.broker.tenants.exists(name.tenant):
+            raise TenantNotFoundError(f"Tenant does not exist: {name.tenant}")
 
     @property
     def is_connected(self) -> bool:
