@@ -128,6 +128,7 @@ class RemoteAdmin:
         role: str | None = None,
         timeout: float = 60.0,
         max_connections: int = 16,
+        verify: str | bool = True,
     ) -> None:
         if httpx is None:
             raise MissingExtraError("the remote admin client needs httpx: pip install 'mledger[client]'")
@@ -145,6 +146,7 @@ class RemoteAdmin:
             headers=headers,
             timeout=httpx.Timeout(timeout),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            verify=verify,
         )
         self.topics = RemoteTopics(self)
         self.namespaces = RemoteNamespaces(self)

@@ -5,6 +5,7 @@ mledger prepare RAW OUT       raw event logs into a prepared log (Spark, or in t
 mledger replay INPUT OUT      replay a prepared (or raw) log through mledger's broker and cursors
 mledger report OUT            an HTML report of a replay's outputs
 mledger demo                  generate a small data set, replay it on Spark, print the summary
+mledger capture OUT ...       capture a live Pulsar cluster as raw logs (readers + stats polls)
 mledger tokens COMMAND        JWT keys and tokens, as `pulsar tokens` (create-secret-key, create, ...)
 """
 
@@ -415,6 +416,12 @@ def _tokens_options(tok: argparse.ArgumentParser) -> None:
     add_tokens_arguments(tok)
 
 
+def _capture_options(cap: argparse.ArgumentParser) -> None:
+    from .capture import add_capture_arguments
+
+    add_capture_arguments(cap)
+
+
 def _standalone_options(std: argparse.ArgumentParser) -> None:
     from ..standalone import add_standalone_arguments  # the server extra
 
@@ -422,6 +429,7 @@ def _standalone_options(std: argparse.ArgumentParser) -> None:
 
 
 _EXTRAS = {
+    "capture": "capture",
     "demo": "spark",
     "generate": "replay",
     "prepare": "replay",
@@ -452,6 +460,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="mledger", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
+    sub.add_parser(
+        "capture",
+        configure=_capture_options,
+        extra=_EXTRAS["capture"],
+        help="capture a live Pulsar cluster as raw logs (readers and stats polls)",
+        description="Capture the entries and subscriptions of topics (or a namespace) of any "
+        "Pulsar cluster as the replay's raw logs, through a non-durable reader per "
+        "topic-partition and polls of the subscriptions' internal stats.",
+    )
     sub.add_parser(
         "demo",
         configure=_demo_options,
@@ -521,6 +538,10 @@ def main(argv: list[str] | None = None) -> int:
             from .tokens import run_tokens
 
             return run_tokens(args)
+        if args.command == "capture":
+            from .capture import run_capture
+
+            return run_capture(args)
         if args.command == "standalone":
             from ..standalone import run_standalone
 

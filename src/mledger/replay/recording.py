@@ -52,7 +52,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -72,7 +72,14 @@ from .schema import (
     SUBSCRIPTIONS_SCHEMA,
 )
 
-__all__ = ["RECORDING_FILE", "RecordSettings", "Recorder", "read_recording_status", "warn_if_incomplete"]
+__all__ = [
+    "RECORDING_FILE",
+    "ObservedEntry",
+    "RecordSettings",
+    "Recorder",
+    "read_recording_status",
+    "warn_if_incomplete",
+]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +115,17 @@ class RecordSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+class ObservedEntry(NamedTuple):
+    """A ``produced`` row's fields for an entry seen by a reader (None: not known)."""
+
+    publish_time_ms: int
+    batch_size: int = 1
+    deliver_at_ms: int | None = None
+    producer_name: str | None = None
+    sequence_id: int | None = None
+    key: str | None = None
 
 
 Row = tuple[Any, ...]
@@ -209,6 +227,28 @@ class Recorder:
                 part.last_produced = position
             self._put("produced", rows)
             self._release(part, now_ms)
+
+    def entry_observed(self, topic: str, partition: int, position: Position, entry: ObservedEntry) -> None:
+        """One entry seen from outside the broker (``mledger capture``): a ``produced`` row
+        stamped at its publish time (never before the partition's earlier rows)."""
+        with self._lock:
+            part = self._partition(topic, partition)
+            ts = part.stamp(entry.publish_time_ms, False)
+            row = (
+                topic,
+                partition,
+                position.ledger_id,
+                position.entry_id,
+                entry.batch_size,
+                ts,
+                entry.deliver_at_ms,
+                entry.producer_name,
+                entry.sequence_id,
+                entry.key,
+            )
+            part.last_produced = position
+            self._put("produced", [row])
+            self._release(part, entry.publish_time_ms)
 
     def acked(self, topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], now_ms: int) -> None:
         """Acks that changed a cursor: one ``acked`` row each."""

@@ -1,0 +1,101 @@
+"""``mledger capture`` (issue 25 item 4): a capture of a live broker replays to its cursors.
+
+The seeded real-client workload of ``test_record_differential`` runs against ``mledger
+standalone`` while ``mledger capture`` (a separate process, public APIs only: readers and
+stats polls) captures its three topics; at the end (consumers closed) the live broker's
+internal stats are read, the capture is stopped by SIGTERM (one last poll), and the replay of
+the capture must give every subscription's mark-delete position, individually deleted ranges
+and backlog exactly as the live broker reports them.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_replay_equals
+
+from mledger.core.position import Position
+from mledger.replay.capture import CAPTURE_FILE, parse_deleted_ranges
+from mledger.replay.local import run_single_process
+
+pytestmark = pytest.mark.timeout(300)
+
+SEED = 11
+STEPS = 300
+
+
+def test_parse_deleted_ranges() -> None:
+    assert parse_deleted_ranges("[]") == []
+    assert parse_deleted_ranges("[(3:5..3:7],(3:9..4:0]]") == [
+        (Position(3, 5), Position(3, 7)),
+        (Position(3, 9), Position(4, 0)),
+    ]
+    with pytest.raises(ValueError, match="3:5"):
+        parse_deleted_ranges("[(3:5..x]]")
+
+
+@pytest.fixture
+def standalone() -> dict[str, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", "127.0.0.1:0",
+         "--admin-bind", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        yield json.loads(proc.stdout.readline())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def start_capture(out: Path, urls: dict[str, str], *options: str) -> tuple[subprocess.Popen[str], list[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mledger.cli", "capture", str(out), "--service-url", urls["service_url"],
+         "--admin-url", urls["admin_url"], "--duration", "10m", "--interval", "200ms", *options],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, proc.wait(timeout=30)
+    return proc, json.loads(line)["capturing"]
+
+
+def stop_capture(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+
+
+def test_capture_of_a_workload_replays_to_the_live_internal_stats(tmp_path: Path, standalone: dict[str, str]) -> None:
+    work = Workload(standalone["service_url"], standalone["admin_url"], SEED)  # creates the partitioned topic
+    topics = [f"{NS}/{t}" for t in [*PLAIN, PARTITIONED]]
+    options = [o for t in topics for o in ("--topic", t)]
+    proc, capturing = start_capture(tmp_path / "cap", standalone, *options, "--hash-keys")
+    try:
+        assert capturing == sorted([f"{NS}/{t}" for t in PLAIN] + [f"{NS}/{PARTITIONED}-partition-{i}" for i in (0, 1)])
+        work.run(STEPS)
+        stop_capture(proc)  # after the workload: its last poll sees the final state
+        live = work.internal_stats()  # without the capture's readers, closed now
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run_single_process(str(tmp_path / "cap"), str(tmp_path / "out"))
+    assert_replay_equals(work, live, tmp_path / "out")
+    description = json.loads((tmp_path / "cap" / CAPTURE_FILE).read_text())
+    assert description["complete"] and description["keys_hashed"]
+    assert {"ack_times", "partial_batch_acks", "starting_state"} <= set(description["approximations"])
+    keys = {r["key"] for r in pq.read_table(tmp_path / "cap" / "produced").to_pylist()}
+    assert keys and not keys & {f"k{i}" for i in range(5)}  # hashed, never the workload's keys
+    names = {r["subscription"] for r in pq.read_table(tmp_path / "cap" / "subscriptions").to_pylist()}
+    assert names and not any(n.startswith("reader") or "capture" in n for n in names)
