@@ -99,3 +99,23 @@ def test_capture_of_a_workload_replays_to_the_live_internal_stats(tmp_path: Path
     assert keys and not keys & {f"k{i}" for i in range(5)}  # hashed, never the workload's keys
     names = {r["subscription"] for r in pq.read_table(tmp_path / "cap" / "subscriptions").to_pylist()}
     assert names and not any(n.startswith("reader") or "capture" in n for n in names)
+
+
+def test_namespace_capture_finds_topics_created_during_it(tmp_path: Path, standalone: dict[str, str]) -> None:
+    proc, capturing = start_capture(tmp_path / "cap", standalone, "--namespace", "public/default")
+    try:
+        assert capturing == []  # nothing exists yet: every topic is found by a later poll
+        work = Workload(standalone["service_url"], standalone["admin_url"], SEED + 1)
+        work.run(STEPS // 2)
+        stop_capture(proc)
+        live = work.internal_stats()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run_single_process(str(tmp_path / "cap"), str(tmp_path / "out"))
+    assert_replay_equals(work, live, tmp_path / "out")
+    description = json.loads((tmp_path / "cap" / CAPTURE_FILE).read_text())
+    assert description["namespace"] == "public/default" and not description["keys_hashed"]
+    assert set(description["topics"]) == {f"{NS}/{t}" for t in PLAIN} | {
+        f"{NS}/{PARTITIONED}-partition-{i}" for i in (0, 1)
+    }

@@ -213,24 +213,29 @@ class Capture:
     def _list(self) -> list[tuple[str, int]]:
         if self.settings.namespace is not None:
             return self._list_namespace(self.settings.namespace)
-        out = []
+        out: list[tuple[str, int]] = []
         for topic in self.settings.topics:
-            full = _full_name(topic)
-            meta = self.admin.get_json(_admin_path(full, "partitions"))
-            n = int(meta.get("partitions", 0)) if isinstance(meta, dict) else 0
-            out.extend([(full, i) for i in range(n)] if n > 0 else [(full, -1)])
+            out.extend(self._partitions_of(_full_name(topic)))
         return out
 
+    def _partitions_of(self, full: str) -> list[tuple[str, int]]:
+        try:
+            meta = self.admin.get_json(_admin_path(full, "partitions"))
+        except NotFoundError:  # a topic that does not exist yet: the reader creates it, as a client does
+            meta = {}
+        n = int(meta.get("partitions", 0)) if isinstance(meta, dict) else 0
+        return [(full, i) for i in range(n)] if n > 0 else [(full, -1)]
+
     def _list_namespace(self, namespace: str) -> list[tuple[str, int]]:
+        """Every topic-partition of the namespace: the partitions of each partitioned topic
+        (from its metadata: brokers list them, or only the partitioned name) and the others."""
         tenant, ns = (p for p in namespace.split("/") if p)
         base = f"/admin/v2/persistent/{quote(tenant, safe='')}/{quote(ns, safe='')}"
         partitioned = set(self.admin.get_json(base + "/partitioned"))
-        out = []
+        out = [tp for name in sorted(partitioned) for tp in self._partitions_of(name) if tp[1] >= 0]
         for name in self.admin.get_json(base):
             m = _PARTITION.match(name)
-            if m is not None and m.group(1) in partitioned:
-                out.append((m.group(1), int(m.group(2))))
-            elif name not in partitioned:
+            if name not in partitioned and (m is None or m.group(1) not in partitioned):
                 out.append((name, -1))
         return out
 
