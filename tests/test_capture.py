@@ -10,6 +10,7 @@ and backlog exactly as the live broker reports them.
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import subprocess
@@ -20,10 +21,12 @@ import httpx
 import pulsar
 import pyarrow.parquet as pq
 import pytest
-from test_authentication import EVERYONE, created, tokens_cli
+from test_authentication import EVERYONE, created, htpasswd, tokens_cli
 from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_replay_equals
 
+from mledger.admin import Authorization
 from mledger.admin.authentication import AuthenticationSettings
+from mledger.cli.capture import parse_auth_params
 from mledger.core.position import Position
 from mledger.replay.capture import CAPTURE_FILE, parse_deleted_ranges
 from mledger.replay.local import run_single_process
@@ -126,40 +129,68 @@ def test_namespace_capture_finds_topics_created_during_it(tmp_path: Path, standa
     }
 
 
+def captured_with_credentials(
+    tmp_path: Path, broker: EmbeddedStandalone, auth: pulsar.Authentication, headers: dict[str, str], *options: str
+) -> None:
+    """Refused without ``options``; with them, a capture of a small workload replays to the cursor."""
+    urls = {"service_url": broker.service_url, "admin_url": broker.admin_url}
+    refused = subprocess.run(
+        [sys.executable, "-m", "mledger.cli", "capture", str(tmp_path / "no"), "--service-url",
+         urls["service_url"], "--admin-url", urls["admin_url"], "--topic", "orders", "--duration", "1s"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "Authentication required" in refused.stderr, refused.stderr
+    proc, capturing = start_capture(tmp_path / "cap", urls, "--topic", "orders", *options)
+    try:
+        assert capturing == [f"{NS}/orders"]
+        client = pulsar.Client(broker.service_url, authentication=auth)
+        consumer = client.subscribe("orders", "billing", consumer_type=pulsar.ConsumerType.Shared)
+        producer = client.create_producer("orders")
+        for i in range(6):
+            producer.send(b"%d" % i)
+        for i in range(6):
+            message = consumer.receive(10_000)
+            if i % 2:
+                consumer.acknowledge(message)
+        client.close()
+        stop_capture(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with httpx.Client(headers=headers) as admin:
+        stats = admin.get(f"{broker.admin_url}/admin/v2/persistent/public/default/orders/internalStats").json()
+    cursor = stats["cursors"]["billing"]
+    run_single_process(str(tmp_path / "cap"), str(tmp_path / "out"))
+    (row,) = pq.read_table(tmp_path / "out" / "cursors").to_pylist()
+    assert f"{row['mark_delete_ledger_id']}:{row['mark_delete_entry_id']}" == cursor["markDeletePosition"]
+    assert row["individually_deleted_messages"] == cursor["individuallyDeletedMessages"] != "[]"
+
+
 def test_token_authenticates_the_readers_and_the_admin_calls(tmp_path: Path) -> None:
     secret = tmp_path / "secret.key"
     assert tokens_cli("create-secret-key", "--output", str(secret)).returncode == 0
     token = created("--subject", "root", "--secret-key", f"file://{secret}")
     settings = AuthenticationSettings(token_secret_key=f"file://{secret}")
     with EmbeddedStandalone(authentication=settings, authorization=EVERYONE) as broker:
-        urls = {"service_url": broker.service_url, "admin_url": broker.admin_url}
-        refused = subprocess.run(
-            [sys.executable, "-m", "mledger.cli", "capture", str(tmp_path / "no"), "--service-url",
-             urls["service_url"], "--admin-url", urls["admin_url"], "--topic", "orders", "--duration", "1s"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-        assert refused.returncode == 2 and "Authentication required" in refused.stderr, refused.stderr
-        proc, capturing = start_capture(tmp_path / "cap", urls, "--topic", "orders", "--auth-token", token)
-        try:
-            assert capturing == [f"{NS}/orders"]
-            client = pulsar.Client(broker.service_url, authentication=pulsar.AuthenticationToken(token))
-            consumer = client.subscribe("orders", "billing", consumer_type=pulsar.ConsumerType.Shared)
-            producer = client.create_producer("orders")
-            for i in range(6):
-                producer.send(b"%d" % i)
-            for i in range(6):
-                message = consumer.receive(10_000)
-                if i % 2:
-                    consumer.acknowledge(message)
-            client.close()
-            stop_capture(proc)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as admin:
-            stats = admin.get(f"{broker.admin_url}/admin/v2/persistent/public/default/orders/internalStats").json()
-    cursor = stats["cursors"]["billing"]
-    run_single_process(str(tmp_path / "cap"), str(tmp_path / "out"))
-    (row,) = pq.read_table(tmp_path / "out" / "cursors").to_pylist()
-    assert f"{row['mark_delete_ledger_id']}:{row['mark_delete_entry_id']}" == cursor["markDeletePosition"]
-    assert row["individually_deleted_messages"] == cursor["individuallyDeletedMessages"] != "[]"
+        auth, headers = pulsar.AuthenticationToken(token), {"Authorization": f"Bearer {token}"}
+        captured_with_credentials(tmp_path, broker, auth, headers, "--auth-token", token)
+
+
+def test_basic_auth_params_authenticate_the_readers_and_the_admin_calls(tmp_path: Path) -> None:
+    settings = AuthenticationSettings(basic_auth_conf=str(htpasswd(tmp_path)))
+    authorization = Authorization({}, super_user_roles=["apr"])
+    with EmbeddedStandalone(authentication=settings, authorization=authorization) as broker:
+        auth = pulsar.AuthenticationBasic("apr", "pw-apr")
+        headers = {"Authorization": "Basic " + base64.b64encode(b"apr:pw-apr").decode()}
+        params = json.dumps({"userId": "apr", "password": "pw-apr"})
+        captured_with_credentials(tmp_path, broker, auth, headers, "--auth-params", params)
+
+
+def test_auth_params_forms() -> None:
+    assert parse_auth_params('{"userId": "u", "password": "p"}') == {"userId": "u", "password": "p"}
+    assert parse_auth_params("tlsCertFile:/c.pem,tlsKeyFile:/k.pem") == {
+        "tlsCertFile": "/c.pem",
+        "tlsKeyFile": "/k.pem",
+    }
+    with pytest.raises(ValueError, match="userId and password"):
+        parse_auth_params("userId:u")

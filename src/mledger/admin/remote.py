@@ -129,6 +129,8 @@ class RemoteAdmin:
         timeout: float = 60.0,
         max_connections: int = 16,
         verify: str | bool = True,
+        basic: tuple[str, str] | None = None,
+        cert: tuple[str, str] | None = None,
     ) -> None:
         if httpx is None:
             raise MissingExtraError("the remote admin client needs httpx: pip install 'mledger[client]'")
@@ -147,6 +149,8 @@ class RemoteAdmin:
             timeout=httpx.Timeout(timeout),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             verify=verify,
+            auth=basic,  # httpx sends it as HTTP Basic, as Pulsar's AuthenticationBasic does
+            cert=cert,  # (certificate file, key file): TLS client authentication
         )
         self.topics = RemoteTopics(self)
         self.namespaces = RemoteNamespaces(self)

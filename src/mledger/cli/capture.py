@@ -37,11 +37,31 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
     what.add_argument("--namespace", help="TENANT/NS: every persistent topic of it, listed again at every poll")
     cap.add_argument("--duration", type=parse_duration, required=True, help="how long to capture (30s, 5m, 1h)")
     cap.add_argument("--interval", type=parse_duration, default=1.0, help="stats poll interval (default 1s)")
-    cap.add_argument("--auth-token", help="a token for both the protocol and the admin calls")
+    auth = cap.add_mutually_exclusive_group()
+    auth.add_argument("--auth-token", help="a token for both the protocol and the admin calls")
+    auth.add_argument(
+        "--auth-params",
+        help="Pulsar's auth params, JSON or k:v,k:v: userId and password (basic), or tlsCertFile and "
+        "tlsKeyFile (TLS client certificate); for both the protocol and the admin calls",
+    )
     cap.add_argument("--tls-trust-certs-file", help="CA certificates trusted for pulsar+ssl:// and https://")
     cap.add_argument(
         "--hash-keys", action="store_true", help="replace message keys by a keyed hash (a random key per capture)"
     )
+
+
+def parse_auth_params(text: str) -> dict[str, str]:
+    """Pulsar's ``--auth-params``: a JSON object or ``key:value,key:value``, naming either
+    ``userId``/``password`` or ``tlsCertFile``/``tlsKeyFile``. ``ValueError`` otherwise."""
+    try:
+        params = json.loads(text)
+    except ValueError:
+        params = dict(item.split(":", 1) for item in text.split(",") if ":" in item)
+    if not isinstance(params, dict) or not (
+        {"userId", "password"} <= params.keys() or {"tlsCertFile", "tlsKeyFile"} <= params.keys()
+    ):
+        raise ValueError(f"invalid --auth-params {text!r}: expected userId and password, or tlsCertFile and tlsKeyFile")
+    return {str(k): str(v) for k, v in params.items()}
 
 
 def run_capture(args: argparse.Namespace) -> int:
@@ -63,13 +83,22 @@ def run_capture(args: argparse.Namespace) -> int:
     client_options: dict[str, Any] = {"logger": pulsar.FileLogger(pulsar.LoggerLevel.Warn, "/dev/stderr")}
     if args.auth_token:
         client_options["authentication"] = pulsar.AuthenticationToken(args.auth_token)
+    admin_auth: dict[str, Any] = {"token": args.auth_token}
+    if args.auth_params:
+        params = parse_auth_params(args.auth_params)
+        if "userId" in params:
+            client_options["authentication"] = pulsar.AuthenticationBasic(params["userId"], params["password"])
+            admin_auth["basic"] = (params["userId"], params["password"])
+        else:
+            client_options["authentication"] = pulsar.AuthenticationTLS(params["tlsCertFile"], params["tlsKeyFile"])
+            admin_auth["cert"] = (params["tlsCertFile"], params["tlsKeyFile"])
     if args.tls_trust_certs_file:
         client_options["tls_trust_certs_file_path"] = args.tls_trust_certs_file
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     client = pulsar.Client(args.service_url, **client_options)
-    admin = RemoteAdmin(args.admin_url, token=args.auth_token, verify=args.tls_trust_certs_file or True)
+    admin = RemoteAdmin(args.admin_url, verify=args.tls_trust_certs_file or True, **admin_auth)
     try:
         capture = Capture(args.out, client, admin, settings)
         try:
