@@ -24,11 +24,12 @@ import pytest
 from test_authentication import EVERYONE, created, htpasswd, tokens_cli
 from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_replay_equals
 
-from mledger.admin import Authorization
+from mledger.admin import Authorization, RemoteAdmin
 from mledger.admin.authentication import AuthenticationSettings
+from mledger.broker import MessageId
 from mledger.cli.capture import parse_auth_params
 from mledger.core.position import Position
-from mledger.replay.capture import CAPTURE_FILE, parse_deleted_ranges
+from mledger.replay.capture import CAPTURE_FILE, Capture, CaptureSettings, parse_deleted_ranges
 from mledger.replay.local import run_single_process
 from mledger.standalone import EmbeddedStandalone
 
@@ -194,3 +195,41 @@ def test_auth_params_forms() -> None:
     }
     with pytest.raises(ValueError, match="userId and password"):
         parse_auth_params("userId:u")
+
+
+def test_a_type_change_and_a_reset_between_polls(tmp_path: Path, standalone: dict[str, str]) -> None:
+    """In process, one poll per step: a subscription subscribed again with another type is
+    created again with it, and a seek back is a reset followed by the acks still there."""
+    client = pulsar.Client(standalone["service_url"])
+    admin = RemoteAdmin(standalone["admin_url"])
+    capture = Capture(tmp_path / "cap", client, admin, CaptureSettings(topics=("orders",)))
+    try:
+        producer = client.create_producer("orders", batching_enabled=False)
+        exclusive = client.subscribe("orders", "billing", consumer_type=pulsar.ConsumerType.Exclusive)
+        ids = [producer.send(b"%d" % i) for i in range(6)]
+        capture.poll()
+        for _ in range(3):
+            message = exclusive.receive(10_000)
+        exclusive.acknowledge_cumulative(message)
+        exclusive.close()
+        capture.poll()
+        shared = client.subscribe("orders", "billing", consumer_type=pulsar.ConsumerType.Shared)
+        for message in (shared.receive(10_000) for _ in range(3)):
+            if message.message_id().entry_id() == ids[4].entry_id():
+                shared.acknowledge(message)
+        shared.close()
+        capture.poll()
+        admin.topics.reset_cursor(f"{NS}/orders", "billing", MessageId(ids[1].ledger_id(), ids[1].entry_id()))
+        capture.poll()
+    finally:
+        capture.close()
+        client.close()
+    live = admin.topics.internal_stats(f"{NS}/orders").cursors["billing"]
+    admin.close()
+    events = [r["event"] for r in pq.read_table(tmp_path / "cap" / "subscriptions").to_pylist()]
+    assert events == ["created", "created", "reset"]
+    run_single_process(str(tmp_path / "cap"), str(tmp_path / "out"))
+    (row,) = pq.read_table(tmp_path / "out" / "cursors").to_pylist()
+    assert row["subscription_type"] == "SHARED"
+    assert f"{row['mark_delete_ledger_id']}:{row['mark_delete_entry_id']}" == live.mark_delete_position
+    assert row["individually_deleted_messages"] == live.individually_deleted_messages

@@ -125,6 +125,7 @@ def _admin_path(full: str, *rest: str) -> str:
 
 @dataclass
 class _SubState:
+    sub_type: str
     mark_delete: Position
     acked: set[Position]
 
@@ -260,7 +261,7 @@ class Capture:
         last = internal.get("lastConfirmedEntry")
         self._read_entries(tp, Position.parse(last) if last else None)  # every entry the stats name is known
         cursors = internal.get("cursors", {})
-        current: dict[str, tuple[str, _SubState]] = {}
+        current: dict[str, _SubState] = {}
         for name, sub in stats.get("subscriptions", {}).items():
             if not sub.get("isDurable", True) or name not in cursors:
                 continue
@@ -269,17 +270,23 @@ class Capture:
             acked: set[Position] = set()
             for low, high in parse_deleted_ranges(cursor.get("individuallyDeletedMessages", "[]")):
                 acked.update(tp.between(low, high))
-            current[name] = (str(sub.get("type", "Shared")).upper(), _SubState(md, acked))
+            current[name] = _SubState(str(sub.get("type", "Shared")).upper(), md, acked)
         for name in sorted(set(tp.subscriptions) - set(current)):
             self.recorder.subscription_deleted(tp.topic, tp.partition, name, now)
             del tp.subscriptions[name]
-        for name, (sub_type, state) in sorted(current.items()):
-            self._diff(tp, name, sub_type, state, now)
+        for name, state in sorted(current.items()):
+            self._diff(tp, name, state, now)
 
-    def _diff(self, tp: _TopicPartition, name: str, sub_type: str, new: _SubState, now: int) -> None:
+    def _diff(self, tp: _TopicPartition, name: str, new: _SubState, now: int) -> None:
         old = tp.subscriptions.get(name)
+        if old is not None and old.sub_type != new.sub_type:  # subscribed again with another type
+            self.recorder.subscription_created(
+                tp.topic, tp.partition, name, new.sub_type, "earliest", old.mark_delete, now
+            )
         if old is None:
-            self.recorder.subscription_created(tp.topic, tp.partition, name, sub_type, "earliest", new.mark_delete, now)
+            self.recorder.subscription_created(
+                tp.topic, tp.partition, name, new.sub_type, "earliest", new.mark_delete, now
+            )
             if tp.positions and new.mark_delete >= tp.positions[0]:  # a created event starts at the first entry
                 self._reset(tp, name, new.mark_delete, now)
             acks = sorted(new.acked)
