@@ -233,3 +233,18 @@ def test_a_type_change_and_a_reset_between_polls(tmp_path: Path, standalone: dic
     assert row["subscription_type"] == "SHARED"
     assert f"{row['mark_delete_ledger_id']}:{row['mark_delete_entry_id']}" == live.mark_delete_position
     assert row["individually_deleted_messages"] == live.individually_deleted_messages
+
+
+def test_duration_ends_the_capture_after_one_last_poll(tmp_path: Path, standalone: dict[str, str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mledger.cli", "capture", str(tmp_path / "cap"), "--service-url",
+         standalone["service_url"], "--admin-url", standalone["admin_url"], "--topic", "orders",
+         "--duration", "600ms", "--interval", "200ms"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0]) == {"capturing": [f"{NS}/orders"]}
+    description = json.loads((tmp_path / "cap" / CAPTURE_FILE).read_text())
+    assert description["polls"] >= 3 and description["complete"]  # the first, at least one more, the last
+    status = json.loads((tmp_path / "cap" / "recording.json").read_text())
+    assert status["complete"] and all(s.get("stopped_ms") for s in status["sessions"]), status

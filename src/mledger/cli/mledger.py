@@ -1,4 +1,4 @@
-"""The mledger command: generate, prepare, replay, report and demo.
+"""The mledger command: generate, prepare, replay, report, demo and capture.
 
 mledger generate OUT          synthetic event logs (a prepared log; --raw for raw logs)
 mledger prepare RAW OUT       raw event logs into a prepared log (Spark, or in this process)
