@@ -13,8 +13,10 @@ from __future__ import annotations
 import base64
 import json
 import signal
+import ssl
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -23,6 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_authentication import EVERYONE, created, htpasswd, tokens_cli
 from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_replay_equals
+from test_standalone_tls import client as tls_client, start as start_tls, stop as stop_tls
 
 from mledger.admin import Authorization, RemoteAdmin
 from mledger.admin.authentication import AuthenticationSettings
@@ -131,20 +134,26 @@ def test_namespace_capture_finds_topics_created_during_it(tmp_path: Path, standa
 
 
 def captured_with_credentials(
-    tmp_path: Path, broker: EmbeddedStandalone, auth: pulsar.Authentication, headers: dict[str, str], *options: str
+    tmp_path: Path,
+    urls: dict[str, str],
+    make_client: Callable[[], pulsar.Client],
+    http: httpx.Client,
+    refusal: str | None,
+    *options: str,
 ) -> None:
-    """Refused without ``options``; with them, a capture of a small workload replays to the cursor."""
-    urls = {"service_url": broker.service_url, "admin_url": broker.admin_url}
-    refused = subprocess.run(
-        [sys.executable, "-m", "mledger.cli", "capture", str(tmp_path / "no"), "--service-url",
-         urls["service_url"], "--admin-url", urls["admin_url"], "--topic", "orders", "--duration", "1s"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert refused.returncode == 2 and "Authentication required" in refused.stderr, refused.stderr
+    """Refused without ``options`` (stderr says ``refusal``); with them, a capture of a small
+    workload replays to the cursor the admin API (``http``) reports."""
+    if refusal is not None:
+        refused = subprocess.run(
+            [sys.executable, "-m", "mledger.cli", "capture", str(tmp_path / "no"), "--service-url",
+             urls["service_url"], "--admin-url", urls["admin_url"], "--topic", "orders", "--duration", "1s"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert refused.returncode == 2 and refusal in refused.stderr, refused.stderr
     proc, capturing = start_capture(tmp_path / "cap", urls, "--topic", "orders", *options)
     try:
         assert capturing == [f"{NS}/orders"]
-        client = pulsar.Client(broker.service_url, authentication=auth)
+        client = make_client()
         consumer = client.subscribe("orders", "billing", consumer_type=pulsar.ConsumerType.Shared)
         producer = client.create_producer("orders")
         for i in range(6):
@@ -158,8 +167,7 @@ def captured_with_credentials(
     finally:
         if proc.poll() is None:
             proc.kill()
-    with httpx.Client(headers=headers) as admin:
-        stats = admin.get(f"{broker.admin_url}/admin/v2/persistent/public/default/orders/internalStats").json()
+    stats = http.get(f"{urls['admin_url']}/admin/v2/persistent/public/default/orders/internalStats").json()
     cursor = stats["cursors"]["billing"]
     run_single_process(str(tmp_path / "cap"), str(tmp_path / "out"))
     (row,) = pq.read_table(tmp_path / "out" / "cursors").to_pylist()
@@ -173,18 +181,44 @@ def test_token_authenticates_the_readers_and_the_admin_calls(tmp_path: Path) -> 
     token = created("--subject", "root", "--secret-key", f"file://{secret}")
     settings = AuthenticationSettings(token_secret_key=f"file://{secret}")
     with EmbeddedStandalone(authentication=settings, authorization=EVERYONE) as broker:
-        auth, headers = pulsar.AuthenticationToken(token), {"Authorization": f"Bearer {token}"}
-        captured_with_credentials(tmp_path, broker, auth, headers, "--auth-token", token)
+        urls = {"service_url": broker.service_url, "admin_url": broker.admin_url}
+        auth = pulsar.AuthenticationToken(token)
+        with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as http:
+            captured_with_credentials(
+                tmp_path, urls, lambda: pulsar.Client(urls["service_url"], authentication=auth), http,
+                "Authentication required", "--auth-token", token,
+            )  # fmt: skip
 
 
 def test_basic_auth_params_authenticate_the_readers_and_the_admin_calls(tmp_path: Path) -> None:
     settings = AuthenticationSettings(basic_auth_conf=str(htpasswd(tmp_path)))
     authorization = Authorization({}, super_user_roles=["apr"])
     with EmbeddedStandalone(authentication=settings, authorization=authorization) as broker:
+        urls = {"service_url": broker.service_url, "admin_url": broker.admin_url}
         auth = pulsar.AuthenticationBasic("apr", "pw-apr")
-        headers = {"Authorization": "Basic " + base64.b64encode(b"apr:pw-apr").decode()}
         params = json.dumps({"userId": "apr", "password": "pw-apr"})
-        captured_with_credentials(tmp_path, broker, auth, headers, "--auth-params", params)
+        with httpx.Client(headers={"Authorization": "Basic " + base64.b64encode(b"apr:pw-apr").decode()}) as http:
+            captured_with_credentials(
+                tmp_path, urls, lambda: pulsar.Client(urls["service_url"], authentication=auth), http,
+                "Authentication required", "--auth-params", params,
+            )  # fmt: skip
+
+
+def test_tls_trust_and_client_certificate_for_the_readers_and_the_admin_calls(tmp_path: Path) -> None:
+    broker = start_tls(tmp_path)
+    try:
+        pki = broker.pki
+        urls = {"service_url": broker.urls["service_url_tls"], "admin_url": broker.urls["admin_url_tls"]}
+        params = f"tlsCertFile:{pki.client_cert},tlsKeyFile:{pki.client_key}"
+        context = ssl.create_default_context(cafile=str(pki.ca))
+        context.load_cert_chain(str(pki.client_cert), str(pki.client_key))
+        with httpx.Client(verify=context) as http:
+            captured_with_credentials(
+                tmp_path, urls, lambda: tls_client(broker, pki.ca, certificate=True), http, None,
+                "--tls-trust-certs-file", str(pki.ca), "--auth-params", params,
+            )  # fmt: skip
+    finally:
+        stop_tls(broker)
 
 
 def test_auth_params_forms() -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import ssl
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
@@ -148,9 +149,8 @@ class RemoteAdmin:
             headers=headers,
             timeout=httpx.Timeout(timeout),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            verify=verify,
+            verify=_tls_context(verify, cert),
             auth=basic,  # httpx sends it as HTTP Basic, as Pulsar's AuthenticationBasic does
-            cert=cert,  # (certificate file, key file): TLS client authentication
         )
         self.topics = RemoteTopics(self)
         self.namespaces = RemoteNamespaces(self)
@@ -203,6 +203,20 @@ class RemoteAdmin:
 
     def __repr__(self) -> str:
         return f"RemoteAdmin({self.url!r})"
+
+
+def _tls_context(verify: str | bool, cert: tuple[str, str] | None) -> ssl.SSLContext | bool:
+    """httpx's ``verify``: a context trusting ``verify`` (a CA file; True: the system's) and
+    presenting ``cert`` (certificate file, key file) when given; False verifies nothing."""
+    if cert is None and isinstance(verify, bool):
+        return verify  # httpx's own default trust store, as before
+    context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
+    if verify is False:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if cert is not None:
+        context.load_cert_chain(*cert)
+    return context
 
 
 def _reason(response: Any) -> str:
