@@ -5,7 +5,7 @@ shortest real use run there. Slow (pip installs; quick with pip's cache), so mar
 The extras and commands, as the README's quick start lists them: none (the library,
 ``mledger-admin --data-dir``), ``server`` (``mledger standalone``, ``mledger-admin serve``),
 ``client`` (``mledger-admin --admin-url``), ``replay`` (``mledger generate``, ``mledger replay
---single-process``), ``report`` (``mledger report``).
+--single-process``), ``report`` (``mledger report``), ``capture`` (``mledger capture``).
 """
 
 from __future__ import annotations
@@ -140,3 +140,16 @@ def test_report_extra_renders_a_replay_output(wheel: Path, tmp_path: Path) -> No
                    timeout=300, stdout=subprocess.DEVNULL)
     assert "wrote" in run(bin_dir, "mledger", "report", "out", cwd=tmp_path)
     assert (tmp_path / "out" / "report" / "index.html").exists()
+
+
+def test_capture_extra_captures_a_topic(wheel: Path, tmp_path: Path) -> None:
+    from mledger.standalone import EmbeddedStandalone
+
+    bin_dir = venv_with(wheel, "capture", tmp_path / "venv")
+    run(bin_dir, "mledger", "capture", "--help", cwd=tmp_path)
+    with EmbeddedStandalone() as broker:
+        broker.broker.create_producer("orders").send(b"x")
+        run(bin_dir, "mledger", "capture", "out", "--service-url", broker.service_url, "--admin-url",
+            broker.admin_url, "--topic", "orders", "--duration", "1s", "--interval", "200ms", cwd=tmp_path)
+    assert (tmp_path / "out" / "capture.json").exists()
+    assert list((tmp_path / "out" / "produced").glob("*.parquet"))
