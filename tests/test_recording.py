@@ -15,7 +15,9 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pulsar
 import pyarrow.parquet as pq
@@ -286,3 +288,24 @@ def test_parts_roll_by_rows(tmp_path: Path) -> None:
     sizes = [pq.read_metadata(p).num_rows for p in sorted((tmp_path / "produced").glob("part-*.parquet"))]
     assert sum(sizes) == 5 and max(sizes) == 2  # (the first part is the session's empty one)
     broker.close()
+
+
+def test_sends_over_the_protocol_are_recorded_with_their_key_and_deliver_at_time(
+    tmp_path: Path, pulsar_broker_factory: Any
+) -> None:
+    """The protocol server hands the broker a shared empty metadata record when nothing needs
+    more; a recorded topic gets the full one, or every recorded key and deliver-at time is null."""
+    record = tmp_path / "rec"
+    broker = pulsar_broker_factory(record=record)
+    client = pulsar.Client(broker.service_url)
+    try:
+        producer = client.create_producer("keys", batching_enabled=False)
+        producer.send(b"plain", partition_key="k1")
+        producer.send(b"later", partition_key="k2", deliver_after=timedelta(minutes=1))
+    finally:
+        client.close()
+    broker.stop()
+    produced = rows(record, "produced")
+    assert [r["key"] for r in produced] == ["k1", "k2"]
+    assert produced[0]["deliver_at_ms"] is None
+    assert produced[1]["deliver_at_ms"] is not None and produced[1]["deliver_at_ms"] >= produced[1]["publish_time_ms"]

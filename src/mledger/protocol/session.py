@@ -1178,7 +1178,8 @@ def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
     The built-in deduplication reads only the chunk fields of the metadata: an unchunked
     message gets a shared empty record and a chunk a record of its chunk fields, which saves
     building a full one per message (the stored bytes are the producer's either way). Any other
-    hook gets the full record.
+    hook, and a topic being recorded (the recorder writes each entry's deliver-at time and
+    key), gets the full record.
     """
     try:
         msg = _MessageMetadata.FromString(data)
@@ -1188,6 +1189,8 @@ def _metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
         # FindInitializationErrors: on every message class at run time, missing from the stubs
         missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
         raise StateCorruptedError(f"invalid message metadata: missing {missing}")
+    if topic.journal is not None:  # a recording keeps each entry's deliver-at time and key
+        return EntryMetadata.from_bytes(data)
     dedup = topic.deduplication
     if type(dedup) is NoDeduplication:
         return _UNCHUNKED
