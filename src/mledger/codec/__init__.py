@@ -11,7 +11,8 @@
 * :mod:`.entry` - :class:`EntryMetadata` (``MessageMetadata``), :class:`Entry` and the entry
   framing; :mod:`.batch` - the batch payload of several messages in one entry.
 
-Pulsar defines these formats; this layer is byte-compatible with them (REFERENCE.md) and owns
+Pulsar defines these formats; this layer is byte-compatible with them (``PulsarApi.proto``,
+``MLDataFormats.proto`` and the Java code that frames them) and owns
 the generated protobuf classes. Nothing here does I/O: callers hand in and take back bytes.
 It imports only :mod:`mledger.core`.
 """

@@ -1,7 +1,7 @@
 """Pulsar's metadata compression envelope (magic ``0x4778``) and its five codecs.
 
-Layout (REFERENCE.md §2.6), used by Pulsar for ``ManagedCursorInfo`` / ``ManagedLedgerInfo``
-in the metadata store::
+Layout (Pulsar's ``MetaStoreImpl``, ``MAGIC_MANAGED_INFO_METADATA``), used by Pulsar for
+``ManagedCursorInfo`` / ``ManagedLedgerInfo`` in the metadata store::
 
     0x47 0x78 | int32 BE: n | n bytes: Managed{Cursor,Ledger}InfoMetadata | compressed body
 

@@ -1,7 +1,7 @@
 """``ManagedLedgerInfo``: a managed ledger's ledger list and properties, as Pulsar stores them.
 
 The record lives at ``/managed-ledgers/<name>`` in the metadata store, optionally inside
-Pulsar's 0x4778 compression envelope (REFERENCE.md §2.6). The current (open) ledger is written
+Pulsar's 0x4778 compression envelope (:mod:`mledger.codec.compression`). The current (open) ledger is written
 without ``entries`` and ``size``, as Pulsar writes it: its last confirmed entry is the truth.
 A terminated managed ledger carries ``terminatedPosition``, its last entry (Pulsar's state
 ``Terminated``, kept across restarts).

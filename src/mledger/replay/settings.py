@@ -77,11 +77,11 @@ for the settings the replay models, per release line, as ``--set`` strings.
 * ``pulsar-newest``: apache/pulsar#25992 (2026-06, "Improve default limits for acknowledgment
   state persistence"): ``managedLedgerMaxUnackedRangesToPersist``,
   ``managedLedgerMaxUnackedRangesToPersistInMetadataStore`` and
-  ``managedLedgerMaxBatchDeletedIndexToPersist`` 200000 (values as REFERENCE.md §2.5 records
-  them from Pulsar's HEAD; the PR text reachable here gives its motivation, not the list);
+  ``managedLedgerMaxBatchDeletedIndexToPersist`` 200000 (the values of Pulsar's
+  ``ServiceConfiguration`` on its main branch; the PR text gives its motivation, not the list);
   the long-array format; #25548's exact limit; ``managedCursorInfoCompressionType=LZ4`` above
-  ``managedCursorInfoCompressionThresholdInBytes=16384`` (HEAD per REFERENCE.md §2.5; the PR that
-  changed it was not established).
+  ``managedCursorInfoCompressionThresholdInBytes=16384`` (Pulsar's main-branch
+  ``ServiceConfiguration``; the PR that changed it was not established).
 """
 
 
