@@ -55,6 +55,14 @@ def _topic(tenant: str, namespace: str, topic: str) -> str:
     return str(TopicName.parse(f"{NON_PERSISTENT}://{_namespace(tenant, namespace)}/{local}", any_domain=True))
 
 
+async def _on_topic(
+    request: Request, operation: str, tenant: str, namespace: str, topic: str, *args: Any, **kwargs: Any
+) -> Any:
+    """Run ``admin.non_persistent.<operation>(topic, ...)`` on the request's worker pool."""
+    call = getattr(_admin(request).non_persistent, operation)
+    return await context_of(request).run(call, _topic(tenant, namespace, topic), *args, **kwargs)
+
+
 def _json(value: Any) -> Response:
     if hasattr(value, "model_dump_json"):
         return Response(value.model_dump_json(by_alias=True), media_type=_JSON)
@@ -80,9 +88,7 @@ def non_persistent_router(prefix: str = "/admin/v2/non-persistent/{tenant}/{name
 
     @router.put("/{topic}", name="v2_non_persistent_create_topic", status_code=204)
     async def create_topic(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment) -> Response:
-        admin = _admin(request)
-        name = _topic(tenant, namespace, topic)
-        await context_of(request).run(admin.non_persistent.create_topic, name)
+        await _on_topic(request, "create_topic", tenant, namespace, topic)
         return Response(status_code=204)
 
     @router.delete("/{topic}", name="v2_non_persistent_delete_topic", status_code=204)
@@ -93,25 +99,19 @@ def non_persistent_router(prefix: str = "/admin/v2/non-persistent/{tenant}/{name
         topic: TopicSegment,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
     ) -> Response:
-        admin = _admin(request)
-        name = _topic(tenant, namespace, topic)
-        await context_of(request).run(admin.non_persistent.delete_topic, name, force=force)
+        await _on_topic(request, "delete_topic", tenant, namespace, topic, force=force)
         return Response(status_code=204)
 
     @router.get("/{topic}/partitions", name="v2_non_persistent_get_partitioned_metadata")
     async def get_partitions(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment) -> Response:
-        admin = _admin(request)
-        name = _topic(tenant, namespace, topic)
-        return _json(await context_of(request).run(admin.non_persistent.partitioned_topic_metadata, name))
+        return _json(await _on_topic(request, "partitioned_topic_metadata", tenant, namespace, topic))
 
     @router.put("/{topic}/partitions", name="v2_non_persistent_create_partitioned_topic", status_code=204)
     async def create_partitioned(
         request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment
     ) -> Response:
-        admin = _admin(request)
-        name = _topic(tenant, namespace, topic)
         partitions = partitions_from_body(await request.body())
-        await context_of(request).run(admin.non_persistent.create_topic, name, partitions=partitions)
+        await _on_topic(request, "create_topic", tenant, namespace, topic, partitions=partitions)
         return Response(status_code=204)
 
     @router.delete("/{topic}/partitions", name="v2_non_persistent_delete_partitioned_topic", status_code=204)
@@ -122,16 +122,12 @@ def non_persistent_router(prefix: str = "/admin/v2/non-persistent/{tenant}/{name
         topic: TopicSegment,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
     ) -> Response:
-        admin = _admin(request)
-        name = _topic(tenant, namespace, topic)
-        await context_of(request).run(admin.non_persistent.delete_partitioned_topic, name, force=force)
+        await _on_topic(request, "delete_partitioned_topic", tenant, namespace, topic, force=force)
         return Response(status_code=204)
 
     @router.get("/{topic}/stats", name="v2_non_persistent_get_stats")
     async def get_stats(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment) -> Response:
-        admin = _admin(request)
-        name = _topic(tenant, namespace, topic)
-        stats = await context_of(request).run(admin.non_persistent.stats, name)
+        stats = await _on_topic(request, "stats", tenant, namespace, topic)
         return Response(stats.to_json(indent=None), media_type=_JSON)
 
     return router
