@@ -5,12 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-fast lint bench bench-pytest clean check-java
+.PHONY: demo test test-fast lint docs bench bench-pytest clean check-java
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,lint,compression,spark,report,server,client]'
+	$(PY) -m pip install --quiet -e '.[test,lint,docs,compression,spark,report,server,client]'
 	touch $(STAMP)
 
 demo: check-java $(STAMP)
@@ -22,6 +22,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# The documentation site (mkdocs.yml: MkDocs + Material + mkdocstrings) into site/, offline,
+# strict: a broken link, a missing page or a docstring cross-reference that resolves nowhere
+# fails the build. Part of make test, so CI builds it too.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # System requirements, checked before anything slow starts: Java 17+ for Spark (make demo, the
 # Spark tests) and headless Chromium for the report's screenshot test (installed with apt-get as
@@ -51,7 +57,7 @@ endef
 check-java:
 	@$(CHECK_JAVA)
 
-test: check-java $(STAMP) lint
+test: check-java $(STAMP) lint docs
 	$(call pytest,)
 
 test-fast: $(STAMP)
@@ -69,4 +75,4 @@ bench-pytest: $(BENCH_STAMP)
 	$(PY) -m pytest benchmarks -q --benchmark-sort=fullname $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build site src/*.egg-info .pytest_cache

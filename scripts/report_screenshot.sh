@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerate docs/report.png, the README's screenshot of `mledger report`: a small synthetic
+# Regenerate docs/report.png, the screenshot in docs/replay/report.md of `mledger report`: a small synthetic
 # log (seeded), replayed in this process with a low range limit and small state entries so
 # every color of the charts shows, rendered by headless Chromium at 1280x1640.
 #

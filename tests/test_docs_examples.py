@@ -1,5 +1,5 @@
-"""Every code example of README.md and docs/**/*.md runs as a test, so one that does not run
-cannot land.
+"""Every code example of README.md and of the documentation site (docs/**/*.md, every page of
+mkdocs.yml's nav) runs as a test, so one that does not run cannot land.
 
 How a fenced block runs, by its language:
 
@@ -318,7 +318,9 @@ def bash_script(code: str, ports: dict[str, str]) -> tuple[str, list[str]]:
         if server:  # in the background; its first line says it is ready
             command = server.group(1) + server.group(2)
             if "--bind" not in command:  # never the machine's real default ports
-                command += " --bind 127.0.0.1:" + ("6650 --admin-bind 127.0.0.1:8080" if "standalone" in command else "8080")
+                command += " --bind 127.0.0.1:" + (
+                    "6650 --admin-bind 127.0.0.1:8080" if "standalone" in command else "8080"
+                )
             elif "--admin-bind" not in command and "standalone" in command:
                 command += " --admin-bind 127.0.0.1:8080"
             command = move(command)
@@ -350,6 +352,22 @@ def test_markers_are_known_and_skips_give_a_reason() -> None:
                     assert arg in PRELUDES, f"{block.id}: no prelude {arg!r}"
             if block.lang and block.marker("skip") is None:
                 assert block.lang in ("python", "bash", "json", "text"), f"{block.id}: no runner for {block.lang!r}"
+
+
+def site_pages() -> set[Path]:
+    """The pages of the documentation site: every ``.md`` path that mkdocs.yml's nav names."""
+    nav = (ROOT / "mkdocs.yml").read_text().split("\nnav:\n", 1)[1]
+    return {ROOT / "docs" / name for name in re.findall(r"^\s*-\s+(?:[^:\n]*:\s+)?(\S+\.md)\s*$", nav, re.MULTILINE)}
+
+
+def test_the_runner_reads_every_page_of_the_site() -> None:
+    """Each page of the site (and nothing outside it but the README) is a file the runner reads:
+    a page in a new folder, or a page the nav names but the glob misses, would go unchecked."""
+    pages = site_pages()
+    assert len(pages) > 20, "mkdocs.yml's nav was not found"
+    missing = sorted(str(p.relative_to(ROOT)) for p in pages if not p.is_file())
+    assert not missing, f"the nav names pages that do not exist: {missing}"
+    assert set(DOCS) == pages | {ROOT / "README.md"}
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)

@@ -1,8 +1,8 @@
-"""Each command works with exactly the extra the README names for it: the wheel (built once per
+"""Each command works with exactly the extra docs/index.md names for it: the wheel (built once per
 session) is installed with one extra into a fresh virtualenv, and the command's ``--help`` and its
 shortest real use run there. Slow (pip installs; quick with pip's cache), so marked ``slow``.
 
-The extras and commands, as the README's quick start lists them: none (the library,
+The extras and commands, as the quick start of docs/index.md lists them: none (the library,
 ``mledger-admin --data-dir``), ``server`` (``mledger standalone``, ``mledger-admin serve``),
 ``client`` (``mledger-admin --admin-url``), ``replay`` (``mledger generate``, ``mledger replay
 --single-process``), ``report`` (``mledger report``), ``capture`` (``mledger capture``).
@@ -54,8 +54,9 @@ def venv_with(wheel: Path, extra: str, where: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300, env=_clean_env())
     bin_dir = where / "bin"
     spec = f"{wheel}[{extra}]" if extra else str(wheel)
-    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", spec], check=True, timeout=600,
-                   env=_clean_env())
+    subprocess.run(
+        [str(bin_dir / "python"), "-m", "pip", "install", "--quiet", spec], check=True, timeout=600, env=_clean_env()
+    )
     (installed,) = bin_dir.glob("mledger-admin")  # the package itself was installed, not found elsewhere
     return bin_dir
 
@@ -64,8 +65,9 @@ def run(bin_dir: Path, *argv: str, cwd: Path) -> str:
     """Run a command of the virtualenv with nothing of this checkout on the path."""
     env = _clean_env()
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    done = subprocess.run([str(bin_dir / argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [str(bin_dir / argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -86,8 +88,14 @@ def test_server_extra_runs_the_broker_and_the_admin_server(wheel: Path, tmp_path
     run(bin_dir, "mledger", "--help", cwd=tmp_path)
     run(bin_dir, "mledger", "standalone", "--help", cwd=tmp_path)
     for command, extra in (("report", "report"), ("generate", "replay")):  # other commands name their extra
-        other = subprocess.run([str(bin_dir / "mledger"), command, "out"], cwd=tmp_path, env=_clean_env(),
-                               capture_output=True, text=True, timeout=120)
+        other = subprocess.run(
+            [str(bin_dir / "mledger"), command, "out"],
+            cwd=tmp_path,
+            env=_clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert other.returncode == 2 and f"pip install 'mledger[{extra}]'" in other.stderr, other.stderr
         assert "Traceback" not in other.stderr
     run(bin_dir, "mledger-admin", "serve", "--help", cwd=tmp_path)
@@ -96,8 +104,14 @@ def test_server_extra_runs_the_broker_and_the_admin_server(wheel: Path, tmp_path
         ["mledger", "standalone", "--memory", "--bind", "0", "--admin-bind", "0"],
         ["mledger-admin", "serve", "--data-dir", "data", "--bind", "127.0.0.1:0"],
     ):
-        proc = subprocess.Popen([str(bin_dir / argv[0]), *argv[1:]], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [str(bin_dir / argv[0]), *argv[1:]],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert proc.stdout is not None
             ready = proc.stdout.readline()
@@ -135,9 +149,16 @@ def test_report_extra_renders_a_replay_output(wheel: Path, tmp_path: Path) -> No
     bin_dir = venv_with(wheel, "report", tmp_path / "venv")
     run(bin_dir, "mledger", "report", "--help", cwd=tmp_path)
     here = [sys.executable, "-m", "mledger.cli"]  # this checkout's environment makes the replay output
-    subprocess.run([*here, "generate", "--quiet", "--events", "2000", "prepared"], cwd=tmp_path, check=True, timeout=300)
-    subprocess.run([*here, "replay", "--quiet", "--single-process", "prepared", "out"], cwd=tmp_path, check=True,
-                   timeout=300, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [*here, "generate", "--quiet", "--events", "2000", "prepared"], cwd=tmp_path, check=True, timeout=300
+    )
+    subprocess.run(
+        [*here, "replay", "--quiet", "--single-process", "prepared", "out"],
+        cwd=tmp_path,
+        check=True,
+        timeout=300,
+        stdout=subprocess.DEVNULL,
+    )
     assert "wrote" in run(bin_dir, "mledger", "report", "out", cwd=tmp_path)
     assert (tmp_path / "out" / "report" / "index.html").exists()
 
@@ -149,7 +170,22 @@ def test_capture_extra_captures_a_topic(wheel: Path, tmp_path: Path) -> None:
     run(bin_dir, "mledger", "capture", "--help", cwd=tmp_path)
     with EmbeddedStandalone() as broker:
         broker.broker.create_producer("orders").send(b"x")
-        run(bin_dir, "mledger", "capture", "out", "--service-url", broker.service_url, "--admin-url",
-            broker.admin_url, "--topic", "orders", "--duration", "1s", "--interval", "200ms", cwd=tmp_path)
+        run(
+            bin_dir,
+            "mledger",
+            "capture",
+            "out",
+            "--service-url",
+            broker.service_url,
+            "--admin-url",
+            broker.admin_url,
+            "--topic",
+            "orders",
+            "--duration",
+            "1s",
+            "--interval",
+            "200ms",
+            cwd=tmp_path,
+        )
     assert (tmp_path / "out" / "capture.json").exists()
     assert list((tmp_path / "out" / "produced").glob("*.parquet"))

@@ -1,4 +1,4 @@
-"""Request bodies of the admin API: ``SkipMessageIdsRequest`` (PIP-423, seeds/001),
+"""Request bodies of the admin API: ``SkipMessageIdsRequest`` (PIP-423),
 ``ResetCursorData`` (reset-cursor and create-subscription) and the partition count of a
 create-partitioned-topic call. The REST server (:mod:`mledger.rest`) parses bodies with these
 and the remote client (:mod:`mledger.admin.remote`) writes them.
@@ -15,7 +15,7 @@ Theory of operation
    numeric strings.
 
 :meth:`SkipMessageIdsRequest.parse_body` follows Pulsar's deserializer
-(``SkipMessageIdsRequest.Deserializer``, REFERENCE.md section 4) branch for branch, with its
+(``SkipMessageIdsRequest.Deserializer``) branch for branch, with its
 exact error messages, all raised as :class:`~mledger.core.errors.InvalidRequestError` (HTTP 400):
 
 ========================================================  ========================================

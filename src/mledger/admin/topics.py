@@ -109,7 +109,7 @@ class CancelDelayedMessageResult(BaseModel):
 
     ``results[name]`` is True when the message is now acknowledged on that subscription (on
     every partition of a partitioned topic), False when the subscription's type uses
-    cumulative acknowledgement (Exclusive, Failover) and nothing was changed there (seeds/000).
+    cumulative acknowledgement (Exclusive, Failover) and nothing was changed there (PIP-423).
     """
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
@@ -554,7 +554,7 @@ class Topics:
     # -- PIP-423 -------------------------------------------------------------------------------
 
     def skip_messages(self, topic: str, subscription: str, request: SkipMessageIdsRequest | bytes | str) -> None:
-        """Skip messages by id (seeds/001): acknowledge whole entries or batch indexes.
+        """Skip messages by id (PIP-423): acknowledge whole entries or batch indexes.
 
         ``request`` is a parsed :class:`SkipMessageIdsRequest` or a raw JSON body in either of
         Pulsar's formats (parsed first: 400 with Pulsar's message). SKIP (403). 404 for an
@@ -580,7 +580,7 @@ class Topics:
         entry_id: int,
         subscription_names: Iterable[str] | str | None = None,
     ) -> CancelDelayedMessageResult:
-        """Cancel a delayed message (seeds/000) on the named subscriptions, or on every one.
+        """Cancel a delayed message (PIP-423) on the named subscriptions, or on every one.
 
         The message ``ledger_id:entry_id`` is acknowledged individually on each Shared and
         Key_Shared subscription, so it is never delivered there; Exclusive and Failover

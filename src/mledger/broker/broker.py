@@ -449,7 +449,7 @@ class Broker:
             if set_enabled is not None and not topic.is_closed:
                 set_enabled(effective)
 
-    # -- retention policies (REFERENCE.md 2.11) ---------------------------------------------------
+    # -- retention policies (docs/retention.md) ---------------------------------------------------
     def namespace_retention(self, namespace: str) -> RetentionPolicies | None:
         """The namespace's retention policy, None when unset; ``NamespaceNotFoundError`` (404)
         when the namespace does not exist."""

@@ -65,7 +65,7 @@ class BrokerConfig:
     """True: hold a message until its deliver-at time exactly. False (Pulsar's default): deliver
     it once it is due within one tick."""
 
-    # Deduplication (seeds/004, REFERENCE.md section 5); used by the dedup layer.
+    # Deduplication (PIP-6, docs/dedup.md); used by the dedup layer.
     deduplication_enabled: bool = False
     deduplication_max_number_of_producers: int = 10_000
     deduplication_entries_interval: int = 1000
@@ -74,7 +74,7 @@ class BrokerConfig:
     deduplication_producer_inactivity_timeout_minutes: int = 360
     replicator_prefix: str = "pulsar.repl"
 
-    # Retention (REFERENCE.md 2.11): how often run_due_tasks queues a trimming pass on every open
+    # Retention (docs/retention.md): how often run_due_tasks queues a trimming pass on every open
     # topic, so that ledgers whose retention time passed go (Pulsar's retentionCheckIntervalInSeconds).
     retention_check_interval_in_seconds: int = 120
 
@@ -133,7 +133,7 @@ class BrokerConfig:
 
     @property
     def dedup_entries_interval(self) -> int:
-        """Alias of ``deduplication_entries_interval`` (the name DESIGN.md uses)."""
+        """Alias of ``deduplication_entries_interval`` (an older name of this model)."""
         return self.deduplication_entries_interval
 
     def with_changes(self, **changes: Any) -> BrokerConfig:

@@ -1,4 +1,4 @@
-"""Guaranteed message deduplication (PIP-6, seeds/004; Pulsar's ``MessageDeduplication``).
+"""Guaranteed message deduplication (PIP-6, docs/dedup.md; Pulsar's ``MessageDeduplication``).
 
 Theory of operation
 -------------------
@@ -11,7 +11,7 @@ identified by its name; a publish (one entry: a message, a batch or one chunk) c
 * ``persisted``: the highest sequence id *stored*, updated by :meth:`record_persisted` after
   the append returned. ``pushed[p] >= persisted[p]`` always holds.
 
-:meth:`check` answers with Pulsar's ``MessageDupStatus`` (REFERENCE.md section 5)::
+:meth:`check` answers with Pulsar's ``MessageDupStatus``::
 
     seq <= pushed[p] and seq <= persisted[p]   -> DUPLICATE  (no write; the producer gets (-1, -1))
     seq <= pushed[p] and not <= persisted[p]   -> UNKNOWN    (a write of it may be in flight:

@@ -33,7 +33,7 @@ its time (``receive`` and ``Broker.run_due_tasks`` both check).
 next entries (``cursor.read_entries_held``), never more than the consumers have permits for.
 The storage I/O runs outside the state lock; the result is used only if no cursor position
 reset happened meanwhile (the cursor's revision number is unchanged), otherwise it is discarded
-and read again (seeds/002: Scenario-1 and -2, and footnote 6's half in-flight read). Only one
+and read again (docs/library.md, "Safe cursor resets": the half in-flight read). Only one
 round runs at a time per dispatcher.
 
 **Read compacted** (Exclusive / Failover whose active consumer asked for ``read_compacted``):
@@ -54,7 +54,7 @@ restart, when the tracker is rebuilt by reading the entries again.
 **Resets.** Every dispatcher reset (the last consumer leaves; redeliver everything; an admin
 reset-cursor) runs inside ``cursor.position_reset()``: the redelivery queue, the delayed tracker, the
 recently-joined consumers and the consumers' queues and pending acks are cleared while the
-cursor's revision is open, and the cursor change is applied when it closes (seeds/002's demo).
+cursor's revision is open, and the cursor change is applied when it closes (docs/library.md, "Safe cursor resets").
 If another reset holds the cursor, the dispatcher state is cleared at once and the rewind is
 retried before the next read (Pulsar's ``shouldRewindBeforeReadingOrReplaying``).
 
@@ -276,7 +276,7 @@ class Dispatcher:
         self._drop_queue(consumer)
         if not self._consumers:
             self._active = None
-            self._reset_internal(count_redeliveries=True)  # Dispatcher Reset (seeds/002 [1])
+            self._reset_internal(count_redeliveries=True)  # a dispatcher reset (docs/library.md)
             return
         if self._single_active:
             self._choose_active()
@@ -731,7 +731,7 @@ class Dispatcher:
 
     # -- resets -------------------------------------------------------------------------------
     def reset(self, choose: Callable[[PositionReset], None] | None = None, *, count_redeliveries: bool = True) -> None:
-        """Clear the dispatcher and change the cursor in one revision (seeds/002's demo).
+        """Clear the dispatcher and change the cursor in one revision (docs/library.md).
 
         ``choose(reset)`` picks the cursor change (``reset.rewind()`` when None); it runs first,
         so a change that fails validation leaves everything as it was. Raises

@@ -1,4 +1,4 @@
-"""The publish-path hook for message deduplication (seeds/004, REFERENCE.md section 5).
+"""The publish-path hook for message deduplication (PIP-6, docs/dedup.md).
 
 Every topic (each partition of a partitioned topic) owns one :class:`Deduplication` object.
 The pipelined publish path of :meth:`Topic.publish_entries

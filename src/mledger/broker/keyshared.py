@@ -6,7 +6,7 @@ consumer puts ``replica_points`` points on a ring of 31-bit hashes, point ``i`` 
 :func:`~mledger.broker.hashing.sticky_key_hash`) goes to the consumer owning the first point at
 or after it, wrapping around. A consumer joining or leaving moves only the keys near its points.
 
-Recently joined consumers (seeds/002 footnote 4, Pulsar's ``recentlyJoinedConsumers``): when a
+Recently joined consumers (Pulsar's ``recentlyJoinedConsumers``): when a
 consumer joins a subscription that already has consumers and more than one entry is
 outstanding (``number_of_entries_since_first_not_acked > 1``), it is recorded with the cursor's
 read position at that moment. Until every message before that position is acknowledged, the
@@ -14,7 +14,7 @@ consumer may only receive entries *before* it: the keys it takes over may still 
 (queues) of their previous consumer, and delivering newer messages of those keys would break
 per-key order. It is released as soon as the entry after the mark-delete position reaches its
 join position. The map is dispatcher state: cleared by every dispatcher reset, together with
-the cursor change (seeds/002, Scenario-3).
+the cursor change (docs/library.md, "Safe cursor resets").
 
 Not thread-safe: the dispatcher calls both under its lock.
 """

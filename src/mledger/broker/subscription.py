@@ -21,7 +21,7 @@ reset_cursor                          ``position_reset`` with the dispatcher's r
 so acknowledgement state is persisted by the cursor and survives restarts; the dispatcher then
 never delivers what the cursor says is acknowledged.
 
-PIP-423 follows the seeds: ``cancel_delayed_message`` returns False on a cumulative-ack type
+PIP-423 as Pulsar has it: ``cancel_delayed_message`` returns False on a cumulative-ack type
 (Exclusive, Failover) and otherwise acknowledges the entry and returns True;
 ``skip_messages`` refuses cumulative-ack types with ``NotAllowedError("Unsupported subscription
 type.")`` (HTTP 405), acknowledges whole entries directly, and for batch indexes first reads the
@@ -571,7 +571,7 @@ class Subscription:
 
     # -- PIP-423 ------------------------------------------------------------------------------
     def cancel_delayed_message(self, ledger_id: int, entry_id: int) -> bool:
-        """Cancel a (delayed) message by acknowledging its entry individually (seeds/000).
+        """Cancel a (delayed) message by acknowledging its entry individually (PIP-423).
 
         Returns False, changing nothing, on Exclusive and Failover subscriptions (cumulative-ack
         types); otherwise acknowledges ``ledger_id:entry_id`` and returns True, also when it was
@@ -600,7 +600,7 @@ class Subscription:
         return True
 
     def skip_messages(self, entries: Iterable[SkipEntry]) -> None:
-        """Skip messages by id: acknowledge whole entries or some of their batch indexes (seeds/001).
+        """Skip messages by id: acknowledge whole entries or some of their batch indexes (PIP-423).
 
         Raises ``NotAllowedError("Unsupported subscription type.")`` (405) on Exclusive and
         Failover; ``InvalidRequestError`` (400) for an item that is not a ``SkipEntry`` or a batch

@@ -438,7 +438,7 @@ _EXTRAS = {
     "standalone": "server",
     "tokens": "server",
 }
-"""The extra each command needs (the README says the same); prepare and replay need ``spark``
+"""The extra each command needs (docs/index.md says the same); prepare and replay need ``spark``
 too unless they run in this process."""
 
 

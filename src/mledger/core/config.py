@@ -1,7 +1,7 @@
 """Managed-ledger configuration: frozen data, Pulsar's names in snake_case, Pulsar's defaults.
 
-Names and defaults follow ``ManagedLedgerConfig`` / ``ManagedLedgerFactoryConfig`` (REFERENCE.md
-§2.5 table, ML-config column), not the broker's ``ServiceConfiguration``.
+Names and defaults follow ``ManagedLedgerConfig`` / ``ManagedLedgerFactoryConfig`` (Pulsar's
+managed-ledger classes; docs/configuration.md), not the broker's ``ServiceConfiguration``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 * :mod:`.cursor_store` - a durable cursor's state in Pulsar's two tiers (cursor ledger and
   ``ManagedCursorInfo``), PIP-381 chunks, recovery; it exchanges :mod:`.cursor_snapshot`
   values with the cursor and bytes with :mod:`mledger.codec`;
-* :mod:`.revision` - the cursor state revision controller (seeds/002);
+* :mod:`.revision` - the cursor state revision controller (docs/library.md, "Safe cursor resets");
 * :mod:`.ledger_view` - :class:`LedgerView`, the narrow interface a cursor has to its ledger.
 
 Imports inside the package run ledger -> cursor -> (cursor_store, cursor_reads,

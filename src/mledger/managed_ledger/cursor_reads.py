@@ -127,7 +127,7 @@ class PendingRead:
     def is_current(self) -> bool:
         """False once a reset started or completed after this read began: a dispatcher that
         got entries from :meth:`complete` checks this again before handing them to consumers
-        (the "half in-flight read" of seeds/002)."""
+        (the "half in-flight read", docs/library.md, "Safe cursor resets")."""
         return not self._revision.is_revision_num_outdated(self.revision_num)
 
     def fetch(self) -> PendingRead:

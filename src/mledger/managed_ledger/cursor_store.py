@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A durable cursor's state lives in two places, exactly as in Pulsar's ``ManagedCursorImpl``
-(REFERENCE.md §2.5):
+(docs/persistence.md):
 
 * the *cursor ledger*: every persisted mark-delete or delete appends one ``PositionInfo``
   entry; only the last entry matters;

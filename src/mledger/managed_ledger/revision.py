@@ -1,4 +1,4 @@
-"""The cursor state revision controller (seeds/002): resets that in-flight reads cannot undo.
+"""The cursor state revision controller (docs/library.md): resets that in-flight reads cannot undo.
 
 Theory of operation
 -------------------
@@ -41,12 +41,12 @@ from ..core.clock import Clock, SystemClock
 log = logging.getLogger(__name__)
 
 DEFAULT_REVISION_WARN_MS = 30_000
-"""A revision open longer than this is logged as probably stuck (the seed's alert)."""
+"""A revision open longer than this is logged as probably stuck (an alert)."""
 
 
 @dataclass(frozen=True)
 class RevisionStats:
-    """Counters of one controller (the seed's ``pulsar_cursor_epoch_*`` metrics)."""
+    """Counters of one controller (the ``pulsar_cursor_epoch_*`` metrics, docs/metrics.md)."""
 
     revision_num: int
     is_under_revision: bool
@@ -63,7 +63,7 @@ class RevisionStats:
 
 
 class CursorStateRevisionController:
-    """Makes cursor position resets atomic with respect to reads (seeds/002).
+    """Makes cursor position resets atomic with respect to reads (docs/library.md, "Safe cursor resets").
 
     All methods are thread-safe and never block beyond the cursor lock they share.
     """

@@ -14,8 +14,8 @@ a partition's own name for a partitioned topic; ``namespace`` is ``tenant/namesp
 =================================================  =======  ==========================================
 family                                             type     value
 =================================================  =======  ==========================================
-``pulsar_cursor_epoch_increase_count``             counter  completed cursor state revisions (seeds/002)
-``pulsar_cursor_epoch_increase_task_state``        gauge    1 while a revision runs, else 0 (the seed's
+``pulsar_cursor_epoch_increase_count``             counter  completed cursor state revisions
+``pulsar_cursor_epoch_increase_task_state``        gauge    1 while a revision runs, else 0 (an
                                                             "Enumeration"; the text format has none)
 ``pulsar_subscription_back_log``                   gauge    unacknowledged entries (a batch counts once)
 ``pulsar_subscription_delayed``                    gauge    messages held for delayed delivery
@@ -38,9 +38,9 @@ and skipped): ``mledger_dedup_producers`` (gauge), ``mledger_dedup_snapshot_age_
 (gauge; absent before the first snapshot), ``mledger_dedup_duplicates_total`` (counter).
 
 Counter samples carry prometheus_client's ``_total`` suffix (the OpenMetrics rule, which
-Prometheus' Java client follows too): the seed's counter ``pulsar_cursor_epoch_increase_count``
+Prometheus' Java client follows too): the counter ``pulsar_cursor_epoch_increase_count``
 is scraped as ``pulsar_cursor_epoch_increase_count_total``; the ``mledger_*_total`` counters keep
-their names. Names starting ``pulsar_`` are Pulsar's (or the seed's), ``mledger_`` ones ours.
+their names. Names starting ``pulsar_`` are Pulsar's (or the revision controller's), ``mledger_`` ones ours.
 Counters restart from 0 with the broker, as Pulsar's do.
 
 Cost: O(topics + subscriptions); each subscription's cursor lock is taken once (``figures()``:

@@ -4,7 +4,7 @@
 >>> with EmbeddedBroker() as broker:        # doctest: +SKIP
 ...     client = pulsar.Client(broker.service_url)
 
-Layers (DESIGN.md "Binary protocol"), each module importing only modules named before it:
+Layers (docs/architecture.md), each module importing only modules named before it:
 :mod:`~mledger.protocol.framing` and :mod:`~mledger.protocol.codec` (bytes <-> frames and
 commands), :mod:`~mledger.protocol.connection` (sans-I/O handshake and command table),
 :mod:`~mledger.protocol.config` (settings and counters), :mod:`~mledger.protocol.access`

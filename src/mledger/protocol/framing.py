@@ -1,6 +1,6 @@
 """Pulsar's framing, sans I/O: bytes in -> frames out, frames in -> bytes out.
 
-Wire format (REFERENCE-protocol.md, all integers big-endian)::
+Wire format (Pulsar's binary protocol docs, all integers big-endian)::
 
     simple command:   [totalSize: u32][commandSize: u32][BaseCommand]
     payload command:  [totalSize: u32][commandSize: u32][BaseCommand]

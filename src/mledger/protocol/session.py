@@ -13,7 +13,7 @@ listener and a :class:`ConsumerHandle` the broker consumer's sink. They may be c
 other threads, hand over to the host's loop and call the session's named entry points
 (:meth:`Session.write_messages`, :meth:`Session.producer_closed_by_broker`, ...).
 
-Mapping onto the broker (DESIGN.md "Binary protocol"):
+Mapping onto the broker (docs/pulsar/behaviour.md, "How it maps"):
 
 * PRODUCER -> ``Topic.create_producer`` (access modes, schema); SEND -> the pipelined publish
   (``Topic.publish_entries``: the producer's bytes from the checksum on, stored unchanged; the

@@ -3,7 +3,7 @@
 :class:`Recorder` is a :class:`~mledger.broker.journal.BrokerJournal`: given to
 ``Broker(journal=...)`` (or ``--record`` / ``record=`` on the standalone, the embedded broker
 and the pytest factory), it writes what the broker did as the raw logs ``mledger prepare`` and
-``mledger replay`` read (README "Inputs (raw logs)")::
+``mledger replay`` read (docs/replay/inputs.md)::
 
     DIR/recording.json                     what was recorded, and whether it is complete
     DIR/produced/part-<session>-<n>.parquet   every stored entry

@@ -1,6 +1,6 @@
 """Schemas of the replay's inputs and outputs, and the validation of both files and rows.
 
-Inputs (DESIGN.md "Spark replay"): three event logs and an optional subscriptions log. A file
+Inputs (docs/replay/inputs.md): three event logs and an optional subscriptions log. A file
 is checked up front (:func:`check_file_schema`: every required column present, every column
 of a usable type) and a bad file stops the job with an :class:`InputSchemaError` naming the
 file, the column and the problem. A bad *row* never stops it: reading turns each input
@@ -475,7 +475,7 @@ ANSWER_FIELDS = (
     pa.field("persist_unacked_ranges_truncated", pa.int64()),
     pa.field("persist_batch_deleted_indexes_truncated", pa.int64()),
 )
-"""The operator's answers per cursor (:class:`~.model.RestartAnswers`; README "Outputs")."""
+"""The operator's answers per cursor (:class:`~.model.RestartAnswers`; docs/replay/layout.md, "Outputs")."""
 PER_STEP_COLUMNS = ("redelivered_after_restart_max", "redelivered_after_restart_max_at_ms")
 """``cursors`` columns sampled after each step of ``segment_rows`` events (a step's acks and
 its persist land together): equal between Spark and the single process, not between step
@@ -507,7 +507,7 @@ CURSOR_SCHEMA = pa.schema(
         pa.field("state", pa.binary()),
     ]
 )
-"""One row per topic, partition and subscription (see the README for every column)."""
+"""One row per topic, partition and subscription (docs/replay/layout.md, "Outputs", lists every column)."""
 
 ANOMALY_SCHEMA = pa.schema(
     [

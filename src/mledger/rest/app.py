@@ -18,7 +18,7 @@ Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
   does not serve (:data:`~mledger.rest.pulsar_api.FAMILIES`): 501 ``{"reason": "<operation>
   (<method> <path>) is not supported by mledger"}``;
 * a parameter FastAPI cannot read (``skip/abc``): 400 naming it (412 for cancelDelayedMessage's
-  ids, seeds/000), never FastAPI's 422;
+  ids, PIP-423), never FastAPI's 422;
 * body limit 413, URL limit 414, anything unexpected 500 (:mod:`mledger.rest.middleware`).
 """
 

@@ -55,7 +55,7 @@ does not exist``) and the domain (``non-persistent``: 405), then the names (400)
 parameters, then **one** admin call on a worker thread (at most ``max_concurrency`` at once);
 all admin logic (authorization, fan-out to partitions, errors) is in :mod:`mledger.admin`.
 
-``cancelDelayedMessage`` follows seeds/000 exactly: the topic name is checked, then
+``cancelDelayedMessage`` follows PIP-423 exactly: the topic name is checked, then
 ``ledgerId``/``entryId`` (missing, not a Java ``long`` or negative: 412; the v2 text is
 "ledgerId, entryId must be positive.", the v1 text "... non-negative."), then the admin call.
 A subscription that refuses (a cumulative-ack type) makes it 412 "Failed to cancel delayed
@@ -130,7 +130,7 @@ _NEGATIVE_IDS = {
 }
 
 VALIDATION_412_ROUTES = frozenset({"v1_cancel_delayed_message", "v2_cancel_delayed_message"})
-"""Routes whose invalid parameters are 412, not 400 (seeds/000: cancelDelayedMessage)."""
+"""Routes whose invalid parameters are 412, not 400 (PIP-423: cancelDelayedMessage)."""
 
 JSON = "application/json"
 _ERRORS: dict[int | str, dict[str, Any]] = {

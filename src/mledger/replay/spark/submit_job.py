@@ -10,7 +10,7 @@
 
 Arguments: ``EVENTS OUT [--set KEY=VALUE ...] [--emit-state] [--partitions N]``. The session
 (master, resources, Python) is what ``spark-submit`` configures; mledger itself comes from
-the packed virtualenv (see the README, "Running on a cluster").
+the packed virtualenv (docs/replay/cluster.md).
 """
 
 import sys
