@@ -370,6 +370,16 @@ def test_the_runner_reads_every_page_of_the_site() -> None:
     assert set(DOCS) == pages | {ROOT / "README.md"}
 
 
+def test_the_readme_is_the_newcomers_page_and_links_into_the_site() -> None:
+    """The README keeps to what a newcomer needs (under 250 lines); the rest lives in the site,
+    and every page it links to is a page of the site."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 250
+    links = {ROOT / link.split("#")[0] for link in re.findall(r"\]\((docs/[^)\s]+)\)", readme)}
+    assert links and links <= site_pages() | {ROOT / "docs"}, sorted(map(str, links - site_pages()))
+    assert "make docs" in readme
+
+
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 @pytest.mark.parametrize("chain", _params())
 def test_example_runs(chain: list[Block], tmp_path: Path) -> None:
