@@ -5,15 +5,25 @@ own indentation. Markdown reads such a run as a block quote, and an output line 
 ``['7:2:5']`` as a reference link, which the strict build reports as a broken cross-reference.
 This hook adds a Markdown preprocessor that fences each doctest run (the ``>>>`` lines and the
 output after them, up to a blank line) as a ``pycon`` code block, for the API reference that
-mkdocstrings renders from the docstrings.
+mkdocstrings renders from the docstrings. It also shows the docstrings' Sphinx roles
+(``:class:`~.model.Name```) as the code they name (``Name``) rather than as role syntax.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from markdown import Extension, Markdown
 from markdown.preprocessors import Preprocessor
+
+_ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|exc|obj|const):`(~?)([^`]+)`")
+
+
+def _role_as_code(m: re.Match[str]) -> str:
+    target = m.group(2).rstrip("()")
+    shown = target.rsplit(".", 1)[-1] if m.group(1) else target.lstrip(".")
+    return f"`{shown}`"
 
 
 class _DoctestFences(Preprocessor):
@@ -26,7 +36,7 @@ class _DoctestFences(Preprocessor):
             if line.lstrip().startswith(("```", "~~~")):
                 fenced = not fenced
             if fenced or not line.startswith(">>>"):
-                out.append(line)
+                out.append(line if fenced else _ROLE.sub(_role_as_code, line))
                 i += 1
                 continue
             out.append("```pycon")
