@@ -80,6 +80,7 @@ __all__ = [
 LOCAL_ONLY_COMMANDS = frozenset({"produce", "consume"})
 """CLI commands that need ``--data-dir``: Pulsar's admin REST API has no produce or consume."""
 
+
 class RemoteAdminError(MLedgerError):
     """An error status with no dedicated class (409, 414, 500, ...); ``http_status`` is the server's."""
 

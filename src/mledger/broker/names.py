@@ -105,7 +105,9 @@ class TopicName:
             raise InvalidTopicNameError(f"Invalid topic name {text!r}: only the 'persistent' domain is supported")
         parts = rest.split("/")
         if len(parts) != 3 or not all(parts):
-            raise InvalidTopicNameError(f"Invalid topic name {text!r}: expected {domain}://<tenant>/<namespace>/<topic>")
+            raise InvalidTopicNameError(
+                f"Invalid topic name {text!r}: expected {domain}://<tenant>/<namespace>/<topic>"
+            )
         tenant, namespace, local = parts
         for what, value in (("tenant", tenant), ("namespace", namespace)):
             problem = named_entity_problem(value)

@@ -52,7 +52,6 @@ class SessionBase:
         self.validation_errors = 0
         self._np = NonPersistentEndpoints(self)
 
-
     @property
     def host(self) -> SessionHost[Any]:
         """The server driving this session."""
@@ -93,7 +92,6 @@ class SessionBase:
                 ),
             )
         )
-
 
     def _send_success(self, request_id: int) -> None:
         self.connection.send(api.BaseCommand(type=_T.SUCCESS, success=api.CommandSuccess(request_id=request_id)))
@@ -139,4 +137,3 @@ class SessionBase:
     @property
     def consumer_count(self) -> int:
         return len(self._consumers) + self._np.consumer_count
-

@@ -411,4 +411,3 @@ class ConsumerCommands(SessionBase):
 
 def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read from a store carry raw bytes
     return checksummed_entry(encode_entry(d.entry.data, d.entry.metadata))
-

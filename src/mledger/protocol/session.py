@@ -70,7 +70,6 @@ class Session(ProducerCommands, ConsumerCommands):
                 self._host.flush_now(self)
         self._flush_sends()
 
-
     def writing_paused(self, paused: bool) -> None:
         """The socket's write buffer crossed its high (True) or low (False) mark."""
         self.paused = paused
