@@ -8,7 +8,7 @@ queued; its :class:`SessionHost` (in the server,
 :class:`~mledger.protocol.server.ProtocolServer`) provides the broker, dispatch scheduling and
 thread hand-over.
 
-The session is split by job (DESIGN.md "Binary protocol"):
+The session is split by job (how it maps onto the broker: docs/pulsar/behaviour.md):
 
 * this module: the connection's life (bytes in, writing paused, close), the handshake, lookups,
   topic lists and schemas, and the handler table;
