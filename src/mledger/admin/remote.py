@@ -43,15 +43,11 @@ from ..broker.tenants import TenantInfo
 from ..broker.types import SubscriptionType
 from ..codec.messageid import MessageId
 from ..core.errors import (
-    EntryTooLargeError,
     InvalidRequestError,
     MissingExtraError,
     MLedgerError,
-    NotAllowedError,
-    NotFoundError,
-    PermissionDeniedError,
     PreconditionFailedError,
-    UnauthenticatedError,
+    error_class_for_status,
 )
 from ..core.position import LATEST, Position
 from .requests import ResetCursorData, SkipMessageIdsRequest
@@ -84,16 +80,6 @@ __all__ = [
 LOCAL_ONLY_COMMANDS = frozenset({"produce", "consume"})
 """CLI commands that need ``--data-dir``: Pulsar's admin REST API has no produce or consume."""
 
-_ERRORS: dict[int, type[MLedgerError]] = {
-    400: InvalidRequestError,
-    401: UnauthenticatedError,
-    403: PermissionDeniedError,
-    404: NotFoundError,
-    405: NotAllowedError,
-    412: PreconditionFailedError,
-    413: EntryTooLargeError,
-}
-
 
 class RemoteAdminError(MLedgerError):
     """An error status with no dedicated class (409, 414, 500, ...); ``http_status`` is the server's."""
@@ -110,8 +96,10 @@ class AdminConnectionError(MLedgerError):
 
 
 def error_for(status: int, reason: str) -> MLedgerError:
-    """The exception for an error response: the class of ``status`` carrying ``reason``."""
-    cls = _ERRORS.get(status)
+    """The exception for an error response: the class of ``status`` carrying ``reason``
+    (:func:`~mledger.core.errors.error_class_for_status`, the table the REST app's statuses
+    come from)."""
+    cls = error_class_for_status(status)
     return cls(reason) if cls is not None else RemoteAdminError(reason, status)
 
 

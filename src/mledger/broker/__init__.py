@@ -44,6 +44,7 @@ from .errors import (
 from .hooks import (
     Deduplication as Deduplication,
     DedupVerdict as DedupVerdict,
+    MetadataNeeds as MetadataNeeds,
     NoDeduplication as NoDeduplication,
     PublishContext as PublishContext,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "Message",
     "MessageDupUnknownError",
     "MessageId",
+    "MetadataNeeds",
     "NamespaceNotFoundError",
     "NoDeduplication",
     "PartitionedConsumer",

@@ -37,6 +37,7 @@ from ..core.errors import (
     BadVersionError,
     ConfigError,
     InvalidRequestError,
+    InvalidTopicNameError,
     MLedgerError,
     NotAllowedError,
     NotFoundError,
@@ -154,7 +155,7 @@ class Broker:
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 0:
             raise InvalidRequestError(f"invalid number of partitions {partitions!r}: must be an integer >= 0")
         if name.is_partition:
-            raise InvalidRequestError(
+            raise InvalidTopicNameError(
                 f"Invalid topic name {name}: it should not contain '-partition-' (that names a partition)"
             )
         with self._lock:
@@ -181,7 +182,7 @@ class Broker:
         """
         name = TopicName.parse(topic)
         if name.is_partition:
-            raise InvalidRequestError(f"Invalid topic name {name}: it names a partition already")
+            raise InvalidTopicNameError(f"Invalid topic name {name}: it names a partition already")
         partition = name.partition(index)
         with self._lock:
             self._check_open()

@@ -103,12 +103,13 @@ from ..codec.entry import decode_entry
 from ..codec.proto.PulsarApi_pb2 import MessageMetadata
 from ..core.clock import Clock
 from ..core.errors import LedgerNotFoundError, MLedgerError, NotFoundError, StateCorruptedError
+from ..core.ints import as_int64
 from ..core.position import Position
 from ..managed_ledger.cursor import ManagedCursor
 from ..managed_ledger.ledger import ManagedLedger
 from ..managed_ledger.ledger_view import InitialPosition
 from .config import BrokerConfig
-from .hooks import DEDUPLICATION_CURSOR_NAME, BrokerSettings, DedupVerdict, PublishContext
+from .hooks import DEDUPLICATION_CURSOR_NAME, BrokerSettings, DedupVerdict, MetadataNeeds, PublishContext
 
 __all__ = ["DedupStatus", "DeduplicationStats", "MessageDeduplication", "REPLAY_BATCH_SIZE"]
 
@@ -226,6 +227,11 @@ class MessageDeduplication:
     which writes a snapshot (O(producers log producers), blocks on storage). All of them wait
     while a recovery or a disable is running.
     """
+
+    metadata_needs = MetadataNeeds.CHUNK_FIELDS
+    """:meth:`check` and :meth:`record_persisted` read only the chunk fields of the metadata
+    (only a message's last chunk is checked); the producer and sequence ids come with the
+    publish itself."""
 
     def __init__(
         self,
@@ -840,7 +846,6 @@ class MessageDeduplication:
 
 
 _parse_metadata = MessageMetadata.FromString
-_SIGN64 = 1 << 63
 _MAGIC = 0x0E  # first byte of Pulsar's 0x0e01 (checksum) and 0x0e02 (broker metadata) prefixes
 
 
@@ -858,14 +863,10 @@ def _replay_fields(raw: bytes, ledger_id: int, entry_id: int) -> tuple[str, int,
                 raise StateCorruptedError(f"entry {ledger_id}:{entry_id}: invalid entry metadata: {exc}") from None
             name = md.producer_name
             if type(name) is str:
-                seq = md.sequence_id
-                if seq >= _SIGN64:  # uint64 on the wire; Java's -1 arrives as 2**64-1
-                    seq -= 1 << 64
+                seq = as_int64(md.sequence_id)  # uint64 on the wire; Java's -1 arrives as 2**64-1
                 highest = seq
                 if md.HasField("highest_sequence_id"):
-                    highest = md.highest_sequence_id
-                    if highest >= _SIGN64:
-                        highest -= 1 << 64
+                    highest = as_int64(md.highest_sequence_id)
                 last_chunk = not md.HasField("chunk_id") or md.chunk_id == md.num_chunks_from_msg - 1
                 return name, seq, highest, last_chunk
     try:

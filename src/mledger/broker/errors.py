@@ -1,26 +1,33 @@
 """Broker conditions that have no class in :mod:`mledger.core.errors`; each subclasses the closest one.
 
-Pulsar's broker exceptions and the HTTP status its admin API maps them to:
+Pulsar's broker exceptions, the HTTP status its admin API maps them to and the ``ServerError``
+its binary protocol answers (``BrokerServiceException.getClientErrorCode``):
 
-=========================  ======================================  ====
-class                      Pulsar                                  HTTP
-=========================  ======================================  ====
-TopicAlreadyExistsError    ``NamingException`` / 409 Conflict      409
-TopicBusyError             ``TopicBusyException``                  412
-SubscriptionBusyError      ``SubscriptionBusyException``           412
-ConsumerBusyError          ``ConsumerBusyException``               409
-ProducerBusyError          ``ProducerBusyException`` / naming      409
-AlreadyClosedError         ``AlreadyClosedException``              412
-MessageDupUnknownError     ``MessageDupUnknownException``          409
-TopicFencedError           ``TopicFencedException``                412
-PersistenceError           ``PersistenceException``                500
-TopicTerminatedError       ``TopicTerminatedException``            412
-=========================  ======================================  ====
+=========================  ======================================  ====  ====================
+class                      Pulsar                                  HTTP  ServerError
+=========================  ======================================  ====  ====================
+TopicAlreadyExistsError    ``NamingException`` / 409 Conflict      409   ServiceNotReady
+TopicBusyError             ``TopicBusyException``                  412   ServiceNotReady
+SubscriptionBusyError      ``SubscriptionBusyException``           412   ConsumerBusy
+ConsumerBusyError          ``ConsumerBusyException``               409   ConsumerBusy
+ProducerBusyError          ``ProducerBusyException`` / naming      409   ProducerBusy
+AlreadyClosedError         ``AlreadyClosedException``              412   ServiceNotReady
+MessageDupUnknownError     ``MessageDupUnknownException``          409   PersistenceError
+TopicFencedError           ``TopicFencedException``                412   ServiceNotReady
+PersistenceError           ``PersistenceException``                500   PersistenceError
+TopicTerminatedError       ``TopicTerminatedException``            412   TopicTerminatedError
+=========================  ======================================  ====  ====================
 """
 
 from __future__ import annotations
 
-from ..core.errors import ManagedLedgerTerminatedError, MLedgerError, NotAllowedError, PreconditionFailedError
+from ..core.errors import (
+    ManagedLedgerTerminatedError,
+    MLedgerError,
+    NotAllowedError,
+    PreconditionFailedError,
+    ServerError,
+)
 
 __all__ = [
     "AlreadyClosedError",
@@ -49,17 +56,21 @@ class TopicBusyError(PreconditionFailedError):
 class SubscriptionBusyError(PreconditionFailedError):
     """The subscription has connected consumers (delete), or is of a different type (subscribe)."""
 
+    server_error = ServerError.ConsumerBusy
+
 
 class ConsumerBusyError(NotAllowedError):
     """An exclusive subscription already has its consumer, or the consumer name is taken."""
 
     http_status = 409
+    server_error = ServerError.ConsumerBusy
 
 
 class ProducerBusyError(NotAllowedError):
     """A producer with this name is already connected to the topic."""
 
     http_status = 409
+    server_error = ServerError.ProducerBusy
 
 
 class AlreadyClosedError(PreconditionFailedError):
@@ -70,6 +81,7 @@ class MessageDupUnknownError(MLedgerError):
     """Deduplication cannot tell yet whether the message is a duplicate; the publish was refused."""
 
     http_status = 409
+    server_error = ServerError.PersistenceError
 
 
 class TopicFencedError(PreconditionFailedError):
@@ -83,6 +95,7 @@ class PersistenceError(MLedgerError):
     writes again."""
 
     http_status = 500
+    server_error = ServerError.PersistenceError
 
 
 class TopicTerminatedError(ManagedLedgerTerminatedError):

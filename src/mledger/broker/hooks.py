@@ -40,6 +40,7 @@ __all__ = [
     "BrokerSettings",
     "DedupVerdict",
     "Deduplication",
+    "MetadataNeeds",
     "NoDeduplication",
     "PublishContext",
 ]
@@ -83,6 +84,21 @@ class PublishContext(NamedTuple):
     metadata: EntryMetadata
 
 
+class MetadataNeeds(Enum):
+    """How much of a publish's ``MessageMetadata`` a deduplication's :meth:`Deduplication.check`
+    reads, so a front end that has the metadata as bytes builds no more of
+    :class:`~mledger.codec.entry.EntryMetadata` than that (the stored bytes are the producer's
+    either way). A hook declares it as its ``metadata_needs`` class attribute; a hook that
+    does not is given :attr:`ALL`."""
+
+    NOTHING = "nothing"
+    """``check`` reads no metadata (deduplication off)."""
+    CHUNK_FIELDS = "chunk fields"
+    """``check`` reads ``chunk_id`` and ``num_chunks`` only (None for an unchunked message)."""
+    ALL = "all"
+    """``check`` may read any field."""
+
+
 @runtime_checkable
 class Deduplication(Protocol):
     """A topic's deduplication state, consulted before every append and told after it."""
@@ -122,6 +138,8 @@ class Deduplication(Protocol):
 
 class NoDeduplication:
     """Deduplication off: every publish is new, nothing is remembered."""
+
+    metadata_needs = MetadataNeeds.NOTHING
 
     def check(self, ctx: PublishContext) -> DedupVerdict:
         return DedupVerdict.NOT_DUPLICATE

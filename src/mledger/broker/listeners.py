@@ -25,6 +25,7 @@ re-exported here: :class:`ConsumerSink` in :mod:`.consumer`, :class:`ProducerLis
 
 from __future__ import annotations
 
+from ..core.ints import UINT64_MASK, as_int64
 from .consumer import ConsumerSink
 from .message import EntryDelivery
 from .producer import ProducerListener
@@ -43,6 +44,5 @@ def ack_set_words(bits: int, batch_size: int) -> list[int]:
     """
     words = []
     for start in range(0, max(batch_size, 1), 64):
-        word = (bits >> start) & 0xFFFFFFFFFFFFFFFF
-        words.append(word - (1 << 64) if word >> 63 else word)
+        words.append(as_int64((bits >> start) & UINT64_MASK))
     return words

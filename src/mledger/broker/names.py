@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from urllib.parse import quote_plus, unquote_plus
 
-from ..core.errors import BadVersionError, InvalidRequestError, StateCorruptedError
+from ..core.errors import BadVersionError, InvalidRequestError, InvalidTopicNameError, StateCorruptedError
 from ..storage import NEW_NODE, MetadataStore
 
 __all__ = [
@@ -60,7 +60,7 @@ class TopicName:
     """A parsed, normalised topic name (Pulsar's ``TopicName``): persistent unless parsed with
     ``any_domain=True`` from a ``non-persistent://`` name.
 
-    Construction through :meth:`parse` raises :class:`~mledger.core.errors.InvalidRequestError`
+    Construction through :meth:`parse` raises :class:`~mledger.core.errors.InvalidTopicNameError`
     (400) naming the bad text.
 
     >>> t = TopicName.parse("orders-partition-2")
@@ -83,12 +83,12 @@ class TopicName:
         A ``non-persistent://`` name is refused (400) unless ``any_domain``."""
         if isinstance(text, TopicName):
             if text.domain != _DOMAIN and not any_domain:
-                raise InvalidRequestError(
+                raise InvalidTopicNameError(
                     f"Invalid topic name {str(text)!r}: only the 'persistent' domain is supported"
                 )
             return text
         if not isinstance(text, str) or not text or text != text.strip():
-            raise InvalidRequestError(f"Invalid topic name: {text!r}")
+            raise InvalidTopicNameError(f"Invalid topic name: {text!r}")
         if "://" not in text:
             parts = text.split("/")
             if len(parts) == 1:
@@ -96,24 +96,26 @@ class TopicName:
             elif len(parts) == 3:
                 text = f"{_DOMAIN}://{text}"
             else:
-                raise InvalidRequestError(
+                raise InvalidTopicNameError(
                     f"Invalid short topic name '{text}', it should be in the format of"
                     " <tenant>/<namespace>/<topic> or <topic>"
                 )
         domain, rest = text.split("://", 1)
         if domain not in _DOMAINS or (domain != _DOMAIN and not any_domain):
-            raise InvalidRequestError(f"Invalid topic name {text!r}: only the 'persistent' domain is supported")
+            raise InvalidTopicNameError(f"Invalid topic name {text!r}: only the 'persistent' domain is supported")
         parts = rest.split("/")
         if len(parts) != 3 or not all(parts):
-            raise InvalidRequestError(f"Invalid topic name {text!r}: expected {domain}://<tenant>/<namespace>/<topic>")
+            raise InvalidTopicNameError(
+                f"Invalid topic name {text!r}: expected {domain}://<tenant>/<namespace>/<topic>"
+            )
         tenant, namespace, local = parts
         for what, value in (("tenant", tenant), ("namespace", namespace)):
             problem = named_entity_problem(value)
             if problem:
-                raise InvalidRequestError(f"Invalid topic name {text!r}: invalid {what} {value!r} ({problem})")
+                raise InvalidTopicNameError(f"Invalid topic name {text!r}: invalid {what} {value!r} ({problem})")
         problem = local_name_problem(local)
         if problem:
-            raise InvalidRequestError(f"Invalid topic name {text!r}: {problem}")
+            raise InvalidTopicNameError(f"Invalid topic name {text!r}: {problem}")
         return cls(tenant, namespace, local, domain)
 
     @classmethod

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import InvalidRequestError, MissingExtraError, MLedgerError
+from ..core.errors import InvalidRequestError, MissingExtraError, MLedgerError, ServerError
 
 __all__ = [
     "AVRO_BASED_TYPES",
@@ -59,6 +59,7 @@ class IncompatibleSchemaError(MLedgerError):
     """A schema is not compatible with the topic's schemas (Pulsar's IncompatibleSchema)."""
 
     http_status = 409
+    server_error = ServerError.IncompatibleSchema
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,17 @@ class Subscription:
         return self._cursor
 
     @property
+    def mark_delete_position(self) -> Position:
+        """Every entry at or before this position is acknowledged (the cursor's)."""
+        return self._cursor.mark_delete_position
+
+    def flush_acks(self) -> None:
+        """Persist the acknowledgements the cursor holds back (``throttle_mark_delete``) now,
+        so a caller that answers an ack only once it is stored can answer (a no-op when the
+        cursor persists every change itself). Blocks on storage."""
+        self._cursor.flush()
+
+    @property
     def consumers(self) -> list[Consumer]:
         """Connected consumers, in join order."""
         with self._lock:

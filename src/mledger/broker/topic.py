@@ -230,6 +230,35 @@ class Topic:
         system = (DEDUPLICATION_CURSOR_NAME, COMPACTION_SUBSCRIPTION)
         return name in system or name.startswith(self._broker.config.replicator_prefix)
 
+    def previous_position(self, position: Position) -> Position:
+        """The position before ``position`` in the topic: ``L:E-1``, else the last entry of the
+        nearest earlier non-empty ledger, else ``(first earlier ledger or L, -1)`` (Pulsar's
+        ``ManagedLedgerImpl.getPreviousPosition``). O(log ledgers)."""
+        return self._ml.previous_position(position)
+
+    def last_message_id(self, read_compacted: bool = False) -> tuple[Position, int]:
+        """The topic's last message as GET_LAST_MESSAGE_ID answers it: the last entry's
+        position and, when that entry is a batch, the index of its last message (-1 otherwise,
+        and for an entry that cannot be read). For a ``read_compacted`` consumer of a topic
+        that ends at or below the compaction horizon, the compacted view's last message
+        (Pulsar's ``getLargestBatchIndexWhenPossible`` and
+        ``handleLastMessageIdFromCompactionService``). Reads the last entry (may block on
+        storage)."""
+        last = self._ml.last_confirmed_entry
+        if read_compacted:
+            compacted = self.compaction.last_message_id(last)
+            if compacted is not None:
+                return compacted
+        if last.entry_id < 0:
+            return last, -1
+        try:
+            metadata = self._ml.read_entry(last).metadata
+        except MLedgerError:
+            return last, -1
+        if metadata.batched or metadata.num_messages > 1:
+            return last, max(metadata.num_messages, 1) - 1
+        return last, -1
+
     def stats(self) -> TopicStats:
         """Counters of the ledger, the producers and each subscription's stats, with the
         message counters and rates (see :mod:`mledger.broker.stats`)."""

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.errors import StateCorruptedError
-from .varint import as_int64, get_varint, put_varint
+from ..core.ints import as_int64
+from .varint import get_varint, put_varint
 
 __all__ = ["SingleMessage", "compact_batch", "decode_batch", "encode_batch"]
 

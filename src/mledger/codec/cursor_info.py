@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.errors import StateCorruptedError
+from ..core.ints import as_int64
 from ..core.position import Position
 from . import varint_arrays as vx
 from .cursor_state import PersistedCursorState, RangeArrays
@@ -30,7 +31,6 @@ from .proto import MLDataFormats_pb2 as pb
 from .varint import (
     LEN,
     VARINT,
-    as_int64,
     check_int64,
     decode_utf8,
     get_len,

@@ -28,10 +28,9 @@ from crc32c import crc32c as crc32c
 from google.protobuf.message import DecodeError
 
 from ..core.errors import InvalidRequestError, StateCorruptedError
-from ..core.ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, UINT64_MASK, check_int
+from ..core.ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, UINT64_MASK, as_int64, check_int
 from ..core.position import Position
 from .proto.PulsarApi_pb2 import MessageMetadata
-from .varint import as_int64
 
 __all__ = ["Entry", "EntryMetadata", "crc32c", "decode_entry", "encode_entry", "split_entry", "stored_entry"]
 
@@ -211,8 +210,8 @@ class EntryMetadata:
             raise StateCorruptedError(f"invalid entry metadata: missing required {missing}")
         md = _object_new(cls)
         _set_producer_name(md, name if type(name) is str else _text(name))
-        _set_sequence_id(md, seq - _TWO_64 if seq > INT64_MAX else seq)
-        _set_publish_time_ms(md, publish - _TWO_64 if publish > INT64_MAX else publish)
+        _set_sequence_id(md, as_int64(seq))
+        _set_publish_time_ms(md, as_int64(publish))
         _set_properties(md, tuple((_text(p.key), _text(p.value)) for p in props) if props else ())
         _set_partition_key(md, key if key is None or type(key) is str else _text(key))
         _set_num_messages(md, num_messages)
@@ -335,7 +334,6 @@ def _text(value: str | bytes) -> str:
 # Slot descriptors of the frozen class, called directly: the cheapest way to fill an instance
 # on the read path, where the values come from the parser and need no checks.
 _object_new = object.__new__
-_TWO_64 = 1 << 64
 _slots = vars(EntryMetadata)
 _set_producer_name = _slots["producer_name"].__set__
 _set_sequence_id = _slots["sequence_id"].__set__

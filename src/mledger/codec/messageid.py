@@ -51,9 +51,9 @@ from ..core.ints import (
     INT32_SIGN,
     INT64_MAX,
     INT64_MIN,
-    INT64_SIGN,
     UINT32_MASK,
     UINT64_MASK,
+    as_int64,
     check_int,
 )
 from ..core.position import Position
@@ -385,10 +385,8 @@ def _parse(parts: list[bytes], depth: int) -> _Fields:
         missing = "ledgerId" if ledger_id is None else "entryId"
         where = "first_chunk_message_id" if depth else "message id"
         raise _Malformed(f"{where} is missing the required field {missing}")
-    if ledger_id & INT64_SIGN:
-        ledger_id -= 1 << 64
-    if entry_id & INT64_SIGN:
-        entry_id -= 1 << 64
+    ledger_id = as_int64(ledger_id)
+    entry_id = as_int64(entry_id)
     first = None
     if chunk_parts:
         if depth + 1 > _MAX_DEPTH:

@@ -64,11 +64,6 @@ def get_varint(mv: memoryview, pos: int, end: int) -> tuple[int, int]:
             raise StateCorruptedError(f"varint longer than 10 bytes ending at offset {pos}")
 
 
-def as_int64(u: int) -> int:
-    """Reinterpret an unsigned 64-bit value as int64."""
-    return u - (1 << 64) if u > INT64_MAX else u
-
-
 def get_len(mv: memoryview, pos: int, end: int) -> tuple[int, int]:
     """Read a length prefix and check that the payload fits; return ``(payload end, payload start)``."""
     n, pos = get_varint(mv, pos, end)

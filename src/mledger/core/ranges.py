@@ -31,6 +31,7 @@ from pyroaring import BitMap
 from sortedcontainers import SortedDict
 
 from .errors import InvalidPositionError
+from .ints import UINT64_MASK
 from .position import Position
 
 MAX_ENTRY_ID = (1 << 32) - 1
@@ -666,8 +667,16 @@ def ack_set_to_words(ack_set: int) -> np.ndarray:
 
 
 def words_to_ack_set(words: Iterable[int] | np.ndarray) -> int:
-    """BitSet words (signed 64-bit) as a Python-int bitset."""
-    arr = np.asarray(list(words) if not isinstance(words, np.ndarray) else words, dtype=np.int64)
-    if arr.size == 0:
-        return 0
-    return int.from_bytes(arr.astype("<i8").tobytes(), "little")
+    """BitSet words (``java.util.BitSet.toLongArray()``: signed 64-bit, lowest first; a
+    protocol ack set, a stored batch deletion) as a Python-int bitset: bit ``i`` of word ``w``
+    is bit ``64*w + i``. The one words-to-int conversion of mledger. O(words).
+
+    >>> words_to_ack_set([-1, 1]) == (1 << 65) - 1
+    True
+    """
+    if isinstance(words, np.ndarray):
+        return int.from_bytes(words.astype("<i8").tobytes(), "little") if words.size else 0
+    bits = 0
+    for i, word in enumerate(words):  # a few words at most: cheaper than a numpy round trip
+        bits |= (int(word) & UINT64_MASK) << (64 * i)
+    return bits

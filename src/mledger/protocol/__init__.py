@@ -11,7 +11,7 @@ commands), :mod:`~mledger.protocol.connection` (sans-I/O handshake and command t
 (producer access modes, tokens), :mod:`~mledger.protocol.session` (commands -> broker calls,
 SENDs through the broker's pipelined publish; no sockets, no
 event loop: it reaches its server through the :class:`~mledger.protocol.session.SessionHost`
-protocol it defines), :mod:`~mledger.protocol.server` (the asyncio shell) and
+protocol; split by job into private modules, see its docstring), :mod:`~mledger.protocol.server` (the asyncio shell) and
 :mod:`~mledger.protocol.embedded` (a server on its own loop in a background thread). The pytest
 fixture is in :mod:`mledger_pytest`.
 The coverage of every command is in ``docs/protocol-coverage.md``.
@@ -28,6 +28,7 @@ from .config import (
 from .connection import (
     PROTOCOL_VERSION as PROTOCOL_VERSION,
     Connection as Connection,
+    ConnectionEvent as ConnectionEvent,
     ConnectionState as ConnectionState,
     Request as Request,
 )
@@ -37,6 +38,7 @@ from .errors import (
     LocalProtocolError as LocalProtocolError,
     ProtocolError as ProtocolError,
     RemoteProtocolError as RemoteProtocolError,
+    StateTransitionError as StateTransitionError,
     UnknownListenerError as UnknownListenerError,
 )
 from .server import ProtocolServer as ProtocolServer
@@ -48,6 +50,7 @@ __all__ = [
     "BrokerClock",
     "CommandSpec",
     "Connection",
+    "ConnectionEvent",
     "ConnectionState",
     "EmbeddedBroker",
     "FrameTooLargeError",
@@ -59,6 +62,7 @@ __all__ = [
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
+    "StateTransitionError",
     "UnknownListenerError",
     "parse_advertised_listeners",
 ]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..broker import ProducerBusyError, Topic
 from ..broker.names import TopicName
-from ..core.errors import NotAllowedError, PermissionDeniedError
+from ..core.errors import NotAllowedError, PermissionDeniedError, ServerError
 
 if TYPE_CHECKING:
     from ..admin import Authorization
@@ -39,6 +39,7 @@ class ProducerFencedError(NotAllowedError):
     """An exclusive producer could not take the topic (Pulsar's ``ProducerFenced``)."""
 
     http_status = 409
+    server_error = ServerError.ProducerFenced
 
 
 class AccessHolder(Protocol):

@@ -8,10 +8,13 @@ read (:meth:`Connection.receive_data`) and gets back the :class:`Request` object
 must handle; everything to send (replies, MESSAGE frames, what the connection answers by
 itself) accumulates in an outbox the shell drains with :meth:`Connection.data_to_send`.
 
-States::
+States, moved only by :func:`next_state` over :data:`TRANSITIONS` (h11's ``_state.py``: a
+missing ``(state, event)`` pair is refused with
+:class:`~mledger.protocol.errors.StateTransitionError`, never assigned by hand)::
 
     AWAITING_CONNECT --CONNECT--> CONNECTING --accept_connect--> CONNECTED --close--> CLOSED
                                              --refuse_connect--> CLOSED
+    (close from any state -> CLOSED)
 
 What the connection answers by itself, without the session:
 
@@ -34,7 +37,7 @@ from typing import NamedTuple
 from ..codec.proto import PulsarApi_pb2 as api
 from .codec import decode_command, encode_command
 from .commands import COMMANDS, Direction, Support
-from .errors import LocalProtocolError, RemoteProtocolError
+from .errors import LocalProtocolError, RemoteProtocolError, StateTransitionError
 from .framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
     FRAME_PADDING,
@@ -45,7 +48,15 @@ from .framing import (
     payload_frame_parts,
 )
 
-__all__ = ["PROTOCOL_VERSION", "Connection", "ConnectionState", "Request"]
+__all__ = [
+    "PROTOCOL_VERSION",
+    "TRANSITIONS",
+    "Connection",
+    "ConnectionEvent",
+    "ConnectionState",
+    "Request",
+    "next_state",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +77,41 @@ class ConnectionState(Enum):
     CONNECTING = "connecting"
     CONNECTED = "connected"
     CLOSED = "closed"
+
+
+class ConnectionEvent(Enum):
+    """What moves the connection from one state to another."""
+
+    CONNECT = "CONNECT"
+    """The client's CONNECT arrived."""
+    ACCEPT = "accept_connect"
+    """The session answered CONNECTED."""
+    REFUSE = "refuse_connect"
+    """The session answered the CONNECT with ERROR (failed authentication)."""
+    CLOSE = "close"
+    """The connection is gone."""
+
+
+_S, _E = ConnectionState, ConnectionEvent
+TRANSITIONS: dict[tuple[ConnectionState, ConnectionEvent], ConnectionState] = {
+    (_S.AWAITING_CONNECT, _E.CONNECT): _S.CONNECTING,
+    (_S.CONNECTING, _E.ACCEPT): _S.CONNECTED,
+    (_S.CONNECTING, _E.REFUSE): _S.CLOSED,
+    (_S.AWAITING_CONNECT, _E.CLOSE): _S.CLOSED,
+    (_S.CONNECTING, _E.CLOSE): _S.CLOSED,
+    (_S.CONNECTED, _E.CLOSE): _S.CLOSED,
+    (_S.CLOSED, _E.CLOSE): _S.CLOSED,
+}
+"""(state, event) -> the next state: every move the connection makes."""
+
+
+def next_state(state: ConnectionState, event: ConnectionEvent) -> ConnectionState:
+    """The state :data:`TRANSITIONS` moves ``state`` to on ``event``; raises
+    :class:`~mledger.protocol.errors.StateTransitionError` when the table has no such move. O(1)."""
+    try:
+        return TRANSITIONS[state, event]
+    except KeyError:
+        raise StateTransitionError(state, event) from None
 
 
 class Request(NamedTuple):
@@ -117,16 +163,17 @@ class Connection:
             spec = COMMANDS.get(type_)
             if spec is None:  # pragma: no cover - decode_command refuses unknown types
                 raise RemoteProtocolError(f"unknown command type {type_}")
-            if self.state is ConnectionState.AWAITING_CONNECT:
-                if type_ != _T.CONNECT:
-                    raise RemoteProtocolError(f"{spec.name} before CONNECT")
-                self.state = ConnectionState.CONNECTING
+            if type_ == _T.CONNECT:
+                try:
+                    self.state = next_state(self.state, ConnectionEvent.CONNECT)
+                except StateTransitionError as exc:
+                    raise RemoteProtocolError(f"CONNECT on a connection that already sent one ({exc})") from None
                 self.client_version = cmd.connect.client_version
                 self._client_protocol_version = max(cmd.connect.protocol_version, 0)
                 out.append(Request(type_, cmd))
                 continue
-            if type_ == _T.CONNECT:
-                raise RemoteProtocolError("CONNECT on a connection that already sent one")
+            if self.state is ConnectionState.AWAITING_CONNECT:
+                raise RemoteProtocolError(f"{spec.name} before CONNECT")
             if self.state is not ConnectionState.CONNECTED:
                 raise RemoteProtocolError(f"{spec.name} before the CONNECT was answered")
             if type_ == _T.PING:
@@ -167,9 +214,7 @@ class Connection:
     def accept_connect(self, server_version: str) -> None:
         """Answer the client's CONNECT with CONNECTED: protocol version min(client, 20) and
         ``max_message_size``."""
-        if self.state is not ConnectionState.CONNECTING:
-            raise LocalProtocolError(f"accept_connect in state {self.state.value}")
-        self.state = ConnectionState.CONNECTED
+        self.state = next_state(self.state, ConnectionEvent.ACCEPT)
         self.protocol_version = min(self._client_protocol_version, PROTOCOL_VERSION)
         self.send(
             api.BaseCommand(
@@ -184,10 +229,9 @@ class Connection:
 
     def refuse_connect(self, error: api.ServerError.ValueType, message: str) -> None:
         """Answer CONNECT with ERROR (request id 0, as Pulsar does) and close."""
-        if self.state is not ConnectionState.CONNECTING:
-            raise LocalProtocolError(f"refuse_connect in state {self.state.value}")
+        state = next_state(self.state, ConnectionEvent.REFUSE)  # refused before the ERROR is queued
         self.send_error(0, error, message)
-        self.state = ConnectionState.CLOSED
+        self.state = state
 
     # -- output ------------------------------------------------------------------------------
     def send(self, cmd: api.BaseCommand) -> None:
@@ -236,5 +280,5 @@ class Connection:
         return self._decoder.buffered
 
     def close(self) -> None:
-        """Mark the connection closed (the shell closes the socket)."""
-        self.state = ConnectionState.CLOSED
+        """Mark the connection closed (the shell closes the socket); from any state."""
+        self.state = next_state(self.state, ConnectionEvent.CLOSE)

@@ -9,6 +9,8 @@ something the protocol does not allow (a bug in the caller). Both subclass
 
 from __future__ import annotations
 
+from enum import Enum
+
 from ..core.errors import MLedgerError
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "LocalProtocolError",
     "ProtocolError",
     "RemoteProtocolError",
+    "StateTransitionError",
     "UnknownListenerError",
 ]
 
@@ -34,6 +37,18 @@ class FrameTooLargeError(RemoteProtocolError):
 
 class LocalProtocolError(ProtocolError):
     """This side tried to send something the protocol does not allow."""
+
+
+class StateTransitionError(LocalProtocolError):
+    """The connection's transition table has no move for an event in the current state (h11's
+    ``_fire_event_triggered_transitions`` refusal); ``state`` and ``event`` name them. When the
+    event is the client's (a second CONNECT) the connection raises
+    :class:`RemoteProtocolError` from it instead."""
+
+    def __init__(self, state: Enum, event: Enum) -> None:
+        super().__init__(f"no transition for {event.value} in state {state.value}")
+        self.state = state
+        self.event = event
 
 
 class UnknownListenerError(ProtocolError):

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from ...core.errors import MLedgerError
+from ...core.ints import as_int64
 from ..inputs import InputPlan, ReadTask, filesystem_for, parquet_topics, read_task
 from ..layout import (
     PREPARED_SCHEMA,
@@ -102,8 +103,7 @@ the row-by-row Arrow conversion for Python), so :data:`~.schema.EVENT_SCHEMA` is
 def spark_xxhash64(text: str, seed: int = 42) -> int:
     """Spark's ``xxhash64(text)`` (XXH64 of the UTF-8 bytes, seed 42, as a signed long), so
     the driver knows the ``topic_key`` of a topic without running a Spark job."""
-    h = xxhash.xxh64_intdigest(text.encode("utf-8"), seed)
-    return h - (1 << 64) if h >= 1 << 63 else h
+    return as_int64(xxhash.xxh64_intdigest(text.encode("utf-8"), seed))
 
 
 class TopicKeyCollisionError(MLedgerError, RuntimeError):

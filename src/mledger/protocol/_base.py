@@ -1,0 +1,139 @@
+"""The state of a protocol session and the helpers its command handlers share.
+
+:class:`SessionBase` holds what one client connection has open (producers, consumers, SENDs
+waiting for their receipts, counters) and the replies and checks every group of handlers
+uses; the handlers themselves are in :mod:`~mledger.protocol._producing`,
+:mod:`~mledger.protocol._consuming` and :mod:`~mledger.protocol.session`, whose
+:class:`~mledger.protocol.session.Session` puts the groups together. Loop thread only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..broker import PartitionedTopic, Topic
+from ..broker.names import TopicName
+from ..broker.tenants import TenantNotFoundError
+from ..codec.proto import PulsarApi_pb2 as api
+from ..core.errors import NotAllowedError
+from ..core.ints import UINT64_MASK
+from ._convert import server_error_code
+from ._handles import ConsumerHandle, ProducerHandle, Send, SessionHost
+from .connection import Connection, ConnectionState
+from .nonpersistent import NonPersistentEndpoints
+
+__all__ = ["SessionBase"]
+
+_T = api.BaseCommand
+
+
+class SessionBase:
+    """A session's state and shared helpers (see the module docstring)."""
+
+    def __init__(self, host: SessionHost[Any], peer: str = "", peer_subject: Any = None) -> None:
+        self._host = host
+        self.peer = peer
+        self.peer_subject = peer_subject
+        """The verified TLS client certificate's subject (``getpeercert()["subject"]``), None
+        without one: what the ``tls`` authentication provider takes the role from."""
+        self.connection = Connection(host.config.max_message_size)
+        self.role: str | None = None
+        self._producers: dict[int, ProducerHandle] = {}
+        self._consumers: dict[int, ConsumerHandle] = {}
+        self._pending_sends: dict[int, list[Send]] = {}
+        self.paused = False
+        self.closed = False
+        self.inflight_sends = 0
+        self.messages_in = 0
+        self.messages_out = 0
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.checksum_errors = 0
+        self.validation_errors = 0
+        self._np = NonPersistentEndpoints(self)
+
+    @property
+    def host(self) -> SessionHost[Any]:
+        """The server driving this session."""
+        return self._host
+
+    def _wake(self) -> None:
+        self._host.flush_soon(self)
+
+    def wake(self) -> None:
+        """Write what was queued at the end of this loop turn."""
+        self._wake()
+
+    def authorize_topic(self, topic: TopicName, operation: str) -> None:
+        """``PermissionDeniedError`` unless this client's role may do ``operation`` on ``topic``."""
+        auth = self._host.auth
+        if auth is not None:
+            auth.authorize(self.role, operation, topic)
+
+    def error_code(self, exc: BaseException) -> api.ServerError.ValueType:
+        """The protocol's error code for a broker error (the ``server_error`` it carries)."""
+        return server_error_code(exc)
+
+    def send_error(self, producer_id: int, sequence_id: int, error: api.ServerError.ValueType, message: str) -> None:
+        """Queue SEND_ERROR for one SEND."""
+        self._send_error(producer_id, sequence_id, error, message)
+
+    def send_success(self, request_id: int) -> None:
+        """Queue SUCCESS for ``request_id``."""
+        self._send_success(request_id)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _send_error(self, producer_id: int, sequence_id: int, error: api.ServerError.ValueType, message: str) -> None:
+        self.connection.send(
+            api.BaseCommand(
+                type=_T.SEND_ERROR,
+                send_error=api.CommandSendError(
+                    producer_id=producer_id, sequence_id=sequence_id & UINT64_MASK, error=error, message=message
+                ),
+            )
+        )
+
+    def _send_success(self, request_id: int) -> None:
+        self.connection.send(api.BaseCommand(type=_T.SUCCESS, success=api.CommandSuccess(request_id=request_id)))
+
+    def _open_partition(self, topic: str) -> Topic:
+        found = self._host.broker.open_topic(topic)
+        if isinstance(found, PartitionedTopic):
+            raise NotAllowedError(
+                f"{topic} is a partitioned topic: clients open its partitions ({topic}-partition-<i>)"
+            )
+        return found
+
+    def _authorize(self, topic: str, operation: str, subscription: str | None = None) -> None:
+        auth = self._host.auth
+        if auth is not None:
+            self._check_tenant(TopicName.parse(topic, any_domain=True))
+            auth.authorize(self.role, operation, topic, subscription)
+
+    def _authorize_lookup(self, topic: str) -> None:
+        auth = self._host.auth
+        if auth is not None:
+            # any domain: a lookup of a non-persistent topic is checked like a persistent one's
+            name = TopicName.parse(topic, any_domain=True)
+            self._check_tenant(name)
+            auth.authorize_lookup(self.role, name)
+
+    def _check_tenant(self, name: TopicName) -> None:
+        """Pulsar's authorization reads the topic's tenant first (``validateTenantAdminAccess``):
+        an unknown tenant is 404 "Tenant does not exist", which clients get as ``TopicNotFound``,
+        before any permission is checked (so a role with no grant there learns no more)."""
+        if not self._host.broker.tenants.exists(name.tenant):
+            raise TenantNotFoundError(f"Tenant does not exist: {name.tenant}")
+
+    @property
+    def is_connected(self) -> bool:
+        """Whether the handshake completed and the connection is open."""
+        return self.connection.state is ConnectionState.CONNECTED and not self.closed
+
+    @property
+    def producer_count(self) -> int:
+        return len(self._producers) + self._np.producer_count
+
+    @property
+    def consumer_count(self) -> int:
+        return len(self._consumers) + self._np.consumer_count

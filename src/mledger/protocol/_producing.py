@@ -1,0 +1,202 @@
+"""The producer commands of a protocol session: PRODUCER, SEND, CLOSE_PRODUCER.
+
+PRODUCER -> ``Topic.create_producer`` (access modes, schema). SEND -> the pipelined publish
+(``Topic.publish_entries``: the producer's bytes from the checksum on, stored unchanged; the
+SENDs of one read go to their topic together, and the ledger's writer stores everything queued
+in one write, off the loop when the store's writes block) -> SEND_RECEIPT with the stored
+position, written as each write completes (the event loop never waits on the store).
+"""
+
+from __future__ import annotations
+
+from ..broker import ClientInfo, FramedPublish, PublishResult
+from ..codec.proto import PulsarApi_pb2 as api
+from ..core.errors import MLedgerError, StateCorruptedError
+from ..core.ints import UINT64_MASK, as_int64
+from ..core.position import Position
+from ._base import SessionBase
+from ._convert import (
+    ACCESS_MODES,
+    metadata_for,
+    schema_info,
+    schema_version_bytes,
+    send_error_code,
+    server_error_code,
+)
+from ._handles import ProducerHandle, Send, SendsDone
+from .codec import send_receipt_frame
+from .connection import Request
+from .nonpersistent import is_non_persistent
+
+__all__ = ["ProducerCommands"]
+
+_T = api.BaseCommand
+
+
+class ProducerCommands(SessionBase):
+    """The producer handlers of :class:`~mledger.protocol.session.Session`."""
+
+    def handle_producer(self, request: Request) -> None:
+        body = request.command.producer
+        if is_non_persistent(body.topic):
+            self._np.open_producer(body)
+            return
+        request_id = body.request_id
+        existing = self._producers.get(body.producer_id)
+        if existing is not None and existing.topic.name == body.topic and not existing.closed:
+            self._send_producer_success(request_id, existing)  # a retried request: same answer
+            return
+        try:
+            self._authorize(body.topic, "PRODUCE")
+            topic = self._open_partition(body.topic)
+            schema_version = None
+            if body.HasField("schema"):
+                version = self._host.broker.add_schema(topic.name, schema_info(body.schema))
+                schema_version = schema_version_bytes(version)
+            mode = body.producer_access_mode
+            wait = self._host.access.check(topic, mode)
+            name = body.producer_name if body.HasField("producer_name") and body.producer_name else None
+            handle = ProducerHandle(self, body.producer_id, topic, mode)
+            client = ClientInfo(
+                self.peer or None,
+                self.connection.client_version or None,
+                body.producer_id,
+                ACCESS_MODES.get(mode, "Shared"),
+            )
+            producer = topic.create_producer(name, None, listener=handle, client=client)
+            handle.producer = producer
+            handle.name = producer.name
+            handle.schema_version = schema_version
+        except MLedgerError as exc:
+            self.connection.send_error(request_id, server_error_code(exc), str(exc))
+            return
+        self._producers[body.producer_id] = handle
+        self._host.watch(topic)
+        if wait:
+            # WaitForExclusive: answered "not ready" now, PRODUCER_SUCCESS once it is exclusive.
+            self._send_producer_success(request_id, handle, ready=False)
+            self._host.access.wait(topic, handle, lambda: self._exclusive_granted(request_id, handle))
+            return
+        self._host.access.add(topic, handle)
+        self._send_producer_success(request_id, handle)
+
+    def _exclusive_granted(self, request_id: int, handle: ProducerHandle) -> None:
+        if handle.closed:
+            return
+        self._send_producer_success(request_id, handle)
+        self._wake()
+
+    def _send_producer_success(self, request_id: int, handle: ProducerHandle, ready: bool = True) -> None:
+        success = api.CommandProducerSuccess(
+            request_id=request_id,
+            producer_name=handle.name,
+            last_sequence_id=handle.producer.last_sequence_id,
+            producer_ready=ready,
+        )
+        if handle.schema_version is not None:
+            success.schema_version = handle.schema_version
+        self.connection.send(api.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=success))
+
+    def handle_send(self, request: Request) -> None:
+        send = request.command.send
+        producer_id = send.producer_id
+        if self._np.has_producer(producer_id):
+            self._np.send(request)
+            return
+        raw_sequence_id = send.sequence_id
+        handle = self._producers.get(producer_id)
+        if handle is None or handle.closed:
+            self._send_error(producer_id, raw_sequence_id, api.NotAllowedError, "Producer is not ready")
+            return
+        payload = request.payload
+        if payload is None:
+            self._send_error(producer_id, raw_sequence_id, api.NotAllowedError, "SEND without a payload")
+            return
+        entry, metadata_bytes, checksum_ok = payload
+        if checksum_ok is False:
+            self.checksum_errors += 1
+            self._send_error(producer_id, raw_sequence_id, api.ChecksumError, "Checksum failed on the broker")
+            return
+        topic = handle.topic
+        try:
+            metadata = metadata_for(topic, metadata_bytes)
+        except StateCorruptedError as exc:
+            self._send_error(producer_id, raw_sequence_id, api.UnknownError, str(exc))
+            return
+        sequence_id = as_int64(raw_sequence_id)
+        raw_highest = send.highest_sequence_id
+        highest = as_int64(raw_highest)
+        if highest <= sequence_id:
+            highest = sequence_id
+        n = send.num_messages if send.HasField("num_messages") else 1
+        item = FramedPublish(handle.name, sequence_id, highest, n, metadata, entry)
+        sends = self._pending_sends.get(id(topic))
+        if sends is None:
+            sends = self._pending_sends[id(topic)] = []
+        sends.append((handle, raw_sequence_id, highest & UINT64_MASK, item))
+        self.inflight_sends += 1
+        self.messages_in += n
+        self.bytes_in += len(entry)
+
+    def _flush_sends(self) -> None:
+        if not self._pending_sends:
+            return
+        batches = self._pending_sends
+        self._pending_sends = {}
+        for sends in batches.values():
+            topic = sends[0][0].topic
+            topic.publish_entries([s[3] for s in sends], SendsDone(self, sends))
+
+    def sends_completed(self, sends: list[Send], results: list[PublishResult]) -> None:
+        """The topic stored (or refused) ``sends``: SEND_RECEIPT or SEND_ERROR for each, in
+        order (loop thread)."""
+        self.inflight_sends -= len(sends)
+        if self.closed:
+            return
+        frames: list[bytes] = []
+        receipt = send_receipt_frame
+        for (handle, sequence_id, highest, _), result in zip(sends, results, strict=True):
+            if isinstance(result, Position):
+                frames.append(receipt(handle.producer_id, sequence_id, highest, result[0], result[1]))
+            elif result is None:  # a duplicate: Pulsar answers a receipt with id (-1, -1)
+                frames.append(receipt(handle.producer_id, sequence_id, highest, UINT64_MASK, UINT64_MASK))
+            else:
+                assert isinstance(result, BaseException)
+                self.connection.send_frames(frames)
+                frames = []
+                self._send_error(handle.producer_id, sequence_id, send_error_code(result), str(result))
+        self.connection.send_frames(frames)
+        self._wake()
+
+    def handle_close_producer(self, request: Request) -> None:
+        body = request.command.close_producer
+        self._np.close_producer(body.producer_id)
+        handle = self._producers.get(body.producer_id)
+        if handle is not None:
+            self._close_producer(handle)
+        self._send_success(body.request_id)
+
+    def _close_producer(self, handle: ProducerHandle) -> None:
+        self._producers.pop(handle.producer_id, None)
+        if handle.closed:
+            return
+        handle.closed = True
+        handle.producer.detach_listener()  # our own listener: do not echo the close
+        handle.producer.close()
+        self._host.access.remove(handle.topic, handle)
+
+    def producer_closed_by_broker(self, handle: ProducerHandle) -> None:
+        """The broker closed ``handle``'s producer, or another producer fenced it: forget it
+        and tell the client (CLOSE_PRODUCER). Loop thread."""
+        if handle.closed or self.closed:
+            return
+        self._producers.pop(handle.producer_id, None)
+        handle.closed = True
+        self._host.access.remove(handle.topic, handle)
+        self.connection.send(
+            api.BaseCommand(
+                type=_T.CLOSE_PRODUCER,
+                close_producer=api.CommandCloseProducer(producer_id=handle.producer_id, request_id=UINT64_MASK),
+            )
+        )
+        self._wake()
