@@ -510,14 +510,9 @@ def topics_router(
             subscription_names=list(dict.fromkeys(names)) or None,
         )
         header = {CANCEL_RESULTS_HEADER: json.dumps(result.results, separators=(",", ":"))}
-        if result.refused:
-            reason = (
-                "Failed to cancel delayed message on subscription(s) "
-                + ", ".join(result.refused)
-                + ": their type uses cumulative acknowledgement"
-            )
+        if result.refusal is not None:
             return Response(
-                ErrorBody(reason=reason).model_dump_json(), status_code=412, media_type=JSON, headers=header
+                ErrorBody(reason=result.refusal).model_dump_json(), status_code=412, media_type=JSON, headers=header
             )
         return _no_content(header)
 
