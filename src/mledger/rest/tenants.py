@@ -1,19 +1,8 @@
 """Clusters and tenants over REST (Pulsar's ``ClustersBase`` and ``TenantsBase``, v2 paths).
 
-=======  ==========================  =====================================  ===
-method   path (after ``/admin/v2``)  admin call                             ok
-=======  ==========================  =====================================  ===
-GET      ``/clusters``               clusters.list (no role needed)         200
-GET      ``/clusters/{c}``           clusters.get (``ClusterData``)         200
-PUT      ``/clusters/{c}``           clusters.create (body ``ClusterData``) 204
-POST     ``/clusters/{c}``           clusters.update (body ``ClusterData``) 204
-DELETE   ``/clusters/{c}``           clusters.delete                        204
-GET      ``/tenants``                tenants.list                           200
-GET      ``/tenants/{t}``            tenants.get (``TenantInfo``)           200
-PUT      ``/tenants/{t}``            tenants.create (body ``TenantInfo``)   204
-POST     ``/tenants/{t}``            tenants.update (body ``TenantInfo``)   204
-DELETE   ``/tenants/{t}``            tenants.delete                         204
-=======  ==========================  =====================================  ===
+The routes (``/clusters``, ``/clusters/{c}``, ``/tenants``, ``/tenants/{t}``: list, get, create
+with PUT, update with POST, delete) are the ``clusters`` and ``tenants`` operations of the admin
+operation table (:data:`mledger.admin._operations.OPERATIONS`); ``GET /clusters`` needs no role.
 
 ``ClusterData`` is Pulsar's JSON (``serviceUrl``, ``serviceUrlTls``, ``brokerServiceUrl``,
 ``brokerServiceUrlTls``, other fields kept as given); ``TenantInfo`` is ``{"adminRoles": [...],

@@ -1,49 +1,11 @@
 """Pulsar's ``PersistentTopics`` REST resources, v2 and v1, mapped onto ``Admin.topics``.
 
-Routes (after ``/admin/v2/persistent/{tenant}/{namespace}``, or v1's
-``/admin/persistent/{property}/{cluster}/{namespace}``; ``{topic}`` and ``{subName}`` are
-URL-encoded as Pulsar's clients encode them: ``+`` is a space and ``%2F`` stays in the name):
-
-=======  ===================================================  =========================  ===
-method   path                                                 admin call                 ok
-=======  ===================================================  =========================  ===
-GET      (none)                                               list_topics                200
-GET      ``partitioned``                                      list_partitioned_topics    200
-PUT      ``{topic}``                                          create_topic               204
-DELETE   ``{topic}`` (``?force``)                             delete_topic               204
-GET      ``{topic}/partitions`` (``?checkAllowAutoCreation``)   partitioned_topic_metadata 200
-PUT      ``{topic}/partitions`` (body: N)                     create_topic(partitions=N) 204
-DELETE   ``{topic}/partitions`` (``?force``)                  delete_topic               204
-GET      ``{topic}/subscriptions``                            list_subscriptions         200
-GET      ``{topic}/stats`` (options below)                    stats                      200
-GET      ``{topic}/partitioned-stats`` (``?perPartition``)    partitioned_stats          200
-GET      ``{topic}/internalStats``                            internal_stats             200
-GET      ``{topic}/partitioned-internalStats``                partitioned_internal_stats 200
-POST     ``{topic}/cancelDelayedMessage``                     cancel_delayed_message     204
-PUT      ``{topic}/subscription/{subName}`` (body: id)        create_subscription        204
-DELETE   ``{topic}/subscription/{subName}``                   delete_subscription        204
-POST     ``{topic}/subscription/{subName}/skipByMessageIds``  skip_messages              204
-POST     ``{topic}/subscription/{subName}/skip_all``          clear_backlog              204
-POST     ``{topic}/subscription/{subName}/skip/{numMessages}``  skip                     204
-POST     ``{topic}/subscription/{subName}/resetcursor/{timestamp}``  reset_cursor_by_time  204
-POST     ``{topic}/subscription/{subName}/resetcursor``       reset_cursor (body: id)    204
-GET      ``{topic}/retention`` (``?applied``)                 get_retention              200
-POST     ``{topic}/retention`` (body: RetentionPolicies)      set_retention              204
-DELETE   ``{topic}/retention``                                remove_retention           204
-PUT      ``{topic}/compaction``                               trigger_compaction         204
-GET      ``{topic}/compaction``                               compaction_status          200
-GET      ``{topic}/compactionThreshold`` (``?applied``)       get_compaction_threshold   200
-POST     ``{topic}/compactionThreshold`` (body: bytes)        set_compaction_threshold   204
-DELETE   ``{topic}/compactionThreshold``                      remove_compaction_threshold 204
-GET      ``{topic}/permissions``                              permissions                200
-POST     ``{topic}/permissions/{role}`` (body: actions)       grant_permission           204
-DELETE   ``{topic}/permissions/{role}``                       revoke_permission          204
-POST     ``{topic}/terminate``                                terminate                  200
-POST     ``{topic}/terminate/partitions``                     terminate_partitioned      200
-GET      ``{topic}/schemaCompatibilityStrategy`` (``?applied``)  get_schema_compatibility_strategy  200
-PUT      ``{topic}/schemaCompatibilityStrategy`` (body: name)  set_schema_compatibility_strategy  204
-DELETE   ``{topic}/schemaCompatibilityStrategy``              remove_schema_compatibility_strategy  204
-=======  ===================================================  =========================  ===
+The routes are the ``topics`` operations of the admin operation table
+(:data:`mledger.admin._operations.OPERATIONS`: method, path, admin call, success status), in its
+order, under ``/admin/v2/persistent/{tenant}/{namespace}`` and v1's
+``/admin/persistent/{property}/{cluster}/{namespace}``; each handler here is registered under its
+operation's name. ``{topic}`` and ``{subName}`` are URL-encoded as Pulsar's clients encode them:
+``+`` is a space and ``%2F`` stays in the name.
 
 ``terminate`` answers the last message id as Pulsar's ``MessageIdImpl`` JSON
 (``{"ledgerId": L, "entryId": E, "partitionIndex": -1}``), 405 on a partitioned topic;
