@@ -50,6 +50,7 @@ from ..core.errors import (
     error_class_for_status,
 )
 from ..core.position import LATEST, Position
+from ._operations import Group, operation
 from .requests import ResetCursorData, SkipMessageIdsRequest
 from .stats import (
     PartitionedTopicInternalStats,
@@ -59,7 +60,7 @@ from .stats import (
     TopicStatsData,
 )
 from .topics import CancelDelayedMessageResult
-from .wire import CANCEL_RESULTS_HEADER, ROLE_HEADER, V2_PERSISTENT, encode_name, encode_segment
+from .wire import CANCEL_RESULTS_HEADER, ROLE_HEADER, encode_name, encode_segment
 
 try:
     import httpx
@@ -260,97 +261,146 @@ def _message_id(value: Any) -> MessageId:
         raise AdminConnectionError(f"not a message id: {str(value)[:80]!r}") from None
 
 
-class RemoteNamespaces:
-    """``Admin.namespaces`` over HTTP: namespaces, their retention, compaction and schema policies."""
+class _RemoteGroup:
+    """What the remote groups share: requests built from the operation table."""
+
+    group: Group
 
     def __init__(self, admin: RemoteAdmin) -> None:
         self._admin = admin
 
-    @staticmethod
-    def _namespace_path(namespace: str) -> str:
-        parts = namespace.split("/") if isinstance(namespace, str) else []
-        if len(parts) != 2 or not all(parts):
-            raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
-        return f"/admin/v2/namespaces/{encode_segment(parts[0])}/{encode_segment(parts[1])}"
+    def _send(
+        self,
+        name: str,
+        params: Mapping[str, str],
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """Operation ``name`` of this group with its path ``params`` (encoded); see ``RemoteAdmin.call``."""
+        op = operation(self.group, name)
+        return self._admin.call(op.method, op.url(**params), query, body)
 
-    @classmethod
-    def _path(cls, namespace: str, leaf: str = "retention") -> str:
-        return f"{cls._namespace_path(namespace)}/{leaf}"
+    def _get(self, name: str, params: Mapping[str, str], query: Mapping[str, str] | None = None) -> Any:
+        """Operation ``name`` (a GET) and its decoded JSON body."""
+        return self._admin.get_json(operation(self.group, name).url(**params), query)
+
+    def _payload(self, name: str, params: Mapping[str, str], query: Mapping[str, str] | None = None) -> bytes:
+        """Operation ``name`` and its raw body."""
+        return self._send(name, params, query)[2]
+
+
+def _json_body(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+def _force(force: bool) -> dict[str, str] | None:
+    return {"force": "true"} if force else None
+
+
+def _applied(applied: bool) -> dict[str, str] | None:
+    return {"applied": "true"} if applied else None
+
+
+def _namespace_params(namespace: object) -> dict[str, str]:
+    """``tenant``/``namespace`` path parameters of ``<tenant>/<namespace>`` (400 for another shape)."""
+    parts = namespace.split("/") if isinstance(namespace, str) else []
+    if len(parts) != 2 or not all(parts):
+        raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
+    return {"tenant": encode_segment(parts[0]), "namespace": encode_segment(parts[1])}
+
+
+class RemoteNamespaces(_RemoteGroup):
+    """``Admin.namespaces`` over HTTP: namespaces, their retention, compaction and schema policies."""
+
+    group = "namespaces"
 
     def create(self, namespace: str, policies: Mapping[str, object] | None = None) -> None:
-        body = json.dumps(dict(policies)).encode() if policies else None
-        self._admin.call("PUT", self._namespace_path(namespace), body=body)
+        self._send(
+            "create_namespace", _namespace_params(namespace), body=_json_body(dict(policies)) if policies else None
+        )
 
     def list(self, tenant: str) -> list[str]:
-        return [str(n) for n in self._admin.get_json(f"/admin/v2/namespaces/{encode_segment(tenant)}")]
+        return [str(n) for n in self._get("list_namespaces", {"tenant": encode_segment(tenant)})]
 
     def delete(self, namespace: str, force: bool = False) -> None:
-        self._admin.call("DELETE", self._namespace_path(namespace), {"force": "true"} if force else None)
+        self._send("delete_namespace", _namespace_params(namespace), _force(force))
 
     def grant_permission(self, namespace: str, role: str, actions: Iterable[str]) -> None:
-        path = self._path(namespace, f"permissions/{encode_segment(role)}")
-        self._admin.call("POST", path, body=json.dumps(sorted(actions)).encode())
+        params = {**_namespace_params(namespace), "role": encode_segment(role)}
+        self._send("grant_permission", params, body=_json_body(sorted(actions)))
 
     def revoke_permission(self, namespace: str, role: str) -> None:
-        self._admin.call("DELETE", self._path(namespace, f"permissions/{encode_segment(role)}"))
+        self._send("revoke_permission", {**_namespace_params(namespace), "role": encode_segment(role)})
 
     def policies(self, namespace: str) -> dict[str, object]:
-        value = self._admin.get_json(self._namespace_path(namespace))
+        value = self._get("get_policies", _namespace_params(namespace))
         if not isinstance(value, dict):
             raise AdminConnectionError(f"not namespace policies: {str(value)[:80]!r}")
         return value
 
     def grant_permission_on_subscription(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
-        path = self._path(namespace, f"permissions/subscription/{encode_segment(subscription)}")
-        self._admin.call("POST", path, body=json.dumps(sorted(roles)).encode())
+        params = {**_namespace_params(namespace), "subscription": encode_segment(subscription)}
+        self._send("grant_subscription_permission", params, body=_json_body(sorted(roles)))
 
     def revoke_permission_on_subscription(self, namespace: str, subscription: str, role: str) -> None:
-        path = self._path(namespace, f"permissions/{encode_segment(subscription)}/{encode_segment(role)}")
-        self._admin.call("DELETE", path)
+        params = {
+            **_namespace_params(namespace),
+            "subscription": encode_segment(subscription),
+            "role": encode_segment(role),
+        }
+        self._send("revoke_subscription_permission", params)
 
     def permissions_on_subscriptions(self, namespace: str) -> dict[str, builtins.list[str]]:
-        return _grants(self._admin.get_json(self._path(namespace, "permissions/subscription")))
+        return _grants(self._get("get_subscription_permissions", _namespace_params(namespace)))
 
     def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
-        return _grants(self._admin.get_json(self._path(namespace, "permissions")))
+        return _grants(self._get("get_permissions", _namespace_params(namespace)))
 
     def get_retention(self, namespace: str) -> RetentionPolicies | None:
-        return _retention(self._admin.call("GET", self._path(namespace))[2])
+        return _retention(self._payload("get_retention", _namespace_params(namespace)))
 
     def set_retention(self, namespace: str, policies: RetentionPolicies) -> None:
-        self._admin.call("POST", self._path(namespace), body=json.dumps(policies.to_json()).encode())
+        self._send("set_retention", _namespace_params(namespace), body=_json_body(policies.to_json()))
 
     def remove_retention(self, namespace: str) -> None:
-        self._admin.call("DELETE", self._path(namespace))
+        self._send("remove_retention", _namespace_params(namespace))
 
     def get_compaction_threshold(self, namespace: str) -> int | None:
-        return _threshold(self._admin.call("GET", self._path(namespace, "compactionThreshold"))[2])
+        return _threshold(self._payload("get_compaction_threshold", _namespace_params(namespace)))
 
     def set_compaction_threshold(self, namespace: str, threshold: int) -> None:
-        self._admin.call("PUT", self._path(namespace, "compactionThreshold"), body=json.dumps(threshold).encode())
+        self._send("set_compaction_threshold", _namespace_params(namespace), body=_json_body(threshold))
 
     def remove_compaction_threshold(self, namespace: str) -> None:
-        self._admin.call("DELETE", self._path(namespace, "compactionThreshold"))
+        self._send("remove_compaction_threshold", _namespace_params(namespace))
 
     def get_schema_compatibility_strategy(self, namespace: str) -> SchemaCompatibilityStrategy:
-        path = self._path(namespace, "schemaCompatibilityStrategy")
-        strategy = _strategy(self._admin.call("GET", path)[2])
+        strategy = _strategy(self._payload("get_schema_compatibility_strategy", _namespace_params(namespace)))
         if strategy is None:
             raise AdminConnectionError("the server answered no schema compatibility strategy")
         return strategy
 
     def set_schema_compatibility_strategy(self, namespace: str, strategy: SchemaCompatibilityStrategy | str) -> None:
-        body = json.dumps(SchemaCompatibilityStrategy.parse(strategy).value).encode()
-        self._admin.call("PUT", self._path(namespace, "schemaCompatibilityStrategy"), body=body)
+        body = _json_body(SchemaCompatibilityStrategy.parse(strategy).value)
+        self._send("set_schema_compatibility_strategy", _namespace_params(namespace), body=body)
+
+    def get_schema_auto_update_compatibility_strategy(self, namespace: str) -> str | None:
+        value = self._get("get_schema_auto_update", _namespace_params(namespace))
+        if value is not None and not isinstance(value, str):
+            raise AdminConnectionError(f"not a schema auto-update strategy: {str(value)[:80]!r}")
+        return value
+
+    def set_schema_auto_update_compatibility_strategy(self, namespace: str, policy: str) -> None:
+        self._send("set_schema_auto_update", _namespace_params(namespace), body=_json_body(policy))
 
     def get_is_allow_auto_update_schema(self, namespace: str) -> bool:
-        return bool(self._admin.get_json(self._path(namespace, "isAllowAutoUpdateSchema")))
+        return bool(self._get("get_allow_auto_update", _namespace_params(namespace)))
 
     def set_is_allow_auto_update_schema(self, namespace: str, allowed: bool) -> None:
         if not isinstance(allowed, bool):
             raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
         body = b"true" if allowed else b"false"
-        self._admin.call("POST", self._path(namespace, "isAllowAutoUpdateSchema"), body=body)
+        self._send("set_allow_auto_update", _namespace_params(namespace), body=body)
 
 
 def _grants(value: Any) -> dict[str, list[str]]:
@@ -359,129 +409,112 @@ def _grants(value: Any) -> dict[str, list[str]]:
     return {str(role): sorted(str(a) for a in actions) for role, actions in sorted(value.items())}
 
 
-class RemoteClusters:
+class RemoteClusters(_RemoteGroup):
     """``Admin.clusters`` over HTTP."""
 
-    def __init__(self, admin: RemoteAdmin) -> None:
-        self._admin = admin
-
-    @staticmethod
-    def _path(cluster: str) -> str:
-        return f"/admin/v2/clusters/{encode_segment(cluster)}"
+    group = "clusters"
 
     def list(self) -> list[str]:
-        return [str(c) for c in self._admin.get_json("/admin/v2/clusters")]
+        return [str(c) for c in self._get("list_clusters", {})]
 
     def get(self, cluster: str) -> dict[str, object]:
-        return dict(self._admin.get_json(self._path(cluster)))
+        return dict(self._get("get_cluster", {"cluster": encode_segment(cluster)}))
 
     def create(self, cluster: str, data: Mapping[str, object] | None = None) -> None:
-        self._admin.call("PUT", self._path(cluster), body=json.dumps(dict(data or {})).encode())
+        self._send("create_cluster", {"cluster": encode_segment(cluster)}, body=_json_body(dict(data or {})))
 
     def update(self, cluster: str, data: Mapping[str, object]) -> None:
-        self._admin.call("POST", self._path(cluster), body=json.dumps(dict(data)).encode())
+        self._send("update_cluster", {"cluster": encode_segment(cluster)}, body=_json_body(dict(data)))
 
     def delete(self, cluster: str) -> None:
-        self._admin.call("DELETE", self._path(cluster))
+        self._send("delete_cluster", {"cluster": encode_segment(cluster)})
 
 
-class RemoteTenants:
+class RemoteTenants(_RemoteGroup):
     """``Admin.tenants`` over HTTP."""
 
-    def __init__(self, admin: RemoteAdmin) -> None:
-        self._admin = admin
-
-    @staticmethod
-    def _path(tenant: str) -> str:
-        return f"/admin/v2/tenants/{encode_segment(tenant)}"
+    group = "tenants"
 
     def list(self) -> list[str]:
-        return [str(t) for t in self._admin.get_json("/admin/v2/tenants")]
+        return [str(t) for t in self._get("list_tenants", {})]
 
     def get(self, tenant: str) -> TenantInfo:
         try:
-            return TenantInfo.from_json(self._admin.get_json(self._path(tenant)))
+            return TenantInfo.from_json(self._get("get_tenant", {"tenant": encode_segment(tenant)}))
         except InvalidRequestError as exc:
             raise AdminConnectionError(f"not a tenant info: {exc}") from None
 
     def create(self, tenant: str, info: TenantInfo | Mapping[str, object]) -> None:
-        self._admin.call("PUT", self._path(tenant), body=_tenant_body(info))
+        self._send("create_tenant", {"tenant": encode_segment(tenant)}, body=_tenant_body(info))
 
     def update(self, tenant: str, info: TenantInfo | Mapping[str, object]) -> None:
-        self._admin.call("POST", self._path(tenant), body=_tenant_body(info))
+        self._send("update_tenant", {"tenant": encode_segment(tenant)}, body=_tenant_body(info))
 
     def delete(self, tenant: str) -> None:
-        self._admin.call("DELETE", self._path(tenant))
+        self._send("delete_tenant", {"tenant": encode_segment(tenant)})
 
 
 def _tenant_body(info: TenantInfo | Mapping[str, object]) -> bytes:
-    return json.dumps(info.to_json() if isinstance(info, TenantInfo) else dict(info)).encode()
+    return _json_body(info.to_json() if isinstance(info, TenantInfo) else dict(info))
 
 
-class RemoteTopics:
+class RemoteTopics(_RemoteGroup):
     """``Admin.topics`` over HTTP: same methods, arguments, results and errors."""
 
-    def __init__(self, admin: RemoteAdmin) -> None:
-        self._admin = admin
+    group = "topics"
 
-    # -- paths -------------------------------------------------------------------------------
+    # -- path parameters ---------------------------------------------------------------------
     @staticmethod
-    def _namespace_path(namespace: str | None) -> str:
+    def _namespace(namespace: str | None) -> dict[str, str]:
         if namespace is None:
             raise InvalidRequestError(
                 "listing topics over --admin-url needs <tenant>/<namespace>: the REST API lists one namespace"
             )
-        parts = namespace.split("/") if isinstance(namespace, str) else []
-        if len(parts) != 2 or not all(parts):
-            raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
-        return f"{V2_PERSISTENT}/{encode_segment(parts[0])}/{encode_segment(parts[1])}"
+        return _namespace_params(namespace)
 
     @staticmethod
-    def _topic_path(topic: str, *rest: str) -> str:
+    def _topic(topic: str, **more: str) -> dict[str, str]:
         name = TopicName.parse(topic)
-        path = (
-            f"{V2_PERSISTENT}/{encode_segment(name.tenant)}/{encode_segment(name.namespace)}/{name.encoded_local_name}"
-        )
-        return path + "".join("/" + part for part in rest)
+        tenant, namespace = encode_segment(name.tenant), encode_segment(name.namespace)
+        return {"tenant": tenant, "namespace": namespace, "topic": name.encoded_local_name, **more}
 
-    def _subscription_path(self, topic: str, subscription: str, *rest: str) -> str:
+    def _subscription(self, topic: str, subscription: str, **more: str) -> dict[str, str]:
         if not isinstance(subscription, str) or not subscription:
             raise InvalidRequestError(f"invalid subscription name {subscription!r}")
-        return self._topic_path(topic, "subscription", encode_name(subscription), *rest)
+        return self._topic(topic, subName=encode_name(subscription), **more)
 
     # -- topics ------------------------------------------------------------------------------
     def list_topics(self, namespace: str | None = None) -> list[str]:
-        return list(self._admin.get_json(self._namespace_path(namespace)))
+        return list(self._get("list_topics", self._namespace(namespace)))
 
     def list_partitioned_topics(self, namespace: str | None = None) -> list[str]:
-        return list(self._admin.get_json(self._namespace_path(namespace) + "/partitioned"))
+        return list(self._get("list_partitioned_topics", self._namespace(namespace)))
 
     def create_topic(self, topic: str, partitions: int = 0) -> str:
         if partitions:
-            self._admin.call("PUT", self._topic_path(topic, "partitions"), body=json.dumps(partitions).encode())
+            self._send("create_partitioned_topic", self._topic(topic), body=_json_body(partitions))
         else:
-            self._admin.call("PUT", self._topic_path(topic))
+            self._send("create_topic", self._topic(topic))
         return str(TopicName.parse(topic))
 
     def delete_topic(self, topic: str, force: bool = False) -> None:
-        self._admin.call("DELETE", self._topic_path(topic), {"force": "true"} if force else None)
+        self._send("delete_topic", self._topic(topic), _force(force))
 
     def grant_permission(self, topic: str, role: str, actions: Iterable[str]) -> None:
-        path = self._topic_path(topic, "permissions", encode_segment(role))
-        self._admin.call("POST", path, body=json.dumps(sorted(actions)).encode())
+        self._send("grant_permission", self._topic(topic, role=encode_segment(role)), body=_json_body(sorted(actions)))
 
     def revoke_permission(self, topic: str, role: str) -> None:
-        self._admin.call("DELETE", self._topic_path(topic, "permissions", encode_segment(role)))
+        self._send("revoke_permission", self._topic(topic, role=encode_segment(role)))
 
     def permissions(self, topic: str) -> dict[str, list[str]]:
-        return _grants(self._admin.get_json(self._topic_path(topic, "permissions")))
+        return _grants(self._get("get_permissions", self._topic(topic)))
 
     def partitioned_topic_metadata(self, topic: str) -> PartitionedTopicMetadata:
-        return PartitionedTopicMetadata.model_validate(self._admin.get_json(self._topic_path(topic, "partitions")))
+        return PartitionedTopicMetadata.model_validate(self._get("get_partitioned_metadata", self._topic(topic)))
 
     # -- subscriptions -----------------------------------------------------------------------
     def list_subscriptions(self, topic: str) -> list[str]:
-        return list(self._admin.get_json(self._topic_path(topic, "subscriptions")))
+        return list(self._get("get_subscriptions", self._topic(topic)))
 
     def create_subscription(
         self,
@@ -494,10 +527,10 @@ class RemoteTopics:
         if subscription_type is not None:
             query = {"subscriptionType": SubscriptionType.parse(subscription_type).value}
         body = ResetCursorData.of(position).to_body().encode()
-        self._admin.call("PUT", self._subscription_path(topic, subscription), query, body)
+        self._send("create_subscription", self._subscription(topic, subscription), query, body)
 
     def delete_subscription(self, topic: str, subscription: str) -> None:
-        self._admin.call("DELETE", self._subscription_path(topic, subscription))
+        self._send("delete_subscription", self._subscription(topic, subscription))
 
     # -- stats -------------------------------------------------------------------------------
     def stats(
@@ -512,7 +545,7 @@ class RemoteTopics:
             subscriptionBacklogSize=subscription_backlog_size,
             getEarliestTimeInBacklog=get_earliest_time_in_backlog,
         )
-        return TopicStatsData.model_validate(self._admin.get_json(self._topic_path(topic, "stats"), query))
+        return TopicStatsData.model_validate(self._get("get_stats", self._topic(topic), query))
 
     def partitioned_stats(
         self,
@@ -528,51 +561,47 @@ class RemoteTopics:
             subscriptionBacklogSize=subscription_backlog_size,
             getEarliestTimeInBacklog=get_earliest_time_in_backlog,
         )
-        data = self._admin.get_json(self._topic_path(topic, "partitioned-stats"), query)
-        return PartitionedTopicStatsData.model_validate(data)
+        return PartitionedTopicStatsData.model_validate(self._get("get_partitioned_stats", self._topic(topic), query))
 
     def internal_stats(self, topic: str) -> PersistentTopicInternalStats:
-        data = self._admin.get_json(self._topic_path(topic, "internalStats"))
-        return PersistentTopicInternalStats.model_validate(data)
+        return PersistentTopicInternalStats.model_validate(self._get("get_internal_stats", self._topic(topic)))
 
     def partitioned_internal_stats(self, topic: str) -> PartitionedTopicInternalStats:
-        data = self._admin.get_json(self._topic_path(topic, "partitioned-internalStats"))
+        data = self._get("get_partitioned_internal_stats", self._topic(topic))
         return PartitionedTopicInternalStats.model_validate(data)
 
     # -- cursor operations -------------------------------------------------------------------
     def reset_cursor(self, topic: str, subscription: str, position: Position | MessageId) -> None:
         body = ResetCursorData.of(position).to_body().encode()
-        self._admin.call("POST", self._subscription_path(topic, subscription, "resetcursor"), body=body)
+        self._send("reset_cursor_on_position", self._subscription(topic, subscription), body=body)
 
     def get_retention(self, topic: str, applied: bool = False) -> RetentionPolicies | None:
         """``GET {topic}/retention``: the topic's policy (with ``applied``, the one in force)."""
-        query = {"applied": "true"} if applied else None
-        return _retention(self._admin.call("GET", self._topic_path(topic, "retention"), query=query)[2])
+        return _retention(self._payload("get_retention", self._topic(topic), _applied(applied)))
 
     def set_retention(self, topic: str, policies: RetentionPolicies) -> None:
-        self._admin.call("POST", self._topic_path(topic, "retention"), body=json.dumps(policies.to_json()).encode())
+        self._send("set_retention", self._topic(topic), body=_json_body(policies.to_json()))
 
     def remove_retention(self, topic: str) -> None:
-        self._admin.call("DELETE", self._topic_path(topic, "retention"))
+        self._send("remove_retention", self._topic(topic))
 
     def get_compaction_threshold(self, topic: str, applied: bool = False) -> int | None:
         """``GET {topic}/compactionThreshold`` (with ``applied``, the one in force)."""
-        query = {"applied": "true"} if applied else None
-        return _threshold(self._admin.call("GET", self._topic_path(topic, "compactionThreshold"), query=query)[2])
+        return _threshold(self._payload("get_compaction_threshold", self._topic(topic), _applied(applied)))
 
     def set_compaction_threshold(self, topic: str, threshold: int) -> None:
-        self._admin.call("POST", self._topic_path(topic, "compactionThreshold"), body=json.dumps(threshold).encode())
+        self._send("set_compaction_threshold", self._topic(topic), body=_json_body(threshold))
 
     def remove_compaction_threshold(self, topic: str) -> None:
-        self._admin.call("DELETE", self._topic_path(topic, "compactionThreshold"))
+        self._send("remove_compaction_threshold", self._topic(topic))
 
     def trigger_compaction(self, topic: str) -> None:
         """``PUT {topic}/compaction``: compact in the background."""
-        self._admin.call("PUT", self._topic_path(topic, "compaction"))
+        self._send("trigger_compaction", self._topic(topic))
 
     def compaction_status(self, topic: str) -> LongRunningProcessStatus:
         """``GET {topic}/compaction``: the last compaction's status."""
-        data = self._admin.get_json(self._topic_path(topic, "compaction"))
+        data = self._get("compaction_status", self._topic(topic))
         try:
             return LongRunningProcessStatus(CompactionStatus(data["status"]), str(data.get("lastError") or ""))
         except (TypeError, KeyError, ValueError):
@@ -581,25 +610,23 @@ class RemoteTopics:
     def get_schema_compatibility_strategy(
         self, topic: str, applied: bool = False
     ) -> SchemaCompatibilityStrategy | None:
-        query = {"applied": "true"} if applied else None
-        path = self._topic_path(topic, "schemaCompatibilityStrategy")
-        return _strategy(self._admin.call("GET", path, query=query)[2])
+        return _strategy(self._payload("get_schema_compatibility_strategy", self._topic(topic), _applied(applied)))
 
     def set_schema_compatibility_strategy(self, topic: str, strategy: SchemaCompatibilityStrategy | str) -> None:
-        body = json.dumps(SchemaCompatibilityStrategy.parse(strategy).value).encode()
-        self._admin.call("PUT", self._topic_path(topic, "schemaCompatibilityStrategy"), body=body)
+        body = _json_body(SchemaCompatibilityStrategy.parse(strategy).value)
+        self._send("set_schema_compatibility_strategy", self._topic(topic), body=body)
 
     def remove_schema_compatibility_strategy(self, topic: str) -> None:
-        self._admin.call("DELETE", self._topic_path(topic, "schemaCompatibilityStrategy"))
+        self._send("remove_schema_compatibility_strategy", self._topic(topic))
 
     def terminate(self, topic: str) -> MessageId:
         """``POST {topic}/terminate``: the last message's id."""
-        _, _, payload = self._admin.call("POST", self._topic_path(topic, "terminate"), body=b"")
+        _, _, payload = self._send("terminate", self._topic(topic), body=b"")
         return _message_id(json.loads(payload))
 
     def terminate_partitioned(self, topic: str) -> dict[int, MessageId]:
         """``POST {topic}/terminate/partitions``: each partition's last message id."""
-        _, _, payload = self._admin.call("POST", self._topic_path(topic, "terminate", "partitions"), body=b"")
+        _, _, payload = self._send("terminate_partitioned", self._topic(topic), body=b"")
         try:
             return {int(k): _message_id(v) for k, v in json.loads(payload).items()}
         except (ValueError, AttributeError):
@@ -607,15 +634,15 @@ class RemoteTopics:
 
     def reset_cursor_by_time(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         """``POST .../resetcursor/{timestamp}``: to the first entry published at or after it."""
-        self._admin.call("POST", self._subscription_path(topic, subscription, "resetcursor", str(int(timestamp_ms))))
+        self._send("reset_cursor_to_time", self._subscription(topic, subscription, timestamp=str(int(timestamp_ms))))
 
     def skip(self, topic: str, subscription: str, num_messages: int) -> None:
         if isinstance(num_messages, bool) or not isinstance(num_messages, int) or num_messages < 0:
             raise InvalidRequestError(f"invalid number of messages to skip {num_messages!r}: must be >= 0")
-        self._admin.call("POST", self._subscription_path(topic, subscription, "skip", str(num_messages)))
+        self._send("skip_messages", self._subscription(topic, subscription, numMessages=str(num_messages)))
 
     def clear_backlog(self, topic: str, subscription: str) -> None:
-        self._admin.call("POST", self._subscription_path(topic, subscription, "skip_all"))
+        self._send("skip_all_messages", self._subscription(topic, subscription))
 
     # -- PIP-423 -----------------------------------------------------------------------------
     def skip_messages(self, topic: str, subscription: str, request: SkipMessageIdsRequest | bytes | str) -> None:
@@ -629,7 +656,7 @@ class RemoteTopics:
             raise InvalidRequestError(
                 f"invalid skip request {request!r}: expected a SkipMessageIdsRequest or a JSON body"
             )
-        self._admin.call("POST", self._subscription_path(topic, subscription, "skipByMessageIds"), body=body)
+        self._send("skip_by_message_ids", self._subscription(topic, subscription), body=body)
 
     def cancel_delayed_message(
         self,
@@ -646,7 +673,7 @@ class RemoteTopics:
         if cleaned:
             query["subscriptionNames"] = ",".join(cleaned)
         try:
-            _, headers, _ = self._admin.call("POST", self._topic_path(topic, "cancelDelayedMessage"), query, b"")
+            _, headers, _ = self._send("cancel_delayed_message", self._topic(topic), query, b"")
         except PreconditionFailedError as e:
             results = getattr(e, "response_headers", {}).get(CANCEL_RESULTS_HEADER)
             if results is None:

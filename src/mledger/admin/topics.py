@@ -129,6 +129,18 @@ class CancelDelayedMessageResult(BaseModel):
         """Subscriptions that refused (cumulative-ack types)."""
         return [name for name, ok in self.results.items() if not ok]
 
+    @property
+    def refusal(self) -> str | None:
+        """Why the cancellation failed (the REST API's 412 reason, ``mledger-admin``'s error),
+        naming the refusing subscriptions; ``None`` when none refused."""
+        refused = self.refused
+        if not refused:
+            return None
+        return (
+            f"Failed to cancel delayed message on subscription(s) {', '.join(refused)}: "
+            "their type uses cumulative acknowledgement"
+        )
+
     def to_json(self, indent: int | None = 2) -> str:
         """``{"topic", "ledgerId", "entryId", "results": {subscription: bool}}``."""
         return self.model_dump_json(by_alias=True, indent=indent)

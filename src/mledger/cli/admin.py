@@ -31,8 +31,10 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..admin._operations import by_verb
 from ..admin.authentication import add_authentication_arguments
 from ..admin.remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
 from ..broker.retention import RetentionPolicies
@@ -61,6 +63,10 @@ cancel-delayed-message refused by a subscription), 10 = 413 entry too large,
 1 = any other error. Errors print their reason on stderr."""
 
 SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+
+_Handler: TypeAlias = Callable[["Admin", argparse.Namespace], Any]
+_Command: TypeAlias = "_Handler | _Run"
+"""A command's handler, or the admin call it is (bound to the table's operation when it runs)."""
 
 
 # -- argument types ------------------------------------------------------------------------------
@@ -252,9 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = topics.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    Handler = Callable[["Admin", argparse.Namespace], Any]
-
-    def command(name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:
+    def command(name: str, help_text: str, handler: _Command) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
         sub.set_defaults(handler=handler, command_parser=sub)
         return sub
@@ -265,35 +269,43 @@ def build_parser() -> argparse.ArgumentParser:
     def subscription_arg(sub: argparse.ArgumentParser, flag: str = "--subscription") -> None:
         sub.add_argument("-s", flag, dest="subscription", required=True, help="subscription name")
 
-    sub = command("grant-permission", "Grant actions on the topic to a role.", _cmd_topic_grant)
+    sub = command(
+        "grant-permission", "Grant actions on the topic to a role.", _run("topic", "permission_role", "actions")
+    )
     topic_arg(sub)
     _permission_args(sub)
-    sub = command("revoke-permission", "Revoke a role's actions on the topic.", _cmd_topic_revoke)
+    sub = command("revoke-permission", "Revoke a role's actions on the topic.", _run("topic", "permission_role"))
     topic_arg(sub)
     _role_arg(sub)
-    topic_arg(command("permissions", "The roles' actions on the topic (its namespace's too).", _cmd_topic_permissions))
+    topic_arg(command("permissions", "The roles' actions on the topic (its namespace's too).", _run("topic")))
 
-    sub = command("list", "List the topics (partitioned topics by their name).", _cmd_list)
+    sub = command("list", "List the topics (partitioned topics by their name).", _run("namespace", show=_print_lines))
     sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
 
-    sub = command("list-partitioned-topics", "List the partitioned topics.", _cmd_list_partitioned)
+    sub = command("list-partitioned-topics", "List the partitioned topics.", _run("namespace", show=_print_lines))
     sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
 
-    sub = command("create", "Create a non-partitioned topic.", _cmd_create)
+    sub = command("create", "Create a non-partitioned topic.", _run("topic"))
     topic_arg(sub)
 
-    sub = command("delete", "Delete a topic (every partition of a partitioned one) and its data.", _cmd_delete)
+    sub = command(
+        "delete", "Delete a topic (every partition of a partitioned one) and its data.", _run("topic", "force")
+    )
     topic_arg(sub)
     sub.add_argument("-f", "--force", action="store_true", help="even with connected producers or consumers")
 
-    sub = command("create-partitioned-topic", "Create a partitioned topic.", _cmd_create_partitioned)
+    sub = command("create-partitioned-topic", "Create a partitioned topic.", _run("topic", "partitions"))
     topic_arg(sub)
     sub.add_argument("-p", "--partitions", type=_positive, required=True, help="number of partitions")
 
-    sub = command("subscriptions", "List the subscriptions of a topic.", _cmd_subscriptions)
+    sub = command("subscriptions", "List the subscriptions of a topic.", _run("topic", show=_print_lines))
     topic_arg(sub)
 
-    sub = command("create-subscription", "Create a durable subscription.", _cmd_create_subscription)
+    sub = command(
+        "create-subscription",
+        "Create a durable subscription.",
+        _run("topic", "subscription", "position", "subscription_type"),
+    )
     topic_arg(sub)
     subscription_arg(sub)
     sub.add_argument(
@@ -313,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Exclusive, Shared, Failover or Key_Shared (default: the broker's default)",
     )
 
-    sub = command("unsubscribe", "Delete a subscription.", _cmd_unsubscribe)
+    sub = command("unsubscribe", "Delete a subscription.", _run("topic", "subscription"))
     topic_arg(sub)
     subscription_arg(sub)
 
@@ -396,7 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
         "without a unit), as pulsar-admin's --time",
     )
 
-    sub = command("get-retention", "The topic's retention policy (null when unset).", _cmd_get_retention)
+    sub = command(
+        "get-retention", "The topic's retention policy (null when unset).", _run("topic", "applied", show=_print_policy)
+    )
     topic_arg(sub)
     sub.add_argument(
         "--applied",
@@ -404,11 +418,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the policy in force: the topic's, else the namespace's, else the broker's default",
     )
 
-    sub = command("set-retention", "Set the topic's retention policy.", _cmd_set_retention)
+    sub = command("set-retention", "Set the topic's retention policy.", _run("topic", _retention_policies))
     topic_arg(sub)
     _retention_args(sub)
 
-    sub = command("remove-retention", "Remove the topic's retention policy.", _cmd_remove_retention)
+    sub = command("remove-retention", "Remove the topic's retention policy.", _run("topic"))
     topic_arg(sub)
 
     sub = command("compact", "Compact the topic in the background.", _cmd_compact)
@@ -418,17 +432,19 @@ def build_parser() -> argparse.ArgumentParser:
     topic_arg(sub)
     sub.add_argument("-w", "--wait-complete", action="store_true", help="wait for a running compaction to end")
 
-    sub = command("get-compaction-threshold", "The topic's compaction threshold (null when unset).", _cmd_get_threshold)
+    sub = command(
+        "get-compaction-threshold", "The topic's compaction threshold (null when unset).", _run("topic", "applied")
+    )
     topic_arg(sub)
     sub.add_argument(
         "--applied", action="store_true", help="the threshold in force: the topic's, the namespace's, the broker's"
     )
 
-    sub = command("set-compaction-threshold", "Set the topic's compaction threshold.", _cmd_set_threshold)
+    sub = command("set-compaction-threshold", "Set the topic's compaction threshold.", _run("topic", "threshold"))
     topic_arg(sub)
     _threshold_arg(sub)
 
-    sub = command("remove-compaction-threshold", "Remove the topic's compaction threshold.", _cmd_remove_threshold)
+    sub = command("remove-compaction-threshold", "Remove the topic's compaction threshold.", _run("topic"))
     topic_arg(sub)
 
     sub = command("terminate", "Terminate a topic: no more messages; prints its last message id.", _cmd_terminate)
@@ -444,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "get-schema-compatibility-strategy",
         "The topic's schema compatibility strategy (null when unset).",
-        _cmd_get_schema_strategy,
+        _run("topic", "applied", show=_print_strategy),
     )
     topic_arg(sub)
     sub.add_argument(
@@ -454,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub = command(
-        "set-schema-compatibility-strategy", "Set the topic's schema compatibility strategy.", _cmd_set_schema_strategy
+        "set-schema-compatibility-strategy", "Set the topic's schema compatibility strategy.", _run("topic", "strategy")
     )
     topic_arg(sub)
     sub.add_argument("-s", "--strategy", required=True, help=_STRATEGY_HELP)
@@ -462,16 +478,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "remove-schema-compatibility-strategy",
         "Remove the topic's schema compatibility strategy.",
-        _cmd_remove_schema_strategy,
+        _run("topic"),
     )
     topic_arg(sub)
 
-    sub = command("skip", "Skip the next N messages of a subscription.", _cmd_skip)
+    sub = command("skip", "Skip the next N messages of a subscription.", _run("topic", "subscription", "count"))
     topic_arg(sub)
     subscription_arg(sub)
     sub.add_argument("-n", "--count", type=_non_negative, required=True, help="number of messages to skip")
 
-    sub = command("clear-backlog", "Skip every message of a subscription's backlog.", _cmd_clear_backlog)
+    sub = command("clear-backlog", "Skip every message of a subscription's backlog.", _run("topic", "subscription"))
     topic_arg(sub)
     subscription_arg(sub)
 
@@ -611,65 +627,77 @@ def _add_namespaces_group(groups: Any) -> None:
     )
     commands = namespaces.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, help_text: str, handler: Callable[[Admin, argparse.Namespace], Any]) -> Any:
+    def command(name: str, help_text: str, handler: _Command) -> Any:
         sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
         sub.set_defaults(handler=handler, command_parser=sub)
         sub.add_argument("namespace", help="tenant/namespace")
         return sub
 
-    command("create", "Create a namespace (topics go in namespaces that exist).", _cmd_ns_create)
+    command("create", "Create a namespace (topics go in namespaces that exist).", _run("namespace"))
     sub = commands.add_parser("list", help="List the tenant's namespaces.", epilog=_EPILOG)
-    sub.set_defaults(handler=_cmd_ns_list, command_parser=sub)
+    sub.set_defaults(handler=_run("tenant"), command_parser=sub)
     sub.add_argument("tenant", help="tenant")
-    sub = command("delete", "Delete a namespace (409 while it has topics, unless --force).", _cmd_ns_delete)
+    sub = command("delete", "Delete a namespace (409 while it has topics, unless --force).", _run("namespace", "force"))
     sub.add_argument("-f", "--force", action="store_true", help="delete its topics too")
-    _permission_args(command("grant-permission", "Grant actions on the namespace to a role.", _cmd_ns_grant))
-    _role_arg(command("revoke-permission", "Revoke a role's actions on the namespace.", _cmd_ns_revoke))
-    command("permissions", "The roles' actions on the namespace.", _cmd_ns_permissions)
-    command("policies", "The namespace's policies (Pulsar's Policies JSON, as stored).", _cmd_ns_policies)
+    _permission_args(
+        command(
+            "grant-permission",
+            "Grant actions on the namespace to a role.",
+            _run("namespace", "permission_role", "actions"),
+        )
+    )
+    _role_arg(
+        command("revoke-permission", "Revoke a role's actions on the namespace.", _run("namespace", "permission_role"))
+    )
+    command("permissions", "The roles' actions on the namespace.", _run("namespace"))
+    command("policies", "The namespace's policies (Pulsar's Policies JSON, as stored).", _run("namespace"))
     sub = command(
         "grant-subscription-permission",
         "Let only these roles consume through a subscription.",
-        _cmd_ns_grant_subscription,
+        _run("namespace", "subscription", "roles"),
     )
     sub.add_argument("--subscription", required=True, help="subscription name")
     sub.add_argument("--roles", type=_names, required=True, help="comma-separated client roles")
     sub = command(
-        "revoke-subscription-permission", "Remove a role from a subscription's roles.", _cmd_ns_revoke_subscription
+        "revoke-subscription-permission",
+        "Remove a role from a subscription's roles.",
+        _run("namespace", "subscription", "permission_role"),
     )
     sub.add_argument("--subscription", required=True, help="subscription name")
     _role_arg(sub)
-    command("subscription-permission", "The roles of each restricted subscription.", _cmd_ns_subscription_permissions)
-    command("get-retention", "The namespace's retention policy (null when unset).", _cmd_ns_get_retention)
-    _retention_args(command("set-retention", "Set the namespace's retention policy.", _cmd_ns_set_retention))
-    command("remove-retention", "Remove the namespace's retention policy.", _cmd_ns_remove_retention)
+    command("subscription-permission", "The roles of each restricted subscription.", _run("namespace"))
     command(
-        "get-compaction-threshold", "The namespace's compaction threshold (null when unset).", _cmd_ns_get_threshold
+        "get-retention", "The namespace's retention policy (null when unset).", _run("namespace", show=_print_policy)
     )
+    _retention_args(
+        command("set-retention", "Set the namespace's retention policy.", _run("namespace", _retention_policies))
+    )
+    command("remove-retention", "Remove the namespace's retention policy.", _run("namespace"))
+    command("get-compaction-threshold", "The namespace's compaction threshold (null when unset).", _run("namespace"))
     _threshold_arg(
-        command("set-compaction-threshold", "Set the namespace's compaction threshold.", _cmd_ns_set_threshold)
+        command("set-compaction-threshold", "Set the namespace's compaction threshold.", _run("namespace", "threshold"))
     )
-    command("remove-compaction-threshold", "Remove the namespace's compaction threshold.", _cmd_ns_remove_threshold)
+    command("remove-compaction-threshold", "Remove the namespace's compaction threshold.", _run("namespace"))
     command(
         "get-schema-compatibility-strategy",
         "The schema compatibility strategy of the namespace's topics.",
-        _cmd_ns_get_schema_strategy,
+        _run("namespace", show=_print_strategy),
     )
     sub = command(
         "set-schema-compatibility-strategy",
         "Set the schema compatibility strategy of the namespace's topics.",
-        _cmd_ns_set_schema_strategy,
+        _run("namespace", "compatibility"),
     )
     sub.add_argument("-c", "--compatibility", required=True, help=_STRATEGY_HELP)
     command(
         "get-is-allow-auto-update-schema",
         "Whether producers may register new schema versions.",
-        _cmd_ns_get_auto_update,
+        _run("namespace"),
     )
     sub = command(
         "set-is-allow-auto-update-schema",
         "Allow (--enable) or forbid (--disable) new schema versions.",
-        _cmd_ns_set_auto_update,
+        _run("namespace", "allowed"),
     )
     switch = sub.add_mutually_exclusive_group(required=True)
     switch.add_argument("--enable", "-e", dest="allowed", action="store_true", help="allow")
@@ -697,7 +725,7 @@ def _add_clusters_group(groups: Any) -> None:
     )
     commands = clusters.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, help_text: str, handler: Callable[[Admin, argparse.Namespace], Any]) -> Any:
+    def command(name: str, help_text: str, handler: _Command) -> Any:
         sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
         sub.set_defaults(handler=handler, command_parser=sub)
         if name != "list":
@@ -710,11 +738,11 @@ def _add_clusters_group(groups: Any) -> None:
         sub.add_argument("--broker-url", dest="broker_url", help="brokerServiceUrl: pulsar://host:port")
         sub.add_argument("--broker-url-secure", dest="broker_url_tls", help="brokerServiceUrlTls")
 
-    command("list", "List the clusters.", _cmd_clusters_list)
-    command("get", "The cluster's data (service URLs).", _cmd_clusters_get)
-    url_args(command("create", "Create a cluster.", _cmd_clusters_create))
-    url_args(command("update", "Replace a cluster's data.", _cmd_clusters_update))
-    command("delete", "Delete a cluster (412 while a tenant allows it).", _cmd_clusters_delete)
+    command("list", "List the clusters.", _run())
+    command("get", "The cluster's data (service URLs).", _run("cluster"))
+    url_args(command("create", "Create a cluster.", _run("cluster", _cluster_data)))
+    url_args(command("update", "Replace a cluster's data.", _run("cluster", _cluster_data)))
+    command("delete", "Delete a cluster (412 while a tenant allows it).", _run("cluster"))
 
 
 def _add_tenants_group(groups: Any) -> None:
@@ -723,7 +751,7 @@ def _add_tenants_group(groups: Any) -> None:
     )
     commands = tenants.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, help_text: str, handler: Callable[[Admin, argparse.Namespace], Any]) -> Any:
+    def command(name: str, help_text: str, handler: _Command) -> Any:
         sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
         sub.set_defaults(handler=handler, command_parser=sub)
         if name != "list":
@@ -736,11 +764,11 @@ def _add_tenants_group(groups: Any) -> None:
             "-c", "--allowed-clusters", type=_names, default=[], help="comma-separated clusters (default: all)"
         )
 
-    command("list", "List the tenants.", _cmd_tenants_list)
-    command("get", "The tenant's admin roles and allowed clusters.", _cmd_tenants_get)
+    command("list", "List the tenants.", _run())
+    command("get", "The tenant's admin roles and allowed clusters.", _run("tenant", show=_print_to_json))
     info_args(command("create", "Create a tenant.", _cmd_tenants_create))
     info_args(command("update", "Replace a tenant's admin roles and clusters.", _cmd_tenants_update))
-    command("delete", "Delete a tenant (409 while it has namespaces).", _cmd_tenants_delete)
+    command("delete", "Delete a tenant (409 while it has namespaces).", _run("tenant"))
 
 
 def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
@@ -806,6 +834,47 @@ def _run_serve(args: argparse.Namespace) -> int:
 # -- commands ------------------------------------------------------------------------------------
 
 
+Argument = str | Callable[[argparse.Namespace], Any]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A command that is one admin call: the operation the table (:mod:`mledger.admin._operations`)
+    names for the command's group and pulsar-admin verb, called with ``arguments`` (each the
+    name of a parsed argument, or a function of them); a result (a 200 operation) printed by
+    ``show`` (default JSON)."""
+
+    arguments: tuple[Argument, ...]
+    show: Callable[[Any], None] | None = None
+
+    def bind(self, group: str, verb: str) -> _Handler:
+        """The handler of ``group verb``; ``KeyError`` when the table has no one operation for it."""
+        op = by_verb(group, verb)  # type: ignore[arg-type]
+        if op.call is None:
+            raise KeyError(f"{group} {verb} has no admin call")
+        call, show = op.call, (self.show or _print_json) if op.status == 200 else None
+
+        def handler(admin: Admin, args: argparse.Namespace) -> None:
+            values = [getattr(args, a) if isinstance(a, str) else a(args) for a in self.arguments]
+            result = getattr(getattr(admin, group), call)(*values)
+            if show is not None:
+                show(result)
+
+        return handler
+
+
+def _run(*arguments: Argument, show: Callable[[Any], None] | None = None) -> _Run:
+    return _Run(arguments, show)
+
+
+def _print_to_json(value: Any) -> None:
+    _print_json(value.to_json())
+
+
+def _print_strategy(strategy: Any) -> None:
+    _print_json(None if strategy is None else strategy.value)
+
+
 def _print_json(value: Any) -> None:
     if hasattr(value, "to_json"):
         print(value.to_json())
@@ -816,40 +885,6 @@ def _print_json(value: Any) -> None:
 def _print_lines(values: Sequence[str]) -> None:
     for value in values:
         print(value)
-
-
-def _cmd_list(admin: Admin, args: argparse.Namespace) -> None:
-    _print_lines(admin.topics.list_topics(args.namespace))
-
-
-def _cmd_list_partitioned(admin: Admin, args: argparse.Namespace) -> None:
-    _print_lines(admin.topics.list_partitioned_topics(args.namespace))
-
-
-def _cmd_create(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.create_topic(args.topic)
-
-
-def _cmd_delete(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.delete_topic(args.topic, force=args.force)
-
-
-def _cmd_unsubscribe(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.delete_subscription(args.topic, args.subscription)
-
-
-def _cmd_create_partitioned(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.create_topic(args.topic, partitions=args.partitions)
-
-
-def _cmd_subscriptions(admin: Admin, args: argparse.Namespace) -> None:
-    _print_lines(admin.topics.list_subscriptions(args.topic))
-
-
-def _cmd_create_subscription(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.create_subscription(
-        args.topic, args.subscription, position=args.position, subscription_type=args.subscription_type
-    )
 
 
 def _stats_kwargs(args: argparse.Namespace) -> dict[str, bool]:
@@ -911,70 +946,6 @@ def _print_policy(policies: RetentionPolicies | None) -> None:
     _print_json(None if policies is None else policies.to_json())
 
 
-def _cmd_get_retention(admin: Admin, args: argparse.Namespace) -> None:
-    _print_policy(admin.topics.get_retention(args.topic, applied=args.applied))
-
-
-def _cmd_set_retention(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.set_retention(args.topic, _retention_policies(args))
-
-
-def _cmd_remove_retention(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.remove_retention(args.topic)
-
-
-def _cmd_ns_create(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.create(args.namespace)
-
-
-def _cmd_ns_list(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.namespaces.list(args.tenant))
-
-
-def _cmd_ns_delete(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.delete(args.namespace, force=args.force)
-
-
-def _cmd_ns_grant(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.grant_permission(args.namespace, args.permission_role, args.actions)
-
-
-def _cmd_ns_revoke(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.revoke_permission(args.namespace, args.permission_role)
-
-
-def _cmd_ns_permissions(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.namespaces.permissions(args.namespace))
-
-
-def _cmd_ns_policies(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.namespaces.policies(args.namespace))
-
-
-def _cmd_ns_grant_subscription(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.grant_permission_on_subscription(args.namespace, args.subscription, args.roles)
-
-
-def _cmd_ns_revoke_subscription(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.revoke_permission_on_subscription(args.namespace, args.subscription, args.permission_role)
-
-
-def _cmd_ns_subscription_permissions(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.namespaces.permissions_on_subscriptions(args.namespace))
-
-
-def _cmd_topic_grant(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.grant_permission(args.topic, args.permission_role, args.actions)
-
-
-def _cmd_topic_revoke(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.revoke_permission(args.topic, args.permission_role)
-
-
-def _cmd_topic_permissions(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.topics.permissions(args.topic))
-
-
 def _cluster_data(args: argparse.Namespace) -> dict[str, object]:
     fields = {
         "serviceUrl": args.service_url,
@@ -985,38 +956,10 @@ def _cluster_data(args: argparse.Namespace) -> dict[str, object]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _cmd_clusters_list(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.clusters.list())
-
-
-def _cmd_clusters_get(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.clusters.get(args.cluster))
-
-
-def _cmd_clusters_create(admin: Admin, args: argparse.Namespace) -> None:
-    admin.clusters.create(args.cluster, _cluster_data(args))
-
-
-def _cmd_clusters_update(admin: Admin, args: argparse.Namespace) -> None:
-    admin.clusters.update(args.cluster, _cluster_data(args))
-
-
-def _cmd_clusters_delete(admin: Admin, args: argparse.Namespace) -> None:
-    admin.clusters.delete(args.cluster)
-
-
 def _tenant_info(admin: Admin, args: argparse.Namespace) -> dict[str, object]:
     # pulsar-admin: without --allowed-clusters, every cluster
     clusters = args.allowed_clusters or admin.clusters.list()
     return {"adminRoles": args.admin_roles, "allowedClusters": clusters}
-
-
-def _cmd_tenants_list(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.tenants.list())
-
-
-def _cmd_tenants_get(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.tenants.get(args.tenant).to_json())
 
 
 def _cmd_tenants_create(admin: Admin, args: argparse.Namespace) -> None:
@@ -1025,10 +968,6 @@ def _cmd_tenants_create(admin: Admin, args: argparse.Namespace) -> None:
 
 def _cmd_tenants_update(admin: Admin, args: argparse.Namespace) -> None:
     admin.tenants.update(args.tenant, _tenant_info(admin, args))
-
-
-def _cmd_tenants_delete(admin: Admin, args: argparse.Namespace) -> None:
-    admin.tenants.delete(args.tenant)
 
 
 def _terminated_at_json(mid: Any) -> dict[str, int]:
@@ -1044,51 +983,6 @@ def _cmd_terminate(admin: Admin, args: argparse.Namespace) -> None:
 def _cmd_partitioned_terminate(admin: Admin, args: argparse.Namespace) -> None:
     ids = admin.topics.terminate_partitioned(args.topic)
     _print_json({str(index): _terminated_at_json(mid) for index, mid in sorted(ids.items())})
-
-
-def _cmd_get_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
-    strategy = admin.topics.get_schema_compatibility_strategy(args.topic, applied=args.applied)
-    _print_json(None if strategy is None else strategy.value)
-
-
-def _cmd_set_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.set_schema_compatibility_strategy(args.topic, args.strategy)
-
-
-def _cmd_remove_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.remove_schema_compatibility_strategy(args.topic)
-
-
-def _cmd_ns_get_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.namespaces.get_schema_compatibility_strategy(args.namespace).value)
-
-
-def _cmd_ns_set_schema_strategy(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.set_schema_compatibility_strategy(args.namespace, args.compatibility)
-
-
-def _cmd_ns_get_auto_update(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.namespaces.get_is_allow_auto_update_schema(args.namespace))
-
-
-def _cmd_ns_set_auto_update(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.set_is_allow_auto_update_schema(args.namespace, args.allowed)
-
-
-def _cmd_ns_get_retention(admin: Admin, args: argparse.Namespace) -> None:
-    _print_policy(admin.namespaces.get_retention(args.namespace))
-
-
-def _cmd_ns_set_retention(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.set_retention(args.namespace, _retention_policies(args))
-
-
-def _cmd_ns_remove_retention(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.remove_retention(args.namespace)
-
-
-def _cmd_skip(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.skip(args.topic, args.subscription, args.count)
 
 
 def _cmd_compact(admin: Admin, args: argparse.Namespace) -> None:
@@ -1117,34 +1011,6 @@ def _cmd_compaction_status(admin: Admin, args: argparse.Namespace) -> None:
         raise PreconditionFailedError(f"Error compacting: {status.last_error}")
 
 
-def _cmd_get_threshold(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.topics.get_compaction_threshold(args.topic, applied=args.applied))
-
-
-def _cmd_set_threshold(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.set_compaction_threshold(args.topic, args.threshold)
-
-
-def _cmd_remove_threshold(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.remove_compaction_threshold(args.topic)
-
-
-def _cmd_ns_get_threshold(admin: Admin, args: argparse.Namespace) -> None:
-    _print_json(admin.namespaces.get_compaction_threshold(args.namespace))
-
-
-def _cmd_ns_set_threshold(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.set_compaction_threshold(args.namespace, args.threshold)
-
-
-def _cmd_ns_remove_threshold(admin: Admin, args: argparse.Namespace) -> None:
-    admin.namespaces.remove_compaction_threshold(args.namespace)
-
-
-def _cmd_clear_backlog(admin: Admin, args: argparse.Namespace) -> None:
-    admin.topics.clear_backlog(args.topic, args.subscription)
-
-
 def _check_skip_messages(args: argparse.Namespace) -> str | None:
     if not args.triplets and not args.base64_ids:
         return "at least one --messageId-triplet or --messageId-base64 is required"
@@ -1166,12 +1032,8 @@ def _cmd_cancel_delayed(admin: Admin, args: argparse.Namespace) -> None:
         _tables.print_cancel_result(result)
     else:
         _print_json(result)
-    if result.refused:
-        raise PreconditionFailedError(
-            "Failed to cancel delayed message on subscription(s) "
-            + ", ".join(result.refused)
-            + ": their type uses cumulative acknowledgement"
-        )
+    if result.refusal is not None:
+        raise PreconditionFailedError(result.refusal)
 
 
 def _cmd_produce(admin: Admin, args: argparse.Namespace) -> None:
@@ -1237,6 +1099,12 @@ def _message_json(message: Any) -> dict[str, Any]:
 # -- running -------------------------------------------------------------------------------------
 
 
+def _handler(args: argparse.Namespace) -> Callable[..., Any]:
+    """The parsed command's handler (a :class:`_Run` bound to its group and verb)."""
+    handler = args.handler
+    return handler.bind(args.group, args.command) if isinstance(handler, _Run) else handler
+
+
 def exit_code(error: MLedgerError) -> int:
     """The exit status for an admin error (see ``EXIT_CODES``)."""
     return EXIT_CODES.get(error.http_status, EXIT_OTHER)
@@ -1261,7 +1129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         with _open_remote_admin(args) if args.admin_url else _open_admin(args) as admin:
-            args.handler(admin, args)
+            _handler(args)(admin, args)
     except MLedgerError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         return exit_code(e)

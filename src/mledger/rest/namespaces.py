@@ -46,6 +46,7 @@ from ..admin.policies import (
     parse_strategy_body,
 )
 from ..core.errors import InvalidRequestError
+from ._operation_routes import OperationRoutes
 from .context import context_of
 from .topics import CallerAdmin, decode_segment
 
@@ -71,16 +72,14 @@ def _name(tenant: str, namespace: str) -> str:
 
 def namespaces_router() -> APIRouter:
     """The routes above, mounted at ``/admin/v2``."""
-    router = APIRouter()
+    routes = OperationRoutes("namespaces")
 
-    @router.get("/namespaces/{tenant}", summary="The tenant's namespaces", response_model=list[str])
+    @routes.handles("list_namespaces", response_model=list[str])
     async def list_namespaces(request: Request, admin: CallerAdmin, tenant: Tenant) -> Response:
         return _json(await context_of(request).run(admin.namespaces.list, decode_segment(tenant, "tenant")))
 
-    @router.put(
-        "/namespaces/{tenant}/{namespace}",
-        summary="Create a namespace (body: its Policies, optional)",
-        status_code=204,
+    @routes.handles(
+        "create_namespace",
         openapi_extra={
             "requestBody": {
                 "required": False,
@@ -94,11 +93,11 @@ def namespaces_router() -> APIRouter:
         await context_of(request).run(admin.namespaces.create, name, policies)
         return Response(status_code=204)
 
-    @router.get("/namespaces/{tenant}/{namespace}", summary="The namespace's Policies")
+    @routes.handles("get_policies")
     async def get_policies(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         return _json(await context_of(request).run(admin.namespaces.policies, _name(tenant, namespace)))
 
-    @router.delete("/namespaces/{tenant}/{namespace}", summary="Delete a namespace", status_code=204)
+    @routes.handles("delete_namespace")
     async def delete_namespace(
         request: Request,
         admin: CallerAdmin,
@@ -109,20 +108,15 @@ def namespaces_router() -> APIRouter:
         await context_of(request).run(admin.namespaces.delete, _name(tenant, namespace), force=force)
         return Response(status_code=204)
 
-    @router.get(
-        "/namespaces/{tenant}/{namespace}/permissions/subscription",
-        summary="The roles each restricted subscription admits",
-    )
+    @routes.handles("get_subscription_permissions")
     async def get_subscription_permissions(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
         name = _name(tenant, namespace)
         return _json(await context_of(request).run(admin.namespaces.permissions_on_subscriptions, name))
 
-    @router.post(
-        "/namespaces/{tenant}/{namespace}/permissions/subscription/{subscription}",
-        summary="Let only these roles consume through the subscription",
-        status_code=204,
+    @routes.handles(
+        "grant_subscription_permission",
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -140,11 +134,7 @@ def namespaces_router() -> APIRouter:
         )
         return Response(status_code=204)
 
-    @router.delete(
-        "/namespaces/{tenant}/{namespace}/permissions/{subscription}/{role}",
-        summary="Remove a role from a subscription's roles",
-        status_code=204,
-    )
+    @routes.handles("revoke_subscription_permission")
     async def revoke_subscription_permission(
         request: Request,
         admin: CallerAdmin,
@@ -161,14 +151,12 @@ def namespaces_router() -> APIRouter:
         )
         return Response(status_code=204)
 
-    @router.get("/namespaces/{tenant}/{namespace}/permissions", summary="Roles' actions on the namespace")
+    @routes.handles("get_permissions")
     async def get_permissions(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         return _json(await context_of(request).run(admin.namespaces.permissions, _name(tenant, namespace)))
 
-    @router.post(
-        "/namespaces/{tenant}/{namespace}/permissions/{role}",
-        summary="Grant actions on the namespace to a role",
-        status_code=204,
+    @routes.handles(
+        "grant_permission",
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -186,29 +174,25 @@ def namespaces_router() -> APIRouter:
         )
         return Response(status_code=204)
 
-    @router.delete(
-        "/namespaces/{tenant}/{namespace}/permissions/{role}", summary="Revoke a role's actions", status_code=204
-    )
+    @routes.handles("revoke_permission")
     async def revoke_permission(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace, role: Role
     ) -> Response:
         await context_of(request).run(admin.namespaces.revoke_permission, _name(tenant, namespace), unquote(role))
         return Response(status_code=204)
 
-    @router.get("/namespaces/{tenant}/{namespace}/topics", summary="The namespace's topics", response_model=list[str])
+    @routes.handles("namespace_topics", response_model=list[str])
     async def namespace_topics(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         name = _name(tenant, namespace)
         admin.check_namespace(NamespaceOperation.GET_TOPICS, name)  # Pulsar's rule: the topic list is not public
         return _json(await context_of(request).run(admin.broker.list_topics, name, include_partitions=True))
 
-    @router.get("/namespaces/{tenant}/{namespace}/deduplication", summary="The deduplication policy (null: unset)")
+    @routes.handles("get_deduplication")
     async def get_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         admin.authenticate()
         return _json(await context_of(request).run(admin.broker.namespace_deduplication, _name(tenant, namespace)))
 
-    @router.post(
-        "/namespaces/{tenant}/{namespace}/deduplication", summary="Turn deduplication on or off", status_code=204
-    )
+    @routes.handles("set_deduplication")
     async def set_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         _tenant_admin(admin, tenant)
         body = (await request.body()).strip().lower()
@@ -219,9 +203,7 @@ def namespaces_router() -> APIRouter:
         )
         return Response(status_code=204)
 
-    @router.delete(
-        "/namespaces/{tenant}/{namespace}/deduplication", summary="Back to the broker's setting", status_code=204
-    )
+    @routes.handles("remove_deduplication")
     async def remove_deduplication(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
@@ -229,19 +211,13 @@ def namespaces_router() -> APIRouter:
         await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), None)
         return Response(status_code=204)
 
-    @router.get(
-        "/namespaces/{tenant}/{namespace}/retention",
-        summary="The retention policy (null: unset)",
-        response_model=RetentionPoliciesData | None,
-    )
+    @routes.handles("get_retention", response_model=RetentionPoliciesData | None)
     async def get_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         policies = await context_of(request).run(admin.namespaces.get_retention, _name(tenant, namespace))
         return _json(None if policies is None else policies.to_json())
 
-    @router.post(
-        "/namespaces/{tenant}/{namespace}/retention",
-        summary="Set the retention policy",
-        status_code=204,
+    @routes.handles(
+        "set_retention",
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -254,23 +230,19 @@ def namespaces_router() -> APIRouter:
         await context_of(request).run(admin.namespaces.set_retention, _name(tenant, namespace), policies)
         return Response(status_code=204)
 
-    @router.delete("/namespaces/{tenant}/{namespace}/retention", summary="Remove the retention policy", status_code=204)
+    @routes.handles("remove_retention")
     async def remove_retention(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
         await context_of(request).run(admin.namespaces.remove_retention, _name(tenant, namespace))
         return Response(status_code=204)
 
-    @router.get(
-        "/namespaces/{tenant}/{namespace}/compactionThreshold", summary="The compaction threshold (null: unset)"
-    )
+    @routes.handles("get_compaction_threshold")
     async def get_compaction_threshold(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
         return _json(await context_of(request).run(admin.namespaces.get_compaction_threshold, _name(tenant, namespace)))
 
-    @router.put(
-        "/namespaces/{tenant}/{namespace}/compactionThreshold",
-        summary="Set the compaction threshold (bytes)",
-        status_code=204,
+    @routes.handles(
+        "set_compaction_threshold",
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -285,21 +257,14 @@ def namespaces_router() -> APIRouter:
         await context_of(request).run(admin.namespaces.set_compaction_threshold, _name(tenant, namespace), threshold)
         return Response(status_code=204)
 
-    @router.delete(
-        "/namespaces/{tenant}/{namespace}/compactionThreshold",
-        summary="Remove the compaction threshold",
-        status_code=204,
-    )
+    @routes.handles("remove_compaction_threshold")
     async def remove_compaction_threshold(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
         await context_of(request).run(admin.namespaces.remove_compaction_threshold, _name(tenant, namespace))
         return Response(status_code=204)
 
-    @router.get(
-        "/namespaces/{tenant}/{namespace}/schemaCompatibilityStrategy",
-        summary="The schema compatibility strategy of the namespace's topics",
-    )
+    @routes.handles("get_schema_compatibility_strategy")
     async def get_schema_compatibility_strategy(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
@@ -308,11 +273,7 @@ def namespaces_router() -> APIRouter:
         )
         return _json(strategy.value)
 
-    @router.put(
-        "/namespaces/{tenant}/{namespace}/schemaCompatibilityStrategy",
-        summary="Set the schema compatibility strategy",
-        status_code=204,
-    )
+    @routes.handles("set_schema_compatibility_strategy")
     async def set_schema_compatibility_strategy(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
@@ -322,10 +283,7 @@ def namespaces_router() -> APIRouter:
         )
         return Response(status_code=204)
 
-    @router.get(
-        "/namespaces/{tenant}/{namespace}/schemaAutoUpdateCompatibilityStrategy",
-        summary="The older schema auto-update policy (null: unset)",
-    )
+    @routes.handles("get_schema_auto_update")
     async def get_schema_auto_update(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
@@ -335,11 +293,7 @@ def namespaces_router() -> APIRouter:
             )
         )
 
-    @router.put(
-        "/namespaces/{tenant}/{namespace}/schemaAutoUpdateCompatibilityStrategy",
-        summary="Set the older schema auto-update policy",
-        status_code=204,
-    )
+    @routes.handles("set_schema_auto_update")
     async def set_schema_auto_update(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
@@ -349,10 +303,7 @@ def namespaces_router() -> APIRouter:
         )
         return Response(status_code=204)
 
-    @router.get(
-        "/namespaces/{tenant}/{namespace}/isAllowAutoUpdateSchema",
-        summary="Whether producers may register new schema versions",
-    )
+    @routes.handles("get_allow_auto_update")
     async def get_allow_auto_update(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
@@ -360,11 +311,7 @@ def namespaces_router() -> APIRouter:
             await context_of(request).run(admin.namespaces.get_is_allow_auto_update_schema, _name(tenant, namespace))
         )
 
-    @router.post(
-        "/namespaces/{tenant}/{namespace}/isAllowAutoUpdateSchema",
-        summary="Allow or forbid new schema versions",
-        status_code=204,
-    )
+    @routes.handles("set_allow_auto_update")
     async def set_allow_auto_update(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
@@ -376,4 +323,6 @@ def namespaces_router() -> APIRouter:
         )
         return Response(status_code=204)
 
+    router = APIRouter()
+    routes.add_to(router)
     return router

@@ -1,19 +1,8 @@
 """Clusters and tenants over REST (Pulsar's ``ClustersBase`` and ``TenantsBase``, v2 paths).
 
-=======  ==========================  =====================================  ===
-method   path (after ``/admin/v2``)  admin call                             ok
-=======  ==========================  =====================================  ===
-GET      ``/clusters``               clusters.list (no role needed)         200
-GET      ``/clusters/{c}``           clusters.get (``ClusterData``)         200
-PUT      ``/clusters/{c}``           clusters.create (body ``ClusterData``) 204
-POST     ``/clusters/{c}``           clusters.update (body ``ClusterData``) 204
-DELETE   ``/clusters/{c}``           clusters.delete                        204
-GET      ``/tenants``                tenants.list                           200
-GET      ``/tenants/{t}``            tenants.get (``TenantInfo``)           200
-PUT      ``/tenants/{t}``            tenants.create (body ``TenantInfo``)   204
-POST     ``/tenants/{t}``            tenants.update (body ``TenantInfo``)   204
-DELETE   ``/tenants/{t}``            tenants.delete                         204
-=======  ==========================  =====================================  ===
+The routes (``/clusters``, ``/clusters/{c}``, ``/tenants``, ``/tenants/{t}``: list, get, create
+with PUT, update with POST, delete) are the ``clusters`` and ``tenants`` operations of the admin
+operation table (:data:`mledger.admin._operations.OPERATIONS`); ``GET /clusters`` needs no role.
 
 ``ClusterData`` is Pulsar's JSON (``serviceUrl``, ``serviceUrlTls``, ``brokerServiceUrl``,
 ``brokerServiceUrlTls``, other fields kept as given); ``TenantInfo`` is ``{"adminRoles": [...],
@@ -30,6 +19,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request, Response
 
 from ..admin.policies import parse_json_object_body
+from ._operation_routes import OperationRoutes
 from .context import context_of
 from .topics import CallerAdmin, decode_segment
 
@@ -56,59 +46,61 @@ def _body(description: str) -> dict[str, Any]:
 
 def tenants_router() -> APIRouter:
     """The routes above, mounted at ``/admin/v2``."""
-    router = APIRouter()
+    routes = OperationRoutes("clusters", "tenants")
 
-    @router.get("/clusters", summary="The clusters (no credentials needed)", response_model=list[str])
+    @routes.handles("list_clusters", response_model=list[str])
     async def list_clusters(request: Request) -> Response:
         # no caller role: container tools poll this as the readiness check, before any set-up
         context = context_of(request)
         return _json(await context.run(context.admin.clusters.list))
 
-    @router.get("/clusters/{cluster}", summary="A cluster's ClusterData")
+    @routes.handles("get_cluster")
     async def get_cluster(request: Request, admin: CallerAdmin, cluster: ClusterName) -> Response:
         return _json(await context_of(request).run(admin.clusters.get, decode_segment(cluster, "cluster")))
 
-    @router.put("/clusters/{cluster}", summary="Create a cluster", status_code=204, openapi_extra=_body("ClusterData"))
+    @routes.handles("create_cluster", openapi_extra=_body("ClusterData"))
     async def create_cluster(request: Request, admin: CallerAdmin, cluster: ClusterName) -> Response:
         data = parse_json_object_body(await request.body(), "ClusterData")
         await context_of(request).run(admin.clusters.create, decode_segment(cluster, "cluster"), data)
         return Response(status_code=204)
 
-    @router.post("/clusters/{cluster}", summary="Update a cluster", status_code=204, openapi_extra=_body("ClusterData"))
+    @routes.handles("update_cluster", openapi_extra=_body("ClusterData"))
     async def update_cluster(request: Request, admin: CallerAdmin, cluster: ClusterName) -> Response:
         data = parse_json_object_body(await request.body(), "ClusterData")
         await context_of(request).run(admin.clusters.update, decode_segment(cluster, "cluster"), data)
         return Response(status_code=204)
 
-    @router.delete("/clusters/{cluster}", summary="Delete a cluster", status_code=204)
+    @routes.handles("delete_cluster")
     async def delete_cluster(request: Request, admin: CallerAdmin, cluster: ClusterName) -> Response:
         await context_of(request).run(admin.clusters.delete, decode_segment(cluster, "cluster"))
         return Response(status_code=204)
 
-    @router.get("/tenants", summary="The tenants", response_model=list[str])
+    @routes.handles("list_tenants", response_model=list[str])
     async def list_tenants(request: Request, admin: CallerAdmin) -> Response:
         return _json(await context_of(request).run(admin.tenants.list))
 
-    @router.get("/tenants/{tenant}", summary="A tenant's TenantInfo")
+    @routes.handles("get_tenant")
     async def get_tenant(request: Request, admin: CallerAdmin, tenant: TenantName) -> Response:
         info = await context_of(request).run(admin.tenants.get, decode_segment(tenant, "tenant"))
         return _json(info.to_json())
 
-    @router.put("/tenants/{tenant}", summary="Create a tenant", status_code=204, openapi_extra=_body("TenantInfo"))
+    @routes.handles("create_tenant", openapi_extra=_body("TenantInfo"))
     async def create_tenant(request: Request, admin: CallerAdmin, tenant: TenantName) -> Response:
         info = parse_json_object_body(await request.body(), "TenantInfo")
         await context_of(request).run(admin.tenants.create, decode_segment(tenant, "tenant"), info)
         return Response(status_code=204)
 
-    @router.post("/tenants/{tenant}", summary="Update a tenant", status_code=204, openapi_extra=_body("TenantInfo"))
+    @routes.handles("update_tenant", openapi_extra=_body("TenantInfo"))
     async def update_tenant(request: Request, admin: CallerAdmin, tenant: TenantName) -> Response:
         info = parse_json_object_body(await request.body(), "TenantInfo")
         await context_of(request).run(admin.tenants.update, decode_segment(tenant, "tenant"), info)
         return Response(status_code=204)
 
-    @router.delete("/tenants/{tenant}", summary="Delete a tenant", status_code=204)
+    @routes.handles("delete_tenant")
     async def delete_tenant(request: Request, admin: CallerAdmin, tenant: TenantName) -> Response:
         await context_of(request).run(admin.tenants.delete, decode_segment(tenant, "tenant"))
         return Response(status_code=204)
 
+    router = APIRouter()
+    routes.add_to(router)
     return router

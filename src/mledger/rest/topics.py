@@ -1,49 +1,11 @@
 """Pulsar's ``PersistentTopics`` REST resources, v2 and v1, mapped onto ``Admin.topics``.
 
-Routes (after ``/admin/v2/persistent/{tenant}/{namespace}``, or v1's
-``/admin/persistent/{property}/{cluster}/{namespace}``; ``{topic}`` and ``{subName}`` are
-URL-encoded as Pulsar's clients encode them: ``+`` is a space and ``%2F`` stays in the name):
-
-=======  ===================================================  =========================  ===
-method   path                                                 admin call                 ok
-=======  ===================================================  =========================  ===
-GET      (none)                                               list_topics                200
-GET      ``partitioned``                                      list_partitioned_topics    200
-PUT      ``{topic}``                                          create_topic               204
-DELETE   ``{topic}`` (``?force``)                             delete_topic               204
-GET      ``{topic}/partitions`` (``?checkAllowAutoCreation``)   partitioned_topic_metadata 200
-PUT      ``{topic}/partitions`` (body: N)                     create_topic(partitions=N) 204
-DELETE   ``{topic}/partitions`` (``?force``)                  delete_topic               204
-GET      ``{topic}/subscriptions``                            list_subscriptions         200
-GET      ``{topic}/stats`` (options below)                    stats                      200
-GET      ``{topic}/partitioned-stats`` (``?perPartition``)    partitioned_stats          200
-GET      ``{topic}/internalStats``                            internal_stats             200
-GET      ``{topic}/partitioned-internalStats``                partitioned_internal_stats 200
-POST     ``{topic}/cancelDelayedMessage``                     cancel_delayed_message     204
-PUT      ``{topic}/subscription/{subName}`` (body: id)        create_subscription        204
-DELETE   ``{topic}/subscription/{subName}``                   delete_subscription        204
-POST     ``{topic}/subscription/{subName}/skipByMessageIds``  skip_messages              204
-POST     ``{topic}/subscription/{subName}/skip_all``          clear_backlog              204
-POST     ``{topic}/subscription/{subName}/skip/{numMessages}``  skip                     204
-POST     ``{topic}/subscription/{subName}/resetcursor/{timestamp}``  reset_cursor_by_time  204
-POST     ``{topic}/subscription/{subName}/resetcursor``       reset_cursor (body: id)    204
-GET      ``{topic}/retention`` (``?applied``)                 get_retention              200
-POST     ``{topic}/retention`` (body: RetentionPolicies)      set_retention              204
-DELETE   ``{topic}/retention``                                remove_retention           204
-PUT      ``{topic}/compaction``                               trigger_compaction         204
-GET      ``{topic}/compaction``                               compaction_status          200
-GET      ``{topic}/compactionThreshold`` (``?applied``)       get_compaction_threshold   200
-POST     ``{topic}/compactionThreshold`` (body: bytes)        set_compaction_threshold   204
-DELETE   ``{topic}/compactionThreshold``                      remove_compaction_threshold 204
-GET      ``{topic}/permissions``                              permissions                200
-POST     ``{topic}/permissions/{role}`` (body: actions)       grant_permission           204
-DELETE   ``{topic}/permissions/{role}``                       revoke_permission          204
-POST     ``{topic}/terminate``                                terminate                  200
-POST     ``{topic}/terminate/partitions``                     terminate_partitioned      200
-GET      ``{topic}/schemaCompatibilityStrategy`` (``?applied``)  get_schema_compatibility_strategy  200
-PUT      ``{topic}/schemaCompatibilityStrategy`` (body: name)  set_schema_compatibility_strategy  204
-DELETE   ``{topic}/schemaCompatibilityStrategy``              remove_schema_compatibility_strategy  204
-=======  ===================================================  =========================  ===
+The routes are the ``topics`` operations of the admin operation table
+(:data:`mledger.admin._operations.OPERATIONS`: method, path, admin call, success status), in its
+order, under ``/admin/v2/persistent/{tenant}/{namespace}`` and v1's
+``/admin/persistent/{property}/{cluster}/{namespace}``; each handler here is registered under its
+operation's name. ``{topic}`` and ``{subName}`` are URL-encoded as Pulsar's clients encode them:
+``+`` is a space and ``%2F`` stays in the name.
 
 ``terminate`` answers the last message id as Pulsar's ``MessageIdImpl`` JSON
 (``{"ledgerId": L, "entryId": E, "partitionIndex": -1}``), 405 on a partitioned topic;
@@ -90,6 +52,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from ..admin import Admin
+from ..admin._operations import AdminOperation
 from ..admin.policies import (
     RetentionPoliciesData,
     parse_actions_body,
@@ -108,6 +71,7 @@ from ..admin.wire import CANCEL_RESULTS_HEADER, ErrorBody
 from ..broker.names import TopicName, local_name_problem, named_entity_problem
 from ..codec.messageid import MessageId
 from ..core.errors import InvalidRequestError, NotAllowedError, PreconditionFailedError
+from ._operation_routes import OperationRoutes
 from .auth import peer_subject_of
 from .context import AppContext, context_of
 
@@ -349,51 +313,22 @@ def topics_router(
         prefix=prefix, responses=_ERRORS, include_in_schema=include_in_schema, tags=[tag] if tag else None
     )
 
-    def route(method: str, path: str, name: str, summary: str, **kwargs: Any) -> Callable[[Any], Any]:
-        def register(fn: Any) -> Any:
-            status = kwargs.pop("status_code", 200)
-            router.add_api_route(
-                path,
-                fn,
-                methods=[method],
-                name=f"{version}_{name}",
-                operation_id=f"{version}_{name}",
-                summary=summary,
-                status_code=status,
-                response_class=Response if status == 204 else JSONResponse,
-                **kwargs,
-            )
-            return fn
+    routes = OperationRoutes("topics")
 
-        return register
-
-    @route("GET", "", "list_topics", "List the namespace's topics", response_model=list[str])
+    @routes.handles("list_topics", response_model=list[str])
     async def list_topics(call: CallDep) -> Response:
         return _json(await call.run(call.admin.topics.list_topics, call.namespace_name))
 
-    @route(
-        "GET",
-        "/partitioned",
-        "list_partitioned_topics",
-        "List the namespace's partitioned topics",
-        response_model=list[str],
-    )
+    @routes.handles("list_partitioned_topics", response_model=list[str])
     async def list_partitioned_topics(call: CallDep) -> Response:
         return _json(await call.run(call.admin.topics.list_partitioned_topics, call.namespace_name))
 
-    @route(
-        "PUT",
-        "/{topic}",
-        "create_topic",
-        "Create a non-partitioned topic",
-        status_code=204,
-        responses={409: {"model": ErrorBody, "description": "the topic exists"}},
-    )
+    @routes.handles("create_topic", responses={409: {"model": ErrorBody, "description": "the topic exists"}})
     async def create_topic(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.create_topic, call.topic)
         return _no_content()
 
-    @route("DELETE", "/{topic}", "delete_topic", "Delete a topic and its data", status_code=204)
+    @routes.handles("delete_topic")
     async def delete_topic(
         call: TopicCallDep,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
@@ -401,13 +336,7 @@ def topics_router(
         await call.run(call.admin.topics.delete_topic, call.topic, force=force)
         return _no_content()
 
-    @route(
-        "GET",
-        "/{topic}/partitions",
-        "get_partitioned_metadata",
-        "The number of partitions (0: not partitioned)",
-        response_model=PartitionedTopicMetadata,
-    )
+    @routes.handles("get_partitioned_metadata", response_model=PartitionedTopicMetadata)
     async def get_partitioned_metadata(
         call: TopicCallDep,
         check_allow_auto_creation: Annotated[
@@ -421,12 +350,8 @@ def topics_router(
         metadata = call.admin.topics.partitioned_topic_metadata
         return _json(await call.run(metadata, call.topic, check_allow_auto_creation))
 
-    @route(
-        "PUT",
-        "/{topic}/partitions",
+    @routes.handles(
         "create_partitioned_topic",
-        "Create a partitioned topic",
-        status_code=204,
         openapi_extra=_body({"type": "integer", "minimum": 1}, "the number of partitions"),
         responses={409: {"model": ErrorBody, "description": "the topic exists"}},
     )
@@ -435,7 +360,7 @@ def topics_router(
         await call.run(call.admin.topics.create_topic, call.topic, partitions=partitions)
         return _no_content()
 
-    @route("DELETE", "/{topic}/partitions", "delete_partitioned_topic", "Delete a partitioned topic", status_code=204)
+    @routes.handles("delete_partitioned_topic")
     async def delete_partitioned_topic(
         call: TopicCallDep,
         force: Annotated[bool, Query(description="even with connected producers or consumers")] = False,
@@ -443,9 +368,7 @@ def topics_router(
         await call.run(call.admin.topics.delete_topic, call.topic, force=force)
         return _no_content()
 
-    @route(
-        "GET", "/{topic}/subscriptions", "get_subscriptions", "List the topic's subscriptions", response_model=list[str]
-    )
+    @routes.handles("get_subscriptions", response_model=list[str])
     async def get_subscriptions(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.list_subscriptions, call.topic))
 
@@ -464,11 +387,8 @@ def topics_router(
         ),
     ]
 
-    @route(
-        "GET",
-        "/{topic}/stats",
+    @routes.handles(
         "get_stats",
-        "Stats of a topic or partition: rates, counters, publishers, subscriptions and consumers",
         response_model=TopicStatsData,
         responses={405: {"model": ErrorBody, "description": "a partitioned topic: use partitioned-stats"}},
     )
@@ -487,13 +407,7 @@ def topics_router(
         )
         return Response(stats.to_json(indent=None), media_type=JSON)
 
-    @route(
-        "GET",
-        "/{topic}/partitioned-stats",
-        "get_partitioned_stats",
-        "Stats of a partitioned topic: the partitions' added up, and each partition's",
-        response_model=PartitionedTopicStatsData,
-    )
+    @routes.handles("get_partitioned_stats", response_model=PartitionedTopicStatsData)
     async def get_partitioned_stats(
         call: TopicCallDep,
         per_partition: Annotated[
@@ -513,34 +427,19 @@ def topics_router(
         )
         return Response(stats.to_json(indent=None), media_type=JSON)
 
-    @route(
-        "GET",
-        "/{topic}/internalStats",
+    @routes.handles(
         "get_internal_stats",
-        "Internal stats of a topic or partition (managed ledger and cursors)",
         response_model=PersistentTopicInternalStats,
         responses={405: {"model": ErrorBody, "description": "a partitioned topic: use partitioned-internalStats"}},
     )
     async def get_internal_stats(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.internal_stats, call.topic))
 
-    @route(
-        "GET",
-        "/{topic}/partitioned-internalStats",
-        "get_partitioned_internal_stats",
-        "Internal stats of every partition of a partitioned topic",
-        response_model=PartitionedTopicInternalStats,
-    )
+    @routes.handles("get_partitioned_internal_stats", response_model=PartitionedTopicInternalStats)
     async def get_partitioned_internal_stats(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.partitioned_internal_stats, call.topic))
 
-    @route(
-        "POST",
-        "/{topic}/cancelDelayedMessage",
-        "cancel_delayed_message",
-        "Cancel a delayed message on subscriptions (PIP-423)",
-        status_code=204,
-    )
+    @routes.handles("cancel_delayed_message")
     async def cancel_delayed_message(
         call: TopicCallDep,
         ledger_id: Annotated[
@@ -573,23 +472,14 @@ def topics_router(
             subscription_names=list(dict.fromkeys(names)) or None,
         )
         header = {CANCEL_RESULTS_HEADER: json.dumps(result.results, separators=(",", ":"))}
-        if result.refused:
-            reason = (
-                "Failed to cancel delayed message on subscription(s) "
-                + ", ".join(result.refused)
-                + ": their type uses cumulative acknowledgement"
-            )
+        if result.refusal is not None:
             return Response(
-                ErrorBody(reason=reason).model_dump_json(), status_code=412, media_type=JSON, headers=header
+                ErrorBody(reason=result.refusal).model_dump_json(), status_code=412, media_type=JSON, headers=header
             )
         return _no_content(header)
 
-    @route(
-        "PUT",
-        "/{topic}/subscription/{subName}",
+    @routes.handles(
         "create_subscription",
-        "Create a durable subscription (at the latest message unless the body names one)",
-        status_code=204,
         openapi_extra=_body(_ref("ResetCursorData"), "where it starts (optional)", required=False),
         responses={409: {"model": ErrorBody, "description": "the subscription exists"}},
     )
@@ -612,7 +502,7 @@ def topics_router(
         )
         return _no_content()
 
-    @route("DELETE", "/{topic}/subscription/{subName}", "delete_subscription", "Delete a subscription", status_code=204)
+    @routes.handles("delete_subscription")
     async def delete_subscription(
         call: SubCallDep,
         force: Annotated[bool, Query(description="ignored: refused (412) while consumers are connected")] = False,
@@ -620,12 +510,8 @@ def topics_router(
         await call.run(call.admin.topics.delete_subscription, call.topic, call.subscription)
         return _no_content()
 
-    @route(
-        "POST",
-        "/{topic}/subscription/{subName}/skipByMessageIds",
+    @routes.handles(
         "skip_by_message_ids",
-        "Skip messages by id (PIP-423): base64 MessageIdData or {ledgerId, entryId, batchIndex}",
-        status_code=204,
         openapi_extra=_body(_ref("SkipMessageIdsBody"), "the messages to skip"),
         responses={405: {"model": ErrorBody, "description": "a cumulative-ack subscription (Exclusive, Failover)"}},
     )
@@ -634,24 +520,12 @@ def topics_router(
         await call.run(call.admin.topics.skip_messages, call.topic, call.subscription, parsed)
         return _no_content()
 
-    @route(
-        "POST",
-        "/{topic}/subscription/{subName}/skip_all",
-        "skip_all_messages",
-        "Acknowledge the subscription's whole backlog",
-        status_code=204,
-    )
+    @routes.handles("skip_all_messages")
     async def skip_all_messages(call: SubCallDep) -> Response:
         await call.run(call.admin.topics.clear_backlog, call.topic, call.subscription)
         return _no_content()
 
-    @route(
-        "POST",
-        "/{topic}/subscription/{subName}/skip/{numMessages}",
-        "skip_messages",
-        "Skip the next N unacknowledged messages",
-        status_code=204,
-    )
+    @routes.handles("skip_messages")
     async def skip_messages(
         call: SubCallDep,
         num_messages: Annotated[int, Path(alias="numMessages", ge=0, le=INT32_MAX, description="how many")],
@@ -659,13 +533,7 @@ def topics_router(
         await call.run(call.admin.topics.skip, call.topic, call.subscription, num_messages)
         return _no_content()
 
-    @route(
-        "POST",
-        "/{topic}/subscription/{subName}/resetcursor/{timestamp}",
-        "reset_cursor_to_time",
-        "Reset the subscription to the first message published at or after a time",
-        status_code=204,
-    )
+    @routes.handles("reset_cursor_to_time")
     async def reset_cursor_to_time(
         call: SubCallDep,
         timestamp: Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")],
@@ -673,13 +541,8 @@ def topics_router(
         await call.run(call.admin.topics.reset_cursor_by_time, call.topic, call.subscription, timestamp)
         return _no_content()
 
-    @route(
-        "POST",
-        "/{topic}/subscription/{subName}/resetcursor",
-        "reset_cursor_on_position",
-        "Reset the subscription to a message id",
-        status_code=204,
-        openapi_extra=_body(_ref("ResetCursorData"), "the message id to reset to"),
+    @routes.handles(
+        "reset_cursor_on_position", openapi_extra=_body(_ref("ResetCursorData"), "the message id to reset to")
     )
     async def reset_cursor_on_position(
         call: SubCallDep,
@@ -691,13 +554,7 @@ def topics_router(
         await call.run(call.admin.topics.reset_cursor, call.topic, call.subscription, body.to_message_id())
         return _no_content()
 
-    @route(
-        "GET",
-        "/{topic}/retention",
-        "get_retention",
-        "The topic's retention policy (null when unset)",
-        response_model=RetentionPoliciesData | None,
-    )
+    @routes.handles("get_retention", response_model=RetentionPoliciesData | None)
     async def get_retention(
         call: TopicCallDep,
         applied: Annotated[
@@ -707,12 +564,8 @@ def topics_router(
         policies = await call.run(call.admin.topics.get_retention, call.topic, applied=applied)
         return _json(None if policies is None else policies.to_json())
 
-    @route(
-        "POST",
-        "/{topic}/retention",
+    @routes.handles(
         "set_retention",
-        "Set the topic's retention policy",
-        status_code=204,
         openapi_extra=_body(_ref("RetentionPoliciesData"), "retentionTimeInMinutes and retentionSizeInMB"),
     )
     async def set_retention(call: TopicCallDep, request: Request) -> Response:
@@ -720,27 +573,22 @@ def topics_router(
         await call.run(call.admin.topics.set_retention, call.topic, policies)
         return _no_content()
 
-    @route("DELETE", "/{topic}/retention", "remove_retention", "Remove the topic's retention policy", status_code=204)
+    @routes.handles("remove_retention")
     async def remove_retention(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.remove_retention, call.topic)
         return _no_content()
 
-    @route("PUT", "/{topic}/compaction", "trigger_compaction", "Compact the topic in the background", status_code=204)
+    @routes.handles("trigger_compaction")
     async def trigger_compaction(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.trigger_compaction, call.topic)
         return _no_content()
 
-    @route("GET", "/{topic}/compaction", "compaction_status", "The status of the topic's last compaction")
+    @routes.handles("compaction_status")
     async def compaction_status(call: TopicCallDep) -> Response:
         status = await call.run(call.admin.topics.compaction_status, call.topic)
         return _json(status.to_json())
 
-    @route(
-        "GET",
-        "/{topic}/compactionThreshold",
-        "get_compaction_threshold",
-        "The topic's compaction threshold in bytes (null when unset)",
-    )
+    @routes.handles("get_compaction_threshold")
     async def get_compaction_threshold(
         call: TopicCallDep,
         applied: Annotated[
@@ -749,12 +597,8 @@ def topics_router(
     ) -> Response:
         return _json(await call.run(call.admin.topics.get_compaction_threshold, call.topic, applied=applied))
 
-    @route(
-        "POST",
-        "/{topic}/compactionThreshold",
+    @routes.handles(
         "set_compaction_threshold",
-        "Set the topic's compaction threshold",
-        status_code=204,
         openapi_extra=_body({"type": "integer", "format": "int64"}, "bytes not compacted yet that trigger compaction"),
     )
     async def set_compaction_threshold(call: TopicCallDep, request: Request) -> Response:
@@ -762,16 +606,12 @@ def topics_router(
         await call.run(call.admin.topics.set_compaction_threshold, call.topic, threshold)
         return _no_content()
 
-    @route("GET", "/{topic}/permissions", "get_permissions", "Roles' actions on the topic (namespace's and topic's)")
+    @routes.handles("get_permissions")
     async def get_permissions(call: TopicCallDep) -> Response:
         return _json(await call.run(call.admin.topics.permissions, call.topic))
 
-    @route(
-        "POST",
-        "/{topic}/permissions/{role}",
+    @routes.handles(
         "grant_permission",
-        "Grant actions on the topic to a role",
-        status_code=204,
         openapi_extra=_body({"type": "array", "items": {"type": "string"}}, 'actions, e.g. ["produce", "consume"]'),
     )
     async def grant_permission(call: TopicCallDep, request: Request, role: Annotated[str, Path()]) -> Response:
@@ -779,31 +619,21 @@ def topics_router(
         await call.run(call.admin.topics.grant_permission, call.topic, unquote(role), actions)
         return _no_content()
 
-    @route("DELETE", "/{topic}/permissions/{role}", "revoke_permission", "Revoke a role's actions", status_code=204)
+    @routes.handles("revoke_permission")
     async def revoke_permission(call: TopicCallDep, role: Annotated[str, Path()]) -> Response:
         await call.run(call.admin.topics.revoke_permission, call.topic, unquote(role))
         return _no_content()
 
-    @route("POST", "/{topic}/terminate", "terminate", "Terminate the topic: the id of its last message")
+    @routes.handles("terminate")
     async def terminate(call: TopicCallDep) -> Response:
         return _json(_message_id_json(await call.run(call.admin.topics.terminate, call.topic)))
 
-    @route(
-        "POST",
-        "/{topic}/terminate/partitions",
-        "terminate_partitioned",
-        "Terminate every partition of a partitioned topic: each one's last message id",
-    )
+    @routes.handles("terminate_partitioned")
     async def terminate_partitioned(call: TopicCallDep) -> Response:
         ids = await call.run(call.admin.topics.terminate_partitioned, call.topic)
         return _json({str(index): _message_id_json(mid) for index, mid in ids.items()})
 
-    @route(
-        "GET",
-        "/{topic}/schemaCompatibilityStrategy",
-        "get_schema_compatibility_strategy",
-        "The topic's schema compatibility strategy (null when unset)",
-    )
+    @routes.handles("get_schema_compatibility_strategy")
     async def get_schema_compatibility_strategy(
         call: TopicCallDep,
         applied: Annotated[
@@ -813,39 +643,29 @@ def topics_router(
         strategy = await call.run(call.admin.topics.get_schema_compatibility_strategy, call.topic, applied=applied)
         return _json(None if strategy is None else strategy.value)
 
-    @route(
-        "PUT",
-        "/{topic}/schemaCompatibilityStrategy",
-        "set_schema_compatibility_strategy",
-        "Set the topic's schema compatibility strategy",
-        status_code=204,
-        openapi_extra=_body({"type": "string"}, 'the strategy, e.g. "BACKWARD"'),
+    @routes.handles(
+        "set_schema_compatibility_strategy", openapi_extra=_body({"type": "string"}, 'the strategy, e.g. "BACKWARD"')
     )
     async def set_schema_compatibility_strategy(call: TopicCallDep, request: Request) -> Response:
         strategy = parse_strategy_body(await request.body())
         await call.run(call.admin.topics.set_schema_compatibility_strategy, call.topic, strategy)
         return _no_content()
 
-    @route(
-        "DELETE",
-        "/{topic}/compactionThreshold",
-        "remove_compaction_threshold",
-        "Remove the topic's compaction threshold",
-        status_code=204,
-    )
+    @routes.handles("remove_compaction_threshold")
     async def remove_compaction_threshold(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.remove_compaction_threshold, call.topic)
         return _no_content()
 
-    @route(
-        "DELETE",
-        "/{topic}/schemaCompatibilityStrategy",
-        "remove_schema_compatibility_strategy",
-        "Remove the topic's schema compatibility strategy",
-        status_code=204,
-    )
+    @routes.handles("remove_schema_compatibility_strategy")
     async def remove_schema_compatibility_strategy(call: TopicCallDep) -> Response:
         await call.run(call.admin.topics.remove_schema_compatibility_strategy, call.topic)
         return _no_content()
 
+    routes.add_to(router, lambda op: op.topic_suffix, lambda op: _route_options(version, op))
     return router
+
+
+def _route_options(version: str, op: AdminOperation) -> dict[str, Any]:
+    """Operation ids ``<version>_<operation>``; no body class for a 204."""
+    name = f"{version}_{op.name}"
+    return {"name": name, "operation_id": name, "response_class": Response if op.status == 204 else JSONResponse}

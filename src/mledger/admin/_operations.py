@@ -1,0 +1,260 @@
+"""The admin operation table: each operation of Pulsar's admin REST API v2 that mledger serves,
+once, as data.
+
+One :class:`AdminOperation` per endpoint: its pulsar-admin verb, HTTP method, Pulsar's path
+template (after ``/admin/v2``), success status, the :class:`~mledger.admin.Admin` call it runs
+(``admin.<group>.<call>``) and the shapes of its request and response bodies. The REST server
+registers its routes from this table (:mod:`mledger.rest.topics`, :mod:`mledger.rest.namespaces`,
+:mod:`mledger.rest.tenants`, in the table's order), :class:`~mledger.admin.remote.RemoteAdmin`
+builds its requests from it (:meth:`AdminOperation.url`) and ``mledger-admin`` maps its verbs to
+admin calls with it (:func:`by_verb`); tests/test_admin_operations.py checks that the admin
+library, the REST app and ``RemoteAdmin`` agree with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["OPERATIONS", "TOPIC_BASE", "AdminOperation", "Group", "by_verb", "operation", "operations"]
+
+Group = Literal["topics", "namespaces", "tenants", "clusters"]
+
+TOPIC_BASE = "/persistent/{tenant}/{namespace}"
+"""The namespace part of every topic path; the REST server mounts the rest under v1's and
+v2's namespace prefixes."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdminOperation:
+    """One admin endpoint; see the module docstring.
+
+    ``name`` is the REST route's name (unique in its group); ``call`` the method of
+    ``admin.<group>`` it runs, ``None`` for an endpoint the REST server answers from the broker
+    itself (no admin-library method, so no ``RemoteAdmin`` method either); ``request`` and
+    ``response`` name the body shapes (``None``: no body).
+    """
+
+    group: Group
+    name: str
+    verb: str
+    method: str
+    path: str
+    status: int
+    call: str | None
+    summary: str
+    request: str | None = None
+    response: str | None = None
+
+    def url(self, **params: str) -> str:
+        """The request path with ``params`` (already encoded for a path) put in the template."""
+        return "/admin/v2" + self.path.format(**params)
+
+    @property
+    def topic_suffix(self) -> str:
+        """A topic operation's path after :data:`TOPIC_BASE` (``/{topic}/stats``)."""
+        if not self.path.startswith(TOPIC_BASE):
+            raise ValueError(f"{self.name} is not a topic operation: {self.path}")
+        return self.path[len(TOPIC_BASE) :]
+
+
+_Row = tuple[str, str, str, str, int, str | None, str, str | None, str | None]
+
+
+def _ops(group: Group, base: str, *rows: _Row) -> Iterator[AdminOperation]:
+    for name, verb, method, leaf, status, call, summary, request, response in rows:
+        yield AdminOperation(group, name, verb, method, base + leaf, status, call, summary, request, response)
+
+
+_S = "/{topic}/subscription/{subName}"
+
+# fmt: off
+# (name, pulsar-admin verb, method, path after the group's base, status, admin call, summary, request, response)
+OPERATIONS: tuple[AdminOperation, ...] = (
+    *_ops(
+        "topics", TOPIC_BASE,
+        ("list_topics", "list", "GET", "", 200, "list_topics", "List the namespace's topics", None, "list[str]"),
+        ("list_partitioned_topics", "list-partitioned-topics", "GET", "/partitioned", 200, "list_partitioned_topics",
+         "List the namespace's partitioned topics", None, "list[str]"),
+        ("create_topic", "create", "PUT", "/{topic}", 204, "create_topic", "Create a non-partitioned topic", None, None),
+        ("delete_topic", "delete", "DELETE", "/{topic}", 204, "delete_topic", "Delete a topic and its data", None, None),
+        ("get_partitioned_metadata", "get-partitioned-topic-metadata", "GET", "/{topic}/partitions", 200,
+         "partitioned_topic_metadata", "The number of partitions (0: not partitioned)", None,
+         "PartitionedTopicMetadata"),
+        ("create_partitioned_topic", "create-partitioned-topic", "PUT", "/{topic}/partitions", 204, "create_topic",
+         "Create a partitioned topic", "int", None),
+        ("delete_partitioned_topic", "delete-partitioned-topic", "DELETE", "/{topic}/partitions", 204, "delete_topic",
+         "Delete a partitioned topic", None, None),
+        ("get_subscriptions", "subscriptions", "GET", "/{topic}/subscriptions", 200, "list_subscriptions",
+         "List the topic's subscriptions", None, "list[str]"),
+        ("get_stats", "stats", "GET", "/{topic}/stats", 200, "stats",
+         "Stats of a topic or partition: rates, counters, publishers, subscriptions and consumers", None,
+         "TopicStatsData"),
+        ("get_partitioned_stats", "partitioned-stats", "GET", "/{topic}/partitioned-stats", 200, "partitioned_stats",
+         "Stats of a partitioned topic: the partitions' added up, and each partition's", None,
+         "PartitionedTopicStatsData"),
+        ("get_internal_stats", "stats-internal", "GET", "/{topic}/internalStats", 200, "internal_stats",
+         "Internal stats of a topic or partition (managed ledger and cursors)", None, "PersistentTopicInternalStats"),
+        ("get_partitioned_internal_stats", "partitioned-stats-internal", "GET", "/{topic}/partitioned-internalStats",
+         200, "partitioned_internal_stats", "Internal stats of every partition of a partitioned topic", None,
+         "PartitionedTopicInternalStats"),
+        ("cancel_delayed_message", "cancel-delayed-message", "POST", "/{topic}/cancelDelayedMessage", 204,
+         "cancel_delayed_message", "Cancel a delayed message on subscriptions (PIP-423)", None, None),
+        ("create_subscription", "create-subscription", "PUT", _S, 204, "create_subscription",
+         "Create a durable subscription (at the latest message unless the body names one)", "ResetCursorData", None),
+        ("delete_subscription", "unsubscribe", "DELETE", _S, 204, "delete_subscription", "Delete a subscription",
+         None, None),
+        ("skip_by_message_ids", "skip-messages", "POST", f"{_S}/skipByMessageIds", 204, "skip_messages",
+         "Skip messages by id (PIP-423): base64 MessageIdData or {ledgerId, entryId, batchIndex}",
+         "SkipMessageIdsBody", None),
+        ("skip_all_messages", "clear-backlog", "POST", f"{_S}/skip_all", 204, "clear_backlog",
+         "Acknowledge the subscription's whole backlog", None, None),
+        ("skip_messages", "skip", "POST", f"{_S}/skip/{{numMessages}}", 204, "skip",
+         "Skip the next N unacknowledged messages", None, None),
+        ("reset_cursor_to_time", "reset-cursor", "POST", f"{_S}/resetcursor/{{timestamp}}", 204,
+         "reset_cursor_by_time", "Reset the subscription to the first message published at or after a time", None,
+         None),
+        ("reset_cursor_on_position", "reset-cursor", "POST", f"{_S}/resetcursor", 204, "reset_cursor",
+         "Reset the subscription to a message id", "ResetCursorData", None),
+        ("get_retention", "get-retention", "GET", "/{topic}/retention", 200, "get_retention",
+         "The topic's retention policy (null when unset)", None, "RetentionPoliciesData"),
+        ("set_retention", "set-retention", "POST", "/{topic}/retention", 204, "set_retention",
+         "Set the topic's retention policy", "RetentionPoliciesData", None),
+        ("remove_retention", "remove-retention", "DELETE", "/{topic}/retention", 204, "remove_retention",
+         "Remove the topic's retention policy", None, None),
+        ("trigger_compaction", "compact", "PUT", "/{topic}/compaction", 204, "trigger_compaction",
+         "Compact the topic in the background", None, None),
+        ("compaction_status", "compaction-status", "GET", "/{topic}/compaction", 200, "compaction_status",
+         "The status of the topic's last compaction", None, "LongRunningProcessStatus"),
+        ("get_compaction_threshold", "get-compaction-threshold", "GET", "/{topic}/compactionThreshold", 200,
+         "get_compaction_threshold", "The topic's compaction threshold in bytes (null when unset)", None, "int"),
+        ("set_compaction_threshold", "set-compaction-threshold", "POST", "/{topic}/compactionThreshold", 204,
+         "set_compaction_threshold", "Set the topic's compaction threshold", "int", None),
+        ("get_permissions", "permissions", "GET", "/{topic}/permissions", 200, "permissions",
+         "Roles' actions on the topic (namespace's and topic's)", None, "dict[str, list[str]]"),
+        ("grant_permission", "grant-permission", "POST", "/{topic}/permissions/{role}", 204, "grant_permission",
+         "Grant actions on the topic to a role", "list[str]", None),
+        ("revoke_permission", "revoke-permission", "DELETE", "/{topic}/permissions/{role}", 204, "revoke_permission",
+         "Revoke a role's actions", None, None),
+        ("terminate", "terminate", "POST", "/{topic}/terminate", 200, "terminate",
+         "Terminate the topic: the id of its last message", None, "MessageIdImpl"),
+        ("terminate_partitioned", "partitioned-terminate", "POST", "/{topic}/terminate/partitions", 200,
+         "terminate_partitioned", "Terminate every partition of a partitioned topic: each one's last message id",
+         None, "dict[str, MessageIdImpl]"),
+        ("get_schema_compatibility_strategy", "get-schema-compatibility-strategy", "GET",
+         "/{topic}/schemaCompatibilityStrategy", 200, "get_schema_compatibility_strategy",
+         "The topic's schema compatibility strategy (null when unset)", None, "str"),
+        ("set_schema_compatibility_strategy", "set-schema-compatibility-strategy", "PUT",
+         "/{topic}/schemaCompatibilityStrategy", 204, "set_schema_compatibility_strategy",
+         "Set the topic's schema compatibility strategy", "str", None),
+        ("remove_compaction_threshold", "remove-compaction-threshold", "DELETE", "/{topic}/compactionThreshold", 204,
+         "remove_compaction_threshold", "Remove the topic's compaction threshold", None, None),
+        ("remove_schema_compatibility_strategy", "remove-schema-compatibility-strategy", "DELETE",
+         "/{topic}/schemaCompatibilityStrategy", 204, "remove_schema_compatibility_strategy",
+         "Remove the topic's schema compatibility strategy", None, None),
+    ),
+    *_ops(
+        "clusters", "/clusters",
+        ("list_clusters", "list", "GET", "", 200, "list", "The clusters (no credentials needed)", None, "list[str]"),
+        ("get_cluster", "get", "GET", "/{cluster}", 200, "get", "A cluster's ClusterData", None, "ClusterData"),
+        ("create_cluster", "create", "PUT", "/{cluster}", 204, "create", "Create a cluster", "ClusterData", None),
+        ("update_cluster", "update", "POST", "/{cluster}", 204, "update", "Update a cluster", "ClusterData", None),
+        ("delete_cluster", "delete", "DELETE", "/{cluster}", 204, "delete", "Delete a cluster", None, None),
+    ),
+    *_ops(
+        "tenants", "/tenants",
+        ("list_tenants", "list", "GET", "", 200, "list", "The tenants", None, "list[str]"),
+        ("get_tenant", "get", "GET", "/{tenant}", 200, "get", "A tenant's TenantInfo", None, "TenantInfo"),
+        ("create_tenant", "create", "PUT", "/{tenant}", 204, "create", "Create a tenant", "TenantInfo", None),
+        ("update_tenant", "update", "POST", "/{tenant}", 204, "update", "Update a tenant", "TenantInfo", None),
+        ("delete_tenant", "delete", "DELETE", "/{tenant}", 204, "delete", "Delete a tenant", None, None),
+    ),
+    *_ops(
+        "namespaces", "/namespaces",
+        ("list_namespaces", "list", "GET", "/{tenant}", 200, "list", "The tenant's namespaces", None, "list[str]"),
+        ("create_namespace", "create", "PUT", "/{tenant}/{namespace}", 204, "create",
+         "Create a namespace (body: its Policies, optional)", "Policies", None),
+        ("get_policies", "policies", "GET", "/{tenant}/{namespace}", 200, "policies", "The namespace's Policies", None,
+         "Policies"),
+        ("delete_namespace", "delete", "DELETE", "/{tenant}/{namespace}", 204, "delete", "Delete a namespace", None,
+         None),
+        ("get_subscription_permissions", "subscription-permission", "GET",
+         "/{tenant}/{namespace}/permissions/subscription", 200, "permissions_on_subscriptions",
+         "The roles each restricted subscription admits", None, "dict[str, list[str]]"),
+        ("grant_subscription_permission", "grant-subscription-permission", "POST",
+         "/{tenant}/{namespace}/permissions/subscription/{subscription}", 204, "grant_permission_on_subscription",
+         "Let only these roles consume through the subscription", "list[str]", None),
+        ("revoke_subscription_permission", "revoke-subscription-permission", "DELETE",
+         "/{tenant}/{namespace}/permissions/{subscription}/{role}", 204, "revoke_permission_on_subscription",
+         "Remove a role from a subscription's roles", None, None),
+        ("get_permissions", "permissions", "GET", "/{tenant}/{namespace}/permissions", 200, "permissions",
+         "Roles' actions on the namespace", None, "dict[str, list[str]]"),
+        ("grant_permission", "grant-permission", "POST", "/{tenant}/{namespace}/permissions/{role}", 204,
+         "grant_permission", "Grant actions on the namespace to a role", "list[str]", None),
+        ("revoke_permission", "revoke-permission", "DELETE", "/{tenant}/{namespace}/permissions/{role}", 204,
+         "revoke_permission", "Revoke a role's actions", None, None),
+        ("namespace_topics", "topics", "GET", "/{tenant}/{namespace}/topics", 200, None, "The namespace's topics",
+         None, "list[str]"),
+        ("get_deduplication", "get-deduplication", "GET", "/{tenant}/{namespace}/deduplication", 200, None,
+         "The deduplication policy (null: unset)", None, "bool"),
+        ("set_deduplication", "set-deduplication", "POST", "/{tenant}/{namespace}/deduplication", 204, None,
+         "Turn deduplication on or off", "bool", None),
+        ("remove_deduplication", "remove-deduplication", "DELETE", "/{tenant}/{namespace}/deduplication", 204, None,
+         "Back to the broker's setting", None, None),
+        ("get_retention", "get-retention", "GET", "/{tenant}/{namespace}/retention", 200, "get_retention",
+         "The retention policy (null: unset)", None, "RetentionPoliciesData"),
+        ("set_retention", "set-retention", "POST", "/{tenant}/{namespace}/retention", 204, "set_retention",
+         "Set the retention policy", "RetentionPoliciesData", None),
+        ("remove_retention", "remove-retention", "DELETE", "/{tenant}/{namespace}/retention", 204, "remove_retention",
+         "Remove the retention policy", None, None),
+        ("get_compaction_threshold", "get-compaction-threshold", "GET", "/{tenant}/{namespace}/compactionThreshold",
+         200, "get_compaction_threshold", "The compaction threshold (null: unset)", None, "int"),
+        ("set_compaction_threshold", "set-compaction-threshold", "PUT", "/{tenant}/{namespace}/compactionThreshold",
+         204, "set_compaction_threshold", "Set the compaction threshold (bytes)", "int", None),
+        ("remove_compaction_threshold", "remove-compaction-threshold", "DELETE",
+         "/{tenant}/{namespace}/compactionThreshold", 204, "remove_compaction_threshold",
+         "Remove the compaction threshold", None, None),
+        ("get_schema_compatibility_strategy", "get-schema-compatibility-strategy", "GET",
+         "/{tenant}/{namespace}/schemaCompatibilityStrategy", 200, "get_schema_compatibility_strategy",
+         "The schema compatibility strategy of the namespace's topics", None, "str"),
+        ("set_schema_compatibility_strategy", "set-schema-compatibility-strategy", "PUT",
+         "/{tenant}/{namespace}/schemaCompatibilityStrategy", 204, "set_schema_compatibility_strategy",
+         "Set the schema compatibility strategy", "str", None),
+        ("get_schema_auto_update", "get-schema-autoupdate-strategy", "GET",
+         "/{tenant}/{namespace}/schemaAutoUpdateCompatibilityStrategy", 200,
+         "get_schema_auto_update_compatibility_strategy", "The older schema auto-update policy (null: unset)", None,
+         "str"),
+        ("set_schema_auto_update", "set-schema-autoupdate-strategy", "PUT",
+         "/{tenant}/{namespace}/schemaAutoUpdateCompatibilityStrategy", 204,
+         "set_schema_auto_update_compatibility_strategy", "Set the older schema auto-update policy", "str", None),
+        ("get_allow_auto_update", "get-is-allow-auto-update-schema", "GET",
+         "/{tenant}/{namespace}/isAllowAutoUpdateSchema", 200, "get_is_allow_auto_update_schema",
+         "Whether producers may register new schema versions", None, "bool"),
+        ("set_allow_auto_update", "set-is-allow-auto-update-schema", "POST",
+         "/{tenant}/{namespace}/isAllowAutoUpdateSchema", 204, "set_is_allow_auto_update_schema",
+         "Allow or forbid new schema versions", "bool", None),
+    ),
+)
+# fmt: on
+
+_BY_NAME = {(op.group, op.name): op for op in OPERATIONS}
+
+
+def operations(group: Group) -> tuple[AdminOperation, ...]:
+    """The operations of ``group``, in the table's (the REST routes') order."""
+    return tuple(op for op in OPERATIONS if op.group == group)
+
+
+def operation(group: Group, name: str) -> AdminOperation:
+    """The operation ``name`` of ``group``; ``KeyError`` for one the table lacks."""
+    return _BY_NAME[(group, name)]
+
+
+def by_verb(group: Group, verb: str) -> AdminOperation:
+    """The one operation of ``group`` that the pulsar-admin verb ``verb`` runs; ``KeyError`` when
+    none or several do (``reset-cursor``: by message id or by time)."""
+    found = [op for op in OPERATIONS if op.group == group and op.verb == verb]
+    if len(found) != 1:
+        raise KeyError(f"{group} {verb}: {len(found)} operations")
+    return found[0]

@@ -1,0 +1,234 @@
+"""Issue 24 item 5: the admin operation table, the admin library, the REST app, RemoteAdmin and
+mledger-admin agree (as tests/test_protocol_coverage.py checks the protocol's command table)."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from mledger.admin import Admin, CancelDelayedMessageResult
+from mledger.admin._operations import OPERATIONS, TOPIC_BASE, AdminOperation, by_verb, operation
+from mledger.admin.remote import RemoteAdmin, RemoteClusters, RemoteNamespaces, RemoteTenants, RemoteTopics
+from mledger.broker import Broker
+from mledger.broker.retention import RetentionPolicies
+from mledger.core.position import Position
+from mledger.managed_ledger import ManagedLedgerFactory
+from mledger.storage import MemoryStore
+
+REMOTE = {"topics": RemoteTopics, "namespaces": RemoteNamespaces, "tenants": RemoteTenants, "clusters": RemoteClusters}
+V1_TOPIC_BASE = "/admin/persistent/{property}/{cluster}/{namespace}"
+
+
+@pytest.fixture(scope="module")
+def admin() -> Iterator[Admin]:
+    broker = Broker(ManagedLedgerFactory(MemoryStore()))
+    yield Admin(broker)
+    broker.close()
+
+
+def _called(op: AdminOperation) -> bool:
+    return op.call is not None
+
+
+def test_table_is_consistent() -> None:
+    keys = [(op.group, op.name) for op in OPERATIONS]
+    assert len(keys) == len(set(keys))
+    shapes = [(op.method, re.sub(r"\{[^}]+\}", "{}", op.path)) for op in OPERATIONS]
+    assert len(shapes) == len(set(shapes)), "one operation per method and path"
+    for op in OPERATIONS:
+        assert op.method in ("GET", "PUT", "POST", "DELETE"), op
+        assert op.status in (200, 204), op
+        assert (op.status == 204) == (op.response is None), op
+        assert op.path.startswith(f"/{'persistent' if op.group == 'topics' else op.group}"), op
+    assert operation("topics", "get_stats").url(tenant="t", namespace="n", topic="x") == (
+        "/admin/v2/persistent/t/n/x/stats"
+    )
+    with pytest.raises(KeyError):
+        by_verb("topics", "reset-cursor")  # by message id or by time: the CLI picks
+
+
+def test_admin_library_and_remote_admin_have_every_call_with_the_same_parameters(admin: Admin) -> None:
+    for op in filter(_called, OPERATIONS):
+        assert op.call is not None
+        local = getattr(getattr(admin, op.group), op.call)
+        remote = getattr(REMOTE[op.group], op.call)
+        local_params = list(inspect.signature(local).parameters.values())
+        remote_params = list(inspect.signature(remote).parameters)[1:]  # self
+        assert [p.name for p in local_params[: len(remote_params)]] == remote_params, op
+        extra = local_params[len(remote_params) :]  # local-only options (trigger_compaction's wait)
+        assert all(p.default is not inspect.Parameter.empty for p in extra), op
+
+
+def test_rest_app_serves_every_operation_and_only_them(admin: Admin) -> None:
+    from mledger.rest import create_app
+
+    document = create_app(admin).openapi()
+    served = {
+        (method.upper(), path)
+        for path, operations in document["paths"].items()
+        if path.startswith(("/admin/v2/persistent", "/admin/v2/namespaces", "/admin/v2/tenants", "/admin/v2/clusters"))
+        for method in operations
+    }
+    expected = {(op.method, "/admin/v2" + op.path) for op in OPERATIONS}
+    assert served == expected
+    for op in OPERATIONS:
+        paths = ["/admin/v2" + op.path]
+        if op.group == "topics":
+            paths.append(V1_TOPIC_BASE + op.topic_suffix)
+        for path in paths:
+            documented = document["paths"][path][op.method.lower()]
+            assert documented["summary"] == op.summary, (path, op)
+            assert str(op.status) in documented["responses"], (path, op)
+
+
+def test_each_rest_handler_runs_its_operations_admin_call() -> None:
+    """The handler registered for an operation calls ``admin.<group>.<call>`` (read from its source)."""
+    from mledger.rest.namespaces import namespaces_router
+    from mledger.rest.tenants import tenants_router
+    from mledger.rest.topics import topics_router
+
+    routes = [
+        *topics_router("v2", "persistent", "/admin/v2/persistent/{tenant}/{namespace}").routes,
+        *namespaces_router().routes,
+        *tenants_router().routes,
+    ]
+    handlers = {(next(iter(route.methods)), route.path): route.endpoint for route in routes}  # type: ignore[attr-defined]
+    assert len(handlers) == len(OPERATIONS)
+    for op in filter(_called, OPERATIONS):
+        path = op.path.replace("/persistent/", "/admin/v2/persistent/", 1) if op.group == "topics" else op.path
+        source = inspect.getsource(handlers[(op.method, path)])
+        assert f"{op.group}.{op.call}" in re.sub(r"\s+", "", source), op
+
+
+_ARGUMENTS: dict[str, Any] = {
+    "topic": "persistent://te/ns/a b",
+    "namespace": "te/ns",
+    "tenant": "te",
+    "cluster": "c1",
+    "subscription": "sub 1",
+    "role": "r/1",
+    "actions": ["produce"],
+    "roles": ["r"],
+    "position": Position(1, 2),
+    "num_messages": 3,
+    "timestamp_ms": 1000,
+    "threshold": 10,
+    "strategy": "BACKWARD",
+    "policy": "Full",
+    "allowed": True,
+    "request": b'[{"messageId": "CAEQAg=="}]',
+    "ledger_id": 1,
+    "entry_id": 2,
+    "data": {},
+    "info": {"adminRoles": [], "allowedClusters": ["c1"]},
+}
+
+
+def _arguments(group: str, call: str) -> dict[str, Any]:
+    signature = inspect.signature(getattr(REMOTE[group], call))
+    values = {}
+    for name, parameter in list(signature.parameters.items())[1:]:
+        if parameter.default is inspect.Parameter.empty or name == "namespace":  # list_topics: one namespace
+            values[name] = RetentionPolicies(1, 1) if name == "policies" else _ARGUMENTS[name]
+    return values
+
+
+def _pattern(op: AdminOperation) -> re.Pattern[str]:
+    return re.compile("/admin/v2" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(op.path)) + "$")
+
+
+def test_remote_admin_sends_each_call_as_its_operation() -> None:
+    """Each RemoteAdmin method sends the method and path of an operation running that same call,
+    and every operation with a call is reachable from RemoteAdmin."""
+    sent: list[tuple[str, str]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append((request.method, request.url.raw_path.decode().split("?")[0]))
+        return httpx.Response(204)
+
+    remote = RemoteAdmin("http://admin.test")
+    remote._client = httpx.Client(base_url=remote.url, transport=httpx.MockTransport(answer))
+    reached = set()
+    calls = {(op.group, op.call) for op in filter(_called, OPERATIONS)}
+    for group, call in sorted(calls):  # type: ignore[type-var]
+        variants = [_arguments(group, call)]
+        if call == "create_topic":
+            variants.append({**variants[0], "partitions": 2})
+        for arguments in variants:
+            sent.clear()
+            try:
+                getattr(getattr(remote, group), call)(**arguments)
+            except Exception:  # noqa: S110 - the empty answer may not parse; the request is what counts
+                pass
+            assert len(sent) == 1, (group, call, sent)
+            method, path = sent[0]
+            matched = [op for op in OPERATIONS if op.method == method and _pattern(op).match(path)]
+            assert [(op.group, op.call) for op in matched] == [(group, call)], (group, call, method, path)
+            reached.add(matched[0].name)
+    unreached = {op.name for op in filter(_called, OPERATIONS)} - reached
+    # RemoteAdmin deletes every topic with DELETE {topic}, which the server answers for a
+    # partitioned one too
+    assert unreached == {"delete_partitioned_topic"}
+    remote.close()
+
+
+def test_remote_admin_encodes_names_as_pulsar_clients_do() -> None:
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.raw_path.decode())
+        return httpx.Response(204)
+
+    with RemoteAdmin("http://admin.test") as remote:
+        remote._client = httpx.Client(base_url=remote.url, transport=httpx.MockTransport(answer))
+        remote.topics.delete_subscription("persistent://te/ns/a b", "sub~1")
+        remote.topics.revoke_permission("persistent://te/ns/a", "r/1")
+    assert sent == [
+        "/admin/v2/persistent/te/ns/a+b/subscription/sub%7E1",
+        "/admin/v2/persistent/te/ns/a/permissions/r%2F1",
+    ]
+
+
+def test_cli_commands_that_are_one_admin_call_map_to_the_table() -> None:
+    from mledger.cli.admin import _Run, build_parser
+
+    def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
+    bound = 0
+    for group, group_parser in subcommands(build_parser()).items():
+        for verb, command in subcommands(group_parser).items():
+            handler = command._defaults.get("handler")
+            if isinstance(handler, _Run):
+                assert callable(handler.bind(group, verb)), (group, verb)
+                assert by_verb(group, verb).call is not None  # type: ignore[arg-type]
+                bound += 1
+    assert bound >= 45
+
+
+def test_topic_operations_share_the_namespace_base() -> None:
+    for op in OPERATIONS:
+        if op.group == "topics":
+            assert op.path.startswith(TOPIC_BASE)
+        else:
+            with pytest.raises(ValueError):
+                _ = op.topic_suffix
+
+
+def test_cancel_refusal_is_one_text() -> None:
+    result = CancelDelayedMessageResult(
+        topic="persistent://public/default/t", ledgerId=1, entryId=2, results={"a": True, "excl": False, "fo": False}
+    )
+    assert result.refusal == (
+        "Failed to cancel delayed message on subscription(s) excl, fo: their type uses cumulative acknowledgement"
+    )
+    assert CancelDelayedMessageResult(topic="t", ledgerId=1, entryId=2, results={"a": True}).refusal is None
