@@ -52,14 +52,13 @@ from .admin.authentication import (
     basic_auth_conf_from_env,
     build_authenticator,
 )
-from .broker import Broker, BrokerConfig
+from .broker import BrokerConfig, open_broker
 from .broker.journal import BrokerJournal
 from .broker.namespaces import STANDALONE_NAMESPACES
 from .core.address import parse_bind
 from .core.config import ManagedLedgerFactoryConfig
 from .core.errors import ConfigError
 from .core.tls import TlsSettings
-from .managed_ledger import ManagedLedgerFactory
 from .metrics.protocol import ProtocolCollector
 from .protocol import (
     ClientAuth,
@@ -78,7 +77,6 @@ from .standalone_config import (
     read_pulsar_conf,
     render_settings,
 )
-from .storage import MemoryStore, SqliteStore
 
 if TYPE_CHECKING:
     from .replay.recording import RecordSettings
@@ -149,15 +147,19 @@ class Standalone:
         if admin_tls_port is not None and tls is None:
             raise ConfigError("admin_tls_port needs tls (tlsCertificateFilePath and tlsKeyFilePath)")
         journal = recorder(record, record_settings)
-        self.store: MemoryStore | SqliteStore = (
-            MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
-        )
-        self.factory = ManagedLedgerFactory(self.store, factory_config)
         # as Pulsar's standalone, whose internal admin client has no credentials when authorization
         # is on: then only the cluster is created, tenants and namespaces come from the set-up
-        self.broker = Broker(self.factory, broker_config, journal=journal, default_namespace=authorization is None)
-        for namespace in STANDALONE_NAMESPACES if authorization is None else ():
-            self.broker.ensure_namespace(namespace)
+        self.opened = open_broker(
+            data_dir,
+            broker_config=broker_config,
+            factory_config=factory_config,
+            journal=journal,
+            namespaces=STANDALONE_NAMESPACES if authorization is None else (),
+            default_namespace=authorization is None,
+        )
+        self.store = self.opened.store
+        self.factory = self.opened.factory
+        self.broker = self.opened.broker
         auth = _client_auth(authenticator, authorization)
         self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
         app = create_app(
@@ -216,10 +218,7 @@ class Standalone:
         if self.admin_tls is not None:
             await loop.run_in_executor(None, self.admin_tls.shutdown)
         await loop.run_in_executor(None, self.admin.shutdown)
-        self.broker.close()
-        self.factory.close()
-        if isinstance(self.store, SqliteStore):
-            self.store.close()
+        self.opened.close()
 
 
 def recorder(record: str | Path | None, settings: RecordSettings | None = None) -> BrokerJournal | None:

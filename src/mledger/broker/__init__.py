@@ -20,6 +20,7 @@ True
 from ..codec.messageid import MessageId as MessageId
 from ..core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger.ledger_view import InitialPosition as InitialPosition
+from ._open import OpenedBroker as OpenedBroker, open_broker as open_broker, open_store as open_store
 from .broker import AnyTopic as AnyTopic, Broker as Broker
 from .compaction import (
     CompactionInProgressError as CompactionInProgressError,
@@ -82,6 +83,9 @@ from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic
 from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
+    "OpenedBroker",
+    "open_broker",
+    "open_store",
     "CompactionInProgressError",
     "CompactionStatus",
     "LongRunningProcessStatus",

@@ -28,12 +28,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..broker import Broker, BrokerConfig
+from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
 from ..broker.journal import BrokerJournal
 from ..broker.namespaces import STANDALONE_NAMESPACES
 from ..core.clock import Clock, ManualClock, SystemClock
-from ..managed_ledger import ManagedLedgerFactory
-from ..storage import MemoryStore, SqliteStore, Store
+from ..storage import Store
 from .access import ClientAuth
 from .config import ProtocolConfig, ProtocolStats
 from .server import ProtocolServer
@@ -114,7 +113,7 @@ class EmbeddedBroker:
         self.server: ProtocolServer
         self.broker: Broker
         self.clock: BrokerClock
-        self._store: Store | None = None
+        self._opened: OpenedBroker | None = None
         self._check_options()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -122,11 +121,15 @@ class EmbeddedBroker:
         """Start the store, broker and server; returns once clients can connect."""
         wall = int(time.time() * 1000)
         clock: Clock = ManualClock(wall) if self._manual else SystemClock()
-        self._store = self._open_store()
-        factory = ManagedLedgerFactory(self._store, clock=clock)
-        self.broker = Broker(factory, self._broker_config, clock=clock, journal=self._make_journal())
-        for namespace in STANDALONE_NAMESPACES:  # as mledger standalone (and Pulsar's) creates them
-            self.broker.ensure_namespace(namespace)
+        # the namespaces mledger standalone (and Pulsar's) creates
+        self._opened = open_broker(
+            store=self._open_store(),
+            broker_config=self._broker_config,
+            clock=clock,
+            journal=self._make_journal(),
+            namespaces=STANDALONE_NAMESPACES,
+        )
+        self.broker = self._opened.broker
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
         self.clock = BrokerClock(self, clock)
@@ -157,11 +160,9 @@ class EmbeddedBroker:
         return self
 
     def _open_store(self) -> Store:
-        """Hook for subclasses (tests wrap the store to inject faults): the store to serve,
-        closed by :meth:`stop` unless it is a :class:`~mledger.storage.MemoryStore`."""
-        if self.data_dir is not None:
-            return SqliteStore(self.data_dir, synchronous="NORMAL")
-        return MemoryStore()
+        """Hook for subclasses (tests wrap the store to inject faults): the store to serve
+        (:func:`~mledger.broker.open_store` of ``data_dir``), closed once by :meth:`stop`."""
+        return open_store(self.data_dir)
 
     def _check_options(self) -> None:
         """Hook for subclasses: runs at the end of the constructor and raises ``ConfigError`` for
@@ -192,12 +193,8 @@ class EmbeddedBroker:
         self._close_storage()
 
     def _close_storage(self) -> None:
-        broker = getattr(self, "broker", None)
-        if broker is not None:
-            broker.close()
-            broker.factory.close()
-        if self._store is not None and not isinstance(self._store, MemoryStore):
-            self._store.close()
+        if self._opened is not None:
+            self._opened.close()
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()

@@ -261,46 +261,37 @@ def serve(
 ) -> None:
     """Serve the admin API over the SQLite data directory ``data_dir`` until SIGINT/SIGTERM.
 
-    Opens the store (``StoreLockedError`` while another process holds it), a factory, a broker
-    (``BrokerConfig(cluster_name=cluster)`` with the two ``authenticate_*`` switches) and an
-    :class:`Admin`; calls ``ready(server)`` once
+    Opens the store (``StoreLockedError`` while another process holds it), a factory and a broker
+    with :func:`~mledger.broker.open_broker` (``BrokerConfig(cluster_name=cluster)`` with the two
+    ``authenticate_*`` switches) and an :class:`Admin`; calls ``ready(server)`` once
     bound; on a signal drains requests in flight and closes broker and factory, so every change
     is persisted when it returns (normally, not by the signal). ``app_options`` go to
     :func:`create_app`. Call it from the main thread.
     """
-    from ..broker import Broker, BrokerConfig
-    from ..managed_ledger.factory import ManagedLedgerFactory
-    from ..storage import SqliteStore
+    from ..broker import BrokerConfig, open_broker
 
     host, port = parse_bind(bind, 8080)
     roles = roles if roles is not None else RoleResolver()
-    factory = ManagedLedgerFactory(SqliteStore(str(data_dir)))
-    try:
-        config = BrokerConfig(
-            cluster_name=cluster,
-            authenticate_metrics_endpoint=authenticate_metrics_endpoint,
-            authenticate_docs_endpoint=authenticate_docs_endpoint,
-        )
-        broker = Broker(factory, config)
+    config = BrokerConfig(
+        cluster_name=cluster,
+        authenticate_metrics_endpoint=authenticate_metrics_endpoint,
+        authenticate_docs_endpoint=authenticate_docs_endpoint,
+    )
+    with open_broker(data_dir, broker_config=config) as opened:
+        admin = Admin(opened.broker, authorization=authorization)
+        server = AdminServer(create_app(admin, roles=roles, cluster=cluster, **app_options), host, port)
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            # before uvicorn takes the signals over, and after it hands them back: stop, no exit
+            log.info("signal %d: shutting down", signum)
+            server.stop()
+
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            admin = Admin(broker, authorization=authorization)
-            server = AdminServer(create_app(admin, roles=roles, cluster=cluster, **app_options), host, port)
-
-            def stop(signum: int, frame: FrameType | None) -> None:
-                # before uvicorn takes the signals over, and after it hands them back: stop, no exit
-                log.info("signal %d: shutting down", signum)
-                server.stop()
-
-            previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-            try:
-                if ready is not None:
-                    ready(server)
-                server.run()
-            finally:
-                server.app.state.mledger.close()
-                for signum, handler in previous.items():
-                    signal.signal(signum, handler)
+            if ready is not None:
+                ready(server)
+            server.run()
         finally:
-            broker.close()
-    finally:
-        factory.close()
+            server.app.state.mledger.close()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
