@@ -44,7 +44,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .admin import Admin, Authorization
 from .admin.authentication import (
     AuthenticationSettings,
     Authenticator,
@@ -52,14 +51,13 @@ from .admin.authentication import (
     basic_auth_conf_from_env,
     build_authenticator,
 )
-from .broker import BrokerConfig, open_broker
+from .broker import Broker, BrokerConfig, open_broker
 from .broker.journal import BrokerJournal
 from .broker.namespaces import STANDALONE_NAMESPACES
 from .core.address import parse_bind
 from .core.config import ManagedLedgerFactoryConfig
 from .core.errors import ConfigError
 from .core.tls import TlsSettings
-from .metrics.protocol import ProtocolCollector
 from .protocol import (
     ClientAuth,
     EmbeddedBroker,
@@ -68,8 +66,9 @@ from .protocol import (
     ProtocolServer,
     parse_advertised_listeners,
 )
-from .rest import AdminServer, RoleResolver, create_app
-from .rest.auth import check_authentication_setup, check_endpoint_authentication
+from .rest._deferred import DeferredApp
+from .rest.auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
+from .rest.server import AdminServer
 from .standalone_config import (
     StandaloneSettings,
     authorization_from_settings,
@@ -79,6 +78,9 @@ from .standalone_config import (
 )
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from .admin import Authorization
     from .replay.recording import RecordSettings
 
 __all__ = [
@@ -160,19 +162,23 @@ class Standalone:
         self.store = self.opened.store
         self.factory = self.opened.factory
         self.broker = self.opened.broker
-        auth = _client_auth(authenticator, authorization)
-        self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
-        app = create_app(
-            Admin(self.broker, authorization),
-            roles=roles,
-            collectors=[ProtocolCollector(self.protocol, self.broker.config.cluster_name)],
-            lookup=self.protocol.lookup_urls,
-        )
-        self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
-        # https:// beside http://, over the same app (as Pulsar's webServicePortTls beside webServicePort)
-        self.admin_tls = (
-            AdminServer(app, admin_bind[0], admin_tls_port, tls=tls) if admin_tls_port is not None else None
-        )
+        self.admin_tls: AdminServer | None = None
+        try:
+            auth = _client_auth(authenticator, authorization)
+            self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
+            # the readiness route answers as soon as the port listens; the app is built on the
+            # first other request (see mledger.rest.DeferredApp)
+            broker, server = self.broker, self.protocol
+            app = DeferredApp(lambda: _admin_app(broker, server, authorization, roles), self.broker.clusters.list)
+            self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
+            # https:// beside http://, over the same app (as Pulsar's webServicePortTls beside webServicePort)
+            if admin_tls_port is not None:
+                self.admin_tls = AdminServer(app, admin_bind[0], admin_tls_port, tls=tls)
+        except BaseException:
+            if getattr(self, "admin", None) is not None:
+                self.admin.shutdown(0)
+            self.opened.close()
+            raise
 
     @property
     def service_url(self) -> str:
@@ -219,6 +225,23 @@ class Standalone:
             await loop.run_in_executor(None, self.admin_tls.shutdown)
         await loop.run_in_executor(None, self.admin.shutdown)
         self.opened.close()
+
+
+def _admin_app(
+    broker: Broker, protocol: ProtocolServer, authorization: Authorization | None, roles: RoleResolver | None
+) -> FastAPI:
+    """The admin REST app of a standalone: ``broker``'s admin, the protocol server's metrics on
+    ``/metrics`` and its addresses on the HTTP lookup. Imports FastAPI and the admin operations."""
+    from .admin import Admin
+    from .metrics.protocol import ProtocolCollector
+    from .rest.app import create_app
+
+    return create_app(
+        Admin(broker, authorization),
+        roles=roles,
+        collectors=[ProtocolCollector(protocol, broker.config.cluster_name)],
+        lookup=protocol.lookup_urls,
+    )
 
 
 def recorder(record: str | Path | None, settings: RecordSettings | None = None) -> BrokerJournal | None:
@@ -278,12 +301,7 @@ class EmbeddedStandalone(EmbeddedBroker):
         with self._admin_lock:
             if self._admin_server is None:
                 roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
-                app = create_app(
-                    Admin(self.broker, self._authorization),
-                    roles=roles,
-                    collectors=[ProtocolCollector(self.server, self.broker.config.cluster_name)],
-                    lookup=self.server.lookup_urls,
-                )
+                app = _admin_app(self.broker, self.server, self._authorization, roles)
                 self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0)
                 self._admin_server.start()
             return self._admin_server.url

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..admin.authentication import AuthenticationError, AuthenticationSettings, Authenticator, load_token_file
-from ..admin.wire import ROLE_HEADER
 from ..broker import BrokerConfig
 from ..core.errors import ConfigError, UnauthenticatedError
+
+if TYPE_CHECKING:
+    from ..admin.wire import ROLE_HEADER as ROLE_HEADER
 
 __all__ = [
     "AUTHENTICATION_REQUIRED",
@@ -92,6 +94,8 @@ class RoleResolver:
             return None
         authorization = headers.get("Authorization")
         if authorization is None and self.trust_role_header:
+            from ..admin.wire import ROLE_HEADER  # imported when the app is: pydantic
+
             role = (headers.get(ROLE_HEADER) or "").strip()
             if role:
                 return role
@@ -102,6 +106,16 @@ class RoleResolver:
 
     def __repr__(self) -> str:
         return f"RoleResolver({self.authenticator!r}, trust_role_header={self.trust_role_header})"
+
+
+def __getattr__(name: str) -> str:
+    # ROLE_HEADER, re-exported: read from mledger.admin.wire (pydantic) on first use, so that a
+    # server checks its credentials at start-up without importing pydantic
+    if name == "ROLE_HEADER":
+        from ..admin.wire import ROLE_HEADER
+
+        return ROLE_HEADER
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def peer_subject_of(scope: Mapping[str, Any]) -> str | None:
