@@ -67,7 +67,7 @@ from .protocol import (
     parse_advertised_listeners,
 )
 from .rest._deferred import DeferredApp
-from .rest.auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
+from .rest.auth import RoleResolver, checked_role_resolver
 from .rest.server import AdminServer
 from .standalone_config import (
     StandaloneSettings,
@@ -228,7 +228,7 @@ class Standalone:
 
 
 def _admin_app(
-    broker: Broker, protocol: ProtocolServer, authorization: Authorization | None, roles: RoleResolver | None
+    broker: Broker, protocol: ProtocolServer, authorization: Authorization | None, roles: RoleResolver
 ) -> FastAPI:
     """The admin REST app of a standalone: ``broker``'s admin, the protocol server's metrics on
     ``/metrics`` and its addresses on the HTTP lookup. Imports FastAPI and the admin operations."""
@@ -326,16 +326,10 @@ def _checked_roles(
     authorization: Authorization | None,
     option: str,
     config: BrokerConfig | None,
-) -> RoleResolver | None:
-    """The REST role resolver of ``authenticator``; ``ConfigError`` naming ``option`` when
-    credentials come without an authorization (the check ``mledger-admin serve`` makes), and when
-    ``config`` asks for authenticated ``/metrics`` or docs with nothing that authenticates. Runs
-    before anything is opened."""
-    roles = RoleResolver(authenticator) if authenticator is not None else None
-    if roles is not None:
-        check_authentication_setup(roles, authorization is not None, option)
-    check_endpoint_authentication(roles or RoleResolver(), config or BrokerConfig())
-    return roles
+) -> RoleResolver:
+    """The REST role resolver after the start-up checks (:func:`~mledger.rest.auth.checked_role_resolver`);
+    runs before anything is opened."""
+    return checked_role_resolver(authenticator, authorization is not None, config, option=option)
 
 
 def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..admin.authentication import build_authenticator
 from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
 from ..broker.journal import BrokerJournal
 from ..broker.namespaces import STANDALONE_NAMESPACES
@@ -39,7 +40,7 @@ from .server import ProtocolServer
 
 if TYPE_CHECKING:
     from ..admin import Authorization
-    from ..admin.authentication import AuthenticationSettings, Authenticator
+    from ..admin.authentication import AuthenticationSettings
 
 __all__ = ["BrokerClock", "EmbeddedBroker"]
 
@@ -104,7 +105,7 @@ class EmbeddedBroker:
         self._port = port
         self._broker_config = broker_config
         self._manual = manual_clock
-        self._authenticator = _authenticator(tokens, authentication)
+        self._authenticator = build_authenticator(tokens, authentication)
         self._auth = ClientAuth(self._authenticator, authorization) if self._authenticator is not None else None
         self._protocol_config = protocol_config
         self._authorization = authorization
@@ -234,14 +235,3 @@ class EmbeddedBroker:
         """A frozen snapshot of the protocol server's counters
         (:class:`~mledger.protocol.config.ProtocolStats`), taken on its loop (exact)."""
         return self.call(self.server.stats)
-
-
-def _authenticator(
-    tokens: Mapping[str, str] | None, authentication: AuthenticationSettings | None
-) -> Authenticator | None:
-    if tokens is None and authentication is None:
-        return None
-    # imported here: the admin package (httpx for RemoteAdmin) only when authentication is on
-    from ..admin.authentication import build_authenticator
-
-    return build_authenticator(tokens, authentication)

@@ -45,6 +45,7 @@ __all__ = [
     "RoleResolver",
     "check_authentication_setup",
     "check_endpoint_authentication",
+    "checked_role_resolver",
     "peer_subject_of",
 ]
 
@@ -151,3 +152,21 @@ def check_endpoint_authentication(roles: RoleResolver, config: BrokerConfig) -> 
                 f"{name} needs authentication: give credentials (--token-file, --token-secret-key, --token-public-key, "
                 "--basic-auth-conf) and an authorization file, or turn it off"
             )
+
+
+def checked_role_resolver(
+    authenticator: Authenticator | None,
+    authorization_enabled: bool,
+    config: BrokerConfig | None = None,
+    *,
+    option: str = "--auth-file",
+    trust_role_header: bool = False,
+) -> RoleResolver:
+    """The :class:`RoleResolver` of ``authenticator`` (None: nobody authenticates) once a server's
+    start-up checks passed: :func:`check_authentication_setup` (naming ``option``) and
+    :func:`check_endpoint_authentication` for ``config``'s switches. What ``mledger standalone``,
+    the fixture and ``mledger-admin serve`` run before opening anything; ``ConfigError``."""
+    roles = RoleResolver(authenticator, trust_role_header)
+    check_authentication_setup(roles, authorization_enabled, option)
+    check_endpoint_authentication(roles, config or BrokerConfig())
+    return roles
