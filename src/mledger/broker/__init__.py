@@ -83,9 +83,6 @@ from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic
 from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
-    "OpenedBroker",
-    "open_broker",
-    "open_store",
     "CompactionInProgressError",
     "CompactionStatus",
     "LongRunningProcessStatus",
@@ -116,6 +113,7 @@ __all__ = [
     "MessageId",
     "NamespaceNotFoundError",
     "NoDeduplication",
+    "OpenedBroker",
     "PartitionedConsumer",
     "PartitionedProducer",
     "PartitionedSubscription",
@@ -145,4 +143,6 @@ __all__ = [
     "TopicTerminatedError",
     "TopicName",
     "TopicStats",
+    "open_broker",
+    "open_store",
 ]
