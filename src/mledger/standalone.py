@@ -44,7 +44,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .admin import Admin, Authorization
 from .admin.authentication import (
     AuthenticationSettings,
     Authenticator,
@@ -52,15 +51,13 @@ from .admin.authentication import (
     basic_auth_conf_from_env,
     build_authenticator,
 )
-from .broker import Broker, BrokerConfig
+from .broker import Broker, BrokerConfig, open_broker
 from .broker.journal import BrokerJournal
 from .broker.namespaces import STANDALONE_NAMESPACES
 from .core.address import parse_bind
 from .core.config import ManagedLedgerFactoryConfig
 from .core.errors import ConfigError
 from .core.tls import TlsSettings
-from .managed_ledger import ManagedLedgerFactory
-from .metrics.protocol import ProtocolCollector
 from .protocol import (
     ClientAuth,
     EmbeddedBroker,
@@ -69,8 +66,9 @@ from .protocol import (
     ProtocolServer,
     parse_advertised_listeners,
 )
-from .rest import AdminServer, RoleResolver, create_app
-from .rest.auth import check_authentication_setup, check_endpoint_authentication
+from .rest._deferred import DeferredApp
+from .rest.auth import RoleResolver, checked_role_resolver
+from .rest.server import AdminServer
 from .standalone_config import (
     StandaloneSettings,
     authorization_from_settings,
@@ -78,9 +76,11 @@ from .standalone_config import (
     read_pulsar_conf,
     render_settings,
 )
-from .storage import MemoryStore, SqliteStore
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from .admin import Authorization
     from .replay.recording import RecordSettings
 
 __all__ = [
@@ -149,28 +149,36 @@ class Standalone:
         if admin_tls_port is not None and tls is None:
             raise ConfigError("admin_tls_port needs tls (tlsCertificateFilePath and tlsKeyFilePath)")
         journal = recorder(record, record_settings)
-        self.store: MemoryStore | SqliteStore = (
-            MemoryStore() if data_dir is None else SqliteStore(data_dir, synchronous="NORMAL")
-        )
-        self.factory = ManagedLedgerFactory(self.store, factory_config)
         # as Pulsar's standalone, whose internal admin client has no credentials when authorization
         # is on: then only the cluster is created, tenants and namespaces come from the set-up
-        self.broker = Broker(self.factory, broker_config, journal=journal, default_namespace=authorization is None)
-        for namespace in STANDALONE_NAMESPACES if authorization is None else ():
-            self.broker.ensure_namespace(namespace)
-        auth = _client_auth(authenticator, authorization)
-        self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
-        app = create_app(
-            Admin(self.broker, authorization),
-            roles=roles,
-            collectors=[ProtocolCollector(self.protocol, self.broker.config.cluster_name)],
-            lookup=self.protocol.lookup_urls,
+        self.opened = open_broker(
+            data_dir,
+            broker_config=broker_config,
+            factory_config=factory_config,
+            journal=journal,
+            namespaces=STANDALONE_NAMESPACES if authorization is None else (),
+            default_namespace=authorization is None,
         )
-        self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
-        # https:// beside http://, over the same app (as Pulsar's webServicePortTls beside webServicePort)
-        self.admin_tls = (
-            AdminServer(app, admin_bind[0], admin_tls_port, tls=tls) if admin_tls_port is not None else None
-        )
+        self.store = self.opened.store
+        self.factory = self.opened.factory
+        self.broker = self.opened.broker
+        self.admin_tls: AdminServer | None = None
+        try:
+            auth = _client_auth(authenticator, authorization)
+            self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
+            # the readiness route answers as soon as the port listens; the app is built on the
+            # first other request (see mledger.rest.DeferredApp)
+            broker, server = self.broker, self.protocol
+            app = DeferredApp(lambda: _admin_app(broker, server, authorization, roles), self.broker.clusters.list)
+            self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
+            # https:// beside http://, over the same app (as Pulsar's webServicePortTls beside webServicePort)
+            if admin_tls_port is not None:
+                self.admin_tls = AdminServer(app, admin_bind[0], admin_tls_port, tls=tls)
+        except BaseException:
+            if getattr(self, "admin", None) is not None:
+                self.admin.shutdown(0)
+            self.opened.close()
+            raise
 
     @property
     def service_url(self) -> str:
@@ -216,10 +224,24 @@ class Standalone:
         if self.admin_tls is not None:
             await loop.run_in_executor(None, self.admin_tls.shutdown)
         await loop.run_in_executor(None, self.admin.shutdown)
-        self.broker.close()
-        self.factory.close()
-        if isinstance(self.store, SqliteStore):
-            self.store.close()
+        self.opened.close()
+
+
+def _admin_app(
+    broker: Broker, protocol: ProtocolServer, authorization: Authorization | None, roles: RoleResolver
+) -> FastAPI:
+    """The admin REST app of a standalone: ``broker``'s admin, the protocol server's metrics on
+    ``/metrics`` and its addresses on the HTTP lookup. Imports FastAPI and the admin operations."""
+    from .admin import Admin
+    from .metrics.protocol import ProtocolCollector
+    from .rest.app import create_app
+
+    return create_app(
+        Admin(broker, authorization),
+        roles=roles,
+        collectors=[ProtocolCollector(protocol, broker.config.cluster_name)],
+        lookup=protocol.lookup_urls,
+    )
 
 
 def recorder(record: str | Path | None, settings: RecordSettings | None = None) -> BrokerJournal | None:
@@ -279,12 +301,7 @@ class EmbeddedStandalone(EmbeddedBroker):
         with self._admin_lock:
             if self._admin_server is None:
                 roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
-                app = create_app(
-                    Admin(self.broker, self._authorization),
-                    roles=roles,
-                    collectors=[ProtocolCollector(self.server, self.broker.config.cluster_name)],
-                    lookup=self.server.lookup_urls,
-                )
+                app = _admin_app(self.broker, self.server, self._authorization, roles)
                 self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0)
                 self._admin_server.start()
             return self._admin_server.url
@@ -309,16 +326,10 @@ def _checked_roles(
     authorization: Authorization | None,
     option: str,
     config: BrokerConfig | None,
-) -> RoleResolver | None:
-    """The REST role resolver of ``authenticator``; ``ConfigError`` naming ``option`` when
-    credentials come without an authorization (the check ``mledger-admin serve`` makes), and when
-    ``config`` asks for authenticated ``/metrics`` or docs with nothing that authenticates. Runs
-    before anything is opened."""
-    roles = RoleResolver(authenticator) if authenticator is not None else None
-    if roles is not None:
-        check_authentication_setup(roles, authorization is not None, option)
-    check_endpoint_authentication(roles or RoleResolver(), config or BrokerConfig())
-    return roles
+) -> RoleResolver:
+    """The REST role resolver after the start-up checks (:func:`~mledger.rest.auth.checked_role_resolver`);
+    runs before anything is opened."""
+    return checked_role_resolver(authenticator, authorization is not None, config, option=option)
 
 
 def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:

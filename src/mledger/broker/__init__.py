@@ -20,6 +20,7 @@ True
 from ..codec.messageid import MessageId as MessageId
 from ..core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger.ledger_view import InitialPosition as InitialPosition
+from ._open import OpenedBroker as OpenedBroker, open_broker as open_broker, open_store as open_store
 from .broker import AnyTopic as AnyTopic, Broker as Broker
 from .compaction import (
     CompactionInProgressError as CompactionInProgressError,
@@ -114,6 +115,7 @@ __all__ = [
     "MetadataNeeds",
     "NamespaceNotFoundError",
     "NoDeduplication",
+    "OpenedBroker",
     "PartitionedConsumer",
     "PartitionedProducer",
     "PartitionedSubscription",
@@ -143,4 +145,6 @@ __all__ = [
     "TopicTerminatedError",
     "TopicName",
     "TopicStats",
+    "open_broker",
+    "open_store",
 ]

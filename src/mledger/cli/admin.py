@@ -1149,23 +1149,14 @@ def _open_remote_admin(args: argparse.Namespace) -> Iterator[RemoteAdmin]:
 
 @contextlib.contextmanager
 def _open_admin(args: argparse.Namespace) -> Iterator[Admin]:
-    """Store, factory, broker and admin over ``--data-dir``; all closed on the way out, so
-    everything the command changed is persisted when it returns."""
+    """Store, factory, broker (:func:`~mledger.broker.open_broker`) and admin over ``--data-dir``;
+    all closed on the way out, so everything the command changed is persisted when it returns."""
     from ..admin import Admin, Authorization
-    from ..broker import Broker
-    from ..managed_ledger import ManagedLedgerFactory
-    from ..storage import SqliteStore
+    from ..broker import open_broker
 
     authorization = Authorization.from_json(args.auth_file) if args.auth_file else None
-    factory = ManagedLedgerFactory(SqliteStore(args.data_dir))
-    try:
-        broker = Broker(factory)
-        try:
-            yield Admin(broker, authorization=authorization, role=args.role)
-        finally:
-            broker.close()
-    finally:
-        factory.close()
+    with open_broker(args.data_dir) as opened:
+        yield Admin(opened.broker, authorization=authorization, role=args.role)
 
 
 if __name__ == "__main__":

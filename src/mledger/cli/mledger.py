@@ -28,14 +28,14 @@ DEMO_EVENTS = 400_000
 
 def _library_demo() -> int:
     """Append, ack out of order, crash-free restart: what a cursor keeps and persists."""
+    from ..broker import open_broker
     from ..core.config import ManagedLedgerConfig
-    from ..managed_ledger import InitialPosition, ManagedLedgerFactory
-    from ..storage.sqlite import SqliteStore
+    from ..managed_ledger import InitialPosition
 
     with tempfile.TemporaryDirectory(prefix="mledger-demo-") as data_dir:
         config = ManagedLedgerConfig(max_entries_per_ledger=1_000)
-        factory = ManagedLedgerFactory(SqliteStore(data_dir))
-        ml = factory.open("public/default/persistent/orders", config)
+        opened = open_broker(data_dir)
+        ml = opened.factory.open("public/default/persistent/orders", config)
         cursor = ml.open_cursor("billing", InitialPosition.EARLIEST)
         started = time.perf_counter()
         positions = ml.add_entries([b"order-%d" % i for i in range(5_000)])
@@ -52,10 +52,10 @@ def _library_demo() -> int:
             f"{cursor.total_non_contiguous_deleted_messages_range()} ack ranges, "
             f"backlog {cursor.number_of_entries_in_backlog():,}"
         )
-        factory.close()
+        opened.close()
 
-        factory = ManagedLedgerFactory(SqliteStore(data_dir))
-        ml = factory.open("public/default/persistent/orders", config)
+        opened = open_broker(data_dir)
+        ml = opened.factory.open("public/default/persistent/orders", config)
         cursor = ml.get_cursor("billing")
         holes = cursor.individually_deleted_messages()
         print(
@@ -63,7 +63,7 @@ def _library_demo() -> int:
             f"backlog {cursor.number_of_entries_in_backlog():,}, properties {cursor.properties}"
         )
         print(f"first ranges: {str(holes)[:80]}...")
-        factory.close()
+        opened.close()
     return 0
 
 

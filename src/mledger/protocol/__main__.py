@@ -18,11 +18,9 @@ import sys
 from pathlib import Path
 
 from ..admin.authentication import Authenticator, add_authentication_arguments, settings_from_args
-from ..broker import Broker, BrokerConfig
+from ..broker import BrokerConfig, open_broker
 from ..core.address import parse_bind
 from ..core.errors import ConfigError
-from ..managed_ledger import ManagedLedgerFactory
-from ..storage import MemoryStore, SqliteStore
 from .access import ClientAuth
 from .config import ProtocolConfig
 from .server import ProtocolServer
@@ -45,12 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    store = MemoryStore() if args.memory else SqliteStore(args.data_dir, synchronous="NORMAL")
     settings = settings_from_args(args)
     auth = ClientAuth(Authenticator.from_settings(settings)) if settings is not None else None
-    factory = ManagedLedgerFactory(store)
-    broker = Broker(factory, BrokerConfig(deduplication_enabled=args.deduplication))
-    server = ProtocolServer(broker, ProtocolConfig(host=host, port=port), auth=auth)
+    opened = open_broker(
+        None if args.memory else args.data_dir, broker_config=BrokerConfig(deduplication_enabled=args.deduplication)
+    )
+    server = ProtocolServer(opened.broker, ProtocolConfig(host=host, port=port), auth=auth)
 
     async def run() -> None:
         stop = asyncio.Event()
@@ -68,10 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
     finally:
-        broker.close()
-        factory.close()
-        if isinstance(store, SqliteStore):
-            store.close()
+        opened.close()
     return 0
 
 

@@ -22,17 +22,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from ..admin.auth import NamespaceOperation, TopicOperation
+from ..admin.authentication import AuthenticationSettings, Authenticator
 from ..broker import ProducerBusyError, Topic
 from ..broker.names import TopicName
 from ..core.errors import NotAllowedError, PermissionDeniedError, ServerError
 
 if TYPE_CHECKING:
     from ..admin import Authorization
-    from ..admin.authentication import Authenticator
 
 __all__ = ["AccessHolder", "ClientAuth", "ProducerAccess", "ProducerFencedError"]
 
 SHARED, EXCLUSIVE, WAIT_FOR_EXCLUSIVE, EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
+
+_LOOKUP_ALLOWED_BY = (TopicOperation.LOOKUP, TopicOperation.PRODUCE, TopicOperation.CONSUME)
+"""A lookup (LOOKUP, PARTITIONED_METADATA) is allowed by any of these (Pulsar's ``canLookup``)."""
 
 
 class ProducerFencedError(NotAllowedError):
@@ -130,9 +134,6 @@ class ClientAuth:
         self, authenticator: Authenticator | Mapping[str, str], authorization: Authorization | None = None
     ) -> None:
         if isinstance(authenticator, Mapping):
-            # imported here: the admin package (httpx for RemoteAdmin) only when a server is built
-            from ..admin.authentication import AuthenticationSettings, Authenticator
-
             authenticator = Authenticator.from_settings(AuthenticationSettings(tokens=authenticator))
         self.authenticator = authenticator
         self.authorization = authorization
@@ -143,10 +144,15 @@ class ClientAuth:
         return self.authenticator.authenticate(method, data, peer_subject)
 
     def authorize(
-        self, role: str | None, operation: str, topic: str | TopicName, subscription: str | None = None
+        self,
+        role: str | None,
+        operation: TopicOperation | str,
+        topic: str | TopicName,
+        subscription: str | None = None,
     ) -> None:
-        """Raise ``PermissionDeniedError`` unless ``role`` may do ``operation`` on ``topic``
-        (through ``subscription``, for a consumer)."""
+        """Raise ``PermissionDeniedError`` unless ``role`` may do ``operation`` (the admin layer's
+        :class:`~mledger.admin.TopicOperation`, or its name) on ``topic`` (through
+        ``subscription``, for a consumer)."""
         if self.authorization is not None:
             self.authorization.check(role, operation, topic, subscription)
 
@@ -155,14 +161,14 @@ class ClientAuth:
         auth = self.authorization
         if auth is None:
             return
-        if not any(auth.is_allowed(role, op, topic) for op in ("LOOKUP", "PRODUCE", "CONSUME")):
+        if not any(auth.is_allowed(role, op, topic) for op in _LOOKUP_ALLOWED_BY):
             raise PermissionDeniedError(f"Client with role {role!r} is not authorized to look up {topic}")
 
     def authorize_topic_list(self, role: str | None, namespace: str) -> None:
         """Listing a namespace's topics needs GET_TOPICS on it (see :mod:`mledger.admin.auth`);
         raises ``PermissionDeniedError`` with Pulsar's message, which names no topic."""
         auth = self.authorization
-        if auth is not None and not auth.is_allowed(role, "GET_TOPICS", namespace):
+        if auth is not None and not auth.is_allowed(role, NamespaceOperation.GET_TOPICS, namespace):
             raise PermissionDeniedError(
                 f"Client with role {role!r} is not authorized to GetTopicsOfNamespace {namespace}"
             )

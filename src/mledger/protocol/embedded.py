@@ -28,19 +28,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..broker import Broker, BrokerConfig
+from ..admin.authentication import build_authenticator
+from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
 from ..broker.journal import BrokerJournal
 from ..broker.namespaces import STANDALONE_NAMESPACES
 from ..core.clock import Clock, ManualClock, SystemClock
-from ..managed_ledger import ManagedLedgerFactory
-from ..storage import MemoryStore, SqliteStore, Store
+from ..storage import Store
 from .access import ClientAuth
 from .config import ProtocolConfig, ProtocolStats
 from .server import ProtocolServer
 
 if TYPE_CHECKING:
     from ..admin import Authorization
-    from ..admin.authentication import AuthenticationSettings, Authenticator
+    from ..admin.authentication import AuthenticationSettings
 
 __all__ = ["BrokerClock", "EmbeddedBroker"]
 
@@ -105,7 +105,7 @@ class EmbeddedBroker:
         self._port = port
         self._broker_config = broker_config
         self._manual = manual_clock
-        self._authenticator = _authenticator(tokens, authentication)
+        self._authenticator = build_authenticator(tokens, authentication)
         self._auth = ClientAuth(self._authenticator, authorization) if self._authenticator is not None else None
         self._protocol_config = protocol_config
         self._authorization = authorization
@@ -114,7 +114,7 @@ class EmbeddedBroker:
         self.server: ProtocolServer
         self.broker: Broker
         self.clock: BrokerClock
-        self._store: Store | None = None
+        self._opened: OpenedBroker | None = None
         self._check_options()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -122,11 +122,15 @@ class EmbeddedBroker:
         """Start the store, broker and server; returns once clients can connect."""
         wall = int(time.time() * 1000)
         clock: Clock = ManualClock(wall) if self._manual else SystemClock()
-        self._store = self._open_store()
-        factory = ManagedLedgerFactory(self._store, clock=clock)
-        self.broker = Broker(factory, self._broker_config, clock=clock, journal=self._make_journal())
-        for namespace in STANDALONE_NAMESPACES:  # as mledger standalone (and Pulsar's) creates them
-            self.broker.ensure_namespace(namespace)
+        # the namespaces mledger standalone (and Pulsar's) creates
+        self._opened = open_broker(
+            store=self._open_store(),
+            broker_config=self._broker_config,
+            clock=clock,
+            journal=self._make_journal(),
+            namespaces=STANDALONE_NAMESPACES,
+        )
+        self.broker = self._opened.broker
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
         self.clock = BrokerClock(self, clock)
@@ -157,11 +161,9 @@ class EmbeddedBroker:
         return self
 
     def _open_store(self) -> Store:
-        """Hook for subclasses (tests wrap the store to inject faults): the store to serve,
-        closed by :meth:`stop` unless it is a :class:`~mledger.storage.MemoryStore`."""
-        if self.data_dir is not None:
-            return SqliteStore(self.data_dir, synchronous="NORMAL")
-        return MemoryStore()
+        """Hook for subclasses (tests wrap the store to inject faults): the store to serve
+        (:func:`~mledger.broker.open_store` of ``data_dir``), closed once by :meth:`stop`."""
+        return open_store(self.data_dir)
 
     def _check_options(self) -> None:
         """Hook for subclasses: runs at the end of the constructor and raises ``ConfigError`` for
@@ -192,12 +194,8 @@ class EmbeddedBroker:
         self._close_storage()
 
     def _close_storage(self) -> None:
-        broker = getattr(self, "broker", None)
-        if broker is not None:
-            broker.close()
-            broker.factory.close()
-        if self._store is not None and not isinstance(self._store, MemoryStore):
-            self._store.close()
+        if self._opened is not None:
+            self._opened.close()
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()
@@ -237,14 +235,3 @@ class EmbeddedBroker:
         """A frozen snapshot of the protocol server's counters
         (:class:`~mledger.protocol.config.ProtocolStats`), taken on its loop (exact)."""
         return self.call(self.server.stats)
-
-
-def _authenticator(
-    tokens: Mapping[str, str] | None, authentication: AuthenticationSettings | None
-) -> Authenticator | None:
-    if tokens is None and authentication is None:
-        return None
-    # imported here: the admin package (httpx for RemoteAdmin) only when authentication is on
-    from ..admin.authentication import build_authenticator
-
-    return build_authenticator(tokens, authentication)

@@ -6,26 +6,60 @@ and uvicorn (the ``server`` extra), with ``/metrics``, ``/openapi.json`` and off
   (:meth:`~AdminServer.start` / :meth:`~AdminServer.shutdown`) or in a running event loop
   (``await server.serve()``), with a graceful stop;
 * :func:`serve` - ``mledger-admin serve`` over a data directory;
+* :class:`DeferredApp` - answers the readiness route at once, builds the app on first use;
 * :class:`RoleResolver` - bearer tokens (and a trusted proxy header) to roles.
 """
 
 from __future__ import annotations
 
-try:
-    import fastapi as _fastapi  # noqa: F401
-    import uvicorn as _uvicorn  # noqa: F401
-except ImportError as e:  # pragma: no cover - depends on the installation
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:  # pragma: no cover
     from ..core.errors import MissingExtraError
 
-    raise MissingExtraError("the admin REST server needs FastAPI and uvicorn: pip install 'mledger[server]'") from e
+    raise MissingExtraError("the admin REST server needs FastAPI and uvicorn: pip install 'mledger[server]'")
 
-from .app import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES, create_app as create_app
-from .auth import (
-    AUTHENTICATION_REQUIRED as AUTHENTICATION_REQUIRED,
-    ROLE_HEADER as ROLE_HEADER,
-    RoleResolver as RoleResolver,
-)
-from .server import DEFAULT_BIND as DEFAULT_BIND, AdminServer as AdminServer, parse_bind as parse_bind, serve as serve
+if TYPE_CHECKING:
+    from ._deferred import DeferredApp as DeferredApp
+    from .app import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES, create_app as create_app
+    from .auth import (
+        AUTHENTICATION_REQUIRED as AUTHENTICATION_REQUIRED,
+        ROLE_HEADER as ROLE_HEADER,
+        RoleResolver as RoleResolver,
+    )
+    from .server import (
+        DEFAULT_BIND as DEFAULT_BIND,
+        AdminServer as AdminServer,
+        parse_bind as parse_bind,
+        serve as serve,
+    )
+
+# imported on first use (PEP 562): a server answers its readiness route before FastAPI, pydantic
+# and the routes are imported (see mledger.rest.server.DeferredApp)
+_LAZY = {
+    "DeferredApp": "._deferred",
+    "DEFAULT_MAX_BODY_BYTES": ".app",
+    "create_app": ".app",
+    "AUTHENTICATION_REQUIRED": ".auth",
+    "ROLE_HEADER": ".auth",
+    "RoleResolver": ".auth",
+    "DEFAULT_BIND": ".server",
+    "AdminServer": ".server",
+    "parse_bind": ".server",
+    "serve": ".server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AUTHENTICATION_REQUIRED",
@@ -33,6 +67,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "ROLE_HEADER",
     "AdminServer",
+    "DeferredApp",
     "RoleResolver",
     "create_app",
     "parse_bind",

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..admin.authentication import AuthenticationError, AuthenticationSettings, Authenticator, load_token_file
-from ..admin.wire import ROLE_HEADER
 from ..broker import BrokerConfig
 from ..core.errors import ConfigError, UnauthenticatedError
+
+if TYPE_CHECKING:
+    from ..admin.wire import ROLE_HEADER as ROLE_HEADER
 
 __all__ = [
     "AUTHENTICATION_REQUIRED",
@@ -43,6 +45,7 @@ __all__ = [
     "RoleResolver",
     "check_authentication_setup",
     "check_endpoint_authentication",
+    "checked_role_resolver",
     "peer_subject_of",
 ]
 
@@ -92,6 +95,8 @@ class RoleResolver:
             return None
         authorization = headers.get("Authorization")
         if authorization is None and self.trust_role_header:
+            from ..admin.wire import ROLE_HEADER  # imported when the app is: pydantic
+
             role = (headers.get(ROLE_HEADER) or "").strip()
             if role:
                 return role
@@ -102,6 +107,16 @@ class RoleResolver:
 
     def __repr__(self) -> str:
         return f"RoleResolver({self.authenticator!r}, trust_role_header={self.trust_role_header})"
+
+
+def __getattr__(name: str) -> str:
+    # ROLE_HEADER, re-exported: read from mledger.admin.wire (pydantic) on first use, so that a
+    # server checks its credentials at start-up without importing pydantic
+    if name == "ROLE_HEADER":
+        from ..admin.wire import ROLE_HEADER
+
+        return ROLE_HEADER
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def peer_subject_of(scope: Mapping[str, Any]) -> str | None:
@@ -137,3 +152,21 @@ def check_endpoint_authentication(roles: RoleResolver, config: BrokerConfig) -> 
                 f"{name} needs authentication: give credentials (--token-file, --token-secret-key, --token-public-key, "
                 "--basic-auth-conf) and an authorization file, or turn it off"
             )
+
+
+def checked_role_resolver(
+    authenticator: Authenticator | None,
+    authorization_enabled: bool,
+    config: BrokerConfig | None = None,
+    *,
+    option: str = "--auth-file",
+    trust_role_header: bool = False,
+) -> RoleResolver:
+    """The :class:`RoleResolver` of ``authenticator`` (None: nobody authenticates) once a server's
+    start-up checks passed: :func:`check_authentication_setup` (naming ``option``) and
+    :func:`check_endpoint_authentication` for ``config``'s switches. What ``mledger standalone``,
+    the fixture and ``mledger-admin serve`` run before opening anything; ``ConfigError``."""
+    roles = RoleResolver(authenticator, trust_role_header)
+    check_authentication_setup(roles, authorization_enabled, option)
+    check_endpoint_authentication(roles, config or BrokerConfig())
+    return roles

@@ -25,7 +25,7 @@ from ..admin import Authorization
 from ..admin.authentication import Authenticator, settings_from_args
 from ..broker import BrokerConfig
 from ..core.errors import MLedgerError
-from .auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
+from .auth import checked_role_resolver
 from .server import AdminServer, parse_bind, serve
 
 __all__ = ["DATA_DIR_ENV", "run_serve"]
@@ -44,13 +44,13 @@ def run_serve(args: argparse.Namespace) -> int:
         parse_bind(args.bind, 8080)
         settings = settings_from_args(args)
         authenticator = Authenticator.from_settings(settings) if settings is not None else None
-        roles = RoleResolver(authenticator, args.trust_role_header)
-        check_authentication_setup(roles, authorization_enabled=bool(auth_file))
         endpoints = BrokerConfig(
             authenticate_metrics_endpoint=args.authenticate_metrics_endpoint,
             authenticate_docs_endpoint=args.authenticate_docs_endpoint,
         )
-        check_endpoint_authentication(roles, endpoints)
+        roles = checked_role_resolver(
+            authenticator, bool(auth_file), endpoints, trust_role_header=args.trust_role_header
+        )
     except MLedgerError as e:
         print(f"mledger-admin serve: {e}", file=sys.stderr)
         return 2

@@ -38,18 +38,21 @@ import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
-from fastapi import FastAPI
 
-from ..admin import Admin, Authorization
 from ..core.address import format_address, parse_bind
 from ..core.errors import ConfigError
 from ..core.tls import TlsSettings, server_context
-from .app import create_app
+from ._deferred import DeferredApp
 from .auth import RoleResolver
 from .protocol import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, protocol_class
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from ..admin import Admin, Authorization
 
 __all__ = ["DEFAULT_BIND", "AdminServer", "parse_bind", "serve"]
 
@@ -68,7 +71,9 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 class AdminServer:
     """The app (or an :class:`~mledger.admin.Admin`, for which :func:`create_app` builds one with
-    ``app_options``) served by uvicorn on ``host:port``; see the module docstring.
+    ``app_options``) served by uvicorn on ``host:port``; see the module docstring. A
+    :class:`~mledger.rest.DeferredApp` answers the readiness route while it builds the app on the
+    first other request.
 
     ``drain_timeout``: seconds requests in flight get to finish when stopping.
     ``keep_alive_timeout``: seconds an idle keep-alive connection is kept.
@@ -80,7 +85,7 @@ class AdminServer:
 
     def __init__(
         self,
-        app: FastAPI | Admin,
+        app: FastAPI | DeferredApp | Admin,
         host: str = "127.0.0.1",
         port: int = 8080,
         *,
@@ -92,7 +97,9 @@ class AdminServer:
         tls: TlsSettings | None = None,
         **app_options: Any,
     ) -> None:
-        if isinstance(app, Admin):
+        if not callable(app):  # an Admin (imported only then: the ASGI apps are callables)
+            from .app import create_app
+
             app = create_app(app, max_url_bytes=max_url_bytes, **app_options)
         elif app_options:
             raise ConfigError(f"options {sorted(app_options)} need an Admin, not a ready app")
@@ -147,7 +154,12 @@ class AdminServer:
     @property
     def in_flight(self) -> int:
         """Requests being answered now."""
-        return int(self.app.state.in_flight.count)
+        app = self._built_app()
+        return int(app.state.in_flight.count) if app is not None else 0
+
+    def _built_app(self) -> FastAPI | None:
+        """The FastAPI app, None while a :class:`DeferredApp` has not built it."""
+        return self.app.built if isinstance(self.app, DeferredApp) else self.app
 
     @property
     def started(self) -> bool:
@@ -204,7 +216,9 @@ class AdminServer:
             self._thread.join(timeout=limit + 5)
         self._drained = self.in_flight == 0 and (self._thread is None or not self._thread.is_alive())
         self._socket.close()
-        self.app.state.mledger.close()
+        app = self._built_app()
+        if app is not None:
+            app.state.mledger.close()
         if not self._drained:
             log.warning("admin server stopped with %d request(s) still running", self.in_flight)
         return self._drained
@@ -261,46 +275,40 @@ def serve(
 ) -> None:
     """Serve the admin API over the SQLite data directory ``data_dir`` until SIGINT/SIGTERM.
 
-    Opens the store (``StoreLockedError`` while another process holds it), a factory, a broker
-    (``BrokerConfig(cluster_name=cluster)`` with the two ``authenticate_*`` switches) and an
-    :class:`Admin`; calls ``ready(server)`` once
+    Opens the store (``StoreLockedError`` while another process holds it), a factory and a broker
+    with :func:`~mledger.broker.open_broker` (``BrokerConfig(cluster_name=cluster)`` with the two
+    ``authenticate_*`` switches) and an :class:`Admin`; calls ``ready(server)`` once
     bound; on a signal drains requests in flight and closes broker and factory, so every change
     is persisted when it returns (normally, not by the signal). ``app_options`` go to
     :func:`create_app`. Call it from the main thread.
     """
-    from ..broker import Broker, BrokerConfig
-    from ..managed_ledger.factory import ManagedLedgerFactory
-    from ..storage import SqliteStore
+    from ..admin import Admin
+    from ..broker import BrokerConfig, open_broker
+    from .app import create_app
 
     host, port = parse_bind(bind, 8080)
     roles = roles if roles is not None else RoleResolver()
-    factory = ManagedLedgerFactory(SqliteStore(str(data_dir)))
-    try:
-        config = BrokerConfig(
-            cluster_name=cluster,
-            authenticate_metrics_endpoint=authenticate_metrics_endpoint,
-            authenticate_docs_endpoint=authenticate_docs_endpoint,
-        )
-        broker = Broker(factory, config)
+    config = BrokerConfig(
+        cluster_name=cluster,
+        authenticate_metrics_endpoint=authenticate_metrics_endpoint,
+        authenticate_docs_endpoint=authenticate_docs_endpoint,
+    )
+    with open_broker(data_dir, broker_config=config) as opened:
+        admin = Admin(opened.broker, authorization=authorization)
+        app = create_app(admin, roles=roles, cluster=cluster, **app_options)
+        server = AdminServer(app, host, port)
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            # before uvicorn takes the signals over, and after it hands them back: stop, no exit
+            log.info("signal %d: shutting down", signum)
+            server.stop()
+
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            admin = Admin(broker, authorization=authorization)
-            server = AdminServer(create_app(admin, roles=roles, cluster=cluster, **app_options), host, port)
-
-            def stop(signum: int, frame: FrameType | None) -> None:
-                # before uvicorn takes the signals over, and after it hands them back: stop, no exit
-                log.info("signal %d: shutting down", signum)
-                server.stop()
-
-            previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-            try:
-                if ready is not None:
-                    ready(server)
-                server.run()
-            finally:
-                server.app.state.mledger.close()
-                for signum, handler in previous.items():
-                    signal.signal(signum, handler)
+            if ready is not None:
+                ready(server)
+            server.run()
         finally:
-            broker.close()
-    finally:
-        factory.close()
+            app.state.mledger.close()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)

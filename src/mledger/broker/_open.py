@@ -1,0 +1,124 @@
+"""The one way a front end opens a store, a managed-ledger factory and a broker, and closes them.
+
+Every command, server and fixture (``mledger standalone``, ``python -m mledger.protocol``,
+``mledger-admin``, ``mledger-admin serve``, :class:`~mledger.protocol.EmbeddedBroker`, the pytest
+fixture) calls :func:`open_broker`, so they share one durability setting (:data:`SYNCHRONOUS`)
+and one closing order: the broker (its topics persist their cursors, its journal is flushed),
+then the factory, which closes the store it was given. The store is closed by the factory only,
+exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..core.clock import Clock
+from ..core.config import ManagedLedgerFactoryConfig
+from ..managed_ledger.factory import ManagedLedgerFactory
+from ..storage import MemoryStore, SqliteStore, Store
+from .broker import Broker
+from .config import BrokerConfig
+from .journal import BrokerJournal
+
+__all__ = ["SYNCHRONOUS", "OpenedBroker", "open_broker", "open_store"]
+
+SYNCHRONOUS = "NORMAL"
+"""SQLite's ``synchronous`` mode of every front end's data directory. In WAL mode, ``NORMAL``
+keeps every committed write through a crash of the process (the broker confirms a write only
+once committed); a power loss may lose the last transactions, as a bookie whose journal does not
+fsync each entry. ``FULL`` (the :class:`~mledger.storage.SqliteStore` default for programs that
+open a store themselves) also fsyncs the WAL at each commit."""
+
+
+def open_store(data_dir: str | os.PathLike[str] | None) -> Store:
+    """A :class:`~mledger.storage.SqliteStore` over ``data_dir`` with :data:`SYNCHRONOUS`, or a
+    :class:`~mledger.storage.MemoryStore` for None. ``StoreLockedError`` while another process
+    holds the directory."""
+    if data_dir is None:
+        return MemoryStore()
+    return SqliteStore(data_dir, synchronous=SYNCHRONOUS)
+
+
+@dataclass(eq=False)
+class OpenedBroker:
+    """A store, the factory over it and the broker over that, closed together by :meth:`close`
+    (also on leaving a ``with`` block)."""
+
+    store: Store
+    factory: ManagedLedgerFactory
+    broker: Broker
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _closed: bool = field(default=False, repr=False)
+
+    def close(self) -> None:
+        """Close the broker, then the factory and with it the store (each once). Idempotent and
+        thread-safe; the factory and store are closed even when closing the broker raised."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self.broker.close()
+        finally:
+            self.factory.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> OpenedBroker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_broker(
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    store: Store | None = None,
+    broker_config: BrokerConfig | None = None,
+    factory_config: ManagedLedgerFactoryConfig | None = None,
+    clock: Clock | None = None,
+    journal: BrokerJournal | None = None,
+    namespaces: Iterable[str] = (),
+    default_namespace: bool = True,
+) -> OpenedBroker:
+    """Open ``data_dir`` (:func:`open_store`; None: memory), or serve ``store`` (a store made by
+    the caller, e.g. wrapped to inject faults; then ``data_dir`` must be None), with a factory
+    (``factory_config``, ``clock``) and a broker (``broker_config``, ``journal``,
+    ``default_namespace``) that creates ``namespaces`` if missing.
+
+    What was opened is closed again when a later step raises (the journal too: the broker would
+    have closed it), so the caller owns something only once this returns.
+    """
+    if store is not None and data_dir is not None:
+        raise ValueError("open_broker takes a data directory or a store, not both")
+    try:
+        store = store if store is not None else open_store(data_dir)
+    except BaseException:
+        if journal is not None:
+            journal.close()
+        raise
+    factory = ManagedLedgerFactory(store, factory_config, clock=clock)
+    try:
+        broker = Broker(factory, broker_config, clock=clock, journal=journal, default_namespace=default_namespace)
+    except BaseException:
+        try:
+            if journal is not None:
+                journal.close()
+        finally:
+            factory.close()
+        raise
+    opened = OpenedBroker(store, factory, broker)
+    try:
+        for namespace in namespaces:
+            broker.ensure_namespace(namespace)
+    except BaseException:
+        opened.close()
+        raise
+    return opened
