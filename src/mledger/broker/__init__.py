@@ -18,6 +18,7 @@ True
 """
 
 from ..codec.messageid import MessageId as MessageId
+from ..core import deprecation as _deprecation
 from ..core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger.ledger_view import InitialPosition as InitialPosition
 from .broker import AnyTopic as AnyTopic, Broker as Broker
@@ -142,3 +143,6 @@ __all__ = [
     "TopicName",
     "TopicStats",
 ]
+
+# Old module paths kept one release: importing one warns and names the new path.
+_deprecation.moved_modules(__name__, {"batch": "mledger.codec.batch"})

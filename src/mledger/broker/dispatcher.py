@@ -78,6 +78,7 @@ from ..codec.batch import decode_batch
 from ..codec.entry import Entry
 from ..codec.messageid import MessageId
 from ..core.clock import Clock
+from ..core.deprecation import renamed_attribute
 from ..core.errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
 from ..core.position import EARLIEST, Position
 from ..managed_ledger.cursor import ManagedCursor, PendingRead, PositionReset
@@ -117,10 +118,8 @@ class DispatcherStats:
     discarded_reads: int
     rewind_pending: bool
 
-    @property
-    def replay_queue_size(self) -> int:
-        """Deprecated name of :attr:`redelivery_queue_size` (kept for one release)."""
-        return self.redelivery_queue_size
+    replay_queue_size = renamed_attribute("redelivery_queue_size")
+    """Deprecated name of :attr:`redelivery_queue_size` (kept for one release; warns)."""
 
 
 class _Pending:
