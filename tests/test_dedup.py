@@ -125,25 +125,14 @@ def expected_maps(ml: ManagedLedger, up_to: Position | None = None) -> dict[str,
 
 def ctx(producer_name: str, seq: int, highest: int | None = None, n: int = 1, **md: object) -> PublishContext:
     highest = seq if highest is None else highest
-    meta = EntryMetadata(
-        producer_name=producer_name,
-        sequence_id=seq,
-        highest_sequence_id=highest if highest != seq else None,
-        num_messages=n,
-        **md,
-    )  # type: ignore[arg-type]
+    meta = EntryMetadata(producer_name=producer_name, sequence_id=seq,
+                         highest_sequence_id=highest if highest != seq else None, num_messages=n, **md)  # type: ignore[arg-type]
     return PublishContext(T, producer_name, seq, highest, n, meta)
 
 
 def publish_chunk(topic: Topic, name: str, seq: int, chunk_id: int, num_chunks: int) -> Position | None:
-    md = EntryMetadata(
-        producer_name=name,
-        sequence_id=seq,
-        uuid=f"{name}-{seq}",
-        chunk_id=chunk_id,
-        num_chunks=num_chunks,
-        total_chunk_msg_size=num_chunks * 4,
-    )
+    md = EntryMetadata(producer_name=name, sequence_id=seq, uuid=f"{name}-{seq}", chunk_id=chunk_id,
+                       num_chunks=num_chunks, total_chunk_msg_size=num_chunks * 4)
     return topic.publish(name, b"c%d" % chunk_id, md, seq, seq, 1)
 
 
@@ -416,9 +405,8 @@ def test_snapshot_is_persisted_and_survives_a_restart() -> None:
 
 def test_timed_snapshot_by_the_broker_clock() -> None:
     clock = ManualClock(0)
-    b = make_broker(
-        clock=clock, deduplication_snapshot_interval_seconds=120, deduplication_snapshot_frequency_in_seconds=60
-    )
+    b = make_broker(clock=clock, deduplication_snapshot_interval_seconds=120,
+                    deduplication_snapshot_frequency_in_seconds=60)
     p = producer(b, "p1")
     ids = [p.send(b"x") for _ in range(3)]
     d = dedup_of(b)
@@ -474,13 +462,10 @@ def test_timed_snapshot_never_claims_an_entry_not_yet_recorded(monkeypatch: pyte
     assert d.highest_sequence_persisted() == {"p": 1}
 
 
-@pytest.mark.parametrize(
-    "settings",
-    [
-        {"deduplication_snapshot_interval_seconds": 0},
-        {"deduplication_snapshot_frequency_in_seconds": 0},
-    ],
-)
+@pytest.mark.parametrize("settings", [
+    {"deduplication_snapshot_interval_seconds": 0},
+    {"deduplication_snapshot_frequency_in_seconds": 0},
+])
 def test_timed_snapshot_can_be_turned_off(settings: dict[str, Any]) -> None:
     clock = ManualClock(0)
     b = make_broker(clock=clock, **settings)
@@ -493,12 +478,8 @@ def test_timed_snapshot_can_be_turned_off(settings: dict[str, Any]) -> None:
 
 def test_per_topic_snapshot_interval_override() -> None:
     clock = ManualClock(0)
-    b = Broker(
-        ManagedLedgerFactory(clock=clock),
-        BrokerConfig(deduplication_snapshot_frequency_in_seconds=1),
-        clock=clock,
-        dedup_factory=lambda t: MessageDeduplication(t, True, snapshot_interval_seconds=5),
-    )
+    b = Broker(ManagedLedgerFactory(clock=clock), BrokerConfig(deduplication_snapshot_frequency_in_seconds=1),
+               clock=clock, dedup_factory=lambda t: MessageDeduplication(t, True, snapshot_interval_seconds=5))
     p = producer(b, "p1")
     p.send(b"x")
     clock.advance(5_000)
@@ -687,13 +668,8 @@ def test_unreadable_cursor_ledger_falls_back_and_still_recovers_exactly() -> Non
     copy without properties, dedup notices and rebuilds."""
     clock = ManualClock(0)
     store = MemoryStore()
-    b = make_broker(
-        store,
-        clock,
-        deduplication_entries_interval=5,
-        deduplication_snapshot_interval_seconds=0,
-        deduplication_producer_inactivity_timeout_minutes=1,
-    )
+    b = make_broker(store, clock, deduplication_entries_interval=5, deduplication_snapshot_interval_seconds=0,
+                    deduplication_producer_inactivity_timeout_minutes=1)
     hold_data(b)
     ps = [producer(b, "a"), producer(b, "b")]
     for i in range(12):
@@ -780,9 +756,8 @@ def test_dedup_cursor_alone_trims_what_its_snapshot_covers_unless_retained(retai
 def test_dedup_cursor_holds_trimming_back_for_its_replay() -> None:
     """A subscription ahead of the dedup snapshot must not trim entries the replay needs."""
     store = MemoryStore()
-    b = make_broker(
-        store, deduplication_entries_interval=1000, managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=2)
-    )
+    b = make_broker(store, deduplication_entries_interval=1000,
+                    managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=2))
     sub = b.subscribe(T, "s", initial_position=InitialPosition.EARLIEST)
     consumer = sub.add_consumer("c")
     p = producer(b, "p")
@@ -796,20 +771,17 @@ def test_dedup_cursor_holds_trimming_back_for_its_replay() -> None:
     assert dedup_of(b2).highest_sequence_persisted() == {"p": 8}
 
 
-@pytest.mark.parametrize(
-    "meta",
-    [
-        EntryMetadata(producer_name="p", sequence_id=7, publish_time_ms=1),
-        EntryMetadata(producer_name="p", sequence_id=-1, publish_time_ms=1),  # Java's -1: 2**64-1 on the wire
-        EntryMetadata(producer_name="p", sequence_id=3, highest_sequence_id=9, num_messages=7, publish_time_ms=1),
-        EntryMetadata(producer_name="p", sequence_id=3, highest_sequence_id=-5, publish_time_ms=1),
-        EntryMetadata(producer_name="p", sequence_id=4, uuid="u", chunk_id=1, num_chunks=3, publish_time_ms=1),
-        EntryMetadata(producer_name="p", sequence_id=4, uuid="u", chunk_id=2, num_chunks=3, publish_time_ms=1),
-        EntryMetadata(producer_name="p", sequence_id=4, chunk_id=0, publish_time_ms=1),  # no num_chunks: not last
-        EntryMetadata(producer_name="", sequence_id=0, publish_time_ms=1),
-        EntryMetadata(producer_name="ünï", sequence_id=1 << 62, publish_time_ms=1),
-    ],
-)
+@pytest.mark.parametrize("meta", [
+    EntryMetadata(producer_name="p", sequence_id=7, publish_time_ms=1),
+    EntryMetadata(producer_name="p", sequence_id=-1, publish_time_ms=1),  # Java's -1: 2**64-1 on the wire
+    EntryMetadata(producer_name="p", sequence_id=3, highest_sequence_id=9, num_messages=7, publish_time_ms=1),
+    EntryMetadata(producer_name="p", sequence_id=3, highest_sequence_id=-5, publish_time_ms=1),
+    EntryMetadata(producer_name="p", sequence_id=4, uuid="u", chunk_id=1, num_chunks=3, publish_time_ms=1),
+    EntryMetadata(producer_name="p", sequence_id=4, uuid="u", chunk_id=2, num_chunks=3, publish_time_ms=1),
+    EntryMetadata(producer_name="p", sequence_id=4, chunk_id=0, publish_time_ms=1),  # no num_chunks: not last
+    EntryMetadata(producer_name="", sequence_id=0, publish_time_ms=1),
+    EntryMetadata(producer_name="ünï", sequence_id=1 << 62, publish_time_ms=1),
+])
 @pytest.mark.parametrize("framing", ["plain", "checksum", "broker-metadata"])
 def test_replay_parser_agrees_with_decode_entry(meta: EntryMetadata, framing: str) -> None:
     import struct
@@ -824,12 +796,8 @@ def test_replay_parser_agrees_with_decode_entry(meta: EntryMetadata, framing: st
         raw = b"\x0e\x02" + struct.pack(">I", 3) + b"\x08\x01\x10" + raw
     md, _ = decode_entry(raw)
     hi = md.highest_sequence_id
-    expected = (
-        md.producer_name,
-        md.sequence_id,
-        md.sequence_id if hi is None else hi,
-        md.chunk_id is None or md.chunk_id == (md.num_chunks or 0) - 1,
-    )
+    expected = (md.producer_name, md.sequence_id, md.sequence_id if hi is None else hi,
+                md.chunk_id is None or md.chunk_id == (md.num_chunks or 0) - 1)
     assert _replay_fields(raw, 1, 2) == expected
 
 
@@ -883,9 +851,8 @@ def test_topic_loaded_with_dedup_off_deletes_a_leftover_cursor() -> None:
     b = make_broker(store)
     producer(b, "p").send(b"x")
     b.close()
-    b2 = Broker(
-        ManagedLedgerFactory(store), BrokerConfig(), dedup_factory=lambda t: MessageDeduplication(t, enabled=False)
-    )
+    b2 = Broker(ManagedLedgerFactory(store), BrokerConfig(),
+                dedup_factory=lambda t: MessageDeduplication(t, enabled=False))
     d = dedup_of(b2)
     assert d.status is DedupStatus.DISABLED
     assert DEDUPLICATION_CURSOR_NAME not in topic_of(b2).managed_ledger.cursor_names()
@@ -893,9 +860,8 @@ def test_topic_loaded_with_dedup_off_deletes_a_leftover_cursor() -> None:
 
 def test_failed_enable_refuses_publishes_until_retried() -> None:
     store = FaultInjectingStore(MemoryStore())
-    b = Broker(
-        ManagedLedgerFactory(store), BrokerConfig(), dedup_factory=lambda t: MessageDeduplication(t, enabled=False)
-    )
+    b = Broker(ManagedLedgerFactory(store), BrokerConfig(),
+               dedup_factory=lambda t: MessageDeduplication(t, enabled=False))
     p = producer(b, "p")
     p.send(b"before")
     d = dedup_of(b)
@@ -1051,14 +1017,10 @@ class DedupMachine(RuleBasedStateMachine):
         self._open()
 
     def _open(self) -> None:
-        self.broker = make_broker(
-            self.store,
-            self.clock,
-            deduplication_entries_interval=4,
-            deduplication_snapshot_frequency_in_seconds=30,
-            deduplication_snapshot_interval_seconds=60,
-            managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=5),
-        )
+        self.broker = make_broker(self.store, self.clock, deduplication_entries_interval=4,
+                                  deduplication_snapshot_frequency_in_seconds=30,
+                                  deduplication_snapshot_interval_seconds=60,
+                                  managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=5))
         hold_data(self.broker)
         self.producers = {n: producer(self.broker, n) for n in self.NAMES}
 
@@ -1066,13 +1028,8 @@ class DedupMachine(RuleBasedStateMachine):
     def dedup(self) -> MessageDeduplication:
         return dedup_of(self.broker)
 
-    @rule(
-        name=st.sampled_from(NAMES),
-        back=st.integers(0, 3),
-        ahead=st.integers(0, 3),
-        n=st.integers(1, 3),
-        fail=st.booleans(),
-    )
+    @rule(name=st.sampled_from(NAMES), back=st.integers(0, 3), ahead=st.integers(0, 3), n=st.integers(1, 3),
+          fail=st.booleans())
     def publish(self, name: str, back: int, ahead: int, n: int, fail: bool) -> None:
         p = self.producers[name]
         last = self.model.get(name, -1)
@@ -1127,6 +1084,5 @@ class DedupMachine(RuleBasedStateMachine):
 
 
 TestDedupStateful = DedupMachine.TestCase
-TestDedupStateful.settings = settings(
-    max_examples=60, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+TestDedupStateful.settings = settings(max_examples=60, stateful_step_count=40, deadline=None,
+                                      suppress_health_check=[HealthCheck.too_slow])
