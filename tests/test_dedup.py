@@ -35,6 +35,7 @@ from mledger.broker import (
     NoDeduplication,
     Producer,
     PublishContext,
+    Subscription,
     Topic,
 )
 from mledger.broker.dedup import (
@@ -1022,6 +1023,9 @@ class DedupMachine(RuleBasedStateMachine):
                                   deduplication_snapshot_interval_seconds=60,
                                   managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=5))
         hold_data(self.broker)
+        hold = self.broker.subscribe(T, "hold", initial_position=InitialPosition.EARLIEST)
+        assert isinstance(hold, Subscription)
+        self.hold = hold
         self.producers = {n: producer(self.broker, n) for n in self.NAMES}
 
     @property
@@ -1076,6 +1080,8 @@ class DedupMachine(RuleBasedStateMachine):
     def consistent(self) -> None:
         d = self.dedup
         d._check()
+        with self.hold._lock:
+            self.hold._dispatcher._check()
         assert d.highest_sequence_persisted() == self.model
         ml = topic_of(self.broker).managed_ledger
         assert stored_ids(ml) == self.expected_log

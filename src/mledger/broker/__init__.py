@@ -24,6 +24,8 @@ from ..managed_ledger.ledger_view import InitialPosition as InitialPosition
 from .broker import AnyTopic as AnyTopic, Broker as Broker
 from .compaction import (
     CompactionInProgressError as CompactionInProgressError,
+    CompactionRecord as CompactionRecord,
+    CompactionStats as CompactionStats,
     CompactionStatus as CompactionStatus,
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
@@ -84,6 +86,8 @@ from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType 
 
 __all__ = [
     "CompactionInProgressError",
+    "CompactionRecord",
+    "CompactionStats",
     "CompactionStatus",
     "LongRunningProcessStatus",
     "DEDUPLICATION_CURSOR_NAME",
