@@ -212,3 +212,30 @@ def test_the_suite_leaves_other_deprecations_alone() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.warn_explicit("old API", DeprecationWarning, "x.py", 1, module="somelib.mod", registry={})
     assert [str(w.message) for w in caught] == ["old API"]
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_a_package_registers_its_renamed_private_modules_and_the_warning_advises_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shape the x.py -> _x.py rename uses: the package's __init__ registers old -> new; the
+    old path is the private module itself, and the advice names the public package."""
+    package = tmp_path / "renamedpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from mledger.core import deprecation\n"
+        "from ._things import Thing as Thing\n"
+        "deprecation.moved_modules(__name__, {'things': 'renamedpkg._things'})\n"
+    )
+    (package / "_things.py").write_text("class Thing:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(deprecation, "_MOVED_MODULES", dict(deprecation._MOVED_MODULES))
+    with pytest.warns(DeprecationWarning) as caught:
+        from renamedpkg import things  # type: ignore[import-not-found]
+    private = importlib.import_module("renamedpkg._things")
+    assert things is private and things.Thing is sys.modules["renamedpkg"].Thing
+    assert _mine(caught.list, "renamedpkg.things") == [
+        f"renamedpkg.things is deprecated and will be removed in mledger {RELEASE}; import from renamedpkg instead"
+    ]
+    for name in ("renamedpkg", "renamedpkg._things", "renamedpkg.things"):
+        monkeypatch.delitem(sys.modules, name)
