@@ -41,9 +41,9 @@ from mledger.broker import (
     TopicAlreadyExistsError,
     TopicBusyError,
 )
-from mledger.broker.batch import decode_batch
 from mledger.broker.hashing import java_string_hash
 from mledger.broker.subscription import SUBSCRIPTION_TYPE_PROPERTY
+from mledger.codec.batch import decode_batch
 from mledger.storage import MemoryStore
 from mledger.storage.faults import FaultInjectingStore, InjectedFault
 

@@ -10,7 +10,6 @@ import pytest
 
 from mledger import BadVersionError, ConfigError, InvalidRequestError, MemoryStore, Position, StateCorruptedError
 from mledger.broker import BrokerConfig, MessageId, SkipEntry, SubscriptionType, TopicName
-from mledger.broker.batch import SingleMessage, decode_batch, encode_batch
 from mledger.broker.delayed import DelayedDeliveryTracker
 from mledger.broker.hashing import java_string_hash, murmur3_32, sticky_key_hash
 from mledger.broker.keyshared import ConsistentHashRing, RecentlyJoinedConsumers
@@ -18,6 +17,7 @@ from mledger.broker.message import BatchMessageIds, Message
 from mledger.broker.names import ProducerNameGenerator, decode_partitioned_metadata, encode_partitioned_metadata
 from mledger.broker.redelivery import RedeliveryQueue
 from mledger.broker.routing import RoundRobinPartitionRouter
+from mledger.codec.batch import SingleMessage, decode_batch, encode_batch
 
 
 @pytest.mark.parametrize(

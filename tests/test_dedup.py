@@ -35,9 +35,16 @@ from mledger.broker import (
     NoDeduplication,
     Producer,
     PublishContext,
+    Subscription,
     Topic,
 )
-from mledger.broker.dedup import DedupStatus, MessageDeduplication
+from mledger.broker.dedup import (
+    DedupEvent,
+    DedupStatus,
+    DedupTransitionError,
+    MessageDeduplication,
+    next_status,
+)
 from mledger.managed_ledger.ledger_view import cursor_info_path
 from mledger.storage import Store
 from mledger.storage.faults import FaultInjectingStore, InjectedFault
@@ -925,6 +932,53 @@ def test_transitions_pass_through_recovering_and_removing(monkeypatch: pytest.Mo
     assert d.status is DedupStatus.ENABLED
 
 
+# The status machine as the module docstring draws it: (status, event) -> next status.
+DIAGRAM = {
+    ("Initialized", "enable"): "Recovering",
+    ("Disabled", "enable"): "Recovering",
+    ("Failed", "enable"): "Recovering",
+    ("Recovering", "replayed"): "Enabled",
+    ("Recovering", "storage error"): "Failed",
+    ("Initialized", "disable"): "Removing",
+    ("Enabled", "disable"): "Removing",
+    ("Failed", "disable"): "Removing",
+    ("Removing", "removed"): "Disabled",
+    ("Removing", "storage error"): "Failed",
+}
+
+
+@pytest.mark.parametrize("status", list(DedupStatus))
+@pytest.mark.parametrize("event", list(DedupEvent))
+def test_status_moves_only_by_the_table_and_refuses_the_rest_naming_status_and_event(
+    status: DedupStatus, event: DedupEvent
+) -> None:
+    expected = DIAGRAM.get((status.value, event.value))
+    if expected is not None:
+        assert next_status(status, event).value == expected
+        return
+    with pytest.raises(DedupTransitionError) as caught:
+        next_status(status, event)
+    assert (caught.value.status, caught.value.event) == (status, event)
+    assert f"status {status.value} has no transition on {event.value!r}" in str(caught.value)
+
+
+def test_every_status_but_the_initial_one_is_entered_by_the_table() -> None:
+    entered = {DedupStatus(target) for target in DIAGRAM.values()}
+    assert entered | {DedupStatus.INITIALIZED} == set(DedupStatus)
+
+
+def test_a_transition_the_table_lacks_is_refused_and_leaves_the_status() -> None:
+    b = make_broker(MemoryStore())
+    producer(b, "p").send(b"x")
+    d = dedup_of(b)
+    assert d.status is DedupStatus.ENABLED
+    with pytest.raises(DedupTransitionError, match="status Enabled has no transition on 'replayed'"):
+        d._fire(DedupEvent.REPLAYED)
+    assert d.status is DedupStatus.ENABLED
+    d.set_enabled(True)  # enabling an enabled topic: no transition, a no-op
+    assert d.status is DedupStatus.ENABLED and d.stats().recoveries == 1
+
+
 def test_each_partition_deduplicates_on_its_own() -> None:
     store = MemoryStore()
     b = make_broker(store)
@@ -969,6 +1023,9 @@ class DedupMachine(RuleBasedStateMachine):
                                   deduplication_snapshot_interval_seconds=60,
                                   managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=5))
         hold_data(self.broker)
+        hold = self.broker.subscribe(T, "hold", initial_position=InitialPosition.EARLIEST)
+        assert isinstance(hold, Subscription)
+        self.hold = hold
         self.producers = {n: producer(self.broker, n) for n in self.NAMES}
 
     @property
@@ -1023,6 +1080,8 @@ class DedupMachine(RuleBasedStateMachine):
     def consistent(self) -> None:
         d = self.dedup
         d._check()
+        with self.hold._lock:
+            self.hold._dispatcher._check()
         assert d.highest_sequence_persisted() == self.model
         ml = topic_of(self.broker).managed_ledger
         assert stored_ids(ml) == self.expected_log

@@ -1,6 +1,8 @@
-"""The old import paths: the documented one (``mledger.spark``) warns and re-exports the same
-objects for one release; the undocumented flat modules are gone; and the suite's own warning
-filters turn a DeprecationWarning from mledger into an error."""
+"""The one deprecation mechanism (``mledger.core.deprecation``): old module paths
+(``mledger.spark``, ``mledger.broker.batch``), moved names and renamed attributes warn once,
+naming the release they go away in and the new spelling, and keep working for that release; the
+undocumented flat modules are gone; and the suite's own warning filters turn a
+DeprecationWarning from mledger into an error."""
 
 from __future__ import annotations
 
@@ -15,6 +17,10 @@ from types import ModuleType
 import pytest
 
 import mledger.replay
+from mledger.broker import DispatcherStats, SubscriptionType
+from mledger.core import deprecation
+
+RELEASE = deprecation.removal_release()
 
 ALIASES = [
     ("mledger.spark", "mledger.replay"),
@@ -22,6 +28,7 @@ ALIASES = [
     ("mledger.spark.local", "mledger.replay.local"),
     ("mledger.spark.schema", "mledger.replay.schema"),
     ("mledger.spark.settings", "mledger.replay.settings"),
+    ("mledger.broker.batch", "mledger.codec.batch"),
 ]
 
 REMOVED = [
@@ -52,29 +59,110 @@ def _exported(module: ModuleType) -> list[str]:
 
 def _forget(monkeypatch: pytest.MonkeyPatch, prefix: str) -> None:
     """Drop ``prefix`` and its submodules from sys.modules (restored after the test), so the
-    next import runs the alias module again."""
+    next import loads the old path again."""
     for name in [m for m in sys.modules if m == prefix or m.startswith(prefix + ".")]:
         monkeypatch.delitem(sys.modules, name)
 
 
+@pytest.fixture
+def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget which old spellings this process already warned about (restored after)."""
+    monkeypatch.setattr(deprecation, "_WARNED", set())
+
+
+def _mine(caught: list[warnings.WarningMessage], old: str) -> list[str]:
+    return [str(w.message) for w in caught if str(w.message).startswith(f"{old} is deprecated")]
+
+
+@pytest.mark.usefixtures("fresh_warnings")
 @pytest.mark.parametrize(("old", "new"), ALIASES)
-def test_alias_warns_naming_the_new_path_and_re_exports_the_same_objects(
+def test_old_module_path_warns_naming_release_and_new_path_and_is_the_same_module(
     monkeypatch: pytest.MonkeyPatch, old: str, new: str
 ) -> None:
     _forget(monkeypatch, "mledger.spark")
+    _forget(monkeypatch, "mledger.broker.batch")
     with pytest.warns(DeprecationWarning) as caught:
         __import__(old)
     alias, target = sys.modules[old], importlib.import_module(new)
-    mine = [w for w in caught if str(w.message).startswith(f"{old} is deprecated")]
-    assert len(mine) == 1, [str(w.message) for w in caught]
-    assert re.search(rf"import from {re.escape(new)} instead$", str(mine[0].message))
-    names = _exported(target)
-    assert names
-    for name in names:
-        assert getattr(alias, name) is getattr(target, name), name
+    mine = _mine(caught.list, old)
+    assert mine == [f"{old} is deprecated and will be removed in mledger {RELEASE}; import from {new} instead"]
+    assert alias is target
+    assert _exported(target)
 
 
-def test_alias_warning_points_at_the_line_that_imports_the_old_path(tmp_path: Path) -> None:
+@pytest.mark.usefixtures("fresh_warnings")
+def test_old_module_path_warns_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    _forget(monkeypatch, "mledger.spark")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import mledger.spark.local  # noqa: F401
+
+        _forget(monkeypatch, "mledger.spark")
+        import mledger.spark.local  # noqa: F401,F811
+    assert len(_mine(caught, "mledger.spark.local")) == 1
+    assert len(_mine(caught, "mledger.spark")) == 1
+
+
+def test_removal_release_is_the_next_minor_release() -> None:
+    major, minor = mledger.__version__.split(".")[:2]
+    assert RELEASE == f"{major}.{int(minor) + 1}"
+
+
+def test_submodule_of_an_old_package_path_the_table_does_not_name_is_gone() -> None:
+    """mledger.spark is mledger.replay now, but mledger.spark.model was never kept: it must not
+    load replay/model.py a second time under the old name."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(ModuleNotFoundError, match="mledger.spark.model"):
+            importlib.import_module("mledger.spark.model")
+    assert "mledger.spark.model" not in sys.modules
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_moved_name_warns_once_naming_release_and_new_spelling_and_returns_the_object() -> None:
+    getattr_ = deprecation.moved_names("mledger.somewhere", {"OldPosition": "mledger.core.position:Position"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first, second = getattr_("OldPosition"), getattr_("OldPosition")
+    assert first is second is mledger.Position
+    assert [str(w.message) for w in caught] == [
+        f"mledger.somewhere.OldPosition is deprecated and will be removed in mledger {RELEASE};"
+        " use mledger.core.position.Position instead"
+    ]
+    with pytest.raises(AttributeError, match="'mledger.somewhere' has no attribute 'Other'"):
+        getattr_("Other")
+
+
+def _stats() -> DispatcherStats:
+    return DispatcherStats(SubscriptionType.SHARED, 1, None, 7, 0, None, 0, 0, 0, 0, 0, 0, False)
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_renamed_dispatcher_stats_attribute_warns_once_and_still_answers() -> None:
+    stats = _stats()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert stats.replay_queue_size == stats.redelivery_queue_size == 7
+        assert stats.replay_queue_size == 7
+    owner = f"{DispatcherStats.__module__}.DispatcherStats"
+    assert [(str(w.message), w.filename) for w in caught] == [
+        (
+            f"{owner}.replay_queue_size is deprecated and will be removed in mledger {RELEASE};"
+            f" use {owner}.redelivery_queue_size instead",
+            __file__,
+        )
+    ]
+
+
+def test_renamed_attribute_warning_fails_the_suite() -> None:
+    """The suite's filters catch the tree reading the old attribute (pyproject's message rule)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(deprecation, "_WARNED", set())
+        with pytest.raises(DeprecationWarning):
+            _ = _stats().replay_queue_size
+
+
+def test_old_path_warning_points_at_the_line_that_imports_it(tmp_path: Path) -> None:
     """In a plain interpreter (pytest's import hooks add frames of their own), each warning
     names the user's import line, not the alias module."""
     script = tmp_path / "user_code.py"
@@ -83,14 +171,16 @@ def test_alias_warning_points_at_the_line_that_imports_the_old_path(tmp_path: Pa
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
     where = {
         m["old"]: (m["file"], int(m["line"]))
-        for m in re.finditer(r"^(?P<file>.+):(?P<line>\d+): DeprecationWarning: (?P<old>\S+) is deprecated", run.stderr, re.M)
+        for m in re.finditer(
+            r"^(?P<file>.+):(?P<line>\d+): DeprecationWarning: (?P<old>\S+) is deprecated", run.stderr, re.M
+        )
     }
     expected = {old: (str(script), lines.index(f"import {old}") + 1) for old, _ in ALIASES[1:]}
     expected["mledger.spark"] = expected[ALIASES[1][0]]  # the package runs first, for the first import
     assert where == expected, run.stderr
 
 
-def test_alias_package_exports_the_six_documented_names() -> None:
+def test_old_package_exports_the_six_documented_names() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         spark = importlib.import_module("mledger.spark")
@@ -122,3 +212,30 @@ def test_the_suite_leaves_other_deprecations_alone() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.warn_explicit("old API", DeprecationWarning, "x.py", 1, module="somelib.mod", registry={})
     assert [str(w.message) for w in caught] == ["old API"]
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_a_package_registers_its_renamed_private_modules_and_the_warning_advises_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shape the x.py -> _x.py rename uses: the package's __init__ registers old -> new; the
+    old path is the private module itself, and the advice names the public package."""
+    package = tmp_path / "renamedpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from mledger.core import deprecation\n"
+        "from ._things import Thing as Thing\n"
+        "deprecation.moved_modules(__name__, {'things': 'renamedpkg._things'})\n"
+    )
+    (package / "_things.py").write_text("class Thing:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(deprecation, "_MOVED_MODULES", dict(deprecation._MOVED_MODULES))
+    with pytest.warns(DeprecationWarning) as caught:
+        from renamedpkg import things  # type: ignore[import-not-found]
+    private = importlib.import_module("renamedpkg._things")
+    assert things is private and things.Thing is sys.modules["renamedpkg"].Thing
+    assert _mine(caught.list, "renamedpkg.things") == [
+        f"renamedpkg.things is deprecated and will be removed in mledger {RELEASE}; import from renamedpkg instead"
+    ]
+    for name in ("renamedpkg", "renamedpkg._things", "renamedpkg.things"):
+        monkeypatch.delitem(sys.modules, name)

@@ -24,7 +24,7 @@ from mledger.broker import (
     SubscriptionType,
     Topic,
 )
-from mledger.broker.batch import SingleMessage, encode_batch
+from mledger.codec.batch import SingleMessage, encode_batch
 from mledger.replay.events import replay_rows
 
 T = "persistent://public/default/reference"

@@ -2,6 +2,7 @@
 
 from .codec.entry import Entry as Entry, EntryMetadata as EntryMetadata
 from .codec.messageid import MessageId as MessageId
+from .core import deprecation as _deprecation
 from .core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from .core.config import (
     ManagedLedgerConfig as ManagedLedgerConfig,
@@ -114,3 +115,15 @@ __all__ = [
     "SystemClock",
     "UnauthenticatedError",
 ]
+
+# Old module paths kept one release: importing one warns and names the new path.
+_deprecation.moved_modules(
+    __name__,
+    {
+        "spark": "mledger.replay",
+        "spark.generate": "mledger.replay.generate",
+        "spark.local": "mledger.replay.local",
+        "spark.schema": "mledger.replay.schema",
+        "spark.settings": "mledger.replay.settings",
+    },
+)

@@ -522,7 +522,7 @@ def topic_stats(
 
 
 def _compaction_stats(topic: Topic) -> CompactionStatsData:
-    record = topic.compaction.record()
+    record = topic.compaction.stats().record
     return CompactionStatsData(
         last_compaction_removed_event_count=record.last_removed_event_count,
         last_compaction_succeed_timestamp=record.last_succeed_timestamp_ms,

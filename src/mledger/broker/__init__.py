@@ -18,12 +18,15 @@ True
 """
 
 from ..codec.messageid import MessageId as MessageId
+from ..core import deprecation as _deprecation
 from ..core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger.ledger_view import InitialPosition as InitialPosition
 from ._open import OpenedBroker as OpenedBroker, open_broker as open_broker, open_store as open_store
 from .broker import AnyTopic as AnyTopic, Broker as Broker
 from .compaction import (
     CompactionInProgressError as CompactionInProgressError,
+    CompactionRecord as CompactionRecord,
+    CompactionStats as CompactionStats,
     CompactionStatus as CompactionStatus,
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
@@ -85,6 +88,8 @@ from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType 
 
 __all__ = [
     "CompactionInProgressError",
+    "CompactionRecord",
+    "CompactionStats",
     "CompactionStatus",
     "LongRunningProcessStatus",
     "DEDUPLICATION_CURSOR_NAME",
@@ -148,3 +153,6 @@ __all__ = [
     "open_broker",
     "open_store",
 ]
+
+# Old module paths kept one release: importing one warns and names the new path.
+_deprecation.moved_modules(__name__, {"batch": "mledger.codec.batch"})

@@ -60,6 +60,7 @@ __all__ = [
     "CompactedLedger",
     "CompactedTopic",
     "CompactionRecord",
+    "CompactionStats",
     "CompactionInProgressError",
     "CompactionStatus",
     "LongRunningProcessStatus",
@@ -117,6 +118,20 @@ class CompactionRecord:
     last_succeed_timestamp_ms: int = 0
     last_failed_timestamp_ms: int = 0
     last_duration_ms: int = 0
+
+
+@dataclass(frozen=True)
+class CompactionStats:
+    """A snapshot of a topic's compaction on this broker (``CompactedTopic.stats()``)."""
+
+    status: LongRunningProcessStatus
+    """The last run's status (``NOT_RUN`` before any), as ``compaction-status`` answers it."""
+    record: CompactionRecord
+    """The figures of the runs (Pulsar's ``CompactionRecord``, the topic stats' ``compaction``)."""
+    horizon: Position | None
+    """The compaction horizon of the current view, None before the first compaction."""
+    running: bool
+    """Whether a compaction runs now."""
 
 
 class CompactedLedger:
@@ -373,9 +388,13 @@ class CompactedTopic:
         """The ``__compaction`` cursor, None before the first compaction."""
         return self._cursor
 
-    def record(self) -> CompactionRecord:
-        """The figures of the compactions run on this broker."""
-        return self._record
+    def stats(self) -> CompactionStats:
+        """A frozen snapshot: the last run's status, the figures of the runs, the horizon. O(1)."""
+        with self._lock:
+            view = self._view
+            return CompactionStats(
+                self._status, self._record, view.horizon if view is not None else None, self.is_running()
+            )
 
     def status(self) -> LongRunningProcessStatus:
         """The last run's status on this broker (``NOT_RUN`` before any)."""

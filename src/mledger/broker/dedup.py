@@ -47,12 +47,19 @@ the whole ledger is replayed; so is a cursor that does not open (``StateCorrupte
 deleted first) and one whose snapshot was lost (empty properties with entries at or before its
 mark-delete: what the cursor's recovery fallback yields when its cursor ledger is unreadable).
 
-Status machine (Pulsar's ``MessageDeduplication.Status``), driven by :meth:`set_enabled`::
+Status machine (Pulsar's ``MessageDeduplication.Status``), driven by :meth:`set_enabled`. The
+table ``_TRANSITIONS`` below is the machine: the status changes only through
+:func:`next_status`, which looks the (status, :class:`DedupEvent`) pair up and raises
+:class:`DedupTransitionError` for a pair the table does not have::
 
-    Initialized --enable--> Recovering --replayed--> Enabled --disable--> Removing --> Disabled
-    Initialized --disable--> Removing --> Disabled      (deletes a leftover dedup cursor)
-    Disabled --enable--> Recovering ...                  (rebuilds from the whole ledger)
-    Recovering / Removing --storage error--> Failed      (set_enabled retries)
+    Initialized --enable--> Recovering --replayed--> Enabled --disable--> Removing --removed--> Disabled
+    Initialized --disable--> Removing --removed--> Disabled   (deletes a leftover dedup cursor)
+    Disabled --enable--> Recovering ...                       (rebuilds from the whole ledger)
+    Recovering / Removing --storage error--> Failed           (set_enabled retries:
+    Failed --enable--> Recovering, Failed --disable--> Removing)
+
+:meth:`set_enabled` asks the table too: an ``enable`` (``disable``) the current status has no
+transition for is a no-op (already enabled, or disabled).
 
 Differences from Pulsar, each for correctness or determinism:
 
@@ -111,7 +118,15 @@ from ..managed_ledger.ledger_view import InitialPosition
 from .config import BrokerConfig
 from .hooks import DEDUPLICATION_CURSOR_NAME, BrokerSettings, DedupVerdict, MetadataNeeds, PublishContext
 
-__all__ = ["DedupStatus", "DeduplicationStats", "MessageDeduplication", "REPLAY_BATCH_SIZE"]
+__all__ = [
+    "DedupEvent",
+    "DedupStatus",
+    "DedupTransitionError",
+    "DeduplicationStats",
+    "MessageDeduplication",
+    "REPLAY_BATCH_SIZE",
+    "next_status",
+]
 
 log = logging.getLogger(__name__)
 
@@ -149,12 +164,54 @@ class DedupStatus(Enum):
     FAILED = "Failed"
 
 
+class DedupEvent(Enum):
+    """What moves the :class:`DedupStatus` (the arrows of the module docstring's diagram)."""
+
+    ENABLE = "enable"
+    REPLAYED = "replayed"
+    DISABLE = "disable"
+    REMOVED = "removed"
+    STORAGE_ERROR = "storage error"
+
+
+class DedupTransitionError(MLedgerError):
+    """A status change the transition table does not have (a bug in the caller, never input)."""
+
+    def __init__(self, status: DedupStatus, event: DedupEvent) -> None:
+        super().__init__(f"deduplication status {status.value} has no transition on {event.value!r}")
+        self.status = status
+        self.event = event
+
+
 _INITIALIZED = DedupStatus.INITIALIZED
 _DISABLED = DedupStatus.DISABLED
 _RECOVERING = DedupStatus.RECOVERING
 _ENABLED = DedupStatus.ENABLED
 _REMOVING = DedupStatus.REMOVING
 _FAILED = DedupStatus.FAILED
+
+_TRANSITIONS: dict[tuple[DedupStatus, DedupEvent], DedupStatus] = {
+    (_INITIALIZED, DedupEvent.ENABLE): _RECOVERING,
+    (_DISABLED, DedupEvent.ENABLE): _RECOVERING,
+    (_FAILED, DedupEvent.ENABLE): _RECOVERING,
+    (_RECOVERING, DedupEvent.REPLAYED): _ENABLED,
+    (_RECOVERING, DedupEvent.STORAGE_ERROR): _FAILED,
+    (_INITIALIZED, DedupEvent.DISABLE): _REMOVING,
+    (_ENABLED, DedupEvent.DISABLE): _REMOVING,
+    (_FAILED, DedupEvent.DISABLE): _REMOVING,
+    (_REMOVING, DedupEvent.REMOVED): _DISABLED,
+    (_REMOVING, DedupEvent.STORAGE_ERROR): _FAILED,
+}
+"""(status, event) -> the next status: the whole status machine (Pulsar's ``checkStatus``)."""
+
+
+def next_status(status: DedupStatus, event: DedupEvent) -> DedupStatus:
+    """The status ``event`` moves ``status`` to. O(1). Raises :class:`DedupTransitionError`
+    naming both when the table has no such transition."""
+    try:
+        return _TRANSITIONS[status, event]
+    except KeyError:
+        raise DedupTransitionError(status, event) from None
 
 
 @dataclass(frozen=True)
@@ -559,9 +616,9 @@ class MessageDeduplication:
             self._want_enabled = bool(enabled)
             status = self._status
             if self._want_enabled:
-                if status in (_INITIALIZED, _DISABLED, _FAILED):
+                if (status, DedupEvent.ENABLE) in _TRANSITIONS:
                     self._enable()
-            elif status in (_INITIALIZED, _ENABLED, _FAILED):
+            elif (status, DedupEvent.DISABLE) in _TRANSITIONS:
                 self._disable(log_disabled=status is _ENABLED)
 
     def close(self) -> None:
@@ -647,15 +704,20 @@ class MessageDeduplication:
         return f"MessageDeduplication({self._topic_name!r}, status={self._status.value})"
 
     # -- transitions (caller holds the lock) ----------------------------------------------------
+    def _fire(self, event: DedupEvent) -> None:
+        """Move the status by the table (the only place it changes after construction)."""
+        self._status = next_status(self._status, event)
+
     def _enable(self) -> None:
-        self._status = _RECOVERING
+        self._fire(DedupEvent.ENABLE)
         try:
             self._recover()
         except BaseException:
-            self._status = _FAILED
+            self._fire(DedupEvent.STORAGE_ERROR)
             self._clear_maps()
             log.warning("%s: failed to enable deduplication", self._topic_name, exc_info=True)
             raise
+        self._fire(DedupEvent.REPLAYED)
 
     def _recover(self) -> None:
         """Pulsar's ``recoverSequenceIdsMap`` + ``replayCursor``, synchronously."""
@@ -707,7 +769,6 @@ class MessageDeduplication:
         self._recoveries += 1
         self._last_recovery_entries = replayed
         self._last_recovery_full = full
-        self._status = _ENABLED
         log.info(
             "%s: enabled deduplication: %d producers, %d entries replayed from %s%s",
             self._topic_name,
@@ -765,7 +826,7 @@ class MessageDeduplication:
         return count, last
 
     def _disable(self, log_disabled: bool) -> None:
-        self._status = _REMOVING
+        self._fire(DedupEvent.DISABLE)
         try:
             with self._snapshot_lock:
                 try:
@@ -774,11 +835,11 @@ class MessageDeduplication:
                     pass  # Pulsar: CursorNotFound is fine when disabling
                 self._cursor = None
         except BaseException:
-            self._status = _FAILED
+            self._fire(DedupEvent.STORAGE_ERROR)
             log.warning("%s: failed to disable deduplication", self._topic_name, exc_info=True)
             raise
         self._clear_maps()
-        self._status = _DISABLED
+        self._fire(DedupEvent.REMOVED)
         if log_disabled:
             log.info("%s: disabled deduplication", self._topic_name)
 

@@ -85,10 +85,23 @@ class DelayedDeliveryTracker:
         """The earliest deliver-at time held, None when empty."""
         return self._queue[0][0] if self._queue else None
 
+    def positions(self) -> list[Position]:
+        """The positions held, earliest deliver-at time first. O(n)."""
+        return [position for _, position in self._queue]
+
     def clear(self) -> None:
         """Forget everything (dispatcher reset)."""
         self._queue.clear()
         self._by_position.clear()
+
+    def _check(self) -> None:
+        """Assert that the time-ordered queue and the position index hold the same entries. O(n)."""
+        assert len(self._queue) == len(self._by_position), (
+            f"{len(self._queue)} queued, {len(self._by_position)} indexed"
+        )
+        for at, position in self._queue:
+            held = self._by_position.get(position)
+            assert held is not None and held[0] == at, f"{position} queued at {at}, indexed {held}"
 
     def __len__(self) -> int:
         return len(self._by_position)

@@ -78,6 +78,7 @@ from ..codec.batch import decode_batch
 from ..codec.entry import Entry
 from ..codec.messageid import MessageId
 from ..core.clock import Clock
+from ..core.deprecation import renamed_attribute
 from ..core.errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
 from ..core.position import EARLIEST, Position
 from ..managed_ledger.cursor import ManagedCursor, PendingRead, PositionReset
@@ -117,10 +118,8 @@ class DispatcherStats:
     discarded_reads: int
     rewind_pending: bool
 
-    @property
-    def replay_queue_size(self) -> int:
-        """Deprecated name of :attr:`redelivery_queue_size` (kept for one release)."""
-        return self.redelivery_queue_size
+    replay_queue_size = renamed_attribute("redelivery_queue_size")
+    """Deprecated name of :attr:`redelivery_queue_size` (kept for one release; warns)."""
 
 
 class _Pending:
@@ -773,6 +772,62 @@ class Dispatcher:
         self._recent.clear()
         self._compacted_from = None
         self._resets += 1
+
+    def _check(self) -> None:
+        """Assert the dispatcher's invariants (tests call this after each step; caller holds the
+        subscription lock). O(held + queued + delayed entries, each looked up in the cursor).
+
+        Every entry the dispatcher keeps (in a consumer's hands, in the redelivery queue, in
+        the delayed tracker) lies in the cursor's range (after its mark-delete position, at or
+        before the last confirmed entry), is not acknowledged, and is in exactly one of them;
+        every consumer it refers to is registered; each consumer holds exactly the entries
+        pending for it and counts their outstanding messages as unacknowledged; a consumer's
+        permits go negative only by a batch still queued (a batch may overdraw, as Pulsar's)."""
+        cursor = self._cursor
+        md = cursor.mark_delete_position
+        lac = self._ml.last_confirmed_entry
+        consumers = self._consumers
+        registered = set(consumers)
+        assert len(registered) == len(consumers), f"a consumer registered twice: {consumers}"
+        if self._single_active:
+            assert (self._active is None) == (not consumers), f"active {self._active} of {consumers}"
+        assert self._active is None or self._active in registered, f"active {self._active} not registered"
+        assert set(self._told_active) <= registered, "told a consumer that left whether it is active"
+        assert sum(c in self._recent for c in consumers) == len(self._recent), "a recently joined consumer left"
+        if self._key_shared:
+            assert bool(len(self._ring)) == bool(consumers), "hash ring and consumers disagree"
+        self._redelivery._check()
+        self._delayed._check()
+
+        def kept(position: Position, where: str) -> None:
+            assert md < position <= lac, f"{where} {position} outside ({md}, {lac}]"
+            assert not cursor.is_message_deleted(position), f"{where} {position} is acknowledged"
+
+        held: dict[Consumer, set[Position]] = {c: set() for c in consumers}
+        unacked = dict.fromkeys(consumers, 0)
+        for position, pending in self._pending.items():
+            kept(position, "pending entry")
+            assert pending.consumer in registered, f"entry {position} held by {pending.consumer}, not registered"
+            assert pending.indexes is None or pending.indexes, f"entry {position} held with no index left"
+            held[pending.consumer].add(position)
+            unacked[pending.consumer] += pending.count
+        for position in self._redelivery:
+            kept(position, "redelivery entry")
+            assert position not in self._pending, f"entry {position} both held and queued for redelivery"
+        for position in self._delayed.positions():
+            kept(position, "delayed entry")
+            assert position not in self._pending, f"entry {position} both held and delayed"
+            assert position not in self._redelivery, f"entry {position} both delayed and queued for redelivery"
+        for position in self._redeliveries:
+            assert position > md, f"redelivery count kept for {position} at or before {md}"
+        for consumer in consumers:
+            assert set(consumer.held_positions()) == held[consumer], f"{consumer} holds other entries"
+            assert consumer.unacked_messages == unacked[consumer], (
+                f"{consumer}: {consumer.unacked_messages} unacknowledged, {unacked[consumer]} pending"
+            )
+            assert consumer.permits >= 0 or consumer.queued_messages > 0 or consumer.is_remote, (
+                f"{consumer}: permits {consumer.permits} with nothing queued"
+            )
 
     def close(self) -> None:
         """Stop dispatching (topic or broker closing); the cursor is left as it is."""

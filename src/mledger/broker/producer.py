@@ -3,7 +3,7 @@
 A single message becomes one entry whose ``MessageMetadata`` (:class:`~mledger.codec.entry.EntryMetadata`)
 carries the producer name, the sequence id, the publish time from the broker clock, the key
 (``partition_key``), the deliver-at time and the properties. ``send_batch`` writes one entry in
-Pulsar's batch format (:mod:`mledger.broker.batch`) with ``num_messages`` = batch size,
+Pulsar's batch format (:mod:`mledger.codec.batch`) with ``num_messages`` = batch size,
 ``sequence_id`` = the first message's and ``highest_sequence_id`` = the last one's; each message
 gets an id with its ``batch_index``. A one-message batch is written as a plain message, because
 ``EntryMetadata`` cannot tell ``num_messages_in_batch = 1`` from "not batched".
@@ -42,6 +42,7 @@ from .message import BatchMessageIds
 from .publishing import FramedPublish, PublishCallback, PublishResult
 from .rates import RateWindow
 from .routing import RoundRobinPartitionRouter
+from .stats import ProducerStats
 from .types import ClientInfo
 
 __all__ = ["PartitionedProducer", "PartitionedTarget", "Producer", "ProducerListener", "PublishTarget"]
@@ -129,11 +130,11 @@ class Producer:
         self.client = client
         """What a remote client told about this producer (None for a library producer)."""
         self.connected_since_ms = topic.broker.clock.now_ms()
-        # Stats counters: what was stored, counted by the topic's write completions (one at a time).
-        self.msg_in_counter = 0
-        self.bytes_in_counter = 0
-        self.in_rates = RateWindow(self.connected_since_ms)
-        """The rates of ``msg_in_counter`` / ``bytes_in_counter`` (read by the stats)."""
+        # Live counters (read through stats()): what was stored, counted by the topic's write
+        # completions (one at a time).
+        self._msg_in = 0
+        self._bytes_in = 0
+        self._in_rates = RateWindow(self.connected_since_ms)
         if initial_sequence_id is not None:
             self._last = initial_sequence_id
         else:
@@ -347,6 +348,28 @@ class Producer:
         self._closed = True
         if self._listener is not None:
             self._listener.producer_closed(self)
+
+    def count_stored(self, messages: int, size: int) -> None:
+        """The topic stored an entry of this producer's (``messages`` messages, ``size`` bytes).
+        Called by the topic's write completions, one at a time. O(1)."""
+        self._msg_in += messages
+        self._bytes_in += size
+
+    def stats(self, now_ms: int, interval_ms: int) -> ProducerStats:
+        """A frozen snapshot: what this producer published, with its rates over the last stats
+        interval of ``interval_ms`` (see :mod:`mledger.broker.stats`) read at ``now_ms``. O(1)."""
+        msg_in, bytes_in = self._msg_in, self._bytes_in
+        rate, throughput = self._in_rates.rates(now_ms, interval_ms, msg_in, bytes_in)
+        return ProducerStats(
+            name=self.name,
+            producer_id=self.producer_id,
+            msg_in_counter=msg_in,
+            bytes_in_counter=bytes_in,
+            msg_rate_in=rate,
+            msg_throughput_in=throughput,
+            connected_since_ms=self.connected_since_ms,
+            client=self.client,
+        )
 
     def _take_sequence(self, sequence_id: int | None, n: int) -> int:
         if sequence_id is not None:

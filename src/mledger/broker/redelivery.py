@@ -71,6 +71,11 @@ class RedeliveryQueue:
         self._positions.clear()
         self._hashes.clear()
 
+    def _check(self) -> None:
+        """Assert that the per-hash counts are those of the queued positions. O(n)."""
+        counts = Counter(h for h in self._positions.values() if h is not None)
+        assert counts == self._hashes, f"hash counts {dict(self._hashes)}, queued {dict(counts)}"
+
     def __len__(self) -> int:
         return len(self._positions)
 

@@ -61,7 +61,7 @@ from .names import TopicName
 from .producer import Producer, ProducerListener
 from .publishing import FramedPublish, PublishCallback, PublishResult
 from .rates import RateWindow
-from .stats import ProducerStats, TopicStats
+from .stats import TopicStats
 from .subscription import SUBSCRIPTION_TYPE_PROPERTY, Subscription
 from .types import ClientInfo, SubscriptionType
 
@@ -278,7 +278,7 @@ class Topic:
             last_confirmed_entry=ml_stats.last_confirmed_entry,
             producers=tuple(p.name for p in producers),
             subscriptions=sub_stats,
-            publishers=tuple(_producer_stats(p, now, interval_ms) for p in producers),
+            publishers=tuple(p.stats(now, interval_ms) for p in producers),
             msg_in_counter=msg_in,
             bytes_in_counter=bytes_in,
             msg_rate_in=rate_in,
@@ -299,8 +299,7 @@ class Topic:
             size += b
             producer = producers.get(ctx.producer_name)
             if producer is not None:
-                producer.msg_in_counter += n
-                producer.bytes_in_counter += b
+                producer.count_stored(n, b)
         self._msg_in += messages
         self._bytes_in += size
 
@@ -751,21 +750,6 @@ class Topic:
 
     def __repr__(self) -> str:
         return f"Topic({self.name!r})"
-
-
-def _producer_stats(producer: Producer, now: int, interval_ms: int) -> ProducerStats:
-    msg_in, bytes_in = producer.msg_in_counter, producer.bytes_in_counter
-    rate, throughput = producer.in_rates.rates(now, interval_ms, msg_in, bytes_in)
-    return ProducerStats(
-        name=producer.name,
-        producer_id=producer.producer_id,
-        msg_in_counter=msg_in,
-        bytes_in_counter=bytes_in,
-        msg_rate_in=rate,
-        msg_throughput_in=throughput,
-        connected_since_ms=producer.connected_since_ms,
-        client=producer.client,
-    )
 
 
 class _PublishCompletion:
