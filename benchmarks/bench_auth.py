@@ -5,7 +5,7 @@
 One ``mledger standalone --memory --config FILE`` (TLS on ``brokerServicePortTls``, the token,
 basic and TLS providers, ``anonymousUserRole``; authorization on, as mledger requires with
 credentials, though CONNECT checks no permission) serves every case; the client
-is a raw protocol loop here (``mledger.protocol.framing``, as ``tests/protocol_raw.py``), so the
+is a raw protocol loop here (``mledger.protocol._framing``, as ``tests/protocol_raw.py``), so the
 figures are the server's cost, not the C++ client's: each connection is TCP (+ TLS handshake)
 connect, CONNECT with the case's credentials, the CONNECTED reply checked, close. Cases:
 
@@ -47,8 +47,8 @@ from cryptography.x509.oid import NameOID
 from passlib.hash import apr_md5_crypt, bcrypt
 
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger.protocol.codec import decode_command
-from mledger.protocol.framing import FrameDecoder, encode_frame
+from mledger.protocol._codec import decode_command
+from mledger.protocol._framing import FrameDecoder, encode_frame
 
 PASSWORD = "bench-password"
 CONF = """\

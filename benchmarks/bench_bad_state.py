@@ -50,7 +50,7 @@ def _zeros_body(ctype: int, size: int) -> bytes:
                 writer.write(block)
             writer.write(bytes(size % len(block)))
         return out.getvalue()
-    from mledger.codec.compression import CompressionType, compress_metadata
+    from mledger.codec import CompressionType, compress_metadata
 
     blob = compress_metadata(bytes(size), CompressionType(ctype), 0)
     meta_len = int.from_bytes(blob[2:6], "big")
@@ -73,8 +73,8 @@ def _store_with_ml(entries: int):  # -> MemoryStore, ledger id
 
 def _cursor_ledger(store, entries: list[bytes]) -> None:
     from mledger import Position
-    from mledger.codec.cursor_info import encode_managed_cursor_info
-    from mledger.codec.cursor_state import PersistedCursorState
+    from mledger.codec import encode_managed_cursor_info
+    from mledger.codec import PersistedCursorState
 
     ledger = store.create_ledger()
     store.append_many(ledger, entries)
@@ -84,8 +84,8 @@ def _cursor_ledger(store, entries: list[bytes]) -> None:
 
 def _good_entry(ledger: int) -> bytes:
     from mledger import Position
-    from mledger.codec.cursor_info import encode_position_info
-    from mledger.codec.cursor_state import PersistedCursorState
+    from mledger.codec import encode_position_info
+    from mledger.codec import PersistedCursorState
 
     return encode_position_info(PersistedCursorState(mark_delete=Position(ledger, 0)))
 
@@ -127,8 +127,8 @@ def build(case: str):  # -> (store, stored bytes, what the case is)
         import numpy as np
 
         from mledger import Position
-        from mledger.codec.cursor_info import encode_position_info
-        from mledger.codec.cursor_state import PersistedCursorState
+        from mledger.codec import encode_position_info
+        from mledger.codec import PersistedCursorState
 
         words = int(case.split("-")[-1])
         values = np.random.default_rng(7).integers(-(1 << 63), (1 << 63) - 1, size=words, dtype=np.int64)

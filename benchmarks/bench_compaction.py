@@ -25,10 +25,10 @@ import tracemalloc
 from pathlib import Path
 
 from mledger.broker import Broker
-from mledger.codec.batch import SingleMessage, encode_batch
-from mledger.codec.entry import EntryMetadata, encode_entry
-from mledger.managed_ledger.factory import ManagedLedgerFactory
-from mledger.storage.sqlite import SqliteStore
+from mledger.codec import SingleMessage, encode_batch
+from mledger.codec import EntryMetadata, encode_entry
+from mledger.managed_ledger import ManagedLedgerFactory
+from mledger.storage import SqliteStore
 
 TOPIC = "persistent://public/default/bench-compaction"
 

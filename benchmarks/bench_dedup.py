@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from mledger import EntryMetadata, ManagedLedgerFactory, MemoryStore, SqliteStore
 from mledger.broker import DEDUPLICATION_CURSOR_NAME, Broker, BrokerConfig, InitialPosition, ManualClock, Topic
-from mledger.broker.dedup import MessageDeduplication
+from mledger.broker import MessageDeduplication
 from mledger.storage import Store
 
 TOPIC = "persistent://public/default/bench"

@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from mledger import InitialPosition, ManagedLedgerConfig, ManagedLedgerFactory, ManagedLedgerFactoryConfig
-from mledger.managed_ledger.cursor_snapshot import CursorSnapshot
-from mledger.managed_ledger.cursor_store import CursorStateStore
+from mledger.managed_ledger._cursor_snapshot import CursorSnapshot
+from mledger.managed_ledger._cursor_store import CursorStateStore
 
 BASE = ManagedLedgerConfig(
     max_entries_per_ledger=1_000_000,

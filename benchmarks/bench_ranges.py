@@ -1,4 +1,4 @@
-"""Ack range set (``mledger.core.ranges.AckRangeSet``) operations on random ack holes.
+"""Ack range set (``mledger.core._ranges.AckRangeSet``) operations on random ack holes.
 
 The workload: ``--acks`` random acked entries over a span of twice as many entries, in ledgers
 of 50,000 entries (Pulsar's default ``maxEntriesPerLedger``), about half the acks forming

@@ -156,7 +156,7 @@ def _load() -> str:
 
 
 def _ensure_class_archive() -> None:
-    from mledger.replay.spark import class_archive
+    from mledger.replay.spark import _class_archive as class_archive
 
     if class_archive.prepare({}, write=False) is not None:
         print(f"class archive: present in {class_archive.cache_dir()}")
@@ -254,9 +254,10 @@ def _engine_part(args: argparse.Namespace) -> None:
     """The engine alone: one topic-partition's batches read first, then fed (CPU time)."""
     import pyarrow as pa
 
-    from mledger.replay.engine import PartitionReplayer
-    from mledger.replay.layout import open_prepared, read_partition
-    from mledger.replay.tasks import quiet_library_warnings
+    from mledger.replay import PartitionReplayer
+    from mledger.replay import open_prepared
+    from mledger.replay._layout import read_partition
+    from mledger.replay._tasks import quiet_library_warnings
 
     log = open_prepared(os.path.join(args.data, f"prepared-{args.sizes[0]}"))
     declared = log.subscriptions()

@@ -192,7 +192,7 @@ def old_source(ref: str | None, into: Path) -> tuple[str, Path]:
 
 _SERVE_MAIN = """import sys
 try:
-    from mledger.cli.admin import main
+    from mledger.cli._admin import main
 except ImportError:
     from mledger.admin.cli import main
 sys.exit(main())"""
@@ -205,7 +205,7 @@ class Server:
         env = dict(os.environ)
         if src is not None:
             env["PYTHONPATH"] = str(src)
-        # mledger-admin's main: mledger.cli.admin now, mledger.admin.cli in the old tree
+        # mledger-admin's main: mledger.cli._admin now, mledger.admin.cli in the old tree
         command = [sys.executable, "-c", _SERVE_MAIN, "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0"]
         self.name = name
         self.proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mledger.storage.sqlite import SqliteStore
+from mledger.storage import SqliteStore
 
 ENTRY = os.urandom(100)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger.protocol.codec import decode_command
-from mledger.protocol.framing import FrameDecoder, encode_frame, encode_payload_frame
+from mledger.protocol._codec import decode_command
+from mledger.protocol._framing import FrameDecoder, encode_frame, encode_payload_frame
 
 _T = api.BaseCommand
 

@@ -9,8 +9,8 @@ import pytest
 
 from mledger import ConfigError, InvalidRequestError, PermissionDeniedError, UnauthenticatedError
 from mledger.admin import Authorization, NamespaceOperation, TopicOperation
-from mledger.admin.auth import parse_operation
-from mledger.broker.names import TopicName
+from mledger.admin._auth import parse_operation
+from mledger.broker import TopicName
 
 ORDERS = "persistent://public/default/orders"
 

@@ -16,7 +16,7 @@ T = "persistent://public/default/orders"
 P = "persistent://public/default/parts"
 
 _SCRIPT = Path(sys.executable).with_name("mledger-admin")
-COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mledger.cli.admin"]
+COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mledger.cli._admin"]
 
 
 class Cli:
@@ -309,7 +309,7 @@ def test_help(cli: Cli, argv: tuple[str, ...]) -> None:
 
 def test_module_entry_point(cli: Cli) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "mledger.cli.admin", "--data-dir", str(cli.data_dir), "topics", "list"],
+        [sys.executable, "-m", "mledger.cli._admin", "--data-dir", str(cli.data_dir), "topics", "list"],
         capture_output=True,
         text=True,
         timeout=60,

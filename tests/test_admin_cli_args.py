@@ -18,7 +18,7 @@ from mledger import (
     PreconditionFailedError,
     UnauthenticatedError,
 )
-from mledger.cli.admin import EXIT_CODES, build_parser, exit_code, main
+from mledger.cli._admin import EXIT_CODES, build_parser, exit_code, main
 
 COMMANDS = [
     "list",

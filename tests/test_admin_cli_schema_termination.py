@@ -12,7 +12,7 @@ import pytest
 
 from mledger.protocol import EmbeddedBroker
 
-COMMAND = [sys.executable, "-m", "mledger.cli.admin"]
+COMMAND = [sys.executable, "-m", "mledger.cli._admin"]
 
 
 def run(*argv: str, code: int = 0) -> subprocess.CompletedProcess[str]:

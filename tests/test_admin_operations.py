@@ -14,10 +14,11 @@ import pytest
 
 from mledger.admin import Admin, CancelDelayedMessageResult
 from mledger.admin._operations import OPERATIONS, TOPIC_BASE, AdminOperation, by_verb, operation
-from mledger.admin.remote import RemoteAdmin, RemoteClusters, RemoteNamespaces, RemoteTenants, RemoteTopics
+from mledger.admin import RemoteAdmin
+from mledger.admin._remote import RemoteClusters, RemoteNamespaces, RemoteTenants, RemoteTopics
 from mledger.broker import Broker
-from mledger.broker.retention import RetentionPolicies
-from mledger.core.position import Position
+from mledger.broker import RetentionPolicies
+from mledger.core import Position
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.storage import MemoryStore
 
@@ -89,9 +90,9 @@ def test_rest_app_serves_every_operation_and_only_them(admin: Admin) -> None:
 
 def test_each_rest_handler_runs_its_operations_admin_call() -> None:
     """The handler registered for an operation calls ``admin.<group>.<call>`` (read from its source)."""
-    from mledger.rest.namespaces import namespaces_router
-    from mledger.rest.tenants import tenants_router
-    from mledger.rest.topics import topics_router
+    from mledger.rest._namespaces import namespaces_router
+    from mledger.rest._tenants import tenants_router
+    from mledger.rest._topics import topics_router
 
     routes = [
         *topics_router("v2", "persistent", "/admin/v2/persistent/{tenant}/{namespace}").routes,
@@ -196,7 +197,7 @@ def test_remote_admin_encodes_names_as_pulsar_clients_do() -> None:
 
 
 def test_cli_commands_that_are_one_admin_call_map_to_the_table() -> None:
-    from mledger.cli.admin import _Run, build_parser
+    from mledger.cli._admin import _Run, build_parser
 
     def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         for action in parser._actions:

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from passlib.hash import apr_md5_crypt, bcrypt, des_crypt
 
 from mledger.admin import Authorization
-from mledger.admin.authentication import (
+from mledger.admin._authentication import (
     NO_PROVIDER,
     AuthenticationError,
     AuthenticationSettings,
@@ -32,7 +32,7 @@ from mledger.admin.authentication import (
     common_name,
 )
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger.core.errors import ConfigError
+from mledger import ConfigError
 from mledger.standalone import EmbeddedStandalone
 
 RECEIVE_MS = 10_000
@@ -282,7 +282,7 @@ def test_refusals_answer_pulsars_error(keys: dict[str, Path], case: str) -> None
     from test_protocol_session import Host, frame, replies
 
     from mledger.protocol import ClientAuth
-    from mledger.protocol.session import Session
+    from mledger.protocol._session import Session
 
     secret = keys["secret"].read_bytes()
     method, data, reason = {
@@ -443,7 +443,7 @@ def test_standalone_refuses_authorization_without_authentication(tmp_path: Path)
 def test_admin_serve_basic_auth_conf(tmp_path: Path) -> None:
     """``mledger-admin serve --basic-auth-conf F --auth-file A``: REST Basic through the same table;
     without ``--auth-file`` it refuses to start (exit 2)."""
-    admin = [sys.executable, "-m", "mledger.cli.admin", "serve", "--data-dir", str(tmp_path / "data")]
+    admin = [sys.executable, "-m", "mledger.cli._admin", "serve", "--data-dir", str(tmp_path / "data")]
     conf = str(htpasswd(tmp_path))
     done = subprocess.run(
         [*admin, "--bind", "127.0.0.1:0", "--basic-auth-conf", conf], capture_output=True, text=True, timeout=60

@@ -1,11 +1,11 @@
-"""``--bind`` values: one parser (mledger.core.address) for every server and command."""
+"""``--bind`` values: one parser (mledger.core._address) for every server and command."""
 
 from __future__ import annotations
 
 import pytest
 
-from mledger.core.address import format_address, parse_bind
-from mledger.core.errors import ConfigError
+from mledger.core import format_address, parse_bind
+from mledger import ConfigError
 
 
 @pytest.mark.parametrize(

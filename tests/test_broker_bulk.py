@@ -31,9 +31,9 @@ from mledger.broker import (
     SubscriptionType,
     Topic,
 )
-from mledger.broker.dedup import MessageDeduplication
-from mledger.broker.delayed import DelayedDeliveryTracker
-from mledger.replay.store import DESCRIBED_ENTRIES, ReplayStore
+from mledger.broker import MessageDeduplication
+from mledger.broker import DelayedDeliveryTracker
+from mledger.replay._store import DESCRIBED_ENTRIES, ReplayStore
 
 T = "persistent://public/default/bulk"
 

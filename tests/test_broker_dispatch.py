@@ -36,9 +36,9 @@ from mledger.broker import (
     Subscription,
     SubscriptionType,
 )
-from mledger.broker.hashing import sticky_key_hash
-from mledger.broker.keyshared import ConsistentHashRing
-from mledger.storage.faults import HeldReadStore
+from mledger.broker import sticky_key_hash
+from mledger.broker._keyshared import ConsistentHashRing
+from mledger.storage import HeldReadStore
 
 EXCLUSIVE, SHARED = SubscriptionType.EXCLUSIVE, SubscriptionType.SHARED
 FAILOVER, KEY_SHARED = SubscriptionType.FAILOVER, SubscriptionType.KEY_SHARED

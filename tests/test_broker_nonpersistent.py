@@ -17,9 +17,9 @@ from mledger.broker import (
     SubscriptionType,
     TopicName,
 )
-from mledger.broker.nonpersistent import NonPersistentTopic
-from mledger.codec.entry import EntryMetadata, encode_entry
-from mledger.core.errors import InvalidRequestError, NotFoundError
+from mledger.broker import NonPersistentTopic
+from mledger.codec import EntryMetadata, encode_entry
+from mledger import InvalidRequestError, NotFoundError
 
 T = "non-persistent://public/default/t"
 

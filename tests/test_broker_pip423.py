@@ -97,7 +97,7 @@ def test_cancel_on_cumulative_ack_types_returns_false_and_changes_nothing(
 ) -> None:
     broker, sub = make(sub_type)
     mid = broker.create_producer("orders").send(b"x", deliver_at_ms=5)
-    with caplog.at_level(logging.WARNING, logger="mledger.broker.subscription"):
+    with caplog.at_level(logging.WARNING, logger="mledger.broker._subscription"):
         assert sub.cancel_delayed_message(mid.ledger_id, mid.entry_id) is False
     assert "which uses cumulative ack" in caplog.text
     assert sub.backlog() == 1
@@ -218,7 +218,7 @@ def test_skip_batch_indexes_is_ignored_without_batch_index_deletion(caplog: pyte
     p = broker.create_producer("orders")
     batch = p.send_batch([b"a", b"b"])
     plain = p.send(b"x")
-    with caplog.at_level(logging.WARNING, logger="mledger.broker.subscription"):
+    with caplog.at_level(logging.WARNING, logger="mledger.broker._subscription"):
         sub.skip_messages([SkipEntry(batch.ledger_id, batch.entry_id, [0]), SkipEntry(plain.ledger_id, plain.entry_id)])
     assert "batch-index skips are ignored" in caplog.text
     assert data(sub.add_consumer().receive()) == ["a", "b"]

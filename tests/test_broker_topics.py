@@ -41,11 +41,11 @@ from mledger.broker import (
     TopicAlreadyExistsError,
     TopicBusyError,
 )
-from mledger.broker.hashing import java_string_hash
-from mledger.broker.subscription import SUBSCRIPTION_TYPE_PROPERTY
-from mledger.codec.batch import decode_batch
+from mledger.broker._hashing import java_string_hash
+from mledger.broker import SUBSCRIPTION_TYPE_PROPERTY
+from mledger.codec import decode_batch
 from mledger.storage import MemoryStore
-from mledger.storage.faults import FaultInjectingStore, InjectedFault
+from mledger.storage import FaultInjectingStore, InjectedFault
 
 EARLIEST = InitialPosition.EARLIEST
 T = "persistent://public/default/orders"
@@ -557,7 +557,7 @@ def test_dedup_hook_hears_of_failed_appends() -> None:
 
 
 def test_dedup_defaults() -> None:
-    from mledger.broker.dedup import DedupStatus, MessageDeduplication
+    from mledger.broker import DedupStatus, MessageDeduplication
 
     b = Broker(ManagedLedgerFactory())
     topic = b.create_topic("orders")

@@ -10,19 +10,20 @@ import pytest
 
 from mledger import BadVersionError, ConfigError, InvalidRequestError, MemoryStore, Position, StateCorruptedError
 from mledger.broker import BrokerConfig, MessageId, SkipEntry, SubscriptionType, TopicName
-from mledger.broker.delayed import DelayedDeliveryTracker
-from mledger.broker.hashing import java_string_hash, murmur3_32, sticky_key_hash
-from mledger.broker.keyshared import ConsistentHashRing, RecentlyJoinedConsumers
-from mledger.broker.message import BatchMessageIds, Message
-from mledger.broker.names import ProducerNameGenerator, decode_partitioned_metadata, encode_partitioned_metadata
-from mledger.broker.redelivery import RedeliveryQueue
-from mledger.broker.routing import RoundRobinPartitionRouter
-from mledger.codec.batch import SingleMessage, decode_batch, encode_batch
+from mledger.broker import DelayedDeliveryTracker
+from mledger.broker import murmur3_32, sticky_key_hash
+from mledger.broker._hashing import java_string_hash
+from mledger.broker._keyshared import ConsistentHashRing, RecentlyJoinedConsumers
+from mledger.broker import BatchMessageIds, Message
+from mledger.broker._names import ProducerNameGenerator, decode_partitioned_metadata, encode_partitioned_metadata
+from mledger.broker._redelivery import RedeliveryQueue
+from mledger.broker._routing import RoundRobinPartitionRouter
+from mledger.codec import SingleMessage, decode_batch, encode_batch
 
 
 @pytest.mark.parametrize(
     "module",
-    ["mledger.broker", "mledger.broker.names", "mledger.broker.hashing", "mledger.broker.types"],
+    ["mledger.broker", "mledger.broker._names", "mledger.broker._hashing", "mledger.broker._types"],
 )
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from mledger import ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, Position
 from mledger.broker import Broker, BrokerConfig, InitialPosition, ManualClock, MessageId, SubscriptionType, Topic
-from mledger.managed_ledger.cursor import ManagedCursor
+from mledger.managed_ledger import ManagedCursor
 
 SIZE = 6  # batch size of every entry
 ENTRIES = 12  # over ledgers of 5 entries

@@ -28,12 +28,13 @@ from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_re
 from test_standalone_tls import client as tls_client, start as start_tls, stop as stop_tls
 
 from mledger.admin import Authorization, RemoteAdmin
-from mledger.admin.authentication import AuthenticationSettings
+from mledger.admin._authentication import AuthenticationSettings
 from mledger.broker import MessageId
-from mledger.cli.capture import parse_auth_params
-from mledger.core.position import Position
-from mledger.replay.capture import CAPTURE_FILE, Capture, CaptureSettings, parse_deleted_ranges
-from mledger.replay.local import run_single_process
+from mledger.cli._capture import parse_auth_params
+from mledger.core import Position
+from mledger.replay import Capture, CaptureSettings
+from mledger.replay._capture import CAPTURE_FILE, parse_deleted_ranges
+from mledger.replay import run_single_process
 from mledger.standalone import EmbeddedStandalone
 
 pytestmark = pytest.mark.timeout(300)

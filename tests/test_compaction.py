@@ -1,4 +1,4 @@
-"""Topic compaction (mledger.broker.compaction) with the real pulsar-client: the compacted view,
+"""Topic compaction (mledger.broker._compaction) with the real pulsar-client: the compacted view,
 tombstones, read-compacted readers and consumers, the client's TableView, the REST routes, the
 threshold policy and a restart over the same SQLite data."""
 
@@ -16,18 +16,12 @@ import pytest
 from protocol_raw import RawClient
 
 from mledger import ManagedLedgerFactory
-from mledger.broker import (
-    Broker,
-    BrokerConfig,
-    CompactionStatus,
-    InitialPosition,
-    ManualClock,
-    compaction as compaction_module,
-)
-from mledger.codec.batch import SingleMessage, compact_batch, decode_batch, encode_batch
+from mledger.broker import Broker, BrokerConfig, CompactionStatus, InitialPosition, ManualClock, _compaction as compaction_module
+from mledger.codec import SingleMessage, decode_batch, encode_batch
+from mledger.codec._batch import compact_batch
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger.core.config import ManagedLedgerConfig
-from mledger.core.position import Position
+from mledger.core import ManagedLedgerConfig
+from mledger.core import Position
 
 NS = "persistent://public/default"
 TIMEOUT_MS = 10_000

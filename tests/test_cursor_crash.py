@@ -31,7 +31,7 @@ from mledger import (
     Position,
     SqliteStore,
 )
-from mledger.storage.faults import FaultInjectingStore, InjectedFault
+from mledger.storage import FaultInjectingStore, InjectedFault
 
 ML_NAME = "public/default/persistent/crash"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from mledger import InitialPosition, ManagedCursor, ManagedLedgerFactory
-from mledger.managed_ledger.cursor_stats import PersistenceStats
+from mledger.managed_ledger._cursor_stats import PersistenceStats
 from mledger.storage import MemoryStore
 
 

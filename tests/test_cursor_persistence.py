@@ -21,15 +21,15 @@ from mledger import (
     Position,
     SqliteStore,
 )
-from mledger.codec.chunking import split_chunks
-from mledger.codec.compression import decompress_metadata
-from mledger.codec.cursor_info import decode_managed_cursor_info, decode_position_info, encode_position_info
-from mledger.codec.cursor_state import PersistedCursorState, RangeArrays
-from mledger.core.errors import ConfigError, InvalidRequestError
-from mledger.core.ranges import words_to_ack_set
-from mledger.managed_ledger.cursor import CURSOR_INTERNAL_PROPERTY_PREFIX
-from mledger.storage.base import Store
-from mledger.storage.faults import FaultInjectingStore, InjectedFault
+from mledger.codec import split_chunks
+from mledger.codec import decompress_metadata
+from mledger.codec import decode_managed_cursor_info, decode_position_info, encode_position_info
+from mledger.codec import PersistedCursorState, RangeArrays
+from mledger import ConfigError, InvalidRequestError
+from mledger.core._ranges import words_to_ack_set
+from mledger.managed_ledger._cursor import CURSOR_INTERNAL_PROPERTY_PREFIX
+from mledger.storage import Store
+from mledger.storage import FaultInjectingStore, InjectedFault
 
 ML_NAME = "public/default/persistent/orders"
 
@@ -192,7 +192,7 @@ def test_truncation_keeps_ranges_nearest_mark_delete_counts_and_logs_once(
     factory, ml = _open(open_store(), config)
     cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
     ps = _fill(ml, 30)
-    with caplog.at_level(logging.WARNING, logger="mledger.managed_ledger.cursor_store"):
+    with caplog.at_level(logging.WARNING, logger="mledger.managed_ledger._cursor_store"):
         for i in range(2, 22, 2):
             cursor.delete(ps[i])
     stats = cursor.stats()

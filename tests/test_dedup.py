@@ -38,16 +38,11 @@ from mledger.broker import (
     Subscription,
     Topic,
 )
-from mledger.broker.dedup import (
-    DedupEvent,
-    DedupStatus,
-    DedupTransitionError,
-    MessageDeduplication,
-    next_status,
-)
-from mledger.managed_ledger.ledger_view import cursor_info_path
+from mledger.broker import DedupStatus, MessageDeduplication
+from mledger.broker._dedup import DedupEvent, DedupTransitionError, next_status
+from mledger.managed_ledger._ledger_view import cursor_info_path
 from mledger.storage import Store
-from mledger.storage.faults import FaultInjectingStore, InjectedFault
+from mledger.storage import FaultInjectingStore, InjectedFault
 
 T = "persistent://public/default/orders"
 NOT_DUP, DUP, UNKNOWN = DedupVerdict.NOT_DUPLICATE, DedupVerdict.DUPLICATE, DedupVerdict.UNKNOWN
@@ -494,7 +489,7 @@ def test_producers_over_the_cap_are_counted_logged_once_and_kept_in_memory(caplo
     names = ["e", "d", "c", "b", "a"]
     producers = {n: producer(b, n) for n in names}
     d = dedup_of(b)
-    with caplog.at_level(logging.INFO, logger="mledger.broker.dedup"):
+    with caplog.at_level(logging.INFO, logger="mledger.broker._dedup"):
         for n in names:
             producers[n].send(b"x")
         producers["e"].send(b"y")
@@ -787,8 +782,9 @@ def test_dedup_cursor_holds_trimming_back_for_its_replay() -> None:
 def test_replay_parser_agrees_with_decode_entry(meta: EntryMetadata, framing: str) -> None:
     import struct
 
-    from mledger.broker.dedup import _replay_fields
-    from mledger.codec.entry import crc32c, decode_entry, encode_entry
+    from mledger.broker._dedup import _replay_fields
+    from mledger.codec import decode_entry, encode_entry
+    from mledger.codec._entry import crc32c
 
     raw = encode_entry(b"payload", meta)
     if framing in ("checksum", "broker-metadata"):

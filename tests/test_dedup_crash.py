@@ -37,9 +37,9 @@ from mledger.broker import (
     Producer,
     Topic,
 )
-from mledger.broker.dedup import MessageDeduplication
+from mledger.broker import MessageDeduplication
 from mledger.storage import Store
-from mledger.storage.faults import FaultInjectingStore, InjectedFault
+from mledger.storage import FaultInjectingStore, InjectedFault
 
 T = "persistent://public/default/crash"
 ML_NAME = "public/default/persistent/crash"

@@ -1,4 +1,4 @@
-"""The one deprecation mechanism (``mledger.core.deprecation``): old module paths
+"""The one deprecation mechanism (``mledger.core._deprecation``): old module paths
 (``mledger.spark``, ``mledger.broker.batch``), moved names and renamed attributes warn once,
 naming the release they go away in and the new spelling, and keep working for that release; the
 undocumented flat modules are gone; and the suite's own warning filters turn a
@@ -16,19 +16,21 @@ from types import ModuleType
 
 import pytest
 
+from mledger._moved import MOVED_MODULES
+
 import mledger.replay
 from mledger.broker import DispatcherStats, SubscriptionType
-from mledger.core import deprecation
+from mledger.core import _deprecation as deprecation
 
 RELEASE = deprecation.removal_release()
 
 ALIASES = [
     ("mledger.spark", "mledger.replay"),
-    ("mledger.spark.generate", "mledger.replay.generate"),
-    ("mledger.spark.local", "mledger.replay.local"),
-    ("mledger.spark.schema", "mledger.replay.schema"),
-    ("mledger.spark.settings", "mledger.replay.settings"),
-    ("mledger.broker.batch", "mledger.codec.batch"),
+    ("mledger.spark.generate", "mledger.replay._generate"),
+    ("mledger.spark.local", "mledger.replay._local"),
+    ("mledger.spark.schema", "mledger.replay._schema"),
+    ("mledger.spark.settings", "mledger.replay._settings"),
+    ("mledger.broker.batch", "mledger.codec._batch"),
 ]
 
 REMOVED = [
@@ -85,7 +87,9 @@ def test_old_module_path_warns_naming_release_and_new_path_and_is_the_same_modul
         __import__(old)
     alias, target = sys.modules[old], importlib.import_module(new)
     mine = _mine(caught.list, old)
-    assert mine == [f"{old} is deprecated and will be removed in mledger {RELEASE}; import from {new} instead"]
+    package, _, leaf = new.rpartition(".")
+    advice = package if leaf.startswith("_") else new
+    assert mine == [f"{old} is deprecated and will be removed in mledger {RELEASE}; import from {advice} instead"]
     assert alias is target
     assert _exported(target)
 
@@ -120,14 +124,14 @@ def test_submodule_of_an_old_package_path_the_table_does_not_name_is_gone() -> N
 
 @pytest.mark.usefixtures("fresh_warnings")
 def test_moved_name_warns_once_naming_release_and_new_spelling_and_returns_the_object() -> None:
-    getattr_ = deprecation.moved_names("mledger.somewhere", {"OldPosition": "mledger.core.position:Position"})
+    getattr_ = deprecation.moved_names("mledger.somewhere", {"OldPosition": "mledger.core:Position"})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         first, second = getattr_("OldPosition"), getattr_("OldPosition")
     assert first is second is mledger.Position
     assert [str(w.message) for w in caught] == [
         f"mledger.somewhere.OldPosition is deprecated and will be removed in mledger {RELEASE};"
-        " use mledger.core.position.Position instead"
+        " use mledger.core.Position instead"
     ]
     with pytest.raises(AttributeError, match="'mledger.somewhere' has no attribute 'Other'"):
         getattr_("Other")
@@ -144,7 +148,7 @@ def test_renamed_dispatcher_stats_attribute_warns_once_and_still_answers() -> No
         warnings.simplefilter("always")
         assert stats.replay_queue_size == stats.redelivery_queue_size == 7
         assert stats.replay_queue_size == 7
-    owner = f"{DispatcherStats.__module__}.DispatcherStats"
+    owner = "mledger.broker.DispatcherStats"  # the public spelling, not the private module
     assert [(str(w.message), w.filename) for w in caught] == [
         (
             f"{owner}.replay_queue_size is deprecated and will be removed in mledger {RELEASE};"
@@ -185,7 +189,8 @@ def test_old_package_exports_the_six_documented_names() -> None:
         warnings.simplefilter("ignore", DeprecationWarning)
         spark = importlib.import_module("mledger.spark")
     assert sorted(spark.__all__) == sorted(mledger.replay.__all__)
-    assert len(spark.__all__) == 6
+    documented = {"EventOrderError", "InputSchemaError", "PartitionModel", "PartitionReplayer", "ReplaySettings"}
+    assert documented | {"SubscriptionSpec"} <= set(spark.__all__)
 
 
 @pytest.mark.parametrize("old", REMOVED)
@@ -197,7 +202,7 @@ def test_undocumented_flat_module_is_gone(old: str) -> None:
 @pytest.mark.parametrize(
     ("message", "module"),
     [
-        ("something internal is deprecated", "mledger.codec.entry"),
+        ("something internal is deprecated", "mledger.codec._entry"),
         ("something internal is deprecated", "mledger_pytest.plugin"),
         ("mledger.spark is deprecated and will be removed", "tests.test_somewhere"),
     ],
@@ -239,3 +244,18 @@ def test_a_package_registers_its_renamed_private_modules_and_the_warning_advises
     ]
     for name in ("renamedpkg", "renamedpkg._things", "renamedpkg.things"):
         monkeypatch.delitem(sys.modules, name)
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_every_module_made_private_still_imports_under_its_old_path_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, old: str
+) -> None:
+    """The x.py -> _x.py rename of every internal module: the old path is the same module for
+    one release and says which public package to import from."""
+    full, new = f"mledger.{old}", MOVED_MODULES[old]
+    _forget(monkeypatch, full)
+    with pytest.warns(DeprecationWarning) as caught:
+        alias = importlib.import_module(full)
+    assert alias is importlib.import_module(new)
+    assert len(_mine(caught.list, full)) == 1

@@ -9,7 +9,7 @@ import datetime
 import pulsar
 import pytest
 
-from mledger.core.clock import ManualClock
+from mledger.core import ManualClock
 from mledger.protocol import EmbeddedBroker
 
 pytestmark = pytest.mark.timeout(120)

@@ -11,10 +11,17 @@ from pathlib import Path
 import pytest
 
 from mledger import LedgerNotFoundError, MLedgerError
-from mledger.storage.base import LedgerStore, MetadataStore, Store, Versioned
-from mledger.storage.faults import DISK_FULL, FaultInjectingStore, HeldRead, HeldReadStore, InjectedFault, WriteRecord
-from mledger.storage.memory import MemoryStore
-from mledger.storage.sqlite import SqliteStore
+from mledger.storage import LedgerStore, MetadataStore, Store, Versioned
+from mledger.storage import (
+    DISK_FULL,
+    FaultInjectingStore,
+    HeldRead,
+    HeldReadStore,
+    InjectedFault,
+    WriteRecord,
+)
+from mledger.storage import MemoryStore
+from mledger.storage import SqliteStore
 
 WRITES = {"create_ledger", "append", "append_many", "seal_ledger", "delete_ledger", "put", "delete"}
 

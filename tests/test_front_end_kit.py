@@ -28,10 +28,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 FRONT_ENDS = {
     "mledger/standalone.py": "Standalone",
     "mledger/protocol/__main__.py": "python -m mledger.protocol",
-    "mledger/protocol/embedded.py": "EmbeddedBroker (and the pytest fixture's EmbeddedStandalone)",
-    "mledger/rest/server.py": "mledger-admin serve",
-    "mledger/cli/admin.py": "mledger-admin --data-dir",
-    "mledger/cli/mledger.py": "mledger demo",
+    "mledger/protocol/_embedded.py": "EmbeddedBroker (and the pytest fixture's EmbeddedStandalone)",
+    "mledger/rest/_server.py": "mledger-admin serve",
+    "mledger/cli/_admin.py": "mledger-admin --data-dir",
+    "mledger/cli/_mledger.py": "mledger demo",
 }
 """Every module that opens a broker (or a factory) for a user, and what it is."""
 
@@ -73,7 +73,7 @@ def test_each_front_end_opens_its_broker_with_the_kit(path: str) -> None:
 def test_the_kit_is_the_only_wiring_outside_the_library() -> None:
     """``ManagedLedgerFactory(``, ``SqliteStore(`` and ``Broker(`` are called only by the kit, the
     factory's memory default and the replay's model of the broker, across src."""
-    allowed = {"mledger/broker/_open.py", "mledger/managed_ledger/factory.py"}
+    allowed = {"mledger/broker/_open.py", "mledger/managed_ledger/_factory.py"}
     offenders = []
     for file in sorted(SRC.rglob("*.py")):
         rel = file.relative_to(SRC).as_posix()
@@ -92,7 +92,7 @@ def test_one_token_table_parses_and_compares_tokens() -> None:
         for f in SRC.rglob("*.py")
         if "compare_digest(" in f.read_text(encoding="utf-8") or "def load_token_file" in f.read_text(encoding="utf-8")
     ]
-    assert readers == ["mledger/admin/authentication.py"]
+    assert readers == ["mledger/admin/_authentication.py"]
 
 
 def test_open_broker_closes_the_store_once(tmp_path: Path, store_closes: list[object]) -> None:

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mledger import ConfigError, ManagedLedgerFactory, NotFoundError, Position
 from mledger.admin import PAYLOAD_ERROR_PREFIX, Admin, Authorization, Topics
-from mledger.admin.wire import CANCEL_RESULTS_HEADER
+from mledger.admin._wire import CANCEL_RESULTS_HEADER
 from mledger.broker import Broker, BrokerConfig, InitialPosition, ManualClock, MessageId, SubscriptionType
 from mledger.rest import ROLE_HEADER, AdminServer, RoleResolver, parse_bind
 
@@ -36,7 +36,7 @@ V1 = "/admin/persistent/public/standalone/default"
 TIMEOUT = 10  # seconds per request: every request in this file is bounded
 
 _SCRIPT = Path(sys.executable).with_name("mledger-admin")
-ADMIN_CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mledger.cli.admin"]
+ADMIN_CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mledger.cli._admin"]
 
 
 # -- the world and the server ---------------------------------------------------------------------
@@ -583,7 +583,7 @@ def test_connections_accepted_by_a_plain_asyncio_loop_have_nagle_off() -> None:
     import asyncio
     import socket
 
-    from mledger.rest.server import _bind
+    from mledger.rest._server import _bind
 
     listening = _bind("127.0.0.1", 0, 16)
     nodelay: list[int] = []
@@ -1036,8 +1036,8 @@ def test_retention_out_of_java_range_is_refused_everywhere(server: AdminServer, 
     """retentionTimeInMinutes is a Java int, retentionSizeInMB a long (Pulsar's clients cannot
     read back more): 400 naming the value, nothing stored; the library, REST and RemoteAdmin."""
     from mledger.admin import RemoteAdmin
-    from mledger.broker.retention import RetentionPolicies
-    from mledger.core.errors import InvalidRequestError
+    from mledger.broker import RetentionPolicies
+    from mledger import InvalidRequestError
 
     ns = "/admin/v2/namespaces/public/default/retention"
     for path in (ns, f"{V2}/plain/retention"):
@@ -1089,8 +1089,8 @@ def test_reset_cursor_refuses_negative_positions_and_times(server: AdminServer, 
 def test_remote_admin_tenants_clusters_and_permissions(server: AdminServer) -> None:
     """Issue 26 item 4: RemoteAdmin has the library's tenant, cluster and permission calls."""
     from mledger.admin import RemoteAdmin
-    from mledger.admin.remote import RemoteAdminError
-    from mledger.broker.tenants import TenantInfo
+    from mledger.admin._remote import RemoteAdminError
+    from mledger.broker import TenantInfo
 
     with RemoteAdmin(server.url, timeout=TIMEOUT) as remote:
         remote.clusters.create("ci", {"serviceUrl": "http://ci:8080"})

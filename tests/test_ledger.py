@@ -24,7 +24,7 @@ from mledger import (
     Position,
     PositionBound,
 )
-from mledger.codec.entry import encode_entry
+from mledger.codec import encode_entry
 from mledger.codec.proto import MLDataFormats_pb2 as pb
 from mledger.storage import MemoryStore
 
@@ -504,7 +504,7 @@ def test_forced_roll_over_seals_the_current_ledger_and_keeps_an_empty_one() -> N
 def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
     """The replay's bulk append: the same positions, ledgers and sizes as entry-by-entry framing."""
     from mledger import EntryMetadata, ManagedLedgerConfig, ManagedLedgerFactory
-    from mledger.codec.entry import encode_entry
+    from mledger.codec import encode_entry
     from mledger.storage import MemoryStore
 
     raw = encode_entry(b"xyz", EntryMetadata())

@@ -21,7 +21,7 @@ from protocol_raw import RawClient
 from mledger.admin import Authorization
 from mledger.broker import BrokerConfig
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger.core.errors import ConfigError
+from mledger import ConfigError
 from mledger.protocol import EmbeddedBroker, ListenerUrls, ProtocolConfig, parse_advertised_listeners
 
 _T = api.BaseCommand

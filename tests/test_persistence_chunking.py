@@ -9,19 +9,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mledger import ConfigError, Position, StateCorruptedError
-from mledger.codec.chunking import (
-    FOOTER_MAX_BYTES,
-    ChunkFooter,
-    pack_entries,
-    parse_footer,
-    part_entry_ids,
-    reassemble,
-    split_chunks,
-    unpack_payload,
-)
-from mledger.codec.compression import MAGIC, CompressionType, compress_payload, is_compressed
-from mledger.codec.cursor_info import decode_position_info, encode_position_info
-from mledger.codec.cursor_state import PersistedCursorState, RangeArrays
+from mledger.codec import ChunkFooter, pack_entries, parse_footer, reassemble, split_chunks, unpack_payload
+from mledger.codec._chunking import FOOTER_MAX_BYTES, part_entry_ids
+from mledger.codec import CompressionType, compress_payload, is_compressed
+from mledger.codec._compression import MAGIC
+from mledger.codec import decode_position_info, encode_position_info
+from mledger.codec import PersistedCursorState, RangeArrays
 
 LIMITS = dict(max_parts=1000, max_length=1 << 30)
 

@@ -15,8 +15,7 @@ import zstandard
 from hypothesis import assume, given, settings, strategies as st
 
 from mledger import ConfigError, MissingExtraError, Position, StateCorruptedError
-from mledger.codec.compression import (
-    MAGIC,
+from mledger.codec import (
     CompressionType,
     compress_metadata,
     compress_payload,
@@ -25,12 +24,9 @@ from mledger.codec.compression import (
     is_compressed,
     parse_compression_type,
 )
-from mledger.codec.cursor_info import (
-    decode_managed_cursor_info,
-    encode_managed_cursor_info,
-    encode_position_info,
-)
-from mledger.codec.cursor_state import PersistedCursorState, RangeArrays
+from mledger.codec._compression import MAGIC
+from mledger.codec import decode_managed_cursor_info, encode_managed_cursor_info, encode_position_info
+from mledger.codec import PersistedCursorState, RangeArrays
 from mledger.codec.proto import MLDataFormats_pb2 as pb
 
 ALL = list(CompressionType)
@@ -203,7 +199,7 @@ BAD_ENVELOPES = {
 @pytest.mark.parametrize("name", list(BAD_ENVELOPES))
 def test_bad_envelope_falls_back_to_raw_like_pulsar(name: str, caplog) -> None:
     blob = BAD_ENVELOPES[name]
-    with caplog.at_level(logging.WARNING, logger="mledger.codec.compression"):
+    with caplog.at_level(logging.WARNING, logger="mledger.codec._compression"):
         assert decompress_metadata(blob, MiB) == blob
     assert "parsing it as raw protobuf" in caplog.text
     # ...which then fails to parse: the envelope can never be a valid protobuf.

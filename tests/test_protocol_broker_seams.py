@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from mledger.broker import Broker, BrokerConfig, MetadataNeeds, NoDeduplication, Topic
-from mledger.broker.dedup import MessageDeduplication
-from mledger.codec.entry import EntryMetadata
-from mledger.core.clock import ManualClock
-from mledger.core.config import ManagedLedgerConfig
-from mledger.core.position import Position
+from mledger.broker import MessageDeduplication
+from mledger.codec import EntryMetadata
+from mledger.core import ManualClock
+from mledger.core import ManagedLedgerConfig
+from mledger.core import Position
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol._convert import metadata_for
 from mledger.storage import MemoryStore

@@ -36,7 +36,7 @@ def test_table_lists_every_command_once() -> None:
 
 def test_rest_half_lists_every_pulsar_family_once_and_every_v2_route_is_one() -> None:
     """Issue 26 item 10: the REST table comes from the app's routes and Pulsar's families."""
-    from mledger.rest.pulsar_api import FAMILIES
+    from mledger.rest._pulsar_api import FAMILIES
 
     generator = _generator()
     text = generator.render()

@@ -19,7 +19,7 @@ import pulsar
 import pytest
 from protocol_raw import RawClient
 
-from mledger.codec.entry import decode_entry
+from mledger.codec import decode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 
 pytestmark = [pytest.mark.timeout(180)]

@@ -15,7 +15,7 @@ import pulsar
 import pytest
 from protocol_raw import RawClient
 
-from mledger.admin.remote import RemoteAdminError, error_for
+from mledger.admin._remote import RemoteAdminError, error_for
 from mledger.broker import (
     Broker,
     ConsumerBusyError,
@@ -26,28 +26,25 @@ from mledger.broker import (
     TopicFencedError,
     TopicTerminatedError,
 )
-from mledger.broker.names import TopicName
-from mledger.broker.schema_compat import IncompatibleSchemaError
-from mledger.broker.tenants import TenantNotFoundError
+from mledger.broker import TopicName
+from mledger.broker import IncompatibleSchemaError
+from mledger.broker._tenants import TenantNotFoundError
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger.core.errors import (
+from mledger import (
     EntryTooLargeError,
     InvalidRequestError,
-    InvalidTopicNameError,
     MLedgerError,
     NotAllowedError,
     NotFoundError,
     PermissionDeniedError,
     PreconditionFailedError,
-    ServerError,
     StateCorruptedError,
     UnauthenticatedError,
-    error_class_for_status,
-    server_error_of,
 )
+from mledger.core._errors import InvalidTopicNameError, ServerError, error_class_for_status, server_error_of
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import EmbeddedBroker, UnknownListenerError
-from mledger.protocol.access import ProducerFencedError
+from mledger.protocol._access import ProducerFencedError
 
 _T = api.BaseCommand
 

@@ -7,12 +7,12 @@ import struct
 import pytest
 
 from mledger import EntryMetadata
-from mledger.codec.entry import decode_entry, encode_entry
+from mledger.codec import decode_entry, encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.protocol import COMMANDS, Connection, ConnectionState, FrameTooLargeError, RemoteProtocolError
-from mledger.protocol.codec import decode_command, encode_command, message_command, send_receipt_command
-from mledger.protocol.commands import Direction, Support
-from mledger.protocol.framing import (
+from mledger.protocol._codec import decode_command, encode_command, message_command, send_receipt_command
+from mledger.protocol._commands import Direction, Support
+from mledger.protocol._framing import (
     FrameDecoder,
     checksummed_entry,
     crc32c,
@@ -20,7 +20,7 @@ from mledger.protocol.framing import (
     encode_payload_frame,
     parse_payload,
 )
-from mledger.protocol.session import Session
+from mledger.protocol._session import Session
 
 _T = api.BaseCommand
 

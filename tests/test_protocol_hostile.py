@@ -15,10 +15,10 @@ import pytest
 from protocol_raw import RawClient
 
 from mledger import EntryMetadata
-from mledger.codec.entry import encode_entry
+from mledger.codec import encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.protocol import EmbeddedBroker
-from mledger.protocol.framing import crc32c, encode_frame
+from mledger.protocol._framing import crc32c, encode_frame
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -19,7 +19,7 @@ import pytest
 
 from mledger.admin import Admin, Authorization, TopicOperation
 from mledger.broker import Broker, SubscriptionType
-from mledger.broker.nonpersistent import NonPersistentSubscription
+from mledger.broker import NonPersistentSubscription
 from mledger.protocol import EmbeddedBroker
 from mledger.rest import AdminServer
 

@@ -14,14 +14,14 @@ import pytest
 from protocol_raw import RawClient
 
 from mledger.broker import Broker, BrokerConfig
-from mledger.codec.entry import EntryMetadata, encode_entry
+from mledger.codec import EntryMetadata, encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import ProtocolConfig
-from mledger.protocol.framing import crc32c
-from mledger.protocol.server import ProtocolServer
+from mledger.protocol._framing import crc32c
+from mledger.protocol import ProtocolServer
 from mledger.storage import SqliteStore
-from mledger.storage.faults import HeldWriteStore
+from mledger.storage import HeldWriteStore
 
 pytestmark = pytest.mark.timeout(60)
 

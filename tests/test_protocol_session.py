@@ -1,7 +1,7 @@
 """The session without sockets or an event loop: frames in, frames out, through a hand-made host.
 
-:class:`~mledger.protocol.session.Session` reaches its server only through the
-:class:`~mledger.protocol.session.SessionHost` protocol, so these tests drive it frame by frame
+:class:`~mledger.protocol._session.Session` reaches its server only through the
+:class:`~mledger.protocol._session.SessionHost` protocol, so these tests drive it frame by frame
 over a real broker (memory store) and read what it queued.
 """
 
@@ -12,14 +12,14 @@ import struct
 from collections.abc import Callable
 
 from mledger.broker import Broker, Subscription, Topic
-from mledger.codec.entry import EntryMetadata, encode_entry
+from mledger.codec import EntryMetadata, encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import ProtocolConfig
-from mledger.protocol.access import EXCLUSIVE_WITH_FENCING, SHARED, ProducerAccess
-from mledger.protocol.codec import decode_command
-from mledger.protocol.framing import FrameDecoder, crc32c, encode_frame, encode_payload_frame, parse_payload
-from mledger.protocol.session import ConsumerHandle, Session
+from mledger.protocol._access import EXCLUSIVE_WITH_FENCING, SHARED, ProducerAccess
+from mledger.protocol._codec import decode_command
+from mledger.protocol._framing import FrameDecoder, crc32c, encode_frame, encode_payload_frame, parse_payload
+from mledger.protocol._session import ConsumerHandle, Session
 from mledger.storage import MemoryStore
 
 _T = api.BaseCommand

@@ -100,7 +100,7 @@ def test_standalone_refuses_tokens_without_authorization(tmp_path: Path) -> None
 
 
 def test_embedded_standalone_refuses_tokens_without_authorization() -> None:
-    from mledger.core.errors import ConfigError
+    from mledger import ConfigError
     from mledger.standalone import EmbeddedStandalone, Standalone
 
     with pytest.raises(ConfigError, match="without an authorization file \\(authorization\\)"):
@@ -127,7 +127,7 @@ def test_standalone_authenticated_metrics_endpoint(tmp_path: Path) -> None:
     """Issue 23 item 3: --authenticate-metrics-endpoint (BrokerConfig.authenticate_metrics_endpoint)."""
     from mledger.admin import Authorization
     from mledger.broker import BrokerConfig
-    from mledger.core.errors import ConfigError
+    from mledger import ConfigError
     from mledger.standalone import EmbeddedStandalone
 
     done = subprocess.run(
@@ -210,8 +210,8 @@ def test_the_broker_command_imports_nothing_of_the_replay_or_the_report() -> Non
     code = textwrap.dedent(
         """
         import sys
-        from mledger.cli.mledger import build_parser
-        from mledger.core.address import parse_bind
+        from mledger.cli._mledger import build_parser
+        from mledger.core._address import parse_bind
         argv = ["standalone", "--memory", "--bind", "0", "--admin-bind", "0"]
         args = build_parser(argv).parse_args(argv)
         from mledger.standalone import Standalone

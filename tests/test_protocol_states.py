@@ -17,9 +17,9 @@ from mledger.protocol import (
     RemoteProtocolError,
     StateTransitionError,
 )
-from mledger.protocol.codec import encode_command
-from mledger.protocol.connection import TRANSITIONS, next_state
-from mledger.protocol.framing import encode_frame
+from mledger.protocol._codec import encode_command
+from mledger.protocol._connection import TRANSITIONS, next_state
+from mledger.protocol._framing import encode_frame
 
 _T = api.BaseCommand
 

@@ -19,7 +19,7 @@ import pytest
 
 from mledger.protocol import EmbeddedBroker
 from mledger.storage import Store
-from mledger.storage.faults import DISK_FULL, FaultInjectingStore
+from mledger.storage import DISK_FULL, FaultInjectingStore
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -40,9 +40,9 @@ from mledger.broker import (
     Topic,
     TopicFencedError,
 )
-from mledger.broker.dedup import MessageDeduplication
+from mledger.broker import MessageDeduplication
 from mledger.storage import NEW_NODE
-from mledger.storage.faults import DISK_FULL, FaultInjectingStore, HeldWriteStore, InjectedFault
+from mledger.storage import DISK_FULL, FaultInjectingStore, HeldWriteStore, InjectedFault
 
 pytestmark = [pytest.mark.timeout(60)]
 

@@ -1,4 +1,4 @@
-"""Unit and property tests of :class:`mledger.core.ranges.AckRangeSet` (Pulsar's OpenLongPairRangeSet).
+"""Unit and property tests of :class:`mledger.core._ranges.AckRangeSet` (Pulsar's OpenLongPairRangeSet).
 
 REFERENCE.md 2.7 is the specification: per-ledger bitsets, open-closed ranges that never cross a
 ledger, ``size()`` = number of ranges, inclusive ``cardinality``, closed ``rangeContaining``,
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mledger import AckRangeSet, InvalidPositionError, Position
-from mledger.core.ranges import (
+from mledger.core._ranges import (
     MAX_ENTRY_ID,
     ack_set_to_words,
     bitmap_to_words,
@@ -543,7 +543,7 @@ def test_runs_of_takes_both_branches() -> None:
     """``_runs_of`` vectorises short runs and walks long ones; both must give the same runs."""
     from pyroaring import BitMap
 
-    from mledger.core.ranges import _runs_of
+    from mledger.core._ranges import _runs_of
 
     short = BitMap(range(0, 1000, 2))  # 500 runs of 1: the vectorised branch
     long = BitMap(range(0, 1000))

@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from pyroaring import BitMap
 
-from mledger.core.ranges import AckRangeSet, _runs_of
+from mledger.core import AckRangeSet
+from mledger.core._ranges import _runs_of
 
 
 def naive_runs(values: list[int]) -> tuple[list[int], list[int]]:

@@ -28,9 +28,9 @@ import pulsar
 import pyarrow.parquet as pq
 import pytest
 
-from mledger.replay.broker_model import BrokerModel
-from mledger.replay.local import run_single_process
-from mledger.replay.settings import ReplaySettings
+from mledger.replay import BrokerModel
+from mledger.replay import run_single_process
+from mledger.replay import ReplaySettings
 
 pytestmark = pytest.mark.timeout(300)
 

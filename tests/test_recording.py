@@ -25,9 +25,9 @@ import pytest
 
 from mledger import InitialPosition, ManagedLedgerFactory, MemoryStore
 from mledger.broker import Broker, ManualClock, SkipEntry, SubscriptionType
-from mledger.codec.messageid import MessageId
-from mledger.replay import recording
-from mledger.replay.recording import Recorder, RecordSettings, read_recording_status
+from mledger.codec import MessageId
+from mledger.replay import _recording as recording
+from mledger.replay import Recorder, RecordSettings, read_recording_status
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -163,7 +163,7 @@ def test_standalone_without_record_does_not_import_the_recorder() -> None:
     code = (
         "import sys; from mledger.standalone import EmbeddedStandalone\n"
         "with EmbeddedStandalone(): pass\n"
-        "assert 'mledger.replay.recording' not in sys.modules, 'recorder imported'\n"
+        "assert 'mledger.replay._recording' not in sys.modules, 'recorder imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

@@ -8,10 +8,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from mledger.replay.local import output_tables, replay_table
-from mledger.replay.model import SubscriptionSpec
-from mledger.replay.schema import ANSWER_FIELDS, EVENT_SCHEMA, KIND_ACKED, KIND_PRODUCED
-from mledger.replay.settings import ReplaySettings
+from mledger.replay._local import output_tables, replay_table
+from mledger.replay import SubscriptionSpec
+from mledger.replay._schema import ANSWER_FIELDS, EVENT_SCHEMA, KIND_ACKED, KIND_PRODUCED
+from mledger.replay import ReplaySettings
 
 SUBS = {"t": [SubscriptionSpec("s", "SHARED", "earliest")]}
 
@@ -133,8 +133,8 @@ def test_presets_hold_pulsars_documented_defaults(name: str) -> None:
 
 
 def test_set_applies_on_top_of_a_preset_also_when_the_preset_is_swept() -> None:
-    from mledger.core.errors import ConfigError
-    from mledger.replay.sweep import variants
+    from mledger import ConfigError
+    from mledger.replay._sweep import variants
 
     base = ReplaySettings.from_pairs(["defaults=pulsar-4.0", "max_unacked_ranges_to_persist=7"])
     assert (base.ledger.max_unacked_ranges_to_persist, base.ledger.max_batch_deleted_index_to_persist) == (7, 10_000)
@@ -163,9 +163,9 @@ def test_upgrade_is_one_sweep_over_the_preset() -> None:
 def test_spark_and_single_process_give_the_same_answers(spark: Any, tmp_path: Any) -> None:
     import pyarrow.parquet as pq
 
-    from mledger.replay.generate import GeneratorConfig, generate
-    from mledger.replay.local import run_single_process
-    from mledger.replay.spark.job import run_replay
+    from mledger.replay import GeneratorConfig, generate
+    from mledger.replay import run_single_process
+    from mledger.replay.spark._job import run_replay
 
     generate(
         str(tmp_path / "log"),
@@ -189,7 +189,7 @@ def test_spark_and_single_process_give_the_same_answers(spark: Any, tmp_path: An
 
 
 def test_summary_and_sweep_table_print_the_answers() -> None:
-    from mledger.replay.summary import SweepSummary, format_summary, format_sweep, summarize
+    from mledger.replay import SweepSummary, format_summary, format_sweep, summarize
 
     s = ReplaySettings().with_values(
         {"throttle_mark_delete": "0", "segment_rows": "1", "max_unacked_ranges_to_persist": "1"}
@@ -209,9 +209,9 @@ def test_summary_and_sweep_table_print_the_answers() -> None:
 def test_cli_defaults_option_and_a_preset_sweep_sharing_one_replay(tmp_path: Any) -> None:
     import json
 
-    from mledger.cli.mledger import main
-    from mledger.replay.generate import GeneratorConfig, generate
-    from mledger.replay.mirror import shared_groups
+    from mledger.cli import main
+    from mledger.replay import GeneratorConfig, generate
+    from mledger.replay._mirror import shared_groups
 
     generate(str(tmp_path / "log"), GeneratorConfig(topics=1, partitions=1, events=2_000, seed=3))
     out = tmp_path / "out"

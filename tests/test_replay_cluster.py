@@ -25,8 +25,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from mledger.replay.generate import GeneratorConfig, generate
-from mledger.replay.local import run_single_process
+from mledger.replay import GeneratorConfig, generate
+from mledger.replay import run_single_process
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
@@ -44,7 +44,7 @@ from pyspark.sql import SparkSession
 spark = SparkSession.builder.appName("mledger-cluster-test").getOrCreate()
 where = spark.sparkContext.parallelize([0], 1).map(lambda _: (__import__("mledger").__file__, sys.executable)).collect()
 print("EXECUTOR", where[0][0], where[0][1], flush=True)
-from mledger.replay.spark.job import main_submit
+from mledger.replay.spark._job import main_submit
 
 sys.exit(main_submit(sys.argv[1:]))
 '''

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from mledger.replay.columns import Rows
-from mledger.replay.engine import PartitionReplayer
-from mledger.replay.model import SubscriptionSpec
-from mledger.replay.schema import KIND_ACKED, KIND_CANCELLED, KIND_PRODUCED
+from mledger.replay._columns import Rows
+from mledger.replay import PartitionReplayer
+from mledger.replay import SubscriptionSpec
+from mledger.replay._schema import KIND_ACKED, KIND_CANCELLED, KIND_PRODUCED
 
 # (kind, subscription code, ledger, entry, batch index)
 row = st.tuples(st.sampled_from([KIND_PRODUCED, KIND_ACKED, KIND_CANCELLED]), st.integers(-1, 2),

@@ -12,26 +12,26 @@ import pyarrow.parquet as pq
 import pytest
 
 from mledger import ConfigError
-from mledger.replay.checks import OutputPathError
-from mledger.replay.events import write_logs
-from mledger.replay.generate import GeneratorConfig, generate
-from mledger.replay.inputs import plan_inputs
-from mledger.replay.layout import (
+from mledger.replay._checks import OutputPathError
+from mledger.replay._events import write_logs
+from mledger.replay import GeneratorConfig, generate
+from mledger.replay._inputs import plan_inputs
+from mledger.replay import PreparedLayoutError, open_prepared
+from mledger.replay._layout import (
     MANIFEST_FILE,
     ManifestMismatchError,
-    PreparedLayoutError,
     PreparedPartition,
-    open_prepared,
     partition_directory,
     read_partition,
 )
-from mledger.replay.local import run_single_process
-from mledger.replay.prepare import prepare_in_process
-from mledger.replay.schema import InputSchemaError
-from mledger.replay.settings import ReplaySettings
-from mledger.replay.summary import SweepSummary, format_sweep
-from mledger.replay.sweep import parse_sweep, variants
-from mledger.replay.tasks import TaskResult, commit_outputs, plan_tasks, start_outputs
+from mledger.replay import run_single_process
+from mledger.replay import prepare_in_process
+from mledger.replay import InputSchemaError
+from mledger.replay import ReplaySettings
+from mledger.replay import SweepSummary, format_sweep
+from mledger.replay import parse_sweep
+from mledger.replay._sweep import variants
+from mledger.replay._tasks import TaskResult, commit_outputs, plan_tasks, start_outputs
 
 CFG = GeneratorConfig(topics=3, partitions=3, events=40_000, max_entries_per_ledger=300, rate_per_s=300, seed=4,
                       chunk_entries=1_500)
@@ -90,7 +90,7 @@ def test_the_in_process_prepare_spills_and_gives_the_same_layout(logs: dict[str,
 def test_layout_files_are_bounded_and_named_by_topic_partition(tmp_path: Any) -> None:
     cfg = GeneratorConfig(topics=1, partitions=1, events=30_000, seed=2)
     generate(str(tmp_path / "raw"), GeneratorConfig(**{**cfg.__dict__, "raw": True}))
-    from mledger.replay import layout, prepare
+    from mledger.replay import _layout as layout, _prepare as prepare
 
     manifest = prepare.prepare_in_process(plan_inputs(str(tmp_path / "raw")), str(tmp_path / "p"))
     part = manifest.partitions[0]
@@ -262,7 +262,7 @@ def test_sweep_specs_are_checked() -> None:
 
 # -- tasks ------------------------------------------------------------------------------------------
 def _part(topic: str, rows: int) -> PreparedPartition:
-    from mledger.replay.layout import PreparedFile
+    from mledger.replay._layout import PreparedFile
 
     return PreparedPartition(topic, 0, (PreparedFile(f"{topic}.parquet", rows, rows, 0, 0, ""),))
 
@@ -295,7 +295,7 @@ def test_commit_keeps_exactly_the_collected_attempts_parts(tmp_path: Any) -> Non
 def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str], tmp_path: Any, capsys: Any,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from mledger.cli import main
-    from mledger.replay.spark import session
+    from mledger.replay.spark import _session as session
 
     def no_jvm(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("a command started a JVM")

@@ -12,14 +12,14 @@ import pyarrow as pa
 import pytest
 
 import mledger
-from mledger.replay.broker_model import BrokerModel
-from mledger.replay.engine import PartitionReplayer
-from mledger.replay.generate import GeneratorConfig, generate
-from mledger.replay.layout import PreparedLog, open_prepared
-from mledger.replay.mirror import PERSISTENCE_KEYS, behaviour, shared_groups
-from mledger.replay.settings import ReplaySettings
-from mledger.replay.sweep import Variant
-from mledger.replay.tasks import replay_partition_into
+from mledger.replay import BrokerModel
+from mledger.replay import PartitionReplayer
+from mledger.replay import GeneratorConfig, generate
+from mledger.replay import PreparedLog, open_prepared
+from mledger.replay._mirror import PERSISTENCE_KEYS, behaviour, shared_groups
+from mledger.replay import ReplaySettings
+from mledger.replay._sweep import Variant
+from mledger.replay._tasks import replay_partition_into
 
 BASE = ReplaySettings(emit_state=True)
 PERSISTENCE_ONLY = [
@@ -130,9 +130,9 @@ def test_also_persist_refuses_settings_that_change_behaviour() -> None:
 def test_a_state_mirror_stores_what_a_cursor_with_that_setting_stores() -> None:
     """``ManagedCursor.add_state_mirror``: a store of its own, another setting, the same calls."""
     from mledger import ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, Position
-    from mledger.core.clock import ManualClock
-    from mledger.managed_ledger.cursor_store import CursorStateStore
-    from mledger.replay.mirror import MirrorView
+    from mledger.core import ManualClock
+    from mledger.managed_ledger._cursor_store import CursorStateStore
+    from mledger.replay._mirror import MirrorView
 
     own = ManagedLedgerConfig(max_entries_per_ledger=7, throttle_mark_delete=1.0)
     other = own.with_changes(max_unacked_ranges_to_persist=0, individual_ack_format="long_array",

@@ -21,14 +21,15 @@ import pytest
 
 from mledger import InitialPosition, ManagedLedgerFactory, MemoryStore
 from mledger.broker import Broker, Consumer, ManualClock, SkipEntry, Subscription, SubscriptionType
-from mledger.core.position import EARLIEST, LATEST
-from mledger.replay.broker_model import BrokerModel
-from mledger.replay.inputs import plan_inputs
-from mledger.replay.local import run_single_process
-from mledger.replay.prepare import prepare_in_process
-from mledger.replay.recording import Recorder
-from mledger.replay.schema import PER_STEP_COLUMNS, InputSchemaError
-from mledger.replay.settings import ReplaySettings
+from mledger.core import EARLIEST, LATEST
+from mledger.replay import BrokerModel
+from mledger.replay._inputs import plan_inputs
+from mledger.replay import run_single_process
+from mledger.replay import prepare_in_process
+from mledger.replay import Recorder
+from mledger.replay import InputSchemaError
+from mledger.replay._schema import PER_STEP_COLUMNS
+from mledger.replay import ReplaySettings
 
 TOPIC = "persistent://public/default/t"
 
@@ -367,9 +368,9 @@ def test_a_recorded_library_broker_replays_to_its_own_cursors(tmp_path: Path) ->
 
 @pytest.mark.spark
 def test_spark_prepare_and_replay_read_the_subscription_events(spark: Any, tmp_path: Path) -> None:
-    from mledger.replay.layout import open_prepared
-    from mledger.replay.spark.job import run_replay
-    from mledger.replay.spark.prepare import prepare_on_spark
+    from mledger.replay import open_prepared
+    from mledger.replay.spark._job import run_replay
+    from mledger.replay.spark._prepare import prepare_on_spark
 
     record = tmp_path / "rec"
     broker = Broker(ManagedLedgerFactory(MemoryStore()), clock=ManualClock(1_000), journal=Recorder(record))

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from mledger.replay.generate import GeneratorConfig, generate
-from mledger.replay.local import run_single_process
+from mledger.replay import GeneratorConfig, generate
+from mledger.replay import run_single_process
 from mledger.report import build_report
-from mledger.report._data import ReplayReportInputError, load_model
+from mledger.report import ReplayReportInputError
+from mledger.report._data import load_model
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import pytest
 
 from mledger import ConfigError, InvalidRequestError, ManagedLedgerFactory, NotFoundError
 from mledger.admin import Admin, Authorization, RemoteAdmin, SkipMessageIdsRequest
-from mledger.admin.remote import AdminConnectionError
+from mledger.admin._remote import AdminConnectionError
 from mledger.broker import Broker, InitialPosition, ManualClock, SubscriptionType
 from mledger.rest import AdminServer, RoleResolver, create_app
 
@@ -315,7 +315,7 @@ def test_tokens_without_authorization_refuse_to_start(broker: Broker, tmp_path: 
 
 
 def test_serve_with_a_token_file_and_no_auth_file_exits_2(tmp_path: Path) -> None:
-    from mledger.cli.admin import main
+    from mledger.cli._admin import main
 
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"s3cr3t": "ops"}))

@@ -28,7 +28,7 @@ from mledger import (
     MemoryStore,
     Position,
 )
-from mledger.storage.faults import HeldReadStore
+from mledger.storage import HeldReadStore
 
 # -- the controller on its own -------------------------------------------------------------------
 
@@ -96,7 +96,7 @@ def test_stuck_revision_is_logged_once_with_task_state(caplog: pytest.LogCapture
     assert rc.stats().epoch_increase_task_state == 1
     assert not rc.check_stuck()
     clock.advance(1_001)
-    with caplog.at_level(logging.WARNING, logger="mledger.managed_ledger.revision"):
+    with caplog.at_level(logging.WARNING, logger="mledger.managed_ledger._revision"):
         assert rc.check_stuck()
         assert rc.check_stuck()
     assert len([r for r in caplog.records if "stuck" in r.getMessage()]) == 1

@@ -14,9 +14,10 @@ import pytest
 
 from mledger import ManagedLedgerFactory
 from mledger.broker import Broker, BrokerConfig, SchemaCompatibilityStrategy
-from mledger.broker.schema_compat import IncompatibleSchemaError, check_compatible, check_consumer_compatible
-from mledger.broker.schemas import SchemaInfo
-from mledger.core.errors import ConfigError, InvalidRequestError
+from mledger.broker import IncompatibleSchemaError
+from mledger.broker._schema_compat import check_compatible, check_consumer_compatible
+from mledger.broker._schemas import SchemaInfo
+from mledger import ConfigError, InvalidRequestError
 
 S = SchemaCompatibilityStrategy
 AVRO, JSON_TYPE, STRING = 4, 2, 1

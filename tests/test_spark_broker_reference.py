@@ -24,8 +24,8 @@ from mledger.broker import (
     SubscriptionType,
     Topic,
 )
-from mledger.codec.batch import SingleMessage, encode_batch
-from mledger.replay.events import replay_rows
+from mledger.codec import SingleMessage, encode_batch
+from mledger.replay._events import replay_rows
 
 T = "persistent://public/default/reference"
 SUBS = {"shared": "SHARED", "keyed": "KEY_SHARED", "excl": "EXCLUSIVE", "fail": "FAILOVER"}

@@ -1,4 +1,4 @@
-"""The driver JVM's class-data-sharing archive (mledger.replay.spark.class_archive)."""
+"""The driver JVM's class-data-sharing archive (mledger.replay.spark._class_archive)."""
 
 import os
 import subprocess
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mledger.replay.spark import class_archive
-from mledger.replay.spark.class_archive import ClassArchive, archive_key, finish, prepare
+from mledger.replay.spark import _class_archive as class_archive
+from mledger.replay.spark._class_archive import ClassArchive, archive_key, finish, prepare
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ def test_not_used_without_java(installation: Path, monkeypatch: pytest.MonkeyPat
 
 _SESSION_SCRIPT = textwrap.dedent("""
     import sys
-    from mledger.replay.spark.session import build_session, stop_session, writes_class_archive
+    from mledger.replay.spark._session import build_session, stop_session, writes_class_archive
     spark = build_session("local[1]", write_class_archive=True, driver_memory="512m")
     args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     rows = spark.range(0, 1000, 1, 2).selectExpr("sum(id) as s").collect()

@@ -9,16 +9,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import mledger.replay.broker_model
-import mledger.replay.events
-from mledger.codec.cursor_info import decode_managed_cursor_info, decode_position_info
-from mledger.replay.engine import EventOrderError, PartitionReplayer
-from mledger.replay.entries import EntryIndex
-from mledger.replay.events import event_table, replay_rows
-from mledger.replay.local import replay_table
-from mledger.replay.model import SubscriptionSpec
-from mledger.replay.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, PER_STEP_COLUMNS
-from mledger.replay.settings import ReplaySettings
+import mledger.replay._broker_model
+import mledger.replay._events
+from mledger.codec import decode_managed_cursor_info, decode_position_info
+from mledger.replay import EventOrderError, PartitionReplayer
+from mledger.replay._entries import EntryIndex
+from mledger.replay._events import event_table, replay_rows
+from mledger.replay._local import replay_table
+from mledger.replay import SubscriptionSpec
+from mledger.replay._schema import EVENT_SCHEMA, OUTPUT_SCHEMA, PER_STEP_COLUMNS
+from mledger.replay import ReplaySettings
 
 T = "persistent://public/default/orders"
 
@@ -316,8 +316,8 @@ def test_events_out_of_order_raise() -> None:
 
 # -- determinism ---------------------------------------------------------------------------------
 def _generated_events(tmp_path: Any, events: int = 40_000) -> tuple[pa.Table, dict]:
-    from mledger.replay.generate import GeneratorConfig, generate
-    from mledger.replay.inputs import plan_inputs, read_all
+    from mledger.replay import GeneratorConfig, generate
+    from mledger.replay._inputs import plan_inputs, read_all
 
     generate(str(tmp_path), GeneratorConfig(topics=2, partitions=2, events=events, max_entries_per_ledger=300,
                                             rate_per_s=200, seed=3, cancel_fraction=0.3, invalid_fraction=0.002,
@@ -418,7 +418,7 @@ def test_entry_index_lookup() -> None:
 
 
 def test_custom_model_factory_is_used() -> None:
-    from mledger.replay.broker_model import BrokerModel
+    from mledger.replay import BrokerModel
 
     made = []
 
@@ -437,7 +437,7 @@ def test_declared_spec_objects() -> None:
 
 
 def test_module_doctests() -> None:
-    for module in (mledger.replay.events, mledger.replay.broker_model):
+    for module in (mledger.replay._events, mledger.replay._broker_model):
         assert doctest.testmod(module).failed == 0
 
 

@@ -13,13 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from mledger import ConfigError
-from mledger.replay.events import write_logs
-from mledger.replay.generate import GeneratorConfig, generate
-from mledger.replay.inputs import plan_inputs, read_all
-from mledger.replay.local import run_single_process
-from mledger.replay.schema import InputSchemaError
-from mledger.replay.settings import ReplaySettings
-from mledger.replay.store import CURSOR_LEDGER_BASE, ReplayStore
+from mledger.replay._events import write_logs
+from mledger.replay import GeneratorConfig, generate
+from mledger.replay._inputs import plan_inputs, read_all
+from mledger.replay import run_single_process
+from mledger.replay import InputSchemaError
+from mledger.replay import ReplaySettings
+from mledger.replay._store import CURSOR_LEDGER_BASE, ReplayStore
 
 GOOD = [
     {"log": "produced", "topic": "t", "partition": 0, "ledger_id": 1, "entry_id": 0, "publish_time_ms": 1},
@@ -243,8 +243,8 @@ def test_the_demo_says_its_anomalies_are_planted_by_the_generator(tmp_path: Any,
     # problems; the generator plants every one of them on purpose. Spark is replaced by the
     # single-process replay (the same rows, tested elsewhere) to keep this test fast.
     from mledger.cli import main
-    from mledger.replay.generate import PLANTED_ANOMALIES
-    from mledger.replay.spark import job, session
+    from mledger.replay._generate import PLANTED_ANOMALIES
+    from mledger.replay.spark import _job as job, _session as session
 
     monkeypatch.setattr(session, "build_session", lambda *a, **k: object())
     monkeypatch.setattr(session, "writes_class_archive", lambda: False)
@@ -263,8 +263,8 @@ def test_the_demo_says_its_anomalies_are_planted_by_the_generator(tmp_path: Any,
 
 
 def test_a_summary_names_anomalies_the_generator_did_not_plant() -> None:
-    from mledger.replay.generate import PLANTED_ANOMALIES
-    from mledger.replay.summary import ReplaySummary, format_summary
+    from mledger.replay._generate import PLANTED_ANOMALIES
+    from mledger.replay import ReplaySummary, format_summary
 
     summary = ReplaySummary(1, 1, 1, 0, 1, 1, 0, 0, 0, 0, anomalies={"dedup_duplicate": 2, "position_out_of_order": 1})
     text = format_summary(summary, planted=PLANTED_ANOMALIES)
@@ -276,7 +276,7 @@ def test_a_summary_names_anomalies_the_generator_did_not_plant() -> None:
 
 def test_a_summary_names_the_outputs_under_an_out_dir_given_with_a_slash() -> None:
     """``mledger replay prepared/ out/`` printed ``out//cursors``; the README's sweep shows it."""
-    from mledger.replay.summary import ReplaySummary, SweepSummary, format_summary, format_sweep
+    from mledger.replay import ReplaySummary, SweepSummary, format_summary, format_sweep
 
     summary = ReplaySummary(1, 1, 1, 0, 1, 1, 0, 0, 0, 0, out_dir="out/")
     assert format_summary(summary).splitlines()[-1] == "outputs: out/cursors, out/anomalies, out/partitions (Parquet)"
@@ -286,8 +286,8 @@ def test_a_summary_names_the_outputs_under_an_out_dir_given_with_a_slash() -> No
 
 
 def test_wire_batches_unpack_to_events_and_topic_collisions_fail(tmp_path: Any) -> None:
-    from mledger.replay.layout import PREPARED_SCHEMA
-    from mledger.replay.spark.prepare import TopicKeyCollisionError, _group_topic, _wire_events, _writer
+    from mledger.replay._layout import PREPARED_SCHEMA
+    from mledger.replay.spark._prepare import TopicKeyCollisionError, _group_topic, _wire_events, _writer
 
     n = 4
     wire = pa.RecordBatch.from_pydict({
@@ -318,14 +318,14 @@ def test_wire_batches_unpack_to_events_and_topic_collisions_fail(tmp_path: Any) 
     written = pq.read_table(os.path.join(str(tmp_path), rows["path"][0].as_py()))
     assert written["seq"].to_pylist() == [5, 3, 7]
     # out of order: the writer refuses it (Spark does not promise the sorted order)
-    from mledger.replay.schema import EventOrderError
+    from mledger.replay import EventOrderError
 
     with pytest.raises(EventOrderError, match="not in replay order"):
         list(_writer(str(tmp_path / "x"), {7: "t"})((pa.scalar(7), pa.scalar(0)), iter([wire.take(pa.array([1, 0]))])))
 
 
 def test_spark_xxhash64_reference_values() -> None:
-    from mledger.replay.spark.prepare import spark_xxhash64
+    from mledger.replay.spark._prepare import spark_xxhash64
 
     # Values of Spark's xxhash64(string) (seed 42), checked against Spark in test_spark_prepare.
     assert spark_xxhash64("a") == spark_xxhash64("a") and isinstance(spark_xxhash64("a"), int)

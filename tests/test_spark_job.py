@@ -14,17 +14,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mledger.replay.events import write_logs
-from mledger.replay.generate import GeneratorConfig, generate
-from mledger.replay.inputs import plan_inputs
-from mledger.replay.layout import open_prepared, read_partition
-from mledger.replay.local import run_single_process
-from mledger.replay.prepare import prepare_in_process
-from mledger.replay.schema import InputSchemaError
-from mledger.replay.settings import ReplaySettings
-from mledger.replay.spark.job import run_replay
-from mledger.replay.spark.prepare import prepare_dataframe, prepare_on_spark
-from mledger.replay.summary import SweepSummary
+from mledger.replay._events import write_logs
+from mledger.replay import GeneratorConfig, generate
+from mledger.replay._inputs import plan_inputs
+from mledger.replay import open_prepared
+from mledger.replay._layout import read_partition
+from mledger.replay import run_single_process
+from mledger.replay import prepare_in_process
+from mledger.replay import InputSchemaError
+from mledger.replay import ReplaySettings
+from mledger.replay.spark._job import run_replay
+from mledger.replay.spark._prepare import prepare_dataframe, prepare_on_spark
+from mledger.replay import SweepSummary
 
 pytestmark = pytest.mark.spark
 
@@ -136,7 +137,7 @@ def test_spark_prepare_writes_the_rows_of_the_in_process_prepare_and_the_generat
 def test_driver_topic_keys_equal_sparks_xxhash64(spark: Any) -> None:
     from pyspark.sql import functions as F
 
-    from mledger.replay.spark.prepare import spark_xxhash64
+    from mledger.replay.spark._prepare import spark_xxhash64
 
     words = ["", "a", "persistent://public/default/orders", "é漢字🙂", *("x" * k for k in range(3, 70, 7))]
     rows = spark.createDataFrame([(w,) for w in words], "t string").select("t", F.xxhash64("t").alias("h")).collect()

@@ -20,8 +20,9 @@ from mledger import (
     StateCorruptedError,
     StoreLockedError,
 )
-from mledger.storage.base import DEFAULT_MAX_ENTRY_SIZE, Versioned
-from mledger.storage.sqlite import DATABASE_NAME, LOCK_NAME, SqliteStore
+from mledger.storage import DEFAULT_MAX_ENTRY_SIZE, Versioned
+from mledger.storage import SqliteStore
+from mledger.storage._sqlite import DATABASE_NAME, LOCK_NAME
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -152,7 +153,7 @@ def test_a_newer_schema_is_refused(data_dir: Path) -> None:
 _HOLDER = r"""
 import sys
 from mledger import StoreLockedError
-from mledger.storage.sqlite import SqliteStore
+from mledger.storage._sqlite import SqliteStore
 try:
     store = SqliteStore(sys.argv[1])
 except StoreLockedError as exc:
@@ -334,7 +335,7 @@ def test_check_on_a_closed_store_raises(store: SqliteStore) -> None:
 # -- a real crash ------------------------------------------------------------------------------
 _APPENDER = r"""
 import sys
-from mledger.storage.sqlite import SqliteStore
+from mledger.storage._sqlite import SqliteStore
 store = SqliteStore(sys.argv[1])
 ledger = store.create_ledger()
 def say(line):
@@ -423,7 +424,7 @@ def test_sigkill_loses_no_confirmed_write(data_dir: Path, kill_after: int) -> No
 # -- a real crash during group commits ---------------------------------------------------------------
 _GROUP_APPENDERS = r"""
 import sys, threading
-from mledger.storage.sqlite import SqliteStore
+from mledger.storage._sqlite import SqliteStore
 store = SqliteStore(sys.argv[1])
 threads = int(sys.argv[2])
 ledgers = [store.create_ledger() for _ in range(threads)]
@@ -618,7 +619,7 @@ def test_writes_from_many_threads_survive_concurrent_checkpoints(data_dir: Path)
 
 _CHECKPOINTING_APPENDER = r"""
 import sys
-from mledger.storage.sqlite import SqliteStore
+from mledger.storage._sqlite import SqliteStore
 # A checkpoint every few commits and a RESTART one every few more: a SIGKILL lands in one.
 store = SqliteStore(sys.argv[1], synchronous=sys.argv[2], checkpoint_bytes=24 * 1024, wal_limit_bytes=48 * 1024)
 ledger = store.create_ledger()

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from mledger.admin import Authorization
-from mledger.cli.mledger import build_parser
-from mledger.core.errors import ConfigError
+from mledger.cli._mledger import build_parser
+from mledger import ConfigError
 from mledger.protocol import ListenerUrls
 from mledger.standalone import standalone_settings
-from mledger.standalone_config import (
+from mledger._standalone_config import (
     PULSAR_KEYS,
     ServerSettings,
     authorization_from_settings,

@@ -25,9 +25,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from mledger.admin.authentication import common_name
-from mledger.core.errors import ConfigError
-from mledger.core.tls import TlsSettings, parse_subject_name, server_context, subject_name
+from mledger.admin._authentication import common_name
+from mledger import ConfigError
+from mledger.core import TlsSettings
+from mledger.core._tls import parse_subject_name, server_context, subject_name
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -1,4 +1,4 @@
-"""The store contract (mledger.storage.base), run against every backend and wrapper.
+"""The store contract (mledger.storage._base), run against every backend and wrapper.
 
 MemoryStore is the reference: SqliteStore must behave identically, which the Hypothesis
 machine at the end checks call by call on random sequences of operations.
@@ -24,10 +24,10 @@ from mledger import (
     ManagedLedgerClosedError,
     MLedgerError,
 )
-from mledger.storage.base import DEFAULT_MAX_ENTRY_SIZE, NEW_NODE, LedgerStore, MetadataStore, Store, Versioned
-from mledger.storage.faults import FaultInjectingStore, HeldReadStore
-from mledger.storage.memory import MemoryStore
-from mledger.storage.sqlite import SqliteStore
+from mledger.storage import DEFAULT_MAX_ENTRY_SIZE, NEW_NODE, LedgerStore, MetadataStore, Store, Versioned
+from mledger.storage import FaultInjectingStore, HeldReadStore
+from mledger.storage import MemoryStore
+from mledger.storage import SqliteStore
 
 MakeStore = Callable[..., Store]
 

@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 from mledger import ManagedLedgerFactory, ManagedLedgerFactoryConfig, MemoryStore, Position
-from mledger.codec.compression import CompressionType, compress_metadata
-from mledger.codec.cursor_info import encode_managed_cursor_info, encode_position_info
-from mledger.codec.cursor_state import PersistedCursorState as CursorState, RangeArrays
+from mledger.codec import CompressionType, compress_metadata
+from mledger.codec import encode_managed_cursor_info, encode_position_info
+from mledger.codec import PersistedCursorState as CursorState, RangeArrays
 from mledger.codec.proto import MLDataFormats_pb2 as pb
-from mledger.core.config import ManagedLedgerConfig
-from mledger.core.errors import StateCorruptedError
+from mledger.core import ManagedLedgerConfig
+from mledger import StateCorruptedError
 
 MiB = 1024 * 1024
 ML = "public/default/persistent/orders"

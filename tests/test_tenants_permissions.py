@@ -18,7 +18,7 @@ import pytest
 
 from mledger.admin import Admin, Authorization
 from mledger.broker import Broker
-from mledger.core.errors import NotFoundError, PermissionDeniedError, PreconditionFailedError
+from mledger import NotFoundError, PermissionDeniedError, PreconditionFailedError
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import EmbeddedBroker
 from mledger.storage import MemoryStore

@@ -1,14 +1,15 @@
 """mledger: an embeddable model of Apache Pulsar's managed ledger and its cursors."""
 
-from .codec.entry import Entry as Entry, EntryMetadata as EntryMetadata
-from .codec.messageid import MessageId as MessageId
-from .core import deprecation as _deprecation
-from .core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from .core.config import (
+from ._moved import MOVED_MODULES as _MOVED_MODULES
+from .codec._entry import Entry as Entry, EntryMetadata as EntryMetadata
+from .codec._messageid import MessageId as MessageId
+from .core import _deprecation as _deprecation
+from .core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from .core._config import (
     ManagedLedgerConfig as ManagedLedgerConfig,
     ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
 )
-from .core.errors import (
+from .core._errors import (
     BadVersionError as BadVersionError,
     ConcurrentResetError as ConcurrentResetError,
     ConfigError as ConfigError,
@@ -32,8 +33,8 @@ from .core.errors import (
     StoreLockedError as StoreLockedError,
     UnauthenticatedError as UnauthenticatedError,
 )
-from .core.position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
-from .core.ranges import AckRangeSet as AckRangeSet
+from .core._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
+from .core._ranges import AckRangeSet as AckRangeSet
 from .managed_ledger import (
     KEEP_PROPERTIES as KEEP_PROPERTIES,
     CursorStateRevisionController as CursorStateRevisionController,
@@ -117,13 +118,4 @@ __all__ = [
 ]
 
 # Old module paths kept one release: importing one warns and names the new path.
-_deprecation.moved_modules(
-    __name__,
-    {
-        "spark": "mledger.replay",
-        "spark.generate": "mledger.replay.generate",
-        "spark.local": "mledger.replay.local",
-        "spark.schema": "mledger.replay.schema",
-        "spark.settings": "mledger.replay.settings",
-    },
-)
+_deprecation.moved_modules(__name__, _MOVED_MODULES)

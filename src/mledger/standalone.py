@@ -19,11 +19,11 @@ the check container tools make), protocol metrics on ``/metrics``. ``public/defa
 authorization on, only the cluster: as Pulsar's, whose internal admin client then has no
 credentials); topics in other namespaces need the tenant and namespace created first
 (``PUT /admin/v2/tenants/{tenant}``, ``PUT /admin/v2/namespaces/{tenant}/{ns}``).
-``--config`` reads Pulsar's ``broker.conf`` / ``standalone.conf`` (:mod:`mledger.standalone_config`;
+``--config`` reads Pulsar's ``broker.conf`` / ``standalone.conf`` (:mod:`mledger._standalone_config`;
 the options override it), ``--print-config`` prints the effective settings. The TLS ports serve
-``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core.tls`).
+``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core._tls`).
 ``--record DIR`` records what the broker does as the replay's raw logs
-(:mod:`mledger.replay.recording`, imported only then: it needs the ``replay`` extra).
+(:mod:`mledger.replay._recording`, imported only then: it needs the ``replay`` extra).
 SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in flight finish,
 the appends in flight are stored and answered, then the broker and the store close.
 
@@ -44,7 +44,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .admin.authentication import (
+from ._standalone_config import (
+    StandaloneSettings,
+    authorization_from_settings,
+    effective_settings,
+    read_pulsar_conf,
+    render_settings,
+)
+from .admin._authentication import (
     AuthenticationSettings,
     Authenticator,
     add_authentication_arguments,
@@ -52,12 +59,12 @@ from .admin.authentication import (
     build_authenticator,
 )
 from .broker import Broker, BrokerConfig, open_broker
-from .broker.journal import BrokerJournal
-from .broker.namespaces import STANDALONE_NAMESPACES
-from .core.address import parse_bind
-from .core.config import ManagedLedgerFactoryConfig
-from .core.errors import ConfigError
-from .core.tls import TlsSettings
+from .broker._journal import BrokerJournal
+from .broker._namespaces import STANDALONE_NAMESPACES
+from .core._address import parse_bind
+from .core._config import ManagedLedgerFactoryConfig
+from .core._errors import ConfigError
+from .core._tls import TlsSettings
 from .protocol import (
     ClientAuth,
     EmbeddedBroker,
@@ -66,22 +73,15 @@ from .protocol import (
     ProtocolServer,
     parse_advertised_listeners,
 )
+from .rest._auth import RoleResolver, checked_role_resolver
 from .rest._deferred import DeferredApp
-from .rest.auth import RoleResolver, checked_role_resolver
-from .rest.server import AdminServer
-from .standalone_config import (
-    StandaloneSettings,
-    authorization_from_settings,
-    effective_settings,
-    read_pulsar_conf,
-    render_settings,
-)
+from .rest._server import AdminServer
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from .admin import Authorization
-    from .replay.recording import RecordSettings
+    from .replay._recording import RecordSettings
 
 __all__ = [
     "EmbeddedStandalone",
@@ -98,13 +98,13 @@ class Standalone:
     """A broker with the protocol server and the REST admin in front of it.
 
     ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) and
-    ``authentication`` (the providers, :class:`~mledger.admin.authentication.AuthenticationSettings`)
+    ``authentication`` (the providers, :class:`~mledger.admin._authentication.AuthenticationSettings`)
     turn on authentication on both servers, through one identity table, and need
     ``authorization``, which decides what each role may do: credentials alone would be demanded
     on the protocol port and leave the admin API open, so they raise
-    :class:`~mledger.core.errors.ConfigError` (as ``mledger-admin serve`` does).
+    :class:`~mledger.core._errors.ConfigError` (as ``mledger-admin serve`` does).
     ``record`` (a directory) records what the broker does as the replay's raw logs, written as
-    ``record_settings`` say (see :mod:`mledger.replay.recording`).
+    ``record_settings`` say (see :mod:`mledger.replay._recording`).
     ``advertised_listeners`` and ``internal_listener_name`` are Pulsar's ``advertisedListeners``
     and ``internalListenerName`` (see :class:`~mledger.protocol.ProtocolConfig`): the addresses
     lookups answer, on the binary protocol and over HTTP (``/lookup/v2/topic/...``); given, they
@@ -233,8 +233,8 @@ def _admin_app(
     """The admin REST app of a standalone: ``broker``'s admin, the protocol server's metrics on
     ``/metrics`` and its addresses on the HTTP lookup. Imports FastAPI and the admin operations."""
     from .admin import Admin
-    from .metrics.protocol import ProtocolCollector
-    from .rest.app import create_app
+    from .metrics._protocol import ProtocolCollector
+    from .rest._app import create_app
 
     return create_app(
         Admin(broker, authorization),
@@ -245,7 +245,7 @@ def _admin_app(
 
 
 def recorder(record: str | Path | None, settings: RecordSettings | None = None) -> BrokerJournal | None:
-    """A :class:`~mledger.replay.recording.Recorder` writing into ``record`` (None: no
+    """A :class:`~mledger.replay._recording.Recorder` writing into ``record`` (None: no
     recording, and nothing of the replay package imported)."""
     if record is None:
         return None
@@ -254,7 +254,7 @@ def recorder(record: str | Path | None, settings: RecordSettings | None = None) 
 
 def _recording_module() -> Any:
     try:
-        from .replay import recording
+        from .replay import _recording as recording
     except ImportError as exc:  # pyarrow: the replay extra
         raise ConfigError(f"recording needs mledger's replay extra: pip install 'mledger[replay]' ({exc})") from None
     return recording
@@ -270,7 +270,7 @@ class EmbeddedStandalone(EmbeddedBroker):
     >>> with EmbeddedStandalone() as broker:      # doctest: +SKIP
     ...     httpx.put(f"{broker.admin_url}/admin/v2/persistent/public/default/t/partitions", json=3)
 
-    ``tokens`` without ``authorization`` raise :class:`~mledger.core.errors.ConfigError` (see
+    ``tokens`` without ``authorization`` raise :class:`~mledger.core._errors.ConfigError` (see
     :class:`Standalone`).
     """
 
@@ -327,7 +327,7 @@ def _checked_roles(
     option: str,
     config: BrokerConfig | None,
 ) -> RoleResolver:
-    """The REST role resolver after the start-up checks (:func:`~mledger.rest.auth.checked_role_resolver`);
+    """The REST role resolver after the start-up checks (:func:`~mledger.rest._auth.checked_role_resolver`);
     runs before anything is opened."""
     return checked_role_resolver(authenticator, authorization is not None, config, option=option)
 

@@ -1,7 +1,7 @@
 """The admin API: request models, authorization and ``Admin.topics``.
 
-Admin logic lives in :mod:`mledger.admin.topics` once; the ``mledger-admin`` CLI
-(:mod:`mledger.cli.admin`) and the REST server (:mod:`mledger.rest`) call it. :class:`RemoteAdmin` is the same API over HTTP, against a
+Admin logic lives in :mod:`mledger.admin._topics` once; the ``mledger-admin`` CLI
+(:mod:`mledger.cli._admin`) and the REST server (:mod:`mledger.rest`) call it. :class:`RemoteAdmin` is the same API over HTTP, against a
 ``mledger-admin serve`` (httpx, the ``client`` extra). Every error carries ``http_status``, the
 status Pulsar's REST API answers with.
 """
@@ -12,25 +12,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..broker.retention import RetentionPolicies as RetentionPolicies
-    from .api import Admin as Admin
-    from .auth import (
+    from ..broker._retention import RetentionPolicies as RetentionPolicies
+    from ._api import Admin as Admin
+    from ._auth import (
         WILDCARD as WILDCARD,
         Authorization as Authorization,
         NamespaceOperation as NamespaceOperation,
         TopicOperation as TopicOperation,
     )
-    from .errors import SubscriptionAlreadyExistsError as SubscriptionAlreadyExistsError
-    from .messaging import Messaging as Messaging
-    from .namespaces import Namespaces as Namespaces
-    from .remote import RemoteAdmin as RemoteAdmin
-    from .requests import (
+    from ._errors import SubscriptionAlreadyExistsError as SubscriptionAlreadyExistsError
+    from ._messaging import Messaging as Messaging
+    from ._namespaces import Namespaces as Namespaces
+    from ._remote import RemoteAdmin as RemoteAdmin
+    from ._requests import (
         PAYLOAD_ERROR_PREFIX as PAYLOAD_ERROR_PREFIX,
         MessageIdItem as MessageIdItem,
         ResetCursorData as ResetCursorData,
         SkipMessageIdsRequest as SkipMessageIdsRequest,
     )
-    from .stats import (
+    from ._stats import (
         CompactionStatsData as CompactionStatsData,
         ConsumerStatsData as ConsumerStatsData,
         CursorStats as CursorStats,
@@ -43,38 +43,38 @@ if TYPE_CHECKING:
         SubscriptionStatsData as SubscriptionStatsData,
         TopicStatsData as TopicStatsData,
     )
-    from .topics import CancelDelayedMessageResult as CancelDelayedMessageResult, Topics as Topics
+    from ._topics import CancelDelayedMessageResult as CancelDelayedMessageResult, Topics as Topics
 
 # imported on first use (PEP 562): ``mledger standalone`` needs the authentication and
 # authorization modules at start-up, not the admin operations, their stats models or httpx
 _LAZY = {
-    "RetentionPolicies": "..broker.retention",
-    "Admin": ".api",
-    "WILDCARD": ".auth",
-    "Authorization": ".auth",
-    "NamespaceOperation": ".auth",
-    "TopicOperation": ".auth",
-    "SubscriptionAlreadyExistsError": ".errors",
-    "Messaging": ".messaging",
-    "Namespaces": ".namespaces",
-    "RemoteAdmin": ".remote",
-    "PAYLOAD_ERROR_PREFIX": ".requests",
-    "MessageIdItem": ".requests",
-    "ResetCursorData": ".requests",
-    "SkipMessageIdsRequest": ".requests",
-    "CompactionStatsData": ".stats",
-    "ConsumerStatsData": ".stats",
-    "CursorStats": ".stats",
-    "LedgerInfo": ".stats",
-    "PartitionedTopicInternalStats": ".stats",
-    "PartitionedTopicMetadata": ".stats",
-    "PartitionedTopicStatsData": ".stats",
-    "PersistentTopicInternalStats": ".stats",
-    "PublisherStatsData": ".stats",
-    "SubscriptionStatsData": ".stats",
-    "TopicStatsData": ".stats",
-    "CancelDelayedMessageResult": ".topics",
-    "Topics": ".topics",
+    "RetentionPolicies": "..broker._retention",
+    "Admin": "._api",
+    "WILDCARD": "._auth",
+    "Authorization": "._auth",
+    "NamespaceOperation": "._auth",
+    "TopicOperation": "._auth",
+    "SubscriptionAlreadyExistsError": "._errors",
+    "Messaging": "._messaging",
+    "Namespaces": "._namespaces",
+    "RemoteAdmin": "._remote",
+    "PAYLOAD_ERROR_PREFIX": "._requests",
+    "MessageIdItem": "._requests",
+    "ResetCursorData": "._requests",
+    "SkipMessageIdsRequest": "._requests",
+    "CompactionStatsData": "._stats",
+    "ConsumerStatsData": "._stats",
+    "CursorStats": "._stats",
+    "LedgerInfo": "._stats",
+    "PartitionedTopicInternalStats": "._stats",
+    "PartitionedTopicMetadata": "._stats",
+    "PartitionedTopicStatsData": "._stats",
+    "PersistentTopicInternalStats": "._stats",
+    "PublisherStatsData": "._stats",
+    "SubscriptionStatsData": "._stats",
+    "TopicStatsData": "._stats",
+    "CancelDelayedMessageResult": "._topics",
+    "Topics": "._topics",
 }
 
 

@@ -4,8 +4,8 @@ once, as data.
 One :class:`AdminOperation` per endpoint: its pulsar-admin verb, HTTP method, Pulsar's path
 template (after ``/admin/v2``), success status, the :class:`~mledger.admin.Admin` call it runs
 (``admin.<group>.<call>``) and the shapes of its request and response bodies. The REST server
-registers its routes from this table (:mod:`mledger.rest.topics`, :mod:`mledger.rest.namespaces`,
-:mod:`mledger.rest.tenants`, in the table's order), :class:`~mledger.admin.remote.RemoteAdmin`
+registers its routes from this table (:mod:`mledger.rest._topics`, :mod:`mledger.rest._namespaces`,
+:mod:`mledger.rest._tenants`, in the table's order), :class:`~mledger.admin._remote.RemoteAdmin`
 builds its requests from it (:meth:`AdminOperation.url`) and ``mledger-admin`` maps its verbs to
 admin calls with it (:func:`by_verb`); tests/test_admin_operations.py checks that the admin
 library, the REST app and ``RemoteAdmin`` agree with it.

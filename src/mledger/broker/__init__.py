@@ -17,23 +17,24 @@ True
 []
 """
 
-from ..codec.messageid import MessageId as MessageId
-from ..core import deprecation as _deprecation
-from ..core.clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from ..managed_ledger.ledger_view import InitialPosition as InitialPosition
-from ._open import OpenedBroker as OpenedBroker, open_broker as open_broker, open_store as open_store
-from .broker import AnyTopic as AnyTopic, Broker as Broker
-from .compaction import (
+from ..codec._messageid import MessageId as MessageId
+from ..core import _deprecation as _deprecation
+from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
+from ._broker import AnyTopic as AnyTopic, Broker as Broker
+from ._compaction import (
     CompactionInProgressError as CompactionInProgressError,
     CompactionRecord as CompactionRecord,
     CompactionStats as CompactionStats,
     CompactionStatus as CompactionStatus,
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
-from .config import BrokerConfig as BrokerConfig
-from .consumer import Consumer as Consumer
-from .dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
-from .errors import (
+from ._config import BrokerConfig as BrokerConfig
+from ._consumer import Consumer as Consumer
+from ._dedup import DedupStatus as DedupStatus, MessageDeduplication as MessageDeduplication
+from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
+from ._dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
+from ._errors import (
     AlreadyClosedError as AlreadyClosedError,
     ConsumerBusyError as ConsumerBusyError,
     MessageDupUnknownError as MessageDupUnknownError,
@@ -45,36 +46,45 @@ from .errors import (
     TopicFencedError as TopicFencedError,
     TopicTerminatedError as TopicTerminatedError,
 )
-from .hooks import (
+from ._hashing import murmur3_32 as murmur3_32, sticky_key_hash as sticky_key_hash
+from ._hooks import (
     Deduplication as Deduplication,
     DedupVerdict as DedupVerdict,
     MetadataNeeds as MetadataNeeds,
     NoDeduplication as NoDeduplication,
     PublishContext as PublishContext,
 )
-from .listeners import (
+from ._listeners import (
     ConsumerSink as ConsumerSink,
     EntryDelivery as EntryDelivery,
     ProducerListener as ProducerListener,
     TopicListener as TopicListener,
 )
-from .message import BatchMessageIds as BatchMessageIds, Message as Message
-from .names import TopicName as TopicName
-from .namespaces import NamespaceNotFoundError as NamespaceNotFoundError
-from .partitioned import (
+from ._message import BatchMessageIds as BatchMessageIds, Message as Message
+from ._names import TopicName as TopicName
+from ._namespaces import NamespaceNotFoundError as NamespaceNotFoundError
+from ._nonpersistent import (
+    NonPersistentSubscription as NonPersistentSubscription,
+    NonPersistentTopic as NonPersistentTopic,
+)
+from ._open import OpenedBroker as OpenedBroker, open_broker as open_broker, open_store as open_store
+from ._partitioned import (
     PartitionedConsumer as PartitionedConsumer,
     PartitionedSubscription as PartitionedSubscription,
     PartitionedTopic as PartitionedTopic,
 )
-from .producer import PartitionedProducer as PartitionedProducer, Producer as Producer
-from .publishing import (
+from ._producer import PartitionedProducer as PartitionedProducer, Producer as Producer
+from ._publishing import (
     FramedPublish as FramedPublish,
     PublishCallback as PublishCallback,
     PublishResult as PublishResult,
 )
-from .retention import RetentionPolicies as RetentionPolicies
-from .schema_compat import SchemaCompatibilityStrategy as SchemaCompatibilityStrategy
-from .stats import (
+from ._retention import RetentionPolicies as RetentionPolicies
+from ._schema_compat import (
+    IncompatibleSchemaError as IncompatibleSchemaError,
+    SchemaCompatibilityStrategy as SchemaCompatibilityStrategy,
+)
+from ._stats import (
     ClientInfo as ClientInfo,
     ConsumerStats as ConsumerStats,
     ProducerStats as ProducerStats,
@@ -82,44 +92,50 @@ from .stats import (
     SubscriptionStats as SubscriptionStats,
     TopicStats as TopicStats,
 )
-from .subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
-from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
-from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
+from ._subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
+from ._tenants import TenantInfo as TenantInfo
+from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
+from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
-    "CompactionInProgressError",
-    "CompactionRecord",
-    "CompactionStats",
-    "CompactionStatus",
-    "LongRunningProcessStatus",
-    "DEDUPLICATION_CURSOR_NAME",
-    "SUBSCRIPTION_TYPE_PROPERTY",
     "AckType",
     "AlreadyClosedError",
     "AnyTopic",
     "BatchMessageIds",
     "Broker",
     "BrokerConfig",
+    "ClientInfo",
     "Clock",
+    "CompactionInProgressError",
+    "CompactionRecord",
+    "CompactionStats",
+    "CompactionStatus",
     "Consumer",
     "ConsumerBusyError",
     "ConsumerSink",
-    "ClientInfo",
     "ConsumerStats",
+    "DEDUPLICATION_CURSOR_NAME",
+    "DedupStatus",
     "DedupVerdict",
     "Deduplication",
+    "DelayedDeliveryTracker",
     "Dispatcher",
     "DispatcherStats",
     "EntryDelivery",
     "FramedPublish",
+    "IncompatibleSchemaError",
     "InitialPosition",
+    "LongRunningProcessStatus",
     "ManualClock",
     "Message",
+    "MessageDeduplication",
     "MessageDupUnknownError",
     "MessageId",
     "MetadataNeeds",
     "NamespaceNotFoundError",
     "NoDeduplication",
+    "NonPersistentSubscription",
+    "NonPersistentTopic",
     "OpenedBroker",
     "PartitionedConsumer",
     "PartitionedProducer",
@@ -129,30 +145,31 @@ __all__ = [
     "Producer",
     "ProducerBusyError",
     "ProducerListener",
+    "ProducerStats",
     "PublishCallback",
     "PublishContext",
     "PublishResult",
+    "RateWindow",
     "RetentionPolicies",
+    "SUBSCRIPTION_TYPE_PROPERTY",
     "SchemaCompatibilityStrategy",
     "SkipEntry",
     "Subscription",
     "SubscriptionBusyError",
-    "ProducerStats",
-    "RateWindow",
     "SubscriptionStats",
     "SubscriptionType",
     "SystemClock",
+    "TenantInfo",
     "Topic",
     "TopicAlreadyExistsError",
     "TopicBusyError",
     "TopicFencedError",
     "TopicListener",
-    "TopicTerminatedError",
     "TopicName",
     "TopicStats",
+    "TopicTerminatedError",
+    "murmur3_32",
     "open_broker",
     "open_store",
+    "sticky_key_hash",
 ]
-
-# Old module paths kept one release: importing one warns and names the new path.
-_deprecation.moved_modules(__name__, {"batch": "mledger.codec.batch"})

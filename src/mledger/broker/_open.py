@@ -15,13 +15,13 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..core.clock import Clock
-from ..core.config import ManagedLedgerFactoryConfig
-from ..managed_ledger.factory import ManagedLedgerFactory
+from ..core._clock import Clock
+from ..core._config import ManagedLedgerFactoryConfig
+from ..managed_ledger._factory import ManagedLedgerFactory
 from ..storage import MemoryStore, SqliteStore, Store
-from .broker import Broker
-from .config import BrokerConfig
-from .journal import BrokerJournal
+from ._broker import Broker
+from ._config import BrokerConfig
+from ._journal import BrokerJournal
 
 __all__ = ["SYNCHRONOUS", "OpenedBroker", "open_broker", "open_store"]
 

@@ -1,8 +1,8 @@
 """The command-line frontends, the top of the layer diagram (nothing in mledger imports them).
 
-* :mod:`mledger.cli.mledger` - ``mledger``: generate, prepare, replay, report, standalone, demo
+* :mod:`mledger.cli._mledger` - ``mledger``: generate, prepare, replay, report, standalone, demo
   (also ``python -m mledger.cli``);
-* :mod:`mledger.cli.admin` - ``mledger-admin``: pulsar-admin's ``topics`` commands over a data
+* :mod:`mledger.cli._admin` - ``mledger-admin``: pulsar-admin's ``topics`` commands over a data
   directory or a running server, and ``serve`` (the REST admin server).
 
 They parse arguments, call the library (:mod:`mledger.replay`, :class:`mledger.admin.Admin`,
@@ -10,6 +10,6 @@ They parse arguments, call the library (:mod:`mledger.replay`, :class:`mledger.a
 stays in those layers.
 """
 
-from .mledger import main as main
+from ._mledger import main as main
 
 __all__ = ["main"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from .mledger import main
+from ._mledger import main
 
 sys.exit(main())

@@ -17,26 +17,73 @@ the generated protobuf classes. Nothing here does I/O: callers hand in and take 
 It imports only :mod:`mledger.core`.
 """
 
-from .entry import (
+from ._batch import SingleMessage as SingleMessage, decode_batch as decode_batch, encode_batch as encode_batch
+from ._chunking import (
+    ChunkFooter as ChunkFooter,
+    pack_entries as pack_entries,
+    parse_footer as parse_footer,
+    reassemble as reassemble,
+    split_chunks as split_chunks,
+    unpack_payload as unpack_payload,
+)
+from ._compression import (
+    CompressionType as CompressionType,
+    compress_metadata as compress_metadata,
+    compress_payload as compress_payload,
+    decompress_metadata as decompress_metadata,
+    decompress_payload as decompress_payload,
+    is_compressed as is_compressed,
+    parse_compression_type as parse_compression_type,
+)
+from ._cursor_info import (
+    decode_managed_cursor_info as decode_managed_cursor_info,
+    decode_position_info as decode_position_info,
+    encode_managed_cursor_info as encode_managed_cursor_info,
+    encode_position_info as encode_position_info,
+)
+from ._cursor_state import PersistedCursorState as PersistedCursorState, RangeArrays as RangeArrays
+from ._entry import (
     Entry as Entry,
     EntryMetadata as EntryMetadata,
     decode_entry as decode_entry,
     encode_entry as encode_entry,
     stored_entry as stored_entry,
 )
-from .messageid import (
+from ._messageid import (
     InvalidMessageIdError as InvalidMessageIdError,
     MessageId as MessageId,
     as_position as as_position,
 )
 
 __all__ = [
+    "ChunkFooter",
+    "CompressionType",
     "Entry",
     "EntryMetadata",
     "InvalidMessageIdError",
     "MessageId",
+    "PersistedCursorState",
+    "RangeArrays",
+    "SingleMessage",
     "as_position",
+    "compress_metadata",
+    "compress_payload",
+    "decode_batch",
     "decode_entry",
+    "decode_managed_cursor_info",
+    "decode_position_info",
+    "decompress_metadata",
+    "decompress_payload",
+    "encode_batch",
     "encode_entry",
+    "encode_managed_cursor_info",
+    "encode_position_info",
+    "is_compressed",
+    "pack_entries",
+    "parse_compression_type",
+    "parse_footer",
+    "reassemble",
+    "split_chunks",
     "stored_entry",
+    "unpack_payload",
 ]

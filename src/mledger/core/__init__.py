@@ -11,19 +11,27 @@
 Everything above this layer imports from here; this layer imports nothing else of mledger.
 """
 
-from .clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from .config import ManagedLedgerConfig as ManagedLedgerConfig, ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig
-from .position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
-from .ranges import AckRangeSet as AckRangeSet
+from ._address import format_address as format_address, parse_bind as parse_bind
+from ._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from ._config import (
+    ManagedLedgerConfig as ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
+)
+from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
+from ._ranges import AckRangeSet as AckRangeSet
+from ._tls import TlsSettings as TlsSettings
 
 __all__ = [
-    "EARLIEST",
-    "LATEST",
     "AckRangeSet",
     "Clock",
+    "EARLIEST",
+    "LATEST",
     "ManagedLedgerConfig",
     "ManagedLedgerFactoryConfig",
     "ManualClock",
     "Position",
     "SystemClock",
+    "TlsSettings",
+    "format_address",
+    "parse_bind",
 ]

@@ -16,25 +16,25 @@ position_reset, revision) -> ledger_view; below it are :mod:`mledger.storage`,
 :mod:`mledger.codec` and :mod:`mledger.core`.
 """
 
-from .cursor import ManagedCursor as ManagedCursor
-from .cursor_reads import PendingRead as PendingRead
-from .cursor_snapshot import (
+from ._cursor import ManagedCursor as ManagedCursor
+from ._cursor_reads import PendingRead as PendingRead
+from ._cursor_snapshot import (
     KEEP_PROPERTIES as KEEP_PROPERTIES,
     CursorLifecycle as CursorLifecycle,
     IndividualDeletedEntries as IndividualDeletedEntries,
 )
-from .cursor_stats import CursorStats as CursorStats, IndividualDeletedMessages as IndividualDeletedMessages
-from .factory import ManagedLedgerFactory as ManagedLedgerFactory
-from .ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
-from .ledger_view import (
+from ._cursor_stats import CursorStats as CursorStats, IndividualDeletedMessages as IndividualDeletedMessages
+from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
+from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
+from ._ledger_view import (
     ML_ROOT as ML_ROOT,
     InitialPosition as InitialPosition,
     LedgerInfo as LedgerInfo,
     LedgerView as LedgerView,
     PositionBound as PositionBound,
 )
-from .position_reset import PositionReset as PositionReset
-from .revision import CursorStateRevisionController as CursorStateRevisionController, RevisionStats as RevisionStats
+from ._position_reset import PositionReset as PositionReset
+from ._revision import CursorStateRevisionController as CursorStateRevisionController, RevisionStats as RevisionStats
 
 __all__ = [
     "KEEP_PROPERTIES",

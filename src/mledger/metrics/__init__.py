@@ -3,7 +3,7 @@
 ``render_metrics(broker, cluster="standalone")`` returns the text a Prometheus server scrapes
 (what ``GET /metrics`` of ``mledger-admin serve`` answers, content type :data:`CONTENT_TYPE`);
 :class:`BrokerCollector` is the collector behind it, for an application's own registry. The
-families, their labels and types are listed in :mod:`mledger.metrics.collector`.
+families, their labels and types are listed in :mod:`mledger.metrics._collector`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 try:
     from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
 except ImportError as e:  # pragma: no cover - depends on the installation
-    from ..core.errors import MissingExtraError
+    from ..core._errors import MissingExtraError
 
     raise MissingExtraError("mledger.metrics needs prometheus_client: pip install 'mledger[server]'") from e
 
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from prometheus_client.registry import Collector
 
 from ..broker import Broker
-from .collector import (
+from ._collector import (
     SUBSCRIPTION_LABELS as SUBSCRIPTION_LABELS,
     TOPIC_LABELS as TOPIC_LABELS,
     BrokerCollector as BrokerCollector,
@@ -41,7 +41,7 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 def metrics_registry(broker: Broker, cluster: str = "standalone", extra: Sequence[Collector] = ()) -> CollectorRegistry:
     """A registry holding a :class:`BrokerCollector` of ``broker`` and the ``extra`` collectors
-    (e.g. a :class:`~mledger.metrics.protocol.ProtocolCollector`).
+    (e.g. a :class:`~mledger.metrics._protocol.ProtocolCollector`).
 
     ``auto_describe`` is off: the collector reads the broker only when scraped, never at
     registration.

@@ -17,13 +17,13 @@ import signal
 import sys
 from pathlib import Path
 
-from ..admin.authentication import Authenticator, add_authentication_arguments, settings_from_args
+from ..admin._authentication import Authenticator, add_authentication_arguments, settings_from_args
 from ..broker import BrokerConfig, open_broker
-from ..core.address import parse_bind
-from ..core.errors import ConfigError
-from .access import ClientAuth
-from .config import ProtocolConfig
-from .server import ProtocolServer
+from ..core._address import parse_bind
+from ..core._errors import ConfigError
+from ._access import ClientAuth
+from ._config import ProtocolConfig
+from ._server import ProtocolServer
 
 
 def main(argv: list[str] | None = None) -> int:

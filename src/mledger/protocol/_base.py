@@ -3,8 +3,8 @@
 :class:`SessionBase` holds what one client connection has open (producers, consumers, SENDs
 waiting for their receipts, counters) and the replies and checks every group of handlers
 uses; the handlers themselves are in :mod:`~mledger.protocol._producing`,
-:mod:`~mledger.protocol._consuming` and :mod:`~mledger.protocol.session`, whose
-:class:`~mledger.protocol.session.Session` puts the groups together. Loop thread only.
+:mod:`~mledger.protocol._consuming` and :mod:`~mledger.protocol._session`, whose
+:class:`~mledger.protocol._session.Session` puts the groups together. Loop thread only.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..broker import PartitionedTopic, Topic
-from ..broker.names import TopicName
-from ..broker.tenants import TenantNotFoundError
+from ..broker._names import TopicName
+from ..broker._tenants import TenantNotFoundError
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core.errors import NotAllowedError
-from ..core.ints import UINT64_MASK
+from ..core._errors import NotAllowedError
+from ..core._ints import UINT64_MASK
+from ._connection import Connection, ConnectionState
 from ._convert import server_error_code
 from ._handles import ConsumerHandle, ProducerHandle, Send, SessionHost
-from .connection import Connection, ConnectionState
-from .nonpersistent import NonPersistentEndpoints
+from ._nonpersistent import NonPersistentEndpoints
 
 __all__ = ["SessionBase"]
 

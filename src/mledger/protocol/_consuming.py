@@ -21,17 +21,19 @@ import logging
 from collections.abc import Sequence
 
 from ..broker import ClientInfo
-from ..broker.listeners import EntryDelivery, ack_set_words
-from ..broker.subscription import check_read_compacted
-from ..codec.entry import encode_entry
-from ..codec.messageid import MessageId
+from ..broker._listeners import EntryDelivery, ack_set_words
+from ..broker._subscription import check_read_compacted
+from ..codec._entry import encode_entry
+from ..codec._messageid import MessageId
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core.errors import InvalidRequestError, MLedgerError, NotFoundError
-from ..core.ints import UINT64_MASK, as_int64
-from ..core.position import Position
-from ..core.ranges import words_to_ack_set
+from ..core._errors import InvalidRequestError, MLedgerError, NotFoundError
+from ..core._ints import UINT64_MASK, as_int64
+from ..core._position import Position
+from ..core._ranges import words_to_ack_set
 from ..managed_ledger import InitialPosition
 from ._base import SessionBase
+from ._codec import message_command
+from ._connection import Request
 from ._convert import (
     message_id_data,
     position_of,
@@ -41,11 +43,9 @@ from ._convert import (
     server_error_code,
     start_position,
 )
+from ._framing import checksummed_entry, payload_frame_parts
 from ._handles import ConsumerHandle
-from .codec import message_command
-from .connection import Request
-from .framing import checksummed_entry, payload_frame_parts
-from .nonpersistent import SUB_TYPES, is_non_persistent
+from ._nonpersistent import SUB_TYPES, is_non_persistent
 
 __all__ = ["PERMIT_WINDOW", "ConsumerCommands"]
 
@@ -58,7 +58,7 @@ _T = api.BaseCommand
 
 
 class ConsumerCommands(SessionBase):
-    """The consumer handlers of :class:`~mledger.protocol.session.Session`."""
+    """The consumer handlers of :class:`~mledger.protocol._session.Session`."""
 
     def handle_subscribe(self, request: Request) -> None:
         body = request.command.subscribe

@@ -1,11 +1,11 @@
 """Wire <-> domain conversions of the protocol session: message ids, schemas, metadata, error codes.
 
 The session's handlers take protobuf messages apart here and build the broker's values
-(:class:`~mledger.core.position.Position`, :class:`~mledger.broker.schemas.SchemaInfo`,
-:class:`~mledger.codec.entry.EntryMetadata`), and turn the broker's errors into Pulsar's
+(:class:`~mledger.core._position.Position`, :class:`~mledger.broker._schemas.SchemaInfo`,
+:class:`~mledger.codec._entry.EntryMetadata`), and turn the broker's errors into Pulsar's
 ``ServerError`` codes. Integers come through the core helpers: a ``uint64`` field Java filled
-with a negative ``long`` through :func:`~mledger.core.ints.as_int64`, an ack set's words through
-:func:`~mledger.core.ranges.words_to_ack_set`.
+with a negative ``long`` through :func:`~mledger.core._ints.as_int64`, an ack set's words through
+:func:`~mledger.core._ranges.words_to_ack_set`.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from ..broker import (
     Topic,
     TopicFencedError,
 )
-from ..broker.schemas import SchemaInfo
-from ..codec.entry import EntryMetadata
+from ..broker._schemas import SchemaInfo
+from ..codec._entry import EntryMetadata
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core.errors import EntryTooLargeError, ManagedLedgerTerminatedError, StateCorruptedError, server_error_of
-from ..core.ints import INT64_MAX, UINT64_MASK, as_int64
-from ..core.position import EARLIEST, LATEST, Position
+from ..core._errors import EntryTooLargeError, ManagedLedgerTerminatedError, StateCorruptedError, server_error_of
+from ..core._ints import INT64_MAX, UINT64_MASK, as_int64
+from ..core._position import EARLIEST, LATEST, Position
 
 __all__ = [
     "ACCESS_MODES",
@@ -57,7 +57,7 @@ ACCESS_MODES = {
 
 def server_error_code(exc: BaseException) -> api.ServerError.ValueType:
     """Pulsar's ``ServerError`` for an exception: the ``server_error`` it carries
-    (:func:`~mledger.core.errors.server_error_of`; ``UnknownError`` when it is not mledger's)."""
+    (:func:`~mledger.core._errors.server_error_of`; ``UnknownError`` when it is not mledger's)."""
     return api.ServerError.ValueType(server_error_of(exc))
 
 
@@ -178,7 +178,7 @@ def metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
     what is wrong).
 
     The topic's deduplication says what it reads (its ``metadata_needs``,
-    :class:`~mledger.broker.hooks.MetadataNeeds`): nothing gets a shared empty record, the
+    :class:`~mledger.broker._hooks.MetadataNeeds`): nothing gets a shared empty record, the
     chunk fields a record of those alone (a shared empty one for an unchunked message), which
     saves building a full record per message (the stored bytes are the producer's either way).
     A hook that declares nothing, and a topic being recorded (the recorder writes each entry's

@@ -1,8 +1,8 @@
 """The session's host protocol and the handles through which the broker talks back to it.
 
-:class:`SessionHost` is what a :class:`~mledger.protocol.session.Session` needs from the server
+:class:`SessionHost` is what a :class:`~mledger.protocol._session.Session` needs from the server
 driving it (the broker, dispatch scheduling, thread hand-over); the asyncio shell
-(:class:`~mledger.protocol.server.ProtocolServer`) implements it, the session tests fake it.
+(:class:`~mledger.protocol._server.ProtocolServer`) implements it, the session tests fake it.
 
 A :class:`ProducerHandle` is a broker producer's listener and a :class:`ConsumerHandle` a broker
 consumer's sink. The broker may call them from other threads; they hand over to the host's loop
@@ -17,12 +17,12 @@ from functools import partial
 from typing import Protocol, TypeVar
 
 from ..broker import Broker, FramedPublish, PublishResult, Topic
-from ..broker.consumer import Consumer
-from ..broker.listeners import EntryDelivery
-from ..broker.producer import Producer
-from ..broker.subscription import Subscription
-from .access import ClientAuth, ProducerAccess
-from .config import ProtocolConfig
+from ..broker._consumer import Consumer
+from ..broker._listeners import EntryDelivery
+from ..broker._producer import Producer
+from ..broker._subscription import Subscription
+from ._access import ClientAuth, ProducerAccess
+from ._config import ProtocolConfig
 
 __all__ = ["ConsumerHandle", "ConsumerOwner", "ProducerHandle", "ProducerOwner", "Send", "SendsDone", "SessionHost"]
 
@@ -160,7 +160,7 @@ class SendsDone:
 
 class ProducerHandle:
     """A client's producer: the broker producer plus what the protocol adds. It is the broker
-    producer's listener and the :class:`~mledger.protocol.access.AccessHolder` of its topic."""
+    producer's listener and the :class:`~mledger.protocol._access.AccessHolder` of its topic."""
 
     __slots__ = ("access_mode", "closed", "name", "producer", "producer_id", "schema_version", "session", "topic")
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from ..broker import ClientInfo, FramedPublish, PublishResult
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core.errors import MLedgerError, StateCorruptedError
-from ..core.ints import UINT64_MASK, as_int64
-from ..core.position import Position
+from ..core._errors import MLedgerError, StateCorruptedError
+from ..core._ints import UINT64_MASK, as_int64
+from ..core._position import Position
 from ._base import SessionBase
+from ._codec import send_receipt_frame
+from ._connection import Request
 from ._convert import (
     ACCESS_MODES,
     metadata_for,
@@ -24,9 +26,7 @@ from ._convert import (
     server_error_code,
 )
 from ._handles import ProducerHandle, Send, SendsDone
-from .codec import send_receipt_frame
-from .connection import Request
-from .nonpersistent import is_non_persistent
+from ._nonpersistent import is_non_persistent
 
 __all__ = ["ProducerCommands"]
 
@@ -34,7 +34,7 @@ _T = api.BaseCommand
 
 
 class ProducerCommands(SessionBase):
-    """The producer handlers of :class:`~mledger.protocol.session.Session`."""
+    """The producer handlers of :class:`~mledger.protocol._session.Session`."""
 
     def handle_producer(self, request: Request) -> None:
         body = request.command.producer

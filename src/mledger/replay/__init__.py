@@ -13,16 +13,58 @@ Nothing in this package imports pyspark; the Spark driver glue is :mod:`mledger.
 * :mod:`.settings`, :mod:`.summary`, :mod:`.events`  settings, the printed summary, hand-written logs for tests
 """
 
-from .engine import EventOrderError as EventOrderError, PartitionReplayer as PartitionReplayer
-from .model import PartitionModel as PartitionModel, SubscriptionSpec as SubscriptionSpec
-from .schema import InputSchemaError as InputSchemaError
-from .settings import ReplaySettings as ReplaySettings
+from ._broker_model import BrokerModel as BrokerModel
+from ._capture import Capture as Capture, CaptureSettings as CaptureSettings
+from ._engine import EventOrderError as EventOrderError, PartitionReplayer as PartitionReplayer
+from ._generate import GeneratorConfig as GeneratorConfig, generate as generate
+from ._layout import (
+    PreparedLayoutError as PreparedLayoutError,
+    PreparedLog as PreparedLog,
+    open_prepared as open_prepared,
+)
+from ._local import run_single_process as run_single_process
+from ._model import PartitionModel as PartitionModel, SubscriptionSpec as SubscriptionSpec
+from ._prepare import prepare_in_process as prepare_in_process
+from ._recording import (
+    Recorder as Recorder,
+    RecordSettings as RecordSettings,
+    read_recording_status as read_recording_status,
+)
+from ._schema import InputSchemaError as InputSchemaError
+from ._settings import ReplaySettings as ReplaySettings
+from ._summary import (
+    ReplaySummary as ReplaySummary,
+    SweepSummary as SweepSummary,
+    format_summary as format_summary,
+    format_sweep as format_sweep,
+    summarize as summarize,
+)
+from ._sweep import parse_sweep as parse_sweep
 
 __all__ = [
+    "BrokerModel",
+    "Capture",
+    "CaptureSettings",
     "EventOrderError",
+    "GeneratorConfig",
     "InputSchemaError",
     "PartitionModel",
     "PartitionReplayer",
+    "PreparedLayoutError",
+    "PreparedLog",
+    "RecordSettings",
+    "Recorder",
     "ReplaySettings",
+    "ReplaySummary",
     "SubscriptionSpec",
+    "SweepSummary",
+    "format_summary",
+    "format_sweep",
+    "generate",
+    "open_prepared",
+    "parse_sweep",
+    "prepare_in_process",
+    "read_recording_status",
+    "run_single_process",
+    "summarize",
 ]

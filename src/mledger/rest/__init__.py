@@ -17,19 +17,19 @@ import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:  # pragma: no cover
-    from ..core.errors import MissingExtraError
+    from ..core._errors import MissingExtraError
 
     raise MissingExtraError("the admin REST server needs FastAPI and uvicorn: pip install 'mledger[server]'")
 
 if TYPE_CHECKING:
-    from ._deferred import DeferredApp as DeferredApp
-    from .app import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES, create_app as create_app
-    from .auth import (
+    from ._app import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES, create_app as create_app
+    from ._auth import (
         AUTHENTICATION_REQUIRED as AUTHENTICATION_REQUIRED,
         ROLE_HEADER as ROLE_HEADER,
         RoleResolver as RoleResolver,
     )
-    from .server import (
+    from ._deferred import DeferredApp as DeferredApp
+    from ._server import (
         DEFAULT_BIND as DEFAULT_BIND,
         AdminServer as AdminServer,
         parse_bind as parse_bind,
@@ -37,18 +37,18 @@ if TYPE_CHECKING:
     )
 
 # imported on first use (PEP 562): a server answers its readiness route before FastAPI, pydantic
-# and the routes are imported (see mledger.rest.server.DeferredApp)
+# and the routes are imported (see mledger.rest._server.DeferredApp)
 _LAZY = {
     "DeferredApp": "._deferred",
-    "DEFAULT_MAX_BODY_BYTES": ".app",
-    "create_app": ".app",
-    "AUTHENTICATION_REQUIRED": ".auth",
-    "ROLE_HEADER": ".auth",
-    "RoleResolver": ".auth",
-    "DEFAULT_BIND": ".server",
-    "AdminServer": ".server",
-    "parse_bind": ".server",
-    "serve": ".server",
+    "DEFAULT_MAX_BODY_BYTES": "._app",
+    "create_app": "._app",
+    "AUTHENTICATION_REQUIRED": "._auth",
+    "ROLE_HEADER": "._auth",
+    "RoleResolver": "._auth",
+    "DEFAULT_BIND": "._server",
+    "AdminServer": "._server",
+    "parse_bind": "._server",
+    "serve": "._server",
 }
 
 

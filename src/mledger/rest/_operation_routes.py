@@ -5,7 +5,7 @@ A router module writes each handler once, under its operation's name
 model, the documented request body, extra error statuses); :meth:`OperationRoutes.add_to` then
 adds one route per operation of the table, in the table's order, with the table's method, path,
 success status and summary. A handler without an operation, or an operation without a handler,
-is a :class:`~mledger.core.errors.ConfigError` when the router is built.
+is a :class:`~mledger.core._errors.ConfigError` when the router is built.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from fastapi import APIRouter
 
 from ..admin._operations import AdminOperation, Group, operations
-from ..core.errors import ConfigError
+from ..core._errors import ConfigError
 
 __all__ = ["OperationRoutes"]
 

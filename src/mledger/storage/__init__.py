@@ -1,6 +1,6 @@
 """Storage backends and the protocols they implement."""
 
-from .base import (
+from ._base import (
     DEFAULT_MAX_ENTRY_SIZE as DEFAULT_MAX_ENTRY_SIZE,
     NEW_NODE as NEW_NODE,
     LedgerStore as LedgerStore,
@@ -8,17 +8,33 @@ from .base import (
     Store as Store,
     Versioned as Versioned,
 )
-from .memory import MemoryStore as MemoryStore
-from .sqlite import SqliteStore as SqliteStore, SqliteStoreStats as SqliteStoreStats
+from ._faults import (
+    DISK_FULL as DISK_FULL,
+    FaultInjectingStore as FaultInjectingStore,
+    HeldRead as HeldRead,
+    HeldReadStore as HeldReadStore,
+    HeldWriteStore as HeldWriteStore,
+    InjectedFault as InjectedFault,
+    WriteRecord as WriteRecord,
+)
+from ._memory import MemoryStore as MemoryStore
+from ._sqlite import SqliteStore as SqliteStore, SqliteStoreStats as SqliteStoreStats
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_SIZE",
-    "NEW_NODE",
+    "DISK_FULL",
+    "FaultInjectingStore",
+    "HeldRead",
+    "HeldReadStore",
+    "HeldWriteStore",
+    "InjectedFault",
     "LedgerStore",
-    "MetadataStore",
     "MemoryStore",
+    "MetadataStore",
+    "NEW_NODE",
     "SqliteStore",
     "SqliteStoreStats",
     "Store",
     "Versioned",
+    "WriteRecord",
 ]

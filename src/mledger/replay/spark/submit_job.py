@@ -15,7 +15,7 @@ the packed virtualenv (docs/replay/cluster.md).
 
 import sys
 
-from mledger.replay.spark.job import main_submit
+from mledger.replay.spark._job import main_submit
 
 if __name__ == "__main__":
     sys.exit(main_submit(sys.argv[1:]))

@@ -1,0 +1,485 @@
+"""Pulsar's ``broker.conf`` / ``standalone.conf`` for ``mledger standalone --config FILE``.
+
+Theory of operation
+-------------------
+:data:`PULSAR_KEYS` is the one table from Pulsar's key names to mledger's settings: each
+:class:`Key` names the setting(s) it fills (``section.field``: ``server``, ``protocol``,
+``broker`` (:class:`~mledger.broker.BrokerConfig`), ``ledger``
+(:class:`~mledger.core._config.ManagedLedgerConfig`), ``factory``
+(:class:`~mledger.core._config.ManagedLedgerFactoryConfig`), ``authentication``
+(:class:`~mledger.admin._authentication.AuthenticationSettings`), ``tls``
+(:class:`~mledger.core._tls.TlsSettings`)) and how its text is read and written back (units:
+Pulsar's minutes are mledger's milliseconds).
+
+:func:`read_pulsar_conf` parses the file (Java properties as Pulsar reads them: ``key=value`` or
+``key: value``, ``#`` / ``!`` comments, a trailing ``\\`` continues the line, values trimmed;
+an empty value leaves the default, as in Pulsar) into the modeled keys' values and the keys it
+does not model (:attr:`PulsarConf.unmodeled`, listed once at start-up, not an error).
+:func:`effective_settings` applies, in order, mledger's defaults, the file, then the command
+line's overrides (``section.field`` -> value) and validates the result into a frozen
+:class:`StandaloneSettings`; :func:`render_settings` writes it back in the file's format
+(``--print-config``). A bad value raises :class:`~mledger.core._errors.ConfigError` naming the
+key and the value. :func:`authorization_from_settings` maps ``authorizationEnabled`` /
+``superUserRoles`` onto :class:`~mledger.admin.Authorization`.
+
+Defaults are mledger's (for ``standalone``: loopback binding, Pulsar's ports) where the file is
+silent; ``--print-config`` shows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .admin import Authorization
+from .admin._authentication import AuthenticationSettings
+from .broker import BrokerConfig
+from .broker._config import BROKER_MANAGED_LEDGER_CONFIG
+from .core._address import DEFAULT_HOST
+from .core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from .core._errors import ConfigError
+from .core._tls import TlsSettings
+from .protocol import ListenerUrls, ProtocolConfig, parse_advertised_listeners
+
+__all__ = [
+    "PULSAR_KEYS",
+    "Key",
+    "PulsarConf",
+    "ServerSettings",
+    "StandaloneSettings",
+    "authorization_from_settings",
+    "effective_settings",
+    "read_pulsar_conf",
+    "render_settings",
+]
+
+
+# -- values ------------------------------------------------------------------------------------
+
+
+def _int(text: str) -> int:
+    return int(text)
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return lowered == "true"
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _minutes_to_ms(text: str) -> int:
+    minutes = int(text)
+    return minutes if minutes < 0 else minutes * 60_000  # -1: unlimited stays -1
+
+
+def _ms_to_minutes(value: Any) -> str:
+    return str(value if value < 0 else value // 60_000)
+
+
+def _write(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _write_listeners(listeners: Mapping[str, ListenerUrls]) -> str:
+    return ",".join(
+        f"{name}:{url}"
+        for name, urls in listeners.items()
+        for url in (urls.broker_service_url, urls.broker_service_url_tls, urls.broker_http_url, urls.broker_https_url)
+        if url is not None
+    )
+
+
+@dataclass(frozen=True)
+class Key:
+    """One Pulsar key: the settings it fills (``section.field``), how its text is read, and how
+    the first setting's value is written back (``--print-config``)."""
+
+    name: str
+    targets: tuple[str, ...]
+    read: Callable[[str], Any] = str
+    write: Callable[[Any], str] = _write
+    secret: bool = False
+    """Printed as ``<redacted>`` unless a ``file:`` URL (key material)."""
+
+
+def _keys(section: str, read: Callable[[str], Any], **names: str) -> list[Key]:
+    return [Key(pulsar, (f"{section}.{target}",), read) for pulsar, target in names.items()]
+
+
+PULSAR_KEYS: dict[str, Key] = {
+    key.name: key
+    for key in [
+        # where: bindAddress is both servers' host; the TLS ports are off unless set
+        Key("bindAddress", ("server.bind_address", "server.web_bind_address")),
+        Key("advertisedAddress", ("protocol.advertised_address",)),
+        Key("advertisedListeners", ("protocol.advertised_listeners",), parse_advertised_listeners, _write_listeners),
+        Key("internalListenerName", ("protocol.internal_listener_name",)),
+        *_keys(
+            "server",
+            _int,
+            brokerServicePort="broker_service_port",
+            brokerServicePortTls="broker_service_port_tls",
+            webServicePort="web_service_port",
+            webServicePortTls="web_service_port_tls",
+        ),
+        # the protocol (maxMessageSize also bounds the cursor ledger's entries, as Pulsar's bookies)
+        Key("maxMessageSize", ("protocol.max_message_size", "factory.max_message_size"), _int),
+        Key("keepAliveIntervalSeconds", ("protocol.keep_alive_interval_seconds",), _int),
+        Key("maxPendingPublishRequestsPerConnection", ("protocol.max_pending_sends",), _int),
+        # TLS
+        *_keys(
+            "tls",
+            str,
+            tlsCertificateFilePath="certificate_file_path",
+            tlsKeyFilePath="key_file_path",
+            tlsTrustCertsFilePath="trust_certs_file_path",
+        ),
+        Key("tlsRequireTrustedClientCertOnConnect", ("tls.require_trusted_client_cert_on_connect",), _bool),
+        *_keys("tls", _list, tlsProtocols="protocols", tlsCiphers="ciphers"),
+        # authentication and authorization
+        Key("authenticationEnabled", ("server.authentication_enabled",), _bool),
+        Key("authenticationProviders", ("authentication.authentication_providers",), _list),
+        Key("anonymousUserRole", ("authentication.anonymous_user_role",)),
+        Key("tokenSecretKey", ("authentication.token_secret_key",), secret=True),
+        Key("tokenPublicKey", ("authentication.token_public_key",)),
+        *_keys(
+            "authentication",
+            str,
+            tokenPublicAlg="token_public_alg",
+            tokenAuthClaim="token_auth_claim",
+            tokenAudienceClaim="token_audience_claim",
+            tokenAudience="token_audience",
+            basicAuthConf="basic_auth_conf",
+        ),
+        Key("authorizationEnabled", ("server.authorization_enabled",), _bool),
+        Key("superUserRoles", ("server.super_user_roles",), _list),
+        Key("authenticateMetricsEndpoint", ("broker.authenticate_metrics_endpoint",), _bool),
+        # the broker
+        Key("clusterName", ("broker.cluster_name",)),
+        Key("replicatorPrefix", ("broker.replicator_prefix",)),
+        Key("schemaCompatibilityStrategy", ("broker.schema_compatibility_strategy",)),
+        *_keys(
+            "broker",
+            _bool,
+            allowAutoTopicCreation="allow_auto_topic_creation",
+            delayedDeliveryEnabled="delayed_delivery_enabled",
+            isDelayedDeliveryDeliverAtTimeStrict="delayed_delivery_deliver_at_time_strict",
+            brokerDeduplicationEnabled="deduplication_enabled",
+            isAllowAutoUpdateSchemaEnabled="is_allow_auto_update_schema_enabled",
+        ),
+        *_keys(
+            "broker",
+            _int,
+            dispatcherMaxReadBatchSize="dispatcher_max_read_batch_size",
+            maxUnackedMessagesPerConsumer="max_unacked_messages_per_consumer",
+            maxUnackedMessagesPerSubscription="max_unacked_messages_per_subscription",
+            subscriptionKeySharedConsistentHashingReplicaPoints=(
+                "subscription_key_shared_consistent_hashing_replica_points"
+            ),
+            delayedDeliveryTickTimeMillis="delayed_delivery_tick_time_millis",
+            brokerDeduplicationMaxNumberOfProducers="deduplication_max_number_of_producers",
+            brokerDeduplicationEntriesInterval="deduplication_entries_interval",
+            brokerDeduplicationSnapshotFrequencyInSeconds="deduplication_snapshot_frequency_in_seconds",
+            brokerDeduplicationSnapshotIntervalSeconds="deduplication_snapshot_interval_seconds",
+            brokerDeduplicationProducerInactivityTimeoutMinutes="deduplication_producer_inactivity_timeout_minutes",
+            retentionCheckIntervalInSeconds="retention_check_interval_in_seconds",
+            statsUpdateFrequencyInSecs="stats_update_frequency_in_secs",
+            brokerServiceCompactionMonitorIntervalInSeconds="broker_service_compaction_monitor_interval_in_seconds",
+            brokerServiceCompactionThresholdInBytes="broker_service_compaction_threshold_in_bytes",
+        ),
+        # the managed ledger and its cursors (ManagedLedgerConfig under the broker's names)
+        *_keys(
+            "ledger",
+            _int,
+            managedLedgerMaxEntriesPerLedger="max_entries_per_ledger",
+            managedLedgerMaxSizePerLedgerMbytes="max_size_per_ledger_mb",
+            managedLedgerCursorMaxEntriesPerLedger="metadata_max_entries_per_ledger",
+            managedLedgerCursorRolloverTimeInSeconds="ledger_rollover_timeout",
+            managedLedgerMaxUnackedRangesToPersist="max_unacked_ranges_to_persist",
+            managedLedgerMaxUnackedRangesToPersistInMetadataStore="max_unacked_ranges_to_persist_in_metadata_store",
+            managedLedgerMaxBatchDeletedIndexToPersist="max_batch_deleted_index_to_persist",
+            persistentUnackedRangesMaxEntrySize="persistent_unacked_ranges_max_entry_size",
+            defaultRetentionSizeInMB="retention_size_in_mb",
+        ),
+        Key(
+            "managedLedgerMinLedgerRolloverTimeMinutes",
+            ("ledger.minimum_rollover_time_ms",),
+            _minutes_to_ms,
+            _ms_to_minutes,
+        ),
+        Key(
+            "managedLedgerMaxLedgerRolloverTimeMinutes",
+            ("ledger.maximum_rollover_time_ms",),
+            _minutes_to_ms,
+            _ms_to_minutes,
+        ),
+        Key("defaultRetentionTimeInMinutes", ("ledger.retention_time_ms",), _minutes_to_ms, _ms_to_minutes),
+        Key("managedLedgerDefaultMarkDeleteRateLimit", ("ledger.throttle_mark_delete",), float),
+        *_keys(
+            "ledger",
+            _bool,
+            managedLedgerPersistIndividualAckAsLongArray="persist_individual_ack_as_long_array",
+            acknowledgmentAtBatchIndexLevelEnabled="deletion_at_batch_index_level_enabled",
+            persistentUnackedRangesWithMultipleEntriesEnabled=(
+                "persistent_unacked_ranges_with_multiple_entries_enabled"
+            ),
+        ),
+        Key("managedCursorInfoCompressionType", ("factory.managed_cursor_info_compression_type",)),
+        Key("managedLedgerInfoCompressionType", ("factory.managed_ledger_info_compression_type",)),
+        *_keys(
+            "factory",
+            _int,
+            managedCursorInfoCompressionThresholdInBytes="managed_cursor_info_compression_threshold_in_bytes",
+            managedLedgerInfoCompressionThresholdInBytes="managed_ledger_info_compression_threshold_in_bytes",
+        ),
+    ]
+}
+"""Pulsar's key -> the mledger settings it fills; every key ``--config`` reads (see the module
+docstring)."""
+
+
+# -- the file ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PulsarConf:
+    """A parsed Pulsar configuration file: ``values`` (modeled key -> text, the last one when a
+    key repeats, empty values left out) and ``unmodeled`` (the other keys with a value, each
+    once, in file order)."""
+
+    path: str
+    values: Mapping[str, str] = field(default_factory=dict)
+    unmodeled: tuple[str, ...] = ()
+
+
+def read_pulsar_conf(path: str | Path) -> PulsarConf:
+    """Parse ``path`` (see the module docstring); :class:`ConfigError` if it cannot be read or
+    a line has no key."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config file {str(path)!r}: {exc}") from None
+    values: dict[str, str] = {}
+    unmodeled: dict[str, None] = {}
+    for number, line in _logical_lines(text):
+        key, value = _split(line)
+        if not key:
+            raise ConfigError(f"{path}:{number}: no key in {line!r}")
+        if not value:
+            continue  # Pulsar: an empty value keeps the default
+        if key in PULSAR_KEYS:
+            values[key] = value
+        else:
+            unmodeled.setdefault(key, None)
+    return PulsarConf(str(path), values, tuple(unmodeled))
+
+
+def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
+    pending = ""
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip() if not pending else raw.lstrip()
+        if not pending:
+            start = number
+            if not line or line.startswith(("#", "!")):
+                continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending += line[:-1]
+            continue
+        yield start, pending + line
+        pending = ""
+    if pending:
+        yield start, pending
+
+
+def _split(line: str) -> tuple[str, str]:
+    cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+    if cut < 0:
+        key, _, value = line.partition(" ")
+        return key.strip(), value.strip()
+    return line[:cut].strip(), line[cut + 1 :].strip()
+
+
+# -- the effective settings --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What ``mledger standalone`` listens on and who may do what (the ``server`` section)."""
+
+    bind_address: str = DEFAULT_HOST
+    """The protocol server's host (Pulsar's ``bindAddress``; Pulsar binds 0.0.0.0, mledger loopback)."""
+    web_bind_address: str = DEFAULT_HOST
+    """The REST server's host (``bindAddress`` too; ``--admin-bind`` sets it alone)."""
+    broker_service_port: int = 6650
+    broker_service_port_tls: int | None = None
+    web_service_port: int = 8080
+    web_service_port_tls: int | None = None
+    authentication_enabled: bool = False
+    authorization_enabled: bool = False
+    super_user_roles: tuple[str, ...] = ()
+    authorization_file: str | None = None
+    """mledger's JSON permissions (``--authorization``); see :func:`authorization_from_settings`."""
+
+
+@dataclass(frozen=True)
+class StandaloneSettings:
+    """The effective settings of ``mledger standalone``: defaults, then the file, then flags."""
+
+    server: ServerSettings
+    protocol: ProtocolConfig
+    broker: BrokerConfig
+    ledger: ManagedLedgerConfig
+    factory: ManagedLedgerFactoryConfig
+    authentication_settings: AuthenticationSettings
+    """The providers' settings as given, whether or not authentication is on."""
+    tls: TlsSettings | None
+    """None: no TLS port is set."""
+    unmodeled: tuple[str, ...] = ()
+    """The file's keys mledger does not model."""
+
+    @property
+    def authentication(self) -> AuthenticationSettings | None:
+        """The providers' settings when authentication is on (``authenticationEnabled``, or a
+        credential option), else None."""
+        return self.authentication_settings if self.server.authentication_enabled else None
+
+
+_DEFAULTS: dict[str, Any] = {
+    "server": ServerSettings(),
+    "protocol": ProtocolConfig(),
+    "broker": BrokerConfig(),
+    "ledger": BROKER_MANAGED_LEDGER_CONFIG,
+    "factory": ManagedLedgerFactoryConfig(),
+    "authentication": AuthenticationSettings(),
+}
+
+
+def effective_settings(
+    conf: PulsarConf | None = None, overrides: Mapping[str, Any] | None = None
+) -> StandaloneSettings:
+    """Defaults, then ``conf``'s values, then ``overrides`` (``"section.field"`` -> value, the
+    command line's flags), validated. :class:`ConfigError` names the key and value at fault."""
+    sections: dict[str, dict[str, Any]] = {name: {} for name in (*_DEFAULTS, "tls")}
+    for name, text in (conf.values if conf else {}).items():
+        key = PULSAR_KEYS[name]
+        try:
+            value = key.read(text)
+        except ValueError as exc:
+            raise ConfigError(f"{conf.path if conf else ''}: {name}={text!r}: {exc}") from None
+        for target in key.targets:
+            section, _, setting = target.partition(".")
+            sections[section][setting] = value
+    for target, value in (overrides or {}).items():
+        section, _, setting = target.partition(".")
+        sections[section][setting] = value
+    source = f" (from {conf.path})" if conf else ""
+    built: dict[str, Any] = {}
+    for section, default in _DEFAULTS.items():
+        try:
+            built[section] = replace(default, **sections[section])
+        except (ConfigError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{exc}{source}") from None
+    server: ServerSettings = built["server"]
+    tls = _tls(server, sections["tls"], source)
+    protocol = replace(
+        built["protocol"],
+        host=server.bind_address,
+        port=server.broker_service_port,
+        tls_port=server.broker_service_port_tls,
+        tls=tls,
+    )
+    broker = replace(built["broker"], managed_ledger_config=built["ledger"])
+    return StandaloneSettings(
+        server,
+        protocol,
+        broker,
+        built["ledger"],
+        built["factory"],
+        built["authentication"],
+        tls,
+        conf.unmodeled if conf else (),
+    )
+
+
+def _tls(server: ServerSettings, values: Mapping[str, Any], source: str) -> TlsSettings | None:
+    if server.broker_service_port_tls is None and server.web_service_port_tls is None:
+        return None
+    try:
+        return TlsSettings(
+            certificate_file_path=values.get("certificate_file_path") or "",
+            key_file_path=values.get("key_file_path") or "",
+            **{k: v for k, v in values.items() if k not in ("certificate_file_path", "key_file_path")},
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"brokerServicePortTls/webServicePortTls: {exc}{source}") from None
+
+
+def authorization_from_settings(server: ServerSettings) -> Authorization | None:
+    """The :class:`~mledger.admin.Authorization` of ``authorizationEnabled``, ``superUserRoles``
+    and mledger's permissions file (``--authorization``), the one place they meet:
+
+    * a permissions file: its grants and superusers, plus ``superUserRoles`` (authorization on);
+    * ``authorizationEnabled=true`` without one: the superusers of ``superUserRoles`` and no
+      grant yet: other roles get what is granted later (the namespace and topic permissions a
+      set-up script gives over REST), until then nothing;
+    * neither: None (authorization off: every call allowed).
+    """
+    if server.authorization_file is not None:
+        base = Authorization.from_json(Path(server.authorization_file))
+        if not server.super_user_roles:
+            return base
+        data = base.to_json()
+        roles = sorted({*data["superUserRoles"], *server.super_user_roles})
+        return Authorization(data["permissions"], roles)
+    if server.authorization_enabled:
+        return Authorization({}, server.super_user_roles)
+    return None
+
+
+# -- --print-config ----------------------------------------------------------------------------
+
+
+def render_settings(settings: StandaloneSettings) -> str:
+    """``settings`` as Pulsar's ``key=value`` lines, one per key of :data:`PULSAR_KEYS` (what
+    ``--print-config`` prints; the output reads back with ``--config``), then what the file had
+    that mledger does not model, as comments. Key material other than ``file:`` URLs is shown
+    as ``<redacted>``."""
+    objects: dict[str, Any] = {
+        "server": settings.server,
+        "protocol": settings.protocol,
+        "broker": settings.broker,
+        "ledger": settings.ledger,
+        "factory": settings.factory,
+        "authentication": settings.authentication_settings,
+        "tls": settings.tls,
+    }
+    lines = ["# mledger standalone: effective settings (Pulsar's names)"]
+    for key in PULSAR_KEYS.values():
+        section, _, setting = key.targets[0].partition(".")
+        holder = objects[section]
+        value = getattr(holder, setting) if holder is not None else None
+        text = key.write(value) if value is not None else ""
+        if key.secret and text and not text.startswith("file:"):
+            text = "<redacted>"
+        lines.append(f"{key.name}={text}")
+    if settings.server.web_bind_address != settings.server.bind_address:
+        lines.append(f"# the REST server binds {settings.server.web_bind_address} (--admin-bind)")
+    if settings.server.authorization_file:
+        lines.append(f"# permissions: {settings.server.authorization_file} (--authorization)")
+    if settings.unmodeled:
+        lines.append("# not modeled by mledger (ignored): " + ", ".join(settings.unmodeled))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,229 @@
+"""``admin.namespaces``: namespaces and their policies (retention, compaction threshold), as ``pulsar-admin namespaces``.
+
+========================  ==================  =========================================
+method                    authorization       Pulsar endpoint / CLI
+========================  ==================  =========================================
+create                    tenant admin        ``namespaces create``
+list / delete             tenant admin        ``namespaces list`` / ``namespaces delete``
+policies                  tenant admin        ``namespaces policies``
+grant_permission          tenant admin        ``namespaces grant-permission``
+revoke_permission         tenant admin        ``namespaces revoke-permission``
+permissions               tenant admin        ``namespaces permissions``
+*_on_subscription(s)      tenant admin        ``namespaces grant|revoke-subscription-permission``
+get_retention             authenticated       ``namespaces get-retention``
+set_retention             tenant admin        ``namespaces set-retention``
+remove_retention          tenant admin        ``namespaces remove-retention``
+get_compaction_threshold  authenticated       ``namespaces get-compaction-threshold``
+set_compaction_threshold  tenant admin        ``namespaces set-compaction-threshold``
+remove_compaction_threshold tenant admin      ``namespaces remove-compaction-threshold``
+get_schema_compatibility_strategy  authenticated  ``namespaces get-schema-compatibility-strategy``
+set_schema_compatibility_strategy  tenant admin   ``namespaces set-schema-compatibility-strategy``
+get_is_allow_auto_update_schema    authenticated  ``namespaces get-is-allow-auto-update-schema``
+set_is_allow_auto_update_schema    tenant admin   ``namespaces set-is-allow-auto-update-schema``
+========================  ==================  =========================================
+
+Changes need a superuser or an admin of the namespace's tenant when authorization is on (Pulsar's
+``validateTenantOperation``); a changed policy applies to the namespace's open topics without
+a policy of their own at once. Every method may block on the metadata store.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping
+
+from ..broker._names import check_namespace_name
+from ..broker._namespaces import NamespaceNotFoundError
+from ..broker._retention import RetentionPolicies
+from ..broker._schema_compat import SchemaCompatibilityStrategy
+from ..broker._tenants import TenantNotFoundError
+from ..core._errors import InvalidRequestError
+from ._context import AdminContext
+
+__all__ = ["Namespaces"]
+
+
+def _tenant(namespace: str) -> str:
+    return namespace.split("/", 1)[0]
+
+
+class Namespaces:
+    """Namespace policies of the admin's broker (``admin.namespaces``)."""
+
+    def __init__(self, admin: AdminContext) -> None:
+        self._admin = admin
+
+    def create(self, namespace: str, policies: Mapping[str, object] | None = None) -> None:
+        """Create ``tenant/namespace`` (``namespaces create``) with ``policies`` (Pulsar's
+        ``Policies`` JSON: ``auth_policies``, ``retention_policies``, ...): topics, created
+        explicitly or on first use, go in namespaces that exist. Tenant admin. 400 for a bad
+        name or policy, 404 when the tenant does not exist, 409 when the namespace exists."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"create namespace {name}")
+        self._admin.broker.create_namespace(name, policies)
+
+    def list(self, tenant: str) -> list[str]:
+        """The tenant's namespaces (``namespaces list``). Tenant admin. 404 "Tenant does not
+        exist" for a tenant that was not created and holds nothing."""
+        self._admin.check_tenant_admin(tenant, f"list the namespaces of tenant {tenant}")
+        names = self._admin.broker.list_namespaces(tenant)
+        if not names and not self._admin.broker.tenants.exists(tenant):
+            raise TenantNotFoundError("Tenant does not exist")
+        return names
+
+    def delete(self, namespace: str, force: bool = False) -> None:
+        """Delete a namespace (``namespaces delete``); 409 while it has topics unless ``force``.
+        Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"delete namespace {name}")
+        self._admin.broker.delete_namespace(name, force=force)
+
+    def policies(self, namespace: str) -> dict[str, object]:
+        """The namespace's ``Policies`` as stored (``namespaces policies``): the body it was
+        created with and every policy set since, ``auth_policies`` among them. Tenant admin. 404."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the policies of namespace {name}")
+        if not self._admin.broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        return self._admin.broker.namespaces.policies(name)
+
+    def grant_permission(self, namespace: str, role: str, actions: Iterable[str]) -> None:
+        """Grant ``actions`` (``produce``, ``consume``, ...) on the namespace to ``role``
+        (``namespaces grant-permission``; replaces the role's earlier actions). Tenant admin. 400
+        for an unknown action, 404 for an unknown namespace."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"grant permissions on namespace {name}")
+        self._admin.broker.grant_permission(name, role, list(actions))
+
+    def revoke_permission(self, namespace: str, role: str) -> None:
+        """Revoke ``role``'s actions on the namespace (``namespaces revoke-permission``). Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"revoke permissions on namespace {name}")
+        self._admin.broker.revoke_permission(name, role)
+
+    def grant_permission_on_subscription(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
+        """Let only ``roles`` consume through ``subscription`` in the namespace (``namespaces
+        grant-subscription-permission``; replaces the earlier roles). Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"grant permissions on subscription {subscription}")
+        self._admin.broker.set_subscription_roles(name, subscription, list(roles))
+
+    def revoke_permission_on_subscription(self, namespace: str, subscription: str, role: str) -> None:
+        """Remove ``role`` from ``subscription``'s roles (``namespaces revoke-subscription-permission``).
+        Tenant admin. 412 when it is not among them."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"revoke permissions on subscription {subscription}")
+        self._admin.broker.revoke_subscription_role(name, subscription, role)
+
+    def permissions_on_subscriptions(self, namespace: str) -> dict[str, builtins.list[str]]:
+        """``{subscription: [roles]}`` of the namespace. Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the subscription permissions of namespace {name}")
+        if not self._admin.broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        roles = self._admin.broker.namespaces.auth_policies(name).subscription_auth_roles
+        return {sub: sorted(r) for sub, r in sorted(roles.items())}
+
+    def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
+        """``{role: [actions]}`` granted on the namespace (``namespaces permissions``). Tenant admin."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the permissions of namespace {name}")
+        broker = self._admin.broker
+        if not broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        grants = broker.namespaces.auth_policies(name).namespace_auth
+        return {role: sorted(actions) for role, actions in sorted(grants.items())}
+
+    def get_retention(self, namespace: str) -> RetentionPolicies | None:
+        """The namespace's retention policy, None when unset (its topics then follow the
+        broker's default). 400 for a bad namespace name."""
+        self._admin.authenticate()
+        return self._admin.broker.namespace_retention(check_namespace_name(namespace))
+
+    def set_retention(self, namespace: str, policies: RetentionPolicies) -> None:
+        """Set the namespace's retention policy (``namespaces set-retention --time 3h --size 10G``).
+        Superuser. 400 for a bad name or a value out of its Java type's range (minutes an int, MB
+        a long), 412 for an invalid policy (Pulsar's rules: :meth:`RetentionPolicies.validate`)."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"set the retention of namespace {name}")
+        if not isinstance(policies, RetentionPolicies):
+            raise InvalidRequestError(f"invalid retention policies {policies!r}: expected RetentionPolicies")
+        policies.validate()
+        self._admin.broker.set_namespace_retention(name, policies)
+
+    def remove_retention(self, namespace: str) -> None:
+        """Remove the namespace's retention policy: its topics follow the broker's default.
+        Superuser."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"remove the retention of namespace {name}")
+        self._admin.broker.set_namespace_retention(name, None)
+
+    def get_compaction_threshold(self, namespace: str) -> int | None:
+        """The namespace's ``compaction_threshold`` in bytes, None when unset. 400 for a bad
+        namespace name."""
+        self._admin.authenticate()
+        return self._admin.broker.namespaces.compaction_threshold(check_namespace_name(namespace))
+
+    def set_compaction_threshold(self, namespace: str, threshold: int) -> None:
+        """Compact the namespace's topics automatically once ``threshold`` bytes are not
+        compacted yet (0: never). Superuser. 412 for a negative threshold."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"set the compaction threshold of namespace {name}")
+        self._admin.broker.set_namespace_compaction_threshold(name, threshold)
+
+    def remove_compaction_threshold(self, namespace: str) -> None:
+        """Remove the namespace's compaction threshold (the broker's applies). Superuser."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"remove the compaction threshold of namespace {name}")
+        self._admin.broker.set_namespace_compaction_threshold(name, None)
+
+    def get_schema_compatibility_strategy(self, namespace: str) -> SchemaCompatibilityStrategy:
+        """The strategy the namespace's topics follow unless they set their own: its
+        ``schema_compatibility_strategy``, else its mapped ``schema_auto_update_compatibility_strategy``,
+        else the broker's (Pulsar answers the mapped older policy for ``UNDEFINED``)."""
+        self._admin.authenticate()
+        name = check_namespace_name(namespace)
+        broker = self._admin.broker
+        found = broker.namespaces.schema_compatibility_strategy(name)
+        return broker.broker_schema_compatibility_strategy if found is None else found
+
+    def set_schema_compatibility_strategy(self, namespace: str, strategy: SchemaCompatibilityStrategy | str) -> None:
+        """Set ``schema_compatibility_strategy`` (``UNDEFINED``: fall back to the older policy,
+        then the broker's). Superuser. 400 for an unknown strategy."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(
+            name.split("/", 1)[0], f"set the schema compatibility strategy of namespace {name}"
+        )
+        self._admin.broker.namespaces.set_schema_compatibility_strategy(
+            name, SchemaCompatibilityStrategy.parse(strategy)
+        )
+
+    def get_schema_auto_update_compatibility_strategy(self, namespace: str) -> str | None:
+        """The older policy (``Full``, ``Backward``, ..., ``AutoUpdateDisabled``), None when unset."""
+        self._admin.authenticate()
+        return self._admin.broker.namespaces.schema_auto_update_compatibility_strategy(check_namespace_name(namespace))
+
+    def set_schema_auto_update_compatibility_strategy(self, namespace: str, policy: str) -> None:
+        """Set the older policy (deprecated in Pulsar; used when ``schema_compatibility_strategy``
+        is unset). Superuser. 400 for an unknown value."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(
+            name.split("/", 1)[0], f"set the schema auto-update strategy of namespace {name}"
+        )
+        self._admin.broker.namespaces.set_schema_auto_update_compatibility_strategy(name, policy)
+
+    def get_is_allow_auto_update_schema(self, namespace: str) -> bool:
+        """Whether producers may register new schema versions in the namespace (its policy, else
+        the broker's ``is_allow_auto_update_schema_enabled``)."""
+        self._admin.authenticate()
+        name = check_namespace_name(namespace)
+        found = self._admin.broker.namespaces.is_allow_auto_update_schema(name)
+        return self._admin.broker.config.is_allow_auto_update_schema_enabled if found is None else found
+
+    def set_is_allow_auto_update_schema(self, namespace: str, allowed: bool) -> None:
+        """Allow or forbid producers to register new schema versions. Superuser."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(name.split("/", 1)[0], f"set is_allow_auto_update_schema of namespace {name}")
+        if not isinstance(allowed, bool):
+            raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
+        self._admin.broker.namespaces.set_is_allow_auto_update_schema(name, allowed)

@@ -1,0 +1,1163 @@
+"""``mledger-admin``: pulsar-admin's ``topics``, ``namespaces``, ``tenants`` and ``clusters`` commands
+over a local data directory.
+
+Every command opens the directory's SQLite store, a managed-ledger factory and a broker, calls
+one :class:`~mledger.admin.Admin` method (the CLI holds no admin logic of its own), prints the
+result on stdout, and closes everything, so the state it changed is on disk when it exits.
+
+Exit status (``EXIT_CODES``): 0 success; 2 bad command line (argparse); for an admin error, the
+error's reason on stderr and a code per HTTP status: 3 = 400 invalid request, 4 = 401 not
+authenticated, 5 = 403 permission denied, 6 = 404 not found, 7 = 405 not allowed,
+8 = 409 conflict, 9 = 412 precondition failed, 10 = 413 entry too large, 1 = anything else
+(500, or an unusable data directory). ``cancel-delayed-message`` prints its per-subscription
+results and exits with 9 when a subscription refused (a cumulative-ack type), as the REST
+endpoint answers 412 "Failed to cancel delayed message".
+
+``--admin-url http://host:port`` (pulsar-admin's flag; ``--url`` is an alias) runs the same
+commands against ``mledger-admin serve`` (see :mod:`mledger.admin._remote`: same output and exit
+codes; ``produce``/``consume`` need a data directory). ``serve`` runs that server
+(:mod:`mledger.rest`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from ..admin._authentication import add_authentication_arguments
+from ..admin._operations import by_verb
+from ..admin._remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
+from ..broker._retention import RetentionPolicies
+from ..core._errors import MLedgerError, NotAllowedError, PreconditionFailedError
+from ..core._position import EARLIEST, LATEST, Position
+from . import _admin_tables as _tables
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+
+__all__ = ["EXIT_CODES", "build_parser", "main"]
+
+EXIT_CODES: dict[int, int] = {400: 3, 401: 4, 403: 5, 404: 6, 405: 7, 409: 8, 412: 9, 413: 10}
+"""HTTP status of an admin error -> exit status; any other status exits with 1."""
+
+EXIT_USAGE = 2
+EXIT_OTHER = 1
+DATA_DIR_ENV = "MLEDGER_DATA_DIR"
+DEFAULT_BIND = "127.0.0.1:8080"
+TOKEN_ENV = "MLEDGER_ADMIN_TOKEN"
+
+_EPILOG = """exit status: 0 ok, 2 bad command line, 3 = HTTP 400 invalid request,
+4 = 401 not authenticated, 5 = 403 permission denied, 6 = 404 not found,
+7 = 405 not allowed, 8 = 409 conflict, 9 = 412 precondition failed (also:
+cancel-delayed-message refused by a subscription), 10 = 413 entry too large,
+1 = any other error. Errors print their reason on stderr."""
+
+SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+
+_Handler: TypeAlias = Callable[["Admin", argparse.Namespace], Any]
+_Command: TypeAlias = "_Handler | _Run"
+"""A command's handler, or the admin call it is (bound to the table's operation when it runs)."""
+
+
+# -- argument types ------------------------------------------------------------------------------
+
+
+def _triplet(text: str) -> tuple[int, int, int | None]:
+    """``ledgerId:entryId[:batchIndex]``; a negative batch index means the whole entry."""
+    parts = text.split(":")
+    try:
+        if len(parts) not in (2, 3):
+            raise ValueError
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid message id triplet {text!r}: expected ledgerId:entryId[:batchIndex]"
+        ) from None
+    batch = values[2] if len(values) == 3 and values[2] >= 0 else None
+    return values[0], values[1], batch
+
+
+def _position(text: str) -> Position:
+    """``ledgerId:entryId``, ``earliest`` or ``latest``."""
+    lowered = text.strip().lower()
+    if lowered == "earliest":
+        return EARLIEST
+    if lowered == "latest":
+        return LATEST
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return Position(int(parts[0]), int(parts[1]))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid position {text!r}: expected ledgerId:entryId, earliest or latest"
+        ) from None
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+_TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400, "y": 365 * 86_400}
+_SIZE_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _relative_seconds(text: str) -> int:
+    """pulsar-admin's relative time (``RelativeTimeUtil``): a number with an optional unit s, m,
+    h, d, w or y (seconds without one); -1 stays -1."""
+    value = text.strip()
+    unit = _TIME_UNITS.get(value[-1:], None) if value else None
+    number = value[:-1] if unit is not None else value
+    try:
+        amount = int(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid time {text!r}: a number with an optional unit s, m, h, d, w or y (100m, 3h, 2d)"
+        ) from None
+    return amount if amount == -1 else amount * (unit or 1)
+
+
+def _size_bytes(text: str) -> int:
+    """pulsar-admin's size (``validateSizeString``): bytes with an optional unit k, m, g or t
+    (either case); -1 stays -1."""
+    value = text.strip()
+    unit = _SIZE_UNITS.get(value[-1:].lower(), None) if value else None
+    number = value[:-1] if unit is not None else value
+    try:
+        amount = int(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: a number with an optional unit k, m, g or t (4096, 10M, 16G)"
+        ) from None
+    return amount if amount == -1 else amount * (unit or 1)
+
+
+def _retention_policies(args: argparse.Namespace) -> RetentionPolicies:
+    """``--time`` / ``--size`` as pulsar-admin's set-retention turns them into a policy."""
+    minutes = args.time if args.time == -1 else args.time // 60
+    size_mb = args.size if args.size == -1 else args.size // (1 << 20)
+    return RetentionPolicies(minutes, size_mb)
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise argparse.ArgumentTypeError(f"invalid value {text!r}: true or false")
+
+
+def _subscription_type(text: str) -> str:
+    for name in SUBSCRIPTION_TYPES:
+        if name.lower() == text.strip().lower().replace("-", "_"):
+            return name
+    raise argparse.ArgumentTypeError(f"invalid subscription type {text!r}: one of {', '.join(SUBSCRIPTION_TYPES)}")
+
+
+def _initial_position(text: str) -> str:
+    lowered = text.strip().lower()
+    if lowered not in ("earliest", "latest"):
+        raise argparse.ArgumentTypeError(f"invalid subscription position {text!r}: Earliest or Latest")
+    return lowered
+
+
+# -- the parser ----------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: global options, ``topics`` and its commands."""
+    parser = _Parser(
+        prog="mledger-admin",
+        description="Administer mledger topics and subscriptions in a data directory (like pulsar-admin).",
+        epilog=_EPILOG,
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get(DATA_DIR_ENV),
+        help=f"the data directory (a SQLite store); default ${DATA_DIR_ENV}",
+    )
+    parser.add_argument("--role", default=None, help="the caller's role (used when authorization is on)")
+    parser.add_argument(
+        "--auth-file",
+        default=None,
+        help='turn authorization on with this JSON file: {"superUserRoles": [...], '
+        '"permissions": {role: {topic or "*": [operations]}}}',
+    )
+    parser.add_argument(
+        "--admin-url",
+        "--url",
+        dest="admin_url",
+        default=None,
+        help="run the command against the REST server (mledger-admin serve) at this URL, http://host:port",
+    )
+    parser.add_argument(
+        "--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token for --admin-url; default ${TOKEN_ENV}"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("json", "table"),
+        default="json",
+        help="how stats, partitioned-stats, stats-internal, cancel-delayed-message, produce and consume print "
+        "their results: "
+        "json (default, as pulsar-admin; for scripts) or table (for people)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=60.0,
+        help="with --admin-url: seconds to wait for connecting and for each read or write (default 60)",
+    )
+    groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
+    _add_serve_command(groups)
+    topics = groups.add_parser(
+        "topics", help="operations on topics and subscriptions", description="Operations on topics.", epilog=_EPILOG
+    )
+    commands = topics.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str, handler: _Command) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sub.set_defaults(handler=handler, command_parser=sub)
+        return sub
+
+    def topic_arg(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("topic", help="topic name: persistent://tenant/namespace/topic, or a short name")
+
+    def subscription_arg(sub: argparse.ArgumentParser, flag: str = "--subscription") -> None:
+        sub.add_argument("-s", flag, dest="subscription", required=True, help="subscription name")
+
+    sub = command(
+        "grant-permission", "Grant actions on the topic to a role.", _run("topic", "permission_role", "actions")
+    )
+    topic_arg(sub)
+    _permission_args(sub)
+    sub = command("revoke-permission", "Revoke a role's actions on the topic.", _run("topic", "permission_role"))
+    topic_arg(sub)
+    _role_arg(sub)
+    topic_arg(command("permissions", "The roles' actions on the topic (its namespace's too).", _run("topic")))
+
+    sub = command("list", "List the topics (partitioned topics by their name).", _run("namespace", show=_print_lines))
+    sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
+
+    sub = command("list-partitioned-topics", "List the partitioned topics.", _run("namespace", show=_print_lines))
+    sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
+
+    sub = command("create", "Create a non-partitioned topic.", _run("topic"))
+    topic_arg(sub)
+
+    sub = command(
+        "delete", "Delete a topic (every partition of a partitioned one) and its data.", _run("topic", "force")
+    )
+    topic_arg(sub)
+    sub.add_argument("-f", "--force", action="store_true", help="even with connected producers or consumers")
+
+    sub = command("create-partitioned-topic", "Create a partitioned topic.", _run("topic", "partitions"))
+    topic_arg(sub)
+    sub.add_argument("-p", "--partitions", type=_positive, required=True, help="number of partitions")
+
+    sub = command("subscriptions", "List the subscriptions of a topic.", _run("topic", show=_print_lines))
+    topic_arg(sub)
+
+    sub = command(
+        "create-subscription",
+        "Create a durable subscription.",
+        _run("topic", "subscription", "position", "subscription_type"),
+    )
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument(
+        "-m",
+        "--messageId",
+        dest="position",
+        type=_position,
+        default=LATEST,
+        help="where it starts: latest (default), earliest or ledgerId:entryId",
+    )
+    sub.add_argument(
+        "-t",
+        "--subscription-type",
+        dest="subscription_type",
+        type=_subscription_type,
+        default=None,
+        help="Exclusive, Shared, Failover or Key_Shared (default: the broker's default)",
+    )
+
+    sub = command("unsubscribe", "Delete a subscription.", _run("topic", "subscription"))
+    topic_arg(sub)
+    subscription_arg(sub)
+
+    def stats_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "-gpb",
+            "--get-precise-backlog",
+            dest="get_precise_backlog",
+            action="store_true",
+            help="accepted: mledger's backlog is always precise",
+        )
+        sub.add_argument(
+            "-sbs",
+            "--get-subscription-backlog-size",
+            dest="subscription_backlog_size",
+            type=_bool,
+            nargs="?",
+            const=True,
+            default=True,
+            metavar="true|false",
+            help="each subscription's backlogSize (default true; false: -1)",
+        )
+        sub.add_argument(
+            "-etb",
+            "--get-earliest-time-in-backlog",
+            dest="get_earliest_time_in_backlog",
+            action="store_true",
+            help="the publish time of each backlog's first message",
+        )
+
+    sub = command(
+        "stats",
+        "Stats of a topic (JSON, as pulsar-admin): rates, counters, publishers, subscriptions, consumers; "
+        "a partitioned topic's as partitioned-stats.",
+        _cmd_stats,
+    )
+    topic_arg(sub)
+    stats_options(sub)
+
+    sub = command(
+        "partitioned-stats",
+        "Stats of a partitioned topic (JSON): its partitions' added up, and with --per-partition each one's.",
+        _cmd_partitioned_stats,
+    )
+    topic_arg(sub)
+    sub.add_argument("--per-partition", dest="per_partition", action="store_true", help="each partition's stats too")
+    stats_options(sub)
+
+    sub = command(
+        "stats-internal", "Internal stats of a topic (JSON); partitioned topics per partition.", _cmd_stats_internal
+    )
+    topic_arg(sub)
+
+    sub = command(
+        "partitioned-stats-internal",
+        "Internal stats of every partition of a partitioned topic (JSON).",
+        _cmd_partitioned_stats_internal,
+    )
+    topic_arg(sub)
+
+    sub = command("reset-cursor", "Reset a subscription's cursor to a position, or back in time.", _cmd_reset_cursor)
+    topic_arg(sub)
+    subscription_arg(sub)
+    where = sub.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "-m",
+        "--messageId",
+        dest="position",
+        type=_position,
+        default=None,
+        help="ledgerId:entryId, earliest or latest",
+    )
+    where.add_argument(
+        "-t",
+        "--time",
+        dest="time",
+        type=_relative_seconds,
+        default=None,
+        help="reset to the first message published this long ago or later (100m, 3h, 2d, 5w; seconds "
+        "without a unit), as pulsar-admin's --time",
+    )
+
+    sub = command(
+        "get-retention", "The topic's retention policy (null when unset).", _run("topic", "applied", show=_print_policy)
+    )
+    topic_arg(sub)
+    sub.add_argument(
+        "--applied",
+        action="store_true",
+        help="the policy in force: the topic's, else the namespace's, else the broker's default",
+    )
+
+    sub = command("set-retention", "Set the topic's retention policy.", _run("topic", _retention_policies))
+    topic_arg(sub)
+    _retention_args(sub)
+
+    sub = command("remove-retention", "Remove the topic's retention policy.", _run("topic"))
+    topic_arg(sub)
+
+    sub = command("compact", "Compact the topic in the background.", _cmd_compact)
+    topic_arg(sub)
+
+    sub = command("compaction-status", "The status of the topic's last compaction.", _cmd_compaction_status)
+    topic_arg(sub)
+    sub.add_argument("-w", "--wait-complete", action="store_true", help="wait for a running compaction to end")
+
+    sub = command(
+        "get-compaction-threshold", "The topic's compaction threshold (null when unset).", _run("topic", "applied")
+    )
+    topic_arg(sub)
+    sub.add_argument(
+        "--applied", action="store_true", help="the threshold in force: the topic's, the namespace's, the broker's"
+    )
+
+    sub = command("set-compaction-threshold", "Set the topic's compaction threshold.", _run("topic", "threshold"))
+    topic_arg(sub)
+    _threshold_arg(sub)
+
+    sub = command("remove-compaction-threshold", "Remove the topic's compaction threshold.", _run("topic"))
+    topic_arg(sub)
+
+    sub = command("terminate", "Terminate a topic: no more messages; prints its last message id.", _cmd_terminate)
+    topic_arg(sub)
+
+    sub = command(
+        "partitioned-terminate",
+        "Terminate every partition of a partitioned topic; prints each one's last message id.",
+        _cmd_partitioned_terminate,
+    )
+    topic_arg(sub)
+
+    sub = command(
+        "get-schema-compatibility-strategy",
+        "The topic's schema compatibility strategy (null when unset).",
+        _run("topic", "applied", show=_print_strategy),
+    )
+    topic_arg(sub)
+    sub.add_argument(
+        "--applied",
+        action="store_true",
+        help="the strategy in force: the topic's, else the namespace's, else the broker's",
+    )
+
+    sub = command(
+        "set-schema-compatibility-strategy", "Set the topic's schema compatibility strategy.", _run("topic", "strategy")
+    )
+    topic_arg(sub)
+    sub.add_argument("-s", "--strategy", required=True, help=_STRATEGY_HELP)
+
+    sub = command(
+        "remove-schema-compatibility-strategy",
+        "Remove the topic's schema compatibility strategy.",
+        _run("topic"),
+    )
+    topic_arg(sub)
+
+    sub = command("skip", "Skip the next N messages of a subscription.", _run("topic", "subscription", "count"))
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument("-n", "--count", type=_non_negative, required=True, help="number of messages to skip")
+
+    sub = command("clear-backlog", "Skip every message of a subscription's backlog.", _run("topic", "subscription"))
+    topic_arg(sub)
+    subscription_arg(sub)
+
+    sub = command("skip-messages", "Skip messages of a subscription by their ids (PIP-423).", _cmd_skip_messages)
+    sub.set_defaults(check=_check_skip_messages)
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument(
+        "--messageId-triplet",
+        dest="triplets",
+        action="append",
+        type=_triplet,
+        default=[],
+        metavar="L:E[:B]",
+        help="ledgerId:entryId[:batchIndex] (repeatable)",
+    )
+    sub.add_argument(
+        "--messageId-base64",
+        dest="base64_ids",
+        action="append",
+        default=[],
+        metavar="BASE64",
+        help="a base64-encoded MessageId (repeatable)",
+    )
+
+    sub = command("cancel-delayed-message", "Cancel a delayed message on subscriptions (PIP-423).", _cmd_cancel_delayed)
+    topic_arg(sub)
+    sub.add_argument("-l", "--ledgerId", dest="ledger_id", type=int, required=True, help="ledger id of the message")
+    sub.add_argument("-e", "--entryId", dest="entry_id", type=int, required=True, help="entry id of the message")
+    sub.add_argument(
+        "-s",
+        "--subscriptionNames",
+        dest="subscription_names",
+        type=_names,
+        default=None,
+        help="comma-separated subscription names (default: every subscription)",
+    )
+
+    sub = command("produce", "Publish messages (for trying things out).", _cmd_produce)
+    topic_arg(sub)
+    sub.add_argument(
+        "-m", "--messages", dest="messages", action="append", required=True, help="a message payload (repeatable)"
+    )
+    sub.add_argument(
+        "-n",
+        "--num-produce",
+        dest="count",
+        type=_positive,
+        default=1,
+        help="send the messages this many times (default 1)",
+    )
+    sub.add_argument("-k", "--key", default=None, help="message key")
+    sub.add_argument(
+        "--deliver-after-ms",
+        dest="deliver_after_ms",
+        type=_non_negative,
+        default=None,
+        help="deliver the messages this many ms from now (delayed delivery)",
+    )
+    sub.add_argument("--batch", action="store_true", help="send each round of messages as one batched entry")
+
+    sub = command("consume", "Receive and acknowledge what is deliverable now (for trying things out).", _cmd_consume)
+    topic_arg(sub)
+    subscription_arg(sub)
+    sub.add_argument(
+        "-t",
+        "--subscription-type",
+        dest="subscription_type",
+        type=_subscription_type,
+        default="Exclusive",
+        help="Exclusive (default), Shared, Failover or Key_Shared",
+    )
+    sub.add_argument(
+        "-n",
+        "--num-messages",
+        dest="count",
+        type=_non_negative,
+        default=1,
+        help="at most this many messages (0: all that are deliverable; default 1)",
+    )
+    sub.add_argument(
+        "-p",
+        "--subscription-position",
+        dest="initial_position",
+        type=_initial_position,
+        default="latest",
+        help="where a new subscription starts: Latest (default) or Earliest",
+    )
+    _add_namespaces_group(groups)
+    _add_tenants_group(groups)
+    _add_clusters_group(groups)
+    return parser
+
+
+def _retention_args(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "-t",
+        "--time",
+        type=_relative_seconds,
+        required=True,
+        help="retention time with an optional unit s, m, h, d, w or y (100m, 3h, 2d, 5w; seconds without "
+        "one); 0 keeps nothing consumed, -1 is unlimited",
+    )
+    sub.add_argument(
+        "-s",
+        "--size",
+        type=_size_bytes,
+        required=True,
+        help="retention size with an optional unit k, m, g or t (4096, 10M, 16G; bytes without one); 0 or "
+        "less than 1M keeps nothing consumed, -1 is unlimited",
+    )
+
+
+def _threshold_arg(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "-t",
+        "--threshold",
+        type=_size_bytes,
+        required=True,
+        help="bytes not compacted yet that trigger a compaction, with an optional unit k, m, g or t (10M, 1G); "
+        "0 turns automatic compaction off",
+    )
+
+
+_STRATEGY_HELP = (
+    "ALWAYS_INCOMPATIBLE, ALWAYS_COMPATIBLE, BACKWARD, FORWARD, FULL, BACKWARD_TRANSITIVE, "
+    "FORWARD_TRANSITIVE, FULL_TRANSITIVE (UNDEFINED: not set here)"
+)
+
+
+def _add_namespaces_group(groups: Any) -> None:
+    namespaces = groups.add_parser(
+        "namespaces",
+        help="namespaces and their policies (retention, compaction threshold, schemas)",
+        description="Namespaces and their policies.",
+        epilog=_EPILOG,
+    )
+    commands = namespaces.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str, handler: _Command) -> Any:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sub.set_defaults(handler=handler, command_parser=sub)
+        sub.add_argument("namespace", help="tenant/namespace")
+        return sub
+
+    command("create", "Create a namespace (topics go in namespaces that exist).", _run("namespace"))
+    sub = commands.add_parser("list", help="List the tenant's namespaces.", epilog=_EPILOG)
+    sub.set_defaults(handler=_run("tenant"), command_parser=sub)
+    sub.add_argument("tenant", help="tenant")
+    sub = command("delete", "Delete a namespace (409 while it has topics, unless --force).", _run("namespace", "force"))
+    sub.add_argument("-f", "--force", action="store_true", help="delete its topics too")
+    _permission_args(
+        command(
+            "grant-permission",
+            "Grant actions on the namespace to a role.",
+            _run("namespace", "permission_role", "actions"),
+        )
+    )
+    _role_arg(
+        command("revoke-permission", "Revoke a role's actions on the namespace.", _run("namespace", "permission_role"))
+    )
+    command("permissions", "The roles' actions on the namespace.", _run("namespace"))
+    command("policies", "The namespace's policies (Pulsar's Policies JSON, as stored).", _run("namespace"))
+    sub = command(
+        "grant-subscription-permission",
+        "Let only these roles consume through a subscription.",
+        _run("namespace", "subscription", "roles"),
+    )
+    sub.add_argument("--subscription", required=True, help="subscription name")
+    sub.add_argument("--roles", type=_names, required=True, help="comma-separated client roles")
+    sub = command(
+        "revoke-subscription-permission",
+        "Remove a role from a subscription's roles.",
+        _run("namespace", "subscription", "permission_role"),
+    )
+    sub.add_argument("--subscription", required=True, help="subscription name")
+    _role_arg(sub)
+    command("subscription-permission", "The roles of each restricted subscription.", _run("namespace"))
+    command(
+        "get-retention", "The namespace's retention policy (null when unset).", _run("namespace", show=_print_policy)
+    )
+    _retention_args(
+        command("set-retention", "Set the namespace's retention policy.", _run("namespace", _retention_policies))
+    )
+    command("remove-retention", "Remove the namespace's retention policy.", _run("namespace"))
+    command("get-compaction-threshold", "The namespace's compaction threshold (null when unset).", _run("namespace"))
+    _threshold_arg(
+        command("set-compaction-threshold", "Set the namespace's compaction threshold.", _run("namespace", "threshold"))
+    )
+    command("remove-compaction-threshold", "Remove the namespace's compaction threshold.", _run("namespace"))
+    command(
+        "get-schema-compatibility-strategy",
+        "The schema compatibility strategy of the namespace's topics.",
+        _run("namespace", show=_print_strategy),
+    )
+    sub = command(
+        "set-schema-compatibility-strategy",
+        "Set the schema compatibility strategy of the namespace's topics.",
+        _run("namespace", "compatibility"),
+    )
+    sub.add_argument("-c", "--compatibility", required=True, help=_STRATEGY_HELP)
+    command(
+        "get-is-allow-auto-update-schema",
+        "Whether producers may register new schema versions.",
+        _run("namespace"),
+    )
+    sub = command(
+        "set-is-allow-auto-update-schema",
+        "Allow (--enable) or forbid (--disable) new schema versions.",
+        _run("namespace", "allowed"),
+    )
+    switch = sub.add_mutually_exclusive_group(required=True)
+    switch.add_argument("--enable", "-e", dest="allowed", action="store_true", help="allow")
+    switch.add_argument("--disable", "-d", dest="allowed", action="store_false", help="forbid")
+
+
+def _role_arg(sub: argparse.ArgumentParser) -> None:
+    # its own dest: the global --role is the caller's role
+    sub.add_argument("--role", dest="permission_role", required=True, help="the client role the permission is for")
+
+
+def _permission_args(sub: argparse.ArgumentParser) -> None:
+    _role_arg(sub)
+    sub.add_argument(
+        "--actions",
+        type=_names,
+        required=True,
+        help="comma-separated actions: produce, consume (also functions, sources, sinks, packages)",
+    )
+
+
+def _add_clusters_group(groups: Any) -> None:
+    clusters = groups.add_parser(
+        "clusters", help="clusters and their service URLs", description="Clusters.", epilog=_EPILOG
+    )
+    commands = clusters.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str, handler: _Command) -> Any:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sub.set_defaults(handler=handler, command_parser=sub)
+        if name != "list":
+            sub.add_argument("cluster", help="cluster name")
+        return sub
+
+    def url_args(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--url", dest="service_url", help="serviceUrl: the admin (HTTP) URL")
+        sub.add_argument("--url-secure", dest="service_url_tls", help="serviceUrlTls")
+        sub.add_argument("--broker-url", dest="broker_url", help="brokerServiceUrl: pulsar://host:port")
+        sub.add_argument("--broker-url-secure", dest="broker_url_tls", help="brokerServiceUrlTls")
+
+    command("list", "List the clusters.", _run())
+    command("get", "The cluster's data (service URLs).", _run("cluster"))
+    url_args(command("create", "Create a cluster.", _run("cluster", _cluster_data)))
+    url_args(command("update", "Replace a cluster's data.", _run("cluster", _cluster_data)))
+    command("delete", "Delete a cluster (412 while a tenant allows it).", _run("cluster"))
+
+
+def _add_tenants_group(groups: Any) -> None:
+    tenants = groups.add_parser(
+        "tenants", help="tenants, their admin roles and clusters", description="Tenants.", epilog=_EPILOG
+    )
+    commands = tenants.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str, handler: _Command) -> Any:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sub.set_defaults(handler=handler, command_parser=sub)
+        if name != "list":
+            sub.add_argument("tenant", help="tenant name")
+        return sub
+
+    def info_args(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("-r", "--admin-roles", type=_names, default=[], help="comma-separated admin roles")
+        sub.add_argument(
+            "-c", "--allowed-clusters", type=_names, default=[], help="comma-separated clusters (default: all)"
+        )
+
+    command("list", "List the tenants.", _run())
+    command("get", "The tenant's admin roles and allowed clusters.", _run("tenant", show=_print_to_json))
+    info_args(command("create", "Create a tenant.", _cmd_tenants_create))
+    info_args(command("update", "Replace a tenant's admin roles and clusters.", _cmd_tenants_update))
+    command("delete", "Delete a tenant (409 while it has namespaces).", _run("tenant"))
+
+
+def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
+    sub = groups.add_parser(
+        "serve",
+        help="serve the admin REST API (Pulsar's paths), /metrics and /docs over HTTP",
+        description="Serve Pulsar's admin REST API for a data directory, Prometheus /metrics, the OpenAPI "
+        "document at /openapi.json and interactive docs at /docs (they work offline). Needs the server "
+        "extra: pip install 'mledger[server]'.",
+    )
+    # SUPPRESS: given before `serve` (global options) or after it, either works
+    sub.add_argument("--data-dir", default=argparse.SUPPRESS, help=f"the data directory; default ${DATA_DIR_ENV}")
+    sub.add_argument(
+        "--bind", default=DEFAULT_BIND, help=f"host:port to listen on (default {DEFAULT_BIND}; port 0: any free port)"
+    )
+    sub.add_argument(
+        "--auth-file",
+        default=argparse.SUPPRESS,
+        help="turn authorization on with this JSON file (as for the other commands)",
+    )
+    sub.add_argument(
+        "--token-file",
+        default=None,
+        help='JSON {"<token>": "<role>"}: roles of "Authorization: Bearer <token>" callers (needs --auth-file)',
+    )
+    add_authentication_arguments(sub)
+    sub.add_argument(
+        "--trust-role-header",
+        action="store_true",
+        help="take the role from the X-Mledger-Role header, behind an authenticating proxy (needs --auth-file)",
+    )
+    sub.add_argument(
+        "--authenticate-metrics-endpoint",
+        action="store_true",
+        help="/metrics answers only callers with a role (Pulsar's authenticateMetricsEndpoint; needs credentials)",
+    )
+    sub.add_argument(
+        "--authenticate-docs-endpoint",
+        action="store_true",
+        help="/docs, /redoc and /openapi.json answer only callers with a role (mledger extension; needs credentials)",
+    )
+    sub.add_argument("--cluster", default="standalone", help="cluster name for v1 paths and metrics (standalone)")
+    sub.add_argument("--max-concurrency", type=_positive, default=16, help="admin calls run at once (16)")
+    sub.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level (INFO: one line per request)",
+    )
+    sub.set_defaults(run=_run_serve)
+    return sub
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    try:
+        from ..rest._cli import run_serve  # the server extra: FastAPI and uvicorn
+    except ImportError as e:
+        print(f"mledger-admin serve: {e}", file=sys.stderr)
+        return EXIT_OTHER
+    return run_serve(args)
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+Argument = str | Callable[[argparse.Namespace], Any]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A command that is one admin call: the operation the table (:mod:`mledger.admin._operations`)
+    names for the command's group and pulsar-admin verb, called with ``arguments`` (each the
+    name of a parsed argument, or a function of them); a result (a 200 operation) printed by
+    ``show`` (default JSON)."""
+
+    arguments: tuple[Argument, ...]
+    show: Callable[[Any], None] | None = None
+
+    def bind(self, group: str, verb: str) -> _Handler:
+        """The handler of ``group verb``; ``KeyError`` when the table has no one operation for it."""
+        op = by_verb(group, verb)  # type: ignore[arg-type]
+        if op.call is None:
+            raise KeyError(f"{group} {verb} has no admin call")
+        call, show = op.call, (self.show or _print_json) if op.status == 200 else None
+
+        def handler(admin: Admin, args: argparse.Namespace) -> None:
+            values = [getattr(args, a) if isinstance(a, str) else a(args) for a in self.arguments]
+            result = getattr(getattr(admin, group), call)(*values)
+            if show is not None:
+                show(result)
+
+        return handler
+
+
+def _run(*arguments: Argument, show: Callable[[Any], None] | None = None) -> _Run:
+    return _Run(arguments, show)
+
+
+def _print_to_json(value: Any) -> None:
+    _print_json(value.to_json())
+
+
+def _print_strategy(strategy: Any) -> None:
+    _print_json(None if strategy is None else strategy.value)
+
+
+def _print_json(value: Any) -> None:
+    if hasattr(value, "to_json"):
+        print(value.to_json())
+    else:
+        print(json.dumps(value, indent=2))
+
+
+def _print_lines(values: Sequence[str]) -> None:
+    for value in values:
+        print(value)
+
+
+def _stats_kwargs(args: argparse.Namespace) -> dict[str, bool]:
+    return {
+        "get_precise_backlog": args.get_precise_backlog,
+        "subscription_backlog_size": args.subscription_backlog_size,
+        "get_earliest_time_in_backlog": args.get_earliest_time_in_backlog,
+    }
+
+
+def _cmd_stats(admin: Admin, args: argparse.Namespace) -> None:
+    stats: Any
+    try:
+        stats = admin.topics.stats(args.topic, **_stats_kwargs(args))
+    except NotAllowedError:  # a partitioned topic: its partitioned stats (needs GET_STATS only)
+        stats = admin.topics.partitioned_stats(args.topic, per_partition=False, **_stats_kwargs(args))
+    if args.output == "table":
+        _tables.print_topic_stats(stats, args.topic)
+    else:
+        _print_json(stats)
+
+
+def _cmd_partitioned_stats(admin: Admin, args: argparse.Namespace) -> None:
+    stats = admin.topics.partitioned_stats(args.topic, per_partition=args.per_partition, **_stats_kwargs(args))
+    if args.output == "table":
+        _tables.print_topic_stats(stats, args.topic)
+    else:
+        _print_json(stats)
+
+
+def _cmd_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
+    try:
+        stats: Any = admin.topics.internal_stats(args.topic)
+    except NotAllowedError:  # a partitioned topic: show every partition (needs GET_STATS only)
+        stats = admin.topics.partitioned_internal_stats(args.topic)
+    if args.output == "table":
+        _tables.print_stats(stats, args.topic)
+    else:
+        _print_json(stats)
+
+
+def _cmd_partitioned_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
+    stats = admin.topics.partitioned_internal_stats(args.topic)
+    if args.output == "table":
+        _tables.print_stats(stats, args.topic)
+    else:
+        _print_json(stats)
+
+
+def _cmd_reset_cursor(admin: Admin, args: argparse.Namespace) -> None:
+    if args.time is not None:  # pulsar-admin: now - time, to the first message published from then
+        timestamp = int(time.time() * 1000) - args.time * 1000
+        admin.topics.reset_cursor_by_time(args.topic, args.subscription, timestamp)
+    else:
+        admin.topics.reset_cursor(args.topic, args.subscription, args.position)
+
+
+def _print_policy(policies: RetentionPolicies | None) -> None:
+    _print_json(None if policies is None else policies.to_json())
+
+
+def _cluster_data(args: argparse.Namespace) -> dict[str, object]:
+    fields = {
+        "serviceUrl": args.service_url,
+        "serviceUrlTls": args.service_url_tls,
+        "brokerServiceUrl": args.broker_url,
+        "brokerServiceUrlTls": args.broker_url_tls,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _tenant_info(admin: Admin, args: argparse.Namespace) -> dict[str, object]:
+    # pulsar-admin: without --allowed-clusters, every cluster
+    clusters = args.allowed_clusters or admin.clusters.list()
+    return {"adminRoles": args.admin_roles, "allowedClusters": clusters}
+
+
+def _cmd_tenants_create(admin: Admin, args: argparse.Namespace) -> None:
+    admin.tenants.create(args.tenant, _tenant_info(admin, args))
+
+
+def _cmd_tenants_update(admin: Admin, args: argparse.Namespace) -> None:
+    admin.tenants.update(args.tenant, _tenant_info(admin, args))
+
+
+def _terminated_at_json(mid: Any) -> dict[str, int]:
+    """A last message id as the REST API answers it (Pulsar's ``MessageIdImpl``)."""
+    return {"ledgerId": mid.ledger_id, "entryId": mid.entry_id, "partitionIndex": mid.partition}
+
+
+def _cmd_terminate(admin: Admin, args: argparse.Namespace) -> None:
+    mid = admin.topics.terminate(args.topic)
+    print(f"Topic {args.topic} successfully terminated at {mid.ledger_id}:{mid.entry_id}")
+
+
+def _cmd_partitioned_terminate(admin: Admin, args: argparse.Namespace) -> None:
+    ids = admin.topics.terminate_partitioned(args.topic)
+    _print_json({str(index): _terminated_at_json(mid) for index, mid in sorted(ids.items())})
+
+
+def _cmd_compact(admin: Admin, args: argparse.Namespace) -> None:
+    if isinstance(admin, RemoteAdmin):
+        admin.topics.trigger_compaction(args.topic)
+    else:  # over a data directory the process ends with the command: let the compaction end first
+        admin.topics.trigger_compaction(args.topic, wait=True)
+    print(f"Topic compaction requested for {args.topic}")
+
+
+def _cmd_compaction_status(admin: Admin, args: argparse.Namespace) -> None:
+    """pulsar-admin's texts; an ERROR status fails the command with the broker's last error."""
+    status = admin.topics.compaction_status(args.topic)
+    while args.wait_complete and status.status.value == "RUNNING":
+        time.sleep(1)  # pulsar-admin polls once a second too
+        status = admin.topics.compaction_status(args.topic)
+    state = status.status.value
+    if state == "NOT_RUN":
+        print(f"Compaction has not been run for {args.topic} since broker startup")
+    elif state == "RUNNING":
+        print("Compaction is currently running")
+    elif state == "SUCCESS":
+        print("Compaction was a success")
+    else:
+        print("Error in compaction")
+        raise PreconditionFailedError(f"Error compacting: {status.last_error}")
+
+
+def _check_skip_messages(args: argparse.Namespace) -> str | None:
+    if not args.triplets and not args.base64_ids:
+        return "at least one --messageId-triplet or --messageId-base64 is required"
+    return None
+
+
+def _cmd_skip_messages(admin: Admin, args: argparse.Namespace) -> None:
+    from ..admin import SkipMessageIdsRequest
+
+    request = SkipMessageIdsRequest.of(args.triplets).merged(SkipMessageIdsRequest.from_base64(args.base64_ids))
+    admin.topics.skip_messages(args.topic, args.subscription, request)
+
+
+def _cmd_cancel_delayed(admin: Admin, args: argparse.Namespace) -> None:
+    result = admin.topics.cancel_delayed_message(
+        args.topic, args.ledger_id, args.entry_id, subscription_names=args.subscription_names
+    )
+    if args.output == "table":
+        _tables.print_cancel_result(result)
+    else:
+        _print_json(result)
+    if result.refusal is not None:
+        raise PreconditionFailedError(result.refusal)
+
+
+def _cmd_produce(admin: Admin, args: argparse.Namespace) -> None:
+    ids = admin.messaging.produce(
+        args.topic,
+        [m.encode() for m in args.messages],
+        key=args.key,
+        deliver_after_ms=args.deliver_after_ms,
+        rounds=args.count,
+        batch=args.batch,
+    )
+    rows = [_message_id_json(mid) for mid in ids]
+    if args.output == "table":
+        _tables.print_messages(rows, ("messageId", "base64"))
+        return
+    for row in rows:
+        print(json.dumps(row))
+
+
+def _cmd_consume(admin: Admin, args: argparse.Namespace) -> None:
+    messages = admin.messaging.consume(
+        args.topic,
+        args.subscription,
+        subscription_type=args.subscription_type,
+        max_messages=args.count,
+        initial_position=args.initial_position,
+    )
+    rows = [_message_json(message) for message in messages]
+    if args.output == "table":
+        _tables.print_messages(rows, ("messageId", "key", "data", "dataBase64", "redeliveryCount"))
+        return
+    for row in rows:
+        print(json.dumps(row))
+
+
+def _message_id_json(mid: Any) -> dict[str, Any]:
+    return {
+        "messageId": f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}"
+        + (f":{mid.batch_index}" if mid.batch_index >= 0 else ""),
+        "ledgerId": mid.ledger_id,
+        "entryId": mid.entry_id,
+        "partition": mid.partition,
+        "batchIndex": mid.batch_index,
+        "base64": mid.to_base64(),
+    }
+
+
+def _message_json(message: Any) -> dict[str, Any]:
+    data: bytes = message.data
+    try:
+        text: dict[str, Any] = {"data": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        text = {"dataBase64": base64.b64encode(data).decode("ascii")}
+    out = _message_id_json(message.message_id)
+    out.update(text)
+    out["key"] = message.key
+    out["publishTimeMs"] = message.publish_time_ms
+    out["deliverAtMs"] = message.deliver_at_ms
+    out["redeliveryCount"] = message.redelivery_count
+    return out
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+def _handler(args: argparse.Namespace) -> Callable[..., Any]:
+    """The parsed command's handler (a :class:`_Run` bound to its group and verb)."""
+    handler = args.handler
+    return handler.bind(args.group, args.command) if isinstance(handler, _Run) else handler
+
+
+def exit_code(error: MLedgerError) -> int:
+    """The exit status for an admin error (see ``EXIT_CODES``)."""
+    return EXIT_CODES.get(error.http_status, EXIT_OTHER)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (see the module docstring)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.group == "serve":
+        return int(args.run(args))
+    if args.admin_url:
+        if args.command in LOCAL_ONLY_COMMANDS:
+            parser.error(f"{args.command} needs --data-dir: the admin REST API has no {args.command}")
+        if args.auth_file:
+            parser.error("--auth-file applies to a data directory; the server at --admin-url has its own")
+    elif not args.data_dir:
+        parser.error(f"--data-dir is required (or set ${DATA_DIR_ENV}), or give --admin-url")
+    problem = args.check(args) if getattr(args, "check", None) else None
+    if problem:
+        args.command_parser.error(problem)  # exits with 2, before the data directory is opened
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        with _open_remote_admin(args) if args.admin_url else _open_admin(args) as admin:
+            _handler(args)(admin, args)
+    except MLedgerError as e:
+        print(str(e) or type(e).__name__, file=sys.stderr)
+        return exit_code(e)
+    except (OSError, sqlite3.Error) as e:  # the data directory itself (permissions, disk)
+        print(f"{args.admin_url or args.data_dir}: {e}", file=sys.stderr)
+        return EXIT_OTHER
+    sys.stdout.flush()
+    return 0
+
+
+@contextlib.contextmanager
+def _open_remote_admin(args: argparse.Namespace) -> Iterator[RemoteAdmin]:
+    """A :class:`~mledger.admin._remote.RemoteAdmin` for ``--admin-url``, closed on the way out."""
+    with RemoteAdmin(args.admin_url, token=args.token, role=args.role, timeout=args.timeout) as admin:
+        yield admin
+
+
+@contextlib.contextmanager
+def _open_admin(args: argparse.Namespace) -> Iterator[Admin]:
+    """Store, factory, broker (:func:`~mledger.broker.open_broker`) and admin over ``--data-dir``;
+    all closed on the way out, so everything the command changed is persisted when it returns."""
+    from ..admin import Admin, Authorization
+    from ..broker import open_broker
+
+    authorization = Authorization.from_json(args.auth_file) if args.auth_file else None
+    with open_broker(args.data_dir) as opened:
+        yield Admin(opened.broker, authorization=authorization, role=args.role)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

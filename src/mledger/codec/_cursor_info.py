@@ -1,0 +1,524 @@
+"""``PositionInfo`` and ``ManagedCursorInfo`` codecs, byte-identical to protobuf's, at numpy speed.
+
+Encoders write fields in field-number order with every ``repeated int64`` unpacked, exactly as
+the generated protobuf serializer (and Pulsar's Java one) does, so
+``encode_position_info(s) == <PositionInfo built from s>.SerializeToString()``. The repeated
+records go through :mod:`.varint_arrays` (whole-array numpy work, no object per range); scalars,
+strings and the walk over top-level fields are plain Python.
+
+Decoders are as tolerant as protobuf: fields in any order, unknown fields (groups included)
+skipped, known fields with an unexpected wire type treated as unknown, packed or unpacked
+repeated int64, last-one-wins scalars and map keys. Records in the canonical layout are
+decoded in bulk; any other record is decoded with the generated classes, with an exponential
+back-off so that odd input costs at most a constant factor. Malformed input (truncation,
+bad lengths or wire types, a missing required field) raises ``StateCorruptedError``. A
+decoder's time and memory are linear in the input size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core._errors import StateCorruptedError
+from ..core._ints import as_int64
+from ..core._position import Position
+from . import _varint_arrays as vx
+from ._cursor_state import PersistedCursorState, RangeArrays
+from ._varint import (
+    LEN,
+    VARINT,
+    check_int64,
+    decode_utf8,
+    get_len,
+    get_varint,
+    parse_flat,
+    put_bytes_field,
+    put_tag,
+    put_varint,
+    read_tag,
+    skip_field,
+)
+from .proto import MLDataFormats_pb2 as pb
+
+__all__ = [
+    "decode_managed_cursor_info",
+    "decode_position_info",
+    "encode_managed_cursor_info",
+    "encode_position_info",
+    "long_list_size",
+    "range_record_sizes",
+]
+
+_MIN_WINDOW = 1 << 16
+_MAX_WINDOW = 1 << 20  # bytes scanned at once: cache-friendly, token arrays ~30 MiB
+_MAX_BACKOFF = 1 << 12
+
+# PositionInfo fields
+_PI_LEDGER, _PI_ENTRY, _PI_RANGES, _PI_PROPS, _PI_BATCH, _PI_LONGS = 1, 2, 3, 4, 5, 6
+# ManagedCursorInfo fields
+_MCI_CURSORS_LEDGER, _MCI_MD_LEDGER, _MCI_MD_ENTRY, _MCI_RANGES = 1, 2, 3, 4
+_MCI_PROPS, _MCI_LAST_ACTIVE, _MCI_BATCH, _MCI_CURSOR_PROPS = 5, 6, 7, 8
+
+_Buffer = bytes | bytearray | memoryview
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+
+def _int64_array(values: object, what: str) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {a.shape}")
+    if a.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{what} must hold integers, got dtype {a.dtype}")
+    if a.dtype != np.int64:
+        if a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"{what} holds values outside the int64 range")
+        a = a.astype(np.int64)
+    return a
+
+
+def _u64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(np.uint64)
+
+
+def _encode_ranges(field: int, ranges: RangeArrays | None) -> list[np.ndarray]:
+    if ranges is None:
+        return []
+    cols = [_int64_array(c, f"ranges.{name}") for c, name in zip(ranges, RangeArrays._fields, strict=True)]
+    n = cols[0].size
+    if any(c.size != n for c in cols):
+        raise ValueError(f"ranges arrays have different lengths: {[c.size for c in cols]}")
+    if n == 0:
+        return []
+    ll, le, ul, ue = (_u64(c) for c in cols)
+    layout = (
+        vx.Nested(1, (vx.Scalar(1, ll), vx.Scalar(2, le))),
+        vx.Nested(2, (vx.Scalar(1, ul), vx.Scalar(2, ue))),
+    )
+    return vx.encode_records(field, n, layout)
+
+
+def _flatten_words(words: list[np.ndarray], what: str) -> tuple[np.ndarray, np.ndarray]:
+    arrays = [_int64_array(w, what) for w in words]
+    counts = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+    flat = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+    return _u64(flat), counts
+
+
+def _encode_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> list[np.ndarray]:
+    if not batch:
+        return []
+    ledgers = np.array([check_int64(p[0], "batch position ledger id") for p, _ in batch], dtype=np.int64)
+    entries = np.array([check_int64(p[1], "batch position entry id") for p, _ in batch], dtype=np.int64)
+    flat, counts = _flatten_words([w for _, w in batch], "batch_deleted words")
+    layout = (vx.Nested(1, (vx.Scalar(1, _u64(ledgers)), vx.Scalar(2, _u64(entries)))),)
+    return vx.encode_records(field, len(batch), layout, 2, flat, counts)
+
+
+def _encode_long_arrays(field: int, long_arrays: Mapping[int, np.ndarray] | None) -> list[np.ndarray]:
+    if not long_arrays:
+        return []
+    keys = np.array([check_int64(k, "long_arrays ledger id") for k in long_arrays], dtype=np.int64)
+    flat, counts = _flatten_words(list(long_arrays.values()), "long_arrays words")
+    return vx.encode_records(field, keys.size, (vx.Scalar(1, _u64(keys)),), 2, flat, counts)
+
+
+def _encode_long_properties(out: bytearray, field: int, props: Mapping[str, int]) -> None:
+    for name, value in props.items():
+        body = bytearray()
+        put_bytes_field(body, 1, name.encode("utf-8"))
+        put_tag(body, 2, VARINT)
+        put_varint(body, check_int64(value, f"property {name!r}"))
+        put_bytes_field(out, field, bytes(body))
+
+
+def _encode_string_properties(out: bytearray, field: int, props: Mapping[str, str]) -> None:
+    for name, value in props.items():
+        body = bytearray()
+        put_bytes_field(body, 1, name.encode("utf-8"))
+        put_bytes_field(body, 2, value.encode("utf-8"))
+        put_bytes_field(out, field, bytes(body))
+
+
+def _put_int64_field(out: bytearray, field: int, value: int, what: str) -> None:
+    put_tag(out, field, VARINT)
+    put_varint(out, check_int64(value, what))
+
+
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Varint bytes of each int64 (negative ones take 10, as int64 on the wire)."""
+    return vx.varint_sizes(np.asarray(values, dtype=np.int64).view(np.uint64))
+
+
+def range_record_sizes(ledger_id: int, lowers: np.ndarray, uppers: np.ndarray) -> np.ndarray:
+    """Bytes each ``MessageRange`` of one ledger takes in ``individualDeletedMessages``
+    (tag and length included), for ranges ``(ledger_id:lower..ledger_id:upper]``. O(n)."""
+    lid = int(_varint_sizes(np.array([ledger_id]))[0])
+    lower_npi = 2 + lid + _varint_sizes(lowers)
+    upper_npi = 2 + lid + _varint_sizes(uppers)
+    body = 2 + lower_npi + 2 + upper_npi
+    return 1 + _varint_sizes(body) + body
+
+
+def long_list_size(ledger_id: int, words: np.ndarray) -> int:
+    """Bytes one ``LongListMap`` of ``individualDeletedMessageRanges`` takes (tag and length
+    included): a ledger id and its BitSet words, unpacked as Pulsar writes them. O(words)."""
+    body = 1 + int(_varint_sizes(np.array([ledger_id]))[0]) + int((1 + _varint_sizes(words)).sum())
+    return 1 + int(_varint_sizes(np.array([body]))[0]) + body
+
+
+def encode_position_info(state: PersistedCursorState) -> bytes:
+    """Serialize ``state`` as a ``PositionInfo`` (a cursor-ledger entry).
+
+    Writes fields 1, 2 (mark-delete), 3 (``ranges``, when not None), 4 (``properties``), 5
+    (``batch_deleted``) and 6 (``long_arrays``, when not None), each repeated record in the
+    given order. ``cursor_properties``, ``cursors_ledger_id`` and ``last_active`` have no place
+    in a ``PositionInfo`` and are not written. O(total values), numpy-vectorised.
+    Raises ``ValueError``/``TypeError`` for values that are not int64 or arrays of unequal
+    length.
+    """
+    head = bytearray()
+    _put_int64_field(head, _PI_LEDGER, state.mark_delete[0], "mark_delete ledger id")
+    _put_int64_field(head, _PI_ENTRY, state.mark_delete[1], "mark_delete entry id")
+    props = bytearray()
+    _encode_long_properties(props, _PI_PROPS, state.properties)
+    parts: list[bytes | bytearray | np.ndarray] = [head]
+    parts += _encode_ranges(_PI_RANGES, state.ranges)
+    parts.append(props)
+    parts += _encode_batch(_PI_BATCH, state.batch_deleted)
+    parts += _encode_long_arrays(_PI_LONGS, state.long_arrays)
+    return b"".join(parts)  # type: ignore[arg-type]  # numpy arrays are buffers
+
+
+def encode_managed_cursor_info(state: PersistedCursorState) -> bytes:
+    """Serialize ``state`` as a ``ManagedCursorInfo`` (the metadata-store node).
+
+    Writes ``cursors_ledger_id`` (1), the mark-delete position (2, 3), ``ranges`` (4),
+    ``properties`` (5), ``last_active`` (6, when not None), ``batch_deleted`` (7) and
+    ``cursor_properties`` (8). Raises ``ValueError`` when ``long_arrays`` is not empty: the
+    message has no field for it and state is never dropped silently. O(total values).
+    """
+    if state.long_arrays:
+        raise ValueError("ManagedCursorInfo has no long-array field: convert long_arrays to ranges first")
+    head = bytearray()
+    _put_int64_field(head, _MCI_CURSORS_LEDGER, state.cursors_ledger_id, "cursors_ledger_id")
+    _put_int64_field(head, _MCI_MD_LEDGER, state.mark_delete[0], "mark_delete ledger id")
+    _put_int64_field(head, _MCI_MD_ENTRY, state.mark_delete[1], "mark_delete entry id")
+    middle = bytearray()
+    _encode_long_properties(middle, _MCI_PROPS, state.properties)
+    if state.last_active is not None:
+        _put_int64_field(middle, _MCI_LAST_ACTIVE, state.last_active, "last_active")
+    tail = bytearray()
+    _encode_string_properties(tail, _MCI_CURSOR_PROPS, state.cursor_properties)
+    parts: list[bytes | bytearray | np.ndarray] = [head]
+    parts += _encode_ranges(_MCI_RANGES, state.ranges)
+    parts.append(middle)
+    parts += _encode_batch(_MCI_BATCH, state.batch_deleted)
+    parts.append(tail)
+    return b"".join(parts)  # type: ignore[arg-type]  # numpy arrays are buffers
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+
+
+def _parse_pb(cls: Callable[[bytes], object], raw: bytes, what: str) -> object:
+    try:
+        msg = cls(raw)
+    except Exception as exc:  # protobuf raises DecodeError, and RecursionError on deep groups
+        raise StateCorruptedError(f"malformed {what}: {exc}") from exc
+    if not msg.IsInitialized():  # type: ignore[attr-defined]
+        raise StateCorruptedError(f"{what} is missing required fields")
+    return msg
+
+
+class _Repeated:
+    """One repeated message field: bulk scans of canonical runs, protobuf for the rest."""
+
+    what = "record"
+
+    def __init__(self, field: int) -> None:
+        self.tag = (field << 3) | LEN
+        self._skip = 0
+        self._backoff = 1
+
+    def take(self, mv: memoryview, arr: np.ndarray, tag_pos: int, pos: int, end: int) -> int:
+        """Consume the record whose tag starts at ``tag_pos`` (and any canonical run after it)."""
+        if self._skip == 0 and pos == tag_pos + 1:
+            new_pos = self._fast(mv, arr, tag_pos, end)
+            if new_pos > tag_pos:
+                self._backoff = 1
+                return new_pos
+            self._skip = self._backoff
+            self._backoff = min(self._backoff * 2, _MAX_BACKOFF)
+        elif self._skip:
+            self._skip -= 1
+        stop, start = get_len(mv, pos, end)
+        self._slow(bytes(mv[start:stop]))
+        return stop
+
+    def _fast(self, mv: memoryview, arr: np.ndarray, pos: int, end: int) -> int:
+        window = _MIN_WINDOW
+        while pos < end and mv[pos] == self.tag:
+            stop, _ = get_len(mv, pos + 1, end)
+            if stop - pos > _MAX_WINDOW:
+                # Tokenizing costs tens of bytes of index arrays per input byte: a record this
+                # big is streamed instead, so that memory stays bounded whatever the input.
+                consumed = self._scan_big(mv, arr, pos, stop)
+            else:
+                consumed = self._scan(arr, pos, min(end, pos + max(window, stop - pos)))
+            if not consumed:
+                break
+            pos += consumed
+            window = min(window * 2, _MAX_WINDOW)
+        return pos
+
+    def _scan(self, arr: np.ndarray, lo: int, hi: int) -> int:
+        """Bulk-decode canonical records from ``lo``; return the bytes consumed (0: none)."""
+        raise NotImplementedError
+
+    def _scan_big(self, mv: memoryview, arr: np.ndarray, pos: int, stop: int) -> int:
+        """Decode the one canonical record ``[pos, stop)`` larger than a window, or return 0."""
+        return 0
+
+    def _slow(self, raw: bytes) -> None:
+        raise NotImplementedError
+
+
+class _Ranges(_Repeated):
+    what = "MessageRange"
+    _MIN_RECORD = 14  # tag, length and two embedded positions of one-byte varints
+
+    def __init__(self, field: int) -> None:
+        super().__init__(field)
+        self._cols: np.ndarray | None = None
+        self._n = 0
+        self.seen = False
+
+    def _room(self, arr: np.ndarray, lo: int) -> np.ndarray:
+        # Every record of the field lies after the first one and takes at least 14 bytes, so
+        # one allocation sized from there holds them all: no chunk list, no final concatenate
+        # (pages never written are never touched).
+        if self._cols is None:
+            self._cols = np.empty((4, (arr.size - lo) // self._MIN_RECORD + 1), dtype=np.int64)
+        return self._cols
+
+    def _scan(self, arr: np.ndarray, lo: int, hi: int) -> int:
+        cols = self._room(arr, lo)
+        run = vx.scan_ranges(arr, lo, hi, self.tag, cols[:, self._n :])
+        if run is None:
+            return 0
+        self._n += run.lower_ledger.size
+        self.seen = True
+        return run.consumed
+
+    def _slow(self, raw: bytes) -> None:
+        m = _parse_pb(pb.MessageRange.FromString, raw, self.what)
+        lo, up = m.lowerEndpoint, m.upperEndpoint  # type: ignore[attr-defined]
+        assert self._cols is not None
+        if self._n == self._cols.shape[1]:  # cannot happen for valid records; cheap insurance
+            self._cols = np.concatenate([self._cols, np.empty_like(self._cols)], axis=1)
+        self._cols[:, self._n] = (lo.ledgerId, lo.entryId, up.ledgerId, up.entryId)
+        self._n += 1
+        self.seen = True
+
+    def take(self, mv: memoryview, arr: np.ndarray, tag_pos: int, pos: int, end: int) -> int:
+        self._room(arr, tag_pos)
+        return super().take(mv, arr, tag_pos, pos, end)
+
+    def result(self) -> RangeArrays | None:
+        if not self.seen or self._cols is None:
+            return None
+        cols = [self._cols[i, : self._n] for i in range(4)]
+        if 2 * self._n < self._cols.shape[1]:  # mostly other fields: do not pin the spare room
+            cols = [c.copy() for c in cols]
+        return RangeArrays(*cols)
+
+
+class _PairRecords(_Repeated):
+    """``LongListMap`` (``nested=False``) or ``BatchedEntryDeletionIndexInfo`` (``nested=True``)."""
+
+    def __init__(self, field: int, nested: bool) -> None:
+        super().__init__(field)
+        self.nested = nested
+        self.what = "BatchedEntryDeletionIndexInfo" if nested else "LongListMap"
+        self.head_tags = (0x0A, 0x08, 0x10) if nested else (0x08,)
+        self.items: list[tuple[tuple[int, ...], np.ndarray]] = []
+
+    def _scan(self, arr: np.ndarray, lo: int, hi: int) -> int:
+        run = vx.scan_pair_records(arr, lo, hi, self.tag, self.head_tags, self.nested, 0x10)
+        if run is None:
+            return 0
+        heads = zip(*(h.tolist() for h in run.head), strict=True)
+        bounds = np.cumsum(run.counts)[:-1]
+        self.items += zip(heads, np.split(run.tail, bounds), strict=True)
+        return run.consumed
+
+    def _scan_big(self, mv: memoryview, arr: np.ndarray, pos: int, stop: int) -> int:
+        _, p = get_varint(mv, pos + 1, stop)
+        head: list[int] = []
+        if self.nested:
+            if p >= stop or mv[p] != 0x0A:
+                return 0
+            inner_stop, p = get_len(mv, p + 1, stop)
+            for tag in (0x08, 0x10):
+                if p >= inner_stop or mv[p] != tag:
+                    return 0
+                value, p = get_varint(mv, p + 1, inner_stop)
+                head.append(as_int64(value))
+            if p != inner_stop:
+                return 0
+        else:
+            if p >= stop or mv[p] != 0x08:
+                return 0
+            value, p = get_varint(mv, p + 1, stop)
+            head.append(as_int64(value))
+        chunks = []
+        while p < stop:
+            values, consumed = vx.scan_tail_pairs(arr, p, min(stop, p + _MAX_WINDOW), 0x10)
+            if not consumed:
+                return 0
+            chunks.append(values)
+            p += consumed
+        self.items.append((tuple(head), np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)))
+        return stop - pos
+
+    def _slow(self, raw: bytes) -> None:
+        if self.nested:
+            m = _parse_pb(pb.BatchedEntryDeletionIndexInfo.FromString, raw, self.what)
+            p = m.position  # type: ignore[attr-defined]
+            head: tuple[int, ...] = (p.ledgerId, p.entryId)
+            words = m.deleteSet  # type: ignore[attr-defined]
+        else:
+            m = _parse_pb(pb.LongListMap.FromString, raw, self.what)
+            head = (m.key,)  # type: ignore[attr-defined]
+            words = m.values  # type: ignore[attr-defined]
+        self.items.append((head, np.fromiter(words, dtype=np.int64, count=len(words))))
+
+
+class _Walk(NamedTuple):
+    scalars: dict[int, int]
+    ranges: RangeArrays | None
+    long_props: dict[str, int]
+    string_props: dict[str, str]
+    batch: list[tuple[Position, np.ndarray]]
+    long_arrays: dict[int, np.ndarray] | None
+
+
+def _view(data: _Buffer) -> memoryview:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"expected bytes-like data, got {type(data).__name__}")
+    mv = memoryview(data)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def _walk(
+    data: _Buffer,
+    scalar_fields: frozenset[int],
+    ranges_field: int,
+    props_field: int,
+    batch_field: int,
+    longs_field: int | None,
+    string_props_field: int | None,
+) -> _Walk:
+    mv = _view(data)
+    arr = np.frombuffer(mv, dtype=np.uint8)
+    end = len(mv)
+    scalars: dict[int, int] = {}
+    long_props: dict[str, int] = {}
+    string_props: dict[str, str] = {}
+    ranges = _Ranges(ranges_field)
+    batch = _PairRecords(batch_field, nested=True)
+    longs = _PairRecords(longs_field, nested=False) if longs_field is not None else None
+    repeated: dict[int, _Repeated] = {ranges_field: ranges, batch_field: batch}
+    if longs is not None and longs_field is not None:
+        repeated[longs_field] = longs
+    pos = 0
+    while pos < end:
+        tag_pos = pos
+        field, wire_type, pos = read_tag(mv, pos, end)
+        if wire_type == VARINT and field in scalar_fields:
+            scalars[field], pos = get_varint(mv, pos, end)
+        elif wire_type != LEN:
+            pos = skip_field(mv, pos, end, field, wire_type)
+        elif field in repeated:
+            pos = repeated[field].take(mv, arr, tag_pos, pos, end)
+        elif field == props_field or field == string_props_field:
+            stop, start = get_len(mv, pos, end)
+            is_long = field == props_field
+            what = "LongProperty" if is_long else "StringProperty"
+            found = parse_flat(mv, start, stop, {1: LEN, 2: VARINT if is_long else LEN}, what)
+            if 1 not in found or 2 not in found:
+                raise StateCorruptedError(f"{what} at offset {start} is missing required fields")
+            name = decode_utf8(found[1])  # type: ignore[arg-type]
+            if is_long:
+                long_props[name] = as_int64(found[2])  # type: ignore[arg-type]
+            else:
+                string_props[name] = decode_utf8(found[2])  # type: ignore[arg-type]
+            pos = stop
+        else:
+            pos = skip_field(mv, pos, end, field, wire_type)
+    batch_list = [(Position(h[0], h[1]), w) for h, w in batch.items]
+    long_arrays: dict[int, np.ndarray] | None = None
+    if longs is not None and longs.items:
+        long_arrays = {}
+        for h, w in longs.items:
+            long_arrays[h[0]] = w
+    return _Walk(
+        {k: as_int64(v) for k, v in scalars.items()},
+        ranges.result(),
+        long_props,
+        string_props,
+        batch_list,
+        long_arrays,
+    )
+
+
+def decode_position_info(data: _Buffer) -> PersistedCursorState:
+    """Parse a ``PositionInfo``; the inverse of :func:`encode_position_info`.
+
+    ``ranges`` / ``long_arrays`` are ``None`` when the message has no such record. Tolerant as
+    protobuf is (see the module docstring); raises ``StateCorruptedError`` on malformed input
+    or when ``ledgerId`` / ``entryId`` is missing. O(len(data)); never copies ``data``.
+    """
+    w = _walk(data, frozenset({_PI_LEDGER, _PI_ENTRY}), _PI_RANGES, _PI_PROPS, _PI_BATCH, _PI_LONGS, None)
+    if _PI_LEDGER not in w.scalars or _PI_ENTRY not in w.scalars:
+        raise StateCorruptedError("PositionInfo is missing its required ledgerId/entryId")
+    return PersistedCursorState(
+        mark_delete=Position(w.scalars[_PI_LEDGER], w.scalars[_PI_ENTRY]),
+        properties=w.long_props,
+        ranges=w.ranges,
+        long_arrays=w.long_arrays,
+        batch_deleted=w.batch,
+    )
+
+
+def decode_managed_cursor_info(data: _Buffer) -> PersistedCursorState:
+    """Parse a ``ManagedCursorInfo``; the inverse of :func:`encode_managed_cursor_info`.
+
+    An absent mark-delete reads as ``0:0`` (proto2 defaults, as Pulsar reads it) and an absent
+    ``lastActive`` as ``None``. Raises ``StateCorruptedError`` on malformed input or when
+    ``cursorsLedgerId`` is missing. O(len(data)).
+    """
+    scalar_fields = frozenset({_MCI_CURSORS_LEDGER, _MCI_MD_LEDGER, _MCI_MD_ENTRY, _MCI_LAST_ACTIVE})
+    w = _walk(data, scalar_fields, _MCI_RANGES, _MCI_PROPS, _MCI_BATCH, None, _MCI_CURSOR_PROPS)
+    if _MCI_CURSORS_LEDGER not in w.scalars:
+        raise StateCorruptedError("ManagedCursorInfo is missing its required cursorsLedgerId")
+    return PersistedCursorState(
+        mark_delete=Position(w.scalars.get(_MCI_MD_LEDGER, 0), w.scalars.get(_MCI_MD_ENTRY, 0)),
+        properties=w.long_props,
+        ranges=w.ranges,
+        batch_deleted=w.batch,
+        cursor_properties=w.string_props,
+        cursors_ledger_id=w.scalars[_MCI_CURSORS_LEDGER],
+        last_active=w.scalars.get(_MCI_LAST_ACTIVE),
+    )

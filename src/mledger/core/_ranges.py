@@ -1,0 +1,682 @@
+"""The ack range set: which positions above the mark-delete have been individually acked.
+
+Theory of operation
+-------------------
+Pulsar keeps a cursor's individually-acked positions in ``OpenLongPairRangeSet`` (HEAD:
+``PositionRangeSet``): a sorted map ``ledgerId -> bitset`` where bit ``e`` means ``L:e`` is
+acked. Ranges are *derived* from the bits and reported per ledger as open-closed pairs
+``(L:first-1 .. L:last]``; a range never crosses a ledger boundary.
+
+:class:`AckRangeSet` is the same structure with a roaring bitmap (pyroaring) per ledger under a
+``SortedDict`` index, so every operation costs what it touches:
+
+* adding or testing one position is O(1) (one bitmap call);
+* run boundaries are found with ``contains_range`` in an exponential search, O(log run);
+* the number of ranges (``size()``) is derived per ledger as ``card - |B ∩ (B << 1)|`` in
+  O(containers) and cached until that ledger changes;
+* bulk export (persistence) walks runs with vectorised numpy over the bitmap's values when
+  runs are short, and run by run when they are long, so it is O(ranges) either way.
+
+Entry ids are bitmap indexes and must lie in ``[0, 2**32)`` (as in Pulsar's roaring sets).
+"""
+
+from __future__ import annotations
+
+import array
+from collections.abc import Iterable, Iterator
+from typing import cast
+
+import numpy as np
+from pyroaring import BitMap
+from sortedcontainers import SortedDict
+
+from ._errors import InvalidPositionError
+from ._ints import UINT64_MASK
+from ._position import Position
+
+MAX_ENTRY_ID = (1 << 32) - 1
+"""The largest entry id a range set can hold (roaring bitmaps index 32-bit values)."""
+
+CACHED_RUNS_PER_LEDGER = 4096
+"""Ledgers with at most this many ranges keep their exported runs until they change (64 KiB
+at most per ledger); ledgers with more recompute them, vectorised, on every export."""
+
+WORDS_PER_STEP = 2048
+"""BitSet words :meth:`AckRangeSet.add_words` expands at a time (131,072 entries, ~1 MiB)."""
+
+OpenClosedRange = tuple[Position, Position]
+
+
+class AckRangeSet:
+    """Acked positions as per-ledger roaring bitmaps, with Pulsar's range semantics.
+
+    Not thread-safe by itself: the owning cursor serialises access under its lock.
+
+    >>> s = AckRangeSet()
+    >>> s.add_range(3, 5, 7); s.add(3, 10); s.add(3, 9)
+    3
+    True
+    True
+    >>> str(s), s.size(), s.cardinality()
+    ('[(3:4..3:7],(3:8..3:10]]', 2, 5)
+    """
+
+    __slots__ = ("_bitmaps", "_runs", "_run_arrays", "_cardinality")
+
+    def __init__(self) -> None:
+        self._bitmaps: SortedDict = SortedDict()  # ledger id -> non-empty BitMap
+        self._runs: dict[int, int] = {}  # cached run count per ledger; absent = stale
+        # cached closed runs (read-only arrays) of ledgers with few runs; dropped with _runs
+        self._run_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._cardinality = 0
+
+    # -- adding -----------------------------------------------------------------------------
+    def add(self, ledger_id: int, entry_id: int) -> bool:
+        """Mark ``ledger_id:entry_id`` acked; return True if it was not acked before. O(1)."""
+        if not 0 <= entry_id <= MAX_ENTRY_ID:
+            _bad_entry(ledger_id, entry_id)
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:
+            bm = self._bitmaps[ledger_id] = BitMap()
+        try:
+            bm.add_checked(entry_id)
+        except KeyError:
+            return False
+        self._changed(ledger_id)
+        self._cardinality += 1
+        return True
+
+    def add_range(self, ledger_id: int, first_entry: int, last_entry: int) -> int:
+        """Mark ``[first_entry, last_entry]`` of one ledger acked; return how many were new.
+
+        O(containers spanned).
+        """
+        if first_entry > last_entry:
+            return 0
+        if first_entry < 0 or last_entry > MAX_ENTRY_ID:
+            _bad_entry(ledger_id, first_entry if first_entry < 0 else last_entry)
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:
+            bm = self._bitmaps[ledger_id] = BitMap()
+        before = bm.range_cardinality(first_entry, last_entry + 1)
+        bm.add_range(first_entry, last_entry + 1)
+        added = (last_entry - first_entry + 1) - before
+        if added:
+            self._changed(ledger_id)
+            self._cardinality += added
+        return added
+
+    def add_many(self, ledger_id: int, entry_ids: np.ndarray | Iterable[int]) -> int:
+        """Mark many entries of one ledger acked in one bulk call; return how many were new.
+
+        O(n) in C; the iterable form of individual acks is built on this.
+        """
+        values = np.asarray(entry_ids if isinstance(entry_ids, np.ndarray) else list(entry_ids))
+        if values.size == 0:
+            return 0
+        if values.min() < 0 or values.max() > MAX_ENTRY_ID:
+            bad = int(values.min()) if values.min() < 0 else int(values.max())
+            _bad_entry(ledger_id, bad)
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:
+            bm = self._bitmaps[ledger_id] = BitMap()
+        before = len(bm)
+        bm.update(array.array("I", values.astype(np.uint32, copy=False).tobytes()))
+        added = len(bm) - before
+        if added:
+            self._changed(ledger_id)
+            self._cardinality += added
+        elif before == 0:
+            del self._bitmaps[ledger_id]
+        return added
+
+    def add_words(self, ledger_id: int, words: np.ndarray) -> int:
+        """Mark acked the set bits of one ledger's ``BitSet.toLongArray()`` words; return how
+        many were new (Pulsar's ``build`` for one ledger).
+
+        Converts :data:`WORDS_PER_STEP` words at a time, so the transient memory is a few MiB
+        whatever the number of words (expanding every set bit at once costs 8 bytes per acked
+        entry: a 10 MB record of dense words would need gigabytes). O(words * 64).
+        """
+        words = np.asarray(words, dtype=np.int64)
+        if words.size == 0:
+            return 0
+        nonzero = np.flatnonzero(words)
+        if nonzero.size == 0:
+            return 0
+        last = int(nonzero[-1])
+        word = int(words[last])
+        top = last * 64 + (63 if word < 0 else word.bit_length() - 1)
+        if top > MAX_ENTRY_ID:
+            _bad_entry(ledger_id, top)
+        added = 0
+        for start in range(0, last + 1, WORDS_PER_STEP):
+            chunk = words[start : start + WORDS_PER_STEP]
+            if not chunk.any():
+                continue
+            bits = np.flatnonzero(
+                np.unpackbits(np.ascontiguousarray(chunk, dtype="<i8").view(np.uint8), bitorder="little")
+            )
+            added += self.add_many(ledger_id, bits.astype(np.uint32) + np.uint32(start * 64))
+        return added
+
+    def add_open_closed(self, lower_ledger: int, lower_entry: int, upper_ledger: int, upper_entry: int) -> None:
+        """Add the open-closed range ``(lower..upper]`` with Pulsar's cross-ledger rules.
+
+        Same ledger: entries ``lower_entry+1 .. upper_entry``. Across ledgers (Pulsar's
+        ``OpenLongPairRangeSet.addOpenClosed``): the lower ledger is filled up to its highest
+        acked entry only if it already has acked entries above ``lower_entry`` (a ledger is
+        never invented), the upper ledger gets ``0 .. upper_entry``, ledgers in between are
+        not touched. Callers that know the ledger sizes split ranges first (recovery does).
+        """
+        if (lower_ledger, lower_entry) >= (upper_ledger, upper_entry):
+            return
+        if lower_ledger == upper_ledger:
+            self.add_range(lower_ledger, lower_entry + 1, upper_entry)
+            return
+        bm = self._bitmaps.get(lower_ledger)
+        if bm is not None:
+            top = bm.max()
+            if top > lower_entry:
+                self.add_range(lower_ledger, lower_entry + 1, top)
+        self.add_range(upper_ledger, 0, upper_entry)
+
+    # -- removing ---------------------------------------------------------------------------
+    def remove_at_most(self, ledger_id: int, entry_id: int) -> int:
+        """Remove every position ``<= ledger_id:entry_id``; return how many were removed.
+
+        O(ledgers dropped + containers trimmed).
+        """
+        removed = 0
+        bitmaps = self._bitmaps
+        while bitmaps:
+            first = bitmaps.peekitem(0)[0]
+            if first >= ledger_id:
+                break
+            removed += len(bitmaps.popitem(0)[1])
+            self._changed(first)
+        bm = bitmaps.get(ledger_id)
+        if bm is not None and entry_id >= 0 and bm.min() <= entry_id:
+            before = len(bm)
+            bm.remove_range(0, min(entry_id, MAX_ENTRY_ID) + 1)
+            removed += before - len(bm)
+            self._changed(ledger_id)
+            if not bm:
+                del bitmaps[ledger_id]
+        self._cardinality -= removed
+        return removed
+
+    def remove(self, ledger_id: int, entry_id: int) -> bool:
+        """Un-ack one position; return True if it was acked. O(1)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None or entry_id not in bm:
+            return False
+        bm.discard(entry_id)
+        self._changed(ledger_id)
+        self._cardinality -= 1
+        if not bm:
+            del self._bitmaps[ledger_id]
+        return True
+
+    def clear(self) -> None:
+        """Remove everything. O(ledgers)."""
+        self._bitmaps.clear()
+        self._runs.clear()
+        self._run_arrays.clear()
+        self._cardinality = 0
+
+    # -- queries ----------------------------------------------------------------------------
+    def contains(self, ledger_id: int, entry_id: int) -> bool:
+        """Whether ``ledger_id:entry_id`` is acked. O(1)."""
+        bm = self._bitmaps.get(ledger_id)
+        return bm is not None and 0 <= entry_id <= MAX_ENTRY_ID and entry_id in bm
+
+    def __contains__(self, position: object) -> bool:
+        ledger_id, entry_id = cast("tuple[int, int]", position)
+        return self.contains(ledger_id, entry_id)
+
+    def is_empty(self) -> bool:
+        """True when nothing is acked. O(1)."""
+        return not self._bitmaps
+
+    def __bool__(self) -> bool:
+        return bool(self._bitmaps)
+
+    def cardinality(self) -> int:
+        """Number of acked positions. O(1)."""
+        return self._cardinality
+
+    def cardinality_between(self, lower: Position, upper: Position) -> int:
+        """Acked positions in ``[lower, upper]`` (both inclusive, Pulsar's ``cardinality``).
+
+        O(ledgers in between + containers of the two end ledgers).
+        """
+        if lower > upper:
+            return 0
+        total = 0
+        for ledger_id in self._bitmaps.irange(lower[0], upper[0]):
+            bm = self._bitmaps[ledger_id]
+            lo = lower[1] if ledger_id == lower[0] else 0
+            hi = upper[1] if ledger_id == upper[0] else MAX_ENTRY_ID
+            if hi < 0 or lo > MAX_ENTRY_ID:
+                continue
+            lo = max(lo, 0)
+            total += len(bm) if lo == 0 and hi >= MAX_ENTRY_ID else bm.range_cardinality(lo, min(hi, MAX_ENTRY_ID) + 1)
+        return total
+
+    def ledger_cardinality(self, ledger_id: int) -> int:
+        """Acked entries of one ledger. O(containers)."""
+        bm = self._bitmaps.get(ledger_id)
+        return 0 if bm is None else len(bm)
+
+    def ledger_ids(self) -> list[int]:
+        """Ledgers holding acked entries, ascending."""
+        return list(self._bitmaps.keys())
+
+    def size(self) -> int:
+        """Number of open-closed ranges (Pulsar's ``size()``). O(containers of changed ledgers)."""
+        runs = self._runs
+        total = 0
+        for ledger_id, bm in self._bitmaps.items():
+            count = runs.get(ledger_id)
+            if count is None:
+                count = runs[ledger_id] = _run_count(bm)
+            total += count
+        return total
+
+    def __len__(self) -> int:
+        return self.size()
+
+    def ledger_size(self, ledger_id: int) -> int:
+        """Number of ranges within one ledger. O(containers) once, then cached until it changes."""
+        bm = self._bitmaps.get(ledger_id)
+        return 0 if bm is None else self._ledger_run_count(ledger_id, bm)
+
+    def ledger_words(self, ledger_id: int) -> np.ndarray:
+        """``BitSet.toLongArray()`` of one ledger's acked entries (int64; empty if none). O(span / 64)."""
+        bm = self._bitmaps.get(ledger_id)
+        return np.empty(0, dtype=np.int64) if bm is None else bitmap_to_words(bm)
+
+    def run_end(self, ledger_id: int, entry_id: int) -> int:
+        """The last entry of the run containing the acked ``ledger_id:entry_id``. O(log run)."""
+        return _run_end(self._bitmaps[ledger_id], entry_id)
+
+    def next_unacked_entry(self, ledger_id: int, entry_id: int) -> int:
+        """The first entry id ``>= entry_id`` of the ledger that is not acked. O(log run)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None or entry_id not in bm:
+            return entry_id
+        return _run_end(bm, entry_id) + 1
+
+    def next_acked_entry(self, ledger_id: int, entry_id: int) -> int | None:
+        """The first acked entry id ``>= entry_id`` of the ledger, or None. O(1)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None or entry_id > MAX_ENTRY_ID:
+            return None
+        try:
+            return bm.next_set_bit(max(entry_id, 0))
+        except ValueError:
+            return None
+
+    def remove_after(self, ledger_id: int, entry_id: int) -> int:
+        """Remove every position ``> ledger_id:entry_id``; return how many were removed."""
+        removed = 0
+        bitmaps = self._bitmaps
+        while bitmaps:
+            last = bitmaps.peekitem(-1)[0]
+            if last <= ledger_id:
+                break
+            removed += len(bitmaps.popitem(-1)[1])
+            self._changed(last)
+        bm = bitmaps.get(ledger_id)
+        if bm is not None and bm.max() > entry_id:
+            before = len(bm)
+            bm.remove_range(max(entry_id + 1, 0), MAX_ENTRY_ID + 1)
+            removed += before - len(bm)
+            self._changed(ledger_id)
+            if not bm:
+                del bitmaps[ledger_id]
+        self._cardinality -= removed
+        return removed
+
+    def range_containing(self, ledger_id: int, entry_id: int) -> tuple[Position, Position] | None:
+        """The *closed* range ``[first, last]`` containing the position, or None. O(log run)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None or not 0 <= entry_id <= MAX_ENTRY_ID or entry_id not in bm:
+            return None
+        return Position(ledger_id, _run_start(bm, entry_id)), Position(ledger_id, _run_end(bm, entry_id))
+
+    def first_range(self) -> OpenClosedRange | None:
+        """The lowest range as ``(lower, upper]``, or None. O(log run)."""
+        if not self._bitmaps:
+            return None
+        ledger_id, bm = self._bitmaps.peekitem(0)
+        start = bm.min()
+        return Position(ledger_id, start - 1), Position(ledger_id, _run_end(bm, start))
+
+    def last_range(self) -> OpenClosedRange | None:
+        """The highest range as ``(lower, upper]``, or None. O(log run)."""
+        if not self._bitmaps:
+            return None
+        ledger_id, bm = self._bitmaps.peekitem(-1)
+        end = bm.max()
+        return Position(ledger_id, _run_start(bm, end) - 1), Position(ledger_id, end)
+
+    def span(self) -> OpenClosedRange | None:
+        """``(lower of the first range .. upper of the last range]``, or None."""
+        first, last = self.first_range(), self.last_range()
+        if first is None or last is None:
+            return None
+        return first[0], last[1]
+
+    # -- iteration and export ---------------------------------------------------------------
+    def ledger_runs(self, ledger_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Closed runs ``[starts[i], ends[i]]`` of one ledger as int64 arrays. O(ranges)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty
+        return self._ledger_run_arrays(ledger_id, bm)
+
+    def __iter__(self) -> Iterator[OpenClosedRange]:
+        """Open-closed ranges ``(lower, upper]`` in ascending order."""
+        for ledger_id in list(self._bitmaps.keys()):
+            starts, ends = self.ledger_runs(ledger_id)
+            for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+                yield Position(ledger_id, start - 1), Position(ledger_id, end)
+
+    def ranges(self) -> list[OpenClosedRange]:
+        """All ranges as a list of ``(lower, upper]`` pairs."""
+        return list(self)
+
+    def to_range_arrays(self, max_ranges: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """The first ``max_ranges`` ranges (nearest the mark-delete) as arrays.
+
+        Returns ``(ledgers, lower_entries, upper_entries, dropped)`` where range i is
+        ``(ledgers[i]:lower_entries[i] .. ledgers[i]:upper_entries[i]]`` and ``dropped`` counts
+        the ranges beyond the limit. ``None`` or a negative limit means no limit. O(ranges).
+        """
+        ledgers: list[np.ndarray] = []
+        lowers: list[np.ndarray] = []
+        uppers: list[np.ndarray] = []
+        kept = 0
+        dropped = 0
+        unlimited = max_ranges is None or max_ranges < 0
+        for ledger_id, bm in self._bitmaps.items():
+            if not unlimited and kept >= max_ranges:  # type: ignore[operator]
+                dropped += self._ledger_run_count(ledger_id, bm)
+                continue
+            starts, ends = self._ledger_run_arrays(ledger_id, bm)
+            if not unlimited and kept + len(starts) > max_ranges:  # type: ignore[operator]
+                take = max_ranges - kept  # type: ignore[operator]
+                dropped += len(starts) - take
+                starts, ends = starts[:take], ends[:take]
+            kept += len(starts)
+            ledgers.append(np.full(len(starts), ledger_id, dtype=np.int64))
+            lowers.append(starts - 1)
+            uppers.append(ends)
+        if not ledgers:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty, empty, dropped
+        return np.concatenate(ledgers), np.concatenate(lowers), np.concatenate(uppers), dropped
+
+    def to_long_arrays(self, max_entries: int | None = None) -> tuple[dict[int, np.ndarray], int]:
+        """Per-ledger ``BitSet.toLongArray()`` words, with Pulsar's ``toRanges(max)`` cut-off.
+
+        Ledgers are taken in ascending order while the running sum of their *cardinalities*
+        (acked entries, not ranges) stays ``<= max_entries`` (HEAD ``PositionRangeSet`` rule);
+        every later ledger is dropped. Returns ``(words_by_ledger, dropped_ranges)``.
+        ``None`` or a negative limit means no limit. O(span / 64) per ledger.
+        """
+        result: dict[int, np.ndarray] = {}
+        dropped = 0
+        running = 0
+        unlimited = max_entries is None or max_entries < 0
+        cut = False
+        for ledger_id, bm in self._bitmaps.items():
+            running += len(bm)
+            if cut or (not unlimited and running > max_entries):  # type: ignore[operator]
+                cut = True
+                dropped += self._ledger_run_count(ledger_id, bm)
+                continue
+            result[ledger_id] = bitmap_to_words(bm)
+        return result, dropped
+
+    @classmethod
+    def from_long_arrays(cls, words_by_ledger: dict[int, np.ndarray] | Iterable[tuple[int, np.ndarray]]) -> AckRangeSet:
+        """Build a set from per-ledger BitSet words (Pulsar's ``build``). O(span / 64)."""
+        result = cls()
+        items = words_by_ledger.items() if isinstance(words_by_ledger, dict) else words_by_ledger
+        for ledger_id, words in items:
+            result.add_words(int(ledger_id), np.asarray(words, dtype=np.int64))
+        return result
+
+    def _changed(self, ledger_id: int) -> None:
+        """Drop what is cached about one ledger: its bitmap changed."""
+        self._runs.pop(ledger_id, None)
+        self._run_arrays.pop(ledger_id, None)
+
+    def _ledger_run_arrays(self, ledger_id: int, bm: BitMap) -> tuple[np.ndarray, np.ndarray]:
+        """Closed runs of one ledger, cached (read-only) until it changes when they are few
+        (persisting a state exports every ledger, and most ledgers do not change between two
+        persists)."""
+        cached = self._run_arrays.get(ledger_id)
+        if cached is not None:
+            return cached
+        starts, ends = _runs_of(bm, self._runs.get(ledger_id))
+        self._runs[ledger_id] = len(starts)
+        starts.flags.writeable = False
+        ends.flags.writeable = False
+        if len(starts) <= CACHED_RUNS_PER_LEDGER:
+            self._run_arrays[ledger_id] = (starts, ends)
+        return starts, ends
+
+    def _ledger_run_count(self, ledger_id: int, bm: BitMap) -> int:
+        count = self._runs.get(ledger_id)
+        if count is None:
+            count = self._runs[ledger_id] = _run_count(bm)
+        return count
+
+    # -- misc -------------------------------------------------------------------------------
+    def copy(self) -> AckRangeSet:
+        """An independent copy. O(size of the bitmaps)."""
+        other = AckRangeSet()
+        for ledger_id, bm in self._bitmaps.items():
+            other._bitmaps[ledger_id] = BitMap(bm)
+        other._runs = dict(self._runs)
+        other._run_arrays = dict(self._run_arrays)  # read-only arrays: shared
+        other._cardinality = self._cardinality
+        return other
+
+    def memory_bytes(self) -> int:
+        """Approximate bytes held by the bitmaps (their serialized size)."""
+        return sum(
+            bm.get_statistics()["n_bytes_array_containers"]
+            + bm.get_statistics()["n_bytes_run_containers"]
+            + bm.get_statistics()["n_bytes_bitset_containers"]
+            for bm in self._bitmaps.values()
+        )
+
+    def run_optimize(self) -> None:
+        """Compress long runs into run containers (lower memory after mass acks)."""
+        for bm in self._bitmaps.values():
+            bm.run_optimize()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AckRangeSet):
+            return NotImplemented
+        return self._cardinality == other._cardinality and dict(self._bitmaps) == dict(other._bitmaps)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        return "[" + ",".join(f"({lo}..{hi}]" for lo, hi in self) + "]"
+
+    def __repr__(self) -> str:
+        return f"AckRangeSet(ranges={self.size()}, acked={self._cardinality})"
+
+    def _check(self) -> None:
+        """Assert the internal invariants (used by stress tests after each step)."""
+        total = 0
+        for ledger_id, bm in self._bitmaps.items():
+            assert len(bm) > 0, f"empty bitmap kept for ledger {ledger_id}"
+            total += len(bm)
+            cached = self._runs.get(ledger_id)
+            assert cached is None or cached == _run_count(bm), f"stale run count for {ledger_id}"
+        assert total == self._cardinality, f"cardinality {self._cardinality} != {total}"
+        assert set(self._runs) <= set(self._bitmaps), "run counts cached for absent ledgers"
+        for ledger_id, (starts, ends) in self._run_arrays.items():
+            fresh = _runs_of(self._bitmaps[ledger_id])
+            assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"
+
+
+# -- bitmap helpers (module level: they are the hot inner loops) --------------------------------
+
+
+def _bad_entry(ledger_id: int, entry_id: int) -> None:
+    raise InvalidPositionError(f"invalid position {ledger_id}:{entry_id}: entry ids must lie in [0, {MAX_ENTRY_ID}]")
+
+
+def _run_count(bm: BitMap) -> int:
+    # Elements whose predecessor is also present continue a run; the rest start one.
+    return len(bm) - bm.intersection_cardinality(bm.shift(1))
+
+
+def _run_end(bm: BitMap, entry: int) -> int:
+    """Last value of the run of ``bm`` that contains ``entry`` (exponential + binary search)."""
+    known = entry
+    step = 1
+    while True:
+        probe = known + step
+        if probe > MAX_ENTRY_ID or not bm.contains_range(known + 1, probe + 1):
+            break
+        known = probe
+        step <<= 1
+    bad = min(known + step, MAX_ENTRY_ID + 1)
+    while bad - known > 1:
+        mid = (known + bad) // 2
+        if bm.contains_range(known + 1, mid + 1):
+            known = mid
+        else:
+            bad = mid
+    return known
+
+
+def _run_start(bm: BitMap, entry: int) -> int:
+    """First value of the run of ``bm`` that contains ``entry``."""
+    known = entry
+    step = 1
+    while True:
+        probe = known - step
+        if probe < 0 or not bm.contains_range(probe, known):
+            break
+        known = probe
+        step <<= 1
+    bad = max(known - step, -1)
+    while known - bad > 1:
+        mid = (known + bad) // 2
+        if bm.contains_range(mid, known):
+            known = mid
+        else:
+            bad = mid
+    return known
+
+
+def _runs_of(bm: BitMap, run_count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Closed runs of a bitmap as ``(starts, ends)`` int64 arrays, in O(runs).
+
+    Short runs on average: vectorised over the values (at most 64 values per run). Long runs
+    with short gaps: vectorised over the gaps (the complement between the first and last
+    value, at most 64 per run). Long runs and long gaps: walked one by one with
+    ``next_set_bit`` and the exponential run-end search.
+    """
+    runs = _run_count(bm) if run_count is None else run_count
+    if runs == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    if len(bm) <= 64 * runs:
+        values = np.frombuffer(bm.to_array(), dtype=np.uint32).astype(np.int64)
+        breaks = np.flatnonzero(np.diff(values) != 1)
+        starts = np.empty(len(breaks) + 1, dtype=np.int64)
+        ends = np.empty(len(breaks) + 1, dtype=np.int64)
+        starts[0] = values[0]
+        starts[1:] = values[breaks + 1]
+        ends[:-1] = values[breaks]
+        ends[-1] = values[-1]
+        return starts, ends
+    low, high = bm.min(), bm.max()
+    if high - low + 1 - len(bm) <= 64 * runs:
+        # Long runs and short gaps: the gaps are the complement's runs within [low, high].
+        holes = np.frombuffer(bm.flip(low, high + 1).to_array(), dtype=np.uint32).astype(np.int64)
+        gap_breaks = np.flatnonzero(np.diff(holes) != 1)
+        starts = np.empty(runs, dtype=np.int64)
+        ends = np.empty(runs, dtype=np.int64)
+        starts[0], ends[-1] = low, high
+        starts[1:] = np.append(holes[gap_breaks], holes[-1:]) + 1  # after each gap's last hole
+        ends[:-1] = np.append(holes[:1], holes[gap_breaks + 1]) - 1  # before each gap's first hole
+        return starts, ends
+    starts = np.empty(runs, dtype=np.int64)
+    ends = np.empty(runs, dtype=np.int64)
+    value = low
+    for i in range(runs):
+        if i:
+            value = bm.next_set_bit(value)
+        end = _run_end(bm, value)
+        starts[i] = value
+        ends[i] = end
+        value = end + 1
+    return starts, ends
+
+
+def bitmap_to_words(bm: BitMap) -> np.ndarray:
+    """``java.util.BitSet.toLongArray()`` of a bitmap: little-endian int64 words, bit i of
+    word w is value ``64*w + i``, trailing zero words dropped. O(span / 64)."""
+    if not bm:
+        return np.empty(0, dtype=np.int64)
+    top = bm.max()
+    nwords = top // 64 + 1
+    bits = np.zeros(nwords * 64, dtype=np.bool_)
+    starts, ends = _runs_of(bm)
+    if len(starts) * 8 < len(bm):
+        # Few long runs: mark run boundaries and take a prefix sum instead of every value.
+        delta = np.zeros(nwords * 64 + 1, dtype=np.int8)
+        np.add.at(delta, starts, 1)
+        np.add.at(delta, ends + 1, -1)
+        bits = np.cumsum(delta[:-1], dtype=np.int32).astype(np.bool_)
+    else:
+        bits[np.frombuffer(bm.to_array(), dtype=np.uint32)] = True
+    return np.packbits(bits, bitorder="little").view("<i8").astype(np.int64, copy=False)
+
+
+def words_to_entries(words: np.ndarray) -> np.ndarray:
+    """The set bit indexes of BitSet words, ascending, as int64. O(words * 64)."""
+    if words.size == 0:
+        return np.empty(0, dtype=np.int64)
+    raw = np.ascontiguousarray(words, dtype="<i8").view(np.uint8)
+    return np.flatnonzero(np.unpackbits(raw, bitorder="little")).astype(np.int64)
+
+
+def ack_set_to_words(ack_set: int) -> np.ndarray:
+    """A Python-int bitset as ``BitSet.toLongArray()`` words (int64, trailing zeros dropped)."""
+    if ack_set < 0:
+        raise ValueError(f"ack set must be non-negative, got {ack_set}")
+    if ack_set == 0:
+        return np.empty(0, dtype=np.int64)
+    nwords = (ack_set.bit_length() + 63) // 64
+    return np.frombuffer(ack_set.to_bytes(nwords * 8, "little"), dtype="<i8").astype(np.int64)
+
+
+def words_to_ack_set(words: Iterable[int] | np.ndarray) -> int:
+    """BitSet words (``java.util.BitSet.toLongArray()``: signed 64-bit, lowest first; a
+    protocol ack set, a stored batch deletion) as a Python-int bitset: bit ``i`` of word ``w``
+    is bit ``64*w + i``. The one words-to-int conversion of mledger. O(words).
+
+    >>> words_to_ack_set([-1, 1]) == (1 << 65) - 1
+    True
+    """
+    if isinstance(words, np.ndarray):
+        return int.from_bytes(words.astype("<i8").tobytes(), "little") if words.size else 0
+    bits = 0
+    for i, word in enumerate(words):  # a few words at most: cheaper than a numpy round trip
+        bits |= (int(word) & UINT64_MASK) << (64 * i)
+    return bits

@@ -1,0 +1,1200 @@
+"""The managed cursor: read position, mark-delete position, individual and batch-index acks.
+
+Theory of operation
+-------------------
+A cursor (Pulsar's ``ManagedCursorImpl``) tracks one subscriber's progress through a managed
+ledger with these pieces of state, all guarded by one re-entrant lock:
+
+* ``mark_delete_position`` (MD): every entry at or before it is acknowledged;
+* ``read_position``: the next entry a sequential read returns; always ``> MD``;
+* the ack range set: entries above MD acked individually ("holes" are what lies between);
+* batch state: for partially acked batch entries, the bitset of *remaining* (un-acked)
+  indexes (Pulsar's ack-set rule: set bit = not yet acked; acks AND into it);
+* mark-delete properties (PIP-6 ``LongProperty``) and cursor properties (strings);
+* ``messages_consumed_counter``, which makes the cheap backlog ``added - consumed``.
+
+Invariants checked by :meth:`ManagedCursor._check` (and by the stateful tests after every
+step): ``read_position > MD``; every acked position lies strictly above MD and at or below the
+last confirmed entry; batch states lie above MD and are non-empty; the precise backlog equals
+``count(MD, LAC] - acked``.
+
+Individual acks absorb into MD: when the entry right after MD (``next_valid_position(MD)``,
+which crosses ledger boundaries) becomes acked, MD jumps to the end of that run, repeatedly.
+
+Resets (reset_cursor, seek, rewind, skip_entries, clear_backlog and callers' composite resets
+via :meth:`ManagedCursor.position_reset`) run inside a revision of the
+:class:`~mledger.managed_ledger._revision.CursorStateRevisionController`: reads are refused while
+one runs, and a read that started before a reset is discarded when it completes.
+
+Collaborators, each behind a narrow interface: the managed ledger is a
+:class:`~mledger.managed_ledger._ledger_view.LedgerView` (last confirmed entry, position
+arithmetic over the ledger list, reads, trim requests); a durable cursor's
+:class:`~mledger.managed_ledger._cursor_store.CursorStateStore` takes a
+:class:`~mledger.managed_ledger._cursor_snapshot.CursorSnapshot` and gives back a
+:class:`~mledger.managed_ledger._cursor_snapshot.RecoveredCursorState`; read planning is
+:mod:`~mledger.managed_ledger._cursor_reads`, composite resets
+:mod:`~mledger.managed_ledger._position_reset`.
+
+The acknowledgement path, top-down: ``Consumer.acknowledge`` -> ``Subscription`` -> :meth:`delete`
+/ :meth:`mark_delete` (validate, change the ack set, absorb into MD) -> :meth:`_after_change`
+(throttle) -> ``CursorStateStore.persist(snapshot)`` (format and truncate) ->
+:mod:`mledger.codec._cursor_info` (``PositionInfo`` bytes) -> the ``LedgerStore``.
+
+Blocking: reads block on the store outside the cursor lock. Acks and mark-deletes hold the lock
+and, for durable cursors, persist through the cursor's state store (storage I/O) unless
+``throttle_mark_delete`` defers it; :meth:`flush` then persists the pending state.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import replace
+from types import MappingProxyType
+from typing import cast
+
+import numpy as np
+from sortedcontainers import SortedDict
+
+from ..codec._entry import Entry
+from ..core._errors import (
+    CursorAlreadyClosedError,
+    CursorModifyingError,
+    InvalidPositionError,
+    InvalidRequestError,
+    MarkDeletingMarkedPositionError,
+)
+from ..core._position import EARLIEST, LATEST, Position
+from ..core._ranges import AckRangeSet
+from ._cursor_args import checked_properties, lowest_bit, positions_array, to_position
+from ._cursor_reads import PendingRead, ReadPlan, fetch_plan, plan_read
+from ._cursor_snapshot import (
+    KEEP_PROPERTIES,
+    CursorLifecycle,
+    CursorSnapshot,
+    IndividualDeletedEntries,
+    KeepProperties,
+    RecoveredCursorState,
+)
+from ._cursor_stats import CursorFigures, CursorStats, IndividualDeletedMessages, PersistenceStats
+from ._cursor_store import CursorStateStore
+from ._ledger_view import InitialPosition, LedgerView, PositionBound
+from ._position_reset import PositionReset, ResetHooks
+from ._revision import CursorStateRevisionController
+
+log = logging.getLogger(__name__)
+
+CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
+"""Cursor-property keys the broker owns (Pulsar's ``CURSOR_INTERNAL_PROPERTY_PREFIX``):
+``set_cursor_properties`` keeps them and refuses a map naming one."""
+
+
+class ManagedCursor:
+    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger._ledger.ManagedLedger`.
+
+    Open with ``ManagedLedger.open_cursor`` / ``open_non_durable_cursor``. Every public
+    method is thread-safe (one lock per cursor). Reads block on storage outside the lock;
+    acks, mark-deletes and resets of a durable cursor may block on persisting its state.
+    """
+
+    def __init__(self, ml: LedgerView, name: str, durable: bool) -> None:
+        self._ml = ml
+        self.name = name
+        self._durable = durable
+        self._lock = threading.RLock()
+        self._lifecycle = CursorLifecycle.UNINITIALIZED
+        self._md = Position(-1, -1)
+        self._persistent_md = Position(-1, -1)
+        self._reset_settling = False  # a reset's new state applied, its persist not yet done
+        self._read = Position(-1, 0)
+        self._md_next: Position | None = None  # cached next_valid_position(MD) while <= LAC
+        self._acked = AckRangeSet()
+        self._batch: SortedDict = SortedDict()  # Position -> int bitset of un-acked indexes
+        self._batch_sizes: dict[Position, int] = {}
+        self._md_properties: dict[str, int] = {}
+        self._cursor_properties: dict[str, str] = {}
+        self._consumed = 0
+        self._dirty = False
+        self._last_persist_ms: int | None = None
+        self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
+        self._store: CursorStateStore | None = None
+        self._mirrors: list[CursorStateStore] = []  # see add_state_mirror
+        self.counts_as_consumer = True
+        """False for a system cursor (the broker's ``pulsar.dedup``): it holds ledger trimming
+        back at its mark-delete like any durable cursor, but with the ledger's
+        ``retain_without_subscriptions`` it never lets a ledger go on its own."""
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def open_durable(
+        cls,
+        ml: LedgerView,
+        name: str,
+        initial_position: InitialPosition,
+        properties: Mapping[str, int] | None = None,
+        cursor_properties: Mapping[str, str] | None = None,
+    ) -> ManagedCursor:
+        """Recover the durable cursor ``name`` from its stored state, or create it at
+        ``initial_position`` and store it. ``ManagedLedger.open_cursor`` calls this (and
+        registers the cursor); applications call that. May block on storage I/O."""
+        cursor = cls(ml, name, durable=True)
+        store = cursor._store = CursorStateStore(ml, name)
+        recovered = store.recover()
+        if recovered is None:
+            cursor._initialize_position(initial_position)
+            if properties:
+                cursor._md_properties = checked_properties(properties)
+            if cursor_properties:
+                cursor._cursor_properties = {str(k): str(v) for k, v in cursor_properties.items()}
+            store.initialize(cursor._snapshot())
+        else:
+            cursor._restore(recovered)
+        cursor._lifecycle = CursorLifecycle.NO_LEDGER
+        return cursor
+
+    @classmethod
+    def open_non_durable(
+        cls,
+        ml: LedgerView,
+        name: str,
+        start: Position | None,
+        initial_position: InitialPosition,
+    ) -> ManagedCursor:
+        """A cursor kept only in memory, starting after ``start`` (or at ``initial_position``).
+        ``ManagedLedger.open_non_durable_cursor`` calls this; applications call that."""
+        cursor = cls(ml, name, durable=False)
+        last = ml.last_confirmed_entry
+        if start is None or start > last:
+            cursor._initialize_position(initial_position)
+        elif start.ledger_id == -1:
+            cursor._initialize_position(InitialPosition.EARLIEST)
+        else:
+            read = ml.next_valid_position(start)
+            md = ml.previous_position(read)
+            cursor._set_positions(md, read)
+            cursor._consumed = ml.entries_added_counter - ml.number_of_entries(read, last, True, True)
+        cursor._lifecycle = CursorLifecycle.OPEN
+        return cursor
+
+    def _initialize_position(self, initial: InitialPosition) -> None:
+        ml = self._ml
+        if initial is InitialPosition.EARLIEST:
+            md = ml.previous_position(ml.first_position())
+        else:
+            md = ml.last_confirmed_entry
+        self._set_positions(md, ml.next_valid_position(md))
+        self._persistent_md = md
+        self._consumed = ml.entries_added_counter - self._precise_backlog()
+
+    def _restore(self, recovered: RecoveredCursorState) -> None:
+        ml = self._ml
+        md = recovered.mark_delete
+        if md.entry_id == -1 and ml.ledger_entries(md.ledger_id) is None:
+            nxt = ml.next_ledger_id(md.ledger_id)
+            if nxt is not None:
+                md = Position(nxt, -1)
+        if md > ml.last_confirmed_entry:
+            md = ml.last_confirmed_entry
+        self._md = md
+        self._persistent_md = md
+        self._acked = recovered.acked
+        self._acked.remove_at_most(md.ledger_id, md.entry_id)
+        self._drop_acked_beyond_lac()
+        self._batch = SortedDict({p: bits for p, bits in recovered.batch.items() if p > md and bits})
+        self._md_properties = dict(recovered.properties)
+        self._cursor_properties = dict(recovered.cursor_properties)
+        self._read = ml.next_valid_position(md)
+        self._md_next = None
+        self._consumed = ml.entries_added_counter - self._precise_backlog()
+
+    def skip_trimmed_ledgers(self, position: Position) -> None:
+        """Mark-delete up to ``position``, the last entry of ledgers about to be trimmed
+        (Pulsar's ``advanceCursorsIfNecessary``); the mark-delete properties are kept.
+
+        The managed ledger calls this on cursors that do not hold trimming back (non-durable
+        ones) before it deletes ledgers, while their entries can still be counted."""
+        with self._lock:
+            if self._lifecycle.is_closed or position <= self._md or position > self._ml.last_confirmed_entry:
+                return
+            self._set_acknowledged_position(position, self._md_properties)
+
+    def _drop_acked_beyond_lac(self) -> None:
+        lac = self._ml.last_confirmed_entry
+        self._acked.remove_after(lac.ledger_id, lac.entry_id)
+
+    # -- properties -------------------------------------------------------------------------
+    @property
+    def ledger(self) -> LedgerView:
+        """The managed ledger this cursor reads."""
+        return self._ml
+
+    @property
+    def is_durable(self) -> bool:
+        """Whether the cursor's state is persisted (and holds ledger trimming back)."""
+        return self._durable
+
+    @property
+    def state(self) -> CursorLifecycle:
+        """The lifecycle state; a durable cursor is ``OPEN`` while its state store holds a
+        cursor ledger and ``NO_LEDGER`` while the state lives in the metadata store only."""
+        lifecycle = self._lifecycle
+        if lifecycle is CursorLifecycle.NO_LEDGER and self._store is not None and self._store.ledger_id is not None:
+            return CursorLifecycle.OPEN
+        return lifecycle
+
+    @property
+    def is_closed(self) -> bool:
+        """Closed (or deleted): reads, acks and resets raise ``CursorAlreadyClosedError``."""
+        return self._lifecycle.is_closed
+
+    @property
+    def read_position(self) -> Position:
+        """The next position a sequential read returns (always after the mark-delete)."""
+        return self._read
+
+    @property
+    def mark_delete_position(self) -> Position:
+        """Every entry at or before this position is acknowledged."""
+        return self._md
+
+    @property
+    def is_resetting(self) -> bool:
+        """Whether a position reset is running or the state it set is not yet persisted.
+
+        Lock-free: the managed ledger reads it under its own lock and defers trimming
+        meanwhile, since a reset may move the mark-delete back into ledgers that the persisted
+        mark-delete (what trimming follows) has already passed."""
+        return self._revision.is_under_revision or self._reset_settling
+
+    def _mark_reset_settling(self, settling: bool) -> None:
+        self._reset_settling = settling
+        if not settling and self._store is not None:
+            # A trimming pass that ran meanwhile gave way: it is deferred until asked again.
+            self._ml.request_trim(self, self._persistent_md)
+
+    @property
+    def persistent_mark_delete_position(self) -> Position:
+        """The mark-delete position last persisted."""
+        return self._persistent_md
+
+    @property
+    def properties(self) -> dict[str, int]:
+        """The last mark-delete's properties (PIP-6 ``LongProperty``), a copy."""
+        with self._lock:
+            return dict(self._md_properties)
+
+    @property
+    def cursor_properties(self) -> dict[str, str]:
+        """Cursor (subscription) properties, PIP-105 ``StringProperty``, a copy."""
+        with self._lock:
+            return dict(self._cursor_properties)
+
+    @property
+    def revision(self) -> CursorStateRevisionController:
+        """The cursor's state revision controller."""
+        return self._revision
+
+    @property
+    def messages_consumed_counter(self) -> int:
+        """Entries acknowledged since the cursor opened (the cheap backlog is added - consumed)."""
+        return self._consumed
+
+    # -- reads ------------------------------------------------------------------------------
+    def read_entries(self, max_entries: int, max_position: Position | None = None) -> list[Entry]:
+        """Read up to ``max_entries`` entries from the read position, skipping acked ones.
+
+        The read position moves to the position after the last entry examined. Returns an
+        empty list at the end of the ledger. Blocks on the store (outside the cursor lock).
+        Raises ``CursorModifyingError`` if a reset is running or ran while the read was in
+        flight (the read is then discarded and the read position untouched). Like Pulsar's
+        dispatchers, keep one sequential read in flight per cursor: two concurrent ones start
+        from the same read position and return the same entries.
+        """
+        revision_num, plan, examined = self._plan_read(max_entries, max_position)
+        if not plan:
+            return []
+        entries = self._fetch(plan)
+        return self._complete_read(revision_num, plan, entries, examined)
+
+    def read_entries_async(self, max_entries: int, max_position: Position | None = None) -> Future[list[Entry]]:
+        """``read_entries`` on the factory's executor; the revision is taken now.
+
+        Raises ``CursorModifyingError`` at once if a reset is running; the future fails with
+        it if a reset happens before the read completes.
+        """
+        revision_num, plan, examined = self._plan_read(max_entries, max_position)
+        future: Future[list[Entry]] = Future()
+        if not plan:
+            future.set_result([])
+            return future
+
+        def run() -> None:
+            try:
+                entries = self._fetch(plan)
+                future.set_result(self._complete_read(revision_num, plan, entries, examined))
+            except BaseException as exc:  # delivered through the future
+                future.set_exception(exc)
+
+        self._ml.executor.submit(run)
+        return future
+
+    def read_entries_held(self, max_entries: int, max_position: Position | None = None) -> PendingRead:
+        """Start a read whose completion the caller drives (dispatchers, tests).
+
+        Returns a :class:`PendingRead`: call ``fetch()`` (storage I/O) and then
+        ``complete()``; a reset in between discards it.
+        """
+        revision_num, plan, examined = self._plan_read(max_entries, max_position)
+        return PendingRead(self, revision_num, plan, examined, self._ml, self._complete_read)
+
+    def replay_entries(self, positions: Iterable[Position]) -> list[Entry]:
+        """Read the entries at ``positions`` without moving the read position.
+
+        Positions already deleted are skipped (Pulsar's ``asyncReplayEntries``). Raises
+        ``CursorModifyingError`` if a reset is running or ran during the read.
+        """
+        with self._lock:
+            self._check_open()
+            self._refuse_during_revision("replay")
+            revision_num = self._revision.revision_num
+            wanted = [p for p in positions if not self._is_deleted(p)]
+            missing = [p for p in wanted if not self._ml.is_valid_position(p)]
+            if missing:
+                # Pulsar fails the replay when an entry cannot be read (testReplayEntries).
+                raise InvalidPositionError(f"cursor {self.name}: cannot replay {missing[0]}: no such entry")
+        entries = self._ml.read_positions(wanted)
+        with self._lock:
+            if self._revision.is_revision_num_outdated(revision_num):
+                self._revision.record_discarded_read()
+                raise CursorModifyingError(
+                    f"cursor {self.name}: replay read discarded, the cursor was reset while it was in flight"
+                )
+            return [e for e in entries if not self._is_deleted(e.position)]
+
+    def _plan_read(self, max_entries: int, max_position: Position | None) -> tuple[int, ReadPlan, Position]:
+        if max_entries <= 0:
+            raise ValueError(f"max_entries must be positive, got {max_entries}")
+        with self._lock:
+            self._check_open()
+            self._refuse_during_revision("read")
+            spans, examined = plan_read(self._ml, self._acked, self._read, max_entries, max_position)
+            if not spans:
+                # Only acked entries up to the limit: move past them now (Pulsar completes such
+                # a read empty and advances the read position).
+                self._advance_read_past(examined)
+            return self._revision.revision_num, spans, examined
+
+    def _advance_read_past(self, examined: Position) -> None:
+        new_read = self._ml.next_valid_position(examined)
+        if new_read > self._read:
+            self._read = new_read
+
+    def _fetch(self, plan: ReadPlan) -> list[Entry]:
+        return fetch_plan(self._ml, plan)
+
+    def _complete_read(
+        self,
+        revision_num: int,
+        plan: ReadPlan,
+        entries: list[Entry],
+        examined: Position | None = None,
+    ) -> list[Entry]:
+        with self._lock:
+            if self._revision.is_revision_num_outdated(revision_num):
+                self._revision.record_discarded_read()
+                raise CursorModifyingError(
+                    f"cursor {self.name}: read discarded, the cursor was reset while it was in flight"
+                )
+            if self._lifecycle.is_closed:
+                raise CursorAlreadyClosedError(f"cursor {self.name} is closed")
+            # Past the last entry examined: a read that reached its limit also skips the acked
+            # entries after its last entry (testReadEntriesWithSkipDeletedEntries).
+            last_ledger, _, last_entry = plan[-1]
+            self._advance_read_past(examined if examined is not None else Position(last_ledger, last_entry))
+            return [e for e in entries if not self._is_deleted(e.position)]
+
+    # -- acknowledgement --------------------------------------------------------------------
+    def mark_delete(
+        self,
+        position: Position,
+        properties: Mapping[str, int] | None | KeepProperties = None,
+        *,
+        ack_set: int | None = None,
+    ) -> None:
+        """Cumulatively acknowledge everything up to and including ``position``.
+
+        ``properties`` become the mark-delete properties (PIP-6 ``LongProperty``); omitted or
+        None means an empty map, as Pulsar's ``markDelete(position)``; ``KEEP_PROPERTIES``
+        keeps the last ones. ``ack_set`` (remaining un-acked batch indexes as an int bitset)
+        acks part of the batch entry at ``position`` and marks deleted up to the entry before.
+
+        Raises ``MarkDeletingMarkedPositionError`` if ``position`` is before the current
+        mark-delete, ``InvalidPositionError`` if it is beyond the last confirmed entry,
+        ``CursorAlreadyClosedError``, and ``CursorModifyingError`` while a reset runs.
+        """
+        position = to_position(position)
+        with self._lock:
+            self._check_open()
+            if self._revision.is_under_revision:
+                raise CursorModifyingError(f"Reset cursor in progress - unable to mark delete position {position}")
+            target = self._batch_target(position, ack_set) if ack_set is not None else position
+            self._validate_mark_delete_target(target)
+            props = self._resolve_properties(properties)
+            self._set_acknowledged_position(target, props)
+            self._after_change()
+
+    def delete(self, positions: Position | Iterable[Position]) -> None:
+        """Individually acknowledge one position or many (the iterable form is bulk).
+
+        Already-deleted positions are ignored. Raises ``InvalidPositionError`` (nothing
+        changed) if any position is beyond the last confirmed entry, or above the mark-delete
+        but not an entry of this ledger (Pulsar accepts those and then miscounts the backlog).
+        O(1) per position.
+        """
+        if type(positions) is Position:
+            with self._lock:
+                if self._lifecycle.is_closed:
+                    raise CursorAlreadyClosedError(f"cursor {self.name} is closed")
+                if positions > self._ml.last_confirmed_entry:
+                    raise InvalidPositionError(f"Invalid mark deleted position {positions} on {self.name}")
+                if positions > self._md:
+                    count = self._ml.ledger_entries(positions[0])
+                    if count is None or not 0 <= positions[1] < count:
+                        raise InvalidPositionError(f"cannot ack {positions} on {self.name}: no such entry")
+                    if self._batch and positions in self._batch:
+                        self._drop_batch(positions)
+                    if self._acked.add(positions[0], positions[1]):
+                        self._consumed += 1
+                        if positions == self._md_next or self._md_next is None:
+                            self._absorb()
+                self._after_change()
+            return
+        self.delete_many(cast("Iterable[Position]", positions))
+
+    def delete_many(self, positions: Iterable[Position] | np.ndarray) -> int:
+        """Bulk individual acknowledgement; returns how many entries became acked.
+
+        Accepts positions or an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows.
+        Validates everything first: an invalid position raises and changes nothing.
+        """
+        arr = positions_array(positions)
+        with self._lock:
+            self._check_open()
+            if arr.shape[0] == 0:
+                return 0
+            lac = self._ml.last_confirmed_entry
+            ledgers, entries = arr[:, 0], arr[:, 1]
+            beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
+            if beyond.any():
+                i = int(np.flatnonzero(beyond)[0])
+                raise InvalidPositionError(f"Invalid mark deleted position {ledgers[i]}:{entries[i]} on {self.name}")
+            if (entries < 0).any():
+                i = int(np.flatnonzero(entries < 0)[0])
+                raise InvalidPositionError(f"invalid position {ledgers[i]}:{entries[i]}: negative entry id")
+            md_l, md_e = self._md
+            above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
+            ledgers, entries = ledgers[above], entries[above]
+            added = 0
+            if ledgers.size:
+                order = np.argsort(ledgers, kind="stable")
+                ledgers, entries = ledgers[order], entries[order]
+                bounds = np.flatnonzero(np.diff(ledgers)) + 1
+                parts = list(zip(np.split(ledgers, bounds), np.split(entries, bounds), strict=True))
+                for part_l, part_e in parts:  # validate everything before changing anything
+                    count = self._ml.ledger_entries(int(part_l[0]))
+                    top = int(part_e.max())
+                    if count is None or top >= count:
+                        bad = top if count is not None else int(part_e[0])
+                        raise InvalidPositionError(f"cannot ack {int(part_l[0])}:{bad} on {self.name}: no such entry")
+                for part_l, part_e in parts:
+                    added += self._acked.add_many(int(part_l[0]), part_e)
+                if self._batch:
+                    for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
+                        self._drop_batch(p)
+                self._consumed += added
+                self._absorb()
+            self._after_change()
+            return added
+
+    def delete_batch_indexes(self, position: Position, indexes: Iterable[int], batch_size: int) -> None:
+        """Acknowledge some messages of a batch entry (batch-index ack).
+
+        ``indexes`` must lie in ``[0, batch_size)``. When every index of the entry is acked
+        the entry becomes an individually deleted entry. With batch-index deletion disabled
+        (``deletion_at_batch_index_level_enabled=False``) nothing happens, as in Pulsar.
+        """
+        position = to_position(position)
+        if batch_size <= 0:
+            raise InvalidPositionError(f"invalid batch size {batch_size} for {position}")
+        idx = list(indexes)
+        for i in idx:
+            if not 0 <= i < batch_size:
+                raise InvalidPositionError(f"batch index {i} out of range [0, {batch_size}) for {position}")
+        ack_set = (1 << batch_size) - 1
+        for i in idx:
+            ack_set &= ~(1 << i)
+        self.delete_with_ack_set(position, ack_set, batch_size=batch_size)
+
+    def delete_with_ack_set(self, position: Position, ack_set: int, batch_size: int | None = None) -> None:
+        """Individually ack with a Pulsar ack set (set bits = indexes still un-acked).
+
+        The ack set is AND-merged into the stored state; an empty result deletes the entry.
+        """
+        position = to_position(position)
+        if ack_set < 0:
+            raise InvalidPositionError(f"invalid ack set {ack_set} for {position}")
+        with self._lock:
+            self._check_open()
+            if position > self._ml.last_confirmed_entry:
+                raise InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
+            if self._is_deleted(position):
+                self._drop_batch(position)
+                self._after_change()
+                return
+            if not self._ml.is_valid_position(position):
+                raise InvalidPositionError(f"cannot ack {position} on {self.name}: no such entry")
+            if ack_set == 0:
+                self._drop_batch(position)
+                if self._acked.add(position[0], position[1]):
+                    self._consumed += 1
+                    self._absorb()
+                self._after_change()
+                return
+            if not self._ml.config.deletion_at_batch_index_level_enabled:
+                return
+            stored = self._batch.get(position)
+            merged = ack_set if stored is None else stored & ack_set
+            if batch_size is not None:
+                self._batch_sizes.setdefault(position, batch_size)
+            if merged == 0:
+                self._drop_batch(position)
+                if self._acked.add(position[0], position[1]):
+                    self._consumed += 1
+                    self._absorb()
+            else:
+                self._batch[position] = merged
+            self._after_change()
+
+    def delete_with_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> int:
+        """Bulk :meth:`delete_with_ack_set`: ``(position, ack set, batch size or None)`` per
+        entry, applied in order under one lock with one persistence check at the end; returns
+        how many entries became fully acknowledged.
+
+        Validates everything first (``InvalidPositionError``, nothing changed). The state it
+        leaves is the state the calls one at a time leave (tested); a throttled persist that
+        falls due sees the whole bulk applied. O(entries) plus O(ranges touched).
+        """
+        plan = [(to_position(p), ack_set, size) for p, ack_set, size in items]
+        with self._lock:
+            self._check_open()
+            lac = self._ml.last_confirmed_entry
+            for position, ack_set, _ in plan:
+                if ack_set < 0:
+                    raise InvalidPositionError(f"invalid ack set {ack_set} for {position}")
+                if position > lac:
+                    raise InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
+                if not self._is_deleted(position) and not self._ml.is_valid_position(position):
+                    raise InvalidPositionError(f"cannot ack {position} on {self.name}: no such entry")
+            if not plan:
+                return 0
+            consumed = self._consumed
+            batch_level = self._ml.config.deletion_at_batch_index_level_enabled
+            acked, batch = self._acked, self._batch
+            added = False
+            for position, ack_set, size in plan:
+                if self._is_deleted(position):
+                    self._drop_batch(position)
+                    continue
+                if ack_set and not batch_level:
+                    continue
+                merged = ack_set
+                if ack_set:
+                    stored = batch.get(position)
+                    if stored is not None:
+                        merged = stored & ack_set
+                    if size is not None:
+                        self._batch_sizes.setdefault(position, size)
+                if merged:
+                    batch[position] = merged
+                    continue
+                self._drop_batch(position)
+                if acked.add(position[0], position[1]):
+                    self._consumed += 1
+                    added = True
+            if added:
+                self._absorb()
+            self._after_change()
+            return self._consumed - consumed
+
+    def is_message_deleted(self, position: Position) -> bool:
+        """``position <= MD`` or individually deleted (batch partial state is ignored)."""
+        with self._lock:
+            return self._is_deleted(position)
+
+    def _is_deleted(self, position: Position) -> bool:
+        return position <= self._md or self._acked.contains(position[0], position[1])
+
+    def batch_ack_set(self, position: Position) -> int | None:
+        """The remaining (un-acked) batch indexes of a partially acked entry, or None."""
+        with self._lock:
+            return self._batch.get(position)
+
+    def deleted_batch_indexes(self, position: Position) -> list[int] | None:
+        """Acked indexes of a partially acked batch entry, or None when it has no partial state.
+
+        The batch size is the one given to ``delete_batch_indexes`` (else the highest
+        remaining index bounds it).
+        """
+        with self._lock:
+            remaining = self._batch.get(position)
+            if remaining is None:
+                return None
+            size = self._batch_sizes.get(position, remaining.bit_length())
+            return [i for i in range(size) if not (remaining >> i) & 1]
+
+    def batch_deleted_states(self) -> list[tuple[Position, int]]:
+        """Every partial batch state ``(position, remaining bits)``, ascending."""
+        with self._lock:
+            return list(self._batch.items())
+
+    def _drop_batch(self, position: Position) -> None:
+        if self._batch.pop(position, None) is not None:
+            self._batch_sizes.pop(position, None)
+
+    # -- mark-delete internals ---------------------------------------------------------------
+    def _batch_target(self, position: Position, ack_set: int) -> Position:
+        if ack_set < 0:
+            raise InvalidPositionError(f"invalid ack set {ack_set} for {position}")
+        ml = self._ml
+        if position > ml.last_confirmed_entry:
+            raise InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
+        if ml.config.deletion_at_batch_index_level_enabled and position > self._md:
+            stored = self._batch.get(position)
+            if stored is None or lowest_bit(ack_set) > lowest_bit(stored):
+                if ack_set:
+                    self._batch[position] = ack_set
+        target = ml.previous_position(position)
+        for p in list(self._batch.irange(maximum=target, inclusive=(True, False))):
+            self._drop_batch(p)
+        return target
+
+    def _validate_mark_delete_target(self, target: Position) -> None:
+        ml = self._ml
+        lac = ml.last_confirmed_entry
+        if target > lac:
+            md = self._md
+            md_entries = ml.ledger_entries(md.ledger_id)
+            at_ledger_end = md_entries is not None and md.entry_id + 1 >= md_entries
+            if not (at_ledger_end and target.ledger_id == ml.next_ledger_id(lac.ledger_id)):
+                raise InvalidPositionError(f"Invalid mark deleted position {target} on {self.name}")
+        if target < self._md:
+            raise MarkDeletingMarkedPositionError(
+                f"Mark deleting an already mark-deleted position. Current mark-delete: {self._md}"
+                f" -- attempted mark delete: {target}"
+            )
+
+    def _resolve_properties(self, properties: Mapping[str, int] | None | KeepProperties) -> dict[str, int]:
+        if properties is KEEP_PROPERTIES:
+            return self._md_properties
+        if properties is None:
+            return {}
+        return checked_properties(properties)  # type: ignore[arg-type]
+
+    def _set_acknowledged_position(self, new_md: Position, properties: dict[str, int]) -> None:
+        """Pulsar's ``setAcknowledgedPosition``: count, absorb holes, trim, fix the read position."""
+        old = self._md
+        self._md_properties = properties
+        if new_md == old:
+            return
+        ml = self._ml
+        skipped = ml.number_of_entries(old, new_md, False, True) - self._acked.cardinality_between(old.next(), new_md)
+        self._consumed += max(skipped, 0)
+        self._move_md(new_md)
+        self._absorb()
+
+    def _move_md(self, new_md: Position) -> None:
+        self._md = new_md
+        self._md_next = None
+        self._acked.remove_at_most(new_md.ledger_id, new_md.entry_id)
+        if self._batch:
+            for p in list(self._batch.irange(maximum=new_md)):
+                self._drop_batch(p)
+        if self._read <= new_md:
+            self._read = self._ml.next_valid_position(new_md)
+
+    def _absorb(self) -> None:
+        """While the entry after MD is acked, move MD to the end of its run (across ledgers)."""
+        ml = self._ml
+        acked = self._acked
+        moved = False
+        md = self._md
+        while True:
+            nxt = self._md_next if (self._md_next is not None and not moved) else ml.next_valid_position(md)
+            if not acked.contains(nxt[0], nxt[1]):
+                self._md_next = nxt if nxt <= ml.last_confirmed_entry else None
+                break
+            md = Position(nxt[0], acked.run_end(nxt[0], nxt[1]))
+            moved = True
+            self._md = md
+            acked.remove_at_most(md[0], md[1])
+        if moved:
+            if self._batch:
+                for p in list(self._batch.irange(maximum=md)):
+                    self._drop_batch(p)
+            if self._read <= md:
+                self._read = ml.next_valid_position(md)
+
+    def _after_change(self, force_persist: bool = False) -> None:
+        """Persist (or mark dirty under throttling) after a state change; trim the ML."""
+        if not self._durable:
+            return
+        throttle = self._ml.config.throttle_mark_delete
+        if throttle > 0 and not force_persist:
+            now = self._ml.clock.now_ms()
+            if self._last_persist_ms is not None and now - self._last_persist_ms < 1000.0 / throttle:
+                self._dirty = True
+                if self._store is not None:
+                    snapshot = self._snapshot()
+                    self._store.observe(snapshot)
+                    for mirror in self._mirrors:
+                        mirror.observe(snapshot)
+                return
+        self._persist()
+
+    def _persist(self) -> None:
+        if self._store is None:
+            return
+        snapshot = self._snapshot()
+        self._store.persist(snapshot)
+        for mirror in self._mirrors:
+            mirror.persist(snapshot)
+        self._persistent_md = self._md
+        self._dirty = False
+        self._last_persist_ms = self._ml.clock.now_ms()
+        self._ml.request_trim(self, self._md)
+
+    def _snapshot(self) -> CursorSnapshot:
+        """The state the store persists, taken under the lock (the ack set is lent, not copied)."""
+        return CursorSnapshot(
+            mark_delete=self._md,
+            acked=self._acked,
+            batch=tuple(self._batch.items()),
+            properties=MappingProxyType(dict(self._md_properties)),
+            cursor_properties=MappingProxyType(dict(self._cursor_properties)),
+            batch_sizes=MappingProxyType(self._batch_sizes),
+        )
+
+    def flush(self) -> bool:
+        """Persist deferred (throttled) state now; True if anything was written."""
+        with self._lock:
+            if not self._dirty or self._lifecycle.is_closed:
+                return False
+            self._persist()
+            return True
+
+    @property
+    def is_dirty(self) -> bool:
+        """Whether state changes are waiting for a throttled persist."""
+        return self._dirty
+
+    def add_state_mirror(self, store: CursorStateStore) -> None:
+        """Also persist this durable cursor's state through ``store``, a state store of its own
+        (another metadata store and cursor ledgers, other persistence settings): it gets the
+        same snapshots at the same moments as the cursor's own store, from now on, starting
+        with ``initialize``. Compares persistence settings on one cursor, side by side (the
+        replay's settings sweeps). Raises ``ValueError`` on a non-durable cursor."""
+        with self._lock:
+            self._check_open()
+            if self._store is None:
+                raise ValueError(f"cursor {self.name} is not durable: it persists no state to mirror")
+            store.initialize(self._snapshot())
+            self._mirrors.append(store)
+
+    # -- mark-delete properties ---------------------------------------------------------------
+    def put_property(self, key: str, value: int) -> bool:
+        """Set one mark-delete property in memory; persisted with the next state write."""
+        with self._lock:
+            self._md_properties = {**self._md_properties, **checked_properties({key: value})}
+            self._dirty = self._durable
+            return True
+
+    def remove_property(self, key: str) -> bool:
+        """Remove one mark-delete property in memory; True if it existed."""
+        with self._lock:
+            if key not in self._md_properties:
+                return False
+            props = dict(self._md_properties)
+            del props[key]
+            self._md_properties = props
+            self._dirty = self._durable
+            return True
+
+    def set_cursor_property(self, key: str, value: str) -> None:
+        """Set and persist one cursor (subscription) property (Pulsar's ``putCursorProperty``).
+
+        If persisting fails, the property is left as it was."""
+        with self._lock:
+            self._check_open()
+            self._replace_cursor_properties({**self._cursor_properties, str(key): str(value)})
+
+    def remove_cursor_property(self, key: str) -> bool:
+        """Remove and persist one cursor property; True if it existed."""
+        with self._lock:
+            self._check_open()
+            if key not in self._cursor_properties:
+                return False
+            self._replace_cursor_properties({k: v for k, v in self._cursor_properties.items() if k != key})
+            return True
+
+    def set_cursor_properties(self, properties: Mapping[str, str] | None) -> None:
+        """Replace the cursor properties with ``properties`` and persist them (Pulsar's
+        ``setCursorProperties``).
+
+        The internal properties (keys starting with ``#pulsar.internal.``) are kept; a map
+        that names one is refused with ``InvalidRequestError`` ("The property key can't start
+        with #pulsar.internal.") and nothing changes. ``None`` clears the user properties.
+        Persisted like :meth:`set_cursor_property` (``ManagedCursorInfo``); if persisting
+        fails, the properties are left as they were. O(properties)."""
+        new = {str(k): str(v) for k, v in (properties or {}).items()}
+        for key in new:
+            if key.startswith(CURSOR_INTERNAL_PROPERTY_PREFIX):
+                raise InvalidRequestError(f"The property key can't start with {CURSOR_INTERNAL_PROPERTY_PREFIX}")
+        with self._lock:
+            self._check_open()
+            internal = {
+                k: v for k, v in self._cursor_properties.items() if k.startswith(CURSOR_INTERNAL_PROPERTY_PREFIX)
+            }
+            self._replace_cursor_properties({**new, **internal})
+
+    def _replace_cursor_properties(self, properties: dict[str, str]) -> None:
+        # Cursor properties live only in ManagedCursorInfo (field 8), as in Pulsar. Written
+        # first, adopted after: a failed write leaves the cursor as it was.
+        if self._store is not None:
+            snapshot = replace(self._snapshot(), cursor_properties=MappingProxyType(dict(properties)))
+            self._store.persist_cursor_properties(snapshot)
+            for mirror in self._mirrors:
+                mirror.persist_cursor_properties(snapshot)
+        self._cursor_properties = properties
+
+    # -- counting ---------------------------------------------------------------------------
+    def number_of_entries(self) -> int:
+        """Entries still to read: ``[read, LAC]`` minus the acked ones."""
+        with self._lock:
+            lac = self._ml.last_confirmed_entry
+            read = self._read
+            if read > lac:
+                return 0
+            return self._ml.number_of_entries(read, lac, True, True) - self._acked.cardinality_between(read, lac)
+
+    def number_of_entries_in_backlog(self, precise: bool = True) -> int:
+        """Unacknowledged entries: precise ``count(MD, LAC] - acked``, else ``added - consumed``."""
+        with self._lock:
+            if not precise:
+                backlog = self._ml.entries_added_counter - self._consumed
+                if backlog >= 0:
+                    return backlog
+            return self._precise_backlog()
+
+    def _precise_backlog(self) -> int:
+        lac = self._ml.last_confirmed_entry
+        if self._md >= lac:
+            return 0
+        return self._ml.number_of_entries(self._md, lac, False, True) - self._acked.cardinality()
+
+    def has_more_entries(self) -> bool:
+        """Whether a sequential read would find an entry (Pulsar's ``hasMoreEntries``)."""
+        with self._lock:
+            lac = self._ml.last_confirmed_entry
+            if lac.entry_id != -1:
+                return self._read <= lac and self.number_of_entries() > 0
+            return self.number_of_entries() > 0
+
+    def has_backlog(self) -> bool:
+        """Whether any entry after MD is not acknowledged. O(ranges walked)."""
+        with self._lock:
+            return self._precise_backlog() > 0
+
+    def number_of_entries_since_first_not_acked(self) -> int:
+        """``count(MD, read]`` when MD < read, else 0."""
+        with self._lock:
+            if self._md >= self._read:
+                return 0
+            return self._ml.number_of_entries(self._md, self._read, False, True)
+
+    def individually_deleted_messages(self) -> IndividualDeletedMessages:
+        """A snapshot of the individually deleted ranges. O(size of the bitmaps)."""
+        with self._lock:
+            return IndividualDeletedMessages(self._acked.copy())
+
+    def total_non_contiguous_deleted_messages_range(self) -> int:
+        """Number of individually deleted ranges (Pulsar's stat of the same name)."""
+        with self._lock:
+            return self._acked.size()
+
+    # -- resets -----------------------------------------------------------------------------
+    def position_reset(self) -> PositionReset:
+        """A composite reset: ``with cursor.position_reset() as r: <own state>; r.rewind()``.
+
+        Raises ``ConcurrentResetError`` on entry if another reset is running.
+        """
+        return PositionReset(self._reset_hooks())
+
+    def _reset_hooks(self) -> ResetHooks:
+        """The operations a :class:`PositionReset` of this cursor drives."""
+
+        def seek(position: Position, force: bool) -> Callable[[], None]:
+            self._validate_seek(position)
+            return lambda: self._apply_seek(position, force)
+
+        def reset_to(position: Position) -> Callable[[], None]:
+            target = self._reset_target(position)
+            return lambda: self._apply_reset(target)
+
+        return ResetHooks(
+            name=self.name,
+            cursor=self,
+            lock=self._lock,
+            revision=self._revision,
+            check_open=self._check_open,
+            after_change=lambda: self._after_change(force_persist=True),
+            mark_settling=self._mark_reset_settling,
+            choose_rewind=lambda: self._apply_rewind,
+            choose_seek=seek,
+            choose_reset_to=reset_to,
+            choose_skip=lambda n, deleted: lambda: self._apply_skip(n, deleted),
+            choose_clear_backlog=lambda: self._apply_clear_backlog,
+            choose_mark_delete=lambda p, props: lambda: self._apply_mark_delete_in_reset(p, props),
+        )
+
+    def rewind(self) -> None:
+        """Read again from the entry after the mark-delete position."""
+        with self.position_reset() as reset:
+            reset.rewind()
+
+    def seek(self, position: Position, force: bool = False) -> None:
+        """Move the read position to ``position``; at or below MD it goes to the entry after MD."""
+        with self.position_reset() as reset:
+            reset.seek(to_position(position), force)
+
+    def reset_cursor(self, position: Position) -> None:
+        """Reset read and mark-delete: read from ``position`` (EARLIEST / LATEST allowed), MD
+        just before it; acks above are cleared and the mark-delete may move backwards."""
+        with self.position_reset() as reset:
+            reset.reset_to(to_position(position))
+
+    def skip_entries(self, n: int, deleted: IndividualDeletedEntries = IndividualDeletedEntries.EXCLUDE) -> None:
+        """Mark-delete ``n`` more entries (Pulsar's ``skipEntries``).
+
+        With ``EXCLUDE`` the already-acked entries do not count toward ``n``.
+        """
+        if n < 0:
+            raise InvalidPositionError(f"cannot skip a negative number of entries: {n}")
+        with self.position_reset() as reset:
+            reset.skip_entries(n, deleted)
+
+    def clear_backlog(self) -> None:
+        """Mark-delete everything up to the last confirmed entry."""
+        with self.position_reset() as reset:
+            reset.clear_backlog()
+
+    def _validate_seek(self, position: Position) -> None:
+        if position.entry_id < -1 and position != EARLIEST:
+            raise InvalidPositionError(f"invalid seek position {position}")
+
+    def _apply_rewind(self) -> None:
+        self._read = self._ml.next_valid_position(self._md)
+
+    def _apply_seek(self, position: Position, force: bool) -> None:
+        if position <= self._md:
+            position = self._ml.next_valid_position(self._md)
+        elif not force and not self._ml.is_valid_position(position):
+            position = self._ml.next_valid_position(self._ml.previous_position(position))
+        self._read = position
+
+    def _reset_target(self, position: Position) -> Position:
+        ml = self._ml
+        if position == EARLIEST:
+            return ml.next_valid_position(ml.first_position())
+        if position == LATEST or position > ml.last_confirmed_entry:
+            return ml.next_valid_position(ml.last_confirmed_entry)
+        if not ml.is_valid_position(position):
+            return ml.next_valid_position(position if position.entry_id < 0 else ml.previous_position(position))
+        return position
+
+    def _apply_reset(self, new_read: Position) -> None:
+        ml = self._ml
+        new_md = ml.previous_position(new_read)
+        self._md = new_md
+        self._md_next = None
+        self._acked.clear()
+        self._batch.clear()
+        self._batch_sizes.clear()
+        if self.name != "__compaction":
+            self._md_properties = {}
+        self._read = new_read if new_read > new_md else ml.next_valid_position(new_md)
+        self._consumed = ml.entries_added_counter - self._precise_backlog()
+
+    def _apply_mark_delete_in_reset(self, position: Position, properties: Mapping[str, int] | None) -> None:
+        position = to_position(position)
+        self._validate_mark_delete_target(position)
+        self._set_acknowledged_position(position, self._resolve_properties(properties))
+
+    def _apply_skip(self, n: int, deleted: IndividualDeletedEntries) -> None:
+        ml = self._ml
+        extra = self._deleted_entries_to_skip(n) if deleted is IndividualDeletedEntries.EXCLUDE else 0
+        target = ml.position_after_n(self._md, n + extra, PositionBound.START_EXCLUDED)
+        if target < self._md:
+            return  # Pulsar treats the IllegalArgument race as success
+        self._validate_mark_delete_target(target)
+        self._set_acknowledged_position(target, {})
+
+    def _deleted_entries_to_skip(self, n: int) -> int:
+        """Pulsar's ``getNumIndividualDeletedEntriesToSkip``: acked entries passed while
+        walking gaps from MD until ``n`` unacked entries are covered."""
+        ml = self._ml
+        total = 0
+        deleted = 0
+        start = self._md
+        for lower, upper in self._acked:
+            if start > lower:
+                continue
+            gap = ml.number_of_entries(start, lower, False, True)
+            if total + gap >= n:
+                break
+            total += gap
+            deleted += ml.number_of_entries(lower, upper, False, True)
+            start = upper
+        return deleted
+
+    def _apply_clear_backlog(self) -> None:
+        target = self._ml.last_confirmed_entry
+        if target <= self._md:
+            return
+        self._set_acknowledged_position(target, {})
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Persist the final state (durable) and close. Idempotent."""
+        with self._lock:
+            if self._lifecycle.is_closed:
+                return
+            self._lifecycle = CursorLifecycle.CLOSING
+            try:
+                if self._store is not None:
+                    snapshot = self._snapshot()
+                    self._store.close(snapshot)
+                    for mirror in self._mirrors:
+                        mirror.close(snapshot)
+                    self._persistent_md = self._md
+                    self._dirty = False
+            finally:
+                self._lifecycle = CursorLifecycle.CLOSED
+        if not self._durable:
+            self._ml.forget_non_durable_cursor(self)
+
+    def discard(self) -> None:
+        """Close without persisting and delete the stored state (node and cursor ledgers).
+
+        ``ManagedLedger.delete_cursor`` calls this after unregistering the cursor."""
+        with self._lock:
+            self._lifecycle = CursorLifecycle.DELETING
+            if self._store is not None:
+                self._store.delete()
+                for mirror in self._mirrors:
+                    mirror.delete()
+            self._lifecycle = CursorLifecycle.DELETED
+
+    def _check_open(self) -> None:
+        if self._lifecycle.is_closed:
+            raise CursorAlreadyClosedError(f"cursor {self.name} is closed")
+
+    def _refuse_during_revision(self, what: str) -> None:
+        if self._revision.is_under_revision:
+            self._revision.record_discarded_read()
+            raise CursorModifyingError(f"cursor {self.name}: {what} refused, a position reset is in progress")
+
+    def _set_positions(self, md: Position, read: Position) -> None:
+        self._md = md
+        self._md_next = None
+        self._read = read if read > md else self._ml.next_valid_position(md)
+
+    # -- stats and checks -------------------------------------------------------------------
+    def stats(self) -> CursorStats:
+        """A consistent snapshot of positions, counters and persistence figures."""
+        with self._lock:
+            pstats = self._store.stats().as_dict() if self._store is not None else {}
+            rev = self._revision.stats()
+            return CursorStats(
+                name=self.name,
+                durable=self._durable,
+                state=self.state.value,
+                mark_delete_position=self._md,
+                persistent_mark_delete_position=self._persistent_md,
+                read_position=self._read,
+                individually_deleted_ranges=self._acked.size(),
+                individually_deleted_entries=self._acked.cardinality(),
+                batch_partially_acked_entries=len(self._batch),
+                messages_consumed_counter=self._consumed,
+                backlog=self._precise_backlog(),
+                entries_to_read=self.number_of_entries(),
+                properties=dict(self._md_properties),
+                cursor_properties=dict(self._cursor_properties),
+                revision_num=rev.revision_num,
+                is_under_revision=rev.is_under_revision,
+                revision=rev,
+                dirty=self._dirty,
+                **pstats,
+            )
+
+    def figures(self) -> CursorFigures:
+        """The figures a metrics scrape reads, under the lock once: cheaper than :meth:`stats`
+        (no positions or properties copied, no entries-to-read count). O(ledgers)."""
+        with self._lock:
+            return CursorFigures(
+                backlog=self._precise_backlog(),
+                mark_delete_lag=self.number_of_entries_since_first_not_acked(),
+                individually_deleted_ranges=self._acked.size(),
+                persistence=self._store.stats() if self._store is not None else PersistenceStats(),
+                revision=self._revision.stats(),
+            )
+
+    def _check(self) -> None:
+        """Assert the cursor invariants (stateful tests call this after every step)."""
+        with self._lock:
+            md, read, lac = self._md, self._read, self._ml.last_confirmed_entry
+            assert read > md, f"read position {read} <= mark-delete {md}"
+            self._acked._check()
+            first = self._acked.first_range()
+            if first is not None:
+                assert Position(first[0].ledger_id, first[0].entry_id + 1) > md, f"acked {first} at or below MD {md}"
+                last = self._acked.last_range()
+                assert last is not None and last[1] <= lac, f"acked {last} beyond LAC {lac}"
+                nxt = self._ml.next_valid_position(md)
+                assert not self._acked.contains(nxt[0], nxt[1]), f"acked {nxt} right after MD {md} not absorbed"
+            for p, bits in self._batch.items():
+                assert p > md and bits != 0, f"batch state {p}={bits} invalid with MD {md}"
+                assert not self._acked.contains(p[0], p[1]), f"batch state kept for deleted {p}"
+            backlog = self._precise_backlog()
+            assert backlog >= 0, f"negative backlog {backlog}"
+            assert self._ml.entries_added_counter - self._consumed == backlog, (
+                f"counter backlog {self._ml.entries_added_counter - self._consumed} != precise {backlog}"
+            )
+
+    def __repr__(self) -> str:
+        # Pulsar's toString: durable cursors print "name=", non-durable ones "cursor=".
+        if self._durable:
+            return f"ManagedCursorImpl{{ledger={self._ml.name}, name={self.name}, ackPos={self._md}, readPos={self._read}}}"
+        return f"NonDurableCursorImpl{{ledger={self._ml.name}, cursor={self.name}, ackPos={self._md}, readPos={self._read}}}"
+
+    __str__ = __repr__
+
+
+__all__ = [
+    "CURSOR_INTERNAL_PROPERTY_PREFIX",
+    "KEEP_PROPERTIES",
+    "CursorLifecycle",
+    "IndividualDeletedEntries",
+    "ManagedCursor",
+]

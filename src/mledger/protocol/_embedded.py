@@ -1,0 +1,237 @@
+"""An in-process broker for tests and scripts: :class:`EmbeddedBroker`, a context manager.
+
+::
+
+    with EmbeddedBroker() as pulsar_broker:            # memory store, free port, manual clock
+        client = pulsar.Client(pulsar_broker.service_url)
+        ...
+        pulsar_broker.clock.advance(60_000)             # deliver_after(60 s) without sleeping
+
+It runs a :class:`~mledger.protocol._server.ProtocolServer` on its own event loop in a daemon
+thread; the ``with`` block gets it started (tens of milliseconds) and stopped.
+:class:`mledger.standalone.EmbeddedStandalone` adds the admin REST API beside it
+(``admin_url``); the pytest fixture uses that one. ``data_dir``
+uses a :class:`~mledger.storage.SqliteStore` there instead of memory. ``manual_clock`` (the
+default) gives the broker a :class:`~mledger.core._clock.ManualClock` starting at the wall clock's
+current time, so messages sent with ``deliver_after`` are held until the test advances it
+(:class:`BrokerClock`: ``advance(d)`` counts from the wall clock when the broker's time is behind
+it, so it makes a message sent with ``deliver_after=d`` due).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..admin._authentication import build_authenticator
+from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
+from ..broker._journal import BrokerJournal
+from ..broker._namespaces import STANDALONE_NAMESPACES
+from ..core._clock import Clock, ManualClock, SystemClock
+from ..storage import Store
+from ._access import ClientAuth
+from ._config import ProtocolConfig, ProtocolStats
+from ._server import ProtocolServer
+
+if TYPE_CHECKING:
+    from ..admin import Authorization
+    from ..admin._authentication import AuthenticationSettings
+
+__all__ = ["BrokerClock", "EmbeddedBroker"]
+
+T = TypeVar("T")
+
+
+class BrokerClock:
+    """The handle tests use to move the broker's time (a manual clock only).
+
+    The clock starts at the wall clock's time when the broker starts and stands still between
+    calls. :meth:`advance` first brings it up to the wall clock if it is behind, then moves it
+    by ``ms`` and runs, on the server's loop, the work that became due: delayed messages are
+    dispatched before it returns. A client stamps ``deliver_after`` from its own (wall) clock a
+    moment after the broker started, so ``advance(d)`` after ``send(..., deliver_after=d)``
+    always makes that message due.
+    """
+
+    def __init__(self, embedded: EmbeddedBroker, clock: Clock) -> None:
+        self._embedded = embedded
+        self._clock = clock
+
+    def now_ms(self) -> int:
+        """The broker's current time (ms since the epoch)."""
+        return self._clock.now_ms()
+
+    def advance(self, ms: int) -> int:
+        """Move the broker's clock to ``ms`` past the later of its own time and the wall clock,
+        and dispatch what came due; returns the new time. Raises ``TypeError`` with a system
+        clock, ``ValueError`` for a negative ``ms``."""
+        if not isinstance(self._clock, ManualClock):
+            raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
+        if ms < 0:
+            raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
+        self._clock.catch_up(time.time_ns() // 1_000_000)
+        now = self._clock.advance(ms)
+        self._embedded.call(self._embedded.server.run_due_tasks)
+        return now
+
+
+class EmbeddedBroker:
+    """A broker speaking Pulsar's protocol in a background thread (see the module docstring).
+
+    ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
+    :class:`~mledger.admin._authentication.AuthenticationSettings`) turn authentication on;
+    ``authorization`` says what each role may do."""
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        broker_config: BrokerConfig | None = None,
+        manual_clock: bool = True,
+        tokens: Mapping[str, str] | None = None,
+        authorization: Authorization | None = None,
+        protocol_config: ProtocolConfig | None = None,
+        authentication: AuthenticationSettings | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self._host = host
+        self._port = port
+        self._broker_config = broker_config
+        self._manual = manual_clock
+        self._authenticator = build_authenticator(tokens, authentication)
+        self._auth = ClientAuth(self._authenticator, authorization) if self._authenticator is not None else None
+        self._protocol_config = protocol_config
+        self._authorization = authorization
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.server: ProtocolServer
+        self.broker: Broker
+        self.clock: BrokerClock
+        self._opened: OpenedBroker | None = None
+        self._check_options()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> EmbeddedBroker:
+        """Start the store, broker and server; returns once clients can connect."""
+        wall = int(time.time() * 1000)
+        clock: Clock = ManualClock(wall) if self._manual else SystemClock()
+        # the namespaces mledger standalone (and Pulsar's) creates
+        self._opened = open_broker(
+            store=self._open_store(),
+            broker_config=self._broker_config,
+            clock=clock,
+            journal=self._make_journal(),
+            namespaces=STANDALONE_NAMESPACES,
+        )
+        self.broker = self._opened.broker
+        config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
+        self.server = ProtocolServer(self.broker, config, auth=self._auth)
+        self.clock = BrokerClock(self, clock)
+        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self.server.start())
+            except BaseException as exc:  # noqa: BLE001 - reported to start()
+                started.set_exception(exc)
+                loop.close()
+                return
+            started.set_result(None)
+            loop.run_forever()
+            loop.run_until_complete(self.server.stop())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="mledger-embedded-broker", daemon=True)
+        self._thread.start()
+        try:
+            started.result(timeout=30)
+            self._after_start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _open_store(self) -> Store:
+        """Hook for subclasses (tests wrap the store to inject faults): the store to serve
+        (:func:`~mledger.broker.open_store` of ``data_dir``), closed once by :meth:`stop`."""
+        return open_store(self.data_dir)
+
+    def _check_options(self) -> None:
+        """Hook for subclasses: runs at the end of the constructor and raises ``ConfigError`` for
+        options the subclass refuses (the standalone variant: tokens without authorization)."""
+
+    def _make_journal(self) -> BrokerJournal | None:
+        """Hook for subclasses: what hears the broker's changes (the standalone variant's
+        recorder, with ``record=``); the broker closes it."""
+        return None
+
+    def _after_start(self) -> None:
+        """Hook for subclasses: runs once the server accepts connections (the standalone
+        variant starts the REST admin here)."""
+
+    def _before_stop(self) -> None:
+        """Hook for subclasses: runs first in :meth:`stop`."""
+
+    def stop(self) -> None:
+        """Stop the server (closing every connection), the broker and the store. Idempotent."""
+        if self._thread is None:
+            return
+        self._before_stop()
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(timeout=30)
+        self._thread = None
+        self._close_storage()
+
+    def _close_storage(self) -> None:
+        if self._opened is not None:
+            self._opened.close()
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def service_url(self) -> str:
+        """``pulsar://127.0.0.1:<port>`` for ``pulsar.Client``."""
+        return self.server.service_url
+
+    @property
+    def admin_url(self) -> str | None:
+        """The REST admin API's URL when one runs beside the protocol server (see
+        :class:`mledger.standalone.EmbeddedStandalone`), else None."""
+        return None
+
+    @property
+    def port(self) -> int:
+        """The protocol port."""
+        return self.server.port
+
+    def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
+        """Run ``fn`` on the server's event loop and return its result (thread-safe)."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the embedded broker is not running")
+
+        async def run() -> Any:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+
+    def stats(self) -> ProtocolStats:
+        """A frozen snapshot of the protocol server's counters
+        (:class:`~mledger.protocol._config.ProtocolStats`), taken on its loop (exact)."""
+        return self.call(self.server.stats)

@@ -1,0 +1,569 @@
+"""The asyncio server shell: sockets in, :class:`~mledger.protocol._session.Session` calls out.
+
+Theory of operation
+-------------------
+:class:`ProtocolServer` listens on a TCP port and runs one :class:`_Shell` (an
+``asyncio.Protocol``) per connection; the shell feeds received bytes to its session and writes
+what the session queued, once per loop iteration (:meth:`ProtocolServer.flush_soon`). Every
+broker call a command makes runs on the event loop thread, but no store write does: SENDs go
+through the broker's pipelined publish (``Topic.publish_entries``), whose ledger writer threads
+store them when the store's writes block (SQLite; the memory store writes on the loop, which
+never blocks) and report back through :meth:`ProtocolServer.run_on_loop`; SEND_RECEIPTs go
+out as each write completes.
+
+The :class:`~mledger.protocol._session.Session` (sans I/O) sees the server only as its
+:class:`~mledger.protocol._session.SessionHost`; this module is the only one in the package
+that knows asyncio.
+
+The broker pushes through listeners (:mod:`mledger.broker._listeners`), possibly from other
+threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
+
+* entries appended to a watched topic -> its subscriptions dispatch (coalesced per loop turn);
+* a remote consumer's deliveries -> MESSAGE frames;
+* delayed messages -> a timer at the earliest deliver-at time of each subscription (with a
+  :class:`~mledger.core._clock.ManualClock`, :meth:`ProtocolServer.run_due_tasks` instead, which the
+  test fixture's clock handle calls);
+* once a second the broker's own due tasks run (dedup snapshots, dispatch);
+* every ``keep_alive_interval_seconds`` a connection that sent nothing since the last PING is
+  closed and the others are pinged (Pulsar's keep-alive).
+
+Back-pressure: a session with more than ``max_pending_sends`` appends in flight stops reading
+its socket until half of them are answered; a socket whose write buffer is over its high mark
+gets no more permits granted (``Session.writing_paused``), so memory stays bounded by the
+buffers, not by what clients ask for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+import ssl
+import threading
+from collections import deque
+from collections.abc import Callable
+
+from ..broker import Broker, Subscription, Topic
+from ..core._address import format_address
+from ..core._clock import ManualClock
+from ..core._errors import MLedgerError
+from ..core._tls import server_context
+from ._access import ClientAuth, ProducerAccess
+from ._config import ListenerUrls, ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats, lookup_urls
+from ._errors import RemoteProtocolError
+from ._framing import FRAME_PADDING
+from ._session import ConsumerHandle, Session
+
+__all__ = ["ProtocolConfig", "ProtocolServer", "ProtocolStats"]
+
+log = logging.getLogger(__name__)
+
+_WRITE_HIGH_WATER = 4 * 1024 * 1024
+_WRITE_LOW_WATER = 1024 * 1024
+
+
+def _fit_store_to_frames(broker: Broker, frame_limit: int) -> None:
+    """Raise the store's entry limit to the largest frame the server accepts, as Pulsar sets
+    BookKeeper's ``nettyMaxFrameSizeBytes`` to ``maxMessageSize`` + the frame padding: a chunk
+    carries ``max_message_size`` payload bytes plus its metadata, and Pulsar bounds chunks by
+    the frame limit only (``Producer.isExceedMaximumMessageSize`` skips them). Never lowered."""
+    store = broker.factory.store
+    if store.max_entry_size < frame_limit:
+        log.info(
+            "raising the store's max_entry_size from %d to %d bytes: the protocol's largest frame"
+            " (max_message_size + %d bytes of padding)",
+            store.max_entry_size,
+            frame_limit,
+            FRAME_PADDING,
+        )
+        store.max_entry_size = frame_limit
+
+
+class _Shell(asyncio.Protocol):
+    """One connection's socket end (asyncio callbacks only). ``opened`` and ``lost`` tell the
+    server when the connection starts (the session exists) and ends."""
+
+    def __init__(
+        self, server: ProtocolServer, opened: Callable[[_Shell], None], lost: Callable[[_Shell], None]
+    ) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.session: Session | None = None
+        self.reading_paused = False
+        self._opened = opened
+        self._lost = lost
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(_WRITE_HIGH_WATER, _WRITE_LOW_WATER)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # pragma: no cover
+                pass
+        peer = transport.get_extra_info("peername")
+        # a TLS connection's verified client certificate (None without one): the tls provider's role
+        certificate = transport.get_extra_info("peercert")
+        subject = certificate.get("subject") if certificate else None
+        self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "", peer_subject=subject)
+        self._opened(self)
+
+    def data_received(self, data: bytes) -> None:
+        session = self.session
+        if session is None or session.closed:
+            return
+        try:
+            session.data_received(data)
+        except RemoteProtocolError as exc:
+            self.server._totals.protocol_errors += 1
+            log.info("closing connection from %s: %s", session.peer, exc)
+            self.abort_after_flush()
+            return
+        except Exception:
+            log.exception("connection from %s: unexpected error; closing it", session.peer)
+            self.abort_after_flush()
+            return
+        self.server.flush_soon(session)
+        if not self.reading_paused and session.inflight_sends > self.server.config.max_pending_sends:
+            self.reading_paused = True
+            assert self.transport is not None
+            self.transport.pause_reading()
+
+    def maybe_resume_reading(self) -> None:
+        session = self.session
+        if (
+            self.reading_paused
+            and session is not None
+            and session.inflight_sends <= self.server.config.max_pending_sends // 2
+        ):
+            self.reading_paused = False
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
+
+    def abort_after_flush(self) -> None:
+        session = self.session
+        if session is not None and self.transport is not None and not self.transport.is_closing():
+            data = session.connection.data_to_send()
+            if data:
+                self.transport.write(data)
+            self.transport.close()
+        if session is not None:
+            session.close()
+
+    def pause_writing(self) -> None:
+        if self.session is not None:
+            self.session.writing_paused(True)
+
+    def resume_writing(self) -> None:
+        if self.session is not None:
+            self.session.writing_paused(False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.session is not None:
+            self.session.close()
+        self._lost(self)
+
+
+class _Totals:
+    """The server's live counters (private; :meth:`ProtocolServer.stats` snapshots them):
+    what no session keeps (connections accepted, protocol errors) and the counts of the
+    sessions that ended. Changed on the loop thread only."""
+
+    __slots__ = (
+        "bytes_in",
+        "bytes_out",
+        "checksum_errors",
+        "connections_opened",
+        "messages_in",
+        "messages_out",
+        "protocol_errors",
+        "validation_errors",
+    )
+
+    def __init__(self) -> None:
+        self.connections_opened = 0
+        self.protocol_errors = 0
+        self.messages_in = 0
+        self.bytes_in = 0
+        self.messages_out = 0
+        self.bytes_out = 0
+        self.checksum_errors = 0
+        self.validation_errors = 0
+
+    def add(self, session: Session) -> None:
+        """Keep the counts of a session whose connection ended."""
+        self.messages_in += session.messages_in
+        self.bytes_in += session.bytes_in
+        self.messages_out += session.messages_out
+        self.bytes_out += session.bytes_out
+        self.checksum_errors += session.checksum_errors
+        self.validation_errors += session.validation_errors
+
+
+class _TopicWatcher:
+    """The server's :class:`~mledger.broker._listeners.TopicListener`: hands each event to the
+    loop (``run_on_loop``) and calls ``appended(topic)`` or ``closed(topic)`` there."""
+
+    def __init__(
+        self,
+        run_on_loop: Callable[[Callable[[], None]], None],
+        appended: Callable[[Topic], None],
+        closed: Callable[[Topic], None],
+    ) -> None:
+        self._run_on_loop = run_on_loop
+        self._appended = appended
+        self._closed = closed
+
+    def entries_added(self, topic: Topic) -> None:
+        self._run_on_loop(lambda: self._appended(topic))
+
+    def topic_closed(self, topic: Topic) -> None:
+        self._run_on_loop(lambda: self._closed(topic))
+
+
+class ProtocolServer:
+    """Pulsar's binary protocol over a :class:`~mledger.broker.Broker`.
+
+    Start it inside a running event loop with ``await server.start()`` and stop it with
+    ``await server.stop()``; or use :class:`~mledger.protocol._embedded.EmbeddedBroker` to run
+    one in a background thread. ``auth`` turns authentication (and authorization) on. It is the
+    :class:`~mledger.protocol._session.SessionHost` of its connections' sessions.
+    """
+
+    def __init__(
+        self,
+        broker: Broker,
+        config: ProtocolConfig | None = None,
+        auth: ClientAuth | None = None,
+    ) -> None:
+        self.broker = broker
+        self.config = config if config is not None else ProtocolConfig()
+        _fit_store_to_frames(broker, self.config.max_message_size + FRAME_PADDING)
+        self.auth = auth
+        if auth is not None and auth.authorization is not None:
+            # decisions read the grants stored in this broker's metadata too (tenants, permissions)
+            auth.authorization = auth.authorization.bound_to(broker)
+        self._totals = _Totals()
+        self.access = ProducerAccess()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Work other threads hand to the loop, run in order by one wake-up per batch.
+        self._handed: deque[Callable[[], None]] = deque()
+        self._handover_scheduled = False
+        self._loop_thread: int | None = None
+        self._server: asyncio.Server | None = None
+        self._tls_server: asyncio.Server | None = None
+        self._shells: dict[Session, _Shell] = {}
+        self._to_flush: set[Session] = set()
+        self._flush_scheduled = False
+        self._dirty: set[Topic] = set()
+        self._to_dispatch: set[Subscription] = set()
+        self._dispatch_scheduled = False
+        self._to_pump: dict[int, ConsumerHandle] = {}
+        self._watched: set[Topic] = set()
+        self._watcher = _TopicWatcher(self.run_on_loop, self._topic_dirty, self._watched.discard)
+        self._timers: dict[Subscription, tuple[int, asyncio.TimerHandle]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._ids = itertools.count(1)
+        self.port = self.config.port
+        self.tls_port = self.config.tls_port
+        # read the certificate files now: a bad file is a ConfigError before anything listens
+        self._ssl = server_context(self.config.tls) if self.config.tls_port is not None and self.config.tls else None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Bind and start accepting connections (``port`` is set to the bound port)."""
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+        self._server = await self._listen(self.config.port, None)
+        self.port = self._server.sockets[0].getsockname()[1]
+        if self._ssl is not None and self.config.tls_port is not None:
+            try:
+                self._tls_server = await self._listen(self.config.tls_port, self._ssl)
+            except OSError:
+                self._server.close()
+                raise
+            self.tls_port = self._tls_server.sockets[0].getsockname()[1]
+        self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
+        log.info(
+            "Pulsar protocol server listening on %s",
+            " and ".join(filter(None, (self.service_url, self.tls_service_url))),
+        )
+
+    async def _listen(self, port: int, context: ssl.SSLContext | None) -> asyncio.Server:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.create_server(
+                lambda: _Shell(self, self._opened, self._lost),
+                self.config.host,
+                port,
+                reuse_address=True,
+                backlog=1024,
+                ssl=context,
+            )
+        except OSError as exc:  # say which server could not listen where
+            where = format_address(self.config.host, port)
+            why = os.strerror(exc.errno) if exc.errno else str(exc)  # asyncio's own text repeats the address
+            what = "Pulsar protocol server (TLS)" if context is not None else "Pulsar protocol server"
+            raise OSError(exc.errno, f"{what}: cannot listen on {where}: {why}") from exc
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection, wait for in-flight appends. Idempotent."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        servers = [x for x in (self._server, self._tls_server) if x is not None]
+        for server in servers:
+            server.close()
+        for shell in list(self._shells.values()):
+            shell.abort_after_flush()
+        for server in servers:
+            await server.wait_closed()
+        self._server = self._tls_server = None
+        for _, timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        topics = list(self._watched)
+        for topic in topics:
+            topic.remove_listener(self._watcher)
+        self._watched.clear()
+        # Wait for the appends in flight (off the loop: they complete on writer threads).
+        await asyncio.get_running_loop().run_in_executor(None, lambda: [t.wait_for_publishes(30) for t in topics])
+
+    @property
+    def service_url(self) -> str:
+        """``pulsar://host:port`` as clients should use it."""
+        return f"pulsar://{format_address(self._advertised_host(), self.port)}"
+
+    @property
+    def tls_service_url(self) -> str | None:
+        """``pulsar+ssl://host:port`` of the TLS port; None without one."""
+        if self.tls_port is None or self._ssl is None:
+            return None
+        return f"pulsar+ssl://{format_address(self._advertised_host(), self.tls_port)}"
+
+    def _advertised_host(self) -> str:
+        host = self.config.advertised_address or self.config.host
+        return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+
+    def lookup_urls(self, listener_name: str | None = None) -> ListenerUrls:
+        """What a lookup naming ``listener_name`` answers (see
+        :func:`~mledger.protocol._config.lookup_urls`): the HTTP lookup of the admin REST API
+        asks here, so both answer alike. Any thread; after :meth:`start` for a port-0 server."""
+        return lookup_urls(self.config, self.service_url, listener_name, self.tls_service_url)
+
+    def stats(self) -> ProtocolStats:
+        """A frozen snapshot of the counters (:class:`ProtocolStats`): the live sessions' plus
+        those of the connections that ended. Any thread (a metrics scrape): a consistent enough
+        view; exact on the loop thread (``EmbeddedBroker.stats`` reads it there)."""
+        t = self._totals
+        sessions = list(self._shells)  # copy the keys first: other threads read too
+        return ProtocolStats(
+            connections=len(sessions),
+            connections_opened=t.connections_opened,
+            producers=sum(x.producer_count for x in sessions),
+            consumers=sum(x.consumer_count for x in sessions),
+            messages_in=t.messages_in + sum(x.messages_in for x in sessions),
+            bytes_in=t.bytes_in + sum(x.bytes_in for x in sessions),
+            messages_out=t.messages_out + sum(x.messages_out for x in sessions),
+            bytes_out=t.bytes_out + sum(x.bytes_out for x in sessions),
+            checksum_errors=t.checksum_errors + sum(x.checksum_errors for x in sessions),
+            validation_errors=t.validation_errors + sum(x.validation_errors for x in sessions),
+            protocol_errors=t.protocol_errors,
+        )
+
+    # -- thread hand-over --------------------------------------------------------------------
+    def run_on_loop(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` now if called on the loop thread, else soon on the loop (thread-safe).
+
+        Calls from other threads (ledger writers completing SENDs, deliveries) queue up and
+        run in order after one wake-up of the loop per batch, not one each.
+        """
+        if threading.get_ident() == self._loop_thread:
+            fn()
+            return
+        self._handed.append(fn)
+        if not self._handover_scheduled:
+            self._handover_scheduled = True
+            self.post(self._run_handed)
+
+    def _run_handed(self) -> None:
+        # Cleared before draining: a thread that queues after this line wakes the loop again.
+        self._handover_scheduled = False
+        handed = self._handed
+        while handed:
+            try:
+                handed.popleft()()
+            except Exception:  # pragma: no cover - one callback's bug must not strand the others
+                log.exception("a callback handed to the event loop failed")
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the loop after the current callback (thread-safe)."""
+        if self._loop is not None and not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(fn)
+            except RuntimeError:  # pragma: no cover
+                pass
+
+    def next_id(self) -> int:
+        """A number unique in this server (consumer-name suffixes)."""
+        return next(self._ids)
+
+    # -- writing -----------------------------------------------------------------------------
+    def flush_soon(self, session: Session) -> None:
+        """Write what ``session`` queued at the end of this loop turn."""
+        self._to_flush.add(session)
+        if not self._flush_scheduled and self._loop is not None:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        sessions = self._to_flush
+        self._to_flush = set()
+        for session in sessions:
+            shell = self._shells.get(session)
+            if shell is None or shell.transport is None:
+                continue
+            data = session.connection.data_to_send()
+            if data and not shell.transport.is_closing():
+                shell.transport.write(data)
+            shell.maybe_resume_reading()
+
+    def flush_now(self, session: Session) -> None:
+        """Write what ``session`` queued right away (call on the loop thread)."""
+        shell = self._shells.get(session)
+        if shell is not None and shell.transport is not None and not shell.transport.is_closing():
+            data = session.connection.data_to_send()
+            if data:
+                shell.transport.write(data)
+
+    def close_soon(self, session: Session) -> None:
+        """Close ``session``'s connection once what it queued is written."""
+        shell = self._shells.get(session)
+        if shell is not None and self._loop is not None:
+            self._loop.call_soon(shell.abort_after_flush)
+
+    # -- dispatching -------------------------------------------------------------------------
+    def watch(self, topic: Topic) -> None:
+        """Dispatch ``topic``'s subscriptions whenever entries are appended to it."""
+        if topic not in self._watched:
+            self._watched.add(topic)
+            topic.add_listener(self._watcher)
+
+    def _topic_dirty(self, topic: Topic) -> None:
+        self._dirty.add(topic)
+        self._schedule_dispatch()
+
+    def dispatch_soon(self, subscription: Subscription) -> None:
+        """Dispatch ``subscription`` at the end of this loop turn (coalesced)."""
+        self._to_dispatch.add(subscription)
+        self._schedule_dispatch()
+
+    def pump_soon(self, handle: ConsumerHandle) -> None:
+        """Grant more of a consumer's held permits at the end of this loop turn."""
+        self._to_pump[id(handle)] = handle
+        self._schedule_dispatch()
+
+    def _schedule_dispatch(self) -> None:
+        if not self._dispatch_scheduled and self._loop is not None:
+            self._dispatch_scheduled = True
+            self._loop.call_soon(self._dispatch_pending)
+
+    def _dispatch_pending(self) -> None:
+        self._dispatch_scheduled = False
+        topics, self._dirty = self._dirty, set()
+        subs, self._to_dispatch = self._to_dispatch, set()
+        pumps, self._to_pump = self._to_pump, {}
+        for topic in topics:
+            if not topic.is_closed:
+                subs.update(topic.subscriptions.values())
+        for handle in pumps.values():
+            handle.pump()
+        for sub in subs:
+            self.dispatch(sub)
+
+    def dispatch(self, subscription: Subscription) -> int:
+        """Push what ``subscription`` can deliver now; arm its delayed-delivery timer."""
+        try:
+            n = subscription.dispatch()
+        except MLedgerError as exc:
+            log.info("dispatch of %s/%s failed: %s", subscription.topic, subscription.name, exc)
+            return 0
+        except Exception:
+            log.exception("dispatch of %s/%s failed", subscription.topic, subscription.name)
+            return 0
+        self._arm_timer(subscription)
+        return n
+
+    def _arm_timer(self, subscription: Subscription) -> None:
+        if isinstance(self.broker.clock, ManualClock) or self._loop is None:
+            return
+        due = subscription.next_delayed_delivery_ms()
+        current = self._timers.get(subscription)
+        if due is None:
+            return
+        if current is not None and current[0] <= due:
+            return
+        if current is not None:
+            current[1].cancel()
+        delay = max(0.0, (due - self.broker.clock.now_ms()) / 1000.0)
+        handle = self._loop.call_later(delay, self._timer_fired, subscription)
+        self._timers[subscription] = (due, handle)
+
+    def _timer_fired(self, subscription: Subscription) -> None:
+        self._timers.pop(subscription, None)
+        if not subscription.is_closed:
+            self.dispatch(subscription)
+
+    def run_due_tasks(self) -> int:
+        """Run the broker's due tasks and dispatch every watched topic (call on the loop
+        thread; the test fixture's clock handle does it after advancing the clock)."""
+        n = self.broker.run_due_tasks()
+        for topic in list(self._watched):
+            if not topic.is_closed:
+                for sub in topic.subscriptions.values():
+                    n += self.dispatch(sub)
+        return n
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.run_due_tasks()
+            except Exception:  # pragma: no cover - keep ticking
+                log.exception("periodic broker tasks failed")
+
+    async def _keep_alive(self) -> None:
+        interval = self.config.keep_alive_interval_seconds
+        while True:
+            await asyncio.sleep(interval)
+            for session, shell in list(self._shells.items()):
+                if session.closed:
+                    continue
+                if not session.connection.received_since_ping:
+                    log.info("closing connection from %s: no answer to PING", session.peer)
+                    shell.abort_after_flush()
+                    continue
+                if session.is_connected:
+                    session.connection.send_ping()
+                    self.flush_soon(session)
+                else:
+                    session.connection.received_since_ping = False
+
+    # -- connections ---------------------------------------------------------------------------
+    def _opened(self, shell: _Shell) -> None:
+        assert shell.session is not None
+        self._shells[shell.session] = shell
+        self._totals.connections_opened += 1
+
+    def _lost(self, shell: _Shell) -> None:
+        session = shell.session
+        if session is not None:
+            self._shells.pop(session, None)
+            self._to_flush.discard(session)
+            self._totals.add(session)

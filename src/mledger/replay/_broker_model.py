@@ -1,0 +1,478 @@
+"""The replay's :class:`~mledger.replay._model.PartitionModel` on ``mledger.broker``.
+
+One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` with a
+``ManualClock`` that follows event time, over a ``ManagedLedgerFactory`` on a
+:class:`~mledger.replay._store.ReplayStore`, and in it the very objects library users get:
+
+* **The topic** (``Broker.open_partition`` for a partition, ``Broker.create_topic``
+  otherwise) and its managed ledger, whose entries sit at the log's positions.
+* **Subscriptions** (``Topic.subscribe`` with the log's type and initial position), each
+  with one consumer that never asks for messages (no permits) and acknowledges:
+  ``Consumer.acknowledge_entries`` (bulk individual acks of whole entries; a whole-entry
+  PIP-423 cancel is the same individual ack), ``Consumer.acknowledge`` with batch-index
+  message ids, ``Consumer.acknowledge_cumulative``. Cancels the engine applies on their own
+  go through ``Subscription.cancel_delayed_message`` (whole entry) and
+  ``Subscription.skip_messages`` (a batch index). The subscription's own rules apply:
+  cumulative acks only on Exclusive / Failover, batch indexes checked against the batch
+  size the broker reads from the entry (the store describes the entry first, see
+  ``ReplayStore.describe_entry``), mark-delete movement, batch-index ack sets.
+* **Deduplication**: the topic's ``MessageDeduplication`` (PIP-6, on unless the replay
+  setting ``deduplication`` is off), fed with
+  ``check_and_record_many``; it keeps its ``pulsar.dedup`` cursor and snapshots as on a
+  broker.
+* **Delayed delivery**: the broker's ``DelayedDeliveryTracker`` with the broker's tick and
+  strict settings (strict: the replay delivers at the deliver time). Shared and Key_Shared
+  subscriptions honour deliver-at times (individual-ack mode), Exclusive and Failover get
+  delayed messages at once, as the dispatcher does; a due message reaches a subscription
+  unless its cursor has it acknowledged (the dispatcher's "never deliver what is
+  acknowledged" rule).
+* **Reads.** At the end the dispatcher has read everything (an always-connected consumer),
+  so each cursor's read position is moved after the last entry.
+
+Placing entries: the first produced position opens the topic on exactly the log's ledger
+id (``ReplayStore.expect_ledger``); a higher ledger id rolls the ledger over onto it
+(:func:`_roll_over_to`, through ``ManagedLedger.roll_over``). Data-ledger rollover by count,
+size and time is switched off: the log decides where ledgers end. Ledgers written before the
+topic's first subscription are kept (``retain_without_subscriptions``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..broker import Broker, BrokerConfig, Consumer, SkipEntry, Subscription, SubscriptionType
+from ..broker._dedup import MessageDeduplication
+from ..broker._delayed import DelayedDeliveryTracker
+from ..broker._names import TopicName
+from ..broker._topic import Topic
+from ..codec._chunking import parse_footer, reassemble, unpack_payload
+from ..codec._compression import decompress_metadata
+from ..codec._entry import EntryMetadata, encode_entry
+from ..codec._messageid import MessageId
+from ..core._clock import ManualClock
+from ..core._errors import InvalidRequestError
+from ..core._position import Position
+from ..managed_ledger._cursor import ManagedCursor
+from ..managed_ledger._cursor_stats import CursorStats, PersistenceStats
+from ..managed_ledger._cursor_store import CursorStateStore
+from ..managed_ledger._factory import ManagedLedgerFactory
+from ..managed_ledger._ledger import ManagedLedger
+from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
+from ._mirror import MirrorView
+from ._model import RestartAnswers, SubscriptionResult, SubscriptionSpec
+from ._settings import ReplaySettings
+from ._store import ReplayStore
+
+_INT32_MAX = (1 << 31) - 1
+_NEVER_MS = 1 << 62
+_MAX_STATE = 1 << 31
+_NO_LEDGER = -1
+_FALLBACK_NAMESPACE = "persistent://public/default/"
+_FIXED_LEDGER = {
+    "max_entries_per_ledger": _INT32_MAX,
+    "max_size_per_ledger_mb": _INT32_MAX,
+    "minimum_rollover_time_ms": 0,
+    "maximum_rollover_time_ms": _NEVER_MS,
+    "retain_without_subscriptions": True,
+}
+"""Data-ledger rollover is off: the log's positions say where ledgers roll over. Ledgers are
+kept while the topic has no subscription (Pulsar would trim them, in a background pass whose
+timing no log records): a subscription the log mentions later starts at the log's first entry."""
+_EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
+"""What the replay appends for each produced entry: the log's entries carry no payload."""
+
+
+def topic_name(topic: str) -> TopicName:
+    """The broker's name for a log's topic: the topic itself when Pulsar accepts it, else
+    a name in ``public/default`` made of its characters (outputs keep the log's text).
+
+    >>> str(topic_name("orders"))
+    'persistent://public/default/orders'
+    >>> str(topic_name("not a/valid topic//name"))
+    'persistent://public/default/not_a_valid_topic__name'
+    """
+    try:
+        name = TopicName.parse(topic)
+        if not name.is_partition:
+            return name
+    except InvalidRequestError:
+        pass
+    local = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in topic) or "topic"
+    return TopicName.parse(_FALLBACK_NAMESPACE + local.replace("-partition-", "-partition_"))
+
+
+def cursor_name(subscription: str) -> str:
+    """A subscription name the broker accepts (``/`` is not allowed in cursor names)."""
+    return subscription.replace("%", "%25").replace("/", "%2F")
+
+
+class _Subscription:
+    __slots__ = ("consumer", "delivered", "mirrors", "spec", "start", "subscription", "undelivered")
+
+    def __init__(self, spec: SubscriptionSpec) -> None:
+        self.spec = spec
+        self.subscription: Subscription | None = None
+        self.consumer: Consumer | None = None
+        self.delivered = 0
+        self.start: Position | None = None  # mark-delete when the subscription was created
+        self.undelivered: set[tuple[int, int]] = set()  # due but acknowledged before
+        self.mirrors: list[CursorStateStore] = []  # one per mirrored setting
+
+    @property
+    def cursor(self) -> ManagedCursor:
+        assert self.subscription is not None
+        return self.subscription.cursor
+
+
+class BrokerModel:
+    """:class:`~mledger.replay._model.PartitionModel` on a broker topic. See the module docstring.
+
+    Single-threaded. Memory: the cursors' ack state, one small record per data ledger, the
+    delayed messages waiting and one sequence id per producer; entries are not kept.
+    """
+
+    def __init__(self, topic: str, partition: int, settings: ReplaySettings) -> None:
+        self._clock = ManualClock(0)
+        self._store = ReplayStore()
+        self._factory = ManagedLedgerFactory(self._store, settings.factory, clock=self._clock)
+        ledger_config = settings.ledger.with_changes(**_FIXED_LEDGER)
+        config = BrokerConfig(
+            managed_ledger_config=ledger_config,
+            deduplication_enabled=settings.deduplication,
+            delayed_delivery_deliver_at_time_strict=True,
+        )
+        self._broker = Broker(self._factory, config, clock=self._clock)
+        self._tracker = DelayedDeliveryTracker(config.delayed_delivery_tick_time_millis, strict=True)
+        self._name = topic_name(topic)
+        self._partition = partition
+        self._topic: Topic | None = None
+        self._dedup: MessageDeduplication | None = None
+        self._subs: dict[str, _Subscription] = {}
+        self._ledgers = 0
+        self._settings = settings
+        self._mirrors: list[tuple[ReplaySettings, ReplayStore]] = []
+
+    # -- time -------------------------------------------------------------------------------
+    def set_time(self, now_ms: int) -> None:
+        if now_ms > self._clock.now_ms():
+            self._clock.set(now_ms)
+
+    # -- producing --------------------------------------------------------------------------
+    @property
+    def _ml(self) -> ManagedLedger | None:
+        return None if self._topic is None else self._topic.managed_ledger
+
+    def append(self, ledger_id: int, count: int) -> None:
+        topic = self._topic
+        if topic is None:
+            topic = self._open(ledger_id)
+        ml = topic.managed_ledger
+        if ledger_id != ml.current_ledger_id:
+            _roll_over_to(ml, self._store, ledger_id)
+            self._ledgers += 1
+        ml.add_repeated_entries(_EMPTY_ENTRY, count)
+
+    def _open(self, first_ledger_id: int) -> Topic:
+        self._store.expect_ledger(first_ledger_id)
+        self._broker.ensure_namespace(self._name.namespace_name)  # the log's topic may be anywhere
+        if self._partition >= 0:
+            topic = self._broker.open_partition(str(self._name), self._partition)
+        else:
+            created = self._broker.create_topic(str(self._name))
+            assert isinstance(created, Topic)
+            topic = created
+        dedup = topic.deduplication
+        assert isinstance(dedup, MessageDeduplication)
+        self._topic, self._dedup = topic, dedup if dedup.is_enabled else None
+        self._ledgers = 1
+        for sub in self._subs.values():
+            self._attach(sub)
+        return topic
+
+    def start(self, ledger_id: int) -> None:
+        if self._topic is None:
+            self._open(ledger_id)
+
+    def deduplicate(self, producers: np.ndarray, names: Sequence[str], sequence_ids: np.ndarray) -> np.ndarray:
+        if self._dedup is None:
+            raise RuntimeError("deduplicate before start or with deduplication off")
+        return self._dedup.check_and_record_many(producers, names, sequence_ids)
+
+    # -- subscriptions ----------------------------------------------------------------------
+    def subscribe(self, spec: SubscriptionSpec) -> None:
+        if spec.name in self._subs:
+            return
+        sub = _Subscription(spec)
+        self._subs[spec.name] = sub
+        if self._topic is not None:
+            self._attach(sub)
+
+    def _attach(self, sub: _Subscription) -> None:
+        assert self._topic is not None
+        initial = InitialPosition.LATEST if sub.spec.initial_position == "latest" else InitialPosition.EARLIEST
+        subscription = self._topic.subscribe(cursor_name(sub.spec.name), SubscriptionType.parse(sub.spec.type), initial)
+        sub.subscription = subscription
+        sub.consumer = subscription.add_consumer("replay", permits=0)
+        sub.start = subscription.cursor.mark_delete_position
+        ml = self._topic.managed_ledger
+        for settings, store in self._mirrors:
+            view = MirrorView(ml, settings.ledger.with_changes(**_FIXED_LEDGER), settings.factory, store)
+            mirror = CursorStateStore(view, subscription.cursor.name)
+            subscription.cursor.add_state_mirror(mirror)
+            sub.mirrors.append(mirror)
+
+    def mirror_persistence(self, settings: Sequence[ReplaySettings]) -> None:
+        """Persist every subscription's cursor state under each of ``settings`` too (see
+        :mod:`.mirror`), each on a store of its own; call before the first subscription."""
+        if self._subs:
+            raise RuntimeError("mirror_persistence after a subscription was created")
+        self._mirrors.extend((s, ReplayStore()) for s in settings)
+
+    def has_subscription(self, name: str) -> bool:
+        return name in self._subs
+
+    def cursor(self, subscription: str) -> ManagedCursor | None:
+        """The subscription's cursor (None before the first entry): for tests and tools that
+        look at more of the state than the outputs carry."""
+        sub = self._subs[subscription]
+        return None if sub.subscription is None else sub.cursor
+
+    def change_type(self, subscription: str, sub_type: str) -> None:
+        sub = self._subs[subscription]
+        if sub.spec.type == sub_type:
+            return
+        sub.spec = dataclasses.replace(sub.spec, type=sub_type)
+        if sub.subscription is not None:
+            assert sub.consumer is not None
+            sub.consumer.close()  # the type changes only while no consumer is connected
+            sub.subscription.change_type(SubscriptionType.parse(sub_type))
+            sub.consumer = sub.subscription.add_consumer("replay", permits=0)
+
+    def reset(self, subscription: str, ledger_id: int, entry_id: int) -> None:
+        sub = self._subs[subscription]
+        if sub.subscription is None:  # no entry yet: the cursor is where a reset would put it
+            return
+        sub.subscription.reset_cursor(Position(ledger_id, entry_id))
+
+    def unsubscribe(self, subscription: str) -> None:
+        sub = self._subs.pop(subscription)
+        if sub.subscription is not None:
+            assert sub.consumer is not None
+            sub.consumer.close()
+            sub.subscription.unsubscribe()
+
+    def subscription_specs(self) -> list[SubscriptionSpec]:
+        return [s.spec for s in self._subs.values()]
+
+    def _sub(self, name: str) -> _Subscription:
+        sub = self._subs[name]
+        if sub.subscription is None:
+            raise RuntimeError(f"subscription {name!r}: no topic before the first entry")
+        return sub
+
+    def _describe(self, ledger_id: int, entry_id: int, batch_size: int) -> None:
+        self._store.describe_entry(ledger_id, entry_id, EntryMetadata(num_messages=batch_size))
+
+    # -- acknowledgements -------------------------------------------------------------------
+    def ack(self, subscription: str, positions: np.ndarray) -> int:
+        consumer = self._sub(subscription).consumer
+        assert consumer is not None
+        return consumer.acknowledge_entries(positions)
+
+    def ack_batch_indexes(
+        self, subscription: str, ledger_id: int, entry_id: int, indexes: Sequence[int], batch_size: int
+    ) -> int:
+        sub = self._sub(subscription)
+        assert sub.consumer is not None
+        before = sub.cursor.messages_consumed_counter
+        self._describe(ledger_id, entry_id, batch_size)
+        sub.consumer.acknowledge([MessageId(ledger_id, entry_id, -1, i) for i in indexes])
+        return sub.cursor.messages_consumed_counter - before
+
+    def ack_batch_sets(
+        self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int], batch_sizes: np.ndarray
+    ) -> int:
+        sub = self._sub(subscription)
+        assert sub.consumer is not None
+        items = [
+            (Position(lid, eid), bits, size)
+            for (lid, eid), bits, size in zip(positions.tolist(), ack_sets, batch_sizes.tolist(), strict=True)
+        ]
+        return sub.consumer.acknowledge_with_ack_sets(items)
+
+    def ack_cumulative(
+        self, subscription: str, ledger_id: int, entry_id: int, batch_index: int, batch_size: int
+    ) -> int:
+        sub = self._sub(subscription)
+        assert sub.consumer is not None
+        before = sub.cursor.messages_consumed_counter
+        self._describe(ledger_id, entry_id, batch_size)
+        sub.consumer.acknowledge_cumulative(MessageId(ledger_id, entry_id, -1, batch_index))
+        return sub.cursor.messages_consumed_counter - before
+
+    def cancel(self, subscription: str, ledger_id: int, entry_id: int, batch_index: int, batch_size: int) -> int:
+        sub = self._sub(subscription)
+        assert sub.subscription is not None
+        before = sub.cursor.messages_consumed_counter
+        if batch_index < 0:
+            sub.subscription.cancel_delayed_message(ledger_id, entry_id)
+        else:
+            self._describe(ledger_id, entry_id, batch_size)
+            sub.subscription.skip_messages([SkipEntry(ledger_id, entry_id, (batch_index,))])
+        return sub.cursor.messages_consumed_counter - before
+
+    def is_deleted(self, subscription: str, ledger_id: int, entry_id: int) -> bool:
+        return self._sub(subscription).cursor.is_message_deleted(Position(ledger_id, entry_id))
+
+    # -- delayed delivery -------------------------------------------------------------------
+    def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
+        add = self._tracker.add
+        for (ledger_id, entry_id), t in zip(positions.tolist(), deliver_at.tolist(), strict=False):
+            add(Position(ledger_id, entry_id), t)
+
+    def due(self, before_ms: int) -> tuple[np.ndarray, np.ndarray]:
+        items = self._tracker.peek_due(before_ms - 1)
+        if not items:
+            return np.empty((0, 2), np.int64), np.empty(0, np.int64)
+        times = np.fromiter((t for t, _ in items), np.int64, len(items))
+        # flattened: numpy reads a list of tuples element by element, ~7x slower
+        flat = itertools.chain.from_iterable([p for _, p in items])
+        positions = np.fromiter(flat, np.int64, 2 * len(items)).reshape(len(items), 2)
+        return positions, times
+
+    def dispatch(self, before_ms: int) -> None:
+        items = self._tracker.pop_due(before_ms - 1)
+        if not items:
+            return
+        for sub in self._subs.values():
+            if sub.subscription is None or not sub.subscription.type.is_individual_ack_mode:
+                continue  # Exclusive / Failover ignore deliver-at times
+            deleted = sub.cursor.is_message_deleted
+            for position, _ in items:
+                if deleted(position):
+                    sub.undelivered.add((position.ledger_id, position.entry_id))
+                else:
+                    sub.delivered += 1
+
+    def was_delivered(self, subscription: str, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool:
+        sub = self._subs[subscription]
+        if sub.start is not None and Position(ledger_id, entry_id) <= sub.start:
+            return False  # before the subscription began
+        shared = sub.subscription is None or sub.subscription.type.is_individual_ack_mode
+        return deliver_at_ms < 0 or not shared or (ledger_id, entry_id) not in sub.undelivered
+
+    # -- results ----------------------------------------------------------------------------
+    def ledger_count(self) -> int:
+        return self._ledgers
+
+    def finish(self, end_ms: int, emit_state: bool) -> list[SubscriptionResult]:
+        if not self._subs:
+            return []
+        topic = self._topic if self._topic is not None else self._open(0)  # no entry: an empty ledger 0
+        ml = topic.managed_ledger
+        self.set_time(end_ms)
+        pending = [p for _, p in self._tracker.peek_due(_NEVER_MS)]
+        results = []
+        for sub in self._subs.values():
+            assert sub.subscription is not None
+            cursor = sub.cursor
+            waiting = 0
+            if sub.subscription.type.is_individual_ack_mode and pending:
+                deleted = cursor.is_message_deleted
+                waiting = sum(1 for p in pending if not deleted(p))
+            # The dispatcher has read everything; the reset also persists the final state.
+            cursor.seek(ml.last_confirmed_entry.next())
+            stats = cursor.stats()
+            record, state = (
+                self._persisted_state(self._store, cursor, stats.cursor_ledger_id) if emit_state else (None, None)
+            )
+            md, read = stats.mark_delete_position, stats.read_position
+            results.append(
+                SubscriptionResult(
+                    subscription=sub.spec.name,
+                    subscription_type=sub.spec.type,
+                    mark_delete=(md.ledger_id, md.entry_id),
+                    read_position=(read.ledger_id, read.entry_id),
+                    ack_hole_ranges=stats.individually_deleted_ranges,
+                    backlog=stats.backlog,
+                    delayed_delivered=sub.delivered,
+                    delayed_pending=waiting,
+                    persisted_state_bytes=stats.persisted_state_bytes,
+                    state_chunks=stats.last_persist_chunks,
+                    truncated_ranges=stats.truncated_ranges,
+                    truncated_batch_indexes=stats.truncated_batch_indexes,
+                    answers=restart_answers(stats),
+                    state_record=record,
+                    state=state,
+                    individually_deleted_messages=str(cursor.individually_deleted_messages()),
+                )
+            )
+        return results
+
+    def mirror_results(self, own: Sequence[SubscriptionResult], emit_state: bool) -> list[list[SubscriptionResult]]:
+        """After :meth:`finish` (which returned ``own``): the results under each mirrored
+        setting, in :meth:`mirror_persistence` order; only the persistence figures differ."""
+        out: list[list[SubscriptionResult]] = []
+        for k, (_, store) in enumerate(self._mirrors):
+            rows = []
+            for result, sub in zip(own, self._subs.values(), strict=True):
+                stats: PersistenceStats = sub.mirrors[k].stats()
+                record, state = (
+                    self._persisted_state(store, sub.cursor, stats.cursor_ledger_id) if emit_state else (None, None)
+                )
+                rows.append(
+                    dataclasses.replace(
+                        result,
+                        persisted_state_bytes=stats.persisted_state_bytes,
+                        state_chunks=stats.last_persist_chunks,
+                        truncated_ranges=stats.truncated_ranges,
+                        truncated_batch_indexes=stats.truncated_batch_indexes,
+                        state_record=record,
+                        state=state,
+                        answers=restart_answers(stats),
+                    )
+                )
+            out.append(rows)
+        return out
+
+    def _persisted_state(self, store: ReplayStore, cursor: ManagedCursor, ledger_id: int) -> tuple[str, bytes]:
+        """The last persisted state in ``store``: a ``PositionInfo`` (reassembled,
+        uncompressed) from the cursor ledger, or the ``ManagedCursorInfo`` node when the state
+        went there."""
+        if ledger_id != _NO_LEDGER:
+            entries = store.last_append(ledger_id)
+            footer = parse_footer(entries[-1], max_parts=max(len(entries) - 1, 1), max_length=_MAX_STATE)
+            payload = entries[-1] if footer is None else reassemble(footer, entries[:-1])
+            return "PositionInfo", bytes(unpack_payload(payload, _MAX_STATE))
+        assert self._ml is not None
+        node = store.get(f"{ML_ROOT}/{self._ml.name}/{cursor.name}")
+        assert node is not None
+        return "ManagedCursorInfo", bytes(decompress_metadata(node.data, _MAX_STATE))
+
+
+def restart_answers(stats: PersistenceStats | CursorStats) -> RestartAnswers:
+    """The :class:`~.model.RestartAnswers` of a cursor state store's figures."""
+    return RestartAnswers(
+        redelivered_after_restart=stats.redelivered_after_restart,
+        redelivered_after_restart_max=stats.redelivered_after_restart_max,
+        redelivered_after_restart_max_at_ms=_at(stats.redelivered_after_restart_max_at_ms),
+        state_over_limit_at_ms=_at(stats.state_over_limit_at_ms),
+        persist_unacked_ranges_truncated=stats.persist_unacked_ranges_truncated,
+        persist_batch_deleted_indexes_truncated=stats.persist_batch_deleted_indexes_truncated,
+    )
+
+
+def _at(ms: int) -> int | None:
+    return ms if ms >= 0 else None
+
+
+def _roll_over_to(ml: ManagedLedger, store: ReplayStore, ledger_id: int) -> None:
+    """Seal the current ledger and continue in a new one whose id is ``ledger_id``."""
+    store.expect_ledger(ledger_id)
+    rolled = ml.roll_over() == ledger_id
+    if not rolled or ml.current_ledger_id != ledger_id:
+        raise RuntimeError(f"{ml.name}: could not roll over to ledger {ledger_id}")

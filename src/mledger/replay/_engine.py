@@ -1,0 +1,1027 @@
+"""The replay engine: one topic-partition's events in, cursor states and anomalies out.
+
+Theory of operation
+-------------------
+:class:`PartitionReplayer` is fed Arrow record batches of :data:`~.schema.EVENT_SCHEMA`
+rows of *one* topic-partition in event order: ``(ts, kind, seq)`` strictly increasing, where
+``kind`` orders events with equal timestamps as produced (0) < cancelled (1) < acked (2) and
+``seq`` is the input order. A batch that goes backwards raises :class:`EventOrderError`; the
+engine never reorders, so a broken upstream sort cannot produce quietly wrong results.
+
+Most events commute with their neighbours, so the engine applies them in bulk: the stream is
+cut into *steps* and each step is applied with a few vectorised calls. Cuts are made
+
+* before the first ack naming a subscription that does not exist yet (the subscription is
+  created there: a ``latest`` one starts after the entries produced so far),
+* every ``segment_rows`` events counted from the start of the topic-partition,
+* around each timed subscription event of the ``subscriptions`` log (created, reset, deleted:
+  :mod:`.subscriptions`), applied after every event of its timestamp and before the later
+  ones, as if its kind sorted after ``acked``,
+
+and a step is split further, around one event, where bulk application could not be exact:
+a cancel that carries a batch index, names a declared subscription not created yet, or
+follows a batch-index event on its entry in the same step is applied alone (a *barrier*).
+Cuts and splits depend only on the events, never on how the input was batched, so the
+results are a function of the event stream alone: Spark and the single-process replay agree
+row by row, and steps of one event (``segment_rows=1``, the sequential reference) give the
+same results as bulk steps (both are tested).
+
+Within a step, in this order:
+
+1. delayed messages due before the step's first timestamp are dispatched;
+2. produced rows: deduplication (``model.deduplicate``), then position placement (a run of
+   contiguous positions is one ``append`` per ledger; gaps get placeholder entries, positions
+   that cannot be placed are reported); the entries' batch sizes and deliver times are
+   recorded in an :class:`EntryIndex` (a dense index per position; only batched and
+   delayed entries cost memory);
+3. acks and cancels: each is checked against the entries produced *before it* (vectorised:
+   an ack of a position appended later in the same step is an unknown position), batch
+   indexes against the produced batch size, cumulative acks and cancels against the
+   subscription type; a cancel becomes one whole-entry individual ack per target
+   subscription (PIP-423), counted as a cancel if its entry was not acknowledged yet (the
+   state before the step plus the step's earlier events on that entry); then, per
+   subscription, one bulk individual ack (``delete_many``, which also takes the entries whose
+   every batch index is acked in the step), one cumulative ack (the highest) and one
+   batch-index ack per remaining entry;
+4. deliveries of delayed messages falling inside the step are decided against the state
+   *before* the step's acks; if an individual ack or cancel in the step at or before a
+   message's deliver time touches it, the step is split at that time (deliver, ack,
+   deliver) so every delivery sees exactly the events up to its time; late cancels are then
+   checked against the deliveries (``delivered_before_cancel``, ``cancel_after_delivery``).
+
+A delivery at time T happens after every event with ``ts <= T``: an ack or cancel at
+exactly the deliver time prevents it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._broker_model import BrokerModel
+from ._columns import Codes, Rows
+from ._entries import EntryIndex
+from ._mirror import behaviour
+from ._model import PartitionModel, SubscriptionResult, SubscriptionSpec
+from ._schema import (
+    ANOMALY_SCHEMA,
+    CANCEL_AFTER_DELIVERY,
+    CANCEL_REFUSED,
+    CANCEL_WITHOUT_SUBSCRIPTION,
+    CUMULATIVE_ACK_REFUSED,
+    CURSOR_SCHEMA,
+    DEDUP_DUPLICATE,
+    DELIVERED_BEFORE_CANCEL,
+    DUPLICATE_POSITION,
+    INVALID_ROW,
+    KIND_ACKED,
+    KIND_CANCELLED,
+    KIND_NAMES,
+    KIND_PRODUCED,
+    PARTITION_SCHEMA,
+    POSITION_OUT_OF_ORDER,
+    PRODUCED_GAP,
+    SUBSCRIPTION_CREATED,
+    SUBSCRIPTION_DELETED,
+    UNKNOWN_POSITION,
+    UNKNOWN_SUBSCRIPTION,
+    EventOrderError,
+    check_events,
+    union_batch,
+)
+from ._settings import ReplaySettings
+
+ModelFactory = Callable[[str, int, ReplaySettings], PartitionModel]
+
+
+_NULL_TS = np.iinfo(np.int64).min
+"""Where a missing timestamp sorts: first, as Spark sorts nulls ascending."""
+
+
+# -- the replayer ---------------------------------------------------------------------------------
+class PartitionReplayer:
+    """Replays one topic-partition; see the module docstring.
+
+    ``feed`` and ``finish`` return batches of :data:`~.schema.OUTPUT_SCHEMA` (anomalies as
+    they are found, then the cursor and partition rows). ``declared`` are the
+    ``subscriptions``-log entries of the topic. ``model_factory`` builds the
+    :class:`~.model.PartitionModel` (default :class:`~.broker_model.BrokerModel`).
+    ``also_persist``: settings that differ from ``settings`` only in persistence-only keys
+    (:data:`~.mirror.PERSISTENCE_KEYS`); the cursors' state is persisted under each of them
+    too and :meth:`finish_variants` returns their outputs (a shared sweep, see :mod:`.mirror`).
+    Raises :class:`EventOrderError` when the events go backwards.
+    """
+
+    def __init__(
+        self,
+        topic: str | None,
+        partition: int | None,
+        settings: ReplaySettings | None = None,
+        declared: Iterable[SubscriptionSpec] = (),
+        model_factory: ModelFactory | None = None,
+        also_persist: Sequence[ReplaySettings] = (),
+    ) -> None:
+        in_range = partition is not None and -(1 << 31) <= partition < (1 << 31)
+        self.topic = topic
+        self.partition = partition if in_range else None  # an impossible key is reported per row
+        self._given_partition = partition
+        self.settings = settings or ReplaySettings()
+        self._also = tuple(also_persist)
+        for other in self._also:
+            if behaviour(other) != behaviour(self.settings):
+                raise ValueError("also_persist: settings may differ from the replay's only in persistence-only keys")
+        self._declared: dict[str, SubscriptionSpec] = {}
+        timed: list[SubscriptionSpec] = []
+        for spec in declared:
+            if not spec.timed:
+                self._declared.setdefault(spec.name, spec)
+            elif spec.partition is None or spec.partition == partition:
+                timed.append(spec)
+        self._timed = sorted(timed, key=lambda e: (e.ts_ms, e.seq))
+        self._next_timed = 0
+        self._index = EntryIndex()
+        self._subs = Codes()
+        self._producers = Codes()
+        self._problems = Codes()
+        self._shared: list[bool] = []  # by subscription code; valid once created
+        self._created: set[int] = set()
+        self._seen: set[int] = set()
+        self._acked: dict[int, int] = {}
+        self._cancelled: dict[int, int] = {}
+        self._last_key: tuple[int, int, int] | None = None
+        self._ordinal = 0
+        self._pending: list[Rows] = []
+        self._placeholders = 0
+        self._anomaly_buffer = _empty_anomaly_buffer()
+        self._anomaly_rows = 0
+        self._anomaly_total = 0
+        self._finished = False
+        self._started = False
+        usable = replayable(topic, partition)
+        factory = model_factory or BrokerModel
+        self._model: PartitionModel | None = None
+        if usable:
+            assert topic is not None and partition is not None
+            self._model = factory(topic, partition, self.settings)
+            if self._also:
+                self._model.mirror_persistence(self._also)
+        if self._model is not None:
+            for spec in self._declared.values():
+                if spec.initial_position != "latest":
+                    self._create(spec)
+        self._deleted: set[int] = set()  # declared subscriptions deleted by an event
+
+    # -- public ---------------------------------------------------------------------------------
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        """Apply one batch of events; returns the output batches ready so far."""
+        if self._finished:
+            raise RuntimeError("the replay is finished")
+        if batch.num_rows:
+            rows = self._ingest(batch)
+            self._walk(rows)
+        return self._take_output(final=False)
+
+    def finish(self) -> list[pa.RecordBatch]:
+        """End of the events: final deliveries, cursor and partition rows."""
+        return self.finish_variants()[0]
+
+    def finish_variants(self) -> list[list[pa.RecordBatch]]:
+        """:meth:`finish` under the replay's own settings and each of ``also_persist``, in that
+        order: the same anomaly and partition rows, each setting's own cursor rows."""
+        if self._finished:
+            return [[] for _ in range(1 + len(self._also))]
+        self._finished = True
+        self._flush()
+        per_setting: list[list[SubscriptionResult]] = [[] for _ in range(1 + len(self._also))]
+        self._apply_timed(len(self._timed))
+        model = self._model
+        if model is not None:
+            end = max(self._last_key[0], 0) if self._last_key is not None else 0
+            if self._timed:
+                end = max(end, self._timed[-1].ts_ms)
+            model.dispatch(end + 1)
+            for spec in self._declared.values():
+                if self._subs.code(spec.name) not in self._deleted:
+                    self._create(spec)
+            own = model.finish(end, self.settings.emit_state)
+            per_setting = [own, *(model.mirror_results(own, self.settings.emit_state) if self._also else [])]
+        anomalies = self._take_output(final=True)
+        # Rows without a usable topic-partition (a null topic or partition, an impossible
+        # partition) are invalid_row anomalies only: they name no topic-partition to report.
+        partition = [union_batch("partitions", self._partition_batch(len(per_setting[0])))] if model is not None else []
+        return [
+            [*anomalies, *([union_batch("cursors", self._cursor_batch(results))] if results else []), *partition]
+            for results in per_setting
+        ]
+
+    # -- ingest and cutting ---------------------------------------------------------------------
+    def _ingest(self, batch: pa.RecordBatch) -> Rows:
+        n = batch.num_rows
+        if batch.column("seq").null_count:
+            raise EventOrderError(
+                f"events of {self.topic} partition {self.partition}: the input order of some rows is unknown "
+                "(a file the plan did not list); the replay cannot establish their order"
+            )
+        kind = np.asarray(batch.column("kind").to_numpy(zero_copy_only=False))
+        seq = np.asarray(batch.column("seq").to_numpy(zero_copy_only=False))
+        raw_ts = batch.column("ts")
+        order_ts = np.asarray(
+            (raw_ts if raw_ts.null_count == 0 else pc.fill_null(raw_ts, _NULL_TS)).to_numpy(zero_copy_only=False)
+        )
+        self._check_order(order_ts, kind, seq)
+        names = batch.column("name")
+        produced = kind == KIND_PRODUCED
+        none = np.full(n, -1, np.int32)
+        if produced.all():
+            sub, producer = none, self._producers.encode(names)
+        elif not produced.any():
+            sub, producer = self._subs.encode(names), none
+        else:
+            mask = pa.array(produced)
+            null = pa.scalar(None, pa.string())
+            sub = self._subs.encode(pc.if_else(mask, null, names))
+            producer = self._producers.encode(pc.if_else(mask, names, null))
+        checked = check_events(batch, self.topic, sub, self._subs.ids.get("", -2), self._given_partition)
+        problem = none
+        if checked.problems is not None:
+            problem = np.array([-1 if p is None else self._problems.code(p) for p in checked.problems], np.int32)
+        produced_batch = np.where(produced, checked.batch, 1).astype(np.int32)
+        index_batch = np.where(produced, -1, checked.batch).astype(np.int32)
+        return Rows(
+            ts=checked.ts,
+            kind=kind,
+            seq=seq,
+            sub=sub,
+            ledger=checked.ledger,
+            entry=checked.entry,
+            bidx=index_batch,
+            bsize=produced_batch,
+            deliver=checked.deliver,
+            ack=checked.ack,
+            producer=producer,
+            seqid=checked.seqid,
+            problem=problem,
+        )
+
+    def _check_order(self, ts: np.ndarray, kind: np.ndarray, seq: np.ndarray) -> None:
+        kind = kind.astype(np.int64)
+        if self._last_key is not None:
+            ts = np.concatenate(([self._last_key[0]], ts))
+            kind = np.concatenate(([self._last_key[1]], kind))
+            seq = np.concatenate(([self._last_key[2]], seq))
+        if len(ts) > 1:
+            # comparisons, not differences: a missing ts sorts as int64 min
+            t0, t1, k0, k1, s0, s1 = ts[:-1], ts[1:], kind[:-1], kind[1:], seq[:-1], seq[1:]
+            ok = (t1 > t0) | ((t1 == t0) & ((k1 > k0) | ((k1 == k0) & (s1 > s0))))
+            if not ok.all():
+                i = int(np.flatnonzero(~ok)[0])
+                raise EventOrderError(
+                    f"events of {self.topic} partition {self.partition} are out of order: "
+                    f"(ts={ts[i]}, kind={KIND_NAMES[kind[i]]}, seq={seq[i]}) is followed by "
+                    f"(ts={ts[i + 1]}, kind={KIND_NAMES[kind[i + 1]]}, seq={seq[i + 1]}); each "
+                    "topic-partition must be replayed in (ts_ms, kind, input order)"
+                )
+        self._last_key = (int(ts[-1]), int(kind[-1]), int(seq[-1]))
+
+    def _walk(self, rows: Rows) -> None:
+        """Cut the rows around the timed subscription events: an event at ``ts`` comes after
+        every row with ``ts`` or before (its kind sorts last) and before the later rows."""
+        while self._next_timed < len(self._timed) and len(rows):
+            ts = self._timed[self._next_timed].ts_ms
+            k = int(np.searchsorted(rows.ts, ts, side="right"))
+            if k == len(rows):
+                break  # rows of its timestamp may follow in the next batch
+            if k:
+                self._walk_rows(rows.take(slice(0, k)))
+            first_later = int(rows.ts[k])
+            end = self._next_timed
+            while end < len(self._timed) and self._timed[end].ts_ms < first_later:
+                end += 1
+            self._apply_timed(end)
+            rows = rows.take(slice(k, None))
+        if len(rows):
+            self._walk_rows(rows)
+
+    def _walk_rows(self, rows: Rows) -> None:
+        n = len(rows)
+        valid = rows.problem < 0
+        first = np.zeros(n, bool)
+        acks = np.flatnonzero(valid & (rows.kind == KIND_ACKED))
+        if acks.size:
+            codes, where = np.unique(rows.sub[acks], return_index=True)
+            for code, i in zip(codes.tolist(), where.tolist(), strict=False):
+                if code not in self._seen:
+                    self._seen.add(code)
+                    first[acks[i]] = True
+        ordinals = np.arange(self._ordinal, self._ordinal + n)
+        self._ordinal += n
+        cut = (ordinals % self.settings.segment_rows) == 0
+        stops = np.flatnonzero(first | cut).tolist()
+        pos = 0
+        for s in stops:
+            if s > pos:
+                self._pending.append(rows.take(slice(pos, s)))
+            self._flush()
+            if first[s]:
+                self._first_mention(int(rows.sub[s]))
+            pos = s
+        if pos < n:
+            self._pending.append(rows.take(slice(pos, n)))
+
+    def _flush(self) -> None:
+        if self._pending:
+            rows = Rows.concat(self._pending)
+            self._pending = []
+            self._apply_step(rows)
+
+    # -- subscriptions --------------------------------------------------------------------------
+    def _create(self, spec: SubscriptionSpec) -> None:
+        assert self._model is not None
+        code = self._subs.code(spec.name)
+        if code in self._created:
+            return
+        self._model.subscribe(spec)
+        self._created.add(code)
+        while len(self._shared) <= code:
+            self._shared.append(False)
+        self._shared[code] = spec.shared
+        self._acked.setdefault(code, 0)
+        self._cancelled.setdefault(code, 0)
+
+    def _apply_timed(self, end: int) -> None:
+        """Apply the timed subscription events before index ``end`` (after the pending rows)."""
+        if self._next_timed >= end:
+            return
+        self._flush()
+        while self._next_timed < end:
+            event = self._timed[self._next_timed]
+            self._next_timed += 1
+            self._subscription_event(event)
+
+    def _subscription_event(self, event: SubscriptionSpec) -> None:
+        model = self._model
+        if model is None:
+            return
+        t = event.ts_ms
+        model.dispatch(t)
+        model.set_time(t)
+        code = self._subs.code(event.name)
+        if event.event == SUBSCRIPTION_CREATED:
+            if not self._started and event.ledger_id >= 0:
+                model.start(event.ledger_id)  # no entry yet: the topic is on the ledger it started on
+                self._started = True
+            self._seen.add(code)
+            self._deleted.discard(code)
+            spec = SubscriptionSpec(event.name, event.type, event.initial_position)
+            if code in self._created:  # subscribed again: another type changes it
+                model.change_type(event.name, event.type)
+                self._shared[code] = spec.shared
+            else:
+                self._create(spec)
+            return
+        if code not in self._created:
+            self._event_anomaly(event, UNKNOWN_SUBSCRIPTION, f"subscription {event.name!r} does not exist")
+            return
+        if event.event == SUBSCRIPTION_DELETED:
+            model.unsubscribe(event.name)
+            self._created.discard(code)
+            self._seen.discard(code)  # an ack naming it later creates it again
+            self._deleted.add(code)
+            self._acked.pop(code, None)
+            self._cancelled.pop(code, None)
+            return
+        model.reset(event.name, event.ledger_id, event.entry_id)
+
+    def _event_anomaly(self, event: SubscriptionSpec, reason: str, detail: str) -> None:
+        buf = self._anomaly_buffer
+        buf["subscription"].append(event.name)
+        buf["event"].append("subscriptions")
+        buf["ts_ms"].append(event.ts_ms)
+        buf["ledger_id"].append(event.ledger_id if event.ledger_id >= 0 else None)
+        buf["entry_id"].append(event.entry_id if event.entry_id >= 0 else None)
+        buf["batch_index"].append(None)
+        buf["reason"].append(reason)
+        buf["detail"].append(f"{event.event}: {detail}")
+        self._anomaly_rows += 1
+        self._anomaly_total += 1
+
+    def _first_mention(self, code: int) -> None:
+        if self._model is None or code in self._created:
+            return
+        name = self._subs.names[code]
+        self._create(self._declared.get(name) or SubscriptionSpec(name))
+
+    def _shared_mask(self, codes: np.ndarray) -> np.ndarray:
+        table = np.array(self._shared + [False], bool)  # code -1 reads the False at the end
+        return table[codes]
+
+    # -- a step ---------------------------------------------------------------------------------
+    def _apply_step(self, rows: Rows) -> None:
+        model = self._model
+        valid = rows.problem < 0
+        if not valid.all():
+            bad = rows.take(~valid)
+            self._anomaly(INVALID_ROW, bad, [self._problems.names[c] for c in bad.problem.tolist()])
+            rows = rows.take(valid)
+        if model is None or len(rows) == 0:
+            return
+        i = self._isolated_cancel(rows)
+        if i >= 0:
+            if i:
+                self._apply_step(rows.take(slice(0, i)))
+            self._cancel(rows.take(slice(i, i + 1)))
+            if i + 1 < len(rows):
+                self._apply_step(rows.take(slice(i + 1, None)))
+            return
+        t0, t1 = int(rows.ts[0]), int(rows.ts[-1])
+        model.dispatch(t0)
+        model.set_time(t0)
+        size_before = self._index.size
+        produced = rows.kind == KIND_PRODUCED
+        limit: np.ndarray | None = None
+        if produced.any():
+            appended = np.zeros(len(rows), np.int64)
+            appended[produced] = self._produce(rows.take(produced))
+            limit = size_before + np.cumsum(appended)
+        acting = rows.kind != KIND_PRODUCED
+        if acting.any():
+            model.set_time(t1)
+            known = limit[acting] if limit is not None else np.full(int(acting.sum()), size_before)
+            self._acks(rows.take(acting), known, t1)
+
+    def _isolated_cancel(self, rows: Rows) -> int:
+        """The first cancel of the step that must be applied alone, or -1.
+
+        A cancel joins the bulk step when its outcome follows from the state before the step
+        and the whole-entry acks before it: not when it carries a batch index, names a
+        declared subscription not created yet, or follows a batch-index event on its entry.
+        """
+        cancels = np.flatnonzero(rows.kind == KIND_CANCELLED)
+        if cancels.size == 0:
+            return -1
+        alone = rows.bidx[cancels] >= 0
+        codes = rows.sub[cancels]
+        for code in np.unique(codes).tolist():
+            if code >= 0 and code not in self._created and self._subs.names[code] in self._declared:
+                alone |= codes == code
+        partial = np.flatnonzero((rows.kind != KIND_PRODUCED) & (rows.bidx >= 0))
+        if partial.size:
+            # partial rows and cancels grouped by entry, in row order within an entry: a cancel
+            # is alone when its entry's group has a partial row before it
+            both = np.concatenate((partial, cancels))
+            is_partial = np.concatenate((np.ones(partial.size, np.int64), np.zeros(cancels.size, np.int64)))
+            ledger, entry = rows.ledger[both], rows.entry[both]
+            order = np.lexsort((both, entry, ledger))
+            ledger, entry, is_partial = ledger[order], entry[order], is_partial[order]
+            start = np.concatenate(([True], (ledger[1:] != ledger[:-1]) | (entry[1:] != entry[:-1])))
+            seen = np.cumsum(is_partial) - is_partial  # partial rows before each element
+            partial_before = seen > seen[np.flatnonzero(start)][np.cumsum(start) - 1]  # ... within its group
+            cancel_at = np.empty(cancels.size, bool)
+            cancel_at[order[is_partial == 0] - partial.size] = partial_before[is_partial == 0]
+            alone |= cancel_at
+        hit = np.flatnonzero(alone)
+        return int(cancels[hit[0]]) if hit.size else -1
+
+    # -- produced -------------------------------------------------------------------------------
+    def _produce(self, p: Rows) -> np.ndarray:
+        """Place produced rows; returns the entries each row appended (0 if refused)."""
+        model = self._model
+        assert model is not None
+        n = len(p)
+        appended = np.zeros(n, np.int64)
+        keep = np.ones(n, bool)
+        if not self._started:
+            # The first produced row is never a duplicate and always placed (ids were validated).
+            model.start(int(p.ledger[0]))
+            self._started = True
+        if self.settings.deduplication:
+            dup = model.deduplicate(p.producer, self._producers.names, p.seqid)
+            if dup.any():
+                d = p.take(dup)
+                self._anomaly(
+                    DEDUP_DUPLICATE,
+                    d,
+                    [
+                        f"sequence_id {s} of producer {self._producers.names[c]} was already persisted"
+                        for c, s in zip(d.producer.tolist(), d.seqid.tolist(), strict=False)
+                    ],
+                )
+                keep = ~dup
+        idx = np.flatnonzero(keep)
+        if idx.size == 0:
+            return appended
+        ledgers, entries = p.ledger[idx], p.entry[idx]
+        prev_ledger = np.concatenate(([self._index.last_ledger], ledgers[:-1]))
+        prev_next = np.concatenate(([self._index.next_entry], entries[:-1] + 1))
+        contiguous = ((ledgers == prev_ledger) & (entries == prev_next)) | ((ledgers > prev_ledger) & (entries == 0))
+        if contiguous.all():
+            bounds = np.flatnonzero(np.diff(ledgers)) + 1
+            for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), idx.size], strict=False):
+                self._append(int(ledgers[a]), p, idx[a:b], 0)
+            appended[idx] = 1
+            return appended
+        return self._produce_slow(p, idx, appended)
+
+    def _produce_slow(self, p: Rows, idx: np.ndarray, appended: np.ndarray) -> np.ndarray:
+        """Rows that are not all contiguous: gaps get placeholders, unplaceable positions are
+        reported. Only rows that break contiguity with the row before them (and the row after
+        a refused one) are looked at one by one; the stretches between them go in bulk."""
+        ledgers, entries = p.ledger[idx], p.entry[idx]
+        n = idx.size
+        prev_ledger = np.concatenate(([self._index.last_ledger], ledgers[:-1]))
+        prev_next = np.concatenate(([self._index.next_entry], entries[:-1] + 1))
+        contiguous = ((ledgers == prev_ledger) & (entries == prev_next)) | ((ledgers > prev_ledger) & (entries == 0))
+        breaks = np.flatnonzero(~contiguous)
+        switches = np.flatnonzero(ledgers[1:] != ledgers[:-1]) + 1  # a new ledger starts a new run
+        ledger, nxt = self._index.last_ledger, self._index.next_entry
+        run_start, run_ledger, run_fill = -1, -1, 0
+        k = 0
+        while k < n:
+            lid, eid = int(ledgers[k]), int(entries[k])
+            if lid == ledger and eid == nxt:
+                fill = 0
+            elif (lid == ledger and eid > nxt) or lid > ledger:
+                start = nxt if lid == ledger else 0
+                fill = eid - start
+                if fill:
+                    self._anomaly(
+                        PRODUCED_GAP,
+                        p.take([idx[k]]),
+                        [
+                            (
+                                f"entries {lid}:{start}..{lid}:{eid - 1} are missing from the produced log; "
+                                f"{fill} placeholder entries keep the later positions"
+                            )
+                        ],
+                    )
+            else:
+                if run_start >= 0:
+                    self._append(run_ledger, p, idx[run_start:k], run_fill)
+                    run_start = -1
+                exists = self._index.lookup(np.array([lid]), np.array([eid]))[0] >= 0
+                reason = DUPLICATE_POSITION if exists else POSITION_OUT_OF_ORDER
+                detail = (
+                    f"an entry {lid}:{eid} was already produced"
+                    if exists
+                    else f"{lid}:{eid} is behind the last entry {ledger}:{nxt - 1}: it cannot be placed"
+                )
+                self._anomaly(reason, p.take([idx[k]]), [detail])
+                k += 1  # the next row follows a refused one: looked at one by one too
+                continue
+            if run_start >= 0 and (fill or lid != run_ledger):
+                self._append(run_ledger, p, idx[run_start:k], run_fill)
+                run_start = -1
+            if run_start < 0:
+                run_start, run_ledger, run_fill = k, lid, fill
+            appended[idx[k]] = 1 + fill
+            # rows up to the next break continue contiguously from this one
+            end = int(breaks[np.searchsorted(breaks, k, side="right")]) if breaks.size and breaks[-1] > k else n
+            for cut in switches[(switches > k) & (switches < end)].tolist():
+                self._append(run_ledger, p, idx[run_start:cut], run_fill)
+                run_start, run_ledger, run_fill = cut, int(ledgers[cut]), 0
+            appended[idx[k + 1 : end]] = 1
+            ledger, nxt = int(ledgers[end - 1]), int(entries[end - 1]) + 1
+            k = end
+        if run_start >= 0:
+            self._append(run_ledger, p, idx[run_start:n], run_fill)
+        return appended
+
+    def _append(self, ledger_id: int, p: Rows, rows: np.ndarray, fill: int) -> None:
+        model = self._model
+        assert model is not None
+        bsize = p.bsize[rows]
+        deliver = p.deliver[rows]
+        delayed = deliver > p.ts[rows]
+        deliver = np.where(delayed, deliver, -1)
+        if fill:
+            self._placeholders += fill
+            bsize = np.concatenate((np.ones(fill, np.int32), bsize))
+            deliver = np.concatenate((np.full(fill, -1, np.int64), deliver))
+            delayed = np.concatenate((np.zeros(fill, bool), delayed))
+        model.append(ledger_id, len(bsize))
+        self._index.append(ledger_id, bsize, deliver)
+        if delayed.any():
+            first_entry = self._index.next_entry - len(bsize)
+            offsets = np.flatnonzero(delayed)
+            positions = np.column_stack((np.full(offsets.size, ledger_id, np.int64), first_entry + offsets))
+            model.schedule(positions, deliver[offsets])
+
+    # -- acks -----------------------------------------------------------------------------------
+    def _acks(self, a: Rows, known_limit: np.ndarray, t_limit: int) -> None:
+        """Acks and (bulk) cancels of one step, in order; see the module docstring."""
+        model = self._model
+        assert model is not None
+        g = self._index.lookup(a.ledger, a.entry)
+        unknown = (g < 0) | (g >= known_limit)
+        if unknown.any():
+            u = a.take(unknown)
+            self._anomaly(
+                UNKNOWN_POSITION,
+                u,
+                [
+                    f"no entry {lid}:{eid} was produced before this {'ack' if k == KIND_ACKED else 'cancel'}"
+                    for lid, eid, k in zip(u.ledger.tolist(), u.entry.tolist(), u.kind.tolist(), strict=False)
+                ],
+            )
+            a, g = a.take(~unknown), g[~unknown]
+        bsize = self._index.batch_size(g)
+        bad = a.bidx >= bsize
+        if bad.any():
+            b = a.take(bad)
+            self._anomaly(
+                INVALID_ROW,
+                b,
+                [
+                    f"batch_index {i} is out of range for the produced batch_size {s}"
+                    for i, s in zip(b.bidx.tolist(), bsize[bad].tolist(), strict=False)
+                ],
+            )
+            a, g = a.take(~bad), g[~bad]
+        shared = self._shared_mask(a.sub)
+        refused = shared & (a.ack == 1) & (a.kind == KIND_ACKED)
+        if refused.any():
+            self._anomaly(
+                CUMULATIVE_ACK_REFUSED,
+                a.take(refused),
+                "cumulative acks are not allowed on Shared and Key_Shared subscriptions",
+            )
+            a, g, shared = a.take(~refused), g[~refused], shared[~refused]
+        late: list[tuple[int, int, int, int]] = []  # (row, subscription, g, deliver time)
+        new_cancels: dict[int, int] = {}
+        if (a.kind == KIND_CANCELLED).any():
+            a, g, late, new_cancels = self._expand_cancels(a, g)
+            shared = self._shared_mask(a.sub)
+        if len(a):
+            self._ack_with_deliveries(a, g, shared, t_limit)
+        else:
+            model.dispatch(t_limit)
+        for code, n in new_cancels.items():
+            self._acked[code] -= n
+            self._cancelled[code] = self._cancelled.get(code, 0) + n
+        for i, code, _gi, deliver in late:
+            name = self._subs.names[code]
+            lid, eid = int(a.ledger[i]), int(a.entry[i])
+            if model.was_delivered(name, lid, eid, deliver):
+                self._delivery_anomaly(a.take(slice(i, i + 1)), code, deliver)
+
+    def _expand_cancels(
+        self, a: Rows, g: np.ndarray
+    ) -> tuple[Rows, np.ndarray, list[tuple[int, int, int, int]], dict[int, int]]:
+        """Turn each bulk cancel into one whole-entry individual ack per target subscription.
+
+        Returns the new rows and positions, the late cancels to check for a delivery
+        anomaly once the step is applied, and per subscription the cancels that found their
+        entry not yet acknowledged (the state before the step plus earlier rows in it).
+        """
+        model = self._model
+        assert model is not None
+        shared_subs = [c for c in sorted(self._created) if self._shared[c]]
+        whole = (a.kind == KIND_ACKED) & (a.ack == 0) & (a.bidx < 0)
+        cancel_rows = np.flatnonzero(a.kind == KIND_CANCELLED)
+        deliver_all = self._index.deliver_at(g)
+        new_cancels: dict[int, int] = {}
+        extra_rows: list[int] = []
+        extra_subs: list[int] = []
+        # (subscription, entry) acked whole by a row before the current cancel, or cancelled by
+        # an earlier cancel: one set, filled as the cancels are walked in row order
+        if cancel_rows.size:  # only whole acks of a cancelled entry matter
+            whole &= np.isin(g, g[cancel_rows], kind="table")
+        whole_rows = np.flatnonzero(whole).tolist()
+        whole_keys = list(zip(a.sub[whole].tolist(), g[whole].tolist(), strict=True))
+        done: set[tuple[int, int]] = set()
+        w = 0
+        late_pairs: list[tuple[int, int]] = []
+        for i in cancel_rows.tolist():
+            code = int(a.sub[i])
+            row = slice(i, i + 1)  # taken only for an anomaly
+            if code >= 0:
+                if code not in self._created:
+                    self._anomaly(
+                        UNKNOWN_SUBSCRIPTION, a.take(row), [f"subscription {self._subs.names[code]!r} does not exist"]
+                    )
+                    continue
+                if not self._shared[code]:
+                    self._anomaly(
+                        CANCEL_REFUSED,
+                        a.take(row),
+                        ["PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"],
+                    )
+                    continue
+                targets = [code]
+            else:
+                if not shared_subs:
+                    self._anomaly(
+                        CANCEL_WITHOUT_SUBSCRIPTION, a.take(row), ["no Shared or Key_Shared subscription exists"]
+                    )
+                    continue
+                targets = shared_subs
+            t, deliver, gi = int(a.ts[i]), int(deliver_all[i]), int(g[i])
+            while w < len(whole_rows) and whole_rows[w] < i:
+                done.add(whole_keys[w])
+                w += 1
+            for k, c in enumerate(targets):
+                if (c, gi) not in done and not model.is_deleted(self._subs.names[c], int(a.ledger[i]), int(a.entry[i])):
+                    new_cancels[c] = new_cancels.get(c, 0) + 1
+                done.add((c, gi))
+                extra_rows.append(i)
+                extra_subs.append(c)
+                if not 0 <= t <= deliver:
+                    late_pairs.append((i, k))
+        keep = np.flatnonzero(a.kind != KIND_CANCELLED)
+        rows_idx = np.concatenate((keep, np.array(extra_rows, np.int64)))
+        subs = np.concatenate((a.sub[keep], np.array(extra_subs, np.int32)))
+        order = np.argsort(rows_idx, kind="stable")
+        rows_idx, subs = rows_idx[order], subs[order]
+        out = a.take(rows_idx)
+        out.sub = subs.astype(np.int32)
+        new_g = g[rows_idx]
+        late: list[tuple[int, int, int, int]] = []
+        if late_pairs:
+            first = np.searchsorted(rows_idx, np.array([i for i, _ in late_pairs]))
+            late = [
+                (int(f) + k, int(subs[int(f) + k]), int(g[i]), int(deliver_all[i]))
+                for f, (i, k) in zip(first.tolist(), late_pairs, strict=False)
+            ]
+        return out, new_g, late, new_cancels
+
+    def _delivery_anomaly(self, row: Rows, code: int, deliver: int) -> None:
+        t = int(row.ts[0])
+        if deliver < 0:
+            self._anomaly(
+                CANCEL_AFTER_DELIVERY,
+                row,
+                ["the message was not delayed: delivered when produced"],
+                subs=np.array([code]),
+            )
+        else:
+            self._anomaly(
+                DELIVERED_BEFORE_CANCEL,
+                row,
+                [f"delivered at {deliver}, cancelled {t - deliver} ms later at {t}"],
+                subs=np.array([code]),
+            )
+
+    def _ack_with_deliveries(self, a: Rows, g: np.ndarray, shared: np.ndarray, t_limit: int) -> None:
+        model = self._model
+        assert model is not None
+        while True:
+            positions, times = model.due(t_limit)
+            if times.size == 0 or len(a) == 0:
+                model.dispatch(t_limit)
+                self._apply_acks(a, g)
+                return
+            hit_times = np.empty(0, np.int64)
+            relevant = np.flatnonzero(shared & (a.ack == 0))
+            if relevant.size:
+                due_g = self._index.lookup(positions[:, 0], positions[:, 1])
+                order = np.argsort(due_g, kind="stable")
+                sorted_g, sorted_t = due_g[order], times[order]
+                k = np.minimum(np.searchsorted(sorted_g, g[relevant]), sorted_g.size - 1)
+                match = sorted_g[k] == g[relevant]
+                t_match = sorted_t[k[match]]
+                hit_times = t_match[a.ts[relevant[match]] <= t_match]
+            if hit_times.size == 0:
+                model.dispatch(t_limit)  # nothing in the step touches these before they are due
+                self._apply_acks(a, g)
+                return
+            t_star = int(hit_times.min())
+            model.dispatch(t_star)
+            r = int(np.searchsorted(a.ts, t_star, side="right"))
+            self._apply_acks(a.take(slice(0, r)), g[:r])
+            a, g, shared = a.take(slice(r, None)), g[r:], shared[r:]
+            model.dispatch(t_star + 1)
+
+    def _apply_acks(self, a: Rows, g: np.ndarray) -> None:
+        if len(a) == 0:
+            return
+        model = self._model
+        assert model is not None
+        names = self._subs.names
+        for code in np.unique(a.sub).tolist():
+            name = names[code]
+            mine = a.sub == code
+            done = 0
+            cumulative = np.flatnonzero(mine & (a.ack == 1))
+            if cumulative.size:
+                cg = g[cumulative]
+                size = self._index.batch_size(cg)
+                bidx = a.bidx[cumulative]
+                effective = np.where((bidx < 0) | (bidx >= size - 1), size, bidx)
+                j = int(np.lexsort((effective, cg))[-1])
+                whole = bool(effective[j] == size[j])
+                i = cumulative[j]
+                done += model.ack_cumulative(
+                    name, int(a.ledger[i]), int(a.entry[i]), -1 if whole else int(bidx[j]), int(size[j])
+                )
+            whole_rows = np.flatnonzero(mine & (a.ack == 0) & (a.bidx < 0))
+            positions = [np.column_stack((a.ledger[whole_rows], a.entry[whole_rows]))]
+            partial = np.flatnonzero(mine & (a.ack == 0) & (a.bidx >= 0))
+            if partial.size:
+                done += self._batch_index_acks(name, a, g, partial, positions)
+            if sum(len(p) for p in positions):
+                done += model.ack(name, np.concatenate(positions))
+            self._acked[code] = self._acked.get(code, 0) + done
+
+    def _batch_index_acks(
+        self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray, positions: list[np.ndarray]
+    ) -> int:
+        """Batch-index acks of one subscription in one step: an entry whose every index is acked
+        in the step joins the whole-entry acks (``positions``); the others get one call each.
+
+        With batch-index deletion disabled each ack is its own call, as in a broker."""
+        model = self._model
+        assert model is not None
+        done = 0
+        if not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            for i in rows.tolist():
+                done += model.ack_batch_indexes(
+                    name,
+                    int(a.ledger[i]),
+                    int(a.entry[i]),
+                    [int(a.bidx[i])],
+                    int(self._index.batch_size(g[i : i + 1])[0]),
+                )
+            return done
+        pg = g[rows]
+        order = np.lexsort((a.bidx[rows], pg))
+        pg, rows = pg[order], rows[order]
+        starts = np.flatnonzero(np.concatenate(([True], pg[1:] != pg[:-1])))
+        ends = np.append(starts[1:], pg.size)
+        bidx = a.bidx[rows].astype(np.int64)
+        distinct = np.concatenate(([True], (pg[1:] != pg[:-1]) | (bidx[1:] != bidx[:-1])))
+        counts = np.add.reduceat(distinct.astype(np.int64), starts)
+        sizes = self._index.batch_size(pg[starts])
+        complete = counts == sizes
+        if complete.any():
+            first = rows[starts[complete]]
+            positions.append(np.column_stack((a.ledger[first], a.entry[first])))
+        partial = ~complete
+        if partial.any():
+            ack_sets = []
+            bits = (1 << bidx).tolist() if int(sizes.max()) <= 63 else [1 << int(b) for b in bidx.tolist()]
+            for s, e, size in zip(
+                starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(), strict=True
+            ):
+                acked = 0
+                for b in bits[s:e]:
+                    acked |= b
+                ack_sets.append(((1 << size) - 1) & ~acked)
+            first = rows[starts[partial]]
+            done += model.ack_batch_sets(
+                name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets, sizes[partial]
+            )
+        return done
+
+    # -- isolated cancels (barriers) -----------------------------------------------------------------------
+    def _cancel(self, row: Rows) -> None:
+        model = self._model
+        if model is None:
+            return
+        t = int(row.ts[0])
+        model.dispatch(t)
+        model.set_time(t)
+        lid, eid, bidx, code = int(row.ledger[0]), int(row.entry[0]), int(row.bidx[0]), int(row.sub[0])
+        g = int(self._index.lookup(row.ledger, row.entry)[0])
+        if g < 0:
+            self._anomaly(UNKNOWN_POSITION, row, [f"no entry {lid}:{eid} was produced before this cancel"])
+            return
+        size = int(self._index.batch_size(np.array([g]))[0])
+        if bidx >= size:
+            self._anomaly(INVALID_ROW, row, [f"batch_index {bidx} is out of range for the produced batch_size {size}"])
+            return
+        if code >= 0:
+            name = self._subs.names[code]
+            if code not in self._created:
+                spec = self._declared.get(name)
+                if spec is None:
+                    self._anomaly(UNKNOWN_SUBSCRIPTION, row, [f"subscription {name!r} does not exist"])
+                    return
+                self._create(spec)
+            if not self._shared[code]:
+                self._anomaly(
+                    CANCEL_REFUSED,
+                    row,
+                    ["PIP-423 cancels are individual acks: refused on a cumulative-ack subscription type"],
+                )
+                return
+            targets = [code]
+        else:
+            targets = [c for c in sorted(self._created) if self._shared[c]]
+            if not targets:
+                self._anomaly(CANCEL_WITHOUT_SUBSCRIPTION, row, ["no Shared or Key_Shared subscription exists"])
+                return
+        deliver = int(self._index.deliver_at(np.array([g]))[0])
+        for c in targets:
+            name = self._subs.names[c]
+            in_time = 0 <= t <= deliver
+            if not in_time and model.was_delivered(name, lid, eid, deliver):
+                self._delivery_anomaly(row, c, deliver)
+            self._cancelled[c] = self._cancelled.get(c, 0) + model.cancel(name, lid, eid, bidx, size)
+
+    # -- output ---------------------------------------------------------------------------------
+    def _anomaly(self, reason: str, rows: Rows, detail: str | list[str], subs: np.ndarray | None = None) -> None:
+        n = len(rows)
+        if n == 0:
+            return
+        codes = rows.sub if subs is None else subs
+        names = self._subs.names
+        buf = self._anomaly_buffer
+        buf["subscription"].extend(names[c] if c >= 0 else None for c in codes.tolist())
+        buf["event"].extend(KIND_NAMES[k] for k in rows.kind.tolist())
+        for column, values in (
+            ("ts_ms", rows.ts),
+            ("ledger_id", rows.ledger),
+            ("entry_id", rows.entry),
+            ("batch_index", rows.bidx),
+        ):
+            buf[column].extend(v if v >= 0 else None for v in values.tolist())
+        buf["reason"].extend([reason] * n)
+        buf["detail"].extend(detail if isinstance(detail, list) else [detail] * n)
+        self._anomaly_rows += n
+        self._anomaly_total += n
+
+    def _take_output(self, final: bool) -> list[pa.RecordBatch]:
+        if not self._anomaly_rows or (not final and self._anomaly_rows < self.settings.anomaly_batch_rows):
+            return []
+        n = self._anomaly_rows
+        buf = self._anomaly_buffer
+        columns = {"topic": [self.topic] * n, "partition": [self.partition] * n, **buf}
+        batch = pa.RecordBatch.from_pydict(columns, schema=ANOMALY_SCHEMA)
+        self._anomaly_buffer = _empty_anomaly_buffer()
+        self._anomaly_rows = 0
+        return [union_batch("anomalies", batch)]
+
+    def _cursor_batch(self, results: list[SubscriptionResult]) -> pa.RecordBatch:
+        rows = []
+        for r in results:
+            code = self._subs.code(r.subscription)
+            rows.append(
+                {
+                    "topic": self.topic,
+                    "partition": self.partition,
+                    "subscription": r.subscription,
+                    "subscription_type": r.subscription_type,
+                    "mark_delete_ledger_id": r.mark_delete[0],
+                    "mark_delete_entry_id": r.mark_delete[1],
+                    "read_ledger_id": r.read_position[0],
+                    "read_entry_id": r.read_position[1],
+                    "ack_hole_ranges": r.ack_hole_ranges,
+                    "individually_deleted_messages": r.individually_deleted_messages,
+                    "backlog": r.backlog,
+                    "acked": self._acked.get(code, 0),
+                    "cancelled": self._cancelled.get(code, 0),
+                    "delayed_delivered": r.delayed_delivered,
+                    "delayed_pending": r.delayed_pending,
+                    "persisted_state_bytes": r.persisted_state_bytes,
+                    "state_chunks": r.state_chunks,
+                    "truncated_ranges": r.truncated_ranges,
+                    "truncated_batch_indexes": r.truncated_batch_indexes,
+                    "state_record": r.state_record,
+                    "state": r.state,
+                    **dataclasses.asdict(r.answers),
+                }
+            )
+        return pa.RecordBatch.from_pylist(rows, schema=CURSOR_SCHEMA)
+
+    def _partition_batch(self, subscriptions: int) -> pa.RecordBatch:
+        index = self._index
+        return pa.RecordBatch.from_pylist(
+            [
+                {
+                    "topic": self.topic,
+                    "partition": self.partition,
+                    "events": self._ordinal,
+                    "entries": index.size,
+                    "placeholder_entries": self._placeholders,
+                    "ledgers": self._model.ledger_count() if self._model is not None else 0,
+                    "last_ledger_id": index.last_ledger if index.size else None,
+                    "last_entry_id": index.next_entry - 1 if index.size else None,
+                    "subscriptions": subscriptions,
+                    "anomalies": self._anomaly_total,
+                }
+            ],
+            schema=PARTITION_SCHEMA,
+        )
+
+
+def _empty_anomaly_buffer() -> dict[str, list[Any]]:
+    return {name: [] for name in ANOMALY_SCHEMA.names if name not in ("topic", "partition")}
+
+
+def replayable(topic: str | None, partition: int | None) -> bool:
+    """Whether a topic-partition key can be replayed (a topic, and a partition in Java's ``int``
+    range, -1 or more). Rows of any other key are ``invalid_row`` anomalies only: no cursors,
+    no ``partitions`` row; the summary counts their events from the prepared log's manifest."""
+    return bool(topic) and partition is not None and -1 <= partition < (1 << 31)
+
+
+def declared_for(
+    subscriptions: Mapping[str, Sequence[SubscriptionSpec]], topic: str | None
+) -> Sequence[SubscriptionSpec]:
+    """The declared subscriptions of ``topic`` (none for a missing topic)."""
+    return subscriptions.get(topic, ()) if topic is not None else ()

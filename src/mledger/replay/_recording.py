@@ -1,0 +1,583 @@
+"""Record a live broker as the replay's raw logs (``mledger standalone --record DIR``).
+
+:class:`Recorder` is a :class:`~mledger.broker._journal.BrokerJournal`: given to
+``Broker(journal=...)`` (or ``--record`` / ``record=`` on the standalone, the embedded broker
+and the pytest factory), it writes what the broker did as the raw logs ``mledger prepare`` and
+``mledger replay`` read (docs/replay/inputs.md)::
+
+    DIR/recording.json                     what was recorded, and whether it is complete
+    DIR/produced/part-<session>-<n>.parquet   every stored entry
+    DIR/acked/...                          acks that changed a cursor (individual, cumulative,
+                                           batch index; PIP-423 skips are individual acks)
+    DIR/cancelled/...                      PIP-423 cancels
+    DIR/subscriptions/...                  subscriptions created, reset (seek, reset-cursor,
+                                           clear-backlog) and deleted, with their times
+
+Theory of operation
+-------------------
+The broker calls the recorder synchronously, on its own threads, with cheap tuples. The
+recorder stamps each row with its topic-partition's time and puts it on a bounded in-memory
+queue; a writer thread takes the queue every ``flush_interval_s`` (or sooner once
+``rows_per_part`` rows wait) and writes one Parquet part per log, of at most ``rows_per_part``
+rows, under a hidden temporary name renamed when complete. So a recording is always a set of
+complete, readable parts: a SIGKILL loses at most the rows of the last interval; a clean stop
+(``close``, which the broker's ``close`` calls) writes everything first. A session starts by writing an
+empty part for each log that has none, so every log exists (the replay requires ``acked``).
+
+Never blocking the broker: the queue holds at most ``max_pending_rows`` rows. Rows that do not
+fit, and rows whose part cannot be written (a full disk), are dropped and counted; the
+recording is then marked incomplete in ``recording.json`` (from when, and why) and a warning
+is logged once. Clients never notice.
+
+Order. The replay orders a topic-partition's events by ``(ts, kind, input order)`` with
+produced < cancelled < acked < subscription events at equal ``ts``. Rows are stamped so that
+order is the order the broker applied them where it matters: a topic-partition's stamps never
+go back (``max(now, last)``), events after a subscription event are stamped at least 1 ms
+after it, and an ack, cancel or subscription event naming an entry whose produced row was not
+written yet (the entry was readable a moment before the writer thread reported it) waits for
+that row, with every later event of its topic-partition behind it. Acks and produced rows of
+the same millisecond commute (an ack names an entry already stored). ``publish_time_ms`` is
+therefore the time the broker stored the entry, not the client's publish time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import posixpath
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..broker._hooks import PublishContext
+from ..broker._journal import AckRecord
+from ..core._errors import ConfigError
+from ..core._position import Position
+from ._schema import (
+    ACKED_SCHEMA,
+    CANCELLED_SCHEMA,
+    PRODUCED_SCHEMA,
+    SUBSCRIPTION_CREATED,
+    SUBSCRIPTION_DELETED,
+    SUBSCRIPTION_RESET,
+    SUBSCRIPTIONS_SCHEMA,
+)
+
+__all__ = [
+    "RECORDING_FILE",
+    "ObservedEntry",
+    "RecordSettings",
+    "Recorder",
+    "read_recording_status",
+    "warn_if_incomplete",
+]
+
+log = logging.getLogger(__name__)
+
+RECORDING_FILE = "recording.json"
+"""The recording's status file, beside the logs."""
+FORMAT = "mledger-recording"
+VERSION = 1
+
+_SCHEMAS = {
+    "produced": PRODUCED_SCHEMA,
+    "acked": ACKED_SCHEMA,
+    "cancelled": CANCELLED_SCHEMA,
+    "subscriptions": SUBSCRIPTIONS_SCHEMA,
+}
+_LOGS = tuple(_SCHEMAS)
+
+
+@dataclass(frozen=True)
+class RecordSettings:
+    """How a :class:`Recorder` writes: ``flush_interval_s`` (the most a SIGKILL loses),
+    ``rows_per_part`` (a part holds at most this many rows; a flush starts early once this
+    many wait) and ``max_pending_rows`` (the memory cap: rows waiting for the writer beyond
+    it are dropped, and the recording marked incomplete)."""
+
+    flush_interval_s: float = 1.0
+    rows_per_part: int = 100_000
+    max_pending_rows: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        if not self.flush_interval_s > 0:
+            raise ConfigError(f"flush_interval_s must be > 0, got {self.flush_interval_s!r}")
+        for name in ("rows_per_part", "max_pending_rows"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+class ObservedEntry(NamedTuple):
+    """A ``produced`` row's fields for an entry seen by a reader (None: not known)."""
+
+    publish_time_ms: int
+    batch_size: int = 1
+    deliver_at_ms: int | None = None
+    producer_name: str | None = None
+    sequence_id: int | None = None
+    key: str | None = None
+
+
+Row = tuple[Any, ...]
+Make = Callable[[int], list[Row]]
+"""Builds a deferred event's rows once its time stamp is known."""
+
+
+class _Partition:
+    """One topic-partition's stamping state (guarded by the recorder's lock)."""
+
+    __slots__ = ("floor", "last_produced", "last_ts", "waiting")
+
+    def __init__(self) -> None:
+        self.last_ts = -1
+        self.floor = -1  # the least stamp allowed: 1 ms after the last subscription event
+        self.last_produced: Position | None = None
+        self.waiting: deque[tuple[Position | None, str, bool, Make]] = deque()
+
+    def stamp(self, now_ms: int, subscription_event: bool) -> int:
+        ts = max(now_ms, self.last_ts, self.floor)
+        self.last_ts = ts
+        if subscription_event:
+            self.floor = ts + 1
+        return ts
+
+    def covers(self, required: Position | None) -> bool:
+        """Whether the entry ``required`` names was recorded as produced (None: nothing needed)."""
+        if required is None:
+            return True
+        last = self.last_produced
+        return last is not None and required <= last
+
+
+class Recorder:
+    """Writes a broker's stored entries and cursor changes under ``directory`` as raw logs.
+
+    See the module docstring. Thread-safe; every journal method returns at once. ``close``
+    (idempotent) writes what is queued and marks the session stopped. A directory holding an
+    earlier recording is appended to (a new session; parts of each session sort after the
+    earlier ones). Raises ``ConfigError`` when ``directory`` cannot be created or written.
+    """
+
+    def __init__(self, directory: str | Path, settings: RecordSettings | None = None) -> None:
+        self.directory = Path(directory)
+        self.settings = settings or RecordSettings()
+        self._lock = threading.Lock()
+        self._queue: deque[tuple[str, list[Row]]] = deque()
+        self._queued_rows = 0
+        self._partitions: dict[tuple[str, int], _Partition] = {}
+        self._dropped = 0
+        self._written = dict.fromkeys(_LOGS, 0)
+        self._incomplete: tuple[int, str] | None = None
+        self._status_dirty = False
+        self._closed = False
+        self._wake = threading.Event()
+        self._session = int(time.time() * 1000)
+        self._parts = 0
+        try:
+            for name in _LOGS:
+                (self.directory / name).mkdir(parents=True, exist_ok=True)
+                for leftover in (self.directory / name).glob(".part-*"):
+                    leftover.unlink()  # a part an earlier process was writing when it died
+            for name, schema in _SCHEMAS.items():  # every log exists, even one nothing is written to
+                if not any((self.directory / name).glob("part-*.parquet")):
+                    empty = self.directory / name / f"part-{self._session:013d}-{0:08d}.parquet"
+                    pq.write_table(schema.empty_table(), empty)
+            self._status = self._load_status()
+            self._write_status()
+        except OSError as exc:
+            raise ConfigError(f"cannot record into {self.directory}: {exc}") from None
+        self._writer = threading.Thread(target=self._run, name="mledger-recorder", daemon=True)
+        self._writer.start()
+
+    # -- the journal ------------------------------------------------------------------------------
+    def entries_persisted(
+        self, topic: str, partition: int, entries: Sequence[tuple[Position, PublishContext]], now_ms: int
+    ) -> None:
+        """Stored entries: one ``produced`` row each."""
+        with self._lock:
+            part = self._partition(topic, partition)
+            ts = part.stamp(now_ms, False)
+            rows = []
+            for position, ctx in entries:
+                md = ctx.metadata
+                rows.append(
+                    (
+                        topic,
+                        partition,
+                        position.ledger_id,
+                        position.entry_id,
+                        max(ctx.num_messages, 1),
+                        ts,
+                        md.deliver_at_ms,
+                        ctx.producer_name,
+                        ctx.sequence_id,
+                        md.partition_key,
+                    )
+                )
+                part.last_produced = position
+            self._put("produced", rows)
+            self._release(part, now_ms)
+
+    def entry_observed(self, topic: str, partition: int, position: Position, entry: ObservedEntry) -> None:
+        """One entry seen from outside the broker (``mledger capture``): a ``produced`` row
+        stamped at its publish time (never before the partition's earlier rows)."""
+        with self._lock:
+            part = self._partition(topic, partition)
+            ts = part.stamp(entry.publish_time_ms, False)
+            row = (
+                topic,
+                partition,
+                position.ledger_id,
+                position.entry_id,
+                entry.batch_size,
+                ts,
+                entry.deliver_at_ms,
+                entry.producer_name,
+                entry.sequence_id,
+                entry.key,
+            )
+            part.last_produced = position
+            self._put("produced", [row])
+            self._release(part, entry.publish_time_ms)
+
+    def acked(self, topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], now_ms: int) -> None:
+        """Acks that changed a cursor: one ``acked`` row each."""
+        required = max(Position(a.ledger_id, a.entry_id) for a in acks)
+
+        def make(ts: int) -> list[Row]:
+            return [
+                (
+                    topic,
+                    partition,
+                    subscription,
+                    a.ledger_id,
+                    a.entry_id,
+                    a.batch_index if a.batch_index >= 0 else None,
+                    "cumulative" if a.cumulative else "individual",
+                    ts,
+                )
+                for a in acks
+            ]
+
+        self._event(topic, partition, required, "acked", False, make, now_ms)
+
+    def cancelled(self, topic: str, partition: int, subscription: str, position: Position, now_ms: int) -> None:
+        """A PIP-423 cancel: one ``cancelled`` row naming the subscription."""
+
+        def make(ts: int) -> list[Row]:
+            return [(topic, partition, subscription, position.ledger_id, position.entry_id, None, ts)]
+
+        self._event(topic, partition, position, "cancelled", False, make, now_ms)
+
+    def subscription_created(
+        self,
+        topic: str,
+        partition: int,
+        subscription: str,
+        sub_type: str,
+        initial_position: str,
+        mark_delete: Position,
+        now_ms: int,
+    ) -> None:
+        """A ``created`` row with the position its cursor started at (a ``latest`` one waits for
+        the produced rows of the entries before it)."""
+        required = mark_delete if mark_delete.entry_id >= 0 else None
+        self._subscription_event(
+            topic,
+            partition,
+            subscription,
+            SUBSCRIPTION_CREATED,
+            required,
+            sub_type,
+            initial_position,
+            mark_delete,
+            now_ms,
+        )
+
+    def subscription_reset(
+        self, topic: str, partition: int, subscription: str, position: Position, now_ms: int
+    ) -> None:
+        """A ``reset`` row: the position the cursor reads from next."""
+        before = Position(position.ledger_id, position.entry_id - 1) if position.entry_id > 0 else None
+        self._subscription_event(
+            topic, partition, subscription, SUBSCRIPTION_RESET, before, None, None, position, now_ms
+        )
+
+    def subscription_deleted(self, topic: str, partition: int, subscription: str, now_ms: int) -> None:
+        """A ``deleted`` row."""
+        self._subscription_event(topic, partition, subscription, SUBSCRIPTION_DELETED, None, None, None, None, now_ms)
+
+    def not_recorded(self, what: str, now_ms: int) -> None:
+        """A change the logs cannot express: the recording is incomplete from now."""
+        with self._lock:
+            self._mark_incomplete(now_ms, f"not recorded: {what}")
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Write everything queued (deferred events too), close the session. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            now = int(time.time() * 1000)
+            for part in self._partitions.values():
+                while part.waiting:  # their produced rows never came: written as they are
+                    _, name, is_sub, make = part.waiting.popleft()
+                    self._put(name, make(part.stamp(now, is_sub)))
+        self._wake.set()
+        self._writer.join()
+
+    @property
+    def dropped_rows(self) -> int:
+        """Rows lost so far (queue full, or their part could not be written)."""
+        return self._dropped
+
+    @property
+    def complete(self) -> bool:
+        """Whether everything the broker did so far is recorded (or still queued)."""
+        return self._incomplete is None
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Write what is queued now (for tests and tools); False when ``timeout`` passed first."""
+        done = threading.Event()
+        with self._lock:
+            self._queue.append(("", [(done,)]))
+        self._wake.set()
+        return done.wait(timeout)
+
+    # -- internals: the broker's side ----------------------------------------------------------
+    def _partition(self, topic: str, partition: int) -> _Partition:
+        key = (topic, partition)
+        part = self._partitions.get(key)
+        if part is None:
+            part = self._partitions[key] = _Partition()
+        return part
+
+    def _subscription_event(
+        self,
+        topic: str,
+        partition: int,
+        subscription: str,
+        event: str,
+        required: Position | None,
+        sub_type: str | None,
+        initial_position: str | None,
+        position: Position | None,
+        now_ms: int,
+    ) -> None:
+        def make(ts: int) -> list[Row]:
+            return [
+                (
+                    topic,
+                    subscription,
+                    sub_type,
+                    initial_position,
+                    partition,
+                    event,
+                    ts,
+                    None if position is None else position.ledger_id,
+                    None if position is None else position.entry_id,
+                )
+            ]
+
+        self._event(topic, partition, required, "subscriptions", True, make, now_ms)
+
+    def _event(
+        self, topic: str, partition: int, required: Position | None, name: str, is_sub: bool, make: Make, now: int
+    ) -> None:
+        with self._lock:
+            part = self._partition(topic, partition)
+            if part.waiting or not part.covers(required):
+                part.waiting.append((required, name, is_sub, make))
+                self._queued_rows += 1  # counted against the cap while it waits
+                if self._queued_rows > self.settings.max_pending_rows:
+                    self._drop(1, now, "too many events wait for their produced rows")
+                    part.waiting.pop()
+                    self._queued_rows -= 1
+                return
+            self._put(name, make(part.stamp(now, is_sub)))
+
+    def _release(self, part: _Partition, now_ms: int) -> None:
+        while part.waiting and part.covers(part.waiting[0][0]):
+            _, name, is_sub, make = part.waiting.popleft()
+            self._queued_rows -= 1
+            self._put(name, make(part.stamp(now_ms, is_sub)))
+
+    def _put(self, name: str, rows: list[Row]) -> None:
+        """Queue rows (caller holds the lock), or drop them when the queue is full."""
+        if self._closed and not self._writer.is_alive():
+            self._drop(len(rows), int(time.time() * 1000), "recorded after the recorder closed")
+            return
+        if self._queued_rows + len(rows) > self.settings.max_pending_rows:
+            self._drop(len(rows), int(time.time() * 1000), "the queue was full (max_pending_rows)")
+            return
+        self._queue.append((name, rows))
+        self._queued_rows += len(rows)
+        if self._queued_rows >= self.settings.rows_per_part:
+            self._wake.set()
+
+    def _drop(self, n: int, now_ms: int, why: str) -> None:
+        self._dropped += n
+        self._mark_incomplete(now_ms, why)
+
+    def _mark_incomplete(self, now_ms: int, why: str) -> None:
+        """Caller holds the lock; the status file is rewritten by the writer thread."""
+        if self._incomplete is None:
+            self._incomplete = (now_ms, why)
+            log.warning("recording %s is incomplete from now on: %s", self.directory, why)
+        self._status_dirty = True
+
+    # -- internals: the writer thread --------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.settings.flush_interval_s)
+            self._wake.clear()
+            closing = self._closed
+            self._write_queued()
+            if closing:
+                self._write_queued()
+                self._session_status(stopped=True)
+                self._write_status_safely()
+                return
+            if self._status_dirty:
+                self._write_status_safely()
+
+    def _write_queued(self) -> None:
+        with self._lock:
+            batch, self._queue = self._queue, deque()
+            waiting = sum(len(p.waiting) for p in self._partitions.values())
+            self._queued_rows = waiting
+        rows: dict[str, list[Row]] = {name: [] for name in _LOGS}
+        markers = []
+        for name, items in batch:
+            if name:
+                rows[name].extend(items)
+            else:
+                markers.append(items[0][0])
+        for name, items in rows.items():
+            limit = self.settings.rows_per_part
+            for start in range(0, len(items), limit):
+                self._write_part(name, items[start : start + limit])
+        if self._status_dirty:
+            self._write_status_safely()
+        for marker in markers:
+            marker.set()
+
+    def _write_part(self, name: str, rows: list[Row]) -> None:
+        schema = _SCHEMAS[name]
+        self._parts += 1
+        final = self.directory / name / f"part-{self._session:013d}-{self._parts:08d}.parquet"
+        temp = final.with_name("." + final.name + ".tmp")
+        try:
+            columns = list(zip(*rows, strict=True))
+            table = pa.Table.from_arrays(
+                [pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
+            )
+            pq.write_table(table, temp)
+            os.replace(temp, final)
+            self._written[name] += len(rows)
+        except (OSError, pa.ArrowException) as exc:
+            with self._lock:
+                self._drop(len(rows), int(time.time() * 1000), f"cannot write {final.name}: {exc}")
+            try:
+                temp.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+    # -- internals: recording.json -----------------------------------------------------------------
+    def _load_status(self) -> dict[str, Any]:
+        path = self.directory / RECORDING_FILE
+        status: dict[str, Any] = {"format": FORMAT, "version": VERSION, "sessions": []}
+        if path.exists():
+            try:
+                earlier = json.loads(path.read_text())
+                if earlier.get("format") == FORMAT:
+                    status["sessions"] = list(earlier.get("sessions", []))
+            except (OSError, ValueError):
+                log.warning("%s: unreadable %s replaced", self.directory, RECORDING_FILE)
+        status["sessions"].append(
+            {
+                "session": self._session,
+                "started_ms": self._session,
+                "stopped_ms": None,
+                "settings": asdict(self.settings),
+            }
+        )
+        return status
+
+    def _session_status(self, stopped: bool = False) -> None:
+        with self._lock:
+            session = self._status["sessions"][-1]
+            session["rows"] = dict(self._written)
+            session["dropped_rows"] = self._dropped
+            if self._incomplete is not None:
+                session["incomplete_since_ms"], session["incomplete_reason"] = self._incomplete
+            if stopped:
+                session["stopped_ms"] = int(time.time() * 1000)
+            self._status_dirty = False
+
+    def _write_status(self) -> None:
+        sessions = self._status["sessions"]
+        self._status["complete"] = all(
+            s.get("incomplete_since_ms") is None and (s["stopped_ms"] is not None or s is sessions[-1])
+            for s in sessions
+        )
+        path = self.directory / RECORDING_FILE
+        temp = path.with_name("." + RECORDING_FILE + ".tmp")
+        temp.write_text(json.dumps(self._status, indent=2) + "\n")
+        os.replace(temp, path)
+
+    def _write_status_safely(self) -> None:
+        self._session_status()
+        try:
+            self._write_status()
+        except OSError as exc:  # a full disk: the in-memory status still says incomplete
+            log.debug("cannot write %s: %s", RECORDING_FILE, exc)
+
+
+def read_recording_status(directory: str | Path, filesystem: pafs.FileSystem | None = None) -> dict[str, Any] | None:
+    """The ``recording.json`` of a recording directory, None when there is none.
+
+    ``complete`` is False when a session dropped rows or was not stopped cleanly (a crash:
+    its last ``flush_interval_s`` of events may be missing), or was not recorded from an
+    empty broker (``incomplete_reason`` says why).
+    """
+    fs = filesystem or pafs.LocalFileSystem()
+    path = posixpath.join(str(directory) if filesystem else os.path.abspath(directory), RECORDING_FILE)
+    if fs.get_file_info(path).type != pafs.FileType.File:
+        return None
+    with fs.open_input_stream(path) as f:
+        status: dict[str, Any] = json.loads(f.read().decode("utf-8"))
+    sessions = status.get("sessions", [])
+    status["complete"] = all(s.get("incomplete_since_ms") is None and s.get("stopped_ms") is not None for s in sessions)
+    return status
+
+
+def warn_if_incomplete(filesystem: pafs.FileSystem, directory: str) -> None:
+    """Log a warning when ``directory`` is a recording that is not complete (what reading raw
+    logs calls: the replay of such a recording may differ from the broker it recorded)."""
+    try:
+        status = read_recording_status(directory, filesystem)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        log.warning("%s: unreadable %s (%s)", directory, RECORDING_FILE, exc)
+        return
+    if status is None or status["complete"]:
+        return
+    reasons = [
+        s.get("incomplete_reason") or ("not stopped cleanly: its last interval may be missing")
+        for s in status.get("sessions", [])
+        if s.get("incomplete_since_ms") is not None or s.get("stopped_ms") is None
+    ]
+    log.warning(
+        "%s is an incomplete recording (%s): the replay may differ from the broker", directory, "; ".join(reasons)
+    )

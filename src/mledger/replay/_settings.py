@@ -1,0 +1,260 @@
+"""Replay settings: the persistence settings cursors run with, plus a few replay switches.
+
+``mledger replay --set key=value`` takes any :class:`~mledger.ManagedLedgerConfig` or
+:class:`~mledger.ManagedLedgerFactoryConfig` field (Pulsar's names in snake_case) and the
+replay's own keys below. Settings are frozen and picklable: Spark ships them to the workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from ..core._errors import ConfigError
+from ._fs import filesystem_for
+
+REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)
+"""Pulsar's broker default ``managedLedgerDefaultMarkDeleteRateLimit`` = 1.0: cursor state is
+persisted at most once per second of event time, and once more at the end of the replay."""
+
+
+_COMMON = {
+    "throttle_mark_delete": "1.0",  # managedLedgerDefaultMarkDeleteRateLimit=1.0
+    "metadata_max_entries_per_ledger": "50000",  # managedLedgerCursorMaxEntriesPerLedger
+    "ledger_rollover_timeout": "14400",  # managedLedgerCursorRolloverTimeInSeconds
+    "persistent_unacked_ranges_with_multiple_entries_enabled": "false",
+    "max_message_size": str(5 * 1024 * 1024),  # maxMessageSize=5242880
+    "netty_max_frame_size_bytes": "0",  # derived: maxMessageSize + 10 KB
+}
+_BEFORE_25992 = {
+    **_COMMON,
+    "max_unacked_ranges_to_persist": "10000",
+    "max_unacked_ranges_to_persist_in_metadata_store": "1000",
+    "max_batch_deleted_index_to_persist": "10000",
+    "unacked_ranges_limit_off_by_one": "true",  # released before #25548
+    "managed_cursor_info_compression_type": "NONE",
+    "managed_cursor_info_compression_threshold_in_bytes": "0",
+}
+PULSAR_DEFAULTS: dict[str, dict[str, str]] = {
+    "pulsar-3.0": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "false"},
+    "pulsar-4.0": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "false"},
+    "pulsar-4.1": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "true"},
+    "pulsar-newest": {
+        **_COMMON,
+        "max_unacked_ranges_to_persist": "200000",
+        "max_unacked_ranges_to_persist_in_metadata_store": "200000",
+        "max_batch_deleted_index_to_persist": "200000",
+        "persist_individual_ack_as_long_array": "true",
+        "unacked_ranges_limit_off_by_one": "false",
+        "managed_cursor_info_compression_type": "LZ4",
+        "managed_cursor_info_compression_threshold_in_bytes": "16384",
+    },
+}
+"""``--defaults NAME``: Pulsar's broker defaults (``ServiceConfiguration`` / ``conf/broker.conf``)
+for the settings the replay models, per release line, as ``--set`` strings.
+
+* Every preset: ``managedLedgerDefaultMarkDeleteRateLimit=1.0``, cursor-ledger rollover
+  ``managedLedgerCursorMaxEntriesPerLedger=50000`` / ``managedLedgerCursorRolloverTimeInSeconds=14400``,
+  ``persistentUnackedRangesWithMultipleEntriesEnabled=false`` (PIP-381 chunking is opt-in),
+  ``maxMessageSize=5242880`` (the BookKeeper frame limit is that plus
+  ``Commands.MESSAGE_SIZE_FRAME_PADDING``, 10 KB). ``jute_maxbuffer`` keeps its 10 MB (Pulsar's
+  start scripts), ``acknowledgmentAtBatchIndexLevelEnabled`` keeps the replay's value (its
+  per-version default was not established from Pulsar's source).
+* ``pulsar-3.0``, ``pulsar-4.0``: ``managedLedgerMaxUnackedRangesToPersist=10000``,
+  ``managedLedgerMaxUnackedRangesToPersistInMetadataStore=1000``, 10000 batch-index states
+  (hard-coded ``maxBatchDeletedIndexToPersist`` until apache/pulsar#24392 made it
+  ``managedLedgerMaxBatchDeletedIndexToPersist``, same default),
+  ``managedLedgerPersistIndividualAckAsLongArray=false``, ``managedCursorInfoCompressionType=NONE``,
+  and the range limit's off-by-one (N + 1 ranges kept) that apache/pulsar#25548 (2026-04)
+  fixed in ``ManagedCursorImpl.buildIndividualDeletedMessageRanges``.
+* ``pulsar-4.1``: as 4.0 but ``managedLedgerPersistIndividualAckAsLongArray=true`` ("the default
+  since Pulsar 4.1.x", apache/pulsar#25985).
+* ``pulsar-newest``: apache/pulsar#25992 (2026-06, "Improve default limits for acknowledgment
+  state persistence"): ``managedLedgerMaxUnackedRangesToPersist``,
+  ``managedLedgerMaxUnackedRangesToPersistInMetadataStore`` and
+  ``managedLedgerMaxBatchDeletedIndexToPersist`` 200000 (the values of Pulsar's
+  ``ServiceConfiguration`` on its main branch; the PR text gives its motivation, not the list);
+  the long-array format; #25548's exact limit; ``managedCursorInfoCompressionType=LZ4`` above
+  ``managedCursorInfoCompressionThresholdInBytes=16384`` (Pulsar's main-branch
+  ``ServiceConfiguration``; the PR that changed it was not established).
+"""
+
+
+def preset_values(name: str) -> dict[str, str]:
+    """The ``--set`` values of a :data:`PULSAR_DEFAULTS` preset; ``ConfigError`` naming the
+    known presets for another name."""
+    try:
+        return dict(PULSAR_DEFAULTS[name])
+    except KeyError:
+        raise ConfigError(f"unknown defaults {name!r}; known: {', '.join(PULSAR_DEFAULTS)}") from None
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """Everything a replay worker needs besides the events.
+
+    * ``ledger``: cursor and persistence settings. The data-ledger rollover settings
+      (``max_entries_per_ledger``, sizes, times) are ignored: the log's positions say where
+      ledgers roll over.
+    * ``factory``: metadata compression of ``ManagedCursorInfo``.
+    * ``emit_state``: put the serialized cursor state in the ``cursors`` output.
+    * ``deduplication``: apply producer_name/sequence_id deduplication to produced rows.
+    * ``tasks``: Spark tasks of a replay (None: one per core of the session); each replays a
+      share of the topic-partitions, balanced by size.
+    * ``segment_rows``: at most this many events are applied in one vectorised step. The
+      replayed state does not depend on it (nor on how input batches are cut); only the
+      moments of intermediate, throttled persists do (a step's acks share one event time,
+      so each cursor persists at most once per step, and at most once per second of event
+      time). Spark and the single process use the same value, so their results are equal
+      row by row. The default is the prepared log's row group (65,536 rows): one step per
+      batch read, and per-step costs (cursor persists, vectorised calls) paid once per
+      batch.
+    * ``anomaly_batch_rows``: anomaly rows are handed back in batches of this size.
+    * ``defaults``: the :data:`PULSAR_DEFAULTS` preset applied (``--defaults``), None for
+      mledger's own defaults. Applying one sets its values first; other keys given with it
+      are applied on top.
+    """
+
+    ledger: ManagedLedgerConfig = field(default_factory=lambda: REPLAY_DEFAULT_LEDGER_CONFIG)
+    factory: ManagedLedgerFactoryConfig = field(default_factory=ManagedLedgerFactoryConfig)
+    emit_state: bool = False
+    deduplication: bool = True
+    tasks: int | None = None
+    segment_rows: int = 65_536
+    anomaly_batch_rows: int = 10_000
+    defaults: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.tasks is not None and self.tasks < 1:
+            raise ConfigError(f"tasks must be >= 1, got {self.tasks}")
+        if self.segment_rows < 1:
+            raise ConfigError(f"segment_rows must be >= 1, got {self.segment_rows}")
+        if self.anomaly_batch_rows < 1:
+            raise ConfigError(f"anomaly_batch_rows must be >= 1, got {self.anomaly_batch_rows}")
+
+    def with_changes(self, **changes: Any) -> ReplaySettings:
+        """A copy with some replay fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[str], base: ReplaySettings | None = None) -> ReplaySettings:
+        """Apply ``key=value`` strings (``--set``) to ``base`` (default settings).
+
+        Raises ``ConfigError`` for an unknown key or a value of the wrong type.
+        """
+        values: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--set expects key=value, got {pair!r}")
+            values[key.strip()] = value.strip()
+        return (base or cls()).with_values(values)
+
+    def with_values(self, values: Mapping[str, str]) -> ReplaySettings:
+        """Apply string values to whichever settings object owns each key."""
+        ledger_fields = {f.name: f for f in fields(ManagedLedgerConfig)}
+        factory_fields = {f.name: f for f in fields(ManagedLedgerFactoryConfig)}
+        own_fields = {f.name: f for f in fields(ReplaySettings) if f.name not in ("ledger", "factory")}
+        if "defaults" in values:
+            name = values["defaults"]
+            rest = {k: v for k, v in values.items() if k != "defaults"}
+            if name.lower() in ("", "none", "null"):
+                return dataclasses.replace(self, defaults=None).with_values(rest)
+            preset = dataclasses.replace(self, defaults=name).with_values(preset_values(name))
+            return preset.with_values(rest) if rest else preset
+        ledger: dict[str, Any] = {}
+        factory: dict[str, Any] = {}
+        own: dict[str, Any] = {}
+        for key, raw in values.items():
+            if key in ledger_fields:
+                ledger[key] = _parse(key, raw, getattr(self.ledger, key), ledger_fields[key].type)
+            elif key in factory_fields:
+                factory[key] = _parse(key, raw, getattr(self.factory, key), factory_fields[key].type)
+            elif key in own_fields:
+                own[key] = _parse(key, raw, getattr(self, key), own_fields[key].type)
+            else:
+                known = sorted([*ledger_fields, *factory_fields, *own_fields])
+                raise ConfigError(f"unknown setting {key!r}; known settings: {', '.join(known)}")
+        return dataclasses.replace(
+            self,
+            ledger=self.ledger.with_changes(**ledger) if ledger else self.ledger,
+            factory=dataclasses.replace(self.factory, **factory) if factory else self.factory,
+            **own,
+        )
+
+    @property
+    def ack_format(self) -> str:
+        """The individual-ack format these settings persist with (``auto`` resolved), for the
+        summaries that say how each format applies the limit."""
+        return self.ledger.effective_ack_format
+
+    def value(self, key: str) -> Any:
+        """The value of a ``--set`` key (raises ``ConfigError`` for an unknown key)."""
+        if key in {f.name for f in fields(ManagedLedgerConfig)}:
+            return getattr(self.ledger, key)
+        if key in {f.name for f in fields(ManagedLedgerFactoryConfig)}:
+            return getattr(self.factory, key)
+        if key in {f.name for f in fields(ReplaySettings)} and key not in ("ledger", "factory"):
+            return getattr(self, key)
+        raise ConfigError(f"unknown setting {key!r}; known settings: {', '.join(self.known_keys())}")
+
+    @classmethod
+    def known_keys(cls) -> list[str]:
+        """Every key ``--set`` accepts."""
+        names = [f.name for f in fields(ManagedLedgerConfig)] + [f.name for f in fields(ManagedLedgerFactoryConfig)]
+        names += [f.name for f in fields(cls) if f.name not in ("ledger", "factory")]
+        return sorted(names)
+
+
+def _parse(key: str, raw: str, current: Any, annotation: Any) -> Any:
+    text = str(annotation)
+    lowered = raw.lower()
+    if lowered in ("none", "null", "") and ("None" in text or current is None):
+        return None
+    if isinstance(current, bool) or text == "bool":
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{key} expects true or false, got {raw!r}")
+    if isinstance(current, int) or text.startswith("int"):
+        try:
+            return int(raw.replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{key} expects an integer, got {raw!r}") from None
+    if isinstance(current, float) or text == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{key} expects a number, got {raw!r}") from None
+    return raw
+
+
+SETTINGS_FILE = "settings.json"
+"""What a replay writes beside its outputs: the settings it ran with (``OUT_DIR/settings.json``)."""
+
+
+def settings_record(
+    settings: ReplaySettings, engine: str, sweep: Mapping[str, list[Any]] | None = None
+) -> dict[str, Any]:
+    """The JSON document of :data:`SETTINGS_FILE`: ``{"format": 1, "engine": ..., "ledger":
+    {...}, "factory": {...}, <replay fields>, "sweep": {key: [values...]}}`` (every field,
+    defaults included; ``sweep`` is ``{}`` without a sweep, and the swept keys' values in
+    ``ledger`` / ``factory`` are then the base the sweep started from)."""
+    return {"format": 1, "engine": engine, **dataclasses.asdict(settings), "sweep": dict(sweep or {})}
+
+
+def write_settings(
+    out_dir: str, settings: ReplaySettings, engine: str, sweep: Mapping[str, list[Any]] | None = None
+) -> None:
+    """Write :data:`SETTINGS_FILE` into ``out_dir`` (a local path or a pyarrow filesystem URI)."""
+    fs, root = filesystem_for(out_dir)
+    fs.create_dir(root, recursive=True)
+    text = json.dumps(settings_record(settings, engine, sweep), indent=2) + "\n"  # sweep keys in their order
+    with fs.open_output_stream(posixpath.join(root, SETTINGS_FILE)) as f:
+        f.write(text.encode("utf-8"))

@@ -1,0 +1,179 @@
+"""A store for replay: data ledgers with the log's ids, entries counted rather than kept.
+
+:class:`ReplayStore` implements the ``Store`` protocol (ledgers + metadata) so that the
+unmodified ``ManagedLedger`` and ``ManagedCursor`` run on it:
+
+* **Ledger ids from the log.** Before the managed ledger creates a data ledger, the replay
+  calls :meth:`ReplayStore.expect_ledger` with the id the log uses; the next
+  ``create_ledger`` returns it. Every other ``create_ledger`` (cursor ledgers, which never
+  appear in positions) draws from a separate range starting at :data:`CURSOR_LEDGER_BASE`.
+* **Bounded memory.** A replay never reads data entries back, so data ledgers keep only their
+  entry count: memory does not grow with the size of a topic-partition. Reads of data
+  entries return empty entries. Cursor ledgers keep the entries of their last append (one
+  persisted state, all of its PIP-381 chunks), which is what recovery and ``--emit-state``
+  read.
+
+Metadata (``ManagedLedgerInfo``, ``ManagedCursorInfo``) lives in an inner
+:class:`~mledger.storage.MemoryStore`. Single-threaded use; the lock of the inner store
+covers metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..codec._entry import EntryMetadata, encode_entry
+from ..core._errors import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClosedError
+from ..storage import MemoryStore
+from ..storage._base import DEFAULT_MAX_ENTRY_SIZE, Versioned
+
+CURSOR_LEDGER_BASE = 1 << 62
+"""First id of cursor ledgers; data ledger ids from the log must stay below it (the replay
+reports rows with larger ids as invalid). Cursor ledger ids never appear in positions or in a
+``PositionInfo``."""
+
+DESCRIBED_ENTRIES = 1024
+"""Entry descriptions a :class:`ReplayStore` keeps (see :meth:`ReplayStore.describe_entry`)."""
+
+EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
+
+
+class ReplayStore:
+    """``Store`` for replays. See the module docstring. O(1) per call."""
+
+    def __init__(self, max_entry_size: int = DEFAULT_MAX_ENTRY_SIZE) -> None:
+        self.max_entry_size = max_entry_size
+        self._meta = MemoryStore(max_entry_size)
+        self._counts: dict[int, int] = {}
+        self._lengths: dict[int, int] = {}  # bytes appended per ledger (ledger_length)
+        self._tails: dict[int, tuple[int, list[bytes]]] = {}  # cursor ledger -> (first id, entries)
+        self._sealed: set[int] = set()
+        self._expected: int | None = None
+        self._next_cursor_ledger = CURSOR_LEDGER_BASE
+        self._highest_data_ledger = -1
+        self._described: dict[tuple[int, int], bytes] = {}
+        self._closed = False
+
+    # -- ledger ids -------------------------------------------------------------------------
+    def expect_ledger(self, ledger_id: int) -> None:
+        """The next ``create_ledger`` returns ``ledger_id`` (a data ledger of the log).
+
+        Raises ``ValueError`` if the id is not above every data ledger so far or collides
+        with the cursor-ledger range.
+        """
+        if not 0 <= ledger_id < CURSOR_LEDGER_BASE:
+            raise ValueError(f"ledger id {ledger_id} outside the replayable range [0, {CURSOR_LEDGER_BASE})")
+        if ledger_id <= self._highest_data_ledger:
+            raise ValueError(f"ledger id {ledger_id} is not above the last data ledger {self._highest_data_ledger}")
+        self._expected = ledger_id
+
+    def describe_entry(self, ledger_id: int, entry_id: int, metadata: EntryMetadata) -> None:
+        """Have reads of a data entry return an empty payload with ``metadata`` (its batch
+        size, deliver-at time), so that code reading the entry (the broker reads a batch's
+        size before a batch-index ack) sees what the log produced. Only the last
+        :data:`DESCRIBED_ENTRIES` descriptions are kept: describe an entry right before the
+        call that reads it."""
+        described = self._described
+        described.pop((ledger_id, entry_id), None)
+        described[(ledger_id, entry_id)] = encode_entry(b"", metadata)
+        if len(described) > DESCRIBED_ENTRIES:
+            del described[next(iter(described))]
+
+    # -- LedgerStore ------------------------------------------------------------------------
+    def create_ledger(self) -> int:
+        self._check_open()
+        if self._expected is not None:
+            ledger_id, self._expected = self._expected, None
+            self._highest_data_ledger = ledger_id
+        else:
+            ledger_id = self._next_cursor_ledger
+            self._next_cursor_ledger += 1
+        self._counts[ledger_id] = 0
+        return ledger_id
+
+    def append(self, ledger_id: int, data: bytes) -> int:
+        return self.append_many(ledger_id, (data,))
+
+    def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
+        self._check_open()
+        limit = self.max_entry_size
+        for data in entries:
+            if len(data) > limit:
+                raise EntryTooLargeError(f"entry of {len(data)} bytes exceeds the maximum entry size {limit}")
+        first = self._count(ledger_id)
+        if ledger_id in self._sealed:
+            raise LedgerNotFoundError(f"ledger {ledger_id} is sealed and accepts no appends")
+        self._counts[ledger_id] = first + len(entries)
+        self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + sum(map(len, entries))
+        if ledger_id >= CURSOR_LEDGER_BASE:
+            self._tails[ledger_id] = (first, [bytes(e) for e in entries])
+        return first
+
+    def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
+        self._check_open()
+        count = self._count(ledger_id)
+        first, last = max(first_entry, 0), min(last_entry, count - 1)
+        if last < first:
+            return []
+        if ledger_id < CURSOR_LEDGER_BASE:
+            described = self._described
+            return [described.get((ledger_id, i), EMPTY_ENTRY) for i in range(first, last + 1)]
+        tail_first, tail = self._tails.get(ledger_id, (count, []))
+        return [tail[i - tail_first] for i in range(max(first, tail_first), last + 1)]
+
+    def last_entry_id(self, ledger_id: int) -> int:
+        self._check_open()
+        return self._count(ledger_id) - 1
+
+    def ledger_length(self, ledger_id: int) -> int:
+        self._check_open()
+        self._count(ledger_id)
+        return self._lengths.get(ledger_id, 0)
+
+    def ledger_exists(self, ledger_id: int) -> bool:
+        self._check_open()
+        return ledger_id in self._counts
+
+    def seal_ledger(self, ledger_id: int) -> None:
+        self._check_open()
+        self._count(ledger_id)
+        self._sealed.add(ledger_id)
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        self._check_open()
+        self._counts.pop(ledger_id, None)
+        self._lengths.pop(ledger_id, None)
+        self._tails.pop(ledger_id, None)
+        self._sealed.discard(ledger_id)
+
+    def last_append(self, ledger_id: int) -> list[bytes]:
+        """The entries of the last append to a cursor ledger (one persisted state)."""
+        return list(self._tails.get(ledger_id, (0, []))[1])
+
+    # -- MetadataStore ----------------------------------------------------------------------
+    def get(self, path: str) -> Versioned | None:
+        return self._meta.get(path)
+
+    def put(self, path: str, data: bytes, expected_version: int | None = None) -> int:
+        return self._meta.put(path, data, expected_version)
+
+    def delete(self, path: str, expected_version: int | None = None) -> None:
+        self._meta.delete(path, expected_version)
+
+    def children(self, path: str) -> list[str]:
+        return self._meta.children(path)
+
+    def close(self) -> None:
+        self._closed = True
+        self._meta.close()
+
+    # -- internals --------------------------------------------------------------------------
+    def _count(self, ledger_id: int) -> int:
+        try:
+            return self._counts[ledger_id]
+        except KeyError:
+            raise LedgerNotFoundError(f"ledger {ledger_id} does not exist") from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ManagedLedgerClosedError("the store is closed")

@@ -1,0 +1,447 @@
+"""The summary tables a replay prints, computed from its outputs (rich tables as text)."""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from ..core._config import unacked_ranges_limit_notes
+from ._inputs import filesystem_for
+
+
+@dataclass(frozen=True)
+class ReplaySummary:
+    """Figures of one replay run."""
+
+    events: int
+    topic_partitions: int
+    entries: int
+    placeholder_entries: int
+    ledgers: int
+    subscriptions: int
+    backlog: int
+    ack_hole_ranges: int
+    acked: int
+    cancelled: int
+    anomalies: dict[str, int] = field(default_factory=dict)
+    truncated_ranges: int = 0
+    truncated_batch_indexes: int = 0
+    persisted_state_bytes: int = 0
+    max_persisted_state_bytes: int = 0
+    max_state_chunks: int = 0
+    delayed_delivered: int = 0
+    redelivered_after_restart: int = 0
+    """Acknowledged messages a restart at the end would redeliver, all cursors."""
+    redelivered_after_restart_max: int = 0
+    """The sum of each cursor's maximum over the replay (each at its own worst moment)."""
+    persist_unacked_ranges_truncated: int = 0
+    persist_batch_deleted_indexes_truncated: int = 0
+    cursors_over_limit: int = 0
+    """Cursors whose state exceeded the frame limit or ``jute.maxbuffer`` at some point."""
+    top_redelivered: list[dict[str, object]] = field(default_factory=list)
+    """The cursors with the largest ``redelivered_after_restart_max`` (up to five, > 0)."""
+    by_type: list[dict[str, object]] = field(default_factory=list)
+    top_backlog: list[dict[str, object]] = field(default_factory=list)
+    seconds: float = 0.0
+    engine: str = ""
+    out_dir: str = ""
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def anomaly_total(self) -> int:
+        return sum(self.anomalies.values())
+
+
+def _sum(table: pa.Table, column: str) -> int:
+    if table.num_rows == 0:
+        return 0
+    value = pc.sum(table[column]).as_py()
+    return int(value or 0)
+
+
+def _count_set(table: pa.Table, column: str) -> int:
+    if table.num_rows == 0:
+        return 0
+    return table.num_rows - table[column].null_count
+
+
+def _top_redelivered(cursors: pa.Table) -> list[dict[str, object]]:
+    if cursors.num_rows == 0:
+        return []
+    worst = cursors.filter(pc.greater(cursors["redelivered_after_restart_max"], 0))
+    order = [
+        ("redelivered_after_restart_max", "descending"),
+        ("topic", "ascending"),
+        ("partition", "ascending"),
+        ("subscription", "ascending"),
+    ]
+    return worst.sort_by(order).slice(0, 5).to_pylist()
+
+
+def _max(table: pa.Table, column: str) -> int:
+    if table.num_rows == 0:
+        return 0
+    return int(pc.max(table[column]).as_py() or 0)
+
+
+def summarize(
+    cursors: pa.Table,
+    partitions: pa.Table,
+    anomaly_counts: dict[str, int],
+    seconds: float = 0.0,
+    engine: str = "",
+    out_dir: str = "",
+    unkeyed_events: int = 0,
+) -> ReplaySummary:
+    """Aggregate the ``cursors`` and ``partitions`` outputs and the anomaly counts by reason.
+
+    ``unkeyed_events``: events of keys that cannot be replayed (a null topic or partition),
+    which have no ``partitions`` row (:func:`~.engine.replayable`)."""
+    by_type = []
+    if cursors.num_rows:
+        grouped = (
+            cursors.group_by("subscription_type")
+            .aggregate(
+                [
+                    ("subscription", "count"),
+                    ("backlog", "sum"),
+                    ("ack_hole_ranges", "sum"),
+                    ("acked", "sum"),
+                    ("cancelled", "sum"),
+                    ("delayed_delivered", "sum"),
+                    ("persisted_state_bytes", "max"),
+                    ("state_chunks", "max"),
+                    ("truncated_ranges", "sum"),
+                ]
+            )
+            .sort_by("subscription_type")
+        )
+        by_type = grouped.to_pylist()
+    top = []
+    if cursors.num_rows:
+        top = (
+            cursors.sort_by(
+                [
+                    ("backlog", "descending"),
+                    ("topic", "ascending"),
+                    ("partition", "ascending"),
+                    ("subscription", "ascending"),
+                ]
+            )
+            .slice(0, 5)
+            .to_pylist()
+        )
+    return ReplaySummary(
+        events=_sum(partitions, "events") + unkeyed_events,
+        topic_partitions=partitions.num_rows,
+        entries=_sum(partitions, "entries"),
+        placeholder_entries=_sum(partitions, "placeholder_entries"),
+        ledgers=_sum(partitions, "ledgers"),
+        subscriptions=cursors.num_rows,
+        backlog=_sum(cursors, "backlog"),
+        ack_hole_ranges=_sum(cursors, "ack_hole_ranges"),
+        acked=_sum(cursors, "acked"),
+        cancelled=_sum(cursors, "cancelled"),
+        truncated_ranges=_sum(cursors, "truncated_ranges"),
+        truncated_batch_indexes=_sum(cursors, "truncated_batch_indexes"),
+        persisted_state_bytes=_sum(cursors, "persisted_state_bytes"),
+        max_persisted_state_bytes=_max(cursors, "persisted_state_bytes"),
+        max_state_chunks=_max(cursors, "state_chunks"),
+        delayed_delivered=_sum(cursors, "delayed_delivered"),
+        redelivered_after_restart=_sum(cursors, "redelivered_after_restart"),
+        redelivered_after_restart_max=_sum(cursors, "redelivered_after_restart_max"),
+        persist_unacked_ranges_truncated=_sum(cursors, "persist_unacked_ranges_truncated"),
+        persist_batch_deleted_indexes_truncated=_sum(cursors, "persist_batch_deleted_indexes_truncated"),
+        cursors_over_limit=_count_set(cursors, "state_over_limit_at_ms"),
+        top_redelivered=_top_redelivered(cursors),
+        anomalies=dict(sorted(anomaly_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        by_type=by_type,
+        top_backlog=top,
+        seconds=seconds,
+        engine=engine,
+        out_dir=out_dir,
+    )
+
+
+def _render(*tables: Table | str) -> list[str]:
+    console = Console(file=io.StringIO(), width=250, color_system=None, force_terminal=False, highlight=False)
+    for t in tables:
+        console.print(t)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    return [line.rstrip() for line in text.rstrip("\n").split("\n")]
+
+
+def _table(headers: list[str], rows: list[list[object]], title: str | None = None, text: int = 1) -> list[str]:
+    """Rows under ``headers``: the first column and the last ``text - 1`` ones (text) left-justified,
+    the others (figures) right-justified."""
+    table = Table(*headers, box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
+    for i, column in enumerate(table.columns):
+        column.justify = "left" if i == 0 or i >= len(headers) - (text - 1) else "right"
+    for row in rows:
+        table.add_row(*[f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v) for v in row])
+    return _render(table)
+
+
+def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -> str:
+    """The human-readable summary tables. ``planted``: for generated logs, the anomalies the
+    generator plants on purpose (reason -> how); the anomalies table then says so per reason."""
+    lines = [
+        f"replayed {s.events:,} events of {s.topic_partitions:,} topic-partitions"
+        + (f" in {s.seconds:.1f} s ({s.events_per_second:,.0f} events/s, {s.engine})" if s.seconds else ""),
+        (
+            f"entries {s.entries:,} in {s.ledgers:,} ledgers ({s.placeholder_entries:,} placeholders); "
+            f"{s.subscriptions:,} cursors; backlog {s.backlog:,}; ack-hole ranges {s.ack_hole_ranges:,}"
+        ),
+        "",
+        "cursors by subscription type:",
+    ]
+    lines += _table(
+        [
+            "type",
+            "cursors",
+            "backlog",
+            "hole ranges",
+            "acked",
+            "cancelled",
+            "delayed delivered",
+            "max state bytes",
+            "max chunks",
+            "truncated ranges",
+        ],
+        [
+            [
+                r["subscription_type"],
+                r["subscription_count"],
+                r["backlog_sum"],
+                r["ack_hole_ranges_sum"],
+                r["acked_sum"],
+                r["cancelled_sum"],
+                r["delayed_delivered_sum"],
+                r["persisted_state_bytes_max"],
+                r["state_chunks_max"],
+                r["truncated_ranges_sum"],
+            ]
+            for r in s.by_type
+        ],
+    )
+    if s.top_backlog:
+        lines += ["", "largest backlogs:"]
+        lines += _table(
+            ["topic", "partition", "subscription", "mark-delete", "backlog", "hole ranges", "state bytes"],
+            [
+                [
+                    r["topic"],
+                    r["partition"],
+                    r["subscription"],
+                    f"{r['mark_delete_ledger_id']}:{r['mark_delete_entry_id']}",
+                    r["backlog"],
+                    r["ack_hole_ranges"],
+                    r["persisted_state_bytes"],
+                ]
+                for r in s.top_backlog
+            ],
+        )
+    lines += _restart_lines(s)
+    lines += ["", f"anomalies: {s.anomaly_total:,}" + _planted_note(s, planted)]
+    if s.anomalies and planted is not None:
+        lines += _table(
+            ["reason", "count", "planted by the generator as"],
+            [[k, v, planted.get(k, "not planted by the generator")] for k, v in s.anomalies.items()],
+            text=2,
+        )
+    elif s.anomalies:
+        lines += _table(["reason", "count"], [[k, v] for k, v in s.anomalies.items()])
+    if s.out_dir:
+        lines += ["", _outputs_line(s.out_dir, "(Parquet)")]
+    return "\n".join(lines)
+
+
+def _outputs_line(out_dir: str, note: str) -> str:
+    """The summary's last line: the output directories under ``out_dir`` (as given, with or
+    without a trailing slash: ``out/`` names ``out/cursors``, not ``out//cursors``)."""
+    root = out_dir.rstrip("/") or out_dir
+    return f"outputs: {root}/cursors, {root}/anomalies, {root}/partitions {note}"
+
+
+def _restart_lines(s: ReplaySummary) -> list[str]:
+    """What a restart would redeliver, what the limits truncated, state that cannot be stored."""
+    lines = [
+        "",
+        (
+            f"a restart (crash after the last persist) would redeliver {s.redelivered_after_restart:,} acknowledged "
+            f"messages at the end; at each cursor's worst moment {s.redelivered_after_restart_max:,}"
+        ),
+        (
+            f"persists that truncated: {s.persist_unacked_ranges_truncated:,} (ack ranges), "
+            f"{s.persist_batch_deleted_indexes_truncated:,} (batch indexes); cursors whose state exceeded the "
+            f"frame limit or jute.maxbuffer (state lost): {s.cursors_over_limit:,}"
+        ),
+    ]
+    if s.top_redelivered:
+        lines += _table(
+            ["topic", "partition", "subscription", "at the end", "maximum", "at ts_ms", "over limit at"],
+            [
+                [
+                    r["topic"],
+                    r["partition"],
+                    r["subscription"],
+                    r["redelivered_after_restart"],
+                    r["redelivered_after_restart_max"],
+                    r["redelivered_after_restart_max_at_ms"],
+                    "-" if r["state_over_limit_at_ms"] is None else r["state_over_limit_at_ms"],
+                ]
+                for r in s.top_redelivered
+            ],
+        )
+    return lines
+
+
+def _planted_note(s: ReplaySummary, planted: Mapping[str, str] | None) -> str:
+    if planted is None or not s.anomalies:
+        return ""
+    on_purpose = sum(v for k, v in s.anomalies.items() if k in planted)
+    share = "all" if on_purpose == s.anomaly_total else f"{on_purpose:,}"
+    return f", {share} planted on purpose by the generator (so that the replay has each kind to find)"
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """A sweep's figures: one :class:`ReplaySummary` per combination of settings."""
+
+    keys: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+    summaries: tuple[ReplaySummary, ...]
+    seconds: float = 0.0
+    engine: str = ""
+    out_dir: str = ""
+    formats: tuple[str, ...] = ()
+    """The individual-ack format in force per combination (``range``, ``long_array``, ``auto``)."""
+
+    @property
+    def events(self) -> int:
+        """Events read (each was replayed once per combination)."""
+        return self.summaries[0].events if self.summaries else 0
+
+    def summary_for(self, **values: Any) -> ReplaySummary:
+        """The summary of the combination with these values."""
+        for vals, summary in zip(self.values, self.summaries, strict=False):
+            if dict(zip(self.keys, vals, strict=False)) == values:
+                return summary
+        raise KeyError(values)
+
+
+SWEEP_COLUMNS = (
+    ("cursors", "subscriptions"),
+    ("backlog", "backlog"),
+    ("hole ranges", "ack_hole_ranges"),
+    ("truncated ranges", "truncated_ranges"),
+    ("truncated batch idx", "truncated_batch_indexes"),
+    ("state bytes", "persisted_state_bytes"),
+    ("max state bytes", "max_persisted_state_bytes"),
+    ("max chunks", "max_state_chunks"),
+    ("delayed delivered", "delayed_delivered"),
+    ("redelivered after restart", "redelivered_after_restart"),
+    ("redelivered max", "redelivered_after_restart_max"),
+    ("truncating persists", "persist_unacked_ranges_truncated"),
+    ("over-limit cursors", "cursors_over_limit"),
+    ("anomalies", "anomaly_total"),
+)
+"""The figures the sweep table compares: (header, :class:`ReplaySummary` attribute)."""
+
+
+def format_sweep(s: SweepSummary) -> str:
+    """The sweep's comparison table: one row per combination of settings."""
+    events = s.events
+    took = (
+        f" in {s.seconds:.1f} s ({events * len(s.summaries) / s.seconds:,.0f} event replays/s, {s.engine})"
+        if s.seconds
+        else ""
+    )
+    lines = [f"replayed {events:,} events under {len(s.summaries)} settings{took}", ""]
+    rows = [
+        [*(str(v) for v in vals), *(getattr(summary, attr) for _, attr in SWEEP_COLUMNS)]
+        for vals, summary in zip(s.values, s.summaries, strict=False)
+    ]
+    lines += _table([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
+    notes = unacked_ranges_limit_notes(s.keys, s.formats)
+    if notes:
+        lines += ["", "how max_unacked_ranges_to_persist applies in each individual-ack format of this sweep:"]
+        lines += [textwrap.fill(note, 110, initial_indent="  - ", subsequent_indent="    ") for note in notes]
+    reasons = sorted({r for summary in s.summaries for r in summary.anomalies})
+    if reasons:
+        lines += ["", "anomalies by reason:"]
+        lines += _table(
+            [*s.keys, *reasons],
+            [
+                [*(str(v) for v in vals), *(summary.anomalies.get(r, 0) for r in reasons)]
+                for vals, summary in zip(s.values, s.summaries, strict=False)
+            ],
+        )
+    if s.out_dir:
+        lines += [
+            "",
+            _outputs_line(s.out_dir, f"(Parquet; columns {', '.join(s.keys)} say which settings)"),
+        ]
+    return "\n".join(lines)
+
+
+def read_summaries(
+    out_dir: str,
+    keys: Sequence[str],
+    values: Sequence[tuple[Any, ...]],
+    seconds: float,
+    engine: str,
+    unkeyed_events: int = 0,
+) -> list[ReplaySummary]:
+    """One summary per combination of ``values`` of the swept ``keys`` (one without a sweep),
+    from the written outputs (the small columns only)."""
+    from ._schema import CURSOR_SCHEMA
+
+    fs, root = filesystem_for(out_dir)
+    wanted = [c for c in CURSOR_SCHEMA.names if c not in ("state", "state_record")] + list(keys)
+    cursors = pq.read_table(posixpath.join(root, "cursors"), columns=wanted, filesystem=fs)
+    partitions = pq.read_table(posixpath.join(root, "partitions"), filesystem=fs)
+    anomalies = pq.read_table(posixpath.join(root, "anomalies"), columns=["reason", *keys], filesystem=fs)
+    out = []
+    for vals in values or [()]:
+
+        def pick(table: pa.Table, vals: tuple[object, ...] = vals) -> pa.Table:
+            for key, value in zip(keys, vals, strict=False):
+                column = table[key]
+                mask = (
+                    pc.is_null(column)
+                    if value is None
+                    else pc.equal(
+                        column, pa.scalar(value, column.type) if not pa.types.is_string(column.type) else str(value)
+                    )
+                )
+                table = table.filter(mask)
+            return table.drop_columns(list(keys))
+
+        summary = summarize(
+            pick(cursors), pick(partitions), reason_counts(pick(anomalies)), seconds, engine, out_dir, unkeyed_events
+        )
+        out.append(summary)
+    return out
+
+
+def reason_counts(anomalies: pa.Table) -> dict[str, int]:
+    """Anomalies per reason of an anomalies table (or one with just its ``reason`` column)."""
+    if anomalies.num_rows == 0:
+        return {}
+    grouped = anomalies.group_by("reason").aggregate([("reason", "count")])
+    return dict(zip(grouped["reason"].to_pylist(), grouped["reason_count"].to_pylist(), strict=False))
