@@ -130,7 +130,7 @@ def main() -> int:
                 steady = timer.medians()
                 timer.samples.clear()
                 changed = [c for t in topics[::10] for c in consumers[t]]
-                for k in range(args.polls):
+                for _ in range(args.polls):
                     for consumer in changed:  # redelivery of an unacked message: ack it
                         consumer.redeliver_unacknowledged_messages()
                     for consumer in changed:

@@ -342,7 +342,7 @@ def main() -> int:
     if "standalone" in kinds and "standalone-record" in kinds:
         print("\nrecording / not recording (median msg/s ratio; per repeat in brackets)")
         for phase in PHASES:
-            each = [r.rates[phase] / p.rates[phase] for r, p in zip(runs["standalone-record"], runs["standalone"])]
+            each = [r.rates[phase] / p.rates[phase] for r, p in zip(runs["standalone-record"], runs["standalone"], strict=True)]
             print(f"{phase:18s}{rate('standalone-record', phase) / rate('standalone', phase):15.2f}x   ["
                   + ", ".join(f"{x:.2f}" for x in each) + "]")
         size, rows = runs["standalone-record"][-1].recorded
