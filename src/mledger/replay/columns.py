@@ -55,7 +55,12 @@ class Rows:
 
     def take(self, index: Any) -> Rows:
         """Rows selected by a slice, a boolean mask or an index array."""
-        return Rows(**{name: getattr(self, name)[index] for name in _FIELDS})
+        if isinstance(index, np.ndarray) and index.dtype == np.bool_:
+            index = np.flatnonzero(index)  # once, not once per column
+        out = Rows.__new__(Rows)
+        for name in _FIELDS:
+            setattr(out, name, getattr(self, name)[index])
+        return out
 
     @staticmethod
     def concat(parts: Sequence[Rows]) -> Rows:
