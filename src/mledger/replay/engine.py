@@ -249,7 +249,9 @@ class PartitionReplayer:
         checked = check_events(batch, self.topic, sub, self._subs.ids.get("", -2), self._given_partition)
         problem = none
         if checked.problems is not None:
-            problem = np.array([-1 if p is None else self._problems.code(p) for p in checked.problems], np.int32)
+            problem = np.full(n, -1, np.int32)
+            for i, message in checked.problems.items():
+                problem[i] = self._problems.code(message)
         produced_batch = np.where(produced, checked.batch, 1).astype(np.int32)
         index_batch = np.where(produced, -1, checked.batch).astype(np.int32)
         return Rows(
@@ -662,9 +664,12 @@ class PartitionReplayer:
                 ],
             )
             a, g = a.take(~unknown), g[~unknown]
-        bsize = self._index.batch_size(g)
+        indexed = np.flatnonzero(a.bidx >= 0)  # a whole-entry row is never out of range
+        bsize = np.ones(len(a), np.int32)
+        if indexed.size:
+            bsize[indexed] = self._index.batch_size(g[indexed])
         bad = a.bidx >= bsize
-        if bad.any():
+        if indexed.size and bad.any():
             b = a.take(bad)
             self._anomaly(
                 INVALID_ROW,
@@ -716,7 +721,8 @@ class PartitionReplayer:
         shared_subs = [c for c in sorted(self._created) if self._shared[c]]
         whole = (a.kind == KIND_ACKED) & (a.ack == 0) & (a.bidx < 0)
         cancel_rows = np.flatnonzero(a.kind == KIND_CANCELLED)
-        deliver_all = self._index.deliver_at(g)
+        deliver_all = np.full(len(a), -1, np.int64)
+        deliver_all[cancel_rows] = self._index.deliver_at(g[cancel_rows])  # read for cancels only
         new_cancels: dict[int, int] = {}
         extra_rows: list[int] = []
         extra_subs: list[int] = []
