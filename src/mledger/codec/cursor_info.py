@@ -128,7 +128,8 @@ def _encode_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> list[
     entries = np.array([check_int64(p[1], "batch position entry id") for p, _ in batch], dtype=np.int64)
     flat, counts = _flatten_words([w for _, w in batch], "batch_deleted words")
     layout = (vx.Nested(1, (vx.Scalar(1, _u64(ledgers)), vx.Scalar(2, _u64(entries)))),)
-    return vx.encode_records(field, len(batch), layout, 2, flat, counts)
+    chunks: list[bytes | np.ndarray] = [*vx.encode_records(field, len(batch), layout, 2, flat, counts)]
+    return chunks
 
 
 def _small_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> bytes:

@@ -32,7 +32,7 @@ class Rows:
 
     :meth:`take` is lazy: a column of the selection is gathered from the source the first
     time it is read (a step's produced rows never read the ack columns, its acks never the
-    producer's), then kept. Columns can be replaced by assignment.
+    producer's), then kept. :meth:`assign` replaces columns.
     """
 
     __slots__ = ("_cols", "_index", "_n", "_source")
@@ -83,6 +83,13 @@ class Rows:
         out._n = n
         return out
 
+    def assign(self, **columns: np.ndarray) -> None:
+        """Replace columns (arrays of this selection's length)."""
+        for name, values in columns.items():
+            if name not in _FIELDS:
+                raise KeyError(f"no column {name!r}")
+            self._cols[name] = values
+
     @staticmethod
     def concat(parts: Sequence[Rows]) -> Rows:
         if len(parts) == 1:
@@ -94,10 +101,7 @@ def _field(name: str) -> property:
     def get(self: Rows) -> np.ndarray:
         return self._column(name)
 
-    def put(self: Rows, value: np.ndarray) -> None:
-        self._cols[name] = value
-
-    return property(get, put, doc=f"the ``{name}`` column")
+    return property(get, doc=f"the ``{name}`` column")
 
 
 for _name in _FIELDS:

@@ -777,7 +777,7 @@ class PartitionReplayer:
         order = np.argsort(rows_idx, kind="stable")
         rows_idx, subs = rows_idx[order], subs[order]
         out = a.take(rows_idx)
-        out.sub = subs.astype(np.int32)
+        out.assign(sub=subs.astype(np.int32))
         new_g = g[rows_idx]
         late: list[tuple[int, int, int, int]] = []
         if late_pairs:

@@ -459,9 +459,7 @@ def check_events(
     )
     a, has = _ints(batch, "ack_type")
     ack = np.where(has & (a == 1), 1, 0).astype(np.int8)
-    return Checked(
-        ts, part, ids["ledger_id"], ids["entry_id"], batch_out, deliver, seqid, ack, first or None
-    )
+    return Checked(ts, part, ids["ledger_id"], ids["entry_id"], batch_out, deliver, seqid, ack, first or None)
 
 
 # -- outputs ---------------------------------------------------------------------------------------
