@@ -84,7 +84,8 @@ class Rows:
         return out
 
     def assign(self, **columns: np.ndarray) -> None:
-        """Replace columns (arrays of this selection's length)."""
+        """Replace columns (arrays of this selection's length); selections taken from this one
+        that have not read those columns yet read the new ones."""
         for name, values in columns.items():
             if name not in _FIELDS:
                 raise KeyError(f"no column {name!r}")
