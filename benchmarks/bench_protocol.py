@@ -2,6 +2,7 @@
 
     python benchmarks/bench_protocol.py [--messages 100000] [--repeats 3] [--servers memory,sqlite,lite]
     python benchmarks/bench_protocol.py --tls [--messages 20000]      # memory,memory-tls
+    python benchmarks/bench_protocol.py --record [--messages 50000]   # standalone,standalone-record,lite
 
 One fixed load of ``--messages`` messages of 100 bytes per phase, the same for every server:
 
@@ -22,6 +23,11 @@ first message is printed too. The machine is shared: single runs drift by 15-30 
 ``mledger standalone`` with ``--tls-port`` and a self-signed certificate made here, and the
 client connects with ``pulsar+ssl://``, the certificate as trust file and hostname validation;
 the table then shows each TLS server's ratio to its plaintext kind.
+
+``--record`` measures the cost of recording (issue 25): ``standalone`` is ``mledger standalone
+--memory`` and ``standalone-record`` the same with ``--record DIR`` (a directory under the
+server's data folder), alternating with pulsar-lite; the table then shows the recording
+server's ratio to the plain one per phase, and the recording's size and rows.
 """
 
 from __future__ import annotations
@@ -116,13 +122,26 @@ class Server:
     def rss_mb(self) -> float:
         return psutil.Process(self.proc.pid).memory_info().rss / 1e6
 
-    def stop(self) -> None:
+    def stop(self) -> tuple[int, int]:
+        """Stop the server, remove its data; the recording's (bytes, produced+acked rows) when it recorded."""
         self.proc.terminate()
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        recorded = recording_size(self.data / "recording")
         shutil.rmtree(self.data, ignore_errors=True)
+        return recorded
+
+
+def recording_size(directory: Path) -> tuple[int, int]:
+    """A recording's bytes on disk and its rows (every log), (0, 0) when there is none."""
+    if not directory.is_dir():
+        return 0, 0
+    import pyarrow.parquet as pq
+
+    files = list(directory.rglob("part-*.parquet"))
+    return sum(f.stat().st_size for f in files), sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
 def start(kind: str) -> Server:
@@ -138,6 +157,10 @@ def start(kind: str) -> Server:
         cmd += ["--admin-bind", "127.0.0.1:0", "--tls-port", str(port), "--tls-cert-file", str(trust)]
         cmd += ["--tls-key-file", str(key)]
         cmd += ["--memory"] if kind == "memory-tls" else ["--data-dir", str(data / "data")]
+    elif kind.startswith("standalone"):
+        cmd = [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", f"127.0.0.1:{port}"]
+        cmd += ["--admin-bind", "127.0.0.1:0"]
+        cmd += ["--record", str(data / "recording")] if kind == "standalone-record" else []
     else:
         cmd = [sys.executable, "-m", "mledger.protocol", "--bind", f"127.0.0.1:{port}"]
         cmd += ["--memory"] if kind == "memory" else ["--data-dir", str(data)]
@@ -194,6 +217,7 @@ class Run:
     startup: float = 0.0
     idle_rss: float = 0.0
     peak_rss: float = 0.0
+    recorded: tuple[int, int] = (0, 0)
 
 
 def run_once(kind: str, n: int) -> Run:
@@ -255,7 +279,7 @@ def run_once(kind: str, n: int) -> Run:
         measure("produce+consume", both)
         client.close()
     finally:
-        server.stop()
+        run.recorded = server.stop()
     return run
 
 
@@ -279,8 +303,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--servers", default=None, help="memory,sqlite,lite (with --tls: memory,memory-tls)")
     parser.add_argument("--tls", action="store_true", help="compare pulsar+ssl:// with pulsar:// (adds -tls kinds)")
+    parser.add_argument("--record", action="store_true",
+                        help="compare mledger standalone with and without --record (standalone,standalone-record,lite)")
     args = parser.parse_args()
-    kinds = (args.servers or ("memory,memory-tls" if args.tls else "memory,sqlite,lite")).split(",")
+    default = "memory,memory-tls" if args.tls else "standalone,standalone-record,lite" if args.record else None
+    kinds = (args.servers or default or "memory,sqlite,lite").split(",")
     runs: dict[str, list[Run]] = {k: [] for k in kinds}
     for r in range(args.repeats):
         order = kinds[r % len(kinds) :] + kinds[: r % len(kinds)]  # alternate who goes first
@@ -312,6 +339,14 @@ def main() -> int:
         print("\nTLS / plaintext (median msg/s ratio)")
         for phase in PHASES:
             print(f"{phase:18s}" + "".join(f"{rate(t, phase) / rate(p, phase):15.2f}x" for t, p in tls_pairs))
+    if "standalone" in kinds and "standalone-record" in kinds:
+        print("\nrecording / not recording (median msg/s ratio; per repeat in brackets)")
+        for phase in PHASES:
+            each = [r.rates[phase] / p.rates[phase] for r, p in zip(runs["standalone-record"], runs["standalone"], strict=True)]
+            print(f"{phase:18s}{rate('standalone-record', phase) / rate('standalone', phase):15.2f}x   ["
+                  + ", ".join(f"{x:.2f}" for x in each) + "]")
+        size, rows = runs["standalone-record"][-1].recorded
+        print(f"recording of one run: {rows:,} rows, {size / 1e6:,.1f} MB")
     print("\nserver CPU seconds per phase (median)")
     for phase in PHASES:
         print(f"{phase:18s}" + "".join(f"{med(k, lambda x: x.cpu[phase]):18.2f}" for k in kinds))

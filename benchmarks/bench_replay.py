@@ -259,7 +259,9 @@ def _engine_part(args: argparse.Namespace) -> None:
     from mledger.replay._layout import read_partition
     from mledger.replay._tasks import quiet_library_warnings
 
-    log = open_prepared(os.path.join(args.data, f"prepared-{args.sizes[0]}"))
+    data = os.path.join(args.data, f"prepared-{args.sizes[0]}")
+    _generate(data, args.sizes[0])  # the first size's log, generated when none is there
+    log = open_prepared(data)
     declared = log.subscriptions()
     rates = []
     for part in log.manifest.partitions[:4]:
@@ -307,7 +309,8 @@ def main() -> int:
     chosen = [x for x in (args.only.split(",") if args.only else parts) if x and x not in args.skip.split(",")]
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; {_load()}")
     os.makedirs(args.data, exist_ok=True)
-    _ensure_class_archive()
+    if set(chosen) - {"engine"}:  # Spark runs: the engine alone does not need the class archive
+        _ensure_class_archive()
     for name in chosen:
         parts[name](args)
     print(f"\n(children's max RSS {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:,.0f} MiB)")

@@ -3,12 +3,6 @@ old path warns once and names the public package to import from; see
 :func:`mledger.core._deprecation.moved_modules`)."""
 
 MOVED_MODULES: dict[str, str] = {
-    "broker.batch": "mledger.codec._batch",
-    "spark": "mledger.replay",
-    "spark.generate": "mledger.replay._generate",
-    "spark.local": "mledger.replay._local",
-    "spark.schema": "mledger.replay._schema",
-    "spark.settings": "mledger.replay._settings",
     "admin.api": "mledger.admin._api",
     "admin.auth": "mledger.admin._auth",
     "admin.authentication": "mledger.admin._authentication",
@@ -24,6 +18,7 @@ MOVED_MODULES: dict[str, str] = {
     "admin.tenants": "mledger.admin._tenants",
     "admin.topics": "mledger.admin._topics",
     "admin.wire": "mledger.admin._wire",
+    "broker.batch": "mledger.codec._batch",
     "broker.broker": "mledger.broker._broker",
     "broker.compaction": "mledger.broker._compaction",
     "broker.config": "mledger.broker._config",
@@ -145,6 +140,11 @@ MOVED_MODULES: dict[str, str] = {
     "rest.server": "mledger.rest._server",
     "rest.tenants": "mledger.rest._tenants",
     "rest.topics": "mledger.rest._topics",
+    "spark": "mledger.replay",
+    "spark.generate": "mledger.replay._generate",
+    "spark.local": "mledger.replay._local",
+    "spark.schema": "mledger.replay._schema",
+    "spark.settings": "mledger.replay._settings",
     "standalone_config": "mledger._standalone_config",
     "storage.base": "mledger.storage._base",
     "storage.faults": "mledger.storage._faults",

@@ -112,14 +112,45 @@ def _flatten_words(words: list[np.ndarray], what: str) -> tuple[np.ndarray, np.n
     return _u64(flat), counts
 
 
-def _encode_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> list[np.ndarray]:
+_SMALL_BATCH = 64
+"""Up to this many batch-deletion records are encoded one by one: a persisted state usually
+has a few, and the whole-array encoder's fixed cost is that of dozens of records."""
+
+
+def _encode_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> list[bytes | np.ndarray]:
     if not batch:
         return []
+    if len(batch) <= _SMALL_BATCH and all(
+        isinstance(w, np.ndarray) and w.dtype == np.int64 and w.ndim == 1 for _, w in batch
+    ):
+        return [_small_batch(field, batch)]
     ledgers = np.array([check_int64(p[0], "batch position ledger id") for p, _ in batch], dtype=np.int64)
     entries = np.array([check_int64(p[1], "batch position entry id") for p, _ in batch], dtype=np.int64)
     flat, counts = _flatten_words([w for _, w in batch], "batch_deleted words")
     layout = (vx.Nested(1, (vx.Scalar(1, _u64(ledgers)), vx.Scalar(2, _u64(entries)))),)
-    return vx.encode_records(field, len(batch), layout, 2, flat, counts)
+    chunks: list[bytes | np.ndarray] = [*vx.encode_records(field, len(batch), layout, 2, flat, counts)]
+    return chunks
+
+
+def _small_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> bytes:
+    """``BatchedEntryDeletionIndexInfo`` records one by one (int64 word arrays only): the same
+    bytes as the whole-array path."""
+    out = bytearray()
+    tag = (field << 3) | 2
+    for p, words in batch:
+        position = bytearray(b"\x08")
+        put_varint(position, check_int64(p[0], "batch position ledger id"))
+        position.append(0x10)
+        put_varint(position, check_int64(p[1], "batch position entry id"))
+        body = bytearray((0x0A, len(position)))  # at most 22 bytes: a one-byte length
+        body += position
+        for word in words.tolist():
+            body.append(0x10)
+            put_varint(body, word)
+        out.append(tag)
+        put_varint(out, len(body))
+        out += body
+    return bytes(out)
 
 
 def _encode_long_arrays(field: int, long_arrays: Mapping[int, np.ndarray] | None) -> list[np.ndarray]:

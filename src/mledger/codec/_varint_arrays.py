@@ -39,8 +39,16 @@ ENCODE_BLOCK_ROWS = 1 << 15
 """Records encoded per block: keeps the temporary byte matrix (~1 MiB) in cache."""
 
 
+_SMALL_SIZES = 4096
+"""Up to this many values are sized by one binary search over the thresholds: a constant
+number of whole-array operations whatever the widest value (a negative int64 takes ten)."""
+_THRESHOLD_ARRAY = np.array(_THRESHOLDS, dtype=_U64)
+
+
 def varint_sizes(u: np.ndarray) -> np.ndarray:
     """Bytes taken by each uint64 of ``u`` as a varint (1..10), as int64. O(n)."""
+    if u.size <= _SMALL_SIZES:
+        return np.searchsorted(_THRESHOLD_ARRAY, u, side="right").astype(np.int64) + 1
     sizes = np.ones(u.size, dtype=np.int64)
     if u.size:
         top = u.max()

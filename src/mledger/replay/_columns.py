@@ -28,9 +28,14 @@ _FIELDS = (
 
 
 class Rows:
-    """A run of events as numpy columns (string columns as integer codes, -1 = null)."""
+    """A run of events as numpy columns (string columns as integer codes, -1 = null).
 
-    __slots__ = _FIELDS
+    :meth:`take` is lazy: a column of the selection is gathered from the source the first
+    time it is read (a step's produced rows never read the ack columns, its acks never the
+    producer's), then kept. :meth:`assign` replaces columns.
+    """
+
+    __slots__ = ("_cols", "_index", "_n", "_source")
 
     ts: np.ndarray
     kind: np.ndarray
@@ -47,21 +52,62 @@ class Rows:
     problem: np.ndarray
 
     def __init__(self, **columns: np.ndarray) -> None:
-        for name in _FIELDS:
-            setattr(self, name, columns[name])
+        self._cols: dict[str, np.ndarray] = {name: columns[name] for name in _FIELDS}
+        self._source: Rows | None = None
+        self._index: Any = None
+        self._n = len(self._cols["ts"])
 
     def __len__(self) -> int:
-        return len(self.ts)
+        return self._n
+
+    def _column(self, name: str) -> np.ndarray:
+        column = self._cols.get(name)
+        if column is None:
+            assert self._source is not None
+            column = self._cols[name] = self._source._column(name)[self._index]
+        return column
 
     def take(self, index: Any) -> Rows:
         """Rows selected by a slice, a boolean mask or an index array."""
-        return Rows(**{name: getattr(self, name)[index] for name in _FIELDS})
+        if isinstance(index, slice):
+            n = len(range(*index.indices(self._n)))
+        else:
+            index = np.asarray(index)
+            if index.dtype == np.bool_:
+                index = np.flatnonzero(index)  # once, not once per column
+            n = len(index)
+        out = Rows.__new__(Rows)
+        out._cols = {}
+        out._source = self
+        out._index = index
+        out._n = n
+        return out
+
+    def assign(self, **columns: np.ndarray) -> None:
+        """Replace columns (arrays of this selection's length); selections taken from this one
+        that have not read those columns yet read the new ones."""
+        for name, values in columns.items():
+            if name not in _FIELDS:
+                raise KeyError(f"no column {name!r}")
+            self._cols[name] = values
 
     @staticmethod
     def concat(parts: Sequence[Rows]) -> Rows:
         if len(parts) == 1:
             return parts[0]
-        return Rows(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in _FIELDS})
+        return Rows(**{name: np.concatenate([p._column(name) for p in parts]) for name in _FIELDS})
+
+
+def _field(name: str) -> property:
+    def get(self: Rows) -> np.ndarray:
+        return self._column(name)
+
+    return property(get, doc=f"the ``{name}`` column")
+
+
+for _name in _FIELDS:
+    setattr(Rows, _name, _field(_name))
+del _name
 
 
 class Codes:

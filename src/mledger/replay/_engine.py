@@ -249,7 +249,9 @@ class PartitionReplayer:
         checked = check_events(batch, self.topic, sub, self._subs.ids.get("", -2), self._given_partition)
         problem = none
         if checked.problems is not None:
-            problem = np.array([-1 if p is None else self._problems.code(p) for p in checked.problems], np.int32)
+            problem = np.full(n, -1, np.int32)
+            for i, message in checked.problems.items():
+                problem[i] = self._problems.code(message)
         produced_batch = np.where(produced, checked.batch, 1).astype(np.int32)
         index_batch = np.where(produced, -1, checked.batch).astype(np.int32)
         return Rows(
@@ -430,29 +432,44 @@ class PartitionReplayer:
             rows = rows.take(valid)
         if model is None or len(rows) == 0:
             return
-        i = self._isolated_cancel(rows)
-        if i >= 0:
-            if i:
-                self._apply_step(rows.take(slice(0, i)))
-            self._cancel(rows.take(slice(i, i + 1)))
-            if i + 1 < len(rows):
-                self._apply_step(rows.take(slice(i + 1, None)))
+        cancels = np.flatnonzero(rows.kind == KIND_CANCELLED)
+        if cancels.size == 0:
+            self._bulk_step(rows)
             return
+        # Split around the cancels applied alone, walking forward: the same cuts as applying
+        # the rest of the step again after each one, without re-examining it each time.
+        barriers = self._barriers(rows, cancels)
+        n, s = len(rows), 0
+        while s < n:
+            i = self._next_isolated(barriers, s)
+            if i < 0:
+                self._bulk_step(rows.take(slice(s, n)) if s else rows)
+                return
+            if i > s:
+                self._bulk_step(rows.take(slice(s, i)))
+            self._cancel(rows.take(slice(i, i + 1)))
+            s = i + 1
+
+    def _bulk_step(self, rows: Rows) -> None:
+        """Apply a step without cancels to apply alone: produced rows, then acks and cancels."""
+        model = self._model
+        assert model is not None
         t0, t1 = int(rows.ts[0]), int(rows.ts[-1])
         model.dispatch(t0)
         model.set_time(t0)
         size_before = self._index.size
         produced = rows.kind == KIND_PRODUCED
         limit: np.ndarray | None = None
-        if produced.any():
+        n_produced = int(np.count_nonzero(produced))
+        if n_produced:
             appended = np.zeros(len(rows), np.int64)
-            appended[produced] = self._produce(rows.take(produced))
+            appended[produced] = self._produce(rows.take(produced) if n_produced < len(rows) else rows)
             limit = size_before + np.cumsum(appended)
-        acting = rows.kind != KIND_PRODUCED
-        if acting.any():
+        if n_produced < len(rows):
+            acting = ~produced
             model.set_time(t1)
-            known = limit[acting] if limit is not None else np.full(int(acting.sum()), size_before)
-            self._acks(rows.take(acting), known, t1)
+            known = limit[acting] if limit is not None else np.full(len(rows) - n_produced, size_before)
+            self._acks(rows.take(acting) if n_produced else rows, known, t1)
 
     def _isolated_cancel(self, rows: Rows) -> int:
         """The first cancel of the step that must be applied alone, or -1.
@@ -464,28 +481,46 @@ class PartitionReplayer:
         cancels = np.flatnonzero(rows.kind == KIND_CANCELLED)
         if cancels.size == 0:
             return -1
+        return self._next_isolated(self._barriers(rows, cancels), 0)
+
+    def _barriers(self, rows: Rows, cancels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What decides, for a step starting at any row ``s``, which of its cancels are applied
+        alone (see :meth:`_isolated_cancel`): the cancels' rows, whether each carries a batch
+        index, its subscription code, and the last batch-index row (an ack or cancel with a
+        batch index) on its entry before it, -1 if none: that row is in the step iff >= ``s``."""
         alone = rows.bidx[cancels] >= 0
         codes = rows.sub[cancels]
-        for code in np.unique(codes).tolist():
-            if code >= 0 and code not in self._created and self._subs.names[code] in self._declared:
-                alone |= codes == code
+        last_partial = np.full(cancels.size, -1, np.int64)
         partial = np.flatnonzero((rows.kind != KIND_PRODUCED) & (rows.bidx >= 0))
         if partial.size:
-            # partial rows and cancels grouped by entry, in row order within an entry: a cancel
-            # is alone when its entry's group has a partial row before it
+            partial = partial[np.isin(rows.entry[partial], rows.entry[cancels])]  # others share no entry
+        if partial.size:
             both = np.concatenate((partial, cancels))
             is_partial = np.concatenate((np.ones(partial.size, np.int64), np.zeros(cancels.size, np.int64)))
             ledger, entry = rows.ledger[both], rows.entry[both]
-            order = np.lexsort((both, entry, ledger))
-            ledger, entry, is_partial = ledger[order], entry[order], is_partial[order]
+            # by entry, then row; at one row (a batch-index cancel) its partial copy first
+            order = np.lexsort((1 - is_partial, both, entry, ledger))
+            ledger, entry, row, is_p = ledger[order], entry[order], both[order], is_partial[order]
+            m = order.size
             start = np.concatenate(([True], (ledger[1:] != ledger[:-1]) | (entry[1:] != entry[:-1])))
-            seen = np.cumsum(is_partial) - is_partial  # partial rows before each element
-            partial_before = seen > seen[np.flatnonzero(start)][np.cumsum(start) - 1]  # ... within its group
-            cancel_at = np.empty(cancels.size, bool)
-            cancel_at[order[is_partial == 0] - partial.size] = partial_before[is_partial == 0]
-            alone |= cancel_at
-        hit = np.flatnonzero(alone)
-        return int(cancels[hit[0]]) if hit.size else -1
+            at = np.arange(m)
+            group_start = np.maximum.accumulate(np.where(start, at, 0))
+            latest = np.maximum.accumulate(np.where(is_p == 1, at, -1))  # the latest partial so far
+            found = (latest >= group_start) & (is_p == 0)
+            where = np.flatnonzero(found)
+            last_partial[order[where] - partial.size] = row[latest[where]]
+        return cancels, alone, codes, last_partial
+
+    def _next_isolated(self, barriers: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], s: int) -> int:
+        """The first cancel at or after row ``s`` to apply alone in a step starting at ``s``, or -1."""
+        cancels, alone, codes, last_partial = barriers
+        later = cancels >= s
+        hit = later & (alone | (last_partial >= s))
+        for code in np.unique(codes[later]).tolist():
+            if code >= 0 and code not in self._created and self._subs.names[code] in self._declared:
+                hit |= later & (codes == code)
+        first = np.flatnonzero(hit)
+        return int(cancels[first[0]]) if first.size else -1
 
     # -- produced -------------------------------------------------------------------------------
     def _produce(self, p: Rows) -> np.ndarray:
@@ -629,9 +664,12 @@ class PartitionReplayer:
                 ],
             )
             a, g = a.take(~unknown), g[~unknown]
-        bsize = self._index.batch_size(g)
+        indexed = np.flatnonzero(a.bidx >= 0)  # a whole-entry row is never out of range
+        bsize = np.ones(len(a), np.int32)
+        if indexed.size:
+            bsize[indexed] = self._index.batch_size(g[indexed])
         bad = a.bidx >= bsize
-        if bad.any():
+        if indexed.size and bad.any():
             b = a.take(bad)
             self._anomaly(
                 INVALID_ROW,
@@ -683,7 +721,8 @@ class PartitionReplayer:
         shared_subs = [c for c in sorted(self._created) if self._shared[c]]
         whole = (a.kind == KIND_ACKED) & (a.ack == 0) & (a.bidx < 0)
         cancel_rows = np.flatnonzero(a.kind == KIND_CANCELLED)
-        deliver_all = self._index.deliver_at(g)
+        deliver_all = np.full(len(a), -1, np.int64)
+        deliver_all[cancel_rows] = self._index.deliver_at(g[cancel_rows])  # read for cancels only
         new_cancels: dict[int, int] = {}
         extra_rows: list[int] = []
         extra_subs: list[int] = []
@@ -738,7 +777,7 @@ class PartitionReplayer:
         order = np.argsort(rows_idx, kind="stable")
         rows_idx, subs = rows_idx[order], subs[order]
         out = a.take(rows_idx)
-        out.sub = subs.astype(np.int32)
+        out.assign(sub=subs.astype(np.int32))
         new_g = g[rows_idx]
         late: list[tuple[int, int, int, int]] = []
         if late_pairs:
@@ -862,15 +901,20 @@ class PartitionReplayer:
             positions.append(np.column_stack((a.ledger[first], a.entry[first])))
         partial = ~complete
         if partial.any():
-            ack_sets = []
-            bits = (1 << bidx).tolist() if int(sizes.max()) <= 63 else [1 << int(b) for b in bidx.tolist()]
-            for s, e, size in zip(
-                starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(), strict=True
-            ):
-                acked = 0
-                for b in bits[s:e]:
-                    acked |= b
-                ack_sets.append(((1 << size) - 1) & ~acked)
+            ack_sets: list[int] = []
+            if int(sizes.max()) <= 62:  # every set fits an int64: one reduction for all entries
+                acked_bits = np.bitwise_or.reduceat(np.left_shift(np.int64(1), bidx), starts)
+                full = np.left_shift(np.int64(1), sizes.astype(np.int64)) - 1
+                ack_sets = (full & ~acked_bits)[partial].tolist()
+            else:
+                bits = [1 << int(b) for b in bidx.tolist()]
+                for s, e, size in zip(
+                    starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(), strict=True
+                ):
+                    acked = 0
+                    for b in bits[s:e]:
+                        acked |= b
+                    ack_sets.append(((1 << size) - 1) & ~acked)
             first = rows[starts[partial]]
             done += model.ack_batch_sets(
                 name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets, sizes[partial]

@@ -252,22 +252,17 @@ class Recorder:
 
     def acked(self, topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], now_ms: int) -> None:
         """Acks that changed a cursor: one ``acked`` row each."""
-        required = max(Position(a.ledger_id, a.entry_id) for a in acks)
+        top = acks[0][:2] if len(acks) == 1 else max(a[:2] for a in acks)
+        with self._lock:  # the usual case, without a deferred row builder: nothing waits
+            part = self._partition(topic, partition)
+            last = part.last_produced
+            if not part.waiting and last is not None and top <= last:
+                self._put("acked", _ack_rows(topic, partition, subscription, acks, part.stamp(now_ms, False)))
+                return
+        required = Position(*top)
 
         def make(ts: int) -> list[Row]:
-            return [
-                (
-                    topic,
-                    partition,
-                    subscription,
-                    a.ledger_id,
-                    a.entry_id,
-                    a.batch_index if a.batch_index >= 0 else None,
-                    "cumulative" if a.cumulative else "individual",
-                    ts,
-                )
-                for a in acks
-            ]
+            return _ack_rows(topic, partition, subscription, acks, ts)
 
         self._event(topic, partition, required, "acked", False, make, now_ms)
 
@@ -479,10 +474,10 @@ class Recorder:
         final = self.directory / name / f"part-{self._session:013d}-{self._parts:08d}.parquet"
         temp = final.with_name("." + final.name + ".tmp")
         try:
-            columns = list(zip(*rows, strict=True))
-            table = pa.Table.from_arrays(
-                [pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
-            )
+            # one conversion of the row tuples as a struct array: a few times faster than
+            # transposing them into columns and converting each
+            rows_array = pa.array(rows, type=pa.struct(list(schema)))
+            table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(rows_array)]).cast(schema)
             pq.write_table(table, temp)
             os.replace(temp, final)
             self._written[name] += len(rows)
@@ -543,6 +538,23 @@ class Recorder:
             self._write_status()
         except OSError as exc:  # a full disk: the in-memory status still says incomplete
             log.debug("cannot write %s: %s", RECORDING_FILE, exc)
+
+
+def _ack_rows(topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], ts: int) -> list[Row]:
+    """The ``acked`` rows of acks stamped ``ts``."""
+    return [
+        (
+            topic,
+            partition,
+            subscription,
+            a.ledger_id,
+            a.entry_id,
+            a.batch_index if a.batch_index >= 0 else None,
+            "cumulative" if a.cumulative else "individual",
+            ts,
+        )
+        for a in acks
+    ]
 
 
 def read_recording_status(directory: str | Path, filesystem: pafs.FileSystem | None = None) -> dict[str, Any] | None:

@@ -359,8 +359,8 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
 
 # -- row checks: in the replay, the same for every way of reading ---------------------------------
 class Checked(NamedTuple):
-    """Validated numeric columns of an event batch (sentinels instead of nulls) and, per row,
-    the first problem (``None`` = valid), in a list only when some row has one."""
+    """Validated numeric columns of an event batch (sentinels instead of nulls) and the first
+    problem of each row that has one (row index to message), None when no row has one."""
 
     ts: np.ndarray
     partition: np.ndarray
@@ -370,7 +370,7 @@ class Checked(NamedTuple):
     deliver: np.ndarray
     seqid: np.ndarray
     ack: np.ndarray
-    problems: list[str | None] | None
+    problems: dict[int, str] | None
 
 
 def _ints(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -400,18 +400,16 @@ def check_events(
     kind = np.asarray(batch.column("kind").to_numpy(zero_copy_only=False))
     produced = kind == KIND_PRODUCED
     reading = batch.column("problem")
-    found = reading.null_count < n
-    first: list[str | None] = reading.to_pylist() if found else []
+    first: dict[int, str] = {}
+    if reading.null_count < n:
+        at = pc.indices_nonzero(reading.is_valid())
+        first = dict(zip(at.to_pylist(), reading.take(at).to_pylist(), strict=True))
 
     def flag(mask: np.ndarray, message: str) -> None:
-        nonlocal found, first
         if not mask.any():
             return
-        if not found:
-            found, first = True, [None] * n
         for i in np.flatnonzero(mask).tolist():
-            if first[i] is None:
-                first[i] = message
+            first.setdefault(i, message)
 
     if topic is None or topic == "":
         flag(np.ones(n, bool), "topic is missing")
@@ -461,9 +459,7 @@ def check_events(
     )
     a, has = _ints(batch, "ack_type")
     ack = np.where(has & (a == 1), 1, 0).astype(np.int8)
-    return Checked(
-        ts, part, ids["ledger_id"], ids["entry_id"], batch_out, deliver, seqid, ack, first if found else None
-    )
+    return Checked(ts, part, ids["ledger_id"], ids["entry_id"], batch_out, deliver, seqid, ack, first or None)
 
 
 # -- outputs ---------------------------------------------------------------------------------------
