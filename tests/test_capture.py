@@ -16,6 +16,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -164,6 +165,13 @@ def captured_with_credentials(
             if i % 2:
                 consumer.acknowledge(message)
         client.close()
+        # acknowledgements are asynchronous: the capture's last poll must come after the broker
+        # applied all three (ranges (0:0..0:1], (0:2..0:3], (0:4..0:5] or their ledger's ids)
+        internal = f"{urls['admin_url']}/admin/v2/persistent/public/default/orders/internalStats"
+        deadline = time.monotonic() + 30
+        while http.get(internal).json()["cursors"]["billing"]["individuallyDeletedMessages"].count("(") < 3:
+            assert time.monotonic() < deadline, "the broker never applied the three acknowledgements"
+            time.sleep(0.05)
         stop_capture(proc)
     finally:
         if proc.poll() is None:
