@@ -106,7 +106,7 @@ def one_run(src: Path | None) -> tuple[float, int]:
 
 FLOOR_IMPORTS = {
     "python -c pass": "pass",
-    "import mledger.protocol._server, uvicorn": "import mledger.protocol._server, uvicorn",
+    "import mledger.protocol, uvicorn": "from mledger.protocol import ProtocolServer; import uvicorn",
     "import fastapi": "import fastapi",
 }
 

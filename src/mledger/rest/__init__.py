@@ -12,9 +12,10 @@ and uvicorn (the ``server`` extra), with ``/metrics``, ``/openapi.json`` and off
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..core._lazy import lazy_getattr
 
 if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:  # pragma: no cover
     from ..core._errors import MissingExtraError
@@ -52,13 +53,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [
