@@ -65,7 +65,7 @@ from ..managed_ledger.ledger_view import ML_ROOT, InitialPosition
 from .mirror import MirrorView
 from .model import RestartAnswers, SubscriptionResult, SubscriptionSpec
 from .settings import ReplaySettings
-from .store import ReplayStore
+from .store import ReplayStore, add_repeated_entries
 
 _INT32_MAX = (1 << 31) - 1
 _NEVER_MS = 1 << 62
@@ -174,7 +174,7 @@ class BrokerModel:
         if ledger_id != ml.current_ledger_id:
             _roll_over_to(ml, self._store, ledger_id)
             self._ledgers += 1
-        ml.add_repeated_entries(_EMPTY_ENTRY, count)
+        add_repeated_entries(ml, _EMPTY_ENTRY, count)
 
     def _open(self, first_ledger_id: int) -> Topic:
         self._store.expect_ledger(first_ledger_id)

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 
 from ..codec.entry import EntryMetadata, encode_entry
 from ..core.errors import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClosedError
+from ..core.position import Position
+from ..managed_ledger.ledger import ManagedLedger
 from ..storage import MemoryStore
 from ..storage.base import DEFAULT_MAX_ENTRY_SIZE, Versioned
 
@@ -37,12 +39,36 @@ DESCRIBED_ENTRIES = 1024
 
 EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
 
+_REPEAT_CHUNK = 1 << 16
+"""The most copies :func:`add_repeated_entries` hands the managed ledger in one add."""
+
+
+def add_repeated_entries(ml: ManagedLedger, raw: bytes, count: int) -> Position | None:
+    """Append ``count`` copies of the framed entry ``raw`` to ``ml`` (as
+    ``ml.add_entries([raw] * count, framed=True)``, the same rollover rules); return the last
+    position, None when ``count`` is 0.
+
+    The bulk path of a replay, whose entries carry no payload: written in adds of at most
+    ``_REPEAT_CHUNK`` entries, so memory stays bounded whatever ``count``. Raises
+    ``ValueError`` for a negative ``count`` and ``EntryTooLargeError`` (nothing written) for
+    an oversized entry.
+    """
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    last: Position | None = None
+    while count:
+        n = min(count, _REPEAT_CHUNK)
+        last = ml.add_entries([raw] * n, framed=True)[-1]
+        count -= n
+    return last
+
 
 class ReplayStore:
     """``Store`` for replays. See the module docstring. O(1) per call."""
 
     def __init__(self, max_entry_size: int = DEFAULT_MAX_ENTRY_SIZE) -> None:
         self.max_entry_size = max_entry_size
+        self.blocking_writes = False  # counts only: a managed ledger writes on the adding thread
         self._meta = MemoryStore(max_entry_size)
         self._counts: dict[int, int] = {}
         self._lengths: dict[int, int] = {}  # bytes appended per ledger (ledger_length)

@@ -1,0 +1,165 @@
+"""A managed ledger's writes to its current ledger and its rollovers: the rollover bookkeeping,
+in one place.
+
+Pulsar's rules (``ManagedLedgerImpl.currentLedgerIsFull``): after ``max_entries_per_ledger``
+entries, or once the ledger holds ``max_size_per_ledger_mb`` (the entry that reaches it is the
+ledger's last), or after ``maximum_rollover_time_ms``, the current ledger is sealed and a new
+one created at once, but never before ``minimum_rollover_time_ms`` (which gates every rollover).
+A batch that reaches a limit is written chunk by chunk, each chunk in one store call.
+
+The caller holds the ledger's *append lock* (only one writer, and rollovers take it too); the
+store write runs without the ledger lock, so readers and position arithmetic never wait for
+it: the entries become visible when the last confirmed entry moves, under the ledger lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_left
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import Protocol
+
+from ..core.clock import Clock
+from ..core.config import ManagedLedgerConfig
+from ..core.position import Position
+from ..storage.base import Store
+from .ledger_view import LedgerInfo
+
+log = logging.getLogger(__name__)
+
+_MB = 1024 * 1024
+
+
+class AppendedLedger(Protocol):
+    """The state of a managed ledger its appender reads and moves (under ``_lock``)."""
+
+    name: str
+    config: ManagedLedgerConfig
+    _lock: threading.RLock
+    _current: LedgerInfo | None
+    _current_created_ms: int
+    _last_confirmed: Position
+    _entries_added: int
+    _clock: Clock
+    _store: Store
+
+    def _check_open(self) -> None: ...
+
+    def _create_ledger(self) -> None: ...
+
+    def _ledger_closed(self) -> None:
+        """A rollover sealed a ledger (trimming may now delete it)."""
+        ...
+
+
+class Appender:
+    """Writes framed entries to the current ledger(s) of one managed ledger (module doc)."""
+
+    def __init__(self, ml: AppendedLedger) -> None:
+        self._ml = ml
+        self.roll_over_failed = False
+        """A rollover after an add failed: the next write retries it first."""
+
+    def write(self, raw: Sequence[bytes]) -> tuple[list[Position], BaseException | None]:
+        """Append ``raw`` in order, rolling over as needed (the caller holds the append lock).
+        Returns the positions written and the error that stopped it, if any (the entries
+        written before it stay written). ``ManagedLedgerClosedError`` is raised."""
+        ml = self._ml
+        positions: list[Position] = []
+        n = len(raw)
+        cumulative: list[int] | None = None  # prefix sums of the entry sizes, once a limit cuts
+        done = 0
+        try:
+            with ml._lock:
+                ml._check_open()
+            while done < n:
+                with ml._lock:
+                    ml._check_open()
+                    if self.roll_over_failed:  # retry the rollover a previous add could not do
+                        self.roll_over()
+                        self.roll_over_failed = False
+                    current = ml._current
+                    assert current is not None
+                    end, size, cumulative = self._chunk(raw, done, current, cumulative)
+                chunk = raw if end - done == n else raw[done:end]
+                first = ml._store.append_many(current.ledger_id, chunk)
+                k = end - done
+                if k == 1:
+                    positions.append(Position(current.ledger_id, first))
+                else:
+                    positions.extend(Position(current.ledger_id, first + j) for j in range(k))
+                with ml._lock:
+                    current.entries += k
+                    current.size += size
+                    ml._last_confirmed = positions[-1]
+                    ml._entries_added += k
+                    if self.ledger_is_full(current):
+                        try:
+                            self.roll_over()
+                        except Exception as exc:
+                            # The entries are stored: they succeed; the next add rolls over first.
+                            self.roll_over_failed = True
+                            log.warning("managed ledger %s: rollover after an add failed: %s", ml.name, exc)
+                done = end
+        except BaseException as exc:
+            return positions, exc
+        return positions, None
+
+    def _chunk(
+        self, raw: Sequence[bytes], done: int, current: LedgerInfo, cumulative: list[int] | None
+    ) -> tuple[int, int, list[int] | None]:
+        """Where the chunk starting at ``raw[done]`` ends (exclusive), its bytes, and the prefix
+        sums of the entry sizes: the rest of ``raw`` unless a limit of ``current`` cuts it (the
+        entry that reaches the size limit ends it). The prefix sums are computed only once a
+        limit may cut (and handed back for the next chunk)."""
+        n = len(raw)
+        rolls = self.may_roll_over()
+        end = n
+        cfg = self._ml.config
+        if rolls:
+            end = min(done + max(cfg.max_entries_per_ledger - current.entries, 1), n)
+        room = cfg.max_size_per_ledger_mb * _MB - current.size
+        if done == 0 and end == n and cumulative is None:
+            size = sum(map(len, raw))
+            if not rolls or size < room:
+                return n, size, None
+        if cumulative is None:
+            cumulative = list(accumulate(map(len, raw)))
+        base = cumulative[done - 1] if done else 0
+        if rolls:
+            end = min(end, bisect_left(cumulative, base + room, done, end) + 1)
+        return end, cumulative[end - 1] - base, cumulative
+
+    def ledger_is_full(self, li: LedgerInfo) -> bool:
+        """Pulsar's ``currentLedgerIsFull``: the entry or size limit, or the maximum age, is
+        reached, and the ledger is older than ``minimum_rollover_time_ms``."""
+        ml = self._ml
+        cfg = ml.config
+        age = ml._clock.now_ms() - ml._current_created_ms
+        reached = (
+            li.entries >= cfg.max_entries_per_ledger
+            or li.size >= cfg.max_size_per_ledger_mb * _MB
+            or (li.entries > 0 and age >= cfg.maximum_rollover_time_ms)
+        )
+        return reached and self.may_roll_over(age)
+
+    def may_roll_over(self, age_ms: int | None = None) -> bool:
+        """Whether the current ledger is old enough to roll over (``minimum_rollover_time_ms``)."""
+        ml = self._ml
+        minimum = ml.config.minimum_rollover_time_ms
+        if minimum <= 0:
+            return True
+        if age_ms is None:
+            age_ms = ml._clock.now_ms() - ml._current_created_ms
+        return age_ms > minimum
+
+    def roll_over(self) -> None:
+        """Seal the current ledger and create the next (the caller holds both locks)."""
+        ml = self._ml
+        assert ml._current is not None
+        ml._store.seal_ledger(ml._current.ledger_id)
+        ml._current.timestamp = ml._clock.now_ms()  # a ledger's timestamp is its close time
+        ml._create_ledger()
+        ml._ledger_closed()
