@@ -41,6 +41,8 @@ def open_ml(max_entries: int = 50_000, store: MemoryStore | None = None, name: s
 
 
 def layout(ml: ManagedLedger) -> list[tuple[int, int]]:
+    """The ledger list as (id, entries), once the ledger's invariants held."""
+    ml._check()
     return [(li.ledger_id, li.entries) for li in ml.ledger_infos()]
 
 

@@ -248,8 +248,8 @@ class LedgerPositions:
         counts and sizes are not negative; the last
         confirmed entry is the last entry of the last non-empty ledger (before any, or in a
         trimmed ledger, when every ledger left is empty); no entry is past the next write
-        position; every open cursor's mark-delete is at most the last confirmed entry and
-        before its read position, which is at most the next write position."""
+        position; every open cursor's mark-delete is at most the last confirmed entry (or the
+        first ledger's entry -1, when that is later) and before its read position, which is at most the next write position."""
         with self._append_lock, self._lock:
             ids = list(self._ledgers.keys())
             infos = list(self._ledgers.values())
@@ -269,8 +269,11 @@ class LedgerPositions:
             assert self._entries_added >= 0
             after = self._next_write_position()
             assert after > lac, f"{self.name}: next write {after} not after LAC {lac}"
+            # A cursor reset to the earliest entry of a ledger whose entries are all trimmed
+            # marks (first ledger, -1), past a LAC left in a trimmed ledger.
+            highest_md = max(lac, Position(ids[0], -1))
             cursors = list(self._cursors.values()) + list(self._non_durable.values())
         for cursor in cursors:
             md, read = cursor.mark_delete_position, cursor.read_position
-            assert md <= lac, f"{self.name}/{cursor.name}: mark-delete {md} past LAC {lac}"
+            assert md <= highest_md, f"{self.name}/{cursor.name}: mark-delete {md} past LAC {lac}"
             assert md < read <= after, f"{self.name}/{cursor.name}: read {read} not in ({md}, {after}]"

@@ -68,14 +68,13 @@ from ..codec.ledger_info import (
 from ..core.clock import Clock
 from ..core.config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from ..core.errors import (
-    EntryTooLargeError,
     InvalidPositionError,
     ManagedLedgerClosedError,
     NotFoundError,
     StateCorruptedError,
 )
 from ..core.position import Position
-from ..storage.base import Store
+from ..storage.base import Store, checked_size
 from ._add_pipeline import AddCallback, AddPipeline, AddWaiter
 from ._appender import Appender
 from ._deprecated_adds import DeprecatedAdds
@@ -323,10 +322,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
 
     def _sized(self, raw: Sequence[bytes]) -> Sequence[bytes]:
         """``raw``, once every entry is within the store's ``max_entry_size``."""
-        limit = self._store.max_entry_size
-        for i, r in enumerate(raw):
-            if len(r) > limit:
-                raise EntryTooLargeError(f"entry {i} of {len(r)} bytes exceeds the maximum entry size {limit}")
+        checked_size(raw, self._store.max_entry_size)
         return raw
 
     @staticmethod

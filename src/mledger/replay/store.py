@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..codec.entry import EntryMetadata, encode_entry
-from ..core.errors import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClosedError
+from ..core.errors import LedgerNotFoundError, ManagedLedgerClosedError
 from ..core.position import Position
 from ..managed_ledger.ledger import ManagedLedger
 from ..storage import MemoryStore
-from ..storage.base import DEFAULT_MAX_ENTRY_SIZE, Versioned
+from ..storage.base import DEFAULT_MAX_ENTRY_SIZE, Versioned, checked_size
 
 CURSOR_LEDGER_BASE = 1 << 62
 """First id of cursor ledgers; data ledger ids from the log must stay below it (the replay
@@ -122,15 +122,12 @@ class ReplayStore:
 
     def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
         self._check_open()
-        limit = self.max_entry_size
-        for data in entries:
-            if len(data) > limit:
-                raise EntryTooLargeError(f"entry of {len(data)} bytes exceeds the maximum entry size {limit}")
+        size = checked_size(entries, self.max_entry_size)
         first = self._count(ledger_id)
         if ledger_id in self._sealed:
             raise LedgerNotFoundError(f"ledger {ledger_id} is sealed and accepts no appends")
         self._counts[ledger_id] = first + len(entries)
-        self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + sum(map(len, entries))
+        self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + size
         if ledger_id >= CURSOR_LEDGER_BASE:
             self._tails[ledger_id] = (first, [bytes(e) for e in entries])
         return first
