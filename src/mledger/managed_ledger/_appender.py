@@ -72,8 +72,9 @@ class Appender:
         cumulative: list[int] | None = None  # prefix sums of the entry sizes, once a limit cuts
         done = 0
         try:
-            with ml._lock:
-                ml._check_open()
+            if not n:
+                with ml._lock:
+                    ml._check_open()
             while done < n:
                 with ml._lock:
                     ml._check_open()
