@@ -7,7 +7,7 @@ ledger's last), or after ``maximum_rollover_time_ms``, the current ledger is sea
 one created at once, but never before ``minimum_rollover_time_ms`` (which gates every rollover).
 A batch that reaches a limit is written chunk by chunk, each chunk in one store call.
 
-The caller holds the ledger's *append lock* (only one writer, and rollovers take it too); the
+A write holds the ledger's *append lock* (only one writer, and rollovers take it too); the
 store write runs without the ledger lock, so readers and position arithmetic never wait for
 it: the entries become visible when the last confirmed entry moves, under the ledger lock.
 """
@@ -38,6 +38,8 @@ class AppendedLedger(Protocol):
     name: str
     config: ManagedLedgerConfig
     _lock: threading.RLock
+    _append_lock: threading.Lock
+    """Held by the writer across an append and by every other change of the current ledger."""
     _current: LedgerInfo | None
     _current_created_ms: int
     _last_confirmed: Position
@@ -59,77 +61,82 @@ class Appender:
 
     def __init__(self, ml: AppendedLedger) -> None:
         self._ml = ml
+        self._append_lock = ml._append_lock
         self.roll_over_failed = False
         """A rollover after an add failed: the next write retries it first."""
 
     def write(self, raw: Sequence[bytes]) -> tuple[list[Position], BaseException | None]:
-        """Append ``raw`` in order, rolling over as needed (the caller holds the append lock).
-        Returns the positions written and the error that stopped it, if any (the entries
-        written before it stay written). ``ManagedLedgerClosedError`` is raised."""
+        """Append ``raw`` in order under the append lock, rolling over as needed. Returns the
+        positions written and the error that stopped it, if any (``ManagedLedgerClosedError``
+        included; the entries written before it stay written)."""
         ml = self._ml
         positions: list[Position] = []
         n = len(raw)
         cumulative: list[int] | None = None  # prefix sums of the entry sizes, once a limit cuts
         done = 0
-        try:
-            if not n:
-                with ml._lock:
-                    ml._check_open()
-            while done < n:
-                with ml._lock:
-                    ml._check_open()
-                    if self.roll_over_failed:  # retry the rollover a previous add could not do
-                        self.roll_over()
-                        self.roll_over_failed = False
-                    current = ml._current
-                    assert current is not None
-                    end, size, cumulative = self._chunk(raw, done, current, cumulative)
-                chunk = raw if end - done == n else raw[done:end]
-                first = ml._store.append_many(current.ledger_id, chunk)
-                k = end - done
-                if k == 1:
-                    positions.append(Position(current.ledger_id, first))
-                else:
-                    positions.extend(Position(current.ledger_id, first + j) for j in range(k))
-                with ml._lock:
-                    current.entries += k
-                    current.size += size
-                    ml._last_confirmed = positions[-1]
-                    ml._entries_added += k
-                    if self.ledger_is_full(current):
-                        try:
+        with self._append_lock:
+            try:
+                if not n:
+                    with ml._lock:
+                        ml._check_open()
+                while done < n:
+                    with ml._lock:
+                        ml._check_open()
+                        if self.roll_over_failed:  # retry the rollover a previous add could not do
                             self.roll_over()
-                        except Exception as exc:
-                            # The entries are stored: they succeed; the next add rolls over first.
-                            self.roll_over_failed = True
-                            log.warning("managed ledger %s: rollover after an add failed: %s", ml.name, exc)
-                done = end
-        except BaseException as exc:
-            return positions, exc
+                            self.roll_over_failed = False
+                        current = ml._current
+                        assert current is not None
+                        cfg = ml.config
+                        if done == 0 and cumulative is None:
+                            size = sum(map(len, raw))
+                            end = n
+                            if (
+                                current.entries + n >= cfg.max_entries_per_ledger
+                                or current.size + size >= cfg.max_size_per_ledger_mb * _MB
+                            ) and self.may_roll_over():
+                                end, size, cumulative = self._chunk(raw, done, current, None)
+                        else:
+                            end, size, cumulative = self._chunk(raw, done, current, cumulative)
+                    k = end - done
+                    ledger_id = current.ledger_id
+                    first = ml._store.append_many(ledger_id, raw if k == n else raw[done:end])
+                    if k == 1:
+                        positions.append(Position(ledger_id, first))
+                    else:
+                        positions += [Position(ledger_id, first + j) for j in range(k)]
+                    with ml._lock:
+                        current.entries += k
+                        current.size += size
+                        ml._last_confirmed = positions[-1]
+                        ml._entries_added += k
+                        if self.ledger_is_full(current):
+                            try:
+                                self.roll_over()
+                            except Exception as exc:
+                                # The entries are stored: they succeed; the next add rolls over first.
+                                self.roll_over_failed = True
+                                log.warning("managed ledger %s: rollover after an add failed: %s", ml.name, exc)
+                    done = end
+            except BaseException as exc:
+                return positions, exc
         return positions, None
 
     def _chunk(
         self, raw: Sequence[bytes], done: int, current: LedgerInfo, cumulative: list[int] | None
-    ) -> tuple[int, int, list[int] | None]:
+    ) -> tuple[int, int, list[int]]:
         """Where the chunk starting at ``raw[done]`` ends (exclusive), its bytes, and the prefix
-        sums of the entry sizes: the rest of ``raw`` unless a limit of ``current`` cuts it (the
-        entry that reaches the size limit ends it). The prefix sums are computed only once a
-        limit may cut (and handed back for the next chunk)."""
+        sums of the entry sizes (computed once, handed back for the next chunk), when a limit
+        of ``current`` may cut ``raw``: the entry that reaches the size limit ends a chunk."""
         n = len(raw)
-        rolls = self.may_roll_over()
-        end = n
         cfg = self._ml.config
-        if rolls:
-            end = min(done + max(cfg.max_entries_per_ledger - current.entries, 1), n)
-        room = cfg.max_size_per_ledger_mb * _MB - current.size
-        if done == 0 and end == n and cumulative is None:
-            size = sum(map(len, raw))
-            if not rolls or size < room:
-                return n, size, None
+        rolls = self.may_roll_over()
+        end = min(done + max(cfg.max_entries_per_ledger - current.entries, 1), n) if rolls else n
         if cumulative is None:
             cumulative = list(accumulate(map(len, raw)))
         base = cumulative[done - 1] if done else 0
         if rolls:
+            room = cfg.max_size_per_ledger_mb * _MB - current.size
             end = min(end, bisect_left(cumulative, base + room, done, end) + 1)
         return end, cumulative[end - 1] - base, cumulative
 

@@ -133,7 +133,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         self._append_lock = threading.Lock()
         self._appender = Appender(self)
         self._adds = AddPipeline(
-            name, self._write, lambda: factory.write_executor, getattr(self._store, "blocking_writes", True)
+            name, self._appender.write, lambda: factory.write_executor, getattr(self._store, "blocking_writes", True)
         )
         self._trimmer = Trimmer(self)
 
@@ -261,7 +261,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         ``max_entry_size``, ``ManagedLedgerClosedError``, ``ManagedLedgerTerminatedError``.
         """
         waiter = AddWaiter()
-        self._queue(self._sized(self._frame(entries, metadatas, framed)), waiter)
+        self._adds.queue(self._sized(self._frame(entries, metadatas, framed)), waiter, self._closed)
         self._adds.start(inline=True, until=waiter)
         return waiter.wait()
 
@@ -313,12 +313,10 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         ``ManagedLedgerClosedError`` and ``ManagedLedgerTerminatedError`` at once (nothing
         queued).
         """
-        self._queue(self._frame(entries, metadatas, framed), callback)
+        raw = entries if framed and metadatas is None else self._frame(entries, metadatas, framed)
+        self._adds.queue(raw, callback, self._closed)
         if start_writing:
             self._adds.start()
-
-    def _queue(self, raw: Sequence[bytes], callback: AddCallback) -> None:
-        self._adds.queue(raw, callback, self._closed)
 
     def _sized(self, raw: Sequence[bytes]) -> Sequence[bytes]:
         """``raw``, once every entry is within the store's ``max_entry_size``."""
@@ -356,10 +354,6 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
     def pending_add_entries(self) -> int:
         """Adds queued or being written (Pulsar's ``pendingAddEntriesCount``)."""
         return self._adds.pending
-
-    def _write(self, raw: Sequence[bytes]) -> tuple[list[Position], BaseException | None]:
-        with self._append_lock:
-            return self._appender.write(raw)
 
     @property
     def write_failure(self) -> BaseException | None:
