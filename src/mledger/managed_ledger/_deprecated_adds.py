@@ -21,16 +21,16 @@ _Callback = Callable[[list[Position] | None, BaseException | None], None]
 
 class _Adds(Protocol):
     def add_entries(
-        self, entries: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None = None, *, framed: bool = False
+        self, payloads: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None = None, *, framed: bool = False
     ) -> list[Position]: ...
 
     def add_entries_async(
-        self, entries: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None = None, *, framed: bool = False
+        self, payloads: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None = None, *, framed: bool = False
     ) -> Future[list[Position]]: ...
 
     def add_entries_with_callback(
         self,
-        entries: Sequence[bytes],
+        payloads: Sequence[bytes],
         callback: _Callback,
         metadatas: Sequence[EntryMetadata] | None = None,
         *,

@@ -242,7 +242,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
 
     def add_entries(
         self,
-        entries: Sequence[bytes],
+        payloads: Sequence[bytes],
         metadatas: Sequence[EntryMetadata] | None = None,
         *,
         framed: bool = False,
@@ -251,8 +251,8 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         Blocks until they are stored: when no write is under way the calling thread performs
         it (with whatever else is queued), else it waits for the writer.
 
-        ``entries`` are payloads, framed here with ``metadatas`` (one per payload; None: an
-        empty ``MessageMetadata``), or with ``framed=True`` entries already framed as Pulsar
+        ``payloads`` are framed here with ``metadatas`` (one per payload; None: an empty
+        ``MessageMetadata``); with ``framed=True`` they are entries already framed as Pulsar
         stores them, byte for byte: ``[size][MessageMetadata][payload]``, optionally behind the
         producer's ``[0x0e01][crc32c]`` (the caller vouches for the framing; a protocol server
         checks it before). One store transaction per ledger touched (adds queued together
@@ -261,13 +261,13 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         ``max_entry_size``, ``ManagedLedgerClosedError``, ``ManagedLedgerTerminatedError``.
         """
         waiter = AddWaiter()
-        self._adds.queue(self._sized(self._frame(entries, metadatas, framed)), waiter, self._closed)
+        self._adds.queue(self._sized(self._frame(payloads, metadatas, framed)), waiter, self._closed)
         self._adds.start(inline=True, until=waiter)
         return waiter.wait()
 
     def add_entries_async(
         self,
-        entries: Sequence[bytes],
+        payloads: Sequence[bytes],
         metadatas: Sequence[EntryMetadata] | None = None,
         *,
         framed: bool = False,
@@ -282,20 +282,20 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             else:
                 future.set_result(positions)  # type: ignore[arg-type]
 
-        self.add_entries_with_callback(self._sized(self._frame(entries, metadatas, framed)), done, framed=True)
+        self.add_entries_with_callback(self._sized(self._frame(payloads, metadatas, framed)), done, framed=True)
         return future
 
     def add_entries_with_callback(
         self,
-        entries: Sequence[bytes],
+        payloads: Sequence[bytes],
         callback: AddCallback,
         metadatas: Sequence[EntryMetadata] | None = None,
         *,
         framed: bool = False,
         start_writing: bool = True,
     ) -> None:
-        """Queue entries (Pulsar's ``asyncAddEntry``); never waits on the store. ``entries``
-        and ``framed`` as for :meth:`add_entries`.
+        """Queue entries (Pulsar's ``asyncAddEntry``); never waits on the store. ``payloads``,
+        ``metadatas`` and ``framed`` as for :meth:`add_entries`.
 
         ``callback(positions, None)`` runs once they are stored, ``callback(None, error)`` once
         they failed, in queue order, on the thread that wrote them (this one when the store's
@@ -313,7 +313,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         ``ManagedLedgerClosedError`` and ``ManagedLedgerTerminatedError`` at once (nothing
         queued).
         """
-        raw = entries if framed and metadatas is None else self._frame(entries, metadatas, framed)
+        raw = payloads if framed and metadatas is None else self._frame(payloads, metadatas, framed)
         self._adds.queue(raw, callback, self._closed)
         if start_writing:
             self._adds.start()
@@ -324,18 +324,18 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         return raw
 
     @staticmethod
-    def _frame(entries: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None, framed: bool) -> Sequence[bytes]:
+    def _frame(payloads: Sequence[bytes], metadatas: Sequence[EntryMetadata] | None, framed: bool) -> Sequence[bytes]:
         if framed:
             if metadatas is not None:
                 raise ValueError("framed entries carry their metadata: pass metadatas=None")
-            return entries
-        if metadatas is not None and len(metadatas) != len(entries):
-            raise ValueError(f"{len(entries)} payloads but {len(metadatas)} metadata records")
+            return payloads
+        if metadatas is not None and len(metadatas) != len(payloads):
+            raise ValueError(f"{len(payloads)} payloads but {len(metadatas)} metadata records")
         if metadatas is None:
             # One header for the whole call: framing is [size][metadata][payload].
             header = encode_entry(b"", _DEFAULT_METADATA)
-            return [header + p for p in entries]
-        return [encode_entry(p, m) for p, m in zip(entries, metadatas, strict=True)]
+            return [header + p for p in payloads]
+        return [encode_entry(p, m) for p, m in zip(payloads, metadatas, strict=True)]
 
     def start_writing(self, inline: bool = False) -> None:
         """Write the queued adds unless a writer is at work already: on this thread when the
