@@ -6,26 +6,27 @@ from __future__ import annotations
 
 import threading
 import warnings
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from mledger import (
     EntryMetadata,
     EntryTooLargeError,
+    ManagedLedger,
     ManagedLedgerConfig,
     ManagedLedgerFactory,
     MemoryStore,
     Position,
 )
-from mledger.broker import Broker, BrokerConfig
+from mledger.broker import Broker, BrokerConfig, Topic
 from mledger.broker.publishing import FramedPublish, PublishResult
 from mledger.codec.entry import decode_entry, encode_entry
 
 CONFIG = ManagedLedgerConfig(max_entries_per_ledger=3, retain_without_subscriptions=True)
 
 
-def open_ml(store: MemoryStore | None = None):  # type: ignore[no-untyped-def]
+def open_ml(store: MemoryStore | None = None) -> ManagedLedger:
     return ManagedLedgerFactory(store or MemoryStore()).open("t/adds", CONFIG)
 
 
@@ -82,7 +83,9 @@ def test_blocking_and_future_forms_refuse_an_oversized_entry_at_once() -> None:
         ("add_repeated_entries", lambda ml, raw: ml.add_repeated_entries(raw, 2), "add_repeated_entries"),
     ],
 )
-def test_renamed_add_methods_warn_naming_the_new_spelling_and_still_add(old: str, call, new: str) -> None:  # type: ignore[no-untyped-def]
+def test_renamed_add_methods_warn_naming_the_new_spelling_and_still_add(
+    old: str, call: Callable[[ManagedLedger, bytes], object], new: str
+) -> None:
     ml = open_ml()
     raw = encode_entry(b"r", EntryMetadata())
     with warnings.catch_warnings(record=True) as caught:
@@ -112,7 +115,7 @@ class _CountingStore(MemoryStore):
         self.limit_reads = 0
         super().__init__()
 
-    @property  # type: ignore[override]
+    @property
     def max_entry_size(self) -> int:
         self.limit_reads += 1
         return self._limit
@@ -122,13 +125,14 @@ class _CountingStore(MemoryStore):
         self._limit = value
 
 
-def test_a_publish_checks_the_entry_size_at_the_topic_and_the_store_only(tmp_path: Path) -> None:
+def test_a_publish_checks_the_entry_size_at_the_topic_and_the_store_only() -> None:
     """A SEND's entry was checked at the topic, again in the ledger and again in the store;
     now the topic refuses an oversized message (alone) and the store's write keeps its own
     guard: two reads of the limit, one of them the store's total."""
     store = _CountingStore()
     broker = Broker(ManagedLedgerFactory(store), BrokerConfig())
     topic = broker.open_topic("persistent://public/default/sized")
+    assert isinstance(topic, Topic)
     results: list[list[PublishResult]] = []
     done = threading.Event()
 
