@@ -18,7 +18,7 @@ import logging
 import threading
 from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, repeat
 from typing import Protocol
 
 from ..core.clock import Clock
@@ -30,6 +30,7 @@ from .ledger_view import LedgerInfo
 log = logging.getLogger(__name__)
 
 _MB = 1024 * 1024
+_new = tuple.__new__
 
 
 class AppendedLedger(Protocol):
@@ -104,7 +105,10 @@ class Appender:
                     if k == 1:
                         positions.append(Position(ledger_id, first))
                     else:
-                        positions += [Position(ledger_id, first + j) for j in range(k)]
+                        # tuple.__new__ over pairs: half the cost of calling Position k times
+                        positions += map(
+                            _new, repeat(Position, k), zip(repeat(ledger_id, k), range(first, first + k), strict=True)
+                        )
                     with ml._lock:
                         current.entries += k
                         current.size += size
