@@ -51,8 +51,8 @@ def _fill(broker: Broker, first: int, count: int, args: argparse.Namespace) -> N
     ml = broker.get_topic(TOPIC).managed_ledger
     step = 100_000
     for chunk in range(first, first + count, step):
-        ml.add_framed_entries(
-            _entries(chunk, min(step, first + count - chunk), args.keys, args.batch_size, args.value_size)
+        ml.add_entries(
+            _entries(chunk, min(step, first + count - chunk), args.keys, args.batch_size, args.value_size), framed=True
         )
 
 

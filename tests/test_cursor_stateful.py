@@ -297,6 +297,7 @@ class CursorMachine(RuleBasedStateMachine):
     def agrees_with_model(self) -> None:
         c = self.cursor
         c._check()
+        self.ml._check()
         md, read = c.mark_delete_position, c.read_position
         assert read > md
         assert read == self.read, f"read {read} != model {self.read}"

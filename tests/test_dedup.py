@@ -1080,6 +1080,7 @@ class DedupMachine(RuleBasedStateMachine):
             self.hold._dispatcher._check()
         assert d.highest_sequence_persisted() == self.model
         ml = topic_of(self.broker).managed_ledger
+        ml._check()
         assert stored_ids(ml) == self.expected_log
         if d.cursor is not None:
             assert d.cursor.properties == expected_maps(ml, d.cursor.mark_delete_position)

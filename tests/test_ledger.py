@@ -26,6 +26,7 @@ from mledger import (
 )
 from mledger.codec import encode_entry
 from mledger.codec.proto import MLDataFormats_pb2 as pb
+from mledger.replay._store import add_repeated_entries
 from mledger.storage import MemoryStore
 
 P = Position
@@ -40,6 +41,8 @@ def open_ml(max_entries: int = 50_000, store: MemoryStore | None = None, name: s
 
 
 def layout(ml: ManagedLedger) -> list[tuple[int, int]]:
+    """The ledger list as (id, entries), once the ledger's invariants held."""
+    ml._check()
     return [(li.ledger_id, li.entries) for li in ml.ledger_infos()]
 
 
@@ -169,7 +172,7 @@ def test_minimum_rollover_time_gates_the_entry_limit_too(how: str) -> None:
         elif how == "bulk":
             ml.add_entries([b"e"] * n)
         else:
-            ml.add_repeated_entries(encode_entry(b"e", EntryMetadata()), n)
+            add_repeated_entries(ml, encode_entry(b"e", EntryMetadata()), n)
 
     add(5)
     assert layout(ml) == [(first, 5)]  # five entries, limit two: too young to roll over
@@ -501,12 +504,15 @@ def test_forced_roll_over_seals_the_current_ledger_and_keeps_an_empty_one() -> N
     assert ml.next_valid_position(Position(first, 1)) == Position(second, 0)
 
 
-def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
-    """The replay's bulk append: the same positions, ledgers and sizes as entry-by-entry framing."""
+def test_add_repeated_entries_equals_framed_adds_with_rollover(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay's bulk append (in adds of at most ``_REPEAT_CHUNK`` entries): the same
+    positions, ledgers and sizes as one framed add."""
     from mledger import EntryMetadata, ManagedLedgerConfig, ManagedLedgerFactory
-    from mledger.codec import encode_entry
+    from mledger.codec._entry import encode_entry
+    from mledger.replay import _store as replay_store
     from mledger.storage import MemoryStore
 
+    monkeypatch.setattr(replay_store, "_REPEAT_CHUNK", 4)
     raw = encode_entry(b"xyz", EntryMetadata())
     for max_entries, max_mb, counts in ((7, 100, [3, 20, 0, 1, 9]), (1000, 1, [0, 5]), (50_000, 100, [12])):
         config = ManagedLedgerConfig(
@@ -516,20 +522,21 @@ def test_add_repeated_entries_equals_add_framed_entries_with_rollover() -> None:
         a = ManagedLedgerFactory(stores[0]).open("t/a", config)
         b = ManagedLedgerFactory(stores[1]).open("t/a", config)
         for n in counts:
-            last = a.add_repeated_entries(raw, n)
-            positions = b.add_framed_entries([raw] * n)
+            last = add_repeated_entries(a, raw, n)
+            positions = b.add_entries([raw] * n, framed=True)
             assert last == (positions[-1] if positions else None)
         assert [(i.ledger_id, i.entries, i.size) for i in a.ledger_infos()] == [
             (i.ledger_id, i.entries, i.size) for i in b.ledger_infos()
         ]
         assert a.last_confirmed_entry == b.last_confirmed_entry
+        a._check()
     big = ManagedLedgerFactory(MemoryStore()).open(
         "t/big", ManagedLedgerConfig(retain_without_subscriptions=True, max_size_per_ledger_mb=1)
     )
-    big.add_repeated_entries(b"\0" * 300_000, 10)  # the size limit rolls every 4th entry
+    add_repeated_entries(big, b"\0" * 300_000, 10)  # the size limit rolls every 4th entry
     assert [i.entries for i in big.ledger_infos()][:2] == [4, 4]
     with pytest.raises(ValueError):
-        big.add_repeated_entries(raw, -1)
+        add_repeated_entries(big, raw, -1)
 
 
 # -- non-durable cursors are listed by their ledger (Pulsar's getCursors) -------------------

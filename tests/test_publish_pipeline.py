@@ -258,7 +258,7 @@ def test_close_writes_the_pending_adds_first(tmp_path: Path) -> None:
     store.wait_until_held(1)
     closer = threading.Thread(target=ml.close)  # type: ignore[attr-defined]
     closer.start()
-    wait_for(lambda: ml._closing)  # type: ignore[attr-defined]
+    wait_for(lambda: ml._adds.closing)  # type: ignore[attr-defined]
     with pytest.raises(ManagedLedgerClosedError):
         ml.add_entries_async([b"late"])  # type: ignore[attr-defined]
     store.release()

@@ -571,8 +571,11 @@ class Topic:
                     immediate = True
                 else:
                     try:
-                        self._ml.async_add_framed_entries(
-                            raws, _PublishCompletion(self, results, accepted, raws, callback), start_writing=False
+                        self._ml.add_entries_with_callback(
+                            raws,
+                            _PublishCompletion(self, results, accepted, raws, callback),
+                            framed=True,
+                            start_writing=False,
                         )
                         self._issued_publishes += 1
                     except MLedgerError as exc:  # the ledger closed under us: nothing queued

@@ -81,9 +81,10 @@ def _is_importlib_frame(frame: FrameType) -> bool:
     return "importlib" in filename and "_bootstrap" in filename
 
 
-def _user_stacklevel() -> int:
+def _user_stacklevel(skip: int = 0) -> int:
     """The ``stacklevel`` that makes ``warnings.warn``, called by this module's :func:`_warn`,
-    point at the first frame outside this module (the importer, or the attribute's reader)."""
+    point at the first frame outside this module (the importer, or the attribute's reader),
+    ``skip`` frames further out (the caller of a deprecated function)."""
     here = _user_stacklevel.__code__.co_filename
     frame = sys._getframe(1)  # _warn's frame: level 1
     level = 1
@@ -92,10 +93,10 @@ def _user_stacklevel() -> int:
         while frame is not None and _is_importlib_frame(frame):
             frame = frame.f_back  # type: ignore[assignment]
         level += 1
-    return level
+    return level + skip
 
 
-def _warn(old: str, instead: str) -> None:
+def _warn(old: str, instead: str, skip: int = 0) -> None:
     """Warn, once per process, that ``old`` is deprecated; ``instead`` says what to do."""
     with _WARNED_LOCK:
         if old in _WARNED:
@@ -104,8 +105,16 @@ def _warn(old: str, instead: str) -> None:
     warnings.warn(
         f"{old} is deprecated and will be removed in {_PACKAGE} {removal_release()}; {instead}",
         DeprecationWarning,
-        stacklevel=_user_stacklevel(),
+        stacklevel=_user_stacklevel(skip),
     )
+
+
+# -- renamed functions and methods --------------------------------------------------------------
+def renamed_call(old: str, new: str) -> None:
+    """Called first thing in a deprecated function or method kept as an alias: warns once that
+    ``old`` is deprecated, naming ``new`` (the spelling to call instead) and the release it goes
+    away in, pointing at the line that called the alias."""
+    _warn(old, f"use {new} instead", skip=1)
 
 
 def _public(module: str) -> str:
@@ -191,6 +200,18 @@ class _MovedModuleLoader(importlib.abc.Loader):
         _warn(old, f"import from {_public(self._new)} instead")
 
 
+class _KeepsItsExports(ModuleType):
+    """The class of a package an old module path was imported from: importlib sets every
+    imported submodule as an attribute of its parent, and an old path named like one of the
+    package's public names (``mledger.replay.generate``, the module, beside
+    ``mledger.replay.generate``, the function it exports) must not replace that name."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if isinstance(value, ModuleType) and name in getattr(self, "__all__", ()) and name in self.__dict__:
+            return
+        super().__setattr__(name, value)
+
+
 class _MovedModuleFinder(importlib.abc.MetaPathFinder):
     """Finds the old module paths registered by :func:`moved_modules` (first on ``sys.meta_path``:
     a dict lookup per import)."""
@@ -200,6 +221,9 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         new = _MOVED_MODULES.get(fullname)
         if new is not None:
+            package = sys.modules.get(fullname.rpartition(".")[0])
+            if package is not None and type(package) is ModuleType:
+                package.__class__ = _KeepsItsExports
             return importlib.util.spec_from_loader(fullname, _MovedModuleLoader(new))
         parent = fullname.rpartition(".")[0]
         if parent in _MOVED_MODULES:

@@ -1,7 +1,9 @@
 """The managed ledger and its cursors: Pulsar's ``ManagedLedgerImpl`` / ``ManagedCursorImpl``.
 
 * :mod:`.ledger` / :mod:`.factory` - the append-only log split into ledgers, and the factory
-  that opens ledgers over one store;
+  that opens ledgers over one store; the ledger's jobs are private modules beside it: the
+  pending adds (``_add_pipeline``), the writes and rollovers (``_appender``), trimming
+  (``_trimmer``), reads and position arithmetic (``_positions``);
 * :mod:`.cursor` - :class:`ManagedCursor`: read and mark-delete positions, individual and
   batch-index acks, resets; :mod:`.cursor_reads` (read planning, :class:`PendingRead`),
   :mod:`.position_reset` (composite resets), :mod:`.cursor_stats`, :mod:`.cursor_args`;

@@ -133,7 +133,7 @@ class ManagedLedgerFactory:
     @property
     def write_executor(self) -> Executor:
         """The writer threads of managed ledgers whose store's writes block (created on first
-        use; see :meth:`ManagedLedger.async_add_framed_entries`)."""
+        use; see :meth:`ManagedLedger.add_entries_with_callback`)."""
         with self._lock:
             if self._write_executor is None:
                 self._write_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mledger-write")

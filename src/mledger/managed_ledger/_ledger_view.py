@@ -25,6 +25,7 @@ from ..storage._base import Store
 __all__ = [
     "ML_ROOT",
     "InitialPosition",
+    "LedgerFactoryView",
     "LedgerInfo",
     "LedgerView",
     "PositionBound",
@@ -147,4 +148,29 @@ class LedgerView(Protocol):
 
     def forget_non_durable_cursor(self, cursor: object) -> None:
         """A non-durable cursor closed: stop advancing it before trims."""
+        ...
+
+
+class LedgerFactoryView(Protocol):
+    """What a managed ledger needs from the factory that opened it."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def config(self) -> ManagedLedgerFactoryConfig: ...
+
+    @property
+    def executor(self) -> Executor: ...
+
+    @property
+    def write_executor(self) -> Executor:
+        """The writer threads of ledgers whose store's writes block."""
+        ...
+
+    def managed_ledger_closed(self, name: str) -> None:
+        """The ledger ``name`` closed: a later ``open`` recovers it anew."""
         ...

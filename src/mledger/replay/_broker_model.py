@@ -64,7 +64,7 @@ from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
 from ._mirror import MirrorView
 from ._model import RestartAnswers, SubscriptionResult, SubscriptionSpec
 from ._settings import ReplaySettings
-from ._store import ReplayStore
+from ._store import ReplayStore, add_repeated_entries
 
 _INT32_MAX = (1 << 31) - 1
 _NEVER_MS = 1 << 62
@@ -173,7 +173,7 @@ class BrokerModel:
         if ledger_id != ml.current_ledger_id:
             _roll_over_to(ml, self._store, ledger_id)
             self._ledgers += 1
-        ml.add_repeated_entries(_EMPTY_ENTRY, count)
+        add_repeated_entries(ml, _EMPTY_ENTRY, count)
 
     def _open(self, first_ledger_id: int) -> Topic:
         self._store.expect_ledger(first_ledger_id)

@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..codec._entry import EntryMetadata, encode_entry
-from ..core._errors import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClosedError
+from ..core._errors import LedgerNotFoundError, ManagedLedgerClosedError
+from ..core._position import Position
+from ..managed_ledger._ledger import ManagedLedger
 from ..storage import MemoryStore
-from ..storage._base import DEFAULT_MAX_ENTRY_SIZE, Versioned
+from ..storage._base import DEFAULT_MAX_ENTRY_SIZE, Versioned, checked_size
 
 CURSOR_LEDGER_BASE = 1 << 62
 """First id of cursor ledgers; data ledger ids from the log must stay below it (the replay
@@ -37,12 +39,36 @@ DESCRIBED_ENTRIES = 1024
 
 EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
 
+_REPEAT_CHUNK = 1 << 16
+"""The most copies :func:`add_repeated_entries` hands the managed ledger in one add."""
+
+
+def add_repeated_entries(ml: ManagedLedger, raw: bytes, count: int) -> Position | None:
+    """Append ``count`` copies of the framed entry ``raw`` to ``ml`` (as
+    ``ml.add_entries([raw] * count, framed=True)``, the same rollover rules); return the last
+    position, None when ``count`` is 0.
+
+    The bulk path of a replay, whose entries carry no payload: written in adds of at most
+    ``_REPEAT_CHUNK`` entries, so memory stays bounded whatever ``count``. Raises
+    ``ValueError`` for a negative ``count`` and ``EntryTooLargeError`` (nothing written) for
+    an oversized entry.
+    """
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    last: Position | None = None
+    while count:
+        n = min(count, _REPEAT_CHUNK)
+        last = ml.add_entries([raw] * n, framed=True)[-1]
+        count -= n
+    return last
+
 
 class ReplayStore:
     """``Store`` for replays. See the module docstring. O(1) per call."""
 
     def __init__(self, max_entry_size: int = DEFAULT_MAX_ENTRY_SIZE) -> None:
         self.max_entry_size = max_entry_size
+        self.blocking_writes = False  # counts only: a managed ledger writes on the adding thread
         self._meta = MemoryStore(max_entry_size)
         self._counts: dict[int, int] = {}
         self._lengths: dict[int, int] = {}  # bytes appended per ledger (ledger_length)
@@ -96,15 +122,12 @@ class ReplayStore:
 
     def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
         self._check_open()
-        limit = self.max_entry_size
-        for data in entries:
-            if len(data) > limit:
-                raise EntryTooLargeError(f"entry of {len(data)} bytes exceeds the maximum entry size {limit}")
+        size = checked_size(entries, self.max_entry_size)
         first = self._count(ledger_id)
         if ledger_id in self._sealed:
             raise LedgerNotFoundError(f"ledger {ledger_id} is sealed and accepts no appends")
         self._counts[ledger_id] = first + len(entries)
-        self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + sum(map(len, entries))
+        self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + size
         if ledger_id >= CURSOR_LEDGER_BASE:
             self._tails[ledger_id] = (first, [bytes(e) for e in entries])
         return first

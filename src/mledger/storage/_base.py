@@ -15,8 +15,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from ..core._errors import EntryTooLargeError
+
 DEFAULT_MAX_ENTRY_SIZE = 5 * 1024 * 1024
 """BookKeeper's default frame limit (``nettyMaxFrameSizeBytes``), 5 MiB."""
+
+
+def checked_size(entries: Sequence[bytes], limit: int) -> int:
+    """The bytes of ``entries``, once none is above ``limit`` (a backend's ``max_entry_size``);
+    raises ``EntryTooLargeError`` naming the first oversized entry's size and the limit.
+
+    One pass at C speed: the total a backend counts anyway decides; the entries are looked at
+    one by one only when it exceeds the limit (a single entry above it needs that)."""
+    total = sum(map(len, entries))
+    if total > limit:
+        for data in entries:
+            if len(data) > limit:
+                raise EntryTooLargeError(f"entry of {len(data)} bytes exceeds the maximum entry size {limit}")
+    return total
+
 
 NEW_NODE = -1
 """``expected_version`` for a put that must create the node (fails if it exists)."""

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 
 from ..core._errors import (
     BadVersionError,
-    EntryTooLargeError,
     LedgerNotFoundError,
     ManagedLedgerClosedError,
 )
-from ._base import DEFAULT_MAX_ENTRY_SIZE, NEW_NODE, Versioned
+from ._base import DEFAULT_MAX_ENTRY_SIZE, NEW_NODE, Versioned, checked_size
 
 
 class MemoryStore:
@@ -46,10 +45,7 @@ class MemoryStore:
         return self.append_many(ledger_id, (data,))
 
     def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
-        limit = self.max_entry_size
-        for data in entries:
-            if len(data) > limit:
-                raise EntryTooLargeError(f"entry of {len(data)} bytes exceeds the maximum entry size {limit}")
+        checked_size(entries, self.max_entry_size)
         with self._lock:
             self._check_open()
             ledger = self._writable(ledger_id)

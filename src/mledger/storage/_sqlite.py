@@ -84,13 +84,12 @@ from typing import Any, TypeVar
 from ..core._errors import (
     BadVersionError,
     ConfigError,
-    EntryTooLargeError,
     LedgerNotFoundError,
     ManagedLedgerClosedError,
     StateCorruptedError,
     StoreLockedError,
 )
-from ._base import DEFAULT_MAX_ENTRY_SIZE, NEW_NODE, Versioned
+from ._base import DEFAULT_MAX_ENTRY_SIZE, NEW_NODE, Versioned, checked_size
 
 __all__ = [
     "DATABASE_NAME",
@@ -304,14 +303,16 @@ class SqliteStore:
         An empty batch stores nothing and returns the id the next entry would get.
         Raises EntryTooLargeError (before anything is written), LedgerNotFoundError.
         """
-        batch = [self._sized(data) for data in entries]
+        size = checked_size(entries, self._max_entry_size)
+        # A caller's buffer is copied (the write may run on another thread); bytes are immutable.
+        batch = entries if all(type(data) is bytes for data in entries) else [bytes(data) for data in entries]
 
         def apply(conn: sqlite3.Connection) -> int:
             first = self._next_entry_id(conn, ledger_id)
             conn.executemany("INSERT INTO entries VALUES (?, ?, ?)", zip(repeat(ledger_id), count(first), batch))
             return first
 
-        return self._write(apply, sum(map(len, batch)))
+        return self._write(apply, size)
 
     def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
         """Entries ``first_entry..last_entry`` (inclusive) that exist, in order; one query.
@@ -667,10 +668,7 @@ class SqliteStore:
 
     def _sized(self, data: bytes) -> bytes:
         data = bytes(data)
-        if len(data) > self._max_entry_size:
-            raise EntryTooLargeError(
-                f"entry of {len(data)} bytes exceeds the maximum entry size {self._max_entry_size}"
-            )
+        checked_size((data,), self._max_entry_size)
         return data
 
     @staticmethod

@@ -1,0 +1,177 @@
+"""A managed ledger's writes to its current ledger and its rollovers: the rollover bookkeeping,
+in one place.
+
+Pulsar's rules (``ManagedLedgerImpl.currentLedgerIsFull``): after ``max_entries_per_ledger``
+entries, or once the ledger holds ``max_size_per_ledger_mb`` (the entry that reaches it is the
+ledger's last), or after ``maximum_rollover_time_ms``, the current ledger is sealed and a new
+one created at once, but never before ``minimum_rollover_time_ms`` (which gates every rollover).
+A batch that reaches a limit is written chunk by chunk, each chunk in one store call.
+
+A write holds the ledger's *append lock* (only one writer, and rollovers take it too); the
+store write runs without the ledger lock, so readers and position arithmetic never wait for
+it: the entries become visible when the last confirmed entry moves, under the ledger lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_left
+from collections.abc import Sequence
+from itertools import accumulate, repeat
+from typing import Protocol
+
+from ..core._clock import Clock
+from ..core._config import ManagedLedgerConfig
+from ..core._position import Position
+from ..storage._base import Store
+from ._ledger_view import LedgerInfo
+
+log = logging.getLogger(__name__)
+
+_MB = 1024 * 1024
+_new = tuple.__new__
+
+
+class AppendedLedger(Protocol):
+    """The state of a managed ledger its appender reads and moves (under ``_lock``)."""
+
+    name: str
+    config: ManagedLedgerConfig
+    _lock: threading.RLock
+    _append_lock: threading.Lock
+    """Held by the writer across an append and by every other change of the current ledger."""
+    _current: LedgerInfo | None
+    _current_created_ms: int
+    _last_confirmed: Position
+    _entries_added: int
+    _clock: Clock
+    _store: Store
+
+    def _check_open(self) -> None: ...
+
+    def _create_ledger(self) -> None: ...
+
+    def _ledger_closed(self) -> None:
+        """A rollover sealed a ledger (trimming may now delete it)."""
+        ...
+
+
+class Appender:
+    """Writes framed entries to the current ledger(s) of one managed ledger (module doc)."""
+
+    def __init__(self, ml: AppendedLedger) -> None:
+        self._ml = ml
+        self._append_lock = ml._append_lock
+        self.roll_over_failed = False
+        """A rollover after an add failed: the next write retries it first."""
+
+    def write(self, raw: Sequence[bytes]) -> tuple[list[Position], BaseException | None]:
+        """Append ``raw`` in order under the append lock, rolling over as needed. Returns the
+        positions written and the error that stopped it, if any (``ManagedLedgerClosedError``
+        included; the entries written before it stay written)."""
+        ml = self._ml
+        positions: list[Position] = []
+        n = len(raw)
+        cumulative: list[int] | None = None  # prefix sums of the entry sizes, once a limit cuts
+        done = 0
+        with self._append_lock:
+            try:
+                if not n:
+                    with ml._lock:
+                        ml._check_open()
+                while done < n:
+                    with ml._lock:
+                        ml._check_open()
+                        if self.roll_over_failed:  # retry the rollover a previous add could not do
+                            self.roll_over()
+                            self.roll_over_failed = False
+                        current = ml._current
+                        assert current is not None
+                        cfg = ml.config
+                        if done == 0 and cumulative is None:
+                            size = sum(map(len, raw))
+                            end = n
+                            if (
+                                current.entries + n >= cfg.max_entries_per_ledger
+                                or current.size + size >= cfg.max_size_per_ledger_mb * _MB
+                            ) and self.may_roll_over():
+                                end, size, cumulative = self._chunk(raw, done, current, None)
+                        else:
+                            end, size, cumulative = self._chunk(raw, done, current, cumulative)
+                    k = end - done
+                    ledger_id = current.ledger_id
+                    first = ml._store.append_many(ledger_id, raw if k == n else raw[done:end])
+                    if k == 1:
+                        positions.append(Position(ledger_id, first))
+                    else:
+                        # tuple.__new__ over pairs: half the cost of calling Position k times
+                        positions += map(
+                            _new, repeat(Position, k), zip(repeat(ledger_id, k), range(first, first + k), strict=True)
+                        )
+                    with ml._lock:
+                        current.entries += k
+                        current.size += size
+                        ml._last_confirmed = positions[-1]
+                        ml._entries_added += k
+                        if self.ledger_is_full(current):
+                            try:
+                                self.roll_over()
+                            except Exception as exc:
+                                # The entries are stored: they succeed; the next add rolls over first.
+                                self.roll_over_failed = True
+                                log.warning("managed ledger %s: rollover after an add failed: %s", ml.name, exc)
+                    done = end
+            except BaseException as exc:
+                return positions, exc
+        return positions, None
+
+    def _chunk(
+        self, raw: Sequence[bytes], done: int, current: LedgerInfo, cumulative: list[int] | None
+    ) -> tuple[int, int, list[int]]:
+        """Where the chunk starting at ``raw[done]`` ends (exclusive), its bytes, and the prefix
+        sums of the entry sizes (computed once, handed back for the next chunk), when a limit
+        of ``current`` may cut ``raw``: the entry that reaches the size limit ends a chunk."""
+        n = len(raw)
+        cfg = self._ml.config
+        rolls = self.may_roll_over()
+        end = min(done + max(cfg.max_entries_per_ledger - current.entries, 1), n) if rolls else n
+        if cumulative is None:
+            cumulative = list(accumulate(map(len, raw)))
+        base = cumulative[done - 1] if done else 0
+        if rolls:
+            room = cfg.max_size_per_ledger_mb * _MB - current.size
+            end = min(end, bisect_left(cumulative, base + room, done, end) + 1)
+        return end, cumulative[end - 1] - base, cumulative
+
+    def ledger_is_full(self, li: LedgerInfo) -> bool:
+        """Pulsar's ``currentLedgerIsFull``: the entry or size limit, or the maximum age, is
+        reached, and the ledger is older than ``minimum_rollover_time_ms``."""
+        ml = self._ml
+        cfg = ml.config
+        age = ml._clock.now_ms() - ml._current_created_ms
+        reached = (
+            li.entries >= cfg.max_entries_per_ledger
+            or li.size >= cfg.max_size_per_ledger_mb * _MB
+            or (li.entries > 0 and age >= cfg.maximum_rollover_time_ms)
+        )
+        return reached and self.may_roll_over(age)
+
+    def may_roll_over(self, age_ms: int | None = None) -> bool:
+        """Whether the current ledger is old enough to roll over (``minimum_rollover_time_ms``)."""
+        ml = self._ml
+        minimum = ml.config.minimum_rollover_time_ms
+        if minimum <= 0:
+            return True
+        if age_ms is None:
+            age_ms = ml._clock.now_ms() - ml._current_created_ms
+        return age_ms > minimum
+
+    def roll_over(self) -> None:
+        """Seal the current ledger and create the next (the caller holds both locks)."""
+        ml = self._ml
+        assert ml._current is not None
+        ml._store.seal_ledger(ml._current.ledger_id)
+        ml._current.timestamp = ml._clock.now_ms()  # a ledger's timestamp is its close time
+        ml._create_ledger()
+        ml._ledger_closed()
