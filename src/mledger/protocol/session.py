@@ -61,7 +61,7 @@ from ..broker import (
     Topic,
     TopicFencedError,
 )
-from ..broker.consumer import Consumer
+from ..broker.consumer import AckRequest, Consumer
 from ..broker.dedup import MessageDeduplication
 from ..broker.hooks import NoDeduplication
 from ..broker.listeners import EntryDelivery, ack_set_words
@@ -922,11 +922,9 @@ class Session:
         whole: list[Position] = []
         ack_sets: list[tuple[Position, int, int | None]] = []
         indexed: list[MessageId] = []
-        for mid in ids:
+        for mid in ids:  # one pass: each id goes to the part of the request its form names
             position = Position(_signed(mid.ledgerId), _signed(mid.entryId))
-            if mid.batch_index < 0 and not mid.ack_set:  # the common case: a whole entry
-                whole.append(position)
-            elif mid.ack_set:
+            if mid.ack_set:
                 bits = 0
                 for i, word in enumerate(mid.ack_set):
                     bits |= (word & _MASK64) << (64 * i)
@@ -935,14 +933,10 @@ class Session:
                 indexed.append(
                     MessageId(position.ledger_id, position.entry_id, -1, mid.batch_index, max(mid.batch_size, 0))
                 )
-            else:
+            else:  # the common case: a whole entry
                 whole.append(position)
-        if whole:
-            consumer.acknowledge_entries(whole)
-        if ack_sets:
-            consumer.acknowledge_with_ack_sets(ack_sets)
-        if indexed:
-            consumer.acknowledge(indexed)
+        if whole or ack_sets or indexed:
+            consumer.acknowledge_request(AckRequest(entries=whole, ack_sets=ack_sets, message_ids=indexed))
 
     def _ack_cumulative(self, handle: ConsumerHandle, ids: Sequence[api.MessageIdData]) -> None:
         consumer = handle.consumer
