@@ -27,7 +27,7 @@ from .compaction import (
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
 from .config import BrokerConfig as BrokerConfig
-from .consumer import Consumer as Consumer
+from .consumer import AckRequest as AckRequest, Consumer as Consumer
 from .dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
 from .errors import (
     AlreadyClosedError as AlreadyClosedError,
@@ -82,6 +82,7 @@ from .topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic
 from .types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
+    "AckRequest",
     "CompactionInProgressError",
     "CompactionStatus",
     "LongRunningProcessStatus",

@@ -17,13 +17,20 @@ position_reset, revision) -> ledger_view; below it are :mod:`mledger.storage`,
 """
 
 from .cursor import ManagedCursor as ManagedCursor
+from .cursor_args import AckPlan as AckPlan
 from .cursor_reads import PendingRead as PendingRead
 from .cursor_snapshot import (
     KEEP_PROPERTIES as KEEP_PROPERTIES,
+    CursorEvent as CursorEvent,
     CursorLifecycle as CursorLifecycle,
+    CursorLifecycleError as CursorLifecycleError,
     IndividualDeletedEntries as IndividualDeletedEntries,
 )
-from .cursor_stats import CursorStats as CursorStats, IndividualDeletedMessages as IndividualDeletedMessages
+from .cursor_stats import (
+    CursorStats as CursorStats,
+    IndividualDeletedMessages as IndividualDeletedMessages,
+    PersistenceStats as PersistenceStats,
+)
 from .factory import ManagedLedgerFactory as ManagedLedgerFactory
 from .ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
 from .ledger_view import (
@@ -39,7 +46,10 @@ from .revision import CursorStateRevisionController as CursorStateRevisionContro
 __all__ = [
     "KEEP_PROPERTIES",
     "ML_ROOT",
+    "AckPlan",
+    "CursorEvent",
     "CursorLifecycle",
+    "CursorLifecycleError",
     "CursorStateRevisionController",
     "CursorStats",
     "IndividualDeletedEntries",
@@ -52,6 +62,7 @@ __all__ = [
     "ManagedLedgerFactory",
     "ManagedLedgerStats",
     "PendingRead",
+    "PersistenceStats",
     "PositionBound",
     "PositionReset",
     "RevisionStats",

@@ -80,7 +80,7 @@ from .cursor_snapshot import (
     RecoveredCursorState,
     lifecycle_transition,
 )
-from .cursor_stats import CursorFigures, CursorStats, IndividualDeletedMessages, PersistenceStats
+from .cursor_stats import CursorStats, IndividualDeletedMessages, PersistenceStats
 from .cursor_store import CursorStateStore
 from .ledger_view import InitialPosition, LedgerView, PositionBound
 from .position_reset import PositionReset, ResetHooks
@@ -1171,10 +1171,9 @@ class ManagedCursor:
 
     # -- stats and checks -------------------------------------------------------------------
     def stats(self) -> CursorStats:
-        """A consistent snapshot of positions, counters and persistence figures."""
+        """A consistent snapshot (frozen) of positions, counters, revision and persistence
+        figures, under the lock once. O(ledgers)."""
         with self._lock:
-            pstats = self._store.stats().as_dict() if self._store is not None else {}
-            rev = self._revision.stats()
             return CursorStats(
                 name=self.name,
                 durable=self._durable,
@@ -1187,26 +1186,13 @@ class ManagedCursor:
                 batch_partially_acked_entries=len(self._batch),
                 messages_consumed_counter=self._consumed,
                 backlog=self._precise_backlog(),
-                entries_to_read=self.number_of_entries(),
-                properties=dict(self._md_properties),
-                cursor_properties=dict(self._cursor_properties),
-                revision_num=rev.revision_num,
-                is_under_revision=rev.is_under_revision,
-                revision=rev,
-                dirty=self._dirty,
-                **pstats,
-            )
-
-    def figures(self) -> CursorFigures:
-        """The figures a metrics scrape reads, under the lock once: cheaper than :meth:`stats`
-        (no positions or properties copied, no entries-to-read count). O(ledgers)."""
-        with self._lock:
-            return CursorFigures(
-                backlog=self._precise_backlog(),
                 mark_delete_lag=self.number_of_entries_since_first_not_acked(),
-                individually_deleted_ranges=self._acked.size(),
-                persistence=self._store.stats() if self._store is not None else PersistenceStats(),
+                entries_to_read=self.number_of_entries(),
+                properties=MappingProxyType(dict(self._md_properties)),
+                cursor_properties=MappingProxyType(dict(self._cursor_properties)),
+                dirty=self._dirty,
                 revision=self._revision.stats(),
+                persistence=self._store.stats() if self._store is not None else PersistenceStats(),
             )
 
     def _check(self) -> None:
