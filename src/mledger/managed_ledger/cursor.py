@@ -486,9 +486,9 @@ class ManagedCursor:
                     self._drop_batch(positions)
                 if self._acked.add(positions[0], positions[1]):
                     self._acked_entries(1, positions)
-                    self._after_change(entries_acked=1)
+                    self._after_change(False, 1)
                     return
-            self._after_change(entries_acked=0)
+            self._after_change(False, 0)
 
     def delete_many(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Bulk individual acknowledgement; returns how many entries became acked.
@@ -566,8 +566,10 @@ class ManagedCursor:
         if ledger_id == lac[0]:
             if entry_id >= 0:
                 return True
-        elif 0 <= entry_id < self._closed_ledger_size(ledger_id):
-            return True
+        else:
+            size = self._ledger_sizes.get(ledger_id)
+            if 0 <= entry_id < (self._closed_ledger_size(ledger_id) if size is None else size):
+                return True
         raise self._no_such_entry(position)
 
     def _closed_ledger_size(self, ledger_id: int) -> int:
@@ -774,7 +776,7 @@ class ManagedCursor:
         """Persist (or mark dirty under throttling) after a state change; trim the ML.
 
         ``entries_acked >= 0``: the change only acknowledged that many whole entries (none
-        with batch state), which the state stores observe in O(1)."""
+        with batch state), which the state stores observe in O(1) (nothing for 0)."""
         if not self._durable:
             return
         throttle = self._ml.config.throttle_mark_delete
@@ -783,25 +785,25 @@ class ManagedCursor:
             last = self._last_persist_ms
             if last is not None and now - last < 1000.0 / throttle:
                 self._dirty = True
-                if entries_acked or not self._observed:
-                    self._observe(entries_acked, now)
+                if entries_acked < 0 or not self._observed or (entries_acked and self._batch):
+                    self._observe(now)
+                elif entries_acked and self._store is not None:
+                    self._store.observe_entries_acked(entries_acked, now)
+                    for mirror in self._mirrors:
+                        mirror.observe_entries_acked(entries_acked, now)
                 return
         self._persist()
 
-    def _observe(self, entries_acked: int, now_ms: int) -> None:
-        """Let the state stores see a change they do not persist (what a restart would redeliver)."""
+    def _observe(self, now_ms: int) -> None:
+        """Let the state stores see a change they do not persist (what a restart would
+        redeliver), from a snapshot."""
         store = self._store
         if store is None:
             return
-        if entries_acked > 0 and self._observed and not self._batch:
-            store.observe_entries_acked(entries_acked, now_ms)
-            for mirror in self._mirrors:
-                mirror.observe_entries_acked(entries_acked, now_ms)
-            return
         snapshot = self._snapshot()
-        store.observe(snapshot)
+        store.observe(snapshot, now_ms)
         for mirror in self._mirrors:
-            mirror.observe(snapshot)
+            mirror.observe(snapshot, now_ms)
         self._observed = True
 
     def _persist(self) -> None:

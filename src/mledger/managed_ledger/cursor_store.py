@@ -490,11 +490,12 @@ class CursorStateStore:
     def _redelivered_figure(self) -> int:
         return max(0, self._redelivered_entries) + self._redelivered_indexes
 
-    def observe(self, snapshot: CursorSnapshot) -> None:
+    def observe(self, snapshot: CursorSnapshot, now_ms: int | None = None) -> None:
         """A state change that is not persisted yet (a throttled mark-delete): what a crash
-        now would redeliver, counted towards the maximum. Reads only; writes nothing."""
+        now would redeliver, counted towards the maximum (stamped ``now_ms``, else the clock's
+        time). Reads only; writes nothing."""
         self._redelivered_entries, self._redelivered_indexes = self._redelivered(snapshot)
-        self._note_redelivery(None)
+        self._note_redelivery(now_ms)
 
     def observe_entries_acked(self, entries: int, now_ms: int) -> None:
         """:meth:`observe` after a change that only acknowledged ``entries`` more whole entries
