@@ -35,10 +35,19 @@ arithmetic over the ledger list, reads, trim requests); a durable cursor's
 :mod:`~mledger.managed_ledger.cursor_reads`, composite resets
 :mod:`~mledger.managed_ledger.position_reset`.
 
-The acknowledgement path, top-down: ``Consumer.acknowledge`` -> ``Subscription`` -> :meth:`delete`
-/ :meth:`mark_delete` (validate, change the ack set, absorb into MD) -> :meth:`_after_change`
-(throttle) -> ``CursorStateStore.persist(snapshot)`` (format and truncate) ->
-:mod:`mledger.codec.cursor_info` (``PositionInfo`` bytes) -> the ``LedgerStore``.
+The acknowledgement path, top-down: a ``Consumer`` ack method builds an ``AckRequest`` ->
+``Subscription.consumer_acknowledge`` -> :meth:`acknowledge` (an :class:`AckPlan`: whole entries
+and ack sets) or :meth:`mark_delete`. Every cursor ack form is a thin builder over one pipeline:
+validation (``_check_entry``, O(1) per position; ``_check_rows``, vectorised;
+``_check_mark_delete_target``), which raises and changes nothing -> the apply step (the bitmap,
+batch states, the mark-delete) -> ``_acked_entries`` (the consumed counter, absorption into MD)
+-> :meth:`_after_change` (throttle, or ``CursorStateStore.persist(snapshot)``: format and
+truncate -> :mod:`mledger.codec.cursor_info` ``PositionInfo`` bytes -> the ``LedgerStore``).
+``delete(position)`` is the single-call fast path through the same steps: no allocation beyond
+the bitmap's, and the state stores observe it in O(1) instead of from a snapshot.
+
+The lifecycle (:class:`CursorLifecycle`) moves only through ``_move`` over
+:data:`~mledger.managed_ledger.cursor_snapshot.LIFECYCLE_TRANSITIONS`.
 
 Blocking: reads block on the store outside the cursor lock. Acks and mark-deletes hold the lock
 and, for durable cursors, persist through the cursor's state store (storage I/O) unless
@@ -1190,8 +1199,8 @@ class ManagedCursor:
                 backlog=self._precise_backlog(),
                 mark_delete_lag=self.number_of_entries_since_first_not_acked(),
                 entries_to_read=self.number_of_entries(),
-                properties=MappingProxyType(dict(self._md_properties)),
-                cursor_properties=MappingProxyType(dict(self._cursor_properties)),
+                properties=dict(self._md_properties),
+                cursor_properties=dict(self._cursor_properties),
                 dirty=self._dirty,
                 revision=self._revision.stats(),
                 persistence=self._store.stats() if self._store is not None else PersistenceStats(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..core.position import Position
@@ -61,8 +61,10 @@ class CursorStats:
     mark_delete_lag: int
     """Entries in (mark-delete, read position] (``number_of_entries_since_first_not_acked``)."""
     entries_to_read: int
-    properties: Mapping[str, int]
-    cursor_properties: Mapping[str, str]
+    properties: dict[str, int]
+    """A copy of the mark-delete properties."""
+    cursor_properties: dict[str, str]
+    """A copy of the cursor properties."""
     dirty: bool
     """State changes wait for a throttled persist."""
     revision: RevisionStats

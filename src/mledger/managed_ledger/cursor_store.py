@@ -45,7 +45,8 @@ mark-delete that the record does not hold (each entry counts one) plus, for part
 acknowledged batch entries, the acknowledged batch indexes it does not hold (each index counts
 one). The figure is taken after every state change: after each write (what the limits
 dropped) and, under throttling, after each change not persisted yet (the cursor calls
-:meth:`CursorStateStore.observe`). ``redelivered_after_restart`` is the figure after the last
+:meth:`CursorStateStore.observe`, or :meth:`CursorStateStore.observe_entries_acked` in O(1) after
+whole-entry acks only). ``redelivered_after_restart`` is the figure after the last
 change, ``redelivered_after_restart_max`` the largest, with the clock time of the change that
 reached it. (A write is modelled as done with the change that caused it: the moment between
 an ack and the end of its persist is not sampled.) Acks are taken as monotone (a rewind lowers the figure to 0, never
