@@ -132,7 +132,6 @@ class ManagedCursor:
         self._last_persist_ms: int | None = None
         self._now_ms = ml.clock.now_ms
         self._observed = True  # the state stores' redelivery figures are up to date
-        self._ledger_sizes: dict[int, int] = {}  # entries of closed ledgers (final), see _check_entry
         self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
         self._store: CursorStateStore | None = None
         self._mirrors: list[CursorStateStore] = []  # see add_state_mirror
@@ -566,7 +565,7 @@ class ManagedCursor:
         """Validate one individual ack; whether it lies above the mark-delete (something to
         apply). Raises unless ``position`` is at or below ``lac`` and, above the mark-delete, an
         entry of the ledger. O(1): a position in ``lac``'s ledger needs no lookup, one in an
-        earlier (closed) ledger one dictionary lookup."""
+        earlier ledger the ledger list's size of it."""
         if position > lac:
             raise self._beyond_lac(position)
         if position <= self._md:
@@ -575,22 +574,9 @@ class ManagedCursor:
         if ledger_id == lac[0]:
             if entry_id >= 0:
                 return True
-        else:
-            size = self._ledger_sizes.get(ledger_id)
-            if 0 <= entry_id < (self._closed_ledger_size(ledger_id) if size is None else size):
-                return True
+        elif 0 <= entry_id < (self._ml.ledger_entries(ledger_id) or 0):
+            return True
         raise self._no_such_entry(position)
-
-    def _closed_ledger_size(self, ledger_id: int) -> int:
-        """Entries of a ledger before the last confirmed entry's (closed: its size is final,
-        so it is cached); 0 when the ledger is not in the list."""
-        size = self._ledger_sizes.get(ledger_id)
-        if size is None:
-            size = self._ml.ledger_entries(ledger_id)
-            if size is None:
-                return 0
-            self._ledger_sizes[ledger_id] = size
-        return size
 
     def _check_rows(self, rows: np.ndarray, lac: Position) -> list[tuple[int, np.ndarray]]:
         """:meth:`_check_entry` over an ``(n, 2)`` array at once (numpy); the entry ids above
@@ -616,7 +602,7 @@ class ManagedCursor:
         ]
         for ledger_id, part_e in groups:
             low, top = int(part_e.min()), int(part_e.max())
-            size = lac[1] + 1 if ledger_id == lac[0] else self._closed_ledger_size(ledger_id)
+            size = lac[1] + 1 if ledger_id == lac[0] else (self._ml.ledger_entries(ledger_id) or 0)
             if low < 0 or top >= size:
                 raise self._no_such_entry(Position(ledger_id, low if low < 0 else top))
         return groups
