@@ -57,7 +57,7 @@ def test_every_ack_form_refuses_a_bad_position_with_the_same_error() -> None:
 def test_the_single_ack_fast_path_observes_what_a_full_recomputation_does(steps: list[tuple[str, int]]) -> None:
     cursor, clock = _cursor()
     ml = cursor.ledger
-    positions = [ml.next_valid_position(ml.previous_position(ml.first_position()))]
+    positions = [ml.next_valid_position(cursor.mark_delete_position)]
     while len(positions) < 12:
         positions.append(ml.next_valid_position(positions[-1]))
     store = cursor._store
@@ -80,6 +80,23 @@ def test_the_single_ack_fast_path_observes_what_a_full_recomputation_does(steps:
         entries, indexes = store._redelivered(cursor._snapshot())
         assert store.stats().redelivered_after_restart == max(0, entries) + indexes
         assert store.stats().redelivered_after_restart_max >= store.stats().redelivered_after_restart
+
+
+def test_a_whole_entry_ack_of_a_partly_acked_batch_is_observed_exactly() -> None:
+    cursor, clock = _cursor()
+    first = cursor.ledger.next_valid_position(cursor.mark_delete_position)
+    other = cursor.ledger.next_valid_position(first)
+    store = cursor._store
+    assert store is not None
+    cursor.delete(cursor.ledger.next_valid_position(other))  # persisted: the throttle starts now
+    cursor.delete_batch_indexes(first, [0, 1, 2], 5)  # throttled: 3 indexes a restart would lose
+    assert store.stats().redelivered_after_restart == 3
+    cursor.delete(first)  # the whole entry (its batch state goes): 3 indexes become 1 entry
+    entries, indexes = store._redelivered(cursor._snapshot())
+    assert store.stats().redelivered_after_restart == max(0, entries) + indexes == 1
+    clock.advance(1_000)
+    cursor.delete(other)  # persisted: nothing to lose
+    assert store.stats().redelivered_after_restart == 0 and store.stats().redelivered_after_restart_max == 3
 
 
 def test_a_request_is_validated_whole_before_anything_is_acknowledged() -> None:

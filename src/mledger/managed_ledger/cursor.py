@@ -490,11 +490,13 @@ class ManagedCursor:
             if self._closed:
                 self._check_open()
             if self._check_entry(positions, self._ml.last_confirmed_entry):
+                entries_acked = 1
                 if self._batch and positions in self._batch:
                     self._drop_batch(positions)
+                    entries_acked = -1  # its acked indexes count no more: observe from a snapshot
                 if self._acked.add(positions[0], positions[1]):
                     self._acked_entries(1, positions)
-                    self._after_change(False, 1)
+                    self._after_change(False, entries_acked)
                     return
             self._after_change(False, 0)
 
@@ -780,7 +782,7 @@ class ManagedCursor:
             last = self._last_persist_ms
             if last is not None and now - last < 1000.0 / throttle:
                 self._dirty = True
-                if entries_acked < 0 or not self._observed or (entries_acked and self._batch):
+                if entries_acked < 0 or not self._observed:
                     self._observe(now)
                 elif entries_acked and self._store is not None:
                     self._store.observe_entries_acked(entries_acked, now)
