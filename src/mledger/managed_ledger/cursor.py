@@ -566,17 +566,13 @@ class ManagedCursor:
     def _check_entry(self, position: Position, lac: Position) -> bool:
         """Validate one individual ack; whether it lies above the mark-delete (something to
         apply). Raises unless ``position`` is at or below ``lac`` and, above the mark-delete, an
-        entry of the ledger. O(1): a position in ``lac``'s ledger needs no lookup, one in an
-        earlier ledger the ledger list's size of it."""
+        entry of a ledger in the ledger list (one that was trimmed is refused). O(1): one
+        dictionary lookup for a position above the mark-delete, none at or below it."""
         if position > lac:
             raise self._beyond_lac(position)
         if position <= self._md:
             return False
-        ledger_id, entry_id = position
-        if ledger_id == lac[0]:
-            if entry_id >= 0:
-                return True
-        elif 0 <= entry_id < (self._ml.ledger_entries(ledger_id) or 0):
+        if 0 <= position[1] < (self._ml.ledger_entries(position[0]) or 0):
             return True
         raise self._no_such_entry(position)
 
@@ -604,7 +600,7 @@ class ManagedCursor:
         ]
         for ledger_id, part_e in groups:
             low, top = int(part_e.min()), int(part_e.max())
-            size = lac[1] + 1 if ledger_id == lac[0] else (self._ml.ledger_entries(ledger_id) or 0)
+            size = self._ml.ledger_entries(ledger_id) or 0
             if low < 0 or top >= size:
                 raise self._no_such_entry(Position(ledger_id, low if low < 0 else top))
         return groups
