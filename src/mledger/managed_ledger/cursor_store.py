@@ -506,8 +506,8 @@ class CursorStateStore:
         clock reading of the change."""
         if self._recorded is None or not entries:
             return
-        self._redelivered_entries += entries
-        value = max(0, self._redelivered_entries) + self._redelivered_indexes
+        self._redelivered_entries = whole = self._redelivered_entries + entries
+        value = (whole if whole > 0 else 0) + self._redelivered_indexes
         if value > self._redelivered_max:
             self._redelivered_max = value
             self._redelivered_max_at_ms = now_ms
