@@ -157,9 +157,9 @@ def test_cursor_ledger_rolls_over_by_entries_and_deletes_the_old_one(open_store:
     seen = set()
     for i in range(2, 30, 2):
         cursor.delete(ps[i])
-        seen.add(cursor.stats().cursor_ledger_id)
+        seen.add(cursor.stats().persistence.cursor_ledger_id)
     assert len(seen) >= 3
-    current = cursor.stats().cursor_ledger_id
+    current = cursor.stats().persistence.cursor_ledger_id
     for old in seen - {current}:
         assert not ml.store.ledger_exists(old)
     expected = _state(cursor)
@@ -176,12 +176,12 @@ def test_cursor_ledger_rolls_over_by_age() -> None:
     cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
     ps = _fill(ml, 10)
     cursor.delete(ps[3])
-    first = cursor.stats().cursor_ledger_id
+    first = cursor.stats().persistence.cursor_ledger_id
     cursor.delete(ps[5])
-    assert cursor.stats().cursor_ledger_id == first
+    assert cursor.stats().persistence.cursor_ledger_id == first
     clock.advance(61_000)
     cursor.delete(ps[7])
-    assert cursor.stats().cursor_ledger_id != first
+    assert cursor.stats().persistence.cursor_ledger_id != first
     assert not ml.store.ledger_exists(first)
 
 
@@ -195,7 +195,7 @@ def test_truncation_keeps_ranges_nearest_mark_delete_counts_and_logs_once(
     with caplog.at_level(logging.WARNING, logger="mledger.managed_ledger._cursor_store"):
         for i in range(2, 22, 2):
             cursor.delete(ps[i])
-    stats = cursor.stats()
+    stats = cursor.stats().persistence
     assert stats.truncated_ranges == 7
     assert stats.truncated_ranges_total > 0
     warnings = [r for r in caplog.records if "beyond the persistence limit" in r.getMessage()]
@@ -220,7 +220,7 @@ def test_chunked_state_persists_as_parts_and_footer(open_store: OpenStore, compr
     cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
     ps = _fill(ml, 4000)
     cursor.delete(ps[1::2])
-    stats = cursor.stats()
+    stats = cursor.stats().persistence
     assert stats.truncated_ranges == 0
     if compression == "NONE":
         assert stats.last_persist_chunks > 2
@@ -289,7 +289,7 @@ def test_long_array_format_limits_acked_entries_by_ledger_and_falls_back_to_rang
     state = _persisted_position_info(ml)
     assert sorted(state.long_arrays or {}) == [ledgers[i] for i in words]
     assert (state.ranges.size if state.ranges is not None else 0) == ranges
-    assert cursor.stats().truncated_ranges == truncated
+    assert cursor.stats().persistence.truncated_ranges == truncated
     factory.close()
 
 
@@ -301,7 +301,7 @@ def test_auto_format_is_never_larger_than_either_pulsar_format() -> None:
         cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
         ps = _fill(ml, 5000)
         cursor.delete(ps[1:1000:2] + ps[2000:3500] + ps[4001:5000:3])
-        sizes[fmt] = cursor.stats().persisted_state_bytes
+        sizes[fmt] = cursor.stats().persistence.persisted_state_bytes
     assert sizes["auto"] <= min(sizes["range"], sizes["long_array"])
 
 
@@ -352,7 +352,7 @@ def test_torn_chunk_sequence_recovers_the_previous_complete_state() -> None:
     ps = _fill(ml, 1000)
     cursor.delete(ps[1:400:2])
     expected = _state(cursor)
-    ledger_id = cursor.stats().cursor_ledger_id
+    ledger_id = cursor.stats().persistence.cursor_ledger_id
     # A crash mid-sequence (a writer without our atomic append): every part of a newer,
     # larger state is written, its footer never. The last part alone may even parse.
     newer = PersistedCursorState(mark_delete=Position(1, -1), ranges=RangeArrays.from_pairs(
@@ -364,7 +364,7 @@ def test_torn_chunk_sequence_recovers_the_previous_complete_state() -> None:
         _crash(factory)
         factory, ml = _open(store, config)
         assert _state(ml.get_cursor("sub")) == expected
-        ledger_id = ml.get_cursor("sub").stats().cursor_ledger_id
+        ledger_id = ml.get_cursor("sub").stats().persistence.cursor_ledger_id
         if ledger_id < 0:
             ledger_id = _cursor_info(store).cursors_ledger_id
 
@@ -379,7 +379,7 @@ def test_corrupt_last_cursor_entry_falls_back_to_an_earlier_one(junk: bytes) -> 
     ps = _fill(ml, 50)
     cursor.delete([ps[5], ps[9]])
     expected = _state(cursor)
-    store.append(cursor.stats().cursor_ledger_id, junk)
+    store.append(cursor.stats().persistence.cursor_ledger_id, junk)
     _crash(factory)
     factory, ml = _open(store, config)
     assert _state(ml.get_cursor("sub")) == expected
@@ -393,7 +393,7 @@ def test_unreadable_cursor_ledger_falls_back_to_the_metadata_snapshot() -> None:
     ps = _fill(ml, 50)
     cursor.mark_delete(ps[3], {"p": 1})
     cursor.delete(ps[7])
-    store.delete_ledger(cursor.stats().cursor_ledger_id)
+    store.delete_ledger(cursor.stats().persistence.cursor_ledger_id)
     _crash(factory)
     factory, ml = _open(store, config)
     cursor = ml.get_cursor("sub")

@@ -675,7 +675,7 @@ def test_unreadable_cursor_ledger_falls_back_and_still_recovers_exactly() -> Non
     b.run_due_tasks()  # purge of "a": a snapshot at the mark-delete with entries after it
     cursor = dedup_of(b).cursor
     assert cursor is not None and cursor.mark_delete_position < topic_of(b).managed_ledger.last_confirmed_entry
-    ledger_id = cursor.stats().cursor_ledger_id
+    ledger_id = cursor.stats().persistence.cursor_ledger_id
     assert ledger_id > 0, "the state went to a cursor ledger"
     maps = dedup_of(b).highest_sequence_persisted()
     assert maps == {"b": 5}

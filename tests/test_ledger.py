@@ -508,7 +508,7 @@ def test_add_repeated_entries_equals_framed_adds_with_rollover(monkeypatch: pyte
     """The replay's bulk append (in adds of at most ``_REPEAT_CHUNK`` entries): the same
     positions, ledgers and sizes as one framed add."""
     from mledger import EntryMetadata, ManagedLedgerConfig, ManagedLedgerFactory
-    from mledger.codec._entry import encode_entry
+    from mledger.codec import encode_entry
     from mledger.replay import _store as replay_store
     from mledger.storage import MemoryStore
 

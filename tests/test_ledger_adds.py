@@ -20,8 +20,8 @@ from mledger import (
     Position,
 )
 from mledger.broker import Broker, BrokerConfig, Topic
-from mledger.broker._publishing import FramedPublish, PublishResult
-from mledger.codec._entry import decode_entry, encode_entry
+from mledger.broker import FramedPublish, PublishResult
+from mledger.codec import decode_entry, encode_entry
 
 CONFIG = ManagedLedgerConfig(max_entries_per_ledger=3, retain_without_subscriptions=True)
 

@@ -125,7 +125,7 @@ def test_values_follow_the_cursors(broker: Broker) -> None:
     assert f["mledger_cursor_max_unacked_ranges_to_persist"].value(**shared) == 10_000
     cursor = sub.cursor
     assert f["mledger_subscription_mark_delete_lag"].value(**shared) == cursor.number_of_entries_since_first_not_acked()
-    stats = cursor.stats()
+    stats = cursor.stats().persistence
     assert f["mledger_cursor_persisted_state_bytes"].value(**shared) == stats.persisted_state_bytes
     assert f["mledger_cursor_truncated_ranges"].value(**shared) == stats.truncated_ranges == 0
     assert f["mledger_cursor_persist_total"].value(**shared) == stats.persist_count

@@ -157,7 +157,7 @@ def test_a_state_mirror_stores_what_a_cursor_with_that_setting_stores() -> None:
                 cursor.delete_batch_indexes(positions[-1], [step % 5], 5)
         cursor.flush()
         assert cursor.mark_delete_position == Position(positions[29].ledger_id, positions[29].entry_id)
-        store, stats = (ml.store, cursor.stats()) if mirror is None else (mirror_store, mirror.stats())
+        store, stats = (ml.store, cursor.stats().persistence) if mirror is None else (mirror_store, mirror.stats())
         node = store.get("/managed-ledgers/t/c")
         assert node is not None
         ledger = stats.cursor_ledger_id

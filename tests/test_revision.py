@@ -215,7 +215,7 @@ def test_composite_reset_changes_caller_state_atomically(held) -> None:  # type:
         reset.rewind()
     assert observed == [True]
     assert cursor.read_position == ps[0] and not cursor.revision.is_under_revision
-    assert cursor.stats().revision_num == 1
+    assert cursor.stats().revision.revision_num == 1
 
 
 def test_failing_block_applies_nothing_but_outdates_reads(held) -> None:  # type: ignore[no-untyped-def]

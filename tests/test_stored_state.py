@@ -185,7 +185,7 @@ def test_a_writer_never_stores_a_state_its_reader_would_refuse(caplog: pytest.Lo
     cursor = ml.open_cursor("sub")
     positions = ml.add_entries([b"x"] * 600_001)
     cursor.delete(positions[1::2])
-    stats = cursor.stats()
+    stats = cursor.stats().persistence
     assert 0 < stats.persisted_state_bytes <= MiB
     assert stats.truncated_ranges > 0
     assert any("max_state_size_in_bytes" in r.getMessage() for r in caplog.records)

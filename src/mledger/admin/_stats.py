@@ -148,7 +148,7 @@ def cursor_internal_stats(cursor: ManagedCursor) -> CursorStats:
         mark_delete_position=str(stats.mark_delete_position),
         read_position=str(stats.read_position),
         messages_consumed_counter=stats.messages_consumed_counter,
-        cursor_ledger=stats.cursor_ledger_id,
+        cursor_ledger=stats.persistence.cursor_ledger_id,
         individually_deleted_messages=str(cursor.individually_deleted_messages()),
         state=stats.state,
         number_of_entries_since_first_not_acked_message=cursor.number_of_entries_since_first_not_acked(),

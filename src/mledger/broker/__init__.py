@@ -30,9 +30,7 @@ from ._compaction import (
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
 from ._config import BrokerConfig as BrokerConfig
-from ._consumer import Consumer as Consumer
-from ._dedup import DedupStatus as DedupStatus, MessageDeduplication as MessageDeduplication
-from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
+from ._consumer import AckRequest as AckRequest, Consumer as Consumer
 from ._dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
 from ._errors import (
     AlreadyClosedError as AlreadyClosedError,
@@ -98,6 +96,12 @@ from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topi
 from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
+    "AckRequest",
+    "CompactionInProgressError",
+    "CompactionStatus",
+    "LongRunningProcessStatus",
+    "DEDUPLICATION_CURSOR_NAME",
+    "SUBSCRIPTION_TYPE_PROPERTY",
     "AckType",
     "AlreadyClosedError",
     "AnyTopic",

@@ -23,7 +23,8 @@ subscription lock.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -35,10 +36,35 @@ from ._message import EntryDelivery, Message
 from ._rates import RateWindow
 from ._types import AckType, ClientInfo
 
-__all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
+__all__ = ["AckRequest", "Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
 
 MessageIdLike = MessageId | Message
 """Acknowledgement methods take message ids or the received messages themselves."""
+
+
+@dataclass(frozen=True, slots=True)
+class AckRequest:
+    """One acknowledgement from a consumer, whatever its form (what a Pulsar ``CommandAck``
+    carries): the one thing :meth:`Consumer.acknowledge_request` and the subscription's ack
+    path take. The individual parts may be combined; a cumulative ack stands alone.
+
+    Everything is validated before anything is acknowledged; already acknowledged entries are
+    ignored.
+    """
+
+    entries: Sequence[Position] | np.ndarray = ()
+    """Whole entries: positions or an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows."""
+    ack_sets: Sequence[tuple[Position, int, int | None]] = ()
+    """Batch entries as Pulsar ack sets: ``(entry, bits still unacknowledged, batch size or None)``."""
+    message_ids: Sequence[MessageId] = ()
+    """Message ids acknowledged one by one (their partition checked; with a batch index, that
+    message of the batch)."""
+    cumulative: MessageId | None = None
+    """Acknowledge everything up to and including this id (Exclusive and Failover only)."""
+
+    def __post_init__(self) -> None:
+        if self.cumulative is not None and (len(self.entries) or self.ack_sets or self.message_ids):
+            raise InvalidRequestError("a cumulative acknowledgement carries one message id and nothing else")
 
 
 class ConsumerSink(Protocol):
@@ -82,15 +108,7 @@ class ConsumerOwner(Protocol):
 
     def consumer_flow(self, consumer: Consumer, permits: int) -> None: ...
 
-    def consumer_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None: ...
-
-    def consumer_acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int: ...
-
-    def consumer_acknowledge_ack_sets(
-        self, consumer: Consumer, items: list[tuple[Position, int, int | None]]
-    ) -> int: ...
-
-    def consumer_acknowledge_cumulative(self, consumer: Consumer, message_id: MessageId) -> None: ...
+    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int: ...
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None: ...
 
@@ -221,7 +239,16 @@ class Consumer:
             return
         if ack_type is not AckType.INDIVIDUAL:
             raise InvalidRequestError(f"invalid ack type {ack_type!r}: expected an AckType")
-        self._sub.consumer_acknowledge(self, as_message_ids(message_ids))
+        self.acknowledge_request(AckRequest(message_ids=as_message_ids(message_ids)))
+
+    def acknowledge_request(self, request: AckRequest) -> int:
+        """Acknowledge everything ``request`` names, in one pass under the subscription lock
+        (the methods below build one; so does the binary protocol for a ``CommandAck``);
+        returns how many entries its whole-entry and ack-set parts fully acknowledged.
+
+        Raises what those methods raise, before anything is acknowledged.
+        """
+        return self._sub.consumer_acknowledge(self, request)
 
     def acknowledge_entries(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Individually acknowledge whole entries in bulk; returns how many became acknowledged.
@@ -234,7 +261,9 @@ class Consumer:
         not in the topic, and nothing is acknowledged. Already acknowledged entries are
         ignored.
         """
-        return self._sub.consumer_acknowledge_entries(self, positions)
+        if not isinstance(positions, np.ndarray):
+            positions = list(positions)
+        return self.acknowledge_request(AckRequest(entries=positions))
 
     def acknowledge_with_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> int:
         """Acknowledge batch indexes given as ack sets: ``(entry, bits still unacknowledged,
@@ -245,7 +274,7 @@ class Consumer:
         :meth:`acknowledge`; already acknowledged entries are ignored. One cursor operation
         for all the entries (the same state as acknowledging them one by one).
         """
-        return self._sub.consumer_acknowledge_ack_sets(self, list(items))
+        return self.acknowledge_request(AckRequest(ack_sets=list(items)))
 
     def acknowledge_cumulative(self, message_id: MessageIdLike | Iterable[MessageIdLike]) -> None:
         """Acknowledge every message up to and including ``message_id``.
@@ -256,7 +285,7 @@ class Consumer:
         ids = as_message_ids(message_id)
         if len(ids) != 1:
             raise InvalidRequestError(f"cumulative acknowledgement takes one message id, got {len(ids)}")
-        self._sub.consumer_acknowledge_cumulative(self, ids[0])
+        self.acknowledge_request(AckRequest(cumulative=ids[0]))
 
     def negative_acknowledge(self, message_ids: MessageIdLike | Iterable[MessageIdLike]) -> None:
         """Ask for redelivery of messages this consumer holds.

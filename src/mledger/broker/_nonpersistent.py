@@ -38,18 +38,16 @@ or get permits; sink callbacks run under it (they must not block).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
-
-import numpy as np
 
 from ..codec._entry import Entry, EntryMetadata, decode_entry
 from ..codec._messageid import MessageId
 from ..core._errors import InvalidRequestError, NotFoundError
 from ..core._position import Position
 from ..storage import NEW_NODE, MetadataStore
-from ._consumer import Consumer, ConsumerSink
+from ._consumer import AckRequest, Consumer, ConsumerSink
 from ._errors import (
     ConsumerBusyError,
     ProducerBusyError,
@@ -323,19 +321,9 @@ class NonPersistentSubscription:
             consumer.return_permits(permits)
             consumer.last_flow_ms = self._topic.clock()
 
-    def consumer_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
-        """Nothing to acknowledge on a non-persistent topic."""
-
-    def consumer_acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int:
+    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int:
         """Nothing to acknowledge on a non-persistent topic: 0."""
         return 0
-
-    def consumer_acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> int:
-        """Nothing to acknowledge on a non-persistent topic: 0."""
-        return 0
-
-    def consumer_acknowledge_cumulative(self, consumer: Consumer, message_id: MessageId) -> None:
-        """Nothing to acknowledge on a non-persistent topic."""
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
         """Nothing is kept to redeliver."""

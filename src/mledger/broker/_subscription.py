@@ -62,8 +62,9 @@ from ..core._errors import (
 )
 from ..core._position import LATEST, Position
 from ..managed_ledger._cursor import ManagedCursor
+from ..managed_ledger._cursor_args import AckPlan
 from ..managed_ledger._ledger_view import LedgerView
-from ._consumer import Consumer, ConsumerSink
+from ._consumer import AckRequest, Consumer, ConsumerSink
 from ._dispatcher import Dispatcher
 from ._errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
 from ._hooks import BrokerSettings
@@ -420,17 +421,34 @@ class Subscription:
             consumer.last_flow_ms = self._now_ms()
             consumer.return_permits(permits)
 
-    def consumer_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
-        """``Consumer.acknowledge``: validate every id, then ack them on the cursor."""
+    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int:
+        """``Consumer.acknowledge_request`` (every ack method of the consumer builds one): in one
+        pass under the lock, validate every part (nothing is acknowledged if one is invalid),
+        then acknowledge the whole entries and ack sets in one cursor operation and the
+        message ids one by one; returns the entries the first two parts fully acknowledged."""
         with self._lock:
             self._check_consumer(consumer)
             consumer.last_acked_ms = self._now_ms()
+            if request.cumulative is not None:
+                self._acknowledge_cumulative(request.cumulative)
+                return 0
             sizes: dict[Position, int | None] = {}  # one read per entry, however many of its ids
-            plan = [self._plan_individual_ack(mid, sizes) for mid in message_ids]
-            md = self._cursor.mark_delete_position
+            steps = [self._plan_individual_ack(mid, sizes) for mid in request.message_ids]
+            ack_sets = self._plan_ack_sets(request.ack_sets)
+            entries = request.entries
+            cursor = self._cursor
+            md = cursor.mark_delete_position
+            done = cursor.acknowledge(AckPlan.of(entries=entries, ack_sets=ack_sets)) if len(entries) or ack_sets else 0
             journal = self._journal
             applied: list[AckRecord] = []
-            for step in plan:
+            if len(entries) and done:
+                self._dispatcher.on_deleted(entries)
+                if journal is not None:
+                    rows = entries.tolist() if isinstance(entries, np.ndarray) else entries
+                    applied.extend(AckRecord(int(lid), int(eid)) for lid, eid in rows)
+            if ack_sets:
+                done += self._settle_ack_sets(ack_sets, applied if journal is not None else None)
+            for step in steps:
                 if step is not None:
                     self._apply_individual_ack(*step)
                     if journal is not None:
@@ -438,24 +456,7 @@ class Subscription:
             if journal is not None:
                 journal.acked(self.name, applied)
             self._after_acks(md)
-
-    def consumer_acknowledge_entries(self, consumer: Consumer, positions: Iterable[Position] | np.ndarray) -> int:
-        """``Consumer.acknowledge_entries``: whole entries in bulk, one cursor operation."""
-        with self._lock:
-            self._check_consumer(consumer)
-            consumer.last_acked_ms = self._now_ms()
-            if not isinstance(positions, np.ndarray):
-                positions = list(positions)  # read twice: by the cursor and the dispatcher
-            cursor = self._cursor
-            md = cursor.mark_delete_position
-            acked = cursor.delete_many(positions)
-            if acked:
-                self._dispatcher.on_deleted(positions)
-                if self._journal is not None:
-                    rows = positions.tolist() if isinstance(positions, np.ndarray) else positions
-                    self._journal.acked(self.name, [AckRecord(int(lid), int(eid)) for lid, eid in rows])
-            self._after_acks(md)
-            return acked
+            return done
 
     def _plan_individual_ack(
         self, mid: MessageId, sizes: dict[Position, int | None]
@@ -492,79 +493,69 @@ class Subscription:
             cursor.delete(position)
             self._dispatcher.on_deleted((position,))
 
-    def consumer_acknowledge_ack_sets(self, consumer: Consumer, items: list[tuple[Position, int, int | None]]) -> int:
-        """``Consumer.acknowledge_with_ack_sets``: Pulsar ack sets (set bits = still unacked),
-        one bulk cursor operation; returns the entries that became fully acknowledged."""
-        with self._lock:
-            self._check_consumer(consumer)
-            consumer.last_acked_ms = self._now_ms()
-            plan: list[tuple[Position, int, int | None]] = []
-            for position, ack_set, batch_size in items:
-                if not self._is_live(position):
-                    continue
-                size = self._dispatcher.pending_batch_size(position) or batch_size or self._batch_size_of(position)
-                if size is None:
-                    continue
-                plan.append((position, ack_set & ((1 << size) - 1), size))
-            cursor = self._cursor
-            md = cursor.mark_delete_position
-            done = cursor.delete_with_ack_sets(plan)
-            deleted, held = [], []
-            for position, ack_set, size in plan:
-                if cursor.is_message_deleted(position):
-                    deleted.append(position)
-                elif self._dispatcher.on_batch_acked(position, _acked_indexes(ack_set, size)):
-                    held.append(position)  # every index its consumer held is acked: the entry is done
-            if held:
-                done += cursor.delete_many(held)
-            self._dispatcher.on_deleted(deleted + held)
-            if self._journal is not None:
-                applied: list[AckRecord] = []
-                for position, ack_set, size in plan:
-                    self._applied_ack(position, _acked_indexes(ack_set, size), applied)
-                self._journal.acked(self.name, applied)
-            self._after_acks(md)
-            return done
+    def _plan_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> list[tuple[Position, int, int]]:
+        """The ack sets still to apply, each cut to its entry's batch size (the dispatcher's,
+        the caller's, else read from the entry); already acknowledged entries are left out."""
+        plan: list[tuple[Position, int, int]] = []
+        for position, ack_set, batch_size in items:
+            if not self._is_live(position):
+                continue
+            size = self._dispatcher.pending_batch_size(position) or batch_size or self._batch_size_of(position)
+            if size is None:
+                continue
+            plan.append((position, ack_set & ((1 << size) - 1), size))
+        return plan
 
-    def consumer_acknowledge_cumulative(self, consumer: Consumer, message_id: MessageId) -> None:
-        """``Consumer.acknowledge_cumulative`` (refused on Shared and Key_Shared)."""
-        mid = message_id
-        with self._lock:
-            self._check_consumer(consumer)
-            consumer.last_acked_ms = self._now_ms()
-            if self._type.is_individual_ack_mode:
-                raise NotAllowedError(
-                    "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
-                    f" ({self.name!r} is {self._type.value})"
-                )
-            self._check_partition(mid)
-            position = mid.position
-            cursor = self._cursor
-            if position <= cursor.mark_delete_position:
-                return  # Pulsar ignores a cumulative ack behind the mark-delete position
-            if not self._ml.is_valid_position(position):
-                raise InvalidPositionError(f"message {mid} does not exist in topic {self.topic}")
-            md = cursor.mark_delete_position
-            ack_set = None
-            if mid.batch_index >= 0:
-                size = self._batch_size_of(position)
-                if size is not None:
-                    self._check_batch_index(position, mid.batch_index, size)
-                    if mid.batch_index < size - 1:
-                        ack_set = ((1 << size) - 1) & ~((1 << (mid.batch_index + 1)) - 1)
-            try:
-                if ack_set is None:
-                    cursor.mark_delete(position)
-                else:
-                    cursor.mark_delete(position, ack_set=ack_set)
-            except MarkDeletingMarkedPositionError:
-                return
-            if ack_set is not None:
-                self._dispatcher.on_batch_acked(position, range(mid.batch_index + 1))
-            if self._journal is not None:
-                index = mid.batch_index if ack_set is not None else -1
-                self._journal.acked(self.name, [AckRecord(position.ledger_id, position.entry_id, index, True)])
-            self._after_acks(md, force=True)
+    def _settle_ack_sets(self, plan: list[tuple[Position, int, int]], applied: list[AckRecord] | None) -> int:
+        """Tell the dispatcher which ack-set entries are done after the cursor applied them; an
+        entry whose held indexes are all acked is acknowledged whole (the client-side batch
+        acker's rule). Returns how many entries that acknowledged."""
+        cursor = self._cursor
+        deleted, held = [], []
+        for position, ack_set, size in plan:
+            if cursor.is_message_deleted(position):
+                deleted.append(position)
+            elif self._dispatcher.on_batch_acked(position, _acked_indexes(ack_set, size)):
+                held.append(position)  # every index its consumer held is acked: the entry is done
+        done = cursor.delete_many(held) if held else 0
+        self._dispatcher.on_deleted(deleted + held)
+        if applied is not None:
+            for position, ack_set, size in plan:
+                self._applied_ack(position, _acked_indexes(ack_set, size), applied)
+        return done
+
+    def _acknowledge_cumulative(self, mid: MessageId) -> None:
+        """A cumulative ack (refused on Shared and Key_Shared); the caller holds the lock."""
+        if self._type.is_individual_ack_mode:
+            raise NotAllowedError(
+                "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
+                f" ({self.name!r} is {self._type.value})"
+            )
+        self._check_partition(mid)
+        position = mid.position
+        cursor = self._cursor
+        if position <= cursor.mark_delete_position:
+            return  # Pulsar ignores a cumulative ack behind the mark-delete position
+        if not self._ml.is_valid_position(position):
+            raise InvalidPositionError(f"message {mid} does not exist in topic {self.topic}")
+        md = cursor.mark_delete_position
+        ack_set = None
+        if mid.batch_index >= 0:
+            size = self._batch_size_of(position)
+            if size is not None:
+                self._check_batch_index(position, mid.batch_index, size)
+                if mid.batch_index < size - 1:
+                    ack_set = ((1 << size) - 1) & ~((1 << (mid.batch_index + 1)) - 1)
+        try:
+            cursor.mark_delete(position, ack_set=ack_set)
+        except MarkDeletingMarkedPositionError:
+            return
+        if ack_set is not None:
+            self._dispatcher.on_batch_acked(position, range(mid.batch_index + 1))
+        if self._journal is not None:
+            index = mid.batch_index if ack_set is not None else -1
+            self._journal.acked(self.name, [AckRecord(position.ledger_id, position.entry_id, index, True)])
+        self._after_acks(md, force=True)
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
         """``Consumer.negative_acknowledge``: redeliver entries the consumer holds."""

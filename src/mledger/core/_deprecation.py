@@ -203,8 +203,8 @@ class _MovedModuleLoader(importlib.abc.Loader):
 class _KeepsItsExports(ModuleType):
     """The class of a package an old module path was imported from: importlib sets every
     imported submodule as an attribute of its parent, and an old path named like one of the
-    package's public names (``mledger.replay.generate``, the module, beside
-    ``mledger.replay.generate``, the function it exports) must not replace that name."""
+    package's public names (``generate`` in ``mledger.replay``: once a module, now the function the
+    package exports) must not replace that name."""
 
     def __setattr__(self, name: str, value: object) -> None:
         if isinstance(value, ModuleType) and name in getattr(self, "__all__", ()) and name in self.__dict__:

@@ -19,13 +19,20 @@ position_reset, revision) -> ledger_view; below it are :mod:`mledger.storage`,
 """
 
 from ._cursor import ManagedCursor as ManagedCursor
+from ._cursor_args import AckPlan as AckPlan
 from ._cursor_reads import PendingRead as PendingRead
 from ._cursor_snapshot import (
     KEEP_PROPERTIES as KEEP_PROPERTIES,
+    CursorEvent as CursorEvent,
     CursorLifecycle as CursorLifecycle,
+    CursorLifecycleError as CursorLifecycleError,
     IndividualDeletedEntries as IndividualDeletedEntries,
 )
-from ._cursor_stats import CursorStats as CursorStats, IndividualDeletedMessages as IndividualDeletedMessages
+from ._cursor_stats import (
+    CursorStats as CursorStats,
+    IndividualDeletedMessages as IndividualDeletedMessages,
+    PersistenceStats as PersistenceStats,
+)
 from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
 from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
 from ._ledger_view import (
@@ -41,7 +48,10 @@ from ._revision import CursorStateRevisionController as CursorStateRevisionContr
 __all__ = [
     "KEEP_PROPERTIES",
     "ML_ROOT",
+    "AckPlan",
+    "CursorEvent",
     "CursorLifecycle",
+    "CursorLifecycleError",
     "CursorStateRevisionController",
     "CursorStats",
     "IndividualDeletedEntries",
@@ -54,6 +64,7 @@ __all__ = [
     "ManagedLedgerFactory",
     "ManagedLedgerStats",
     "PendingRead",
+    "PersistenceStats",
     "PositionBound",
     "PositionReset",
     "RevisionStats",

@@ -35,10 +35,19 @@ arithmetic over the ledger list, reads, trim requests); a durable cursor's
 :mod:`~mledger.managed_ledger._cursor_reads`, composite resets
 :mod:`~mledger.managed_ledger._position_reset`.
 
-The acknowledgement path, top-down: ``Consumer.acknowledge`` -> ``Subscription`` -> :meth:`delete`
-/ :meth:`mark_delete` (validate, change the ack set, absorb into MD) -> :meth:`_after_change`
-(throttle) -> ``CursorStateStore.persist(snapshot)`` (format and truncate) ->
-:mod:`mledger.codec._cursor_info` (``PositionInfo`` bytes) -> the ``LedgerStore``.
+The acknowledgement path, top-down: a ``Consumer`` ack method builds an ``AckRequest`` ->
+``Subscription.consumer_acknowledge`` -> :meth:`acknowledge` (an :class:`AckPlan`: whole entries
+and ack sets) or :meth:`mark_delete`. Every cursor ack form is a thin builder over one pipeline:
+validation (``_check_entry``, O(1) per position; ``_check_rows``, vectorised;
+``_check_mark_delete_target``), which raises and changes nothing -> the apply step (the bitmap,
+batch states, the mark-delete) -> ``_acked_entries`` (the consumed counter, absorption into MD)
+-> :meth:`_after_change` (throttle, or ``CursorStateStore.persist(snapshot)``: format and
+truncate -> :mod:`mledger.codec._cursor_info` ``PositionInfo`` bytes -> the ``LedgerStore``).
+``delete(position)`` is the single-call fast path through the same steps: no allocation beyond
+the bitmap's, and the state stores observe it in O(1) instead of from a snapshot.
+
+The lifecycle (:class:`CursorLifecycle`) moves only through ``_move`` over
+:data:`~mledger.managed_ledger._cursor_snapshot.LIFECYCLE_TRANSITIONS`.
 
 Blocking: reads block on the store outside the cursor lock. Acks and mark-deletes hold the lock
 and, for durable cursors, persist through the cursor's state store (storage I/O) unless
@@ -68,17 +77,19 @@ from ..core._errors import (
 )
 from ..core._position import EARLIEST, LATEST, Position
 from ..core._ranges import AckRangeSet
-from ._cursor_args import checked_properties, lowest_bit, positions_array, to_position
+from ._cursor_args import AckPlan, ack_set_of, check_ack_set, checked_properties, lowest_bit, to_position
 from ._cursor_reads import PendingRead, ReadPlan, fetch_plan, plan_read
 from ._cursor_snapshot import (
     KEEP_PROPERTIES,
+    CursorEvent,
     CursorLifecycle,
     CursorSnapshot,
     IndividualDeletedEntries,
     KeepProperties,
     RecoveredCursorState,
+    lifecycle_transition,
 )
-from ._cursor_stats import CursorFigures, CursorStats, IndividualDeletedMessages, PersistenceStats
+from ._cursor_stats import CursorStats, IndividualDeletedMessages, PersistenceStats
 from ._cursor_store import CursorStateStore
 from ._ledger_view import InitialPosition, LedgerView, PositionBound
 from ._position_reset import PositionReset, ResetHooks
@@ -105,6 +116,7 @@ class ManagedCursor:
         self._durable = durable
         self._lock = threading.RLock()
         self._lifecycle = CursorLifecycle.UNINITIALIZED
+        self._closed = False  # self._lifecycle.is_closed, kept by _move for the ack fast path
         self._md = Position(-1, -1)
         self._persistent_md = Position(-1, -1)
         self._reset_settling = False  # a reset's new state applied, its persist not yet done
@@ -118,6 +130,8 @@ class ManagedCursor:
         self._consumed = 0
         self._dirty = False
         self._last_persist_ms: int | None = None
+        self._now_ms = ml.clock.now_ms
+        self._observed = True  # the state stores' redelivery figures are up to date
         self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
         self._store: CursorStateStore | None = None
         self._mirrors: list[CursorStateStore] = []  # see add_state_mirror
@@ -151,7 +165,7 @@ class ManagedCursor:
             store.initialize(cursor._snapshot())
         else:
             cursor._restore(recovered)
-        cursor._lifecycle = CursorLifecycle.NO_LEDGER
+        cursor._move(CursorEvent.OPENED_DURABLE)
         return cursor
 
     @classmethod
@@ -175,7 +189,7 @@ class ManagedCursor:
             md = ml.previous_position(read)
             cursor._set_positions(md, read)
             cursor._consumed = ml.entries_added_counter - ml.number_of_entries(read, last, True, True)
-        cursor._lifecycle = CursorLifecycle.OPEN
+        cursor._move(CursorEvent.OPENED_NON_DURABLE)
         return cursor
 
     def _initialize_position(self, initial: InitialPosition) -> None:
@@ -216,7 +230,7 @@ class ManagedCursor:
         The managed ledger calls this on cursors that do not hold trimming back (non-durable
         ones) before it deletes ledgers, while their entries can still be counted."""
         with self._lock:
-            if self._lifecycle.is_closed or position <= self._md or position > self._ml.last_confirmed_entry:
+            if self._closed or position <= self._md or position > self._ml.last_confirmed_entry:
                 return
             self._set_acknowledged_position(position, self._md_properties)
 
@@ -247,7 +261,7 @@ class ManagedCursor:
     @property
     def is_closed(self) -> bool:
         """Closed (or deleted): reads, acks and resets raise ``CursorAlreadyClosedError``."""
-        return self._lifecycle.is_closed
+        return self._closed
 
     @property
     def read_position(self) -> Position:
@@ -407,15 +421,21 @@ class ManagedCursor:
                 raise CursorModifyingError(
                     f"cursor {self.name}: read discarded, the cursor was reset while it was in flight"
                 )
-            if self._lifecycle.is_closed:
-                raise CursorAlreadyClosedError(f"cursor {self.name} is closed")
+            self._check_open()
             # Past the last entry examined: a read that reached its limit also skips the acked
             # entries after its last entry (testReadEntriesWithSkipDeletedEntries).
             last_ledger, _, last_entry = plan[-1]
             self._advance_read_past(examined if examined is not None else Position(last_ledger, last_entry))
             return [e for e in entries if not self._is_deleted(e.position)]
 
-    # -- acknowledgement --------------------------------------------------------------------
+    # -- acknowledgement: one pipeline ------------------------------------------------------
+    # The Pulsar-named methods below only build what to acknowledge (an AckPlan, or a
+    # mark-delete target). Every acknowledgement then runs the same steps: validation
+    # (_check_entry, O(1) per position; _check_rows, vectorised; _check_mark_delete_target),
+    # which raises and changes nothing; the apply step (_apply_rows / _apply_ack_sets /
+    # _set_acknowledged_position); _acked_entries, the one place the consumed counter grows
+    # and holes are absorbed into the mark-delete; and _after_change (persist or throttle).
+    # delete(position) is the single-call fast path through the same steps.
     def mark_delete(
         self,
         position: Position,
@@ -435,13 +455,22 @@ class ManagedCursor:
         ``CursorAlreadyClosedError``, and ``CursorModifyingError`` while a reset runs.
         """
         position = to_position(position)
+        if ack_set is not None:
+            check_ack_set(position, ack_set)
         with self._lock:
             self._check_open()
             if self._revision.is_under_revision:
                 raise CursorModifyingError(f"Reset cursor in progress - unable to mark delete position {position}")
-            target = self._batch_target(position, ack_set) if ack_set is not None else position
-            self._validate_mark_delete_target(target)
+            if ack_set is None:
+                target = position
+            else:
+                if position > self._ml.last_confirmed_entry:
+                    raise self._beyond_lac(position)
+                target = self._ml.previous_position(position)
+            self._check_mark_delete_target(target)
             props = self._resolve_properties(properties)
+            if ack_set is not None:
+                self._apply_batch_target(position, ack_set, target)
             self._set_acknowledged_position(target, props)
             self._after_change()
 
@@ -451,27 +480,25 @@ class ManagedCursor:
         Already-deleted positions are ignored. Raises ``InvalidPositionError`` (nothing
         changed) if any position is beyond the last confirmed entry, or above the mark-delete
         but not an entry of this ledger (Pulsar accepts those and then miscounts the backlog).
-        O(1) per position.
+        O(1) per position: one position is the single-call fast path (no allocation beyond
+        the bitmap's).
         """
-        if type(positions) is Position:
-            with self._lock:
-                if self._lifecycle.is_closed:
-                    raise CursorAlreadyClosedError(f"cursor {self.name} is closed")
-                if positions > self._ml.last_confirmed_entry:
-                    raise InvalidPositionError(f"Invalid mark deleted position {positions} on {self.name}")
-                if positions > self._md:
-                    count = self._ml.ledger_entries(positions[0])
-                    if count is None or not 0 <= positions[1] < count:
-                        raise InvalidPositionError(f"cannot ack {positions} on {self.name}: no such entry")
-                    if self._batch and positions in self._batch:
-                        self._drop_batch(positions)
-                    if self._acked.add(positions[0], positions[1]):
-                        self._consumed += 1
-                        if positions == self._md_next or self._md_next is None:
-                            self._absorb()
-                self._after_change()
+        if type(positions) is not Position:
+            self.delete_many(cast("Iterable[Position]", positions))
             return
-        self.delete_many(cast("Iterable[Position]", positions))
+        with self._lock:
+            if self._closed:
+                self._check_open()
+            if self._check_entry(positions, self._ml.last_confirmed_entry):
+                entries_acked = 1
+                if self._batch and positions in self._batch:
+                    self._drop_batch(positions)
+                    entries_acked = -1  # its acked indexes count no more: observe from a snapshot
+                if self._acked.add(positions[0], positions[1]):
+                    self._acked_entries(1, positions)
+                    self._after_change(False, entries_acked)
+                    return
+            self._after_change(False, 0)
 
     def delete_many(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Bulk individual acknowledgement; returns how many entries became acked.
@@ -479,44 +506,7 @@ class ManagedCursor:
         Accepts positions or an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows.
         Validates everything first: an invalid position raises and changes nothing.
         """
-        arr = positions_array(positions)
-        with self._lock:
-            self._check_open()
-            if arr.shape[0] == 0:
-                return 0
-            lac = self._ml.last_confirmed_entry
-            ledgers, entries = arr[:, 0], arr[:, 1]
-            beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
-            if beyond.any():
-                i = int(np.flatnonzero(beyond)[0])
-                raise InvalidPositionError(f"Invalid mark deleted position {ledgers[i]}:{entries[i]} on {self.name}")
-            if (entries < 0).any():
-                i = int(np.flatnonzero(entries < 0)[0])
-                raise InvalidPositionError(f"invalid position {ledgers[i]}:{entries[i]}: negative entry id")
-            md_l, md_e = self._md
-            above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
-            ledgers, entries = ledgers[above], entries[above]
-            added = 0
-            if ledgers.size:
-                order = np.argsort(ledgers, kind="stable")
-                ledgers, entries = ledgers[order], entries[order]
-                bounds = np.flatnonzero(np.diff(ledgers)) + 1
-                parts = list(zip(np.split(ledgers, bounds), np.split(entries, bounds), strict=True))
-                for part_l, part_e in parts:  # validate everything before changing anything
-                    count = self._ml.ledger_entries(int(part_l[0]))
-                    top = int(part_e.max())
-                    if count is None or top >= count:
-                        bad = top if count is not None else int(part_e[0])
-                        raise InvalidPositionError(f"cannot ack {int(part_l[0])}:{bad} on {self.name}: no such entry")
-                for part_l, part_e in parts:
-                    added += self._acked.add_many(int(part_l[0]), part_e)
-                if self._batch:
-                    for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
-                        self._drop_batch(p)
-                self._consumed += added
-                self._absorb()
-            self._after_change()
-            return added
+        return self.acknowledge(AckPlan.of(entries=positions))
 
     def delete_batch_indexes(self, position: Position, indexes: Iterable[int], batch_size: int) -> None:
         """Acknowledge some messages of a batch entry (batch-index ack).
@@ -526,56 +516,14 @@ class ManagedCursor:
         (``deletion_at_batch_index_level_enabled=False``) nothing happens, as in Pulsar.
         """
         position = to_position(position)
-        if batch_size <= 0:
-            raise InvalidPositionError(f"invalid batch size {batch_size} for {position}")
-        idx = list(indexes)
-        for i in idx:
-            if not 0 <= i < batch_size:
-                raise InvalidPositionError(f"batch index {i} out of range [0, {batch_size}) for {position}")
-        ack_set = (1 << batch_size) - 1
-        for i in idx:
-            ack_set &= ~(1 << i)
-        self.delete_with_ack_set(position, ack_set, batch_size=batch_size)
+        self.delete_with_ack_set(position, ack_set_of(position, indexes, batch_size), batch_size=batch_size)
 
     def delete_with_ack_set(self, position: Position, ack_set: int, batch_size: int | None = None) -> None:
         """Individually ack with a Pulsar ack set (set bits = indexes still un-acked).
 
         The ack set is AND-merged into the stored state; an empty result deletes the entry.
         """
-        position = to_position(position)
-        if ack_set < 0:
-            raise InvalidPositionError(f"invalid ack set {ack_set} for {position}")
-        with self._lock:
-            self._check_open()
-            if position > self._ml.last_confirmed_entry:
-                raise InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
-            if self._is_deleted(position):
-                self._drop_batch(position)
-                self._after_change()
-                return
-            if not self._ml.is_valid_position(position):
-                raise InvalidPositionError(f"cannot ack {position} on {self.name}: no such entry")
-            if ack_set == 0:
-                self._drop_batch(position)
-                if self._acked.add(position[0], position[1]):
-                    self._consumed += 1
-                    self._absorb()
-                self._after_change()
-                return
-            if not self._ml.config.deletion_at_batch_index_level_enabled:
-                return
-            stored = self._batch.get(position)
-            merged = ack_set if stored is None else stored & ack_set
-            if batch_size is not None:
-                self._batch_sizes.setdefault(position, batch_size)
-            if merged == 0:
-                self._drop_batch(position)
-                if self._acked.add(position[0], position[1]):
-                    self._consumed += 1
-                    self._absorb()
-            else:
-                self._batch[position] = merged
-            self._after_change()
+        self.acknowledge(AckPlan.of(ack_sets=((position, ack_set, batch_size),)))
 
     def delete_with_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> int:
         """Bulk :meth:`delete_with_ack_set`: ``(position, ack set, batch size or None)`` per
@@ -586,47 +534,149 @@ class ManagedCursor:
         leaves is the state the calls one at a time leave (tested); a throttled persist that
         falls due sees the whole bulk applied. O(entries) plus O(ranges touched).
         """
-        plan = [(to_position(p), ack_set, size) for p, ack_set, size in items]
+        return self.acknowledge(AckPlan.of(ack_sets=items))
+
+    def acknowledge(self, plan: AckPlan) -> int:
+        """Individually acknowledge what ``plan`` names (whole entries, then batch entries by
+        ack set), under one lock with one persistence check; returns how many entries became
+        fully acknowledged. What :meth:`delete_many` and :meth:`delete_with_ack_sets` do, at
+        once: validates everything first (``InvalidPositionError``, nothing changed), as they
+        do; ``CursorAlreadyClosedError`` on a closed cursor. O(entries) + O(ranges touched)."""
         with self._lock:
             self._check_open()
-            lac = self._ml.last_confirmed_entry
-            for position, ack_set, _ in plan:
-                if ack_set < 0:
-                    raise InvalidPositionError(f"invalid ack set {ack_set} for {position}")
-                if position > lac:
-                    raise InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
-                if not self._is_deleted(position) and not self._ml.is_valid_position(position):
-                    raise InvalidPositionError(f"cannot ack {position} on {self.name}: no such entry")
-            if not plan:
+            if plan.is_empty:
                 return 0
-            consumed = self._consumed
-            batch_level = self._ml.config.deletion_at_batch_index_level_enabled
-            acked, batch = self._acked, self._batch
-            added = False
-            for position, ack_set, size in plan:
-                if self._is_deleted(position):
-                    self._drop_batch(position)
-                    continue
-                if ack_set and not batch_level:
-                    continue
-                merged = ack_set
-                if ack_set:
-                    stored = batch.get(position)
-                    if stored is not None:
-                        merged = stored & ack_set
-                    if size is not None:
-                        self._batch_sizes.setdefault(position, size)
-                if merged:
-                    batch[position] = merged
-                    continue
-                self._drop_batch(position)
-                if acked.add(position[0], position[1]):
-                    self._consumed += 1
-                    added = True
+            lac = self._ml.last_confirmed_entry
+            groups = self._check_rows(plan.entries, lac)
+            for position, _, _ in plan.ack_sets:
+                self._check_entry(position, lac)
+            added = self._apply_rows(groups) + self._apply_ack_sets(plan.ack_sets)
             if added:
-                self._absorb()
+                self._acked_entries(added)
             self._after_change()
-            return self._consumed - consumed
+            return added
+
+    # -- acknowledgement: validation --------------------------------------------------------
+    def _beyond_lac(self, position: object) -> InvalidPositionError:
+        return InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
+
+    def _no_such_entry(self, position: object) -> InvalidPositionError:
+        return InvalidPositionError(f"cannot ack {position} on {self.name}: no such entry")
+
+    def _check_entry(self, position: Position, lac: Position) -> bool:
+        """Validate one individual ack; whether it lies above the mark-delete (something to
+        apply). Raises unless ``position`` is at or below ``lac`` and, above the mark-delete, an
+        entry of a ledger in the ledger list (one that was trimmed is refused). O(1): one
+        dictionary lookup for a position above the mark-delete, none at or below it."""
+        if position > lac:
+            raise self._beyond_lac(position)
+        if position <= self._md:
+            return False
+        if 0 <= position[1] < (self._ml.ledger_entries(position[0]) or 0):
+            return True
+        raise self._no_such_entry(position)
+
+    def _check_rows(self, rows: np.ndarray, lac: Position) -> list[tuple[int, np.ndarray]]:
+        """:meth:`_check_entry` over an ``(n, 2)`` array at once (numpy); the entry ids above
+        the mark-delete grouped by ledger, ascending."""
+        if rows.shape[0] == 0:
+            return []
+        ledgers, entries = rows[:, 0], rows[:, 1]
+        beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
+        if beyond.any():
+            i = int(np.flatnonzero(beyond)[0])
+            raise self._beyond_lac(Position(int(ledgers[i]), int(entries[i])))
+        md_l, md_e = self._md
+        above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
+        ledgers, entries = ledgers[above], entries[above]
+        if not ledgers.size:
+            return []
+        order = np.argsort(ledgers, kind="stable")
+        ledgers, entries = ledgers[order], entries[order]
+        bounds = np.flatnonzero(np.diff(ledgers)) + 1
+        groups = [
+            (int(part[0]), part_e)
+            for part, part_e in zip(np.split(ledgers, bounds), np.split(entries, bounds), strict=True)
+        ]
+        for ledger_id, part_e in groups:
+            low, top = int(part_e.min()), int(part_e.max())
+            size = self._ml.ledger_entries(ledger_id) or 0
+            if low < 0 or top >= size:
+                raise self._no_such_entry(Position(ledger_id, low if low < 0 else top))
+        return groups
+
+    def _check_mark_delete_target(self, target: Position) -> None:
+        ml = self._ml
+        lac = ml.last_confirmed_entry
+        if target > lac:
+            md = self._md
+            md_entries = ml.ledger_entries(md.ledger_id)
+            at_ledger_end = md_entries is not None and md.entry_id + 1 >= md_entries
+            if not (at_ledger_end and target.ledger_id == ml.next_ledger_id(lac.ledger_id)):
+                raise self._beyond_lac(target)
+        if target < self._md:
+            raise MarkDeletingMarkedPositionError(
+                f"Mark deleting an already mark-deleted position. Current mark-delete: {self._md}"
+                f" -- attempted mark delete: {target}"
+            )
+
+    # -- acknowledgement: apply -------------------------------------------------------------
+    def _apply_rows(self, groups: list[tuple[int, np.ndarray]]) -> int:
+        """Add checked entry ids (per ledger) to the ack set; entries newly acked."""
+        added = 0
+        for ledger_id, entries in groups:
+            added += self._acked.add_many(ledger_id, entries)
+        if added and self._batch:
+            for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
+                self._drop_batch(p)
+        return added
+
+    def _apply_ack_sets(self, items: tuple[tuple[Position, int, int | None], ...]) -> int:
+        """AND-merge checked ack sets in order; an empty result deletes the entry (ignored
+        without batch-index deletion). Entries newly acked."""
+        if not items:
+            return 0
+        batch_level = self._ml.config.deletion_at_batch_index_level_enabled
+        acked, batch = self._acked, self._batch
+        added = 0
+        for position, ack_set, size in items:
+            if self._is_deleted(position):
+                self._drop_batch(position)
+                continue
+            if ack_set and not batch_level:
+                continue
+            merged = ack_set
+            if ack_set:
+                stored = batch.get(position)
+                if stored is not None:
+                    merged = stored & ack_set
+                if size is not None:
+                    self._batch_sizes.setdefault(position, size)
+            if merged:
+                batch[position] = merged
+                continue
+            self._drop_batch(position)
+            if acked.add(position[0], position[1]):
+                added += 1
+        return added
+
+    def _apply_batch_target(self, position: Position, ack_set: int, target: Position) -> None:
+        """A cumulative ack of part of the batch entry at ``position`` (mark-delete at
+        ``target``, the entry before): keep its remaining indexes unless more were kept."""
+        if self._ml.config.deletion_at_batch_index_level_enabled and position > self._md:
+            stored = self._batch.get(position)
+            if (stored is None or lowest_bit(ack_set) > lowest_bit(stored)) and ack_set:
+                self._batch[position] = ack_set
+        for p in list(self._batch.irange(maximum=target, inclusive=(True, False))):
+            self._drop_batch(p)
+
+    def _acked_entries(self, n: int, single: Position | None = None) -> None:
+        """``n`` more entries are acknowledged (the one place the consumed counter grows); then
+        absorb holes into the mark-delete. ``single``: the one entry acked, which needs the
+        absorption only when it is the entry right after the mark-delete."""
+        self._consumed += n
+        if single is None or single == self._md_next or self._md_next is None:
+            self._absorb()
 
     def is_message_deleted(self, position: Position) -> bool:
         """``position <= MD`` or individually deleted (batch partial state is ignored)."""
@@ -664,37 +714,6 @@ class ManagedCursor:
             self._batch_sizes.pop(position, None)
 
     # -- mark-delete internals ---------------------------------------------------------------
-    def _batch_target(self, position: Position, ack_set: int) -> Position:
-        if ack_set < 0:
-            raise InvalidPositionError(f"invalid ack set {ack_set} for {position}")
-        ml = self._ml
-        if position > ml.last_confirmed_entry:
-            raise InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
-        if ml.config.deletion_at_batch_index_level_enabled and position > self._md:
-            stored = self._batch.get(position)
-            if stored is None or lowest_bit(ack_set) > lowest_bit(stored):
-                if ack_set:
-                    self._batch[position] = ack_set
-        target = ml.previous_position(position)
-        for p in list(self._batch.irange(maximum=target, inclusive=(True, False))):
-            self._drop_batch(p)
-        return target
-
-    def _validate_mark_delete_target(self, target: Position) -> None:
-        ml = self._ml
-        lac = ml.last_confirmed_entry
-        if target > lac:
-            md = self._md
-            md_entries = ml.ledger_entries(md.ledger_id)
-            at_ledger_end = md_entries is not None and md.entry_id + 1 >= md_entries
-            if not (at_ledger_end and target.ledger_id == ml.next_ledger_id(lac.ledger_id)):
-                raise InvalidPositionError(f"Invalid mark deleted position {target} on {self.name}")
-        if target < self._md:
-            raise MarkDeletingMarkedPositionError(
-                f"Mark deleting an already mark-deleted position. Current mark-delete: {self._md}"
-                f" -- attempted mark delete: {target}"
-            )
-
     def _resolve_properties(self, properties: Mapping[str, int] | None | KeepProperties) -> dict[str, int]:
         if properties is KEEP_PROPERTIES:
             return self._md_properties
@@ -708,11 +727,11 @@ class ManagedCursor:
         self._md_properties = properties
         if new_md == old:
             return
-        ml = self._ml
-        skipped = ml.number_of_entries(old, new_md, False, True) - self._acked.cardinality_between(old.next(), new_md)
-        self._consumed += max(skipped, 0)
+        skipped = self._ml.number_of_entries(old, new_md, False, True) - self._acked.cardinality_between(
+            old.next(), new_md
+        )
         self._move_md(new_md)
-        self._absorb()
+        self._acked_entries(max(skipped, 0))
 
     def _move_md(self, new_md: Position) -> None:
         self._md = new_md
@@ -746,33 +765,52 @@ class ManagedCursor:
             if self._read <= md:
                 self._read = ml.next_valid_position(md)
 
-    def _after_change(self, force_persist: bool = False) -> None:
-        """Persist (or mark dirty under throttling) after a state change; trim the ML."""
+    def _after_change(self, force_persist: bool = False, entries_acked: int = -1) -> None:
+        """Persist (or mark dirty under throttling) after a state change; trim the ML.
+
+        ``entries_acked >= 0``: the change only acknowledged that many whole entries (none
+        with batch state), which the state stores observe in O(1) (nothing for 0)."""
         if not self._durable:
             return
         throttle = self._ml.config.throttle_mark_delete
         if throttle > 0 and not force_persist:
-            now = self._ml.clock.now_ms()
-            if self._last_persist_ms is not None and now - self._last_persist_ms < 1000.0 / throttle:
+            now = self._now_ms()
+            last = self._last_persist_ms
+            if last is not None and now - last < 1000.0 / throttle:
                 self._dirty = True
-                if self._store is not None:
-                    snapshot = self._snapshot()
-                    self._store.observe(snapshot)
+                if entries_acked < 0 or not self._observed:
+                    self._observe(now)
+                elif entries_acked and self._store is not None:
+                    self._store.observe_entries_acked(entries_acked, now)
                     for mirror in self._mirrors:
-                        mirror.observe(snapshot)
+                        mirror.observe_entries_acked(entries_acked, now)
                 return
         self._persist()
+
+    def _observe(self, now_ms: int) -> None:
+        """Let the state stores see a change they do not persist (what a restart would
+        redeliver), from a snapshot."""
+        store = self._store
+        if store is None:
+            return
+        snapshot = self._snapshot()
+        store.observe(snapshot, now_ms)
+        for mirror in self._mirrors:
+            mirror.observe(snapshot, now_ms)
+        self._observed = True
 
     def _persist(self) -> None:
         if self._store is None:
             return
         snapshot = self._snapshot()
+        self._observed = False  # until the stores have taken the write (and observed it)
         self._store.persist(snapshot)
         for mirror in self._mirrors:
             mirror.persist(snapshot)
+        self._observed = True
         self._persistent_md = self._md
         self._dirty = False
-        self._last_persist_ms = self._ml.clock.now_ms()
+        self._last_persist_ms = self._now_ms()
         self._ml.request_trim(self, self._md)
 
     def _snapshot(self) -> CursorSnapshot:
@@ -789,7 +827,7 @@ class ManagedCursor:
     def flush(self) -> bool:
         """Persist deferred (throttled) state now; True if anything was written."""
         with self._lock:
-            if not self._dirty or self._lifecycle.is_closed:
+            if not self._dirty or self._closed:
                 return False
             self._persist()
             return True
@@ -1038,7 +1076,7 @@ class ManagedCursor:
 
     def _apply_mark_delete_in_reset(self, position: Position, properties: Mapping[str, int] | None) -> None:
         position = to_position(position)
-        self._validate_mark_delete_target(position)
+        self._check_mark_delete_target(position)
         self._set_acknowledged_position(position, self._resolve_properties(properties))
 
     def _apply_skip(self, n: int, deleted: IndividualDeletedEntries) -> None:
@@ -1047,7 +1085,7 @@ class ManagedCursor:
         target = ml.position_after_n(self._md, n + extra, PositionBound.START_EXCLUDED)
         if target < self._md:
             return  # Pulsar treats the IllegalArgument race as success
-        self._validate_mark_delete_target(target)
+        self._check_mark_delete_target(target)
         self._set_acknowledged_position(target, {})
 
     def _deleted_entries_to_skip(self, n: int) -> int:
@@ -1078,9 +1116,9 @@ class ManagedCursor:
     def close(self) -> None:
         """Persist the final state (durable) and close. Idempotent."""
         with self._lock:
-            if self._lifecycle.is_closed:
+            if self._closed:
                 return
-            self._lifecycle = CursorLifecycle.CLOSING
+            self._move(CursorEvent.CLOSE)
             try:
                 if self._store is not None:
                     snapshot = self._snapshot()
@@ -1090,7 +1128,7 @@ class ManagedCursor:
                     self._persistent_md = self._md
                     self._dirty = False
             finally:
-                self._lifecycle = CursorLifecycle.CLOSED
+                self._move(CursorEvent.CLOSE_DONE)
         if not self._durable:
             self._ml.forget_non_durable_cursor(self)
 
@@ -1099,15 +1137,21 @@ class ManagedCursor:
 
         ``ManagedLedger.delete_cursor`` calls this after unregistering the cursor."""
         with self._lock:
-            self._lifecycle = CursorLifecycle.DELETING
+            self._move(CursorEvent.DELETE)
             if self._store is not None:
                 self._store.delete()
                 for mirror in self._mirrors:
                     mirror.delete()
-            self._lifecycle = CursorLifecycle.DELETED
+            self._move(CursorEvent.DELETE_DONE)
+
+    def _move(self, event: CursorEvent) -> None:
+        """The one lifecycle move: ``LIFECYCLE_TRANSITIONS`` decides (``CursorLifecycleError``
+        for a move it does not have)."""
+        self._lifecycle = lifecycle_transition(self._lifecycle, event)
+        self._closed = self._lifecycle.is_closed
 
     def _check_open(self) -> None:
-        if self._lifecycle.is_closed:
+        if self._closed:
             raise CursorAlreadyClosedError(f"cursor {self.name} is closed")
 
     def _refuse_during_revision(self, what: str) -> None:
@@ -1122,10 +1166,9 @@ class ManagedCursor:
 
     # -- stats and checks -------------------------------------------------------------------
     def stats(self) -> CursorStats:
-        """A consistent snapshot of positions, counters and persistence figures."""
+        """A consistent snapshot (frozen) of positions, counters, revision and persistence
+        figures, under the lock once. O(ledgers)."""
         with self._lock:
-            pstats = self._store.stats().as_dict() if self._store is not None else {}
-            rev = self._revision.stats()
             return CursorStats(
                 name=self.name,
                 durable=self._durable,
@@ -1138,26 +1181,13 @@ class ManagedCursor:
                 batch_partially_acked_entries=len(self._batch),
                 messages_consumed_counter=self._consumed,
                 backlog=self._precise_backlog(),
+                mark_delete_lag=self.number_of_entries_since_first_not_acked(),
                 entries_to_read=self.number_of_entries(),
                 properties=dict(self._md_properties),
                 cursor_properties=dict(self._cursor_properties),
-                revision_num=rev.revision_num,
-                is_under_revision=rev.is_under_revision,
-                revision=rev,
                 dirty=self._dirty,
-                **pstats,
-            )
-
-    def figures(self) -> CursorFigures:
-        """The figures a metrics scrape reads, under the lock once: cheaper than :meth:`stats`
-        (no positions or properties copied, no entries-to-read count). O(ledgers)."""
-        with self._lock:
-            return CursorFigures(
-                backlog=self._precise_backlog(),
-                mark_delete_lag=self.number_of_entries_since_first_not_acked(),
-                individually_deleted_ranges=self._acked.size(),
-                persistence=self._store.stats() if self._store is not None else PersistenceStats(),
                 revision=self._revision.stats(),
+                persistence=self._store.stats() if self._store is not None else PersistenceStats(),
             )
 
     def _check(self) -> None:

@@ -13,31 +13,37 @@ from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 
+from ..core._errors import MLedgerError
 from ..core._position import Position
 from ..core._ranges import AckRangeSet
 
 __all__ = [
     "KEEP_PROPERTIES",
     "KeepProperties",
+    "LIFECYCLE_TRANSITIONS",
+    "CursorEvent",
     "CursorLifecycle",
+    "CursorLifecycleError",
     "CursorSnapshot",
     "IndividualDeletedEntries",
     "RecoveredCursorState",
+    "lifecycle_transition",
 ]
 
 
 class CursorLifecycle(Enum):
-    """Lifecycle states (Pulsar's ``ManagedCursorImpl.State``)."""
+    """Lifecycle states (Pulsar's ``ManagedCursorImpl.State``, those this model enters).
+
+    A cursor moves between them only through :func:`lifecycle_transition` over
+    :data:`LIFECYCLE_TRANSITIONS`."""
 
     UNINITIALIZED = "Uninitialized"
     NO_LEDGER = "NoLedger"
     OPEN = "Open"
-    SWITCHING_LEDGER = "SwitchingLedger"
     CLOSING = "Closing"
     CLOSED = "Closed"
     DELETING = "Deleting"
     DELETED = "Deleted"
-    DELETING_FAILED = "DeletingFailed"
 
     @property
     def is_closed(self) -> bool:
@@ -46,14 +52,57 @@ class CursorLifecycle(Enum):
 
 
 _CLOSED_STATES = frozenset(
+    {CursorLifecycle.CLOSING, CursorLifecycle.CLOSED, CursorLifecycle.DELETING, CursorLifecycle.DELETED}
+)
+
+
+class CursorEvent(Enum):
+    """What moves a cursor's lifecycle (the keys of :data:`LIFECYCLE_TRANSITIONS`)."""
+
+    OPENED_DURABLE = "opened durable"
+    OPENED_NON_DURABLE = "opened non-durable"
+    CLOSE = "close"
+    CLOSE_DONE = "close done"
+    DELETE = "delete"
+    DELETE_DONE = "delete done"
+
+
+_S, _E = CursorLifecycle, CursorEvent
+LIFECYCLE_TRANSITIONS: Mapping[tuple[CursorLifecycle, CursorEvent], CursorLifecycle] = MappingProxyType(
     {
-        CursorLifecycle.CLOSING,
-        CursorLifecycle.CLOSED,
-        CursorLifecycle.DELETING,
-        CursorLifecycle.DELETED,
-        CursorLifecycle.DELETING_FAILED,
+        (_S.UNINITIALIZED, _E.OPENED_DURABLE): _S.NO_LEDGER,
+        (_S.UNINITIALIZED, _E.OPENED_NON_DURABLE): _S.OPEN,
+        (_S.NO_LEDGER, _E.CLOSE): _S.CLOSING,
+        (_S.OPEN, _E.CLOSE): _S.CLOSING,
+        (_S.CLOSING, _E.CLOSE_DONE): _S.CLOSED,
+        (_S.NO_LEDGER, _E.DELETE): _S.DELETING,
+        (_S.OPEN, _E.DELETE): _S.DELETING,
+        (_S.CLOSED, _E.DELETE): _S.DELETING,
+        (_S.DELETING, _E.DELETE_DONE): _S.DELETED,
     }
 )
+"""``(state, event) -> new state``: every lifecycle move a cursor makes. A durable cursor's
+``NO_LEDGER`` reads as ``OPEN`` while its state store holds a cursor ledger (derived, not a
+move: see ``ManagedCursor.state``)."""
+del _S, _E
+
+
+class CursorLifecycleError(MLedgerError):
+    """A lifecycle move :data:`LIFECYCLE_TRANSITIONS` does not have (a bug in the caller)."""
+
+    def __init__(self, state: CursorLifecycle, event: CursorEvent) -> None:
+        super().__init__(f"cursor lifecycle: no transition from {state.value} on {event.value}")
+        self.state = state
+        self.event = event
+
+
+def lifecycle_transition(state: CursorLifecycle, event: CursorEvent) -> CursorLifecycle:
+    """The state ``event`` moves ``state`` to; raises :class:`CursorLifecycleError` (naming both)
+    when the table has no such move. O(1)."""
+    new = LIFECYCLE_TRANSITIONS.get((state, event))
+    if new is None:
+        raise CursorLifecycleError(state, event)
+    return new
 
 
 class IndividualDeletedEntries(Enum):

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from ..core._position import Position
 from ..core._ranges import AckRangeSet
 from ._revision import RevisionStats
 
-__all__ = ["CursorFigures", "CursorStats", "IndividualDeletedMessages", "PersistenceStats"]
+__all__ = ["CursorStats", "IndividualDeletedMessages", "PersistenceStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,18 +39,11 @@ class PersistenceStats:
     """When a state first exceeded the frame limit or ``jute.maxbuffer``; -1 never."""
     cursor_ledger_id: int = -1
 
-    def as_dict(self) -> dict[str, int]:
-        """The fields by name: ``dataclasses.asdict`` without its deep copy (every field is an
-        int), for the stats snapshot a scrape takes per cursor."""
-        return {name: getattr(self, name) for name in _PERSISTENCE_FIELDS}
 
-
-_PERSISTENCE_FIELDS = tuple(f.name for f in fields(PersistenceStats))
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CursorStats:
-    """A consistent snapshot of a cursor's positions and counters."""
+    """A consistent snapshot of a cursor's positions and counters (``ManagedCursor.stats()``),
+    taken under its lock; frozen, the revision and persistence figures nested."""
 
     name: str
     durable: bool
@@ -60,54 +52,24 @@ class CursorStats:
     persistent_mark_delete_position: Position
     read_position: Position
     individually_deleted_ranges: int
+    """Ack holes after the mark-delete position."""
     individually_deleted_entries: int
     batch_partially_acked_entries: int
     messages_consumed_counter: int
     backlog: int
-    entries_to_read: int
-    properties: dict[str, int]
-    cursor_properties: dict[str, str]
-    revision_num: int
-    is_under_revision: bool
-    revision: RevisionStats
-    persisted_state_bytes: int = 0
-    persist_count: int = 0
-    persist_entries_written: int = 0
-    last_persist_chunks: int = 0
-    truncated_ranges: int = 0
-    truncated_ranges_total: int = 0
-    truncated_batch_indexes: int = 0
-    truncated_batch_indexes_total: int = 0
-    persist_unacked_ranges_truncated: int = 0
-    """Persists that truncated ack ranges (Pulsar's counter
-    ``pulsar.broker.managed_ledger.cursor.persist.unacked_ranges.truncated``, #25548)."""
-    persist_batch_deleted_indexes_truncated: int = 0
-    """Persists that truncated batch-index states
-    (``pulsar.broker.managed_ledger.cursor.persist.batch_deleted_indexes.truncated``, #25548)."""
-    redelivered_after_restart: int = 0
-    """Acknowledged messages a restart now would redeliver: see ``CursorStateStore``."""
-    redelivered_after_restart_max: int = 0
-    redelivered_after_restart_max_at_ms: int = -1
-    """Clock time at which the maximum was first reached; -1 while it is 0."""
-    state_over_limit_at_ms: int = -1
-    """When a state first exceeded the frame limit or ``jute.maxbuffer``; -1 never."""
-    cursor_ledger_id: int = -1
-    dirty: bool = False
-
-
-class CursorFigures(NamedTuple):
-    """The numbers a metrics scrape reads from a cursor (``ManagedCursor.figures()``), taken
-    under its lock at once: counts and the immutable stats objects, no positions, copies or
-    strings."""
-
-    backlog: int
-    """Unacknowledged entries, precise (``CursorStats.backlog``)."""
+    """Unacknowledged entries, precise."""
     mark_delete_lag: int
     """Entries in (mark-delete, read position] (``number_of_entries_since_first_not_acked``)."""
-    individually_deleted_ranges: int
-    """Ack holes after the mark-delete position."""
-    persistence: PersistenceStats
+    entries_to_read: int
+    properties: dict[str, int]
+    """A copy of the mark-delete properties."""
+    cursor_properties: dict[str, str]
+    """A copy of the cursor properties."""
+    dirty: bool
+    """State changes wait for a throttled persist."""
     revision: RevisionStats
+    persistence: PersistenceStats
+    """What the durable cursor's state store wrote and dropped (all zero for a non-durable one)."""
 
 
 class IndividualDeletedMessages:

@@ -45,7 +45,8 @@ mark-delete that the record does not hold (each entry counts one) plus, for part
 acknowledged batch entries, the acknowledged batch indexes it does not hold (each index counts
 one). The figure is taken after every state change: after each write (what the limits
 dropped) and, under throttling, after each change not persisted yet (the cursor calls
-:meth:`CursorStateStore.observe`). ``redelivered_after_restart`` is the figure after the last
+:meth:`CursorStateStore.observe`, or :meth:`CursorStateStore.observe_entries_acked` in O(1) after
+whole-entry acks only). ``redelivered_after_restart`` is the figure after the last
 change, ``redelivered_after_restart_max`` the largest, with the clock time of the change that
 reached it. (A write is modelled as done with the change that caused it: the moment between
 an ack and the end of its persist is not sampled.) Acks are taken as monotone (a rewind lowers the figure to 0, never
@@ -138,6 +139,12 @@ class CursorStateStore:
         self._batch_truncating = False
         self._size_limited = False
         self._stats = PersistenceStats()
+        # What a restart would redeliver, live (PersistenceStats is built from them on demand):
+        # the figure is max(0, entries part) + indexes part, see _redelivered.
+        self._redelivered_entries = 0
+        self._redelivered_indexes = 0
+        self._redelivered_max = 0
+        self._redelivered_max_at_ms = -1
         self._recorded: _Recorded | None = None  # what the last written state holds
         self._pending: _Recorded | None = None  # what the record being written holds
 
@@ -453,18 +460,24 @@ class CursorStateStore:
         self._store.delete(self._path)
 
     def stats(self) -> PersistenceStats:
-        """Persistence figures merged into ``CursorStats``."""
-        return self._stats
+        """Persistence figures (``CursorStats.persistence``): a frozen snapshot."""
+        return replace(
+            self._stats,
+            redelivered_after_restart=self._redelivered_figure(),
+            redelivered_after_restart_max=self._redelivered_max,
+            redelivered_after_restart_max_at_ms=self._redelivered_max_at_ms,
+        )
 
     # -- what a restart would redeliver -----------------------------------------------------
-    def _redelivered(self, snapshot: CursorSnapshot) -> int:
-        """Acknowledged messages of ``snapshot`` that the last written state does not hold."""
+    def _redelivered(self, snapshot: CursorSnapshot) -> tuple[int, int]:
+        """Acknowledged messages of ``snapshot`` that the last written state does not hold, as
+        ``(entries part, batch indexes part)``; the figure is ``max(0, entries) + indexes``."""
         rec = self._recorded
         if rec is None:
-            return 0
+            return 0, 0
         md = snapshot.mark_delete
         whole = self._ml.number_of_entries(rec.mark_delete, md, False, True) if md > rec.mark_delete else 0
-        entries = max(0, whole + snapshot.acked.cardinality() - rec.entries)
+        entries = whole + snapshot.acked.cardinality() - rec.entries
         indexes = 0
         sizes = snapshot.batch_sizes
         for position, remaining in snapshot.batch:
@@ -473,27 +486,46 @@ class CursorStateStore:
                 indexes += (sizes.get(position) or remaining.bit_length()) - remaining.bit_count()
             else:
                 indexes += max(0, kept.bit_count() - remaining.bit_count())
-        return entries + indexes
+        return entries, indexes
 
-    def observe(self, snapshot: CursorSnapshot) -> None:
+    def _redelivered_figure(self) -> int:
+        return max(0, self._redelivered_entries) + self._redelivered_indexes
+
+    def observe(self, snapshot: CursorSnapshot, now_ms: int | None = None) -> None:
         """A state change that is not persisted yet (a throttled mark-delete): what a crash
-        now would redeliver, counted towards the maximum. Reads only; writes nothing."""
-        self._note_redelivery(self._redelivered(snapshot))
+        now would redeliver, counted towards the maximum (stamped ``now_ms``, else the clock's
+        time). Reads only; writes nothing."""
+        self._redelivered_entries, self._redelivered_indexes = self._redelivered(snapshot)
+        self._note_redelivery(now_ms)
 
-    def _note_redelivery(self, value: int) -> None:
-        """``value`` is the figure from now on; it counts towards the maximum."""
-        s = replace(self._stats, redelivered_after_restart=value)
-        if value > s.redelivered_after_restart_max:
-            now = self._ml.clock.now_ms()
-            s = replace(s, redelivered_after_restart_max=value, redelivered_after_restart_max_at_ms=now)
-        self._stats = s
+    def observe_entries_acked(self, entries: int, now_ms: int) -> None:
+        """:meth:`observe` after a change that only acknowledged ``entries`` more whole entries
+        with no batch state (the single-ack fast path): the figure's entries part grows by
+        exactly that many (mark-delete absorption moves entries from the ranges to below the
+        mark-delete, which leaves it unchanged). O(1), allocates nothing; ``now_ms`` is the
+        clock reading of the change."""
+        if self._recorded is None or not entries:
+            return
+        self._redelivered_entries = whole = self._redelivered_entries + entries
+        value = (whole if whole > 0 else 0) + self._redelivered_indexes
+        if value > self._redelivered_max:
+            self._redelivered_max = value
+            self._redelivered_max_at_ms = now_ms
+
+    def _note_redelivery(self, now_ms: int | None) -> None:
+        """The live figure changed; it counts towards the maximum (stamped with ``now_ms``, or a
+        clock reading when the caller has none)."""
+        value = self._redelivered_figure()
+        if value > self._redelivered_max:
+            self._redelivered_max = value
+            self._redelivered_max_at_ms = self._ml.clock.now_ms() if now_ms is None else now_ms
 
     def _commit_recorded(self, snapshot: CursorSnapshot) -> None:
         """The write went through: its record is what a restart recovers from now on."""
         if self._pending is not None:
             self._recorded = self._pending
             self._pending = None
-        self._note_redelivery(self._redelivered(snapshot))
+        self.observe(snapshot)
 
     def _note_over_limit(self, size: int, limit: int) -> None:
         if size > limit and self._stats.state_over_limit_at_ms < 0:

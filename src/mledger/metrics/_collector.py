@@ -43,8 +43,8 @@ is scraped as ``pulsar_cursor_epoch_increase_count_total``; the ``mledger_*_tota
 their names. Names starting ``pulsar_`` are Pulsar's (or the revision controller's), ``mledger_`` ones ours.
 Counters restart from 0 with the broker, as Pulsar's do.
 
-Cost: O(topics + subscriptions); each subscription's cursor lock is taken once (``figures()``:
-counts only, nothing copied) and its subscription lock once (the delayed count), briefly; no
+Cost: O(topics + subscriptions); each subscription's cursor lock is taken once (``stats()``,
+a frozen snapshot: counts and two small property copies) and its subscription lock once (the delayed count), briefly; no
 ack-range string is rendered. Every
 topic in the store is reported, so the first scrape opens them all. Thread-safe.
 """
@@ -183,16 +183,16 @@ def _topics(broker: Broker) -> Iterable[Topic]:
 
 def _subscription_values(sub: Subscription, max_unacked_ranges: int) -> tuple[float, ...]:
     """The values of ``_SUBSCRIPTION_FAMILIES``, in its order."""
-    figures = sub.cursor.figures()
-    rev = figures.revision
-    persisted = figures.persistence
+    stats = sub.cursor.stats()
+    rev = stats.revision
+    persisted = stats.persistence
     return (
         rev.epoch_increase_count,
         rev.epoch_increase_task_state,
-        figures.backlog,
+        stats.backlog,
         sub.number_of_delayed_messages(),
-        figures.mark_delete_lag,
-        figures.individually_deleted_ranges,
+        stats.mark_delete_lag,
+        stats.individually_deleted_ranges,
         persisted.persisted_state_bytes,
         persisted.last_persist_chunks,
         max_unacked_ranges,

@@ -3,7 +3,7 @@
 SUBSCRIBE -> ``Topic.subscribe`` (durable) or ``Topic.open_non_durable_subscription``
 (readers), then ``Subscription.add_consumer(sink=...)`` with no permits; FLOW grants permits
 and dispatches; the dispatcher pushes whole entries to the sink, which writes MESSAGE frames.
-ACK -> ``acknowledge_entries`` / ``acknowledge_with_ack_sets`` / ``acknowledge_cumulative``;
+ACK -> ``acknowledge_request`` (one request per CommandAck) / ``acknowledge_cumulative``;
 with a request id the ACK_RESPONSE follows the cursor's persist (the cursor persists every
 change before the call returns unless ``throttle_mark_delete`` is set, in which case the
 session flushes the subscription's acks first). REDELIVER -> negative acks; SEEK ->
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..broker import ClientInfo
+from ..broker import AckRequest, ClientInfo
 from ..broker._listeners import EntryDelivery, ack_set_words
 from ..broker._subscription import check_read_compacted
 from ..codec._entry import encode_entry
@@ -240,25 +240,19 @@ class ConsumerCommands(SessionBase):
         whole: list[Position] = []
         ack_sets: list[tuple[Position, int, int | None]] = []
         indexed: list[MessageId] = []
-        for mid in ids:
+        for mid in ids:  # one pass: each id goes to the part of the request its form names
             position = position_of(mid)
-            if mid.batch_index < 0 and not mid.ack_set:  # the common case: a whole entry
-                whole.append(position)
-            elif mid.ack_set:
+            if mid.ack_set:
                 bits = words_to_ack_set(mid.ack_set)
                 ack_sets.append((position, bits, mid.batch_size if mid.batch_size > 0 else None))
             elif mid.batch_index >= 0 and mid.HasField("batch_index"):
                 indexed.append(
                     MessageId(position.ledger_id, position.entry_id, -1, mid.batch_index, max(mid.batch_size, 0))
                 )
-            else:
+            else:  # the common case: a whole entry
                 whole.append(position)
-        if whole:
-            consumer.acknowledge_entries(whole)
-        if ack_sets:
-            consumer.acknowledge_with_ack_sets(ack_sets)
-        if indexed:
-            consumer.acknowledge(indexed)
+        if whole or ack_sets or indexed:
+            consumer.acknowledge_request(AckRequest(entries=whole, ack_sets=ack_sets, message_ids=indexed))
 
     def _ack_cumulative(self, handle: ConsumerHandle, ids: Sequence[api.MessageIdData]) -> None:
         consumer = handle.consumer

@@ -56,7 +56,7 @@ from ..core._clock import ManualClock
 from ..core._errors import InvalidRequestError
 from ..core._position import Position
 from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._cursor_stats import CursorStats, PersistenceStats
+from ..managed_ledger._cursor_stats import PersistenceStats
 from ..managed_ledger._cursor_store import CursorStateStore
 from ..managed_ledger._factory import ManagedLedgerFactory
 from ..managed_ledger._ledger import ManagedLedger
@@ -383,7 +383,9 @@ class BrokerModel:
             cursor.seek(ml.last_confirmed_entry.next())
             stats = cursor.stats()
             record, state = (
-                self._persisted_state(self._store, cursor, stats.cursor_ledger_id) if emit_state else (None, None)
+                self._persisted_state(self._store, cursor, stats.persistence.cursor_ledger_id)
+                if emit_state
+                else (None, None)
             )
             md, read = stats.mark_delete_position, stats.read_position
             results.append(
@@ -396,11 +398,11 @@ class BrokerModel:
                     backlog=stats.backlog,
                     delayed_delivered=sub.delivered,
                     delayed_pending=waiting,
-                    persisted_state_bytes=stats.persisted_state_bytes,
-                    state_chunks=stats.last_persist_chunks,
-                    truncated_ranges=stats.truncated_ranges,
-                    truncated_batch_indexes=stats.truncated_batch_indexes,
-                    answers=restart_answers(stats),
+                    persisted_state_bytes=stats.persistence.persisted_state_bytes,
+                    state_chunks=stats.persistence.last_persist_chunks,
+                    truncated_ranges=stats.persistence.truncated_ranges,
+                    truncated_batch_indexes=stats.persistence.truncated_batch_indexes,
+                    answers=restart_answers(stats.persistence),
                     state_record=record,
                     state=state,
                     individually_deleted_messages=str(cursor.individually_deleted_messages()),
@@ -492,7 +494,7 @@ class _DelayedQueue:
         return ledgers, entries, times
 
 
-def restart_answers(stats: PersistenceStats | CursorStats) -> RestartAnswers:
+def restart_answers(stats: PersistenceStats) -> RestartAnswers:
     """The :class:`~.model.RestartAnswers` of a cursor state store's figures."""
     return RestartAnswers(
         redelivered_after_restart=stats.redelivered_after_restart,
