@@ -31,6 +31,8 @@ from ._compaction import (
 )
 from ._config import BrokerConfig as BrokerConfig
 from ._consumer import AckRequest as AckRequest, Consumer as Consumer
+from ._dedup import DedupStatus as DedupStatus, MessageDeduplication as MessageDeduplication
+from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
 from ._dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
 from ._errors import (
     AlreadyClosedError as AlreadyClosedError,
