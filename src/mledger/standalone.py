@@ -45,10 +45,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._standalone_config import (
-    StandaloneSettings,
+    PULSAR_KEYS as PULSAR_KEYS,
+    StandaloneSettings as StandaloneSettings,
     authorization_from_settings,
-    effective_settings,
-    read_pulsar_conf,
+    effective_settings as effective_settings,
+    read_pulsar_conf as read_pulsar_conf,
     render_settings,
 )
 from .admin._authentication import (
@@ -84,8 +85,12 @@ if TYPE_CHECKING:
     from .replay._recording import RecordSettings
 
 __all__ = [
+    "PULSAR_KEYS",
     "EmbeddedStandalone",
     "Standalone",
+    "StandaloneSettings",
+    "effective_settings",
+    "read_pulsar_conf",
     "add_standalone_arguments",
     "run_standalone",
     "standalone_settings",
