@@ -85,6 +85,7 @@ from ._schema_compat import (
 from ._stats import (
     ClientInfo as ClientInfo,
     ConsumerStats as ConsumerStats,
+    OutStats as OutStats,
     ProducerStats as ProducerStats,
     RateWindow as RateWindow,
     SubscriptionStats as SubscriptionStats,
@@ -141,6 +142,7 @@ __all__ = [
     "NonPersistentSubscription",
     "NonPersistentTopic",
     "OpenedBroker",
+    "OutStats",
     "PartitionedConsumer",
     "PartitionedProducer",
     "PartitionedSubscription",
