@@ -125,7 +125,7 @@ def test_consumer_stats_is_a_frozen_snapshot_nesting_what_it_was_sent_and_its_co
     assert snapshot.out.bytes_counter > 0 and (snapshot.out.msg_rate, snapshot.out.msg_throughput) == (0.0, 0.0)
     assert snapshot.unacked_messages == 3 and snapshot.last_consumed_ms == snapshot.last_acked_ms == now
     assert sub.stats().consumers == (snapshot,)
-    for live in CONSUMER_LIVE:
+    for live in (*CONSUMER_LIVE, "figures", "snapshot_stats", "statistics"):
         assert not hasattr(consumer, live), live
     producer.send(b"more")
     consumer.receive(10)
