@@ -15,14 +15,17 @@ from mledger.broker import (
     CompactionRecord,
     CompactionStats,
     CompactionStatus,
+    ConsumerStats,
     InitialPosition,
     ManualClock,
+    OutStats,
     Producer,
     ProducerStats,
     Subscription,
     SubscriptionType,
     Topic,
 )
+from mledger.codec import EntryMetadata, encode_entry
 
 
 def _broker() -> tuple[Broker, Topic, Subscription, Producer]:
@@ -92,3 +95,80 @@ def test_compaction_stats_nest_the_status_and_the_record() -> None:
     assert after.record.last_removed_event_count == 1
     assert after.horizon == topic.compaction.horizon is not None
     assert before.status.status is CompactionStatus.NOT_RUN  # frozen: the old snapshot is unchanged
+
+
+CONSUMER_LIVE = (
+    "msg_out_counter",
+    "bytes_out_counter",
+    "entries_out_counter",
+    "last_consumed_ms",
+    "last_acked_ms",
+    "last_flow_ms",
+    "out_rates",
+)
+
+
+def test_consumer_stats_is_a_frozen_snapshot_nesting_what_it_was_sent_and_its_counters_are_private() -> None:
+    broker, _, sub, producer = _broker()
+    consumer = sub.add_consumer("c", permits=10)
+    producer.send(b"abc")
+    producer.send_batch([b"a", b"b", b"c"])
+    consumer.flow(0)
+    got = consumer.receive(10)
+    consumer.acknowledge(got[0])
+    now = broker.clock.now_ms()
+    with sub._lock:
+        snapshot = consumer.stats(now, 60_000)
+    assert isinstance(snapshot, ConsumerStats) and _is_frozen_snapshot(snapshot)
+    assert isinstance(snapshot.out, OutStats) and _is_frozen_snapshot(snapshot.out)
+    assert (snapshot.out.msg_counter, snapshot.out.entries_counter) == (4, 2)
+    assert snapshot.out.bytes_counter > 0 and (snapshot.out.msg_rate, snapshot.out.msg_throughput) == (0.0, 0.0)
+    assert snapshot.unacked_messages == 3 and snapshot.last_consumed_ms == snapshot.last_acked_ms == now
+    assert sub.stats().consumers == (snapshot,)
+    for live in (*CONSUMER_LIVE, "figures", "snapshot_stats", "statistics"):
+        assert not hasattr(consumer, live), live
+    producer.send(b"more")
+    consumer.receive(10)
+    assert snapshot.out.msg_counter == 4  # a snapshot, not a view
+    assert consumer.stats(now, 60_000).out.msg_counter == 5
+
+
+def test_subscription_answers_only_stats_and_keeps_a_gone_consumers_counts() -> None:
+    _, topic, sub, producer = _broker()
+    consumer = sub.add_consumer("c", permits=10)
+    producer.send(b"abc")
+    consumer.receive(10)
+    assert not hasattr(sub, "out_counters")
+    consumer.close()
+    stats = sub.stats()
+    assert _is_frozen_snapshot(stats) and stats.consumers == ()
+    assert (stats.msg_out_counter, stats.bytes_out_counter) == (1, consumer.stats(0, 60_000).out.bytes_counter)
+    topic.delete_subscription("s")
+    assert topic.stats().msg_out_counter == 1  # the topic keeps a deleted subscription's counts
+
+
+def test_non_persistent_objects_answer_stats_and_their_counters_are_private() -> None:
+    clock = ManualClock(0)
+    broker = Broker(ManagedLedgerFactory(MemoryStore(), clock=clock), clock=clock)
+    topic = broker.open_non_persistent_topic("non-persistent://public/default/np")
+    consumer = topic.subscribe("s", SubscriptionType.EXCLUSIVE, permits=1)
+    producer = topic.add_producer("p")
+    raw = encode_entry(b"x", EntryMetadata(producer_name="p"))
+    assert topic.publish(producer, raw) == 1
+    assert topic.publish(producer, raw) == 0  # no permit left: dropped
+    sub = topic.subscriptions["s"]
+    stats = topic.stats(60_000)
+    assert _is_frozen_snapshot(stats)
+    assert (stats.msg_in_counter, stats.msg_drop_counter) == (2, 1)
+    assert stats.producers == (producer.stats(0, 60_000),) and stats.producers[0].msg_in_counter == 2
+    assert stats.subscriptions["s"] == sub.stats(0, 60_000)
+    assert stats.subscriptions["s"].consumers == (consumer.stats(0, 60_000),)
+    assert stats.subscriptions["s"].consumers[0].out.msg_counter == 1
+    for obj, live in (
+        (topic, ("msg_in_counter", "bytes_in_counter", "msg_drop_counter", "in_rates")),
+        (sub, ("msg_out_counter", "bytes_out_counter", "msg_drop_counter", "out_rates", "drop_rates")),
+        (producer, ("msg_in_counter", "bytes_in_counter", "msg_drop_counter", "in_rates")),
+        (consumer, CONSUMER_LIVE),
+    ):
+        for name in live:
+            assert not hasattr(obj, name), f"{type(obj).__name__}.{name}"

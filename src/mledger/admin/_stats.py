@@ -368,17 +368,17 @@ def _time(ms: int) -> str:
 
 
 def _consumer_stats(c: ConsumerStats, individual_acks: bool) -> ConsumerStatsData:
-    client = c.client
+    client, out = c.client, c.out
     return ConsumerStatsData(
-        msg_rate_out=c.msg_rate_out,
-        msg_throughput_out=c.msg_throughput_out,
-        bytes_out_counter=c.bytes_out_counter,
-        msg_out_counter=c.msg_out_counter,
+        msg_rate_out=out.msg_rate,
+        msg_throughput_out=out.msg_throughput,
+        bytes_out_counter=out.bytes_counter,
+        msg_out_counter=out.msg_counter,
         consumer_name=c.name,
         available_permits=c.available_permits,
         # Pulsar tracks a consumer's unacked messages on individual-ack types only
         unacked_messages=max(c.unacked_messages, 0) if individual_acks else 0,
-        avg_messages_per_entry=round(c.msg_out_counter / c.entries_out_counter) if c.entries_out_counter else 0,
+        avg_messages_per_entry=round(out.msg_counter / out.entries_counter) if out.entries_counter else 0,
         read_position_when_joining=str(c.read_position_when_joining) if c.read_position_when_joining else None,
         address=client.address if client else None,
         connected_since=format_timestamp(c.connected_since_ms),

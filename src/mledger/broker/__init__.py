@@ -87,6 +87,7 @@ from ._schema_compat import (
 from ._stats import (
     ClientInfo as ClientInfo,
     ConsumerStats as ConsumerStats,
+    OutStats as OutStats,
     ProducerStats as ProducerStats,
     RateWindow as RateWindow,
     SubscriptionStats as SubscriptionStats,
@@ -143,6 +144,7 @@ __all__ = [
     "NonPersistentSubscription",
     "NonPersistentTopic",
     "OpenedBroker",
+    "OutStats",
     "PartitionedConsumer",
     "PartitionedProducer",
     "PartitionedSubscription",

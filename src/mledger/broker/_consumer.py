@@ -17,7 +17,8 @@ Collaborators: the consumer reaches its subscription through :class:`ConsumerOwn
 subscription's ``consumer_*`` entry points) and a remote client through :class:`ConsumerSink`.
 Its delivery bookkeeping (permits, queue, entries held, unacked count) belongs to the
 dispatcher, which changes it only through the methods under "delivery bookkeeping", under the
-subscription lock.
+subscription lock. Its stats counters are private: those methods and ``record_flow`` /
+``record_ack`` count, :meth:`Consumer.stats` reads them as a frozen snapshot.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 from ..codec._messageid import MessageId
 from ..core._errors import InvalidRequestError
 from ..core._position import Position
+from ._consumer_stats import ConsumerStats, OutStats
 from ._message import EntryDelivery, Message
 from ._rates import RateWindow
 from ._types import AckType, ClientInfo
@@ -147,15 +149,15 @@ class Consumer:
         self.client = client
         """What a remote client told about this consumer (None for a library consumer)."""
         self.connected_since_ms = connected_since_ms
-        # Stats counters (Pulsar's ConsumerStats), changed under the subscription lock.
-        self.msg_out_counter = 0
-        self.bytes_out_counter = 0
-        self.entries_out_counter = 0
-        self.last_consumed_ms = 0
-        self.last_acked_ms = 0
-        self.last_flow_ms = 0
-        self.out_rates = RateWindow(connected_since_ms)
-        """The rates of ``msg_out_counter`` / ``bytes_out_counter`` (read by the stats)."""
+        # Stats counters (Pulsar's ConsumerStats), changed under the subscription lock through
+        # record_delivery / record_flow / record_ack; read through stats().
+        self._msg_out = 0
+        self._bytes_out = 0
+        self._entries_out = 0
+        self._last_consumed_ms = 0
+        self._last_acked_ms = 0
+        self._last_flow_ms = 0
+        self._out_rates = RateWindow(connected_since_ms)
         # Dispatcher-owned state, changed only under the subscription lock.
         self._permits = permits
         self._queue: deque[Message] = deque()
@@ -207,6 +209,36 @@ class Consumer:
     def is_connected(self) -> bool:
         """False once the consumer is closed."""
         return not self._closed
+
+    def stats(self, now_ms: int, interval_ms: int, read_position_when_joining: Position | None = None) -> ConsumerStats:
+        """A frozen snapshot of this consumer (Pulsar's ``ConsumerStats``): its permits and
+        messages held, what it was sent (:class:`OutStats`: counters since it connected,
+        rates over the last closed stats interval of ``interval_ms`` at ``now_ms``), its
+        last consume, ack and flow times, its client.
+
+        ``read_position_when_joining`` is the dispatcher's (Key_Shared). Consistent when
+        the caller holds the subscription's lock, as ``Subscription.stats`` does; a racy
+        read otherwise. Reading it may close the rate interval (see
+        :class:`~mledger.broker._rates.RateWindow`).
+        """
+        msg_out, bytes_out = self._msg_out, self._bytes_out
+        rate, throughput = self._out_rates.rates(now_ms, interval_ms, msg_out, bytes_out)
+        sink = self._sink
+        held = sink.held_permits() if sink is not None else 0
+        return ConsumerStats(
+            self.name,
+            self._permits,
+            len(self._queue),
+            self._unacked,
+            available_permits=max(self._permits, 0) + held,
+            out=OutStats(msg_out, bytes_out, self._entries_out, rate, throughput),
+            connected_since_ms=self.connected_since_ms,
+            last_consumed_ms=self._last_consumed_ms,
+            last_acked_ms=self._last_acked_ms,
+            last_flow_ms=self._last_flow_ms,
+            read_position_when_joining=read_position_when_joining,
+            client=self.client,
+        )
 
     # -- consuming --------------------------------------------------------------------------
     def receive(self, max_messages: int = 100) -> list[Message]:
@@ -334,14 +366,23 @@ class Consumer:
 
     def record_delivery(self, position: Position, messages: int, size: int = 0, now_ms: int = 0) -> None:
         """The dispatcher delivered ``messages`` messages of the entry at ``position`` (``size``
-        bytes, at ``now_ms``): they spend permits and count as unacknowledged until released."""
+        bytes, at ``now_ms``): they spend permits and count as unacknowledged until released,
+        and count into the stats' :class:`OutStats`."""
         self._permits -= messages
         self._unacked += messages
         self._pending.add(position)
-        self.msg_out_counter += messages
-        self.bytes_out_counter += size
-        self.entries_out_counter += 1
-        self.last_consumed_ms = now_ms
+        self._msg_out += messages
+        self._bytes_out += size
+        self._entries_out += 1
+        self._last_consumed_ms = now_ms
+
+    def record_flow(self, now_ms: int) -> None:
+        """The client granted permits at ``now_ms`` (the stats' ``last_flow_ms``)."""
+        self._last_flow_ms = now_ms
+
+    def record_ack(self, now_ms: int) -> None:
+        """The consumer acknowledged at ``now_ms`` (the stats' ``last_acked_ms``)."""
+        self._last_acked_ms = now_ms
 
     def enqueue(self, messages: list[Message]) -> None:
         """Queue decoded messages for :meth:`receive` (after :meth:`record_delivery`)."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from ..codec._entry import Entry, EntryMetadata, decode_entry
@@ -86,20 +86,40 @@ NON_PERSISTENT_POSITION = Position(0, 0)
 _SINGLE_ACTIVE = (SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER)
 
 
-@dataclass
 class NonPersistentProducer:
-    """A producer of a non-persistent topic and its counters (Pulsar's
-    ``NonPersistentPublisherStats``: ``msgDropRate`` counts messages the broker refused to
-    take, which mledger never does, so ``msg_drop_counter`` stays 0)."""
+    """A producer of a non-persistent topic. Its counters are private: the topic counts what it
+    publishes (:meth:`count_published`), :meth:`stats` reads them (Pulsar's
+    ``NonPersistentPublisherStats``, whose ``msgDropRate`` counts messages the broker refused
+    to take, which mledger never does). Create through :meth:`NonPersistentTopic.add_producer`."""
 
-    name: str
-    producer_id: int
-    connected_since_ms: int
-    client: ClientInfo | None = None
-    msg_in_counter: int = 0
-    bytes_in_counter: int = 0
-    msg_drop_counter: int = 0
-    in_rates: RateWindow = field(default_factory=lambda: RateWindow(0))
+    __slots__ = ("_bytes_in", "_in_rates", "_msg_in", "client", "connected_since_ms", "name", "producer_id")
+
+    def __init__(self, name: str, producer_id: int, connected_since_ms: int, client: ClientInfo | None = None) -> None:
+        self.name = name
+        self.producer_id = producer_id
+        self.connected_since_ms = connected_since_ms
+        self.client = client
+        self._msg_in = 0
+        self._bytes_in = 0
+        self._in_rates = RateWindow(connected_since_ms)
+
+    def count_published(self, messages: int, size: int) -> None:
+        """The topic took an entry of ``messages`` messages, ``size`` bytes, from this producer
+        (under the topic lock)."""
+        self._msg_in += messages
+        self._bytes_in += size
+
+    def stats(self, now_ms: int, interval_ms: int) -> ProducerStats:
+        """A frozen snapshot: counters since it connected, rates over the last closed stats
+        interval of ``interval_ms`` at ``now_ms``."""
+        msg_in, bytes_in = self._msg_in, self._bytes_in
+        rate, throughput = self._in_rates.rates(now_ms, interval_ms, msg_in, bytes_in)
+        return ProducerStats(
+            self.name, self.producer_id, msg_in, bytes_in, rate, throughput, self.connected_since_ms, self.client
+        )
+
+    def __repr__(self) -> str:
+        return f"NonPersistentProducer({self.name!r}, producer_id={self.producer_id})"
 
 
 @dataclass(frozen=True)
@@ -154,12 +174,13 @@ class NonPersistentSubscription:
         self._active: Consumer | None = None
         self._next = 0
         self._ring: ConsistentHashRing[Consumer] = ConsistentHashRing()
-        self.msg_out_counter = 0
-        self.bytes_out_counter = 0
-        self.msg_drop_counter = 0
-        """Messages this subscription dropped: no consumer with a permit (Pulsar's ``msgDrop``)."""
-        self.drop_rates = RateWindow(topic.clock())
-        self.out_rates = RateWindow(topic.clock())
+        # Counters (changed under the topic lock, read through stats()); _msg_drop: messages
+        # dropped because no consumer had a permit (Pulsar's ``msgDrop``).
+        self._msg_out = 0
+        self._bytes_out = 0
+        self._msg_drop = 0
+        self._drop_rates = RateWindow(topic.clock())
+        self._out_rates = RateWindow(topic.clock())
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -234,13 +255,13 @@ class NonPersistentSubscription:
         was dropped (and counted)."""
         consumer = self._select(key_hash)
         if consumer is None or consumer.permits <= 0:
-            self.msg_drop_counter += messages
+            self._msg_drop += messages
             return False
         size = len(entry.raw)
         consumer.record_delivery(entry.position, messages, size, self._topic.clock())
         consumer.release(entry.position, messages)  # nothing to acknowledge: settled now
-        self.msg_out_counter += messages
-        self.bytes_out_counter += size
+        self._msg_out += messages
+        self._bytes_out += size
         sink = consumer.sink
         if sink is not None:
             sink.deliver(consumer, [EntryDelivery(entry, 0, None, messages, messages)])
@@ -264,41 +285,19 @@ class NonPersistentSubscription:
     def stats(self, now_ms: int, interval_ms: int) -> NonPersistentSubscriptionStats:
         """A snapshot; rates over the last stats interval of ``interval_ms``."""
         with self._topic.lock:
-            consumers = []
-            for c in self._consumers:
-                rate, throughput = c.out_rates.rates(now_ms, interval_ms, c.msg_out_counter, c.bytes_out_counter)
-                consumers.append(
-                    ConsumerStats(
-                        c.name,
-                        c.permits,
-                        c.queued_messages,
-                        0,
-                        available_permits=max(c.permits, 0),
-                        msg_out_counter=c.msg_out_counter,
-                        bytes_out_counter=c.bytes_out_counter,
-                        entries_out_counter=c.entries_out_counter,
-                        msg_rate_out=rate,
-                        msg_throughput_out=throughput,
-                        connected_since_ms=c.connected_since_ms,
-                        last_consumed_ms=c.last_consumed_ms,
-                        last_flow_ms=c.last_flow_ms,
-                        client=c.client,
-                    )
-                )
-            rate_out, throughput_out = self.out_rates.rates(
-                now_ms, interval_ms, self.msg_out_counter, self.bytes_out_counter
-            )
-            drop_rate, _ = self.drop_rates.rates(now_ms, interval_ms, self.msg_drop_counter, 0)
+            consumers = tuple(c.stats(now_ms, interval_ms) for c in self._consumers)
+            rate_out, throughput_out = self._out_rates.rates(now_ms, interval_ms, self._msg_out, self._bytes_out)
+            drop_rate, _ = self._drop_rates.rates(now_ms, interval_ms, self._msg_drop, 0)
             return NonPersistentSubscriptionStats(
                 self._name,
                 self.type,
-                tuple(consumers),
+                consumers,
                 self._active.name if self._active is not None else None,
-                self.msg_out_counter,
-                self.bytes_out_counter,
+                self._msg_out,
+                self._bytes_out,
                 rate_out,
                 throughput_out,
-                self.msg_drop_counter,
+                self._msg_drop,
                 drop_rate,
             )
 
@@ -319,7 +318,7 @@ class NonPersistentSubscription:
         """Grant ``permits`` more (a client's FLOW)."""
         with self._topic.lock:
             consumer.return_permits(permits)
-            consumer.last_flow_ms = self._topic.clock()
+            consumer.record_flow(self._topic.clock())
 
     def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int:
         """Nothing to acknowledge on a non-persistent topic: 0."""
@@ -354,12 +353,13 @@ class NonPersistentTopic:
         self._producer_names = producer_names
         self._producers: dict[str, NonPersistentProducer] = {}
         self._subscriptions: dict[str, NonPersistentSubscription] = {}
-        self.msg_in_counter = 0
-        self.bytes_in_counter = 0
-        self.msg_drop_counter = 0
-        """Messages dropped by any subscription since the topic was loaded (one message
-        dropped by two subscriptions counts twice)."""
-        self.in_rates = RateWindow(clock())
+        # Counters (changed under the lock, read through stats()); _msg_drop: messages dropped
+        # by any subscription since the topic was loaded (one message dropped by two
+        # subscriptions counts twice).
+        self._msg_in = 0
+        self._bytes_in = 0
+        self._msg_drop = 0
+        self._in_rates = RateWindow(clock())
         self._ids = 0
 
     @property
@@ -393,7 +393,7 @@ class NonPersistentTopic:
             self._ids += 1
             producer_id = client.client_id if client is not None and client.client_id is not None else self._ids
             now = self.clock()
-            producer = NonPersistentProducer(name, producer_id, now, client, in_rates=RateWindow(now))
+            producer = NonPersistentProducer(name, producer_id, now, client)
             self._producers[name] = producer
             return producer
 
@@ -414,17 +414,16 @@ class NonPersistentTopic:
         entry = Entry(NON_PERSISTENT_POSITION, b"", raw=bytes(raw))
         key_hash = sticky_key_hash(key)
         with self.lock:
-            self.msg_in_counter += messages
-            self.bytes_in_counter += len(raw)
+            self._msg_in += messages
+            self._bytes_in += len(raw)
             if producer is not None:
-                producer.msg_in_counter += messages
-                producer.bytes_in_counter += len(raw)
+                producer.count_published(messages, len(raw))
             delivered = 0
             for sub in list(self._subscriptions.values()):
                 if sub.send(entry, messages, key_hash):
                     delivered += 1
                 else:
-                    self.msg_drop_counter += messages
+                    self._msg_drop += messages
             return delivered
 
     # -- subscriptions -----------------------------------------------------------------------
@@ -484,32 +483,19 @@ class NonPersistentTopic:
         ``statsUpdateFrequencyInSecs``)."""
         now = self.clock()
         with self.lock:
-            producers = []
-            for p in self._producers.values():
-                rate, throughput = p.in_rates.rates(now, interval_ms, p.msg_in_counter, p.bytes_in_counter)
-                producers.append(
-                    ProducerStats(
-                        p.name,
-                        p.producer_id,
-                        p.msg_in_counter,
-                        p.bytes_in_counter,
-                        rate,
-                        throughput,
-                        p.connected_since_ms,
-                        p.client,
-                    )
-                )
+            producers = tuple(p.stats(now, interval_ms) for p in self._producers.values())
             subscriptions = {name: sub.stats(now, interval_ms) for name, sub in self._subscriptions.items()}
-            rate_in, throughput_in = self.in_rates.rates(now, interval_ms, self.msg_in_counter, self.bytes_in_counter)
+            msg_in, bytes_in, msg_drop = self._msg_in, self._bytes_in, self._msg_drop
+            rate_in, throughput_in = self._in_rates.rates(now, interval_ms, msg_in, bytes_in)
         return NonPersistentTopicStats(
             self.name,
-            self.msg_in_counter,
-            self.bytes_in_counter,
+            msg_in,
+            bytes_in,
             rate_in,
             throughput_in,
             sum(s.msg_drop_rate for s in subscriptions.values()),
-            self.msg_drop_counter,
-            tuple(producers),
+            msg_drop,
+            producers,
             subscriptions,
         )
 

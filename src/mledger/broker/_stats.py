@@ -15,37 +15,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core._position import Position
+from ._consumer_stats import ConsumerStats, OutStats
 from ._dispatcher import DispatcherStats
 from ._rates import RateWindow
 from ._types import ClientInfo, SubscriptionType
 
-__all__ = ["ClientInfo", "ConsumerStats", "ProducerStats", "RateWindow", "SubscriptionStats", "TopicStats"]
-
-
-@dataclass(frozen=True)
-class ConsumerStats:
-    """One consumer: name, free permits, queued and unacknowledged messages, what it was sent.
-
-    ``permits`` is the broker consumer's own room; ``available_permits`` adds the permits a
-    remote client granted that the broker holds back (Pulsar's ``availablePermits``).
-    """
-
-    name: str
-    permits: int
-    queued_messages: int
-    unacked_messages: int
-    available_permits: int = 0
-    msg_out_counter: int = 0
-    bytes_out_counter: int = 0
-    entries_out_counter: int = 0
-    msg_rate_out: float = 0.0
-    msg_throughput_out: float = 0.0
-    connected_since_ms: int = 0
-    last_consumed_ms: int = 0
-    last_acked_ms: int = 0
-    last_flow_ms: int = 0
-    read_position_when_joining: Position | None = None
-    client: ClientInfo | None = None
+__all__ = [
+    "ClientInfo",
+    "ConsumerStats",
+    "OutStats",
+    "ProducerStats",
+    "RateWindow",
+    "SubscriptionStats",
+    "TopicStats",
+]
 
 
 @dataclass(frozen=True)
@@ -89,12 +72,12 @@ class SubscriptionStats:
     @property
     def msg_rate_out(self) -> float:
         """Messages/s sent to the connected consumers (the sum of theirs, as Pulsar's)."""
-        return sum(c.msg_rate_out for c in self.consumers)
+        return sum(c.out.msg_rate for c in self.consumers)
 
     @property
     def msg_throughput_out(self) -> float:
         """Bytes/s sent to the connected consumers."""
-        return sum(c.msg_throughput_out for c in self.consumers)
+        return sum(c.out.msg_throughput for c in self.consumers)
 
     @property
     def msg_delayed(self) -> int:

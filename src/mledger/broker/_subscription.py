@@ -70,7 +70,7 @@ from ._errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyErro
 from ._hooks import BrokerSettings
 from ._journal import AckRecord, TopicJournal
 from ._message import Message
-from ._stats import ConsumerStats, SubscriptionStats
+from ._stats import SubscriptionStats
 from ._types import ClientInfo, SkipEntry, SubscriptionType
 
 
@@ -223,12 +223,13 @@ class Subscription:
     def stats(self) -> SubscriptionStats:
         """A consistent snapshot of the cursor, the dispatcher and the consumers, with the
         consumers' counters and rates (see :mod:`mledger.broker._stats`)."""
-        now = self._now_ms()
-        interval_ms = self._topic.broker.config.stats_update_frequency_in_secs * 1000
+        now, interval_ms = self._now_ms(), self._stats_interval_ms()
         with self._lock:
             cursor = self._cursor
             dispatcher = self._dispatcher
-            consumers = tuple(self._consumer_stats(c, dispatcher, now, interval_ms) for c in dispatcher.consumers)
+            consumers = tuple(
+                c.stats(now, interval_ms, dispatcher.recently_joined_position(c)) for c in dispatcher.consumers
+            )
             return SubscriptionStats(
                 name=self.name,
                 topic=self.topic,
@@ -240,47 +241,17 @@ class Subscription:
                 consumers=consumers,
                 dispatcher=dispatcher.stats(),
                 durable=self.durable,
-                msg_out_counter=self._removed_msg_out + sum(c.msg_out_counter for c in consumers),
-                bytes_out_counter=self._removed_bytes_out + sum(c.bytes_out_counter for c in consumers),
+                msg_out_counter=self._removed_msg_out + sum(c.out.msg_counter for c in consumers),
+                bytes_out_counter=self._removed_bytes_out + sum(c.out.bytes_counter for c in consumers),
                 non_contiguous_deleted_ranges=cursor.total_non_contiguous_deleted_messages_range(),
                 last_mark_delete_advanced_ms=self._last_md_advanced_ms,
             )
 
-    @staticmethod
-    def _consumer_stats(c: Consumer, dispatcher: Dispatcher, now: int, interval_ms: int) -> ConsumerStats:
-        """One consumer's snapshot (caller holds the subscription lock)."""
-        rate, throughput = c.out_rates.rates(now, interval_ms, c.msg_out_counter, c.bytes_out_counter)
-        held = c.sink.held_permits() if c.sink is not None else 0
-        return ConsumerStats(
-            c.name,
-            c.permits,
-            c.queued_messages,
-            c.unacked_messages,
-            available_permits=max(c.permits, 0) + held,
-            msg_out_counter=c.msg_out_counter,
-            bytes_out_counter=c.bytes_out_counter,
-            entries_out_counter=c.entries_out_counter,
-            msg_rate_out=rate,
-            msg_throughput_out=throughput,
-            connected_since_ms=c.connected_since_ms,
-            last_consumed_ms=c.last_consumed_ms,
-            last_acked_ms=c.last_acked_ms,
-            last_flow_ms=c.last_flow_ms,
-            read_position_when_joining=dispatcher.recently_joined_position(c),
-            client=c.client,
-        )
-
-    def out_counters(self) -> tuple[int, int]:
-        """``(messages, bytes)`` sent to its consumers, those gone included."""
-        with self._lock:
-            consumers = self._dispatcher.consumers
-            return (
-                self._removed_msg_out + sum(c.msg_out_counter for c in consumers),
-                self._removed_bytes_out + sum(c.bytes_out_counter for c in consumers),
-            )
-
     def _now_ms(self) -> int:
         return self._topic.broker.clock.now_ms()
+
+    def _stats_interval_ms(self) -> int:
+        return self._topic.broker.config.stats_update_frequency_in_secs * 1000
 
     # -- consumers --------------------------------------------------------------------------
     def add_consumer(
@@ -418,7 +389,7 @@ class Subscription:
         """``Consumer.flow``: ``permits`` more messages of receive-queue room."""
         with self._lock:
             self._check_consumer(consumer)
-            consumer.last_flow_ms = self._now_ms()
+            consumer.record_flow(self._now_ms())
             consumer.return_permits(permits)
 
     def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int:
@@ -428,7 +399,7 @@ class Subscription:
         message ids one by one; returns the entries the first two parts fully acknowledged."""
         with self._lock:
             self._check_consumer(consumer)
-            consumer.last_acked_ms = self._now_ms()
+            consumer.record_ack(self._now_ms())
             if request.cumulative is not None:
                 self._acknowledge_cumulative(request.cumulative)
                 return 0
@@ -743,8 +714,9 @@ class Subscription:
     # -- helpers ------------------------------------------------------------------------------
     def _count_removed(self, consumer: Consumer) -> None:
         """Keep what a leaving consumer was sent in the subscription's counters (lock held)."""
-        self._removed_msg_out += consumer.msg_out_counter
-        self._removed_bytes_out += consumer.bytes_out_counter
+        out = consumer.stats(self._now_ms(), self._stats_interval_ms()).out
+        self._removed_msg_out += out.msg_counter
+        self._removed_bytes_out += out.bytes_counter
 
     def _applied_ack(self, position: Position, indexes: Iterable[int] | None, out: list[AckRecord]) -> None:
         """The journal's rows for an ack of ``position`` just applied (``indexes`` None: the whole

@@ -305,9 +305,9 @@ class Topic:
 
     def _count_removed_subscription(self, sub: Subscription) -> None:
         """Keep what a subscription going away had sent in the topic's counters (lock held)."""
-        messages, size = sub.out_counters()
-        self._removed_msg_out += messages
-        self._removed_bytes_out += size
+        stats = sub.stats()
+        self._removed_msg_out += stats.msg_out_counter
+        self._removed_bytes_out += stats.bytes_out_counter
 
     # -- subscriptions -------------------------------------------------------------------------
     def subscribe(
