@@ -262,18 +262,18 @@ def test_every_module_made_private_still_imports_under_its_old_path_with_one_war
 
 
 @pytest.mark.usefixtures("fresh_warnings")
-@pytest.mark.parametrize("old", ["mledger.replay._generate", "mledger.spark.generate"])
+@pytest.mark.parametrize("old", ["mledger.replay.generate", "mledger.spark.generate"])
 def test_an_old_module_path_named_like_a_public_function_leaves_the_function(
     monkeypatch: pytest.MonkeyPatch, old: str
 ) -> None:
-    """``mledger.replay._generate`` was a module and is now the function the package exports:
+    """``generate`` in ``mledger.replay`` was a module and is now the function the package exports:
     importing the old module path must not replace the function on the package."""
     import mledger.replay
 
-    function = mledger.replay._generate
+    function = mledger.replay.generate
     assert callable(function)
     _forget(monkeypatch, "mledger.spark")
     _forget(monkeypatch, old)
     with pytest.warns(DeprecationWarning):
         importlib.import_module(old)
-    assert mledger.replay._generate is function
+    assert mledger.replay.generate is function

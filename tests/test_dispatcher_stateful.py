@@ -57,7 +57,11 @@ class DispatcherMachine(RuleBasedStateMachine):
             ManagedLedgerFactory(MemoryStore(), clock=self.clock),
             BrokerConfig(
                 receiver_queue_size=permits,
-                managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=4),
+                # retention keeps every ledger: trimming runs on the factory's executor, and a
+                # trim racing a step would make the machine's draws depend on thread timing
+                managed_ledger_config=ManagedLedgerConfig(
+                    max_entries_per_ledger=4, retention_time_ms=-1, retention_size_in_mb=-1
+                ),
             ),
             clock=self.clock,
         )
