@@ -73,8 +73,7 @@ def _store_with_ml(entries: int):  # -> MemoryStore, ledger id
 
 def _cursor_ledger(store, entries: list[bytes]) -> None:
     from mledger import Position
-    from mledger.codec import encode_managed_cursor_info
-    from mledger.codec import PersistedCursorState
+    from mledger.codec import PersistedCursorState, encode_managed_cursor_info
 
     ledger = store.create_ledger()
     store.append_many(ledger, entries)
@@ -84,8 +83,7 @@ def _cursor_ledger(store, entries: list[bytes]) -> None:
 
 def _good_entry(ledger: int) -> bytes:
     from mledger import Position
-    from mledger.codec import encode_position_info
-    from mledger.codec import PersistedCursorState
+    from mledger.codec import PersistedCursorState, encode_position_info
 
     return encode_position_info(PersistedCursorState(mark_delete=Position(ledger, 0)))
 
@@ -127,8 +125,7 @@ def build(case: str):  # -> (store, stored bytes, what the case is)
         import numpy as np
 
         from mledger import Position
-        from mledger.codec import encode_position_info
-        from mledger.codec import PersistedCursorState
+        from mledger.codec import PersistedCursorState, encode_position_info
 
         words = int(case.split("-")[-1])
         values = np.random.default_rng(7).integers(-(1 << 63), (1 << 63) - 1, size=words, dtype=np.int64)

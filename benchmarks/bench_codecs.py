@@ -26,9 +26,15 @@ from typing import Any
 import numpy as np
 
 from mledger import Position
-from mledger.codec import CompressionType, compress_payload, decompress_payload
-from mledger.codec import decode_position_info, encode_position_info
-from mledger.codec import PersistedCursorState, RangeArrays
+from mledger.codec import (
+    CompressionType,
+    PersistedCursorState,
+    RangeArrays,
+    compress_payload,
+    decode_position_info,
+    decompress_payload,
+    encode_position_info,
+)
 from mledger.codec.proto import MLDataFormats_pb2 as pb
 
 ENTRIES_PER_LEDGER = 50_000

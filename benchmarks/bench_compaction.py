@@ -25,8 +25,7 @@ import tracemalloc
 from pathlib import Path
 
 from mledger.broker import Broker
-from mledger.codec import SingleMessage, encode_batch
-from mledger.codec import EntryMetadata, encode_entry
+from mledger.codec import EntryMetadata, SingleMessage, encode_batch, encode_entry
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.storage import SqliteStore
 

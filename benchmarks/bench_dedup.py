@@ -19,8 +19,15 @@ import time
 from collections.abc import Callable
 
 from mledger import EntryMetadata, ManagedLedgerFactory, MemoryStore, SqliteStore
-from mledger.broker import DEDUPLICATION_CURSOR_NAME, Broker, BrokerConfig, InitialPosition, ManualClock, Topic
-from mledger.broker import MessageDeduplication
+from mledger.broker import (
+    DEDUPLICATION_CURSOR_NAME,
+    Broker,
+    BrokerConfig,
+    InitialPosition,
+    ManualClock,
+    MessageDeduplication,
+    Topic,
+)
 from mledger.storage import Store
 
 TOPIC = "persistent://public/default/bench"

@@ -254,8 +254,7 @@ def _engine_part(args: argparse.Namespace) -> None:
     """The engine alone: one topic-partition's batches read first, then fed (CPU time)."""
     import pyarrow as pa
 
-    from mledger.replay import PartitionReplayer
-    from mledger.replay import open_prepared
+    from mledger.replay import PartitionReplayer, open_prepared
     from mledger.replay._layout import read_partition
     from mledger.replay._tasks import quiet_library_warnings
 

@@ -15,15 +15,19 @@ import pytest
 from bench_codecs import acked_bitmap, to_state
 
 from mledger import ManagedLedgerConfig
-from mledger.codec import parse_footer, reassemble, split_chunks
-from mledger.codec import CompressionType, compress_payload, decompress_payload
 from mledger.codec import (
+    CompressionType,
+    PersistedCursorState,
+    compress_payload,
     decode_managed_cursor_info,
     decode_position_info,
+    decompress_payload,
     encode_managed_cursor_info,
     encode_position_info,
+    parse_footer,
+    reassemble,
+    split_chunks,
 )
-from mledger.codec import PersistedCursorState
 
 MAX_ENTRY_SIZE = ManagedLedgerConfig().persistent_unacked_ranges_max_entry_size
 COMPRESSED_HOLES = 100_000

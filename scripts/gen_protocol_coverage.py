@@ -17,9 +17,8 @@ import re
 import sys
 from pathlib import Path
 
-from mledger.protocol import COMMANDS
+from mledger.protocol import COMMANDS, PROTOCOL_VERSION
 from mledger.protocol._commands import Direction, Support
-from mledger.protocol import PROTOCOL_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "docs" / "protocol-coverage.md"

@@ -9,12 +9,11 @@ import base64
 import json
 from pathlib import Path
 
+import pulsar  # pulsar-client, the [test] extra, writes the base64 ids
 
 from mledger import ManagedLedgerFactory, SqliteStore
 from mledger.admin import Admin, SkipMessageIdsRequest
 from mledger.broker import Broker, InitialPosition, ManualClock, MessageId, SubscriptionType
-
-import pulsar  # pulsar-client, the [test] extra, writes the base64 ids
 
 P = "persistent://public/default/orders"
 MINUTE = 60_000

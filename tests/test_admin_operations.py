@@ -12,12 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from mledger.admin import Admin, CancelDelayedMessageResult
+from mledger.admin import Admin, CancelDelayedMessageResult, RemoteAdmin
 from mledger.admin._operations import OPERATIONS, TOPIC_BASE, AdminOperation, by_verb, operation
-from mledger.admin import RemoteAdmin
 from mledger.admin._remote import RemoteClusters, RemoteNamespaces, RemoteTenants, RemoteTopics
-from mledger.broker import Broker
-from mledger.broker import RetentionPolicies
+from mledger.broker import Broker, RetentionPolicies
 from mledger.core import Position
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.storage import MemoryStore

@@ -22,6 +22,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from passlib.hash import apr_md5_crypt, bcrypt, des_crypt
 
+from mledger import ConfigError
 from mledger.admin import Authorization
 from mledger.admin._authentication import (
     NO_PROVIDER,
@@ -32,7 +33,6 @@ from mledger.admin._authentication import (
     common_name,
 )
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger import ConfigError
 from mledger.standalone import EmbeddedStandalone
 
 RECEIVE_MS = 10_000

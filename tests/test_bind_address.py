@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mledger.core import format_address, parse_bind
 from mledger import ConfigError
+from mledger.core import format_address, parse_bind
 
 
 @pytest.mark.parametrize(

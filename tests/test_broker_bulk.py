@@ -22,8 +22,10 @@ from mledger.broker import (
     Broker,
     BrokerConfig,
     Consumer,
+    DelayedDeliveryTracker,
     InitialPosition,
     ManualClock,
+    MessageDeduplication,
     MessageId,
     Producer,
     SkipEntry,
@@ -31,8 +33,6 @@ from mledger.broker import (
     SubscriptionType,
     Topic,
 )
-from mledger.broker import MessageDeduplication
-from mledger.broker import DelayedDeliveryTracker
 from mledger.replay._store import DESCRIBED_ENTRIES, ReplayStore
 
 T = "persistent://public/default/bulk"

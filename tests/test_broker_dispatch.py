@@ -35,8 +35,8 @@ from mledger.broker import (
     SkipEntry,
     Subscription,
     SubscriptionType,
+    sticky_key_hash,
 )
-from mledger.broker import sticky_key_hash
 from mledger.broker._keyshared import ConsistentHashRing
 from mledger.storage import HeldReadStore
 

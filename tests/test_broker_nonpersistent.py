@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mledger import ManagedLedgerFactory
+from mledger import InvalidRequestError, ManagedLedgerFactory, NotFoundError
 from mledger.broker import (
     Broker,
     Consumer,
@@ -13,13 +13,12 @@ from mledger.broker import (
     EntryDelivery,
     ManualClock,
     NamespaceNotFoundError,
+    NonPersistentTopic,
     SubscriptionBusyError,
     SubscriptionType,
     TopicName,
 )
-from mledger.broker import NonPersistentTopic
 from mledger.codec import EntryMetadata, encode_entry
-from mledger import InvalidRequestError, NotFoundError
 
 T = "non-persistent://public/default/t"
 

@@ -20,6 +20,7 @@ from mledger import (
     SqliteStore,
 )
 from mledger.broker import (
+    SUBSCRIPTION_TYPE_PROPERTY,
     AlreadyClosedError,
     BatchMessageIds,
     Broker,
@@ -42,10 +43,8 @@ from mledger.broker import (
     TopicBusyError,
 )
 from mledger.broker._hashing import java_string_hash
-from mledger.broker import SUBSCRIPTION_TYPE_PROPERTY
 from mledger.codec import decode_batch
-from mledger.storage import MemoryStore
-from mledger.storage import FaultInjectingStore, InjectedFault
+from mledger.storage import FaultInjectingStore, InjectedFault, MemoryStore
 
 EARLIEST = InitialPosition.EARLIEST
 T = "persistent://public/default/orders"

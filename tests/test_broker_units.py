@@ -9,12 +9,20 @@ import importlib
 import pytest
 
 from mledger import BadVersionError, ConfigError, InvalidRequestError, MemoryStore, Position, StateCorruptedError
-from mledger.broker import BrokerConfig, MessageId, SkipEntry, SubscriptionType, TopicName
-from mledger.broker import DelayedDeliveryTracker
-from mledger.broker import murmur3_32, sticky_key_hash
+from mledger.broker import (
+    BatchMessageIds,
+    BrokerConfig,
+    DelayedDeliveryTracker,
+    Message,
+    MessageId,
+    SkipEntry,
+    SubscriptionType,
+    TopicName,
+    murmur3_32,
+    sticky_key_hash,
+)
 from mledger.broker._hashing import java_string_hash
 from mledger.broker._keyshared import ConsistentHashRing, RecentlyJoinedConsumers
-from mledger.broker import BatchMessageIds, Message
 from mledger.broker._names import ProducerNameGenerator, decode_partitioned_metadata, encode_partitioned_metadata
 from mledger.broker._redelivery import RedeliveryQueue
 from mledger.broker._routing import RoundRobinPartitionRouter

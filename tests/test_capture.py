@@ -33,9 +33,8 @@ from mledger.admin._authentication import AuthenticationSettings
 from mledger.broker import MessageId
 from mledger.cli._capture import parse_auth_params
 from mledger.core import Position
-from mledger.replay import Capture, CaptureSettings
+from mledger.replay import Capture, CaptureSettings, run_single_process
 from mledger.replay._capture import CAPTURE_FILE, parse_deleted_ranges
-from mledger.replay import run_single_process
 from mledger.standalone import EmbeddedStandalone
 
 pytestmark = pytest.mark.timeout(300)

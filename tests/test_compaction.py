@@ -16,12 +16,18 @@ import pytest
 from protocol_raw import RawClient
 
 from mledger import ManagedLedgerFactory
-from mledger.broker import Broker, BrokerConfig, CompactionStatus, InitialPosition, ManualClock, _compaction as compaction_module
+from mledger.broker import (
+    Broker,
+    BrokerConfig,
+    CompactionStatus,
+    InitialPosition,
+    ManualClock,
+    _compaction as compaction_module,
+)
 from mledger.codec import SingleMessage, decode_batch, encode_batch
 from mledger.codec._batch import compact_batch
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger.core import ManagedLedgerConfig
-from mledger.core import Position
+from mledger.core import ManagedLedgerConfig, Position
 
 NS = "persistent://public/default"
 TIMEOUT_MS = 10_000

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from mledger import (
+    ConfigError,
     InitialPosition,
+    InvalidRequestError,
     ManagedCursor,
     ManagedLedger,
     ManagedLedgerConfig,
@@ -21,15 +22,18 @@ from mledger import (
     Position,
     SqliteStore,
 )
-from mledger.codec import split_chunks
-from mledger.codec import decompress_metadata
-from mledger.codec import decode_managed_cursor_info, decode_position_info, encode_position_info
-from mledger.codec import PersistedCursorState, RangeArrays
-from mledger import ConfigError, InvalidRequestError
+from mledger.codec import (
+    PersistedCursorState,
+    RangeArrays,
+    decode_managed_cursor_info,
+    decode_position_info,
+    decompress_metadata,
+    encode_position_info,
+    split_chunks,
+)
 from mledger.core._ranges import words_to_ack_set
 from mledger.managed_ledger._cursor import CURSOR_INTERNAL_PROPERTY_PREFIX
-from mledger.storage import Store
-from mledger.storage import FaultInjectingStore, InjectedFault
+from mledger.storage import FaultInjectingStore, InjectedFault, Store
 
 ML_NAME = "public/default/persistent/orders"
 

@@ -8,8 +8,7 @@ import dataclasses
 import pytest
 
 from mledger import InitialPosition, ManagedCursor, ManagedLedgerFactory
-from mledger.managed_ledger import CursorStats, PersistenceStats
-from mledger.managed_ledger import RevisionStats
+from mledger.managed_ledger import CursorStats, PersistenceStats, RevisionStats
 from mledger.storage import MemoryStore
 
 

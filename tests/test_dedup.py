@@ -27,9 +27,11 @@ from mledger.broker import (
     DEDUPLICATION_CURSOR_NAME,
     Broker,
     BrokerConfig,
+    DedupStatus,
     DedupVerdict,
     InitialPosition,
     ManualClock,
+    MessageDeduplication,
     MessageDupUnknownError,
     MessageId,
     NoDeduplication,
@@ -38,11 +40,9 @@ from mledger.broker import (
     Subscription,
     Topic,
 )
-from mledger.broker import DedupStatus, MessageDeduplication
 from mledger.broker._dedup import DedupEvent, DedupTransitionError, next_status
 from mledger.managed_ledger._ledger_view import cursor_info_path
-from mledger.storage import Store
-from mledger.storage import FaultInjectingStore, InjectedFault
+from mledger.storage import FaultInjectingStore, InjectedFault, Store
 
 T = "persistent://public/default/orders"
 NOT_DUP, DUP, UNKNOWN = DedupVerdict.NOT_DUPLICATE, DedupVerdict.DUPLICATE, DedupVerdict.UNKNOWN

@@ -34,12 +34,11 @@ from mledger.broker import (
     BrokerConfig,
     InitialPosition,
     ManualClock,
+    MessageDeduplication,
     Producer,
     Topic,
 )
-from mledger.broker import MessageDeduplication
-from mledger.storage import Store
-from mledger.storage import FaultInjectingStore, InjectedFault
+from mledger.storage import FaultInjectingStore, InjectedFault, Store
 
 T = "persistent://public/default/crash"
 ML_NAME = "public/default/persistent/crash"

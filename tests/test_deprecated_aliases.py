@@ -16,9 +16,8 @@ from types import ModuleType
 
 import pytest
 
-from mledger._moved import MOVED_MODULES
-
 import mledger.replay
+from mledger._moved import MOVED_MODULES
 from mledger.broker import DispatcherStats, SubscriptionType
 from mledger.core import _deprecation as deprecation
 

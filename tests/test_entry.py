@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from mledger import Entry, EntryMetadata, InvalidRequestError, Position, StateCorruptedError
-from mledger.codec import stored_entry
-from mledger.codec import decode_entry, encode_entry
+from mledger.codec import decode_entry, encode_entry, stored_entry
 from mledger.codec._entry import crc32c
 from mledger.codec.proto.PulsarApi_pb2 import MessageMetadata
 

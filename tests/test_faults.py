@@ -11,17 +11,20 @@ from pathlib import Path
 import pytest
 
 from mledger import LedgerNotFoundError, MLedgerError
-from mledger.storage import LedgerStore, MetadataStore, Store, Versioned
 from mledger.storage import (
     DISK_FULL,
     FaultInjectingStore,
     HeldRead,
     HeldReadStore,
     InjectedFault,
+    LedgerStore,
+    MemoryStore,
+    MetadataStore,
+    SqliteStore,
+    Store,
+    Versioned,
     WriteRecord,
 )
-from mledger.storage import MemoryStore
-from mledger.storage import SqliteStore
 
 WRITES = {"create_ledger", "append", "append_many", "seal_ledger", "delete_ledger", "put", "delete"}
 

@@ -1035,9 +1035,9 @@ HUGE = 2**70
 def test_retention_out_of_java_range_is_refused_everywhere(server: AdminServer, world: World) -> None:
     """retentionTimeInMinutes is a Java int, retentionSizeInMB a long (Pulsar's clients cannot
     read back more): 400 naming the value, nothing stored; the library, REST and RemoteAdmin."""
+    from mledger import InvalidRequestError
     from mledger.admin import RemoteAdmin
     from mledger.broker import RetentionPolicies
-    from mledger import InvalidRequestError
 
     ns = "/admin/v2/namespaces/public/default/retention"
     for path in (ns, f"{V2}/plain/retention"):

@@ -19,8 +19,7 @@ from mledger import (
     MemoryStore,
     Position,
 )
-from mledger.broker import Broker, BrokerConfig, Topic
-from mledger.broker import FramedPublish, PublishResult
+from mledger.broker import Broker, BrokerConfig, FramedPublish, PublishResult, Topic
 from mledger.codec import decode_entry, encode_entry
 
 CONFIG = ManagedLedgerConfig(max_entries_per_ledger=3, retain_without_subscriptions=True)

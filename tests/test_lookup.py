@@ -18,10 +18,10 @@ import pulsar
 import pytest
 from protocol_raw import RawClient
 
+from mledger import ConfigError
 from mledger.admin import Authorization
 from mledger.broker import BrokerConfig
 from mledger.codec.proto import PulsarApi_pb2 as api
-from mledger import ConfigError
 from mledger.protocol import EmbeddedBroker, ListenerUrls, ProtocolConfig, parse_advertised_listeners
 
 _T = api.BaseCommand

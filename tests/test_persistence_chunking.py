@@ -9,12 +9,23 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mledger import ConfigError, Position, StateCorruptedError
-from mledger.codec import ChunkFooter, pack_entries, parse_footer, reassemble, split_chunks, unpack_payload
+from mledger.codec import (
+    ChunkFooter,
+    CompressionType,
+    PersistedCursorState,
+    RangeArrays,
+    compress_payload,
+    decode_position_info,
+    encode_position_info,
+    is_compressed,
+    pack_entries,
+    parse_footer,
+    reassemble,
+    split_chunks,
+    unpack_payload,
+)
 from mledger.codec._chunking import FOOTER_MAX_BYTES, part_entry_ids
-from mledger.codec import CompressionType, compress_payload, is_compressed
 from mledger.codec._compression import MAGIC
-from mledger.codec import decode_position_info, encode_position_info
-from mledger.codec import PersistedCursorState, RangeArrays
 
 LIMITS = dict(max_parts=1000, max_length=1 << 30)
 

@@ -9,14 +9,16 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from mledger import Position, StateCorruptedError
-from mledger.codec import _cursor_info as codec, _varint_arrays as vx
 from mledger.codec import (
+    PersistedCursorState,
+    RangeArrays,
+    _cursor_info as codec,
+    _varint_arrays as vx,
     decode_managed_cursor_info,
     decode_position_info,
     encode_managed_cursor_info,
     encode_position_info,
 )
-from mledger.codec import PersistedCursorState, RangeArrays
 from mledger.codec.proto import MLDataFormats_pb2 as pb
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1

@@ -17,16 +17,19 @@ from hypothesis import assume, given, settings, strategies as st
 from mledger import ConfigError, MissingExtraError, Position, StateCorruptedError
 from mledger.codec import (
     CompressionType,
+    PersistedCursorState,
+    RangeArrays,
     compress_metadata,
     compress_payload,
+    decode_managed_cursor_info,
     decompress_metadata,
     decompress_payload,
+    encode_managed_cursor_info,
+    encode_position_info,
     is_compressed,
     parse_compression_type,
 )
 from mledger.codec._compression import MAGIC
-from mledger.codec import decode_managed_cursor_info, encode_managed_cursor_info, encode_position_info
-from mledger.codec import PersistedCursorState, RangeArrays
 from mledger.codec.proto import MLDataFormats_pb2 as pb
 
 ALL = list(CompressionType)

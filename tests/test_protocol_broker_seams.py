@@ -9,12 +9,9 @@ from typing import Any
 
 import pytest
 
-from mledger.broker import Broker, BrokerConfig, MetadataNeeds, NoDeduplication, Topic
-from mledger.broker import MessageDeduplication
+from mledger.broker import Broker, BrokerConfig, MessageDeduplication, MetadataNeeds, NoDeduplication, Topic
 from mledger.codec import EntryMetadata
-from mledger.core import ManualClock
-from mledger.core import ManagedLedgerConfig
-from mledger.core import Position
+from mledger.core import ManagedLedgerConfig, ManualClock, Position
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol._convert import metadata_for
 from mledger.storage import MemoryStore

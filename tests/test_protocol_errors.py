@@ -15,21 +15,6 @@ import pulsar
 import pytest
 from protocol_raw import RawClient
 
-from mledger.admin._remote import RemoteAdminError, error_for
-from mledger.broker import (
-    Broker,
-    ConsumerBusyError,
-    MessageDupUnknownError,
-    PersistenceError,
-    ProducerBusyError,
-    SubscriptionBusyError,
-    TopicFencedError,
-    TopicTerminatedError,
-)
-from mledger.broker import TopicName
-from mledger.broker import IncompatibleSchemaError
-from mledger.broker._tenants import TenantNotFoundError
-from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger import (
     EntryTooLargeError,
     InvalidRequestError,
@@ -41,6 +26,21 @@ from mledger import (
     StateCorruptedError,
     UnauthenticatedError,
 )
+from mledger.admin._remote import RemoteAdminError, error_for
+from mledger.broker import (
+    Broker,
+    ConsumerBusyError,
+    IncompatibleSchemaError,
+    MessageDupUnknownError,
+    PersistenceError,
+    ProducerBusyError,
+    SubscriptionBusyError,
+    TopicFencedError,
+    TopicName,
+    TopicTerminatedError,
+)
+from mledger.broker._tenants import TenantNotFoundError
+from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.core._errors import InvalidTopicNameError, ServerError, error_class_for_status, server_error_of
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import EmbeddedBroker, UnknownListenerError

@@ -18,8 +18,7 @@ import pulsar
 import pytest
 
 from mledger.admin import Admin, Authorization, TopicOperation
-from mledger.broker import Broker, SubscriptionType
-from mledger.broker import NonPersistentSubscription
+from mledger.broker import Broker, NonPersistentSubscription, SubscriptionType
 from mledger.protocol import EmbeddedBroker
 from mledger.rest import AdminServer
 

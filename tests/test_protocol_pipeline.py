@@ -17,11 +17,9 @@ from mledger.broker import Broker, BrokerConfig
 from mledger.codec import EntryMetadata, encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.managed_ledger import ManagedLedgerFactory
-from mledger.protocol import ProtocolConfig
+from mledger.protocol import ProtocolConfig, ProtocolServer
 from mledger.protocol._framing import crc32c
-from mledger.protocol import ProtocolServer
-from mledger.storage import SqliteStore
-from mledger.storage import HeldWriteStore
+from mledger.storage import HeldWriteStore, SqliteStore
 
 pytestmark = pytest.mark.timeout(60)
 

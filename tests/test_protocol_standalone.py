@@ -125,9 +125,9 @@ def test_secured_standalone_has_no_anonymous_admin_mutation(tmp_path: Path) -> N
 
 def test_standalone_authenticated_metrics_endpoint(tmp_path: Path) -> None:
     """Issue 23 item 3: --authenticate-metrics-endpoint (BrokerConfig.authenticate_metrics_endpoint)."""
+    from mledger import ConfigError
     from mledger.admin import Authorization
     from mledger.broker import BrokerConfig
-    from mledger import ConfigError
     from mledger.standalone import EmbeddedStandalone
 
     done = subprocess.run(

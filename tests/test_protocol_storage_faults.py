@@ -18,8 +18,7 @@ import pulsar
 import pytest
 
 from mledger.protocol import EmbeddedBroker
-from mledger.storage import Store
-from mledger.storage import DISK_FULL, FaultInjectingStore
+from mledger.storage import DISK_FULL, FaultInjectingStore, Store
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -33,6 +33,7 @@ from mledger.broker import (
     Broker,
     BrokerConfig,
     InitialPosition,
+    MessageDeduplication,
     MessageDupUnknownError,
     MessageId,
     PersistenceError,
@@ -40,9 +41,7 @@ from mledger.broker import (
     Topic,
     TopicFencedError,
 )
-from mledger.broker import MessageDeduplication
-from mledger.storage import NEW_NODE
-from mledger.storage import DISK_FULL, FaultInjectingStore, HeldWriteStore, InjectedFault
+from mledger.storage import DISK_FULL, NEW_NODE, FaultInjectingStore, HeldWriteStore, InjectedFault
 
 pytestmark = [pytest.mark.timeout(60)]
 

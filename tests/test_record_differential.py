@@ -28,9 +28,7 @@ import pulsar
 import pyarrow.parquet as pq
 import pytest
 
-from mledger.replay import BrokerModel
-from mledger.replay import run_single_process
-from mledger.replay import ReplaySettings
+from mledger.replay import BrokerModel, ReplaySettings, run_single_process
 
 pytestmark = pytest.mark.timeout(300)
 

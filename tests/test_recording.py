@@ -26,8 +26,7 @@ import pytest
 from mledger import InitialPosition, ManagedLedgerFactory, MemoryStore
 from mledger.broker import Broker, ManualClock, SkipEntry, SubscriptionType
 from mledger.codec import MessageId
-from mledger.replay import _recording as recording
-from mledger.replay import Recorder, RecordSettings, read_recording_status
+from mledger.replay import Recorder, RecordSettings, _recording as recording, read_recording_status
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -8,10 +8,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from mledger.replay import ReplaySettings, SubscriptionSpec
 from mledger.replay._local import output_tables, replay_table
-from mledger.replay import SubscriptionSpec
 from mledger.replay._schema import ANSWER_FIELDS, EVENT_SCHEMA, KIND_ACKED, KIND_PRODUCED
-from mledger.replay import ReplaySettings
 
 SUBS = {"t": [SubscriptionSpec("s", "SHARED", "earliest")]}
 
@@ -163,8 +162,7 @@ def test_upgrade_is_one_sweep_over_the_preset() -> None:
 def test_spark_and_single_process_give_the_same_answers(spark: Any, tmp_path: Any) -> None:
     import pyarrow.parquet as pq
 
-    from mledger.replay import GeneratorConfig, generate
-    from mledger.replay import run_single_process
+    from mledger.replay import GeneratorConfig, generate, run_single_process
     from mledger.replay.spark._job import run_replay
 
     generate(

@@ -25,8 +25,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from mledger.replay import GeneratorConfig, generate
-from mledger.replay import run_single_process
+from mledger.replay import GeneratorConfig, generate, run_single_process
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 

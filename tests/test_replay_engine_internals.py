@@ -10,10 +10,9 @@ from test_replay_isolated_cancel import plain_walk, row
 
 from mledger.broker import DelayedDeliveryTracker
 from mledger.core import Position
+from mledger.replay import PartitionReplayer, SubscriptionSpec
 from mledger.replay._broker_model import _DelayedQueue
 from mledger.replay._columns import Rows
-from mledger.replay import PartitionReplayer
-from mledger.replay import SubscriptionSpec
 from mledger.replay._schema import KIND_CANCELLED
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
+from mledger.replay import PartitionReplayer, SubscriptionSpec
 from mledger.replay._columns import Rows
-from mledger.replay import PartitionReplayer
-from mledger.replay import SubscriptionSpec
 from mledger.replay._schema import KIND_ACKED, KIND_CANCELLED, KIND_PRODUCED
 
 # (kind, subscription code, ledger, entry, batch index)

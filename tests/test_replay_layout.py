@@ -12,11 +12,22 @@ import pyarrow.parquet as pq
 import pytest
 
 from mledger import ConfigError
+from mledger.replay import (
+    GeneratorConfig,
+    InputSchemaError,
+    PreparedLayoutError,
+    ReplaySettings,
+    SweepSummary,
+    format_sweep,
+    generate,
+    open_prepared,
+    parse_sweep,
+    prepare_in_process,
+    run_single_process,
+)
 from mledger.replay._checks import OutputPathError
 from mledger.replay._events import write_logs
-from mledger.replay import GeneratorConfig, generate
 from mledger.replay._inputs import plan_inputs
-from mledger.replay import PreparedLayoutError, open_prepared
 from mledger.replay._layout import (
     MANIFEST_FILE,
     ManifestMismatchError,
@@ -24,12 +35,6 @@ from mledger.replay._layout import (
     partition_directory,
     read_partition,
 )
-from mledger.replay import run_single_process
-from mledger.replay import prepare_in_process
-from mledger.replay import InputSchemaError
-from mledger.replay import ReplaySettings
-from mledger.replay import SweepSummary, format_sweep
-from mledger.replay import parse_sweep
 from mledger.replay._sweep import variants
 from mledger.replay._tasks import TaskResult, commit_outputs, plan_tasks, start_outputs
 

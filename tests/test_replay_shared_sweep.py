@@ -12,12 +12,16 @@ import pyarrow as pa
 import pytest
 
 import mledger
-from mledger.replay import BrokerModel
-from mledger.replay import PartitionReplayer
-from mledger.replay import GeneratorConfig, generate
-from mledger.replay import PreparedLog, open_prepared
+from mledger.replay import (
+    BrokerModel,
+    GeneratorConfig,
+    PartitionReplayer,
+    PreparedLog,
+    ReplaySettings,
+    generate,
+    open_prepared,
+)
 from mledger.replay._mirror import PERSISTENCE_KEYS, behaviour, shared_groups
-from mledger.replay import ReplaySettings
 from mledger.replay._sweep import Variant
 from mledger.replay._tasks import replay_partition_into
 

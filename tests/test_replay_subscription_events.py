@@ -22,14 +22,16 @@ import pytest
 from mledger import InitialPosition, ManagedLedgerFactory, MemoryStore
 from mledger.broker import Broker, Consumer, ManualClock, SkipEntry, Subscription, SubscriptionType
 from mledger.core import EARLIEST, LATEST
-from mledger.replay import BrokerModel
+from mledger.replay import (
+    BrokerModel,
+    InputSchemaError,
+    Recorder,
+    ReplaySettings,
+    prepare_in_process,
+    run_single_process,
+)
 from mledger.replay._inputs import plan_inputs
-from mledger.replay import run_single_process
-from mledger.replay import prepare_in_process
-from mledger.replay import Recorder
-from mledger.replay import InputSchemaError
 from mledger.replay._schema import PER_STEP_COLUMNS
-from mledger.replay import ReplaySettings
 
 TOPIC = "persistent://public/default/t"
 

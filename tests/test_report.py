@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from mledger.replay._schema import ANOMALY_SCHEMA, CURSOR_SCHEMA
 from mledger.report import DEFAULT_LIMIT, ReplayReportInputError, build_report
 from mledger.report._chart import PALETTE, Chart, LegendItem, Panel, Reference, Series, Unit, format_bytes
 from mledger.report._render import draw_chart, render_chart
-from mledger.replay._schema import ANOMALY_SCHEMA, CURSOR_SCHEMA
 
 LIMIT = 100
 ORDERS = "persistent://public/default/orders"
@@ -410,9 +410,7 @@ def test_every_table_fits_its_card(tmp_path: Path, width: int) -> None:
 
 
 def test_report_of_a_real_replay(tmp_path: Path) -> None:
-    from mledger.replay import GeneratorConfig, generate
-    from mledger.replay import run_single_process
-    from mledger.replay import ReplaySettings
+    from mledger.replay import GeneratorConfig, ReplaySettings, generate, run_single_process
 
     generate(str(tmp_path / "events"), GeneratorConfig(events=20_000, topics=2, partitions=2, seed=11))
     summary = run_single_process(str(tmp_path / "events"), str(tmp_path / "out"),

@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from mledger.replay import GeneratorConfig, generate
-from mledger.replay import run_single_process
-from mledger.report import build_report
-from mledger.report import ReplayReportInputError
+from mledger.replay import GeneratorConfig, generate, run_single_process
+from mledger.report import ReplayReportInputError, build_report
 from mledger.report._data import load_model
 
 

@@ -19,13 +19,10 @@ from typing import Any
 
 import pytest
 
-from mledger import EARLIEST, LATEST, ManualClock
-from mledger.core import ManagedLedgerConfig
-from mledger import ConfigError
-from mledger.core import Position
+from mledger import EARLIEST, LATEST, ConfigError, ManualClock
+from mledger.core import ManagedLedgerConfig, Position
 from mledger.managed_ledger import InitialPosition, ManagedLedger, ManagedLedgerFactory
-from mledger.storage import MemoryStore, SqliteStore
-from mledger.storage import HeldWriteStore
+from mledger.storage import HeldWriteStore, MemoryStore, SqliteStore
 
 MB = 1024 * 1024
 HOUR_MS = 3600 * 1000
@@ -607,8 +604,8 @@ def test_topic_retention_policy_survives_a_restart_and_covers_partitions() -> No
     ],
 )
 def test_invalid_retention_policies_are_refused_with_pulsars_message(time_minutes: int, size_mb: int, message: str) -> None:
-    from mledger.broker import RetentionPolicies
     from mledger import PreconditionFailedError
+    from mledger.broker import RetentionPolicies
 
     broker = _broker()
     broker.create_topic("persistent://public/default/t")
@@ -624,8 +621,8 @@ def test_invalid_retention_policies_are_refused_with_pulsars_message(time_minute
 
 
 def test_retention_of_a_missing_topic_is_not_found() -> None:
-    from mledger.broker import RetentionPolicies
     from mledger import NotFoundError
+    from mledger.broker import RetentionPolicies
 
     broker = _broker()
     with pytest.raises(NotFoundError, match="Topic not found"):

@@ -12,12 +12,10 @@ import json
 
 import pytest
 
-from mledger import ManagedLedgerFactory
-from mledger.broker import Broker, BrokerConfig, SchemaCompatibilityStrategy
-from mledger.broker import IncompatibleSchemaError
+from mledger import ConfigError, InvalidRequestError, ManagedLedgerFactory
+from mledger.broker import Broker, BrokerConfig, IncompatibleSchemaError, SchemaCompatibilityStrategy
 from mledger.broker._schema_compat import check_compatible, check_consumer_compatible
 from mledger.broker._schemas import SchemaInfo
-from mledger import ConfigError, InvalidRequestError
 
 S = SchemaCompatibilityStrategy
 AVRO, JSON_TYPE, STRING = 4, 2, 1

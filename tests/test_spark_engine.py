@@ -12,13 +12,11 @@ import pytest
 import mledger.replay._broker_model
 import mledger.replay._events
 from mledger.codec import decode_managed_cursor_info, decode_position_info
-from mledger.replay import EventOrderError, PartitionReplayer
+from mledger.replay import EventOrderError, PartitionReplayer, ReplaySettings, SubscriptionSpec
 from mledger.replay._entries import EntryIndex
 from mledger.replay._events import event_table, replay_rows
 from mledger.replay._local import replay_table
-from mledger.replay import SubscriptionSpec
 from mledger.replay._schema import EVENT_SCHEMA, OUTPUT_SCHEMA, PER_STEP_COLUMNS
-from mledger.replay import ReplaySettings
 
 T = "persistent://public/default/orders"
 

@@ -13,12 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from mledger import ConfigError
+from mledger.replay import GeneratorConfig, InputSchemaError, ReplaySettings, generate, run_single_process
 from mledger.replay._events import write_logs
-from mledger.replay import GeneratorConfig, generate
 from mledger.replay._inputs import plan_inputs, read_all
-from mledger.replay import run_single_process
-from mledger.replay import InputSchemaError
-from mledger.replay import ReplaySettings
 from mledger.replay._store import CURSOR_LEDGER_BASE, ReplayStore
 
 GOOD = [
@@ -263,8 +260,8 @@ def test_the_demo_says_its_anomalies_are_planted_by_the_generator(tmp_path: Any,
 
 
 def test_a_summary_names_anomalies_the_generator_did_not_plant() -> None:
-    from mledger.replay._generate import PLANTED_ANOMALIES
     from mledger.replay import ReplaySummary, format_summary
+    from mledger.replay._generate import PLANTED_ANOMALIES
 
     summary = ReplaySummary(1, 1, 1, 0, 1, 1, 0, 0, 0, 0, anomalies={"dedup_duplicate": 2, "position_out_of_order": 1})
     text = format_summary(summary, planted=PLANTED_ANOMALIES)

@@ -14,18 +14,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from mledger.replay import (
+    GeneratorConfig,
+    InputSchemaError,
+    ReplaySettings,
+    SweepSummary,
+    generate,
+    open_prepared,
+    prepare_in_process,
+    run_single_process,
+)
 from mledger.replay._events import write_logs
-from mledger.replay import GeneratorConfig, generate
 from mledger.replay._inputs import plan_inputs
-from mledger.replay import open_prepared
 from mledger.replay._layout import read_partition
-from mledger.replay import run_single_process
-from mledger.replay import prepare_in_process
-from mledger.replay import InputSchemaError
-from mledger.replay import ReplaySettings
 from mledger.replay.spark._job import run_replay
 from mledger.replay.spark._prepare import prepare_dataframe, prepare_on_spark
-from mledger.replay import SweepSummary
 
 pytestmark = pytest.mark.spark
 

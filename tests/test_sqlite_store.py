@@ -20,8 +20,7 @@ from mledger import (
     StateCorruptedError,
     StoreLockedError,
 )
-from mledger.storage import DEFAULT_MAX_ENTRY_SIZE, Versioned
-from mledger.storage import SqliteStore
+from mledger.storage import DEFAULT_MAX_ENTRY_SIZE, SqliteStore, Versioned
 from mledger.storage._sqlite import DATABASE_NAME, LOCK_NAME
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

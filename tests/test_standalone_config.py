@@ -9,11 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mledger.admin import Authorization
-from mledger.cli._mledger import build_parser
 from mledger import ConfigError
-from mledger.protocol import ListenerUrls
-from mledger.standalone import standalone_settings
 from mledger._standalone_config import (
     PULSAR_KEYS,
     ServerSettings,
@@ -22,6 +18,10 @@ from mledger._standalone_config import (
     read_pulsar_conf,
     render_settings,
 )
+from mledger.admin import Authorization
+from mledger.cli._mledger import build_parser
+from mledger.protocol import ListenerUrls
+from mledger.standalone import standalone_settings
 
 pytestmark = pytest.mark.timeout(120)
 

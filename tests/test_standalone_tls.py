@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from mledger.admin._authentication import common_name
 from mledger import ConfigError
+from mledger.admin._authentication import common_name
 from mledger.core import TlsSettings
 from mledger.core._tls import parse_subject_name, server_context, subject_name
 

@@ -24,10 +24,18 @@ from mledger import (
     ManagedLedgerClosedError,
     MLedgerError,
 )
-from mledger.storage import DEFAULT_MAX_ENTRY_SIZE, NEW_NODE, LedgerStore, MetadataStore, Store, Versioned
-from mledger.storage import FaultInjectingStore, HeldReadStore
-from mledger.storage import MemoryStore
-from mledger.storage import SqliteStore
+from mledger.storage import (
+    DEFAULT_MAX_ENTRY_SIZE,
+    NEW_NODE,
+    FaultInjectingStore,
+    HeldReadStore,
+    LedgerStore,
+    MemoryStore,
+    MetadataStore,
+    SqliteStore,
+    Store,
+    Versioned,
+)
 
 MakeStore = Callable[..., Store]
 

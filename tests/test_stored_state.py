@@ -19,13 +19,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mledger import ManagedLedgerFactory, ManagedLedgerFactoryConfig, MemoryStore, Position
-from mledger.codec import CompressionType, compress_metadata
-from mledger.codec import encode_managed_cursor_info, encode_position_info
-from mledger.codec import PersistedCursorState as CursorState, RangeArrays
+from mledger import ManagedLedgerFactory, ManagedLedgerFactoryConfig, MemoryStore, Position, StateCorruptedError
+from mledger.codec import (
+    CompressionType,
+    PersistedCursorState as CursorState,
+    RangeArrays,
+    compress_metadata,
+    encode_managed_cursor_info,
+    encode_position_info,
+)
 from mledger.codec.proto import MLDataFormats_pb2 as pb
 from mledger.core import ManagedLedgerConfig
-from mledger import StateCorruptedError
 
 MiB = 1024 * 1024
 ML = "public/default/persistent/orders"

@@ -16,9 +16,9 @@ import httpx
 import pulsar
 import pytest
 
+from mledger import NotFoundError, PermissionDeniedError, PreconditionFailedError
 from mledger.admin import Admin, Authorization
 from mledger.broker import Broker
-from mledger import NotFoundError, PermissionDeniedError, PreconditionFailedError
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import EmbeddedBroker
 from mledger.storage import MemoryStore
