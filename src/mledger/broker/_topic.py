@@ -77,6 +77,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_new_tuple = tuple.__new__
+
 _NOT_DUPLICATE = DedupVerdict.NOT_DUPLICATE
 _UNKNOWN = DedupVerdict.UNKNOWN
 
@@ -561,14 +563,9 @@ class Topic:
                             f"entry of {len(item.framed)} bytes exceeds the maximum entry size {limit}"
                         )
                         continue
-                    ctx = PublishContext(
-                        name,
-                        item.producer_name,
-                        item.sequence_id,
-                        item.highest_sequence_id,
-                        item.num_messages,
-                        item.metadata,
-                    )
+                    # FramedPublish's first five fields are PublishContext's after the topic:
+                    # built with tuple.__new__, not the named tuple's Python-level __new__
+                    ctx = _new_tuple(PublishContext, (name, *item[:5]))
                     verdict = dedup.check(ctx)
                     if verdict is _NOT_DUPLICATE:
                         accepted.append((i, ctx))

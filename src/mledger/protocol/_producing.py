@@ -31,6 +31,7 @@ from ._nonpersistent import is_non_persistent
 __all__ = ["ProducerCommands"]
 
 _T = api.BaseCommand
+_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__ (one per SEND)
 
 
 class ProducerCommands(SessionBase):
@@ -135,7 +136,7 @@ class ProducerCommands(SessionBase):
             raw_highest = highest & UINT64_MASK
         # num_messages defaults to 1 in the proto: an unset field reads 1
         n = send.num_messages
-        item = FramedPublish(handle.name, sequence_id, highest, n, metadata, entry)
+        item = _new_tuple(FramedPublish, (handle.name, sequence_id, highest, n, metadata, entry))
         sends = self._pending_sends.get(id(topic))
         if sends is None:
             sends = self._pending_sends[id(topic)] = []
