@@ -145,3 +145,28 @@ def test_a_publish_checks_the_entry_size_at_the_topic_and_the_store_only() -> No
     assert done.wait(10)
     assert isinstance(results[0][0], Position)
     assert store.limit_reads == 2
+
+
+def test_a_write_counts_each_producers_entries_when_producers_interleave() -> None:
+    """A write's completion counts stored entries per run of one producer's entries: runs
+    that alternate between producers still credit each producer with its own."""
+    broker = Broker(ManagedLedgerFactory(MemoryStore()), BrokerConfig())
+    topic = broker.open_topic("persistent://public/default/counted")
+    assert isinstance(topic, Topic)
+    a, b = topic.create_producer("a"), topic.create_producer("b")
+    order = [("a", 1), ("a", 2), ("b", 3), ("a", 4), ("b", 5), ("b", 6), ("gone", 7)]
+    items = [
+        FramedPublish(name, seq, seq, seq, EntryMetadata(), encode_entry(b"m" * seq, EntryMetadata()))
+        for name, seq in order
+    ]
+    results: list[list[PublishResult]] = []
+    topic.publish_entries(items, results.append)
+    assert topic.wait_for_publishes(10)
+    assert all(isinstance(r, Position) for r in results[0])
+
+    def counted(name: str) -> tuple[int, int]:
+        return sum(s for n, s in order if n == name), sum(len(i.framed) for i in items if i.producer_name == name)
+
+    for producer in (a, b):
+        stats = producer.stats(0, 1000)
+        assert (stats.msg_in_counter, stats.bytes_in_counter) == counted(producer.name)

@@ -10,7 +10,13 @@ from mledger import EntryMetadata
 from mledger.codec import decode_entry, encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.protocol import COMMANDS, Connection, ConnectionState, FrameTooLargeError, RemoteProtocolError
-from mledger.protocol._codec import decode_command, encode_command, message_command, send_receipt_command
+from mledger.protocol._codec import (
+    decode_command,
+    encode_command,
+    message_command,
+    send_receipt_command,
+    send_receipt_frame,
+)
 from mledger.protocol._commands import Direction, Support
 from mledger.protocol._framing import (
     FrameDecoder,
@@ -160,6 +166,28 @@ def test_send_receipt_bytes_equal_protobuf(seq: int) -> None:
     )
     expected = _T(type=_T.SEND_RECEIPT, send_receipt=receipt).SerializeToString()
     assert send_receipt_command(3, seq, seq, 9, 1000) == expected
+
+
+@pytest.mark.parametrize(
+    ("producer", "seq", "highest", "ledger", "entry", "partition"),
+    [
+        (0, 0, 0, 0, 0, -1),
+        (3, 127, 127, 9, 1000, -1),
+        (3, 128, 16_384, 1 << 21, 16_383, 0),
+        ((1 << 64) - 1, (1 << 64) - 1, (1 << 64) - 1, (1 << 63) - 1, (1 << 63) - 1, 300),
+        (1 << 40, 5, 2_097_152, 12, 0, 7),
+    ],
+)
+def test_send_receipt_frame_is_the_framed_protobuf_command(
+    producer: int, seq: int, highest: int, ledger: int, entry: int, partition: int
+) -> None:
+    mid = api.MessageIdData(ledgerId=ledger, entryId=entry)
+    if partition >= 0:
+        mid.partition = partition
+    receipt = api.CommandSendReceipt(producer_id=producer, sequence_id=seq, message_id=mid, highest_sequence_id=highest)
+    command = _T(type=_T.SEND_RECEIPT, send_receipt=receipt).SerializeToString()
+    frame = send_receipt_frame(producer, seq, highest, ledger, entry, partition)
+    assert frame == struct.pack(">II", len(command) + 4, len(command)) + command
 
 
 def test_decode_command_refuses_garbage_and_unknown_types() -> None:

@@ -144,6 +144,35 @@ def test_produce_then_consume_frame_by_frame() -> None:
     assert session.messages_out == 2
 
 
+def test_receipts_echo_the_sequence_ids_and_counts_follow_num_messages() -> None:
+    host = Host()
+    session = connected(host)
+    session.data_received(frame(producer_cmd(1, 10)))
+    replies(session)
+    u64 = 1 << 64
+    # (sequence_id, highest_sequence_id or None, num_messages or None) -> receipt's (sequence_id, highest)
+    cases = [
+        ((5, None, None), (5, 5)),
+        ((6, 9, 4), (6, 9)),
+        ((10, 3, None), (10, 10)),  # a highest below the sequence id: the sequence id
+        ((u64 - 1, None, None), (u64 - 1, 0)),  # -1 from a Java client: highest stays 0
+        ((u64 - 2, u64 - 1, 2), (u64 - 2, u64 - 1)),
+    ]
+    data = b""
+    for (seq, highest, n), _ in cases:
+        send = api.CommandSend(producer_id=1, sequence_id=seq)
+        if highest is not None:
+            send.highest_sequence_id = highest
+        if n is not None:
+            send.num_messages = n
+        body = encode_entry(b"v", EntryMetadata(producer_name="p", sequence_id=seq % (1 << 63), publish_time_ms=1))
+        data += frame(_T(type=_T.SEND, send=send), b"\x0e\x01" + struct.pack(">I", crc32c(body)) + body)
+    session.data_received(data)
+    receipts = [r.send_receipt for r, _ in replies(session)]
+    assert [(r.sequence_id, r.highest_sequence_id) for r in receipts] == [want for _, want in cases]
+    assert session.messages_in == 1 + 4 + 1 + 1 + 2
+
+
 def test_a_fencing_producer_closes_the_other_sessions_producer() -> None:
     host = Host()
     first, second = connected(host), connected(host)

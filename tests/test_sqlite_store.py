@@ -288,6 +288,31 @@ def test_a_large_range_is_read_with_one_query(store: SqliteStore) -> None:
     assert len(statements) == 1 and statements[0].startswith("SELECT data FROM entries")
 
 
+def test_a_batch_is_appended_with_a_few_multi_row_inserts(store: SqliteStore) -> None:
+    ledger = store.create_ledger()
+    statements: list[str] = []
+    store._writer.set_trace_callback(statements.append)
+    store.append_many(ledger, [b"%03d" % i for i in range(150)])
+    store._writer.set_trace_callback(None)
+    inserts = [s for s in statements if s.startswith("INSERT INTO entries")]
+    assert len(inserts) == 6  # 150 rows = 2 x 64 + 16 + 4 + 2 x 1, not one statement step per row
+    assert len(statements) <= 10  # with BEGIN, the entry id lookup, COMMIT
+
+
+@pytest.mark.parametrize("sizes", [[0, 1, 3], [4, 5, 63], [64, 65, 100], [150, 1, 257]])
+def test_batches_cut_into_multi_row_inserts_keep_ids_contiguous_and_data_intact(
+    store: SqliteStore, sizes: list[int]
+) -> None:
+    ledger = store.create_ledger()
+    expected: list[bytes] = []
+    for size in sizes:
+        batch = [b"%d-%d" % (size, i) for i in range(size)]
+        assert store.append_many(ledger, batch) == len(expected)
+        expected += batch
+    assert store.read(ledger, 0, len(expected)) == expected
+    assert store.last_entry_id(ledger) == len(expected) - 1
+    assert store.check() == []
+
 # -- check() -----------------------------------------------------------------------------------
 def _raw(data_dir: Path, *sql: str) -> None:
     conn = sqlite3.connect(data_dir / DATABASE_NAME, isolation_level=None)

@@ -77,6 +77,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_new_tuple = tuple.__new__
+
 _NOT_DUPLICATE = DedupVerdict.NOT_DUPLICATE
 _UNKNOWN = DedupVerdict.UNKNOWN
 
@@ -293,15 +295,29 @@ class Topic:
         completions only (one at a time); a racy read of the producer map is fine."""
         producers = self._producers
         messages = size = 0
+        # Counted per run of one producer's entries (a batch is mostly one producer's), not
+        # per entry: one producer lookup and call per run.
+        name: str | None = None
+        run_messages = run_size = 0
         for (_, ctx), raw in zip(accepted, raws, strict=True):
             n, b = ctx.num_messages, len(raw)
             messages += n
             size += b
-            producer = producers.get(ctx.producer_name)
-            if producer is not None:
-                producer.count_stored(n, b)
+            if ctx.producer_name != name:
+                self._count_stored(producers, name, run_messages, run_size)
+                name, run_messages, run_size = ctx.producer_name, 0, 0
+            run_messages += n
+            run_size += b
+        self._count_stored(producers, name, run_messages, run_size)
         self._msg_in += messages
         self._bytes_in += size
+
+    @staticmethod
+    def _count_stored(producers: dict[str, Producer], name: str | None, messages: int, size: int) -> None:
+        if name is not None and messages | size:
+            producer = producers.get(name)
+            if producer is not None:
+                producer.count_stored(messages, size)
 
     def _count_removed_subscription(self, sub: Subscription) -> None:
         """Keep what a subscription going away had sent in the topic's counters (lock held)."""
@@ -547,14 +563,9 @@ class Topic:
                             f"entry of {len(item.framed)} bytes exceeds the maximum entry size {limit}"
                         )
                         continue
-                    ctx = PublishContext(
-                        name,
-                        item.producer_name,
-                        item.sequence_id,
-                        item.highest_sequence_id,
-                        item.num_messages,
-                        item.metadata,
-                    )
+                    # FramedPublish's first five fields are PublishContext's after the topic:
+                    # built with tuple.__new__, not the named tuple's Python-level __new__
+                    ctx = _new_tuple(PublishContext, (name, *item[:5]))
                     verdict = dedup.check(ctx)
                     if verdict is _NOT_DUPLICATE:
                         accepted.append((i, ctx))

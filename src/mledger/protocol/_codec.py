@@ -172,11 +172,24 @@ def send_receipt_command(
 def send_receipt_frame(
     producer_id: int, sequence_id: int, highest_sequence_id: int, ledger_id: int, entry_id: int, partition: int = -1
 ) -> bytes:
-    """:func:`send_receipt_command` in its frame (``[totalSize][commandSize]`` in front)."""
-    command = send_receipt_command(producer_id, sequence_id, highest_sequence_id, ledger_id, entry_id, partition)
-    n = len(command)
-    return _U32_PAIR.pack(n + 4, n) + command
+    """:func:`send_receipt_command` in its frame (``[totalSize][commandSize]`` in front).
+
+    One per stored message on the produce path: built with two joins, and the sequence id's
+    varint written once when it is also the highest (a non-batched SEND), about a quarter
+    cheaper than framing :func:`send_receipt_command`'s bytes.
+    """
+    v = _varint_bytes
+    mid = _ledger_prefix(ledger_id) + v(entry_id)
+    if partition >= 0:
+        mid += b"\x18" + v(partition)
+    seq = v(sequence_id)
+    highest = seq if highest_sequence_id == sequence_id else v(highest_sequence_id)
+    body = b"".join((b"\x08", v(producer_id), b"\x10", seq, b"\x1a", v(len(mid)), mid, b"\x20", highest))
+    size = v(len(body))
+    n = _SEND_RECEIPT_HEAD_SIZE + len(size) + len(body)
+    return b"".join((_U32_PAIR.pack(n + 4, n), _SEND_RECEIPT_HEAD, size, body))
 
 
 _SEND_RECEIPT_HEAD = b"\x08" + _encode_varint(_TYPE_SEND_RECEIPT) + b"\x3a"  # type, then field 7 (length-delimited)
+_SEND_RECEIPT_HEAD_SIZE = len(_SEND_RECEIPT_HEAD)
 _U32_PAIR = struct.Struct(">II")

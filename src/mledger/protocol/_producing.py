@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..broker import ClientInfo, FramedPublish, PublishResult
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core._errors import MLedgerError, StateCorruptedError
-from ..core._ints import UINT64_MASK, as_int64
+from ..core._ints import INT64_MAX, UINT64_MASK, as_int64
 from ..core._position import Position
 from ._base import SessionBase
 from ._codec import send_receipt_frame
@@ -31,6 +31,7 @@ from ._nonpersistent import is_non_persistent
 __all__ = ["ProducerCommands"]
 
 _T = api.BaseCommand
+_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__ (one per SEND)
 
 
 class ProducerCommands(SessionBase):
@@ -123,17 +124,23 @@ class ProducerCommands(SessionBase):
         except StateCorruptedError as exc:
             self._send_error(producer_id, raw_sequence_id, api.UnknownError, str(exc))
             return
-        sequence_id = as_int64(raw_sequence_id)
         raw_highest = send.highest_sequence_id
-        highest = as_int64(raw_highest)
-        if highest <= sequence_id:
-            highest = sequence_id
-        n = send.num_messages if send.HasField("num_messages") else 1
-        item = FramedPublish(handle.name, sequence_id, highest, n, metadata, entry)
+        if raw_highest == 0 and raw_sequence_id <= INT64_MAX:
+            # the common case (no batch, a sequence id >= 0): the highest is the sequence id
+            sequence_id = highest = raw_highest = raw_sequence_id
+        else:
+            sequence_id = as_int64(raw_sequence_id)
+            highest = as_int64(raw_highest)
+            if highest <= sequence_id:
+                highest = sequence_id
+            raw_highest = highest & UINT64_MASK
+        # num_messages defaults to 1 in the proto: an unset field reads 1
+        n = send.num_messages
+        item = _new_tuple(FramedPublish, (handle.name, sequence_id, highest, n, metadata, entry))
         sends = self._pending_sends.get(id(topic))
         if sends is None:
             sends = self._pending_sends[id(topic)] = []
-        sends.append((handle, raw_sequence_id, highest & UINT64_MASK, item))
+        sends.append((handle, raw_sequence_id, raw_highest, item))
         self.inflight_sends += 1
         self.messages_in += n
         self.bytes_in += len(entry)

@@ -127,7 +127,9 @@ class _Shell(asyncio.Protocol):
             log.exception("connection from %s: unexpected error; closing it", session.peer)
             self.abort_after_flush()
             return
-        self.server.flush_soon(session)
+        if session.connection.has_data_to_send:
+            # A read of SENDs alone queues nothing: their receipts come with the write's completion.
+            self.server.flush_soon(session)
         if not self.reading_paused and session.inflight_sends > self.server.config.max_pending_sends:
             self.reading_paused = True
             assert self.transport is not None
