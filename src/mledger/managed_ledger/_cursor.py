@@ -43,8 +43,13 @@ validation (``_check_entry``, O(1) per position; ``_check_rows``, vectorised;
 batch states, the mark-delete) -> ``_acked_entries`` (the consumed counter, absorption into MD)
 -> :meth:`_after_change` (throttle, or ``CursorStateStore.persist(snapshot)``: format and
 truncate -> :mod:`mledger.codec._cursor_info` ``PositionInfo`` bytes -> the ``LedgerStore``).
-``delete(position)`` is the single-call fast path through the same steps: no allocation beyond
-the bitmap's, and the state stores observe it in O(1) instead of from a snapshot.
+``delete(position)`` is the single-call fast path through the same steps, inlined: the
+validation is one lookup in the ledger's live list (:attr:`LedgerView.ledger_list
+<mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`), the throttle one clock reading
+(``time.time_ns`` on the system clock) against a deadline re-armed at each persist and by the
+ledger's ``set_config`` (``_rearm_throttle``), and its whole-entry acks reach the cursor's own
+state store as one O(1) ``observe_entries_acked`` per run of them (``_settle_observation``, before
+anything else uses the store); nothing is allocated beyond the bitmap's growth.
 
 The lifecycle (:class:`CursorLifecycle`) moves only through ``_move`` over
 :data:`~mledger.managed_ledger._cursor_snapshot.LIFECYCLE_TRANSITIONS`.
@@ -491,7 +496,7 @@ class ManagedCursor:
         changed) if any position is beyond the last confirmed entry, or above the mark-delete
         but not an entry of this ledger (Pulsar accepts those and then miscounts the backlog).
         O(1) per position: one position is the single-call fast path (no allocation beyond
-        the bitmap's).
+        the bitmap's growth; see the module docstring).
         """
         if type(positions) is not Position:
             self.delete_many(cast("Iterable[Position]", positions))
@@ -515,7 +520,7 @@ class ManagedCursor:
                     self._drop_batch(positions)
                     entries_acked = -1  # its acked indexes count no more: observe from a snapshot
                 if self._acked.add(ledger_id, entry_id):
-                    self._consumed += 1  # _acked_entries(1, positions)
+                    self._consumed += 1  # _acked_entries, absorbing only after the mark-delete
                     if positions == self._md_next or self._md_next is None:
                         self._absorb()
                 else:
@@ -705,13 +710,12 @@ class ManagedCursor:
         for p in list(self._batch.irange(maximum=target, inclusive=(True, False))):
             self._drop_batch(p)
 
-    def _acked_entries(self, n: int, single: Position | None = None) -> None:
-        """``n`` more entries are acknowledged (the one place the consumed counter grows); then
-        absorb holes into the mark-delete. ``single``: the one entry acked, which needs the
-        absorption only when it is the entry right after the mark-delete."""
+    def _acked_entries(self, n: int) -> None:
+        """``n`` more entries are acknowledged (the one place the consumed counter grows, but
+        for its inlined copy in the single-call fast path, which absorbs only when the entry
+        acked is the one right after the mark-delete); then absorb holes into the mark-delete."""
         self._consumed += n
-        if single is None or single == self._md_next or self._md_next is None:
-            self._absorb()
+        self._absorb()
 
     def is_message_deleted(self, position: Position) -> bool:
         """``position <= MD`` or individually deleted (batch partial state is ignored)."""
