@@ -49,3 +49,13 @@ def test_mark_delete_absorbs_contiguous_acks(benchmark: Any, bench_entries: int)
     cursor = benchmark.pedantic(fill_the_hole, setup=setup, rounds=ROUNDS)
     assert cursor.mark_delete_position == last[-1]
     benchmark.extra_info["absorbed"] = bench_entries
+
+
+def test_the_ack_workloads_ack_live_entries_only() -> None:
+    """Every position a cursor workload acks is a live, unacknowledged entry: the cursor exists
+    before the entries are written, so no ledger is trimmed as consumed under it (issue 27)."""
+    cursor, order = ack_workload(120_000, seed=1)
+    assert len(order) == 120_000 == cursor.number_of_entries_in_backlog()
+    assert len(cursor.ledger.ledger_infos()) >= 3  # ledgers of 50,000 entries, all kept
+    ack_each(cursor, order)
+    assert cursor.messages_consumed_counter == 120_000 and cursor.number_of_entries_in_backlog() == 0

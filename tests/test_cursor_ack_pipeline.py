@@ -77,9 +77,10 @@ def test_the_single_ack_fast_path_observes_what_a_full_recomputation_does(steps:
         elif kind == "flush":
             cursor.flush()
         cursor._check()
+        figures = cursor.stats().persistence  # tells the store what the fast path deferred
         entries, indexes = store._redelivered(cursor._snapshot())
-        assert store.stats().redelivered_after_restart == max(0, entries) + indexes
-        assert store.stats().redelivered_after_restart_max >= store.stats().redelivered_after_restart
+        assert figures.redelivered_after_restart == store.stats().redelivered_after_restart == max(0, entries) + indexes
+        assert figures.redelivered_after_restart_max >= figures.redelivered_after_restart
 
 
 def test_a_whole_entry_ack_of_a_partly_acked_batch_is_observed_exactly() -> None:
@@ -90,13 +91,14 @@ def test_a_whole_entry_ack_of_a_partly_acked_batch_is_observed_exactly() -> None
     assert store is not None
     cursor.delete(cursor.ledger.next_valid_position(other))  # persisted: the throttle starts now
     cursor.delete_batch_indexes(first, [0, 1, 2], 5)  # throttled: 3 indexes a restart would lose
-    assert store.stats().redelivered_after_restart == 3
+    assert cursor.stats().persistence.redelivered_after_restart == 3
     cursor.delete(first)  # the whole entry (its batch state goes): 3 indexes become 1 entry
     entries, indexes = store._redelivered(cursor._snapshot())
-    assert store.stats().redelivered_after_restart == max(0, entries) + indexes == 1
+    assert cursor.stats().persistence.redelivered_after_restart == max(0, entries) + indexes == 1
     clock.advance(1_000)
     cursor.delete(other)  # persisted: nothing to lose
-    assert store.stats().redelivered_after_restart == 0 and store.stats().redelivered_after_restart_max == 3
+    figures = cursor.stats().persistence
+    assert figures.redelivered_after_restart == 0 and figures.redelivered_after_restart_max == 3
 
 
 def test_a_request_is_validated_whole_before_anything_is_acknowledged() -> None:
@@ -115,3 +117,154 @@ def test_a_request_is_validated_whole_before_anything_is_acknowledged() -> None:
     assert sub.cursor.number_of_entries_in_backlog() == 4  # the whole entries were not acknowledged either
     assert consumer.acknowledge_request(AckRequest(entries=positions[:2], ack_sets=[(positions[3], 0, 1)])) == 3
     assert sub.cursor.number_of_entries_in_backlog() == 1
+
+
+def _run_with_optional_mirror(steps: list[tuple[str, int, int]], mirrored: bool) -> list[tuple[int, ...]]:
+    """Run ``steps`` on a fresh cursor; the persistence figures at each ``check`` step and at
+    the end. A mirror makes the cursor tell its state stores about every ack as it happens."""
+    from mledger.managed_ledger._cursor_store import CursorStateStore
+    from mledger.replay._mirror import MirrorView
+
+    cursor, clock = _cursor(entries=30, per_ledger=7)
+    ml = cursor.ledger
+    if mirrored:
+        cursor.add_state_mirror(CursorStateStore(MirrorView(ml, ml.config, ml.factory_config, MemoryStore()), "c"))
+    positions = [ml.next_valid_position(cursor.mark_delete_position)]
+    while len(positions) < 30:
+        positions.append(ml.next_valid_position(positions[-1]))
+    seen: list[tuple[int, ...]] = []
+    for kind, k, ms in steps:
+        clock.advance(ms)
+        p = positions[k]
+        if kind == "single":
+            cursor.delete(p)
+        elif kind == "batch":
+            cursor.delete_batch_indexes(p, [k % 4], 4)
+        elif kind == "mark" and p >= cursor.mark_delete_position:
+            cursor.mark_delete(p)
+        elif kind == "flush":
+            cursor.flush()
+        elif kind == "check":
+            f = cursor.stats().persistence
+            seen.append(
+                (
+                    f.redelivered_after_restart,
+                    f.redelivered_after_restart_max,
+                    f.redelivered_after_restart_max_at_ms,
+                    f.persist_count,
+                )
+            )
+    f = cursor.stats().persistence
+    seen.append(
+        (
+            f.redelivered_after_restart,
+            f.redelivered_after_restart_max,
+            f.redelivered_after_restart_max_at_ms,
+            f.persist_count,
+            cursor.messages_consumed_counter,
+        )
+    )
+    cursor._check()
+    return seen
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["single"] * 6 + ["batch", "mark", "flush", "check", "check"]),
+            st.integers(0, 29),
+            st.sampled_from([0, 0, 0, 1, 7, 333, 999]),
+        ),
+        max_size=60,
+    )
+)
+def test_the_fast_path_tells_the_store_at_once_what_it_tells_it_per_ack(steps: list[tuple[str, int, int]]) -> None:
+    """The single-call fast path tells the cursor's own store its whole-entry acks in one call
+    per run (when the figures are read or anything else uses the store): the figures, their
+    maximum and when it was reached are those of a cursor whose state mirror makes it tell
+    every ack at once (the mirror path is the per-ack one)."""
+    assert _run_with_optional_mirror(steps, mirrored=False) == _run_with_optional_mirror(steps, mirrored=True)
+
+
+def test_a_run_of_fast_acks_stamps_its_maximum_at_its_last_ack() -> None:
+    cursor, clock = _cursor(entries=20, per_ledger=5)
+    ml = cursor.ledger
+    first = ml.next_valid_position(cursor.mark_delete_position)
+    cursor.delete(first)  # persisted at 0: the throttle starts
+    p = first
+    for t in (10, 20, 30):
+        clock.advance(10)
+        p = ml.next_valid_position(ml.next_valid_position(p))  # leave holes: nothing absorbs
+        cursor.delete(p)
+        assert cursor.stats().persistence.redelivered_after_restart_max_at_ms == t
+    for _ in range(3):
+        clock.advance(100)
+        p = ml.next_valid_position(ml.next_valid_position(p))
+        cursor.delete(p)  # three acks, nobody reads the figures in between
+    figures = cursor.stats().persistence
+    assert figures.redelivered_after_restart == figures.redelivered_after_restart_max == 6
+    assert figures.redelivered_after_restart_max_at_ms == 330 and figures.persist_count == 1  # the first ack
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    rate=st.sampled_from([1.0, 3.0, 0.7, 7.0, 1000.0, 3000.0, 0.0]),
+    steps=st.lists(
+        st.tuples(
+            st.one_of(st.sampled_from([0, 1, 142, 143, 333, 334, 999, 1000, 1428, 1429]), st.integers(0, 1500)),
+            st.sampled_from(["ack", "ack", "ack", "again", "rate"]),
+            st.sampled_from([0.0, 0.5, 1.0, 3.0, 1000.0]),
+        ),
+        max_size=40,
+    ),
+)
+def test_the_persist_throttle_persists_when_the_rate_reading_the_clock_would(
+    rate: float, steps: list[tuple[int, str, float]]
+) -> None:
+    """The throttle is a deadline re-armed at each persist (and by ``set_config``); a change
+    persists exactly when ``now_ms - last_persist_ms < 1000 / throttle_mark_delete`` fails, the
+    rule read from the clock and the ledger's current settings on every change."""
+    cursor, clock = _cursor(entries=50, per_ledger=9, throttle=rate)
+    ml = cursor.ledger
+    position = cursor.mark_delete_position
+    persists = cursor.stats().persistence.persist_count
+    last: int | None = None
+    for advance, kind, new_rate in steps:
+        now = clock.advance(advance)
+        if kind == "rate":
+            ml.set_config(ml.config.with_changes(throttle_mark_delete=new_rate))
+            continue
+        if kind == "ack":
+            nxt = ml.next_valid_position(position)
+            if nxt > ml.last_confirmed_entry:
+                break
+            position = nxt
+        cursor.delete(position)  # "again": the same position, already acknowledged
+        throttle = ml.config.throttle_mark_delete
+        expected = not (throttle > 0 and last is not None and now - last < 1000.0 / throttle)
+        count = cursor.stats().persistence.persist_count
+        assert count == persists + expected, (now, last, throttle)
+        persists = count
+        if expected:
+            last = now
+        assert cursor.is_dirty is not expected
+
+
+def test_an_ack_in_a_ledger_trimmed_under_the_cursor_is_refused() -> None:
+    """A cursor the trimming pass did not see (opened while it ran) can have its mark-delete
+    below ledgers that are gone: an ack there is refused, by the fast path too."""
+    clock = ManualClock(0)
+    factory = ManagedLedgerFactory(MemoryStore(), clock=clock)
+    ml = factory.open("t", ManagedLedgerConfig(max_entries_per_ledger=3))
+    owner = ml.open_cursor("owner", InitialPosition.EARLIEST)
+    positions = [ml.add_entry(b"x") for _ in range(9)]
+    unseen = ManagedCursor.open_non_durable(ml, "unseen", None, InitialPosition.EARLIEST)  # not listed: never advanced
+    owner.mark_delete(positions[5])
+    ml.trim_consumed_ledgers_in_background().result(timeout=10)
+    assert ml.ledger_entries(positions[0].ledger_id) is None and unseen.mark_delete_position < positions[0]
+    for p in (positions[0], positions[4]):
+        assert "no such entry" in _refusal(lambda p=p: unseen.delete(p))
+        assert "no such entry" in _refusal(lambda p=p: unseen.delete_many([p]))
+    unseen.delete(positions[7])
+    assert unseen.is_message_deleted(positions[7]) and not unseen.is_message_deleted(positions[6])

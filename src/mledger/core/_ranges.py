@@ -72,16 +72,25 @@ class AckRangeSet:
 
     # -- adding -----------------------------------------------------------------------------
     def add(self, ledger_id: int, entry_id: int) -> bool:
-        """Mark ``ledger_id:entry_id`` acked; return True if it was not acked before. O(1)."""
-        if not 0 <= entry_id <= MAX_ENTRY_ID:
-            _bad_entry(ledger_id, entry_id)
+        """Mark ``ledger_id:entry_id`` acked; return True if it was not acked before. O(1): one
+        bitmap call, and a cache to drop only when that ledger's caches were built."""
         bm = self._bitmaps.get(ledger_id)
-        if bm is None:
-            bm = self._bitmaps[ledger_id] = BitMap()
+        if bm is None or not 0 <= entry_id <= MAX_ENTRY_ID:
+            return self._add_to_new_ledger(ledger_id, entry_id)
         try:
             bm.add_checked(entry_id)
         except KeyError:
             return False
+        if ledger_id in self._runs:  # the run arrays are cached only with the run count
+            self._changed(ledger_id)
+        self._cardinality += 1
+        return True
+
+    def _add_to_new_ledger(self, ledger_id: int, entry_id: int) -> bool:
+        """:meth:`add` of the first entry of a ledger (or of a bad entry id, refused)."""
+        if not 0 <= entry_id <= MAX_ENTRY_ID:
+            _bad_entry(ledger_id, entry_id)
+        self._bitmaps[ledger_id] = BitMap((entry_id,))
         self._changed(ledger_id)
         self._cardinality += 1
         return True
@@ -525,6 +534,7 @@ class AckRangeSet:
             assert cached is None or cached == _run_count(bm), f"stale run count for {ledger_id}"
         assert total == self._cardinality, f"cardinality {self._cardinality} != {total}"
         assert set(self._runs) <= set(self._bitmaps), "run counts cached for absent ledgers"
+        assert set(self._run_arrays) <= set(self._runs), "runs cached without their count"  # add relies on it
         for ledger_id, (starts, ends) in self._run_arrays.items():
             fresh = _runs_of(self._bitmaps[ledger_id])
             assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"

@@ -110,9 +110,12 @@ class Appender:
                             _new, repeat(Position, k), zip(repeat(ledger_id, k), range(first, first + k), strict=True)
                         )
                     with ml._lock:
+                        # The last confirmed entry first: a listed ledger's entry count never
+                        # covers an entry beyond it, even for a reader without the lock (the
+                        # cursors' O(1) ack validation, LedgerView.ledger_list).
+                        ml._last_confirmed = positions[-1]
                         current.entries += k
                         current.size += size
-                        ml._last_confirmed = positions[-1]
                         ml._entries_added += k
                         if self.ledger_is_full(current):
                             try:

@@ -43,8 +43,13 @@ validation (``_check_entry``, O(1) per position; ``_check_rows``, vectorised;
 batch states, the mark-delete) -> ``_acked_entries`` (the consumed counter, absorption into MD)
 -> :meth:`_after_change` (throttle, or ``CursorStateStore.persist(snapshot)``: format and
 truncate -> :mod:`mledger.codec._cursor_info` ``PositionInfo`` bytes -> the ``LedgerStore``).
-``delete(position)`` is the single-call fast path through the same steps: no allocation beyond
-the bitmap's, and the state stores observe it in O(1) instead of from a snapshot.
+``delete(position)`` is the single-call fast path through the same steps, inlined: the
+validation is one lookup in the ledger's live list (:attr:`LedgerView.ledger_list
+<mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`), the throttle one clock reading
+(``time.time_ns`` on the system clock) against a deadline re-armed at each persist and by the
+ledger's ``set_config`` (``_rearm_throttle``), and its whole-entry acks reach the cursor's own
+state store as one O(1) ``observe_entries_acked`` per run of them (``_settle_observation``, before
+anything else uses the store); nothing is allocated beyond the bitmap's growth.
 
 The lifecycle (:class:`CursorLifecycle`) moves only through ``_move`` over
 :data:`~mledger.managed_ledger._cursor_snapshot.LIFECYCLE_TRANSITIONS`.
@@ -57,6 +62,7 @@ and, for durable cursors, persist through the cursor's state store (storage I/O)
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -68,6 +74,7 @@ import numpy as np
 from sortedcontainers import SortedDict
 
 from ..codec._entry import Entry
+from ..core._clock import nanosecond_reader
 from ..core._errors import (
     CursorAlreadyClosedError,
     CursorModifyingError,
@@ -130,8 +137,16 @@ class ManagedCursor:
         self._consumed = 0
         self._dirty = False
         self._last_persist_ms: int | None = None
-        self._now_ms = ml.clock.now_ms
-        self._observed = True  # the state stores' redelivery figures are up to date
+        self._clock_ns = nanosecond_reader(ml.clock)
+        # The persist throttle as a deadline: a change persists once the clock reads at least
+        # this (ns); re-armed by every persist and by the ledger's set_config (_rearm_throttle).
+        self._persist_due_ns: float = -math.inf
+        self._ledger_list = ml.ledger_list  # live: O(1) validation of an ack, no call
+        self._observed = True  # the state stores' redelivery figures are up to date (but for:)
+        # Whole-entry acks of the single-call fast path not yet told to the cursor's own state
+        # store, and the clock reading of the latest: see _settle_observation.
+        self._unobserved_acks = 0
+        self._unobserved_at_ns = 0
         self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
         self._store: CursorStateStore | None = None
         self._mirrors: list[CursorStateStore] = []  # see add_state_mirror
@@ -481,24 +496,49 @@ class ManagedCursor:
         changed) if any position is beyond the last confirmed entry, or above the mark-delete
         but not an entry of this ledger (Pulsar accepts those and then miscounts the backlog).
         O(1) per position: one position is the single-call fast path (no allocation beyond
-        the bitmap's).
+        the bitmap's growth; see the module docstring).
         """
         if type(positions) is not Position:
             self.delete_many(cast("Iterable[Position]", positions))
             return
-        with self._lock:
+        # The steps of the pipeline, inlined: this path runs once per acknowledged message.
+        lock = self._lock
+        lock.acquire()  # not `with`: __enter__/__exit__ cost a third of this path's locking
+        try:
             if self._closed:
                 self._check_open()
-            if self._check_entry(positions, self._ml.last_confirmed_entry):
+            entries_acked = 0
+            if positions > self._md:
+                # _check_entry in O(1) without a call: the ledger list's entry counts cover
+                # only confirmed entries (LedgerView.ledger_list); anything else is refused there.
+                ledger_id, entry_id = positions
+                info = self._ledger_list.get(ledger_id)
+                if info is None or not 0 <= entry_id < info.entries:
+                    self._check_entry(positions, self._ml.last_confirmed_entry)
                 entries_acked = 1
                 if self._batch and positions in self._batch:
                     self._drop_batch(positions)
                     entries_acked = -1  # its acked indexes count no more: observe from a snapshot
-                if self._acked.add(positions[0], positions[1]):
-                    self._acked_entries(1, positions)
-                    self._after_change(False, entries_acked)
-                    return
-            self._after_change(False, 0)
+                if self._acked.add(ledger_id, entry_id):
+                    self._consumed += 1  # _acked_entries, absorbing only after the mark-delete
+                    if positions == self._md_next or self._md_next is None:
+                        self._absorb()
+                else:
+                    entries_acked = 0
+            elif positions > self._ml.last_confirmed_entry:
+                raise self._beyond_lac(positions)
+            if self._durable:  # _after_change(False, entries_acked)
+                now_ns = self._clock_ns()
+                if now_ns >= self._persist_due_ns:
+                    self._persist()
+                elif entries_acked == 1 and self._observed and not self._mirrors:
+                    self._dirty = True  # _throttled, for the one common case, told to the store later
+                    self._unobserved_acks += 1
+                    self._unobserved_at_ns = now_ns
+                else:
+                    self._throttled(now_ns, entries_acked)
+        finally:
+            lock.release()
 
     def delete_many(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Bulk individual acknowledgement; returns how many entries became acked.
@@ -670,13 +710,12 @@ class ManagedCursor:
         for p in list(self._batch.irange(maximum=target, inclusive=(True, False))):
             self._drop_batch(p)
 
-    def _acked_entries(self, n: int, single: Position | None = None) -> None:
-        """``n`` more entries are acknowledged (the one place the consumed counter grows); then
-        absorb holes into the mark-delete. ``single``: the one entry acked, which needs the
-        absorption only when it is the entry right after the mark-delete."""
+    def _acked_entries(self, n: int) -> None:
+        """``n`` more entries are acknowledged (the one place the consumed counter grows, but
+        for its inlined copy in the single-call fast path, which absorbs only when the entry
+        acked is the one right after the mark-delete); then absorb holes into the mark-delete."""
         self._consumed += n
-        if single is None or single == self._md_next or self._md_next is None:
-            self._absorb()
+        self._absorb()
 
     def is_message_deleted(self, position: Position) -> bool:
         """``position <= MD`` or individually deleted (batch partial state is ignored)."""
@@ -772,20 +811,64 @@ class ManagedCursor:
         with batch state), which the state stores observe in O(1) (nothing for 0)."""
         if not self._durable:
             return
-        throttle = self._ml.config.throttle_mark_delete
-        if throttle > 0 and not force_persist:
-            now = self._now_ms()
-            last = self._last_persist_ms
-            if last is not None and now - last < 1000.0 / throttle:
-                self._dirty = True
-                if entries_acked < 0 or not self._observed:
-                    self._observe(now)
-                elif entries_acked and self._store is not None:
-                    self._store.observe_entries_acked(entries_acked, now)
-                    for mirror in self._mirrors:
-                        mirror.observe_entries_acked(entries_acked, now)
+        if not force_persist:
+            now_ns = self._clock_ns()
+            if now_ns < self._persist_due_ns:
+                self._throttled(now_ns, entries_acked)
                 return
         self._persist()
+
+    def _throttled(self, now_ns: int, entries_acked: int) -> None:
+        """A change the throttle defers (read at ``now_ns``): mark dirty; the state stores
+        observe it (see :meth:`_after_change` for ``entries_acked``)."""
+        self._dirty = True
+        now = now_ns // 1_000_000
+        if entries_acked < 0 or not self._observed:
+            self._observe(now)
+        elif entries_acked and self._store is not None:
+            self._settle_observation()
+            self._store.observe_entries_acked(entries_acked, now)
+            for mirror in self._mirrors:
+                mirror.observe_entries_acked(entries_acked, now)
+
+    def _settle_observation(self) -> None:
+        """Tell the cursor's own state store the whole-entry acks the single-call fast path
+        deferred (only while the stores' figures are observed and there are no mirrors), as
+        one ``observe_entries_acked``; every other use of the store calls this first.
+
+        Exactly what one call per ack would have left: each such ack adds 1 to the figure's
+        entries part, so over a run the figure never falls and its last value is its highest,
+        reached (first) at the run's last ack, whose clock reading is kept; the maximum is
+        compared and stamped once with those. (When the figure does not grow over the run it
+        stays at or below the maximum, which was last compared with it.)"""
+        n = self._unobserved_acks
+        if n and self._store is not None:
+            self._unobserved_acks = 0
+            self._store.observe_entries_acked(n, self._unobserved_at_ns // 1_000_000)
+
+    def _rearm_throttle(self) -> None:
+        """Set the deadline from which a change persists again: ``throttle_mark_delete``
+        persists per second (Pulsar's mark-delete rate limit) after the last persist; none
+        without a throttle or before the first persist.
+
+        Exact in whole milliseconds, as a throttle reading the clock's ``now_ms`` on every
+        change: ``now_ms - last < 1000 / rate`` holds for an integer ``now_ms`` exactly when
+        ``now_ms < last + ceil(1000 / rate)``, that is when the clock reads fewer nanoseconds
+        than that many milliseconds (``now_ms`` is the nanosecond reading floored)."""
+        throttle = self._ml.config.throttle_mark_delete
+        last = self._last_persist_ms
+        if not (throttle > 0) or last is None:
+            self._persist_due_ns = -math.inf
+            return
+        interval_ms = 1000.0 / throttle
+        self._persist_due_ns = math.inf if math.isinf(interval_ms) else (last + math.ceil(interval_ms)) * 1_000_000
+
+    def ledger_config_changed(self) -> None:
+        """The managed ledger's settings were replaced (``ManagedLedger.set_config`` calls this,
+        as Pulsar's ``setConfig`` calls ``setThrottleMarkDelete`` on each cursor): the persist
+        throttle follows the new ``throttle_mark_delete`` from the next change on."""
+        with self._lock:
+            self._rearm_throttle()
 
     def _observe(self, now_ms: int) -> None:
         """Let the state stores see a change they do not persist (what a restart would
@@ -793,6 +876,7 @@ class ManagedCursor:
         store = self._store
         if store is None:
             return
+        self._settle_observation()
         snapshot = self._snapshot()
         store.observe(snapshot, now_ms)
         for mirror in self._mirrors:
@@ -802,6 +886,7 @@ class ManagedCursor:
     def _persist(self) -> None:
         if self._store is None:
             return
+        self._settle_observation()
         snapshot = self._snapshot()
         self._observed = False  # until the stores have taken the write (and observed it)
         self._store.persist(snapshot)
@@ -810,7 +895,8 @@ class ManagedCursor:
         self._observed = True
         self._persistent_md = self._md
         self._dirty = False
-        self._last_persist_ms = self._now_ms()
+        self._last_persist_ms = self._clock_ns() // 1_000_000
+        self._rearm_throttle()
         self._ml.request_trim(self, self._md)
 
     def _snapshot(self) -> CursorSnapshot:
@@ -847,6 +933,7 @@ class ManagedCursor:
             self._check_open()
             if self._store is None:
                 raise ValueError(f"cursor {self.name} is not durable: it persists no state to mirror")
+            self._settle_observation()  # the fast path defers nothing once there is a mirror
             store.initialize(self._snapshot())
             self._mirrors.append(store)
 
@@ -910,6 +997,7 @@ class ManagedCursor:
         # Cursor properties live only in ManagedCursorInfo (field 8), as in Pulsar. Written
         # first, adopted after: a failed write leaves the cursor as it was.
         if self._store is not None:
+            self._settle_observation()
             snapshot = replace(self._snapshot(), cursor_properties=MappingProxyType(dict(properties)))
             self._store.persist_cursor_properties(snapshot)
             for mirror in self._mirrors:
@@ -1121,6 +1209,7 @@ class ManagedCursor:
             self._move(CursorEvent.CLOSE)
             try:
                 if self._store is not None:
+                    self._settle_observation()
                     snapshot = self._snapshot()
                     self._store.close(snapshot)
                     for mirror in self._mirrors:
@@ -1169,6 +1258,7 @@ class ManagedCursor:
         """A consistent snapshot (frozen) of positions, counters, revision and persistence
         figures, under the lock once. O(ledgers)."""
         with self._lock:
+            self._settle_observation()
             return CursorStats(
                 name=self.name,
                 durable=self._durable,

@@ -598,12 +598,16 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         broker calls when a topic's policies change, retention included).
 
         Rollover limits apply from the next append, cursor persistence settings from the next
-        persisted state, retention from the next trimming pass, which is queued now."""
+        persisted state, the cursors' persist throttle from their next change, retention from
+        the next trimming pass, which is queued now."""
         if not isinstance(config, ManagedLedgerConfig):
             raise TypeError(f"config must be a ManagedLedgerConfig, got {config!r}")
         with self._lock:
             self.config = config
             self._trimmer.deferred = True  # the limits changed: a pass must look again
+            cursors = list(self._cursors.values()) + list(self._non_durable.values())
+        for cursor in cursors:  # outside the ledger lock: a cursor takes its own lock first
+            cursor.ledger_config_changed()
         self.trim_consumed_ledgers_in_background()
 
     @property

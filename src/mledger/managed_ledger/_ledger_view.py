@@ -10,7 +10,7 @@ never back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from enum import Enum
@@ -128,6 +128,15 @@ class LedgerView(Protocol):
     def position_after_n(self, start: Position, n: int, bound: PositionBound = ...) -> Position: ...
 
     def ledger_entries(self, ledger_id: int) -> int | None: ...
+
+    @property
+    def ledger_list(self) -> Mapping[int, LedgerInfo]:
+        """The ledger list itself, live (ledger id -> :class:`LedgerInfo`, ascending): the same
+        mapping for the ledger's lifetime, read without a lock and never changed by a cursor.
+        O(1) ack validation reads it: an entry ``0 <= e < entries`` of a listed ledger is
+        always at or below the last confirmed entry (the count grows only after the last
+        confirmed entry has moved past what it counts), and a trimmed ledger is gone from it."""
+        ...
 
     def next_ledger_id(self, ledger_id: int) -> int | None: ...
 

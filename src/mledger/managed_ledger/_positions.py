@@ -12,7 +12,8 @@ Every method holds the ledger lock briefly (or reads one attribute), never acros
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import cast
 
 from sortedcontainers import SortedDict
 
@@ -208,6 +209,12 @@ class LedgerPositions:
         """A copy of the ledger list, ascending."""
         with self._lock:
             return [LedgerInfo(li.ledger_id, li.entries, li.size, li.timestamp) for li in self._ledgers.values()]
+
+    @property
+    def ledger_list(self) -> Mapping[int, LedgerInfo]:
+        """The ledger list, live (see :attr:`LedgerView.ledger_list
+        <mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`)."""
+        return cast("Mapping[int, LedgerInfo]", self._ledgers)
 
     def ledger_entries(self, ledger_id: int) -> int | None:
         """Number of entries of a ledger in the list, None if it is not there. O(1)."""

@@ -18,7 +18,7 @@ replay's (tested against separate replays).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 
 from ..codec._entry import Entry
@@ -161,6 +161,10 @@ class MirrorView:
 
     def ledger_entries(self, ledger_id: int) -> int | None:
         return self._ledger.ledger_entries(ledger_id)
+
+    @property
+    def ledger_list(self) -> Mapping[int, LedgerInfo]:
+        return self._ledger.ledger_list
 
     def next_ledger_id(self, ledger_id: int) -> int | None:
         return self._ledger.next_ledger_id(ledger_id)
