@@ -207,8 +207,11 @@ class _KeepsItsExports(ModuleType):
     package exports) must not replace that name."""
 
     def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, ModuleType) and name in getattr(self, "__all__", ()) and name in self.__dict__:
-            return
+        # a module loaded under an old path is bound by importlib under that path's last part;
+        # a real submodule has that name as its own
+        if isinstance(value, ModuleType) and value.__name__ != f"{self.__name__}.{name}":
+            if name in getattr(self, "__all__", ()):
+                return
         super().__setattr__(name, value)
 
 

@@ -13,33 +13,64 @@ Nothing in this package imports pyspark; the Spark driver glue is :mod:`mledger.
 * :mod:`.settings`, :mod:`.summary`, :mod:`.events`  settings, the printed summary, hand-written logs for tests
 """
 
-from ._broker_model import BrokerModel as BrokerModel
-from ._capture import Capture as Capture, CaptureSettings as CaptureSettings
+from typing import TYPE_CHECKING
+
+from ..core._lazy import lazy_getattr
 from ._engine import EventOrderError as EventOrderError, PartitionReplayer as PartitionReplayer
-from ._generate import GeneratorConfig as GeneratorConfig, generate as generate
-from ._layout import (
-    PreparedLayoutError as PreparedLayoutError,
-    PreparedLog as PreparedLog,
-    open_prepared as open_prepared,
-)
-from ._local import run_single_process as run_single_process
 from ._model import PartitionModel as PartitionModel, SubscriptionSpec as SubscriptionSpec
-from ._prepare import prepare_in_process as prepare_in_process
-from ._recording import (
-    Recorder as Recorder,
-    RecordSettings as RecordSettings,
-    read_recording_status as read_recording_status,
-)
 from ._schema import InputSchemaError as InputSchemaError
 from ._settings import ReplaySettings as ReplaySettings
-from ._summary import (
-    ReplaySummary as ReplaySummary,
-    SweepSummary as SweepSummary,
-    format_summary as format_summary,
-    format_sweep as format_sweep,
-    summarize as summarize,
-)
-from ._sweep import parse_sweep as parse_sweep
+
+if TYPE_CHECKING:
+    from ._broker_model import BrokerModel as BrokerModel
+    from ._capture import Capture as Capture, CaptureSettings as CaptureSettings
+    from ._generate import GeneratorConfig as GeneratorConfig, generate as generate
+    from ._layout import (
+        PreparedLayoutError as PreparedLayoutError,
+        PreparedLog as PreparedLog,
+        open_prepared as open_prepared,
+    )
+    from ._local import run_single_process as run_single_process
+    from ._prepare import prepare_in_process as prepare_in_process
+    from ._recording import (
+        Recorder as Recorder,
+        RecordSettings as RecordSettings,
+        read_recording_status as read_recording_status,
+    )
+    from ._summary import (
+        ReplaySummary as ReplaySummary,
+        SweepSummary as SweepSummary,
+        format_summary as format_summary,
+        format_sweep as format_sweep,
+        summarize as summarize,
+    )
+    from ._sweep import parse_sweep as parse_sweep
+
+# imported on first use (PEP 562): each command imports only what it runs (the report extra has
+# no xxhash, which the prepared layout needs; a recording broker needs no generator)
+_LAZY = {
+    "BrokerModel": "._broker_model",
+    "Capture": "._capture",
+    "CaptureSettings": "._capture",
+    "GeneratorConfig": "._generate",
+    "generate": "._generate",
+    "PreparedLayoutError": "._layout",
+    "PreparedLog": "._layout",
+    "open_prepared": "._layout",
+    "run_single_process": "._local",
+    "prepare_in_process": "._prepare",
+    "Recorder": "._recording",
+    "RecordSettings": "._recording",
+    "read_recording_status": "._recording",
+    "ReplaySummary": "._summary",
+    "SweepSummary": "._summary",
+    "format_summary": "._summary",
+    "format_sweep": "._summary",
+    "summarize": "._summary",
+    "parse_sweep": "._sweep",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
     "BrokerModel",
