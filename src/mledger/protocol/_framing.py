@@ -58,6 +58,7 @@ _U16 = struct.Struct(">H")
 _CRC_MAGIC = _U16.pack(MAGIC_CRC32C)
 _BEM_MAGIC = _U16.pack(MAGIC_BROKER_ENTRY_METADATA)
 _MIN_COMPACT = 64 * 1024
+_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__ (one per SEND)
 
 
 class FrameDecoder:
@@ -193,7 +194,7 @@ def parse_payload(data: bytes) -> Payload:
         stop = 10 + size
         if stop > end:
             raise RemoteProtocolError(f"message metadata of {size} bytes runs past the end of the frame")
-        return Payload(data, data[10:stop], crc32c(memoryview(data)[6:]) == expected)
+        return _new_tuple(Payload, (data, data[10:stop], crc32c(memoryview(data)[6:]) == expected))
     pos = 0
     if data[:2] == _BEM_MAGIC:
         if end < 6:
