@@ -76,8 +76,13 @@ def _varint_bytes(value: int) -> bytes:
     if 0 <= value < 16384:
         return _VARINTS[value]
     if 0 < value < 1 << 21:
-        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+        return _CONTINUED[value & 0x3FFF] + _SMALL[value >> 14]
     return _encode_varint(value)
+
+
+_CONTINUED = [bytes(((i & 0x7F) | 0x80, (i >> 7) | 0x80)) for i in range(1 << 14)]
+"""The low two bytes of every three-byte varint (both with the continuation bit), by its
+low 14 bits (entry and sequence ids up to two million: one concatenation each)."""
 
 
 def _varint(out: bytearray, value: int) -> None:
@@ -183,9 +188,11 @@ def send_receipt_frame(
     head = _PRODUCER_HEADS.get(producer_id)
     if head is None:
         head = _producer_head(producer_id)
-    ledger = _ledger_prefix(ledger_id)
-    entry = v(entry_id)
-    seq = v(sequence_id)
+    ledger = _LEDGER_PREFIXES.get(ledger_id)
+    if ledger is None:
+        ledger = _ledger_prefix(ledger_id)
+    entry = _VARINTS[entry_id] if 0 <= entry_id < 16384 else v(entry_id)
+    seq = _VARINTS[sequence_id] if 0 <= sequence_id < 16384 else v(sequence_id)
     highest = seq if highest_sequence_id == sequence_id else v(highest_sequence_id)
     if partition >= 0:
         entry += b"\x18" + v(partition)

@@ -117,6 +117,8 @@ class FrameDecoder:
         Raises on a bad frame (the shell then closes the connection)."""
         limit = self.max_frame_size
         with memoryview(src) as view:
+            # a slice of bytes is bytes already (bytes() of it returns it): one copy, no view
+            cut = src if type(src) is bytes else view
             while end - pos >= 4:
                 total = _U32.unpack_from(src, pos)[0]
                 if total > limit:
@@ -131,7 +133,7 @@ class FrameDecoder:
                 start = pos + 8
                 stop = start + command_size
                 frame_end = pos + 4 + total
-                out.append((bytes(view[start:stop]), bytes(view[stop:frame_end]) if frame_end > stop else None))
+                out.append((bytes(cut[start:stop]), bytes(cut[stop:frame_end]) if frame_end > stop else None))
                 pos = frame_end
         return pos
 
