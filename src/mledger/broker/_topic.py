@@ -562,7 +562,7 @@ class Topic:
                 accept = accepted.append
                 keep = raws.append
                 for i, item in enumerate(items):
-                    framed = item[5]
+                    producer_name, sequence_id, highest, num_messages, metadata, framed = item
                     if len(framed) > limit:
                         results[i] = EntryTooLargeError(
                             f"entry of {len(framed)} bytes exceeds the maximum entry size {limit}"
@@ -570,7 +570,7 @@ class Topic:
                         continue
                     # FramedPublish's first five fields are PublishContext's after the topic:
                     # built with tuple.__new__, not the named tuple's Python-level __new__
-                    ctx = _new_tuple(PublishContext, (name, *item[:5]))
+                    ctx = _new_tuple(PublishContext, (name, producer_name, sequence_id, highest, num_messages, metadata))
                     verdict = _NOT_DUPLICATE if check is None else check(ctx)
                     if verdict is _NOT_DUPLICATE:
                         accept((i, ctx))
@@ -578,7 +578,7 @@ class Topic:
                     elif verdict is _UNKNOWN:
                         results[i] = MessageDupUnknownError(
                             f"Cannot determine whether the message is a duplicate at this time (producer"
-                            f" {item.producer_name!r}, sequence id {item.sequence_id}, topic {name})"
+                            f" {producer_name!r}, sequence id {sequence_id}, topic {name})"
                         )
                 if not accepted:
                     # Nothing to write: answered at once, as Pulsar completes a Dup or Unknown.
