@@ -570,7 +570,9 @@ class Topic:
                         continue
                     # FramedPublish's first five fields are PublishContext's after the topic:
                     # built with tuple.__new__, not the named tuple's Python-level __new__
-                    ctx = _new_tuple(PublishContext, (name, producer_name, sequence_id, highest, num_messages, metadata))
+                    ctx = _new_tuple(
+                        PublishContext, (name, producer_name, sequence_id, highest, num_messages, metadata)
+                    )
                     verdict = _NOT_DUPLICATE if check is None else check(ctx)
                     if verdict is _NOT_DUPLICATE:
                         accept((i, ctx))
