@@ -164,7 +164,7 @@ class ProducerCommands(SessionBase):
             return
         raw_highest = send.highest_sequence_id
         if raw_highest == 0 and raw_sequence_id <= INT64_MAX:
-            # the common case (no batch, a sequence id >= 0): the highest is the sequence id
+            # no batch, a sequence id >= 0: the highest is the sequence id
             sequence_id = highest = raw_highest = raw_sequence_id
         else:
             sequence_id = as_int64(raw_sequence_id)
