@@ -176,6 +176,8 @@ def test_send_receipt_bytes_equal_protobuf(seq: int) -> None:
         (3, 128, 16_384, 1 << 21, 16_383, 0),
         ((1 << 64) - 1, (1 << 64) - 1, (1 << 64) - 1, (1 << 63) - 1, (1 << 63) - 1, 300),
         (1 << 40, 5, 2_097_152, 12, 0, 7),
+        (7, 20_000, 20_000, 5, 2_097_151, -1),  # three-byte varints, the largest one
+        (7, 16_384, 16_385, 5, 16_383, -1),
     ],
 )
 def test_send_receipt_frame_is_the_framed_protobuf_command(

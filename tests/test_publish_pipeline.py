@@ -32,12 +32,15 @@ from mledger.broker import (
     AlreadyClosedError,
     Broker,
     BrokerConfig,
+    DedupVerdict,
     InitialPosition,
     MessageDeduplication,
     MessageDupUnknownError,
     MessageId,
+    NoDeduplication,
     PersistenceError,
     Producer,
+    PublishContext,
     Topic,
     TopicFencedError,
 )
@@ -467,3 +470,37 @@ def test_sixteen_threads_of_sends_are_stored_once_each_in_per_producer_order(tmp
     assert len(received) == 800
     broker.close()
     store.close()
+
+
+def test_deduplication_off_costs_no_hook_call_per_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With deduplication off (NoDeduplication itself), a publish neither asks the hook about
+    each message nor tells it about each stored one; a subclass still hears every message."""
+
+    def per_message(*args: object) -> None:
+        raise AssertionError("NoDeduplication called per message")
+
+    monkeypatch.setattr(NoDeduplication, "check", per_message)
+    monkeypatch.setattr(NoDeduplication, "record_persisted", per_message)
+    broker = Broker(ManagedLedgerFactory(MemoryStore()), dedup_factory=lambda t: NoDeduplication())
+    producer = broker.create_producer(T, "p")
+    assert type(broker.get_topic(T).deduplication) is NoDeduplication
+    ids = [producer.send_async(b"m%d" % i).result(10) for i in range(3)]
+    assert len(set(ids)) == 3
+    broker.close()
+
+    heard: list[tuple[str, int]] = []
+
+    class Listening(NoDeduplication):
+        def check(self, ctx: PublishContext) -> DedupVerdict:
+            heard.append(("check", ctx.sequence_id))
+            return DedupVerdict.NOT_DUPLICATE
+
+        def record_persisted(self, ctx: PublishContext, position: Position) -> None:
+            heard.append(("persisted", ctx.sequence_id))
+
+    broker = Broker(ManagedLedgerFactory(MemoryStore()), dedup_factory=lambda t: Listening())
+    producer = broker.create_producer(T, "p")
+    producer.send_async(b"a").result(10)
+    producer.send_async(b"b").result(10)
+    assert heard == [("check", 0), ("persisted", 0), ("check", 1), ("persisted", 1)]
+    broker.close()

@@ -55,7 +55,7 @@ from ._errors import (
     TopicFencedError,
     TopicTerminatedError,
 )
-from ._hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, PublishContext
+from ._hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, NoDeduplication, PublishContext
 from ._journal import BrokerJournal, TopicJournal
 from ._names import TopicName
 from ._producer import Producer, ProducerListener
@@ -557,23 +557,30 @@ class Topic:
                 limit = self._ml.store.max_entry_size
                 dedup = self._dedup
                 name = self.name
+                # deduplication off: every publish is new, no call per message to say so
+                check = None if type(dedup) is NoDeduplication else dedup.check
+                accept = accepted.append
+                keep = raws.append
                 for i, item in enumerate(items):
-                    if len(item.framed) > limit:
+                    producer_name, sequence_id, highest, num_messages, metadata, framed = item
+                    if len(framed) > limit:
                         results[i] = EntryTooLargeError(
-                            f"entry of {len(item.framed)} bytes exceeds the maximum entry size {limit}"
+                            f"entry of {len(framed)} bytes exceeds the maximum entry size {limit}"
                         )
                         continue
                     # FramedPublish's first five fields are PublishContext's after the topic:
                     # built with tuple.__new__, not the named tuple's Python-level __new__
-                    ctx = _new_tuple(PublishContext, (name, *item[:5]))
-                    verdict = dedup.check(ctx)
+                    ctx = _new_tuple(
+                        PublishContext, (name, producer_name, sequence_id, highest, num_messages, metadata)
+                    )
+                    verdict = _NOT_DUPLICATE if check is None else check(ctx)
                     if verdict is _NOT_DUPLICATE:
-                        accepted.append((i, ctx))
-                        raws.append(item.framed)
+                        accept((i, ctx))
+                        keep(framed)
                     elif verdict is _UNKNOWN:
                         results[i] = MessageDupUnknownError(
                             f"Cannot determine whether the message is a duplicate at this time (producer"
-                            f" {item.producer_name!r}, sequence id {item.sequence_id}, topic {name})"
+                            f" {producer_name!r}, sequence id {sequence_id}, topic {name})"
                         )
                 if not accepted:
                     # Nothing to write: answered at once, as Pulsar completes a Dup or Unknown.
@@ -791,10 +798,15 @@ class _PublishCompletion:
         accepted = self.accepted
         if error is None:
             assert positions is not None
-            record = topic._dedup.record_persisted
-            for (i, ctx), position in zip(accepted, positions, strict=True):
-                record(ctx, position)
-                results[i] = position
+            dedup = topic._dedup
+            if type(dedup) is NoDeduplication:  # nothing to record: no call per entry
+                for (i, _), position in zip(accepted, positions, strict=True):
+                    results[i] = position
+            else:
+                record = dedup.record_persisted
+                for (i, ctx), position in zip(accepted, positions, strict=True):
+                    record(ctx, position)
+                    results[i] = position
             topic._count_published(accepted, self.raws)
             if topic.journal is not None:
                 topic.journal.entries_persisted(

@@ -68,6 +68,7 @@ _PING = encode_frame(encode_command(api.BaseCommand(type=_T.PING, ping=api.Comma
 _PONG = encode_frame(encode_command(api.BaseCommand(type=_T.PONG, pong=api.CommandPong())))
 _QUIET = frozenset({_T.PONG, _T.AUTH_RESPONSE})
 _SEND = _T.SEND
+_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__ (one per SEND)
 
 
 class ConnectionState(Enum):
@@ -154,11 +155,13 @@ class Connection:
         out: list[Request] = []
         self.received_since_ping = True
         connected = self.state is ConnectionState.CONNECTED
+        append = out.append
         for command_bytes, payload_bytes in self._decoder.feed(data):
             cmd = decode_command(command_bytes)
             type_ = cmd.type
             if type_ == _SEND and connected:  # the hot path: a SEND on an open connection
-                out.append(Request(type_, cmd, parse_payload(payload_bytes) if payload_bytes is not None else None))
+                payload = parse_payload(payload_bytes) if payload_bytes is not None else None
+                append(_new_tuple(Request, (type_, cmd, payload)))
                 continue
             spec = COMMANDS.get(type_)
             if spec is None:  # pragma: no cover - decode_command refuses unknown types

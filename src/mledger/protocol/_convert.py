@@ -193,13 +193,16 @@ def metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
         missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
         raise StateCorruptedError(f"invalid message metadata: missing {missing}")
     needs = getattr(topic.deduplication, "metadata_needs", _ALL)
+    journal = topic.journal
+    if needs is _NOTHING and journal is None:  # deduplication off, no recording: the usual case
+        return _UNCHUNKED
     if needs is not _NOTHING and needs is not _CHUNK_FIELDS:  # ALL, or nothing usable declared
         return EntryMetadata.from_bytes(data)
     fields: dict[str, int | str] = {}
     if needs is _CHUNK_FIELDS and msg.HasField("chunk_id"):
         fields["chunk_id"] = msg.chunk_id
         fields["num_chunks"] = msg.num_chunks_from_msg
-    if topic.journal is not None:
+    if journal is not None:
         # a recording keeps each entry's deliver-at time and key: read from the message already
         # parsed (a second parse of the whole record per SEND cost a recorded broker ~12 % CPU)
         if msg.HasField("deliver_at_time"):

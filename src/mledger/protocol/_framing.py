@@ -58,6 +58,9 @@ _U16 = struct.Struct(">H")
 _CRC_MAGIC = _U16.pack(MAGIC_CRC32C)
 _BEM_MAGIC = _U16.pack(MAGIC_BROKER_ENTRY_METADATA)
 _MIN_COMPACT = 64 * 1024
+_PAYLOAD_HEAD = struct.Struct(">HII")  # checksum magic, CRC32C, metadata size
+_COPY_TO_CHECK = 1024
+_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__ (one per SEND)
 
 
 class FrameDecoder:
@@ -116,6 +119,8 @@ class FrameDecoder:
         Raises on a bad frame (the shell then closes the connection)."""
         limit = self.max_frame_size
         with memoryview(src) as view:
+            # a slice of bytes is bytes already (bytes() of it returns it): one copy, no view
+            cut = src if type(src) is bytes else view
             while end - pos >= 4:
                 total = _U32.unpack_from(src, pos)[0]
                 if total > limit:
@@ -130,7 +135,7 @@ class FrameDecoder:
                 start = pos + 8
                 stop = start + command_size
                 frame_end = pos + 4 + total
-                out.append((bytes(view[start:stop]), bytes(view[stop:frame_end]) if frame_end > stop else None))
+                out.append((bytes(cut[start:stop]), bytes(cut[stop:frame_end]) if frame_end > stop else None))
                 pos = frame_end
         return pos
 
@@ -187,13 +192,16 @@ def parse_payload(data: bytes) -> Payload:
     end. O(len(data)) for the checksum.
     """
     end = len(data)
-    if data[:2] == _CRC_MAGIC and end >= 10:
-        # The common case (a client's checksummed SEND, no broker entry metadata).
-        expected, size = _U32_PAIR.unpack_from(data, 2)
-        stop = 10 + size
-        if stop > end:
-            raise RemoteProtocolError(f"message metadata of {size} bytes runs past the end of the frame")
-        return Payload(data, data[10:stop], crc32c(memoryview(data)[6:]) == expected)
+    if end >= 10:
+        magic, expected, size = _PAYLOAD_HEAD.unpack_from(data)
+        if magic == MAGIC_CRC32C:
+            # The common case (a client's checksummed SEND, no broker entry metadata).
+            stop = 10 + size
+            if stop > end:
+                raise RemoteProtocolError(f"message metadata of {size} bytes runs past the end of the frame")
+            # a small payload's copy costs less than a view of it
+            checked = data[6:] if end <= _COPY_TO_CHECK else memoryview(data)[6:]
+            return _new_tuple(Payload, (data, data[10:stop], crc32c(checked) == expected))
     pos = 0
     if data[:2] == _BEM_MAGIC:
         if end < 6:

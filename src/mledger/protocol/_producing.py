@@ -99,6 +99,44 @@ class ProducerCommands(SessionBase):
         self.connection.send(api.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=success))
 
     def handle_send(self, request: Request) -> None:
+        send = request[1].send
+        producer_id = send.producer_id
+        handle = self._producers.get(producer_id)
+        payload = request[2]
+        sequence_id = send.sequence_id
+        if (
+            handle is None
+            or handle.closed
+            or payload is None
+            or payload[2] is False
+            or send.highest_sequence_id != 0
+            or sequence_id > INT64_MAX
+            or self._np.has_producer(producer_id)
+        ):
+            self._handle_send_in_full(request)
+            return
+        # The common case: an open producer's SEND, its checksum good (or none sent), no batch
+        # range, a sequence id >= 0 (which is then also the highest).
+        entry = payload[0]
+        topic = handle.topic
+        try:
+            metadata = metadata_for(topic, payload[1])
+        except StateCorruptedError as exc:
+            self._send_error(producer_id, sequence_id, api.UnknownError, str(exc))
+            return
+        n = send.num_messages  # defaults to 1 in the proto: an unset field reads 1
+        item = _new_tuple(FramedPublish, (handle.name, sequence_id, sequence_id, n, metadata, entry))
+        sends = self._pending_sends.get(id(topic))
+        if sends is None:
+            sends = self._pending_sends[id(topic)] = []
+        sends.append((handle, sequence_id, sequence_id, item))
+        self.inflight_sends += 1
+        self.messages_in += n
+        self.bytes_in += len(entry)
+
+    def _handle_send_in_full(self, request: Request) -> None:
+        """:meth:`handle_send` for every case: a non-persistent topic's producer, an unknown or
+        closed one, no payload, a bad checksum, a batch range, a negative sequence id."""
         send = request.command.send
         producer_id = send.producer_id
         if self._np.has_producer(producer_id):
@@ -126,7 +164,7 @@ class ProducerCommands(SessionBase):
             return
         raw_highest = send.highest_sequence_id
         if raw_highest == 0 and raw_sequence_id <= INT64_MAX:
-            # the common case (no batch, a sequence id >= 0): the highest is the sequence id
+            # no batch, a sequence id >= 0: the highest is the sequence id
             sequence_id = highest = raw_highest = raw_sequence_id
         else:
             sequence_id = as_int64(raw_sequence_id)
