@@ -226,3 +226,23 @@ def test_readiness_over_http_matches_the_app(tmp_path: Path) -> None:
 
     before, after = asyncio.run(run())
     assert before == after == ["standalone"]
+
+
+def test_only_the_broker_processes_freeze_their_start_up_heap() -> None:
+    """``freeze_startup_heap`` (called by ``mledger standalone`` and ``python -m mledger.protocol``
+    once they listen) moves the start-up objects out of the collector's generations; the
+    library's own servers (``EmbeddedBroker``, which tests and applications embed) leave the
+    embedding program's collector alone."""
+    code = (
+        "import gc\n"
+        "from mledger.protocol import EmbeddedBroker, freeze_startup_heap\n"
+        "with EmbeddedBroker() as broker:\n"
+        "    embedded = gc.get_freeze_count()\n"
+        "freeze_startup_heap()\n"
+        "print(embedded, gc.get_freeze_count())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    embedded, frozen = (int(n) for n in done.stdout.split())
+    assert embedded == 0
+    assert frozen > 10_000  # every module, class and table alive after start-up

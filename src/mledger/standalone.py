@@ -72,6 +72,7 @@ from .protocol import (
     ListenerUrls,
     ProtocolConfig,
     ProtocolServer,
+    freeze_startup_heap,
     parse_advertised_listeners,
 )
 from .rest._auth import RoleResolver, checked_role_resolver
@@ -473,6 +474,7 @@ def run_standalone(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await standalone.start()
+        freeze_startup_heap()
         print(json.dumps(standalone.urls()), flush=True)
         await stop.wait()
         log.warning("stopping")

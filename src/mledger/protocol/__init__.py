@@ -41,7 +41,7 @@ from ._errors import (
     StateTransitionError as StateTransitionError,
     UnknownListenerError as UnknownListenerError,
 )
-from ._server import ProtocolServer as ProtocolServer
+from ._server import ProtocolServer as ProtocolServer, freeze_startup_heap as freeze_startup_heap
 
 __all__ = [
     "ClientAuth",
@@ -59,6 +59,7 @@ __all__ = [
     "ProtocolConfig",
     "ProtocolError",
     "ProtocolServer",
+    "freeze_startup_heap",
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",

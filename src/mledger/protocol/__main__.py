@@ -23,7 +23,7 @@ from ..core._address import parse_bind
 from ..core._errors import ConfigError
 from ._access import ClientAuth
 from ._config import ProtocolConfig
-from ._server import ProtocolServer
+from ._server import ProtocolServer, freeze_startup_heap
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await server.start()
+        freeze_startup_heap()
         print(f"ready {server.service_url}", flush=True)
         await stop.wait()
         await server.stop()
