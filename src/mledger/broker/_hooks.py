@@ -164,3 +164,10 @@ class NoDeduplication:
 
     def close(self) -> None:
         pass
+
+
+def is_deduplication_off(dedup: Deduplication) -> bool:
+    """Whether ``dedup`` is deduplication off itself (exactly :class:`NoDeduplication`): its
+    per-message calls answer nothing and record nothing, so a publish may skip them. A subclass
+    is a hook of its own (tests listen through one) and gets every call."""
+    return type(dedup) is NoDeduplication

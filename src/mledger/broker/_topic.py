@@ -55,7 +55,13 @@ from ._errors import (
     TopicFencedError,
     TopicTerminatedError,
 )
-from ._hooks import DEDUPLICATION_CURSOR_NAME, Deduplication, DedupVerdict, NoDeduplication, PublishContext
+from ._hooks import (
+    DEDUPLICATION_CURSOR_NAME,
+    Deduplication,
+    DedupVerdict,
+    PublishContext,
+    is_deduplication_off,
+)
 from ._journal import BrokerJournal, TopicJournal
 from ._names import TopicName
 from ._producer import Producer, ProducerListener
@@ -558,7 +564,7 @@ class Topic:
                 dedup = self._dedup
                 name = self.name
                 # deduplication off: every publish is new, no call per message to say so
-                check = None if type(dedup) is NoDeduplication else dedup.check
+                check = None if is_deduplication_off(dedup) else dedup.check
                 accept = accepted.append
                 keep = raws.append
                 for i, item in enumerate(items):
@@ -799,7 +805,7 @@ class _PublishCompletion:
         if error is None:
             assert positions is not None
             dedup = topic._dedup
-            if type(dedup) is NoDeduplication:  # nothing to record: no call per entry
+            if is_deduplication_off(dedup):  # nothing to record: no call per entry
                 for (i, _), position in zip(accepted, positions, strict=True):
                     results[i] = position
             else:
