@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from mledger import InitialPosition, ManagedCursor, ManagedLedgerFactory
+from mledger import InitialPosition, ManagedCursor, ManagedLedgerFactory, ManualClock
 from mledger.managed_ledger import CursorStats, PersistenceStats, RevisionStats
 from mledger.storage import MemoryStore
 
@@ -22,7 +22,8 @@ def _agrees_with_counting(cursor: ManagedCursor) -> None:
 
 
 def test_stats_follow_acks_reads_persists_and_revisions() -> None:
-    ml = ManagedLedgerFactory(MemoryStore()).open("stats")
+    clock = ManualClock(1_000)  # the open revision's age is read twice below: time must not move between
+    ml = ManagedLedgerFactory(MemoryStore(), clock=clock).open("stats")
     positions = [ml.add_entry(f"m{i}".encode()) for i in range(12)]
     cursor = ml.open_cursor("c", InitialPosition.EARLIEST)
     _agrees_with_counting(cursor)
@@ -44,6 +45,9 @@ def test_stats_follow_acks_reads_persists_and_revisions() -> None:
     cursor.revision.start_revision()
     try:
         assert cursor.stats().revision.epoch_increase_task_state == 1
+        _agrees_with_counting(cursor)
+        clock.advance(250)
+        assert cursor.stats().revision.open_revision_ms == 250
         _agrees_with_counting(cursor)
     finally:
         cursor.revision.end_revision()
