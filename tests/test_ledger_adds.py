@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from mledger import (
     ManagedLedgerFactory,
     MemoryStore,
     Position,
+    SqliteStore,
 )
 from mledger.broker import Broker, BrokerConfig, FramedPublish, PublishResult, Topic
 from mledger.codec import decode_entry, encode_entry
@@ -170,3 +172,33 @@ def test_a_write_counts_each_producers_entries_when_producers_interleave() -> No
     for producer in (a, b):
         stats = producer.stats(0, 1000)
         assert (stats.msg_in_counter, stats.bytes_in_counter) == counted(producer.name)
+
+
+@pytest.mark.parametrize(("synchronous", "on_adding_thread"), [("NORMAL", True), ("OFF", True), ("FULL", False)])
+def test_a_sqlite_store_that_does_not_fsync_is_written_by_the_adding_thread(
+    tmp_path: Path, synchronous: str, on_adding_thread: bool
+) -> None:
+    """Issue 27: a commit that only reaches the OS (NORMAL, OFF) is written where the add was
+    made, with no hop to a writer thread and back; one that fsyncs (FULL) stays off the caller."""
+    store = SqliteStore(tmp_path, synchronous=synchronous)
+    assert store.blocking_writes is not on_adding_thread
+    factory = ManagedLedgerFactory(store)
+    try:
+        ml = factory.open("t/sqlite-adds", CONFIG)
+        threads: list[int] = []
+        stored: list[Position] = []
+        done = threading.Event()
+
+        def callback(positions: list[Position] | None, error: BaseException | None) -> None:
+            assert error is None and positions is not None
+            threads.append(threading.get_ident())
+            stored.extend(positions)
+            done.set()
+
+        ml.add_entries_with_callback([b"a", b"b"], callback)
+        assert done.wait(10)
+        assert (threads == [threading.get_ident()]) is on_adding_thread
+        assert [e.data for e in ml.read_positions(stored)] == [b"a", b"b"]
+        ml._check()
+    finally:
+        factory.close()

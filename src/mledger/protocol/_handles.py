@@ -145,7 +145,8 @@ class ConsumerOwner(Protocol):
 
 class SendsDone:
     """The topic's callback for one group of SENDs: hands the results to the session on the
-    loop (it runs on the ledger's writer thread, or on the loop itself for the memory store)."""
+    loop (it runs on the ledger's writer thread, or on the loop itself when the store's writes
+    never wait on the disk)."""
 
     __slots__ = ("sends", "session")
 

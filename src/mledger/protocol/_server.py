@@ -5,11 +5,12 @@ Theory of operation
 :class:`ProtocolServer` listens on a TCP port and runs one :class:`_Shell` (an
 ``asyncio.Protocol``) per connection; the shell feeds received bytes to its session and writes
 what the session queued, once per loop iteration (:meth:`ProtocolServer.flush_soon`). Every
-broker call a command makes runs on the event loop thread, but no store write does: SENDs go
-through the broker's pipelined publish (``Topic.publish_entries``), whose ledger writer threads
-store them when the store's writes block (SQLite; the memory store writes on the loop, which
-never blocks) and report back through :meth:`ProtocolServer.run_on_loop`; SEND_RECEIPTs go
-out as each write completes.
+broker call a command makes runs on the event loop thread. SENDs go through the broker's
+pipelined publish (``Topic.publish_entries``): when the store's writes never wait on the disk
+(the memory store; SQLite with ``synchronous`` NORMAL, what the front ends open) the loop
+writes the SENDs of each read itself and answers them in the same turn, with no thread switch;
+when they do (SQLite FULL) the ledgers' writer threads store them and report back through
+:meth:`ProtocolServer.run_on_loop`. SEND_RECEIPTs go out as each write completes.
 
 The :class:`~mledger.protocol._session.Session` (sans I/O) sees the server only as its
 :class:`~mledger.protocol._session.SessionHost`; this module is the only one in the package

@@ -54,9 +54,9 @@ class LedgerStore(Protocol):
     Raises ``LedgerNotFoundError`` for unknown ledgers, ``EntryTooLargeError`` for entries
     above ``max_entry_size``, and ``ManagedLedgerClosedError`` after ``close()``.
 
-    A backend may set ``blocking_writes = False`` when its writes never wait on I/O (the memory
-    store): a managed ledger then writes on the adding thread instead of handing its queued adds
-    to a writer thread. Absent means True.
+    A backend may set ``blocking_writes = False`` when its writes never wait on the disk (the
+    memory store; a SQLite store whose commits do not fsync): a managed ledger then writes on the
+    adding thread instead of handing its queued adds to a writer thread. Absent means True.
     """
 
     max_entry_size: int
