@@ -354,12 +354,14 @@ def test_tokens_key_pair_is_der(keys: dict[str, Path]) -> None:
 
 
 def test_tokens_create_show_validate(keys: dict[str, Path], tmp_path: Path) -> None:
+    before = int(time.time())  # the CLI's own reading lies between these two
     token = created("--subject", "alice", "--secret-key", f"file://{keys['secret']}", "--expiry-time", "2h")
+    after = time.time()
     shown = tokens_cli("show", token)
     assert shown.returncode == 0
     assert b'"alg": "HS256"' in shown.stdout and b'"sub": "alice"' in shown.stdout
     body = jwt.decode(token, options={"verify_signature": False})
-    assert 7190 <= body["exp"] - time.time() <= 7200
+    assert before + 7200 <= body["exp"] <= after + 7200  # two hours after it was created
     ok = tokens_cli("validate", token, "--secret-key", f"file://{keys['secret']}")
     assert ok.returncode == 0 and b'"sub": "alice"' in ok.stdout
     (tmp_path / "token").write_text(token)

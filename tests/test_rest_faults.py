@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import re
 import socket
 import threading
@@ -416,7 +417,8 @@ def test_the_remote_client_times_out_with_a_typed_error() -> None:
             started = time.monotonic()
             with pytest.raises(AdminConnectionError, match="did not answer within 0.5 s"):
                 admin.topics.list_subscriptions(TOPIC)
-            assert time.monotonic() - started < 5
+            # the 0.5 s given, not the 60 s default; the bound leaves a loaded machine room
+            assert time.monotonic() - started < 30
     finally:
         silent.close()
 
@@ -424,26 +426,48 @@ def test_the_remote_client_times_out_with_a_typed_error() -> None:
 # -- graceful stop --------------------------------------------------------------------------------
 
 
-def test_shutdown_lets_a_request_in_flight_finish(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+class _Draining(logging.Handler):
+    """Sets ``event`` when uvicorn says it is waiting for the connections in flight to close."""
+
+    def __init__(self, event: threading.Event) -> None:
+        super().__init__(logging.INFO)
+        self.event = event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Waiting for connections to close"):
+            self.event.set()
+
+
+def test_shutdown_lets_a_request_in_flight_finish(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     from mledger.admin import Topics
 
-    entered = threading.Event()
+    entered, draining = threading.Event(), threading.Event()
     original = Topics.list_subscriptions
 
     def slow(self: Topics, topic: str) -> list[str]:
         entered.set()
-        time.sleep(1.0)
+        draining.wait(TIMEOUT)  # in flight until the stopping server waits for it (bounded)
         return original(self, topic)
 
     monkeypatch.setattr(Topics, "list_subscriptions", slow)
-    srv = AdminServer(Admin(broker), port=0).start()
-    answers: list[tuple[int, Any]] = []
-    client = threading.Thread(target=lambda: answers.append(request(srv, "GET", f"{V2}/orders/subscriptions")[:2]))
-    client.start()
-    assert entered.wait(TIMEOUT)
-    assert srv.in_flight == 1
-    assert srv.shutdown(drain_timeout=10) is True  # waited for it
-    client.join(TIMEOUT)
+    caplog.set_level(logging.INFO, logger="uvicorn.error")
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    handler = _Draining(draining)
+    uvicorn_log.addHandler(handler)
+    try:
+        srv = AdminServer(Admin(broker), port=0).start()
+        answers: list[tuple[int, Any]] = []
+        client = threading.Thread(target=lambda: answers.append(request(srv, "GET", f"{V2}/orders/subscriptions")[:2]))
+        client.start()
+        assert entered.wait(TIMEOUT)
+        assert srv.in_flight == 1
+        assert srv.shutdown(drain_timeout=TIMEOUT) is True  # waited for it
+        assert draining.is_set()  # the request was still running when the server began to drain
+        client.join(TIMEOUT)
+    finally:
+        uvicorn_log.removeHandler(handler)
     assert answers == [(200, ["shared"])]
     with pytest.raises(OSError):
         socket.create_connection(srv.address, timeout=2).close()
