@@ -130,11 +130,19 @@ class AddPipeline:
         ledger is ``closed`` or closing) or ``ManagedLedgerTerminatedError``, nothing queued."""
         op = PendingAdd(raw, callback)
         with self._lock:
-            if closed or self.closing:
-                raise ManagedLedgerClosedError(f"managed ledger {self._name} is closed")
-            if self.terminating:
-                raise ManagedLedgerTerminatedError(f"Managed ledger {self._name} was already terminated")
+            self._check_accepting(closed)
             self._pending.append(op)
+
+    def check_accepting(self, closed: bool) -> None:
+        """Raise as :meth:`queue` would refuse an add now; queue nothing."""
+        with self._lock:
+            self._check_accepting(closed)
+
+    def _check_accepting(self, closed: bool) -> None:
+        if closed or self.closing:
+            raise ManagedLedgerClosedError(f"managed ledger {self._name} is closed")
+        if self.terminating:
+            raise ManagedLedgerTerminatedError(f"Managed ledger {self._name} was already terminated")
 
     # -- writing ------------------------------------------------------------------------------
     def start(self, inline: bool = False, until: AddWaiter | None = None) -> None:

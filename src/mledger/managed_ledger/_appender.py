@@ -109,25 +109,62 @@ class Appender:
                         positions += map(
                             _new, repeat(Position, k), zip(repeat(ledger_id, k), range(first, first + k), strict=True)
                         )
-                    with ml._lock:
-                        # The last confirmed entry first: a listed ledger's entry count never
-                        # covers an entry beyond it, even for a reader without the lock (the
-                        # cursors' O(1) ack validation, LedgerView.ledger_list).
-                        ml._last_confirmed = positions[-1]
-                        current.entries += k
-                        current.size += size
-                        ml._entries_added += k
-                        if self.ledger_is_full(current):
-                            try:
-                                self.roll_over()
-                            except Exception as exc:
-                                # The entries are stored: they succeed; the next add rolls over first.
-                                self.roll_over_failed = True
-                                log.warning("managed ledger %s: rollover after an add failed: %s", ml.name, exc)
+                    self._confirm(current, positions[-1], k, size)
                     done = end
             except BaseException as exc:
                 return positions, exc
         return positions, None
+
+    def write_repeated(self, raw: bytes, count: int) -> Position | None:
+        """Append ``count`` copies of the framed entry ``raw`` under the append lock, as
+        :meth:`write` would write ``[raw] * count`` (the same chunks and rollovers), and
+        return the last position (None for 0). O(ledgers touched): no object per entry, for
+        the replay's bulk adds. Raises what stopped it (the entries written before stay)."""
+        ml = self._ml
+        size = len(raw)
+        last: Position | None = None
+        done = 0
+        with self._append_lock:
+            while done < count:
+                with ml._lock:
+                    ml._check_open()
+                    if self.roll_over_failed:
+                        self.roll_over()
+                        self.roll_over_failed = False
+                    current = ml._current
+                    assert current is not None
+                    k = count - done
+                    if self.may_roll_over():
+                        cfg = ml.config
+                        k = min(k, max(cfg.max_entries_per_ledger - current.entries, 1))
+                        if size:  # the entry that brings the ledger to its size limit ends the chunk
+                            room = cfg.max_size_per_ledger_mb * _MB - current.size
+                            k = min(k, max(-(-room // size), 1))
+                first = ml._store.append_many(current.ledger_id, [raw] * k)
+                last = Position(current.ledger_id, first + k - 1)
+                self._confirm(current, last, k, k * size)
+                done += k
+        return last
+
+    def _confirm(self, current: LedgerInfo, last: Position, k: int, size: int) -> None:
+        """``k`` entries (``size`` bytes) up to ``last`` are stored in ``current``: make them
+        visible, then roll over if the ledger is full (the caller holds the append lock)."""
+        ml = self._ml
+        with ml._lock:
+            # The last confirmed entry first: a listed ledger's entry count never covers an
+            # entry beyond it, even for a reader without the lock (the cursors' O(1) ack
+            # validation, LedgerView.ledger_list).
+            ml._last_confirmed = last
+            current.entries += k
+            current.size += size
+            ml._entries_added += k
+            if self.ledger_is_full(current):
+                try:
+                    self.roll_over()
+                except Exception as exc:
+                    # The entries are stored: they succeed; the next add rolls over first.
+                    self.roll_over_failed = True
+                    log.warning("managed ledger %s: rollover after an add failed: %s", ml.name, exc)
 
     def _chunk(
         self, raw: Sequence[bytes], done: int, current: LedgerInfo, cumulative: list[int] | None

@@ -318,6 +318,20 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         if start_writing:
             self._adds.start()
 
+    def _append_repeated(self, raw: bytes, count: int) -> Position | None:
+        """``add_entries([raw] * count, framed=True)`` without an object per entry (the
+        replay's bulk adds, ``mledger.replay``'s ``add_repeated_entries``): the adds queued
+        before are written first, this thread waits for them and then writes on its own;
+        returns the last position (None for 0). O(ledgers touched). Raises ``ValueError`` for
+        a negative count and what :meth:`add_entries` raises; a failed store write raises here
+        (the entries written before it stay)."""
+        if count < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        self._sized((raw,))
+        self._adds.check_accepting(self._closed)
+        self._adds.wait_idle()
+        return self._appender.write_repeated(raw, count)
+
     def _sized(self, raw: Sequence[bytes]) -> Sequence[bytes]:
         """``raw``, once every entry is within the store's ``max_entry_size``."""
         checked_size(raw, self._store.max_entry_size)

@@ -48,17 +48,18 @@ def add_repeated_entries(ml: ManagedLedger, raw: bytes, count: int) -> Position 
     ``ml.add_entries([raw] * count, framed=True)``, the same rollover rules); return the last
     position, None when ``count`` is 0.
 
-    The bulk path of a replay, whose entries carry no payload: written in adds of at most
-    ``_REPEAT_CHUNK`` entries, so memory stays bounded whatever ``count``. Raises
-    ``ValueError`` for a negative ``count`` and ``EntryTooLargeError`` (nothing written) for
-    an oversized entry.
+    The bulk path of a replay, whose entries carry no payload: O(ledgers touched) in the
+    managed ledger, no object per entry (the store still receives every entry, in store
+    calls of at most ``_REPEAT_CHUNK`` entries, so memory stays bounded whatever ``count``).
+    Raises ``ValueError`` for a negative ``count`` and ``EntryTooLargeError`` (nothing
+    written) for an oversized entry.
     """
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}")
     last: Position | None = None
     while count:
         n = min(count, _REPEAT_CHUNK)
-        last = ml.add_entries([raw] * n, framed=True)[-1]
+        last = ml._append_repeated(raw, n)
         count -= n
     return last
 
