@@ -3,6 +3,7 @@
     python benchmarks/bench_protocol.py [--messages 100000] [--repeats 3] [--servers memory,sqlite,lite]
     python benchmarks/bench_protocol.py --tls [--messages 20000]      # memory,memory-tls
     python benchmarks/bench_protocol.py --record [--messages 50000]   # standalone,standalone-record,lite
+    python benchmarks/bench_protocol.py --before OLD/src --servers sqlite-before,sqlite,lite  # a change
 
 One fixed load of ``--messages`` messages of 100 bytes per phase, the same for every server:
 
@@ -23,6 +24,10 @@ first message is printed too. The machine is shared: single runs drift by 15-30 
 ``mledger standalone`` with ``--tls-port`` and a self-signed certificate made here, and the
 client connects with ``pulsar+ssl://``, the certificate as trust file and hostname validation;
 the table then shows each TLS server's ratio to its plaintext kind.
+
+``--before SRC`` adds the ``-before`` kinds (``sqlite-before``, ``memory-before``): the same
+server run from another source tree (a ``src`` holding ``mledger/``, e.g. ``git archive`` of the
+commit before a change), alternating with the others in one run.
 
 ``--record`` measures the cost of recording (issue 25): ``standalone`` is ``mledger standalone
 --memory`` and ``standalone-record`` the same with ``--record DIR`` (a directory under the
@@ -144,7 +149,16 @@ def recording_size(directory: Path) -> tuple[int, int]:
     return sum(f.stat().st_size for f in files), sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
+BEFORE_SRC: Path | None = None
+"""``--before``: the source tree (a ``src`` holding ``mledger/``) the ``-before`` kinds run."""
+
+
 def start(kind: str) -> Server:
+    env = None
+    if kind.endswith("-before"):
+        assert BEFORE_SRC is not None, "the -before kinds need --before"
+        env = dict(os.environ, PYTHONPATH=str(BEFORE_SRC.resolve()))
+        kind = kind.removesuffix("-before")
     data = Path(tempfile.mkdtemp(prefix=f"bench-{kind}-"))
     port = free_port()
     spawned = time.perf_counter()
@@ -164,7 +178,7 @@ def start(kind: str) -> Server:
     else:
         cmd = [sys.executable, "-m", "mledger.protocol", "--bind", f"127.0.0.1:{port}"]
         cmd += ["--memory"] if kind == "memory" else ["--data-dir", str(data)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), 0.1).close()
@@ -305,7 +319,11 @@ def main() -> int:
     parser.add_argument("--tls", action="store_true", help="compare pulsar+ssl:// with pulsar:// (adds -tls kinds)")
     parser.add_argument("--record", action="store_true",
                         help="compare mledger standalone with and without --record (standalone,standalone-record,lite)")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a source tree (src holding mledger/) to run as the -before kinds, e.g. sqlite-before")
     args = parser.parse_args()
+    global BEFORE_SRC
+    BEFORE_SRC = args.before
     default = "memory,memory-tls" if args.tls else "standalone,standalone-record,lite" if args.record else None
     kinds = (args.servers or default or "memory,sqlite,lite").split(",")
     runs: dict[str, list[Run]] = {k: [] for k in kinds}
