@@ -6,8 +6,9 @@ were queued. One thread at a time is the ledger's *writer*: it takes everything 
 ``_MAX_BATCH_ENTRIES`` entries) and hands it to the ledger's write function, so the adds that
 arrive while a write is in flight share the next one. The writer is the adding thread for a
 blocking add when no write is under way, the adding thread too when the store's writes never
-wait on the disk (``MemoryStore``, a ``SqliteStore`` whose commits do not fsync), else one of the factory's writer threads, which never hold a ledger
-for long (a few batches, then it queues itself again). A failed write fails every add queued
+wait on the disk (``MemoryStore``, a ``SqliteStore`` whose commits do not fsync), else one of
+the factory's writer threads, which never hold a ledger for long (a few batches, then it queues
+itself again). A failed write fails every add queued
 behind it: nothing queued after a failure is written before the failure has been reported.
 
 One short lock guards the queue, so queueing never waits for a write; callbacks run with no

@@ -82,12 +82,7 @@ class Appender:
                         ml._check_open()
                 while done < n:
                     with ml._lock:
-                        ml._check_open()
-                        if self.roll_over_failed:  # retry the rollover a previous add could not do
-                            self.roll_over()
-                            self.roll_over_failed = False
-                        current = ml._current
-                        assert current is not None
+                        current = self._writable()
                         cfg = ml.config
                         if done == 0 and cumulative is None:
                             size = sum(map(len, raw))
@@ -127,12 +122,7 @@ class Appender:
         with self._append_lock:
             while done < count:
                 with ml._lock:
-                    ml._check_open()
-                    if self.roll_over_failed:
-                        self.roll_over()
-                        self.roll_over_failed = False
-                    current = ml._current
-                    assert current is not None
+                    current = self._writable()
                     k = count - done
                     if self.may_roll_over():
                         cfg = ml.config
@@ -145,6 +135,19 @@ class Appender:
                 self._confirm(current, last, k, k * size)
                 done += k
         return last
+
+    def _writable(self) -> LedgerInfo:
+        """The current ledger, for the next chunk of a write (the caller holds both locks):
+        raises once the managed ledger is closed, retries a rollover an earlier add could not
+        do."""
+        ml = self._ml
+        ml._check_open()
+        if self.roll_over_failed:
+            self.roll_over()
+            self.roll_over_failed = False
+        current = ml._current
+        assert current is not None
+        return current
 
     def _confirm(self, current: LedgerInfo, last: Position, k: int, size: int) -> None:
         """``k`` entries (``size`` bytes) up to ``last`` are stored in ``current``: make them
