@@ -11,12 +11,14 @@ import itertools
 import struct
 from collections.abc import Callable
 
+import pytest
+
 from mledger.broker import Broker, Subscription, Topic
 from mledger.codec import EntryMetadata, encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.protocol import ProtocolConfig
-from mledger.protocol._access import EXCLUSIVE_WITH_FENCING, SHARED, ProducerAccess
+from mledger.protocol._access import EXCLUSIVE, EXCLUSIVE_WITH_FENCING, SHARED, WAIT_FOR_EXCLUSIVE, ProducerAccess
 from mledger.protocol._codec import decode_command
 from mledger.protocol._framing import FrameDecoder, crc32c, encode_frame, encode_payload_frame, parse_payload
 from mledger.protocol._session import ConsumerHandle, Session
@@ -97,7 +99,9 @@ def replies(session: Session) -> list[tuple[api.BaseCommand, bytes | None]]:
 
 def connected(host: Host) -> Session:
     session = Session(host, "test:1")
-    session.data_received(frame(_T(type=_T.CONNECT, connect=api.CommandConnect(client_version="t", protocol_version=20))))
+    session.data_received(
+        frame(_T(type=_T.CONNECT, connect=api.CommandConnect(client_version="t", protocol_version=20)))
+    )
     [(reply, _)] = replies(session)
     assert reply.type == _T.CONNECTED
     return session
@@ -129,7 +133,11 @@ def test_produce_then_consume_frame_by_frame() -> None:
     assert session.inflight_sends == 0 and session.messages_in == 2
 
     subscribe = api.CommandSubscribe(
-        topic=TOPIC, subscription="s", subType=api.CommandSubscribe.Shared, consumer_id=7, request_id=11,
+        topic=TOPIC,
+        subscription="s",
+        subType=api.CommandSubscribe.Shared,
+        consumer_id=7,
+        request_id=11,
         initialPosition=api.CommandSubscribe.Earliest,
     )
     session.data_received(frame(_T(type=_T.SUBSCRIBE, subscribe=subscribe)))
@@ -208,14 +216,226 @@ def test_seek_disconnects_the_consumer_before_it_answers() -> None:
     host = Host()
     session = connected(host)
     subscribe = api.CommandSubscribe(
-        topic=TOPIC, subscription="s", subType=api.CommandSubscribe.Exclusive, consumer_id=3, request_id=1,
+        topic=TOPIC,
+        subscription="s",
+        subType=api.CommandSubscribe.Exclusive,
+        consumer_id=3,
+        request_id=1,
         force_topic_creation=True,
     )
     session.data_received(frame(_T(type=_T.SUBSCRIBE, subscribe=subscribe)))
     assert [r.type for r, _ in replies(session)] == [_T.SUCCESS]
     earliest = api.MessageIdData(ledgerId=(1 << 64) - 1, entryId=(1 << 64) - 1)
-    session.data_received(frame(_T(type=_T.SEEK, seek=api.CommandSeek(consumer_id=3, request_id=2, message_id=earliest))))
+    session.data_received(
+        frame(_T(type=_T.SEEK, seek=api.CommandSeek(consumer_id=3, request_id=2, message_id=earliest)))
+    )
     closed, success = (r for r, _ in replies(session))
     assert closed.type == _T.CLOSE_CONSUMER and closed.close_consumer.consumer_id == 3
     assert success.type == _T.SUCCESS and success.success.request_id == 2
     assert session.consumer_count == 0
+
+
+# -- an id already in use on the connection (Pulsar's ServerCnx.handleProducer / handleSubscribe:
+# one map of producers and one of consumers per connection, topics never compared) --------------
+
+OTHER = "persistent://public/default/other"
+NP_TOPIC = "non-persistent://public/default/np"
+NP_OTHER = "non-persistent://public/default/np-other"
+
+
+def producer_on(topic: str, producer_id: int, request_id: int, mode: int = SHARED) -> bytes:
+    body = api.CommandProducer(topic=topic, producer_id=producer_id, request_id=request_id, producer_access_mode=mode)
+    return frame(_T(type=_T.PRODUCER, producer=body))
+
+
+def subscribe_on(topic: str, subscription: str, consumer_id: int, request_id: int) -> bytes:
+    body = api.CommandSubscribe(
+        topic=topic,
+        subscription=subscription,
+        subType=api.CommandSubscribe.Shared,
+        consumer_id=consumer_id,
+        request_id=request_id,
+        force_topic_creation=True,
+    )
+    return frame(_T(type=_T.SUBSCRIBE, subscribe=body))
+
+
+def close_producer(producer_id: int, request_id: int) -> bytes:
+    body = api.CommandCloseProducer(producer_id=producer_id, request_id=request_id)
+    return frame(_T(type=_T.CLOSE_PRODUCER, close_producer=body))
+
+
+def only_reply(session: Session) -> api.BaseCommand:
+    [(reply, _)] = replies(session)
+    return reply
+
+
+def broker_producers(host: Host, topic: str) -> list[str]:
+    """The names of the broker producers on ``topic`` (persistent or not)."""
+    if topic.startswith("non-persistent://"):
+        found = host.broker.non_persistent.get(topic)
+        return [] if found is None else [p.name for p in found.producers]
+    opened = host.broker.open_topic(topic)
+    assert isinstance(opened, Topic)
+    return [p.name for p in opened.producers]
+
+
+def broker_consumers(host: Host, topic: str, subscription: str) -> int:
+    """How many broker consumers ``subscription`` of ``topic`` has (0 when it does not exist)."""
+    if topic.startswith("non-persistent://"):
+        found = host.broker.non_persistent.get(topic)
+        subs = {} if found is None else found.subscriptions
+        return len(subs[subscription].consumers) if subscription in subs else 0
+    opened = host.broker.open_topic(topic)
+    assert isinstance(opened, Topic)
+    sub = opened.subscriptions.get(subscription)
+    return 0 if sub is None else len(sub.consumers)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(TOPIC, TOPIC), (TOPIC, OTHER), (TOPIC, NP_TOPIC), (NP_TOPIC, NP_TOPIC), (NP_TOPIC, NP_OTHER), (NP_TOPIC, OTHER)],
+    ids=["same", "other-topic", "to-np", "np-same", "np-other-topic", "np-to-persistent"],
+)
+def test_a_producer_id_in_use_gets_the_existing_producer_on_any_topic(first: str, second: str) -> None:
+    # "Producer with the same id is already created": PRODUCER_SUCCESS for the existing producer
+    # (its name, last sequence id -1, ready), whatever topic the new PRODUCER names, persistent
+    # or not, and no second broker producer anywhere.
+    host = Host()
+    session = connected(host)
+    session.data_received(producer_on(first, 1, 10))
+    made = only_reply(session).producer_success
+    session.data_received(send_frame(1, 0, b"a"))
+    assert only_reply(session).type == _T.SEND_RECEIPT
+    session.data_received(producer_on(second, 1, 11))
+    again = only_reply(session)
+    assert again.type == _T.PRODUCER_SUCCESS, again
+    assert again.producer_success.request_id == 11
+    assert again.producer_success.last_sequence_id == -1 and again.producer_success.producer_ready
+    assert again.producer_success.producer_name == made.producer_name
+    assert broker_producers(host, first) == [made.producer_name]
+    if second != first:
+        assert broker_producers(host, second) == []
+    assert session.producer_count == 1
+
+
+def test_a_reused_producer_id_leaks_no_exclusive_producer() -> None:
+    # Before, PRODUCER id 1 on another topic replaced the session's producer 1 without closing
+    # it: the first topic kept an exclusive producer nobody could close.
+    host = Host()
+    session, other = connected(host), connected(host)
+    session.data_received(producer_on(TOPIC, 1, 10, EXCLUSIVE))
+    assert only_reply(session).type == _T.PRODUCER_SUCCESS
+    session.data_received(producer_on(OTHER, 1, 11, EXCLUSIVE))
+    assert only_reply(session).type == _T.PRODUCER_SUCCESS
+    session.data_received(close_producer(1, 12))
+    assert only_reply(session).type == _T.SUCCESS
+    assert broker_producers(host, TOPIC) == [] and broker_producers(host, OTHER) == []
+    other.data_received(producer_on(TOPIC, 1, 20, EXCLUSIVE))
+    assert only_reply(other).type == _T.PRODUCER_SUCCESS
+
+
+def test_a_producer_id_still_waiting_for_exclusive_access_is_not_ready() -> None:
+    # Pulsar's producer future is pending until the topic is granted: ServiceNotReady
+    # "Producer is already present on the connection"; once granted, the same PRODUCER_SUCCESS.
+    host = Host()
+    holder, session = connected(host), connected(host)
+    holder.data_received(producer_on(TOPIC, 1, 1, EXCLUSIVE))
+    assert only_reply(holder).type == _T.PRODUCER_SUCCESS
+    session.data_received(producer_on(TOPIC, 2, 10, WAIT_FOR_EXCLUSIVE))
+    waiting = only_reply(session)
+    assert waiting.type == _T.PRODUCER_SUCCESS and not waiting.producer_success.producer_ready
+    for topic in (TOPIC, OTHER, NP_TOPIC):
+        session.data_received(producer_on(topic, 2, 11))
+        refused = only_reply(session)
+        assert refused.type == _T.ERROR and refused.error.request_id == 11
+        assert refused.error.error == api.ServiceNotReady
+        assert refused.error.message == "Producer is already present on the connection"
+    assert broker_producers(host, OTHER) == [] and broker_producers(host, NP_TOPIC) == []
+    holder.data_received(close_producer(1, 2))
+    replies(holder)
+    granted = only_reply(session)
+    assert granted.type == _T.PRODUCER_SUCCESS and granted.producer_success.request_id == 10
+    assert granted.producer_success.producer_ready
+    session.data_received(producer_on(TOPIC, 2, 12))
+    again = only_reply(session)
+    assert again.type == _T.PRODUCER_SUCCESS and again.producer_success.producer_ready
+    assert again.producer_success.producer_name == waiting.producer_success.producer_name
+    assert len(broker_producers(host, TOPIC)) == 1
+
+
+def test_a_closed_producers_id_opens_a_new_producer() -> None:
+    # Closed by the client (CLOSE_PRODUCER) or by the broker (fenced): the id is free again.
+    host = Host()
+    session, fencer = connected(host), connected(host)
+    session.data_received(producer_on(TOPIC, 1, 10))
+    assert only_reply(session).type == _T.PRODUCER_SUCCESS
+    session.data_received(close_producer(1, 11))
+    assert only_reply(session).type == _T.SUCCESS
+    session.data_received(producer_on(NP_TOPIC, 1, 12))
+    second = only_reply(session).producer_success.producer_name
+    assert broker_producers(host, NP_TOPIC) == [second] and broker_producers(host, TOPIC) == []
+    session.data_received(close_producer(1, 13))
+    assert only_reply(session).type == _T.SUCCESS
+    session.data_received(producer_on(TOPIC, 1, 14))
+    assert only_reply(session).type == _T.PRODUCER_SUCCESS
+    fencer.data_received(producer_on(TOPIC, 1, 1, EXCLUSIVE_WITH_FENCING))
+    replies(fencer)
+    assert only_reply(session).type == _T.CLOSE_PRODUCER
+    session.data_received(producer_on(OTHER, 1, 15))
+    assert only_reply(session).type == _T.PRODUCER_SUCCESS
+    assert len(broker_producers(host, OTHER)) == 1 and session.producer_count == 1
+
+
+def test_a_reused_producer_id_with_a_bad_topic_name_gets_invalid_topic_name() -> None:
+    host = Host()
+    session = connected(host)
+    session.data_received(producer_on(TOPIC, 1, 10))
+    replies(session)
+    session.data_received(producer_on("persistent://only-two/parts", 1, 11))
+    refused = only_reply(session)
+    assert refused.type == _T.ERROR and refused.error.error == api.InvalidTopicName
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ((TOPIC, "s"), (TOPIC, "s")),
+        ((TOPIC, "s"), (TOPIC, "s2")),
+        ((TOPIC, "s"), (OTHER, "s")),
+        ((TOPIC, "s"), (NP_TOPIC, "s")),
+        ((NP_TOPIC, "s"), (NP_TOPIC, "s")),
+        ((NP_TOPIC, "s"), (NP_TOPIC, "s2")),
+        ((NP_TOPIC, "s"), (NP_OTHER, "s")),
+        ((NP_TOPIC, "s"), (TOPIC, "s")),
+    ],
+    ids=["same", "other-sub", "other-topic", "to-np", "np-same", "np-other-sub", "np-other-topic", "np-to-persistent"],
+)
+def test_a_consumer_id_in_use_gets_success_on_any_topic_or_subscription(
+    first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    # "Consumer with the same id is already created": SUCCESS, no second broker consumer.
+    host = Host()
+    session = connected(host)
+    session.data_received(subscribe_on(*first, 7, 10))
+    assert only_reply(session).type == _T.SUCCESS
+    session.data_received(subscribe_on(*second, 7, 11))
+    again = only_reply(session)
+    assert again.type == _T.SUCCESS and again.success.request_id == 11, again
+    assert broker_consumers(host, *first) == 1
+    if second != first:
+        assert broker_consumers(host, *second) == 0
+    assert session.consumer_count == 1
+
+
+def test_a_closed_consumers_id_subscribes_anew() -> None:
+    host = Host()
+    session = connected(host)
+    session.data_received(subscribe_on(NP_TOPIC, "s", 7, 10))
+    replies(session)
+    close = api.CommandCloseConsumer(consumer_id=7, request_id=11)
+    session.data_received(frame(_T(type=_T.CLOSE_CONSUMER, close_consumer=close)))
+    assert only_reply(session).type == _T.SUCCESS
+    session.data_received(subscribe_on(TOPIC, "s", 7, 12))
+    assert only_reply(session).type == _T.SUCCESS
+    assert broker_consumers(host, TOPIC, "s") == 1 and broker_consumers(host, NP_TOPIC, "s") == 0

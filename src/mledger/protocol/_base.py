@@ -82,6 +82,59 @@ class SessionBase:
         """Queue SUCCESS for ``request_id``."""
         self._send_success(request_id)
 
+    def producer_id_in_use(self, body: api.CommandProducer) -> bool:
+        """Answer a PRODUCER whose id this connection already uses, on any topic, persistent or
+        not, and return True; False when the id is free (then nothing was sent).
+
+        Pulsar's ``ServerCnx.handleProducer`` keeps one map of producer futures per connection
+        and never compares topics: a producer already made gets PRODUCER_SUCCESS again (its
+        name and schema version, last sequence id -1, ready: "Producer with the same id is
+        already created"); one still waiting for exclusive access (its future pending) gets
+        ``ServiceNotReady`` "Producer is already present on the connection". A failed creation
+        is never kept here (each failure is answered and forgotten at once), so Pulsar's third
+        case cannot arise. Raises ``InvalidTopicNameError`` for a bad topic name first, as
+        Pulsar validates the name before it looks at the id."""
+        producer_id = body.producer_id
+        handle = self._producers.get(producer_id)
+        schema_version: bytes | None = None
+        if handle is not None and not handle.closed:
+            name = handle.name
+            schema_version = handle.schema_version
+        else:
+            found = self._np.producer_name(producer_id)
+            if found is None:
+                return False
+            name = found
+        TopicName.parse(body.topic, any_domain=True)
+        if handle is not None and not handle.ready:
+            self.connection.send_error(
+                body.request_id, api.ServiceNotReady, "Producer is already present on the connection"
+            )
+            return True
+        success = api.CommandProducerSuccess(
+            request_id=body.request_id, producer_name=name, last_sequence_id=-1, producer_ready=True
+        )
+        if schema_version is not None:
+            success.schema_version = schema_version
+        self.connection.send(api.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=success))
+        return True
+
+    def consumer_id_in_use(self, body: api.CommandSubscribe) -> bool:
+        """Answer a SUBSCRIBE whose id this connection already uses, on any topic or
+        subscription, persistent or not, and return True; False when the id is free.
+
+        Pulsar's ``ServerCnx.handleSubscribe`` keeps one map of consumer futures per connection
+        and compares neither topic nor subscription: a consumer already made gets SUCCESS
+        ("Consumer with the same id is already created"). A consumer here is made within its
+        SUBSCRIBE and a failed one is never kept, so Pulsar's pending (``ServiceNotReady``) and
+        failed cases cannot arise. Raises ``InvalidTopicNameError`` for a bad topic name first."""
+        consumer_id = body.consumer_id
+        if consumer_id not in self._consumers and not self._np.has_consumer(consumer_id):
+            return False
+        TopicName.parse(body.topic, any_domain=True)
+        self._send_success(body.request_id)
+        return True
+
     # -- helpers -----------------------------------------------------------------------------
     def _send_error(self, producer_id: int, sequence_id: int, error: api.ServerError.ValueType, message: str) -> None:
         self.connection.send(

@@ -62,19 +62,14 @@ class ConsumerCommands(SessionBase):
 
     def handle_subscribe(self, request: Request) -> None:
         body = request.command.subscribe
-        if is_non_persistent(body.topic) and body.consumer_id not in self._consumers:
+        if is_non_persistent(body.topic):
             self._np.subscribe(body)
             return
         request_id = body.request_id
-        existing = self._consumers.get(body.consumer_id)
-        if existing is not None:
-            if existing.topic.name == body.topic and existing.subscription.name == body.subscription:
-                self._send_success(request_id)
-                return
-            self.connection.send_error(request_id, api.ConsumerBusy, f"consumer id {body.consumer_id} is in use")
-            return
         try:
             self._authorize(body.topic, "CONSUME", body.subscription)
+            if self.consumer_id_in_use(body):  # on this topic or any other: Pulsar's answer
+                return
             broker = self._host.broker
             if not body.force_topic_creation and not broker.topic_exists(body.topic):
                 raise NotFoundError(f"Topic {body.topic} does not exist")

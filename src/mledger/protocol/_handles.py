@@ -163,7 +163,17 @@ class ProducerHandle:
     """A client's producer: the broker producer plus what the protocol adds. It is the broker
     producer's listener and the :class:`~mledger.protocol._access.AccessHolder` of its topic."""
 
-    __slots__ = ("access_mode", "closed", "name", "producer", "producer_id", "schema_version", "session", "topic")
+    __slots__ = (
+        "access_mode",
+        "closed",
+        "name",
+        "producer",
+        "producer_id",
+        "ready",
+        "schema_version",
+        "session",
+        "topic",
+    )
 
     def __init__(self, session: ProducerOwner, producer_id: int, topic: Topic, access_mode: int) -> None:
         self.session = session
@@ -174,6 +184,9 @@ class ProducerHandle:
         self.access_mode = access_mode
         self.schema_version: bytes | None = None
         self.closed = False
+        self.ready = True
+        """False while a WaitForExclusive producer waits for the topic (Pulsar's producer future
+        is still pending then)."""
 
     def producer_closed(self, producer: Producer) -> None:
         """The broker closed the producer (topic deleted): tell the client (CLOSE_PRODUCER).

@@ -79,6 +79,10 @@ class SessionSide(Protocol):
 
     def send_success(self, request_id: int) -> None: ...
 
+    def producer_id_in_use(self, body: api.CommandProducer) -> bool: ...
+
+    def consumer_id_in_use(self, body: api.CommandSubscribe) -> bool: ...
+
     def wake(self) -> None: ...
 
 
@@ -141,7 +145,11 @@ class _ProducerHandle:
 
 
 class NonPersistentEndpoints:
-    """One session's producers and consumers on non-persistent topics (loop thread only)."""
+    """One session's producers and consumers on non-persistent topics (loop thread only).
+
+    Their ids are the session's: an id names one producer (consumer) of either kind, as in
+    Pulsar's one map per connection, so PRODUCER and SUBSCRIBE ask the session first
+    (``producer_id_in_use`` / ``consumer_id_in_use``)."""
 
     def __init__(self, session: SessionSide) -> None:
         self.session = session
@@ -151,6 +159,11 @@ class NonPersistentEndpoints:
     def has_producer(self, producer_id: int) -> bool:
         """Whether ``producer_id`` is a producer on a non-persistent topic."""
         return producer_id in self._producers
+
+    def producer_name(self, producer_id: int) -> str | None:
+        """The name of producer ``producer_id`` on a non-persistent topic, None without one."""
+        handle = self._producers.get(producer_id)
+        return None if handle is None else handle.producer.name
 
     def has_consumer(self, consumer_id: int) -> bool:
         """Whether ``consumer_id`` is a consumer on a non-persistent topic."""
@@ -169,13 +182,11 @@ class NonPersistentEndpoints:
         """PRODUCER on a non-persistent topic: PRODUCER_SUCCESS or ERROR."""
         session = self.session
         connection = session.connection
-        existing = self._producers.get(body.producer_id)
-        if existing is not None and existing.topic.name == body.topic:
-            self._producer_success(body.request_id, existing)
-            return
         try:
             name = TopicName.parse(body.topic, any_domain=True)
             session.authorize_topic(name, "PRODUCE")
+            if session.producer_id_in_use(body):  # on this topic or any other: Pulsar's answer
+                return
             topic = session.host.broker.open_non_persistent_topic(body.topic)
             client = ClientInfo(session.peer or None, connection.client_version or None, body.producer_id)
             wanted = body.producer_name if body.HasField("producer_name") and body.producer_name else None
@@ -235,17 +246,11 @@ class NonPersistentEndpoints:
         """SUBSCRIBE on a non-persistent topic: SUCCESS or ERROR."""
         session = self.session
         connection = session.connection
-        existing = self._consumers.get(body.consumer_id)
-        if existing is not None:
-            sub = existing.subscription
-            if existing.topic.name == body.topic and sub is not None and sub.name == body.subscription:
-                session.send_success(body.request_id)  # a retried request: same answer
-                return
-            connection.send_error(body.request_id, api.ConsumerBusy, f"consumer id {body.consumer_id} is in use")
-            return
         try:
             name = TopicName.parse(body.topic, any_domain=True)
             session.authorize_topic(name, "CONSUME")
+            if session.consumer_id_in_use(body):  # on this topic or any other: Pulsar's answer
+                return
             if body.read_compacted:
                 raise NotAllowedError("readCompacted only valid on persistent topics")
             broker = session.host.broker

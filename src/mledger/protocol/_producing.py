@@ -43,12 +43,10 @@ class ProducerCommands(SessionBase):
             self._np.open_producer(body)
             return
         request_id = body.request_id
-        existing = self._producers.get(body.producer_id)
-        if existing is not None and existing.topic.name == body.topic and not existing.closed:
-            self._send_producer_success(request_id, existing)  # a retried request: same answer
-            return
         try:
             self._authorize(body.topic, "PRODUCE")
+            if self.producer_id_in_use(body):  # on this topic or any other: Pulsar's answer
+                return
             topic = self._open_partition(body.topic)
             schema_version = None
             if body.HasField("schema"):
@@ -75,6 +73,7 @@ class ProducerCommands(SessionBase):
         self._host.watch(topic)
         if wait:
             # WaitForExclusive: answered "not ready" now, PRODUCER_SUCCESS once it is exclusive.
+            handle.ready = False
             self._send_producer_success(request_id, handle, ready=False)
             self._host.access.wait(topic, handle, lambda: self._exclusive_granted(request_id, handle))
             return
@@ -84,6 +83,7 @@ class ProducerCommands(SessionBase):
     def _exclusive_granted(self, request_id: int, handle: ProducerHandle) -> None:
         if handle.closed:
             return
+        handle.ready = True
         self._send_producer_success(request_id, handle)
         self._wake()
 
@@ -111,12 +111,12 @@ class ProducerCommands(SessionBase):
             or payload[2] is False
             or send.highest_sequence_id != 0
             or sequence_id > INT64_MAX
-            or self._np.has_producer(producer_id)
         ):
             self._handle_send_in_full(request)
             return
         # The common case: an open producer's SEND, its checksum good (or none sent), no batch
-        # range, a sequence id >= 0 (which is then also the highest).
+        # range, a sequence id >= 0 (which is then also the highest). A non-persistent producer
+        # never gets here: producer ids are unique across both kinds (producer_id_in_use).
         entry = payload[0]
         topic = handle.topic
         try:
