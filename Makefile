@@ -18,7 +18,7 @@ demo: check-java $(STAMP)
 
 # Static checks: lint (ruff), types (mypy), the layer and no-cycle import contracts (import-linter).
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src
+	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports

@@ -120,10 +120,14 @@ def main() -> None:
     ap.add_argument("--no-baseline", action="store_true", help="skip the per-object protobuf baseline (1M only)")
     args = ap.parse_args()
 
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {platform.machine()}, "
-          f"{os.cpu_count()} cpu, {platform.processor() or platform.platform()}")
-    head = (f"{'holes':>10} {'pattern':>11} {'format':>10} {'records':>10} {'codec':>6} {'PI MiB':>9} "
-            f"{'stored MiB':>10} {'enc s':>6} {'dec s':>6} {'comp s':>6} {'decomp s':>8} {'total s':>7}")
+    print(
+        f"python {sys.version.split()[0]}, numpy {np.__version__}, {platform.machine()}, "
+        f"{os.cpu_count()} cpu, {platform.processor() or platform.platform()}"
+    )
+    head = (
+        f"{'holes':>10} {'pattern':>11} {'format':>10} {'records':>10} {'codec':>6} {'PI MiB':>9} "
+        f"{'stored MiB':>10} {'enc s':>6} {'dec s':>6} {'comp s':>6} {'decomp s':>8} {'total s':>7}"
+    )
     print(head)
     print("-" * len(head))
     for holes in (int(s) for s in args.sizes.split(",")):
@@ -132,29 +136,38 @@ def main() -> None:
             for fmt in ("range", "long-array"):
                 state = to_state(acked, fmt)
                 n_ranges = state.ranges.size if state.ranges is not None else 0
-                enc_s, data = best(lambda: encode_position_info(state), args.repeat)  # noqa: B023
-                dec_s, back = best(lambda: decode_position_info(data), args.repeat)  # noqa: B023
+                enc_s, data = best(lambda state=state: encode_position_info(state), args.repeat)
+                dec_s, back = best(lambda data=data: decode_position_info(data), args.repeat)
                 if back != state:
                     raise SystemExit(f"round trip mismatch: {holes} {pattern} {fmt}")
                 for ctype in CompressionType:
                     if ctype is CompressionType.NONE:
                         comp_s, decomp_s, stored = 0.0, 0.0, len(data)
                     else:
-                        comp_s, blob = best(lambda: compress_payload(data, ctype, 0), args.repeat)  # noqa: B023
-                        decomp_s, raw = best(lambda: decompress_payload(blob, len(data)), args.repeat)  # noqa: B023
+                        comp_s, blob = best(
+                            lambda data=data, ctype=ctype: compress_payload(data, ctype, 0), args.repeat
+                        )
+                        decomp_s, raw = best(
+                            lambda blob=blob, data=data: decompress_payload(blob, len(data)), args.repeat
+                        )
                         if raw != data:
                             raise SystemExit(f"compression mismatch: {ctype.name}")
                         stored = len(blob)
                         del blob, raw
                     total = enc_s + dec_s + comp_s + decomp_s
                     ranges_col = f"{n_ranges:>6} rng" if fmt == "range" else f"{len(state.long_arrays or {}):>6} led"
-                    print(f"{holes:>10} {pattern:>11} {fmt:>10} {ranges_col} {ctype.name:>6} {mib(len(data))} "
-                          f"{mib(stored):>10} {enc_s:6.2f} {dec_s:6.2f} {comp_s:6.2f} {decomp_s:8.2f} {total:7.2f}",
-                          flush=True)
+                    print(
+                        f"{holes:>10} {pattern:>11} {fmt:>10} {ranges_col} {ctype.name:>6} {mib(len(data))} "
+                        f"{mib(stored):>10} {enc_s:6.2f} {dec_s:6.2f} {comp_s:6.2f} {decomp_s:8.2f} {total:7.2f}",
+                        flush=True,
+                    )
                 if fmt == "range" and holes <= 1_000_000 and not args.no_baseline:
                     enc, dec = protobuf_baseline(state)
-                    print(f"{'':>10} {'':>11} {'':>10} {'':>10} {'upb':>6} {'':>9} {'':>10} {enc:6.2f} {dec:6.2f}"
-                          "   (generated protobuf, one object per range)", flush=True)
+                    print(
+                        f"{'':>10} {'':>11} {'':>10} {'':>10} {'upb':>6} {'':>9} {'':>10} {enc:6.2f} {dec:6.2f}"
+                        "   (generated protobuf, one object per range)",
+                        flush=True,
+                    )
                 del state, data, back
 
 

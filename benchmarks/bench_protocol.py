@@ -201,7 +201,10 @@ def client_for(server: Server) -> pulsar.Client:
 
 def produce(client: pulsar.Client, topic: str, n: int, batched: bool) -> None:
     producer = client.create_producer(
-        topic, batching_enabled=batched, batching_max_publish_delay_ms=10, block_if_queue_full=True,
+        topic,
+        batching_enabled=batched,
+        batching_max_publish_delay_ms=10,
+        block_if_queue_full=True,
         max_pending_messages=1000,
     )
     done = threading.Event()
@@ -317,10 +320,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--servers", default=None, help="memory,sqlite,lite (with --tls: memory,memory-tls)")
     parser.add_argument("--tls", action="store_true", help="compare pulsar+ssl:// with pulsar:// (adds -tls kinds)")
-    parser.add_argument("--record", action="store_true",
-                        help="compare mledger standalone with and without --record (standalone,standalone-record,lite)")
-    parser.add_argument("--before", type=Path, default=None,
-                        help="a source tree (src holding mledger/) to run as the -before kinds, e.g. sqlite-before")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="compare mledger standalone with and without --record (standalone,standalone-record,lite)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="a source tree (src holding mledger/) to run as the -before kinds, e.g. sqlite-before",
+    )
     args = parser.parse_args()
     global BEFORE_SRC
     BEFORE_SRC = args.before
@@ -337,21 +347,26 @@ def main() -> int:
     def med(kind: str, get: Callable[[Run], float]) -> float:
         return statistics.median(get(x) for x in runs[kind])
 
-    print(f"\n{args.messages:,} messages of {len(PAYLOAD)} B per phase, medians of {args.repeats} runs, "
-          f"{os.cpu_count()} cores (client and server on one machine)\n")
+    def rate(kind: str, phase: str) -> float:
+        return statistics.median(x.rates[phase] for x in runs[kind])
+
+    def cpu(kind: str, phase: str) -> float:
+        return statistics.median(x.cpu[phase] for x in runs[kind])
+
+    print(
+        f"\n{args.messages:,} messages of {len(PAYLOAD)} B per phase, medians of {args.repeats} runs, "
+        f"{os.cpu_count()} cores (client and server on one machine)\n"
+    )
     header = f"{'phase':18s}" + "".join(f"{k + ' msg/s':>18s}" for k in kinds)
     if "lite" in kinds:
         header += "".join(f"{k + '/lite':>13s}" for k in kinds if k != "lite")
     print(header)
     for phase in PHASES:
-        line = f"{phase:18s}" + "".join(f"{med(k, lambda x: x.rates[phase]):18,.0f}" for k in kinds)
+        line = f"{phase:18s}" + "".join(f"{rate(k, phase):18,.0f}" for k in kinds)
         if "lite" in kinds:
-            lite = med("lite", lambda x: x.rates[phase])
-            line += "".join(f"{med(k, lambda x: x.rates[phase]) / lite:12.2f}x" for k in kinds if k != "lite")
+            lite = rate("lite", phase)
+            line += "".join(f"{rate(k, phase) / lite:12.2f}x" for k in kinds if k != "lite")
         print(line)
-    def rate(kind: str, phase: str) -> float:
-        return med(kind, lambda x: x.rates[phase])
-
     tls_pairs = [(k, k.removesuffix("-tls")) for k in kinds if k.endswith("-tls") and k.removesuffix("-tls") in kinds]
     if tls_pairs:
         print("\nTLS / plaintext (median msg/s ratio)")
@@ -360,14 +375,20 @@ def main() -> int:
     if "standalone" in kinds and "standalone-record" in kinds:
         print("\nrecording / not recording (median msg/s ratio; per repeat in brackets)")
         for phase in PHASES:
-            each = [r.rates[phase] / p.rates[phase] for r, p in zip(runs["standalone-record"], runs["standalone"], strict=True)]
-            print(f"{phase:18s}{rate('standalone-record', phase) / rate('standalone', phase):15.2f}x   ["
-                  + ", ".join(f"{x:.2f}" for x in each) + "]")
+            each = [
+                r.rates[phase] / p.rates[phase]
+                for r, p in zip(runs["standalone-record"], runs["standalone"], strict=True)
+            ]
+            print(
+                f"{phase:18s}{rate('standalone-record', phase) / rate('standalone', phase):15.2f}x   ["
+                + ", ".join(f"{x:.2f}" for x in each)
+                + "]"
+            )
         size, rows = runs["standalone-record"][-1].recorded
         print(f"recording of one run: {rows:,} rows, {size / 1e6:,.1f} MB")
     print("\nserver CPU seconds per phase (median)")
     for phase in PHASES:
-        print(f"{phase:18s}" + "".join(f"{med(k, lambda x: x.cpu[phase]):18.2f}" for k in kinds))
+        print(f"{phase:18s}" + "".join(f"{cpu(k, phase):18.2f}" for k in kinds))
     print()
     print(f"{'idle RSS MB':18s}" + "".join(f"{med(k, lambda x: x.idle_rss):18.1f}" for k in kinds))
     print(f"{'peak RSS MB':18s}" + "".join(f"{med(k, lambda x: x.peak_rss):18.1f}" for k in kinds))

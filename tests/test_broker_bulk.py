@@ -194,7 +194,7 @@ def test_open_partition_opens_one_partition_without_its_siblings() -> None:
     part = broker.open_partition(T, 3)
     assert part.name == f"{T}-partition-3" and part.partition_index == 3
     assert broker.open_partition(T, 3) is part
-    assert not broker.factory.exists(f"public/default/persistent/bulk-partition-0")
+    assert not broker.factory.exists("public/default/persistent/bulk-partition-0")
     sub = part.subscribe("s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
     with pytest.raises(InvalidRequestError, match="partition"):
         sub.add_consumer().acknowledge(MessageId(1, 0, partition=2))

@@ -296,7 +296,7 @@ def test_out_of_order_and_random_order_acks_keep_the_counter_backlog() -> None:
     c2 = ml.open_cursor("c2", InitialPosition.EARLIEST)
     shuffled = list(p)
     random.Random(7).shuffle(shuffled)
-    for remaining, position in zip(range(10, 0, -1), shuffled):
+    for remaining, position in zip(range(10, 0, -1), shuffled, strict=True):
         assert c2.number_of_entries_in_backlog(precise=False) == remaining
         c2.delete(position)
         assert c2.number_of_entries_in_backlog(precise=False) == remaining - 1

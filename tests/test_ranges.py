@@ -451,7 +451,7 @@ class AckRangeSetMachine(RuleBasedStateMachine):
         if lower == upper:
             self.model |= {(lower, e) for e in range(lower_entry + 1, upper_entry + 1)}
             return
-        top = max((e for (l, e) in self.model if l == lower), default=None)
+        top = max((e for (led, e) in self.model if led == lower), default=None)
         if top is not None and top > lower_entry:
             self.model |= {(lower, e) for e in range(lower_entry + 1, top + 1)}
         self.model |= {(upper, e) for e in range(0, upper_entry + 1)}
@@ -479,7 +479,7 @@ class AckRangeSetMachine(RuleBasedStateMachine):
     def point_queries(self, ledger: int, entry: int) -> None:
         s, model = self.s, self.model
         assert s.contains(ledger, entry) == ((ledger, entry) in model)
-        acked = sorted(e for (l, e) in model if l == ledger)
+        acked = sorted(e for (led, e) in model if led == ledger)
         assert s.next_acked_entry(ledger, entry) == next((e for e in acked if e >= entry), None)
         unacked = entry
         while (ledger, unacked) in model:
@@ -500,18 +500,18 @@ class AckRangeSetMachine(RuleBasedStateMachine):
         s, model = self.s, self.model
         expected = model_ranges(model)
         ledgers, lowers, uppers, dropped = s.to_range_arrays(limit)
-        got = [(P(l, lo), P(l, hi)) for l, lo, hi in zip(ledgers.tolist(), lowers.tolist(), uppers.tolist())]
+        got = [(P(led, lo), P(led, hi)) for led, lo, hi in zip(ledgers.tolist(), lowers.tolist(), uppers.tolist(), strict=True)]
         assert got == expected[:limit] and dropped == max(len(expected) - limit, 0)
         words, dropped = s.to_long_arrays(limit * 40)
         kept, running = [], 0
-        for ledger in sorted({l for l, _ in model}):
-            running += sum(1 for l, _ in model if l == ledger)
+        for ledger in sorted({led for led, _ in model}):
+            running += sum(1 for led, _ in model if led == ledger)
             if running > limit * 40:
                 break
             kept.append(ledger)
         assert sorted(words) == kept
         for ledger in kept:
-            assert words[ledger].tolist() == words_of(e for l, e in model if l == ledger)
+            assert words[ledger].tolist() == words_of(e for led, e in model if led == ledger)
         assert dropped == sum(1 for lo, _ in expected if lo.ledger_id not in kept)
         full, _ = s.to_long_arrays()
         assert AckRangeSet.from_long_arrays(full) == s
@@ -528,9 +528,9 @@ class AckRangeSetMachine(RuleBasedStateMachine):
         assert s.first_range() == (expected[0] if expected else None)
         assert s.last_range() == (expected[-1] if expected else None)
         assert s.span() == ((expected[0][0], expected[-1][1]) if expected else None)
-        for ledger in {l for l, _ in model}:
+        for ledger in {led for led, _ in model}:
             starts, ends = s.ledger_runs(ledger)
-            assert list(zip(starts.tolist(), ends.tolist())) == runs(e for l, e in model if l == ledger)
+            assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs(e for led, e in model if led == ledger)
 
 
 AckRangeSetMachine.TestCase.settings = settings(
@@ -550,4 +550,4 @@ def test_runs_of_takes_both_branches() -> None:
     long.update(range(2000, 2500))  # 2 runs of >= 500: the run-by-run branch
     for bm in (short, long):
         starts, ends = _runs_of(bm)
-        assert list(zip(starts.tolist(), ends.tolist())) == runs(bm)
+        assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs(bm)

@@ -83,7 +83,7 @@ def test_the_in_process_prepare_spills_and_gives_the_same_layout(logs: dict[str,
     generated = open_prepared(logs["prepared"])
     assert [p.key for p in whole.partitions] == [p.key for p in spilled.partitions] == \
         [p.key for p in generated.manifest.partitions]
-    for a, b, c in zip(whole.partitions, spilled.partitions, generated.manifest.partitions):
+    for a, b, c in zip(whole.partitions, spilled.partitions, generated.manifest.partitions, strict=True):
         ta = pa.Table.from_batches(list(read_partition(open_prepared(str(tmp_path / "whole")), a)))
         tb = pa.Table.from_batches(list(read_partition(open_prepared(str(tmp_path / "spilled")), b)))
         tc = pa.Table.from_batches(list(read_partition(generated, c)))
@@ -286,8 +286,8 @@ def test_commit_keeps_exactly_the_collected_attempts_parts(tmp_path: Any) -> Non
     out = str(tmp_path / "out")
     start_outputs(out)
     for name in ("cursors", "anomalies", "partitions"):
-        for f in (f"part-00000-a1.parquet", f"part-00000-a4.parquet", f".part-00001-a2.parquet.inprogress",
-                  f"part-00001-a3.parquet"):
+        for f in ("part-00000-a1.parquet", "part-00000-a4.parquet", ".part-00001-a2.parquet.inprogress",
+                  "part-00001-a3.parquet"):
             open(os.path.join(out, name, f), "w").close()
     kept = TaskResult(0, "a4", tuple(f"{n}/part-00000-a4.parquet" for n in ("cursors", "anomalies", "partitions")), 1)
     other = TaskResult(1, "a3", tuple(f"{n}/part-00001-a3.parquet" for n in ("cursors", "anomalies", "partitions")), 1)

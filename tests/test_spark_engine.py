@@ -351,7 +351,7 @@ def test_bulk_steps_equal_one_event_at_a_time(tmp_path: Any) -> None:
         bulk.column("reason").drop_null().to_pylist())
     # the worst moment for a restart is sampled after each step (a step's acks land together)
     bulk, single = bulk.drop_columns(list(PER_STEP_COLUMNS)), single.drop_columns(list(PER_STEP_COLUMNS))
-    for x, y in zip(bulk.to_pylist(), single.to_pylist()):
+    for x, y in zip(bulk.to_pylist(), single.to_pylist(), strict=True):
         assert x == y
     assert bulk.num_rows == single.num_rows
 

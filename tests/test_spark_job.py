@@ -52,7 +52,7 @@ def assert_same_rows(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
     for name in SORT:
         left, right = a[name].to_pylist(), b[name].to_pylist()
         assert len(left) == len(right), name
-        for i, (x, y) in enumerate(zip(left, right)):
+        for i, (x, y) in enumerate(zip(left, right, strict=True)):
             assert x == y, f"{name} row {i}: {x} != {y}"
 
 
@@ -129,8 +129,8 @@ def test_spark_prepare_writes_the_rows_of_the_in_process_prepare_and_the_generat
     assert [p.key for p in on_spark.partitions] == [p.key for p in local.partitions] == \
         [p.key for p in logs[2].manifest.partitions]
     assert on_spark.events == local.events == logs[2].manifest.events
-    for parts in zip(*(log.manifest.partitions for log in logs)):
-        tables = [pa.Table.from_batches(list(read_partition(log, p))) for log, p in zip(logs, parts)]
+    for parts in zip(*(log.manifest.partitions for log in logs), strict=True):
+        tables = [pa.Table.from_batches(list(read_partition(log, p))) for log, p in zip(logs, parts, strict=True)]
         assert tables[0].equals(tables[1]) and tables[0].equals(tables[2]), parts[0].key
         assert parts[0].first_ts == parts[1].first_ts and parts[0].last_ts == parts[1].last_ts
     assert logs[0].subscriptions() == logs[1].subscriptions() == logs[2].subscriptions()
