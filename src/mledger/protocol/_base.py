@@ -111,13 +111,24 @@ class SessionBase:
                 body.request_id, api.ServiceNotReady, "Producer is already present on the connection"
             )
             return True
+        self.send_producer_success(body.request_id, name, schema_version=schema_version)
+        return True
+
+    def send_producer_success(
+        self,
+        request_id: int,
+        name: str,
+        last_sequence_id: int = -1,
+        ready: bool = True,
+        schema_version: bytes | None = None,
+    ) -> None:
+        """Queue PRODUCER_SUCCESS (the one place it is built, for producers of either kind)."""
         success = api.CommandProducerSuccess(
-            request_id=body.request_id, producer_name=name, last_sequence_id=-1, producer_ready=True
+            request_id=request_id, producer_name=name, last_sequence_id=last_sequence_id, producer_ready=ready
         )
         if schema_version is not None:
             success.schema_version = schema_version
         self.connection.send(api.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=success))
-        return True
 
     def consumer_id_in_use(self, body: api.CommandSubscribe) -> bool:
         """Answer a SUBSCRIBE whose id this connection already uses, on any topic or

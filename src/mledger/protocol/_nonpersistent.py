@@ -81,6 +81,8 @@ class SessionSide(Protocol):
 
     def producer_id_in_use(self, body: api.CommandProducer) -> bool: ...
 
+    def send_producer_success(self, request_id: int, name: str) -> None: ...
+
     def consumer_id_in_use(self, body: api.CommandSubscribe) -> bool: ...
 
     def wake(self) -> None: ...
@@ -195,13 +197,7 @@ class NonPersistentEndpoints:
             connection.send_error(body.request_id, session.error_code(exc), str(exc))
             return
         handle = self._producers[body.producer_id] = _ProducerHandle(body.producer_id, topic, producer)
-        self._producer_success(body.request_id, handle)
-
-    def _producer_success(self, request_id: int, handle: _ProducerHandle) -> None:
-        success = api.CommandProducerSuccess(
-            request_id=request_id, producer_name=handle.producer.name, last_sequence_id=-1, producer_ready=True
-        )
-        self.session.connection.send(api.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=success))
+        session.send_producer_success(body.request_id, handle.producer.name)
 
     def send(self, request: Request) -> None:
         """SEND: publish to the connected consumers and answer SEND_RECEIPT ``(0, 0)``."""

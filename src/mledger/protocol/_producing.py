@@ -88,15 +88,9 @@ class ProducerCommands(SessionBase):
         self._wake()
 
     def _send_producer_success(self, request_id: int, handle: ProducerHandle, ready: bool = True) -> None:
-        success = api.CommandProducerSuccess(
-            request_id=request_id,
-            producer_name=handle.name,
-            last_sequence_id=handle.producer.last_sequence_id,
-            producer_ready=ready,
+        self.send_producer_success(
+            request_id, handle.name, handle.producer.last_sequence_id, ready, handle.schema_version
         )
-        if handle.schema_version is not None:
-            success.schema_version = handle.schema_version
-        self.connection.send(api.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=success))
 
     def handle_send(self, request: Request) -> None:
         send = request[1].send
