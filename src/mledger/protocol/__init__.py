@@ -11,7 +11,8 @@ commands), :mod:`~mledger.protocol._connection` (sans-I/O handshake and command 
 (producer access modes, tokens), :mod:`~mledger.protocol._session` (commands -> broker calls,
 SENDs through the broker's pipelined publish; no sockets, no
 event loop: it reaches its server through the :class:`~mledger.protocol._session.SessionHost`
-protocol; split by job into private modules, see its docstring), :mod:`~mledger.protocol._server` (the asyncio shell) and
+protocol; split by job into private modules, see its docstring), :mod:`~mledger.protocol._listener` (accepting within the file descriptors, both servers' ports),
+:mod:`~mledger.protocol._server` (the asyncio shell) and
 :mod:`~mledger.protocol._embedded` (a server on its own loop in a background thread). The pytest
 fixture is in :mod:`mledger_pytest`.
 The coverage of every command is in ``docs/protocol-coverage.md``.
@@ -41,9 +42,17 @@ from ._errors import (
     StateTransitionError as StateTransitionError,
     UnknownListenerError as UnknownListenerError,
 )
+from ._listener import (
+    DESCRIPTORS as DESCRIPTORS,
+    Listener as Listener,
+    fit_to_descriptors as fit_to_descriptors,
+    listening_socket as listening_socket,
+    raise_descriptor_limit as raise_descriptor_limit,
+)
 from ._server import ProtocolServer as ProtocolServer, freeze_startup_heap as freeze_startup_heap
 
 __all__ = [
+    "DESCRIPTORS",
     "ClientAuth",
     "COMMANDS",
     "PROTOCOL_VERSION",
@@ -54,16 +63,20 @@ __all__ = [
     "ConnectionState",
     "EmbeddedBroker",
     "FrameTooLargeError",
+    "Listener",
     "ListenerUrls",
     "LocalProtocolError",
     "ProtocolConfig",
     "ProtocolError",
     "ProtocolServer",
+    "fit_to_descriptors",
     "freeze_startup_heap",
+    "listening_socket",
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
     "StateTransitionError",
     "UnknownListenerError",
     "parse_advertised_listeners",
+    "raise_descriptor_limit",
 ]
