@@ -41,7 +41,8 @@ from .core._address import DEFAULT_HOST
 from .core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from .core._errors import ConfigError
 from .core._tls import TlsSettings
-from .protocol import ListenerUrls, ProtocolConfig, parse_advertised_listeners
+from .protocol import ListenerUrls, ProtocolConfig, fit_to_descriptors, parse_advertised_listeners
+from .rest._server import PULSAR_MAX_CONCURRENT_HTTP_REQUESTS, PULSAR_MAX_HTTP_SERVER_CONNECTIONS
 
 __all__ = [
     "PULSAR_KEYS",
@@ -139,6 +140,14 @@ PULSAR_KEYS: dict[str, Key] = {
         Key("maxMessageSize", ("protocol.max_message_size", "factory.max_message_size"), _int),
         Key("keepAliveIntervalSeconds", ("protocol.keep_alive_interval_seconds",), _int),
         Key("maxPendingPublishRequestsPerConnection", ("protocol.max_pending_sends",), _int),
+        # connection limits: Pulsar's keys, then mledger's transport timeouts (not Pulsar keys)
+        Key("brokerMaxConnections", ("protocol.broker_max_connections",), _int),
+        Key("brokerMaxConnectionsPerIp", ("protocol.broker_max_connections_per_ip",), _int),
+        Key("maxHttpServerConnections", ("server.max_http_server_connections",), _int),
+        Key("maxConcurrentHttpRequests", ("server.max_concurrent_http_requests",), _int),
+        Key("firstByteTimeoutSeconds", ("protocol.first_byte_timeout_seconds",), float),
+        Key("tlsHandshakeTimeoutSeconds", ("protocol.tls_handshake_timeout_seconds",), float),
+        Key("maxConcurrentTlsHandshakes", ("protocol.max_concurrent_tls_handshakes",), _int),
         # TLS
         *_keys(
             "tls",
@@ -333,6 +342,16 @@ class ServerSettings:
     super_user_roles: tuple[str, ...] = ()
     authorization_file: str | None = None
     """mledger's JSON permissions (``--authorization``); see :func:`authorization_from_settings`."""
+    max_http_server_connections: int = field(
+        default_factory=lambda: fit_to_descriptors(PULSAR_MAX_HTTP_SERVER_CONNECTIONS)
+    )
+    """HTTP connections open at most, per port (``maxHttpServerConnections``; 0: no limit;
+    default: Pulsar's 2048 lowered to fit the descriptor limit)."""
+    max_concurrent_http_requests: int = field(
+        default_factory=lambda: fit_to_descriptors(PULSAR_MAX_CONCURRENT_HTTP_REQUESTS)
+    )
+    """HTTP requests answered at once, per port (``maxConcurrentHttpRequests``; 0: no limit;
+    default: Pulsar's 1024 lowered likewise)."""
 
 
 @dataclass(frozen=True)
