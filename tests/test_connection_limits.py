@@ -36,6 +36,7 @@ from test_standalone_tls import make_pki
 
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.core import TlsSettings
+from mledger.metrics._protocol import ProtocolCollector
 from mledger.protocol import EmbeddedBroker, Listener, ProtocolConfig, listening_socket
 from mledger.rest._middleware import RequestLimit
 from mledger.standalone import effective_settings, read_pulsar_conf, render_settings
@@ -218,6 +219,8 @@ def test_broker_max_connections_answers_not_allowed_and_closes() -> None:
         RawClient(broker.server.port).sock.close()  # a place is free again
         second.sock.close()
         assert broker.stats().connections_refused >= 2
+        scraped = {x.name: x.value for m in ProtocolCollector(broker.server).collect() for x in m.samples}
+        assert scraped["mledger_connections_refused_total"] >= 2
 
 
 def test_broker_max_connections_per_ip() -> None:
