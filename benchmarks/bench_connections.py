@@ -32,7 +32,6 @@ is shared: the load average is printed beside the figures.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import resource
@@ -50,10 +49,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pulsar
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from bench_protocol import self_signed
 
 CASES = {"baseline": (None, 0), "idle-1": ("protocol", 1), "idle-4": ("protocol", 4), "tls-1": ("tls", 1)}
 CASES["tls-4"] = ("tls", 4)
@@ -93,28 +89,6 @@ def attack(port: int, count: int, seconds: float) -> None:
 
 
 # -- the broker ------------------------------------------------------------------------------------
-
-
-def self_signed(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_file, key_file
 
 
 @dataclass
