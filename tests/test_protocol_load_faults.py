@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pulsar
 import pytest
-from protocol_raw import RawClient
+from protocol_raw import RawClient, producer_command, subscribe_command
 
 from mledger import EntryMetadata
 from mledger.codec import encode_entry
@@ -122,35 +122,18 @@ def test_a_producer_keeps_sending_while_another_topic_fails_to_load_on_its_conne
     client.close()
 
 
-def _producer(topic: str, request_id: int) -> api.BaseCommand:
-    return _T(
-        type=_T.PRODUCER, producer=api.CommandProducer(topic=topic, producer_id=request_id, request_id=request_id)
-    )
-
-
-def _subscribe(topic: str, subscription: str, request_id: int) -> api.BaseCommand:
-    body = api.CommandSubscribe(
-        topic=topic,
-        subscription=subscription,
-        subType=api.CommandSubscribe.Shared,
-        consumer_id=request_id,
-        request_id=request_id,
-    )
-    return _T(type=_T.SUBSCRIBE, subscribe=body)
-
-
 def test_producer_subscribe_and_lookups_answer_a_store_failure_and_the_connection_carries_on(
     broker: BrokenPathBroker,
 ) -> None:
     raw = RawClient(broker.port)
     try:
-        raw.send(_producer("orders", 1))
+        raw.send(producer_command("orders", 1, 1))
         assert raw.next_command().type == _T.PRODUCER_SUCCESS
         broker.faults.break_writes = True
         for command in (
-            _producer("broken-topic", 2),  # the topic's managed ledger cannot be created
-            _subscribe("broken-topic", "s", 3),
-            _subscribe("orders", "broken-sub", 4),  # the topic loads, the cursor cannot be stored
+            producer_command("broken-topic", 2, 2),  # the topic's managed ledger cannot be created
+            subscribe_command("broken-topic", "s", 3, 3),
+            subscribe_command("orders", "broken-sub", 4, 4),  # the topic loads, the cursor cannot be stored
         ):
             raw.send(command)
             error = raw.next_command().error
@@ -172,7 +155,7 @@ def test_producer_subscribe_and_lookups_answer_a_store_failure_and_the_connectio
         # the same connection: its producer is still there, and new requests succeed
         raw.send(_T(type=_T.SEND, send=api.CommandSend(producer_id=1, sequence_id=0)), _payload())
         assert raw.next_command().type == _T.SEND_RECEIPT
-        raw.send(_subscribe("orders", "broken-sub", 7))
+        raw.send(subscribe_command("orders", "broken-sub", 7, 7))
         assert raw.next_command().type == _T.SUCCESS
         assert broker.stats().connections_opened == 1
     finally:
