@@ -53,7 +53,6 @@ factory as a :class:`LedgerFactoryView`. ``ManagedLedgerInfo`` bytes are
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
@@ -79,8 +78,6 @@ from ._ledger_view import (
 )
 from ._positions import LedgerPositions
 from ._trimmer import Trimmer
-
-log = logging.getLogger(__name__)
 
 _DEFAULT_METADATA = EntryMetadata()
 
