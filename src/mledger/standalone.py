@@ -193,8 +193,9 @@ class Standalone:
 
     @property
     def admin_url(self) -> str:
-        """``http://host:port`` of the REST admin."""
-        return self.admin.url
+        """``http://host:port`` of the REST admin, with the advertised host as :attr:`service_url`
+        (Pulsar's ``webServiceAddress``: ``advertisedAddress``, else the bound host)."""
+        return self.admin.advertised_url(self.protocol.config.advertised_address)
 
     @property
     def tls_service_url(self) -> str | None:
@@ -203,8 +204,12 @@ class Standalone:
 
     @property
     def admin_tls_url(self) -> str | None:
-        """``https://host:port`` of the REST admin's TLS port; None without one."""
-        return self.admin_tls.url if self.admin_tls is not None else None
+        """``https://host:port`` of the REST admin's TLS port, with the advertised host (Pulsar's
+        ``webServiceAddressTls``: a certificate for ``advertisedAddress`` verifies it); None
+        without one."""
+        if self.admin_tls is None:
+            return None
+        return self.admin_tls.advertised_url(self.protocol.config.advertised_address)
 
     def urls(self) -> dict[str, str]:
         """The servers' URLs by name (``service_url``, ``admin_url``, and over TLS
