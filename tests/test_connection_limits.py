@@ -3,7 +3,7 @@
 * a broker under a low ``RLIMIT_NOFILE`` with more idle connections than descriptors on every
   port (protocol, TLS, HTTP) still answers REST and lets a new client produce, logs each pause
   once and no traceback, closes the connections that send nothing, and raised its soft limit to
-  the hard one (:mod:`mledger.protocol._listener`);
+  the hard one (:mod:`mledger.protocol._acceptor`);
 * pending TLS handshakes are bounded in number (``stats()``) and time;
 * Pulsar's ``brokerMaxConnections`` / ``brokerMaxConnectionsPerIp`` answer ERROR
   ``NotAllowedError`` and close, as ``ServerCnx.channelActive`` does;
@@ -37,7 +37,7 @@ from test_standalone_tls import make_pki
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.core import TlsSettings
 from mledger.metrics._protocol import ProtocolCollector
-from mledger.protocol import EmbeddedBroker, Listener, ProtocolConfig, listening_socket
+from mledger.protocol import Acceptor, EmbeddedBroker, ProtocolConfig, listening_socket
 from mledger.rest._middleware import RequestLimit
 from mledger.standalone import effective_settings, read_pulsar_conf, render_settings
 
@@ -261,7 +261,7 @@ class _FailingSocket(socket.socket):
 
 
 def test_emfile_pauses_accepting_and_logs_once_per_episode(caplog: pytest.LogCaptureFixture) -> None:
-    """The old accept loop logged a traceback per failed accept() (35 MB in 5 s); a Listener
+    """The old accept loop logged a traceback per failed accept() (35 MB in 5 s); a Acceptor
     stops accepting, checks again four times a second and logs the episode's start and end once."""
     sock = _FailingSocket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
@@ -275,8 +275,8 @@ def test_emfile_pauses_accepting_and_logs_once_per_episode(caplog: pytest.LogCap
             transport.close()
 
     async def run() -> None:
-        listener = Listener(sock, Probe, name="probe")
-        listener.start()
+        acceptor = Acceptor(sock, Probe, name="probe")
+        acceptor.start()
         try:
             _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
             for _ in range(600):
@@ -284,11 +284,11 @@ def test_emfile_pauses_accepting_and_logs_once_per_episode(caplog: pytest.LogCap
                     break
                 await asyncio.sleep(0.05)
             writer.close()
-            assert listener.pauses == 1 and listener.accepting
+            assert acceptor.pauses == 1 and acceptor.accepting
         finally:
-            await listener.close()
+            await acceptor.close()
 
-    with caplog.at_level(logging.INFO, logger="mledger.protocol._listener"):
+    with caplog.at_level(logging.INFO, logger="mledger.protocol._acceptor"):
         asyncio.run(run())
     assert made, "the connection was never accepted"
     messages = [r.getMessage() for r in caplog.records]
@@ -357,11 +357,11 @@ def test_http_defaults_are_pulsars_lowered_to_fit_the_descriptor_limit() -> None
     assert fit_to_descriptors(2048, 1024) == 224 and fit_to_descriptors(1024, 256) == 56
 
 
-def test_listener_doctests() -> None:
+def test_acceptor_doctests() -> None:
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module("mledger.protocol._listener"))
+    result = doctest.testmod(importlib.import_module("mledger.protocol._acceptor"))
     assert result.failed == 0 and result.attempted > 0
 
 

@@ -583,7 +583,7 @@ def test_connections_accepted_by_a_plain_asyncio_loop_have_nagle_off() -> None:
     import asyncio
     import socket
 
-    from mledger.protocol import Listener, listening_socket
+    from mledger.protocol import Acceptor, listening_socket
 
     listening = listening_socket("127.0.0.1", 0, 16, "probe")
     nodelay: list[int] = []
@@ -595,14 +595,14 @@ def test_connections_accepted_by_a_plain_asyncio_loop_have_nagle_off() -> None:
             transport.close()
 
     async def accept_one() -> None:
-        listener = Listener(listening, Probe, name="probe")
-        listener.start()
+        acceptor = Acceptor(listening, Probe, name="probe")
+        acceptor.start()
         try:
             reader, writer = await asyncio.open_connection(*listening.getsockname()[:2])
             await asyncio.wait_for(reader.read(), TIMEOUT)  # the probe closes it
             writer.close()
         finally:
-            await listener.close()
+            await acceptor.close()
 
     with asyncio.Runner() as runner:  # the standard library's loop
         runner.run(accept_one())

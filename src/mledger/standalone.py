@@ -26,7 +26,7 @@ the options override it), ``--print-config`` prints the effective settings. The 
 (:mod:`mledger.replay._recording`, imported only then: it needs the ``replay`` extra).
 At start the soft file descriptor limit is raised to the hard one; the ports stop accepting
 (connections wait in the backlog) before the descriptors run out, and close connections that
-send nothing within ``firstByteTimeoutSeconds`` (:mod:`mledger.protocol._listener`).
+send nothing within ``firstByteTimeoutSeconds`` (:mod:`mledger.protocol._acceptor`).
 SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in flight finish,
 the appends in flight are stored and answered, then the broker and the store close.
 

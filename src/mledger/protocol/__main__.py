@@ -22,9 +22,9 @@ from ..admin._authentication import Authenticator, add_authentication_arguments,
 from ..broker import BrokerConfig, open_broker
 from ..core._address import parse_bind
 from ..core._errors import ConfigError
+from ._acceptor import raise_descriptor_limit
 from ._access import ClientAuth
 from ._config import ProtocolConfig
-from ._listener import raise_descriptor_limit
 from ._server import ProtocolServer, freeze_startup_heap
 
 

@@ -28,7 +28,7 @@ threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
 * every ``keep_alive_interval_seconds`` a connection that sent nothing since the last PING is
   closed and the others are pinged (Pulsar's keep-alive).
 
-Accepting: each port is a :class:`~mledger.protocol._listener.Listener`, which stops accepting
+Accepting: each port is an :class:`~mledger.protocol._acceptor.Acceptor`, which stops accepting
 while few file descriptors are free (or ``accept()`` fails with ``EMFILE``) and bounds the TLS
 handshakes in progress and their time. Over ``broker_max_connections`` or
 ``broker_max_connections_per_ip`` a connection is answered ERROR ``NotAllowedError`` and closed
@@ -59,11 +59,11 @@ from ..core._address import advertised_host, format_address
 from ..core._clock import ManualClock
 from ..core._errors import MLedgerError
 from ..core._tls import server_context
+from ._acceptor import Acceptor, listening_socket
 from ._access import ClientAuth, ProducerAccess
 from ._config import ListenerUrls, ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats, lookup_urls
 from ._errors import RemoteProtocolError
 from ._framing import FRAME_PADDING
-from ._listener import Listener, listening_socket
 from ._session import ConsumerHandle, Session
 
 __all__ = ["ProtocolConfig", "ProtocolServer", "ProtocolStats"]
@@ -293,7 +293,7 @@ class ProtocolServer:
         self._handed: deque[Callable[[], None]] = deque()
         self._handover_scheduled = False
         self._loop_thread: int | None = None
-        self._listeners: list[Listener] = []
+        self._acceptors: list[Acceptor] = []
         self._shells: dict[Session, _Shell] = {}
         self._per_ip: dict[str, int] = {}
         self._to_flush: set[Session] = set()
@@ -318,28 +318,28 @@ class ProtocolServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._loop_thread = threading.get_ident()
-        listeners = [self._listener(self.config.port, None)]
+        acceptors = [self._acceptor(self.config.port, None)]
         if self._ssl is not None and self.config.tls_port is not None:
             try:
-                listeners.append(self._listener(self.config.tls_port, self._ssl))
+                acceptors.append(self._acceptor(self.config.tls_port, self._ssl))
             except OSError:
-                listeners[0].sock.close()
+                acceptors[0].sock.close()
                 raise
-            self.tls_port = listeners[1].port
-        self.port = listeners[0].port
-        self._listeners = listeners
-        for listener in listeners:
-            listener.start()
+            self.tls_port = acceptors[1].port
+        self.port = acceptors[0].port
+        self._acceptors = acceptors
+        for acceptor in acceptors:
+            acceptor.start()
         self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
         log.info(
             "Pulsar protocol server listening on %s",
             " and ".join(filter(None, (self.service_url, self.tls_service_url))),
         )
 
-    def _listener(self, port: int, context: ssl.SSLContext | None) -> Listener:
+    def _acceptor(self, port: int, context: ssl.SSLContext | None) -> Acceptor:
         what = "Pulsar protocol server (TLS)" if context is not None else "Pulsar protocol server"
         sock = listening_socket(self.config.host, port, 1024, what)
-        return Listener(
+        return Acceptor(
             sock,
             lambda: _Shell(self, self._opened, self._lost),
             name=f"{what} on {format_address(self.config.host, sock.getsockname()[1])}",
@@ -353,9 +353,9 @@ class ProtocolServer:
         for task in self._tasks:
             task.cancel()
         self._tasks = []
-        listeners, self._listeners = self._listeners, []
-        for listener in listeners:
-            await listener.close()
+        acceptors, self._acceptors = self._acceptors, []
+        for acceptor in acceptors:
+            await acceptor.close()
         for shell in list(self._shells.values()):
             shell.abort_after_flush()
         await asyncio.sleep(0)  # the transports' connection_lost callbacks
@@ -396,7 +396,7 @@ class ProtocolServer:
         view; exact on the loop thread (``EmbeddedBroker.stats`` reads it there)."""
         t = self._totals
         sessions = list(self._shells)  # copy the keys first: other threads read too
-        listeners = list(self._listeners)
+        acceptors = list(self._acceptors)
         return ProtocolStats(
             connections=len(sessions),
             connections_opened=t.connections_opened,
@@ -411,9 +411,9 @@ class ProtocolServer:
             protocol_errors=t.protocol_errors,
             connections_refused=t.connections_refused,
             connections_timed_out=t.connections_timed_out,
-            tls_handshakes_in_progress=sum(x.handshakes for x in listeners),
-            tls_handshakes_failed=sum(x.handshake_failures for x in listeners),
-            accept_pauses=sum(x.pauses for x in listeners),
+            tls_handshakes_in_progress=sum(x.handshakes for x in acceptors),
+            tls_handshakes_failed=sum(x.handshake_failures for x in acceptors),
+            accept_pauses=sum(x.pauses for x in acceptors),
         )
 
     # -- thread hand-over --------------------------------------------------------------------

@@ -16,7 +16,7 @@ or, inside an event loop you already run::
 
 Binding and listening happen in the constructor (``OSError`` when the address is taken; port 0
 picks a free port), so the URL is known, and connections wait in the backlog, before anything is
-served. A :class:`~mledger.protocol.Listener` accepts for uvicorn (which starts with no socket of
+served. An :class:`~mledger.protocol.Acceptor` accepts for uvicorn (which starts with no socket of
 its own): it stops accepting at ``maxHttpServerConnections`` (as Jetty's ``ConnectionLimit``),
 while few file descriptors are free and on ``EMFILE``, and bounds the TLS handshakes;
 :class:`~mledger.rest._middleware.RequestLimit` is ``maxConcurrentHttpRequests``; a connection
@@ -48,7 +48,7 @@ import uvicorn
 from ..core._address import advertised_host, format_address, parse_bind
 from ..core._errors import ConfigError
 from ..core._tls import TlsSettings, server_context
-from ..protocol import Listener, fit_to_descriptors, listening_socket, raise_descriptor_limit
+from ..protocol import Acceptor, fit_to_descriptors, listening_socket, raise_descriptor_limit
 from ._auth import RoleResolver
 from ._deferred import DeferredApp
 from ._middleware import RequestLimit
@@ -279,11 +279,11 @@ class AdminServer:
 
 
 class _ListenedServer(uvicorn.Server):
-    """uvicorn's server with a :class:`~mledger.protocol.Listener` accepting on ``sock`` for it:
-    uvicorn starts with no socket of its own (``sockets=[]``), then the listener hands each
+    """uvicorn's server with a :class:`~mledger.protocol.Acceptor` accepting on ``sock`` for it:
+    uvicorn starts with no socket of its own (``sockets=[]``), then the acceptor hands each
     connection it accepts to uvicorn's HTTP protocol, made as uvicorn's ``startup`` makes it (its
     config, server state and lifespan state), so uvicorn's shutdown closes them as its own. At
-    ``max_connections`` (0: no limit) connections and handshakes, the listener stops accepting."""
+    ``max_connections`` (0: no limit) connections and handshakes, the acceptor stops accepting."""
 
     def __init__(
         self,
@@ -297,7 +297,7 @@ class _ListenedServer(uvicorn.Server):
         max_connections: int,
     ) -> None:
         super().__init__(config)
-        self.listener = Listener(
+        self.acceptor = Acceptor(
             sock,
             self._new_protocol,
             name=name,
@@ -316,17 +316,17 @@ class _ListenedServer(uvicorn.Server):
         return protocol
 
     def _at_limit(self) -> str | None:
-        if len(self.server_state.connections) + self.listener.handshakes < self._max_connections:
+        if len(self.server_state.connections) + self.acceptor.handshakes < self._max_connections:
             return None
         return f"{self._max_connections} connections open (maxHttpServerConnections)"
 
     async def startup(self, sockets: list[Any] | None = None) -> None:
         await super().startup(sockets=[])
         if self.started:
-            self.listener.start()
+            self.acceptor.start()
 
     async def shutdown(self, sockets: list[Any] | None = None) -> None:
-        await self.listener.close()
+        await self.acceptor.close()
         await super().shutdown()
 
 

@@ -6,7 +6,7 @@ Theory of operation
 asyncio's servers accept whenever a listening socket is readable. When the process runs out of
 file descriptors, ``accept()`` fails with ``EMFILE`` and the loop logs a traceback per attempt
 while every port, the admin port included, stays locked out; asyncio has no way to stop
-accepting for a while. A :class:`Listener` accepts itself instead (``loop.add_reader`` on the
+accepting for a while. An :class:`Acceptor` accepts itself instead (``loop.add_reader`` on the
 listening socket, then ``loop.connect_accepted_socket`` builds the transport, TLS included) and
 stops accepting -- new connections wait in the kernel's backlog meanwhile -- while any of these
 holds:
@@ -24,8 +24,8 @@ holds:
 While stopped for want of descriptors, by its gate or by ``EMFILE``, it checks again every
 quarter second; it logs one line when such an episode starts and one when a connection is
 accepted again, however long the episode and however often it checked. Reaching the handshake
-limit is flow control, not an episode: the next handshake to end resumes accepting. The timers are the loop's (real time), never a
-broker's test clock.
+limit is flow control, not an episode: the next handshake to end resumes accepting. The timers
+are the loop's (real time), never a broker's test clock.
 
 :func:`raise_descriptor_limit` raises the soft ``RLIMIT_NOFILE`` to the hard one; the processes
 that are a broker (``mledger standalone``, ``python -m mledger.protocol``,
@@ -56,7 +56,7 @@ except ImportError:  # pragma: no cover - Windows: no descriptor limit to read
 __all__ = [
     "DESCRIPTORS",
     "Descriptors",
-    "Listener",
+    "Acceptor",
     "fit_to_descriptors",
     "listening_socket",
     "raise_descriptor_limit",
@@ -206,7 +206,7 @@ def listening_socket(host: str, port: int, backlog: int, what: str) -> socket.so
     return sock
 
 
-class Listener:
+class Acceptor:
     """Accepts connections on ``sock`` into protocols made by ``factory`` (see the module
     docstring); call :meth:`start` and :meth:`close` on the loop that serves them.
 
