@@ -164,6 +164,15 @@ PULSAR_KEYS: dict[str, Key] = {
             tokenAudience="token_audience",
             basicAuthConf="basic_auth_conf",
         ),
+        # password checks (mledger's own: Pulsar verifies on its I/O threads and limits no failures)
+        *_keys(
+            "authentication",
+            _int,
+            maxConcurrentPasswordChecks="max_concurrent_password_checks",
+            maxAuthenticationFailuresPerUserPerIp="max_authentication_failures_per_user_per_ip",
+            maxAuthenticationFailuresPerIp="max_authentication_failures_per_ip",
+            authenticationFailureWindowSeconds="authentication_failure_window_seconds",
+        ),
         Key("authorizationEnabled", ("server.authorization_enabled",), _bool),
         Key("superUserRoles", ("server.super_user_roles",), _list),
         Key("authenticateMetricsEndpoint", ("broker.authenticate_metrics_endpoint",), _bool),

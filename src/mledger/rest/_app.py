@@ -7,11 +7,12 @@ the fastapi-offline package (``/static-offline-docs/...``): the docs work with n
 access. ``/metrics`` and the documents need no credentials, like Pulsar's default; the broker's
 ``authenticate_metrics_endpoint`` (Pulsar's ``authenticateMetricsEndpoint``) and
 ``authenticate_docs_endpoint`` (an mledger extension) make them answer 401 to callers without a
-role (:class:`~mledger.rest._middleware.AuthenticatedPaths`).
+role (:class:`~mledger.rest._middleware.Authentication`).
 
 Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
 
-* :class:`~mledger.core._errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412);
+* :class:`~mledger.core._errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412;
+  429 with ``Retry-After`` for a password check the failure limiter refused);
 * no such route: 404 ``HTTP 404 Not Found``; a known route with another method: 405
   ``HTTP 405 Method Not Allowed`` with ``Allow`` (under ``/admin``, after authentication, as
   Pulsar's filter runs first); either one for an endpoint of Pulsar's admin API v2 that mledger
@@ -44,10 +45,10 @@ from ..admin._requests import MessageIdItem, ResetCursorData
 from ..admin._wire import ErrorBody
 from ..core._errors import ConfigError, MLedgerError
 from ..metrics import CONTENT_TYPE, metrics_registry
-from ._auth import RoleResolver, check_authentication_setup, check_endpoint_authentication, peer_subject_of
+from ._auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
 from ._context import AppContext, context_of
 from ._lookup import LookupSource, lookup_router
-from ._middleware import AdminMiddleware, AuthenticatedPaths, InFlight
+from ._middleware import AdminMiddleware, Authentication, InFlight, error_headers
 from ._namespaces import namespaces_router
 from ._nonpersistent import non_persistent_router
 from ._openapi import SkipMessageIdsBody
@@ -111,8 +112,8 @@ def create_app(
     app.state.mledger = AppContext(admin, roles, cluster, max_concurrency)
     app.state.in_flight = InFlight()  # AdminServer reads it
     protected = _authenticated_paths(app, admin)
-    if protected:  # added first: inside AdminMiddleware, which logs and normalises the path
-        app.add_middleware(AuthenticatedPaths, paths=protected, roles=roles)
+    if protected or admin.authorization_enabled:  # first: inside AdminMiddleware, which normalises the path
+        app.add_middleware(Authentication, roles=roles, protected=protected, every_request=admin.authorization_enabled)
     app.add_middleware(
         AdminMiddleware,
         max_body_bytes=max_body_bytes,
@@ -200,15 +201,15 @@ def _error(status: int, reason: str, headers: dict[str, str] | None = None) -> R
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MLedgerError)
     async def admin_error(request: Request, exc: MLedgerError) -> Response:
-        return _error(exc.http_status, str(exc) or type(exc).__name__)
+        return _error(exc.http_status, str(exc) or type(exc).__name__, error_headers(exc) or None)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code in (404, 405) and request.url.path.startswith("/admin"):
             try:  # authentication comes first, as Pulsar's filter: 401 before 404 / 405
-                context_of(request).admin_for(request.headers, peer_subject_of(request.scope))
+                context_of(request).admin_for(request.scope)
             except MLedgerError as e:
-                return _error(e.http_status, str(e))
+                return _error(e.http_status, str(e), error_headers(e) or None)
             family = _unsupported(request)
             if family is not None:
                 reason = f"{family.operation} ({family.method} /admin/v2{family.path}) is not supported by mledger"

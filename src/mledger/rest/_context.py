@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from fastapi import Request
 
 from ..admin import Admin
 from ._auth import RoleResolver
+from ._middleware import CALLER_ROLE
 
 __all__ = ["AppContext", "context_of"]
 
@@ -33,12 +34,16 @@ class AppContext:
         self.max_concurrency = max_concurrency
         self._executor: ThreadPoolExecutor | None = None
 
-    def admin_for(self, headers: Mapping[str, str], peer_subject: Any = None) -> Admin:
-        """The admin acting for the caller: 401 when authorization is on and no role is found.
-        ``peer_subject``: the TLS client certificate's subject, for a TLS listener."""
+    def admin_for(self, scope: Mapping[str, Any]) -> Admin:
+        """The admin acting for the caller of the request of ``scope``: when authorization is
+        on, the role :class:`~mledger.rest._middleware.Authentication` resolved, raising its
+        401 (no role) or 429 (throttled password check). Never blocks."""
         if not self.admin.authorization_enabled:
             return self.admin
-        return self.admin.as_role(self.roles.role_for(headers, required=True, peer_subject=peer_subject))
+        checked: Future[str] | None = scope.get(CALLER_ROLE)
+        if checked is None:
+            raise RuntimeError("no caller role in the request scope: the app lacks its Authentication middleware")
+        return self.admin.as_role(checked.result())
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` on a worker thread, at most ``max_concurrency`` at once."""

@@ -43,7 +43,7 @@ TopicSegment = Annotated[str, Path(description="the topic's local name, URL-enco
 
 
 def _admin(request: Request) -> Admin:
-    return context_of(request).admin_for(request.headers)
+    return context_of(request).admin_for(request.scope)
 
 
 def _namespace(tenant: str, namespace: str) -> str:

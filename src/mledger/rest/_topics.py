@@ -71,7 +71,6 @@ from ..admin._wire import CANCEL_RESULTS_HEADER, ErrorBody
 from ..broker._names import TopicName, local_name_problem, named_entity_problem
 from ..codec._messageid import MessageId
 from ..core._errors import InvalidRequestError, NotAllowedError, PreconditionFailedError
-from ._auth import peer_subject_of
 from ._context import AppContext, context_of
 from ._operation_routes import OperationRoutes
 
@@ -169,7 +168,7 @@ async def caller_admin(request: Request) -> Admin:
     """Authentication (Pulsar's filter, first of all): the admin acting for the caller's role.
     The namespace dependencies of the topic routes do the same themselves (one dependency less
     per request)."""
-    return context_of(request).admin_for(request.headers, peer_subject_of(request.scope))
+    return context_of(request).admin_for(request.scope)
 
 
 CallerAdmin = Annotated[Admin, Depends(caller_admin)]
@@ -194,7 +193,7 @@ def _call(
     filter, first of all), the v1 cluster (412), the domain (405), then the names (400):
     tenant, namespace, topic, subscription."""
     context = context_of(request)
-    admin = context.admin_for(request.headers, peer_subject_of(request.scope))
+    admin = context.admin_for(request.scope)
     if cluster is not None:
         name = decode_segment(cluster, "cluster")
         if name != context.cluster:
