@@ -101,6 +101,9 @@ _PROVIDER_CLASSES = {
 }
 """Pulsar's ``authenticationProviders`` class names, accepted for the method names."""
 
+_JAVA_INT_MAX = 2**31 - 1
+"""The settings are Java ints in Pulsar's config file."""
+
 NO_PROVIDER = "No anonymous role, and no authentication provider configured"
 """Pulsar's refusal of a method that no provider answers, without an anonymous role."""
 
@@ -198,9 +201,6 @@ class AuthenticationSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= _JAVA_INT_MAX:
                 raise ConfigError(f"{name} must be an integer in [{low}, {_JAVA_INT_MAX}], got {value!r}")
-
-
-_JAVA_INT_MAX = 2**31 - 1
 
 
 class Authenticator:
@@ -644,10 +644,6 @@ class BasicProvider:
             return user
 
         return chain(self._pool.verify(target, password), verified)
-
-    def authenticate(self, credentials: Credentials) -> str:
-        """:meth:`check`, waited for (blocks for the verification)."""
-        return self.check(credentials).result()
 
     def stats(self) -> PasswordCheckStats:
         """A snapshot of the pool's counters and the limiter's refusals."""

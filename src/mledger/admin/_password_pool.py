@@ -172,8 +172,13 @@ class PasswordPool:
         with self._lock:
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="mledger-password")
+            try:
+                future = self._threads.submit(self._run, stored, password)
+            except RuntimeError as exc:  # shut down by a close() in another thread just now
+                future = Future()
+                future.set_exception(exc)
+                return future
             self._pending += 1
-            future = self._threads.submit(self._run, stored, password)
         future.add_done_callback(self._ended)  # run, failed or cancelled by close()
         return future
 
@@ -209,6 +214,8 @@ class PasswordPool:
 
     def _process_pool(self) -> ProcessPoolExecutor:
         with self._lock:
+            if self._threads is None:  # closed while this check waited: start no processes
+                raise RuntimeError("the password pool was closed")
             if self._processes is None:
                 self._processes = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
             return self._processes

@@ -7,7 +7,7 @@ the fastapi-offline package (``/static-offline-docs/...``): the docs work with n
 access. ``/metrics`` and the documents need no credentials, like Pulsar's default; the broker's
 ``authenticate_metrics_endpoint`` (Pulsar's ``authenticateMetricsEndpoint``) and
 ``authenticate_docs_endpoint`` (an mledger extension) make them answer 401 to callers without a
-role (:class:`~mledger.rest._middleware.Authentication`).
+role (:class:`~mledger.rest._middleware.AuthenticatedPaths`).
 
 Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
 
@@ -48,7 +48,7 @@ from ..metrics import CONTENT_TYPE, metrics_registry
 from ._auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
 from ._context import AppContext, context_of
 from ._lookup import LookupSource, lookup_router
-from ._middleware import AdminMiddleware, Authentication, InFlight, error_headers
+from ._middleware import AdminMiddleware, AuthenticatedPaths, InFlight, error_headers
 from ._namespaces import namespaces_router
 from ._nonpersistent import non_persistent_router
 from ._openapi import SkipMessageIdsBody
@@ -112,8 +112,8 @@ def create_app(
     app.state.mledger = AppContext(admin, roles, cluster, max_concurrency)
     app.state.in_flight = InFlight()  # AdminServer reads it
     protected = _authenticated_paths(app, admin)
-    if protected or admin.authorization_enabled:  # first: inside AdminMiddleware, which normalises the path
-        app.add_middleware(Authentication, roles=roles, protected=protected, every_request=admin.authorization_enabled)
+    if protected:  # added first: inside AdminMiddleware, which logs and normalises the path
+        app.add_middleware(AuthenticatedPaths, paths=protected, roles=roles)
     app.add_middleware(
         AdminMiddleware,
         max_body_bytes=max_body_bytes,
@@ -207,7 +207,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code in (404, 405) and request.url.path.startswith("/admin"):
             try:  # authentication comes first, as Pulsar's filter: 401 before 404 / 405
-                context_of(request).admin_for(request.scope)
+                await context_of(request).admin_for(request.scope)
             except MLedgerError as e:
                 return _error(e.http_status, str(e), error_headers(e) or None)
             family = _unsupported(request)

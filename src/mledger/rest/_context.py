@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi import Request
 
 from ..admin import Admin
 from ._auth import RoleResolver
-from ._middleware import CALLER_ROLE
+from ._middleware import Scope, caller_role
 
 __all__ = ["AppContext", "context_of"]
 
@@ -34,16 +34,13 @@ class AppContext:
         self.max_concurrency = max_concurrency
         self._executor: ThreadPoolExecutor | None = None
 
-    def admin_for(self, scope: Mapping[str, Any]) -> Admin:
+    async def admin_for(self, scope: Scope) -> Admin:
         """The admin acting for the caller of the request of ``scope``: when authorization is
-        on, the role :class:`~mledger.rest._middleware.Authentication` resolved, raising its
-        401 (no role) or 429 (throttled password check). Never blocks."""
+        on, the caller's role (:func:`~mledger.rest._middleware.caller_role`, awaited: a password
+        is verified off the loop), raising 401 (no role) or 429 (a throttled password check)."""
         if not self.admin.authorization_enabled:
             return self.admin
-        checked: Future[str] | None = scope.get(CALLER_ROLE)
-        if checked is None:
-            raise RuntimeError("no caller role in the request scope: the app lacks its Authentication middleware")
-        return self.admin.as_role(checked.result())
+        return self.admin.as_role(await caller_role(self.roles, scope))
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` on a worker thread, at most ``max_concurrency`` at once."""

@@ -25,13 +25,14 @@ For each HTTP request, :class:`AdminMiddleware`
 
 It holds no lock: the counters are only touched from the event loop's thread.
 
-:class:`Authentication`, inside it, resolves the caller's role once per request, before the
-route runs and without blocking the loop (a password is verified on the authenticator's pool
-meanwhile): the outcome waits in the scope under :data:`CALLER_ROLE` until a route asks for it
-(:meth:`~mledger.rest._context.AppContext.admin_for`), so the errors keep their order (401 before
-404). The paths that need a role whatever the route (``/metrics`` with
-``authenticate_metrics_endpoint``, the API documents with ``authenticate_docs_endpoint``) are
-answered 401 (or 429) at once.
+:func:`caller_role` is how the app learns who calls: the first route or check that needs the
+role resolves it (:meth:`~mledger.rest._auth.RoleResolver.check`) and awaits it without blocking
+the loop (a password is verified on the authenticator's pool meanwhile); the outcome is kept in
+the request's scope (:data:`CALLER_ROLE`), so a request is authenticated at most once, and only
+when something needs its role, as before. :class:`AuthenticatedPaths`, inside
+:class:`AdminMiddleware`, answers 401 (or 429) for the paths that need a role whatever the route
+(``/metrics`` with ``authenticate_metrics_endpoint``, the API documents with
+``authenticate_docs_endpoint``) before the route runs.
 """
 
 from __future__ import annotations
@@ -48,7 +49,15 @@ from ..core._errors import UnauthenticatedError
 from ._auth import RoleResolver, TooManyRequestsError, peer_subject_of
 from ._protocol import error_body
 
-__all__ = ["CALLER_ROLE", "AdminMiddleware", "Authentication", "BodyTooLargeError", "InFlight", "error_headers"]
+__all__ = [
+    "CALLER_ROLE",
+    "AdminMiddleware",
+    "AuthenticatedPaths",
+    "BodyTooLargeError",
+    "InFlight",
+    "caller_role",
+    "error_headers",
+]
 
 log = logging.getLogger("mledger.rest")
 
@@ -61,8 +70,24 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _LOGGED_TARGET_CHARS = 300
 
 CALLER_ROLE = "mledger.caller_role"
-"""The scope key holding a request's authentication: a finished future of the caller's role, or
-of the 401 / 429 error (:meth:`~mledger.rest._auth.RoleResolver.check`)."""
+"""The scope key holding a request's authentication once :func:`caller_role` started it: a future
+of the caller's role, or of the 401 / 429 error (:meth:`~mledger.rest._auth.RoleResolver.check`)."""
+
+
+async def caller_role(roles: RoleResolver, scope: Scope) -> str:
+    """The role of the caller of the request of ``scope`` (authorization on), resolved once per
+    request: from its headers, TLS certificate and client address, awaited without blocking the
+    loop. Raises :class:`~mledger.core._errors.UnauthenticatedError` (401) or
+    :class:`~mledger.rest._auth.TooManyRequestsError` (429)."""
+    checked = scope.get(CALLER_ROLE)
+    if checked is None:
+        client = scope.get("client")
+        checked = roles.check(Headers(scope=scope), peer_subject_of(scope), client[0] if client else None)
+        scope[CALLER_ROLE] = checked
+    if not checked.done():  # a password, on the authenticator's pool
+        await asyncio.wait([asyncio.wrap_future(checked)])
+    role: str = checked.result()
+    return role
 
 
 def error_headers(exc: Exception) -> dict[str, str]:
@@ -183,37 +208,28 @@ class AdminMiddleware:
                 )
 
 
-class Authentication:
-    """Resolves the caller's role of each request that needs one (every request when
-    ``every_request``, the app's authorization being on; else those for ``protected`` paths)
-    and keeps the outcome in the scope (:data:`CALLER_ROLE`); requests for ``protected`` paths
-    without a role are answered at once, 401 ``{"reason": "Authentication required"}`` (any role
-    will do: authentication, not authorization, as Pulsar's ``authenticateMetricsEndpoint``) or
-    429. Paths are exact, after :class:`AdminMiddleware` dropped a trailing ``/``."""
+class AuthenticatedPaths:
+    """Requests for one of ``paths`` (exact, after :class:`AdminMiddleware` dropped a trailing
+    ``/``) without a role ``roles`` accepts are answered 401 ``{"reason": "Authentication
+    required"}`` (429 with ``Retry-After`` for a throttled password check); any role will do
+    (authentication, not authorization, as Pulsar's ``authenticateMetricsEndpoint``)."""
 
-    def __init__(self, app: ASGIApp, roles: RoleResolver, protected: frozenset[str], every_request: bool) -> None:
+    def __init__(self, app: ASGIApp, paths: frozenset[str], roles: RoleResolver) -> None:
         self.app = app
+        self.paths = paths
         self.roles = roles
-        self.protected = protected
-        self.every_request = every_request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (self.every_request or scope["path"] in self.protected):
-            client = scope.get("client")
-            checked = self.roles.check(Headers(scope=scope), peer_subject_of(scope), client[0] if client else None)
-            if not checked.done():  # a password, on the authenticator's pool
-                await asyncio.wait([asyncio.wrap_future(checked)])
-            scope[CALLER_ROLE] = checked
-            if scope["path"] in self.protected:
-                try:
-                    checked.result()
-                except UnauthenticatedError as e:
-                    body = error_body(str(e))
-                    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-                    headers += [(k.lower().encode(), v.encode()) for k, v in error_headers(e).items()]
-                    await send({"type": "http.response.start", "status": e.http_status, "headers": headers})
-                    await send({"type": "http.response.body", "body": body})
-                    return
+        if scope["type"] == "http" and scope["path"] in self.paths:
+            try:
+                await caller_role(self.roles, scope)
+            except UnauthenticatedError as e:
+                body = error_body(str(e))
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                headers += [(name.lower().encode(), value.encode()) for name, value in error_headers(e).items()]
+                await send({"type": "http.response.start", "status": e.http_status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
         await self.app(scope, receive, send)
 
 
