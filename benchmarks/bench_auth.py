@@ -184,12 +184,12 @@ class Server:
         self.proc.communicate(timeout=30)
 
 
-def start(folder: Path) -> Server:
-    (folder / "standalone.conf").write_text(CONF.format(secret=folder / "secret.key"))
-    env = {**os.environ, "PULSAR_EXTRA_OPTS": f"-Dpulsar.auth.basic.conf={folder / '.htpasswd'}"}
-    with open(folder / "server.log", "w") as log:
+def standalone(folder: Path, conf: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """``mledger standalone --memory --config CONF`` in ``folder`` (its stderr in ``CONF.log``),
+    once it answers: the process and the URLs it printed."""
+    with open(folder / f"{conf}.log", "w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mledger.cli", "standalone", "--config", "standalone.conf", "--memory"],
+            [sys.executable, "-m", "mledger.cli", "standalone", "--config", conf, "--memory"],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -200,8 +200,14 @@ def start(folder: Path) -> Server:
     line = proc.stdout.readline()
     if not line:
         proc.wait(timeout=30)
-        raise SystemExit((folder / "server.log").read_text())
-    urls = json.loads(line)
+        raise SystemExit((folder / f"{conf}.log").read_text())
+    return proc, json.loads(line)
+
+
+def start(folder: Path) -> Server:
+    (folder / "standalone.conf").write_text(CONF.format(secret=folder / "secret.key"))
+    env = {**os.environ, "PULSAR_EXTRA_OPTS": f"-Dpulsar.auth.basic.conf={folder / '.htpasswd'}"}
+    proc, urls = standalone(folder, "standalone.conf", env)
     port = int(urls["service_url"].rsplit(":", 1)[1])
     tls_port = int(urls["service_url_tls"].rsplit(":", 1)[1])
     return Server(proc, port, tls_port)
@@ -282,21 +288,10 @@ NO_LIMITS = "maxAuthenticationFailuresPerUserPerIp=0\nmaxAuthenticationFailuresP
 
 def start_victim_server(folder: Path, kind: str, src: Path) -> tuple[subprocess.Popen[str], int, str]:
     """``mledger standalone`` of ``src`` for server ``kind``: (process, protocol port, admin URL)."""
-    conf = folder / f"{kind}.conf"
-    conf.write_text(VICTIM_CONF.format(htpasswd=folder / ".htpasswd", limits=NO_LIMITS if kind == "after-pool" else ""))
-    env = {**os.environ, "PYTHONPATH": str(src.resolve())}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mledger.cli", "standalone", "--config", str(conf), "--memory"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        raise SystemExit(f"{kind}: the server did not start")
-    urls = json.loads(line)
+    conf = f"{kind}.conf"
+    limits = NO_LIMITS if kind == "after-pool" else ""
+    (folder / conf).write_text(VICTIM_CONF.format(htpasswd=folder / ".htpasswd", limits=limits))
+    proc, urls = standalone(folder, conf, {**os.environ, "PYTHONPATH": str(src.resolve())})
     import httpx
 
     # authorization on: no tenant yet (as Pulsar's standalone); the victim, a superuser, makes one
