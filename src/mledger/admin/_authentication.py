@@ -61,8 +61,10 @@ from typing import Any, Protocol
 
 from ..core._errors import ConfigError, UnauthenticatedError
 from ..core._futures import chain, settled
+from ..core._ints import INT32_MAX
 from ..core._tls import parse_subject_name
 from ._failure_limiter import FailureLimiter, Outcome
+from ._files import read_setting_file
 from ._password_pool import (
     PasswordCheckStats,
     PasswordPool,
@@ -100,9 +102,6 @@ _PROVIDER_CLASSES = {
     "org.apache.pulsar.broker.authentication.AuthenticationProviderTls": "tls",
 }
 """Pulsar's ``authenticationProviders`` class names, accepted for the method names."""
-
-_JAVA_INT_MAX = 2**31 - 1
-"""The settings are Java ints in Pulsar's config file."""
 
 NO_PROVIDER = "No anonymous role, and no authentication provider configured"
 """Pulsar's refusal of a method that no provider answers, without an anonymous role."""
@@ -199,8 +198,8 @@ class AuthenticationSettings:
             ("authentication_failure_window_seconds", 1),
         ):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= _JAVA_INT_MAX:
-                raise ConfigError(f"{name} must be an integer in [{low}, {_JAVA_INT_MAX}], got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= INT32_MAX:
+                raise ConfigError(f"{name} must be an integer in [{low}, {INT32_MAX}], got {value!r}")
 
 
 class Authenticator:
@@ -362,9 +361,7 @@ def build_authenticator(
 def load_token_file(path: str | Path) -> dict[str, str]:
     """Read a literal token file ``{"<token>": "<role>", ...}``; :class:`ConfigError` if unusable."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"cannot read token file {str(path)!r}: {e}") from None
+        data = json.loads(read_setting_file(path, "token file").decode("utf-8"))
     except ValueError as e:
         raise ConfigError(f"token file {str(path)!r} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
@@ -378,11 +375,7 @@ def read_key(value: str, setting: str) -> bytes:
     text = value.strip()
     if text.startswith("file:"):
         parsed = urllib.parse.urlparse(text)
-        path = urllib.parse.unquote(parsed.netloc + parsed.path)
-        try:
-            return Path(path).read_bytes()
-        except OSError as e:
-            raise ConfigError(f"{setting}: cannot read {text!r}: {e}") from None
+        return read_setting_file(urllib.parse.unquote(parsed.netloc + parsed.path), setting)
     if text.startswith("data:"):
         meta, sep, payload = text[len("data:") :].partition(",")
         if not sep:
@@ -587,10 +580,7 @@ class BasicProvider:
         if source.startswith(("file:", "data:")) or not Path(source).exists():
             content = read_key(source, "basic_auth_conf")
         else:
-            try:
-                content = Path(source).read_bytes()
-            except OSError as e:
-                raise ConfigError(f"basic_auth_conf: cannot read {source!r}: {e}") from None
+            content = read_setting_file(source, "basic_auth_conf")
         try:
             from passlib.apache import HtpasswdFile
         except ImportError:

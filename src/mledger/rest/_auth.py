@@ -20,8 +20,8 @@ one whose password check the failure limiter refused 429 with ``Retry-After``
 (:class:`TooManyRequestsError`; mledger's own, as the limiter). When it is off, credentials are
 ignored and every call is allowed, as with an embedded :class:`~mledger.admin.Admin`.
 
-The app resolves each request's role once, before its route runs, without blocking its event
-loop (:class:`~mledger.rest._middleware.Authentication` awaits :meth:`RoleResolver.check`: a
+The app resolves a request's role when something first needs it, once, without blocking its
+event loop (:func:`~mledger.rest._middleware.caller_role` awaits :meth:`RoleResolver.check`: a
 password is verified on the authenticator's pool); :meth:`RoleResolver.role_for` waits instead.
 
 Credentials or a trusted role header without authorization would authenticate callers and then
