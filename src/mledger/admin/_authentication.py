@@ -443,7 +443,9 @@ class TokenProvider:
         )
 
     def check(self, credentials: Credentials) -> Future[str]:
-        """:meth:`authenticate`, settled now (tens of microseconds: no worker needed)."""
+        """:meth:`authenticate`, settled now: a JWT costs the server about 0.06 ms of CPU per
+        CONNECT (``benchmarks/bench_auth.py``: 0.18 ms against 0.12 without credentials), less
+        than handing it to a worker would."""
         return settled(self.authenticate, credentials)
 
     def authenticate(self, credentials: Credentials) -> str:

@@ -70,8 +70,10 @@ _ON_THREADS = frozenset({"ldap_sha1", "plaintext"})
 
 
 def default_password_check_workers() -> int:
-    """Half the CPU cores, at least one: password checks never take every core from the loop."""
-    return max(1, (os.cpu_count() or 2) // 2)
+    """Half the CPU cores this process may run on, at least one: password checks never take
+    every core from the event loops."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+    return max(1, cores // 2)
 
 
 def _handler(scheme: str) -> Any:
