@@ -111,7 +111,12 @@ class _Shell(asyncio.Protocol):
         # a TLS connection's verified client certificate (None without one): the tls provider's role
         certificate = transport.get_extra_info("peercert")
         subject = certificate.get("subject") if certificate else None
-        self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "", peer_subject=subject)
+        self.session = Session(
+            self.server,
+            f"{peer[0]}:{peer[1]}" if peer else "",
+            peer_subject=subject,
+            address=str(peer[0]) if peer else None,
+        )
         self._opened(self)
 
     def data_received(self, data: bytes) -> None:
@@ -546,7 +551,7 @@ class ProtocolServer:
         while True:
             await asyncio.sleep(interval)
             for session, shell in list(self._shells.items()):
-                if session.closed:
+                if session.closed or session.authenticating:  # silent while a password is checked
                     continue
                 if not session.connection.received_since_ping:
                     log.info("closing connection from %s: no answer to PING", session.peer)
