@@ -195,6 +195,16 @@ PULSAR_KEYS: dict[str, Key] = {
             tokenAudience="token_audience",
             basicAuthConf="basic_auth_conf",
         ),
+        # password checks: mledger's own keys (Pulsar verifies on its I/O threads, limits no failures)
+        *(
+            Key(name, (f"authentication.{target}",), _int, java_type="int")
+            for name, target in {
+                "maxConcurrentPasswordChecks": "max_concurrent_password_checks",
+                "maxAuthenticationFailuresPerUserPerIp": "max_authentication_failures_per_user_per_ip",
+                "maxAuthenticationFailuresPerIp": "max_authentication_failures_per_ip",
+                "authenticationFailureWindowSeconds": "authentication_failure_window_seconds",
+            }.items()
+        ),
         Key("authorizationEnabled", ("server.authorization_enabled",), _bool),
         Key("superUserRoles", ("server.super_user_roles",), _list),
         Key("authenticateMetricsEndpoint", ("broker.authenticate_metrics_endpoint",), _bool),

@@ -154,6 +154,7 @@ class Standalone:
         max_concurrent_http_requests: int | None = None,
     ) -> None:
         authenticator = build_authenticator(tokens, authentication)
+        self._authenticator = authenticator
         roles = _checked_roles(authenticator, authorization, "authorization", broker_config)
         protocol = replace(protocol_config or ProtocolConfig(), host=bind[0], port=bind[1], tls_port=tls_port, tls=tls)
         if advertised_listeners is not None or internal_listener_name is not None:
@@ -246,6 +247,8 @@ class Standalone:
         if self.admin_tls is not None:
             await loop.run_in_executor(None, self.admin_tls.shutdown)
         await loop.run_in_executor(None, self.admin.shutdown)
+        if self._authenticator is not None:
+            self._authenticator.close()  # the password checks' workers
         self.opened.close()
 
 

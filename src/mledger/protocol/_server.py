@@ -125,7 +125,12 @@ class _Shell(asyncio.Protocol):
         certificate = transport.get_extra_info("peercert")
         subject = certificate.get("subject") if certificate else None
         self.peer_ip = str(peer[0]) if peer else ""
-        self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "", peer_subject=subject)
+        self.session = Session(
+            self.server,
+            f"{peer[0]}:{peer[1]}" if peer else "",
+            peer_subject=subject,
+            address=self.peer_ip or None,
+        )
         if self._opened(self):
             timeout = self.server.config.first_byte_timeout_seconds
             self._silence = asyncio.get_running_loop().call_later(timeout, self._silent, timeout)
@@ -583,7 +588,7 @@ class ProtocolServer:
         while True:
             await asyncio.sleep(interval)
             for session, shell in list(self._shells.items()):
-                if session.closed:
+                if session.closed or session.authenticating:  # silent while a password is checked
                     continue
                 if not session.connection.received_since_ping:
                     log.info("closing connection from %s: no answer to PING", session.peer)
