@@ -6,6 +6,7 @@
 * :mod:`.config` - frozen managed-ledger configuration with Pulsar's names and defaults;
 * :mod:`.errors` - one base class, one subclass per condition;
 * :mod:`.clock` - the injectable clock protocol (the system clock is read only through it);
+* :mod:`.timers` - :class:`TimerQueue`, the broker-semantic timers on an injected clock;
 * :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once.
 
 Everything above this layer imports from here; this layer imports nothing else of mledger.
@@ -19,6 +20,7 @@ from ._config import (
 )
 from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
 from ._ranges import AckRangeSet as AckRangeSet
+from ._timers import TimerQueue as TimerQueue, TimerQueueStats as TimerQueueStats
 from ._tls import TlsSettings as TlsSettings
 
 __all__ = [
@@ -31,6 +33,8 @@ __all__ = [
     "ManualClock",
     "Position",
     "SystemClock",
+    "TimerQueue",
+    "TimerQueueStats",
     "TlsSettings",
     "format_address",
     "parse_bind",
