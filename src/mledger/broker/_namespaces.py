@@ -37,6 +37,7 @@ from ..storage import NEW_NODE, Store
 from ._errors import TopicAlreadyExistsError
 from ._retention import RetentionPolicies
 from ._schema_compat import AUTO_UPDATE_POLICIES, SchemaCompatibilityStrategy
+from ._time_policies import check_time_policies
 
 __all__ = [
     "AUTH_ACTIONS",
@@ -200,6 +201,7 @@ def check_policies(policies: Mapping[str, object]) -> dict[str, object]:
     allow = body.get("is_allow_auto_update_schema")
     if allow is not None and not isinstance(allow, bool):
         raise InvalidRequestError(f"invalid is_allow_auto_update_schema {allow!r}: expected a boolean")
+    check_time_policies(body)
     return body
 
 
@@ -322,6 +324,16 @@ class Namespaces:
     def set_is_allow_auto_update_schema(self, name: str, allowed: bool | None) -> None:
         """Set (None: remove) ``is_allow_auto_update_schema``; creates the namespace's node."""
         self._update(name, "is_allow_auto_update_schema", allowed)
+
+    def get_field(self, name: str, key: str) -> object:
+        """One field of the namespace's stored ``Policies`` JSON (None when unset)."""
+        check_namespace(name)
+        return self._policies(name).get(key)
+
+    def set_field(self, name: str, key: str, value: object) -> None:
+        """Set (None: clear) one field of the namespace's ``Policies`` JSON; creates the
+        namespace's node (the broker checks first that the namespace exists)."""
+        self._update(name, key, value)
 
     def policies(self, name: str) -> dict[str, object]:
         """The namespace's stored ``Policies`` JSON (``auth_policies`` always present, in

@@ -110,6 +110,13 @@ class TimerQueue:
             pending = self._pending.pop(key, None)
             return self._armed.pop(key, None) is not None or pending is not None
 
+    def clear(self) -> None:
+        """Disarm every timer (their owner closed)."""
+        with self._lock:
+            self._armed.clear()
+            self._pending.clear()
+            self._heap.clear()
+
     def _arm(self, timer: _Timer) -> None:
         with self._lock:
             earliest = self._peek()
