@@ -21,6 +21,12 @@ from ..codec._messageid import MessageId as MessageId
 from ..core import _deprecation as _deprecation
 from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
+from ._backlog_quota import (
+    BacklogQuota as BacklogQuota,
+    BacklogQuotaExceededError as BacklogQuotaExceededError,
+    BacklogQuotaType as BacklogQuotaType,
+    BacklogRetentionPolicy as BacklogRetentionPolicy,
+)
 from ._broker import AnyTopic as AnyTopic, Broker as Broker
 from ._compaction import (
     CompactionInProgressError as CompactionInProgressError,
@@ -48,6 +54,10 @@ from ._errors import (
     TopicTerminatedError as TopicTerminatedError,
 )
 from ._hashing import murmur3_32 as murmur3_32, sticky_key_hash as sticky_key_hash
+from ._inactive_topics import (
+    InactiveTopicDeleteMode as InactiveTopicDeleteMode,
+    InactiveTopicPolicies as InactiveTopicPolicies,
+)
 from ._hooks import (
     Deduplication as Deduplication,
     DedupVerdict as DedupVerdict,
@@ -101,6 +111,12 @@ from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType
 
 __all__ = [
     "AckRequest",
+    "BacklogQuota",
+    "BacklogQuotaExceededError",
+    "BacklogQuotaType",
+    "BacklogRetentionPolicy",
+    "InactiveTopicDeleteMode",
+    "InactiveTopicPolicies",
     "CompactionInProgressError",
     "CompactionStatus",
     "LongRunningProcessStatus",

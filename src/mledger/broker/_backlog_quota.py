@@ -37,7 +37,7 @@ __all__ = [
     "BacklogQuota",
     "BacklogQuotaExceededError",
     "BacklogQuotaType",
-    "RetentionPolicy",
+    "BacklogRetentionPolicy",
 ]
 
 EVICTION_REDUCTION_FACTOR = 0.9
@@ -52,7 +52,7 @@ class BacklogQuotaType(str, Enum):
     MESSAGE_AGE = "message_age"
 
 
-class RetentionPolicy(str, Enum):
+class BacklogRetentionPolicy(str, Enum):
     """Pulsar's ``BacklogQuota.RetentionPolicy``: what happens once a quota is exceeded."""
 
     PRODUCER_REQUEST_HOLD = "producer_request_hold"
@@ -60,7 +60,7 @@ class RetentionPolicy(str, Enum):
     CONSUMER_BACKLOG_EVICTION = "consumer_backlog_eviction"
 
     @classmethod
-    def parse(cls, value: object) -> RetentionPolicy:
+    def parse(cls, value: object) -> BacklogRetentionPolicy:
         """A policy from its name; ``InvalidRequestError`` naming a bad one."""
         try:
             return cls(value)
@@ -75,12 +75,12 @@ class BacklogQuotaExceededError(PreconditionFailedError):
     ``producer_request_hold``, ``ProducerBlockedQuotaExceededException`` under
     ``producer_exception``)."""
 
-    def __init__(self, message: str, policy: RetentionPolicy) -> None:
+    def __init__(self, message: str, policy: BacklogRetentionPolicy) -> None:
         super().__init__(message)
         self.policy = policy
         self.server_error = (
             ServerError.ProducerBlockedQuotaExceededError
-            if policy is RetentionPolicy.PRODUCER_REQUEST_HOLD
+            if policy is BacklogRetentionPolicy.PRODUCER_REQUEST_HOLD
             else ServerError.ProducerBlockedQuotaExceededException
         )
 
@@ -88,10 +88,10 @@ class BacklogQuotaExceededError(PreconditionFailedError):
 @dataclass(frozen=True)
 class BacklogQuota:
     """Pulsar's ``BacklogQuota``: ``limit_time`` seconds (<= 0: no time limit), ``limit_size``
-    bytes (-1: none; kept, not enforced) and the :class:`RetentionPolicy`."""
+    bytes (-1: none; kept, not enforced) and the :class:`BacklogRetentionPolicy`."""
 
     limit_time: int = -1
-    policy: RetentionPolicy = RetentionPolicy.PRODUCER_REQUEST_HOLD
+    policy: BacklogRetentionPolicy = BacklogRetentionPolicy.PRODUCER_REQUEST_HOLD
     limit_size: int = -1
 
     def __post_init__(self) -> None:
@@ -99,7 +99,7 @@ class BacklogQuota:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InvalidRequestError(f"invalid backlog quota {name} {value!r}: expected an integer")
-        object.__setattr__(self, "policy", RetentionPolicy.parse(self.policy))
+        object.__setattr__(self, "policy", BacklogRetentionPolicy.parse(self.policy))
 
     @property
     def limit_time_ms(self) -> int:
@@ -117,7 +117,7 @@ class BacklogQuota:
         if not isinstance(value, dict):
             raise InvalidRequestError(f"a backlog quota must be a JSON object, got {value!r}")
         size = value.get("limitSize", value.get("limit", -1))
-        return cls(value.get("limitTime", -1), value.get("policy", RetentionPolicy.PRODUCER_REQUEST_HOLD), size)
+        return cls(value.get("limitTime", -1), value.get("policy", BacklogRetentionPolicy.PRODUCER_REQUEST_HOLD), size)
 
 
 def quota_from_map(value: Any, quota_type: BacklogQuotaType) -> BacklogQuota | None:

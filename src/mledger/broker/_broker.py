@@ -46,7 +46,7 @@ from ..core._errors import (
 from ..managed_ledger._factory import ManagedLedgerFactory
 from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
 from ..storage import NEW_NODE
-from ._backlog_quota import BacklogQuota, BacklogQuotaExceededError, BacklogQuotaType, RetentionPolicy
+from ._backlog_quota import BacklogQuota, BacklogQuotaExceededError, BacklogQuotaType, BacklogRetentionPolicy
 from ._compaction import check_compaction_threshold
 from ._config import BrokerConfig
 from ._dedup import MessageDeduplication
@@ -837,7 +837,7 @@ class Broker:
         backlog exceeds, raise ``BacklogQuotaExceededError`` ("Cannot create producer on topic
         with backlog quota exceeded"). Reads the policies and at most one entry."""
         quota = self.time_policies.backlog_quota(topic.topic_name, BacklogQuotaType.MESSAGE_AGE)
-        if quota is None or quota.policy is RetentionPolicy.CONSUMER_BACKLOG_EVICTION:
+        if quota is None or quota.policy is BacklogRetentionPolicy.CONSUMER_BACKLOG_EVICTION:
             return
         precise = self.config.precise_time_based_backlog_quota_check
         if time_backlog_exceeded(topic, quota.limit_time_ms, precise, self.clock.now_ms()):

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core._config import ManagedLedgerConfig
 from ..core._errors import ConfigError, InvalidRequestError
-from ._backlog_quota import RetentionPolicy
+from ._backlog_quota import BacklogRetentionPolicy
 from ._inactive_topics import InactiveTopicDeleteMode
 from ._schema_compat import SchemaCompatibilityStrategy
 
@@ -191,5 +191,5 @@ _POSITIVE = {
 _MINUS_ONE_IS_NONE = {"backlog_quota_default_limit_second"}
 _CHOICES = {
     "broker_delete_inactive_topics_mode": tuple(m.value for m in InactiveTopicDeleteMode),
-    "backlog_quota_default_retention_policy": tuple(p.value for p in RetentionPolicy),
+    "backlog_quota_default_retention_policy": tuple(p.value for p in BacklogRetentionPolicy),
 }

@@ -50,7 +50,7 @@ from ..core._errors import MLedgerError
 from ..core._timers import TimerQueue
 from ._backlog_quota import (
     BacklogQuotaType,
-    RetentionPolicy,
+    BacklogRetentionPolicy,
     eviction_target_seconds,
     exceeds_time_limit,
 )
@@ -233,12 +233,12 @@ class BrokerMonitors:
             quota = broker.time_policies.backlog_quota(topic.topic_name, BacklogQuotaType.MESSAGE_AGE)
             if quota is None or not time_backlog_exceeded(topic, quota.limit_time_ms, precise, broker.clock.now_ms()):
                 return
-            if quota.policy is RetentionPolicy.CONSUMER_BACKLOG_EVICTION:
+            if quota.policy is BacklogRetentionPolicy.CONSUMER_BACKLOG_EVICTION:
                 seconds = eviction_target_seconds(quota) if precise else quota.limit_time
                 for sub in topic.subscriptions.values():
                     if sub.durable:
                         sub.drop_backlog_older_than(seconds, precise)
-            elif quota.policy is RetentionPolicy.PRODUCER_EXCEPTION:
+            elif quota.policy is BacklogRetentionPolicy.PRODUCER_EXCEPTION:
                 topic.disconnect_producers("the backlog quota by time is exceeded")
 
         self._each_topic(check)()
