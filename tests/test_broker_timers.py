@@ -4,9 +4,11 @@ quotas by time behave as Pulsar's checkMessageExpiry, checkGC and monitorBacklog
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from mledger import ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, NotFoundError, PreconditionFailedError
+from mledger import ConfigError, ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, NotFoundError, PreconditionFailedError
 from mledger.broker import (
     BacklogQuota,
     BacklogQuotaExceededError,
@@ -20,6 +22,7 @@ from mledger.broker import (
     NamespaceNotFoundError,
     SubscriptionType,
 )
+from mledger._standalone_config import effective_settings, read_pulsar_conf
 from mledger.core._errors import ServerError
 
 T = "persistent://public/default/t"
@@ -259,3 +262,22 @@ def test_rates_close_at_each_stats_interval() -> None:
     assert broker.get_topic(T).stats().msg_rate_in == pytest.approx(2.0)  # type: ignore[union-attr]
     broker.timers.advance(30_000)  # the next tick: nothing published
     assert broker.get_topic(T).stats().msg_rate_in == 0.0  # type: ignore[union-attr]
+
+
+def test_the_timers_keys_of_a_pulsar_config_file(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "messageExpiryCheckIntervalInMinutes=1\nttlDurationDefaultInSeconds=30\n"
+        "brokerDeleteInactiveTopicsEnabled=false\nbrokerDeleteInactiveTopicsMode=delete_when_subscriptions_caught_up\n"
+        "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=600\nbacklogQuotaDefaultLimitSecond=3600\n"
+        "backlogQuotaDefaultRetentionPolicy=consumer_backlog_eviction\npreciseTimeBasedBacklogQuotaCheck=true\n"
+    )
+    broker = effective_settings(read_pulsar_conf(conf)).broker
+    assert (broker.message_expiry_check_interval_in_minutes, broker.ttl_duration_default_in_seconds) == (1, 30)
+    assert not broker.broker_delete_inactive_topics_enabled
+    assert broker.broker_delete_inactive_topics_mode == "delete_when_subscriptions_caught_up"
+    assert broker.broker_delete_inactive_topics_max_inactive_duration_seconds == 600
+    assert broker.backlog_quota_default_limit_second == 3600 and broker.precise_time_based_backlog_quota_check
+    conf.write_text("backlogQuotaDefaultRetentionPolicy=drop_everything\n")
+    with pytest.raises(ConfigError, match="backlog_quota_default_retention_policy must be one of"):
+        effective_settings(read_pulsar_conf(conf))
