@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from mledger import ConfigError, ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore, NotFoundError, PreconditionFailedError
+from mledger import (
+    ConfigError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    MemoryStore,
+    NotFoundError,
+    PreconditionFailedError,
+)
+from mledger._standalone_config import effective_settings, read_pulsar_conf
 from mledger.broker import (
     BacklogQuota,
     BacklogQuotaExceededError,
@@ -22,7 +30,6 @@ from mledger.broker import (
     NamespaceNotFoundError,
     SubscriptionType,
 )
-from mledger._standalone_config import effective_settings, read_pulsar_conf
 from mledger.core._errors import ServerError
 
 T = "persistent://public/default/t"

@@ -54,16 +54,16 @@ from ._errors import (
     TopicTerminatedError as TopicTerminatedError,
 )
 from ._hashing import murmur3_32 as murmur3_32, sticky_key_hash as sticky_key_hash
-from ._inactive_topics import (
-    InactiveTopicDeleteMode as InactiveTopicDeleteMode,
-    InactiveTopicPolicies as InactiveTopicPolicies,
-)
 from ._hooks import (
     Deduplication as Deduplication,
     DedupVerdict as DedupVerdict,
     MetadataNeeds as MetadataNeeds,
     NoDeduplication as NoDeduplication,
     PublishContext as PublishContext,
+)
+from ._inactive_topics import (
+    InactiveTopicDeleteMode as InactiveTopicDeleteMode,
+    InactiveTopicPolicies as InactiveTopicPolicies,
 )
 from ._listeners import (
     ConsumerSink as ConsumerSink,

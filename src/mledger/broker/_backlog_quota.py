@@ -28,7 +28,7 @@ limit. The size quota (``destination_storage``) is not modelled.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from ..core._errors import InvalidRequestError, PreconditionFailedError, ServerError
@@ -45,14 +45,14 @@ EVICTION_REDUCTION_FACTOR = 0.9
 the time limit."""
 
 
-class BacklogQuotaType(str, Enum):
+class BacklogQuotaType(StrEnum):
     """Pulsar's ``BacklogQuota.BacklogQuotaType``: the key in a backlog quota map."""
 
     DESTINATION_STORAGE = "destination_storage"
     MESSAGE_AGE = "message_age"
 
 
-class BacklogRetentionPolicy(str, Enum):
+class BacklogRetentionPolicy(StrEnum):
     """Pulsar's ``BacklogQuota.RetentionPolicy``: what happens once a quota is exceeded."""
 
     PRODUCER_REQUEST_HOLD = "producer_request_hold"
@@ -62,11 +62,10 @@ class BacklogRetentionPolicy(str, Enum):
     @classmethod
     def parse(cls, value: object) -> BacklogRetentionPolicy:
         """A policy from its name; ``InvalidRequestError`` naming a bad one."""
-        try:
+        if isinstance(value, str) and value in cls._value2member_map_:
             return cls(value)
-        except ValueError:
-            names = ", ".join(p.value for p in cls)
-            raise InvalidRequestError(f"invalid backlog quota policy {value!r}: expected one of {names}") from None
+        names = ", ".join(p.value for p in cls)
+        raise InvalidRequestError(f"invalid backlog quota policy {value!r}: expected one of {names}")
 
 
 class BacklogQuotaExceededError(PreconditionFailedError):
@@ -108,15 +107,19 @@ class BacklogQuota:
 
     def to_json(self) -> dict[str, Any]:
         """Pulsar's JSON form (``limit`` is the deprecated name of ``limitSize``)."""
-        return {"limit": self.limit_size, "limitSize": self.limit_size, "limitTime": self.limit_time,
-                "policy": self.policy.value}
+        return {
+            "limit": self.limit_size,
+            "limitSize": self.limit_size,
+            "limitTime": self.limit_time,
+            "policy": self.policy.value,
+        }
 
     @classmethod
     def from_json(cls, value: Any) -> BacklogQuota:
         """Parse Pulsar's JSON form; ``InvalidRequestError`` for anything else."""
         if not isinstance(value, dict):
             raise InvalidRequestError(f"a backlog quota must be a JSON object, got {value!r}")
-        size = value.get("limitSize", value.get("limit", -1))
+        size = value["limitSize"] if "limitSize" in value else value.get("limit", -1)
         return cls(value.get("limitTime", -1), value.get("policy", BacklogRetentionPolicy.PRODUCER_REQUEST_HOLD), size)
 
 

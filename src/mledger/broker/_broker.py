@@ -18,8 +18,10 @@ if missing, so short topic names need no set-up.
   holding ``{"partitions": N}`` plus the N partition topics ``T-partition-i``.
 
 Time comes from the broker's clock (``clock``, else the factory's): publish times, deliver-at
-checks. :meth:`Broker.run_due_tasks` does the periodic work (delayed messages that became due,
-deduplication tasks); ``receive`` checks due delayed messages by itself too.
+checks, and the broker-semantic timers of :attr:`Broker.timers` (:mod:`mledger.broker._monitors`:
+message TTL, inactive topics, backlog quotas, retention, compaction, deduplication, stats, delayed
+delivery), which ``timers.advance(ms)`` (a manual clock), :meth:`Broker.run_due_tasks` or the
+protocol server fire; ``receive`` checks due delayed messages by itself too.
 
 Thread-safe: one lock guards the topic cache and is held while a topic is opened or created
 (storage I/O); topic, subscription and producer operations take their own locks.
@@ -33,16 +35,15 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..codec._messageid import MessageId
 from ..core._clock import Clock
-from ..core._timers import TimerQueue
 from ..core._errors import (
     BadVersionError,
     ConfigError,
     InvalidRequestError,
     InvalidTopicNameError,
-    MLedgerError,
     NotAllowedError,
     NotFoundError,
 )
+from ..core._timers import TimerQueue
 from ..managed_ledger._factory import ManagedLedgerFactory
 from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
 from ..storage import NEW_NODE

@@ -27,7 +27,8 @@ consumer changes.
 
 Shared and Key_Shared honour deliver-at times: an entry whose time has not come goes to the
 *delayed-delivery tracker* instead of a consumer, and is replayed once the broker clock reaches
-its time (``receive`` and ``Broker.run_due_tasks`` both check).
+its time (``receive`` checks; the subscription's ``delayedDelivery`` timer on the broker's timer
+queue dispatches it then).
 
 **Reads.** A dispatch round reads either the redelivery queue (``cursor.replay_entries``) or the
 next entries (``cursor.read_entries_held``), never more than the consumers have permits for.

@@ -33,8 +33,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from ..codec._entry import EntryMetadata
 from ..core._clock import Clock
-from ..core._timers import TimerQueue
 from ..core._position import Position
+from ..core._timers import TimerQueue
 from ._config import BrokerConfig
 
 __all__ = [

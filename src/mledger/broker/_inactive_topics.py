@@ -26,7 +26,7 @@ frequency) and ``..._enabled``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from ..core._errors import InvalidRequestError
@@ -34,7 +34,7 @@ from ..core._errors import InvalidRequestError
 __all__ = ["InactiveTopicDeleteMode", "InactiveTopicPolicies"]
 
 
-class InactiveTopicDeleteMode(str, Enum):
+class InactiveTopicDeleteMode(StrEnum):
     """Pulsar's ``InactiveTopicDeleteMode``."""
 
     DELETE_WHEN_NO_SUBSCRIPTIONS = "delete_when_no_subscriptions"

@@ -142,12 +142,16 @@ class BrokerMonitors:
             max(config.deduplication_producer_inactivity_timeout_minutes * _MINUTE // 3, 1),
             self._each_topic(lambda t: t.deduplication.purge_inactive_producers()),
         )
-        every(CHECK_MESSAGE_EXPIRY, config.message_expiry_check_interval_in_minutes * _MINUTE, self.check_message_expiry)
+        every(
+            CHECK_MESSAGE_EXPIRY, config.message_expiry_check_interval_in_minutes * _MINUTE, self.check_message_expiry
+        )
         if config.broker_delete_inactive_topics_enabled:
             every(CHECK_GC, config.broker_delete_inactive_topics_frequency_seconds * _SECOND, self.check_gc)
         if config.backlog_quota_check_enabled:
             every(
-                MONITOR_BACKLOG_QUOTA, config.backlog_quota_check_interval_in_seconds * _SECOND, self.monitor_backlog_quota
+                MONITOR_BACKLOG_QUOTA,
+                config.backlog_quota_check_interval_in_seconds * _SECOND,
+                self.monitor_backlog_quota,
             )
         every(UPDATE_RATES, config.stats_update_frequency_in_secs * _SECOND, self.update_rates)
 

@@ -3,7 +3,8 @@
 A namespace exists once created (its policies node holds JSON like Pulsar's ``Policies``, of
 which mledger models ``deduplicationEnabled``: true, false or null for "the broker's setting",
 ``retention_policies``: Pulsar's ``RetentionPolicies`` or null, ``compaction_threshold``: bytes
-or null, and the schema policies ``schema_compatibility_strategy``,
+or null, ``message_ttl_in_seconds``, ``inactive_topic_policies`` and ``backlog_quota_map``
+(:mod:`mledger.broker._time_policies`), and the schema policies ``schema_compatibility_strategy``,
 ``schema_auto_update_compatibility_strategy`` and ``is_allow_auto_update_schema``, each absent
 or null when unset, and ``auth_policies``: Pulsar's ``AuthPolicies``, the roles' actions on the
 namespace and its topics, which :class:`~mledger.admin.Authorization` reads). A namespace's

@@ -19,7 +19,7 @@ message TTL"); malformed inactive-topic policies or backlog quotas are ``Invalid
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from ..core._errors import InvalidRequestError, PreconditionFailedError
 from ._backlog_quota import BacklogQuota, BacklogQuotaType, check_quota_map, quota_from_map
@@ -27,9 +27,17 @@ from ._config import BrokerConfig
 from ._inactive_topics import InactiveTopicPolicies
 from ._names import TopicName
 
-if TYPE_CHECKING:  # the namespaces module checks new namespaces' bodies with this one
-    from ._namespaces import Namespaces
-    from ._retention import TopicPolicies
+Owner = TypeVar("Owner", contravariant=True)
+
+
+class FieldStore(Protocol[Owner]):
+    """Policies stored as JSON fields per owner: :class:`~mledger.broker._namespaces.Namespaces`
+    (a namespace name) and :class:`~mledger.broker._retention.TopicPolicies` (a topic name)."""
+
+    def get_field(self, owner: Owner, key: str) -> Any: ...
+
+    def set_field(self, owner: Owner, key: str, value: Any) -> None: ...
+
 
 __all__ = ["TimePolicies", "check_time_policies"]
 
@@ -65,7 +73,7 @@ class TimePolicies:
     """Reads and writes the three policies (module docstring). Thread-safe (the stores'
     compare-and-set); existence checks are the broker's."""
 
-    def __init__(self, namespaces: Namespaces, topics: TopicPolicies, config: BrokerConfig) -> None:
+    def __init__(self, namespaces: FieldStore[str], topics: FieldStore[TopicName], config: BrokerConfig) -> None:
         self._namespaces = namespaces
         self._topics = topics
         self._config = config
@@ -78,7 +86,11 @@ class TimePolicies:
     def message_ttl_seconds(self, topic: TopicName) -> int:
         """The TTL in force for ``topic`` in seconds (0: none)."""
         value = self._lookup(topic, MESSAGE_TTL)
-        return value if isinstance(value, int) and not isinstance(value, bool) else self._config.ttl_duration_default_in_seconds
+        return (
+            value
+            if isinstance(value, int) and not isinstance(value, bool)
+            else self._config.ttl_duration_default_in_seconds
+        )
 
     def set_namespace_message_ttl(self, namespace: str, seconds: int | None) -> None:
         """Set (None: remove) a namespace's message TTL."""

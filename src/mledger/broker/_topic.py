@@ -33,7 +33,6 @@ from typing import Protocol
 from ..codec._entry import EntryMetadata, encode_entry
 from ..codec._messageid import MessageId
 from ..core._clock import Clock
-from ..core._timers import TimerQueue
 from ..core._errors import (
     EntryTooLargeError,
     InvalidRequestError,
@@ -43,6 +42,7 @@ from ..core._errors import (
 )
 from ..core._ints import INT64_MAX
 from ..core._position import Position
+from ..core._timers import TimerQueue
 from ..managed_ledger._ledger import ManagedLedger
 from ..managed_ledger._ledger_view import InitialPosition
 from ._compaction import COMPACTION_SUBSCRIPTION, CompactedTopic, LongRunningProcessStatus
