@@ -5,7 +5,7 @@ and backlog quotas act under advance()."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -19,22 +19,6 @@ pytestmark = pytest.mark.timeout(120)
 MINUTE = 60_000
 HOUR = 60 * MINUTE
 ADMIN = "/admin/v2/persistent/public/default"
-
-
-@pytest.fixture
-def client_for() -> Iterator[Callable[[Any], pulsar.Client]]:
-    clients: list[pulsar.Client] = []
-
-    def make(broker: Any) -> pulsar.Client:
-        client = pulsar.Client(
-            broker.service_url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
-        )
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
 
 
 def test_ten_hours_keep_the_connection_and_fire_each_check_once_per_interval(

@@ -795,7 +795,7 @@ class Broker:
     def set_topic_message_ttl(self, topic: str, seconds: int | None) -> None:
         """Set (None: remove) a topic's own message TTL (``pulsar-admin topics set-message-ttl``;
         a partitioned topic's covers its partitions). ``NotFoundError`` (404), 412 for a negative one."""
-        name = self._existing_topic_name(topic)
+        name = self._existing(topic)
         self.time_policies.set_topic_message_ttl(name, seconds)
 
     def set_namespace_inactive_topic_policies(self, namespace: str, policies: InactiveTopicPolicies | None) -> None:
@@ -807,7 +807,7 @@ class Broker:
 
     def set_topic_inactive_topic_policies(self, topic: str, policies: InactiveTopicPolicies | None) -> None:
         """Set (None: remove) a topic's own inactive-topic policy. ``NotFoundError`` (404)."""
-        name = self._existing_topic_name(topic)
+        name = self._existing(topic)
         self.time_policies.set_topic_inactive_topic_policies(name, policies)
 
     def set_namespace_backlog_quota(
@@ -829,7 +829,7 @@ class Broker:
         quota_type: BacklogQuotaType = BacklogQuotaType.MESSAGE_AGE,
     ) -> None:
         """Set (None: remove) a topic's own backlog quota. ``NotFoundError`` (404)."""
-        name = self._existing_topic_name(topic)
+        name = self._existing(topic)
         self.time_policies.set_topic_backlog_quota(name, quota, quota_type)
 
     def check_producer_backlog_quota(self, topic: Topic, producer_name: str) -> None:
@@ -853,14 +853,6 @@ class Broker:
             self._check_open()
             self._require_namespace_exists(namespace)
         store()
-
-    def _existing_topic_name(self, topic: str) -> TopicName:
-        name = TopicName.parse(topic)
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
-        return name
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
