@@ -7,6 +7,8 @@
 * :mod:`.errors` - one base class, one subclass per condition;
 * :mod:`.clock` - the injectable clock protocol (the system clock is read only through it);
 * :mod:`.timers` - :class:`TimerQueue`, the broker-semantic timers on an injected clock;
+* :mod:`.state_machine` - :class:`TransitionTable`, the one lookup every state machine's
+  transitions go through, and :class:`TransitionRefusedError`, the refusal its errors derive from;
 * :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once.
 
 Everything above this layer imports from here; this layer imports nothing else of mledger.
@@ -20,6 +22,7 @@ from ._config import (
 )
 from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
 from ._ranges import AckRangeSet as AckRangeSet
+from ._state_machine import TransitionRefusedError as TransitionRefusedError, TransitionTable as TransitionTable
 from ._timers import TimerQueue as TimerQueue, TimerQueueStats as TimerQueueStats
 from ._tls import TlsSettings as TlsSettings
 
@@ -36,6 +39,8 @@ __all__ = [
     "TimerQueue",
     "TimerQueueStats",
     "TlsSettings",
+    "TransitionRefusedError",
+    "TransitionTable",
     "format_address",
     "parse_bind",
 ]

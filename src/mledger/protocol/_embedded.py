@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..admin._authentication import build_authenticator
+from ..admin._authentication import Authenticator, build_authenticator
 from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
 from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
@@ -196,6 +196,8 @@ class EmbeddedBroker:
             loop.call_soon_threadsafe(loop.stop)
         self._thread.join(timeout=30)
         self._thread = None
+        if self._authenticator is not None:
+            self._authenticator.close()  # the password checks' workers (a restart starts new ones)
         self._close_storage()
 
     def _close_storage(self) -> None:
@@ -224,6 +226,12 @@ class EmbeddedBroker:
     def port(self) -> int:
         """The protocol port."""
         return self.server.port
+
+    @property
+    def authenticator(self) -> Authenticator | None:
+        """The identity table the servers share (its ``stats()``: the password checks); None
+        without authentication."""
+        return self._authenticator
 
     def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
         """Run ``fn`` on the server's event loop and return its result (thread-safe)."""

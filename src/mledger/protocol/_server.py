@@ -54,7 +54,7 @@ from collections import deque
 from collections.abc import Callable
 
 from ..broker import Broker, Subscription, Topic
-from ..core._address import format_address
+from ..core._address import advertised_host, format_address
 from ..core._clock import ManualClock
 from ..core._errors import MLedgerError
 from ..core._tls import server_context
@@ -117,7 +117,12 @@ class _Shell(asyncio.Protocol):
         # a TLS connection's verified client certificate (None without one): the tls provider's role
         certificate = transport.get_extra_info("peercert")
         subject = certificate.get("subject") if certificate else None
-        self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "", peer_subject=subject)
+        self.session = Session(
+            self.server,
+            f"{peer[0]}:{peer[1]}" if peer else "",
+            peer_subject=subject,
+            address=str(peer[0]) if peer else None,
+        )
         self._opened(self)
 
     def data_received(self, data: bytes) -> None:
@@ -363,8 +368,7 @@ class ProtocolServer:
         return f"pulsar+ssl://{format_address(self._advertised_host(), self.tls_port)}"
 
     def _advertised_host(self) -> str:
-        host = self.config.advertised_address or self.config.host
-        return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        return advertised_host(self.config.advertised_address, self.config.host)
 
     def lookup_urls(self, listener_name: str | None = None) -> ListenerUrls:
         """What a lookup naming ``listener_name`` answers (see
@@ -581,7 +585,7 @@ class ProtocolServer:
         while True:
             await asyncio.sleep(interval)
             for session, shell in list(self._shells.items()):
-                if session.closed:
+                if session.closed or session.authenticating:  # silent while a password is checked
                     continue
                 if not session.connection.received_since_ping:
                     log.info("closing connection from %s: no answer to PING", session.peer)
