@@ -45,16 +45,14 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from ..core._clock import Clock
 from ..core._errors import MLedgerError
-from ..core._timers import TimerQueue
 from ._backlog_quota import (
     BacklogQuotaType,
     BacklogRetentionPolicy,
     eviction_target_seconds,
     exceeds_time_limit,
 )
-from ._config import BrokerConfig
+from ._hooks import BrokerSettings
 from ._inactive_topics import InactiveTopicDeleteMode
 from ._names import TopicName
 from ._time_policies import TimePolicies
@@ -90,17 +88,8 @@ _SECOND = 1000
 _MINUTE = 60_000
 
 
-class MonitoredBroker(Protocol):
-    """What the checks need from the broker."""
-
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def timers(self) -> TimerQueue: ...
+class MonitoredBroker(BrokerSettings, Protocol):
+    """What the checks need from the broker: its settings, clock and timers, and these."""
 
     @property
     def time_policies(self) -> TimePolicies: ...
