@@ -28,6 +28,7 @@ from mledger.broker import (
     InitialPosition,
     ManualClock,
     NamespaceNotFoundError,
+    RateWindow,
     SubscriptionType,
 )
 from mledger.core._errors import ServerError
@@ -288,3 +289,12 @@ def test_the_timers_keys_of_a_pulsar_config_file(tmp_path: Path) -> None:
     conf.write_text("backlogQuotaDefaultRetentionPolicy=drop_everything\n")
     with pytest.raises(ConfigError, match="backlog_quota_default_retention_policy must be one of"):
         effective_settings(read_pulsar_conf(conf))
+
+
+def test_a_stats_tick_just_after_a_read_closed_the_interval_keeps_its_rate() -> None:
+    window = RateWindow(0)
+    assert window.rates(60_000, 60_000, 120, 0) == (2.0, 0.0)  # a read closes [0, 60 s]
+    window.close(60_005, 60_000, 121, 0)  # the timer, 5 ms late: not a 5 ms interval
+    assert window.rates(60_010, 60_000, 121, 0) == (2.0, 0.0)
+    window.close(120_000, 60_000, 240, 0)
+    assert window.rates(120_000, 60_000, 240, 0) == pytest.approx((2.0, 0.0))

@@ -41,10 +41,13 @@ class RateWindow:
                 self._close(now_ms, count, size)
             return self._rate, self._throughput
 
-    def close(self, now_ms: int, count: int, size: int) -> None:
-        """Close the open interval at ``now_ms`` with the counters then (the stats timer)."""
+    def close(self, now_ms: int, interval_ms: int, count: int, size: int) -> None:
+        """Close the open interval at ``now_ms`` with the counters then (the stats timer), unless
+        it opened less than half an interval ago: a read just closed it (a timer a few ms late),
+        and a rate over those few ms would stand for a whole interval."""
         with self._lock:
-            self._close(now_ms, count, size)
+            if now_ms - self._start_ms >= interval_ms // 2:
+                self._close(now_ms, count, size)
 
     def _close(self, now_ms: int, count: int, size: int) -> None:
         elapsed = now_ms - self._start_ms

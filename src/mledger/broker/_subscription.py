@@ -277,12 +277,12 @@ class Subscription:
                 last_expire_ms=self._last_expire_ms,
             )
 
-    def update_rates(self, now_ms: int) -> None:
+    def update_rates(self, now_ms: int, interval_ms: int) -> None:
         """Close the consumers' rates' stats interval at ``now_ms`` (the broker's stats timer)."""
         with self._lock:
             consumers = self._dispatcher.consumers
         for consumer in consumers:
-            consumer.update_rates(now_ms)
+            consumer.update_rates(now_ms, interval_ms)
 
     def _now_ms(self) -> int:
         return self._topic.broker.clock.now_ms()

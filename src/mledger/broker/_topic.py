@@ -780,11 +780,12 @@ class Topic:
         with self._lock:
             subs = list(self._subscriptions.values())
             producers = list(self._producers.values())
-        self._in_rates.close(now_ms, self._msg_in, self._bytes_in)
+        interval_ms = self._broker.config.stats_update_frequency_in_secs * 1000
+        self._in_rates.close(now_ms, interval_ms, self._msg_in, self._bytes_in)
         for producer in producers:
-            producer.update_rates(now_ms)
+            producer.update_rates(now_ms, interval_ms)
         for sub in subs:
-            sub.update_rates(now_ms)
+            sub.update_rates(now_ms, interval_ms)
 
     def close(self) -> None:
         """Disconnect producers and consumers and close the ledger (cursors persist). Idempotent."""
