@@ -58,6 +58,7 @@ from ..core._errors import (
     InvalidPositionError,
     InvalidRequestError,
     MarkDeletingMarkedPositionError,
+    MLedgerError,
     NotAllowedError,
 )
 from ..core._position import EARLIEST, LATEST, Position
@@ -234,7 +235,10 @@ class Subscription:
     def _delayed_delivery_due(self) -> None:
         if self._closed:
             return
-        self.dispatch()
+        try:
+            self.dispatch()
+        except MLedgerError as exc:  # a store failure: the next read, or the sweep, retries
+            log.info("delayed dispatch of %s/%s failed: %s", self.topic, self.name, exc)
         with self._lock:
             self._arm_delayed_delivery()
 
