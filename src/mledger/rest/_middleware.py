@@ -33,6 +33,9 @@ when something needs its role, as before. :class:`AuthenticatedPaths`, inside
 :class:`AdminMiddleware`, answers 401 (or 429) for the paths that need a role whatever the route
 (``/metrics`` with ``authenticate_metrics_endpoint``, the API documents with
 ``authenticate_docs_endpoint``) before the route runs.
+
+:class:`RequestLimit`, outside :class:`AdminMiddleware` (the admin server adds it), is Pulsar's
+``maxConcurrentHttpRequests``.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ __all__ = [
     "AuthenticatedPaths",
     "BodyTooLargeError",
     "InFlight",
+    "RequestLimit",
     "caller_role",
     "error_headers",
 ]
@@ -206,6 +210,48 @@ class AdminMiddleware:
                     status,
                     (time.perf_counter() - started) * 1000,
                 )
+
+
+class RequestLimit:
+    """Pulsar's ``maxConcurrentHttpRequests`` (Jetty's ``QoSFilter``, ``maxRequests``): at most
+    ``limit`` HTTP requests are answered at once; one more waits for a slot, up to ``wait``
+    seconds (the filter suspends it, 30 s by default), then gets 503 ``{"reason": ...}``.
+
+    uvicorn's own ``limit_concurrency`` does not fit: it answers 503 whenever the *connections*
+    reach the limit too, so that many idle connections would refuse every request. Requests
+    wait in arrival order; the semaphore is made on the serving loop's first request."""
+
+    def __init__(self, app: ASGIApp, limit: int, wait: float = 30.0) -> None:
+        self.app = app
+        self.limit = limit
+        self.wait = wait
+        self._slots: asyncio.Semaphore | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.limit)
+        slots = self._slots
+        try:
+            if slots.locked():
+                await asyncio.wait_for(slots.acquire(), self.wait)
+            else:
+                await slots.acquire()
+        except TimeoutError:
+            body = error_body(
+                f"Service Unavailable: {self.limit} requests in progress (maxConcurrentHttpRequests)"
+                f" and none ended within {self.wait:g} s"
+            )
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            slots.release()
 
 
 class AuthenticatedPaths:
