@@ -241,6 +241,35 @@ PULSAR_KEYS: dict[str, Key] = {
             brokerServiceCompactionMonitorIntervalInSeconds="broker_service_compaction_monitor_interval_in_seconds",
             brokerServiceCompactionThresholdInBytes="broker_service_compaction_threshold_in_bytes",
         ),
+        # the broker's timers: message TTL, inactive topics, backlog quotas by time (issue 34)
+        *_keys(
+            "broker",
+            _int,
+            messageExpiryCheckIntervalInMinutes="message_expiry_check_interval_in_minutes",
+            ttlDurationDefaultInSeconds="ttl_duration_default_in_seconds",
+            brokerDeleteInactiveTopicsFrequencySeconds="broker_delete_inactive_topics_frequency_seconds",
+            brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=(
+                "broker_delete_inactive_topics_max_inactive_duration_seconds"
+            ),
+            backlogQuotaCheckIntervalInSeconds="backlog_quota_check_interval_in_seconds",
+            backlogQuotaDefaultLimitSecond="backlog_quota_default_limit_second",
+        ),
+        *_keys(
+            "broker",
+            _bool,
+            brokerDeleteInactiveTopicsEnabled="broker_delete_inactive_topics_enabled",
+            brokerDeleteInactivePartitionedTopicMetadataEnabled=(
+                "broker_delete_inactive_partitioned_topic_metadata_enabled"
+            ),
+            backlogQuotaCheckEnabled="backlog_quota_check_enabled",
+            preciseTimeBasedBacklogQuotaCheck="precise_time_based_backlog_quota_check",
+        ),
+        *_keys(
+            "broker",
+            str,
+            brokerDeleteInactiveTopicsMode="broker_delete_inactive_topics_mode",
+            backlogQuotaDefaultRetentionPolicy="backlog_quota_default_retention_policy",
+        ),
         # the managed ledger and its cursors (ManagedLedgerConfig under the broker's names)
         *_keys(
             "ledger",

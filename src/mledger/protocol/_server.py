@@ -21,12 +21,18 @@ threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
 
 * entries appended to a watched topic -> its subscriptions dispatch (coalesced per loop turn);
 * a remote consumer's deliveries -> MESSAGE frames;
-* delayed messages -> a timer at the earliest deliver-at time of each subscription (with a
-  :class:`~mledger.core._clock.ManualClock`, :meth:`ProtocolServer.run_due_tasks` instead, which the
-  test fixture's clock handle calls);
-* once a second the broker's own due tasks run (dedup snapshots, dispatch);
+* the broker's timers (``Broker.timers``: message TTL, inactive topics, backlog quotas,
+  retention, compaction, deduplication snapshots, stats, each subscription's delayed-delivery
+  timer; :mod:`mledger.broker._monitors`) -> on the broker's system clock, one loop timer for
+  the earliest due time, re-armed as timers are armed and fired; on a
+  :class:`~mledger.core._clock.ManualClock` nothing fires them but :meth:`ProtocolServer.advance_clock`,
+  which the test fixture's clock handle calls;
+* once a second the timers due are fired and every watched subscription dispatched (a sweep
+  that catches what an event missed);
 * every ``keep_alive_interval_seconds`` a connection that sent nothing since the last PING is
-  closed and the others are pinged (Pulsar's keep-alive).
+  closed and the others are pinged (Pulsar's keep-alive). This and every other transport timer
+  run on the loop's real time, never on the broker's clock: advancing a manual clock by hours
+  closes no connection.
 
 Accepting: each port is an :class:`~mledger.protocol._acceptor.Acceptor`, which stops accepting
 while few file descriptors are free (or ``accept()`` fails with ``EMFILE``) and bounds the TLS
@@ -297,7 +303,8 @@ class ProtocolServer:
         self._to_pump: dict[int, ConsumerHandle] = {}
         self._watched: set[Topic] = set()
         self._watcher = _TopicWatcher(self.run_on_loop, self._topic_dirty, self._watched.discard)
-        self._timers: dict[Subscription, tuple[int, asyncio.TimerHandle]] = {}
+        self._wakeup: asyncio.TimerHandle | None = None  # the broker's earliest timer, on a system clock
+        self._wakeup_due: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ids = itertools.count(1)
         self.port = self.config.port
@@ -324,6 +331,9 @@ class ProtocolServer:
         for acceptor in acceptors:
             acceptor.start()
         self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
+        if not isinstance(self.broker.clock, ManualClock):
+            self.broker.timers.on_earlier = self._timers_earlier
+            self._arm_wakeup()
         log.info(
             "Pulsar protocol server listening on %s",
             " and ".join(filter(None, (self.service_url, self.tls_service_url))),
@@ -352,9 +362,11 @@ class ProtocolServer:
         for shell in list(self._shells.values()):
             shell.abort_after_flush()
         await asyncio.sleep(0)  # the transports' connection_lost callbacks
-        for _, timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+        if self.broker.timers.on_earlier == self._timers_earlier:
+            self.broker.timers.on_earlier = None
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+            self._wakeup = None
         topics = list(self._watched)
         for topic in topics:
             topic.remove_listener(self._watcher)
@@ -522,47 +534,69 @@ class ProtocolServer:
             self.dispatch(sub)
 
     def dispatch(self, subscription: Subscription) -> int:
-        """Push what ``subscription`` can deliver now; arm its delayed-delivery timer."""
+        """Push what ``subscription`` can deliver now (its delayed messages arm its own timer on
+        the broker's timer queue); a failure is logged, 0 returned."""
         try:
-            n = subscription.dispatch()
+            return subscription.dispatch()
         except MLedgerError as exc:
             log.info("dispatch of %s/%s failed: %s", subscription.topic, subscription.name, exc)
             return 0
         except Exception:
             log.exception("dispatch of %s/%s failed", subscription.topic, subscription.name)
             return 0
-        self._arm_timer(subscription)
-        return n
-
-    def _arm_timer(self, subscription: Subscription) -> None:
-        if isinstance(self.broker.clock, ManualClock) or self._loop is None:
-            return
-        due = subscription.next_delayed_delivery_ms()
-        current = self._timers.get(subscription)
-        if due is None:
-            return
-        if current is not None and current[0] <= due:
-            return
-        if current is not None:
-            current[1].cancel()
-        delay = max(0.0, (due - self.broker.clock.now_ms()) / 1000.0)
-        handle = self._loop.call_later(delay, self._timer_fired, subscription)
-        self._timers[subscription] = (due, handle)
-
-    def _timer_fired(self, subscription: Subscription) -> None:
-        self._timers.pop(subscription, None)
-        if not subscription.is_closed:
-            self.dispatch(subscription)
 
     def run_due_tasks(self) -> int:
-        """Run the broker's due tasks and dispatch every watched topic (call on the loop
-        thread; the test fixture's clock handle does it after advancing the clock)."""
+        """Fire the broker's timers due by its clock and dispatch every topic (call on the loop
+        thread); returns the messages dispatched by the sweep."""
         n = self.broker.run_due_tasks()
         for topic in list(self._watched):
             if not topic.is_closed:
                 for sub in topic.subscriptions.values():
                     n += self.dispatch(sub)
         return n
+
+    def advance_clock(self, ms: int, not_before_ms: int | None = None) -> int:
+        """Move the broker's :class:`~mledger.core._clock.ManualClock` to ``ms`` past the later of
+        its time and ``not_before_ms``, firing each of the broker's timers at its own due time on
+        the way (``TimerQueue.advance``), then dispatch every topic; returns the new time. Call
+        on the loop thread (the fixture's clock handle does). ``TypeError`` for another clock,
+        ``ValueError`` for a negative ``ms``."""
+        clock = self.broker.clock
+        if not isinstance(clock, ManualClock):
+            raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
+        if ms < 0:
+            raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
+        now = clock.now_ms()
+        behind = 0 if not_before_ms is None else max(not_before_ms - now, 0)
+        self.broker.timers.advance(behind + ms)
+        self.run_due_tasks()
+        return clock.now_ms()
+
+    # -- the broker's timers on the wall clock -------------------------------------------------
+    def _timers_earlier(self, due_ms: int) -> None:
+        """A timer was armed before every other (any thread): re-arm the wake-up."""
+        self.run_on_loop(self._arm_wakeup)
+
+    def _arm_wakeup(self) -> None:
+        due = self.broker.timers.next_due_ms()
+        if due == self._wakeup_due and self._wakeup is not None:
+            return
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+            self._wakeup = None
+        self._wakeup_due = due
+        if due is None or self._loop is None:
+            return
+        delay = max(0.0, (due - self.broker.clock.now_ms()) / 1000.0)
+        self._wakeup = self._loop.call_later(delay, self._wake)
+
+    def _wake(self) -> None:
+        self._wakeup = None
+        try:
+            self.broker.timers.run_due()
+        except Exception:  # pragma: no cover - the queue logs its actions' failures itself
+            log.exception("the broker's timers failed")
+        self._arm_wakeup()
 
     async def _tick(self) -> None:
         while True:
