@@ -8,7 +8,8 @@ import struct
 from typing import Any, cast
 
 import pytest
-from test_protocol_session import Host, connected, frame, producer_cmd, replies, send_frame
+from protocol_raw import subscribe_command
+from test_protocol_session import TOPIC, Host, connected, frame, producer_cmd, replies, send_frame
 
 from mledger.codec import EntryMetadata, encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
@@ -120,15 +121,9 @@ def test_a_session_counts_through_its_state() -> None:
     produced = session.stats()
     assert produced.counters.messages_in == 2 and produced.counters.checksum_errors == 1
     assert produced.counters.bytes_in > 0 and produced.sends_in_flight == 0
-    subscribe = api.CommandSubscribe(
-        topic="persistent://public/default/t",
-        subscription="s",
-        subType=api.CommandSubscribe.Shared,
-        consumer_id=7,
-        request_id=11,
-        initialPosition=api.CommandSubscribe.Earliest,
-    )
-    session.data_received(frame(_T(type=_T.SUBSCRIBE, subscribe=subscribe)))
+    subscribe = subscribe_command(TOPIC, "s", 7, 11)
+    subscribe.subscribe.initialPosition = api.CommandSubscribe.Earliest
+    session.data_received(frame(subscribe))
     session.data_received(frame(_T(type=_T.FLOW, flow=api.CommandFlow(consumer_id=7, messagePermits=10))))
     host.settle()
     messages = [m for m, _ in replies(session) if m.type == _T.MESSAGE]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from ..broker import AckRequest, ClientInfo
 from ..broker._listeners import EntryDelivery, ack_set_words
@@ -34,7 +33,7 @@ from ..core._ranges import words_to_ack_set
 from ..managed_ledger import InitialPosition
 from ._codec import message_command
 from ._connection import Request
-from ._context import CommandContext
+from ._context import CommandContext, CommandGroup
 from ._convert import (
     message_id_data,
     position_of,
@@ -45,7 +44,7 @@ from ._convert import (
     start_position,
 )
 from ._framing import checksummed_entry, payload_frame_parts
-from ._handles import ConsumerHandle, SessionHost
+from ._handles import ConsumerHandle
 from ._nonpersistent import SUB_TYPES, NonPersistentCommands, is_non_persistent
 
 __all__ = ["PERMIT_WINDOW", "ConsumerCommands"]
@@ -58,26 +57,19 @@ PERMIT_WINDOW = 1000
 _T = api.BaseCommand
 
 
-class ConsumerCommands:
+class ConsumerCommands(CommandGroup):
     """A session's consumer handlers (SUBSCRIBE, FLOW, ACK, ...), given the session's
     :class:`~mledger.protocol._context.CommandContext`; the
     :class:`~mledger.protocol._handles.ConsumerOwner` of its consumer handles. Loop thread only."""
 
-    __slots__ = ("_connection", "_consumers", "_context", "_np", "_np_consumers", "_state")
+    __slots__ = ("_consumers", "_np", "_np_consumers")
 
     def __init__(self, context: CommandContext, np: NonPersistentCommands) -> None:
-        self._context = context
+        super().__init__(context)
         self._np = np
-        state = self._state = context.state
-        self._connection = context.connection
         # live read-only views of the consumers by id (FLOW and ACK look them up)
-        self._consumers = state.consumers
-        self._np_consumers = state.np_consumers
-
-    @property
-    def host(self) -> SessionHost[Any]:
-        """The server driving the session."""
-        return self._context.host
+        self._consumers = context.state.consumers
+        self._np_consumers = context.state.np_consumers
 
     def handle_subscribe(self, request: Request) -> None:
         body = request.command.subscribe

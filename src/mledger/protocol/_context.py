@@ -25,7 +25,7 @@ from ..core._ints import UINT64_MASK
 from ._handles import SessionHost
 from ._session_state import SessionState
 
-__all__ = ["CommandContext"]
+__all__ = ["CommandContext", "CommandGroup"]
 
 _T = api.BaseCommand
 
@@ -171,3 +171,20 @@ class CommandContext:
         if schema_version is not None:
             success.schema_version = schema_version
         self.connection.send(api.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=success))
+
+
+class CommandGroup:
+    """A group of a session's command handlers: what each group holds of its session (the
+    context, its state and connection) and the ``host`` its handles reach the loop through."""
+
+    __slots__ = ("_connection", "_context", "_state")
+
+    def __init__(self, context: CommandContext) -> None:
+        self._context = context
+        self._state = context.state
+        self._connection = context.connection
+
+    @property
+    def host(self) -> SessionHost[Any]:
+        """The server driving the session."""
+        return self._context.host

@@ -22,8 +22,6 @@ The producers and consumers are kept by id in the session's
 
 from __future__ import annotations
 
-from typing import Any
-
 from google.protobuf.message import DecodeError
 
 from ..broker import EntryDelivery, SubscriptionType
@@ -34,10 +32,10 @@ from ..codec.proto import PulsarApi_pb2 as api
 from ..core._errors import MLedgerError, NotAllowedError, NotFoundError
 from ._codec import message_command, send_receipt_frame
 from ._connection import Request
-from ._context import CommandContext
+from ._context import CommandGroup
 from ._convert import server_error_code
 from ._framing import checksummed_entry, payload_frame_parts
-from ._handles import NonPersistentConsumerHandle, NonPersistentProducerHandle, SessionHost
+from ._handles import NonPersistentConsumerHandle, NonPersistentProducerHandle
 
 __all__ = ["SUB_TYPES", "NonPersistentCommands", "is_non_persistent"]
 
@@ -59,21 +57,12 @@ def is_non_persistent(topic: str) -> bool:
     return topic.startswith(_PREFIX)
 
 
-class NonPersistentCommands:
+class NonPersistentCommands(CommandGroup):
     """One session's commands about producers and consumers on non-persistent topics (loop
     thread only); the :class:`~mledger.protocol._handles.NonPersistentConsumerOwner` of their
     consumer handles. Their ids are the session's (see the module docstring)."""
 
-    __slots__ = ("_context", "_state")
-
-    def __init__(self, context: CommandContext) -> None:
-        self._context = context
-        self._state = context.state
-
-    @property
-    def host(self) -> SessionHost[Any]:
-        """The server driving the session."""
-        return self._context.host
+    __slots__ = ()
 
     # -- producers ---------------------------------------------------------------------------
     def open_producer(self, body: api.CommandProducer) -> None:
@@ -193,14 +182,14 @@ class NonPersistentCommands:
             frames += payload_frame_parts(command, body)
             size += len(body)
             count += d.messages
-        self._context.connection.send_frames(frames)
+        self._connection.send_frames(frames)
         state.count_out(count, size)
         self._context.wake()
 
     def send_active_change(self, handle: NonPersistentConsumerHandle, is_active: bool) -> None:
         """Queue ACTIVE_CONSUMER_CHANGE for ``handle``."""
         change = api.CommandActiveConsumerChange(consumer_id=handle.consumer_id, is_active=is_active)
-        self._context.connection.send(api.BaseCommand(type=_T.ACTIVE_CONSUMER_CHANGE, active_consumer_change=change))
+        self._connection.send(api.BaseCommand(type=_T.ACTIVE_CONSUMER_CHANGE, active_consumer_change=change))
         self._context.wake()
 
     def close_consumer(self, consumer_id: int) -> None:
@@ -229,7 +218,7 @@ class NonPersistentCommands:
             return
         state.remove_np_consumer(handle.consumer_id)
         close = api.CommandCloseConsumer(consumer_id=handle.consumer_id, request_id=_MASK64)
-        self._context.connection.send(api.BaseCommand(type=_T.CLOSE_CONSUMER, close_consumer=close))
+        self._connection.send(api.BaseCommand(type=_T.CLOSE_CONSUMER, close_consumer=close))
         self._context.wake()
 
     def consumer_stats(self, body: api.CommandConsumerStats) -> None:
@@ -244,13 +233,11 @@ class NonPersistentCommands:
         response.type = handle.subscription.type.value
         response.msgBacklog = 0
         response.address = self._state.peer
-        self._context.connection.send(api.BaseCommand(type=_T.CONSUMER_STATS_RESPONSE, consumerStatsResponse=response))
+        self._connection.send(api.BaseCommand(type=_T.CONSUMER_STATS_RESPONSE, consumerStatsResponse=response))
 
     def refuse(self, request_id: int, what: str) -> None:
         """ERROR for a command that needs stored messages (SEEK, GET_LAST_MESSAGE_ID)."""
-        self._context.connection.send_error(
-            request_id, api.NotAllowedError, f"{what} is not allowed on a non-persistent topic"
-        )
+        self._connection.send_error(request_id, api.NotAllowedError, f"{what} is not allowed on a non-persistent topic")
 
     def close(self) -> None:
         """The connection is gone: detach every producer and consumer."""

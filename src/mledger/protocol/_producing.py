@@ -12,8 +12,6 @@ until the session flushes them, once per read (or every 64 SENDs of a long read)
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..broker import ClientInfo, FramedPublish, PublishResult
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core._errors import MLedgerError, StateCorruptedError
@@ -21,7 +19,7 @@ from ..core._ints import INT64_MAX, UINT64_MASK, as_int64
 from ..core._position import Position
 from ._codec import send_receipt_frame
 from ._connection import Request
-from ._context import CommandContext
+from ._context import CommandContext, CommandGroup
 from ._convert import (
     ACCESS_MODES,
     metadata_for,
@@ -30,7 +28,7 @@ from ._convert import (
     send_error_code,
     server_error_code,
 )
-from ._handles import ProducerHandle, Send, SendsDone, SessionHost
+from ._handles import ProducerHandle, Send, SendsDone
 from ._nonpersistent import NonPersistentCommands, is_non_persistent
 
 __all__ = ["ProducerCommands"]
@@ -39,26 +37,19 @@ _T = api.BaseCommand
 _new_tuple = tuple.__new__  # a named tuple without its Python-level __new__ (one per SEND)
 
 
-class ProducerCommands:
+class ProducerCommands(CommandGroup):
     """A session's producer handlers (PRODUCER, SEND, CLOSE_PRODUCER), given the session's
     :class:`~mledger.protocol._context.CommandContext`; the
     :class:`~mledger.protocol._handles.ProducerOwner` of its producer handles. Loop thread only."""
 
-    __slots__ = ("_connection", "_context", "_np", "_producers", "_queue_send", "_state")
+    __slots__ = ("_np", "_producers", "_queue_send")
 
     def __init__(self, context: CommandContext, np: NonPersistentCommands) -> None:
-        self._context = context
+        super().__init__(context)
         self._np = np
-        state = self._state = context.state
-        self._connection = context.connection
         # the hot path's two lookups, bound once: the live view of the producers by id and the queue
-        self._producers = state.producers
-        self._queue_send = state.queue_send
-
-    @property
-    def host(self) -> SessionHost[Any]:
-        """The server driving the session."""
-        return self._context.host
+        self._producers = context.state.producers
+        self._queue_send = context.state.queue_send
 
     def handle_producer(self, request: Request) -> None:
         body = request.command.producer
