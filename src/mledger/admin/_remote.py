@@ -223,7 +223,7 @@ class RemoteAdmin:
             if cap is not None and size > cap:
                 raise AdminResponseTooLargeError(f"{self.url}{path} answered more than the {cap} bytes allowed")
             if ends is not None and time.monotonic() > ends:
-                raise AdminConnectionError(f"the admin server at {self.url} did not answer {path} within {total:g} s")
+                raise AdminConnectionError(f"the admin server at {self.url} did not answer {path} within {total:.3g} s")
             pieces.append(piece)
         return b"".join(pieces)
 

@@ -13,6 +13,7 @@ stderr (exit 2): a topic that does not exist, a non-empty output directory witho
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import signal
@@ -147,20 +148,23 @@ def run_capture(args: argparse.Namespace) -> int:
             admin_auth["cert"] = (params["tlsCertFile"], params["tlsKeyFile"])
     if args.tls_trust_certs_file:
         client_options["tls_trust_certs_file_path"] = args.tls_trust_certs_file
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    admin = RemoteAdmin(
-        args.admin_url,
-        verify=args.tls_trust_certs_file or True,
-        timeout=args.admin_timeout,
-        connect_timeout=args.connect_timeout,
-        deadline=args.admin_timeout,
-        max_response_bytes=args.max_response_size,
-        **admin_auth,
-    )
-    client = pulsar.Client(args.service_url, **client_options)
-    try:
+    with contextlib.ExitStack() as stack:
+        admin = stack.enter_context(
+            RemoteAdmin(
+                args.admin_url,
+                verify=args.tls_trust_certs_file or True,
+                timeout=args.admin_timeout,
+                connect_timeout=args.connect_timeout,
+                deadline=args.admin_timeout,
+                max_response_bytes=args.max_response_size,
+                **admin_auth,
+            )
+        )
+        client = pulsar.Client(args.service_url, **client_options)
+        stack.callback(client.close)
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):  # the handlers before are back when the capture ends
+            stack.callback(signal.signal, sig, signal.signal(sig, lambda *_: stop.set()))
         capture = Capture(args.out, client, admin, settings)
         try:
             capture.run(args.duration, stop, lambda topics: print(json.dumps({"capturing": topics}), flush=True))
@@ -169,7 +173,4 @@ def run_capture(args: argparse.Namespace) -> int:
                 f"cannot read from the Pulsar service at {args.service_url} "
                 f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
             ) from None
-    finally:
-        admin.close()
-        client.close()
     return 0

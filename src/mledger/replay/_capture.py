@@ -29,8 +29,9 @@ Any anomaly makes the capture incomplete (``capture.json`` and ``recording.json`
 the replay warns).
 
 Ending. :meth:`Capture.run` polls until the duration passes or ``stop`` is set; the poll under
-way then stops at its next admin call or read, and one last poll runs, its calls bounded by
-``stop_timeout_s`` in all (the admin client bounds each call by its own deadline). A capture
+way then stops at its next admin call or read (the call under way ends by the end of the
+duration, or by the admin client's own deadline on every call), and one last poll runs, its
+calls bounded by ``stop_timeout_s`` in all. A capture
 that fails (a topic missing, the cluster unreachable) leaves its recording marked incomplete
 with the reason.
 
@@ -106,8 +107,9 @@ APPROXIMATIONS = {
 ANOMALY_KINDS = {
     "topic_disappeared": "the topic-partition answered 404 after it was found: its reader was closed, its "
     "subscriptions recorded as deleted, and it is not read again",
-    "topic_recreated": "every ledger the topic had when it was found was gone once its reader opened: it was "
-    "deleted in between, and the reader's subscribe may have created it again (Pulsar's auto-creation)",
+    "topic_recreated": "every ledger the topic had at the last look was gone, newer ones in their place: it was "
+    "deleted and created again in between (a reader's subscribe creates a topic, Pulsar's auto-creation, so "
+    "capture's own reader may have done it when the topic went between the check and the read)",
     "invalid_answer": "an admin answer of the wrong shape (a list where an object is expected, a position "
     "below -1, ...): what it would have changed keeps its previous state",
     "missing_field": "an admin answer without a field capture needs: what depends on it keeps its previous "
@@ -266,7 +268,7 @@ class _TopicPartition:
         self.topic = topic
         self.partition = partition
         self.reader = reader
-        self.ledgers_when_found = ledgers  # checked once the reader is open (topic_recreated)
+        self.ledgers = ledgers  # at the last look (before the reader opened, then each poll): topic_recreated
         self.positions: list[Position] = []
         self.subscriptions: dict[str, _SubState] = {}
         self.pending: tuple[Position, Any, int] | None = None  # the last entry: first message, top batch index
@@ -342,9 +344,11 @@ class Capture:
         started: Callable[[list[str]], None] | None = None,
     ) -> None:
         """Check the topics, poll every interval for ``duration_s`` seconds or until ``stop`` is
-        set (a poll under way stops at its next call), then poll once more within
+        set (a poll under way stops at its next call; its call under way ends by the end of the
+        duration, or by the admin client's deadline), then poll once more within
         ``stop_timeout_s``, and close. ``started`` is called with :meth:`list_captured` after
-        the first poll. A failure marks the recording incomplete and is raised."""
+        the first poll (whose calls have the admin client's deadline only). A failure marks
+        the recording incomplete and is raised."""
         stop = stop or threading.Event()
         ends = time.monotonic() + duration_s
 
@@ -360,7 +364,7 @@ class Capture:
                 stop.wait(min(self.settings.interval_s, max(ends - time.monotonic(), 0)))
                 if stopping():
                     break
-                self.poll(_Budget(stopping))
+                self.poll(_Budget(stopping, ends))  # a call under way ends by the end of the duration
             self.poll(_Budget(ends=time.monotonic() + self.settings.stop_timeout_s), last=True)
         except BaseException as exc:
             self._failed = f"{type(exc).__name__}: {exc}"
@@ -383,7 +387,9 @@ class Capture:
                 base = _namespace_path(domain, namespace)
                 try:
                     known = set(_names(self.admin.get_json(base), f"the topics of {namespace}"))
-                    known |= set(_names(self.admin.get_json(base + "/partitioned"), f"the partitioned topics of {namespace}"))
+                    known |= set(
+                        _names(self.admin.get_json(base + "/partitioned"), f"the partitioned topics of {namespace}")
+                    )
                 except NotFoundError:
                     known = set()  # the namespace does not exist
                 except _BadAnswer as exc:
@@ -514,8 +520,7 @@ class Capture:
             self._anomaly(_kind(exc), tp.local_name, str(exc))
             return
         now = _now()
-        if tp.ledgers_when_found:
-            self._check_recreated(tp, internal)
+        self._check_recreated(tp, internal)
         try:
             last = internal.get("lastConfirmedEntry")
             last_confirmed = None if last is None else _position(last, "lastConfirmedEntry")
@@ -578,16 +583,12 @@ class Capture:
         return current
 
     def _check_recreated(self, tp: _TopicPartition, internal: dict[str, Any]) -> None:
-        before, tp.ledgers_when_found = tp.ledgers_when_found, frozenset()
-        if not before:
+        before, now = tp.ledgers, _ledger_ids(internal)
+        if not now:
             return
-        now = _ledger_ids(internal)
-        if now and not (before & now) and min(now) > max(before):
-            self._anomaly(
-                "topic_recreated",
-                tp.local_name,
-                f"its ledgers {sorted(before)} when found, {sorted(now)} once its reader opened",
-            )
+        tp.ledgers = now
+        if before and not (before & now) and min(now) > max(before):
+            self._anomaly("topic_recreated", tp.local_name, f"its ledgers were {sorted(before)}, now {sorted(now)}")
 
     def _diff(self, tp: _TopicPartition, name: str, new: _SubState, now: int) -> None:
         old = tp.subscriptions.get(name)

@@ -57,9 +57,9 @@ import posixpath
 import threading
 import time
 from collections import deque
-from datetime import datetime, timezone
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -552,8 +552,7 @@ class Recorder:
         self._status["complete"] = all(_session_complete(s) for s in self._status["sessions"])
         temp = _status_temp(self.directory)
         try:
-            with open(temp, "w", encoding="utf-8") as f:
-                f.write(json.dumps(self._status, indent=2) + "\n")
+            temp.write_text(json.dumps(self._status, indent=2) + "\n")
             os.replace(temp, self.directory / RECORDING_FILE)
         except OSError:
             try:
@@ -650,4 +649,4 @@ def _incompleteness(session: dict[str, Any]) -> str:
 
 
 def _utc(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -357,7 +357,11 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
             "ledger_id",
             "entry_id",
             "publish_time_ms" if produced else "ts_ms",
-            *(("batch_size", "deliver_at_ms", "sequence_id", "chunk_id", "num_chunks") if produced else ("batch_index",)),
+            *(
+                ("batch_size", "deliver_at_ms", "sequence_id", "chunk_id", "num_chunks")
+                if produced
+                else ("batch_index",)
+            ),
         )
     }
     ack = pa.nulls(n, pa.int8())
