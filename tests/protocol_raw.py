@@ -54,3 +54,22 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def producer_command(topic: str, producer_id: int, request_id: int, mode: int = api.Shared) -> api.BaseCommand:
+    """A PRODUCER command (access mode ``mode``)."""
+    body = api.CommandProducer(topic=topic, producer_id=producer_id, request_id=request_id, producer_access_mode=mode)
+    return _T(type=_T.PRODUCER, producer=body)
+
+
+def subscribe_command(topic: str, subscription: str, consumer_id: int, request_id: int) -> api.BaseCommand:
+    """A SUBSCRIBE command of a Shared subscription (creating the topic if missing)."""
+    body = api.CommandSubscribe(
+        topic=topic,
+        subscription=subscription,
+        subType=api.CommandSubscribe.Shared,
+        consumer_id=consumer_id,
+        request_id=request_id,
+        force_topic_creation=True,
+    )
+    return _T(type=_T.SUBSCRIBE, subscribe=body)

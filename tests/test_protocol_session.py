@@ -12,6 +12,7 @@ import struct
 from collections.abc import Callable
 
 import pytest
+from protocol_raw import producer_command, subscribe_command
 
 from mledger.broker import Broker, Subscription, Topic
 from mledger.codec import EntryMetadata, encode_entry
@@ -244,20 +245,11 @@ NP_OTHER = "non-persistent://public/default/np-other"
 
 
 def producer_on(topic: str, producer_id: int, request_id: int, mode: int = SHARED) -> bytes:
-    body = api.CommandProducer(topic=topic, producer_id=producer_id, request_id=request_id, producer_access_mode=mode)
-    return frame(_T(type=_T.PRODUCER, producer=body))
+    return frame(producer_command(topic, producer_id, request_id, mode))
 
 
 def subscribe_on(topic: str, subscription: str, consumer_id: int, request_id: int) -> bytes:
-    body = api.CommandSubscribe(
-        topic=topic,
-        subscription=subscription,
-        subType=api.CommandSubscribe.Shared,
-        consumer_id=consumer_id,
-        request_id=request_id,
-        force_topic_creation=True,
-    )
-    return frame(_T(type=_T.SUBSCRIBE, subscribe=body))
+    return frame(subscribe_command(topic, subscription, consumer_id, request_id))
 
 
 def close_producer(producer_id: int, request_id: int) -> bytes:

@@ -1,6 +1,6 @@
 """``mledger standalone``: Pulsar's binary protocol and the admin REST API over one broker.
 
-    mledger standalone [--config standalone.conf] [--print-config]
+    mledger standalone [--config standalone.conf] [--print-config] [--strict-config]
                        [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
                        [--tls-port P] [--admin-tls-port P] [--tls-cert-file F] [--tls-key-file F]
                        [--tls-trust-certs-file F] [--tls-require-trusted-client-cert]
@@ -193,8 +193,9 @@ class Standalone:
 
     @property
     def admin_url(self) -> str:
-        """``http://host:port`` of the REST admin."""
-        return self.admin.url
+        """``http://host:port`` of the REST admin, with the advertised host as :attr:`service_url`
+        (Pulsar's ``webServiceAddress``: ``advertisedAddress``, else the bound host)."""
+        return self.admin.advertised_url(self.protocol.config.advertised_address)
 
     @property
     def tls_service_url(self) -> str | None:
@@ -203,8 +204,12 @@ class Standalone:
 
     @property
     def admin_tls_url(self) -> str | None:
-        """``https://host:port`` of the REST admin's TLS port; None without one."""
-        return self.admin_tls.url if self.admin_tls is not None else None
+        """``https://host:port`` of the REST admin's TLS port, with the advertised host (Pulsar's
+        ``webServiceAddressTls``: a certificate for ``advertisedAddress`` verifies it); None
+        without one."""
+        if self.admin_tls is None:
+            return None
+        return self.admin_tls.advertised_url(self.protocol.config.advertised_address)
 
     def urls(self) -> dict[str, str]:
         """The servers' URLs by name (``service_url``, ``admin_url``, and over TLS
@@ -350,6 +355,11 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
         "--print-config", action="store_true", help="print the effective settings (Pulsar's key=value) and exit"
     )
     parser.add_argument(
+        "--strict-config",
+        action="store_true",
+        help="refuse a --config key that is not one of Pulsar's broker keys (a typo), instead of a warning",
+    )
+    parser.add_argument(
         "--bind", help="protocol server host:port, port or [ipv6]:port (127.0.0.1:6650; bindAddress, brokerServicePort)"
     )
     parser.add_argument(
@@ -429,13 +439,8 @@ def run_standalone(args: argparse.Namespace) -> int:
     if args.print_config:
         print(render_settings(settings), end="", flush=True)
         return 0
-    if settings.unmodeled:
-        log.warning(
-            "%s: %d keys mledger does not model (ignored): %s",
-            args.config,
-            len(settings.unmodeled),
-            ", ".join(settings.unmodeled),
-        )
+    for note in settings.notes:
+        log.warning("%s: %s", args.config, note)
     authorization = authorization_from_settings(settings.server)
     if authorization is not None and settings.authentication is None:
         raise ConfigError(
@@ -514,7 +519,8 @@ _VALUES = {
 def standalone_settings(args: argparse.Namespace) -> StandaloneSettings:
     """The effective settings of ``mledger standalone``'s options: mledger's defaults, then
     ``--config`` (Pulsar's keys), then every option given on the command line."""
-    conf = read_pulsar_conf(args.config) if getattr(args, "config", None) else None
+    strict = getattr(args, "strict_config", False)
+    conf = read_pulsar_conf(args.config, strict=strict) if getattr(args, "config", None) else None
     base = effective_settings(conf).server
     overrides: dict[str, Any] = {}
     if args.bind is not None:

@@ -48,6 +48,7 @@ from typing import Any, Protocol
 
 from ..core._errors import ConfigError, UnauthenticatedError
 from ..core._tls import parse_subject_name
+from ._files import read_setting_file
 
 __all__ = [
     "METHODS",
@@ -256,9 +257,7 @@ def build_authenticator(
 def load_token_file(path: str | Path) -> dict[str, str]:
     """Read a literal token file ``{"<token>": "<role>", ...}``; :class:`ConfigError` if unusable."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"cannot read token file {str(path)!r}: {e}") from None
+        data = json.loads(read_setting_file(path, "token file").decode("utf-8"))
     except ValueError as e:
         raise ConfigError(f"token file {str(path)!r} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
@@ -272,11 +271,7 @@ def read_key(value: str, setting: str) -> bytes:
     text = value.strip()
     if text.startswith("file:"):
         parsed = urllib.parse.urlparse(text)
-        path = urllib.parse.unquote(parsed.netloc + parsed.path)
-        try:
-            return Path(path).read_bytes()
-        except OSError as e:
-            raise ConfigError(f"{setting}: cannot read {text!r}: {e}") from None
+        return read_setting_file(urllib.parse.unquote(parsed.netloc + parsed.path), setting)
     if text.startswith("data:"):
         meta, sep, payload = text[len("data:") :].partition(",")
         if not sep:
@@ -465,10 +460,7 @@ class BasicProvider:
         if source.startswith(("file:", "data:")) or not Path(source).exists():
             content = read_key(source, "basic_auth_conf")
         else:
-            try:
-                content = Path(source).read_bytes()
-            except OSError as e:
-                raise ConfigError(f"basic_auth_conf: cannot read {source!r}: {e}") from None
+            content = read_setting_file(source, "basic_auth_conf")
         try:
             from passlib.apache import HtpasswdFile
         except ImportError:

@@ -10,21 +10,27 @@ grant_permission          tenant admin        ``namespaces grant-permission``
 revoke_permission         tenant admin        ``namespaces revoke-permission``
 permissions               tenant admin        ``namespaces permissions``
 *_on_subscription(s)      tenant admin        ``namespaces grant|revoke-subscription-permission``
-get_retention             authenticated       ``namespaces get-retention``
+get_retention             tenant admin        ``namespaces get-retention``
 set_retention             tenant admin        ``namespaces set-retention``
 remove_retention          tenant admin        ``namespaces remove-retention``
-get_compaction_threshold  authenticated       ``namespaces get-compaction-threshold``
+get_compaction_threshold  tenant admin        ``namespaces get-compaction-threshold``
 set_compaction_threshold  tenant admin        ``namespaces set-compaction-threshold``
 remove_compaction_threshold tenant admin      ``namespaces remove-compaction-threshold``
-get_schema_compatibility_strategy  authenticated  ``namespaces get-schema-compatibility-strategy``
+get_schema_compatibility_strategy  tenant admin   ``namespaces get-schema-compatibility-strategy``
 set_schema_compatibility_strategy  tenant admin   ``namespaces set-schema-compatibility-strategy``
-get_is_allow_auto_update_schema    authenticated  ``namespaces get-is-allow-auto-update-schema``
+get_schema_auto_update_*           tenant admin   ``namespaces get-schema-autoupdate-strategy``
+get_is_allow_auto_update_schema    tenant admin   ``namespaces get-is-allow-auto-update-schema``
 set_is_allow_auto_update_schema    tenant admin   ``namespaces set-is-allow-auto-update-schema``
 ========================  ==================  =========================================
 
-Changes need a superuser or an admin of the namespace's tenant when authorization is on (Pulsar's
-``validateTenantOperation``); a changed policy applies to the namespace's open topics without
-a policy of their own at once. Every method may block on the metadata store.
+Every call, reads included, needs a superuser or an admin of the namespace's tenant when
+authorization is on (Pulsar's ``PulsarAuthorizationProvider.allowNamespacePolicyOperationAsync``
+returns ``validateTenantAdminAccess`` for reads and writes alike): a ``produce`` or ``consume``
+grant never lets a role read a policy. The role is checked before the namespace is looked up,
+so a refused caller gets the same 403 whether the namespace exists or not (stricter than
+Pulsar, whose tenant check answers 404 for a tenant that does not exist); for a tenant admin a
+namespace that does not exist is 404. A changed policy applies to the namespace's open topics
+without a policy of their own at once. Every method may block on the metadata store.
 """
 
 from __future__ import annotations
@@ -81,10 +87,7 @@ class Namespaces:
     def policies(self, namespace: str) -> dict[str, object]:
         """The namespace's ``Policies`` as stored (``namespaces policies``): the body it was
         created with and every policy set since, ``auth_policies`` among them. Tenant admin. 404."""
-        name = check_namespace_name(namespace)
-        self._admin.check_tenant_admin(_tenant(name), f"read the policies of namespace {name}")
-        if not self._admin.broker.namespace_exists(name):
-            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        name = self._read_policy(namespace, "policies")
         return self._admin.broker.namespaces.policies(name)
 
     def grant_permission(self, namespace: str, role: str, actions: Iterable[str]) -> None:
@@ -117,32 +120,24 @@ class Namespaces:
 
     def permissions_on_subscriptions(self, namespace: str) -> dict[str, builtins.list[str]]:
         """``{subscription: [roles]}`` of the namespace. Tenant admin."""
-        name = check_namespace_name(namespace)
-        self._admin.check_tenant_admin(_tenant(name), f"read the subscription permissions of namespace {name}")
-        if not self._admin.broker.namespace_exists(name):
-            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        name = self._read_policy(namespace, "subscription permissions")
         roles = self._admin.broker.namespaces.auth_policies(name).subscription_auth_roles
         return {sub: sorted(r) for sub, r in sorted(roles.items())}
 
     def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
         """``{role: [actions]}`` granted on the namespace (``namespaces permissions``). Tenant admin."""
-        name = check_namespace_name(namespace)
-        self._admin.check_tenant_admin(_tenant(name), f"read the permissions of namespace {name}")
-        broker = self._admin.broker
-        if not broker.namespace_exists(name):
-            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
-        grants = broker.namespaces.auth_policies(name).namespace_auth
+        name = self._read_policy(namespace, "permissions")
+        grants = self._admin.broker.namespaces.auth_policies(name).namespace_auth
         return {role: sorted(actions) for role, actions in sorted(grants.items())}
 
     def get_retention(self, namespace: str) -> RetentionPolicies | None:
         """The namespace's retention policy, None when unset (its topics then follow the
-        broker's default). 400 for a bad namespace name."""
-        self._admin.authenticate()
-        return self._admin.broker.namespace_retention(check_namespace_name(namespace))
+        broker's default). Tenant admin. 400 for a bad namespace name, 404."""
+        return self._admin.broker.namespace_retention(self._read_policy(namespace, "retention"))
 
     def set_retention(self, namespace: str, policies: RetentionPolicies) -> None:
         """Set the namespace's retention policy (``namespaces set-retention --time 3h --size 10G``).
-        Superuser. 400 for a bad name or a value out of its Java type's range (minutes an int, MB
+        Tenant admin. 400 for a bad name or a value out of its Java type's range (minutes an int, MB
         a long), 412 for an invalid policy (Pulsar's rules: :meth:`RetentionPolicies.validate`)."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(name.split("/", 1)[0], f"set the retention of namespace {name}")
@@ -153,26 +148,26 @@ class Namespaces:
 
     def remove_retention(self, namespace: str) -> None:
         """Remove the namespace's retention policy: its topics follow the broker's default.
-        Superuser."""
+        Tenant admin."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(name.split("/", 1)[0], f"remove the retention of namespace {name}")
         self._admin.broker.set_namespace_retention(name, None)
 
     def get_compaction_threshold(self, namespace: str) -> int | None:
-        """The namespace's ``compaction_threshold`` in bytes, None when unset. 400 for a bad
-        namespace name."""
-        self._admin.authenticate()
-        return self._admin.broker.namespaces.compaction_threshold(check_namespace_name(namespace))
+        """The namespace's ``compaction_threshold`` in bytes, None when unset. Tenant admin.
+        400 for a bad namespace name, 404."""
+        name = self._read_policy(namespace, "compaction threshold")
+        return self._admin.broker.namespaces.compaction_threshold(name)
 
     def set_compaction_threshold(self, namespace: str, threshold: int) -> None:
         """Compact the namespace's topics automatically once ``threshold`` bytes are not
-        compacted yet (0: never). Superuser. 412 for a negative threshold."""
+        compacted yet (0: never). Tenant admin. 412 for a negative threshold."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(name.split("/", 1)[0], f"set the compaction threshold of namespace {name}")
         self._admin.broker.set_namespace_compaction_threshold(name, threshold)
 
     def remove_compaction_threshold(self, namespace: str) -> None:
-        """Remove the namespace's compaction threshold (the broker's applies). Superuser."""
+        """Remove the namespace's compaction threshold (the broker's applies). Tenant admin."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(name.split("/", 1)[0], f"remove the compaction threshold of namespace {name}")
         self._admin.broker.set_namespace_compaction_threshold(name, None)
@@ -180,16 +175,16 @@ class Namespaces:
     def get_schema_compatibility_strategy(self, namespace: str) -> SchemaCompatibilityStrategy:
         """The strategy the namespace's topics follow unless they set their own: its
         ``schema_compatibility_strategy``, else its mapped ``schema_auto_update_compatibility_strategy``,
-        else the broker's (Pulsar answers the mapped older policy for ``UNDEFINED``)."""
-        self._admin.authenticate()
-        name = check_namespace_name(namespace)
+        else the broker's (Pulsar answers the mapped older policy for ``UNDEFINED``). Tenant
+        admin. 404."""
+        name = self._read_policy(namespace, "schema compatibility strategy")
         broker = self._admin.broker
         found = broker.namespaces.schema_compatibility_strategy(name)
         return broker.broker_schema_compatibility_strategy if found is None else found
 
     def set_schema_compatibility_strategy(self, namespace: str, strategy: SchemaCompatibilityStrategy | str) -> None:
         """Set ``schema_compatibility_strategy`` (``UNDEFINED``: fall back to the older policy,
-        then the broker's). Superuser. 400 for an unknown strategy."""
+        then the broker's). Tenant admin. 400 for an unknown strategy."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(
             name.split("/", 1)[0], f"set the schema compatibility strategy of namespace {name}"
@@ -199,13 +194,14 @@ class Namespaces:
         )
 
     def get_schema_auto_update_compatibility_strategy(self, namespace: str) -> str | None:
-        """The older policy (``Full``, ``Backward``, ..., ``AutoUpdateDisabled``), None when unset."""
-        self._admin.authenticate()
-        return self._admin.broker.namespaces.schema_auto_update_compatibility_strategy(check_namespace_name(namespace))
+        """The older policy (``Full``, ``Backward``, ..., ``AutoUpdateDisabled``), None when unset.
+        Tenant admin. 404."""
+        name = self._read_policy(namespace, "schema auto-update strategy")
+        return self._admin.broker.namespaces.schema_auto_update_compatibility_strategy(name)
 
     def set_schema_auto_update_compatibility_strategy(self, namespace: str, policy: str) -> None:
         """Set the older policy (deprecated in Pulsar; used when ``schema_compatibility_strategy``
-        is unset). Superuser. 400 for an unknown value."""
+        is unset). Tenant admin. 400 for an unknown value."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(
             name.split("/", 1)[0], f"set the schema auto-update strategy of namespace {name}"
@@ -214,16 +210,25 @@ class Namespaces:
 
     def get_is_allow_auto_update_schema(self, namespace: str) -> bool:
         """Whether producers may register new schema versions in the namespace (its policy, else
-        the broker's ``is_allow_auto_update_schema_enabled``)."""
-        self._admin.authenticate()
-        name = check_namespace_name(namespace)
+        the broker's ``is_allow_auto_update_schema_enabled``). Tenant admin. 404."""
+        name = self._read_policy(namespace, "is_allow_auto_update_schema")
         found = self._admin.broker.namespaces.is_allow_auto_update_schema(name)
         return self._admin.broker.config.is_allow_auto_update_schema_enabled if found is None else found
 
     def set_is_allow_auto_update_schema(self, namespace: str, allowed: bool) -> None:
-        """Allow or forbid producers to register new schema versions. Superuser."""
+        """Allow or forbid producers to register new schema versions. Tenant admin."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(name.split("/", 1)[0], f"set is_allow_auto_update_schema of namespace {name}")
         if not isinstance(allowed, bool):
             raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
         self._admin.broker.namespaces.set_is_allow_auto_update_schema(name, allowed)
+
+    def _read_policy(self, namespace: str, policy: str) -> str:
+        """A policy read's checks, in this order: the name (400), the role (tenant admin: Pulsar's
+        ``allowNamespacePolicyOperationAsync``, 403 whether the namespace exists or not), then
+        the namespace (404). Returns the checked name."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"read the {policy} of namespace {name}")
+        if not self._admin.broker.namespace_exists(name):
+            raise NamespaceNotFoundError(f"Namespace does not exist: {name}")
+        return name

@@ -4,7 +4,7 @@
 method              authorization          Pulsar endpoint / CLI
 ==================  =====================  ==============================================
 clusters.list       none                   ``GET /clusters`` (a readiness check)
-clusters.get        authenticated          ``GET /clusters/{c}``, ``clusters get``
+clusters.get        superuser              ``GET /clusters/{c}``, ``clusters get``
 clusters.create     superuser              ``PUT /clusters/{c}``, ``clusters create``
 clusters.update     superuser              ``POST /clusters/{c}``, ``clusters update``
 clusters.delete     superuser              ``DELETE /clusters/{c}``, ``clusters delete``
@@ -15,7 +15,9 @@ tenants.update      superuser              ``POST /tenants/{t}``, ``tenants upda
 tenants.delete      superuser              ``DELETE /tenants/{t}``, ``tenants delete``
 ==================  =====================  ==============================================
 
-Every method may block on the metadata store. Errors as :mod:`mledger.broker._tenants`.
+Every method may block on the metadata store. Errors as :mod:`mledger.broker._tenants`. The role
+is checked before the cluster or tenant is looked up: a refused caller gets the same 403 whether
+it exists or not.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ class Clusters:
         return self._admin.broker.clusters.list()
 
     def get(self, cluster: str) -> dict[str, object]:
-        """The cluster's ``ClusterData`` (``serviceUrl``, ``brokerServiceUrl``, ...); 404."""
-        self._admin.authenticate()
+        """The cluster's ``ClusterData`` (``serviceUrl``, ``brokerServiceUrl``, ...). Superuser
+        (Pulsar's ``ClustersBase.getCluster``: ``validateSuperUserAccessAsync``). 404."""
+        self._admin.check_superuser(f"read cluster {cluster}")
         return self._admin.broker.clusters.get(cluster)
 
     def create(self, cluster: str, data: Mapping[str, object] | None = None) -> None:

@@ -42,23 +42,28 @@ skip                      SKIP                        ``topics skip``
 clear_backlog             SKIP                        ``topics clear-backlog``
 skip_messages             SKIP                        ``topics skip-messages`` (PIP-423)
 cancel_delayed_message    CANCEL_DELAYED_MESSAGE      ``topics cancel-delayed-message`` (PIP-423)
-get_retention             (authenticated)             ``topics get-retention [--applied]``
-set_retention             (superuser)                 ``topics set-retention``
-remove_retention          (superuser)                 ``topics remove-retention``
+get_retention             (tenant admin)              ``topics get-retention [--applied]``
+set_retention             (tenant admin)              ``topics set-retention``
+remove_retention          (tenant admin)              ``topics remove-retention``
 trigger_compaction        COMPACT                     ``topics compact``
 compaction_status         COMPACT                     ``topics compaction-status``
-get_compaction_threshold  (authenticated)             ``topics get-compaction-threshold [--applied]``
-set_compaction_threshold  (superuser)                 ``topics set-compaction-threshold``
-remove_compaction_threshold (superuser)               ``topics remove-compaction-threshold``
+get_compaction_threshold  (tenant admin)              ``topics get-compaction-threshold [--applied]``
+set_compaction_threshold  (tenant admin)              ``topics set-compaction-threshold``
+remove_compaction_threshold (tenant admin)            ``topics remove-compaction-threshold``
 terminate                 TERMINATE                   ``topics terminate``
 terminate_partitioned     TERMINATE                   ``topics partitioned-terminate``
-get_schema_compatibility_strategy (authenticated)     ``topicPolicies get-schema-compatibility-strategy``
-set_schema_compatibility_strategy (superuser)         ``topicPolicies set-schema-compatibility-strategy``
-remove_schema_compatibility_strategy (superuser)      ``topicPolicies remove-schema-compatibility-strategy``
+get_schema_compatibility_strategy (tenant admin)      ``topicPolicies get-schema-compatibility-strategy``
+set_schema_compatibility_strategy (tenant admin)      ``topicPolicies set-schema-compatibility-strategy``
+remove_schema_compatibility_strategy (tenant admin)   ``topicPolicies remove-schema-compatibility-strategy``
 ========================  ==========================  ==================================
 
-Topic policies (retention) follow Pulsar's tenant-admin rule: a read needs an authenticated
-role, a change a superuser role (mledger has no tenant admin lists).
+Topic policies (retention, compaction threshold, schema compatibility strategy, permissions),
+reads included, need a superuser or an admin of the topic's tenant (Pulsar's
+``PulsarAuthorizationProvider.allowTopicPolicyOperationAsync`` returns
+``validateTenantAdminAccess``): ``produce`` and ``consume`` grants never let a role read a
+policy. The role is checked before the topic is looked up, so a refused caller gets the same 403
+whether the topic exists or not (stricter than Pulsar, whose tenant check answers 404 for a
+tenant that does not exist).
 
 ``clear_backlog`` checks SKIP because Pulsar's ``skipAllMessages`` does.
 
@@ -227,8 +232,7 @@ class Topics:
     def permissions(self, topic: str) -> dict[str, list[str]]:
         """``{role: [actions]}`` on ``topic``: its namespace's grants, then the topic's own for
         the same roles (``topics permissions``, as Pulsar merges them). Tenant admin."""
-        name = TopicName.parse(topic)
-        self._admin.check_tenant_admin(name.tenant, f"read the permissions of topic {name}")
+        name = self._read_policy(topic, "permissions")
         if not self._broker.namespace_exists(name.namespace_name):
             raise NamespaceNotFoundError(f"Namespace does not exist: {name.namespace_name}")
         auth = self._broker.namespaces.auth_policies(name.namespace_name)
@@ -456,14 +460,13 @@ class Topics:
     def get_retention(self, topic: str, applied: bool = False) -> RetentionPolicies | None:
         """The topic's own retention policy (None when unset), or with ``applied`` the one in
         force (its own, else its namespace's, else the broker's default). A partition's is its
-        partitioned topic's. 404 for an unknown topic."""
-        name = TopicName.parse(topic)
-        self._admin.authenticate()
+        partitioned topic's. Tenant admin. 404 for an unknown topic."""
+        name = self._read_policy(topic, "retention")
         return self._broker.topic_retention(str(name), applied=applied)
 
     def set_retention(self, topic: str, policies: RetentionPolicies) -> None:
         """Set the topic's retention policy (``topics set-retention``; a partitioned topic's
-        covers its partitions), applied at once. Superuser. 404; 400 for a value out of its Java
+        covers its partitions), applied at once. Tenant admin. 404; 400 for a value out of its Java
         type's range, 412 for an invalid policy (:meth:`RetentionPolicies.validate`)."""
         name = TopicName.parse(topic)
         self._admin.check_tenant_admin(name.tenant, f"set the retention of topic {name}")
@@ -474,21 +477,20 @@ class Topics:
 
     def get_compaction_threshold(self, topic: str, applied: bool = False) -> int | None:
         """The topic's own compaction threshold in bytes (None when unset), or with ``applied``
-        the one in force (its own, its namespace's, the broker's). 404."""
-        name = TopicName.parse(topic)
-        self._admin.authenticate()
+        the one in force (its own, its namespace's, the broker's). Tenant admin. 404."""
+        name = self._read_policy(topic, "compaction threshold")
         return self._broker.topic_compaction_threshold(str(name), applied=applied)
 
     def set_compaction_threshold(self, topic: str, threshold: int) -> None:
         """Compact the topic automatically once ``threshold`` bytes are not compacted yet (0:
-        never). Superuser. 404; 412 for a negative threshold."""
+        never). Tenant admin. 404; 412 for a negative threshold."""
         name = TopicName.parse(topic)
         self._admin.check_tenant_admin(name.tenant, f"set the compaction threshold of topic {name}")
         self._broker.set_topic_compaction_threshold(str(name), threshold)
 
     def remove_compaction_threshold(self, topic: str) -> None:
         """Remove the topic's compaction threshold (its namespace's or the broker's applies).
-        Superuser. 404."""
+        Tenant admin. 404."""
         name = TopicName.parse(topic)
         self._admin.check_tenant_admin(name.tenant, f"remove the compaction threshold of topic {name}")
         self._broker.set_topic_compaction_threshold(str(name), None)
@@ -518,7 +520,7 @@ class Topics:
 
     def remove_retention(self, topic: str) -> None:
         """Remove the topic's retention policy: its namespace's (or the broker's) applies.
-        Superuser. 404."""
+        Tenant admin. 404."""
         name = TopicName.parse(topic)
         self._admin.check_tenant_admin(name.tenant, f"remove the retention of topic {name}")
         self._broker.set_topic_retention(str(name), None)
@@ -527,22 +529,20 @@ class Topics:
         self, topic: str, applied: bool = False
     ) -> SchemaCompatibilityStrategy | None:
         """The topic's own schema compatibility strategy (None when unset), or with ``applied``
-        the one in force (its own, else its namespace's, else the broker's)."""
-        name = TopicName.parse(topic)
-        self._admin.authenticate()
-        if applied:
-            return self._broker.schema_compatibility_strategy(str(name))
-        return self._broker.topic_schema_compatibility_strategy(str(name))
+        the one in force (its own, else its namespace's, else the broker's). Tenant admin. 404."""
+        name = self._read_policy(topic, "schema compatibility strategy")
+        own = self._broker.topic_schema_compatibility_strategy(str(name))  # 404 for an unknown topic
+        return self._broker.schema_compatibility_strategy(str(name)) if applied else own
 
     def set_schema_compatibility_strategy(self, topic: str, strategy: SchemaCompatibilityStrategy | str) -> None:
         """Set the topic's schema compatibility strategy (a partitioned topic's covers its
-        partitions); the next schema check uses it. Superuser. 400 for an unknown strategy."""
+        partitions); the next schema check uses it. Tenant admin. 400 for an unknown strategy."""
         name = TopicName.parse(topic)
         self._admin.check_tenant_admin(name.tenant, f"set the schema compatibility strategy of topic {name}")
         self._broker.set_topic_schema_compatibility_strategy(str(name), SchemaCompatibilityStrategy.parse(strategy))
 
     def remove_schema_compatibility_strategy(self, topic: str) -> None:
-        """Remove the topic's strategy: its namespace's (or the broker's) applies. Superuser."""
+        """Remove the topic's strategy: its namespace's (or the broker's) applies. Tenant admin."""
         name = TopicName.parse(topic)
         self._admin.check_tenant_admin(name.tenant, f"remove the schema compatibility strategy of topic {name}")
         self._broker.set_topic_schema_compatibility_strategy(str(name), None)
@@ -621,6 +621,14 @@ class Topics:
         return CancelDelayedMessageResult(topic=str(name), ledger_id=ledger_id, entry_id=entry_id, results=results)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _read_policy(self, topic: str, policy: str) -> TopicName:
+        """A policy read's checks, in this order: the name (400), then the role (tenant admin:
+        Pulsar's ``allowTopicPolicyOperationAsync``, 403 whether the topic exists or not). The
+        caller looks the topic up after (404). Returns the parsed name."""
+        name = TopicName.parse(topic)
+        self._admin.check_tenant_admin(name.tenant, f"read the {policy} of topic {name}")
+        return name
 
     def _topic(self, name: TopicName) -> Topic | PartitionedTopic:
         return self._broker.get_topic(str(name))

@@ -48,7 +48,14 @@ from ..storage import NEW_NODE
 from ._compaction import check_compaction_threshold
 from ._config import BrokerConfig
 from ._dedup import MessageDeduplication
-from ._errors import AlreadyClosedError, TopicAlreadyExistsError, TopicBusyError
+from ._errors import (
+    AlreadyClosedError,
+    MetadataStoreError,
+    PersistenceError,
+    TopicAlreadyExistsError,
+    TopicBusyError,
+    store_failures,
+)
 from ._hooks import DEDUPLICATION_CURSOR_NAME, Deduplication
 from ._journal import BrokerJournal
 from ._names import (
@@ -195,9 +202,10 @@ class Broker:
 
     def get_topic(self, topic: str) -> AnyTopic:
         """The topic (opening it from the store if needed); a partition's name gives that
-        partition's :class:`Topic`. Raises ``NotFoundError`` (404)."""
+        partition's :class:`Topic`. Raises ``NotFoundError`` (404); a store failure is
+        ``PersistenceError`` while the topic loads, ``MetadataStoreError`` before."""
         name = TopicName.parse(topic)
-        with self._lock:
+        with self._lock, store_failures(MetadataStoreError, f"topic {name} could not be looked up"):
             self._check_open()
             found = self._load(name)
             if found is None:
@@ -208,7 +216,9 @@ class Broker:
         """The topic, created if missing and automatic topic creation is on (what a producer or
         a subscription does). Raises ``NotFoundError`` when it is missing and may not be
         created (``NamespaceNotFoundError`` when its namespace does not exist), or names a
-        partition a partitioned topic does not have."""
+        partition a partitioned topic does not have. A store failure is ``PersistenceError``
+        while the topic loads or is created (Pulsar's ``BrokerService.createPersistentTopic``),
+        ``MetadataStoreError`` while its metadata is read; the store's own error is the cause."""
         return self._get_or_create(topic)
 
     def check_auto_creation(self, topic: str) -> None:
@@ -217,7 +227,7 @@ class Broker:
         exist (``NamespaceNotFoundError``). Pulsar's ``isAllowAutoTopicCreation`` for a
         lookup that precedes a producer or consumer."""
         name = TopicName.parse(topic)
-        with self._lock:
+        with self._lock, store_failures(MetadataStoreError, f"topic {name} could not be looked up"):
             self._check_open()
             self._check_auto_creation(name)
 
@@ -244,7 +254,7 @@ class Broker:
         """``NamespaceNotFoundError`` (404) unless the topic exists or its namespace does (what
         a lookup checks: Pulsar finds no bundle owner for a namespace that does not exist)."""
         name = TopicName.parse(topic, any_domain=True)
-        with self._lock:
+        with self._lock, store_failures(MetadataStoreError, f"topic {name} could not be looked up"):
             self._check_open()
             exists = self._exists(name) if name.is_persistent else self.non_persistent.exists(name)
             if not exists:
@@ -272,7 +282,7 @@ class Broker:
         ``non-persistent://`` topic that was never used answers 0 when its namespace exists."""
         name = TopicName.parse(topic, any_domain=True)
         if not name.is_persistent:
-            with self._lock:
+            with self._lock, store_failures(MetadataStoreError, f"topic {name} could not be looked up"):
                 self._check_open()
                 if not self.non_persistent.exists(name):
                     self._require_namespace(name)
@@ -589,27 +599,29 @@ class Broker:
     def add_schema(self, topic: str, schema: SchemaInfo) -> int:
         """Pulsar's ``AbstractTopic.addSchema`` (a producer's schema): the version of an equal
         schema, or a new version if auto-update is allowed and the topic's strategy accepts it.
-        Raises ``IncompatibleSchemaError``."""
-        return self.schemas.get_or_create(
-            topic, schema, self.schema_compatibility_strategy(topic), self.is_allow_auto_update_schema(topic)
-        )
+        Raises ``IncompatibleSchemaError``, ``PersistenceError`` when the store fails."""
+        with store_failures(PersistenceError, f"the schema of topic {topic} could not be stored"):
+            return self.schemas.get_or_create(
+                topic, schema, self.schema_compatibility_strategy(topic), self.is_allow_auto_update_schema(topic)
+            )
 
     def add_schema_if_idle_or_check_compatible(self, topic: Topic, schema: SchemaInfo) -> None:
         """Pulsar's ``addSchemaIfIdleOrCheckCompatible`` (a consumer's schema): a topic without
         a schema, producers, consumers or data takes the schema as its first version; any other
         gets the consumer check (:meth:`SchemaRegistry.check_consumer`). Raises
-        ``IncompatibleSchemaError``."""
+        ``IncompatibleSchemaError``, ``PersistenceError`` when the store fails."""
         name = topic.name
-        idle = (
-            not self.schemas.versions(name)
-            and not topic.producers
-            and not any(sub.consumers for sub in topic.subscriptions.values())
-            and topic.managed_ledger.total_size == 0
-        )
-        if idle:
-            self.add_schema(name, schema)
-        else:
-            self.schemas.check_consumer(name, schema, self.schema_compatibility_strategy(name))
+        with store_failures(PersistenceError, f"the schema of topic {name} could not be read"):
+            idle = (
+                not self.schemas.versions(name)
+                and not topic.producers
+                and not any(sub.consumers for sub in topic.subscriptions.values())
+                and topic.managed_ledger.total_size == 0
+            )
+            if idle:
+                self.add_schema(name, schema)
+            else:
+                self.schemas.check_consumer(name, schema, self.schema_compatibility_strategy(name))
 
     # -- termination (Pulsar's PersistentTopic.terminate) --------------------------------------
     def terminate_topic(self, topic: str) -> MessageId:
@@ -769,7 +781,7 @@ class Broker:
     # -- internals ---------------------------------------------------------------------------
     def _get_or_create(self, topic: str) -> AnyTopic:
         name = TopicName.parse(topic)
-        with self._lock:
+        with self._lock, store_failures(MetadataStoreError, f"topic {name} could not be looked up"):
             self._check_open()
             found = self._load(name)
             if found is not None:
@@ -842,10 +854,11 @@ class Broker:
         return out
 
     def _open_topic(self, name: TopicName) -> Topic:
-        ml = self.factory.open(
-            name.managed_ledger_name, self.config.ledger_config, derived_cursors=(DEDUPLICATION_CURSOR_NAME,)
-        )
-        topic = Topic(self, name, ml)
+        with store_failures(PersistenceError, f"topic {name} could not be loaded"):
+            ml = self.factory.open(
+                name.managed_ledger_name, self.config.ledger_config, derived_cursors=(DEDUPLICATION_CURSOR_NAME,)
+            )
+            topic = Topic(self, name, ml)
         self._topics[name] = topic
         self._apply_retention(topic)
         return topic

@@ -15,11 +15,20 @@ AlreadyClosedError         ``AlreadyClosedException``              412   Service
 MessageDupUnknownError     ``MessageDupUnknownException``          409   PersistenceError
 TopicFencedError           ``TopicFencedException``                412   ServiceNotReady
 PersistenceError           ``PersistenceException``                500   PersistenceError
+MetadataStoreError         ``MetadataStoreException``              500   ServiceNotReady
 TopicTerminatedError       ``TopicTerminatedException``            412   TopicTerminatedError
 =========================  ======================================  ====  ====================
+
+A store raises its backend's own errors (``sqlite3.OperationalError`` for a full disk or an I/O
+error); :func:`store_failures` turns them into one of these where a broker call meets them, so
+that every front end answers them as Pulsar does and no store error escapes as an unexpected one.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..core._errors import (
     ManagedLedgerTerminatedError,
@@ -33,6 +42,7 @@ __all__ = [
     "AlreadyClosedError",
     "ConsumerBusyError",
     "MessageDupUnknownError",
+    "MetadataStoreError",
     "PersistenceError",
     "ProducerBusyError",
     "SubscriptionBusyError",
@@ -40,7 +50,10 @@ __all__ = [
     "TopicBusyError",
     "TopicFencedError",
     "TopicTerminatedError",
+    "store_failures",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class TopicAlreadyExistsError(MLedgerError):
@@ -96,6 +109,29 @@ class PersistenceError(MLedgerError):
 
     http_status = 500
     server_error = ServerError.PersistenceError
+
+
+class MetadataStoreError(MLedgerError):
+    """A read of the metadata store failed while the broker looked a topic up (Pulsar's
+    ``MetadataStoreException``, answered ``ServiceNotReady`` by ``ServerCnx``'s partitioned
+    metadata request and by older brokers' lookups). Retry: it clears once the store reads again."""
+
+
+@contextmanager
+def store_failures(error: type[PersistenceError | MetadataStoreError], what: str) -> Iterator[None]:
+    """Raise ``error("<what>: <the store's error>")`` from any exception of the block that is
+    not an :class:`~mledger.core._errors.MLedgerError` (those pass unchanged): a store raises its
+    backend's errors, which the broker's callers cannot know. Logs one warning line, without a
+    traceback, per failure (Pulsar's ``Failed to create topic``); the original exception stays
+    chained as ``__cause__``. Pulsar's model: ``BrokerService.createPersistentTopic`` completes a
+    failed managed-ledger open with a ``PersistenceException``."""
+    try:
+        yield
+    except MLedgerError:
+        raise
+    except Exception as exc:
+        log.warning("%s: %s: %s", what, type(exc).__name__, exc)
+        raise error(f"{what}: {exc}") from exc
 
 
 class TopicTerminatedError(ManagedLedgerTerminatedError):

@@ -54,6 +54,7 @@ from ._errors import (
     SubscriptionBusyError,
     TopicFencedError,
     TopicTerminatedError,
+    store_failures,
 )
 from ._hooks import (
     DEDUPLICATION_CURSOR_NAME,
@@ -342,7 +343,9 @@ class Topic:
         LATEST) or return the existing one, switching its type if no consumer is connected.
 
         Raises ``InvalidRequestError`` for a bad or reserved name or type,
-        ``SubscriptionBusyError`` when the type differs and consumers are connected.
+        ``SubscriptionBusyError`` when the type differs and consumers are connected,
+        ``PersistenceError`` when the store fails to create the cursor or record its type
+        (Pulsar's ``PersistentTopic.getDurableSubscription``: ``openCursorFailed``).
         """
         sub_type = SubscriptionType.parse(sub_type)
         if not isinstance(name, str) or not name or "/" in name:
@@ -351,13 +354,15 @@ class Topic:
             raise InvalidRequestError(f"invalid subscription name {name!r}: reserved for a system cursor")
         if not isinstance(initial_position, InitialPosition):
             raise InvalidRequestError(f"invalid initial position {initial_position!r}: expected an InitialPosition")
+        failed = f"subscription {name} of topic {self.name} could not be created"
         with self._lock:
             self._check_open()
             sub = self._subscriptions.get(name)
             if sub is None:
-                cursor = self._ml.open_cursor(
-                    name, initial_position, cursor_properties={SUBSCRIPTION_TYPE_PROPERTY: sub_type.value}
-                )
+                with store_failures(PersistenceError, failed):
+                    cursor = self._ml.open_cursor(
+                        name, initial_position, cursor_properties={SUBSCRIPTION_TYPE_PROPERTY: sub_type.value}
+                    )
                 sub = Subscription(self, name, cursor, sub_type)
                 self._subscriptions[name] = sub
                 if self.journal is not None:
@@ -366,7 +371,8 @@ class Topic:
                     )
                 return sub
         old_type = sub.type
-        sub.change_type(sub_type)
+        with store_failures(PersistenceError, failed):
+            sub.change_type(sub_type)
         if self.journal is not None and sub.durable and sub.type is not old_type:  # Pulsar's subscribe again
             self.journal.subscription_created(
                 name, sub_type.name, initial_position.value, sub.cursor.mark_delete_position

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from .. import __version__
+from ..core._address import MAX_PORT
 from ..core._errors import ConfigError
+from ..core._ints import INT32_MAX
 from ..core._tls import TlsSettings
 from ._errors import UnknownListenerError
-from ._framing import DEFAULT_MAX_MESSAGE_SIZE
+from ._framing import DEFAULT_MAX_MESSAGE_SIZE, FRAME_PADDING
 
 __all__ = ["ListenerUrls", "ProtocolConfig", "ProtocolStats", "lookup_urls", "parse_advertised_listeners"]
 
@@ -111,6 +113,12 @@ def lookup_urls(
     return found
 
 
+MAX_MESSAGE_SIZE_LIMIT = INT32_MAX - FRAME_PADDING
+"""The largest ``maxMessageSize``: Pulsar's ``@FieldContext(maxValue = Integer.MAX_VALUE -
+Commands.MESSAGE_SIZE_FRAME_PADDING)``, so that the frame limit and CONNECTED's
+``max_message_size`` (an int32) hold it."""
+
+
 @dataclass(frozen=True)
 class ProtocolConfig:
     """Settings of a :class:`~mledger.protocol._server.ProtocolServer` (Pulsar's names in
@@ -152,15 +160,18 @@ class ProtocolConfig:
                     "the `advertisedListeners` configure do not contain `internalListenerName` entry "
                     f"({self.internal_listener_name!r})"
                 )
-        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
-            raise ConfigError(f"port must be an integer in [0, 65535], got {self.port!r}")
+        if not isinstance(self.port, int) or not 0 <= self.port <= MAX_PORT:
+            raise ConfigError(f"port must be an integer in [0, {MAX_PORT}], got {self.port!r}")
         if self.tls_port is not None:
-            if not isinstance(self.tls_port, int) or not 0 <= self.tls_port <= 65535:
-                raise ConfigError(f"tls_port must be an integer in [0, 65535], got {self.tls_port!r}")
+            if not isinstance(self.tls_port, int) or not 0 <= self.tls_port <= MAX_PORT:
+                raise ConfigError(f"tls_port must be an integer in [0, {MAX_PORT}], got {self.tls_port!r}")
             if self.tls is None:
                 raise ConfigError("tls_port needs tls (tlsCertificateFilePath and tlsKeyFilePath)")
-        if not isinstance(self.max_message_size, int) or self.max_message_size < 1024:
-            raise ConfigError(f"max_message_size must be an integer >= 1024, got {self.max_message_size!r}")
+        if not isinstance(self.max_message_size, int) or not 1024 <= self.max_message_size <= MAX_MESSAGE_SIZE_LIMIT:
+            raise ConfigError(
+                f"max_message_size must be an integer in [1024, {MAX_MESSAGE_SIZE_LIMIT}] (the frame, "
+                f"max_message_size + {FRAME_PADDING} bytes, is a Java int), got {self.max_message_size!r}"
+            )
         if self.keep_alive_interval_seconds <= 0:
             raise ConfigError(f"keep_alive_interval_seconds must be > 0, got {self.keep_alive_interval_seconds!r}")
         if not isinstance(self.max_pending_sends, int) or self.max_pending_sends < 1:

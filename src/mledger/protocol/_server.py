@@ -48,7 +48,7 @@ from collections import deque
 from collections.abc import Callable
 
 from ..broker import Broker, Subscription, Topic
-from ..core._address import format_address
+from ..core._address import advertised_host, format_address
 from ..core._clock import ManualClock
 from ..core._errors import MLedgerError
 from ..core._tls import server_context
@@ -351,8 +351,7 @@ class ProtocolServer:
         return f"pulsar+ssl://{format_address(self._advertised_host(), self.tls_port)}"
 
     def _advertised_host(self) -> str:
-        host = self.config.advertised_address or self.config.host
-        return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        return advertised_host(self.config.advertised_address, self.config.host)
 
     def lookup_urls(self, listener_name: str | None = None) -> ListenerUrls:
         """What a lookup naming ``listener_name`` answers (see

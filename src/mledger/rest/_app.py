@@ -64,6 +64,7 @@ DRAIN_LIMIT = 64 << 20
 kept); larger ones close the connection."""
 
 _JSON = "application/json"
+V2 = "/admin/v2"
 
 
 def create_app(
@@ -143,10 +144,10 @@ def create_app(
             tag=version if documented else None,
         )
         app.router.routes.extend(router.routes)  # full paths: one routing pass (include_router adds one)
-    app.include_router(tenants_router(), prefix="/admin/v2", tags=["clusters and tenants"])
-    app.include_router(namespaces_router(), prefix="/admin/v2", tags=["namespaces"])
+    app.router.routes.extend(tenants_router(V2, "clusters and tenants").routes)
+    app.router.routes.extend(namespaces_router(V2, "namespaces").routes)
     if lookup is not None:
-        app.include_router(lookup_router(lookup))
+        app.router.routes.extend(lookup_router(lookup).routes)
     _add_error_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
@@ -229,7 +230,6 @@ def _unsupported(request: Request) -> Family | None:
     return unsupported_family(request.method, path[len(V2) :]) if path.startswith(V2 + "/") else None
 
 
-V2 = "/admin/v2"
 _PHRASES = {404: "Not Found", 405: "Method Not Allowed", 413: "Content Too Large", 400: "Bad Request"}
 
 

@@ -23,9 +23,11 @@ Clusters and tenants are in :mod:`mledger.rest._tenants`.
   ``GET`` is ``null`` when unset) and ``GET`` / ``POST .../isAllowAutoUpdateSchema`` (body
   ``true`` or ``false``).
 
-With authorization on, reads need a role and changes, listing and permissions need a superuser or
-a role in the tenant's ``adminRoles`` (Pulsar's ``validateTenantOperation``); the namespace's topic list needs GET_TOPICS there (a
-namespace-level produce or consume grant, or a superuser, as Pulsar; 403 otherwise).
+With authorization on, every route, policy reads included, needs a superuser or a role in the
+tenant's ``adminRoles`` (Pulsar's ``allowNamespacePolicyOperationAsync``: ``validateTenantAdminAccess``),
+checked before the namespace is looked up (403 whether it exists or not); the namespace's topic
+list needs GET_TOPICS there (a namespace-level produce or consume grant, or a superuser, as
+Pulsar; 403 otherwise).
 """
 
 from __future__ import annotations
@@ -62,16 +64,16 @@ def _json(value: Any, status: int = 200) -> Response:
     return Response(json.dumps(value), status_code=status, media_type="application/json")
 
 
-def _tenant_admin(admin: Admin, tenant: str) -> None:
-    admin.check_tenant_admin(decode_segment(tenant, "tenant"), "change the namespace's policies")
+def _tenant_admin(admin: Admin, tenant: str, action: str = "change the namespace's policies") -> None:
+    admin.check_tenant_admin(decode_segment(tenant, "tenant"), action)
 
 
 def _name(tenant: str, namespace: str) -> str:
     return f"{decode_segment(tenant, 'tenant')}/{decode_segment(namespace, 'namespace')}"
 
 
-def namespaces_router() -> APIRouter:
-    """The routes above, mounted at ``/admin/v2``."""
+def namespaces_router(prefix: str = "", tag: str | None = None) -> APIRouter:
+    """The routes above, under ``prefix`` (``/admin/v2`` in the app), tagged ``tag``."""
     routes = OperationRoutes("namespaces")
 
     @routes.handles("list_namespaces", response_model=list[str])
@@ -189,7 +191,7 @@ def namespaces_router() -> APIRouter:
 
     @routes.handles("get_deduplication")
     async def get_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
-        admin.authenticate()
+        _tenant_admin(admin, tenant, "read the deduplication policy")
         return _json(await context_of(request).run(admin.broker.namespace_deduplication, _name(tenant, namespace)))
 
     @routes.handles("set_deduplication")
@@ -323,6 +325,6 @@ def namespaces_router() -> APIRouter:
         )
         return Response(status_code=204)
 
-    router = APIRouter()
+    router = APIRouter(prefix=prefix, tags=[tag] if tag else None)
     routes.add_to(router)
     return router

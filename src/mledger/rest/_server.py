@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from ..core._address import format_address, parse_bind
+from ..core._address import advertised_host, format_address, parse_bind
 from ..core._errors import ConfigError
 from ..core._tls import TlsSettings, server_context
 from ._auth import RoleResolver
@@ -147,9 +147,14 @@ class AdminServer:
     @property
     def url(self) -> str:
         """``http://host:port`` (``https://`` with ``tls``)."""
+        return self.advertised_url(self.address[0])
+
+    def advertised_url(self, advertised_address: str | None) -> str:
+        """:attr:`url` with the host clients are told (:func:`~mledger.core._address.advertised_host`:
+        Pulsar's ``advertisedAddress``, else the bound host, loopback for a wildcard bind)."""
         host, port = self.address
         scheme = "https" if self.tls is not None else "http"
-        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+        return f"{scheme}://{format_address(advertised_host(advertised_address, host), port)}"
 
     @property
     def in_flight(self) -> int:

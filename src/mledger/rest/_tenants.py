@@ -44,8 +44,8 @@ def _body(description: str) -> dict[str, Any]:
     }
 
 
-def tenants_router() -> APIRouter:
-    """The routes above, mounted at ``/admin/v2``."""
+def tenants_router(prefix: str = "", tag: str | None = None) -> APIRouter:
+    """The routes above, under ``prefix`` (``/admin/v2`` in the app), tagged ``tag``."""
     routes = OperationRoutes("clusters", "tenants")
 
     @routes.handles("list_clusters", response_model=list[str])
@@ -101,6 +101,6 @@ def tenants_router() -> APIRouter:
         await context_of(request).run(admin.tenants.delete, decode_segment(tenant, "tenant"))
         return Response(status_code=204)
 
-    router = APIRouter()
+    router = APIRouter(prefix=prefix, tags=[tag] if tag else None)
     routes.add_to(router)
     return router
