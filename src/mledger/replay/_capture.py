@@ -398,10 +398,12 @@ class Capture:
             if full not in known:
                 missing.append(full)
         if missing:
-            raise TopicNotFoundError(
-                f"topic {', '.join(missing)} does not exist (capture creates nothing: check the name, "
-                "or create the topic first)"
+            what = (
+                f"topic {missing[0]} does not exist"
+                if len(missing) == 1
+                else f"topics {', '.join(missing)} do not exist"
             )
+            raise TopicNotFoundError(f"{what} (capture creates nothing: check the name, or create the topic first)")
 
     def poll(self, budget: _Budget | None = None, *, first: bool = False, last: bool = False) -> None:
         """One poll: find topic-partitions (new ones get a reader), then for each read the
