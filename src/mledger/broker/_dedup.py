@@ -101,13 +101,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from itertools import islice
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..codec._entry import decode_entry
 from ..codec.proto.PulsarApi_pb2 import MessageMetadata
+from ..core import TransitionRefusedError, TransitionTable
 from ..core._clock import Clock
 from ..core._errors import LedgerNotFoundError, MLedgerError, NotFoundError, StateCorruptedError
 from ..core._ints import as_int64
@@ -174,13 +175,17 @@ class DedupEvent(Enum):
     STORAGE_ERROR = "storage error"
 
 
-class DedupTransitionError(MLedgerError):
-    """A status change the transition table does not have (a bug in the caller, never input)."""
+class DedupTransitionError(TransitionRefusedError):
+    """A status change the transition table does not have (a bug in the caller, never input);
+    ``status`` (also ``state``) and ``event`` name it."""
 
     def __init__(self, status: DedupStatus, event: DedupEvent) -> None:
-        super().__init__(f"deduplication status {status.value} has no transition on {event.value!r}")
-        self.status = status
-        self.event = event
+        super().__init__(status, event, f"deduplication status {status.value} has no transition on {event.value!r}")
+
+    @property
+    def status(self) -> DedupStatus:
+        """The status the event was refused in (``state``)."""
+        return cast(DedupStatus, self.state)
 
 
 _INITIALIZED = DedupStatus.INITIALIZED
@@ -190,28 +195,26 @@ _ENABLED = DedupStatus.ENABLED
 _REMOVING = DedupStatus.REMOVING
 _FAILED = DedupStatus.FAILED
 
-_TRANSITIONS: dict[tuple[DedupStatus, DedupEvent], DedupStatus] = {
-    (_INITIALIZED, DedupEvent.ENABLE): _RECOVERING,
-    (_DISABLED, DedupEvent.ENABLE): _RECOVERING,
-    (_FAILED, DedupEvent.ENABLE): _RECOVERING,
-    (_RECOVERING, DedupEvent.REPLAYED): _ENABLED,
-    (_RECOVERING, DedupEvent.STORAGE_ERROR): _FAILED,
-    (_INITIALIZED, DedupEvent.DISABLE): _REMOVING,
-    (_ENABLED, DedupEvent.DISABLE): _REMOVING,
-    (_FAILED, DedupEvent.DISABLE): _REMOVING,
-    (_REMOVING, DedupEvent.REMOVED): _DISABLED,
-    (_REMOVING, DedupEvent.STORAGE_ERROR): _FAILED,
-}
+_TRANSITIONS: TransitionTable[DedupStatus, DedupEvent] = TransitionTable(
+    {
+        (_INITIALIZED, DedupEvent.ENABLE): _RECOVERING,
+        (_DISABLED, DedupEvent.ENABLE): _RECOVERING,
+        (_FAILED, DedupEvent.ENABLE): _RECOVERING,
+        (_RECOVERING, DedupEvent.REPLAYED): _ENABLED,
+        (_RECOVERING, DedupEvent.STORAGE_ERROR): _FAILED,
+        (_INITIALIZED, DedupEvent.DISABLE): _REMOVING,
+        (_ENABLED, DedupEvent.DISABLE): _REMOVING,
+        (_FAILED, DedupEvent.DISABLE): _REMOVING,
+        (_REMOVING, DedupEvent.REMOVED): _DISABLED,
+        (_REMOVING, DedupEvent.STORAGE_ERROR): _FAILED,
+    },
+    DedupTransitionError,
+)
 """(status, event) -> the next status: the whole status machine (Pulsar's ``checkStatus``)."""
 
-
-def next_status(status: DedupStatus, event: DedupEvent) -> DedupStatus:
-    """The status ``event`` moves ``status`` to. O(1). Raises :class:`DedupTransitionError`
-    naming both when the table has no such transition."""
-    try:
-        return _TRANSITIONS[status, event]
-    except KeyError:
-        raise DedupTransitionError(status, event) from None
+next_status = _TRANSITIONS.next_state
+"""The status an event moves a status to. O(1). Raises :class:`DedupTransitionError` naming
+both when the table has no such transition."""
 
 
 @dataclass(frozen=True)
