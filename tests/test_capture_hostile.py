@@ -219,7 +219,9 @@ def test_the_documented_workflows_leave_the_topic_and_subscription_lists_unchang
                 wait_until(lambda: cluster_lists(standalone["admin_url"]) == before, f"{settings} changed the cluster")
     finally:
         client.close()
-    assert description(tmp_path / "topics")["complete"] and description(tmp_path / "namespace")["complete"]
+    for directory in ("topics", "namespace"):
+        desc = description(tmp_path / directory)
+        assert desc["complete"], (desc["anomalies"], recording_status(tmp_path / directory))
     assert len(recording_status(tmp_path / "topics")["sessions"]) == 2  # --append: a second session
 
 

@@ -287,11 +287,15 @@ class _TopicPartition:
 class _Budget:
     """When the poll under way must stop: ``stop()`` says so (a stop asked for, the duration
     passed: checked between calls), ``ends`` is the monotonic time its calls must end by
-    (None: each call has the admin client's own deadline)."""
+    (None: each call has the admin client's own deadline). ``final``: the last poll, after
+    which nothing reads again."""
 
-    def __init__(self, stop: Callable[[], bool] = lambda: False, ends: float | None = None) -> None:
+    def __init__(
+        self, stop: Callable[[], bool] = lambda: False, ends: float | None = None, final: bool = False
+    ) -> None:
         self.stop = stop
         self.ends = ends
+        self.final = final
 
     def deadline(self) -> float | None:
         """The seconds the next call may take (None: the admin client's own deadline)."""
@@ -299,6 +303,10 @@ class _Budget:
 
     def over(self) -> bool:
         return self.stop() or (self.ends is not None and time.monotonic() >= self.ends)
+
+    def lapsed(self) -> bool:
+        """Whether a poll that is not the last ran out (what it missed, the last poll reads)."""
+        return not self.final and self.over()
 
 
 class Capture:
@@ -365,7 +373,7 @@ class Capture:
                 if stopping():
                     break
                 self.poll(_Budget(stopping, ends))  # a call under way ends by the end of the duration
-            self.poll(_Budget(ends=time.monotonic() + self.settings.stop_timeout_s), last=True)
+            self.poll(_Budget(ends=time.monotonic() + self.settings.stop_timeout_s, final=True))
         except BaseException as exc:
             self._failed = f"{type(exc).__name__}: {exc}"
             self.recorder.not_recorded(f"the capture failed ({self._failed})", _now())
@@ -405,10 +413,11 @@ class Capture:
             )
             raise TopicNotFoundError(f"{what} (capture creates nothing: check the name, or create the topic first)")
 
-    def poll(self, budget: _Budget | None = None, *, first: bool = False, last: bool = False) -> None:
+    def poll(self, budget: _Budget | None = None, *, first: bool = False) -> None:
         """One poll: find topic-partitions (new ones get a reader), then for each read the
         subscriptions, their internal stats and the new entries, and record the differences.
-        Stops early when ``budget`` says so (a last poll that does reports it). Listing and
+        Stops early when ``budget`` says so (the last poll that does reports it; a call that an
+        earlier poll's budget cut short is no anomaly: the last poll reads again). Listing and
         reader failures of the ``first`` poll are raised; later ones are anomalies."""
         budget = budget or _Budget()
         try:
@@ -416,7 +425,7 @@ class Capture:
         except (MLedgerError, _BadAnswer) as exc:
             if first:
                 raise ConfigError(f"cannot list the topics to capture: {exc}") from None
-            self._anomaly(_kind(exc), None, f"listing the topics: {exc}")
+            self._call_failed(exc, None, f"listing the topics: {exc}", budget)
             found = []
         for topic, partition in found:
             if budget.over():
@@ -429,7 +438,7 @@ class Capture:
                 break
             self._poll_partition(tp, budget)
             done += 1
-        if last and done < len(self._partitions):
+        if budget.final and done < len(self._partitions):
             self._anomaly(
                 "last_poll_incomplete",
                 None,
@@ -497,7 +506,7 @@ class Capture:
             self._gone.add((topic, partition))
             return
         except (MLedgerError, _BadAnswer) as exc:
-            self._anomaly(_kind(exc), local, f"internal stats before opening its reader: {exc}")
+            self._call_failed(exc, local, f"internal stats before opening its reader: {exc}", budget)
             return
         try:
             reader = self.client.create_reader(
@@ -519,7 +528,7 @@ class Capture:
             self._gone_partition(tp)
             return
         except (MLedgerError, _BadAnswer) as exc:
-            self._anomaly(_kind(exc), tp.local_name, str(exc))
+            self._call_failed(exc, tp.local_name, str(exc), budget)
             return
         now = _now()
         self._check_recreated(tp, internal)
@@ -737,6 +746,12 @@ class Capture:
         self.recorder.entry_observed(tp.topic, tp.partition, position, entry)
 
     # -- anomalies and the description ----------------------------------------------------------
+    def _call_failed(self, exc: Exception, topic: str | None, detail: str, budget: _Budget) -> None:
+        """An admin call failed or answered the wrong shape: an anomaly, unless the call failed
+        because a poll before the last ran out of time (the last poll reads it again)."""
+        if isinstance(exc, _BadAnswer) or not budget.lapsed():
+            self._anomaly(_kind(exc), topic, detail)
+
     def _anomaly(self, kind: str, topic: str | None, detail: str) -> None:
         """Record what capture could not see; the capture (and its recording) is incomplete."""
         count = self._anomaly_counts.get(kind, 0)
