@@ -4,6 +4,7 @@ mledger-admin agree (as tests/test_protocol_coverage.py checks the protocol's co
 from __future__ import annotations
 
 import argparse
+import asyncio
 import inspect
 import re
 from collections.abc import Iterator
@@ -12,15 +13,36 @@ from typing import Any
 import httpx
 import pytest
 
+from mledger import NotFoundError
 from mledger.admin import Admin, CancelDelayedMessageResult, RemoteAdmin
-from mledger.admin._operations import OPERATIONS, TOPIC_BASE, AdminOperation, by_verb, operation
-from mledger.admin._remote import RemoteClusters, RemoteNamespaces, RemoteTenants, RemoteTopics
+from mledger.admin._operations import (
+    NON_PERSISTENT_BASE,
+    OPERATIONS,
+    TOPIC_BASE,
+    AdminOperation,
+    by_verb,
+    operation,
+)
+from mledger.admin._remote import (
+    RemoteClusters,
+    RemoteNamespaces,
+    RemoteNonPersistentTopics,
+    RemoteTenants,
+    RemoteTopics,
+)
 from mledger.broker import Broker, RetentionPolicies
 from mledger.core import Position
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.storage import MemoryStore
 
-REMOTE = {"topics": RemoteTopics, "namespaces": RemoteNamespaces, "tenants": RemoteTenants, "clusters": RemoteClusters}
+REMOTE = {
+    "topics": RemoteTopics,
+    "namespaces": RemoteNamespaces,
+    "tenants": RemoteTenants,
+    "clusters": RemoteClusters,
+    "non_persistent": RemoteNonPersistentTopics,
+}
+PATH_PREFIX = {"topics": "persistent", "non_persistent": "non-persistent"}
 V1_TOPIC_BASE = "/admin/persistent/{property}/{cluster}/{namespace}"
 
 
@@ -44,7 +66,7 @@ def test_table_is_consistent() -> None:
         assert op.method in ("GET", "PUT", "POST", "DELETE"), op
         assert op.status in (200, 204), op
         assert (op.status == 204) == (op.response is None), op
-        assert op.path.startswith(f"/{'persistent' if op.group == 'topics' else op.group}"), op
+        assert op.path.startswith(f"/{PATH_PREFIX.get(op.group, op.group)}"), op
     assert operation("topics", "get_stats").url(tenant="t", namespace="n", topic="x") == (
         "/admin/v2/persistent/t/n/x/stats"
     )
@@ -74,9 +96,10 @@ def test_rest_app_serves_every_operation_and_only_them(admin: Admin) -> None:
         if path.startswith(("/admin/v2/persistent", "/admin/v2/namespaces", "/admin/v2/tenants", "/admin/v2/clusters"))
         for method in operations
     }
-    expected = {(op.method, "/admin/v2" + op.path) for op in OPERATIONS}
+    documented = [op for op in OPERATIONS if op.group != "non_persistent"]  # as their 405 twins: not documented
+    expected = {(op.method, "/admin/v2" + op.path) for op in documented}
     assert served == expected
-    for op in OPERATIONS:
+    for op in documented:
         paths = ["/admin/v2" + op.path]
         if op.group == "topics":
             paths.append(V1_TOPIC_BASE + op.topic_suffix)
@@ -86,23 +109,74 @@ def test_rest_app_serves_every_operation_and_only_them(admin: Admin) -> None:
             assert str(op.status) in documented["responses"], (path, op)
 
 
-def test_each_rest_handler_runs_its_operations_admin_call() -> None:
-    """The handler registered for an operation calls ``admin.<group>.<call>`` (read from its source)."""
-    from mledger.rest._namespaces import namespaces_router
-    from mledger.rest._tenants import tenants_router
-    from mledger.rest._topics import topics_router
+class _Recorded(Exception):
+    pass
 
-    routes = [
-        *topics_router("v2", "persistent", "/admin/v2/persistent/{tenant}/{namespace}").routes,
-        *namespaces_router().routes,
-        *tenants_router().routes,
-    ]
-    handlers = {(next(iter(route.methods)), route.path): route.endpoint for route in routes}  # type: ignore[attr-defined]
-    assert len(handlers) == len(OPERATIONS)
+
+class _Recorder:
+    """Stands for ``admin.<group>``: records each call, then refuses it (a 404 for the client)."""
+
+    def __init__(self, group: str, calls: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]]) -> None:
+        self._group = group
+        self._calls = calls
+
+    def __getattr__(self, call: str) -> Any:
+        def record(*args: Any, **kwargs: Any) -> Any:
+            self._calls.append((self._group, call, args, kwargs))
+            raise NotFoundError("recorded")
+
+        return record
+
+
+_SEGMENTS = {"numMessages": "3", "timestamp": "1000", "topic": "a%20b", "subName": "s+1", "role": "r%2F1"}
+_BODIES = {
+    "int": b"2",
+    "long": b"10",
+    "bool": b"true",
+    "list[AuthAction]": b'["produce"]',
+    "list[str]": b'["r"]',
+    "RetentionPoliciesData": b'{"retentionTimeInMinutes": 1, "retentionSizeInMB": 1}',
+    "SchemaCompatibilityStrategy": b'"BACKWARD"',
+    "SchemaAutoUpdateCompatibilityStrategy": b'"Full"',
+    "Policies": b"{}",
+    "ClusterData": b"{}",
+    "TenantInfo": b"{}",
+    "SkipMessageIdsBody": b'["CAEQAg=="]',
+    "ResetCursorData": b'{"ledgerId": 1, "entryId": 2}',
+}
+
+
+def test_each_rest_route_runs_its_operations_admin_call_once() -> None:
+    """Every route of an operation with a call, generated or written by hand, calls
+    ``admin.<group>.<call>`` once, with the names of its path decoded first."""
+    from mledger.rest import create_app
+
+    broker = Broker(ManagedLedgerFactory(MemoryStore()))
+    admin = Admin(broker)
+    calls: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = []
+    for group in REMOTE:
+        setattr(admin, group, _Recorder(group, calls))
+    app = create_app(admin)
+
+    async def answer(op: AdminOperation) -> httpx.Response:
+        path = re.sub(r"\{(\w+)\}", lambda m: _SEGMENTS.get(m.group(1), m.group(1)), "/admin/v2" + op.path)
+        query = {"ledgerId": "1", "entryId": "2"} if op.name == "cancel_delayed_message" else None
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mledger") as client:
+            return await client.request(op.method, path, params=query, content=_BODIES.get(op.request or ""))
+
     for op in filter(_called, OPERATIONS):
-        path = op.path.replace("/persistent/", "/admin/v2/persistent/", 1) if op.group == "topics" else op.path
-        source = inspect.getsource(handlers[(op.method, path)])
-        assert f"{op.group}.{op.call}" in re.sub(r"\s+", "", source), op
+        calls.clear()
+        response = asyncio.run(answer(op))
+        assert (response.status_code, response.json()) == (404, {"reason": "recorded"}), (op, response.text)
+        [(group, call, args, _)] = calls
+        assert (group, call) == (op.group, op.call), op
+        if "{topic}" in op.path:
+            assert args[0] == f"{PATH_PREFIX[op.group]}://tenant/namespace/a b", op
+        if "{subName}" in op.path:
+            assert args[1] == "s 1", op
+        if "{role}" in op.path:
+            assert "r/1" in args, op
+    broker.close()
 
 
 _ARGUMENTS: dict[str, Any] = {
@@ -135,6 +209,8 @@ def _arguments(group: str, call: str) -> dict[str, Any]:
     for name, parameter in list(signature.parameters.items())[1:]:
         if parameter.default is inspect.Parameter.empty or name == "namespace":  # list_topics: one namespace
             values[name] = RetentionPolicies(1, 1) if name == "policies" else _ARGUMENTS[name]
+    if group == "non_persistent" and "topic" in values:
+        values["topic"] = values["topic"].replace("persistent://", "non-persistent://")
     return values
 
 
@@ -169,11 +245,11 @@ def test_remote_admin_sends_each_call_as_its_operation() -> None:
             method, path = sent[0]
             matched = [op for op in OPERATIONS if op.method == method and _pattern(op).match(path)]
             assert [(op.group, op.call) for op in matched] == [(group, call)], (group, call, method, path)
-            reached.add(matched[0].name)
-    unreached = {op.name for op in filter(_called, OPERATIONS)} - reached
-    # RemoteAdmin deletes every topic with DELETE {topic}, which the server answers for a
-    # partitioned one too
-    assert unreached == {"delete_partitioned_topic"}
+            reached.add((matched[0].group, matched[0].name))
+    unreached = {(op.group, op.name) for op in filter(_called, OPERATIONS)} - reached
+    # RemoteAdmin deletes every persistent topic with DELETE {topic}, which the server answers
+    # for a partitioned one too
+    assert unreached == {("topics", "delete_partitioned_topic")}
     remote.close()
 
 
@@ -218,6 +294,8 @@ def test_topic_operations_share_the_namespace_base() -> None:
     for op in OPERATIONS:
         if op.group == "topics":
             assert op.path.startswith(TOPIC_BASE)
+        elif op.group == "non_persistent":
+            assert op.path == NON_PERSISTENT_BASE + op.topic_suffix
         else:
             with pytest.raises(ValueError):
                 _ = op.topic_suffix
