@@ -309,3 +309,92 @@ def test_cancel_refusal_is_one_text() -> None:
         "Failed to cancel delayed message on subscription(s) excl, fo: their type uses cumulative acknowledgement"
     )
     assert CancelDelayedMessageResult(topic="t", ledgerId=1, entryId=2, results={"a": True}).refusal is None
+
+
+def _remote(answer: Any) -> tuple[RemoteAdmin, list[httpx.Request]]:
+    """A RemoteAdmin whose server is ``answer(request) -> httpx.Response``; the requests sent."""
+    sent: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return answer(request)  # type: ignore[no-any-return]
+
+    remote = RemoteAdmin("http://admin.test")
+    remote._client = httpx.Client(base_url=remote.url, transport=httpx.MockTransport(handle))
+    return remote, sent
+
+
+def test_a_plain_operation_is_one_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 item 5: a row whose call takes the path's names is all an operation needs: the
+    REST app serves and documents its route, and a RemoteAdmin method declared with ``restates``
+    sends its request and reads its answer."""
+    from mledger.admin import Topics, _operations
+    from mledger.admin._remote import restates
+    from mledger.rest import create_app
+
+    row = AdminOperation(
+        "topics", "subscriptions_again", "subscriptions-again", "GET", TOPIC_BASE + "/{topic}/subscriptionsAgain",
+        200, "list_subscriptions", "The topic's subscriptions, again", None, "list[str]",
+    )  # fmt: skip
+    monkeypatch.setattr(_operations, "OPERATIONS", (*OPERATIONS, row))
+    broker = Broker(ManagedLedgerFactory(MemoryStore()))
+    broker.create_topic("persistent://public/default/t")
+    broker.subscribe("persistent://public/default/t", "s")
+    app = create_app(Admin(broker))
+
+    async def get(path: str) -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mledger") as client:
+            return await client.get(path)
+
+    path = "/admin/v2/persistent/public/default/t/subscriptionsAgain"
+    answer = asyncio.run(get(path))
+    assert (answer.status_code, answer.json()) == (200, ["s"])
+    documented = app.openapi()["paths"]["/admin/v2" + row.path]["get"]
+    assert documented["summary"] == row.summary and documented["operationId"] == "v2_subscriptions_again"
+    assert "/admin/persistent/{property}/{cluster}/{namespace}/{topic}/subscriptionsAgain" in app.openapi()["paths"]
+    broker.close()
+
+    class Again(RemoteTopics):
+        subscriptions_again = restates(Topics.list_subscriptions, "subscriptions_again")
+
+    remote, sent = _remote(lambda request: httpx.Response(200, json=["s"]))
+    assert Again(remote).subscriptions_again("t") == ["s"]
+    assert [(r.method, r.url.path) for r in sent] == [("GET", path)]
+    remote.close()
+
+
+def test_restates_refuses_what_its_operation_cannot_carry() -> None:
+    from mledger import ConfigError
+    from mledger.admin import Topics
+    from mledger.admin._remote import restates
+
+    with pytest.raises(ConfigError, match="2 operations run delete_topic"):
+
+        class Ambiguous(RemoteTopics):
+            delete_topic = restates(Topics.delete_topic)  # DELETE {topic} or {topic}/partitions
+
+    with pytest.raises(ConfigError, match="wait has no place"):
+
+        class Waits(RemoteTopics):
+            trigger_compaction = restates(Topics.trigger_compaction)  # type: ignore[assignment]
+
+
+def test_remote_admin_flags_and_answers() -> None:
+    """Flags travel only when they differ from the server's default, a flag that is not a bool
+    is 400 before anything is sent, and an answer that is not the operation's response kind is
+    AdminConnectionError."""
+    from mledger import InvalidRequestError
+    from mledger.admin._remote import AdminConnectionError
+
+    remote, sent = _remote(lambda request: httpx.Response(200, json=[1]))
+    with pytest.raises(AdminConnectionError, match="not a list"):
+        remote.topics.list_subscriptions("t")
+    with pytest.raises(AdminConnectionError, match="not a TopicStatsData"):
+        remote.topics.stats("t", subscription_backlog_size=False, get_earliest_time_in_backlog=True)
+    with pytest.raises(InvalidRequestError, match="invalid getPreciseBacklog 'yes': expected a bool"):
+        remote.topics.stats("t", get_precise_backlog="yes")  # type: ignore[arg-type]
+    assert [dict(r.url.params) for r in sent] == [
+        {},
+        {"subscriptionBacklogSize": "false", "getEarliestTimeInBacklog": "true"},
+    ]
+    remote.close()

@@ -253,15 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
     _add_serve_command(groups)
-    topics = groups.add_parser(
-        "topics", help="operations on topics and subscriptions", description="Operations on topics.", epilog=_EPILOG
-    )
-    commands = topics.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    def command(name: str, help_text: str, handler: _Command) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
-        sub.set_defaults(handler=handler, command_parser=sub)
-        return sub
+    command = _command_group(groups, "topics", "operations on topics and subscriptions", "Operations on topics.")
 
     def topic_arg(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("topic", help="topic name: persistent://tenant/namespace/topic, or a short name")
@@ -618,25 +610,41 @@ _STRATEGY_HELP = (
 )
 
 
-def _add_namespaces_group(groups: Any) -> None:
-    namespaces = groups.add_parser(
-        "namespaces",
-        help="namespaces and their policies (retention, compaction threshold, schemas)",
-        description="Namespaces and their policies.",
-        epilog=_EPILOG,
-    )
-    commands = namespaces.add_subparsers(dest="command", metavar="COMMAND", required=True)
+def _command_group(
+    groups: Any, name: str, help_text: str, description: str, positional: tuple[str, str] | None = None
+) -> Callable[..., argparse.ArgumentParser]:
+    """The GROUP ``name``: returns ``command(verb, help, handler)``, which adds a COMMAND of it
+    (taking the ``positional`` argument ``(dest, help)`` first, unless told otherwise) and returns
+    its parser."""
+    group = groups.add_parser(name, help=help_text, description=description, epilog=_EPILOG)
+    commands = group.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, help_text: str, handler: _Command) -> Any:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+    def command(
+        verb: str,
+        help_text: str,
+        handler: _Command,
+        positional: tuple[str, str] | None = positional,
+        described: bool = True,
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(verb, help=help_text, description=help_text if described else None, epilog=_EPILOG)
         sub.set_defaults(handler=handler, command_parser=sub)
-        sub.add_argument("namespace", help="tenant/namespace")
+        if positional is not None:
+            sub.add_argument(positional[0], help=positional[1])
         return sub
 
+    return command
+
+
+def _add_namespaces_group(groups: Any) -> None:
+    command = _command_group(
+        groups,
+        "namespaces",
+        "namespaces and their policies (retention, compaction threshold, schemas)",
+        "Namespaces and their policies.",
+        ("namespace", "tenant/namespace"),
+    )
     command("create", "Create a namespace (topics go in namespaces that exist).", _run("namespace"))
-    sub = commands.add_parser("list", help="List the tenant's namespaces.", epilog=_EPILOG)
-    sub.set_defaults(handler=_run("tenant"), command_parser=sub)
-    sub.add_argument("tenant", help="tenant")
+    command("list", "List the tenant's namespaces.", _run("tenant"), ("tenant", "tenant"), described=False)
     sub = command("delete", "Delete a namespace (409 while it has topics, unless --force).", _run("namespace", "force"))
     sub.add_argument("-f", "--force", action="store_true", help="delete its topics too")
     _permission_args(
@@ -720,17 +728,9 @@ def _permission_args(sub: argparse.ArgumentParser) -> None:
 
 
 def _add_clusters_group(groups: Any) -> None:
-    clusters = groups.add_parser(
-        "clusters", help="clusters and their service URLs", description="Clusters.", epilog=_EPILOG
+    command = _command_group(
+        groups, "clusters", "clusters and their service URLs", "Clusters.", ("cluster", "cluster name")
     )
-    commands = clusters.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    def command(name: str, help_text: str, handler: _Command) -> Any:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
-        sub.set_defaults(handler=handler, command_parser=sub)
-        if name != "list":
-            sub.add_argument("cluster", help="cluster name")
-        return sub
 
     def url_args(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--url", dest="service_url", help="serviceUrl: the admin (HTTP) URL")
@@ -738,7 +738,7 @@ def _add_clusters_group(groups: Any) -> None:
         sub.add_argument("--broker-url", dest="broker_url", help="brokerServiceUrl: pulsar://host:port")
         sub.add_argument("--broker-url-secure", dest="broker_url_tls", help="brokerServiceUrlTls")
 
-    command("list", "List the clusters.", _run())
+    command("list", "List the clusters.", _run(), None)
     command("get", "The cluster's data (service URLs).", _run("cluster"))
     url_args(command("create", "Create a cluster.", _run("cluster", _cluster_data)))
     url_args(command("update", "Replace a cluster's data.", _run("cluster", _cluster_data)))
@@ -746,17 +746,9 @@ def _add_clusters_group(groups: Any) -> None:
 
 
 def _add_tenants_group(groups: Any) -> None:
-    tenants = groups.add_parser(
-        "tenants", help="tenants, their admin roles and clusters", description="Tenants.", epilog=_EPILOG
+    command = _command_group(
+        groups, "tenants", "tenants, their admin roles and clusters", "Tenants.", ("tenant", "tenant name")
     )
-    commands = tenants.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    def command(name: str, help_text: str, handler: _Command) -> Any:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
-        sub.set_defaults(handler=handler, command_parser=sub)
-        if name != "list":
-            sub.add_argument("tenant", help="tenant name")
-        return sub
 
     def info_args(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("-r", "--admin-roles", type=_names, default=[], help="comma-separated admin roles")
@@ -764,7 +756,7 @@ def _add_tenants_group(groups: Any) -> None:
             "-c", "--allowed-clusters", type=_names, default=[], help="comma-separated clusters (default: all)"
         )
 
-    command("list", "List the tenants.", _run())
+    command("list", "List the tenants.", _run(), None)
     command("get", "The tenant's admin roles and allowed clusters.", _run("tenant", show=_print_to_json))
     info_args(command("create", "Create a tenant.", _cmd_tenants_create))
     info_args(command("update", "Replace a tenant's admin roles and clusters.", _cmd_tenants_update))
