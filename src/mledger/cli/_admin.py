@@ -136,34 +136,31 @@ _TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400, "y": 36
 _SIZE_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
+def _with_unit(text: str, units: dict[str, int], unit_of: Callable[[str], str], problem: str) -> int:
+    """A whole number followed by an optional unit of ``units`` (``unit_of`` reads the last
+    character as one), times the unit; -1 stays -1. ``problem`` names the argument."""
+    value = text.strip()
+    unit = units.get(unit_of(value[-1:])) if value else None
+    try:
+        amount = int(value[:-1] if unit is not None else value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid {problem.format(text=repr(text))}") from None
+    return amount if amount == -1 else amount * (unit or 1)
+
+
 def _relative_seconds(text: str) -> int:
     """pulsar-admin's relative time (``RelativeTimeUtil``): a number with an optional unit s, m,
     h, d, w or y (seconds without one); -1 stays -1."""
-    value = text.strip()
-    unit = _TIME_UNITS.get(value[-1:], None) if value else None
-    number = value[:-1] if unit is not None else value
-    try:
-        amount = int(number)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid time {text!r}: a number with an optional unit s, m, h, d, w or y (100m, 3h, 2d)"
-        ) from None
-    return amount if amount == -1 else amount * (unit or 1)
+    problem = "time {text}: a number with an optional unit s, m, h, d, w or y (100m, 3h, 2d)"
+    return _with_unit(text, _TIME_UNITS, str, problem)
 
 
 def _size_bytes(text: str) -> int:
     """pulsar-admin's size (``validateSizeString``): bytes with an optional unit k, m, g or t
     (either case); -1 stays -1."""
-    value = text.strip()
-    unit = _SIZE_UNITS.get(value[-1:].lower(), None) if value else None
-    number = value[:-1] if unit is not None else value
-    try:
-        amount = int(number)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid size {text!r}: a number with an optional unit k, m, g or t (4096, 10M, 16G)"
-        ) from None
-    return amount if amount == -1 else amount * (unit or 1)
+    return _with_unit(
+        text, _SIZE_UNITS, str.lower, "size {text}: a number with an optional unit k, m, g or t (4096, 10M, 16G)"
+    )
 
 
 def _retention_policies(args: argparse.Namespace) -> RetentionPolicies:

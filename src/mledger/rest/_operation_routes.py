@@ -62,31 +62,28 @@ INT32_MAX = (1 << 31) - 1
 # -- names in paths ------------------------------------------------------------------------
 
 
-def decode_segment(text: str, what: str) -> str:
-    """A tenant, namespace or cluster segment: percent-decoded (JAX-RS ``@PathParam``) and checked
-    with Pulsar's naming rule. 400 naming the problem."""
+def _decoded(text: str, what: str, unquoted: Callable[..., str], problem_of: Callable[[str], str | None]) -> str:
     try:
-        value = unquote(text, errors="strict")
+        value = unquoted(text, errors="strict")
     except UnicodeDecodeError:
         raise InvalidRequestError(f"Invalid {what} {text!r}: not valid percent-encoded UTF-8") from None
-    problem = named_entity_problem(value)
+    problem = problem_of(value)
     if problem:
         raise InvalidRequestError(f"Invalid {what} {value!r}: {problem}")
     return value
+
+
+def decode_segment(text: str, what: str) -> str:
+    """A tenant, namespace or cluster segment: percent-decoded (JAX-RS ``@PathParam``) and checked
+    with Pulsar's naming rule. 400 naming the problem."""
+    return _decoded(text, what, unquote, named_entity_problem)
 
 
 def decode_name(text: str, what: str) -> str:
     """A topic or subscription segment decoded like Java's ``URLDecoder`` (``+`` is a space), as
     Pulsar's ``Codec.decode`` reads its ``@Encoded`` parameters. 400 if not UTF-8, blank, ``.``,
     ``..`` or holding a control character."""
-    try:
-        value = unquote_plus(text, errors="strict")
-    except UnicodeDecodeError:
-        raise InvalidRequestError(f"Invalid {what} {text!r}: not valid percent-encoded UTF-8") from None
-    problem = local_name_problem(value)
-    if problem:
-        raise InvalidRequestError(f"Invalid {what} {value!r}: {problem}")
-    return value
+    return _decoded(text, what, unquote_plus, local_name_problem)
 
 
 @dataclass(frozen=True, slots=True)
