@@ -163,7 +163,7 @@ def test_bad_file_forms(tmp_path: Path, text: str) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read authorization file"):
+    with pytest.raises(ConfigError, match="authorization file: cannot read"):
         Authorization.from_json(tmp_path / "nope.json")
 
 

@@ -239,6 +239,17 @@ def test_auth_params_forms() -> None:
         parse_auth_params("userId:u")
 
 
+def test_a_zero_interval_says_it_must_be_above_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--interval 0`` said "invalid duration" without saying what a valid one is."""
+    from mledger.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["capture", "out", "--service-url", "pulsar://127.0.0.1:1", "--admin-url", "http://127.0.0.1:1",
+              "--topic", "t", "--duration", "1s", "--interval", "0"])
+    assert exited.value.code == 2
+    assert "argument --interval: invalid duration '0': must be above zero" in capsys.readouterr().err
+
+
 def test_a_type_change_and_a_reset_between_polls(tmp_path: Path, standalone: dict[str, str]) -> None:
     """In process, one poll per step: a subscription subscribed again with another type is
     created again with it, and a seek back is a reset followed by the acks still there."""

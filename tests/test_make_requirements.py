@@ -5,8 +5,10 @@ while CI (CI=true) must run it."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,20 @@ def test_ci_runs_the_browser_test_or_fails(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert args == ""
     assert "CI runs every test, the browser test included" in done.stderr
+
+
+def test_the_readme_gets_a_new_shell_to_the_first_command() -> None:
+    """The quick start never said to activate ``.venv``: a fresh shell answered ``mledger: command
+    not found`` and ``import pulsar`` failed. The README names the Makefile's virtualenv and how
+    long ``make test`` takes, and activating a virtualenv so set up gives a bare shell the commands."""
+    readme = (ROOT / "README.md").read_text()
+    venv = re.search(r"^VENV := (\S+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert venv and f"source {venv.group(1)}/bin/activate" in readme
+    assert re.search(r"`make test` takes about\s+\d+\s+minutes\s+on\s+2\s+cores", readme)
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the tests run outside a virtualenv: nothing to activate")
+    shell = f"source {Path(sys.prefix) / 'bin' / 'activate'} && command -v mledger mledger-admin && " \
+            "python -c 'import pulsar'"
+    bare = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/"), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run(["bash", "-c", shell], env=bare, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -6,7 +6,6 @@ scripts/ensure_chromium.sh)."""
 from __future__ import annotations
 
 import io
-import os
 import re
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from browser import browser as _browser
 from PIL import Image
 
 from mledger.replay._schema import ANOMALY_SCHEMA, CURSOR_SCHEMA
@@ -302,23 +302,6 @@ def test_chart_description_is_checked() -> None:
 
 
 # -- rendered by a real browser -----------------------------------------------------------------------------
-
-
-def chromium() -> str:
-    for candidate in (os.environ.get("MLEDGER_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                      shutil.which("chromium-browser"), shutil.which("google-chrome")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    pytest.fail("Chromium is missing: run scripts/ensure_chromium.sh (`make test` does) or set MLEDGER_CHROMIUM")
-
-
-def _browser(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--hide-scrollbars", "--force-device-scale-factor=1", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", *args],
-        capture_output=True, text=True, timeout=180,
-    )
 
 
 def screenshot(html: Path, png: Path, profile: Path, size: str = "1280,2400") -> np.ndarray:

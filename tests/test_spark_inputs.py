@@ -201,6 +201,47 @@ def test_settings_from_pairs() -> None:
     assert "throttle_mark_delete" in ReplaySettings.known_keys()
 
 
+def test_a_set_typo_gets_did_you_mean(tmp_path: Any, capsys: Any) -> None:
+    """``--set throtle_mark_delete=1`` listed all 34 settings, none marked as the one meant."""
+    from mledger.cli import main
+
+    with pytest.raises(ConfigError, match=r"^unknown setting 'throtle_mark_delete' \(did you mean 'throttle_mark_delete'\?\)$"):
+        ReplaySettings.from_pairs(["throtle_mark_delete=1"])
+    with pytest.raises(ConfigError, match=r"did you mean 'max_unacked_ranges_to_persist'"):
+        ReplaySettings().value("max_unacked_range_to_persist")
+    assert main(["replay", str(tmp_path / "ev"), str(tmp_path / "o"), "--single-process", "--set",
+                 "Throttle_Mark_Delete=1"]) == 2
+    assert "did you mean 'throttle_mark_delete'?" in capsys.readouterr().err
+
+
+def test_the_configuration_page_gives_the_replays_mark_delete_rate() -> None:
+    """docs/configuration.md gave ``throttle_mark_delete`` a default of 0, the library's, where the
+    replay (and every ``--defaults`` preset) persists at most once a second."""
+    from pathlib import Path
+
+    from mledger import ManagedLedgerConfig
+    from mledger.replay._settings import REPLAY_DEFAULT_LEDGER_CONFIG
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+    row = next(line for line in page.read_text().splitlines() if line.startswith("| `throttle_mark_delete` |"))
+    default = row.split("|")[2].strip()
+    assert default == f"{ManagedLedgerConfig().throttle_mark_delete:g} (the replay: " \
+                      f"{REPLAY_DEFAULT_LEDGER_CONFIG.throttle_mark_delete})"
+    assert ReplaySettings().ledger.throttle_mark_delete == REPLAY_DEFAULT_LEDGER_CONFIG.throttle_mark_delete == 1.0
+
+
+def test_a_replay_into_an_old_output_removes_the_old_report(tmp_path: Any) -> None:
+    """``mledger report OUT`` writes OUT/report; replaying into OUT again left that report of the
+    old outputs beside the new ones."""
+    events, out = _events(tmp_path), str(tmp_path / "out")
+    run_single_process(events, out)
+    (tmp_path / "out" / "report").mkdir()
+    (tmp_path / "out" / "report" / "index.html").write_text("the report of the first replay")
+    run_single_process(events, out)
+    assert not (tmp_path / "out" / "report").exists()
+    assert pq.read_table(os.path.join(out, "cursors")).num_rows == 1
+
+
 def test_replay_store_ledger_ids() -> None:
     store = ReplayStore()
     store.expect_ledger(17)
@@ -257,6 +298,23 @@ def test_the_demo_says_its_anomalies_are_planted_by_the_generator(tmp_path: Any,
     for reason, count in counts.items():
         row = next(line for line in lines if line.startswith(reason + " "))
         assert f" {count:,} " in row and PLANTED_ANOMALIES[reason][:30] in row, row
+
+
+def test_the_demo_prints_no_path_it_has_deleted(capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``--keep`` the demo's files are in a temporary directory, gone when it ends: it
+    printed their paths (``outputs: /tmp/mledger-demo-.../out/cursors``) all the same."""
+    from mledger.cli import main
+    from mledger.replay.spark import _job as job, _session as session
+
+    monkeypatch.setattr(session, "build_session", lambda *a, **k: object())
+    monkeypatch.setattr(session, "writes_class_archive", lambda: False)
+    monkeypatch.setattr(job, "run_replay", lambda spark, plan, out_dir, settings, progress, prepared:
+                        run_single_process(plan.root, out_dir, settings))
+    assert main(["demo", "--events", "3000", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "replayed" in out and "a temporary directory" in out
+    printed = re.findall(r"(/\S*mledger-demo-\S*)", out)
+    assert not [path for path in printed if not os.path.exists(path.rstrip(",:"))], printed
 
 
 def test_a_summary_names_anomalies_the_generator_did_not_plant() -> None:

@@ -3,8 +3,11 @@ command line over them, ``--print-config``, keys mledger does not model, authori
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,13 +18,22 @@ from mledger._standalone_config import (
     ServerSettings,
     authorization_from_settings,
     effective_settings,
+    is_pulsar_key,
+    pulsar_fields,
     read_pulsar_conf,
     render_settings,
 )
 from mledger.admin import Authorization
+from mledger.admin._authentication import AuthenticationSettings, build_authenticator, load_token_file, read_key
+from mledger.admin._files import MAX_SETTING_FILE_BYTES
 from mledger.cli._mledger import build_parser
-from mledger.protocol import ListenerUrls
+from mledger.core._ints import INT32_MAX, INT64_MAX
+from mledger.protocol import ListenerUrls, ProtocolConfig
 from mledger.standalone import standalone_settings
+
+
+def authenticator(settings: AuthenticationSettings) -> object:
+    return build_authenticator(None, settings)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -67,8 +79,10 @@ def test_the_file_fills_every_modeled_setting_under_pulsars_names(tmp_path: Path
     conf = tmp_path / "broker.conf"
     conf.write_text(CONF)
     parsed = read_pulsar_conf(conf)
-    # each key it does not model once, in file order; empty values set nothing (Pulsar's defaults)
-    assert parsed.unmodeled == ("loadBalancerEnabled", "backlogQuotaDefaultLimitGB", "long.continued.key")
+    # each Pulsar key it does not model once, in file order; empty values set nothing (Pulsar's
+    # defaults); a key Pulsar does not have is told apart
+    assert parsed.unmodeled == ("loadBalancerEnabled", "backlogQuotaDefaultLimitGB")
+    assert parsed.unknown == ("long.continued.key",) and parsed.valueless == ()
     settings = effective_settings(parsed)
     assert (settings.server.bind_address, settings.server.broker_service_port) == ("0.0.0.0", 16650)
     assert (settings.server.web_bind_address, settings.server.web_service_port) == ("0.0.0.0", 18080)
@@ -122,6 +136,20 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
         ("managedLedgerMaxEntriesPerLedger=0", "max_entries_per_ledger must be >= 1"),
         ("brokerServicePortTls=6651", "tlsCertificateFilePath"),
         ("=orphan", "no key"),
+        # every number against the Java type Pulsar gives its key, and Pulsar's bounds
+        # accepted before, then every client connection failed (CONNECTED's max_message_size is an int32)
+        ("maxMessageSize=2147483648", r"maxMessageSize='2147483648': out of range: .* int from .* to 2147473407"),
+        # the frame, maxMessageSize + 10 KB, is a Java int too (Pulsar's @FieldContext maxValue)
+        ("maxMessageSize=2147473408", r"to 2147473407 \(maxValue Integer.MAX_VALUE - Commands.MESSAGE_SIZE_FRAME"),
+        ("managedLedgerMaxEntriesPerLedger=2147483648", r"managedLedgerMaxEntriesPerLedger.* Java int from"),
+        ("managedLedgerMinLedgerRolloverTimeMinutes=2147483648", r"RolloverTimeMinutes.* Java int from"),
+        ("brokerServiceCompactionThresholdInBytes=9223372036854775808", r"Java long from .* to 9223372036854775807"),
+        ("statsUpdateFrequencyInSecs=0", r"statsUpdateFrequencyInSecs='0': out of range: .* from 1 to 2147483647"),
+        ("keepAliveIntervalSeconds=1_000", r"keepAliveIntervalSeconds='1_000': not a whole number"),
+        ("managedLedgerDefaultMarkDeleteRateLimit=nan", r"not a number .*Java double"),
+        # a traceback before (brokerServicePort had a clean error); now one line naming the key and range
+        ("webServicePort=70000", r"webServicePort=70000: out of range: a port is 0 to 65535"),
+        ("webServicePortTls=-1", r"webServicePortTls=-1: out of range: a port is 0 to 65535"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, line: str, message: str) -> None:
@@ -201,3 +229,110 @@ def test_advertised_listeners_from_the_file_and_the_flags(tmp_path: Path) -> Non
         args("--config", str(conf), "--advertised-listeners", "a:pulsar://h:1", "--internal-listener-name", "a")
     )
     assert flagged.protocol.advertised_listeners == {"a": ListenerUrls("pulsar://h:1")}
+
+
+# -- numbers against Pulsar's Java types; files read with a cap; typos told apart -----------------------
+
+
+def test_the_largest_values_pulsar_takes_are_taken(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("maxMessageSize=2147473407\nwebServicePort=65535\nbrokerServiceCompactionThresholdInBytes="
+                    "9223372036854775807\nmanagedLedgerMaxEntriesPerLedger=+2147483647\n")
+    settings = effective_settings(read_pulsar_conf(conf))
+    assert settings.protocol.max_message_size == INT32_MAX - 10 * 1024 == pulsar_fields()["maxMessageSize"].maximum
+    assert settings.server.web_service_port == 65535 and settings.ledger.max_entries_per_ledger == INT32_MAX
+    assert settings.broker.broker_service_compaction_threshold_in_bytes == INT64_MAX
+    with pytest.raises(ConfigError, match="max_message_size must be an integer in"):  # a library caller too
+        ProtocolConfig(max_message_size=INT32_MAX - 10 * 1024 + 1)
+
+
+def test_out_of_range_numbers_exit_2_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mledger.cli import main
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("webServicePort=70000\n")
+    assert main(["standalone", "--memory", "--config", str(conf)]) == 2
+    assert "webServicePort=70000: out of range: a port is 0 to 65535" in capsys.readouterr().err
+    assert main(["standalone", "--memory", "--admin-tls-port", "70000"]) == 2  # a traceback before
+    assert "webServicePortTls=70000: out of range" in capsys.readouterr().err
+
+
+def test_every_modeled_key_has_pulsars_java_type() -> None:
+    """A key added to PULSAR_KEYS is one of Pulsar's (pulsar_broker_keys.txt, its type inferred
+    from there) or says its Java type; so its numbers are bounded like Pulsar's."""
+    fields = pulsar_fields()
+    untyped = [k.name for k in PULSAR_KEYS.values() if k.java_type is None and k.name not in fields]
+    assert not untyped
+    assert len(fields) > 500 and fields["brokerServicePort"].java_type == "Optional<Integer>"
+    assert is_pulsar_key("bookkeeper_opportunisticStriping") and is_pulsar_key("zookeeperServers")
+    assert not is_pulsar_key("brokerServicePortt")
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: read_key("file:///dev/zero", "tokenSecretKey"),
+        lambda: read_pulsar_conf("/dev/zero"),
+        lambda: load_token_file("/dev/zero"),
+        lambda: Authorization.from_json(Path("/dev/zero")),
+        lambda: authenticator(AuthenticationSettings(authentication_providers=("basic",), basic_auth_conf="/dev/zero")),
+    ],
+    ids=["tokenSecretKey", "config-file", "token-file", "authorization-file", "basicAuthConf"],
+)
+def test_files_a_setting_names_are_read_with_a_size_cap(read: Callable[[], object]) -> None:
+    """``tokenSecretKey=file:///dev/zero`` read until MemoryError."""
+    with pytest.raises(ConfigError, match=f"'/dev/zero' holds more than {MAX_SETTING_FILE_BYTES:,} bytes"):
+        read()
+
+
+TYPOS = "brokerServicePortt=36650\njustakey\nloadBalancerEnabled=false\nzookeeperServers=\nclusterName\n"
+
+
+def test_a_misspelt_key_is_told_apart_from_pulsar_keys_mledger_ignores(tmp_path: Path) -> None:
+    """``brokerServicePortt`` appeared only in a trailing "not modeled" comment among the
+    ZooKeeper keys, and ``justakey`` was dropped without a word."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(TYPOS)
+    parsed = read_pulsar_conf(conf)
+    assert parsed.unmodeled == ("loadBalancerEnabled",)
+    assert parsed.unknown == ("brokerServicePortt", "justakey")
+    assert parsed.valueless == ("justakey", "clusterName")
+    comments = [line for line in render_settings(effective_settings(parsed)).splitlines() if line.startswith("# ")]
+    assert comments[1:] == [
+        "# not modeled by mledger (ignored): loadBalancerEnabled",
+        "# not Pulsar keys (ignored; a typo?): brokerServicePortt (did you mean 'brokerServicePort'?), justakey",
+        "# no value (no '=' or ':'; the default stays): justakey, clusterName",
+    ]
+    with pytest.raises(ConfigError, match=r"not Pulsar keys \(--strict-config\): brokerServicePortt \(did you mean"):
+        read_pulsar_conf(conf, strict=True)
+    conf.write_text("brokerServicePort=36650\nloadBalancerEnabled=false\n")
+    assert read_pulsar_conf(conf, strict=True).unmodeled == ("loadBalancerEnabled",)  # Pulsar's keys pass
+
+
+def test_strict_config_refuses_a_typo_at_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mledger.cli import main
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text(TYPOS)
+    assert main(["standalone", "--config", str(conf), "--strict-config", "--print-config"]) == 2
+    assert "brokerServicePortt (did you mean 'brokerServicePort'?)" in capsys.readouterr().err
+    assert main(["standalone", "--config", str(conf), "--print-config"]) == 0
+    assert "# not Pulsar keys (ignored; a typo?): brokerServicePortt (did you mean" in capsys.readouterr().out
+
+
+def test_start_up_warns_of_a_typo_and_advertises_the_admin_urls(tmp_path: Path) -> None:
+    """At start the typo gets its "did you mean" on stderr; the ready line's admin URL carries
+    ``advertisedAddress``, as the service URL does (Pulsar's ``webServiceAddress``)."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(TYPOS + "advertisedAddress=localhost\nbindAddress=127.0.0.1\nbrokerServicePort=0\nwebServicePort=0\n")
+    proc = subprocess.Popen([sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--config", str(conf)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        urls = json.loads(proc.stdout.readline() or "{}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert urls["service_url"].startswith("pulsar://localhost:") and urls["admin_url"].startswith("http://localhost:")
+    assert "not Pulsar keys (ignored; a typo?): brokerServicePortt (did you mean 'brokerServicePort'?)" in err
+    assert "no value (no '=' or ':'; the default stays): justakey, clusterName" in err

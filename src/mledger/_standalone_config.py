@@ -13,14 +13,21 @@ Pulsar's minutes are mledger's milliseconds).
 
 :func:`read_pulsar_conf` parses the file (Java properties as Pulsar reads them: ``key=value`` or
 ``key: value``, ``#`` / ``!`` comments, a trailing ``\\`` continues the line, values trimmed;
-an empty value leaves the default, as in Pulsar) into the modeled keys' values and the keys it
-does not model (:attr:`PulsarConf.unmodeled`, listed once at start-up, not an error).
+an empty value leaves the default, as in Pulsar) into the modeled keys' values and what it does
+not take, told apart by Pulsar's own list of broker keys (``pulsar_broker_keys.txt``, shipped
+with the package, read by :func:`pulsar_fields`): Pulsar keys mledger does not model
+(:attr:`PulsarConf.unmodeled`, ignored), keys that are not Pulsar's at all
+(:attr:`PulsarConf.unknown`: likely typos, each with the closest Pulsar key; refused with
+``strict``), and keys written without ``=`` or ``:`` (:attr:`PulsarConf.valueless`).
+:meth:`PulsarConf.notes` words them, once at start-up and in ``--print-config``.
 :func:`effective_settings` applies, in order, mledger's defaults, the file, then the command
 line's overrides (``section.field`` -> value) and validates the result into a frozen
 :class:`StandaloneSettings`; :func:`render_settings` writes it back in the file's format
-(``--print-config``). A bad value raises :class:`~mledger.core._errors.ConfigError` naming the
-key and the value. :func:`authorization_from_settings` maps ``authorizationEnabled`` /
-``superUserRoles`` onto :class:`~mledger.admin.Authorization`.
+(``--print-config``). Every number of the file is first checked against the Java type Pulsar
+gives the key and its ``@FieldContext`` bounds (:func:`check_java_value`). A bad value raises
+:class:`~mledger.core._errors.ConfigError` naming the key and the value.
+:func:`authorization_from_settings` maps ``authorizationEnabled`` / ``superUserRoles`` onto
+:class:`~mledger.admin.Authorization`.
 
 Defaults are mledger's (for ``standalone``: loopback binding, Pulsar's ports) where the file is
 silent; ``--print-config`` shows them.
@@ -28,6 +35,10 @@ silent; ``--print-config`` shows them.
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,22 +46,30 @@ from typing import Any
 
 from .admin import Authorization
 from .admin._authentication import AuthenticationSettings
+from .admin._files import read_setting_file
 from .broker import BrokerConfig
 from .broker._config import BROKER_MANAGED_LEDGER_CONFIG
-from .core._address import DEFAULT_HOST
+from .core._address import DEFAULT_HOST, MAX_PORT
 from .core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from .core._errors import ConfigError
+from .core._ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from .core._suggest import did_you_mean
 from .core._tls import TlsSettings
-from .protocol import ListenerUrls, ProtocolConfig, parse_advertised_listeners
+from .protocol import ListenerUrls, ProtocolConfig, fit_to_descriptors, parse_advertised_listeners
+from .rest._server import PULSAR_MAX_CONCURRENT_HTTP_REQUESTS, PULSAR_MAX_HTTP_SERVER_CONNECTIONS
 
 __all__ = [
     "PULSAR_KEYS",
     "Key",
     "PulsarConf",
+    "PulsarField",
     "ServerSettings",
     "StandaloneSettings",
     "authorization_from_settings",
+    "check_java_value",
     "effective_settings",
+    "is_pulsar_key",
+    "pulsar_fields",
     "read_pulsar_conf",
     "render_settings",
 ]
@@ -113,6 +132,10 @@ class Key:
     write: Callable[[Any], str] = _write
     secret: bool = False
     """Printed as ``<redacted>`` unless a ``file:`` URL (key material)."""
+    java_type: str | None = None
+    """The Java type that bounds the value (``int``, ``long``, ``double``, ...); None takes the
+    one Pulsar's ``ServiceConfiguration`` declares (:func:`pulsar_fields`). Give it only for a
+    key that is not Pulsar's."""
 
 
 def _keys(section: str, read: Callable[[str], Any], **names: str) -> list[Key]:
@@ -139,6 +162,14 @@ PULSAR_KEYS: dict[str, Key] = {
         Key("maxMessageSize", ("protocol.max_message_size", "factory.max_message_size"), _int),
         Key("keepAliveIntervalSeconds", ("protocol.keep_alive_interval_seconds",), _int),
         Key("maxPendingPublishRequestsPerConnection", ("protocol.max_pending_sends",), _int),
+        # connection limits: Pulsar's keys, then mledger's transport timeouts (not Pulsar keys)
+        Key("brokerMaxConnections", ("protocol.broker_max_connections",), _int),
+        Key("brokerMaxConnectionsPerIp", ("protocol.broker_max_connections_per_ip",), _int),
+        Key("maxHttpServerConnections", ("server.max_http_server_connections",), _int),
+        Key("maxConcurrentHttpRequests", ("server.max_concurrent_http_requests",), _int),
+        Key("firstByteTimeoutSeconds", ("protocol.first_byte_timeout_seconds",), float, java_type="double"),
+        Key("tlsHandshakeTimeoutSeconds", ("protocol.tls_handshake_timeout_seconds",), float, java_type="double"),
+        Key("maxConcurrentTlsHandshakes", ("protocol.max_concurrent_tls_handshakes",), _int, java_type="int"),
         # TLS
         *_keys(
             "tls",
@@ -163,6 +194,16 @@ PULSAR_KEYS: dict[str, Key] = {
             tokenAudienceClaim="token_audience_claim",
             tokenAudience="token_audience",
             basicAuthConf="basic_auth_conf",
+        ),
+        # password checks: mledger's own keys (Pulsar verifies on its I/O threads, limits no failures)
+        *(
+            Key(name, (f"authentication.{target}",), _int, java_type="int")
+            for name, target in {
+                "maxConcurrentPasswordChecks": "max_concurrent_password_checks",
+                "maxAuthenticationFailuresPerUserPerIp": "max_authentication_failures_per_user_per_ip",
+                "maxAuthenticationFailuresPerIp": "max_authentication_failures_per_ip",
+                "authenticationFailureWindowSeconds": "authentication_failure_window_seconds",
+            }.items()
         ),
         Key("authorizationEnabled", ("server.authorization_enabled",), _bool),
         Key("superUserRoles", ("server.super_user_roles",), _list),
@@ -199,6 +240,35 @@ PULSAR_KEYS: dict[str, Key] = {
             statsUpdateFrequencyInSecs="stats_update_frequency_in_secs",
             brokerServiceCompactionMonitorIntervalInSeconds="broker_service_compaction_monitor_interval_in_seconds",
             brokerServiceCompactionThresholdInBytes="broker_service_compaction_threshold_in_bytes",
+        ),
+        # the broker's timers: message TTL, inactive topics, backlog quotas by time (issue 34)
+        *_keys(
+            "broker",
+            _int,
+            messageExpiryCheckIntervalInMinutes="message_expiry_check_interval_in_minutes",
+            ttlDurationDefaultInSeconds="ttl_duration_default_in_seconds",
+            brokerDeleteInactiveTopicsFrequencySeconds="broker_delete_inactive_topics_frequency_seconds",
+            brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=(
+                "broker_delete_inactive_topics_max_inactive_duration_seconds"
+            ),
+            backlogQuotaCheckIntervalInSeconds="backlog_quota_check_interval_in_seconds",
+            backlogQuotaDefaultLimitSecond="backlog_quota_default_limit_second",
+        ),
+        *_keys(
+            "broker",
+            _bool,
+            brokerDeleteInactiveTopicsEnabled="broker_delete_inactive_topics_enabled",
+            brokerDeleteInactivePartitionedTopicMetadataEnabled=(
+                "broker_delete_inactive_partitioned_topic_metadata_enabled"
+            ),
+            backlogQuotaCheckEnabled="backlog_quota_check_enabled",
+            preciseTimeBasedBacklogQuotaCheck="precise_time_based_backlog_quota_check",
+        ),
+        *_keys(
+            "broker",
+            str,
+            brokerDeleteInactiveTopicsMode="broker_delete_inactive_topics_mode",
+            backlogQuotaDefaultRetentionPolicy="backlog_quota_default_retention_policy",
         ),
         # the managed ledger and its cursors (ManagedLedgerConfig under the broker's names)
         *_keys(
@@ -251,40 +321,147 @@ PULSAR_KEYS: dict[str, Key] = {
 docstring)."""
 
 
+# -- Pulsar's keys and their Java types -------------------------------------------------------
+
+PULSAR_KEY_LIST = "pulsar_broker_keys.txt"
+"""Pulsar's broker keys with their Java types, a data file of this package (its header names the
+Pulsar version and the files it was taken from)."""
+
+
+@dataclass(frozen=True)
+class PulsarField:
+    """A key of Pulsar's broker (a line of :data:`PULSAR_KEY_LIST`): the Java type of its value
+    (``property`` for one Pulsar reads from the properties) and its ``@FieldContext`` bounds."""
+
+    java_type: str
+    minimum: int | None = None
+    maximum: int | None = None
+    why: str = ""
+    """Why the bounds are what they are (the data file's comment), for the error message."""
+
+
+@functools.cache
+def pulsar_fields() -> Mapping[str, PulsarField]:
+    """Pulsar's broker keys -> :class:`PulsarField`, read once from :data:`PULSAR_KEY_LIST`; a
+    key ending in ``*`` is a prefix Pulsar passes on (``bookkeeper_*``). O(keys)."""
+    text = importlib.resources.files("mledger").joinpath(PULSAR_KEY_LIST).read_text(encoding="utf-8")
+    fields: dict[str, PulsarField] = {}
+    for raw in text.splitlines():
+        line, _, why = raw.partition("#")
+        words = line.split()
+        if not words:
+            continue
+        bounds = [None if w == "-" else int(w) for w in words[2:4]] + [None, None]
+        fields[words[0]] = PulsarField(words[1], bounds[0], bounds[1], why.strip())
+    return fields
+
+
+def is_pulsar_key(name: str) -> bool:
+    """Whether ``name`` is a key of Pulsar's broker (or one mledger models)."""
+    if name in PULSAR_KEYS or name in pulsar_fields():
+        return True
+    return any(k.endswith("*") and name.startswith(k[:-1]) for k in pulsar_fields())
+
+
+def _pulsar_key_names() -> list[str]:
+    return [*PULSAR_KEYS, *(k for k in pulsar_fields() if not k.endswith("*") and k not in PULSAR_KEYS)]
+
+
+_JAVA_INTEGERS = {
+    **dict.fromkeys(("int", "Integer", "Optional<Integer>"), (INT32_MIN, INT32_MAX)),
+    **dict.fromkeys(("long", "Long", "Optional<Long>"), (INT64_MIN, INT64_MAX)),
+}
+_JAVA_DOUBLES = {"double", "Double", "Optional<Double>"}
+_JAVA_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+def check_java_value(key: Key, text: str) -> None:
+    """``ValueError`` unless ``text`` reads as a value of the Java type Pulsar gives ``key``:
+    a whole number within the type (int: 32 bits, long: 64) and the field's ``@FieldContext``
+    bounds (``maxMessageSize`` at most ``Integer.MAX_VALUE`` - 10 KB: its frame is an int too),
+    a number for a double; other types are left to ``key.read``."""
+    spec = pulsar_fields().get(key.name, PulsarField("property"))
+    java_type = key.java_type or spec.java_type
+    if java_type in _JAVA_DOUBLES:
+        if math.isnan(float(text)):
+            raise ValueError(f"not a number (Pulsar's {key.name} is a Java {java_type})")
+        return
+    if java_type not in _JAVA_INTEGERS:
+        return
+    if not _JAVA_INTEGER_TEXT.fullmatch(text):
+        raise ValueError(f"not a whole number (Pulsar's {key.name} is a Java {java_type})")
+    low, high = _JAVA_INTEGERS[java_type]
+    low = low if spec.minimum is None else spec.minimum
+    high = high if spec.maximum is None else spec.maximum
+    if not low <= int(text) <= high:
+        why = f" ({spec.why})" if spec.why else ""
+        raise ValueError(f"out of range: Pulsar's {key.name} is a Java {java_type} from {low} to {high}{why}")
+
+
 # -- the file ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class PulsarConf:
     """A parsed Pulsar configuration file: ``values`` (modeled key -> text, the last one when a
-    key repeats, empty values left out) and ``unmodeled`` (the other keys with a value, each
-    once, in file order)."""
+    key repeats, empty values left out), ``unmodeled`` (Pulsar keys mledger does not model, with
+    a value), ``unknown`` (keys that are not Pulsar's, with a value or not) and ``valueless``
+    (keys written without ``=``, ``:`` or a space before a value); each key once, in file order."""
 
     path: str
     values: Mapping[str, str] = field(default_factory=dict)
     unmodeled: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+    valueless: tuple[str, ...] = ()
+
+    def notes(self) -> tuple[str, ...]:
+        """One line per kind of key the file has that mledger does not take: what start-up
+        logs and ``--print-config`` prints as comments. Empty when there is none."""
+        notes = []
+        if self.unmodeled:
+            notes.append("not modeled by mledger (ignored): " + ", ".join(self.unmodeled))
+        if self.unknown:
+            notes.append(f"not Pulsar keys (ignored; a typo?): {self.unknown_keys()}")
+        if self.valueless:
+            notes.append("no value (no '=' or ':'; the default stays): " + ", ".join(self.valueless))
+        return tuple(notes)
+
+    def unknown_keys(self) -> str:
+        """The keys that are not Pulsar's, each with the closest Pulsar key when one is close."""
+        names = _pulsar_key_names()
+        return ", ".join(key + did_you_mean(key, names) for key in self.unknown)
 
 
-def read_pulsar_conf(path: str | Path) -> PulsarConf:
-    """Parse ``path`` (see the module docstring); :class:`ConfigError` if it cannot be read or
-    a line has no key."""
+def read_pulsar_conf(path: str | Path, *, strict: bool = False) -> PulsarConf:
+    """Parse ``path`` (see the module docstring), a file of at most
+    :data:`~mledger.admin._files.MAX_SETTING_FILE_BYTES`. :class:`ConfigError` if it cannot be
+    read, a line has no key, or (``strict``, ``--strict-config``) a key is not Pulsar's."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_setting_file(path, "the config file").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"cannot read the config file {str(path)!r}: {exc}") from None
     values: dict[str, str] = {}
     unmodeled: dict[str, None] = {}
+    unknown: dict[str, None] = {}
+    valueless: dict[str, None] = {}
     for number, line in _logical_lines(text):
-        key, value = _split(line)
+        key, value, separated = _split(line)
         if not key:
             raise ConfigError(f"{path}:{number}: no key in {line!r}")
-        if not value:
+        if not separated:
+            valueless.setdefault(key, None)
+        if not is_pulsar_key(key):
+            unknown.setdefault(key, None)
+        elif not value:
             continue  # Pulsar: an empty value keeps the default
-        if key in PULSAR_KEYS:
+        elif key in PULSAR_KEYS:
             values[key] = value
         else:
             unmodeled.setdefault(key, None)
-    return PulsarConf(str(path), values, tuple(unmodeled))
+    conf = PulsarConf(str(path), values, tuple(unmodeled), tuple(unknown), tuple(valueless))
+    if strict and conf.unknown:
+        raise ConfigError(f"{path}: not Pulsar keys (--strict-config): {conf.unknown_keys()}")
+    return conf
 
 
 def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
@@ -305,12 +482,13 @@ def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
         yield start, pending
 
 
-def _split(line: str) -> tuple[str, str]:
+def _split(line: str) -> tuple[str, str, bool]:
+    """``(key, value, separated)``: ``separated`` False for a line that is a key alone."""
     cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
     if cut < 0:
-        key, _, value = line.partition(" ")
-        return key.strip(), value.strip()
-    return line[:cut].strip(), line[cut + 1 :].strip()
+        key, space, value = line.partition(" ")
+        return key.strip(), value.strip(), bool(space)
+    return line[:cut].strip(), line[cut + 1 :].strip(), True
 
 
 # -- the effective settings --------------------------------------------------------------------
@@ -333,6 +511,30 @@ class ServerSettings:
     super_user_roles: tuple[str, ...] = ()
     authorization_file: str | None = None
     """mledger's JSON permissions (``--authorization``); see :func:`authorization_from_settings`."""
+    max_http_server_connections: int = field(
+        default_factory=lambda: fit_to_descriptors(PULSAR_MAX_HTTP_SERVER_CONNECTIONS)
+    )
+    """HTTP connections open at most, per port (``maxHttpServerConnections``; 0: no limit;
+    default: Pulsar's 2048 lowered to fit the descriptor limit)."""
+    max_concurrent_http_requests: int = field(
+        default_factory=lambda: fit_to_descriptors(PULSAR_MAX_CONCURRENT_HTTP_REQUESTS)
+    )
+    """HTTP requests answered at once, per port (``maxConcurrentHttpRequests``; 0: no limit;
+    default: Pulsar's 1024 lowered likewise)."""
+
+    def __post_init__(self) -> None:
+        for setting, key in _PORT_KEYS.items():
+            port = getattr(self, setting)
+            if port is not None and (type(port) is not int or not 0 <= port <= MAX_PORT):
+                raise ConfigError(f"{key}={port!r}: out of range: a port is 0 to {MAX_PORT} (0: any free port)")
+
+
+_PORT_KEYS = {
+    "broker_service_port": "brokerServicePort",
+    "broker_service_port_tls": "brokerServicePortTls",
+    "web_service_port": "webServicePort",
+    "web_service_port_tls": "webServicePortTls",
+}
 
 
 @dataclass(frozen=True)
@@ -348,8 +550,8 @@ class StandaloneSettings:
     """The providers' settings as given, whether or not authentication is on."""
     tls: TlsSettings | None
     """None: no TLS port is set."""
-    unmodeled: tuple[str, ...] = ()
-    """The file's keys mledger does not model."""
+    notes: tuple[str, ...] = ()
+    """What the file has that mledger does not take (:meth:`PulsarConf.notes`)."""
 
     @property
     def authentication(self) -> AuthenticationSettings | None:
@@ -377,6 +579,7 @@ def effective_settings(
     for name, text in (conf.values if conf else {}).items():
         key = PULSAR_KEYS[name]
         try:
+            check_java_value(key, text)
             value = key.read(text)
         except ValueError as exc:
             raise ConfigError(f"{conf.path if conf else ''}: {name}={text!r}: {exc}") from None
@@ -411,7 +614,7 @@ def effective_settings(
         built["factory"],
         built["authentication"],
         tls,
-        conf.unmodeled if conf else (),
+        conf.notes() if conf else (),
     )
 
 
@@ -456,7 +659,7 @@ def authorization_from_settings(server: ServerSettings) -> Authorization | None:
 def render_settings(settings: StandaloneSettings) -> str:
     """``settings`` as Pulsar's ``key=value`` lines, one per key of :data:`PULSAR_KEYS` (what
     ``--print-config`` prints; the output reads back with ``--config``), then what the file had
-    that mledger does not model, as comments. Key material other than ``file:`` URLs is shown
+    that mledger does not take (:meth:`PulsarConf.notes`), as comments. Key material other than ``file:`` URLs is shown
     as ``<redacted>``."""
     objects: dict[str, Any] = {
         "server": settings.server,
@@ -480,6 +683,5 @@ def render_settings(settings: StandaloneSettings) -> str:
         lines.append(f"# the REST server binds {settings.server.web_bind_address} (--admin-bind)")
     if settings.server.authorization_file:
         lines.append(f"# permissions: {settings.server.authorization_file} (--authorization)")
-    if settings.unmodeled:
-        lines.append("# not modeled by mledger (ignored): " + ", ".join(settings.unmodeled))
+    lines += [f"# {note}" for note in settings.notes]
     return "\n".join(lines) + "\n"

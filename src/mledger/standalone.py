@@ -1,6 +1,6 @@
 """``mledger standalone``: Pulsar's binary protocol and the admin REST API over one broker.
 
-    mledger standalone [--config standalone.conf] [--print-config]
+    mledger standalone [--config standalone.conf] [--print-config] [--strict-config]
                        [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
                        [--tls-port P] [--admin-tls-port P] [--tls-cert-file F] [--tls-key-file F]
                        [--tls-trust-certs-file F] [--tls-require-trusted-client-cert]
@@ -24,6 +24,9 @@ the options override it), ``--print-config`` prints the effective settings. The 
 ``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core._tls`).
 ``--record DIR`` records what the broker does as the replay's raw logs
 (:mod:`mledger.replay._recording`, imported only then: it needs the ``replay`` extra).
+At start the soft file descriptor limit is raised to the hard one; the ports stop accepting
+(connections wait in the backlog) before the descriptors run out, and close connections that
+send nothing within ``firstByteTimeoutSeconds`` (:mod:`mledger.protocol._acceptor`).
 SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in flight finish,
 the appends in flight are stored and answered, then the broker and the store close.
 
@@ -74,6 +77,7 @@ from .protocol import (
     ProtocolServer,
     freeze_startup_heap,
     parse_advertised_listeners,
+    raise_descriptor_limit,
 )
 from .rest._auth import RoleResolver, checked_role_resolver
 from .rest._deferred import DeferredApp
@@ -115,7 +119,11 @@ class Standalone:
     and ``internalListenerName`` (see :class:`~mledger.protocol.ProtocolConfig`): the addresses
     lookups answer, on the binary protocol and over HTTP (``/lookup/v2/topic/...``); given, they
     replace ``protocol_config``'s.
-    ``protocol_config``: the protocol server's other settings (its host and port are ``bind``'s);
+    ``protocol_config``: the protocol server's other settings (its host and port are ``bind``'s;
+    its first-byte and TLS handshake limits apply to the REST ports too);
+    ``max_http_server_connections`` and ``max_concurrent_http_requests``: Pulsar's
+    ``maxHttpServerConnections`` and ``maxConcurrentHttpRequests`` on each REST port (None:
+    Pulsar's defaults lowered to fit the descriptor limit, see :class:`~mledger.rest.AdminServer`);
     ``factory_config``: the managed-ledger factory's. ``tls`` with ``tls_port`` serves
     ``pulsar+ssl://`` on the ``bind`` host, with ``admin_tls_port`` ``https://`` on the
     ``admin_bind`` host (port 0: a free one); the certificate files are read here
@@ -142,8 +150,11 @@ class Standalone:
         tls: TlsSettings | None = None,
         tls_port: int | None = None,
         admin_tls_port: int | None = None,
+        max_http_server_connections: int | None = None,
+        max_concurrent_http_requests: int | None = None,
     ) -> None:
         authenticator = build_authenticator(tokens, authentication)
+        self._authenticator = authenticator
         roles = _checked_roles(authenticator, authorization, "authorization", broker_config)
         protocol = replace(protocol_config or ProtocolConfig(), host=bind[0], port=bind[1], tls_port=tls_port, tls=tls)
         if advertised_listeners is not None or internal_listener_name is not None:
@@ -176,10 +187,11 @@ class Standalone:
             # first other request (see mledger.rest.DeferredApp)
             broker, server = self.broker, self.protocol
             app = DeferredApp(lambda: _admin_app(broker, server, authorization, roles), self.broker.clusters.list)
-            self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
+            limits = _admin_limits(protocol, max_http_server_connections, max_concurrent_http_requests)
+            self.admin = AdminServer(app, admin_bind[0], admin_bind[1], **limits)
             # https:// beside http://, over the same app (as Pulsar's webServicePortTls beside webServicePort)
             if admin_tls_port is not None:
-                self.admin_tls = AdminServer(app, admin_bind[0], admin_tls_port, tls=tls)
+                self.admin_tls = AdminServer(app, admin_bind[0], admin_tls_port, tls=tls, **limits)
         except BaseException:
             if getattr(self, "admin", None) is not None:
                 self.admin.shutdown(0)
@@ -193,8 +205,9 @@ class Standalone:
 
     @property
     def admin_url(self) -> str:
-        """``http://host:port`` of the REST admin."""
-        return self.admin.url
+        """``http://host:port`` of the REST admin, with the advertised host as :attr:`service_url`
+        (Pulsar's ``webServiceAddress``: ``advertisedAddress``, else the bound host)."""
+        return self.admin.advertised_url(self.protocol.config.advertised_address)
 
     @property
     def tls_service_url(self) -> str | None:
@@ -203,8 +216,12 @@ class Standalone:
 
     @property
     def admin_tls_url(self) -> str | None:
-        """``https://host:port`` of the REST admin's TLS port; None without one."""
-        return self.admin_tls.url if self.admin_tls is not None else None
+        """``https://host:port`` of the REST admin's TLS port, with the advertised host (Pulsar's
+        ``webServiceAddressTls``: a certificate for ``advertisedAddress`` verifies it); None
+        without one."""
+        if self.admin_tls is None:
+            return None
+        return self.admin_tls.advertised_url(self.protocol.config.advertised_address)
 
     def urls(self) -> dict[str, str]:
         """The servers' URLs by name (``service_url``, ``admin_url``, and over TLS
@@ -230,6 +247,8 @@ class Standalone:
         if self.admin_tls is not None:
             await loop.run_in_executor(None, self.admin_tls.shutdown)
         await loop.run_in_executor(None, self.admin.shutdown)
+        if self._authenticator is not None:
+            self._authenticator.close()  # the password checks' workers
         self.opened.close()
 
 
@@ -248,6 +267,20 @@ def _admin_app(
         collectors=[ProtocolCollector(protocol, broker.config.cluster_name)],
         lookup=protocol.lookup_urls,
     )
+
+
+def _admin_limits(
+    protocol: ProtocolConfig, max_connections: int | None = None, max_concurrent_requests: int | None = None
+) -> dict[str, Any]:
+    """The connection limits of a standalone's REST ports: the protocol server's first-byte and
+    TLS handshake limits, and the HTTP connection and request limits."""
+    return {
+        "max_connections": max_connections,
+        "max_concurrent_requests": max_concurrent_requests,
+        "first_byte_timeout": protocol.first_byte_timeout_seconds,
+        "tls_handshake_timeout": protocol.tls_handshake_timeout_seconds,
+        "max_tls_handshakes": protocol.max_concurrent_tls_handshakes,
+    }
 
 
 def recorder(record: str | Path | None, settings: RecordSettings | None = None) -> BrokerJournal | None:
@@ -308,7 +341,8 @@ class EmbeddedStandalone(EmbeddedBroker):
             if self._admin_server is None:
                 roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
                 app = _admin_app(self.broker, self.server, self._authorization, roles)
-                self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0)
+                limits = _admin_limits(self.server.config)
+                self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0, **limits)
                 self._admin_server.start()
             return self._admin_server.url
 
@@ -348,6 +382,11 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--print-config", action="store_true", help="print the effective settings (Pulsar's key=value) and exit"
+    )
+    parser.add_argument(
+        "--strict-config",
+        action="store_true",
+        help="refuse a --config key that is not one of Pulsar's broker keys (a typo), instead of a warning",
     )
     parser.add_argument(
         "--bind", help="protocol server host:port, port or [ipv6]:port (127.0.0.1:6650; bindAddress, brokerServicePort)"
@@ -425,17 +464,13 @@ def run_standalone(args: argparse.Namespace) -> int:
     """Run until SIGTERM or SIGINT; prints the servers' URLs (JSON) once they answer.
     ``--print-config`` prints the effective settings instead and returns."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    raise_descriptor_limit()
     settings = standalone_settings(args)
     if args.print_config:
         print(render_settings(settings), end="", flush=True)
         return 0
-    if settings.unmodeled:
-        log.warning(
-            "%s: %d keys mledger does not model (ignored): %s",
-            args.config,
-            len(settings.unmodeled),
-            ", ".join(settings.unmodeled),
-        )
+    for note in settings.notes:
+        log.warning("%s: %s", args.config, note)
     authorization = authorization_from_settings(settings.server)
     if authorization is not None and settings.authentication is None:
         raise ConfigError(
@@ -466,6 +501,8 @@ def run_standalone(args: argparse.Namespace) -> int:
         tls=settings.tls,
         tls_port=server.broker_service_port_tls,
         admin_tls_port=server.web_service_port_tls,
+        max_http_server_connections=server.max_http_server_connections,
+        max_concurrent_http_requests=server.max_concurrent_http_requests,
     )
 
     async def run() -> None:
@@ -514,7 +551,8 @@ _VALUES = {
 def standalone_settings(args: argparse.Namespace) -> StandaloneSettings:
     """The effective settings of ``mledger standalone``'s options: mledger's defaults, then
     ``--config`` (Pulsar's keys), then every option given on the command line."""
-    conf = read_pulsar_conf(args.config) if getattr(args, "config", None) else None
+    strict = getattr(args, "strict_config", False)
+    conf = read_pulsar_conf(args.config, strict=strict) if getattr(args, "config", None) else None
     base = effective_settings(conf).server
     overrides: dict[str, Any] = {}
     if args.bind is not None:

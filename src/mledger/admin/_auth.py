@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..broker._names import TopicName
 from ..core._errors import ConfigError, PermissionDeniedError, UnauthenticatedError
+from ._files import read_setting_file
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -231,9 +232,9 @@ class Authorization:
         data: Any = source
         if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
             try:
-                data = Path(source).read_text(encoding="utf-8")
-            except OSError as e:
-                raise ConfigError(f"cannot read authorization file {str(source)!r}: {e}") from None
+                data = read_setting_file(source, "authorization file").decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"authorization file {str(source)!r} is not UTF-8: {e}") from None
         if isinstance(data, str):
             try:
                 data = json.loads(data)

@@ -22,8 +22,10 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 def parse_duration(text: str) -> float:
     """``30``, ``30s``, ``5m``, ``1h``, ``500ms`` as seconds (> 0); ``ArgumentTypeError`` otherwise."""
     m = _DURATION.match(text.strip())
-    if m is None or float(m.group(1)) <= 0:
+    if m is None:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r}: expected e.g. 30s, 5m, 1h")
+    if float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must be above zero (e.g. 500ms, 30s, 5m)")
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 

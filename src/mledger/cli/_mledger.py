@@ -280,18 +280,23 @@ def _demo(args: argparse.Namespace) -> int:
         base = args.keep or tmp
         raw_dir, prepared_dir = os.path.join(base, "events"), os.path.join(base, "prepared")
         out_dir = os.path.join(base, "out")
+
+        def where(path: str) -> str:  # a temporary directory is gone by the time one reads this
+            return f" {path}" if args.keep else " a temporary directory"
+
         cfg = GeneratorConfig(
             topics=4, partitions=3, events=args.events, seed=args.seed, max_entries_per_ledger=2_000, raw=True
         )
         print(
             f"1/3 generating about {cfg.events:,} raw events for {cfg.topics} topics x {cfg.partitions} partitions "
-            f"in {raw_dir}"
+            f"in{where(raw_dir)}"
         )
         with Progress(cfg.events, "generate", enabled=enabled) as bar:
             generated = generate(raw_dir, cfg, bar)
         print(f"    {generated.events:,} events: " + ", ".join(f"{k} {v:,}" for k, v in generated.rows.items()))
         print(
-            f"2/3 preparing them on Spark ({args.master}) into {prepared_dir}, 3/3 replaying; starting the session..."
+            f"2/3 preparing them on Spark ({args.master}) into{where(prepared_dir)}, 3/3 replaying; "
+            "starting the session..."
         )
         plan = plan_inputs(raw_dir)
         spark = build_session(args.master, write_class_archive=True)
@@ -299,7 +304,8 @@ def _demo(args: argparse.Namespace) -> int:
             summary = run_replay(spark, plan, out_dir, ReplaySettings(), progress=not args.quiet, prepared=prepared_dir)
             assert isinstance(summary, ReplaySummary)
             print()
-            print(format_summary(summary, planted=PLANTED_ANOMALIES))
+            kept = summary if args.keep else dataclasses.replace(summary, out_dir="")
+            print(format_summary(kept, planted=PLANTED_ANOMALIES))
         finally:
             _stop(spark, not args.quiet)
         if not args.keep:

@@ -11,11 +11,14 @@ from collections.abc import Callable
 
 from ._errors import ConfigError
 
-__all__ = ["DEFAULT_HOST", "format_address", "parse_bind"]
+__all__ = ["DEFAULT_HOST", "MAX_PORT", "advertised_host", "format_address", "parse_bind"]
 
 DEFAULT_HOST = "127.0.0.1"
 """The host a server listens on when ``--bind`` names only a port: loopback, as ``pulsar standalone``
 binds nothing wider without being told."""
+
+MAX_PORT = 65535
+"""The largest TCP port (0 asks for a free one): Java's ``InetSocketAddress`` refuses others."""
 
 
 def parse_bind(
@@ -63,11 +66,18 @@ def _port(text: str, bad: Callable[[str], ConfigError]) -> int:
         number = int(text)
     except ValueError:
         raise bad(f"port {text!r} is not a number") from None
-    if not 0 <= number <= 65535:
-        raise bad(f"port {number} is out of range (0-65535)")
+    if not 0 <= number <= MAX_PORT:
+        raise bad(f"port {number} is out of range (0-{MAX_PORT})")
     return number
 
 
 def format_address(host: str, port: int) -> str:
     """``host:port``, with IPv6 hosts in brackets (``[::1]:6650``): what :func:`parse_bind` reads."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def advertised_host(advertised_address: str | None, bound_host: str) -> str:
+    """The host clients are told to use: ``advertised_address`` (Pulsar's ``advertisedAddress``)
+    or else the host a server is bound to, loopback for a wildcard bind (``0.0.0.0``, ``::``)."""
+    host = advertised_address or bound_host
+    return DEFAULT_HOST if host in ("0.0.0.0", "::", "") else host

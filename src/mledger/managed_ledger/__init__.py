@@ -1,9 +1,10 @@
 """The managed ledger and its cursors: Pulsar's ``ManagedLedgerImpl`` / ``ManagedCursorImpl``.
 
 * :mod:`.ledger` / :mod:`.factory` - the append-only log split into ledgers, and the factory
-  that opens ledgers over one store; the ledger's jobs are private modules beside it: the
-  pending adds (``_add_pipeline``), the writes and rollovers (``_appender``), trimming
-  (``_trimmer``), reads and position arithmetic (``_positions``);
+  that opens ledgers over one store; the ledger's jobs are private modules beside it: its
+  state's one owner, with the write state's transition table (``_ledger_state``:
+  :class:`WriteState`), the pending adds (``_add_pipeline``), the writes and rollovers
+  (``_appender``), trimming (``_trimmer``), reads and position arithmetic (``_positions``);
 * :mod:`.cursor` - :class:`ManagedCursor`: read and mark-delete positions, individual and
   batch-index acks, resets; :mod:`.cursor_reads` (read planning, :class:`PendingRead`),
   :mod:`.position_reset` (composite resets), :mod:`.cursor_stats`, :mod:`.cursor_args`;
@@ -35,6 +36,11 @@ from ._cursor_stats import (
 )
 from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
 from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
+from ._ledger_state import (
+    WriteEvent as WriteEvent,
+    WriteState as WriteState,
+    WriteStateError as WriteStateError,
+)
 from ._ledger_view import (
     ML_ROOT as ML_ROOT,
     InitialPosition as InitialPosition,
@@ -68,4 +74,7 @@ __all__ = [
     "PositionBound",
     "PositionReset",
     "RevisionStats",
+    "WriteEvent",
+    "WriteState",
+    "WriteStateError",
 ]

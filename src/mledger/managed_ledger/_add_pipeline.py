@@ -11,6 +11,10 @@ the factory's writer threads, which never hold a ledger for long (a few batches,
 itself again). A failed write fails every add queued
 behind it: nothing queued after a failure is written before the failure has been reported.
 
+Whether an add is admitted is the ledger's write state's to say (``LedgerState``, its table
+``WRITE_TRANSITIONS``): the pipeline asks it for each add and moves it to ``WriteFailed`` and
+back while it reports a failed write; it keeps no flags of its own.
+
 One short lock guards the queue, so queueing never waits for a write; callbacks run with no
 lock held.
 """
@@ -23,8 +27,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
-from ..core._errors import ManagedLedgerClosedError, ManagedLedgerTerminatedError
+from ..core._errors import ManagedLedgerClosedError
 from ..core._position import Position
+from ._ledger_state import LedgerState, WriteEvent, WriteState
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,8 @@ _MAX_BATCH_ENTRIES = 1000
 """The most entries the writer takes from the queue for one write (one add is never split)."""
 _BACKGROUND_BATCHES = 16
 """Batches a writer thread writes for one ledger before it queues itself behind the others."""
+
+_OPEN = WriteState.OPEN
 
 AddCallback = Callable[[list[Position] | None, BaseException | None], None]
 """``callback(positions, None)`` once an add is stored, ``callback(None, error)`` if it failed."""
@@ -81,15 +88,18 @@ class AddWaiter:
 class AddPipeline:
     """The pending adds of one managed ledger (see the module docstring).
 
-    ``write`` stores one batch; ``write_executor`` gives the factory's writer threads (asked
-    for at each hand-off, so a factory that shuts them down is seen); ``writes_block`` is the
-    store's ``blocking_writes``.
+    ``state`` is the ledger's :class:`~mledger.managed_ledger._ledger_state.LedgerState`: its
+    write state admits or refuses each add, and the pipeline moves it while it reports a failed
+    write. ``write`` stores one batch; ``write_executor`` gives the factory's writer threads
+    (asked for at each hand-off, so a factory that shuts them down is seen); ``writes_block`` is
+    the store's ``blocking_writes``.
     """
 
     def __init__(
-        self, name: str, write: WriteFunction, write_executor: Callable[[], Executor], writes_block: bool
+        self, state: LedgerState, write: WriteFunction, write_executor: Callable[[], Executor], writes_block: bool
     ) -> None:
-        self._name = name
+        self._state = state
+        self._name = state.name
         self._write = write
         self._write_executor = write_executor
         self._writes_block = writes_block
@@ -99,11 +109,6 @@ class AddPipeline:
         self._pending: deque[PendingAdd] = deque()
         self._writing = False
         self._writer_ident: int | None = None
-        self.closing = False
-        """No add is accepted any more (the ledger closes)."""
-        self.terminating = False
-        """No add is accepted any more (the ledger is terminated)."""
-        self._failing = False
         self._failure_listener: Callable[[], None] | None = None
         # A failure episode: the error of the first failed write since the last successful
         # one (None: writes succeed), and the writes and entries failed in it (logged once).
@@ -113,37 +118,22 @@ class AddPipeline:
         self._failed_entries = 0
 
     # -- admission ----------------------------------------------------------------------------
-    def close(self) -> None:
-        """Refuse new adds from now on (the queued ones are still written)."""
-        with self._lock:
-            self.closing = True
-
-    def terminate(self, closed: bool) -> None:
-        """Refuse new adds with ``ManagedLedgerTerminatedError``; ``ManagedLedgerClosedError``
-        when the ledger is ``closed`` or closing."""
-        with self._lock:
-            if closed or self.closing:
-                raise ManagedLedgerClosedError(f"managed ledger {self._name} is closed")
-            self.terminating = True
-
-    def queue(self, raw: Sequence[bytes], callback: AddCallback, closed: bool) -> None:
-        """Queue one add behind every earlier one; raises ``ManagedLedgerClosedError`` (the
-        ledger is ``closed`` or closing) or ``ManagedLedgerTerminatedError``, nothing queued."""
+    def queue(self, raw: Sequence[bytes], callback: AddCallback) -> None:
+        """Queue one add behind every earlier one, if the write state admits it (under the
+        pipeline's lock: an add admitted before a close or terminate moved the state is queued
+        before that call waits for the queue); raises ``ManagedLedgerClosedError`` (closing or
+        closed) or ``ManagedLedgerTerminatedError``, nothing queued."""
         op = PendingAdd(raw, callback)
+        state = self._state
         with self._lock:
-            self._check_accepting(closed)
+            if state.write is not _OPEN:
+                state.check_add()
             self._pending.append(op)
 
-    def check_accepting(self, closed: bool) -> None:
-        """Raise as :meth:`queue` would refuse an add now; queue nothing."""
-        with self._lock:
-            self._check_accepting(closed)
-
-    def _check_accepting(self, closed: bool) -> None:
-        if closed or self.closing:
-            raise ManagedLedgerClosedError(f"managed ledger {self._name} is closed")
-        if self.terminating:
-            raise ManagedLedgerTerminatedError(f"Managed ledger {self._name} was already terminated")
+    @property
+    def closing(self) -> bool:
+        """Whether adds are refused because the ledger closes (the write state)."""
+        return self._state.is_closing
 
     # -- writing ------------------------------------------------------------------------------
     def start(self, inline: bool = False, until: AddWaiter | None = None) -> None:
@@ -290,17 +280,18 @@ class AddPipeline:
 
     def _fail_queued(self, failed: list[PendingAdd], error: BaseException) -> None:
         """Fail ``failed`` and every add queued behind, until the queue is seen empty; then
-        tell the failure listener."""
-        self._failing = True
+        tell the failure listener. The write state is ``WriteFailed`` meanwhile."""
+        state = self._state
+        state.fire(WriteEvent.WRITE_FAILED)
         while True:
             for op in failed:
                 _complete(op, None, error)
             with self._lock:
                 if not self._pending:
-                    self._failing = False
                     break
                 failed = list(self._pending)
                 self._pending.clear()
+        state.fire(WriteEvent.FAILURE_REPORTED)
         listener = self._failure_listener
         if listener is not None:
             try:
@@ -315,7 +306,7 @@ class AddPipeline:
     @property
     def failing(self) -> bool:
         """Whether a failed write is being reported (adds queued meanwhile fail with it)."""
-        return self._failing
+        return self._state.write is WriteState.WRITE_FAILED
 
 
 def _complete(op: PendingAdd, positions: list[Position] | None, error: BaseException | None) -> None:

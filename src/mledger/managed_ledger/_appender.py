@@ -15,16 +15,14 @@ it: the entries become visible when the last confirmed entry moves, under the le
 from __future__ import annotations
 
 import logging
-import threading
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate, repeat
 from typing import Protocol
 
-from ..core._clock import Clock
 from ..core._config import ManagedLedgerConfig
 from ..core._position import Position
-from ..storage._base import Store
+from ._ledger_state import LedgerState
 from ._ledger_view import LedgerInfo
 
 log = logging.getLogger(__name__)
@@ -34,35 +32,26 @@ _new = tuple.__new__
 
 
 class AppendedLedger(Protocol):
-    """The state of a managed ledger its appender reads and moves (under ``_lock``)."""
+    """What the appender reads of its managed ledger besides the state: its settings, which
+    :meth:`ManagedLedger.set_config <mledger.managed_ledger.ManagedLedger.set_config>` replaces."""
 
-    name: str
-    config: ManagedLedgerConfig
-    _lock: threading.RLock
-    _append_lock: threading.Lock
-    """Held by the writer across an append and by every other change of the current ledger."""
-    _current: LedgerInfo | None
-    _current_created_ms: int
-    _last_confirmed: Position
-    _entries_added: int
-    _clock: Clock
-    _store: Store
-
-    def _check_open(self) -> None: ...
-
-    def _create_ledger(self) -> None: ...
-
-    def _ledger_closed(self) -> None:
-        """A rollover sealed a ledger (trimming may now delete it)."""
-        ...
+    @property
+    def config(self) -> ManagedLedgerConfig: ...
 
 
 class Appender:
-    """Writes framed entries to the current ledger(s) of one managed ledger (module doc)."""
+    """Writes framed entries to the current ledger(s) of one managed ledger (module doc).
 
-    def __init__(self, ml: AppendedLedger) -> None:
-        self._ml = ml
-        self._append_lock = ml._append_lock
+    Given the ledger's :class:`~mledger.managed_ledger._ledger_state.LedgerState` (what it
+    reads and moves), the ledger for its settings, and ``ledger_closed``, called (both locks
+    held) after each rollover sealed a ledger, which trimming may now delete."""
+
+    def __init__(self, state: LedgerState, ledger: AppendedLedger, ledger_closed: Callable[[], None]) -> None:
+        self._state = state
+        self._ledger = ledger
+        self._ledger_closed = ledger_closed
+        self._store = state.store
+        self._clock = state.clock
         self.roll_over_failed = False
         """A rollover after an add failed: the next write retries it first."""
 
@@ -70,20 +59,20 @@ class Appender:
         """Append ``raw`` in order under the append lock, rolling over as needed. Returns the
         positions written and the error that stopped it, if any (``ManagedLedgerClosedError``
         included; the entries written before it stay written)."""
-        ml = self._ml
+        state = self._state
+        lock = state.lock
         positions: list[Position] = []
         n = len(raw)
         cumulative: list[int] | None = None  # prefix sums of the entry sizes, once a limit cuts
         done = 0
-        with self._append_lock:
+        with state.append_lock:
             try:
                 if not n:
-                    with ml._lock:
-                        ml._check_open()
+                    state.check_open()
                 while done < n:
-                    with ml._lock:
+                    with lock:
                         current = self._writable()
-                        cfg = ml.config
+                        cfg = self._ledger.config
                         if done == 0 and cumulative is None:
                             size = sum(map(len, raw))
                             end = n
@@ -96,7 +85,7 @@ class Appender:
                             end, size, cumulative = self._chunk(raw, done, current, cumulative)
                     k = end - done
                     ledger_id = current.ledger_id
-                    first = ml._store.append_many(ledger_id, raw if k == n else raw[done:end])
+                    first = self._store.append_many(ledger_id, raw if k == n else raw[done:end])
                     if k == 1:
                         positions.append(Position(ledger_id, first))
                     else:
@@ -115,22 +104,22 @@ class Appender:
         :meth:`write` would write ``[raw] * count`` (the same chunks and rollovers), and
         return the last position (None for 0). O(ledgers touched): no object per entry, for
         the replay's bulk adds. Raises what stopped it (the entries written before stay)."""
-        ml = self._ml
+        state = self._state
         size = len(raw)
         last: Position | None = None
         done = 0
-        with self._append_lock:
+        with state.append_lock:
             while done < count:
-                with ml._lock:
+                with state.lock:
                     current = self._writable()
                     k = count - done
                     if self.may_roll_over():
-                        cfg = ml.config
+                        cfg = self._ledger.config
                         k = min(k, max(cfg.max_entries_per_ledger - current.entries, 1))
                         if size:  # the entry that brings the ledger to its size limit ends the chunk
                             room = cfg.max_size_per_ledger_mb * _MB - current.size
                             k = min(k, max(-(-room // size), 1))
-                first = ml._store.append_many(current.ledger_id, [raw] * k)
+                first = self._store.append_many(current.ledger_id, [raw] * k)
                 last = Position(current.ledger_id, first + k - 1)
                 self._confirm(current, last, k, k * size)
                 done += k
@@ -140,34 +129,28 @@ class Appender:
         """The current ledger, for the next chunk of a write (the caller holds both locks):
         raises once the managed ledger is closed, retries a rollover an earlier add could not
         do."""
-        ml = self._ml
-        ml._check_open()
+        state = self._state
+        state.check_open()
         if self.roll_over_failed:
             self.roll_over()
             self.roll_over_failed = False
-        current = ml._current
+        current = state.current
         assert current is not None
         return current
 
     def _confirm(self, current: LedgerInfo, last: Position, k: int, size: int) -> None:
         """``k`` entries (``size`` bytes) up to ``last`` are stored in ``current``: make them
         visible, then roll over if the ledger is full (the caller holds the append lock)."""
-        ml = self._ml
-        with ml._lock:
-            # The last confirmed entry first: a listed ledger's entry count never covers an
-            # entry beyond it, even for a reader without the lock (the cursors' O(1) ack
-            # validation, LedgerView.ledger_list).
-            ml._last_confirmed = last
-            current.entries += k
-            current.size += size
-            ml._entries_added += k
+        state = self._state
+        with state.lock:
+            state.confirm(current, last, k, size)
             if self.ledger_is_full(current):
                 try:
                     self.roll_over()
                 except Exception as exc:
                     # The entries are stored: they succeed; the next add rolls over first.
                     self.roll_over_failed = True
-                    log.warning("managed ledger %s: rollover after an add failed: %s", ml.name, exc)
+                    log.warning("managed ledger %s: rollover after an add failed: %s", state.name, exc)
 
     def _chunk(
         self, raw: Sequence[bytes], done: int, current: LedgerInfo, cumulative: list[int] | None
@@ -176,7 +159,7 @@ class Appender:
         sums of the entry sizes (computed once, handed back for the next chunk), when a limit
         of ``current`` may cut ``raw``: the entry that reaches the size limit ends a chunk."""
         n = len(raw)
-        cfg = self._ml.config
+        cfg = self._ledger.config
         rolls = self.may_roll_over()
         end = min(done + max(cfg.max_entries_per_ledger - current.entries, 1), n) if rolls else n
         if cumulative is None:
@@ -190,9 +173,8 @@ class Appender:
     def ledger_is_full(self, li: LedgerInfo) -> bool:
         """Pulsar's ``currentLedgerIsFull``: the entry or size limit, or the maximum age, is
         reached, and the ledger is older than ``minimum_rollover_time_ms``."""
-        ml = self._ml
-        cfg = ml.config
-        age = ml._clock.now_ms() - ml._current_created_ms
+        cfg = self._ledger.config
+        age = self._clock.now_ms() - self._state.current_created_ms
         reached = (
             li.entries >= cfg.max_entries_per_ledger
             or li.size >= cfg.max_size_per_ledger_mb * _MB
@@ -202,19 +184,14 @@ class Appender:
 
     def may_roll_over(self, age_ms: int | None = None) -> bool:
         """Whether the current ledger is old enough to roll over (``minimum_rollover_time_ms``)."""
-        ml = self._ml
-        minimum = ml.config.minimum_rollover_time_ms
+        minimum = self._ledger.config.minimum_rollover_time_ms
         if minimum <= 0:
             return True
         if age_ms is None:
-            age_ms = ml._clock.now_ms() - ml._current_created_ms
+            age_ms = self._clock.now_ms() - self._state.current_created_ms
         return age_ms > minimum
 
     def roll_over(self) -> None:
         """Seal the current ledger and create the next (the caller holds both locks)."""
-        ml = self._ml
-        assert ml._current is not None
-        ml._store.seal_ledger(ml._current.ledger_id)
-        ml._current.timestamp = ml._clock.now_ms()  # a ledger's timestamp is its close time
-        ml._create_ledger()
-        ml._ledger_closed()
+        self._state.roll_over()
+        self._ledger_closed()

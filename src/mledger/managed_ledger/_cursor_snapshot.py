@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 
-from ..core._errors import MLedgerError
+from ..core import TransitionRefusedError, TransitionTable
 from ..core._position import Position
 from ..core._ranges import AckRangeSet
 
@@ -67,8 +67,16 @@ class CursorEvent(Enum):
     DELETE_DONE = "delete done"
 
 
+class CursorLifecycleError(TransitionRefusedError):
+    """A lifecycle move :data:`LIFECYCLE_TRANSITIONS` does not have (a bug in the caller);
+    ``state`` and ``event`` name it."""
+
+    def __init__(self, state: CursorLifecycle, event: CursorEvent) -> None:
+        super().__init__(state, event, f"cursor lifecycle: no transition from {state.value} on {event.value}")
+
+
 _S, _E = CursorLifecycle, CursorEvent
-LIFECYCLE_TRANSITIONS: Mapping[tuple[CursorLifecycle, CursorEvent], CursorLifecycle] = MappingProxyType(
+LIFECYCLE_TRANSITIONS: TransitionTable[CursorLifecycle, CursorEvent] = TransitionTable(
     {
         (_S.UNINITIALIZED, _E.OPENED_DURABLE): _S.NO_LEDGER,
         (_S.UNINITIALIZED, _E.OPENED_NON_DURABLE): _S.OPEN,
@@ -79,30 +87,17 @@ LIFECYCLE_TRANSITIONS: Mapping[tuple[CursorLifecycle, CursorEvent], CursorLifecy
         (_S.OPEN, _E.DELETE): _S.DELETING,
         (_S.CLOSED, _E.DELETE): _S.DELETING,
         (_S.DELETING, _E.DELETE_DONE): _S.DELETED,
-    }
+    },
+    CursorLifecycleError,
 )
 """``(state, event) -> new state``: every lifecycle move a cursor makes. A durable cursor's
 ``NO_LEDGER`` reads as ``OPEN`` while its state store holds a cursor ledger (derived, not a
 move: see ``ManagedCursor.state``)."""
 del _S, _E
 
-
-class CursorLifecycleError(MLedgerError):
-    """A lifecycle move :data:`LIFECYCLE_TRANSITIONS` does not have (a bug in the caller)."""
-
-    def __init__(self, state: CursorLifecycle, event: CursorEvent) -> None:
-        super().__init__(f"cursor lifecycle: no transition from {state.value} on {event.value}")
-        self.state = state
-        self.event = event
-
-
-def lifecycle_transition(state: CursorLifecycle, event: CursorEvent) -> CursorLifecycle:
-    """The state ``event`` moves ``state`` to; raises :class:`CursorLifecycleError` (naming both)
-    when the table has no such move. O(1)."""
-    new = LIFECYCLE_TRANSITIONS.get((state, event))
-    if new is None:
-        raise CursorLifecycleError(state, event)
-    return new
+lifecycle_transition = LIFECYCLE_TRANSITIONS.next_state
+"""The state an event moves a lifecycle state to; raises :class:`CursorLifecycleError` (naming
+both) when :data:`LIFECYCLE_TRANSITIONS` has no such move. O(1)."""
 
 
 class IndividualDeletedEntries(Enum):

@@ -9,11 +9,13 @@ A managed ledger (ML) is a list of ledgers, each an append-only sequence of entr
 the next entry lands at ``(newLedger, 0)``. The last confirmed entry (LAC) is the last
 position whose append returned.
 
-Position arithmetic and reads are :mod:`._positions`'s.
-
-The ledger list is persisted as Pulsar's ``ManagedLedgerInfo`` at ``/managed-ledgers/<name>``
-with compare-and-set, so a reopened ML recovers every confirmed entry. On reopen the last
-ledger is sealed and a new current ledger created, as Pulsar does.
+The ledger list, the current ledger, the LAC, the counters and the write state (open,
+terminated, closing, ...: one transition table) have one owner, :mod:`._ledger_state`'s
+``LedgerState``; the appender, the trimmer, the pending adds and the position queries
+(:mod:`._positions`, a base class of :class:`ManagedLedger`) are each given it and change it
+only through its methods. It persists the ledger list as Pulsar's ``ManagedLedgerInfo`` at
+``/managed-ledgers/<name>`` with compare-and-set, so a reopened ML recovers every confirmed
+entry. On reopen the last ledger is sealed and a new current ledger created, as Pulsar does.
 
 Retention and trimming (:mod:`._trimmer`) follow ``ManagedLedgerImpl.internalTrimConsumedLedgers``;
 a pass runs on the factory's executor, never on the caller's thread: a persisted mark-delete
@@ -37,11 +39,12 @@ blocks, :meth:`~ManagedLedger.add_entries_async` gives a future and
 :meth:`~ManagedLedger.add_entries_with_callback` a callback; ``framed=True`` hands entries
 already framed as Pulsar stores them. Writes and rollovers are :mod:`._appender`'s.
 
-Locking: one re-entrant lock per ML guards the ledger list, LAC and counters; position
-arithmetic holds it briefly. The writer holds an *append lock* across an append (rollovers take
-it too, before the ML lock) and runs the store write without the ML lock, so readers never
-wait for a store write. The pending adds have their own short lock. Callbacks run with no lock
-held. Cursors take their own lock first and may then take the ML lock, never the reverse.
+Locking: one re-entrant lock per ML (the state's) guards the ledger list, LAC, counters, write
+state and the cursors; position arithmetic holds it briefly. The writer holds an *append lock*
+across an append (rollovers and termination take it too, before the ML lock) and runs the store
+write without the ML lock, so readers never wait for a store write. The pending adds have their
+own short lock. Callbacks run with no lock held. Cursors take their own lock first and may then
+take the ML lock, never the reverse.
 
 Cursors see the ML as a :class:`~mledger.managed_ledger._ledger_view.LedgerView`; the ML sees its
 factory as a :class:`LedgerFactoryView`. ``ManagedLedgerInfo`` bytes are
@@ -50,35 +53,21 @@ factory as a :class:`LedgerFactoryView`. ``ManagedLedgerInfo`` bytes are
 
 from __future__ import annotations
 
-import logging
-import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 
-from sortedcontainers import SortedDict
-
 from ..codec._entry import EntryMetadata, encode_entry
-from ..codec._ledger_info import (
-    StoredLedger,
-    decode_managed_ledger_info,
-    decode_terminated_position,
-    encode_managed_ledger_info,
-)
 from ..core._clock import Clock
 from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._errors import (
-    InvalidPositionError,
-    ManagedLedgerClosedError,
-    NotFoundError,
-    StateCorruptedError,
-)
+from ..core._errors import InvalidPositionError, ManagedLedgerClosedError, NotFoundError
 from ..core._position import Position
 from ..storage._base import Store, checked_size
 from ._add_pipeline import AddCallback, AddPipeline, AddWaiter
 from ._appender import Appender
 from ._cursor import ManagedCursor
 from ._deprecated_adds import DeprecatedAdds
+from ._ledger_state import LedgerState, WriteEvent, WriteState
 from ._ledger_stats import ManagedLedgerStats
 from ._ledger_view import (
     InitialPosition,
@@ -86,12 +75,9 @@ from ._ledger_view import (
     LedgerInfo,
     PositionBound,
     cursor_info_path,
-    ledger_info_path,
 )
 from ._positions import LedgerPositions
 from ._trimmer import Trimmer
-
-log = logging.getLogger(__name__)
 
 _DEFAULT_METADATA = EntryMetadata()
 
@@ -114,28 +100,18 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         self.config = config
         self._store: Store = factory.store
         self._clock: Clock = factory.clock
-        self._lock = threading.RLock()
-        self._ledgers: SortedDict = SortedDict()  # ledger id -> LedgerInfo
-        self._current: LedgerInfo | None = None
-        self._current_created_ms = 0
-        self._last_confirmed = Position(-1, -1)
-        self._entries_added = 0
-        self._info_version: int | None = None
+        # The ledger list, current ledger, last confirmed entry, counters and write state: one
+        # owner, given to the appender, the trimmer and the position queries.
+        state = LedgerState(name, self._store, self._clock, factory.config)
+        LedgerPositions.__init__(self, state)
+        self._lock = state.lock  # one lock per ML: it guards the cursors here too
         self._cursors: dict[str, ManagedCursor] = {}
         self._non_durable: dict[str, ManagedCursor] = {}
-        self._closed = False
-        self._properties: dict[str, str] = {}
-        # Termination (Pulsar's state Terminated): the position is the last entry once the adds
-        # queued before it completed; the pipeline refuses adds from the call on.
-        self._terminated: Position | None = None
-        # Held by the writer across an append (the store write runs outside self._lock) and by
-        # every other change of the current ledger (rollovers), so they never interleave.
-        self._append_lock = threading.Lock()
-        self._appender = Appender(self)
+        self._appender = Appender(state, self, self._ledger_closed)
         self._adds = AddPipeline(
-            name, self._appender.write, lambda: factory.write_executor, getattr(self._store, "blocking_writes", True)
+            state, self._appender.write, lambda: factory.write_executor, getattr(self._store, "blocking_writes", True)
         )
-        self._trimmer = Trimmer(self)
+        self._trimmer = Trimmer(state, self)
 
     # -- lifecycle --------------------------------------------------------------------------
     def initialize(self) -> None:
@@ -143,56 +119,18 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
 
         The factory calls this once, right after construction. Raises
         ``StateCorruptedError`` for an unreadable ``ManagedLedgerInfo``."""
-        stored = self._store.get(self.info_path)
-        if stored is not None:
-            try:
-                ledgers, properties = decode_managed_ledger_info(
-                    stored.data, self._factory.config.max_state_size_in_bytes
-                )
-            except StateCorruptedError as exc:
-                raise StateCorruptedError(f"managed ledger {self.name}: {exc}") from exc
-            self._info_version = stored.version
-            self._properties = properties
-            terminated = decode_terminated_position(stored.data, self._factory.config.max_state_size_in_bytes)
-            if terminated is not None:
-                self._adds.terminating = True
-                self._terminated = Position(*terminated)
-            now = self._clock.now_ms()
-            for k, li in enumerate(ledgers):
-                entries, size, timestamp = li.entries, li.size or 0, li.timestamp
-                if entries is None or k == len(ledgers) - 1:
-                    # The last ledger was open when the ML closed: the store's LAC and length
-                    # are the truth, and it is closed now (Pulsar's recovery).
-                    exists = self._store.ledger_exists(li.ledger_id)
-                    entries = self._store.last_entry_id(li.ledger_id) + 1 if exists else 0
-                    size = self._store.ledger_length(li.ledger_id) if exists else 0
-                    timestamp = now
-                # A ledger stored without a timestamp (or 0) gets the current time, as in Pulsar.
-                self._ledgers[li.ledger_id] = LedgerInfo(li.ledger_id, entries, size, timestamp or now)
-            if self._ledgers:
-                last = self._ledgers.peekitem(-1)[1]
-                if self._store.ledger_exists(last.ledger_id):
-                    self._store.seal_ledger(last.ledger_id)
-                if last.entries == 0:
-                    del self._ledgers[last.ledger_id]
-                    self._store.delete_ledger(last.ledger_id)
-            for li in reversed(self._ledgers.values()):
-                if li.entries > 0:
-                    self._last_confirmed = Position(li.ledger_id, li.entries - 1)
-                    break
-        self._create_ledger()
-        if self._last_confirmed.ledger_id == -1:
-            self._last_confirmed = Position(self._current.ledger_id, -1)  # type: ignore[union-attr]
+        self._state.initialize()
 
     def close(self) -> None:
         """Close the ML and its cursors (cursors persist their state). Idempotent.
 
         New adds are refused at once; the queued ones are written first (on the writer's own
         thread, from a callback, they fail with ``ManagedLedgerClosedError`` instead)."""
-        self._adds.close()
+        state = self._state
+        state.fire(WriteEvent.CLOSE)
         self.wait_for_adds()
         with self._lock:
-            if self._closed:
+            if state.is_closed:
                 return
             # Non-durable cursors close too (Pulsar closes every cursor of the ledger); they
             # persist nothing.
@@ -200,13 +138,20 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         for cursor in cursors:
             cursor.close()
         with self._lock:
-            self._closed = True
+            state.fire(WriteEvent.CLOSE_DONE)
             self._factory.managed_ledger_closed(self.name)
         self._trimmer.wait_idle()  # a pass in flight finishes first (it then finds the ML closed)
 
     @property
     def is_closed(self) -> bool:
-        return self._closed
+        return self._state.is_closed
+
+    @property
+    def write_state(self) -> WriteState:
+        """Where the ledger's write state stands (Pulsar's ``ManagedLedgerImpl.State`` names):
+        ``LedgerOpened``, ``WriteFailed`` while a failed write is reported, ``Terminated``,
+        ``Closing``, ``Closed``. Lock-free."""
+        return self._state.write
 
     # -- termination ------------------------------------------------------------------------
     def terminate(self) -> Position:
@@ -215,25 +160,21 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         ``ManagedLedgerInfo`` (``terminatedPosition``), so a restart keeps it. Returns the last
         entry's position (entry -1 of the current ledger when the ledger is empty). Idempotent;
         ``ManagedLedgerClosedError`` once closed."""
-        self._adds.terminate(self._closed)
+        state = self._state
+        state.fire(WriteEvent.TERMINATE)
         self.wait_for_adds()
-        with self._append_lock, self._lock:
-            self._check_open()
-            if self._terminated is None:
-                self._terminated = self._last_confirmed
-                self._persist_info()
-                log.info("managed ledger %s terminated at %s", self.name, self._terminated)
-            return self._terminated
+        with state.append_lock, state.lock:
+            return state.record_termination()
 
     @property
     def is_terminated(self) -> bool:
         """Whether :meth:`terminate` was called (now or before a restart)."""
-        return self._adds.terminating
+        return self._state.is_terminated
 
     @property
     def terminated_position(self) -> Position | None:
         """The last entry of a terminated ledger, None while it accepts entries."""
-        return self._terminated
+        return self._state.terminated_position
 
     # -- appends ----------------------------------------------------------------------------
     def add_entry(self, data: bytes, metadata: EntryMetadata | None = None) -> Position:
@@ -261,7 +202,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         ``max_entry_size``, ``ManagedLedgerClosedError``, ``ManagedLedgerTerminatedError``.
         """
         waiter = AddWaiter()
-        self._adds.queue(self._sized(self._frame(payloads, metadatas, framed)), waiter, self._closed)
+        self._adds.queue(self._sized(self._frame(payloads, metadatas, framed)), waiter)
         self._adds.start(inline=True, until=waiter)
         return waiter.wait()
 
@@ -314,7 +255,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         queued).
         """
         raw = payloads if framed and metadatas is None else self._frame(payloads, metadatas, framed)
-        self._adds.queue(raw, callback, self._closed)
+        self._adds.queue(raw, callback)
         if start_writing:
             self._adds.start()
 
@@ -328,7 +269,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
         self._sized((raw,))
-        self._adds.check_accepting(self._closed)
+        self._state.check_add()
         self._adds.wait_idle()
         return self._appender.write_repeated(raw, count)
 
@@ -384,8 +325,8 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             return
         try:
             with self._lock:
-                self._check_open()
-                self._persist_info()
+                self._state.check_open()
+                self._state.persist()
         except ManagedLedgerClosedError:
             raise
         except BaseException as exc:
@@ -408,10 +349,11 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
     # -- rollover ---------------------------------------------------------------------------
     def roll_over_if_due(self) -> bool:
         """Roll over the current ledger if its time limit has passed; True if it did."""
-        with self._append_lock, self._lock:
-            self._check_open()
-            assert self._current is not None
-            if self._appender.ledger_is_full(self._current):
+        state = self._state
+        with state.append_lock, state.lock:
+            state.check_open()
+            assert state.current is not None
+            if self._appender.ledger_is_full(state.current):
                 self._appender.roll_over()
                 return True
             return False
@@ -421,43 +363,18 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
 
         An empty current ledger is kept as it is (nothing to seal) and its id returned.
         """
-        with self._append_lock, self._lock:
-            self._check_open()
-            assert self._current is not None
-            if self._current.entries > 0:
+        state = self._state
+        with state.append_lock, state.lock:
+            state.check_open()
+            assert state.current is not None
+            if state.current.entries > 0:
                 self._appender.roll_over()
-            return self._current.ledger_id
+            return state.current.ledger_id
 
     def _ledger_closed(self) -> None:
         if self._trimmer.may_trim():
             # Pulsar's ledgerClosed: the closed ledger may be consumed (or expired) already.
             self.trim_consumed_ledgers_in_background()
-
-    def _create_ledger(self) -> None:
-        ledger_id = self._store.create_ledger()
-        li = LedgerInfo(ledger_id, 0, 0, 0)  # timestamp 0 while open, as Pulsar stores it
-        self._ledgers[ledger_id] = li
-        self._current = li
-        self._current_created_ms = self._clock.now_ms()
-        self._persist_info()
-
-    def _persist_info(self) -> None:
-        current_id = self._current.ledger_id if self._current is not None else None
-        cfg = self._factory.config
-        data = encode_managed_ledger_info(
-            (
-                StoredLedger(li.ledger_id, li.entries, li.size, li.timestamp)
-                if li.ledger_id != current_id
-                else StoredLedger(li.ledger_id, None, None, li.timestamp)
-                for li in self._ledgers.values()
-            ),
-            self._properties,
-            cfg.managed_ledger_info_compression_type,
-            cfg.managed_ledger_info_compression_threshold_in_bytes,
-            None if self._terminated is None else (self._terminated.ledger_id, self._terminated.entry_id),
-        )
-        expected = -1 if self._info_version is None else self._info_version
-        self._info_version = self._store.put(self.info_path, data, expected)
 
     # -- cursors ----------------------------------------------------------------------------
     def open_cursor(
@@ -471,7 +388,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         if not name or "/" in name:
             raise InvalidPositionError(f"invalid cursor name {name!r}")
         with self._lock:
-            self._check_open()
+            self._state.check_open()
             existing = self._cursors.get(name)
             if existing is not None:
                 return existing
@@ -491,7 +408,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         trimmed ledgers). An open cursor of the same name is returned as it is, as Pulsar
         does; without a name one is generated (``non-durable-cursor-<uuid>``)."""
         with self._lock:
-            self._check_open()
+            self._state.check_open()
             if name is not None:
                 existing = self._cursors.get(name) or self._non_durable.get(name)
                 if existing is not None:
@@ -627,31 +544,32 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
     @property
     def properties(self) -> dict[str, str]:
         """ML properties (``ManagedLedgerInfo.properties``)."""
-        return dict(self._properties)
+        return self._state.properties
 
     def set_property(self, key: str, value: str) -> None:
         """Set and persist one ML property."""
         with self._lock:
-            self._properties[str(key)] = str(value)
-            self._persist_info()
+            self._state.set_property(str(key), str(value))
 
     def stats(self) -> ManagedLedgerStats:
         """A consistent snapshot of the ML's counters."""
+        state = self._state
         with self._lock:
-            current = self._current
+            current = state.current
             assert current is not None
+            ledgers = state.ledgers
             return ManagedLedgerStats(
                 name=self.name,
-                number_of_ledgers=len(self._ledgers),
-                number_of_entries=sum(li.entries for li in self._ledgers.values()),
-                total_size=sum(li.size for li in self._ledgers.values()),
-                entries_added_counter=self._entries_added,
-                last_confirmed_entry=self._last_confirmed,
+                number_of_ledgers=len(ledgers),
+                number_of_entries=sum(li.entries for li in ledgers.values()),
+                total_size=sum(li.size for li in ledgers.values()),
+                entries_added_counter=state.entries_added,
+                last_confirmed_entry=state.last_confirmed,
                 current_ledger_id=current.ledger_id,
                 cursors=len(self._cursors),
                 current_ledger_entries=current.entries,
                 current_ledger_size=current.size,
-                last_ledger_created_timestamp=self._current_created_ms,
+                last_ledger_created_timestamp=state.current_created_ms,
                 non_durable_cursors=len(self._non_durable),
                 trimmed_ledgers_total=self._trimmer.trimmed_total,
             )
@@ -682,14 +600,31 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
     @property
     def info_path(self) -> str:
         """Where this ledger's ``ManagedLedgerInfo`` lives in the metadata store."""
-        return ledger_info_path(self.name)
+        return self._state.info_path
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ManagedLedgerClosedError(f"managed ledger {self.name} is closed")
+    def _check(self) -> None:
+        """Assert the ledger's invariants (for tests; O(ledgers + cursors)), waiting for the
+        write in flight: the state's (:class:`~mledger.managed_ledger._ledger_state.LedgerState`:
+        the ledger list, the last confirmed entry, the write state), then every open cursor's:
+        its mark-delete is at most the last confirmed entry (or the first ledger's entry -1,
+        when that is later) and before its read position, which is at most the next write
+        position."""
+        state = self._state
+        with state.append_lock, state.lock:
+            state._check()
+            lac = state.last_confirmed
+            after = state.next_write_position()
+            # A cursor reset to the earliest entry of a ledger whose entries are all trimmed
+            # marks (first ledger, -1), past a LAC left in a trimmed ledger.
+            highest_md = max(lac, Position(state.ledgers.peekitem(0)[0], -1))
+            cursors = list(self._cursors.values()) + list(self._non_durable.values())
+        for cursor in cursors:
+            md, read = cursor.mark_delete_position, cursor.read_position
+            assert md <= highest_md, f"{self.name}/{cursor.name}: mark-delete {md} past LAC {lac}"
+            assert md < read <= after, f"{self.name}/{cursor.name}: read {read} not in ({md}, {after}]"
 
     def __repr__(self) -> str:
-        return f"ManagedLedger({self.name!r}, lac={self._last_confirmed})"
+        return f"ManagedLedger({self.name!r}, lac={self._state.last_confirmed})"
 
 
 __all__ = [

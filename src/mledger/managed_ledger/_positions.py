@@ -11,47 +11,36 @@ Every method holds the ledger lock briefly (or reads one attribute), never acros
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping
 from typing import cast
-
-from sortedcontainers import SortedDict
 
 from ..codec._entry import Entry, stored_entry
 from ..core._errors import InvalidPositionError, LedgerNotFoundError
 from ..core._position import Position
-from ..storage._base import Store
-from ._cursor import ManagedCursor
+from ._ledger_state import LedgerState
 from ._ledger_view import LedgerInfo, PositionBound
 
 
 class LedgerPositions:
-    """Reads and position arithmetic of :class:`~mledger.managed_ledger.ManagedLedger` (a base
-    class: the state it reads is the ledger's)."""
+    """Reads and position arithmetic of :class:`~mledger.managed_ledger.ManagedLedger` over the
+    ledger's :class:`~mledger.managed_ledger._ledger_state.LedgerState`, which it is given (a
+    base class of the managed ledger: these are its public methods)."""
 
-    name: str
-    _lock: threading.RLock
-    _ledgers: SortedDict  # ledger id -> LedgerInfo
-    _current: LedgerInfo | None
-    _last_confirmed: Position
-    _entries_added: int
-    _store: Store
-    _append_lock: threading.Lock
-    _cursors: dict[str, ManagedCursor]
-    _non_durable: dict[str, ManagedCursor]
+    def __init__(self, state: LedgerState) -> None:
+        self._state = state
 
     # -- reads ------------------------------------------------------------------------------
     def read_entry(self, position: Position) -> Entry:
         """Read one entry; raises ``InvalidPositionError`` if it does not exist."""
         entries = self.read_range(position.ledger_id, position.entry_id, position.entry_id)
         if not entries:
-            raise InvalidPositionError(f"no entry at {position} in {self.name}")
+            raise InvalidPositionError(f"no entry at {position} in {self._state.name}")
         return entries[0]
 
     def read_range(self, ledger_id: int, first_entry: int, last_entry: int) -> list[Entry]:
         """Read the existing entries ``first_entry..last_entry`` of one ledger. Blocks on I/O."""
         try:
-            raws = self._store.read(ledger_id, first_entry, last_entry)
+            raws = self._state.store.read(ledger_id, first_entry, last_entry)
         except LedgerNotFoundError:
             return []
         first = max(first_entry, 0)
@@ -75,42 +64,47 @@ class LedgerPositions:
     @property
     def last_confirmed_entry(self) -> Position:
         """The last position whose append completed (``L:-1`` for an empty ML)."""
-        return self._last_confirmed
+        return self._state.last_confirmed
 
     last_position = last_confirmed_entry
 
     @property
     def entries_added_counter(self) -> int:
         """Entries appended since the ML was opened, plus those recovered."""
-        return self._entries_added
+        return self._state.entries_added
 
     @property
     def current_ledger_id(self) -> int:
-        assert self._current is not None
-        return self._current.ledger_id
+        current = self._state.current
+        assert current is not None
+        return current.ledger_id
 
     def first_position(self) -> Position:
         """``(first ledger, -1)``: before the first entry still stored."""
-        with self._lock:
-            first_id = self._ledgers.peekitem(0)[0]
-            if first_id > self._last_confirmed.ledger_id and self._ledgers[first_id].entries == 0:
-                first_id = self._last_confirmed.ledger_id
+        state = self._state
+        with state.lock:
+            ledgers, lac = state.ledgers, state.last_confirmed
+            first_id = ledgers.peekitem(0)[0]
+            if first_id > lac.ledger_id and ledgers[first_id].entries == 0:
+                first_id = lac.ledger_id
             return Position(first_id, -1)
 
     def is_valid_position(self, position: Position) -> bool:
         """Whether an entry exists at ``position`` (confirmed, ledger still present)."""
         ledger_id, entry_id = position
-        if entry_id < 0 or position > self._last_confirmed:
+        state = self._state
+        if entry_id < 0 or position > state.last_confirmed:
             return False
-        li = self._ledgers.get(ledger_id)
+        li = state.ledgers.get(ledger_id)
         return li is not None and entry_id < li.entries
 
     def next_valid_position(self, position: Position) -> Position:
         """The first existing position after ``position``; past the end, the next write slot."""
-        with self._lock:
-            ledgers = self._ledgers
+        state = self._state
+        with state.lock:
+            ledgers = state.ledgers
             ledger_id, entry_id = position[0], position[1] + 1
-            lac = self._last_confirmed
+            lac = state.last_confirmed
             while (ledger_id, entry_id) <= lac:
                 li = ledgers.get(ledger_id)
                 if li is not None and 0 <= entry_id < li.entries:
@@ -119,14 +113,7 @@ class LedgerPositions:
                 if idx >= len(ledgers):
                     break
                 ledger_id, entry_id = ledgers.peekitem(idx)[0], 0
-            return self._next_write_position()
-
-    def _next_write_position(self) -> Position:
-        current = self._current
-        assert current is not None
-        if current.entries == 0 and current.ledger_id > self._last_confirmed.ledger_id:
-            return Position(current.ledger_id, 0)
-        return self._last_confirmed.next()
+            return state.next_write_position()
 
     def previous_position(self, position: Position) -> Position:
         """The position before ``position``: ``L:E-1``, else the last entry of the nearest
@@ -134,12 +121,14 @@ class LedgerPositions:
         ledger_id, entry_id = position
         if entry_id > 0:
             return Position(ledger_id, entry_id - 1)
-        with self._lock:
-            earlier = list(self._ledgers.irange(maximum=ledger_id, inclusive=(True, False)))
+        state = self._state
+        with state.lock:
+            ledgers = state.ledgers
+            earlier = list(ledgers.irange(maximum=ledger_id, inclusive=(True, False)))
             if not earlier:
                 return Position(ledger_id, -1)
             for lid in reversed(earlier):
-                li = self._ledgers[lid]
+                li = ledgers[lid]
                 if li.entries > 0:
                     return Position(lid, li.entries - 1)
             return Position(earlier[0], -1)
@@ -156,18 +145,20 @@ class LedgerPositions:
         Positions with a negative entry id are never counted; missing ledgers count 0.
         O(ledgers between).
         """
-        with self._lock:
+        state = self._state
+        with state.lock:
+            ledgers = state.ledgers
             if lower is None and upper is None:
-                return sum(li.entries for li in self._ledgers.values())
+                return sum(li.entries for li in ledgers.values())
             if lower is None:
                 lower, lower_inclusive = Position(-1, -1), False
             if upper is None:
-                upper, upper_inclusive = self._last_confirmed, True
+                upper, upper_inclusive = state.last_confirmed, True
             if lower > upper:
                 return 0
             total = 0
-            for lid in self._ledgers.irange(lower[0], upper[0]):
-                li = self._ledgers[lid]
+            for lid in ledgers.irange(lower[0], upper[0]):
+                li = ledgers[lid]
                 lo = (lower[1] if lower_inclusive else lower[1] + 1) if lid == lower[0] else 0
                 hi = (upper[1] if upper_inclusive else upper[1] - 1) if lid == upper[0] else li.entries - 1
                 lo = max(lo, 0)
@@ -181,15 +172,17 @@ class LedgerPositions:
     ) -> Position:
         """The position ``n`` entries after ``start``, walking ledgers, clamped to the LAC
         (Pulsar's ``getPositionAfterN``)."""
-        with self._lock:
+        state = self._state
+        with state.lock:
+            ledgers = state.ledgers
             if bound is PositionBound.START_INCLUDED:
                 ledger_id, entry_id = start
             else:
                 ledger_id, entry_id = self.next_valid_position(start)
             to_skip = n
-            last_ledger_id = self._ledgers.peekitem(-1)[0]
+            last_ledger_id = ledgers.peekitem(-1)[0]
             while to_skip >= 0:
-                li = self._ledgers.get(ledger_id)
+                li = ledgers.get(ledger_id)
                 total = li.entries if li is not None else 0
                 unread = total - entry_id if total > 0 else 0
                 if unread >= to_skip:
@@ -199,88 +192,58 @@ class LedgerPositions:
                 if ledger_id >= last_ledger_id:
                     entry_id = total
                     break
-                idx = self._ledgers.bisect_right(ledger_id)
-                ledger_id = self._ledgers.peekitem(idx)[0] if idx < len(self._ledgers) else last_ledger_id + 1
+                idx = ledgers.bisect_right(ledger_id)
+                ledger_id = ledgers.peekitem(idx)[0] if idx < len(ledgers) else last_ledger_id + 1
                 entry_id = 0
             result = self.previous_position(Position(ledger_id, entry_id))
-            return min(result, self._last_confirmed)
+            return min(result, state.last_confirmed)
 
     def ledger_infos(self) -> list[LedgerInfo]:
         """A copy of the ledger list, ascending."""
-        with self._lock:
-            return [LedgerInfo(li.ledger_id, li.entries, li.size, li.timestamp) for li in self._ledgers.values()]
+        state = self._state
+        with state.lock:
+            return [LedgerInfo(li.ledger_id, li.entries, li.size, li.timestamp) for li in state.ledgers.values()]
 
     @property
     def ledger_list(self) -> Mapping[int, LedgerInfo]:
         """The ledger list, live (see :attr:`LedgerView.ledger_list
-        <mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`)."""
-        return cast("Mapping[int, LedgerInfo]", self._ledgers)
+        <mledger.managed_ledger.LedgerView.ledger_list>`)."""
+        return cast("Mapping[int, LedgerInfo]", self._state.ledgers)
 
     def ledger_entries(self, ledger_id: int) -> int | None:
         """Number of entries of a ledger in the list, None if it is not there. O(1)."""
-        li = self._ledgers.get(ledger_id)
+        li = self._state.ledgers.get(ledger_id)
         return None if li is None else li.entries
 
     def next_ledger_id(self, ledger_id: int) -> int | None:
         """The id of the first ledger in the list after ``ledger_id``, or None. O(log ledgers)."""
-        with self._lock:
-            idx = self._ledgers.bisect_right(ledger_id)
-            return self._ledgers.peekitem(idx)[0] if idx < len(self._ledgers) else None
+        state = self._state
+        with state.lock:
+            ledgers = state.ledgers
+            idx = ledgers.bisect_right(ledger_id)
+            return ledgers.peekitem(idx)[0] if idx < len(ledgers) else None
 
     @property
     def total_size(self) -> int:
         """Bytes of every ledger in the list, the current one included (Pulsar's
         ``getTotalSize``). O(ledgers)."""
-        with self._lock:
-            return sum(li.size for li in self._ledgers.values())
+        state = self._state
+        with state.lock:
+            return sum(li.size for li in state.ledgers.values())
 
     def estimated_size_after(self, position: Position) -> int:
         """Bytes of the entries after ``position`` (Pulsar's ``estimateBacklogFromPosition``,
         a subscription's ``backlogSize`` from its mark-delete position): the ledgers after its
         ledger in full, plus the part of its ledger after it at that ledger's average entry
         size. O(ledgers)."""
-        with self._lock:
-            size = sum(li.size for li in self._ledgers.values() if li.ledger_id >= position.ledger_id)
-            li = self._ledgers.get(position.ledger_id)
+        state = self._state
+        with state.lock:
+            ledgers = state.ledgers
+            size = sum(li.size for li in ledgers.values() if li.ledger_id >= position.ledger_id)
+            li = ledgers.get(position.ledger_id)
             if li is not None and li.entries > 0:
                 if li.entries <= position.entry_id + 1:
                     size -= li.size
                 elif position.entry_id >= 0:
                     size -= (position.entry_id + 1) * (li.size // li.entries)
             return size
-
-    def _check(self) -> None:
-        """Assert the ledger's invariants (for tests; O(ledgers + cursors)), waiting for the
-        write in flight: the ledger list is ascending and ends with the current ledger; entry
-        counts and sizes are not negative; the last
-        confirmed entry is the last entry of the last non-empty ledger (before any, or in a
-        trimmed ledger, when every ledger left is empty); no entry is past the next write
-        position; every open cursor's mark-delete is at most the last confirmed entry (or the
-        first ledger's entry -1, when that is later) and before its read position, which is at most the next write position."""
-        with self._append_lock, self._lock:
-            ids = list(self._ledgers.keys())
-            infos = list(self._ledgers.values())
-            assert ids == sorted(set(ids)), f"{self.name}: ledger ids out of order: {ids}"
-            assert all(li.ledger_id == lid for lid, li in zip(ids, infos, strict=True)), f"{self.name}: {infos}"
-            current = self._current
-            assert current is not None and infos and infos[-1] is current, f"{self.name}: current {current} not last"
-            for li in infos:
-                assert li.entries >= 0 and li.size >= 0, f"{self.name}: negative counts in {li}"
-            lac = self._last_confirmed
-            last = next((li for li in reversed(infos) if li.entries), None)
-            if last is not None:
-                assert lac == Position(last.ledger_id, last.entries - 1), f"{self.name}: LAC {lac} but {last}"
-            else:
-                assert lac.ledger_id <= current.ledger_id, f"{self.name}: LAC {lac} past {current}"
-                assert lac.entry_id == -1 or lac.ledger_id not in self._ledgers, f"{self.name}: LAC {lac}"
-            assert self._entries_added >= 0
-            after = self._next_write_position()
-            assert after > lac, f"{self.name}: next write {after} not after LAC {lac}"
-            # A cursor reset to the earliest entry of a ledger whose entries are all trimmed
-            # marks (first ledger, -1), past a LAC left in a trimmed ledger.
-            highest_md = max(lac, Position(ids[0], -1))
-            cursors = list(self._cursors.values()) + list(self._non_durable.values())
-        for cursor in cursors:
-            md, read = cursor.mark_delete_position, cursor.read_position
-            assert md <= highest_md, f"{self.name}/{cursor.name}: mark-delete {md} past LAC {lac}"
-            assert md < read <= after, f"{self.name}/{cursor.name}: read {read} not in ({md}, {after}]"

@@ -18,43 +18,39 @@ import threading
 from concurrent.futures import Executor, Future
 from typing import Protocol
 
-from sortedcontainers import SortedDict
-
-from ..core._clock import Clock
 from ..core._config import ManagedLedgerConfig
 from ..core._position import Position
-from ..storage._base import Store
 from ._cursor import ManagedCursor
+from ._ledger_state import LedgerState
 from ._ledger_view import LedgerInfo
 
 log = logging.getLogger(__name__)
 
 
 class TrimmedLedger(Protocol):
-    """The state of a managed ledger a trimming pass reads (under ``_lock``) and changes."""
+    """What a trimming pass reads of its managed ledger besides the state (all public): the
+    settings, the cursors, the executor passes run on."""
 
-    name: str
-    config: ManagedLedgerConfig
-    _lock: threading.RLock
-    _ledgers: SortedDict
-    _current: LedgerInfo | None
-    _cursors: dict[str, ManagedCursor]
-    _non_durable: dict[str, ManagedCursor]
-    _closed: bool
-    _clock: Clock
-    _store: Store
+    @property
+    def config(self) -> ManagedLedgerConfig: ...
+
+    @property
+    def cursors(self) -> list[ManagedCursor]: ...
+
+    @property
+    def non_durable_cursors(self) -> list[ManagedCursor]: ...
 
     @property
     def executor(self) -> Executor: ...
 
-    def _persist_info(self) -> None: ...
-
 
 class Trimmer:
-    """Serialised, coalesced trimming passes over one managed ledger (module docstring)."""
+    """Serialised, coalesced trimming passes over one managed ledger (module docstring), given
+    its :class:`~mledger.managed_ledger._ledger_state.LedgerState` and the ledger itself."""
 
-    def __init__(self, ml: TrimmedLedger) -> None:
-        self._ml = ml
+    def __init__(self, state: LedgerState, ledger: TrimmedLedger) -> None:
+        self._state = state
+        self._ledger = ledger
         self._mutex = threading.Lock()
         self._queued: Future[list[int]] | None = None
         self._horizon = -1  # the slowest reader's ledger (Pulsar's rule) last queued for
@@ -67,9 +63,7 @@ class Trimmer:
 
     def slowest_cursor_position(self) -> Position | None:
         """See :meth:`ManagedLedger.slowest_cursor_position`."""
-        ml = self._ml
-        with ml._lock:
-            positions = [c.persistent_mark_delete_position for c in ml._cursors.values()]
+        positions = [c.persistent_mark_delete_position for c in self._ledger.cursors]
         return min(positions) if positions else None
 
     def request(self, cursor: object, mark_delete: Position) -> None:
@@ -79,7 +73,7 @@ class Trimmer:
         ledger = self._reader_ledger(mark_delete)
         if self._reported.get(name) == ledger and not self.deferred:
             return
-        with self._ml._lock:
+        with self._state.lock:
             self._reported[name] = ledger
             slowest = self._slowest_reader_ledger()
             forward = slowest is not None and slowest > self._horizon
@@ -96,9 +90,9 @@ class Trimmer:
     def _reader_ledger(self, mark_delete: Position) -> int:
         """Pulsar's slowest-reader ledger for one mark-delete: its ledger, or the next one when
         it is the last entry of a closed ledger (that ledger is then consumed)."""
-        ml = self._ml
-        li = ml._ledgers.get(mark_delete.ledger_id)
-        if li is not None and li is not ml._current and mark_delete.entry_id + 1 >= li.entries:
+        state = self._state
+        li = state.ledgers.get(mark_delete.ledger_id)
+        if li is not None and li is not state.current and mark_delete.entry_id + 1 >= li.entries:
             return mark_delete.ledger_id + 1
         return mark_delete.ledger_id
 
@@ -106,47 +100,46 @@ class Trimmer:
         """The first ledger a pass keeps for the cursors' sake; without durable cursors the
         one after the current ledger (Pulsar: with no durable cursor every closed ledger is
         consumed), or None when ``retain_without_subscriptions`` keeps everything then."""
-        ml = self._ml
         slowest = self.slowest_cursor_position()
         if slowest is not None:
             return self._reader_ledger(slowest)
-        if ml.config.retain_without_subscriptions or ml._current is None:
+        current = self._state.current
+        if self._ledger.config.retain_without_subscriptions or current is None:
             return None
-        return ml._current.ledger_id + 1
+        return current.ledger_id + 1
 
     def may_trim(self) -> bool:
         """Whether a pass can delete anything: always with Pulsar's rule, else only with a
         durable consumer cursor (``retain_without_subscriptions``)."""
-        ml = self._ml
-        if not ml.config.retain_without_subscriptions:
+        if not self._ledger.config.retain_without_subscriptions:
             return True
-        return any(c.counts_as_consumer for c in ml._cursors.values())
+        return any(c.counts_as_consumer for c in self._ledger.cursors)
 
     def in_background(self) -> Future[list[int]]:
         """See :meth:`ManagedLedger.trim_consumed_ledgers_in_background`."""
-        ml = self._ml
-        with ml._lock:
+        lock = self._state.lock
+        with lock:
             queued = self._queued
             if queued is not None:
                 return queued
             future: Future[list[int]] = Future()
             self._queued = future
         try:
-            ml.executor.submit(self._run, future)
+            self._ledger.executor.submit(self._run, future)
         except RuntimeError:  # the executor shut down (the factory is closing)
-            with ml._lock:
+            with lock:
                 self._queued = None
             future.set_result([])
         return future
 
     def _run(self, future: Future[list[int]]) -> None:
-        with self._ml._lock:
+        with self._state.lock:
             if self._queued is future:
                 self._queued = None
         try:
             future.set_result(self.run_pass())
         except BaseException as exc:  # delivered through the future, and logged
-            log.warning("managed ledger %s: trimming failed: %s", self._ml.name, exc)
+            log.warning("managed ledger %s: trimming failed: %s", self._state.name, exc)
             future.set_exception(exc)
 
     def run_pass(self) -> list[int]:
@@ -163,24 +156,24 @@ class Trimmer:
         """The ledgers a pass deletes (under the ML lock); None when a durable cursor is
         being reset or has not yet persisted what its reset set (its mark-delete may be moving
         back into them: the pass gives way)."""
-        ml = self._ml
-        if ml._closed or not self.may_trim():
+        state = self._state
+        if state.is_closed or not self.may_trim():
             # retain_without_subscriptions and no durable consumer cursor (only system ones,
             # like the dedup cursor): keep everything, nobody subscribed has consumed it.
             return []
-        if any(c.is_resetting for c in ml._cursors.values()):
+        if any(c.is_resetting for c in self._ledger.cursors):
             return None
         slowest = self._slowest_reader_ledger()
         if slowest is None:
             return []
-        cfg = ml.config
-        now = ml._clock.now_ms()
-        total = sum(li.size for li in ml._ledgers.values())
+        cfg = self._ledger.config
+        now = state.clock.now_ms()
+        total = sum(li.size for li in state.ledgers.values())
         quota = cfg.retention_size_in_mb * 1024 * 1024
         size_to_delete = 0
         chosen: list[LedgerInfo] = []
-        for li in ml._ledgers.values():
-            if li.ledger_id >= slowest or li is ml._current:
+        for li in state.ledgers.values():
+            if li.ledger_id >= slowest or li is state.current:
                 break
             size_to_delete += li.size
             over_quota = cfg.retention_size_in_mb >= 0 and total - size_to_delete >= quota
@@ -191,8 +184,8 @@ class Trimmer:
         return chosen
 
     def _pass(self) -> list[int]:
-        ml = self._ml
-        with ml._lock:
+        state = self._state
+        with state.lock:
             chosen = self._candidates()
             if chosen is None:
                 self.deferred = True
@@ -201,27 +194,24 @@ class Trimmer:
             if not chosen:
                 return []
             highest = next((Position(li.ledger_id, li.entries - 1) for li in reversed(chosen) if li.entries), None)
-            non_durable = list(ml._non_durable.values())
+            non_durable = self._ledger.non_durable_cursors
         # Pulsar's advanceCursorsIfNecessary: cursors not counted for trimming (non-durable ones)
         # are mark-deleted past the ledgers before those go, while their entries can still be
         # counted. Outside the ML lock: cursors take their own lock first, then the ML lock.
         if highest is not None:
             for cursor in non_durable:
                 cursor.skip_trimmed_ledgers(highest)
-        with ml._lock:
+        with state.lock:
             again = self._candidates()  # a reset may have started meanwhile
             if again is None:
                 self.deferred = True
                 return []
             keep = {li.ledger_id for li in again}
-            trimmed = [li.ledger_id for li in chosen if li.ledger_id in keep and li.ledger_id in ml._ledgers]
+            trimmed = state.remove_ledgers([li.ledger_id for li in chosen if li.ledger_id in keep])
             if not trimmed:
                 return []
-            for lid in trimmed:
-                del ml._ledgers[lid]
-            ml._persist_info()
             self.trimmed_total += len(trimmed)
         for lid in trimmed:
-            ml._store.delete_ledger(lid)
-        log.info("managed ledger %s: trimmed ledgers %s", ml.name, trimmed)
+            state.store.delete_ledger(lid)
+        log.info("managed ledger %s: trimmed ledgers %s", state.name, trimmed)
         return trimmed

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from .. import __version__
+from ..core._address import MAX_PORT
 from ..core._errors import ConfigError
+from ..core._ints import INT32_MAX
 from ..core._tls import TlsSettings
 from ._errors import UnknownListenerError
-from ._framing import DEFAULT_MAX_MESSAGE_SIZE
+from ._framing import DEFAULT_MAX_MESSAGE_SIZE, FRAME_PADDING
 
 __all__ = ["ListenerUrls", "ProtocolConfig", "ProtocolStats", "lookup_urls", "parse_advertised_listeners"]
 
@@ -111,6 +113,12 @@ def lookup_urls(
     return found
 
 
+MAX_MESSAGE_SIZE_LIMIT = INT32_MAX - FRAME_PADDING
+"""The largest ``maxMessageSize``: Pulsar's ``@FieldContext(maxValue = Integer.MAX_VALUE -
+Commands.MESSAGE_SIZE_FRAME_PADDING)``, so that the frame limit and CONNECTED's
+``max_message_size`` (an int32) hold it."""
+
+
 @dataclass(frozen=True)
 class ProtocolConfig:
     """Settings of a :class:`~mledger.protocol._server.ProtocolServer` (Pulsar's names in
@@ -142,6 +150,23 @@ class ProtocolConfig:
     internal_listener_name: str | None = None
     """The listener a lookup naming none answers with (Pulsar's ``internalListenerName``;
     default: the first of ``advertised_listeners``)."""
+    broker_max_connections: int = 0
+    """Client connections open at most, both ports together; one more is answered ERROR
+    ``NotAllowedError`` ("Reached the maximum number of connections") and closed, as Pulsar's
+    ``ServerCnx.channelActive`` answers (``brokerMaxConnections``; 0: no limit)."""
+    broker_max_connections_per_ip: int = 0
+    """Client connections open at most from one IP address, likewise
+    (``brokerMaxConnectionsPerIp``; 0: no limit)."""
+    first_byte_timeout_seconds: float = 10.0
+    """A connection that sends nothing within this many seconds of being accepted (of its TLS
+    handshake, on the TLS port) is closed (mledger's; Pulsar closes one whose CONNECT has not
+    completed within ``keepAliveIntervalSeconds``). Real time, never the broker's test clock."""
+    tls_handshake_timeout_seconds: float = 5.0
+    """A TLS handshake not done within this many seconds is dropped (mledger's; real time)."""
+    max_concurrent_tls_handshakes: int = 64
+    """TLS handshakes in progress at most on the TLS port: at the limit the port stops
+    accepting until one ends, and new connections wait in the backlog (mledger's; each pending
+    handshake holds about 300 KB)."""
 
     def __post_init__(self) -> None:
         if self.advertised_listeners:
@@ -152,19 +177,33 @@ class ProtocolConfig:
                     "the `advertisedListeners` configure do not contain `internalListenerName` entry "
                     f"({self.internal_listener_name!r})"
                 )
-        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
-            raise ConfigError(f"port must be an integer in [0, 65535], got {self.port!r}")
+        if not isinstance(self.port, int) or not 0 <= self.port <= MAX_PORT:
+            raise ConfigError(f"port must be an integer in [0, {MAX_PORT}], got {self.port!r}")
         if self.tls_port is not None:
-            if not isinstance(self.tls_port, int) or not 0 <= self.tls_port <= 65535:
-                raise ConfigError(f"tls_port must be an integer in [0, 65535], got {self.tls_port!r}")
+            if not isinstance(self.tls_port, int) or not 0 <= self.tls_port <= MAX_PORT:
+                raise ConfigError(f"tls_port must be an integer in [0, {MAX_PORT}], got {self.tls_port!r}")
             if self.tls is None:
                 raise ConfigError("tls_port needs tls (tlsCertificateFilePath and tlsKeyFilePath)")
-        if not isinstance(self.max_message_size, int) or self.max_message_size < 1024:
-            raise ConfigError(f"max_message_size must be an integer >= 1024, got {self.max_message_size!r}")
+        if not isinstance(self.max_message_size, int) or not 1024 <= self.max_message_size <= MAX_MESSAGE_SIZE_LIMIT:
+            raise ConfigError(
+                f"max_message_size must be an integer in [1024, {MAX_MESSAGE_SIZE_LIMIT}] (the frame, "
+                f"max_message_size + {FRAME_PADDING} bytes, is a Java int), got {self.max_message_size!r}"
+            )
         if self.keep_alive_interval_seconds <= 0:
             raise ConfigError(f"keep_alive_interval_seconds must be > 0, got {self.keep_alive_interval_seconds!r}")
         if not isinstance(self.max_pending_sends, int) or self.max_pending_sends < 1:
             raise ConfigError(f"max_pending_sends must be an integer >= 1, got {self.max_pending_sends!r}")
+        for name in ("broker_max_connections", "broker_max_connections_per_ip"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be an integer >= 0 (0: no limit), got {value!r}")
+        for name in ("first_byte_timeout_seconds", "tls_handshake_timeout_seconds"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not isinstance(self.max_concurrent_tls_handshakes, int) or self.max_concurrent_tls_handshakes < 1:
+            raise ConfigError(
+                f"max_concurrent_tls_handshakes must be an integer >= 1, got {self.max_concurrent_tls_handshakes!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -197,3 +236,13 @@ class ProtocolStats:
     """Messages consumers reported they could not validate (ACK with a validation error)."""
     protocol_errors: int = 0
     """Connections closed for breaking the protocol."""
+    connections_refused: int = 0
+    """Connections refused over ``broker_max_connections`` or ``broker_max_connections_per_ip``."""
+    connections_timed_out: int = 0
+    """Connections closed for sending nothing within ``first_byte_timeout_seconds``."""
+    tls_handshakes_in_progress: int = 0
+    """TLS handshakes in progress now (at most ``max_concurrent_tls_handshakes``)."""
+    tls_handshakes_failed: int = 0
+    """TLS handshakes that failed or timed out."""
+    accept_pauses: int = 0
+    """Times a port stopped accepting for want of file descriptors (or ``EMFILE``)."""

@@ -35,6 +35,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from ..codec.proto import PulsarApi_pb2 as api
+from ..core import TransitionTable
 from ._codec import decode_command, encode_command
 from ._commands import COMMANDS, Direction, Support
 from ._errors import LocalProtocolError, RemoteProtocolError, StateTransitionError
@@ -94,25 +95,23 @@ class ConnectionEvent(Enum):
 
 
 _S, _E = ConnectionState, ConnectionEvent
-TRANSITIONS: dict[tuple[ConnectionState, ConnectionEvent], ConnectionState] = {
-    (_S.AWAITING_CONNECT, _E.CONNECT): _S.CONNECTING,
-    (_S.CONNECTING, _E.ACCEPT): _S.CONNECTED,
-    (_S.CONNECTING, _E.REFUSE): _S.CLOSED,
-    (_S.AWAITING_CONNECT, _E.CLOSE): _S.CLOSED,
-    (_S.CONNECTING, _E.CLOSE): _S.CLOSED,
-    (_S.CONNECTED, _E.CLOSE): _S.CLOSED,
-    (_S.CLOSED, _E.CLOSE): _S.CLOSED,
-}
+TRANSITIONS: TransitionTable[ConnectionState, ConnectionEvent] = TransitionTable(
+    {
+        (_S.AWAITING_CONNECT, _E.CONNECT): _S.CONNECTING,
+        (_S.CONNECTING, _E.ACCEPT): _S.CONNECTED,
+        (_S.CONNECTING, _E.REFUSE): _S.CLOSED,
+        (_S.AWAITING_CONNECT, _E.CLOSE): _S.CLOSED,
+        (_S.CONNECTING, _E.CLOSE): _S.CLOSED,
+        (_S.CONNECTED, _E.CLOSE): _S.CLOSED,
+        (_S.CLOSED, _E.CLOSE): _S.CLOSED,
+    },
+    StateTransitionError,
+)
 """(state, event) -> the next state: every move the connection makes."""
 
-
-def next_state(state: ConnectionState, event: ConnectionEvent) -> ConnectionState:
-    """The state :data:`TRANSITIONS` moves ``state`` to on ``event``; raises
-    :class:`~mledger.protocol._errors.StateTransitionError` when the table has no such move. O(1)."""
-    try:
-        return TRANSITIONS[state, event]
-    except KeyError:
-        raise StateTransitionError(state, event) from None
+next_state = TRANSITIONS.next_state
+"""The state :data:`TRANSITIONS` moves a state to on an event; raises
+:class:`~mledger.protocol.StateTransitionError` when the table has no such move. O(1)."""
 
 
 class Request(NamedTuple):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from ..core import TransitionRefusedError
 from ..core._errors import MLedgerError
 
 __all__ = [
@@ -39,16 +40,14 @@ class LocalProtocolError(ProtocolError):
     """This side tried to send something the protocol does not allow."""
 
 
-class StateTransitionError(LocalProtocolError):
+class StateTransitionError(LocalProtocolError, TransitionRefusedError):
     """The connection's transition table has no move for an event in the current state (h11's
     ``_fire_event_triggered_transitions`` refusal); ``state`` and ``event`` name them. When the
     event is the client's (a second CONNECT) the connection raises
     :class:`RemoteProtocolError` from it instead."""
 
     def __init__(self, state: Enum, event: Enum) -> None:
-        super().__init__(f"no transition for {event.value} in state {state.value}")
-        self.state = state
-        self.event = event
+        super().__init__(state, event, f"no transition for {event.value} in state {state.value}")
 
 
 class UnknownListenerError(ProtocolError):

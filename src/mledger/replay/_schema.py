@@ -538,6 +538,9 @@ PARTITION_SCHEMA = pa.schema(
 """One row per topic-partition: what the replay saw and built."""
 
 OUTPUTS = {"cursors": CURSOR_SCHEMA, "anomalies": ANOMALY_SCHEMA, "partitions": PARTITION_SCHEMA}
+REPORT_DIR = "report"
+"""Where ``mledger report OUT`` writes by default, beside the outputs it draws: a replay into
+``OUT`` removes it with the outputs it replaces, so no report outlives its data."""
 RECORD_FIELD = "record"
 
 

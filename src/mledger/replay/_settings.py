@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from ..core._errors import ConfigError
+from ..core._suggest import did_you_mean
 from ._fs import filesystem_for
 
 REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)
@@ -178,8 +179,7 @@ class ReplaySettings:
             elif key in own_fields:
                 own[key] = _parse(key, raw, getattr(self, key), own_fields[key].type)
             else:
-                known = sorted([*ledger_fields, *factory_fields, *own_fields])
-                raise ConfigError(f"unknown setting {key!r}; known settings: {', '.join(known)}")
+                raise _unknown_setting(key)
         return dataclasses.replace(
             self,
             ledger=self.ledger.with_changes(**ledger) if ledger else self.ledger,
@@ -201,7 +201,7 @@ class ReplaySettings:
             return getattr(self.factory, key)
         if key in {f.name for f in fields(ReplaySettings)} and key not in ("ledger", "factory"):
             return getattr(self, key)
-        raise ConfigError(f"unknown setting {key!r}; known settings: {', '.join(self.known_keys())}")
+        raise _unknown_setting(key)
 
     @classmethod
     def known_keys(cls) -> list[str]:
@@ -209,6 +209,14 @@ class ReplaySettings:
         names = [f.name for f in fields(ManagedLedgerConfig)] + [f.name for f in fields(ManagedLedgerFactoryConfig)]
         names += [f.name for f in fields(cls) if f.name not in ("ledger", "factory")]
         return sorted(names)
+
+
+def _unknown_setting(key: str) -> ConfigError:
+    """The error for a key ``--set`` does not take: the closest one when it is a likely typo,
+    else every key it takes."""
+    known = ReplaySettings.known_keys()
+    hint = did_you_mean(key, known)
+    return ConfigError(f"unknown setting {key!r}" + (hint or f"; known settings: {', '.join(known)}"))
 
 
 def _parse(key: str, raw: str, current: Any, annotation: Any) -> Any:

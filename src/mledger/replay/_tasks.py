@@ -37,7 +37,7 @@ from ._inputs import filesystem_for
 from ._layout import PreparedLog, PreparedPartition, open_prepared, read_partition
 from ._mirror import shared_groups
 from ._model import SubscriptionSpec
-from ._schema import OUTPUTS
+from ._schema import OUTPUTS, REPORT_DIR
 from ._sweep import Variant, column_value, sweep_fields
 
 PART_PREFIX = "part-"
@@ -249,8 +249,12 @@ def quiet_library_warnings() -> Iterator[None]:
 
 
 def start_outputs(out_dir: str) -> None:
-    """Create the output directories, emptied of earlier outputs."""
+    """Create the output directories, emptied of earlier outputs; remove the report drawn from
+    them (:data:`~mledger.replay._schema.REPORT_DIR`)."""
     fs, root = filesystem_for(out_dir)
+    report = posixpath.join(root, REPORT_DIR)
+    if fs.get_file_info(report).type == pafs.FileType.Directory:
+        fs.delete_dir(report)
     for name in OUTPUTS:
         directory = posixpath.join(root, name)
         fs.delete_dir_contents(directory, missing_dir_ok=True)

@@ -58,7 +58,6 @@ def build_report(
     from ._render import render_chart  # matplotlib: only when a report is drawn (MissingExtraError)
 
     source = os.fspath(out_dir)
-    target = Path(report_dir) if report_dir is not None else Path(source) / "report"
     limit = max_unacked_ranges_to_persist
     if limit is None:
         recorded = recorded_limit(source)
@@ -66,6 +65,9 @@ def build_report(
     tell = progress or (lambda step, done, total: None)
     tell("reading the replay output", 0, 1)
     model = load_model(source, limit)
+    from ..replay._schema import REPORT_DIR  # pyarrow: load_model has checked it is there
+
+    target = Path(report_dir) if report_dir is not None else Path(source) / REPORT_DIR
     charts = report_charts(model, top)
     target.mkdir(parents=True, exist_ok=True)
     rendered = []

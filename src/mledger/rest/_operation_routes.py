@@ -30,7 +30,6 @@ from ..admin._operations import AdminOperation, Group, operations
 from ..admin._wire import ErrorBody
 from ..broker._names import local_name_problem, named_entity_problem
 from ..core._errors import ConfigError, InvalidRequestError
-from ._auth import peer_subject_of
 from ._context import context_of
 
 __all__ = [
@@ -127,7 +126,7 @@ PATH_PARAMETERS: dict[str, PathParameter] = {
 
 async def caller_admin(request: Request) -> Admin:
     """Authentication (Pulsar's filter, first of all): the admin acting for the caller's role."""
-    return context_of(request).admin_for(request.headers, peer_subject_of(request.scope))
+    return await context_of(request).admin_for(request.scope)
 
 
 CallerAdmin = Annotated[Admin, Depends(caller_admin)]

@@ -63,7 +63,6 @@ from ..admin._wire import CANCEL_RESULTS_HEADER, ErrorBody
 from ..broker._names import TopicName
 from ..codec._messageid import MessageId
 from ..core._errors import NotAllowedError, PreconditionFailedError
-from ._auth import peer_subject_of
 from ._context import AppContext, context_of
 from ._operation_routes import (
     INT64_MAX,
@@ -139,7 +138,7 @@ class Call:
 # -- dependencies ------------------------------------------------------------------------------
 
 
-def _call(
+async def _call(
     request: Request,
     version: Literal["v1", "v2"],
     domain: str,
@@ -154,7 +153,7 @@ def _call(
     filter, first of all), the v1 cluster (412), the domain (405 unless ``served``), then the
     names (400): tenant, namespace, topic, subscription."""
     context = context_of(request)
-    admin = context.admin_for(request.headers, peer_subject_of(request.scope))
+    admin = await context.admin_for(request.scope)
     if cluster is not None:
         name = decode_segment(cluster, "cluster")
         if name != context.cluster:
@@ -171,10 +170,10 @@ def _call(
     return Call(admin, context, version, tenant, namespace, full_topic, sub)
 
 
-def topic_call(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Call:
+async def topic_call(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Call:
     """The checks of a v2 persistent topic route (see ``_call``) for routes outside the admin
     paths (the HTTP lookup)."""
-    return _call(request, "v2", domain, tenant, namespace, topic=topic, served=domain == _PERSISTENT)
+    return await _call(request, "v2", domain, tenant, namespace, topic=topic, served=domain == _PERSISTENT)
 
 
 Property = Annotated[str, Path(description="tenant (v1: property)")]
@@ -189,25 +188,27 @@ def _dependencies(version: Literal["v1", "v2"], domain: str, served: bool) -> tu
     if version == "v2":
 
         async def v2_call(request: Request, tenant: Tenant, namespace: Namespace) -> Call:
-            return _call(request, "v2", domain, tenant, namespace, served=served)
+            return await _call(request, "v2", domain, tenant, namespace, served=served)
 
         async def v2_topic_call(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment) -> Call:
-            return _call(request, "v2", domain, tenant, namespace, topic=topic, served=served)
+            return await _call(request, "v2", domain, tenant, namespace, topic=topic, served=served)
 
         async def v2_subscription_call(
             request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment, sub_name: SubscriptionSegment
         ) -> Call:
-            return _call(request, "v2", domain, tenant, namespace, topic=topic, subscription=sub_name, served=served)
+            return await _call(
+                request, "v2", domain, tenant, namespace, topic=topic, subscription=sub_name, served=served
+            )
 
         return v2_call, v2_topic_call, v2_subscription_call
 
     async def v1_call(request: Request, property: Property, cluster: Cluster, namespace: Namespace) -> Call:
-        return _call(request, "v1", domain, property, namespace, cluster, served=served)
+        return await _call(request, "v1", domain, property, namespace, cluster, served=served)
 
     async def v1_topic_call(
         request: Request, property: Property, cluster: Cluster, namespace: Namespace, topic: TopicSegment
     ) -> Call:
-        return _call(request, "v1", domain, property, namespace, cluster, topic=topic, served=served)
+        return await _call(request, "v1", domain, property, namespace, cluster, topic=topic, served=served)
 
     async def v1_subscription_call(
         request: Request,
@@ -217,7 +218,7 @@ def _dependencies(version: Literal["v1", "v2"], domain: str, served: bool) -> tu
         topic: TopicSegment,
         sub_name: SubscriptionSegment,
     ) -> Call:
-        return _call(
+        return await _call(
             request, "v1", domain, property, namespace, cluster, topic=topic, subscription=sub_name, served=served
         )
 
