@@ -398,3 +398,13 @@ def test_remote_admin_flags_and_answers() -> None:
         {"subscriptionBacklogSize": "false", "getEarliestTimeInBacklog": "true"},
     ]
     remote.close()
+
+
+def test_an_operation_without_an_admin_call_needs_a_handler() -> None:
+    from fastapi import APIRouter
+
+    from mledger import ConfigError
+    from mledger.rest._operation_routes import OperationRoutes, namespace_handler
+
+    with pytest.raises(ConfigError, match="'get_deduplication', 'namespace_topics', 'remove_deduplication'"):
+        OperationRoutes("namespaces").add_to(APIRouter(), namespace_handler)

@@ -48,7 +48,10 @@ __all__ = [
     "decode_segment",
     "endpoint",
     "flag_parameters",
+    "flag_values",
     "namespace_handler",
+    "parameter",
+    "read_body",
     "respond",
 ]
 
@@ -135,14 +138,15 @@ CallerAdmin = Annotated[Admin, Depends(caller_admin)]
 # -- generated handlers --------------------------------------------------------------------
 
 
-def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+def parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    """A keyword parameter of a generated handler."""
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
 def flag_parameters(op: AdminOperation) -> list[inspect.Parameter]:
     """The operation's flags as query parameters (``force: bool = False``, ...)."""
     return [
-        _parameter(flag.name, Annotated[bool, Query(alias=flag.alias, description=flag.description)], flag.default)
+        parameter(flag.name, Annotated[bool, Query(alias=flag.alias, description=flag.description)], flag.default)
         for flag in op.query
     ]
 
@@ -162,9 +166,9 @@ def endpoint(
 
 
 def admin_call(admin: Admin, op: AdminOperation) -> Callable[..., Any]:
-    """``admin.<group>.<call>`` of ``op``; ``ConfigError`` for an operation without a call."""
-    if op.call is None:
-        raise ConfigError(f"{op.group} {op.name} has no admin call: its router must handle it")
+    """``admin.<group>.<call>`` of ``op`` (an operation with a call: :meth:`OperationRoutes.add_to`
+    generates no handler for another)."""
+    assert op.call is not None, op
     return getattr(getattr(admin, op.group), op.call)
 
 
@@ -190,8 +194,8 @@ def namespace_handler(op: AdminOperation) -> Callable[..., Awaitable[Response]]:
     names as parameters (``{tenant}/{namespace}`` is one argument, the namespace), then its body
     and flags; authentication (the caller's role) before anything else."""
     names = [PATH_PARAMETERS[name] for name in op.path_parameters]
-    parameters = [_parameter("request", Request), _parameter("admin", CallerAdmin)]
-    parameters += [_parameter(p.name, p.annotation) for p in names]
+    parameters = [parameter("request", Request), parameter("admin", CallerAdmin)]
+    parameters += [parameter(p.name, p.annotation) for p in names]
     parameters += flag_parameters(op)
     joined = op.path_parameters[:2] == ("tenant", "namespace")
 
@@ -261,7 +265,10 @@ class OperationRoutes:
     ) -> None:
         """One route per operation, in the table's order, at ``path(op)`` with the table's method,
         status, summary and documentation plus ``options(op)``; the handler written for it, else
-        ``generate(op)``."""
+        ``generate(op)``. ``ConfigError`` for an operation without an admin call or a handler."""
+        without = sorted(op.name for op in self._operations if op.call is None and op.name not in self._handlers)
+        if without:
+            raise ConfigError(f"admin operations without an admin call need a REST handler: {without}")
         for op in self._operations:
             handler, own = self._handlers.get(op.name) or (generate(op), {})
             router.add_api_route(

@@ -47,7 +47,6 @@ while consumers are connected); a partitioned topic's ``internalStats`` is 405 (
 
 # No "from __future__ import annotations": FastAPI reads the handlers' annotations, which name
 # dependency types local to topics_router().
-import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -78,6 +77,7 @@ from ._operation_routes import (
     endpoint,
     flag_parameters,
     flag_values,
+    parameter,
     read_body,
     respond,
 )
@@ -265,19 +265,13 @@ def topics_router(
         subscription, the path's other names, the body and the flags."""
         names = [PATH_PARAMETERS[name] for name in op.path_parameters if name not in _CALL_NAMES]
         dependency = SubCallDep if "{subName}" in op.path else TopicCallDep if "{topic}" in op.path else CallDep
-        parameters = [inspect.Parameter("call", inspect.Parameter.KEYWORD_ONLY, annotation=dependency)]
-        if op.request is not None:
-            parameters.append(inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request))
-        parameters += [
-            inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, annotation=p.annotation) for p in names
-        ]
-        parameters += flag_parameters(op)
+        parameters = [parameter("call", dependency), parameter("request", Request)]
+        parameters += [parameter(p.name, p.annotation) for p in names] + flag_parameters(op)
 
         async def run(values: dict[str, Any]) -> Response:
             call: Call = values["call"]
             args = [*call.arguments, *(p.decode(values[p.name]) for p in names)]
-            if op.request is not None:
-                args += await read_body(op, values["request"])
+            args += await read_body(op, values["request"])
             return respond(op, await call.run(admin_call(call.admin, op), *args, **flag_values(op, values)))
 
         return endpoint(op, parameters, run)
