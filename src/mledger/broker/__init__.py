@@ -53,6 +53,25 @@ from ._errors import (
     TopicFencedError as TopicFencedError,
     TopicTerminatedError as TopicTerminatedError,
 )
+from ._fault_specs import (
+    COMMAND_KINDS as COMMAND_KINDS,
+    ERROR_ANSWERS as ERROR_ANSWERS,
+    FaultScenario as FaultScenario,
+    FaultSpec as FaultSpec,
+    FaultSpecError as FaultSpecError,
+    load_scenario as load_scenario,
+    parse_fault as parse_fault,
+)
+from ._faults import (
+    ArmedFault as ArmedFault,
+    FaultInjectionOffError as FaultInjectionOffError,
+    FaultListener as FaultListener,
+    Faults as Faults,
+    FaultStats as FaultStats,
+    FaultTarget as FaultTarget,
+    FiredFault as FiredFault,
+    Firing as Firing,
+)
 from ._hashing import murmur3_32 as murmur3_32, sticky_key_hash as sticky_key_hash
 from ._hooks import (
     Deduplication as Deduplication,
@@ -110,6 +129,21 @@ from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topi
 from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
+    "COMMAND_KINDS",
+    "ERROR_ANSWERS",
+    "ArmedFault",
+    "FaultInjectionOffError",
+    "FaultListener",
+    "FaultScenario",
+    "FaultSpec",
+    "FaultSpecError",
+    "FaultStats",
+    "FaultTarget",
+    "Faults",
+    "FiredFault",
+    "Firing",
+    "load_scenario",
+    "parse_fault",
     "AckRequest",
     "BacklogQuota",
     "BacklogQuotaExceededError",

@@ -59,6 +59,7 @@ from ._errors import (
     TopicBusyError,
     store_failures,
 )
+from ._faults import Faults
 from ._hooks import DEDUPLICATION_CURSOR_NAME, Deduplication
 from ._inactive_topics import InactiveTopicDeleteMode, InactiveTopicPolicies
 from ._journal import BrokerJournal
@@ -108,7 +109,8 @@ class Broker:
     ``dedup_factory`` builds each topic's deduplication hook (see :mod:`mledger.broker._hooks`).
     ``journal`` hears every stored entry and cursor change (see :mod:`mledger.broker._journal`;
     ``mledger.replay._recording.Recorder`` records them as the replay's raw logs) and is
-    closed by :meth:`close`. The broker does not close the factory. It creates its cluster
+    closed by :meth:`close`. ``faults`` is the fault registry to serve (:class:`Faults`;
+    default: one with fault injection off). The broker does not close the factory. It creates its cluster
     (``config.cluster_name``) and, unless ``default_namespace`` is False (a standalone with
     authorization on: the set-up script creates tenants and namespaces), ``public/default`` and
     its tenant when missing.
@@ -122,6 +124,7 @@ class Broker:
         dedup_factory: DedupFactory | None = None,
         journal: BrokerJournal | None = None,
         default_namespace: bool = True,
+        faults: Faults | None = None,
     ) -> None:
         if not isinstance(factory, ManagedLedgerFactory):
             raise ConfigError(f"Broker needs a ManagedLedgerFactory, got {factory!r}")
@@ -156,6 +159,10 @@ class Broker:
         """What hears the broker's stored entries and cursor changes (None: nothing does)."""
         self.non_persistent = NonPersistentTopics(factory.store, self.clock.now_ms, self.generate_producer_name)
         """The ``non-persistent://`` topics, in memory (:mod:`mledger.broker._nonpersistent`)."""
+        self.faults = faults if faults is not None else Faults(enabled=False)
+        """The fault registry (:mod:`mledger.broker._faults`): off unless given one (the front
+        ends give one when started with fault injection; it outlives a restart)."""
+        self.faults.bind(self)
         self._closed = False
         self._monitors = BrokerMonitors(self)
 

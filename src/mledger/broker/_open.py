@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from ..core._clock import Clock
 from ..core._config import ManagedLedgerFactoryConfig
 from ..managed_ledger._factory import ManagedLedgerFactory
-from ..storage import MemoryStore, SqliteStore, Store
+from ..storage import FaultInjectingStore, MemoryStore, SqliteStore, Store
 from ._broker import Broker
 from ._config import BrokerConfig
+from ._faults import Faults
 from ._journal import BrokerJournal
 
 __all__ = ["SYNCHRONOUS", "OpenedBroker", "open_broker", "open_store"]
@@ -87,11 +88,16 @@ def open_broker(
     journal: BrokerJournal | None = None,
     namespaces: Iterable[str] = (),
     default_namespace: bool = True,
+    faults: Faults | None = None,
 ) -> OpenedBroker:
     """Open ``data_dir`` (:func:`open_store`; None: memory), or serve ``store`` (a store made by
     the caller, e.g. wrapped to inject faults; then ``data_dir`` must be None), with a factory
     (``factory_config``, ``clock``) and a broker (``broker_config``, ``journal``,
     ``default_namespace``) that creates ``namespaces`` if missing.
+
+    ``faults`` turns fault injection on (a :class:`~mledger.broker.Faults`, kept by a front end
+    across restarts): the store is wrapped in a :class:`~mledger.storage.FaultInjectingStore`
+    (no log kept; its hook is set only while store faults are armed) and the broker serves it.
 
     What was opened is closed again when a later step raises (the journal too: the broker would
     have closed it), so the caller owns something only once this returns.
@@ -104,9 +110,18 @@ def open_broker(
         if journal is not None:
             journal.close()
         raise
+    if faults is not None and not isinstance(store, FaultInjectingStore):
+        store = FaultInjectingStore(store, keep_log=False)
     factory = ManagedLedgerFactory(store, factory_config, clock=clock)
     try:
-        broker = Broker(factory, broker_config, clock=clock, journal=journal, default_namespace=default_namespace)
+        broker = Broker(
+            factory,
+            broker_config,
+            clock=clock,
+            journal=journal,
+            default_namespace=default_namespace,
+            faults=faults,
+        )
     except BaseException:
         try:
             if journal is not None:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..broker import AckRequest, ClientInfo
+from ..broker import AckRequest, ClientInfo, FaultTarget
+from ..broker._fault_specs import MESSAGE, DuplicateFault
 from ..broker._listeners import EntryDelivery, ack_set_words
 from ..broker._subscription import check_read_compacted
 from ..codec._entry import encode_entry
@@ -62,11 +63,12 @@ class ConsumerCommands(CommandGroup):
     :class:`~mledger.protocol._context.CommandContext`; the
     :class:`~mledger.protocol._handles.ConsumerOwner` of its consumer handles. Loop thread only."""
 
-    __slots__ = ("_consumers", "_np", "_np_consumers")
+    __slots__ = ("_consumers", "_faults", "_np", "_np_consumers")
 
     def __init__(self, context: CommandContext, np: NonPersistentCommands) -> None:
         super().__init__(context)
         self._np = np
+        self._faults = context.host.broker.faults
         # live read-only views of the consumers by id (FLOW and ACK look them up)
         self._consumers = context.state.consumers
         self._np_consumers = context.state.np_consumers
@@ -161,6 +163,7 @@ class ConsumerCommands(CommandGroup):
             return  # the broker redelivers what this consumer held when it is removed
         consumer_id = handle.consumer_id
         partition = handle.partition
+        faults = self._faults
         count = 0
         size = 0
         frames: list[bytes] = []
@@ -171,7 +174,10 @@ class ConsumerCommands(CommandGroup):
             raw = entry.raw
             body = checksummed_entry(raw) if raw else _plain_entry(d)
             command = message_command(consumer_id, position[0], position[1], partition, d.redelivery_count, ack_set)
-            frames += payload_frame_parts(command, body)
+            parts = payload_frame_parts(command, body)
+            frames += parts
+            if faults.messages_armed:  # an injected duplicate or redelivery (nothing armed: one check)
+                self._message_fault(handle, position, parts, frames)
             count += d.messages
             size += len(body)
         self._connection.send_frames(frames)
@@ -179,6 +185,33 @@ class ConsumerCommands(CommandGroup):
         self._context.wake()
         if handle.client_permits > 0 and handle.consumer.permits < PERMIT_WINDOW // 2:
             self._context.host.pump_soon(handle)
+
+    def _message_fault(
+        self, handle: ConsumerHandle, position: Position, parts: Sequence[bytes], frames: list[bytes]
+    ) -> None:
+        """Apply a MESSAGE fault that fires on ``position``'s frame (``parts``, queued in
+        ``frames``): send it twice, or redeliver the message once written (after this turn:
+        the dispatcher is delivering now)."""
+        consumer = handle.consumer
+        assert consumer is not None
+        names = (consumer.name, *(n for n in (self._state.role, self._state.peer) if n))
+        target = FaultTarget(handle.topic.name, handle.subscription.name, names, f"{position[0]}:{position[1]}")
+        firing = self._faults.take(MESSAGE, lambda: target)
+        if firing is None:
+            return
+        if isinstance(firing.spec, DuplicateFault):
+            frames += parts
+            return
+
+        def redeliver() -> None:
+            if consumer.is_connected and consumer.holds(position):
+                try:
+                    consumer.negative_acknowledge([MessageId(position.ledger_id, position.entry_id)])
+                except MLedgerError as exc:
+                    log.info("%s: injected redelivery refused: %s", handle.topic.name, exc)
+                self._context.host.dispatch_soon(handle.subscription)
+
+        self._context.host.post(redeliver)
 
     def send_active_change(self, handle: ConsumerHandle, is_active: bool) -> None:
         """Queue ACTIVE_CONSUMER_CHANGE for ``handle`` (loop thread)."""

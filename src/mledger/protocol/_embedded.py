@@ -25,12 +25,12 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..admin._authentication import Authenticator, build_authenticator
-from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
+from ..broker import Broker, BrokerConfig, Faults, FaultScenario, FaultSpec, OpenedBroker, open_broker, open_store
 from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
 from ..core._clock import Clock, ManualClock, SystemClock
@@ -43,9 +43,13 @@ if TYPE_CHECKING:
     from ..admin import Authorization
     from ..admin._authentication import AuthenticationSettings
 
-__all__ = ["BrokerClock", "EmbeddedBroker"]
+__all__ = ["AsyncBroker", "AsyncBrokerClock", "BrokerClock", "EmbeddedBroker"]
 
 T = TypeVar("T")
+
+ADVANCE_TIMEOUT_S = 600.0
+"""How long :meth:`BrokerClock.advance` waits for the broker's loop: a month of broker time fires
+tens of thousands of periodic checks."""
 
 
 class BrokerClock:
@@ -75,14 +79,18 @@ class BrokerClock:
         """Move the broker's clock to ``ms`` past the later of its own time and the wall clock,
         firing the timers due on the way and dispatching what came due; returns the new time.
         Raises ``TypeError`` with a system clock, ``ValueError`` for a negative ``ms``."""
+        # generous: a month of broker time fires tens of thousands of periodic checks
+        return self._embedded.call(self.advancing(ms), timeout=ADVANCE_TIMEOUT_S)
+
+    def advancing(self, ms: int) -> Callable[[], int]:
+        """What :meth:`advance` runs on the broker's loop (checked now, counted from now)."""
         if not isinstance(self._clock, ManualClock):
             raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
         if ms < 0:
             raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
         wall = time.time_ns() // 1_000_000
         server = self._embedded.server
-        # generous: a month of broker time fires tens of thousands of periodic checks
-        return self._embedded.call(lambda: server.advance_clock(ms, not_before_ms=wall), timeout=600)
+        return lambda: server.advance_clock(ms, not_before_ms=wall)
 
 
 class EmbeddedBroker:
@@ -90,7 +98,9 @@ class EmbeddedBroker:
 
     ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
     :class:`~mledger.admin._authentication.AuthenticationSettings`) turn authentication on;
-    ``authorization`` says what each role may do."""
+    ``authorization`` says what each role may do. Fault injection is on: :attr:`faults` arms
+    faults (``faults=`` arms a scenario, a scenario file or a list of faults once started;
+    ``fault_seed`` seeds their random draws)."""
 
     def __init__(
         self,
@@ -104,7 +114,14 @@ class EmbeddedBroker:
         authorization: Authorization | None = None,
         protocol_config: ProtocolConfig | None = None,
         authentication: AuthenticationSettings | None = None,
+        faults: FaultScenario | Iterable[FaultSpec | Mapping[str, Any]] | str | Path | None = None,
+        fault_seed: int | None = None,
     ) -> None:
+        self.faults = Faults(seed=fault_seed)
+        """The broker's fault registry (:class:`~mledger.broker.Faults`): ``fail_next``,
+        ``delay``, ``close_connection``, ``half_open``, ``pause``, ``disk_full``, ... It outlives
+        a restart; its ``fired()`` and ``seed`` say what happened."""
+        self._initial_faults = faults
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._host = host
         self._port = port
@@ -134,6 +151,7 @@ class EmbeddedBroker:
             clock=clock,
             journal=self._make_journal(),
             namespaces=STANDALONE_NAMESPACES,
+            faults=self.faults,
         )
         self.broker = self._opened.broker
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
@@ -160,10 +178,22 @@ class EmbeddedBroker:
         try:
             started.result(timeout=30)
             self._after_start()
+            self._arm_initial_faults()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _arm_initial_faults(self) -> None:
+        """Arm the faults given to the constructor (once: a restart keeps what is armed)."""
+        faults, self._initial_faults = self._initial_faults, None
+        if faults is None:
+            return
+        if isinstance(faults, (FaultScenario, str, Path)):
+            self.faults.load(faults)
+        else:
+            for fault in faults:
+                self.faults.arm(fault)
 
     def _open_store(self) -> Store:
         """Hook for subclasses (tests wrap the store to inject faults): the store to serve
@@ -235,16 +265,101 @@ class EmbeddedBroker:
 
     def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
         """Run ``fn`` on the server's event loop and return its result (thread-safe)."""
+        return self.submit(fn).result(timeout)
+
+    def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        """Run ``fn`` on the server's event loop; its result as a future (thread-safe)."""
         loop = self._loop
         if loop is None:
             raise RuntimeError("the embedded broker is not running")
 
-        async def run() -> Any:
+        async def run() -> T:
             return fn()
 
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+        return asyncio.run_coroutine_threadsafe(run(), loop)
 
     def stats(self) -> ProtocolStats:
         """A frozen snapshot of the protocol server's counters
         (:class:`~mledger.protocol._config.ProtocolStats`), taken on its loop (exact)."""
         return self.call(self.server.stats)
+
+
+class AsyncBrokerClock:
+    """:class:`BrokerClock` for asyncio code: :meth:`advance` is awaited."""
+
+    def __init__(self, broker: AsyncBroker) -> None:
+        self._broker = broker
+
+    def now_ms(self) -> int:
+        """The broker's current time (ms since the epoch)."""
+        return self._broker.embedded.clock.now_ms()
+
+    async def advance(self, ms: int) -> int:
+        """:meth:`BrokerClock.advance`, awaited: the test's loop runs on meanwhile (the pulsar
+        client's asyncio callbacks included)."""
+        advancing = self._broker.embedded.clock.advancing(ms)
+        return await self._broker.call(advancing, timeout=ADVANCE_TIMEOUT_S)
+
+
+class AsyncBroker:
+    """An :class:`EmbeddedBroker` for asyncio code (the ``async_pulsar_broker`` fixture): what
+    waits for the broker's loop is awaited instead of blocking the caller's loop, which the
+    ``pulsar.asyncio`` client needs to run its callbacks.
+
+    >>> async with AsyncBroker(EmbeddedBroker()) as broker:        # doctest: +SKIP
+    ...     client = pulsar.asyncio.Client(broker.service_url)
+    ...     broker.faults.fail_next("SEND", error="TooManyRequests")
+    ...     await broker.clock.advance(60_000)
+
+    Arming faults does not wait (``faults`` is the broker's registry); ``start``, ``stop`` and
+    ``restart`` run on a worker thread.
+    """
+
+    def __init__(self, embedded: EmbeddedBroker) -> None:
+        self.embedded = embedded
+        """The broker this wraps."""
+        self.clock = AsyncBrokerClock(self)
+        """The broker's clock: ``await clock.advance(ms)``."""
+
+    @property
+    def faults(self) -> Faults:
+        """The broker's fault registry (:class:`~mledger.broker.Faults`)."""
+        return self.embedded.faults
+
+    @property
+    def service_url(self) -> str:
+        """``pulsar://127.0.0.1:<port>``."""
+        return self.embedded.service_url
+
+    @property
+    def admin_url(self) -> str | None:
+        """The REST admin API's URL (started on first use: that first read blocks briefly)."""
+        return self.embedded.admin_url
+
+    @property
+    def broker(self) -> Broker:
+        """The broker itself."""
+        return self.embedded.broker
+
+    async def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
+        """Run ``fn`` on the broker's loop; awaited (``TimeoutError`` after ``timeout`` s)."""
+        return await asyncio.wait_for(asyncio.wrap_future(self.embedded.submit(fn)), timeout)
+
+    async def stats(self) -> ProtocolStats:
+        """The protocol server's counters, taken on its loop."""
+        return await self.call(self.embedded.server.stats)
+
+    async def start(self) -> AsyncBroker:
+        """Start the broker (on a worker thread)."""
+        await asyncio.to_thread(self.embedded.start)
+        return self
+
+    async def stop(self) -> None:
+        """Stop the broker (on a worker thread)."""
+        await asyncio.to_thread(self.embedded.stop)
+
+    async def __aenter__(self) -> AsyncBroker:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
