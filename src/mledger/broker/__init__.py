@@ -17,9 +17,12 @@ True
 []
 """
 
+from typing import TYPE_CHECKING
+
 from ..codec._messageid import MessageId as MessageId
 from ..core import _deprecation as _deprecation
 from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from ..core._lazy import lazy_getattr
 from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
 from ._backlog_quota import (
     BacklogQuota as BacklogQuota,
@@ -53,15 +56,7 @@ from ._errors import (
     TopicFencedError as TopicFencedError,
     TopicTerminatedError as TopicTerminatedError,
 )
-from ._fault_specs import (
-    COMMAND_KINDS as COMMAND_KINDS,
-    ERROR_ANSWERS as ERROR_ANSWERS,
-    FaultScenario as FaultScenario,
-    FaultSpec as FaultSpec,
-    FaultSpecError as FaultSpecError,
-    load_scenario as load_scenario,
-    parse_fault as parse_fault,
-)
+from ._fault_kinds import COMMAND_KINDS as COMMAND_KINDS, ERROR_ANSWERS as ERROR_ANSWERS
 from ._faults import (
     ArmedFault as ArmedFault,
     FaultInjectionOffError as FaultInjectionOffError,
@@ -127,6 +122,24 @@ from ._subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPE
 from ._tenants import TenantInfo as TenantInfo
 from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
 from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
+
+if TYPE_CHECKING:  # the fault models import pydantic: loaded on first use (a broker that arms no fault never does)
+    from ._fault_specs import (
+        FaultScenario as FaultScenario,
+        FaultSpec as FaultSpec,
+        FaultSpecError as FaultSpecError,
+        load_scenario as load_scenario,
+        parse_fault as parse_fault,
+    )
+
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        name: "._fault_specs"
+        for name in ("FaultScenario", "FaultSpec", "FaultSpecError", "load_scenario", "parse_fault")
+    },
+    globals(),
+)
 
 __all__ = [
     "COMMAND_KINDS",

@@ -56,11 +56,9 @@ from pydantic import (
 
 from ..core._errors import ConfigError, InvalidRequestError, ServerError
 from ..core._suggest import did_you_mean
+from ._fault_kinds import COMMAND_KINDS, ERROR_ANSWERS, MESSAGE, UNANSWERED
 
 __all__ = [
-    "COMMAND_KINDS",
-    "ERROR_ANSWERS",
-    "MESSAGE",
     "CloseFault",
     "DelayFault",
     "DeleteSubscriptionFault",
@@ -79,36 +77,6 @@ __all__ = [
     "parse_fault",
     "parse_scenario",
 ]
-
-ERROR_ANSWERS: dict[str, str] = {
-    "CONNECT": "ERROR (request id 0), then the connection closes",
-    "PRODUCER": "ERROR",
-    "SUBSCRIBE": "ERROR",
-    "SEND": "SEND_ERROR",
-    "ACK": "ACK_RESPONSE carrying the error (ACKs with a request id: consumers with ack receipts)",
-    "LOOKUP": "LOOKUP_RESPONSE Failed",
-    "PARTITIONED_METADATA": "PARTITIONED_METADATA_RESPONSE Failed",
-    "GET_TOPICS_OF_NAMESPACE": "ERROR",
-    "SEEK": "ERROR",
-    "UNSUBSCRIBE": "ERROR",
-    "CLOSE_PRODUCER": "ERROR",
-    "CLOSE_CONSUMER": "ERROR",
-    "GET_LAST_MESSAGE_ID": "ERROR",
-    "GET_SCHEMA": "GET_SCHEMA_RESPONSE carrying the error",
-    "GET_OR_CREATE_SCHEMA": "GET_OR_CREATE_SCHEMA_RESPONSE carrying the error",
-    "CONSUMER_STATS": "CONSUMER_STATS_RESPONSE carrying the error",
-}
-"""The client commands Pulsar answers, and the frame its broker answers an error with
-(``ServerCnx``: ``newError``, ``newSendError``, ``newLookupErrorResponse``,
-``newPartitionMetadataResponse``, ``newAckResponse``, ...): what an ``error`` fault sends."""
-
-_UNANSWERED = ("FLOW", "REDELIVER_UNACKNOWLEDGED_MESSAGES")
-MESSAGE = "MESSAGE"
-"""The one kind a fault matches on the way out: a MESSAGE frame to a consumer."""
-
-COMMAND_KINDS: tuple[str, ...] = (*ERROR_ANSWERS, *_UNANSWERED)
-"""The client commands a fault matches (PING, PONG and the transaction commands are answered by
-the connection itself and never reach a fault)."""
 
 _KINDS = (*COMMAND_KINDS, MESSAGE)
 _MESSAGE_ID = re.compile(r"^(\d+):(\d+)$")
@@ -224,7 +192,7 @@ class ErrorFault(_Fault):
 
     @model_validator(mode="after")
     def _answered(self) -> ErrorFault:
-        if self.command in _UNANSWERED:
+        if self.command in UNANSWERED:
             raise ValueError(
                 f"{self.command} has no answer to carry an error; an error fault acts on {', '.join(ERROR_ANSWERS)}"
                 " (delay, close or half_open act on any command)"

@@ -37,34 +37,19 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core._clock import Clock
 from ..core._errors import NotFoundError
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import DISK_FULL, FaultInjectingStore, WriteRecord
-from ._fault_specs import (
-    MESSAGE,
-    CloseFault,
-    DelayFault,
-    DeleteSubscriptionFault,
-    DiskFullFault,
-    DuplicateFault,
-    ErrorFault,
-    FaultScenario,
-    FaultSpec,
-    HalfOpenFault,
-    PauseFault,
-    RedeliverFault,
-    SlowWritesFault,
-    TerminateTopicFault,
-    load_scenario,
-    parse_fault,
-    parse_scenario,
-)
+from ._fault_kinds import BROKER_ACTIONS, MESSAGE, STORE_ACTIONS
 from ._journal import BrokerJournal
 from ._names import TopicName
 from ._topic import Topic
+
+if TYPE_CHECKING:  # the models import pydantic: only a broker that arms faults loads them
+    from ._fault_specs import FaultScenario, FaultSpec
 
 __all__ = [
     "ArmedFault",
@@ -213,11 +198,6 @@ class FaultListener(Protocol):
         ...
 
 
-_CONNECTION_ACTIONS = (CloseFault, HalfOpenFault, PauseFault)
-_BROKER_ACTIONS = (TerminateTopicFault, DeleteSubscriptionFault)
-_STORE_ACTIONS = (DiskFullFault, SlowWritesFault)
-
-
 def topic_matches(pattern: re.Pattern[str], topic: str) -> bool:
     """Whether ``pattern`` matches the whole topic name, its last part, or (a partition) its
     partitioned topic's name or last part."""
@@ -263,7 +243,7 @@ class _Armed:
         spec = self.spec
         if spec.count is not None:
             return spec.count
-        if spec.duration_ms is not None or isinstance(spec, _STORE_ACTIONS):
+        if spec.duration_ms is not None or spec.action in STORE_ACTIONS:
             return None
         return 1
 
@@ -361,6 +341,8 @@ class Faults:
                 " (mledger standalone --fault-injection or --faults FILE; the pytest fixture and"
                 " EmbeddedBroker have it on)"
             )
+        from ._fault_specs import parse_fault
+
         spec = parse_fault(fault)
         with self._lock:
             fault_id = next(self._ids)
@@ -379,6 +361,8 @@ class Faults:
         """Arm a scenario's faults, in order, after seeding the draws with its seed if it has
         one; a path is read as a scenario file (:func:`~mledger.broker._fault_specs.load_scenario`).
         Returns the faults' ids. Raises ``FaultSpecError``."""
+        from ._fault_specs import FaultScenario, load_scenario, parse_scenario
+
         if isinstance(scenario, (str, Path)):
             scenario = load_scenario(scenario)
         elif not isinstance(scenario, FaultScenario):
@@ -392,7 +376,7 @@ class Faults:
         ``subscription``, ``after``, ``duration_ms``) with Pulsar's ``error``, as Pulsar's broker
         answers that command with an error (SEND: SEND_ERROR; LOOKUP: a Failed lookup, ...).
         Returns the fault's id."""
-        return self.arm(ErrorFault(command=command, error=error, count=count, **match))
+        return self.arm({"action": "error", "command": command, "error": error, "count": count, **match})
 
     def delay(
         self, command: str, ms: int | tuple[int, int], count: int = 1, *, clock: str = "real", **match: Any
@@ -401,26 +385,28 @@ class Faults:
         the seeded generator) before handling them; the commands behind each on its connection
         wait too. ``clock="broker"`` waits for the broker's clock (a manual clock: until the
         test advances it). Returns the fault's id."""
-        return self.arm(DelayFault(command=command, delay_ms=ms, count=count, clock=clock, **match))
+        fault = {"action": "delay", "command": command, "delay_ms": ms, "count": count, "clock": clock, **match}
+        return self.arm(fault)
 
     def close_connection(self, command: str | None = None, **match: Any) -> int:
         """Close the connection of the next matching ``command`` instead of handling it; without
         a command, close every connection ``match`` selects now (``topic``: connections with a
         producer or consumer on it; ``client``). Returns the fault's id."""
-        return self.arm(CloseFault(command=command, **_one_shot(command, match)))
+        return self.arm({"action": "close", "command": command, **_one_shot(command, match)})
 
     def half_open(self, command: str | None = None, direction: str = "both", **match: Any) -> int:
         """Make the connection a dead peer without closing it: stop ``"read"``-ing (from the
         matching command on), ``"write"``-ing (its answer on) or ``"both"``; without a command,
         every connection ``match`` selects now. Lasts until the connection closes or
         :meth:`clear`. Returns the fault's id."""
-        return self.arm(HalfOpenFault(command=command, direction=direction, **_one_shot(command, match)))
+        fault = {"action": "half_open", "command": command, "direction": direction, **_one_shot(command, match)}
+        return self.arm(fault)
 
     def pause(self, ms: int | None = None, command: str | None = None, **match: Any) -> int:
         """Stop serving every connection (nothing read or written, sockets open) for ``ms``
         milliseconds (None: until :meth:`resume`), now or at the next matching ``command``.
         Returns the fault's id."""
-        return self.arm(PauseFault(command=command, pause_ms=ms, **_one_shot(command, match)))
+        return self.arm({"action": "pause", "command": command, "pause_ms": ms, **_one_shot(command, match)})
 
     def resume(self) -> None:
         """End a pause: every connection is served again."""
@@ -430,19 +416,20 @@ class Faults:
     def disk_full(self, count: int | None = None, duration_ms: int | None = None, after: int = 0) -> int:
         """Refuse the store's writes as a full disk does, after ``after`` writes, for ``count``
         writes or ``duration_ms`` (neither: until :meth:`clear`). Returns the fault's id."""
-        return self.arm(DiskFullFault(count=count, duration_ms=duration_ms, after=after))
+        return self.arm({"action": "disk_full", "count": count, "duration_ms": duration_ms, "after": after})
 
     def slow_writes(
         self, ms: int | tuple[int, int], count: int | None = None, duration_ms: int | None = None, after: int = 0
     ) -> int:
         """Delay each of the store's writes ``ms`` milliseconds (``(low, high)``: drawn), for
         ``count`` writes or ``duration_ms`` (neither: until :meth:`clear`). Returns the id."""
-        return self.arm(SlowWritesFault(delay_ms=ms, count=count, duration_ms=duration_ms, after=after))
+        fault = {"action": "slow_writes", "delay_ms": ms, "count": count, "duration_ms": duration_ms, "after": after}
+        return self.arm(fault)
 
     def terminate_topic(self, topic: str | None = None, command: str | None = None, **match: Any) -> int:
         """Terminate ``topic`` (a pattern: every loaded topic it matches) now, or the topic of
         the next matching ``command``. Returns the fault's id."""
-        return self.arm(TerminateTopicFault(command=command, topic=topic, **_one_shot(command, match)))
+        return self.arm({"action": "terminate_topic", "command": command, "topic": topic, **_one_shot(command, match)})
 
     def delete_subscription(
         self, topic: str | None = None, subscription: str | None = None, command: str | None = None, **match: Any
@@ -450,20 +437,18 @@ class Faults:
         """Delete a subscription under its consumers (disconnected, they reconnect): those
         ``subscription`` matches on the topics ``topic`` matches now, or the next matching
         ``command``'s. Returns the fault's id."""
-        fault = DeleteSubscriptionFault(
-            command=command, topic=topic, subscription=subscription, **_one_shot(command, match)
-        )
-        return self.arm(fault)
+        fault = {"action": "delete_subscription", "command": command, "topic": topic, "subscription": subscription}
+        return self.arm({**fault, **_one_shot(command, match)})
 
     def duplicate(self, message_id: str | None = None, count: int = 1, **match: Any) -> int:
         """Send the next ``count`` matching MESSAGE frames twice (``message_id``:
         ``"ledgerId:entryId"``, only that message). Returns the fault's id."""
-        return self.arm(DuplicateFault(message_id=message_id, count=count, **match))
+        return self.arm({"action": "duplicate", "message_id": message_id, "count": count, **match})
 
     def redeliver(self, message_id: str | None = None, count: int = 1, **match: Any) -> int:
         """Redeliver the next ``count`` matching messages right after sending them (redelivery
         count + 1). Returns the fault's id."""
-        return self.arm(RedeliverFault(message_id=message_id, count=count, **match))
+        return self.arm({"action": "redeliver", "message_id": message_id, "count": count, **match})
 
     def remove(self, fault_id: int) -> None:
         """Disarm one fault; ``NotFoundError`` when none with that id is armed."""
@@ -537,7 +522,7 @@ class Faults:
         if spent:
             for listener in self._listeners_now():
                 listener.faults_changed()
-        if isinstance(firing.spec, _BROKER_ACTIONS):
+        if firing.spec.action in BROKER_ACTIONS:
             self._perform(firing, first)
         else:
             self._record(firing, kind, _effect(firing), first)
@@ -566,7 +551,7 @@ class Faults:
         if firing is None:
             return
         target = "" if record.target is None else f" {record.target}"
-        if isinstance(firing.spec, DiskFullFault):
+        if firing.spec.action == "disk_full":
             self._record(firing, None, f"refused {record.kind}{target}: {DISK_FULL}", first)
             raise sqlite3.OperationalError(DISK_FULL)
         self._record(firing, None, f"slowed {record.kind}{target} by {firing.delay_s * 1000:.0f} ms", first)
@@ -591,7 +576,7 @@ class Faults:
         by_kind: dict[str, list[_Armed]] = {}
         store: list[_Armed] = []
         for armed in self._armed:
-            if isinstance(armed.spec, _STORE_ACTIONS):
+            if armed.spec.action in STORE_ACTIONS:
                 store.append(armed)
             elif armed.spec.command is not None:
                 by_kind.setdefault(armed.spec.command, []).append(armed)
@@ -607,7 +592,7 @@ class Faults:
         if store is None:
             return
         store.on_write = self.before_write if self._store_faults else None
-        store.writes_may_block = any(isinstance(a.spec, SlowWritesFault) for a in self._store_faults)
+        store.writes_may_block = any(a.spec.action == "slow_writes" for a in self._store_faults)
 
     def _drop_spent(self, now: float) -> None:
         kept = [a for a in self._armed if not a.spent(now)]
@@ -619,14 +604,14 @@ class Faults:
             self._reindex()
 
     def _changed(self, spec: FaultSpec) -> None:
-        if isinstance(spec, _STORE_ACTIONS):
+        if spec.action in STORE_ACTIONS:
             return
         for listener in self._listeners_now():
             listener.faults_changed()
 
     def _act_now(self, firing: Firing) -> None:
         spec = firing.spec
-        if isinstance(spec, _BROKER_ACTIONS):
+        if spec.action in BROKER_ACTIONS:
             self._perform(firing, True)
             return
         listeners = self._listeners_now()
@@ -651,7 +636,7 @@ class Faults:
             topics = [t for t in broker.loaded_topics() if topic_matches(pattern, t.name)]
         done: list[str] = []
         for topic in topics:
-            if isinstance(spec, TerminateTopicFault):
+            if spec.action == "terminate_topic":
                 last = topic.terminate()
                 done.append(f"terminated {topic.name} at {last}")
                 continue
@@ -710,23 +695,24 @@ def _subscriptions(names: Iterable[str], pattern: str | None, commanded: str | N
 
 def _effect(firing: Firing) -> str:
     """What a firing does, in words (the log and the fired list)."""
-    spec = firing.spec
-    if isinstance(spec, ErrorFault):
+    spec: Any = firing.spec
+    action = spec.action
+    if action == "error":
         return f"answered {spec.error}"
-    if isinstance(spec, DelayFault):
+    if action == "delay":
         return f"held {firing.delay_s * 1000:.0f} ms ({spec.clock} time)"
-    if isinstance(spec, CloseFault):
+    if action == "close":
         return "closed the connection"
-    if isinstance(spec, HalfOpenFault):
+    if action == "half_open":
         stopped = {"read": "reading", "write": "writing", "both": "reading and writing"}[spec.direction]
         return f"half-open connection: stopped {stopped}"
-    if isinstance(spec, PauseFault):
+    if action == "pause":
         return f"paused the broker {'until resumed' if spec.pause_ms is None else f'for {spec.pause_ms} ms'}"
-    if isinstance(spec, DuplicateFault):
+    if action == "duplicate":
         return f"sent message {firing.target.message_id} twice"
-    if isinstance(spec, RedeliverFault):
+    if action == "redeliver":
         return f"redelivered message {firing.target.message_id}"
-    return spec.action
+    return str(action)
 
 
 def _describe(spec: FaultSpec) -> str:

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Sequence
 
 from ..broker import AckRequest, ClientInfo, FaultTarget
-from ..broker._fault_specs import MESSAGE, DuplicateFault
+from ..broker._fault_kinds import MESSAGE
 from ..broker._listeners import EntryDelivery, ack_set_words
 from ..broker._subscription import check_read_compacted
 from ..codec._entry import encode_entry
@@ -199,7 +199,7 @@ class ConsumerCommands(CommandGroup):
         firing = self._faults.take(MESSAGE, lambda: target)
         if firing is None:
             return
-        if isinstance(firing.spec, DuplicateFault):
+        if firing.spec.action == "duplicate":
             frames += parts
             return
 

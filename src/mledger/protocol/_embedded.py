@@ -25,12 +25,12 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..admin._authentication import Authenticator, build_authenticator
-from ..broker import Broker, BrokerConfig, Faults, FaultScenario, FaultSpec, OpenedBroker, open_broker, open_store
+from ..broker import Broker, BrokerConfig, Faults, OpenedBroker, open_broker, open_store
 from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
 from ..core._clock import Clock, ManualClock, SystemClock
@@ -42,6 +42,7 @@ from ._server import ProtocolServer
 if TYPE_CHECKING:
     from ..admin import Authorization
     from ..admin._authentication import AuthenticationSettings
+    from ..broker import FaultScenario, FaultSpec
 
 __all__ = ["AsyncBroker", "AsyncBrokerClock", "BrokerClock", "EmbeddedBroker"]
 
@@ -99,7 +100,7 @@ class EmbeddedBroker:
     ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
     :class:`~mledger.admin._authentication.AuthenticationSettings`) turn authentication on;
     ``authorization`` says what each role may do. Fault injection is on: :attr:`faults` arms
-    faults (``faults=`` arms a scenario, a scenario file or a list of faults once started;
+    faults (``faults=`` arms a list of faults, or a scenario, its mapping or its file, once started;
     ``fault_seed`` seeds their random draws)."""
 
     def __init__(
@@ -114,7 +115,7 @@ class EmbeddedBroker:
         authorization: Authorization | None = None,
         protocol_config: ProtocolConfig | None = None,
         authentication: AuthenticationSettings | None = None,
-        faults: FaultScenario | Iterable[FaultSpec | Mapping[str, Any]] | str | Path | None = None,
+        faults: FaultScenario | Mapping[str, Any] | Sequence[FaultSpec | Mapping[str, Any]] | str | Path | None = None,
         fault_seed: int | None = None,
     ) -> None:
         self.faults = Faults(seed=fault_seed)
@@ -189,11 +190,11 @@ class EmbeddedBroker:
         faults, self._initial_faults = self._initial_faults, None
         if faults is None:
             return
-        if isinstance(faults, (FaultScenario, str, Path)):
-            self.faults.load(faults)
-        else:
+        if isinstance(faults, (list, tuple)):
             for fault in faults:
                 self.faults.arm(fault)
+        else:  # a scenario, its mapping or its file
+            self.faults.load(faults)  # type: ignore[arg-type]
 
     def _open_store(self) -> Store:
         """Hook for subclasses (tests wrap the store to inject faults): the store to serve

@@ -29,10 +29,9 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..broker import FaultTarget, Firing
-from ..broker._fault_specs import CloseFault, DelayFault, ErrorFault, HalfOpenFault, PauseFault
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core._errors import ServerError
 from ._connection import Request
@@ -300,16 +299,17 @@ class FaultFilter:
     def _apply(self, firing: Firing, handler: Handler, request: Request) -> bool:
         """Do what ``firing`` does to ``request``; True when the request was consumed (answered,
         held, lost), False to handle it as usual."""
-        spec = firing.spec
+        spec: Any = firing.spec
+        action = spec.action
         context = self._context
         host: FaultHost = context.host  # type: ignore[assignment]
         session = context.session
-        if isinstance(spec, ErrorFault):
+        if action == "error":
             message = spec.message or f"{spec.error} (a fault injected by mledger, #{firing.fault_id})"
             answer_error(context, request, ServerError[spec.error], message)
             context.wake()
             return True
-        if isinstance(spec, DelayFault):
+        if action == "delay":
             self.hold()
             self._held.append((handler, request, True))
             if spec.clock == "broker":
@@ -318,17 +318,17 @@ class FaultFilter:
             else:
                 host.call_later(firing.delay_s, self.release)
             return True
-        if isinstance(spec, CloseFault):
+        if action == "close":
             host.drop(session)
             return True
-        if isinstance(spec, HalfOpenFault):
+        if action == "half_open":
             host.half_open(session, spec.direction)
-            return spec.direction != "write"
-        if isinstance(spec, PauseFault):
+            return bool(spec.direction != "write")
+        if action == "pause":
             host.pause(spec.pause_ms)
             self._held.append((handler, request, False))  # the pause held the session: first in line
             return True
-        return False  # a broker action (done by the registry) or a MESSAGE fault: handled as usual
+        return False  # a broker action (done by the registry): handled as usual
 
     def drop_input(self) -> None:
         """The connection stopped reading (half-open): drop what is held and what still comes."""

@@ -58,9 +58,9 @@ import ssl
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from ..broker import Broker, Firing, Subscription, Topic
-from ..broker._fault_specs import HalfOpenFault, PauseFault
 from ..broker._faults import selects
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core._address import advertised_host, format_address
@@ -547,14 +547,14 @@ class ProtocolServer:
         self.run_on_loop(lambda: self._act_now(firing))
 
     def _act_now(self, firing: Firing) -> None:
-        spec = firing.spec
-        if isinstance(spec, PauseFault):
+        spec: Any = firing.spec
+        if spec.action == "pause":
             self.pause(spec.pause_ms)
             return
         for session in list(self._shells):
             if session.closed or not selects(spec, session.fault_targets()):
                 continue
-            if isinstance(spec, HalfOpenFault):
+            if spec.action == "half_open":
                 self.half_open(session, spec.direction)
             else:
                 self.drop(session)
