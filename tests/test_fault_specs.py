@@ -80,7 +80,11 @@ def test_every_answered_command_may_carry_an_error_and_only_those() -> None:
 def test_the_kinds_are_the_commands_the_session_handles() -> None:
     from mledger.protocol._commands import COMMANDS, Support
 
-    handled = {spec.name for spec in COMMANDS.values() if spec.support is Support.HANDLED and hasattr(Session, spec.handler_name)}
+    handled = {
+        spec.name
+        for spec in COMMANDS.values()
+        if spec.support is Support.HANDLED and hasattr(Session, spec.handler_name)
+    }
     # PING and PONG never reach a fault: the connection answers them itself
     assert set(COMMAND_KINDS) == handled - {"PING", "PONG"}
 
@@ -97,7 +101,9 @@ def test_a_yaml_scenario_file(tmp_path: Path) -> None:
 
 def test_a_scenario_files_errors_name_the_file_and_the_faults_place(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text("faults:\n  - action: close\n  - action: error\n    command: FLOW\n  - action: pause\n    pause_ms: -1\n")
+    path.write_text(
+        "faults:\n  - action: close\n  - action: error\n    command: FLOW\n  - action: pause\n    pause_ms: -1\n"
+    )
     with pytest.raises(FaultSpecError) as refused:
         load_scenario(path)
     text = str(refused.value)

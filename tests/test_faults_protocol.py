@@ -67,9 +67,7 @@ _COMMANDS: dict[str, api.BaseCommand] = {
             topic=TOPIC, request_id=10, schema=api.Schema(name="s", schema_data=b"", type=api.Schema.String)
         ),
     ),
-    "CONSUMER_STATS": _T(
-        type=_T.CONSUMER_STATS, consumerStats=api.CommandConsumerStats(consumer_id=1, request_id=10)
-    ),
+    "CONSUMER_STATS": _T(type=_T.CONSUMER_STATS, consumerStats=api.CommandConsumerStats(consumer_id=1, request_id=10)),
 }
 
 
@@ -142,8 +140,14 @@ def test_topic_client_subscription_after_and_count_narrow_a_fault(broker: Embedd
     try:
         answers = []
         for i, (topic, sub) in enumerate(
-            [("other", "billing"), (TOPIC, "audit"), (TOPIC, "billing"), (TOPIC, "billing2"), (TOPIC, "billing3"),
-             ("orders", "billing4")]
+            [
+                ("other", "billing"),
+                (TOPIC, "audit"),
+                (TOPIC, "billing"),
+                (TOPIC, "billing2"),
+                (TOPIC, "billing3"),
+                ("orders", "billing4"),
+            ]
         ):
             raw.send(subscribe_command(topic, sub, i, 100 + i))
             answers.append(raw.next_command().type)
@@ -181,7 +185,12 @@ def test_a_delay_holds_the_commands_behind_it_so_answers_keep_their_order(broker
     raw = RawClient(broker.port)
     try:
         raw.send(_T(type=_T.LOOKUP, lookupTopic=api.CommandLookupTopic(topic=TOPIC, request_id=1)))
-        raw.send(_T(type=_T.PARTITIONED_METADATA, partitionMetadata=api.CommandPartitionedTopicMetadata(topic=TOPIC, request_id=2)))
+        raw.send(
+            _T(
+                type=_T.PARTITIONED_METADATA,
+                partitionMetadata=api.CommandPartitionedTopicMetadata(topic=TOPIC, request_id=2),
+            )
+        )
         raw.send(_T(type=_T.PING, ping=api.CommandPing()))  # the connection itself still answers PING
         assert raw.next_command().type == _T.PONG
         raw.sock.settimeout(0.3)
@@ -189,7 +198,10 @@ def test_a_delay_holds_the_commands_behind_it_so_answers_keep_their_order(broker
             raw.next_command()
         raw.sock.settimeout(5)
         broker.clock.advance(10_000)
-        assert [raw.next_command().type, raw.next_command().type] == [_T.LOOKUP_RESPONSE, _T.PARTITIONED_METADATA_RESPONSE]
+        assert [raw.next_command().type, raw.next_command().type] == [
+            _T.LOOKUP_RESPONSE,
+            _T.PARTITIONED_METADATA_RESPONSE,
+        ]
     finally:
         raw.close()
 

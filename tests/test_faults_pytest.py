@@ -62,7 +62,9 @@ def test_fails(pulsar_broker):
 
 
 def test_a_scenario_file_in_the_marker_and_the_factory_options(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".yaml", scenario="seed: 5\nfaults:\n  - {action: error, command: PRODUCER, error: ProducerBusy}\n")
+    pytester.makefile(
+        ".yaml", scenario="seed: 5\nfaults:\n  - {action: error, command: PRODUCER, error: ProducerBusy}\n"
+    )
     pytester.makepyfile(
         CLIENT
         + """

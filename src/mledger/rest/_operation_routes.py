@@ -122,6 +122,9 @@ PATH_PARAMETERS: dict[str, PathParameter] = {
     "timestamp": PathParameter(
         "timestamp", Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")], _same
     ),
+    "faultId": PathParameter(
+        "fault_id", Annotated[int, Path(alias="faultId", ge=1, le=INT64_MAX, description="a fault's id")], _same
+    ),
 }
 """The path names a handler takes as its own parameters (a topic route's ``{tenant}``,
 ``{namespace}``, ``{topic}`` and ``{subName}`` come with its dependency, :mod:`mledger.rest._topics`)."""
