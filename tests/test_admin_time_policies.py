@@ -2,8 +2,9 @@
 ``expire-messages``, as Pulsar's admin REST (``Namespaces``, ``PersistentTopics`` v2 and v1) and
 pulsar-admin serve them: the set-up script of a Pulsar client's CI works unchanged.
 
-Seen with the official pulsar-client against the fixture (a TTL set over REST expires a backlog
-under the fixture's clock; a backlog quota set with mledger-admin refuses a producer), over REST
+Seen with the official pulsar-client against the fixture (a backlog quota set with mledger-admin
+refuses a producer; tests/test_fixture_clock.py sets a TTL over REST that expires a backlog under
+the fixture's clock), over REST
 (round trips, Pulsar's validation and messages, authorization), through RemoteAdmin and the CLI,
 and at the broker (the size quota's eviction, the stats' quota limits).
 """
@@ -90,25 +91,6 @@ def cli(*argv: str) -> tuple[int, str]:
 
 
 # -- the official client against the fixture -------------------------------------------------
-
-
-def test_a_ttl_set_through_rest_expires_a_backlog_when_the_clock_advances(
-    pulsar_broker: Any, client_for: Callable[[Any], pulsar.Client]
-) -> None:
-    admin = pulsar_broker.admin_url
-    assert httpx.post(f"{admin}{NS}/messageTTL", json=60).status_code == 204
-    assert httpx.get(f"{admin}{NS}/messageTTL").json() == 60
-    client = client_for(pulsar_broker)
-    client.subscribe("ttl-rest", "sub", consumer_type=pulsar.ConsumerType.Shared).close()
-    producer = client.create_producer("ttl-rest", batching_enabled=False)
-    for i in range(3):
-        producer.send(b"m%d" % i)
-    pulsar_broker.clock.advance(6 * MINUTE)  # checkMessageExpiry every 5 minutes
-    stats = httpx.get(f"{admin}{TOPICS}/ttl-rest/stats").json()["subscriptions"]["sub"]
-    assert (stats["msgBacklog"], stats["totalMsgExpired"]) == (0, 3)
-    consumer = client.subscribe("ttl-rest", "sub", consumer_type=pulsar.ConsumerType.Shared)
-    with pytest.raises(pulsar.Timeout):
-        consumer.receive(300)
 
 
 def test_a_backlog_quota_set_through_the_cli_refuses_a_producer(

@@ -5,6 +5,8 @@ int, schema compatibility strategy)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,6 +15,8 @@ from ..broker._inactive_topics import InactiveTopicDeleteMode, InactiveTopicPoli
 from ..broker._retention import RetentionPolicies
 from ..broker._schema_compat import SchemaCompatibilityStrategy
 from ..core._errors import InvalidRequestError
+
+Policy = TypeVar("Policy")
 
 __all__ = [
     "BacklogQuotaData",
@@ -33,6 +37,15 @@ def _json_body(raw: bytes | str, what: str) -> object:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequestError(f"Invalid {what} body: not JSON ({exc})") from None
+
+
+def _policy_body(raw: bytes | str, what: str, from_json: Callable[[Any], Policy]) -> Policy:
+    """A policy's JSON body read by ``from_json``; 400 "Invalid <what> body: ..." naming the problem."""
+    value = _json_body(raw, what)
+    try:
+        return from_json(value)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(f"Invalid {what} body: {exc}") from None
 
 
 def parse_compaction_threshold_body(raw: bytes | str) -> int:
@@ -71,10 +84,7 @@ class BacklogQuotaData(BaseModel):
     @classmethod
     def parse_body(cls, raw: bytes | str) -> BacklogQuota:
         """A request body as :class:`~mledger.broker.BacklogQuota`; 400 naming what is wrong."""
-        try:
-            return BacklogQuota.from_json(_json_body(raw, "backlog quota"))
-        except InvalidRequestError as exc:
-            raise InvalidRequestError(f"Invalid backlog quota body: {exc}") from None
+        return _policy_body(raw, "backlog quota", BacklogQuota.from_json)
 
 
 def backlog_quotas_json(quotas: dict[BacklogQuotaType, BacklogQuota]) -> dict[str, object]:
@@ -97,10 +107,7 @@ class InactiveTopicPoliciesData(BaseModel):
     @classmethod
     def parse_body(cls, raw: bytes | str) -> InactiveTopicPolicies:
         """A request body as :class:`~mledger.broker.InactiveTopicPolicies`; 400 naming what is wrong."""
-        try:
-            return InactiveTopicPolicies.from_json(_json_body(raw, "inactive topic policies"))
-        except InvalidRequestError as exc:
-            raise InvalidRequestError(f"Invalid inactive topic policies body: {exc}") from None
+        return _policy_body(raw, "inactive topic policies", InactiveTopicPolicies.from_json)
 
 
 class RetentionPoliciesData(BaseModel):
@@ -115,11 +122,7 @@ class RetentionPoliciesData(BaseModel):
     @classmethod
     def parse_body(cls, raw: bytes | str) -> RetentionPolicies:
         """A request body as :class:`~mledger.broker.RetentionPolicies`; 400 naming what is wrong."""
-        value = _json_body(raw, "retention policies")
-        try:
-            return RetentionPolicies.from_json(value)
-        except InvalidRequestError as exc:
-            raise InvalidRequestError(f"Invalid retention policies body: {exc}") from None
+        return _policy_body(raw, "retention policies", RetentionPolicies.from_json)
 
     @classmethod
     def of(cls, policies: RetentionPolicies) -> RetentionPoliciesData:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core._errors import InvalidRequestError, PreconditionFailedError, ServerError
 
@@ -53,6 +53,17 @@ EVICTION_REDUCTION_FACTOR = 0.9
 the time limit."""
 
 
+Named = TypeVar("Named", bound=StrEnum)
+
+
+def _member(kind: type[Named], value: object, what: str) -> Named:
+    """The member of ``kind`` named ``value``; ``InvalidRequestError`` (400) naming ``what`` and the names."""
+    if isinstance(value, str) and value in kind._value2member_map_:
+        return kind(value)
+    names = ", ".join(member.value for member in kind)
+    raise InvalidRequestError(f"invalid {what} {value!r}: expected one of {names}")
+
+
 class BacklogQuotaType(StrEnum):
     """Pulsar's ``BacklogQuota.BacklogQuotaType``: the key in a backlog quota map."""
 
@@ -62,10 +73,7 @@ class BacklogQuotaType(StrEnum):
     @classmethod
     def parse(cls, value: object) -> BacklogQuotaType:
         """A type from its name; ``InvalidRequestError`` (400) naming a bad one."""
-        if isinstance(value, str) and value in cls._value2member_map_:
-            return cls(value)
-        names = ", ".join(t.value for t in cls)
-        raise InvalidRequestError(f"invalid backlogQuotaType {value!r}: expected one of {names}")
+        return _member(cls, value, "backlogQuotaType")
 
 
 class BacklogRetentionPolicy(StrEnum):
@@ -78,10 +86,7 @@ class BacklogRetentionPolicy(StrEnum):
     @classmethod
     def parse(cls, value: object) -> BacklogRetentionPolicy:
         """A policy from its name; ``InvalidRequestError`` naming a bad one."""
-        if isinstance(value, str) and value in cls._value2member_map_:
-            return cls(value)
-        names = ", ".join(p.value for p in cls)
-        raise InvalidRequestError(f"invalid backlog quota policy {value!r}: expected one of {names}")
+        return _member(cls, value, "backlog quota policy")
 
 
 class BacklogQuotaExceededError(PreconditionFailedError):

@@ -98,12 +98,9 @@ def _position(text: str) -> Position:
         return EARLIEST
     if lowered == "latest":
         return LATEST
-    parts = text.split(":")
     try:
-        if len(parts) != 2:
-            raise ValueError
-        return Position(int(parts[0]), int(parts[1]))
-    except ValueError:
+        return _message_position(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
             f"invalid position {text!r}: expected ledgerId:entryId, earliest or latest"
         ) from None
