@@ -4,8 +4,8 @@ once, as data.
 One :class:`AdminOperation` per endpoint: its pulsar-admin verb, HTTP method, Pulsar's path
 template (after ``/admin/v2``), success status, the :class:`~mledger.admin.Admin` call it runs
 (``admin.<group>.<call>``), the kinds of its request and response bodies (codecs in
-:mod:`mledger.admin._bodies`), its boolean query parameters (:class:`Flag`) and the error
-statuses its documentation names (:class:`ErrorStatus`).
+:mod:`mledger.admin._bodies`), its query parameters (:class:`Flag`: boolean flags, and values
+such as ``backlogQuotaType``) and the error statuses its documentation names (:class:`ErrorStatus`).
 
 An operation whose call takes its arguments from the path, its flags and its body, and whose
 result is its response body, needs nothing but its row: the REST server generates its route
