@@ -10,7 +10,7 @@ policy                     topic field              namespace field            b
 =========================  =======================  =========================  ===============================
 message TTL (seconds)      ``messageTTLInSeconds``  ``message_ttl_in_seconds`` ``ttl_duration_default_in_seconds``
 inactive topics            ``inactiveTopicPolicies`` ``inactive_topic_policies`` ``broker_delete_inactive_topics_*``
-backlog quota by time      ``backLogQuotaMap``      ``backlog_quota_map``      ``backlog_quota_default_*``
+backlog quotas (by type)   ``backLogQuotaMap``      ``backlog_quota_map``      ``backlog_quota_default_*``
 =========================  =======================  =========================  ===============================
 
 Each level's own policy is read back as set (``namespace_*`` / ``topic_*``: None or ``{}`` when
