@@ -241,7 +241,7 @@ PULSAR_KEYS: dict[str, Key] = {
             brokerServiceCompactionMonitorIntervalInSeconds="broker_service_compaction_monitor_interval_in_seconds",
             brokerServiceCompactionThresholdInBytes="broker_service_compaction_threshold_in_bytes",
         ),
-        # the broker's timers: message TTL, inactive topics, backlog quotas by time (issue 34)
+        # the broker's timers: message TTL, inactive topics, backlog quotas (issue 34)
         *_keys(
             "broker",
             _int,
@@ -252,6 +252,7 @@ PULSAR_KEYS: dict[str, Key] = {
                 "broker_delete_inactive_topics_max_inactive_duration_seconds"
             ),
             backlogQuotaCheckIntervalInSeconds="backlog_quota_check_interval_in_seconds",
+            backlogQuotaDefaultLimitBytes="backlog_quota_default_limit_bytes",
             backlogQuotaDefaultLimitSecond="backlog_quota_default_limit_second",
         ),
         *_keys(
