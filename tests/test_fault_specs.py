@@ -5,9 +5,11 @@ bookkeeping without a server."""
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mledger import ManagedLedgerFactory
 from mledger.broker import (
@@ -22,6 +24,7 @@ from mledger.broker import (
     open_broker,
     parse_fault,
 )
+from mledger.broker._fault_specs import parse_scenario
 from mledger.core._errors import ConfigError, InvalidRequestError, NotFoundError
 from mledger.protocol._session import Session
 
@@ -173,3 +176,24 @@ def test_store_faults_hook_the_store_only_while_armed() -> None:
             opened.broker.faults.remove(99)
     finally:
         opened.close()
+
+
+def test_random_delays_repeat_with_the_seed() -> None:
+    def draws(seed: int) -> list[float]:
+        faults = Faults(seed=seed)
+        faults.delay("LOOKUP", (0, 10_000), count=5)
+        target = FaultTarget("persistent://public/default/orders")
+        return [firing.delay_s for firing in (faults.take("LOOKUP", lambda: target) for _ in range(5)) if firing]
+
+    first = draws(42)
+    assert len(first) == 5 and first == draws(42)
+    assert first != draws(43)
+
+
+def test_the_docs_scenario_is_a_valid_scenario() -> None:
+    """docs/faults.md's YAML scenario (a block the example runner does not run) arms as shown."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "faults.md").read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)
+    scenario = parse_scenario(yaml.safe_load(block), "docs/faults.md")
+    assert scenario.seed == 42
+    assert [f.action for f in scenario.faults] == ["error", "delay", "close", "disk_full"]

@@ -29,7 +29,7 @@ def client(pulsar_broker: EmbeddedBroker) -> Iterator[pulsar.Client]:
     yield c
     try:
         c.close()
-    except pulsar.AlreadyClosed:  # a producer the faults closed (a terminated topic) is not closed again
+    except (pulsar.AlreadyClosed, pulsar.Timeout):  # a producer closed by a fault, a close held behind a delay
         pass
 
 
@@ -106,20 +106,10 @@ def test_a_delay_on_the_broker_clock_waits_for_advance(pulsar_broker: EmbeddedBr
     producer = client.create_producer("orders", send_timeout_millis=30_000)
     pulsar_broker.faults.delay("SEND", 60_000, clock="broker")
     done, results = send_async(producer, b"held")
-    assert not done.wait(0.3)
+    wait_for(lambda: bool(pulsar_broker.faults.fired()))  # the SEND is held by the broker
+    assert not done.wait(0.1)
     pulsar_broker.clock.advance(60_000)
     assert done.wait(10) and results == [pulsar.Result.Ok]
-
-
-def test_seeded_random_delays_repeat_with_the_seed() -> None:
-    draws = []
-    for _ in range(2):
-        with EmbeddedBroker(fault_seed=42) as broker:
-            broker.faults.delay("LOOKUP", (0, 1000), count=3)
-            broker.faults.delay("LOOKUP", (0, 1000), count=3)
-            assert broker.faults.seed == 42
-            draws.append([broker.faults._draw(a.spec) for a in broker.faults._armed])  # the generator's sequence
-    assert draws[0] == draws[1]
 
 
 # -- close and half-open ----------------------------------------------------------------------

@@ -110,7 +110,8 @@ async def test_async(async_pulsar_broker):
     producer = await client.create_producer("orders")
     async_pulsar_broker.faults.delay("SEND", 60_000, clock="broker")
     sending = asyncio.ensure_future(producer.send(b"held"))
-    await asyncio.sleep(0.2)
+    while len(async_pulsar_broker.faults.fired()) < 2:   # the SEND is held by the broker
+        await asyncio.sleep(0.01)
     assert not sending.done()
     await async_pulsar_broker.clock.advance(60_000)   # awaited: the loop runs on meanwhile
     await asyncio.wait_for(sending, 10)

@@ -326,7 +326,7 @@ class FaultFilter:
             return bool(spec.direction != "write")
         if action == "pause":
             host.pause(spec.pause_ms)
-            self._held.append((handler, request, False))  # the pause held the session: first in line
+            self._held.append((handler, request, True))  # the pause held the session: first in line, fired
             return True
         return False  # a broker action (done by the registry): handled as usual
 
