@@ -163,7 +163,7 @@ class ConsumerCommands(CommandGroup):
             return  # the broker redelivers what this consumer held when it is removed
         consumer_id = handle.consumer_id
         partition = handle.partition
-        faults = self._faults
+        faulty = self._faults.messages_armed  # an injected duplicate or redelivery (nothing armed: one check)
         count = 0
         size = 0
         frames: list[bytes] = []
@@ -176,7 +176,7 @@ class ConsumerCommands(CommandGroup):
             command = message_command(consumer_id, position[0], position[1], partition, d.redelivery_count, ack_set)
             parts = payload_frame_parts(command, body)
             frames += parts
-            if faults.messages_armed:  # an injected duplicate or redelivery (nothing armed: one check)
+            if faulty:
                 self._message_fault(handle, position, parts, frames)
             count += d.messages
             size += len(body)
