@@ -5,7 +5,6 @@ send timeout 500 ms) so that a test waits seconds, not minutes."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,18 +37,6 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
-
-
-def send_async(producer: pulsar.Producer, data: bytes) -> tuple[threading.Event, list[pulsar.Result]]:
-    done = threading.Event()
-    results: list[pulsar.Result] = []
-
-    def callback(result: pulsar.Result, _: pulsar.MessageId) -> None:
-        results.append(result)
-        done.set()
-
-    producer.send_async(data, callback)
-    return done, results
 
 
 # -- error ---------------------------------------------------------------------------------------
@@ -105,11 +92,12 @@ def test_a_slow_answer_beyond_the_send_timeout(pulsar_broker: EmbeddedBroker, cl
 def test_a_delay_on_the_broker_clock_waits_for_advance(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
     producer = client.create_producer("orders", send_timeout_millis=30_000)
     pulsar_broker.faults.delay("SEND", 60_000, clock="broker")
-    done, results = send_async(producer, b"held")
+    results: list[pulsar.Result] = []
+    producer.send_async(b"held", lambda result, _: results.append(result))
     wait_for(lambda: bool(pulsar_broker.faults.fired()))  # the SEND is held by the broker
-    assert not done.wait(0.1)
+    assert results == []
     pulsar_broker.clock.advance(60_000)
-    assert done.wait(10) and results == [pulsar.Result.Ok]
+    wait_for(lambda: results == [pulsar.Result.Ok])
 
 
 # -- close and half-open ----------------------------------------------------------------------
@@ -169,11 +157,12 @@ def test_half_open_read_leaves_sends_unanswered(pulsar_broker: EmbeddedBroker, c
 def test_a_paused_broker_answers_after_resume(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
     producer = client.create_producer("orders", send_timeout_millis=30_000)
     pulsar_broker.faults.pause()
-    done, results = send_async(producer, b"waits")
-    assert not done.wait(0.3)
-    assert pulsar_broker.stats().connections == 1  # sockets stay open
+    results: list[pulsar.Result] = []
+    producer.send_async(b"waits", lambda result, _: results.append(result))
+    time.sleep(0.3)
+    assert results == [] and pulsar_broker.server.paused  # nothing served, sockets open
     pulsar_broker.faults.resume()
-    assert done.wait(10) and results == [pulsar.Result.Ok]
+    wait_for(lambda: results == [pulsar.Result.Ok])
 
 
 def test_a_pause_for_a_while_beyond_the_send_timeout(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
@@ -288,3 +277,26 @@ def test_a_scenario_file_arms_its_faults_at_start(tmp_path: Path) -> None:
         finally:
             c.close()
         assert broker.faults.seed == 9
+
+
+def test_a_connection_closed_while_the_disk_is_full_is_forgotten(
+    pulsar_broker: EmbeddedBroker, client: pulsar.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Removing a subscription's last consumer persists its rewound cursor, which a full disk
+    refuses: the connection's close must still complete (its shell forgotten, its other
+    consumers closed), not stop half-way with the store's error."""
+    client.subscribe("orders", "billing")
+    client.subscribe("orders", "audit")
+    pulsar_broker.faults.disk_full()
+    opened = pulsar_broker.stats().connections_opened
+    pulsar_broker.faults.close_connection(topic="orders")
+    wait_for(lambda: pulsar_broker.stats().connections_opened > opened and pulsar_broker.stats().consumers == 2)
+    # each subscription has its client's consumer once: the old ones were removed, none leaked
+    assert _consumers(pulsar_broker) == {"billing": 1, "audit": 1}
+    assert pulsar_broker.stats().connections == 1
+    assert "closing consumer" in caplog.text
+
+
+def _consumers(broker: EmbeddedBroker) -> dict[str, int]:
+    topic = broker.call(lambda: broker.broker.get_topic(TOPIC))
+    return broker.call(lambda: {name: len(sub.consumers) for name, sub in topic.subscriptions.items()})

@@ -496,32 +496,12 @@ class Faults:
         if not faults:
             return None
         what = target()
-        now = time.monotonic()
-        firing = None
-        first = False
-        with self._lock:
-            spent = False
-            for armed in faults:
-                if armed.spent(now):
-                    spent = True
-                    continue
-                if not armed.matches_target(what):
-                    continue
-                armed.matches += 1
-                if armed.matches <= armed.spec.after:
-                    continue
-                armed.fired += 1
-                first = armed.fired == 1
-                spent = spent or armed.spent(now)
-                firing = Firing(armed.fault_id, armed.spec, what, self._draw(armed.spec))
-                break
-            if spent:
-                self._drop_spent(now)
-        if firing is None:
-            return None
-        if spent:
+        firing, first, spent = self._fire(faults, what)
+        if spent:  # what is armed changed: sessions may go back to their plain dispatch
             for listener in self._listeners_now():
                 listener.faults_changed()
+        if firing is None:
+            return None
         if firing.spec.action in BROKER_ACTIONS:
             self._perform(firing, first)
         else:
@@ -532,22 +512,7 @@ class Faults:
     def before_write(self, record: WriteRecord) -> None:
         """The store's hook before each write (any thread): raise SQLite's full-disk error for a
         refused write, sleep for a slowed one. Nothing armed: the store does not call it."""
-        now = time.monotonic()
-        firing = None
-        first = False
-        with self._lock:
-            for armed in self._store_faults:
-                if armed.spent(now):
-                    continue
-                armed.matches += 1
-                if armed.matches <= armed.spec.after:
-                    continue
-                armed.fired += 1
-                first = armed.fired == 1
-                firing = Firing(armed.fault_id, armed.spec, FaultTarget(), self._draw(armed.spec))
-                break
-            if any(a.spent(now) for a in self._store_faults):
-                self._drop_spent(now)
+        firing, first, _ = self._fire(self._store_faults, FaultTarget())
         if firing is None:
             return
         target = "" if record.target is None else f" {record.target}"
@@ -558,6 +523,32 @@ class Faults:
         time.sleep(firing.delay_s)
 
     # -- internals -------------------------------------------------------------------------------
+    def _fire(self, faults: list[_Armed], target: FaultTarget) -> tuple[Firing | None, bool, bool]:
+        """Count ``target`` against ``faults`` (in arming order) and fire the first that matches
+        past its ``after``: (the firing or None, whether it is that fault's first, whether some
+        fault is spent now, which then leaves the registry)."""
+        now = time.monotonic()
+        firing = None
+        first = spent = False
+        with self._lock:
+            for armed in faults:
+                if armed.spent(now):
+                    spent = True
+                    continue
+                if not armed.matches_target(target):
+                    continue
+                armed.matches += 1
+                if armed.matches <= armed.spec.after:
+                    continue
+                armed.fired += 1
+                first = armed.fired == 1
+                spent = spent or armed.spent(now)
+                firing = Firing(armed.fault_id, armed.spec, target, self._draw(armed.spec))
+                break
+            if spent:
+                self._drop_spent(now)
+        return firing, first, spent
+
     def _listeners_now(self) -> list[FaultListener]:
         with self._lock:
             return list(self._listeners)
@@ -631,9 +622,11 @@ class Faults:
         target = firing.target
         if spec.command is not None and target.topic is not None:
             topics = [t for t in broker.loaded_topics() if t.name == target.topic]
-        else:
-            pattern = re.compile(spec.topic or ".*")
+        elif spec.topic is not None:
+            pattern = re.compile(spec.topic)
             topics = [t for t in broker.loaded_topics() if topic_matches(pattern, t.name)]
+        else:  # a command that names no topic (CONNECT, GET_TOPICS_OF_NAMESPACE) and no pattern
+            topics = []
         done: list[str] = []
         for topic in topics:
             if spec.action == "terminate_topic":

@@ -408,9 +408,13 @@ class ConsumerCommands(CommandGroup):
             self._context.host.dispatch_soon(handle.subscription)  # others get what it held
 
     def close(self) -> None:
-        """The connection is gone: close this client's consumers."""
+        """The connection is gone: close this client's consumers (each, whatever one raises:
+        the last consumer's removal persists its rewound cursor, which a full disk refuses)."""
         for handle in list(self._consumers.values()):
-            self._close_consumer(handle)
+            try:
+                self._close_consumer(handle)
+            except Exception:
+                log.exception("%s: closing consumer %s failed", handle.topic.name, handle.consumer_id)
 
     def resume(self) -> None:
         """The socket's write buffer fell below its low mark: grant permits again."""

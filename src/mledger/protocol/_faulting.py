@@ -188,24 +188,32 @@ def answer_error(context: CommandContext, request: Request, error: ServerError, 
             consumer_id=ack.consumer_id, request_id=ack.request_id, error=code, message=message
         )
         connection.send(api.BaseCommand(type=_T.ACK_RESPONSE, ackResponse=ack_response))
-    elif type_ == _T.GET_SCHEMA:
-        schema = api.CommandGetSchemaResponse(
-            request_id=command.getSchema.request_id, error_code=code, error_message=message
-        )
-        connection.send(api.BaseCommand(type=_T.GET_SCHEMA_RESPONSE, getSchemaResponse=schema))
-    elif type_ == _T.GET_OR_CREATE_SCHEMA:
-        created = api.CommandGetOrCreateSchemaResponse(
-            request_id=command.getOrCreateSchema.request_id, error_code=code, error_message=message
-        )
-        connection.send(api.BaseCommand(type=_T.GET_OR_CREATE_SCHEMA_RESPONSE, getOrCreateSchemaResponse=created))
-    elif type_ == _T.CONSUMER_STATS:
-        stats = api.CommandConsumerStatsResponse(
-            request_id=command.consumerStats.request_id, error_code=code, error_message=message
-        )
-        connection.send(api.BaseCommand(type=_T.CONSUMER_STATS_RESPONSE, consumerStatsResponse=stats))
+    elif type_ in _ERROR_CODE_RESPONSES:
+        field, answer_type, answer_field, response_class = _ERROR_CODE_RESPONSES[type_]
+        request_id = getattr(command, field).request_id
+        answer = response_class(request_id=request_id, error_code=code, error_message=message)
+        connection.send(api.BaseCommand(type=answer_type, **{answer_field: answer}))
     else:
         connection.send_error(getattr(command, _ERROR_FIELDS[type_]).request_id, code, message)
 
+
+_ERROR_CODE_RESPONSES: dict[int, tuple[str, int, str, type[Any]]] = {
+    _T.GET_SCHEMA: ("getSchema", _T.GET_SCHEMA_RESPONSE, "getSchemaResponse", api.CommandGetSchemaResponse),
+    _T.GET_OR_CREATE_SCHEMA: (
+        "getOrCreateSchema",
+        _T.GET_OR_CREATE_SCHEMA_RESPONSE,
+        "getOrCreateSchemaResponse",
+        api.CommandGetOrCreateSchemaResponse,
+    ),
+    _T.CONSUMER_STATS: (
+        "consumerStats",
+        _T.CONSUMER_STATS_RESPONSE,
+        "consumerStatsResponse",
+        api.CommandConsumerStatsResponse,
+    ),
+}
+"""The commands whose own response carries an error (``error_code``, ``error_message``): the
+request's field, the response's type, field and message class."""
 
 _ERROR_FIELDS: dict[int, str] = {
     _T.PRODUCER: "producer",

@@ -235,9 +235,13 @@ class _Shell(asyncio.Protocol):
         if self._silence is not None:
             self._silence.cancel()
             self._silence = None
-        if self.session is not None:
-            self.session.close()
-        self._lost(self)
+        try:
+            if self.session is not None:
+                self.session.close()
+        except Exception:  # e.g. a cursor write the store refuses: the connection is gone all the same
+            log.exception("closing the session of %s failed", self.session.peer if self.session else "?")
+        finally:
+            self._lost(self)
 
 
 class _Totals:
