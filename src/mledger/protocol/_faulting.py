@@ -197,7 +197,7 @@ def answer_error(context: CommandContext, request: Request, error: ServerError, 
         connection.send_error(getattr(command, _ERROR_FIELDS[type_]).request_id, code, message)
 
 
-_ERROR_CODE_RESPONSES: dict[int, tuple[str, int, str, type[Any]]] = {
+_ERROR_CODE_RESPONSES: dict[int, tuple[str, api.BaseCommand.Type.ValueType, str, type[Any]]] = {
     _T.GET_SCHEMA: ("getSchema", _T.GET_SCHEMA_RESPONSE, "getSchemaResponse", api.CommandGetSchemaResponse),
     _T.GET_OR_CREATE_SCHEMA: (
         "getOrCreateSchema",
