@@ -1,6 +1,7 @@
-"""Issue 34 item 5: the pytest ergonomics of faults, run by pytest's own ``pytester``: the
-``pulsar_faults`` marker, faults cleared between tests, a failing test's report naming the
-faults that fired and the seed, and the asyncio variant of the fixture with the client's
+"""Issue 34 item 5: the pytest ergonomics of faults, run by pytest's own ``pytester`` (one
+subprocess for all of them): the ``pulsar_faults`` marker (faults, a scenario file, the seed),
+the factory's options, faults cleared between tests, a failing test's report naming the faults
+that fired and the seed, and the asyncio variant of the fixture with the client's
 ``pulsar.asyncio`` API."""
 
 from __future__ import annotations
@@ -10,19 +11,14 @@ import pytest
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.timeout(120)
 
-CLIENT = """
-import pulsar, pytest
+TESTS = """
+import asyncio, pulsar, pytest
+from pulsar.asyncio import Client, PulsarException
 
 def client(broker):
     return pulsar.Client(broker.service_url, operation_timeout_seconds=1,
                          logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-"""
 
-
-def test_the_marker_arms_faults_and_a_failing_report_names_them_with_the_seed(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        CLIENT
-        + """
 SEEN = []
 
 @pytest.mark.pulsar_faults({"action": "error", "command": "PRODUCER", "error": "TopicNotFound"}, seed=1234)
@@ -46,28 +42,7 @@ def test_fails(pulsar_broker):
     c.create_producer("orders")
     c.close()
     assert False, "the test's own failure"
-"""
-    )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
-    result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*- mledger faults -*",
-            "seed 99 (the same draws again: pulsar_faults(..., seed=99))",
-            "  fired #1 delay on LOOKUP topic=persistent://public/default/orders client=*: held * ms (real time)",
-            "  still armed #2 error (0 matches)",
-        ]
-    )
-    assert "seed 1234" not in result.stdout.str()  # passing tests report nothing
 
-
-def test_a_scenario_file_in_the_marker_and_the_factory_options(pytester: pytest.Pytester) -> None:
-    pytester.makefile(
-        ".yaml", scenario="seed: 5\nfaults:\n  - {action: error, command: PRODUCER, error: ProducerBusy}\n"
-    )
-    pytester.makepyfile(
-        CLIENT
-        + """
 @pytest.mark.pulsar_faults("scenario.yaml")
 def test_scenario(pulsar_broker):
     c = client(pulsar_broker)
@@ -83,18 +58,6 @@ def test_factory(pulsar_broker_factory):
 @pytest.mark.pulsar_faults("scenario.yaml", {"action": "close"})
 def test_mixed(pulsar_broker):
     pass
-"""
-    )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2, errors=1)
-    result.stdout.fnmatch_lines(["*pulsar_faults: a scenario file (scenario.yaml) stands alone in the marker*"])
-
-
-def test_the_asyncio_fixture_awaits_what_waits_for_the_broker(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        """
-import asyncio, pulsar, pytest
-from pulsar.asyncio import Client, PulsarException
 
 @pytest.fixture
 def anyio_backend():
@@ -119,6 +82,20 @@ async def test_async(async_pulsar_broker):
     assert stats.messages_in == 1
     await client.close()
 """
-    )
+
+
+def test_markers_factory_options_the_failure_report_and_the_asyncio_fixture(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", scenario="seed: 5\nfaults:\n  - {action: error, command: PRODUCER, error: ProducerBusy}\n")
+    pytester.makepyfile(TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=5, failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- mledger faults -*",
+            "seed 99 (the same draws again: pulsar_faults(..., seed=99))",
+            "  fired #1 delay on LOOKUP topic=persistent://public/default/orders client=*: held * ms (real time)",
+            "  still armed #2 error (0 matches)",
+        ]
+    )
+    assert "seed 1234" not in result.stdout.str()  # passing tests report nothing
+    result.stdout.fnmatch_lines(["*pulsar_faults: a scenario file (scenario.yaml) stands alone in the marker*"])
