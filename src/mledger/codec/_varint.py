@@ -43,7 +43,9 @@ def put_bytes_field(out: bytearray, field: int, payload: bytes) -> None:
     out += payload
 
 
-def get_varint(mv: bytes | memoryview, pos: int, end: int, max_bytes: int = 10, what: str = "varint") -> tuple[int, int]:
+def get_varint(
+    mv: bytes | memoryview, pos: int, end: int, max_bytes: int = 10, what: str = "varint"
+) -> tuple[int, int]:
     """Read an unsigned varint at ``pos``; return ``(value mod 2**64, next position)``.
 
     Bits beyond 64 in the tenth byte are dropped, as protobuf does; a varint longer than
