@@ -1,7 +1,7 @@
 """JSON objects kept in the metadata store: the broker's tenants, namespace and topic policies.
 
 Pulsar keeps these as JSON documents under ``/admin/...`` and changes them by read, modify and
-a versioned write, retried when another writer got there first (``MetadataCache.readModifyUpdate``).
+a versioned write, retried when another writer got there first (``MetadataCache.readModifyUpdateOrCreate``).
 """
 
 from __future__ import annotations
