@@ -499,6 +499,7 @@ class RemoteTopics(_RemoteTopicGroup):
     remove_schema_compatibility_strategy = restates(Topics.remove_schema_compatibility_strategy)
     terminate = restates(Topics.terminate)
     terminate_partitioned = restates(Topics.terminate_partitioned)
+    unload = restates(Topics.unload)
     skip_messages = restates(Topics.skip_messages)
 
     def create_subscription(
