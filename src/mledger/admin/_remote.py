@@ -13,8 +13,14 @@ data directory.
 
 Connections: one ``httpx.Client`` per ``RemoteAdmin``, so consecutive calls reuse a keep-alive
 connection (up to ``max_connections`` at once across threads; the object is thread-safe as the
-client is). ``timeout`` bounds connecting, each read and each write (seconds);
-:meth:`close` (or leaving the ``with`` block) closes the connections.
+client is). ``timeout`` bounds connecting (``connect_timeout`` when given), each read and each
+write (seconds): it is httpx's, a bound on each wait, so a server that drips a byte now and then
+could hold a call forever. ``deadline`` bounds a whole call: the body is streamed, the clock
+checked after each piece, and no wait is given more than the time left when the call began, so
+a call ends within twice its deadline at worst (usually within it).
+``max_response_bytes`` caps what a call reads (a larger body is refused, unread, by its
+``Content-Length`` or once the cap is passed), so a huge answer costs no more memory than the
+cap. :meth:`close` (or leaving the ``with`` block) closes the connections.
 
 Most methods are generated from the admin operation table (:mod:`mledger.admin._operations`):
 a method declared with :func:`restates` sends its operation's request (path names, flags, body)
@@ -36,6 +42,7 @@ from __future__ import annotations
 import inspect
 import json
 import ssl
+import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
@@ -70,6 +77,7 @@ except ImportError:  # pragma: no cover - depends on the installation
 __all__ = [
     "LOCAL_ONLY_COMMANDS",
     "AdminConnectionError",
+    "AdminResponseTooLargeError",
     "RemoteAdmin",
     "RemoteAdminError",
     "RemoteClusters",
@@ -98,6 +106,10 @@ class AdminConnectionError(MLedgerError):
     http_status = 503
 
 
+class AdminResponseTooLargeError(AdminConnectionError):
+    """An answer was larger than the client's ``max_response_bytes`` (it was not read whole)."""
+
+
 def error_for(status: int, reason: str) -> MLedgerError:
     """The exception for an error response: the class of ``status`` carrying ``reason``
     (:func:`~mledger.core._errors.error_class_for_status`, the table the REST app's statuses
@@ -110,7 +122,8 @@ class RemoteAdmin:
     """A remote admin at ``url`` (``http://host:port``); see the module docstring.
 
     Raises :class:`~mledger.core._errors.MissingExtraError` without httpx and
-    :class:`~mledger.core._errors.InvalidRequestError` for a URL that is not ``http(s)://``.
+    :class:`~mledger.core._errors.InvalidRequestError` for a URL that is not ``http(s)://``
+    or a limit that is not positive.
     """
 
     def __init__(
@@ -123,13 +136,25 @@ class RemoteAdmin:
         verify: str | bool = True,
         basic: tuple[str, str] | None = None,
         cert: tuple[str, str] | None = None,
+        *,
+        connect_timeout: float | None = None,
+        deadline: float | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         if httpx is None:
             raise MissingExtraError("the remote admin client needs httpx: pip install 'mledger[client]'")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidRequestError(f"invalid admin URL {url!r}: expected http://host:port")
+        for name, limit in (("connect_timeout", connect_timeout), ("deadline", deadline)):
+            if limit is not None and not limit > 0:
+                raise InvalidRequestError(f"{name} must be > 0 seconds, got {limit!r}")
+        if max_response_bytes is not None and max_response_bytes < 1:
+            raise InvalidRequestError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
+        self.deadline = deadline
+        self.max_response_bytes = max_response_bytes
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -138,7 +163,7 @@ class RemoteAdmin:
         self._client = httpx.Client(
             base_url=self.url,
             headers=headers,
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx.Timeout(timeout, connect=self.connect_timeout),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             verify=_tls_context(verify, cert),
             auth=basic,  # httpx sends it as HTTP Basic, as Pulsar's AuthenticationBasic does
@@ -155,29 +180,60 @@ class RemoteAdmin:
         path: str,
         query: Mapping[str, str] | None = None,
         body: bytes | None = None,
+        *,
+        deadline: float | None = None,
     ) -> tuple[int, Mapping[str, str], bytes]:
         """One request; returns (status, headers, body) for 2xx and raises the mapped error
-        otherwise (:class:`AdminConnectionError` when the server cannot be reached in time).
-        Error exceptions carry the response headers as ``response_headers``."""
+        otherwise (:class:`AdminConnectionError` when the server cannot be reached in time or
+        the call passes its deadline: the client's, or ``deadline`` seconds if sooner;
+        :class:`AdminResponseTooLargeError` past ``max_response_bytes``). Error exceptions
+        carry the response headers as ``response_headers``."""
         headers = {"Content-Type": "application/json"} if body is not None else None
+        limits = [t for t in (self.deadline, deadline) if t is not None]
+        total = min(limits) if limits else None
+        ends = None if total is None else time.monotonic() + total
+        wait = self.timeout if total is None else min(self.timeout, total)  # no wait outlives the deadline
+        timeout = httpx.Timeout(wait, connect=min(self.connect_timeout, wait))
         try:
-            response = self._client.request(method, path, params=query, content=body, headers=headers)
+            with self._client.stream(
+                method, path, params=query, content=body, headers=headers, timeout=timeout
+            ) as response:
+                content = self._read(response, path, ends, total)
         except httpx.TimeoutException as e:
             raise AdminConnectionError(
-                f"the admin server at {self.url} did not answer within {self.timeout:g} s ({type(e).__name__})"
+                f"the admin server at {self.url} did not answer within {wait:g} s ({type(e).__name__})"
             ) from None
         except httpx.HTTPError as e:  # connect errors, protocol errors, a closed client
             raise AdminConnectionError(f"cannot reach the admin server at {self.url}: {e}") from None
         if response.is_success:
-            return response.status_code, response.headers, response.content
-        error = error_for(response.status_code, _reason(response))
+            return response.status_code, response.headers, content
+        error = error_for(response.status_code, _reason(response.status_code, content))
         error.response_headers = response.headers  # type: ignore[attr-defined]
         raise error
 
-    def get_json(self, path: str, query: Mapping[str, str] | None = None) -> Any:
+    def _read(self, response: Any, path: str, ends: float | None, total: float | None) -> bytes:
+        """The body of ``response``, read piece by piece within the deadline and the size cap."""
+        cap = self.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        if cap is not None and declared.isdigit() and int(declared) > cap:
+            raise AdminResponseTooLargeError(
+                f"{self.url}{path} answered {int(declared)} bytes, more than the {cap} allowed"
+            )
+        pieces: list[bytes] = []
+        size = 0
+        for piece in response.iter_bytes():
+            size += len(piece)
+            if cap is not None and size > cap:
+                raise AdminResponseTooLargeError(f"{self.url}{path} answered more than the {cap} bytes allowed")
+            if ends is not None and time.monotonic() > ends:
+                raise AdminConnectionError(f"the admin server at {self.url} did not answer {path} within {total:.3g} s")
+            pieces.append(piece)
+        return b"".join(pieces)
+
+    def get_json(self, path: str, query: Mapping[str, str] | None = None, *, deadline: float | None = None) -> Any:
         """GET ``path`` (with ``query``) and decode its JSON body (``AdminConnectionError`` if
-        it is not JSON)."""
-        _, _, payload = self.call("GET", path, query)
+        it is not JSON); ``deadline`` as for :meth:`call`."""
+        _, _, payload = self.call("GET", path, query, deadline=deadline)
         try:
             return json.loads(payload)
         except ValueError:
@@ -211,16 +267,16 @@ def _tls_context(verify: str | bool, cert: tuple[str, str] | None) -> ssl.SSLCon
     return context
 
 
-def _reason(response: Any) -> str:
+def _reason(status: int, content: bytes) -> str:
     """The ``reason`` of Pulsar's error body, else the body's text, else ``HTTP <status>``."""
     try:
-        value = json.loads(response.content)
+        value = json.loads(content)
         if isinstance(value, dict) and isinstance(value.get("reason"), str):
             return str(value["reason"])
     except ValueError:
         pass
-    text = response.content.decode("utf-8", "replace").strip()
-    return text or f"HTTP {response.status_code}"
+    text = content.decode("utf-8", "replace").strip()
+    return text or f"HTTP {status}"
 
 
 # -- path names ------------------------------------------------------------------------------
