@@ -133,3 +133,17 @@ def test_the_urls_stay_and_the_clock_goes_on_across_a_restart(pulsar_broker) -> 
     with pytest.raises(RuntimeError, match="not running"):
         pulsar_broker.stop()
         pulsar_broker.restart()
+
+
+def test_a_consumer_leaving_persists_nothing(held_back: Run, client_for) -> None:
+    """The dispatcher rewinds when a consumer leaves (its messages go back), and a rewind moves
+    the read position only: Pulsar's ``ManagedCursorImpl.rewind`` persists nothing, so what the
+    throttle held back is still lost by a crash."""
+    held_back.consumer.close()
+    wait_for(lambda: not held_back.broker.broker.get_topic(TOPIC).get_subscription("billing").consumers)
+    assert held_back.cursor().persistent_mark_delete_position == held_back.positions[0]
+    held_back.broker.restart(crash=True)
+    held_back.consumer = client_for(held_back.broker).subscribe(
+        TOPIC, "billing", consumer_type=pulsar.ConsumerType.Shared
+    )
+    assert held_back.received_again() == [1, 2, 3, 4, 5, 6, 7, 8, 9]

@@ -118,13 +118,13 @@ class Workload:
             TOPIC, batching_enabled=True, batching_max_messages=self.BATCH, batching_max_publish_delay_ms=10_000
         )
         ids = [plain.send(b"plain") for _ in range(self.PLAIN)]
-        for _ in range(self.BATCHES):
-            futures: list[pulsar.MessageId] = []
+        receipts: list[pulsar.MessageId] = []
+        for batch in range(1, self.BATCHES + 1):
             for _ in range(self.BATCH):
-                batched.send_async(b"batched", lambda result, mid: futures.append(mid))
+                batched.send_async(b"batched", lambda result, mid: receipts.append(mid))
             batched.flush()
-            wait_for(lambda: len(futures) == self.BATCH, "a batch's receipts")  # noqa: B023
-            ids.extend(sorted(futures, key=_key))
+            wait_for(lambda: len(receipts) == batch * self.BATCH, "a batch's receipts")  # noqa: B023
+        ids.extend(receipts)
         ids.extend(plain.send(b"plain") for _ in range(self.PLAIN))
         self.produced = sorted(_key(m) for m in ids)
         assert len({(m[0], m[1]) for m in self.produced}) == 2 * self.PLAIN + self.BATCHES

@@ -29,7 +29,8 @@ class ResetHooks(NamedTuple):
 
     ``choose_*`` validate a change when it is chosen (they may raise and change nothing) and
     return the action that applies it; actions run under ``lock`` when the revision ends,
-    followed by ``after_change`` (persist the state).
+    followed by ``after_change`` (persist the state) unless the change moved the read position
+    alone (a rewind or a seek, which Pulsar never persists).
     """
 
     name: str
@@ -65,20 +66,25 @@ class PositionReset:
     def __init__(self, hooks: ResetHooks) -> None:
         self._hooks = hooks
         self._action: Callable[[], None] | None = None
+        self._persists = True
         self.revision_num = -1
 
-    def _set(self, action: Callable[[], None]) -> None:
+    def _set(self, action: Callable[[], None], persists: bool = True) -> None:
         if self._action is not None:
             raise ConcurrentResetError("a position reset applies one cursor change; one was already chosen")
         self._action = action
+        self._persists = persists
 
     def rewind(self) -> None:
-        """Read again from the entry after the mark-delete position."""
-        self._set(self._hooks.choose_rewind())
+        """Read again from the entry after the mark-delete position. Only the read position
+        moves, so nothing is persisted (Pulsar's ``ManagedCursorImpl.rewind``): a consumer that
+        leaves and sends its messages back to the dispatcher writes no cursor state."""
+        self._set(self._hooks.choose_rewind(), persists=False)
 
     def seek(self, position: Position, force: bool = False) -> None:
-        """Move the read position (never to or below the mark-delete position)."""
-        self._set(self._hooks.choose_seek(position, force))
+        """Move the read position (never to or below the mark-delete position); nothing is
+        persisted (Pulsar's ``ManagedCursorImpl.seek``)."""
+        self._set(self._hooks.choose_seek(position, force), persists=False)
 
     def reset_to(self, position: Position) -> None:
         """Reset like ``reset_cursor``: read from ``position``, mark-delete just before it."""
@@ -121,7 +127,7 @@ class PositionReset:
             hooks.mark_settling(True)
             try:
                 hooks.revision.end_revision(action)
-                if action is not None:
+                if action is not None and self._persists:
                     hooks.after_change()
             finally:
                 hooks.mark_settling(False)
