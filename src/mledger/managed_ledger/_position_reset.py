@@ -29,8 +29,8 @@ class ResetHooks(NamedTuple):
 
     ``choose_*`` validate a change when it is chosen (they may raise and change nothing) and
     return the action that applies it; actions run under ``lock`` when the revision ends,
-    followed by ``after_change`` (persist the state) unless the change moved the read position
-    alone (a rewind or a seek, which Pulsar never persists).
+    followed by ``after_change`` (persist the state) unless the change was a rewind chosen not
+    to persist.
     """
 
     name: str
@@ -75,16 +75,15 @@ class PositionReset:
         self._action = action
         self._persists = persists
 
-    def rewind(self) -> None:
-        """Read again from the entry after the mark-delete position. Only the read position
-        moves, so nothing is persisted (Pulsar's ``ManagedCursorImpl.rewind``): a consumer that
-        leaves and sends its messages back to the dispatcher writes no cursor state."""
-        self._set(self._hooks.choose_rewind(), persists=False)
+    def rewind(self, persist: bool = True) -> None:
+        """Read again from the entry after the mark-delete position. ``persist=False`` writes
+        nothing, as Pulsar's ``ManagedCursorImpl.rewind`` (only the read position moves): the
+        broker's dispatcher rewinds so when a consumer leaves or messages are redelivered."""
+        self._set(self._hooks.choose_rewind(), persists=persist)
 
     def seek(self, position: Position, force: bool = False) -> None:
-        """Move the read position (never to or below the mark-delete position); nothing is
-        persisted (Pulsar's ``ManagedCursorImpl.seek``)."""
-        self._set(self._hooks.choose_seek(position, force), persists=False)
+        """Move the read position (never to or below the mark-delete position)."""
+        self._set(self._hooks.choose_seek(position, force))
 
     def reset_to(self, position: Position) -> None:
         """Reset like ``reset_cursor``: read from ``position``, mark-delete just before it."""
