@@ -1,17 +1,17 @@
-"""Issue 33 item 7: what a restarted ``mledger standalone`` redelivers, seen by the real client.
+"""Issue 33 item 6: what a restarted ``mledger standalone`` redelivers under its own default
+rules, seen by the real client, after a SIGKILL and after a SIGTERM.
 
 A seeded workload drives ``mledger standalone --record`` with ``pulsar-client``: plain and
 batched messages, a Shared subscription acknowledging with holes and partial batches
 (``batch_index_ack_enabled=True``: the Python client's default sends no batch-index acks) and an
-Exclusive one acknowledging cumulatively then individually, against small limits so the
-persisted states are truncated. Before the stop the test waits until the recording holds every
-acknowledgement the client sent that the broker applied (the client groups acks for 100 ms; a
-SIGKILL loses the recorder's last interval by design): a message counts as redelivered only if
-its ack was recorded. Then it reads each subscription's crash and unload figures from the
-broker's ``/metrics``, stops it (SIGKILL, or SIGTERM: every topic closed through the cursors'
-close path), starts it again on the same data directory, and collects every message the client
-receives again; the acknowledged ones must be exactly as many as the broker's own figure for
-that stop said.
+Exclusive one acknowledging cumulatively then individually. Before the stop the test waits until
+the recording holds every acknowledgement the client sent (the client groups acks for 100 ms and
+asks no receipt; the broker records an ack after applying it). Under mledger's defaults (no
+mark-delete throttle) an applied ack is persisted before the broker goes on (the store confirms a
+write once committed), so after either stop the client receives again exactly the messages it
+did not acknowledge: none of the acknowledged ones, every other one, a partly acknowledged
+batch's remaining messages alone. (What a Pulsar version's rules redeliver, item 7's comparison
+with the replay, needs the per-version rules of items 2 and 3 and is not tested here.)
 """
 
 from __future__ import annotations
@@ -36,15 +36,6 @@ TOPIC = "persistent://public/default/orders"
 MessageKey = tuple[int, int, int]
 """(ledger id, entry id, batch index; -1 when not batched): a message."""
 
-LIMITS = {
-    # states past small limits: the persists and the close path truncate
-    "managedLedgerMaxUnackedRangesToPersist": 3,
-    "managedLedgerMaxUnackedRangesToPersistInMetadataStore": 2,
-    "managedLedgerMaxBatchDeletedIndexToPersist": 1,
-    # Pulsar's mark-delete rate: after the first persist, the acks of the next second are held back
-    "managedLedgerDefaultMarkDeleteRateLimit": 1.0,
-}
-
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
@@ -56,12 +47,10 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) ->
 class Standalone:
     """``mledger standalone`` in a subprocess over ``data`` (free ports), stopped at exit."""
 
-    def __init__(self, tmp: Path, data: Path, options: list[str]) -> None:
-        config = tmp / "broker.conf"
-        config.write_text("".join(f"{k}={v}\n" for k, v in LIMITS.items()))
+    def __init__(self, data: Path, options: list[str]) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mledger.cli", "standalone", "--data-dir", str(data), "--bind", "127.0.0.1:0",
-             "--admin-bind", "127.0.0.1:0", "--config", str(config), *options],
+             "--admin-bind", "127.0.0.1:0", *options],
             stdout=subprocess.PIPE,
             text=True,
         )  # fmt: skip
@@ -196,39 +185,41 @@ def standalones() -> Iterator[list[Standalone]]:
         s.kill()
 
 
-def run_and_restart(tmp: Path, standalones: list[Standalone], crash: bool, seed: int, options: list[str]) -> dict:
+def stop_and_restart(
+    tmp: Path, standalones: list[Standalone], crash: bool
+) -> tuple[Workload, dict[str, list[MessageKey]]]:
+    """Run the workload, stop the broker once the recording holds every acknowledgement, start
+    it again over the same data; returns the workload and what each subscription received again."""
     data, record = tmp / "data", tmp / "rec"
-    first = Standalone(tmp, data, [*options, "--record", str(record), "--record-flush-interval", "0.05"])
+    first = Standalone(data, ["--record", str(record), "--record-flush-interval", "0.05"])
     standalones.append(first)
-    work = Workload(first.service_url, seed)
+    work = Workload(first.service_url, seed=7)
     work.produce()
     work.consume()
-    expected = {s.name: acked_messages(s.acked, work.produced) for s in work.subscriptions}
 
     def recorded() -> bool:
         rows = recorded_acks(record)
-        return all(expected[name] <= acked_messages(rows.get(name, set()), work.produced) for name in expected)
+        return all(
+            acked_messages(s.acked | ({s.cumulative} if s.cumulative else set()), work.produced)
+            <= acked_messages(rows.get(s.name, set()), work.produced)
+            for s in work.subscriptions
+        )
 
     wait_for(recorded, "the recording to hold every acknowledgement")
     first.stop(crash)
     work.close()
-    rows = recorded_acks(record)
-    second = Standalone(tmp, data, options)
+    second = Standalone(data, [])
     standalones.append(second)
-    again = received_again(second.service_url, work)
-    return {
-        s.name: {
-            "acked": acked_messages(rows.get(s.name, set()), work.produced),
-            "again": again[s.name],
-            "cumulative": s.cumulative,
-        }
-        for s in work.subscriptions
-    }
+    return work, received_again(second.service_url, work)
 
 
 @pytest.mark.parametrize("crash", [True, False], ids=["sigkill", "sigterm"])
-def test_redelivered_after_a_stop(tmp_path: Path, standalones: list[Standalone], crash: bool) -> None:
-    result = run_and_restart(tmp_path, standalones, crash, seed=7, options=[])
-    for name, r in result.items():
-        redelivered = set(r["again"]) & r["acked"]
-        print(name, "crash" if crash else "clean", len(r["acked"]), sorted(redelivered))
+def test_a_restart_redelivers_exactly_the_unacknowledged_messages(
+    tmp_path: Path, standalones: list[Standalone], crash: bool
+) -> None:
+    work, again = stop_and_restart(tmp_path, standalones, crash)
+    for sub in work.subscriptions:
+        assert sub.acked, sub.name  # the seeded workload leaves holes: some acked, some not
+        unacked = [m for m in work.produced if m not in sub.acked and (sub.cumulative is None or m > sub.cumulative)]
+        assert 0 < len(unacked) < len(work.produced), sub.name
+        assert sorted(again[sub.name]) == unacked, sub.name  # each once
