@@ -222,10 +222,7 @@ class Broker:
         name = TopicName.parse(topic)
         with self._lock, store_failures(MetadataStoreError, f"topic {name} could not be looked up"):
             self._check_open()
-            found = self._load(name)
-            if found is None:
-                raise NotFoundError(f"Topic {name} not found")
-            return found
+            return self._found(name)
 
     def open_topic(self, topic: str) -> AnyTopic:
         """The topic, created if missing and automatic topic creation is on (what a producer or
@@ -345,9 +342,7 @@ class Broker:
         name = TopicName.parse(topic)
         with self._lock:
             self._check_open()
-            found = self._load(name)
-            if found is None:
-                raise NotFoundError(f"Topic {name} not found")
+            found = self._found(name)
             if name.is_partition and isinstance(found, Topic) and self._partition_count(name.partitioned_topic):
                 raise InvalidRequestError(f"{name} is a partition: delete the partitioned topic instead")
             if found.has_connections() and not force:
@@ -371,9 +366,7 @@ class Broker:
         name = TopicName.parse(topic)
         with self._lock:
             self._check_open()
-            found = self._load(name)
-            if found is None:
-                raise NotFoundError(f"Topic {name} not found")
+            found = self._found(name)
             if self.journal is not None:  # the raw logs have no event for a close
                 self.journal.not_recorded(f"unload of topic {name}", self.clock.now_ms())
             for partition in found.partitions if isinstance(found, PartitionedTopic) else [found]:
@@ -1003,6 +996,13 @@ class Broker:
             store.children(f"{ML_ROOT}/{namespace}/persistent")
             or store.children(f"{PARTITIONED_TOPICS_ROOT}/{namespace}/persistent")
         )
+
+    def _found(self, name: TopicName) -> AnyTopic:
+        """The cached or stored topic ``name``; raises ``NotFoundError`` (caller holds the lock)."""
+        found = self._load(name)
+        if found is None:
+            raise NotFoundError(f"Topic {name} not found")
+        return found
 
     def _load(self, name: TopicName) -> AnyTopic | None:
         """The cached or stored topic ``name``, None if it does not exist (caller holds the lock)."""
