@@ -6,7 +6,9 @@ Fixtures:
   and the admin REST API over one broker) started on free ports with a memory store and a
   manual clock, stopped after the test. Use ``pulsar_broker.service_url`` with
   ``pulsar.Client``, ``pulsar_broker.admin_url`` for the REST admin API,
-  ``pulsar_broker.clock.advance(ms)`` to make delayed messages due without sleeping, and
+  ``pulsar_broker.clock.advance(ms)`` to make delayed messages due without sleeping,
+  ``pulsar_broker.restart(crash=True)`` (a SIGKILL) or ``restart()`` (a clean stop) to see what
+  a consumer receives again after the broker restarts (same port and URLs: clients reconnect), and
   ``pulsar_broker.faults`` to make the broker misbehave on purpose
   (``pulsar_broker.faults.fail_next("PRODUCER", error="TopicNotFound")``; docs/faults.md).
 * ``pulsar_broker_factory``: ``pulsar_broker_factory(**options)`` starts one with options
