@@ -233,6 +233,56 @@ def test_delete_the_subscription_under_its_consumer(pulsar_broker: EmbeddedBroke
     assert pulsar_broker.stats().connections_opened == opened  # the same connection
 
 
+def test_unload_the_topic_under_its_clients(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    producer = client.create_producer("orders")
+    consumer = client.subscribe("orders", "billing")
+    opened = pulsar_broker.stats().connections_opened
+    pulsar_broker.faults.unload_topic("orders")
+    (fired,) = pulsar_broker.faults.fired()
+    assert (fired.action, fired.detail) == ("unload_topic", f"unloaded {TOPIC}")
+    producer.send(b"after")  # the producer reconnects: its lookup loads the topic again
+    assert consumer.receive(5000).data() == b"after"
+    assert pulsar_broker.stats().connections_opened == opened  # the same connection
+
+
+def test_unload_at_a_subscribe_leaves_the_consumer_to_reconnect(
+    pulsar_broker: EmbeddedBroker, client: pulsar.Client
+) -> None:
+    producer = client.create_producer("orders")
+    pulsar_broker.faults.unload_topic(command="SUBSCRIBE", topic="orders")
+    consumer = client.subscribe("orders", "billing")  # served after the unload: it loads the topic again
+    producer.send(b"resent")  # the producer the unload closed reconnected
+    assert consumer.receive(5000).data() == b"resent"
+    assert [f.command for f in pulsar_broker.faults.fired()] == ["SUBSCRIBE"]
+
+
+def test_crash_at_the_nth_send_loses_that_send_and_the_clients_reconnect(
+    pulsar_broker: EmbeddedBroker, client: pulsar.Client
+) -> None:
+    consumer = client.subscribe("orders", "billing")
+    producer = client.create_producer("orders", batching_enabled=False, send_timeout_millis=30_000)
+    pulsar_broker.faults.restart(crash=True, command="SEND", after=2)
+    for n in (b"1", b"2"):
+        producer.send(n)
+    producer.send(b"3")  # not handled: the broker crashed at it; the client resends it after reconnecting
+    assert [consumer.receive(10_000).data() for _ in range(3)] == [b"1", b"2", b"3"]
+    (fired,) = pulsar_broker.faults.fired()
+    assert (fired.action, fired.command, fired.detail) == ("restart", "SEND", "crash-restarted the broker")
+    with pytest.raises(pulsar.Timeout):
+        consumer.receive(200)  # "3" was stored once: the crash lost the SEND it fired on
+
+
+def test_a_clean_restart_now_and_the_clients_carry_on(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
+    consumer = client.subscribe("orders", "billing")
+    producer = client.create_producer("orders")
+    server = pulsar_broker.server
+    pulsar_broker.faults.restart()
+    wait_for(lambda: pulsar_broker.server is not server and pulsar_broker.stats().consumers == 1)
+    producer.send(b"after the restart")
+    assert consumer.receive(10_000).data() == b"after the restart"
+    assert pulsar_broker.faults.stats().fired_by_action == {"restart": 1}
+
+
 def _subscriptions(broker: EmbeddedBroker) -> list[str]:
     return broker.call(lambda: broker.broker.get_topic(TOPIC).subscription_names())
 

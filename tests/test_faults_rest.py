@@ -5,10 +5,13 @@ only under authorization; ``RemoteAdmin.faults`` and ``mledger-admin faults``; t
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ from mledger.admin import Admin, Authorization, RemoteAdmin
 from mledger.broker import Broker, Faults, FaultSpecError
 from mledger.cli._admin import main as admin_main
 from mledger.rest import RoleResolver, create_app
-from mledger.standalone import EmbeddedStandalone
+from mledger.standalone import EmbeddedStandalone, standalone_faults
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -163,3 +166,50 @@ def test_mledger_standalone_refuses_a_bad_scenario_file_before_starting(tmp_path
     )
     assert done.returncode == 2 and done.stdout == ""  # nothing started, no URLs printed
     assert f"{scenario}: faults[0]: FLOW has no answer to carry an error" in done.stderr
+
+
+def test_restart_and_unload_over_rest_where_the_broker_can_restart_in_place() -> None:
+    with EmbeddedStandalone() as standalone:
+        url = standalone.admin_url
+        client = pulsar.Client(
+            standalone.service_url, operation_timeout_seconds=1, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+        )
+        try:
+            consumer = client.subscribe("orders", "billing")
+            producer = client.create_producer("orders")
+            with RemoteAdmin(url) as remote:
+                remote.faults.arm({"action": "unload_topic", "topic": "orders"})
+                server = standalone.server
+                remote.faults.arm({"action": "restart", "crash": True})  # answered before the restart
+            deadline = time.monotonic() + 30
+            while not _answers(f"{url}{FAULTS}/stats"):  # the REST admin comes back on its port
+                assert time.monotonic() < deadline, "the broker did not come back"
+                time.sleep(0.05)
+            assert standalone.server is not server
+            assert httpx.get(f"{url}{FAULTS}/stats").json()["firedByAction"] == {"unload_topic": 1, "restart": 1}
+            producer.send(b"after")
+            assert consumer.receive(10_000).data() == b"after"
+        finally:
+            client.close()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_a_broker_that_cannot_restart_in_place_refuses_restart_faults() -> None:
+    broker = Broker(ManagedLedgerFactory(), faults=Faults())
+    app = create_app(Admin(broker))
+    refused = _request(app, "POST", FAULTS, body={"action": "restart", "crash": True})
+    assert refused.status_code == 405 and "cannot restart in place" in refused.json()["reason"]
+    assert _request(app, "GET", FAULTS).json() == []
+    broker.close()
+    args = argparse.Namespace(faults=None, fault_injection=True, fault_seed=None)
+    for fault in ({"action": "restart"}, {"action": "restart", "command": "SEND", "after": 5}):
+        scenario = Path(tempfile.mkdtemp()) / "restart.json"
+        scenario.write_text(json.dumps({"faults": [{"action": "delay", "command": "SEND", "delay_ms": 5}, fault]}))
+        with pytest.raises(FaultSpecError, match=r"restart.json: faults\[1\]: mledger standalone cannot restart"):
+            standalone_faults(argparse.Namespace(**{**vars(args), "faults": scenario}))

@@ -366,6 +366,10 @@ class EmbeddedStandalone(EmbeddedBroker):
                 self._admin_server.shutdown()
                 self._admin_server = None
 
+    def _after_fault_restart(self) -> None:
+        if self._admin_port:  # it served before: REST clients (the one that armed the restart) come back
+            _ = self.admin_url
+
 
 def _client_auth(authenticator: Authenticator | None, authorization: Authorization | None) -> ClientAuth | None:
     """The protocol server's authentication: on with an authenticator or an authorization (then
@@ -563,9 +567,15 @@ def standalone_faults(args: argparse.Namespace) -> tuple[Faults | None, FaultSce
     seed = getattr(args, "fault_seed", None)
     scenario = None
     if scenario_file is not None:
-        from .broker import load_scenario
+        from .broker import FaultSpecError, load_scenario
 
         scenario = load_scenario(scenario_file)
+        restarts = [i for i, fault in enumerate(scenario.faults) if fault.action == "restart"]
+        if restarts:
+            raise FaultSpecError(
+                f"{scenario_file}: faults[{restarts[0]}]: mledger standalone cannot restart in place (stop and"
+                " start its process); restart faults act on the pytest fixture and EmbeddedBroker"
+            )
         if seed is None:
             seed = scenario.seed
         scenario = scenario.model_copy(update={"seed": None})

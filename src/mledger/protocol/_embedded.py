@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncBroker", "AsyncBrokerClock", "BrokerClock", "EmbeddedBroker"]
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 ADVANCE_TIMEOUT_S = 600.0
 """How long :meth:`BrokerClock.advance` waits for the broker's loop: a month of broker time fires
@@ -142,6 +145,8 @@ class EmbeddedBroker:
         self._memory: MemoryStore | None = None  # without data_dir: the data, kept across restarts
         self._time: Clock | None = None  # the broker's clock, kept across restarts
         self._crashing = False
+        self._fault_restart: threading.Thread | None = None
+        self.faults.restarter = self._restart_for_fault
         self._check_options()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -235,8 +240,34 @@ class EmbeddedBroker:
         """Hook for subclasses: runs first in :meth:`stop`."""
 
     def stop(self) -> None:
-        """Stop the server (closing every connection), the broker and the store. Idempotent."""
+        """Stop the server (closing every connection), the broker and the store, once a restart
+        a fault started has completed. Idempotent."""
+        restarting = self._fault_restart
+        if restarting is not None and restarting is not threading.current_thread():
+            restarting.join(timeout=60)
         self._stop(crash=False)
+
+    def _restart_for_fault(self, crash: bool) -> None:
+        """A ``restart`` fault fired (:attr:`Faults.restarter <mledger.broker.Faults.restarter>`):
+        :meth:`restart` on a thread of its own, as the caller may be the broker's loop or a REST
+        request that the restart stops; one at a time (a second firing meanwhile is ignored)."""
+        if self._fault_restart is not None and self._fault_restart.is_alive():
+            log.warning("a restart fault fired while a restart is under way: ignored")
+            return
+
+        def run() -> None:
+            try:
+                self.restart(crash=crash)
+                self._after_fault_restart()
+            except Exception:  # noqa: BLE001 - a thread of its own: logged, the test sees the broker down
+                log.exception("the restart a fault started failed")
+
+        self._fault_restart = threading.Thread(target=run, name="mledger-fault-restart", daemon=True)
+        self._fault_restart.start()
+
+    def _after_fault_restart(self) -> None:
+        """Hook for subclasses: runs after a restart a fault started (the standalone variant
+        serves its REST admin again if it did before)."""
 
     def restart(self, crash: bool = False) -> EmbeddedBroker:
         """Stop and start again over the same data, on the same ports and URLs, so clients
