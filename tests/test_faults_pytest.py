@@ -1,8 +1,8 @@
 """Issue 34 item 5: the pytest ergonomics of faults, run by pytest's own ``pytester`` (one
 subprocess for all of them): the ``pulsar_faults`` marker (faults, a scenario file, the seed),
 the factory's options, faults cleared between tests, a failing test's report naming the faults
-that fired and the seed, and the asyncio variant of the fixture with the client's
-``pulsar.asyncio`` API."""
+that fired and the seed, and the asyncio variant of the fixture (its clock, stats and restart
+awaited) with the client's ``pulsar.asyncio`` API."""
 
 from __future__ import annotations
 
@@ -80,6 +80,9 @@ async def test_async(async_pulsar_broker):
     await asyncio.wait_for(sending, 10)
     stats = await async_pulsar_broker.stats()
     assert stats.messages_in == 1
+    await async_pulsar_broker.restart(crash=True)     # awaited too; the client reconnects
+    await asyncio.wait_for(producer.send(b"after"), 10)
+    assert (await async_pulsar_broker.stats()).messages_in == 1   # the new server's counters
     await client.close()
 """
 

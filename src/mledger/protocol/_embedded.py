@@ -430,6 +430,11 @@ class AsyncBroker:
         """Stop the broker (on a worker thread)."""
         await asyncio.to_thread(self.embedded.stop)
 
+    async def restart(self, crash: bool = False) -> AsyncBroker:
+        """:meth:`EmbeddedBroker.restart`, awaited (on a worker thread)."""
+        await asyncio.to_thread(self.embedded.restart, crash)
+        return self
+
     async def __aenter__(self) -> AsyncBroker:
         return await self.start()
 
