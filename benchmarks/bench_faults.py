@@ -5,7 +5,8 @@
 Each scenario is a question a team asks of its client code (issue 34's recipes and their
 variations: an error on each command that has one, a slow broker and the send timeout, a
 connection closed after N frames, a half-open connection, a stalled broker, a full or slow
-disk, a terminated topic, a subscription deleted under its consumer, a duplicate or redelivered
+disk, a topic unloaded, a crash or clean restart of the broker, a terminated topic, a
+subscription deleted under its consumer, a duplicate or redelivered
 message, dead-lettering after N redeliveries, a Key_Shared consumer leaving mid-stream, a delayed
 message at its deadline), run against a fresh ``EmbeddedBroker`` with the client's timeouts at
 their minimum (operation timeout 1 s, send timeout 500 ms). Each asserts what the client saw, so
@@ -216,6 +217,44 @@ def slow_disk(ms: int, times_out: bool) -> Scenario:
     return Scenario(f"slow disk {ms} ms{' beyond the send timeout' if times_out else ''}", run)
 
 
+def unload(command: str | None) -> Scenario:
+    """The topic unloaded under its clients (now, or at a command): they reconnect and go on."""
+
+    def run(broker: EmbeddedBroker, client: pulsar.Client) -> None:
+        producer = client.create_producer("orders", send_timeout_millis=5000)
+        if command is None:
+            consumer = client.subscribe("orders", "billing")
+            broker.faults.unload_topic("orders")
+        else:
+            broker.faults.unload_topic(command=command, topic="orders")
+            consumer = client.subscribe("orders", "billing")
+        producer.send(b"after")
+        assert consumer.receive(5000).data() == b"after"
+
+    return Scenario(f"topic unloaded {'now' if command is None else f'at {command}'}", run)
+
+
+def restart(crash: bool, at_send: int | None) -> Scenario:
+    """A crash or clean restart, now or at the Nth SEND (not handled: sent again); nothing lost."""
+
+    def run(broker: EmbeddedBroker, client: pulsar.Client) -> None:
+        consumer = client.subscribe("orders", "billing")
+        producer = client.create_producer("orders", batching_enabled=False, send_timeout_millis=30_000)
+        if at_send is None:
+            broker.faults.restart(crash=crash)  # returns at once: the send below waits for the reconnection
+            sent = [b"after"]
+        else:
+            broker.faults.restart(crash=crash, command="SEND", after=at_send)
+            sent = [b"%d" % i for i in range(at_send + 1)]
+        for data in sent:
+            producer.send(data)
+        assert [consumer.receive(10_000).data() for _ in sent] == sent
+        expect(pulsar.Timeout, lambda: consumer.receive(100))
+
+    kind = "crash" if crash else "clean restart"
+    return Scenario(f"{kind} {'now' if at_send is None else f'at send {at_send + 1}'}", run)
+
+
 def terminate(at_send: int | None) -> Scenario:
     def run(broker: EmbeddedBroker, client: pulsar.Client) -> None:
         producer = client.create_producer("orders")
@@ -370,6 +409,12 @@ SCENARIOS: list[Scenario] = [
     disk_full(None),
     slow_disk(100, times_out=False),
     slow_disk(1500, times_out=True),
+    unload(None),
+    unload("SUBSCRIBE"),
+    restart(crash=True, at_send=None),
+    restart(crash=True, at_send=2),
+    restart(crash=False, at_send=None),
+    restart(crash=False, at_send=2),
     terminate(None),
     terminate(3),
     delete_subscription(pulsar.ConsumerType.Exclusive),

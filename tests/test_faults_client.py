@@ -275,9 +275,7 @@ def test_crash_at_the_nth_send_loses_that_send_and_the_clients_reconnect(
 def test_a_clean_restart_now_and_the_clients_carry_on(pulsar_broker: EmbeddedBroker, client: pulsar.Client) -> None:
     consumer = client.subscribe("orders", "billing")
     producer = client.create_producer("orders")
-    server = pulsar_broker.server
-    pulsar_broker.faults.restart()
-    wait_for(lambda: pulsar_broker.server is not server and pulsar_broker.stats().consumers == 1)
+    pulsar_broker.faults.restart()  # returns at once: the client reconnects once the broker is back
     producer.send(b"after the restart")
     assert consumer.receive(10_000).data() == b"after the restart"
     assert pulsar_broker.faults.stats().fired_by_action == {"restart": 1}
