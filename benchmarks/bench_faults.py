@@ -314,9 +314,7 @@ def redeliver(kind: pulsar.ConsumerType) -> Scenario:
 def dead_letter(max_redeliveries: int) -> Scenario:
     def run(broker: EmbeddedBroker, client: pulsar.Client) -> None:
         dlq = client.subscribe("orders-dlq", "audit")
-        policy = pulsar.ConsumerDeadLetterPolicy(
-            max_redeliver_count=max_redeliveries, dead_letter_topic="orders-dlq"
-        )
+        policy = pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=max_redeliveries, dead_letter_topic="orders-dlq")
         consumer = client.subscribe(
             "orders", "billing", consumer_type=pulsar.ConsumerType.Shared, dead_letter_policy=policy
         )
