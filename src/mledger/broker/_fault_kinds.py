@@ -12,6 +12,7 @@ __all__ = [
     "CONNECTION_ACTIONS",
     "ERROR_ANSWERS",
     "MESSAGE",
+    "RESTART",
     "STORE_ACTIONS",
     "UNANSWERED",
 ]
@@ -50,8 +51,11 @@ the connection itself and never reach a fault)."""
 
 CONNECTION_ACTIONS = frozenset({"close", "half_open", "pause"})
 """Actions on connections: the protocol server performs them."""
-BROKER_ACTIONS = frozenset({"terminate_topic", "delete_subscription"})
+BROKER_ACTIONS = frozenset({"terminate_topic", "delete_subscription", "unload_topic"})
 """Actions on the broker's topics: the registry performs them."""
+RESTART = "restart"
+"""The action on the broker's process: a crash or clean restart, by the front end that can
+restart the broker in place (:class:`~mledger.protocol.EmbeddedBroker`)."""
 STORE_ACTIONS = frozenset({"disk_full", "slow_writes"})
 """Actions on the store's writes: triggered by the writes themselves."""
 ACTIONS = (
@@ -62,6 +66,8 @@ ACTIONS = (
     "pause",
     "disk_full",
     "slow_writes",
+    "unload_topic",
+    "restart",
     "terminate_topic",
     "delete_subscription",
     "duplicate",

@@ -24,6 +24,10 @@ The actions, one model each, told apart by ``action``:
                        until resumed
 ``disk_full``          refuse the store's writes with SQLite's ``database or disk is full``
 ``slow_writes``        delay the store's writes by ``delay_ms``
+``unload_topic``       unload the command's topic (or the topics ``topic`` matches): its clients
+                       are disconnected and reconnect, their lookup loads it again
+``restart``            restart the broker in place (``crash``: as a SIGKILL leaves it), on the
+                       same ports: the command is not handled, clients reconnect
 ``terminate_topic``    terminate the command's topic (or the topics ``topic`` matches)
 ``delete_subscription``  delete a subscription under its consumers (they are disconnected)
 ``duplicate``          send a MESSAGE frame twice (same id, same redelivery count)
@@ -71,8 +75,10 @@ __all__ = [
     "HalfOpenFault",
     "PauseFault",
     "RedeliverFault",
+    "RestartFault",
     "SlowWritesFault",
     "TerminateTopicFault",
+    "UnloadTopicFault",
     "load_scenario",
     "parse_fault",
     "parse_scenario",
@@ -280,6 +286,37 @@ class SlowWritesFault(_StoreFault):
         return _delay(value)
 
 
+class UnloadTopicFault(_Fault):
+    """Unload the command's topic, or without a command every loaded topic ``topic`` matches
+    (Pulsar's ``unloadTopic``: producers and consumers disconnected, cursors closed; the clients
+    reconnect and their lookup loads it again)."""
+
+    action: Literal["unload_topic"] = "unload_topic"
+
+    @model_validator(mode="after")
+    def _target(self) -> UnloadTopicFault:
+        if self.command is None and self.topic is None:
+            raise ValueError("unload_topic without a command needs topic (which topics to unload)")
+        return self
+
+
+class RestartFault(_Fault):
+    """Restart the broker in place, on the same ports and data: ``crash`` True as a SIGKILL
+    leaves it (connections dropped, what the mark-delete throttle held back lost), False a clean
+    stop first. With a command, the broker stops serving at that command, which is not handled.
+    Only a broker that can restart in place takes it (the pytest fixture, ``EmbeddedBroker``)."""
+
+    action: Literal["restart"] = "restart"
+    crash: bool = Field(False, description="true: as a SIGKILL leaves the broker; false: a clean stop first")
+
+    @model_validator(mode="after")
+    def _whole_broker(self) -> RestartFault:
+        given = [f for f in ("topic", "client", "subscription") if getattr(self, f) is not None]
+        if self.command is None and given:
+            raise ValueError(f"restart without a command restarts the whole broker: {', '.join(given)} need a command")
+        return self
+
+
 class TerminateTopicFault(_Fault):
     """Terminate the command's topic, or without a command every loaded topic ``topic`` matches."""
 
@@ -345,6 +382,8 @@ FaultSpec = Annotated[
     | PauseFault
     | DiskFullFault
     | SlowWritesFault
+    | UnloadTopicFault
+    | RestartFault
     | TerminateTopicFault
     | DeleteSubscriptionFault
     | DuplicateFault

@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core._clock import Clock
-from ..core._errors import NotFoundError
+from ..core._errors import NotAllowedError, NotFoundError
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import DISK_FULL, FaultInjectingStore, WriteRecord
-from ._fault_kinds import BROKER_ACTIONS, MESSAGE, STORE_ACTIONS
+from ._fault_kinds import BROKER_ACTIONS, MESSAGE, RESTART, STORE_ACTIONS
 from ._journal import BrokerJournal
 from ._names import TopicName
 from ._topic import Topic
@@ -175,6 +175,10 @@ class FaultedBroker(Protocol):
         """The topics and partitions loaded now."""
         ...
 
+    def unload_topic(self, topic: str) -> None:
+        """Unload ``topic`` (clients disconnected; loaded again on their next lookup)."""
+        ...
+
 
 class FaultListener(Protocol):
     """What acts on connections for the registry (the protocol server). Called from any thread;
@@ -294,6 +298,10 @@ class Faults:
         """The client command kinds some armed fault matches (the protocol's one check)."""
         self.messages_armed = False
         """Whether a fault matches MESSAGE frames."""
+        self.restarter: Callable[[bool], None] | None = None
+        """What restarts the broker in place for a ``restart`` fault, given ``crash``, without
+        waiting for it (:class:`~mledger.protocol.EmbeddedBroker` sets it; None: the broker
+        cannot restart in place and ``restart`` faults are refused)."""
 
     # -- binding -------------------------------------------------------------------------------
     def bind(self, broker: FaultedBroker) -> None:
@@ -344,6 +352,11 @@ class Faults:
         from ._fault_specs import parse_fault
 
         spec = parse_fault(fault)
+        if spec.action == RESTART and self.restarter is None:
+            raise NotAllowedError(
+                "this broker cannot restart in place (mledger standalone: stop and start its process);"
+                " restart faults act on the pytest fixture and EmbeddedBroker"
+            )
         with self._lock:
             fault_id = next(self._ids)
         if spec.acts_at_once:
@@ -426,6 +439,21 @@ class Faults:
         fault = {"action": "slow_writes", "delay_ms": ms, "count": count, "duration_ms": duration_ms, "after": after}
         return self.arm(fault)
 
+    def unload_topic(self, topic: str | None = None, command: str | None = None, **match: Any) -> int:
+        """Unload ``topic`` (a pattern: every loaded topic it matches) now, or the topic of the
+        next matching ``command`` before it is handled: its producers and consumers are
+        disconnected, and the clients' lookup loads it again. Returns the fault's id."""
+        return self.arm({"action": "unload_topic", "command": command, "topic": topic, **_one_shot(command, match)})
+
+    def restart(self, crash: bool = False, command: str | None = None, **match: Any) -> int:
+        """Restart the broker in place, on the same ports and data (``crash``: as a SIGKILL
+        leaves it), now or at the next matching ``command``, which is then not handled: the
+        broker stops serving at it. Returns at once (the restart runs on a thread of its own;
+        ``pulsar_broker.restart(crash=...)`` is the call that waits for it); clients reconnect by
+        themselves. ``NotAllowedError`` on a broker that cannot restart in place. Returns the
+        fault's id."""
+        return self.arm({"action": "restart", "command": command, "crash": crash, **_one_shot(command, match)})
+
     def terminate_topic(self, topic: str | None = None, command: str | None = None, **match: Any) -> int:
         """Terminate ``topic`` (a pattern: every loaded topic it matches) now, or the topic of
         the next matching ``command``. Returns the fault's id."""
@@ -506,6 +534,8 @@ class Faults:
             self._perform(firing, first)
         else:
             self._record(firing, kind, _effect(firing), first)
+            if firing.spec.action == RESTART:
+                self._restart(firing)
         return firing
 
     # -- the store's side ------------------------------------------------------------------------
@@ -605,12 +635,21 @@ class Faults:
         if spec.action in BROKER_ACTIONS:
             self._perform(firing, True)
             return
+        if spec.action == RESTART:
+            self._record(firing, None, _effect(firing), True)
+            self._restart(firing)
+            return
         listeners = self._listeners_now()
         self._record(
             firing, None, _effect(firing) + ("" if listeners else " (no protocol server serves the broker)"), True
         )
         for listener in listeners:
             listener.act_now(firing)
+
+    def _restart(self, firing: Firing) -> None:
+        restarter = self.restarter
+        if restarter is not None:  # checked when armed; None only once its front end went away
+            restarter(bool(getattr(firing.spec, "crash", False)))
 
     def _perform(self, firing: Firing, first: bool) -> None:
         """A broker action on its targets: the command's topic (and subscription), or every
@@ -632,6 +671,10 @@ class Faults:
             if spec.action == "terminate_topic":
                 last = topic.terminate()
                 done.append(f"terminated {topic.name} at {last}")
+                continue
+            if spec.action == "unload_topic":
+                broker.unload_topic(topic.name)
+                done.append(f"unloaded {topic.name}")
                 continue
             names = _subscriptions(topic.subscription_names(), spec.subscription, target.subscription)
             for name in names:
@@ -701,6 +744,8 @@ def _effect(firing: Firing) -> str:
         return f"half-open connection: stopped {stopped}"
     if action == "pause":
         return f"paused the broker {'until resumed' if spec.pause_ms is None else f'for {spec.pause_ms} ms'}"
+    if action == RESTART:
+        return "crash-restarted the broker" if spec.crash else "restarted the broker (a clean stop first)"
     if action == "duplicate":
         return f"sent message {firing.target.message_id} twice"
     if action == "redeliver":

@@ -14,8 +14,8 @@ a :class:`FaultFilter`'s table instead, which for each command:
 * asks the registry (:meth:`~mledger.broker.Faults.take`, only for the kinds armed) whether a
   fault fires, and applies it: answer the error Pulsar's broker sends for that command
   (:func:`answer_error`), hold it for the delay, close the connection, make it half-open, pause
-  the broker, or (a broker action: terminate, delete a subscription, done by the registry)
-  handle it as usual.
+  the broker, stop serving for a restart (which the registry started), or (a broker action:
+  terminate, unload, delete a subscription, done by the registry) handle it as usual.
 
 What a fault does to the connection itself (closing it, muting its writes, stopping its reads,
 pausing every connection) is the server's (:class:`FaultHost`, implemented by
@@ -335,6 +335,9 @@ class FaultFilter:
         if action == "pause":
             host.pause(spec.pause_ms)
             self._held.append((handler, request, True))  # the pause held the session: first in line, fired
+            return True
+        if action == "restart":  # the registry started it: serve nothing more, this command included
+            host.pause(None)
             return True
         return False  # a broker action (done by the registry): handled as usual
 
