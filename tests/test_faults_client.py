@@ -328,11 +328,13 @@ def test_a_scenario_file_arms_its_faults_at_start(tmp_path: Path) -> None:
 
 
 def test_a_connection_closed_while_the_disk_is_full_is_forgotten(
-    pulsar_broker: EmbeddedBroker, client: pulsar.Client, caplog: pytest.LogCaptureFixture
+    pulsar_broker: EmbeddedBroker, client: pulsar.Client
 ) -> None:
-    """Removing a subscription's last consumer persists its rewound cursor, which a full disk
-    refuses: the connection's close must still complete (its shell forgotten, its other
-    consumers closed), not stop half-way with the store's error."""
+    """A connection closed while the store refuses every write completes its close (its shell
+    forgotten, each consumer removed) and its client's reconnection finds each subscription
+    with one consumer. (Before issue 33's rewinds persisted nothing, removing a subscription's
+    last consumer wrote its rewound cursor, which the full disk refused half-way through the
+    close; the server's close still logs and goes on if a store error reaches it.)"""
     client.subscribe("orders", "billing")
     client.subscribe("orders", "audit")
     pulsar_broker.faults.disk_full()
@@ -342,7 +344,6 @@ def test_a_connection_closed_while_the_disk_is_full_is_forgotten(
     # each subscription has its client's consumer once: the old ones were removed, none leaked
     assert _consumers(pulsar_broker) == {"billing": 1, "audit": 1}
     assert pulsar_broker.stats().connections == 1
-    assert "closing consumer" in caplog.text
 
 
 def _consumers(broker: EmbeddedBroker) -> dict[str, int]:
