@@ -87,11 +87,12 @@ def open_broker(
     journal: BrokerJournal | None = None,
     namespaces: Iterable[str] = (),
     default_namespace: bool = True,
+    seed: int | None = None,
 ) -> OpenedBroker:
     """Open ``data_dir`` (:func:`open_store`; None: memory), or serve ``store`` (a store made by
     the caller, e.g. wrapped to inject faults; then ``data_dir`` must be None), with a factory
     (``factory_config``, ``clock``) and a broker (``broker_config``, ``journal``,
-    ``default_namespace``) that creates ``namespaces`` if missing.
+    ``default_namespace``, ``seed``) that creates ``namespaces`` if missing.
 
     What was opened is closed again when a later step raises (the journal too: the broker would
     have closed it), so the caller owns something only once this returns.
@@ -106,7 +107,9 @@ def open_broker(
         raise
     factory = ManagedLedgerFactory(store, factory_config, clock=clock)
     try:
-        broker = Broker(factory, broker_config, clock=clock, journal=journal, default_namespace=default_namespace)
+        broker = Broker(
+            factory, broker_config, clock=clock, journal=journal, default_namespace=default_namespace, seed=seed
+        )
     except BaseException:
         try:
             if journal is not None:

@@ -41,7 +41,11 @@ from ._connection import (
     ConnectionState as ConnectionState,
     Request as Request,
 )
-from ._embedded import BrokerClock as BrokerClock, EmbeddedBroker as EmbeddedBroker
+from ._embedded import (
+    DETERMINISTIC_START_MS as DETERMINISTIC_START_MS,
+    BrokerClock as BrokerClock,
+    EmbeddedBroker as EmbeddedBroker,
+)
 from ._errors import (
     FrameTooLargeError as FrameTooLargeError,
     LocalProtocolError as LocalProtocolError,
@@ -49,6 +53,12 @@ from ._errors import (
     RemoteProtocolError as RemoteProtocolError,
     StateTransitionError as StateTransitionError,
     UnknownListenerError as UnknownListenerError,
+)
+from ._replay import (
+    BrokerFrame as BrokerFrame,
+    CapturingProxy as CapturingProxy,
+    ClientRead as ClientRead,
+    replay_reads as replay_reads,
 )
 from ._server import ProtocolServer as ProtocolServer, freeze_startup_heap as freeze_startup_heap
 
@@ -59,7 +69,11 @@ __all__ = [
     "COMMANDS",
     "PROTOCOL_VERSION",
     "BrokerClock",
+    "BrokerFrame",
+    "CapturingProxy",
+    "ClientRead",
     "CommandSpec",
+    "DETERMINISTIC_START_MS",
     "Connection",
     "ConnectionEvent",
     "ConnectionState",
@@ -76,6 +90,7 @@ __all__ = [
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
+    "replay_reads",
     "StateTransitionError",
     "UnknownListenerError",
     "parse_advertised_listeners",

@@ -1,0 +1,107 @@
+"""A real pulsar-client session captured once and replayed into fresh brokers: the determinism
+tests and benchmarks/bench_deterministic.py share it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pulsar
+
+from mledger.codec.proto import PulsarApi_pb2 as api
+from mledger.protocol import (
+    BrokerFrame,
+    CapturingProxy,
+    ClientRead,
+    ListenerUrls,
+    ProtocolConfig,
+    replay_reads,
+)
+from mledger.protocol._codec import decode_command
+from mledger.replay import read_recorded_rows
+from mledger.standalone import EmbeddedStandalone
+
+TOPIC = "persistent://public/default/determinism"
+MESSAGES = 24
+KEYS = 6
+
+# Every broker compared advertises one URL (it is in LOOKUP answers) and pings nobody meanwhile.
+REPLAY_CONFIG = ProtocolConfig(
+    port=0,
+    advertised_listeners={"replay": ListenerUrls(broker_service_url="pulsar://127.0.0.1:6650")},
+    internal_listener_name="replay",
+    keep_alive_interval_seconds=3600,
+)
+
+
+def _drain(consumers: list[Any], expected: int) -> list[tuple[str, str]]:
+    """Receive ``expected`` messages from ``consumers``, acknowledging each; (consumer, data)."""
+    got: list[tuple[str, str]] = []
+    while len(got) < expected:
+        for consumer in consumers:
+            try:
+                message = consumer.receive(timeout_millis=200)
+            except pulsar.Timeout:
+                continue
+            consumer.acknowledge(message)
+            got.append((consumer.consumer_name(), message.data().decode()))
+    return got
+
+
+def capture_session() -> list[ClientRead]:
+    """Run one real client session (a producer, two Key_Shared consumers, a Shared subscription
+    with a redelivery) against a deterministic broker through a :class:`CapturingProxy`; return
+    what the client sent."""
+    with CapturingProxy() as proxy:
+        config = ProtocolConfig(
+            port=0,
+            advertised_listeners={"capture": ListenerUrls(broker_service_url=f"pulsar://127.0.0.1:{proxy.port}")},
+            internal_listener_name="capture",
+        )
+        with EmbeddedStandalone(deterministic=True, seed=1, protocol_config=config) as broker:
+            proxy.start(("127.0.0.1", broker.port))
+            client = pulsar.Client(f"pulsar://127.0.0.1:{proxy.port}", operation_timeout_seconds=30)
+            try:
+                producer = client.create_producer(TOPIC, producer_name="p", batching_enabled=False)
+                key_shared = [
+                    client.subscribe(TOPIC, "ks", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name=f"k{i}")
+                    for i in range(2)
+                ]
+                shared = client.subscribe(
+                    TOPIC,
+                    "sh",
+                    consumer_type=pulsar.ConsumerType.Shared,
+                    consumer_name="s",
+                    negative_ack_redelivery_delay_ms=100,
+                )
+                for i in range(MESSAGES):
+                    producer.send(f"m{i}".encode(), partition_key=f"key{i % KEYS}")
+                _drain(key_shared, MESSAGES)
+                first = shared.receive(timeout_millis=30_000)
+                shared.negative_acknowledge(first)
+                _drain([shared], MESSAGES)  # the other 23 and the first once more
+            finally:
+                client.close()
+    return proxy.reads()
+
+
+def replay_run(
+    reads: list[ClientRead], record: Path, *, seed: int, deterministic: bool = True
+) -> tuple[list[BrokerFrame], dict[str, list[dict[str, Any]]]]:
+    """Replay ``reads`` into a fresh broker recording into ``record``; its frames and rows."""
+    with EmbeddedStandalone(
+        deterministic=deterministic, seed=seed, protocol_config=REPLAY_CONFIG, record=record
+    ) as broker:
+        frames = replay_reads(broker, reads)
+    return frames, read_recorded_rows(record)
+
+
+def delivered(frames: list[BrokerFrame]) -> list[tuple[int, int, int, int]]:
+    """The MESSAGE frames: (connection, consumer id, ledger id, entry id), in order."""
+    out = []
+    for frame in frames:
+        command = decode_command(frame.command)
+        if command.type == api.BaseCommand.MESSAGE:
+            m = command.message
+            out.append((frame.connection, m.consumer_id, m.message_id.ledgerId, m.message_id.entryId))
+    return out
