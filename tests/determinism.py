@@ -8,6 +8,9 @@ from typing import Any
 
 import pulsar
 
+from mledger import ManagedLedgerConfig
+from mledger.admin import Admin
+from mledger.broker import BrokerConfig
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.protocol import (
     BrokerFrame,
@@ -24,6 +27,9 @@ from mledger.standalone import EmbeddedStandalone
 TOPIC = "persistent://public/default/determinism"
 MESSAGES = 24
 KEYS = 6
+
+# Small ledgers: the session rolls ledgers over and trims the ones both subscriptions consumed.
+BROKER_CONFIG = BrokerConfig(managed_ledger_config=ManagedLedgerConfig(max_entries_per_ledger=4))
 
 # Every broker compared advertises one URL (it is in LOOKUP answers) and pings nobody meanwhile.
 REPLAY_CONFIG = ProtocolConfig(
@@ -58,7 +64,9 @@ def capture_session() -> list[ClientRead]:
             advertised_listeners={"capture": ListenerUrls(broker_service_url=f"pulsar://127.0.0.1:{proxy.port}")},
             internal_listener_name="capture",
         )
-        with EmbeddedStandalone(deterministic=True, seed=1, protocol_config=config) as broker:
+        with EmbeddedStandalone(
+            deterministic=True, seed=1, protocol_config=config, broker_config=BROKER_CONFIG
+        ) as broker:
             proxy.start(("127.0.0.1", broker.port))
             client = pulsar.Client(f"pulsar://127.0.0.1:{proxy.port}", operation_timeout_seconds=30)
             try:
@@ -90,9 +98,16 @@ def replay_run(
 ) -> tuple[list[BrokerFrame], dict[str, list[dict[str, Any]]]]:
     """Replay ``reads`` into a fresh broker recording into ``record``; its frames and rows."""
     with EmbeddedStandalone(
-        deterministic=deterministic, seed=seed, protocol_config=REPLAY_CONFIG, record=record
+        deterministic=deterministic,
+        seed=seed,
+        protocol_config=REPLAY_CONFIG,
+        broker_config=BROKER_CONFIG,
+        record=record,
     ) as broker:
         frames = replay_reads(broker, reads)
+        if deterministic:  # trimmed inline, before the last read returned
+            ledgers = Admin(broker.broker).topics.internal_stats(TOPIC).ledgers
+            assert len(ledgers) < MESSAGES // 4, f"nothing trimmed: {ledgers}"
     return frames, read_recorded_rows(record)
 
 

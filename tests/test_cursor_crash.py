@@ -14,10 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -31,6 +28,7 @@ from mledger import (
     Position,
     SqliteStore,
 )
+from mledger.core import InlineExecutor
 from mledger.storage import FaultInjectingStore, InjectedFault
 
 ML_NAME = "public/default/persistent/crash"
@@ -60,19 +58,9 @@ CONFIGS = {
 }
 
 
-class InlineExecutor(Executor):
-    """Runs work at once on the caller's thread: trimming passes (background work) then write at
-    the same points of every run, so write ``n`` is the same write in the dry run and the fault
-    runs."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_result(fn(*args, **kwargs))
-        return future
-
-
 def run_scenario(store: object, config: ManagedLedgerConfig, confirmed: list[Snapshot]) -> None:
     """Open, append, ack in many ways, close; ``confirmed`` gets the state after each call."""
+    # trimming passes inline: write n is the same write in the dry run and the fault runs
     factory = ManagedLedgerFactory(store, clock=ManualClock(1_000), executor=InlineExecutor())  # type: ignore[arg-type]
     ml = factory.open(ML_NAME, config)
     cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)

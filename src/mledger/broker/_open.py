@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from ..core._clock import Clock
@@ -88,10 +89,12 @@ def open_broker(
     namespaces: Iterable[str] = (),
     default_namespace: bool = True,
     seed: int | None = None,
+    executor: Executor | None = None,
 ) -> OpenedBroker:
     """Open ``data_dir`` (:func:`open_store`; None: memory), or serve ``store`` (a store made by
     the caller, e.g. wrapped to inject faults; then ``data_dir`` must be None), with a factory
-    (``factory_config``, ``clock``) and a broker (``broker_config``, ``journal``,
+    (``factory_config``, ``clock``, ``executor``: its background work, default a thread pool;
+    :class:`~mledger.core.InlineExecutor` for runs that repeat) and a broker (``broker_config``, ``journal``,
     ``default_namespace``, ``seed``) that creates ``namespaces`` if missing.
 
     What was opened is closed again when a later step raises (the journal too: the broker would
@@ -105,7 +108,7 @@ def open_broker(
         if journal is not None:
             journal.close()
         raise
-    factory = ManagedLedgerFactory(store, factory_config, clock=clock)
+    factory = ManagedLedgerFactory(store, factory_config, clock=clock, executor=executor)
     try:
         broker = Broker(
             factory, broker_config, clock=clock, journal=journal, default_namespace=default_namespace, seed=seed

@@ -19,8 +19,9 @@ is every other timer that decides what the broker does with messages (:class:`Br
 message sent with ``deliver_after=d`` due, and fires each timer at its own due time).
 
 ``deterministic=True`` (with ``seed``) makes runs repeat: the manual clock starts at
-:data:`DETERMINISTIC_START_MS` and moves by exactly what the test advances (no wall clock), and
-``seed`` seeds the broker's random source (:attr:`Broker.random <mledger.broker.Broker.random>`),
+:data:`DETERMINISTIC_START_MS` and moves by exactly what the test advances (no wall clock), the
+managed ledgers' background work (trimming) runs at once on the thread that asks for it
+(:class:`~mledger.core.InlineExecutor`), not on worker threads, and ``seed`` seeds the broker's random source (:attr:`Broker.random <mledger.broker.Broker.random>`),
 so the same seed and the same client commands give the same broker frames and recorded rows
 (docs/pulsar/deterministic.md).
 """
@@ -41,6 +42,7 @@ from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
 from ..core._clock import Clock, ManualClock, SystemClock
 from ..core._errors import ConfigError
+from ..core._futures import InlineExecutor
 from ..storage import Store
 from ._access import ClientAuth
 from ._config import ProtocolConfig, ProtocolStats
@@ -157,6 +159,7 @@ class EmbeddedBroker:
             journal=self._make_journal(),
             namespaces=STANDALONE_NAMESPACES,
             seed=self._seed,
+            executor=InlineExecutor() if self.deterministic else None,
         )
         self.broker = self._opened.broker
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
