@@ -120,7 +120,10 @@ def test_every_write_failure_recovers_confirmed_or_in_flight_state(name: str, mo
             # trimming pass (logged; a later pass retries). The ledger list or a data ledger,
             # never cursor state.
             assert mode == "raise" and store.fault is not None, f"write {n} ({store.log[n]}) failed unnoticed"
-            assert store.fault.kind in ("seal_ledger", "create_ledger", "delete_ledger") or store.fault.target == f"/managed-ledgers/{ML_NAME}"
+            assert (
+                store.fault.kind in ("seal_ledger", "create_ledger", "delete_ledger")
+                or store.fault.target == f"/managed-ledgers/{ML_NAME}"
+            )
         inner._closed = False  # the "process" died; a new one opens the same storage
         got = recover(inner, config)
         if not confirmed:
@@ -187,7 +190,8 @@ def test_sigkill_mid_stream_of_acks_loses_nothing_confirmed(tmp_path: Path, kill
     data_dir = tmp_path / "data"
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(data_dir), str(seed), str(n_ops)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "ready"
@@ -201,10 +205,12 @@ def test_sigkill_mid_stream_of_acks_loses_nothing_confirmed(tmp_path: Path, kill
     for line in child.stdout:  # lines written before the kill landed
         last = int(line)
     states = expected_states(seed, last + 2)
-    config = ManagedLedgerConfig(max_entries_per_ledger=50,
-                                 persistent_unacked_ranges_with_multiple_entries_enabled=True,
-                                 persistent_unacked_ranges_max_entry_size=64,
-                                 max_unacked_ranges_to_persist=0)
+    config = ManagedLedgerConfig(
+        max_entries_per_ledger=50,
+        persistent_unacked_ranges_with_multiple_entries_enabled=True,
+        persistent_unacked_ranges_max_entry_size=64,
+        max_unacked_ranges_to_persist=0,
+    )
     factory = ManagedLedgerFactory(SqliteStore(data_dir))
     ml = factory.open("public/default/persistent/kill", config)
     cursor = ml.get_cursor("sub")

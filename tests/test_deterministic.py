@@ -4,6 +4,7 @@ deterministic mode off the rows differ (the broker's clock starts at the wall cl
 
 from __future__ import annotations
 
+import argparse
 import random
 from pathlib import Path
 
@@ -11,8 +12,10 @@ import pytest
 from determinism import capture_session, delivered, replay_run
 
 from mledger import ConfigError, ManagedLedgerFactory
-from mledger.broker import Broker, Subscription, Topic
-from mledger.protocol import DETERMINISTIC_START_MS, ClientRead, EmbeddedBroker
+from mledger.broker import DETERMINISTIC_START_MS, Broker, Subscription, Topic, open_broker
+from mledger.core import SystemClock
+from mledger.protocol import ClientRead, EmbeddedBroker
+from mledger.standalone import Standalone, add_standalone_arguments
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -80,6 +83,8 @@ def test_the_seed_decides_the_brokers_random_draws() -> None:
 def test_deterministic_mode_needs_the_manual_clock() -> None:
     with pytest.raises(ConfigError, match="manual clock"):
         EmbeddedBroker(deterministic=True, manual_clock=False)
+    with pytest.raises(ConfigError, match="manual clock"):
+        open_broker(clock=SystemClock(), deterministic=True)
 
 
 def test_a_deterministic_clock_moves_by_what_the_test_advances(tmp_path: Path) -> None:
@@ -87,3 +92,17 @@ def test_a_deterministic_clock_moves_by_what_the_test_advances(tmp_path: Path) -
         assert broker.clock.now_ms() == DETERMINISTIC_START_MS
         assert broker.clock.advance(1_000) == DETERMINISTIC_START_MS + 1_000  # not the wall clock's time
         assert broker.broker.seed == 3
+
+
+def test_mledger_standalone_takes_deterministic_and_seed() -> None:
+    parser = argparse.ArgumentParser()
+    add_standalone_arguments(parser)
+    args = parser.parse_args(["--memory", "--deterministic", "--seed", "7"])
+    assert (args.deterministic, args.seed) == (True, 7)
+    standalone = Standalone(None, ("127.0.0.1", 0), ("127.0.0.1", 0), deterministic=args.deterministic, seed=args.seed)
+    try:
+        assert standalone.broker.seed == 7
+        assert standalone.broker.clock.now_ms() == DETERMINISTIC_START_MS
+    finally:
+        standalone.opened.close()
+        standalone.admin.shutdown(0)

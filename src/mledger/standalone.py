@@ -66,13 +66,10 @@ from .broker import Broker, BrokerConfig, open_broker
 from .broker._journal import BrokerJournal
 from .broker._namespaces import STANDALONE_NAMESPACES
 from .core._address import parse_bind
-from .core._clock import ManualClock
-from .core._futures import InlineExecutor
 from .core._config import ManagedLedgerFactoryConfig
 from .core._errors import ConfigError
 from .core._tls import TlsSettings
 from .protocol import (
-    DETERMINISTIC_START_MS,
     ClientAuth,
     EmbeddedBroker,
     ListenerUrls,
@@ -132,7 +129,7 @@ class Standalone:
     ``admin_bind`` host (port 0: a free one); the certificate files are read here
     (``ConfigError``). ``seed`` seeds the broker's random source (:attr:`Broker.random
     <mledger.broker.Broker.random>`); ``deterministic`` runs the broker on a manual clock
-    starting at :data:`~mledger.protocol.DETERMINISTIC_START_MS`, which nothing advances, so the
+    starting at :data:`~mledger.broker.DETERMINISTIC_START_MS`, which nothing advances, so the
     broker's timers (delayed delivery, TTL, ...) never fire, and trims inline
     (docs/pulsar/deterministic.md).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
@@ -184,9 +181,8 @@ class Standalone:
             journal=journal,
             namespaces=STANDALONE_NAMESPACES if authorization is None else (),
             default_namespace=authorization is None,
-            clock=ManualClock(DETERMINISTIC_START_MS) if deterministic else None,
             seed=seed,
-            executor=InlineExecutor() if deterministic else None,
+            deterministic=deterministic,
         )
         self.store = self.opened.store
         self.factory = self.opened.factory

@@ -41,11 +41,7 @@ from ._connection import (
     ConnectionState as ConnectionState,
     Request as Request,
 )
-from ._embedded import (
-    DETERMINISTIC_START_MS as DETERMINISTIC_START_MS,
-    BrokerClock as BrokerClock,
-    EmbeddedBroker as EmbeddedBroker,
-)
+from ._embedded import BrokerClock as BrokerClock, EmbeddedBroker as EmbeddedBroker
 from ._errors import (
     FrameTooLargeError as FrameTooLargeError,
     LocalProtocolError as LocalProtocolError,
@@ -73,7 +69,6 @@ __all__ = [
     "CapturingProxy",
     "ClientRead",
     "CommandSpec",
-    "DETERMINISTIC_START_MS",
     "Connection",
     "ConnectionEvent",
     "ConnectionState",

@@ -19,7 +19,7 @@ is every other timer that decides what the broker does with messages (:class:`Br
 message sent with ``deliver_after=d`` due, and fires each timer at its own due time).
 
 ``deterministic=True`` (with ``seed``) makes runs repeat: the manual clock starts at
-:data:`DETERMINISTIC_START_MS` and moves by exactly what the test advances (no wall clock), the
+:data:`~mledger.broker.DETERMINISTIC_START_MS` and moves by exactly what the test advances (no wall clock), the
 managed ledgers' background work (trimming) runs at once on the thread that asks for it
 (:class:`~mledger.core.InlineExecutor`), not on worker threads, and ``seed`` seeds the broker's random source (:attr:`Broker.random <mledger.broker.Broker.random>`),
 so the same seed and the same client commands give the same broker frames and recorded rows
@@ -42,7 +42,6 @@ from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
 from ..core._clock import Clock, ManualClock, SystemClock
 from ..core._errors import ConfigError
-from ..core._futures import InlineExecutor
 from ..storage import Store
 from ._access import ClientAuth
 from ._config import ProtocolConfig, ProtocolStats
@@ -52,14 +51,9 @@ if TYPE_CHECKING:
     from ..admin import Authorization
     from ..admin._authentication import AuthenticationSettings
 
-__all__ = ["DETERMINISTIC_START_MS", "BrokerClock", "EmbeddedBroker"]
+__all__ = ["BrokerClock", "EmbeddedBroker"]
 
 T = TypeVar("T")
-
-DETERMINISTIC_START_MS = 1_704_067_200_000
-"""Where a deterministic broker's clock starts: 2024-01-01T00:00:00Z, a fixed time in the past,
-so nothing a client stamps with its own wall clock (``deliver_after``, publish times) comes due
-before the test advances the clock."""
 
 
 class BrokerClock:
@@ -149,8 +143,9 @@ class EmbeddedBroker:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:
         """Start the store, broker and server; returns once clients can connect."""
-        start = DETERMINISTIC_START_MS if self.deterministic else int(time.time() * 1000)
-        clock: Clock = ManualClock(start) if self._manual else SystemClock()
+        clock: Clock | None = None  # a deterministic broker's: open_broker's
+        if not self.deterministic:
+            clock = ManualClock(int(time.time() * 1000)) if self._manual else SystemClock()
         # the namespaces mledger standalone (and Pulsar's) creates
         self._opened = open_broker(
             store=self._open_store(),
@@ -159,12 +154,12 @@ class EmbeddedBroker:
             journal=self._make_journal(),
             namespaces=STANDALONE_NAMESPACES,
             seed=self._seed,
-            executor=InlineExecutor() if self.deterministic else None,
+            deterministic=self.deterministic,
         )
         self.broker = self._opened.broker
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
-        self.clock = BrokerClock(self, clock, follow_wall=not self.deterministic)
+        self.clock = BrokerClock(self, self.broker.clock, follow_wall=not self.deterministic)
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         def run() -> None:
