@@ -5,11 +5,13 @@
 The session (``tests/determinism.py``: a producer, two Key_Shared consumers and a Shared
 subscription with a negative acknowledgement, through the real pulsar-client) is captured once
 through :class:`~mledger.protocol.CapturingProxy`; then it is replayed into ``--runs`` fresh
-deterministic brokers (``deterministic=True``, one seed, recording) and each run's broker frames
-and recorded rows are compared with the first run's, frame by frame and row by row. As a
-control, the same is done with deterministic mode off: its rows differ (the clock starts at the
-wall clock's time), so the comparison is not vacuous. Prints the counts, the seconds per replay
-and the load average.
+deterministic brokers (``deterministic=True``, one seed, recording), each in a fresh Python
+process with its own ``PYTHONHASHSEED`` (run ``n`` hashes strings with seed ``n``), and each
+run's broker frames and recorded rows are compared with the first run's, frame by frame and row
+by row. As a control, the same is done in this process with deterministic mode off: its rows
+differ (the clock starts at the wall clock's time), so the comparison is not vacuous. Prints
+the counts, the seconds per replay (a process's start included for the first) and the load
+average.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the captured session's scenario
 
-from determinism import capture_session, delivered, replay_run  # noqa: E402
+from determinism import capture_session, delivered, replay_in_a_process, replay_run  # noqa: E402
 
 from mledger.protocol import ClientRead  # noqa: E402
 
@@ -38,7 +40,11 @@ def repeats(
     seconds = []
     for n in range(runs):
         started = time.perf_counter()
-        frames, rows = replay_run(reads, root / f"{deterministic}-{n}", seed=seed, deterministic=deterministic)
+        where = root / f"{deterministic}-{n}"
+        if deterministic:
+            frames, rows = replay_in_a_process(reads, where, seed=seed, hash_seed=n)
+        else:
+            frames, rows = replay_run(reads, where, seed=seed, deterministic=False)
         seconds.append(time.perf_counter() - started)
         if first is None:
             first = (frames, rows)
@@ -61,7 +67,8 @@ def main() -> None:
     print(f"captured {len(reads)} client reads on {len({r.connection for r in reads})} connection(s)")
     with tempfile.TemporaryDirectory() as tmp:
         for deterministic in (True, False):
-            print(f"deterministic={deterministic}, seed {args.seed}:")
+            where = "a fresh process each" if deterministic else "this process"
+            print(f"deterministic={deterministic}, seed {args.seed}, {where}:")
             frames, rows, seconds = repeats(reads, args.runs, args.seed, deterministic, Path(tmp))
             print(
                 f"  same frames as run 0: {frames} of {args.runs}; same rows: {rows} of {args.runs}; "

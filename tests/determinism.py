@@ -3,6 +3,10 @@ tests and benchmarks/bench_deterministic.py share it."""
 
 from __future__ import annotations
 
+import os
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +124,26 @@ def delivered(frames: list[BrokerFrame]) -> list[tuple[int, int, int, int]]:
             m = command.message
             out.append((frame.connection, m.consumer_id, m.message_id.ledgerId, m.message_id.entryId))
     return out
+
+
+Run = tuple[list[BrokerFrame], dict[str, list[dict[str, Any]]]]
+
+
+def replay_in_a_process(reads: list[ClientRead], directory: Path, *, seed: int, hash_seed: int) -> Run:
+    """:func:`replay_run` in a fresh Python process whose string hashes are seeded with
+    ``hash_seed`` (``PYTHONHASHSEED``): a broker iterating a set of names would order it
+    differently there. Its frames and rows come back through a pickle in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "reads.pickle").write_bytes(pickle.dumps(reads))
+    env = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
+    subprocess.run(
+        [sys.executable, __file__, str(directory), str(seed)], env=env, check=True, timeout=120, capture_output=True
+    )
+    run: Run = pickle.loads((directory / "run.pickle").read_bytes())
+    return run
+
+
+if __name__ == "__main__":  # replay_in_a_process's child: DIRECTORY SEED
+    where, broker_seed = Path(sys.argv[1]), int(sys.argv[2])
+    frames, rows = replay_run(pickle.loads((where / "reads.pickle").read_bytes()), where / "record", seed=broker_seed)
+    (where / "run.pickle").write_bytes(pickle.dumps((frames, rows)))

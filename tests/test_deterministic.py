@@ -5,11 +5,12 @@ deterministic mode off the rows differ (the broker's clock starts at the wall cl
 from __future__ import annotations
 
 import argparse
+import os
 import random
 from pathlib import Path
 
 import pytest
-from determinism import capture_session, delivered, replay_run
+from determinism import capture_session, delivered, replay_in_a_process, replay_run
 
 from mledger import ConfigError, ManagedLedgerFactory
 from mledger.broker import DETERMINISTIC_START_MS, Broker, Subscription, Topic, open_broker
@@ -39,6 +40,17 @@ def test_the_same_seed_and_commands_give_the_same_frames_and_rows(captured: list
     assert all(
         DETERMINISTIC_START_MS <= row["publish_time_ms"] < DETERMINISTIC_START_MS + 10 for row in rows_a["produced"]
     )
+
+
+def test_a_process_hashing_strings_otherwise_gives_the_same_frames_and_rows(
+    captured: list[ClientRead], tmp_path: Path
+) -> None:
+    """Across processes too: a set of names iterated in the broker would come out in another
+    order under another ``PYTHONHASHSEED``."""
+    here = replay_run(captured, tmp_path / "here", seed=7)
+    hash_seed = int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 1  # another than this process's, if fixed
+    there = replay_in_a_process(captured, tmp_path / "there", seed=7, hash_seed=hash_seed)
+    assert here == there
 
 
 def test_without_deterministic_mode_the_rows_differ(captured: list[ClientRead], tmp_path: Path) -> None:
