@@ -60,7 +60,7 @@ def _drain(consumers: list[Any], expected: int) -> list[tuple[str, str]]:
 
 def capture_session() -> list[ClientRead]:
     """Run one real client session (a producer, two Key_Shared consumers, a Shared subscription
-    with a redelivery) against a deterministic broker through a :class:`CapturingProxy`; return
+    with a redelivery, and on a second connection an Exclusive subscription) against a deterministic broker through a :class:`CapturingProxy`; return
     what the client sent."""
     with CapturingProxy() as proxy:
         config = ProtocolConfig(
@@ -73,6 +73,7 @@ def capture_session() -> list[ClientRead]:
         ) as broker:
             proxy.start(("127.0.0.1", broker.port))
             client = pulsar.Client(f"pulsar://127.0.0.1:{proxy.port}", operation_timeout_seconds=30)
+            other = pulsar.Client(f"pulsar://127.0.0.1:{proxy.port}", operation_timeout_seconds=30)
             try:
                 producer = client.create_producer(TOPIC, producer_name="p", batching_enabled=False)
                 key_shared = [
@@ -86,14 +87,17 @@ def capture_session() -> list[ClientRead]:
                     consumer_name="s",
                     negative_ack_redelivery_delay_ms=100,
                 )
+                exclusive = other.subscribe(TOPIC, "ex", consumer_name="e")  # on a connection of its own
                 for i in range(MESSAGES):
                     producer.send(f"m{i}".encode(), partition_key=f"key{i % KEYS}")
                 _drain(key_shared, MESSAGES)
                 first = shared.receive(timeout_millis=30_000)
                 shared.negative_acknowledge(first)
                 _drain([shared], MESSAGES)  # the other 23 and the first once more
+                _drain([exclusive], MESSAGES)
             finally:
                 client.close()
+                other.close()
     return proxy.reads()
 
 
