@@ -101,11 +101,13 @@ def test_deterministic_mode_needs_the_manual_clock() -> None:
         open_broker(clock=SystemClock(), deterministic=True)
 
 
-def test_a_deterministic_clock_moves_by_what_the_test_advances(tmp_path: Path) -> None:
+def test_a_deterministic_clock_moves_by_what_the_test_advances() -> None:
     with EmbeddedBroker(deterministic=True, seed=3) as broker:
         assert broker.clock.now_ms() == DETERMINISTIC_START_MS
         assert broker.clock.advance(1_000) == DETERMINISTIC_START_MS + 1_000  # not the wall clock's time
         assert broker.broker.seed == 3
+        broker.restart(crash=True)  # the same clock, where it was, and the same seed
+        assert (broker.clock.now_ms(), broker.broker.seed) == (DETERMINISTIC_START_MS + 1_000, 3)
 
 
 def test_mledger_standalone_takes_deterministic_and_seed() -> None:
