@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._recording import (
         Recorder as Recorder,
         RecordSettings as RecordSettings,
+        read_recorded_rows as read_recorded_rows,
         read_recording_status as read_recording_status,
     )
     from ._summary import (
@@ -61,6 +62,7 @@ _LAZY = {
     "prepare_in_process": "._prepare",
     "Recorder": "._recording",
     "RecordSettings": "._recording",
+    "read_recorded_rows": "._recording",
     "read_recording_status": "._recording",
     "ReplaySummary": "._summary",
     "SweepSummary": "._summary",
@@ -95,6 +97,7 @@ __all__ = [
     "open_prepared",
     "parse_sweep",
     "prepare_in_process",
+    "read_recorded_rows",
     "read_recording_status",
     "run_single_process",
     "summarize",
