@@ -110,8 +110,8 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
     cap.add_argument(
         "--concurrency",
         type=parse_count,
-        default=8,
-        help="topic-partitions polled at once, and admin calls in flight per broker at most (default 8)",
+        default=4,
+        help="topic-partitions polled at once, and admin calls in flight per broker at most (default 4)",
     )
     cap.add_argument(
         "--max-ranges-per-subscription",

@@ -179,7 +179,7 @@ class PollerSettings:
     namespaces: tuple[str, ...] = ()
     all_namespaces: bool = False
     discovery_interval_s: float = 10.0
-    concurrency: int = 8
+    concurrency: int = 4
     max_ranges_per_subscription: int = 100_000
     max_pending_events: int = 10_000
     reader_queue_size: int = 100
@@ -274,6 +274,8 @@ class _Partition:
         self.subscriptions: dict[str, _Seen] = {}
         self.pending: _Pending | None = None
         self.settled = False  # the reader's queue was empty after its last entry was read
+        self.cursors: frozenset[str] | None = None  # the internal stats' cursors when the stats were read
+        self.stats_at = 0.0  # when the stats were last read (monotonic)
 
     @property
     def local_name(self) -> str:
@@ -591,30 +593,32 @@ class ClusterPoller:
 
     # -- one topic-partition ----------------------------------------------------------------------
     async def _poll_partition(self, tp: _Partition, budget: PollBudget) -> None:
+        local = tp.local_name
         try:
-            stats, internal = await self._both(
-                admin_path(tp.local_name, "stats"), admin_path(tp.local_name, "internalStats"), budget
-            )
-            stats = object_of(stats, "the stats")
-            internal = object_of(internal, "the internal stats")
+            internal = object_of(await self._get(admin_path(local, "internalStats"), budget), "the internal stats")
+            stats = None
+            if self._stats_due(tp, internal, budget):
+                stats = object_of(await self._get(admin_path(local, "stats"), budget), "the stats")
         except NotFoundError:  # the topic was deleted: so were its subscriptions
             self._gone_partition(tp)
             return
         except (MLedgerError, BadAnswer) as exc:
-            self._call_failed(exc, tp.local_name, str(exc), budget)
+            self._call_failed(exc, local, str(exc), budget)
             return
         now = _now()
         self._check_recreated(tp, internal)
         try:
             last = last_entry(internal)
         except BadAnswer as exc:
-            self._anomaly(exc.kind, tp.local_name, str(exc))
+            self._anomaly(exc.kind, local, str(exc))
             last = None
         await self._read_entries(tp, last, budget)  # every entry the stats name is known
+        if stats is None:
+            return  # no cursor changed since the stats were last read
         try:
             current = self._subscriptions(tp, stats, internal)
         except BadAnswer as exc:
-            self._anomaly(exc.kind, tp.local_name, f"{exc}: the subscriptions keep their previous state")
+            self._anomaly(exc.kind, local, f"{exc}: the subscriptions keep their previous state")
             return
         for name in sorted(set(tp.subscriptions) - set(current)):
             self._emit(SubscriptionDeleted(tp.topic, tp.partition, name, now))
@@ -622,6 +626,31 @@ class ClusterPoller:
         for name, change in sorted(current.items()):
             if change is not None:
                 self._diff(tp, name, *change, now)
+        tp.cursors = frozenset(internal["cursors"])
+        tp.stats_at = time.monotonic()
+
+    def _stats_due(self, tp: _Partition, internal: dict[str, Any], budget: PollBudget) -> bool:
+        """Whether the topic stats must be read with these internal stats: they list the
+        durable subscriptions and their types, which change only when a cursor appears,
+        disappears or changes (then the poll records events, under the type read now), so they
+        are read then, at a topic-partition's first and the last poll, and every
+        ``discovery_interval_s`` (a type changed without an ack). Otherwise a poll costs one
+        admin call per topic-partition."""
+        if budget.final or tp.cursors is None or time.monotonic() - tp.stats_at >= self.settings.discovery_interval_s:
+            return True
+        cursors = internal.get("cursors")
+        if not isinstance(cursors, dict) or cursors.keys() != tp.cursors:
+            return True
+        for name, seen in tp.subscriptions.items():
+            cursor = cursors.get(name)
+            if (
+                not isinstance(cursor, dict)
+                or seen.state.untracked
+                or cursor.get("markDeletePosition") != seen.raw_mark_delete
+                or cursor.get("individuallyDeletedMessages") != seen.state.individually_deleted
+            ):
+                return True
+        return False
 
     def _subscriptions(
         self, tp: _Partition, stats: dict[str, Any], internal: dict[str, Any]
