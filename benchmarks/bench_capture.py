@@ -13,7 +13,9 @@ first, each tree's :class:`mledger.replay.Capture` of the ``T`` topics runs in a
 (``PYTHONPATH`` set to the tree) against the same server and times its polls:
 
 * the first poll (readers opened, every entry read, every subscription ``created``);
-* ``--polls`` polls with nothing changed (the steady state of a capture), one by one;
+* after ``--warmup`` more, ``--polls`` polls with nothing changed (the steady state of a
+  capture), one by one (the topics are listed again every 10 s, in the poll under way then:
+  the median is a poll's cost, the mean includes those listings);
 * ``--polls`` polls after a change: before each, one message is produced to every tenth topic
   and every subscription of those topics acks one more message.
 
@@ -127,6 +129,8 @@ def _child(args: argparse.Namespace) -> None:
             capture = Capture(Path(out) / "cap", client, admin, CaptureSettings(**options))
             try:
                 figures["first"] = timer.time(capture.poll)
+                for _ in range(args.warmup):
+                    capture.poll()
                 figures["steady"] = [timer.time(capture.poll) for _ in range(args.polls)]
                 changed = topics[::10]
                 producers = [client.create_producer(t, batching_enabled=False) for t in changed]
@@ -156,7 +160,8 @@ def _run_child(src: Path, urls: dict[str, str], server_pid: int, args: argparse.
     env = dict(os.environ, PYTHONPATH=str(src.resolve()))
     cmd = [sys.executable, __file__, "--child", "--service-url", urls["service_url"], "--admin-url",
            urls["admin_url"], "--server-pid", str(server_pid), "--topics", str(topics), "--subscriptions",
-           str(subscriptions), "--polls", str(args.polls), "--concurrency", str(args.concurrency)]  # fmt: skip
+           str(subscriptions), "--polls", str(args.polls), "--warmup", str(args.warmup), "--concurrency",
+           str(args.concurrency)]  # fmt: skip
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"the capture of {src} failed:\n{out.stderr[-3000:]}")
@@ -164,12 +169,13 @@ def _run_child(src: Path, urls: dict[str, str], server_pid: int, args: argparse.
     return figures
 
 
-def _median(runs: list[dict[str, Any]], key: str, index: int) -> float:
-    """The median over the runs of each run's median poll (a single figure for ``first``)."""
+def _median(runs: list[dict[str, Any]], key: str, index: int, of_run: Callable[..., float] = statistics.median) -> float:
+    """The median over the runs of each run's median poll (``of_run``: its mean), a single
+    figure for ``first``."""
     values = []
     for run in runs:
         polls = run[key] if key != "first" else [run[key]]
-        values.append(statistics.median(p[index] for p in polls))
+        values.append(of_run([p[index] for p in polls]))
     return statistics.median(values)
 
 
@@ -178,10 +184,12 @@ def _report(results: dict[str, list[dict[str, Any]]], subs: int) -> None:
     head = "".join(f"{s:>16}" for s in sides) + ("    before/after" if len(sides) == 2 else "")
     print(f"{'':44}{head}")
     rows = [("first poll", "first"), ("poll, nothing changed", "steady"), ("poll, 1 in 10 topics changed", "changed")]
+    figures = (("wall", 0, "ms", 1e3, statistics.median), ("wall, mean", 0, "ms", 1e3, statistics.fmean),
+               ("capture CPU per subscription", 1, "us", 1e6, statistics.median),
+               ("server CPU", 2, "ms", 1e3, statistics.median))  # fmt: skip
     for title, key in rows:
-        for what, index, unit, scale in (("wall", 0, "ms", 1e3), ("capture CPU per subscription", 1, "us", 1e6),
-                                         ("server CPU", 2, "ms", 1e3)):  # fmt: skip
-            values = [_median(results[s], key, index) * (scale / subs if index == 1 else scale) for s in sides]
+        for what, index, unit, scale, of_run in (figures[0], *figures[2:]) if key == "first" else figures:
+            values = [_median(results[s], key, index, of_run) * (scale / subs if index == 1 else scale) for s in sides]
             line = "".join(f"{v:>13,.1f} {unit}" for v in values)
             ratio = f"{values[0] / values[1]:>15.2f}x" if len(values) == 2 and values[1] else ""
             print(f"{title + ': ' + what:44}{line}{ratio}")
@@ -196,6 +204,7 @@ def main() -> int:
     p.add_argument("--sizes", default="100x10,1000x10", help="topics x subscriptions, comma-separated")
     p.add_argument("--messages", type=int, default=20, help="per topic")
     p.add_argument("--polls", type=int, default=5, help="timed polls of each kind per run")
+    p.add_argument("--warmup", type=int, default=2, help="polls after the first, before the timed ones")
     p.add_argument("--repeats", type=int, default=3, help="runs per tree and size, alternating")
     p.add_argument("--concurrency", type=int, default=4, help="the new engine's concurrency")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

@@ -13,6 +13,7 @@ most ``max_pending_events``, which is also the API a long-running watcher consum
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from test_capture_hostile import (  # noqa: F401 - the fixture
     hostile,
     live_cursor,
     produce_and_subscribe,
+    wait_until,
 )
 from test_record_differential import NS
 
@@ -48,6 +50,11 @@ def kinds(paths: list[str]) -> list[str]:
     return sorted(out)
 
 
+def acked_up_to(urls: dict[str, str], topic: str, entry: int) -> None:
+    """Until ``billing``'s mark-delete on ``topic`` is at ``entry`` (acks are asynchronous)."""
+    wait_until(lambda: live_cursor(urls, topic)["markDeletePosition"].endswith(f":{entry}"), f"{topic} never acked")
+
+
 def test_a_steady_poll_costs_one_call_per_topic_partition_and_topics_are_listed_at_their_own_cadence(
     tmp_path: Path,
     standalone: dict[str, str],  # noqa: F811 - the fixture
@@ -55,6 +62,7 @@ def test_a_steady_poll_costs_one_call_per_topic_partition_and_topics_are_listed_
 ) -> None:
     httpx.put(f"{standalone['admin_url']}/admin/v2/persistent/public/default/events/partitions", json=2)
     produce_and_subscribe(standalone)
+    acked_up_to(standalone, "orders", 1)
     settings = CaptureSettings(namespace="public/default", discovery_interval_s=3600, concurrency=2)
     client = pulsar.Client(standalone["service_url"])
     try:
@@ -71,6 +79,8 @@ def test_a_steady_poll_costs_one_call_per_topic_partition_and_topics_are_listed_
             consumer = client.subscribe("orders", "billing", consumer_type=pulsar.ConsumerType.Shared)
             consumer.acknowledge(consumer.receive(10_000))  # a cursor changed: its topic stats are read
             consumer.close()
+            acked_up_to(standalone, "orders", 2)
+            acked_up_to(standalone, "late", 0)
             hostile.seen.clear()
             capture.poll()
             assert kinds(hostile.seen) == [
@@ -101,6 +111,7 @@ def test_a_topic_deleted_and_created_again_is_dropped_then_found_again(
     reader closed, not recreating it); once a listing no longer names it, the same name
     created again is a new topic, read from its earliest entry."""
     produce_and_subscribe(standalone, "churn")
+    acked_up_to(standalone, "churn", 1)
     settings = CaptureSettings(namespace="public/default", discovery_interval_s=0.001)
     client = pulsar.Client(standalone["service_url"])
     try:
@@ -113,6 +124,7 @@ def test_a_topic_deleted_and_created_again_is_dropped_then_found_again(
             assert capture.list_captured() == []
             assert admin.topics.list_topics("public/default") == []  # its reader did not create it again
             produce_and_subscribe(standalone, "churn", acked=3)
+            acked_up_to(standalone, "churn", 2)
             capture.poll()
             assert capture.list_captured() == [f"{NS}/churn"]
             capture.close()
@@ -150,11 +162,13 @@ def test_the_poller_hands_bounded_batches_and_holds_no_subscription_over_its_bou
         async with RemoteAdmin(admin_url).asynchronous() as admin:
             poller = ClusterPoller(admin, client, settings, batches.append)
             try:
+                await wait_for_cursor(admin_url, lambda c: c["individuallyDeletedMessages"].count("(") == 3)
                 await poller.poll(first=True)
                 states = {(t, name): state for t, _, name, state in poller.subscription_states()}
                 for entry in (0, 2, 4):  # the mark-delete moves to entry 5: no range left
                     consumer.acknowledge(received[ids[entry].entry_id()])
-                await wait_for_mark_delete(admin_url, ids[5])
+                md = f"{ids[5].ledger_id()}:{ids[5].entry_id()}"
+                await wait_for_cursor(admin_url, lambda c: c["markDeletePosition"] == md)
                 await poller.poll()
                 return [poller.list_captured(), states, dict(poller.anomaly_counts)]
             finally:
@@ -179,13 +193,13 @@ def test_the_poller_hands_bounded_batches_and_holds_no_subscription_over_its_bou
     assert not [e for e in wide if isinstance(e, Acked)]  # its acks were never listed one by one
 
 
-async def wait_for_mark_delete(admin_url: str, mid: pulsar.MessageId) -> None:
-    """Until the broker applied the acks up to ``mid`` (acknowledgements are asynchronous)."""
-    want = f"{mid.ledger_id()}:{mid.entry_id()}"
+async def wait_for_cursor(admin_url: str, applied: Callable[[dict[str, Any]], bool]) -> None:
+    """Until the broker applied the acks (acknowledgements are asynchronous): ``applied`` of the
+    internal stats of the cursor is true."""
     async with httpx.AsyncClient() as http:
         for _ in range(600):
             stats = (await http.get(f"{admin_url}/admin/v2/persistent/acme/apps/wide/internalStats")).json()
-            if stats["cursors"]["billing"]["markDeletePosition"] == want:
+            if applied(stats["cursors"]["billing"]):
                 return
             await asyncio.sleep(0.05)
-    raise AssertionError(f"the mark-delete never reached {want}")
+    raise AssertionError(f"the acks were never applied: {stats['cursors']['billing']}")

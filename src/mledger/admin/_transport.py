@@ -31,7 +31,7 @@ import contextlib
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -267,7 +267,7 @@ class AsyncRemoteAdmin:
             **options.client_arguments(),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=keep),
         )
-        self._base = httpx.URL(options.url)
+        self._scheme = httpx.URL(options.url).scheme
         self._slots: dict[str, asyncio.Semaphore] = {}
 
     async def call(
@@ -282,10 +282,10 @@ class AsyncRemoteAdmin:
         """One request, as :meth:`RemoteAdmin.call`; it ends within its deadline. Waiting for
         a free slot of the broker does not count against the deadline."""
         call = Call(self.options, path, deadline)
-        target: httpx.URL | str = path
+        target = httpx.URL(self.url + path)  # absolute: parsed once
         params = query
         for hop in range(MAX_REDIRECTS + 1):
-            async with self._slot(self._base if isinstance(target, str) else target):
+            async with self._slot(target):
                 with call.errors():
                     async with asyncio.timeout(call.left()):
                         location, response = await self._send(call, method, target, params, body)
@@ -293,13 +293,13 @@ class AsyncRemoteAdmin:
                 return call.outcome(response)
             if hop == MAX_REDIRECTS:
                 raise AdminConnectionError(f"{self.url}{path}: more than {MAX_REDIRECTS} redirects")
-            if location.scheme != self._base.scheme:
+            if location.scheme != self._scheme:
                 raise AdminConnectionError(f"{self.url}{path}: refused a redirect to {location} (another scheme)")
             target, params = location, None  # the location carries the query
         raise AssertionError("unreachable")
 
     async def _send(
-        self, call: Call, method: str, target: httpx.URL | str, params: Mapping[str, str] | None, body: bytes | None
+        self, call: Call, method: str, target: httpx.URL, params: Mapping[str, str] | None, body: bytes | None
     ) -> tuple[httpx.URL | None, httpx.Response]:
         """Send one hop: the redirect's location, or None with the body read into ``call``."""
         async with self._client.stream(
@@ -320,16 +320,15 @@ class AsyncRemoteAdmin:
         _, _, payload = await self.call("GET", path, query, deadline=deadline)
         return decode_json(self.options, path, payload)
 
-    @contextlib.asynccontextmanager
-    async def _slot(self, url: httpx.URL) -> AsyncIterator[None]:
+    def _slot(self, url: httpx.URL) -> asyncio.Semaphore:
+        """The bound of ``url``'s broker (``scheme://host:port``)."""
         host = f"{url.scheme}://{url.host}:{url.port}"
         slot = self._slots.get(host)
         if slot is None:
             if len(self._slots) >= MAX_HOSTS:
                 raise AdminConnectionError(f"{self.url}: refused a redirect to {host}: {MAX_HOSTS} brokers already")
             slot = self._slots[host] = asyncio.Semaphore(self.max_concurrency_per_host)
-        async with slot:
-            yield
+        return slot
 
     async def aclose(self) -> None:
         """Close the pooled connections. Idempotent."""

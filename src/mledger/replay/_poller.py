@@ -275,7 +275,6 @@ class _Partition:
         self.pending: _Pending | None = None
         self.settled = False  # the reader's queue was empty after its last entry was read
         self.cursors: frozenset[str] | None = None  # the internal stats' cursors when the stats were read
-        self.stats_at = 0.0  # when the stats were last read (monotonic)
 
     @property
     def local_name(self) -> str:
@@ -627,16 +626,15 @@ class ClusterPoller:
             if change is not None:
                 self._diff(tp, name, *change, now)
         tp.cursors = frozenset(internal["cursors"])
-        tp.stats_at = time.monotonic()
 
     def _stats_due(self, tp: _Partition, internal: dict[str, Any], budget: PollBudget) -> bool:
-        """Whether the topic stats must be read with these internal stats: they list the
-        durable subscriptions and their types, which change only when a cursor appears,
+        """Whether the topic stats must be read with these internal stats. They list the
+        durable subscriptions and their types, which matter only when a cursor appears,
         disappears or changes (then the poll records events, under the type read now), so they
-        are read then, at a topic-partition's first and the last poll, and every
-        ``discovery_interval_s`` (a type changed without an ack). Otherwise a poll costs one
-        admin call per topic-partition."""
-        if budget.final or tp.cursors is None or time.monotonic() - tp.stats_at >= self.settings.discovery_interval_s:
+        are read then, and at a topic-partition's first and the last poll; otherwise a poll
+        costs one admin call per topic-partition. (A subscription whose type changed and that
+        acked nothing since keeps its old type until it acks or the last poll.)"""
+        if budget.final or tp.cursors is None:
             return True
         cursors = internal.get("cursors")
         if not isinstance(cursors, dict) or cursors.keys() != tp.cursors:
