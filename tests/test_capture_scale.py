@@ -27,6 +27,7 @@ from test_capture_hostile import (  # noqa: F401 - the fixture
     description,
     hostile,
     live_cursor,
+    mledger_capture,
     produce_and_subscribe,
     wait_until,
 )
@@ -135,6 +136,12 @@ def test_a_topic_deleted_and_created_again_is_dropped_then_found_again(
     events = [r["event"] for r in pq.read_table(tmp_path / "cap" / "subscriptions").to_pylist()]
     # each starts at the state of its first poll (a mark-delete above the first entry: a reset)
     assert events == ["created", "reset", "deleted", "created", "reset"]
+    options = ["--concurrency", "2", "--discovery-interval", "1s", "--max-ranges-per-subscription", "5",
+               "--max-pending-events", "7", "--reader-queue-size", "9"]  # fmt: skip
+    assert mledger_capture(tmp_path / "cli", standalone, "--all", "--duration", "1s", *options) == 0
+    desc = description(tmp_path / "cli")
+    assert desc["complete"] and desc["all_namespaces"] and desc["concurrency"] == 2, desc
+    assert desc["topics"] == [f"{NS}/churn"] and desc["discovery_interval_s"] == 1
 
 
 def test_the_poller_hands_bounded_batches_and_holds_no_subscription_over_its_bound(

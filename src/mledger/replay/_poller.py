@@ -35,9 +35,11 @@ What one poll does: when discovery is due (every ``discovery_interval_s``, and a
 the last poll) it lists the tenants, namespaces, topics and partitions in scope (``topics``,
 ``namespaces`` or ``all_namespaces``) and opens a reader for each new topic-partition, once its
 internal stats show it exists (a reader's subscribe would create it: Pulsar's auto-creation);
-then, ``concurrency`` topic-partitions at a time, it reads each one's ``stats`` and
-``internalStats`` (together), reads its entries up to the last one those stats name (from the
-reader's queue, without a round trip to the broker), and records the differences:
+then, ``concurrency`` topic-partitions at a time, it reads each one's ``internalStats``, reads
+its entries up to the last one those name (from the reader's queue, without a round trip to
+the broker), and, where a cursor appeared, went or changed (and at a topic-partition's first
+and the last poll), its ``stats``, and records the differences; a topic-partition where nothing
+changed costs one admin call:
 
 * the stats list the durable subscriptions and their types (non-durable ones, the readers among
   them, are not subscriptions); the internal stats give each one's mark-delete position and
