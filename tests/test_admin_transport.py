@@ -14,10 +14,10 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from test_capture_hostile import LocalServer, _Handler as PassingHandler
 
 from mledger.admin import RemoteAdmin
 from mledger.admin._transport import AdminConnectionError, AdminResponseTooLargeError
@@ -26,8 +26,8 @@ from mledger.core._errors import NotFoundError
 pytestmark = pytest.mark.timeout(60)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: Scripted
+class _Handler(PassingHandler):
+    server: Scripted  # type: ignore[assignment] - a server of its own, with the same closing event
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         server = self.server
@@ -46,16 +46,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, path: str) -> None:
         server = self.server
         if path == "/drip":  # headers, then a byte now and then, forever
-            self._head(200, 4096)
-            while not server.closing.wait(0.05):
-                self.wfile.write(b" ")
-                self.wfile.flush()
+            self._headers(200, 4096)
+            self._forever(b" ", 0.05)
         elif path == "/huge":  # a Content-Length over any cap
-            self._head(200, 200 << 20)
+            self._headers(200, 200 << 20)
         elif path == "/endless":  # no Content-Length, a body that never ends
-            self._head(200, None)
-            while not server.closing.is_set():
-                self.wfile.write(b" " * 65536)
+            self._headers(200, None)
+            self._forever(b" " * 65536, 0)
         elif path == "/missing":
             self._body(404, {"reason": "Topic not found"})
         elif path.startswith("/moved/"):  # Pulsar's redirect to the owner broker
@@ -67,49 +64,25 @@ class _Handler(BaseHTTPRequestHandler):
             server.closing.wait(server.pause)
             self._body(200, {"path": path})
 
-    def _head(self, status: int, length: int | None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        if length is not None:
-            self.send_header("Content-Length", str(length))
-        self.end_headers()
-        self.wfile.flush()
-
     def _body(self, status: int, value: Any) -> None:
         body = json.dumps(value).encode()
-        self._head(status, len(body))
+        self._headers(status, len(body))
         self.wfile.write(body)
 
-    def log_message(self, *args: Any) -> None:
-        pass
 
-
-class Scripted(ThreadingHTTPServer):
+class Scripted(LocalServer):
     """A local admin endpoint: ``/drip``, ``/huge``, ``/endless``, ``/missing`` (404),
     ``/moved/...`` (307 to ``redirect_to``), anything else ``{"path": ...}`` after ``pause``
     seconds. It keeps what it was asked (path and Authorization) and the most calls it
     served at once."""
 
-    daemon_threads = True
-
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
         self.seen: list[tuple[str, str | None]] = []
         self.lock = threading.Lock()
         self.in_flight = self.most_in_flight = 0
         self.pause = 0.0
         self.redirect_to = ""
-        self.closing = threading.Event()
-        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def close(self) -> None:
-        self.closing.set()
-        self.shutdown()
-        self.server_close()
+        super().__init__(_Handler)
 
 
 @pytest.fixture

@@ -91,20 +91,16 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class HostileAdmin(ThreadingHTTPServer):
-    """A local admin endpoint in front of ``upstream``: every GET is passed through, except
-    ``internalStats`` when :attr:`internal_stats` says otherwise: ``"drip"``, ``"endless"``,
-    ``"huge"`` or a function of the real answer. :attr:`seen` lists the paths asked for."""
+class LocalServer(ThreadingHTTPServer):
+    """An HTTP server on a free local port, serving ``handler`` from a thread until :meth:`close`
+    (which sets :attr:`closing`, for the answers that never end)."""
 
     daemon_threads = True
 
-    def __init__(self, upstream: str) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.http = httpx.Client(base_url=upstream, timeout=30)
-        self.internal_stats: str | Transform | None = None
-        self.seen: list[str] = []
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
         self.closing = threading.Event()
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
     @property
@@ -115,6 +111,21 @@ class HostileAdmin(ThreadingHTTPServer):
         self.closing.set()
         self.shutdown()
         self.server_close()
+
+
+class HostileAdmin(LocalServer):
+    """A local admin endpoint in front of ``upstream``: every GET is passed through, except
+    ``internalStats`` when :attr:`internal_stats` says otherwise: ``"drip"``, ``"endless"``,
+    ``"huge"`` or a function of the real answer. :attr:`seen` lists the paths asked for."""
+
+    def __init__(self, upstream: str) -> None:
+        self.http = httpx.Client(base_url=upstream, timeout=30)
+        self.internal_stats: str | Transform | None = None
+        self.seen: list[str] = []
+        super().__init__(_Handler)
+
+    def close(self) -> None:
+        super().close()
         self.http.close()
 
 

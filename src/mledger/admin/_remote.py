@@ -50,6 +50,7 @@ from ..codec._messageid import MessageId
 from ..core._errors import (
     ConfigError,
     InvalidRequestError,
+    MissingExtraError,
     PreconditionFailedError,
 )
 from ..core._position import LATEST, Position
@@ -70,13 +71,10 @@ from ._transport import (
     content_headers,
     decode_json,
     error_for,
+    httpx,
+    tls_context,
 )
-from ._wire import CANCEL_RESULTS_HEADER, encode_name, encode_segment
-
-try:
-    import httpx
-except ImportError:  # pragma: no cover - depends on the installation
-    httpx = None  # type: ignore[assignment]
+from ._wire import CANCEL_RESULTS_HEADER, ROLE_HEADER, encode_name, encode_segment
 
 __all__ = [
     "LOCAL_ONLY_COMMANDS",
@@ -121,18 +119,30 @@ class RemoteAdmin:
         deadline: float | None = None,
         max_response_bytes: int | None = None,
     ) -> None:
-        options = TransportOptions.of(
-            url,
-            token=token,
-            role=role,
+        if httpx is None:
+            raise MissingExtraError("the remote admin client needs httpx: pip install 'mledger[client]'")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise InvalidRequestError(f"invalid admin URL {url!r}: expected http://host:port")
+        for name, limit in (("connect_timeout", connect_timeout), ("deadline", deadline)):
+            if limit is not None and not limit > 0:
+                raise InvalidRequestError(f"{name} must be > 0 seconds, got {limit!r}")
+        if max_response_bytes is not None and max_response_bytes < 1:
+            raise InvalidRequestError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if role:
+            headers[ROLE_HEADER] = role
+        options = TransportOptions(
+            url=url.rstrip("/"),
+            headers=headers,
             timeout=timeout,
-            max_connections=max_connections,
-            verify=verify,
-            basic=basic,
-            cert=cert,
-            connect_timeout=connect_timeout,
+            connect_timeout=timeout if connect_timeout is None else connect_timeout,
             deadline=deadline,
             max_response_bytes=max_response_bytes,
+            max_connections=max_connections,
+            verify=tls_context(verify, cert),
+            basic=basic,
         )
         self._options = options
         self.url = options.url

@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from ..core._errors import InvalidRequestError, MissingExtraError, MLedgerError, error_class_for_status
-from ._wire import ROLE_HEADER
+from ..core._errors import InvalidRequestError, MLedgerError, error_class_for_status
 
 try:
     import httpx
@@ -91,8 +90,9 @@ def error_for(status: int, reason: str) -> MLedgerError:
 
 @dataclass(frozen=True)
 class TransportOptions:
-    """A remote admin's URL, credentials and limits (see :meth:`of`), shared by the blocking
-    and the asyncio client made from them."""
+    """A remote admin's URL, headers (credentials), limits and TLS, as
+    :class:`~mledger.admin.RemoteAdmin` checked them: shared by it and the asyncio client it
+    makes (:meth:`RemoteAdmin.asynchronous`)."""
 
     url: str
     headers: Mapping[str, str]
@@ -103,51 +103,6 @@ class TransportOptions:
     max_connections: int
     verify: ssl.SSLContext | bool
     basic: tuple[str, str] | None
-
-    @classmethod
-    def of(
-        cls,
-        url: str,
-        *,
-        token: str | None = None,
-        role: str | None = None,
-        timeout: float = 60.0,
-        max_connections: int = 16,
-        verify: str | bool = True,
-        basic: tuple[str, str] | None = None,
-        cert: tuple[str, str] | None = None,
-        connect_timeout: float | None = None,
-        deadline: float | None = None,
-        max_response_bytes: int | None = None,
-    ) -> TransportOptions:
-        """Checked options: :class:`~mledger.core._errors.MissingExtraError` without httpx,
-        :class:`~mledger.core._errors.InvalidRequestError` for a URL that is not
-        ``http(s)://`` or a limit that is not positive."""
-        if httpx is None:
-            raise MissingExtraError("the remote admin client needs httpx: pip install 'mledger[client]'")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise InvalidRequestError(f"invalid admin URL {url!r}: expected http://host:port")
-        for name, limit in (("connect_timeout", connect_timeout), ("deadline", deadline)):
-            if limit is not None and not limit > 0:
-                raise InvalidRequestError(f"{name} must be > 0 seconds, got {limit!r}")
-        if max_response_bytes is not None and max_response_bytes < 1:
-            raise InvalidRequestError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
-        headers = {"Accept": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if role:
-            headers[ROLE_HEADER] = role
-        return cls(
-            url=url.rstrip("/"),
-            headers=headers,
-            timeout=timeout,
-            connect_timeout=timeout if connect_timeout is None else connect_timeout,
-            deadline=deadline,
-            max_response_bytes=max_response_bytes,
-            max_connections=max_connections,
-            verify=_tls_context(verify, cert),
-            basic=basic,
-        )
 
     def client_arguments(self) -> dict[str, Any]:
         """The arguments of ``httpx.Client`` and ``httpx.AsyncClient`` but ``limits``."""
@@ -346,7 +301,7 @@ class AsyncRemoteAdmin:
         return f"AsyncRemoteAdmin({self.url!r})"
 
 
-def _tls_context(verify: str | bool, cert: tuple[str, str] | None) -> ssl.SSLContext | bool:
+def tls_context(verify: str | bool, cert: tuple[str, str] | None) -> ssl.SSLContext | bool:
     """httpx's ``verify``: a context trusting ``verify`` (a CA file; True: the system's) and
     presenting ``cert`` (certificate file, key file) when given; False verifies nothing."""
     if cert is None and isinstance(verify, bool):
