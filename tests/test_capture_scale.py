@@ -210,3 +210,33 @@ async def wait_for_cursor(admin_url: str, applied: Callable[[dict[str, Any]], bo
                 return
             await asyncio.sleep(0.05)
     raise AssertionError(f"the acks were never applied: {stats['cursors']['billing']}")
+
+
+def test_a_subscription_first_seen_in_a_wrong_shaped_answer_is_read_at_the_next_poll(
+    tmp_path: Path,
+    standalone: dict[str, str],  # noqa: F811 - the fixture
+    hostile: HostileAdmin,  # noqa: F811 - the fixture
+) -> None:
+    """A poll that reads no topic stats compares the cursors with those of the last poll that
+    read them all: one whose subscription could not be read then is read again, not skipped."""
+
+    def without_mark_delete(stats: dict[str, Any]) -> dict[str, Any]:
+        cursor = {k: v for k, v in stats["cursors"]["billing"].items() if k != "markDeletePosition"}
+        return {**stats, "cursors": {**stats["cursors"], "billing": cursor}}
+
+    produce_and_subscribe(standalone)
+    acked_up_to(standalone, "orders", 1)
+    client = pulsar.Client(standalone["service_url"])
+    try:
+        with RemoteAdmin(hostile.url) as admin:
+            capture = Capture(tmp_path / "cap", client, admin, CaptureSettings(topics=("orders",)))
+            hostile.internal_stats = without_mark_delete
+            capture.poll(first=True)  # billing is listed, its cursor has no mark-delete
+            hostile.internal_stats = None
+            capture.poll()  # the same cursors, nothing changed since: billing is read all the same
+            capture.close()
+    finally:
+        client.close()
+    assert description(tmp_path / "cap")["anomaly_counts"] == {"missing_field": 1}
+    events = [r["event"] for r in pq.read_table(tmp_path / "cap" / "subscriptions").to_pylist()]
+    assert events == ["created", "reset"]

@@ -617,7 +617,7 @@ class ClusterPoller:
         if stats is None:
             return  # no cursor changed since the stats were last read
         try:
-            current = self._subscriptions(tp, stats, internal)
+            current, settled = self._subscriptions(tp, stats, internal)
         except BadAnswer as exc:
             self._anomaly(exc.kind, local, f"{exc}: the subscriptions keep their previous state")
             return
@@ -627,7 +627,8 @@ class ClusterPoller:
         for name, change in sorted(current.items()):
             if change is not None:
                 self._diff(tp, name, *change, now)
-        tp.cursors = frozenset(internal["cursors"])
+        # what a poll that reads no stats compares with; None: a subscription is still to be read
+        tp.cursors = frozenset(internal["cursors"]) if settled else None
 
     def _stats_due(self, tp: _Partition, internal: dict[str, Any], budget: PollBudget) -> bool:
         """Whether the topic stats must be read with these internal stats. They list the
@@ -654,16 +655,18 @@ class ClusterPoller:
 
     def _subscriptions(
         self, tp: _Partition, stats: dict[str, Any], internal: dict[str, Any]
-    ) -> dict[str, tuple[_Seen, list[Interval]] | None]:
+    ) -> tuple[dict[str, tuple[_Seen, list[Interval]] | None], bool]:
         """Each durable subscription the stats list, with its state from the internal stats
         and its acked ranges, when they changed (None: keep the previous state, e.g. its cursor
-        was not in this answer, or it is unchanged). Raises :class:`BadAnswer` when the
-        answers cannot say which subscriptions exist."""
+        was not in this answer, or it is unchanged), and whether every one was read (not: one
+        had no cursor in this answer, or a cursor of the wrong shape). Raises
+        :class:`BadAnswer` when the answers cannot say which subscriptions exist."""
         subscriptions = object_of(stats.get("subscriptions"), "the stats' subscriptions")
         cursors = object_of(internal.get("cursors"), "the internal stats' cursors")
         if COMPACTION_CURSOR in cursors and COMPACTION_CURSOR not in subscriptions:
             subscriptions = {**subscriptions, COMPACTION_CURSOR: {"type": "Exclusive", "isDurable": True}}
         current: dict[str, tuple[_Seen, list[Interval]] | None] = {}
+        settled = True
         for name, sub in subscriptions.items():
             try:
                 sub = object_of(sub, f"subscription {name!r} of the stats")
@@ -671,6 +674,7 @@ class ClusterPoller:
                     continue
                 current[name] = None
                 if name not in cursors:  # created or deleted between the two calls: the next poll says
+                    settled = False
                     continue
                 cursor = object_of(cursors[name], f"cursor {name!r}")
                 raw_type = sub.get("type", "Shared")
@@ -689,7 +693,8 @@ class ClusterPoller:
             except BadAnswer as exc:
                 self._anomaly(exc.kind, tp.local_name, f"{exc}: subscription {name!r} keeps its previous state")
                 current[name] = None
-        return current
+                settled = False
+        return current, settled
 
     def _read_cursor(
         self, tp: _Partition, name: str, raw_type: Any, raw_md: Any, ranges: Any
