@@ -92,7 +92,12 @@ from ._nonpersistent import (
     NonPersistentSubscription as NonPersistentSubscription,
     NonPersistentTopic as NonPersistentTopic,
 )
-from ._open import OpenedBroker as OpenedBroker, open_broker as open_broker, open_store as open_store
+from ._open import (
+    DETERMINISTIC_START_MS as DETERMINISTIC_START_MS,
+    OpenedBroker as OpenedBroker,
+    open_broker as open_broker,
+    open_store as open_store,
+)
 from ._partitioned import (
     PartitionedConsumer as PartitionedConsumer,
     PartitionedSubscription as PartitionedSubscription,
@@ -157,6 +162,7 @@ __all__ = [
     "Firing",
     "load_scenario",
     "parse_fault",
+    "DETERMINISTIC_START_MS",
     "AckRequest",
     "BacklogQuota",
     "BacklogQuotaExceededError",

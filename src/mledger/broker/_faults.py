@@ -170,6 +170,7 @@ class FaultedBroker(Protocol):
     factory: ManagedLedgerFactory
     clock: Clock
     journal: BrokerJournal | None
+    seed: int
 
     def loaded_topics(self) -> list[Topic]:
         """The topics and partitions loaded now."""
@@ -276,7 +277,9 @@ class Faults:
 
     ``enabled`` False refuses every arming with :class:`FaultInjectionOffError` (a broker
     started without fault injection: ``mledger standalone`` without ``--fault-injection``);
-    ``seed`` seeds the random draws (None: a random seed, logged and in :meth:`stats`).
+    ``seed`` seeds the random draws (None: the seed of the first broker bound, so one seed,
+    ``seed=`` on the fixture, repeats the broker's choices and the faults' draws alike; in
+    :meth:`stats` and a failing test's report).
     Arming, listing and clearing are O(armed); :meth:`take` is O(faults armed for that kind).
     """
 
@@ -284,6 +287,7 @@ class Faults:
         self.enabled = enabled
         self._lock = threading.RLock()
         self._seed = seed if seed is not None else random.SystemRandom().randrange(1 << 32)
+        self._seeded = seed is not None
         self._random = random.Random(self._seed)
         self._ids = itertools.count(1)
         self._armed: list[_Armed] = []
@@ -309,6 +313,8 @@ class Faults:
         firings, its store when it is a :class:`~mledger.storage.FaultInjectingStore` (the
         store faults). A later broker (a restart) replaces the earlier."""
         store = broker.factory.store
+        if not self._seeded:  # the first broker's seed; a restart's broker goes on with the draws
+            self.reseed(broker.seed)
         with self._lock:
             self._broker = broker
             self._store = store if isinstance(store, FaultInjectingStore) else None
@@ -335,6 +341,7 @@ class Faults:
         """Restart the random draws from ``seed``."""
         with self._lock:
             self._seed = seed
+            self._seeded = True
             self._random = random.Random(seed)
 
     # -- arming ----------------------------------------------------------------------------------

@@ -15,8 +15,10 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..core._clock import Clock
+from ..core._clock import Clock, ManualClock
 from ..core._config import ManagedLedgerFactoryConfig
+from ..core._errors import ConfigError
+from ..core._futures import InlineExecutor
 from ..managed_ledger._factory import ManagedLedgerFactory
 from ..storage import FaultInjectingStore, MemoryStore, SqliteStore, Store
 from ._broker import Broker
@@ -41,6 +43,12 @@ def open_store(data_dir: str | os.PathLike[str] | None) -> Store:
     if data_dir is None:
         return MemoryStore()
     return SqliteStore(data_dir, synchronous=SYNCHRONOUS)
+
+
+DETERMINISTIC_START_MS = 1_704_067_200_000
+"""Where a deterministic broker's clock starts: 2024-01-01T00:00:00Z, a fixed time in the past,
+so nothing a client stamps with its own wall clock (``deliver_after``, publish times) comes due
+before the test advances the clock."""
 
 
 @dataclass(eq=False)
@@ -106,11 +114,19 @@ def open_broker(
     namespaces: Iterable[str] = (),
     default_namespace: bool = True,
     faults: Faults | None = None,
+    seed: int | None = None,
+    deterministic: bool = False,
 ) -> OpenedBroker:
     """Open ``data_dir`` (:func:`open_store`; None: memory), or serve ``store`` (a store made by
     the caller, e.g. wrapped to inject faults; then ``data_dir`` must be None), with a factory
     (``factory_config``, ``clock``) and a broker (``broker_config``, ``journal``,
-    ``default_namespace``) that creates ``namespaces`` if missing.
+    ``default_namespace``, ``seed``) that creates ``namespaces`` if missing.
+
+    ``deterministic``: runs that repeat (docs/pulsar/deterministic.md): the clock is a
+    :class:`~mledger.core.ManualClock`, by default at :data:`DETERMINISTIC_START_MS` (another
+    clock raises ``ConfigError``), and the factory runs its background work (trimming,
+    compaction) at once on the thread asking for it (:class:`~mledger.core.InlineExecutor`), not
+    on worker threads; ``seed`` seeds :attr:`Broker.random`.
 
     ``faults`` turns fault injection on (a :class:`~mledger.broker.Faults`, kept by a front end
     across restarts): the store is wrapped in a :class:`~mledger.storage.FaultInjectingStore`
@@ -121,6 +137,12 @@ def open_broker(
     """
     if store is not None and data_dir is not None:
         raise ValueError("open_broker takes a data directory or a store, not both")
+    executor = None
+    if deterministic:
+        if clock is not None and not isinstance(clock, ManualClock):
+            raise ConfigError(f"a deterministic broker needs a manual clock, got {clock!r}")
+        clock = clock if clock is not None else ManualClock(DETERMINISTIC_START_MS)
+        executor = InlineExecutor()
     try:
         store = store if store is not None else open_store(data_dir)
     except BaseException:
@@ -129,7 +151,7 @@ def open_broker(
         raise
     if faults is not None and not isinstance(store, FaultInjectingStore):
         store = FaultInjectingStore(store, keep_log=False)
-    factory = ManagedLedgerFactory(store, factory_config, clock=clock)
+    factory = ManagedLedgerFactory(store, factory_config, clock=clock, executor=executor)
     try:
         broker = Broker(
             factory,
@@ -137,6 +159,7 @@ def open_broker(
             clock=clock,
             journal=journal,
             default_namespace=default_namespace,
+            seed=seed,
             faults=faults,
         )
     except BaseException:

@@ -55,6 +55,12 @@ from ._errors import (
     StateTransitionError as StateTransitionError,
     UnknownListenerError as UnknownListenerError,
 )
+from ._replay import (
+    BrokerFrame as BrokerFrame,
+    CapturingProxy as CapturingProxy,
+    ClientRead as ClientRead,
+    replay_reads as replay_reads,
+)
 from ._server import ProtocolServer as ProtocolServer, freeze_startup_heap as freeze_startup_heap
 
 __all__ = [
@@ -66,6 +72,9 @@ __all__ = [
     "AsyncBroker",
     "AsyncBrokerClock",
     "BrokerClock",
+    "BrokerFrame",
+    "CapturingProxy",
+    "ClientRead",
     "CommandSpec",
     "Connection",
     "ConnectionEvent",
@@ -83,6 +92,7 @@ __all__ = [
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
+    "replay_reads",
     "StateTransitionError",
     "UnknownListenerError",
     "parse_advertised_listeners",
