@@ -193,6 +193,24 @@ def test_random_delays_repeat_with_the_seed() -> None:
     assert first != draws(43)
 
 
+def test_the_faults_take_the_brokers_seed_unless_given_their_own() -> None:
+    adopted, own = Faults(), Faults(seed=7)
+    brokers = [Broker(ManagedLedgerFactory(), seed=42, faults=f) for f in (adopted, own)]
+    assert (adopted.seed, own.seed) == (42, 7)
+    adopted.delay("LOOKUP", (0, 10_000), count=2)
+    target = FaultTarget("persistent://public/default/orders")
+    first = adopted.take("LOOKUP", lambda: target)
+    brokers.append(Broker(ManagedLedgerFactory(), seed=42, faults=adopted))  # a restart's broker
+    second = adopted.take("LOOKUP", lambda: target)
+    assert first is not None and second is not None
+    reference = Faults(seed=42)
+    reference.delay("LOOKUP", (0, 10_000), count=2)
+    expected = [reference.take("LOOKUP", lambda: target) for _ in range(2)]
+    assert [first.delay_s, second.delay_s] == [f.delay_s for f in expected if f]  # the draws went on
+    for broker in brokers:
+        broker.close()
+
+
 def test_the_docs_scenario_is_a_valid_scenario() -> None:
     """docs/faults.md's YAML scenario (a block the example runner does not run) arms as shown."""
     page = (Path(__file__).resolve().parent.parent / "docs" / "faults.md").read_text()
