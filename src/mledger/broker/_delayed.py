@@ -259,8 +259,10 @@ class DelayedDeliveryTracker:
             while heap and heap[0][0] <= cutoff:
                 taken.append(heapq.heappop(heap))
             chunks.append(np.array(taken, np.int64))
-        while runs and runs[0][0] <= cutoff:
-            rows = heapq.heappop(runs)[-1]
+        if runs and runs[0][0] <= cutoff:
+            if len(runs) > 1:
+                self._merge_runs()
+            rows = runs.pop()[-1]
             due = int(np.searchsorted(rows[:, 0], cutoff, side="right"))
             chunks.append(rows[:due])
             if due < len(rows):
@@ -275,6 +277,14 @@ class DelayedDeliveryTracker:
             return _NO_ROWS  # nothing ready: the dispatcher's every round, with no numpy work
         ready = self._ready[self._head :]
         return ready[: int(np.searchsorted(ready[:, 0], cutoff, side="right"))]
+
+    def _merge_runs(self) -> None:
+        """Merge every run into one (one concatenation and one sort in numpy), so that taking
+        the due items off the runs costs one binary search, not one per run (the replay adds a
+        run per step, and a step may find many of them due, as its old array queue did)."""
+        rows = np.concatenate([run[-1] for run in self._runs])
+        self._runs.clear()
+        self._push_run(rows[np.lexsort((rows[:, 2], rows[:, 1], rows[:, 0]))])
 
     def _live(self, rows: np.ndarray) -> np.ndarray:
         """Which of ``rows`` (queued items, in order) are held at their time, each once."""
