@@ -127,7 +127,11 @@ class Standalone:
     ``factory_config``: the managed-ledger factory's. ``tls`` with ``tls_port`` serves
     ``pulsar+ssl://`` on the ``bind`` host, with ``admin_tls_port`` ``https://`` on the
     ``admin_bind`` host (port 0: a free one); the certificate files are read here
-    (``ConfigError``).
+    (``ConfigError``). ``seed`` seeds the broker's random source (:attr:`Broker.random
+    <mledger.broker.Broker.random>`); ``deterministic`` runs the broker on a manual clock
+    starting at :data:`~mledger.broker.DETERMINISTIC_START_MS`, which nothing advances, so the
+    broker's timers (delayed delivery, TTL, ...) never fire, and trims inline
+    (docs/pulsar/deterministic.md).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
@@ -152,6 +156,8 @@ class Standalone:
         admin_tls_port: int | None = None,
         max_http_server_connections: int | None = None,
         max_concurrent_http_requests: int | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
     ) -> None:
         authenticator = build_authenticator(tokens, authentication)
         self._authenticator = authenticator
@@ -175,6 +181,8 @@ class Standalone:
             journal=journal,
             namespaces=STANDALONE_NAMESPACES if authorization is None else (),
             default_namespace=authorization is None,
+            seed=seed,
+            deterministic=deterministic,
         )
         self.store = self.opened.store
         self.factory = self.opened.factory
@@ -314,6 +322,7 @@ class EmbeddedStandalone(EmbeddedBroker):
     """
 
     _admin_server: AdminServer | None = None
+    _admin_port = 0  # after the first start: its port, which a restart keeps
     _admin_lock = threading.Lock()
 
     def __init__(
@@ -336,14 +345,16 @@ class EmbeddedStandalone(EmbeddedBroker):
     @property
     def admin_url(self) -> str:
         """``http://127.0.0.1:<port>`` of the admin REST API, started on first use (building
-        the app takes a few hundred milliseconds, which tests that never call it do not pay)."""
+        the app takes a few hundred milliseconds, which tests that never call it do not pay);
+        the same after a :meth:`restart`."""
         with self._admin_lock:
             if self._admin_server is None:
                 roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
                 app = _admin_app(self.broker, self.server, self._authorization, roles)
                 limits = _admin_limits(self.server.config)
-                self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0, **limits)
+                self._admin_server = AdminServer(app, self._host, self._admin_port, drain_timeout=2.0, **limits)
                 self._admin_server.start()
+                self._admin_port = self._admin_server.address[1]
             return self._admin_server.url
 
     def _before_stop(self) -> None:
@@ -442,6 +453,14 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
         "--record", type=Path, metavar="DIR", help="record what the broker does as the replay's raw logs in DIR"
     )
     parser.add_argument(
+        "--seed", type=int, metavar="N", help="seed of the broker's random draws (default: a random one)"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="runs that repeat: a clock that starts at 2024-01-01 and stands still (timers never fire), with --seed",
+    )
+    parser.add_argument(
         "--record-flush-interval",
         type=float,
         default=1.0,
@@ -496,6 +515,8 @@ def run_standalone(args: argparse.Namespace) -> int:
         authentication=settings.authentication,
         record=args.record,
         record_settings=record_settings,
+        deterministic=args.deterministic,
+        seed=args.seed,
         protocol_config=settings.protocol,
         factory_config=settings.factory,
         tls=settings.tls,

@@ -23,6 +23,14 @@ message TTL, inactive topics, backlog quotas, retention, compaction, deduplicati
 delivery), which ``timers.advance(ms)`` (a manual clock), :meth:`Broker.run_due_tasks` or the
 protocol server fire; ``receive`` checks due delayed messages by itself too.
 
+Randomness: the broker's one random source is :attr:`Broker.random`, a ``random.Random`` seeded
+with :attr:`Broker.seed` (``seed=``; none given: one drawn from the OS, so it can be logged and
+given again). Whatever the broker draws at random (a fault's random delay) draws from it, so a
+run with the same seed and the same client commands draws the same numbers. Nothing else in the
+broker is random: dispatch order, redelivery order, Key_Shared ranges (hashes of consumer
+names), ledger ids, producer and consumer names follow from the commands alone
+(docs/pulsar/deterministic.md).
+
 Thread-safe: one lock guards the topic cache and is held while a topic is opened or created
 (storage I/O); topic, subscription and producer operations take their own locks.
 """
@@ -30,6 +38,7 @@ Thread-safe: one lock guards the topic cache and is held while a topic is opened
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
@@ -117,7 +126,7 @@ class Broker:
     closed by :meth:`close`. The broker does not close the factory. It creates its cluster
     (``config.cluster_name``) and, unless ``default_namespace`` is False (a standalone with
     authorization on: the set-up script creates tenants and namespaces), ``public/default`` and
-    its tenant when missing.
+    its tenant when missing. ``seed`` seeds :attr:`random` (see the module docstring).
     """
 
     def __init__(
@@ -128,6 +137,7 @@ class Broker:
         dedup_factory: DedupFactory | None = None,
         journal: BrokerJournal | None = None,
         default_namespace: bool = True,
+        seed: int | None = None,
     ) -> None:
         if not isinstance(factory, ManagedLedgerFactory):
             raise ConfigError(f"Broker needs a ManagedLedgerFactory, got {factory!r}")
@@ -138,6 +148,13 @@ class Broker:
         self.clock: Clock = clock if clock is not None else factory.clock
         self.timers = TimerQueue(self.clock)
         """The broker-semantic timers (:mod:`mledger.broker._monitors`), on :attr:`clock`."""
+        self.seed: int = seed if seed is not None else random.SystemRandom().randrange(1 << 32)
+        """The seed of :attr:`random` (``seed=``, else drawn from the OS)."""
+        self.random = random.Random(self.seed)
+        """The broker's one random source, seeded with :attr:`seed`: every random choice the broker
+        makes (a fault's random delay) draws from it, so the same seed and the same client commands
+        draw the same numbers. Not thread-safe for reproducible draws: draw on one thread (the
+        protocol server's loop)."""
         self._default = self._default_dedup_factory()
         self._dedup_factory = dedup_factory if dedup_factory is not None else self._default
         self._lock = threading.RLock()
@@ -222,10 +239,7 @@ class Broker:
         name = TopicName.parse(topic)
         with self._lock, store_failures(MetadataStoreError, f"topic {name} could not be looked up"):
             self._check_open()
-            found = self._load(name)
-            if found is None:
-                raise NotFoundError(f"Topic {name} not found")
-            return found
+            return self._found(name)
 
     def open_topic(self, topic: str) -> AnyTopic:
         """The topic, created if missing and automatic topic creation is on (what a producer or
@@ -345,9 +359,7 @@ class Broker:
         name = TopicName.parse(topic)
         with self._lock:
             self._check_open()
-            found = self._load(name)
-            if found is None:
-                raise NotFoundError(f"Topic {name} not found")
+            found = self._found(name)
             if name.is_partition and isinstance(found, Topic) and self._partition_count(name.partitioned_topic):
                 raise InvalidRequestError(f"{name} is a partition: delete the partitioned topic instead")
             if found.has_connections() and not force:
@@ -358,6 +370,29 @@ class Broker:
                 self.factory.store.delete(name.partitioned_metadata_path)
             self._topics.pop(name, None)
             self.topic_policies.delete(name)  # a topic created again later starts without them
+
+    def unload_topic(self, topic: str) -> None:
+        """Unload a topic (every partition of a partitioned one; a partition's name: that
+        partition alone), as Pulsar's ``unloadTopic`` closes it (``PersistentTopic.close``):
+        its producers and consumers are disconnected, so the clients reconnect and their lookup
+        loads it again from the store; its managed ledger is closed, every cursor through its
+        close path (``persistPositionWhenClosing``: what the mark-delete throttle held back is
+        written, within the limits of that path). A topic that is not loaded is loaded first
+        and then closed, as Pulsar's ``getTopicIfExists`` loads it (a recovered cursor's state
+        then moves to the metadata store). Raises ``NotFoundError``. May block on storage."""
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            found = self._found(name)
+            if self.journal is not None:  # the raw logs have no event for a close
+                self.journal.not_recorded(f"unload of topic {name}", self.clock.now_ms())
+            for partition in found.partitions if isinstance(found, PartitionedTopic) else [found]:
+                partition.close()
+                self._topics.pop(partition.topic_name, None)
+            if name.is_partition:  # its partitioned topic's object holds it: loaded again on next use
+                self._topics.pop(name.partitioned_topic, None)
+            self._topics.pop(name, None)
+        log.info("unloaded topic %s", name)
 
     def _forget_topics(self, name: TopicName, topics: list[Topic]) -> None:
         """Delete closed ``topics`` (the topic ``name``, or its partitions) from the store and
@@ -978,6 +1013,13 @@ class Broker:
             store.children(f"{ML_ROOT}/{namespace}/persistent")
             or store.children(f"{PARTITIONED_TOPICS_ROOT}/{namespace}/persistent")
         )
+
+    def _found(self, name: TopicName) -> AnyTopic:
+        """The cached or stored topic ``name``; raises ``NotFoundError`` (caller holds the lock)."""
+        found = self._load(name)
+        if found is None:
+            raise NotFoundError(f"Topic {name} not found")
+        return found
 
     def _load(self, name: TopicName) -> AnyTopic | None:
         """The cached or stored topic ``name``, None if it does not exist (caller holds the lock)."""

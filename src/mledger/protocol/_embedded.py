@@ -17,6 +17,13 @@ current time, so messages sent with ``deliver_after`` are held until the test ad
 is every other timer that decides what the broker does with messages (:class:`BrokerClock`:
 ``advance(d)`` counts from the wall clock when the broker's time is behind it, so it makes a
 message sent with ``deliver_after=d`` due, and fires each timer at its own due time).
+
+``deterministic=True`` (with ``seed``) makes runs repeat: the manual clock starts at
+:data:`~mledger.broker.DETERMINISTIC_START_MS` and moves by exactly what the test advances (no wall clock), the
+managed ledgers' background work (trimming) runs at once on the thread that asks for it
+(:class:`~mledger.core.InlineExecutor`), not on worker threads, and ``seed`` seeds the broker's random source (:attr:`Broker.random <mledger.broker.Broker.random>`),
+so the same seed and the same client commands give the same broker frames and recorded rows
+(docs/pulsar/deterministic.md).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,7 +42,8 @@ from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
 from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
 from ..core._clock import Clock, ManualClock, SystemClock
-from ..storage import Store
+from ..core._errors import ConfigError
+from ..storage import MemoryStore, Store
 from ._access import ClientAuth
 from ._config import ProtocolConfig, ProtocolStats
 from ._server import ProtocolServer
@@ -63,23 +72,24 @@ class BrokerClock:
     always makes that message due.
     """
 
-    def __init__(self, embedded: EmbeddedBroker, clock: Clock) -> None:
+    def __init__(self, embedded: EmbeddedBroker, clock: Clock, follow_wall: bool = True) -> None:
         self._embedded = embedded
         self._clock = clock
+        self._follow_wall = follow_wall
 
     def now_ms(self) -> int:
         """The broker's current time (ms since the epoch)."""
         return self._clock.now_ms()
 
     def advance(self, ms: int) -> int:
-        """Move the broker's clock to ``ms`` past the later of its own time and the wall clock,
-        firing the timers due on the way and dispatching what came due; returns the new time.
-        Raises ``TypeError`` with a system clock, ``ValueError`` for a negative ``ms``."""
+        """Move the broker's clock to ``ms`` past the later of its own time and the wall clock
+        (a deterministic broker's: ``ms`` past its own time, the wall clock ignored), firing the
+        timers due on the way and dispatching what came due; returns the new time. Raises ``TypeError`` with a system clock, ``ValueError`` for a negative ``ms``."""
         if not isinstance(self._clock, ManualClock):
             raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
         if ms < 0:
             raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
-        wall = time.time_ns() // 1_000_000
+        wall = time.time_ns() // 1_000_000 if self._follow_wall else None
         server = self._embedded.server
         # generous: a month of broker time fires tens of thousands of periodic checks
         return self._embedded.call(lambda: server.advance_clock(ms, not_before_ms=wall), timeout=600)
@@ -90,7 +100,8 @@ class EmbeddedBroker:
 
     ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
     :class:`~mledger.admin._authentication.AuthenticationSettings`) turn authentication on;
-    ``authorization`` says what each role may do."""
+    ``authorization`` says what each role may do. ``deterministic`` and ``seed``: see the module
+    docstring; ``deterministic`` with ``manual_clock=False`` raises ``ConfigError``."""
 
     def __init__(
         self,
@@ -104,7 +115,15 @@ class EmbeddedBroker:
         authorization: Authorization | None = None,
         protocol_config: ProtocolConfig | None = None,
         authentication: AuthenticationSettings | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
     ) -> None:
+        if deterministic and not manual_clock:
+            raise ConfigError(
+                "deterministic=True needs the manual clock (manual_clock=True): the wall clock never repeats"
+            )
+        self.deterministic = deterministic
+        self._seed = seed
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._host = host
         self._port = port
@@ -120,25 +139,36 @@ class EmbeddedBroker:
         self.broker: Broker
         self.clock: BrokerClock
         self._opened: OpenedBroker | None = None
+        self._memory: MemoryStore | None = None  # without data_dir: the data, kept across restarts
+        self._time: Clock | None = None  # the broker's clock, kept across restarts
+        self._crashing = False
         self._check_options()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:
         """Start the store, broker and server; returns once clients can connect."""
-        wall = int(time.time() * 1000)
-        clock: Clock = ManualClock(wall) if self._manual else SystemClock()
+        if self._time is None and not self.deterministic:  # a deterministic broker's: open_broker's
+            self._time = ManualClock(int(time.time() * 1000)) if self._manual else SystemClock()
         # the namespaces mledger standalone (and Pulsar's) creates
         self._opened = open_broker(
             store=self._open_store(),
             broker_config=self._broker_config,
-            clock=clock,
+            clock=self._time,
             journal=self._make_journal(),
             namespaces=STANDALONE_NAMESPACES,
+            seed=self._seed,
+            deterministic=self.deterministic,
         )
         self.broker = self._opened.broker
+        self._time = self.broker.clock
+        self._seed = self.broker.seed  # a restart draws from the same seed, with or without seed=
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
+        if getattr(self, "server", None) is not None:  # a restart: the ports the clients know
+            config = replace(config, port=self.server.port, tls_port=self.server.tls_port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
-        self.clock = BrokerClock(self, clock)
+        if getattr(self, "clock", None) is None:
+            self.clock = BrokerClock(self, self._time, follow_wall=not self.deterministic)
+        self._crashing = False
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         def run() -> None:
@@ -152,7 +182,7 @@ class EmbeddedBroker:
                 return
             started.set_result(None)
             loop.run_forever()
-            loop.run_until_complete(self.server.stop())
+            loop.run_until_complete(self.server.stop(crash=self._crashing))
             loop.close()
 
         self._thread = threading.Thread(target=run, name="mledger-embedded-broker", daemon=True)
@@ -166,9 +196,17 @@ class EmbeddedBroker:
         return self
 
     def _open_store(self) -> Store:
-        """Hook for subclasses (tests wrap the store to inject faults): the store to serve
-        (:func:`~mledger.broker.open_store` of ``data_dir``), closed once by :meth:`stop`."""
-        return open_store(self.data_dir)
+        """Hook for subclasses (tests wrap the store to inject faults): the store to serve,
+        closed once by :meth:`stop` or a crash: :func:`~mledger.broker.open_store` of
+        ``data_dir``, or without one the memory store this object keeps across restarts
+        (:meth:`~mledger.storage.MemoryStore.reopen`: it holds what the last run wrote)."""
+        if self.data_dir is not None or self._memory is None:
+            store = open_store(self.data_dir)
+        else:
+            store = self._memory.reopen()
+        if isinstance(store, MemoryStore):
+            self._memory = store
+        return store
 
     def _check_options(self) -> None:
         """Hook for subclasses: runs at the end of the constructor and raises ``ConfigError`` for
@@ -188,9 +226,32 @@ class EmbeddedBroker:
 
     def stop(self) -> None:
         """Stop the server (closing every connection), the broker and the store. Idempotent."""
+        self._stop(crash=False)
+
+    def restart(self, crash: bool = False) -> EmbeddedBroker:
+        """Stop and start again over the same data, on the same ports and URLs, so clients
+        reconnect by themselves and a consumer receives again what the broker redelivers; the
+        clock goes on from where it was. Returns once clients can connect.
+
+        ``crash=False``, a clean restart (:meth:`stop`, then :meth:`start`): connections
+        closed, then every topic closed, each cursor through its close path (Pulsar's
+        ``persistPositionWhenClosing``: what the mark-delete throttle held back is written,
+        within that path's limits). ``crash=True``, what a SIGKILL does: connections dropped
+        without a word, nothing written any more; the store keeps exactly what it confirmed,
+        and the cursor state the mark-delete throttle had not persisted yet is lost. The data
+        is the data directory's, or without one the memory store this object keeps (reopened).
+        :attr:`broker` and :attr:`server` are new objects afterwards; :attr:`clock` stays.
+        Raises ``RuntimeError`` when not running."""
+        if self._thread is None:
+            raise RuntimeError("the embedded broker is not running")
+        self._stop(crash=crash)
+        return self.start()
+
+    def _stop(self, crash: bool) -> None:
         if self._thread is None:
             return
         self._before_stop()
+        self._crashing = crash
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(loop.stop)
@@ -198,11 +259,11 @@ class EmbeddedBroker:
         self._thread = None
         if self._authenticator is not None:
             self._authenticator.close()  # the password checks' workers (a restart starts new ones)
-        self._close_storage()
-
-    def _close_storage(self) -> None:
         if self._opened is not None:
-            self._opened.close()
+            if crash:
+                self._opened.crash()
+            else:
+                self._opened.close()
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()
