@@ -3,7 +3,7 @@
 from ._moved import MOVED_MODULES as _MOVED_MODULES
 from .codec._entry import Entry as Entry, EntryMetadata as EntryMetadata
 from .codec._messageid import MessageId as MessageId
-from .core import _deprecation as _deprecation
+from .core import moved_modules as _moved_modules
 from .core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from .core._config import (
     ManagedLedgerConfig as ManagedLedgerConfig,
@@ -118,4 +118,4 @@ __all__ = [
 ]
 
 # Old module paths kept one release: importing one warns and names the new path.
-_deprecation.moved_modules(__name__, _MOVED_MODULES)
+_moved_modules(__name__, _MOVED_MODULES)

@@ -292,8 +292,10 @@ def recorder(record: str | Path | None, settings: RecordSettings | None = None) 
 
 
 def _recording_module() -> Any:
+    """:mod:`mledger.replay` with its recorder loaded, or :class:`ConfigError` without the replay extra."""
     try:
-        from .replay import _recording as recording
+        from . import replay as recording
+        from .replay import Recorder  # noqa: F401 -- lazy in the face: this loads the recorder (pyarrow)
     except ImportError as exc:  # pyarrow: the replay extra
         raise ConfigError(f"recording needs mledger's replay extra: pip install 'mledger[replay]' ({exc})") from None
     return recording

@@ -18,7 +18,6 @@ True
 """
 
 from ..codec._messageid import MessageId as MessageId
-from ..core import _deprecation as _deprecation
 from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
 from ._backlog_quota import (

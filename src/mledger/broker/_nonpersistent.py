@@ -204,7 +204,10 @@ class NonPersistentSubscription:
         return self._active
 
     # -- consumers joining and leaving (under the topic lock) ------------------------------
-    def _add(self, consumer: Consumer, sub_type: SubscriptionType) -> None:
+    def attach_consumer(self, consumer: Consumer, sub_type: SubscriptionType) -> None:
+        """Attach ``consumer``, subscribing as ``sub_type``, under the topic's lock (the topic's
+        ``subscribe`` calls it). ``SubscriptionBusyError`` if the subscription is of another
+        type, ``ConsumerBusyError`` if an exclusive one already has its consumer."""
         if sub_type is not self.type:
             raise SubscriptionBusyError("Subscription is of different type")
         if self.type is SubscriptionType.EXCLUSIVE and self._consumers:
@@ -456,7 +459,7 @@ class NonPersistentTopic:
             if permits == 0 and sink is None:
                 permits = 1000
             consumer = Consumer(sub, name, permits, self._ids, sink, client=client, connected_since_ms=self.clock())
-            sub._add(consumer, kind)
+            sub.attach_consumer(consumer, kind)
             if created:
                 self._subscriptions[subscription] = sub
             return consumer

@@ -20,6 +20,7 @@ from ._config import (
     ManagedLedgerConfig as ManagedLedgerConfig,
     ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
 )
+from ._deprecation import moved_modules as moved_modules
 from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
 from ._ranges import AckRangeSet as AckRangeSet
 from ._state_machine import TransitionRefusedError as TransitionRefusedError, TransitionTable as TransitionTable

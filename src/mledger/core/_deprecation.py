@@ -17,10 +17,10 @@ mledger or importlib. Three shapes, each driven by a table:
 * **Moved module paths** -- a package registers, from its ``__init__``, which of its old
   submodule paths now live elsewhere::
 
-      moved_modules(__name__, {"batch": "mledger.codec._batch"})
+      moved_modules(__name__, {"batch": "pkg.codec._batch"})
 
   One process-wide table (old module -> new module) is served by a ``sys.meta_path`` finder:
-  ``import mledger.broker.batch`` loads ``mledger.codec._batch``, binds the *same module object*
+  ``import pkg.broker.batch`` loads ``pkg.codec._batch``, binds the *same module object*
   under the old name (``sys.modules``, and the parent's attribute) and warns. No alias module
   file exists. A submodule of an old *package* path that the table does not name is gone
   (``ModuleNotFoundError``), rather than loaded a second time from the new package's directory.

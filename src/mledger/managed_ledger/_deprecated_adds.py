@@ -70,7 +70,7 @@ class DeprecatedAdds:
 
     def add_repeated_entries(self: _Adds, raw: bytes, count: int) -> Position | None:
         """Deprecated: :func:`mledger.replay._store.add_repeated_entries`."""
-        renamed_call("mledger.ManagedLedger.add_repeated_entries", "mledger.replay._store.add_repeated_entries")
+        renamed_call("mledger.ManagedLedger.add_repeated_entries", "mledger.replay.add_repeated_entries")
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
         return self.add_entries([raw] * count, framed=True)[-1] if count else None

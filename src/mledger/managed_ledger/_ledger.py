@@ -259,9 +259,10 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         if start_writing:
             self._adds.start()
 
-    def _append_repeated(self, raw: bytes, count: int) -> Position | None:
-        """``add_entries([raw] * count, framed=True)`` without an object per entry (the
-        replay's bulk adds, ``mledger.replay``'s ``add_repeated_entries``): the adds queued
+    def append_repeated(self, raw: bytes, count: int) -> Position | None:
+        """``add_entries([raw] * count, framed=True)`` without an object per entry, for a bulk
+        caller that bounds ``count`` itself (:func:`mledger.replay.add_repeated_entries`, the
+        replay's payload-less adds, hands it at most 65536 at a time): the adds queued
         before are written first, this thread waits for them and then writes on its own;
         returns the last position (None for 0). O(ledgers touched). Raises ``ValueError`` for
         a negative count and what :meth:`add_entries` raises; a failed store write raises here

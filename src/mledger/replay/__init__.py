@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         RecordSettings as RecordSettings,
         read_recording_status as read_recording_status,
     )
+    from ._store import add_repeated_entries as add_repeated_entries
     from ._summary import (
         ReplaySummary as ReplaySummary,
         SweepSummary as SweepSummary,
@@ -68,6 +69,7 @@ _LAZY = {
     "format_sweep": "._summary",
     "summarize": "._summary",
     "parse_sweep": "._sweep",
+    "add_repeated_entries": "._store",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
@@ -89,6 +91,7 @@ __all__ = [
     "ReplaySummary",
     "SubscriptionSpec",
     "SweepSummary",
+    "add_repeated_entries",
     "format_summary",
     "format_sweep",
     "generate",

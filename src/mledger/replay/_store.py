@@ -59,7 +59,7 @@ def add_repeated_entries(ml: ManagedLedger, raw: bytes, count: int) -> Position 
     last: Position | None = None
     while count:
         n = min(count, _REPEAT_CHUNK)
-        last = ml._append_repeated(raw, n)
+        last = ml.append_repeated(raw, n)
         count -= n
     return last
 
