@@ -43,6 +43,7 @@ import re
 import sys
 import tokenize
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 ROOTS = ("mledger", "mledger_pytest")
@@ -381,8 +382,13 @@ def public_spelling(path: str, citer: Module, faces: dict[str, Face], modules: d
 
 def top_level_names(module: Module) -> set[str]:
     """The names ``module`` binds at its top level (definitions, assignments, imports)."""
+    return _top_level_names(module.path)
+
+
+@cache
+def _top_level_names(path: Path) -> set[str]:
     names: set[str] = set()
-    for stmt in ast.parse(module.path.read_text(encoding="utf-8")).body:
+    for stmt in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(stmt.name)
         elif isinstance(stmt, ast.Assign | ast.AnnAssign):
