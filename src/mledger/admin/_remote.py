@@ -3,7 +3,7 @@
 :class:`RemoteAdmin` has the shape of :class:`~mledger.admin.Admin` that the CLI uses:
 ``RemoteAdmin(url).topics`` offers the methods of :class:`~mledger.admin.Topics` with the same
 arguments, return types (the same pydantic models, parsed from Pulsar's JSON) and errors (an
-HTTP error status becomes the :class:`~mledger.core._errors.MLedgerError` subclass of that status,
+HTTP error status becomes the :class:`~mledger.core.MLedgerError` subclass of that status,
 carrying the server's ``{"reason": ...}``), so ``mledger-admin --admin-url URL topics ...`` runs
 the CLI's own command code and prints the same output, with the same exit codes, as against a
 data directory.
@@ -47,19 +47,18 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from ..broker._names import TopicName
-from ..broker._schema_compat import SchemaCompatibilityStrategy
-from ..broker._types import SubscriptionType
-from ..codec._messageid import MessageId
-from ..core._errors import (
+from ..broker import SchemaCompatibilityStrategy, SubscriptionType, TopicName
+from ..codec import MessageId
+from ..core import (
+    LATEST,
     ConfigError,
     InvalidRequestError,
     MissingExtraError,
     MLedgerError,
+    Position,
     PreconditionFailedError,
     error_class_for_status,
 )
-from ..core._position import LATEST, Position
 from ._bodies import REQUESTS, RESPONSES, json_bytes
 from ._namespaces import Namespaces
 from ._nonpersistent import NonPersistentTopicsAdmin, non_persistent_name
@@ -112,7 +111,7 @@ class AdminResponseTooLargeError(AdminConnectionError):
 
 def error_for(status: int, reason: str) -> MLedgerError:
     """The exception for an error response: the class of ``status`` carrying ``reason``
-    (:func:`~mledger.core._errors.error_class_for_status`, the table the REST app's statuses
+    (:func:`~mledger.core.error_class_for_status`, the table the REST app's statuses
     come from)."""
     cls = error_class_for_status(status)
     return cls(reason) if cls is not None else RemoteAdminError(reason, status)
@@ -121,8 +120,8 @@ def error_for(status: int, reason: str) -> MLedgerError:
 class RemoteAdmin:
     """A remote admin at ``url`` (``http://host:port``); see the module docstring.
 
-    Raises :class:`~mledger.core._errors.MissingExtraError` without httpx and
-    :class:`~mledger.core._errors.InvalidRequestError` for a URL that is not ``http(s)://``
+    Raises :class:`~mledger.core.MissingExtraError` without httpx and
+    :class:`~mledger.core.InvalidRequestError` for a URL that is not ``http(s)://``
     or a limit that is not positive.
     """
 

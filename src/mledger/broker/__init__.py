@@ -17,9 +17,9 @@ True
 []
 """
 
-from ..codec._messageid import MessageId as MessageId
-from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
+from ..codec import MessageId as MessageId
+from ..core import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from ..managed_ledger import InitialPosition as InitialPosition
 from ._backlog_quota import (
     BacklogQuota as BacklogQuota,
     BacklogQuotaExceededError as BacklogQuotaExceededError,
@@ -28,13 +28,14 @@ from ._backlog_quota import (
 )
 from ._broker import AnyTopic as AnyTopic, Broker as Broker
 from ._compaction import (
+    CompactedLedger as CompactedLedger,
     CompactionInProgressError as CompactionInProgressError,
     CompactionRecord as CompactionRecord,
     CompactionStats as CompactionStats,
     CompactionStatus as CompactionStatus,
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
-from ._config import BrokerConfig as BrokerConfig
+from ._config import BROKER_MANAGED_LEDGER_CONFIG as BROKER_MANAGED_LEDGER_CONFIG, BrokerConfig as BrokerConfig
 from ._consumer import AckRequest as AckRequest, Consumer as Consumer
 from ._dedup import DedupStatus as DedupStatus, MessageDeduplication as MessageDeduplication
 from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
@@ -64,18 +65,32 @@ from ._inactive_topics import (
     InactiveTopicDeleteMode as InactiveTopicDeleteMode,
     InactiveTopicPolicies as InactiveTopicPolicies,
 )
+from ._journal import AckRecord as AckRecord, BrokerJournal as BrokerJournal
 from ._listeners import (
     ConsumerSink as ConsumerSink,
     EntryDelivery as EntryDelivery,
     ProducerListener as ProducerListener,
     TopicListener as TopicListener,
+    ack_set_words as ack_set_words,
 )
 from ._message import BatchMessageIds as BatchMessageIds, Message as Message
-from ._names import TopicName as TopicName
-from ._namespaces import NamespaceNotFoundError as NamespaceNotFoundError
+from ._names import (
+    NON_PERSISTENT as NON_PERSISTENT,
+    TopicName as TopicName,
+    check_namespace_name as check_namespace_name,
+    local_name_problem as local_name_problem,
+    named_entity_problem as named_entity_problem,
+)
+from ._namespaces import (
+    STANDALONE_NAMESPACES as STANDALONE_NAMESPACES,
+    NamespaceNotFoundError as NamespaceNotFoundError,
+)
 from ._nonpersistent import (
+    NonPersistentProducer as NonPersistentProducer,
     NonPersistentSubscription as NonPersistentSubscription,
+    NonPersistentSubscriptionStats as NonPersistentSubscriptionStats,
     NonPersistentTopic as NonPersistentTopic,
+    NonPersistentTopicStats as NonPersistentTopicStats,
 )
 from ._open import OpenedBroker as OpenedBroker, open_broker as open_broker, open_store as open_store
 from ._partitioned import (
@@ -94,6 +109,7 @@ from ._schema_compat import (
     IncompatibleSchemaError as IncompatibleSchemaError,
     SchemaCompatibilityStrategy as SchemaCompatibilityStrategy,
 )
+from ._schemas import SchemaInfo as SchemaInfo
 from ._stats import (
     ClientInfo as ClientInfo,
     ConsumerStats as ConsumerStats,
@@ -103,8 +119,12 @@ from ._stats import (
     SubscriptionStats as SubscriptionStats,
     TopicStats as TopicStats,
 )
-from ._subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
-from ._tenants import TenantInfo as TenantInfo
+from ._subscription import (
+    SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY,
+    Subscription as Subscription,
+    check_read_compacted as check_read_compacted,
+)
+from ._tenants import TenantInfo as TenantInfo, TenantNotFoundError as TenantNotFoundError
 from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
 from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from ..core._errors import InvalidRequestError, PreconditionFailedError, ServerError
+from ..core import InvalidRequestError, PreconditionFailedError, ServerError
 
 __all__ = [
     "BacklogQuota",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sortedcontainers import SortedList
 
-from ..core._position import Position
+from ..core import Position
 
 __all__ = ["DelayedDeliveryTracker"]
 

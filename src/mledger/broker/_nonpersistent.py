@@ -42,10 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
-from ..codec._entry import Entry, EntryMetadata, decode_entry
-from ..codec._messageid import MessageId
-from ..core._errors import InvalidRequestError, NotFoundError
-from ..core._position import Position
+from ..codec import Entry, EntryMetadata, MessageId, decode_entry
+from ..core import InvalidRequestError, NotFoundError, Position
 from ..storage import NEW_NODE, MetadataStore
 from ._consumer import AckRequest, Consumer, ConsumerSink
 from ._errors import (

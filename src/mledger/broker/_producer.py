@@ -1,9 +1,9 @@
 """Producers: turn ``send`` calls into entries with Pulsar's metadata.
 
-A single message becomes one entry whose ``MessageMetadata`` (:class:`~mledger.codec._entry.EntryMetadata`)
+A single message becomes one entry whose ``MessageMetadata`` (:class:`~mledger.codec.EntryMetadata`)
 carries the producer name, the sequence id, the publish time from the broker clock, the key
 (``partition_key``), the deliver-at time and the properties. ``send_batch`` writes one entry in
-Pulsar's batch format (:mod:`mledger.codec._batch`) with ``num_messages`` = batch size,
+Pulsar's batch format (:mod:`mledger.codec`) with ``num_messages`` = batch size,
 ``sequence_id`` = the first message's and ``highest_sequence_id`` = the last one's; each message
 gets an id with its ``batch_index``. A one-message batch is written as a plain message, because
 ``EntryMetadata`` cannot tell ``num_messages_in_batch = 1`` from "not batched".
@@ -32,12 +32,8 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..codec._batch import SingleMessage, encode_batch
-from ..codec._entry import EntryMetadata, encode_entry
-from ..codec._messageid import MessageId
-from ..core._clock import Clock
-from ..core._errors import InvalidRequestError
-from ..core._ints import INT64_MAX
+from ..codec import EntryMetadata, MessageId, SingleMessage, encode_batch, encode_entry
+from ..core import INT64_MAX, Clock, InvalidRequestError
 from ._errors import AlreadyClosedError
 from ._message import BatchMessageIds
 from ._publishing import FramedPublish, PublishCallback, PublishResult

@@ -51,20 +51,19 @@ from typing import Protocol
 
 import numpy as np
 
-from ..codec._entry import Entry
-from ..codec._messageid import MessageId, as_position
-from ..core._errors import (
+from ..codec import Entry, MessageId, as_position
+from ..core import (
+    EARLIEST,
+    LATEST,
     CursorModifyingError,
     InvalidPositionError,
     InvalidRequestError,
     MarkDeletingMarkedPositionError,
     MLedgerError,
     NotAllowedError,
+    Position,
 )
-from ..core._position import EARLIEST, LATEST, Position
-from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._cursor_args import AckPlan
-from ..managed_ledger._ledger_view import LedgerView
+from ..managed_ledger import AckPlan, LedgerView, ManagedCursor
 from ._consumer import AckRequest, Consumer, ConsumerSink
 from ._dispatcher import Dispatcher
 from ._errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
@@ -126,7 +125,7 @@ class Subscription:
     """One durable subscription of one topic (or partition). Thread-safe.
 
     Obtain with ``Broker.subscribe`` / ``Topic.subscribe``. Raises
-    :class:`~mledger.broker._errors.AlreadyClosedError` once its topic is closed.
+    :class:`~mledger.broker.AlreadyClosedError` once its topic is closed.
     """
 
     def __init__(

@@ -1,7 +1,7 @@
 """A persistent topic (or one partition of a partitioned topic) over its managed ledger.
 
 The topic owns its managed ledger (named by :attr:`TopicName.managed_ledger_name
-<mledger.broker._names.TopicName.managed_ledger_name>`), its producers, its subscriptions (one
+<mledger.broker.TopicName.managed_ledger_name>`), its producers, its subscriptions (one
 durable cursor each; opening the topic re-opens every stored subscription with its type) and
 its deduplication hook (:mod:`mledger.broker._hooks`). Cursors named ``pulsar.dedup`` or starting
 with the replicator prefix are system cursors, never subscriptions.
@@ -31,21 +31,19 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Protocol
 
-from ..codec._entry import EntryMetadata, encode_entry
-from ..codec._messageid import MessageId
-from ..core._clock import Clock
-from ..core._errors import (
+from ..codec import EntryMetadata, MessageId, encode_entry
+from ..core import (
+    INT64_MAX,
+    Clock,
     EntryTooLargeError,
     InvalidRequestError,
     ManagedLedgerClosedError,
     MLedgerError,
     NotFoundError,
+    Position,
+    TimerQueue,
 )
-from ..core._ints import INT64_MAX
-from ..core._position import Position
-from ..core._timers import TimerQueue
-from ..managed_ledger._ledger import ManagedLedger
-from ..managed_ledger._ledger_view import InitialPosition
+from ..managed_ledger import InitialPosition, ManagedLedger
 from ._compaction import COMPACTION_SUBSCRIPTION, CompactedTopic, LongRunningProcessStatus
 from ._config import BrokerConfig
 from ._errors import (

@@ -23,13 +23,13 @@ which crosses ledger boundaries) becomes acked, MD jumps to the end of that run,
 
 Resets (reset_cursor, seek, rewind, skip_entries, clear_backlog and callers' composite resets
 via :meth:`ManagedCursor.position_reset`) run inside a revision of the
-:class:`~mledger.managed_ledger._revision.CursorStateRevisionController`: reads are refused while
+:class:`~mledger.managed_ledger.CursorStateRevisionController`: reads are refused while
 one runs, and a read that started before a reset is discarded when it completes.
 
 Collaborators, each behind a narrow interface: the managed ledger is a
-:class:`~mledger.managed_ledger._ledger_view.LedgerView` (last confirmed entry, position
+:class:`~mledger.managed_ledger.LedgerView` (last confirmed entry, position
 arithmetic over the ledger list, reads, trim requests); a durable cursor's
-:class:`~mledger.managed_ledger._cursor_store.CursorStateStore` takes a
+:class:`~mledger.managed_ledger.CursorStateStore` takes a
 :class:`~mledger.managed_ledger._cursor_snapshot.CursorSnapshot` and gives back a
 :class:`~mledger.managed_ledger._cursor_snapshot.RecoveredCursorState`; read planning is
 :mod:`~mledger.managed_ledger._cursor_reads`, composite resets
@@ -42,10 +42,10 @@ validation (``_check_entry``, O(1) per position; ``_check_rows``, vectorised;
 ``_check_mark_delete_target``), which raises and changes nothing -> the apply step (the bitmap,
 batch states, the mark-delete) -> ``_acked_entries`` (the consumed counter, absorption into MD)
 -> :meth:`_after_change` (throttle, or ``CursorStateStore.persist(snapshot)``: format and
-truncate -> :mod:`mledger.codec._cursor_info` ``PositionInfo`` bytes -> the ``LedgerStore``).
+truncate -> :mod:`mledger.codec` ``PositionInfo`` bytes -> the ``LedgerStore``).
 ``delete(position)`` is the single-call fast path through the same steps, inlined: the
 validation is one lookup in the ledger's live list (:attr:`LedgerView.ledger_list
-<mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`), the throttle one clock reading
+<mledger.managed_ledger.LedgerView.ledger_list>`), the throttle one clock reading
 (``time.time_ns`` on the system clock) against a deadline re-armed at each persist and by the
 ledger's ``set_config`` (``_rearm_throttle``), and its whole-entry acks reach the cursor's own
 state store as one O(1) ``observe_entries_acked`` per run of them (``_settle_observation``, before
@@ -73,17 +73,19 @@ from typing import cast
 import numpy as np
 from sortedcontainers import SortedDict
 
-from ..codec._entry import Entry
-from ..core._clock import nanosecond_reader
-from ..core._errors import (
+from ..codec import Entry
+from ..core import (
+    EARLIEST,
+    LATEST,
+    AckRangeSet,
     CursorAlreadyClosedError,
     CursorModifyingError,
     InvalidPositionError,
     InvalidRequestError,
     MarkDeletingMarkedPositionError,
+    Position,
+    nanosecond_reader,
 )
-from ..core._position import EARLIEST, LATEST, Position
-from ..core._ranges import AckRangeSet
 from ._cursor_args import AckPlan, ack_set_of, check_ack_set, checked_properties, lowest_bit, to_position
 from ._cursor_reads import PendingRead, ReadPlan, fetch_plan, plan_read
 from ._cursor_snapshot import (
@@ -110,7 +112,7 @@ CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
 
 
 class ManagedCursor:
-    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger._ledger.ManagedLedger`.
+    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger.ManagedLedger`.
 
     Open with ``ManagedLedger.open_cursor`` / ``open_non_durable_cursor``. Every public
     method is thread-safe (one lock per cursor). Reads block on storage outside the lock;

@@ -11,7 +11,7 @@ from __future__ import annotations
 try:
     from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
 except ImportError as e:  # pragma: no cover - depends on the installation
-    from ..core._errors import MissingExtraError
+    from ..core import MissingExtraError
 
     raise MissingExtraError("mledger.metrics needs prometheus_client: pip install 'mledger[server]'") from e
 
@@ -25,6 +25,7 @@ from ._collector import (
     TOPIC_LABELS as TOPIC_LABELS,
     BrokerCollector as BrokerCollector,
 )
+from ._protocol import ProtocolCollector as ProtocolCollector
 
 __all__ = [
     "CONTENT_TYPE",
@@ -41,7 +42,7 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 def metrics_registry(broker: Broker, cluster: str = "standalone", extra: Sequence[Collector] = ()) -> CollectorRegistry:
     """A registry holding a :class:`BrokerCollector` of ``broker`` and the ``extra`` collectors
-    (e.g. a :class:`~mledger.metrics._protocol.ProtocolCollector`).
+    (e.g. a :class:`~mledger.metrics.ProtocolCollector`).
 
     ``auto_describe`` is off: the collector reads the broker only when scraped, never at
     registration.

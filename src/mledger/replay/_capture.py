@@ -35,7 +35,7 @@ calls bounded by ``stop_timeout_s`` in all. A capture
 that fails (a topic missing, the cluster unreachable) leaves its recording marked incomplete
 with the reason.
 
-The rows go through the recorder's writer (:class:`~mledger.replay._recording.Recorder`), so
+The rows go through the recorder's writer (:class:`~mledger.replay.Recorder`), so
 the output is a recording (``recording.json`` and Parquet parts) plus ``capture.json`` saying
 what is approximate. The admin side is any object with ``get_json(path, query, deadline=)``
 (the CLI passes :class:`mledger.admin.RemoteAdmin`); the protocol side a ``pulsar.Client``.
@@ -58,10 +58,9 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from ..broker._journal import AckRecord
-from ..codec._messageid import MessageId
-from ..core._errors import ConfigError, InvalidPositionError, MLedgerError, NotFoundError
-from ..core._position import Position
+from ..broker import AckRecord
+from ..codec import MessageId
+from ..core import ConfigError, InvalidPositionError, MLedgerError, NotFoundError, Position
 from ._recording import RECORDING_FILE, ObservedEntry, Recorder, RecordSettings
 
 __all__ = [
