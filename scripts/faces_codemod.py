@@ -15,7 +15,8 @@ pyproject.toml checks. This script does, idempotently (a second run changes noth
 2. each such ``X`` missing from the face is added to the face's ``__init__``: eagerly
    (``from ._mod import X as X``) when the face already imports ``._mod`` eagerly or has no lazy
    table, else lazily (the ``_LAZY`` table of :func:`mledger.core.lazy_getattr` plus an import
-   under ``if TYPE_CHECKING:``). It joins the face's ``__all__`` only when it is public API
+   under ``if TYPE_CHECKING:``); a module a face did not import before and now imports at once is
+   printed, for a person to weigh (``python -X importtime``). It joins the face's ``__all__`` only when it is public API
    already (in ``mledger.__all__``): a face's ``__all__`` is what it publishes (the API reference
    renders it), the other names it imports are shared with mledger's other packages only;
 3. docstrings (any string statement: module, class, function and attribute docstrings) citing
@@ -119,6 +120,7 @@ class Face:
     all_list: ast.List | None = None
     additions: dict[str, str] = field(default_factory=dict)  # name -> "._mod"
     public_names: frozenset[str] = frozenset()  # added names that also join __all__
+    new_eager_modules: list[str] = field(default_factory=list)  # modules the face now imports at once
 
     @classmethod
     def load(cls, module: Module, text: str | None = None) -> Face:
@@ -166,6 +168,7 @@ class Face:
         lazy = {n: m for n, m in self.additions.items() if n not in eager}
         lines = self.text.splitlines(keepends=True)
         if eager:
+            self.new_eager_modules = sorted({m for m in eager.values() if m not in self.eager_modules})
             last_import = max(
                 (s.end_lineno or s.lineno for s in self.tree.body if isinstance(s, ast.ImportFrom | ast.Import)),
                 default=_after_docstring(self.tree),
@@ -466,6 +469,12 @@ def run(src: Path, write: bool) -> Report:
             reloaded.additions = {n: m for n, m in face.additions.items() if not reloaded.exports(n)}
             reloaded.public_names = public
             text = reloaded.rewrite()
+            for added in reloaded.new_eager_modules:
+                report.manual.append(
+                    f"{module.path}: the face now imports {added} at once: check the import weight of "
+                    f"{module.name} (python -X importtime); if it grew, serve the names through a _LAZY "
+                    "table as mledger.admin does, and run the script again"
+                )
         if text != module.path.read_text(encoding="utf-8"):
             module.path.write_text(text, encoding="utf-8")
             changed += 1

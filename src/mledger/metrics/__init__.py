@@ -16,16 +16,28 @@ except ImportError as e:  # pragma: no cover - depends on the installation
     raise MissingExtraError("mledger.metrics needs prometheus_client: pip install 'mledger[server]'") from e
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from prometheus_client.registry import Collector
 
 from ..broker import Broker
+from ..core import lazy_getattr
 from ._collector import (
     SUBSCRIPTION_LABELS as SUBSCRIPTION_LABELS,
     TOPIC_LABELS as TOPIC_LABELS,
     BrokerCollector as BrokerCollector,
 )
-from ._protocol import ProtocolCollector as ProtocolCollector
+
+if TYPE_CHECKING:
+    from ._protocol import ProtocolCollector as ProtocolCollector
+
+# imported on first use (PEP 562): the protocol server's collector imports the protocol package
+# (asyncio and the rest), which a broker's metrics alone do not need
+_LAZY = {
+    "ProtocolCollector": "._protocol",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
     "CONTENT_TYPE",
