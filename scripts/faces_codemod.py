@@ -50,6 +50,7 @@ from pathlib import Path
 ROOTS = ("mledger", "mledger_pytest")
 
 # a dotted path that goes through a private module of mledger: mledger.x._y[.Z...]
+_PUBLIC_PATH = re.compile(r"\bmledger(?:\.[A-Za-z]\w*)+")
 _PRIVATE_PATH = re.compile(r"\bmledger(?:\.[A-Za-z]\w*)*\._[a-z]\w*(?:\.[A-Za-z_]\w*)*")
 
 
@@ -288,6 +289,10 @@ def rewrite_imports(
                 sub = f"{target}.{alias.name}"
                 if _is_private(alias.name) and sub in modules and not inside(module.name, target):
                     report.manual.append(f"{where}: from {target} import {alias.name} (a private module)")
+                elif target in faces and not inside(module.name, target) and not faces[target].exports(alias.name):
+                    # an import through the face of a name the face lacks (a merge took the
+                    # face's other side): the face gains it from the private module defining it
+                    _add_defined(faces[target], alias.name, modules, where, report)
             continue
         face_name, rest = found
         if inside(module.name, face_name):
@@ -383,6 +388,38 @@ def public_spelling(path: str, citer: Module, faces: dict[str, Face], modules: d
     return None
 
 
+def _add_defined(face: Face, name: str, modules: dict[str, Module], where: str, report: Report) -> None:
+    """Add ``name`` to ``face`` from the one private module of its package that defines it."""
+    package_dir = face.module.path.parent
+    if (package_dir / f"{name}.py").exists() or (package_dir / name / "__init__.py").exists():
+        return  # a public submodule (the generated *_pb2 modules)
+    prefix = face.module.name + "."
+    defining = [
+        m.name[len(prefix) :]
+        for m in modules.values()
+        if m.name.startswith(prefix)
+        and _is_private(m.name[len(prefix) :].split(".")[0])
+        and name in _defined_names(m.path)
+    ]
+    if len(defining) == 1:
+        face.add(name, defining[0])
+    else:
+        report.manual.append(f"{where}: {face.module.name} does not export {name} (defined in: {defining or 'none'})")
+
+
+@cache
+def _defined_names(path: Path) -> set[str]:
+    """The names ``path`` defines at its top level (not those it imports)."""
+    names: set[str] = set()
+    for stmt in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
 def top_level_names(module: Module) -> set[str]:
     """The names ``module`` binds at its top level (definitions, assignments, imports)."""
     return _top_level_names(module.path)
@@ -424,9 +461,27 @@ def rewrite_docstrings(
             return new
 
         new_source = _PRIVATE_PATH.sub(replace, source)
+        for path in _PUBLIC_PATH.findall(new_source):
+            _check_public_path(path, module, faces, modules, report)
         if new_source != source:
             edits.append((start, end, new_source))
     return _apply(text, edits)
+
+
+def _check_public_path(
+    path: str, citer: Module, faces: dict[str, Face], modules: dict[str, Module], report: Report
+) -> None:
+    """A docstring's ``mledger.<pkg>.Name`` from another package: the face gains ``Name`` if it
+    lacks it (a merge took the face's other side)."""
+    parts = path.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        face = faces.get(".".join(parts[:i]))
+        if face is not None:
+            name = parts[i]
+            if not inside(citer.name, face.module.name) and not face.exports(name):
+                if ".".join(parts[: i + 1]) not in modules:
+                    _add_defined(face, name, modules, f"{citer.path} (docstring)", report)
+            return
 
 
 def count_docstring_paths(text: str) -> int:

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         TopicStatsData as TopicStatsData,
     )
     from ._topics import CancelDelayedMessageResult as CancelDelayedMessageResult, Topics as Topics
+    from ._transport import AsyncRemoteAdmin as AsyncRemoteAdmin
     from ._wire import (
         CANCEL_RESULTS_HEADER as CANCEL_RESULTS_HEADER,
         ROLE_HEADER as ROLE_HEADER,
@@ -100,6 +101,7 @@ _LAZY = {
     "Messaging": "._messaging",
     "Namespaces": "._namespaces",
     "RemoteAdmin": "._remote",
+    "AsyncRemoteAdmin": "._transport",
     "PAYLOAD_ERROR_PREFIX": "._requests",
     "MessageIdItem": "._requests",
     "ResetCursorData": "._requests",
@@ -129,9 +131,7 @@ _LAZY = {
     "Group": "._operations",
     "InactiveTopicPoliciesData": "._policies",
     "LOCAL_ONLY_COMMANDS": "._remote",
-    "MAX_SETTING_FILE_BYTES": "._files",
     "NON_PERSISTENT_BASE": "._operations",
-    "OPERATIONS": "._operations",
     "REQUESTS": "._bodies",
     "RESPONSES": "._bodies",
     "ROLE_HEADER": "._wire",
@@ -142,7 +142,6 @@ _LAZY = {
     "basic_auth_conf_from_env": "._authentication",
     "build_authenticator": "._authentication",
     "by_verb": "._operations",
-    "common_name": "._authentication",
     "json_bytes": "._bodies",
     "load_token_file": "._authentication",
     "operations": "._operations",
@@ -150,6 +149,9 @@ _LAZY = {
     "read_key": "._authentication",
     "read_setting_file": "._files",
     "settings_from_args": "._authentication",
+    "MAX_SETTING_FILE_BYTES": "._files",
+    "OPERATIONS": "._operations",
+    "common_name": "._authentication",
 }
 
 
@@ -160,6 +162,7 @@ __all__ = [
     "PAYLOAD_ERROR_PREFIX",
     "WILDCARD",
     "Admin",
+    "AsyncRemoteAdmin",
     "Authorization",
     "CancelDelayedMessageResult",
     "CompactionStatsData",

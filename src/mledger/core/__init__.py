@@ -9,6 +9,8 @@
 * :mod:`.timers` - :class:`TimerQueue`, the broker-semantic timers on an injected clock;
 * :mod:`.state_machine` - :class:`TransitionTable`, the one lookup every state machine's
   transitions go through, and :class:`TransitionRefusedError`, the refusal its errors derive from;
+* :mod:`.futures` - :class:`InlineExecutor` (background work run at once, for runs that repeat)
+  and small future combinators;
 * :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once.
 
 Everything above this layer imports from here; this layer imports nothing else of mledger.
@@ -66,7 +68,7 @@ from ._errors import (
     error_class_for_status as error_class_for_status,
     server_error_of as server_error_of,
 )
-from ._futures import chain as chain, settled as settled
+from ._futures import InlineExecutor as InlineExecutor, chain as chain, settled as settled
 from ._ints import (
     INT32_MAX as INT32_MAX,
     INT32_MIN as INT32_MIN,
@@ -106,6 +108,7 @@ __all__ = [
     "CursorModifyingError",
     "EARLIEST",
     "EntryTooLargeError",
+    "InlineExecutor",
     "InvalidMessageIdError",
     "InvalidPositionError",
     "InvalidRequestError",
