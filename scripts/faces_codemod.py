@@ -407,36 +407,31 @@ def _add_defined(face: Face, name: str, modules: dict[str, Module], where: str, 
         report.manual.append(f"{where}: {face.module.name} does not export {name} (defined in: {defining or 'none'})")
 
 
-@cache
-def _defined_names(path: Path) -> set[str]:
-    """The names ``path`` defines at its top level (not those it imports)."""
-    names: set[str] = set()
-    for stmt in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(stmt.name)
-        elif isinstance(stmt, ast.Assign | ast.AnnAssign):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-    return names
-
-
 def top_level_names(module: Module) -> set[str]:
     """The names ``module`` binds at its top level (definitions, assignments, imports)."""
-    return _top_level_names(module.path)
+    defined, imported = _bound_names(module.path)
+    return defined | imported
+
+
+def _defined_names(path: Path) -> set[str]:
+    """The names ``path`` defines at its top level (not those it imports)."""
+    return _bound_names(path)[0]
 
 
 @cache
-def _top_level_names(path: Path) -> set[str]:
-    names: set[str] = set()
+def _bound_names(path: Path) -> tuple[set[str], set[str]]:
+    """``(defined, imported)``: the names ``path`` binds at its top level."""
+    defined: set[str] = set()
+    imported: set[str] = set()
     for stmt in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(stmt.name)
+            defined.add(stmt.name)
         elif isinstance(stmt, ast.Assign | ast.AnnAssign):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
         elif isinstance(stmt, ast.ImportFrom | ast.Import):
-            names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
-    return names
+            imported.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+    return defined, imported
 
 
 def rewrite_docstrings(
