@@ -20,6 +20,7 @@ True
 from ..codec import MessageId as MessageId
 from ..core import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger import InitialPosition as InitialPosition
+from ._acks import AckRequest as AckRequest
 from ._backlog_quota import (
     BacklogQuota as BacklogQuota,
     BacklogQuotaExceededError as BacklogQuotaExceededError,
@@ -36,7 +37,7 @@ from ._compaction import (
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
 from ._config import BROKER_MANAGED_LEDGER_CONFIG as BROKER_MANAGED_LEDGER_CONFIG, BrokerConfig as BrokerConfig
-from ._consumer import AckRequest as AckRequest, Consumer as Consumer
+from ._consumer import Consumer as Consumer
 from ._dedup import DedupStatus as DedupStatus, MessageDeduplication as MessageDeduplication
 from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
 from ._dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
@@ -113,8 +114,8 @@ from ._retention import RetentionPolicies as RetentionPolicies
 from ._schema_compat import (
     IncompatibleSchemaError as IncompatibleSchemaError,
     SchemaCompatibilityStrategy as SchemaCompatibilityStrategy,
+    SchemaInfo as SchemaInfo,
 )
-from ._schemas import SchemaInfo as SchemaInfo
 from ._stats import (
     ClientInfo as ClientInfo,
     ConsumerStats as ConsumerStats,

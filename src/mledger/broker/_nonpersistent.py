@@ -43,9 +43,11 @@ from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from ..codec import Entry, EntryMetadata, MessageId, decode_entry
-from ..core import InvalidRequestError, NotFoundError, Position
+from ..core import EARLIEST, InvalidRequestError, NotFoundError, Position
+from ..managed_ledger import AckOutcome
 from ..storage import NEW_NODE, MetadataStore
-from ._consumer import AckRequest, Consumer, ConsumerSink
+from ._acks import AckRequest
+from ._consumer import Consumer, ConsumerSink
 from ._errors import (
     ConsumerBusyError,
     ProducerBusyError,
@@ -321,9 +323,10 @@ class NonPersistentSubscription:
             consumer.return_permits(permits)
             consumer.record_flow(self._topic.clock())
 
-    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int:
-        """Nothing to acknowledge on a non-persistent topic: 0."""
-        return 0
+    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> AckOutcome:
+        """Nothing to acknowledge on a non-persistent topic: an outcome of no change (no
+        mark-delete: ``EARLIEST``)."""
+        return AckOutcome(EARLIEST, EARLIEST)
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
         """Nothing is kept to redeliver."""

@@ -37,6 +37,7 @@ from ._config import (
 )
 from ._deprecation import (
     moved_modules as moved_modules,
+    moved_names as moved_names,
     renamed_attribute as renamed_attribute,
     renamed_call as renamed_call,
 )
