@@ -33,6 +33,7 @@ from sortedcontainers import SortedDict
 from ._errors import InvalidPositionError
 from ._ints import UINT64_MASK
 from ._position import Position
+from ._pulsar_versions import LongArrayCutoff
 
 MAX_ENTRY_ID = (1 << 32) - 1
 """The largest entry id a range set can hold (roaring bitmaps index 32-bit values)."""
@@ -429,22 +430,33 @@ class AckRangeSet:
             return empty, empty, empty, dropped
         return np.concatenate(ledgers), np.concatenate(lowers), np.concatenate(uppers), dropped
 
-    def to_long_arrays(self, max_entries: int | None = None) -> tuple[dict[int, np.ndarray], int]:
+    def to_long_arrays(
+        self, max_entries: int | None = None, cutoff: LongArrayCutoff = LongArrayCutoff.ADD_AND_GET
+    ) -> tuple[dict[int, np.ndarray], int]:
         """Per-ledger ``BitSet.toLongArray()`` words, with Pulsar's ``toRanges(max)`` cut-off.
 
         Ledgers are taken in ascending order while the running sum of their *cardinalities*
-        (acked entries, not ranges) stays ``<= max_entries`` (HEAD ``PositionRangeSet`` rule);
-        every later ledger is dropped. Returns ``(words_by_ledger, dropped_ranges)``.
-        ``None`` or a negative limit means no limit. O(span / 64) per ledger.
+        (acked entries, not ranges) stays ``<= max_entries``, counting the ledger itself
+        (``ADD_AND_GET``: master's ``PositionRangeSet``) or only the ledgers before it
+        (``GET_AND_ADD``: every release's ``OpenLongPairRangeSet``, which keeps the first ledger
+        whatever its size); every later ledger is dropped. Returns ``(words_by_ledger,
+        dropped_ranges)``. ``None`` or a negative limit means no limit. O(span / 64) per ledger.
+
+        >>> s = AckRangeSet(); s.add_range(1, 0, 4)
+        5
+        >>> len(s.to_long_arrays(3)[0]), len(s.to_long_arrays(3, LongArrayCutoff.GET_AND_ADD)[0])
+        (0, 1)
         """
         result: dict[int, np.ndarray] = {}
         dropped = 0
         running = 0
         unlimited = max_entries is None or max_entries < 0
         cut = False
+        counts_itself = cutoff is LongArrayCutoff.ADD_AND_GET
         for ledger_id, bm in self._bitmaps.items():
+            before = running
             running += len(bm)
-            if cut or (not unlimited and running > max_entries):  # type: ignore[operator]
+            if cut or (not unlimited and (running if counts_itself else before) > max_entries):  # type: ignore[operator]
                 cut = True
                 dropped += self._ledger_run_count(ledger_id, bm)
                 continue

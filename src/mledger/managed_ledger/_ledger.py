@@ -57,6 +57,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 
+import numpy as np
+
 from ..codec._entry import EntryMetadata, encode_entry
 from ..core._clock import Clock
 from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
@@ -67,6 +69,7 @@ from ._add_pipeline import AddCallback, AddPipeline, AddWaiter
 from ._appender import Appender
 from ._cursor import ManagedCursor
 from ._deprecated_adds import DeprecatedAdds
+from ._entry_messages import EntryMessages
 from ._ledger_state import LedgerState, WriteEvent, WriteState
 from ._ledger_stats import ManagedLedgerStats
 from ._ledger_view import (
@@ -112,6 +115,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             state, self._appender.write, lambda: factory.write_executor, getattr(self._store, "blocking_writes", True)
         )
         self._trimmer = Trimmer(state, self)
+        self._entry_messages = EntryMessages()
 
     # -- lifecycle --------------------------------------------------------------------------
     def initialize(self) -> None:
@@ -204,7 +208,12 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         waiter = AddWaiter()
         self._adds.queue(self._sized(self._frame(payloads, metadatas, framed)), waiter)
         self._adds.start(inline=True, until=waiter)
-        return waiter.wait()
+        positions = waiter.wait()
+        if metadatas is not None and any(m.num_messages > 1 for m in metadatas):
+            for position, metadata in zip(positions, metadatas, strict=True):
+                if metadata.num_messages > 1:
+                    self.record_entry_messages(position, (metadata.num_messages,))
+        return positions
 
     def add_entries_async(
         self,
@@ -522,6 +531,22 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             if slowest is None:
                 return 0
             return self.estimated_size_after(slowest)
+
+    # -- messages per entry -----------------------------------------------------------------
+    @property
+    def entry_messages(self) -> EntryMessages:
+        """How many messages each entry holds (batches), for the restart figures of the cursors'
+        state stores: see :mod:`mledger.managed_ledger._entry_messages`."""
+        return self._entry_messages
+
+    def record_entry_messages(self, first: Position, counts: Sequence[int] | np.ndarray) -> None:
+        """Entries ``first``, the entry after it, ... (one ledger) hold ``counts`` messages each.
+
+        :meth:`add_entries` records this itself from its metadata records; a caller that frames
+        its own entries (``framed=True``) says it here, before the entries can be acknowledged,
+        so that an entry a restart would redeliver counts its batch's messages. O(len(counts))."""
+        with self._lock:
+            self._entry_messages.record(first.ledger_id, first.entry_id, counts)
 
     # -- misc -------------------------------------------------------------------------------
     def set_config(self, config: ManagedLedgerConfig) -> None:

@@ -18,14 +18,17 @@ replay's (tested against separate replays).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
+
+import numpy as np
 
 from ..codec._entry import Entry
 from ..core._clock import Clock
 from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from ..core._position import Position
 from ..core._pulsar_versions import PULSAR_VERSIONS
+from ..managed_ledger._entry_messages import EntryMessages
 from ..managed_ledger._ledger_view import LedgerInfo, LedgerView, PositionBound
 from ..storage._base import Store
 from ._settings import ReplaySettings
@@ -186,6 +189,13 @@ class MirrorView:
 
     def ledger_infos(self) -> list[LedgerInfo]:
         return self._ledger.ledger_infos()
+
+    @property
+    def entry_messages(self) -> EntryMessages:
+        return self._ledger.entry_messages
+
+    def record_entry_messages(self, first: Position, counts: Sequence[int] | np.ndarray) -> None:
+        self._ledger.record_entry_messages(first, counts)
 
     def read_entry(self, position: Position) -> Entry:
         return self._ledger.read_entry(position)
