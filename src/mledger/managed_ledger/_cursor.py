@@ -146,7 +146,9 @@ class ManagedCursor:
         # Whole-entry acks of the single-call fast path not yet told to the cursor's own state
         # store, and the clock reading of the latest: see _settle_observation.
         self._unobserved_acks = 0
+        self._unobserved_extra = 0  # their messages beyond one each (batch entries acked whole)
         self._unobserved_at_ns = 0
+        self._entry_messages = ml.entry_messages  # how many messages an acked entry holds
         self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
         self._store: CursorStateStore | None = None
         self._mirrors: list[CursorStateStore] = []  # see add_state_mirror
@@ -180,6 +182,7 @@ class ManagedCursor:
             store.initialize(cursor._snapshot())
         else:
             cursor._restore(recovered)
+            store.observe(cursor._snapshot())  # what a stop now would redeliver, as recovered
         cursor._move(CursorEvent.OPENED_DURABLE)
         return cursor
 
@@ -531,12 +534,22 @@ class ManagedCursor:
                 now_ns = self._clock_ns()
                 if now_ns >= self._persist_due_ns:
                     self._persist()
-                elif entries_acked == 1 and self._observed and not self._mirrors:
+                elif (
+                    entries_acked == 1
+                    and self._observed
+                    and not self._mirrors
+                    and self._unobserved_acks < self._store.unload_headroom  # type: ignore[union-attr]
+                ):
                     self._dirty = True  # _throttled, for the one common case, told to the store later
                     self._unobserved_acks += 1
                     self._unobserved_at_ns = now_ns
+                    if self._entry_messages.batched:  # a batch entry acked whole: all its messages
+                        self._unobserved_extra += self._entry_messages.of(ledger_id, entry_id) - 1
                 else:
-                    self._throttled(now_ns, entries_acked)
+                    messages = entries_acked
+                    if entries_acked == 1 and self._entry_messages.batched:
+                        messages = self._entry_messages.of(ledger_id, entry_id)
+                    self._throttled(now_ns, entries_acked, messages)
         finally:
             lock.release()
 
@@ -818,18 +831,22 @@ class ManagedCursor:
                 return
         self._persist()
 
-    def _throttled(self, now_ns: int, entries_acked: int) -> None:
+    def _throttled(self, now_ns: int, entries_acked: int, messages: int = 0) -> None:
         """A change the throttle defers (read at ``now_ns``): mark dirty; the state stores
-        observe it (see :meth:`_after_change` for ``entries_acked``)."""
+        observe it (see :meth:`_after_change` for ``entries_acked``; ``messages``: the
+        messages those entries hold)."""
         self._dirty = True
         now = now_ns // 1_000_000
         if entries_acked < 0 or not self._observed:
             self._observe(now)
         elif entries_acked and self._store is not None:
             self._settle_observation()
-            self._store.observe_entries_acked(entries_acked, now)
+            if any(store.unload_headroom < entries_acked for store in (self._store, *self._mirrors)):
+                self._observe(now)  # the unload figure may change: the stores need the state
+                return
+            self._store.observe_entries_acked(entries_acked, now, messages)
             for mirror in self._mirrors:
-                mirror.observe_entries_acked(entries_acked, now)
+                mirror.observe_entries_acked(entries_acked, now, messages)
 
     def _settle_observation(self) -> None:
         """Tell the cursor's own state store the whole-entry acks the single-call fast path
@@ -844,7 +861,8 @@ class ManagedCursor:
         n = self._unobserved_acks
         if n and self._store is not None:
             self._unobserved_acks = 0
-            self._store.observe_entries_acked(n, self._unobserved_at_ns // 1_000_000)
+            messages, self._unobserved_extra = n + self._unobserved_extra, 0
+            self._store.observe_entries_acked(n, self._unobserved_at_ns // 1_000_000, messages)
 
     def _rearm_throttle(self) -> None:
         """Set the deadline from which a change persists again: ``throttle_mark_delete``

@@ -138,7 +138,10 @@ class CursorStateStore:
         self._last_appended: tuple[int, PersistedCursorState] | None = None
         # What a stop would redeliver, live (PersistenceStats is built from them on demand)
         self._figures = RestartFigures(ledger)
-        self._unload_headroom = -1  # whole-entry acks the unload figure stays 0 for
+        self.unload_headroom = -1
+        """How many more whole-entry acknowledgements (with no batch state) certainly leave the
+        unload figure as it is: the cursor tells the store those with counts only
+        (:meth:`observe_entries_acked`), any other change with a snapshot (:meth:`observe`)."""
 
     @property
     def _config(self) -> ManagedLedgerConfig:
@@ -402,9 +405,7 @@ class CursorStateStore:
         if not appended:
             # persistPositionToLedger's failure branch: state Open -> NoLedger, then
             # persistPositionToMetaStore (range format, capped).
-            stored = self._write_info(snapshot, NO_LEDGER)
-            self._forget_ledger(delete=True)
-            return stored
+            return self._fall_back_to_node(snapshot)
         if self._rollover_due():
             # rolloverLedgerIfNeeded -> createNewMetadataLedger, nothing pending
             self._switch_ledger(snapshot, pending=False, payload=None if self._pulsar else (payload, state))
@@ -447,11 +448,20 @@ class CursorStateStore:
                 log.warning(
                     "cursor %s: closing write to the ledger failed (%s); using the metadata store", self._path, exc
                 )
-        self._write_info(snapshot, NO_LEDGER)
-        self._forget_ledger(delete=True)
-        if self._stale_ledger_id is not None:
+        if self._fall_back_to_node(snapshot) and self._stale_ledger_id is not None:
             self._store.delete_ledger(self._stale_ledger_id)
             self._stale_ledger_id = None
+
+    def _fall_back_to_node(self, snapshot: CursorSnapshot) -> bool:
+        """The state to the node (``cursorsLedgerId = -1``), the cursor ledger forgotten
+        (``NoLedger``): deleted once the node no longer names it; kept for the next switch to
+        delete when ZooKeeper refused the node (it still names that ledger, whose last entry a
+        recovery reads)."""
+        stored = self._write_info(snapshot, NO_LEDGER)
+        if not stored and self._ledger_id is not None:
+            self._stale_ledger_id = self._ledger_id
+        self._forget_ledger(delete=stored)
+        return stored
 
     def delete(self) -> None:
         """Remove the node and every cursor ledger."""
@@ -500,13 +510,13 @@ class CursorStateStore:
         (holding ``messages``, default one each) with no batch state (the single-call fast
         path): the crash total grows by exactly that much (mark-delete absorption moves entries
         from the ranges to below the mark-delete, which leaves it unchanged). O(1), allocates
-        nothing; ``now_ms`` is the clock reading of the change. The unload figure is unchanged
-        while the state stays within the limits (:meth:`_unload_headroom_of`); past them it is
-        brought up to date at the next :meth:`observe` or write."""
+        nothing; ``now_ms`` is the clock reading of the change. For at most
+        :attr:`unload_headroom` entries since the last observation: the unload figure is then
+        unchanged (past that the cursor calls :meth:`observe`)."""
         if not entries:
             return
         self._figures.entries_acked(entries, entries if messages is None else messages, now_ms)
-        self._unload_headroom -= entries
+        self.unload_headroom -= entries
 
     def _after_write(self, snapshot: CursorSnapshot) -> None:
         """A write went through (or was refused): a crash now recovers ``_stored``."""
@@ -519,8 +529,8 @@ class CursorStateStore:
 
     def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int) -> None:
         """The unload figure now: 0 without anything to lose, else from the close record."""
-        self._unload_headroom = self._unload_headroom_of(snapshot)
-        if self._unload_headroom >= 0:
+        self.unload_headroom = self._unload_headroom_of(snapshot)
+        if self.unload_headroom >= 0:
             messages = entries = 0
             if snapshot.batch and not self._close_keeps_batch(snapshot):
                 messages, entries = batch_lost(snapshot, Held(snapshot.mark_delete, 0, 0), self._ml.entry_messages)

@@ -32,16 +32,14 @@ class EntryMessages:
     (O(entries of that ledger), rebuilt after that ledger's counts change).
     """
 
-    __slots__ = ("_extra", "_prefix")
+    __slots__ = ("_extra", "_prefix", "batched")
 
     def __init__(self) -> None:
         self._extra: dict[int, np.ndarray] = {}  # ledger id -> int64 (count - 1) per entry id
         self._prefix: dict[int, np.ndarray] = {}  # ledger id -> cumulative sum with a leading 0
-
-    @property
-    def batched(self) -> bool:
-        """Whether any entry holds more than one message (False: messages == entries)."""
-        return bool(self._extra)
+        self.batched = False
+        """Whether any entry was recorded with more than one message (False: messages ==
+        entries everywhere); an attribute, read on the single-ack path."""
 
     def record(self, ledger_id: int, first_entry: int, counts: Sequence[int] | np.ndarray) -> None:
         """Entries ``first_entry, first_entry + 1, ...`` of ``ledger_id`` hold ``counts``
@@ -61,11 +59,13 @@ class EntryMessages:
         current[first_entry:end] = extra
         self._extra[ledger_id] = current
         self._prefix.pop(ledger_id, None)
+        self.batched = True
 
     def forget_ledger(self, ledger_id: int) -> None:
         """The ledger was trimmed or deleted: its counts go."""
         self._extra.pop(ledger_id, None)
         self._prefix.pop(ledger_id, None)
+        self.batched = bool(self._extra)
 
     def of(self, ledger_id: int, entry_id: int) -> int:
         """Messages in entry ``ledger_id:entry_id`` (1 unless recorded otherwise). O(1)."""

@@ -1,0 +1,288 @@
+"""What each Pulsar version persists and recovers (issue 33 item 2): one hand-made log per rule of
+the table (:mod:`mledger.core._pulsar_versions`), whose answer follows from the Java method its
+docstring cites (derivations in the research notes on issue 33, §1-§9).
+
+Each log drives a real managed ledger and cursor through the public API on a manual clock under
+a preset, asserts the crash and unload figures, and checks them against a real recovery: a
+broker reopened on a copy of the store (a crash) or after closing the managed ledger (an
+unload), counting the acknowledged messages the recovered cursor delivers again."""
+
+from __future__ import annotations
+
+import pytest
+from restart_logs import Log, recover, redelivered, settings_for
+
+from mledger import ManagedLedgerConfig
+from mledger.core._pulsar_versions import MLEDGER_RULES, PULSAR_VERSIONS, LongArrayCutoff, preset_values, rules_for
+from mledger.replay import ReplaySettings
+
+
+def crash_figure(log: Log) -> tuple[int, int]:
+    f = log.cursor.stats().persistence.redelivered_after_crash
+    return f.messages, f.entries
+
+
+def unload_figure(log: Log) -> tuple[int, int]:
+    f = log.cursor.stats().persistence.redelivered_after_unload
+    return f.messages, f.entries
+
+
+# -- the table ----------------------------------------------------------------------------------
+def test_every_preset_sets_every_key_its_rules_read_with_that_versions_default() -> None:
+    """research §10: the documented ServiceConfiguration defaults per version."""
+    keys = set(preset_values("pulsar-3.0"))
+    for name, row in PULSAR_VERSIONS.items():
+        assert set(row.defaults) == keys, name
+        s = ReplaySettings().with_values({"defaults": name})  # every value parses
+        assert s.ledger.pulsar_rules == name and s.ledger.throttle_mark_delete == 1.0
+        assert s.factory.cursor_position_flush_seconds == 60
+        assert not s.ledger.pip381 and not s.ledger.pip381_chunking
+    batch = {
+        name: ReplaySettings().with_values({"defaults": name}).ledger.deletion_at_batch_index_level_enabled
+        for name in PULSAR_VERSIONS
+    }
+    assert batch == {"pulsar-3.0": False, "pulsar-4.0": False, "pulsar-4.1": True, "pulsar-newest": True}
+    assert {n: r.long_array_cutoff for n, r in PULSAR_VERSIONS.items()} == {
+        "pulsar-3.0": LongArrayCutoff.GET_AND_ADD,
+        "pulsar-4.0": LongArrayCutoff.GET_AND_ADD,
+        "pulsar-4.1": LongArrayCutoff.GET_AND_ADD,
+        "pulsar-newest": LongArrayCutoff.ADD_AND_GET,
+    }
+    assert [n for n, r in PULSAR_VERSIONS.items() if r.batch_indexes_read_from_metadata_store] == ["pulsar-newest"]
+    assert "#26474" in PULSAR_VERSIONS["pulsar-newest"].follows and "master" in PULSAR_VERSIONS["pulsar-newest"].follows
+    assert all(not r.behaviour.batch_ack_without_range_persists for r in PULSAR_VERSIONS.values())  # #26498
+    assert rules_for(None) is MLEDGER_RULES and ManagedLedgerConfig().pulsar_rules is None
+
+
+# -- range cap --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("preset", "lost", "truncating_builds"), [("pulsar-4.0", 1, 1), ("pulsar-newest", 2, 2)])
+def test_range_cap_keeps_n_plus_one_ranges_in_releases_and_n_on_master(
+    preset: str, lost: int, truncating_builds: int
+) -> None:
+    """``buildIndividualDeletedMessageRanges`` before #25548 (every release) adds a range, then
+    tests ``rangeList.size() <= max``: N + 1 ranges; master tests ``size() >= maxRanges`` first:
+    exactly N, and counts each build that had more (``incrementPersistUnackedRangesTruncated``).
+
+    Entries 0-9, acks 1, 3, 5, 7, 9 (five ranges), N = 3, every ack persisted: 4.0 keeps
+    1, 3, 5, 7 and loses 9 (one build dropped something: the one after 9); master keeps 1, 3, 5
+    and loses 7 and 9 (the builds after 7 and after 9). The close path writes the same range
+    format to the metadata store, so an unload loses as much."""
+    log = Log(settings_for(preset, max_unacked_ranges_to_persist=3, persist_individual_ack_as_long_array=False))
+    positions = log.produce([1] * 10)
+    for k in (1, 3, 5, 7, 9):
+        log.cursor.delete(positions[k])
+    stats = log.cursor.stats().persistence
+    assert crash_figure(log) == unload_figure(log) == (lost, lost)
+    assert stats.persist_unacked_ranges_truncated == truncating_builds and stats.persist_long_array_truncated == 0
+    assert redelivered(log.acked(), log.crash_recovery()) == (lost, lost)
+    assert redelivered(log.acked(), log.unload_recovery()) == (lost, lost)
+
+
+# -- long-array cut-off ------------------------------------------------------------------------------
+def three_ledgers(preset: str) -> Log:
+    """Ledgers of 10 entries each; acks x:1 and x:3 in each (two ranges, two entries a ledger)."""
+    log = Log(settings_for(preset, max_unacked_ranges_to_persist=3))
+    for ledger in range(3):
+        if ledger:
+            log.roll()
+        positions = log.produce([1] * 10)
+        log.cursor.delete(positions[1])
+        log.cursor.delete(positions[3])
+    return log
+
+
+@pytest.mark.parametrize(("preset", "lost", "cut_builds"), [("pulsar-4.1", 2, 2), ("pulsar-newest", 4, 3)])
+def test_long_array_cut_off_counts_the_ledgers_before_in_releases_and_the_ledger_itself_on_master(
+    preset: str, lost: int, cut_builds: int
+) -> None:
+    """``persistPositionToLedger`` with ``managedLedgerPersistIndividualAckAsLongArray`` writes
+    ``individualDeletedMessages.toRanges(max)``. Releases (``OpenLongPairRangeSet.toRanges``):
+    ``if (rangeCount.getAndAdd(card) > max) return``, so ledger k stays while the entries of the
+    ledgers before it are <= max. Master (#26127, ``PositionRangeSet.toRanges``): ``addAndGet``,
+    the ledger itself counted.
+
+    Three ledgers with 2 acked entries each, max 3: 4.1 keeps ledger 1 (0 <= 3) and 2 (2 <= 3),
+    cuts 3 (4 > 3): its 2 acks lost; the cut-off cut at the acks of 3:1 and 3:3 (2 builds).
+    Master keeps ledger 1 (2 <= 3) and cuts 2 (4 > 3): 4 acks lost; cut at 2:3, 3:1, 3:3. No
+    build fell back to the range format: #25548's range counter sees none of it
+    (``persist_long_array_truncated`` does)."""
+    log = three_ledgers(preset)
+    stats = log.cursor.stats().persistence
+    assert crash_figure(log) == (lost, lost)
+    assert (stats.persist_long_array_truncated, stats.persist_unacked_ranges_truncated) == (cut_builds, 0)
+    assert redelivered(log.acked(), log.crash_recovery()) == (lost, lost)
+
+
+@pytest.mark.parametrize(("preset", "lost", "range_builds"), [("pulsar-4.1", 0, 0), ("pulsar-newest", 2, 2)])
+def test_a_first_ledger_over_the_cap_is_kept_in_releases_and_falls_back_to_ranges_on_master(
+    preset: str, lost: int, range_builds: int
+) -> None:
+    """One ledger with 5 acked entries in 5 ranges, max 3. Releases: ``getAndAdd`` returns 0 for
+    the first ledger, which is always kept (all 5 acks stored as one long array). Master:
+    ``addAndGet`` 5 > 3 leaves the map empty, and ``persistPositionToLedger`` writes
+    ``buildIndividualDeletedMessageRanges()`` instead: 3 ranges (7 and 9 lost), and that
+    builder counts (the builds after the 4th and the 5th ack)."""
+    log = Log(settings_for(preset, max_unacked_ranges_to_persist=3))
+    positions = log.produce([1] * 10)
+    for k in (1, 3, 5, 7, 9):
+        log.cursor.delete(positions[k])
+    stats = log.cursor.stats().persistence
+    assert crash_figure(log) == (lost, lost)
+    assert (stats.persist_unacked_ranges_truncated, stats.persist_long_array_truncated) == (range_builds, 0)
+    assert redelivered(log.acked(), log.crash_recovery()) == (lost, lost)
+
+
+# -- batch indexes, the metadata store and the close path ----------------------------------------
+def partial_batch(preset: str, **values: object) -> Log:
+    """Entries 0-3, batches of 2; 2 acked whole, then message 0 of entry 0 (so a range exists
+    when the partial ack comes: apache/pulsar#26498's early return does not apply)."""
+    log = Log(settings_for(preset, **values))
+    positions = log.produce([2, 2, 2, 2])
+    log.cursor.delete(positions[2])
+    log.cursor.delete_batch_indexes(positions[0], [0], 2)
+    return log
+
+
+@pytest.mark.parametrize(("preset", "unload_lost"), [("pulsar-4.1", 1), ("pulsar-newest", 0)])
+def test_batch_indexes_a_clean_close_writes_to_the_metadata_store_are_read_back_only_since_26474(
+    preset: str, unload_lost: int
+) -> None:
+    """A persist writes the batch state to the cursor ledger (``persistPositionToLedger`` ->
+    ``buildBatchEntryDeletionIndexInfoList``), and ``recoverFromLedger`` reads it back
+    (``recoverBatchDeletedIndexes``): a crash redelivers nothing. A clean close with one range
+    (<= ``maxUnackedRangesToPersistInMetadataStore``) goes through
+    ``persistPositionWhenClosing`` -> ``persistPositionMetaStore(-1, ..., true)``, which writes
+    the batch state too; but ``recover`` with ``cursorsLedgerId == -1`` reads only the mark-delete
+    and the ranges in 3.0-4.2 (apache/pulsar#26474 added the batch read on master): after an
+    unload under 4.1, message 0 of entry 0 comes back (research §2 step 5)."""
+    log = partial_batch(preset)
+    assert crash_figure(log) == (0, 0)
+    assert unload_figure(log) == (unload_lost, unload_lost)
+    assert redelivered(log.acked(), log.crash_recovery()) == (0, 0)
+    assert redelivered(log.acked(), log.unload_recovery()) == (unload_lost, unload_lost)
+
+
+def test_a_close_with_more_ranges_than_the_metadata_store_takes_writes_the_ledger_and_keeps_batches() -> None:
+    """``shouldPersistUnackRangesToLedger``: a writable cursor ledger and more ranges than
+    ``maxUnackedRangesToPersistInMetadataStore`` (0 here, 1 range): the close appends a last
+    ``PositionInfo`` (batch state included) and ``ManagedCursorInfo`` keeps pointing at the
+    ledger, so even 4.1 reads the batch state back after the unload (research §6 step 7)."""
+    log = partial_batch("pulsar-4.1", max_unacked_ranges_to_persist_in_metadata_store=0)
+    assert unload_figure(log) == (0, 0)
+    assert redelivered(log.acked(), log.unload_recovery()) == (0, 0)
+
+
+def test_a_recovered_cursor_closes_through_the_metadata_store_until_its_first_persist() -> None:
+    """``recoveredCursor`` sets ``isCursorLedgerReadOnly``; until ``switchToNewLedger`` clears
+    it (the first persist after the load), ``shouldPersistUnackRangesToLedger`` is false and a
+    close goes to the metadata store whatever the range count: under 4.1 the batch state is then
+    lost, where the same close before the crash kept it (the ledger branch, as above)."""
+    log = partial_batch("pulsar-4.1", max_unacked_ranges_to_persist_in_metadata_store=0)
+    acked = log.acked()
+    recovered = log.crash_recovery()
+    figure = recovered.stats().persistence.redelivered_after_unload
+    assert (figure.messages, figure.entries) == (1, 1)
+    recovered.ledger.close()  # the recovered broker unloads the topic
+    assert redelivered(acked, recover(recovered.ledger.store, log.settings, 0)) == (1, 1)
+
+
+# -- a version-crossing restart ------------------------------------------------------------------
+@pytest.mark.parametrize(("reader", "lost"), [(None, 0), ("pulsar-4.1", 0), ("pulsar-4.0", 1), ("pulsar-3.0", 1)])
+def test_state_written_by_41_and_recovered_by_another_version(reader: str | None, lost: int) -> None:
+    """research §9 (apache/pulsar#23759): 4.1 writes ``PositionInfo`` with long arrays (field 6)
+    and the batch state (field 5). 4.0.3+ and 3.0.10+ read field 6 whatever their own setting,
+    but ``recoverFromLedger`` reads field 5 only ``if (getConfig().isDeletionAtBatchIndexLevelEnabled()
+    ...)``, false by default there: entry 6's acknowledged message 0 comes back. ``restart_as``
+    gives the figure before the rollback; reopening under the older preset confirms it."""
+    log = Log(settings_for("pulsar-4.1", restart_as=reader) if reader else settings_for("pulsar-4.1"))
+    positions = log.produce([1, 1, 1, 1, 1, 1, 2, 1, 1, 1])
+    for k in (1, 2, 4):
+        log.cursor.delete(positions[k])
+    log.cursor.delete_batch_indexes(positions[6], [0], 2)
+    assert crash_figure(log) == (lost, lost) and unload_figure(log) == (1, 1)
+    assert redelivered(log.acked(), log.crash_recovery(reader)) == (lost, lost)
+
+
+# -- over the frame limit -------------------------------------------------------------------------
+def test_a_state_over_the_frame_limit_falls_back_to_the_metadata_store_through_an_empty_ledger() -> None:
+    """research §7, ``persistPositionToLedger`` / ``createNewMetadataLedger`` /
+    ``switchToNewLedger`` / ``recoverFromLedger``: pulsar-4.0 (range format, N + 1 = 4 ranges),
+    a 40-byte frame limit, acks of entries 1, 3, ..., 11 one a second.
+
+    * t=2 (1 range, fits): NoLedger -> a new ledger takes the state, the node points at it.
+    * t=3 (2 ranges, over the frame): the add fails -> ``persistPositionToMetaStore`` (node -1,
+      the ranges) -> NoLedger. A crash loses nothing.
+    * t=4: NoLedger -> ``createNewMetadataLedger``: the add fails, the node takes the state,
+      then ``switchToNewLedger`` points the node at the new, empty ledger: a crash there recovers
+      ``getRollbackPosition`` (the mark-delete) alone: 1, 3, 5 redelivered (the maximum, 3, at
+      4 s); the pending mark-delete's own add fails and falls back to the node again.
+    * t=5: Open on that ledger: its add fails -> the node (no window).
+    * t=6 (5 ranges): the window again (5 acks); the fallback keeps 4 ranges: 9 is lost.
+      Four builds of the range format dropped a range (ledger attempt, fallback, pending
+      attempt, fallback): #25548's counter counts each.
+    * t=7 (6 ranges): ledger attempt and fallback, 2 more builds: 9 and 11 lost.
+    """
+    log = Log(settings_for("pulsar-4.0", max_unacked_ranges_to_persist=3, netty_max_frame_size_bytes=40))
+    positions = log.produce([1] * 20)
+    for second, k in enumerate((1, 3, 5, 7, 9, 11), start=2):
+        log.at(second)
+        log.cursor.delete(positions[k])
+    stats = log.cursor.stats().persistence
+    crash = stats.redelivered_after_crash
+    assert (crash.messages, crash.messages_max, crash.messages_max_at_ms) == (2, 5, 6000)
+    assert stats.redelivered_after_crash_limits.messages == 2
+    assert stats.persist_unacked_ranges_truncated == 6
+    assert stats.state_over_limit_at_ms == 3000
+    assert redelivered(log.acked(), log.crash_recovery()) == (2, 2)
+    assert unload_figure(log) == (2, 2)  # 6 ranges <= 1000: the close writes the node directly
+    assert redelivered(log.acked(), log.unload_recovery()) == (2, 2)
+
+
+def test_a_node_over_jute_maxbuffer_is_refused_and_the_last_record_stands() -> None:
+    """``persistPositionMetaStore`` fails when ZooKeeper refuses the node (``jute.maxbuffer``);
+    after a refused ledger add, ``persistPositionToMetaStore`` then fails the mark-delete and
+    nothing new is stored: the node still names the ledger whose last entry holds ack 1. Frame
+    and jute limits of 40 bytes: the 1-range state fits, the 2-range one fits neither."""
+    log = Log(settings_for("pulsar-4.0", netty_max_frame_size_bytes=40, jute_maxbuffer=40))
+    positions = log.produce([1] * 10)
+    log.cursor.delete(positions[1])
+    log.cursor.delete(positions[3])
+    assert crash_figure(log) == (1, 1)
+    assert redelivered(log.acked(), log.crash_recovery()) == (1, 1)
+
+
+# -- PIP-381 is a what-if --------------------------------------------------------------------------
+def test_the_multiple_entries_flag_does_what_apache_releases_do_and_pip381_is_chosen_by_name() -> None:
+    """``persistentUnackedRangesWithMultipleEntriesEnabled`` reaches only ``RangeSetWrapper``'s
+    dirty-ledger tracking in every release (research §11): under pulsar-4.0 it changes neither
+    the cap (N + 1 = 4 of 5 ranges kept: 9 lost) nor the entry (one ``PositionInfo`` per
+    persist), and ``persistentUnackedRangesMaxEntrySize`` does not exist. ``pip381=true`` is
+    PIP-381 as its design describes it: with ``max_unacked_ranges_to_persist=0`` nothing is
+    capped and the state goes in parts of at most the entry size, with the JSON footer."""
+    released = Log(
+        settings_for(
+            "pulsar-4.0",
+            max_unacked_ranges_to_persist=3,
+            persistent_unacked_ranges_with_multiple_entries_enabled=True,
+            persistent_unacked_ranges_max_entry_size=32,
+        )
+    )
+    pip381 = Log(
+        settings_for(
+            "pulsar-4.0", max_unacked_ranges_to_persist=0, pip381=True, persistent_unacked_ranges_max_entry_size=32
+        )
+    )
+    for log in (released, pip381):
+        positions = log.produce([1] * 10)
+        for k in (1, 3, 5, 7, 9):
+            log.cursor.delete(positions[k])
+    assert crash_figure(released) == (1, 1) and released.cursor.stats().persistence.last_persist_chunks == 1
+    assert crash_figure(pip381) == (0, 0) and pip381.cursor.stats().persistence.last_persist_chunks > 2
+    assert redelivered(released.acked(), released.crash_recovery()) == (1, 1)
+    assert redelivered(pip381.acked(), pip381.crash_recovery()) == (0, 0)
+
+
+def test_without_a_preset_the_multiple_entries_flag_keeps_its_pip381_meaning() -> None:
+    config = ManagedLedgerConfig(persistent_unacked_ranges_with_multiple_entries_enabled=True)
+    assert config.pip381_chunking and not config.with_changes(pulsar_rules="pulsar-4.1").pip381_chunking
+    assert config.with_changes(pulsar_rules="pulsar-4.1", pip381=True).pip381_chunking
