@@ -15,8 +15,14 @@ NAME = "persistent://public/default/restarts"
 
 def settings_for(preset: str | None, **values: object) -> ReplaySettings:
     """A preset's settings (Pulsar's defaults of that version) with ``values`` on top; every
-    change persists (``throttle_mark_delete`` 0) unless ``values`` says otherwise."""
-    pairs = {"throttle_mark_delete": "0", "max_entries_per_ledger": "1000000"}
+    change persists (``throttle_mark_delete`` 0) unless ``values`` says otherwise, and no ledger
+    is trimmed (trimming runs in the background: its moment is not the log's)."""
+    pairs = {
+        "throttle_mark_delete": "0",
+        "max_entries_per_ledger": "1000000",
+        "retention_time_ms": "-1",
+        "retention_size_in_mb": "-1",
+    }
     pairs.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()})
     if preset is not None:
         pairs = {"defaults": preset, **pairs}

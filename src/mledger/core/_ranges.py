@@ -388,6 +388,37 @@ class AckRangeSet:
             return empty, empty
         return self._ledger_run_arrays(ledger_id, bm)
 
+    def ledger_last_entry(self, ledger_id: int) -> int | None:
+        """The highest acked entry of one ledger, None when it has none. O(1)."""
+        bm = self._bitmaps.get(ledger_id)
+        return None if bm is None else int(bm.max())
+
+    def ledger_first_runs(self, ledger_id: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``count`` closed runs of one ledger (all of them when it has fewer), as
+        :meth:`ledger_runs` gives them. O(entries up to the end of the last run returned) for a
+        ledger with more runs than that: the runs after are never expanded.
+
+        >>> s = AckRangeSet(); s.add_many(1, [1, 2, 5, 9, 10, 11])
+        6
+        >>> [a.tolist() for a in s.ledger_first_runs(1, 2)]
+        [[1, 5], [2, 5]]
+        """
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None or count <= 0:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty
+        if self._ledger_run_count(ledger_id, bm) <= count or ledger_id in self._run_arrays:
+            starts, ends = self._ledger_run_arrays(ledger_id, bm)
+            return starts[:count], ends[:count]
+        take = 2 * count
+        while True:
+            prefix = bm[:take]
+            starts, ends = _runs_of(prefix)
+            # the count-th run is whole when a later run starts after it, or nothing follows
+            if len(starts) > count or take >= len(bm):
+                return starts[:count], ends[:count]
+            take *= 2
+
     def __iter__(self) -> Iterator[OpenClosedRange]:
         """Open-closed ranges ``(lower, upper]`` in ascending order."""
         for ledger_id in list(self._bitmaps.keys()):

@@ -89,7 +89,7 @@ from ..core._errors import (
     StateCorruptedError,
 )
 from ..core._position import Position
-from ..core._pulsar_versions import MLEDGER_RULES, PulsarVersion, pulsar_version, rules_for
+from ..core._pulsar_versions import MLEDGER_RULES, LongArrayCutoff, PulsarVersion, pulsar_version, rules_for
 from ..core._ranges import MAX_ENTRY_ID, AckRangeSet, ack_set_to_words, words_to_ack_set
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import PersistenceStats
@@ -538,6 +538,85 @@ class CursorStateStore:
             messages, entries = redelivered(snapshot, self._close_held(snapshot), self._ml)
         self._figures.set_unload(messages, entries, now_ms)
 
+    def _close_held(self, snapshot: CursorSnapshot) -> Held:
+        """What a recovery after a close of ``snapshot`` now reads back: counted from the
+        builders' rules without building the record when it certainly fits its store
+        (O(ledgers + ranges of one ledger + batch states)), else from the record itself."""
+        to_ledger = self._closes_to_ledger(snapshot)
+        fmt = self._config.effective_ack_format if to_ledger else "range"
+        kept = self._kept_by_builders(snapshot, fmt, to_ledger)
+        if kept is None:
+            return self._built_close_held(snapshot)
+        entries, extra, bound = kept
+        reader = self._reader(for_restart=True)
+        batch: dict[Position, int] = {}
+        if self._config.deletion_at_batch_index_level_enabled and reader.batch:
+            if to_ledger or reader.rules.batch_indexes_read_from_metadata_store:
+                batch = dict(snapshot.batch[: self._config.max_batch_deleted_index_to_persist])
+        return Held(snapshot.mark_delete, entries, extra, batch)
+
+    def _kept_by_builders(self, snapshot: CursorSnapshot, fmt: str, to_ledger: bool) -> tuple[int, int, int] | None:
+        """The acked entries (and their messages beyond one) the close record of ``snapshot``
+        keeps in format ``fmt`` (``toRanges`` cut-off or ``buildIndividualDeletedMessageRanges``
+        cap, as :meth:`_record` applies them), with a bound on its size; None when that bound
+        does not certainly fit the record's store (the caller builds the record instead)."""
+        acked, counts = snapshot.acked, self._ml.entry_messages
+        limit = self._range_limit()
+        ledgers = acked.ledger_ids()
+        kept_entries = kept_extra = size = 0
+        if fmt == "long_array" and acked:
+            cutoff = self._rules.long_array_cutoff
+            running = 0
+            for ledger_id in ledgers:
+                card = acked.ledger_cardinality(ledger_id)
+                before, running = running, running + card
+                if (
+                    limit is not None
+                    and limit >= 0
+                    and (running if cutoff is LongArrayCutoff.ADD_AND_GET else before) > limit
+                ):
+                    break
+                kept_entries += card
+                if counts.batched:
+                    kept_extra += counts.extra_in_runs(ledger_id, *acked.ledger_runs(ledger_id))
+                size += ((acked.ledger_last_entry(ledger_id) or 0) // 64 + 1) * 10 + 16
+            if kept_entries:
+                return self._fits(snapshot, kept_entries, kept_extra, size, to_ledger)
+        # the range format (also the long-array fallback when no ledger fits, and "auto")
+        cap = None if limit is None or limit < 0 else limit + (1 if self._config.unacked_ranges_limit_off_by_one else 0)
+        kept_ranges = 0
+        for ledger_id in ledgers:
+            runs = acked.ledger_size(ledger_id)
+            if cap is not None and kept_ranges + runs > cap:
+                take = cap - kept_ranges
+                starts, ends = acked.ledger_first_runs(ledger_id, take)
+                kept_entries += int((ends - starts + 1).sum())
+                kept_extra += counts.extra_in_runs(ledger_id, starts, ends) if counts.batched else 0
+                kept_ranges += take
+                break
+            kept_ranges += runs
+            kept_entries += acked.ledger_cardinality(ledger_id)
+            if counts.batched:
+                kept_extra += counts.extra_in_runs(ledger_id, *acked.ledger_runs(ledger_id))
+        return self._fits(snapshot, kept_entries, kept_extra, kept_ranges * _BYTES_PER_ENTRY_BOUND, to_ledger)
+
+    def _fits(
+        self, snapshot: CursorSnapshot, entries: int, extra: int, acks_size: int, to_ledger: bool
+    ) -> tuple[int, int, int] | None:
+        """``(entries, extra, size bound)`` when a record with ``acks_size`` bytes of acks and the
+        snapshot's batch states and properties certainly fits its store, else None."""
+        fcfg = self._ml.factory_config
+        batch = snapshot.batch[: self._config.max_batch_deleted_index_to_persist]
+        size = (
+            _BYTES_PER_RECORD_BOUND
+            + acks_size
+            + sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
+            + sum(len(k) + 16 for k in snapshot.properties)
+            + sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
+        )
+        limit = min(fcfg.frame_limit if to_ledger else fcfg.jute_maxbuffer, self._max_state)
+        return (entries, extra, size) if size <= limit else None
+
     def _unload_headroom_of(self, snapshot: CursorSnapshot) -> int:
         """How many more whole entries can be acknowledged before the close record of
         ``snapshot`` might lose any (-1: it might now): no more acked entries than any range
@@ -578,9 +657,9 @@ class CursorStateStore:
             return False
         return reader.rules.batch_indexes_read_from_metadata_store or self._closes_to_ledger(snapshot)
 
-    def _close_held(self, snapshot: CursorSnapshot) -> Held:
-        """What a recovery after a close of ``snapshot`` now reads back (builds the record the
-        close path would write; counts nothing). O(state)."""
+    def _built_close_held(self, snapshot: CursorSnapshot) -> Held:
+        """What a recovery after a close of ``snapshot`` now reads back, from the record the
+        close path would write (built, not written; counts nothing). O(state)."""
         counting = self._counting
         self._counting = False
         try:
