@@ -30,6 +30,7 @@ import numpy as np
 from pyroaring import BitMap
 from sortedcontainers import SortedDict
 
+from ._entry_messages import EntryMessages
 from ._errors import InvalidPositionError
 from ._ints import UINT64_MASK
 from ._position import Position
@@ -62,7 +63,7 @@ class AckRangeSet:
     ('[(3:4..3:7],(3:8..3:10]]', 2, 5)
     """
 
-    __slots__ = ("_bitmaps", "_runs", "_run_arrays", "_cardinality")
+    __slots__ = ("_bitmaps", "_runs", "_run_arrays", "_cardinality", "_weights", "_extra", "_extra_version")
 
     def __init__(self) -> None:
         self._bitmaps: SortedDict = SortedDict()  # ledger id -> non-empty BitMap
@@ -70,6 +71,11 @@ class AckRangeSet:
         # cached closed runs (read-only arrays) of ledgers with few runs; dropped with _runs
         self._run_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cardinality = 0
+        # messages beyond one of the acked entries, per ledger, kept up to date once counted
+        # (see weigh); absent = not counted yet
+        self._weights: EntryMessages | None = None
+        self._extra: dict[int, int] = {}
+        self._extra_version: dict[int, int] = {}
 
     # -- adding -----------------------------------------------------------------------------
     def add(self, ledger_id: int, entry_id: int) -> bool:
@@ -83,8 +89,11 @@ class AckRangeSet:
         except KeyError:
             return False
         if ledger_id in self._runs:  # the run arrays are cached only with the run count
-            self._changed(ledger_id)
+            self._changed(ledger_id, keep_extra=True)
         self._cardinality += 1
+        extra = self._extra
+        if extra and ledger_id in extra:
+            extra[ledger_id] += self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
         return True
 
     def _add_to_new_ledger(self, ledger_id: int, entry_id: int) -> bool:
@@ -131,10 +140,16 @@ class AckRangeSet:
         if bm is None:
             bm = self._bitmaps[ledger_id] = BitMap()
         before = len(bm)
-        bm.update(array.array("I", values.astype(np.uint32, copy=False).tobytes()))
+        batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
+        if self._extra and ledger_id in self._extra:
+            fresh = BitMap(batch) - bm
+            if fresh:
+                new_ids = np.frombuffer(fresh.to_array(), dtype=np.uint32)
+                self._extra[ledger_id] += self._weights.extra_of(ledger_id, new_ids)  # type: ignore[union-attr]
+        bm.update(batch)
         added = len(bm) - before
         if added:
-            self._changed(ledger_id)
+            self._changed(ledger_id, keep_extra=True)
             self._cardinality += added
         elif before == 0:
             del self._bitmaps[ledger_id]
@@ -222,7 +237,9 @@ class AckRangeSet:
         if bm is None or entry_id not in bm:
             return False
         bm.discard(entry_id)
-        self._changed(ledger_id)
+        if self._extra and ledger_id in self._extra:
+            self._extra[ledger_id] -= self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
+        self._changed(ledger_id, keep_extra=True)
         self._cardinality -= 1
         if not bm:
             del self._bitmaps[ledger_id]
@@ -233,6 +250,7 @@ class AckRangeSet:
         self._bitmaps.clear()
         self._runs.clear()
         self._run_arrays.clear()
+        self._extra.clear()
         self._cardinality = 0
 
     # -- queries ----------------------------------------------------------------------------
@@ -503,10 +521,51 @@ class AckRangeSet:
             result.add_words(int(ledger_id), np.asarray(words, dtype=np.int64))
         return result
 
-    def _changed(self, ledger_id: int) -> None:
-        """Drop what is cached about one ledger: its bitmap changed."""
+    def _changed(self, ledger_id: int, keep_extra: bool = False) -> None:
+        """Drop what is cached about one ledger: its bitmap changed (its extra messages too,
+        unless the caller kept them up to date)."""
         self._runs.pop(ledger_id, None)
         self._run_arrays.pop(ledger_id, None)
+        if not keep_extra:
+            self._extra.pop(ledger_id, None)
+
+    # -- messages -----------------------------------------------------------------------------
+    def weigh(self, weights: EntryMessages | None) -> None:
+        """Count the messages of the acked entries by ``weights`` (a managed ledger's message
+        counts): once :meth:`extra_messages` has counted a ledger, single adds and bulk adds
+        keep its count up to date (O(1) per entry), so the next call recounts only the ledgers
+        changed otherwise (ranges, removals). None stops it."""
+        self._weights = weights
+        self._extra.clear()
+        self._extra_version.clear()
+
+    def extra_messages(self, weights: EntryMessages) -> int:
+        """Messages beyond one per entry over the acked entries, by ``weights``. O(ledgers with
+        counts) when this set is weighed by ``weights`` and they are counted (see
+        :meth:`weigh`), else O(their ranges)."""
+        if not weights.batched:
+            return 0
+        return sum(
+            self.ledger_extra_messages(ledger_id, weights) for ledger_id in self._bitmaps if weights.has(ledger_id)
+        )
+
+    def ledger_extra_messages(self, ledger_id: int, weights: EntryMessages) -> int:
+        """:meth:`extra_messages` of one ledger."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None or not weights.has(ledger_id):
+            return 0
+        tracked = weights is self._weights
+        version = weights.version(ledger_id)
+        if tracked:
+            value = self._extra.get(ledger_id)
+            if value is not None and self._extra_version.get(ledger_id) == version:
+                return value
+        starts, ends = self._ledger_run_arrays(ledger_id, bm)
+        value = weights.extra_in_runs(ledger_id, starts, ends)
+        if tracked:
+            self._extra[ledger_id] = value
+            self._extra_version[ledger_id] = version
+        return value
 
     def _ledger_run_arrays(self, ledger_id: int, bm: BitMap) -> tuple[np.ndarray, np.ndarray]:
         """Closed runs of one ledger, cached (read-only) until it changes when they are few
@@ -581,6 +640,12 @@ class AckRangeSet:
         for ledger_id, (starts, ends) in self._run_arrays.items():
             fresh = _runs_of(self._bitmaps[ledger_id])
             assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"
+        weights = self._weights
+        for ledger_id, extra in self._extra.items():
+            assert weights is not None and ledger_id in self._bitmaps, f"extra messages kept for absent {ledger_id}"
+            if self._extra_version.get(ledger_id) == weights.version(ledger_id):
+                counted = weights.extra_in_runs(ledger_id, *_runs_of(self._bitmaps[ledger_id]))
+                assert extra == counted, f"extra messages of {ledger_id}: kept {extra}, counted {counted}"
 
 
 # -- bitmap helpers (module level: they are the hot inner loops) --------------------------------

@@ -130,6 +130,7 @@ class ManagedCursor:
         self._read = Position(-1, 0)
         self._md_next: Position | None = None  # cached next_valid_position(MD) while <= LAC
         self._acked = AckRangeSet()
+        self._acked.weigh(ml.entry_messages)  # the restart figures count messages, not entries
         self._batch: SortedDict = SortedDict()  # Position -> int bitset of un-acked indexes
         self._batch_sizes: dict[Position, int] = {}
         self._md_properties: dict[str, int] = {}
@@ -232,6 +233,7 @@ class ManagedCursor:
         self._md = md
         self._persistent_md = md
         self._acked = recovered.acked
+        self._acked.weigh(ml.entry_messages)
         self._acked.remove_at_most(md.ledger_id, md.entry_id)
         self._drop_acked_beyond_lac()
         self._batch = SortedDict({p: bits for p, bits in recovered.batch.items() if p > md and bits})

@@ -94,7 +94,7 @@ from ..core._ranges import MAX_ENTRY_ID, AckRangeSet, ack_set_to_words, words_to
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import PersistenceStats
 from ._ledger_view import LedgerView, cursor_info_path
-from ._restart_figures import Held, RestartFigures, batch_lost, redelivered
+from ._restart_figures import Held, RestartFigures, redelivered
 
 __all__ = ["BACKWARD_SCAN_LIMIT", "MAX_STATE_BYTES", "NO_LEDGER", "CursorStateStore"]
 
@@ -491,19 +491,8 @@ class CursorStateStore:
         clock's time). Reads only; writes nothing. O(batch states + ledgers) while the state is
         within every limit, O(state) otherwise (the unload figure's close record)."""
         now = self._ml.clock.now_ms() if now_ms is None else now_ms
-        self._learn_batch_sizes(snapshot)
-        self._figures.observe(snapshot, now)
+        self._figures.observe(snapshot, now, self._config.max_batch_deleted_index_to_persist)
         self._observe_unload(snapshot, now)
-
-    def _learn_batch_sizes(self, snapshot: CursorSnapshot) -> None:
-        """Batch sizes the cursor learned from acknowledgements go to the ledger's message
-        counts, so that the entry still counts its batch's messages once acknowledged whole."""
-        if not snapshot.batch_sizes:
-            return
-        counts = self._ml.entry_messages
-        for position, size in snapshot.batch_sizes.items():
-            if size > 1 and counts.of(position[0], position[1]) != size:
-                self._ml.record_entry_messages(position, (size,))
 
     def observe_entries_acked(self, entries: int, now_ms: int, messages: int | None = None) -> None:
         """:meth:`observe` after a change that only acknowledged ``entries`` more whole entries
@@ -521,39 +510,31 @@ class CursorStateStore:
     def _after_write(self, snapshot: CursorSnapshot) -> None:
         """A write went through (or was refused): a crash now recovers ``_stored``."""
         now = self._ml.clock.now_ms()
-        self._learn_batch_sizes(snapshot)
         held = self._held_of(self._stored, for_restart=True)
+        batch_cap = self._config.max_batch_deleted_index_to_persist
         if held is not None:
-            self._figures.written(snapshot, held, now)
+            self._figures.written(snapshot, held, now, batch_cap)
+        else:
+            self._figures.observe(snapshot, now, batch_cap)
         self._observe_unload(snapshot, now)
 
     def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int) -> None:
-        """The unload figure now: 0 without anything to lose, else from the close record."""
+        """The unload figure now, from the snapshot the figures just tallied: 0 while within
+        every limit but for batch states the close record loses, else counted from the
+        builders' rules (or, for a record that may not fit its store, from the record)."""
         self.unload_headroom = self._unload_headroom_of(snapshot)
         if self.unload_headroom >= 0:
-            messages = entries = 0
-            if snapshot.batch and not self._close_keeps_batch(snapshot):
-                messages, entries = batch_lost(snapshot, Held(snapshot.mark_delete, 0, 0), self._ml.entry_messages)
-        else:
-            messages, entries = redelivered(snapshot, self._close_held(snapshot), self._ml)
-        self._figures.set_unload(messages, entries, now_ms)
-
-    def _close_held(self, snapshot: CursorSnapshot) -> Held:
-        """What a recovery after a close of ``snapshot`` now reads back: counted from the
-        builders' rules without building the record when it certainly fits its store
-        (O(ledgers + ranges of one ledger + batch states)), else from the record itself."""
+            keeps = not snapshot.batch or self._close_keeps_batch(snapshot)
+            self._figures.set_unload_kept(None, keeps, now_ms)
+            return
         to_ledger = self._closes_to_ledger(snapshot)
         fmt = self._config.effective_ack_format if to_ledger else "range"
         kept = self._kept_by_builders(snapshot, fmt, to_ledger)
         if kept is None:
-            return self._built_close_held(snapshot)
-        entries, extra, bound = kept
-        reader = self._reader(for_restart=True)
-        batch: dict[Position, int] = {}
-        if self._config.deletion_at_batch_index_level_enabled and reader.batch:
-            if to_ledger or reader.rules.batch_indexes_read_from_metadata_store:
-                batch = dict(snapshot.batch[: self._config.max_batch_deleted_index_to_persist])
-        return Held(snapshot.mark_delete, entries, extra, batch)
+            held = self._built_close_held(snapshot)
+            self._figures.set_unload(*redelivered(snapshot, held, self._ml), now_ms)
+            return
+        self._figures.set_unload_kept(kept[:2], self._close_keeps_batch(snapshot), now_ms)
 
     def _kept_by_builders(self, snapshot: CursorSnapshot, fmt: str, to_ledger: bool) -> tuple[int, int, int] | None:
         """The acked entries (and their messages beyond one) the close record of ``snapshot``
@@ -578,7 +559,7 @@ class CursorStateStore:
                     break
                 kept_entries += card
                 if counts.batched:
-                    kept_extra += counts.extra_in_runs(ledger_id, *acked.ledger_runs(ledger_id))
+                    kept_extra += acked.ledger_extra_messages(ledger_id, counts)
                 size += ((acked.ledger_last_entry(ledger_id) or 0) // 64 + 1) * 10 + 16
             if kept_entries:
                 return self._fits(snapshot, kept_entries, kept_extra, size, to_ledger)
@@ -597,7 +578,7 @@ class CursorStateStore:
             kept_ranges += runs
             kept_entries += acked.ledger_cardinality(ledger_id)
             if counts.batched:
-                kept_extra += counts.extra_in_runs(ledger_id, *acked.ledger_runs(ledger_id))
+                kept_extra += acked.ledger_extra_messages(ledger_id, counts)
         return self._fits(snapshot, kept_entries, kept_extra, kept_ranges * _BYTES_PER_ENTRY_BOUND, to_ledger)
 
     def _fits(
@@ -630,7 +611,7 @@ class CursorStateStore:
         if len(snapshot.batch) > cfg.max_batch_deleted_index_to_persist:
             return -1
         fcfg = self._ml.factory_config
-        words = sum(remaining.bit_length() // 64 + 1 for _, remaining in snapshot.batch)
+        words = self._figures.batch.words  # of the snapshot just tallied
         size = (
             _BYTES_PER_RECORD_BOUND
             + acked * _BYTES_PER_ENTRY_BOUND

@@ -62,6 +62,7 @@ import numpy as np
 from ..codec._entry import EntryMetadata, encode_entry
 from ..core._clock import Clock
 from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from ..core._entry_messages import EntryMessages
 from ..core._errors import InvalidPositionError, ManagedLedgerClosedError, NotFoundError
 from ..core._position import Position
 from ..storage._base import Store, checked_size
@@ -69,7 +70,6 @@ from ._add_pipeline import AddCallback, AddPipeline, AddWaiter
 from ._appender import Appender
 from ._cursor import ManagedCursor
 from ._deprecated_adds import DeprecatedAdds
-from ._entry_messages import EntryMessages
 from ._ledger_state import LedgerState, WriteEvent, WriteState
 from ._ledger_stats import ManagedLedgerStats
 from ._ledger_view import (

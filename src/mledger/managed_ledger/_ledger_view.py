@@ -21,9 +21,9 @@ import numpy as np
 from ..codec._entry import Entry
 from ..core._clock import Clock
 from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from ..core._entry_messages import EntryMessages
 from ..core._position import Position
 from ..storage._base import Store
-from ._entry_messages import EntryMessages
 
 __all__ = [
     "ML_ROOT",

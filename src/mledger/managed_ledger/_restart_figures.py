@@ -46,10 +46,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from ..core._entry_messages import EntryMessages
 from ..core._position import Position
 from ._cursor_snapshot import CursorSnapshot
 from ._cursor_stats import Redelivery
-from ._entry_messages import EntryMessages
 from ._ledger_view import LedgerView
 
 __all__ = ["Held", "RestartFigures", "batch_lost", "batch_size_of", "redelivered"]
@@ -104,20 +104,54 @@ def batch_size_of(position: Position, remaining: int, sizes: Mapping[Position, i
 def batch_lost(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:
     """Acknowledged batch indexes of the snapshot's partial entries that ``held`` lacks:
     ``(messages, entries)``. O(batch states)."""
-    messages = entries = 0
-    kept = held.batch
-    sizes = snapshot.batch_sizes
-    for position, remaining in snapshot.batch:
-        size = batch_size_of(position, remaining, sizes, counts)
-        mask = (1 << size) - 1
-        acked = mask & ~remaining
-        stored = kept.get(position)
-        lost = acked if stored is None else acked & stored  # a stored set bit: not acked there
-        n = lost.bit_count()
-        if n:
-            messages += n
-            entries += 1
-    return messages, entries
+    tally = _BatchTally()
+    tally.count(snapshot, held.batch, counts, 0)
+    return tally.lost
+
+
+class _BatchTally:
+    """One pass over a snapshot's partial entries (:meth:`count`), each total as ``(messages,
+    entries)``: the acknowledged indexes a record's batch states lack (``lost``), all of them
+    (``all``), those of the entries after the first ``cap`` (``tail``); the BitSet words the
+    states take (``words``), and the batch sizes given with acks that the ledger's counts do
+    not have yet (``unknown_sizes``)."""
+
+    __slots__ = ("all", "lost", "tail", "unknown_sizes", "words")
+
+    def __init__(self) -> None:
+        self.lost = self.all = self.tail = (0, 0)
+        self.words = 0
+        self.unknown_sizes: list[tuple[Position, int]] = []
+
+    def count(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages, cap: int) -> None:
+        """O(batch states)."""
+        lost_m = lost_e = all_m = all_e = tail_m = tail_e = words = 0
+        sizes = snapshot.batch_sizes
+        unknown: list[tuple[Position, int]] = []
+        for i, (position, remaining) in enumerate(snapshot.batch):
+            words += remaining.bit_length() // 64 + 1
+            size = sizes.get(position)
+            if size and size > 1 and counts.of(position[0], position[1]) != size:
+                unknown.append((position, size))
+            if not size:
+                size = batch_size_of(position, remaining, sizes, counts)
+            acked = ((1 << size) - 1) & ~remaining
+            n = acked.bit_count()
+            if not n:
+                continue
+            all_m += n
+            all_e += 1
+            if i >= cap:
+                tail_m += n
+                tail_e += 1
+            stored = kept.get(position)
+            lost = n if stored is None else (acked & stored).bit_count()  # stored set bit: not acked there
+            if lost:
+                lost_m += lost
+                lost_e += 1
+        self.lost, self.all, self.tail = (lost_m, lost_e), (all_m, all_e), (tail_m, tail_e)
+        self.words = words
+        self.unknown_sizes = unknown
 
 
 def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:
@@ -137,17 +171,23 @@ def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessa
     return messages, entries
 
 
-def _full_above(snapshot: CursorSnapshot, since: Position, ledger: LedgerView) -> tuple[int, int]:
-    """Entries acknowledged whole above ``since`` (``since`` <= the snapshot's mark-delete):
-    ``(messages, entries)``. O(ledgers) + O(ranges of ledgers with batches)."""
+def _full_above(snapshot: CursorSnapshot, since: Position, ledger: LedgerView, acked_extra: int) -> tuple[int, int]:
+    """Entries acknowledged whole above ``since`` (``since`` <= the snapshot's mark-delete),
+    given ``acked_extra``, the messages beyond one of the entries in the snapshot's ranges:
+    ``(messages, entries)``. O(ledgers)."""
     md, acked = snapshot.mark_delete, snapshot.acked
-    counts = ledger.entry_messages
     entries = acked.cardinality()
-    extra = counts.extra_in(acked) if counts.batched else 0
+    extra = acked_extra
     if md > since:
         entries += ledger.number_of_entries(since, md, False, True)
-        extra += counts.extra_between(since, md)
+        extra += ledger.entry_messages.extra_between(since, md)
     return entries + extra, entries
+
+
+def _acked_extra(snapshot: CursorSnapshot, counts: EntryMessages) -> int:
+    """Messages beyond one of the entries in the snapshot's ranges (O(ledgers) for a cursor's
+    range set, which keeps them: ``AckRangeSet.weigh``)."""
+    return snapshot.acked.extra_messages(counts) if counts.batched else 0
 
 
 def redelivered(snapshot: CursorSnapshot, held: Held, ledger: LedgerView) -> tuple[int, int]:
@@ -156,7 +196,7 @@ def redelivered(snapshot: CursorSnapshot, held: Held, ledger: LedgerView) -> tup
     record holds was acknowledged in the snapshot too (acknowledgements only grow between
     persists). O(batch states + ledgers + ranges of ledgers with batches)."""
     counts = ledger.entry_messages
-    full_m, full_e = _full_above(snapshot, held.mark_delete, ledger)
+    full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, _acked_extra(snapshot, counts))
     part_m, part_e = _held_batch_of_full(snapshot, held, counts)
     batch_m, batch_e = batch_lost(snapshot, held, counts)
     messages = full_m - (held.entries + held.extra) - part_m + batch_m
@@ -175,15 +215,20 @@ class RestartFigures:
     """
 
     __slots__ = (
+        "_acked_entries",
+        "_acked_extra",
         "_base_entries",
         "_base_messages",
+        "_batch_all",
         "_batch_entries",
         "_batch_messages",
+        "_batch_tail",
         "_crash",
         "_held",
         "_ledger",
         "_limits",
         "_unload",
+        "batch",
     )
 
     def __init__(self, ledger: LedgerView) -> None:
@@ -196,6 +241,12 @@ class RestartFigures:
         # incrementally; the batch part changes only with an observed change
         self._base_messages = self._base_entries = 0
         self._batch_messages = self._batch_entries = 0
+        # the last snapshot tallied: its acked entries and their extra messages, its batch
+        # states' acknowledged indexes (all, and those after the batch cap)
+        self._acked_entries = self._acked_extra = 0
+        self._batch_all = self._batch_tail = (0, 0)
+        self.batch = _BatchTally()
+        """The batch states of the snapshot last tallied (the store reads ``words``)."""
 
     @property
     def held(self) -> Held | None:
@@ -209,11 +260,12 @@ class RestartFigures:
         self._base_messages = self._base_entries = 0
         self._batch_messages = self._batch_entries = 0
 
-    def written(self, snapshot: CursorSnapshot, held: Held, now_ms: int) -> None:
+    def written(self, snapshot: CursorSnapshot, held: Held, now_ms: int, batch_cap: int) -> None:
         """A write stored a record of ``snapshot``; a crash now recovers ``held``. The crash
-        total falls to what the write lost, which is the limits part until the next write."""
+        total falls to what the write lost, which is the limits part until the next write.
+        ``batch_cap``: the batch states a record keeps (for :meth:`set_unload_kept`)."""
         self._held = held
-        messages, entries = self._crash_total(snapshot)
+        messages, entries = self._tally(snapshot, batch_cap)
         self._crash.set(messages, entries, now_ms)
         self._limits.set(messages, entries, now_ms)
 
@@ -226,12 +278,11 @@ class RestartFigures:
             figure.set(messages, entries, now_ms)
             figure.messages, figure.entries = current
 
-    def observe(self, snapshot: CursorSnapshot, now_ms: int) -> None:
+    def observe(self, snapshot: CursorSnapshot, now_ms: int, batch_cap: int) -> None:
         """A change that is not persisted yet: the crash total from the snapshot."""
-        if self._held is None:
-            return
-        messages, entries = self._crash_total(snapshot)
-        self._crash.set(messages, entries, now_ms)
+        messages, entries = self._tally(snapshot, batch_cap)
+        if self._held is not None:
+            self._crash.set(messages, entries, now_ms)
 
     def entries_acked(self, entries: int, messages: int, now_ms: int) -> None:
         """``entries`` more whole entries (holding ``messages``) acknowledged, none of them with
@@ -248,15 +299,39 @@ class RestartFigures:
         """What the close path would lose now (the unload figure)."""
         self._unload.set(messages, entries, now_ms)
 
-    def _crash_total(self, snapshot: CursorSnapshot) -> tuple[int, int]:
+    def set_unload_kept(self, kept: tuple[int, int] | None, keeps_batch: bool, now_ms: int) -> None:
+        """The unload figure from what the close record of the snapshot last tallied keeps:
+        ``kept`` = (acked entries, their messages beyond one) or None for all of them; the
+        first ``batch_cap`` batch states when ``keeps_batch``, else none. O(1)."""
+        entries = messages = 0
+        if kept is not None:
+            entries = self._acked_entries - kept[0]
+            messages = entries + self._acked_extra - kept[1]
+        batch_m, batch_e = self._batch_tail if keeps_batch else self._batch_all
+        self._unload.set(messages + batch_m, entries + batch_e, now_ms)
+
+    def _tally(self, snapshot: CursorSnapshot, batch_cap: int) -> tuple[int, int]:
+        """Count the snapshot once (the crash total against the record held, and what the
+        unload figure needs); returns the crash total. Batch sizes given with acks go to the
+        ledger's message counts, so that an entry acknowledged whole later still counts its
+        batch's messages."""
+        ledger = self._ledger
+        counts = ledger.entry_messages
         held = self._held
-        assert held is not None
-        counts = self._ledger.entry_messages
-        full_m, full_e = _full_above(snapshot, held.mark_delete, self._ledger)
+        batch = self.batch
+        batch.count(snapshot, held.batch if held is not None else {}, counts, batch_cap)
+        for position, size in batch.unknown_sizes:
+            ledger.record_entry_messages(position, (size,))
+        self._acked_entries = snapshot.acked.cardinality()
+        self._acked_extra = _acked_extra(snapshot, counts)
+        self._batch_all, self._batch_tail = batch.all, batch.tail
+        if held is None:
+            return 0, 0
+        full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, self._acked_extra)
         part_m, part_e = _held_batch_of_full(snapshot, held, counts)
         self._base_messages = full_m - (held.entries + held.extra) - part_m
         self._base_entries = full_e - held.entries
-        self._batch_messages, self._batch_entries = batch_lost(snapshot, held, counts)
+        self._batch_messages, self._batch_entries = batch.lost
         return (
             max(self._base_messages + self._batch_messages, 0),
             max(self._base_entries + self._batch_entries, 0),

@@ -165,7 +165,7 @@ class BrokerModel:
     def _ml(self) -> ManagedLedger | None:
         return None if self._topic is None else self._topic.managed_ledger
 
-    def append(self, ledger_id: int, count: int) -> None:
+    def append(self, ledger_id: int, batch_sizes: np.ndarray) -> None:
         topic = self._topic
         if topic is None:
             topic = self._open(ledger_id)
@@ -173,7 +173,10 @@ class BrokerModel:
         if ledger_id != ml.current_ledger_id:
             _roll_over_to(ml, self._store, ledger_id)
             self._ledgers += 1
-        add_repeated_entries(ml, _EMPTY_ENTRY, count)
+        last = add_repeated_entries(ml, _EMPTY_ENTRY, len(batch_sizes))
+        if last is not None and (batch_sizes > 1).any():
+            # what a restart redelivers of an entry is its batch: the ledger keeps the sizes
+            ml.record_entry_messages(Position(last.ledger_id, last.entry_id - len(batch_sizes) + 1), batch_sizes)
 
     def _open(self, first_ledger_id: int) -> Topic:
         self._store.expect_ledger(first_ledger_id)

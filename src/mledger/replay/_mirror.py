@@ -26,9 +26,9 @@ import numpy as np
 from ..codec._entry import Entry
 from ..core._clock import Clock
 from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from ..core._entry_messages import EntryMessages
 from ..core._position import Position
 from ..core._pulsar_versions import PULSAR_VERSIONS
-from ..managed_ledger._entry_messages import EntryMessages
 from ..managed_ledger._ledger_view import LedgerInfo, LedgerView, PositionBound
 from ..storage._base import Store
 from ._settings import ReplaySettings

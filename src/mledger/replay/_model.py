@@ -119,9 +119,10 @@ class PartitionModel(Protocol):
         the first produced position: the managed ledger opens on exactly that ledger."""
         ...
 
-    def append(self, ledger_id: int, count: int) -> None:
-        """Append ``count`` entries at the next positions of ``ledger_id``; a ledger id above
-        the current one rolls the ledger over to exactly that id."""
+    def append(self, ledger_id: int, batch_sizes: np.ndarray) -> None:
+        """Append one entry per batch size (its messages) at the next positions of
+        ``ledger_id``; a ledger id above the current one rolls the ledger over to exactly that
+        id."""
         ...
 
     def deduplicate(self, producers: np.ndarray, names: Sequence[str], sequence_ids: np.ndarray) -> np.ndarray:

@@ -19,8 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core._position import Position
-from ..core._ranges import AckRangeSet
+from ._position import Position
 
 __all__ = ["EntryMessages"]
 
@@ -32,11 +31,13 @@ class EntryMessages:
     (O(entries of that ledger), rebuilt after that ledger's counts change).
     """
 
-    __slots__ = ("_extra", "_prefix", "batched")
+    __slots__ = ("_ends", "_extra", "_prefix", "_rewrites", "batched")
 
     def __init__(self) -> None:
         self._extra: dict[int, np.ndarray] = {}  # ledger id -> int64 (count - 1) per entry id
         self._prefix: dict[int, np.ndarray] = {}  # ledger id -> cumulative sum with a leading 0
+        self._rewrites: dict[int, int] = {}  # ledger id -> records that changed entries already counted
+        self._ends: dict[int, int] = {}  # ledger id -> the end of the entries recorded so far
         self.batched = False
         """Whether any entry was recorded with more than one message (False: messages ==
         entries everywhere); an attribute, read on the single-ack path."""
@@ -45,11 +46,14 @@ class EntryMessages:
         """Entries ``first_entry, first_entry + 1, ...`` of ``ledger_id`` hold ``counts``
         messages (a count below 1 is taken as 1). O(len(counts)) amortised."""
         extra = np.maximum(np.asarray(counts, dtype=np.int64) - 1, 0)
-        if not extra.any():
-            if ledger_id not in self._extra:
-                return
+        if not extra.any() and ledger_id not in self._extra:
+            self._ends[ledger_id] = max(first_entry + len(extra), self._ends.get(ledger_id, 0))
+            return
         end = first_entry + len(extra)
         current = self._extra.get(ledger_id)
+        if first_entry < self._ends.get(ledger_id, 0):  # not an append: sums over entries change
+            self._rewrites[ledger_id] = self._rewrites.get(ledger_id, 0) + 1
+        self._ends[ledger_id] = max(end, self._ends.get(ledger_id, 0))
         if current is None:
             current = np.zeros(max(end, 16), dtype=np.int64)
         elif len(current) < end:
@@ -65,7 +69,26 @@ class EntryMessages:
         """The ledger was trimmed or deleted: its counts go."""
         self._extra.pop(ledger_id, None)
         self._prefix.pop(ledger_id, None)
+        self._rewrites[ledger_id] = self._rewrites.get(ledger_id, 0) + 1
         self.batched = bool(self._extra)
+
+    def has(self, ledger_id: int) -> bool:
+        """Whether entries of ``ledger_id`` hold more than one message. O(1)."""
+        return ledger_id in self._extra
+
+    def version(self, ledger_id: int) -> int:
+        """Changes to counts already recorded for ``ledger_id`` (appending counts for new
+        entries is not one): a sum over its entries stays valid while this stays. O(1)."""
+        return self._rewrites.get(ledger_id, 0)
+
+    def extra_of(self, ledger_id: int, entry_ids: np.ndarray) -> int:
+        """Messages beyond one per entry over ``entry_ids`` of one ledger. O(len(entry_ids))."""
+        extra = self._extra.get(ledger_id)
+        if extra is None or not len(entry_ids):
+            return 0
+        ids = np.asarray(entry_ids, dtype=np.int64)
+        ids = ids[(ids >= 0) & (ids < len(extra))]
+        return int(extra[ids].sum())
 
     def of(self, ledger_id: int, entry_id: int) -> int:
         """Messages in entry ``ledger_id:entry_id`` (1 unless recorded otherwise). O(1)."""
@@ -109,16 +132,4 @@ class EntryMessages:
             last = upper.entry_id if ledger_id == upper.ledger_id else (1 << 62)
             if last >= first:
                 total += self.extra_in_runs(ledger_id, np.array([max(first, 0)]), np.array([last]))
-        return total
-
-    def extra_in(self, acked: AckRangeSet) -> int:
-        """Messages beyond one per entry over the entries of ``acked``. O(ranges of the ledgers
-        with counts)."""
-        if not self._extra:
-            return 0
-        total = 0
-        for ledger_id in self._extra:
-            if acked.ledger_cardinality(ledger_id):
-                starts, ends = acked.ledger_runs(ledger_id)
-                total += self.extra_in_runs(ledger_id, starts, ends)
         return total
