@@ -1,6 +1,8 @@
-"""Connections authenticated per second by each provider of ``mledger standalone``.
+"""Connections authenticated per second by each provider of ``mledger standalone``, and what
+clients retrying a wrong password cost everyone else (``--victim``).
 
     python benchmarks/bench_auth.py [--connections 200] [--repeats 3]
+    python benchmarks/bench_auth.py --victim [--before OLD/src] [--attackers 0,1,4] [--seconds 5] [--repeats 3]
 
 One ``mledger standalone --memory --config FILE`` (TLS on ``brokerServicePortTls``, the token,
 basic and TLS providers, ``anonymousUserRole``; authorization on, as mledger requires with
@@ -18,12 +20,30 @@ connect, CONNECT with the case's credentials, the CONNECTED reply checked, close
 * ``tls-cert``: a client certificate (ECDSA P-256) over TLS, the ``tls`` provider.
 
 Repeats alternate the cases' order; the table shows medians of connections per second and the
-server's CPU per connection (its threads' run time, see :meth:`Server.cpu`). The machine is shared: single runs drift.
+server's CPU per connection (its threads' run time, its password-check worker processes' too, see
+:meth:`Server.cpu`). The machine is shared: single runs drift.
+
+``--victim`` (issue 31 item 1): one producer (the victim, a raw protocol loop: SEND, wait for
+its receipt, again) times each message for ``--seconds`` while 0, 1 or 4 attackers (processes of
+their own) send CONNECTs with a wrong password for a bcrypt-12 user, each as soon as the last
+one is answered (after ``--attack-pause`` ms); with ``--rest`` the same over REST (``Basic``
+against ``GET /admin/v2/tenants``, the victim asking it without credentials: 401 at once). Servers, each
+``mledger standalone --memory`` with basic authentication and authorization:
+
+* ``before``: the source tree of ``--before`` (a ``src`` holding ``mledger/``, e.g. ``git
+  archive`` of main before the change): the hash verified on the event loop;
+* ``after-pool``: this tree with the failure limits off (``maxAuthenticationFailures*=0``), so
+  every attempt is verified: the pool alone (``maxConcurrentPasswordChecks``: its default);
+* ``after``: this tree with its default limits: attackers are soon refused unverified.
+
+Repeats alternate the servers' order; the table shows the medians of the victim's p50 and p99
+latency and each p99's ratio to the same server's without attackers.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime
 import json
 import os
@@ -38,6 +58,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 from cryptography import x509
@@ -46,9 +67,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from passlib.hash import apr_md5_crypt, bcrypt
 
+from mledger import EntryMetadata
+from mledger.codec import encode_entry
 from mledger.codec.proto import PulsarApi_pb2 as api
 from mledger.protocol._codec import decode_command
-from mledger.protocol._framing import FrameDecoder, encode_frame
+from mledger.protocol._framing import FrameDecoder, checksummed_entry, encode_frame, encode_payload_frame
 
 PASSWORD = "bench-password"
 CONF = """\
@@ -135,6 +158,23 @@ def make_credentials(folder: Path) -> str:
 # -- the server and the connections ----------------------------------------------------------------
 
 
+def _cpu(pid: int) -> float:
+    tasks = Path(f"/proc/{pid}/task")
+    if tasks.is_dir():
+        total = 0
+        for task in tasks.iterdir():
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # a thread that ended between the listing and the read
+        return total / 1e9
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return float(times.user + times.system)
+
+
 @dataclass
 class Server:
     proc: subprocess.Popen[str]
@@ -142,32 +182,24 @@ class Server:
     tls_port: int
 
     def cpu(self) -> float:
-        """Server CPU seconds: the threads' run time from ``/proc/PID/task/*/schedstat``
-        (nanoseconds; the server's threads live as long as it does) where Linux has it, else
-        ``psutil``'s user + system, whose 10 ms ticks are coarse for a few hundred connections."""
-        tasks = Path(f"/proc/{self.proc.pid}/task")
-        if tasks.is_dir():
-            total = 0
-            for task in tasks.iterdir():
-                try:
-                    total += int((task / "schedstat").read_text().split()[0])
-                except (FileNotFoundError, ProcessLookupError):
-                    continue  # a thread that ended between the listing and the read
-            return total / 1e9
-        times = psutil.Process(self.proc.pid).cpu_times()
-        return times.user + times.system
+        """Server CPU seconds, its password-check worker processes included: each process's
+        threads' run time from ``/proc/PID/task/*/schedstat`` (nanoseconds; the threads live as
+        long as the process does) where Linux has it, else ``psutil``'s user + system, whose
+        10 ms ticks are coarse for a few hundred connections."""
+        server = psutil.Process(self.proc.pid)
+        return sum(_cpu(p.pid) for p in [server, *server.children(recursive=True)])
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.communicate(timeout=30)
 
 
-def start(folder: Path) -> Server:
-    (folder / "standalone.conf").write_text(CONF.format(secret=folder / "secret.key"))
-    env = {**os.environ, "PULSAR_EXTRA_OPTS": f"-Dpulsar.auth.basic.conf={folder / '.htpasswd'}"}
-    with open(folder / "server.log", "w") as log:
+def standalone(folder: Path, conf: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """``mledger standalone --memory --config CONF`` in ``folder`` (its stderr in ``CONF.log``),
+    once it answers: the process and the URLs it printed."""
+    with open(folder / f"{conf}.log", "w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mledger.cli", "standalone", "--config", "standalone.conf", "--memory"],
+            [sys.executable, "-m", "mledger.cli", "standalone", "--config", conf, "--memory"],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -178,8 +210,14 @@ def start(folder: Path) -> Server:
     line = proc.stdout.readline()
     if not line:
         proc.wait(timeout=30)
-        raise SystemExit((folder / "server.log").read_text())
-    urls = json.loads(line)
+        raise SystemExit((folder / f"{conf}.log").read_text())
+    return proc, json.loads(line)
+
+
+def start(folder: Path) -> Server:
+    (folder / "standalone.conf").write_text(CONF.format(secret=folder / "secret.key"))
+    env = {**os.environ, "PULSAR_EXTRA_OPTS": f"-Dpulsar.auth.basic.conf={folder / '.htpasswd'}"}
+    proc, urls = standalone(folder, "standalone.conf", env)
     port = int(urls["service_url"].rsplit(":", 1)[1])
     tls_port = int(urls["service_url_tls"].rsplit(":", 1)[1])
     return Server(proc, port, tls_port)
@@ -240,11 +278,216 @@ def measure(case: Case, server: Server, folder: Path, connections: int) -> tuple
     return n / wall, used * 1000 / n
 
 
+# -- --victim: clients retrying a wrong password against everyone else ------------------------------
+
+T = api.BaseCommand
+
+VICTIM_CONF = """\
+brokerServicePort=0
+webServicePort=0
+bindAddress=127.0.0.1
+clusterName=standalone
+authenticationEnabled=true
+authenticationProviders=basic
+basicAuthConf={htpasswd}
+authorizationEnabled=true
+superUserRoles=victim
+{limits}"""
+NO_LIMITS = "maxAuthenticationFailuresPerUserPerIp=0\nmaxAuthenticationFailuresPerIp=0\n"
+
+
+def start_victim_server(folder: Path, kind: str, src: Path) -> tuple[subprocess.Popen[str], int, str]:
+    """``mledger standalone`` of ``src`` for server ``kind``: (process, protocol port, admin URL)."""
+    conf = f"{kind}.conf"
+    limits = NO_LIMITS if kind == "after-pool" else ""
+    (folder / conf).write_text(VICTIM_CONF.format(htpasswd=folder / ".htpasswd", limits=limits))
+    proc, urls = standalone(folder, conf, {**os.environ, "PYTHONPATH": str(src.resolve())})
+    import httpx
+
+    # authorization on: no tenant yet (as Pulsar's standalone); the victim, a superuser, makes one
+    victim = {"Authorization": "Basic " + base64.b64encode(f"victim:{PASSWORD}".encode()).decode()}
+    admin = urls["admin_url"] + "/admin/v2"
+    httpx.put(f"{admin}/tenants/public", json={"allowedClusters": ["standalone"]}, headers=victim).raise_for_status()
+    httpx.put(f"{admin}/namespaces/public/default", headers=victim).raise_for_status()
+    return proc, int(urls["service_url"].rsplit(":", 1)[1]), urls["admin_url"]
+
+
+_PONG = encode_frame(T(type=T.PONG, pong=api.CommandPong()).SerializeToString())
+
+
+def _exchange(sock: socket.socket, decoder: FrameDecoder, frame: bytes) -> api.BaseCommand | None:
+    """Send ``frame``, return the next command but PING, which is answered (None: the server
+    closed the connection)."""
+    sock.sendall(frame)
+    pending: list[api.BaseCommand] = []
+    while True:
+        for command in pending:
+            if command.type != T.PING:
+                return command
+            sock.sendall(_PONG)
+        data = sock.recv(65536)
+        if not data:
+            return None
+        pending = [decode_command(c) for c, _ in decoder.feed(data)]
+
+
+def _connect_frame(user: str, password: str) -> bytes:
+    connect = api.CommandConnect(client_version="bench", protocol_version=20, auth_method_name="basic")
+    connect.auth_data = f"{user}:{password}".encode()
+    return encode_frame(T(type=T.CONNECT, connect=connect).SerializeToString())
+
+
+def attack(port: int, admin_url: str, rest: bool, pause: float, stop: Any, attempts: Any) -> None:
+    """An attacker process: a wrong password for ``target`` (bcrypt 12), again as soon as the
+    last one is answered (and ``pause`` seconds); counts its answered ``attempts``."""
+    import httpx
+
+    header = {"Authorization": "Basic " + base64.b64encode(b"target:wrong").decode()}
+    with httpx.Client(timeout=60) as http:
+        while not stop.is_set():
+            try:
+                if rest:
+                    http.get(f"{admin_url}/admin/v2/tenants", headers=header)
+                else:
+                    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+                        _exchange(sock, FrameDecoder(), _connect_frame("target", "wrong"))
+            except (OSError, httpx.HTTPError):
+                pass
+            with attempts.get_lock():
+                attempts.value += 1
+            time.sleep(pause)
+
+
+def produce_latencies(port: int, seconds: float) -> list[float]:
+    """The victim: SEND one message, wait for its receipt, again, for ``seconds``; the latencies."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    decoder = FrameDecoder()
+    reply = _exchange(sock, decoder, _connect_frame("victim", PASSWORD))
+    assert reply is not None and reply.type == T.CONNECTED, reply
+    producer = api.CommandProducer(topic="victim", producer_id=1, request_id=1, producer_name="victim")
+    reply = _exchange(sock, decoder, encode_frame(T(type=T.PRODUCER, producer=producer).SerializeToString()))
+    assert reply is not None and reply.type == T.PRODUCER_SUCCESS, reply
+    latencies: list[float] = []
+    sequence = 0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        body = encode_entry(b"x" * 100, EntryMetadata(producer_name="victim", sequence_id=sequence, publish_time_ms=1))
+        send = T(type=T.SEND, send=api.CommandSend(producer_id=1, sequence_id=sequence, num_messages=1))
+        started = time.perf_counter()
+        reply = _exchange(sock, decoder, encode_payload_frame(send.SerializeToString(), checksummed_entry(body)))
+        latencies.append(time.perf_counter() - started)
+        assert reply is not None and reply.type == T.SEND_RECEIPT, reply
+        sequence += 1
+    sock.close()
+    return latencies
+
+
+def rest_latencies(admin_url: str, seconds: float) -> list[float]:
+    """The REST victim: ``GET /admin/v2/tenants`` without credentials (401, at once), again."""
+    import httpx
+
+    latencies: list[float] = []
+    with httpx.Client(timeout=60) as http:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            started = time.perf_counter()
+            http.get(f"{admin_url}/admin/v2/tenants")
+            latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def victim_case(port: int, admin_url: str, attackers: int, args: argparse.Namespace) -> tuple[float, float, int, int]:
+    """One measurement: ``attackers`` processes at it, the victim's (p50 ms, p99 ms, messages,
+    attacks answered meanwhile)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    stop, attempts = context.Event(), context.Value("q", 0)
+    pause = args.attack_pause / 1000
+    processes = [
+        context.Process(target=attack, args=(port, admin_url, args.rest, pause, stop, attempts))
+        for _ in range(attackers)
+    ]
+    for process in processes:
+        process.start()
+    deadline = time.monotonic() + 60
+    while attempts.value < 2 * attackers and time.monotonic() < deadline:
+        time.sleep(0.05)  # every attacker is started (spawned: a second or two) and at it
+    at_start = attempts.value
+    try:
+        latencies = rest_latencies(admin_url, args.seconds) if args.rest else produce_latencies(port, args.seconds)
+    finally:
+        tries = attempts.value - at_start
+        stop.set()
+        for process in processes:
+            process.join(60)
+    return percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000, len(latencies), tries
+
+
+def victim_main(args: argparse.Namespace) -> int:
+    src = Path(__file__).resolve().parent.parent / "src"
+    kinds = {"after-pool": src, "after": src}
+    if args.before is not None:
+        kinds = {"before": args.before, **kinds}
+    counts = [int(n) for n in args.attackers.split(",")]
+    results: dict[tuple[str, int], list[tuple[float, float, int, int]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / ".htpasswd").write_text(
+            f"victim:{bcrypt.using(rounds=4).hash(PASSWORD)}\ntarget:{bcrypt.using(rounds=12).hash(PASSWORD)}\n"
+        )
+        for repeat in range(args.repeats):
+            for kind in list(kinds) if repeat % 2 == 0 else list(reversed(kinds)):
+                proc, port, admin_url = start_victim_server(folder, kind, kinds[kind])
+                try:
+                    for n in counts:
+                        row = victim_case(port, admin_url, n, args)
+                        results.setdefault((kind, n), []).append(row)
+                        print(
+                            f"{kind} attackers={n} repeat={repeat + 1}: p50 {row[0]:.2f} ms, p99 {row[1]:.2f} ms, "
+                            f"{row[2]} messages, {row[3]} attacks answered, load {os.getloadavg()[0]:.1f}",
+                            file=sys.stderr,
+                        )
+                finally:
+                    proc.send_signal(signal.SIGTERM)
+                    proc.communicate(timeout=60)
+    what = "REST GET (401)" if args.rest else "produce"
+    print(
+        f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}, Python {platform.python_version()}, victim's {what} latency, "
+        f"{args.seconds:g} s per case x {args.repeats} repeats (medians), attackers retry a bcrypt-12 password "
+        f"after {args.attack_pause:g} ms"
+    )
+    print("| server | attackers | p50 ms | p99 ms | p99 vs no attacker | messages | attacks answered |")
+    print("|---|---|---|---|---|---|---|")
+    for kind in kinds:
+        base = statistics.median(r[1] for r in results[(kind, counts[0])])
+        for n in counts:
+            rows = results[(kind, n)]
+            p50, p99, sent, tries = (statistics.median(r[i] for r in rows) for i in range(4))
+            print(f"| {kind} | {n} | {p50:.2f} | {p99:.2f} | {p99 / base:.2f} | {sent:,.0f} | {tries:,.0f} |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--victim", action="store_true", help="a victim's latency under password-guessing attackers")
+    parser.add_argument("--before", type=Path, help="--victim: the source tree (src holding mledger/) of 'before'")
+    parser.add_argument("--attackers", default="0,1,4", help="--victim: attacker counts, the first the baseline")
+    parser.add_argument("--seconds", type=float, default=5.0, help="--victim: seconds measured per case")
+    parser.add_argument("--attack-pause", type=float, default=0.0, help="--victim: ms an attacker waits between tries")
+    parser.add_argument("--rest", action="store_true", help="--victim: attack and measure over REST")
     args = parser.parse_args()
+    if args.victim:
+        return victim_main(args)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         token = make_credentials(folder)

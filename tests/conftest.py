@@ -1,5 +1,6 @@
 """Shared fixtures."""
 
+import contextlib
 import os
 import sys
 
@@ -33,3 +34,24 @@ def spark(tmp_path_factory):
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
+
+
+@pytest.fixture
+def client_for():
+    """``client_for(broker)``: a ``pulsar.Client`` of an embedded broker (10 s operation timeout,
+    errors-only logging), closed after the test."""
+    import pulsar
+
+    clients = []
+
+    def make(broker):
+        client = pulsar.Client(
+            broker.service_url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+        )
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        with contextlib.suppress(pulsar.AlreadyClosed):  # a test may close its client itself
+            client.close()

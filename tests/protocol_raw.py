@@ -14,8 +14,10 @@ _T = api.BaseCommand
 class RawClient:
     """A hand-driven protocol client over a socket."""
 
-    def __init__(self, port: int, connect: bool = True) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    def __init__(self, port: int, connect: bool = True, source: str | None = None, timeout: float = 5) -> None:
+        """``source``: the local address to connect from (``127.0.0.2``: another loopback client)."""
+        where = (source, 0) if source is not None else None
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=where)
         self.decoder = FrameDecoder()
         self.frames: list[tuple[api.BaseCommand, bytes | None]] = []
         if connect:

@@ -487,8 +487,12 @@ class RecordingDedup:
     def last_sequence_id(self, name: str) -> int:
         return self.last.get(name, -1)
 
-    def run_due_tasks(self) -> None:
-        self.calls.append(("tasks",))
+    def take_snapshot(self) -> bool:
+        self.calls.append(("snapshot",))
+        return False
+
+    def purge_inactive_producers(self) -> None:
+        self.calls.append(("purge",))
 
     def close(self) -> None:
         self.calls.append(("close",))
@@ -501,7 +505,8 @@ def test_dedup_hook_is_consulted_before_and_told_after_each_append() -> None:
         hooks.append(RecordingDedup(topic))
         return hooks[-1]
 
-    b = Broker(ManagedLedgerFactory(), dedup_factory=factory)
+    clock = ManualClock(0)
+    b = Broker(ManagedLedgerFactory(clock=clock), dedup_factory=factory, clock=clock)
     p = b.create_producer("orders", "known")
     hook = hooks[0]
     assert hook.topic.name == T and p.last_sequence_id == 41  # continues from the hook's knowledge
@@ -525,10 +530,11 @@ def test_dedup_hook_is_consulted_before_and_told_after_each_append() -> None:
     assert b.get_topic("orders").managed_ledger.number_of_entries() == 2  # type: ignore[union-attr]
     hook.verdicts = [DedupVerdict.DUPLICATE]
     assert list(p.send_batch([b"d", b"e"])) == [MessageId(-1, -1)]
-    b.run_due_tasks()
+    b.timers.advance(120 * 60_000)  # the broker's timers: snapshots every 120 s, purges every 120 min
+    assert hook.calls.count(("snapshot",)) == 60 and hook.calls.count(("purge",)) == 1
     p.close()
     b.close()
-    assert hook.calls[-3:] == [("tasks",), ("removed", "known"), ("close",)]
+    assert hook.calls[-2:] == [("removed", "known"), ("close",)]
 
 
 def test_dedup_hook_hears_of_failed_appends() -> None:

@@ -4,9 +4,8 @@ threshold policy and a restart over the same SQLite data."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,23 +30,6 @@ from mledger.core import ManagedLedgerConfig, Position
 
 NS = "persistent://public/default"
 TIMEOUT_MS = 10_000
-
-
-@pytest.fixture
-def client_for() -> Iterator[Callable[[Any], pulsar.Client]]:
-    clients: list[pulsar.Client] = []
-
-    def make(broker: Any) -> pulsar.Client:
-        client = pulsar.Client(
-            broker.service_url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
-        )
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        with contextlib.suppress(pulsar.AlreadyClosed):  # a test may close its client itself
-            client.close()
 
 
 def _compact(broker: Any, topic: str) -> None:

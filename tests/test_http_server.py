@@ -583,9 +583,9 @@ def test_connections_accepted_by_a_plain_asyncio_loop_have_nagle_off() -> None:
     import asyncio
     import socket
 
-    from mledger.rest._server import _bind
+    from mledger.protocol import Acceptor, listening_socket
 
-    listening = _bind("127.0.0.1", 0, 16)
+    listening = listening_socket("127.0.0.1", 0, 16, "probe")
     nodelay: list[int] = []
 
     class Probe(asyncio.Protocol):
@@ -595,12 +595,14 @@ def test_connections_accepted_by_a_plain_asyncio_loop_have_nagle_off() -> None:
             transport.close()
 
     async def accept_one() -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(Probe, sock=listening)
-        async with server:
+        acceptor = Acceptor(listening, Probe, name="probe")
+        acceptor.start()
+        try:
             reader, writer = await asyncio.open_connection(*listening.getsockname()[:2])
             await asyncio.wait_for(reader.read(), TIMEOUT)  # the probe closes it
             writer.close()
+        finally:
+            await acceptor.close()
 
     with asyncio.Runner() as runner:  # the standard library's loop
         runner.run(accept_one())

@@ -55,7 +55,8 @@ from .core._errors import ConfigError
 from .core._ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from .core._suggest import did_you_mean
 from .core._tls import TlsSettings
-from .protocol import ListenerUrls, ProtocolConfig, parse_advertised_listeners
+from .protocol import ListenerUrls, ProtocolConfig, fit_to_descriptors, parse_advertised_listeners
+from .rest._server import PULSAR_MAX_CONCURRENT_HTTP_REQUESTS, PULSAR_MAX_HTTP_SERVER_CONNECTIONS
 
 __all__ = [
     "PULSAR_KEYS",
@@ -161,6 +162,14 @@ PULSAR_KEYS: dict[str, Key] = {
         Key("maxMessageSize", ("protocol.max_message_size", "factory.max_message_size"), _int),
         Key("keepAliveIntervalSeconds", ("protocol.keep_alive_interval_seconds",), _int),
         Key("maxPendingPublishRequestsPerConnection", ("protocol.max_pending_sends",), _int),
+        # connection limits: Pulsar's keys, then mledger's transport timeouts (not Pulsar keys)
+        Key("brokerMaxConnections", ("protocol.broker_max_connections",), _int),
+        Key("brokerMaxConnectionsPerIp", ("protocol.broker_max_connections_per_ip",), _int),
+        Key("maxHttpServerConnections", ("server.max_http_server_connections",), _int),
+        Key("maxConcurrentHttpRequests", ("server.max_concurrent_http_requests",), _int),
+        Key("firstByteTimeoutSeconds", ("protocol.first_byte_timeout_seconds",), float, java_type="double"),
+        Key("tlsHandshakeTimeoutSeconds", ("protocol.tls_handshake_timeout_seconds",), float, java_type="double"),
+        Key("maxConcurrentTlsHandshakes", ("protocol.max_concurrent_tls_handshakes",), _int, java_type="int"),
         # TLS
         *_keys(
             "tls",
@@ -185,6 +194,16 @@ PULSAR_KEYS: dict[str, Key] = {
             tokenAudienceClaim="token_audience_claim",
             tokenAudience="token_audience",
             basicAuthConf="basic_auth_conf",
+        ),
+        # password checks: mledger's own keys (Pulsar verifies on its I/O threads, limits no failures)
+        *(
+            Key(name, (f"authentication.{target}",), _int, java_type="int")
+            for name, target in {
+                "maxConcurrentPasswordChecks": "max_concurrent_password_checks",
+                "maxAuthenticationFailuresPerUserPerIp": "max_authentication_failures_per_user_per_ip",
+                "maxAuthenticationFailuresPerIp": "max_authentication_failures_per_ip",
+                "authenticationFailureWindowSeconds": "authentication_failure_window_seconds",
+            }.items()
         ),
         Key("authorizationEnabled", ("server.authorization_enabled",), _bool),
         Key("superUserRoles", ("server.super_user_roles",), _list),
@@ -221,6 +240,35 @@ PULSAR_KEYS: dict[str, Key] = {
             statsUpdateFrequencyInSecs="stats_update_frequency_in_secs",
             brokerServiceCompactionMonitorIntervalInSeconds="broker_service_compaction_monitor_interval_in_seconds",
             brokerServiceCompactionThresholdInBytes="broker_service_compaction_threshold_in_bytes",
+        ),
+        # the broker's timers: message TTL, inactive topics, backlog quotas by time (issue 34)
+        *_keys(
+            "broker",
+            _int,
+            messageExpiryCheckIntervalInMinutes="message_expiry_check_interval_in_minutes",
+            ttlDurationDefaultInSeconds="ttl_duration_default_in_seconds",
+            brokerDeleteInactiveTopicsFrequencySeconds="broker_delete_inactive_topics_frequency_seconds",
+            brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=(
+                "broker_delete_inactive_topics_max_inactive_duration_seconds"
+            ),
+            backlogQuotaCheckIntervalInSeconds="backlog_quota_check_interval_in_seconds",
+            backlogQuotaDefaultLimitSecond="backlog_quota_default_limit_second",
+        ),
+        *_keys(
+            "broker",
+            _bool,
+            brokerDeleteInactiveTopicsEnabled="broker_delete_inactive_topics_enabled",
+            brokerDeleteInactivePartitionedTopicMetadataEnabled=(
+                "broker_delete_inactive_partitioned_topic_metadata_enabled"
+            ),
+            backlogQuotaCheckEnabled="backlog_quota_check_enabled",
+            preciseTimeBasedBacklogQuotaCheck="precise_time_based_backlog_quota_check",
+        ),
+        *_keys(
+            "broker",
+            str,
+            brokerDeleteInactiveTopicsMode="broker_delete_inactive_topics_mode",
+            backlogQuotaDefaultRetentionPolicy="backlog_quota_default_retention_policy",
         ),
         # the managed ledger and its cursors (ManagedLedgerConfig under the broker's names)
         *_keys(
@@ -463,6 +511,16 @@ class ServerSettings:
     super_user_roles: tuple[str, ...] = ()
     authorization_file: str | None = None
     """mledger's JSON permissions (``--authorization``); see :func:`authorization_from_settings`."""
+    max_http_server_connections: int = field(
+        default_factory=lambda: fit_to_descriptors(PULSAR_MAX_HTTP_SERVER_CONNECTIONS)
+    )
+    """HTTP connections open at most, per port (``maxHttpServerConnections``; 0: no limit;
+    default: Pulsar's 2048 lowered to fit the descriptor limit)."""
+    max_concurrent_http_requests: int = field(
+        default_factory=lambda: fit_to_descriptors(PULSAR_MAX_CONCURRENT_HTTP_REQUESTS)
+    )
+    """HTTP requests answered at once, per port (``maxConcurrentHttpRequests``; 0: no limit;
+    default: Pulsar's 1024 lowered likewise)."""
 
     def __post_init__(self) -> None:
         for setting, key in _PORT_KEYS.items():

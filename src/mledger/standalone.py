@@ -24,6 +24,9 @@ the options override it), ``--print-config`` prints the effective settings. The 
 ``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core._tls`).
 ``--record DIR`` records what the broker does as the replay's raw logs
 (:mod:`mledger.replay._recording`, imported only then: it needs the ``replay`` extra).
+At start the soft file descriptor limit is raised to the hard one; the ports stop accepting
+(connections wait in the backlog) before the descriptors run out, and close connections that
+send nothing within ``firstByteTimeoutSeconds`` (:mod:`mledger.protocol._acceptor`).
 SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in flight finish,
 the appends in flight are stored and answered, then the broker and the store close.
 
@@ -74,6 +77,7 @@ from .protocol import (
     ProtocolServer,
     freeze_startup_heap,
     parse_advertised_listeners,
+    raise_descriptor_limit,
 )
 from .rest._auth import RoleResolver, checked_role_resolver
 from .rest._deferred import DeferredApp
@@ -115,7 +119,11 @@ class Standalone:
     and ``internalListenerName`` (see :class:`~mledger.protocol.ProtocolConfig`): the addresses
     lookups answer, on the binary protocol and over HTTP (``/lookup/v2/topic/...``); given, they
     replace ``protocol_config``'s.
-    ``protocol_config``: the protocol server's other settings (its host and port are ``bind``'s);
+    ``protocol_config``: the protocol server's other settings (its host and port are ``bind``'s;
+    its first-byte and TLS handshake limits apply to the REST ports too);
+    ``max_http_server_connections`` and ``max_concurrent_http_requests``: Pulsar's
+    ``maxHttpServerConnections`` and ``maxConcurrentHttpRequests`` on each REST port (None:
+    Pulsar's defaults lowered to fit the descriptor limit, see :class:`~mledger.rest.AdminServer`);
     ``factory_config``: the managed-ledger factory's. ``tls`` with ``tls_port`` serves
     ``pulsar+ssl://`` on the ``bind`` host, with ``admin_tls_port`` ``https://`` on the
     ``admin_bind`` host (port 0: a free one); the certificate files are read here
@@ -142,8 +150,11 @@ class Standalone:
         tls: TlsSettings | None = None,
         tls_port: int | None = None,
         admin_tls_port: int | None = None,
+        max_http_server_connections: int | None = None,
+        max_concurrent_http_requests: int | None = None,
     ) -> None:
         authenticator = build_authenticator(tokens, authentication)
+        self._authenticator = authenticator
         roles = _checked_roles(authenticator, authorization, "authorization", broker_config)
         protocol = replace(protocol_config or ProtocolConfig(), host=bind[0], port=bind[1], tls_port=tls_port, tls=tls)
         if advertised_listeners is not None or internal_listener_name is not None:
@@ -176,10 +187,11 @@ class Standalone:
             # first other request (see mledger.rest.DeferredApp)
             broker, server = self.broker, self.protocol
             app = DeferredApp(lambda: _admin_app(broker, server, authorization, roles), self.broker.clusters.list)
-            self.admin = AdminServer(app, admin_bind[0], admin_bind[1])
+            limits = _admin_limits(protocol, max_http_server_connections, max_concurrent_http_requests)
+            self.admin = AdminServer(app, admin_bind[0], admin_bind[1], **limits)
             # https:// beside http://, over the same app (as Pulsar's webServicePortTls beside webServicePort)
             if admin_tls_port is not None:
-                self.admin_tls = AdminServer(app, admin_bind[0], admin_tls_port, tls=tls)
+                self.admin_tls = AdminServer(app, admin_bind[0], admin_tls_port, tls=tls, **limits)
         except BaseException:
             if getattr(self, "admin", None) is not None:
                 self.admin.shutdown(0)
@@ -235,6 +247,8 @@ class Standalone:
         if self.admin_tls is not None:
             await loop.run_in_executor(None, self.admin_tls.shutdown)
         await loop.run_in_executor(None, self.admin.shutdown)
+        if self._authenticator is not None:
+            self._authenticator.close()  # the password checks' workers
         self.opened.close()
 
 
@@ -253,6 +267,20 @@ def _admin_app(
         collectors=[ProtocolCollector(protocol, broker.config.cluster_name)],
         lookup=protocol.lookup_urls,
     )
+
+
+def _admin_limits(
+    protocol: ProtocolConfig, max_connections: int | None = None, max_concurrent_requests: int | None = None
+) -> dict[str, Any]:
+    """The connection limits of a standalone's REST ports: the protocol server's first-byte and
+    TLS handshake limits, and the HTTP connection and request limits."""
+    return {
+        "max_connections": max_connections,
+        "max_concurrent_requests": max_concurrent_requests,
+        "first_byte_timeout": protocol.first_byte_timeout_seconds,
+        "tls_handshake_timeout": protocol.tls_handshake_timeout_seconds,
+        "max_tls_handshakes": protocol.max_concurrent_tls_handshakes,
+    }
 
 
 def recorder(record: str | Path | None, settings: RecordSettings | None = None) -> BrokerJournal | None:
@@ -313,7 +341,8 @@ class EmbeddedStandalone(EmbeddedBroker):
             if self._admin_server is None:
                 roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
                 app = _admin_app(self.broker, self.server, self._authorization, roles)
-                self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0)
+                limits = _admin_limits(self.server.config)
+                self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0, **limits)
                 self._admin_server.start()
             return self._admin_server.url
 
@@ -435,6 +464,7 @@ def run_standalone(args: argparse.Namespace) -> int:
     """Run until SIGTERM or SIGINT; prints the servers' URLs (JSON) once they answer.
     ``--print-config`` prints the effective settings instead and returns."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    raise_descriptor_limit()
     settings = standalone_settings(args)
     if args.print_config:
         print(render_settings(settings), end="", flush=True)
@@ -471,6 +501,8 @@ def run_standalone(args: argparse.Namespace) -> int:
         tls=settings.tls,
         tls_port=server.broker_service_port_tls,
         admin_tls_port=server.web_service_port_tls,
+        max_http_server_connections=server.max_http_server_connections,
+        max_concurrent_http_requests=server.max_concurrent_http_requests,
     )
 
     async def run() -> None:

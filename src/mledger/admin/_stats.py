@@ -412,8 +412,8 @@ def subscription_stats(
     ``backlog_size``: ``backlogSize`` is the estimated size after the mark-delete position
     (else -1, as Pulsar's ``subscriptionBacklogSize=false``); ``earliest_time_in_backlog``: read
     the first unacknowledged entry for ``earliestMsgPublishTimeInBacklog`` (else 0). The
-    backlog is always precise (mledger counts it exactly). Rates, expiry, redelivery and
-    filter figures mledger does not track are Pulsar's zeros.
+    backlog is always precise (mledger counts it exactly). Rates, redelivery and filter figures
+    mledger does not track are Pulsar's zeros.
     """
     individual = not stats.type.is_cumulative_ack_mode
     consumers = [_consumer_stats(c, individual) for c in stats.consumers]
@@ -438,6 +438,8 @@ def subscription_stats(
         last_consumed_timestamp=max((c.last_consumed_ms for c in stats.consumers), default=0),
         last_acked_timestamp=max((c.last_acked_ms for c in stats.consumers), default=0),
         last_mark_delete_advanced_timestamp=stats.last_mark_delete_advanced_ms,
+        total_msg_expired=stats.total_msg_expired,
+        last_expire_timestamp=stats.last_expire_ms,
         consumers=consumers,
         is_durable=stats.durable,
         key_shared_mode="AUTO_SPLIT" if stats.type is SubscriptionType.KEY_SHARED else None,

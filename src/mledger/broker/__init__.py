@@ -21,6 +21,12 @@ from ..codec._messageid import MessageId as MessageId
 from ..core import _deprecation as _deprecation
 from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
+from ._backlog_quota import (
+    BacklogQuota as BacklogQuota,
+    BacklogQuotaExceededError as BacklogQuotaExceededError,
+    BacklogQuotaType as BacklogQuotaType,
+    BacklogRetentionPolicy as BacklogRetentionPolicy,
+)
 from ._broker import AnyTopic as AnyTopic, Broker as Broker
 from ._compaction import (
     CompactionInProgressError as CompactionInProgressError,
@@ -54,6 +60,10 @@ from ._hooks import (
     MetadataNeeds as MetadataNeeds,
     NoDeduplication as NoDeduplication,
     PublishContext as PublishContext,
+)
+from ._inactive_topics import (
+    InactiveTopicDeleteMode as InactiveTopicDeleteMode,
+    InactiveTopicPolicies as InactiveTopicPolicies,
 )
 from ._listeners import (
     ConsumerSink as ConsumerSink,
@@ -101,6 +111,12 @@ from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType
 
 __all__ = [
     "AckRequest",
+    "BacklogQuota",
+    "BacklogQuotaExceededError",
+    "BacklogQuotaType",
+    "BacklogRetentionPolicy",
+    "InactiveTopicDeleteMode",
+    "InactiveTopicPolicies",
     "CompactionInProgressError",
     "CompactionStatus",
     "LongRunningProcessStatus",

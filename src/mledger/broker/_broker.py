@@ -18,8 +18,10 @@ if missing, so short topic names need no set-up.
   holding ``{"partitions": N}`` plus the N partition topics ``T-partition-i``.
 
 Time comes from the broker's clock (``clock``, else the factory's): publish times, deliver-at
-checks. :meth:`Broker.run_due_tasks` does the periodic work (delayed messages that became due,
-deduplication tasks); ``receive`` checks due delayed messages by itself too.
+checks, and the broker-semantic timers of :attr:`Broker.timers` (:mod:`mledger.broker._monitors`:
+message TTL, inactive topics, backlog quotas, retention, compaction, deduplication, stats, delayed
+delivery), which ``timers.advance(ms)`` (a manual clock), :meth:`Broker.run_due_tasks` or the
+protocol server fire; ``receive`` checks due delayed messages by itself too.
 
 Thread-safe: one lock guards the topic cache and is held while a topic is opened or created
 (storage I/O); topic, subscription and producer operations take their own locks.
@@ -38,13 +40,14 @@ from ..core._errors import (
     ConfigError,
     InvalidRequestError,
     InvalidTopicNameError,
-    MLedgerError,
     NotAllowedError,
     NotFoundError,
 )
+from ..core._timers import TimerQueue
 from ..managed_ledger._factory import ManagedLedgerFactory
 from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
 from ..storage import NEW_NODE
+from ._backlog_quota import BacklogQuota, BacklogQuotaExceededError, BacklogQuotaType, BacklogRetentionPolicy
 from ._compaction import check_compaction_threshold
 from ._config import BrokerConfig
 from ._dedup import MessageDeduplication
@@ -57,7 +60,9 @@ from ._errors import (
     store_failures,
 )
 from ._hooks import DEDUPLICATION_CURSOR_NAME, Deduplication
+from ._inactive_topics import InactiveTopicDeleteMode, InactiveTopicPolicies
 from ._journal import BrokerJournal
+from ._monitors import BrokerMonitors, time_backlog_exceeded
 from ._names import (
     PARTITIONED_TOPICS_ROOT,
     ProducerNameGenerator,
@@ -80,6 +85,7 @@ from ._schema_compat import SchemaCompatibilityStrategy
 from ._schemas import SchemaInfo, SchemaRegistry
 from ._subscription import Subscription
 from ._tenants import Clusters, TenantInfo, TenantNotFoundError, Tenants
+from ._time_policies import TimePolicies
 from ._topic import Topic
 from ._types import SubscriptionType
 
@@ -124,6 +130,8 @@ class Broker:
         if not isinstance(self.config, BrokerConfig):
             raise ConfigError(f"config must be a BrokerConfig, got {self.config!r}")
         self.clock: Clock = clock if clock is not None else factory.clock
+        self.timers = TimerQueue(self.clock)
+        """The broker-semantic timers (:mod:`mledger.broker._monitors`), on :attr:`clock`."""
         self._default = self._default_dedup_factory()
         self._dedup_factory = dedup_factory if dedup_factory is not None else self._default
         self._lock = threading.RLock()
@@ -142,13 +150,14 @@ class Broker:
             self.ensure_namespace(DEFAULT_NAMESPACE)
         self.topic_policies = TopicPolicies(factory.store)
         """Topic-level policies (retention; :mod:`mledger.broker._retention`)."""
+        self.time_policies = TimePolicies(self.namespaces, self.topic_policies, self.config)
+        """Message TTL, inactive-topic and backlog-quota policies (:mod:`mledger.broker._time_policies`)."""
         self.journal = journal
         """What hears the broker's stored entries and cursor changes (None: nothing does)."""
         self.non_persistent = NonPersistentTopics(factory.store, self.clock.now_ms, self.generate_producer_name)
         """The ``non-persistent://`` topics, in memory (:mod:`mledger.broker._nonpersistent`)."""
         self._closed = False
-        self._last_retention_check_ms = self.clock.now_ms()
-        self._last_compaction_check_ms = self.clock.now_ms()
+        self._monitors = BrokerMonitors(self)
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 0) -> AnyTopic:
@@ -338,17 +347,56 @@ class Broker:
             if found.has_connections() and not force:
                 raise TopicBusyError(f"Topic {name} has active producers/subscriptions")
             found.close()
-            if self.journal is not None:  # the raw logs have no event for it
-                self.journal.not_recorded(f"deletion of topic {name}", self.clock.now_ms())
-            topics = found.partitions if isinstance(found, PartitionedTopic) else [found]
-            for t in topics:
-                t.compaction.delete()
-                self.factory.delete(t.topic_name.managed_ledger_name)
-                self._topics.pop(t.topic_name, None)
+            self._forget_topics(name, found.partitions if isinstance(found, PartitionedTopic) else [found])
             if isinstance(found, PartitionedTopic):
                 self.factory.store.delete(name.partitioned_metadata_path)
             self._topics.pop(name, None)
             self.topic_policies.delete(name)  # a topic created again later starts without them
+
+    def _forget_topics(self, name: TopicName, topics: list[Topic]) -> None:
+        """Delete closed ``topics`` (the topic ``name``, or its partitions) from the store and
+        the cache (caller holds the lock)."""
+        if self.journal is not None:  # the raw logs have no event for it
+            self.journal.not_recorded(f"deletion of topic {name}", self.clock.now_ms())
+        for t in topics:
+            t.compaction.delete()
+            self.factory.delete(t.topic_name.managed_ledger_name)
+            self._topics.pop(t.topic_name, None)
+
+    def delete_inactive_topic(self, topic: Topic, mode: InactiveTopicDeleteMode) -> bool:
+        """Delete ``topic`` (a topic or one partition) for inactivity, as Pulsar's ``checkGC``
+        calls ``delete``: not while producers or consumers are connected, nor (by ``mode``)
+        while it has subscriptions or a subscription has a backlog; with
+        ``delete_when_subscriptions_caught_up`` its subscriptions go with it. A partition goes
+        alone (its partitioned topic is loaded again, and the partition created again empty,
+        on next use) unless ``broker_delete_inactive_partitioned_topic_metadata_enabled`` and
+        no partition is left. Returns whether it was deleted."""
+        name = topic.topic_name
+        with self._lock:
+            if self._closed or self._topics.get(name) is not topic or topic.has_connections():
+                return False
+            subs = topic.subscriptions.values()
+            if mode is InactiveTopicDeleteMode.DELETE_WHEN_NO_SUBSCRIPTIONS and subs:
+                return False
+            if any(sub.backlog() > 0 for sub in subs):
+                return False
+            topic.close()
+            self._forget_topics(name, [topic])
+            if not name.is_partition:
+                self.topic_policies.delete(name)
+                return True
+            parent = name.partitioned_topic
+            self._topics.pop(parent, None)  # its partition objects: loaded again on next use
+            count = self._partition_count(parent)
+            gone = not any(self.factory.exists(parent.partition(i).managed_ledger_name) for i in range(count))
+            if self.config.broker_delete_inactive_partitioned_topic_metadata_enabled and gone:
+                for i in range(count):
+                    cached = self._topics.pop(parent.partition(i), None)
+                    if cached is not None:
+                        cached.close()
+                self.factory.store.delete(parent.partitioned_metadata_path)
+                self.topic_policies.delete(parent)
+            return True
 
     # -- namespaces --------------------------------------------------------------------------
     def create_namespace(self, namespace: str, policies: Mapping[str, object] | None = None) -> None:
@@ -680,25 +728,22 @@ class Broker:
 
     # -- time --------------------------------------------------------------------------------
     def run_due_tasks(self) -> int:
-        """Run what is due by the broker clock on every open topic: deduplication tasks,
-        dispatch (delayed messages whose time came) and, every
-        ``retention_check_interval_in_seconds``, a trimming pass queued in the background (ledgers
-        whose retention time passed go). Returns the messages dispatched."""
+        """Dispatch on every open topic what is deliverable by the broker's clock (delayed
+        messages whose time came), then fire the broker's timers due by it (:attr:`timers`: the
+        periodic checks of :mod:`mledger.broker._monitors` and the subscriptions'
+        delayed-delivery timers). Returns the messages dispatched. May block on storage (what
+        the checks do). A clock that jumped fires each periodic check once; to fire each at its
+        own due time on a :class:`~mledger.core.ManualClock`, use ``timers.advance(ms)``."""
+        if self._closed:
+            return 0
+        dispatched = sum(t.run_due_tasks() for t in self.loaded_topics())
+        self.timers.run_due()
+        return dispatched
+
+    def loaded_topics(self) -> list[Topic]:
+        """The topics and partitions loaded now (Pulsar's ``forEachTopic``), a copy."""
         with self._lock:
-            if self._closed:
-                return 0
-            topics = [t for t in self._topics.values() if isinstance(t, Topic)]
-            now = self.clock.now_ms()
-            check_retention = (
-                now - self._last_retention_check_ms >= self.config.retention_check_interval_in_seconds * 1000
-            )
-            if check_retention:
-                self._last_retention_check_ms = now
-        if check_retention:
-            for topic in topics:
-                topic.managed_ledger.trim_consumed_ledgers_in_background()
-        self._check_compactions(topics, now)
-        return sum(t.run_due_tasks() for t in topics)
+            return [t for t in self._topics.values() if isinstance(t, Topic)]
 
     # -- compaction --------------------------------------------------------------------------
     def topic_compaction_threshold(self, topic: str, applied: bool = False) -> int | None:
@@ -710,7 +755,7 @@ class Broker:
             self._check_open()
             if not self._exists(name):
                 raise NotFoundError(f"Topic not found: {name}")
-        return self._effective_compaction_threshold(name) if applied else self.topic_policies.compaction_threshold(name)
+        return self.compaction_threshold_in_force(name) if applied else self.topic_policies.compaction_threshold(name)
 
     def set_topic_compaction_threshold(self, topic: str, threshold: int | None) -> None:
         """Set (None: remove) a topic's own compaction threshold (``pulsar-admin topics
@@ -732,33 +777,92 @@ class Broker:
             self._check_open()
             self.namespaces.set_compaction_threshold(namespace, threshold)
 
-    def _effective_compaction_threshold(self, name: TopicName) -> int:
+    def compaction_threshold_in_force(self, name: TopicName) -> int:
+        """The compaction threshold that applies to ``name``: its own, else its namespace's,
+        else ``broker_service_compaction_threshold_in_bytes`` (bytes; 0: none)."""
         own = self.topic_policies.compaction_threshold(name)
         if own is None:
             own = self.namespaces.compaction_threshold(name.namespace_name)
         return own if own is not None else self.config.broker_service_compaction_threshold_in_bytes
 
-    def _check_compactions(self, topics: list[Topic], now: int) -> None:
-        """Every ``broker_service_compaction_monitor_interval_in_seconds``: compact the topics
-        whose uncompacted bytes exceed their threshold (Pulsar's ``checkCompaction``)."""
-        interval_ms = self.config.broker_service_compaction_monitor_interval_in_seconds * 1000
+    # -- message TTL, inactive topics, backlog quotas (mledger.broker._time_policies) ----------
+    def set_namespace_message_ttl(self, namespace: str, seconds: int | None) -> None:
+        """Set (None: remove) a namespace's message TTL in seconds (``pulsar-admin namespaces
+        set-message-ttl``; 0: none). ``NamespaceNotFoundError`` (404), ``PreconditionFailedError``
+        (412) for a negative one."""
+        self._set_namespace_policy(namespace, lambda: self.time_policies.set_namespace_message_ttl(namespace, seconds))
+
+    def set_topic_message_ttl(self, topic: str, seconds: int | None) -> None:
+        """Set (None: remove) a topic's own message TTL (``pulsar-admin topics set-message-ttl``;
+        a partitioned topic's covers its partitions). ``NotFoundError`` (404), 412 for a negative one."""
+        name = self._existing(topic)
+        self.time_policies.set_topic_message_ttl(name, seconds)
+
+    def set_namespace_inactive_topic_policies(self, namespace: str, policies: InactiveTopicPolicies | None) -> None:
+        """Set (None: remove) a namespace's inactive-topic policy (``pulsar-admin namespaces
+        set-inactive-topic-policies``). ``NamespaceNotFoundError`` (404)."""
+        self._set_namespace_policy(
+            namespace, lambda: self.time_policies.set_namespace_inactive_topic_policies(namespace, policies)
+        )
+
+    def set_topic_inactive_topic_policies(self, topic: str, policies: InactiveTopicPolicies | None) -> None:
+        """Set (None: remove) a topic's own inactive-topic policy. ``NotFoundError`` (404)."""
+        name = self._existing(topic)
+        self.time_policies.set_topic_inactive_topic_policies(name, policies)
+
+    def set_namespace_backlog_quota(
+        self,
+        namespace: str,
+        quota: BacklogQuota | None,
+        quota_type: BacklogQuotaType = BacklogQuotaType.MESSAGE_AGE,
+    ) -> None:
+        """Set (None: remove) a namespace's backlog quota (``pulsar-admin namespaces
+        set-backlog-quota``; mledger enforces the ``message_age`` one). ``NamespaceNotFoundError``."""
+        self._set_namespace_policy(
+            namespace, lambda: self.time_policies.set_namespace_backlog_quota(namespace, quota, quota_type)
+        )
+
+    def set_topic_backlog_quota(
+        self,
+        topic: str,
+        quota: BacklogQuota | None,
+        quota_type: BacklogQuotaType = BacklogQuotaType.MESSAGE_AGE,
+    ) -> None:
+        """Set (None: remove) a topic's own backlog quota. ``NotFoundError`` (404)."""
+        name = self._existing(topic)
+        self.time_policies.set_topic_backlog_quota(name, quota, quota_type)
+
+    def check_producer_backlog_quota(self, topic: Topic, producer_name: str) -> None:
+        """Pulsar's ``checkBacklogQuotaExceeded`` when a producer is created: under a
+        ``producer_request_hold`` or ``producer_exception`` quota by time that the topic's
+        backlog exceeds, raise ``BacklogQuotaExceededError`` ("Cannot create producer on topic
+        with backlog quota exceeded"). Reads the policies and at most one entry."""
+        quota = self.time_policies.backlog_quota(topic.topic_name, BacklogQuotaType.MESSAGE_AGE)
+        if quota is None or quota.policy is BacklogRetentionPolicy.CONSUMER_BACKLOG_EVICTION:
+            return
+        precise = self.config.precise_time_based_backlog_quota_check
+        if time_backlog_exceeded(topic, quota.limit_time_ms, precise, self.clock.now_ms()):
+            log.info("%s: backlog quota exceeded; cannot create producer %s", topic.name, producer_name)
+            raise BacklogQuotaExceededError(
+                f"Cannot create producer on topic with backlog quota exceeded: {topic.name}", quota.policy
+            )
+
+    def _set_namespace_policy(self, namespace: str, store: Callable[[], None]) -> None:
+        check_namespace(namespace)
         with self._lock:
-            if now - self._last_compaction_check_ms < interval_ms:
-                return
-            self._last_compaction_check_ms = now
-        for topic in topics:
-            try:
-                topic.check_compaction(self._effective_compaction_threshold(topic.topic_name))
-            except MLedgerError as exc:  # one topic's failure must not stop the others' checks
-                log.warning("%s: compaction check failed: %s", topic.name, exc)
+            self._check_open()
+            self._require_namespace_exists(namespace)
+        store()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
-        """Close every open topic (cursors persist their state); the factory stays open. Idempotent."""
+        """Close every open topic (cursors persist their state) and disarm the timers; the
+        factory stays open. Idempotent."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            self.timers.clear()
             topics = [t for t in self._topics.values() if isinstance(t, Topic)]
             self._topics.clear()
         for topic in topics:

@@ -20,6 +20,8 @@ from typing import Any
 
 from ..core._config import ManagedLedgerConfig
 from ..core._errors import ConfigError, InvalidRequestError
+from ._backlog_quota import BacklogRetentionPolicy
+from ._inactive_topics import InactiveTopicDeleteMode
 from ._schema_compat import SchemaCompatibilityStrategy
 
 __all__ = ["BROKER_MANAGED_LEDGER_CONFIG", "BrokerConfig"]
@@ -97,6 +99,29 @@ class BrokerConfig:
     broker_service_compaction_monitor_interval_in_seconds: int = 60
     broker_service_compaction_threshold_in_bytes: int = 0
 
+    # Message TTL (mledger.broker._monitors: checkMessageExpiry): every
+    # message_expiry_check_interval_in_minutes, each subscription acknowledges what was published
+    # more than the topic's TTL ago (its messageTTLInSeconds policy, else its namespace's
+    # message_ttl_in_seconds, else ttl_duration_default_in_seconds; 0: no TTL).
+    message_expiry_check_interval_in_minutes: int = 5
+    ttl_duration_default_in_seconds: int = 0
+    # Inactive topics (checkGC): every broker_delete_inactive_topics_frequency_seconds, a topic
+    # inactive for max_inactive_duration_seconds (None: the frequency) is deleted; the mode and
+    # the switch are the broker's default inactive-topic policy (docs/pulsar/behaviour.md).
+    broker_delete_inactive_topics_enabled: bool = True
+    broker_delete_inactive_topics_frequency_seconds: int = 60
+    broker_delete_inactive_topics_mode: str = "delete_when_no_subscriptions"
+    broker_delete_inactive_topics_max_inactive_duration_seconds: int | None = None
+    broker_delete_inactive_partitioned_topic_metadata_enabled: bool = False
+    # Backlog quotas by time (monitorBacklogQuota, mledger.broker._backlog_quota): checked every
+    # backlog_quota_check_interval_in_seconds; the default quota is backlog_quota_default_limit_second
+    # (-1: none) with backlog_quota_default_retention_policy.
+    backlog_quota_check_enabled: bool = True
+    backlog_quota_check_interval_in_seconds: int = 60
+    backlog_quota_default_limit_second: int = -1
+    backlog_quota_default_retention_policy: str = "producer_request_hold"
+    precise_time_based_backlog_quota_check: bool = False
+
     # Schemas: the compatibility strategy of topics whose namespace and topic policies set none
     # (Pulsar's schemaCompatibilityStrategy, default FULL; UNDEFINED also means FULL), and whether
     # producers may register new schema versions (isAllowAutoUpdateSchemaEnabled).
@@ -120,6 +145,12 @@ class BrokerConfig:
                     SchemaCompatibilityStrategy.parse(value)
                 except InvalidRequestError as exc:
                     raise ConfigError(f"schema_compatibility_strategy: {exc}") from None
+            elif f.name in _CHOICES:
+                if value not in _CHOICES[f.name]:
+                    raise ConfigError(f"{f.name} must be one of {', '.join(_CHOICES[f.name])}, got {value!r}")
+            elif f.name == "broker_delete_inactive_topics_max_inactive_duration_seconds":
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                    raise ConfigError(f"{f.name} must be None or an integer >= 0, got {value!r}")
             elif f.name == "managed_ledger_config":
                 if value is not None and not isinstance(value, ManagedLedgerConfig):
                     raise ConfigError(f"managed_ledger_config must be a ManagedLedgerConfig, got {value!r}")
@@ -127,7 +158,7 @@ class BrokerConfig:
                 if not isinstance(value, bool):
                     raise ConfigError(f"{f.name} must be a bool, got {value!r}")
             else:
-                minimum = 1 if f.name in _POSITIVE else 0
+                minimum = 1 if f.name in _POSITIVE else -1 if f.name in _MINUS_ONE_IS_NONE else 0
                 if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                     raise ConfigError(f"{f.name} must be an integer >= {minimum}, got {value!r}")
 
@@ -153,4 +184,12 @@ _POSITIVE = {
     "retention_check_interval_in_seconds",
     "stats_update_frequency_in_secs",
     "broker_service_compaction_monitor_interval_in_seconds",
+    "message_expiry_check_interval_in_minutes",
+    "broker_delete_inactive_topics_frequency_seconds",
+    "backlog_quota_check_interval_in_seconds",
+}
+_MINUS_ONE_IS_NONE = {"backlog_quota_default_limit_second"}
+_CHOICES = {
+    "broker_delete_inactive_topics_mode": tuple(m.value for m in InactiveTopicDeleteMode),
+    "backlog_quota_default_retention_policy": tuple(p.value for p in BacklogRetentionPolicy),
 }

@@ -210,6 +210,10 @@ class Consumer:
         """False once the consumer is closed."""
         return not self._closed
 
+    def update_rates(self, now_ms: int, interval_ms: int) -> None:
+        """Close the rates' stats interval at ``now_ms`` (the broker's stats timer). O(1)."""
+        self._out_rates.close(now_ms, interval_ms, self._msg_out, self._bytes_out)
+
     def stats(self, now_ms: int, interval_ms: int, read_position_when_joining: Position | None = None) -> ConsumerStats:
         """A frozen snapshot of this consumer (Pulsar's ``ConsumerStats``): its permits and
         messages held, what it was sent (:class:`OutStats`: counters since it connected,

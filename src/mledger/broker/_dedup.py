@@ -26,8 +26,9 @@ Snapshots. The persisted map is stored as the mark-delete *properties* of the du
 ``pulsar.dedup`` (PIP-6 ``LongProperty``): a mark-delete at position P with properties M says
 "M is the state of the maps once every entry up to P is applied". One is taken every
 ``deduplication_entries_interval`` persisted entries at the entry's position, by the timed
-check (``deduplication_snapshot_interval_seconds``, looked at every
-``deduplication_snapshot_frequency_in_seconds`` by :meth:`run_due_tasks`), after a purge of
+check (:meth:`take_snapshot`: ``deduplication_snapshot_interval_seconds`` since the last one,
+looked at every ``deduplication_snapshot_frequency_in_seconds`` by the broker's
+``checkDeduplicationSnapshot`` timer), after a purge of
 inactive producers (at the current mark-delete), at the end of a recovery that replayed at
 least an interval's worth of entries, and on a clean :meth:`close`. A snapshot holds at most
 ``deduplication_max_number_of_producers`` producers; those left out stay in memory, are counted
@@ -307,7 +308,6 @@ class MessageDeduplication:
         self._clock: Clock = broker.clock
         self._interval = config.deduplication_entries_interval
         self._max_producers = config.deduplication_max_number_of_producers
-        self._snapshot_frequency_ms = config.deduplication_snapshot_frequency_in_seconds * 1000
         interval_s = (
             config.deduplication_snapshot_interval_seconds
             if snapshot_interval_seconds is None
@@ -316,8 +316,6 @@ class MessageDeduplication:
         self._snapshot_interval_ms = max(int(interval_s), 0) * 1000
         timeout_min = config.deduplication_producer_inactivity_timeout_minutes
         self._inactivity_timeout_ms = max(timeout_min, 1) * _MS_PER_MINUTE
-        # Pulsar checks for inactive producers every timeout / 3.
-        self._purge_period_ms = max(self._inactivity_timeout_ms // 3, 1)
 
         self._lock = threading.RLock()
         self._snapshot_lock = threading.Lock()
@@ -336,10 +334,6 @@ class MessageDeduplication:
         # ignored by record_persisted, entries after it are applied even if check never saw them.
         self._last_position: Position | None = None
         self._generation = 0
-
-        now = self._clock.now_ms()
-        self._next_snapshot_check_ms = now + self._snapshot_frequency_ms
-        self._next_purge_ms = now + self._purge_period_ms
 
         # Snapshot bookkeeping: written under the snapshot lock only.
         self._written_generation = -1
@@ -538,28 +532,13 @@ class MessageDeduplication:
         with self._lock:
             return self._pushed.get(producer_name, -1)
 
-    # -- periodic work ------------------------------------------------------------------------
-    def run_due_tasks(self) -> None:
-        """The broker's schedulers, by the broker clock: the timed snapshot check every
-        ``deduplication_snapshot_frequency_in_seconds`` (0: never) and the inactive-producer
-        purge every ``deduplication_producer_inactivity_timeout_minutes / 3``. May block on
-        storage (a snapshot)."""
-        if self._closed:
-            return
-        now = self._clock.now_ms()
-        if self._snapshot_frequency_ms > 0 and now >= self._next_snapshot_check_ms:
-            self._next_snapshot_check_ms = now + self._snapshot_frequency_ms
-            self.take_snapshot()
-        if now >= self._next_purge_ms:
-            self._next_purge_ms = now + self._purge_period_ms
-            self.purge_inactive_producers()
-
+    # -- periodic work (fired by the broker's timers: mledger.broker._monitors) ---------------
     def take_snapshot(self) -> bool:
         """Pulsar's timed ``takeSnapshot()``: snapshot if enabled, the interval is on and has
         passed since the last snapshot, and entries were recorded after the cursor's
         mark-delete. Returns whether a snapshot was written. Blocks on storage."""
         with self._lock:
-            if self._status is not _ENABLED or self._snapshot_interval_ms <= 0 or self._cursor is None:
+            if self._closed or self._status is not _ENABLED or self._snapshot_interval_ms <= 0 or self._cursor is None:
                 return False
             if self._clock.now_ms() - self._last_snapshot_ms < self._snapshot_interval_ms:
                 return False
@@ -574,7 +553,7 @@ class MessageDeduplication:
         at the current mark-delete. Returns the purged names. When disabled, only clears the
         inactive list (Pulsar's rule)."""
         with self._lock:
-            if self._status is not _ENABLED or self._cursor is None:
+            if self._closed or self._status is not _ENABLED or self._cursor is None:
                 self._inactive.clear()
                 return []
             oldest_allowed = self._clock.now_ms() - self._inactivity_timeout_ms

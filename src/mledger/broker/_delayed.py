@@ -85,6 +85,14 @@ class DelayedDeliveryTracker:
         """The earliest deliver-at time held, None when empty."""
         return self._queue[0][0] if self._queue else None
 
+    def next_due_ms(self) -> int | None:
+        """When the earliest message held becomes due (its deliver-at time, one tick earlier
+        when not strict), None when empty: when its dispatcher's timer should fire."""
+        if not self._queue:
+            return None
+        at = self._queue[0][0]
+        return at if self._strict else at - self._tick
+
     def positions(self) -> list[Position]:
         """The positions held, earliest deliver-at time first. O(n)."""
         return [position for _, position in self._queue]

@@ -27,7 +27,8 @@ consumer changes.
 
 Shared and Key_Shared honour deliver-at times: an entry whose time has not come goes to the
 *delayed-delivery tracker* instead of a consumer, and is replayed once the broker clock reaches
-its time (``receive`` and ``Broker.run_due_tasks`` both check).
+its time (``receive`` checks; the subscription's ``delayedDelivery`` timer on the broker's timer
+queue dispatches it then).
 
 **Reads.** A dispatch round reads either the redelivery queue (``cursor.replay_entries``) or the
 next entries (``cursor.read_entries_held``), never more than the consumers have permits for.
@@ -158,8 +159,10 @@ class Dispatcher:
         partition_index: int,
         topic: str,
         compaction: CompactedTopic | None = None,
+        on_delayed: Callable[[], None] | None = None,
     ) -> None:
         self._cursor = cursor
+        self._on_delayed = on_delayed  # told once a read held messages for later delivery
         self._compaction = compaction
         # A read-compacted reader's first pass from the earliest message, while it is below
         # the cursor's mark-delete position (which the cursor's reads never go under).
@@ -238,6 +241,11 @@ class Dispatcher:
     def next_delayed_delivery_ms(self) -> int | None:
         """The earliest deliver-at time in the delayed-delivery tracker, None when empty."""
         return self._delayed.next_deliver_at()
+
+    def next_delayed_due_ms(self) -> int | None:
+        """When the earliest held message becomes due (one tick before its deliver-at time
+        when not strict), None when none is held: when the delayed-delivery timer fires."""
+        return self._delayed.next_due_ms()
 
     @property
     def rewind_pending(self) -> bool:
@@ -479,6 +487,7 @@ class Dispatcher:
         mark-delete position are delivered too (a reader's first pass over the view)."""
         now = self._clock.now_ms()
         delivered = 0
+        held = False
         blocked: set[int | None] = set()
         remote: dict[Consumer, list[EntryDelivery]] = {}
         for entry in entries:
@@ -492,6 +501,7 @@ class Dispatcher:
             key_hash = sticky_key_hash(meta.partition_key) if self._key_shared else None
             if self._delays and meta.deliver_at_ms is not None and not self._delayed.is_due(meta.deliver_at_ms, now):
                 self._delayed.add(position, meta.deliver_at_ms, key_hash)
+                held = True
                 continue
             n = meta.num_messages
             self._avg_messages_per_entry = 0.9 * self._avg_messages_per_entry + 0.1 * max(n, 1)
@@ -518,6 +528,8 @@ class Dispatcher:
             self._send(consumer, entry, messages, key_hash, now)
             delivered += len(messages)
         self._dispatched += delivered
+        if held and self._on_delayed is not None:
+            self._on_delayed()
         for consumer, deliveries in remote.items():
             consumer.sink.deliver(consumer, deliveries)  # type: ignore[union-attr]
         return delivered

@@ -17,8 +17,9 @@ The pipelined publish path of :meth:`Topic.publish_entries
 Producers report themselves with :meth:`Deduplication.producer_added` / ``producer_removed``;
 a new producer without an ``initial_sequence_id`` continues from
 :meth:`Deduplication.last_sequence_id` (Pulsar's ``ProducerSuccess.lastSequenceId``).
-:meth:`Deduplication.run_due_tasks` is called by ``Broker.run_due_tasks()`` (timed snapshots,
-inactive-producer purge) and :meth:`Deduplication.close` when the topic closes.
+:meth:`Deduplication.take_snapshot` and :meth:`Deduplication.purge_inactive_producers` are fired
+by the broker's timers (:mod:`mledger.broker._monitors`) and :meth:`Deduplication.close` when the
+topic closes.
 
 Which object a topic gets: ``Broker(dedup_factory=...)`` if given; else, with
 ``BrokerConfig.deduplication_enabled``, ``mledger.broker._dedup.MessageDeduplication(topic)``;
@@ -33,6 +34,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 from ..codec._entry import EntryMetadata
 from ..core._clock import Clock
 from ..core._position import Position
+from ..core._timers import TimerQueue
 from ._config import BrokerConfig
 
 __all__ = [
@@ -51,13 +53,17 @@ DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"
 
 
 class BrokerSettings(Protocol):
-    """What a topic's parts read from their broker: its configuration and its clock."""
+    """What a topic's parts read from their broker: its configuration, its clock and the
+    queue of its broker-semantic timers (a subscription arms its delayed-delivery timer there)."""
 
     @property
     def config(self) -> BrokerConfig: ...
 
     @property
     def clock(self) -> Clock: ...
+
+    @property
+    def timers(self) -> TimerQueue: ...
 
 
 class DedupVerdict(Enum):
@@ -127,8 +133,14 @@ class Deduplication(Protocol):
         """The highest persisted sequence id of ``producer_name``, -1 when unknown."""
         ...
 
-    def run_due_tasks(self) -> None:
-        """Periodic work (snapshots, purges), driven by ``Broker.run_due_tasks``."""
+    def take_snapshot(self) -> bool:
+        """The timed snapshot check (Pulsar's ``checkDeduplicationSnapshot``), fired by the
+        broker's ``checkDeduplicationSnapshot`` timer; whether a snapshot was written."""
+        ...
+
+    def purge_inactive_producers(self) -> object:
+        """Forget producers gone for longer than the inactivity timeout, fired by the broker's
+        ``checkMessageDeduplicationInfo`` timer."""
         ...
 
     def close(self) -> None:
@@ -159,8 +171,11 @@ class NoDeduplication:
     def last_sequence_id(self, producer_name: str) -> int:
         return -1
 
-    def run_due_tasks(self) -> None:
-        pass
+    def take_snapshot(self) -> bool:
+        return False
+
+    def purge_inactive_producers(self) -> object:
+        return None
 
     def close(self) -> None:
         pass

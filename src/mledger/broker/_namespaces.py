@@ -3,7 +3,8 @@
 A namespace exists once created (its policies node holds JSON like Pulsar's ``Policies``, of
 which mledger models ``deduplicationEnabled``: true, false or null for "the broker's setting",
 ``retention_policies``: Pulsar's ``RetentionPolicies`` or null, ``compaction_threshold``: bytes
-or null, and the schema policies ``schema_compatibility_strategy``,
+or null, ``message_ttl_in_seconds``, ``inactive_topic_policies`` and ``backlog_quota_map``
+(:mod:`mledger.broker._time_policies`), and the schema policies ``schema_compatibility_strategy``,
 ``schema_auto_update_compatibility_strategy`` and ``is_allow_auto_update_schema``, each absent
 or null when unset, and ``auth_policies``: Pulsar's ``AuthPolicies``, the roles' actions on the
 namespace and its topics, which :class:`~mledger.admin.Authorization` reads). A namespace's
@@ -37,6 +38,7 @@ from ..storage import NEW_NODE, Store
 from ._errors import TopicAlreadyExistsError
 from ._retention import RetentionPolicies
 from ._schema_compat import AUTO_UPDATE_POLICIES, SchemaCompatibilityStrategy
+from ._time_policies import check_time_policies
 
 __all__ = [
     "AUTH_ACTIONS",
@@ -200,6 +202,7 @@ def check_policies(policies: Mapping[str, object]) -> dict[str, object]:
     allow = body.get("is_allow_auto_update_schema")
     if allow is not None and not isinstance(allow, bool):
         raise InvalidRequestError(f"invalid is_allow_auto_update_schema {allow!r}: expected a boolean")
+    check_time_policies(body)
     return body
 
 
@@ -322,6 +325,16 @@ class Namespaces:
     def set_is_allow_auto_update_schema(self, name: str, allowed: bool | None) -> None:
         """Set (None: remove) ``is_allow_auto_update_schema``; creates the namespace's node."""
         self._update(name, "is_allow_auto_update_schema", allowed)
+
+    def get_field(self, name: str, key: str) -> object:
+        """One field of the namespace's stored ``Policies`` JSON (None when unset)."""
+        check_namespace(name)
+        return self._policies(name).get(key)
+
+    def set_field(self, name: str, key: str, value: object) -> None:
+        """Set (None: clear) one field of the namespace's ``Policies`` JSON; creates the
+        namespace's node (the broker checks first that the namespace exists)."""
+        self._update(name, key, value)
 
     def policies(self, name: str) -> dict[str, object]:
         """The namespace's stored ``Policies`` JSON (``auth_policies`` always present, in

@@ -355,6 +355,10 @@ class Producer:
         self._msg_in += messages
         self._bytes_in += size
 
+    def update_rates(self, now_ms: int, interval_ms: int) -> None:
+        """Close the rates' stats interval at ``now_ms`` (the broker's stats timer). O(1)."""
+        self._in_rates.close(now_ms, interval_ms, self._msg_in, self._bytes_in)
+
     def stats(self, now_ms: int, interval_ms: int) -> ProducerStats:
         """A frozen snapshot: what this producer published, with its rates over the last stats
         interval of ``interval_ms`` (see :mod:`mledger.broker._stats`) read at ``now_ms``. O(1)."""

@@ -4,10 +4,10 @@ family), and the counters and rate windows behind them.
 Counters (messages and bytes in, per topic and producer; out, per consumer, subscription and
 topic) count from the moment the topic was loaded, as Pulsar's do. Rates are Pulsar's: the
 average over the last stats interval (``BrokerConfig.stats_update_frequency_in_secs``, Pulsar's
-``statsUpdateFrequencyInSecs``, 60 s), 0 until one interval has passed. mledger has no stats
-timer: a :class:`RateWindow` closes its interval when stats are read at least one interval after
-it opened, so after a quiet period the first read averages over the whole time since the
-previous one (Pulsar would show the last interval only).
+``statsUpdateFrequencyInSecs``, 60 s), 0 until one interval has passed: the broker's
+``updateRates`` timer closes every :class:`RateWindow` at each interval. Where nothing drives the
+broker's timers, a window closes its interval when stats are read at least one interval after it
+opened (see :mod:`mledger.broker._rates`).
 """
 
 from __future__ import annotations
@@ -68,6 +68,10 @@ class SubscriptionStats:
     bytes_out_counter: int = 0
     non_contiguous_deleted_ranges: int = 0
     last_mark_delete_advanced_ms: int = 0
+    total_msg_expired: int = 0
+    """Entries acknowledged by message expiry (Pulsar's ``totalMsgExpired``)."""
+    last_expire_ms: int = 0
+    """When message expiry last looked at this subscription (Pulsar's ``lastExpireTimestamp``)."""
 
     @property
     def msg_rate_out(self) -> float:

@@ -58,9 +58,10 @@ from ..core._errors import (
     InvalidPositionError,
     InvalidRequestError,
     MarkDeletingMarkedPositionError,
+    MLedgerError,
     NotAllowedError,
 )
-from ..core._position import LATEST, Position
+from ..core._position import EARLIEST, LATEST, Position
 from ..managed_ledger._cursor import ManagedCursor
 from ..managed_ledger._cursor_args import AckPlan
 from ..managed_ledger._ledger_view import LedgerView
@@ -95,6 +96,14 @@ class SubscriptionOwner(Protocol):
 
 
 __all__ = ["SUBSCRIPTION_TYPE_PROPERTY", "SkipPlan", "Subscription"]
+
+_MINIMUM_BACKLOG_FOR_EXPIRY_CHECK = 1000
+_MESSAGE_EXPIRY_THRESHOLD = 1.5
+"""Pulsar's ``PersistentSubscription``/``PersistentTopic`` constants: a connected subscription
+with a smaller backlog expires only once its oldest entry is 1.5 TTLs old."""
+
+_DELAYED_DELIVERY = "delayedDelivery"
+"""The name of the subscriptions' one-shot timers on the broker's timer queue."""
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +154,8 @@ class Subscription:
         self._removed_msg_out = 0
         self._removed_bytes_out = 0
         self._last_md_advanced_ms = 0
+        self._msg_expired = 0  # entries acknowledged by message expiry (Pulsar's totalMsgExpired)
+        self._last_expire_ms = 0
         self._journal = topic.journal if durable else None
 
     def _new_dispatcher(self) -> Dispatcher:
@@ -158,6 +169,7 @@ class Subscription:
             self._topic.partition_index,
             self._topic.name,
             getattr(self._topic, "compaction", None),
+            self._arm_delayed_delivery,
         )
 
     # -- views ------------------------------------------------------------------------------
@@ -205,10 +217,30 @@ class Subscription:
         return self._closed
 
     def next_delayed_delivery_ms(self) -> int | None:
-        """The earliest deliver-at time of the delayed messages held, None when none is: when
-        a frontend pushing to remote consumers should dispatch again."""
+        """The earliest deliver-at time of the delayed messages held, None when none is."""
         with self._lock:
             return self._dispatcher.next_delayed_delivery_ms()
+
+    def _arm_delayed_delivery(self) -> None:
+        """Arm this subscription's ``delayedDelivery`` timer on the broker's timer queue for
+        when its earliest held message becomes due (the queue keeps the earlier of two), so
+        that a driven queue dispatches it at that time (the dispatcher's tick in Pulsar). Only
+        for a time after now: what is due already waits for a consumer or permits, and their
+        arrival dispatches it."""
+        due = self._dispatcher.next_delayed_due_ms()
+        timers = self._topic.broker.timers
+        if due is not None and due > timers.clock.now_ms():
+            timers.call_at((_DELAYED_DELIVERY, self), due, self._delayed_delivery_due, _DELAYED_DELIVERY)
+
+    def _delayed_delivery_due(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.dispatch()
+        except MLedgerError as exc:  # a store failure: the next read, or the sweep, retries
+            log.info("delayed dispatch of %s/%s failed: %s", self.topic, self.name, exc)
+        with self._lock:
+            self._arm_delayed_delivery()
 
     def backlog(self) -> int:
         """Unacknowledged entries (a batch counts once)."""
@@ -245,7 +277,16 @@ class Subscription:
                 bytes_out_counter=self._removed_bytes_out + sum(c.out.bytes_counter for c in consumers),
                 non_contiguous_deleted_ranges=cursor.total_non_contiguous_deleted_messages_range(),
                 last_mark_delete_advanced_ms=self._last_md_advanced_ms,
+                total_msg_expired=self._msg_expired,
+                last_expire_ms=self._last_expire_ms,
             )
+
+    def update_rates(self, now_ms: int, interval_ms: int) -> None:
+        """Close the consumers' rates' stats interval at ``now_ms`` (the broker's stats timer)."""
+        with self._lock:
+            consumers = self._dispatcher.consumers
+        for consumer in consumers:
+            consumer.update_rates(now_ms, interval_ms)
 
     def _now_ms(self) -> int:
         return self._topic.broker.clock.now_ms()
@@ -693,6 +734,76 @@ class Subscription:
         self.reset_cursor(target)
         return target
 
+    # -- message expiry (Pulsar's PersistentSubscription.expireMessages) ---------------------------
+    def expire_messages(self, expire_time_seconds: int) -> bool:
+        """Acknowledge every message published more than ``expire_time_seconds`` ago by the
+        broker's clock, as Pulsar's message TTL does (``PersistentSubscription.expireMessages``
+        and ``PersistentMessageExpiryMonitor``): the mark-delete position moves to the last such
+        entry, or past the last closed ledger closed that long ago, whichever is further
+        (``checkExpiryByLedgerClosureTime``). Like Pulsar, a subscription with a connected
+        consumer and fewer than 1,000 entries of backlog is left alone until its oldest
+        unacknowledged entry is 1.5 times that old. Recorded as a cumulative ack. Returns
+        whether anything expired. O(log n) entry reads; blocks on storage."""
+        if isinstance(expire_time_seconds, bool) or not isinstance(expire_time_seconds, int) or expire_time_seconds < 0:
+            raise InvalidRequestError(f"invalid expire time {expire_time_seconds!r}: expected seconds >= 0")
+        now = self._now_ms()
+        ttl_ms = expire_time_seconds * 1000
+        with self._lock:
+            self._check_open()
+            cursor = self._cursor
+            backlog = cursor.number_of_entries_in_backlog(precise=True)
+            if backlog == 0:
+                return False
+            md = cursor.mark_delete_position
+            if self._dispatcher.consumers and backlog < _MINIMUM_BACKLOG_FOR_EXPIRY_CHECK:
+                oldest = self._ml.read_entry(self._ml.next_valid_position(md)).metadata.publish_time_ms
+                if now <= oldest + int(ttl_ms * _MESSAGE_EXPIRY_THRESHOLD):
+                    return False
+            self._last_expire_ms = now
+            target = self._expire(now, ttl_ms, by_publish_time=True)
+        if target is None:
+            return False
+        log.info("%s/%s: expired messages up to %s (TTL %d s)", self.topic, self.name, target, expire_time_seconds)
+        return True
+
+    def drop_backlog_older_than(self, seconds: int, precise: bool) -> bool:
+        """Backlog-quota eviction by time (Pulsar's ``dropBacklogForTimeLimit``): acknowledge
+        what is older than ``seconds``: with ``precise``, by publish time and ledger close time
+        (the expiry monitor, without :meth:`expire_messages`' guard); otherwise whole closed
+        ledgers only. Returns whether the mark-delete moved. Blocks on storage."""
+        with self._lock:
+            self._check_open()
+            target = self._expire(self._now_ms(), seconds * 1000, by_publish_time=precise)
+        if target is not None:
+            log.info("%s/%s: backlog older than %d s dropped up to %s", self.topic, self.name, seconds, target)
+        return target is not None
+
+    def _expire(self, now: int, ttl_ms: int, by_publish_time: bool) -> Position | None:
+        """Mark-delete up to what is older than ``ttl_ms`` (lock held); the new mark-delete
+        position, None when it did not move."""
+        cursor = self._cursor
+        md = cursor.mark_delete_position
+        target = _last_expired_by_ledger_closure(self._ml, now, ttl_ms)
+        if by_publish_time:
+            target = max(target, self._last_published_before(now - ttl_ms))
+        if target <= md:
+            return None
+        backlog = cursor.number_of_entries_in_backlog(precise=True)
+        cursor.mark_delete(target)
+        self._msg_expired += backlog - cursor.number_of_entries_in_backlog(precise=True)
+        if self._journal is not None:
+            self._journal.acked(self.name, [AckRecord(target.ledger_id, target.entry_id, -1, True)])
+        self._after_acks(md, force=True)
+        return target
+
+    def _last_published_before(self, horizon_ms: int) -> Position:
+        """The last entry published before ``horizon_ms`` (Pulsar's ``isEntryExpired``: publish
+        time + TTL < now), or a position before every entry."""
+        first_kept = _first_published_at_or_after(self._ml, horizon_ms)
+        if first_kept == LATEST:
+            return self._ml.last_confirmed_entry
+        return self._ml.previous_position(first_kept)
+
     # -- lifecycle ------------------------------------------------------------------------------
     def unsubscribe(self) -> None:
         """Delete the subscription and its cursor; ``SubscriptionBusyError`` if consumers are connected."""
@@ -708,6 +819,7 @@ class Subscription:
             remote = [c for c in self._consumers.values() if c.sink is not None]
             self._dispatcher.close()
             self._consumers.clear()
+        self._topic.broker.timers.cancel((_DELAYED_DELIVERY, self))
         for consumer in remote:
             consumer.sink.disconnected(consumer)  # type: ignore[union-attr]
 
@@ -859,6 +971,20 @@ def _first_published_at_or_after(ml: LedgerView, timestamp_ms: int) -> Position:
         else:
             lo = mid + 1
     return at(lo) if lo < total else LATEST
+
+
+def _last_expired_by_ledger_closure(ml: LedgerView, now_ms: int, ttl_ms: int) -> Position:
+    """The last entry of the last closed ledger closed more than ``ttl_ms`` before ``now_ms``
+    (Pulsar's ``checkExpiryByLedgerClosureTime``; the current ledger never counts), or a
+    position before every entry."""
+    infos = ml.ledger_infos()
+    found = EARLIEST
+    for info in infos[:-1]:
+        if info.timestamp <= 0 or now_ms - info.timestamp <= ttl_ms:
+            break
+        if info.entries > 0:
+            found = Position(info.ledger_id, info.entries - 1)
+    return found
 
 
 def _acked_indexes(ack_set: int, size: int | None) -> range | list[int]:

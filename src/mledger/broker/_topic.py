@@ -42,6 +42,7 @@ from ..core._errors import (
 )
 from ..core._ints import INT64_MAX
 from ..core._position import Position
+from ..core._timers import TimerQueue
 from ..managed_ledger._ledger import ManagedLedger
 from ..managed_ledger._ledger_view import InitialPosition
 from ._compaction import COMPACTION_SUBSCRIPTION, CompactedTopic, LongRunningProcessStatus
@@ -111,6 +112,14 @@ class TopicOwner(Protocol):
     @property
     def clock(self) -> Clock: ...
 
+    @property
+    def timers(self) -> TimerQueue: ...
+
+    def check_producer_backlog_quota(self, topic: Topic, producer_name: str) -> None:
+        """Raise ``BacklogQuotaExceededError`` when the topic's backlog quota refuses new
+        producers (Pulsar's ``checkBacklogQuotaExceeded``)."""
+        ...
+
     def make_deduplication(self, topic: Topic) -> Deduplication:
         """The deduplication hook for ``topic`` (by the broker's policy and factory)."""
         ...
@@ -150,6 +159,9 @@ class Topic:
         self._msg_in = 0
         self._bytes_in = 0
         self._in_rates = RateWindow(broker.clock.now_ms())
+        self.last_active_ms = broker.clock.now_ms()
+        """When the topic was loaded or last found active by the inactive-topic check (Pulsar's
+        ``lastActive``, on the broker's clock; :mod:`mledger.broker._inactive_topics`)."""
         self._removed_msg_out = 0
         self._removed_bytes_out = 0
         self._subscriptions: dict[str, Subscription] = {}
@@ -460,14 +472,16 @@ class Topic:
         while, say, the disk is full, instead of resending every pending message in a loop.
 
         Raises ``ProducerBusyError`` when a producer of that name is connected here,
-        ``TopicTerminatedError`` once the topic was terminated, ``InvalidRequestError`` for a
-        bad name or initial sequence id.
+        ``TopicTerminatedError`` once the topic was terminated, ``BacklogQuotaExceededError``
+        while its backlog quota by time refuses producers, ``InvalidRequestError`` for a bad
+        name or initial sequence id.
         """
         _check_producer_args(producer_name, initial_sequence_id)
         if self._ml.is_terminated:
             raise TopicTerminatedError(f"Topic {self.name} was already terminated")
         self._check_writable()
         name = producer_name if producer_name is not None else self._broker.generate_producer_name()
+        self._broker.check_producer_backlog_quota(self, name)
         with self._lock:
             self._check_open()
             if name in self._producers:
@@ -654,11 +668,17 @@ class Topic:
     def _disconnect_producers(self) -> None:
         """Pulsar's ``addFailed``: disconnect the remote producers, which may reconnect only
         once the store accepts writes again (:meth:`create_producer`)."""
+        self.disconnect_producers("a write failed")
+
+    def disconnect_producers(self, why: str) -> int:
+        """Disconnect the remote producers (they may reconnect; a library producer stays);
+        logs ``why`` with the count. Returns how many were disconnected."""
         with self._lock:
             producers = list(self._producers.values())
         n = sum(producer.disconnect() for producer in producers)
         if n:
-            log.info("%s: a write failed; disconnected %d producers", self.name, n)
+            log.info("%s: %s; disconnected %d producers", self.name, why, n)
+        return n
 
     def _failure_reported(self) -> None:
         """The ledger reported a failed write and everything failed with it (writer thread)."""
@@ -747,11 +767,25 @@ class Topic:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def run_due_tasks(self) -> int:
-        """Deduplication tasks, then dispatch what is due on every subscription."""
+        """Dispatch what is due on every subscription (``Broker.run_due_tasks`` calls it after
+        firing the broker's timers); returns the messages dispatched."""
         if self._closed:
             return 0
-        self._dedup.run_due_tasks()
         return sum(sub.dispatch() for sub in self.subscriptions.values())
+
+    def update_rates(self, now_ms: int) -> None:
+        """Close the stats interval of the topic's, its producers' and its consumers' rates at
+        ``now_ms`` (Pulsar's ``updateRates``, fired by the broker's stats timer every
+        ``stats_update_frequency_in_secs``). O(producers + consumers)."""
+        with self._lock:
+            subs = list(self._subscriptions.values())
+            producers = list(self._producers.values())
+        interval_ms = self._broker.config.stats_update_frequency_in_secs * 1000
+        self._in_rates.close(now_ms, interval_ms, self._msg_in, self._bytes_in)
+        for producer in producers:
+            producer.update_rates(now_ms, interval_ms)
+        for sub in subs:
+            sub.update_rates(now_ms, interval_ms)
 
     def close(self) -> None:
         """Disconnect producers and consumers and close the ledger (cursors persist). Idempotent."""

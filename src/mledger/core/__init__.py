@@ -6,6 +6,7 @@
 * :mod:`.config` - frozen managed-ledger configuration with Pulsar's names and defaults;
 * :mod:`.errors` - one base class, one subclass per condition;
 * :mod:`.clock` - the injectable clock protocol (the system clock is read only through it);
+* :mod:`.timers` - :class:`TimerQueue`, the broker-semantic timers on an injected clock;
 * :mod:`.state_machine` - :class:`TransitionTable`, the one lookup every state machine's
   transitions go through, and :class:`TransitionRefusedError`, the refusal its errors derive from;
 * :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once.
@@ -22,6 +23,7 @@ from ._config import (
 from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
 from ._ranges import AckRangeSet as AckRangeSet
 from ._state_machine import TransitionRefusedError as TransitionRefusedError, TransitionTable as TransitionTable
+from ._timers import TimerQueue as TimerQueue, TimerQueueStats as TimerQueueStats
 from ._tls import TlsSettings as TlsSettings
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "ManualClock",
     "Position",
     "SystemClock",
+    "TimerQueue",
+    "TimerQueueStats",
     "TlsSettings",
     "TransitionRefusedError",
     "TransitionTable",

@@ -15,6 +15,11 @@ name                                   type     what
 ``pulsar_out_bytes_total``             counter  bytes of the entries delivered
 ``pulsar_checksum_errors_total``       counter  SEND frames refused with ChecksumError
 ``pulsar_protocol_errors_total``       counter  connections closed for breaking the protocol
+``mledger_tls_handshakes_in_progress``  gauge    TLS handshakes in progress now
+``mledger_tls_handshakes_failed_total`` counter  TLS handshakes that failed or timed out
+``mledger_connections_refused_total``  counter  connections over ``brokerMaxConnections(PerIp)``
+``mledger_connections_timed_out_total`` counter connections closed for sending nothing in time
+``mledger_accept_pauses_total``        counter  times a port stopped accepting (descriptors)
 =====================================  =======  ============================================
 """
 
@@ -45,6 +50,7 @@ class ProtocolCollector(Collector):
             ("pulsar_active_connections", "client connections open now", s.connections),
             ("pulsar_producers_count", "producers open now", s.producers),
             ("pulsar_consumers_count", "consumers open now", s.consumers),
+            ("mledger_tls_handshakes_in_progress", "TLS handshakes in progress now", s.tls_handshakes_in_progress),
         ):
             gauge = GaugeMetricFamily(name, text, labels=labels)
             gauge.add_metric(value, number)
@@ -57,6 +63,10 @@ class ProtocolCollector(Collector):
             ("pulsar_out_bytes", "bytes delivered to consumers", s.bytes_out),
             ("pulsar_checksum_errors", "SEND frames refused with ChecksumError", s.checksum_errors),
             ("pulsar_protocol_errors", "connections closed for breaking the protocol", s.protocol_errors),
+            ("mledger_tls_handshakes_failed", "TLS handshakes that failed or timed out", s.tls_handshakes_failed),
+            ("mledger_connections_refused", "connections over brokerMaxConnections(PerIp)", s.connections_refused),
+            ("mledger_connections_timed_out", "connections closed for sending nothing", s.connections_timed_out),
+            ("mledger_accept_pauses", "times a port stopped accepting for want of descriptors", s.accept_pauses),
         ):
             counter = CounterMetricFamily(name, text, labels=labels)
             counter.add_metric(value, number)

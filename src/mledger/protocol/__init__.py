@@ -11,12 +11,21 @@ commands), :mod:`~mledger.protocol._connection` (sans-I/O handshake and command 
 (producer access modes, tokens), :mod:`~mledger.protocol._session` (commands -> broker calls,
 SENDs through the broker's pipelined publish; no sockets, no
 event loop: it reaches its server through the :class:`~mledger.protocol._session.SessionHost`
-protocol; split by job into private modules, see its docstring), :mod:`~mledger.protocol._server` (the asyncio shell) and
+protocol; split by job into private modules, see its docstring),
+:mod:`~mledger.protocol._acceptor` (accepting within the file descriptors, for both servers'
+ports), :mod:`~mledger.protocol._server` (the asyncio shell) and
 :mod:`~mledger.protocol._embedded` (a server on its own loop in a background thread). The pytest
 fixture is in :mod:`mledger_pytest`.
 The coverage of every command is in ``docs/protocol-coverage.md``.
 """
 
+from ._acceptor import (
+    DESCRIPTORS as DESCRIPTORS,
+    Acceptor as Acceptor,
+    fit_to_descriptors as fit_to_descriptors,
+    listening_socket as listening_socket,
+    raise_descriptor_limit as raise_descriptor_limit,
+)
 from ._access import ClientAuth as ClientAuth
 from ._commands import COMMANDS as COMMANDS, CommandSpec as CommandSpec
 from ._config import (
@@ -44,6 +53,8 @@ from ._errors import (
 from ._server import ProtocolServer as ProtocolServer, freeze_startup_heap as freeze_startup_heap
 
 __all__ = [
+    "DESCRIPTORS",
+    "Acceptor",
     "ClientAuth",
     "COMMANDS",
     "PROTOCOL_VERSION",
@@ -59,11 +70,14 @@ __all__ = [
     "ProtocolConfig",
     "ProtocolError",
     "ProtocolServer",
+    "fit_to_descriptors",
     "freeze_startup_heap",
+    "listening_socket",
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
     "StateTransitionError",
     "UnknownListenerError",
     "parse_advertised_listeners",
+    "raise_descriptor_limit",
 ]

@@ -5,7 +5,8 @@
                                [--anonymous-user-role R]
 
 Prints ``ready pulsar://host:port`` on stdout once clients can connect; stops cleanly on
-SIGTERM or SIGINT. ``mledger standalone`` runs the same server with the REST admin beside it.
+SIGTERM or SIGINT. Raises the soft file descriptor limit to the hard one at start.
+``mledger standalone`` runs the same server with the REST admin beside it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..admin._authentication import Authenticator, add_authentication_arguments,
 from ..broker import BrokerConfig, open_broker
 from ..core._address import parse_bind
 from ..core._errors import ConfigError
+from ._acceptor import raise_descriptor_limit
 from ._access import ClientAuth
 from ._config import ProtocolConfig
 from ._server import ProtocolServer, freeze_startup_heap
@@ -43,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    raise_descriptor_limit()
     settings = settings_from_args(args)
     auth = ClientAuth(Authenticator.from_settings(settings)) if settings is not None else None
     opened = open_broker(

@@ -20,6 +20,7 @@ PRODUCE or CONSUME grant, or a superuser, as Pulsar).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Protocol
 
 from ..admin._auth import NamespaceOperation, TopicOperation
@@ -138,10 +139,14 @@ class ClientAuth:
         self.authenticator = authenticator
         self.authorization = authorization
 
-    def authenticate(self, method: str, data: bytes, peer_subject: object = None) -> str:
-        """The role of a CONNECT's ``auth_method_name`` / ``auth_data``; raises
-        :class:`~mledger.admin._authentication.AuthenticationError` with the provider's reason."""
-        return self.authenticator.authenticate(method, data, peer_subject)
+    def authenticate(
+        self, method: str, data: bytes, peer_subject: object = None, address: str | None = None
+    ) -> Future[str]:
+        """A future of the role of a CONNECT's ``auth_method_name`` / ``auth_data`` from the
+        client at ``address``, or of :class:`~mledger.admin._authentication.AuthenticationError`
+        with the provider's reason. Never blocks: settled now for tokens and TLS, completed by
+        the authenticator's pool for a password."""
+        return self.authenticator.check(method, data, peer_subject, address)
 
     def authorize(
         self,

@@ -30,12 +30,18 @@ _T = api.BaseCommand
 class SessionBase:
     """A session's state and shared helpers (see the module docstring)."""
 
-    def __init__(self, host: SessionHost[Any], peer: str = "", peer_subject: Any = None) -> None:
+    def __init__(
+        self, host: SessionHost[Any], peer: str = "", peer_subject: Any = None, address: str | None = None
+    ) -> None:
         self._host = host
         self.peer = peer
         self.peer_subject = peer_subject
         """The verified TLS client certificate's subject (``getpeercert()["subject"]``), None
         without one: what the ``tls`` authentication provider takes the role from."""
+        self.address = address
+        """The client's IP address (failed password checks are counted by it); None unknown."""
+        self.authenticating = False
+        """The CONNECT's password is being checked (the keep-alive leaves the connection be)."""
         self.connection = Connection(host.config.max_message_size)
         self.role: str | None = None
         self._producers: dict[int, ProducerHandle] = {}

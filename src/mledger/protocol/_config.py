@@ -150,6 +150,23 @@ class ProtocolConfig:
     internal_listener_name: str | None = None
     """The listener a lookup naming none answers with (Pulsar's ``internalListenerName``;
     default: the first of ``advertised_listeners``)."""
+    broker_max_connections: int = 0
+    """Client connections open at most, both ports together; one more is answered ERROR
+    ``NotAllowedError`` ("Reached the maximum number of connections") and closed, as Pulsar's
+    ``ServerCnx.channelActive`` answers (``brokerMaxConnections``; 0: no limit)."""
+    broker_max_connections_per_ip: int = 0
+    """Client connections open at most from one IP address, likewise
+    (``brokerMaxConnectionsPerIp``; 0: no limit)."""
+    first_byte_timeout_seconds: float = 10.0
+    """A connection that sends nothing within this many seconds of being accepted (of its TLS
+    handshake, on the TLS port) is closed (mledger's; Pulsar closes one whose CONNECT has not
+    completed within ``keepAliveIntervalSeconds``). Real time, never the broker's test clock."""
+    tls_handshake_timeout_seconds: float = 5.0
+    """A TLS handshake not done within this many seconds is dropped (mledger's; real time)."""
+    max_concurrent_tls_handshakes: int = 64
+    """TLS handshakes in progress at most on the TLS port: at the limit the port stops
+    accepting until one ends, and new connections wait in the backlog (mledger's; each pending
+    handshake holds about 300 KB)."""
 
     def __post_init__(self) -> None:
         if self.advertised_listeners:
@@ -176,6 +193,17 @@ class ProtocolConfig:
             raise ConfigError(f"keep_alive_interval_seconds must be > 0, got {self.keep_alive_interval_seconds!r}")
         if not isinstance(self.max_pending_sends, int) or self.max_pending_sends < 1:
             raise ConfigError(f"max_pending_sends must be an integer >= 1, got {self.max_pending_sends!r}")
+        for name in ("broker_max_connections", "broker_max_connections_per_ip"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be an integer >= 0 (0: no limit), got {value!r}")
+        for name in ("first_byte_timeout_seconds", "tls_handshake_timeout_seconds"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not isinstance(self.max_concurrent_tls_handshakes, int) or self.max_concurrent_tls_handshakes < 1:
+            raise ConfigError(
+                f"max_concurrent_tls_handshakes must be an integer >= 1, got {self.max_concurrent_tls_handshakes!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -208,3 +236,13 @@ class ProtocolStats:
     """Messages consumers reported they could not validate (ACK with a validation error)."""
     protocol_errors: int = 0
     """Connections closed for breaking the protocol."""
+    connections_refused: int = 0
+    """Connections refused over ``broker_max_connections`` or ``broker_max_connections_per_ip``."""
+    connections_timed_out: int = 0
+    """Connections closed for sending nothing within ``first_byte_timeout_seconds``."""
+    tls_handshakes_in_progress: int = 0
+    """TLS handshakes in progress now (at most ``max_concurrent_tls_handshakes``)."""
+    tls_handshakes_failed: int = 0
+    """TLS handshakes that failed or timed out."""
+    accept_pauses: int = 0
+    """Times a port stopped accepting for want of file descriptors (or ``EMFILE``)."""

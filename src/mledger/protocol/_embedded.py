@@ -13,9 +13,10 @@ thread; the ``with`` block gets it started (tens of milliseconds) and stopped.
 (``admin_url``); the pytest fixture uses that one. ``data_dir``
 uses a :class:`~mledger.storage.SqliteStore` there instead of memory. ``manual_clock`` (the
 default) gives the broker a :class:`~mledger.core._clock.ManualClock` starting at the wall clock's
-current time, so messages sent with ``deliver_after`` are held until the test advances it
-(:class:`BrokerClock`: ``advance(d)`` counts from the wall clock when the broker's time is behind
-it, so it makes a message sent with ``deliver_after=d`` due).
+current time, so messages sent with ``deliver_after`` are held until the test advances it, and so
+is every other timer that decides what the broker does with messages (:class:`BrokerClock`:
+``advance(d)`` counts from the wall clock when the broker's time is behind it, so it makes a
+message sent with ``deliver_after=d`` due, and fires each timer at its own due time).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..admin._authentication import build_authenticator
+from ..admin._authentication import Authenticator, build_authenticator
 from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
 from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
@@ -51,9 +52,13 @@ class BrokerClock:
     """The handle tests use to move the broker's time (a manual clock only).
 
     The clock starts at the wall clock's time when the broker starts and stands still between
-    calls. :meth:`advance` first brings it up to the wall clock if it is behind, then moves it
-    by ``ms`` and runs, on the server's loop, the work that became due: delayed messages are
-    dispatched before it returns. A client stamps ``deliver_after`` from its own (wall) clock a
+    calls. :meth:`advance` moves it by ``ms`` past the later of its own time and the wall clock,
+    firing every broker-semantic timer at its own due time on the way (delayed delivery, message
+    TTL, inactive-topic deletion, backlog quotas, retention and compaction checks, deduplication
+    snapshots, the stats interval: :mod:`mledger.broker._monitors`), so advancing ten minutes
+    runs a 60 s check ten times; the messages that came due are dispatched before it returns.
+    Transport timers (keep-alive pings, handshake and idle timeouts) stay on real time: no
+    advance closes a connection. A client stamps ``deliver_after`` from its own (wall) clock a
     moment after the broker started, so ``advance(d)`` after ``send(..., deliver_after=d)``
     always makes that message due.
     """
@@ -68,16 +73,16 @@ class BrokerClock:
 
     def advance(self, ms: int) -> int:
         """Move the broker's clock to ``ms`` past the later of its own time and the wall clock,
-        and dispatch what came due; returns the new time. Raises ``TypeError`` with a system
-        clock, ``ValueError`` for a negative ``ms``."""
+        firing the timers due on the way and dispatching what came due; returns the new time.
+        Raises ``TypeError`` with a system clock, ``ValueError`` for a negative ``ms``."""
         if not isinstance(self._clock, ManualClock):
             raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
         if ms < 0:
             raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
-        self._clock.catch_up(time.time_ns() // 1_000_000)
-        now = self._clock.advance(ms)
-        self._embedded.call(self._embedded.server.run_due_tasks)
-        return now
+        wall = time.time_ns() // 1_000_000
+        server = self._embedded.server
+        # generous: a month of broker time fires tens of thousands of periodic checks
+        return self._embedded.call(lambda: server.advance_clock(ms, not_before_ms=wall), timeout=600)
 
 
 class EmbeddedBroker:
@@ -191,6 +196,8 @@ class EmbeddedBroker:
             loop.call_soon_threadsafe(loop.stop)
         self._thread.join(timeout=30)
         self._thread = None
+        if self._authenticator is not None:
+            self._authenticator.close()  # the password checks' workers (a restart starts new ones)
         self._close_storage()
 
     def _close_storage(self) -> None:
@@ -219,6 +226,12 @@ class EmbeddedBroker:
     def port(self) -> int:
         """The protocol port."""
         return self.server.port
+
+    @property
+    def authenticator(self) -> Authenticator | None:
+        """The identity table the servers share (its ``stats()``: the password checks); None
+        without authentication."""
+        return self._authenticator
 
     def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
         """Run ``fn`` on the server's event loop and return its result (thread-safe)."""

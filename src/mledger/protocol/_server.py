@@ -21,12 +21,25 @@ threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
 
 * entries appended to a watched topic -> its subscriptions dispatch (coalesced per loop turn);
 * a remote consumer's deliveries -> MESSAGE frames;
-* delayed messages -> a timer at the earliest deliver-at time of each subscription (with a
-  :class:`~mledger.core._clock.ManualClock`, :meth:`ProtocolServer.run_due_tasks` instead, which the
-  test fixture's clock handle calls);
-* once a second the broker's own due tasks run (dedup snapshots, dispatch);
+* the broker's timers (``Broker.timers``: message TTL, inactive topics, backlog quotas,
+  retention, compaction, deduplication snapshots, stats, each subscription's delayed-delivery
+  timer; :mod:`mledger.broker._monitors`) -> on the broker's system clock, one loop timer for
+  the earliest due time, re-armed as timers are armed and fired; on a
+  :class:`~mledger.core._clock.ManualClock` nothing fires them but :meth:`ProtocolServer.advance_clock`,
+  which the test fixture's clock handle calls;
+* once a second the timers due are fired and every watched subscription dispatched (a sweep
+  that catches what an event missed);
 * every ``keep_alive_interval_seconds`` a connection that sent nothing since the last PING is
-  closed and the others are pinged (Pulsar's keep-alive).
+  closed and the others are pinged (Pulsar's keep-alive). This and every other transport timer
+  run on the loop's real time, never on the broker's clock: advancing a manual clock by hours
+  closes no connection.
+
+Accepting: each port is an :class:`~mledger.protocol._acceptor.Acceptor`, which stops accepting
+while few file descriptors are free (or ``accept()`` fails with ``EMFILE``) and bounds the TLS
+handshakes in progress and their time. Over ``broker_max_connections`` or
+``broker_max_connections_per_ip`` a connection is answered ERROR ``NotAllowedError`` and closed
+(Pulsar's ``ServerCnx.channelActive`` with its ``ConnectionController``); one that sends
+nothing within ``first_byte_timeout_seconds`` is closed (a loop timer: real time).
 
 Back-pressure: a session with more than ``max_pending_sends`` appends in flight stops reading
 its socket until half of them are answered; a socket whose write buffer is over its high mark
@@ -40,7 +53,6 @@ import asyncio
 import gc
 import itertools
 import logging
-import os
 import socket
 import ssl
 import threading
@@ -48,10 +60,12 @@ from collections import deque
 from collections.abc import Callable
 
 from ..broker import Broker, Subscription, Topic
+from ..codec.proto import PulsarApi_pb2 as api
 from ..core._address import advertised_host, format_address
 from ..core._clock import ManualClock
 from ..core._errors import MLedgerError
 from ..core._tls import server_context
+from ._acceptor import Acceptor, listening_socket
 from ._access import ClientAuth, ProducerAccess
 from ._config import ListenerUrls, ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats, lookup_urls
 from ._errors import RemoteProtocolError
@@ -64,6 +78,8 @@ log = logging.getLogger(__name__)
 
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
 _WRITE_LOW_WATER = 1024 * 1024
+_NO_REQUEST = (1 << 64) - 1
+"""The request id of an ERROR that answers no request: Pulsar's ``-1`` as the uint64 it is sent as."""
 
 
 def _fit_store_to_frames(broker: Broker, frame_limit: int) -> None:
@@ -84,18 +100,21 @@ def _fit_store_to_frames(broker: Broker, frame_limit: int) -> None:
 
 
 class _Shell(asyncio.Protocol):
-    """One connection's socket end (asyncio callbacks only). ``opened`` and ``lost`` tell the
-    server when the connection starts (the session exists) and ends."""
+    """One connection's socket end (asyncio callbacks only). ``opened`` tells the server when
+    the connection starts (the session exists) and answers whether it is admitted; ``lost``
+    when it ends."""
 
     def __init__(
-        self, server: ProtocolServer, opened: Callable[[_Shell], None], lost: Callable[[_Shell], None]
+        self, server: ProtocolServer, opened: Callable[[_Shell], bool], lost: Callable[[_Shell], None]
     ) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.session: Session | None = None
+        self.peer_ip = ""
         self.reading_paused = False
         self._opened = opened
         self._lost = lost
+        self._silence: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -111,10 +130,30 @@ class _Shell(asyncio.Protocol):
         # a TLS connection's verified client certificate (None without one): the tls provider's role
         certificate = transport.get_extra_info("peercert")
         subject = certificate.get("subject") if certificate else None
-        self.session = Session(self.server, f"{peer[0]}:{peer[1]}" if peer else "", peer_subject=subject)
-        self._opened(self)
+        self.peer_ip = str(peer[0]) if peer else ""
+        self.session = Session(
+            self.server,
+            f"{peer[0]}:{peer[1]}" if peer else "",
+            peer_subject=subject,
+            address=self.peer_ip or None,
+        )
+        if self._opened(self):
+            timeout = self.server.config.first_byte_timeout_seconds
+            self._silence = asyncio.get_running_loop().call_later(timeout, self._silent, timeout)
+
+    def _silent(self, timeout: float) -> None:
+        """Nothing came within the first-byte timeout: close at once (no TLS goodbye to wait for)."""
+        self._silence = None
+        if self.session is not None and not self.session.closed and self.transport is not None:
+            self.server._totals.connections_timed_out += 1
+            log.info("closing connection from %s: nothing received within %g s", self.session.peer, timeout)
+            self.transport.abort()
+            self.session.close()
 
     def data_received(self, data: bytes) -> None:
+        if self._silence is not None:
+            self._silence.cancel()
+            self._silence = None
         session = self.session
         if session is None or session.closed:
             return
@@ -167,6 +206,9 @@ class _Shell(asyncio.Protocol):
             self.session.writing_paused(False)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._silence is not None:
+            self._silence.cancel()
+            self._silence = None
         if self.session is not None:
             self.session.close()
         self._lost(self)
@@ -182,6 +224,8 @@ class _Totals:
         "bytes_out",
         "checksum_errors",
         "connections_opened",
+        "connections_refused",
+        "connections_timed_out",
         "messages_in",
         "messages_out",
         "protocol_errors",
@@ -190,6 +234,8 @@ class _Totals:
 
     def __init__(self) -> None:
         self.connections_opened = 0
+        self.connections_refused = 0
+        self.connections_timed_out = 0
         self.protocol_errors = 0
         self.messages_in = 0
         self.bytes_in = 0
@@ -258,9 +304,9 @@ class ProtocolServer:
         self._handed: deque[Callable[[], None]] = deque()
         self._handover_scheduled = False
         self._loop_thread: int | None = None
-        self._server: asyncio.Server | None = None
-        self._tls_server: asyncio.Server | None = None
+        self._acceptors: list[Acceptor] = []
         self._shells: dict[Session, _Shell] = {}
+        self._per_ip: dict[str, int] = {}
         self._to_flush: set[Session] = set()
         self._flush_scheduled = False
         self._dirty: set[Topic] = set()
@@ -269,7 +315,8 @@ class ProtocolServer:
         self._to_pump: dict[int, ConsumerHandle] = {}
         self._watched: set[Topic] = set()
         self._watcher = _TopicWatcher(self.run_on_loop, self._topic_dirty, self._watched.discard)
-        self._timers: dict[Subscription, tuple[int, asyncio.TimerHandle]] = {}
+        self._wakeup: asyncio.TimerHandle | None = None  # the broker's earliest timer, on a system clock
+        self._wakeup_due: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ids = itertools.count(1)
         self.port = self.config.port
@@ -283,54 +330,55 @@ class ProtocolServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._loop_thread = threading.get_ident()
-        self._server = await self._listen(self.config.port, None)
-        self.port = self._server.sockets[0].getsockname()[1]
+        acceptors = [self._acceptor(self.config.port, None)]
         if self._ssl is not None and self.config.tls_port is not None:
             try:
-                self._tls_server = await self._listen(self.config.tls_port, self._ssl)
+                acceptors.append(self._acceptor(self.config.tls_port, self._ssl))
             except OSError:
-                self._server.close()
+                acceptors[0].sock.close()
                 raise
-            self.tls_port = self._tls_server.sockets[0].getsockname()[1]
+            self.tls_port = acceptors[1].port
+        self.port = acceptors[0].port
+        self._acceptors = acceptors
+        for acceptor in acceptors:
+            acceptor.start()
         self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
+        if not isinstance(self.broker.clock, ManualClock):
+            self.broker.timers.on_earlier = self._timers_earlier
+            self._arm_wakeup()
         log.info(
             "Pulsar protocol server listening on %s",
             " and ".join(filter(None, (self.service_url, self.tls_service_url))),
         )
 
-    async def _listen(self, port: int, context: ssl.SSLContext | None) -> asyncio.Server:
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.create_server(
-                lambda: _Shell(self, self._opened, self._lost),
-                self.config.host,
-                port,
-                reuse_address=True,
-                backlog=1024,
-                ssl=context,
-            )
-        except OSError as exc:  # say which server could not listen where
-            where = format_address(self.config.host, port)
-            why = os.strerror(exc.errno) if exc.errno else str(exc)  # asyncio's own text repeats the address
-            what = "Pulsar protocol server (TLS)" if context is not None else "Pulsar protocol server"
-            raise OSError(exc.errno, f"{what}: cannot listen on {where}: {why}") from exc
+    def _acceptor(self, port: int, context: ssl.SSLContext | None) -> Acceptor:
+        what = "Pulsar protocol server (TLS)" if context is not None else "Pulsar protocol server"
+        sock = listening_socket(self.config.host, port, 1024, what)
+        return Acceptor(
+            sock,
+            lambda: _Shell(self, self._opened, self._lost),
+            name=f"{what} on {format_address(self.config.host, sock.getsockname()[1])}",
+            tls=context,
+            tls_handshake_timeout=self.config.tls_handshake_timeout_seconds,
+            max_tls_handshakes=self.config.max_concurrent_tls_handshakes,
+        )
 
     async def stop(self) -> None:
         """Stop accepting, close every connection, wait for in-flight appends. Idempotent."""
         for task in self._tasks:
             task.cancel()
         self._tasks = []
-        servers = [x for x in (self._server, self._tls_server) if x is not None]
-        for server in servers:
-            server.close()
+        acceptors, self._acceptors = self._acceptors, []
+        for acceptor in acceptors:
+            await acceptor.close()
         for shell in list(self._shells.values()):
             shell.abort_after_flush()
-        for server in servers:
-            await server.wait_closed()
-        self._server = self._tls_server = None
-        for _, timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+        await asyncio.sleep(0)  # the transports' connection_lost callbacks
+        if self.broker.timers.on_earlier == self._timers_earlier:
+            self.broker.timers.on_earlier = None
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+            self._wakeup = None
         topics = list(self._watched)
         for topic in topics:
             topic.remove_listener(self._watcher)
@@ -365,6 +413,7 @@ class ProtocolServer:
         view; exact on the loop thread (``EmbeddedBroker.stats`` reads it there)."""
         t = self._totals
         sessions = list(self._shells)  # copy the keys first: other threads read too
+        acceptors = list(self._acceptors)
         return ProtocolStats(
             connections=len(sessions),
             connections_opened=t.connections_opened,
@@ -377,6 +426,11 @@ class ProtocolServer:
             checksum_errors=t.checksum_errors + sum(x.checksum_errors for x in sessions),
             validation_errors=t.validation_errors + sum(x.validation_errors for x in sessions),
             protocol_errors=t.protocol_errors,
+            connections_refused=t.connections_refused,
+            connections_timed_out=t.connections_timed_out,
+            tls_handshakes_in_progress=sum(x.handshakes for x in acceptors),
+            tls_handshakes_failed=sum(x.handshake_failures for x in acceptors),
+            accept_pauses=sum(x.pauses for x in acceptors),
         )
 
     # -- thread hand-over --------------------------------------------------------------------
@@ -491,47 +545,69 @@ class ProtocolServer:
             self.dispatch(sub)
 
     def dispatch(self, subscription: Subscription) -> int:
-        """Push what ``subscription`` can deliver now; arm its delayed-delivery timer."""
+        """Push what ``subscription`` can deliver now (its delayed messages arm its own timer on
+        the broker's timer queue); a failure is logged, 0 returned."""
         try:
-            n = subscription.dispatch()
+            return subscription.dispatch()
         except MLedgerError as exc:
             log.info("dispatch of %s/%s failed: %s", subscription.topic, subscription.name, exc)
             return 0
         except Exception:
             log.exception("dispatch of %s/%s failed", subscription.topic, subscription.name)
             return 0
-        self._arm_timer(subscription)
-        return n
-
-    def _arm_timer(self, subscription: Subscription) -> None:
-        if isinstance(self.broker.clock, ManualClock) or self._loop is None:
-            return
-        due = subscription.next_delayed_delivery_ms()
-        current = self._timers.get(subscription)
-        if due is None:
-            return
-        if current is not None and current[0] <= due:
-            return
-        if current is not None:
-            current[1].cancel()
-        delay = max(0.0, (due - self.broker.clock.now_ms()) / 1000.0)
-        handle = self._loop.call_later(delay, self._timer_fired, subscription)
-        self._timers[subscription] = (due, handle)
-
-    def _timer_fired(self, subscription: Subscription) -> None:
-        self._timers.pop(subscription, None)
-        if not subscription.is_closed:
-            self.dispatch(subscription)
 
     def run_due_tasks(self) -> int:
-        """Run the broker's due tasks and dispatch every watched topic (call on the loop
-        thread; the test fixture's clock handle does it after advancing the clock)."""
+        """Fire the broker's timers due by its clock and dispatch every topic (call on the loop
+        thread); returns the messages dispatched by the sweep."""
         n = self.broker.run_due_tasks()
         for topic in list(self._watched):
             if not topic.is_closed:
                 for sub in topic.subscriptions.values():
                     n += self.dispatch(sub)
         return n
+
+    def advance_clock(self, ms: int, not_before_ms: int | None = None) -> int:
+        """Move the broker's :class:`~mledger.core._clock.ManualClock` to ``ms`` past the later of
+        its time and ``not_before_ms``, firing each of the broker's timers at its own due time on
+        the way (``TimerQueue.advance``), then dispatch every topic; returns the new time. Call
+        on the loop thread (the fixture's clock handle does). ``TypeError`` for another clock,
+        ``ValueError`` for a negative ``ms``."""
+        clock = self.broker.clock
+        if not isinstance(clock, ManualClock):
+            raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
+        if ms < 0:
+            raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
+        now = clock.now_ms()
+        behind = 0 if not_before_ms is None else max(not_before_ms - now, 0)
+        self.broker.timers.advance(behind + ms)
+        self.run_due_tasks()
+        return clock.now_ms()
+
+    # -- the broker's timers on the wall clock -------------------------------------------------
+    def _timers_earlier(self, due_ms: int) -> None:
+        """A timer was armed before every other (any thread): re-arm the wake-up."""
+        self.run_on_loop(self._arm_wakeup)
+
+    def _arm_wakeup(self) -> None:
+        due = self.broker.timers.next_due_ms()
+        if due == self._wakeup_due and self._wakeup is not None:
+            return
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+            self._wakeup = None
+        self._wakeup_due = due
+        if due is None or self._loop is None:
+            return
+        delay = max(0.0, (due - self.broker.clock.now_ms()) / 1000.0)
+        self._wakeup = self._loop.call_later(delay, self._wake)
+
+    def _wake(self) -> None:
+        self._wakeup = None
+        try:
+            self.broker.timers.run_due()
+        except Exception:  # pragma: no cover - the queue logs its actions' failures itself
+            log.exception("the broker's timers failed")
+        self._arm_wakeup()
 
     async def _tick(self) -> None:
         while True:
@@ -546,7 +622,7 @@ class ProtocolServer:
         while True:
             await asyncio.sleep(interval)
             for session, shell in list(self._shells.items()):
-                if session.closed:
+                if session.closed or session.authenticating:  # silent while a password is checked
                     continue
                 if not session.connection.received_since_ping:
                     log.info("closing connection from %s: no answer to PING", session.peer)
@@ -559,17 +635,40 @@ class ProtocolServer:
                     session.connection.received_since_ping = False
 
     # -- connections ---------------------------------------------------------------------------
-    def _opened(self, shell: _Shell) -> None:
-        assert shell.session is not None
-        self._shells[shell.session] = shell
+    def _opened(self, shell: _Shell) -> bool:
+        """Admit ``shell``'s connection, or answer it ERROR and close it over a connection limit."""
+        session = shell.session
+        assert session is not None
+        refusal = self._refusal(shell.peer_ip, session.peer)
+        if refusal is not None:
+            self._totals.connections_refused += 1
+            log.info("refusing connection from %s: %s", session.peer, refusal)
+            session.connection.send_error(_NO_REQUEST, api.NotAllowedError, refusal)
+            shell.abort_after_flush()
+            return False
+        self._shells[session] = shell
+        self._per_ip[shell.peer_ip] = self._per_ip.get(shell.peer_ip, 0) + 1
         self._totals.connections_opened += 1
+        return True
+
+    def _refusal(self, ip: str, peer: str) -> str | None:
+        """Pulsar's ``ConnectionController.increaseConnection``: the ERROR message when a
+        connection from ``ip`` is one too many, else None."""
+        config = self.config
+        if config.broker_max_connections and len(self._shells) >= config.broker_max_connections:
+            return "Reached the maximum number of connections"
+        if config.broker_max_connections_per_ip and self._per_ip.get(ip, 0) >= config.broker_max_connections_per_ip:
+            return f"Reached the maximum number of connections on address/{peer}"
+        return None
 
     def _lost(self, shell: _Shell) -> None:
         session = shell.session
-        if session is not None:
-            self._shells.pop(session, None)
+        if session is not None and self._shells.pop(session, None) is not None:
             self._to_flush.discard(session)
             self._totals.add(session)
+            left = self._per_ip.pop(shell.peer_ip, 1) - 1
+            if left:
+                self._per_ip[shell.peer_ip] = left
 
 
 def freeze_startup_heap() -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from ..codec.proto import PulsarApi_pb2 as api
@@ -54,8 +55,10 @@ class Session(ProducerCommands, ConsumerCommands):
     """The server side of one client connection (see the module docstring). Driven by the
     event loop thread only."""
 
-    def __init__(self, host: SessionHost[Session], peer: str = "", peer_subject: Any = None) -> None:
-        super().__init__(host, peer, peer_subject)
+    def __init__(
+        self, host: SessionHost[Session], peer: str = "", peer_subject: Any = None, address: str | None = None
+    ) -> None:
+        super().__init__(host, peer, peer_subject, address)
 
     # -- driven by the shell -------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
@@ -93,18 +96,35 @@ class Session(ProducerCommands, ConsumerCommands):
     def handle_connect(self, request: Request) -> None:
         connect = request.command.connect
         auth = self._host.auth
-        if auth is not None:
-            method = connect.auth_method_name if connect.HasField("auth_method_name") else "none"
-            data = connect.auth_data if connect.HasField("auth_data") else b""
-            try:
-                self.role = auth.authenticate(method, data, self.peer_subject)
-            except UnauthenticatedError as e:
-                # Pulsar answers "Unable to authenticate" and logs the provider's reason; the
-                # reason is in the reply here too, so a CI log says which credential failed
-                self.connection.refuse_connect(api.AuthenticationError, f"Unable to authenticate: {e}")
-                self._host.close_soon(self)
-                return
-        self.connection.accept_connect(self._host.config.server_version)
+        if auth is None:
+            self.connection.accept_connect(self._host.config.server_version)
+            return
+        method = connect.auth_method_name if connect.HasField("auth_method_name") else "none"
+        data = connect.auth_data if connect.HasField("auth_data") else b""
+        checked = auth.authenticate(method, data, self.peer_subject, self.address)
+        if checked.done():  # a token, a certificate, the anonymous role: answered in this turn
+            self._connect_checked(checked)
+            return
+        # a password: a pool worker verifies it; the answer comes back to the loop, which
+        # meanwhile serves everyone else (the client sends nothing before it)
+        self.authenticating = True
+        checked.add_done_callback(lambda done: self._host.run_on_loop(lambda: self._connect_checked(done)))
+
+    def _connect_checked(self, checked: Future[str]) -> None:
+        """Answer the CONNECT with the authentication's outcome (on the loop thread)."""
+        self.authenticating = False
+        if self.closed:  # the client left while its password was checked
+            return
+        try:
+            self.role = checked.result()
+        except UnauthenticatedError as e:
+            # Pulsar answers "Unable to authenticate" and logs the provider's reason; the
+            # reason is in the reply here too, so a CI log says which credential failed
+            self.connection.refuse_connect(api.AuthenticationError, f"Unable to authenticate: {e}")
+            self._host.close_soon(self)
+        else:
+            self.connection.accept_connect(self._host.config.server_version)
+        self._host.flush_soon(self)
 
     def handle_partitioned_metadata(self, request: Request) -> None:
         body = request.command.partitionMetadata

@@ -11,7 +11,8 @@ role (:class:`~mledger.rest._middleware.AuthenticatedPaths`).
 
 Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
 
-* :class:`~mledger.core._errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412);
+* :class:`~mledger.core._errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412;
+  429 with ``Retry-After`` for a password check the failure limiter refused);
 * no such route: 404 ``HTTP 404 Not Found``; a known route with another method: 405
   ``HTTP 405 Method Not Allowed`` with ``Allow`` (under ``/admin``, after authentication, as
   Pulsar's filter runs first); either one for an endpoint of Pulsar's admin API v2 that mledger
@@ -44,10 +45,10 @@ from ..admin._requests import MessageIdItem, ResetCursorData
 from ..admin._wire import ErrorBody
 from ..core._errors import ConfigError, MLedgerError
 from ..metrics import CONTENT_TYPE, metrics_registry
-from ._auth import RoleResolver, check_authentication_setup, check_endpoint_authentication, peer_subject_of
+from ._auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
 from ._context import AppContext, context_of
 from ._lookup import LookupSource, lookup_router
-from ._middleware import AdminMiddleware, AuthenticatedPaths, InFlight
+from ._middleware import AdminMiddleware, AuthenticatedPaths, InFlight, error_headers
 from ._namespaces import namespaces_router
 from ._nonpersistent import non_persistent_router
 from ._openapi import SkipMessageIdsBody
@@ -201,15 +202,15 @@ def _error(status: int, reason: str, headers: dict[str, str] | None = None) -> R
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MLedgerError)
     async def admin_error(request: Request, exc: MLedgerError) -> Response:
-        return _error(exc.http_status, str(exc) or type(exc).__name__)
+        return _error(exc.http_status, str(exc) or type(exc).__name__, error_headers(exc) or None)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code in (404, 405) and request.url.path.startswith("/admin"):
             try:  # authentication comes first, as Pulsar's filter: 401 before 404 / 405
-                context_of(request).admin_for(request.headers, peer_subject_of(request.scope))
+                await context_of(request).admin_for(request.scope)
             except MLedgerError as e:
-                return _error(e.http_status, str(e))
+                return _error(e.http_status, str(e), error_headers(e) or None)
             family = _unsupported(request)
             if family is not None:
                 reason = f"{family.operation} ({family.method} /admin/v2{family.path}) is not supported by mledger"

@@ -15,26 +15,39 @@ request's role comes from, in this order:
 4. the anonymous role (``anonymous_user_role``), when set.
 
 When authorization is on, a request with no role or refused credentials is answered 401
-``Authentication required`` (Pulsar's ``AuthenticationFilter``) before any admin code runs. When
-it is off, credentials are ignored and every call is allowed, as with an embedded
-:class:`~mledger.admin.Admin`.
+``Authentication required`` (Pulsar's ``AuthenticationFilter``) before any admin code runs, and
+one whose password check the failure limiter refused 429 with ``Retry-After``
+(:class:`TooManyRequestsError`; mledger's own, as the limiter). When it is off, credentials are
+ignored and every call is allowed, as with an embedded :class:`~mledger.admin.Admin`.
+
+The app resolves a request's role when something first needs it, once, without blocking its
+event loop (:func:`~mledger.rest._middleware.caller_role` awaits :meth:`RoleResolver.check`: a
+password is verified on the authenticator's pool); :meth:`RoleResolver.role_for` waits instead.
 
 Credentials or a trusted role header without authorization would authenticate callers and then
 let every one of them do everything: :func:`check_authentication_setup` refuses that combination
 (``ConfigError``), so ``mledger-admin serve --token-file`` without ``--auth-file`` does not start.
 
-Pure functions of the headers and the frozen identity table: thread-safe, never blocks.
+Thread-safe; :meth:`RoleResolver.check` never blocks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..admin._authentication import AuthenticationError, AuthenticationSettings, Authenticator, load_token_file
+from ..admin._authentication import (
+    AuthenticationError,
+    AuthenticationSettings,
+    AuthenticationThrottledError,
+    Authenticator,
+    load_token_file,
+)
 from ..broker import BrokerConfig
 from ..core._errors import ConfigError, UnauthenticatedError
+from ..core._futures import chain, settled
 
 if TYPE_CHECKING:
     from ..admin._wire import ROLE_HEADER as ROLE_HEADER
@@ -43,6 +56,7 @@ __all__ = [
     "AUTHENTICATION_REQUIRED",
     "ROLE_HEADER",
     "RoleResolver",
+    "TooManyRequestsError",
     "check_authentication_setup",
     "check_endpoint_authentication",
     "checked_role_resolver",
@@ -51,6 +65,17 @@ __all__ = [
 
 AUTHENTICATION_REQUIRED = "Authentication required"
 """The 401 reason (Pulsar's ``AuthenticationFilter`` text)."""
+
+
+class TooManyRequestsError(UnauthenticatedError):
+    """429: the caller's password check was refused unverified, after too many failures from
+    its address (for its user); ``retry_after_seconds`` goes into ``Retry-After``."""
+
+    http_status = 429
+
+    def __init__(self, retry_after_seconds: int) -> None:
+        super().__init__(f"Too many failed authentication attempts: retry after {retry_after_seconds} s")
+        self.retry_after_seconds = retry_after_seconds
 
 
 class RoleResolver:
@@ -82,31 +107,47 @@ class RoleResolver:
         trusted header)."""
         return self.authenticator.authenticates or self.trust_role_header
 
-    def role_for(self, headers: Mapping[str, str], required: bool, peer_subject: Any = None) -> str | None:
-        """The caller's role, or None.
-
-        ``required`` (authorization is on): raise :class:`UnauthenticatedError` (401,
-        :data:`AUTHENTICATION_REQUIRED`) instead of returning None, and for refused credentials.
-        Not required: credentials are ignored (None). ``headers`` look-ups must be
-        case-insensitive (Starlette's ``Headers`` are). ``peer_subject``: the TLS client
-        certificate's subject (see :func:`mledger.admin._authentication.common_name`).
-        """
-        if not required:
-            return None
+    def check(self, headers: Mapping[str, str], peer_subject: Any = None, address: str | None = None) -> Future[str]:
+        """A future of the caller's role, for an app whose authorization is on: from the
+        ``Authorization`` header, the trusted role header, the TLS client certificate's subject
+        (``peer_subject``, see :func:`mledger.admin._authentication.common_name`) or the
+        anonymous role; or of :class:`UnauthenticatedError` (401,
+        :data:`AUTHENTICATION_REQUIRED`) for no role or refused credentials, of
+        :class:`TooManyRequestsError` (429) for a password check the failure limiter refused.
+        ``address``: the client's IP address. ``headers`` look-ups must be case-insensitive
+        (Starlette's ``Headers`` are). Never blocks."""
         authorization = headers.get("Authorization")
         if authorization is None and self.trust_role_header:
             from ..admin._wire import ROLE_HEADER  # imported when the app is: pydantic
 
             role = (headers.get(ROLE_HEADER) or "").strip()
             if role:
-                return role
-        try:
-            return self.authenticator.authenticate_http(authorization, peer_subject)
-        except AuthenticationError:
-            raise UnauthenticatedError(AUTHENTICATION_REQUIRED) from None
+                return settled(str, role)
+        return chain(self.authenticator.check_http(authorization, peer_subject, address), _answer)
+
+    def role_for(self, headers: Mapping[str, str], required: bool, peer_subject: Any = None) -> str | None:
+        """The caller's role, or None; waits for a password check (not for an event loop).
+
+        ``required`` (authorization is on): :meth:`check`'s role, raising its error. Not
+        required: credentials are ignored (None).
+        """
+        if not required:
+            return None
+        return self.check(headers, peer_subject).result()
 
     def __repr__(self) -> str:
         return f"RoleResolver({self.authenticator!r}, trust_role_header={self.trust_role_header})"
+
+
+def _answer(checked: Future[str]) -> str:
+    """The REST answer of an authentication: the role, 429 for a throttled password check,
+    else 401 without the provider's reason (Pulsar's filter gives none)."""
+    try:
+        return checked.result()
+    except AuthenticationThrottledError as e:
+        raise TooManyRequestsError(e.retry_after_seconds) from None
+    except AuthenticationError:
+        raise UnauthenticatedError(AUTHENTICATION_REQUIRED) from None
 
 
 def __getattr__(name: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,6 +13,7 @@ from fastapi import Request
 
 from ..admin import Admin
 from ._auth import RoleResolver
+from ._middleware import Scope, caller_role
 
 __all__ = ["AppContext", "context_of"]
 
@@ -33,12 +34,13 @@ class AppContext:
         self.max_concurrency = max_concurrency
         self._executor: ThreadPoolExecutor | None = None
 
-    def admin_for(self, headers: Mapping[str, str], peer_subject: Any = None) -> Admin:
-        """The admin acting for the caller: 401 when authorization is on and no role is found.
-        ``peer_subject``: the TLS client certificate's subject, for a TLS listener."""
+    async def admin_for(self, scope: Scope) -> Admin:
+        """The admin acting for the caller of the request of ``scope``: when authorization is
+        on, the caller's role (:func:`~mledger.rest._middleware.caller_role`, awaited: a password
+        is verified off the loop), raising 401 (no role) or 429 (a throttled password check)."""
         if not self.admin.authorization_enabled:
             return self.admin
-        return self.admin.as_role(self.roles.role_for(headers, required=True, peer_subject=peer_subject))
+        return self.admin.as_role(await caller_role(self.roles, scope))
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` on a worker thread, at most ``max_concurrency`` at once."""

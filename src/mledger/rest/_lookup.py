@@ -83,7 +83,7 @@ def lookup_router(source: LookupSource) -> APIRouter:
         listener_name: Annotated[str | None, Query(alias="listenerName", description="an advertised listener")] = None,
         listener_header: Annotated[str | None, Header(alias=LISTENER_NAME_HEADER)] = None,
     ) -> Response:
-        call = topic_call(request, domain, tenant, namespace, topic)
+        call = await topic_call(request, domain, tenant, namespace, topic)
         await call.run(call.admin.topics.lookup, call.topic)
         name = listener_name if listener_name else listener_header
         urls = source(name or None)

@@ -25,13 +25,22 @@ For each HTTP request, :class:`AdminMiddleware`
 
 It holds no lock: the counters are only touched from the event loop's thread.
 
-:class:`AuthenticatedPaths`, inside it, answers 401 for the paths that need a role whatever the
-route (``/metrics`` with ``authenticate_metrics_endpoint``, the API documents with
+:func:`caller_role` is how the app learns who calls: the first route or check that needs the
+role resolves it (:meth:`~mledger.rest._auth.RoleResolver.check`) and awaits it without blocking
+the loop (a password is verified on the authenticator's pool meanwhile); the outcome is kept in
+the request's scope (:data:`CALLER_ROLE`), so a request is authenticated at most once, and only
+when something needs its role, as before. :class:`AuthenticatedPaths`, inside
+:class:`AdminMiddleware`, answers 401 (or 429) for the paths that need a role whatever the route
+(``/metrics`` with ``authenticate_metrics_endpoint``, the API documents with
 ``authenticate_docs_endpoint``) before the route runs.
+
+:class:`RequestLimit`, outside :class:`AdminMiddleware` (the admin server adds it), is Pulsar's
+``maxConcurrentHttpRequests``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -40,10 +49,19 @@ from typing import Any
 from starlette.datastructures import Headers
 
 from ..core._errors import UnauthenticatedError
-from ._auth import RoleResolver, peer_subject_of
+from ._auth import RoleResolver, TooManyRequestsError, peer_subject_of
 from ._protocol import error_body
 
-__all__ = ["AdminMiddleware", "AuthenticatedPaths", "BodyTooLargeError", "InFlight"]
+__all__ = [
+    "CALLER_ROLE",
+    "AdminMiddleware",
+    "AuthenticatedPaths",
+    "BodyTooLargeError",
+    "InFlight",
+    "RequestLimit",
+    "caller_role",
+    "error_headers",
+]
 
 log = logging.getLogger("mledger.rest")
 
@@ -54,6 +72,33 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _LOGGED_TARGET_CHARS = 300
+
+CALLER_ROLE = "mledger.caller_role"
+"""The scope key holding a request's authentication once :func:`caller_role` started it: a future
+of the caller's role, or of the 401 / 429 error (:meth:`~mledger.rest._auth.RoleResolver.check`)."""
+
+
+async def caller_role(roles: RoleResolver, scope: Scope) -> str:
+    """The role of the caller of the request of ``scope`` (authorization on), resolved once per
+    request: from its headers, TLS certificate and client address, awaited without blocking the
+    loop. Raises :class:`~mledger.core._errors.UnauthenticatedError` (401) or
+    :class:`~mledger.rest._auth.TooManyRequestsError` (429)."""
+    checked = scope.get(CALLER_ROLE)
+    if checked is None:
+        client = scope.get("client")
+        checked = roles.check(Headers(scope=scope), peer_subject_of(scope), client[0] if client else None)
+        scope[CALLER_ROLE] = checked
+    if not checked.done():  # a password, on the authenticator's pool
+        await asyncio.wait([asyncio.wrap_future(checked)])
+    role: str = checked.result()
+    return role
+
+
+def error_headers(exc: Exception) -> dict[str, str]:
+    """The headers an error's answer carries: ``Retry-After`` for a 429."""
+    if isinstance(exc, TooManyRequestsError):
+        return {"Retry-After": str(exc.retry_after_seconds)}
+    return {}
 
 
 class BodyTooLargeError(Exception):
@@ -167,11 +212,53 @@ class AdminMiddleware:
                 )
 
 
+class RequestLimit:
+    """Pulsar's ``maxConcurrentHttpRequests`` (Jetty's ``QoSFilter``, ``maxRequests``): at most
+    ``limit`` HTTP requests are answered at once; one more waits for a slot, up to ``wait``
+    seconds (the filter suspends it, 30 s by default), then gets 503 ``{"reason": ...}``.
+
+    uvicorn's own ``limit_concurrency`` does not fit: it answers 503 whenever the *connections*
+    reach the limit too, so that many idle connections would refuse every request. Requests
+    wait in arrival order; the semaphore is made on the serving loop's first request."""
+
+    def __init__(self, app: ASGIApp, limit: int, wait: float = 30.0) -> None:
+        self.app = app
+        self.limit = limit
+        self.wait = wait
+        self._slots: asyncio.Semaphore | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.limit)
+        slots = self._slots
+        try:
+            if slots.locked():
+                await asyncio.wait_for(slots.acquire(), self.wait)
+            else:
+                await slots.acquire()
+        except TimeoutError:
+            body = error_body(
+                f"Service Unavailable: {self.limit} requests in progress (maxConcurrentHttpRequests)"
+                f" and none ended within {self.wait:g} s"
+            )
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            slots.release()
+
+
 class AuthenticatedPaths:
     """Requests for one of ``paths`` (exact, after :class:`AdminMiddleware` dropped a trailing
     ``/``) without a role ``roles`` accepts are answered 401 ``{"reason": "Authentication
-    required"}``; any role will do (authentication, not authorization, as Pulsar's
-    ``authenticateMetricsEndpoint``)."""
+    required"}`` (429 with ``Retry-After`` for a throttled password check); any role will do
+    (authentication, not authorization, as Pulsar's ``authenticateMetricsEndpoint``)."""
 
     def __init__(self, app: ASGIApp, paths: frozenset[str], roles: RoleResolver) -> None:
         self.app = app
@@ -181,10 +268,11 @@ class AuthenticatedPaths:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] in self.paths:
             try:
-                self.roles.role_for(Headers(scope=scope), required=True, peer_subject=peer_subject_of(scope))
+                await caller_role(self.roles, scope)
             except UnauthenticatedError as e:
                 body = error_body(str(e))
                 headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                headers += [(name.lower().encode(), value.encode()) for name, value in error_headers(e).items()]
                 await send({"type": "http.response.start", "status": e.http_status, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
                 return

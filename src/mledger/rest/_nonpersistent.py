@@ -42,8 +42,8 @@ Namespace = Annotated[str, Path(description="namespace")]
 TopicSegment = Annotated[str, Path(description="the topic's local name, URL-encoded (Java URLEncoder: space is +)")]
 
 
-def _admin(request: Request) -> Admin:
-    return context_of(request).admin_for(request.headers)
+async def _admin(request: Request) -> Admin:
+    return await context_of(request).admin_for(request.scope)
 
 
 def _namespace(tenant: str, namespace: str) -> str:
@@ -59,7 +59,7 @@ async def _on_topic(
     request: Request, operation: str, tenant: str, namespace: str, topic: str, *args: Any, **kwargs: Any
 ) -> Any:
     """Run ``admin.non_persistent.<operation>(topic, ...)`` on the request's worker pool."""
-    call = getattr(_admin(request).non_persistent, operation)
+    call = getattr((await _admin(request)).non_persistent, operation)
     return await context_of(request).run(call, _topic(tenant, namespace, topic), *args, **kwargs)
 
 
@@ -76,13 +76,13 @@ def non_persistent_router(prefix: str = "/admin/v2/non-persistent/{tenant}/{name
 
     @router.get("", name="v2_non_persistent_list_topics")
     async def list_topics(request: Request, tenant: Tenant, namespace: Namespace) -> Response:
-        admin = _admin(request)
+        admin = await _admin(request)
         ns = _namespace(tenant, namespace)
         return _json(await context_of(request).run(admin.non_persistent.list_topics, ns))
 
     @router.get("/partitioned", name="v2_non_persistent_list_partitioned_topics")
     async def list_partitioned(request: Request, tenant: Tenant, namespace: Namespace) -> Response:
-        admin = _admin(request)
+        admin = await _admin(request)
         ns = _namespace(tenant, namespace)
         return _json(await context_of(request).run(admin.non_persistent.list_partitioned_topics, ns))
 

@@ -14,8 +14,15 @@ only those answers, so every error a client gets is Pulsar's JSON ``{"reason": .
 Over TLS, a verified client certificate's subject goes into each request's scope as the ASGI TLS
 extension's ``client_cert_name`` (RFC 4514), where the ``tls`` authentication provider reads it.
 
-Each of these closes the connection (the request cannot be read to its end). Everything else is
-uvicorn's own behaviour: HTTP/1.1 keep-alive, pipelining, flow control, graceful shutdown.
+Each of these closes the connection (the request cannot be read to its end).
+
+A connection that sends nothing within ``first_byte_timeout`` seconds of being made is closed:
+uvicorn arms its keep-alive timer (``timeout_keep_alive``) only once a response is complete,
+so a connection that never sends a request would stay open for ever, holding a descriptor.
+:meth:`AdminHttpProtocol.connection_made` arms that same timer, with this timeout; uvicorn's
+``data_received`` cancels it on the first byte, as it does for an idle keep-alive connection.
+Everything else is uvicorn's own behaviour: HTTP/1.1 keep-alive, pipelining, flow control,
+graceful shutdown.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ DEFAULT_MAX_URL_BYTES = 8 << 10
 """Jetty's (Pulsar's web server) default request header buffer: 8 KiB."""
 
 DEFAULT_MAX_HEADER_BYTES = 64 << 10
+
+DEFAULT_FIRST_BYTE_TIMEOUT = 10.0
+"""Seconds a new connection has to send its first byte (``firstByteTimeoutSeconds``)."""
 
 _STATUS_TEXT = {
     400: "Bad Request",
@@ -65,12 +75,15 @@ class AdminHttpProtocol(HttpToolsProtocol):
 
     max_url_bytes = DEFAULT_MAX_URL_BYTES
     max_header_bytes = DEFAULT_MAX_HEADER_BYTES
+    first_byte_timeout = DEFAULT_FIRST_BYTE_TIMEOUT
     _refusal: _Refused | None = None
     _header_bytes = 0
     _tls: dict[object, object] | None = None
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
+        # uvicorn's keep-alive timer, armed before the first request too (see the module docstring)
+        self.timeout_keep_alive_task = self.loop.call_later(self.first_byte_timeout, self.timeout_keep_alive_handler)
         if self.scheme == "https":
             certificate = transport.get_extra_info("peercert")
             self._tls = {"client_cert_name": subject_name(certificate.get("subject")) if certificate else None}
@@ -129,10 +142,16 @@ class AdminHttpProtocol(HttpToolsProtocol):
         return f"{client[0]}:{client[1]}" if client else "?"
 
 
-def protocol_class(max_url_bytes: int, max_header_bytes: int) -> type[AdminHttpProtocol]:
+def protocol_class(
+    max_url_bytes: int, max_header_bytes: int, first_byte_timeout: float = DEFAULT_FIRST_BYTE_TIMEOUT
+) -> type[AdminHttpProtocol]:
     """An :class:`AdminHttpProtocol` subclass with these limits (uvicorn takes a class)."""
     return type(
         "AdminHttpProtocol",
         (AdminHttpProtocol,),
-        {"max_url_bytes": max_url_bytes, "max_header_bytes": max_header_bytes},
+        {
+            "max_url_bytes": max_url_bytes,
+            "max_header_bytes": max_header_bytes,
+            "first_byte_timeout": first_byte_timeout,
+        },
     )

@@ -16,7 +16,11 @@ or, inside an event loop you already run::
 
 Binding and listening happen in the constructor (``OSError`` when the address is taken; port 0
 picks a free port), so the URL is known, and connections wait in the backlog, before anything is
-served. Stopping is graceful: the listening
+served. An :class:`~mledger.protocol.Acceptor` accepts for uvicorn (which starts with no socket of
+its own): it stops accepting at ``maxHttpServerConnections`` (as Jetty's ``ConnectionLimit``),
+while few file descriptors are free and on ``EMFILE``, and bounds the TLS handshakes;
+:class:`~mledger.rest._middleware.RequestLimit` is ``maxConcurrentHttpRequests``; a connection
+that sends nothing within ``first_byte_timeout`` seconds is closed. Stopping is graceful: the listening
 socket closes, idle keep-alive connections close, requests in flight finish (up to the drain
 timeout, then they are cancelled), and only then does :meth:`shutdown` or :meth:`serve`
 return, so the broker can be closed after the last admin call returned. When :meth:`serve` or
@@ -32,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -45,9 +48,11 @@ import uvicorn
 from ..core._address import advertised_host, format_address, parse_bind
 from ..core._errors import ConfigError
 from ..core._tls import TlsSettings, server_context
+from ..protocol import Acceptor, fit_to_descriptors, listening_socket, raise_descriptor_limit
 from ._auth import RoleResolver
 from ._deferred import DeferredApp
-from ._protocol import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, protocol_class
+from ._middleware import RequestLimit
+from ._protocol import DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, protocol_class
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -59,6 +64,12 @@ __all__ = ["DEFAULT_BIND", "AdminServer", "parse_bind", "serve"]
 log = logging.getLogger("mledger.rest")
 
 DEFAULT_BIND = "127.0.0.1:8080"
+
+PULSAR_MAX_HTTP_SERVER_CONNECTIONS = 2048
+"""Pulsar's ``maxHttpServerConnections`` default (lowered to fit the descriptor limit, see
+:func:`~mledger.protocol.fit_to_descriptors`)."""
+PULSAR_MAX_CONCURRENT_HTTP_REQUESTS = 1024
+"""Pulsar's ``maxConcurrentHttpRequests`` default (likewise lowered)."""
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -78,6 +89,13 @@ class AdminServer:
     ``drain_timeout``: seconds requests in flight get to finish when stopping.
     ``keep_alive_timeout``: seconds an idle keep-alive connection is kept.
     ``max_url_bytes`` / ``max_header_bytes``: the protocol's limits (414 / 431).
+    ``max_connections``: connections open at most; at the limit the server stops accepting and
+    new ones wait in the backlog (Pulsar's ``maxHttpServerConnections``; 0: no limit; None:
+    Pulsar's 2048 lowered to fit the descriptor limit, :func:`~mledger.protocol.fit_to_descriptors`).
+    ``max_concurrent_requests``: requests answered at once; more wait, then 503
+    (``maxConcurrentHttpRequests``; 0: no limit; None: Pulsar's 1024, likewise lowered).
+    ``first_byte_timeout``: seconds a new connection has to send something before it is closed.
+    ``tls_handshake_timeout`` / ``max_tls_handshakes``: the TLS handshakes' time and number.
     ``tls``: serve ``https://`` with these certificate, key and trust files (one context shared with
     the protocol server's TLS port, :func:`mledger.core._tls.server_context`); a verified client
     certificate's subject reaches the app as the ASGI TLS extension's ``client_cert_name``.
@@ -95,6 +113,11 @@ class AdminServer:
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
         backlog: int = 2048,
         tls: TlsSettings | None = None,
+        max_connections: int | None = None,
+        max_concurrent_requests: int | None = None,
+        first_byte_timeout: float = DEFAULT_FIRST_BYTE_TIMEOUT,
+        tls_handshake_timeout: float = 5.0,
+        max_tls_handshakes: int = 64,
         **app_options: Any,
     ) -> None:
         if not callable(app):  # an Admin (imported only then: the ASGI apps are callables)
@@ -105,9 +128,17 @@ class AdminServer:
             raise ConfigError(f"options {sorted(app_options)} need an Admin, not a ready app")
         if drain_timeout < 0 or keep_alive_timeout <= 0:
             raise ConfigError("drain_timeout >= 0 and keep_alive_timeout > 0 are required")
+        if max_connections is None:
+            max_connections = fit_to_descriptors(PULSAR_MAX_HTTP_SERVER_CONNECTIONS)
+        if max_concurrent_requests is None:
+            max_concurrent_requests = fit_to_descriptors(PULSAR_MAX_CONCURRENT_HTTP_REQUESTS)
+        if max_connections < 0 or max_concurrent_requests < 0:
+            raise ConfigError("max_connections >= 0 and max_concurrent_requests >= 0 are required (0: no limit)")
         self.app = app
         self.drain_timeout = drain_timeout
-        self._socket = _bind(host, port, backlog)
+        self.max_connections = max_connections
+        self.max_concurrent_requests = max_concurrent_requests
+        self._socket = listening_socket(host, port, backlog, "admin REST server")
         bound = self._socket.getsockname()
         self._address = (str(bound[0]), int(bound[1]))
         self.tls = tls
@@ -117,9 +148,10 @@ class AdminServer:
         except BaseException:
             self._socket.close()
             raise
+        served: Any = RequestLimit(app, max_concurrent_requests) if max_concurrent_requests else app
         self._config = uvicorn.Config(
-            app,
-            http=protocol_class(max_url_bytes, max_header_bytes),
+            served,
+            http=protocol_class(max_url_bytes, max_header_bytes, first_byte_timeout),
             lifespan="off",
             log_config=None,
             access_log=False,  # the app's middleware logs one line per request
@@ -128,9 +160,17 @@ class AdminServer:
             timeout_keep_alive=int(max(1, keep_alive_timeout)),
             timeout_graceful_shutdown=int(max(1, drain_timeout)) if drain_timeout else None,
             backlog=backlog,
-            ssl_context_factory=(lambda config, default: context) if context is not None else None,
         )
-        self._server = uvicorn.Server(self._config)
+        what = "admin REST server (TLS)" if context is not None else "admin REST server"
+        self._server = _ListenedServer(
+            self._config,
+            self._socket,
+            name=f"{what} on {format_address(*self._address)}",
+            tls=context,
+            tls_handshake_timeout=tls_handshake_timeout,
+            max_tls_handshakes=max_tls_handshakes,
+            max_connections=max_connections,
+        )
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
         self._state = threading.Lock()
@@ -175,7 +215,7 @@ class AdminServer:
 
     async def serve(self) -> None:
         """Serve in the running event loop until :meth:`stop` (see the module docstring)."""
-        await self._server.serve(sockets=[self._socket])
+        await self._server.serve()
 
     def run(self) -> None:
         """Serve in this thread (a new event loop) until :meth:`stop` or SIGINT/SIGTERM."""
@@ -238,28 +278,56 @@ class AdminServer:
         return f"AdminServer({self.url})"
 
 
-def _bind(host: str, port: int, backlog: int) -> socket.socket:
-    """A listening socket: connections made before the loop accepts wait in the backlog.
+class _ListenedServer(uvicorn.Server):
+    """uvicorn's server with a :class:`~mledger.protocol.Acceptor` accepting on ``sock`` for it:
+    uvicorn starts with no socket of its own (``sockets=[]``), then the acceptor hands each
+    connection it accepts to uvicorn's HTTP protocol, made as uvicorn's ``startup`` makes it (its
+    config, server state and lifespan state), so uvicorn's shutdown closes them as its own. At
+    ``max_connections`` (0: no limit) connections and handshakes, the acceptor stops accepting."""
 
-    Made with ``IPPROTO_TCP`` named: asyncio's own event loop turns Nagle's algorithm off
-    (``TCP_NODELAY``) only on sockets whose protocol says TCP, and the accepted connections
-    inherit it. Without it, uvicorn's two writes per response (head, then body) wait for the
-    client's delayed ACK, about 40 ms per request on Linux (uvloop sets the option itself)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(backlog)
-    except OSError as exc:  # the socket's own message names neither the address nor the server
-        sock.close()
-        raise OSError(
-            exc.errno, f"admin REST server: cannot listen on {format_address(host, port)}: {exc.strerror or exc}"
-        ) from exc
-    except BaseException:
-        sock.close()
-        raise
-    return sock
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        sock: Any,
+        *,
+        name: str,
+        tls: Any,
+        tls_handshake_timeout: float,
+        max_tls_handshakes: int,
+        max_connections: int,
+    ) -> None:
+        super().__init__(config)
+        self.acceptor = Acceptor(
+            sock,
+            self._new_protocol,
+            name=name,
+            tls=tls,
+            tls_handshake_timeout=tls_handshake_timeout,
+            max_tls_handshakes=max_tls_handshakes,
+            reserve_share=0.5,
+            gate=self._at_limit if max_connections else None,
+        )
+        self._max_connections = max_connections
+
+    def _new_protocol(self) -> asyncio.Protocol:
+        protocol: asyncio.Protocol = self.config.http_protocol_class(  # type: ignore[call-arg]
+            config=self.config, server_state=self.server_state, app_state=self.lifespan.state
+        )
+        return protocol
+
+    def _at_limit(self) -> str | None:
+        if len(self.server_state.connections) + self.acceptor.handshakes < self._max_connections:
+            return None
+        return f"{self._max_connections} connections open (maxHttpServerConnections)"
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        await super().startup(sockets=[])
+        if self.started:
+            self.acceptor.start()
+
+    async def shutdown(self, sockets: list[Any] | None = None) -> None:
+        await self.acceptor.close()
+        await super().shutdown()
 
 
 def _run_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -279,6 +347,8 @@ def serve(
     **app_options: Any,
 ) -> None:
     """Serve the admin API over the SQLite data directory ``data_dir`` until SIGINT/SIGTERM.
+    Raises the soft file descriptor limit to the hard one first
+    (:func:`~mledger.protocol.raise_descriptor_limit`).
 
     Opens the store (``StoreLockedError`` while another process holds it), a factory and a broker
     with :func:`~mledger.broker.open_broker` (``BrokerConfig(cluster_name=cluster)`` with the two
@@ -292,6 +362,7 @@ def serve(
     from ._app import create_app
 
     host, port = parse_bind(bind, 8080)
+    raise_descriptor_limit()
     roles = roles if roles is not None else RoleResolver()
     config = BrokerConfig(
         cluster_name=cluster,

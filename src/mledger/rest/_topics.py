@@ -71,7 +71,6 @@ from ..admin._wire import CANCEL_RESULTS_HEADER, ErrorBody
 from ..broker._names import TopicName, local_name_problem, named_entity_problem
 from ..codec._messageid import MessageId
 from ..core._errors import InvalidRequestError, NotAllowedError, PreconditionFailedError
-from ._auth import peer_subject_of
 from ._context import AppContext, context_of
 from ._operation_routes import OperationRoutes
 
@@ -169,7 +168,7 @@ async def caller_admin(request: Request) -> Admin:
     """Authentication (Pulsar's filter, first of all): the admin acting for the caller's role.
     The namespace dependencies of the topic routes do the same themselves (one dependency less
     per request)."""
-    return context_of(request).admin_for(request.headers, peer_subject_of(request.scope))
+    return await context_of(request).admin_for(request.scope)
 
 
 CallerAdmin = Annotated[Admin, Depends(caller_admin)]
@@ -180,7 +179,7 @@ def _refuse_non_persistent(domain: str) -> None:
         raise NotAllowedError("Operation not allowed on non-persistent topic")
 
 
-def _call(
+async def _call(
     request: Request,
     version: Literal["v1", "v2"],
     domain: str,
@@ -194,7 +193,7 @@ def _call(
     filter, first of all), the v1 cluster (412), the domain (405), then the names (400):
     tenant, namespace, topic, subscription."""
     context = context_of(request)
-    admin = context.admin_for(request.headers, peer_subject_of(request.scope))
+    admin = await context.admin_for(request.scope)
     if cluster is not None:
         name = decode_segment(cluster, "cluster")
         if name != context.cluster:
@@ -210,10 +209,10 @@ def _call(
     return Call(admin, context, version, tenant, namespace, full_topic, sub)
 
 
-def topic_call(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Call:
+async def topic_call(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Call:
     """The checks of a v2 topic route (see ``_call``) for routes outside the admin paths (the
     HTTP lookup)."""
-    return _call(request, "v2", domain, tenant, namespace, topic=topic)
+    return await _call(request, "v2", domain, tenant, namespace, topic=topic)
 
 
 Tenant = Annotated[str, Path(description="tenant")]
@@ -230,25 +229,25 @@ def _dependencies(version: Literal["v1", "v2"], domain: str) -> tuple[Any, Any, 
     if version == "v2":
 
         async def v2_call(request: Request, tenant: Tenant, namespace: Namespace) -> Call:
-            return _call(request, "v2", domain, tenant, namespace)
+            return await _call(request, "v2", domain, tenant, namespace)
 
         async def v2_topic_call(request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment) -> Call:
-            return _call(request, "v2", domain, tenant, namespace, topic=topic)
+            return await _call(request, "v2", domain, tenant, namespace, topic=topic)
 
         async def v2_subscription_call(
             request: Request, tenant: Tenant, namespace: Namespace, topic: TopicSegment, sub_name: SubscriptionSegment
         ) -> Call:
-            return _call(request, "v2", domain, tenant, namespace, topic=topic, subscription=sub_name)
+            return await _call(request, "v2", domain, tenant, namespace, topic=topic, subscription=sub_name)
 
         return v2_call, v2_topic_call, v2_subscription_call
 
     async def v1_call(request: Request, property: Property, cluster: Cluster, namespace: Namespace) -> Call:
-        return _call(request, "v1", domain, property, namespace, cluster)
+        return await _call(request, "v1", domain, property, namespace, cluster)
 
     async def v1_topic_call(
         request: Request, property: Property, cluster: Cluster, namespace: Namespace, topic: TopicSegment
     ) -> Call:
-        return _call(request, "v1", domain, property, namespace, cluster, topic=topic)
+        return await _call(request, "v1", domain, property, namespace, cluster, topic=topic)
 
     async def v1_subscription_call(
         request: Request,
@@ -258,7 +257,7 @@ def _dependencies(version: Literal["v1", "v2"], domain: str) -> tuple[Any, Any, 
         topic: TopicSegment,
         sub_name: SubscriptionSegment,
     ) -> Call:
-        return _call(request, "v1", domain, property, namespace, cluster, topic=topic, subscription=sub_name)
+        return await _call(request, "v1", domain, property, namespace, cluster, topic=topic, subscription=sub_name)
 
     return v1_call, v1_topic_call, v1_subscription_call
 
