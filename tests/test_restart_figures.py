@@ -143,3 +143,31 @@ def test_incremental_figures_equal_a_real_recovery_after_every_step(
         assert unload == redelivered(log.acked(), log.unload_recovery()), steps[:n]
         worst_unload = max(worst_unload, unload[0])
         assert f.redelivered_after_unload.messages_max == worst_unload
+
+
+def test_a_flush_tick_persists_what_the_rate_limit_held_back_on_every_open_ledger() -> None:
+    """``ManagedLedgerFactoryImpl.flushCursors``: at each tick every cursor of every open
+    managed ledger flushes (``ManagedCursorImpl.flush``): the crash figure falls to what the
+    limits lose. Two ledgers, one persist a second: the acks at 1.2 s wait; the tick writes
+    them, a second tick finds nothing dirty."""
+    log = Log(settings_for(None, throttle_mark_delete=1.0))
+    factory = log.factory
+    second = factory.open("persistent://public/default/other", log.settings.ledger)
+    cursor = second.open_cursor("s")
+    positions = log.produce([1, 1, 1])
+    other = [second.add_entry(b"m") for _ in range(3)]
+    log.at(1)
+    log.cursor.delete(positions[0])
+    cursor.delete(other[0])
+    log.at(1.2)
+    log.cursor.delete(positions[2])
+    cursor.delete(other[2])
+    assert crash_messages(log.cursor) == crash_messages(cursor) == 1
+    assert factory.cursor_flush_interval_ms == 60_000
+    assert factory.flush_cursors() == 2
+    assert crash_messages(log.cursor) == crash_messages(cursor) == 0
+    assert factory.flush_cursors() == 0
+
+
+def crash_messages(cursor: Any) -> int:
+    return int(cursor.stats().persistence.redelivered_after_crash.messages)

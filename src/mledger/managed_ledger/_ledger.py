@@ -453,6 +453,12 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         with self._lock:
             return [self._cursors[k] for k in sorted(self._cursors)] + list(self._non_durable.values())
 
+    def flush_cursors(self) -> int:
+        """Persist what the mark-delete rate limit held back, cursor by cursor (the per-ledger
+        part of Pulsar's ``ManagedLedgerFactoryImpl.flushCursors``: ``ManagedCursorImpl.flush``
+        on every cursor); returns how many wrote. May block on storage."""
+        return sum(cursor.flush() for cursor in self.cursors)
+
     def cursor_names(self) -> list[str]:
         """Names of the durable cursors known to this ML (open or stored)."""
         with self._lock:
