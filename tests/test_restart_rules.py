@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from restart_logs import Log, recover, redelivered, settings_for
 
-from mledger import ManagedLedgerConfig
+from mledger import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from mledger.core._pulsar_versions import MLEDGER_RULES, PULSAR_VERSIONS, LongArrayCutoff, preset_values, rules_for
 from mledger.replay import ReplaySettings
 
@@ -37,6 +37,8 @@ def test_every_preset_sets_every_key_its_rules_read_with_that_versions_default()
         assert s.ledger.pulsar_rules == name and s.ledger.throttle_mark_delete == 1.0
         assert s.factory.cursor_position_flush_seconds == 60
         assert not s.ledger.pip381 and not s.ledger.pip381_chunking
+        assert ManagedLedgerConfig.for_pulsar(name) == s.ledger  # the library takes the same preset
+        assert ManagedLedgerFactoryConfig.for_pulsar(name) == s.factory
     batch = {
         name: ReplaySettings().with_values({"defaults": name}).ledger.deletion_at_batch_index_level_enabled
         for name in PULSAR_VERSIONS

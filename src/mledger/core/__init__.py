@@ -9,7 +9,10 @@
 * :mod:`.timers` - :class:`TimerQueue`, the broker-semantic timers on an injected clock;
 * :mod:`.state_machine` - :class:`TransitionTable`, the one lookup every state machine's
   transitions go through, and :class:`TransitionRefusedError`, the refusal its errors derive from;
-* :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once.
+* :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once;
+* :mod:`.pulsar_versions` - what each Pulsar version persists and recovers for a cursor, one
+  table (:data:`PULSAR_VERSIONS`), and :mod:`.rate_limiter`, Guava's limiter Pulsar's cursors use;
+* :mod:`.entry_messages` - how many messages each entry holds (batches).
 
 Everything above this layer imports from here; this layer imports nothing else of mledger.
 """
@@ -20,14 +23,32 @@ from ._config import (
     ManagedLedgerConfig as ManagedLedgerConfig,
     ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
 )
+from ._entry_messages import EntryMessages as EntryMessages
 from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
+from ._pulsar_versions import (
+    MLEDGER_RULES as MLEDGER_RULES,
+    PULSAR_VERSIONS as PULSAR_VERSIONS,
+    CursorBehaviour as CursorBehaviour,
+    LongArrayCutoff as LongArrayCutoff,
+    PulsarVersion as PulsarVersion,
+    rules_for as rules_for,
+)
 from ._ranges import AckRangeSet as AckRangeSet
+from ._rate_limiter import SmoothBurstyLimiter as SmoothBurstyLimiter
 from ._state_machine import TransitionRefusedError as TransitionRefusedError, TransitionTable as TransitionTable
 from ._timers import TimerQueue as TimerQueue, TimerQueueStats as TimerQueueStats
 from ._tls import TlsSettings as TlsSettings
 
 __all__ = [
+    "MLEDGER_RULES",
+    "PULSAR_VERSIONS",
     "AckRangeSet",
+    "CursorBehaviour",
+    "EntryMessages",
+    "LongArrayCutoff",
+    "PulsarVersion",
+    "SmoothBurstyLimiter",
+    "rules_for",
     "Clock",
     "EARLIEST",
     "LATEST",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, cast
 
 from ._errors import ConfigError
-from ._pulsar_versions import PULSAR_VERSIONS
+from ._pulsar_versions import PULSAR_VERSIONS, preset_values
 
 INDIVIDUAL_ACK_FORMATS = ("range", "long_array", "auto")
 COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
@@ -142,6 +142,19 @@ class ManagedLedgerConfig:
         """A copy with some settings changed (validated)."""
         return replace(self, **changes)
 
+    @classmethod
+    def for_pulsar(cls, name: str, **changes: Any) -> ManagedLedgerConfig:
+        """The settings of Pulsar version ``name`` (a ``--defaults`` preset: ``pulsar-3.0``,
+        ``pulsar-4.0``, ``pulsar-4.1``, ``pulsar-newest``): its broker defaults and its persist
+        and recovery rules (``pulsar_rules``), then ``changes``. ``ConfigError`` for an unknown
+        name.
+
+        >>> c = ManagedLedgerConfig.for_pulsar("pulsar-4.0")
+        >>> c.pulsar_rules, c.throttle_mark_delete, c.deletion_at_batch_index_level_enabled
+        ('pulsar-4.0', 1.0, False)
+        """
+        return cast(ManagedLedgerConfig, _with_preset(cls(), name, changes))
+
     @property
     def pip381_chunking(self) -> bool:
         """Whether PIP-381 chunking is in force: ``pip381``, or without ``pulsar_rules`` the
@@ -191,12 +204,58 @@ class ManagedLedgerFactoryConfig:
     def __post_init__(self) -> None:
         _validate(self)
 
+    @classmethod
+    def for_pulsar(cls, name: str, **changes: Any) -> ManagedLedgerFactoryConfig:
+        """The factory settings of Pulsar version ``name`` (see
+        :meth:`ManagedLedgerConfig.for_pulsar`): metadata compression, the frame limit,
+        ``jute.maxbuffer``, the cursor flush period; then ``changes``."""
+        return cast(ManagedLedgerFactoryConfig, _with_preset(cls(), name, changes))
+
     @property
     def frame_limit(self) -> int:
         """The cursor-ledger entry limit in force (``netty_max_frame_size_bytes`` or derived)."""
         if self.netty_max_frame_size_bytes > 0:
             return self.netty_max_frame_size_bytes
         return self.max_message_size + MESSAGE_SIZE_FRAME_PADDING
+
+
+def parse_setting(key: str, raw: str, current: Any, annotation: Any) -> Any:
+    """The value of setting ``key`` written as text (``--set``, a preset): ``none``/``null``/empty
+    for an optional one, ``true``/``false`` (``1``/``0``, ``yes``/``no``, ``on``/``off``), an
+    integer (``_`` allowed), a number, else the text. ``current`` and ``annotation`` (the field's
+    value and type) say which; ``ConfigError`` names the key for a value of the wrong type."""
+    text = str(annotation)
+    lowered = raw.lower()
+    if lowered in ("none", "null", "") and ("None" in text or current is None):
+        return None
+    if isinstance(current, bool) or text == "bool":
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{key} expects true or false, got {raw!r}")
+    if isinstance(current, int) or text.startswith("int"):
+        try:
+            return int(raw.replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{key} expects an integer, got {raw!r}") from None
+    if isinstance(current, float) or text == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{key} expects a number, got {raw!r}") from None
+    return raw
+
+
+def _with_preset(config: Any, name: str, changes: dict[str, Any]) -> Any:
+    """``config`` with the values preset ``name`` gives its fields, then ``changes``."""
+    types = {f.name: f.type for f in fields(config)}
+    values = {
+        key: parse_setting(key, raw, getattr(config, key), types[key])
+        for key, raw in preset_values(name).items()
+        if key in types
+    }
+    return replace(config, **{**values, **changes})
 
 
 def _validate(config: object) -> None:

@@ -33,6 +33,7 @@ from ._cursor_stats import (
     CursorStats as CursorStats,
     IndividualDeletedMessages as IndividualDeletedMessages,
     PersistenceStats as PersistenceStats,
+    Redelivery as Redelivery,
 )
 from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
 from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
@@ -73,6 +74,7 @@ __all__ = [
     "PersistenceStats",
     "PositionBound",
     "PositionReset",
+    "Redelivery",
     "RevisionStats",
     "WriteEvent",
     "WriteState",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
+from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig, parse_setting
 from ..core._errors import ConfigError
 from ..core._pulsar_versions import PULSAR_VERSIONS, preset_values
 from ..core._suggest import did_you_mean
@@ -114,11 +114,11 @@ class ReplaySettings:
         own: dict[str, Any] = {}
         for key, raw in values.items():
             if key in ledger_fields:
-                ledger[key] = _parse(key, raw, getattr(self.ledger, key), ledger_fields[key].type)
+                ledger[key] = parse_setting(key, raw, getattr(self.ledger, key), ledger_fields[key].type)
             elif key in factory_fields:
-                factory[key] = _parse(key, raw, getattr(self.factory, key), factory_fields[key].type)
+                factory[key] = parse_setting(key, raw, getattr(self.factory, key), factory_fields[key].type)
             elif key in own_fields:
-                own[key] = _parse(key, raw, getattr(self, key), own_fields[key].type)
+                own[key] = parse_setting(key, raw, getattr(self, key), own_fields[key].type)
             else:
                 raise _unknown_setting(key)
         return dataclasses.replace(
@@ -158,30 +158,6 @@ def _unknown_setting(key: str) -> ConfigError:
     known = ReplaySettings.known_keys()
     hint = did_you_mean(key, known)
     return ConfigError(f"unknown setting {key!r}" + (hint or f"; known settings: {', '.join(known)}"))
-
-
-def _parse(key: str, raw: str, current: Any, annotation: Any) -> Any:
-    text = str(annotation)
-    lowered = raw.lower()
-    if lowered in ("none", "null", "") and ("None" in text or current is None):
-        return None
-    if isinstance(current, bool) or text == "bool":
-        if lowered in ("true", "1", "yes", "on"):
-            return True
-        if lowered in ("false", "0", "no", "off"):
-            return False
-        raise ConfigError(f"{key} expects true or false, got {raw!r}")
-    if isinstance(current, int) or text.startswith("int"):
-        try:
-            return int(raw.replace("_", ""))
-        except ValueError:
-            raise ConfigError(f"{key} expects an integer, got {raw!r}") from None
-    if isinstance(current, float) or text == "float":
-        try:
-            return float(raw)
-        except ValueError:
-            raise ConfigError(f"{key} expects a number, got {raw!r}") from None
-    return raw
 
 
 SETTINGS_FILE = "settings.json"
