@@ -171,3 +171,38 @@ def test_a_flush_tick_persists_what_the_rate_limit_held_back_on_every_open_ledge
 
 def crash_messages(cursor: Any) -> int:
     return int(cursor.stats().persistence.redelivered_after_crash.messages)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    preset=st.sampled_from(PRESETS),
+    cap=st.integers(0, 6),
+    order=st.permutations(list(range(40))),
+    sizes=st.lists(st.sampled_from([1, 1, 2, 3]), min_size=40, max_size=40),
+)
+def test_the_close_tracker_follows_single_acks_as_a_fresh_count_does(
+    preset: str | None, cap: int, order: list[int], sizes: list[int]
+) -> None:
+    """Single acks in any order past the cap (every change throttled: the unload figure follows
+    each ack from its position alone): after each, the tracker equals one built from scratch,
+    and the unload figure what a close's record, read back, loses."""
+    log = Log(settings_for(preset, throttle_mark_delete=1.0, max_unacked_ranges_to_persist=cap))
+    positions = log.produce(sizes[:20])
+    log.roll()
+    positions += log.produce(sizes[20:])
+    log.cursor.delete(positions[39])  # the first change persists; the rest wait
+    store = log.cursor._store
+    followed = over = 0
+    for k in order[:30]:
+        log.cursor.delete(positions[k])
+        over += log.cursor.stats().individually_deleted_entries > cap
+        tracker = store._tracker
+        if tracker is not None:
+            tracker._check()
+            followed += 1
+        unload = log.cursor.stats().persistence.redelivered_after_unload
+        held = store._built_close_held(log.cursor._snapshot())
+        from mledger.managed_ledger._restart_figures import redelivered as lost_to
+
+        assert (unload.messages, unload.entries) == lost_to(log.cursor._snapshot(), held, log.ml)
+    assert followed or not over  # past the cap, single acks were followed one by one

@@ -329,6 +329,38 @@ class AckRangeSet:
         """The last entry of the run containing the acked ``ledger_id:entry_id``. O(log run)."""
         return _run_end(self._bitmaps[ledger_id], entry_id)
 
+    def run_start(self, ledger_id: int, entry_id: int) -> int:
+        """The first entry of the run containing the acked ``ledger_id:entry_id``. O(log run)."""
+        return _run_start(self._bitmaps[ledger_id], entry_id)
+
+    def run_after(self, ledger_id: int, entry_id: int) -> tuple[int, int, int] | None:
+        """The closed run ``(ledger, first, last)`` that starts first after ``ledger_id:entry_id``
+        (in that ledger or a later one; a run is never taken across ledgers), or None.
+        O(log ledgers + log run)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is not None and entry_id < MAX_ENTRY_ID:
+            nxt = bm.next_set_bit(max(entry_id + 1, 0)) if bm.max() > entry_id else None
+            if nxt is not None:
+                return ledger_id, nxt, _run_end(bm, nxt)
+        for later in self._bitmaps.irange(minimum=ledger_id, inclusive=(False, True)):
+            first = self._bitmaps[later].min()
+            return later, first, _run_end(self._bitmaps[later], first)
+        return None
+
+    def run_before(self, ledger_id: int, entry_id: int) -> tuple[int, int, int] | None:
+        """The closed run ``(ledger, first, last)`` that ends last before ``ledger_id:entry_id``
+        (in that ledger or an earlier one), or None. O(log ledgers + log run)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is not None and entry_id > 0:
+            below = bm.rank(entry_id - 1)
+            if below:
+                last = bm[below - 1]
+                return ledger_id, _run_start(bm, last), last
+        for earlier in self._bitmaps.irange(maximum=ledger_id, inclusive=(True, False), reverse=True):
+            last = self._bitmaps[earlier].max()
+            return earlier, _run_start(self._bitmaps[earlier], last), last
+        return None
+
     def next_unacked_entry(self, ledger_id: int, entry_id: int) -> int:
         """The first entry id ``>= entry_id`` of the ledger that is not acked. O(log run)."""
         bm = self._bitmaps.get(ledger_id)

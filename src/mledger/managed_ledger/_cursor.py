@@ -513,6 +513,7 @@ class ManagedCursor:
             if self._closed:
                 self._check_open()
             entries_acked = 0
+            md_before = self._md
             if positions > self._md:
                 # _check_entry in O(1) without a call: the ledger list's entry counts cover
                 # only confirmed entries (LedgerView.ledger_list); anything else is refused there.
@@ -551,7 +552,9 @@ class ManagedCursor:
                     messages = entries_acked
                     if entries_acked == 1 and self._entry_messages.batched:
                         messages = self._entry_messages.of(ledger_id, entry_id)
-                    self._throttled(now_ns, entries_acked, messages)
+                    # the position, for the unload figure past the limits (not when the
+                    # mark-delete moved: the stores then need the whole state)
+                    self._throttled(now_ns, entries_acked, messages, positions if self._md == md_before else None)
         finally:
             lock.release()
 
@@ -833,22 +836,27 @@ class ManagedCursor:
                 return
         self._persist()
 
-    def _throttled(self, now_ns: int, entries_acked: int, messages: int = 0) -> None:
+    def _throttled(self, now_ns: int, entries_acked: int, messages: int = 0, position: Position | None = None) -> None:
         """A change the throttle defers (read at ``now_ns``): mark dirty; the state stores
         observe it (see :meth:`_after_change` for ``entries_acked``; ``messages``: the
-        messages those entries hold)."""
+        messages those entries hold; ``position``: the one entry, when the mark-delete did not
+        move)."""
         self._dirty = True
         now = now_ns // 1_000_000
         if entries_acked < 0 or not self._observed:
             self._observe(now)
         elif entries_acked and self._store is not None:
             self._settle_observation()
-            if any(store.unload_headroom < entries_acked for store in (self._store, *self._mirrors)):
+            stores = (self._store, *self._mirrors)
+            if position is not None and entries_acked == 1:
+                if not all([s.observe_entry_acked(position[0], position[1], messages, now) for s in stores]):
+                    self._observe(now)  # a store cannot follow the ack: it needs the state
+                return
+            if any(store.unload_headroom < entries_acked for store in stores):
                 self._observe(now)  # the unload figure may change: the stores need the state
                 return
-            self._store.observe_entries_acked(entries_acked, now, messages)
-            for mirror in self._mirrors:
-                mirror.observe_entries_acked(entries_acked, now, messages)
+            for store in stores:
+                store.observe_entries_acked(entries_acked, now, messages)
 
     def _settle_observation(self) -> None:
         """Tell the cursor's own state store the whole-entry acks the single-call fast path

@@ -89,8 +89,9 @@ from ..core._errors import (
     StateCorruptedError,
 )
 from ..core._position import Position
-from ..core._pulsar_versions import MLEDGER_RULES, LongArrayCutoff, PulsarVersion, pulsar_version, rules_for
+from ..core._pulsar_versions import MLEDGER_RULES, PulsarVersion, pulsar_version, rules_for
 from ..core._ranges import MAX_ENTRY_ID, AckRangeSet, ack_set_to_words, words_to_ack_set
+from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import PersistenceStats
 from ._ledger_view import LedgerView, cursor_info_path
@@ -138,6 +139,10 @@ class CursorStateStore:
         self._last_appended: tuple[int, PersistedCursorState] | None = None
         # What a stop would redeliver, live (PersistenceStats is built from them on demand)
         self._figures = RestartFigures(ledger)
+        self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
+        self._tracker_fixed = 0  # bytes of the close record besides its acks
+        self._tracker_limits = (0, 0)  # the metadata store's and the cursor ledger's record limits
+        self._tracker_batch = (False, False)  # batch states read back at all, and from the node
         self.unload_headroom = -1
         """How many more whole-entry acknowledgements (with no batch state) certainly leave the
         unload figure as it is: the cursor tells the store those with counts only
@@ -520,83 +525,71 @@ class CursorStateStore:
 
     def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int) -> None:
         """The unload figure now, from the snapshot the figures just tallied: 0 while within
-        every limit but for batch states the close record loses, else counted from the
-        builders' rules (or, for a record that may not fit its store, from the record)."""
+        every limit but for batch states the close record loses; else what the close record
+        keeps, followed ack by ack from here (:class:`CloseTracker`), or, for a record that may
+        not fit its store, read from the record itself."""
         self.unload_headroom = self._unload_headroom_of(snapshot)
+        self._tracker = None
         if self.unload_headroom >= 0:
             keeps = not snapshot.batch or self._close_keeps_batch(snapshot)
             self._figures.set_unload_kept(None, keeps, now_ms)
             return
-        to_ledger = self._closes_to_ledger(snapshot)
-        fmt = self._config.effective_ack_format if to_ledger else "range"
-        kept = self._kept_by_builders(snapshot, fmt, to_ledger)
-        if kept is None:
-            held = self._built_close_held(snapshot)
-            self._figures.set_unload(*redelivered(snapshot, held, self._ml), now_ms)
-            return
-        self._figures.set_unload_kept(kept[:2], self._close_keeps_batch(snapshot), now_ms)
-
-    def _kept_by_builders(self, snapshot: CursorSnapshot, fmt: str, to_ledger: bool) -> tuple[int, int, int] | None:
-        """The acked entries (and their messages beyond one) the close record of ``snapshot``
-        keeps in format ``fmt`` (``toRanges`` cut-off or ``buildIndividualDeletedMessageRanges``
-        cap, as :meth:`_record` applies them), with a bound on its size; None when that bound
-        does not certainly fit the record's store (the caller builds the record instead)."""
-        acked, counts = snapshot.acked, self._ml.entry_messages
+        cfg = self._config
         limit = self._range_limit()
-        ledgers = acked.ledger_ids()
-        kept_entries = kept_extra = size = 0
-        if fmt == "long_array" and acked:
-            cutoff = self._rules.long_array_cutoff
-            running = 0
-            for ledger_id in ledgers:
-                card = acked.ledger_cardinality(ledger_id)
-                before, running = running, running + card
-                if (
-                    limit is not None
-                    and limit >= 0
-                    and (running if cutoff is LongArrayCutoff.ADD_AND_GET else before) > limit
-                ):
-                    break
-                kept_entries += card
-                if counts.batched:
-                    kept_extra += acked.ledger_extra_messages(ledger_id, counts)
-                size += ((acked.ledger_last_entry(ledger_id) or 0) // 64 + 1) * 10 + 16
-            if kept_entries:
-                return self._fits(snapshot, kept_entries, kept_extra, size, to_ledger)
-        # the range format (also the long-array fallback when no ledger fits, and "auto")
-        cap = None if limit is None or limit < 0 else limit + (1 if self._config.unacked_ranges_limit_off_by_one else 0)
-        kept_ranges = 0
-        for ledger_id in ledgers:
-            runs = acked.ledger_size(ledger_id)
-            if cap is not None and kept_ranges + runs > cap:
-                take = cap - kept_ranges
-                starts, ends = acked.ledger_first_runs(ledger_id, take)
-                kept_entries += int((ends - starts + 1).sum())
-                kept_extra += counts.extra_in_runs(ledger_id, starts, ends) if counts.batched else 0
-                kept_ranges += take
-                break
-            kept_ranges += runs
-            kept_entries += acked.ledger_cardinality(ledger_id)
-            if counts.batched:
-                kept_extra += acked.ledger_extra_messages(ledger_id, counts)
-        return self._fits(snapshot, kept_entries, kept_extra, kept_ranges * _BYTES_PER_ENTRY_BOUND, to_ledger)
-
-    def _fits(
-        self, snapshot: CursorSnapshot, entries: int, extra: int, acks_size: int, to_ledger: bool
-    ) -> tuple[int, int, int] | None:
-        """``(entries, extra, size bound)`` when a record with ``acks_size`` bytes of acks and the
-        snapshot's batch states and properties certainly fits its store, else None."""
+        cap = None if limit is None or limit < 0 else limit + (1 if cfg.unacked_ranges_limit_off_by_one else 0)
+        long_array = (self._rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None
+        writable = self._ledger_id is not None and (limit is None or limit > 0)
+        tracker = CloseTracker(
+            snapshot.acked,
+            self._ml.entry_messages,
+            cap,
+            long_array,
+            cfg.max_unacked_ranges_to_persist_in_metadata_store if writable else None,
+        )
         fcfg = self._ml.factory_config
-        batch = snapshot.batch[: self._config.max_batch_deleted_index_to_persist]
-        size = (
+        batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
+        self._tracker_fixed = (
             _BYTES_PER_RECORD_BOUND
-            + acks_size
             + sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
             + sum(len(k) + 16 for k in snapshot.properties)
             + sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
         )
-        limit = min(fcfg.frame_limit if to_ledger else fcfg.jute_maxbuffer, self._max_state)
-        return (entries, extra, size) if size <= limit else None
+        self._tracker_limits = (min(fcfg.jute_maxbuffer, self._max_state), min(fcfg.frame_limit, self._max_state))
+        reader = self._reader(for_restart=True)
+        self._tracker_batch = (
+            reader.batch and cfg.deletion_at_batch_index_level_enabled,
+            reader.rules.batch_indexes_read_from_metadata_store,
+        )
+        if not self._tracker_fits(tracker):
+            held = self._built_close_held(snapshot)
+            self._figures.set_unload(*redelivered(snapshot, held, self._ml), now_ms)
+            return
+        self._tracker = tracker
+        self._figures.set_unload_lost(tracker.lost(), self._tracker_keeps_batch(tracker), now_ms)
+
+    def _tracker_fits(self, tracker: CloseTracker) -> bool:
+        """Whether the close record the tracker follows certainly fits its store."""
+        limit = self._tracker_limits[1 if tracker.to_ledger else 0]
+        return self._tracker_fixed + tracker.acks_bytes(_BYTES_PER_ENTRY_BOUND) <= limit
+
+    def _tracker_keeps_batch(self, tracker: CloseTracker) -> bool:
+        on, from_node = self._tracker_batch
+        return on and (from_node or tracker.to_ledger)
+
+    def observe_entry_acked(self, ledger_id: int, entry_id: int, messages: int, now_ms: int) -> bool:
+        """:meth:`observe_entries_acked` for one whole entry (no batch state, no mark-delete
+        moved), with its position, so that the unload figure follows it past the limits too.
+        False when the store needs a snapshot instead (:meth:`observe`). O(1) within the
+        limits, a few bitmap queries past them (O(ledgers) in the long-array format)."""
+        if self.unload_headroom >= 1:
+            self.observe_entries_acked(1, now_ms, messages)
+            return True
+        tracker = self._tracker
+        if tracker is None or not tracker.entry_acked(ledger_id, entry_id, messages) or not self._tracker_fits(tracker):
+            return False
+        self._figures.entries_acked(1, messages, now_ms)
+        self._figures.set_unload_lost(tracker.lost(), self._tracker_keeps_batch(tracker), now_ms)
+        return True
 
     def _unload_headroom_of(self, snapshot: CursorSnapshot) -> int:
         """How many more whole entries can be acknowledged before the close record of

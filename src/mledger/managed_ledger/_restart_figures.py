@@ -310,6 +310,13 @@ class RestartFigures:
         batch_m, batch_e = self._batch_tail if keeps_batch else self._batch_all
         self._unload.set(messages + batch_m, entries + batch_e, now_ms)
 
+    def set_unload_lost(self, lost: tuple[int, int], keeps_batch: bool, now_ms: int) -> None:
+        """The unload figure from ``lost`` = ``(messages, entries)`` of whole entries the close
+        record loses, and the batch states last tallied (kept after the first ``batch_cap``
+        when ``keeps_batch``, else lost). O(1)."""
+        batch_m, batch_e = self._batch_tail if keeps_batch else self._batch_all
+        self._unload.set(lost[0] + batch_m, lost[1] + batch_e, now_ms)
+
     def _tally(self, snapshot: CursorSnapshot, batch_cap: int) -> tuple[int, int]:
         """Count the snapshot once (the crash total against the record held, and what the
         unload figure needs); returns the crash total. Batch sizes given with acks go to the
