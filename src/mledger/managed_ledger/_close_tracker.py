@@ -35,6 +35,9 @@ from ..core._ranges import AckRangeSet
 
 __all__ = ["CloseTracker"]
 
+_BYTES_PER_RANGE = 48
+"""At most the bytes of one kept range in a record (two positions of two varints, tags, lengths)."""
+
 
 class CloseTracker:
     """What the close record of a range set keeps (module docstring), kept up to date.
@@ -42,7 +45,10 @@ class CloseTracker:
     ``range_cap``: the ranges the range format keeps (N, or N + 1 before #25548; None: all);
     ``long_array``: the long-array cut-off and its cap when a close to the cursor ledger writes
     that format (None: it writes ranges); ``ledger_branch_above``: the close writes the cursor
-    ledger above this many ranges (None: never, no writable ledger or no ranges persisted).
+    ledger above this many ranges (None: never, no writable ledger or no ranges persisted);
+    ``rooms``: the bytes the acks may take in a record to the metadata store and to the cursor
+    ledger (past them the record may not fit its store: :meth:`entry_acked` gives up).
+    :attr:`lost_messages` and :attr:`lost_entries` are what the close record loses now.
     """
 
     __slots__ = (
@@ -58,8 +64,11 @@ class CloseTracker:
         "_la_extra",
         "_ledger_above",
         "_weights",
+        "_rooms",
         "card",
         "extra",
+        "lost_entries",
+        "lost_messages",
         "ranges",
     )
 
@@ -70,8 +79,10 @@ class CloseTracker:
         range_cap: int | None,
         long_array: tuple[LongArrayCutoff, int | None] | None,
         ledger_branch_above: int | None,
+        rooms: tuple[int, int] = (1 << 62, 1 << 62),
     ) -> None:
         self._acked = acked
+        self._rooms = rooms
         self._weights = weights
         self._cap = range_cap
         self._ledger_above = ledger_branch_above
@@ -87,6 +98,7 @@ class CloseTracker:
         self._la_entries = self._la_extra = self._la_bytes = 0
         self._find_boundary()
         self._count_long_arrays()
+        self.lost_messages, self.lost_entries = self.lost()
 
     # -- what the close keeps -------------------------------------------------------------------
     @property
@@ -101,6 +113,10 @@ class CloseTracker:
         if self._boundary is None:
             return self.card, self.extra
         return self._kept_entries, self._kept_extra
+
+    def fits(self) -> bool:
+        """Whether the close record's acks certainly fit in the room of its store."""
+        return self.acks_bytes(_BYTES_PER_RANGE) <= self._rooms[self.to_ledger]
 
     def acks_bytes(self, per_range: int) -> int:
         """A bound on the bytes of the acks in the close record: ``per_range`` a kept range, or
@@ -121,22 +137,23 @@ class CloseTracker:
         """The whole entry ``ledger_id:entry_id`` (``messages`` messages) was just added to the
         range set (no mark-delete moved); False when the tracker cannot follow (rebuild it).
         A few O(log) bitmap queries; O(ledgers) in the long-array format."""
-        acked, weights = self._acked, self._weights
-        left = entry_id > 0 and acked.contains(ledger_id, entry_id - 1)
-        right = acked.contains(ledger_id, entry_id + 1)
+        acked = self._acked
+        sides = acked.neighbours(ledger_id, entry_id)
+        left, right = sides & 1, sides >> 1
         extra = messages - 1
         self.card += 1
         self.extra += extra
-        self.ranges += 1 - left - right
+        ranges = self.ranges = self.ranges + 1 - left - right
+        cap = self._cap
         boundary = self._boundary
         if boundary is None:
-            if self._cap is not None and self.ranges > self._cap:
+            if cap is not None and ranges > cap:
                 return False  # the cap is passed now: the boundary comes from a rebuild
-        elif (ledger_id, entry_id) > boundary:
+        elif ledger_id > boundary[0] or (ledger_id == boundary[0] and entry_id > boundary[1]):
             if ledger_id == boundary[0] and entry_id == boundary[1] + 1:  # the last kept range grows
                 end = acked.run_end(ledger_id, entry_id)
                 self._kept_entries += end - boundary[1]
-                self._kept_extra += weights.extra_in_runs(ledger_id, np.array([entry_id]), np.array([end]))
+                self._kept_extra += self._extra_of(ledger_id, entry_id, end)
                 self._boundary = (ledger_id, end)
         else:
             self._kept_entries += 1
@@ -145,11 +162,32 @@ class CloseTracker:
                 self._take_next()
             elif not (left or right):  # a new kept range: the last one is out
                 self._drop_last()
-        if self._boundary is not None and self._cap is not None and self.ranges <= self._cap:
+        if self._boundary is not None and cap is not None and ranges <= cap:
             self._boundary = None  # no more ranges than the cap: everything is kept
         if self._la_cutoff is not None:
             self._count_long_arrays()
+            if self.acks_bytes(_BYTES_PER_RANGE) > self._rooms[self.to_ledger]:
+                return False  # the record may not fit its store now: read it from the record
+            self.lost_messages, self.lost_entries = self.lost()
+            return True
+        above = self._ledger_above
+        kept_ranges = ranges if cap is None or ranges < cap else cap
+        if kept_ranges * _BYTES_PER_RANGE > self._rooms[above is not None and ranges > above]:
+            return False  # the record may not fit its store now: read it from the record
+        if self._boundary is None:
+            self.lost_messages = self.lost_entries = 0
+        else:
+            lost = self.card - self._kept_entries
+            self.lost_entries = lost
+            self.lost_messages = lost + self.extra - self._kept_extra
         return True
+
+    def _extra_of(self, ledger_id: int, first: int, last: int) -> int:
+        """Messages beyond one of the entries ``first..last`` of one ledger."""
+        weights = self._weights
+        if not weights.batched:
+            return 0
+        return weights.extra_in_runs(ledger_id, np.array([first]), np.array([last]))
 
     # -- internals ------------------------------------------------------------------------------
     def _find_boundary(self) -> None:
@@ -184,7 +222,7 @@ class CloseTracker:
             return
         ledger_id, first, last = nxt
         self._kept_entries += last - first + 1
-        self._kept_extra += self._weights.extra_in_runs(ledger_id, np.array([first]), np.array([last]))
+        self._kept_extra += self._extra_of(ledger_id, first, last)
         self._boundary = (ledger_id, last)
 
     def _drop_last(self) -> None:
@@ -192,7 +230,7 @@ class CloseTracker:
         ledger_id, last = self._boundary
         first = self._acked.run_start(ledger_id, last)
         self._kept_entries -= last - first + 1
-        self._kept_extra -= self._weights.extra_in_runs(ledger_id, np.array([first]), np.array([last]))
+        self._kept_extra -= self._extra_of(ledger_id, first, last)
         before = self._acked.run_before(ledger_id, first)
         assert before is not None  # more ranges than the cap, so one before the last kept
         self._boundary = (before[0], before[2])
@@ -221,6 +259,7 @@ class CloseTracker:
             self._cap,
             (self._la_cutoff, self._la_cap) if self._la_cutoff is not None else None,
             self._ledger_above,
+            self._rooms,
         )
         mine = (self.ranges, self.card, self.extra, self._boundary, self.kept())
         theirs = (fresh.ranges, fresh.card, fresh.extra, fresh._boundary, fresh.kept())

@@ -537,17 +537,23 @@ class ManagedCursor:
                 now_ns = self._clock_ns()
                 if now_ns >= self._persist_due_ns:
                     self._persist()
-                elif (
-                    entries_acked == 1
-                    and self._observed
-                    and not self._mirrors
-                    and self._unobserved_acks < self._store.unload_headroom  # type: ignore[union-attr]
-                ):
-                    self._dirty = True  # _throttled, for the one common case, told to the store later
-                    self._unobserved_acks += 1
-                    self._unobserved_at_ns = now_ns
-                    if self._entry_messages.batched:  # a batch entry acked whole: all its messages
-                        self._unobserved_extra += self._entry_messages.of(ledger_id, entry_id) - 1
+                elif entries_acked == 1 and self._observed and not self._mirrors:
+                    self._dirty = True  # _throttled, for the one common case
+                    store = self._store
+                    assert store is not None
+                    counts = self._entry_messages
+                    if self._unobserved_acks < store.unload_headroom:  # told to the store later
+                        self._unobserved_acks += 1
+                        self._unobserved_at_ns = now_ns
+                        if counts.batched:  # a batch entry acked whole: all its messages
+                            self._unobserved_extra += counts.of(ledger_id, entry_id) - 1
+                    else:  # past the limits: the store follows the ack from its position
+                        if self._unobserved_acks:
+                            self._settle_observation()
+                        now = now_ns // 1_000_000
+                        messages = counts.of(ledger_id, entry_id) if counts.batched else 1
+                        if self._md != md_before or not store.observe_entry_acked(ledger_id, entry_id, messages, now):
+                            self._observe(now)
                 else:
                     messages = entries_acked
                     if entries_acked == 1 and self._entry_messages.batched:

@@ -140,8 +140,6 @@ class CursorStateStore:
         # What a stop would redeliver, live (PersistenceStats is built from them on demand)
         self._figures = RestartFigures(ledger)
         self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
-        self._tracker_fixed = 0  # bytes of the close record besides its acks
-        self._tracker_limits = (0, 0)  # the metadata store's and the cursor ledger's record limits
         self._tracker_batch = (False, False)  # batch states read back at all, and from the node
         self.unload_headroom = -1
         """How many more whole-entry acknowledgements (with no batch state) certainly leave the
@@ -539,42 +537,37 @@ class CursorStateStore:
         cap = None if limit is None or limit < 0 else limit + (1 if cfg.unacked_ranges_limit_off_by_one else 0)
         long_array = (self._rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None
         writable = self._ledger_id is not None and (limit is None or limit > 0)
+        fcfg = self._ml.factory_config
+        batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
+        fixed = (
+            _BYTES_PER_RECORD_BOUND
+            + sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
+            + sum(len(k) + 16 for k in snapshot.properties)
+            + sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
+        )
+        rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
         tracker = CloseTracker(
             snapshot.acked,
             self._ml.entry_messages,
             cap,
             long_array,
             cfg.max_unacked_ranges_to_persist_in_metadata_store if writable else None,
+            rooms,
         )
-        fcfg = self._ml.factory_config
-        batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
-        self._tracker_fixed = (
-            _BYTES_PER_RECORD_BOUND
-            + sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
-            + sum(len(k) + 16 for k in snapshot.properties)
-            + sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
-        )
-        self._tracker_limits = (min(fcfg.jute_maxbuffer, self._max_state), min(fcfg.frame_limit, self._max_state))
         reader = self._reader(for_restart=True)
         self._tracker_batch = (
             reader.batch and cfg.deletion_at_batch_index_level_enabled,
             reader.rules.batch_indexes_read_from_metadata_store,
         )
-        if not self._tracker_fits(tracker):
+        if not tracker.fits():
             held = self._built_close_held(snapshot)
             self._figures.set_unload(*redelivered(snapshot, held, self._ml), now_ms)
             return
         self._tracker = tracker
-        self._figures.set_unload_lost(tracker.lost(), self._tracker_keeps_batch(tracker), now_ms)
-
-    def _tracker_fits(self, tracker: CloseTracker) -> bool:
-        """Whether the close record the tracker follows certainly fits its store."""
-        limit = self._tracker_limits[1 if tracker.to_ledger else 0]
-        return self._tracker_fixed + tracker.acks_bytes(_BYTES_PER_ENTRY_BOUND) <= limit
-
-    def _tracker_keeps_batch(self, tracker: CloseTracker) -> bool:
         on, from_node = self._tracker_batch
-        return on and (from_node or tracker.to_ledger)
+        self._figures.set_unload_lost(
+            (tracker.lost_messages, tracker.lost_entries), on and (from_node or tracker.to_ledger), now_ms
+        )
 
     def observe_entry_acked(self, ledger_id: int, entry_id: int, messages: int, now_ms: int) -> bool:
         """:meth:`observe_entries_acked` for one whole entry (no batch state, no mark-delete
@@ -582,13 +575,14 @@ class CursorStateStore:
         False when the store needs a snapshot instead (:meth:`observe`). O(1) within the
         limits, a few bitmap queries past them (O(ledgers) in the long-array format)."""
         if self.unload_headroom >= 1:
-            self.observe_entries_acked(1, now_ms, messages)
+            self.unload_headroom -= 1
+            self._figures.entries_acked(1, messages, now_ms)
             return True
         tracker = self._tracker
-        if tracker is None or not tracker.entry_acked(ledger_id, entry_id, messages) or not self._tracker_fits(tracker):
+        if tracker is None or not tracker.entry_acked(ledger_id, entry_id, messages):
             return False
-        self._figures.entries_acked(1, messages, now_ms)
-        self._figures.set_unload_lost(tracker.lost(), self._tracker_keeps_batch(tracker), now_ms)
+        on, from_node = self._tracker_batch
+        self._figures.entry_followed(messages, tracker, on and (from_node or tracker.to_ledger), now_ms)
         return True
 
     def _unload_headroom_of(self, snapshot: CursorSnapshot) -> int:

@@ -48,6 +48,7 @@ from types import MappingProxyType
 
 from ..core._entry_messages import EntryMessages
 from ..core._position import Position
+from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot
 from ._cursor_stats import Redelivery
 from ._ledger_view import LedgerView
@@ -309,6 +310,29 @@ class RestartFigures:
             messages = entries + self._acked_extra - kept[1]
         batch_m, batch_e = self._batch_tail if keeps_batch else self._batch_all
         self._unload.set(messages + batch_m, entries + batch_e, now_ms)
+
+    def entry_followed(self, messages: int, tracker: CloseTracker, keeps_batch: bool, now_ms: int) -> None:
+        """:meth:`entries_acked` for one entry, and the unload figure from ``tracker`` (which
+        followed that ack) and the batch states last tallied. O(1), allocates nothing."""
+        self._base_entries += 1
+        self._base_messages += messages
+        if self._held is not None:
+            crash = self._crash
+            total_m = self._base_messages + self._batch_messages
+            total_e = self._base_entries + self._batch_entries
+            crash.messages, crash.entries = total_m if total_m > 0 else 0, total_e if total_e > 0 else 0
+            if total_m > crash.messages_max:
+                crash.messages_max, crash.messages_max_at = total_m, now_ms
+            if total_e > crash.entries_max:
+                crash.entries_max, crash.entries_max_at = total_e, now_ms
+        batch_m, batch_e = self._batch_tail if keeps_batch else self._batch_all
+        unload = self._unload
+        unload.messages = lost_m = tracker.lost_messages + batch_m
+        unload.entries = lost_e = tracker.lost_entries + batch_e
+        if lost_m > unload.messages_max:
+            unload.messages_max, unload.messages_max_at = lost_m, now_ms
+        if lost_e > unload.entries_max:
+            unload.entries_max, unload.entries_max_at = lost_e, now_ms
 
     def set_unload_lost(self, lost: tuple[int, int], keeps_batch: bool, now_ms: int) -> None:
         """The unload figure from ``lost`` = ``(messages, entries)`` of whole entries the close
