@@ -136,7 +136,7 @@ class CursorStateStore:
         # What a recovery would read (see the writing section), and what the store last wrote
         self._stored: _Stored | None = None
         self._node_ledger = NO_LEDGER
-        self._last_appended: tuple[int, PersistedCursorState] | None = None
+        self._last_appended: tuple[int, _Stored] | None = None
         # What a stop would redeliver, live (PersistenceStats is built from them on demand)
         self._figures = RestartFigures(ledger)
         self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
@@ -292,7 +292,8 @@ class CursorStateStore:
             raise self._corrupt(record, str(exc)) from None
         batch = _batch_read(state, from_node, reader)
         held = self._held_of(self._stored, for_restart=True)
-        assert held is not None
+        assert held is not None and self._stored is not None
+        self._stored = _Stored(None, self._stored.from_node, held)
         self._figures.recovered(held)
         return RecoveredCursorState(
             mark_delete=md,
@@ -511,9 +512,21 @@ class CursorStateStore:
         self.unload_headroom -= entries
 
     def _after_write(self, snapshot: CursorSnapshot) -> None:
-        """A write went through (or was refused): a crash now recovers ``_stored``."""
+        """A write went through (or was refused): a crash now recovers ``_stored``. The records'
+        states are then dropped for what a recovery holds of them (a state's arrays are as
+        large as the record)."""
         now = self._ml.clock.now_ms()
         held = self._held_of(self._stored, for_restart=True)
+        if self._stored is not None and held is not None:
+            compact = _Stored(None, self._stored.from_node, held)
+            if self._last_appended is not None:
+                ledger_id, appended = self._last_appended
+                if appended is self._stored:
+                    self._last_appended = (ledger_id, compact)
+                elif appended.state is not None:
+                    kept = self._held_of(appended, for_restart=True)
+                    self._last_appended = (ledger_id, _Stored(None, False, kept))
+            self._stored = compact
         batch_cap = self._config.max_batch_deleted_index_to_persist
         if held is not None:
             self._figures.written(snapshot, held, now, batch_cap)
@@ -653,6 +666,8 @@ class CursorStateStore:
         arrays."""
         if stored is None:
             return None
+        if stored.state is None:
+            return stored.held
         reader = self._reader(for_restart)
         state = stored.state
         counts = self._ml.entry_messages
@@ -783,9 +798,9 @@ class CursorStateStore:
         self._ledger_entries += len(parts)
         self._count_write(len(parts))
         self._stats = replace(self._stats, persisted_state_bytes=len(payload))
-        self._last_appended = (ledger_id, state)
+        self._last_appended = (ledger_id, _Stored(state, from_node=False))
         if self._node_ledger == ledger_id:
-            self._stored = _Stored(state, from_node=False)
+            self._stored = self._last_appended[1]
         return True
 
     def _count_write(self, entries: int) -> None:
@@ -813,7 +828,7 @@ class CursorStateStore:
             self._stats = replace(self._stats, persisted_state_bytes=len(data))
             self._stored = _Stored(state, from_node=True)
         elif self._last_appended is not None and self._last_appended[0] == ledger_id:
-            self._stored = _Stored(self._last_appended[1], from_node=False)
+            self._stored = self._last_appended[1]
         else:  # a ledger with nothing in it: recoverFromLedger rolls back to the node's mark-delete
             self._stored = _Stored(PersistedCursorState(mark_delete=snapshot.mark_delete), from_node=True)
         return True
@@ -1028,10 +1043,12 @@ class _Build(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class _Stored:
-    """A record a recovery would read: its state and whether it is the node's (-1)."""
+    """A record a recovery would read: its state (or, once the figures took it, only what a
+    recovery holds of it) and whether it is the node's (-1)."""
 
-    state: PersistedCursorState
+    state: PersistedCursorState | None
     from_node: bool
+    held: Held | None = None
 
 
 @dataclass(frozen=True, slots=True)
