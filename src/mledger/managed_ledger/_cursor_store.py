@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -131,8 +131,9 @@ class CursorStateStore:
         self._truncating = False
         self._batch_truncating = False
         self._size_limited = False
-        self._stats = PersistenceStats()
+        self._stats = _Counters()  # PersistenceStats' counters, live (stats() freezes them)
         self._counting = True  # builds count in the truncation figures (not the unload's what-if)
+        self._rules_cache: tuple[ManagedLedgerConfig, tuple[PulsarVersion, _Reader, _Reader]] | None = None
         # What a recovery would read (see the writing section), and what the store last wrote
         self._stored: _Stored | None = None
         self._node_ledger = NO_LEDGER
@@ -477,8 +478,9 @@ class CursorStateStore:
     def stats(self) -> PersistenceStats:
         """Persistence figures (``CursorStats.persistence``): a frozen snapshot."""
         crash = self._figures.crash
-        return replace(
-            self._stats,
+        counters = self._stats
+        return PersistenceStats(
+            **{name: getattr(counters, name) for name in _Counters.__slots__},
             redelivered_after_restart=crash.messages,
             redelivered_after_restart_max=crash.messages_max,
             redelivered_after_restart_max_at_ms=crash.messages_max_at_ms,
@@ -611,15 +613,13 @@ class CursorStateStore:
         if len(snapshot.batch) > cfg.max_batch_deleted_index_to_persist:
             return -1
         fcfg = self._ml.factory_config
-        words = self._figures.batch.words  # of the snapshot just tallied
-        size = (
-            _BYTES_PER_RECORD_BOUND
-            + acked * _BYTES_PER_ENTRY_BOUND
-            + len(snapshot.batch) * _BYTES_PER_BATCH_BOUND
-            + words * 10
-            + sum(len(k) + 16 for k in snapshot.properties)
-            + sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
-        )
+        size = _BYTES_PER_RECORD_BOUND + acked * _BYTES_PER_ENTRY_BOUND
+        if snapshot.batch:
+            size += len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+        if snapshot.properties:
+            size += sum(len(k) + 16 for k in snapshot.properties)
+        if snapshot.cursor_properties:
+            size += sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
         room = (min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state) - size) // _BYTES_PER_ENTRY_BOUND
         cap = self._range_limit()
         if cap is not None:
@@ -694,15 +694,28 @@ class CursorStateStore:
     def _reader(self, for_restart: bool) -> _Reader:
         """Who recovers: the ``restart_as`` version with its own batch-index default (for the
         restart figures, when set), else this store's rules and settings."""
-        cfg = self._config
-        if for_restart and cfg.restart_as is not None:
-            row = pulsar_version(cfg.restart_as)
-            return _Reader(row, row.defaults.get("deletion_at_batch_index_level_enabled", "true") == "true")
-        return _Reader(rules_for(cfg.pulsar_rules), cfg.deletion_at_batch_index_level_enabled)
+        _, own, restart = self._rules_of_config()
+        return restart if for_restart else own
 
     @property
     def _rules(self) -> PulsarVersion:
-        return rules_for(self._config.pulsar_rules)
+        return self._rules_of_config()[0]
+
+    def _rules_of_config(self) -> tuple[PulsarVersion, _Reader, _Reader]:
+        """The rules row of the settings in force, this store's reader and the restart
+        figures' (recomputed when the settings object changes: ``ManagedLedger.set_config``)."""
+        cfg = self._config
+        cached = self._rules_cache
+        if cached is not None and cached[0] is cfg:
+            return cached[1]
+        rules = rules_for(cfg.pulsar_rules)
+        own = _Reader(rules, cfg.deletion_at_batch_index_level_enabled)
+        restart = own
+        if cfg.restart_as is not None:
+            row = pulsar_version(cfg.restart_as)
+            restart = _Reader(row, row.defaults.get("deletion_at_batch_index_level_enabled", "true") == "true")
+        self._rules_cache = (cfg, (rules, own, restart))
+        return rules, own, restart
 
     @property
     def _pulsar(self) -> bool:
@@ -764,7 +777,7 @@ class CursorStateStore:
         old = self._ledger_id
         self._ledger_id = new_id
         self._ledger_created_ms = self._ml.clock.now_ms()
-        self._stats = replace(self._stats, cursor_ledger_id=new_id)
+        self._stats.cursor_ledger_id = new_id
         for stale in (old, self._stale_ledger_id):
             if stale is not None and stale != new_id:
                 self._store.delete_ledger(stale)
@@ -775,7 +788,7 @@ class CursorStateStore:
             self._store.delete_ledger(self._ledger_id)
         self._ledger_id = None
         self._ledger_entries = 0
-        self._stats = replace(self._stats, cursor_ledger_id=NO_LEDGER)
+        self._stats.cursor_ledger_id = NO_LEDGER
 
     def _append_state(self, ledger_id: int, payload: bytes, state: PersistedCursorState) -> bool:
         """Append one state (its PIP-381 parts when chunking is in force); False when, under a
@@ -797,7 +810,7 @@ class CursorStateStore:
         self._store.append_many(ledger_id, parts)
         self._ledger_entries += len(parts)
         self._count_write(len(parts))
-        self._stats = replace(self._stats, persisted_state_bytes=len(payload))
+        self._stats.persisted_state_bytes = len(payload)
         self._last_appended = (ledger_id, _Stored(state, from_node=False))
         if self._node_ledger == ledger_id:
             self._stored = self._last_appended[1]
@@ -805,12 +818,9 @@ class CursorStateStore:
 
     def _count_write(self, entries: int) -> None:
         s = self._stats
-        self._stats = replace(
-            s,
-            persist_count=s.persist_count + 1,
-            persist_entries_written=s.persist_entries_written + entries,
-            last_persist_chunks=entries,
-        )
+        s.persist_count += 1
+        s.persist_entries_written += entries
+        s.last_persist_chunks = entries
 
     def _write_info(self, snapshot: CursorSnapshot, ledger_id: int, with_acks: bool = True) -> bool:
         """Write ``ManagedCursorInfo`` (pointing at ``ledger_id``, -1 for none) for ``snapshot``;
@@ -825,7 +835,7 @@ class CursorStateStore:
         self._info_version = self._store.put(self._path, data, expected)
         self._node_ledger = ledger_id
         if ledger_id == NO_LEDGER:
-            self._stats = replace(self._stats, persisted_state_bytes=len(data))
+            self._stats.persisted_state_bytes = len(data)
             self._stored = _Stored(state, from_node=True)
         elif self._last_appended is not None and self._last_appended[0] == ledger_id:
             self._stored = self._last_appended[1]
@@ -870,7 +880,7 @@ class CursorStateStore:
                 limit,
                 "it is refused" if self._pulsar else "it would be lost",
             )
-            self._stats = replace(self._stats, state_over_limit_at_ms=self._ml.clock.now_ms())
+            self._stats.state_over_limit_at_ms = self._ml.clock.now_ms()
 
     def _decompress(self, data: bytes) -> bytes | bytearray:
         return decompress_metadata(data, self._max_state)
@@ -1007,17 +1017,13 @@ class CursorStateStore:
         indexes_truncated`` for the batch-index builder, ``persist_long_array_truncated`` for the
         long-array cut-off (which #25548's counter does not see)."""
         s = self._stats
-        self._stats = replace(
-            s,
-            truncated_ranges=build.dropped_ranges,
-            truncated_ranges_total=s.truncated_ranges_total + build.dropped_ranges,
-            truncated_batch_indexes=build.dropped_batch,
-            truncated_batch_indexes_total=s.truncated_batch_indexes_total + build.dropped_batch,
-            persist_unacked_ranges_truncated=s.persist_unacked_ranges_truncated + build.range_builder_dropped,
-            persist_long_array_truncated=s.persist_long_array_truncated + build.long_array_cut,
-            persist_batch_deleted_indexes_truncated=s.persist_batch_deleted_indexes_truncated
-            + (build.dropped_batch > 0),
-        )
+        s.truncated_ranges = build.dropped_ranges
+        s.truncated_ranges_total += build.dropped_ranges
+        s.truncated_batch_indexes = build.dropped_batch
+        s.truncated_batch_indexes_total += build.dropped_batch
+        s.persist_unacked_ranges_truncated += build.range_builder_dropped
+        s.persist_long_array_truncated += build.long_array_cut
+        s.persist_batch_deleted_indexes_truncated += build.dropped_batch > 0
         for kind, dropped in (("ranges", build.dropped_ranges), ("batch", build.dropped_batch)):
             flag = "_truncating" if kind == "ranges" else "_batch_truncating"
             if dropped and not getattr(self, flag):
@@ -1029,6 +1035,45 @@ class CursorStateStore:
                     "ack ranges" if kind == "ranges" else "batch-index states",
                 )
             setattr(self, flag, bool(dropped))
+
+
+class _Counters:
+    """:class:`PersistenceStats`' counters, kept up to date in place (field by field the same)."""
+
+    __slots__ = (
+        "persisted_state_bytes",
+        "persist_count",
+        "persist_entries_written",
+        "last_persist_chunks",
+        "truncated_ranges",
+        "truncated_ranges_total",
+        "truncated_batch_indexes",
+        "truncated_batch_indexes_total",
+        "persist_unacked_ranges_truncated",
+        "persist_batch_deleted_indexes_truncated",
+        "persist_long_array_truncated",
+        "state_over_limit_at_ms",
+        "cursor_ledger_id",
+    )
+
+    persisted_state_bytes: int
+    persist_count: int
+    persist_entries_written: int
+    last_persist_chunks: int
+    truncated_ranges: int
+    truncated_ranges_total: int
+    truncated_batch_indexes: int
+    truncated_batch_indexes_total: int
+    persist_unacked_ranges_truncated: int
+    persist_batch_deleted_indexes_truncated: int
+    persist_long_array_truncated: int
+    state_over_limit_at_ms: int
+    cursor_ledger_id: int
+
+    def __init__(self) -> None:
+        defaults = PersistenceStats()
+        for name in self.__slots__:
+            setattr(self, name, getattr(defaults, name))
 
 
 class _Build(NamedTuple):
