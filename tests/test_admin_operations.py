@@ -4,6 +4,7 @@ mledger-admin agree (as tests/test_protocol_coverage.py checks the protocol's co
 from __future__ import annotations
 
 import argparse
+import asyncio
 import inspect
 import re
 from collections.abc import Iterator
@@ -12,15 +13,36 @@ from typing import Any
 import httpx
 import pytest
 
+from mledger import NotFoundError
 from mledger.admin import Admin, CancelDelayedMessageResult, RemoteAdmin
-from mledger.admin._operations import OPERATIONS, TOPIC_BASE, AdminOperation, by_verb, operation
-from mledger.admin._remote import RemoteClusters, RemoteNamespaces, RemoteTenants, RemoteTopics
+from mledger.admin._operations import (
+    NON_PERSISTENT_BASE,
+    OPERATIONS,
+    TOPIC_BASE,
+    AdminOperation,
+    by_verb,
+    operation,
+)
+from mledger.admin._remote import (
+    RemoteClusters,
+    RemoteNamespaces,
+    RemoteNonPersistentTopics,
+    RemoteTenants,
+    RemoteTopics,
+)
 from mledger.broker import Broker, RetentionPolicies
 from mledger.core import Position
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.storage import MemoryStore
 
-REMOTE = {"topics": RemoteTopics, "namespaces": RemoteNamespaces, "tenants": RemoteTenants, "clusters": RemoteClusters}
+REMOTE = {
+    "topics": RemoteTopics,
+    "namespaces": RemoteNamespaces,
+    "tenants": RemoteTenants,
+    "clusters": RemoteClusters,
+    "non_persistent": RemoteNonPersistentTopics,
+}
+PATH_PREFIX = {"topics": "persistent", "non_persistent": "non-persistent"}
 V1_TOPIC_BASE = "/admin/persistent/{property}/{cluster}/{namespace}"
 
 
@@ -44,7 +66,7 @@ def test_table_is_consistent() -> None:
         assert op.method in ("GET", "PUT", "POST", "DELETE"), op
         assert op.status in (200, 204), op
         assert (op.status == 204) == (op.response is None), op
-        assert op.path.startswith(f"/{'persistent' if op.group == 'topics' else op.group}"), op
+        assert op.path.startswith(f"/{PATH_PREFIX.get(op.group, op.group)}"), op
     assert operation("topics", "get_stats").url(tenant="t", namespace="n", topic="x") == (
         "/admin/v2/persistent/t/n/x/stats"
     )
@@ -74,9 +96,10 @@ def test_rest_app_serves_every_operation_and_only_them(admin: Admin) -> None:
         if path.startswith(("/admin/v2/persistent", "/admin/v2/namespaces", "/admin/v2/tenants", "/admin/v2/clusters"))
         for method in operations
     }
-    expected = {(op.method, "/admin/v2" + op.path) for op in OPERATIONS}
+    documented = [op for op in OPERATIONS if op.group != "non_persistent"]  # as their 405 twins: not documented
+    expected = {(op.method, "/admin/v2" + op.path) for op in documented}
     assert served == expected
-    for op in OPERATIONS:
+    for op in documented:
         paths = ["/admin/v2" + op.path]
         if op.group == "topics":
             paths.append(V1_TOPIC_BASE + op.topic_suffix)
@@ -86,23 +109,74 @@ def test_rest_app_serves_every_operation_and_only_them(admin: Admin) -> None:
             assert str(op.status) in documented["responses"], (path, op)
 
 
-def test_each_rest_handler_runs_its_operations_admin_call() -> None:
-    """The handler registered for an operation calls ``admin.<group>.<call>`` (read from its source)."""
-    from mledger.rest._namespaces import namespaces_router
-    from mledger.rest._tenants import tenants_router
-    from mledger.rest._topics import topics_router
+class _Recorded(Exception):
+    pass
 
-    routes = [
-        *topics_router("v2", "persistent", "/admin/v2/persistent/{tenant}/{namespace}").routes,
-        *namespaces_router().routes,
-        *tenants_router().routes,
-    ]
-    handlers = {(next(iter(route.methods)), route.path): route.endpoint for route in routes}  # type: ignore[attr-defined]
-    assert len(handlers) == len(OPERATIONS)
+
+class _Recorder:
+    """Stands for ``admin.<group>``: records each call, then refuses it (a 404 for the client)."""
+
+    def __init__(self, group: str, calls: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]]) -> None:
+        self._group = group
+        self._calls = calls
+
+    def __getattr__(self, call: str) -> Any:
+        def record(*args: Any, **kwargs: Any) -> Any:
+            self._calls.append((self._group, call, args, kwargs))
+            raise NotFoundError("recorded")
+
+        return record
+
+
+_SEGMENTS = {"numMessages": "3", "timestamp": "1000", "topic": "a%20b", "subName": "s+1", "role": "r%2F1"}
+_BODIES = {
+    "int": b"2",
+    "long": b"10",
+    "bool": b"true",
+    "list[AuthAction]": b'["produce"]',
+    "list[str]": b'["r"]',
+    "RetentionPoliciesData": b'{"retentionTimeInMinutes": 1, "retentionSizeInMB": 1}',
+    "SchemaCompatibilityStrategy": b'"BACKWARD"',
+    "SchemaAutoUpdateCompatibilityStrategy": b'"Full"',
+    "Policies": b"{}",
+    "ClusterData": b"{}",
+    "TenantInfo": b"{}",
+    "SkipMessageIdsBody": b'["CAEQAg=="]',
+    "ResetCursorData": b'{"ledgerId": 1, "entryId": 2}',
+}
+
+
+def test_each_rest_route_runs_its_operations_admin_call_once() -> None:
+    """Every route of an operation with a call, generated or written by hand, calls
+    ``admin.<group>.<call>`` once, with the names of its path decoded first."""
+    from mledger.rest import create_app
+
+    broker = Broker(ManagedLedgerFactory(MemoryStore()))
+    admin = Admin(broker)
+    calls: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = []
+    for group in REMOTE:
+        setattr(admin, group, _Recorder(group, calls))
+    app = create_app(admin)
+
+    async def answer(op: AdminOperation) -> httpx.Response:
+        path = re.sub(r"\{(\w+)\}", lambda m: _SEGMENTS.get(m.group(1), m.group(1)), "/admin/v2" + op.path)
+        query = {"ledgerId": "1", "entryId": "2"} if op.name == "cancel_delayed_message" else None
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mledger") as client:
+            return await client.request(op.method, path, params=query, content=_BODIES.get(op.request or ""))
+
     for op in filter(_called, OPERATIONS):
-        path = op.path.replace("/persistent/", "/admin/v2/persistent/", 1) if op.group == "topics" else op.path
-        source = inspect.getsource(handlers[(op.method, path)])
-        assert f"{op.group}.{op.call}" in re.sub(r"\s+", "", source), op
+        calls.clear()
+        response = asyncio.run(answer(op))
+        assert (response.status_code, response.json()) == (404, {"reason": "recorded"}), (op, response.text)
+        [(group, call, args, _)] = calls
+        assert (group, call) == (op.group, op.call), op
+        if "{topic}" in op.path:
+            assert args[0] == f"{PATH_PREFIX[op.group]}://tenant/namespace/a b", op
+        if "{subName}" in op.path:
+            assert args[1] == "s 1", op
+        if "{role}" in op.path:
+            assert "r/1" in args, op
+    broker.close()
 
 
 _ARGUMENTS: dict[str, Any] = {
@@ -135,6 +209,8 @@ def _arguments(group: str, call: str) -> dict[str, Any]:
     for name, parameter in list(signature.parameters.items())[1:]:
         if parameter.default is inspect.Parameter.empty or name == "namespace":  # list_topics: one namespace
             values[name] = RetentionPolicies(1, 1) if name == "policies" else _ARGUMENTS[name]
+    if group == "non_persistent" and "topic" in values:
+        values["topic"] = values["topic"].replace("persistent://", "non-persistent://")
     return values
 
 
@@ -169,11 +245,11 @@ def test_remote_admin_sends_each_call_as_its_operation() -> None:
             method, path = sent[0]
             matched = [op for op in OPERATIONS if op.method == method and _pattern(op).match(path)]
             assert [(op.group, op.call) for op in matched] == [(group, call)], (group, call, method, path)
-            reached.add(matched[0].name)
-    unreached = {op.name for op in filter(_called, OPERATIONS)} - reached
-    # RemoteAdmin deletes every topic with DELETE {topic}, which the server answers for a
-    # partitioned one too
-    assert unreached == {"delete_partitioned_topic"}
+            reached.add((matched[0].group, matched[0].name))
+    unreached = {(op.group, op.name) for op in filter(_called, OPERATIONS)} - reached
+    # RemoteAdmin deletes every persistent topic with DELETE {topic}, which the server answers
+    # for a partitioned one too
+    assert unreached == {("topics", "delete_partitioned_topic")}
     remote.close()
 
 
@@ -218,6 +294,8 @@ def test_topic_operations_share_the_namespace_base() -> None:
     for op in OPERATIONS:
         if op.group == "topics":
             assert op.path.startswith(TOPIC_BASE)
+        elif op.group == "non_persistent":
+            assert op.path == NON_PERSISTENT_BASE + op.topic_suffix
         else:
             with pytest.raises(ValueError):
                 _ = op.topic_suffix
@@ -231,3 +309,102 @@ def test_cancel_refusal_is_one_text() -> None:
         "Failed to cancel delayed message on subscription(s) excl, fo: their type uses cumulative acknowledgement"
     )
     assert CancelDelayedMessageResult(topic="t", ledgerId=1, entryId=2, results={"a": True}).refusal is None
+
+
+def _remote(answer: Any) -> tuple[RemoteAdmin, list[httpx.Request]]:
+    """A RemoteAdmin whose server is ``answer(request) -> httpx.Response``; the requests sent."""
+    sent: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return answer(request)  # type: ignore[no-any-return]
+
+    remote = RemoteAdmin("http://admin.test")
+    remote._client = httpx.Client(base_url=remote.url, transport=httpx.MockTransport(handle))
+    return remote, sent
+
+
+def test_a_plain_operation_is_one_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 item 5: a row whose call takes the path's names is all an operation needs: the
+    REST app serves and documents its route, and a RemoteAdmin method declared with ``restates``
+    sends its request and reads its answer."""
+    from mledger.admin import Topics, _operations
+    from mledger.admin._remote import restates
+    from mledger.rest import create_app
+
+    row = AdminOperation(
+        "topics", "subscriptions_again", "subscriptions-again", "GET", TOPIC_BASE + "/{topic}/subscriptionsAgain",
+        200, "list_subscriptions", "The topic's subscriptions, again", None, "list[str]",
+    )  # fmt: skip
+    monkeypatch.setattr(_operations, "OPERATIONS", (*OPERATIONS, row))
+    broker = Broker(ManagedLedgerFactory(MemoryStore()))
+    broker.create_topic("persistent://public/default/t")
+    broker.subscribe("persistent://public/default/t", "s")
+    app = create_app(Admin(broker))
+
+    async def get(path: str) -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mledger") as client:
+            return await client.get(path)
+
+    path = "/admin/v2/persistent/public/default/t/subscriptionsAgain"
+    answer = asyncio.run(get(path))
+    assert (answer.status_code, answer.json()) == (200, ["s"])
+    documented = app.openapi()["paths"]["/admin/v2" + row.path]["get"]
+    assert documented["summary"] == row.summary and documented["operationId"] == "v2_subscriptions_again"
+    assert "/admin/persistent/{property}/{cluster}/{namespace}/{topic}/subscriptionsAgain" in app.openapi()["paths"]
+    broker.close()
+
+    class Again(RemoteTopics):
+        subscriptions_again = restates(Topics.list_subscriptions, "subscriptions_again")
+
+    remote, sent = _remote(lambda request: httpx.Response(200, json=["s"]))
+    assert Again(remote).subscriptions_again("t") == ["s"]
+    assert [(r.method, r.url.path) for r in sent] == [("GET", path)]
+    remote.close()
+
+
+def test_restates_refuses_what_its_operation_cannot_carry() -> None:
+    from mledger import ConfigError
+    from mledger.admin import Topics
+    from mledger.admin._remote import restates
+
+    with pytest.raises(ConfigError, match="2 operations run delete_topic"):
+
+        class Ambiguous(RemoteTopics):
+            delete_topic = restates(Topics.delete_topic)  # DELETE {topic} or {topic}/partitions
+
+    with pytest.raises(ConfigError, match="wait has no place"):
+
+        class Waits(RemoteTopics):
+            trigger_compaction = restates(Topics.trigger_compaction)  # type: ignore[assignment]
+
+
+def test_remote_admin_flags_and_answers() -> None:
+    """Flags travel only when they differ from the server's default, a flag that is not a bool
+    is 400 before anything is sent, and an answer that is not the operation's response kind is
+    AdminConnectionError."""
+    from mledger import InvalidRequestError
+    from mledger.admin._remote import AdminConnectionError
+
+    remote, sent = _remote(lambda request: httpx.Response(200, json=[1]))
+    with pytest.raises(AdminConnectionError, match="not a list"):
+        remote.topics.list_subscriptions("t")
+    with pytest.raises(AdminConnectionError, match="not a TopicStatsData"):
+        remote.topics.stats("t", subscription_backlog_size=False, get_earliest_time_in_backlog=True)
+    with pytest.raises(InvalidRequestError, match="invalid getPreciseBacklog 'yes': expected a bool"):
+        remote.topics.stats("t", get_precise_backlog="yes")  # type: ignore[arg-type]
+    assert [dict(r.url.params) for r in sent] == [
+        {},
+        {"subscriptionBacklogSize": "false", "getEarliestTimeInBacklog": "true"},
+    ]
+    remote.close()
+
+
+def test_an_operation_without_an_admin_call_needs_a_handler() -> None:
+    from fastapi import APIRouter
+
+    from mledger import ConfigError
+    from mledger.rest._operation_routes import OperationRoutes, namespace_handler
+
+    with pytest.raises(ConfigError, match="'get_deduplication', 'namespace_topics', 'remove_deduplication'"):
+        OperationRoutes("namespaces").add_to(APIRouter(), namespace_handler)

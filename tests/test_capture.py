@@ -25,7 +25,7 @@ import pulsar
 import pyarrow.parquet as pq
 import pytest
 from test_authentication import EVERYONE, created, htpasswd, tokens_cli
-from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_replay_equals
+from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_replay_equals, standalone_config
 from test_standalone_tls import client as tls_client, start as start_tls, stop as stop_tls
 
 from mledger.admin import Authorization, RemoteAdmin
@@ -54,10 +54,10 @@ def test_parse_deleted_ranges() -> None:
 
 
 @pytest.fixture
-def standalone() -> dict[str, str]:
+def standalone(tmp_path: Path) -> dict[str, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", "127.0.0.1:0",
-         "--admin-bind", "127.0.0.1:0"],
+         "--admin-bind", "127.0.0.1:0", "--config", str(standalone_config(tmp_path))],
         stdout=subprocess.PIPE,
         text=True,
     )  # fmt: skip
@@ -151,6 +151,7 @@ def captured_with_credentials(
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert refused.returncode == 2 and refusal in refused.stderr, refused.stderr
+    http.put(f"{urls['admin_url']}/admin/v2/persistent/public/default/orders").raise_for_status()  # capture creates none
     proc, capturing = start_capture(tmp_path / "cap", urls, "--topic", "orders", *options)
     try:
         assert capturing == [f"{NS}/orders"]
@@ -289,6 +290,7 @@ def test_a_type_change_and_a_reset_between_polls(tmp_path: Path, standalone: dic
 
 
 def test_duration_ends_the_capture_after_one_last_poll(tmp_path: Path, standalone: dict[str, str]) -> None:
+    httpx.put(f"{standalone['admin_url']}/admin/v2/persistent/public/default/orders").raise_for_status()
     proc = subprocess.run(
         [sys.executable, "-m", "mledger.cli", "capture", str(tmp_path / "cap"), "--service-url",
          standalone["service_url"], "--admin-url", standalone["admin_url"], "--topic", "orders",

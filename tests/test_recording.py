@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pulsar
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
@@ -147,6 +148,68 @@ def test_a_full_queue_drops_and_counts_never_blocks(tmp_path: Path) -> None:
     assert "max_pending_rows" in status["sessions"][-1]["incomplete_reason"]
 
 
+def full_disk(monkeypatch: pytest.MonkeyPatch, parts_written_every: int) -> None:
+    """A disk that is full: only one Parquet part in ``parts_written_every`` finds room, and
+    ``recording.json``'s temporary file is created, empty, then its write fails."""
+    calls = iter(range(1 << 30))
+    write_table = recording.pq.write_table
+
+    def write_part(*args: Any, **kwargs: Any) -> None:
+        if next(calls) % parts_written_every:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write_table(*args, **kwargs)
+
+    write_text = Path.write_text
+
+    def write_status(path: Path, *args: Any, **kwargs: Any) -> int:
+        if path.name != ".recording.json.tmp":
+            return write_text(path, *args, **kwargs)
+        path.touch()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(recording.pq, "write_table", write_part)
+    monkeypatch.setattr(Path, "write_text", write_status)
+
+
+def test_a_full_disk_leaves_the_recording_incomplete_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 31 item 10: about 90 % of the rows dropped, then a clean stop. While the disk is
+    full, ``recording.json`` keeps its first content, which says incomplete; once it has room,
+    it carries the dropped rows and when they were dropped, and the replay's warning says so."""
+    for directory, room_at_stop in (tmp_path / "full", False), (tmp_path / "freed", True):
+        broker, recorder = recorded_broker(directory, RecordSettings(flush_interval_s=3600))
+        full_disk(monkeypatch, parts_written_every=10)
+        producer = broker.create_producer(TOPIC)
+        for _ in range(20):
+            producer.send(b"x")
+            assert recorder.flush()  # one part per entry
+        if room_at_stop:
+            monkeypatch.undo()
+        broker.close()
+        monkeypatch.undo()
+        assert not list(directory.glob(".recording.json.tmp"))  # no empty temporary file left
+        status = json.loads((directory / "recording.json").read_text())
+        assert status["complete"] is False
+        assert len(rows(directory, "produced")) == 2 and recorder.dropped_rows == 18
+    session = status["sessions"][0]
+    assert session["dropped_rows"] == 18 and session["stopped_ms"] is not None
+    assert session["incomplete_since_ms"] <= session["dropped_from_ms"] <= session["dropped_until_ms"]
+    caplog.set_level("WARNING", logger="mledger.replay._recording")
+    recording.warn_if_incomplete(pafs.LocalFileSystem(), str(tmp_path / "freed"))
+    assert "18 rows dropped between " in caplog.text and "No space left" in caplog.text
+
+
+def test_a_session_is_incomplete_until_its_clean_stop(tmp_path: Path) -> None:
+    broker, recorder = recorded_broker(tmp_path)
+    assert json.loads((tmp_path / "recording.json").read_text())["complete"] is False  # from the first byte
+    broker.create_producer(TOPIC).send(b"x")
+    assert recorder.flush()
+    assert json.loads((tmp_path / "recording.json").read_text())["complete"] is False
+    broker.close()
+    assert json.loads((tmp_path / "recording.json").read_text())["complete"] is True
+
+
 def test_skip_n_is_not_expressible_and_marks_the_recording_incomplete(tmp_path: Path) -> None:
     broker, recorder = recorded_broker(tmp_path)
     sub = broker.subscribe(TOPIC, "s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
@@ -217,6 +280,7 @@ def test_sigkill_mid_run_leaves_only_readable_files_that_replay(tmp_path: Path) 
             proc.kill()
     files = readable_files(record)
     assert record / "recording.json" in files
+    assert json.loads((record / "recording.json").read_text())["complete"] is False  # the file itself says so
     status = read_recording_status(record)
     assert status is not None and status["complete"] is False  # not stopped: the last interval may be lost
     out = tmp_path / "out"

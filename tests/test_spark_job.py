@@ -193,6 +193,14 @@ def _case_rows() -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
     expected.add(("cumul", "cumulative_ack_refused"))
     P("gap", 0, 1), P("gap", 4, 2)
     expected.add(("gap", "produced_gap"))
+    # every chunk of a chunked message carries its sequence id and only the last is deduplicated
+    # (issue 31 item 11): 3 chunks are 3 entries, and the next message follows them with no gap;
+    # the last chunk sent again (a retry, at its position) is a duplicate
+    for chunk in range(3):
+        P("chunks", chunk, 1, producer_name="p", sequence_id=4, chunk_id=chunk, num_chunks=3, uuid="p-4")
+    P("chunks", 2, 1, producer_name="p", sequence_id=4, chunk_id=2, num_chunks=3, uuid="p-4")
+    P("chunks", 3, 2, producer_name="p", sequence_id=5)
+    expected.add(("chunks", "dedup_duplicate"))
     P("ghost", 0, 1, deliver_at_ms=100), C("ghost", "nobody", 0, 5)
     expected.add(("ghost", "unknown_subscription"))
     S("nosub", "x", "EXCLUSIVE"), P("nosub", 0, 1, deliver_at_ms=100), C("nosub", None, 0, 5)

@@ -33,6 +33,7 @@ __all__ = [
     "NonPersistentSubscriptionStatsData",
     "NonPersistentTopicStatsData",
     "NonPersistentTopicsAdmin",
+    "non_persistent_name",
     "non_persistent_topic_stats",
 ]
 
@@ -96,6 +97,18 @@ def non_persistent_topic_stats(stats: NonPersistentTopicStats) -> NonPersistentT
     )
 
 
+def non_persistent_name(topic: str) -> TopicName:
+    """``topic`` as a non-persistent name: a short name or ``tenant/ns/local`` is taken in the
+    non-persistent domain; a ``persistent://`` name is 400."""
+    if "://" not in topic:
+        parts = topic.split("/")
+        topic = f"{NON_PERSISTENT}://{topic if len(parts) == 3 else 'public/default/' + topic}"
+    name = TopicName.parse(topic, any_domain=True)
+    if name.domain != NON_PERSISTENT:
+        raise InvalidRequestError(f"{name} is not a non-persistent topic")
+    return name
+
+
 class NonPersistentTopicsAdmin:
     """``admin.non_persistent``: the admin calls on non-persistent topics."""
 
@@ -103,15 +116,7 @@ class NonPersistentTopicsAdmin:
         self._admin = admin
 
     def _name(self, topic: str) -> TopicName:
-        """``topic`` as a non-persistent name: a short name or ``tenant/ns/local`` is taken in
-        the non-persistent domain; a ``persistent://`` name is 400."""
-        if "://" not in topic:
-            parts = topic.split("/")
-            topic = f"{NON_PERSISTENT}://{topic if len(parts) == 3 else 'public/default/' + topic}"
-        name = TopicName.parse(topic, any_domain=True)
-        if name.domain != NON_PERSISTENT:
-            raise InvalidRequestError(f"{name} is not a non-persistent topic")
-        return name
+        return non_persistent_name(topic)
 
     def _check_topic(self, operation: TopicOperation, name: TopicName) -> None:
         # Admin.check_topic parses persistent names only

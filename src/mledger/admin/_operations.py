@@ -3,27 +3,76 @@ once, as data.
 
 One :class:`AdminOperation` per endpoint: its pulsar-admin verb, HTTP method, Pulsar's path
 template (after ``/admin/v2``), success status, the :class:`~mledger.admin.Admin` call it runs
-(``admin.<group>.<call>``) and the shapes of its request and response bodies. The REST server
-registers its routes from this table (:mod:`mledger.rest._topics`, :mod:`mledger.rest._namespaces`,
-:mod:`mledger.rest._tenants`, in the table's order), :class:`~mledger.admin._remote.RemoteAdmin`
-builds its requests from it (:meth:`AdminOperation.url`) and ``mledger-admin`` maps its verbs to
-admin calls with it (:func:`by_verb`); tests/test_admin_operations.py checks that the admin
-library, the REST app and ``RemoteAdmin`` agree with it.
+(``admin.<group>.<call>``), the kinds of its request and response bodies (codecs in
+:mod:`mledger.admin._bodies`), its boolean query parameters (:class:`Flag`) and the error
+statuses its documentation names (:class:`ErrorStatus`).
+
+An operation whose call takes its arguments from the path, its flags and its body, and whose
+result is its response body, needs nothing but its row: the REST server generates its route
+(:mod:`mledger.rest._operation_routes`; a router writes a handler itself only for an operation
+with logic of its own), :class:`~mledger.admin._remote.RemoteAdmin` generates the request of a
+method declared with :func:`~mledger.admin._remote.restates`, and ``mledger-admin`` maps its verbs
+to admin calls with it (:func:`by_verb`). How the call's arguments travel: the path parameters
+come first, in the template's order (``{tenant}/{namespace}`` is the call's ``namespace``, the
+topic routes' ``{tenant}/{namespace}/{topic}`` its ``topic``, ``{subName}`` its ``subscription``),
+then the parsed body; flags go by name. tests/test_admin_operations.py checks that the admin
+library, the REST app and ``RemoteAdmin`` agree with the table.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["OPERATIONS", "TOPIC_BASE", "AdminOperation", "Group", "by_verb", "operation", "operations"]
+__all__ = [
+    "NON_PERSISTENT_BASE",
+    "OPERATIONS",
+    "TOPIC_BASE",
+    "AdminOperation",
+    "ErrorStatus",
+    "Flag",
+    "Group",
+    "by_verb",
+    "operation",
+    "operations",
+]
 
-Group = Literal["topics", "namespaces", "tenants", "clusters"]
+Group = Literal["topics", "namespaces", "tenants", "clusters", "non_persistent"]
 
 TOPIC_BASE = "/persistent/{tenant}/{namespace}"
 """The namespace part of every topic path; the REST server mounts the rest under v1's and
 v2's namespace prefixes."""
+
+NON_PERSISTENT_BASE = "/non-persistent/{tenant}/{namespace}"
+"""The namespace part of every ``non_persistent`` operation's path (v2 only)."""
+
+_BASES = {"topics": TOPIC_BASE, "non_persistent": NON_PERSISTENT_BASE}
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """A boolean query parameter of an operation: the admin call's keyword ``name``, sent as
+    ``alias`` (default: ``name``); ``default`` when absent."""
+
+    name: str
+    description: str
+    alias: str | None = None
+    default: bool = False
+
+    @property
+    def wire(self) -> str:
+        """The query parameter's name on the wire."""
+        return self.alias or self.name
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorStatus:
+    """An error status the operation's documentation names beside the common ones."""
+
+    status: int
+    description: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +82,8 @@ class AdminOperation:
     ``name`` is the REST route's name (unique in its group); ``call`` the method of
     ``admin.<group>`` it runs, ``None`` for an endpoint the REST server answers from the broker
     itself (no admin-library method, so no ``RemoteAdmin`` method either); ``request`` and
-    ``response`` name the body shapes (``None``: no body).
+    ``response`` name the body kinds (``None``: no body; codecs in :mod:`mledger.admin._bodies`);
+    ``query`` the flags it takes; ``errors`` the error statuses its documentation names.
     """
 
     group: Group
@@ -46,6 +96,8 @@ class AdminOperation:
     summary: str
     request: str | None = None
     response: str | None = None
+    query: tuple[Flag, ...] = ()
+    errors: tuple[ErrorStatus, ...] = ()
 
     def url(self, **params: str) -> str:
         """The request path with ``params`` (already encoded for a path) put in the template."""
@@ -53,61 +105,97 @@ class AdminOperation:
 
     @property
     def topic_suffix(self) -> str:
-        """A topic operation's path after :data:`TOPIC_BASE` (``/{topic}/stats``)."""
-        if not self.path.startswith(TOPIC_BASE):
+        """A topic operation's path after its namespace part (:data:`TOPIC_BASE`,
+        :data:`NON_PERSISTENT_BASE`): ``/{topic}/stats``."""
+        base = _BASES.get(self.group)
+        if base is None or not self.path.startswith(base):
             raise ValueError(f"{self.name} is not a topic operation: {self.path}")
-        return self.path[len(TOPIC_BASE) :]
+        return self.path[len(base) :]
+
+    @property
+    def path_parameters(self) -> tuple[str, ...]:
+        """The names in the path template, in order (``("tenant", "namespace", "topic")``)."""
+        return tuple(_PARAMETER.findall(self.path))
 
 
-_Row = tuple[str, str, str, str, int, str | None, str, str | None, str | None]
+_PARAMETER = re.compile(r"\{(\w+)\}")
+
+# (name, verb, method, path after the group's base, status, call, summary, request, response, *flags and errors)
+_Row = tuple[Any, ...]
 
 
 def _ops(group: Group, base: str, *rows: _Row) -> Iterator[AdminOperation]:
-    for name, verb, method, leaf, status, call, summary, request, response in rows:
-        yield AdminOperation(group, name, verb, method, base + leaf, status, call, summary, request, response)
+    for name, verb, method, leaf, status, call, summary, request, response, *more in rows:
+        query = tuple(m for m in more if isinstance(m, Flag))
+        errors = tuple(m for m in more if isinstance(m, ErrorStatus))
+        if len(query) + len(errors) != len(more):
+            raise TypeError(f"{group} {name}: expected flags and error statuses after the response, got {more}")
+        yield AdminOperation(
+            group, name, verb, method, base + leaf, status, call, summary, request, response, query, errors
+        )
 
 
 _S = "/{topic}/subscription/{subName}"
+_FORCE = Flag("force", "even with connected producers or consumers")
+_STATS_FLAGS = (
+    Flag("get_precise_backlog", "accepted: mledger's backlog is always precise", alias="getPreciseBacklog"),
+    Flag("subscription_backlog_size", "each subscription's backlogSize (false: -1)", "subscriptionBacklogSize", True),
+    Flag(
+        "get_earliest_time_in_backlog",
+        "the publish time of each backlog's first message (one entry read per subscription)",
+        alias="getEarliestTimeInBacklog",
+    ),
+)
+_TOPIC_EXISTS = ErrorStatus(409, "the topic exists")
 
 # fmt: off
-# (name, pulsar-admin verb, method, path after the group's base, status, admin call, summary, request, response)
+# (name, pulsar-admin verb, method, path after the group's base, status, admin call, summary, request, response,
+#  then its flags and documented error statuses)
 OPERATIONS: tuple[AdminOperation, ...] = (
     *_ops(
         "topics", TOPIC_BASE,
         ("list_topics", "list", "GET", "", 200, "list_topics", "List the namespace's topics", None, "list[str]"),
         ("list_partitioned_topics", "list-partitioned-topics", "GET", "/partitioned", 200, "list_partitioned_topics",
          "List the namespace's partitioned topics", None, "list[str]"),
-        ("create_topic", "create", "PUT", "/{topic}", 204, "create_topic", "Create a non-partitioned topic", None, None),
-        ("delete_topic", "delete", "DELETE", "/{topic}", 204, "delete_topic", "Delete a topic and its data", None, None),
+        ("create_topic", "create", "PUT", "/{topic}", 204, "create_topic", "Create a non-partitioned topic", None, None,
+         _TOPIC_EXISTS),
+        ("delete_topic", "delete", "DELETE", "/{topic}", 204, "delete_topic", "Delete a topic and its data", None, None,
+         _FORCE),
         ("get_partitioned_metadata", "get-partitioned-topic-metadata", "GET", "/{topic}/partitions", 200,
          "partitioned_topic_metadata", "The number of partitions (0: not partitioned)", None,
-         "PartitionedTopicMetadata"),
+         "PartitionedTopicMetadata",
+         Flag("check_allow_auto_creation", "a missing topic that would be created on first use answers 0, not 404",
+              alias="checkAllowAutoCreation")),
         ("create_partitioned_topic", "create-partitioned-topic", "PUT", "/{topic}/partitions", 204, "create_topic",
-         "Create a partitioned topic", "int", None),
+         "Create a partitioned topic", "int", None, _TOPIC_EXISTS),
         ("delete_partitioned_topic", "delete-partitioned-topic", "DELETE", "/{topic}/partitions", 204, "delete_topic",
-         "Delete a partitioned topic", None, None),
+         "Delete a partitioned topic", None, None, _FORCE),
         ("get_subscriptions", "subscriptions", "GET", "/{topic}/subscriptions", 200, "list_subscriptions",
          "List the topic's subscriptions", None, "list[str]"),
         ("get_stats", "stats", "GET", "/{topic}/stats", 200, "stats",
          "Stats of a topic or partition: rates, counters, publishers, subscriptions and consumers", None,
-         "TopicStatsData"),
+         "TopicStatsData", *_STATS_FLAGS, ErrorStatus(405, "a partitioned topic: use partitioned-stats")),
         ("get_partitioned_stats", "partitioned-stats", "GET", "/{topic}/partitioned-stats", 200, "partitioned_stats",
          "Stats of a partitioned topic: the partitions' added up, and each partition's", None,
-         "PartitionedTopicStatsData"),
+         "PartitionedTopicStatsData",
+         Flag("per_partition", "each partition's stats under partitions", alias="perPartition", default=True),
+         *_STATS_FLAGS),
         ("get_internal_stats", "stats-internal", "GET", "/{topic}/internalStats", 200, "internal_stats",
-         "Internal stats of a topic or partition (managed ledger and cursors)", None, "PersistentTopicInternalStats"),
+         "Internal stats of a topic or partition (managed ledger and cursors)", None, "PersistentTopicInternalStats",
+         ErrorStatus(405, "a partitioned topic: use partitioned-internalStats")),
         ("get_partitioned_internal_stats", "partitioned-stats-internal", "GET", "/{topic}/partitioned-internalStats",
          200, "partitioned_internal_stats", "Internal stats of every partition of a partitioned topic", None,
          "PartitionedTopicInternalStats"),
         ("cancel_delayed_message", "cancel-delayed-message", "POST", "/{topic}/cancelDelayedMessage", 204,
          "cancel_delayed_message", "Cancel a delayed message on subscriptions (PIP-423)", None, None),
         ("create_subscription", "create-subscription", "PUT", _S, 204, "create_subscription",
-         "Create a durable subscription (at the latest message unless the body names one)", "ResetCursorData", None),
+         "Create a durable subscription (at the latest message unless the body names one)", "ResetCursorData", None,
+         ErrorStatus(409, "the subscription exists")),
         ("delete_subscription", "unsubscribe", "DELETE", _S, 204, "delete_subscription", "Delete a subscription",
          None, None),
         ("skip_by_message_ids", "skip-messages", "POST", f"{_S}/skipByMessageIds", 204, "skip_messages",
          "Skip messages by id (PIP-423): base64 MessageIdData or {ledgerId, entryId, batchIndex}",
-         "SkipMessageIdsBody", None),
+         "SkipMessageIdsBody", None, ErrorStatus(405, "a cumulative-ack subscription (Exclusive, Failover)")),
         ("skip_all_messages", "clear-backlog", "POST", f"{_S}/skip_all", 204, "clear_backlog",
          "Acknowledge the subscription's whole backlog", None, None),
         ("skip_messages", "skip", "POST", f"{_S}/skip/{{numMessages}}", 204, "skip",
@@ -118,7 +206,8 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("reset_cursor_on_position", "reset-cursor", "POST", f"{_S}/resetcursor", 204, "reset_cursor",
          "Reset the subscription to a message id", "ResetCursorData", None),
         ("get_retention", "get-retention", "GET", "/{topic}/retention", 200, "get_retention",
-         "The topic's retention policy (null when unset)", None, "RetentionPoliciesData"),
+         "The topic's retention policy (null when unset)", None, "RetentionPoliciesData",
+         Flag("applied", "the policy in force: the topic's, else the namespace's, else the broker's default")),
         ("set_retention", "set-retention", "POST", "/{topic}/retention", 204, "set_retention",
          "Set the topic's retention policy", "RetentionPoliciesData", None),
         ("remove_retention", "remove-retention", "DELETE", "/{topic}/retention", 204, "remove_retention",
@@ -128,13 +217,14 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("compaction_status", "compaction-status", "GET", "/{topic}/compaction", 200, "compaction_status",
          "The status of the topic's last compaction", None, "LongRunningProcessStatus"),
         ("get_compaction_threshold", "get-compaction-threshold", "GET", "/{topic}/compactionThreshold", 200,
-         "get_compaction_threshold", "The topic's compaction threshold in bytes (null when unset)", None, "int"),
+         "get_compaction_threshold", "The topic's compaction threshold in bytes (null when unset)", None, "long",
+         Flag("applied", "the threshold in force: the topic's, else the namespace's, else the broker's")),
         ("set_compaction_threshold", "set-compaction-threshold", "POST", "/{topic}/compactionThreshold", 204,
-         "set_compaction_threshold", "Set the topic's compaction threshold", "int", None),
+         "set_compaction_threshold", "Set the topic's compaction threshold", "long", None),
         ("get_permissions", "permissions", "GET", "/{topic}/permissions", 200, "permissions",
          "Roles' actions on the topic (namespace's and topic's)", None, "dict[str, list[str]]"),
         ("grant_permission", "grant-permission", "POST", "/{topic}/permissions/{role}", 204, "grant_permission",
-         "Grant actions on the topic to a role", "list[str]", None),
+         "Grant actions on the topic to a role", "list[AuthAction]", None),
         ("revoke_permission", "revoke-permission", "DELETE", "/{topic}/permissions/{role}", 204, "revoke_permission",
          "Revoke a role's actions", None, None),
         ("terminate", "terminate", "POST", "/{topic}/terminate", 200, "terminate",
@@ -144,10 +234,11 @@ OPERATIONS: tuple[AdminOperation, ...] = (
          None, "dict[str, MessageIdImpl]"),
         ("get_schema_compatibility_strategy", "get-schema-compatibility-strategy", "GET",
          "/{topic}/schemaCompatibilityStrategy", 200, "get_schema_compatibility_strategy",
-         "The topic's schema compatibility strategy (null when unset)", None, "str"),
+         "The topic's schema compatibility strategy (null when unset)", None, "SchemaCompatibilityStrategy",
+         Flag("applied", "the strategy in force: the topic's, else the namespace's, else the broker's")),
         ("set_schema_compatibility_strategy", "set-schema-compatibility-strategy", "PUT",
          "/{topic}/schemaCompatibilityStrategy", 204, "set_schema_compatibility_strategy",
-         "Set the topic's schema compatibility strategy", "str", None),
+         "Set the topic's schema compatibility strategy", "SchemaCompatibilityStrategy", None),
         ("remove_compaction_threshold", "remove-compaction-threshold", "DELETE", "/{topic}/compactionThreshold", 204,
          "remove_compaction_threshold", "Remove the topic's compaction threshold", None, None),
         ("remove_schema_compatibility_strategy", "remove-schema-compatibility-strategy", "DELETE",
@@ -178,7 +269,7 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("get_policies", "policies", "GET", "/{tenant}/{namespace}", 200, "policies", "The namespace's Policies", None,
          "Policies"),
         ("delete_namespace", "delete", "DELETE", "/{tenant}/{namespace}", 204, "delete", "Delete a namespace", None,
-         None),
+         None, Flag("force", "delete its topics too")),
         ("get_subscription_permissions", "subscription-permission", "GET",
          "/{tenant}/{namespace}/permissions/subscription", 200, "permissions_on_subscriptions",
          "The roles each restricted subscription admits", None, "dict[str, list[str]]"),
@@ -191,7 +282,7 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("get_permissions", "permissions", "GET", "/{tenant}/{namespace}/permissions", 200, "permissions",
          "Roles' actions on the namespace", None, "dict[str, list[str]]"),
         ("grant_permission", "grant-permission", "POST", "/{tenant}/{namespace}/permissions/{role}", 204,
-         "grant_permission", "Grant actions on the namespace to a role", "list[str]", None),
+         "grant_permission", "Grant actions on the namespace to a role", "list[AuthAction]", None),
         ("revoke_permission", "revoke-permission", "DELETE", "/{tenant}/{namespace}/permissions/{role}", 204,
          "revoke_permission", "Revoke a role's actions", None, None),
         ("namespace_topics", "topics", "GET", "/{tenant}/{namespace}/topics", 200, None, "The namespace's topics",
@@ -209,31 +300,53 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("remove_retention", "remove-retention", "DELETE", "/{tenant}/{namespace}/retention", 204, "remove_retention",
          "Remove the retention policy", None, None),
         ("get_compaction_threshold", "get-compaction-threshold", "GET", "/{tenant}/{namespace}/compactionThreshold",
-         200, "get_compaction_threshold", "The compaction threshold (null: unset)", None, "int"),
+         200, "get_compaction_threshold", "The compaction threshold (null: unset)", None, "long"),
         ("set_compaction_threshold", "set-compaction-threshold", "PUT", "/{tenant}/{namespace}/compactionThreshold",
-         204, "set_compaction_threshold", "Set the compaction threshold (bytes)", "int", None),
+         204, "set_compaction_threshold", "Set the compaction threshold (bytes)", "long", None),
         ("remove_compaction_threshold", "remove-compaction-threshold", "DELETE",
          "/{tenant}/{namespace}/compactionThreshold", 204, "remove_compaction_threshold",
          "Remove the compaction threshold", None, None),
         ("get_schema_compatibility_strategy", "get-schema-compatibility-strategy", "GET",
          "/{tenant}/{namespace}/schemaCompatibilityStrategy", 200, "get_schema_compatibility_strategy",
-         "The schema compatibility strategy of the namespace's topics", None, "str"),
+         "The schema compatibility strategy of the namespace's topics", None, "SchemaCompatibilityStrategy"),
         ("set_schema_compatibility_strategy", "set-schema-compatibility-strategy", "PUT",
          "/{tenant}/{namespace}/schemaCompatibilityStrategy", 204, "set_schema_compatibility_strategy",
-         "Set the schema compatibility strategy", "str", None),
+         "Set the schema compatibility strategy", "SchemaCompatibilityStrategy", None),
         ("get_schema_auto_update", "get-schema-autoupdate-strategy", "GET",
          "/{tenant}/{namespace}/schemaAutoUpdateCompatibilityStrategy", 200,
          "get_schema_auto_update_compatibility_strategy", "The older schema auto-update policy (null: unset)", None,
-         "str"),
+         "SchemaAutoUpdateCompatibilityStrategy"),
         ("set_schema_auto_update", "set-schema-autoupdate-strategy", "PUT",
          "/{tenant}/{namespace}/schemaAutoUpdateCompatibilityStrategy", 204,
-         "set_schema_auto_update_compatibility_strategy", "Set the older schema auto-update policy", "str", None),
+         "set_schema_auto_update_compatibility_strategy", "Set the older schema auto-update policy",
+         "SchemaAutoUpdateCompatibilityStrategy", None),
         ("get_allow_auto_update", "get-is-allow-auto-update-schema", "GET",
          "/{tenant}/{namespace}/isAllowAutoUpdateSchema", 200, "get_is_allow_auto_update_schema",
          "Whether producers may register new schema versions", None, "bool"),
         ("set_allow_auto_update", "set-is-allow-auto-update-schema", "POST",
          "/{tenant}/{namespace}/isAllowAutoUpdateSchema", 204, "set_is_allow_auto_update_schema",
          "Allow or forbid new schema versions", "bool", None),
+    ),
+    *_ops(
+        "non_persistent", NON_PERSISTENT_BASE,
+        ("list_topics", "list", "GET", "", 200, "list_topics", "List the namespace's non-persistent topics loaded now",
+         None, "list[str]"),
+        ("list_partitioned_topics", "list-partitioned-topics", "GET", "/partitioned", 200, "list_partitioned_topics",
+         "List the namespace's partitioned non-persistent topics", None, "list[str]"),
+        ("create_topic", "create", "PUT", "/{topic}", 204, "create_topic", "Load a non-persistent topic", None, None,
+         _TOPIC_EXISTS),
+        ("delete_topic", "delete", "DELETE", "/{topic}", 204, "delete_topic", "Unload a non-persistent topic", None,
+         None, _FORCE),
+        ("get_partitioned_metadata", "get-partitioned-topic-metadata", "GET", "/{topic}/partitions", 200,
+         "partitioned_topic_metadata", "The number of partitions (0: not partitioned)", None,
+         "PartitionedTopicMetadata"),
+        ("create_partitioned_topic", "create-partitioned-topic", "PUT", "/{topic}/partitions", 204, "create_topic",
+         "Create a partitioned non-persistent topic", "int", None, _TOPIC_EXISTS),
+        ("delete_partitioned_topic", "delete-partitioned-topic", "DELETE", "/{topic}/partitions", 204,
+         "delete_partitioned_topic", "Delete a partitioned non-persistent topic", None, None, _FORCE),
+        ("get_stats", "stats", "GET", "/{topic}/stats", 200, "stats",
+         "Stats of a loaded non-persistent topic: the persistent topic's plus msgDropRate", None,
+         "NonPersistentTopicStatsData"),
     ),
 )
 # fmt: on

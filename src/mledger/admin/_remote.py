@@ -13,8 +13,19 @@ data directory.
 
 Connections: one ``httpx.Client`` per ``RemoteAdmin``, so consecutive calls reuse a keep-alive
 connection (up to ``max_connections`` at once across threads; the object is thread-safe as the
-client is). ``timeout`` bounds connecting, each read and each write (seconds);
-:meth:`close` (or leaving the ``with`` block) closes the connections.
+client is). ``timeout`` bounds connecting (``connect_timeout`` when given), each read and each
+write (seconds): it is httpx's, a bound on each wait, so a server that drips a byte now and then
+could hold a call forever. ``deadline`` bounds a whole call: the body is streamed, the clock
+checked after each piece, and no wait is given more than the time left when the call began, so
+a call ends within twice its deadline at worst (usually within it).
+``max_response_bytes`` caps what a call reads (a larger body is refused, unread, by its
+``Content-Length`` or once the cap is passed), so a huge answer costs no more memory than the
+cap. :meth:`close` (or leaving the ``with`` block) closes the connections.
+
+Most methods are generated from the admin operation table (:mod:`mledger.admin._operations`):
+a method declared with :func:`restates` sends its operation's request (path names, flags, body)
+and reads its answer as the operation's response kind (:mod:`mledger.admin._bodies`); the few
+with logic of their own are written here.
 
 Differences, both from Pulsar's REST API:
 
@@ -28,21 +39,20 @@ Credentials: ``token`` is sent as ``Authorization: Bearer <token>``; ``role`` as
 
 from __future__ import annotations
 
-import builtins
+import inspect
 import json
 import ssl
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from ..broker._compaction import CompactionStatus, LongRunningProcessStatus
 from ..broker._names import TopicName
-from ..broker._retention import RetentionPolicies
 from ..broker._schema_compat import SchemaCompatibilityStrategy
-from ..broker._tenants import TenantInfo
 from ..broker._types import SubscriptionType
 from ..codec._messageid import MessageId
 from ..core._errors import (
+    ConfigError,
     InvalidRequestError,
     MissingExtraError,
     MLedgerError,
@@ -50,16 +60,13 @@ from ..core._errors import (
     error_class_for_status,
 )
 from ..core._position import LATEST, Position
-from ._operations import Group, operation
-from ._requests import ResetCursorData, SkipMessageIdsRequest
-from ._stats import (
-    PartitionedTopicInternalStats,
-    PartitionedTopicMetadata,
-    PartitionedTopicStatsData,
-    PersistentTopicInternalStats,
-    TopicStatsData,
-)
-from ._topics import CancelDelayedMessageResult
+from ._bodies import REQUESTS, RESPONSES, json_bytes
+from ._namespaces import Namespaces
+from ._nonpersistent import NonPersistentTopicsAdmin, non_persistent_name
+from ._operations import AdminOperation, Group, operation, operations
+from ._requests import ResetCursorData
+from ._tenants import Clusters, Tenants
+from ._topics import CancelDelayedMessageResult, Topics
 from ._wire import CANCEL_RESULTS_HEADER, ROLE_HEADER, encode_name, encode_segment
 
 try:
@@ -70,12 +77,15 @@ except ImportError:  # pragma: no cover - depends on the installation
 __all__ = [
     "LOCAL_ONLY_COMMANDS",
     "AdminConnectionError",
+    "AdminResponseTooLargeError",
     "RemoteAdmin",
     "RemoteAdminError",
     "RemoteClusters",
     "RemoteNamespaces",
+    "RemoteNonPersistentTopics",
     "RemoteTenants",
     "RemoteTopics",
+    "restates",
 ]
 
 LOCAL_ONLY_COMMANDS = frozenset({"produce", "consume"})
@@ -96,6 +106,10 @@ class AdminConnectionError(MLedgerError):
     http_status = 503
 
 
+class AdminResponseTooLargeError(AdminConnectionError):
+    """An answer was larger than the client's ``max_response_bytes`` (it was not read whole)."""
+
+
 def error_for(status: int, reason: str) -> MLedgerError:
     """The exception for an error response: the class of ``status`` carrying ``reason``
     (:func:`~mledger.core._errors.error_class_for_status`, the table the REST app's statuses
@@ -108,7 +122,8 @@ class RemoteAdmin:
     """A remote admin at ``url`` (``http://host:port``); see the module docstring.
 
     Raises :class:`~mledger.core._errors.MissingExtraError` without httpx and
-    :class:`~mledger.core._errors.InvalidRequestError` for a URL that is not ``http(s)://``.
+    :class:`~mledger.core._errors.InvalidRequestError` for a URL that is not ``http(s)://``
+    or a limit that is not positive.
     """
 
     def __init__(
@@ -121,13 +136,25 @@ class RemoteAdmin:
         verify: str | bool = True,
         basic: tuple[str, str] | None = None,
         cert: tuple[str, str] | None = None,
+        *,
+        connect_timeout: float | None = None,
+        deadline: float | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         if httpx is None:
             raise MissingExtraError("the remote admin client needs httpx: pip install 'mledger[client]'")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidRequestError(f"invalid admin URL {url!r}: expected http://host:port")
+        for name, limit in (("connect_timeout", connect_timeout), ("deadline", deadline)):
+            if limit is not None and not limit > 0:
+                raise InvalidRequestError(f"{name} must be > 0 seconds, got {limit!r}")
+        if max_response_bytes is not None and max_response_bytes < 1:
+            raise InvalidRequestError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
+        self.deadline = deadline
+        self.max_response_bytes = max_response_bytes
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -136,7 +163,7 @@ class RemoteAdmin:
         self._client = httpx.Client(
             base_url=self.url,
             headers=headers,
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx.Timeout(timeout, connect=self.connect_timeout),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             verify=_tls_context(verify, cert),
             auth=basic,  # httpx sends it as HTTP Basic, as Pulsar's AuthenticationBasic does
@@ -145,6 +172,7 @@ class RemoteAdmin:
         self.namespaces = RemoteNamespaces(self)
         self.tenants = RemoteTenants(self)
         self.clusters = RemoteClusters(self)
+        self.non_persistent = RemoteNonPersistentTopics(self)
 
     def call(
         self,
@@ -152,29 +180,60 @@ class RemoteAdmin:
         path: str,
         query: Mapping[str, str] | None = None,
         body: bytes | None = None,
+        *,
+        deadline: float | None = None,
     ) -> tuple[int, Mapping[str, str], bytes]:
         """One request; returns (status, headers, body) for 2xx and raises the mapped error
-        otherwise (:class:`AdminConnectionError` when the server cannot be reached in time).
-        Error exceptions carry the response headers as ``response_headers``."""
+        otherwise (:class:`AdminConnectionError` when the server cannot be reached in time or
+        the call passes its deadline: the client's, or ``deadline`` seconds if sooner;
+        :class:`AdminResponseTooLargeError` past ``max_response_bytes``). Error exceptions
+        carry the response headers as ``response_headers``."""
         headers = {"Content-Type": "application/json"} if body is not None else None
+        limits = [t for t in (self.deadline, deadline) if t is not None]
+        total = min(limits) if limits else None
+        ends = None if total is None else time.monotonic() + total
+        wait = self.timeout if total is None else min(self.timeout, total)  # no wait outlives the deadline
+        timeout = httpx.Timeout(wait, connect=min(self.connect_timeout, wait))
         try:
-            response = self._client.request(method, path, params=query, content=body, headers=headers)
+            with self._client.stream(
+                method, path, params=query, content=body, headers=headers, timeout=timeout
+            ) as response:
+                content = self._read(response, path, ends, total)
         except httpx.TimeoutException as e:
             raise AdminConnectionError(
-                f"the admin server at {self.url} did not answer within {self.timeout:g} s ({type(e).__name__})"
+                f"the admin server at {self.url} did not answer within {wait:g} s ({type(e).__name__})"
             ) from None
         except httpx.HTTPError as e:  # connect errors, protocol errors, a closed client
             raise AdminConnectionError(f"cannot reach the admin server at {self.url}: {e}") from None
         if response.is_success:
-            return response.status_code, response.headers, response.content
-        error = error_for(response.status_code, _reason(response))
+            return response.status_code, response.headers, content
+        error = error_for(response.status_code, _reason(response.status_code, content))
         error.response_headers = response.headers  # type: ignore[attr-defined]
         raise error
 
-    def get_json(self, path: str, query: Mapping[str, str] | None = None) -> Any:
+    def _read(self, response: Any, path: str, ends: float | None, total: float | None) -> bytes:
+        """The body of ``response``, read piece by piece within the deadline and the size cap."""
+        cap = self.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        if cap is not None and declared.isdigit() and int(declared) > cap:
+            raise AdminResponseTooLargeError(
+                f"{self.url}{path} answered {int(declared)} bytes, more than the {cap} allowed"
+            )
+        pieces: list[bytes] = []
+        size = 0
+        for piece in response.iter_bytes():
+            size += len(piece)
+            if cap is not None and size > cap:
+                raise AdminResponseTooLargeError(f"{self.url}{path} answered more than the {cap} bytes allowed")
+            if ends is not None and time.monotonic() > ends:
+                raise AdminConnectionError(f"the admin server at {self.url} did not answer {path} within {total:.3g} s")
+            pieces.append(piece)
+        return b"".join(pieces)
+
+    def get_json(self, path: str, query: Mapping[str, str] | None = None, *, deadline: float | None = None) -> Any:
         """GET ``path`` (with ``query``) and decode its JSON body (``AdminConnectionError`` if
-        it is not JSON)."""
-        _, _, payload = self.call("GET", path, query)
+        it is not JSON); ``deadline`` as for :meth:`call`."""
+        _, _, payload = self.call("GET", path, query, deadline=deadline)
         try:
             return json.loads(payload)
         except ValueError:
@@ -208,105 +267,189 @@ def _tls_context(verify: str | bool, cert: tuple[str, str] | None) -> ssl.SSLCon
     return context
 
 
-def _reason(response: Any) -> str:
+def _reason(status: int, content: bytes) -> str:
     """The ``reason`` of Pulsar's error body, else the body's text, else ``HTTP <status>``."""
     try:
-        value = json.loads(response.content)
+        value = json.loads(content)
         if isinstance(value, dict) and isinstance(value.get("reason"), str):
             return str(value["reason"])
     except ValueError:
         pass
-    text = response.content.decode("utf-8", "replace").strip()
-    return text or f"HTTP {response.status_code}"
+    text = content.decode("utf-8", "replace").strip()
+    return text or f"HTTP {status}"
 
 
-def _retention(payload: bytes) -> RetentionPolicies | None:
-    try:
-        value = json.loads(payload)
-        return None if value is None else RetentionPolicies.from_json(value)
-    except (ValueError, InvalidRequestError):
-        raise AdminConnectionError(f"not retention policies: {payload[:80]!r}") from None
+# -- path names ------------------------------------------------------------------------------
 
 
-def _stats_query(**options: bool) -> dict[str, str]:
-    """Pulsar's stats query parameters (``true``/``false``); 400 for one that is not a bool."""
-    for option, value in options.items():
-        if not isinstance(value, bool):
-            raise InvalidRequestError(f"invalid {option} {value!r}: expected a bool")
-    return {option: "true" if value else "false" for option, value in options.items()}
+def _namespace_path(group: Group, namespace: object) -> dict[str, str]:
+    """``tenant``/``namespace`` path names of ``<tenant>/<namespace>`` (400 for another shape)."""
+    if namespace is None:
+        raise InvalidRequestError(
+            "listing topics over --admin-url needs <tenant>/<namespace>: the REST API lists one namespace"
+        )
+    parts = namespace.split("/") if isinstance(namespace, str) else []
+    if len(parts) != 2 or not all(parts):
+        raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
+    return {"tenant": encode_segment(parts[0]), "namespace": encode_segment(parts[1])}
 
 
-def _threshold(payload: bytes) -> int | None:
-    try:
-        value = json.loads(payload)
-    except ValueError:
-        value = "?"
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise AdminConnectionError(f"not a compaction threshold: {payload[:80]!r}")
-    return value
+def _topic_name(group: Group, topic: str) -> TopicName:
+    return non_persistent_name(topic) if group == "non_persistent" else TopicName.parse(topic)
 
 
-def _strategy(payload: bytes) -> SchemaCompatibilityStrategy | None:
-    try:
-        value = json.loads(payload) if payload.strip() else None
-        return None if value is None else SchemaCompatibilityStrategy.parse(value)
-    except (ValueError, InvalidRequestError):
-        raise AdminConnectionError(f"not a schema compatibility strategy: {payload[:80]!r}") from None
+def _topic_path(group: Group, topic: str) -> dict[str, str]:
+    """``tenant``/``namespace``/``topic`` path names of a topic (of the group's domain)."""
+    name = _topic_name(group, topic)
+    return {
+        "tenant": encode_segment(name.tenant),
+        "namespace": encode_segment(name.namespace),
+        "topic": name.encoded_local_name,
+    }
 
 
-def _message_id(value: Any) -> MessageId:
-    try:
-        return MessageId(int(value["ledgerId"]), int(value["entryId"]), int(value.get("partitionIndex", -1)))
-    except (TypeError, KeyError, ValueError):
-        raise AdminConnectionError(f"not a message id: {str(value)[:80]!r}") from None
+def _subscription_path(group: Group, subscription: str) -> dict[str, str]:
+    if group == "namespaces":
+        return {"subscription": encode_segment(subscription)}
+    if not isinstance(subscription, str) or not subscription:
+        raise InvalidRequestError(f"invalid subscription name {subscription!r}")
+    return {"subName": encode_name(subscription)}
+
+
+def _segment(name: str) -> Callable[[Group, str], dict[str, str]]:
+    return lambda group, value: {name: encode_segment(value)}
+
+
+def _number(name: str) -> Callable[[Group, int], dict[str, str]]:
+    return lambda group, value: {name: str(int(value))}
+
+
+_PATH_ARGUMENTS: dict[str, Callable[[Group, Any], dict[str, str]]] = {
+    "topic": _topic_path,
+    "namespace": _namespace_path,
+    "subscription": _subscription_path,
+    "tenant": _segment("tenant"),
+    "cluster": _segment("cluster"),
+    "role": _segment("role"),
+    "num_messages": _number("numMessages"),
+    "timestamp_ms": _number("timestamp"),
+}
+"""An admin call's argument named here goes in the path: its path names, encoded as Pulsar's
+clients encode them."""
+
+
+# -- requests and answers --------------------------------------------------------------------
 
 
 class _RemoteGroup:
-    """What the remote groups share: requests built from the operation table."""
+    """What the remote groups share: requests built from the operation table; methods declared
+    with :func:`restates` generated from it when the class is made."""
 
     group: Group
 
     def __init__(self, admin: RemoteAdmin) -> None:
         self._admin = admin
 
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        for attribute, value in list(vars(cls).items()):
+            if isinstance(value, _Restated):
+                setattr(cls, attribute, value.method(cls.group, attribute))
+
     def _send(
         self,
-        name: str,
+        op: AdminOperation | str,
         params: Mapping[str, str],
         query: Mapping[str, str] | None = None,
         body: bytes | None = None,
     ) -> tuple[int, Mapping[str, str], bytes]:
-        """Operation ``name`` of this group with its path ``params`` (encoded); see ``RemoteAdmin.call``."""
-        op = operation(self.group, name)
+        """Operation ``op`` of this group with its path ``params`` (encoded); see ``RemoteAdmin.call``."""
+        if isinstance(op, str):
+            op = operation(self.group, op)
         return self._admin.call(op.method, op.url(**params), query, body)
 
-    def _get(self, name: str, params: Mapping[str, str], query: Mapping[str, str] | None = None) -> Any:
-        """Operation ``name`` (a GET) and its decoded JSON body."""
-        return self._admin.get_json(operation(self.group, name).url(**params), query)
-
-    def _payload(self, name: str, params: Mapping[str, str], query: Mapping[str, str] | None = None) -> bytes:
-        """Operation ``name`` and its raw body."""
-        return self._send(name, params, query)[2]
-
-
-def _json_body(value: Any) -> bytes:
-    return json.dumps(value).encode()
-
-
-def _force(force: bool) -> dict[str, str] | None:
-    return {"force": "true"} if force else None
+    def _answer(self, op: AdminOperation, payload: bytes) -> Any:
+        """The answer of ``op`` read as its response kind (``AdminConnectionError`` when it is not one)."""
+        assert op.response is not None
+        try:
+            value = json.loads(payload)
+        except ValueError:
+            raise AdminConnectionError(f"{self._admin.url}: {op.name} did not answer JSON: {payload[:80]!r}") from None
+        try:
+            return RESPONSES[op.response].read(value)
+        except (ValueError, TypeError, KeyError, AttributeError, InvalidRequestError):
+            raise AdminConnectionError(f"{self._admin.url}: not a {op.response}: {payload[:80]!r}") from None
 
 
-def _applied(applied: bool) -> dict[str, str] | None:
-    return {"applied": "true"} if applied else None
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _namespace_params(namespace: object) -> dict[str, str]:
-    """``tenant``/``namespace`` path parameters of ``<tenant>/<namespace>`` (400 for another shape)."""
-    parts = namespace.split("/") if isinstance(namespace, str) else []
-    if len(parts) != 2 or not all(parts):
-        raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
-    return {"tenant": encode_segment(parts[0]), "namespace": encode_segment(parts[1])}
+class _Restated:
+    """A remote method declared by :func:`restates`, until its class generates it."""
+
+    def __init__(self, local: Callable[..., Any], operation: str | None) -> None:
+        self.local = local
+        self.operation = operation
+
+    def method(self, group: Group, attribute: str) -> Callable[..., Any]:
+        """The method sending the operation of ``admin.<group>.<local>``; ``ConfigError`` when
+        the table has no one operation for it or an argument has no place in its request."""
+        call = self.local.__name__
+        found = [op for op in operations(group) if op.call == call and self.operation in (None, op.name)]
+        if len(found) != 1:
+            raise ConfigError(f"{group}.{attribute}: {len(found)} operations run {call}; name one")
+        op = found[0]
+        signature = inspect.signature(self.local)
+        flags = {flag.name: flag for flag in op.query}
+        path: list[str] = []
+        body: list[str] = []
+        for name in list(signature.parameters)[1:]:  # self
+            if name in _PATH_ARGUMENTS:
+                path.append(name)
+            elif op.request is not None and not body and name not in flags:
+                body.append(name)
+            elif name not in flags:
+                raise ConfigError(f"{group}.{attribute}: {name} has no place in the request of {op.name}")
+        if op.response is None and signature.return_annotation not in (None, "None"):
+            raise ConfigError(f"{group}.{attribute} returns a value; {op.name} answers none")
+        sent = [flags[name] for name in signature.parameters if name in flags]
+
+        def restated(self: _RemoteGroup, *args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            values = bound.arguments
+            params: dict[str, str] = {}
+            for name in path:
+                params.update(_PATH_ARGUMENTS[name](group, values[name]))
+            query = {}
+            for flag in sent:
+                value = values[flag.name]
+                if not isinstance(value, bool):
+                    raise InvalidRequestError(f"invalid {flag.wire} {value!r}: expected a bool")
+                if value != flag.default:
+                    query[flag.wire] = "true" if value else "false"
+            content = REQUESTS[op.request].write(values[body[0]]) if op.request is not None and body else None
+            _, _, payload = self._send(op, params, query or None, content)
+            return None if op.response is None else self._answer(op, payload)
+
+        restated.__name__ = restated.__qualname__ = attribute
+        restated.__signature__ = signature  # type: ignore[attr-defined]
+        restated.__doc__ = (
+            f"``{op.method} {op.url(**{n: '{' + n + '}' for n in op.path_parameters})}``: as ``Admin.{group}.{call}``."
+        )
+        return restated
+
+
+def restates(local: Callable[Concatenate[Any, P], R], operation: str | None = None) -> Callable[Concatenate[Any, P], R]:
+    """Declares, in a remote group's class body, the method of ``local``'s name that only
+    restates its operation (``operation``: which, when several run ``local``): same parameters,
+    same result, generated from the table when the class is made. ``ConfigError`` then for an
+    argument that has no place in the operation's request."""
+    return cast(Callable[Concatenate[Any, P], R], _Restated(local, operation))
+
+
+# -- the groups --------------------------------------------------------------------------------
 
 
 class RemoteNamespaces(_RemoteGroup):
@@ -314,99 +457,35 @@ class RemoteNamespaces(_RemoteGroup):
 
     group = "namespaces"
 
-    def create(self, namespace: str, policies: Mapping[str, object] | None = None) -> None:
-        self._send(
-            "create_namespace", _namespace_params(namespace), body=_json_body(dict(policies)) if policies else None
-        )
-
-    def list(self, tenant: str) -> list[str]:
-        return [str(n) for n in self._get("list_namespaces", {"tenant": encode_segment(tenant)})]
-
-    def delete(self, namespace: str, force: bool = False) -> None:
-        self._send("delete_namespace", _namespace_params(namespace), _force(force))
-
-    def grant_permission(self, namespace: str, role: str, actions: Iterable[str]) -> None:
-        params = {**_namespace_params(namespace), "role": encode_segment(role)}
-        self._send("grant_permission", params, body=_json_body(sorted(actions)))
-
-    def revoke_permission(self, namespace: str, role: str) -> None:
-        self._send("revoke_permission", {**_namespace_params(namespace), "role": encode_segment(role)})
-
-    def policies(self, namespace: str) -> dict[str, object]:
-        value = self._get("get_policies", _namespace_params(namespace))
-        if not isinstance(value, dict):
-            raise AdminConnectionError(f"not namespace policies: {str(value)[:80]!r}")
-        return value
-
-    def grant_permission_on_subscription(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
-        params = {**_namespace_params(namespace), "subscription": encode_segment(subscription)}
-        self._send("grant_subscription_permission", params, body=_json_body(sorted(roles)))
-
-    def revoke_permission_on_subscription(self, namespace: str, subscription: str, role: str) -> None:
-        params = {
-            **_namespace_params(namespace),
-            "subscription": encode_segment(subscription),
-            "role": encode_segment(role),
-        }
-        self._send("revoke_subscription_permission", params)
-
-    def permissions_on_subscriptions(self, namespace: str) -> dict[str, builtins.list[str]]:
-        return _grants(self._get("get_subscription_permissions", _namespace_params(namespace)))
-
-    def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
-        return _grants(self._get("get_permissions", _namespace_params(namespace)))
-
-    def get_retention(self, namespace: str) -> RetentionPolicies | None:
-        return _retention(self._payload("get_retention", _namespace_params(namespace)))
-
-    def set_retention(self, namespace: str, policies: RetentionPolicies) -> None:
-        self._send("set_retention", _namespace_params(namespace), body=_json_body(policies.to_json()))
-
-    def remove_retention(self, namespace: str) -> None:
-        self._send("remove_retention", _namespace_params(namespace))
-
-    def get_compaction_threshold(self, namespace: str) -> int | None:
-        return _threshold(self._payload("get_compaction_threshold", _namespace_params(namespace)))
-
-    def set_compaction_threshold(self, namespace: str, threshold: int) -> None:
-        self._send("set_compaction_threshold", _namespace_params(namespace), body=_json_body(threshold))
-
-    def remove_compaction_threshold(self, namespace: str) -> None:
-        self._send("remove_compaction_threshold", _namespace_params(namespace))
+    create = restates(Namespaces.create)
+    list = restates(Namespaces.list)
+    delete = restates(Namespaces.delete)
+    grant_permission = restates(Namespaces.grant_permission)
+    revoke_permission = restates(Namespaces.revoke_permission)
+    policies = restates(Namespaces.policies)
+    grant_permission_on_subscription = restates(Namespaces.grant_permission_on_subscription)
+    revoke_permission_on_subscription = restates(Namespaces.revoke_permission_on_subscription)
+    permissions_on_subscriptions = restates(Namespaces.permissions_on_subscriptions)
+    permissions = restates(Namespaces.permissions)
+    get_retention = restates(Namespaces.get_retention)
+    set_retention = restates(Namespaces.set_retention)
+    remove_retention = restates(Namespaces.remove_retention)
+    get_compaction_threshold = restates(Namespaces.get_compaction_threshold)
+    set_compaction_threshold = restates(Namespaces.set_compaction_threshold)
+    remove_compaction_threshold = restates(Namespaces.remove_compaction_threshold)
+    set_schema_compatibility_strategy = restates(Namespaces.set_schema_compatibility_strategy)
+    get_schema_auto_update_compatibility_strategy = restates(Namespaces.get_schema_auto_update_compatibility_strategy)
+    set_schema_auto_update_compatibility_strategy = restates(Namespaces.set_schema_auto_update_compatibility_strategy)
+    get_is_allow_auto_update_schema = restates(Namespaces.get_is_allow_auto_update_schema)
+    set_is_allow_auto_update_schema = restates(Namespaces.set_is_allow_auto_update_schema)
 
     def get_schema_compatibility_strategy(self, namespace: str) -> SchemaCompatibilityStrategy:
-        strategy = _strategy(self._payload("get_schema_compatibility_strategy", _namespace_params(namespace)))
+        """As ``Admin.namespaces``: the strategy in force, never null."""
+        op = operation(self.group, "get_schema_compatibility_strategy")
+        strategy = self._answer(op, self._send(op, _namespace_path(self.group, namespace))[2])
         if strategy is None:
             raise AdminConnectionError("the server answered no schema compatibility strategy")
-        return strategy
-
-    def set_schema_compatibility_strategy(self, namespace: str, strategy: SchemaCompatibilityStrategy | str) -> None:
-        body = _json_body(SchemaCompatibilityStrategy.parse(strategy).value)
-        self._send("set_schema_compatibility_strategy", _namespace_params(namespace), body=body)
-
-    def get_schema_auto_update_compatibility_strategy(self, namespace: str) -> str | None:
-        value = self._get("get_schema_auto_update", _namespace_params(namespace))
-        if value is not None and not isinstance(value, str):
-            raise AdminConnectionError(f"not a schema auto-update strategy: {str(value)[:80]!r}")
-        return value
-
-    def set_schema_auto_update_compatibility_strategy(self, namespace: str, policy: str) -> None:
-        self._send("set_schema_auto_update", _namespace_params(namespace), body=_json_body(policy))
-
-    def get_is_allow_auto_update_schema(self, namespace: str) -> bool:
-        return bool(self._get("get_allow_auto_update", _namespace_params(namespace)))
-
-    def set_is_allow_auto_update_schema(self, namespace: str, allowed: bool) -> None:
-        if not isinstance(allowed, bool):
-            raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
-        body = b"true" if allowed else b"false"
-        self._send("set_allow_auto_update", _namespace_params(namespace), body=body)
-
-
-def _grants(value: Any) -> dict[str, list[str]]:
-    if not isinstance(value, dict):
-        raise AdminConnectionError(f"not permissions: {str(value)[:80]!r}")
-    return {str(role): sorted(str(a) for a in actions) for role, actions in sorted(value.items())}
+        return cast(SchemaCompatibilityStrategy, strategy)
 
 
 class RemoteClusters(_RemoteGroup):
@@ -414,20 +493,11 @@ class RemoteClusters(_RemoteGroup):
 
     group = "clusters"
 
-    def list(self) -> list[str]:
-        return [str(c) for c in self._get("list_clusters", {})]
-
-    def get(self, cluster: str) -> dict[str, object]:
-        return dict(self._get("get_cluster", {"cluster": encode_segment(cluster)}))
-
-    def create(self, cluster: str, data: Mapping[str, object] | None = None) -> None:
-        self._send("create_cluster", {"cluster": encode_segment(cluster)}, body=_json_body(dict(data or {})))
-
-    def update(self, cluster: str, data: Mapping[str, object]) -> None:
-        self._send("update_cluster", {"cluster": encode_segment(cluster)}, body=_json_body(dict(data)))
-
-    def delete(self, cluster: str) -> None:
-        self._send("delete_cluster", {"cluster": encode_segment(cluster)})
+    list = restates(Clusters.list)
+    get = restates(Clusters.get)
+    create = restates(Clusters.create)
+    update = restates(Clusters.update)
+    delete = restates(Clusters.delete)
 
 
 class RemoteTenants(_RemoteGroup):
@@ -435,86 +505,57 @@ class RemoteTenants(_RemoteGroup):
 
     group = "tenants"
 
-    def list(self) -> list[str]:
-        return [str(t) for t in self._get("list_tenants", {})]
-
-    def get(self, tenant: str) -> TenantInfo:
-        try:
-            return TenantInfo.from_json(self._get("get_tenant", {"tenant": encode_segment(tenant)}))
-        except InvalidRequestError as exc:
-            raise AdminConnectionError(f"not a tenant info: {exc}") from None
-
-    def create(self, tenant: str, info: TenantInfo | Mapping[str, object]) -> None:
-        self._send("create_tenant", {"tenant": encode_segment(tenant)}, body=_tenant_body(info))
-
-    def update(self, tenant: str, info: TenantInfo | Mapping[str, object]) -> None:
-        self._send("update_tenant", {"tenant": encode_segment(tenant)}, body=_tenant_body(info))
-
-    def delete(self, tenant: str) -> None:
-        self._send("delete_tenant", {"tenant": encode_segment(tenant)})
+    list = restates(Tenants.list)
+    get = restates(Tenants.get)
+    create = restates(Tenants.create)
+    update = restates(Tenants.update)
+    delete = restates(Tenants.delete)
 
 
-def _tenant_body(info: TenantInfo | Mapping[str, object]) -> bytes:
-    return _json_body(info.to_json() if isinstance(info, TenantInfo) else dict(info))
+class _RemoteTopicGroup(_RemoteGroup):
+    def create_topic(self, topic: str, partitions: int = 0) -> str:
+        """A non-partitioned topic (``partitions=0``) or a partitioned one; its full name."""
+        if partitions:
+            self._send("create_partitioned_topic", _topic_path(self.group, topic), body=json_bytes(partitions))
+        else:
+            self._send("create_topic", _topic_path(self.group, topic))
+        return str(_topic_name(self.group, topic))
 
 
-class RemoteTopics(_RemoteGroup):
+class RemoteTopics(_RemoteTopicGroup):
     """``Admin.topics`` over HTTP: same methods, arguments, results and errors."""
 
     group = "topics"
 
-    # -- path parameters ---------------------------------------------------------------------
-    @staticmethod
-    def _namespace(namespace: str | None) -> dict[str, str]:
-        if namespace is None:
-            raise InvalidRequestError(
-                "listing topics over --admin-url needs <tenant>/<namespace>: the REST API lists one namespace"
-            )
-        return _namespace_params(namespace)
-
-    @staticmethod
-    def _topic(topic: str, **more: str) -> dict[str, str]:
-        name = TopicName.parse(topic)
-        tenant, namespace = encode_segment(name.tenant), encode_segment(name.namespace)
-        return {"tenant": tenant, "namespace": namespace, "topic": name.encoded_local_name, **more}
-
-    def _subscription(self, topic: str, subscription: str, **more: str) -> dict[str, str]:
-        if not isinstance(subscription, str) or not subscription:
-            raise InvalidRequestError(f"invalid subscription name {subscription!r}")
-        return self._topic(topic, subName=encode_name(subscription), **more)
-
-    # -- topics ------------------------------------------------------------------------------
-    def list_topics(self, namespace: str | None = None) -> list[str]:
-        return list(self._get("list_topics", self._namespace(namespace)))
-
-    def list_partitioned_topics(self, namespace: str | None = None) -> list[str]:
-        return list(self._get("list_partitioned_topics", self._namespace(namespace)))
-
-    def create_topic(self, topic: str, partitions: int = 0) -> str:
-        if partitions:
-            self._send("create_partitioned_topic", self._topic(topic), body=_json_body(partitions))
-        else:
-            self._send("create_topic", self._topic(topic))
-        return str(TopicName.parse(topic))
-
-    def delete_topic(self, topic: str, force: bool = False) -> None:
-        self._send("delete_topic", self._topic(topic), _force(force))
-
-    def grant_permission(self, topic: str, role: str, actions: Iterable[str]) -> None:
-        self._send("grant_permission", self._topic(topic, role=encode_segment(role)), body=_json_body(sorted(actions)))
-
-    def revoke_permission(self, topic: str, role: str) -> None:
-        self._send("revoke_permission", self._topic(topic, role=encode_segment(role)))
-
-    def permissions(self, topic: str) -> dict[str, list[str]]:
-        return _grants(self._get("get_permissions", self._topic(topic)))
-
-    def partitioned_topic_metadata(self, topic: str) -> PartitionedTopicMetadata:
-        return PartitionedTopicMetadata.model_validate(self._get("get_partitioned_metadata", self._topic(topic)))
-
-    # -- subscriptions -----------------------------------------------------------------------
-    def list_subscriptions(self, topic: str) -> list[str]:
-        return list(self._get("get_subscriptions", self._topic(topic)))
+    list_topics = restates(Topics.list_topics)
+    list_partitioned_topics = restates(Topics.list_partitioned_topics)
+    delete_topic = restates(Topics.delete_topic, "delete_topic")
+    grant_permission = restates(Topics.grant_permission)
+    revoke_permission = restates(Topics.revoke_permission)
+    permissions = restates(Topics.permissions)
+    partitioned_topic_metadata = restates(Topics.partitioned_topic_metadata)
+    list_subscriptions = restates(Topics.list_subscriptions)
+    delete_subscription = restates(Topics.delete_subscription)
+    stats = restates(Topics.stats)
+    partitioned_stats = restates(Topics.partitioned_stats)
+    internal_stats = restates(Topics.internal_stats)
+    partitioned_internal_stats = restates(Topics.partitioned_internal_stats)
+    reset_cursor = restates(Topics.reset_cursor)
+    reset_cursor_by_time = restates(Topics.reset_cursor_by_time)
+    clear_backlog = restates(Topics.clear_backlog)
+    get_retention = restates(Topics.get_retention)
+    set_retention = restates(Topics.set_retention)
+    remove_retention = restates(Topics.remove_retention)
+    get_compaction_threshold = restates(Topics.get_compaction_threshold)
+    set_compaction_threshold = restates(Topics.set_compaction_threshold)
+    remove_compaction_threshold = restates(Topics.remove_compaction_threshold)
+    compaction_status = restates(Topics.compaction_status)
+    get_schema_compatibility_strategy = restates(Topics.get_schema_compatibility_strategy)
+    set_schema_compatibility_strategy = restates(Topics.set_schema_compatibility_strategy)
+    remove_schema_compatibility_strategy = restates(Topics.remove_schema_compatibility_strategy)
+    terminate = restates(Topics.terminate)
+    terminate_partitioned = restates(Topics.terminate_partitioned)
+    skip_messages = restates(Topics.skip_messages)
 
     def create_subscription(
         self,
@@ -523,140 +564,24 @@ class RemoteTopics(_RemoteGroup):
         position: Position | MessageId = LATEST,
         subscription_type: SubscriptionType | str | None = None,
     ) -> None:
+        """As ``Admin.topics``: the type travels as ``subscriptionType`` (an mledger extension)."""
         query = None
         if subscription_type is not None:
             query = {"subscriptionType": SubscriptionType.parse(subscription_type).value}
         body = ResetCursorData.of(position).to_body().encode()
-        self._send("create_subscription", self._subscription(topic, subscription), query, body)
-
-    def delete_subscription(self, topic: str, subscription: str) -> None:
-        self._send("delete_subscription", self._subscription(topic, subscription))
-
-    # -- stats -------------------------------------------------------------------------------
-    def stats(
-        self,
-        topic: str,
-        get_precise_backlog: bool = False,
-        subscription_backlog_size: bool = True,
-        get_earliest_time_in_backlog: bool = False,
-    ) -> TopicStatsData:
-        query = _stats_query(
-            getPreciseBacklog=get_precise_backlog,
-            subscriptionBacklogSize=subscription_backlog_size,
-            getEarliestTimeInBacklog=get_earliest_time_in_backlog,
-        )
-        return TopicStatsData.model_validate(self._get("get_stats", self._topic(topic), query))
-
-    def partitioned_stats(
-        self,
-        topic: str,
-        per_partition: bool = True,
-        get_precise_backlog: bool = False,
-        subscription_backlog_size: bool = True,
-        get_earliest_time_in_backlog: bool = False,
-    ) -> PartitionedTopicStatsData:
-        query = _stats_query(
-            perPartition=per_partition,
-            getPreciseBacklog=get_precise_backlog,
-            subscriptionBacklogSize=subscription_backlog_size,
-            getEarliestTimeInBacklog=get_earliest_time_in_backlog,
-        )
-        return PartitionedTopicStatsData.model_validate(self._get("get_partitioned_stats", self._topic(topic), query))
-
-    def internal_stats(self, topic: str) -> PersistentTopicInternalStats:
-        return PersistentTopicInternalStats.model_validate(self._get("get_internal_stats", self._topic(topic)))
-
-    def partitioned_internal_stats(self, topic: str) -> PartitionedTopicInternalStats:
-        data = self._get("get_partitioned_internal_stats", self._topic(topic))
-        return PartitionedTopicInternalStats.model_validate(data)
-
-    # -- cursor operations -------------------------------------------------------------------
-    def reset_cursor(self, topic: str, subscription: str, position: Position | MessageId) -> None:
-        body = ResetCursorData.of(position).to_body().encode()
-        self._send("reset_cursor_on_position", self._subscription(topic, subscription), body=body)
-
-    def get_retention(self, topic: str, applied: bool = False) -> RetentionPolicies | None:
-        """``GET {topic}/retention``: the topic's policy (with ``applied``, the one in force)."""
-        return _retention(self._payload("get_retention", self._topic(topic), _applied(applied)))
-
-    def set_retention(self, topic: str, policies: RetentionPolicies) -> None:
-        self._send("set_retention", self._topic(topic), body=_json_body(policies.to_json()))
-
-    def remove_retention(self, topic: str) -> None:
-        self._send("remove_retention", self._topic(topic))
-
-    def get_compaction_threshold(self, topic: str, applied: bool = False) -> int | None:
-        """``GET {topic}/compactionThreshold`` (with ``applied``, the one in force)."""
-        return _threshold(self._payload("get_compaction_threshold", self._topic(topic), _applied(applied)))
-
-    def set_compaction_threshold(self, topic: str, threshold: int) -> None:
-        self._send("set_compaction_threshold", self._topic(topic), body=_json_body(threshold))
-
-    def remove_compaction_threshold(self, topic: str) -> None:
-        self._send("remove_compaction_threshold", self._topic(topic))
+        path = {**_topic_path(self.group, topic), **_subscription_path(self.group, subscription)}
+        self._send("create_subscription", path, query, body)
 
     def trigger_compaction(self, topic: str) -> None:
-        """``PUT {topic}/compaction``: compact in the background."""
-        self._send("trigger_compaction", self._topic(topic))
-
-    def compaction_status(self, topic: str) -> LongRunningProcessStatus:
-        """``GET {topic}/compaction``: the last compaction's status."""
-        data = self._get("compaction_status", self._topic(topic))
-        try:
-            return LongRunningProcessStatus(CompactionStatus(data["status"]), str(data.get("lastError") or ""))
-        except (TypeError, KeyError, ValueError):
-            raise AdminConnectionError(f"not a compaction status: {str(data)[:80]!r}") from None
-
-    def get_schema_compatibility_strategy(
-        self, topic: str, applied: bool = False
-    ) -> SchemaCompatibilityStrategy | None:
-        return _strategy(self._payload("get_schema_compatibility_strategy", self._topic(topic), _applied(applied)))
-
-    def set_schema_compatibility_strategy(self, topic: str, strategy: SchemaCompatibilityStrategy | str) -> None:
-        body = _json_body(SchemaCompatibilityStrategy.parse(strategy).value)
-        self._send("set_schema_compatibility_strategy", self._topic(topic), body=body)
-
-    def remove_schema_compatibility_strategy(self, topic: str) -> None:
-        self._send("remove_schema_compatibility_strategy", self._topic(topic))
-
-    def terminate(self, topic: str) -> MessageId:
-        """``POST {topic}/terminate``: the last message's id."""
-        _, _, payload = self._send("terminate", self._topic(topic), body=b"")
-        return _message_id(json.loads(payload))
-
-    def terminate_partitioned(self, topic: str) -> dict[int, MessageId]:
-        """``POST {topic}/terminate/partitions``: each partition's last message id."""
-        _, _, payload = self._send("terminate_partitioned", self._topic(topic), body=b"")
-        try:
-            return {int(k): _message_id(v) for k, v in json.loads(payload).items()}
-        except (ValueError, AttributeError):
-            raise AdminConnectionError(f"not a partition -> message id map: {payload[:80]!r}") from None
-
-    def reset_cursor_by_time(self, topic: str, subscription: str, timestamp_ms: int) -> None:
-        """``POST .../resetcursor/{timestamp}``: to the first entry published at or after it."""
-        self._send("reset_cursor_to_time", self._subscription(topic, subscription, timestamp=str(int(timestamp_ms))))
+        """``PUT {topic}/compaction``: compact in the background (the server's; nothing to wait for here)."""
+        self._send("trigger_compaction", _topic_path(self.group, topic))
 
     def skip(self, topic: str, subscription: str, num_messages: int) -> None:
+        """As ``Admin.topics``, the count checked here first (the library's message)."""
         if isinstance(num_messages, bool) or not isinstance(num_messages, int) or num_messages < 0:
             raise InvalidRequestError(f"invalid number of messages to skip {num_messages!r}: must be >= 0")
-        self._send("skip_messages", self._subscription(topic, subscription, numMessages=str(num_messages)))
-
-    def clear_backlog(self, topic: str, subscription: str) -> None:
-        self._send("skip_all_messages", self._subscription(topic, subscription))
-
-    # -- PIP-423 -----------------------------------------------------------------------------
-    def skip_messages(self, topic: str, subscription: str, request: SkipMessageIdsRequest | bytes | str) -> None:
-        if isinstance(request, SkipMessageIdsRequest):
-            body = request.to_body("messageId").encode()
-        elif isinstance(request, str):
-            body = request.encode("utf-8")
-        elif isinstance(request, (bytes, bytearray)):
-            body = bytes(request)
-        else:
-            raise InvalidRequestError(
-                f"invalid skip request {request!r}: expected a SkipMessageIdsRequest or a JSON body"
-            )
-        self._send("skip_by_message_ids", self._subscription(topic, subscription), body=body)
+        path = {**_topic_path(self.group, topic), **_subscription_path(self.group, subscription)}
+        self._send("skip_messages", {**path, "numMessages": str(num_messages)})
 
     def cancel_delayed_message(
         self,
@@ -673,7 +598,7 @@ class RemoteTopics(_RemoteGroup):
         if cleaned:
             query["subscriptionNames"] = ",".join(cleaned)
         try:
-            _, headers, _ = self._send("cancel_delayed_message", self._topic(topic), query, b"")
+            _, headers, _ = self._send("cancel_delayed_message", _topic_path(self.group, topic), query, b"")
         except PreconditionFailedError as e:
             results = getattr(e, "response_headers", {}).get(CANCEL_RESULTS_HEADER)
             if results is None:
@@ -683,3 +608,16 @@ class RemoteTopics(_RemoteGroup):
         return CancelDelayedMessageResult(
             topic=str(TopicName.parse(topic)), ledger_id=ledger_id, entry_id=entry_id, results=results
         )
+
+
+class RemoteNonPersistentTopics(_RemoteTopicGroup):
+    """``Admin.non_persistent`` over HTTP."""
+
+    group = "non_persistent"
+
+    list_topics = restates(NonPersistentTopicsAdmin.list_topics)
+    list_partitioned_topics = restates(NonPersistentTopicsAdmin.list_partitioned_topics)
+    delete_topic = restates(NonPersistentTopicsAdmin.delete_topic)
+    delete_partitioned_topic = restates(NonPersistentTopicsAdmin.delete_partitioned_topic)
+    partitioned_topic_metadata = restates(NonPersistentTopicsAdmin.partitioned_topic_metadata)
+    stats = restates(NonPersistentTopicsAdmin.stats)

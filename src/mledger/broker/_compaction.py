@@ -24,6 +24,11 @@ Pulsar's ``org.apache.pulsar.compaction`` (``TwoPhaseCompactor``, ``CompactedTop
 * **Status.** ``NOT_RUN`` until the first run on this broker, ``RUNNING``, ``SUCCESS`` or
   ``ERROR`` with the last error (Pulsar's ``LongRunningProcessStatus``); a trigger while one runs
   is refused with :class:`CompactionInProgressError` (409 "Compaction already in progress").
+* **Journal.** The ``__compaction`` cursor is a durable cursor like a subscription's (it holds
+  retention back), so a broker's journal (:mod:`mledger.broker._journal`) hears it: created as
+  an Exclusive subscription at the earliest position when the first run opens it, then one
+  cumulative ack of the new horizon per run that moved it. A recording replays it as a cursor
+  of that name.
 * **Threshold.** The ``compactionThreshold`` policy (bytes): the broker's periodic check
   (``brokerServiceCompactionMonitorIntervalInSeconds``) compacts a topic whose backlog behind
   the ``__compaction`` cursor (the whole topic before the first compaction) exceeds it.
@@ -53,6 +58,8 @@ from ..managed_ledger._cursor import ManagedCursor
 from ..managed_ledger._ledger import ManagedLedger
 from ..managed_ledger._ledger_view import InitialPosition
 from ..storage import LedgerStore
+from ._journal import AckRecord, TopicJournal
+from ._types import SubscriptionType
 
 __all__ = [
     "COMPACTED_TOPIC_LEDGER_PROPERTY",
@@ -353,11 +360,13 @@ class CompactedTopic:
     """A topic's compaction: its current compacted view, the runs and their status.
 
     Thread-safe. :meth:`trigger` starts a run on a thread of its own; readers take
-    :attr:`view` (an immutable snapshot, replaced when a run completes).
+    :attr:`view` (an immutable snapshot, replaced when a run completes). ``journal`` hears the
+    ``__compaction`` cursor's creation and moves (see the module docstring).
     """
 
-    def __init__(self, ml: ManagedLedger) -> None:
+    def __init__(self, ml: ManagedLedger, journal: TopicJournal | None = None) -> None:
         self._ml = ml
+        self._journal = journal
         self._lock = threading.Lock()
         self._status = LongRunningProcessStatus(CompactionStatus.NOT_RUN)
         self._running: Future[None] | None = None
@@ -429,6 +438,13 @@ class CompactedTopic:
             self._status = LongRunningProcessStatus(CompactionStatus.RUNNING)
             if self._cursor is None:
                 self._cursor = self._ml.open_cursor(COMPACTION_SUBSCRIPTION, InitialPosition.EARLIEST)
+                if self._journal is not None:
+                    self._journal.subscription_created(
+                        COMPACTION_SUBSCRIPTION,
+                        SubscriptionType.EXCLUSIVE.name,
+                        InitialPosition.EARLIEST.value,
+                        self._cursor.mark_delete_position,
+                    )
         thread = threading.Thread(target=self._run, args=(future,), name=f"compaction-{self._ml.name}", daemon=True)
         thread.start()
         return future
@@ -449,6 +465,9 @@ class CompactedTopic:
                 self._record = replace(self._record, last_failed_timestamp_ms=clock.now_ms())
             future.set_exception(exc)
             return
+        if view is not None and view is not previous and self._journal is not None:
+            horizon = view.horizon  # the cursor's new mark-delete position
+            self._journal.acked(COMPACTION_SUBSCRIPTION, [AckRecord(horizon.ledger_id, horizon.entry_id, -1, True)])
         now = clock.now_ms()
         with self._lock:
             self._view = view

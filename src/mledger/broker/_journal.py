@@ -13,10 +13,13 @@ call                            when
                                 producers hear)
 ``acked``                       acknowledgements that changed a cursor: individual,
                                 cumulative, batch index; PIP-423 skips (individual
-                                acks, as Pulsar applies them)
+                                acks, as Pulsar applies them); a compaction's new
+                                horizon (a cumulative ack of ``__compaction``)
 ``cancelled``                   a PIP-423 cancel that acknowledged an entry
 ``subscription_created``        a durable subscription was created, or subscribed
-                                to again with another type (which changes it)
+                                to again with another type (which changes it); the
+                                ``__compaction`` cursor, when the first compaction
+                                opens it (Exclusive, earliest)
 ``subscription_reset``          its cursor was reset (seek by id or time,
                                 ``reset-cursor``, ``clear-backlog``)
 ``subscription_deleted``        it was unsubscribed

@@ -174,7 +174,7 @@ class Topic:
             else TopicJournal(journal, str(topic_name.partitioned_topic), topic_name.partition_index, broker.clock)
         )
         """This topic's view of the broker's journal (None: nothing is recorded)."""
-        self.compaction = CompactedTopic(ml)
+        self.compaction = CompactedTopic(ml, self.journal)
         """The topic's compaction (:mod:`mledger.broker._compaction`): its compacted view and runs."""
         for cursor in ml.cursors:
             if self.is_system_cursor(cursor.name):

@@ -136,34 +136,31 @@ _TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400, "y": 36
 _SIZE_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
+def _with_unit(text: str, units: dict[str, int], unit_of: Callable[[str], str], problem: str) -> int:
+    """A whole number followed by an optional unit of ``units`` (``unit_of`` reads the last
+    character as one), times the unit; -1 stays -1. ``problem`` names the argument."""
+    value = text.strip()
+    unit = units.get(unit_of(value[-1:])) if value else None
+    try:
+        amount = int(value[:-1] if unit is not None else value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid {problem.format(text=repr(text))}") from None
+    return amount if amount == -1 else amount * (unit or 1)
+
+
 def _relative_seconds(text: str) -> int:
     """pulsar-admin's relative time (``RelativeTimeUtil``): a number with an optional unit s, m,
     h, d, w or y (seconds without one); -1 stays -1."""
-    value = text.strip()
-    unit = _TIME_UNITS.get(value[-1:], None) if value else None
-    number = value[:-1] if unit is not None else value
-    try:
-        amount = int(number)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid time {text!r}: a number with an optional unit s, m, h, d, w or y (100m, 3h, 2d)"
-        ) from None
-    return amount if amount == -1 else amount * (unit or 1)
+    problem = "time {text}: a number with an optional unit s, m, h, d, w or y (100m, 3h, 2d)"
+    return _with_unit(text, _TIME_UNITS, str, problem)
 
 
 def _size_bytes(text: str) -> int:
     """pulsar-admin's size (``validateSizeString``): bytes with an optional unit k, m, g or t
     (either case); -1 stays -1."""
-    value = text.strip()
-    unit = _SIZE_UNITS.get(value[-1:].lower(), None) if value else None
-    number = value[:-1] if unit is not None else value
-    try:
-        amount = int(number)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid size {text!r}: a number with an optional unit k, m, g or t (4096, 10M, 16G)"
-        ) from None
-    return amount if amount == -1 else amount * (unit or 1)
+    return _with_unit(
+        text, _SIZE_UNITS, str.lower, "size {text}: a number with an optional unit k, m, g or t (4096, 10M, 16G)"
+    )
 
 
 def _retention_policies(args: argparse.Namespace) -> RetentionPolicies:
@@ -253,18 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
     _add_serve_command(groups)
-    topics = groups.add_parser(
-        "topics", help="operations on topics and subscriptions", description="Operations on topics.", epilog=_EPILOG
+    command = _command_group(
+        groups,
+        "topics",
+        "operations on topics and subscriptions",
+        "Operations on topics.",
+        ("topic", "topic name: persistent://tenant/namespace/topic, or a short name"),
     )
-    commands = topics.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    def command(name: str, help_text: str, handler: _Command) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
-        sub.set_defaults(handler=handler, command_parser=sub)
-        return sub
-
-    def topic_arg(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("topic", help="topic name: persistent://tenant/namespace/topic, or a short name")
 
     def subscription_arg(sub: argparse.ArgumentParser, flag: str = "--subscription") -> None:
         sub.add_argument("-s", flag, dest="subscription", required=True, help="subscription name")
@@ -272,41 +264,36 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "grant-permission", "Grant actions on the topic to a role.", _run("topic", "permission_role", "actions")
     )
-    topic_arg(sub)
     _permission_args(sub)
     sub = command("revoke-permission", "Revoke a role's actions on the topic.", _run("topic", "permission_role"))
-    topic_arg(sub)
     _role_arg(sub)
-    topic_arg(command("permissions", "The roles' actions on the topic (its namespace's too).", _run("topic")))
+    command("permissions", "The roles' actions on the topic (its namespace's too).", _run("topic"))
 
-    sub = command("list", "List the topics (partitioned topics by their name).", _run("namespace", show=_print_lines))
+    sub = command(
+        "list", "List the topics (partitioned topics by their name).", _run("namespace", show=_print_lines), None
+    )
     sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
 
-    sub = command("list-partitioned-topics", "List the partitioned topics.", _run("namespace", show=_print_lines))
+    sub = command("list-partitioned-topics", "List the partitioned topics.", _run("namespace", show=_print_lines), None)
     sub.add_argument("namespace", nargs="?", default=None, help="tenant/namespace (default: all)")
 
     sub = command("create", "Create a non-partitioned topic.", _run("topic"))
-    topic_arg(sub)
 
     sub = command(
         "delete", "Delete a topic (every partition of a partitioned one) and its data.", _run("topic", "force")
     )
-    topic_arg(sub)
     sub.add_argument("-f", "--force", action="store_true", help="even with connected producers or consumers")
 
     sub = command("create-partitioned-topic", "Create a partitioned topic.", _run("topic", "partitions"))
-    topic_arg(sub)
     sub.add_argument("-p", "--partitions", type=_positive, required=True, help="number of partitions")
 
     sub = command("subscriptions", "List the subscriptions of a topic.", _run("topic", show=_print_lines))
-    topic_arg(sub)
 
     sub = command(
         "create-subscription",
         "Create a durable subscription.",
         _run("topic", "subscription", "position", "subscription_type"),
     )
-    topic_arg(sub)
     subscription_arg(sub)
     sub.add_argument(
         "-m",
@@ -326,7 +313,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub = command("unsubscribe", "Delete a subscription.", _run("topic", "subscription"))
-    topic_arg(sub)
     subscription_arg(sub)
 
     def stats_options(sub: argparse.ArgumentParser) -> None:
@@ -362,7 +348,6 @@ def build_parser() -> argparse.ArgumentParser:
         "a partitioned topic's as partitioned-stats.",
         _cmd_stats,
     )
-    topic_arg(sub)
     stats_options(sub)
 
     sub = command(
@@ -370,24 +355,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Stats of a partitioned topic (JSON): its partitions' added up, and with --per-partition each one's.",
         _cmd_partitioned_stats,
     )
-    topic_arg(sub)
     sub.add_argument("--per-partition", dest="per_partition", action="store_true", help="each partition's stats too")
     stats_options(sub)
 
     sub = command(
         "stats-internal", "Internal stats of a topic (JSON); partitioned topics per partition.", _cmd_stats_internal
     )
-    topic_arg(sub)
 
     sub = command(
         "partitioned-stats-internal",
         "Internal stats of every partition of a partitioned topic (JSON).",
         _cmd_partitioned_stats_internal,
     )
-    topic_arg(sub)
 
     sub = command("reset-cursor", "Reset a subscription's cursor to a position, or back in time.", _cmd_reset_cursor)
-    topic_arg(sub)
     subscription_arg(sub)
     where = sub.add_mutually_exclusive_group(required=True)
     where.add_argument(
@@ -411,7 +392,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "get-retention", "The topic's retention policy (null when unset).", _run("topic", "applied", show=_print_policy)
     )
-    topic_arg(sub)
     sub.add_argument(
         "--applied",
         action="store_true",
@@ -419,50 +399,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub = command("set-retention", "Set the topic's retention policy.", _run("topic", _retention_policies))
-    topic_arg(sub)
     _retention_args(sub)
 
     sub = command("remove-retention", "Remove the topic's retention policy.", _run("topic"))
-    topic_arg(sub)
 
     sub = command("compact", "Compact the topic in the background.", _cmd_compact)
-    topic_arg(sub)
 
     sub = command("compaction-status", "The status of the topic's last compaction.", _cmd_compaction_status)
-    topic_arg(sub)
     sub.add_argument("-w", "--wait-complete", action="store_true", help="wait for a running compaction to end")
 
     sub = command(
         "get-compaction-threshold", "The topic's compaction threshold (null when unset).", _run("topic", "applied")
     )
-    topic_arg(sub)
     sub.add_argument(
         "--applied", action="store_true", help="the threshold in force: the topic's, the namespace's, the broker's"
     )
 
     sub = command("set-compaction-threshold", "Set the topic's compaction threshold.", _run("topic", "threshold"))
-    topic_arg(sub)
     _threshold_arg(sub)
 
     sub = command("remove-compaction-threshold", "Remove the topic's compaction threshold.", _run("topic"))
-    topic_arg(sub)
 
     sub = command("terminate", "Terminate a topic: no more messages; prints its last message id.", _cmd_terminate)
-    topic_arg(sub)
 
     sub = command(
         "partitioned-terminate",
         "Terminate every partition of a partitioned topic; prints each one's last message id.",
         _cmd_partitioned_terminate,
     )
-    topic_arg(sub)
 
     sub = command(
         "get-schema-compatibility-strategy",
         "The topic's schema compatibility strategy (null when unset).",
         _run("topic", "applied", show=_print_strategy),
     )
-    topic_arg(sub)
     sub.add_argument(
         "--applied",
         action="store_true",
@@ -472,7 +442,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "set-schema-compatibility-strategy", "Set the topic's schema compatibility strategy.", _run("topic", "strategy")
     )
-    topic_arg(sub)
     sub.add_argument("-s", "--strategy", required=True, help=_STRATEGY_HELP)
 
     sub = command(
@@ -480,20 +449,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Remove the topic's schema compatibility strategy.",
         _run("topic"),
     )
-    topic_arg(sub)
 
     sub = command("skip", "Skip the next N messages of a subscription.", _run("topic", "subscription", "count"))
-    topic_arg(sub)
     subscription_arg(sub)
     sub.add_argument("-n", "--count", type=_non_negative, required=True, help="number of messages to skip")
 
     sub = command("clear-backlog", "Skip every message of a subscription's backlog.", _run("topic", "subscription"))
-    topic_arg(sub)
     subscription_arg(sub)
 
     sub = command("skip-messages", "Skip messages of a subscription by their ids (PIP-423).", _cmd_skip_messages)
     sub.set_defaults(check=_check_skip_messages)
-    topic_arg(sub)
     subscription_arg(sub)
     sub.add_argument(
         "--messageId-triplet",
@@ -514,7 +479,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub = command("cancel-delayed-message", "Cancel a delayed message on subscriptions (PIP-423).", _cmd_cancel_delayed)
-    topic_arg(sub)
     sub.add_argument("-l", "--ledgerId", dest="ledger_id", type=int, required=True, help="ledger id of the message")
     sub.add_argument("-e", "--entryId", dest="entry_id", type=int, required=True, help="entry id of the message")
     sub.add_argument(
@@ -527,7 +491,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub = command("produce", "Publish messages (for trying things out).", _cmd_produce)
-    topic_arg(sub)
     sub.add_argument(
         "-m", "--messages", dest="messages", action="append", required=True, help="a message payload (repeatable)"
     )
@@ -550,7 +513,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--batch", action="store_true", help="send each round of messages as one batched entry")
 
     sub = command("consume", "Receive and acknowledge what is deliverable now (for trying things out).", _cmd_consume)
-    topic_arg(sub)
     subscription_arg(sub)
     sub.add_argument(
         "-t",
@@ -618,25 +580,41 @@ _STRATEGY_HELP = (
 )
 
 
-def _add_namespaces_group(groups: Any) -> None:
-    namespaces = groups.add_parser(
-        "namespaces",
-        help="namespaces and their policies (retention, compaction threshold, schemas)",
-        description="Namespaces and their policies.",
-        epilog=_EPILOG,
-    )
-    commands = namespaces.add_subparsers(dest="command", metavar="COMMAND", required=True)
+def _command_group(
+    groups: Any, name: str, help_text: str, description: str, positional: tuple[str, str] | None = None
+) -> Callable[..., argparse.ArgumentParser]:
+    """The GROUP ``name``: returns ``command(verb, help, handler)``, which adds a COMMAND of it
+    (taking the ``positional`` argument ``(dest, help)`` first, unless told otherwise) and returns
+    its parser."""
+    group = groups.add_parser(name, help=help_text, description=description, epilog=_EPILOG)
+    commands = group.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, help_text: str, handler: _Command) -> Any:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+    def command(
+        verb: str,
+        help_text: str,
+        handler: _Command,
+        positional: tuple[str, str] | None = positional,
+        described: bool = True,
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(verb, help=help_text, description=help_text if described else None, epilog=_EPILOG)
         sub.set_defaults(handler=handler, command_parser=sub)
-        sub.add_argument("namespace", help="tenant/namespace")
+        if positional is not None:
+            sub.add_argument(positional[0], help=positional[1])
         return sub
 
+    return command
+
+
+def _add_namespaces_group(groups: Any) -> None:
+    command = _command_group(
+        groups,
+        "namespaces",
+        "namespaces and their policies (retention, compaction threshold, schemas)",
+        "Namespaces and their policies.",
+        ("namespace", "tenant/namespace"),
+    )
     command("create", "Create a namespace (topics go in namespaces that exist).", _run("namespace"))
-    sub = commands.add_parser("list", help="List the tenant's namespaces.", epilog=_EPILOG)
-    sub.set_defaults(handler=_run("tenant"), command_parser=sub)
-    sub.add_argument("tenant", help="tenant")
+    command("list", "List the tenant's namespaces.", _run("tenant"), ("tenant", "tenant"), described=False)
     sub = command("delete", "Delete a namespace (409 while it has topics, unless --force).", _run("namespace", "force"))
     sub.add_argument("-f", "--force", action="store_true", help="delete its topics too")
     _permission_args(
@@ -720,17 +698,9 @@ def _permission_args(sub: argparse.ArgumentParser) -> None:
 
 
 def _add_clusters_group(groups: Any) -> None:
-    clusters = groups.add_parser(
-        "clusters", help="clusters and their service URLs", description="Clusters.", epilog=_EPILOG
+    command = _command_group(
+        groups, "clusters", "clusters and their service URLs", "Clusters.", ("cluster", "cluster name")
     )
-    commands = clusters.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    def command(name: str, help_text: str, handler: _Command) -> Any:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
-        sub.set_defaults(handler=handler, command_parser=sub)
-        if name != "list":
-            sub.add_argument("cluster", help="cluster name")
-        return sub
 
     def url_args(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--url", dest="service_url", help="serviceUrl: the admin (HTTP) URL")
@@ -738,7 +708,7 @@ def _add_clusters_group(groups: Any) -> None:
         sub.add_argument("--broker-url", dest="broker_url", help="brokerServiceUrl: pulsar://host:port")
         sub.add_argument("--broker-url-secure", dest="broker_url_tls", help="brokerServiceUrlTls")
 
-    command("list", "List the clusters.", _run())
+    command("list", "List the clusters.", _run(), None)
     command("get", "The cluster's data (service URLs).", _run("cluster"))
     url_args(command("create", "Create a cluster.", _run("cluster", _cluster_data)))
     url_args(command("update", "Replace a cluster's data.", _run("cluster", _cluster_data)))
@@ -746,17 +716,9 @@ def _add_clusters_group(groups: Any) -> None:
 
 
 def _add_tenants_group(groups: Any) -> None:
-    tenants = groups.add_parser(
-        "tenants", help="tenants, their admin roles and clusters", description="Tenants.", epilog=_EPILOG
+    command = _command_group(
+        groups, "tenants", "tenants, their admin roles and clusters", "Tenants.", ("tenant", "tenant name")
     )
-    commands = tenants.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    def command(name: str, help_text: str, handler: _Command) -> Any:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
-        sub.set_defaults(handler=handler, command_parser=sub)
-        if name != "list":
-            sub.add_argument("tenant", help="tenant name")
-        return sub
 
     def info_args(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("-r", "--admin-roles", type=_names, default=[], help="comma-separated admin roles")
@@ -764,7 +726,7 @@ def _add_tenants_group(groups: Any) -> None:
             "-c", "--allowed-clusters", type=_names, default=[], help="comma-separated clusters (default: all)"
         )
 
-    command("list", "List the tenants.", _run())
+    command("list", "List the tenants.", _run(), None)
     command("get", "The tenant's admin roles and allowed clusters.", _run("tenant", show=_print_to_json))
     info_args(command("create", "Create a tenant.", _cmd_tenants_create))
     info_args(command("update", "Replace a tenant's admin roles and clusters.", _cmd_tenants_update))
@@ -895,24 +857,26 @@ def _stats_kwargs(args: argparse.Namespace) -> dict[str, bool]:
     }
 
 
+def _show(args: argparse.Namespace, stats: Any, table: Callable[[Any, str], None]) -> None:
+    """``stats`` of ``args.topic`` as ``table`` prints them (``--output table``), else as JSON."""
+    if args.output == "table":
+        table(stats, args.topic)
+    else:
+        _print_json(stats)
+
+
 def _cmd_stats(admin: Admin, args: argparse.Namespace) -> None:
     stats: Any
     try:
         stats = admin.topics.stats(args.topic, **_stats_kwargs(args))
     except NotAllowedError:  # a partitioned topic: its partitioned stats (needs GET_STATS only)
         stats = admin.topics.partitioned_stats(args.topic, per_partition=False, **_stats_kwargs(args))
-    if args.output == "table":
-        _tables.print_topic_stats(stats, args.topic)
-    else:
-        _print_json(stats)
+    _show(args, stats, _tables.print_topic_stats)
 
 
 def _cmd_partitioned_stats(admin: Admin, args: argparse.Namespace) -> None:
     stats = admin.topics.partitioned_stats(args.topic, per_partition=args.per_partition, **_stats_kwargs(args))
-    if args.output == "table":
-        _tables.print_topic_stats(stats, args.topic)
-    else:
-        _print_json(stats)
+    _show(args, stats, _tables.print_topic_stats)
 
 
 def _cmd_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
@@ -920,18 +884,12 @@ def _cmd_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
         stats: Any = admin.topics.internal_stats(args.topic)
     except NotAllowedError:  # a partitioned topic: show every partition (needs GET_STATS only)
         stats = admin.topics.partitioned_internal_stats(args.topic)
-    if args.output == "table":
-        _tables.print_stats(stats, args.topic)
-    else:
-        _print_json(stats)
+    _show(args, stats, _tables.print_stats)
 
 
 def _cmd_partitioned_stats_internal(admin: Admin, args: argparse.Namespace) -> None:
     stats = admin.topics.partitioned_internal_stats(args.topic)
-    if args.output == "table":
-        _tables.print_stats(stats, args.topic)
-    else:
-        _print_json(stats)
+    _show(args, stats, _tables.print_stats)
 
 
 def _cmd_reset_cursor(admin: Admin, args: argparse.Namespace) -> None:

@@ -1,19 +1,26 @@
 """``mledger capture OUT``: capture a live Pulsar cluster as the replay's raw logs.
 
 See :mod:`mledger.replay._capture`. The command builds the two clients (``pulsar.Client`` for
-the readers, :class:`mledger.admin.RemoteAdmin` for the stats, with the same credentials),
-prints one JSON line once the first poll is done (``{"capturing": [topic-partitions]}``),
-and stops after ``--duration`` or at SIGTERM/SIGINT, after one last poll.
+the readers, :class:`mledger.admin.RemoteAdmin` for the stats, with the same credentials and
+the same ``--connect-timeout``; every admin call bounded by ``--admin-timeout`` in all and
+``--max-response-size``), checks that the named topics exist, prints one JSON line once the
+first poll is done (``{"capturing": [topic-partitions]}``), and stops after ``--duration`` or at
+SIGTERM/SIGINT, after one last poll bounded by ``--stop-timeout``. Errors are one line on
+stderr (exit 2): a topic that does not exist, a non-empty output directory without
+``--append``, a cluster that cannot be reached (naming the URL).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import signal
 import threading
 from typing import Any
+
+from ..core._errors import MLedgerError
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -27,6 +34,16 @@ def parse_duration(text: str) -> float:
     if float(m.group(1)) <= 0:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must be above zero (e.g. 500ms, 30s, 5m)")
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
+def parse_size(text: str) -> int:
+    """pulsar-admin's size form (``16M``, ``4096``, ``1g``) as bytes (> 0); ``ArgumentTypeError`` otherwise."""
+    from ._admin import _size_bytes  # imported when a size is parsed: the admin CLI is not small
+
+    size = _size_bytes(text)
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"invalid size {text!r}: must be above 0")
+    return size
 
 
 def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
@@ -50,6 +67,33 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
     cap.add_argument(
         "--hash-keys", action="store_true", help="replace message keys by a keyed hash (a random key per capture)"
     )
+    cap.add_argument(
+        "--append", action="store_true", help="capture into a directory holding a recording: add a session to it"
+    )
+    cap.add_argument(
+        "--connect-timeout",
+        type=parse_duration,
+        default=10.0,
+        help="connecting to the service and admin URLs, and each client operation, at most (default 10s)",
+    )
+    cap.add_argument(
+        "--admin-timeout",
+        type=parse_duration,
+        default=30.0,
+        help="one admin call at most, in all, however slowly the server answers (default 30s)",
+    )
+    cap.add_argument(
+        "--stop-timeout",
+        type=parse_duration,
+        default=30.0,
+        help="the last poll after --duration or SIGTERM at most (default 30s)",
+    )
+    cap.add_argument(
+        "--max-response-size",
+        type=parse_size,
+        default=16 << 20,
+        help="the largest admin answer read, e.g. 16M (default); a larger one is an anomaly",
+    )
 
 
 def parse_auth_params(text: str) -> dict[str, str]:
@@ -66,6 +110,10 @@ def parse_auth_params(text: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in params.items()}
 
 
+class ServiceUnreachableError(MLedgerError):
+    """The Pulsar service URL could not be read from (connect, lookup, subscribe)."""
+
+
 def run_capture(args: argparse.Namespace) -> int:
     """Run ``mledger capture``; 0 when the capture ended cleanly."""
     import pulsar  # the capture extra
@@ -79,10 +127,16 @@ def run_capture(args: argparse.Namespace) -> int:
         interval_s=args.interval,
         hash_keys=args.hash_keys,
         description={"service_url": args.service_url, "admin_url": args.admin_url},
+        append=args.append,
+        stop_timeout_s=args.stop_timeout,
     )
     # the C++ client logs to stdout by default, and stdout carries the JSON line; a native file
     # logger on stderr (a Python logger's callbacks can run during interpreter shutdown: abort)
-    client_options: dict[str, Any] = {"logger": pulsar.FileLogger(pulsar.LoggerLevel.Warn, "/dev/stderr")}
+    client_options: dict[str, Any] = {
+        "logger": pulsar.FileLogger(pulsar.LoggerLevel.Warn, "/dev/stderr"),
+        "connection_timeout_ms": max(int(args.connect_timeout * 1000), 1),
+        "operation_timeout_seconds": max(int(args.connect_timeout + 0.999), 1),  # whole seconds, rounded up
+    }
     if args.auth_token:
         client_options["authentication"] = pulsar.AuthenticationToken(args.auth_token)
     admin_auth: dict[str, Any] = {"token": args.auth_token}
@@ -96,20 +150,29 @@ def run_capture(args: argparse.Namespace) -> int:
             admin_auth["cert"] = (params["tlsCertFile"], params["tlsKeyFile"])
     if args.tls_trust_certs_file:
         client_options["tls_trust_certs_file_path"] = args.tls_trust_certs_file
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    client = pulsar.Client(args.service_url, **client_options)
-    admin = RemoteAdmin(args.admin_url, verify=args.tls_trust_certs_file or True, **admin_auth)
-    try:
+    with contextlib.ExitStack() as stack:
+        admin = stack.enter_context(
+            RemoteAdmin(
+                args.admin_url,
+                verify=args.tls_trust_certs_file or True,
+                timeout=args.admin_timeout,
+                connect_timeout=args.connect_timeout,
+                deadline=args.admin_timeout,
+                max_response_bytes=args.max_response_size,
+                **admin_auth,
+            )
+        )
+        client = pulsar.Client(args.service_url, **client_options)
+        stack.callback(client.close)
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):  # the handlers before are back when the capture ends
+            stack.callback(signal.signal, sig, signal.signal(sig, lambda *_: stop.set()))
         capture = Capture(args.out, client, admin, settings)
         try:
-            capture.poll()
-            print(json.dumps({"capturing": capture.list_captured()}), flush=True)
-            capture.run(args.duration, stop)
-        finally:
-            capture.close()
-    finally:
-        admin.close()
-        client.close()
+            capture.run(args.duration, stop, lambda topics: print(json.dumps({"capturing": topics}), flush=True))
+        except pulsar.PulsarException as exc:  # the first poll's readers: one line, naming the URL
+            raise ServiceUnreachableError(
+                f"cannot read from the Pulsar service at {args.service_url} "
+                f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
+            ) from None
     return 0

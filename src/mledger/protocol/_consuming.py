@@ -31,9 +31,9 @@ from ..core._ints import UINT64_MASK, as_int64
 from ..core._position import Position
 from ..core._ranges import words_to_ack_set
 from ..managed_ledger import InitialPosition
-from ._base import SessionBase
 from ._codec import message_command
 from ._connection import Request
+from ._context import CommandContext, CommandGroup
 from ._convert import (
     message_id_data,
     position_of,
@@ -45,7 +45,7 @@ from ._convert import (
 )
 from ._framing import checksummed_entry, payload_frame_parts
 from ._handles import ConsumerHandle
-from ._nonpersistent import SUB_TYPES, is_non_persistent
+from ._nonpersistent import SUB_TYPES, NonPersistentCommands, is_non_persistent
 
 __all__ = ["PERMIT_WINDOW", "ConsumerCommands"]
 
@@ -57,8 +57,19 @@ PERMIT_WINDOW = 1000
 _T = api.BaseCommand
 
 
-class ConsumerCommands(SessionBase):
-    """The consumer handlers of :class:`~mledger.protocol._session.Session`."""
+class ConsumerCommands(CommandGroup):
+    """A session's consumer handlers (SUBSCRIBE, FLOW, ACK, ...), given the session's
+    :class:`~mledger.protocol._context.CommandContext`; the
+    :class:`~mledger.protocol._handles.ConsumerOwner` of its consumer handles. Loop thread only."""
+
+    __slots__ = ("_consumers", "_np", "_np_consumers")
+
+    def __init__(self, context: CommandContext, np: NonPersistentCommands) -> None:
+        super().__init__(context)
+        self._np = np
+        # live read-only views of the consumers by id (FLOW and ACK look them up)
+        self._consumers = context.state.consumers
+        self._np_consumers = context.state.np_consumers
 
     def handle_subscribe(self, request: Request) -> None:
         body = request.command.subscribe
@@ -67,13 +78,13 @@ class ConsumerCommands(SessionBase):
             return
         request_id = body.request_id
         try:
-            self._authorize(body.topic, "CONSUME", body.subscription)
-            if self.consumer_id_in_use(body):  # on this topic or any other: Pulsar's answer
+            self._context.authorize(body.topic, "CONSUME", body.subscription)
+            if self._context.consumer_id_in_use(body):  # on this topic or any other: Pulsar's answer
                 return
-            broker = self._host.broker
+            broker = self._context.host.broker
             if not body.force_topic_creation and not broker.topic_exists(body.topic):
                 raise NotFoundError(f"Topic {body.topic} does not exist")
-            topic = self._open_partition(body.topic)
+            topic = self._context.open_partition(body.topic)
             if body.HasField("schema"):
                 broker.add_schema_if_idle_or_check_compatible(topic, schema_info(body.schema))
             sub_type = SUB_TYPES[body.subType]
@@ -92,8 +103,8 @@ class ConsumerCommands(SessionBase):
             handle = ConsumerHandle(self, body.consumer_id, topic, subscription)
             name = body.consumer_name or None
             if name is not None and any(c.name == name for c in subscription.consumers):
-                name = f"{name}#{self._host.next_id()}"
-            client = ClientInfo(self.peer or None, self.connection.client_version or None, body.consumer_id)
+                name = f"{name}#{self._context.host.next_id()}"
+            client = ClientInfo(self._state.peer or None, self._connection.client_version or None, body.consumer_id)
             handle.consumer = subscription.add_consumer(
                 name,
                 permits=0,
@@ -103,11 +114,11 @@ class ConsumerCommands(SessionBase):
                 start_earliest=reads_from_earliest(body),
             )
         except MLedgerError as exc:
-            self.connection.send_error(request_id, server_error_code(exc), str(exc))
+            self._connection.send_error(request_id, server_error_code(exc), str(exc))
             return
-        self._consumers[body.consumer_id] = handle
-        self._host.watch(topic)
-        self._send_success(request_id)
+        self._state.add_consumer(handle)
+        self._context.host.watch(topic)
+        self._context.send_success(request_id)
         handle.ready = True
         if handle.pending_active is not None:
             self.send_active_change(handle, handle.pending_active)
@@ -118,7 +129,7 @@ class ConsumerCommands(SessionBase):
 
     def handle_flow(self, request: Request) -> None:
         body = request.command.flow
-        if self._np.has_consumer(body.consumer_id):
+        if body.consumer_id in self._np_consumers:
             self._np.flow(body.consumer_id, body.messagePermits)
             return
         handle = self._consumers.get(body.consumer_id)
@@ -131,7 +142,8 @@ class ConsumerCommands(SessionBase):
         """Grant ``handle``'s held permits to the broker consumer (within
         :data:`PERMIT_WINDOW`) and dispatch. Does nothing while writing is paused."""
         consumer = handle.consumer
-        if self.closed or consumer is None or not consumer.is_connected or self.paused:
+        state = self._state
+        if state.closed or consumer is None or not consumer.is_connected or state.writing_paused:
             return
         room = PERMIT_WINDOW - consumer.permits
         if room > 0 and handle.client_permits > 0:
@@ -141,11 +153,11 @@ class ConsumerCommands(SessionBase):
                 consumer.flow(grant)
             except MLedgerError:
                 return
-        self._host.dispatch(handle.subscription)
+        self._context.host.dispatch(handle.subscription)
 
     def write_messages(self, handle: ConsumerHandle, deliveries: list[EntryDelivery]) -> None:
         """Queue MESSAGE frames for what the broker delivered to ``handle`` (loop thread)."""
-        if self.closed or handle.consumer is None or not handle.consumer.is_connected:
+        if self._state.closed or handle.consumer is None or not handle.consumer.is_connected:
             return  # the broker redelivers what this consumer held when it is removed
         consumer_id = handle.consumer_id
         partition = handle.partition
@@ -162,16 +174,15 @@ class ConsumerCommands(SessionBase):
             frames += payload_frame_parts(command, body)
             count += d.messages
             size += len(body)
-        self.connection.send_frames(frames)
-        self.messages_out += count
-        self.bytes_out += size
-        self._wake()
+        self._connection.send_frames(frames)
+        self._state.count_out(count, size)
+        self._context.wake()
         if handle.client_permits > 0 and handle.consumer.permits < PERMIT_WINDOW // 2:
-            self._host.pump_soon(handle)
+            self._context.host.pump_soon(handle)
 
     def send_active_change(self, handle: ConsumerHandle, is_active: bool) -> None:
         """Queue ACTIVE_CONSUMER_CHANGE for ``handle`` (loop thread)."""
-        self.connection.send(
+        self._connection.send(
             api.BaseCommand(
                 type=_T.ACTIVE_CONSUMER_CHANGE,
                 active_consumer_change=api.CommandActiveConsumerChange(
@@ -179,32 +190,32 @@ class ConsumerCommands(SessionBase):
                 ),
             )
         )
-        self._wake()
+        self._context.wake()
 
     def send_reached_end_of_topic(self, handle: ConsumerHandle) -> None:
         """Queue REACHED_END_OF_TOPIC for ``handle`` (loop thread); as Pulsar's
         ``Consumer.reachedEndOfTopic``, only to a client that speaks protocol v9 or later."""
-        if handle.consumer_id not in self._consumers or self.closed or self.connection.protocol_version < 9:
+        if handle.consumer_id not in self._consumers or self._state.closed or self._connection.protocol_version < 9:
             return
-        self.connection.send(
+        self._connection.send(
             api.BaseCommand(
                 type=_T.REACHED_END_OF_TOPIC,
                 reachedEndOfTopic=api.CommandReachedEndOfTopic(consumer_id=handle.consumer_id),
             )
         )
-        self._wake()
+        self._context.wake()
 
     def handle_ack(self, request: Request) -> None:
         body = request.command.ack
         handle = self._consumers.get(body.consumer_id)
         error: BaseException | None = None
-        if self._np.has_consumer(body.consumer_id):
+        if body.consumer_id in self._np_consumers:
             pass  # nothing to acknowledge on a non-persistent topic
         elif handle is None or handle.consumer is None:
             error = NotFoundError(f"Consumer {body.consumer_id} not found")
         else:
             if body.HasField("validation_error"):
-                self.validation_errors += 1
+                self._state.count_validation_error()
                 log.warning(
                     "%s: consumer %s dropped a message it could not validate (%s)",
                     handle.topic.name,
@@ -221,13 +232,13 @@ class ConsumerCommands(SessionBase):
             except MLedgerError as exc:
                 error = exc
                 log.info("%s: ack from consumer %s refused: %s", handle.topic.name, handle.consumer.name, exc)
-            self._host.dispatch_soon(handle.subscription)
+            self._context.host.dispatch_soon(handle.subscription)
         if body.HasField("request_id"):
             response = api.CommandAckResponse(consumer_id=body.consumer_id, request_id=body.request_id)
             if error is not None:
                 response.error = server_error_code(error)
                 response.message = str(error)
-            self.connection.send(api.BaseCommand(type=_T.ACK_RESPONSE, ackResponse=response))
+            self._connection.send(api.BaseCommand(type=_T.ACK_RESPONSE, ackResponse=response))
 
     def _ack_individual(self, handle: ConsumerHandle, ids: Sequence[api.MessageIdData]) -> None:
         consumer = handle.consumer
@@ -282,16 +293,16 @@ class ConsumerCommands(SessionBase):
                 handle.consumer.redeliver_unacknowledged_messages()
         except MLedgerError as exc:
             log.info("%s: redelivery request refused: %s", handle.topic.name, exc)
-        self._host.dispatch_soon(handle.subscription)
+        self._context.host.dispatch_soon(handle.subscription)
 
     def handle_seek(self, request: Request) -> None:
         body = request.command.seek
         handle = self._consumers.get(body.consumer_id)
-        if self._np.has_consumer(body.consumer_id):
+        if body.consumer_id in self._np_consumers:
             self._np.refuse(body.request_id, "Seek")
             return
         if handle is None:
-            self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
+            self._connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
             return
         try:
             if body.HasField("message_publish_time"):
@@ -301,19 +312,19 @@ class ConsumerCommands(SessionBase):
             else:
                 raise InvalidRequestError("SEEK needs a message id or a publish time")
         except MLedgerError as exc:
-            self.connection.send_error(body.request_id, server_error_code(exc), str(exc))
+            self._connection.send_error(body.request_id, server_error_code(exc), str(exc))
             return
         # reset_cursor disconnected the consumers (CLOSE_CONSUMER is queued); then SUCCESS.
-        self._send_success(body.request_id)
+        self._context.send_success(body.request_id)
 
     def handle_get_last_message_id(self, request: Request) -> None:
         body = request.command.getLastMessageId
         handle = self._consumers.get(body.consumer_id)
-        if self._np.has_consumer(body.consumer_id):
+        if body.consumer_id in self._np_consumers:
             self._np.refuse(body.request_id, "GetLastMessageId")
             return
         if handle is None:
-            self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
+            self._connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
             return
         reads_compacted = handle.consumer is not None and handle.consumer.read_compacted
         last, batch_index = handle.topic.last_message_id(reads_compacted)
@@ -322,20 +333,20 @@ class ConsumerCommands(SessionBase):
             last_message_id=message_id_data(last, handle.partition, batch_index),
             consumer_mark_delete_position=message_id_data(handle.subscription.mark_delete_position),
         )
-        self.connection.send(api.BaseCommand(type=_T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=response))
+        self._connection.send(api.BaseCommand(type=_T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=response))
 
     def handle_unsubscribe(self, request: Request) -> None:
         body = request.command.unsubscribe
-        if self._np.has_consumer(body.consumer_id):
+        if body.consumer_id in self._np_consumers:
             self._np.unsubscribe(body)
             return
         handle = self._consumers.get(body.consumer_id)
         if handle is None:
-            self.connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
+            self._connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
             return
         others = [c for c in handle.subscription.consumers if c is not handle.consumer]
         if others:
-            self.connection.send_error(
+            self._connection.send_error(
                 body.request_id, api.ConsumerBusy, "Unconnected or shared consumer attempting to unsubscribe"
             )
             return
@@ -344,9 +355,9 @@ class ConsumerCommands(SessionBase):
             if handle.subscription.durable:
                 handle.topic.delete_subscription(handle.subscription.name)
         except MLedgerError as exc:
-            self.connection.send_error(body.request_id, server_error_code(exc), str(exc))
+            self._connection.send_error(body.request_id, server_error_code(exc), str(exc))
             return
-        self._send_success(body.request_id)
+        self._context.send_success(body.request_id)
 
     def handle_close_consumer(self, request: Request) -> None:
         body = request.command.close_consumer
@@ -354,32 +365,42 @@ class ConsumerCommands(SessionBase):
         handle = self._consumers.get(body.consumer_id)
         if handle is not None:
             self._close_consumer(handle)
-        self._send_success(body.request_id)
+        self._context.send_success(body.request_id)
 
     def _close_consumer(self, handle: ConsumerHandle) -> None:
-        self._consumers.pop(handle.consumer_id, None)
+        self._state.remove_consumer(handle.consumer_id)
         consumer = handle.consumer
         if consumer is not None and consumer.is_connected:
             consumer.close()
-            self._host.dispatch_soon(handle.subscription)  # others get what it held
+            self._context.host.dispatch_soon(handle.subscription)  # others get what it held
+
+    def close(self) -> None:
+        """The connection is gone: close this client's consumers."""
+        for handle in list(self._consumers.values()):
+            self._close_consumer(handle)
+
+    def resume(self) -> None:
+        """The socket's write buffer fell below its low mark: grant permits again."""
+        for handle in list(self._consumers.values()):
+            self.pump(handle)
 
     def consumer_closed_by_broker(self, handle: ConsumerHandle) -> None:
         """The broker removed ``handle``'s consumer: forget it and tell the client
         (CLOSE_CONSUMER). Loop thread."""
-        if self._consumers.get(handle.consumer_id) is not handle or self.closed:
+        if self._consumers.get(handle.consumer_id) is not handle or self._state.closed:
             return
-        del self._consumers[handle.consumer_id]
-        self.connection.send(
+        self._state.remove_consumer(handle.consumer_id)
+        self._connection.send(
             api.BaseCommand(
                 type=_T.CLOSE_CONSUMER,
                 close_consumer=api.CommandCloseConsumer(consumer_id=handle.consumer_id, request_id=UINT64_MASK),
             )
         )
-        self._wake()
+        self._context.wake()
 
     def handle_consumer_stats(self, request: Request) -> None:
         body = request.command.consumerStats
-        if self._np.has_consumer(body.consumer_id):
+        if body.consumer_id in self._np_consumers:
             self._np.consumer_stats(body)
             return
         handle = self._consumers.get(body.consumer_id)
@@ -394,8 +415,8 @@ class ConsumerCommands(SessionBase):
             response.unackedMessages = max(consumer.unacked_messages, 0)
             response.type = handle.subscription.type.value
             response.msgBacklog = handle.subscription.backlog()
-            response.address = self.peer
-        self.connection.send(api.BaseCommand(type=_T.CONSUMER_STATS_RESPONSE, consumerStatsResponse=response))
+            response.address = self._state.peer
+        self._connection.send(api.BaseCommand(type=_T.CONSUMER_STATS_RESPONSE, consumerStatsResponse=response))
 
 
 def _plain_entry(d: EntryDelivery) -> bytes:  # pragma: no cover - entries read from a store carry raw bytes

@@ -182,7 +182,8 @@ def metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
     chunk fields a record of those alone (a shared empty one for an unchunked message), which
     saves building a full record per message (the stored bytes are the producer's either way).
     A hook that declares nothing gets the full record; a topic being recorded adds each entry's
-    deliver-at time and key (what the recorder writes) to what its deduplication needs.
+    deliver-at time, key and chunk fields (what the recorder writes) to what its deduplication
+    needs.
     """
     try:
         msg = _MessageMetadata.FromString(data)
@@ -209,4 +210,8 @@ def metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
             fields["deliver_at_ms"] = msg.deliver_at_time
         if msg.HasField("partition_key"):
             fields["partition_key"] = msg.partition_key
+        if msg.HasField("chunk_id"):  # which chunk, of how many, of which chunked message
+            fields["chunk_id"] = msg.chunk_id
+            fields["num_chunks"] = msg.num_chunks_from_msg
+            fields["uuid"] = msg.uuid
     return EntryMetadata(**fields) if fields else _UNCHUNKED  # type: ignore[arg-type]

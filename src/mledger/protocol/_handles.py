@@ -5,26 +5,42 @@ driving it (the broker, dispatch scheduling, thread hand-over); the asyncio shel
 (:class:`~mledger.protocol._server.ProtocolServer`) implements it, the session tests fake it.
 
 A :class:`ProducerHandle` is a broker producer's listener and a :class:`ConsumerHandle` a broker
-consumer's sink. The broker may call them from other threads; they hand over to the host's loop
-and call the session's named entry points (:class:`ProducerOwner`, :class:`ConsumerOwner`). :class:`SendsDone` is the
-topic's completion callback for a group of SENDs, handed over the same way.
+consumer's sink; :class:`NonPersistentProducerHandle` and :class:`NonPersistentConsumerHandle`
+are their kin on ``non-persistent://`` topics. The session's state
+(:class:`~mledger.protocol._session_state.SessionState`) keeps them by id. The broker may call
+them from other threads; they hand over to the host's loop and call their owner's named entry
+points (:class:`ProducerOwner`, :class:`ConsumerOwner`, :class:`NonPersistentConsumerOwner`:
+the session's command groups). :class:`SendsDone` is the topic's completion callback for a
+group of SENDs, handed over the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..broker import Broker, FramedPublish, PublishResult, Topic
 from ..broker._consumer import Consumer
 from ..broker._listeners import EntryDelivery
+from ..broker._nonpersistent import NonPersistentProducer, NonPersistentSubscription, NonPersistentTopic
 from ..broker._producer import Producer
 from ..broker._subscription import Subscription
 from ._access import ClientAuth, ProducerAccess
 from ._config import ProtocolConfig
 
-__all__ = ["ConsumerHandle", "ConsumerOwner", "ProducerHandle", "ProducerOwner", "Send", "SendsDone", "SessionHost"]
+__all__ = [
+    "ConsumerHandle",
+    "ConsumerOwner",
+    "NonPersistentConsumerHandle",
+    "NonPersistentConsumerOwner",
+    "NonPersistentProducerHandle",
+    "ProducerHandle",
+    "ProducerOwner",
+    "Send",
+    "SendsDone",
+    "SessionHost",
+]
 
 _S = TypeVar("_S", contravariant=True)
 
@@ -116,7 +132,8 @@ client sent them, and what was published."""
 
 
 class ProducerOwner(Protocol):
-    """The session's entry points a producer handle calls, always on the loop thread."""
+    """The entry points a producer handle calls (the session's producer commands), always on
+    the loop thread."""
 
     @property
     def host(self) -> _Loop: ...
@@ -126,8 +143,22 @@ class ProducerOwner(Protocol):
     def producer_closed_by_broker(self, handle: ProducerHandle) -> None: ...
 
 
+class _SinkOwner(Protocol):
+    """What a consumer handle of either kind calls (the handle passed is of the owner's kind)."""
+
+    @property
+    def host(self) -> _Loop: ...
+
+    def write_messages(self, handle: Any, deliveries: list[EntryDelivery]) -> None: ...
+
+    def send_active_change(self, handle: Any, is_active: bool) -> None: ...
+
+    def consumer_closed_by_broker(self, handle: Any) -> None: ...
+
+
 class ConsumerOwner(Protocol):
-    """The session's entry points a consumer handle calls, always on the loop thread."""
+    """The entry points a consumer handle calls (the session's consumer commands), always on
+    the loop thread."""
 
     @property
     def host(self) -> _Loop: ...
@@ -143,20 +174,34 @@ class ConsumerOwner(Protocol):
     def pump(self, handle: ConsumerHandle) -> None: ...
 
 
+class NonPersistentConsumerOwner(Protocol):
+    """The entry points a non-persistent consumer handle calls (the session's non-persistent
+    commands), always on the loop thread."""
+
+    @property
+    def host(self) -> _Loop: ...
+
+    def write_messages(self, handle: NonPersistentConsumerHandle, deliveries: list[EntryDelivery]) -> None: ...
+
+    def send_active_change(self, handle: NonPersistentConsumerHandle, is_active: bool) -> None: ...
+
+    def consumer_closed_by_broker(self, handle: NonPersistentConsumerHandle) -> None: ...
+
+
 class SendsDone:
-    """The topic's callback for one group of SENDs: hands the results to the session on the
-    loop (it runs on the ledger's writer thread, or on the loop itself when the store's writes
-    never wait on the disk)."""
+    """The topic's callback for one group of SENDs: hands the results to the producer commands
+    on the loop (it runs on the ledger's writer thread, or on the loop itself when the store's
+    writes never wait on the disk)."""
 
-    __slots__ = ("sends", "session")
+    __slots__ = ("owner", "sends")
 
-    def __init__(self, session: ProducerOwner, sends: list[Send]) -> None:
-        self.session = session
+    def __init__(self, owner: ProducerOwner, sends: list[Send]) -> None:
+        self.owner = owner
         self.sends = sends
 
     def __call__(self, results: list[PublishResult]) -> None:
-        session = self.session
-        session.host.run_on_loop(partial(session.sends_completed, self.sends, results))
+        owner = self.owner
+        owner.host.run_on_loop(partial(owner.sends_completed, self.sends, results))
 
 
 class ProducerHandle:
@@ -167,16 +212,16 @@ class ProducerHandle:
         "access_mode",
         "closed",
         "name",
+        "owner",
         "producer",
         "producer_id",
         "ready",
         "schema_version",
-        "session",
         "topic",
     )
 
-    def __init__(self, session: ProducerOwner, producer_id: int, topic: Topic, access_mode: int) -> None:
-        self.session = session
+    def __init__(self, owner: ProducerOwner, producer_id: int, topic: Topic, access_mode: int) -> None:
+        self.owner = owner
         self.producer_id = producer_id
         self.topic = topic
         self.producer: Producer = None  # type: ignore[assignment]  # set once the broker made it
@@ -191,64 +236,66 @@ class ProducerHandle:
     def producer_closed(self, producer: Producer) -> None:
         """The broker closed the producer (topic deleted): tell the client (CLOSE_PRODUCER).
         Any thread."""
-        session = self.session
-        session.host.post(lambda: session.producer_closed_by_broker(self))
+        owner = self.owner
+        owner.host.post(lambda: owner.producer_closed_by_broker(self))
 
     def fence(self) -> None:
         """An ``ExclusiveWithFencing`` producer took the topic: close this one (loop thread)."""
-        self.session.producer_closed_by_broker(self)
+        self.owner.producer_closed_by_broker(self)
 
 
-class ConsumerHandle:
-    """A client's consumer: the broker consumer, the permits not granted yet; the broker
-    consumer's sink (its methods may be called from any thread)."""
+class _ClientConsumer:
+    """What both kinds of consumer handle do as their broker consumer's sink: hand each call
+    over to the loop and on to their owner (its methods may be called from any thread)."""
 
-    __slots__ = (
-        "client_permits",
-        "consumer",
-        "consumer_id",
-        "partition",
-        "pending_active",
-        "pending_end_of_topic",
-        "ready",
-        "session",
-        "subscription",
-        "topic",
-    )
+    __slots__ = ("consumer", "consumer_id", "owner", "pending_active", "ready")
 
-    def __init__(self, session: ConsumerOwner, consumer_id: int, topic: Topic, subscription: Subscription) -> None:
-        self.session = session
+    def __init__(self, owner: _SinkOwner, consumer_id: int) -> None:
+        self.owner = owner
         self.consumer_id = consumer_id
-        self.topic = topic
-        self.subscription = subscription
-        self.partition = topic.partition_index
         self.consumer: Consumer | None = None
-        self.client_permits = 0
         self.ready = False
+        """The SUBSCRIBE was answered: changes are told to the client from now on."""
         self.pending_active: bool | None = None
-        self.pending_end_of_topic = False
+        """An active-consumer change that came before the SUBSCRIBE was answered."""
 
-    # ConsumerSink -------------------------------------------------------------------------
     def deliver(self, consumer: Consumer, deliveries: list[EntryDelivery]) -> None:
         """Write the deliveries as MESSAGE frames, on the loop."""
-        session = self.session
-        session.host.run_on_loop(lambda: session.write_messages(self, deliveries))
+        owner = self.owner
+        owner.host.run_on_loop(lambda: owner.write_messages(self, deliveries))
 
     def active_changed(self, consumer: Consumer, is_active: bool) -> None:
         """Tell the client (ACTIVE_CONSUMER_CHANGE), once its SUBSCRIBE is answered."""
 
         def tell() -> None:
             if self.ready:
-                self.session.send_active_change(self, is_active)
+                self.owner.send_active_change(self, is_active)
             else:
                 self.pending_active = is_active
 
-        self.session.host.run_on_loop(tell)
+        self.owner.host.run_on_loop(tell)
 
     def disconnected(self, consumer: Consumer) -> None:
-        """The broker removed the consumer: tell the client (CLOSE_CONSUMER), on the loop."""
-        session = self.session
-        session.host.run_on_loop(lambda: session.consumer_closed_by_broker(self))
+        """The broker removed the consumer (topic deleted or unloaded, a seek): tell the client
+        (CLOSE_CONSUMER), on the loop."""
+        owner = self.owner
+        owner.host.run_on_loop(lambda: owner.consumer_closed_by_broker(self))
+
+
+class ConsumerHandle(_ClientConsumer):
+    """A client's consumer: the broker consumer, the permits not granted yet; the broker
+    consumer's sink (its methods may be called from any thread)."""
+
+    __slots__ = ("client_permits", "partition", "pending_end_of_topic", "subscription", "topic")
+    owner: ConsumerOwner
+
+    def __init__(self, owner: ConsumerOwner, consumer_id: int, topic: Topic, subscription: Subscription) -> None:
+        super().__init__(owner, consumer_id)
+        self.topic = topic
+        self.subscription = subscription
+        self.partition = topic.partition_index
+        self.client_permits = 0
+        self.pending_end_of_topic = False
 
     def held_permits(self) -> int:
         """The client's permits not granted to the broker consumer yet (any thread)."""
@@ -259,12 +306,43 @@ class ConsumerHandle:
 
         def tell() -> None:
             if self.ready:
-                self.session.send_reached_end_of_topic(self)
+                self.owner.send_reached_end_of_topic(self)
             else:
                 self.pending_end_of_topic = True
 
-        self.session.host.run_on_loop(tell)
+        self.owner.host.run_on_loop(tell)
 
     def pump(self) -> None:
         """Grant the broker consumer more of the client's permits (loop thread)."""
-        self.session.pump(self)
+        self.owner.pump(self)
+
+
+class NonPersistentConsumerHandle(_ClientConsumer):
+    """A client's consumer on a non-persistent topic; the broker consumer's sink (its methods
+    may be called from any thread and hand over to the loop)."""
+
+    __slots__ = ("subscription", "topic")
+    owner: NonPersistentConsumerOwner
+
+    def __init__(self, owner: NonPersistentConsumerOwner, consumer_id: int, topic: NonPersistentTopic) -> None:
+        super().__init__(owner, consumer_id)
+        self.topic = topic
+        self.subscription: NonPersistentSubscription | None = None
+
+    def held_permits(self) -> int:
+        """Permits are granted as they come: none held back."""
+        return 0
+
+    def reached_end_of_topic(self, consumer: Consumer) -> None:
+        """A non-persistent topic is never terminated."""
+
+
+class NonPersistentProducerHandle:
+    """A client's producer on a non-persistent topic."""
+
+    __slots__ = ("producer", "producer_id", "topic")
+
+    def __init__(self, producer_id: int, topic: NonPersistentTopic, producer: NonPersistentProducer) -> None:
+        self.producer_id = producer_id
+        self.topic = topic
+        self.producer = producer

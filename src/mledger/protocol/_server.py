@@ -71,6 +71,7 @@ from ._config import ListenerUrls, ProtocolConfig as ProtocolConfig, ProtocolSta
 from ._errors import RemoteProtocolError
 from ._framing import FRAME_PADDING
 from ._session import ConsumerHandle, Session
+from ._session_state import SessionCounters
 
 __all__ = ["ProtocolConfig", "ProtocolServer", "ProtocolStats"]
 
@@ -102,12 +103,17 @@ def _fit_store_to_frames(broker: Broker, frame_limit: int) -> None:
 class _Shell(asyncio.Protocol):
     """One connection's socket end (asyncio callbacks only). ``opened`` tells the server when
     the connection starts (the session exists) and answers whether it is admitted; ``lost``
-    when it ends."""
+    when it ends; ``totals`` counts what ends a connection early."""
 
     def __init__(
-        self, server: ProtocolServer, opened: Callable[[_Shell], bool], lost: Callable[[_Shell], None]
+        self,
+        server: ProtocolServer,
+        opened: Callable[[_Shell], bool],
+        lost: Callable[[_Shell], None],
+        totals: _Totals,
     ) -> None:
         self.server = server
+        self.totals = totals
         self.transport: asyncio.Transport | None = None
         self.session: Session | None = None
         self.peer_ip = ""
@@ -145,7 +151,7 @@ class _Shell(asyncio.Protocol):
         """Nothing came within the first-byte timeout: close at once (no TLS goodbye to wait for)."""
         self._silence = None
         if self.session is not None and not self.session.closed and self.transport is not None:
-            self.server._totals.connections_timed_out += 1
+            self.totals.connections_timed_out += 1
             log.info("closing connection from %s: nothing received within %g s", self.session.peer, timeout)
             self.transport.abort()
             self.session.close()
@@ -160,7 +166,7 @@ class _Shell(asyncio.Protocol):
         try:
             session.data_received(data)
         except RemoteProtocolError as exc:
-            self.server._totals.protocol_errors += 1
+            self.totals.protocol_errors += 1
             log.info("closing connection from %s: %s", session.peer, exc)
             self.abort_after_flush()
             return
@@ -216,20 +222,15 @@ class _Shell(asyncio.Protocol):
 
 class _Totals:
     """The server's live counters (private; :meth:`ProtocolServer.stats` snapshots them):
-    what no session keeps (connections accepted, protocol errors) and the counts of the
-    sessions that ended. Changed on the loop thread only."""
+    what no session keeps (connections accepted, refused, timed out, protocol errors) and the
+    counters of the sessions that ended. Changed on the loop thread only."""
 
     __slots__ = (
-        "bytes_in",
-        "bytes_out",
-        "checksum_errors",
         "connections_opened",
         "connections_refused",
         "connections_timed_out",
-        "messages_in",
-        "messages_out",
+        "ended",
         "protocol_errors",
-        "validation_errors",
     )
 
     def __init__(self) -> None:
@@ -237,21 +238,8 @@ class _Totals:
         self.connections_refused = 0
         self.connections_timed_out = 0
         self.protocol_errors = 0
-        self.messages_in = 0
-        self.bytes_in = 0
-        self.messages_out = 0
-        self.bytes_out = 0
-        self.checksum_errors = 0
-        self.validation_errors = 0
-
-    def add(self, session: Session) -> None:
-        """Keep the counts of a session whose connection ended."""
-        self.messages_in += session.messages_in
-        self.bytes_in += session.bytes_in
-        self.messages_out += session.messages_out
-        self.bytes_out += session.bytes_out
-        self.checksum_errors += session.checksum_errors
-        self.validation_errors += session.validation_errors
+        self.ended = SessionCounters()
+        """The counters of the sessions whose connection ended."""
 
 
 class _TopicWatcher:
@@ -356,7 +344,7 @@ class ProtocolServer:
         sock = listening_socket(self.config.host, port, 1024, what)
         return Acceptor(
             sock,
-            lambda: _Shell(self, self._opened, self._lost),
+            lambda: _Shell(self, self._opened, self._lost, self._totals),
             name=f"{what} on {format_address(self.config.host, sock.getsockname()[1])}",
             tls=context,
             tls_handshake_timeout=self.config.tls_handshake_timeout_seconds,
@@ -412,19 +400,20 @@ class ProtocolServer:
         those of the connections that ended. Any thread (a metrics scrape): a consistent enough
         view; exact on the loop thread (``EmbeddedBroker.stats`` reads it there)."""
         t = self._totals
-        sessions = list(self._shells)  # copy the keys first: other threads read too
+        sessions = [x.stats() for x in list(self._shells)]  # copy the keys first: other threads read too
         acceptors = list(self._acceptors)
+        counters = sum((x.counters for x in sessions), t.ended)
         return ProtocolStats(
             connections=len(sessions),
             connections_opened=t.connections_opened,
-            producers=sum(x.producer_count for x in sessions),
-            consumers=sum(x.consumer_count for x in sessions),
-            messages_in=t.messages_in + sum(x.messages_in for x in sessions),
-            bytes_in=t.bytes_in + sum(x.bytes_in for x in sessions),
-            messages_out=t.messages_out + sum(x.messages_out for x in sessions),
-            bytes_out=t.bytes_out + sum(x.bytes_out for x in sessions),
-            checksum_errors=t.checksum_errors + sum(x.checksum_errors for x in sessions),
-            validation_errors=t.validation_errors + sum(x.validation_errors for x in sessions),
+            producers=sum(x.producers for x in sessions),
+            consumers=sum(x.consumers for x in sessions),
+            messages_in=counters.messages_in,
+            bytes_in=counters.bytes_in,
+            messages_out=counters.messages_out,
+            bytes_out=counters.bytes_out,
+            checksum_errors=counters.checksum_errors,
+            validation_errors=counters.validation_errors,
             protocol_errors=t.protocol_errors,
             connections_refused=t.connections_refused,
             connections_timed_out=t.connections_timed_out,
@@ -665,7 +654,7 @@ class ProtocolServer:
         session = shell.session
         if session is not None and self._shells.pop(session, None) is not None:
             self._to_flush.discard(session)
-            self._totals.add(session)
+            self._totals.ended += session.stats().counters
             left = self._per_ip.pop(shell.peer_ip, 1) - 1
             if left:
                 self._per_ip[shell.peer_ip] = left

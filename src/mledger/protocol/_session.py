@@ -1,26 +1,35 @@
 """One client's session: Pulsar's ``ServerCnx``, commands -> broker calls -> replies.
 
-A :class:`Session` owns a :class:`~mledger.protocol._connection.Connection` and the producers
-and consumers its client opened. It has one ``handle_<command>`` method per client command the
-command table marks handled (:mod:`mledger.protocol._commands`), looked up in :data:`_HANDLERS`.
-It never touches sockets or the event loop: the server shell feeds it bytes and drains what it
-queued; its :class:`SessionHost` (in the server,
-:class:`~mledger.protocol._server.ProtocolServer`) provides the broker, dispatch scheduling and
-thread hand-over.
+A :class:`Session` is put together from parts, each with one job (h11's ``Connection``, which
+owns a ``ConnectionState`` and looks its readers and writers up in tables):
 
-The session is split by job (how it maps onto the broker: docs/pulsar/behaviour.md):
-
-* this module: the connection's life (bytes in, writing paused, close), the handshake, lookups,
-  topic lists and schemas, and the handler table;
-* :mod:`~mledger.protocol._producing`: PRODUCER, SEND (the pipelined publish), CLOSE_PRODUCER;
-* :mod:`~mledger.protocol._consuming`: SUBSCRIBE, FLOW, ACK, REDELIVER, SEEK,
-  GET_LAST_MESSAGE_ID, UNSUBSCRIBE, CLOSE_CONSUMER, CONSUMER_STATS, and flow control;
-* :mod:`~mledger.protocol._base`: the state and the helpers the handlers share;
+* :class:`~mledger.protocol._session_state.SessionState`: the one owner of what the client has
+  open (the connection's state machine, producers and consumers by id, SENDs waiting for their
+  receipts, the role) and of the counters, private and read through ``stats()``;
+* the command groups, each given the session's
+  :class:`~mledger.protocol._context.CommandContext` (the state, the
+  :class:`~mledger.protocol._handles.SessionHost`, shared checks and replies):
+  :class:`~mledger.protocol._producing.ProducerCommands` (PRODUCER, SEND, CLOSE_PRODUCER),
+  :class:`~mledger.protocol._consuming.ConsumerCommands` (SUBSCRIBE, FLOW, ACK, REDELIVER,
+  SEEK, ...) and :class:`~mledger.protocol._nonpersistent.NonPersistentCommands` (the same
+  commands on ``non-persistent://`` topics), and this module's handshake, lookups, topic lists
+  and schemas;
 * :mod:`~mledger.protocol._handles`: the host protocol, and the producer and consumer handles
   through which the broker talks back (from any thread; they hand over to the loop);
 * :mod:`~mledger.protocol._convert`: wire <-> domain conversions (message ids, schemas,
   metadata) and error codes. An error's ``ServerError`` is the ``server_error`` it carries
   (:mod:`mledger.core._errors`), never read from its message.
+
+``Session.handle_<command>`` names the handler of every command the command table marks
+handled (:mod:`mledger.protocol._commands`): the session's own, or the group's that owns it
+(:class:`_Routed`). Each session binds them once into its dispatch table, and
+:meth:`Session.data_received` is the one place every command the session handles passes, with
+its type; everything the session answers is queued on its
+:class:`~mledger.protocol._connection.Connection` and leaves through its ``data_to_send`` (the
+two places a fault-injection layer would sit). The session never touches sockets or the event
+loop: the server shell feeds it bytes and drains what it queued; its host (in the server,
+:class:`~mledger.protocol._server.ProtocolServer`) provides the broker, dispatch scheduling and
+thread hand-over. How the commands map onto the broker: docs/pulsar/behaviour.md.
 """
 
 from __future__ import annotations
@@ -28,21 +37,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, overload
 
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core._errors import MLedgerError, NotFoundError, UnauthenticatedError
 from ._commands import COMMANDS
 from ._config import lookup_urls
-from ._connection import Request
+from ._connection import Connection, Request
 from ._consuming import PERMIT_WINDOW as PERMIT_WINDOW, ConsumerCommands
+from ._context import CommandContext
 from ._convert import schema_info, schema_message, schema_version, schema_version_bytes, server_error_code
 from ._handles import (
     ConsumerHandle as ConsumerHandle,
     ProducerHandle as ProducerHandle,
     SessionHost as SessionHost,
 )
+from ._nonpersistent import NonPersistentCommands
 from ._producing import ProducerCommands
+from ._session_state import SessionState, SessionStats
 
 __all__ = ["PERMIT_WINDOW", "ConsumerHandle", "ProducerHandle", "Session", "SessionHost"]
 
@@ -50,87 +62,191 @@ _T = api.BaseCommand
 _SEND_CHUNK = 64
 """SENDs handled between two flushes of their receipts within one long read."""
 
+Handler = Callable[[Request], None]
+"""A command handler, bound to its session's part."""
 
-class Session(ProducerCommands, ConsumerCommands):
+
+class _Routed:
+    """``Session.handle_<command>`` for a command a command group handles: on a session, the
+    group's bound handler of the same name (a row of the routing table)."""
+
+    __slots__ = ("group", "name")
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, session: None, owner: type | None = None) -> _Routed: ...
+
+    @overload
+    def __get__(self, session: Session, owner: type | None = None) -> Handler: ...
+
+    def __get__(self, session: Session | None, owner: type | None = None) -> _Routed | Handler:
+        if session is None:
+            return self
+        handler: Handler = getattr(getattr(session, self.group), self.name)
+        return handler
+
+
+class Session:
     """The server side of one client connection (see the module docstring). Driven by the
     event loop thread only."""
 
     def __init__(
         self, host: SessionHost[Session], peer: str = "", peer_subject: Any = None, address: str | None = None
     ) -> None:
-        super().__init__(host, peer, peer_subject, address)
+        self._host = host
+        state = self._state = SessionState(Connection(host.config.max_message_size), peer, peer_subject, address)
+        context = self._context = CommandContext(host, state, self)
+        self._np = NonPersistentCommands(context)
+        self._producing = ProducerCommands(context, self._np)
+        self._consuming = ConsumerCommands(context, self._np)
+        self._handlers: dict[int, Handler] = {type_: getattr(self, name) for type_, name in _HANDLER_NAMES.items()}
+
+    # -- the routing table: the command groups' handlers -----------------------------------------
+    handle_producer = _Routed("_producing")
+    handle_send = _Routed("_producing")
+    handle_close_producer = _Routed("_producing")
+    handle_subscribe = _Routed("_consuming")
+    handle_flow = _Routed("_consuming")
+    handle_ack = _Routed("_consuming")
+    handle_redeliver_unacknowledged_messages = _Routed("_consuming")
+    handle_seek = _Routed("_consuming")
+    handle_get_last_message_id = _Routed("_consuming")
+    handle_unsubscribe = _Routed("_consuming")
+    handle_close_consumer = _Routed("_consuming")
+    handle_consumer_stats = _Routed("_consuming")
+
+    # -- what the shell reads --------------------------------------------------------------------
+    @property
+    def connection(self) -> Connection:
+        """The connection's sans-I/O protocol state: the shell drains its ``data_to_send``."""
+        return self._state.connection
+
+    @property
+    def peer(self) -> str:
+        """``host:port`` of the client."""
+        return self._state.peer
+
+    @property
+    def closed(self) -> bool:
+        """The connection is gone."""
+        return self._state.closed
+
+    @property
+    def authenticating(self) -> bool:
+        """The CONNECT's password is being checked (the keep-alive leaves the connection be)."""
+        return self._state.authenticating
+
+    @property
+    def is_connected(self) -> bool:
+        """Whether the handshake completed and the connection is open."""
+        return self._state.is_connected
+
+    @property
+    def inflight_sends(self) -> int:
+        """SENDs received and not answered yet (the shell stops reading over
+        ``max_pending_sends``)."""
+        return self._state.sends_in_flight
+
+    def stats(self) -> SessionStats:
+        """A frozen snapshot of the session's figures (its state's). O(1); any thread."""
+        return self._state.stats()
+
+    @property
+    def producer_count(self) -> int:
+        """Producers open now: ``stats().producers``."""
+        return self.stats().producers
+
+    @property
+    def consumer_count(self) -> int:
+        """Consumers open now: ``stats().consumers``."""
+        return self.stats().consumers
+
+    @property
+    def messages_in(self) -> int:
+        """Messages received from producers: ``stats().counters.messages_in``."""
+        return self.stats().counters.messages_in
+
+    @property
+    def messages_out(self) -> int:
+        """Messages delivered to consumers: ``stats().counters.messages_out``."""
+        return self.stats().counters.messages_out
 
     # -- driven by the shell -------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         """Handle everything ``data`` completes. Raises ``RemoteProtocolError`` (close)."""
-        handlers = _HANDLERS
-        requests = self.connection.receive_data(data)
+        handlers = self._handlers
+        state = self._state
+        requests = state.connection.receive_data(data)
         for i, request in enumerate(requests, 1):
-            handlers[request.type](self, request)
-            if i % _SEND_CHUNK == 0 and self._pending_sends:
+            handlers[request.type](request)  # the one place every handled command passes
+            if i % _SEND_CHUNK == 0 and state.has_pending_sends:
                 # A long read: answer what is done so far, so the client's pipeline keeps moving.
-                self._flush_sends()
+                self._producing.flush_sends()
                 self._host.flush_now(self)
-        self._flush_sends()
+        self._producing.flush_sends()
 
     def writing_paused(self, paused: bool) -> None:
         """The socket's write buffer crossed its high (True) or low (False) mark."""
-        self.paused = paused
+        self._state.pause_writing(paused)
         if not paused:
-            for handle in list(self._consumers.values()):
-                self.pump(handle)
+            self._consuming.resume()
 
     def close(self) -> None:
         """The connection is gone: close this client's producers and consumers."""
-        if self.closed:
+        if not self._state.close():
             return
-        self.closed = True
-        self.connection.close()
-        for producer in list(self._producers.values()):
-            self._close_producer(producer)
-        for consumer in list(self._consumers.values()):
-            self._close_consumer(consumer)
+        self._producing.close()
+        self._consuming.close()
         self._np.close()
 
     # -- handshake, keep-alive, lookups ---------------------------------------------------------
     def handle_connect(self, request: Request) -> None:
         connect = request.command.connect
         auth = self._host.auth
+        state = self._state
         if auth is None:
-            self.connection.accept_connect(self._host.config.server_version)
+            state.connection.accept_connect(self._host.config.server_version)
             return
         method = connect.auth_method_name if connect.HasField("auth_method_name") else "none"
         data = connect.auth_data if connect.HasField("auth_data") else b""
-        checked = auth.authenticate(method, data, self.peer_subject, self.address)
+        checked = auth.authenticate(method, data, state.peer_subject, state.address)
         if checked.done():  # a token, a certificate, the anonymous role: answered in this turn
             self._connect_checked(checked)
             return
         # a password: a pool worker verifies it; the answer comes back to the loop, which
         # meanwhile serves everyone else (the client sends nothing before it)
-        self.authenticating = True
+        state.start_authentication()
         checked.add_done_callback(lambda done: self._host.run_on_loop(lambda: self._connect_checked(done)))
 
     def _connect_checked(self, checked: Future[str]) -> None:
         """Answer the CONNECT with the authentication's outcome (on the loop thread)."""
-        self.authenticating = False
-        if self.closed:  # the client left while its password was checked
+        state = self._state
+        state.end_authentication()
+        if state.closed:  # the client left while its password was checked
             return
         try:
-            self.role = checked.result()
+            role = checked.result()
         except UnauthenticatedError as e:
             # Pulsar answers "Unable to authenticate" and logs the provider's reason; the
             # reason is in the reply here too, so a CI log says which credential failed
-            self.connection.refuse_connect(api.AuthenticationError, f"Unable to authenticate: {e}")
+            state.connection.refuse_connect(api.AuthenticationError, f"Unable to authenticate: {e}")
             self._host.close_soon(self)
         else:
-            self.connection.accept_connect(self._host.config.server_version)
+            state.authenticated(role)
+            state.connection.accept_connect(self._host.config.server_version)
         self._host.flush_soon(self)
 
     def handle_partitioned_metadata(self, request: Request) -> None:
         body = request.command.partitionMetadata
         response = api.CommandPartitionedTopicMetadataResponse(request_id=body.request_id)
         try:
-            self._authorize_lookup(body.topic)
+            self._context.authorize_lookup(body.topic)
             broker = self._host.broker
             try:
                 partitions = broker.partitioned_topic_metadata(body.topic)
@@ -145,13 +261,15 @@ class Session(ProducerCommands, ConsumerCommands):
             response.response = api.CommandPartitionedTopicMetadataResponse.Failed
             response.error = server_error_code(exc)
             response.message = str(exc)
-        self.connection.send(api.BaseCommand(type=_T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=response))
+        self._state.connection.send(
+            api.BaseCommand(type=_T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=response)
+        )
 
     def handle_lookup(self, request: Request) -> None:
         body = request.command.lookupTopic
         response = api.CommandLookupTopicResponse(request_id=body.request_id)
         try:
-            self._authorize_lookup(body.topic)
+            self._context.authorize_lookup(body.topic)
             self._host.broker.check_topic_namespace(body.topic)
             listener = body.advertised_listener_name if body.HasField("advertised_listener_name") else None
             urls = lookup_urls(self._host.config, self._host.service_url, listener, self._host.tls_service_url)
@@ -165,7 +283,7 @@ class Session(ProducerCommands, ConsumerCommands):
             response.response = api.CommandLookupTopicResponse.Failed
             response.error = server_error_code(exc)
             response.message = str(exc)
-        self.connection.send(api.BaseCommand(type=_T.LOOKUP_RESPONSE, lookupTopicResponse=response))
+        self._state.connection.send(api.BaseCommand(type=_T.LOOKUP_RESPONSE, lookupTopicResponse=response))
 
     def handle_ping(self, request: Request) -> None:  # pragma: no cover - the connection answers
         pass
@@ -177,7 +295,7 @@ class Session(ProducerCommands, ConsumerCommands):
         body = request.command.getTopicsOfNamespace
         try:
             if self._host.auth is not None:
-                self._host.auth.authorize_topic_list(self.role, body.namespace)
+                self._host.auth.authorize_topic_list(self._state.role, body.namespace)
             broker = self._host.broker
             topics: list[str] = []
             if body.mode != api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
@@ -192,14 +310,14 @@ class Session(ProducerCommands, ConsumerCommands):
                 pattern = re.compile(body.topics_pattern)
                 topics = [t for t in topics if pattern.fullmatch(t) or pattern.fullmatch(t.split("://", 1)[-1])]
         except (MLedgerError, re.error) as exc:
-            self.connection.send_error(
+            self._state.connection.send_error(
                 body.request_id, api.InvalidTopicName if isinstance(exc, re.error) else server_error_code(exc), str(exc)
             )
             return
         response = api.CommandGetTopicsOfNamespaceResponse(
             request_id=body.request_id, topics=topics, filtered=body.HasField("topics_pattern"), changed=True
         )
-        self.connection.send(
+        self._state.connection.send(
             api.BaseCommand(type=_T.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=response)
         )
 
@@ -216,7 +334,7 @@ class Session(ProducerCommands, ConsumerCommands):
             number, info = found
             response.schema.CopyFrom(schema_message(info))
             response.schema_version = schema_version_bytes(number)
-        self.connection.send(api.BaseCommand(type=_T.GET_SCHEMA_RESPONSE, getSchemaResponse=response))
+        self._state.connection.send(api.BaseCommand(type=_T.GET_SCHEMA_RESPONSE, getSchemaResponse=response))
 
     def handle_get_or_create_schema(self, request: Request) -> None:
         body = request.command.getOrCreateSchema
@@ -227,10 +345,12 @@ class Session(ProducerCommands, ConsumerCommands):
         except MLedgerError as exc:
             response.error_code = server_error_code(exc)
             response.error_message = str(exc)
-        self.connection.send(api.BaseCommand(type=_T.GET_OR_CREATE_SCHEMA_RESPONSE, getOrCreateSchemaResponse=response))
+        self._state.connection.send(
+            api.BaseCommand(type=_T.GET_OR_CREATE_SCHEMA_RESPONSE, getOrCreateSchemaResponse=response)
+        )
 
 
-_HANDLERS: dict[int, Callable[[Session, Request], None]] = {
-    spec.type: getattr(Session, spec.handler_name) for spec in COMMANDS.values() if hasattr(Session, spec.handler_name)
+_HANDLER_NAMES: dict[int, str] = {
+    spec.type: spec.handler_name for spec in COMMANDS.values() if hasattr(Session, spec.handler_name)
 }
-"""Command type -> the session method handling it (from the command table)."""
+"""Command type -> the name of the session's handler (from the command table)."""

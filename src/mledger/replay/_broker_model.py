@@ -27,8 +27,10 @@ One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` 
   delayed messages at once, as the dispatcher does; a due message reaches a subscription
   unless its cursor has it acknowledged (the dispatcher's "never deliver what is
   acknowledged" rule).
-* **Reads.** At the end the dispatcher has read everything (an always-connected consumer),
-  so each cursor's read position is moved after the last entry.
+* **Reads.** At the end each subscription is idle, as on a broker whose consumers have left:
+  its cursor is rewound, so its read position is the entry after its mark-delete position, as
+  the broker's internal stats show it (``readPosition``). What a connected consumer had read
+  is not in any log.
 
 Placing entries: the first produced position opens the topic on exactly the log's ledger
 id (``ReplayStore.expect_ledger``); a higher ledger id rolls the ledger over onto it
@@ -40,7 +42,7 @@ topic's first subscription are kept (``retain_without_subscriptions``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -104,9 +106,18 @@ def topic_name(topic: str) -> TopicName:
     return TopicName.parse(_FALLBACK_NAMESPACE + local.replace("-partition-", "-partition_"))
 
 
-def cursor_name(subscription: str) -> str:
-    """A subscription name the broker accepts (``/`` is not allowed in cursor names)."""
-    return subscription.replace("%", "%25").replace("/", "%2F")
+def cursor_name(subscription: str, reserved: Callable[[str], bool] = lambda _: False) -> str:
+    """A subscription name the broker accepts: ``/`` is not allowed in cursor names, and a name
+    ``reserved`` for a system cursor (``__compaction``, recorded as a durable cursor) gets its
+    first character escaped, so it replays as an ordinary cursor of its own.
+
+    >>> cursor_name("a/b%")
+    'a%2Fb%25'
+    >>> cursor_name("__compaction", lambda name: name == "__compaction")
+    '%5F_compaction'
+    """
+    name = subscription.replace("%", "%25").replace("/", "%2F")
+    return f"%{ord(name[0]):02X}{name[1:]}" if name and reserved(name) else name
 
 
 class _Subscription:
@@ -216,7 +227,8 @@ class BrokerModel:
     def _attach(self, sub: _Subscription) -> None:
         assert self._topic is not None
         initial = InitialPosition.LATEST if sub.spec.initial_position == "latest" else InitialPosition.EARLIEST
-        subscription = self._topic.subscribe(cursor_name(sub.spec.name), SubscriptionType.parse(sub.spec.type), initial)
+        name = cursor_name(sub.spec.name, self._topic.is_system_cursor)
+        subscription = self._topic.subscribe(name, SubscriptionType.parse(sub.spec.type), initial)
         sub.subscription = subscription
         sub.consumer = subscription.add_consumer("replay", permits=0)
         sub.start = subscription.cursor.mark_delete_position
@@ -369,8 +381,8 @@ class BrokerModel:
     def finish(self, end_ms: int, emit_state: bool) -> list[SubscriptionResult]:
         if not self._subs:
             return []
-        topic = self._topic if self._topic is not None else self._open(0)  # no entry: an empty ledger 0
-        ml = topic.managed_ledger
+        if self._topic is None:
+            self._open(0)  # no entry: an empty ledger 0
         self.set_time(end_ms)
         ledgers, entries, _ = self._tracker.due(_NEVER_MS)
         pending = [Position(lid, eid) for lid, eid in zip(ledgers.tolist(), entries.tolist(), strict=True)]
@@ -382,8 +394,12 @@ class BrokerModel:
             if sub.subscription.type.is_individual_ack_mode and pending:
                 deleted = cursor.is_message_deleted
                 waiting = sum(1 for p in pending if not deleted(p))
-            # The dispatcher has read everything; the reset also persists the final state.
-            cursor.seek(ml.last_confirmed_entry.next())
+            # The subscription is left idle, as the broker's is once its last consumer left: the
+            # dispatcher rewinds the cursor (Pulsar's PersistentDispatcherMultipleConsumers.
+            # removeConsumer and the single-active dispatcher's reset), so the read position is
+            # the one after the mark-delete, as internal stats show it. The reset also persists
+            # the final state.
+            cursor.rewind()
             stats = cursor.stats()
             record, state = (
                 self._persisted_state(self._store, cursor, stats.persistence.cursor_ledger_id)

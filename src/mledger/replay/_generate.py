@@ -369,6 +369,9 @@ class _Partition:
                 "producer_name": _strings(names, producer[rows]),
                 "sequence_id": pa.array(seq[rows]),
                 "key": _strings([f"key-{k}" for k in range(64)], rng.integers(0, 64, rows.size)),
+                "chunk_id": pa.nulls(rows.size, pa.int32()),  # no chunked messages
+                "num_chunks": pa.nulls(rows.size, pa.int32()),
+                "uuid": pa.nulls(rows.size, pa.string()),
             },
             schema=PRODUCED_SCHEMA,
         )

@@ -6,7 +6,8 @@ and the pytest factory), it writes what the broker did as the raw logs ``mledger
 ``mledger replay`` read (docs/replay/inputs.md)::
 
     DIR/recording.json                     what was recorded, and whether it is complete
-    DIR/produced/part-<session>-<n>.parquet   every stored entry
+    DIR/produced/part-<session>-<n>.parquet   every stored entry (a chunk of a chunked message
+                                           with its chunk_id, num_chunks and uuid)
     DIR/acked/...                          acks that changed a cursor (individual, cumulative,
                                            batch index; PIP-423 skips are individual acks)
     DIR/cancelled/...                      PIP-423 cancels
@@ -26,8 +27,15 @@ empty part for each log that has none, so every log exists (the replay requires 
 
 Never blocking the broker: the queue holds at most ``max_pending_rows`` rows. Rows that do not
 fit, and rows whose part cannot be written (a full disk), are dropped and counted; the
-recording is then marked incomplete in ``recording.json`` (from when, and why) and a warning
-is logged once. Clients never notice.
+recording is then marked incomplete in ``recording.json`` (from when, why, how many rows were
+dropped and the interval they cover) and a warning is logged once. Clients never notice.
+
+Completeness. ``recording.json`` says ``"complete": false`` from its first byte: a session is
+complete only once a clean stop (``close``) has written everything with nothing dropped and
+nothing left unexpressed, and a recording only when every session is. So a SIGKILL, a full
+disk that also refuses the status file, or a crash mid-write all leave it incomplete; the
+status file is replaced atomically and a temporary one is removed when its write fails (and at
+the next start, after a crash).
 
 Order. The replay orders a topic-partition's events by ``(ts, kind, input order)`` with
 produced < cancelled < acked < subscription events at equal ``ts``. Rows are stamped so that
@@ -51,6 +59,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -118,7 +127,8 @@ class RecordSettings:
 
 
 class ObservedEntry(NamedTuple):
-    """A ``produced`` row's fields for an entry seen by a reader (None: not known)."""
+    """A ``produced`` row's fields for an entry seen by a reader (None: not known); the last
+    three for a chunk of a chunked message."""
 
     publish_time_ms: int
     batch_size: int = 1
@@ -126,6 +136,9 @@ class ObservedEntry(NamedTuple):
     producer_name: str | None = None
     sequence_id: int | None = None
     key: str | None = None
+    chunk_id: int | None = None
+    num_chunks: int | None = None
+    uuid: str | None = None
 
 
 Row = tuple[Any, ...]
@@ -176,6 +189,7 @@ class Recorder:
         self._queued_rows = 0
         self._partitions: dict[tuple[str, int], _Partition] = {}
         self._dropped = 0
+        self._dropped_span: tuple[int, int] | None = None  # first and last drop (ms)
         self._written = dict.fromkeys(_LOGS, 0)
         self._incomplete: tuple[int, str] | None = None
         self._status_dirty = False
@@ -188,6 +202,7 @@ class Recorder:
                 (self.directory / name).mkdir(parents=True, exist_ok=True)
                 for leftover in (self.directory / name).glob(".part-*"):
                     leftover.unlink()  # a part an earlier process was writing when it died
+            _status_temp(self.directory).unlink(missing_ok=True)  # the same for the status file
             for name, schema in _SCHEMAS.items():  # every log exists, even one nothing is written to
                 if not any((self.directory / name).glob("part-*.parquet")):
                     empty = self.directory / name / f"part-{self._session:013d}-{0:08d}.parquet"
@@ -222,6 +237,9 @@ class Recorder:
                         ctx.producer_name,
                         ctx.sequence_id,
                         md.partition_key,
+                        md.chunk_id,
+                        md.num_chunks,
+                        md.uuid,
                     )
                 )
                 part.last_produced = position
@@ -245,6 +263,9 @@ class Recorder:
                 entry.producer_name,
                 entry.sequence_id,
                 entry.key,
+                entry.chunk_id,
+                entry.num_chunks,
+                entry.uuid,
             )
             part.last_produced = position
             self._put("produced", [row])
@@ -339,7 +360,8 @@ class Recorder:
 
     @property
     def complete(self) -> bool:
-        """Whether everything the broker did so far is recorded (or still queued)."""
+        """Whether everything the broker did so far is recorded (or still queued). The status
+        file says ``complete`` only once ``close`` has also written it all."""
         return self._incomplete is None
 
     def flush(self, timeout: float = 30.0) -> bool:
@@ -423,6 +445,8 @@ class Recorder:
 
     def _drop(self, n: int, now_ms: int, why: str) -> None:
         self._dropped += n
+        span = self._dropped_span
+        self._dropped_span = (now_ms, now_ms) if span is None else (span[0], max(span[1], now_ms))
         self._mark_incomplete(now_ms, why)
 
     def _mark_incomplete(self, now_ms: int, why: str) -> None:
@@ -515,6 +539,8 @@ class Recorder:
             session = self._status["sessions"][-1]
             session["rows"] = dict(self._written)
             session["dropped_rows"] = self._dropped
+            if self._dropped_span is not None:
+                session["dropped_from_ms"], session["dropped_until_ms"] = self._dropped_span
             if self._incomplete is not None:
                 session["incomplete_since_ms"], session["incomplete_reason"] = self._incomplete
             if stopped:
@@ -522,22 +548,38 @@ class Recorder:
             self._status_dirty = False
 
     def _write_status(self) -> None:
-        sessions = self._status["sessions"]
-        self._status["complete"] = all(
-            s.get("incomplete_since_ms") is None and (s["stopped_ms"] is not None or s is sessions[-1])
-            for s in sessions
-        )
-        path = self.directory / RECORDING_FILE
-        temp = path.with_name("." + RECORDING_FILE + ".tmp")
-        temp.write_text(json.dumps(self._status, indent=2) + "\n")
-        os.replace(temp, path)
+        """Replace ``recording.json`` atomically; raises ``OSError`` (no temporary file left)."""
+        self._status["complete"] = all(_session_complete(s) for s in self._status["sessions"])
+        temp = _status_temp(self.directory)
+        try:
+            temp.write_text(json.dumps(self._status, indent=2) + "\n")
+            os.replace(temp, self.directory / RECORDING_FILE)
+        except OSError:
+            try:
+                temp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise
 
     def _write_status_safely(self) -> None:
         self._session_status()
         try:
             self._write_status()
-        except OSError as exc:  # a full disk: the in-memory status still says incomplete
+        except OSError as exc:  # a full disk: the file on disk still says incomplete
             log.debug("cannot write %s: %s", RECORDING_FILE, exc)
+
+
+def _status_temp(directory: Path) -> Path:
+    return directory / ("." + RECORDING_FILE + ".tmp")
+
+
+def _session_complete(session: dict[str, Any]) -> bool:
+    """A session is complete once stopped cleanly with nothing dropped nor left unexpressed."""
+    return (
+        session.get("incomplete_since_ms") is None
+        and not session.get("dropped_rows")
+        and session.get("stopped_ms") is not None
+    )
 
 
 def _ack_rows(topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], ts: int) -> list[Row]:
@@ -570,8 +612,7 @@ def read_recording_status(directory: str | Path, filesystem: pafs.FileSystem | N
         return None
     with fs.open_input_stream(path) as f:
         status: dict[str, Any] = json.loads(f.read().decode("utf-8"))
-    sessions = status.get("sessions", [])
-    status["complete"] = all(s.get("incomplete_since_ms") is None and s.get("stopped_ms") is not None for s in sessions)
+    status["complete"] = all(_session_complete(s) for s in status.get("sessions", []))
     return status
 
 
@@ -585,11 +626,27 @@ def warn_if_incomplete(filesystem: pafs.FileSystem, directory: str) -> None:
         return
     if status is None or status["complete"]:
         return
-    reasons = [
-        s.get("incomplete_reason") or ("not stopped cleanly: its last interval may be missing")
-        for s in status.get("sessions", [])
-        if s.get("incomplete_since_ms") is not None or s.get("stopped_ms") is None
-    ]
+    reasons = [_incompleteness(s) for s in status.get("sessions", []) if not _session_complete(s)]
     log.warning(
         "%s is an incomplete recording (%s): the replay may differ from the broker", directory, "; ".join(reasons)
     )
+
+
+def _incompleteness(session: dict[str, Any]) -> str:
+    """Why one session is incomplete, with the rows it dropped and when."""
+    parts = []
+    if session.get("incomplete_reason"):
+        parts.append(str(session["incomplete_reason"]))
+    dropped = session.get("dropped_rows") or 0
+    if dropped:
+        span = ""
+        if session.get("dropped_from_ms") is not None:
+            span = f" between {_utc(session['dropped_from_ms'])} and {_utc(session['dropped_until_ms'])}"
+        parts.append(f"{dropped} rows dropped{span}")
+    if session.get("stopped_ms") is None:
+        parts.append("not stopped cleanly: its last interval may be missing")
+    return ", ".join(parts) or "incomplete"
+
+
+def _utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -119,6 +119,9 @@ LOG_COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("producer_name", STR, False),
         Column("sequence_id", INT, False),
         Column("key", STR, False),
+        Column("chunk_id", INT, False),
+        Column("num_chunks", INT, False),
+        Column("uuid", STR, False),
     ),
     "acked": (
         Column("topic", STR),
@@ -154,7 +157,14 @@ LOG_COLUMNS: dict[str, tuple[Column, ...]] = {
 EVENT_LOGS = ("produced", "cancelled", "acked")
 """The three event logs, in kind order."""
 
-_PA_TYPES = {"topic": pa.string(), "partition": pa.int32(), "batch_size": pa.int32(), "batch_index": pa.int32()}
+_PA_TYPES = {
+    "topic": pa.string(),
+    "partition": pa.int32(),
+    "batch_size": pa.int32(),
+    "batch_index": pa.int32(),
+    "chunk_id": pa.int32(),
+    "num_chunks": pa.int32(),
+}
 
 
 def input_schema(log: str) -> pa.Schema:
@@ -226,6 +236,8 @@ EVENT_SCHEMA = pa.schema(
   2 acked; ``seq``: ``file index << 40 | row index in the file``, files sorted by path;
 * ``name``: ``producer_name`` (produced) or ``subscription``;
 * ``batch``: ``batch_size`` (produced) or ``batch_index``;
+* ``sequence_id``: null for a chunk that is not its message's last (:func:`dedup_sequence_ids`:
+  only a chunked message's last chunk is deduplicated, as in Pulsar);
 * ``ack_type``: 0 individual, 1 cumulative, -1 not understood (``problem`` says why);
 * ``problem``: what reading found wrong with the row's text, else null.
 
@@ -312,6 +324,24 @@ def ack_type_codes(raw: pa.Array) -> tuple[pa.Array, pa.Array]:
     return codes, problem
 
 
+def dedup_sequence_ids(sequence_id: pa.Array, chunk_id: pa.Array, num_chunks: pa.Array) -> pa.Array:
+    """The sequence ids deduplication sees: null for a chunk that is not its message's last.
+
+    Every chunk of a chunked message carries the message's sequence id, and Pulsar checks and
+    records only the last one (``MessageDeduplication.isDuplicateNormal``: a chunk whose
+    ``chunk_id != num_chunks_from_msg - 1`` is ``NotDup``; ``recordMessagePersistedNormal``
+    updates ``highestSequencedPersisted`` only for the last chunk), so the replay's earlier
+    chunks go through deduplication without a sequence id: never duplicates, never recorded.
+    A missing ``num_chunks`` counts as 0, as Pulsar reads an absent field. The Spark job's
+    SQL (``_parquet_events``) applies the same rule. Vectorised.
+    """
+    if chunk_id.null_count == len(chunk_id):
+        return sequence_id
+    last = pc.subtract(pc.fill_null(num_chunks, 0), 1)
+    earlier = pc.fill_null(pc.not_equal(chunk_id, last), False)
+    return pc.if_else(earlier, pa.scalar(None, sequence_id.type), sequence_id)
+
+
 def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int) -> pa.RecordBatch:
     """One batch of an input log as :data:`EVENT_SCHEMA` rows. Vectorised; never raises on
     bad values (only text that is not a number becomes a problem here)."""
@@ -327,7 +357,11 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
             "ledger_id",
             "entry_id",
             "publish_time_ms" if produced else "ts_ms",
-            *(("batch_size", "deliver_at_ms", "sequence_id") if produced else ("batch_index",)),
+            *(
+                ("batch_size", "deliver_at_ms", "sequence_id", "chunk_id", "num_chunks")
+                if produced
+                else ("batch_index",)
+            ),
         )
     }
     ack = pa.nulls(n, pa.int8())
@@ -349,7 +383,7 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
             ints["entry_id"],
             ints["batch_size" if produced else "batch_index"],
             ints["deliver_at_ms"] if produced else nulls,
-            ints["sequence_id"] if produced else nulls,
+            dedup_sequence_ids(ints["sequence_id"], ints["chunk_id"], ints["num_chunks"]) if produced else nulls,
             ack,
             problems.array,
         ],

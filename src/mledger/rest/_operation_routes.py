@@ -1,26 +1,232 @@
 """REST routes registered from the admin operation table (:mod:`mledger.admin._operations`).
 
-A router module writes each handler once, under its operation's name
-(``@routes.handles("get_stats", response_model=...)``: only what is REST's own, the response
-model, the documented request body, extra error statuses); :meth:`OperationRoutes.add_to` then
-adds one route per operation of the table, in the table's order, with the table's method, path,
-success status and summary. A handler without an operation, or an operation without a handler,
-is a :class:`~mledger.core._errors.ConfigError` when the router is built.
+One route per operation of a router's groups, in the table's order, with the table's method,
+path, success status and summary, its flags as query parameters, its request body documented
+and its response model (from the kinds in :mod:`mledger.admin._bodies`), and its documented
+error statuses. An operation whose call only takes the path's names, its body and its flags
+gets a generated handler (:meth:`OperationRoutes.add_to`'s ``generate``, or
+:func:`namespace_handler` for the routes under ``/admin/v2/{tenants,clusters,namespaces}``): the
+names decoded (400), the body parsed (400, Pulsar's messages), **one** admin call on a worker
+thread, the result written as the response kind. A router writes a handler itself
+(``@routes.handles(name)``) only for an operation with logic of its own.
+
+Path parameters have one description each (:data:`PATH_PARAMETERS`), whichever route they
+appear in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+from urllib.parse import unquote, unquote_plus
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
+from ..admin import Admin
+from ..admin._bodies import REQUESTS, RESPONSES
 from ..admin._operations import AdminOperation, Group, operations
-from ..core._errors import ConfigError
+from ..admin._wire import ErrorBody
+from ..broker._names import local_name_problem, named_entity_problem
+from ..core._errors import ConfigError, InvalidRequestError
+from ._context import context_of
 
-__all__ = ["OperationRoutes"]
+__all__ = [
+    "INT32_MAX",
+    "INT64_MAX",
+    "INT64_MIN",
+    "JSON",
+    "PATH_PARAMETERS",
+    "CallerAdmin",
+    "Namespace",
+    "OperationRoutes",
+    "PathParameter",
+    "Tenant",
+    "admin_call",
+    "decode_name",
+    "decode_segment",
+    "endpoint",
+    "flag_parameters",
+    "flag_values",
+    "namespace_handler",
+    "parameter",
+    "read_body",
+    "respond",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+JSON = "application/json"
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
+
+
+# -- names in paths ------------------------------------------------------------------------
+
+
+def _decoded(text: str, what: str, unquoted: Callable[..., str], problem_of: Callable[[str], str | None]) -> str:
+    try:
+        value = unquoted(text, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequestError(f"Invalid {what} {text!r}: not valid percent-encoded UTF-8") from None
+    problem = problem_of(value)
+    if problem:
+        raise InvalidRequestError(f"Invalid {what} {value!r}: {problem}")
+    return value
+
+
+def decode_segment(text: str, what: str) -> str:
+    """A tenant, namespace or cluster segment: percent-decoded (JAX-RS ``@PathParam``) and checked
+    with Pulsar's naming rule. 400 naming the problem."""
+    return _decoded(text, what, unquote, named_entity_problem)
+
+
+def decode_name(text: str, what: str) -> str:
+    """A topic or subscription segment decoded like Java's ``URLDecoder`` (``+`` is a space), as
+    Pulsar's ``Codec.decode`` reads its ``@Encoded`` parameters. 400 if not UTF-8, blank, ``.``,
+    ``..`` or holding a control character."""
+    return _decoded(text, what, unquote_plus, local_name_problem)
+
+
+@dataclass(frozen=True, slots=True)
+class PathParameter:
+    """How a handler takes one name of a path template: the Python parameter ``name``, its
+    FastAPI annotation, and ``decode`` turning the segment into the admin call's argument."""
+
+    name: str
+    annotation: Any
+    decode: Callable[[Any], Any]
+
+
+Tenant = Annotated[str, Path(description="tenant")]
+Namespace = Annotated[str, Path(description="namespace")]
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+PATH_PARAMETERS: dict[str, PathParameter] = {
+    "tenant": PathParameter("tenant", Tenant, lambda text: decode_segment(text, "tenant")),
+    "namespace": PathParameter("namespace", Namespace, lambda text: decode_segment(text, "namespace")),
+    "cluster": PathParameter(
+        "cluster", Annotated[str, Path(description="cluster")], lambda text: decode_segment(text, "cluster")
+    ),
+    "role": PathParameter("role", Annotated[str, Path(description="role")], unquote),
+    "subscription": PathParameter("subscription", Annotated[str, Path(description="subscription")], unquote),
+    "numMessages": PathParameter(
+        "num_messages",
+        Annotated[int, Path(alias="numMessages", ge=0, le=INT32_MAX, description="how many")],
+        _same,
+    ),
+    "timestamp": PathParameter(
+        "timestamp", Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")], _same
+    ),
+}
+"""The path names a handler takes as its own parameters (a topic route's ``{tenant}``,
+``{namespace}``, ``{topic}`` and ``{subName}`` come with its dependency, :mod:`mledger.rest._topics`)."""
+
+
+async def caller_admin(request: Request) -> Admin:
+    """Authentication (Pulsar's filter, first of all): the admin acting for the caller's role."""
+    return await context_of(request).admin_for(request.scope)
+
+
+CallerAdmin = Annotated[Admin, Depends(caller_admin)]
+
+
+# -- generated handlers --------------------------------------------------------------------
+
+
+def parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    """A keyword parameter of a generated handler."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def flag_parameters(op: AdminOperation) -> list[inspect.Parameter]:
+    """The operation's flags as query parameters (``force: bool = False``, ...)."""
+    return [
+        parameter(flag.name, Annotated[bool, Query(alias=flag.alias, description=flag.description)], flag.default)
+        for flag in op.query
+    ]
+
+
+def endpoint(
+    op: AdminOperation, parameters: list[inspect.Parameter], run: Callable[[dict[str, Any]], Awaitable[Response]]
+) -> Callable[..., Awaitable[Response]]:
+    """A FastAPI endpoint named after ``op`` taking ``parameters`` (by keyword) and answering
+    ``run(values)``. No docstring: FastAPI would document it as the operation's description."""
+
+    async def handler(**values: Any) -> Response:
+        return await run(values)
+
+    handler.__name__ = handler.__qualname__ = op.name
+    handler.__signature__ = inspect.Signature(parameters, return_annotation=Response)  # type: ignore[attr-defined]
+    return handler
+
+
+def admin_call(admin: Admin, op: AdminOperation) -> Callable[..., Any]:
+    """``admin.<group>.<call>`` of ``op`` (an operation with a call: :meth:`OperationRoutes.add_to`
+    generates no handler for another)."""
+    assert op.call is not None, op
+    return getattr(getattr(admin, op.group), op.call)
+
+
+async def read_body(op: AdminOperation, request: Request) -> list[Any]:
+    """``[argument]`` parsed from the request body, or ``[]`` for an operation without one."""
+    return [REQUESTS[op.request].read(await request.body())] if op.request is not None else []
+
+
+def flag_values(op: AdminOperation, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The flags' values, by the admin call's keyword."""
+    return {flag.name: values[flag.name] for flag in op.query}
+
+
+def respond(op: AdminOperation, result: Any) -> Response:
+    """The response of ``op``: no content (204) or the result as its response kind."""
+    if op.response is None:
+        return Response(status_code=op.status)
+    return Response(RESPONSES[op.response].write(result), status_code=op.status, media_type=JSON)
+
+
+def namespace_handler(op: AdminOperation) -> Callable[..., Awaitable[Response]]:
+    """The handler of an operation under ``/admin/v2/{tenants,clusters,namespaces}``: its path
+    names as parameters (``{tenant}/{namespace}`` is one argument, the namespace), then its body
+    and flags; authentication (the caller's role) before anything else."""
+    names = [PATH_PARAMETERS[name] for name in op.path_parameters]
+    parameters = [parameter("request", Request), parameter("admin", CallerAdmin)]
+    parameters += [parameter(p.name, p.annotation) for p in names]
+    parameters += flag_parameters(op)
+    joined = op.path_parameters[:2] == ("tenant", "namespace")
+
+    async def run(values: dict[str, Any]) -> Response:
+        args = [p.decode(values[p.name]) for p in names]
+        if joined:
+            args[:2] = [f"{args[0]}/{args[1]}"]
+        request: Request = values["request"]
+        args += await read_body(op, request)
+        call = admin_call(values["admin"], op)
+        return respond(op, await context_of(request).run(call, *args, **flag_values(op, values)))
+
+    return endpoint(op, parameters, run)
+
+
+def _documented(op: AdminOperation) -> dict[str, Any]:
+    """What the table says about ``op`` beyond method, path, status and summary: its response
+    model, its documented error statuses and its request body."""
+    options: dict[str, Any] = {}
+    model = RESPONSES[op.response].model if op.response is not None else None
+    if model is not None:
+        options["response_model"] = model
+    if op.errors:
+        options["responses"] = {e.status: {"model": ErrorBody, "description": e.description} for e in op.errors}
+    if op.request is not None:
+        body = REQUESTS[op.request]
+        doc: dict[str, Any] = {"required": body.required, "content": {JSON: {"schema": body.schema}}}
+        if body.description is not None:
+            doc["description"] = body.description
+        options["openapi_extra"] = {"requestBody": doc}
+    return options
 
 
 def _no_options(op: AdminOperation) -> dict[str, Any]:
@@ -28,7 +234,8 @@ def _no_options(op: AdminOperation) -> dict[str, Any]:
 
 
 class OperationRoutes:
-    """The handlers of one router for the operations of ``groups``, keyed by operation name."""
+    """The routes of one router for the operations of ``groups``: handlers written by hand for
+    some (:meth:`handles`), generated for the others (:meth:`add_to`)."""
 
     def __init__(self, *groups: Group) -> None:
         self._operations = tuple(op for group in groups for op in operations(group))
@@ -38,7 +245,8 @@ class OperationRoutes:
         self._handlers: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
 
     def handles(self, name: str, **options: Any) -> Callable[[F], F]:
-        """Decorator: the handler of operation ``name``; ``options`` go to ``add_api_route``."""
+        """Decorator: the handler of operation ``name``; ``options`` go to ``add_api_route``
+        after the table's (``openapi_extra`` replaces the documented body)."""
         if name not in self._names:
             raise ConfigError(f"no admin operation {name!r} in the table")
 
@@ -51,22 +259,23 @@ class OperationRoutes:
     def add_to(
         self,
         router: APIRouter,
+        generate: Callable[[AdminOperation], Callable[..., Any]],
         path: Callable[[AdminOperation], str] = lambda op: op.path,
         options: Callable[[AdminOperation], dict[str, Any]] = _no_options,
     ) -> None:
         """One route per operation, in the table's order, at ``path(op)`` with the table's method,
-        status and summary plus ``options(op)`` and the handler's own options."""
-        missing = sorted(self._names - set(self._handlers))
-        if missing:
-            raise ConfigError(f"admin operations without a REST handler: {missing}")
+        status, summary and documentation plus ``options(op)``; the handler written for it, else
+        ``generate(op)``. ``ConfigError`` for an operation without an admin call or a handler."""
+        without = sorted(op.name for op in self._operations if op.call is None and op.name not in self._handlers)
+        if without:
+            raise ConfigError(f"admin operations without an admin call need a REST handler: {without}")
         for op in self._operations:
-            handler, own = self._handlers[op.name]
+            handler, own = self._handlers.get(op.name) or (generate(op), {})
             router.add_api_route(
                 path(op),
                 handler,
                 methods=[op.method],
                 summary=op.summary,
                 status_code=op.status,
-                **options(op),
-                **own,
+                **{**_documented(op), **options(op), **own},
             )

@@ -279,10 +279,20 @@ def _parquet_events(spark: "SparkSession", plan: InputPlan, log: str, files: lis
         F.col("entry_id"),
         F.col("batch_size" if produced else "batch_index").alias("batch"),
         F.col("deliver_at_ms") if produced else null_long.alias("deliver_at_ms"),
-        F.col("sequence_id") if produced else null_long.alias("sequence_id"),
+        _dedup_sequence_id().alias("sequence_id") if produced else null_long.alias("sequence_id"),
         ack.alias("ack_type"),
         problem.alias("problem"),
     )
+
+
+def _dedup_sequence_id() -> Any:
+    """:func:`~mledger.replay._schema.dedup_sequence_ids` in SQL: null for a chunk that is not
+    its message's last (Pulsar deduplicates a chunked message on its last chunk only)."""
+    from pyspark.sql import functions as F
+
+    chunk_id = F.col("chunk_id")
+    earlier = chunk_id.isNotNull() & (chunk_id != F.coalesce(F.col("num_chunks"), F.lit(0)) - 1)
+    return F.when(earlier, F.lit(None).cast("bigint")).otherwise(F.col("sequence_id"))
 
 
 def _parquet_files(plan: InputPlan) -> dict[str, list[str]]:

@@ -1,0 +1,258 @@
+"""The bodies of the admin operations: one codec per kind the operation table names
+(:mod:`mledger.admin._operations`, its ``request`` and ``response`` columns).
+
+A request kind (:data:`REQUESTS`) is read by the REST server from the raw body into the argument
+the admin call takes, with Pulsar's error messages (400 ``InvalidRequestError``), and written by
+:class:`~mledger.admin._remote.RemoteAdmin` from that argument; ``schema``, ``description`` and
+``required`` document it in ``/openapi.json``. A response kind (:data:`RESPONSES`) is written by
+the server from what the admin call returns (compact JSON, as Pulsar's Jackson writes it) and read
+back by ``RemoteAdmin`` from the decoded JSON into the same value (``ValueError``, ``TypeError``,
+``KeyError`` or ``InvalidRequestError`` for an answer that is not one); ``model``, when set,
+documents it.
+
+A new operation whose bodies are of a kind listed here needs no codec of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..broker._compaction import CompactionStatus, LongRunningProcessStatus
+from ..broker._retention import RetentionPolicies
+from ..broker._schema_compat import SchemaCompatibilityStrategy
+from ..broker._tenants import TenantInfo
+from ..codec._messageid import MessageId
+from ..core._errors import InvalidRequestError
+from ._nonpersistent import NonPersistentTopicStatsData
+from ._policies import (
+    RetentionPoliciesData,
+    parse_actions_body,
+    parse_compaction_threshold_body,
+    parse_enum_body,
+    parse_json_object_body,
+    parse_strategy_body,
+)
+from ._requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
+from ._stats import (
+    PartitionedTopicInternalStats,
+    PartitionedTopicMetadata,
+    PartitionedTopicStatsData,
+    PersistentTopicInternalStats,
+    TopicStatsData,
+)
+
+__all__ = ["REQUESTS", "RESPONSES", "RequestBody", "ResponseBody", "json_bytes", "message_id_json", "parse_bool_body"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBody:
+    """A request body kind: ``read`` (server: raw bytes -> the call's argument; 400 naming what
+    is wrong), ``write`` (client: the argument -> the body, None for none) and its documentation."""
+
+    read: Callable[[bytes], Any]
+    write: Callable[[Any], bytes | None]
+    schema: dict[str, Any]
+    description: str | None = None
+    required: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseBody:
+    """A response body kind: ``write`` (server: the call's result -> JSON bytes), ``read``
+    (client: the decoded JSON -> that result) and the model documenting it, if any."""
+
+    write: Callable[[Any], bytes]
+    read: Callable[[Any], Any]
+    model: Any = None
+
+
+def json_bytes(value: Any) -> bytes:
+    """``value`` as compact JSON."""
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def message_id_json(mid: MessageId) -> dict[str, int]:
+    """Pulsar's ``MessageIdImpl`` as its REST API writes it."""
+    return {"ledgerId": mid.ledger_id, "entryId": mid.entry_id, "partitionIndex": mid.partition}
+
+
+def parse_bool_body(raw: bytes) -> bool:
+    """A ``true`` / ``false`` body (any case, blanks around); 400 otherwise."""
+    body = raw.strip().lower()
+    if body not in (b"true", b"false"):
+        raise InvalidRequestError(f"the body must be true or false, got {body[:20]!r}")
+    return body == b"true"
+
+
+def _bool_body(value: Any) -> bytes:
+    if not isinstance(value, bool):
+        raise InvalidRequestError(f"invalid body {value!r}: expected true or false")
+    return json_bytes(value)
+
+
+def _names_body(names: Any) -> bytes:
+    return json_bytes(sorted(names))
+
+
+def _reset_position(raw: bytes) -> MessageId:
+    body = ResetCursorData.parse_body(raw, "reset cursor")
+    if body is None:
+        raise InvalidRequestError('Invalid reset cursor body: empty (expected {"ledgerId": L, "entryId": E})')
+    return body.to_message_id()
+
+
+def _skip_body(request: Any) -> bytes:
+    if isinstance(request, SkipMessageIdsRequest):
+        return request.to_body("messageId").encode()
+    if isinstance(request, str):
+        return request.encode("utf-8")
+    if isinstance(request, (bytes, bytearray)):
+        return bytes(request)
+    raise InvalidRequestError(f"invalid skip request {request!r}: expected a SkipMessageIdsRequest or a JSON body")
+
+
+def _tenant_body(info: TenantInfo | Mapping[str, object]) -> bytes:
+    return json_bytes(info.to_json() if isinstance(info, TenantInfo) else dict(info))
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
+_NAMES: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_AUTO_UPDATE = "schema auto-update compatibility strategy"
+
+REQUESTS: dict[str, RequestBody] = {
+    "int": RequestBody(partitions_from_body, json_bytes, {"type": "integer", "minimum": 1}, "the number of partitions"),
+    "long": RequestBody(
+        parse_compaction_threshold_body,
+        json_bytes,
+        {"type": "integer", "format": "int64"},
+        "bytes not compacted yet that trigger compaction",
+    ),
+    "bool": RequestBody(parse_bool_body, _bool_body, {"type": "boolean"}, "true or false"),
+    "list[AuthAction]": RequestBody(parse_actions_body, _names_body, _NAMES, 'actions, e.g. ["produce", "consume"]'),
+    "list[str]": RequestBody(
+        lambda raw: parse_actions_body(raw, "roles"), _names_body, _NAMES, 'roles, e.g. ["billing"]'
+    ),
+    "RetentionPoliciesData": RequestBody(
+        RetentionPoliciesData.parse_body,
+        lambda policies: json_bytes(policies.to_json()),
+        _ref("RetentionPoliciesData"),
+        "retentionTimeInMinutes and retentionSizeInMB",
+    ),
+    "SchemaCompatibilityStrategy": RequestBody(
+        parse_strategy_body,
+        lambda strategy: json_bytes(SchemaCompatibilityStrategy.parse(strategy).value),
+        {"type": "string"},
+        'the strategy, e.g. "BACKWARD"',
+    ),
+    "SchemaAutoUpdateCompatibilityStrategy": RequestBody(
+        lambda raw: parse_enum_body(raw, _AUTO_UPDATE), json_bytes, {"type": "string"}, 'the policy, e.g. "Full"'
+    ),
+    "Policies": RequestBody(
+        lambda raw: parse_json_object_body(raw, "namespace's Policies"),
+        lambda policies: json_bytes(dict(policies)) if policies else None,
+        _OBJECT,
+        required=False,
+    ),
+    "ClusterData": RequestBody(
+        lambda raw: parse_json_object_body(raw, "ClusterData"),
+        lambda data: json_bytes(dict(data or {})),
+        _OBJECT,
+        "ClusterData",
+        required=False,
+    ),
+    "TenantInfo": RequestBody(
+        lambda raw: parse_json_object_body(raw, "TenantInfo"), _tenant_body, _OBJECT, "TenantInfo", required=False
+    ),
+    "SkipMessageIdsBody": RequestBody(
+        SkipMessageIdsRequest.parse_body, _skip_body, _ref("SkipMessageIdsBody"), "the messages to skip"
+    ),
+    "ResetCursorData": RequestBody(
+        _reset_position,
+        lambda position: ResetCursorData.of(position).to_body().encode(),
+        _ref("ResetCursorData"),
+        "the message id to reset to",
+    ),
+}
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("not a list of strings")
+    return value
+
+
+def _grants(value: Any) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise TypeError("not permissions")
+    return {str(role): sorted(str(a) for a in actions) for role, actions in sorted(value.items())}
+
+
+def _object(value: Any) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise TypeError("not a JSON object")
+    return value
+
+
+def _exactly(kind: type, nullable: bool = True) -> Callable[[Any], Any]:
+    """A reader of a JSON scalar of type ``kind`` (``null`` too when ``nullable``)."""
+
+    def read(value: Any) -> Any:
+        if type(value) is not kind and not (nullable and value is None):
+            raise TypeError(f"not a {kind.__name__}")
+        return value
+
+    return read
+
+
+def _message_id(value: Any) -> MessageId:
+    return MessageId(int(value["ledgerId"]), int(value["entryId"]), int(value.get("partitionIndex", -1)))
+
+
+def _process_status(value: Any) -> LongRunningProcessStatus:
+    return LongRunningProcessStatus(CompactionStatus(value["status"]), str(value.get("lastError") or ""))
+
+
+def _model(cls: type[BaseModel]) -> ResponseBody:
+    return ResponseBody(lambda stats: stats.to_json(indent=None).encode(), cls.model_validate, cls)
+
+
+RESPONSES: dict[str, ResponseBody] = {
+    "list[str]": ResponseBody(json_bytes, _strings, list[str]),
+    "dict[str, list[str]]": ResponseBody(json_bytes, _grants),
+    "bool": ResponseBody(json_bytes, _exactly(bool, nullable=False)),
+    "long": ResponseBody(json_bytes, _exactly(int)),
+    "Policies": ResponseBody(json_bytes, _object),
+    "ClusterData": ResponseBody(json_bytes, _object),
+    "TenantInfo": ResponseBody(lambda info: json_bytes(info.to_json()), TenantInfo.from_json),
+    "RetentionPoliciesData": ResponseBody(
+        lambda policies: json_bytes(None if policies is None else policies.to_json()),
+        lambda value: None if value is None else RetentionPolicies.from_json(value),
+        RetentionPoliciesData | None,
+    ),
+    "SchemaCompatibilityStrategy": ResponseBody(
+        lambda strategy: json_bytes(None if strategy is None else strategy.value),
+        lambda value: None if value is None else SchemaCompatibilityStrategy.parse(value),
+    ),
+    "SchemaAutoUpdateCompatibilityStrategy": ResponseBody(json_bytes, _exactly(str)),
+    "MessageIdImpl": ResponseBody(lambda mid: json_bytes(message_id_json(mid)), _message_id),
+    "dict[str, MessageIdImpl]": ResponseBody(
+        lambda ids: json_bytes({str(index): message_id_json(mid) for index, mid in ids.items()}),
+        lambda value: {int(index): _message_id(mid) for index, mid in value.items()},
+    ),
+    "LongRunningProcessStatus": ResponseBody(lambda status: json_bytes(status.to_json()), _process_status),
+    "PartitionedTopicMetadata": _model(PartitionedTopicMetadata),
+    "TopicStatsData": _model(TopicStatsData),
+    "PartitionedTopicStatsData": _model(PartitionedTopicStatsData),
+    "PersistentTopicInternalStats": _model(PersistentTopicInternalStats),
+    "PartitionedTopicInternalStats": _model(PartitionedTopicInternalStats),
+    "NonPersistentTopicStatsData": _model(NonPersistentTopicStatsData),
+}
