@@ -15,12 +15,13 @@ PRESETS = [None, "pulsar-3.0", "pulsar-4.0", "pulsar-4.1", "pulsar-newest"]
 
 def test_crash_and_unload_figures_on_a_batched_log() -> None:
     """pulsar-4.1 in the range format with ``max_unacked_ranges_to_persist=0`` (one range kept:
-    N + 1 before #25548), one batch state kept, one persist a second (the throttle); entries of
-    3, 1, 3, 1, 3 messages.
+    N + 1 before #25548), one batch state kept, Guava's limiter at one permit a second (created
+    with the cursor at 0 s); entries of 3, 1, 3, 1, 3 messages.
 
-    * t=1 ack entry 1 whole: persisted (the first change), one range: nothing lost.
-    * t=1.2 ack entry 3: throttled: a crash loses entry 3 (1 message).
-    * t=1.4 ack index 0 of entry 0 and index 1 of entry 2: throttled: a crash also loses those:
+    * t=1 ack entry 1 whole: granted (N = 1.0), one range: nothing lost.
+    * t=1.2 ack entry 3: granted back to back (N = 2.0), but the cap keeps one range: a crash
+      loses entry 3 (1 message), lost to the limits.
+    * t=1.4 ack index 0 of entry 0 and index 1 of entry 2: refused (N = 2.0): a crash also loses those:
       3 messages, 3 entries (the maximum in entries, at 1.4 s). An unload writes the node
       (``persistPositionWhenClosing``: ``maxUnackedRangesToPersist`` is not > 0), one of the 2
       ranges, and 4.1 reads no batch state back from it: 3 messages, 3 entries.
@@ -45,7 +46,7 @@ def test_crash_and_unload_figures_on_a_batched_log() -> None:
     log.at(1.2)
     log.cursor.delete(p[3])
     f = log.cursor.stats().persistence
-    assert (f.redelivered_after_crash.messages, f.redelivered_after_crash_limits.messages) == (1, 0)
+    assert (f.redelivered_after_crash.messages, f.redelivered_after_crash_limits.messages) == (1, 1)
     log.at(1.4)
     log.cursor.delete_batch_indexes(p[0], [0], 3)
     log.cursor.delete_batch_indexes(p[2], [1], 3)

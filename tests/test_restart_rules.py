@@ -288,3 +288,58 @@ def test_without_a_preset_the_multiple_entries_flag_keeps_its_pip381_meaning() -
     config = ManagedLedgerConfig(persistent_unacked_ranges_with_multiple_entries_enabled=True)
     assert config.pip381_chunking and not config.with_changes(pulsar_rules="pulsar-4.1").pip381_chunking
     assert config.with_changes(pulsar_rules="pulsar-4.1", pip381=True).pip381_chunking
+
+
+# -- the mark-delete rate limiter and the flush ---------------------------------------------------
+def test_back_to_back_persists_after_an_idle_second_and_a_flush_that_writes_again() -> None:
+    """research §1.5, rate 1.0 (``RateLimiter.create`` in the ``ManagedCursorImpl`` constructor,
+    ``tryAcquire`` in ``asyncDelete``, ``flush``): the cursor is created at 0 s (N = 0).
+
+    * 10.000 ack 0: granted (stored permit), N = 10.000: MD 0.
+    * 10.001 ack 2: granted back to back (0.001 stored + 0.999 fresh), N = 11.000: MD 0 + {2}.
+    * 10.500 ack 4, 10.999 ack 5: refused, ``isDirty``; a crash at 10.5 loses 4 (mledger's
+      old throttle, one persist a second after the last, would have refused 2 too), at 10.999
+      4 and 5 (the maximum, 2 messages at 10.999 s).
+    * 11.000 ack 6: granted, N = 12.000: everything persisted, but ``isDirty`` stays set
+      (only ``flush`` clears it).
+    * the flush tick at 30 s (``flushCursors``): ``isDirty`` -> ``asyncMarkDelete`` -> granted
+      (N = 12 <= 30): the same state written again. A second tick finds the cursor clean."""
+    log = Log(settings_for("pulsar-4.1", throttle_mark_delete=1.0))
+    positions = log.produce([1] * 10)
+    for second, k in ((10.0, 0), (10.001, 2), (10.5, 4)):
+        log.at(second)
+        log.cursor.delete(positions[k])
+    assert crash_figure(log) == (1, 1)
+    assert redelivered(log.acked(), log.crash_recovery()) == (1, 1)
+    log.at(10.999)
+    log.cursor.delete(positions[5])
+    log.at(11.0)
+    log.cursor.delete(positions[6])
+    stats = log.cursor.stats()
+    crash = stats.persistence.redelivered_after_crash
+    assert (crash.messages, crash.messages_max, crash.messages_max_at_ms) == (0, 2, 10_999)
+    assert stats.dirty  # a granted persist leaves isDirty set
+    written = stats.persistence.persist_count
+    log.at(30.0)
+    assert log.factory.flush_cursors() == 1
+    assert log.cursor.stats().persistence.persist_count == written + 1 and not log.cursor.is_dirty
+    assert log.factory.flush_cursors() == 0
+
+
+def test_a_partial_idle_shortens_the_next_wait_and_a_refused_flush_leaves_the_cursor_dirty() -> None:
+    """Grants at 0.4 s (N = 1.0) and 1.4 s (N = 2.0: the grid of N, not 2.4), 1.401 refused,
+    2.0 granted. A flush at 2.5 s is refused (N = 3.0): ``flush`` cleared ``isDirty``, then
+    ``asyncMarkDelete`` found no permit and set it again; at 3.0 it writes."""
+    log = Log(settings_for("pulsar-4.0", throttle_mark_delete=1.0))
+    positions = log.produce([1] * 10)
+    counts = []
+    for second, k in ((0.4, 1), (1.4, 3), (1.401, 5), (2.0, 7), (2.2, 9)):
+        log.at(second)
+        log.cursor.delete(positions[k])
+        counts.append(log.cursor.stats().persistence.persist_count)
+    assert [b - a for a, b in zip(counts, counts[1:], strict=False)] == [1, 0, 1, 0]
+    log.at(2.5)
+    assert not log.cursor.flush() and log.cursor.is_dirty
+    log.at(3.0)
+    assert log.cursor.flush() and not log.cursor.is_dirty
+    assert crash_figure(log) == (0, 0)

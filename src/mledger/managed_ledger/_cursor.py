@@ -83,7 +83,9 @@ from ..core._errors import (
     MarkDeletingMarkedPositionError,
 )
 from ..core._position import EARLIEST, LATEST, Position
+from ..core._pulsar_versions import rules_for
 from ..core._ranges import AckRangeSet
+from ..core._rate_limiter import SmoothBurstyLimiter
 from ._cursor_args import AckPlan, ack_set_of, check_ack_set, checked_properties, lowest_bit, to_position
 from ._cursor_reads import PendingRead, ReadPlan, fetch_plan, plan_read
 from ._cursor_snapshot import (
@@ -142,6 +144,11 @@ class ManagedCursor:
         # The persist throttle as a deadline: a change persists once the clock reads at least
         # this (ns); re-armed by every persist and by the ledger's set_config (_rearm_throttle).
         self._persist_due_ns: float = -math.inf
+        # Under a Pulsar version's rules, Guava's limiter, created with the cursor (Pulsar's
+        # ManagedCursorImpl constructor): the deadline is its next free ticket.
+        self._limiter: SmoothBurstyLimiter | None = None
+        self._dirty_until_flush = False
+        self._follow_rate_rules()
         self._ledger_list = ml.ledger_list  # live: O(1) validation of an ack, no call
         self._observed = True  # the state stores' redelivery figures are up to date (but for:)
         # Whole-entry acks of the single-call fast path not yet told to the cursor's own state
@@ -840,7 +847,7 @@ class ManagedCursor:
             if now_ns < self._persist_due_ns:
                 self._throttled(now_ns, entries_acked)
                 return
-        self._persist()
+        self._persist(acquire=not force_persist)
 
     def _throttled(self, now_ns: int, entries_acked: int, messages: int = 0, position: Position | None = None) -> None:
         """A change the throttle defers (read at ``now_ns``): mark dirty; the state stores
@@ -883,12 +890,16 @@ class ManagedCursor:
     def _rearm_throttle(self) -> None:
         """Set the deadline from which a change persists again: ``throttle_mark_delete``
         persists per second (Pulsar's mark-delete rate limit) after the last persist; none
-        without a throttle or before the first persist.
+        without a throttle or before the first persist. Under a Pulsar version's rules the
+        deadline is the next free ticket of Guava's limiter (:meth:`_follow_rate_rules`).
 
         Exact in whole milliseconds, as a throttle reading the clock's ``now_ms`` on every
         change: ``now_ms - last < 1000 / rate`` holds for an integer ``now_ms`` exactly when
         ``now_ms < last + ceil(1000 / rate)``, that is when the clock reads fewer nanoseconds
         than that many milliseconds (``now_ms`` is the nanosecond reading floored)."""
+        if self._limiter is not None:
+            self._persist_due_ns = self._limiter.next_free_ns
+            return
         throttle = self._ml.config.throttle_mark_delete
         last = self._last_persist_ms
         if not (throttle > 0) or last is None:
@@ -897,12 +908,29 @@ class ManagedCursor:
         interval_ms = 1000.0 / throttle
         self._persist_due_ns = math.inf if math.isinf(interval_ms) else (last + math.ceil(interval_ms)) * 1_000_000
 
+    def _follow_rate_rules(self) -> None:
+        """The rate limit of the ledger's settings: Guava's limiter under a Pulsar version's
+        rules (``CursorBehaviour.guava_rate_limiter``), created once with the cursor and given a
+        new rate as ``setThrottleMarkDelete`` does (``setRate``; none for a rate of 0), else
+        mledger's own throttle; and whether only :meth:`flush` clears the dirty flag."""
+        config = self._ml.config
+        behaviour = rules_for(config.pulsar_rules).behaviour
+        self._dirty_until_flush = behaviour.dirty_until_flush
+        rate = config.throttle_mark_delete
+        if not (behaviour.guava_rate_limiter and rate > 0):
+            self._limiter = None
+        elif self._limiter is None:
+            self._limiter = SmoothBurstyLimiter(rate, self._clock_ns())
+        elif self._limiter.rate != rate:
+            self._limiter.set_rate(rate, self._clock_ns())
+        self._rearm_throttle()
+
     def ledger_config_changed(self) -> None:
         """The managed ledger's settings were replaced (``ManagedLedger.set_config`` calls this,
         as Pulsar's ``setConfig`` calls ``setThrottleMarkDelete`` on each cursor): the persist
         throttle follows the new ``throttle_mark_delete`` from the next change on."""
         with self._lock:
-            self._rearm_throttle()
+            self._follow_rate_rules()
 
     def _observe(self, now_ms: int) -> None:
         """Let the state stores see a change they do not persist (what a restart would
@@ -917,9 +945,14 @@ class ManagedCursor:
             mirror.observe(snapshot, now_ms)
         self._observed = True
 
-    def _persist(self) -> None:
+    def _persist(self, acquire: bool = True) -> None:
+        """Persist the state now. ``acquire``: a change or a flush (Pulsar's ``asyncMarkDelete``
+        / ``asyncDelete`` past ``tryAcquire``) takes a permit of the limiter; a reset or a close
+        does not go through it."""
         if self._store is None:
             return
+        if acquire and self._limiter is not None:
+            self._limiter.try_acquire(self._clock_ns())  # granted: the deadline had passed
         self._settle_observation()
         snapshot = self._snapshot()
         self._observed = False  # until the stores have taken the write (and observed it)
@@ -928,7 +961,8 @@ class ManagedCursor:
             mirror.persist(snapshot)
         self._observed = True
         self._persistent_md = self._md
-        self._dirty = False
+        if not self._dirty_until_flush:
+            self._dirty = False  # Pulsar clears isDirty in flush() only
         self._last_persist_ms = self._clock_ns() // 1_000_000
         self._rearm_throttle()
         self._ml.request_trim(self, self._md)
@@ -945,10 +979,19 @@ class ManagedCursor:
         )
 
     def flush(self) -> bool:
-        """Persist deferred (throttled) state now; True if anything was written."""
+        """Persist deferred (throttled) state now; True if anything was written.
+
+        Under a Pulsar version's rules, ``ManagedCursorImpl.flush``: the dirty flag is cleared,
+        then the write asks the limiter like an acknowledgement (``asyncMarkDelete``); refused,
+        the cursor is dirty again and nothing is written."""
         with self._lock:
             if not self._dirty or self._closed:
                 return False
+            if self._limiter is not None:
+                self._dirty = False
+                if self._clock_ns() < self._persist_due_ns:
+                    self._dirty = True
+                    return False
             self._persist()
             return True
 
