@@ -47,9 +47,12 @@ truncate -> :mod:`mledger.codec._cursor_info` ``PositionInfo`` bytes -> the ``Le
 validation is one lookup in the ledger's live list (:attr:`LedgerView.ledger_list
 <mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`), the throttle one clock reading
 (``time.time_ns`` on the system clock) against a deadline re-armed at each persist and by the
-ledger's ``set_config`` (``_rearm_throttle``), and its whole-entry acks reach the cursor's own
-state store as one O(1) ``observe_entries_acked`` per run of them (``_settle_observation``, before
-anything else uses the store); nothing is allocated beyond the bitmap's growth.
+ledger's ``set_config`` (``_rearm_throttle``: mledger's throttle, or under a Pulsar version's
+rules the next free ticket of Guava's limiter, which a persist caused by an ack or a flush takes),
+and its whole-entry acks reach the cursor's own state store as one O(1) ``observe_entries_acked``
+per run of them (``_settle_observation``, before anything else uses the store) while the store's
+unload figure cannot move (``unload_headroom``), else one ``observe_entry_acked`` with the
+position each (a few bitmap queries); nothing is allocated beyond the bitmap's growth.
 
 The lifecycle (:class:`CursorLifecycle`) moves only through ``_move`` over
 :data:`~mledger.managed_ledger._cursor_snapshot.LIFECYCLE_TRANSITIONS`.

@@ -1,4 +1,4 @@
-"""Durable cursor state: Pulsar's two tiers, truncation, PIP-381 chunks, recovery.
+"""Durable cursor state: Pulsar's two tiers per version, truncation, PIP-381 chunks, recovery.
 
 Theory of operation
 -------------------
@@ -23,38 +23,46 @@ derives from :attr:`CursorStateStore.ledger_id`)::
 
 Switching ledgers writes the current state into the *new* ledger before the metadata node is
 moved to it and the old ledger deleted, so a crash at any point leaves the node pointing at a
-ledger whose last entry is a complete state (Pulsar moves first and writes later, which can
-lose the holes of a crash in between).
+ledger whose last entry is a complete state; Pulsar does the same (``createNewMetadataLedger``
+writes, then ``switchToNewLedger`` moves the node) and then appends the pending mark-delete
+again (``flushPendingMarkDeletes``), which this store does too under a Pulsar version's rules.
 
-Large states (``persistent_unacked_ranges_with_multiple_entries_enabled``) are split into
-parts followed by the PIP-381 JSON footer ``{"numParts": N, "length": L}``, all appended in
-one store transaction. Recovery reads the last entry; a footer pulls in its parts; a torn or
-corrupt tail makes recovery scan backwards for the last complete state (DataStax #282).
+The rules in force (:func:`~mledger.core._pulsar_versions.rules_for` of ``pulsar_rules``: a row
+of :data:`~mledger.core._pulsar_versions.PULSAR_VERSIONS`, or mledger's own without a preset)
+decide what differs between versions: the long-array cut-off (``toRanges``), whether the node's
+batch states are read back (#26474), and what happens to a record over a store's limit. Under
+mledger's own rules a cursor-ledger entry above the frame limit or a ``ManagedCursorInfo`` above
+``jute_maxbuffer`` is written anyway and flagged (``state_over_limit_at_ms``). Under a Pulsar
+version's, the bookie refuses the entry and ``persistPositionToLedger`` falls back to the node
+(range format, capped) with the cursor ledger forgotten (``NoLedger``); the next persist creates
+a ledger, is refused again, falls back, then points the node at that empty ledger
+(``switchToNewLedger``: a crash there recovers the mark-delete alone, counted as one instant of
+the crash figure) until the pending write is refused and falls back once more. ZooKeeper
+refusing a node leaves the last record standing.
+
+PIP-381 (``pip381``, or without a Pulsar version's rules the flag
+``persistent_unacked_ranges_with_multiple_entries_enabled``) splits a large state into parts
+followed by the JSON footer ``{"numParts": N, "length": L}``, all appended in one store
+transaction. Recovery reads the last entry; a footer pulls in its parts; a torn or corrupt tail
+makes recovery scan backwards for the last complete state (DataStax #282).
 
 What limits drop (``max_unacked_ranges_to_persist``, ``max_batch_deleted_index_to_persist``)
 is counted in the cursor's stats and logged once per crossing, never silently; so are the
-persists that truncated (Pulsar's #25548 counters).
+builds that dropped something (Pulsar's #25548 counters, each build once: a fallback persist
+builds twice) and the long-array cut-offs (``persist_long_array_truncated``).
 
-What a restart would redeliver
-------------------------------
-The store remembers what its last written state records: the mark-delete and, above it, how
-many acknowledged entries the kept ranges (or BitSet words) hold and the kept batch-index ack
-sets. After a crash at any moment, a restart recovers exactly that, so the acknowledged
-messages the broker would deliver again are the acknowledged entries above the persisted
-mark-delete that the record does not hold (each entry counts one) plus, for partially
-acknowledged batch entries, the acknowledged batch indexes it does not hold (each index counts
-one). The figure is taken after every state change: after each write (what the limits
-dropped) and, under throttling, after each change not persisted yet (the cursor calls
-:meth:`CursorStateStore.observe`, or :meth:`CursorStateStore.observe_entries_acked` in O(1) after
-whole-entry acks only). ``redelivered_after_restart`` is the figure after the last
-change, ``redelivered_after_restart_max`` the largest, with the clock time of the change that
-reached it. (A write is modelled as done with the change that caused it: the moment between
-an ack and the end of its persist is not sampled.) Acks are taken as monotone (a rewind lowers the figure to 0, never
-below).
-
-A cursor-ledger entry above the frame limit (``ManagedLedgerFactoryConfig.frame_limit``) or a
-``ManagedCursorInfo`` above ``jute_maxbuffer`` is written here as always, but a bookie or
-ZooKeeper would refuse it: the first time is recorded (``state_over_limit_at_ms``).
+What a stop would redeliver
+---------------------------
+After every write the store knows the record a crash would recover (``_stored``, read back as a
+recovery under the ``restart_as`` version reads it: :class:`Held`); the cursor tells it every
+change it does not persist (:meth:`observe` with a snapshot; :meth:`observe_entries_acked` with
+counts, or :meth:`observe_entry_acked` with the position, after whole-entry acks). The crash and
+unload figures, in messages and entries with their maxima, are kept by
+:class:`~mledger.managed_ledger._restart_figures.RestartFigures`; the unload figure is what
+the close path's record would lose: nothing within every limit (checked in O(1):
+:attr:`unload_headroom`), else what :class:`~mledger.managed_ledger._close_tracker.CloseTracker`
+finds the close record keeps. A write is modelled as done with the change that caused it: the
+moment between an ack and the end of its persist is not an instant of the figures.
 
 The store sees its cursor only through the :class:`CursorSnapshot` values the cursor hands it,
 and returns a :class:`RecoveredCursorState`; the byte formats are :mod:`mledger.codec`'s.

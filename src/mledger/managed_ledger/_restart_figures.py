@@ -34,9 +34,8 @@ a batch part: whole-entry acknowledgements add their entries and messages in O(1
 (:meth:`RestartFigures.entries_acked`), and a state change with batch states or a mark-delete
 is observed from a snapshot in O(batch states + ledgers) (:meth:`RestartFigures.observe`);
 absorption into the mark-delete moves entries from the ranges to below it and changes nothing.
-The unload figure is 0 while the state is within every limit
-(:meth:`RestartFigures.unload_bounded` decides in O(1)) and is otherwise computed from the close
-record at each observation. :func:`redelivered` is the definition, from scratch (tests check the
+The unload figure is 0 while the state is within every limit (the store
+decides in O(1)) and otherwise follows what the close record keeps (``CloseTracker``). :func:`redelivered` is the definition, from scratch (tests check the
 incremental figures against it after every step).
 """
 
