@@ -30,7 +30,7 @@ from mledger.admin._remote import (
     RemoteTenants,
     RemoteTopics,
 )
-from mledger.broker import Broker, RetentionPolicies
+from mledger.broker import BacklogQuota, Broker, InactiveTopicPolicies, RetentionPolicies
 from mledger.core import Position
 from mledger.managed_ledger import ManagedLedgerFactory
 from mledger.storage import MemoryStore
@@ -128,7 +128,14 @@ class _Recorder:
         return record
 
 
-_SEGMENTS = {"numMessages": "3", "timestamp": "1000", "topic": "a%20b", "subName": "s+1", "role": "r%2F1"}
+_SEGMENTS = {
+    "numMessages": "3",
+    "timestamp": "1000",
+    "expireTimeInSeconds": "60",
+    "topic": "a%20b",
+    "subName": "s+1",
+    "role": "r%2F1",
+}
 _BODIES = {
     "int": b"2",
     "long": b"10",
@@ -143,6 +150,10 @@ _BODIES = {
     "TenantInfo": b"{}",
     "SkipMessageIdsBody": b'["CAEQAg=="]',
     "ResetCursorData": b'{"ledgerId": 1, "entryId": 2}',
+    "ExpiryPosition": b'{"ledgerId": 1, "entryId": 2, "isExcluded": true}',
+    "seconds": b"60",
+    "BacklogQuota": b'{"limitTime": 60, "policy": "producer_exception"}',
+    "InactiveTopicPolicies": b'{"maxInactiveDurationSeconds": 60}',
 }
 
 
@@ -161,6 +172,8 @@ def test_each_rest_route_runs_its_operations_admin_call_once() -> None:
     async def answer(op: AdminOperation) -> httpx.Response:
         path = re.sub(r"\{(\w+)\}", lambda m: _SEGMENTS.get(m.group(1), m.group(1)), "/admin/v2" + op.path)
         query = {"ledgerId": "1", "entryId": "2"} if op.name == "cancel_delayed_message" else None
+        if any(flag.required for flag in op.query):
+            query = {flag.wire: "60" for flag in op.query if flag.required}
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mledger") as client:
             return await client.request(op.method, path, params=query, content=_BODIES.get(op.request or ""))
 
@@ -200,6 +213,9 @@ _ARGUMENTS: dict[str, Any] = {
     "entry_id": 2,
     "data": {},
     "info": {"adminRoles": [], "allowedClusters": ["c1"]},
+    "seconds": 60,
+    "expire_time_seconds": 60,
+    "quota": BacklogQuota(limit_time=60),
 }
 
 
@@ -208,7 +224,10 @@ def _arguments(group: str, call: str) -> dict[str, Any]:
     values = {}
     for name, parameter in list(signature.parameters.items())[1:]:
         if parameter.default is inspect.Parameter.empty or name == "namespace":  # list_topics: one namespace
-            values[name] = RetentionPolicies(1, 1) if name == "policies" else _ARGUMENTS[name]
+            if name == "policies":
+                values[name] = InactiveTopicPolicies() if "inactive" in call else RetentionPolicies(1, 1)
+            else:
+                values[name] = _ARGUMENTS[name]
     if group == "non_persistent" and "topic" in values:
         values["topic"] = values["topic"].replace("persistent://", "non-persistent://")
     return values

@@ -279,6 +279,7 @@ def test_the_timers_keys_of_a_pulsar_config_file(tmp_path: Path) -> None:
         "brokerDeleteInactiveTopicsEnabled=false\nbrokerDeleteInactiveTopicsMode=delete_when_subscriptions_caught_up\n"
         "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=600\nbacklogQuotaDefaultLimitSecond=3600\n"
         "backlogQuotaDefaultRetentionPolicy=consumer_backlog_eviction\npreciseTimeBasedBacklogQuotaCheck=true\n"
+        "backlogQuotaDefaultLimitBytes=1048576\n"
     )
     broker = effective_settings(read_pulsar_conf(conf)).broker
     assert (broker.message_expiry_check_interval_in_minutes, broker.ttl_duration_default_in_seconds) == (1, 30)
@@ -286,6 +287,7 @@ def test_the_timers_keys_of_a_pulsar_config_file(tmp_path: Path) -> None:
     assert broker.broker_delete_inactive_topics_mode == "delete_when_subscriptions_caught_up"
     assert broker.broker_delete_inactive_topics_max_inactive_duration_seconds == 600
     assert broker.backlog_quota_default_limit_second == 3600 and broker.precise_time_based_backlog_quota_check
+    assert broker.backlog_quota_default_limit_bytes == 1 << 20
     conf.write_text("backlogQuotaDefaultRetentionPolicy=drop_everything\n")
     with pytest.raises(ConfigError, match="backlog_quota_default_retention_policy must be one of"):
         effective_settings(read_pulsar_conf(conf))

@@ -67,11 +67,11 @@ def test_unserved_pulsar_endpoints_answer_501_at_once_and_unknown_paths_404() ->
 
 
 def _check_501(client: Any) -> None:
-    answer = client.get("/admin/v2/namespaces/public/default/messageTTL")
+    answer = client.get("/admin/v2/namespaces/public/default/subscriptionExpirationTime")
     assert answer.status_code == 501
     assert answer.json() == {
-        "reason": "getNamespaceMessageTTL (GET /admin/v2/namespaces/{tenant}/{namespace}/messageTTL)"
-        " is not supported by mledger"
+        "reason": "getSubscriptionExpirationTime (GET /admin/v2/namespaces/{tenant}/{namespace}/"
+        "subscriptionExpirationTime) is not supported by mledger"
     }
     # a family whose path mledger serves with other methods: 501, not 405
     assert client.post("/admin/v2/persistent/public/default/t/partitions", json=3).status_code == 501

@@ -3,7 +3,8 @@ as it was, request and response models included.
 
 ``tests/data/openapi-before.json`` is the document the app served before the routes were
 generated (``create_app(Admin(broker)).openapi()``, keys sorted). The document served now is
-that one plus the additions listed in ``INTENDED`` and nothing else: no change, no removal.
+that one plus the additions listed in ``INTENDED``, ``NEW_ROUTES`` and ``NEW_SCHEMAS`` and nothing
+else: no change, no removal.
 """
 
 from __future__ import annotations
@@ -54,6 +55,48 @@ INTENDED: dict[str, Any] = {
 }
 
 
+# issue 34: the routes of message TTL, backlog quotas, inactive-topic policies and message expiry,
+# each a new path (v1's twin for the topic routes) with these methods, and the models they name
+NEW_ROUTES: dict[str, set[str]] = {
+    **{
+        f"{base}/{{topic}}/{leaf}": methods
+        for base in TOPIC_ROLE
+        for leaf, methods in (
+            ("messageTTL", {"get", "post", "delete"}),
+            ("backlogQuotaMap", {"get"}),
+            ("backlogQuota", {"post", "delete"}),
+            ("inactiveTopicPolicies", {"get", "post", "delete"}),
+            ("subscription/{subName}/expireMessages/{expireTimeInSeconds}", {"post"}),
+            ("subscription/{subName}/expireMessages", {"post"}),
+            ("all_subscription/expireMessages/{expireTimeInSeconds}", {"post"}),
+        )
+    },
+    f"{NS}/messageTTL": {"get", "post", "delete"},
+    f"{NS}/backlogQuotaMap": {"get"},
+    f"{NS}/backlogQuota": {"post", "delete"},
+    f"{NS}/inactiveTopicPolicies": {"get", "post", "delete"},
+}
+NEW_SCHEMAS = {
+    "BacklogQuotaData",
+    "BacklogQuotaType",
+    "BacklogRetentionPolicy",
+    "InactiveTopicDeleteMode",
+    "InactiveTopicPoliciesData",
+}
+# the stats carry the limits of the backlog quotas in force, as Pulsar's TopicStatsImpl
+INTENDED.update(
+    {
+        f"/components/schemas/{model}/properties/backlogQuotaLimit{limit}": {
+            "type": "integer",
+            "title": f"Backlogquotalimit{limit.lower()}",
+            "default": -1,
+        }
+        for model in ("TopicStatsData", "PartitionedTopicStatsData")
+        for limit in ("Size", "Time")
+    }
+)
+
+
 def _differences(before: Any, after: Any, at: list[str]) -> Iterator[tuple[str, str, Any]]:
     """(kind, pointer, value) for each place the documents differ: ``added`` (absent before),
     ``removed`` or ``changed``. Pointers name dictionary keys and list indexes, unescaped."""
@@ -88,6 +131,10 @@ def test_openapi_document_is_the_one_before_plus_the_intended_additions(document
     changed = [(kind, pointer) for kind, pointer, _ in differences if kind != "added"]
     assert changed == [], "a route's documentation changed or went away"
     added = {pointer: value for _, pointer, value in differences}
+    routes = {path: set(added.pop(f"/paths/{path}", {})) for path in NEW_ROUTES}
+    assert routes == NEW_ROUTES, "a new route is missing or has other methods"
+    schemas = {name for name in NEW_SCHEMAS if added.pop(f"/components/schemas/{name}", None)}
+    assert schemas == NEW_SCHEMAS
     assert added == INTENDED
 
 

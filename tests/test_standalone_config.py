@@ -257,6 +257,19 @@ def test_out_of_range_numbers_exit_2_naming_the_key(tmp_path: Path, capsys: pyte
     assert "webServicePortTls=70000: out of range" in capsys.readouterr().err
 
 
+def test_a_range_error_says_whose_key_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Pulsar's keys are named as Pulsar's; mledger's own keys (typed like Pulsar's) as mledger's."""
+    from mledger.cli import main
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("maxConcurrentPasswordChecks=99999999999\n")
+    assert main(["standalone", "--memory", "--config", str(conf)]) == 2
+    assert "mledger's maxConcurrentPasswordChecks is a Java int" in capsys.readouterr().err
+    conf.write_text("brokerMaxConnections=99999999999\n")
+    assert main(["standalone", "--memory", "--config", str(conf)]) == 2
+    assert "Pulsar's brokerMaxConnections is a Java int" in capsys.readouterr().err
+
+
 def test_every_modeled_key_has_pulsars_java_type() -> None:
     """A key added to PULSAR_KEYS is one of Pulsar's (pulsar_broker_keys.txt, its type inferred
     from there) or says its Java type; so its numbers are bounded like Pulsar's."""

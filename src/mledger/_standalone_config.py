@@ -241,7 +241,7 @@ PULSAR_KEYS: dict[str, Key] = {
             brokerServiceCompactionMonitorIntervalInSeconds="broker_service_compaction_monitor_interval_in_seconds",
             brokerServiceCompactionThresholdInBytes="broker_service_compaction_threshold_in_bytes",
         ),
-        # the broker's timers: message TTL, inactive topics, backlog quotas by time (issue 34)
+        # the broker's timers: message TTL, inactive topics, backlog quotas (issue 34)
         *_keys(
             "broker",
             _int,
@@ -252,6 +252,7 @@ PULSAR_KEYS: dict[str, Key] = {
                 "broker_delete_inactive_topics_max_inactive_duration_seconds"
             ),
             backlogQuotaCheckIntervalInSeconds="backlog_quota_check_interval_in_seconds",
+            backlogQuotaDefaultLimitBytes="backlog_quota_default_limit_bytes",
             backlogQuotaDefaultLimitSecond="backlog_quota_default_limit_second",
         ),
         *_keys(
@@ -380,22 +381,25 @@ def check_java_value(key: Key, text: str) -> None:
     a whole number within the type (int: 32 bits, long: 64) and the field's ``@FieldContext``
     bounds (``maxMessageSize`` at most ``Integer.MAX_VALUE`` - 10 KB: its frame is an int too),
     a number for a double; other types are left to ``key.read``."""
-    spec = pulsar_fields().get(key.name, PulsarField("property"))
+    fields = pulsar_fields()
+    spec = fields.get(key.name, PulsarField("property"))
     java_type = key.java_type or spec.java_type
+    # mledger's own keys (not in Pulsar's list) are typed like Pulsar's, but are not Pulsar's
+    owner = "Pulsar's" if key.name in fields else "mledger's"
     if java_type in _JAVA_DOUBLES:
         if math.isnan(float(text)):
-            raise ValueError(f"not a number (Pulsar's {key.name} is a Java {java_type})")
+            raise ValueError(f"not a number ({owner} {key.name} is a Java {java_type})")
         return
     if java_type not in _JAVA_INTEGERS:
         return
     if not _JAVA_INTEGER_TEXT.fullmatch(text):
-        raise ValueError(f"not a whole number (Pulsar's {key.name} is a Java {java_type})")
+        raise ValueError(f"not a whole number ({owner} {key.name} is a Java {java_type})")
     low, high = _JAVA_INTEGERS[java_type]
     low = low if spec.minimum is None else spec.minimum
     high = high if spec.maximum is None else spec.maximum
     if not low <= int(text) <= high:
         why = f" ({spec.why})" if spec.why else ""
-        raise ValueError(f"out of range: Pulsar's {key.name} is a Java {java_type} from {low} to {high}{why}")
+        raise ValueError(f"out of range: {owner} {key.name} is a Java {java_type} from {low} to {high}{why}")
 
 
 # -- the file ----------------------------------------------------------------------------------

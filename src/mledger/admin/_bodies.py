@@ -22,7 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType
 from ..broker._compaction import CompactionStatus, LongRunningProcessStatus
+from ..broker._inactive_topics import InactiveTopicPolicies
 from ..broker._retention import RetentionPolicies
 from ..broker._schema_compat import SchemaCompatibilityStrategy
 from ..broker._tenants import TenantInfo
@@ -30,11 +32,15 @@ from ..codec._messageid import MessageId
 from ..core._errors import InvalidRequestError
 from ._nonpersistent import NonPersistentTopicStatsData
 from ._policies import (
+    BacklogQuotaData,
+    InactiveTopicPoliciesData,
     RetentionPoliciesData,
+    backlog_quotas_json,
     parse_actions_body,
     parse_compaction_threshold_body,
     parse_enum_body,
     parse_json_object_body,
+    parse_message_ttl_body,
     parse_strategy_body,
 )
 from ._requests import ResetCursorData, SkipMessageIdsRequest, partitions_from_body
@@ -93,6 +99,19 @@ def _bool_body(value: Any) -> bytes:
     if not isinstance(value, bool):
         raise InvalidRequestError(f"invalid body {value!r}: expected true or false")
     return json_bytes(value)
+
+
+def _int_body(value: Any) -> bytes:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidRequestError(f"invalid body {value!r}: expected an integer")
+    return json_bytes(value)
+
+
+def _expiry_position(raw: bytes) -> ResetCursorData:
+    body = ResetCursorData.parse_body(raw, "expire messages", allow_excluded=True)
+    if body is None:
+        raise InvalidRequestError('Invalid expire messages body: empty (expected {"ledgerId": L, "entryId": E})')
+    return body
 
 
 def _names_body(names: Any) -> bytes:
@@ -181,6 +200,29 @@ REQUESTS: dict[str, RequestBody] = {
         _ref("ResetCursorData"),
         "the message id to reset to",
     ),
+    "ExpiryPosition": RequestBody(
+        _expiry_position,
+        lambda position: (
+            (position if isinstance(position, ResetCursorData) else ResetCursorData.of(position)).to_body().encode()
+        ),
+        _ref("ResetCursorData"),
+        "the message id to expire up to (isExcluded: the one after it)",
+    ),
+    "seconds": RequestBody(
+        parse_message_ttl_body, _int_body, {"type": "integer", "format": "int32"}, "the message TTL in seconds"
+    ),
+    "BacklogQuota": RequestBody(
+        BacklogQuotaData.parse_body,
+        lambda quota: json_bytes(quota.to_json()),
+        _ref("BacklogQuotaData"),
+        "limitSize (destination_storage), limitTime (message_age) and policy",
+    ),
+    "InactiveTopicPolicies": RequestBody(
+        InactiveTopicPoliciesData.parse_body,
+        lambda policies: json_bytes(policies.to_json()),
+        _ref("InactiveTopicPoliciesData"),
+        "inactiveTopicDeleteMode, maxInactiveDurationSeconds and deleteWhileInactive",
+    ),
 }
 
 
@@ -221,6 +263,10 @@ def _process_status(value: Any) -> LongRunningProcessStatus:
     return LongRunningProcessStatus(CompactionStatus(value["status"]), str(value.get("lastError") or ""))
 
 
+def _backlog_quotas(value: Any) -> dict[BacklogQuotaType, BacklogQuota]:
+    return {BacklogQuotaType.parse(key): BacklogQuota.from_json(quota) for key, quota in _object(value).items()}
+
+
 def _model(cls: type[BaseModel]) -> ResponseBody:
     return ResponseBody(lambda stats: stats.to_json(indent=None).encode(), cls.model_validate, cls)
 
@@ -230,6 +276,17 @@ RESPONSES: dict[str, ResponseBody] = {
     "dict[str, list[str]]": ResponseBody(json_bytes, _grants),
     "bool": ResponseBody(json_bytes, _exactly(bool, nullable=False)),
     "long": ResponseBody(json_bytes, _exactly(int)),
+    "seconds": ResponseBody(json_bytes, _exactly(int)),
+    "dict[BacklogQuotaType, BacklogQuota]": ResponseBody(
+        lambda quotas: json_bytes(backlog_quotas_json(quotas)),
+        _backlog_quotas,
+        dict[BacklogQuotaType, BacklogQuotaData],
+    ),
+    "InactiveTopicPolicies": ResponseBody(
+        lambda policies: json_bytes(None if policies is None else policies.to_json()),
+        lambda value: None if value is None else InactiveTopicPolicies.from_json(value),
+        InactiveTopicPoliciesData | None,
+    ),
     "Policies": ResponseBody(json_bytes, _object),
     "ClusterData": ResponseBody(json_bytes, _object),
     "TenantInfo": ResponseBody(lambda info: json_bytes(info.to_json()), TenantInfo.from_json),

@@ -1,4 +1,5 @@
-"""``admin.namespaces``: namespaces and their policies (retention, compaction threshold), as ``pulsar-admin namespaces``.
+"""``admin.namespaces``: namespaces and their policies (retention, compaction threshold, message TTL,
+backlog quotas, inactive topics, schemas), as ``pulsar-admin namespaces``.
 
 ========================  ==================  =========================================
 method                    authorization       Pulsar endpoint / CLI
@@ -21,6 +22,15 @@ set_schema_compatibility_strategy  tenant admin   ``namespaces set-schema-compat
 get_schema_auto_update_*           tenant admin   ``namespaces get-schema-autoupdate-strategy``
 get_is_allow_auto_update_schema    tenant admin   ``namespaces get-is-allow-auto-update-schema``
 set_is_allow_auto_update_schema    tenant admin   ``namespaces set-is-allow-auto-update-schema``
+get_message_ttl           tenant admin        ``namespaces get-message-ttl``
+set_message_ttl           tenant admin        ``namespaces set-message-ttl``
+remove_message_ttl        tenant admin        ``namespaces remove-message-ttl``
+get_backlog_quota_map     tenant admin        ``namespaces get-backlog-quotas``
+set_backlog_quota         tenant admin        ``namespaces set-backlog-quota``
+remove_backlog_quota      tenant admin        ``namespaces remove-backlog-quota``
+get_inactive_topic_policies    tenant admin   ``namespaces get-inactive-topic-policies``
+set_inactive_topic_policies    tenant admin   ``namespaces set-inactive-topic-policies``
+remove_inactive_topic_policies tenant admin   ``namespaces remove-inactive-topic-policies``
 ========================  ==================  =========================================
 
 Every call, reads included, needs a superuser or an admin of the namespace's tenant when
@@ -38,6 +48,8 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping
 
+from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType
+from ..broker._inactive_topics import InactiveTopicPolicies
 from ..broker._names import check_namespace_name
 from ..broker._namespaces import NamespaceNotFoundError
 from ..broker._retention import RetentionPolicies
@@ -222,6 +234,83 @@ class Namespaces:
         if not isinstance(allowed, bool):
             raise InvalidRequestError(f"invalid isAllowAutoUpdateSchema {allowed!r}: expected true or false")
         self._admin.broker.namespaces.set_is_allow_auto_update_schema(name, allowed)
+
+    # -- message TTL, backlog quotas, inactive topics (Pulsar's Namespaces v2) -----------------
+
+    def get_message_ttl(self, namespace: str) -> int | None:
+        """The namespace's message TTL in seconds (``messageTTL``), None when unset (its topics then
+        follow ``ttl_duration_default_in_seconds``). Tenant admin. 404."""
+        name = self._read_policy(namespace, "message TTL")
+        return self._admin.broker.namespace_message_ttl(name)
+
+    def set_message_ttl(self, namespace: str, seconds: int) -> None:
+        """Expire what the namespace's subscriptions have not acknowledged ``seconds`` after it was
+        published (``namespaces set-message-ttl -ttl 1h``; 0: never), at the broker's
+        ``checkMessageExpiry``. Tenant admin. 404; 412 "Invalid value for message TTL, message
+        TTL must >= 0" for a negative one."""
+        name = self._write_policy(namespace, "message TTL")
+        self._admin.broker.set_namespace_message_ttl(name, seconds)
+
+    def remove_message_ttl(self, namespace: str) -> None:
+        """Remove the namespace's message TTL. Tenant admin. 404."""
+        name = self._write_policy(namespace, "message TTL")
+        self._admin.broker.set_namespace_message_ttl(name, None)
+
+    def get_backlog_quota_map(self, namespace: str) -> dict[BacklogQuotaType, BacklogQuota]:
+        """The namespace's backlog quotas by type (``backlogQuotaMap``; ``{}`` when it has none).
+        Tenant admin. 404."""
+        name = self._read_policy(namespace, "backlog quotas")
+        return self._admin.broker.namespace_backlog_quotas(name)
+
+    def set_backlog_quota(
+        self,
+        namespace: str,
+        quota: BacklogQuota,
+        quota_type: BacklogQuotaType | str = BacklogQuotaType.DESTINATION_STORAGE,
+    ) -> None:
+        """Set the namespace's backlog quota of ``quota_type`` (``namespaces set-backlog-quota``;
+        ``destination_storage``, Pulsar's default, limits the backlog's size, ``message_age`` its
+        age). Tenant admin. 400 for a bad quota or type, 404; 412 "Backlog Quota exceeds
+        configured retention quota for namespace. ..." when the namespace's retention does not
+        cover it (Pulsar checks a ``destination_storage`` quota itself, for another type the
+        broker's default quota)."""
+        name = self._write_policy(namespace, "backlog quota")
+        if not isinstance(quota, BacklogQuota):
+            raise InvalidRequestError(f"invalid backlog quota {quota!r}: expected a BacklogQuota")
+        self._admin.broker.set_namespace_backlog_quota(name, quota, BacklogQuotaType.parse(quota_type))
+
+    def remove_backlog_quota(
+        self, namespace: str, quota_type: BacklogQuotaType | str = BacklogQuotaType.DESTINATION_STORAGE
+    ) -> None:
+        """Remove the namespace's backlog quota of ``quota_type``. Tenant admin. 404."""
+        name = self._write_policy(namespace, "backlog quota")
+        self._admin.broker.set_namespace_backlog_quota(name, None, BacklogQuotaType.parse(quota_type))
+
+    def get_inactive_topic_policies(self, namespace: str) -> InactiveTopicPolicies | None:
+        """The namespace's inactive-topic policy, None when unset (the broker's settings apply).
+        Tenant admin. 404."""
+        name = self._read_policy(namespace, "inactive topic policies")
+        return self._admin.broker.namespace_inactive_topic_policies(name)
+
+    def set_inactive_topic_policies(self, namespace: str, policies: InactiveTopicPolicies) -> None:
+        """Set the namespace's inactive-topic policy (``namespaces set-inactive-topic-policies``):
+        its topics are deleted by the broker's ``checkGC`` as it says. Tenant admin. 400, 404."""
+        name = self._write_policy(namespace, "inactive topic policies")
+        if not isinstance(policies, InactiveTopicPolicies):
+            raise InvalidRequestError(f"invalid inactive topic policies {policies!r}: expected InactiveTopicPolicies")
+        self._admin.broker.set_namespace_inactive_topic_policies(name, policies)
+
+    def remove_inactive_topic_policies(self, namespace: str) -> None:
+        """Remove the namespace's inactive-topic policy. Tenant admin. 404."""
+        name = self._write_policy(namespace, "inactive topic policies")
+        self._admin.broker.set_namespace_inactive_topic_policies(name, None)
+
+    def _write_policy(self, namespace: str, policy: str) -> str:
+        """A policy write's checks: the name (400), the role (tenant admin, 403); the broker
+        looks the namespace up (404). Returns the checked name."""
+        name = check_namespace_name(namespace)
+        self._admin.check_tenant_admin(_tenant(name), f"change the {policy} of namespace {name}")
+        return name
 
     def _read_policy(self, namespace: str, policy: str) -> str:
         """A policy read's checks, in this order: the name (400), the role (tenant admin: Pulsar's

@@ -4,8 +4,8 @@ once, as data.
 One :class:`AdminOperation` per endpoint: its pulsar-admin verb, HTTP method, Pulsar's path
 template (after ``/admin/v2``), success status, the :class:`~mledger.admin.Admin` call it runs
 (``admin.<group>.<call>``), the kinds of its request and response bodies (codecs in
-:mod:`mledger.admin._bodies`), its boolean query parameters (:class:`Flag`) and the error
-statuses its documentation names (:class:`ErrorStatus`).
+:mod:`mledger.admin._bodies`), its query parameters (:class:`Flag`: boolean flags, and values
+such as ``backlogQuotaType``) and the error statuses its documentation names (:class:`ErrorStatus`).
 
 An operation whose call takes its arguments from the path, its flags and its body, and whose
 result is its response body, needs nothing but its row: the REST server generates its route
@@ -25,6 +25,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from ..broker._backlog_quota import BacklogQuotaType
+from ..core._errors import InvalidRequestError
 
 __all__ = [
     "NON_PERSISTENT_BASE",
@@ -53,18 +56,37 @@ _BASES = {"topics": TOPIC_BASE, "non_persistent": NON_PERSISTENT_BASE}
 
 @dataclass(frozen=True, slots=True)
 class Flag:
-    """A boolean query parameter of an operation: the admin call's keyword ``name``, sent as
-    ``alias`` (default: ``name``); ``default`` when absent."""
+    """A query parameter of an operation: the admin call's keyword ``name``, sent as ``alias``
+    (default: ``name``); ``default`` when absent, unless ``required``. A boolean flag unless
+    ``kind`` says otherwise: ``int``, or an enum whose values are the parameter's texts
+    (``BacklogQuotaType``)."""
 
     name: str
     description: str
     alias: str | None = None
-    default: bool = False
+    default: Any = False
+    kind: type = bool
+    required: bool = False
 
     @property
     def wire(self) -> str:
         """The query parameter's name on the wire."""
         return self.alias or self.name
+
+    def query_text(self, value: Any) -> str | None:
+        """``value`` as the parameter's text, None for the default of an optional parameter (not
+        sent); ``InvalidRequestError`` (400) for a value not of the parameter's kind."""
+        if self.kind is bool or self.kind is int:
+            if not isinstance(value, self.kind) or (self.kind is int and isinstance(value, bool)):
+                raise InvalidRequestError(f"invalid {self.wire} {value!r}: expected {_KIND_NAMES[self.kind]}")
+            text = ("true" if value else "false") if self.kind is bool else str(value)
+        else:
+            parse = getattr(self.kind, "parse", self.kind)
+            text = parse(value).value
+        return None if not self.required and value == self.default else text
+
+
+_KIND_NAMES: dict[type, str] = {bool: "a bool", int: "an integer"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +169,20 @@ _STATS_FLAGS = (
     ),
 )
 _TOPIC_EXISTS = ErrorStatus(409, "the topic exists")
+# message TTL, backlog quotas, inactive topics and message expiry (Pulsar's Namespaces and PersistentTopics v2)
+_APPLIED = Flag("applied", "the policy in force: the topic's, else the namespace's, else the broker's")
+_QUOTA_TYPE = Flag(
+    "quota_type",
+    "destination_storage (the default: limits the backlog's size) or message_age (its age)",
+    alias="backlogQuotaType",
+    default=BacklogQuotaType.DESTINATION_STORAGE,
+    kind=BacklogQuotaType,
+)
+_TOPIC_TTL = Flag(
+    "seconds", "the TTL in seconds (0: messages never expire)", alias="messageTTL", kind=int, required=True
+)
+_NOT_ISSUED = ErrorStatus(409, "not issued: the subscription has no backlog, or a connected consumer a small one")
+_Q = "/{topic}/backlogQuota"
 
 # fmt: off
 # (name, pulsar-admin verb, method, path after the group's base, status, admin call, summary, request, response,
@@ -244,6 +280,40 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("remove_schema_compatibility_strategy", "remove-schema-compatibility-strategy", "DELETE",
          "/{topic}/schemaCompatibilityStrategy", 204, "remove_schema_compatibility_strategy",
          "Remove the topic's schema compatibility strategy", None, None),
+        # -- message TTL, backlog quotas, inactive topics, message expiry --
+        ("get_message_ttl", "get-message-ttl", "GET", "/{topic}/messageTTL", 200, "get_message_ttl",
+         "The topic's message TTL in seconds (null when unset)", None, "seconds", _APPLIED),
+        ("set_message_ttl", "set-message-ttl", "POST", "/{topic}/messageTTL", 204, "set_message_ttl",
+         "Set the topic's message TTL", None, None, _TOPIC_TTL, ErrorStatus(412, "a negative TTL, or a partition")),
+        ("remove_message_ttl", "remove-message-ttl", "DELETE", "/{topic}/messageTTL", 204, "remove_message_ttl",
+         "Remove the topic's message TTL", None, None),
+        ("get_backlog_quota_map", "get-backlog-quotas", "GET", "/{topic}/backlogQuotaMap", 200,
+         "get_backlog_quota_map", "The topic's backlog quotas by type", None,
+         "dict[BacklogQuotaType, BacklogQuota]", _APPLIED),
+        ("set_backlog_quota", "set-backlog-quota", "POST", _Q, 204, "set_backlog_quota",
+         "Set a backlog quota of the topic", "BacklogQuota", None, _QUOTA_TYPE,
+         ErrorStatus(412, "the topic's retention does not cover the quota, or a partition")),
+        ("remove_backlog_quota", "remove-backlog-quota", "DELETE", _Q, 204, "remove_backlog_quota",
+         "Remove a backlog quota of the topic", None, None, _QUOTA_TYPE),
+        ("get_inactive_topic_policies", "get-inactive-topic-policies", "GET", "/{topic}/inactiveTopicPolicies", 200,
+         "get_inactive_topic_policies", "The topic's inactive-topic policy (null when unset)", None,
+         "InactiveTopicPolicies", _APPLIED),
+        ("set_inactive_topic_policies", "set-inactive-topic-policies", "POST", "/{topic}/inactiveTopicPolicies", 204,
+         "set_inactive_topic_policies", "Set the topic's inactive-topic policy", "InactiveTopicPolicies", None),
+        ("remove_inactive_topic_policies", "remove-inactive-topic-policies", "DELETE",
+         "/{topic}/inactiveTopicPolicies", 204, "remove_inactive_topic_policies",
+         "Remove the topic's inactive-topic policy", None, None),
+        ("expire_messages", "expire-messages", "POST", f"{_S}/expireMessages/{{expireTimeInSeconds}}", 204,
+         "expire_messages", "Expire the subscription's messages published more than the time ago", None, None,
+         _NOT_ISSUED),
+        ("expire_messages_by_position", "expire-messages", "POST", f"{_S}/expireMessages", 204,
+         "expire_messages_by_position", "Expire the subscription's messages up to a message id", "ExpiryPosition",
+         None, ErrorStatus(405, "a partitioned topic: name a partition"),
+         ErrorStatus(409, "not issued: a position past the topic's last message")),
+        ("expire_messages_all_subscriptions", "expire-messages-all-subscriptions", "POST",
+         "/{topic}/all_subscription/expireMessages/{expireTimeInSeconds}", 204,
+         "expire_messages_for_all_subscriptions",
+         "Expire the messages of every subscription published more than the time ago", None, None, _NOT_ISSUED),
     ),
     *_ops(
         "clusters", "/clusters",
@@ -326,6 +396,30 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("set_allow_auto_update", "set-is-allow-auto-update-schema", "POST",
          "/{tenant}/{namespace}/isAllowAutoUpdateSchema", 204, "set_is_allow_auto_update_schema",
          "Allow or forbid new schema versions", "bool", None),
+        # -- message TTL, backlog quotas, inactive topics --
+        ("get_message_ttl", "get-message-ttl", "GET", "/{tenant}/{namespace}/messageTTL", 200, "get_message_ttl",
+         "The message TTL in seconds (null: unset)", None, "seconds"),
+        ("set_message_ttl", "set-message-ttl", "POST", "/{tenant}/{namespace}/messageTTL", 204, "set_message_ttl",
+         "Set the message TTL in seconds (0: messages never expire)", "seconds", None,
+         ErrorStatus(412, "a negative TTL")),
+        ("remove_message_ttl", "remove-message-ttl", "DELETE", "/{tenant}/{namespace}/messageTTL", 204,
+         "remove_message_ttl", "Remove the message TTL", None, None),
+        ("get_backlog_quota_map", "get-backlog-quotas", "GET", "/{tenant}/{namespace}/backlogQuotaMap", 200,
+         "get_backlog_quota_map", "The backlog quotas by type", None, "dict[BacklogQuotaType, BacklogQuota]"),
+        ("set_backlog_quota", "set-backlog-quota", "POST", "/{tenant}/{namespace}/backlogQuota", 204,
+         "set_backlog_quota", "Set a backlog quota for the namespace's topics", "BacklogQuota", None, _QUOTA_TYPE,
+         ErrorStatus(412, "the namespace's retention does not cover the quota")),
+        ("remove_backlog_quota", "remove-backlog-quota", "DELETE", "/{tenant}/{namespace}/backlogQuota", 204,
+         "remove_backlog_quota", "Remove a backlog quota", None, None, _QUOTA_TYPE),
+        ("get_inactive_topic_policies", "get-inactive-topic-policies", "GET",
+         "/{tenant}/{namespace}/inactiveTopicPolicies", 200, "get_inactive_topic_policies",
+         "The inactive-topic policy (null: unset)", None, "InactiveTopicPolicies"),
+        ("set_inactive_topic_policies", "set-inactive-topic-policies", "POST",
+         "/{tenant}/{namespace}/inactiveTopicPolicies", 204, "set_inactive_topic_policies",
+         "Set the inactive-topic policy of the namespace's topics", "InactiveTopicPolicies", None),
+        ("remove_inactive_topic_policies", "remove-inactive-topic-policies", "DELETE",
+         "/{tenant}/{namespace}/inactiveTopicPolicies", 204, "remove_inactive_topic_policies",
+         "Remove the inactive-topic policy", None, None),
     ),
     *_ops(
         "non_persistent", NON_PERSISTENT_BASE,

@@ -1,19 +1,29 @@
-"""The JSON form of policies in requests and responses (Pulsar's ``RetentionPolicies``, the
-``compactionThreshold`` long,
-schema compatibility strategy)."""
+"""The JSON form of policies in requests and responses (Pulsar's ``RetentionPolicies``,
+``BacklogQuota``, ``InactiveTopicPolicies``, the ``compactionThreshold`` long, the message TTL
+int, schema compatibility strategy)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType, BacklogRetentionPolicy
+from ..broker._inactive_topics import InactiveTopicDeleteMode, InactiveTopicPolicies
 from ..broker._retention import RetentionPolicies
 from ..broker._schema_compat import SchemaCompatibilityStrategy
 from ..core._errors import InvalidRequestError
 
+Policy = TypeVar("Policy")
+
 __all__ = [
+    "BacklogQuotaData",
+    "InactiveTopicPoliciesData",
     "RetentionPoliciesData",
+    "backlog_quotas_json",
+    "parse_message_ttl_body",
     "parse_actions_body",
     "parse_compaction_threshold_body",
     "parse_enum_body",
@@ -22,16 +32,82 @@ __all__ = [
 ]
 
 
+def _json_body(raw: bytes | str, what: str) -> object:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequestError(f"Invalid {what} body: not JSON ({exc})") from None
+
+
+def _policy_body(raw: bytes | str, what: str, from_json: Callable[[Any], Policy]) -> Policy:
+    """A policy's JSON body read by ``from_json``; 400 "Invalid <what> body: ..." naming the problem."""
+    value = _json_body(raw, what)
+    try:
+        return from_json(value)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(f"Invalid {what} body: {exc}") from None
+
+
 def parse_compaction_threshold_body(raw: bytes | str) -> int:
     """A ``compactionThreshold`` request body (a JSON integer, bytes); 400 naming what is
     wrong (a negative value passes here: the broker refuses it with 412)."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidRequestError(f"Invalid compactionThreshold body: not JSON ({exc})") from None
+    value = _json_body(raw, "compactionThreshold")
     if isinstance(value, bool) or not isinstance(value, int) or not -(1 << 63) <= value < 1 << 63:
         raise InvalidRequestError(f"Invalid compactionThreshold body: {value!r} is not a long")
     return value
+
+
+def parse_message_ttl_body(raw: bytes | str) -> int:
+    """A namespace's ``messageTTL`` request body: a JSON integer, seconds (Pulsar's ``int``); 400
+    naming what is wrong (a negative value passes here: the broker refuses it with 412)."""
+    value = _json_body(raw, "message TTL")
+    if isinstance(value, bool) or not isinstance(value, int) or not -(1 << 31) <= value < 1 << 31:
+        raise InvalidRequestError(f"Invalid message TTL body: {value!r} is not an int (seconds)")
+    return value
+
+
+class BacklogQuotaData(BaseModel):
+    """Pulsar's ``BacklogQuota`` JSON: ``{"limitSize": 10737418240, "limitTime": -1, "policy":
+    "producer_request_hold"}`` (``limit``, the older name of ``limitSize``, is written too and
+    read when ``limitSize`` is absent). A quota of type ``destination_storage`` limits the
+    backlog's size, one of type ``message_age`` its age."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    limit: int = Field(-1, description="deprecated: limitSize")
+    limit_size: int = Field(-1, alias="limitSize", description="bytes (destination_storage); -1: none")
+    limit_time: int = Field(-1, alias="limitTime", description="seconds (message_age); -1: none")
+    policy: BacklogRetentionPolicy = Field(
+        BacklogRetentionPolicy.PRODUCER_REQUEST_HOLD, description="what happens once the backlog is over the limit"
+    )
+
+    @classmethod
+    def parse_body(cls, raw: bytes | str) -> BacklogQuota:
+        """A request body as :class:`~mledger.broker.BacklogQuota`; 400 naming what is wrong."""
+        return _policy_body(raw, "backlog quota", BacklogQuota.from_json)
+
+
+def backlog_quotas_json(quotas: dict[BacklogQuotaType, BacklogQuota]) -> dict[str, object]:
+    """A backlog quota map as Pulsar writes it: ``{"destination_storage": {...}, ...}``."""
+    return {quota_type.value: quota.to_json() for quota_type, quota in sorted(quotas.items())}
+
+
+class InactiveTopicPoliciesData(BaseModel):
+    """Pulsar's ``InactiveTopicPolicies`` JSON: ``{"inactiveTopicDeleteMode":
+    "delete_when_no_subscriptions", "maxInactiveDurationSeconds": 60, "deleteWhileInactive": true}``."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    inactive_topic_delete_mode: InactiveTopicDeleteMode = Field(
+        InactiveTopicDeleteMode.DELETE_WHEN_NO_SUBSCRIPTIONS, alias="inactiveTopicDeleteMode"
+    )
+    max_inactive_duration_seconds: int = Field(60, alias="maxInactiveDurationSeconds", description="seconds")
+    delete_while_inactive: bool = Field(True, alias="deleteWhileInactive")
+
+    @classmethod
+    def parse_body(cls, raw: bytes | str) -> InactiveTopicPolicies:
+        """A request body as :class:`~mledger.broker.InactiveTopicPolicies`; 400 naming what is wrong."""
+        return _policy_body(raw, "inactive topic policies", InactiveTopicPolicies.from_json)
 
 
 class RetentionPoliciesData(BaseModel):
@@ -46,14 +122,7 @@ class RetentionPoliciesData(BaseModel):
     @classmethod
     def parse_body(cls, raw: bytes | str) -> RetentionPolicies:
         """A request body as :class:`~mledger.broker.RetentionPolicies`; 400 naming what is wrong."""
-        try:
-            value = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidRequestError(f"Invalid retention policies body: not JSON ({exc})") from None
-        try:
-            return RetentionPolicies.from_json(value)
-        except InvalidRequestError as exc:
-            raise InvalidRequestError(f"Invalid retention policies body: {exc}") from None
+        return _policy_body(raw, "retention policies", RetentionPolicies.from_json)
 
     @classmethod
     def of(cls, policies: RetentionPolicies) -> RetentionPoliciesData:

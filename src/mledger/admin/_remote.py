@@ -333,6 +333,7 @@ _PATH_ARGUMENTS: dict[str, Callable[[Group, Any], dict[str, str]]] = {
     "role": _segment("role"),
     "num_messages": _number("numMessages"),
     "timestamp_ms": _number("timestamp"),
+    "expire_time_seconds": _number("expireTimeInSeconds"),
 }
 """An admin call's argument named here goes in the path: its path names, encoded as Pulsar's
 clients encode them."""
@@ -424,11 +425,9 @@ class _Restated:
                 params.update(_PATH_ARGUMENTS[name](group, values[name]))
             query = {}
             for flag in sent:
-                value = values[flag.name]
-                if not isinstance(value, bool):
-                    raise InvalidRequestError(f"invalid {flag.wire} {value!r}: expected a bool")
-                if value != flag.default:
-                    query[flag.wire] = "true" if value else "false"
+                text = flag.query_text(values[flag.name])
+                if text is not None:
+                    query[flag.wire] = text
             content = REQUESTS[op.request].write(values[body[0]]) if op.request is not None and body else None
             _, _, payload = self._send(op, params, query or None, content)
             return None if op.response is None else self._answer(op, payload)
@@ -478,6 +477,16 @@ class RemoteNamespaces(_RemoteGroup):
     set_schema_auto_update_compatibility_strategy = restates(Namespaces.set_schema_auto_update_compatibility_strategy)
     get_is_allow_auto_update_schema = restates(Namespaces.get_is_allow_auto_update_schema)
     set_is_allow_auto_update_schema = restates(Namespaces.set_is_allow_auto_update_schema)
+    # message TTL, backlog quotas, inactive topics
+    get_message_ttl = restates(Namespaces.get_message_ttl)
+    set_message_ttl = restates(Namespaces.set_message_ttl)
+    remove_message_ttl = restates(Namespaces.remove_message_ttl)
+    get_backlog_quota_map = restates(Namespaces.get_backlog_quota_map)
+    set_backlog_quota = restates(Namespaces.set_backlog_quota)
+    remove_backlog_quota = restates(Namespaces.remove_backlog_quota)
+    get_inactive_topic_policies = restates(Namespaces.get_inactive_topic_policies)
+    set_inactive_topic_policies = restates(Namespaces.set_inactive_topic_policies)
+    remove_inactive_topic_policies = restates(Namespaces.remove_inactive_topic_policies)
 
     def get_schema_compatibility_strategy(self, namespace: str) -> SchemaCompatibilityStrategy:
         """As ``Admin.namespaces``: the strategy in force, never null."""
@@ -556,6 +565,19 @@ class RemoteTopics(_RemoteTopicGroup):
     terminate = restates(Topics.terminate)
     terminate_partitioned = restates(Topics.terminate_partitioned)
     skip_messages = restates(Topics.skip_messages)
+    # message TTL, backlog quotas, inactive topics, message expiry
+    get_message_ttl = restates(Topics.get_message_ttl)
+    set_message_ttl = restates(Topics.set_message_ttl)
+    remove_message_ttl = restates(Topics.remove_message_ttl)
+    get_backlog_quota_map = restates(Topics.get_backlog_quota_map)
+    set_backlog_quota = restates(Topics.set_backlog_quota)
+    remove_backlog_quota = restates(Topics.remove_backlog_quota)
+    get_inactive_topic_policies = restates(Topics.get_inactive_topic_policies)
+    set_inactive_topic_policies = restates(Topics.set_inactive_topic_policies)
+    remove_inactive_topic_policies = restates(Topics.remove_inactive_topic_policies)
+    expire_messages = restates(Topics.expire_messages)
+    expire_messages_by_position = restates(Topics.expire_messages_by_position)
+    expire_messages_for_all_subscriptions = restates(Topics.expire_messages_for_all_subscriptions)
 
     def create_subscription(
         self,

@@ -443,12 +443,15 @@ class ResetCursorData(BaseModel):
     properties: dict[str, Any] | None = None
 
     @classmethod
-    def parse_body(cls, raw: bytes | str, what: str = "reset cursor") -> ResetCursorData | None:
+    def parse_body(
+        cls, raw: bytes | str, what: str = "reset cursor", allow_excluded: bool = False
+    ) -> ResetCursorData | None:
         """The body of a ``what`` request, None when it is empty (whitespace only).
 
         Numbers may be JSON numbers or Java ``long`` text (``"12"``). Raises
         :class:`InvalidRequestError` (400) naming the problem: malformed JSON, not an object, a
-        missing or invalid ``ledgerId`` / ``entryId``, ``isExcluded: true``.
+        missing or invalid ``ledgerId`` / ``entryId``, ``isExcluded: true`` unless ``allow_excluded``
+        (``expireMessages`` honours it).
         """
         text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
         if not text.strip():
@@ -462,7 +465,7 @@ class ResetCursorData(BaseModel):
         excluded = node.get("isExcluded", node.get("excluded", False))
         if excluded not in (None, False, True):
             raise InvalidRequestError(f"Invalid {what} body: invalid isExcluded {excluded!r}")
-        if excluded:
+        if excluded and not allow_excluded:
             raise InvalidRequestError(f"Invalid {what} body: isExcluded=true is not supported by mledger")
         fields: dict[str, int] = {}
         for field, default, low, high in (
@@ -481,7 +484,9 @@ class ResetCursorData(BaseModel):
             else:
                 fields[field] = int(value)
         properties = node.get("properties")
-        return cls.model_validate({**fields, "properties": properties if isinstance(properties, dict) else None})
+        return cls.model_validate(
+            {**fields, "isExcluded": bool(excluded), "properties": properties if isinstance(properties, dict) else None}
+        )
 
     @classmethod
     def of(cls, position: Position | MessageId) -> ResetCursorData:

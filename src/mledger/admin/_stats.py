@@ -329,6 +329,8 @@ class TopicStatsData(_StatsModel):
     msg_chunk_published: bool = False
     storage_size: int = 0
     backlog_size: int = 0
+    backlog_quota_limit_size: int = -1
+    backlog_quota_limit_time: int = -1
     publish_rate_limited_times: int = 0
     earliest_msg_publish_time_in_backlogs: int = 0
     offloaded_storage_size: int = 0
@@ -477,9 +479,14 @@ def _deduplication_status(topic: Topic) -> str | None:
 
 
 def topic_stats(
-    topic: Topic, subscription_backlog_size: bool = True, get_earliest_time_in_backlog: bool = False
+    topic: Topic,
+    subscription_backlog_size: bool = True,
+    get_earliest_time_in_backlog: bool = False,
+    backlog_quota_limits: tuple[int, int] = (-1, -1),
 ) -> TopicStatsData:
     """The ``TopicStatsImpl`` of one topic or partition (Pulsar's ``PersistentTopic.getStats``).
+    ``backlog_quota_limits`` are the size (bytes) and time (seconds) limits of the backlog quotas
+    in force, Pulsar's ``backlogQuotaLimitSize`` and ``backlogQuotaLimitTime`` (-1: none).
 
     Filled from the broker: counters and rates in (the topic's and each producer's, counted
     as entries are stored) and out (each consumer's, a subscription's including consumers
@@ -512,6 +519,8 @@ def topic_stats(
         average_msg_size=stats.msg_throughput_in / stats.msg_rate_in if stats.msg_rate_in else 0.0,
         storage_size=stats.storage_size,
         backlog_size=ml.estimated_backlog_size(),
+        backlog_quota_limit_size=backlog_quota_limits[0],
+        backlog_quota_limit_time=backlog_quota_limits[1],
         earliest_msg_publish_time_in_backlogs=min((t for t in earliest if t > 0), default=0),
         publishers=[_publisher_stats(p) for p in stats.publishers],
         subscriptions=subscriptions,
@@ -647,6 +656,8 @@ def partitioned_topic_stats(
         publishers=publishers,
         subscriptions=subscriptions,
         deduplication_status=first.deduplication_status,
+        backlog_quota_limit_size=first.backlog_quota_limit_size,  # the partitioned topic's policies
+        backlog_quota_limit_time=first.backlog_quota_limit_time,
         metadata=PartitionedTopicMetadata(partitions=len(stats)),
         partitions=dict(partitions) if per_partition else {},
     )

@@ -55,17 +55,32 @@ terminate_partitioned     TERMINATE                   ``topics partitioned-termi
 get_schema_compatibility_strategy (tenant admin)      ``topicPolicies get-schema-compatibility-strategy``
 set_schema_compatibility_strategy (tenant admin)      ``topicPolicies set-schema-compatibility-strategy``
 remove_schema_compatibility_strategy (tenant admin)   ``topicPolicies remove-schema-compatibility-strategy``
+get_message_ttl           (tenant admin)              ``topics get-message-ttl [--applied]``
+set_message_ttl           (tenant admin)              ``topics set-message-ttl``
+remove_message_ttl        (tenant admin)              ``topics remove-message-ttl``
+get_backlog_quota_map     (tenant admin)              ``topics get-backlog-quotas [--applied]``
+set_backlog_quota         (tenant admin)              ``topics set-backlog-quota``
+remove_backlog_quota      (tenant admin)              ``topics remove-backlog-quota``
+get_inactive_topic_policies (tenant admin)            ``topics get-inactive-topic-policies [--applied]``
+set_inactive_topic_policies (tenant admin)            ``topics set-inactive-topic-policies``
+remove_inactive_topic_policies (tenant admin)         ``topics remove-inactive-topic-policies``
+expire_messages           EXPIRE_MESSAGES             ``topics expire-messages --expireTime``
+expire_messages_by_position EXPIRE_MESSAGES           ``topics expire-messages --position``
+expire_messages_for_all_subscriptions EXPIRE_MESSAGES ``topics expire-messages-all-subscriptions``
 ========================  ==========================  ==================================
 
-Topic policies (retention, compaction threshold, schema compatibility strategy, permissions),
-reads included, need a superuser or an admin of the topic's tenant (Pulsar's
+Topic policies (retention, compaction threshold, schema compatibility strategy, message TTL,
+backlog quotas, inactive topics, permissions), reads included, need a superuser or an admin of
+the topic's tenant (Pulsar's
 ``PulsarAuthorizationProvider.allowTopicPolicyOperationAsync`` returns
 ``validateTenantAdminAccess``): ``produce`` and ``consume`` grants never let a role read a
 policy. The role is checked before the topic is looked up, so a refused caller gets the same 403
 whether the topic exists or not (stricter than Pulsar, whose tenant check answers 404 for a
 tenant that does not exist).
 
-``clear_backlog`` checks SKIP because Pulsar's ``skipAllMessages`` does.
+``clear_backlog`` checks SKIP because Pulsar's ``skipAllMessages`` does. The message TTL, backlog
+quota and inactive-topic policies are a topic's, never a partition's: a partition's name is 412
+"Not allowed to set/get topic policy for a partition" (Pulsar's ``preValidation``).
 
 Blocking: every method may block on storage I/O (the broker's and the cursors' locks are held
 while state is persisted).
@@ -74,11 +89,21 @@ while state is persisted).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..broker import Broker, InitialPosition, LongRunningProcessStatus, PartitionedTopic, SubscriptionType, Topic
+from ..broker import (
+    Broker,
+    InitialPosition,
+    LongRunningProcessStatus,
+    PartitionedSubscription,
+    PartitionedTopic,
+    Subscription,
+    SubscriptionType,
+    Topic,
+)
+from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType
+from ..broker._inactive_topics import InactiveTopicPolicies
 from ..broker._names import TopicName, check_namespace_name, local_name_problem
 from ..broker._namespaces import NamespaceNotFoundError
 from ..broker._retention import RetentionPolicies
@@ -88,8 +113,8 @@ from ..core._errors import InvalidRequestError, NotAllowedError, NotFoundError, 
 from ..core._position import EARLIEST, LATEST, Position
 from ._auth import NamespaceOperation, TopicOperation
 from ._context import AdminContext
-from ._errors import SubscriptionAlreadyExistsError
-from ._requests import SkipMessageIdsRequest
+from ._errors import ExpiryNotIssuedError, SubscriptionAlreadyExistsError
+from ._requests import ResetCursorData, SkipMessageIdsRequest
 from ._stats import (
     PartitionedTopicInternalStats,
     PartitionedTopicMetadata,
@@ -100,9 +125,6 @@ from ._stats import (
     topic_internal_stats,
     topic_stats,
 )
-
-if TYPE_CHECKING:
-    from ..broker import PartitionedSubscription, Subscription
 
 __all__ = ["CancelDelayedMessageResult", "Topics"]
 
@@ -358,7 +380,7 @@ class Topics:
         found = self._topic(name)
         if isinstance(found, PartitionedTopic):
             raise NotAllowedError(f"{name} is a partitioned topic: use partitioned_stats (partitioned-stats)")
-        return topic_stats(found, subscription_backlog_size, get_earliest_time_in_backlog)
+        return self._topic_stats(found, subscription_backlog_size, get_earliest_time_in_backlog)
 
     def partitioned_stats(
         self,
@@ -384,7 +406,8 @@ class Topics:
         if not isinstance(found, PartitionedTopic):
             raise NotFoundError(f"Partitioned Topic not found: {name} is not a partitioned topic")
         parts = [
-            (p.name, topic_stats(p, subscription_backlog_size, get_earliest_time_in_backlog)) for p in found.partitions
+            (p.name, self._topic_stats(p, subscription_backlog_size, get_earliest_time_in_backlog))
+            for p in found.partitions
         ]
         return partitioned_topic_stats(parts, per_partition)
 
@@ -494,6 +517,131 @@ class Topics:
         name = TopicName.parse(topic)
         self._admin.check_tenant_admin(name.tenant, f"remove the compaction threshold of topic {name}")
         self._broker.set_topic_compaction_threshold(str(name), None)
+
+    # -- message TTL, backlog quotas, inactive topics (Pulsar's PersistentTopics v2) -----------
+
+    def get_message_ttl(self, topic: str, applied: bool = False) -> int | None:
+        """The topic's own message TTL in seconds (None when unset), or with ``applied`` the one in
+        force (its own, else its namespace's, else ``ttl_duration_default_in_seconds``). Tenant
+        admin. 412 for a partition, 404."""
+        name = self._topic_policy(topic, "read the message TTL")
+        return self._broker.topic_message_ttl(str(name), applied=applied)
+
+    def set_message_ttl(self, topic: str, seconds: int) -> None:
+        """Expire what the topic's subscriptions have not acknowledged ``seconds`` after it was
+        published (``topics set-message-ttl -t 1h``; 0: never). Tenant admin. 412 for a
+        partition, 404; 412 "Invalid value for message TTL" for a negative one."""
+        name = self._topic_policy(topic, "set the message TTL")
+        self._broker.set_topic_message_ttl(str(name), seconds)
+
+    def remove_message_ttl(self, topic: str) -> None:
+        """Remove the topic's message TTL (its namespace's, or the broker's, applies). Tenant admin."""
+        name = self._topic_policy(topic, "remove the message TTL")
+        self._broker.set_topic_message_ttl(str(name), None)
+
+    def get_backlog_quota_map(self, topic: str, applied: bool = False) -> dict[BacklogQuotaType, BacklogQuota]:
+        """The topic's own backlog quotas by type (``{}`` when it has none), or with ``applied``
+        those in force: its own if any, else its namespace's if any, else the broker's default
+        for each type (Pulsar's ``internalGetBacklogQuota``). Tenant admin. 412 for a partition, 404."""
+        name = self._topic_policy(topic, "read the backlog quotas")
+        return self._broker.topic_backlog_quotas(str(name), applied=applied)
+
+    def set_backlog_quota(
+        self,
+        topic: str,
+        quota: BacklogQuota,
+        quota_type: BacklogQuotaType | str = BacklogQuotaType.DESTINATION_STORAGE,
+    ) -> None:
+        """Set the topic's backlog quota of ``quota_type`` (``topics set-backlog-quota``). Tenant
+        admin. 400 for a bad quota or type, 412 for a partition, 404; 412 "Backlog Quota exceeds
+        configured retention quota for topic. ..." when the retention the topic has (its own,
+        else its namespace's) does not cover it."""
+        name = self._topic_policy(topic, "set a backlog quota")
+        if not isinstance(quota, BacklogQuota):
+            raise InvalidRequestError(f"invalid backlog quota {quota!r}: expected a BacklogQuota")
+        self._broker.set_topic_backlog_quota(str(name), quota, BacklogQuotaType.parse(quota_type))
+
+    def remove_backlog_quota(
+        self, topic: str, quota_type: BacklogQuotaType | str = BacklogQuotaType.DESTINATION_STORAGE
+    ) -> None:
+        """Remove the topic's backlog quota of ``quota_type``. Tenant admin. 412 for a partition, 404."""
+        name = self._topic_policy(topic, "remove a backlog quota")
+        self._broker.set_topic_backlog_quota(str(name), None, BacklogQuotaType.parse(quota_type))
+
+    def get_inactive_topic_policies(self, topic: str, applied: bool = False) -> InactiveTopicPolicies | None:
+        """The topic's own inactive-topic policy (None when unset), or with ``applied`` the one in
+        force (its own, its namespace's, the broker's settings). Tenant admin. 412 for a
+        partition, 404."""
+        name = self._topic_policy(topic, "read the inactive topic policies")
+        return self._broker.topic_inactive_topic_policies(str(name), applied=applied)
+
+    def set_inactive_topic_policies(self, topic: str, policies: InactiveTopicPolicies) -> None:
+        """Set the topic's inactive-topic policy (``topics set-inactive-topic-policies``). Tenant
+        admin. 400, 412 for a partition, 404."""
+        name = self._topic_policy(topic, "set the inactive topic policies")
+        if not isinstance(policies, InactiveTopicPolicies):
+            raise InvalidRequestError(f"invalid inactive topic policies {policies!r}: expected InactiveTopicPolicies")
+        self._broker.set_topic_inactive_topic_policies(str(name), policies)
+
+    def remove_inactive_topic_policies(self, topic: str) -> None:
+        """Remove the topic's inactive-topic policy. Tenant admin. 412 for a partition, 404."""
+        name = self._topic_policy(topic, "remove the inactive topic policies")
+        self._broker.set_topic_inactive_topic_policies(str(name), None)
+
+    # -- message expiry (Pulsar's expireMessages) --------------------------------------------------
+
+    def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int) -> None:
+        """Acknowledge what the subscription holds that was published more than
+        ``expire_time_seconds`` ago (``topics expire-messages -t 1h``), on every partition of a
+        partitioned topic (:meth:`Subscription.expire_messages`). EXPIRE_MESSAGES. 404; 409
+        :class:`ExpiryNotIssuedError` (Pulsar's "Expire message by timestamp not issued ...")
+        for a (partition's) subscription without backlog, or with a connected consumer and a
+        backlog the TTL rule leaves alone; the other partitions are expired all the same."""
+        seconds = _expire_time(expire_time_seconds)
+        name = self._admin.check_topic(TopicOperation.EXPIRE_MESSAGES, topic)
+        for sub in _partitions(self._subscription(name, subscription)):
+            _issued_by_timestamp(sub, seconds)
+
+    def expire_messages_by_position(
+        self, topic: str, subscription: str, position: ResetCursorData | Position | MessageId
+    ) -> None:
+        """Acknowledge every message up to ``position`` included (``topics expire-messages -p L:E``);
+        a :class:`ResetCursorData` with ``isExcluded`` names the message after it, as Pulsar's
+        ``calculatePositionAckSet`` does (unless a batch index short of its batch's last
+        message names the same entry, which expires whole, as in Pulsar). EXPIRE_MESSAGES. 404; 405 "Expire message at position is not supported for
+        partitioned-topic" (name a partition); 409 :class:`ExpiryNotIssuedError` ("Expire message
+        by position not issued ...") for a position past the topic's last message."""
+        data = position if isinstance(position, ResetCursorData) else ResetCursorData.of(position)
+        name = self._admin.check_topic(TopicOperation.EXPIRE_MESSAGES, topic)
+        sub = self._subscription(name, subscription)
+        if not isinstance(sub, Subscription):
+            raise NotAllowedError("Expire message at position is not supported for partitioned-topic")
+        target = Position(data.ledger_id, data.entry_id)
+        if data.is_excluded and not 0 <= data.batch_index < _batch_size(self._topic(name), target) - 1:
+            target = target.next()
+        if not sub.expire_messages_up_to(target):
+            raise ExpiryNotIssuedError(
+                f"Expire message by position not issued on topic {sub.topic} for subscription {sub.name} due to "
+                "ongoing message expiration not finished or invalid message position provided."
+            )
+
+    def expire_messages_for_all_subscriptions(self, topic: str, expire_time_seconds: int) -> None:
+        """:meth:`expire_messages` on every subscription of the topic (every partition's;
+        ``topics expire-messages-all-subscriptions -t 1h``). EXPIRE_MESSAGES. 404; 409 when the
+        expiry was not issued on one of them (the others are expired all the same)."""
+        seconds = _expire_time(expire_time_seconds)
+        name = self._admin.check_topic(TopicOperation.EXPIRE_MESSAGES, topic)
+        found = self._topic(name)
+        topics = found.partitions if isinstance(found, PartitionedTopic) else [found]
+        refused: list[ExpiryNotIssuedError] = []
+        for partition in topics:
+            for sub in list(partition.subscriptions.values()):
+                try:
+                    _issued_by_timestamp(sub, seconds)
+                except ExpiryNotIssuedError as exc:
+                    refused.append(exc)
+        if refused:
+            raise refused[0]
 
     # -- compaction ------------------------------------------------------------------------------
 
@@ -630,6 +778,25 @@ class Topics:
         self._admin.check_tenant_admin(name.tenant, f"read the {policy} of topic {name}")
         return name
 
+    def _topic_stats(self, topic: Topic, subscription_backlog_size: bool, earliest: bool) -> TopicStatsData:
+        """:func:`topic_stats` with the limits of the backlog quotas in force."""
+        policies, name = self._broker.time_policies, topic.topic_name
+        limits = (
+            policies.backlog_quota(name, BacklogQuotaType.DESTINATION_STORAGE).limit_size,
+            policies.backlog_quota(name, BacklogQuotaType.MESSAGE_AGE).limit_time,
+        )
+        return topic_stats(topic, subscription_backlog_size, earliest, backlog_quota_limits=limits)
+
+    def _topic_policy(self, topic: str, action: str) -> TopicName:
+        """The checks of a topic-level policy of Pulsar's ``TopicPolicies`` (message TTL, backlog
+        quotas, inactive topics), in order: the name (400), the role (tenant admin, 403), not a
+        partition (412, Pulsar's ``preValidation``); the broker looks the topic up (404)."""
+        name = TopicName.parse(topic)
+        self._admin.check_tenant_admin(name.tenant, f"{action} of topic {name}")
+        if name.is_partition:
+            raise PreconditionFailedError("Not allowed to set/get topic policy for a partition")
+        return name
+
     def _topic(self, name: TopicName) -> Topic | PartitionedTopic:
         return self._broker.get_topic(str(name))
 
@@ -672,3 +839,33 @@ def _check_reset_position(position: Position | MessageId) -> None:
 
 def _check_namespace_name(namespace: str) -> None:
     check_namespace_name(namespace)
+
+
+def _expire_time(seconds: object) -> int:
+    """An ``expireTimeInSeconds``: 400 unless an int >= 0 (Pulsar's path parameter is a Java ``int``)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 <= seconds < 1 << 31:
+        raise InvalidRequestError(f"invalid expireTimeInSeconds {seconds!r}: expected seconds >= 0")
+    return seconds
+
+
+def _partitions(sub: Subscription | PartitionedSubscription) -> list[Subscription]:
+    return sub.partitions if isinstance(sub, PartitionedSubscription) else [sub]
+
+
+def _issued_by_timestamp(sub: Subscription, seconds: int) -> None:
+    """``sub.expire_messages(seconds)``; Pulsar's 409 when it was not issued."""
+    if not sub.expire_messages(seconds):
+        raise ExpiryNotIssuedError(
+            f"Expire message by timestamp not issued on topic {sub.topic} for subscription {sub.name} due to "
+            "ongoing message expiration not finished or subscription almost catch  up. If it's performed on a "
+            "partitioned topic operation might succeeded on other partitions, please check stats of individual "
+            "partition."
+        )
+
+
+def _batch_size(topic: Topic | PartitionedTopic, position: Position) -> int:
+    """The number of messages in the entry at ``position`` (0 when there is none, as Pulsar's
+    ``getEntryBatchSize`` falls back)."""
+    if not isinstance(topic, Topic) or not topic.managed_ledger.is_valid_position(position):
+        return 0
+    return topic.managed_ledger.read_entry(position).metadata.num_messages

@@ -1,20 +1,25 @@
-"""Backlog quotas by time (Pulsar's ``BacklogQuota`` of type ``message_age``).
+"""Backlog quotas (Pulsar's ``BacklogQuota``): by time (``message_age``) and by size
+(``destination_storage``).
 
-A quota is ``limitTime`` (seconds; <= 0: none) and a ``policy`` saying what happens once the
-oldest unacknowledged message of the topic is older than that:
+A quota of type ``message_age`` is ``limitTime`` (seconds; <= 0: none), one of type
+``destination_storage`` is ``limitSize`` (bytes; < 0: none), and each has a ``policy`` saying
+what happens once the topic's backlog is over the limit (the oldest unacknowledged message
+older than ``limitTime``; the backlog's estimated size at or over ``limitSize``):
 
 * ``producer_request_hold`` (Pulsar's default): new producers are refused with
   ``ProducerBlockedQuotaExceededError``; connected ones carry on (Pulsar holds nothing more);
 * ``producer_exception``: connected producers are disconnected at the check and new ones are
   refused with ``ProducerBlockedQuotaExceededException``;
 * ``consumer_backlog_eviction``: the old backlog is dropped, as Pulsar's
-  ``BacklogQuotaManager.dropBacklogForTimeLimit`` does.
+  ``BacklogQuotaManager.dropBacklogForTimeLimit`` / ``dropBacklogForSizeLimit`` do.
 
-The quota in force for a topic is its own (topic policies' ``backLogQuotaMap``), else its
-namespace's (``backlog_quota_map`` in the namespace's policies), else the broker's default
-(``backlog_quota_default_limit_second`` with ``backlog_quota_default_retention_policy``). The
-check runs every ``backlog_quota_check_interval_in_seconds`` on the broker's timer queue
-(Pulsar's ``BrokerService.monitorBacklogQuota``), and when a producer is created.
+The quota of a type in force for a topic is its own (topic policies' ``backLogQuotaMap``), else
+its namespace's (``backlog_quota_map`` in the namespace's policies), else the broker's default
+quota (``backlog_quota_default_limit_bytes``, ``backlog_quota_default_limit_second`` and
+``backlog_quota_default_retention_policy``, Pulsar's ``BacklogQuotaManager.getDefaultQuota``).
+The check runs every ``backlog_quota_check_interval_in_seconds`` on the broker's timer queue
+(Pulsar's ``BrokerService.monitorBacklogQuota``: the size quota first, the time quota when the
+size is within its limit), and when a producer is created (both types).
 
 "Older" is measured as Pulsar measures it (``PersistentTopic.checkTimeBacklogExceeded``): with
 ``precise_time_based_backlog_quota_check`` the publish time of the oldest unacknowledged entry
@@ -22,14 +27,17 @@ of the slowest subscription, otherwise the close time of the ledger holding that
 subscription's mark-delete position (the current, open ledger never counts). Eviction is the
 same pair: precise, every subscription expires what is older than 90 % of the limit (the
 message-TTL path); otherwise the slowest subscription skips whole closed ledgers older than the
-limit. The size quota (``destination_storage``) is not modelled.
+limit. By size (``isSizeBacklogExceeded``): the managed ledger's estimated backlog size (after
+the slowest durable subscription) at or over ``limitSize``; eviction skips entries on the
+slowest subscription until the backlog is down to 90 % of the limit
+(``dropBacklogForSizeLimit``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core._errors import InvalidRequestError, PreconditionFailedError, ServerError
 
@@ -45,11 +53,27 @@ EVICTION_REDUCTION_FACTOR = 0.9
 the time limit."""
 
 
+Named = TypeVar("Named", bound=StrEnum)
+
+
+def _member(kind: type[Named], value: object, what: str) -> Named:
+    """The member of ``kind`` named ``value``; ``InvalidRequestError`` (400) naming ``what`` and the names."""
+    if isinstance(value, str) and value in kind._value2member_map_:
+        return kind(value)
+    names = ", ".join(member.value for member in kind)
+    raise InvalidRequestError(f"invalid {what} {value!r}: expected one of {names}")
+
+
 class BacklogQuotaType(StrEnum):
     """Pulsar's ``BacklogQuota.BacklogQuotaType``: the key in a backlog quota map."""
 
     DESTINATION_STORAGE = "destination_storage"
     MESSAGE_AGE = "message_age"
+
+    @classmethod
+    def parse(cls, value: object) -> BacklogQuotaType:
+        """A type from its name; ``InvalidRequestError`` (400) naming a bad one."""
+        return _member(cls, value, "backlogQuotaType")
 
 
 class BacklogRetentionPolicy(StrEnum):
@@ -62,10 +86,7 @@ class BacklogRetentionPolicy(StrEnum):
     @classmethod
     def parse(cls, value: object) -> BacklogRetentionPolicy:
         """A policy from its name; ``InvalidRequestError`` naming a bad one."""
-        if isinstance(value, str) and value in cls._value2member_map_:
-            return cls(value)
-        names = ", ".join(p.value for p in cls)
-        raise InvalidRequestError(f"invalid backlog quota policy {value!r}: expected one of {names}")
+        return _member(cls, value, "backlog quota policy")
 
 
 class BacklogQuotaExceededError(PreconditionFailedError):
@@ -87,17 +108,26 @@ class BacklogQuotaExceededError(PreconditionFailedError):
 @dataclass(frozen=True)
 class BacklogQuota:
     """Pulsar's ``BacklogQuota``: ``limit_time`` seconds (<= 0: no time limit), ``limit_size``
-    bytes (-1: none; kept, not enforced) and the :class:`BacklogRetentionPolicy`."""
+    bytes (< 0: no size limit) and the :class:`BacklogRetentionPolicy`. A quota of type
+    ``message_age`` is enforced by its ``limit_time``, one of type ``destination_storage`` by
+    its ``limit_size``."""
 
     limit_time: int = -1
     policy: BacklogRetentionPolicy = BacklogRetentionPolicy.PRODUCER_REQUEST_HOLD
     limit_size: int = -1
 
     def __post_init__(self) -> None:
-        for name in ("limit_time", "limit_size"):
+        for name, json_name, java_type, bits in (
+            ("limit_time", "limitTime", "int", 31),
+            ("limit_size", "limitSize", "long", 63),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidRequestError(f"invalid backlog quota {name} {value!r}: expected an integer")
+                raise InvalidRequestError(f"invalid backlog quota {json_name} {value!r}: expected an integer")
+            if not -(1 << bits) <= value < 1 << bits:
+                raise InvalidRequestError(
+                    f"invalid backlog quota {json_name} {value}: out of range for a Java {java_type}"
+                )
         object.__setattr__(self, "policy", BacklogRetentionPolicy.parse(self.policy))
 
     @property
@@ -119,8 +149,11 @@ class BacklogQuota:
         """Parse Pulsar's JSON form; ``InvalidRequestError`` for anything else."""
         if not isinstance(value, dict):
             raise InvalidRequestError(f"a backlog quota must be a JSON object, got {value!r}")
-        size = value["limitSize"] if "limitSize" in value else value.get("limit", -1)
-        return cls(value.get("limitTime", -1), value.get("policy", BacklogRetentionPolicy.PRODUCER_REQUEST_HOLD), size)
+        size = value.get("limitSize")
+        if size is None:  # Pulsar's getLimitSize: the older ``limit`` when ``limitSize`` is null
+            size = value.get("limit", -1)
+        policy = value.get("policy") or BacklogRetentionPolicy.PRODUCER_REQUEST_HOLD
+        return cls(value.get("limitTime", -1), policy, size)
 
 
 def quota_from_map(value: Any, quota_type: BacklogQuotaType) -> BacklogQuota | None:
@@ -135,11 +168,14 @@ def check_quota_map(value: Any) -> None:
     if not isinstance(value, dict):
         raise InvalidRequestError(f"invalid backlog_quota_map {value!r}: expected a JSON object")
     for key, quota in value.items():
-        try:
-            BacklogQuotaType(key)
-        except ValueError:
-            raise InvalidRequestError(f"invalid backlog quota type {key!r}") from None
+        BacklogQuotaType.parse(key)
         BacklogQuota.from_json(quota)
+
+
+def exceeds_size_limit(backlog_size: int, limit_size: int) -> bool:
+    """Pulsar's ``isSizeBacklogExceeded``: a size limit (bytes; < 0: none) the estimated backlog
+    size has reached."""
+    return limit_size >= 0 and backlog_size >= limit_size
 
 
 def exceeds_time_limit(
@@ -162,3 +198,8 @@ def exceeds_time_limit(
 def eviction_target_seconds(quota: BacklogQuota) -> int:
     """The age a precise eviction expires down to (90 % of the limit, in whole seconds)."""
     return int(EVICTION_REDUCTION_FACTOR * quota.limit_time)
+
+
+def eviction_target_bytes(quota: BacklogQuota) -> float:
+    """The backlog size a size eviction brings the backlog down to (90 % of the limit)."""
+    return EVICTION_REDUCTION_FACTOR * quota.limit_size

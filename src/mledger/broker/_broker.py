@@ -47,7 +47,13 @@ from ..core._timers import TimerQueue
 from ..managed_ledger._factory import ManagedLedgerFactory
 from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
 from ..storage import NEW_NODE
-from ._backlog_quota import BacklogQuota, BacklogQuotaExceededError, BacklogQuotaType, BacklogRetentionPolicy
+from ._backlog_quota import (
+    BacklogQuota,
+    BacklogQuotaExceededError,
+    BacklogQuotaType,
+    BacklogRetentionPolicy,
+    exceeds_size_limit,
+)
 from ._compaction import check_compaction_threshold
 from ._config import BrokerConfig
 from ._dedup import MessageDeduplication
@@ -521,14 +527,17 @@ class Broker:
     def set_namespace_retention(self, namespace: str, policies: RetentionPolicies | None) -> None:
         """Set (None: remove) a namespace's retention policy (``pulsar-admin namespaces
         set-retention``); its open topics without a policy of their own take it at once.
-        Raises ``PreconditionFailedError`` (412) for an invalid policy and
-        ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
+        Raises ``PreconditionFailedError`` (412) for an invalid policy or one its backlog quota
+        reaches (:meth:`TimePolicies.check_namespace_retention`) and ``NamespaceNotFoundError``
+        (404) when the namespace does not exist."""
         if policies is not None:
             policies.validate()
         check_namespace(namespace)
         with self._lock:
             self._check_open()
             self._require_namespace_exists(namespace)
+            if policies is not None:
+                self.time_policies.check_namespace_retention(namespace, policies)
             self.namespaces.set_retention(namespace, policies)
             topics = [
                 t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace
@@ -552,7 +561,8 @@ class Broker:
         """Set (None: remove) a topic's own retention policy (``pulsar-admin topics
         set-retention``; a partitioned topic's covers every partition), applied to the open
         topic at once. ``NotFoundError`` (404) for a topic that does not exist,
-        ``PreconditionFailedError`` (412) for an invalid policy."""
+        ``PreconditionFailedError`` (412) for an invalid policy or one a backlog quota reaches
+        (:meth:`TimePolicies.check_topic_retention`)."""
         name = TopicName.parse(topic)
         if policies is not None:
             policies.validate()
@@ -560,6 +570,8 @@ class Broker:
             self._check_open()
             if not self._exists(name):
                 raise NotFoundError(f"Topic not found: {name}")
+            if policies is not None:
+                self.time_policies.check_topic_retention(name, policies)
             self.topic_policies.set_retention(name, policies)
             owner = name.partitioned_topic if name.is_partition else name
             topics = [
@@ -786,6 +798,40 @@ class Broker:
         return own if own is not None else self.config.broker_service_compaction_threshold_in_bytes
 
     # -- message TTL, inactive topics, backlog quotas (mledger.broker._time_policies) ----------
+    def namespace_message_ttl(self, namespace: str) -> int | None:
+        """A namespace's own message TTL in seconds, None when unset. ``NamespaceNotFoundError`` (404)."""
+        return self.time_policies.namespace_message_ttl(self._existing_namespace(namespace))
+
+    def topic_message_ttl(self, topic: str, applied: bool = False) -> int | None:
+        """A topic's own message TTL in seconds (None when unset), or with ``applied`` the one in
+        force (its own, else its namespace's, else ``ttl_duration_default_in_seconds``).
+        ``NotFoundError`` (404)."""
+        name = self._existing(topic)
+        policies = self.time_policies
+        return policies.message_ttl_seconds(name) if applied else policies.topic_message_ttl(name)
+
+    def namespace_inactive_topic_policies(self, namespace: str) -> InactiveTopicPolicies | None:
+        """A namespace's own inactive-topic policy, None when unset. ``NamespaceNotFoundError`` (404)."""
+        return self.time_policies.namespace_inactive_topic_policies(self._existing_namespace(namespace))
+
+    def topic_inactive_topic_policies(self, topic: str, applied: bool = False) -> InactiveTopicPolicies | None:
+        """A topic's own inactive-topic policy (None when unset), or with ``applied`` the one in
+        force (its own, else its namespace's, else the broker's settings). ``NotFoundError`` (404)."""
+        name = self._existing(topic)
+        policies = self.time_policies
+        return policies.inactive_topic_policies(name) if applied else policies.topic_inactive_topic_policies(name)
+
+    def namespace_backlog_quotas(self, namespace: str) -> dict[BacklogQuotaType, BacklogQuota]:
+        """A namespace's own backlog quotas by type (``{}``: none). ``NamespaceNotFoundError`` (404)."""
+        return self.time_policies.namespace_backlog_quotas(self._existing_namespace(namespace))
+
+    def topic_backlog_quotas(self, topic: str, applied: bool = False) -> dict[BacklogQuotaType, BacklogQuota]:
+        """A topic's own backlog quotas by type (``{}``: none), or with ``applied`` those in force
+        (:meth:`TimePolicies.applied_backlog_quotas`). ``NotFoundError`` (404)."""
+        name = self._existing(topic)
+        policies = self.time_policies
+        return policies.applied_backlog_quotas(name) if applied else policies.topic_backlog_quotas(name)
+
     def set_namespace_message_ttl(self, namespace: str, seconds: int | None) -> None:
         """Set (None: remove) a namespace's message TTL in seconds (``pulsar-admin namespaces
         set-message-ttl``; 0: none). ``NamespaceNotFoundError`` (404), ``PreconditionFailedError``
@@ -816,8 +862,9 @@ class Broker:
         quota: BacklogQuota | None,
         quota_type: BacklogQuotaType = BacklogQuotaType.MESSAGE_AGE,
     ) -> None:
-        """Set (None: remove) a namespace's backlog quota (``pulsar-admin namespaces
-        set-backlog-quota``; mledger enforces the ``message_age`` one). ``NamespaceNotFoundError``."""
+        """Set (None: remove) a namespace's backlog quota of ``quota_type`` (``pulsar-admin
+        namespaces set-backlog-quota``). ``NamespaceNotFoundError`` (404); 412 for a quota its
+        retention does not cover (:meth:`TimePolicies.set_namespace_backlog_quota`)."""
         self._set_namespace_policy(
             namespace, lambda: self.time_policies.set_namespace_backlog_quota(namespace, quota, quota_type)
         )
@@ -828,31 +875,44 @@ class Broker:
         quota: BacklogQuota | None,
         quota_type: BacklogQuotaType = BacklogQuotaType.MESSAGE_AGE,
     ) -> None:
-        """Set (None: remove) a topic's own backlog quota. ``NotFoundError`` (404)."""
+        """Set (None: remove) a topic's own backlog quota of ``quota_type``. ``NotFoundError``
+        (404); 412 for a quota its retention does not cover."""
         name = self._existing(topic)
         self.time_policies.set_topic_backlog_quota(name, quota, quota_type)
 
     def check_producer_backlog_quota(self, topic: Topic, producer_name: str) -> None:
-        """Pulsar's ``checkBacklogQuotaExceeded`` when a producer is created: under a
-        ``producer_request_hold`` or ``producer_exception`` quota by time that the topic's
-        backlog exceeds, raise ``BacklogQuotaExceededError`` ("Cannot create producer on topic
-        with backlog quota exceeded"). Reads the policies and at most one entry."""
-        quota = self.time_policies.backlog_quota(topic.topic_name, BacklogQuotaType.MESSAGE_AGE)
-        if quota is None or quota.policy is BacklogRetentionPolicy.CONSUMER_BACKLOG_EVICTION:
-            return
+        """Pulsar's ``checkBacklogQuotaExceeded`` when a producer is created, for the size quota
+        then the time quota: under a ``producer_request_hold`` or ``producer_exception`` quota
+        that the topic's backlog exceeds, raise ``BacklogQuotaExceededError`` ("Cannot create
+        producer on topic with backlog quota exceeded"). Reads the policies and at most one entry."""
+        policies, name = self.time_policies, topic.topic_name
+        size_quota = policies.backlog_quota(name, BacklogQuotaType.DESTINATION_STORAGE)
+        if _holds_producers(size_quota) and exceeds_size_limit(
+            topic.managed_ledger.estimated_backlog_size(), size_quota.limit_size
+        ):
+            self._refuse_producer(topic, producer_name, size_quota)
+        quota = policies.backlog_quota(name, BacklogQuotaType.MESSAGE_AGE)
         precise = self.config.precise_time_based_backlog_quota_check
-        if time_backlog_exceeded(topic, quota.limit_time_ms, precise, self.clock.now_ms()):
-            log.info("%s: backlog quota exceeded; cannot create producer %s", topic.name, producer_name)
-            raise BacklogQuotaExceededError(
-                f"Cannot create producer on topic with backlog quota exceeded: {topic.name}", quota.policy
-            )
+        if _holds_producers(quota) and time_backlog_exceeded(topic, quota.limit_time_ms, precise, self.clock.now_ms()):
+            self._refuse_producer(topic, producer_name, quota)
+
+    @staticmethod
+    def _refuse_producer(topic: Topic, producer_name: str, quota: BacklogQuota) -> None:
+        log.info("%s: backlog quota exceeded; cannot create producer %s", topic.name, producer_name)
+        raise BacklogQuotaExceededError(
+            f"Cannot create producer on topic with backlog quota exceeded: {topic.name}", quota.policy
+        )
 
     def _set_namespace_policy(self, namespace: str, store: Callable[[], None]) -> None:
+        self._existing_namespace(namespace)
+        store()
+
+    def _existing_namespace(self, namespace: str) -> str:
         check_namespace(namespace)
         with self._lock:
             self._check_open()
             self._require_namespace_exists(namespace)
-        store()
+        return namespace
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -1005,3 +1065,8 @@ class Broker:
 
     def __repr__(self) -> str:
         return f"Broker(topics={len(self._topics)})"
+
+
+def _holds_producers(quota: BacklogQuota) -> bool:
+    """Whether an exceeded ``quota`` refuses new producers (not ``consumer_backlog_eviction``)."""
+    return quota.policy is not BacklogRetentionPolicy.CONSUMER_BACKLOG_EVICTION

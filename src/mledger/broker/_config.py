@@ -113,11 +113,13 @@ class BrokerConfig:
     broker_delete_inactive_topics_mode: str = "delete_when_no_subscriptions"
     broker_delete_inactive_topics_max_inactive_duration_seconds: int | None = None
     broker_delete_inactive_partitioned_topic_metadata_enabled: bool = False
-    # Backlog quotas by time (monitorBacklogQuota, mledger.broker._backlog_quota): checked every
-    # backlog_quota_check_interval_in_seconds; the default quota is backlog_quota_default_limit_second
-    # (-1: none) with backlog_quota_default_retention_policy.
+    # Backlog quotas (monitorBacklogQuota, mledger.broker._backlog_quota): checked every
+    # backlog_quota_check_interval_in_seconds; the default quota is backlog_quota_default_limit_bytes
+    # (by size, -1: none) and backlog_quota_default_limit_second (by time, -1: none) with
+    # backlog_quota_default_retention_policy.
     backlog_quota_check_enabled: bool = True
     backlog_quota_check_interval_in_seconds: int = 60
+    backlog_quota_default_limit_bytes: int = -1
     backlog_quota_default_limit_second: int = -1
     backlog_quota_default_retention_policy: str = "producer_request_hold"
     precise_time_based_backlog_quota_check: bool = False
@@ -188,7 +190,7 @@ _POSITIVE = {
     "broker_delete_inactive_topics_frequency_seconds",
     "backlog_quota_check_interval_in_seconds",
 }
-_MINUS_ONE_IS_NONE = {"backlog_quota_default_limit_second"}
+_MINUS_ONE_IS_NONE = {"backlog_quota_default_limit_bytes", "backlog_quota_default_limit_second"}
 _CHOICES = {
     "broker_delete_inactive_topics_mode": tuple(m.value for m in InactiveTopicDeleteMode),
     "backlog_quota_default_retention_policy": tuple(p.value for p in BacklogRetentionPolicy),

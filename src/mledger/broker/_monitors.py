@@ -17,7 +17,7 @@ timer (Pulsar's task)               every                                       
 ``checkMessageDeduplicationInfo``   ``deduplication_producer_inactivity_timeout_…`` / 3 purge producers gone past the timeout
 ``checkMessageExpiry``              ``message_expiry_check_interval_in_minutes``        message TTL: expire what is older than it
 ``checkGC``                         ``broker_delete_inactive_topics_frequency_seconds`` delete inactive topics (when enabled)
-``monitorBacklogQuota``             ``backlog_quota_check_interval_in_seconds``         backlog quotas by time (when enabled)
+``monitorBacklogQuota``             ``backlog_quota_check_interval_in_seconds``         backlog quotas by size and time (when enabled)
 ``updateRates``                     ``stats_update_frequency_in_secs``                  close the stats interval of every rate
 ==================================  ==================================================  ============================================
 
@@ -49,7 +49,9 @@ from ..core._errors import MLedgerError
 from ._backlog_quota import (
     BacklogQuotaType,
     BacklogRetentionPolicy,
+    eviction_target_bytes,
     eviction_target_seconds,
+    exceeds_size_limit,
     exceeds_time_limit,
 )
 from ._hooks import BrokerSettings
@@ -218,13 +220,24 @@ class BrokerMonitors:
         self._each_topic(check)()
 
     def monitor_backlog_quota(self) -> None:
-        """Pulsar's ``monitorBacklogQuota`` for the time quota (:mod:`mledger.broker._backlog_quota`)."""
+        """Pulsar's ``monitorBacklogQuota`` (:mod:`mledger.broker._backlog_quota`): a topic over
+        its size quota is handled for that quota, else one over its time quota for that one
+        (``BacklogQuotaManager.handleExceededBacklogQuota``)."""
         broker = self._broker
+        policies = broker.time_policies
         precise = broker.config.precise_time_based_backlog_quota_check
 
         def check(topic: Topic) -> None:
-            quota = broker.time_policies.backlog_quota(topic.topic_name, BacklogQuotaType.MESSAGE_AGE)
-            if quota is None or not time_backlog_exceeded(topic, quota.limit_time_ms, precise, broker.clock.now_ms()):
+            name = topic.topic_name
+            size_quota = policies.backlog_quota(name, BacklogQuotaType.DESTINATION_STORAGE)
+            if exceeds_size_limit(topic.managed_ledger.estimated_backlog_size(), size_quota.limit_size):
+                if size_quota.policy is BacklogRetentionPolicy.CONSUMER_BACKLOG_EVICTION:
+                    drop_backlog_for_size_limit(topic, eviction_target_bytes(size_quota))
+                elif size_quota.policy is BacklogRetentionPolicy.PRODUCER_EXCEPTION:
+                    topic.disconnect_producers("the backlog quota by size is exceeded")
+                return
+            quota = policies.backlog_quota(name, BacklogQuotaType.MESSAGE_AGE)
+            if not time_backlog_exceeded(topic, quota.limit_time_ms, precise, broker.clock.now_ms()):
                 return
             if quota.policy is BacklogRetentionPolicy.CONSUMER_BACKLOG_EVICTION:
                 seconds = eviction_target_seconds(quota) if precise else quota.limit_time
@@ -273,3 +286,27 @@ def time_backlog_exceeded(topic: Topic, limit_ms: int, precise: bool, now_ms: in
     infos = ml.ledger_infos()
     closed = {info.ledger_id: info.timestamp for info in infos[:-1]}  # the current ledger is open
     return exceeds_time_limit(now_ms, limit_ms, None, closed.get(oldest.ledger_id), precise=False)
+
+
+def drop_backlog_for_size_limit(topic: Topic, target_bytes: float) -> None:
+    """Pulsar's ``BacklogQuotaManager.dropBacklogForSizeLimit``: while the estimated backlog is
+    over ``target_bytes``, the slowest durable subscription skips the share of its backlog the
+    excess is of the backlog; stops when that is no entry or the slowest subscription did not
+    move. Blocks on storage."""
+    ml = topic.managed_ledger
+    backlog = ml.estimated_backlog_size()
+    previous = None
+    while backlog > target_bytes:
+        durable = [sub for sub in topic.subscriptions.values() if sub.durable]
+        if not durable:
+            return
+        slowest = min(durable, key=lambda sub: sub.mark_delete_position)
+        if slowest is previous:
+            log.info("%s: cursors not progressing; backlog %d bytes, target %d", topic.name, backlog, target_bytes)
+            return
+        skip = int((backlog - target_bytes) / backlog * slowest.backlog())
+        if skip == 0:
+            return
+        slowest.skip(skip)
+        log.info("%s/%s: skipped %d entries over the backlog quota by size", topic.name, slowest.name, skip)
+        backlog, previous = ml.estimated_backlog_size(), slowest

@@ -742,8 +742,11 @@ class Subscription:
         entry, or past the last closed ledger closed that long ago, whichever is further
         (``checkExpiryByLedgerClosureTime``). Like Pulsar, a subscription with a connected
         consumer and fewer than 1,000 entries of backlog is left alone until its oldest
-        unacknowledged entry is 1.5 times that old. Recorded as a cumulative ack. Returns
-        whether anything expired. O(log n) entry reads; blocks on storage."""
+        unacknowledged entry is 1.5 times that old. Recorded as a cumulative ack.
+
+        Returns whether the expiry ran, Pulsar's answer (the admin API's 409 when False): False
+        for a subscription without backlog or left alone by that rule, True otherwise, whether or
+        not anything was old enough. O(log n) entry reads; blocks on storage."""
         if isinstance(expire_time_seconds, bool) or not isinstance(expire_time_seconds, int) or expire_time_seconds < 0:
             raise InvalidRequestError(f"invalid expire time {expire_time_seconds!r}: expected seconds >= 0")
         now = self._now_ms()
@@ -761,9 +764,27 @@ class Subscription:
                     return False
             self._last_expire_ms = now
             target = self._expire(now, ttl_ms, by_publish_time=True)
-        if target is None:
-            return False
-        log.info("%s/%s: expired messages up to %s (TTL %d s)", self.topic, self.name, target, expire_time_seconds)
+        if target is not None:
+            log.info("%s/%s: expired messages up to %s (TTL %d s)", self.topic, self.name, target, expire_time_seconds)
+        return True
+
+    def expire_messages_up_to(self, position: Position) -> bool:
+        """Acknowledge every entry up to ``position`` included: the mark-delete position moves to
+        the newest entry at or before it (Pulsar's ``PersistentMessageExpiryMonitor
+        .expireMessages(Position)``). Returns whether the expiry ran: False, and nothing changes,
+        for a position past the topic's last entry. Recorded as a cumulative ack. Blocks on storage."""
+        with self._lock:
+            self._check_open()
+            ml = self._ml
+            if position > ml.last_confirmed_entry:
+                return False
+            self._last_expire_ms = self._now_ms()
+            newest = (
+                position if ml.is_valid_position(position) else ml.previous_position(ml.next_valid_position(position))
+            )
+            target = self._expire_to(newest)
+        if target is not None:
+            log.info("%s/%s: expired messages up to %s", self.topic, self.name, target)
         return True
 
     def drop_backlog_older_than(self, seconds: int, precise: bool) -> bool:
@@ -781,11 +802,16 @@ class Subscription:
     def _expire(self, now: int, ttl_ms: int, by_publish_time: bool) -> Position | None:
         """Mark-delete up to what is older than ``ttl_ms`` (lock held); the new mark-delete
         position, None when it did not move."""
-        cursor = self._cursor
-        md = cursor.mark_delete_position
         target = _last_expired_by_ledger_closure(self._ml, now, ttl_ms)
         if by_publish_time:
             target = max(target, self._last_published_before(now - ttl_ms))
+        return self._expire_to(target)
+
+    def _expire_to(self, target: Position) -> Position | None:
+        """Mark-delete at ``target`` as an expiry (lock held): counted in ``msgExpired``,
+        recorded as a cumulative ack; None when ``target`` is not past the mark-delete."""
+        cursor = self._cursor
+        md = cursor.mark_delete_position
         if target <= md:
             return None
         backlog = cursor.number_of_entries_in_backlog(precise=True)

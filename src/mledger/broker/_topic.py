@@ -473,7 +473,7 @@ class Topic:
 
         Raises ``ProducerBusyError`` when a producer of that name is connected here,
         ``TopicTerminatedError`` once the topic was terminated, ``BacklogQuotaExceededError``
-        while its backlog quota by time refuses producers, ``InvalidRequestError`` for a bad
+        while its backlog quota (by size or time) refuses producers, ``InvalidRequestError`` for a bad
         name or initial sequence id.
         """
         _check_producer_args(producer_name, initial_sequence_id)

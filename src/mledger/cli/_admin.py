@@ -36,7 +36,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..admin._authentication import add_authentication_arguments
 from ..admin._operations import by_verb
+from ..admin._policies import backlog_quotas_json
 from ..admin._remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
+from ..admin._requests import ResetCursorData
+from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType, BacklogRetentionPolicy
+from ..broker._inactive_topics import InactiveTopicDeleteMode, InactiveTopicPolicies
 from ..broker._retention import RetentionPolicies
 from ..core._errors import MLedgerError, NotAllowedError, PreconditionFailedError
 from ..core._position import EARLIEST, LATEST, Position
@@ -94,12 +98,9 @@ def _position(text: str) -> Position:
         return EARLIEST
     if lowered == "latest":
         return LATEST
-    parts = text.split(":")
     try:
-        if len(parts) != 2:
-            raise ValueError
-        return Position(int(parts[0]), int(parts[1]))
-    except ValueError:
+        return _message_position(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
             f"invalid position {text!r}: expected ledgerId:entryId, earliest or latest"
         ) from None
@@ -168,6 +169,43 @@ def _retention_policies(args: argparse.Namespace) -> RetentionPolicies:
     minutes = args.time if args.time == -1 else args.time // 60
     size_mb = args.size if args.size == -1 else args.size // (1 << 20)
     return RetentionPolicies(minutes, size_mb)
+
+
+def _backlog_quota(args: argparse.Namespace) -> BacklogQuota:
+    """``--limit`` / ``--limitTime`` / ``--policy`` as pulsar-admin's set-backlog-quota builds the
+    quota: the size limit for ``destination_storage``, the time limit for ``message_age``."""
+    if args.quota_type == BacklogQuotaType.DESTINATION_STORAGE.value:
+        return BacklogQuota(policy=args.policy, limit_size=args.limit)
+    return BacklogQuota(limit_time=args.limit_time, policy=args.policy)
+
+
+def _check_backlog_quota(args: argparse.Namespace) -> str | None:
+    if args.quota_type == BacklogQuotaType.DESTINATION_STORAGE.value and args.limit is None:
+        return "Quota type of 'destination_storage' needs a size limit"
+    if args.quota_type == BacklogQuotaType.MESSAGE_AGE.value and args.limit_time is None:
+        return "Quota type of 'message_age' needs a time limit"
+    return None
+
+
+def _inactive_topic_policies(args: argparse.Namespace) -> InactiveTopicPolicies:
+    return InactiveTopicPolicies(args.delete_mode, args.max_inactive, args.enable)
+
+
+def _check_inactive_topic_policies(args: argparse.Namespace) -> str | None:
+    if args.enable == args.disable:
+        return "Need to specify either enable-delete-while-inactive or disable-delete-while-inactive"
+    return None
+
+
+def _message_position(text: str) -> Position:
+    """``ledgerId:entryId`` (pulsar-admin's ``validateMessageIdString``)."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return Position(int(parts[0]), int(parts[1]))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid message id {text!r}: expected ledgerId:entryId") from None
 
 
 def _names(text: str) -> list[str]:
@@ -390,7 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub = command(
-        "get-retention", "The topic's retention policy (null when unset).", _run("topic", "applied", show=_print_policy)
+        "get-retention",
+        "The topic's retention policy (null when unset).",
+        _run("topic", "applied", show=_print_to_json_or_null),
     )
     sub.add_argument(
         "--applied",
@@ -448,6 +488,46 @@ def build_parser() -> argparse.ArgumentParser:
         "remove-schema-compatibility-strategy",
         "Remove the topic's schema compatibility strategy.",
         _run("topic"),
+    )
+
+    _add_time_policy_commands(command, "topic")
+
+    sub = command(
+        "expire-messages",
+        "Expire a subscription's messages older than a time (--expireTime), or up to a message (--position).",
+        _cmd_expire_messages,
+    )
+    sub.set_defaults(check=_check_expire_messages)
+    subscription_arg(sub)
+    sub.add_argument(
+        "-t",
+        "--expireTime",
+        dest="expire_time",
+        type=_relative_seconds,
+        default=None,
+        help="expire messages older than this (100m, 3h, 2d, 5w; seconds without a unit)",
+    )
+    sub.add_argument("-p", "--position", dest="position", type=_message_position, default=None, help="ledgerId:entryId")
+    sub.add_argument(
+        "-e",
+        "--exclude-reset-position",
+        dest="excluded",
+        action="store_true",
+        help="the message after --position is the last one expired",
+    )
+
+    sub = command(
+        "expire-messages-all-subscriptions",
+        "Expire the messages older than a time on every subscription.",
+        _run("topic", "expire_time_seconds"),
+    )
+    sub.add_argument(
+        "-t",
+        "--expireTime",
+        dest="expire_time_seconds",
+        type=_relative_seconds,
+        required=True,
+        help="expire messages older than this (100m, 3h, 2d, 5w; seconds without a unit)",
     )
 
     sub = command("skip", "Skip the next N messages of a subscription.", _run("topic", "subscription", "count"))
@@ -645,7 +725,9 @@ def _add_namespaces_group(groups: Any) -> None:
     _role_arg(sub)
     command("subscription-permission", "The roles of each restricted subscription.", _run("namespace"))
     command(
-        "get-retention", "The namespace's retention policy (null when unset).", _run("namespace", show=_print_policy)
+        "get-retention",
+        "The namespace's retention policy (null when unset).",
+        _run("namespace", show=_print_to_json_or_null),
     )
     _retention_args(
         command("set-retention", "Set the namespace's retention policy.", _run("namespace", _retention_policies))
@@ -680,6 +762,109 @@ def _add_namespaces_group(groups: Any) -> None:
     switch = sub.add_mutually_exclusive_group(required=True)
     switch.add_argument("--enable", "-e", dest="allowed", action="store_true", help="allow")
     switch.add_argument("--disable", "-d", dest="allowed", action="store_false", help="forbid")
+    _add_time_policy_commands(command, "namespace")
+
+
+_QUOTA_POLICIES = tuple(p.value for p in BacklogRetentionPolicy)
+_QUOTA_TYPES = tuple(t.value for t in BacklogQuotaType)
+_DELETE_MODES = tuple(m.value for m in InactiveTopicDeleteMode)
+
+
+def _add_time_policy_commands(command: Callable[..., argparse.ArgumentParser], scope: str) -> None:
+    """The message TTL, backlog quota and inactive-topic commands of ``topics`` or ``namespaces``
+    (``scope``: the group's positional argument), with pulsar-admin's flags."""
+    whose = f"the {scope}'s"
+
+    def applied(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        if scope == "topic":
+            sub.add_argument(
+                "-ap",
+                "--applied",
+                action="store_true",
+                help="the policy in force: the topic's, else the namespace's, else the broker's",
+            )
+        return sub
+
+    def reading(show: Callable[[Any], None] | None = None) -> _Run:
+        return _run(scope, *(["applied"] if scope == "topic" else []), show=show)
+
+    applied(
+        command("get-message-ttl", f"The message TTL of {whose} messages, in seconds (null when unset).", reading())
+    )
+    sub = command("set-message-ttl", f"Set the message TTL of {whose} messages.", _run(scope, "seconds"))
+    flags = ("-t", "--ttl") if scope == "topic" else ("-ttl", "--messageTTL")
+    sub.add_argument(
+        *flags,
+        dest="seconds",
+        type=_relative_seconds,
+        required=True,
+        help="the TTL (100m, 3h, 2d, 5w; seconds without a unit); 0: messages never expire",
+    )
+    command("remove-message-ttl", f"Remove {whose} message TTL.", _run(scope))
+
+    applied(command("get-backlog-quotas", f"{whose.capitalize()} backlog quotas by type.", reading(show=_print_quotas)))
+    sub = command(
+        "set-backlog-quota",
+        f"Set a backlog quota of {whose} topics: by size (destination_storage) or by age (message_age).",
+        _run(scope, _backlog_quota, "quota_type"),
+    )
+    sub.set_defaults(check=_check_backlog_quota)
+    sub.add_argument(
+        "-l", "--limit", type=_size_bytes, default=None, help="size limit (10M, 16G; bytes without a unit)"
+    )
+    sub.add_argument(
+        "-lt",
+        "--limitTime",
+        dest="limit_time",
+        type=_relative_seconds,
+        default=None,
+        help="time limit (100m, 3h, 2d, 5w; seconds without a unit); non-positive disables it",
+    )
+    sub.add_argument(
+        "-p", "--policy", choices=_QUOTA_POLICIES, required=True, help="what happens once the limit is reached"
+    )
+    _quota_type_arg(sub, "the quota's type")
+    _quota_type_arg(
+        command("remove-backlog-quota", f"Remove a backlog quota of {whose}.", _run(scope, "quota_type")),
+        "the type of the quota to remove",
+    )
+
+    applied(
+        command(
+            "get-inactive-topic-policies",
+            f"{whose.capitalize()} inactive-topic policy (null when unset).",
+            reading(show=_print_to_json_or_null),
+        )
+    )
+    sub = command(
+        "set-inactive-topic-policies",
+        f"Set {whose} inactive-topic policy.",
+        _run(scope, _inactive_topic_policies),
+    )
+    sub.set_defaults(check=_check_inactive_topic_policies)
+    sub.add_argument("-e", "--enable-delete-while-inactive", dest="enable", action="store_true", help="delete them")
+    sub.add_argument("-d", "--disable-delete-while-inactive", dest="disable", action="store_true", help="keep them")
+    sub.add_argument(
+        "-t",
+        "--max-inactive-duration",
+        dest="max_inactive",
+        type=_relative_seconds,
+        required=True,
+        help="how long a topic may be inactive (1s, 10s, 1m, 5h, 3d; seconds without a unit)",
+    )
+    sub.add_argument("-m", "--delete-mode", dest="delete_mode", choices=_DELETE_MODES, required=True)
+    command("remove-inactive-topic-policies", f"Remove {whose} inactive-topic policy.", _run(scope))
+
+
+def _quota_type_arg(sub: argparse.ArgumentParser, help_text: str) -> None:
+    sub.add_argument(
+        "-t",
+        "--type",
+        dest="quota_type",
+        choices=_QUOTA_TYPES,
+        default=BacklogQuotaType.DESTINATION_STORAGE.value,
+        help=f"{help_text}: destination_storage (default) or message_age",
+    )
 
 
 def _role_arg(sub: argparse.ArgumentParser) -> None:
@@ -900,8 +1085,30 @@ def _cmd_reset_cursor(admin: Admin, args: argparse.Namespace) -> None:
         admin.topics.reset_cursor(args.topic, args.subscription, args.position)
 
 
-def _print_policy(policies: RetentionPolicies | None) -> None:
-    _print_json(None if policies is None else policies.to_json())
+def _check_expire_messages(args: argparse.Namespace) -> str | None:
+    if args.expire_time is not None and args.position is not None:
+        return "Can't expire message by time and by message position at the same time."
+    if args.expire_time is None and args.position is None:
+        return "Either time (--expireTime) or message position (--position) has to be provided to expire messages"
+    return None
+
+
+def _cmd_expire_messages(admin: Admin, args: argparse.Namespace) -> None:
+    if args.expire_time is not None:
+        admin.topics.expire_messages(args.topic, args.subscription, args.expire_time)
+        return
+    position = ResetCursorData(
+        ledger_id=args.position.ledger_id, entry_id=args.position.entry_id, is_excluded=args.excluded
+    )
+    admin.topics.expire_messages_by_position(args.topic, args.subscription, position)
+
+
+def _print_quotas(quotas: dict[BacklogQuotaType, BacklogQuota]) -> None:
+    _print_json(backlog_quotas_json(quotas))
+
+
+def _print_to_json_or_null(value: Any) -> None:
+    _print_json(None if value is None else value.to_json())
 
 
 def _cluster_data(args: argparse.Namespace) -> dict[str, object]:

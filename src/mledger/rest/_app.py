@@ -40,7 +40,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from ..admin import Admin
-from ..admin._policies import RetentionPoliciesData
+from ..admin._policies import BacklogQuotaData, InactiveTopicPoliciesData, RetentionPoliciesData
 from ..admin._requests import MessageIdItem, ResetCursorData
 from ..admin._wire import ErrorBody
 from ..core._errors import ConfigError, MLedgerError
@@ -276,6 +276,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         ("MessageIdItem", TypeAdapter(MessageIdItem)),
         ("SkipMessageIdsBody", TypeAdapter(SkipMessageIdsBody)),
         ("RetentionPoliciesData", TypeAdapter(RetentionPoliciesData)),
+        ("BacklogQuotaData", TypeAdapter(BacklogQuotaData)),
+        ("InactiveTopicPoliciesData", TypeAdapter(InactiveTopicPoliciesData)),
     ):
         schema = adapter.json_schema(by_alias=True, ref_template=template, mode="validation")
         for key, value in schema.pop("$defs", {}).items():

@@ -24,7 +24,12 @@ deduplication policy, which the broker answers itself, written here.
   strategy, ``"BACKWARD"``; ``GET`` answers the strategy in force at namespace level),
   ``GET`` / ``PUT .../schemaAutoUpdateCompatibilityStrategy`` (the older policy, ``"Full"``, ...;
   ``GET`` is ``null`` when unset) and ``GET`` / ``POST .../isAllowAutoUpdateSchema`` (body
-  ``true`` or ``false``).
+  ``true`` or ``false``);
+* ``GET`` / ``POST`` / ``DELETE .../messageTTL`` (body the seconds; ``GET`` is ``null`` when
+  unset; 412 below 0), ``GET .../backlogQuotaMap`` and ``POST`` / ``DELETE .../backlogQuota``
+  (``?backlogQuotaType=destination_storage|message_age``, body Pulsar's ``BacklogQuota``; 412 when
+  the retention policy does not cover it), ``GET`` / ``POST`` / ``DELETE .../inactiveTopicPolicies``
+  (body Pulsar's ``InactiveTopicPolicies``): the broker's timers read them (docs/timers.md).
 
 With authorization on, every route, policy reads included, needs a superuser or a role in the
 tenant's ``adminRoles`` (Pulsar's ``allowNamespacePolicyOperationAsync``: ``validateTenantAdminAccess``),

@@ -122,6 +122,11 @@ PATH_PARAMETERS: dict[str, PathParameter] = {
     "timestamp": PathParameter(
         "timestamp", Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")], _same
     ),
+    "expireTimeInSeconds": PathParameter(
+        "expire_time_seconds",
+        Annotated[int, Path(alias="expireTimeInSeconds", ge=0, le=INT32_MAX, description="seconds")],
+        _same,
+    ),
 }
 """The path names a handler takes as its own parameters (a topic route's ``{tenant}``,
 ``{namespace}``, ``{topic}`` and ``{subName}`` come with its dependency, :mod:`mledger.rest._topics`)."""
@@ -144,9 +149,14 @@ def parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty
 
 
 def flag_parameters(op: AdminOperation) -> list[inspect.Parameter]:
-    """The operation's flags as query parameters (``force: bool = False``, ...)."""
+    """The operation's flags as query parameters (``force: bool = False``, ...; a required one
+    without a default, 400 "Missing <name>" when absent)."""
     return [
-        parameter(flag.name, Annotated[bool, Query(alias=flag.alias, description=flag.description)], flag.default)
+        parameter(
+            flag.name,
+            Annotated[flag.kind, Query(alias=flag.alias, description=flag.description)],
+            inspect.Parameter.empty if flag.required else flag.default,
+        )
         for flag in op.query
     ]
 
