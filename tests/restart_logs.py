@@ -37,6 +37,9 @@ class Log:
     store: MemoryStore = field(default_factory=MemoryStore)
     clock: ManualClock = field(default_factory=lambda: ManualClock(0))
     sizes: dict[Position, int] = field(default_factory=dict)
+    indexes: dict[Position, set[int]] = field(default_factory=dict)
+    """Batch indexes the consumer acknowledged through :meth:`ack_indexes` (a broker without
+    batch-index acks ignores them, the consumer does not)."""
 
     def __post_init__(self) -> None:
         self.factory = ManagedLedgerFactory(self.store, self.settings.factory, clock=self.clock)
@@ -49,6 +52,16 @@ class Log:
         self.sizes.update(zip(positions, sizes, strict=True))
         return positions
 
+    def ack_indexes(self, position: Position, indexes: list[int], size: int) -> None:
+        """The consumer acknowledges ``indexes`` of the batch entry at ``position``."""
+        self.cursor.delete_batch_indexes(position, indexes, size)
+        self.indexes.setdefault(position, set()).update(indexes)
+
+    def reset(self, position: Position) -> None:
+        """Reset the cursor to ``position``: the acknowledgements above it are forgotten."""
+        self.cursor.reset_cursor(position)
+        self.indexes.clear()
+
     def roll(self) -> None:
         """Close the current ledger: the next entry starts a new one."""
         self.ml.roll_over()
@@ -58,13 +71,14 @@ class Log:
         self.clock.set(round(seconds * 1000))
 
     def acked(self) -> dict[Position, set[int]]:
-        """The acknowledged messages in memory: position -> indexes."""
+        """The acknowledged messages: position -> indexes (the cursor's, and the batch indexes the
+        consumer acknowledged, which a broker without batch-index acks ignores)."""
         out: dict[Position, set[int]] = {}
         for position, size in self.sizes.items():
             if self.cursor.is_message_deleted(position):
                 out[position] = set(range(size))
             else:
-                indexes = acked_indexes(self.cursor, position, size)
+                indexes = acked_indexes(self.cursor, position, size) | self.indexes.get(position, set())
                 if indexes:
                     out[position] = indexes
         return out

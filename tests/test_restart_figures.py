@@ -48,8 +48,8 @@ def test_crash_and_unload_figures_on_a_batched_log() -> None:
     f = log.cursor.stats().persistence
     assert (f.redelivered_after_crash.messages, f.redelivered_after_crash_limits.messages) == (1, 1)
     log.at(1.4)
-    log.cursor.delete_batch_indexes(p[0], [0], 3)
-    log.cursor.delete_batch_indexes(p[2], [1], 3)
+    log.ack_indexes(p[0], [0], 3)
+    log.ack_indexes(p[2], [1], 3)
     f = log.cursor.stats().persistence
     assert (f.redelivered_after_crash.messages, f.redelivered_after_crash.entries) == (3, 3)
     assert (f.redelivered_after_unload.messages, f.redelivered_after_unload.entries) == (3, 3)
@@ -101,11 +101,11 @@ def run(preset: str | None, config: dict[str, Any], sizes: list[int], steps: lis
         elif kind == "acks":
             log.cursor.delete_many(positions[k : k + 3])
         elif kind == "index":
-            log.cursor.delete_batch_indexes(p, [min(step[2], sizes[k] - 1)], sizes[k])
+            log.ack_indexes(p, [min(step[2], sizes[k] - 1)], sizes[k])
         elif kind == "mark" and p >= log.cursor.mark_delete_position:
             log.cursor.mark_delete(p)
         elif kind == "reset":
-            log.cursor.reset_cursor(p)
+            log.reset(p)
     return log
 
 

@@ -134,6 +134,34 @@ def test_a_first_ledger_over_the_cap_is_kept_in_releases_and_falls_back_to_range
     assert redelivered(log.acked(), log.crash_recovery()) == (lost, lost)
 
 
+# -- batch-index cap ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("preset", "unload_lost"), [("pulsar-4.1", 4), ("pulsar-newest", 2)])
+def test_batch_index_cap_keeps_the_first_states_and_counts_each_build_that_dropped_one(
+    preset: str, unload_lost: int
+) -> None:
+    """``buildBatchEntryDeletionIndexInfoList`` iterates ``batchDeletedIndexes`` (ascending
+    positions) ``while (iterator.hasNext() && result.size() < getMaxBatchDeletedIndexToPersist())``:
+    the first ``max`` states are kept; #25548 adds ``if (iterator.hasNext())
+    incrementPersistBatchDeletedIndexesTruncated(this)``, once per build with more.
+
+    Cap 2, entries 0-5 batches of 2; entry 5 acked whole (a range: #26498 does not apply), then
+    message 0 of entries 0, 1, 2, 3, each persisted: the builds after the 3rd and 4th partial
+    acks dropped a state (counter 2; 1 + 2 states dropped in all); a crash loses entries 2 and 3's
+    acked message. A clean close writes the node (one range <= 1000), whose batch states only
+    master reads back (#26474): 4.1 loses all four, master the two past the cap."""
+    log = Log(settings_for(preset, max_batch_deleted_index_to_persist=2))
+    positions = log.produce([2] * 6)
+    log.cursor.delete(positions[5])
+    for k in range(4):
+        log.ack_indexes(positions[k], [0], 2)
+    stats = log.cursor.stats().persistence
+    assert (stats.persist_batch_deleted_indexes_truncated, stats.truncated_batch_indexes_total) == (2, 3)
+    assert crash_figure(log) == (2, 2)
+    assert unload_figure(log) == (unload_lost, unload_lost)
+    assert redelivered(log.acked(), log.crash_recovery()) == (2, 2)
+    assert redelivered(log.acked(), log.unload_recovery()) == (unload_lost, unload_lost)
+
+
 # -- batch indexes, the metadata store and the close path ----------------------------------------
 def partial_batch(preset: str, **values: object) -> Log:
     """Entries 0-3, batches of 2; 2 acked whole, then message 0 of entry 0 (so a range exists
@@ -141,7 +169,7 @@ def partial_batch(preset: str, **values: object) -> Log:
     log = Log(settings_for(preset, **values))
     positions = log.produce([2, 2, 2, 2])
     log.cursor.delete(positions[2])
-    log.cursor.delete_batch_indexes(positions[0], [0], 2)
+    log.ack_indexes(positions[0], [0], 2)
     return log
 
 
@@ -188,6 +216,82 @@ def test_a_recovered_cursor_closes_through_the_metadata_store_until_its_first_pe
     assert redelivered(acked, recover(recovered.ledger.store, log.settings, 0)) == (1, 1)
 
 
+@pytest.mark.parametrize("preset", ["pulsar-4.1", "pulsar-newest"])
+def test_a_partial_batch_ack_with_no_range_is_not_persisted_until_another_ack_persists(preset: str) -> None:
+    """apache/pulsar#26498 (open in every version; research §2): ``ManagedCursorImpl.asyncDelete``
+    updates ``batchDeletedIndexes`` and then ``if (individualDeletedMessages.isEmpty()) return``,
+    before ``markDeleteLimiter.tryAcquire()`` and without ``isDirty = true``; ``flush()`` returns
+    at ``if (!isDirty)``. Later persists build the batch state from the live map
+    (``buildBatchEntryDeletionIndexInfoList``), so they carry it.
+
+    Rate 1.0, entries 0-3 batches of 2, nothing persisted above the mark-delete:
+
+    * t=10 message 0 of entry 0 acked: no range exists, nothing written, the cursor stays clean;
+      a crash redelivers it (1 message), lost until something else persists (the limits part);
+    * the flush tick at 30 s writes nothing (not dirty);
+    * t=45 entry 2 acked whole: a range, the limiter grants, the record carries entry 0's state:
+      a crash now redelivers nothing."""
+    log = Log(settings_for(preset, throttle_mark_delete=1.0))
+    positions = log.produce([2, 2, 2, 2])
+    written = log.cursor.stats().persistence.persist_count
+    log.at(10)
+    log.ack_indexes(positions[0], [0], 2)
+    stats = log.cursor.stats()
+    assert stats.persistence.persist_count == written and not stats.dirty
+    assert crash_figure(log) == (1, 1)
+    limits = stats.persistence.redelivered_after_crash_limits
+    assert (limits.messages, limits.entries) == (1, 1)
+    assert redelivered(log.acked(), log.crash_recovery()) == (1, 1)
+    log.at(30)
+    assert log.factory.flush_cursors() == 0
+    log.at(45)
+    log.cursor.delete(positions[2])
+    assert log.cursor.stats().persistence.persist_count > written  # a new cursor ledger, then the pending write
+    assert crash_figure(log) == (0, 0)
+    assert redelivered(log.acked(), log.crash_recovery()) == (0, 0)
+
+
+def test_without_a_preset_a_partial_batch_ack_persists_by_itself() -> None:
+    """mledger's own rules (no preset): every acknowledgement goes through the throttle, so the
+    lone partial ack is written and a crash redelivers nothing."""
+    log = Log(settings_for(None))
+    positions = log.produce([2, 2])
+    log.ack_indexes(positions[0], [0], 2)
+    assert crash_figure(log) == (0, 0)
+    assert redelivered(log.acked(), log.crash_recovery()) == (0, 0)
+
+
+@pytest.mark.parametrize("preset", ["pulsar-3.0", "pulsar-4.0"])
+def test_without_batch_index_acks_a_partially_acked_batch_comes_back_whole(preset: str) -> None:
+    """``acknowledgmentAtBatchIndexLevelEnabled=false`` (3.0.x and 4.0.x; research §3):
+    ``BrokerService`` passes it as ``setDeletionAtBatchIndexLevelEnabled``, and the cursor then
+    has no ``batchDeletedIndexes``. ``asyncDelete`` ignores a position carrying a non-empty ack
+    set (``else if (batchDeletedIndexes != null)`` has no else) and, with no range, returns
+    (#26498); ``ackBatchPosition`` returns ``ledger.getPreviousPosition(position)`` for a
+    cumulative ack inside a batch; ``recoverFromLedger`` reads no batch state.
+
+    Entries 0-2, batches of 3. Individual: messages 0 and 1 of entry 0 acked (ignored), entry 1
+    acked whole (a range, persisted): a crash or an unload redelivers entry 0 whole, that is 2
+    acknowledged messages. Cumulative: messages 0 and 1 of entry 1 (ack set 0b100): the
+    mark-delete goes to entry 0 and entry 1 comes back whole: 2 acknowledged messages."""
+    log = Log(settings_for(preset))
+    positions = log.produce([3, 3, 3])
+    log.ack_indexes(positions[0], [0, 1], 3)
+    log.cursor.delete(positions[1])
+    assert log.cursor.batch_ack_set(positions[0]) is None  # ignored
+    assert crash_figure(log) == unload_figure(log) == (2, 1)
+    assert redelivered(log.acked(), log.crash_recovery()) == (2, 1)
+    assert redelivered(log.acked(), log.unload_recovery()) == (2, 1)
+
+    cumulative = Log(settings_for(preset))
+    positions = cumulative.produce([3, 3, 3])
+    cumulative.cursor.mark_delete(positions[1], ack_set=0b100)
+    acked = {positions[0]: {0, 1, 2}, positions[1]: {0, 1}}
+    assert cumulative.cursor.mark_delete_position == positions[0]
+    assert crash_figure(cumulative) == unload_figure(cumulative) == (2, 1)
+    assert redelivered(acked, cumulative.crash_recovery()) == (2, 1)
+
+
 # -- a version-crossing restart ------------------------------------------------------------------
 @pytest.mark.parametrize(("reader", "lost"), [(None, 0), ("pulsar-4.1", 0), ("pulsar-4.0", 1), ("pulsar-3.0", 1)])
 def test_state_written_by_41_and_recovered_by_another_version(reader: str | None, lost: int) -> None:
@@ -200,7 +304,7 @@ def test_state_written_by_41_and_recovered_by_another_version(reader: str | None
     positions = log.produce([1, 1, 1, 1, 1, 1, 2, 1, 1, 1])
     for k in (1, 2, 4):
         log.cursor.delete(positions[k])
-    log.cursor.delete_batch_indexes(positions[6], [0], 2)
+    log.ack_indexes(positions[6], [0], 2)
     assert crash_figure(log) == (lost, lost) and unload_figure(log) == (1, 1)
     assert redelivered(log.acked(), log.crash_recovery(reader)) == (lost, lost)
 

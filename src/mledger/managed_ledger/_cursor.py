@@ -138,6 +138,9 @@ class ManagedCursor:
         self._acked.weigh(ml.entry_messages)  # the restart figures count messages, not entries
         self._batch: SortedDict = SortedDict()  # Position -> int bitset of un-acked indexes
         self._batch_sizes: dict[Position, int] = {}
+        # Without batch-index deletion: the partial acks the cursor ignores, as Pulsar's
+        # asyncDelete / ackBatchPosition do, kept for the restart figures only (_ignore_ack_sets)
+        self._ignored_batch: dict[Position, tuple[int, int | None]] = {}
         self._md_properties: dict[str, int] = {}
         self._cursor_properties: dict[str, str] = {}
         self._consumed = 0
@@ -151,6 +154,7 @@ class ManagedCursor:
         # ManagedCursorImpl constructor): the deadline is its next free ticket.
         self._limiter: SmoothBurstyLimiter | None = None
         self._dirty_until_flush = False
+        self._lone_batch_acks_persist = True  # see _persists_nothing
         self._follow_rate_rules()
         self._ledger_list = ml.ledger_list  # live: O(1) validation of an ack, no call
         self._observed = True  # the state stores' redelivery figures are up to date (but for:)
@@ -500,6 +504,8 @@ class ManagedCursor:
             self._check_mark_delete_target(target)
             props = self._resolve_properties(properties)
             if ack_set is not None:
+                if not self._ml.config.deletion_at_batch_index_level_enabled:
+                    self._ignore_ack_set(position, ack_set, None)
                 self._apply_batch_target(position, ack_set, target)
             self._set_acknowledged_position(target, props)
             self._after_change()
@@ -535,6 +541,8 @@ class ManagedCursor:
                 if self._batch and positions in self._batch:
                     self._drop_batch(positions)
                     entries_acked = -1  # its acked indexes count no more: observe from a snapshot
+                elif self._ignored_batch and self._ignored_batch.pop(positions, None) is not None:
+                    entries_acked = -1
                 if self._acked.add(ledger_id, entry_id):
                     self._consumed += 1  # _acked_entries, absorbing only after the mark-delete
                     if positions == self._md_next or self._md_next is None:
@@ -624,11 +632,44 @@ class ManagedCursor:
             groups = self._check_rows(plan.entries, lac)
             for position, _, _ in plan.ack_sets:
                 self._check_entry(position, lac)
+            md_before = self._md
+            if plan.ack_sets and not self._ml.config.deletion_at_batch_index_level_enabled:
+                for position, ack_set, size in plan.ack_sets:
+                    self._ignore_ack_set(position, ack_set, size)
             added = self._apply_rows(groups) + self._apply_ack_sets(plan.ack_sets)
             if added:
                 self._acked_entries(added)
-            self._after_change()
+            if self._persists_nothing(md_before):
+                self._observe_unpersisted()
+            else:
+                self._after_change()
             return added
+
+    def _persists_nothing(self, md_before: Position) -> bool:
+        """Whether an individual acknowledgement that left the mark-delete at ``md_before``
+        persists nothing of its own: under a Pulsar version's rules
+        (``CursorBehaviour.batch_ack_without_range_persists`` False), ``ManagedCursorImpl.asyncDelete``
+        returns when ``individualDeletedMessages`` is empty after applying the positions (a
+        partial batch ack with no hole anywhere, an ack of a deleted entry), before the rate
+        limiter and without setting ``isDirty`` (apache/pulsar#26498). An ack that moves the
+        mark-delete had a range to absorb, so it persists."""
+        return not self._lone_batch_acks_persist and self._durable and self._md == md_before and self._acked.is_empty()
+
+    def _observe_unpersisted(self) -> None:
+        """The state stores see a change no persist will carry by itself (#26498,
+        :meth:`_persists_nothing`): the crash figure counts it, and, while nothing else waits
+        for the flush (the cursor is not dirty), so does its part lost to the limits: only a
+        later persist for another reason writes it."""
+        store = self._store
+        if store is None:
+            return
+        self._settle_observation()
+        snapshot = self._snapshot()
+        now_ms = self._clock_ns() // 1_000_000
+        limits = not self._dirty
+        for s in (store, *self._mirrors):
+            s.observe(snapshot, now_ms, limits=limits)
+        self._observed = True
 
     # -- acknowledgement: validation --------------------------------------------------------
     def _beyond_lac(self, position: object) -> InvalidPositionError:
@@ -733,6 +774,21 @@ class ManagedCursor:
             if acked.add(position[0], position[1]):
                 added += 1
         return added
+
+    def _ignore_ack_set(self, position: Position, ack_set: int, size: int | None) -> None:
+        """Without batch-index deletion, Pulsar's cursor ignores a non-empty ack set
+        (``asyncDelete``: ``else if (batchDeletedIndexes != null)`` has no else;
+        ``ackBatchPosition`` returns the previous position), so the whole entry comes back after
+        any restart although its consumer acknowledged some of its messages. Those acks are
+        kept here (AND-merged) for the restart figures only: the snapshot hands them to the
+        state stores as batch states, which no record holds with the flag off."""
+        if not ack_set or position <= self._md:
+            return
+        kept = self._ignored_batch.get(position)
+        if kept is not None:
+            ack_set &= kept[0]
+            size = size or kept[1]
+        self._ignored_batch[position] = (ack_set, size)
 
     def _apply_batch_target(self, position: Position, ack_set: int, target: Position) -> None:
         """A cumulative ack of part of the batch entry at ``position`` (mark-delete at
@@ -919,6 +975,7 @@ class ManagedCursor:
         config = self._ml.config
         behaviour = rules_for(config.pulsar_rules).behaviour
         self._dirty_until_flush = behaviour.dirty_until_flush
+        self._lone_batch_acks_persist = behaviour.batch_ack_without_range_persists
         rate = config.throttle_mark_delete
         if not (behaviour.guava_rate_limiter and rate > 0):
             self._limiter = None
@@ -971,14 +1028,28 @@ class ManagedCursor:
         self._ml.request_trim(self, self._md)
 
     def _snapshot(self) -> CursorSnapshot:
-        """The state the store persists, taken under the lock (the ack set is lent, not copied)."""
+        """The state the store persists, taken under the lock (the ack set is lent, not copied).
+        Without batch-index deletion its batch states are the ignored partial acks
+        (:meth:`_ignore_ack_set`) still above the mark-delete and not acknowledged whole: no
+        record writes them (the flag is off), the restart figures count them."""
+        batch: tuple[tuple[Position, int], ...] = tuple(self._batch.items())
+        sizes = self._batch_sizes
+        if self._ignored_batch:
+            live = {
+                p: kept
+                for p, kept in self._ignored_batch.items()
+                if p > self._md and not self._acked.contains(p[0], p[1])
+            }
+            self._ignored_batch = live
+            batch = tuple(sorted((p, bits) for p, (bits, _) in live.items()))
+            sizes = {p: size for p, (_, size) in live.items() if size}
         return CursorSnapshot(
             mark_delete=self._md,
             acked=self._acked,
-            batch=tuple(self._batch.items()),
+            batch=batch,
             properties=MappingProxyType(dict(self._md_properties)),
             cursor_properties=MappingProxyType(dict(self._cursor_properties)),
-            batch_sizes=MappingProxyType(self._batch_sizes),
+            batch_sizes=MappingProxyType(sizes),
         )
 
     def flush(self) -> bool:
@@ -1237,6 +1308,7 @@ class ManagedCursor:
         self._acked.clear()
         self._batch.clear()
         self._batch_sizes.clear()
+        self._ignored_batch.clear()
         if self.name != "__compaction":
             self._md_properties = {}
         self._read = new_read if new_read > new_md else ml.next_valid_position(new_md)

@@ -52,7 +52,9 @@ class PersistenceStats:
     """What a crash now (and at its worst instant) would redeliver: everything acknowledged the
     last stored record does not hold (``mledger.managed_ledger._restart_figures``)."""
     redelivered_after_crash_limits: Redelivery = Redelivery()
-    """The part of :attr:`redelivered_after_crash` the last write lost to the limits."""
+    """The part of :attr:`redelivered_after_crash` the last write lost to the limits (and,
+    under a Pulsar version's rules, the partial batch acks apache/pulsar#26498 leaves unwritten
+    while nothing waits for the flush)."""
     redelivered_after_unload: Redelivery = Redelivery()
     """What a clean close (unload, clean restart) now would redeliver: what the close path's
     record loses."""

@@ -499,13 +499,15 @@ class CursorStateStore:
         )
 
     # -- what a stop would redeliver --------------------------------------------------------
-    def observe(self, snapshot: CursorSnapshot, now_ms: int | None = None) -> None:
+    def observe(self, snapshot: CursorSnapshot, now_ms: int | None = None, limits: bool = False) -> None:
         """A state change that is not persisted yet (a throttled mark-delete): what a crash or
         an unload now would redeliver, counted towards the maxima (stamped ``now_ms``, else the
-        clock's time). Reads only; writes nothing. O(batch states + ledgers) while the state is
-        within every limit, O(state) otherwise (the unload figure's close record)."""
+        clock's time). ``limits``: no flush will write the change either (apache/pulsar#26498
+        with a clean cursor), so the crash total is all lost to the limits. Reads only; writes
+        nothing. O(batch states + ledgers) while the state is within every limit, O(state)
+        otherwise (the unload figure's close record)."""
         now = self._ml.clock.now_ms() if now_ms is None else now_ms
-        self._figures.observe(snapshot, now, self._config.max_batch_deleted_index_to_persist)
+        self._figures.observe(snapshot, now, self._config.max_batch_deleted_index_to_persist, limits)
         self._observe_unload(snapshot, now)
 
     def observe_entries_acked(self, entries: int, now_ms: int, messages: int | None = None) -> None:

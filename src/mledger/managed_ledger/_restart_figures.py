@@ -278,11 +278,15 @@ class RestartFigures:
             figure.set(messages, entries, now_ms)
             figure.messages, figure.entries = current
 
-    def observe(self, snapshot: CursorSnapshot, now_ms: int, batch_cap: int) -> None:
-        """A change that is not persisted yet: the crash total from the snapshot."""
+    def observe(self, snapshot: CursorSnapshot, now_ms: int, batch_cap: int, limits: bool = False) -> None:
+        """A change that is not persisted yet: the crash total from the snapshot; with
+        ``limits``, one no persist of its own will write (apache/pulsar#26498): the limits
+        part is then the crash total too."""
         messages, entries = self._tally(snapshot, batch_cap)
         if self._held is not None:
             self._crash.set(messages, entries, now_ms)
+            if limits:
+                self._limits.set(messages, entries, now_ms)
 
     def entries_acked(self, entries: int, messages: int, now_ms: int) -> None:
         """``entries`` more whole entries (holding ``messages``) acknowledged, none of them with
