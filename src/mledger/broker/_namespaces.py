@@ -38,6 +38,7 @@ from ..storage import NEW_NODE, Store
 from ._errors import TopicAlreadyExistsError
 from ._retention import RetentionPolicies
 from ._schema_compat import AUTO_UPDATE_POLICIES, SchemaCompatibilityStrategy
+from ._stored_json import decode_object, update_object
 from ._time_policies import check_time_policies
 
 __all__ = [
@@ -395,18 +396,11 @@ class Namespaces:
         self._modify_auth(name, change)
 
     def _modify_auth(self, name: str, change: Callable[[AuthPolicies], AuthPolicies]) -> None:
-        check_namespace(name)
-        path = f"{POLICIES_ROOT}/{name}"
-        for _ in range(5):
-            stored = self._store.get(path)
-            policies = self._decode(path, stored.data) if stored is not None else {}
+        def apply(policies: dict[str, object]) -> None:
             policies["auth_policies"] = change(AuthPolicies.from_json(policies.get("auth_policies"))).to_json()
-            try:
-                self._store.put(path, json.dumps(policies).encode(), NEW_NODE if stored is None else stored.version)
-                return
-            except BadVersionError:
-                continue
-        raise BadVersionError(f"policies of {name} changed concurrently; retry")
+
+        check_namespace(name)
+        update_object(self._store, f"{POLICIES_ROOT}/{name}", apply, name)
 
     @staticmethod
     def _stored_strategy(name: str, value: object) -> SchemaCompatibilityStrategy:
@@ -417,29 +411,9 @@ class Namespaces:
 
     def _update(self, name: str, key: str, value: object) -> None:
         check_namespace(name)
-        path = f"{POLICIES_ROOT}/{name}"
-        for _ in range(5):
-            stored = self._store.get(path)
-            policies = self._decode(path, stored.data) if stored is not None else {}
-            policies[key] = value
-            try:
-                self._store.put(path, json.dumps(policies).encode(), NEW_NODE if stored is None else stored.version)
-                return
-            except BadVersionError:
-                continue
-        raise BadVersionError(f"policies of {name} changed concurrently; retry")
+        update_object(self._store, f"{POLICIES_ROOT}/{name}", lambda policies: policies.update({key: value}), name)
 
     def _policies(self, name: str) -> dict[str, object]:
         path = f"{POLICIES_ROOT}/{name}"
         stored = self._store.get(path)
-        return {} if stored is None else self._decode(path, stored.data)
-
-    @staticmethod
-    def _decode(path: str, data: bytes) -> dict[str, object]:
-        try:
-            value = json.loads(data)
-        except ValueError as exc:
-            raise StateCorruptedError(f"policies at {path} are not JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise StateCorruptedError(f"policies at {path} are not a JSON object")
-        return value
+        return {} if stored is None else decode_object(path, stored.data)

@@ -214,23 +214,19 @@ class Producer:
         except InvalidRequestError as exc:
             sink(exc)
             return
-        topic = self._topic
-        with self._lock:
-            if self._closed:
-                sink(self._closed_error())
-                return
-            seq = self._take_sequence(sequence_id, 1)
+
+        def frame(seq: int) -> FramedPublish:
             meta = EntryMetadata(
                 producer_name=self.name,
                 sequence_id=seq,
-                publish_time_ms=topic.broker.clock.now_ms(),
+                publish_time_ms=self._topic.broker.clock.now_ms(),
                 partition_key=key,
                 deliver_at_ms=deliver_at_ms,
                 properties=props,
             )
-            item = FramedPublish(self.name, seq, seq, 1, meta, encode_entry(payload, meta))
-            topic.publish_entries([item], _SendDone(self, seq, 0, sink), start_writing=False)
-        topic.start_writing(inline)
+            return FramedPublish(self.name, seq, seq, 1, meta, encode_entry(payload, meta))
+
+        self._publish(sequence_id, 0, frame, sink, inline)
 
     def send_batch(
         self,
@@ -289,25 +285,44 @@ class Producer:
             self._send(payloads[0], key, deliver_at_ms, sequence_id, properties, _BatchOfOne(sink), inline)
             return
         n = len(payloads)
-        topic = self._topic
-        with self._lock:
-            if self._closed:
-                sink(self._closed_error())
-                return
-            first = self._take_sequence(sequence_id, n)
+
+        def frame(first: int) -> FramedPublish:
             last = first + n - 1
             body = encode_batch([SingleMessage(p, key, props, first + i) for i, p in enumerate(payloads)])
             meta = EntryMetadata(
                 producer_name=self.name,
                 sequence_id=first,
                 highest_sequence_id=last,
-                publish_time_ms=topic.broker.clock.now_ms(),
+                publish_time_ms=self._topic.broker.clock.now_ms(),
                 num_messages=n,
                 partition_key=key,
                 deliver_at_ms=deliver_at_ms,
             )
-            item = FramedPublish(self.name, first, last, n, meta, encode_entry(body, meta))
-            topic.publish_entries([item], _SendDone(self, last, n, sink), start_writing=False)
+            return FramedPublish(self.name, first, last, n, meta, encode_entry(body, meta))
+
+        self._publish(sequence_id, n, frame, sink, inline)
+
+    def _publish(
+        self,
+        sequence_id: int | None,
+        batch_size: int,
+        frame: Callable[[int], FramedPublish],
+        sink: _Sink[Any],
+        inline: bool,
+    ) -> None:
+        """Under the producer lock: refuse if closed, take the sequence ids (``sequence_id`` as
+        given, else the generator's next; ``batch_size`` 0 is one message), ``frame`` the entry
+        from its first sequence id and queue it; then start the topic's write (on this thread
+        when ``inline`` and no write is under way). The outcome goes to ``sink``."""
+        topic = self._topic
+        with self._lock:
+            if self._closed:
+                sink(self._closed_error())
+                return
+            item = frame(self._take_sequence(sequence_id, batch_size or 1))
+            topic.publish_entries(
+                [item], _SendDone(self, item.highest_sequence_id, batch_size, sink), start_writing=False
+            )
         topic.start_writing(inline)
 
     def close(self, wait: bool = True) -> None:
@@ -447,9 +462,7 @@ class PartitionedProducer:
         try:
             _check_args(key, deliver_at_ms, sequence_id)
         except InvalidRequestError as exc:
-            future: Future[MessageId] = Future()
-            future.set_exception(exc)
-            return future
+            return _failed(exc)
         return self._producers[self._router.choose(key)].send_async(data, key, deliver_at_ms, sequence_id, properties)
 
     def send_batch(
@@ -476,9 +489,7 @@ class PartitionedProducer:
         try:
             _check_args(key, deliver_at_ms, sequence_id)
         except InvalidRequestError as exc:
-            future: Future[BatchMessageIds] = Future()
-            future.set_exception(exc)
-            return future
+            return _failed(exc)
         return self._producers[self._router.choose(key)].send_batch_async(
             items, key, deliver_at_ms, sequence_id, properties
         )
@@ -580,6 +591,13 @@ class _SendDone:
             self.sink(BatchMessageIds(MessageId(ledger_id, entry_id, partition, i, n) for i in range(n)))
         else:
             self.sink(MessageId(ledger_id, entry_id, partition))
+
+
+def _failed(exc: BaseException) -> Future[Any]:
+    """A future already failed with ``exc`` (an asynchronous send refused before routing)."""
+    future: Future[Any] = Future()
+    future.set_exception(exc)
+    return future
 
 
 def _payload(data: object) -> bytes:

@@ -19,13 +19,13 @@ both 0 disable retention), with Pulsar's messages and HTTP 412.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..core._errors import BadVersionError, InvalidRequestError, PreconditionFailedError, StateCorruptedError
-from ..storage import NEW_NODE, Store
+from ..core._errors import InvalidRequestError, PreconditionFailedError, StateCorruptedError
+from ..storage import Store
 from ._names import TopicName
+from ._stored_json import decode_object, update_object
 
 __all__ = ["TOPIC_POLICIES_ROOT", "RetentionPolicies", "TopicPolicies"]
 
@@ -126,7 +126,7 @@ class TopicPolicies:
         stored = self._store.get(self.path(topic))
         if stored is None:
             return None
-        policies = _decode(self.path(topic), stored.data)
+        policies = decode_object(self.path(topic), stored.data)
         value = policies.get("retentionPolicies")
         try:
             return None if value is None else RetentionPolicies.from_json(value)
@@ -149,39 +149,19 @@ class TopicPolicies:
     def get_field(self, topic: TopicName, key: str) -> Any:
         """One stored topic policy by its Pulsar ``TopicPolicies`` field name (None when unset)."""
         stored = self._store.get(self.path(topic))
-        return None if stored is None else _decode(self.path(topic), stored.data).get(key)
+        return None if stored is None else decode_object(self.path(topic), stored.data).get(key)
 
     def set_field(self, topic: TopicName, key: str, value: Any) -> None:
         """Set (or with None, remove) one topic policy by its ``TopicPolicies`` field name."""
-        path = self.path(topic)
-        for _ in range(5):
-            stored = self._store.get(path)
-            current = _decode(path, stored.data) if stored is not None else {}
+
+        def change(current: dict[str, Any]) -> None:
             if value is None:
                 current.pop(key, None)
             else:
                 current[key] = value
-            try:
-                if not current:
-                    if stored is not None:
-                        self._store.delete(path, stored.version)
-                    return
-                self._store.put(path, json.dumps(current).encode(), NEW_NODE if stored is None else stored.version)
-                return
-            except BadVersionError:
-                continue
-        raise BadVersionError(f"policies of {topic} changed concurrently; retry")
+
+        update_object(self._store, self.path(topic), change, str(topic), delete_empty=True)
 
     def delete(self, topic: TopicName) -> None:
         """Forget every policy of the topic (it was deleted)."""
         self._store.delete(self.path(topic))
-
-
-def _decode(path: str, data: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(data)
-    except ValueError as exc:
-        raise StateCorruptedError(f"policies at {path} are not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise StateCorruptedError(f"policies at {path} are not a JSON object")
-    return value

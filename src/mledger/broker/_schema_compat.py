@@ -188,8 +188,8 @@ def _check_against(
             )
     if new.type in (AVRO_TYPE, JSON_TYPE):
         _check_avro_based(compared, new, strategy)
-    elif strategy is _S.ALWAYS_INCOMPATIBLE:
-        raise IncompatibleSchemaError("Schema compatibility strategy is ALWAYS_INCOMPATIBLE")
+    else:
+        _default_check(strategy)
 
 
 def _check_avro_based(
@@ -210,26 +210,29 @@ def _check_avro_based(
         parsed.append((version, old))
     if not parsed:
         return
-    if strategy is _S.ALWAYS_INCOMPATIBLE:
-        raise IncompatibleSchemaError("Schema compatibility strategy is ALWAYS_INCOMPATIBLE")
+    _default_check(strategy)
     backward = strategy in (_S.BACKWARD, _S.BACKWARD_TRANSITIVE, _S.FULL, _S.FULL_TRANSITIVE)
     forward = strategy in (_S.FORWARD, _S.FORWARD_TRANSITIVE, _S.FULL, _S.FULL_TRANSITIVE)
     checker = _checker()
     for version, old in reversed(parsed):  # newest first, as Avro's validator walks them
         if backward:
-            problem = _incompatibility(checker, reader=new_schema, writer=old)
-            if problem:
-                raise IncompatibleSchemaError(
-                    f"Incompatible schema with strategy {strategy.value}: the new schema cannot read data "
-                    f"written with version {version}: {problem}"
-                )
+            _require_readable(
+                checker, new_schema, old, strategy, f"the new schema cannot read data written with version {version}"
+            )
         if forward:
-            problem = _incompatibility(checker, reader=old, writer=new_schema)
-            if problem:
-                raise IncompatibleSchemaError(
-                    f"Incompatible schema with strategy {strategy.value}: version {version} cannot read data "
-                    f"written with the new schema: {problem}"
-                )
+            _require_readable(
+                checker, old, new_schema, strategy, f"version {version} cannot read data written with the new schema"
+            )
+
+
+def _require_readable(
+    checker: Any, reader: Any, writer: Any, strategy: SchemaCompatibilityStrategy, failure: str
+) -> None:
+    """Raise ``IncompatibleSchemaError`` saying ``failure`` and why when the Avro schema
+    ``reader`` cannot read data written with ``writer``."""
+    problem = _incompatibility(checker, reader=reader, writer=writer)
+    if problem:
+        raise IncompatibleSchemaError(f"Incompatible schema with strategy {strategy.value}: {failure}: {problem}")
 
 
 def _default_check(strategy: SchemaCompatibilityStrategy) -> None:

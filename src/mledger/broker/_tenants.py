@@ -28,6 +28,7 @@ from ..core._errors import (
     StateCorruptedError,
 )
 from ..storage import NEW_NODE, Store
+from ._stored_json import decode_object
 
 __all__ = [
     "CLUSTERS_ROOT",
@@ -135,7 +136,7 @@ class Clusters:
         stored = self._store.get(path)
         if stored is None:
             raise NotFoundError(f"Cluster {name} does not exist")
-        return {**dict.fromkeys(CLUSTER_URL_FIELDS), **_decode(path, stored.data)}
+        return {**dict.fromkeys(CLUSTER_URL_FIELDS), **decode_object(path, stored.data, "data")}
 
     def update(self, name: str, data: Mapping[str, object]) -> None:
         """Replace the cluster's ``ClusterData``; 404 when unknown."""
@@ -215,7 +216,7 @@ class Tenants:
                 return TenantInfo()
             raise TenantNotFoundError(f"Tenant {name} does not exist")
         try:
-            return TenantInfo.from_json(_decode(path, stored.data))
+            return TenantInfo.from_json(decode_object(path, stored.data, "data"))
         except InvalidRequestError as exc:
             raise StateCorruptedError(f"tenant info at {path}: {exc}") from None
 
@@ -226,7 +227,7 @@ class Tenants:
         stored = self._store.get(f"{TENANTS_ROOT}/{name}")
         if stored is None:
             return frozenset()
-        roles = _decode(f"{TENANTS_ROOT}/{name}", stored.data).get("adminRoles")
+        roles = decode_object(f"{TENANTS_ROOT}/{name}", stored.data, "data").get("adminRoles")
         return frozenset(r for r in roles if isinstance(r, str)) if isinstance(roles, list) else frozenset()
 
     def exists(self, name: str) -> bool:
@@ -265,13 +266,3 @@ def _cluster_data(data: Mapping[str, object] | None) -> dict[str, object]:
         if value is not None and not isinstance(value, str):
             raise InvalidRequestError(f"invalid {field} {value!r}: expected a URL string")
     return {str(k): v for k, v in data.items()}
-
-
-def _decode(path: str, data: bytes) -> dict[str, object]:
-    try:
-        value = json.loads(data)
-    except ValueError as exc:
-        raise StateCorruptedError(f"data at {path} is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise StateCorruptedError(f"data at {path} is not a JSON object")
-    return value

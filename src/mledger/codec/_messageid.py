@@ -44,7 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..core._errors import InvalidMessageIdError, InvalidRequestError
+from ..core._errors import InvalidMessageIdError, InvalidRequestError, StateCorruptedError
 from ..core._ints import (
     INT32_MAX,
     INT32_MIN,
@@ -52,12 +52,11 @@ from ..core._ints import (
     INT64_MAX,
     INT64_MIN,
     UINT32_MASK,
-    UINT64_MASK,
     as_int64,
     check_int,
 )
 from ..core._position import Position
-from ._varint import put_varint
+from ._varint import get_varint, put_varint
 
 __all__ = ["InvalidMessageIdError", "MessageId"]
 
@@ -152,7 +151,7 @@ class MessageId:
                 raise InvalidMessageIdError(f"invalid message id: expected bytes, got {type(data).__name__}") from None
         try:
             ledger_id, entry_id, partition, batch_index, batch_size, first = _parse([data], 0)
-        except _Malformed as e:
+        except (_Malformed, StateCorruptedError) as e:  # the varint reader's errors are the codec's
             shown = data[:64].hex() + ("..." if len(data) > 64 else "")
             raise InvalidMessageIdError(f"invalid message id bytes {shown!r}: {e}") from None
         if first is not None:
@@ -197,10 +196,7 @@ class MessageId:
 
     def to_bytes(self) -> bytes:
         """The bytes the C++/Python client's ``MessageId.serialize()`` writes for this id. O(1)."""
-        out = bytearray(b"\x08")
-        put_varint(out, self.ledger_id)
-        out.append(0x10)
-        put_varint(out, self.entry_id)
+        out = _ids_bytes(self.ledger_id, self.entry_id)
         if self.partition != -1:
             out.append(0x18)
             put_varint(out, self.partition)
@@ -212,10 +208,7 @@ class MessageId:
             put_varint(out, self.batch_size)
         first = self.first_chunk_message_id
         if first is not None:
-            nested = bytearray(b"\x08")
-            put_varint(nested, first.ledger_id)
-            nested.append(0x10)
-            put_varint(nested, first.entry_id)
+            nested = _ids_bytes(first.ledger_id, first.entry_id)
             # The C++ client writes the first chunk's partition when the id's own partition is
             # set, and leaves it out otherwise (even when the first chunk has one).
             if self.partition != -1:
@@ -279,20 +272,13 @@ def _new(
 # mirrors the C++ parser; the tests replay each case against it and against PulsarApi_pb2.
 
 
-def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """A value varint (at most 10 bytes), reduced mod 2**64."""
-    result = 0
-    shift = 0
-    while shift < 70:
-        if pos >= end:
-            raise _Malformed(f"truncated varint at byte {pos}")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & UINT64_MASK, pos
-        shift += 7
-    raise _Malformed(f"varint longer than 10 bytes ending at byte {pos}")
+def _ids_bytes(ledger_id: int, entry_id: int) -> bytearray:
+    """A ``MessageIdData`` begun with its required ``ledgerId`` (1) and ``entryId`` (2) fields."""
+    out = bytearray(b"\x08")
+    put_varint(out, ledger_id)
+    out.append(0x10)
+    put_varint(out, entry_id)
+    return out
 
 
 def _tag(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
@@ -301,19 +287,7 @@ def _tag(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
     if b < 0x80:
         tag, pos = b, pos + 1
     else:
-        tag = 0
-        shift = 0
-        while True:
-            if shift == 35:
-                raise _Malformed(f"tag longer than 5 bytes ending at byte {pos}")
-            if pos >= end:
-                raise _Malformed(f"truncated tag at byte {pos}")
-            b = data[pos]
-            pos += 1
-            tag |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
+        tag, pos = get_varint(data, pos, end, 5, "tag")
         tag &= UINT32_MASK
     if tag < 8:
         raise _Malformed(f"field number 0 at byte {pos - 1}")
@@ -323,19 +297,7 @@ def _tag(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
 def _length(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """A length prefix (at most 5 bytes, below 2**31) -> (end of the payload, pos)."""
     start = pos
-    size = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise _Malformed(f"truncated length at byte {pos}")
-        b = data[pos]
-        pos += 1
-        size |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift == 35:
-            raise _Malformed(f"length longer than 5 bytes at byte {start}")
+    size, pos = get_varint(data, pos, end, 5, "length")
     if size >= 1 << 31:
         raise _Malformed(f"length {size} at byte {start} is 2 GiB or more")
     if pos + size > end:
@@ -346,7 +308,7 @@ def _length(data: bytes, pos: int, end: int) -> tuple[int, int]:
 def _skip(data: bytes, pos: int, end: int, number: int, wire: int, depth: int) -> int:
     """Skip the value of an unknown field; returns the position after it."""
     if wire == 0:
-        return _varint(data, pos, end)[1]
+        return get_varint(data, pos, end)[1]
     if wire == 2:
         return _length(data, pos, end)[0]
     if wire == 1 or wire == 5:
@@ -414,7 +376,7 @@ def _parse_into(fields: list[Any], chunk_parts: list[bytes], data: bytes, depth:
                 value = data[pos]
                 pos += 1
             else:
-                value, pos = _varint(data, pos, end)
+                value, pos = get_varint(data, pos, end)
             if number == 1:
                 ledger_id = value
             elif number == 2:
@@ -432,7 +394,7 @@ def _parse_into(fields: list[Any], chunk_parts: list[bytes], data: bytes, depth:
         elif wire == 2 and number == 5:  # packed ack_set
             stop, pos = _length(data, pos, end)
             while pos < stop:
-                pos = _varint(data, pos, stop)[1]
+                pos = get_varint(data, pos, stop)[1]
         elif wire == 2 and number == 7:
             stop, start = _length(data, pos, end)
             chunk_parts.append(data[start:stop])

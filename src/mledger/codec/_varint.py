@@ -43,25 +43,29 @@ def put_bytes_field(out: bytearray, field: int, payload: bytes) -> None:
     out += payload
 
 
-def get_varint(mv: memoryview, pos: int, end: int) -> tuple[int, int]:
+def get_varint(
+    mv: bytes | memoryview, pos: int, end: int, max_bytes: int = 10, what: str = "varint"
+) -> tuple[int, int]:
     """Read an unsigned varint at ``pos``; return ``(value mod 2**64, next position)``.
 
-    Bits beyond 64 in the tenth byte are dropped, as protobuf does; an eleventh byte or a
-    varint running past ``end`` raises ``StateCorruptedError``.
+    Bits beyond 64 in the tenth byte are dropped, as protobuf does; a varint longer than
+    ``max_bytes`` (10 for a value; 5 where a reader takes a tag or a length as protobuf's
+    32-bit varint) or running past ``end`` raises ``StateCorruptedError`` naming ``what``.
     """
     result = 0
     shift = 0
+    limit = 7 * max_bytes
     while True:
         if pos >= end:
-            raise StateCorruptedError(f"truncated varint at offset {pos}")
+            raise StateCorruptedError(f"truncated {what} at offset {pos}")
         b = mv[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
             return result & UINT64_MASK, pos
         shift += 7
-        if shift >= 70:
-            raise StateCorruptedError(f"varint longer than 10 bytes ending at offset {pos}")
+        if shift == limit:
+            raise StateCorruptedError(f"{what} longer than {max_bytes} bytes ending at offset {pos}")
 
 
 def get_len(mv: memoryview, pos: int, end: int) -> tuple[int, int]:

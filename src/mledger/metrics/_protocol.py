@@ -44,18 +44,17 @@ class ProtocolCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         s = self.server.stats()
-        labels = ["cluster"]
-        value = [self.cluster]
-        for name, text, number in (
+        yield from _families(
+            GaugeMetricFamily,
+            self.cluster,
             ("pulsar_active_connections", "client connections open now", s.connections),
             ("pulsar_producers_count", "producers open now", s.producers),
             ("pulsar_consumers_count", "consumers open now", s.consumers),
             ("mledger_tls_handshakes_in_progress", "TLS handshakes in progress now", s.tls_handshakes_in_progress),
-        ):
-            gauge = GaugeMetricFamily(name, text, labels=labels)
-            gauge.add_metric(value, number)
-            yield gauge
-        for name, text, number in (
+        )
+        yield from _families(
+            CounterMetricFamily,
+            self.cluster,
             ("pulsar_connection_created", "connections accepted", s.connections_opened),
             ("pulsar_in_messages", "messages received from producers", s.messages_in),
             ("pulsar_in_bytes", "bytes received from producers", s.bytes_in),
@@ -67,7 +66,15 @@ class ProtocolCollector(Collector):
             ("mledger_connections_refused", "connections over brokerMaxConnections(PerIp)", s.connections_refused),
             ("mledger_connections_timed_out", "connections closed for sending nothing", s.connections_timed_out),
             ("mledger_accept_pauses", "times a port stopped accepting for want of descriptors", s.accept_pauses),
-        ):
-            counter = CounterMetricFamily(name, text, labels=labels)
-            counter.add_metric(value, number)
-            yield counter
+        )
+
+
+def _families(
+    family: type[GaugeMetricFamily | CounterMetricFamily], cluster: str, *rows: tuple[str, str, float]
+) -> Iterator[Metric]:
+    """One metric family of kind ``family`` per ``(name, help text, value)`` row, each with the
+    ``cluster`` label."""
+    for name, text, number in rows:
+        metric = family(name, text, labels=["cluster"])
+        metric.add_metric([cluster], number)
+        yield metric

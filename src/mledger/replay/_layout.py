@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -113,6 +113,23 @@ class PreparedFile:
     footer_xxh64: str
     """xxh64 of the file's Parquet footer (metadata): a rewritten file has another."""
 
+    def to_json(self) -> dict[str, Any]:
+        """The file as a record of the manifest (and of the Spark prepare's file rows)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> PreparedFile:
+        """The file from a record :meth:`to_json` wrote (extra keys ignored); ``KeyError``,
+        ``ValueError`` or ``TypeError`` for a record missing or mistyping a field."""
+        return cls(
+            record["path"],
+            int(record["rows"]),
+            int(record["bytes"]),
+            record["first_ts"],
+            record["last_ts"],
+            str(record["footer_xxh64"]),
+        )
+
 
 @dataclass(frozen=True)
 class PreparedPartition:
@@ -181,17 +198,7 @@ class Manifest:
                     "bytes": p.bytes,
                     "first_ts": p.first_ts,
                     "last_ts": p.last_ts,
-                    "files": [
-                        {
-                            "path": f.path,
-                            "rows": f.rows,
-                            "bytes": f.bytes,
-                            "first_ts": f.first_ts,
-                            "last_ts": f.last_ts,
-                            "footer_xxh64": f.footer_xxh64,
-                        }
-                        for f in p.files
-                    ],
+                    "files": [f.to_json() for f in p.files],
                 }
                 for p in self.partitions
             ],
@@ -217,17 +224,7 @@ class Manifest:
                 PreparedPartition(
                     p["topic"],
                     p["partition"],
-                    tuple(
-                        PreparedFile(
-                            f["path"],
-                            int(f["rows"]),
-                            int(f["bytes"]),
-                            f["first_ts"],
-                            f["last_ts"],
-                            str(f["footer_xxh64"]),
-                        )
-                        for f in p["files"]
-                    ),
+                    tuple(PreparedFile.from_json(f) for f in p["files"]),
                 )
                 for p in doc["partitions"]
             )

@@ -395,17 +395,7 @@ def _writer(root: str, topics: dict[int, str]) -> Any:
         part = writer.close()
         yield pa.RecordBatch.from_pylist(
             [
-                {
-                    "topic": part.topic,
-                    "partition": part.partition,
-                    "file_index": i,
-                    "path": f.path,
-                    "rows": f.rows,
-                    "bytes": f.bytes,
-                    "first_ts": f.first_ts,
-                    "last_ts": f.last_ts,
-                    "footer_xxh64": f.footer_xxh64,
-                }
+                {"topic": part.topic, "partition": part.partition, "file_index": i, **f.to_json()}
                 for i, f in enumerate(part.files)
             ],
             schema=FILE_ROW_SCHEMA,
@@ -417,9 +407,7 @@ def _writer(root: str, topics: dict[int, str]) -> Any:
 def _partitions(files: pa.Table) -> list[PreparedPartition]:
     by_key: dict[tuple[str | None, int | None], list[tuple[int, PreparedFile]]] = {}
     for row in files.to_pylist():
-        entry = PreparedFile(
-            row["path"], row["rows"], row["bytes"], row["first_ts"], row["last_ts"], row["footer_xxh64"]
-        )
+        entry = PreparedFile.from_json(row)
         by_key.setdefault((row["topic"], row["partition"]), []).append((row["file_index"], entry))
     return [
         PreparedPartition(topic, partition, tuple(f for _, f in sorted(entries, key=lambda e: e[0])))
