@@ -522,6 +522,22 @@ def restart_answers(stats: PersistenceStats) -> RestartAnswers:
         state_over_limit_at_ms=_at(stats.state_over_limit_at_ms),
         persist_unacked_ranges_truncated=stats.persist_unacked_ranges_truncated,
         persist_batch_deleted_indexes_truncated=stats.persist_batch_deleted_indexes_truncated,
+        persist_long_array_truncated=stats.persist_long_array_truncated,
+        redelivered_after_crash=stats.redelivered_after_crash.messages,
+        redelivered_after_crash_max=stats.redelivered_after_crash.messages_max,
+        redelivered_after_crash_max_at_ms=_at(stats.redelivered_after_crash.messages_max_at_ms),
+        redelivered_after_crash_entries=stats.redelivered_after_crash.entries,
+        redelivered_after_crash_entries_max=stats.redelivered_after_crash.entries_max,
+        redelivered_after_crash_limits=stats.redelivered_after_crash_limits.messages,
+        redelivered_after_crash_limits_max=stats.redelivered_after_crash_limits.messages_max,
+        redelivered_after_crash_limits_max_at_ms=_at(stats.redelivered_after_crash_limits.messages_max_at_ms),
+        redelivered_after_crash_limits_entries=stats.redelivered_after_crash_limits.entries,
+        redelivered_after_crash_limits_entries_max=stats.redelivered_after_crash_limits.entries_max,
+        redelivered_after_unload=stats.redelivered_after_unload.messages,
+        redelivered_after_unload_max=stats.redelivered_after_unload.messages_max,
+        redelivered_after_unload_max_at_ms=_at(stats.redelivered_after_unload.messages_max_at_ms),
+        redelivered_after_unload_entries=stats.redelivered_after_unload.entries,
+        redelivered_after_unload_entries_max=stats.redelivered_after_unload.entries_max,
     )
 
 
