@@ -207,3 +207,34 @@ def test_the_close_tracker_follows_single_acks_as_a_fresh_count_does(
 
         assert (unload.messages, unload.entries) == lost_to(log.cursor._snapshot(), held, log.ml)
     assert followed or not over  # past the cap, single acks were followed one by one
+
+
+@pytest.mark.parametrize(("preset", "waiting", "after_tick"), [("pulsar-4.1", 1, 0), (None, 2, 2)])
+def test_the_replay_model_runs_the_flush_ticks_of_event_time_under_a_preset(
+    preset: str | None, waiting: int, after_tick: int
+) -> None:
+    """The replay's broker model under a preset: one fixed-rate flush timer from the broker's
+    start (the first event time, 1 s), ticking at 61 s, 121 s, ... of event time. Acks at 10 s
+    and 10.001 s are granted (back to back after the idle), the one at 10.5 s is refused and
+    waits: a crash then redelivers 1. At 70 s the tick of 61 s has written it. Without a preset
+    mledger's own throttle (one persist a second after the last) holds 10.001 s back too, and
+    has no flush: both still wait."""
+    import numpy as np
+
+    from mledger.replay import SubscriptionSpec
+    from mledger.replay._broker_model import BrokerModel
+
+    model = BrokerModel("persistent://public/default/t", -1, settings_for(preset, throttle_mark_delete=1.0))
+    model.set_time(1_000)
+    model.start(1)
+    model.append(1, np.ones(10, dtype=np.int64))
+    model.subscribe(SubscriptionSpec("s"))
+    for t, entry in ((10_000, 0), (10_001, 2), (10_500, 4)):
+        model.set_time(t)
+        model.ack("s", np.array([[1, entry]], dtype=np.int64))
+    cursor = model._subs["s"].cursor
+    assert crash_messages(cursor) == waiting and cursor.is_dirty
+    model.set_time(70_000)
+    assert crash_messages(cursor) == after_tick
+    model.set_time(10**12)  # ticks over a long idle: skipped once nothing is dirty
+    assert crash_messages(cursor) == after_tick
