@@ -69,6 +69,7 @@ NEW_ROUTES: dict[str, set[str]] = {
             ("subscription/{subName}/expireMessages/{expireTimeInSeconds}", {"post"}),
             ("subscription/{subName}/expireMessages", {"post"}),
             ("all_subscription/expireMessages/{expireTimeInSeconds}", {"post"}),
+            ("unload", {"put"}),  # issue 33: unloading a topic
         )
     },
     f"{NS}/messageTTL": {"get", "post", "delete"},

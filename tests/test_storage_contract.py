@@ -500,3 +500,24 @@ TestSqliteMatchesMemory = SqliteMatchesMemory.TestCase
 TestSqliteMatchesMemory.settings = settings(
     max_examples=100, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
+
+
+def test_a_reopened_memory_store_holds_the_data_and_the_old_one_is_closed() -> None:
+    """``MemoryStore.reopen``: a restart over the same data (the embedded broker's, without a data
+    directory); the previous owner's store refuses every call, so it cannot change the data."""
+    old = MemoryStore(first_ledger_id=7)
+    ledger = old.create_ledger()
+    old.append(ledger, b"a")
+    old.seal_ledger(ledger)
+    old.put("/n", b"v")
+    new = old.reopen()
+    assert (new.read(ledger, 0, 0), new.get("/n")) == ([b"a"], Versioned(b"v", 0))
+    assert new.create_ledger() == ledger + 1
+    with pytest.raises(LedgerNotFoundError):
+        new.append(ledger, b"b")  # still sealed
+    for call in (lambda: old.put("/n", b"w"), lambda: old.read(ledger, 0, 0), old.create_ledger):
+        with pytest.raises(ManagedLedgerClosedError):
+            call()
+    old.close()
+    new.close()
+    assert new.reopen().get("/n") == Versioned(b"v", 0)  # from a closed store too

@@ -314,6 +314,7 @@ class EmbeddedStandalone(EmbeddedBroker):
     """
 
     _admin_server: AdminServer | None = None
+    _admin_port = 0  # after the first start: its port, which a restart keeps
     _admin_lock = threading.Lock()
 
     def __init__(
@@ -336,14 +337,16 @@ class EmbeddedStandalone(EmbeddedBroker):
     @property
     def admin_url(self) -> str:
         """``http://127.0.0.1:<port>`` of the admin REST API, started on first use (building
-        the app takes a few hundred milliseconds, which tests that never call it do not pay)."""
+        the app takes a few hundred milliseconds, which tests that never call it do not pay);
+        the same after a :meth:`restart`."""
         with self._admin_lock:
             if self._admin_server is None:
                 roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
                 app = _admin_app(self.broker, self.server, self._authorization, roles)
                 limits = _admin_limits(self.server.config)
-                self._admin_server = AdminServer(app, self._host, 0, drain_timeout=2.0, **limits)
+                self._admin_server = AdminServer(app, self._host, self._admin_port, drain_timeout=2.0, **limits)
                 self._admin_server.start()
+                self._admin_port = self._admin_server.address[1]
             return self._admin_server.url
 
     def _before_stop(self) -> None:

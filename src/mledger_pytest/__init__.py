@@ -6,7 +6,9 @@ Fixtures:
   and the admin REST API over one broker) started on free ports with a memory store and a
   manual clock, stopped after the test. Use ``pulsar_broker.service_url`` with
   ``pulsar.Client``, ``pulsar_broker.admin_url`` for the REST admin API, and
-  ``pulsar_broker.clock.advance(ms)`` to make delayed messages due without sleeping.
+  ``pulsar_broker.clock.advance(ms)`` to make delayed messages due without sleeping, and
+  ``pulsar_broker.restart(crash=True)`` (a SIGKILL) or ``restart()`` (a clean stop) to see what
+  a consumer receives again after the broker restarts (same port and URLs: clients reconnect).
 * ``pulsar_broker_factory``: ``pulsar_broker_factory(**options)`` starts one with options
   (``data_dir``, ``broker_config``, ``tokens``, ``authentication`` (an
   :class:`~mledger.admin._authentication.AuthenticationSettings`: JWT, basic, anonymous role),

@@ -316,6 +316,13 @@ OPERATIONS: tuple[AdminOperation, ...] = (
          "Expire the messages of every subscription published more than the time ago", None, None, _NOT_ISSUED),
     ),
     *_ops(
+        "topics", TOPIC_BASE,
+        # unloading (issue 33): the topic's cursors through their close path, reloaded on the next lookup
+        ("unload", "unload", "PUT", "/{topic}/unload", 204, "unload",
+         "Unload a topic (every partition of a partitioned one): clients reconnect, the next lookup loads it again",
+         None, None),
+    ),
+    *_ops(
         "clusters", "/clusters",
         ("list_clusters", "list", "GET", "", 200, "list", "The clusters (no credentials needed)", None, "list[str]"),
         ("get_cluster", "get", "GET", "/{cluster}", 200, "get", "A cluster's ClusterData", None, "ClusterData"),

@@ -564,6 +564,7 @@ class RemoteTopics(_RemoteTopicGroup):
     remove_schema_compatibility_strategy = restates(Topics.remove_schema_compatibility_strategy)
     terminate = restates(Topics.terminate)
     terminate_partitioned = restates(Topics.terminate_partitioned)
+    unload = restates(Topics.unload)
     skip_messages = restates(Topics.skip_messages)
     # message TTL, backlog quotas, inactive topics, message expiry
     get_message_ttl = restates(Topics.get_message_ttl)

@@ -711,6 +711,16 @@ class Topics:
         name = self._admin.check_topic(TopicOperation.TERMINATE, topic)
         return self._broker.terminate_partitioned_topic(str(name))
 
+    # -- unloading -----------------------------------------------------------------------------
+
+    def unload(self, topic: str) -> None:
+        """Unload a topic, every partition of a partitioned one (Pulsar's ``unloadTopic``): its
+        producers and consumers are disconnected and reconnect, its cursors closed through their
+        close path, and the next lookup loads it again (``Broker.unload_topic``). UNLOAD (403).
+        404."""
+        name = self._admin.check_topic(TopicOperation.UNLOAD, topic)
+        self._broker.unload_topic(str(name))
+
     # -- PIP-423 -------------------------------------------------------------------------------
 
     def skip_messages(self, topic: str, subscription: str, request: SkipMessageIdsRequest | bytes | str) -> None:

@@ -222,10 +222,7 @@ class Broker:
         name = TopicName.parse(topic)
         with self._lock, store_failures(MetadataStoreError, f"topic {name} could not be looked up"):
             self._check_open()
-            found = self._load(name)
-            if found is None:
-                raise NotFoundError(f"Topic {name} not found")
-            return found
+            return self._found(name)
 
     def open_topic(self, topic: str) -> AnyTopic:
         """The topic, created if missing and automatic topic creation is on (what a producer or
@@ -345,9 +342,7 @@ class Broker:
         name = TopicName.parse(topic)
         with self._lock:
             self._check_open()
-            found = self._load(name)
-            if found is None:
-                raise NotFoundError(f"Topic {name} not found")
+            found = self._found(name)
             if name.is_partition and isinstance(found, Topic) and self._partition_count(name.partitioned_topic):
                 raise InvalidRequestError(f"{name} is a partition: delete the partitioned topic instead")
             if found.has_connections() and not force:
@@ -358,6 +353,29 @@ class Broker:
                 self.factory.store.delete(name.partitioned_metadata_path)
             self._topics.pop(name, None)
             self.topic_policies.delete(name)  # a topic created again later starts without them
+
+    def unload_topic(self, topic: str) -> None:
+        """Unload a topic (every partition of a partitioned one; a partition's name: that
+        partition alone), as Pulsar's ``unloadTopic`` closes it (``PersistentTopic.close``):
+        its producers and consumers are disconnected, so the clients reconnect and their lookup
+        loads it again from the store; its managed ledger is closed, every cursor through its
+        close path (``persistPositionWhenClosing``: what the mark-delete throttle held back is
+        written, within the limits of that path). A topic that is not loaded is loaded first
+        and then closed, as Pulsar's ``getTopicIfExists`` loads it (a recovered cursor's state
+        then moves to the metadata store). Raises ``NotFoundError``. May block on storage."""
+        name = TopicName.parse(topic)
+        with self._lock:
+            self._check_open()
+            found = self._found(name)
+            if self.journal is not None:  # the raw logs have no event for a close
+                self.journal.not_recorded(f"unload of topic {name}", self.clock.now_ms())
+            for partition in found.partitions if isinstance(found, PartitionedTopic) else [found]:
+                partition.close()
+                self._topics.pop(partition.topic_name, None)
+            if name.is_partition:  # its partitioned topic's object holds it: loaded again on next use
+                self._topics.pop(name.partitioned_topic, None)
+            self._topics.pop(name, None)
+        log.info("unloaded topic %s", name)
 
     def _forget_topics(self, name: TopicName, topics: list[Topic]) -> None:
         """Delete closed ``topics`` (the topic ``name``, or its partitions) from the store and
@@ -978,6 +996,13 @@ class Broker:
             store.children(f"{ML_ROOT}/{namespace}/persistent")
             or store.children(f"{PARTITIONED_TOPICS_ROOT}/{namespace}/persistent")
         )
+
+    def _found(self, name: TopicName) -> AnyTopic:
+        """The cached or stored topic ``name``; raises ``NotFoundError`` (caller holds the lock)."""
+        found = self._load(name)
+        if found is None:
+            raise NotFoundError(f"Topic {name} not found")
+        return found
 
     def _load(self, name: TopicName) -> AnyTopic | None:
         """The cached or stored topic ``name``, None if it does not exist (caller holds the lock)."""

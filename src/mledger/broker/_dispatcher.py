@@ -744,13 +744,13 @@ class Dispatcher:
     def reset(self, choose: Callable[[PositionReset], None] | None = None, *, count_redeliveries: bool = True) -> None:
         """Clear the dispatcher and change the cursor in one revision (docs/library.md).
 
-        ``choose(reset)`` picks the cursor change (``reset.rewind()`` when None); it runs first,
-        so a change that fails validation leaves everything as it was. Raises
-        ``ConcurrentResetError`` if another reset holds the cursor.
+        ``choose(reset)`` picks the cursor change (when None a rewind, which writes nothing: see
+        ``PositionReset.rewind``); it runs first, so a change that fails validation leaves
+        everything as it was. Raises ``ConcurrentResetError`` if another reset holds the cursor.
         """
         with self._cursor.position_reset() as revision:
             if choose is None:
-                revision.rewind()
+                revision.rewind(persist=False)  # Pulsar's dispatchers rewind without a write
             else:
                 choose(revision)
             self._clear(count_redeliveries)

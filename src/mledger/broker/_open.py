@@ -65,6 +65,23 @@ class OpenedBroker:
         finally:
             self.factory.close()
 
+    def crash(self) -> None:
+        """Leave the broker as a killed process leaves its data: close the store alone, so it
+        keeps exactly what it confirmed; the broker and the factory are never closed, so what
+        their cursors held back (the mark-delete throttle) is lost and nothing of theirs is
+        written any more (a write on another thread either completed before or fails). The
+        journal is closed (it writes what it queued: the caller's process lives on). Call once
+        nothing serves the broker any more (its servers stopped). Idempotent with :meth:`close`."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self.store.close()
+        finally:
+            if self.broker.journal is not None:
+                self.broker.journal.close()
+
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""

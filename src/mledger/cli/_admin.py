@@ -469,6 +469,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub = command(
+        "unload",
+        "Unload a topic (every partition of a partitioned one): its clients reconnect, the next lookup loads it.",
+        _run("topic"),
+    )
+
+    sub = command(
         "get-schema-compatibility-strategy",
         "The topic's schema compatibility strategy (null when unset).",
         _run("topic", "applied", show=_print_strategy),

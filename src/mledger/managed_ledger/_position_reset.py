@@ -29,7 +29,8 @@ class ResetHooks(NamedTuple):
 
     ``choose_*`` validate a change when it is chosen (they may raise and change nothing) and
     return the action that applies it; actions run under ``lock`` when the revision ends,
-    followed by ``after_change`` (persist the state).
+    followed by ``after_change`` (persist the state) unless the change was a rewind chosen not
+    to persist.
     """
 
     name: str
@@ -65,16 +66,20 @@ class PositionReset:
     def __init__(self, hooks: ResetHooks) -> None:
         self._hooks = hooks
         self._action: Callable[[], None] | None = None
+        self._persists = True
         self.revision_num = -1
 
-    def _set(self, action: Callable[[], None]) -> None:
+    def _set(self, action: Callable[[], None], persists: bool = True) -> None:
         if self._action is not None:
             raise ConcurrentResetError("a position reset applies one cursor change; one was already chosen")
         self._action = action
+        self._persists = persists
 
-    def rewind(self) -> None:
-        """Read again from the entry after the mark-delete position."""
-        self._set(self._hooks.choose_rewind())
+    def rewind(self, persist: bool = True) -> None:
+        """Read again from the entry after the mark-delete position. ``persist=False`` writes
+        nothing, as Pulsar's ``ManagedCursorImpl.rewind`` (only the read position moves): the
+        broker's dispatcher rewinds so when a consumer leaves or messages are redelivered."""
+        self._set(self._hooks.choose_rewind(), persists=persist)
 
     def seek(self, position: Position, force: bool = False) -> None:
         """Move the read position (never to or below the mark-delete position)."""
@@ -121,7 +126,7 @@ class PositionReset:
             hooks.mark_settling(True)
             try:
                 hooks.revision.end_revision(action)
-                if action is not None:
+                if action is not None and self._persists:
                     hooks.after_change()
             finally:
                 hooks.mark_settling(False)

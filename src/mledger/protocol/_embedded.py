@@ -26,6 +26,7 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,7 +35,7 @@ from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
 from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
 from ..core._clock import Clock, ManualClock, SystemClock
-from ..storage import Store
+from ..storage import MemoryStore, Store
 from ._access import ClientAuth
 from ._config import ProtocolConfig, ProtocolStats
 from ._server import ProtocolServer
@@ -120,13 +121,17 @@ class EmbeddedBroker:
         self.broker: Broker
         self.clock: BrokerClock
         self._opened: OpenedBroker | None = None
+        self._memory: MemoryStore | None = None  # without data_dir: the data, kept across restarts
+        self._time: Clock | None = None  # the broker's clock, kept across restarts
+        self._crashing = False
         self._check_options()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:
         """Start the store, broker and server; returns once clients can connect."""
-        wall = int(time.time() * 1000)
-        clock: Clock = ManualClock(wall) if self._manual else SystemClock()
+        if self._time is None:
+            self._time = ManualClock(int(time.time() * 1000)) if self._manual else SystemClock()
+        clock = self._time
         # the namespaces mledger standalone (and Pulsar's) creates
         self._opened = open_broker(
             store=self._open_store(),
@@ -137,8 +142,12 @@ class EmbeddedBroker:
         )
         self.broker = self._opened.broker
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
+        if getattr(self, "server", None) is not None:  # a restart: the ports the clients know
+            config = replace(config, port=self.server.port, tls_port=self.server.tls_port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
-        self.clock = BrokerClock(self, clock)
+        if getattr(self, "clock", None) is None:
+            self.clock = BrokerClock(self, clock)
+        self._crashing = False
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         def run() -> None:
@@ -152,7 +161,7 @@ class EmbeddedBroker:
                 return
             started.set_result(None)
             loop.run_forever()
-            loop.run_until_complete(self.server.stop())
+            loop.run_until_complete(self.server.stop(crash=self._crashing))
             loop.close()
 
         self._thread = threading.Thread(target=run, name="mledger-embedded-broker", daemon=True)
@@ -166,9 +175,17 @@ class EmbeddedBroker:
         return self
 
     def _open_store(self) -> Store:
-        """Hook for subclasses (tests wrap the store to inject faults): the store to serve
-        (:func:`~mledger.broker.open_store` of ``data_dir``), closed once by :meth:`stop`."""
-        return open_store(self.data_dir)
+        """Hook for subclasses (tests wrap the store to inject faults): the store to serve,
+        closed once by :meth:`stop` or a crash: :func:`~mledger.broker.open_store` of
+        ``data_dir``, or without one the memory store this object keeps across restarts
+        (:meth:`~mledger.storage.MemoryStore.reopen`: it holds what the last run wrote)."""
+        if self.data_dir is not None or self._memory is None:
+            store = open_store(self.data_dir)
+        else:
+            store = self._memory.reopen()
+        if isinstance(store, MemoryStore):
+            self._memory = store
+        return store
 
     def _check_options(self) -> None:
         """Hook for subclasses: runs at the end of the constructor and raises ``ConfigError`` for
@@ -188,9 +205,32 @@ class EmbeddedBroker:
 
     def stop(self) -> None:
         """Stop the server (closing every connection), the broker and the store. Idempotent."""
+        self._stop(crash=False)
+
+    def restart(self, crash: bool = False) -> EmbeddedBroker:
+        """Stop and start again over the same data, on the same ports and URLs, so clients
+        reconnect by themselves and a consumer receives again what the broker redelivers; the
+        clock goes on from where it was. Returns once clients can connect.
+
+        ``crash=False``, a clean restart (:meth:`stop`, then :meth:`start`): connections
+        closed, then every topic closed, each cursor through its close path (Pulsar's
+        ``persistPositionWhenClosing``: what the mark-delete throttle held back is written,
+        within that path's limits). ``crash=True``, what a SIGKILL does: connections dropped
+        without a word, nothing written any more; the store keeps exactly what it confirmed,
+        and the cursor state the mark-delete throttle had not persisted yet is lost. The data
+        is the data directory's, or without one the memory store this object keeps (reopened).
+        :attr:`broker` and :attr:`server` are new objects afterwards; :attr:`clock` stays.
+        Raises ``RuntimeError`` when not running."""
+        if self._thread is None:
+            raise RuntimeError("the embedded broker is not running")
+        self._stop(crash=crash)
+        return self.start()
+
+    def _stop(self, crash: bool) -> None:
         if self._thread is None:
             return
         self._before_stop()
+        self._crashing = crash
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(loop.stop)
@@ -198,11 +238,11 @@ class EmbeddedBroker:
         self._thread = None
         if self._authenticator is not None:
             self._authenticator.close()  # the password checks' workers (a restart starts new ones)
-        self._close_storage()
-
-    def _close_storage(self) -> None:
         if self._opened is not None:
-            self._opened.close()
+            if crash:
+                self._opened.crash()
+            else:
+                self._opened.close()
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()

@@ -203,6 +203,14 @@ class _Shell(asyncio.Protocol):
         if session is not None:
             session.close()
 
+    def drop(self) -> None:
+        """Close at once as a killed process does: nothing more is written (the peer sees a
+        reset) and the broker never hears of it (the session is left as it is, unclosed: a
+        consumer's removal would rewind and persist its cursor)."""
+        self.session = None
+        if self.transport is not None:
+            self.transport.abort()
+
     def pause_writing(self) -> None:
         if self.session is not None:
             self.session.writing_paused(True)
@@ -351,8 +359,12 @@ class ProtocolServer:
             max_tls_handshakes=self.config.max_concurrent_tls_handshakes,
         )
 
-    async def stop(self) -> None:
-        """Stop accepting, close every connection, wait for in-flight appends. Idempotent."""
+    async def stop(self, crash: bool = False) -> None:
+        """Stop accepting, close every connection, wait for in-flight appends. Idempotent.
+
+        ``crash``: stop as a killed process does: every connection dropped at once without
+        writing what it queued (clients see a reset and reconnect), no append waited for
+        (:meth:`EmbeddedBroker.restart <mledger.protocol.EmbeddedBroker.restart>`)."""
         for task in self._tasks:
             task.cancel()
         self._tasks = []
@@ -360,7 +372,10 @@ class ProtocolServer:
         for acceptor in acceptors:
             await acceptor.close()
         for shell in list(self._shells.values()):
-            shell.abort_after_flush()
+            if crash:
+                shell.drop()
+            else:
+                shell.abort_after_flush()
         await asyncio.sleep(0)  # the transports' connection_lost callbacks
         if self.broker.timers.on_earlier == self._timers_earlier:
             self.broker.timers.on_earlier = None
@@ -371,6 +386,8 @@ class ProtocolServer:
         for topic in topics:
             topic.remove_listener(self._watcher)
         self._watched.clear()
+        if crash:
+            return
         # Wait for the appends in flight (off the loop: they complete on writer threads).
         await asyncio.get_running_loop().run_in_executor(None, lambda: [t.wait_for_publishes(30) for t in topics])
 
