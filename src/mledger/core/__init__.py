@@ -9,6 +9,8 @@
 * :mod:`.timers` - :class:`TimerQueue`, the broker-semantic timers on an injected clock;
 * :mod:`.state_machine` - :class:`TransitionTable`, the one lookup every state machine's
   transitions go through, and :class:`TransitionRefusedError`, the refusal its errors derive from;
+* :mod:`.futures` - :class:`InlineExecutor` (background work run at once, for runs that repeat)
+  and small future combinators;
 * :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once;
 * :mod:`.pulsar_versions` - what each Pulsar version persists and recovers for a cursor, one
   table (:data:`PULSAR_VERSIONS`), and :mod:`.rate_limiter`, Guava's limiter Pulsar's cursors use;
@@ -24,6 +26,7 @@ from ._config import (
     ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
 )
 from ._entry_messages import EntryMessages as EntryMessages
+from ._futures import InlineExecutor as InlineExecutor
 from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
 from ._pulsar_versions import (
     MLEDGER_RULES as MLEDGER_RULES,
@@ -51,6 +54,7 @@ __all__ = [
     "rules_for",
     "Clock",
     "EARLIEST",
+    "InlineExecutor",
     "LATEST",
     "ManagedLedgerConfig",
     "ManagedLedgerFactoryConfig",

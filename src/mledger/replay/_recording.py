@@ -61,7 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -71,6 +71,7 @@ from ..broker._hooks import PublishContext
 from ..broker._journal import AckRecord
 from ..core._errors import ConfigError
 from ..core._position import Position
+from ._poll_events import ObservedEntry
 from ._schema import (
     ACKED_SCHEMA,
     CANCELLED_SCHEMA,
@@ -124,21 +125,6 @@ class RecordSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-
-
-class ObservedEntry(NamedTuple):
-    """A ``produced`` row's fields for an entry seen by a reader (None: not known); the last
-    three for a chunk of a chunked message."""
-
-    publish_time_ms: int
-    batch_size: int = 1
-    deliver_at_ms: int | None = None
-    producer_name: str | None = None
-    sequence_id: int | None = None
-    key: str | None = None
-    chunk_id: int | None = None
-    num_chunks: int | None = None
-    uuid: str | None = None
 
 
 Row = tuple[Any, ...]
@@ -345,11 +331,10 @@ class Recorder:
             if self._closed:
                 return
             self._closed = True
-            now = int(time.time() * 1000)
             for part in self._partitions.values():
-                while part.waiting:  # their produced rows never came: written as they are
-                    _, name, is_sub, make = part.waiting.popleft()
-                    self._put(name, make(part.stamp(now, is_sub)))
+                while part.waiting:  # their produced rows never came: written as they are,
+                    _, name, is_sub, make = part.waiting.popleft()  # at their partition's last time
+                    self._put(name, make(part.stamp(-1, is_sub)))
         self._wake.set()
         self._writer.join()
 
@@ -597,6 +582,18 @@ def _ack_rows(topic: str, partition: int, subscription: str, acks: Sequence[AckR
         )
         for a in acks
     ]
+
+
+def read_recorded_rows(directory: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """Every log's rows of the recording in ``directory``, by log name (``produced``, ``acked``,
+    ``cancelled``, ``subscriptions``), in recorded order: parts in name order, rows in part order.
+    The file layout (how rows were cut into parts) and the session stamps in ``recording.json``
+    are left out, so two recordings of the same run compare equal. Reads every part: O(rows)."""
+    root = Path(directory)
+    return {
+        name: [row for part in sorted((root / name).glob("part-*.parquet")) for row in pq.read_table(part).to_pylist()]
+        for name in _LOGS
+    }
 
 
 def read_recording_status(directory: str | Path, filesystem: pafs.FileSystem | None = None) -> dict[str, Any] | None:
