@@ -589,7 +589,7 @@ class ManagedCursor:
             if outcome.persist:
                 self._after_change()
             else:
-                self._observe_unpersisted()
+                self._observe(self._clock_ns() // 1_000_000, unpersisted=True)
             return outcome
 
     def _apply(self, plan: AckPlan) -> AckOutcome:
@@ -744,33 +744,21 @@ class ManagedCursor:
         with self._lock:
             self._follow_rate_rules()
 
-    def _observe(self, now_ms: int) -> None:
+    def _observe(self, now_ms: int, unpersisted: bool = False) -> None:
         """Let the state stores see a change they do not persist (what a restart would
-        redeliver), from a snapshot."""
+        redeliver), from a snapshot. ``unpersisted``: a change no persist will carry by itself
+        (``AckOutcome.persist`` False, apache/pulsar#26498): while nothing else waits for the
+        flush (the cursor is not dirty) its loss is part of the crash figure's limits part too,
+        as only a later persist for another reason writes it."""
         store = self._store
         if store is None:
             return
         self._settle_observation()
         snapshot = self._snapshot()
-        store.observe(snapshot, now_ms)
+        limits = unpersisted and not self._dirty
+        store.observe(snapshot, now_ms, limits)
         for mirror in self._mirrors:
-            mirror.observe(snapshot, now_ms)
-        self._observed = True
-
-    def _observe_unpersisted(self) -> None:
-        """The state stores see a change no persist will carry by itself (``AckOutcome.persist``
-        False, apache/pulsar#26498): the crash figure counts it, and, while nothing else waits
-        for the flush (the cursor is not dirty), so does its part lost to the limits: only a
-        later persist for another reason writes it."""
-        store = self._store
-        if store is None:
-            return
-        self._settle_observation()
-        snapshot = self._snapshot()
-        now_ms = self._clock_ns() // 1_000_000
-        limits = not self._dirty
-        for s in (store, *self._mirrors):
-            s.observe(snapshot, now_ms, limits=limits)
+            mirror.observe(snapshot, now_ms, limits)
         self._observed = True
 
     def _persist(self, acquire: bool = True) -> None:
