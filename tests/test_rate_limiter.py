@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mledger.core._rate_limiter import SmoothBurstyLimiter
+from mledger.core import SmoothBurstyLimiter
 
 S = 1_000_000_000  # one second in clock nanoseconds
 

@@ -13,7 +13,7 @@ import pytest
 from restart_logs import Log, recover, redelivered, settings_for
 
 from mledger import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from mledger.core._pulsar_versions import MLEDGER_RULES, PULSAR_VERSIONS, LongArrayCutoff, preset_values, rules_for
+from mledger.core import MLEDGER_RULES, PULSAR_VERSIONS, LongArrayCutoff, preset_values, rules_for
 from mledger.replay import ReplaySettings
 
 

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._entry_messages import EntryMessages
-from ..core._pulsar_versions import LongArrayCutoff
-from ..core._ranges import AckRangeSet
+from ..core import AckRangeSet, EntryMessages, LongArrayCutoff
 
 __all__ = ["CloseTracker"]
 

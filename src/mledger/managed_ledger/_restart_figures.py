@@ -45,8 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ..core._entry_messages import EntryMessages
-from ..core._position import Position
+from ..core import EntryMessages, Position
 from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot
 from ._cursor_stats import Redelivery

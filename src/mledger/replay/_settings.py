@@ -15,10 +15,15 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig, parse_setting
-from ..core._errors import ConfigError
-from ..core._pulsar_versions import PULSAR_VERSIONS, preset_values
-from ..core._suggest import did_you_mean
+from ..core import (
+    PULSAR_VERSIONS,
+    ConfigError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig,
+    did_you_mean,
+    parse_setting,
+    preset_values,
+)
 from ._fs import filesystem_for
 
 REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)
