@@ -119,8 +119,8 @@ class ManagedLedgerConfig:
     throttle_mark_delete: float = 0.0
     pulsar_rules: str | None = None
     """The Pulsar version whose persist and recovery rules apply (a key of
-    :data:`~mledger.core._pulsar_versions.PULSAR_VERSIONS`, as ``--defaults`` names it); None:
-    mledger's own (:data:`~mledger.core._pulsar_versions.MLEDGER_RULES`)."""
+    :data:`~mledger.core.PULSAR_VERSIONS`, as ``--defaults`` names it); None:
+    mledger's own (:data:`~mledger.core.MLEDGER_RULES`)."""
     restart_as: str | None = None
     """The Pulsar version that recovers the state after a stop (an upgrade or a rollback), for
     the restart figures; None: the version that wrote it (``pulsar_rules``)."""

@@ -100,7 +100,7 @@ class CursorBehaviour:
     """True: the mark-delete rate limit is Guava's ``RateLimiter.create(rate)`` (SmoothBursty,
     one second of stored permits), created with the cursor (``ManagedCursorImpl`` constructor),
     asked by ``asyncMarkDelete``, ``asyncDelete`` and ``flush`` (see
-    :class:`~mledger.core._rate_limiter.SmoothBurstyLimiter`). False (mledger's own): at most one
+    :class:`~mledger.core.SmoothBurstyLimiter`). False (mledger's own): at most one
     persist per ``1 / rate`` seconds after the last one, none before the first persist."""
     dirty_until_flush: bool
     """True: ``isDirty`` is set by a change the limiter refuses and cleared only by ``flush()``

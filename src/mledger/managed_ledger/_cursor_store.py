@@ -27,8 +27,8 @@ ledger whose last entry is a complete state; Pulsar does the same (``createNewMe
 writes, then ``switchToNewLedger`` moves the node) and then appends the pending mark-delete
 again (``flushPendingMarkDeletes``), which this store does too under a Pulsar version's rules.
 
-The rules in force (:func:`~mledger.core._pulsar_versions.rules_for` of ``pulsar_rules``: a row
-of :data:`~mledger.core._pulsar_versions.PULSAR_VERSIONS`, or mledger's own without a preset)
+The rules in force (:func:`~mledger.core.rules_for` of ``pulsar_rules``: a row
+of :data:`~mledger.core.PULSAR_VERSIONS`, or mledger's own without a preset)
 decide what differs between versions: the long-array cut-off (``toRanges``), whether the node's
 batch states are read back (#26474), and what happens to a record over a store's limit. Under
 mledger's own rules a cursor-ledger entry above the frame limit or a ``ManagedCursorInfo`` above

@@ -55,7 +55,7 @@ PERSISTENCE_KEYS = frozenset(
 the managed ledger or the broker. ``deletion_at_batch_index_level_enabled``,
 ``throttle_mark_delete`` and ``cursor_position_flush_seconds`` change behaviour (what is
 acknowledged, when state is persisted) and are not among them; ``pulsar_rules`` is both (its
-row's :class:`~mledger.core._pulsar_versions.CursorBehaviour` is behaviour, the rest
+row's :class:`~mledger.core.CursorBehaviour` is behaviour, the rest
 persistence), see :func:`behaviour`."""
 
 _LEDGER_KEYS = frozenset(f.name for f in dataclasses.fields(ManagedLedgerConfig))

@@ -35,7 +35,7 @@ PULSAR_DEFAULTS: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {name: version.defaults for name, version in PULSAR_VERSIONS.items()}
 )
 """``--defaults NAME``: the preset's ``--set`` values, one per row of the rules table
-(:data:`mledger.core._pulsar_versions.PULSAR_VERSIONS`, which says what each value follows and
+(:data:`mledger.core.PULSAR_VERSIONS`, which says what each value follows and
 which rules without a setting the preset brings: ``pulsar_rules`` names the row)."""
 
 
