@@ -529,29 +529,33 @@ class ProtocolServer:
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if self.paused:  # nothing is written during a pause: resuming flushes them
+        if self._paused:  # nothing is written during a pause: resuming flushes them
             return
         sessions = self._to_flush
         self._to_flush = {}
         for session in sessions:
             shell = self._shells.get(session)
-            if shell is None or shell.transport is None:
+            if shell is None:
+                continue
+            transport = shell.transport
+            if transport is None:
                 continue
             data = session.connection.data_to_send()
-            if data:
-                shell.write(data)
+            # the hot path: shell.write inlined, its half-open check one attribute test
+            if data and not shell.muted and not transport.is_closing():
+                transport.write(data)
             shell.maybe_resume_reading()
 
     def flush_now(self, session: Session) -> None:
         """Write what ``session`` queued right away (call on the loop thread)."""
-        if self.paused:
+        if self._paused:
             self.flush_soon(session)
             return
         shell = self._shells.get(session)
         if shell is not None and shell.transport is not None and not shell.transport.is_closing():
             data = session.connection.data_to_send()
-            if data:
-                shell.write(data)
+            if data and not shell.muted:
+                shell.transport.write(data)
 
     def close_soon(self, session: Session) -> None:
         """Close ``session``'s connection once what it queued is written."""
