@@ -350,3 +350,11 @@ def test_a_connection_closed_while_the_disk_is_full_is_forgotten(
 def _consumers(broker: EmbeddedBroker) -> dict[str, int]:
     topic = broker.call(lambda: broker.broker.get_topic(TOPIC))
     return broker.call(lambda: {name: len(sub.consumers) for name, sub in topic.subscriptions.items()})
+
+
+def test_calls_during_a_restart_a_fault_started_wait_for_it(pulsar_broker: EmbeddedBroker) -> None:
+    old = pulsar_broker.server
+    pulsar_broker.faults.restart(crash=True)  # returns at once: the restart runs on a thread of its own
+    pulsar_broker.stats()  # waits for the restart, then asks the new server (before: its loop was closed)
+    assert pulsar_broker.server is not old
+    assert pulsar_broker.call(lambda: pulsar_broker.broker.faults.stats().fired_by_action) == {"restart": 1}

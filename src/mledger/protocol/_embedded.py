@@ -270,10 +270,17 @@ class EmbeddedBroker:
     def stop(self) -> None:
         """Stop the server (closing every connection), the broker and the store, once a restart
         a fault started has completed. Idempotent."""
-        restarting = self._fault_restart
-        if restarting is not None and restarting is not threading.current_thread():
-            restarting.join(timeout=60)
+        self._await_fault_restart()
         self._stop(crash=False)
+
+    def _await_fault_restart(self) -> None:
+        """Wait (60 s at most) for a restart a fault started to complete: until then the server
+        and its loop are being replaced. Not from that restart itself, nor from the server's
+        loop thread (the restart stops that loop: waiting there would wait for itself)."""
+        restarting = self._fault_restart
+        current = threading.current_thread()
+        if restarting is not None and restarting is not current and current is not self._thread:
+            restarting.join(timeout=60)
 
     def _restart_for_fault(self, crash: bool) -> None:
         """A ``restart`` fault fired (:attr:`Faults.restarter <mledger.broker.Faults.restarter>`):
@@ -364,11 +371,14 @@ class EmbeddedBroker:
         return self._authenticator
 
     def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
-        """Run ``fn`` on the server's event loop and return its result (thread-safe)."""
+        """Run ``fn`` on the server's event loop and return its result (thread-safe); during a
+        restart a fault started, once it completed (:meth:`submit`)."""
         return self.submit(fn).result(timeout)
 
     def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
-        """Run ``fn`` on the server's event loop; its result as a future (thread-safe)."""
+        """Run ``fn`` on the server's event loop; its result as a future (thread-safe). During a
+        restart a fault started, waits for it first (the restarted server's loop runs ``fn``)."""
+        self._await_fault_restart()
         loop = self._loop
         if loop is None:
             raise RuntimeError("the embedded broker is not running")
@@ -381,7 +391,7 @@ class EmbeddedBroker:
     def stats(self) -> ProtocolStats:
         """A frozen snapshot of the protocol server's counters
         (:class:`~mledger.protocol.ProtocolStats`), taken on its loop (exact)."""
-        return self.call(self.server.stats)
+        return self.call(lambda: self.server.stats())  # the server running then (after a restart: the new one)
 
 
 class AsyncBrokerClock:
@@ -443,11 +453,12 @@ class AsyncBroker:
 
     async def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
         """Run ``fn`` on the broker's loop; awaited (``TimeoutError`` after ``timeout`` s)."""
-        return await asyncio.wait_for(asyncio.wrap_future(self.embedded.submit(fn)), timeout)
+        submitted = await asyncio.to_thread(self.embedded.submit, fn)  # may wait for a restart
+        return await asyncio.wait_for(asyncio.wrap_future(submitted), timeout)
 
     async def stats(self) -> ProtocolStats:
         """The protocol server's counters, taken on its loop."""
-        return await self.call(self.embedded.server.stats)
+        return await self.call(lambda: self.embedded.server.stats())  # the server running then
 
     async def start(self) -> AsyncBroker:
         """Start the broker (on a worker thread)."""
