@@ -1,26 +1,38 @@
-"""The cost of one ``mledger capture`` poll of ``internalStats`` for 1,000 subscriptions (issue 25).
+"""One ``mledger capture`` poll at cluster scale, before and after a change, in one run (issues 25 and 35).
 
-    python benchmarks/bench_capture.py [--topics 100] [--subscriptions 10] [--messages 20] [--polls 7]
+    python benchmarks/bench_capture.py --before OLD/src [--sizes 100x10,1000x10] [--messages 20]
+        [--polls 5] [--repeats 3] [--concurrency 8]
 
-``mledger standalone --memory`` runs in its own process; here ``--topics`` topics get
-``--subscriptions`` durable subscriptions each (Exclusive consumers, closed afterwards) and
-``--messages`` messages, of which each subscription acks every other one (so that every
-cursor has individually deleted ranges). A :class:`mledger.replay._capture.Capture` of the
-topics then polls: the first poll (readers created, every entry read, every subscription
-``created``) is shown apart; the next ``--polls`` polls (nothing changed: the steady state of a
-capture) are timed one by one, wall time and CPU seconds of this process (the capture) and of
-the server, medians. A poll with changes is timed too: before each of ``--polls`` more polls,
-one more message is acked on every subscription of every tenth topic.
+``OLD/src`` is a source tree holding ``mledger/`` (a ``git worktree`` of the commit before the
+change: ``git worktree add /tmp/before <commit>``); without ``--before`` only this tree runs.
+For each size ``TxS``, ``mledger standalone --memory`` runs in its own process with ``T``
+topics of ``S`` durable subscriptions each (Exclusive, their consumers closed) and
+``--messages`` messages, of which each subscription acked every other one (so that every
+cursor has individually deleted ranges). Then, ``--repeats`` times, alternating which goes
+first, each tree's :class:`mledger.replay.Capture` of the ``T`` topics runs in a fresh process
+(``PYTHONPATH`` set to the tree) against the same server and times its polls:
 
-The machine is shared: the load average is printed.
+* the first poll (readers opened, every entry read, every subscription ``created``);
+* after ``--warmup`` more, ``--polls`` polls with nothing changed (the steady state of a
+  capture), one by one (the topics are listed again every 10 s, in the poll under way then:
+  the median is a poll's cost, the mean includes those listings);
+* ``--polls`` polls after a change: before each, one message is produced to every tenth topic
+  and every subscription of those topics acks one more message.
+
+Each poll: wall time, CPU seconds of the capture's process (its threads included: the pulsar
+client's too) and of the server's, medians; the capture's RSS at the end. The figures printed
+are the medians over the repeats, and the ratio before/after. The machine is shared: the load
+average is printed beside them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
+import resource
 import signal
 import statistics
 import subprocess
@@ -29,12 +41,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pulsar
 
-from mledger.admin import RemoteAdmin
-from mledger.replay import Capture, CaptureSettings
+PREFIX = "persistent://public/default/capture-bench-"
+SIDES = ("before", "after")
 
 
 def _load() -> str:
@@ -54,103 +67,183 @@ def _start() -> tuple[subprocess.Popen[str], dict[str, str]]:
     return proc, json.loads(line)
 
 
-def _populate(
-    client: pulsar.Client, topics: list[str], subscriptions: int, messages: int
-) -> dict[str, list[pulsar.Consumer]]:
+def _client(url: str) -> pulsar.Client:
+    return pulsar.Client(url, operation_timeout_seconds=120, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+
+
+def _populate(url: str, topics: list[str], subscriptions: int, messages: int) -> None:
     """Subscriptions first (they start at the end), then messages; each subscription acks
-    every other message. The consumers stay open (to ack more later)."""
-    consumers = {t: [client.subscribe(t, f"sub-{j}") for j in range(subscriptions)] for t in topics}
-    for t in topics:
-        producer = client.create_producer(t, batching_enabled=False)
-        for i in range(messages):
-            producer.send(f"m{i}".encode())
-        producer.close()
-    for t in topics:
-        for consumer in consumers[t]:
+    every other message; then every consumer is closed."""
+    client = _client(url)
+    try:
+        consumers = [client.subscribe(t, f"sub-{j}") for t in topics for j in range(subscriptions)]
+        for t in topics:
+            producer = client.create_producer(t, batching_enabled=False)
             for i in range(messages):
-                msg = consumer.receive(30_000)
+                producer.send_async(f"m{i}".encode(), None)
+            producer.flush()
+            producer.close()
+        for consumer in consumers:
+            for i in range(messages):
+                msg = consumer.receive(60_000)
                 if i % 2 == 1:
                     consumer.acknowledge(msg)
-    return consumers
+        for consumer in consumers:
+            consumer.close()
+    finally:
+        client.close()
 
 
+# -- the child: one tree's capture --------------------------------------------------------------
 class _Timer:
     """Wall, own CPU and server CPU seconds of one call."""
 
     def __init__(self, server: psutil.Process) -> None:
         self.server = server
-        self.samples: list[tuple[float, float, float]] = []
 
     def _server_cpu(self) -> float:
         t = self.server.cpu_times()
         return t.user + t.system
 
-    def time(self, work: Callable[[], None]) -> tuple[float, float, float]:
+    def time(self, work: Callable[[], Any]) -> list[float]:
         s0, c0, w0 = self._server_cpu(), time.process_time(), time.perf_counter()
         work()
-        sample = (time.perf_counter() - w0, time.process_time() - c0, self._server_cpu() - s0)
-        self.samples.append(sample)
-        return sample
-
-    def medians(self) -> tuple[float, float, float]:
-        return tuple(statistics.median(s[i] for s in self.samples) for i in range(3))  # type: ignore[return-value]
+        return [time.perf_counter() - w0, time.process_time() - c0, self._server_cpu() - s0]
 
 
-def _line(what: str, wall: float, own: float, server: float, subs: int) -> str:
-    return (f"{what:34s} wall {wall * 1000:9.1f} ms   capture CPU {own * 1000:8.1f} ms   "
-            f"server CPU {server * 1000:8.1f} ms   ({wall / subs * 1e6:,.0f} us wall per subscription)")
+def _child(args: argparse.Namespace) -> None:
+    """Time one tree's capture (the tree on ``PYTHONPATH``); print its figures as one JSON line."""
+    from mledger.admin import RemoteAdmin
+    from mledger.replay import Capture, CaptureSettings
+
+    topics = [f"{PREFIX}{i}" for i in range(args.topics)]
+    options: dict[str, Any] = {"topics": tuple(topics), "interval_s": 3600}
+    if "concurrency" in {f.name for f in dataclasses.fields(CaptureSettings)}:  # the new engine
+        options["concurrency"] = args.concurrency
+    client = _client(args.service_url)
+    admin = RemoteAdmin(args.admin_url)
+    timer = _Timer(psutil.Process(args.server_pid))
+    figures: dict[str, Any] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-capture-") as out:
+            capture = Capture(Path(out) / "cap", client, admin, CaptureSettings(**options))
+            try:
+                figures["first"] = timer.time(capture.poll)
+                for _ in range(args.warmup):
+                    capture.poll()
+                figures["steady"] = [timer.time(capture.poll) for _ in range(args.polls)]
+                changed = topics[::10]
+                producers = [client.create_producer(t, batching_enabled=False) for t in changed]
+                consumers = [client.subscribe(t, f"sub-{j}") for t in changed for j in range(args.subscriptions)]
+                figures["changed"] = []
+                for _ in range(args.polls):
+                    for producer in producers:
+                        producer.send(b"more")
+                    for consumer in consumers:
+                        consumer.acknowledge(consumer.receive(60_000))
+                    figures["changed"].append(timer.time(capture.poll))
+                for c in (*producers, *consumers):
+                    c.close()
+                figures["rss_mb"] = psutil.Process().memory_info().rss / 2**20
+                figures["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            finally:
+                capture.close()
+    finally:
+        client.close()
+        admin.close()
+    print(json.dumps(figures), flush=True)
+
+
+# -- the parent: both trees, alternating -------------------------------------------------------
+def _run_child(src: Path, urls: dict[str, str], server_pid: int, args: argparse.Namespace, topics: int,
+               subscriptions: int) -> dict[str, Any]:  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(src.resolve()))
+    cmd = [sys.executable, __file__, "--child", "--service-url", urls["service_url"], "--admin-url",
+           urls["admin_url"], "--server-pid", str(server_pid), "--topics", str(topics), "--subscriptions",
+           str(subscriptions), "--polls", str(args.polls), "--warmup", str(args.warmup), "--concurrency",
+           str(args.concurrency)]  # fmt: skip
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"the capture of {src} failed:\n{out.stderr[-3000:]}")
+    figures: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def _median(runs: list[dict[str, Any]], key: str, index: int, of_run: Callable[..., float] = statistics.median) -> float:
+    """The median over the runs of each run's median poll (``of_run``: its mean), a single
+    figure for ``first``."""
+    values = []
+    for run in runs:
+        polls = run[key] if key != "first" else [run[key]]
+        values.append(of_run([p[index] for p in polls]))
+    return statistics.median(values)
+
+
+def _report(results: dict[str, list[dict[str, Any]]], subs: int) -> None:
+    sides = [s for s in SIDES if results[s]]
+    head = "".join(f"{s:>16}" for s in sides) + ("    before/after" if len(sides) == 2 else "")
+    print(f"{'':44}{head}")
+    rows = [("first poll", "first"), ("poll, nothing changed", "steady"), ("poll, 1 in 10 topics changed", "changed")]
+    figures = (("wall", 0, "ms", 1e3, statistics.median), ("wall, mean", 0, "ms", 1e3, statistics.fmean),
+               ("capture CPU per subscription", 1, "us", 1e6, statistics.median),
+               ("server CPU", 2, "ms", 1e3, statistics.median))  # fmt: skip
+    for title, key in rows:
+        for what, index, unit, scale, of_run in (figures[0], *figures[2:]) if key == "first" else figures:
+            values = [_median(results[s], key, index, of_run) * (scale / subs if index == 1 else scale) for s in sides]
+            line = "".join(f"{v:>13,.1f} {unit}" for v in values)
+            ratio = f"{values[0] / values[1]:>15.2f}x" if len(values) == 2 and values[1] else ""
+            print(f"{title + ': ' + what:44}{line}{ratio}")
+    for what, key in (("capture RSS at the end", "rss_mb"), ("capture peak RSS", "peak_rss_mb")):
+        values = [statistics.median(r[key] for r in results[s]) for s in sides]
+        print(f"{what:44}" + "".join(f"{v:>12,.0f} MiB" for v in values))
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--topics", type=int, default=100)
-    p.add_argument("--subscriptions", type=int, default=10, help="per topic")
+    p.add_argument("--before", type=Path, help="src directory of the tree before the change")
+    p.add_argument("--sizes", default="100x10,1000x10", help="topics x subscriptions, comma-separated")
     p.add_argument("--messages", type=int, default=20, help="per topic")
-    p.add_argument("--polls", type=int, default=7)
+    p.add_argument("--polls", type=int, default=5, help="timed polls of each kind per run")
+    p.add_argument("--warmup", type=int, default=2, help="polls after the first, before the timed ones")
+    p.add_argument("--repeats", type=int, default=3, help="runs per tree and size, alternating")
+    p.add_argument("--concurrency", type=int, default=4, help="the new engine's concurrency")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    for hidden in ("--service-url", "--admin-url"):
+        p.add_argument(hidden, help=argparse.SUPPRESS)
+    for hidden in ("--server-pid", "--topics", "--subscriptions"):
+        p.add_argument(hidden, type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
-    subs = args.topics * args.subscriptions
+    if args.child:
+        _child(args)
+        return 0
+    trees = {"after": Path(__file__).resolve().parent.parent / "src"}
+    if args.before is not None:
+        trees["before"] = args.before
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; {_load()}")
-    proc, urls = _start()
-    client = pulsar.Client(urls["service_url"], logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    admin = RemoteAdmin(urls["admin_url"])
-    try:
-        topics = [f"persistent://public/default/capture-bench-{i}" for i in range(args.topics)]
-        t0 = time.perf_counter()
-        consumers = _populate(client, topics, args.subscriptions, args.messages)
-        print(f"{args.topics} topics x {args.subscriptions} subscriptions = {subs:,} subscriptions, "
-              f"{args.messages} messages per topic, every other one acked: set up in {time.perf_counter() - t0:.1f} s")
-        with tempfile.TemporaryDirectory(prefix="bench-capture-") as out:
-            capture = Capture(Path(out) / "cap", client, admin, CaptureSettings(topics=tuple(topics), interval_s=3600))
-            timer = _Timer(psutil.Process(proc.pid))
-            try:
-                first = timer.time(capture.poll)
-                timer.samples.clear()
-                for _ in range(args.polls):
-                    timer.time(capture.poll)
-                steady = timer.medians()
-                timer.samples.clear()
-                changed = [c for t in topics[::10] for c in consumers[t]]
-                for _ in range(args.polls):
-                    for consumer in changed:  # redelivery of an unacked message: ack it
-                        consumer.redeliver_unacknowledged_messages()
-                    for consumer in changed:
-                        consumer.acknowledge(consumer.receive(30_000))
-                    timer.time(capture.poll)
-                moving = timer.medians()
-            finally:
-                capture.close()
-        print(_line("first poll (readers, created)", *first, subs))
-        print(_line(f"poll, nothing changed (median {args.polls})", *steady, subs))
-        print(_line(f"poll, {len(changed)} subs acked one (median)", *moving, subs))
-        print(f"(two admin GETs per topic-partition per poll: stats and internalStats); {_load()}")
-    finally:
-        client.close()
-        admin.close()
-        proc.send_signal(signal.SIGTERM)
+    print(f"trees: {', '.join(f'{side} {src}' for side, src in trees.items())}; concurrency {args.concurrency}")
+    for size in args.sizes.split(","):
+        topics, subscriptions = (int(x) for x in size.lower().split("x"))
+        subs = topics * subscriptions
+        proc, urls = _start()
         try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            t0 = time.perf_counter()
+            _populate(urls["service_url"], [f"{PREFIX}{i}" for i in range(topics)], subscriptions, args.messages)
+            print(f"\n{topics:,} topics x {subscriptions} subscriptions = {subs:,} subscriptions, {args.messages} "
+                  f"messages per topic, every other one acked: set up in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+            results: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
+            for r in range(args.repeats):
+                for side in SIDES if r % 2 == 0 else SIDES[::-1]:
+                    if side in trees:
+                        results[side].append(_run_child(trees[side], urls, proc.pid, args, topics, subscriptions))
+                        print(f"  run {r + 1}/{args.repeats} {side}: done; {_load()}", file=sys.stderr, flush=True)
+            _report(results, subs)
+            print(f"(medians of {args.repeats} runs per tree, each the median of {args.polls} polls; {_load()})")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
     return 0
 
 

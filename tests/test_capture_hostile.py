@@ -51,6 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: HostileAdmin
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.server.seen.append(self.path)
         mode = self.server.internal_stats if self.path.split("?")[0].endswith("/internalStats") else None
         if mode == "drip":  # headers, then one byte now and then, forever
             self._headers(200, 1 << 20)
@@ -90,19 +91,16 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class HostileAdmin(ThreadingHTTPServer):
-    """A local admin endpoint in front of ``upstream``: every GET is passed through, except
-    ``internalStats`` when :attr:`internal_stats` says otherwise: ``"drip"``, ``"endless"``,
-    ``"huge"`` or a function of the real answer."""
+class LocalServer(ThreadingHTTPServer):
+    """An HTTP server on a free local port, serving ``handler`` from a thread until :meth:`close`
+    (which sets :attr:`closing`, for the answers that never end)."""
 
     daemon_threads = True
 
-    def __init__(self, upstream: str) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.http = httpx.Client(base_url=upstream, timeout=30)
-        self.internal_stats: str | Transform | None = None
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
         self.closing = threading.Event()
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
     @property
@@ -113,6 +111,21 @@ class HostileAdmin(ThreadingHTTPServer):
         self.closing.set()
         self.shutdown()
         self.server_close()
+
+
+class HostileAdmin(LocalServer):
+    """A local admin endpoint in front of ``upstream``: every GET is passed through, except
+    ``internalStats`` when :attr:`internal_stats` says otherwise: ``"drip"``, ``"endless"``,
+    ``"huge"`` or a function of the real answer. :attr:`seen` lists the paths asked for."""
+
+    def __init__(self, upstream: str) -> None:
+        self.http = httpx.Client(base_url=upstream, timeout=30)
+        self.internal_stats: str | Transform | None = None
+        self.seen: list[str] = []
+        super().__init__(_Handler)
+
+    def close(self) -> None:
+        super().close()
         self.http.close()
 
 
@@ -323,8 +336,8 @@ def test_an_unreachable_service_url_fails_within_the_connect_timeout_in_one_line
 
 
 # -- item 9: capture stays small and says what it did not see ------------------------------------------
-def live_cursor(urls: dict[str, str]) -> dict[str, Any]:
-    stats = httpx.get(f"{urls['admin_url']}/admin/v2/persistent/public/default/orders/internalStats").json()
+def live_cursor(urls: dict[str, str], topic: str = "orders") -> dict[str, Any]:
+    stats = httpx.get(f"{urls['admin_url']}/admin/v2/persistent/public/default/{topic}/internalStats").json()
     cursor: dict[str, Any] = stats["cursors"]["billing"]
     return cursor
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         TopicStatsData as TopicStatsData,
     )
     from ._topics import CancelDelayedMessageResult as CancelDelayedMessageResult, Topics as Topics
+    from ._transport import AsyncRemoteAdmin as AsyncRemoteAdmin
 
 # imported on first use (PEP 562): ``mledger standalone`` needs the authentication and
 # authorization modules at start-up, not the admin operations, their stats models or httpx
@@ -59,6 +60,7 @@ _LAZY = {
     "Messaging": "._messaging",
     "Namespaces": "._namespaces",
     "RemoteAdmin": "._remote",
+    "AsyncRemoteAdmin": "._transport",
     "PAYLOAD_ERROR_PREFIX": "._requests",
     "MessageIdItem": "._requests",
     "ResetCursorData": "._requests",
@@ -86,6 +88,7 @@ __all__ = [
     "PAYLOAD_ERROR_PREFIX",
     "WILDCARD",
     "Admin",
+    "AsyncRemoteAdmin",
     "Authorization",
     "CancelDelayedMessageResult",
     "CompactionStatsData",

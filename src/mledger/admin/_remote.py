@@ -15,12 +15,10 @@ Connections: one ``httpx.Client`` per ``RemoteAdmin``, so consecutive calls reus
 connection (up to ``max_connections`` at once across threads; the object is thread-safe as the
 client is). ``timeout`` bounds connecting (``connect_timeout`` when given), each read and each
 write (seconds): it is httpx's, a bound on each wait, so a server that drips a byte now and then
-could hold a call forever. ``deadline`` bounds a whole call: the body is streamed, the clock
-checked after each piece, and no wait is given more than the time left when the call began, so
-a call ends within twice its deadline at worst (usually within it).
-``max_response_bytes`` caps what a call reads (a larger body is refused, unread, by its
-``Content-Length`` or once the cap is passed), so a huge answer costs no more memory than the
-cap. :meth:`close` (or leaving the ``with`` block) closes the connections.
+could hold a call forever. ``deadline`` bounds a whole call and ``max_response_bytes`` what it
+reads (:mod:`mledger.admin._transport`, the rules the asyncio client made by
+:meth:`RemoteAdmin.asynchronous` shares). :meth:`close` (or leaving the ``with`` block) closes
+the connections.
 
 Most methods are generated from the admin operation table (:mod:`mledger.admin._operations`):
 a method declared with :func:`restates` sends its operation's request (path names, flags, body)
@@ -41,8 +39,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import ssl
-import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
@@ -55,9 +51,7 @@ from ..core._errors import (
     ConfigError,
     InvalidRequestError,
     MissingExtraError,
-    MLedgerError,
     PreconditionFailedError,
-    error_class_for_status,
 )
 from ..core._position import LATEST, Position
 from ._bodies import REQUESTS, RESPONSES, json_bytes
@@ -67,17 +61,26 @@ from ._operations import AdminOperation, Group, operation, operations
 from ._requests import ResetCursorData
 from ._tenants import Clusters, Tenants
 from ._topics import CancelDelayedMessageResult, Topics
+from ._transport import (
+    AdminConnectionError,
+    AdminResponseTooLargeError,
+    AsyncRemoteAdmin,
+    Call,
+    RemoteAdminError,
+    TransportOptions,
+    content_headers,
+    decode_json,
+    error_for,
+    httpx,
+    tls_context,
+)
 from ._wire import CANCEL_RESULTS_HEADER, ROLE_HEADER, encode_name, encode_segment
-
-try:
-    import httpx
-except ImportError:  # pragma: no cover - depends on the installation
-    httpx = None  # type: ignore[assignment]
 
 __all__ = [
     "LOCAL_ONLY_COMMANDS",
     "AdminConnectionError",
     "AdminResponseTooLargeError",
+    "AsyncRemoteAdmin",
     "RemoteAdmin",
     "RemoteAdminError",
     "RemoteClusters",
@@ -85,37 +88,12 @@ __all__ = [
     "RemoteNonPersistentTopics",
     "RemoteTenants",
     "RemoteTopics",
+    "error_for",
     "restates",
 ]
 
 LOCAL_ONLY_COMMANDS = frozenset({"produce", "consume"})
 """CLI commands that need ``--data-dir``: Pulsar's admin REST API has no produce or consume."""
-
-
-class RemoteAdminError(MLedgerError):
-    """An error status with no dedicated class (409, 414, 500, ...); ``http_status`` is the server's."""
-
-    def __init__(self, message: str, http_status: int) -> None:
-        super().__init__(message)
-        self.http_status = http_status
-
-
-class AdminConnectionError(MLedgerError):
-    """The server could not be reached in time, or its answer was not HTTP (exit status 1)."""
-
-    http_status = 503
-
-
-class AdminResponseTooLargeError(AdminConnectionError):
-    """An answer was larger than the client's ``max_response_bytes`` (it was not read whole)."""
-
-
-def error_for(status: int, reason: str) -> MLedgerError:
-    """The exception for an error response: the class of ``status`` carrying ``reason``
-    (:func:`~mledger.core._errors.error_class_for_status`, the table the REST app's statuses
-    come from)."""
-    cls = error_class_for_status(status)
-    return cls(reason) if cls is not None else RemoteAdminError(reason, status)
 
 
 class RemoteAdmin:
@@ -150,23 +128,31 @@ class RemoteAdmin:
                 raise InvalidRequestError(f"{name} must be > 0 seconds, got {limit!r}")
         if max_response_bytes is not None and max_response_bytes < 1:
             raise InvalidRequestError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
-        self.url = url.rstrip("/")
-        self.timeout = timeout
-        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
-        self.deadline = deadline
-        self.max_response_bytes = max_response_bytes
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if role:
             headers[ROLE_HEADER] = role
-        self._client = httpx.Client(
-            base_url=self.url,
+        options = TransportOptions(
+            url=url.rstrip("/"),
             headers=headers,
-            timeout=httpx.Timeout(timeout, connect=self.connect_timeout),
+            timeout=timeout,
+            connect_timeout=timeout if connect_timeout is None else connect_timeout,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
+            max_connections=max_connections,
+            verify=tls_context(verify, cert),
+            basic=basic,
+        )
+        self._options = options
+        self.url = options.url
+        self.timeout = options.timeout
+        self.connect_timeout = options.connect_timeout
+        self.deadline = options.deadline
+        self.max_response_bytes = options.max_response_bytes
+        self._client = httpx.Client(
+            **options.client_arguments(),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            verify=_tls_context(verify, cert),
-            auth=basic,  # httpx sends it as HTTP Basic, as Pulsar's AuthenticationBasic does
         )
         self.topics = RemoteTopics(self)
         self.namespaces = RemoteNamespaces(self)
@@ -188,56 +174,27 @@ class RemoteAdmin:
         the call passes its deadline: the client's, or ``deadline`` seconds if sooner;
         :class:`AdminResponseTooLargeError` past ``max_response_bytes``). Error exceptions
         carry the response headers as ``response_headers``."""
-        headers = {"Content-Type": "application/json"} if body is not None else None
-        limits = [t for t in (self.deadline, deadline) if t is not None]
-        total = min(limits) if limits else None
-        ends = None if total is None else time.monotonic() + total
-        wait = self.timeout if total is None else min(self.timeout, total)  # no wait outlives the deadline
-        timeout = httpx.Timeout(wait, connect=min(self.connect_timeout, wait))
-        try:
+        call = Call(self._options, path, deadline)
+        with call.errors():
             with self._client.stream(
-                method, path, params=query, content=body, headers=headers, timeout=timeout
+                method, path, params=query, content=body, headers=content_headers(body), timeout=call.timeout
             ) as response:
-                content = self._read(response, path, ends, total)
-        except httpx.TimeoutException as e:
-            raise AdminConnectionError(
-                f"the admin server at {self.url} did not answer within {wait:g} s ({type(e).__name__})"
-            ) from None
-        except httpx.HTTPError as e:  # connect errors, protocol errors, a closed client
-            raise AdminConnectionError(f"cannot reach the admin server at {self.url}: {e}") from None
-        if response.is_success:
-            return response.status_code, response.headers, content
-        error = error_for(response.status_code, _reason(response.status_code, content))
-        error.response_headers = response.headers  # type: ignore[attr-defined]
-        raise error
-
-    def _read(self, response: Any, path: str, ends: float | None, total: float | None) -> bytes:
-        """The body of ``response``, read piece by piece within the deadline and the size cap."""
-        cap = self.max_response_bytes
-        declared = response.headers.get("content-length", "")
-        if cap is not None and declared.isdigit() and int(declared) > cap:
-            raise AdminResponseTooLargeError(
-                f"{self.url}{path} answered {int(declared)} bytes, more than the {cap} allowed"
-            )
-        pieces: list[bytes] = []
-        size = 0
-        for piece in response.iter_bytes():
-            size += len(piece)
-            if cap is not None and size > cap:
-                raise AdminResponseTooLargeError(f"{self.url}{path} answered more than the {cap} bytes allowed")
-            if ends is not None and time.monotonic() > ends:
-                raise AdminConnectionError(f"the admin server at {self.url} did not answer {path} within {total:.3g} s")
-            pieces.append(piece)
-        return b"".join(pieces)
+                call.begin(response)
+                for piece in response.iter_bytes():
+                    call.take(piece)
+        return call.outcome(response)
 
     def get_json(self, path: str, query: Mapping[str, str] | None = None, *, deadline: float | None = None) -> Any:
         """GET ``path`` (with ``query``) and decode its JSON body (``AdminConnectionError`` if
         it is not JSON); ``deadline`` as for :meth:`call`."""
         _, _, payload = self.call("GET", path, query, deadline=deadline)
-        try:
-            return json.loads(payload)
-        except ValueError:
-            raise AdminConnectionError(f"{self.url}{path} did not answer JSON: {payload[:80]!r}") from None
+        return decode_json(self._options, path, payload)
+
+    def asynchronous(self, max_concurrency_per_host: int = 8) -> AsyncRemoteAdmin:
+        """An asyncio client of the same server with the same credentials and limits, and its
+        own connections: at most ``max_concurrency_per_host`` calls in flight per broker (see
+        :mod:`mledger.admin._transport`). The caller closes it (``await aclose()``)."""
+        return AsyncRemoteAdmin(self._options, max_concurrency_per_host)
 
     def close(self) -> None:
         """Close the pooled connections. Idempotent."""
@@ -251,32 +208,6 @@ class RemoteAdmin:
 
     def __repr__(self) -> str:
         return f"RemoteAdmin({self.url!r})"
-
-
-def _tls_context(verify: str | bool, cert: tuple[str, str] | None) -> ssl.SSLContext | bool:
-    """httpx's ``verify``: a context trusting ``verify`` (a CA file; True: the system's) and
-    presenting ``cert`` (certificate file, key file) when given; False verifies nothing."""
-    if cert is None and isinstance(verify, bool):
-        return verify  # httpx's own default trust store, as before
-    context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
-    if verify is False:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if cert is not None:
-        context.load_cert_chain(*cert)
-    return context
-
-
-def _reason(status: int, content: bytes) -> str:
-    """The ``reason`` of Pulsar's error body, else the body's text, else ``HTTP <status>``."""
-    try:
-        value = json.loads(content)
-        if isinstance(value, dict) and isinstance(value.get("reason"), str):
-            return str(value["reason"])
-    except ValueError:
-        pass
-    text = content.decode("utf-8", "replace").strip()
-    return text or f"HTTP {status}"
 
 
 # -- path names ------------------------------------------------------------------------------

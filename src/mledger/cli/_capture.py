@@ -1,9 +1,9 @@
 """``mledger capture OUT``: capture a live Pulsar cluster as the replay's raw logs.
 
-See :mod:`mledger.replay._capture`. The command builds the two clients (``pulsar.Client`` for
-the readers, :class:`mledger.admin.RemoteAdmin` for the stats, with the same credentials and
-the same ``--connect-timeout``; every admin call bounded by ``--admin-timeout`` in all and
-``--max-response-size``), checks that the named topics exist, prints one JSON line once the
+See :mod:`mledger.replay._capture`. The command builds the two clients (one ``pulsar.Client``
+for every reader, :class:`mledger.admin.RemoteAdmin` for the stats, with the same credentials
+and the same ``--connect-timeout``; every admin call bounded by ``--admin-timeout`` in all and
+``--max-response-size``, at most ``--concurrency`` in flight per broker), checks that the named topics exist, prints one JSON line once the
 first poll is done (``{"capturing": [topic-partitions]}``), and stops after ``--duration`` or at
 SIGTERM/SIGINT, after one last poll bounded by ``--stop-timeout``. Errors are one line on
 stderr (exit 2): a topic that does not exist, a non-empty output directory without
@@ -46,6 +46,13 @@ def parse_size(text: str) -> int:
     return size
 
 
+def parse_count(text: str) -> int:
+    """A count above zero; ``ArgumentTypeError`` otherwise."""
+    from ._admin import _positive  # imported when a count is parsed: the admin CLI is not small
+
+    return _positive(text)
+
+
 def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
     """The options of ``mledger capture``."""
     cap.add_argument("out", help="directory the raw logs and capture.json are written to")
@@ -53,7 +60,12 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
     cap.add_argument("--admin-url", required=True, help="http(s)://host:8080")
     what = cap.add_mutually_exclusive_group(required=True)
     what.add_argument("--topic", action="append", help="a topic to capture (repeatable; partitioned ones whole)")
-    what.add_argument("--namespace", help="TENANT/NS: every persistent topic of it, listed again at every poll")
+    what.add_argument(
+        "--namespace",
+        action="append",
+        help="TENANT/NS: every persistent topic of it, listed again every --discovery-interval (repeatable)",
+    )
+    what.add_argument("--all", action="store_true", help="every persistent topic of every namespace of every tenant")
     cap.add_argument("--duration", type=parse_duration, required=True, help="how long to capture (30s, 5m, 1h)")
     cap.add_argument("--interval", type=parse_duration, default=1.0, help="stats poll interval (default 1s)")
     auth = cap.add_mutually_exclusive_group()
@@ -87,6 +99,38 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
         type=parse_duration,
         default=30.0,
         help="the last poll after --duration or SIGTERM at most (default 30s)",
+    )
+    cap.add_argument(
+        "--discovery-interval",
+        type=parse_duration,
+        default=10.0,
+        help="how often tenants, namespaces, topics and partitions are listed again (default 10s; the first "
+        "and the last poll always list them)",
+    )
+    cap.add_argument(
+        "--concurrency",
+        type=parse_count,
+        default=4,
+        help="topic-partitions polled at once, and admin calls in flight per broker at most (default 4)",
+    )
+    cap.add_argument(
+        "--max-ranges-per-subscription",
+        type=parse_count,
+        default=100_000,
+        help="a subscription with more individually deleted ranges is not held (an anomaly) until it fits "
+        "again (default 100000)",
+    )
+    cap.add_argument(
+        "--max-pending-events",
+        type=parse_count,
+        default=10_000,
+        help="events held before they are written, at most (default 10000)",
+    )
+    cap.add_argument(
+        "--reader-queue-size",
+        type=parse_count,
+        default=100,
+        help="messages each topic-partition's reader holds ahead, at most (default 100)",
     )
     cap.add_argument(
         "--max-response-size",
@@ -123,7 +167,13 @@ def run_capture(args: argparse.Namespace) -> int:
 
     settings = CaptureSettings(
         topics=tuple(args.topic or ()),
-        namespace=args.namespace,
+        namespaces=tuple(args.namespace or ()),
+        all_namespaces=args.all,
+        discovery_interval_s=args.discovery_interval,
+        concurrency=args.concurrency,
+        max_ranges_per_subscription=args.max_ranges_per_subscription,
+        max_pending_events=args.max_pending_events,
+        reader_queue_size=args.reader_queue_size,
         interval_s=args.interval,
         hash_keys=args.hash_keys,
         description={"service_url": args.service_url, "admin_url": args.admin_url},
@@ -154,6 +204,7 @@ def run_capture(args: argparse.Namespace) -> int:
         admin = stack.enter_context(
             RemoteAdmin(
                 args.admin_url,
+                max_connections=args.concurrency,
                 verify=args.tls_trust_certs_file or True,
                 timeout=args.admin_timeout,
                 connect_timeout=args.connect_timeout,

@@ -11,6 +11,8 @@ Nothing in this package imports pyspark; the Spark driver glue is :mod:`mledger.
 * :mod:`.broker_model`, :mod:`.store`  that seam on ``mledger.broker`` (topic, subscriptions, dedup, delayed delivery)
 * :mod:`.local`     the single-process replay
 * :mod:`.settings`, :mod:`.summary`, :mod:`.events`  settings, the printed summary, hand-written logs for tests
+* :mod:`.poller`, :mod:`.capture`  a live cluster's public APIs polled concurrently as events
+  (:class:`ClusterPoller`), and ``mledger capture``, which writes them as a recording
 """
 
 from typing import TYPE_CHECKING
@@ -31,6 +33,23 @@ if TYPE_CHECKING:
         open_prepared as open_prepared,
     )
     from ._local import run_single_process as run_single_process
+    from ._poll_events import (
+        Acked as Acked,
+        Anomaly as Anomaly,
+        CaptureEvent as CaptureEvent,
+        EntrySeen as EntrySeen,
+        ObservedEntry as ObservedEntry,
+        SubscriptionCreated as SubscriptionCreated,
+        SubscriptionDeleted as SubscriptionDeleted,
+        SubscriptionReset as SubscriptionReset,
+        SubscriptionState as SubscriptionState,
+    )
+    from ._poller import (
+        ClusterPoller as ClusterPoller,
+        PollBudget as PollBudget,
+        PollerSettings as PollerSettings,
+        PollSummary as PollSummary,
+    )
     from ._prepare import prepare_in_process as prepare_in_process
     from ._recording import (
         Recorder as Recorder,
@@ -58,6 +77,19 @@ _LAZY = {
     "PreparedLog": "._layout",
     "open_prepared": "._layout",
     "run_single_process": "._local",
+    "Acked": "._poll_events",
+    "Anomaly": "._poll_events",
+    "CaptureEvent": "._poll_events",
+    "EntrySeen": "._poll_events",
+    "ObservedEntry": "._poll_events",
+    "SubscriptionCreated": "._poll_events",
+    "SubscriptionDeleted": "._poll_events",
+    "SubscriptionReset": "._poll_events",
+    "SubscriptionState": "._poll_events",
+    "ClusterPoller": "._poller",
+    "PollBudget": "._poller",
+    "PollerSettings": "._poller",
+    "PollSummary": "._poller",
     "prepare_in_process": "._prepare",
     "Recorder": "._recording",
     "RecordSettings": "._recording",
@@ -73,21 +105,34 @@ _LAZY = {
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
+    "Acked",
+    "Anomaly",
     "BrokerModel",
     "Capture",
+    "CaptureEvent",
     "CaptureSettings",
+    "ClusterPoller",
+    "EntrySeen",
     "EventOrderError",
     "GeneratorConfig",
     "InputSchemaError",
+    "ObservedEntry",
     "PartitionModel",
     "PartitionReplayer",
+    "PollBudget",
+    "PollSummary",
+    "PollerSettings",
     "PreparedLayoutError",
     "PreparedLog",
     "RecordSettings",
     "Recorder",
     "ReplaySettings",
     "ReplaySummary",
+    "SubscriptionCreated",
+    "SubscriptionDeleted",
+    "SubscriptionReset",
     "SubscriptionSpec",
+    "SubscriptionState",
     "SweepSummary",
     "format_summary",
     "format_sweep",

@@ -61,7 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -71,6 +71,7 @@ from ..broker._hooks import PublishContext
 from ..broker._journal import AckRecord
 from ..core._errors import ConfigError
 from ..core._position import Position
+from ._poll_events import ObservedEntry
 from ._schema import (
     ACKED_SCHEMA,
     CANCELLED_SCHEMA,
@@ -124,21 +125,6 @@ class RecordSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-
-
-class ObservedEntry(NamedTuple):
-    """A ``produced`` row's fields for an entry seen by a reader (None: not known); the last
-    three for a chunk of a chunked message."""
-
-    publish_time_ms: int
-    batch_size: int = 1
-    deliver_at_ms: int | None = None
-    producer_name: str | None = None
-    sequence_id: int | None = None
-    key: str | None = None
-    chunk_id: int | None = None
-    num_chunks: int | None = None
-    uuid: str | None = None
 
 
 Row = tuple[Any, ...]
