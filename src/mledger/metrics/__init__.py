@@ -4,6 +4,7 @@
 (what ``GET /metrics`` of ``mledger-admin serve`` answers, content type :data:`CONTENT_TYPE`);
 :class:`BrokerCollector` is the collector behind it, for an application's own registry. The
 families, their labels and types are listed in :mod:`mledger.metrics._collector`.
+:class:`WatchCollector` is ``mledger watch``'s (:mod:`mledger.metrics._watch`).
 """
 
 from __future__ import annotations
@@ -16,21 +17,32 @@ except ImportError as e:  # pragma: no cover - depends on the installation
     raise MissingExtraError("mledger.metrics needs prometheus_client: pip install 'mledger[server]'") from e
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from prometheus_client.registry import Collector
 
 from ..broker import Broker
+from ..core._lazy import lazy_getattr
 from ._collector import (
     SUBSCRIPTION_LABELS as SUBSCRIPTION_LABELS,
     TOPIC_LABELS as TOPIC_LABELS,
     BrokerCollector as BrokerCollector,
 )
 
+if TYPE_CHECKING:
+    from ._watch import WATCH_LABELS as WATCH_LABELS, WatchCollector as WatchCollector
+
+# imported on first use: the watch's collector imports the replay (pyarrow), which a broker's
+# /metrics never needs
+__getattr__ = lazy_getattr(__name__, {"WATCH_LABELS": "._watch", "WatchCollector": "._watch"}, globals())
+
 __all__ = [
     "CONTENT_TYPE",
     "SUBSCRIPTION_LABELS",
     "TOPIC_LABELS",
+    "WATCH_LABELS",
     "BrokerCollector",
+    "WatchCollector",
     "metrics_registry",
     "render_metrics",
 ]

@@ -214,14 +214,14 @@ class Capture:
 
         poller = self._engine()
         await poller.check_topics()
-        await _until(stop, poller.poll(PollBudget(stopping), first=True))
+        await until_stopped(stop, poller.poll(PollBudget(stopping), first=True))
         if started is not None:
             started(poller.list_captured())
         while not stopping():
-            await _wait(stop, min(self.settings.interval_s, max(ends - time.monotonic(), 0)))
+            await wait_or_stop(stop, min(self.settings.interval_s, max(ends - time.monotonic(), 0)))
             if stopping():
                 break
-            await _until(stop, poller.poll(PollBudget(stopping, ends)))  # a call under way ends by the end
+            await until_stopped(stop, poller.poll(PollBudget(stopping, ends)))  # a call under way ends by the end
         await poller.poll(PollBudget(ends=time.monotonic() + self.settings.stop_timeout_s, final=True))
 
     def check_topics(self) -> None:
@@ -315,7 +315,7 @@ class Capture:
         (self.directory / CAPTURE_FILE).write_text(json.dumps(description, indent=2) + "\n")
 
 
-async def _until(stop: threading.Event, work: Awaitable[Any]) -> None:
+async def until_stopped(stop: threading.Event, work: Awaitable[Any]) -> None:
     """Run ``work``; cancel it as soon as ``stop`` is set (what it did is kept). Its errors are raised."""
     task = asyncio.ensure_future(work)
     while not task.done() and not stop.is_set():
@@ -330,7 +330,7 @@ async def _until(stop: threading.Event, work: Awaitable[Any]) -> None:
             raise
 
 
-async def _wait(stop: threading.Event, seconds: float) -> None:
+async def wait_or_stop(stop: threading.Event, seconds: float) -> None:
     """Sleep ``seconds``, or until ``stop`` is set."""
     ends = time.monotonic() + seconds
     while not stop.is_set() and (left := ends - time.monotonic()) > 0:

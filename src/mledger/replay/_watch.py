@@ -38,9 +38,10 @@ Read-only: the poller reads admin GETs and non-durable readers only (see
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core._errors import ConfigError
+from ._capture import until_stopped, wait_or_stop
 from ._engine import PartitionReplayer
 from ._local import by_partition
 from ._model import SubscriptionResult, SubscriptionSpec
@@ -139,10 +141,9 @@ class SubscriptionWatch:
     history_dropped: bool
 
     @property
-    def name(self) -> str:
-        """The subscription's topic-partition and name, as the tables print them."""
-        local = self.topic if self.partition < 0 else f"{self.topic}-partition-{self.partition}"
-        return f"{local} {self.subscription}"
+    def local_topic(self) -> str:
+        """The topic-partition's own name (a partition's ``...-partition-N``)."""
+        return self.topic if self.partition < 0 else f"{self.topic}-partition-{self.partition}"
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,27 @@ class Watch:
     async def close(self) -> None:
         """Close the readers. Idempotent."""
         await self._poller.close()
+
+    async def run(self, stop: threading.Event, on_round: Callable[[WatchRound], None], *, once: bool = False) -> None:
+        """Check the named topics, poll at once, then every ``interval_s`` until ``stop`` is set
+        (a poll under way is cancelled at once: its events are fed with the next one), handing
+        each round to ``on_round``; ``once``: one poll only. Closes the readers when it ends."""
+        try:
+            await self.check_topics()
+            on_round(await self.poll(first=True))
+            while not once and not stop.is_set():
+                await wait_or_stop(stop, self.settings.interval_s)
+                if stop.is_set():
+                    break
+                rounds: list[WatchRound] = []
+                await until_stopped(stop, self._poll_into(rounds, PollBudget(stop.is_set)))
+                for done in rounds:
+                    on_round(done)
+        finally:
+            await self.close()
+
+    async def _poll_into(self, rounds: list[WatchRound], budget: PollBudget) -> None:
+        rounds.append(await self.poll(budget))
 
     def events(self, events: Iterable[CaptureEvent]) -> None:
         """Take events as the poller hands them (tests feed hand-made ones)."""

@@ -1,0 +1,185 @@
+"""``mledger watch``: every subscription's restart risk on a live Pulsar cluster, continuously.
+
+See :mod:`mledger.replay._watch`. The command builds the same two clients as ``mledger capture``
+(:func:`~mledger.cli._capture.open_clients`), models the cursors under ``--defaults`` /
+``--set`` (the replay's settings), and either prints one round (``--once``, a table or
+``--format json``) or polls every ``--interval`` until SIGTERM/SIGINT, serving the latest
+round as Prometheus metrics on ``http://--metrics-bind/metrics`` and printing one JSON line per
+round on stdout. Errors are one line on stderr (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import signal
+import sys
+import threading
+from typing import Any
+
+from ..core._address import parse_bind
+from ._capture import ServiceUnreachableError, add_cluster_arguments, open_clients, parse_count, parse_duration
+
+FORMATS = ("table", "json")
+
+
+def add_watch_arguments(cmd: argparse.ArgumentParser) -> None:
+    """The options of ``mledger watch``."""
+    add_cluster_arguments(cmd, what="watch")
+    cmd.add_argument("--interval", type=parse_duration, default=30.0, help="poll interval (default 30s)")
+    cmd.add_argument(
+        "--horizon",
+        type=parse_duration,
+        default=3600.0,
+        help="a subscription whose state passes a limit within this time at its current growth is AT_RISK (default 1h)",
+    )
+    cmd.add_argument("--once", action="store_true", help="poll once, print the round and exit")
+    cmd.add_argument("--format", choices=FORMATS, default="table", help="--once's output (default table)")
+    cmd.add_argument(
+        "--defaults",
+        required=True,
+        metavar="PRESET",
+        help="the Pulsar version's settings the cursors are modelled with: pulsar-3.0, pulsar-4.0, pulsar-4.1, "
+        "pulsar-newest, or none (mledger's own)",
+    )
+    cmd.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting on top of --defaults, as mledger replay takes it (e.g. max_unacked_ranges_to_persist=1000)",
+    )
+    cmd.add_argument(
+        "--metrics-bind",
+        default="127.0.0.1:9180",
+        help="host:port of the /metrics endpoint while watching (default 127.0.0.1:9180; port 0: a free one)",
+    )
+    cmd.add_argument(
+        "--max-history",
+        type=parse_count,
+        default=120,
+        help="samples kept per subscription for its growth; the oldest is dropped beyond it (default 120)",
+    )
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    """Run ``mledger watch``; 0 when it ended cleanly."""
+    import pulsar  # the capture extra
+
+    from ..replay._settings import ReplaySettings
+    from ..replay._watch import Watch, WatchSettings
+
+    replay = ReplaySettings().with_values({"defaults": args.defaults})
+    replay = ReplaySettings.from_pairs(args.set, replay)
+    settings = WatchSettings(
+        topics=tuple(args.topic or ()),
+        namespaces=tuple(args.namespace or ()),
+        all_namespaces=args.all,
+        discovery_interval_s=args.discovery_interval,
+        concurrency=args.concurrency,
+        max_ranges_per_subscription=args.max_ranges_per_subscription,
+        reader_queue_size=args.reader_queue_size,
+        replay=replay,
+        interval_s=args.interval,
+        horizon_s=args.horizon,
+        max_history=args.max_history,
+    )
+    with contextlib.ExitStack() as stack:
+        client, admin = open_clients(args, stack)
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):  # the handlers before are back when the watch ends
+            stack.callback(signal.signal, sig, signal.signal(sig, lambda *_: stop.set()))
+        on_round = _printer(args) if args.once else _exporter(args, stack)
+
+        async def main() -> None:
+            admin_async = admin.asynchronous(settings.concurrency)
+            try:
+                await Watch(admin_async, client, settings).run(stop, on_round, once=args.once)
+            finally:
+                await admin_async.aclose()
+
+        try:
+            asyncio.run(main())
+        except pulsar.PulsarException as exc:  # the first poll's readers: one line, naming the URL
+            raise ServiceUnreachableError(
+                f"cannot read from the Pulsar service at {args.service_url} "
+                f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
+            ) from None
+    return 0
+
+
+def round_record(done: Any) -> dict[str, Any]:
+    """A :class:`~mledger.replay._watch.WatchRound` as the JSON object ``--format json`` prints."""
+    return {
+        "at_ms": done.at_ms,
+        "poll": dataclasses.asdict(done.poll),
+        "anomalies": done.anomalies,
+        "counts": done.counts(),
+        "subscriptions": [dataclasses.asdict(row) for row in done.subscriptions],
+    }
+
+
+def _printer(args: argparse.Namespace) -> Any:
+    def on_round(done: Any) -> None:
+        if args.format == "json":
+            print(json.dumps(round_record(done)), flush=True)
+        else:
+            _table(done)
+
+    return on_round
+
+
+def _exporter(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
+    """Serve /metrics at ``--metrics-bind`` and print one JSON line per round (its counts)."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from ..metrics import WatchCollector
+
+    collector = WatchCollector()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    host, port = parse_bind(args.metrics_bind, 9180, option="--metrics-bind")
+    server, thread = start_http_server(port, host, registry)
+    stack.callback(thread.join, 5)
+    stack.callback(server.shutdown)
+    print(json.dumps({"metrics": f"http://{host}:{server.server_port}/metrics"}), flush=True)
+
+    def on_round(done: Any) -> None:
+        collector.update(done)
+        print(json.dumps({"at_ms": done.at_ms, "counts": done.counts(), "anomalies": done.anomalies}), flush=True)
+
+    return on_round
+
+
+def _table(done: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"mledger watch: {len(done.subscriptions)} subscriptions", title_justify="left")
+    for column in ("topic", "subscription", "status", "ranges", "state bytes", "crash redelivers", "persist limit",
+                   "frame limit", "reason"):  # fmt: skip
+        table.add_column(column, justify="right" if column in ("ranges", "state bytes", "crash redelivers") else "left")
+    for row in done.subscriptions:
+        table.add_row(
+            row.local_topic,
+            row.subscription,
+            row.status,
+            str(row.unacked_ranges),
+            str(row.state_bytes),
+            str(row.redelivered_after_crash),
+            _when(row.at_ms, row.persist_limit_at_ms),
+            _when(row.at_ms, row.frame_limit_at_ms),
+            row.reason,
+        )
+    Console(file=sys.stdout, width=200).print(table)
+
+
+def _when(now_ms: int, at_ms: int | None) -> str:
+    if at_ms is None:
+        return "not growing"
+    if at_ms <= now_ms:
+        return "passed"
+    return f"in {(at_ms - now_ms) / 1000:.0f} s"
