@@ -38,6 +38,7 @@ Read-only: the poller reads admin GETs and non-durable readers only (see
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -436,12 +437,12 @@ def _status(
     return OK, "no limit passed now or within the horizon"
 
 
-def forecast_crossing(at_ms: int, value: float, rate_per_ms: float, limit: float) -> int | None:
-    """When ``value`` (at ``at_ms``), growing by ``rate_per_ms``, passes ``limit``: ``at_ms``
-    itself when it is over already, None when it does not grow.
+def forecast_crossing(at_ms: int, value: int, rate_per_ms: float, limit: int) -> int | None:
+    """When a count ``value`` (at ``at_ms``), growing by ``rate_per_ms``, passes ``limit``
+    (reaches ``limit + 1``): ``at_ms`` itself when it is over already, None when it does not grow.
 
     >>> forecast_crossing(1_000, 50, 0.01, 100)
-    6000
+    6100
     >>> forecast_crossing(1_000, 50, 0.0, 100) is None
     True
     """
@@ -449,7 +450,7 @@ def forecast_crossing(at_ms: int, value: float, rate_per_ms: float, limit: float
         return at_ms
     if rate_per_ms <= 0:
         return None
-    return at_ms + int((limit - value) / rate_per_ms) + 1
+    return at_ms + math.ceil((limit + 1 - value) / rate_per_ms)
 
 
 def _slope(points: Sequence[tuple[int, float]]) -> float:
