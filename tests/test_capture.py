@@ -290,7 +290,7 @@ def test_a_type_change_and_a_reset_between_polls(tmp_path: Path, standalone: dic
 
 
 def test_duration_ends_the_capture_after_one_last_poll(tmp_path: Path, standalone: dict[str, str]) -> None:
-    httpx.put(f"{standalone['admin_url']}/admin/v2/persistent/public/default/orders").raise_for_status()
+    httpx.put(f"{standalone['admin_url']}/admin/v2/persistent/public/default/orders", timeout=30).raise_for_status()
     proc = subprocess.run(
         [sys.executable, "-m", "mledger.cli", "capture", str(tmp_path / "cap"), "--service-url",
          standalone["service_url"], "--admin-url", standalone["admin_url"], "--topic", "orders",

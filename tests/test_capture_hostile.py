@@ -216,7 +216,7 @@ def test_the_documented_workflows_leave_the_topic_and_subscription_lists_unchang
     """``--topic`` (plain and partitioned, with ``--hash-keys``), ``--namespace``, and ``--append``
     into the first capture's directory, each run as the CLI runs it (in this process, to keep the
     test fast); after each, the cluster lists what it listed before."""
-    httpx.put(f"{standalone['admin_url']}/admin/v2/{NS.replace('://', '/')}/events/partitions", json=2)
+    httpx.put(f"{standalone['admin_url']}/admin/v2/{NS.replace('://', '/')}/events/partitions", json=2, timeout=30)
     produce_and_subscribe(standalone)
     before = cluster_lists(standalone["admin_url"])
     workflows = [
@@ -337,7 +337,9 @@ def test_an_unreachable_service_url_fails_within_the_connect_timeout_in_one_line
 
 # -- item 9: capture stays small and says what it did not see ------------------------------------------
 def live_cursor(urls: dict[str, str], topic: str = "orders") -> dict[str, Any]:
-    stats = httpx.get(f"{urls['admin_url']}/admin/v2/persistent/public/default/{topic}/internalStats").json()
+    stats = httpx.get(
+        f"{urls['admin_url']}/admin/v2/persistent/public/default/{topic}/internalStats", timeout=30
+    ).json()
     cursor: dict[str, Any] = stats["cursors"]["billing"]
     return cursor
 

@@ -61,7 +61,7 @@ def test_a_steady_poll_costs_one_call_per_topic_partition_and_topics_are_listed_
     standalone: dict[str, str],  # noqa: F811 - the fixture
     hostile: HostileAdmin,  # noqa: F811 - the fixture
 ) -> None:
-    httpx.put(f"{standalone['admin_url']}/admin/v2/persistent/public/default/events/partitions", json=2)
+    httpx.put(f"{standalone['admin_url']}/admin/v2/persistent/public/default/events/partitions", json=2, timeout=30)
     produce_and_subscribe(standalone)
     acked_up_to(standalone, "orders", 1)
     settings = CaptureSettings(namespace="public/default", discovery_interval_s=3600, concurrency=2)
@@ -151,8 +151,10 @@ def test_the_poller_hands_bounded_batches_and_holds_no_subscription_over_its_bou
     batches of at most ``max_pending_events``, a subscription with more ranges than
     ``max_ranges_per_subscription`` reported and not held, then restated once it fits."""
     admin_url = standalone["admin_url"]
-    httpx.put(f"{admin_url}/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]}).raise_for_status()
-    httpx.put(f"{admin_url}/admin/v2/namespaces/acme/apps").raise_for_status()
+    httpx.put(
+        f"{admin_url}/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]}, timeout=30
+    ).raise_for_status()
+    httpx.put(f"{admin_url}/admin/v2/namespaces/acme/apps", timeout=30).raise_for_status()
     topic = "persistent://acme/apps/wide"
     client = pulsar.Client(standalone["service_url"])
     consumer = client.subscribe(topic, "billing", consumer_type=pulsar.ConsumerType.Shared)
@@ -203,7 +205,7 @@ def test_the_poller_hands_bounded_batches_and_holds_no_subscription_over_its_bou
 async def wait_for_cursor(admin_url: str, applied: Callable[[dict[str, Any]], bool]) -> None:
     """Until the broker applied the acks (acknowledgements are asynchronous): ``applied`` of the
     internal stats of the cursor is true."""
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         for _ in range(600):
             stats = (await http.get(f"{admin_url}/admin/v2/persistent/acme/apps/wide/internalStats")).json()
             if applied(stats["cursors"]["billing"]):

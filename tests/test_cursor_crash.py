@@ -14,10 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -31,6 +28,7 @@ from mledger import (
     Position,
     SqliteStore,
 )
+from mledger.core import InlineExecutor
 from mledger.storage import FaultInjectingStore, InjectedFault
 
 ML_NAME = "public/default/persistent/crash"
@@ -60,19 +58,9 @@ CONFIGS = {
 }
 
 
-class InlineExecutor(Executor):
-    """Runs work at once on the caller's thread: trimming passes (background work) then write at
-    the same points of every run, so write ``n`` is the same write in the dry run and the fault
-    runs."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_result(fn(*args, **kwargs))
-        return future
-
-
 def run_scenario(store: object, config: ManagedLedgerConfig, confirmed: list[Snapshot]) -> None:
     """Open, append, ack in many ways, close; ``confirmed`` gets the state after each call."""
+    # trimming passes inline: write n is the same write in the dry run and the fault runs
     factory = ManagedLedgerFactory(store, clock=ManualClock(1_000), executor=InlineExecutor())  # type: ignore[arg-type]
     ml = factory.open(ML_NAME, config)
     cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
@@ -132,7 +120,10 @@ def test_every_write_failure_recovers_confirmed_or_in_flight_state(name: str, mo
             # trimming pass (logged; a later pass retries). The ledger list or a data ledger,
             # never cursor state.
             assert mode == "raise" and store.fault is not None, f"write {n} ({store.log[n]}) failed unnoticed"
-            assert store.fault.kind in ("seal_ledger", "create_ledger", "delete_ledger") or store.fault.target == f"/managed-ledgers/{ML_NAME}"
+            assert (
+                store.fault.kind in ("seal_ledger", "create_ledger", "delete_ledger")
+                or store.fault.target == f"/managed-ledgers/{ML_NAME}"
+            )
         inner._closed = False  # the "process" died; a new one opens the same storage
         got = recover(inner, config)
         if not confirmed:
@@ -199,7 +190,8 @@ def test_sigkill_mid_stream_of_acks_loses_nothing_confirmed(tmp_path: Path, kill
     data_dir = tmp_path / "data"
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(data_dir), str(seed), str(n_ops)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "ready"
@@ -213,10 +205,12 @@ def test_sigkill_mid_stream_of_acks_loses_nothing_confirmed(tmp_path: Path, kill
     for line in child.stdout:  # lines written before the kill landed
         last = int(line)
     states = expected_states(seed, last + 2)
-    config = ManagedLedgerConfig(max_entries_per_ledger=50,
-                                 persistent_unacked_ranges_with_multiple_entries_enabled=True,
-                                 persistent_unacked_ranges_max_entry_size=64,
-                                 max_unacked_ranges_to_persist=0)
+    config = ManagedLedgerConfig(
+        max_entries_per_ledger=50,
+        persistent_unacked_ranges_with_multiple_entries_enabled=True,
+        persistent_unacked_ranges_max_entry_size=64,
+        max_unacked_ranges_to_persist=0,
+    )
     factory = ManagedLedgerFactory(SqliteStore(data_dir))
     ml = factory.open("public/default/persistent/kill", config)
     cursor = ml.get_cursor("sub")

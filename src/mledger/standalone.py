@@ -127,7 +127,11 @@ class Standalone:
     ``factory_config``: the managed-ledger factory's. ``tls`` with ``tls_port`` serves
     ``pulsar+ssl://`` on the ``bind`` host, with ``admin_tls_port`` ``https://`` on the
     ``admin_bind`` host (port 0: a free one); the certificate files are read here
-    (``ConfigError``).
+    (``ConfigError``). ``seed`` seeds the broker's random source (:attr:`Broker.random
+    <mledger.broker.Broker.random>`); ``deterministic`` runs the broker on a manual clock
+    starting at :data:`~mledger.broker.DETERMINISTIC_START_MS`, which nothing advances, so the
+    broker's timers (delayed delivery, TTL, ...) never fire, and trims inline
+    (docs/pulsar/deterministic.md).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
 
@@ -152,6 +156,8 @@ class Standalone:
         admin_tls_port: int | None = None,
         max_http_server_connections: int | None = None,
         max_concurrent_http_requests: int | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
     ) -> None:
         authenticator = build_authenticator(tokens, authentication)
         self._authenticator = authenticator
@@ -175,6 +181,8 @@ class Standalone:
             journal=journal,
             namespaces=STANDALONE_NAMESPACES if authorization is None else (),
             default_namespace=authorization is None,
+            seed=seed,
+            deterministic=deterministic,
         )
         self.store = self.opened.store
         self.factory = self.opened.factory
@@ -445,6 +453,14 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
         "--record", type=Path, metavar="DIR", help="record what the broker does as the replay's raw logs in DIR"
     )
     parser.add_argument(
+        "--seed", type=int, metavar="N", help="seed of the broker's random draws (default: a random one)"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="runs that repeat: a clock that starts at 2024-01-01 and stands still (timers never fire), with --seed",
+    )
+    parser.add_argument(
         "--record-flush-interval",
         type=float,
         default=1.0,
@@ -499,6 +515,8 @@ def run_standalone(args: argparse.Namespace) -> int:
         authentication=settings.authentication,
         record=args.record,
         record_settings=record_settings,
+        deterministic=args.deterministic,
+        seed=args.seed,
         protocol_config=settings.protocol,
         factory_config=settings.factory,
         tls=settings.tls,

@@ -19,6 +19,9 @@ Fixtures:
 This module is loaded in every pytest run of an environment where mledger is installed, so it
 imports nothing but pytest at load time; the fixtures import :mod:`mledger.protocol` when a test
 asks for them and fail with a clear message when the ``server`` extra is missing.
+
+``pulsar_broker_factory(deterministic=True, seed=N)`` starts a broker whose runs repeat exactly
+(the same seed and client commands give the same frames and recorded rows; docs/pulsar/deterministic.md).
 """
 
 from __future__ import annotations

@@ -78,7 +78,12 @@ from ._nonpersistent import (
     NonPersistentSubscription as NonPersistentSubscription,
     NonPersistentTopic as NonPersistentTopic,
 )
-from ._open import OpenedBroker as OpenedBroker, open_broker as open_broker, open_store as open_store
+from ._open import (
+    DETERMINISTIC_START_MS as DETERMINISTIC_START_MS,
+    OpenedBroker as OpenedBroker,
+    open_broker as open_broker,
+    open_store as open_store,
+)
 from ._partitioned import (
     PartitionedConsumer as PartitionedConsumer,
     PartitionedSubscription as PartitionedSubscription,
@@ -110,6 +115,7 @@ from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topi
 from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
 __all__ = [
+    "DETERMINISTIC_START_MS",
     "AckRequest",
     "BacklogQuota",
     "BacklogQuotaExceededError",

@@ -23,6 +23,14 @@ message TTL, inactive topics, backlog quotas, retention, compaction, deduplicati
 delivery), which ``timers.advance(ms)`` (a manual clock), :meth:`Broker.run_due_tasks` or the
 protocol server fire; ``receive`` checks due delayed messages by itself too.
 
+Randomness: the broker's one random source is :attr:`Broker.random`, a ``random.Random`` seeded
+with :attr:`Broker.seed` (``seed=``; none given: one drawn from the OS, so it can be logged and
+given again). Whatever the broker draws at random (a fault's random delay) draws from it, so a
+run with the same seed and the same client commands draws the same numbers. Nothing else in the
+broker is random: dispatch order, redelivery order, Key_Shared ranges (hashes of consumer
+names), ledger ids, producer and consumer names follow from the commands alone
+(docs/pulsar/deterministic.md).
+
 Thread-safe: one lock guards the topic cache and is held while a topic is opened or created
 (storage I/O); topic, subscription and producer operations take their own locks.
 """
@@ -30,6 +38,7 @@ Thread-safe: one lock guards the topic cache and is held while a topic is opened
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
@@ -117,7 +126,7 @@ class Broker:
     closed by :meth:`close`. The broker does not close the factory. It creates its cluster
     (``config.cluster_name``) and, unless ``default_namespace`` is False (a standalone with
     authorization on: the set-up script creates tenants and namespaces), ``public/default`` and
-    its tenant when missing.
+    its tenant when missing. ``seed`` seeds :attr:`random` (see the module docstring).
     """
 
     def __init__(
@@ -128,6 +137,7 @@ class Broker:
         dedup_factory: DedupFactory | None = None,
         journal: BrokerJournal | None = None,
         default_namespace: bool = True,
+        seed: int | None = None,
     ) -> None:
         if not isinstance(factory, ManagedLedgerFactory):
             raise ConfigError(f"Broker needs a ManagedLedgerFactory, got {factory!r}")
@@ -138,6 +148,13 @@ class Broker:
         self.clock: Clock = clock if clock is not None else factory.clock
         self.timers = TimerQueue(self.clock)
         """The broker-semantic timers (:mod:`mledger.broker._monitors`), on :attr:`clock`."""
+        self.seed: int = seed if seed is not None else random.SystemRandom().randrange(1 << 32)
+        """The seed of :attr:`random` (``seed=``, else drawn from the OS)."""
+        self.random = random.Random(self.seed)
+        """The broker's one random source, seeded with :attr:`seed`: every random choice the broker
+        makes (a fault's random delay) draws from it, so the same seed and the same client commands
+        draw the same numbers. Not thread-safe for reproducible draws: draw on one thread (the
+        protocol server's loop)."""
         self._default = self._default_dedup_factory()
         self._dedup_factory = dedup_factory if dedup_factory is not None else self._default
         self._lock = threading.RLock()

@@ -359,7 +359,7 @@ class _Compactor:
 class CompactedTopic:
     """A topic's compaction: its current compacted view, the runs and their status.
 
-    Thread-safe. :meth:`trigger` starts a run on a thread of its own; readers take
+    Thread-safe. :meth:`trigger` starts a run on the ledger's executor; readers take
     :attr:`view` (an immutable snapshot, replaced when a run completes). ``journal`` hears the
     ``__compaction`` cursor's creation and moves (see the module docstring).
     """
@@ -425,8 +425,9 @@ class CompactedTopic:
         return self._status
 
     def trigger(self) -> Future[None]:
-        """Start a compaction on its own thread; the future completes with it (raising what
-        made it fail; the status says ``ERROR`` then).
+        """Start a compaction on the managed ledger's executor (a worker thread; at once, on
+        this thread, with a deterministic broker's :class:`~mledger.core.InlineExecutor`); the
+        future completes with it (raising what made it fail; the status says ``ERROR`` then).
 
         Raises :class:`CompactionInProgressError` while one runs.
         """
@@ -445,8 +446,12 @@ class CompactedTopic:
                         InitialPosition.EARLIEST.value,
                         self._cursor.mark_delete_position,
                     )
-        thread = threading.Thread(target=self._run, args=(future,), name=f"compaction-{self._ml.name}", daemon=True)
-        thread.start()
+        try:
+            self._ml.executor.submit(self._run, future)
+        except RuntimeError as exc:  # the executor shut down (the factory is closing)
+            with self._lock:
+                self._status = LongRunningProcessStatus(CompactionStatus.ERROR, str(exc))
+            future.set_exception(exc)
         return future
 
     def _run(self, future: Future[None]) -> None:

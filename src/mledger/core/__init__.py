@@ -9,6 +9,8 @@
 * :mod:`.timers` - :class:`TimerQueue`, the broker-semantic timers on an injected clock;
 * :mod:`.state_machine` - :class:`TransitionTable`, the one lookup every state machine's
   transitions go through, and :class:`TransitionRefusedError`, the refusal its errors derive from;
+* :mod:`.futures` - :class:`InlineExecutor` (background work run at once, for runs that repeat)
+  and small future combinators;
 * :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once.
 
 Everything above this layer imports from here; this layer imports nothing else of mledger.
@@ -20,6 +22,7 @@ from ._config import (
     ManagedLedgerConfig as ManagedLedgerConfig,
     ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
 )
+from ._futures import InlineExecutor as InlineExecutor
 from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
 from ._ranges import AckRangeSet as AckRangeSet
 from ._state_machine import TransitionRefusedError as TransitionRefusedError, TransitionTable as TransitionTable
@@ -30,6 +33,7 @@ __all__ = [
     "AckRangeSet",
     "Clock",
     "EARLIEST",
+    "InlineExecutor",
     "LATEST",
     "ManagedLedgerConfig",
     "ManagedLedgerFactoryConfig",

@@ -9,10 +9,10 @@ sees one shape either way and never waits.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
-from typing import TypeVar
+from concurrent.futures import Executor, Future
+from typing import Any, TypeVar
 
-__all__ = ["chain", "settled"]
+__all__ = ["InlineExecutor", "chain", "settled"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -27,6 +27,17 @@ def settled(fn: Callable[..., T], *args: object) -> Future[T]:
     except Exception as exc:  # noqa: BLE001 - handed to whoever reads the future
         future.set_exception(exc)
     return future
+
+
+class InlineExecutor(Executor):
+    """An executor that runs each task at once on the submitting thread (:func:`settled`).
+
+    Background work (a managed ledger's trimming passes) then happens at the same point of
+    every run, not when a worker thread gets to it: a deterministic broker's factory uses it, and
+    the crash tests, whose write ``n`` must be the same write in every run."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        return settled(lambda: fn(*args, **kwargs))
 
 
 def chain(future: Future[T], step: Callable[[Future[T]], R]) -> Future[R]:

@@ -18,7 +18,8 @@ only through its methods. It persists the ledger list as Pulsar's ``ManagedLedge
 entry. On reopen the last ledger is sealed and a new current ledger created, as Pulsar does.
 
 Retention and trimming (:mod:`._trimmer`) follow ``ManagedLedgerImpl.internalTrimConsumedLedgers``;
-a pass runs on the factory's executor, never on the caller's thread: a persisted mark-delete
+a pass runs on the factory's executor (a worker thread, or at once on the caller's with an
+:class:`~mledger.core.InlineExecutor`, as a deterministic broker's factory has): a persisted mark-delete
 that moves the slowest cursor into a later ledger, a rollover, a deleted cursor and the
 broker's periodic retention check queue one (:meth:`ManagedLedger.trim_consumed_ledgers_in_background`).
 Without durable cursors every closed ledger counts as consumed (Pulsar's slowest reader is

@@ -50,6 +50,12 @@ from ._errors import (
     StateTransitionError as StateTransitionError,
     UnknownListenerError as UnknownListenerError,
 )
+from ._replay import (
+    BrokerFrame as BrokerFrame,
+    CapturingProxy as CapturingProxy,
+    ClientRead as ClientRead,
+    replay_reads as replay_reads,
+)
 from ._server import ProtocolServer as ProtocolServer, freeze_startup_heap as freeze_startup_heap
 
 __all__ = [
@@ -59,6 +65,9 @@ __all__ = [
     "COMMANDS",
     "PROTOCOL_VERSION",
     "BrokerClock",
+    "BrokerFrame",
+    "CapturingProxy",
+    "ClientRead",
     "CommandSpec",
     "Connection",
     "ConnectionEvent",
@@ -76,6 +85,7 @@ __all__ = [
     "ProtocolStats",
     "RemoteProtocolError",
     "Request",
+    "replay_reads",
     "StateTransitionError",
     "UnknownListenerError",
     "parse_advertised_listeners",

@@ -17,6 +17,13 @@ current time, so messages sent with ``deliver_after`` are held until the test ad
 is every other timer that decides what the broker does with messages (:class:`BrokerClock`:
 ``advance(d)`` counts from the wall clock when the broker's time is behind it, so it makes a
 message sent with ``deliver_after=d`` due, and fires each timer at its own due time).
+
+``deterministic=True`` (with ``seed``) makes runs repeat: the manual clock starts at
+:data:`~mledger.broker.DETERMINISTIC_START_MS` and moves by exactly what the test advances (no wall clock), the
+managed ledgers' background work (trimming) runs at once on the thread that asks for it
+(:class:`~mledger.core.InlineExecutor`), not on worker threads, and ``seed`` seeds the broker's random source (:attr:`Broker.random <mledger.broker.Broker.random>`),
+so the same seed and the same client commands give the same broker frames and recorded rows
+(docs/pulsar/deterministic.md).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from ..broker import Broker, BrokerConfig, OpenedBroker, open_broker, open_store
 from ..broker._journal import BrokerJournal
 from ..broker._namespaces import STANDALONE_NAMESPACES
 from ..core._clock import Clock, ManualClock, SystemClock
+from ..core._errors import ConfigError
 from ..storage import MemoryStore, Store
 from ._access import ClientAuth
 from ._config import ProtocolConfig, ProtocolStats
@@ -64,23 +72,24 @@ class BrokerClock:
     always makes that message due.
     """
 
-    def __init__(self, embedded: EmbeddedBroker, clock: Clock) -> None:
+    def __init__(self, embedded: EmbeddedBroker, clock: Clock, follow_wall: bool = True) -> None:
         self._embedded = embedded
         self._clock = clock
+        self._follow_wall = follow_wall
 
     def now_ms(self) -> int:
         """The broker's current time (ms since the epoch)."""
         return self._clock.now_ms()
 
     def advance(self, ms: int) -> int:
-        """Move the broker's clock to ``ms`` past the later of its own time and the wall clock,
-        firing the timers due on the way and dispatching what came due; returns the new time.
-        Raises ``TypeError`` with a system clock, ``ValueError`` for a negative ``ms``."""
+        """Move the broker's clock to ``ms`` past the later of its own time and the wall clock
+        (a deterministic broker's: ``ms`` past its own time, the wall clock ignored), firing the
+        timers due on the way and dispatching what came due; returns the new time. Raises ``TypeError`` with a system clock, ``ValueError`` for a negative ``ms``."""
         if not isinstance(self._clock, ManualClock):
             raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
         if ms < 0:
             raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
-        wall = time.time_ns() // 1_000_000
+        wall = time.time_ns() // 1_000_000 if self._follow_wall else None
         server = self._embedded.server
         # generous: a month of broker time fires tens of thousands of periodic checks
         return self._embedded.call(lambda: server.advance_clock(ms, not_before_ms=wall), timeout=600)
@@ -91,7 +100,8 @@ class EmbeddedBroker:
 
     ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
     :class:`~mledger.admin._authentication.AuthenticationSettings`) turn authentication on;
-    ``authorization`` says what each role may do."""
+    ``authorization`` says what each role may do. ``deterministic`` and ``seed``: see the module
+    docstring; ``deterministic`` with ``manual_clock=False`` raises ``ConfigError``."""
 
     def __init__(
         self,
@@ -105,7 +115,15 @@ class EmbeddedBroker:
         authorization: Authorization | None = None,
         protocol_config: ProtocolConfig | None = None,
         authentication: AuthenticationSettings | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
     ) -> None:
+        if deterministic and not manual_clock:
+            raise ConfigError(
+                "deterministic=True needs the manual clock (manual_clock=True): the wall clock never repeats"
+            )
+        self.deterministic = deterministic
+        self._seed = seed
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._host = host
         self._port = port
@@ -129,24 +147,27 @@ class EmbeddedBroker:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> EmbeddedBroker:
         """Start the store, broker and server; returns once clients can connect."""
-        if self._time is None:
+        if self._time is None and not self.deterministic:  # a deterministic broker's: open_broker's
             self._time = ManualClock(int(time.time() * 1000)) if self._manual else SystemClock()
-        clock = self._time
         # the namespaces mledger standalone (and Pulsar's) creates
         self._opened = open_broker(
             store=self._open_store(),
             broker_config=self._broker_config,
-            clock=clock,
+            clock=self._time,
             journal=self._make_journal(),
             namespaces=STANDALONE_NAMESPACES,
+            seed=self._seed,
+            deterministic=self.deterministic,
         )
         self.broker = self._opened.broker
+        self._time = self.broker.clock
+        self._seed = self.broker.seed  # a restart draws from the same seed, with or without seed=
         config = self._protocol_config or ProtocolConfig(host=self._host, port=self._port)
         if getattr(self, "server", None) is not None:  # a restart: the ports the clients know
             config = replace(config, port=self.server.port, tls_port=self.server.tls_port)
         self.server = ProtocolServer(self.broker, config, auth=self._auth)
         if getattr(self, "clock", None) is None:
-            self.clock = BrokerClock(self, clock)
+            self.clock = BrokerClock(self, self._time, follow_wall=not self.deterministic)
         self._crashing = False
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
 

@@ -303,14 +303,16 @@ class ProtocolServer:
         self._acceptors: list[Acceptor] = []
         self._shells: dict[Session, _Shell] = {}
         self._per_ip: dict[str, int] = {}
-        self._to_flush: set[Session] = set()
+        # Dicts used as insertion-ordered sets: what is flushed and dispatched in one loop turn
+        # goes in the order it was asked for, never in hash (memory address) order, so runs repeat.
+        self._to_flush: dict[Session, None] = {}
         self._flush_scheduled = False
-        self._dirty: set[Topic] = set()
-        self._to_dispatch: set[Subscription] = set()
+        self._dirty: dict[Topic, None] = {}
+        self._to_dispatch: dict[Subscription, None] = {}
         self._dispatch_scheduled = False
         self._to_pump: dict[int, ConsumerHandle] = {}
-        self._watched: set[Topic] = set()
-        self._watcher = _TopicWatcher(self.run_on_loop, self._topic_dirty, self._watched.discard)
+        self._watched: dict[Topic, None] = {}
+        self._watcher = _TopicWatcher(self.run_on_loop, self._topic_dirty, self._unwatch)
         self._wakeup: asyncio.TimerHandle | None = None  # the broker's earliest timer, on a system clock
         self._wakeup_due: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -352,12 +354,25 @@ class ProtocolServer:
         sock = listening_socket(self.config.host, port, 1024, what)
         return Acceptor(
             sock,
-            lambda: _Shell(self, self._opened, self._lost, self._totals),
+            self.new_connection,
             name=f"{what} on {format_address(self.config.host, sock.getsockname()[1])}",
             tls=context,
             tls_handshake_timeout=self.config.tls_handshake_timeout_seconds,
             max_tls_handshakes=self.config.max_concurrent_tls_handshakes,
         )
+
+    def new_connection(self) -> asyncio.Protocol:
+        """The protocol end of a new connection, what the acceptors make for each socket; the
+        caller gives it its transport (``connection_made``). The command replay
+        (:func:`~mledger.protocol._replay.replay_reads`) serves in-memory transports through it.
+        Call on the loop thread."""
+        return _Shell(self, self._opened, self._lost, self._totals)
+
+    @property
+    def settled(self) -> bool:
+        """Whether no work the server scheduled on its loop is waiting (writes, dispatches,
+        hand-overs from other threads). Read on the loop thread."""
+        return not (self._flush_scheduled or self._dispatch_scheduled or self._handover_scheduled or self._handed)
 
     async def stop(self, crash: bool = False) -> None:
         """Stop accepting, close every connection, wait for in-flight appends. Idempotent.
@@ -479,7 +494,7 @@ class ProtocolServer:
     # -- writing -----------------------------------------------------------------------------
     def flush_soon(self, session: Session) -> None:
         """Write what ``session`` queued at the end of this loop turn."""
-        self._to_flush.add(session)
+        self._to_flush[session] = None
         if not self._flush_scheduled and self._loop is not None:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
@@ -487,7 +502,7 @@ class ProtocolServer:
     def _flush(self) -> None:
         self._flush_scheduled = False
         sessions = self._to_flush
-        self._to_flush = set()
+        self._to_flush = {}
         for session in sessions:
             shell = self._shells.get(session)
             if shell is None or shell.transport is None:
@@ -515,16 +530,19 @@ class ProtocolServer:
     def watch(self, topic: Topic) -> None:
         """Dispatch ``topic``'s subscriptions whenever entries are appended to it."""
         if topic not in self._watched:
-            self._watched.add(topic)
+            self._watched[topic] = None
             topic.add_listener(self._watcher)
 
+    def _unwatch(self, topic: Topic) -> None:
+        self._watched.pop(topic, None)
+
     def _topic_dirty(self, topic: Topic) -> None:
-        self._dirty.add(topic)
+        self._dirty[topic] = None
         self._schedule_dispatch()
 
     def dispatch_soon(self, subscription: Subscription) -> None:
         """Dispatch ``subscription`` at the end of this loop turn (coalesced)."""
-        self._to_dispatch.add(subscription)
+        self._to_dispatch[subscription] = None
         self._schedule_dispatch()
 
     def pump_soon(self, handle: ConsumerHandle) -> None:
@@ -539,12 +557,12 @@ class ProtocolServer:
 
     def _dispatch_pending(self) -> None:
         self._dispatch_scheduled = False
-        topics, self._dirty = self._dirty, set()
-        subs, self._to_dispatch = self._to_dispatch, set()
+        topics, self._dirty = self._dirty, {}
+        subs, self._to_dispatch = self._to_dispatch, {}
         pumps, self._to_pump = self._to_pump, {}
         for topic in topics:
             if not topic.is_closed:
-                subs.update(topic.subscriptions.values())
+                subs.update(dict.fromkeys(topic.subscriptions.values()))
         for handle in pumps.values():
             handle.pump()
         for sub in subs:
@@ -670,7 +688,7 @@ class ProtocolServer:
     def _lost(self, shell: _Shell) -> None:
         session = shell.session
         if session is not None and self._shells.pop(session, None) is not None:
-            self._to_flush.discard(session)
+            self._to_flush.pop(session, None)
             self._totals.ended += session.stats().counters
             left = self._per_ip.pop(shell.peer_ip, 1) - 1
             if left:

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ._recording import (
         Recorder as Recorder,
         RecordSettings as RecordSettings,
+        read_recorded_rows as read_recorded_rows,
         read_recording_status as read_recording_status,
     )
     from ._summary import (
@@ -93,6 +94,7 @@ _LAZY = {
     "prepare_in_process": "._prepare",
     "Recorder": "._recording",
     "RecordSettings": "._recording",
+    "read_recorded_rows": "._recording",
     "read_recording_status": "._recording",
     "ReplaySummary": "._summary",
     "SweepSummary": "._summary",
@@ -140,6 +142,7 @@ __all__ = [
     "open_prepared",
     "parse_sweep",
     "prepare_in_process",
+    "read_recorded_rows",
     "read_recording_status",
     "run_single_process",
     "summarize",
