@@ -171,14 +171,8 @@ def run_capture(args: argparse.Namespace) -> int:
     from ..replay._capture import Capture, CaptureSettings
 
     settings = CaptureSettings(
-        topics=tuple(args.topic or ()),
-        namespaces=tuple(args.namespace or ()),
-        all_namespaces=args.all,
-        discovery_interval_s=args.discovery_interval,
-        concurrency=args.concurrency,
-        max_ranges_per_subscription=args.max_ranges_per_subscription,
+        **poller_options(args),
         max_pending_events=args.max_pending_events,
-        reader_queue_size=args.reader_queue_size,
         interval_s=args.interval,
         hash_keys=args.hash_keys,
         description={"service_url": args.service_url, "admin_url": args.admin_url},
@@ -194,11 +188,29 @@ def run_capture(args: argparse.Namespace) -> int:
         try:
             capture.run(args.duration, stop, lambda topics: print(json.dumps({"capturing": topics}), flush=True))
         except pulsar.PulsarException as exc:  # the first poll's readers: one line, naming the URL
-            raise ServiceUnreachableError(
-                f"cannot read from the Pulsar service at {args.service_url} "
-                f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
-            ) from None
+            raise unreachable(args, exc) from None
     return 0
+
+
+def poller_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~mledger.replay._poller.PollerSettings` fields of the cluster options."""
+    return {
+        "topics": tuple(args.topic or ()),
+        "namespaces": tuple(args.namespace or ()),
+        "all_namespaces": args.all,
+        "discovery_interval_s": args.discovery_interval,
+        "concurrency": args.concurrency,
+        "max_ranges_per_subscription": args.max_ranges_per_subscription,
+        "reader_queue_size": args.reader_queue_size,
+    }
+
+
+def unreachable(args: argparse.Namespace, exc: Exception) -> ServiceUnreachableError:
+    """The one-line error of a first poll whose readers could not read (naming the URL)."""
+    return ServiceUnreachableError(
+        f"cannot read from the Pulsar service at {args.service_url} "
+        f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
+    )
 
 
 def open_clients(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Any, Any]:

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from ..core._address import parse_bind
-from ._capture import ServiceUnreachableError, add_cluster_arguments, open_clients, parse_count, parse_duration
+from ._capture import add_cluster_arguments, open_clients, parse_count, parse_duration, poller_options, unreachable
 
 FORMATS = ("table", "json")
 
@@ -75,13 +75,7 @@ def run_watch(args: argparse.Namespace) -> int:
     replay = ReplaySettings().with_values({"defaults": args.defaults})
     replay = ReplaySettings.from_pairs(args.set, replay)
     settings = WatchSettings(
-        topics=tuple(args.topic or ()),
-        namespaces=tuple(args.namespace or ()),
-        all_namespaces=args.all,
-        discovery_interval_s=args.discovery_interval,
-        concurrency=args.concurrency,
-        max_ranges_per_subscription=args.max_ranges_per_subscription,
-        reader_queue_size=args.reader_queue_size,
+        **poller_options(args),
         replay=replay,
         interval_s=args.interval,
         horizon_s=args.horizon,
@@ -104,10 +98,7 @@ def run_watch(args: argparse.Namespace) -> int:
         try:
             asyncio.run(main())
         except pulsar.PulsarException as exc:  # the first poll's readers: one line, naming the URL
-            raise ServiceUnreachableError(
-                f"cannot read from the Pulsar service at {args.service_url} "
-                f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
-            ) from None
+            raise unreachable(args, exc) from None
     return 0
 
 
