@@ -10,6 +10,7 @@ records every change it makes, the topic and subscription lists are compared).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import signal
@@ -262,15 +263,62 @@ def test_once_agrees_with_the_broker(standalone: dict[str, str]) -> None:
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert table.returncode == 0, table.stderr
     assert "s1" in table.stdout and "not growing" in table.stdout and "OK" in table.stdout
+    unsaid = subprocess.run(watch_cli(standalone, "--once"), capture_output=True, text=True, timeout=120)
+    assert unsaid.returncode == 2 and "pass --defaults" in unsaid.stderr  # mledger serves no broker version
 
 
-def test_watch_needs_defaults() -> None:
+def test_watch_needs_defaults_when_the_brokers_do_not_say() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "mledger.cli", "watch", "--service-url", "pulsar://127.0.0.1:1",
-         "--admin-url", "http://127.0.0.1:1", "--all", "--once"],
+         "--admin-url", "http://127.0.0.1:1", "--all", "--once", "--connect-timeout", "2s"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert out.returncode == 2 and "--defaults" in out.stderr
+    assert out.returncode == 2
+    assert "cannot read the brokers' version and runtime configuration" in out.stderr
+    assert "pass --defaults PRESET (pulsar-3.0, pulsar-4.0, pulsar-4.1, pulsar-newest)" in out.stderr
+
+
+class FakeBrokers:
+    """The two admin answers :func:`cluster_settings` reads, as a Pulsar 4.0 broker gives them."""
+
+    def __init__(self, version: bytes, runtime: Any) -> None:
+        self.version, self.runtime = version, runtime
+
+    async def call(self, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
+        assert (method, path) == ("GET", "/admin/v2/brokers/version")
+        return 200, {}, self.version
+
+    async def get_json(self, path: str) -> Any:
+        assert path == "/admin/v2/brokers/configuration/runtime"
+        if isinstance(self.runtime, Exception):
+            raise self.runtime
+        return self.runtime
+
+
+def test_settings_are_read_from_the_brokers() -> None:
+    from mledger import ConfigError, PermissionDeniedError
+    from mledger.cli._watch import cluster_settings
+
+    runtime = {
+        "managedLedgerMaxUnackedRangesToPersist": "500",
+        "managedLedgerPersistIndividualAckAsLongArray": "true",
+        "maxMessageSize": "1048576",
+        "managedLedgerDefaultMarkDeleteRateLimit": "2.0",
+        "brokerServicePort": "6650",  # not the managed ledger's: not taken
+        "managedLedgerMaxUnackedRangesToPersistInMetadataStore": "",  # empty: the preset's
+    }
+    settings = asyncio.run(cluster_settings(FakeBrokers(b"4.0.7", runtime)))
+    assert settings.defaults == "pulsar-4.0"
+    assert settings.ledger.max_unacked_ranges_to_persist == 500
+    assert settings.ledger.persist_individual_ack_as_long_array is True  # 4.0's default is false
+    assert settings.ledger.throttle_mark_delete == 2.0
+    assert settings.factory.max_message_size == 1048576
+    assert settings.ledger.max_unacked_ranges_to_persist_in_metadata_store == 1000  # pulsar-4.0's
+    with pytest.raises(ConfigError, match=r"no preset for Pulsar '3\.3\.1'.*pass --defaults"):
+        asyncio.run(cluster_settings(FakeBrokers(b"3.3.1", runtime)))
+    refused = PermissionDeniedError("Need super-user access")
+    with pytest.raises(ConfigError, match="Need super-user access.*pass --defaults"):
+        asyncio.run(cluster_settings(FakeBrokers(b'"4.1.0"', refused)))
 
 
 class RecordingProxy(ThreadingHTTPServer):

@@ -1,8 +1,8 @@
 """``mledger watch``: every subscription's restart risk on a live Pulsar cluster, continuously.
 
 See :mod:`mledger.replay._watch`. The command builds the same two clients as ``mledger capture``
-(:func:`~mledger.cli._capture.open_clients`), models the cursors under ``--defaults`` /
-``--set`` (the replay's settings), and either prints one round (``--once``, a table or
+(:func:`~mledger.cli._capture.open_clients`), models the cursors under ``--defaults`` (or the
+settings the brokers report: :func:`cluster_settings`) and ``--set``, and either prints one round (``--once``, a table or
 ``--format json``) or polls every ``--interval`` until SIGTERM/SIGINT, serving the latest
 round as Prometheus metrics on ``http://--metrics-bind/metrics`` and printing one JSON line per
 round on stdout. Errors are one line on stderr (exit 2).
@@ -18,10 +18,15 @@ import json
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._pulsar_keys import MANAGED_LEDGER_KEYS, MAX_MESSAGE_SIZE_KEY
 from ..core._address import parse_bind
+from ..core._errors import ConfigError, MLedgerError
 from ._capture import add_cluster_arguments, open_clients, parse_count, parse_duration, poller_options, unreachable
+
+if TYPE_CHECKING:
+    from ..replay._settings import ReplaySettings
 
 FORMATS = ("table", "json")
 
@@ -40,10 +45,10 @@ def add_watch_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--format", choices=FORMATS, default="table", help="--once's output (default table)")
     cmd.add_argument(
         "--defaults",
-        required=True,
         metavar="PRESET",
         help="the Pulsar version's settings the cursors are modelled with: pulsar-3.0, pulsar-4.0, pulsar-4.1, "
-        "pulsar-newest, or none (mledger's own)",
+        "pulsar-newest, or none (mledger's own); without it they are read from the brokers (their version "
+        "and runtime configuration: a super-user's role)",
     )
     cmd.add_argument(
         "--set",
@@ -72,15 +77,18 @@ def run_watch(args: argparse.Namespace) -> int:
     from ..replay._settings import ReplaySettings
     from ..replay._watch import Watch, WatchSettings
 
-    replay = ReplaySettings().with_values({"defaults": args.defaults})
-    replay = ReplaySettings.from_pairs(args.set, replay)
-    settings = WatchSettings(
-        **poller_options(args),
-        replay=replay,
-        interval_s=args.interval,
-        horizon_s=args.horizon,
-        max_history=args.max_history,
-    )
+    given = None if args.defaults is None else ReplaySettings().with_values({"defaults": args.defaults})
+
+    def watch_settings(replay: ReplaySettings) -> WatchSettings:
+        return WatchSettings(
+            **poller_options(args),
+            replay=ReplaySettings.from_pairs(args.set, replay),
+            interval_s=args.interval,
+            horizon_s=args.horizon,
+            max_history=args.max_history,
+        )
+
+    settings = watch_settings(given or ReplaySettings())  # the options checked before anything connects
     with contextlib.ExitStack() as stack:
         client, admin = open_clients(args, stack)
         stop = threading.Event()
@@ -91,7 +99,8 @@ def run_watch(args: argparse.Namespace) -> int:
         async def main() -> None:
             admin_async = admin.asynchronous(settings.concurrency)
             try:
-                await Watch(admin_async, client, settings).run(stop, on_round, once=args.once)
+                chosen = settings if given is not None else watch_settings(await cluster_settings(admin_async))
+                await Watch(admin_async, client, chosen).run(stop, on_round, once=args.once)
             finally:
                 await admin_async.aclose()
 
@@ -100,6 +109,50 @@ def run_watch(args: argparse.Namespace) -> int:
         except pulsar.PulsarException as exc:  # the first poll's readers: one line, naming the URL
             raise unreachable(args, exc) from None
     return 0
+
+
+async def cluster_settings(admin: Any) -> ReplaySettings:
+    """The replay settings of the cluster's brokers, read with ``admin`` (an asyncio admin
+    client): the preset of the Pulsar release ``/admin/v2/brokers/version`` names, then the
+    managed ledger's keys of ``/admin/v2/brokers/configuration/runtime`` on top (Pulsar's
+    ``BrokersBase.getRuntimeConfiguration``: every value in force; a super-user's call). Raises
+    ``ConfigError`` saying what could not be read and that ``--defaults`` is needed then."""
+    from ..replay._settings import PULSAR_DEFAULTS, ReplaySettings
+
+    def refused(what: str, why: object) -> ConfigError:
+        return ConfigError(
+            f"cannot read the brokers' {what} ({why}): pass --defaults PRESET ({', '.join(PULSAR_DEFAULTS)}), "
+            "and --set for the broker.conf values that differ from it"
+        )
+
+    try:
+        _, _, body = await admin.call("GET", "/admin/v2/brokers/version")
+        runtime = await admin.get_json("/admin/v2/brokers/configuration/runtime")
+    except MLedgerError as exc:
+        raise refused("version and runtime configuration", exc) from None
+    text = body.decode("utf-8", "replace").strip()
+    version = json.loads(text) if text.startswith('"') else text
+    preset = f"pulsar-{'.'.join(str(version).split('.')[:2])}"
+    if preset not in PULSAR_DEFAULTS or preset == "pulsar-newest":
+        raise refused("settings", f"no preset for Pulsar {version!r}")
+    if not isinstance(runtime, dict):
+        raise refused("runtime configuration", f"not an object: {runtime!r:.80}")
+    settings = ReplaySettings().with_values({"defaults": preset})
+    known = set(ReplaySettings.known_keys())
+    values: dict[str, str] = {}
+    for key in (*MANAGED_LEDGER_KEYS, MAX_MESSAGE_SIZE_KEY):
+        raw = runtime.get(key.name)
+        if raw is None or str(raw).strip() == "":
+            continue
+        try:
+            value = key.read(str(raw).strip())
+        except ValueError as exc:
+            raise refused("runtime configuration", f"{key.name}={raw!r}: {exc}") from None
+        for target in key.targets:
+            name = target.partition(".")[2]
+            if target.startswith(("ledger.", "factory.")) and name in known:
+                values[name] = str(value)
+    return settings.with_values(values)
 
 
 def round_record(done: Any) -> dict[str, Any]:
