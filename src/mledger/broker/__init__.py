@@ -21,6 +21,7 @@ from ..codec._messageid import MessageId as MessageId
 from ..core import _deprecation as _deprecation
 from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
 from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
+from ._acks import AckRequest as AckRequest
 from ._backlog_quota import (
     BacklogQuota as BacklogQuota,
     BacklogQuotaExceededError as BacklogQuotaExceededError,
@@ -36,7 +37,7 @@ from ._compaction import (
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
 from ._config import BrokerConfig as BrokerConfig
-from ._consumer import AckRequest as AckRequest, Consumer as Consumer
+from ._consumer import Consumer as Consumer
 from ._dedup import DedupStatus as DedupStatus, MessageDeduplication as MessageDeduplication
 from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
 from ._dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats

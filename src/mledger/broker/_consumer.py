@@ -24,8 +24,7 @@ subscription lock. Its stats counters are private: those methods and ``record_fl
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Protocol
 
 import numpy as np
@@ -33,40 +32,17 @@ import numpy as np
 from ..codec._messageid import MessageId
 from ..core._errors import InvalidRequestError
 from ..core._position import Position
+from ..managed_ledger import AckOutcome
+from ._acks import AckRequest
 from ._consumer_stats import ConsumerStats, OutStats
 from ._message import EntryDelivery, Message
 from ._rates import RateWindow
 from ._types import AckType, ClientInfo
 
-__all__ = ["AckRequest", "Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
+__all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
 
 MessageIdLike = MessageId | Message
 """Acknowledgement methods take message ids or the received messages themselves."""
-
-
-@dataclass(frozen=True, slots=True)
-class AckRequest:
-    """One acknowledgement from a consumer, whatever its form (what a Pulsar ``CommandAck``
-    carries): the one thing :meth:`Consumer.acknowledge_request` and the subscription's ack
-    path take. The individual parts may be combined; a cumulative ack stands alone.
-
-    Everything is validated before anything is acknowledged; already acknowledged entries are
-    ignored.
-    """
-
-    entries: Sequence[Position] | np.ndarray = ()
-    """Whole entries: positions or an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows."""
-    ack_sets: Sequence[tuple[Position, int, int | None]] = ()
-    """Batch entries as Pulsar ack sets: ``(entry, bits still unacknowledged, batch size or None)``."""
-    message_ids: Sequence[MessageId] = ()
-    """Message ids acknowledged one by one (their partition checked; with a batch index, that
-    message of the batch)."""
-    cumulative: MessageId | None = None
-    """Acknowledge everything up to and including this id (Exclusive and Failover only)."""
-
-    def __post_init__(self) -> None:
-        if self.cumulative is not None and (len(self.entries) or self.ack_sets or self.message_ids):
-            raise InvalidRequestError("a cumulative acknowledgement carries one message id and nothing else")
 
 
 class ConsumerSink(Protocol):
@@ -110,7 +86,7 @@ class ConsumerOwner(Protocol):
 
     def consumer_flow(self, consumer: Consumer, permits: int) -> None: ...
 
-    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int: ...
+    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> AckOutcome: ...
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None: ...
 
@@ -280,10 +256,19 @@ class Consumer:
     def acknowledge_request(self, request: AckRequest) -> int:
         """Acknowledge everything ``request`` names, in one pass under the subscription lock
         (the methods below build one; so does the binary protocol for a ``CommandAck``);
-        returns how many entries its whole-entry and ack-set parts fully acknowledged.
+        returns how many entries it fully acknowledged (entries a cumulative ack passed
+        included; :meth:`acknowledge_with_outcome` says more).
 
         Raises what those methods raise, before anything is acknowledged.
         """
+        return self._sub.consumer_acknowledge(self, request).entries_acked
+
+    def acknowledge_with_outcome(self, request: AckRequest) -> AckOutcome:
+        """:meth:`acknowledge_request`, returning what the acknowledgement changed: the
+        cursor's :class:`~mledger.managed_ledger.AckOutcome` (the entries and batch indexes
+        acknowledged now, the mark-delete position before and after, how many entries became
+        acknowledged). A caller that knows the batch sizes of the entries it acknowledges by
+        batch index passes them in ``AckRequest.batch_sizes`` (no entry is read for them)."""
         return self._sub.consumer_acknowledge(self, request)
 
     def acknowledge_entries(self, positions: Iterable[Position] | np.ndarray) -> int:
@@ -414,7 +399,7 @@ class Consumer:
         queue.clear()
         queue.extend(kept)
 
-    def release(self, position: Position | None, messages: int) -> None:
+    def release(self, position: tuple[int, int] | None, messages: int) -> None:
         """``messages`` delivered messages are settled (acknowledged or taken back for
         redelivery); with a ``position`` the consumer no longer holds that entry."""
         if position is not None:

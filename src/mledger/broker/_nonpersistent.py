@@ -45,9 +45,11 @@ from urllib.parse import unquote_plus
 from ..codec._entry import Entry, EntryMetadata, decode_entry
 from ..codec._messageid import MessageId
 from ..core._errors import InvalidRequestError, NotFoundError
-from ..core._position import Position
+from ..core._position import EARLIEST, Position
+from ..managed_ledger import AckOutcome
 from ..storage import NEW_NODE, MetadataStore
-from ._consumer import AckRequest, Consumer, ConsumerSink
+from ._acks import AckRequest
+from ._consumer import Consumer, ConsumerSink
 from ._errors import (
     ConsumerBusyError,
     ProducerBusyError,
@@ -320,9 +322,10 @@ class NonPersistentSubscription:
             consumer.return_permits(permits)
             consumer.record_flow(self._topic.clock())
 
-    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int:
-        """Nothing to acknowledge on a non-persistent topic: 0."""
-        return 0
+    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> AckOutcome:
+        """Nothing to acknowledge on a non-persistent topic: an outcome of no change (no
+        mark-delete: ``EARLIEST``)."""
+        return AckOutcome(EARLIEST, EARLIEST)
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
         """Nothing is kept to redeliver."""
