@@ -35,6 +35,7 @@ from mledger.metrics import WatchCollector
 from mledger.replay import ReplaySettings
 from mledger.replay._poll_events import (
     Acked,
+    Anomaly,
     CaptureEvent,
     EntrySeen,
     ObservedEntry,
@@ -106,6 +107,21 @@ def test_each_round_equals_one_replay_of_every_event_so_far(monkeypatch: pytest.
     last = {r.subscription: r for r in incremental.subscriptions}
     assert set(last) == {"s"}  # "other" was deleted, its history dropped with it
     assert last["s"].mark_delete == "3:9" and last["s"].unacked_ranges == 7  # reads 3:10 next, then 7 acks apart
+
+
+def test_a_deleted_topic_takes_its_model_with_it() -> None:
+    live = watch()
+    live.events([*entries(0, 9, 0, partition=0), *entries(0, 9, 0, partition=1)])
+    live.events([SubscriptionCreated(T, p, "s", "SHARED", Position(3, -1), 1_000) for p in (0, 1)])
+    assert [r.local_topic for r in live.feed(SUMMARY, 1_000).subscriptions] == [f"{T}-partition-0", f"{T}-partition-1"]
+    gone = f"{T}-partition-1"
+    live.events([Anomaly("topic_disappeared", gone, "answered 404", 2_000), SubscriptionDeleted(T, 1, "s", 2_000)])
+    assert [r.local_topic for r in live.feed(SUMMARY, 2_000).subscriptions] == [f"{T}-partition-0"]
+    # created again: read from its first entry into a new model, not the deleted one's
+    created = SubscriptionCreated(T, 1, "s", "SHARED", Position(3, 1), 3_000)
+    live.events([*entries(0, 4, 3_000, partition=1), created, SubscriptionReset(T, 1, "s", Position(3, 2), 3_000)])
+    again = {r.local_topic: r for r in live.feed(SUMMARY, 3_000).subscriptions}[gone]
+    assert (again.mark_delete, again.backlog, again.history_samples) == ("3:1", 3, 1)
 
 
 def test_statuses_follow_the_limits_and_the_forecast() -> None:

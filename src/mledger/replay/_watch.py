@@ -20,6 +20,9 @@ of to Parquet, to the replay itself, fed as they happen:
    figures read without ending it
    (:meth:`~mledger.replay._engine.PartitionReplayer.observe`). Nothing is replayed twice.
 
+A topic-partition the poller finds deleted (``topic_disappeared``) takes its model with it;
+a subscription that goes takes its history.
+
 Per subscription a bounded history of samples (poll time, ack ranges, persisted state bytes)
 gives the growth (a least-squares slope over the samples kept) and the forecast: when the
 ranges pass the persist limit (``max_unacked_ranges_to_persist``, plus one under the
@@ -54,7 +57,7 @@ from ._capture import until_stopped, wait_or_stop
 from ._engine import PartitionReplayer
 from ._local import by_partition
 from ._model import SubscriptionResult, SubscriptionSpec
-from ._poll_events import CaptureEvent
+from ._poll_events import Anomaly, CaptureEvent
 from ._poller import AsyncAdminJson, ClusterPoller, PollBudget, PollerSettings, PollSummary
 from ._recording import Row, RowJournal, rows_table
 from ._schema import EVENT_LOGS, EVENT_SCHEMA, RECORD_FIELD, to_events
@@ -144,7 +147,7 @@ class SubscriptionWatch:
     @property
     def local_topic(self) -> str:
         """The topic-partition's own name (a partition's ``...-partition-N``)."""
-        return self.topic if self.partition < 0 else f"{self.topic}-partition-{self.partition}"
+        return _local_name(self.topic, self.partition)
 
 
 @dataclass(frozen=True)
@@ -222,10 +225,11 @@ class Watch:
     def __init__(self, admin: AsyncAdminJson, client: Any, settings: WatchSettings) -> None:
         self.settings = settings
         self._journal = _Rows(settings.max_pending_events)
-        self._poller = ClusterPoller(admin, client, settings, self._journal.write_events)
+        self._poller = ClusterPoller(admin, client, settings, self.events)
         self._replayers: dict[tuple[str, int], PartitionReplayer] = {}
         self._histories: dict[tuple[str, int, str], _History] = {}
         self._subscription_rows = SubscriptionRows()
+        self._gone: set[str] = set()  # topic-partitions deleted since the last feed (local names)
         self._polls = 0
         self.replay_anomalies = 0
         """Events the replay could not apply (its ``anomalies`` output rows), counted."""
@@ -269,8 +273,11 @@ class Watch:
     async def _poll_into(self, rounds: list[WatchRound], budget: PollBudget) -> None:
         rounds.append(await self.poll(budget))
 
-    def events(self, events: Iterable[CaptureEvent]) -> None:
-        """Take events as the poller hands them (tests feed hand-made ones)."""
+    def events(self, events: Sequence[CaptureEvent]) -> None:
+        """Take events as the poller hands them (the poller's sink; tests feed hand-made ones)."""
+        for event in events:
+            if isinstance(event, Anomaly) and event.kind == "topic_disappeared" and event.topic is not None:
+                self._gone.add(event.topic)
         self._journal.write_events(events)
 
     def feed(self, summary: PollSummary, at_ms: int) -> WatchRound:
@@ -293,8 +300,12 @@ class Watch:
             replayer = self._replayer(topic, partition, keys, specs)
             for batch in batches:
                 self._count_anomalies(replayer.feed(batch))
-        for topic, partition in keys:
+        for topic, partition in sorted(keys):  # those with subscription events only
             self._replayer(topic, partition, keys, specs)
+        if self._gone:  # a deleted topic-partition's model goes with it (read again from its start if created again)
+            for key in [k for k in self._replayers if _local_name(*k) in self._gone]:
+                del self._replayers[key]
+            self._gone.clear()
         return self._observe(summary, at_ms)
 
     def _replayer(
@@ -473,6 +484,10 @@ def _seconds(ms: int) -> str:
     if s < 7200:
         return f"{s / 60:.0f} min"
     return f"{s / 3600:.1f} h"
+
+
+def _local_name(topic: str, partition: int) -> str:
+    return topic if partition < 0 else f"{topic}-partition-{partition}"
 
 
 def _now() -> int:
