@@ -295,20 +295,61 @@ def test_watch_needs_defaults_when_the_brokers_do_not_say() -> None:
 
 
 class FakeBrokers:
-    """The two admin answers :func:`cluster_settings` reads, as a Pulsar 4.0 broker gives them."""
+    """The admin answers the settings are read from, as a Pulsar broker gives them: its
+    version, runtime configuration, tenants, namespaces and their persistence policies (an
+    empty answer: none set)."""
 
-    def __init__(self, version: bytes, runtime: Any) -> None:
-        self.version, self.runtime = version, runtime
+    def __init__(self, version: bytes, runtime: Any, persistence: dict[str, bytes] | None = None) -> None:
+        self.version, self.runtime, self.persistence = version, runtime, persistence or {}
 
     async def call(self, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
-        assert (method, path) == ("GET", "/admin/v2/brokers/version")
-        return 200, {}, self.version
+        assert method == "GET"
+        if path == "/admin/v2/brokers/version":
+            return 200, {}, self.version
+        namespace = path.removeprefix("/admin/v2/namespaces/").removesuffix("/persistence")
+        return 200, {}, self.persistence.get(namespace, b"")
 
     async def get_json(self, path: str) -> Any:
+        if path == "/admin/v2/tenants":
+            return ["public", "team"]
+        if path.startswith("/admin/v2/namespaces/"):
+            tenant = path.rsplit("/", 1)[1]
+            return [f"{tenant}/default"] if tenant == "public" else [f"{tenant}/a", f"{tenant}/b"]
         assert path == "/admin/v2/brokers/configuration/runtime"
         if isinstance(self.runtime, Exception):
             raise self.runtime
         return self.runtime
+
+
+def test_namespace_persistence_policies_set_the_mark_delete_rate() -> None:
+    import argparse
+
+    from mledger.cli._watch import namespace_settings, namespaces_in_scope
+
+    brokers = FakeBrokers(b"4.0.7", {}, {"team/a": b'{"bookkeeperEnsemble": 2, "managedLedgerMaxMarkDeleteRate": 0.5}'})
+    scope = argparse.Namespace(namespace=None, topic=None, all=True)
+    namespaces = asyncio.run(namespaces_in_scope(brokers, scope))
+    assert namespaces == ["public/default", "team/a", "team/b"]
+    base = ReplaySettings().with_values({"defaults": "pulsar-4.0"})
+    settings = asyncio.run(namespace_settings(brokers, namespaces, base))
+    assert list(settings) == ["team/a"]  # the others have no policies: the broker's rate
+    assert settings["team/a"].ledger.throttle_mark_delete == 0.5 and settings["team/a"].defaults == "pulsar-4.0"
+    topics = argparse.Namespace(namespace=None, topic=["orders", "persistent://team/b/x"], all=False)
+    assert asyncio.run(namespaces_in_scope(brokers, topics)) == ["public/default", "team/b"]
+
+
+def test_a_namespace_with_settings_of_its_own_is_modelled_with_them() -> None:
+    other = "persistent://team/a/orders"
+    own = ReplaySettings().with_values({"max_unacked_ranges_to_persist": "3"})
+    settings = WatchSettings(namespaces=("public/default", "team/a"), namespace_replay={"team/a": own})
+    live = Watch(None, None, settings)
+    for topic in (T, other):
+        live.events([EntrySeen(topic, -1, Position(3, e), ObservedEntry(e)) for e in range(10)])
+        live.events([SubscriptionCreated(topic, -1, "s", "SHARED", Position(3, -1), 1_000)])
+        live.events([Acked(topic, -1, "s", tuple(AckRecord(3, e) for e in (1, 3, 5, 7)), 1_000)])
+    rows = {r.topic: r for r in live.feed(SUMMARY, 1_000).subscriptions}
+    assert (rows[other].persist_limit, rows[other].truncated_ranges, rows[other].status) == (3, 1, LOSING_STATE)
+    assert (rows[T].persist_limit, rows[T].truncated_ranges, rows[T].status) == (10_000, 0, OK)
 
 
 def test_settings_are_read_from_the_brokers() -> None:

@@ -18,7 +18,9 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from .._pulsar_keys import MANAGED_LEDGER_KEYS, MAX_MESSAGE_SIZE_KEY
 from ..core._address import parse_bind
@@ -79,10 +81,11 @@ def run_watch(args: argparse.Namespace) -> int:
 
     given = None if args.defaults is None else ReplaySettings().with_values({"defaults": args.defaults})
 
-    def watch_settings(replay: ReplaySettings) -> WatchSettings:
+    def watch_settings(replay: ReplaySettings, namespaces: Mapping[str, ReplaySettings] | None = None) -> WatchSettings:
         return WatchSettings(
             **poller_options(args),
             replay=ReplaySettings.from_pairs(args.set, replay),
+            namespace_replay={ns: ReplaySettings.from_pairs(args.set, s) for ns, s in (namespaces or {}).items()},
             interval_s=args.interval,
             horizon_s=args.horizon,
             max_history=args.max_history,
@@ -99,7 +102,12 @@ def run_watch(args: argparse.Namespace) -> int:
         async def main() -> None:
             admin_async = admin.asynchronous(settings.concurrency)
             try:
-                chosen = settings if given is not None else watch_settings(await cluster_settings(admin_async))
+                if given is not None:
+                    chosen = settings
+                else:
+                    base = await cluster_settings(admin_async)
+                    scope = await namespaces_in_scope(admin_async, args)
+                    chosen = watch_settings(base, await namespace_settings(admin_async, scope, base))
                 await Watch(admin_async, client, chosen).run(stop, on_round, once=args.once)
             finally:
                 await admin_async.aclose()
@@ -119,12 +127,7 @@ async def cluster_settings(admin: Any) -> ReplaySettings:
     ``ConfigError`` saying what could not be read and that ``--defaults`` is needed then."""
     from ..replay._settings import PULSAR_DEFAULTS, ReplaySettings
 
-    def refused(what: str, why: object) -> ConfigError:
-        return ConfigError(
-            f"cannot read the brokers' {what} ({why}): pass --defaults PRESET ({', '.join(PULSAR_DEFAULTS)}), "
-            "and --set for the broker.conf values that differ from it"
-        )
-
+    refused = _refused
     try:
         _, _, body = await admin.call("GET", "/admin/v2/brokers/version")
         runtime = await admin.get_json("/admin/v2/brokers/configuration/runtime")
@@ -153,6 +156,56 @@ async def cluster_settings(admin: Any) -> ReplaySettings:
             if target.startswith(("ledger.", "factory.")) and name in known:
                 values[name] = str(value)
     return settings.with_values(values)
+
+
+def _refused(what: str, why: object) -> ConfigError:
+    """The error of settings the cluster did not give: ``--defaults`` is needed."""
+    from ..replay._settings import PULSAR_DEFAULTS
+
+    return ConfigError(
+        f"cannot read the brokers' {what} ({why}): pass --defaults PRESET ({', '.join(PULSAR_DEFAULTS)}), "
+        "and --set for the broker.conf values that differ from it"
+    )
+
+
+async def namespaces_in_scope(admin: Any, args: argparse.Namespace) -> list[str]:
+    """The namespaces (``tenant/ns``) the watch's scope names now: ``--namespace``'s, the
+    namespaces of ``--topic``'s, or with ``--all`` every namespace of every tenant."""
+    from ..replay._poll_answers import full_name
+
+    if args.namespace:
+        return sorted({"/".join(p for p in ns.split("/") if p) for ns in args.namespace})
+    if args.topic:
+        return sorted({"/".join(full_name(t).split("://", 1)[1].split("/")[:2]) for t in args.topic})
+    found: list[str] = []
+    try:
+        for tenant in await admin.get_json("/admin/v2/tenants"):
+            found.extend(str(ns) for ns in await admin.get_json(f"/admin/v2/namespaces/{quote(str(tenant), safe='')}"))
+    except MLedgerError as exc:
+        raise _refused("namespaces", exc) from None
+    return sorted(found)
+
+
+async def namespace_settings(admin: Any, namespaces: Sequence[str], base: ReplaySettings) -> dict[str, ReplaySettings]:
+    """The settings of each namespace whose persistence policies (``GET
+    /admin/v2/namespaces/{tenant}/{ns}/persistence``) set a mark-delete rate: ``base`` with
+    ``throttle_mark_delete`` at the policy's ``managedLedgerMaxMarkDeleteRate``, as Pulsar's
+    ``BrokerService.getManagedLedgerConfig`` takes it. A namespace without policies keeps
+    ``base`` (the broker's ``managedLedgerDefaultMarkDeleteRateLimit``); a refused call raises
+    ``ConfigError`` asking for ``--defaults``. (A namespace created later keeps ``base``.)"""
+    out: dict[str, ReplaySettings] = {}
+    for namespace in namespaces:
+        tenant, ns = namespace.split("/", 1)
+        path = f"/admin/v2/namespaces/{quote(tenant, safe='')}/{quote(ns, safe='')}/persistence"
+        try:
+            _, _, body = await admin.call("GET", path)
+        except MLedgerError as exc:
+            raise _refused(f"persistence policies of {namespace}", exc) from None
+        policies = json.loads(body) if body.strip() else None
+        rate = policies.get("managedLedgerMaxMarkDeleteRate") if isinstance(policies, dict) else None
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+            out[namespace] = base.with_values({"throttle_mark_delete": str(float(rate))})
+    return out
 
 
 def round_record(done: Any) -> dict[str, Any]:

@@ -45,7 +45,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,12 +91,14 @@ STATUSES = {
 @dataclass(frozen=True)
 class WatchSettings(PollerSettings):
     """What to watch (the scope and bounds of :class:`~mledger.replay._poller.PollerSettings`)
-    and how: ``replay``, the settings the cursors are modelled with (``--defaults``, ``--set``);
+    and how: ``replay``, the settings the cursors are modelled with (``--defaults``, ``--set``),
+    and ``namespace_replay`` those of the namespaces (``tenant/ns``) whose policies differ;
     ``interval_s``, the poll interval; ``horizon_s``, how far ahead a forecast crossing makes a
     subscription ``AT_RISK``; ``max_history``, the samples kept per subscription (the memory
     bound: the oldest is dropped)."""
 
     replay: ReplaySettings = field(default_factory=ReplaySettings)
+    namespace_replay: Mapping[str, ReplaySettings] = field(default_factory=dict)
     interval_s: float = 30.0
     horizon_s: float = 3600.0
     max_history: int = 120
@@ -319,7 +321,9 @@ class Watch:
         key = (topic, partition)
         replayer = self._replayers.get(key)
         if replayer is None:
-            replayer = self._replayers[key] = PartitionReplayer(topic, partition, self.settings.replay)
+            namespace = "/".join(topic.split("://", 1)[-1].split("/")[:2])
+            settings = self.settings.namespace_replay.get(namespace, self.settings.replay)
+            replayer = self._replayers[key] = PartitionReplayer(topic, partition, settings)
         if key in keys:
             keys.discard(key)
             replayer.add_subscription_events(specs.get(topic, ()))
@@ -353,13 +357,13 @@ class Watch:
 
     # -- observing --------------------------------------------------------------------------------
     def _observe(self, summary: PollSummary, at_ms: int) -> WatchRound:
-        ledger = self.settings.replay.ledger
-        persist_limit = ledger.max_unacked_ranges_to_persist + (1 if ledger.unacked_ranges_limit_off_by_one else 0)
-        frame_limit = self.settings.replay.factory.frame_limit
         horizon_ms = int(self.settings.horizon_s * 1000)
         rows: list[SubscriptionWatch] = []
         seen: set[tuple[str, int, str]] = set()
         for (topic, partition), replayer in sorted(self._replayers.items()):
+            ledger = replayer.settings.ledger
+            persist_limit = ledger.max_unacked_ranges_to_persist + (1 if ledger.unacked_ranges_limit_off_by_one else 0)
+            frame_limit = replayer.settings.factory.frame_limit
             for result in replayer.observe():
                 key = (topic, partition, result.subscription)
                 seen.add(key)
