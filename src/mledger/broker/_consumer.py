@@ -39,7 +39,7 @@ from ._message import EntryDelivery, Message
 from ._rates import RateWindow
 from ._types import AckType, ClientInfo
 
-__all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
+__all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike", "single_active_choice"]
 
 MessageIdLike = MessageId | Message
 """Acknowledgement methods take message ids or the received messages themselves."""
@@ -439,3 +439,16 @@ def as_message_ids(value: MessageIdLike | Iterable[MessageIdLike]) -> list[Messa
         else:
             raise InvalidRequestError(f"invalid message id {item!r}: expected a MessageId or a Message")
     return out
+
+
+def single_active_choice(consumers: Iterable[Consumer], partition_index: int) -> Consumer | None:
+    """The consumer an Exclusive or Failover subscription delivers to: of the consumers sorted by
+    name, the one at ``partition_index`` modulo their number (the first on a non-partitioned
+    topic, ``partition_index`` < 0); None without consumers. O(n log n).
+
+    Pulsar's ``AbstractDispatcherSingleActiveConsumer.pickAndScheduleActiveConsumer`` (its hash
+    ring for non-partitioned topics aside), for persistent and non-persistent subscriptions."""
+    ordered = sorted(consumers, key=lambda c: c.name)
+    if not ordered:
+        return None
+    return ordered[max(partition_index, 0) % len(ordered)]

@@ -85,7 +85,7 @@ from ..managed_ledger import AckOutcome, AckPlan
 from ..managed_ledger._cursor import ManagedCursor, PendingRead, PositionReset
 from ._compaction import CompactedLedger, CompactedTopic, kept_messages_mask
 from ._config import BrokerConfig
-from ._consumer import Consumer
+from ._consumer import Consumer, single_active_choice
 from ._delayed import DelayedDeliveryTracker
 from ._hashing import sticky_key_hash
 from ._keyshared import ConsistentHashRing, RecentlyJoinedConsumers
@@ -293,12 +293,9 @@ class Dispatcher:
 
     def _choose_active(self) -> None:
         previous = self._active
-        ordered = sorted(self._consumers, key=lambda c: c.name)
-        if not ordered:
-            self._active = None
+        self._active = single_active_choice(self._consumers, self._partition)
+        if self._active is None:
             return
-        index = self._partition % len(ordered) if self._partition >= 0 else 0
-        self._active = ordered[index]
         if previous is not None and previous is not self._active:
             # The new active consumer must get everything unacknowledged, in order.
             self._reset_internal(count_redeliveries=True)

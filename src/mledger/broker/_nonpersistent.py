@@ -49,7 +49,7 @@ from ..core._position import EARLIEST, Position
 from ..managed_ledger import AckOutcome
 from ..storage import NEW_NODE, MetadataStore
 from ._acks import AckRequest
-from ._consumer import Consumer, ConsumerSink
+from ._consumer import Consumer, ConsumerSink, single_active_choice
 from ._errors import (
     ConsumerBusyError,
     ProducerBusyError,
@@ -237,12 +237,7 @@ class NonPersistentSubscription:
         if self.type not in _SINGLE_ACTIVE:
             return False
         previous = self._active
-        if not self._consumers:
-            self._active = None
-            return previous is not None
-        ordered = sorted(self._consumers, key=lambda c: c.name)
-        index = max(self._topic.topic_name.partition_index, 0) % len(ordered)
-        self._active = ordered[index] if self.type is SubscriptionType.FAILOVER else self._consumers[0]
+        self._active = single_active_choice(self._consumers, self._topic.topic_name.partition_index)
         if self._active is previous:
             return False
         if self.type is SubscriptionType.FAILOVER:

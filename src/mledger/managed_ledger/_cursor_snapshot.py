@@ -71,8 +71,7 @@ class CursorLifecycleError(TransitionRefusedError):
     """A lifecycle move :data:`LIFECYCLE_TRANSITIONS` does not have (a bug in the caller);
     ``state`` and ``event`` name it."""
 
-    def __init__(self, state: CursorLifecycle, event: CursorEvent) -> None:
-        super().__init__(state, event, f"cursor lifecycle: no transition from {state.value} on {event.value}")
+    machine = "cursor lifecycle"
 
 
 _S, _E = CursorLifecycle, CursorEvent

@@ -99,8 +99,7 @@ class WriteStateError(TransitionRefusedError):
     it. Raised as such for a bug in the caller; a refused add or terminate raises the ledger's
     own error (``ManagedLedgerClosedError``, ``ManagedLedgerTerminatedError``) from it."""
 
-    def __init__(self, state: WriteState, event: WriteEvent) -> None:
-        super().__init__(state, event, f"managed ledger write state: no transition from {state.value} on {event.value}")
+    machine = "managed ledger write state"
 
 
 _S, _E = WriteState, WriteEvent
