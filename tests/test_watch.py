@@ -29,22 +29,29 @@ import pyarrow.parquet as pq
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from mledger.broker._journal import AckRecord
+from mledger import ConfigError, PermissionDeniedError
+from mledger.broker import AckRecord
 from mledger.core import Position
 from mledger.metrics import WatchCollector
-from mledger.replay import ReplaySettings
-from mledger.replay._poll_events import (
+from mledger.replay import (
+    AT_RISK,
+    LOSING_STATE,
+    OK,
     Acked,
     Anomaly,
     CaptureEvent,
     EntrySeen,
     ObservedEntry,
+    PollSummary,
+    ReplaySettings,
     SubscriptionCreated,
     SubscriptionDeleted,
     SubscriptionReset,
+    SubscriptionWatch,
+    Watch,
+    WatchRound,
+    WatchSettings,
 )
-from mledger.replay._poller import PollSummary
-from mledger.replay._watch import AT_RISK, LOSING_STATE, OK, SubscriptionWatch, Watch, WatchRound, WatchSettings
 
 T = "persistent://public/default/orders"
 SUMMARY = PollSummary(number=0, topic_partitions=1, polled=1, events=0, anomalies=0, wall_s=0.0)
@@ -353,7 +360,6 @@ def test_a_namespace_with_settings_of_its_own_is_modelled_with_them() -> None:
 
 
 def test_settings_are_read_from_the_brokers() -> None:
-    from mledger import ConfigError, PermissionDeniedError
     from mledger.cli._watch import cluster_settings
 
     runtime = {

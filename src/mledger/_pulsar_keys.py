@@ -2,8 +2,8 @@
 
 :class:`Key` maps one of Pulsar's ``broker.conf`` keys onto the mledger settings it fills
 (``section.field``); :data:`MANAGED_LEDGER_KEYS` are those of the ``ledger``
-(:class:`~mledger.core._config.ManagedLedgerConfig`) and ``factory``
-(:class:`~mledger.core._config.ManagedLedgerFactoryConfig`) sections. ``mledger standalone
+(:class:`~mledger.ManagedLedgerConfig`) and ``factory``
+(:class:`~mledger.ManagedLedgerFactoryConfig`) sections. ``mledger standalone
 --config`` reads them among all its keys (:mod:`mledger._standalone_config`), and ``mledger
 watch`` reads them from a broker's runtime configuration: this module imports nothing beyond
 the core, so a client-side command can use the table without the server's libraries.

@@ -42,10 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
-from ..codec._entry import Entry, EntryMetadata, decode_entry
-from ..codec._messageid import MessageId
-from ..core._errors import InvalidRequestError, NotFoundError
-from ..core._position import EARLIEST, Position
+from ..codec import Entry, EntryMetadata, MessageId, decode_entry
+from ..core import EARLIEST, InvalidRequestError, NotFoundError, Position
 from ..managed_ledger import AckOutcome
 from ..storage import NEW_NODE, MetadataStore
 from ._acks import AckRequest
@@ -206,7 +204,10 @@ class NonPersistentSubscription:
         return self._active
 
     # -- consumers joining and leaving (under the topic lock) ------------------------------
-    def _add(self, consumer: Consumer, sub_type: SubscriptionType) -> None:
+    def attach_consumer(self, consumer: Consumer, sub_type: SubscriptionType) -> None:
+        """Attach ``consumer``, subscribing as ``sub_type``, under the topic's lock (the topic's
+        ``subscribe`` calls it). ``SubscriptionBusyError`` if the subscription is of another
+        type, ``ConsumerBusyError`` if an exclusive one already has its consumer."""
         if sub_type is not self.type:
             raise SubscriptionBusyError("Subscription is of different type")
         if self.type is SubscriptionType.EXCLUSIVE and self._consumers:
@@ -454,7 +455,7 @@ class NonPersistentTopic:
             if permits == 0 and sink is None:
                 permits = 1000
             consumer = Consumer(sub, name, permits, self._ids, sink, client=client, connected_since_ms=self.clock())
-            sub._add(consumer, kind)
+            sub.attach_consumer(consumer, kind)
             if created:
                 self._subscriptions[subscription] = sub
             return consumer

@@ -1,6 +1,6 @@
 """``mledger watch``: every subscription's restart risk on a live Pulsar cluster, continuously.
 
-See :mod:`mledger.replay._watch`. The command builds the same two clients as ``mledger capture``
+See :class:`mledger.replay.Watch`. The command builds the same two clients as ``mledger capture``
 (:func:`~mledger.cli._capture.open_clients`), models the cursors under ``--defaults`` (or the
 settings the brokers report: :func:`cluster_settings`) and ``--set``, and either prints one round (``--once``, a table or
 ``--format json``) or polls every ``--interval`` until SIGTERM/SIGINT, serving the latest
@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .._pulsar_keys import MANAGED_LEDGER_KEYS, MAX_MESSAGE_SIZE_KEY
-from ..core._address import parse_bind
-from ..core._errors import ConfigError, MLedgerError
+from ..core import ConfigError, MLedgerError, parse_bind
 from ._capture import add_cluster_arguments, open_clients, parse_count, parse_duration, poller_options, unreachable
 
 if TYPE_CHECKING:
-    from ..replay._settings import ReplaySettings
+    from ..replay import ReplaySettings
 
 FORMATS = ("table", "json")
 
@@ -76,8 +75,7 @@ def run_watch(args: argparse.Namespace) -> int:
     """Run ``mledger watch``; 0 when it ended cleanly."""
     import pulsar  # the capture extra
 
-    from ..replay._settings import ReplaySettings
-    from ..replay._watch import Watch, WatchSettings
+    from ..replay import ReplaySettings, Watch, WatchSettings
 
     given = None if args.defaults is None else ReplaySettings().with_values({"defaults": args.defaults})
 
@@ -125,7 +123,7 @@ async def cluster_settings(admin: Any) -> ReplaySettings:
     managed ledger's keys of ``/admin/v2/brokers/configuration/runtime`` on top (Pulsar's
     ``BrokersBase.getRuntimeConfiguration``: every value in force; a super-user's call). Raises
     ``ConfigError`` saying what could not be read and that ``--defaults`` is needed then."""
-    from ..replay._settings import PULSAR_DEFAULTS, ReplaySettings
+    from ..replay import PULSAR_DEFAULTS, ReplaySettings
 
     refused = _refused
     try:
@@ -160,7 +158,7 @@ async def cluster_settings(admin: Any) -> ReplaySettings:
 
 def _refused(what: str, why: object) -> ConfigError:
     """The error of settings the cluster did not give: ``--defaults`` is needed."""
-    from ..replay._settings import PULSAR_DEFAULTS
+    from ..replay import PULSAR_DEFAULTS
 
     return ConfigError(
         f"cannot read the brokers' {what} ({why}): pass --defaults PRESET ({', '.join(PULSAR_DEFAULTS)}), "
@@ -171,12 +169,12 @@ def _refused(what: str, why: object) -> ConfigError:
 async def namespaces_in_scope(admin: Any, args: argparse.Namespace) -> list[str]:
     """The namespaces (``tenant/ns``) the watch's scope names now: ``--namespace``'s, the
     namespaces of ``--topic``'s, or with ``--all`` every namespace of every tenant."""
-    from ..replay._poll_answers import full_name
+    from ..replay import namespace_of
 
     if args.namespace:
         return sorted({"/".join(p for p in ns.split("/") if p) for ns in args.namespace})
     if args.topic:
-        return sorted({"/".join(full_name(t).split("://", 1)[1].split("/")[:2]) for t in args.topic})
+        return sorted({namespace_of(t) for t in args.topic})
     found: list[str] = []
     try:
         for tenant in await admin.get_json("/admin/v2/tenants"):
@@ -209,7 +207,7 @@ async def namespace_settings(admin: Any, namespaces: Sequence[str], base: Replay
 
 
 def round_record(done: Any) -> dict[str, Any]:
-    """A :class:`~mledger.replay._watch.WatchRound` as the JSON object ``--format json`` prints."""
+    """A :class:`~mledger.replay.WatchRound` as the JSON object ``--format json`` prints."""
     return {
         "at_ms": done.at_ms,
         "poll": dataclasses.asdict(done.poll),

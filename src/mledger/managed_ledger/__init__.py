@@ -45,6 +45,7 @@ from ._cursor_stats import (
     IndividualDeletedMessages as IndividualDeletedMessages,
     PersistenceStats as PersistenceStats,
 )
+from ._cursor_store import CursorStateStore as CursorStateStore
 from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
 from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
 from ._ledger_state import (

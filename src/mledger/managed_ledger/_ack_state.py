@@ -57,9 +57,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sortedcontainers import SortedDict
 
-from ..core._errors import InvalidPositionError, MarkDeletingMarkedPositionError
-from ..core._position import Position
-from ..core._ranges import AckRangeSet
+from ..core import AckRangeSet, InvalidPositionError, MarkDeletingMarkedPositionError, Position
 from ._cursor_args import check_ack_set, lowest_bit, positions_array, to_position
 from ._ledger_view import LedgerView
 

@@ -5,7 +5,7 @@ Theory of operation
 A cursor (Pulsar's ``ManagedCursorImpl``) tracks one subscriber's progress through a managed
 ledger with these pieces of state, all guarded by one re-entrant lock:
 
-* its acknowledgement state, one :class:`~mledger.managed_ledger._ack_state.AckState`: the
+* its acknowledgement state, one :class:`~mledger.managed_ledger.AckState`: the
   mark-delete position (MD: every entry at or before it is acknowledged), the ack range set
   (entries above MD acked individually; "holes" are what lies between) and the batch states
   of partially acked batch entries;
@@ -19,31 +19,31 @@ precise backlog equals ``count(MD, LAC] - acked`` and the counter backlog agrees
 
 Resets (reset_cursor, seek, rewind, skip_entries, clear_backlog and callers' composite resets
 via :meth:`ManagedCursor.position_reset`) run inside a revision of the
-:class:`~mledger.managed_ledger._revision.CursorStateRevisionController`: reads are refused while
+:class:`~mledger.managed_ledger.CursorStateRevisionController`: reads are refused while
 one runs, and a read that started before a reset is discarded when it completes.
 
 Collaborators, each behind a narrow interface: the managed ledger is a
-:class:`~mledger.managed_ledger._ledger_view.LedgerView` (last confirmed entry, position
+:class:`~mledger.managed_ledger.LedgerView` (last confirmed entry, position
 arithmetic over the ledger list, reads, trim requests); a durable cursor's
-:class:`~mledger.managed_ledger._cursor_store.CursorStateStore` takes a
+:class:`~mledger.managed_ledger.CursorStateStore` takes a
 :class:`~mledger.managed_ledger._cursor_snapshot.CursorSnapshot` and gives back a
 :class:`~mledger.managed_ledger._cursor_snapshot.RecoveredCursorState`; read planning is
 :mod:`~mledger.managed_ledger._cursor_reads`, composite resets
 :mod:`~mledger.managed_ledger._position_reset`.
 
 The acknowledgement path, top-down: the broker resolves a consumer's ``AckRequest`` into one
-:class:`~mledger.managed_ledger._ack_state.AckPlan` -> :meth:`acknowledge`, which applies it to the
+:class:`~mledger.managed_ledger.AckPlan` -> :meth:`acknowledge`, which applies it to the
 acknowledgement state under the lock (``AckState.apply``: validate the whole plan, apply it,
 settle the mark-delete) and gets one frozen ``AckOutcome`` back -> the consumed counter and the
 read position follow the outcome (:meth:`_apply`) -> :meth:`_after_change` (throttle, or
-``CursorStateStore.persist(snapshot)``: format and truncate -> :mod:`mledger.codec._cursor_info`
+``CursorStateStore.persist(snapshot)``: format and truncate -> :mod:`mledger.codec`
 ``PositionInfo`` bytes -> the ``LedgerStore``). The Pulsar-named ack methods (``delete``,
 ``delete_many``, ``delete_batch_indexes``, ``delete_with_ack_set(s)``, ``mark_delete``) only build
 the plan; so do the resets that move the mark-delete (``skip_entries``, ``clear_backlog``, a
 composite reset's mark-delete) and trimming's ``skip_trimmed_ledgers``. ``delete(position)`` is
 the single-call path: ``AckState.ack_entry`` (the same steps for one entry, no plan, no outcome
 object: the validation is one lookup in the ledger's live list, :attr:`LedgerView.ledger_list
-<mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`), then the throttle inlined: one
+<mledger.managed_ledger.LedgerView.ledger_list>`), then the throttle inlined: one
 clock reading (``time.time_ns`` on the system clock) against a deadline re-armed at each persist
 and by the ledger's ``set_config`` (``_rearm_throttle``); its whole-entry acks reach the cursor's
 own state store as one O(1) ``observe_entries_acked`` per run of them (``_settle_observation``,
@@ -70,15 +70,17 @@ from typing import cast
 
 import numpy as np
 
-from ..codec._entry import Entry
-from ..core._clock import nanosecond_reader
-from ..core._errors import (
+from ..codec import Entry
+from ..core import (
+    EARLIEST,
+    LATEST,
     CursorAlreadyClosedError,
     CursorModifyingError,
     InvalidPositionError,
     InvalidRequestError,
+    Position,
+    nanosecond_reader,
 )
-from ..core._position import EARLIEST, LATEST, Position
 from ._ack_state import ACKED, BATCH_STATE_DROPPED, MARK_DELETE_MOVED, AckOutcome, AckPlan, AckState
 from ._cursor_args import ack_set_of, checked_properties, to_position
 from ._cursor_reads import PendingRead, ReadPlan, fetch_plan, plan_read
@@ -106,7 +108,7 @@ CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
 
 
 class ManagedCursor:
-    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger._ledger.ManagedLedger`.
+    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger.ManagedLedger`.
 
     Open with ``ManagedLedger.open_cursor`` / ``open_non_durable_cursor``. Every public
     method is thread-safe (one lock per cursor). Reads block on storage outside the lock;

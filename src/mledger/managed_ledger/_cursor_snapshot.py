@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 
-from ..core import TransitionRefusedError, TransitionTable
-from ..core._position import Position
-from ..core._ranges import AckRangeSet
+from ..core import AckRangeSet, Position, TransitionRefusedError, TransitionTable
 
 __all__ = [
     "KEEP_PROPERTIES",

@@ -1,6 +1,6 @@
 """``WatchCollector``: the Prometheus metrics of ``mledger watch`` (its ``/metrics`` endpoint).
 
-The collector holds the latest :class:`~mledger.replay._watch.WatchRound` (:meth:`WatchCollector.update`,
+The collector holds the latest :class:`~mledger.replay.WatchRound` (:meth:`WatchCollector.update`,
 called after each poll) and turns it into metric families at each scrape. Every name starts
 ``mledger_watch_``: never one of Pulsar's own, so a Prometheus scraping both the brokers and
 watch keeps them apart. Per subscription, labels ``topic`` (a partition's own name),
@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ..replay._watch import STATUSES, SubscriptionWatch, WatchRound
+from ..replay import STATUSES, SubscriptionWatch, WatchRound
 
 __all__ = ["WATCH_LABELS", "WatchCollector"]
 

@@ -1,4 +1,4 @@
-"""The replay's :class:`~mledger.replay._model.PartitionModel` on ``mledger.broker``.
+"""The replay's :class:`~mledger.replay.PartitionModel` on ``mledger.broker``.
 
 One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` with a
 ``ManualClock`` that follows event time, over a ``ManagedLedgerFactory`` on a
@@ -52,26 +52,32 @@ from ..broker import (
     BrokerConfig,
     Consumer,
     DelayedDeliveryTracker,
+    MessageDeduplication,
     SkipEntry,
     Subscription,
     SubscriptionType,
+    Topic,
+    TopicName,
 )
-from ..broker._dedup import MessageDeduplication
-from ..broker._names import TopicName
-from ..broker._topic import Topic
-from ..codec._chunking import parse_footer, reassemble, unpack_payload
-from ..codec._compression import decompress_metadata
-from ..codec._entry import EntryMetadata, encode_entry
-from ..codec._messageid import MessageId
-from ..core._clock import ManualClock
-from ..core._errors import InvalidRequestError
-from ..core._position import Position
-from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._cursor_stats import PersistenceStats
-from ..managed_ledger._cursor_store import CursorStateStore
-from ..managed_ledger._factory import ManagedLedgerFactory
-from ..managed_ledger._ledger import ManagedLedger
-from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
+from ..codec import (
+    EntryMetadata,
+    MessageId,
+    decompress_metadata,
+    encode_entry,
+    parse_footer,
+    reassemble,
+    unpack_payload,
+)
+from ..core import InvalidRequestError, ManualClock, Position
+from ..managed_ledger import (
+    ML_ROOT,
+    CursorStateStore,
+    InitialPosition,
+    ManagedCursor,
+    ManagedLedger,
+    ManagedLedgerFactory,
+    PersistenceStats,
+)
 from ._mirror import MirrorView
 from ._model import RestartAnswers, SubscriptionResult, SubscriptionSpec
 from ._settings import ReplaySettings
@@ -148,7 +154,7 @@ class _Subscription:
 
 
 class BrokerModel:
-    """:class:`~mledger.replay._model.PartitionModel` on a broker topic. See the module docstring.
+    """:class:`~mledger.replay.PartitionModel` on a broker topic. See the module docstring.
 
     Single-threaded. Memory: the cursors' ack state, one small record per data ledger, the
     delayed messages waiting and one sequence id per producer; entries are not kept.

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A :class:`Watch` is a :class:`~mledger.replay._poller.ClusterPoller` (the capture's engine:
+A :class:`Watch` is a :class:`~mledger.replay.ClusterPoller` (the capture's engine:
 concurrent admin polls, one non-durable reader per topic-partition) whose events go, instead
 of to Parquet, to the replay itself, fed as they happen:
 
@@ -12,13 +12,13 @@ of to Parquet, to the replay itself, fed as they happen:
 2. the rows become the replay's events (:func:`~mledger.replay._schema.to_events`,
    :class:`~mledger.replay._subscriptions.SubscriptionRows`), sorted per topic-partition
    (:func:`~mledger.replay._local.by_partition`);
-3. each topic-partition has one :class:`~mledger.replay._engine.PartitionReplayer`, the
+3. each topic-partition has one :class:`~mledger.replay.PartitionReplayer`, the
    replay's engine and its model (mledger's broker and cursors under the replay settings),
    kept for the whole watch: each poll's events are fed to it
-   (:meth:`~mledger.replay._engine.PartitionReplayer.feed`, its subscription events through
-   :meth:`~mledger.replay._engine.PartitionReplayer.add_subscription_events`) and its
+   (:meth:`~mledger.replay.PartitionReplayer.feed`, its subscription events through
+   :meth:`~mledger.replay.PartitionReplayer.add_subscription_events`) and its
    figures read without ending it
-   (:meth:`~mledger.replay._engine.PartitionReplayer.observe`). Nothing is replayed twice.
+   (:meth:`~mledger.replay.PartitionReplayer.observe`). Nothing is replayed twice.
 
 A topic-partition the poller finds deleted (``topic_disappeared``) takes its model with it;
 a subscription that goes takes its history.
@@ -52,11 +52,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core._errors import ConfigError
+from ..core import ConfigError
 from ._capture import until_stopped, wait_or_stop
 from ._engine import PartitionReplayer
 from ._local import by_partition
 from ._model import SubscriptionResult, SubscriptionSpec
+from ._poll_answers import full_name
 from ._poll_events import Anomaly, CaptureEvent
 from ._poller import AsyncAdminJson, ClusterPoller, PollBudget, PollerSettings, PollSummary
 from ._recording import Row, RowJournal, rows_table
@@ -74,6 +75,7 @@ __all__ = [
     "WatchRound",
     "WatchSettings",
     "forecast_crossing",
+    "namespace_of",
 ]
 
 LOSING_STATE = "LOSING_STATE"
@@ -90,7 +92,7 @@ STATUSES = {
 
 @dataclass(frozen=True)
 class WatchSettings(PollerSettings):
-    """What to watch (the scope and bounds of :class:`~mledger.replay._poller.PollerSettings`)
+    """What to watch (the scope and bounds of :class:`~mledger.replay.PollerSettings`)
     and how: ``replay``, the settings the cursors are modelled with (``--defaults``, ``--set``),
     and ``namespace_replay`` those of the namespaces (``tenant/ns``) whose policies differ;
     ``interval_s``, the poll interval; ``horizon_s``, how far ahead a forecast crossing makes a
@@ -321,8 +323,7 @@ class Watch:
         key = (topic, partition)
         replayer = self._replayers.get(key)
         if replayer is None:
-            namespace = "/".join(topic.split("://", 1)[-1].split("/")[:2])
-            settings = self.settings.namespace_replay.get(namespace, self.settings.replay)
+            settings = self.settings.namespace_replay.get(namespace_of(topic), self.settings.replay)
             replayer = self._replayers[key] = PartitionReplayer(topic, partition, settings)
         if key in keys:
             keys.discard(key)
@@ -488,6 +489,15 @@ def _seconds(ms: int) -> str:
     if s < 7200:
         return f"{s / 60:.0f} min"
     return f"{s / 3600:.1f} h"
+
+
+def namespace_of(topic: str) -> str:
+    """A topic's namespace, ``tenant/ns`` (a short name's is ``public/default``).
+
+    >>> namespace_of("persistent://team/a/orders"), namespace_of("orders")
+    ('team/a', 'public/default')
+    """
+    return "/".join(full_name(topic).split("://", 1)[1].split("/")[:2])
 
 
 def _local_name(topic: str, partition: int) -> str:
