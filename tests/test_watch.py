@@ -84,7 +84,8 @@ ROUNDS: list[list[CaptureEvent]] = [
 
 def figures(row: SubscriptionWatch) -> tuple[Any, ...]:
     return (row.local_topic, row.subscription, row.mark_delete, row.backlog, row.unacked_ranges, row.state_bytes,
-            row.redelivered_after_crash, row.truncated_ranges)  # fmt: skip
+            row.redelivered_after_crash, row.redelivered_after_crash_limits, row.redelivered_after_unload,
+            row.truncated_ranges)  # fmt: skip
 
 
 def test_each_round_equals_one_replay_of_every_event_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,13 +100,14 @@ def test_each_round_equals_one_replay_of_every_event_so_far(monkeypatch: pytest.
             super().__init__(topic, partition, *args, **kwargs)
 
     monkeypatch.setattr(module, "PartitionReplayer", Counted)
-    # every change persisted at once: the figures cannot depend on where the replay was cut
-    live = watch(throttle_mark_delete="0", max_unacked_ranges_to_persist="4")
+    # Pulsar 4.0's mark-delete limiter and flush: every persist is observed (issue 33), so the figures do not
+    # depend on where the replay was cut, here at each round
+    live = watch(defaults="pulsar-4.0", max_unacked_ranges_to_persist="4")
     for n, events in enumerate(ROUNDS, 1):
         live.events(events)
         incremental = live.feed(SUMMARY, 10_000 * n)
         built_before = len(built)
-        once = watch(throttle_mark_delete="0", max_unacked_ranges_to_persist="4")
+        once = watch(defaults="pulsar-4.0", max_unacked_ranges_to_persist="4")
         once.events([e for r in ROUNDS[:n] for e in r])
         whole = once.feed(SUMMARY, 10_000 * n)
         del built[built_before:]  # the one-shot replay's own
@@ -149,8 +151,12 @@ def test_statuses_follow_the_limits_and_the_forecast() -> None:
     live.events([acked([17, 19, 21, 23], 1_000 + 60_000 * 5)])
     over = live.feed(SUMMARY, 1_000 + 60_000 * 5).subscriptions[0]
     assert over.unacked_ranges == 12 and over.truncated_ranges == 2
-    assert over.status == LOSING_STATE and over.reason == "the last persist left out 2 ack ranges (limit 10)"
-    assert over.redelivered_after_crash == 2 and over.persist_limit_at_ms == over.at_ms
+    assert over.status == LOSING_STATE and over.reason == (
+        "a crash now would deliver 2 acknowledged messages again, lost to the limits; an unload now would deliver "
+        "2 acknowledged messages again; the last persist left out 2 ack ranges (limit 10)"
+    )
+    assert (over.redelivered_after_crash, over.redelivered_after_crash_limits, over.redelivered_after_unload) == (2, 2, 2)
+    assert over.persist_limit_at_ms == over.at_ms
 
 
 def test_history_is_bounded_and_the_status_says_so() -> None:
@@ -278,6 +284,7 @@ def test_once_agrees_with_the_broker(standalone: dict[str, str]) -> None:
     assert s1["backlog"] == 30
     # pulsar-4.0 keeps 20 + 1 ranges (the off-by-one before #25548): a crash now loses the other 9
     assert s1["persist_limit"] == 21 and s1["truncated_ranges"] == 9 and s1["redelivered_after_crash"] == 9
+    assert s1["redelivered_after_crash_limits"] == 9 and s1["redelivered_after_unload"] == 9  # the close path too
     assert s1["status"] == LOSING_STATE and "left out 9 ack ranges" in s1["reason"]
     s2 = rows[(f"{T}-batched", "s2")]
     assert (s2["unacked_ranges"], s2["backlog"], s2["status"]) == (0, 0, OK)

@@ -254,9 +254,9 @@ def _table(done: Any) -> None:
     from rich.table import Table
 
     table = Table(title=f"mledger watch: {len(done.subscriptions)} subscriptions", title_justify="left")
-    for column in ("topic", "subscription", "status", "ranges", "state bytes", "crash redelivers", "persist limit",
-                   "frame limit", "reason"):  # fmt: skip
-        table.add_column(column, justify="right" if column in ("ranges", "state bytes", "crash redelivers") else "left")
+    numbers = ("ranges", "state bytes", "crash redelivers", "unload redelivers")
+    for column in ("topic", "subscription", "status", *numbers, "persist limit", "frame limit", "reason"):
+        table.add_column(column, justify="right" if column in numbers else "left")
     for row in done.subscriptions:
         table.add_row(
             row.local_topic,
@@ -265,6 +265,7 @@ def _table(done: Any) -> None:
             str(row.unacked_ranges),
             str(row.state_bytes),
             str(row.redelivered_after_crash),
+            str(row.redelivered_after_unload),
             _when(row.at_ms, row.persist_limit_at_ms),
             _when(row.at_ms, row.frame_limit_at_ms),
             row.reason,

@@ -15,6 +15,8 @@ family                                         type     value (and the Pulsar me
 ``mledger_watch_redelivered_after_crash``      gauge    messages a broker crash now would deliver again
                                                         (they would show in ``pulsar_subscription_msg_rate_out``
                                                         a second time; no Pulsar metric counts them)
+``mledger_watch_redelivered_after_crash_limits``  gauge  the part of them lost to the limits
+``mledger_watch_redelivered_after_unload``     gauge    messages an unload (a clean close) now would deliver again
 ``mledger_watch_truncated_ranges``             gauge    ranges the last persist left out (while above 0,
                                                         ``pulsar.broker.managed_ledger.cursor.persist.unacked_ranges.truncated`` rises, #25548)
 ``mledger_watch_persist_limit_seconds``        gauge    time until the ranges pass the persist limit at the
@@ -51,6 +53,8 @@ _SUBSCRIPTION_GAUGES: tuple[tuple[str, str], ...] = (
     ("mledger_watch_unacked_ranges", "Individually acknowledged ranges after the mark-delete position now"),
     ("mledger_watch_state_bytes", "Size in bytes of the cursor state at its last persist"),
     ("mledger_watch_redelivered_after_crash", "Acknowledged messages a broker crash now would deliver again"),
+    ("mledger_watch_redelivered_after_crash_limits", "The part of them lost to the limits"),
+    ("mledger_watch_redelivered_after_unload", "Acknowledged messages an unload now would deliver again"),
     ("mledger_watch_truncated_ranges", "Acknowledged ranges the last persist left out (lost on a restart)"),
     ("mledger_watch_persist_limit_seconds", "Seconds until the ranges pass the persist limit (+Inf: not growing)"),
     ("mledger_watch_frame_limit_seconds", "Seconds until the state passes the frame limit (+Inf: not growing)"),
@@ -105,6 +109,8 @@ def _values(row: SubscriptionWatch) -> dict[str, float]:
         "mledger_watch_unacked_ranges": row.unacked_ranges,
         "mledger_watch_state_bytes": row.state_bytes,
         "mledger_watch_redelivered_after_crash": row.redelivered_after_crash,
+        "mledger_watch_redelivered_after_crash_limits": row.redelivered_after_crash_limits,
+        "mledger_watch_redelivered_after_unload": row.redelivered_after_unload,
         "mledger_watch_truncated_ranges": row.truncated_ranges,
         "mledger_watch_persist_limit_seconds": _until(row.at_ms, row.persist_limit_at_ms),
         "mledger_watch_frame_limit_seconds": _until(row.at_ms, row.frame_limit_at_ms),

@@ -31,8 +31,9 @@ pre-#25548 off-by-one) and when the persisted state passes the frame limit
 and the row says so (``history_dropped``).
 
 Status (:data:`STATUSES`): ``LOSING_STATE`` when a crash or an unload now would lose acks to
-a limit (the last persist truncated ranges or batch indexes, or the state is over the frame
-limit); ``AT_RISK`` when the forecast crosses a limit within the horizon; ``OK`` otherwise.
+a limit (the replay's ``redelivered_after_crash_limits`` or ``redelivered_after_unload`` above
+0: truncation, the frame limit, #26498, batch indexes lost on unload; or the last persist
+truncated ranges or batch indexes, or the state is over the frame limit); ``AT_RISK`` when the forecast crosses a limit within the horizon; ``OK`` otherwise.
 Each comes with its reason.
 
 Read-only: the poller reads admin GETs and non-durable readers only (see
@@ -83,7 +84,8 @@ AT_RISK = "AT_RISK"
 OK = "OK"
 STATUSES = {
     LOSING_STATE: "a crash or an unload now would lose acknowledgements to a limit (truncated ranges or batch "
-    "indexes, a state over the frame limit): those messages would be delivered again",
+    "indexes, a state over the frame limit, batch-index acks not persisted or not read back): those messages "
+    "would be delivered again",
     AT_RISK: "at the current growth the state passes a limit within the horizon",
     OK: "no limit is passed now, and none within the horizon at the current growth",
 }
@@ -119,8 +121,11 @@ class SubscriptionWatch:
     """One subscription as the last poll left it: its figures, growth, forecast and status.
 
     ``state_bytes``: the cursor state's size at its last persist; ``unacked_ranges``: its ack
-    holes now; ``redelivered_after_crash``: what a crash now would deliver again (the replay's
-    ``redelivered_after_restart``, in entries); ``persist_limit_at_ms`` / ``frame_limit_at_ms``:
+    holes now; ``redelivered_after_crash``: acknowledged messages a crash now would deliver
+    again, ``redelivered_after_crash_limits`` the part of them lost to the limits (the rest is
+    what the mark-delete limiter has not persisted yet), ``redelivered_after_unload`` those a
+    clean close (an unload, a restart) would (the replay's figures of the same names, under the
+    Pulsar version's rules); ``persist_limit_at_ms`` / ``frame_limit_at_ms``:
     when the ranges pass the persist limit and the state the frame limit at the current growth
     (None: not growing; a time at or before ``at_ms``: passed already); ``history_dropped``:
     samples were dropped for the memory bound (the growth is over the samples kept)."""
@@ -135,6 +140,8 @@ class SubscriptionWatch:
     unacked_ranges: int
     state_bytes: int
     redelivered_after_crash: int
+    redelivered_after_crash_limits: int
+    redelivered_after_unload: int
     truncated_ranges: int
     truncated_batch_indexes: int
     ranges_per_s: float
@@ -408,7 +415,9 @@ def _row(
         backlog=result.backlog,
         unacked_ranges=result.ack_hole_ranges,
         state_bytes=result.persisted_state_bytes,
-        redelivered_after_crash=result.answers.redelivered_after_restart,
+        redelivered_after_crash=result.answers.redelivered_after_crash,
+        redelivered_after_crash_limits=result.answers.redelivered_after_crash_limits,
+        redelivered_after_unload=result.answers.redelivered_after_unload,
         truncated_ranges=result.truncated_ranges,
         truncated_batch_indexes=result.truncated_batch_indexes,
         ranges_per_s=ranges_rate * 1000,
@@ -435,6 +444,12 @@ def _status(
 ) -> tuple[str, str]:
     """The status and its reason (:data:`STATUSES`)."""
     losing = []
+    answers = result.answers
+    if answers.redelivered_after_crash_limits:
+        losing.append(f"a crash now would deliver {answers.redelivered_after_crash_limits} acknowledged messages "
+                      "again, lost to the limits")  # fmt: skip
+    if answers.redelivered_after_unload:
+        losing.append(f"an unload now would deliver {answers.redelivered_after_unload} acknowledged messages again")
     if result.truncated_ranges:
         losing.append(f"the last persist left out {result.truncated_ranges} ack ranges (limit {persist_limit})")
     if result.truncated_batch_indexes:
