@@ -6,27 +6,27 @@ called after each poll) and turns it into metric families at each scrape. Every 
 watch keeps them apart. Per subscription, labels ``topic`` (a partition's own name),
 ``subscription``:
 
-=============================================  =======  =================================================
-family                                         type     value (and the Pulsar metric it predicts)
-=============================================  =======  =================================================
-``mledger_watch_unacked_ranges``               gauge    ack holes now (``pulsar_ml_cursor_nonContiguousDeletedMessagesRange``)
-``mledger_watch_state_bytes``                  gauge    the cursor state's size at its last persist (the
-                                                        subscription stat ``nonContiguousDeletedMessagesRangesSerializedSize``'s record)
-``mledger_watch_redelivered_after_crash``      gauge    messages a broker crash now would deliver again
-                                                        (they would show in ``pulsar_subscription_msg_rate_out``
-                                                        a second time; no Pulsar metric counts them)
-``mledger_watch_redelivered_after_crash_limits``  gauge  the part of them lost to the limits
-``mledger_watch_redelivered_after_unload``     gauge    messages an unload (a clean close) now would deliver again
-``mledger_watch_truncated_ranges``             gauge    ranges the last persist left out (while above 0,
-                                                        ``pulsar.broker.managed_ledger.cursor.persist.unacked_ranges.truncated`` rises, #25548)
-``mledger_watch_persist_limit_seconds``        gauge    time until the ranges pass the persist limit at the
-                                                        current growth (+Inf: not growing; 0: passed)
-``mledger_watch_frame_limit_seconds``          gauge    time until the state passes the frame limit (then
-                                                        ``pulsar_ml_cursor_persistLedgerErrors`` rises)
-``mledger_watch_status``                       gauge    1 for the subscription's status (label ``status``:
-                                                        ``LOSING_STATE``, ``AT_RISK``, ``OK``), 0 for the others
-``mledger_watch_history_dropped``              gauge    1 once samples were dropped for the memory bound
-=============================================  =======  =================================================
+==================================================  =======  =================================================
+family                                              type     value (and the Pulsar metric it predicts)
+==================================================  =======  =================================================
+``mledger_watch_unacked_ranges``                    gauge    ack holes now (``pulsar_ml_cursor_nonContiguousDeletedMessagesRange``)
+``mledger_watch_state_bytes``                       gauge    the cursor state's size at its last persist (the
+                                                             subscription stat ``nonContiguousDeletedMessagesRangesSerializedSize``'s record)
+``mledger_watch_redelivered_after_crash``           gauge    messages a broker crash now would deliver again
+                                                             (they would show in ``pulsar_subscription_msg_rate_out``
+                                                             a second time; no Pulsar metric counts them)
+``mledger_watch_redelivered_after_crash_limits``    gauge    the part of them lost to the limits
+``mledger_watch_redelivered_after_unload``          gauge    messages an unload (a clean close) now would deliver again
+``mledger_watch_truncated_ranges``                  gauge    ranges the last persist left out (while above 0,
+                                                             ``pulsar.broker.managed_ledger.cursor.persist.unacked_ranges.truncated`` rises, #25548)
+``mledger_watch_persist_limit_seconds``             gauge    time until the ranges pass the persist limit at the
+                                                             current growth (+Inf: not growing; 0: passed)
+``mledger_watch_frame_limit_seconds``               gauge    time until the state passes the frame limit (then
+                                                             ``pulsar_ml_cursor_persistLedgerErrors`` rises)
+``mledger_watch_status``                            gauge    1 for the subscription's status (label ``status``:
+                                                             ``LOSING_STATE``, ``AT_RISK``, ``OK``), 0 for the others
+``mledger_watch_history_dropped``                   gauge    1 once samples were dropped for the memory bound
+==================================================  =======  =================================================
 
 And for the watch itself: ``mledger_watch_subscriptions`` (gauge, label ``status``),
 ``mledger_watch_poll_seconds`` (gauge, the last poll's wall time), ``mledger_watch_polls_total``
