@@ -193,7 +193,7 @@ def run_capture(args: argparse.Namespace) -> int:
 
 
 def poller_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The :class:`~mledger.replay._poller.PollerSettings` fields of the cluster options."""
+    """The :class:`~mledger.replay.PollerSettings` fields of the cluster options."""
     return {
         "topics": tuple(args.topic or ()),
         "namespaces": tuple(args.namespace or ()),

@@ -201,7 +201,7 @@ class PartitionReplayer:
     def observe(self) -> list[SubscriptionResult]:
         """Every subscription's figures after the events fed so far (the timed subscription
         events added so far applied), the replay going on: nothing is persisted or rewound
-        for it (:meth:`PartitionModel.observe <mledger.replay._model.PartitionModel.observe>`)."""
+        for it (:meth:`PartitionModel.observe <mledger.replay.PartitionModel.observe>`)."""
         if self._finished:
             raise RuntimeError("the replay is finished")
         self._apply_timed(len(self._timed))
