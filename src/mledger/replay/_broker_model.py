@@ -421,7 +421,7 @@ class BrokerModel:
                     answers=restart_answers(stats.persistence),
                     state_record=record,
                     state=state,
-                    individually_deleted_messages=str(cursor.individually_deleted_messages()),
+                    individually_deleted_messages=cursor.individually_deleted_text(),
                 )
             )
         return results
