@@ -524,7 +524,9 @@ class AckRangeSet:
         parts: list[str] = []
         for ledger_id in list(self._bitmaps.keys()):
             starts, ends = self.ledger_runs(ledger_id)
-            parts += [f"({ledger_id}:{s - 1}..{ledger_id}:{e}]" for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+            parts += [
+                f"({ledger_id}:{s - 1}..{ledger_id}:{e}]" for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
+            ]
         return "[" + ",".join(parts) + "]"
 
     def __repr__(self) -> str:
