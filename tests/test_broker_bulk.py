@@ -1,17 +1,19 @@
 """The broker's bulk paths (used by the Spark replay, open to library users) against their
 one-at-a-time counterparts: ``MessageDeduplication.check_and_record_many`` vs ``send`` with
 sequence ids, ``Consumer.acknowledge_entries`` vs ``Consumer.acknowledge``,
-``DelayedDeliveryTracker.peek_due`` vs ``pop_due``, ``Broker.open_partition``, and
-``ReplayStore.describe_entry`` feeding the broker's batch-size reads."""
+``DelayedDeliveryTracker.peek_due`` vs ``pop_due``, ``Broker.open_partition``, and the batch
+sizes a request carries (``AckRequest.batch_sizes``, the replay's) against reading them."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 from mledger import (
-    EntryMetadata,
+    Entry,
     InvalidPositionError,
     InvalidRequestError,
     ManagedLedgerFactory,
@@ -19,6 +21,7 @@ from mledger import (
     Position,
 )
 from mledger.broker import (
+    AckRequest,
     Broker,
     BrokerConfig,
     Consumer,
@@ -33,7 +36,7 @@ from mledger.broker import (
     SubscriptionType,
     Topic,
 )
-from mledger.replay._store import DESCRIBED_ENTRIES, ReplayStore
+from mledger.replay._store import ReplayStore
 
 T = "persistent://public/default/bulk"
 
@@ -204,10 +207,11 @@ def test_open_partition_opens_one_partition_without_its_siblings() -> None:
         broker.open_partition(T, -1)
 
 
-# -- the replay store's entry descriptions ----------------------------------------------------------------
+# -- batch sizes the caller knows (the replay's) ----------------------------------------------------------
 def _replay_store_subscription(ledger_id: int, entries: int) -> tuple[ReplayStore, Subscription, Consumer]:
     """A shared subscription (with a consumer that never receives) on a topic whose
-    ``entries`` empty entries sit in ledger ``ledger_id`` of a :class:`ReplayStore`."""
+    ``entries`` empty entries sit in ledger ``ledger_id`` of a :class:`ReplayStore` (read
+    back, each is one message)."""
     store = ReplayStore()
     store.expect_ledger(ledger_id)
     topic = make_broker(store).create_topic(T)
@@ -217,34 +221,10 @@ def _replay_store_subscription(ledger_id: int, entries: int) -> tuple[ReplayStor
     return store, sub, sub.add_consumer(permits=0)
 
 
-def test_described_entries_give_the_broker_their_batch_size() -> None:
+def test_batch_sizes_in_the_request_spare_reading_the_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the replay does instead of describing entries in its store: it passes the batch
+    sizes it knows (issue 32), and no entry is read for them."""
     store, sub, consumer = _replay_store_subscription(7, 3)
-    with pytest.raises(InvalidRequestError, match="batch index 2"):  # undescribed: 1 message
-        consumer.acknowledge(MessageId(7, 1, -1, 2))
-    store.describe_entry(7, 1, EntryMetadata(num_messages=3))
-    consumer.acknowledge([MessageId(7, 1, -1, 0), MessageId(7, 1, -1, 2)])
-    assert not sub.cursor.is_message_deleted(Position(7, 1))
-    sub.skip_messages([SkipEntry(7, 1, (1,))])
-    assert sub.cursor.is_message_deleted(Position(7, 1))
-
-
-def test_replay_store_keeps_a_bounded_number_of_descriptions() -> None:
-    store = ReplayStore()
-    store.expect_ledger(1)
-    ledger = store.create_ledger()
-    store.append_many(ledger, [b""] * (DESCRIBED_ENTRIES + 1))
-    plain = store.read(ledger, 0, 0)[0]
-    for i in range(DESCRIBED_ENTRIES + 1):
-        store.describe_entry(ledger, i, EntryMetadata(num_messages=2))
-    described = store.read(ledger, 0, DESCRIBED_ENTRIES)
-    assert described[0] == plain  # the oldest description was dropped
-    assert all(e != plain for e in described[1:])
-
-
-def test_batch_index_acks_read_each_entry_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    store, sub, consumer = _replay_store_subscription(4, 2)
-    store.describe_entry(4, 0, EntryMetadata(num_messages=4))
-    store.describe_entry(4, 1, EntryMetadata(num_messages=2))
     reads: list[tuple[int, int, int]] = []
     real_read = store.read
 
@@ -253,8 +233,41 @@ def test_batch_index_acks_read_each_entry_once_per_call(monkeypatch: pytest.Monk
         return real_read(ledger_id, first, last)
 
     monkeypatch.setattr(store, "read", counting_read)
-    consumer.acknowledge([MessageId(4, 0, -1, i) for i in (0, 1, 3)] + [MessageId(4, 1, -1, 1)])
-    assert sorted(reads) == [(4, 0, 0), (4, 1, 1)]
-    assert not sub.cursor.is_message_deleted(Position(4, 0))
-    consumer.acknowledge(MessageId(4, 0, -1, 2))
-    assert sub.cursor.is_message_deleted(Position(4, 0))
+    with pytest.raises(InvalidRequestError, match="batch index 2"):  # unknown: read back, 1 message
+        consumer.acknowledge(MessageId(7, 1, -1, 2))
+    assert reads == [(7, 1, 1)]
+    reads.clear()
+    sizes = {Position(7, 1): 3}
+    outcome = consumer.acknowledge_with_outcome(
+        AckRequest(message_ids=[MessageId(7, 1, -1, 0), MessageId(7, 1, -1, 2)], batch_sizes=sizes)
+    )
+    assert outcome.batch_acked == ((Position(7, 1), 0b101),) and outcome.entries_acked == 0
+    assert sub.cursor.batch_ack_set(Position(7, 1)) == 0b010
+    assert sub.apply_skip(sub.plan_skip([SkipEntry(7, 1, (1,))], sizes)).entries_acked == 1
+    assert sub.cursor.is_message_deleted(Position(7, 1)) and reads == []
+
+
+def test_unknown_batch_sizes_are_read_once_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    broker = make_broker()
+    sub = broker.subscribe(T, "s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
+    assert isinstance(sub, Subscription)
+    producer = broker.create_producer(T)
+    first, second = producer.send_batch([b"a", b"b", b"c", b"d"]), producer.send_batch([b"e", b"f"])
+    consumer = sub.add_consumer(permits=0)  # holds nothing: the sizes are nobody's
+    reads: list[list[Position]] = []
+    real = sub.cursor.replay_entries
+
+    def counting(positions: Iterable[Position]) -> list[Entry]:
+        wanted = list(positions)
+        reads.append(wanted)
+        return real(wanted)
+
+    monkeypatch.setattr(sub.cursor, "replay_entries", counting)
+    consumer.acknowledge([MessageId(first.ledger_id, first.entry_id, -1, i) for i in (0, 1, 3)]
+                         + [MessageId(second.ledger_id, second.entry_id, -1, 1)])
+    assert reads == [[first.position, second.position]]  # one read for both entries
+    assert not sub.cursor.is_message_deleted(first.position)
+    consumer.acknowledge(MessageId(first.ledger_id, first.entry_id, -1, 2))
+    assert sub.cursor.is_message_deleted(first.position) and len(reads) == 2
+    consumer.acknowledge(MessageId(first.ledger_id, first.entry_id, -1, 2))  # acknowledged already:
+    assert len(reads) == 3 and sub.cursor.replay_entries([first.position]) == []  # the read finds nothing

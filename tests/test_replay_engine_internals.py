@@ -1,6 +1,6 @@
 """The replay engine's bulk shortcuts against plain walks (issue 27 item 4): the forward walk
-over a step's cancels applied alone, the delayed-entry queue against the broker's tracker, and
-lazy row selections."""
+over a step's cancels applied alone, and lazy row selections. (The replay's delayed entries are
+the broker's own ``DelayedDeliveryTracker`` since issue 32: there is no second queue to compare.)"""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from test_replay_isolated_cancel import plain_walk, row
 
-from mledger.broker import DelayedDeliveryTracker
-from mledger.core import Position
 from mledger.replay import PartitionReplayer, SubscriptionSpec
-from mledger.replay._broker_model import _DelayedQueue
 from mledger.replay._columns import Rows
 from mledger.replay._schema import KIND_CANCELLED
 
@@ -40,30 +37,6 @@ def test_the_walk_from_any_row_equals_a_plain_walk_of_the_rest(events: list, dat
     s = data.draw(st.integers(0, len(rows) - 1))
     expected = plain_walk(replayer, rows.take(slice(s, None)))
     assert replayer._next_isolated(barriers, s) == (expected + s if expected >= 0 else -1)
-
-
-@settings(max_examples=200)
-@given(st.lists(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 3)), max_size=8), max_size=6),
-       st.lists(st.integers(-1, 60), max_size=6))  # fmt: skip
-def test_delayed_queue_hands_out_what_the_tracker_does_in_its_order(
-    batches: list[list[tuple[int, int]]], cutoffs: list[int]
-) -> None:
-    queue, tracker = _DelayedQueue(), DelayedDeliveryTracker(strict=True)
-    entry = 0
-    for batch, cutoff in zip(batches, [*cutoffs, *([None] * len(batches))], strict=False):
-        positions = np.array([(ledger, entry + k) for k, (_, ledger) in enumerate(batch)], np.int64).reshape(-1, 2)
-        times = np.array([t for t, _ in batch], np.int64)
-        entry += len(batch)
-        queue.add(positions, times)
-        for (lid, eid), t in zip(positions.tolist(), times.tolist(), strict=True):
-            tracker.add(Position(lid, eid), t)
-        if cutoff is not None:
-            peeked = [(t, (p.ledger_id, p.entry_id)) for t, p in tracker.peek_due(cutoff)]
-            ledgers, entries, at = queue.due(cutoff)
-            assert list(zip(at.tolist(), zip(ledgers.tolist(), entries.tolist(), strict=True), strict=True)) == peeked
-            popped = [(p.ledger_id, p.entry_id) for p, _ in tracker.pop_due(cutoff)]
-            ledgers, entries, _ = queue.pop_due(cutoff)
-            assert list(zip(ledgers.tolist(), entries.tolist(), strict=True)) == popped
 
 
 def test_a_lazy_selection_reads_its_source_once_and_takes_assigned_columns() -> None:

@@ -11,7 +11,7 @@ Fixtures:
   a consumer receives again after the broker restarts (same port and URLs: clients reconnect).
 * ``pulsar_broker_factory``: ``pulsar_broker_factory(**options)`` starts one with options
   (``data_dir``, ``broker_config``, ``tokens``, ``authentication`` (an
-  :class:`~mledger.admin._authentication.AuthenticationSettings`: JWT, basic, anonymous role),
+  :class:`~mledger.admin.AuthenticationSettings`: JWT, basic, anonymous role),
   ``authorization``, ``manual_clock``, ``record`` and ``record_settings``: record what the
   broker does as the replay's raw logs); all are stopped after the test (a recording is
   complete once its broker stopped).

@@ -17,10 +17,10 @@ True
 []
 """
 
-from ..codec._messageid import MessageId as MessageId
-from ..core import _deprecation as _deprecation
-from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
+from ..codec import MessageId as MessageId
+from ..core import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from ..managed_ledger import InitialPosition as InitialPosition
+from ._acks import AckRequest as AckRequest
 from ._backlog_quota import (
     BacklogQuota as BacklogQuota,
     BacklogQuotaExceededError as BacklogQuotaExceededError,
@@ -29,14 +29,15 @@ from ._backlog_quota import (
 )
 from ._broker import AnyTopic as AnyTopic, Broker as Broker
 from ._compaction import (
+    CompactedLedger as CompactedLedger,
     CompactionInProgressError as CompactionInProgressError,
     CompactionRecord as CompactionRecord,
     CompactionStats as CompactionStats,
     CompactionStatus as CompactionStatus,
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
-from ._config import BrokerConfig as BrokerConfig
-from ._consumer import AckRequest as AckRequest, Consumer as Consumer
+from ._config import BROKER_MANAGED_LEDGER_CONFIG as BROKER_MANAGED_LEDGER_CONFIG, BrokerConfig as BrokerConfig
+from ._consumer import Consumer as Consumer
 from ._dedup import DedupStatus as DedupStatus, MessageDeduplication as MessageDeduplication
 from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
 from ._dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
@@ -65,18 +66,32 @@ from ._inactive_topics import (
     InactiveTopicDeleteMode as InactiveTopicDeleteMode,
     InactiveTopicPolicies as InactiveTopicPolicies,
 )
+from ._journal import AckRecord as AckRecord, BrokerJournal as BrokerJournal
 from ._listeners import (
     ConsumerSink as ConsumerSink,
     EntryDelivery as EntryDelivery,
     ProducerListener as ProducerListener,
     TopicListener as TopicListener,
+    ack_set_words as ack_set_words,
 )
 from ._message import BatchMessageIds as BatchMessageIds, Message as Message
-from ._names import TopicName as TopicName
-from ._namespaces import NamespaceNotFoundError as NamespaceNotFoundError
+from ._names import (
+    NON_PERSISTENT as NON_PERSISTENT,
+    TopicName as TopicName,
+    check_namespace_name as check_namespace_name,
+    local_name_problem as local_name_problem,
+    named_entity_problem as named_entity_problem,
+)
+from ._namespaces import (
+    STANDALONE_NAMESPACES as STANDALONE_NAMESPACES,
+    NamespaceNotFoundError as NamespaceNotFoundError,
+)
 from ._nonpersistent import (
+    NonPersistentProducer as NonPersistentProducer,
     NonPersistentSubscription as NonPersistentSubscription,
+    NonPersistentSubscriptionStats as NonPersistentSubscriptionStats,
     NonPersistentTopic as NonPersistentTopic,
+    NonPersistentTopicStats as NonPersistentTopicStats,
 )
 from ._open import (
     DETERMINISTIC_START_MS as DETERMINISTIC_START_MS,
@@ -99,6 +114,7 @@ from ._retention import RetentionPolicies as RetentionPolicies
 from ._schema_compat import (
     IncompatibleSchemaError as IncompatibleSchemaError,
     SchemaCompatibilityStrategy as SchemaCompatibilityStrategy,
+    SchemaInfo as SchemaInfo,
 )
 from ._stats import (
     ClientInfo as ClientInfo,
@@ -109,8 +125,12 @@ from ._stats import (
     SubscriptionStats as SubscriptionStats,
     TopicStats as TopicStats,
 )
-from ._subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
-from ._tenants import TenantInfo as TenantInfo
+from ._subscription import (
+    SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY,
+    Subscription as Subscription,
+    check_read_compacted as check_read_compacted,
+)
+from ._tenants import TenantInfo as TenantInfo, TenantNotFoundError as TenantNotFoundError
 from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
 from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 

@@ -24,49 +24,24 @@ subscription lock. Its stats counters are private: those methods and ``record_fl
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Protocol
 
 import numpy as np
 
-from ..codec._messageid import MessageId
-from ..core._errors import InvalidRequestError
-from ..core._position import Position
+from ..codec import MessageId
+from ..core import InvalidRequestError, Position
+from ..managed_ledger import AckOutcome
+from ._acks import AckRequest
 from ._consumer_stats import ConsumerStats, OutStats
 from ._message import EntryDelivery, Message
 from ._rates import RateWindow
 from ._types import AckType, ClientInfo
 
-__all__ = ["AckRequest", "Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
+__all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike", "single_active_choice"]
 
 MessageIdLike = MessageId | Message
 """Acknowledgement methods take message ids or the received messages themselves."""
-
-
-@dataclass(frozen=True, slots=True)
-class AckRequest:
-    """One acknowledgement from a consumer, whatever its form (what a Pulsar ``CommandAck``
-    carries): the one thing :meth:`Consumer.acknowledge_request` and the subscription's ack
-    path take. The individual parts may be combined; a cumulative ack stands alone.
-
-    Everything is validated before anything is acknowledged; already acknowledged entries are
-    ignored.
-    """
-
-    entries: Sequence[Position] | np.ndarray = ()
-    """Whole entries: positions or an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows."""
-    ack_sets: Sequence[tuple[Position, int, int | None]] = ()
-    """Batch entries as Pulsar ack sets: ``(entry, bits still unacknowledged, batch size or None)``."""
-    message_ids: Sequence[MessageId] = ()
-    """Message ids acknowledged one by one (their partition checked; with a batch index, that
-    message of the batch)."""
-    cumulative: MessageId | None = None
-    """Acknowledge everything up to and including this id (Exclusive and Failover only)."""
-
-    def __post_init__(self) -> None:
-        if self.cumulative is not None and (len(self.entries) or self.ack_sets or self.message_ids):
-            raise InvalidRequestError("a cumulative acknowledgement carries one message id and nothing else")
 
 
 class ConsumerSink(Protocol):
@@ -98,7 +73,7 @@ class ConsumerSink(Protocol):
 
 class ConsumerOwner(Protocol):
     """The subscription a consumer belongs to, as the consumer sees it: the entry points of
-    :class:`~mledger.broker._subscription.Subscription` for its consumers."""
+    :class:`~mledger.broker.Subscription` for its consumers."""
 
     @property
     def name(self) -> str: ...
@@ -110,7 +85,7 @@ class ConsumerOwner(Protocol):
 
     def consumer_flow(self, consumer: Consumer, permits: int) -> None: ...
 
-    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int: ...
+    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> AckOutcome: ...
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None: ...
 
@@ -120,10 +95,10 @@ class ConsumerOwner(Protocol):
 
 
 class Consumer:
-    """One consumer attached to a :class:`~mledger.broker._subscription.Subscription`.
+    """One consumer attached to a :class:`~mledger.broker.Subscription`.
 
     Create with ``Subscription.add_consumer``. Raises
-    :class:`~mledger.broker._errors.AlreadyClosedError` once closed.
+    :class:`~mledger.broker.AlreadyClosedError` once closed.
     """
 
     def __init__(
@@ -223,7 +198,7 @@ class Consumer:
         ``read_position_when_joining`` is the dispatcher's (Key_Shared). Consistent when
         the caller holds the subscription's lock, as ``Subscription.stats`` does; a racy
         read otherwise. Reading it may close the rate interval (see
-        :class:`~mledger.broker._rates.RateWindow`).
+        :class:`~mledger.broker.RateWindow`).
         """
         msg_out, bytes_out = self._msg_out, self._bytes_out
         rate, throughput = self._out_rates.rates(now_ms, interval_ms, msg_out, bytes_out)
@@ -280,16 +255,25 @@ class Consumer:
     def acknowledge_request(self, request: AckRequest) -> int:
         """Acknowledge everything ``request`` names, in one pass under the subscription lock
         (the methods below build one; so does the binary protocol for a ``CommandAck``);
-        returns how many entries its whole-entry and ack-set parts fully acknowledged.
+        returns how many entries it fully acknowledged (entries a cumulative ack passed
+        included; :meth:`acknowledge_with_outcome` says more).
 
         Raises what those methods raise, before anything is acknowledged.
         """
+        return self._sub.consumer_acknowledge(self, request).entries_acked
+
+    def acknowledge_with_outcome(self, request: AckRequest) -> AckOutcome:
+        """:meth:`acknowledge_request`, returning what the acknowledgement changed: the
+        cursor's :class:`~mledger.managed_ledger.AckOutcome` (the entries and batch indexes
+        acknowledged now, the mark-delete position before and after, how many entries became
+        acknowledged). A caller that knows the batch sizes of the entries it acknowledges by
+        batch index passes them in ``AckRequest.batch_sizes`` (no entry is read for them)."""
         return self._sub.consumer_acknowledge(self, request)
 
     def acknowledge_entries(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Individually acknowledge whole entries in bulk; returns how many became acknowledged.
 
-        ``positions`` are :class:`~mledger.core._position.Position` values or an ``(n, 2)`` int64
+        ``positions`` are :class:`~mledger.core.Position` values or an ``(n, 2)`` int64
         array of ``(ledger_id, entry_id)`` rows (a replay or a bulk tool: no per-message
         objects). The same effect as :meth:`acknowledge` with the entries' ids (and as
         PIP-423's cancel of each entry), in one cursor operation: O(n) numpy work plus
@@ -414,7 +398,7 @@ class Consumer:
         queue.clear()
         queue.extend(kept)
 
-    def release(self, position: Position | None, messages: int) -> None:
+    def release(self, position: tuple[int, int] | None, messages: int) -> None:
         """``messages`` delivered messages are settled (acknowledged or taken back for
         redelivery); with a ``position`` the consumer no longer holds that entry."""
         if position is not None:
@@ -454,3 +438,16 @@ def as_message_ids(value: MessageIdLike | Iterable[MessageIdLike]) -> list[Messa
         else:
             raise InvalidRequestError(f"invalid message id {item!r}: expected a MessageId or a Message")
     return out
+
+
+def single_active_choice(consumers: Iterable[Consumer], partition_index: int) -> Consumer | None:
+    """The consumer an Exclusive or Failover subscription delivers to: of the consumers sorted by
+    name, the one at ``partition_index`` modulo their number (the first on a non-partitioned
+    topic, ``partition_index`` < 0); None without consumers. O(n log n).
+
+    Pulsar's ``AbstractDispatcherSingleActiveConsumer.pickAndScheduleActiveConsumer`` (its hash
+    ring for non-partitioned topics aside), for persistent and non-persistent subscriptions."""
+    ordered = sorted(consumers, key=lambda c: c.name)
+    if not ordered:
+        return None
+    return ordered[max(partition_index, 0) % len(ordered)]

@@ -18,7 +18,7 @@ One dispatcher per subscription, shaped by the subscription type:
   recently-joined-consumers rule; an entry its consumer cannot take now waits in the redelivery
   queue, and newer entries of the same key wait behind it, so each key stays in order.
 
-**Remote consumers** (a :class:`~mledger.broker._listeners.ConsumerSink`, i.e. a protocol
+**Remote consumers** (a :class:`~mledger.broker.ConsumerSink`, i.e. a protocol
 client) get whole entries instead of decoded messages: the dispatcher never decodes their
 batches, counts the messages of each entry (minus the acknowledged indexes of a partly
 acknowledged batch) against the consumer's permits and hands the entries to the sink at the
@@ -60,7 +60,7 @@ If another reset holds the cursor, the dispatcher state is cleared at once and t
 retried before the next read (Pulsar's ``shouldRewindBeforeReadingOrReplaying``).
 
 **Locking.** State is guarded by the subscription's lock, shared with
-:class:`~mledger.broker._subscription.Subscription` and its consumers; ``dispatch`` additionally
+:class:`~mledger.broker.Subscription` and its consumers; ``dispatch`` additionally
 holds the dispatcher's round lock across a round's storage I/O (acquired first). Callers of
 the underscore-free mutators below hold the subscription lock.
 """
@@ -69,23 +69,25 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 
-import numpy as np
 from sortedcontainers import SortedDict
 
-from ..codec._batch import decode_batch
-from ..codec._entry import Entry
-from ..codec._messageid import MessageId
-from ..core._clock import Clock
-from ..core._deprecation import renamed_attribute
-from ..core._errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
-from ..core._position import EARLIEST, Position
-from ..managed_ledger._cursor import ManagedCursor, PendingRead, PositionReset
+from ..codec import Entry, MessageId, decode_batch
+from ..core import (
+    EARLIEST,
+    Clock,
+    ConcurrentResetError,
+    CursorAlreadyClosedError,
+    CursorModifyingError,
+    Position,
+    renamed_attribute,
+)
+from ..managed_ledger import AckOutcome, AckPlan, ManagedCursor, PendingRead, PositionReset
 from ._compaction import CompactedLedger, CompactedTopic, kept_messages_mask
 from ._config import BrokerConfig
-from ._consumer import Consumer
+from ._consumer import Consumer, single_active_choice
 from ._delayed import DelayedDeliveryTracker
 from ._hashing import sticky_key_hash
 from ._keyshared import ConsistentHashRing, RecentlyJoinedConsumers
@@ -293,12 +295,9 @@ class Dispatcher:
 
     def _choose_active(self) -> None:
         previous = self._active
-        ordered = sorted(self._consumers, key=lambda c: c.name)
-        if not ordered:
-            self._active = None
+        self._active = single_active_choice(self._consumers, self._partition)
+        if self._active is None:
             return
-        index = self._partition % len(ordered) if self._partition >= 0 else 0
-        self._active = ordered[index]
         if previous is not None and previous is not self._active:
             # The new active consumer must get everything unacknowledged, in order.
             self._reset_internal(count_redeliveries=True)
@@ -653,47 +652,70 @@ class Dispatcher:
         if self._cursor.is_message_deleted(mid.position):
             self._forget(mid.position)
         else:
-            self.on_batch_acked(mid.position, (mid.batch_index,))
+            self._release_indexes(mid.position, (mid.batch_index,))
 
     def _drop_queue(self, consumer: Consumer, positions: set[Position] | None = None) -> None:
         """Remove queued messages (of ``positions``, or all) and give their permits back."""
         consumer.drop_queued(positions)
 
-    # -- acknowledgement bookkeeping (the cursor was already updated) ------------------------
-    def on_deleted(self, positions: Iterable[Position] | np.ndarray) -> None:
-        """Entries became fully acknowledged (positions, or ``(n, 2)`` int64 rows)."""
-        if not (self._pending or len(self._redelivery) or len(self._delayed) or self._redeliveries):
-            return  # nothing held: the common case of bulk acks with no consumer reading
-        if isinstance(positions, np.ndarray):
-            positions = [Position(int(lid), int(e)) for lid, e in positions.tolist()]
+    # -- acknowledgement: one query before, one notification after ---------------------------
+    def held_batches(self, positions: Iterable[Position]) -> dict[Position, tuple[int, Set[int] | None]]:
+        """For the entries of ``positions`` in a consumer's hands: their batch size (read from
+        their metadata) and the indexes the consumer still holds (None for an entry that is
+        not a batch; the set is the dispatcher's own, lent while the caller holds the lock).
+        An acknowledgement's one question to the dispatcher (``AckResolver``). O(positions)."""
+        pending = self._pending
+        if not pending:
+            return {}
+        held = {}
         for position in positions:
-            self._forget(position)
+            entry = pending.get(position)
+            if entry is not None:
+                held[position] = (entry.batch_size, entry.indexes)
+        return held
 
-    def on_batch_acked(self, position: Position, indexes: Iterable[int]) -> bool:
-        """Some batch indexes of an entry were acknowledged; True if that acknowledged the last
-        index its consumer held (the caller then deletes the entry if the cursor has not)."""
+    def on_acked(self, plan: AckPlan, outcome: AckOutcome) -> None:
+        """The cursor applied ``plan`` and it changed what ``outcome`` says: forget the entries
+        it acknowledged, settle the batch indexes acknowledged (what the plan names, whether or
+        not the ledger keeps batch-index state: the consumer acknowledged them), and drop what
+        a mark-delete that moved (or any cumulative acknowledgement) passed. An
+        acknowledgement's one notification. O(entries of the plan) when anything is held."""
+        if self._pending or len(self._redelivery) or len(self._delayed) or self._redeliveries:
+            rows = outcome.deleted
+            self._forget_many(zip(rows[:, 0].tolist(), rows[:, 1].tolist(), strict=True))
+            for position, ack_set, size in plan.ack_sets:
+                self._release_acked(position, ack_set, size)
+            if plan.mark_delete is not None and plan.mark_delete_ack_set is not None:
+                self._release_acked(plan.mark_delete, plan.mark_delete_ack_set, None)
+        if outcome.mark_delete_moved or plan.mark_delete is not None:
+            self.on_mark_delete_moved()
+
+    def _release_acked(self, position: Position, ack_set: int, size: int | None) -> None:
+        """Settle the held indexes of ``position`` whose bit in ``ack_set`` is clear (below
+        ``size`` when given)."""
         pending = self._pending.get(position)
         if pending is None or pending.indexes is None:
-            return False
+            return
+        limit = size if size is not None else pending.batch_size
+        self._release_indexes(position, [i for i in pending.indexes if i < limit and not (ack_set >> i) & 1])
+
+    def _release_indexes(self, position: Position, indexes: Iterable[int]) -> None:
+        """Some batch indexes of an entry were acknowledged: its consumer holds them no more
+        (nor the entry, once it holds no index of it)."""
+        pending = self._pending.get(position)
+        if pending is None or pending.indexes is None:
+            return
         gone = pending.indexes.intersection(indexes)
         pending.indexes -= gone
         pending.consumer.release(None, len(gone))
         if not pending.indexes:
             del self._pending[position]
             pending.consumer.release(position, 0)
-            return True
-        return False
-
-    def pending_batch_size(self, position: Position) -> int | None:
-        """The batch size of an entry in a consumer's hands (read from its metadata), else None."""
-        pending = self._pending.get(position)
-        return None if pending is None else pending.batch_size
 
     def on_mark_delete_moved(self) -> None:
         """Drop bookkeeping at or before the mark-delete position; release joined consumers."""
         md = self._cursor.mark_delete_position
-        for position in list(self._pending.irange(maximum=md)):
-            self._forget(position)
+        self._forget_many(list(self._pending.irange(maximum=md)))
         self._redelivery.remove_at_most(md)
         self._delayed.remove_at_most(md)
         for position in list(self._redeliveries.irange(maximum=md)):
@@ -701,12 +723,26 @@ class Dispatcher:
         self._release_recently_joined()
 
     def _forget(self, position: Position) -> None:
-        pending = self._pending.pop(position, None)
-        if pending is not None:
-            pending.consumer.release(position, pending.count)
-        self._redelivery.remove(position)
-        self._delayed.remove(position)
-        self._redeliveries.pop(position, None)
+        self._forget_many((position,))
+
+    def _forget_many(self, positions: Iterable[tuple[int, int]]) -> None:
+        """Drop every trace of ``positions`` (acknowledged, or passed by the mark-delete): a
+        consumer's hold, the redelivery queue, the delayed tracker, the redelivery counts. The
+        structures are looked at once, and an empty one not at all. Positions, or plain
+        ``(ledger_id, entry_id)`` pairs (equal keys: no object is built per position).
+        O(positions)."""
+        pending, redelivery, delayed, counts = self._pending, self._redelivery, self._delayed, self._redeliveries
+        queued, held_back = len(redelivery) > 0, len(delayed) > 0
+        for position in positions:
+            held = pending.pop(position, None) if pending else None
+            if held is not None:
+                held.consumer.release(position, held.count)
+            if queued:
+                redelivery.remove(position)
+            if held_back:
+                delayed.remove(position)
+            if counts:
+                counts.pop(position, None)
 
     def _release_recently_joined(self) -> None:
         if len(self._recent):

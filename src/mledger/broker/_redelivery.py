@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from sortedcontainers import SortedDict
 
-from ..core._position import Position
+from ..core import Position
 
 __all__ = ["RedeliveryQueue"]
 
@@ -35,7 +35,7 @@ class RedeliveryQueue:
         if key_hash is not None:
             self._hashes[key_hash] += 1
 
-    def remove(self, position: Position) -> bool:
+    def remove(self, position: tuple[int, int]) -> bool:
         """Drop ``position``; True if it was queued."""
         if position not in self._positions:
             return False

@@ -10,26 +10,32 @@ their types. Everything a consumer or an admin does ends as a cursor operation:
 ====================================  ===============================================
 operation                             cursor
 ====================================  ===============================================
-acknowledge (individual)              ``delete`` / ``delete_batch_indexes``
-acknowledge_cumulative                ``mark_delete`` (``ack_set`` for a batch index)
-cancel_delayed_message (PIP-423)      ``delete`` (an individual ack of the entry)
-skip_messages (PIP-423)               ``delete_many`` / ``delete_with_ack_set``
+acknowledge (individual, cumulative)  ``acknowledge(plan)``: one plan per request
+cancel_delayed_message (PIP-423)      ``acknowledge(plan)`` (an individual ack)
+skip_messages (PIP-423)               ``acknowledge(plan)`` (individual acks)
 skip / clear_backlog                  ``skip_entries`` / ``clear_backlog``
 reset_cursor                          ``position_reset`` with the dispatcher's reset
 ====================================  ===============================================
 
-so acknowledgement state is persisted by the cursor and survives restarts; the dispatcher then
+Every acknowledgement takes the same trip (docs/architecture.md, "The trip of an ACK"):
+:class:`~mledger.broker._acks.AckResolver` resolves it into one
+:class:`~mledger.managed_ledger.AckPlan` (partitions, batch sizes, batch indexes, the client
+batch-acker rule; at most one question to the dispatcher), the cursor applies the plan at once
+(one mutation, one validation of the positions) and returns one
+:class:`~mledger.managed_ledger.AckOutcome`, the dispatcher hears the plan and the outcome
+once (``Dispatcher.on_acked``), the journal once, and a mark-delete that moved is followed.
+So acknowledgement state is persisted by the cursor and survives restarts; the dispatcher then
 never delivers what the cursor says is acknowledged.
 
 PIP-423 as Pulsar has it: ``cancel_delayed_message`` returns False on a cumulative-ack type
 (Exclusive, Failover) and otherwise acknowledges the entry and returns True;
 ``skip_messages`` refuses cumulative-ack types with ``NotAllowedError("Unsupported subscription
-type.")`` (HTTP 405), acknowledges whole entries directly, and for batch indexes first reads the
-entries (``cursor.replay_entries``) to learn their batch size, validates every index against
-it (``InvalidRequestError``, 400, naming the index) and acknowledges with an ack set (set bit =
-still unacknowledged). Nothing is acknowledged unless every item is valid. A position that is not
-in the topic's ledger and not already acknowledged is refused with ``InvalidPositionError``
-(412); an already acknowledged one is accepted and changes nothing.
+type.")`` (HTTP 405), acknowledges whole entries directly, and for batch indexes learns the
+entries' batch size (from the caller, the dispatcher, else by reading the entries), validates
+every index against it (``InvalidRequestError``, 400, naming the index) and acknowledges with an
+ack set (set bit = still unacknowledged). Nothing is acknowledged unless every item is valid. A
+position that is not in the topic's ledger and not already acknowledged is refused with
+``InvalidPositionError`` (412); an already acknowledged one is accepted and changes nothing.
 
 Locking
 -------
@@ -45,27 +51,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-import numpy as np
-
-from ..codec._entry import Entry
-from ..codec._messageid import MessageId, as_position
-from ..core._errors import (
-    CursorModifyingError,
+from ..codec import MessageId, as_position
+from ..core import (
+    EARLIEST,
+    LATEST,
     InvalidPositionError,
     InvalidRequestError,
     MarkDeletingMarkedPositionError,
     MLedgerError,
     NotAllowedError,
+    Position,
 )
-from ..core._position import EARLIEST, LATEST, Position
-from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._cursor_args import AckPlan
-from ..managed_ledger._ledger_view import LedgerView
-from ._consumer import AckRequest, Consumer, ConsumerSink
+from ..managed_ledger import AckOutcome, AckPlan, LedgerView, ManagedCursor
+from ._acks import AckRequest, AckResolver, check_partition, message_position
+from ._consumer import Consumer, ConsumerSink
 from ._dispatcher import Dispatcher
 from ._errors import AlreadyClosedError, ConsumerBusyError, SubscriptionBusyError
 from ._hooks import BrokerSettings
@@ -95,7 +97,7 @@ class SubscriptionOwner(Protocol):
     def remove_non_durable_subscription(self, sub: Subscription, keep_cursor: bool = False) -> None: ...
 
 
-__all__ = ["SUBSCRIPTION_TYPE_PROPERTY", "SkipPlan", "Subscription"]
+__all__ = ["SUBSCRIPTION_TYPE_PROPERTY", "Subscription"]
 
 _MINIMUM_BACKLOG_FOR_EXPIRY_CHECK = 1000
 _MESSAGE_EXPIRY_THRESHOLD = 1.5
@@ -110,23 +112,12 @@ log = logging.getLogger(__name__)
 SUBSCRIPTION_TYPE_PROPERTY = "mledger.subscriptionType"
 """Cursor property holding the subscription type (Pulsar's type name)."""
 
-_READ_ATTEMPTS = 3
-
-
-@dataclass
-class SkipPlan:
-    """A validated ``skip_messages`` request: whole entries, and ``(position, ack set, batch
-    size, indexes)`` for partial batches."""
-
-    whole: list[Position]
-    batches: list[tuple[Position, int, int, frozenset[int]]]
-
 
 class Subscription:
     """One durable subscription of one topic (or partition). Thread-safe.
 
     Obtain with ``Broker.subscribe`` / ``Topic.subscribe``. Raises
-    :class:`~mledger.broker._errors.AlreadyClosedError` once its topic is closed.
+    :class:`~mledger.broker.AlreadyClosedError` once its topic is closed.
     """
 
     def __init__(
@@ -150,6 +141,7 @@ class Subscription:
         self._closed = False
         self._dispatcher = self._new_dispatcher()
         self._warned_batch_index_disabled = False
+        self._resolver = AckResolver(cursor, topic.name, topic.partition_index)
         # what consumers gone were sent (Pulsar's msgOutFromRemovedConsumer / bytesOut...)
         self._removed_msg_out = 0
         self._removed_bytes_out = 0
@@ -433,148 +425,89 @@ class Subscription:
             consumer.record_flow(self._now_ms())
             consumer.return_permits(permits)
 
-    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> int:
-        """``Consumer.acknowledge_request`` (every ack method of the consumer builds one): in one
-        pass under the lock, validate every part (nothing is acknowledged if one is invalid),
-        then acknowledge the whole entries and ack sets in one cursor operation and the
-        message ids one by one; returns the entries the first two parts fully acknowledged."""
+    def consumer_acknowledge(self, consumer: Consumer, request: AckRequest) -> AckOutcome:
+        """``Consumer.acknowledge_request`` (every ack method of the consumer builds one): the
+        request resolved into one plan, applied by the cursor at once (nothing is acknowledged
+        if any part is invalid); returns what it changed. Raises ``NotAllowedError`` for a
+        cumulative ack on Shared and Key_Shared, and what resolving and the cursor raise."""
         with self._lock:
             self._check_consumer(consumer)
             consumer.record_ack(self._now_ms())
-            if request.cumulative is not None:
-                self._acknowledge_cumulative(request.cumulative)
-                return 0
-            sizes: dict[Position, int | None] = {}  # one read per entry, however many of its ids
-            steps = [self._plan_individual_ack(mid, sizes) for mid in request.message_ids]
-            ack_sets = self._plan_ack_sets(request.ack_sets)
-            entries = request.entries
-            cursor = self._cursor
-            md = cursor.mark_delete_position
-            done = cursor.acknowledge(AckPlan.of(entries=entries, ack_sets=ack_sets)) if len(entries) or ack_sets else 0
-            journal = self._journal
-            applied: list[AckRecord] = []
-            if len(entries) and done:
-                self._dispatcher.on_deleted(entries)
-                if journal is not None:
-                    rows = entries.tolist() if isinstance(entries, np.ndarray) else entries
-                    applied.extend(AckRecord(int(lid), int(eid)) for lid, eid in rows)
-            if ack_sets:
-                done += self._settle_ack_sets(ack_sets, applied if journal is not None else None)
-            for step in steps:
-                if step is not None:
-                    self._apply_individual_ack(*step)
-                    if journal is not None:
-                        self._applied_ack(step[0], (step[1],) if step[1] >= 0 else None, applied)
-            if journal is not None:
-                journal.acked(self.name, applied)
-            self._after_acks(md)
-            return done
+            held_batches = self._dispatcher.held_batches
+            try:
+                if request.cumulative is None:
+                    return self._acknowledge(self._resolver.individual(request, held_batches))
+                if self._type.is_individual_ack_mode:
+                    raise NotAllowedError(
+                        "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
+                        f" ({self.name!r} is {self._type.value})"
+                    )
+                plan = self._resolver.cumulative(request.cumulative, request.batch_sizes, held_batches)
+                return self._unchanged() if plan is None else self._acknowledge(plan)
+            except InvalidPositionError as exc:
+                raise self._in_topic_terms(exc) from exc
 
-    def _plan_individual_ack(
-        self, mid: MessageId, sizes: dict[Position, int | None]
-    ) -> tuple[Position, int, int] | None:
-        """``(position, batch index or -1, batch size)``; None when already acknowledged.
-        ``sizes`` caches the batch sizes read during one call."""
-        self._check_partition(mid)
-        position = mid.position
-        if not self._is_live(position):
-            return None
-        if mid.batch_index < 0:
-            return position, -1, 0
-        if position in sizes:
-            size = sizes[position]
-        else:
-            size = sizes[position] = self._batch_size_of(position)
-        if size is None:
-            return None
-        self._check_batch_index(position, mid.batch_index, size)
-        return position, mid.batch_index, size
-
-    def _apply_individual_ack(self, position: Position, batch_index: int, batch_size: int) -> None:
-        cursor = self._cursor
-        if batch_index < 0:
-            cursor.delete(position)
-            self._dispatcher.on_deleted((position,))
-            return
-        cursor.delete_batch_indexes(position, (batch_index,), batch_size)
-        if cursor.is_message_deleted(position):
-            self._dispatcher.on_deleted((position,))
-        elif self._dispatcher.on_batch_acked(position, (batch_index,)):
-            # Every index its consumer held is acked: the entry is done even when the ledger
-            # does not track batch indexes (the client-side batch acker's rule).
-            cursor.delete(position)
-            self._dispatcher.on_deleted((position,))
-
-    def _plan_ack_sets(self, items: Iterable[tuple[Position, int, int | None]]) -> list[tuple[Position, int, int]]:
-        """The ack sets still to apply, each cut to its entry's batch size (the dispatcher's,
-        the caller's, else read from the entry); already acknowledged entries are left out."""
-        plan: list[tuple[Position, int, int]] = []
-        for position, ack_set, batch_size in items:
-            if not self._is_live(position):
-                continue
-            size = self._dispatcher.pending_batch_size(position) or batch_size or self._batch_size_of(position)
-            if size is None:
-                continue
-            plan.append((position, ack_set & ((1 << size) - 1), size))
-        return plan
-
-    def _settle_ack_sets(self, plan: list[tuple[Position, int, int]], applied: list[AckRecord] | None) -> int:
-        """Tell the dispatcher which ack-set entries are done after the cursor applied them; an
-        entry whose held indexes are all acked is acknowledged whole (the client-side batch
-        acker's rule). Returns how many entries that acknowledged."""
-        cursor = self._cursor
-        deleted, held = [], []
-        for position, ack_set, size in plan:
-            if cursor.is_message_deleted(position):
-                deleted.append(position)
-            elif self._dispatcher.on_batch_acked(position, _acked_indexes(ack_set, size)):
-                held.append(position)  # every index its consumer held is acked: the entry is done
-        done = cursor.delete_many(held) if held else 0
-        self._dispatcher.on_deleted(deleted + held)
-        if applied is not None:
-            for position, ack_set, size in plan:
-                self._applied_ack(position, _acked_indexes(ack_set, size), applied)
-        return done
-
-    def _acknowledge_cumulative(self, mid: MessageId) -> None:
-        """A cumulative ack (refused on Shared and Key_Shared); the caller holds the lock."""
-        if self._type.is_individual_ack_mode:
-            raise NotAllowedError(
-                "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
-                f" ({self.name!r} is {self._type.value})"
-            )
-        self._check_partition(mid)
-        position = mid.position
-        cursor = self._cursor
-        if position <= cursor.mark_delete_position:
-            return  # Pulsar ignores a cumulative ack behind the mark-delete position
-        if not self._ml.is_valid_position(position):
-            raise InvalidPositionError(f"message {mid} does not exist in topic {self.topic}")
-        md = cursor.mark_delete_position
-        ack_set = None
-        if mid.batch_index >= 0:
-            size = self._batch_size_of(position)
-            if size is not None:
-                self._check_batch_index(position, mid.batch_index, size)
-                if mid.batch_index < size - 1:
-                    ack_set = ((1 << size) - 1) & ~((1 << (mid.batch_index + 1)) - 1)
+    def _acknowledge(self, plan: AckPlan, cancel: bool = False) -> AckOutcome:
+        """The one trip of every acknowledgement, for a resolved ``plan`` (caller holds the
+        lock): the cursor applies it (one mutation, one validation), the dispatcher hears the
+        plan and the outcome once, the journal once, then the mark-delete's follow-ups. A
+        cumulative plan the mark-delete has passed meanwhile changes nothing."""
         try:
-            cursor.mark_delete(position, ack_set=ack_set)
+            outcome = self._cursor.acknowledge(plan)
         except MarkDeletingMarkedPositionError:
-            return
-        if ack_set is not None:
-            self._dispatcher.on_batch_acked(position, range(mid.batch_index + 1))
+            return self._unchanged()
+        self._dispatcher.on_acked(plan, outcome)
         if self._journal is not None:
-            index = mid.batch_index if ack_set is not None else -1
+            self._report(plan, outcome, cancel)
+        moved = outcome.mark_delete_moved
+        if moved and outcome.mark_delete_after > outcome.mark_delete_before:
+            self._last_md_advanced_ms = self._now_ms()
+        if moved or plan.mark_delete is not None:
+            self.check_end_of_topic()
+        return outcome
+
+    def _report(self, plan: AckPlan, outcome: AckOutcome, cancel: bool) -> None:
+        """Tell the journal what an acknowledgement changed: a cumulative ack as itself, a
+        cancel that acknowledged its entry as a cancel, anything else as the entries and batch
+        indexes it acknowledged (a PIP-423 skip is individual acks, as Pulsar applies it); the
+        entries only when at least one of them was not acknowledged before."""
+        assert self._journal is not None
+        if plan.mark_delete is not None:
+            position, ack_set = plan.mark_delete, plan.mark_delete_ack_set
+            index = -1 if ack_set is None else (ack_set & -ack_set).bit_length() - 2  # the last index acked
             self._journal.acked(self.name, [AckRecord(position.ledger_id, position.entry_id, index, True)])
-        self._after_acks(md, force=True)
+            return
+        entries = outcome.deleted.tolist() if outcome.entries_acked else []
+        if cancel:
+            for lid, eid in entries:
+                self._journal.cancelled(self.name, Position(lid, eid))
+        else:
+            records = [AckRecord(lid, eid) for lid, eid in entries]
+            for position, bits in outcome.batch_acked:
+                records.extend(
+                    AckRecord(position.ledger_id, position.entry_id, i)
+                    for i in range(bits.bit_length())
+                    if (bits >> i) & 1
+                )
+            self._journal.acked(self.name, records)
+
+    def _unchanged(self) -> AckOutcome:
+        md = self._cursor.mark_delete_position
+        return AckOutcome(md, md)
+
+    def _in_topic_terms(self, exc: InvalidPositionError) -> InvalidPositionError:
+        """The cursor's refusal of a position, as the broker words it (the topic, not the ledger)."""
+        if exc.position is None:
+            return exc
+        position = Position(*exc.position)
+        return InvalidPositionError(f"message {position} does not exist in topic {self.topic}", position=position)
 
     def consumer_negative_acknowledge(self, consumer: Consumer, message_ids: list[MessageId]) -> None:
         """``Consumer.negative_acknowledge``: redeliver entries the consumer holds."""
         with self._lock:
             self._check_consumer(consumer)
             for mid in message_ids:
-                self._check_partition(mid)
+                check_partition(mid, self._topic.partition_index, self.topic)
             self._dispatcher.negative_ack(consumer, [mid.position for mid in message_ids])
 
     def consumer_redeliver_unacknowledged(self, consumer: Consumer) -> None:
@@ -594,7 +527,7 @@ class Subscription:
         the ack). Raises ``InvalidRequestError`` for ids that are not int64,
         ``InvalidPositionError`` for negative ids or an entry that is not in the topic.
         """
-        position = _position(ledger_id, entry_id)
+        position = message_position(ledger_id, entry_id)
         if self._type.is_cumulative_ack_mode:
             log.warning(
                 "Cannot cancel delayed message on subscription %s of type %s which uses cumulative ack.",
@@ -604,13 +537,10 @@ class Subscription:
             return False
         with self._lock:
             self._check_open()
-            md = self._cursor.mark_delete_position
-            if self._is_live(position):
-                self._cursor.delete(position)
-                if self._journal is not None:
-                    self._journal.cancelled(self.name, position)
-            self._dispatcher.on_deleted((position,))
-            self._after_acks(md)
+            try:
+                self._acknowledge(self._resolver.cancel(position), cancel=True)
+            except InvalidPositionError as exc:
+                raise self._in_topic_terms(exc) from exc
         return True
 
     def skip_messages(self, entries: Iterable[SkipEntry]) -> None:
@@ -627,66 +557,31 @@ class Subscription:
         with self._lock:
             self.apply_skip(self.plan_skip(items))
 
-    def plan_skip(self, items: list[SkipEntry]) -> SkipPlan:
-        """Validate a PIP-423 skip without changing anything (a partitioned subscription plans every
-        partition before applying any); raises what ``skip_messages`` raises."""
-        """Validate ``items`` (reading batch entries) without acknowledging anything."""
+    def plan_skip(self, items: list[SkipEntry], batch_sizes: Mapping[Position, int] | None = None) -> AckPlan:
+        """Resolve a PIP-423 skip into its plan without changing anything (a partitioned
+        subscription plans every partition before applying any); raises what ``skip_messages``
+        raises. ``batch_sizes``: the batch sizes the caller knows, which spare reading those
+        entries (the replay's)."""
         if self._type.is_cumulative_ack_mode:
             raise NotAllowedError("Unsupported subscription type.")
-        whole: set[Position] = set()
-        partial: dict[Position, set[int]] = {}
-        for item in items:
-            position = _position(item.ledger_id, item.entry_id)
-            if item.batch_indexes is None:
-                whole.add(position)
-                partial.pop(position, None)
-            elif position not in whole:
-                partial.setdefault(position, set()).update(item.batch_indexes)
         with self._lock:
             self._check_open()
-            plan = SkipPlan([p for p in sorted(whole) if self._is_live(p)], [])
-            for entry in self._read_entries([p for p in sorted(partial) if self._is_live(p)]):
-                size = max(entry.metadata.num_messages, 1)
-                indexes = partial[entry.position]
-                for i in sorted(indexes):
-                    self._check_batch_index(entry.position, i, size)
-                ack_set = (1 << size) - 1
-                for i in indexes:
-                    ack_set &= ~(1 << i)
-                plan.batches.append((entry.position, ack_set, size, frozenset(indexes)))
-            return plan
-
-    def apply_skip(self, plan: SkipPlan) -> None:
-        """Apply a skip planned by :meth:`plan_skip`."""
-        """Acknowledge a validated plan (entries acknowledged meanwhile are left alone)."""
-        with self._lock:
-            self._check_open()
-            cursor = self._cursor
-            md = cursor.mark_delete_position
-            if plan.whole:
-                cursor.delete_many(plan.whole)
-                self._dispatcher.on_deleted(plan.whole)
-            by_index = self._ml.config.deletion_at_batch_index_level_enabled
-            if plan.batches and not by_index and not self._warned_batch_index_disabled:
+            plan, ignored = self._resolver.skip(items, batch_sizes or {}, self._dispatcher.held_batches)
+            if ignored and not self._warned_batch_index_disabled:
                 self._warned_batch_index_disabled = True
                 log.warning(
                     "%s/%s: batch-index skips are ignored, deletion_at_batch_index_level_enabled is off",
                     self.topic,
                     self.name,
                 )
-            for position, ack_set, size, indexes in plan.batches:
-                cursor.delete_with_ack_set(position, ack_set, batch_size=size)
-                if cursor.is_message_deleted(position):
-                    self._dispatcher.on_deleted((position,))
-                elif by_index and self._dispatcher.on_batch_acked(position, indexes):
-                    cursor.delete(position)
-                    self._dispatcher.on_deleted((position,))
-            if self._journal is not None:  # a skip is individual acks, as Pulsar applies it
-                applied = [AckRecord(p.ledger_id, p.entry_id) for p in plan.whole]
-                for position, _, _, indexes in plan.batches:
-                    self._applied_ack(position, sorted(indexes), applied)
-                self._journal.acked(self.name, applied)
-            self._after_acks(md)
+            return plan
+
+    def apply_skip(self, plan: AckPlan) -> AckOutcome:
+        """Apply a skip planned by :meth:`plan_skip` (entries acknowledged meanwhile are left
+        alone); returns what it changed."""
+        with self._lock:
+            self._check_open()
+            return self._acknowledge(plan)
 
     # -- admin: skip, clear, reset -----------------------------------------------------------
     def skip(self, num_messages: int) -> None:
@@ -810,16 +705,9 @@ class Subscription:
     def _expire_to(self, target: Position) -> Position | None:
         """Mark-delete at ``target`` as an expiry (lock held): counted in ``msgExpired``,
         recorded as a cumulative ack; None when ``target`` is not past the mark-delete."""
-        cursor = self._cursor
-        md = cursor.mark_delete_position
-        if target <= md:
+        if target <= self._cursor.mark_delete_position:
             return None
-        backlog = cursor.number_of_entries_in_backlog(precise=True)
-        cursor.mark_delete(target)
-        self._msg_expired += backlog - cursor.number_of_entries_in_backlog(precise=True)
-        if self._journal is not None:
-            self._journal.acked(self.name, [AckRecord(target.ledger_id, target.entry_id, -1, True)])
-        self._after_acks(md, force=True)
+        self._msg_expired += self._acknowledge(AckPlan.cumulative(target)).entries_acked
         return target
 
     def _last_published_before(self, horizon_ms: int) -> Position:
@@ -856,28 +744,11 @@ class Subscription:
         self._removed_msg_out += out.msg_counter
         self._removed_bytes_out += out.bytes_counter
 
-    def _applied_ack(self, position: Position, indexes: Iterable[int] | None, out: list[AckRecord]) -> None:
-        """The journal's rows for an ack of ``position`` just applied (``indexes`` None: the whole
-        entry): the whole entry once the cursor has it deleted, else the batch indexes when
-        the ledger tracks them (otherwise the cursor did not change)."""
-        if indexes is None or self._cursor.is_message_deleted(position):
-            out.append(AckRecord(position.ledger_id, position.entry_id))
-        elif self._ml.config.deletion_at_batch_index_level_enabled:
-            out.extend(AckRecord(position.ledger_id, position.entry_id, i) for i in indexes)
-
     def _journal_reset(self) -> None:
         """Report a reset (caller holds the lock): as the position after the new mark-delete,
         which a reset to it reproduces whatever the target was (EARLIEST, LATEST, a gap)."""
         if self._journal is not None:
             self._journal.subscription_reset(self.name, self._cursor.mark_delete_position.next())
-
-    def _after_acks(self, md_before: Position, force: bool = False) -> None:
-        md = self._cursor.mark_delete_position
-        if md > md_before:
-            self._last_md_advanced_ms = self._now_ms()
-        if force or md != md_before:
-            self._dispatcher.on_mark_delete_moved()
-            self.check_end_of_topic()
 
     def check_end_of_topic(self) -> None:
         """Pulsar's dispatcher on ``NoMoreEntriesToReadException``: on a terminated topic whose
@@ -890,47 +761,6 @@ class Subscription:
             if self._cursor.number_of_entries_in_backlog() == 0:
                 for consumer in list(self._consumers.values()):
                     consumer.reached_end_of_topic()
-
-    def _is_live(self, position: Position) -> bool:
-        """True for an entry to acknowledge, False if already acknowledged; raises if not in the topic."""
-        if self._cursor.is_message_deleted(position):
-            return False
-        if not self._ml.is_valid_position(position):
-            raise InvalidPositionError(f"message {position} does not exist in topic {self.topic}")
-        return True
-
-    def _batch_size_of(self, position: Position) -> int | None:
-        """The entry's batch size, from the dispatcher if it handed the entry out, else read
-        from the entry (a message id's own ``batch_size`` is not trusted); None if acked."""
-        known = self._dispatcher.pending_batch_size(position)
-        if known is not None:
-            return known
-        entries = self._read_entries([position])
-        return max(entries[0].metadata.num_messages, 1) if entries else None
-
-    def _read_entries(self, positions: list[Position]) -> list[Entry]:
-        if not positions:
-            return []
-        for _ in range(_READ_ATTEMPTS - 1):
-            try:
-                return self._cursor.replay_entries(positions)
-            except CursorModifyingError:
-                continue
-        return self._cursor.replay_entries(positions)
-
-    def _check_batch_index(self, position: Position, index: int, size: int) -> None:
-        if not 0 <= index < size:
-            raise InvalidRequestError(
-                f"Invalid batch index {index} for message {position}: the entry holds {size}"
-                f" message{'s' if size != 1 else ''} (valid indexes 0..{size - 1})"
-            )
-
-    def _check_partition(self, mid: MessageId) -> None:
-        if not isinstance(mid, MessageId):
-            raise InvalidRequestError(f"invalid message id {mid!r}")
-        own = self._topic.partition_index
-        if mid.partition not in (-1, own):
-            raise InvalidRequestError(f"message id {mid} is of partition {mid.partition}, not of {self.topic}")
 
     def _check_open(self) -> None:
         if self._closed:
@@ -949,17 +779,6 @@ def check_read_compacted(sub_type: SubscriptionType) -> None:
     Pulsar's message)."""
     if not sub_type.is_cumulative_ack_mode:
         raise NotAllowedError("readCompacted only allowed on failover or exclusive subscriptions")
-
-
-def _position(ledger_id: int, entry_id: int) -> Position:
-    for name, value in (("ledgerId", ledger_id), ("entryId", entry_id)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidRequestError(f"invalid {name} {value!r}: not an integer")
-    if ledger_id < 0 or entry_id < 0:
-        raise InvalidPositionError(
-            f"invalid message id {ledger_id}:{entry_id}: ledgerId, entryId must be non-negative."
-        )
-    return Position.of(ledger_id, entry_id)
 
 
 def checked_skip_entries(entries: Iterable[SkipEntry]) -> list[SkipEntry]:
@@ -1011,10 +830,3 @@ def _last_expired_by_ledger_closure(ml: LedgerView, now_ms: int, ttl_ms: int) ->
         if info.entries > 0:
             found = Position(info.ledger_id, info.entries - 1)
     return found
-
-
-def _acked_indexes(ack_set: int, size: int | None) -> range | list[int]:
-    """The indexes an ack set acknowledges (its clear bits below ``size``)."""
-    if size is None:
-        return range(0)
-    return [i for i in range(size) if not (ack_set >> i) & 1]

@@ -56,9 +56,15 @@ class MLedgerError(Exception):
 
 
 class InvalidPositionError(MLedgerError):
-    """A position is malformed, or lies beyond the last confirmed entry."""
+    """A position is malformed, lies beyond the last confirmed entry, or is no entry of the
+    ledger. ``position`` is the ``(ledger_id, entry_id)`` refused where the error names one
+    (an acknowledgement's), so that a layer above can word it in its own terms."""
 
     http_status = 412
+
+    def __init__(self, *args: object, position: tuple[int, int] | None = None) -> None:
+        super().__init__(*args)
+        self.position = position
 
 
 class MarkDeletingMarkedPositionError(MLedgerError):

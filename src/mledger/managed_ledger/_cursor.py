@@ -5,51 +5,49 @@ Theory of operation
 A cursor (Pulsar's ``ManagedCursorImpl``) tracks one subscriber's progress through a managed
 ledger with these pieces of state, all guarded by one re-entrant lock:
 
-* ``mark_delete_position`` (MD): every entry at or before it is acknowledged;
+* its acknowledgement state, one :class:`~mledger.managed_ledger.AckState`: the
+  mark-delete position (MD: every entry at or before it is acknowledged), the ack range set
+  (entries above MD acked individually; "holes" are what lies between) and the batch states
+  of partially acked batch entries;
 * ``read_position``: the next entry a sequential read returns; always ``> MD``;
-* the ack range set: entries above MD acked individually ("holes" are what lies between);
-* batch state: for partially acked batch entries, the bitset of *remaining* (un-acked)
-  indexes (Pulsar's ack-set rule: set bit = not yet acked; acks AND into it);
 * mark-delete properties (PIP-6 ``LongProperty``) and cursor properties (strings);
 * ``messages_consumed_counter``, which makes the cheap backlog ``added - consumed``.
 
 Invariants checked by :meth:`ManagedCursor._check` (and by the stateful tests after every
-step): ``read_position > MD``; every acked position lies strictly above MD and at or below the
-last confirmed entry; batch states lie above MD and are non-empty; the precise backlog equals
-``count(MD, LAC] - acked``.
-
-Individual acks absorb into MD: when the entry right after MD (``next_valid_position(MD)``,
-which crosses ledger boundaries) becomes acked, MD jumps to the end of that run, repeatedly.
+step): ``read_position > MD``; the acknowledgement state's own (``AckState._check``); the
+precise backlog equals ``count(MD, LAC] - acked`` and the counter backlog agrees.
 
 Resets (reset_cursor, seek, rewind, skip_entries, clear_backlog and callers' composite resets
 via :meth:`ManagedCursor.position_reset`) run inside a revision of the
-:class:`~mledger.managed_ledger._revision.CursorStateRevisionController`: reads are refused while
+:class:`~mledger.managed_ledger.CursorStateRevisionController`: reads are refused while
 one runs, and a read that started before a reset is discarded when it completes.
 
 Collaborators, each behind a narrow interface: the managed ledger is a
-:class:`~mledger.managed_ledger._ledger_view.LedgerView` (last confirmed entry, position
+:class:`~mledger.managed_ledger.LedgerView` (last confirmed entry, position
 arithmetic over the ledger list, reads, trim requests); a durable cursor's
-:class:`~mledger.managed_ledger._cursor_store.CursorStateStore` takes a
+:class:`~mledger.managed_ledger.CursorStateStore` takes a
 :class:`~mledger.managed_ledger._cursor_snapshot.CursorSnapshot` and gives back a
 :class:`~mledger.managed_ledger._cursor_snapshot.RecoveredCursorState`; read planning is
 :mod:`~mledger.managed_ledger._cursor_reads`, composite resets
 :mod:`~mledger.managed_ledger._position_reset`.
 
-The acknowledgement path, top-down: a ``Consumer`` ack method builds an ``AckRequest`` ->
-``Subscription.consumer_acknowledge`` -> :meth:`acknowledge` (an :class:`AckPlan`: whole entries
-and ack sets) or :meth:`mark_delete`. Every cursor ack form is a thin builder over one pipeline:
-validation (``_check_entry``, O(1) per position; ``_check_rows``, vectorised;
-``_check_mark_delete_target``), which raises and changes nothing -> the apply step (the bitmap,
-batch states, the mark-delete) -> ``_acked_entries`` (the consumed counter, absorption into MD)
--> :meth:`_after_change` (throttle, or ``CursorStateStore.persist(snapshot)``: format and
-truncate -> :mod:`mledger.codec._cursor_info` ``PositionInfo`` bytes -> the ``LedgerStore``).
-``delete(position)`` is the single-call fast path through the same steps, inlined: the
-validation is one lookup in the ledger's live list (:attr:`LedgerView.ledger_list
-<mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`), the throttle one clock reading
-(``time.time_ns`` on the system clock) against a deadline re-armed at each persist and by the
-ledger's ``set_config`` (``_rearm_throttle``), and its whole-entry acks reach the cursor's own
-state store as one O(1) ``observe_entries_acked`` per run of them (``_settle_observation``, before
-anything else uses the store); nothing is allocated beyond the bitmap's growth.
+The acknowledgement path, top-down: the broker resolves a consumer's ``AckRequest`` into one
+:class:`~mledger.managed_ledger.AckPlan` -> :meth:`acknowledge`, which applies it to the
+acknowledgement state under the lock (``AckState.apply``: validate the whole plan, apply it,
+settle the mark-delete) and gets one frozen ``AckOutcome`` back -> the consumed counter and the
+read position follow the outcome (:meth:`_apply`) -> :meth:`_after_change` (throttle, or
+``CursorStateStore.persist(snapshot)``: format and truncate -> :mod:`mledger.codec`
+``PositionInfo`` bytes -> the ``LedgerStore``). The Pulsar-named ack methods (``delete``,
+``delete_many``, ``delete_batch_indexes``, ``delete_with_ack_set(s)``, ``mark_delete``) only build
+the plan; so do the resets that move the mark-delete (``skip_entries``, ``clear_backlog``, a
+composite reset's mark-delete) and trimming's ``skip_trimmed_ledgers``. ``delete(position)`` is
+the single-call path: ``AckState.ack_entry`` (the same steps for one entry, no plan, no outcome
+object: the validation is one lookup in the ledger's live list, :attr:`LedgerView.ledger_list
+<mledger.managed_ledger.LedgerView.ledger_list>`), then the throttle inlined: one
+clock reading (``time.time_ns`` on the system clock) against a deadline re-armed at each persist
+and by the ledger's ``set_config`` (``_rearm_throttle``); its whole-entry acks reach the cursor's
+own state store as one O(1) ``observe_entries_acked`` per run of them (``_settle_observation``,
+before anything else uses the store); nothing is allocated beyond the bitmap's growth.
 
 The lifecycle (:class:`CursorLifecycle`) moves only through ``_move`` over
 :data:`~mledger.managed_ledger._cursor_snapshot.LIFECYCLE_TRANSITIONS`.
@@ -71,20 +69,20 @@ from types import MappingProxyType
 from typing import cast
 
 import numpy as np
-from sortedcontainers import SortedDict
 
-from ..codec._entry import Entry
-from ..core._clock import nanosecond_reader
-from ..core._errors import (
+from ..codec import Entry
+from ..core import (
+    EARLIEST,
+    LATEST,
     CursorAlreadyClosedError,
     CursorModifyingError,
     InvalidPositionError,
     InvalidRequestError,
-    MarkDeletingMarkedPositionError,
+    Position,
+    nanosecond_reader,
 )
-from ..core._position import EARLIEST, LATEST, Position
-from ..core._ranges import AckRangeSet
-from ._cursor_args import AckPlan, ack_set_of, check_ack_set, checked_properties, lowest_bit, to_position
+from ._ack_state import ACKED, BATCH_STATE_DROPPED, MARK_DELETE_MOVED, AckOutcome, AckPlan, AckState
+from ._cursor_args import ack_set_of, checked_properties, to_position
 from ._cursor_reads import PendingRead, ReadPlan, fetch_plan, plan_read
 from ._cursor_snapshot import (
     KEEP_PROPERTIES,
@@ -110,7 +108,7 @@ CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
 
 
 class ManagedCursor:
-    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger._ledger.ManagedLedger`.
+    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger.ManagedLedger`.
 
     Open with ``ManagedLedger.open_cursor`` / ``open_non_durable_cursor``. Every public
     method is thread-safe (one lock per cursor). Reads block on storage outside the lock;
@@ -124,14 +122,12 @@ class ManagedCursor:
         self._lock = threading.RLock()
         self._lifecycle = CursorLifecycle.UNINITIALIZED
         self._closed = False  # self._lifecycle.is_closed, kept by _move for the ack fast path
-        self._md = Position(-1, -1)
+        self._state = AckState(ml, Position(-1, -1), name)  # the acknowledgement state: MD, ranges, batches
+        self._ack_entry = self._state.ack_entry  # bound once: the single-call path's one call
+        self._is_deleted = self._state.is_deleted  # bound once: reads filter every entry with it
         self._persistent_md = Position(-1, -1)
         self._reset_settling = False  # a reset's new state applied, its persist not yet done
         self._read = Position(-1, 0)
-        self._md_next: Position | None = None  # cached next_valid_position(MD) while <= LAC
-        self._acked = AckRangeSet()
-        self._batch: SortedDict = SortedDict()  # Position -> int bitset of un-acked indexes
-        self._batch_sizes: dict[Position, int] = {}
         self._md_properties: dict[str, int] = {}
         self._cursor_properties: dict[str, str] = {}
         self._consumed = 0
@@ -141,10 +137,10 @@ class ManagedCursor:
         # The persist throttle as a deadline: a change persists once the clock reads at least
         # this (ns); re-armed by every persist and by the ledger's set_config (_rearm_throttle).
         self._persist_due_ns: float = -math.inf
-        self._ledger_list = ml.ledger_list  # live: O(1) validation of an ack, no call
         self._observed = True  # the state stores' redelivery figures are up to date (but for:)
         # Whole-entry acks of the single-call fast path not yet told to the cursor's own state
-        # store, and the clock reading of the latest: see _settle_observation.
+        # store (the cursor is dirty while there are any), and the clock reading of the latest:
+        # see _settle_observation.
         self._unobserved_acks = 0
         self._unobserved_at_ns = 0
         self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
@@ -226,16 +222,11 @@ class ManagedCursor:
                 md = Position(nxt, -1)
         if md > ml.last_confirmed_entry:
             md = ml.last_confirmed_entry
-        self._md = md
+        self._state.restore(md, recovered.acked, recovered.batch)
         self._persistent_md = md
-        self._acked = recovered.acked
-        self._acked.remove_at_most(md.ledger_id, md.entry_id)
-        self._drop_acked_beyond_lac()
-        self._batch = SortedDict({p: bits for p, bits in recovered.batch.items() if p > md and bits})
         self._md_properties = dict(recovered.properties)
         self._cursor_properties = dict(recovered.cursor_properties)
         self._read = ml.next_valid_position(md)
-        self._md_next = None
         self._consumed = ml.entries_added_counter - self._precise_backlog()
 
     def skip_trimmed_ledgers(self, position: Position) -> None:
@@ -245,13 +236,9 @@ class ManagedCursor:
         The managed ledger calls this on cursors that do not hold trimming back (non-durable
         ones) before it deletes ledgers, while their entries can still be counted."""
         with self._lock:
-            if self._closed or position <= self._md or position > self._ml.last_confirmed_entry:
+            if self._closed or position <= self._state.mark_delete or position > self._ml.last_confirmed_entry:
                 return
-            self._set_acknowledged_position(position, self._md_properties)
-
-    def _drop_acked_beyond_lac(self) -> None:
-        lac = self._ml.last_confirmed_entry
-        self._acked.remove_after(lac.ledger_id, lac.entry_id)
+            self._apply(AckPlan.cumulative(position, properties=KEEP_PROPERTIES))
 
     # -- properties -------------------------------------------------------------------------
     @property
@@ -286,7 +273,7 @@ class ManagedCursor:
     @property
     def mark_delete_position(self) -> Position:
         """Every entry at or before this position is acknowledged."""
-        return self._md
+        return self._state.mark_delete
 
     @property
     def is_resetting(self) -> bool:
@@ -408,7 +395,7 @@ class ManagedCursor:
         with self._lock:
             self._check_open()
             self._refuse_during_revision("read")
-            spans, examined = plan_read(self._ml, self._acked, self._read, max_entries, max_position)
+            spans, examined = plan_read(self._ml, self._state.acked, self._read, max_entries, max_position)
             if not spans:
                 # Only acked entries up to the limit: move past them now (Pulsar completes such
                 # a read empty and advances the read position).
@@ -443,14 +430,13 @@ class ManagedCursor:
             self._advance_read_past(examined if examined is not None else Position(last_ledger, last_entry))
             return [e for e in entries if not self._is_deleted(e.position)]
 
-    # -- acknowledgement: one pipeline ------------------------------------------------------
-    # The Pulsar-named methods below only build what to acknowledge (an AckPlan, or a
-    # mark-delete target). Every acknowledgement then runs the same steps: validation
-    # (_check_entry, O(1) per position; _check_rows, vectorised; _check_mark_delete_target),
-    # which raises and changes nothing; the apply step (_apply_rows / _apply_ack_sets /
-    # _set_acknowledged_position); _acked_entries, the one place the consumed counter grows
-    # and holes are absorbed into the mark-delete; and _after_change (persist or throttle).
-    # delete(position) is the single-call fast path through the same steps.
+    # -- acknowledgement: thin builders of one plan ---------------------------------------------
+    # The Pulsar-named methods below only build an AckPlan. Every acknowledgement then crosses
+    # into the acknowledgement state once (AckState.apply: validate the whole plan, raising
+    # before anything changes; apply; settle the mark-delete) and comes back as one AckOutcome,
+    # which _apply follows (the consumed counter, the read position, the properties) before
+    # _after_change persists or throttles. delete(position) is the single-call path
+    # (AckState.ack_entry: the same steps for one entry, no plan and no outcome object).
     def mark_delete(
         self,
         position: Position,
@@ -469,25 +455,7 @@ class ManagedCursor:
         mark-delete, ``InvalidPositionError`` if it is beyond the last confirmed entry,
         ``CursorAlreadyClosedError``, and ``CursorModifyingError`` while a reset runs.
         """
-        position = to_position(position)
-        if ack_set is not None:
-            check_ack_set(position, ack_set)
-        with self._lock:
-            self._check_open()
-            if self._revision.is_under_revision:
-                raise CursorModifyingError(f"Reset cursor in progress - unable to mark delete position {position}")
-            if ack_set is None:
-                target = position
-            else:
-                if position > self._ml.last_confirmed_entry:
-                    raise self._beyond_lac(position)
-                target = self._ml.previous_position(position)
-            self._check_mark_delete_target(target)
-            props = self._resolve_properties(properties)
-            if ack_set is not None:
-                self._apply_batch_target(position, ack_set, target)
-            self._set_acknowledged_position(target, props)
-            self._after_change()
+        self.acknowledge(AckPlan.cumulative(position, ack_set=ack_set, properties=properties))
 
     def delete(self, positions: Position | Iterable[Position]) -> None:
         """Individually acknowledge one position or many (the iterable form is bulk).
@@ -495,50 +463,43 @@ class ManagedCursor:
         Already-deleted positions are ignored. Raises ``InvalidPositionError`` (nothing
         changed) if any position is beyond the last confirmed entry, or above the mark-delete
         but not an entry of this ledger (Pulsar accepts those and then miscounts the backlog).
-        O(1) per position: one position is the single-call fast path (no allocation beyond
-        the bitmap's growth; see the module docstring).
+        O(1) per position: one position is the single-call path (no allocation beyond the
+        bitmap's growth; see the module docstring).
         """
         if type(positions) is not Position:
             self.delete_many(cast("Iterable[Position]", positions))
             return
-        # The steps of the pipeline, inlined: this path runs once per acknowledged message.
         lock = self._lock
         lock.acquire()  # not `with`: __enter__/__exit__ cost a third of this path's locking
         try:
             if self._closed:
                 self._check_open()
-            entries_acked = 0
-            if positions > self._md:
-                # _check_entry in O(1) without a call: the ledger list's entry counts cover
-                # only confirmed entries (LedgerView.ledger_list); anything else is refused there.
-                ledger_id, entry_id = positions
-                info = self._ledger_list.get(ledger_id)
-                if info is None or not 0 <= entry_id < info.entries:
-                    self._check_entry(positions, self._ml.last_confirmed_entry)
-                entries_acked = 1
-                if self._batch and positions in self._batch:
-                    self._drop_batch(positions)
-                    entries_acked = -1  # its acked indexes count no more: observe from a snapshot
-                if self._acked.add(ledger_id, entry_id):
-                    self._consumed += 1  # _acked_entries, absorbing only after the mark-delete
-                    if positions == self._md_next or self._md_next is None:
-                        self._absorb()
-                else:
-                    entries_acked = 0
-            elif positions > self._ml.last_confirmed_entry:
-                raise self._beyond_lac(positions)
-            if self._durable:  # _after_change(False, entries_acked)
+            flags = self._ack_entry(positions)
+            if flags != ACKED:
+                self._after_entry(flags)
+                return
+            self._consumed += 1  # the common case: one more entry, nothing else moved
+            if self._durable:  # _after_change, inlined for it
                 now_ns = self._clock_ns()
                 if now_ns >= self._persist_due_ns:
                     self._persist()
-                elif entries_acked == 1 and self._observed and not self._mirrors:
-                    self._dirty = True  # _throttled, for the one common case, told to the store later
-                    self._unobserved_acks += 1
-                    self._unobserved_at_ns = now_ns
+                elif self._observed and not self._mirrors:
+                    self._unobserved_acks += 1  # _throttled for this one common case: dirty, told
+                    self._unobserved_at_ns = now_ns  # to the store later (_settle_observation)
                 else:
-                    self._throttled(now_ns, entries_acked)
+                    self._throttled(now_ns, 1)
         finally:
             lock.release()
+
+    def _after_entry(self, flags: int) -> None:
+        """What :meth:`delete` of one position does after ``AckState.ack_entry`` returned
+        ``flags`` other than a plain :data:`ACKED` (caller holds the lock): the consumed counter,
+        the read position after a mark-delete that moved, the throttled persist."""
+        if flags:
+            self._consumed += 1
+            if flags & MARK_DELETE_MOVED:
+                self._follow_mark_delete()
+        self._after_change(entries_acked=-1 if flags & BATCH_STATE_DROPPED else flags & ACKED)
 
     def delete_many(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Bulk individual acknowledgement; returns how many entries became acked.
@@ -546,7 +507,7 @@ class ManagedCursor:
         Accepts positions or an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows.
         Validates everything first: an invalid position raises and changes nothing.
         """
-        return self.acknowledge(AckPlan.of(entries=positions))
+        return self.acknowledge(AckPlan.of(entries=positions)).entries_acked
 
     def delete_batch_indexes(self, position: Position, indexes: Iterable[int], batch_size: int) -> None:
         """Acknowledge some messages of a batch entry (batch-index ack).
@@ -574,161 +535,61 @@ class ManagedCursor:
         leaves is the state the calls one at a time leave (tested); a throttled persist that
         falls due sees the whole bulk applied. O(entries) plus O(ranges touched).
         """
-        return self.acknowledge(AckPlan.of(ack_sets=items))
+        return self.acknowledge(AckPlan.of(ack_sets=items)).entries_acked
 
-    def acknowledge(self, plan: AckPlan) -> int:
-        """Individually acknowledge what ``plan`` names (whole entries, then batch entries by
-        ack set), under one lock with one persistence check; returns how many entries became
-        fully acknowledged. What :meth:`delete_many` and :meth:`delete_with_ack_sets` do, at
-        once: validates everything first (``InvalidPositionError``, nothing changed), as they
-        do; ``CursorAlreadyClosedError`` on a closed cursor. O(entries) + O(ranges touched)."""
+    def acknowledge(self, plan: AckPlan) -> AckOutcome:
+        """Apply one acknowledgement plan (individual: whole entries, then batch entries by ack
+        set; or cumulative: a mark-delete) under one lock with one persistence check; return
+        what it changed. Every ack method of the cursor builds one; so does the broker for each
+        acknowledgement it takes.
+
+        Validates the whole plan first (``InvalidPositionError``,
+        ``MarkDeletingMarkedPositionError``, and bad mark-delete properties: nothing changed);
+        raises ``CursorAlreadyClosedError`` on a closed cursor and, for a cumulative plan,
+        ``CursorModifyingError`` while a reset runs. O(entries) + O(ranges touched).
+        """
         with self._lock:
             self._check_open()
+            if plan.mark_delete is not None and self._revision.is_under_revision:
+                raise CursorModifyingError(
+                    f"Reset cursor in progress - unable to mark delete position {plan.mark_delete}"
+                )
             if plan.is_empty:
-                return 0
-            lac = self._ml.last_confirmed_entry
-            groups = self._check_rows(plan.entries, lac)
-            for position, _, _ in plan.ack_sets:
-                self._check_entry(position, lac)
-            added = self._apply_rows(groups) + self._apply_ack_sets(plan.ack_sets)
-            if added:
-                self._acked_entries(added)
-            self._after_change()
-            return added
+                md = self._state.mark_delete
+                return AckOutcome(md, md)
+            outcome = self._apply(plan)
+            if outcome.persist:
+                self._after_change()
+            return outcome
 
-    # -- acknowledgement: validation --------------------------------------------------------
-    def _beyond_lac(self, position: object) -> InvalidPositionError:
-        return InvalidPositionError(f"Invalid mark deleted position {position} on {self.name}")
+    def _apply(self, plan: AckPlan) -> AckOutcome:
+        """Apply ``plan`` to the acknowledgement state and follow its outcome: the mark-delete
+        properties, the consumed counter, the read position (caller holds the lock; the caller
+        persists). The one place the consumed counter grows, but for the single-call path."""
+        properties = self._resolve_properties(plan.properties) if plan.mark_delete is not None else None
+        outcome = self._state.apply(plan)
+        if properties is not None:
+            self._md_properties = properties
+        self._consumed += outcome.entries_acked
+        if outcome.mark_delete_moved:
+            self._follow_mark_delete()
+        return outcome
 
-    def _no_such_entry(self, position: object) -> InvalidPositionError:
-        return InvalidPositionError(f"cannot ack {position} on {self.name}: no such entry")
-
-    def _check_entry(self, position: Position, lac: Position) -> bool:
-        """Validate one individual ack; whether it lies above the mark-delete (something to
-        apply). Raises unless ``position`` is at or below ``lac`` and, above the mark-delete, an
-        entry of a ledger in the ledger list (one that was trimmed is refused). O(1): one
-        dictionary lookup for a position above the mark-delete, none at or below it."""
-        if position > lac:
-            raise self._beyond_lac(position)
-        if position <= self._md:
-            return False
-        if 0 <= position[1] < (self._ml.ledger_entries(position[0]) or 0):
-            return True
-        raise self._no_such_entry(position)
-
-    def _check_rows(self, rows: np.ndarray, lac: Position) -> list[tuple[int, np.ndarray]]:
-        """:meth:`_check_entry` over an ``(n, 2)`` array at once (numpy); the entry ids above
-        the mark-delete grouped by ledger, ascending."""
-        if rows.shape[0] == 0:
-            return []
-        ledgers, entries = rows[:, 0], rows[:, 1]
-        beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
-        if beyond.any():
-            i = int(np.flatnonzero(beyond)[0])
-            raise self._beyond_lac(Position(int(ledgers[i]), int(entries[i])))
-        md_l, md_e = self._md
-        above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
-        ledgers, entries = ledgers[above], entries[above]
-        if not ledgers.size:
-            return []
-        order = np.argsort(ledgers, kind="stable")
-        ledgers, entries = ledgers[order], entries[order]
-        bounds = np.flatnonzero(np.diff(ledgers)) + 1
-        groups = [
-            (int(part[0]), part_e)
-            for part, part_e in zip(np.split(ledgers, bounds), np.split(entries, bounds), strict=True)
-        ]
-        for ledger_id, part_e in groups:
-            low, top = int(part_e.min()), int(part_e.max())
-            size = self._ml.ledger_entries(ledger_id) or 0
-            if low < 0 or top >= size:
-                raise self._no_such_entry(Position(ledger_id, low if low < 0 else top))
-        return groups
-
-    def _check_mark_delete_target(self, target: Position) -> None:
-        ml = self._ml
-        lac = ml.last_confirmed_entry
-        if target > lac:
-            md = self._md
-            md_entries = ml.ledger_entries(md.ledger_id)
-            at_ledger_end = md_entries is not None and md.entry_id + 1 >= md_entries
-            if not (at_ledger_end and target.ledger_id == ml.next_ledger_id(lac.ledger_id)):
-                raise self._beyond_lac(target)
-        if target < self._md:
-            raise MarkDeletingMarkedPositionError(
-                f"Mark deleting an already mark-deleted position. Current mark-delete: {self._md}"
-                f" -- attempted mark delete: {target}"
-            )
-
-    # -- acknowledgement: apply -------------------------------------------------------------
-    def _apply_rows(self, groups: list[tuple[int, np.ndarray]]) -> int:
-        """Add checked entry ids (per ledger) to the ack set; entries newly acked."""
-        added = 0
-        for ledger_id, entries in groups:
-            added += self._acked.add_many(ledger_id, entries)
-        if added and self._batch:
-            for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
-                self._drop_batch(p)
-        return added
-
-    def _apply_ack_sets(self, items: tuple[tuple[Position, int, int | None], ...]) -> int:
-        """AND-merge checked ack sets in order; an empty result deletes the entry (ignored
-        without batch-index deletion). Entries newly acked."""
-        if not items:
-            return 0
-        batch_level = self._ml.config.deletion_at_batch_index_level_enabled
-        acked, batch = self._acked, self._batch
-        added = 0
-        for position, ack_set, size in items:
-            if self._is_deleted(position):
-                self._drop_batch(position)
-                continue
-            if ack_set and not batch_level:
-                continue
-            merged = ack_set
-            if ack_set:
-                stored = batch.get(position)
-                if stored is not None:
-                    merged = stored & ack_set
-                if size is not None:
-                    self._batch_sizes.setdefault(position, size)
-            if merged:
-                batch[position] = merged
-                continue
-            self._drop_batch(position)
-            if acked.add(position[0], position[1]):
-                added += 1
-        return added
-
-    def _apply_batch_target(self, position: Position, ack_set: int, target: Position) -> None:
-        """A cumulative ack of part of the batch entry at ``position`` (mark-delete at
-        ``target``, the entry before): keep its remaining indexes unless more were kept."""
-        if self._ml.config.deletion_at_batch_index_level_enabled and position > self._md:
-            stored = self._batch.get(position)
-            if (stored is None or lowest_bit(ack_set) > lowest_bit(stored)) and ack_set:
-                self._batch[position] = ack_set
-        for p in list(self._batch.irange(maximum=target, inclusive=(True, False))):
-            self._drop_batch(p)
-
-    def _acked_entries(self, n: int) -> None:
-        """``n`` more entries are acknowledged (the one place the consumed counter grows, but
-        for its inlined copy in the single-call fast path, which absorbs only when the entry
-        acked is the one right after the mark-delete); then absorb holes into the mark-delete."""
-        self._consumed += n
-        self._absorb()
+    def _follow_mark_delete(self) -> None:
+        """The mark-delete moved: the read position stays after it."""
+        md = self._state.mark_delete
+        if self._read <= md:
+            self._read = self._ml.next_valid_position(md)
 
     def is_message_deleted(self, position: Position) -> bool:
         """``position <= MD`` or individually deleted (batch partial state is ignored)."""
         with self._lock:
             return self._is_deleted(position)
 
-    def _is_deleted(self, position: Position) -> bool:
-        return position <= self._md or self._acked.contains(position[0], position[1])
-
     def batch_ack_set(self, position: Position) -> int | None:
         """The remaining (un-acked) batch indexes of a partially acked entry, or None."""
         with self._lock:
-            return self._batch.get(position)
+            return self._state.batch_ack_set(position)
 
     def deleted_batch_indexes(self, position: Position) -> list[int] | None:
         """Acked indexes of a partially acked batch entry, or None when it has no partial state.
@@ -737,72 +598,19 @@ class ManagedCursor:
         remaining index bounds it).
         """
         with self._lock:
-            remaining = self._batch.get(position)
-            if remaining is None:
-                return None
-            size = self._batch_sizes.get(position, remaining.bit_length())
-            return [i for i in range(size) if not (remaining >> i) & 1]
+            return self._state.deleted_batch_indexes(position)
 
     def batch_deleted_states(self) -> list[tuple[Position, int]]:
         """Every partial batch state ``(position, remaining bits)``, ascending."""
         with self._lock:
-            return list(self._batch.items())
+            return list(self._state.batch_states())
 
-    def _drop_batch(self, position: Position) -> None:
-        if self._batch.pop(position, None) is not None:
-            self._batch_sizes.pop(position, None)
-
-    # -- mark-delete internals ---------------------------------------------------------------
     def _resolve_properties(self, properties: Mapping[str, int] | None | KeepProperties) -> dict[str, int]:
         if properties is KEEP_PROPERTIES:
             return self._md_properties
         if properties is None:
             return {}
         return checked_properties(properties)  # type: ignore[arg-type]
-
-    def _set_acknowledged_position(self, new_md: Position, properties: dict[str, int]) -> None:
-        """Pulsar's ``setAcknowledgedPosition``: count, absorb holes, trim, fix the read position."""
-        old = self._md
-        self._md_properties = properties
-        if new_md == old:
-            return
-        skipped = self._ml.number_of_entries(old, new_md, False, True) - self._acked.cardinality_between(
-            old.next(), new_md
-        )
-        self._move_md(new_md)
-        self._acked_entries(max(skipped, 0))
-
-    def _move_md(self, new_md: Position) -> None:
-        self._md = new_md
-        self._md_next = None
-        self._acked.remove_at_most(new_md.ledger_id, new_md.entry_id)
-        if self._batch:
-            for p in list(self._batch.irange(maximum=new_md)):
-                self._drop_batch(p)
-        if self._read <= new_md:
-            self._read = self._ml.next_valid_position(new_md)
-
-    def _absorb(self) -> None:
-        """While the entry after MD is acked, move MD to the end of its run (across ledgers)."""
-        ml = self._ml
-        acked = self._acked
-        moved = False
-        md = self._md
-        while True:
-            nxt = self._md_next if (self._md_next is not None and not moved) else ml.next_valid_position(md)
-            if not acked.contains(nxt[0], nxt[1]):
-                self._md_next = nxt if nxt <= ml.last_confirmed_entry else None
-                break
-            md = Position(nxt[0], acked.run_end(nxt[0], nxt[1]))
-            moved = True
-            self._md = md
-            acked.remove_at_most(md[0], md[1])
-        if moved:
-            if self._batch:
-                for p in list(self._batch.irange(maximum=md)):
-                    self._drop_batch(p)
-            if self._read <= md:
-                self._read = ml.next_valid_position(md)
 
     def _after_change(self, force_persist: bool = False, entries_acked: int = -1) -> None:
         """Persist (or mark dirty under throttling) after a state change; trim the ML.
@@ -844,6 +652,7 @@ class ManagedCursor:
         n = self._unobserved_acks
         if n and self._store is not None:
             self._unobserved_acks = 0
+            self._dirty = True  # deferred acks are throttled changes (the cursor is dirty meanwhile)
             self._store.observe_entries_acked(n, self._unobserved_at_ns // 1_000_000)
 
     def _rearm_throttle(self) -> None:
@@ -893,27 +702,28 @@ class ManagedCursor:
         for mirror in self._mirrors:
             mirror.persist(snapshot)
         self._observed = True
-        self._persistent_md = self._md
+        md = self._persistent_md = self._state.mark_delete
         self._dirty = False
         self._last_persist_ms = self._clock_ns() // 1_000_000
         self._rearm_throttle()
-        self._ml.request_trim(self, self._md)
+        self._ml.request_trim(self, md)
 
     def _snapshot(self) -> CursorSnapshot:
         """The state the store persists, taken under the lock (the ack set is lent, not copied)."""
+        state = self._state
         return CursorSnapshot(
-            mark_delete=self._md,
-            acked=self._acked,
-            batch=tuple(self._batch.items()),
+            mark_delete=state.mark_delete,
+            acked=state.acked,
+            batch=state.batch_states(),
             properties=MappingProxyType(dict(self._md_properties)),
             cursor_properties=MappingProxyType(dict(self._cursor_properties)),
-            batch_sizes=MappingProxyType(self._batch_sizes),
+            batch_sizes=MappingProxyType(state.batch_sizes),
         )
 
     def flush(self) -> bool:
         """Persist deferred (throttled) state now; True if anything was written."""
         with self._lock:
-            if not self._dirty or self._closed:
+            if not (self._dirty or self._unobserved_acks) or self._closed:
                 return False
             self._persist()
             return True
@@ -921,7 +731,7 @@ class ManagedCursor:
     @property
     def is_dirty(self) -> bool:
         """Whether state changes are waiting for a throttled persist."""
-        return self._dirty
+        return self._dirty or self._unobserved_acks > 0
 
     def add_state_mirror(self, store: CursorStateStore) -> None:
         """Also persist this durable cursor's state through ``store``, a state store of its own
@@ -1012,7 +822,7 @@ class ManagedCursor:
             read = self._read
             if read > lac:
                 return 0
-            return self._ml.number_of_entries(read, lac, True, True) - self._acked.cardinality_between(read, lac)
+            return self._ml.number_of_entries(read, lac, True, True) - self._state.acked.cardinality_between(read, lac)
 
     def number_of_entries_in_backlog(self, precise: bool = True) -> int:
         """Unacknowledged entries: precise ``count(MD, LAC] - acked``, else ``added - consumed``."""
@@ -1025,9 +835,10 @@ class ManagedCursor:
 
     def _precise_backlog(self) -> int:
         lac = self._ml.last_confirmed_entry
-        if self._md >= lac:
+        md = self._state.mark_delete
+        if md >= lac:
             return 0
-        return self._ml.number_of_entries(self._md, lac, False, True) - self._acked.cardinality()
+        return self._ml.number_of_entries(md, lac, False, True) - self._state.acked.cardinality()
 
     def has_more_entries(self) -> bool:
         """Whether a sequential read would find an entry (Pulsar's ``hasMoreEntries``)."""
@@ -1045,14 +856,15 @@ class ManagedCursor:
     def number_of_entries_since_first_not_acked(self) -> int:
         """``count(MD, read]`` when MD < read, else 0."""
         with self._lock:
-            if self._md >= self._read:
+            md = self._state.mark_delete
+            if md >= self._read:
                 return 0
-            return self._ml.number_of_entries(self._md, self._read, False, True)
+            return self._ml.number_of_entries(md, self._read, False, True)
 
     def individually_deleted_messages(self) -> IndividualDeletedMessages:
         """A snapshot of the individually deleted ranges. O(size of the bitmaps)."""
         with self._lock:
-            return IndividualDeletedMessages(self._acked.copy())
+            return IndividualDeletedMessages(self._state.acked.copy())
 
     def individually_deleted_text(self) -> str:
         """``str(individually_deleted_messages())`` (Pulsar's ``[(3:5..3:7],...]``) without the
@@ -1063,7 +875,7 @@ class ManagedCursor:
     def total_non_contiguous_deleted_messages_range(self) -> int:
         """Number of individually deleted ranges (Pulsar's stat of the same name)."""
         with self._lock:
-            return self._acked.size()
+            return self._state.acked.size()
 
     # -- resets -----------------------------------------------------------------------------
     def position_reset(self) -> PositionReset:
@@ -1136,11 +948,12 @@ class ManagedCursor:
             raise InvalidPositionError(f"invalid seek position {position}")
 
     def _apply_rewind(self) -> None:
-        self._read = self._ml.next_valid_position(self._md)
+        self._read = self._ml.next_valid_position(self._state.mark_delete)
 
     def _apply_seek(self, position: Position, force: bool) -> None:
-        if position <= self._md:
-            position = self._ml.next_valid_position(self._md)
+        md = self._state.mark_delete
+        if position <= md:
+            position = self._ml.next_valid_position(md)
         elif not force and not self._ml.is_valid_position(position):
             position = self._ml.next_valid_position(self._ml.previous_position(position))
         self._read = position
@@ -1158,29 +971,23 @@ class ManagedCursor:
     def _apply_reset(self, new_read: Position) -> None:
         ml = self._ml
         new_md = ml.previous_position(new_read)
-        self._md = new_md
-        self._md_next = None
-        self._acked.clear()
-        self._batch.clear()
-        self._batch_sizes.clear()
+        self._state.reset(new_md)
         if self.name != "__compaction":
             self._md_properties = {}
         self._read = new_read if new_read > new_md else ml.next_valid_position(new_md)
         self._consumed = ml.entries_added_counter - self._precise_backlog()
 
     def _apply_mark_delete_in_reset(self, position: Position, properties: Mapping[str, int] | None) -> None:
-        position = to_position(position)
-        self._check_mark_delete_target(position)
-        self._set_acknowledged_position(position, self._resolve_properties(properties))
+        self._apply(AckPlan.cumulative(position, properties=properties))
 
     def _apply_skip(self, n: int, deleted: IndividualDeletedEntries) -> None:
         ml = self._ml
         extra = self._deleted_entries_to_skip(n) if deleted is IndividualDeletedEntries.EXCLUDE else 0
-        target = ml.position_after_n(self._md, n + extra, PositionBound.START_EXCLUDED)
-        if target < self._md:
+        md = self._state.mark_delete
+        target = ml.position_after_n(md, n + extra, PositionBound.START_EXCLUDED)
+        if target < md:
             return  # Pulsar treats the IllegalArgument race as success
-        self._check_mark_delete_target(target)
-        self._set_acknowledged_position(target, {})
+        self._apply(AckPlan.cumulative(target))
 
     def _deleted_entries_to_skip(self, n: int) -> int:
         """Pulsar's ``getNumIndividualDeletedEntriesToSkip``: acked entries passed while
@@ -1188,8 +995,8 @@ class ManagedCursor:
         ml = self._ml
         total = 0
         deleted = 0
-        start = self._md
-        for lower, upper in self._acked:
+        start = self._state.mark_delete
+        for lower, upper in self._state.acked:
             if start > lower:
                 continue
             gap = ml.number_of_entries(start, lower, False, True)
@@ -1202,9 +1009,9 @@ class ManagedCursor:
 
     def _apply_clear_backlog(self) -> None:
         target = self._ml.last_confirmed_entry
-        if target <= self._md:
+        if target <= self._state.mark_delete:
             return
-        self._set_acknowledged_position(target, {})
+        self._apply(AckPlan.cumulative(target))
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self) -> None:
@@ -1220,7 +1027,7 @@ class ManagedCursor:
                     self._store.close(snapshot)
                     for mirror in self._mirrors:
                         mirror.close(snapshot)
-                    self._persistent_md = self._md
+                    self._persistent_md = self._state.mark_delete
                     self._dirty = False
             finally:
                 self._move(CursorEvent.CLOSE_DONE)
@@ -1255,8 +1062,7 @@ class ManagedCursor:
             raise CursorModifyingError(f"cursor {self.name}: {what} refused, a position reset is in progress")
 
     def _set_positions(self, md: Position, read: Position) -> None:
-        self._md = md
-        self._md_next = None
+        self._state.reset(md)
         self._read = read if read > md else self._ml.next_valid_position(md)
 
     # -- stats and checks -------------------------------------------------------------------
@@ -1265,16 +1071,17 @@ class ManagedCursor:
         figures, under the lock once. O(ledgers)."""
         with self._lock:
             self._settle_observation()
+            state = self._state
             return CursorStats(
                 name=self.name,
                 durable=self._durable,
                 state=self.state.value,
-                mark_delete_position=self._md,
+                mark_delete_position=state.mark_delete,
                 persistent_mark_delete_position=self._persistent_md,
                 read_position=self._read,
-                individually_deleted_ranges=self._acked.size(),
-                individually_deleted_entries=self._acked.cardinality(),
-                batch_partially_acked_entries=len(self._batch),
+                individually_deleted_ranges=state.acked.size(),
+                individually_deleted_entries=state.acked.cardinality(),
+                batch_partially_acked_entries=state.batch_state_count(),
                 messages_consumed_counter=self._consumed,
                 backlog=self._precise_backlog(),
                 mark_delete_lag=self.number_of_entries_since_first_not_acked(),
@@ -1289,19 +1096,9 @@ class ManagedCursor:
     def _check(self) -> None:
         """Assert the cursor invariants (stateful tests call this after every step)."""
         with self._lock:
-            md, read, lac = self._md, self._read, self._ml.last_confirmed_entry
+            md, read = self._state.mark_delete, self._read
             assert read > md, f"read position {read} <= mark-delete {md}"
-            self._acked._check()
-            first = self._acked.first_range()
-            if first is not None:
-                assert Position(first[0].ledger_id, first[0].entry_id + 1) > md, f"acked {first} at or below MD {md}"
-                last = self._acked.last_range()
-                assert last is not None and last[1] <= lac, f"acked {last} beyond LAC {lac}"
-                nxt = self._ml.next_valid_position(md)
-                assert not self._acked.contains(nxt[0], nxt[1]), f"acked {nxt} right after MD {md} not absorbed"
-            for p, bits in self._batch.items():
-                assert p > md and bits != 0, f"batch state {p}={bits} invalid with MD {md}"
-                assert not self._acked.contains(p[0], p[1]), f"batch state kept for deleted {p}"
+            self._state._check()
             backlog = self._precise_backlog()
             assert backlog >= 0, f"negative backlog {backlog}"
             assert self._ml.entries_added_counter - self._consumed == backlog, (
@@ -1311,8 +1108,8 @@ class ManagedCursor:
     def __repr__(self) -> str:
         # Pulsar's toString: durable cursors print "name=", non-durable ones "cursor=".
         if self._durable:
-            return f"ManagedCursorImpl{{ledger={self._ml.name}, name={self.name}, ackPos={self._md}, readPos={self._read}}}"
-        return f"NonDurableCursorImpl{{ledger={self._ml.name}, cursor={self.name}, ackPos={self._md}, readPos={self._read}}}"
+            return f"ManagedCursorImpl{{ledger={self._ml.name}, name={self.name}, ackPos={self._state.mark_delete}, readPos={self._read}}}"
+        return f"NonDurableCursorImpl{{ledger={self._ml.name}, cursor={self.name}, ackPos={self._state.mark_delete}, readPos={self._read}}}"
 
     __str__ = __repr__
 

@@ -1,24 +1,20 @@
 """Argument checks shared by the cursor's public methods: positions, position arrays, properties.
 
-Each raises :class:`~mledger.core._errors.InvalidPositionError` naming the bad value and changes
+Each raises :class:`~mledger.core.InvalidPositionError` naming the bad value and changes
 nothing, so a bad argument never leaves a cursor half-changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from itertools import chain
 from typing import cast
 
 import numpy as np
 
-from ..core._errors import InvalidPositionError
-from ..core._ints import INT64_MAX, INT64_MIN
-from ..core._position import Position
+from ..core import INT64_MAX, INT64_MIN, InvalidPositionError, Position, moved_names
 
 __all__ = [
-    "AckPlan",
     "ack_set_of",
     "check_ack_set",
     "checked_properties",
@@ -95,39 +91,4 @@ def ack_set_of(position: Position, indexes: Iterable[int], batch_size: int) -> i
     return ack_set
 
 
-_NO_ROWS = np.empty((0, 2), dtype=np.int64)
-_NO_ROWS.flags.writeable = False
-
-
-@dataclass(frozen=True, slots=True)
-class AckPlan:
-    """An individual acknowledgement, as a cursor's ack pipeline takes it
-    (``ManagedCursor.acknowledge``): whole entries and batch entries with ack sets.
-
-    Build with :meth:`of`, which checks the shapes (positions, non-negative ack sets); the
-    cursor checks the positions against its ledger when it applies the plan.
-    """
-
-    entries: np.ndarray
-    """Whole entries: an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows."""
-    ack_sets: tuple[tuple[Position, int, int | None], ...] = ()
-    """``(entry, ack set, batch size or None)``: set bits are the indexes still un-acked."""
-
-    @classmethod
-    def of(
-        cls,
-        entries: Iterable[Position] | np.ndarray | None = None,
-        ack_sets: Iterable[tuple[Position, int, int | None]] = (),
-    ) -> AckPlan:
-        """A plan of ``entries`` (positions or an ``(n, 2)`` array) and ``ack_sets``; raises
-        ``InvalidPositionError`` for something that is not a position or a negative ack set."""
-        rows = _NO_ROWS if entries is None else positions_array(entries)
-        items = tuple((to_position(p), ack_set, size) for p, ack_set, size in ack_sets)
-        for position, ack_set, _ in items:
-            check_ack_set(position, ack_set)
-        return cls(rows, items)
-
-    @property
-    def is_empty(self) -> bool:
-        """Nothing to acknowledge."""
-        return not self.entries.shape[0] and not self.ack_sets
+__getattr__ = moved_names(__name__, {"AckPlan": "mledger.managed_ledger:AckPlan"})

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..core._position import Position
-from ..core._ranges import AckRangeSet
+from ..core import AckRangeSet, Position
 from ._revision import RevisionStats
 
 __all__ = ["CursorStats", "IndividualDeletedMessages", "PersistenceStats"]

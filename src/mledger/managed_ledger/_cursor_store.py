@@ -11,7 +11,7 @@ A durable cursor's state lives in two places, exactly as in Pulsar's ``ManagedCu
   either points at the cursor ledger (``cursorsLedgerId``) or, with ``cursorsLedgerId = -1``,
   carries the state itself (small states, closed cursors, ledger failures).
 
-States (:class:`~mledger.managed_ledger._cursor_snapshot.CursorLifecycle`, which the cursor
+States (:class:`~mledger.managed_ledger.CursorLifecycle`, which the cursor
 derives from :attr:`CursorStateStore.ledger_id`)::
 
     NoLedger --persist, backlog after MD--> create ledger, write state, point info at it --> Open
@@ -68,27 +68,37 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..codec._chunking import pack_entries, parse_footer, reassemble_stream, unpack_payload
-from ..codec._compression import compress_metadata, decompress_metadata, parse_compression_type
-from ..codec._cursor_info import (
+from ..codec import (
+    PersistedCursorState,
+    RangeArrays,
+    compress_metadata,
     decode_managed_cursor_info,
     decode_position_info,
+    decompress_metadata,
     encode_managed_cursor_info,
     encode_position_info,
     long_list_size,
+    pack_entries,
+    parse_compression_type,
+    parse_footer,
     range_record_sizes,
+    reassemble_stream,
+    unpack_payload,
 )
-from ..codec._cursor_state import PersistedCursorState, RangeArrays
-from ..core._config import DEFAULT_MAX_STATE_SIZE_IN_BYTES, ManagedLedgerConfig
-from ..core._errors import (
+from ..core import (
+    DEFAULT_MAX_STATE_SIZE_IN_BYTES,
+    MAX_ENTRY_ID,
+    AckRangeSet,
     EntryTooLargeError,
     InvalidPositionError,
     LedgerNotFoundError,
+    ManagedLedgerConfig,
     MLedgerError,
+    Position,
     StateCorruptedError,
+    ack_set_to_words,
+    words_to_ack_set,
 )
-from ..core._position import Position
-from ..core._ranges import MAX_ENTRY_ID, AckRangeSet, ack_set_to_words, words_to_ack_set
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import PersistenceStats
 from ._ledger_view import LedgerView, cursor_info_path

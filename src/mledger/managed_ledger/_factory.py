@@ -12,12 +12,17 @@ import threading
 from collections.abc import Collection
 from concurrent.futures import Executor, ThreadPoolExecutor
 
-from ..codec._ledger_info import looks_like_managed_ledger_info
-from ..core._clock import Clock, SystemClock
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._errors import InvalidPositionError, ManagedLedgerClosedError, StateCorruptedError
-from ..storage._base import Store
-from ..storage._memory import MemoryStore
+from ..codec import looks_like_managed_ledger_info
+from ..core import (
+    Clock,
+    InvalidPositionError,
+    ManagedLedgerClosedError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig,
+    StateCorruptedError,
+    SystemClock,
+)
+from ..storage import MemoryStore, Store
 from ._ledger import ManagedLedger
 from ._ledger_view import ML_ROOT, cursor_info_path, ledger_info_path
 

@@ -47,9 +47,9 @@ write without the ML lock, so readers never wait for a store write. The pending 
 own short lock. Callbacks run with no lock held. Cursors take their own lock first and may then
 take the ML lock, never the reverse.
 
-Cursors see the ML as a :class:`~mledger.managed_ledger._ledger_view.LedgerView`; the ML sees its
+Cursors see the ML as a :class:`~mledger.managed_ledger.LedgerView`; the ML sees its
 factory as a :class:`LedgerFactoryView`. ``ManagedLedgerInfo`` bytes are
-:mod:`mledger.codec._ledger_info`'s.
+:mod:`mledger.codec`'s.
 """
 
 from __future__ import annotations
@@ -58,12 +58,17 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 
-from ..codec._entry import EntryMetadata, encode_entry
-from ..core._clock import Clock
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._errors import InvalidPositionError, ManagedLedgerClosedError, NotFoundError
-from ..core._position import Position
-from ..storage._base import Store, checked_size
+from ..codec import EntryMetadata, encode_entry
+from ..core import (
+    Clock,
+    InvalidPositionError,
+    ManagedLedgerClosedError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig,
+    NotFoundError,
+    Position,
+)
+from ..storage import Store, checked_size
 from ._add_pipeline import AddCallback, AddPipeline, AddWaiter
 from ._appender import Appender
 from ._cursor import ManagedCursor
@@ -260,9 +265,10 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         if start_writing:
             self._adds.start()
 
-    def _append_repeated(self, raw: bytes, count: int) -> Position | None:
-        """``add_entries([raw] * count, framed=True)`` without an object per entry (the
-        replay's bulk adds, ``mledger.replay``'s ``add_repeated_entries``): the adds queued
+    def append_repeated(self, raw: bytes, count: int) -> Position | None:
+        """``add_entries([raw] * count, framed=True)`` without an object per entry, for a bulk
+        caller that bounds ``count`` itself (:func:`mledger.replay.add_repeated_entries`, the
+        replay's payload-less adds, hands it at most 65536 at a time): the adds queued
         before are written first, this thread waits for them and then writes on its own;
         returns the last position (None for 0). O(ledgers touched). Raises ``ValueError`` for
         a negative count and what :meth:`add_entries` raises; a failed store write raises here

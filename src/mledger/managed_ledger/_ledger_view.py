@@ -3,7 +3,7 @@
 :class:`LedgerView` is the cursor's whole interface to the managed ledger it reads: the last
 confirmed entry and the counters, position arithmetic over the ledger list, entry reads, and
 two requests going the other way (trim what every cursor consumed; forget a closed non-durable
-cursor). :class:`~mledger.managed_ledger._ledger.ManagedLedger` implements it; the cursor and its
+cursor). :class:`~mledger.managed_ledger.ManagedLedger` implements it; the cursor and its
 state store depend on this protocol only, so the import graph runs ledger -> cursor -> view and
 never back.
 """
@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from ..codec._entry import Entry
-from ..core._clock import Clock
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._position import Position
-from ..storage._base import Store
+from ..codec import Entry
+from ..core import Clock, ManagedLedgerConfig, ManagedLedgerFactoryConfig, Position
+from ..storage import Store
 
 __all__ = [
     "ML_ROOT",

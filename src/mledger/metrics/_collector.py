@@ -60,7 +60,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
 from ..broker import Topic
-from ..core._errors import NotFoundError
+from ..core import NotFoundError
 
 if TYPE_CHECKING:
     from ..broker import Broker, Subscription

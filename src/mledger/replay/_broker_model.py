@@ -1,4 +1,4 @@
-"""The replay's :class:`~mledger.replay._model.PartitionModel` on ``mledger.broker``.
+"""The replay's :class:`~mledger.replay.PartitionModel` on ``mledger.broker``.
 
 One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` with a
 ``ManualClock`` that follows event time, over a ``ManagedLedgerFactory`` on a
@@ -7,26 +7,26 @@ One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` 
 * **The topic** (``Broker.open_partition`` for a partition, ``Broker.create_topic``
   otherwise) and its managed ledger, whose entries sit at the log's positions.
 * **Subscriptions** (``Topic.subscribe`` with the log's type and initial position), each
-  with one consumer that never asks for messages (no permits) and acknowledges:
-  ``Consumer.acknowledge_entries`` (bulk individual acks of whole entries; a whole-entry
-  PIP-423 cancel is the same individual ack), ``Consumer.acknowledge`` with batch-index
-  message ids, ``Consumer.acknowledge_cumulative``. Cancels the engine applies on their own
-  go through ``Subscription.cancel_delayed_message`` (whole entry) and
-  ``Subscription.skip_messages`` (a batch index). The subscription's own rules apply:
-  cumulative acks only on Exclusive / Failover, batch indexes checked against the batch
-  size the broker reads from the entry (the store describes the entry first, see
-  ``ReplayStore.describe_entry``), mark-delete movement, batch-index ack sets.
+  with one consumer that never asks for messages (no permits) and acknowledges through the
+  broker's one ack seam, ``Consumer.acknowledge_with_outcome``: bulk individual acks of
+  whole entries (a whole-entry PIP-423 cancel is the same individual ack), batch-index
+  message ids, ack sets, cumulative acks. Cancels the engine applies on their own are
+  PIP-423 skips of the entry or of the batch index (``Subscription.plan_skip`` /
+  ``apply_skip``). Every request carries the batch sizes the log produced
+  (``AckRequest.batch_sizes``), so the broker reads no entry for them, and what an ack did
+  is read from the :class:`~mledger.managed_ledger.AckOutcome` it returns. The
+  subscription's own rules apply: cumulative acks only on Exclusive / Failover, batch
+  indexes checked against the batch size, mark-delete movement, batch-index ack sets.
 * **Deduplication**: the topic's ``MessageDeduplication`` (PIP-6, on unless the replay
   setting ``deduplication`` is off), fed with
   ``check_and_record_many``; it keeps its ``pulsar.dedup`` cursor and snapshots as on a
   broker.
-* **Delayed delivery**: held in deliver-at order as the broker's ``DelayedDeliveryTracker``
-  holds them, strict (the replay delivers at the deliver time), in arrays
-  (:class:`_DelayedQueue`: a step's delayed entries are added at once). Shared and Key_Shared
-  subscriptions honour deliver-at times (individual-ack mode), Exclusive and Failover get
-  delayed messages at once, as the dispatcher does; a due message reaches a subscription
-  unless its cursor has it acknowledged (the dispatcher's "never deliver what is
-  acknowledged" rule).
+* **Delayed delivery**: the broker's own ``DelayedDeliveryTracker`` (the dispatcher's, made
+  from the same ``BrokerConfig``: strict, the replay delivers at the deliver time), one per
+  topic-partition, fed with event time. Shared and Key_Shared subscriptions honour
+  deliver-at times (individual-ack mode), Exclusive and Failover get delayed messages at
+  once, as the dispatcher does; a due message reaches a subscription unless its cursor has
+  it acknowledged (the dispatcher's "never deliver what is acknowledged" rule).
 * **Reads.** At the end each subscription is idle, as on a broker whose consumers have left:
   its cursor is rewound, so its read position is the entry after its mark-delete position, as
   the broker's internal stats show it (``readPosition``). What a connected consumer had read
@@ -46,23 +46,38 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..broker import Broker, BrokerConfig, Consumer, SkipEntry, Subscription, SubscriptionType
-from ..broker._dedup import MessageDeduplication
-from ..broker._names import TopicName
-from ..broker._topic import Topic
-from ..codec._chunking import parse_footer, reassemble, unpack_payload
-from ..codec._compression import decompress_metadata
-from ..codec._entry import EntryMetadata, encode_entry
-from ..codec._messageid import MessageId
-from ..core._clock import ManualClock
-from ..core._errors import InvalidRequestError
-from ..core._position import Position
-from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._cursor_stats import PersistenceStats
-from ..managed_ledger._cursor_store import CursorStateStore
-from ..managed_ledger._factory import ManagedLedgerFactory
-from ..managed_ledger._ledger import ManagedLedger
-from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
+from ..broker import (
+    AckRequest,
+    Broker,
+    BrokerConfig,
+    Consumer,
+    DelayedDeliveryTracker,
+    MessageDeduplication,
+    SkipEntry,
+    Subscription,
+    SubscriptionType,
+    Topic,
+    TopicName,
+)
+from ..codec import (
+    EntryMetadata,
+    MessageId,
+    decompress_metadata,
+    encode_entry,
+    parse_footer,
+    reassemble,
+    unpack_payload,
+)
+from ..core import InvalidRequestError, ManualClock, Position
+from ..managed_ledger import (
+    ML_ROOT,
+    CursorStateStore,
+    InitialPosition,
+    ManagedCursor,
+    ManagedLedger,
+    ManagedLedgerFactory,
+    PersistenceStats,
+)
 from ._mirror import MirrorView
 from ._model import RestartAnswers, SubscriptionResult, SubscriptionSpec
 from ._settings import ReplaySettings
@@ -139,7 +154,7 @@ class _Subscription:
 
 
 class BrokerModel:
-    """:class:`~mledger.replay._model.PartitionModel` on a broker topic. See the module docstring.
+    """:class:`~mledger.replay.PartitionModel` on a broker topic. See the module docstring.
 
     Single-threaded. Memory: the cursors' ack state, one small record per data ledger, the
     delayed messages waiting and one sequence id per producer; entries are not kept.
@@ -156,7 +171,9 @@ class BrokerModel:
             delayed_delivery_deliver_at_time_strict=True,
         )
         self._broker = Broker(self._factory, config, clock=self._clock)
-        self._tracker = _DelayedQueue()
+        self._tracker = DelayedDeliveryTracker(
+            config.delayed_delivery_tick_time_millis, config.delayed_delivery_deliver_at_time_strict
+        )
         self._name = topic_name(topic)
         self._partition = partition
         self._topic: Topic | None = None
@@ -285,78 +302,69 @@ class BrokerModel:
             raise RuntimeError(f"subscription {name!r}: no topic before the first entry")
         return sub
 
-    def _describe(self, ledger_id: int, entry_id: int, batch_size: int) -> None:
-        self._store.describe_entry(ledger_id, entry_id, EntryMetadata(num_messages=batch_size))
-
     # -- acknowledgements -------------------------------------------------------------------
-    def ack(self, subscription: str, positions: np.ndarray) -> int:
+    def _acknowledge(self, subscription: str, request: AckRequest) -> int:
+        """One request through the broker's ack seam; the entries it acknowledged now."""
         consumer = self._sub(subscription).consumer
         assert consumer is not None
-        return consumer.acknowledge_entries(positions)
+        return consumer.acknowledge_with_outcome(request).entries_acked
+
+    def ack(self, subscription: str, positions: np.ndarray) -> int:
+        return self._acknowledge(subscription, AckRequest(entries=positions))
 
     def ack_batch_indexes(
         self, subscription: str, ledger_id: int, entry_id: int, indexes: Sequence[int], batch_size: int
     ) -> int:
-        sub = self._sub(subscription)
-        assert sub.consumer is not None
-        before = sub.cursor.messages_consumed_counter
-        self._describe(ledger_id, entry_id, batch_size)
-        sub.consumer.acknowledge([MessageId(ledger_id, entry_id, -1, i) for i in indexes])
-        return sub.cursor.messages_consumed_counter - before
+        ids = [MessageId(ledger_id, entry_id, -1, i) for i in indexes]
+        return self._acknowledge(
+            subscription, AckRequest(message_ids=ids, batch_sizes={Position(ledger_id, entry_id): batch_size})
+        )
 
     def ack_batch_sets(
         self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int], batch_sizes: np.ndarray
     ) -> int:
-        sub = self._sub(subscription)
-        assert sub.consumer is not None
         items = [
             (Position(lid, eid), bits, size)
             for (lid, eid), bits, size in zip(positions.tolist(), ack_sets, batch_sizes.tolist(), strict=True)
         ]
-        return sub.consumer.acknowledge_with_ack_sets(items)
+        return self._acknowledge(subscription, AckRequest(ack_sets=items))
 
     def ack_cumulative(
         self, subscription: str, ledger_id: int, entry_id: int, batch_index: int, batch_size: int
     ) -> int:
-        sub = self._sub(subscription)
-        assert sub.consumer is not None
-        before = sub.cursor.messages_consumed_counter
-        self._describe(ledger_id, entry_id, batch_size)
-        sub.consumer.acknowledge_cumulative(MessageId(ledger_id, entry_id, -1, batch_index))
-        return sub.cursor.messages_consumed_counter - before
+        mid = MessageId(ledger_id, entry_id, -1, batch_index)
+        return self._acknowledge(
+            subscription, AckRequest(cumulative=mid, batch_sizes={Position(ledger_id, entry_id): batch_size})
+        )
 
     def cancel(self, subscription: str, ledger_id: int, entry_id: int, batch_index: int, batch_size: int) -> int:
-        sub = self._sub(subscription)
-        assert sub.subscription is not None
-        before = sub.cursor.messages_consumed_counter
-        if batch_index < 0:
-            sub.subscription.cancel_delayed_message(ledger_id, entry_id)
-        else:
-            self._describe(ledger_id, entry_id, batch_size)
-            sub.subscription.skip_messages([SkipEntry(ledger_id, entry_id, (batch_index,))])
-        return sub.cursor.messages_consumed_counter - before
+        sub = self._sub(subscription).subscription
+        assert sub is not None
+        item = SkipEntry(ledger_id, entry_id, None if batch_index < 0 else (batch_index,))
+        plan = sub.plan_skip([item], {Position(ledger_id, entry_id): batch_size})
+        return sub.apply_skip(plan).entries_acked
 
     def is_deleted(self, subscription: str, ledger_id: int, entry_id: int) -> bool:
         return self._sub(subscription).cursor.is_message_deleted(Position(ledger_id, entry_id))
 
     # -- delayed delivery -------------------------------------------------------------------
     def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
-        self._tracker.add(positions, deliver_at)
+        self._tracker.add_many(np.asarray(positions, np.int64), deliver_at)
 
     def due(self, before_ms: int) -> tuple[np.ndarray, np.ndarray]:
-        ledgers, entries, times = self._tracker.due(before_ms - 1)
-        return np.column_stack((ledgers, entries)), times
+        rows = self._tracker.due_rows(before_ms - 1)
+        return rows[:, 1:], rows[:, 0]
 
     def dispatch(self, before_ms: int) -> None:
-        ledgers, entries, _ = self._tracker.pop_due(before_ms - 1)
-        if not ledgers.size:
+        rows = self._tracker.pop_due_rows(before_ms - 1)
+        if not len(rows):
             return
         items: list[Position] | None = None
         for sub in self._subs.values():
             if sub.subscription is None or not sub.subscription.type.is_individual_ack_mode:
                 continue  # Exclusive / Failover ignore deliver-at times
             if items is None:
-                items = [Position(lid, eid) for lid, eid in zip(ledgers.tolist(), entries.tolist(), strict=True)]
+                items = list(Position.from_rows(rows[:, 1:]))
             deleted = sub.cursor.is_message_deleted
             for position in items:
                 if deleted(position):
@@ -381,8 +389,7 @@ class BrokerModel:
         if self._topic is None:
             self._open(0)  # no entry: an empty ledger 0
         self.set_time(end_ms)
-        ledgers, entries, _ = self._tracker.due(_NEVER_MS)
-        pending = [Position(lid, eid) for lid, eid in zip(ledgers.tolist(), entries.tolist(), strict=True)]
+        pending = self._tracker.positions()
         results = []
         for sub in self._subs.values():
             assert sub.subscription is not None
@@ -465,49 +472,6 @@ class BrokerModel:
         node = store.get(f"{ML_ROOT}/{self._ml.name}/{cursor.name}")
         assert node is not None
         return "ManagedCursorInfo", bytes(decompress_metadata(node.data, _MAX_STATE))
-
-
-class _DelayedQueue:
-    """Delayed entries waiting for their deliver-at time, in ``(deliver_at, position)`` order
-    (the order of the broker's ``DelayedDeliveryTracker``; positions are unique: an entry is
-    added once, when it is produced). Entries added since the last look are merged in then,
-    with one sort."""
-
-    def __init__(self) -> None:
-        empty = np.empty(0, np.int64)
-        self._times, self._ledgers, self._entries = empty, empty, empty
-        self._added: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def add(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
-        """Hold ``positions`` (n x 2: ledger, entry) until their ``deliver_at`` times."""
-        if len(deliver_at):
-            positions = np.asarray(positions, np.int64)
-            self._added.append((np.asarray(deliver_at, np.int64), positions[:, 0], positions[:, 1]))
-
-    def _sorted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._added:
-            times = np.concatenate([self._times, *(t for t, _, _ in self._added)])
-            ledgers = np.concatenate([self._ledgers, *(lid for _, lid, _ in self._added)])
-            entries = np.concatenate([self._entries, *(eid for _, _, eid in self._added)])
-            order = np.lexsort((entries, ledgers, times))
-            self._times, self._ledgers, self._entries = times[order], ledgers[order], entries[order]
-            self._added = []
-        return self._times, self._ledgers, self._entries
-
-    def due(self, cutoff_ms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ledgers, entries, deliver-at times) of the entries due at ``cutoff_ms``
-        (deliver-at at or before it), in order, left held."""
-        times, ledgers, entries = self._sorted()
-        k = int(np.searchsorted(times, cutoff_ms, side="right"))
-        return ledgers[:k], entries[:k], times[:k]
-
-    def pop_due(self, cutoff_ms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`due`, no longer held."""
-        ledgers, entries, times = self.due(cutoff_ms)
-        k = times.size
-        if k:
-            self._times, self._ledgers, self._entries = self._times[k:], self._ledgers[k:], self._entries[k:]
-        return ledgers, entries, times
 
 
 def restart_answers(stats: PersistenceStats) -> RestartAnswers:

@@ -6,8 +6,8 @@ compression of ``PositionInfo`` and ``ManagedCursorInfo``, the cursor-ledger rol
 change what the cursors *do*: acks, mark-delete movement, backlog, deliveries and the moments
 of each persist are the same under every value (throttling depends on event time only). So a
 sweep over such keys replays the events once and hands every persisted snapshot to one
-:class:`~mledger.managed_ledger._cursor_store.CursorStateStore` per setting
-(:meth:`ManagedCursor.add_state_mirror <mledger.managed_ledger._cursor.ManagedCursor.add_state_mirror>`),
+:class:`~mledger.managed_ledger.CursorStateStore` per setting
+(:meth:`ManagedCursor.add_state_mirror <mledger.managed_ledger.ManagedCursor.add_state_mirror>`),
 each on a store of its own (:class:`~.store.ReplayStore`) and seeing the managed ledger
 through :class:`MirrorView`, which swaps in that setting's configuration and store. Each
 mirror gets the calls a separate replay's store would get, with the same snapshots at the same
@@ -21,12 +21,10 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 
-from ..codec._entry import Entry
-from ..core._clock import Clock
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._position import Position
-from ..managed_ledger._ledger_view import LedgerInfo, LedgerView, PositionBound
-from ..storage._base import Store
+from ..codec import Entry
+from ..core import Clock, ManagedLedgerConfig, ManagedLedgerFactoryConfig, Position
+from ..managed_ledger import LedgerInfo, LedgerView, PositionBound
+from ..storage import Store
 from ._settings import ReplaySettings
 
 PERSISTENCE_KEYS = frozenset(

@@ -13,11 +13,11 @@ topic-partition:
 * producer deduplication,
 * the final per-subscription results, persisted state included.
 
-:class:`~mledger.replay._broker_model.BrokerModel` implements it with ``mledger.broker``: a
+:class:`~mledger.replay.BrokerModel` implements it with ``mledger.broker``: a
 ``Broker`` topic, its subscriptions and consumers, its ``MessageDeduplication`` and the
 dispatcher's delayed-delivery tracker, on a memory-bounded store. Another model (a test
 double, an instrumented one) plugs in through the ``model_factory`` argument of
-:class:`~mledger.replay._engine.PartitionReplayer` and of the job's entry points.
+:class:`~mledger.replay.PartitionReplayer` and of the job's entry points.
 
 Contract for implementations: positions are ``(ledger_id, entry_id)``; the engine only
 passes positions it knows were produced (ack/cancel of anything else is reported, never

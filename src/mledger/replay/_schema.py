@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 from ._store import CURSOR_LEDGER_BASE
 
 # -- event kinds and their order at equal timestamps -----------------------------------------

@@ -14,9 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._errors import ConfigError
-from ..core._suggest import did_you_mean
+from ..core import ConfigError, ManagedLedgerConfig, ManagedLedgerFactoryConfig, did_you_mean
 from ._fs import filesystem_for
 
 REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)

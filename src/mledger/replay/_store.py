@@ -7,11 +7,11 @@ unmodified ``ManagedLedger`` and ``ManagedCursor`` run on it:
   calls :meth:`ReplayStore.expect_ledger` with the id the log uses; the next
   ``create_ledger`` returns it. Every other ``create_ledger`` (cursor ledgers, which never
   appear in positions) draws from a separate range starting at :data:`CURSOR_LEDGER_BASE`.
-* **Bounded memory.** A replay never reads data entries back, so data ledgers keep only their
-  entry count: memory does not grow with the size of a topic-partition. Reads of data
-  entries return empty entries. Cursor ledgers keep the entries of their last append (one
-  persisted state, all of its PIP-381 chunks), which is what recovery and ``--emit-state``
-  read.
+* **Bounded memory.** A replay never reads data entries back (it tells the broker the batch
+  sizes it knows with each acknowledgement), so data ledgers keep only their entry count:
+  memory does not grow with the size of a topic-partition. Reads of data entries return
+  empty entries. Cursor ledgers keep the entries of their last append (one persisted state,
+  all of its PIP-381 chunks), which is what recovery and ``--emit-state`` read.
 
 Metadata (``ManagedLedgerInfo``, ``ManagedCursorInfo``) lives in an inner
 :class:`~mledger.storage.MemoryStore`. Single-threaded use; the lock of the inner store
@@ -22,20 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..codec._entry import EntryMetadata, encode_entry
-from ..core._errors import LedgerNotFoundError, ManagedLedgerClosedError
-from ..core._position import Position
-from ..managed_ledger._ledger import ManagedLedger
-from ..storage import MemoryStore
-from ..storage._base import DEFAULT_MAX_ENTRY_SIZE, Versioned, checked_size
+from ..codec import EntryMetadata, encode_entry
+from ..core import LedgerNotFoundError, ManagedLedgerClosedError, Position
+from ..managed_ledger import ManagedLedger
+from ..storage import DEFAULT_MAX_ENTRY_SIZE, MemoryStore, Versioned, checked_size
 
 CURSOR_LEDGER_BASE = 1 << 62
 """First id of cursor ledgers; data ledger ids from the log must stay below it (the replay
 reports rows with larger ids as invalid). Cursor ledger ids never appear in positions or in a
 ``PositionInfo``."""
-
-DESCRIBED_ENTRIES = 1024
-"""Entry descriptions a :class:`ReplayStore` keeps (see :meth:`ReplayStore.describe_entry`)."""
 
 EMPTY_ENTRY = encode_entry(b"", EntryMetadata())
 
@@ -59,7 +54,7 @@ def add_repeated_entries(ml: ManagedLedger, raw: bytes, count: int) -> Position 
     last: Position | None = None
     while count:
         n = min(count, _REPEAT_CHUNK)
-        last = ml._append_repeated(raw, n)
+        last = ml.append_repeated(raw, n)
         count -= n
     return last
 
@@ -78,7 +73,6 @@ class ReplayStore:
         self._expected: int | None = None
         self._next_cursor_ledger = CURSOR_LEDGER_BASE
         self._highest_data_ledger = -1
-        self._described: dict[tuple[int, int], bytes] = {}
         self._closed = False
 
     # -- ledger ids -------------------------------------------------------------------------
@@ -93,18 +87,6 @@ class ReplayStore:
         if ledger_id <= self._highest_data_ledger:
             raise ValueError(f"ledger id {ledger_id} is not above the last data ledger {self._highest_data_ledger}")
         self._expected = ledger_id
-
-    def describe_entry(self, ledger_id: int, entry_id: int, metadata: EntryMetadata) -> None:
-        """Have reads of a data entry return an empty payload with ``metadata`` (its batch
-        size, deliver-at time), so that code reading the entry (the broker reads a batch's
-        size before a batch-index ack) sees what the log produced. Only the last
-        :data:`DESCRIBED_ENTRIES` descriptions are kept: describe an entry right before the
-        call that reads it."""
-        described = self._described
-        described.pop((ledger_id, entry_id), None)
-        described[(ledger_id, entry_id)] = encode_entry(b"", metadata)
-        if len(described) > DESCRIBED_ENTRIES:
-            del described[next(iter(described))]
 
     # -- LedgerStore ------------------------------------------------------------------------
     def create_ledger(self) -> int:
@@ -140,8 +122,7 @@ class ReplayStore:
         if last < first:
             return []
         if ledger_id < CURSOR_LEDGER_BASE:
-            described = self._described
-            return [described.get((ledger_id, i), EMPTY_ENTRY) for i in range(first, last + 1)]
+            return [EMPTY_ENTRY] * (last - first + 1)
         tail_first, tail = self._tails.get(ledger_id, (count, []))
         return [tail[i - tail_first] for i in range(max(first, tail_first), last + 1)]
 

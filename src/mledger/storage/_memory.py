@@ -5,16 +5,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from ..core._errors import (
-    BadVersionError,
-    LedgerNotFoundError,
-    ManagedLedgerClosedError,
-)
+from ..core import BadVersionError, LedgerNotFoundError, ManagedLedgerClosedError
 from ._base import DEFAULT_MAX_ENTRY_SIZE, NEW_NODE, Versioned, checked_size
 
 
 class MemoryStore:
-    """A :class:`~mledger.storage._base.Store` held in process memory.
+    """A :class:`~mledger.storage.Store` held in process memory.
 
     Thread-safe; no call blocks beyond a short internal lock. Nothing survives the process;
     :meth:`reopen` hands the data to a new store, as a restart over the same data.

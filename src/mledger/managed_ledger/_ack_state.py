@@ -1,0 +1,571 @@
+"""A cursor's acknowledgement state: the one seam every acknowledgement crosses.
+
+Theory of operation
+-------------------
+:class:`AckState` owns what a cursor knows about acknowledgements (Pulsar's
+``ManagedCursorImpl`` fields ``markDeletePosition``, ``individualDeletedMessages`` and
+``batchDeletedIndexes``):
+
+* the mark-delete position (MD): every entry at or before it is acknowledged;
+* the ack range set: entries above MD acknowledged individually;
+* batch states: for partially acknowledged batch entries, the bits of the indexes still
+  unacknowledged (Pulsar's ack-set rule: set bit = not yet acked; acks AND into it), with the
+  batch size where it is known.
+
+An acknowledgement of any kind is one :class:`AckPlan`, already resolved (whole entries, batch
+entries by ack set, or a mark-delete), and :meth:`AckState.apply` takes it in three steps:
+
+1. **validate** the whole plan against the ledger (:meth:`AckState._check_plan`; one
+   position is :meth:`AckState._check_entry`, O(1)), raising before anything changes;
+2. **apply** it: whole entries into the range set, ack sets AND-merged into the batch states
+   (an empty result acknowledges the entry; without ``deletion_at_batch_index_level_enabled``
+   a non-empty one is ignored, as Pulsar's ``asyncDelete``), or the mark-delete moved
+   (Pulsar's ``setAcknowledgedPosition``);
+3. **settle** (:meth:`AckState._absorb`): while the entry right after MD (which may be the
+   first of the next ledger) is acknowledged, MD moves to the end of its run; batch states
+   at or below MD go.
+
+and returns one frozen :class:`AckOutcome`: what became acknowledged, the mark-delete before
+and after, how many entries that acknowledged. :meth:`AckState.ack_entry` is the same three
+steps, sharing their methods, for one whole entry: the single-call path, which allocates no
+plan and no outcome (its result is the outcome's :data:`ACKED` / :data:`MARK_DELETE_MOVED` /
+:data:`BATCH_STATE_DROPPED` flags; a property test checks that it leaves the state the
+one-entry plan leaves, with the same outcome).
+
+The cursor (:class:`~mledger.managed_ledger.ManagedCursor`) calls these under its lock and
+keeps what is not acknowledgement state: lifecycle, reads and the read position, resets, the
+persist throttle, properties, the consumed counter, stats. A rule of a Pulsar version that
+changes what an acknowledgement does lives here (the ack set ignored without batch-index
+deletion) or in the outcome the cursor's persist step reads (:attr:`AckOutcome.persist`),
+and in the cursor state store: never in a second path.
+
+Invariants (:meth:`AckState._check`): every acknowledged position lies strictly above MD and
+at or below the last confirmed entry; the entry right after MD is not acknowledged (it was
+absorbed); batch states lie above MD, are non-empty and are not of acknowledged entries; the
+batch sizes known are of entries with a batch state; the cached next position after MD is
+the ledger's.
+
+Not thread-safe: the owning cursor serialises every call under its lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sortedcontainers import SortedDict
+
+from ..core import AckRangeSet, InvalidPositionError, MarkDeletingMarkedPositionError, Position
+from ._cursor_args import check_ack_set, lowest_bit, positions_array, to_position
+from ._ledger_view import LedgerView
+
+if TYPE_CHECKING:
+    from ._cursor_snapshot import KeepProperties
+
+__all__ = [
+    "ACKED",
+    "BATCH_STATE_DROPPED",
+    "MARK_DELETE_MOVED",
+    "AckOutcome",
+    "AckPlan",
+    "AckState",
+]
+
+ACKED = 1
+""":meth:`AckState.ack_entry` flag: the entry was not acknowledged before and is now."""
+MARK_DELETE_MOVED = 2
+""":meth:`AckState.ack_entry` flag: the mark-delete position moved (the entry closed a hole)."""
+BATCH_STATE_DROPPED = 4
+""":meth:`AckState.ack_entry` flag: the entry had a partial batch state, which went with it."""
+
+SCALAR_ROWS = 16
+"""Plans with at most this many whole entries are checked and applied position by position;
+larger ones with numpy, vectorised (the same rules, the same errors)."""
+
+_NO_ROWS = np.empty((0, 2), dtype=np.int64)
+_NO_ROWS.flags.writeable = False
+
+
+@dataclass(frozen=True, slots=True)
+class AckPlan:
+    """One acknowledgement, resolved, as :meth:`AckState.apply` takes it (through
+    ``ManagedCursor.acknowledge``): either individual (whole entries and batch entries by ack
+    set) or cumulative (a mark-delete, with the ack set of a batch entry acknowledged in part).
+
+    Build with :meth:`of` or :meth:`cumulative`, which check the shapes (positions,
+    non-negative ack sets); the cursor checks the positions against its ledger when it applies
+    the plan. O(entries) to build.
+    """
+
+    entries: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    """Whole entries: an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows."""
+    ack_sets: tuple[tuple[Position, int, int | None], ...] = ()
+    """``(entry, ack set, batch size or None)``: set bits are the indexes still un-acked."""
+    mark_delete: Position | None = None
+    """Cumulative: acknowledge everything up to and including this position."""
+    mark_delete_ack_set: int | None = None
+    """With :attr:`mark_delete`: the indexes of the batch entry at ``mark_delete`` still
+    un-acked; the mark-delete then goes to the entry before it."""
+    mark_delete_names_entry: bool = False
+    """With :attr:`mark_delete`: it is a message's entry (a consumer's cumulative ack), refused
+    like an individual ack unless it is an entry of the ledger; otherwise Pulsar's
+    ``markDelete`` rule applies (any position up to the last confirmed entry)."""
+    properties: Mapping[str, int] | KeepProperties | None = None
+    """With :attr:`mark_delete`: the mark-delete properties (PIP-6 ``LongProperty``; None: an
+    empty map; ``KEEP_PROPERTIES``: the last ones)."""
+
+    @classmethod
+    def of(
+        cls,
+        entries: Iterable[Position] | np.ndarray | None = None,
+        ack_sets: Iterable[tuple[Position, int, int | None]] = (),
+    ) -> AckPlan:
+        """An individual acknowledgement of ``entries`` (positions or an ``(n, 2)`` array) and
+        ``ack_sets``; raises ``InvalidPositionError`` for something that is not a position or a
+        negative ack set."""
+        rows = _NO_ROWS if entries is None else positions_array(entries)
+        if not ack_sets:
+            return cls(rows)
+        items = tuple((to_position(p), ack_set, size) for p, ack_set, size in ack_sets)
+        for position, ack_set, _ in items:
+            check_ack_set(position, ack_set)
+        return cls(rows, items)
+
+    @classmethod
+    def cumulative(
+        cls,
+        position: Position,
+        *,
+        ack_set: int | None = None,
+        properties: Mapping[str, int] | KeepProperties | None = None,
+        names_entry: bool = False,
+    ) -> AckPlan:
+        """A cumulative acknowledgement up to ``position`` (see the attributes); raises
+        ``InvalidPositionError`` for something that is not a position or a negative ack set."""
+        position = to_position(position)
+        if ack_set is not None:
+            check_ack_set(position, ack_set)
+        return cls(
+            mark_delete=position,
+            mark_delete_ack_set=ack_set,
+            mark_delete_names_entry=names_entry,
+            properties=properties,
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing to acknowledge."""
+        return self.mark_delete is None and not self.entries.shape[0] and not self.ack_sets
+
+
+@dataclass(frozen=True, slots=True)
+class AckOutcome:
+    """What one :class:`AckPlan` changed (frozen; ``ManagedCursor.acknowledge`` returns it)."""
+
+    mark_delete_before: Position
+    mark_delete_after: Position
+    entries_acked: int = 0
+    """Entries acknowledged now that were not before: acknowledged individually, and those the
+    mark-delete passed that were not (the growth of ``messages_consumed_counter``)."""
+    deleted: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    """The entries the plan leaves fully acknowledged individually, of those above the
+    mark-delete it started from: every whole entry it names there (acknowledged before or not:
+    a bulk plan is applied without telling them apart; :attr:`entries_acked` counts the new
+    ones) and every batch entry whose last indexes it acknowledged. ``(n, 2)`` int64 rows.
+    Those the mark-delete passes are not listed (see :attr:`mark_delete_before` /
+    :attr:`mark_delete_after`)."""
+    batch_acked: tuple[tuple[Position, int], ...] = ()
+    """``(entry, bits)`` per batch entry left partially acknowledged whose batch state the plan
+    changed: the bits of the indexes acknowledged now (below the batch size where it is known)."""
+    persist: bool = True
+    """Whether the change asks for a persist (the throttled mark-delete, which else marks the
+    cursor dirty); when False the cursor does neither and the change rides along with the next
+    persist. True for every plan today: the hook where a Pulsar version's rule that persists
+    nothing of its own for some acknowledgement (apache/pulsar#26498) goes."""
+
+    @property
+    def mark_delete_moved(self) -> bool:
+        """Whether the mark-delete position moved."""
+        return self.mark_delete_after != self.mark_delete_before
+
+
+class AckState:
+    """A cursor's acknowledgement state (see the module docstring). Not thread-safe.
+
+    ``ml`` is the cursor's ledger; the state starts with mark-delete ``mark_delete`` and
+    nothing acknowledged above it; ``name`` (the cursor's) is what its refusals name."""
+
+    __slots__ = ("_acked", "_batch", "_batch_sizes", "_ledger_list", "_md", "_md_next", "_ml", "_name")
+
+    def __init__(self, ml: LedgerView, mark_delete: Position, name: str = "") -> None:
+        self._ml = ml
+        self._name = name
+        self._ledger_list = ml.ledger_list  # live: O(1) validation of an entry, no call
+        self._md = mark_delete
+        self._md_next: Position | None = None  # cached next_valid_position(MD) while <= LAC
+        self._acked = AckRangeSet()
+        self._batch: SortedDict = SortedDict()  # Position -> int bitset of un-acked indexes
+        self._batch_sizes: dict[Position, int] = {}
+
+    # -- views ------------------------------------------------------------------------------
+    @property
+    def mark_delete(self) -> Position:
+        """Every entry at or before this position is acknowledged."""
+        return self._md
+
+    @property
+    def acked(self) -> AckRangeSet:
+        """The entries above the mark-delete acknowledged individually: the state's own range
+        set, lent (the caller holds the cursor's lock and does not change it)."""
+        return self._acked
+
+    @property
+    def batch_sizes(self) -> Mapping[Position, int]:
+        """Batch sizes of partially acknowledged entries where they are known (lent)."""
+        return self._batch_sizes
+
+    def is_deleted(self, position: Position) -> bool:
+        """``position <= MD`` or acknowledged individually (a partial batch state is not). O(1)."""
+        return position <= self._md or self._acked.contains(position[0], position[1])
+
+    def batch_ack_set(self, position: Position) -> int | None:
+        """The un-acked index bits of a partially acknowledged entry, None without a batch state."""
+        return self._batch.get(position)
+
+    def batch_states(self) -> tuple[tuple[Position, int], ...]:
+        """Every batch state ``(position, un-acked bits)``, ascending. O(batch states)."""
+        return tuple(self._batch.items())
+
+    def batch_state_count(self) -> int:
+        """How many entries are partially acknowledged. O(1)."""
+        return len(self._batch)
+
+    def deleted_batch_indexes(self, position: Position) -> list[int] | None:
+        """Acknowledged indexes of a partially acknowledged entry (below its batch size where
+        known, else below its highest un-acked index + 1), None without a batch state."""
+        remaining = self._batch.get(position)
+        if remaining is None:
+            return None
+        size = self._batch_sizes.get(position, remaining.bit_length())
+        return [i for i in range(size) if not (remaining >> i) & 1]
+
+    # -- the seam ---------------------------------------------------------------------------
+    def apply(self, plan: AckPlan) -> AckOutcome:
+        """Validate ``plan`` whole, apply it, settle the mark-delete; return what it changed.
+
+        Raises ``InvalidPositionError`` (a position beyond the last confirmed entry, or above
+        the mark-delete but no entry of the ledger), ``MarkDeletingMarkedPositionError`` (a
+        mark-delete before the current one), and changes nothing then. O(entries) plus
+        O(ranges touched); a mark-delete O(ledgers it passes).
+        """
+        before = self._md
+        target, positions, groups, named = self._check_plan(plan)
+        if target is not None:
+            if plan.mark_delete is not None and plan.mark_delete_ack_set is not None:
+                self._keep_batch_target(plan.mark_delete, plan.mark_delete_ack_set, target)
+            passed = self._advance_mark_delete(target)
+            return AckOutcome(before, self._md, passed)
+        added = self._add_positions(positions) if positions else self._add_groups(groups)
+        if not plan.ack_sets:
+            if added:
+                self._absorb()
+            return AckOutcome(before, self._md, added, named)
+        batch_acked: dict[Position, int] = {}
+        deleted = [named] if named.shape[0] else []
+        added += self._merge_ack_sets(plan.ack_sets, batch_acked, deleted)
+        if added:
+            self._absorb()
+        rows = deleted[0] if len(deleted) == 1 else np.concatenate(deleted) if deleted else _NO_ROWS
+        return AckOutcome(before, self._md, added, rows, tuple(batch_acked.items()))
+
+    def ack_entry(self, position: Position) -> int:
+        """:meth:`apply` of one whole entry, for the single-call path: the same steps (the
+        validation, :meth:`_check_entry`, runs when its one dictionary lookup, made here inline,
+        finds no such entry; :meth:`_drop_batch`; :meth:`_absorb`), without a plan or an outcome
+        object. Returns the outcome's flags: 0 when nothing changed, else :data:`ACKED`, with
+        :data:`MARK_DELETE_MOVED` and :data:`BATCH_STATE_DROPPED` as they happened. Raises what
+        :meth:`apply` raises. O(1) unless the mark-delete moves."""
+        if position <= self._md:
+            if position > self._ml.last_confirmed_entry:
+                raise self._refusal(position)
+            return 0
+        ledger_id, entry_id = position
+        info = self._ledger_list.get(ledger_id)  # _check_entry's one lookup, without the call
+        if info is None or not 0 <= entry_id < info.entries:
+            self._check_entry(position)  # raises: the validation step says why
+        flags = ACKED
+        if self._batch and position in self._batch:
+            self._drop_batch(position)
+            flags = ACKED | BATCH_STATE_DROPPED
+        if not self._acked.add(ledger_id, entry_id):
+            return 0
+        if (position == self._md_next or self._md_next is None) and self._absorb():
+            return flags | MARK_DELETE_MOVED
+        return flags
+
+    def _advance_mark_delete(self, new_md: Position) -> int:
+        """Move the mark-delete forward to ``new_md`` (Pulsar's ``setAcknowledgedPosition``;
+        the caller checked it): forget what it passes, then absorb; return how many entries it
+        acknowledged that were not before. O(ledgers passed)."""
+        old = self._md
+        if new_md == old:
+            return 0
+        passed = self._ml.number_of_entries(old, new_md, False, True) - self._acked.cardinality_between(
+            old.next(), new_md
+        )
+        self._set_mark_delete(new_md)
+        self._absorb()
+        return max(passed, 0)
+
+    # -- resets and recovery (the cursor's own operations) ----------------------------------
+    def reset(self, mark_delete: Position) -> None:
+        """Forget every acknowledgement above ``mark_delete`` and put the mark-delete there (a
+        cursor reset or a fresh cursor). O(ledgers acknowledged)."""
+        self._md = mark_delete
+        self._md_next = None
+        self._acked.clear()
+        self._batch.clear()
+        self._batch_sizes.clear()
+
+    def restore(self, mark_delete: Position, acked: AckRangeSet, batch: Mapping[Position, int]) -> None:
+        """Take a recovered state (the state takes ownership of ``acked``): what lies at or
+        below ``mark_delete`` or beyond the last confirmed entry is dropped, empty batch states
+        too. O(size of the state)."""
+        self.reset(mark_delete)
+        lac = self._ml.last_confirmed_entry
+        acked.remove_at_most(mark_delete.ledger_id, mark_delete.entry_id)
+        acked.remove_after(lac.ledger_id, lac.entry_id)
+        self._acked = acked
+        self._batch.update((p, bits) for p, bits in batch.items() if p > mark_delete and bits)
+
+    # -- step 1: validation -----------------------------------------------------------------
+    def _check_plan(
+        self, plan: AckPlan
+    ) -> tuple[Position | None, list[Position], list[tuple[int, np.ndarray]], np.ndarray]:
+        """Validate the whole plan; raise before anything changes. Returns what applying it
+        needs: a cumulative plan's mark-delete target, else the whole entries above MD as
+        positions (a small plan) or as entry ids per ledger (vectorised), and as rows."""
+        lac = self._ml.last_confirmed_entry
+        position = plan.mark_delete
+        if position is not None:
+            if plan.mark_delete_names_entry and position > self._md:
+                self._check_entry(position)
+            if plan.mark_delete_ack_set is None:
+                target = position
+            else:
+                if position > lac:
+                    raise self._beyond_lac(position)
+                target = self._ml.previous_position(position)
+            self._check_mark_delete_target(target)
+            return target, [], [], _NO_ROWS
+        rows = plan.entries
+        positions: list[Position] = []
+        groups: list[tuple[int, np.ndarray]] = []
+        if rows.shape[0] <= SCALAR_ROWS:
+            positions = [p for p in Position.from_rows(rows) if self._check_above_md(p, lac)]
+            named = np.array(positions, dtype=np.int64).reshape(-1, 2) if positions else _NO_ROWS
+        else:
+            groups, named = self._check_rows(rows, lac)
+        for item in plan.ack_sets:
+            self._check_above_md(item[0], lac)
+        return None, positions, groups, named
+
+    def _check_mark_delete_target(self, target: Position) -> None:
+        """Raise unless the mark-delete may move to ``target`` (Pulsar's ``asyncMarkDelete``
+        checks): ``InvalidPositionError`` beyond the last confirmed entry (but for the first
+        entry of the next ledger when MD ends its ledger), ``MarkDeletingMarkedPositionError``
+        before the current mark-delete. O(1)."""
+        ml = self._ml
+        lac = ml.last_confirmed_entry
+        if target > lac:
+            md = self._md
+            md_entries = ml.ledger_entries(md.ledger_id)
+            at_ledger_end = md_entries is not None and md.entry_id + 1 >= md_entries
+            if not (at_ledger_end and target.ledger_id == ml.next_ledger_id(lac.ledger_id)):
+                raise self._beyond_lac(target)
+        if target < self._md:
+            raise MarkDeletingMarkedPositionError(
+                f"Mark deleting an already mark-deleted position. Current mark-delete: {self._md}"
+                f" -- attempted mark delete: {target}"
+            )
+
+    def _check_above_md(self, position: Position, lac: Position) -> bool:
+        """Validate one position of an individual acknowledgement; whether it lies above MD."""
+        if position <= self._md:
+            if position > lac:
+                raise self._refusal(position)
+            return False
+        self._check_entry(position)
+        return True
+
+    def _check_entry(self, position: Position) -> None:
+        """Raise unless ``position`` is an entry of a ledger in the ledger list (whose counts
+        cover only confirmed entries, so it is at or below the last confirmed entry; a trimmed
+        ledger's entry is refused). O(1): one dictionary lookup."""
+        info = self._ledger_list.get(position[0])
+        if info is None or not 0 <= position[1] < info.entries:
+            raise self._refusal(position)
+
+    def _check_rows(self, rows: np.ndarray, lac: Position) -> tuple[list[tuple[int, np.ndarray]], np.ndarray]:
+        """The checks of :meth:`_check_above_md` over an ``(n, 2)`` array at once (numpy); the
+        entry ids above MD grouped by ledger, ascending, and the rows above MD."""
+        ledgers, entries = rows[:, 0], rows[:, 1]
+        beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
+        if beyond.any():
+            i = int(np.flatnonzero(beyond)[0])
+            raise self._beyond_lac(Position(int(ledgers[i]), int(entries[i])))
+        md_l, md_e = self._md
+        above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
+        ledgers, entries = ledgers[above], entries[above]  # contiguous: sorted and split below
+        if not ledgers.size:
+            return [], _NO_ROWS
+        named = rows if ledgers.size == rows.shape[0] else np.column_stack((ledgers, entries))
+        order = np.argsort(ledgers, kind="stable")
+        ledgers, entries = ledgers[order], entries[order]
+        bounds = np.flatnonzero(np.diff(ledgers)) + 1
+        groups = [
+            (int(part[0]), part_e)
+            for part, part_e in zip(np.split(ledgers, bounds), np.split(entries, bounds), strict=True)
+        ]
+        for ledger_id, part_e in groups:
+            low, top = int(part_e.min()), int(part_e.max())
+            info = self._ledger_list.get(ledger_id)
+            if low < 0 or top >= (info.entries if info is not None else 0):
+                raise self._no_such_entry(Position(ledger_id, low if low < 0 else top))
+        return groups, named
+
+    def _refusal(self, position: Position) -> InvalidPositionError:
+        if position > self._ml.last_confirmed_entry:
+            return self._beyond_lac(position)
+        return self._no_such_entry(position)
+
+    def _beyond_lac(self, position: Position) -> InvalidPositionError:
+        return InvalidPositionError(f"Invalid mark deleted position {position} on {self._name}", position=position)
+
+    def _no_such_entry(self, position: Position) -> InvalidPositionError:
+        return InvalidPositionError(f"cannot ack {position} on {self._name}: no such entry", position=position)
+
+    # -- step 2: apply ----------------------------------------------------------------------
+    def _add_positions(self, positions: list[Position]) -> int:
+        """Acknowledge checked whole entries one by one; how many were new."""
+        acked, batch = self._acked, self._batch
+        added = 0
+        for position in positions:
+            if acked.add(position[0], position[1]):
+                added += 1
+                if batch:
+                    self._drop_batch(position)
+        return added
+
+    def _add_groups(self, groups: list[tuple[int, np.ndarray]]) -> int:
+        """Acknowledge checked entry ids (per ledger) in bulk; how many were new."""
+        added = 0
+        for ledger_id, entries in groups:
+            added += self._acked.add_many(ledger_id, entries)
+        if added and self._batch:
+            for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
+                self._drop_batch(p)
+        return added
+
+    def _merge_ack_sets(
+        self,
+        items: tuple[tuple[Position, int, int | None], ...],
+        batch_acked: dict[Position, int],
+        deleted: list[np.ndarray],
+    ) -> int:
+        """AND-merge checked ack sets in order (ignored without batch-index deletion unless
+        empty); an empty result acknowledges the entry. Entries newly acknowledged."""
+        batch_level = self._ml.config.deletion_at_batch_index_level_enabled
+        acked, batch = self._acked, self._batch
+        added = 0
+        new: list[Position] = []
+        for position, ack_set, size in items:
+            if self.is_deleted(position):
+                self._drop_batch(position)
+                continue
+            if ack_set and not batch_level:
+                continue
+            stored = batch.get(position)
+            merged = ack_set if stored is None or not ack_set else stored & ack_set
+            if ack_set and size is not None:
+                self._batch_sizes.setdefault(position, size)
+            if merged:
+                known = self._batch_sizes.get(position, size)
+                before = stored if stored is not None else (1 << (known or merged.bit_length())) - 1
+                batch[position] = merged
+                if before & ~merged:
+                    batch_acked[position] = batch_acked.get(position, 0) | (before & ~merged)
+                continue
+            self._drop_batch(position)
+            batch_acked.pop(position, None)
+            if acked.add(position[0], position[1]):
+                added += 1
+                new.append(position)
+        if new:
+            deleted.append(np.array(new, dtype=np.int64).reshape(-1, 2))
+        return added
+
+    def _keep_batch_target(self, position: Position, ack_set: int, target: Position) -> None:
+        """A cumulative ack of part of the batch entry at ``position`` (mark-delete at
+        ``target``, the entry before): keep its remaining indexes unless more were kept."""
+        if self._ml.config.deletion_at_batch_index_level_enabled and position > self._md:
+            stored = self._batch.get(position)
+            if (stored is None or lowest_bit(ack_set) > lowest_bit(stored)) and ack_set:
+                self._batch[position] = ack_set
+        for p in list(self._batch.irange(maximum=target, inclusive=(True, False))):
+            self._drop_batch(p)
+
+    def _drop_batch(self, position: Position) -> None:
+        if self._batch.pop(position, None) is not None:
+            self._batch_sizes.pop(position, None)
+
+    def _set_mark_delete(self, new_md: Position) -> None:
+        self._md = new_md
+        self._md_next = None
+        self._acked.remove_at_most(new_md.ledger_id, new_md.entry_id)
+        if self._batch:
+            for p in list(self._batch.irange(maximum=new_md)):
+                self._drop_batch(p)
+
+    # -- step 3: settle ---------------------------------------------------------------------
+    def _absorb(self) -> bool:
+        """While the entry after MD is acknowledged, move MD to the end of its run (across
+        ledgers); whether MD moved. O(1) when it does not, O(runs absorbed) when it does."""
+        ml = self._ml
+        acked = self._acked
+        moved = False
+        md = self._md
+        while True:
+            nxt = self._md_next if (self._md_next is not None and not moved) else ml.next_valid_position(md)
+            if not acked.contains(nxt[0], nxt[1]):
+                self._md_next = nxt if nxt <= ml.last_confirmed_entry else None
+                break
+            md = Position(nxt[0], acked.run_end(nxt[0], nxt[1]))
+            moved = True
+            self._md = md
+            acked.remove_at_most(md[0], md[1])
+        if moved and self._batch:
+            for p in list(self._batch.irange(maximum=md)):
+                self._drop_batch(p)
+        return moved
+
+    # -- checks -----------------------------------------------------------------------------
+    def _check(self) -> None:
+        """Assert the invariants (see the module docstring). O(size of the state)."""
+        md, lac = self._md, self._ml.last_confirmed_entry
+        self._acked._check()
+        first = self._acked.first_range()
+        if first is not None:
+            assert Position(first[0].ledger_id, first[0].entry_id + 1) > md, f"acked {first} at or below MD {md}"
+            last = self._acked.last_range()
+            assert last is not None and last[1] <= lac, f"acked {last} beyond LAC {lac}"
+            nxt = self._ml.next_valid_position(md)
+            assert not self._acked.contains(nxt[0], nxt[1]), f"acked {nxt} right after MD {md} not absorbed"
+        for p, bits in self._batch.items():
+            assert p > md and bits != 0, f"batch state {p}={bits} invalid with MD {md}"
+            assert not self._acked.contains(p[0], p[1]), f"batch state kept for deleted {p}"
+        assert self._batch_sizes.keys() <= self._batch.keys(), "a batch size kept without its batch state"
+        if self._md_next is not None:
+            assert self._md_next == self._ml.next_valid_position(md), f"stale next {self._md_next} after MD {md}"
