@@ -870,7 +870,7 @@ class ManagedCursor:
         """``str(individually_deleted_messages())`` (Pulsar's ``[(3:5..3:7],...]``) without the
         copy: the text is made under the lock. O(ranges)."""
         with self._lock:
-            return str(self._acked)
+            return str(self._state.acked)
 
     def total_non_contiguous_deleted_messages_range(self) -> int:
         """Number of individually deleted ranges (Pulsar's stat of the same name)."""
