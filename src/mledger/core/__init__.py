@@ -11,7 +11,10 @@
   transitions go through, and :class:`TransitionRefusedError`, the refusal its errors derive from;
 * :mod:`.futures` - :class:`InlineExecutor` (background work run at once, for runs that repeat)
   and small future combinators;
-* :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once.
+* :mod:`.ints` - Java's ``long`` / ``int`` bounds, defined once;
+* :mod:`.pulsar_versions` - what each Pulsar version persists and recovers for a cursor, one
+  table (:data:`PULSAR_VERSIONS`), and :mod:`.rate_limiter`, Guava's limiter Pulsar's cursors use;
+* :mod:`.entry_messages` - how many messages each entry holds (batches).
 
 Everything above this layer imports from here; this layer imports nothing else of mledger.
 """
@@ -33,6 +36,7 @@ from ._config import (
     DEFAULT_MAX_STATE_SIZE_IN_BYTES as DEFAULT_MAX_STATE_SIZE_IN_BYTES,
     ManagedLedgerConfig as ManagedLedgerConfig,
     ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
+    parse_setting as parse_setting,
     unacked_ranges_limit_notes as unacked_ranges_limit_notes,
 )
 from ._deprecation import (
@@ -41,6 +45,7 @@ from ._deprecation import (
     renamed_attribute as renamed_attribute,
     renamed_call as renamed_call,
 )
+from ._entry_messages import EntryMessages as EntryMessages
 from ._errors import (
     BadVersionError as BadVersionError,
     ConcurrentResetError as ConcurrentResetError,
@@ -83,12 +88,23 @@ from ._ints import (
 )
 from ._lazy import lazy_getattr as lazy_getattr
 from ._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
+from ._pulsar_versions import (
+    MLEDGER_RULES as MLEDGER_RULES,
+    PULSAR_VERSIONS as PULSAR_VERSIONS,
+    CursorBehaviour as CursorBehaviour,
+    LongArrayCutoff as LongArrayCutoff,
+    PulsarVersion as PulsarVersion,
+    preset_values as preset_values,
+    pulsar_version as pulsar_version,
+    rules_for as rules_for,
+)
 from ._ranges import (
     MAX_ENTRY_ID as MAX_ENTRY_ID,
     AckRangeSet as AckRangeSet,
     ack_set_to_words as ack_set_to_words,
     words_to_ack_set as words_to_ack_set,
 )
+from ._rate_limiter import SmoothBurstyLimiter as SmoothBurstyLimiter
 from ._state_machine import TransitionRefusedError as TransitionRefusedError, TransitionTable as TransitionTable
 from ._suggest import did_you_mean as did_you_mean
 from ._timers import TimerQueue as TimerQueue, TimerQueueStats as TimerQueueStats
@@ -100,7 +116,18 @@ from ._tls import (
 )
 
 __all__ = [
+    "MLEDGER_RULES",
+    "PULSAR_VERSIONS",
     "AckRangeSet",
+    "CursorBehaviour",
+    "EntryMessages",
+    "LongArrayCutoff",
+    "PulsarVersion",
+    "SmoothBurstyLimiter",
+    "rules_for",
+    "preset_values",
+    "pulsar_version",
+    "parse_setting",
     "BadVersionError",
     "Clock",
     "ConcurrentResetError",

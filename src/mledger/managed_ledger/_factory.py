@@ -127,6 +127,23 @@ class ManagedLedgerFactory:
             self.store.delete(cursor_info_path(name, cursor_name))
         self.store.delete(ml.info_path)
 
+    def flush_cursors(self) -> int:
+        """One tick of Pulsar's cursor flush (``ManagedLedgerFactoryImpl.flushCursors``): every
+        cursor of every open managed ledger persists what the mark-delete rate limit held back
+        (``ManagedCursorImpl.flush``); returns how many wrote. The factory's owner calls it at
+        each tick of one fixed-rate timer, every :attr:`cursor_flush_interval_ms` from the
+        factory's start (the broker: ``Broker.timers.every(CURSOR_FLUSH, ...)``; the replay: at
+        those instants of event time). May block on storage."""
+        with self._lock:
+            ledgers = list(self._ledgers.values())
+        return sum(ml.flush_cursors() for ml in ledgers)
+
+    @property
+    def cursor_flush_interval_ms(self) -> int:
+        """The period of :meth:`flush_cursors` (``cursor_position_flush_seconds``, Pulsar's
+        ``managedLedgerCursorPositionFlushSeconds``: 60 s)."""
+        return self.config.cursor_position_flush_seconds * 1000
+
     @property
     def executor(self) -> Executor:
         """The executor running asynchronous reads (created on first use)."""

@@ -58,9 +58,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 
+import numpy as np
+
 from ..codec import EntryMetadata, encode_entry
 from ..core import (
     Clock,
+    EntryMessages,
     InvalidPositionError,
     ManagedLedgerClosedError,
     ManagedLedgerConfig,
@@ -118,6 +121,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             state, self._appender.write, lambda: factory.write_executor, getattr(self._store, "blocking_writes", True)
         )
         self._trimmer = Trimmer(state, self)
+        self._entry_messages = EntryMessages()
 
     # -- lifecycle --------------------------------------------------------------------------
     def initialize(self) -> None:
@@ -210,7 +214,12 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         waiter = AddWaiter()
         self._adds.queue(self._sized(self._frame(payloads, metadatas, framed)), waiter)
         self._adds.start(inline=True, until=waiter)
-        return waiter.wait()
+        positions = waiter.wait()
+        if metadatas is not None and any(m.num_messages > 1 for m in metadatas):
+            for position, metadata in zip(positions, metadatas, strict=True):
+                if metadata.num_messages > 1:
+                    self.record_entry_messages(position, (metadata.num_messages,))
+        return positions
 
     def add_entries_async(
         self,
@@ -451,6 +460,12 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         with self._lock:
             return [self._cursors[k] for k in sorted(self._cursors)] + list(self._non_durable.values())
 
+    def flush_cursors(self) -> int:
+        """Persist what the mark-delete rate limit held back, cursor by cursor (the per-ledger
+        part of Pulsar's ``ManagedLedgerFactoryImpl.flushCursors``: ``ManagedCursorImpl.flush``
+        on every cursor); returns how many wrote. May block on storage."""
+        return sum(cursor.flush() for cursor in self.cursors)
+
     def cursor_names(self) -> list[str]:
         """Names of the durable cursors known to this ML (open or stored)."""
         with self._lock:
@@ -529,6 +544,22 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             if slowest is None:
                 return 0
             return self.estimated_size_after(slowest)
+
+    # -- messages per entry -----------------------------------------------------------------
+    @property
+    def entry_messages(self) -> EntryMessages:
+        """How many messages each entry holds (batches), for the restart figures of the cursors'
+        state stores: see :mod:`mledger.managed_ledger._entry_messages`."""
+        return self._entry_messages
+
+    def record_entry_messages(self, first: Position, counts: Sequence[int] | np.ndarray) -> None:
+        """Entries ``first``, the entry after it, ... (one ledger) hold ``counts`` messages each.
+
+        :meth:`add_entries` records this itself from its metadata records; a caller that frames
+        its own entries (``framed=True``) says it here, before the entries can be acknowledged,
+        so that an entry a restart would redeliver counts its batch's messages. O(len(counts))."""
+        with self._lock:
+            self._entry_messages.record(first.ledger_id, first.entry_id, counts)
 
     # -- misc -------------------------------------------------------------------------------
     def set_config(self, config: ManagedLedgerConfig) -> None:

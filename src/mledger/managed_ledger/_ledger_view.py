@@ -10,14 +10,16 @@ never back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+import numpy as np
+
 from ..codec import Entry
-from ..core import Clock, ManagedLedgerConfig, ManagedLedgerFactoryConfig, Position
+from ..core import Clock, EntryMessages, ManagedLedgerConfig, ManagedLedgerFactoryConfig, Position
 from ..storage import Store
 
 __all__ = [
@@ -139,6 +141,16 @@ class LedgerView(Protocol):
     def next_ledger_id(self, ledger_id: int) -> int | None: ...
 
     def ledger_infos(self) -> list[LedgerInfo]: ...
+
+    @property
+    def entry_messages(self) -> EntryMessages:
+        """How many messages each entry holds (batches; 1 where nothing was recorded)."""
+        ...
+
+    def record_entry_messages(self, first: Position, counts: Sequence[int] | np.ndarray) -> None:
+        """Entries from ``first`` on (one ledger) hold ``counts`` messages each (a batch size a
+        cursor learned from an acknowledgement)."""
+        ...
 
     # -- reads -------------------------------------------------------------------------------
     def read_entry(self, position: Position) -> Entry: ...
