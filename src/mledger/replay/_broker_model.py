@@ -471,7 +471,7 @@ class BrokerModel:
             answers=restart_answers(stats.persistence),
             state_record=record,
             state=state,
-            individually_deleted_messages=str(cursor.individually_deleted_messages()) if describe else "",
+            individually_deleted_messages=cursor.individually_deleted_text() if describe else "",
         )
 
     def mirror_results(self, own: Sequence[SubscriptionResult], emit_state: bool) -> list[list[SubscriptionResult]]:
