@@ -4,6 +4,7 @@
     python benchmarks/bench_protocol.py --tls [--messages 20000]      # memory,memory-tls
     python benchmarks/bench_protocol.py --record [--messages 50000]   # standalone,standalone-record,lite
     python benchmarks/bench_protocol.py --before OLD/src --servers sqlite-before,sqlite,lite  # a change
+    python benchmarks/bench_protocol.py --fixture-startup 7           # the in-process fixture only
 
 One fixed load of ``--messages`` messages of 100 bytes per phase, the same for every server:
 
@@ -27,7 +28,13 @@ the table then shows each TLS server's ratio to its plaintext kind.
 
 ``--before SRC`` adds the ``-before`` kinds (``sqlite-before``, ``memory-before``): the same
 server run from another source tree (a ``src`` holding ``mledger/``, e.g. ``git archive`` of the
-commit before a change), alternating with the others in one run.
+commit before a change), alternating with the others in one run; the table then shows each
+kind's ratio to its ``-before`` twin, msg/s and server CPU per phase.
+
+``--fixture-startup N`` times N starts of the in-process fixture (``EmbeddedBroker``) to the first
+message received and prints the first (the imports included) and the median of the others as
+figure lines (``compare_src.py`` compares two trees
+with it).
 
 ``--record`` measures the cost of recording (issue 25): ``standalone`` is ``mledger standalone
 --memory`` and ``standalone-record`` the same with ``--record DIR`` (a directory under the
@@ -301,9 +308,11 @@ def run_once(kind: str, n: int) -> Run:
 
 
 def fixture_startup() -> float:
+    """Seconds from importing the fixture's broker (a no-op after the first call) to the first
+    message received."""
+    t0 = time.perf_counter()
     from mledger.protocol import EmbeddedBroker
 
-    t0 = time.perf_counter()
     with EmbeddedBroker() as broker:
         client = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
         consumer = client.subscribe("first", "s")
@@ -321,6 +330,9 @@ def main() -> int:
     parser.add_argument("--servers", default=None, help="memory,sqlite,lite (with --tls: memory,memory-tls)")
     parser.add_argument("--tls", action="store_true", help="compare pulsar+ssl:// with pulsar:// (adds -tls kinds)")
     parser.add_argument(
+        "--fixture-startup", type=int, default=0, metavar="N", help="only time N in-process fixture starts"
+    )
+    parser.add_argument(
         "--record",
         action="store_true",
         help="compare mledger standalone with and without --record (standalone,standalone-record,lite)",
@@ -334,6 +346,12 @@ def main() -> int:
     args = parser.parse_args()
     global BEFORE_SRC
     BEFORE_SRC = args.before
+    if args.fixture_startup:
+        starts = [fixture_startup() for _ in range(args.fixture_startup)]
+        print(f"fixture first start to first message, imports included, ms: {starts[0] * 1000:.1f}")
+        print(f"fixture start to first message ms: {statistics.median(starts[1:] or starts) * 1000:.1f}")
+        print("load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+        return 0
     default = "memory,memory-tls" if args.tls else "standalone,standalone-record,lite" if args.record else None
     kinds = (args.servers or default or "memory,sqlite,lite").split(",")
     runs: dict[str, list[Run]] = {k: [] for k in kinds}
@@ -393,6 +411,18 @@ def main() -> int:
     print(f"{'idle RSS MB':18s}" + "".join(f"{med(k, lambda x: x.idle_rss):18.1f}" for k in kinds))
     print(f"{'peak RSS MB':18s}" + "".join(f"{med(k, lambda x: x.peak_rss):18.1f}" for k in kinds))
     print(f"{'spawn->1st msg s':18s}" + "".join(f"{med(k, lambda x: x.startup):18.3f}" for k in kinds))
+    pairs = [(k, k + "-before") for k in kinds if k + "-before" in kinds]
+    if pairs:
+        print("\nafter / before (median msg/s ratio; server CPU ratio)")
+        for phase in PHASES:
+            print(
+                f"{phase:18s}"
+                + "".join(
+                    f"{rate(a, phase) / rate(b, phase):10.3f}x rate {cpu(a, phase) / cpu(b, phase):8.3f}x CPU"
+                    for a, b in pairs
+                )
+            )
+    print("load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"\nin-process fixture (EmbeddedBroker) start to first message: {fixture_startup() * 1000:.0f} ms")
     return 0
 

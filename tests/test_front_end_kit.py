@@ -21,7 +21,7 @@ from mledger.broker import BrokerConfig, open_broker
 from mledger.protocol import EmbeddedBroker
 from mledger.rest import DeferredApp
 from mledger.standalone import Standalone
-from mledger.storage import MemoryStore, SqliteStore
+from mledger.storage import FaultInjectingStore, MemoryStore, SqliteStore
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -130,7 +130,9 @@ def test_embedded_broker_closes_the_store_once(tmp_path: Path, store_closes: lis
     with EmbeddedBroker(tmp_path) as embedded:
         store = embedded.broker.factory.store
     embedded.stop()
-    assert store_closes == [store]
+    # fault injection is on: the broker serves the SQLite store through the fault injector
+    assert isinstance(store, FaultInjectingStore)
+    assert store_closes == [store.inner]
 
 
 def test_standalone_answers_readiness_before_importing_fastapi() -> None:

@@ -63,11 +63,11 @@ class BrokenPathStore(FaultInjectingStore):
 class BrokenPathBroker(EmbeddedBroker):
     """An embedded broker over SQLite whose ``broken`` paths the test can break."""
 
-    faults: BrokenPathStore
+    broken: BrokenPathStore
 
     def _open_store(self) -> Store:
-        self.faults = BrokenPathStore(super()._open_store())
-        return self.faults
+        self.broken = BrokenPathStore(super()._open_store())
+        return self.broken
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_a_producer_keeps_sending_while_another_topic_fails_to_load_on_its_conne
     consumer = client.subscribe("orders", "billing")
     producer.send(b"before")
     opened = broker.stats().connections_opened
-    broker.faults.break_writes = True
+    broker.broken.break_writes = True
     stop = threading.Event()
     sent: list[pulsar.MessageId] = []
 
@@ -115,7 +115,7 @@ def test_a_producer_keeps_sending_while_another_topic_fails_to_load_on_its_conne
     assert sent  # the first producer's sends went on while the other topic failed to load
     received = [consumer.receive(5000).data() for _ in range(len(sent) + 1)]
     assert received == [b"before"] + [b"during"] * len(sent)
-    broker.faults.break_writes = False
+    broker.broken.break_writes = False
     client.create_producer("broken-topic").send(b"after")  # a later try loads it
     assert broker.stats().connections_opened == opened  # one connection all along
     assert producer.is_connected() and consumer.is_connected()
@@ -129,7 +129,7 @@ def test_producer_subscribe_and_lookups_answer_a_store_failure_and_the_connectio
     try:
         raw.send(producer_command("orders", 1, 1))
         assert raw.next_command().type == _T.PRODUCER_SUCCESS
-        broker.faults.break_writes = True
+        broker.broken.break_writes = True
         for command in (
             producer_command("broken-topic", 2, 2),  # the topic's managed ledger cannot be created
             subscribe_command("broken-topic", "s", 3, 3),
@@ -140,8 +140,8 @@ def test_producer_subscribe_and_lookups_answer_a_store_failure_and_the_connectio
             request_id = command.producer.request_id or command.subscribe.request_id
             assert (error.request_id, error.error) == (request_id, api.PersistenceError)
             assert IO_ERROR in error.message
-        broker.faults.break_writes = False
-        broker.faults.break_reads = True
+        broker.broken.break_writes = False
+        broker.broken.break_reads = True
         request = api.CommandPartitionedTopicMetadata(topic="persistent://public/default/broken-topic", request_id=5)
         raw.send(_T(type=_T.PARTITIONED_METADATA, partitionMetadata=request))
         metadata = raw.next_command().partitionMetadataResponse
@@ -151,7 +151,7 @@ def test_producer_subscribe_and_lookups_answer_a_store_failure_and_the_connectio
         lookup = raw.next_command().lookupTopicResponse
         assert lookup.response == api.CommandLookupTopicResponse.Failed
         assert (lookup.request_id, lookup.error) == (6, api.ServiceNotReady) and IO_ERROR in lookup.message
-        broker.faults.break_reads = False
+        broker.broken.break_reads = False
         # the same connection: its producer is still there, and new requests succeed
         raw.send(_T(type=_T.SEND, send=api.CommandSend(producer_id=1, sequence_id=0)), _payload())
         assert raw.next_command().type == _T.SEND_RECEIPT

@@ -26,13 +26,13 @@ SEND_TIMEOUT_MS = 1000
 
 
 class DiskBroker(EmbeddedBroker):
-    """An embedded broker over SQLite whose disk the test can fill (``faults.disk_full``)."""
+    """An embedded broker over SQLite whose disk the test can fill (``disk.disk_full``)."""
 
-    faults: FaultInjectingStore
+    disk: FaultInjectingStore
 
     def _open_store(self) -> Store:
-        self.faults = FaultInjectingStore(super()._open_store())
-        return self.faults
+        self.disk = FaultInjectingStore(super()._open_store())
+        return self.disk
 
 
 def make_client(broker: EmbeddedBroker, operation_timeout_seconds: int = 10) -> pulsar.Client:
@@ -71,20 +71,20 @@ def test_a_full_disk_fails_the_send_within_its_timeout_and_sends_resume_once_spa
         client = make_client(broker)
         producer = client.create_producer("full", send_timeout_millis=SEND_TIMEOUT_MS)
         before = producer.send(b"before")
-        broker.faults.disk_full = True
-        writes = broker.faults.writes
+        broker.disk.disk_full = True
+        writes = broker.disk.writes
         # The application is told: the callback comes (the client's send timer fires after
         # SEND_TIMEOUT_MS; 30 s is only a bound, for a loaded machine).
         result = send_and_wait(producer, b"refused", 30)
         assert result is not None, "the send neither succeeded nor failed"
         assert result == pulsar.Result.Timeout  # the send timer: the client gives up the send
-        assert broker.faults.writes > writes  # the store was asked, and refused
+        assert broker.disk.writes > writes  # the store was asked, and refused
         other = make_client(broker, operation_timeout_seconds=2)
         with pytest.raises(pulsar.PulsarException):  # a producer created meanwhile is refused too
             other.create_producer("full", send_timeout_millis=SEND_TIMEOUT_MS)
         other.close()
         # Space is back: the same producer reconnects by itself and its sends succeed.
-        broker.faults.disk_full = False
+        broker.disk.disk_full = False
         wait_for(producer.is_connected)
         after = producer.send(b"after")
         reader = client.create_reader("full", pulsar.MessageId.earliest)

@@ -10,6 +10,7 @@
                        [--advertised-listeners L] [--internal-listener-name N]
                        [--authenticate-metrics-endpoint] [--authenticate-docs-endpoint]
                        [--record DIR [--record-flush-interval S] ...]
+                       [--fault-injection] [--faults FILE] [--fault-seed N]
 
 Like ``pulsar standalone``: one process, one broker and data directory (SQLite by default,
 ``--memory`` for none), clients on ``pulsar://127.0.0.1:6650``, ``pulsar-admin``-style calls on
@@ -24,6 +25,10 @@ the options override it), ``--print-config`` prints the effective settings. The 
 ``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core`).
 ``--record DIR`` records what the broker does as the replay's raw logs
 (:mod:`mledger.replay`, imported only then: it needs the ``replay`` extra).
+``--fault-injection`` lets tests make the broker misbehave on purpose over REST
+(``/admin/v2/mledger/faults``, superusers only under authorization; ``mledger-admin faults``);
+``--faults FILE`` (implies it) arms a scenario file's faults at start, ``--fault-seed`` seeds
+their random draws (docs/faults.md).
 At start the soft file descriptor limit is raised to the hard one; the ports stop accepting
 (connections wait in the backlog) before the descriptors run out, and close connections that
 send nothing within ``firstByteTimeoutSeconds`` (:mod:`mledger.protocol`).
@@ -62,7 +67,7 @@ from .admin import (
     basic_auth_conf_from_env,
     build_authenticator,
 )
-from .broker import STANDALONE_NAMESPACES, Broker, BrokerConfig, BrokerJournal, open_broker
+from .broker import STANDALONE_NAMESPACES, Broker, BrokerConfig, BrokerJournal, Faults, open_broker
 from .core import ConfigError, ManagedLedgerFactoryConfig, TlsSettings, parse_bind
 from .protocol import (
     ClientAuth,
@@ -80,6 +85,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from .admin import Authorization
+    from .broker import FaultScenario
     from .replay import RecordSettings
 
 __all__ = [
@@ -91,6 +97,7 @@ __all__ = [
     "read_pulsar_conf",
     "add_standalone_arguments",
     "run_standalone",
+    "standalone_faults",
     "standalone_settings",
 ]
 
@@ -117,7 +124,9 @@ class Standalone:
     ``max_http_server_connections`` and ``max_concurrent_http_requests``: Pulsar's
     ``maxHttpServerConnections`` and ``maxConcurrentHttpRequests`` on each REST port (None:
     Pulsar's defaults lowered to fit the descriptor limit, see :class:`~mledger.rest.AdminServer`);
-    ``factory_config``: the managed-ledger factory's. ``tls`` with ``tls_port`` serves
+    ``factory_config``: the managed-ledger factory's. ``faults`` turns fault injection on (a
+    :class:`~mledger.broker.Faults`: the library, REST and ``mledger-admin faults`` arm faults
+    on it). ``tls`` with ``tls_port`` serves
     ``pulsar+ssl://`` on the ``bind`` host, with ``admin_tls_port`` ``https://`` on the
     ``admin_bind`` host (port 0: a free one); the certificate files are read here
     (``ConfigError``). ``seed`` seeds the broker's random source (:attr:`Broker.random
@@ -149,6 +158,7 @@ class Standalone:
         admin_tls_port: int | None = None,
         max_http_server_connections: int | None = None,
         max_concurrent_http_requests: int | None = None,
+        faults: Faults | None = None,
         deterministic: bool = False,
         seed: int | None = None,
     ) -> None:
@@ -174,6 +184,7 @@ class Standalone:
             journal=journal,
             namespaces=STANDALONE_NAMESPACES if authorization is None else (),
             default_namespace=authorization is None,
+            faults=faults,
             seed=seed,
             deterministic=deterministic,
         )
@@ -358,6 +369,10 @@ class EmbeddedStandalone(EmbeddedBroker):
                 self._admin_server.shutdown()
                 self._admin_server = None
 
+    def _after_fault_restart(self) -> None:
+        if self._admin_port:  # it served before: REST clients (the one that armed the restart) come back
+            _ = self.admin_url
+
 
 def _client_auth(authenticator: Authenticator | None, authorization: Authorization | None) -> ClientAuth | None:
     """The protocol server's authentication: on with an authenticator or an authorization (then
@@ -466,6 +481,18 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
         "--record-rows-per-part", type=int, default=100_000, metavar="N", help="rows per Parquet part at most (100000)"
     )
     parser.add_argument(
+        "--fault-injection",
+        action="store_true",
+        help="let tests inject faults over REST (/admin/v2/mledger/faults, superusers only; mledger-admin faults)",
+    )
+    parser.add_argument(
+        "--faults",
+        type=Path,
+        metavar="FILE",
+        help="a fault scenario (YAML or JSON) armed at start; implies --fault-injection",
+    )
+    parser.add_argument("--fault-seed", type=int, metavar="N", help="the seed of the faults' random draws")
+    parser.add_argument(
         "--record-max-pending-rows",
         type=int,
         default=1_000_000,
@@ -500,6 +527,7 @@ def run_standalone(args: argparse.Namespace) -> int:
         record_settings = _recording_module().RecordSettings(
             args.record_flush_interval, args.record_rows_per_part, args.record_max_pending_rows
         )
+    faults, scenario = standalone_faults(args)
     server = settings.server
     standalone = Standalone(
         None if args.memory else args.data_dir,
@@ -519,6 +547,7 @@ def run_standalone(args: argparse.Namespace) -> int:
         admin_tls_port=server.web_service_port_tls,
         max_http_server_connections=server.max_http_server_connections,
         max_concurrent_http_requests=server.max_concurrent_http_requests,
+        faults=faults,
     )
 
     async def run() -> None:
@@ -527,6 +556,9 @@ def run_standalone(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await standalone.start()
+        if faults is not None:
+            armed = faults.load(scenario) if scenario is not None else []
+            log.warning("fault injection on: %d faults armed from %s (seed %d)", len(armed), args.faults, faults.seed)
         freeze_startup_heap()
         print(json.dumps(standalone.urls()), flush=True)
         await stop.wait()
@@ -535,6 +567,32 @@ def run_standalone(args: argparse.Namespace) -> int:
 
     asyncio.run(run())
     return 0
+
+
+def standalone_faults(args: argparse.Namespace) -> tuple[Faults | None, FaultScenario | None]:
+    """The fault registry of ``mledger standalone``'s options (None: fault injection off) and
+    the ``--faults`` scenario to arm once the servers listen, read and checked here, before
+    anything starts (``FaultSpecError``, a ``ConfigError``, naming the file and each problem).
+    ``--fault-seed`` wins over the scenario's seed."""
+    scenario_file = getattr(args, "faults", None)
+    if not getattr(args, "fault_injection", False) and scenario_file is None:
+        return None, None
+    seed = getattr(args, "fault_seed", None)
+    scenario = None
+    if scenario_file is not None:
+        from .broker import FaultSpecError, load_scenario
+
+        scenario = load_scenario(scenario_file)
+        restarts = [i for i, fault in enumerate(scenario.faults) if fault.action == "restart"]
+        if restarts:
+            raise FaultSpecError(
+                f"{scenario_file}: faults[{restarts[0]}]: mledger standalone cannot restart in place (stop and"
+                " start its process); restart faults act on the pytest fixture and EmbeddedBroker"
+            )
+        if seed is None:
+            seed = scenario.seed
+        scenario = scenario.model_copy(update={"seed": None})
+    return Faults(seed=seed), scenario
 
 
 _CREDENTIAL_FLAGS = {

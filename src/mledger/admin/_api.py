@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..broker import Broker, TopicName
 from ..core import ConfigError, PermissionDeniedError, UnauthenticatedError
 from ._auth import Authorization, NamespaceOperation, TopicOperation
+from ._faults import FaultsAdmin
 from ._messaging import Messaging
 from ._namespaces import Namespaces
 from ._nonpersistent import NonPersistentTopicsAdmin
@@ -52,6 +53,8 @@ class Admin:
         self.messaging = Messaging(self)
         self.non_persistent = NonPersistentTopicsAdmin(self)
         """The ``non-persistent://`` topics (:mod:`mledger.admin._nonpersistent`)."""
+        self.faults = FaultsAdmin(self)
+        """Fault injection, when the broker has it on (:mod:`mledger.admin._faults`)."""
 
     @property
     def authorization_enabled(self) -> bool:

@@ -23,14 +23,21 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..broker import (
+    ArmedFault,
     BacklogQuota,
     BacklogQuotaType,
     CompactionStatus,
+    FaultScenario,
+    FaultSpecError,
+    FaultStats,
+    FiredFault,
     InactiveTopicPolicies,
     LongRunningProcessStatus,
     RetentionPolicies,
     SchemaCompatibilityStrategy,
     TenantInfo,
+    parse_fault,
+    parse_scenario,
 )
 from ..codec import MessageId
 from ..core import InvalidRequestError
@@ -143,6 +150,56 @@ def _tenant_body(info: TenantInfo | Mapping[str, object]) -> bytes:
     return json_bytes(info.to_json() if isinstance(info, TenantInfo) else dict(info))
 
 
+def _json_body(raw: bytes, what: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise FaultSpecError(f"the body must be {what} as JSON: {exc}") from None
+
+
+def _fault_body(fault: Any) -> bytes:
+    return json_bytes(parse_fault(fault).model_dump(exclude_none=True))
+
+
+def _scenario_body(scenario: Any) -> bytes:
+    if not isinstance(scenario, FaultScenario):
+        scenario = parse_scenario(scenario, "the scenario")
+    return json_bytes(scenario.model_dump(exclude_none=True))
+
+
+def _armed_fault(value: Any) -> ArmedFault:
+    return ArmedFault(int(value["faultId"]), parse_fault(value["fault"]), int(value["matches"]), int(value["fired"]))
+
+
+def _fired_fault(value: Any) -> FiredFault:
+    return FiredFault(
+        int(value["faultId"]),
+        str(value["action"]),
+        value.get("command"),
+        value.get("topic"),
+        value.get("subscription"),
+        value.get("client"),
+        str(value["detail"]),
+        int(value["atMs"]),
+    )
+
+
+def _fault_stats_json(stats: FaultStats) -> bytes:
+    return json_bytes(
+        {"seed": stats.seed, "armed": stats.armed, "fired": stats.fired, "firedByAction": dict(stats.fired_by_action)}
+    )
+
+
+def _fault_stats(value: Any) -> FaultStats:
+    return FaultStats(int(value["seed"]), int(value["armed"]), int(value["fired"]), dict(value["firedByAction"]))
+
+
+def _fault_ids(value: Any) -> list[int]:
+    if not isinstance(value, list) or not all(type(v) is int for v in value):
+        raise TypeError("not a list of fault ids")
+    return value
+
+
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -203,6 +260,18 @@ REQUESTS: dict[str, RequestBody] = {
         lambda position: ResetCursorData.of(position).to_body().encode(),
         _ref("ResetCursorData"),
         "the message id to reset to",
+    ),
+    "FaultSpec": RequestBody(
+        lambda raw: parse_fault(_json_body(raw, "a fault")),
+        _fault_body,
+        _OBJECT,
+        'a fault, e.g. {"action": "error", "command": "PRODUCER", "error": "TopicNotFound"}',
+    ),
+    "FaultScenario": RequestBody(
+        lambda raw: parse_scenario(_json_body(raw, "a scenario"), "the scenario"),
+        _scenario_body,
+        _OBJECT,
+        'a scenario: {"seed": 7, "faults": [...]}',
     ),
     "ExpiryPosition": RequestBody(
         _expiry_position,
@@ -316,4 +385,13 @@ RESPONSES: dict[str, ResponseBody] = {
     "PersistentTopicInternalStats": _model(PersistentTopicInternalStats),
     "PartitionedTopicInternalStats": _model(PartitionedTopicInternalStats),
     "NonPersistentTopicStatsData": _model(NonPersistentTopicStatsData),
+    "list[ArmedFault]": ResponseBody(
+        lambda faults: json_bytes([f.as_dict() for f in faults]), lambda value: [_armed_fault(v) for v in value]
+    ),
+    "FaultId": ResponseBody(lambda fault_id: json_bytes({"faultId": fault_id}), lambda value: int(value["faultId"])),
+    "list[FaultId]": ResponseBody(json_bytes, _fault_ids),
+    "list[FiredFault]": ResponseBody(
+        lambda fired: json_bytes([f.as_dict() for f in fired]), lambda value: [_fired_fault(v) for v in value]
+    ),
+    "FaultStats": ResponseBody(_fault_stats_json, _fault_stats),
 }

@@ -30,6 +30,7 @@ from ..broker import BacklogQuotaType
 from ..core import InvalidRequestError
 
 __all__ = [
+    "FAULTS_BASE",
     "NON_PERSISTENT_BASE",
     "OPERATIONS",
     "TOPIC_BASE",
@@ -42,7 +43,7 @@ __all__ = [
     "operations",
 ]
 
-Group = Literal["topics", "namespaces", "tenants", "clusters", "non_persistent"]
+Group = Literal["topics", "namespaces", "tenants", "clusters", "non_persistent", "faults"]
 
 TOPIC_BASE = "/persistent/{tenant}/{namespace}"
 """The namespace part of every topic path; the REST server mounts the rest under v1's and
@@ -50,6 +51,10 @@ v2's namespace prefixes."""
 
 NON_PERSISTENT_BASE = "/non-persistent/{tenant}/{namespace}"
 """The namespace part of every ``non_persistent`` operation's path (v2 only)."""
+
+FAULTS_BASE = "/mledger/faults"
+"""The base of the ``faults`` operations: an mledger extension, off unless the broker was
+started with fault injection (:mod:`mledger.admin._faults`)."""
 
 _BASES = {"topics": TOPIC_BASE, "non_persistent": NON_PERSISTENT_BASE}
 
@@ -427,6 +432,23 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("remove_inactive_topic_policies", "remove-inactive-topic-policies", "DELETE",
          "/{tenant}/{namespace}/inactiveTopicPolicies", 204, "remove_inactive_topic_policies",
          "Remove the inactive-topic policy", None, None),
+    ),
+    # mledger's own extension (not in Pulsar's API, not in /openapi.json): fault injection
+    *_ops(
+        "faults", FAULTS_BASE,
+        ("list_faults", "list", "GET", "", 200, "list", "The faults armed now", None, "list[ArmedFault]"),
+        ("arm_fault", "arm", "POST", "", 200, "arm", "Arm a fault (one without a command acts at once): its id",
+         "FaultSpec", "FaultId"),
+        ("clear_faults", "clear", "DELETE", "", 204, "clear",
+         "Disarm every fault, end a pause, heal half-open connections", None, None),
+        ("remove_fault", "remove", "DELETE", "/{faultId}", 204, "remove", "Disarm one fault", None, None),
+        ("load_fault_scenario", "load", "POST", "/scenario", 200, "load", "Arm a scenario's faults: their ids",
+         "FaultScenario", "list[FaultId]"),
+        ("fired_faults", "fired", "GET", "/fired", 200, "fired", "The faults that fired, oldest first", None,
+         "list[FiredFault]"),
+        ("fault_stats", "stats", "GET", "/stats", 200, "stats", "The seed, faults armed, firings by action", None,
+         "FaultStats"),
+        ("resume", "resume", "POST", "/resume", 204, "resume", "End a pause", None, None),
     ),
     *_ops(
         "non_persistent", NON_PERSISTENT_BASE,

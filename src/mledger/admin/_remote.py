@@ -47,6 +47,7 @@ from ..broker import SchemaCompatibilityStrategy, SubscriptionType, TopicName
 from ..codec import MessageId
 from ..core import LATEST, ConfigError, InvalidRequestError, MissingExtraError, Position, PreconditionFailedError
 from ._bodies import REQUESTS, RESPONSES, json_bytes
+from ._faults import FaultsAdmin
 from ._namespaces import Namespaces
 from ._nonpersistent import NonPersistentTopicsAdmin, non_persistent_name
 from ._operations import AdminOperation, Group, operation, operations
@@ -76,6 +77,7 @@ __all__ = [
     "RemoteAdmin",
     "RemoteAdminError",
     "RemoteClusters",
+    "RemoteFaults",
     "RemoteNamespaces",
     "RemoteNonPersistentTopics",
     "RemoteTenants",
@@ -150,6 +152,7 @@ class RemoteAdmin:
         self.namespaces = RemoteNamespaces(self)
         self.tenants = RemoteTenants(self)
         self.clusters = RemoteClusters(self)
+        self.faults = RemoteFaults(self)
         self.non_persistent = RemoteNonPersistentTopics(self)
 
     def call(
@@ -255,6 +258,7 @@ _PATH_ARGUMENTS: dict[str, Callable[[Group, Any], dict[str, str]]] = {
     "cluster": _segment("cluster"),
     "role": _segment("role"),
     "num_messages": _number("numMessages"),
+    "fault_id": _number("faultId"),
     "timestamp_ms": _number("timestamp"),
     "expire_time_seconds": _number("expireTimeInSeconds"),
 }
@@ -442,6 +446,22 @@ class RemoteTenants(_RemoteGroup):
     create = restates(Tenants.create)
     update = restates(Tenants.update)
     delete = restates(Tenants.delete)
+
+
+class RemoteFaults(_RemoteGroup):
+    """``Admin.faults`` over HTTP (``/admin/v2/mledger/faults``: a broker started with fault
+    injection, a superuser's credentials under authorization)."""
+
+    group = "faults"
+
+    list = restates(FaultsAdmin.list)
+    arm = restates(FaultsAdmin.arm)
+    load = restates(FaultsAdmin.load)
+    remove = restates(FaultsAdmin.remove)
+    clear = restates(FaultsAdmin.clear)
+    fired = restates(FaultsAdmin.fired)
+    stats = restates(FaultsAdmin.stats)
+    resume = restates(FaultsAdmin.resume)
 
 
 class _RemoteTopicGroup(_RemoteGroup):

@@ -17,8 +17,10 @@ True
 []
 """
 
+from typing import TYPE_CHECKING
+
 from ..codec import MessageId as MessageId
-from ..core import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
+from ..core import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock, lazy_getattr
 from ..managed_ledger import InitialPosition as InitialPosition
 from ._acks import AckRequest as AckRequest
 from ._backlog_quota import (
@@ -53,6 +55,18 @@ from ._errors import (
     TopicBusyError as TopicBusyError,
     TopicFencedError as TopicFencedError,
     TopicTerminatedError as TopicTerminatedError,
+)
+from ._fault_kinds import COMMAND_KINDS as COMMAND_KINDS, ERROR_ANSWERS as ERROR_ANSWERS, MESSAGE as MESSAGE
+from ._faults import (
+    ArmedFault as ArmedFault,
+    FaultInjectionOffError as FaultInjectionOffError,
+    FaultListener as FaultListener,
+    Faults as Faults,
+    FaultStats as FaultStats,
+    FaultTarget as FaultTarget,
+    FiredFault as FiredFault,
+    Firing as Firing,
+    selects as selects,
 )
 from ._hashing import murmur3_32 as murmur3_32, sticky_key_hash as sticky_key_hash
 from ._hooks import (
@@ -134,7 +148,44 @@ from ._tenants import TenantInfo as TenantInfo, TenantNotFoundError as TenantNot
 from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
 from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
+if TYPE_CHECKING:  # the fault models import pydantic: loaded on first use (a broker that arms no fault never does)
+    from ._fault_specs import (
+        FaultScenario as FaultScenario,
+        FaultSpec as FaultSpec,
+        FaultSpecError as FaultSpecError,
+        load_scenario as load_scenario,
+        parse_fault as parse_fault,
+        parse_scenario as parse_scenario,
+    )
+
+_LAZY = {
+    "FaultScenario": "._fault_specs",
+    "FaultSpec": "._fault_specs",
+    "FaultSpecError": "._fault_specs",
+    "load_scenario": "._fault_specs",
+    "parse_fault": "._fault_specs",
+    "parse_scenario": "._fault_specs",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+
+
 __all__ = [
+    "COMMAND_KINDS",
+    "ERROR_ANSWERS",
+    "ArmedFault",
+    "FaultInjectionOffError",
+    "FaultListener",
+    "FaultScenario",
+    "FaultSpec",
+    "FaultSpecError",
+    "FaultStats",
+    "FaultTarget",
+    "Faults",
+    "FiredFault",
+    "Firing",
+    "load_scenario",
+    "parse_fault",
     "DETERMINISTIC_START_MS",
     "AckRequest",
     "BacklogQuota",

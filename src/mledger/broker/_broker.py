@@ -25,8 +25,9 @@ protocol server fire; ``receive`` checks due delayed messages by itself too.
 
 Randomness: the broker's one random source is :attr:`Broker.random`, a ``random.Random`` seeded
 with :attr:`Broker.seed` (``seed=``; none given: one drawn from the OS, so it can be logged and
-given again). Whatever the broker draws at random (a fault's random delay) draws from it, so a
-run with the same seed and the same client commands draws the same numbers. Nothing else in the
+given again). Whatever the broker draws at random draws from it, so a run with the same seed and
+the same client commands draws the same numbers; the fault registry's draws (a fault's random
+delay) come from its own generator, seeded with the same seed unless it was given its own. Nothing else in the
 broker is random: dispatch order, redelivery order, Key_Shared ranges (hashes of consumer
 names), ledger ids, producer and consumer names follow from the commands alone
 (docs/pulsar/deterministic.md).
@@ -73,6 +74,7 @@ from ._errors import (
     TopicBusyError,
     store_failures,
 )
+from ._faults import Faults
 from ._hooks import DEDUPLICATION_CURSOR_NAME, Deduplication
 from ._inactive_topics import InactiveTopicDeleteMode, InactiveTopicPolicies
 from ._journal import BrokerJournal
@@ -122,7 +124,8 @@ class Broker:
     ``dedup_factory`` builds each topic's deduplication hook (see :mod:`mledger.broker._hooks`).
     ``journal`` hears every stored entry and cursor change (see :mod:`mledger.broker._journal`;
     ``mledger.replay.Recorder`` records them as the replay's raw logs) and is
-    closed by :meth:`close`. The broker does not close the factory. It creates its cluster
+    closed by :meth:`close`. ``faults`` is the fault registry to serve (:class:`Faults`;
+    default: one with fault injection off). The broker does not close the factory. It creates its cluster
     (``config.cluster_name``) and, unless ``default_namespace`` is False (a standalone with
     authorization on: the set-up script creates tenants and namespaces), ``public/default`` and
     its tenant when missing. ``seed`` seeds :attr:`random` (see the module docstring).
@@ -136,6 +139,7 @@ class Broker:
         dedup_factory: DedupFactory | None = None,
         journal: BrokerJournal | None = None,
         default_namespace: bool = True,
+        faults: Faults | None = None,
         seed: int | None = None,
     ) -> None:
         if not isinstance(factory, ManagedLedgerFactory):
@@ -151,8 +155,8 @@ class Broker:
         """The seed of :attr:`random` (``seed=``, else drawn from the OS)."""
         self.random = random.Random(self.seed)
         """The broker's one random source, seeded with :attr:`seed`: every random choice the broker
-        makes (a fault's random delay) draws from it, so the same seed and the same client commands
-        draw the same numbers. Not thread-safe for reproducible draws: draw on one thread (the
+        makes draws from it (the faults' draws: from a generator seeded with :attr:`seed`), so the
+        same seed and the same client commands draw the same numbers. Not thread-safe for reproducible draws: draw on one thread (the
         protocol server's loop)."""
         self._default = self._default_dedup_factory()
         self._dedup_factory = dedup_factory if dedup_factory is not None else self._default
@@ -178,6 +182,10 @@ class Broker:
         """What hears the broker's stored entries and cursor changes (None: nothing does)."""
         self.non_persistent = NonPersistentTopics(factory.store, self.clock.now_ms, self.generate_producer_name)
         """The ``non-persistent://`` topics, in memory (:mod:`mledger.broker._nonpersistent`)."""
+        self.faults = faults if faults is not None else Faults(enabled=False)
+        """The fault registry (:mod:`mledger.broker._faults`): off unless given one (the front
+        ends give one when started with fault injection; it outlives a restart)."""
+        self.faults.bind(self)
         self._closed = False
         self._monitors = BrokerMonitors(self)
 

@@ -27,6 +27,8 @@ call                            when
                                 a topic deleted, a topic opened with entries or
                                 subscriptions stored earlier): the journal is
                                 incomplete
+``fault_fired``                 an injected fault fired (:mod:`mledger.broker._faults`):
+                                listed with the session, no event of the replay
 ==============================  ====================================================
 
 Non-durable (reader) subscriptions, negative acks and delayed dispatch change no stored
@@ -38,7 +40,7 @@ topic's for its partitions, ``partition`` the partition index (-1: not partition
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from ..core import Clock, Position
@@ -99,6 +101,10 @@ class BrokerJournal(Protocol):
 
     def not_recorded(self, what: str, now_ms: int) -> None:
         """A cursor change the journal cannot express happened (``what`` says which)."""
+        ...
+
+    def fault_fired(self, fault: Mapping[str, object], now_ms: int) -> None:
+        """An injected fault fired (``fault``: :meth:`~mledger.broker.FiredFault.as_dict`)."""
         ...
 
     def close(self) -> None:

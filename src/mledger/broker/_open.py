@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 from ..core import Clock, ConfigError, InlineExecutor, ManagedLedgerFactoryConfig, ManualClock
 from ..managed_ledger import ManagedLedgerFactory
-from ..storage import MemoryStore, SqliteStore, Store
+from ..storage import FaultInjectingStore, MemoryStore, SqliteStore, Store
 from ._broker import Broker
 from ._config import BrokerConfig
+from ._faults import Faults
 from ._journal import BrokerJournal
 
 __all__ = ["SYNCHRONOUS", "OpenedBroker", "open_broker", "open_store"]
@@ -109,6 +110,7 @@ def open_broker(
     journal: BrokerJournal | None = None,
     namespaces: Iterable[str] = (),
     default_namespace: bool = True,
+    faults: Faults | None = None,
     seed: int | None = None,
     deterministic: bool = False,
 ) -> OpenedBroker:
@@ -122,6 +124,10 @@ def open_broker(
     clock raises ``ConfigError``), and the factory runs its background work (trimming,
     compaction) at once on the thread asking for it (:class:`~mledger.core.InlineExecutor`), not
     on worker threads; ``seed`` seeds :attr:`Broker.random`.
+
+    ``faults`` turns fault injection on (a :class:`~mledger.broker.Faults`, kept by a front end
+    across restarts): the store is wrapped in a :class:`~mledger.storage.FaultInjectingStore`
+    (no log kept; its hook is set only while store faults are armed) and the broker serves it.
 
     What was opened is closed again when a later step raises (the journal too: the broker would
     have closed it), so the caller owns something only once this returns.
@@ -140,10 +146,18 @@ def open_broker(
         if journal is not None:
             journal.close()
         raise
+    if faults is not None and not isinstance(store, FaultInjectingStore):
+        store = FaultInjectingStore(store, keep_log=False)
     factory = ManagedLedgerFactory(store, factory_config, clock=clock, executor=executor)
     try:
         broker = Broker(
-            factory, broker_config, clock=clock, journal=journal, default_namespace=default_namespace, seed=seed
+            factory,
+            broker_config,
+            clock=clock,
+            journal=journal,
+            default_namespace=default_namespace,
+            seed=seed,
+            faults=faults,
         )
     except BaseException:
         try:

@@ -434,13 +434,15 @@ class Topic:
         if not keep_cursor:
             sub.cursor.close()
 
-    def delete_subscription(self, name: str) -> None:
+    def delete_subscription(self, name: str, force: bool = False) -> None:
         """Delete a subscription and its cursor. ``NotFoundError``; ``SubscriptionBusyError``
-        ("Subscription has active connected consumers") while consumers are connected."""
+        ("Subscription has active connected consumers") while consumers are connected, unless
+        ``force`` (Pulsar's ``deleteForcefully``: the consumers are disconnected first, and
+        reconnect as clients do)."""
         with self._lock:
             self._check_open()
             sub = self.get_subscription(name)
-            if sub.consumers:
+            if sub.consumers and not force:
                 raise SubscriptionBusyError(f"Subscription {name!r} on {self.name} has active connected consumers")
             self._count_removed_subscription(sub)
             sub.close()

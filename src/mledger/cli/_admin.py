@@ -634,6 +634,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_namespaces_group(groups)
     _add_tenants_group(groups)
     _add_clusters_group(groups)
+    _add_faults_group(groups)
     return parser
 
 
@@ -929,6 +930,59 @@ def _add_tenants_group(groups: Any) -> None:
     info_args(command("create", "Create a tenant.", _cmd_tenants_create))
     info_args(command("update", "Replace a tenant's admin roles and clusters.", _cmd_tenants_update))
     command("delete", "Delete a tenant (409 while it has namespaces).", _run("tenant"))
+
+
+def _add_faults_group(groups: Any) -> None:
+    command = _command_group(
+        groups,
+        "faults",
+        "inject faults into a running broker (mledger extension; needs --admin-url)",
+        "Arm, list and clear faults on a broker started with fault injection (mledger standalone "
+        "--fault-injection): superusers only under authorization. Needs --admin-url.",
+    )
+    sub = command("arm", "Arm one fault; prints its id.", _run(_fault_argument), ("fault", "the fault as JSON"))
+    sub.epilog = (
+        'e.g. mledger-admin faults arm \'{"action": "error", "command": "PRODUCER", "error": "TopicNotFound"}\''
+    )
+    command(
+        "load",
+        "Arm a scenario file's faults (YAML or JSON); prints their ids.",
+        _run(_scenario_argument),
+        ("file", "the scenario file"),
+    )
+    command("list", "The faults armed now.", _run(show=_print_faults))
+    command("fired", "The faults that fired, oldest first.", _run(show=_print_faults))
+    command("stats", "The seed, the faults armed, the firings by action.", _run(show=_print_fault_stats))
+    sub = command("remove", "Disarm one fault.", _run("fault_id"), None)
+    sub.add_argument("fault_id", type=_positive, help="the fault's id")
+    command("clear", "Disarm every fault, end a pause, heal half-open connections.", _run())
+    command("resume", "End a pause.", _run())
+
+
+def _fault_argument(args: argparse.Namespace) -> Any:
+    from ..broker import parse_fault
+
+    try:
+        fault = json.loads(args.fault)
+    except ValueError as exc:
+        args.command_parser.error(f"the fault is not JSON: {exc}")
+    return parse_fault(fault)
+
+
+def _scenario_argument(args: argparse.Namespace) -> Any:
+    from ..broker import load_scenario
+
+    return load_scenario(args.file)
+
+
+def _print_faults(faults: Sequence[Any]) -> None:
+    _print_json([f.as_dict() for f in faults])
+
+
+def _print_fault_stats(stats: Any) -> None:
+    _print_json(
+        {"seed": stats.seed, "armed": stats.armed, "fired": stats.fired, "firedByAction": stats.fired_by_action}
+    )
 
 
 def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
@@ -1294,6 +1348,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.group == "serve":
         return int(args.run(args))
+    if args.group == "faults" and not args.admin_url:
+        parser.error(
+            "faults needs --admin-url: faults are armed on a running broker (mledger standalone --fault-injection)"
+        )
     if args.admin_url:
         if args.command in LOCAL_ONLY_COMMANDS:
             parser.error(f"{args.command} needs --data-dir: the admin REST API has no {args.command}")

@@ -90,12 +90,17 @@ class AddPipeline:
     ``state`` is the ledger's :class:`~mledger.managed_ledger._ledger_state.LedgerState`: its
     write state admits or refuses each add, and the pipeline moves it while it reports a failed
     write. ``write`` stores one batch; ``write_executor`` gives the factory's writer threads
-    (asked for at each hand-off, so a factory that shuts them down is seen); ``writes_block`` is
-    the store's ``blocking_writes``.
+    (asked for at each hand-off, so a factory that shuts them down is seen); ``writes_block`` reads
+    the store's ``blocking_writes`` (at each hand-off: a fault-injecting store's slowed writes
+    move to a writer thread).
     """
 
     def __init__(
-        self, state: LedgerState, write: WriteFunction, write_executor: Callable[[], Executor], writes_block: bool
+        self,
+        state: LedgerState,
+        write: WriteFunction,
+        write_executor: Callable[[], Executor],
+        writes_block: Callable[[], bool],
     ) -> None:
         self._state = state
         self._name = state.name
@@ -143,8 +148,9 @@ class AddPipeline:
             if self._writing or not self._pending:
                 return
             self._writing = True
-        if inline or not self._writes_block:
-            self._drain(until if self._writes_block else None)
+        block = self._writes_block()
+        if inline or not block:
+            self._drain(until if block else None)
         else:
             self._drain_elsewhere()
 

@@ -117,8 +117,9 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         self._cursors: dict[str, ManagedCursor] = {}
         self._non_durable: dict[str, ManagedCursor] = {}
         self._appender = Appender(state, self, self._ledger_closed)
+        store = self._store
         self._adds = AddPipeline(
-            state, self._appender.write, lambda: factory.write_executor, getattr(self._store, "blocking_writes", True)
+            state, self._appender.write, lambda: factory.write_executor, lambda: getattr(store, "blocking_writes", True)
         )
         self._trimmer = Trimmer(state, self)
         self._entry_messages = EntryMessages()

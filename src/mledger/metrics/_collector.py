@@ -37,6 +37,10 @@ Per topic (labels ``cluster, namespace, topic``), for topics whose deduplication
 and skipped): ``mledger_dedup_producers`` (gauge), ``mledger_dedup_snapshot_age_seconds``
 (gauge; absent before the first snapshot), ``mledger_dedup_duplicates_total`` (counter).
 
+With fault injection on (:mod:`mledger.broker`), labels ``cluster`` (and ``action``):
+``mledger_faults_armed`` (gauge, the faults armed now) and ``mledger_faults_fired_total``
+(counter, the firings of each action: ``error``, ``delay``, ``close``, ...).
+
 Counter samples carry prometheus_client's ``_total`` suffix (the OpenMetrics rule, which
 Prometheus' Java client follows too): the counter ``pulsar_cursor_epoch_increase_count``
 is scraped as ``pulsar_cursor_epoch_increase_count_total``; the ``mledger_*_total`` counters keep
@@ -59,7 +63,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
-from ..broker import Topic
+from ..broker import FaultStats, Topic
 from ..core import NotFoundError
 
 if TYPE_CHECKING:
@@ -164,6 +168,21 @@ class BrokerCollector(Collector):
                 topic_families[name].add_metric([cluster, namespace, topic_name], value)
         yield from subscription_families
         yield from topic_families.values()
+        if self.broker.faults.enabled:
+            yield from _fault_families(self.broker.faults.stats(), cluster)
+
+
+def _fault_families(stats: FaultStats, cluster: str) -> Iterator[Metric]:
+    """The injected faults' figures: those armed now, the firings by action."""
+    armed = GaugeMetricFamily("mledger_faults_armed", "Injected faults armed now", labels=["cluster"])
+    armed.add_metric([cluster], stats.armed)
+    fired = CounterMetricFamily(
+        "mledger_faults_fired", "Injected faults that fired, by action", labels=["cluster", "action"]
+    )
+    for action, count in sorted(stats.fired_by_action.items()):
+        fired.add_metric([cluster, action], count)
+    yield armed
+    yield fired
 
 
 def _sample_name(family: Metric) -> str:

@@ -41,7 +41,12 @@ from ._connection import (
     ConnectionState as ConnectionState,
     Request as Request,
 )
-from ._embedded import BrokerClock as BrokerClock, EmbeddedBroker as EmbeddedBroker
+from ._embedded import (
+    AsyncBroker as AsyncBroker,
+    AsyncBrokerClock as AsyncBrokerClock,
+    BrokerClock as BrokerClock,
+    EmbeddedBroker as EmbeddedBroker,
+)
 from ._errors import (
     FrameTooLargeError as FrameTooLargeError,
     LocalProtocolError as LocalProtocolError,
@@ -64,6 +69,8 @@ __all__ = [
     "ClientAuth",
     "COMMANDS",
     "PROTOCOL_VERSION",
+    "AsyncBroker",
+    "AsyncBrokerClock",
     "BrokerClock",
     "BrokerFrame",
     "CapturingProxy",

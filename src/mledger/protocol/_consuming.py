@@ -20,7 +20,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..broker import AckRequest, ClientInfo, EntryDelivery, ack_set_words, check_read_compacted
+from ..broker import (
+    MESSAGE,
+    AckRequest,
+    ClientInfo,
+    EntryDelivery,
+    FaultTarget,
+    ack_set_words,
+    check_read_compacted,
+)
 from ..codec import MessageId, encode_entry
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core import UINT64_MASK, InvalidRequestError, MLedgerError, NotFoundError, Position, as_int64, words_to_ack_set
@@ -56,11 +64,12 @@ class ConsumerCommands(CommandGroup):
     :class:`~mledger.protocol._context.CommandContext`; the
     :class:`~mledger.protocol._handles.ConsumerOwner` of its consumer handles. Loop thread only."""
 
-    __slots__ = ("_consumers", "_np", "_np_consumers")
+    __slots__ = ("_consumers", "_faults", "_np", "_np_consumers")
 
     def __init__(self, context: CommandContext, np: NonPersistentCommands) -> None:
         super().__init__(context)
         self._np = np
+        self._faults = context.host.broker.faults
         # live read-only views of the consumers by id (FLOW and ACK look them up)
         self._consumers = context.state.consumers
         self._np_consumers = context.state.np_consumers
@@ -155,6 +164,7 @@ class ConsumerCommands(CommandGroup):
             return  # the broker redelivers what this consumer held when it is removed
         consumer_id = handle.consumer_id
         partition = handle.partition
+        faulty = self._faults.messages_armed  # an injected duplicate or redelivery (nothing armed: one check)
         count = 0
         size = 0
         frames: list[bytes] = []
@@ -165,7 +175,10 @@ class ConsumerCommands(CommandGroup):
             raw = entry.raw
             body = checksummed_entry(raw) if raw else _plain_entry(d)
             command = message_command(consumer_id, position[0], position[1], partition, d.redelivery_count, ack_set)
-            frames += payload_frame_parts(command, body)
+            parts = payload_frame_parts(command, body)
+            frames += parts
+            if faulty:
+                self._message_fault(handle, position, parts, frames)
             count += d.messages
             size += len(body)
         self._connection.send_frames(frames)
@@ -173,6 +186,33 @@ class ConsumerCommands(CommandGroup):
         self._context.wake()
         if handle.client_permits > 0 and handle.consumer.permits < PERMIT_WINDOW // 2:
             self._context.host.pump_soon(handle)
+
+    def _message_fault(
+        self, handle: ConsumerHandle, position: Position, parts: Sequence[bytes], frames: list[bytes]
+    ) -> None:
+        """Apply a MESSAGE fault that fires on ``position``'s frame (``parts``, queued in
+        ``frames``): send it twice, or redeliver the message once written (after this turn:
+        the dispatcher is delivering now)."""
+        consumer = handle.consumer
+        assert consumer is not None
+        names = (consumer.name, *(n for n in (self._state.role, self._state.peer) if n))
+        target = FaultTarget(handle.topic.name, handle.subscription.name, names, f"{position[0]}:{position[1]}")
+        firing = self._faults.take(MESSAGE, lambda: target)
+        if firing is None:
+            return
+        if firing.spec.action == "duplicate":
+            frames += parts
+            return
+
+        def redeliver() -> None:
+            if consumer.is_connected and consumer.holds(position):
+                try:
+                    consumer.negative_acknowledge([MessageId(position.ledger_id, position.entry_id)])
+                except MLedgerError as exc:
+                    log.info("%s: injected redelivery refused: %s", handle.topic.name, exc)
+                self._context.host.dispatch_soon(handle.subscription)
+
+        self._context.host.post(redeliver)
 
     def send_active_change(self, handle: ConsumerHandle, is_active: bool) -> None:
         """Queue ACTIVE_CONSUMER_CHANGE for ``handle`` (loop thread)."""
@@ -369,9 +409,13 @@ class ConsumerCommands(CommandGroup):
             self._context.host.dispatch_soon(handle.subscription)  # others get what it held
 
     def close(self) -> None:
-        """The connection is gone: close this client's consumers."""
+        """The connection is gone: close this client's consumers (each, whatever one raises:
+        the last consumer's removal persists its rewound cursor, which a full disk refuses)."""
         for handle in list(self._consumers.values()):
-            self._close_consumer(handle)
+            try:
+                self._close_consumer(handle)
+            except Exception:
+                log.exception("%s: closing consumer %s failed", handle.topic.name, handle.consumer_id)
 
     def resume(self) -> None:
         """The socket's write buffer fell below its low mark: grant permits again."""

@@ -42,6 +42,11 @@ class CommandContext:
         """The state's connection (where every reply is queued)."""
         self._session = session
 
+    @property
+    def session(self) -> object:
+        """The session the groups serve (what the host's per-session calls take)."""
+        return self._session
+
     def wake(self) -> None:
         """Write what was queued at the end of this loop turn."""
         self.host.flush_soon(self._session)

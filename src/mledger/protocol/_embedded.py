@@ -30,15 +30,25 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..admin import Authenticator, build_authenticator
-from ..broker import STANDALONE_NAMESPACES, Broker, BrokerConfig, BrokerJournal, OpenedBroker, open_broker, open_store
+from ..broker import (
+    STANDALONE_NAMESPACES,
+    Broker,
+    BrokerConfig,
+    BrokerJournal,
+    Faults,
+    OpenedBroker,
+    open_broker,
+    open_store,
+)
 from ..core import Clock, ConfigError, ManualClock, SystemClock
 from ..storage import MemoryStore, Store
 from ._access import ClientAuth
@@ -47,10 +57,17 @@ from ._server import ProtocolServer
 
 if TYPE_CHECKING:
     from ..admin import AuthenticationSettings, Authorization
+    from ..broker import FaultScenario, FaultSpec
 
-__all__ = ["BrokerClock", "EmbeddedBroker"]
+__all__ = ["AsyncBroker", "AsyncBrokerClock", "BrokerClock", "EmbeddedBroker"]
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+ADVANCE_TIMEOUT_S = 600.0
+"""How long :meth:`BrokerClock.advance` waits for the broker's loop: a month of broker time fires
+tens of thousands of periodic checks."""
 
 
 class BrokerClock:
@@ -80,15 +97,20 @@ class BrokerClock:
     def advance(self, ms: int) -> int:
         """Move the broker's clock to ``ms`` past the later of its own time and the wall clock
         (a deterministic broker's: ``ms`` past its own time, the wall clock ignored), firing the
-        timers due on the way and dispatching what came due; returns the new time. Raises ``TypeError`` with a system clock, ``ValueError`` for a negative ``ms``."""
+        timers due on the way and dispatching what came due; returns the new time. Raises
+        ``TypeError`` with a system clock, ``ValueError`` for a negative ``ms``."""
+        # generous: a month of broker time fires tens of thousands of periodic checks
+        return self._embedded.call(self.advancing(ms), timeout=ADVANCE_TIMEOUT_S)
+
+    def advancing(self, ms: int) -> Callable[[], int]:
+        """What :meth:`advance` runs on the broker's loop (checked now, counted from now)."""
         if not isinstance(self._clock, ManualClock):
             raise TypeError("the broker runs on the system clock; start it with manual_clock=True to advance time")
         if ms < 0:
             raise ValueError(f"cannot advance a clock by a negative amount: {ms}")
         wall = time.time_ns() // 1_000_000 if self._follow_wall else None
         server = self._embedded.server
-        # generous: a month of broker time fires tens of thousands of periodic checks
-        return self._embedded.call(lambda: server.advance_clock(ms, not_before_ms=wall), timeout=600)
+        return lambda: server.advance_clock(ms, not_before_ms=wall)
 
 
 class EmbeddedBroker:
@@ -97,7 +119,10 @@ class EmbeddedBroker:
     ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
     :class:`~mledger.admin.AuthenticationSettings`) turn authentication on;
     ``authorization`` says what each role may do. ``deterministic`` and ``seed``: see the module
-    docstring; ``deterministic`` with ``manual_clock=False`` raises ``ConfigError``."""
+    docstring; ``deterministic`` with ``manual_clock=False`` raises ``ConfigError``. Fault
+    injection is on: :attr:`faults` arms faults (``faults=`` arms a list of faults, or a
+    scenario, its mapping or its file, once started; ``fault_seed`` seeds their random draws,
+    by default the broker's ``seed``)."""
 
     def __init__(
         self,
@@ -111,6 +136,8 @@ class EmbeddedBroker:
         authorization: Authorization | None = None,
         protocol_config: ProtocolConfig | None = None,
         authentication: AuthenticationSettings | None = None,
+        faults: FaultScenario | Mapping[str, Any] | Sequence[FaultSpec | Mapping[str, Any]] | str | Path | None = None,
+        fault_seed: int | None = None,
         deterministic: bool = False,
         seed: int | None = None,
     ) -> None:
@@ -120,6 +147,11 @@ class EmbeddedBroker:
             )
         self.deterministic = deterministic
         self._seed = seed
+        self.faults = Faults(seed=fault_seed)
+        """The broker's fault registry (:class:`~mledger.broker.Faults`): ``fail_next``,
+        ``delay``, ``close_connection``, ``half_open``, ``pause``, ``disk_full``, ... It outlives
+        a restart; its ``fired()`` and ``seed`` say what happened."""
+        self._initial_faults = faults
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._host = host
         self._port = port
@@ -138,6 +170,8 @@ class EmbeddedBroker:
         self._memory: MemoryStore | None = None  # without data_dir: the data, kept across restarts
         self._time: Clock | None = None  # the broker's clock, kept across restarts
         self._crashing = False
+        self._fault_restart: threading.Thread | None = None
+        self.faults.restarter = self._restart_for_fault
         self._check_options()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -152,6 +186,7 @@ class EmbeddedBroker:
             clock=self._time,
             journal=self._make_journal(),
             namespaces=STANDALONE_NAMESPACES,
+            faults=self.faults,
             seed=self._seed,
             deterministic=self.deterministic,
         )
@@ -186,10 +221,22 @@ class EmbeddedBroker:
         try:
             started.result(timeout=30)
             self._after_start()
+            self._arm_initial_faults()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _arm_initial_faults(self) -> None:
+        """Arm the faults given to the constructor (once: a restart keeps what is armed)."""
+        faults, self._initial_faults = self._initial_faults, None
+        if faults is None:
+            return
+        if isinstance(faults, (list, tuple)):
+            for fault in faults:
+                self.faults.arm(fault)
+        else:  # a scenario, its mapping or its file
+            self.faults.load(faults)  # type: ignore[arg-type]
 
     def _open_store(self) -> Store:
         """Hook for subclasses (tests wrap the store to inject faults): the store to serve,
@@ -221,8 +268,41 @@ class EmbeddedBroker:
         """Hook for subclasses: runs first in :meth:`stop`."""
 
     def stop(self) -> None:
-        """Stop the server (closing every connection), the broker and the store. Idempotent."""
+        """Stop the server (closing every connection), the broker and the store, once a restart
+        a fault started has completed. Idempotent."""
+        self._await_fault_restart()
         self._stop(crash=False)
+
+    def _await_fault_restart(self) -> None:
+        """Wait (60 s at most) for a restart a fault started to complete: until then the server
+        and its loop are being replaced. Not from that restart itself, nor from the server's
+        loop thread (the restart stops that loop: waiting there would wait for itself)."""
+        restarting = self._fault_restart
+        current = threading.current_thread()
+        if restarting is not None and restarting is not current and current is not self._thread:
+            restarting.join(timeout=60)
+
+    def _restart_for_fault(self, crash: bool) -> None:
+        """A ``restart`` fault fired (:attr:`Faults.restarter <mledger.broker.Faults.restarter>`):
+        :meth:`restart` on a thread of its own, as the caller may be the broker's loop or a REST
+        request that the restart stops; one at a time (a second firing meanwhile is ignored)."""
+        if self._fault_restart is not None and self._fault_restart.is_alive():
+            log.warning("a restart fault fired while a restart is under way: ignored")
+            return
+
+        def run() -> None:
+            try:
+                self.restart(crash=crash)
+                self._after_fault_restart()
+            except Exception:  # noqa: BLE001 - a thread of its own: logged, the test sees the broker down
+                log.exception("the restart a fault started failed")
+
+        self._fault_restart = threading.Thread(target=run, name="mledger-fault-restart", daemon=True)
+        self._fault_restart.start()
+
+    def _after_fault_restart(self) -> None:
+        """Hook for subclasses: runs after a restart a fault started (the standalone variant
+        serves its REST admin again if it did before)."""
 
     def restart(self, crash: bool = False) -> EmbeddedBroker:
         """Stop and start again over the same data, on the same ports and URLs, so clients
@@ -291,17 +371,111 @@ class EmbeddedBroker:
         return self._authenticator
 
     def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
-        """Run ``fn`` on the server's event loop and return its result (thread-safe)."""
+        """Run ``fn`` on the server's event loop and return its result (thread-safe); during a
+        restart a fault started, once it completed (:meth:`submit`)."""
+        return self.submit(fn).result(timeout)
+
+    def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        """Run ``fn`` on the server's event loop; its result as a future (thread-safe). During a
+        restart a fault started, waits for it first (the restarted server's loop runs ``fn``)."""
+        self._await_fault_restart()
         loop = self._loop
         if loop is None:
             raise RuntimeError("the embedded broker is not running")
 
-        async def run() -> Any:
+        async def run() -> T:
             return fn()
 
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+        return asyncio.run_coroutine_threadsafe(run(), loop)
 
     def stats(self) -> ProtocolStats:
         """A frozen snapshot of the protocol server's counters
         (:class:`~mledger.protocol.ProtocolStats`), taken on its loop (exact)."""
-        return self.call(self.server.stats)
+        return self.call(lambda: self.server.stats())  # the server running then (after a restart: the new one)
+
+
+class AsyncBrokerClock:
+    """:class:`BrokerClock` for asyncio code: :meth:`advance` is awaited."""
+
+    def __init__(self, broker: AsyncBroker) -> None:
+        self._broker = broker
+
+    def now_ms(self) -> int:
+        """The broker's current time (ms since the epoch)."""
+        return self._broker.embedded.clock.now_ms()
+
+    async def advance(self, ms: int) -> int:
+        """:meth:`BrokerClock.advance`, awaited: the test's loop runs on meanwhile (the pulsar
+        client's asyncio callbacks included)."""
+        advancing = self._broker.embedded.clock.advancing(ms)
+        return await self._broker.call(advancing, timeout=ADVANCE_TIMEOUT_S)
+
+
+class AsyncBroker:
+    """An :class:`EmbeddedBroker` for asyncio code (the ``async_pulsar_broker`` fixture): what
+    waits for the broker's loop is awaited instead of blocking the caller's loop, which the
+    ``pulsar.asyncio`` client needs to run its callbacks.
+
+    >>> async with AsyncBroker(EmbeddedBroker()) as broker:        # doctest: +SKIP
+    ...     client = pulsar.asyncio.Client(broker.service_url)
+    ...     broker.faults.fail_next("SEND", error="TooManyRequests")
+    ...     await broker.clock.advance(60_000)
+
+    Arming faults does not wait (``faults`` is the broker's registry); ``start``, ``stop`` and
+    ``restart`` run on a worker thread.
+    """
+
+    def __init__(self, embedded: EmbeddedBroker) -> None:
+        self.embedded = embedded
+        """The broker this wraps."""
+        self.clock = AsyncBrokerClock(self)
+        """The broker's clock: ``await clock.advance(ms)``."""
+
+    @property
+    def faults(self) -> Faults:
+        """The broker's fault registry (:class:`~mledger.broker.Faults`)."""
+        return self.embedded.faults
+
+    @property
+    def service_url(self) -> str:
+        """``pulsar://127.0.0.1:<port>``."""
+        return self.embedded.service_url
+
+    @property
+    def admin_url(self) -> str | None:
+        """The REST admin API's URL (started on first use: that first read blocks briefly)."""
+        return self.embedded.admin_url
+
+    @property
+    def broker(self) -> Broker:
+        """The broker itself."""
+        return self.embedded.broker
+
+    async def call(self, fn: Callable[[], T], timeout: float = 30.0) -> T:
+        """Run ``fn`` on the broker's loop; awaited (``TimeoutError`` after ``timeout`` s)."""
+        submitted = await asyncio.to_thread(self.embedded.submit, fn)  # may wait for a restart
+        return await asyncio.wait_for(asyncio.wrap_future(submitted), timeout)
+
+    async def stats(self) -> ProtocolStats:
+        """The protocol server's counters, taken on its loop."""
+        return await self.call(lambda: self.embedded.server.stats())  # the server running then
+
+    async def start(self) -> AsyncBroker:
+        """Start the broker (on a worker thread)."""
+        await asyncio.to_thread(self.embedded.start)
+        return self
+
+    async def stop(self) -> None:
+        """Stop the broker (on a worker thread)."""
+        await asyncio.to_thread(self.embedded.stop)
+
+    async def restart(self, crash: bool = False) -> AsyncBroker:
+        """:meth:`EmbeddedBroker.restart`, awaited (on a worker thread)."""
+        await asyncio.to_thread(self.embedded.restart, crash)
+        return self
+
+    async def __aenter__(self) -> AsyncBroker:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -58,8 +58,9 @@ import ssl
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
-from ..broker import Broker, Subscription, Topic
+from ..broker import Broker, Firing, Subscription, Topic, selects
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core import ManualClock, MLedgerError, advertised_host, format_address, server_context
 from ._acceptor import Acceptor, listening_socket
@@ -115,6 +116,10 @@ class _Shell(asyncio.Protocol):
         self.session: Session | None = None
         self.peer_ip = ""
         self.reading_paused = False
+        self.muted = False
+        """An injected half-open fault stopped writing: what the session queues is dropped."""
+        self.deaf = False
+        """An injected half-open fault stopped reading (so did a pause: the server's flag)."""
         self._opened = opened
         self._lost = lost
         self._silence: asyncio.TimerHandle | None = None
@@ -140,7 +145,7 @@ class _Shell(asyncio.Protocol):
             peer_subject=subject,
             address=self.peer_ip or None,
         )
-        if self._opened(self):
+        if self._opened(self) and not self.server.paused:
             timeout = self.server.config.first_byte_timeout_seconds
             self._silence = asyncio.get_running_loop().call_later(timeout, self._silent, timeout)
 
@@ -187,15 +192,29 @@ class _Shell(asyncio.Protocol):
             and session.inflight_sends <= self.server.config.max_pending_sends // 2
         ):
             self.reading_paused = False
-            if self.transport is not None and not self.transport.is_closing():
-                self.transport.resume_reading()
+            self.resume_reading()
+
+    def resume_reading(self) -> None:
+        """Read again unless back-pressure, a half-open fault or a pause says not to."""
+        transport = self.transport
+        if self.reading_paused or self.deaf or self.server.paused or transport is None or transport.is_closing():
+            return
+        transport.resume_reading()
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` to the socket (dropped while a half-open fault mutes the connection)."""
+        if self.muted:
+            return
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(data)
 
     def abort_after_flush(self) -> None:
         session = self.session
         if session is not None and self.transport is not None and not self.transport.is_closing():
             data = session.connection.data_to_send()
             if data:
-                self.transport.write(data)
+                self.write(data)
             self.transport.close()
         if session is not None:
             session.close()
@@ -220,9 +239,13 @@ class _Shell(asyncio.Protocol):
         if self._silence is not None:
             self._silence.cancel()
             self._silence = None
-        if self.session is not None:
-            self.session.close()
-        self._lost(self)
+        try:
+            if self.session is not None:
+                self.session.close()
+        except Exception:  # e.g. a cursor write the store refuses: the connection is gone all the same
+            log.exception("closing the session of %s failed", self.session.peer if self.session else "?")
+        finally:
+            self._lost(self)
 
 
 class _Totals:
@@ -313,6 +336,8 @@ class ProtocolServer:
         self._wakeup: asyncio.TimerHandle | None = None  # the broker's earliest timer, on a system clock
         self._wakeup_due: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._paused = False
+        self._pause_end: asyncio.TimerHandle | None = None
         self._ids = itertools.count(1)
         self.port = self.config.port
         self.tls_port = self.config.tls_port
@@ -338,6 +363,7 @@ class ProtocolServer:
         for acceptor in acceptors:
             acceptor.start()
         self._tasks = [loop.create_task(self._tick()), loop.create_task(self._keep_alive())]
+        self.broker.faults.attach(self)
         if not isinstance(self.broker.clock, ManualClock):
             self.broker.timers.on_earlier = self._timers_earlier
             self._arm_wakeup()
@@ -380,6 +406,11 @@ class ProtocolServer:
         for task in self._tasks:
             task.cancel()
         self._tasks = []
+        self.broker.faults.detach(self)
+        if self._pause_end is not None:
+            self._pause_end.cancel()
+            self._pause_end = None
+        self._paused = False
         acceptors, self._acceptors = self._acceptors, []
         for acceptor in acceptors:
             await acceptor.close()
@@ -498,23 +529,32 @@ class ProtocolServer:
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        if self._paused:  # nothing is written during a pause: resuming flushes them
+            return
         sessions = self._to_flush
         self._to_flush = {}
         for session in sessions:
             shell = self._shells.get(session)
-            if shell is None or shell.transport is None:
+            if shell is None:
+                continue
+            transport = shell.transport
+            if transport is None:
                 continue
             data = session.connection.data_to_send()
-            if data and not shell.transport.is_closing():
-                shell.transport.write(data)
+            # the hot path: shell.write inlined, its half-open check one attribute test
+            if data and not shell.muted and not transport.is_closing():
+                transport.write(data)
             shell.maybe_resume_reading()
 
     def flush_now(self, session: Session) -> None:
         """Write what ``session`` queued right away (call on the loop thread)."""
+        if self._paused:
+            self.flush_soon(session)
+            return
         shell = self._shells.get(session)
         if shell is not None and shell.transport is not None and not shell.transport.is_closing():
             data = session.connection.data_to_send()
-            if data:
+            if data and not shell.muted:
                 shell.transport.write(data)
 
     def close_soon(self, session: Session) -> None:
@@ -522,6 +562,126 @@ class ProtocolServer:
         shell = self._shells.get(session)
         if shell is not None and self._loop is not None:
             self._loop.call_soon(shell.abort_after_flush)
+
+    # -- injected faults: the broker's FaultListener and the sessions' FaultHost -----------------
+    @property
+    def paused(self) -> bool:
+        """Whether an injected pause stops serving every connection."""
+        return self._paused
+
+    def faults_changed(self) -> None:
+        """The broker's armed faults changed (any thread): each session picks its dispatch."""
+        self.run_on_loop(self._faults_changed)
+
+    def _faults_changed(self) -> None:
+        for session in list(self._shells):
+            session.faults_changed()
+
+    def act_now(self, firing: Firing) -> None:
+        """A connection fault armed without a command (any thread): close or half-open every
+        connection its filters select, or pause."""
+        self.run_on_loop(lambda: self._act_now(firing))
+
+    def _act_now(self, firing: Firing) -> None:
+        spec: Any = firing.spec
+        if spec.action == "pause":
+            self.pause(spec.pause_ms)
+            return
+        for session in list(self._shells):
+            if session.closed or not selects(spec, session.fault_targets()):
+                continue
+            if spec.action == "half_open":
+                self.half_open(session, spec.direction)
+            else:
+                self.drop(session)
+
+    def resume(self) -> None:
+        """End a pause (any thread)."""
+        self.run_on_loop(self._resume)
+
+    def heal(self) -> None:
+        """Faults were cleared (any thread): half-open connections work again, a pause ends."""
+        self.run_on_loop(self._heal)
+
+    def _heal(self) -> None:
+        self._resume()
+        for session, shell in list(self._shells.items()):
+            if shell.deaf or shell.muted:
+                shell.deaf = shell.muted = False
+                session.connection.received_since_ping = True
+                session.heal()
+                shell.resume_reading()
+                self.flush_soon(session)
+
+    def drop(self, session: object) -> None:
+        """Close ``session``'s connection at once, without writing what it queued (an injected
+        close: the client sees the connection reset); the broker forgets its producers and
+        consumers as for any closed connection. Loop thread."""
+        shell = self._shells.get(session)  # type: ignore[call-overload]
+        if shell is None:
+            return
+        log.info("closing connection from %s: an injected fault", shell.session.peer if shell.session else "?")
+        if shell.transport is not None:
+            shell.transport.abort()
+        if shell.session is not None:
+            shell.session.close()
+
+    def half_open(self, session: object, direction: str) -> None:
+        """Stop reading (``"read"``), writing (``"write"``) or both on ``session``'s socket,
+        leaving it open (an injected half-open fault). Loop thread."""
+        shell = self._shells.get(session)  # type: ignore[call-overload]
+        if shell is None or shell.session is None or shell.transport is None:
+            return
+        if direction in ("read", "both"):
+            shell.deaf = True
+            shell.transport.pause_reading()
+            shell.session.drop_input()
+        if direction in ("write", "both"):
+            shell.muted = True
+            shell.session.connection.data_to_send()  # dropped: it would never arrive
+
+    def pause(self, ms: int | None) -> None:
+        """Stop serving every connection (nothing read or written, sockets open), for ``ms``
+        milliseconds of real time (None: until :meth:`resume`). Loop thread."""
+        if self._pause_end is not None:
+            self._pause_end.cancel()
+            self._pause_end = None
+        if ms is not None and self._loop is not None:
+            self._pause_end = self._loop.call_later(ms / 1000, self._resume)
+        if self._paused:
+            return
+        self._paused = True
+        log.warning("broker paused by an injected fault: serving no connection %s", f"for {ms} ms" if ms else "")
+        for session, shell in list(self._shells.items()):
+            if shell.transport is not None and not shell.transport.is_closing():
+                shell.transport.pause_reading()
+            session.hold()
+
+    def _resume(self) -> None:
+        if self._pause_end is not None:
+            self._pause_end.cancel()
+            self._pause_end = None
+        if not self._paused:
+            return
+        self._paused = False
+        log.warning("broker resumed: serving every connection again")
+        for session, shell in list(self._shells.items()):
+            session.connection.received_since_ping = True  # the pause was ours, not the client's
+            shell.resume_reading()
+            session.release()
+            self._to_flush[session] = None
+        self._flush()
+
+    def call_later(self, seconds: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the loop after ``seconds`` of real time (loop thread)."""
+        assert self._loop is not None
+        self._loop.call_later(seconds, fn)
+
+    def call_at_broker_time(self, due_ms: int, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the loop when the broker's clock reaches ``due_ms`` (a manual clock:
+        when the test advances it there)."""
+        key = ("injected delay", next(self._ids))
+        self.broker.timers.call_at(key, due_ms, lambda: self.run_on_loop(fn), "injected delay")
 
     # -- dispatching -------------------------------------------------------------------------
     def watch(self, topic: Topic) -> None:
@@ -642,8 +802,12 @@ class ProtocolServer:
         interval = self.config.keep_alive_interval_seconds
         while True:
             await asyncio.sleep(interval)
+            if self.paused:  # a paused broker serves nobody, pings included
+                continue
             for session, shell in list(self._shells.items()):
                 if session.closed or session.authenticating:  # silent while a password is checked
+                    continue
+                if shell.deaf or shell.muted:  # a half-open fault: the broker plays a dead peer
                     continue
                 if not session.connection.received_since_ping:
                     log.info("closing connection from %s: no answer to PING", session.peer)
@@ -670,6 +834,10 @@ class ProtocolServer:
         self._shells[session] = shell
         self._per_ip[shell.peer_ip] = self._per_ip.get(shell.peer_ip, 0) + 1
         self._totals.connections_opened += 1
+        if self.paused:  # accepted (the kernel did), not served until the pause ends
+            assert shell.transport is not None
+            shell.transport.pause_reading()
+            session.hold()
         return True
 
     def _refusal(self, ip: str, peer: str) -> str | None:

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, overload
 
+from ..broker import FaultTarget
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core import MLedgerError, NotFoundError, UnauthenticatedError
 from ._commands import COMMANDS
@@ -47,6 +48,7 @@ from ._connection import Connection, Request
 from ._consuming import PERMIT_WINDOW as PERMIT_WINDOW, ConsumerCommands
 from ._context import CommandContext
 from ._convert import schema_info, schema_message, schema_version, schema_version_bytes, server_error_code
+from ._faulting import FaultFilter, connection_targets
 from ._handles import (
     ConsumerHandle as ConsumerHandle,
     ProducerHandle as ProducerHandle,
@@ -105,7 +107,11 @@ class Session:
         self._np = NonPersistentCommands(context)
         self._producing = ProducerCommands(context, self._np)
         self._consuming = ConsumerCommands(context, self._np)
-        self._handlers: dict[int, Handler] = {type_: getattr(self, name) for type_, name in _HANDLER_NAMES.items()}
+        self._plain: dict[int, Handler] = {type_: getattr(self, name) for type_, name in _HANDLER_NAMES.items()}
+        self._handlers = self._plain
+        self._filter: FaultFilter | None = None
+        if host.broker.faults.command_kinds:
+            self.faults_changed()
 
     # -- the routing table: the command groups' handlers -----------------------------------------
     handle_producer = _Routed("_producing")
@@ -190,6 +196,55 @@ class Session:
                 self._producing.flush_sends()
                 self._host.flush_now(self)
         self._producing.flush_sends()
+
+    # -- injected faults (mledger.protocol._faulting) ------------------------------------------
+    def faults_changed(self) -> None:
+        """The broker's armed faults changed: dispatch through the fault filter while a command
+        fault is armed or the filter holds or drops commands, else through the plain table (no
+        cost per command). Loop thread."""
+        if self._host.broker.faults.command_kinds or (self._filter is not None and self._filter.busy):
+            self._handlers = self._fault_filter().table
+        else:
+            self._handlers = self._plain
+
+    def _fault_filter(self) -> FaultFilter:
+        if self._filter is None:
+            self._filter = FaultFilter(self._context, self._plain, self._released, self._pin_filter)
+        return self._filter
+
+    def _pin_filter(self) -> None:
+        assert self._filter is not None
+        self._handlers = self._filter.table
+
+    def _released(self) -> None:
+        """Held commands were handled: publish their SENDs, write their answers."""
+        self._producing.flush_sends()
+        self._host.flush_soon(self)
+        self.faults_changed()
+
+    def hold(self) -> None:
+        """Hold every command until :meth:`release` (the broker is paused)."""
+        self._fault_filter().hold()
+
+    def release(self) -> None:
+        """End a :meth:`hold`: handle what was held, in order."""
+        if self._filter is not None:
+            self._filter.release()
+
+    def drop_input(self) -> None:
+        """The connection stopped reading (a half-open fault): drop every command from now."""
+        self._fault_filter().drop_input()
+
+    def fault_targets(self) -> list[FaultTarget]:
+        """What this connection concerns (its producers' and consumers' topics and names), for
+        a fault armed without a command."""
+        return connection_targets(self._state)
+
+    def heal(self) -> None:
+        """Faults were cleared: commands are read again."""
+        if self._filter is not None:
+            self._filter.heal()
+            self.faults_changed()
 
     def writing_paused(self, paused: bool) -> None:
         """The socket's write buffer crossed its high (True) or low (False) mark."""

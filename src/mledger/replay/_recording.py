@@ -5,7 +5,7 @@
 and the pytest factory), it writes what the broker did as the raw logs ``mledger prepare`` and
 ``mledger replay`` read (docs/replay/inputs.md)::
 
-    DIR/recording.json                     what was recorded, and whether it is complete
+    DIR/recording.json                     what was recorded, whether it is complete, the faults fired
     DIR/produced/part-<session>-<n>.parquet   every stored entry (a chunk of a chunked message
                                            with its chunk_id, num_chunks and uuid)
     DIR/acked/...                          acks that changed a cursor (individual, cumulative,
@@ -57,7 +57,7 @@ import posixpath
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -104,6 +104,8 @@ log = logging.getLogger(__name__)
 
 RECORDING_FILE = "recording.json"
 """The recording's status file, beside the logs."""
+MAX_LISTED_FAULTS = 1000
+"""Injected faults a session lists in ``recording.json`` at most (more are counted only)."""
 FORMAT = "mledger-recording"
 VERSION = 1
 
@@ -413,6 +415,8 @@ class Recorder(RowJournal):
         self._dropped_span: tuple[int, int] | None = None  # first and last drop (ms)
         self._written = dict.fromkeys(_LOGS, 0)
         self._incomplete: tuple[int, str] | None = None
+        self._faults: list[dict[str, object]] = []
+        self._faults_fired = 0
         self._status_dirty = False
         self._closed = False
         self._wake = threading.Event()
@@ -439,6 +443,17 @@ class Recorder(RowJournal):
         """A change the logs cannot express: the recording is incomplete from now."""
         with self._lock:
             self._mark_incomplete(now_ms, f"not recorded: {what}")
+
+    def fault_fired(self, fault: Mapping[str, object], now_ms: int) -> None:
+        """An injected fault fired: listed under the session's ``faults`` in ``recording.json``
+        (the first :data:`MAX_LISTED_FAULTS`, then counted), not a replay event: what the
+        broker did because of it (a refused write, a deleted subscription) is recorded as
+        usual."""
+        with self._lock:
+            if len(self._faults) < MAX_LISTED_FAULTS:
+                self._faults.append(dict(fault))
+            self._faults_fired += 1
+            self._status_dirty = True
 
     # -- lifecycle --------------------------------------------------------------------------------
     def close(self) -> None:
@@ -581,6 +596,9 @@ class Recorder(RowJournal):
                 session["dropped_from_ms"], session["dropped_until_ms"] = self._dropped_span
             if self._incomplete is not None:
                 session["incomplete_since_ms"], session["incomplete_reason"] = self._incomplete
+            if self._faults_fired:
+                session["faults"] = list(self._faults)
+                session["faults_fired"] = self._faults_fired
             if stopped:
                 session["stopped_ms"] = int(time.time() * 1000)
             self._status_dirty = False

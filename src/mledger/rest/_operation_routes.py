@@ -119,6 +119,9 @@ PATH_PARAMETERS: dict[str, PathParameter] = {
     "timestamp": PathParameter(
         "timestamp", Annotated[int, Path(ge=INT64_MIN, le=INT64_MAX, description="epoch milliseconds")], _same
     ),
+    "faultId": PathParameter(
+        "fault_id", Annotated[int, Path(alias="faultId", ge=1, le=INT64_MAX, description="a fault's id")], _same
+    ),
     "expireTimeInSeconds": PathParameter(
         "expire_time_seconds",
         Annotated[int, Path(alias="expireTimeInSeconds", ge=0, le=INT32_MAX, description="seconds")],

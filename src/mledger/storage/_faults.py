@@ -76,17 +76,31 @@ class FaultInjectingStore:
     ``fail_at`` None only counts. Both ``fail_at`` and ``mode`` may be changed between calls
     (e.g. ``store.fail_at = store.writes + n`` after a setup phase). ``writes`` counts the
     writes attempted, the failing one included, none after a crash; ``log`` lists them in
-    order and ``fault`` is the one that failed. Thread-safe: each write is counted and decided
+    order (``keep_log=False``: nothing is listed, for a long-running broker) and ``fault`` is
+    the one that failed.
+
+    ``on_write``, when set, is called with each write's :class:`WriteRecord` before it is
+    performed (outside the lock): it may raise to refuse the write (not performed) or sleep to
+    slow it; the broker's fault registry sets it while store faults are armed
+    (:meth:`mledger.broker.Faults.disk_full`, :meth:`~mledger.broker.Faults.slow_writes`).
+    ``blocking_writes`` is the inner store's unless ``writes_may_block`` is set (slowed
+    writes), so a managed ledger writes on the adding thread exactly when it would without
+    the wrapper. Thread-safe: each write is counted and decided
     under a lock and performed outside it, so concurrent writes still reach the inner store
     together (a :class:`~mledger.storage.SqliteStore` group-commits them); a write in flight
     when another one crashes the store raises :class:`InjectedFault` once performed (the
     process died before it could be confirmed), the way a SIGKILL leaves an unconfirmed write.
     """
 
-    def __init__(self, inner: Store, fail_at: int | None = None, mode: FaultMode = "raise") -> None:
+    def __init__(
+        self, inner: Store, fail_at: int | None = None, mode: FaultMode = "raise", *, keep_log: bool = True
+    ) -> None:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
         self.inner = inner
+        self.keep_log = keep_log
+        self.on_write: Callable[[WriteRecord], None] | None = None
+        self.writes_may_block = False
         self.fail_at = fail_at
         self.mode: FaultMode = mode
         self.writes = 0
@@ -107,6 +121,12 @@ class FaultInjectingStore:
     @max_entry_size.setter
     def max_entry_size(self, value: int) -> None:
         self.inner.max_entry_size = value
+
+    @property
+    def blocking_writes(self) -> bool:
+        """Whether writes may wait (the inner store's, or slowed writes): a managed ledger then
+        hands its adds to a writer thread."""
+        return self.writes_may_block or getattr(self.inner, "blocking_writes", True)
 
     # -- writes -----------------------------------------------------------------------------
     def create_ledger(self) -> int:
@@ -173,12 +193,16 @@ class FaultInjectingStore:
             index = self.writes
             record = WriteRecord(kind, target)
             self.writes += 1
-            self.log.append(record)
+            if self.keep_log:
+                self.log.append(record)
             if self.disk_full:
                 raise sqlite3.OperationalError(DISK_FULL)
             failing = index == self.fail_at
             if failing and not self.mode.endswith("_after"):
                 self._fail(index, record)
+        hook = self.on_write
+        if hook is not None:
+            hook(record)  # may refuse (raise) or slow (sleep) the write
         if not failing:
             result = perform()
             if self.crashed:  # the "process" died while this write was in flight: never confirmed
