@@ -1,4 +1,4 @@
-"""Fifty fault scenarios against the in-process broker with the official client: CPU and wall time.
+"""Fifty-eight fault scenarios against the in-process broker with the official client: CPU and wall time.
 
     python benchmarks/bench_faults.py [--only NAME]
 
