@@ -16,12 +16,14 @@ $(STAMP): pyproject.toml
 demo: check-java $(STAMP)
 	$(VENV)/bin/mledger demo
 
-# Static checks: lint (ruff), types (mypy), the layer and no-cycle import contracts (import-linter).
+# Static checks: lint (ruff), types (mypy), the layer, no-cycle and faces import contracts
+# (import-linter), and docstrings that cite names through faces (faces_codemod.py --check).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/faces_codemod.py --check
 
 # The documentation site (mkdocs.yml: MkDocs + Material + mkdocstrings) into site/, offline,
 # strict: a broken link, a missing page or a docstring cross-reference that resolves nowhere

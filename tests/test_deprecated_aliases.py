@@ -276,3 +276,30 @@ def test_an_old_module_path_named_like_a_public_function_leaves_the_function(
     with pytest.warns(DeprecationWarning):
         importlib.import_module(old)
     assert mledger.replay.generate is function
+
+
+def _changelog_section(release: str) -> str:
+    text = (Path(__file__).resolve().parent.parent / "CHANGELOG.md").read_text(encoding="utf-8")
+    heading = f"### Deprecated: removed in {release}\n"
+    assert heading in text, f"CHANGELOG.md has no {heading.strip()!r} section"
+    return text.split(heading, 1)[1].split("\n### ", 1)[0]
+
+
+def test_the_changelog_names_every_old_module_path_its_removal_release_and_where_to_import_from() -> None:
+    """CHANGELOG.md's deprecation table is MOVED_MODULES, row for row: the release the warning
+    names, the package the warning advises."""
+    listed: dict[str, str] = {}
+    for package, leaves, instead in re.findall(
+        r"^\| `([\w.]+)`: (.*?) \| `([\w.]+)` \|$", _changelog_section(RELEASE), re.M
+    ):
+        for leaf in re.findall(r"`(\w+)`", leaves):
+            listed[f"{package}.{leaf}"] = instead
+    expected = {f"mledger.{old}": deprecation._public(new) for old, new in MOVED_MODULES.items()}
+    assert listed == expected
+
+
+def test_the_changelog_names_every_renamed_method_and_attribute() -> None:
+    section = _changelog_section(RELEASE)
+    for old in ("add_framed_entries", "add_framed_entries_async", "async_add_framed_entries", "add_repeated_entries"):
+        assert f"`ManagedLedger.{old}(" in section
+    assert "`DispatcherStats.replay_queue_size`" in section

@@ -15,7 +15,9 @@ How a fenced block runs, by its language:
   and stops it at the end. Full-line comments after a command are its expected output: each must
   match an output line, in order; ``...`` matches anything, and a note in parentheses after two
   or more spaces (``   (412)``) is not part of the output.
-* ``json``: must parse. Blocks without a language (layouts, diagrams) are text.
+* ``json``: must parse. ``yaml``: must parse, and a mapping with a ``faults`` key must be a valid
+  fault scenario (``mledger.broker.parse_scenario``). Blocks without a language (layouts,
+  diagrams) are text.
 
 Markers, HTML comments on the lines right before a block (invisible on GitHub, visible in the
 source):
@@ -351,7 +353,7 @@ def test_markers_are_known_and_skips_give_a_reason() -> None:
                 if word == "prelude":
                     assert arg in PRELUDES, f"{block.id}: no prelude {arg!r}"
             if block.lang and block.marker("skip") is None:
-                assert block.lang in ("python", "bash", "json", "text"), f"{block.id}: no runner for {block.lang!r}"
+                assert block.lang in ("python", "bash", "json", "yaml", "text"), f"{block.id}: no runner for {block.lang!r}"
 
 
 def site_pages() -> set[Path]:
@@ -392,6 +394,16 @@ def test_example_runs(chain: list[Block], tmp_path: Path) -> None:
     if first.lang == "json":
         for block in chain:
             json.loads(block.code)
+        return
+    if first.lang == "yaml":
+        import yaml
+
+        from mledger.broker import parse_scenario
+
+        for block in chain:
+            data = yaml.safe_load(block.code)
+            if isinstance(data, dict) and "faults" in data:
+                parse_scenario(data, block.id)
         return
     if first.lang == "python":
         run_python(chain, tmp_path)

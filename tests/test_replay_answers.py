@@ -220,4 +220,31 @@ def test_cli_defaults_option_and_a_preset_sweep_sharing_one_replay(tmp_path: Any
     assert recorded["ledger"]["persist_individual_ack_as_long_array"] is True
     assert recorded["ledger"]["max_unacked_ranges_to_persist"] == 5
     presets = [ReplaySettings().with_values({"defaults": name}) for name in PULSAR]
-    assert shared_groups(presets) == [[0, 1, 2, 3]]  # presets differ in persistence only: one replay
+    # 3.0 and 4.0 ship acknowledgmentAtBatchIndexLevelEnabled=false, 4.1 and newest true: that
+    # changes what an ack does, so two replays; within each pair only persistence differs
+    assert shared_groups(presets) == [[0, 1], [2, 3]]
+
+
+@pytest.mark.parametrize(
+    ("preset", "crash", "unload", "long_array_cuts"),
+    [
+        # 4.1: long arrays, the first ledger always kept (getAndAdd): a crash loses nothing; a
+        # close writes the node, range format N + 1 = 2 of 3 ranges (entry 6 lost) and the
+        # batch state, which 4.1 does not read back (entry 3's two acked messages lost)
+        ("pulsar-4.1", (0, 0), (3, 2), 0),
+        # master: not even the first ledger fits (addAndGet), the range format capped at 1
+        # (entries 4 and 6 lost); the node's batch state is read back (#26474)
+        ("pulsar-newest", (2, 2), (2, 2), 0),
+    ],
+)
+def test_crash_and_unload_figures_per_preset_in_messages_and_entries(
+    preset: str, crash: tuple[int, int], unload: tuple[int, int], long_array_cuts: int
+) -> None:
+    table = events([2, 4, 6], batch={3: 5}, index_acks=[(3, 0), (3, 1)])
+    row = cursor(table, defaults=preset, max_unacked_ranges_to_persist="1")
+    assert (row["redelivered_after_crash"], row["redelivered_after_crash_entries"]) == crash
+    assert (row["redelivered_after_crash_limits"], row["redelivered_after_crash_limits_entries"]) == crash
+    assert row["redelivered_after_crash"] == row["redelivered_after_restart"]  # the old name, one release
+    assert (row["redelivered_after_unload"], row["redelivered_after_unload_entries"]) == unload
+    assert row["redelivered_after_unload_max"] >= unload[0] and row["redelivered_after_unload_max_at_ms"] is not None
+    assert row["persist_long_array_truncated"] == long_array_cuts

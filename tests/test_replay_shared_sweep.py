@@ -103,11 +103,16 @@ def test_behaviour_ignores_exactly_the_persistence_keys() -> None:
         other = {bool: "true" if not current else "false", int: "7", str: "LZ4"}.get(type(current), "range")
         if key == "individual_ack_format":
             other = "auto"
+        if key == "restart_as":
+            other = "pulsar-4.0"
         changed = BASE.with_values({key: other})
         assert changed.value(key) != current and behaviour(changed) == behaviour(BASE), key
     for key, value in (("throttle_mark_delete", "0"), ("deletion_at_batch_index_level_enabled", "false"),
                        ("deduplication", "false"), ("segment_rows", "3"), ("emit_state", "false")):
         assert behaviour(BASE.with_values({key: value})) != behaviour(BASE), key
+    # pulsar_rules: rows with the same cursor behaviour share a replay, mledger's own rules do not
+    rows = [BASE.with_values({"pulsar_rules": name}) for name in ("pulsar-3.0", "pulsar-newest")]
+    assert behaviour(rows[0]) == behaviour(rows[1]) != behaviour(BASE)
 
 
 def test_only_the_cursor_state_store_reads_the_persistence_keys() -> None:

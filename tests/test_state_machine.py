@@ -93,3 +93,18 @@ def test_the_connection_refusal_stays_a_local_protocol_error() -> None:
     refused = StateTransitionError(ConnectionState.CLOSED, ConnectionEvent.ACCEPT)
     assert isinstance(refused, LocalProtocolError) and isinstance(refused, TransitionRefusedError)
     assert str(refused) == "no transition for accept_connect in state closed"
+
+
+def test_a_machine_named_by_its_class_prefixes_the_default_message_with_its_name() -> None:
+    class BulbError(TransitionRefusedError):
+        machine = "bulb"
+
+    table = TransitionTable({}, BulbError)
+    with pytest.raises(BulbError, match="^bulb: no transition from off on down$"):
+        table.next_state(Light.OFF, Flip.DOWN)
+    assert str(CursorLifecycleError(CursorLifecycle.DELETED, CursorEvent.DELETE)) == (
+        "cursor lifecycle: no transition from Deleted on delete"
+    )
+    assert str(WriteStateError(WriteState.OPEN, WriteEvent.CLOSE_DONE)) == (
+        "managed ledger write state: no transition from LedgerOpened on close done"
+    )

@@ -1,16 +1,13 @@
 """mledger: an embeddable model of Apache Pulsar's managed ledger and its cursors."""
 
 from ._moved import MOVED_MODULES as _MOVED_MODULES
-from .codec._entry import Entry as Entry, EntryMetadata as EntryMetadata
-from .codec._messageid import MessageId as MessageId
-from .core import _deprecation as _deprecation
-from .core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from .core._config import (
-    ManagedLedgerConfig as ManagedLedgerConfig,
-    ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
-)
-from .core._errors import (
+from .codec import Entry as Entry, EntryMetadata as EntryMetadata, MessageId as MessageId
+from .core import (
+    EARLIEST as EARLIEST,
+    LATEST as LATEST,
+    AckRangeSet as AckRangeSet,
     BadVersionError as BadVersionError,
+    Clock as Clock,
     ConcurrentResetError as ConcurrentResetError,
     ConfigError as ConfigError,
     CursorAlreadyClosedError as CursorAlreadyClosedError,
@@ -21,20 +18,24 @@ from .core._errors import (
     InvalidRequestError as InvalidRequestError,
     LedgerNotFoundError as LedgerNotFoundError,
     ManagedLedgerClosedError as ManagedLedgerClosedError,
+    ManagedLedgerConfig as ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig as ManagedLedgerFactoryConfig,
     ManagedLedgerTerminatedError as ManagedLedgerTerminatedError,
+    ManualClock as ManualClock,
     MarkDeletingMarkedPositionError as MarkDeletingMarkedPositionError,
     MissingExtraError as MissingExtraError,
     MLedgerError as MLedgerError,
     NotAllowedError as NotAllowedError,
     NotFoundError as NotFoundError,
     PermissionDeniedError as PermissionDeniedError,
+    Position as Position,
     PreconditionFailedError as PreconditionFailedError,
     StateCorruptedError as StateCorruptedError,
     StoreLockedError as StoreLockedError,
+    SystemClock as SystemClock,
     UnauthenticatedError as UnauthenticatedError,
+    moved_modules as _moved_modules,
 )
-from .core._position import EARLIEST as EARLIEST, LATEST as LATEST, Position as Position
-from .core._ranges import AckRangeSet as AckRangeSet
 from .managed_ledger import (
     KEEP_PROPERTIES as KEEP_PROPERTIES,
     CursorStateRevisionController as CursorStateRevisionController,
@@ -118,4 +119,4 @@ __all__ = [
 ]
 
 # Old module paths kept one release: importing one warns and names the new path.
-_deprecation.moved_modules(__name__, _MOVED_MODULES)
+_moved_modules(__name__, _MOVED_MODULES)

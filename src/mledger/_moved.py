@@ -1,6 +1,6 @@
 """Old module paths of mledger and the private modules they became (one release: importing an
 old path warns once and names the public package to import from; see
-:func:`mledger.core._deprecation.moved_modules`)."""
+:func:`mledger.core.moved_modules`)."""
 
 MOVED_MODULES: dict[str, str] = {
     "admin.api": "mledger.admin._api",

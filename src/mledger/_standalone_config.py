@@ -5,10 +5,10 @@ Theory of operation
 :data:`PULSAR_KEYS` is the one table from Pulsar's key names to mledger's settings: each
 :class:`Key` names the setting(s) it fills (``section.field``: ``server``, ``protocol``,
 ``broker`` (:class:`~mledger.broker.BrokerConfig`), ``ledger``
-(:class:`~mledger.core._config.ManagedLedgerConfig`), ``factory``
-(:class:`~mledger.core._config.ManagedLedgerFactoryConfig`), ``authentication``
-(:class:`~mledger.admin._authentication.AuthenticationSettings`), ``tls``
-(:class:`~mledger.core._tls.TlsSettings`)) and how its text is read and written back (units:
+(:class:`~mledger.core.ManagedLedgerConfig`), ``factory``
+(:class:`~mledger.core.ManagedLedgerFactoryConfig`), ``authentication``
+(:class:`~mledger.admin.AuthenticationSettings`), ``tls``
+(:class:`~mledger.core.TlsSettings`)) and how its text is read and written back (units:
 Pulsar's minutes are mledger's milliseconds).
 
 :func:`read_pulsar_conf` parses the file (Java properties as Pulsar reads them: ``key=value`` or
@@ -25,7 +25,7 @@ line's overrides (``section.field`` -> value) and validates the result into a fr
 :class:`StandaloneSettings`; :func:`render_settings` writes it back in the file's format
 (``--print-config``). Every number of the file is first checked against the Java type Pulsar
 gives the key and its ``@FieldContext`` bounds (:func:`check_java_value`). A bad value raises
-:class:`~mledger.core._errors.ConfigError` naming the key and the value.
+:class:`~mledger.core.ConfigError` naming the key and the value.
 :func:`authorization_from_settings` maps ``authorizationEnabled`` / ``superUserRoles`` onto
 :class:`~mledger.admin.Authorization`.
 
@@ -44,19 +44,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .admin import Authorization
-from .admin._authentication import AuthenticationSettings
-from .admin._files import read_setting_file
-from .broker import BrokerConfig
-from .broker._config import BROKER_MANAGED_LEDGER_CONFIG
-from .core._address import DEFAULT_HOST, MAX_PORT
-from .core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from .core._errors import ConfigError
-from .core._ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
-from .core._suggest import did_you_mean
-from .core._tls import TlsSettings
+from .admin import AuthenticationSettings, Authorization, read_setting_file
+from .broker import BROKER_MANAGED_LEDGER_CONFIG, BrokerConfig
+from .core import (
+    DEFAULT_HOST,
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    MAX_PORT,
+    ConfigError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig,
+    TlsSettings,
+    did_you_mean,
+)
 from .protocol import ListenerUrls, ProtocolConfig, fit_to_descriptors, parse_advertised_listeners
-from .rest._server import PULSAR_MAX_CONCURRENT_HTTP_REQUESTS, PULSAR_MAX_HTTP_SERVER_CONNECTIONS
+from .rest import PULSAR_MAX_CONCURRENT_HTTP_REQUESTS, PULSAR_MAX_HTTP_SERVER_CONNECTIONS
 
 __all__ = [
     "PULSAR_KEYS",
@@ -438,7 +442,7 @@ class PulsarConf:
 
 def read_pulsar_conf(path: str | Path, *, strict: bool = False) -> PulsarConf:
     """Parse ``path`` (see the module docstring), a file of at most
-    :data:`~mledger.admin._files.MAX_SETTING_FILE_BYTES`. :class:`ConfigError` if it cannot be
+    :data:`~mledger.admin.MAX_SETTING_FILE_BYTES`. :class:`ConfigError` if it cannot be
     read, a line has no key, or (``strict``, ``--strict-config``) a key is not Pulsar's."""
     try:
         text = read_setting_file(path, "the config file").decode("utf-8")

@@ -22,16 +22,16 @@ credentials); topics in other namespaces need the tenant and namespace created f
 (``PUT /admin/v2/tenants/{tenant}``, ``PUT /admin/v2/namespaces/{tenant}/{ns}``).
 ``--config`` reads Pulsar's ``broker.conf`` / ``standalone.conf`` (:mod:`mledger._standalone_config`;
 the options override it), ``--print-config`` prints the effective settings. The TLS ports serve
-``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core._tls`).
+``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core`).
 ``--record DIR`` records what the broker does as the replay's raw logs
-(:mod:`mledger.replay._recording`, imported only then: it needs the ``replay`` extra).
+(:mod:`mledger.replay`, imported only then: it needs the ``replay`` extra).
 ``--fault-injection`` lets tests make the broker misbehave on purpose over REST
 (``/admin/v2/mledger/faults``, superusers only under authorization; ``mledger-admin faults``);
 ``--faults FILE`` (implies it) arms a scenario file's faults at start, ``--fault-seed`` seeds
 their random draws (docs/faults.md).
 At start the soft file descriptor limit is raised to the hard one; the ports stop accepting
 (connections wait in the backlog) before the descriptors run out, and close connections that
-send nothing within ``firstByteTimeoutSeconds`` (:mod:`mledger.protocol._acceptor`).
+send nothing within ``firstByteTimeoutSeconds`` (:mod:`mledger.protocol`).
 SIGTERM or SIGINT stops it gracefully: no new connections, the admin calls in flight finish,
 the appends in flight are stored and answered, then the broker and the store close.
 
@@ -60,20 +60,15 @@ from ._standalone_config import (
     read_pulsar_conf as read_pulsar_conf,
     render_settings,
 )
-from .admin._authentication import (
+from .admin import (
     AuthenticationSettings,
     Authenticator,
     add_authentication_arguments,
     basic_auth_conf_from_env,
     build_authenticator,
 )
-from .broker import Broker, BrokerConfig, Faults, open_broker
-from .broker._journal import BrokerJournal
-from .broker._namespaces import STANDALONE_NAMESPACES
-from .core._address import parse_bind
-from .core._config import ManagedLedgerFactoryConfig
-from .core._errors import ConfigError
-from .core._tls import TlsSettings
+from .broker import STANDALONE_NAMESPACES, Broker, BrokerConfig, BrokerJournal, Faults, open_broker
+from .core import ConfigError, ManagedLedgerFactoryConfig, TlsSettings, parse_bind
 from .protocol import (
     ClientAuth,
     EmbeddedBroker,
@@ -84,16 +79,14 @@ from .protocol import (
     parse_advertised_listeners,
     raise_descriptor_limit,
 )
-from .rest._auth import RoleResolver, checked_role_resolver
-from .rest._deferred import DeferredApp
-from .rest._server import AdminServer
+from .rest import AdminServer, DeferredApp, RoleResolver, checked_role_resolver
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from .admin import Authorization
     from .broker import FaultScenario
-    from .replay._recording import RecordSettings
+    from .replay import RecordSettings
 
 __all__ = [
     "PULSAR_KEYS",
@@ -115,13 +108,13 @@ class Standalone:
     """A broker with the protocol server and the REST admin in front of it.
 
     ``data_dir`` None keeps everything in memory. ``tokens`` (token -> role) and
-    ``authentication`` (the providers, :class:`~mledger.admin._authentication.AuthenticationSettings`)
+    ``authentication`` (the providers, :class:`~mledger.admin.AuthenticationSettings`)
     turn on authentication on both servers, through one identity table, and need
     ``authorization``, which decides what each role may do: credentials alone would be demanded
     on the protocol port and leave the admin API open, so they raise
-    :class:`~mledger.core._errors.ConfigError` (as ``mledger-admin serve`` does).
+    :class:`~mledger.core.ConfigError` (as ``mledger-admin serve`` does).
     ``record`` (a directory) records what the broker does as the replay's raw logs, written as
-    ``record_settings`` say (see :mod:`mledger.replay._recording`).
+    ``record_settings`` say (see :mod:`mledger.replay`).
     ``advertised_listeners`` and ``internal_listener_name`` are Pulsar's ``advertisedListeners``
     and ``internalListenerName`` (see :class:`~mledger.protocol.ProtocolConfig`): the addresses
     lookups answer, on the binary protocol and over HTTP (``/lookup/v2/topic/...``); given, they
@@ -277,8 +270,8 @@ def _admin_app(
     """The admin REST app of a standalone: ``broker``'s admin, the protocol server's metrics on
     ``/metrics`` and its addresses on the HTTP lookup. Imports FastAPI and the admin operations."""
     from .admin import Admin
-    from .metrics._protocol import ProtocolCollector
-    from .rest._app import create_app
+    from .metrics import ProtocolCollector
+    from .rest import create_app
 
     return create_app(
         Admin(broker, authorization),
@@ -303,7 +296,7 @@ def _admin_limits(
 
 
 def recorder(record: str | Path | None, settings: RecordSettings | None = None) -> BrokerJournal | None:
-    """A :class:`~mledger.replay._recording.Recorder` writing into ``record`` (None: no
+    """A :class:`~mledger.replay.Recorder` writing into ``record`` (None: no
     recording, and nothing of the replay package imported)."""
     if record is None:
         return None
@@ -311,8 +304,10 @@ def recorder(record: str | Path | None, settings: RecordSettings | None = None) 
 
 
 def _recording_module() -> Any:
+    """:mod:`mledger.replay` with its recorder loaded, or :class:`ConfigError` without the replay extra."""
     try:
-        from .replay import _recording as recording
+        from . import replay as recording
+        from .replay import Recorder  # noqa: F401 -- lazy in the face: this loads the recorder (pyarrow)
     except ImportError as exc:  # pyarrow: the replay extra
         raise ConfigError(f"recording needs mledger's replay extra: pip install 'mledger[replay]' ({exc})") from None
     return recording
@@ -328,7 +323,7 @@ class EmbeddedStandalone(EmbeddedBroker):
     >>> with EmbeddedStandalone() as broker:      # doctest: +SKIP
     ...     httpx.put(f"{broker.admin_url}/admin/v2/persistent/public/default/t/partitions", json=3)
 
-    ``tokens`` without ``authorization`` raise :class:`~mledger.core._errors.ConfigError` (see
+    ``tokens`` without ``authorization`` raise :class:`~mledger.core.ConfigError` (see
     :class:`Standalone`).
     """
 
@@ -393,7 +388,7 @@ def _checked_roles(
     option: str,
     config: BrokerConfig | None,
 ) -> RoleResolver:
-    """The REST role resolver after the start-up checks (:func:`~mledger.rest._auth.checked_role_resolver`);
+    """The REST role resolver after the start-up checks (:func:`~mledger.rest.checked_role_resolver`);
     runs before anything is opened."""
     return checked_role_resolver(authenticator, authorization is not None, config, option=option)
 

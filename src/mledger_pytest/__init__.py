@@ -13,7 +13,7 @@ Fixtures:
   (``pulsar_broker.faults.fail_next("PRODUCER", error="TopicNotFound")``; docs/faults.md).
 * ``pulsar_broker_factory``: ``pulsar_broker_factory(**options)`` starts one with options
   (``data_dir``, ``broker_config``, ``tokens``, ``authentication`` (an
-  :class:`~mledger.admin._authentication.AuthenticationSettings`: JWT, basic, anonymous role),
+  :class:`~mledger.admin.AuthenticationSettings`: JWT, basic, anonymous role),
   ``authorization``, ``manual_clock``, ``record`` and ``record_settings``: record what the
   broker does as the replay's raw logs; ``faults`` and ``fault_seed``: faults armed once it
   started); all are stopped after the test (a recording is complete once its broker stopped).
@@ -23,7 +23,7 @@ Fixtures:
 
 The marker ``@pytest.mark.pulsar_faults(*faults, seed=None)`` arms faults declaratively on the
 brokers the test starts (each fault a mapping of its fields or a model of
-:mod:`mledger.broker._fault_specs`; a string is a scenario file). Each test gets its own broker,
+:mod:`mledger.broker`; a string is a scenario file). Each test gets its own broker,
 so faults never outlive a test; before a broker stops its faults are cleared (a pause ends,
 half-open connections heal), so stopping is quick. When a test using a broker fails, its report
 has a section ``mledger faults`` with each broker's seed and the faults that fired.

@@ -1,7 +1,7 @@
 """The admin API: request models, authorization and ``Admin.topics``.
 
 Admin logic lives in :mod:`mledger.admin._topics` once; the ``mledger-admin`` CLI
-(:mod:`mledger.cli._admin`) and the REST server (:mod:`mledger.rest`) call it. :class:`RemoteAdmin` is the same API over HTTP, against a
+(:mod:`mledger.cli`) and the REST server (:mod:`mledger.rest`) call it. :class:`RemoteAdmin` is the same API over HTTP, against a
 ``mledger-admin serve`` (httpx, the ``client`` extra). Every error carries ``http_status``, the
 status Pulsar's REST API answers with.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core._lazy import lazy_getattr
+from ..core import lazy_getattr
 
 if TYPE_CHECKING:
-    from ..broker._retention import RetentionPolicies as RetentionPolicies
+    from ..broker import RetentionPolicies as RetentionPolicies
     from ._api import Admin as Admin
     from ._auth import (
         WILDCARD as WILDCARD,
@@ -21,10 +21,46 @@ if TYPE_CHECKING:
         NamespaceOperation as NamespaceOperation,
         TopicOperation as TopicOperation,
     )
+    from ._authentication import (
+        AuthenticationError as AuthenticationError,
+        AuthenticationSettings as AuthenticationSettings,
+        AuthenticationThrottledError as AuthenticationThrottledError,
+        Authenticator as Authenticator,
+        Credentials as Credentials,
+        TokenProvider as TokenProvider,
+        add_authentication_arguments as add_authentication_arguments,
+        basic_auth_conf_from_env as basic_auth_conf_from_env,
+        build_authenticator as build_authenticator,
+        common_name as common_name,
+        load_token_file as load_token_file,
+        read_key as read_key,
+        settings_from_args as settings_from_args,
+    )
+    from ._bodies import (
+        REQUESTS as REQUESTS,
+        RESPONSES as RESPONSES,
+        json_bytes as json_bytes,
+        parse_bool_body as parse_bool_body,
+    )
     from ._errors import SubscriptionAlreadyExistsError as SubscriptionAlreadyExistsError
+    from ._files import MAX_SETTING_FILE_BYTES as MAX_SETTING_FILE_BYTES, read_setting_file as read_setting_file
     from ._messaging import Messaging as Messaging
     from ._namespaces import Namespaces as Namespaces
-    from ._remote import RemoteAdmin as RemoteAdmin
+    from ._operations import (
+        NON_PERSISTENT_BASE as NON_PERSISTENT_BASE,
+        OPERATIONS as OPERATIONS,
+        AdminOperation as AdminOperation,
+        Group as Group,
+        by_verb as by_verb,
+        operations as operations,
+    )
+    from ._policies import (
+        BacklogQuotaData as BacklogQuotaData,
+        InactiveTopicPoliciesData as InactiveTopicPoliciesData,
+        RetentionPoliciesData as RetentionPoliciesData,
+        backlog_quotas_json as backlog_quotas_json,
+    )
+    from ._remote import LOCAL_ONLY_COMMANDS as LOCAL_ONLY_COMMANDS, RemoteAdmin as RemoteAdmin
     from ._requests import (
         PAYLOAD_ERROR_PREFIX as PAYLOAD_ERROR_PREFIX,
         MessageIdItem as MessageIdItem,
@@ -46,11 +82,16 @@ if TYPE_CHECKING:
     )
     from ._topics import CancelDelayedMessageResult as CancelDelayedMessageResult, Topics as Topics
     from ._transport import AsyncRemoteAdmin as AsyncRemoteAdmin
+    from ._wire import (
+        CANCEL_RESULTS_HEADER as CANCEL_RESULTS_HEADER,
+        ROLE_HEADER as ROLE_HEADER,
+        ErrorBody as ErrorBody,
+    )
 
 # imported on first use (PEP 562): ``mledger standalone`` needs the authentication and
 # authorization modules at start-up, not the admin operations, their stats models or httpx
 _LAZY = {
-    "RetentionPolicies": "..broker._retention",
+    "RetentionPolicies": "..broker",
     "Admin": "._api",
     "WILDCARD": "._auth",
     "Authorization": "._auth",
@@ -78,6 +119,39 @@ _LAZY = {
     "TopicStatsData": "._stats",
     "CancelDelayedMessageResult": "._topics",
     "Topics": "._topics",
+    "AdminOperation": "._operations",
+    "AuthenticationError": "._authentication",
+    "AuthenticationSettings": "._authentication",
+    "AuthenticationThrottledError": "._authentication",
+    "Authenticator": "._authentication",
+    "BacklogQuotaData": "._policies",
+    "CANCEL_RESULTS_HEADER": "._wire",
+    "Credentials": "._authentication",
+    "ErrorBody": "._wire",
+    "Group": "._operations",
+    "InactiveTopicPoliciesData": "._policies",
+    "LOCAL_ONLY_COMMANDS": "._remote",
+    "NON_PERSISTENT_BASE": "._operations",
+    "REQUESTS": "._bodies",
+    "RESPONSES": "._bodies",
+    "ROLE_HEADER": "._wire",
+    "RetentionPoliciesData": "._policies",
+    "TokenProvider": "._authentication",
+    "add_authentication_arguments": "._authentication",
+    "backlog_quotas_json": "._policies",
+    "basic_auth_conf_from_env": "._authentication",
+    "build_authenticator": "._authentication",
+    "by_verb": "._operations",
+    "json_bytes": "._bodies",
+    "load_token_file": "._authentication",
+    "operations": "._operations",
+    "parse_bool_body": "._bodies",
+    "read_key": "._authentication",
+    "read_setting_file": "._files",
+    "settings_from_args": "._authentication",
+    "MAX_SETTING_FILE_BYTES": "._files",
+    "OPERATIONS": "._operations",
+    "common_name": "._authentication",
 }
 
 

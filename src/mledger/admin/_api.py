@@ -6,19 +6,18 @@ checked for ``role`` before anything is read or changed (401 without a role, 403
 permission; see :mod:`mledger.admin._auth`). ``admin.as_role("other")`` is the same admin acting
 for another role (what an HTTP front end does per request).
 
-The operations live in :class:`~mledger.admin._topics.Topics` (``admin.topics``),
-:class:`~mledger.admin._namespaces.Namespaces` (``admin.namespaces``: policies, permissions),
+The operations live in :class:`~mledger.admin.Topics` (``admin.topics``),
+:class:`~mledger.admin.Namespaces` (``admin.namespaces``: policies, permissions),
 :mod:`~mledger.admin._tenants` (``admin.tenants``, ``admin.clusters``) and, for
-trying things out, :class:`~mledger.admin._messaging.Messaging` (``admin.messaging``). Every
-error they raise is an :class:`~mledger.core._errors.MLedgerError` carrying ``http_status``.
+trying things out, :class:`~mledger.admin.Messaging` (``admin.messaging``). Every
+error they raise is an :class:`~mledger.core.MLedgerError` carrying ``http_status``.
 Thread-safe as far as the broker is: the admin itself holds no mutable state.
 """
 
 from __future__ import annotations
 
-from ..broker import Broker
-from ..broker._names import TopicName
-from ..core._errors import ConfigError, PermissionDeniedError, UnauthenticatedError
+from ..broker import Broker, TopicName
+from ..core import ConfigError, PermissionDeniedError, UnauthenticatedError
 from ._auth import Authorization, NamespaceOperation, TopicOperation
 from ._faults import FaultsAdmin
 from ._messaging import Messaging
@@ -33,7 +32,7 @@ __all__ = ["Admin"]
 class Admin:
     """Admin operations on ``broker``, authorized for ``role`` when ``authorization`` is given.
 
-    Raises :class:`~mledger.core._errors.ConfigError` for arguments of the wrong type.
+    Raises :class:`~mledger.core.ConfigError` for arguments of the wrong type.
     """
 
     def __init__(self, broker: Broker, authorization: Authorization | None = None, role: str | None = None) -> None:

@@ -39,8 +39,8 @@ Topic names in grants are normalised like the names in calls (``orders`` is
 
 Authorization is *off* when the :class:`~mledger.admin.Admin` has none (embedded use: every
 call is allowed) and *on* when one is given. When on, a call without a role raises
-:class:`~mledger.core._errors.UnauthenticatedError` (401) and a role without the operation
-:class:`~mledger.core._errors.PermissionDeniedError` (403); both are raised before anything is
+:class:`~mledger.core.UnauthenticatedError` (401) and a role without the operation
+:class:`~mledger.core.PermissionDeniedError` (403); both are raised before anything is
 changed. The messages are Pulsar's (``PulsarWebResource.validateTopicOperationAsync``); Pulsar
 itself answers a denied topic operation with 401, PIP-423 documents 403, and mledger uses 403.
 
@@ -60,8 +60,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..broker._names import TopicName
-from ..core._errors import ConfigError, PermissionDeniedError, UnauthenticatedError
+from ..broker import TopicName
+from ..core import ConfigError, PermissionDeniedError, UnauthenticatedError
 from ._files import read_setting_file
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ class Authorization:
 
     ``permissions``: ``{role: {resource: operations}}`` where a resource is a topic name, a
     namespace ``tenant/namespace`` or ``"*"``, and operations are enum members or their names.
-    Construction validates everything and raises :class:`~mledger.core._errors.ConfigError`.
+    Construction validates everything and raises :class:`~mledger.core.ConfigError`.
     Checks are O(1) (a few dictionary look-ups).
 
     >>> auth = Authorization({"ops": {"orders": {TopicOperation.SKIP}}}, super_user_roles={"root"})
@@ -227,7 +227,7 @@ class Authorization:
     def from_json(cls, source: str | Path | Mapping[str, Any]) -> Authorization:
         """From the file form: a path, JSON text, or an already-decoded mapping.
 
-        Raises :class:`~mledger.core._errors.ConfigError` for unreadable files, bad JSON or bad content.
+        Raises :class:`~mledger.core.ConfigError` for unreadable files, bad JSON or bad content.
         """
         data: Any = source
         if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):

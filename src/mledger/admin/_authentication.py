@@ -5,7 +5,7 @@ Theory of operation
 One identity table serves both servers. :class:`AuthenticationSettings` is the frozen
 configuration (Pulsar's ``broker.conf`` names in snake_case, so a ``standalone.conf`` reader can
 fill it); :meth:`Authenticator.from_settings` loads and validates it once (key files, the token
-file, the ``.htpasswd`` file) and raises :class:`~mledger.core._errors.ConfigError` naming the bad
+file, the ``.htpasswd`` file) and raises :class:`~mledger.core.ConfigError` naming the bad
 value. Each provider answers one Pulsar auth method name behind :class:`AuthenticationProvider`:
 
 * ``token``: literal tokens (the token file ``{"<token>": "<role>"}``, compared in constant time
@@ -59,10 +59,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from ..core._errors import ConfigError, UnauthenticatedError
-from ..core._futures import chain, settled
-from ..core._ints import INT32_MAX
-from ..core._tls import parse_subject_name
+from ..core import INT32_MAX, ConfigError, UnauthenticatedError, chain, parse_subject_name, settled
 from ._failure_limiter import FailureLimiter, Outcome
 from ._files import read_setting_file
 from ._password_pool import (

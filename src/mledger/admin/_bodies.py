@@ -3,7 +3,7 @@
 
 A request kind (:data:`REQUESTS`) is read by the REST server from the raw body into the argument
 the admin call takes, with Pulsar's error messages (400 ``InvalidRequestError``), and written by
-:class:`~mledger.admin._remote.RemoteAdmin` from that argument; ``schema``, ``description`` and
+:class:`~mledger.admin.RemoteAdmin` from that argument; ``schema``, ``description`` and
 ``required`` document it in ``/openapi.json``. A response kind (:data:`RESPONSES`) is written by
 the server from what the admin call returns (compact JSON, as Pulsar's Jackson writes it) and read
 back by ``RemoteAdmin`` from the decoded JSON into the same value (``ValueError``, ``TypeError``,
@@ -22,16 +22,25 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType
-from ..broker._compaction import CompactionStatus, LongRunningProcessStatus
-from ..broker._fault_specs import FaultScenario, FaultSpecError, parse_fault, parse_scenario
-from ..broker._faults import ArmedFault, FaultStats, FiredFault
-from ..broker._inactive_topics import InactiveTopicPolicies
-from ..broker._retention import RetentionPolicies
-from ..broker._schema_compat import SchemaCompatibilityStrategy
-from ..broker._tenants import TenantInfo
-from ..codec._messageid import MessageId
-from ..core._errors import InvalidRequestError
+from ..broker import (
+    ArmedFault,
+    BacklogQuota,
+    BacklogQuotaType,
+    CompactionStatus,
+    FaultScenario,
+    FaultSpecError,
+    FaultStats,
+    FiredFault,
+    InactiveTopicPolicies,
+    LongRunningProcessStatus,
+    RetentionPolicies,
+    SchemaCompatibilityStrategy,
+    TenantInfo,
+    parse_fault,
+    parse_scenario,
+)
+from ..codec import MessageId
+from ..core import InvalidRequestError
 from ._nonpersistent import NonPersistentTopicStatsData
 from ._policies import (
     BacklogQuotaData,

@@ -1,4 +1,4 @@
-"""What the parts of the admin API need from the :class:`~mledger.admin._api.Admin` that owns them.
+"""What the parts of the admin API need from the :class:`~mledger.admin.Admin` that owns them.
 
 ``Admin`` builds its parts (``admin.topics``, ``admin.messaging``) and hands each itself as an
 :class:`AdminContext`: the broker, and the authentication and authorization checks every call
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..broker import Broker
-from ..broker._names import TopicName
+from ..broker import Broker, TopicName
 from ._auth import NamespaceOperation, TopicOperation
 
 __all__ = ["AdminContext"]

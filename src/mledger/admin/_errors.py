@@ -1,8 +1,8 @@
-"""Admin conditions with no class in :mod:`mledger.core._errors` (each subclasses ``MLedgerError``)."""
+"""Admin conditions with no class in :mod:`mledger.core` (each subclasses ``MLedgerError``)."""
 
 from __future__ import annotations
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 
 __all__ = ["ExpiryNotIssuedError", "SubscriptionAlreadyExistsError"]
 

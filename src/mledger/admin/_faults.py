@@ -17,7 +17,7 @@ Every call needs a superuser when authorization is on (making the broker misbeha
 operation), then a broker started with fault injection (``mledger standalone
 --fault-injection`` or ``--faults FILE``; the pytest fixture has it on): otherwise 404, as if the
 path did not exist, with a reason saying how to turn it on. The faults themselves are
-:mod:`mledger.broker._fault_specs`; invalid ones are 400 naming the field.
+:mod:`mledger.broker`; invalid ones are 400 naming the field.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core._errors import ConfigError
+from ..core import ConfigError
 
 __all__ = ["MAX_SETTING_FILE_BYTES", "read_setting_file"]
 
@@ -17,7 +17,7 @@ file or ``broker.conf`` (Pulsar's is 80 KB), far below what would exhaust memory
 
 def read_setting_file(path: str | Path, setting: str, limit: int = MAX_SETTING_FILE_BYTES) -> bytes:
     """The bytes of ``path``, the file ``setting`` names. Blocking; reads at most ``limit`` + 1
-    bytes. :class:`~mledger.core._errors.ConfigError` naming ``setting`` and the path when the
+    bytes. :class:`~mledger.core.ConfigError` naming ``setting`` and the path when the
     file cannot be read or holds more than ``limit`` bytes (``/dev/zero``, a FIFO fed forever)."""
     try:
         with open(path, "rb") as f:

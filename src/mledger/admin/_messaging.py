@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..broker import InitialPosition, Message, SubscriptionType
-from ..codec._messageid import MessageId
-from ..core._errors import InvalidRequestError
+from ..codec import MessageId
+from ..core import InvalidRequestError
 from ._auth import TopicOperation
 from ._context import AdminContext
 

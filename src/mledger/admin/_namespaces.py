@@ -48,14 +48,17 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping
 
-from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType
-from ..broker._inactive_topics import InactiveTopicPolicies
-from ..broker._names import check_namespace_name
-from ..broker._namespaces import NamespaceNotFoundError
-from ..broker._retention import RetentionPolicies
-from ..broker._schema_compat import SchemaCompatibilityStrategy
-from ..broker._tenants import TenantNotFoundError
-from ..core._errors import InvalidRequestError
+from ..broker import (
+    BacklogQuota,
+    BacklogQuotaType,
+    InactiveTopicPolicies,
+    NamespaceNotFoundError,
+    RetentionPolicies,
+    SchemaCompatibilityStrategy,
+    TenantNotFoundError,
+    check_namespace_name,
+)
+from ..core import InvalidRequestError
 from ._context import AdminContext
 
 __all__ = ["Namespaces"]

@@ -1,6 +1,6 @@
 """Admin operations on ``non-persistent://`` topics (Pulsar's ``NonPersistentTopics`` resource).
 
-``admin.non_persistent`` (an :class:`~mledger.admin._api.Admin`'s) lists a namespace's
+``admin.non_persistent`` (an :class:`~mledger.admin.Admin`'s) lists a namespace's
 non-persistent topics, creates partitioned ones, reads a topic's stats (Pulsar's
 ``NonPersistentTopicStats``: the persistent stats plus ``msgDropRate`` on the topic, each
 publisher and each subscription) and unloads a topic. Authorization as for persistent topics:
@@ -12,10 +12,16 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..broker import NamespaceNotFoundError, TopicAlreadyExistsError
-from ..broker._names import NON_PERSISTENT, TopicName, check_namespace_name
-from ..broker._nonpersistent import NonPersistentSubscriptionStats, NonPersistentTopicStats
-from ..core._errors import InvalidRequestError, NotFoundError, PermissionDeniedError
+from ..broker import (
+    NON_PERSISTENT,
+    NamespaceNotFoundError,
+    NonPersistentSubscriptionStats,
+    NonPersistentTopicStats,
+    TopicAlreadyExistsError,
+    TopicName,
+    check_namespace_name,
+)
+from ..core import InvalidRequestError, NotFoundError, PermissionDeniedError
 from ._auth import NamespaceOperation, TopicOperation
 from ._context import AdminContext
 from ._stats import (

@@ -9,8 +9,8 @@ such as ``backlogQuotaType``) and the error statuses its documentation names (:c
 
 An operation whose call takes its arguments from the path, its flags and its body, and whose
 result is its response body, needs nothing but its row: the REST server generates its route
-(:mod:`mledger.rest._operation_routes`; a router writes a handler itself only for an operation
-with logic of its own), :class:`~mledger.admin._remote.RemoteAdmin` generates the request of a
+(:mod:`mledger.rest`; a router writes a handler itself only for an operation
+with logic of its own), :class:`~mledger.admin.RemoteAdmin` generates the request of a
 method declared with :func:`~mledger.admin._remote.restates`, and ``mledger-admin`` maps its verbs
 to admin calls with it (:func:`by_verb`). How the call's arguments travel: the path parameters
 come first, in the template's order (``{tenant}/{namespace}`` is the call's ``namespace``, the
@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..broker._backlog_quota import BacklogQuotaType
-from ..core._errors import InvalidRequestError
+from ..broker import BacklogQuotaType
+from ..core import InvalidRequestError
 
 __all__ = [
     "FAULTS_BASE",

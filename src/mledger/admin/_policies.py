@@ -10,11 +10,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType, BacklogRetentionPolicy
-from ..broker._inactive_topics import InactiveTopicDeleteMode, InactiveTopicPolicies
-from ..broker._retention import RetentionPolicies
-from ..broker._schema_compat import SchemaCompatibilityStrategy
-from ..core._errors import InvalidRequestError
+from ..broker import (
+    BacklogQuota,
+    BacklogQuotaType,
+    BacklogRetentionPolicy,
+    InactiveTopicDeleteMode,
+    InactiveTopicPolicies,
+    RetentionPolicies,
+    SchemaCompatibilityStrategy,
+)
+from ..core import InvalidRequestError
 
 Policy = TypeVar("Policy")
 

@@ -3,7 +3,7 @@
 :class:`RemoteAdmin` has the shape of :class:`~mledger.admin.Admin` that the CLI uses:
 ``RemoteAdmin(url).topics`` offers the methods of :class:`~mledger.admin.Topics` with the same
 arguments, return types (the same pydantic models, parsed from Pulsar's JSON) and errors (an
-HTTP error status becomes the :class:`~mledger.core._errors.MLedgerError` subclass of that status,
+HTTP error status becomes the :class:`~mledger.core.MLedgerError` subclass of that status,
 carrying the server's ``{"reason": ...}``), so ``mledger-admin --admin-url URL topics ...`` runs
 the CLI's own command code and prints the same output, with the same exit codes, as against a
 data directory.
@@ -43,17 +43,9 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from ..broker._names import TopicName
-from ..broker._schema_compat import SchemaCompatibilityStrategy
-from ..broker._types import SubscriptionType
-from ..codec._messageid import MessageId
-from ..core._errors import (
-    ConfigError,
-    InvalidRequestError,
-    MissingExtraError,
-    PreconditionFailedError,
-)
-from ..core._position import LATEST, Position
+from ..broker import SchemaCompatibilityStrategy, SubscriptionType, TopicName
+from ..codec import MessageId
+from ..core import LATEST, ConfigError, InvalidRequestError, MissingExtraError, Position, PreconditionFailedError
 from ._bodies import REQUESTS, RESPONSES, json_bytes
 from ._faults import FaultsAdmin
 from ._namespaces import Namespaces
@@ -101,8 +93,8 @@ LOCAL_ONLY_COMMANDS = frozenset({"produce", "consume"})
 class RemoteAdmin:
     """A remote admin at ``url`` (``http://host:port``); see the module docstring.
 
-    Raises :class:`~mledger.core._errors.MissingExtraError` without httpx and
-    :class:`~mledger.core._errors.InvalidRequestError` for a URL that is not ``http(s)://``
+    Raises :class:`~mledger.core.MissingExtraError` without httpx and
+    :class:`~mledger.core.InvalidRequestError` for a URL that is not ``http(s)://``
     or a limit that is not positive.
     """
 

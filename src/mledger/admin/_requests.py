@@ -16,7 +16,7 @@ Theory of operation
 
 :meth:`SkipMessageIdsRequest.parse_body` follows Pulsar's deserializer
 (``SkipMessageIdsRequest.Deserializer``) branch for branch, with its
-exact error messages, all raised as :class:`~mledger.core._errors.InvalidRequestError` (HTTP 400):
+exact error messages, all raised as :class:`~mledger.core.InvalidRequestError` (HTTP 400):
 
 ========================================================  ========================================
 input                                                     message (after ``Invalid skipByMessageIds
@@ -66,10 +66,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..broker._types import SkipEntry
-from ..codec._messageid import InvalidMessageIdError, MessageId
-from ..core._errors import InvalidRequestError
-from ..core._position import Position
+from ..broker import SkipEntry
+from ..codec import InvalidMessageIdError, MessageId
+from ..core import InvalidRequestError, Position
 
 __all__ = ["PAYLOAD_ERROR_PREFIX", "MessageIdItem", "ResetCursorData", "SkipMessageIdsRequest", "partitions_from_body"]
 

@@ -27,14 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..broker import SubscriptionType
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 
 if TYPE_CHECKING:
-    from ..broker import ConsumerStats, ProducerStats, SubscriptionStats, Topic
-    from ..broker._compaction import CompactedLedger
-    from ..core._position import Position
-    from ..managed_ledger._cursor import ManagedCursor
-    from ..managed_ledger._ledger import ManagedLedger
+    from ..broker import CompactedLedger, ConsumerStats, ProducerStats, SubscriptionStats, Topic
+    from ..core import Position
+    from ..managed_ledger import ManagedCursor, ManagedLedger
 
 _M = TypeVar("_M", bound=BaseModel)
 

@@ -15,7 +15,7 @@ tenants.update      superuser              ``POST /tenants/{t}``, ``tenants upda
 tenants.delete      superuser              ``DELETE /tenants/{t}``, ``tenants delete``
 ==================  =====================  ==============================================
 
-Every method may block on the metadata store. Errors as :mod:`mledger.broker._tenants`. The role
+Every method may block on the metadata store. Errors as :mod:`mledger.broker`. The role
 is checked before the cluster or tenant is looked up: a refused caller gets the same 403 whether
 it exists or not.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..broker._tenants import TenantInfo
+from ..broker import TenantInfo
 from ._context import AdminContext
 
 __all__ = ["Clusters", "Tenants"]

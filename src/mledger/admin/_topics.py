@@ -93,24 +93,34 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..broker import (
+    BacklogQuota,
+    BacklogQuotaType,
     Broker,
+    InactiveTopicPolicies,
     InitialPosition,
     LongRunningProcessStatus,
+    NamespaceNotFoundError,
     PartitionedSubscription,
     PartitionedTopic,
+    RetentionPolicies,
+    SchemaCompatibilityStrategy,
     Subscription,
     SubscriptionType,
     Topic,
+    TopicName,
+    check_namespace_name,
+    local_name_problem,
 )
-from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType
-from ..broker._inactive_topics import InactiveTopicPolicies
-from ..broker._names import TopicName, check_namespace_name, local_name_problem
-from ..broker._namespaces import NamespaceNotFoundError
-from ..broker._retention import RetentionPolicies
-from ..broker._schema_compat import SchemaCompatibilityStrategy
-from ..codec._messageid import MessageId, as_position
-from ..core._errors import InvalidRequestError, NotAllowedError, NotFoundError, PreconditionFailedError
-from ..core._position import EARLIEST, LATEST, Position
+from ..codec import MessageId, as_position
+from ..core import (
+    EARLIEST,
+    LATEST,
+    InvalidRequestError,
+    NotAllowedError,
+    NotFoundError,
+    Position,
+    PreconditionFailedError,
+)
 from ._auth import NamespaceOperation, TopicOperation
 from ._context import AdminContext
 from ._errors import ExpiryNotIssuedError, SubscriptionAlreadyExistsError

@@ -11,7 +11,7 @@ and :class:`AsyncRemoteAdmin` (asyncio, ``mledger capture``'s concurrent polls):
 * **size cap**: ``max_response_bytes`` caps what a call reads: a larger body is refused,
   unread, by its ``Content-Length`` or once the cap is passed, so a huge answer costs no more
   memory than the cap;
-* **errors**: an error status becomes the :class:`~mledger.core._errors.MLedgerError`
+* **errors**: an error status becomes the :class:`~mledger.core.MLedgerError`
   subclass of that status carrying the server's ``{"reason": ...}`` (:func:`error_for`); a
   server that cannot be reached, a call past its deadline and an answer over the cap are
   :class:`AdminConnectionError` (:class:`AdminResponseTooLargeError` for the cap).
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from ..core._errors import InvalidRequestError, MLedgerError, error_class_for_status
+from ..core import InvalidRequestError, MLedgerError, error_class_for_status
 
 try:
     import httpx
@@ -82,7 +82,7 @@ class AdminResponseTooLargeError(AdminConnectionError):
 
 def error_for(status: int, reason: str) -> MLedgerError:
     """The exception for an error response: the class of ``status`` carrying ``reason``
-    (:func:`~mledger.core._errors.error_class_for_status`, the table the REST app's statuses
+    (:func:`~mledger.core.error_class_for_status`, the table the REST app's statuses
     come from)."""
     cls = error_class_for_status(status)
     return cls(reason) if cls is not None else RemoteAdminError(reason, status)

@@ -19,11 +19,9 @@ True
 
 from typing import TYPE_CHECKING
 
-from ..codec._messageid import MessageId as MessageId
-from ..core import _deprecation as _deprecation
-from ..core._clock import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock
-from ..core._lazy import lazy_getattr
-from ..managed_ledger._ledger_view import InitialPosition as InitialPosition
+from ..codec import MessageId as MessageId
+from ..core import Clock as Clock, ManualClock as ManualClock, SystemClock as SystemClock, lazy_getattr
+from ..managed_ledger import InitialPosition as InitialPosition
 from ._acks import AckRequest as AckRequest
 from ._backlog_quota import (
     BacklogQuota as BacklogQuota,
@@ -33,13 +31,14 @@ from ._backlog_quota import (
 )
 from ._broker import AnyTopic as AnyTopic, Broker as Broker
 from ._compaction import (
+    CompactedLedger as CompactedLedger,
     CompactionInProgressError as CompactionInProgressError,
     CompactionRecord as CompactionRecord,
     CompactionStats as CompactionStats,
     CompactionStatus as CompactionStatus,
     LongRunningProcessStatus as LongRunningProcessStatus,
 )
-from ._config import BrokerConfig as BrokerConfig
+from ._config import BROKER_MANAGED_LEDGER_CONFIG as BROKER_MANAGED_LEDGER_CONFIG, BrokerConfig as BrokerConfig
 from ._consumer import Consumer as Consumer
 from ._dedup import DedupStatus as DedupStatus, MessageDeduplication as MessageDeduplication
 from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
@@ -57,7 +56,7 @@ from ._errors import (
     TopicFencedError as TopicFencedError,
     TopicTerminatedError as TopicTerminatedError,
 )
-from ._fault_kinds import COMMAND_KINDS as COMMAND_KINDS, ERROR_ANSWERS as ERROR_ANSWERS
+from ._fault_kinds import COMMAND_KINDS as COMMAND_KINDS, ERROR_ANSWERS as ERROR_ANSWERS, MESSAGE as MESSAGE
 from ._faults import (
     ArmedFault as ArmedFault,
     FaultInjectionOffError as FaultInjectionOffError,
@@ -67,6 +66,7 @@ from ._faults import (
     FaultTarget as FaultTarget,
     FiredFault as FiredFault,
     Firing as Firing,
+    selects as selects,
 )
 from ._hashing import murmur3_32 as murmur3_32, sticky_key_hash as sticky_key_hash
 from ._hooks import (
@@ -80,18 +80,32 @@ from ._inactive_topics import (
     InactiveTopicDeleteMode as InactiveTopicDeleteMode,
     InactiveTopicPolicies as InactiveTopicPolicies,
 )
+from ._journal import AckRecord as AckRecord, BrokerJournal as BrokerJournal
 from ._listeners import (
     ConsumerSink as ConsumerSink,
     EntryDelivery as EntryDelivery,
     ProducerListener as ProducerListener,
     TopicListener as TopicListener,
+    ack_set_words as ack_set_words,
 )
 from ._message import BatchMessageIds as BatchMessageIds, Message as Message
-from ._names import TopicName as TopicName
-from ._namespaces import NamespaceNotFoundError as NamespaceNotFoundError
+from ._names import (
+    NON_PERSISTENT as NON_PERSISTENT,
+    TopicName as TopicName,
+    check_namespace_name as check_namespace_name,
+    local_name_problem as local_name_problem,
+    named_entity_problem as named_entity_problem,
+)
+from ._namespaces import (
+    STANDALONE_NAMESPACES as STANDALONE_NAMESPACES,
+    NamespaceNotFoundError as NamespaceNotFoundError,
+)
 from ._nonpersistent import (
+    NonPersistentProducer as NonPersistentProducer,
     NonPersistentSubscription as NonPersistentSubscription,
+    NonPersistentSubscriptionStats as NonPersistentSubscriptionStats,
     NonPersistentTopic as NonPersistentTopic,
+    NonPersistentTopicStats as NonPersistentTopicStats,
 )
 from ._open import (
     DETERMINISTIC_START_MS as DETERMINISTIC_START_MS,
@@ -114,6 +128,7 @@ from ._retention import RetentionPolicies as RetentionPolicies
 from ._schema_compat import (
     IncompatibleSchemaError as IncompatibleSchemaError,
     SchemaCompatibilityStrategy as SchemaCompatibilityStrategy,
+    SchemaInfo as SchemaInfo,
 )
 from ._stats import (
     ClientInfo as ClientInfo,
@@ -124,8 +139,12 @@ from ._stats import (
     SubscriptionStats as SubscriptionStats,
     TopicStats as TopicStats,
 )
-from ._subscription import SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY, Subscription as Subscription
-from ._tenants import TenantInfo as TenantInfo
+from ._subscription import (
+    SUBSCRIPTION_TYPE_PROPERTY as SUBSCRIPTION_TYPE_PROPERTY,
+    Subscription as Subscription,
+    check_read_compacted as check_read_compacted,
+)
+from ._tenants import TenantInfo as TenantInfo, TenantNotFoundError as TenantNotFoundError
 from ._topic import DEDUPLICATION_CURSOR_NAME as DEDUPLICATION_CURSOR_NAME, Topic as Topic
 from ._types import AckType as AckType, SkipEntry as SkipEntry, SubscriptionType as SubscriptionType
 
@@ -136,16 +155,20 @@ if TYPE_CHECKING:  # the fault models import pydantic: loaded on first use (a br
         FaultSpecError as FaultSpecError,
         load_scenario as load_scenario,
         parse_fault as parse_fault,
+        parse_scenario as parse_scenario,
     )
 
-__getattr__ = lazy_getattr(
-    __name__,
-    {
-        name: "._fault_specs"
-        for name in ("FaultScenario", "FaultSpec", "FaultSpecError", "load_scenario", "parse_fault")
-    },
-    globals(),
-)
+_LAZY = {
+    "FaultScenario": "._fault_specs",
+    "FaultSpec": "._fault_specs",
+    "FaultSpecError": "._fault_specs",
+    "load_scenario": "._fault_specs",
+    "parse_fault": "._fault_specs",
+    "parse_scenario": "._fault_specs",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+
 
 __all__ = [
     "COMMAND_KINDS",

@@ -47,10 +47,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..codec._entry import Entry
-from ..codec._messageid import MessageId
-from ..core._errors import CursorModifyingError, InvalidPositionError, InvalidRequestError
-from ..core._position import Position
+from ..codec import Entry, MessageId
+from ..core import CursorModifyingError, InvalidPositionError, InvalidRequestError, Position
 from ..managed_ledger import AckPlan, ManagedCursor
 from ._types import SkipEntry
 

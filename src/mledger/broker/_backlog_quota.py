@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from ..core._errors import InvalidRequestError, PreconditionFailedError, ServerError
+from ..core import InvalidRequestError, PreconditionFailedError, ServerError
 
 __all__ = [
     "BacklogQuota",
@@ -58,8 +58,11 @@ Named = TypeVar("Named", bound=StrEnum)
 
 def _member(kind: type[Named], value: object, what: str) -> Named:
     """The member of ``kind`` named ``value``; ``InvalidRequestError`` (400) naming ``what`` and the names."""
-    if isinstance(value, str) and value in kind._value2member_map_:
-        return kind(value)
+    if isinstance(value, str):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
     names = ", ".join(member.value for member in kind)
     raise InvalidRequestError(f"invalid {what} {value!r}: expected one of {names}")
 

@@ -43,19 +43,18 @@ import random
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from ..codec._messageid import MessageId
-from ..core._clock import Clock
-from ..core._errors import (
+from ..codec import MessageId
+from ..core import (
     BadVersionError,
+    Clock,
     ConfigError,
     InvalidRequestError,
     InvalidTopicNameError,
     NotAllowedError,
     NotFoundError,
+    TimerQueue,
 )
-from ..core._timers import TimerQueue
-from ..managed_ledger._factory import ManagedLedgerFactory
-from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
+from ..managed_ledger import ML_ROOT, InitialPosition, ManagedLedgerFactory
 from ..storage import NEW_NODE
 from ._backlog_quota import (
     BacklogQuota,
@@ -120,11 +119,11 @@ SCHEMA_STRATEGY_POLICY = "schemaCompatibilityStrategy"
 
 
 class Broker:
-    """Topics, producers and subscriptions over one :class:`~mledger.managed_ledger._factory.ManagedLedgerFactory`.
+    """Topics, producers and subscriptions over one :class:`~mledger.managed_ledger.ManagedLedgerFactory`.
 
     ``dedup_factory`` builds each topic's deduplication hook (see :mod:`mledger.broker._hooks`).
     ``journal`` hears every stored entry and cursor change (see :mod:`mledger.broker._journal`;
-    ``mledger.replay._recording.Recorder`` records them as the replay's raw logs) and is
+    ``mledger.replay.Recorder`` records them as the replay's raw logs) and is
     closed by :meth:`close`. ``faults`` is the fault registry to serve (:class:`Faults`;
     default: one with fault injection off). The broker does not close the factory. It creates its cluster
     (``config.cluster_name``) and, unless ``default_namespace`` is False (a standalone with

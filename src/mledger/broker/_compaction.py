@@ -13,7 +13,7 @@ Pulsar's ``org.apache.pulsar.compaction`` (``TwoPhaseCompactor``, ``CompactedTop
   message (an empty payload is a tombstone: the key goes). Phase two reads the same again and
   appends to a new ledger each entry that holds one of those last messages, in order: a plain
   entry as it is, a batch re-batched with the other messages replaced by empty
-  ``compacted_out`` records (:func:`~mledger.codec._batch.compact_batch`), so batch indexes keep
+  ``compacted_out`` records (:func:`~mledger.codec.compact_batch`), so batch indexes keep
   their meaning. Messages without a key, and chunks, are left out (Pulsar's default). Each
   compacted entry keeps its original ledger/entry id. Then the ``__compaction`` cursor is
   mark-deleted to the last entry read, with the new ledger's id, and the old ledger deleted.
@@ -48,15 +48,10 @@ from collections.abc import Iterator
 from concurrent.futures import Future, wait as wait_futures
 from dataclasses import dataclass, replace
 
-from ..codec._batch import compact_batch, decode_batch
-from ..codec._compression import decompress_message
-from ..codec._entry import Entry, split_entry, stored_entry
+from ..codec import Entry, compact_batch, decode_batch, decompress_message, split_entry, stored_entry
 from ..codec.proto.PulsarApi_pb2 import MessageMetadata
-from ..core._errors import MLedgerError, PreconditionFailedError
-from ..core._position import EARLIEST, Position
-from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._ledger import ManagedLedger
-from ..managed_ledger._ledger_view import InitialPosition
+from ..core import EARLIEST, MLedgerError, Position, PreconditionFailedError
+from ..managed_ledger import InitialPosition, ManagedCursor, ManagedLedger
 from ..storage import LedgerStore
 from ._journal import AckRecord, TopicJournal
 from ._types import SubscriptionType

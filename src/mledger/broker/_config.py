@@ -18,8 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ..core._config import ManagedLedgerConfig
-from ..core._errors import ConfigError, InvalidRequestError
+from ..core import ConfigError, InvalidRequestError, ManagedLedgerConfig
 from ._backlog_quota import BacklogRetentionPolicy
 from ._inactive_topics import InactiveTopicDeleteMode
 from ._schema_compat import SchemaCompatibilityStrategy

@@ -29,9 +29,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..codec._messageid import MessageId
-from ..core._errors import InvalidRequestError
-from ..core._position import Position
+from ..codec import MessageId
+from ..core import InvalidRequestError, Position
 from ..managed_ledger import AckOutcome
 from ._acks import AckRequest
 from ._consumer_stats import ConsumerStats, OutStats
@@ -39,7 +38,7 @@ from ._message import EntryDelivery, Message
 from ._rates import RateWindow
 from ._types import AckType, ClientInfo
 
-__all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike"]
+__all__ = ["Consumer", "ConsumerOwner", "ConsumerSink", "MessageIdLike", "single_active_choice"]
 
 MessageIdLike = MessageId | Message
 """Acknowledgement methods take message ids or the received messages themselves."""
@@ -74,7 +73,7 @@ class ConsumerSink(Protocol):
 
 class ConsumerOwner(Protocol):
     """The subscription a consumer belongs to, as the consumer sees it: the entry points of
-    :class:`~mledger.broker._subscription.Subscription` for its consumers."""
+    :class:`~mledger.broker.Subscription` for its consumers."""
 
     @property
     def name(self) -> str: ...
@@ -96,10 +95,10 @@ class ConsumerOwner(Protocol):
 
 
 class Consumer:
-    """One consumer attached to a :class:`~mledger.broker._subscription.Subscription`.
+    """One consumer attached to a :class:`~mledger.broker.Subscription`.
 
     Create with ``Subscription.add_consumer``. Raises
-    :class:`~mledger.broker._errors.AlreadyClosedError` once closed.
+    :class:`~mledger.broker.AlreadyClosedError` once closed.
     """
 
     def __init__(
@@ -199,7 +198,7 @@ class Consumer:
         ``read_position_when_joining`` is the dispatcher's (Key_Shared). Consistent when
         the caller holds the subscription's lock, as ``Subscription.stats`` does; a racy
         read otherwise. Reading it may close the rate interval (see
-        :class:`~mledger.broker._rates.RateWindow`).
+        :class:`~mledger.broker.RateWindow`).
         """
         msg_out, bytes_out = self._msg_out, self._bytes_out
         rate, throughput = self._out_rates.rates(now_ms, interval_ms, msg_out, bytes_out)
@@ -274,7 +273,7 @@ class Consumer:
     def acknowledge_entries(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Individually acknowledge whole entries in bulk; returns how many became acknowledged.
 
-        ``positions`` are :class:`~mledger.core._position.Position` values or an ``(n, 2)`` int64
+        ``positions`` are :class:`~mledger.core.Position` values or an ``(n, 2)`` int64
         array of ``(ledger_id, entry_id)`` rows (a replay or a bulk tool: no per-message
         objects). The same effect as :meth:`acknowledge` with the entries' ids (and as
         PIP-423's cancel of each entry), in one cursor operation: O(n) numpy work plus
@@ -439,3 +438,16 @@ def as_message_ids(value: MessageIdLike | Iterable[MessageIdLike]) -> list[Messa
         else:
             raise InvalidRequestError(f"invalid message id {item!r}: expected a MessageId or a Message")
     return out
+
+
+def single_active_choice(consumers: Iterable[Consumer], partition_index: int) -> Consumer | None:
+    """The consumer an Exclusive or Failover subscription delivers to: of the consumers sorted by
+    name, the one at ``partition_index`` modulo their number (the first on a non-partitioned
+    topic, ``partition_index`` < 0); None without consumers. O(n log n).
+
+    Pulsar's ``AbstractDispatcherSingleActiveConsumer.pickAndScheduleActiveConsumer`` (its hash
+    ring for non-partitioned topics aside), for persistent and non-persistent subscriptions."""
+    ordered = sorted(consumers, key=lambda c: c.name)
+    if not ordered:
+        return None
+    return ordered[max(partition_index, 0) % len(ordered)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core._position import Position
+from ..core import Position
 from ._types import ClientInfo
 
 __all__ = ["ConsumerStats", "OutStats"]

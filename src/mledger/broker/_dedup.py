@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Every topic (each partition) owns one :class:`MessageDeduplication`, the
-:class:`~mledger.broker._hooks.Deduplication` hook its publish path consults. A producer is
+:class:`~mledger.broker.Deduplication` hook its publish path consults. A producer is
 identified by its name; a publish (one entry: a message, a batch or one chunk) carries
 ``sequence_id`` and, for a batch, ``highest_sequence_id``. Two maps, producer -> sequence id:
 
@@ -107,16 +107,20 @@ from typing import Protocol, cast
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..codec._entry import decode_entry
+from ..codec import decode_entry
 from ..codec.proto.PulsarApi_pb2 import MessageMetadata
-from ..core import TransitionRefusedError, TransitionTable
-from ..core._clock import Clock
-from ..core._errors import LedgerNotFoundError, MLedgerError, NotFoundError, StateCorruptedError
-from ..core._ints import as_int64
-from ..core._position import Position
-from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._ledger import ManagedLedger
-from ..managed_ledger._ledger_view import InitialPosition
+from ..core import (
+    Clock,
+    LedgerNotFoundError,
+    MLedgerError,
+    NotFoundError,
+    Position,
+    StateCorruptedError,
+    TransitionRefusedError,
+    TransitionTable,
+    as_int64,
+)
+from ..managed_ledger import InitialPosition, ManagedCursor, ManagedLedger
 from ._config import BrokerConfig
 from ._hooks import DEDUPLICATION_CURSOR_NAME, BrokerSettings, DedupVerdict, MetadataNeeds, PublishContext
 
@@ -272,7 +276,7 @@ class _Snapshot:
 
 
 class MessageDeduplication:
-    """Per-topic deduplication state: the :class:`~mledger.broker._hooks.Deduplication` hook.
+    """Per-topic deduplication state: the :class:`~mledger.broker.Deduplication` hook.
 
     Built by the broker as ``MessageDeduplication(topic)`` when
     ``BrokerConfig.deduplication_enabled``; ``enabled`` overrides the broker setting for this
@@ -773,7 +777,7 @@ class MessageDeduplication:
         Returns (entries read, position of the last). Reads raw entries straight from the
         store in ``REPLAY_BATCH_SIZE`` runs and parses only the five metadata fields it needs
         (:func:`_replay_fields`), about 4x faster than the ledger's read path, which builds a
-        full :class:`~mledger.codec._entry.EntryMetadata` per entry; it leaves the cursor's read
+        full :class:`~mledger.codec.EntryMetadata` per entry; it leaves the cursor's read
         position alone. Raises ``StateCorruptedError`` naming an entry that does not parse.
         """
         ml = self._ml
@@ -896,7 +900,7 @@ def _replay_fields(raw: bytes, ledger_id: int, entry_id: int) -> tuple[str, int,
     """(producer name, sequence id, highest sequence id, is a last chunk or not a chunk) of a
     stored entry. The plain framing ``[size][MessageMetadata][payload]`` that mledger writes is
     parsed here directly; anything else (checksummed or broker-metadata framing, a name that
-    is not valid UTF-8) goes through :func:`~mledger.codec._entry.decode_entry`, the reference."""
+    is not valid UTF-8) goes through :func:`~mledger.codec.decode_entry`, the reference."""
     if len(raw) >= 4 and raw[0] != _MAGIC:
         size = int.from_bytes(raw[:4], "big")
         if 4 + size <= len(raw):

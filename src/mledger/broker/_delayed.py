@@ -35,7 +35,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..core._position import Position
+from ..core import Position
 
 __all__ = ["DelayedDeliveryTracker"]
 

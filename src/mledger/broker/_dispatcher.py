@@ -18,7 +18,7 @@ One dispatcher per subscription, shaped by the subscription type:
   recently-joined-consumers rule; an entry its consumer cannot take now waits in the redelivery
   queue, and newer entries of the same key wait behind it, so each key stays in order.
 
-**Remote consumers** (a :class:`~mledger.broker._listeners.ConsumerSink`, i.e. a protocol
+**Remote consumers** (a :class:`~mledger.broker.ConsumerSink`, i.e. a protocol
 client) get whole entries instead of decoded messages: the dispatcher never decodes their
 batches, counts the messages of each entry (minus the acknowledged indexes of a partly
 acknowledged batch) against the consumer's permits and hands the entries to the sink at the
@@ -60,7 +60,7 @@ If another reset holds the cursor, the dispatcher state is cleared at once and t
 retried before the next read (Pulsar's ``shouldRewindBeforeReadingOrReplaying``).
 
 **Locking.** State is guarded by the subscription's lock, shared with
-:class:`~mledger.broker._subscription.Subscription` and its consumers; ``dispatch`` additionally
+:class:`~mledger.broker.Subscription` and its consumers; ``dispatch`` additionally
 holds the dispatcher's round lock across a round's storage I/O (acquired first). Callers of
 the underscore-free mutators below hold the subscription lock.
 """
@@ -74,18 +74,20 @@ from dataclasses import dataclass
 
 from sortedcontainers import SortedDict
 
-from ..codec._batch import decode_batch
-from ..codec._entry import Entry
-from ..codec._messageid import MessageId
-from ..core._clock import Clock
-from ..core._deprecation import renamed_attribute
-from ..core._errors import ConcurrentResetError, CursorAlreadyClosedError, CursorModifyingError
-from ..core._position import EARLIEST, Position
-from ..managed_ledger import AckOutcome, AckPlan
-from ..managed_ledger._cursor import ManagedCursor, PendingRead, PositionReset
+from ..codec import Entry, MessageId, decode_batch
+from ..core import (
+    EARLIEST,
+    Clock,
+    ConcurrentResetError,
+    CursorAlreadyClosedError,
+    CursorModifyingError,
+    Position,
+    renamed_attribute,
+)
+from ..managed_ledger import AckOutcome, AckPlan, ManagedCursor, PendingRead, PositionReset
 from ._compaction import CompactedLedger, CompactedTopic, kept_messages_mask
 from ._config import BrokerConfig
-from ._consumer import Consumer
+from ._consumer import Consumer, single_active_choice
 from ._delayed import DelayedDeliveryTracker
 from ._hashing import sticky_key_hash
 from ._keyshared import ConsistentHashRing, RecentlyJoinedConsumers
@@ -293,12 +295,9 @@ class Dispatcher:
 
     def _choose_active(self) -> None:
         previous = self._active
-        ordered = sorted(self._consumers, key=lambda c: c.name)
-        if not ordered:
-            self._active = None
+        self._active = single_active_choice(self._consumers, self._partition)
+        if self._active is None:
             return
-        index = self._partition % len(ordered) if self._partition >= 0 else 0
-        self._active = ordered[index]
         if previous is not None and previous is not self._active:
             # The new active consumer must get everything unacknowledged, in order.
             self._reset_internal(count_redeliveries=True)

@@ -1,4 +1,4 @@
-"""Broker conditions that have no class in :mod:`mledger.core._errors`; each subclasses the closest one.
+"""Broker conditions that have no class in :mod:`mledger.core`; each subclasses the closest one.
 
 Pulsar's broker exceptions, the HTTP status its admin API maps them to and the ``ServerError``
 its binary protocol answers (``BrokerServiceException.getClientErrorCode``):
@@ -30,13 +30,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..core._errors import (
-    ManagedLedgerTerminatedError,
-    MLedgerError,
-    NotAllowedError,
-    PreconditionFailedError,
-    ServerError,
-)
+from ..core import ManagedLedgerTerminatedError, MLedgerError, NotAllowedError, PreconditionFailedError, ServerError
 
 __all__ = [
     "AlreadyClosedError",
@@ -120,7 +114,7 @@ class MetadataStoreError(MLedgerError):
 @contextmanager
 def store_failures(error: type[PersistenceError | MetadataStoreError], what: str) -> Iterator[None]:
     """Raise ``error("<what>: <the store's error>")`` from any exception of the block that is
-    not an :class:`~mledger.core._errors.MLedgerError` (those pass unchanged): a store raises its
+    not an :class:`~mledger.core.MLedgerError` (those pass unchanged): a store raises its
     backend's errors, which the broker's callers cannot know. Logs one warning line, without a
     traceback, per failure (Pulsar's ``Failed to create topic``); the original exception stays
     chained as ``__cause__``. Pulsar's model: ``BrokerService.createPersistentTopic`` completes a

@@ -58,8 +58,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..core._errors import ConfigError, InvalidRequestError, ServerError
-from ..core._suggest import did_you_mean
+from ..core import ConfigError, InvalidRequestError, ServerError, did_you_mean
 from ._fault_kinds import COMMAND_KINDS, ERROR_ANSWERS, MESSAGE, UNANSWERED
 
 __all__ = [

@@ -39,8 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..core._clock import Clock
-from ..core._errors import NotAllowedError, NotFoundError
+from ..core import Clock, NotAllowedError, NotFoundError
 from ..managed_ledger import ManagedLedgerFactory
 from ..storage import DISK_FULL, FaultInjectingStore, WriteRecord
 from ._fault_kinds import BROKER_ACTIONS, MESSAGE, RESTART, STORE_ACTIONS
@@ -379,7 +378,7 @@ class Faults:
 
     def load(self, scenario: FaultScenario | Mapping[str, Any] | str | Path) -> list[int]:
         """Arm a scenario's faults, in order, after seeding the draws with its seed if it has
-        one; a path is read as a scenario file (:func:`~mledger.broker._fault_specs.load_scenario`).
+        one; a path is read as a scenario file (:func:`~mledger.broker.load_scenario`).
         Returns the faults' ids. Raises ``FaultSpecError``."""
         from ._fault_specs import FaultScenario, load_scenario, parse_scenario
 

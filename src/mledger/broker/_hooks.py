@@ -2,7 +2,7 @@
 
 Every topic (each partition of a partitioned topic) owns one :class:`Deduplication` object.
 The pipelined publish path of :meth:`Topic.publish_entries
-<mledger.broker._topic.Topic.publish_entries>` is (Pulsar's ``PersistentTopic``)::
+<mledger.broker.Topic.publish_entries>` is (Pulsar's ``PersistentTopic``)::
 
     under the publish lock (so the hook sees publishes in append order):
         verdict = dedup.check(ctx)              # before the append
@@ -22,7 +22,7 @@ by the broker's timers (:mod:`mledger.broker._monitors`) and :meth:`Deduplicatio
 topic closes.
 
 Which object a topic gets: ``Broker(dedup_factory=...)`` if given; else, with
-``BrokerConfig.deduplication_enabled``, ``mledger.broker._dedup.MessageDeduplication(topic)``;
+``BrokerConfig.deduplication_enabled``, ``mledger.broker.MessageDeduplication(topic)``;
 else :class:`NoDeduplication`.
 """
 
@@ -31,10 +31,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from ..codec._entry import EntryMetadata
-from ..core._clock import Clock
-from ..core._position import Position
-from ..core._timers import TimerQueue
+from ..codec import EntryMetadata
+from ..core import Clock, Position, TimerQueue
 from ._config import BrokerConfig
 
 __all__ = [
@@ -93,7 +91,7 @@ class PublishContext(NamedTuple):
 class MetadataNeeds(Enum):
     """How much of a publish's ``MessageMetadata`` a deduplication's :meth:`Deduplication.check`
     reads, so a front end that has the metadata as bytes builds no more of
-    :class:`~mledger.codec._entry.EntryMetadata` than that (the stored bytes are the producer's
+    :class:`~mledger.codec.EntryMetadata` than that (the stored bytes are the producer's
     either way). A hook declares it as its ``metadata_needs`` class attribute; a hook that
     does not is given :attr:`ALL`."""
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..core._errors import InvalidRequestError
+from ..core import InvalidRequestError
 
 __all__ = ["InactiveTopicDeleteMode", "InactiveTopicPolicies"]
 

@@ -2,7 +2,7 @@
 
 A :class:`BrokerJournal` given to ``Broker(journal=...)`` hears, synchronously and in the
 order the broker applied them, every change a replay needs to rebuild the subscriptions'
-cursor state (the recorder of :mod:`mledger.replay._recording` implements it and writes the
+cursor state (the recorder of :mod:`mledger.replay` implements it and writes the
 replay's raw logs):
 
 ==============================  ====================================================
@@ -43,8 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Protocol
 
-from ..core._clock import Clock
-from ..core._position import Position
+from ..core import Clock, Position
 from ._hooks import PublishContext
 
 __all__ = ["AckRecord", "BrokerJournal", "TopicJournal"]

@@ -3,7 +3,7 @@
 Ring (Pulsar's ``ConsistentHashingStickyKeyConsumerSelector``, the default selector): each
 consumer puts ``replica_points`` points on a ring of 31-bit hashes, point ``i`` at
 ``murmur3_32(consumerName + str(i)) & 0x7FFFFFFF``. A message's sticky key hash (see
-:func:`~mledger.broker._hashing.sticky_key_hash`) goes to the consumer owning the first point at
+:func:`~mledger.broker.sticky_key_hash`) goes to the consumer owning the first point at
 or after it, wrapping around. A consumer joining or leaving moves only the keys near its points.
 
 Recently joined consumers (Pulsar's ``recentlyJoinedConsumers``): when a
@@ -24,7 +24,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Generic, TypeVar
 
-from ..core._position import Position
+from ..core import Position
 from ._hashing import murmur3_32
 
 __all__ = ["ConsistentHashRing", "RecentlyJoinedConsumers"]

@@ -25,7 +25,7 @@ re-exported here: :class:`ConsumerSink` in :mod:`.consumer`, :class:`ProducerLis
 
 from __future__ import annotations
 
-from ..core._ints import UINT64_MASK, as_int64
+from ..core import UINT64_MASK, as_int64
 from ._consumer import ConsumerSink
 from ._message import EntryDelivery
 from ._producer import ProducerListener

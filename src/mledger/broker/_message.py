@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..codec._entry import Entry
-from ..codec._messageid import MessageId
-from ..core._position import Position
+from ..codec import Entry, MessageId
+from ..core import Position
 
 __all__ = ["BatchMessageIds", "EntryDelivery", "Message"]
 
 
 @dataclass(frozen=True, slots=True)
 class EntryDelivery:
-    """One entry handed to a remote consumer (a :class:`~mledger.broker._consumer.ConsumerSink`).
+    """One entry handed to a remote consumer (a :class:`~mledger.broker.ConsumerSink`).
 
     ``ack_set`` is None for an entry delivered whole; for a partly acknowledged batch it is the
     bitset of the batch indexes still unacknowledged (bit i = index i; Pulsar's ``ack_set``),
@@ -63,7 +62,7 @@ class Message:
 class BatchMessageIds(tuple[MessageId, ...]):
     """The ids of the messages of one batch entry, in batch-index order.
 
-    A tuple of :class:`~mledger.codec._messageid.MessageId` (each with its ``batch_index``), with the
+    A tuple of :class:`~mledger.codec.MessageId` (each with its ``batch_index``), with the
     entry's ``ledger_id``, ``entry_id``, ``partition`` and ``position`` as attributes. A batch
     that deduplication dropped has one id ``(-1, -1)``.
     """

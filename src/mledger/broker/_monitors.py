@@ -45,7 +45,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 from ._backlog_quota import (
     BacklogQuotaType,
     BacklogRetentionPolicy,

@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from urllib.parse import quote_plus, unquote_plus
 
-from ..core._errors import BadVersionError, InvalidRequestError, InvalidTopicNameError, StateCorruptedError
+from ..core import BadVersionError, InvalidRequestError, InvalidTopicNameError, StateCorruptedError
 from ..storage import NEW_NODE, MetadataStore
 
 __all__ = [
@@ -60,7 +60,7 @@ class TopicName:
     """A parsed, normalised topic name (Pulsar's ``TopicName``): persistent unless parsed with
     ``any_domain=True`` from a ``non-persistent://`` name.
 
-    Construction through :meth:`parse` raises :class:`~mledger.core._errors.InvalidTopicNameError`
+    Construction through :meth:`parse` raises :class:`~mledger.core.InvalidTopicNameError`
     (400) naming the bad text.
 
     >>> t = TopicName.parse("orders-partition-2")

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from ..core._errors import (
+from ..core import (
     BadVersionError,
     InvalidRequestError,
     MLedgerError,

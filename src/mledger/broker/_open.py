@@ -15,11 +15,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..core._clock import Clock, ManualClock
-from ..core._config import ManagedLedgerFactoryConfig
-from ..core._errors import ConfigError
-from ..core._futures import InlineExecutor
-from ..managed_ledger._factory import ManagedLedgerFactory
+from ..core import Clock, ConfigError, InlineExecutor, ManagedLedgerFactoryConfig, ManualClock
+from ..managed_ledger import ManagedLedgerFactory
 from ..storage import FaultInjectingStore, MemoryStore, SqliteStore, Store
 from ._broker import Broker
 from ._config import BrokerConfig

@@ -2,8 +2,8 @@
 
 Partition ``i`` of ``persistent://t/ns/orders`` is the topic ``persistent://t/ns/orders-partition-i``
 with its own managed ledger; every per-partition object is a plain
-:class:`~mledger.broker._topic.Topic` / :class:`~mledger.broker._subscription.Subscription` /
-:class:`~mledger.broker._consumer.Consumer`. The classes here fan calls out to them:
+:class:`~mledger.broker.Topic` / :class:`~mledger.broker.Subscription` /
+:class:`~mledger.broker.Consumer`. The classes here fan calls out to them:
 
 * ``PartitionedSubscription`` is the same-named subscription on every partition. PIP-423 calls
   go to the partition whose ledger holds the id's ledger (ledger ids are unique across the
@@ -24,10 +24,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Protocol
 
-from ..codec._messageid import MessageId, as_position
-from ..core._errors import InvalidPositionError, InvalidRequestError, NotAllowedError, NotFoundError
-from ..core._position import EARLIEST, LATEST, Position
-from ..managed_ledger._ledger_view import InitialPosition
+from ..codec import MessageId, as_position
+from ..core import EARLIEST, LATEST, InvalidPositionError, InvalidRequestError, NotAllowedError, NotFoundError, Position
+from ..managed_ledger import InitialPosition
 from ._consumer import Consumer, MessageIdLike, as_message_ids
 from ._message import Message
 from ._names import TopicName

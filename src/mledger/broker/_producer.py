@@ -1,9 +1,9 @@
 """Producers: turn ``send`` calls into entries with Pulsar's metadata.
 
-A single message becomes one entry whose ``MessageMetadata`` (:class:`~mledger.codec._entry.EntryMetadata`)
+A single message becomes one entry whose ``MessageMetadata`` (:class:`~mledger.codec.EntryMetadata`)
 carries the producer name, the sequence id, the publish time from the broker clock, the key
 (``partition_key``), the deliver-at time and the properties. ``send_batch`` writes one entry in
-Pulsar's batch format (:mod:`mledger.codec._batch`) with ``num_messages`` = batch size,
+Pulsar's batch format (:mod:`mledger.codec`) with ``num_messages`` = batch size,
 ``sequence_id`` = the first message's and ``highest_sequence_id`` = the last one's; each message
 gets an id with its ``batch_index``. A one-message batch is written as a plain message, because
 ``EntryMetadata`` cannot tell ``num_messages_in_batch = 1`` from "not batched".
@@ -29,14 +29,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..codec._batch import SingleMessage, encode_batch
-from ..codec._entry import EntryMetadata, encode_entry
-from ..codec._messageid import MessageId
-from ..core._clock import Clock
-from ..core._errors import InvalidRequestError
-from ..core._ints import INT64_MAX
+from ..codec import EntryMetadata, MessageId, SingleMessage, encode_batch, encode_entry
+from ..core import INT64_MAX, Clock, InvalidRequestError
 from ._errors import AlreadyClosedError
 from ._message import BatchMessageIds
 from ._publishing import FramedPublish, PublishCallback, PublishResult
@@ -321,7 +318,7 @@ class Producer:
                 return
             item = frame(self._take_sequence(sequence_id, batch_size or 1))
             topic.publish_entries(
-                [item], _SendDone(self, item.highest_sequence_id, batch_size, sink), start_writing=False
+                [item], partial(self._send_done, item.highest_sequence_id, batch_size, sink), start_writing=False
             )
         topic.start_writing(inline)
 
@@ -402,6 +399,28 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"Producer({self.name!r}, topic={self.topic!r})"
+
+    def _send_done(self, highest: int, batch_size: int, sink: _Sink[Any], results: list[PublishResult]) -> None:
+        """The topic's callback for one send (bound with :func:`functools.partial`): the stored
+        position becomes message ids. ``batch_size`` 0 is a single message (a
+        :class:`MessageId`), else a batch of that many (:class:`BatchMessageIds`); ``highest`` is
+        its highest sequence id."""
+        result = results[0]
+        partition = self._topic.partition_index
+        if isinstance(result, BaseException):
+            sink(result)
+            return
+        if result is None:  # a duplicate
+            mid = MessageId(-1, -1, partition)
+            sink(BatchMessageIds((mid,)) if batch_size else mid)
+            return
+        if highest > self._last:
+            self._last = highest  # completions of a topic run one at a time, in order
+        ledger_id, entry_id = result
+        if batch_size:
+            sink(BatchMessageIds(MessageId(ledger_id, entry_id, partition, i, batch_size) for i in range(batch_size)))
+        else:
+            sink(MessageId(ledger_id, entry_id, partition))
 
 
 class PartitionedProducer:
@@ -555,42 +574,6 @@ class _BatchOfOne:
 
     def __call__(self, outcome: MessageId | BaseException) -> None:
         self.sink(outcome if isinstance(outcome, BaseException) else BatchMessageIds((outcome,)))
-
-
-class _SendDone:
-    """The topic's callback for one send: the stored position becomes message ids.
-
-    ``batch_size`` 0 is a single message (a :class:`MessageId`), else a batch of that many
-    (:class:`BatchMessageIds`); ``highest`` is its highest sequence id.
-    """
-
-    __slots__ = ("batch_size", "highest", "producer", "sink")
-
-    def __init__(self, producer: Producer, highest: int, batch_size: int, sink: _Sink[Any]) -> None:
-        self.producer = producer
-        self.highest = highest
-        self.batch_size = batch_size
-        self.sink = sink
-
-    def __call__(self, results: list[PublishResult]) -> None:
-        result = results[0]
-        partition = self.producer._topic.partition_index
-        n = self.batch_size
-        if isinstance(result, BaseException):
-            self.sink(result)
-            return
-        if result is None:  # a duplicate
-            mid = MessageId(-1, -1, partition)
-            self.sink(BatchMessageIds((mid,)) if n else mid)
-            return
-        producer = self.producer
-        if self.highest > producer._last:
-            producer._last = self.highest  # completions of a topic run one at a time, in order
-        ledger_id, entry_id = result
-        if n:
-            self.sink(BatchMessageIds(MessageId(ledger_id, entry_id, partition, i, n) for i in range(n)))
-        else:
-            self.sink(MessageId(ledger_id, entry_id, partition))
 
 
 def _failed(exc: BaseException) -> Future[Any]:

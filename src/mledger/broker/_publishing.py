@@ -1,8 +1,8 @@
 """What a publish hands the topic, and what it gets back (the pipelined publish path).
 
-A producer (the library's :class:`~mledger.broker._producer.Producer`, or a protocol session
+A producer (the library's :class:`~mledger.broker.Producer`, or a protocol session
 relaying a Pulsar client's SEND) hands :meth:`Topic.publish_entries
-<mledger.broker._topic.Topic.publish_entries>` :class:`FramedPublish` items and a
+<mledger.broker.Topic.publish_entries>` :class:`FramedPublish` items and a
 :data:`PublishCallback`; the callback later gets one :data:`PublishResult` per item, in order.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..codec._entry import EntryMetadata
-from ..core._position import Position
+from ..codec import EntryMetadata
+from ..core import Position
 
 __all__ = ["FramedPublish", "PublishCallback", "PublishResult"]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from sortedcontainers import SortedDict
 
-from ..core._position import Position
+from ..core import Position
 
 __all__ = ["RedeliveryQueue"]
 

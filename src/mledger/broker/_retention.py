@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core._errors import InvalidRequestError, PreconditionFailedError, StateCorruptedError
+from ..core import InvalidRequestError, PreconditionFailedError, StateCorruptedError
 from ..storage import Store
 from ._names import TopicName
 from ._stored_json import decode_object, update_object

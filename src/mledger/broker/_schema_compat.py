@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core._errors import InvalidRequestError, MissingExtraError, MLedgerError, ServerError
+from ..core import InvalidRequestError, MissingExtraError, MLedgerError, ServerError
 
 __all__ = [
     "AVRO_BASED_TYPES",

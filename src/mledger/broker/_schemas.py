@@ -23,7 +23,7 @@ import base64
 import json
 import threading
 
-from ..core._errors import BadVersionError, StateCorruptedError
+from ..core import BadVersionError, StateCorruptedError
 from ..storage import NEW_NODE, Store
 from ._names import TopicName
 from ._schema_compat import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core._position import Position
+from ..core import Position
 from ._consumer_stats import ConsumerStats, OutStats
 from ._dispatcher import DispatcherStats
 from ._rates import RateWindow

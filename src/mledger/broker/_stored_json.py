@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..core._errors import BadVersionError, StateCorruptedError
+from ..core import BadVersionError, StateCorruptedError
 from ..storage import NEW_NODE, Store
 
 __all__ = ["decode_object", "update_object"]

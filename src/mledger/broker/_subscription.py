@@ -54,18 +54,18 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from ..codec._messageid import MessageId, as_position
-from ..core._errors import (
+from ..codec import MessageId, as_position
+from ..core import (
+    EARLIEST,
+    LATEST,
     InvalidPositionError,
     InvalidRequestError,
     MarkDeletingMarkedPositionError,
     MLedgerError,
     NotAllowedError,
+    Position,
 )
-from ..core._position import EARLIEST, LATEST, Position
-from ..managed_ledger import AckOutcome, AckPlan
-from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._ledger_view import LedgerView
+from ..managed_ledger import AckOutcome, AckPlan, LedgerView, ManagedCursor
 from ._acks import AckRequest, AckResolver, check_partition, message_position
 from ._consumer import Consumer, ConsumerSink
 from ._dispatcher import Dispatcher
@@ -117,7 +117,7 @@ class Subscription:
     """One durable subscription of one topic (or partition). Thread-safe.
 
     Obtain with ``Broker.subscribe`` / ``Topic.subscribe``. Raises
-    :class:`~mledger.broker._errors.AlreadyClosedError` once its topic is closed.
+    :class:`~mledger.broker.AlreadyClosedError` once its topic is closed.
     """
 
     def __init__(

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..core._errors import (
+from ..core import (
     BadVersionError,
     InvalidRequestError,
     MLedgerError,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar
 
-from ..core._errors import InvalidRequestError, PreconditionFailedError
+from ..core import InvalidRequestError, PreconditionFailedError
 from ._backlog_quota import BacklogQuota, BacklogQuotaType, check_quota_map, quota_from_map
 from ._config import BrokerConfig
 from ._inactive_topics import InactiveTopicPolicies

@@ -1,7 +1,7 @@
 """A persistent topic (or one partition of a partitioned topic) over its managed ledger.
 
 The topic owns its managed ledger (named by :attr:`TopicName.managed_ledger_name
-<mledger.broker._names.TopicName.managed_ledger_name>`), its producers, its subscriptions (one
+<mledger.broker.TopicName.managed_ledger_name>`), its producers, its subscriptions (one
 durable cursor each; opening the topic re-opens every stored subscription with its type) and
 its deduplication hook (:mod:`mledger.broker._hooks`). Cursors named ``pulsar.dedup`` or starting
 with the replicator prefix are system cursors, never subscriptions.
@@ -28,23 +28,22 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import Protocol
 
-from ..codec._entry import EntryMetadata, encode_entry
-from ..codec._messageid import MessageId
-from ..core._clock import Clock
-from ..core._errors import (
+from ..codec import EntryMetadata, MessageId, encode_entry
+from ..core import (
+    INT64_MAX,
+    Clock,
     EntryTooLargeError,
     InvalidRequestError,
     ManagedLedgerClosedError,
     MLedgerError,
     NotFoundError,
+    Position,
+    TimerQueue,
 )
-from ..core._ints import INT64_MAX
-from ..core._position import Position
-from ..core._timers import TimerQueue
-from ..managed_ledger._ledger import ManagedLedger
-from ..managed_ledger._ledger_view import InitialPosition
+from ..managed_ledger import InitialPosition, ManagedLedger
 from ._compaction import COMPACTION_SUBSCRIPTION, CompactedTopic, LongRunningProcessStatus
 from ._config import BrokerConfig
 from ._errors import (
@@ -619,7 +618,7 @@ class Topic:
                     try:
                         self._ml.add_entries_with_callback(
                             raws,
-                            _PublishCompletion(self, results, accepted, raws, callback),
+                            partial(self._entries_written, results, accepted, raws, callback),
                             framed=True,
                             start_writing=False,
                         )
@@ -648,6 +647,43 @@ class Topic:
     def wait_for_publishes(self, timeout: float | None = None) -> bool:
         """Block until every queued publish completed; False when ``timeout`` passed first."""
         return self._ml.wait_for_adds(timeout)
+
+    def _entries_written(
+        self,
+        results: list[PublishResult],
+        accepted: list[tuple[int, PublishContext]],
+        raws: list[bytes],
+        callback: PublishCallback,
+        positions: list[Position] | None,
+        error: BaseException | None,
+    ) -> None:
+        """The managed-ledger callback of one :meth:`publish_entries` call (bound with
+        :func:`functools.partial`): records the positions with deduplication, counts, journals
+        and answers ``callback``; on the ledger's writer thread."""
+        if error is None:
+            assert positions is not None
+            dedup = self._dedup
+            if is_deduplication_off(dedup):  # nothing to record: no call per entry
+                for (i, _), position in zip(accepted, positions, strict=True):
+                    results[i] = position
+            else:
+                record = dedup.record_persisted
+                for (i, ctx), position in zip(accepted, positions, strict=True):
+                    record(ctx, position)
+                    results[i] = position
+            self._count_published(accepted, raws)
+            if self.journal is not None:
+                self.journal.entries_persisted(
+                    [(position, ctx) for (_, ctx), position in zip(accepted, positions, strict=True)]
+                )
+            self._publish_completed(None)
+            if positions:
+                self._notify_entries_added()
+        else:
+            for i, _ in accepted:
+                results[i] = error
+            self._publish_completed([ctx for _, ctx in accepted])
+        callback(results)
 
     def _publish_completed(self, failed: Sequence[PublishContext] | None) -> None:
         """One queued publish completed (``failed``: the contexts of a failed write). Runs on
@@ -819,55 +855,6 @@ class Topic:
 
     def __repr__(self) -> str:
         return f"Topic({self.name!r})"
-
-
-class _PublishCompletion:
-    """The managed-ledger callback of one :meth:`Topic.publish_entries` call."""
-
-    __slots__ = ("accepted", "callback", "raws", "results", "topic")
-
-    def __init__(
-        self,
-        topic: Topic,
-        results: list[PublishResult],
-        accepted: list[tuple[int, PublishContext]],
-        raws: list[bytes],
-        callback: PublishCallback,
-    ) -> None:
-        self.topic = topic
-        self.results = results
-        self.accepted = accepted
-        self.raws = raws
-        self.callback = callback
-
-    def __call__(self, positions: list[Position] | None, error: BaseException | None) -> None:
-        topic = self.topic
-        results = self.results
-        accepted = self.accepted
-        if error is None:
-            assert positions is not None
-            dedup = topic._dedup
-            if is_deduplication_off(dedup):  # nothing to record: no call per entry
-                for (i, _), position in zip(accepted, positions, strict=True):
-                    results[i] = position
-            else:
-                record = dedup.record_persisted
-                for (i, ctx), position in zip(accepted, positions, strict=True):
-                    record(ctx, position)
-                    results[i] = position
-            topic._count_published(accepted, self.raws)
-            if topic.journal is not None:
-                topic.journal.entries_persisted(
-                    [(position, ctx) for (_, ctx), position in zip(accepted, positions, strict=True)]
-                )
-            topic._publish_completed(None)
-            if positions:
-                topic._notify_entries_added()
-        else:
-            for i, _ in accepted:
-                results[i] = error
-            topic._publish_completed([ctx for _, ctx in accepted])
-        self.callback(results)
 
 
 class _PublishWaiter:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from ..core._errors import InvalidRequestError
+from ..core import InvalidRequestError
 
 __all__ = ["AckType", "ClientInfo", "SkipEntry", "SubscriptionType"]
 
@@ -38,7 +38,7 @@ class SubscriptionType(Enum):
     def parse(cls, value: str | SubscriptionType) -> SubscriptionType:
         """A type from itself, its Pulsar name or its enum name (case-insensitive).
 
-        Raises :class:`~mledger.core._errors.InvalidRequestError` naming the value.
+        Raises :class:`~mledger.core.InvalidRequestError` naming the value.
         """
         if isinstance(value, SubscriptionType):
             return value
@@ -65,7 +65,7 @@ class SkipEntry:
 
     ``batch_indexes`` None or empty means the whole entry; otherwise it is copied into a tuple
     (a defensive copy, as Pulsar's ``List.copyOf``). Construction raises
-    :class:`~mledger.core._errors.InvalidRequestError` naming a value that is not an int64 id or an
+    :class:`~mledger.core.InvalidRequestError` naming a value that is not an int64 id or an
     int32 index; whether an index fits the entry's batch is checked when the entry is read.
 
     >>> SkipEntry(3, 5, [2, 0]).batch_indexes

@@ -14,7 +14,7 @@ results and exits with 9 when a subscription refused (a cumulative-ack type), as
 endpoint answers 412 "Failed to cancel delayed message".
 
 ``--admin-url http://host:port`` (pulsar-admin's flag; ``--url`` is an alias) runs the same
-commands against ``mledger-admin serve`` (see :mod:`mledger.admin._remote`: same output and exit
+commands against ``mledger-admin serve`` (see :mod:`mledger.admin`: same output and exit
 codes; ``produce``/``consume`` need a data directory). ``serve`` runs that server
 (:mod:`mledger.rest`).
 """
@@ -34,16 +34,23 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..admin._authentication import add_authentication_arguments
-from ..admin._operations import by_verb
-from ..admin._policies import backlog_quotas_json
-from ..admin._remote import LOCAL_ONLY_COMMANDS, RemoteAdmin
-from ..admin._requests import ResetCursorData
-from ..broker._backlog_quota import BacklogQuota, BacklogQuotaType, BacklogRetentionPolicy
-from ..broker._inactive_topics import InactiveTopicDeleteMode, InactiveTopicPolicies
-from ..broker._retention import RetentionPolicies
-from ..core._errors import MLedgerError, NotAllowedError, PreconditionFailedError
-from ..core._position import EARLIEST, LATEST, Position
+from ..admin import (
+    LOCAL_ONLY_COMMANDS,
+    RemoteAdmin,
+    ResetCursorData,
+    add_authentication_arguments,
+    backlog_quotas_json,
+    by_verb,
+)
+from ..broker import (
+    BacklogQuota,
+    BacklogQuotaType,
+    BacklogRetentionPolicy,
+    InactiveTopicDeleteMode,
+    InactiveTopicPolicies,
+    RetentionPolicies,
+)
+from ..core import EARLIEST, LATEST, MLedgerError, NotAllowedError, Position, PreconditionFailedError
 from . import _admin_tables as _tables
 
 if TYPE_CHECKING:
@@ -1031,7 +1038,7 @@ def _add_serve_command(groups: Any) -> argparse.ArgumentParser:
 
 def _run_serve(args: argparse.Namespace) -> int:
     try:
-        from ..rest._cli import run_serve  # the server extra: FastAPI and uvicorn
+        from ..rest import run_serve  # the server extra: FastAPI and uvicorn
     except ImportError as e:
         print(f"mledger-admin serve: {e}", file=sys.stderr)
         return EXIT_OTHER
@@ -1046,7 +1053,7 @@ Argument = str | Callable[[argparse.Namespace], Any]
 
 @dataclass(frozen=True)
 class _Run:
-    """A command that is one admin call: the operation the table (:mod:`mledger.admin._operations`)
+    """A command that is one admin call: the operation the table (:mod:`mledger.admin`)
     names for the command's group and pulsar-admin verb, called with ``arguments`` (each the
     name of a parsed argument, or a function of them); a result (a 200 operation) printed by
     ``show`` (default JSON)."""
@@ -1371,7 +1378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _open_remote_admin(args: argparse.Namespace) -> Iterator[RemoteAdmin]:
-    """A :class:`~mledger.admin._remote.RemoteAdmin` for ``--admin-url``, closed on the way out."""
+    """A :class:`~mledger.admin.RemoteAdmin` for ``--admin-url``, closed on the way out."""
     with RemoteAdmin(args.admin_url, token=args.token, role=args.role, timeout=args.timeout) as admin:
         yield admin
 

@@ -1,6 +1,6 @@
 """``mledger capture OUT``: capture a live Pulsar cluster as the replay's raw logs.
 
-See :mod:`mledger.replay._capture`. The command builds the two clients (one ``pulsar.Client``
+See :mod:`mledger.replay`. The command builds the two clients (one ``pulsar.Client``
 for every reader, :class:`mledger.admin.RemoteAdmin` for the stats, with the same credentials
 and the same ``--connect-timeout``; every admin call bounded by ``--admin-timeout`` in all and
 ``--max-response-size``, at most ``--concurrency`` in flight per broker), checks that the named topics exist, prints one JSON line once the
@@ -20,7 +20,7 @@ import signal
 import threading
 from typing import Any
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -163,7 +163,7 @@ def run_capture(args: argparse.Namespace) -> int:
     import pulsar  # the capture extra
 
     from ..admin import RemoteAdmin
-    from ..replay._capture import Capture, CaptureSettings
+    from ..replay import Capture, CaptureSettings
 
     settings = CaptureSettings(
         topics=tuple(args.topic or ()),

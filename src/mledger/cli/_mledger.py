@@ -29,7 +29,7 @@ DEMO_EVENTS = 400_000
 def _library_demo() -> int:
     """Append, ack out of order, crash-free restart: what a cursor keeps and persists."""
     from ..broker import open_broker
-    from ..core._config import ManagedLedgerConfig
+    from ..core import ManagedLedgerConfig
     from ..managed_ledger import InitialPosition
 
     with tempfile.TemporaryDirectory(prefix="mledger-demo-") as data_dir:
@@ -79,7 +79,7 @@ _GENERATE_HELP = {
 
 
 def _add_generate_options(p: argparse.ArgumentParser) -> None:
-    from ..replay._generate import GeneratorConfig
+    from ..replay import GeneratorConfig
 
     defaults = GeneratorConfig()
     for f in dataclasses.fields(GeneratorConfig):
@@ -103,8 +103,7 @@ def _add_generate_options(p: argparse.ArgumentParser) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from ..replay._generate import GeneratorConfig, generate
-    from ..replay._progress import Progress
+    from ..replay import GeneratorConfig, Progress, generate
 
     names = GeneratorConfig.option_names()
     cfg = GeneratorConfig(**{n: getattr(args, n) for n in names})
@@ -124,7 +123,7 @@ def _generate(args: argparse.Namespace) -> int:
 # -- prepare --------------------------------------------------------------------------------------
 def _estimated_rows(plan: object) -> int:
     """Rows of a raw input: Parquet footers' counts, text files at ~60 bytes per row."""
-    from ..replay._inputs import InputPlan
+    from ..replay import InputPlan
 
     assert isinstance(plan, InputPlan)
     text = [t.path for t in plan.tasks if t.rows < 0]
@@ -133,11 +132,15 @@ def _estimated_rows(plan: object) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from ..replay._checks import check_input_dir, check_output_dir
-    from ..replay._inputs import plan_inputs
-    from ..replay._layout import is_prepared
-    from ..replay._prepare import IN_PROCESS_ROWS, prepare_in_process
-    from ..replay._progress import Progress
+    from ..replay import (
+        IN_PROCESS_ROWS,
+        Progress,
+        check_input_dir,
+        check_output_dir,
+        is_prepared,
+        plan_inputs,
+        prepare_in_process,
+    )
 
     check_input_dir(args.raw)
     if is_prepared(args.raw):
@@ -152,8 +155,7 @@ def _prepare(args: argparse.Namespace) -> int:
         with Progress(0, "prepare", enabled=False if args.quiet else None) as bar:
             manifest = prepare_in_process(plan, args.out, bar)
     else:
-        from ..replay.spark._prepare import executor_path, prepare_on_spark
-        from ..replay.spark._session import build_session
+        from ..replay.spark import build_session, executor_path, prepare_on_spark
 
         master = args.master or "local[*]"
         how = f"on Spark ({master})"
@@ -176,11 +178,17 @@ def _prepare(args: argparse.Namespace) -> int:
 
 # -- replay ---------------------------------------------------------------------------------------
 def _replay(args: argparse.Namespace) -> int:
-    from ..replay._checks import check_input_dir, check_output_dir
-    from ..replay._layout import is_prepared, open_prepared
-    from ..replay._settings import ReplaySettings
-    from ..replay._summary import SweepSummary, format_summary, format_sweep
-    from ..replay._sweep import variants
+    from ..replay import (
+        ReplaySettings,
+        SweepSummary,
+        check_input_dir,
+        check_output_dir,
+        format_summary,
+        format_sweep,
+        is_prepared,
+        open_prepared,
+        variants,
+    )
 
     # Everything that can be checked is checked before any JVM starts.
     if args.defaults:  # the preset first, --set on top of it
@@ -193,13 +201,13 @@ def _replay(args: argparse.Namespace) -> int:
     check_output_dir(args.out, args.input)
     progress = not args.quiet
     if args.single_process:
-        from ..replay._local import run_single_process
+        from ..replay import run_single_process
 
         summary = run_single_process(
             args.input, args.out, settings, progress=progress, sweep=args.sweep, fixed=fixed, prepared=args.prepared
         )
     else:
-        from ..replay._inputs import plan_inputs
+        from ..replay import plan_inputs
 
         source: object
         if is_prepared(args.input):
@@ -213,8 +221,7 @@ def _replay(args: argparse.Namespace) -> int:
             source = plan_inputs(args.input)
             if progress:
                 print(f"{args.input} holds raw logs: preparing them first", file=sys.stderr, flush=True)
-        from ..replay.spark._job import run_replay
-        from ..replay.spark._session import SCHEDULER_JVM_OPTIONS, SHORT_JOB_JIT_OPTIONS, build_session
+        from ..replay.spark import SCHEDULER_JVM_OPTIONS, SHORT_JOB_JIT_OPTIONS, build_session, run_replay
 
         # A replay of a prepared log leaves the JVM nothing but scheduling; a prepare sorts in it.
         options = SCHEDULER_JVM_OPTIONS if not args.prepared and is_prepared(args.input) else SHORT_JOB_JIT_OPTIONS
@@ -250,7 +257,7 @@ def _stop(spark: SparkSession, progress: bool) -> None:
     JVM sees its stdin close and stops Spark in its shutdown hook, so the command does not
     wait for spark.stop() (0.7-1 s, mostly PySpark's accumulator server poll), unless the JVM
     writes the class archive, which needs the wait."""
-    from ..replay.spark._session import stop_session, writes_class_archive
+    from ..replay.spark import stop_session, writes_class_archive
 
     if not writes_class_archive():
         return
@@ -267,13 +274,17 @@ def _stop(spark: SparkSession, progress: bool) -> None:
 def _demo(args: argparse.Namespace) -> int:
     if args.library:
         return _library_demo()
-    from ..replay._generate import PLANTED_ANOMALIES, GeneratorConfig, generate
-    from ..replay._inputs import plan_inputs
-    from ..replay._progress import Progress
-    from ..replay._settings import ReplaySettings
-    from ..replay._summary import ReplaySummary, format_summary
-    from ..replay.spark._job import run_replay
-    from ..replay.spark._session import build_session
+    from ..replay import (
+        PLANTED_ANOMALIES,
+        GeneratorConfig,
+        Progress,
+        ReplaySettings,
+        ReplaySummary,
+        format_summary,
+        generate,
+        plan_inputs,
+    )
+    from ..replay.spark import build_session, run_replay
 
     enabled = False if args.quiet else None
     with tempfile.TemporaryDirectory(prefix="mledger-demo-") as tmp:
@@ -569,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mledger {args.command}: error: {_missing_extra(exc, _EXTRAS[args.command])}", file=sys.stderr)
         return 2
     except Exception as exc:  # one line for the user; the types below are the expected ones
-        from ..core._errors import MLedgerError
+        from ..core import MLedgerError
 
         if isinstance(exc, (MLedgerError, ValueError, OSError)) or type(exc).__name__ in (
             "PythonException",

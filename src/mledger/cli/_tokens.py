@@ -158,7 +158,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ..admin._authentication import AuthenticationError, AuthenticationSettings, Credentials, TokenProvider
+    from ..admin import AuthenticationError, AuthenticationSettings, Credentials, TokenProvider
 
     # the broker's own token check, so "valid here" means "accepted by mledger standalone"
     settings = AuthenticationSettings(
@@ -192,7 +192,7 @@ def _read_token(args: argparse.Namespace) -> str:
 
 def _key_bytes(value: str, option: str) -> bytes:
     """A key option's bytes: ``file://``, ``data:``, base64 (as the broker reads it), or a path."""
-    from ..admin._authentication import read_key
+    from ..admin import read_key
 
     if not value.startswith(("file:", "data:")) and Path(value).is_file():
         return Path(value).read_bytes()
@@ -207,7 +207,7 @@ def _private_key(raw: bytes) -> tuple[Any, str]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-    from ..core._errors import ConfigError
+    from ..core import ConfigError
 
     try:
         if raw.lstrip().startswith(b"-----BEGIN"):

@@ -17,12 +17,18 @@ the generated protobuf classes. Nothing here does I/O: callers hand in and take 
 It imports only :mod:`mledger.core`.
 """
 
-from ._batch import SingleMessage as SingleMessage, decode_batch as decode_batch, encode_batch as encode_batch
+from ._batch import (
+    SingleMessage as SingleMessage,
+    compact_batch as compact_batch,
+    decode_batch as decode_batch,
+    encode_batch as encode_batch,
+)
 from ._chunking import (
     ChunkFooter as ChunkFooter,
     pack_entries as pack_entries,
     parse_footer as parse_footer,
     reassemble as reassemble,
+    reassemble_stream as reassemble_stream,
     split_chunks as split_chunks,
     unpack_payload as unpack_payload,
 )
@@ -30,6 +36,7 @@ from ._compression import (
     CompressionType as CompressionType,
     compress_metadata as compress_metadata,
     compress_payload as compress_payload,
+    decompress_message as decompress_message,
     decompress_metadata as decompress_metadata,
     decompress_payload as decompress_payload,
     is_compressed as is_compressed,
@@ -40,6 +47,8 @@ from ._cursor_info import (
     decode_position_info as decode_position_info,
     encode_managed_cursor_info as encode_managed_cursor_info,
     encode_position_info as encode_position_info,
+    long_list_size as long_list_size,
+    range_record_sizes as range_record_sizes,
 )
 from ._cursor_state import PersistedCursorState as PersistedCursorState, RangeArrays as RangeArrays
 from ._entry import (
@@ -47,7 +56,15 @@ from ._entry import (
     EntryMetadata as EntryMetadata,
     decode_entry as decode_entry,
     encode_entry as encode_entry,
+    split_entry as split_entry,
     stored_entry as stored_entry,
+)
+from ._ledger_info import (
+    StoredLedger as StoredLedger,
+    decode_managed_ledger_info as decode_managed_ledger_info,
+    decode_terminated_position as decode_terminated_position,
+    encode_managed_ledger_info as encode_managed_ledger_info,
+    looks_like_managed_ledger_info as looks_like_managed_ledger_info,
 )
 from ._messageid import (
     InvalidMessageIdError as InvalidMessageIdError,

@@ -19,8 +19,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core._errors import StateCorruptedError
-from ..core._ints import as_int64
+from ..core import StateCorruptedError, as_int64
 from ._varint import get_varint, put_varint
 
 __all__ = ["SingleMessage", "compact_batch", "decode_batch", "encode_batch"]
@@ -68,7 +67,7 @@ def encode_batch(messages: Sequence[SingleMessage]) -> bytes:
 def decode_batch(data: bytes, num_messages: int) -> list[SingleMessage]:
     """Split a batch payload into its ``num_messages`` messages.
 
-    Raises :class:`~mledger.core._errors.StateCorruptedError` naming the offset when a record is cut
+    Raises :class:`~mledger.core.StateCorruptedError` naming the offset when a record is cut
     short, a size runs past the end, or ``payload_size`` is missing. O(len(data)).
     """
     out: list[SingleMessage] = []

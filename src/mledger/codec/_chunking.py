@@ -7,7 +7,7 @@ appended as the last entry. Read: a last entry that is empty or does not start w
 plain payload; otherwise it is a footer, and the ``N`` entries before it are the parts.
 
 A payload is a serialized ``PositionInfo`` or the same compressed in the 0x4778 envelope
-(:func:`~mledger.codec._compression.compress_payload`); neither can start with ``{``, so
+(:func:`~mledger.codec.compress_payload`); neither can start with ``{``, so
 footers, plain and compressed payloads are told apart by their first byte. A footer is
 validated (size, JSON shape, bounds, then the parts' count and total length) before anything
 is allocated for the parts, so a corrupt or hostile footer costs O(1).
@@ -19,8 +19,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from ..core._errors import ConfigError, EntryTooLargeError, StateCorruptedError
-from ..core._ints import INT32_MAX
+from ..core import INT32_MAX, ConfigError, EntryTooLargeError, StateCorruptedError
 from ._compression import CompressionType, compress_payload, decompress_payload
 
 __all__ = [
@@ -189,6 +188,6 @@ def unpack_payload(payload: bytes | bytearray | memoryview, max_uncompressed: in
     """The inverse of :func:`pack_entries` once the parts are reassembled (or for one entry).
 
     Plain payloads come back unchanged; compressed ones are decompressed strictly
-    (:func:`~mledger.codec._compression.decompress_payload`).
+    (:func:`~mledger.codec.decompress_payload`).
     """
     return decompress_payload(payload, max_uncompressed)

@@ -9,7 +9,7 @@ Layout (Pulsar's ``MetaStoreImpl``, ``MAGIC_MANAGED_INFO_METADATA``), used by Pu
 LZ4 raw block (no frame, no size prefix), ZLIB stream as ``java.util.zip.Deflater`` writes it
 (default level, ended by a SYNC_FLUSH, no trailer), ZSTD frame at level 3, SNAPPY raw block.
 LZ4, ZSTD and SNAPPY come from the optional ``mledger[compression]`` extra, imported only when
-asked for; without it, :class:`~mledger.core._errors.MissingExtraError` names the extra.
+asked for; without it, :class:`~mledger.core.MissingExtraError` names the extra.
 
 Compressed cursor-ledger entries (PIP-381's optional compression of the chunked payload)
 reuse the same envelope: a ``PositionInfo`` starts with a field tag, and ``0x47`` would be
@@ -30,8 +30,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Literal
 
-from ..core._errors import ConfigError, MissingExtraError, StateCorruptedError
-from ..core._ints import INT32_MAX
+from ..core import INT32_MAX, ConfigError, MissingExtraError, StateCorruptedError
 from .proto import MLDataFormats_pb2 as pb
 
 __all__ = [

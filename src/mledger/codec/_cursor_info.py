@@ -22,9 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core._errors import StateCorruptedError
-from ..core._ints import as_int64
-from ..core._position import Position
+from ..core import Position, StateCorruptedError, as_int64
 from . import _varint_arrays as vx
 from ._cursor_state import PersistedCursorState, RangeArrays
 from ._varint import (

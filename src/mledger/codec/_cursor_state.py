@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core._position import Position
+from ..core import Position
 
 
 class RangeArrays(NamedTuple):

@@ -27,9 +27,18 @@ from typing import Any
 from crc32c import crc32c as crc32c
 from google.protobuf.message import DecodeError
 
-from ..core._errors import InvalidRequestError, StateCorruptedError
-from ..core._ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, UINT64_MASK, as_int64, check_int
-from ..core._position import Position
+from ..core import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    UINT64_MASK,
+    InvalidRequestError,
+    Position,
+    StateCorruptedError,
+    as_int64,
+    check_int,
+)
 from .proto.PulsarApi_pb2 import MessageMetadata
 
 __all__ = ["Entry", "EntryMetadata", "crc32c", "decode_entry", "encode_entry", "split_entry", "stored_entry"]
@@ -71,7 +80,7 @@ class EntryMetadata:
     pairs in order. Chunk fields follow Pulsar's chunking: ``uuid`` names the chunked message,
     ``chunk_id`` is this chunk's index out of ``num_chunks``.
 
-    Construction raises :class:`~mledger.core._errors.InvalidRequestError` naming the field when a
+    Construction raises :class:`~mledger.core.InvalidRequestError` naming the field when a
     value has the wrong type or does not fit its wire type (int64 for ids and times, int32 for
     counts and chunk fields).
 
@@ -160,7 +169,7 @@ class EntryMetadata:
         """Parse a serialized Pulsar ``MessageMetadata``.
 
         Unknown fields are skipped; a string that is not valid UTF-8 is decoded with U+FFFD
-        replacements, as Java does. Raises :class:`~mledger.core._errors.StateCorruptedError` when
+        replacements, as Java does. Raises :class:`~mledger.core.StateCorruptedError` when
         the bytes do not parse or a required field (producer_name, sequence_id, publish_time)
         is missing.
         """
@@ -269,7 +278,7 @@ def decode_entry(raw: bytes | bytearray | memoryview, *, verify_checksum: bool =
     ``verify_checksum`` is true (the ``crc32c`` package: several GB/s with the CPU's CRC
     instructions).
 
-    Raises :class:`~mledger.core._errors.StateCorruptedError` when the framing is cut short, a size
+    Raises :class:`~mledger.core.StateCorruptedError` when the framing is cut short, a size
     runs past the end, the checksum does not match (when verified) or the metadata does not
     parse.
     """

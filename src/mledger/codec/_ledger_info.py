@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from ..core._config import DEFAULT_MAX_STATE_SIZE_IN_BYTES
-from ..core._errors import StateCorruptedError
+from ..core import DEFAULT_MAX_STATE_SIZE_IN_BYTES, StateCorruptedError
 from ._compression import compress_metadata, decompress_metadata
 from .proto import MLDataFormats_pb2 as pb
 
@@ -68,7 +67,7 @@ def decode_managed_ledger_info(
 ) -> tuple[list[StoredLedger], dict[str, str]]:
     """The ledger list and properties of stored bytes (plain or enveloped).
 
-    Raises :class:`~mledger.core._errors.StateCorruptedError` when they do not parse, or when
+    Raises :class:`~mledger.core.StateCorruptedError` when they do not parse, or when
     the envelope claims more than ``max_size`` bytes (refused before allocating).
     """
     info = _parse(data, max_size)
@@ -86,7 +85,7 @@ def decode_managed_ledger_info(
 
 def decode_terminated_position(data: bytes, max_size: int = MAX_LEDGER_INFO_BYTES) -> tuple[int, int] | None:
     """``(ledger id, entry id)`` of a terminated managed ledger's last entry, None when it was
-    not terminated. Raises :class:`~mledger.core._errors.StateCorruptedError` as
+    not terminated. Raises :class:`~mledger.core.StateCorruptedError` as
     :func:`decode_managed_ledger_info`."""
     info = _parse(data, max_size)
     if not info.HasField("terminatedPosition"):

@@ -44,18 +44,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..core._errors import InvalidMessageIdError, InvalidRequestError, StateCorruptedError
-from ..core._ints import (
+from ..core import (
     INT32_MAX,
     INT32_MIN,
     INT32_SIGN,
     INT64_MAX,
     INT64_MIN,
     UINT32_MASK,
+    InvalidMessageIdError,
+    InvalidRequestError,
+    Position,
+    StateCorruptedError,
     as_int64,
     check_int,
 )
-from ..core._position import Position
 from ._varint import get_varint, put_varint
 
 __all__ = ["InvalidMessageIdError", "MessageId"]
@@ -227,7 +229,7 @@ class MessageId:
 
     @property
     def position(self) -> Position:
-        """The entry this id points into, as a :class:`~mledger.core._position.Position`."""
+        """The entry this id points into, as a :class:`~mledger.core.Position`."""
         return Position(self.ledger_id, self.entry_id)
 
     @property
@@ -422,7 +424,7 @@ def as_position(value: Position | MessageId | tuple[int, int]) -> Position:
     """The position a reset or ack refers to: a Position, a MessageId (EARLIEST / LATEST map
     to the position constants of the same values) or a ``(ledger_id, entry_id)`` pair.
 
-    Raises :class:`~mledger.core._errors.InvalidRequestError` for anything else.
+    Raises :class:`~mledger.core.InvalidRequestError` for anything else.
     """
     if isinstance(value, MessageId):
         return value.position

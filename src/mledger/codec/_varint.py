@@ -3,13 +3,12 @@
 Used for the few scalar and string fields of a cursor state, Pulsar's batch payloads and the
 message-id writer, and to walk top-level fields; the repeated parts of a cursor state go through
 the vectorised :mod:`mledger.codec._varint_arrays`. Readers take a ``memoryview`` of unsigned
-bytes and raise :class:`~mledger.core._errors.StateCorruptedError` on malformed input.
+bytes and raise :class:`~mledger.core.StateCorruptedError` on malformed input.
 """
 
 from __future__ import annotations
 
-from ..core._errors import StateCorruptedError
-from ..core._ints import INT64_MAX, INT64_MIN, UINT64_MASK
+from ..core import INT64_MAX, INT64_MIN, UINT64_MASK, StateCorruptedError
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 _MAX_GROUP_DEPTH = 100  # protobuf's default recursion limit

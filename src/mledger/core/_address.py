@@ -30,7 +30,7 @@ def parse_bind(
     port (``36653``: ``default_host`` on that port, as people type it); ``:port``; a bare host
     (``default_port`` on it). Port 0 asks for a free one. Anything else (an empty value, a port
     that is not a number or outside 0-65535, IPv6 without brackets, an unclosed bracket) raises
-    :class:`~mledger.core._errors.ConfigError` naming ``option`` and the value.
+    :class:`~mledger.core.ConfigError` naming ``option`` and the value.
     """
     value = text.strip()
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, cast
 
 from ._errors import ConfigError
+from ._pulsar_versions import PULSAR_VERSIONS, preset_values
 
 INDIVIDUAL_ACK_FORMATS = ("range", "long_array", "auto")
 COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
@@ -94,9 +95,20 @@ class ManagedLedgerConfig:
     """``"range"``, ``"long_array"`` or ``"auto"`` (smaller per ledger); None follows
     ``persist_individual_ack_as_long_array`` as Pulsar does."""
     deletion_at_batch_index_level_enabled: bool = True
+    """Batch-index acks (the broker's ``acknowledgmentAtBatchIndexLevelEnabled``, Pulsar's
+    ``ManagedLedgerConfig.deletionAtBatchIndexLevelEnabled``): off, an ack set is ignored."""
     # PIP-381 chunking of large PositionInfo
     persistent_unacked_ranges_with_multiple_entries_enabled: bool = False
+    """Without ``pulsar_rules``: PIP-381 chunking (mledger's implementation of the proposal). With
+    ``pulsar_rules``, what the flag does in that Apache release: it only tracks dirty ledgers
+    (``RangeSetWrapper``), with no effect on the cap, the entry size or what is stored; PIP-381
+    is then chosen by ``pip381``."""
     persistent_unacked_ranges_max_entry_size: int = 1024 * 1024
+    """PIP-381's largest part; in force when PIP-381 chunking is (:attr:`pip381_chunking`). No
+    Apache release has this setting."""
+    pip381: bool = False
+    """PIP-381 chunking as its design document describes it (a proposal: apache/pulsar#22799 is
+    not merged), chosen by name whatever ``pulsar_rules`` says; the what-if an operator weighs."""
     cursor_info_compression_type: str = "NONE"
     unacked_ranges_limit_off_by_one: bool = False
     """mledger's switch for Pulsar before apache/pulsar#25548 (2026-04): the range format
@@ -105,6 +117,13 @@ class ManagedLedgerConfig:
     #25548. The long-array cut-off (``toRanges``) had no such error."""
     # Mark-delete persistence rate (per second); 0 disables throttling
     throttle_mark_delete: float = 0.0
+    pulsar_rules: str | None = None
+    """The Pulsar version whose persist and recovery rules apply (a key of
+    :data:`~mledger.core.PULSAR_VERSIONS`, as ``--defaults`` names it); None:
+    mledger's own (:data:`~mledger.core.MLEDGER_RULES`)."""
+    restart_as: str | None = None
+    """The Pulsar version that recovers the state after a stop (an upgrade or a rollback), for
+    the restart figures; None: the version that wrote it (``pulsar_rules``)."""
     # Retention of consumed ledgers (Pulsar's retentionTimeMs / retentionSizeInMB): 0 keeps
     # nothing once consumed, -1 is unlimited; a ledger goes when either limit is passed.
     retention_time_ms: int = 0
@@ -122,6 +141,28 @@ class ManagedLedgerConfig:
     def with_changes(self, **changes: Any) -> ManagedLedgerConfig:
         """A copy with some settings changed (validated)."""
         return replace(self, **changes)
+
+    @classmethod
+    def for_pulsar(cls, name: str, **changes: Any) -> ManagedLedgerConfig:
+        """The settings of Pulsar version ``name`` (a ``--defaults`` preset: ``pulsar-3.0``,
+        ``pulsar-4.0``, ``pulsar-4.1``, ``pulsar-newest``): its broker defaults and its persist
+        and recovery rules (``pulsar_rules``), then ``changes``. ``ConfigError`` for an unknown
+        name.
+
+        >>> c = ManagedLedgerConfig.for_pulsar("pulsar-4.0")
+        >>> c.pulsar_rules, c.throttle_mark_delete, c.deletion_at_batch_index_level_enabled
+        ('pulsar-4.0', 1.0, False)
+        """
+        return cast(ManagedLedgerConfig, _with_preset(cls(), name, changes))
+
+    @property
+    def pip381_chunking(self) -> bool:
+        """Whether PIP-381 chunking is in force: ``pip381``, or without ``pulsar_rules`` the
+        flag ``persistent_unacked_ranges_with_multiple_entries_enabled`` (its meaning in mledger
+        before the rules table; no Apache release gives the flag this effect)."""
+        return self.pip381 or (
+            self.pulsar_rules is None and self.persistent_unacked_ranges_with_multiple_entries_enabled
+        )
 
     @property
     def effective_ack_format(self) -> str:
@@ -154,9 +195,21 @@ class ManagedLedgerFactoryConfig:
     jute_maxbuffer: int = JUTE_MAXBUFFER
     """ZooKeeper's ``jute.maxbuffer``: a ``ManagedCursorInfo`` above it is flagged
     (``state_over_limit_at_ms``): ZooKeeper would refuse it."""
+    cursor_position_flush_seconds: int = 60
+    """Pulsar's ``cursorPositionFlushSeconds`` (broker ``managedLedgerCursorPositionFlushSeconds``):
+    the period of the one factory-wide fixed-rate timer that flushes cursors a rate limiter left
+    dirty (``ManagedLedgerFactoryImpl.flushCursors``; the owner of the factory schedules it and
+    calls ``ManagedLedgerFactory.flush_cursors`` at each tick)."""
 
     def __post_init__(self) -> None:
         _validate(self)
+
+    @classmethod
+    def for_pulsar(cls, name: str, **changes: Any) -> ManagedLedgerFactoryConfig:
+        """The factory settings of Pulsar version ``name`` (see
+        :meth:`ManagedLedgerConfig.for_pulsar`): metadata compression, the frame limit,
+        ``jute.maxbuffer``, the cursor flush period; then ``changes``."""
+        return cast(ManagedLedgerFactoryConfig, _with_preset(cls(), name, changes))
 
     @property
     def frame_limit(self) -> int:
@@ -164,6 +217,45 @@ class ManagedLedgerFactoryConfig:
         if self.netty_max_frame_size_bytes > 0:
             return self.netty_max_frame_size_bytes
         return self.max_message_size + MESSAGE_SIZE_FRAME_PADDING
+
+
+def parse_setting(key: str, raw: str, current: Any, annotation: Any) -> Any:
+    """The value of setting ``key`` written as text (``--set``, a preset): ``none``/``null``/empty
+    for an optional one, ``true``/``false`` (``1``/``0``, ``yes``/``no``, ``on``/``off``), an
+    integer (``_`` allowed), a number, else the text. ``current`` and ``annotation`` (the field's
+    value and type) say which; ``ConfigError`` names the key for a value of the wrong type."""
+    text = str(annotation)
+    lowered = raw.lower()
+    if lowered in ("none", "null", "") and ("None" in text or current is None):
+        return None
+    if isinstance(current, bool) or text == "bool":
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{key} expects true or false, got {raw!r}")
+    if isinstance(current, int) or text.startswith("int"):
+        try:
+            return int(raw.replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{key} expects an integer, got {raw!r}") from None
+    if isinstance(current, float) or text == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{key} expects a number, got {raw!r}") from None
+    return raw
+
+
+def _with_preset(config: Any, name: str, changes: dict[str, Any]) -> Any:
+    """``config`` with the values preset ``name`` gives its fields, then ``changes``."""
+    types = {f.name: f.type for f in fields(config)}
+    values = {
+        key: parse_setting(key, raw, getattr(config, key), types[key])
+        for key, raw in preset_values(name).items()
+        if key in types
+    }
+    return replace(config, **{**values, **changes})
 
 
 def _validate(config: object) -> None:
@@ -174,6 +266,9 @@ def _validate(config: object) -> None:
                 raise ConfigError(
                     f"{f.name}: No enum constant org.apache.bookkeeper.mledger.proto.CompressionType.{value}"
                 )
+        elif f.name in ("pulsar_rules", "restart_as"):
+            if value is not None and value not in PULSAR_VERSIONS:
+                raise ConfigError(f"{f.name}: unknown Pulsar version {value!r}; known: {', '.join(PULSAR_VERSIONS)}")
         elif f.name == "individual_ack_format":
             if value is not None and value not in INDIVIDUAL_ACK_FORMATS:
                 raise ConfigError(f"individual_ack_format must be one of {INDIVIDUAL_ACK_FORMATS}, got {value!r}")
@@ -194,6 +289,7 @@ _POSITIVE = {
     "max_state_size_in_bytes",
     "max_message_size",
     "jute_maxbuffer",
+    "cursor_position_flush_seconds",
 }
 _MINUS_ONE_ALLOWED = {
     "max_unacked_ranges_to_persist_in_metadata_store",

@@ -17,10 +17,10 @@ mledger or importlib. Three shapes, each driven by a table:
 * **Moved module paths** -- a package registers, from its ``__init__``, which of its old
   submodule paths now live elsewhere::
 
-      moved_modules(__name__, {"batch": "mledger.codec._batch"})
+      moved_modules(__name__, {"batch": "pkg.codec._batch"})
 
   One process-wide table (old module -> new module) is served by a ``sys.meta_path`` finder:
-  ``import mledger.broker.batch`` loads ``mledger.codec._batch``, binds the *same module object*
+  ``import pkg.broker.batch`` loads ``pkg.codec._batch``, binds the *same module object*
   under the old name (``sys.modules``, and the parent's attribute) and warns. No alias module
   file exists. A submodule of an old *package* path that the table does not name is gone
   (``ModuleNotFoundError``), rather than loaded a second time from the new package's directory.
@@ -39,6 +39,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.metadata
 import importlib.util
+import inspect
 import re
 import sys
 import threading
@@ -86,12 +87,13 @@ def _user_stacklevel(skip: int = 0) -> int:
     point at the first frame outside this module (the importer, or the attribute's reader),
     ``skip`` frames further out (the caller of a deprecated function)."""
     here = _user_stacklevel.__code__.co_filename
-    frame = sys._getframe(1)  # _warn's frame: level 1
+    current = inspect.currentframe()
+    frame = current.f_back if current is not None else None  # _warn's frame: level 1
     level = 1
     while frame is not None and frame.f_code.co_filename == here:
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
         while frame is not None and _is_importlib_frame(frame):
-            frame = frame.f_back  # type: ignore[assignment]
+            frame = frame.f_back
         level += 1
     return level + skip
 

@@ -30,9 +30,11 @@ import numpy as np
 from pyroaring import BitMap
 from sortedcontainers import SortedDict
 
+from ._entry_messages import EntryMessages
 from ._errors import InvalidPositionError
 from ._ints import UINT64_MASK
 from ._position import Position
+from ._pulsar_versions import LongArrayCutoff
 
 MAX_ENTRY_ID = (1 << 32) - 1
 """The largest entry id a range set can hold (roaring bitmaps index 32-bit values)."""
@@ -61,7 +63,7 @@ class AckRangeSet:
     ('[(3:4..3:7],(3:8..3:10]]', 2, 5)
     """
 
-    __slots__ = ("_bitmaps", "_runs", "_run_arrays", "_cardinality")
+    __slots__ = ("_bitmaps", "_runs", "_run_arrays", "_cardinality", "_weights", "_extra", "_extra_version")
 
     def __init__(self) -> None:
         self._bitmaps: SortedDict = SortedDict()  # ledger id -> non-empty BitMap
@@ -69,6 +71,11 @@ class AckRangeSet:
         # cached closed runs (read-only arrays) of ledgers with few runs; dropped with _runs
         self._run_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cardinality = 0
+        # messages beyond one of the acked entries, per ledger, kept up to date once counted
+        # (see weigh); absent = not counted yet
+        self._weights: EntryMessages | None = None
+        self._extra: dict[int, int] = {}
+        self._extra_version: dict[int, int] = {}
 
     # -- adding -----------------------------------------------------------------------------
     def add(self, ledger_id: int, entry_id: int) -> bool:
@@ -82,8 +89,11 @@ class AckRangeSet:
         except KeyError:
             return False
         if ledger_id in self._runs:  # the run arrays are cached only with the run count
-            self._changed(ledger_id)
+            self._changed(ledger_id, keep_extra=True)
         self._cardinality += 1
+        extra = self._extra
+        if extra and ledger_id in extra:
+            extra[ledger_id] += self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
         return True
 
     def _add_to_new_ledger(self, ledger_id: int, entry_id: int) -> bool:
@@ -130,10 +140,16 @@ class AckRangeSet:
         if bm is None:
             bm = self._bitmaps[ledger_id] = BitMap()
         before = len(bm)
-        bm.update(array.array("I", values.astype(np.uint32, copy=False).tobytes()))
+        batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
+        if self._extra and ledger_id in self._extra:
+            fresh = BitMap(batch) - bm
+            if fresh:
+                new_ids = np.frombuffer(fresh.to_array(), dtype=np.uint32)
+                self._extra[ledger_id] += self._weights.extra_of(ledger_id, new_ids)  # type: ignore[union-attr]
+        bm.update(batch)
         added = len(bm) - before
         if added:
-            self._changed(ledger_id)
+            self._changed(ledger_id, keep_extra=True)
             self._cardinality += added
         elif before == 0:
             del self._bitmaps[ledger_id]
@@ -221,7 +237,9 @@ class AckRangeSet:
         if bm is None or entry_id not in bm:
             return False
         bm.discard(entry_id)
-        self._changed(ledger_id)
+        if self._extra and ledger_id in self._extra:
+            self._extra[ledger_id] -= self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
+        self._changed(ledger_id, keep_extra=True)
         self._cardinality -= 1
         if not bm:
             del self._bitmaps[ledger_id]
@@ -232,6 +250,7 @@ class AckRangeSet:
         self._bitmaps.clear()
         self._runs.clear()
         self._run_arrays.clear()
+        self._extra.clear()
         self._cardinality = 0
 
     # -- queries ----------------------------------------------------------------------------
@@ -310,6 +329,46 @@ class AckRangeSet:
         """The last entry of the run containing the acked ``ledger_id:entry_id``. O(log run)."""
         return _run_end(self._bitmaps[ledger_id], entry_id)
 
+    def neighbours(self, ledger_id: int, entry_id: int) -> int:
+        """Which neighbours of ``ledger_id:entry_id`` in its ledger are acked: bit 1 the entry
+        before, bit 2 the entry after. O(1), one bitmap lookup."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:
+            return 0
+        return (entry_id > 0 and (entry_id - 1) in bm) | ((entry_id + 1) in bm) << 1
+
+    def run_start(self, ledger_id: int, entry_id: int) -> int:
+        """The first entry of the run containing the acked ``ledger_id:entry_id``. O(log run)."""
+        return _run_start(self._bitmaps[ledger_id], entry_id)
+
+    def run_after(self, ledger_id: int, entry_id: int) -> tuple[int, int, int] | None:
+        """The closed run ``(ledger, first, last)`` that starts first after ``ledger_id:entry_id``
+        (in that ledger or a later one; a run is never taken across ledgers), or None.
+        O(log ledgers + log run)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is not None and entry_id < MAX_ENTRY_ID:
+            nxt = bm.next_set_bit(max(entry_id + 1, 0)) if bm.max() > entry_id else None
+            if nxt is not None:
+                return ledger_id, nxt, _run_end(bm, nxt)
+        for later in self._bitmaps.irange(minimum=ledger_id, inclusive=(False, True)):
+            first = self._bitmaps[later].min()
+            return later, first, _run_end(self._bitmaps[later], first)
+        return None
+
+    def run_before(self, ledger_id: int, entry_id: int) -> tuple[int, int, int] | None:
+        """The closed run ``(ledger, first, last)`` that ends last before ``ledger_id:entry_id``
+        (in that ledger or an earlier one), or None. O(log ledgers + log run)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is not None and entry_id > 0:
+            below = bm.rank(entry_id - 1)
+            if below:
+                last = bm[below - 1]
+                return ledger_id, _run_start(bm, last), last
+        for earlier in self._bitmaps.irange(maximum=ledger_id, inclusive=(True, False), reverse=True):
+            last = self._bitmaps[earlier].max()
+            return earlier, _run_start(self._bitmaps[earlier], last), last
+        return None
+
     def next_unacked_entry(self, ledger_id: int, entry_id: int) -> int:
         """The first entry id ``>= entry_id`` of the ledger that is not acked. O(log run)."""
         bm = self._bitmaps.get(ledger_id)
@@ -387,6 +446,37 @@ class AckRangeSet:
             return empty, empty
         return self._ledger_run_arrays(ledger_id, bm)
 
+    def ledger_last_entry(self, ledger_id: int) -> int | None:
+        """The highest acked entry of one ledger, None when it has none. O(1)."""
+        bm = self._bitmaps.get(ledger_id)
+        return None if bm is None else int(bm.max())
+
+    def ledger_first_runs(self, ledger_id: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``count`` closed runs of one ledger (all of them when it has fewer), as
+        :meth:`ledger_runs` gives them. O(entries up to the end of the last run returned) for a
+        ledger with more runs than that: the runs after are never expanded.
+
+        >>> s = AckRangeSet(); s.add_many(1, [1, 2, 5, 9, 10, 11])
+        6
+        >>> [a.tolist() for a in s.ledger_first_runs(1, 2)]
+        [[1, 5], [2, 5]]
+        """
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None or count <= 0:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty
+        if self._ledger_run_count(ledger_id, bm) <= count or ledger_id in self._run_arrays:
+            starts, ends = self._ledger_run_arrays(ledger_id, bm)
+            return starts[:count], ends[:count]
+        take = 2 * count
+        while True:
+            prefix = bm[:take]
+            starts, ends = _runs_of(prefix)
+            # the count-th run is whole when a later run starts after it, or nothing follows
+            if len(starts) > count or take >= len(bm):
+                return starts[:count], ends[:count]
+            take *= 2
+
     def __iter__(self) -> Iterator[OpenClosedRange]:
         """Open-closed ranges ``(lower, upper]`` in ascending order."""
         for ledger_id in list(self._bitmaps.keys()):
@@ -429,22 +519,33 @@ class AckRangeSet:
             return empty, empty, empty, dropped
         return np.concatenate(ledgers), np.concatenate(lowers), np.concatenate(uppers), dropped
 
-    def to_long_arrays(self, max_entries: int | None = None) -> tuple[dict[int, np.ndarray], int]:
+    def to_long_arrays(
+        self, max_entries: int | None = None, cutoff: LongArrayCutoff = LongArrayCutoff.ADD_AND_GET
+    ) -> tuple[dict[int, np.ndarray], int]:
         """Per-ledger ``BitSet.toLongArray()`` words, with Pulsar's ``toRanges(max)`` cut-off.
 
         Ledgers are taken in ascending order while the running sum of their *cardinalities*
-        (acked entries, not ranges) stays ``<= max_entries`` (HEAD ``PositionRangeSet`` rule);
-        every later ledger is dropped. Returns ``(words_by_ledger, dropped_ranges)``.
-        ``None`` or a negative limit means no limit. O(span / 64) per ledger.
+        (acked entries, not ranges) stays ``<= max_entries``, counting the ledger itself
+        (``ADD_AND_GET``: master's ``PositionRangeSet``) or only the ledgers before it
+        (``GET_AND_ADD``: every release's ``OpenLongPairRangeSet``, which keeps the first ledger
+        whatever its size); every later ledger is dropped. Returns ``(words_by_ledger,
+        dropped_ranges)``. ``None`` or a negative limit means no limit. O(span / 64) per ledger.
+
+        >>> s = AckRangeSet(); s.add_range(1, 0, 4)
+        5
+        >>> len(s.to_long_arrays(3)[0]), len(s.to_long_arrays(3, LongArrayCutoff.GET_AND_ADD)[0])
+        (0, 1)
         """
         result: dict[int, np.ndarray] = {}
         dropped = 0
         running = 0
         unlimited = max_entries is None or max_entries < 0
         cut = False
+        counts_itself = cutoff is LongArrayCutoff.ADD_AND_GET
         for ledger_id, bm in self._bitmaps.items():
+            before = running
             running += len(bm)
-            if cut or (not unlimited and running > max_entries):  # type: ignore[operator]
+            if cut or (not unlimited and (running if counts_itself else before) > max_entries):  # type: ignore[operator]
                 cut = True
                 dropped += self._ledger_run_count(ledger_id, bm)
                 continue
@@ -460,10 +561,51 @@ class AckRangeSet:
             result.add_words(int(ledger_id), np.asarray(words, dtype=np.int64))
         return result
 
-    def _changed(self, ledger_id: int) -> None:
-        """Drop what is cached about one ledger: its bitmap changed."""
+    def _changed(self, ledger_id: int, keep_extra: bool = False) -> None:
+        """Drop what is cached about one ledger: its bitmap changed (its extra messages too,
+        unless the caller kept them up to date)."""
         self._runs.pop(ledger_id, None)
         self._run_arrays.pop(ledger_id, None)
+        if not keep_extra:
+            self._extra.pop(ledger_id, None)
+
+    # -- messages -----------------------------------------------------------------------------
+    def weigh(self, weights: EntryMessages | None) -> None:
+        """Count the messages of the acked entries by ``weights`` (a managed ledger's message
+        counts): once :meth:`extra_messages` has counted a ledger, single adds and bulk adds
+        keep its count up to date (O(1) per entry), so the next call recounts only the ledgers
+        changed otherwise (ranges, removals). None stops it."""
+        self._weights = weights
+        self._extra.clear()
+        self._extra_version.clear()
+
+    def extra_messages(self, weights: EntryMessages) -> int:
+        """Messages beyond one per entry over the acked entries, by ``weights``. O(ledgers with
+        counts) when this set is weighed by ``weights`` and they are counted (see
+        :meth:`weigh`), else O(their ranges)."""
+        if not weights.batched:
+            return 0
+        return sum(
+            self.ledger_extra_messages(ledger_id, weights) for ledger_id in self._bitmaps if weights.has(ledger_id)
+        )
+
+    def ledger_extra_messages(self, ledger_id: int, weights: EntryMessages) -> int:
+        """:meth:`extra_messages` of one ledger."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None or not weights.has(ledger_id):
+            return 0
+        tracked = weights is self._weights
+        version = weights.version(ledger_id)
+        if tracked:
+            value = self._extra.get(ledger_id)
+            if value is not None and self._extra_version.get(ledger_id) == version:
+                return value
+        starts, ends = self._ledger_run_arrays(ledger_id, bm)
+        value = weights.extra_in_runs(ledger_id, starts, ends)
+        if tracked:
+            self._extra[ledger_id] = value
+            self._extra_version[ledger_id] = version
+        return value
 
     def _ledger_run_arrays(self, ledger_id: int, bm: BitMap) -> tuple[np.ndarray, np.ndarray]:
         """Closed runs of one ledger, cached (read-only) until it changes when they are few
@@ -538,6 +680,12 @@ class AckRangeSet:
         for ledger_id, (starts, ends) in self._run_arrays.items():
             fresh = _runs_of(self._bitmaps[ledger_id])
             assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"
+        weights = self._weights
+        for ledger_id, extra in self._extra.items():
+            assert weights is not None and ledger_id in self._bitmaps, f"extra messages kept for absent {ledger_id}"
+            if self._extra_version.get(ledger_id) == weights.version(ledger_id):
+                counted = weights.extra_in_runs(ledger_id, *_runs_of(self._bitmaps[ledger_id]))
+                assert extra == counted, f"extra messages of {ledger_id}: kept {extra}, counted {counted}"
 
 
 # -- bitmap helpers (module level: they are the hot inner loops) --------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from enum import Enum
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from ._errors import MLedgerError
 
@@ -28,11 +28,18 @@ E = TypeVar("E", bound=Enum)
 class TransitionRefusedError(MLedgerError):
     """A transition table has no move for ``event`` in ``state`` (both kept as attributes).
 
-    A machine derives its own class from this one, with its own message; without a message
-    the text is ``no transition from <state> on <event>`` (the enums' values)."""
+    A machine derives its own class from this one, naming itself in :attr:`machine` or passing
+    its own message; without a message the text is ``<machine>: no transition from <state> on
+    <event>`` (the enums' values; no prefix when ``machine`` is empty)."""
+
+    machine: ClassVar[str] = ""
+    """The machine's name, the prefix of the default message (``"cursor lifecycle"``)."""
 
     def __init__(self, state: Enum, event: Enum, message: str | None = None) -> None:
-        super().__init__(message if message is not None else f"no transition from {state.value} on {event.value}")
+        if message is None:
+            prefix = f"{self.machine}: " if self.machine else ""
+            message = f"{prefix}no transition from {state.value} on {event.value}"
+        super().__init__(message)
         self.state = state
         self.event = event
 

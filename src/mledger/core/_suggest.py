@@ -7,7 +7,6 @@ names in lower case, so ``brokerServicePortt`` and ``brokerserviceport`` both fi
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = ["closest_name", "did_you_mean"]
@@ -22,6 +21,8 @@ def closest_name(word: str, names: Iterable[str]) -> str | None:
     >>> closest_name("justakey", ["brokerServicePort"]) is None
     True
     """
+    import difflib  # on the error path only: mledger's face imports this module
+
     by_lower: dict[str, str] = {}
     for name in names:
         by_lower.setdefault(name.lower(), name)

@@ -18,7 +18,7 @@ Two ways to drive the queue:
   at its first due time after now: the clock jumped, nobody was there at the missed instants.
   The real-time server calls it when the earliest due time comes (:attr:`on_earlier` tells it
   when that time moves earlier) and the library's ``Broker.run_due_tasks`` calls it.
-* :meth:`advance` (a :class:`~mledger.core._clock.ManualClock` only) moves the clock to each due
+* :meth:`advance` (a :class:`~mledger.core.ManualClock` only) moves the clock to each due
   time in turn up to ``now + ms`` and fires what is due there: every firing happens at its own due
   time, and a 60 s timer fires ten times when the clock advances ten minutes.
 
@@ -201,7 +201,7 @@ class TimerQueue:
         return True
 
     def advance(self, ms: int) -> int:
-        """Move a :class:`~mledger.core._clock.ManualClock` forward by ``ms``, stopping at each
+        """Move a :class:`~mledger.core.ManualClock` forward by ``ms``, stopping at each
         due time to fire what is due there (module docstring); returns the new time.
         ``TypeError`` for another clock, ``ValueError`` for a negative ``ms``."""
         clock = self.clock

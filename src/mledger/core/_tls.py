@@ -62,7 +62,7 @@ class TlsSettings:
 
 def server_context(settings: TlsSettings) -> ssl.SSLContext:
     """A server :class:`ssl.SSLContext` of ``settings`` (see the module docstring). Reads the
-    files now; raises :class:`~mledger.core._errors.ConfigError` naming the file that cannot be
+    files now; raises :class:`~mledger.core.ConfigError` naming the file that cannot be
     used."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2

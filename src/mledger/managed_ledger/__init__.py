@@ -44,7 +44,9 @@ from ._cursor_stats import (
     CursorStats as CursorStats,
     IndividualDeletedMessages as IndividualDeletedMessages,
     PersistenceStats as PersistenceStats,
+    Redelivery as Redelivery,
 )
+from ._cursor_store import CursorStateStore as CursorStateStore
 from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
 from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
 from ._ledger_state import (
@@ -89,6 +91,7 @@ __all__ = [
     "PersistenceStats",
     "PositionBound",
     "PositionReset",
+    "Redelivery",
     "RevisionStats",
     "WriteEvent",
     "WriteState",

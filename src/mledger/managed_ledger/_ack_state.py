@@ -36,7 +36,8 @@ The cursor (:class:`~mledger.managed_ledger.ManagedCursor`) calls these under it
 keeps what is not acknowledgement state: lifecycle, reads and the read position, resets, the
 persist throttle, properties, the consumed counter, stats. A rule of a Pulsar version that
 changes what an acknowledgement does lives here (the ack set ignored without batch-index
-deletion) or in the outcome the cursor's persist step reads (:attr:`AckOutcome.persist`),
+deletion, kept aside for the restart figures: :meth:`AckState.ignored_batch_states`) or in the
+outcome the cursor's persist step reads (:attr:`AckOutcome.persist`: apache/pulsar#26498),
 and in the cursor state store: never in a second path.
 
 Invariants (:meth:`AckState._check`): every acknowledged position lies strictly above MD and
@@ -57,9 +58,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sortedcontainers import SortedDict
 
-from ..core._errors import InvalidPositionError, MarkDeletingMarkedPositionError
-from ..core._position import Position
-from ..core._ranges import AckRangeSet
+from ..core import AckRangeSet, InvalidPositionError, MarkDeletingMarkedPositionError, Position, rules_for
 from ._cursor_args import check_ack_set, lowest_bit, positions_array, to_position
 from ._ledger_view import LedgerView
 
@@ -184,8 +183,10 @@ class AckOutcome:
     persist: bool = True
     """Whether the change asks for a persist (the throttled mark-delete, which else marks the
     cursor dirty); when False the cursor does neither and the change rides along with the next
-    persist. True for every plan today: the hook where a Pulsar version's rule that persists
-    nothing of its own for some acknowledgement (apache/pulsar#26498) goes."""
+    persist: under a Pulsar version's rules, an individual acknowledgement that leaves no range
+    and does not move the mark-delete (``ManagedCursorImpl.asyncDelete`` returns when
+    ``individualDeletedMessages`` is empty, before the limiter and without ``isDirty``:
+    apache/pulsar#26498, :meth:`AckState.persists_nothing`)."""
 
     @property
     def mark_delete_moved(self) -> bool:
@@ -199,7 +200,7 @@ class AckState:
     ``ml`` is the cursor's ledger; the state starts with mark-delete ``mark_delete`` and
     nothing acknowledged above it; ``name`` (the cursor's) is what its refusals name."""
 
-    __slots__ = ("_acked", "_batch", "_batch_sizes", "_ledger_list", "_md", "_md_next", "_ml", "_name")
+    __slots__ = ("_acked", "_batch", "_batch_sizes", "_ignored", "_ledger_list", "_md", "_md_next", "_ml", "_name")
 
     def __init__(self, ml: LedgerView, mark_delete: Position, name: str = "") -> None:
         self._ml = ml
@@ -208,8 +209,11 @@ class AckState:
         self._md = mark_delete
         self._md_next: Position | None = None  # cached next_valid_position(MD) while <= LAC
         self._acked = AckRangeSet()
+        self._acked.weigh(ml.entry_messages)  # the restart figures count messages, not entries
         self._batch: SortedDict = SortedDict()  # Position -> int bitset of un-acked indexes
         self._batch_sizes: dict[Position, int] = {}
+        # Without batch-index deletion: the partial acks ignored, (un-acked bits, batch size)
+        self._ignored: dict[Position, tuple[int, int | None]] = {}
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -239,6 +243,41 @@ class AckState:
     def batch_states(self) -> tuple[tuple[Position, int], ...]:
         """Every batch state ``(position, un-acked bits)``, ascending. O(batch states)."""
         return tuple(self._batch.items())
+
+    @property
+    def has_ignored_batch(self) -> bool:
+        """Whether partial acks were ignored (batch-index deletion off) since the last reset."""
+        return bool(self._ignored)
+
+    def ignored_batch_states(self) -> tuple[tuple[tuple[Position, int], ...], dict[Position, int]]:
+        """The partial acks ignored without batch-index deletion (Pulsar's cursor has no
+        ``batchDeletedIndexes`` then: ``asyncDelete`` skips a non-empty ack set,
+        ``ackBatchPosition`` moves the mark-delete to the entry before) that still matter: of
+        entries above the mark-delete not acknowledged whole, as batch states ``(position,
+        un-acked bits)`` ascending, and their batch sizes where known. The whole entry comes
+        back after any restart although its consumer acknowledged those messages; only the
+        restart figures read this. O(ignored entries)."""
+        live = {p: kept for p, kept in self._ignored.items() if not self.is_deleted(p)}
+        self._ignored = live
+        states = tuple(sorted((p, bits) for p, (bits, _) in live.items()))
+        return states, {p: size for p, (_, size) in live.items() if size}
+
+    def _ignore(self, position: Position, ack_set: int, size: int | None) -> None:
+        """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`."""
+        kept = self._ignored.get(position)
+        if kept is not None:
+            ack_set &= kept[0]
+            size = size or kept[1]
+        self._ignored[position] = (ack_set, size)
+
+    def persists_nothing(self) -> bool:
+        """Whether an individual acknowledgement that leaves this state, and did not move the
+        mark-delete, persists nothing of its own: under a Pulsar version's rules
+        (``CursorBehaviour.batch_ack_without_range_persists`` False) when no range is left
+        (apache/pulsar#26498). O(1)."""
+        return not rules_for(self._ml.config.pulsar_rules).behaviour.batch_ack_without_range_persists and (
+            self._acked.is_empty()
+        )
 
     def batch_state_count(self) -> int:
         """How many entries are partially acknowledged. O(1)."""
@@ -273,14 +312,16 @@ class AckState:
         if not plan.ack_sets:
             if added:
                 self._absorb()
-            return AckOutcome(before, self._md, added, named)
+            persist = self._md != before or not self.persists_nothing()
+            return AckOutcome(before, self._md, added, named, persist=persist)
         batch_acked: dict[Position, int] = {}
         deleted = [named] if named.shape[0] else []
         added += self._merge_ack_sets(plan.ack_sets, batch_acked, deleted)
         if added:
             self._absorb()
         rows = deleted[0] if len(deleted) == 1 else np.concatenate(deleted) if deleted else _NO_ROWS
-        return AckOutcome(before, self._md, added, rows, tuple(batch_acked.items()))
+        persist = self._md != before or not self.persists_nothing()
+        return AckOutcome(before, self._md, added, rows, tuple(batch_acked.items()), persist)
 
     def ack_entry(self, position: Position) -> int:
         """:meth:`apply` of one whole entry, for the single-call path: the same steps (the
@@ -330,6 +371,7 @@ class AckState:
         self._acked.clear()
         self._batch.clear()
         self._batch_sizes.clear()
+        self._ignored.clear()
 
     def restore(self, mark_delete: Position, acked: AckRangeSet, batch: Mapping[Position, int]) -> None:
         """Take a recovered state (the state takes ownership of ``acked``): what lies at or
@@ -340,6 +382,7 @@ class AckState:
         acked.remove_at_most(mark_delete.ledger_id, mark_delete.entry_id)
         acked.remove_after(lac.ledger_id, lac.entry_id)
         self._acked = acked
+        acked.weigh(self._ml.entry_messages)
         self._batch.update((p, bits) for p, bits in batch.items() if p > mark_delete and bits)
 
     # -- step 1: validation -----------------------------------------------------------------
@@ -488,6 +531,7 @@ class AckState:
                 self._drop_batch(position)
                 continue
             if ack_set and not batch_level:
+                self._ignore(position, ack_set, size)
                 continue
             stored = batch.get(position)
             merged = ack_set if stored is None or not ack_set else stored & ack_set
@@ -512,7 +556,10 @@ class AckState:
     def _keep_batch_target(self, position: Position, ack_set: int, target: Position) -> None:
         """A cumulative ack of part of the batch entry at ``position`` (mark-delete at
         ``target``, the entry before): keep its remaining indexes unless more were kept."""
-        if self._ml.config.deletion_at_batch_index_level_enabled and position > self._md:
+        if not self._ml.config.deletion_at_batch_index_level_enabled:
+            if position > self._md:
+                self._ignore(position, ack_set, None)
+        elif position > self._md:
             stored = self._batch.get(position)
             if (stored is None or lowest_bit(ack_set) > lowest_bit(stored)) and ack_set:
                 self._batch[position] = ack_set

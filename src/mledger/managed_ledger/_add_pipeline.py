@@ -27,8 +27,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
-from ..core._errors import ManagedLedgerClosedError
-from ..core._position import Position
+from ..core import ManagedLedgerClosedError, Position
 from ._ledger_state import LedgerState, WriteEvent, WriteState
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,7 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate, repeat
 from typing import Protocol
 
-from ..core._config import ManagedLedgerConfig
-from ..core._position import Position
+from ..core import ManagedLedgerConfig, Position
 from ._ledger_state import LedgerState
 from ._ledger_view import LedgerInfo
 

@@ -5,7 +5,7 @@ Theory of operation
 A cursor (Pulsar's ``ManagedCursorImpl``) tracks one subscriber's progress through a managed
 ledger with these pieces of state, all guarded by one re-entrant lock:
 
-* its acknowledgement state, one :class:`~mledger.managed_ledger._ack_state.AckState`: the
+* its acknowledgement state, one :class:`~mledger.managed_ledger.AckState`: the
   mark-delete position (MD: every entry at or before it is acknowledged), the ack range set
   (entries above MD acked individually; "holes" are what lies between) and the batch states
   of partially acked batch entries;
@@ -19,35 +19,41 @@ precise backlog equals ``count(MD, LAC] - acked`` and the counter backlog agrees
 
 Resets (reset_cursor, seek, rewind, skip_entries, clear_backlog and callers' composite resets
 via :meth:`ManagedCursor.position_reset`) run inside a revision of the
-:class:`~mledger.managed_ledger._revision.CursorStateRevisionController`: reads are refused while
+:class:`~mledger.managed_ledger.CursorStateRevisionController`: reads are refused while
 one runs, and a read that started before a reset is discarded when it completes.
 
 Collaborators, each behind a narrow interface: the managed ledger is a
-:class:`~mledger.managed_ledger._ledger_view.LedgerView` (last confirmed entry, position
+:class:`~mledger.managed_ledger.LedgerView` (last confirmed entry, position
 arithmetic over the ledger list, reads, trim requests); a durable cursor's
-:class:`~mledger.managed_ledger._cursor_store.CursorStateStore` takes a
+:class:`~mledger.managed_ledger.CursorStateStore` takes a
 :class:`~mledger.managed_ledger._cursor_snapshot.CursorSnapshot` and gives back a
 :class:`~mledger.managed_ledger._cursor_snapshot.RecoveredCursorState`; read planning is
 :mod:`~mledger.managed_ledger._cursor_reads`, composite resets
 :mod:`~mledger.managed_ledger._position_reset`.
 
 The acknowledgement path, top-down: the broker resolves a consumer's ``AckRequest`` into one
-:class:`~mledger.managed_ledger._ack_state.AckPlan` -> :meth:`acknowledge`, which applies it to the
+:class:`~mledger.managed_ledger.AckPlan` -> :meth:`acknowledge`, which applies it to the
 acknowledgement state under the lock (``AckState.apply``: validate the whole plan, apply it,
 settle the mark-delete) and gets one frozen ``AckOutcome`` back -> the consumed counter and the
 read position follow the outcome (:meth:`_apply`) -> :meth:`_after_change` (throttle, or
-``CursorStateStore.persist(snapshot)``: format and truncate -> :mod:`mledger.codec._cursor_info`
+``CursorStateStore.persist(snapshot)``: format and truncate -> :mod:`mledger.codec`
 ``PositionInfo`` bytes -> the ``LedgerStore``). The Pulsar-named ack methods (``delete``,
 ``delete_many``, ``delete_batch_indexes``, ``delete_with_ack_set(s)``, ``mark_delete``) only build
 the plan; so do the resets that move the mark-delete (``skip_entries``, ``clear_backlog``, a
 composite reset's mark-delete) and trimming's ``skip_trimmed_ledgers``. ``delete(position)`` is
 the single-call path: ``AckState.ack_entry`` (the same steps for one entry, no plan, no outcome
 object: the validation is one lookup in the ledger's live list, :attr:`LedgerView.ledger_list
-<mledger.managed_ledger._ledger_view.LedgerView.ledger_list>`), then the throttle inlined: one
+<mledger.managed_ledger.LedgerView.ledger_list>`), then the throttle inlined: one
 clock reading (``time.time_ns`` on the system clock) against a deadline re-armed at each persist
-and by the ledger's ``set_config`` (``_rearm_throttle``); its whole-entry acks reach the cursor's
-own state store as one O(1) ``observe_entries_acked`` per run of them (``_settle_observation``,
-before anything else uses the store); nothing is allocated beyond the bitmap's growth.
+and by the ledger's ``set_config`` (``_rearm_throttle``: mledger's throttle, or under a Pulsar
+version's rules the next free ticket of Guava's limiter, which a persist caused by an ack or a
+flush takes); its whole-entry acks reach the cursor's own state store as one O(1)
+``observe_entries_acked`` per run of them (``_settle_observation``, before anything else uses the
+store) while the store's unload figure cannot move (``unload_headroom``), else one
+``observe_entry_acked`` with the position each (a few bitmap queries); nothing is allocated
+beyond the bitmap's growth. Under a Pulsar version's rules an individual acknowledgement that
+leaves no range persists nothing of its own (``AckOutcome.persist``, apache/pulsar#26498): the
+state stores only observe it.
 
 The lifecycle (:class:`CursorLifecycle`) moves only through ``_move`` over
 :data:`~mledger.managed_ledger._cursor_snapshot.LIFECYCLE_TRANSITIONS`.
@@ -70,15 +76,19 @@ from typing import cast
 
 import numpy as np
 
-from ..codec._entry import Entry
-from ..core._clock import nanosecond_reader
-from ..core._errors import (
+from ..codec import Entry
+from ..core import (
+    EARLIEST,
+    LATEST,
     CursorAlreadyClosedError,
     CursorModifyingError,
     InvalidPositionError,
     InvalidRequestError,
+    Position,
+    SmoothBurstyLimiter,
+    nanosecond_reader,
+    rules_for,
 )
-from ..core._position import EARLIEST, LATEST, Position
 from ._ack_state import ACKED, BATCH_STATE_DROPPED, MARK_DELETE_MOVED, AckOutcome, AckPlan, AckState
 from ._cursor_args import ack_set_of, checked_properties, to_position
 from ._cursor_reads import PendingRead, ReadPlan, fetch_plan, plan_read
@@ -106,7 +116,7 @@ CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
 
 
 class ManagedCursor:
-    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger._ledger.ManagedLedger`.
+    """A durable or non-durable cursor over a :class:`~mledger.managed_ledger.ManagedLedger`.
 
     Open with ``ManagedLedger.open_cursor`` / ``open_non_durable_cursor``. Every public
     method is thread-safe (one lock per cursor). Reads block on storage outside the lock;
@@ -135,12 +145,19 @@ class ManagedCursor:
         # The persist throttle as a deadline: a change persists once the clock reads at least
         # this (ns); re-armed by every persist and by the ledger's set_config (_rearm_throttle).
         self._persist_due_ns: float = -math.inf
+        # Under a Pulsar version's rules, Guava's limiter, created with the cursor (Pulsar's
+        # ManagedCursorImpl constructor): the deadline is its next free ticket.
+        self._limiter: SmoothBurstyLimiter | None = None
+        self._dirty_until_flush = False
+        self._follow_rate_rules()
         self._observed = True  # the state stores' redelivery figures are up to date (but for:)
         # Whole-entry acks of the single-call fast path not yet told to the cursor's own state
         # store (the cursor is dirty while there are any), and the clock reading of the latest:
         # see _settle_observation.
         self._unobserved_acks = 0
+        self._unobserved_extra = 0  # their messages beyond one each (batch entries acked whole)
         self._unobserved_at_ns = 0
+        self._entry_messages = ml.entry_messages  # how many messages an acked entry holds
         self._revision = CursorStateRevisionController(self._lock, ml.clock, name=f"{ml.name}/{name}")
         self._store: CursorStateStore | None = None
         self._mirrors: list[CursorStateStore] = []  # see add_state_mirror
@@ -174,6 +191,7 @@ class ManagedCursor:
             store.initialize(cursor._snapshot())
         else:
             cursor._restore(recovered)
+            store.observe(cursor._snapshot())  # what a stop now would redeliver, as recovered
         cursor._move(CursorEvent.OPENED_DURABLE)
         return cursor
 
@@ -473,31 +491,45 @@ class ManagedCursor:
             if self._closed:
                 self._check_open()
             flags = self._ack_entry(positions)
-            if flags != ACKED:
-                self._after_entry(flags)
+            if flags != ACKED or self._state.has_ignored_batch:
+                self._after_entry(flags, positions)
                 return
             self._consumed += 1  # the common case: one more entry, nothing else moved
             if self._durable:  # _after_change, inlined for it
                 now_ns = self._clock_ns()
                 if now_ns >= self._persist_due_ns:
                     self._persist()
-                elif self._observed and not self._mirrors:
+                    return
+                counts = self._entry_messages
+                store = self._store
+                assert store is not None
+                if self._observed and not self._mirrors and self._unobserved_acks < store.unload_headroom:
                     self._unobserved_acks += 1  # _throttled for this one common case: dirty, told
                     self._unobserved_at_ns = now_ns  # to the store later (_settle_observation)
-                else:
-                    self._throttled(now_ns, 1)
+                    if counts.batched:  # a batch entry acked whole: all its messages
+                        self._unobserved_extra += counts.of(positions[0], positions[1]) - 1
+                else:  # past the limits the stores follow the ack from its position
+                    messages = counts.of(positions[0], positions[1]) if counts.batched else 1
+                    self._throttled(now_ns, 1, messages, positions)
         finally:
             lock.release()
 
-    def _after_entry(self, flags: int) -> None:
-        """What :meth:`delete` of one position does after ``AckState.ack_entry`` returned
+    def _after_entry(self, flags: int, position: Position) -> None:
+        """What :meth:`delete` of ``position`` does after ``AckState.ack_entry`` returned
         ``flags`` other than a plain :data:`ACKED` (caller holds the lock): the consumed counter,
-        the read position after a mark-delete that moved, the throttled persist."""
+        the read position after a mark-delete that moved, the throttled persist (none under a
+        Pulsar version's rules for an entry deleted already while no range exists, #26498)."""
         if flags:
             self._consumed += 1
             if flags & MARK_DELETE_MOVED:
                 self._follow_mark_delete()
-        self._after_change(entries_acked=-1 if flags & BATCH_STATE_DROPPED else flags & ACKED)
+        elif self._state.persists_nothing():
+            return  # nothing changed, nothing to persist
+        counts = self._entry_messages
+        messages = counts.of(position[0], position[1]) if flags & ACKED and counts.batched else None
+        # a batch state gone, or partial acks ignored (their entry may be acked now): a snapshot
+        whole = -1 if flags & BATCH_STATE_DROPPED or self._state.has_ignored_batch else flags & ACKED
+        self._after_change(entries_acked=whole, messages=messages)
 
     def delete_many(self, positions: Iterable[Position] | np.ndarray) -> int:
         """Bulk individual acknowledgement; returns how many entries became acked.
@@ -558,6 +590,8 @@ class ManagedCursor:
             outcome = self._apply(plan)
             if outcome.persist:
                 self._after_change()
+            else:
+                self._observe(self._clock_ns() // 1_000_000, unpersisted=True)
             return outcome
 
     def _apply(self, plan: AckPlan) -> AckOutcome:
@@ -610,32 +644,45 @@ class ManagedCursor:
             return {}
         return checked_properties(properties)  # type: ignore[arg-type]
 
-    def _after_change(self, force_persist: bool = False, entries_acked: int = -1) -> None:
+    def _after_change(self, force_persist: bool = False, entries_acked: int = -1, messages: int | None = None) -> None:
         """Persist (or mark dirty under throttling) after a state change; trim the ML.
 
         ``entries_acked >= 0``: the change only acknowledged that many whole entries (none
-        with batch state), which the state stores observe in O(1) (nothing for 0)."""
+        with batch state, holding ``messages``, default one each), which the state stores
+        observe in O(1) (nothing for 0). A forced persist (a reset, a close) does not ask the
+        limiter."""
         if not self._durable:
             return
         if not force_persist:
             now_ns = self._clock_ns()
             if now_ns < self._persist_due_ns:
-                self._throttled(now_ns, entries_acked)
+                self._throttled(now_ns, entries_acked, messages)
                 return
-        self._persist()
+        self._persist(acquire=not force_persist)
 
-    def _throttled(self, now_ns: int, entries_acked: int) -> None:
+    def _throttled(
+        self, now_ns: int, entries_acked: int, messages: int | None = None, position: Position | None = None
+    ) -> None:
         """A change the throttle defers (read at ``now_ns``): mark dirty; the state stores
-        observe it (see :meth:`_after_change` for ``entries_acked``)."""
+        observe it (see :meth:`_after_change` for ``entries_acked`` and ``messages``;
+        ``position``: the one entry, when the mark-delete did not move)."""
         self._dirty = True
         now = now_ns // 1_000_000
         if entries_acked < 0 or not self._observed:
             self._observe(now)
         elif entries_acked and self._store is not None:
             self._settle_observation()
-            self._store.observe_entries_acked(entries_acked, now)
-            for mirror in self._mirrors:
-                mirror.observe_entries_acked(entries_acked, now)
+            stores = (self._store, *self._mirrors)
+            if position is not None and entries_acked == 1:
+                one = 1 if messages is None else messages
+                if not all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
+                    self._observe(now)  # a store cannot follow the ack: it needs the state
+                return
+            if any(store.unload_headroom < entries_acked for store in stores):
+                self._observe(now)  # the unload figure may change: the stores need the state
+                return
+            for store in stores:
+                store.observe_entries_acked(entries_acked, now, messages)
 
     def _settle_observation(self) -> None:
         """Tell the cursor's own state store the whole-entry acks the single-call fast path
@@ -651,17 +698,22 @@ class ManagedCursor:
         if n and self._store is not None:
             self._unobserved_acks = 0
             self._dirty = True  # deferred acks are throttled changes (the cursor is dirty meanwhile)
-            self._store.observe_entries_acked(n, self._unobserved_at_ns // 1_000_000)
+            messages, self._unobserved_extra = n + self._unobserved_extra, 0
+            self._store.observe_entries_acked(n, self._unobserved_at_ns // 1_000_000, messages)
 
     def _rearm_throttle(self) -> None:
         """Set the deadline from which a change persists again: ``throttle_mark_delete``
         persists per second (Pulsar's mark-delete rate limit) after the last persist; none
-        without a throttle or before the first persist.
+        without a throttle or before the first persist. Under a Pulsar version's rules the
+        deadline is the next free ticket of Guava's limiter (:meth:`_follow_rate_rules`).
 
         Exact in whole milliseconds, as a throttle reading the clock's ``now_ms`` on every
         change: ``now_ms - last < 1000 / rate`` holds for an integer ``now_ms`` exactly when
         ``now_ms < last + ceil(1000 / rate)``, that is when the clock reads fewer nanoseconds
         than that many milliseconds (``now_ms`` is the nanosecond reading floored)."""
+        if self._limiter is not None:
+            self._persist_due_ns = self._limiter.next_free_ns
+            return
         throttle = self._ml.config.throttle_mark_delete
         last = self._last_persist_ms
         if not (throttle > 0) or last is None:
@@ -670,29 +722,55 @@ class ManagedCursor:
         interval_ms = 1000.0 / throttle
         self._persist_due_ns = math.inf if math.isinf(interval_ms) else (last + math.ceil(interval_ms)) * 1_000_000
 
+    def _follow_rate_rules(self) -> None:
+        """The rate limit of the ledger's settings: Guava's limiter under a Pulsar version's
+        rules (``CursorBehaviour.guava_rate_limiter``), created once with the cursor and given a
+        new rate as ``setThrottleMarkDelete`` does (``setRate``; none for a rate of 0), else
+        mledger's own throttle; and whether only :meth:`flush` clears the dirty flag."""
+        config = self._ml.config
+        behaviour = rules_for(config.pulsar_rules).behaviour
+        self._dirty_until_flush = behaviour.dirty_until_flush
+        rate = config.throttle_mark_delete
+        if not (behaviour.guava_rate_limiter and rate > 0):
+            self._limiter = None
+        elif self._limiter is None:
+            self._limiter = SmoothBurstyLimiter(rate, self._clock_ns())
+        elif self._limiter.rate != rate:
+            self._limiter.set_rate(rate, self._clock_ns())
+        self._rearm_throttle()
+
     def ledger_config_changed(self) -> None:
         """The managed ledger's settings were replaced (``ManagedLedger.set_config`` calls this,
         as Pulsar's ``setConfig`` calls ``setThrottleMarkDelete`` on each cursor): the persist
         throttle follows the new ``throttle_mark_delete`` from the next change on."""
         with self._lock:
-            self._rearm_throttle()
+            self._follow_rate_rules()
 
-    def _observe(self, now_ms: int) -> None:
+    def _observe(self, now_ms: int, unpersisted: bool = False) -> None:
         """Let the state stores see a change they do not persist (what a restart would
-        redeliver), from a snapshot."""
+        redeliver), from a snapshot. ``unpersisted``: a change no persist will carry by itself
+        (``AckOutcome.persist`` False, apache/pulsar#26498): while nothing else waits for the
+        flush (the cursor is not dirty) its loss is part of the crash figure's limits part too,
+        as only a later persist for another reason writes it."""
         store = self._store
         if store is None:
             return
         self._settle_observation()
         snapshot = self._snapshot()
-        store.observe(snapshot, now_ms)
+        limits = unpersisted and not self._dirty
+        store.observe(snapshot, now_ms, limits)
         for mirror in self._mirrors:
-            mirror.observe(snapshot, now_ms)
+            mirror.observe(snapshot, now_ms, limits)
         self._observed = True
 
-    def _persist(self) -> None:
+    def _persist(self, acquire: bool = True) -> None:
+        """Persist the state now. ``acquire``: a change or a flush (Pulsar's ``asyncMarkDelete``
+        / ``asyncDelete`` past ``tryAcquire``) takes a permit of the limiter; a reset or a close
+        does not go through it."""
         if self._store is None:
             return
+        if acquire and self._limiter is not None:
+            self._limiter.try_acquire(self._clock_ns())  # granted: the deadline had passed
         self._settle_observation()
         snapshot = self._snapshot()
         self._observed = False  # until the stores have taken the write (and observed it)
@@ -701,28 +779,44 @@ class ManagedCursor:
             mirror.persist(snapshot)
         self._observed = True
         md = self._persistent_md = self._state.mark_delete
-        self._dirty = False
+        if not self._dirty_until_flush:
+            self._dirty = False  # Pulsar clears isDirty in flush() only
         self._last_persist_ms = self._clock_ns() // 1_000_000
         self._rearm_throttle()
         self._ml.request_trim(self, md)
 
     def _snapshot(self) -> CursorSnapshot:
-        """The state the store persists, taken under the lock (the ack set is lent, not copied)."""
+        """The state the store persists, taken under the lock (the ack set is lent, not copied).
+        Without batch-index deletion its batch states are the partial acks the state ignores
+        (``AckState.ignored_batch_states``): no record writes them (the flag is off), the
+        restart figures count them."""
         state = self._state
+        batch, sizes = state.batch_states(), state.batch_sizes
+        if state.has_ignored_batch:
+            batch, sizes = state.ignored_batch_states()
         return CursorSnapshot(
             mark_delete=state.mark_delete,
             acked=state.acked,
-            batch=state.batch_states(),
+            batch=batch,
             properties=MappingProxyType(dict(self._md_properties)),
             cursor_properties=MappingProxyType(dict(self._cursor_properties)),
-            batch_sizes=MappingProxyType(state.batch_sizes),
+            batch_sizes=MappingProxyType(sizes),
         )
 
     def flush(self) -> bool:
-        """Persist deferred (throttled) state now; True if anything was written."""
+        """Persist deferred (throttled) state now; True if anything was written.
+
+        Under a Pulsar version's rules, ``ManagedCursorImpl.flush``: the dirty flag is cleared,
+        then the write asks the limiter like an acknowledgement (``asyncMarkDelete``); refused,
+        the cursor is dirty again and nothing is written."""
         with self._lock:
             if not (self._dirty or self._unobserved_acks) or self._closed:
                 return False
+            if self._limiter is not None:
+                self._dirty = False
+                if self._clock_ns() < self._persist_due_ns:
+                    self._dirty = True
+                    return False
             self._persist()
             return True
 

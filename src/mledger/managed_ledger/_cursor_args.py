@@ -1,6 +1,6 @@
 """Argument checks shared by the cursor's public methods: positions, position arrays, properties.
 
-Each raises :class:`~mledger.core._errors.InvalidPositionError` naming the bad value and changes
+Each raises :class:`~mledger.core.InvalidPositionError` naming the bad value and changes
 nothing, so a bad argument never leaves a cursor half-changed.
 """
 
@@ -12,10 +12,7 @@ from typing import cast
 
 import numpy as np
 
-from ..core._deprecation import moved_names
-from ..core._errors import InvalidPositionError
-from ..core._ints import INT64_MAX, INT64_MIN
-from ..core._position import Position
+from ..core import INT64_MAX, INT64_MIN, InvalidPositionError, Position, moved_names
 
 __all__ = [
     "ack_set_of",

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ..codec._entry import Entry
-from ..core._position import Position
-from ..core._ranges import AckRangeSet
+from ..codec import Entry
+from ..core import AckRangeSet, Position
 from ._ledger_view import LedgerView
 from ._revision import CursorStateRevisionController
 
@@ -95,7 +94,7 @@ class PendingRead:
     ``fetch()`` reads the planned entries from storage (may block); ``complete()`` hands them
     over if no reset happened since the read started, else raises ``CursorModifyingError``.
     Created by :meth:`ManagedCursor.read_entries_held
-    <mledger.managed_ledger._cursor.ManagedCursor.read_entries_held>`.
+    <mledger.managed_ledger.ManagedCursor.read_entries_held>`.
     """
 
     def __init__(

@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 
-from ..core import TransitionRefusedError, TransitionTable
-from ..core._position import Position
-from ..core._ranges import AckRangeSet
+from ..core import AckRangeSet, Position, TransitionRefusedError, TransitionTable
 
 __all__ = [
     "KEEP_PROPERTIES",
@@ -71,8 +69,7 @@ class CursorLifecycleError(TransitionRefusedError):
     """A lifecycle move :data:`LIFECYCLE_TRANSITIONS` does not have (a bug in the caller);
     ``state`` and ``event`` name it."""
 
-    def __init__(self, state: CursorLifecycle, event: CursorEvent) -> None:
-        super().__init__(state, event, f"cursor lifecycle: no transition from {state.value} on {event.value}")
+    machine = "cursor lifecycle"
 
 
 _S, _E = CursorLifecycle, CursorEvent

@@ -5,11 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..core._position import Position
-from ..core._ranges import AckRangeSet
+from ..core import AckRangeSet, Position
 from ._revision import RevisionStats
 
-__all__ = ["CursorStats", "IndividualDeletedMessages", "PersistenceStats"]
+__all__ = ["CursorStats", "IndividualDeletedMessages", "PersistenceStats", "Redelivery"]
+
+
+@dataclass(frozen=True, slots=True)
+class Redelivery:
+    """One restart figure of a cursor: acknowledged messages a stop would redeliver (and the
+    entries carrying them), now and at the worst instant so far."""
+
+    messages: int = 0
+    entries: int = 0
+    messages_max: int = 0
+    messages_max_at_ms: int = -1
+    """Clock time at which ``messages_max`` was first reached; -1 while it is 0."""
+    entries_max: int = 0
+    entries_max_at_ms: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,16 +38,35 @@ class PersistenceStats:
     truncated_batch_indexes: int = 0
     truncated_batch_indexes_total: int = 0
     persist_unacked_ranges_truncated: int = 0
-    """Persists that truncated ack ranges (Pulsar's counter
-    ``pulsar.broker.managed_ledger.cursor.persist.unacked_ranges.truncated``, #25548)."""
+    """Builds of the range format that dropped ranges, each build once (a persist that falls
+    back from the cursor ledger to the metadata store builds twice): Pulsar's counter
+    ``pulsar.broker.managed_ledger.cursor.persist.unacked_ranges.truncated`` (#25548)."""
     persist_batch_deleted_indexes_truncated: int = 0
-    """Persists that truncated batch-index states
+    """Builds of the batch-index list that dropped states
     (``pulsar.broker.managed_ledger.cursor.persist.batch_deleted_indexes.truncated``, #25548)."""
+    persist_long_array_truncated: int = 0
+    """Builds of the long-array format whose cut-off (``toRanges(max)``) left ledgers out; no
+    Pulsar counter sees these."""
+    redelivered_after_crash: Redelivery = Redelivery()
+    """What a crash now (and at its worst instant) would redeliver: everything acknowledged the
+    last stored record does not hold (``mledger.managed_ledger._restart_figures``)."""
+    redelivered_after_crash_limits: Redelivery = Redelivery()
+    """The part of :attr:`redelivered_after_crash` the last write lost to the limits (and,
+    under a Pulsar version's rules, the partial batch acks apache/pulsar#26498 leaves unwritten
+    while nothing waits for the flush)."""
+    redelivered_after_unload: Redelivery = Redelivery()
+    """What a clean close (unload, clean restart) now would redeliver: what the close path's
+    record loses."""
+    redelivered_after_unload_limits: Redelivery = Redelivery()
+    """The part of :attr:`redelivered_after_unload` lost to the limits: all of it (a close
+    writes the whole state)."""
     redelivered_after_restart: int = 0
-    """Acknowledged messages a restart now would redeliver: see ``CursorStateStore``."""
+    """``redelivered_after_crash.messages``, under its name before the crash and unload figures
+    (kept for one release)."""
     redelivered_after_restart_max: int = 0
+    """``redelivered_after_crash.messages_max`` (kept for one release)."""
     redelivered_after_restart_max_at_ms: int = -1
-    """Clock time at which the maximum was first reached; -1 while it is 0."""
+    """``redelivered_after_crash.messages_max_at_ms`` (kept for one release)."""
     state_over_limit_at_ms: int = -1
     """When a state first exceeded the frame limit or ``jute.maxbuffer``; -1 never."""
     cursor_ledger_id: int = -1

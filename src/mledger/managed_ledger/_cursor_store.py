@@ -1,4 +1,4 @@
-"""Durable cursor state: Pulsar's two tiers, truncation, PIP-381 chunks, recovery.
+"""Durable cursor state: Pulsar's two tiers per version, truncation, PIP-381 chunks, recovery.
 
 Theory of operation
 -------------------
@@ -11,7 +11,7 @@ A durable cursor's state lives in two places, exactly as in Pulsar's ``ManagedCu
   either points at the cursor ledger (``cursorsLedgerId``) or, with ``cursorsLedgerId = -1``,
   carries the state itself (small states, closed cursors, ledger failures).
 
-States (:class:`~mledger.managed_ledger._cursor_snapshot.CursorLifecycle`, which the cursor
+States (:class:`~mledger.managed_ledger.CursorLifecycle`, which the cursor
 derives from :attr:`CursorStateStore.ledger_id`)::
 
     NoLedger --persist, backlog after MD--> create ledger, write state, point info at it --> Open
@@ -23,38 +23,46 @@ derives from :attr:`CursorStateStore.ledger_id`)::
 
 Switching ledgers writes the current state into the *new* ledger before the metadata node is
 moved to it and the old ledger deleted, so a crash at any point leaves the node pointing at a
-ledger whose last entry is a complete state (Pulsar moves first and writes later, which can
-lose the holes of a crash in between).
+ledger whose last entry is a complete state; Pulsar does the same (``createNewMetadataLedger``
+writes, then ``switchToNewLedger`` moves the node) and then appends the pending mark-delete
+again (``flushPendingMarkDeletes``), which this store does too under a Pulsar version's rules.
 
-Large states (``persistent_unacked_ranges_with_multiple_entries_enabled``) are split into
-parts followed by the PIP-381 JSON footer ``{"numParts": N, "length": L}``, all appended in
-one store transaction. Recovery reads the last entry; a footer pulls in its parts; a torn or
-corrupt tail makes recovery scan backwards for the last complete state (DataStax #282).
+The rules in force (:func:`~mledger.core.rules_for` of ``pulsar_rules``: a row
+of :data:`~mledger.core.PULSAR_VERSIONS`, or mledger's own without a preset)
+decide what differs between versions: the long-array cut-off (``toRanges``), whether the node's
+batch states are read back (#26474), and what happens to a record over a store's limit. Under
+mledger's own rules a cursor-ledger entry above the frame limit or a ``ManagedCursorInfo`` above
+``jute_maxbuffer`` is written anyway and flagged (``state_over_limit_at_ms``). Under a Pulsar
+version's, the bookie refuses the entry and ``persistPositionToLedger`` falls back to the node
+(range format, capped) with the cursor ledger forgotten (``NoLedger``); the next persist creates
+a ledger, is refused again, falls back, then points the node at that empty ledger
+(``switchToNewLedger``: a crash there recovers the mark-delete alone, counted as one instant of
+the crash figure) until the pending write is refused and falls back once more. ZooKeeper
+refusing a node leaves the last record standing.
+
+PIP-381 (``pip381``, or without a Pulsar version's rules the flag
+``persistent_unacked_ranges_with_multiple_entries_enabled``) splits a large state into parts
+followed by the JSON footer ``{"numParts": N, "length": L}``, all appended in one store
+transaction. Recovery reads the last entry; a footer pulls in its parts; a torn or corrupt tail
+makes recovery scan backwards for the last complete state (DataStax #282).
 
 What limits drop (``max_unacked_ranges_to_persist``, ``max_batch_deleted_index_to_persist``)
 is counted in the cursor's stats and logged once per crossing, never silently; so are the
-persists that truncated (Pulsar's #25548 counters).
+builds that dropped something (Pulsar's #25548 counters, each build once: a fallback persist
+builds twice) and the long-array cut-offs (``persist_long_array_truncated``).
 
-What a restart would redeliver
-------------------------------
-The store remembers what its last written state records: the mark-delete and, above it, how
-many acknowledged entries the kept ranges (or BitSet words) hold and the kept batch-index ack
-sets. After a crash at any moment, a restart recovers exactly that, so the acknowledged
-messages the broker would deliver again are the acknowledged entries above the persisted
-mark-delete that the record does not hold (each entry counts one) plus, for partially
-acknowledged batch entries, the acknowledged batch indexes it does not hold (each index counts
-one). The figure is taken after every state change: after each write (what the limits
-dropped) and, under throttling, after each change not persisted yet (the cursor calls
-:meth:`CursorStateStore.observe`, or :meth:`CursorStateStore.observe_entries_acked` in O(1) after
-whole-entry acks only). ``redelivered_after_restart`` is the figure after the last
-change, ``redelivered_after_restart_max`` the largest, with the clock time of the change that
-reached it. (A write is modelled as done with the change that caused it: the moment between
-an ack and the end of its persist is not sampled.) Acks are taken as monotone (a rewind lowers the figure to 0, never
-below).
-
-A cursor-ledger entry above the frame limit (``ManagedLedgerFactoryConfig.frame_limit``) or a
-``ManagedCursorInfo`` above ``jute_maxbuffer`` is written here as always, but a bookie or
-ZooKeeper would refuse it: the first time is recorded (``state_over_limit_at_ms``).
+What a stop would redeliver
+---------------------------
+After every write the store knows the record a crash would recover (``_stored``, read back as a
+recovery under the ``restart_as`` version reads it: :class:`Held`); the cursor tells it every
+change it does not persist (:meth:`observe` with a snapshot; :meth:`observe_entries_acked` with
+counts, or :meth:`observe_entry_acked` with the position, after whole-entry acks). The crash and
+unload figures, in messages and entries with their maxima, are kept by
+:class:`~mledger.managed_ledger._restart_figures.RestartFigures`; the unload figure is what
+the close path's record would lose: nothing within every limit (checked in O(1):
+:attr:`unload_headroom`), else what :class:`~mledger.managed_ledger._close_tracker.CloseTracker`
+finds the close record keeps. A write is modelled as done with the change that caused it: the
+moment between an ack and the end of its persist is not an instant of the figures.
 
 The store sees its cursor only through the :class:`CursorSnapshot` values the cursor hands it,
 and returns a :class:`RecoveredCursorState`; the byte formats are :mod:`mledger.codec`'s.
@@ -64,34 +72,51 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from ..codec._chunking import pack_entries, parse_footer, reassemble_stream, unpack_payload
-from ..codec._compression import compress_metadata, decompress_metadata, parse_compression_type
-from ..codec._cursor_info import (
+from ..codec import (
+    PersistedCursorState,
+    RangeArrays,
+    compress_metadata,
     decode_managed_cursor_info,
     decode_position_info,
+    decompress_metadata,
     encode_managed_cursor_info,
     encode_position_info,
     long_list_size,
+    pack_entries,
+    parse_compression_type,
+    parse_footer,
     range_record_sizes,
+    reassemble_stream,
+    unpack_payload,
 )
-from ..codec._cursor_state import PersistedCursorState, RangeArrays
-from ..core._config import DEFAULT_MAX_STATE_SIZE_IN_BYTES, ManagedLedgerConfig
-from ..core._errors import (
+from ..core import (
+    DEFAULT_MAX_STATE_SIZE_IN_BYTES,
+    MAX_ENTRY_ID,
+    MLEDGER_RULES,
+    AckRangeSet,
     EntryTooLargeError,
     InvalidPositionError,
     LedgerNotFoundError,
+    ManagedLedgerConfig,
     MLedgerError,
+    Position,
+    PulsarVersion,
     StateCorruptedError,
+    ack_set_to_words,
+    pulsar_version,
+    rules_for,
+    words_to_ack_set,
 )
-from ..core._position import Position
-from ..core._ranges import MAX_ENTRY_ID, AckRangeSet, ack_set_to_words, words_to_ack_set
+from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import PersistenceStats
 from ._ledger_view import LedgerView, cursor_info_path
+from ._restart_figures import Held, RestartFigures, redelivered
 
 __all__ = ["BACKWARD_SCAN_LIMIT", "MAX_STATE_BYTES", "NO_LEDGER", "CursorStateStore"]
 
@@ -103,17 +128,6 @@ MAX_STATE_BYTES = DEFAULT_MAX_STATE_SIZE_IN_BYTES
 (``ManagedLedgerFactoryConfig.max_state_size_in_bytes`` sets it per factory)."""
 BACKWARD_SCAN_LIMIT = 1000
 """How many cursor-ledger entries recovery examines when the tail is torn or corrupt."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Recorded:
-    """What the last written state records (see "What a restart would redeliver")."""
-
-    mark_delete: Position
-    entries: int
-    """Acknowledged entries above ``mark_delete`` held by the kept ranges or words."""
-    batch: dict[Position, int]
-    """Kept batch-index ack sets: position -> remaining (un-acked) index bits."""
 
 
 class CursorStateStore:
@@ -138,15 +152,21 @@ class CursorStateStore:
         self._truncating = False
         self._batch_truncating = False
         self._size_limited = False
-        self._stats = PersistenceStats()
-        # What a restart would redeliver, live (PersistenceStats is built from them on demand):
-        # the figure is max(0, entries part) + indexes part, see _redelivered.
-        self._redelivered_entries = 0
-        self._redelivered_indexes = 0
-        self._redelivered_max = 0
-        self._redelivered_max_at_ms = -1
-        self._recorded: _Recorded | None = None  # what the last written state holds
-        self._pending: _Recorded | None = None  # what the record being written holds
+        self._stats = _Counters()  # PersistenceStats' counters, live (stats() freezes them)
+        self._counting = True  # builds count in the truncation figures (not the unload's what-if)
+        self._rules_cache: tuple[ManagedLedgerConfig, tuple[PulsarVersion, _Reader, _Reader]] | None = None
+        # What a recovery would read (see the writing section), and what the store last wrote
+        self._stored: _Stored | None = None
+        self._node_ledger = NO_LEDGER
+        self._last_appended: tuple[int, _Stored] | None = None
+        # What a stop would redeliver, live (PersistenceStats is built from them on demand)
+        self._figures = RestartFigures(ledger)
+        self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
+        self._tracker_batch = (False, False)  # batch states read back at all, and from the node
+        self.unload_headroom = -1
+        """How many more whole-entry acknowledgements (with no batch state) certainly leave the
+        unload figure as it is: the cursor tells the store those with counts only
+        (:meth:`observe_entries_acked`), any other change with a snapshot (:meth:`observe`)."""
 
     @property
     def _config(self) -> ManagedLedgerConfig:
@@ -177,7 +197,8 @@ class CursorStateStore:
         except StateCorruptedError as exc:
             raise self._corrupt(node, str(exc)) from exc
         if info.cursors_ledger_id == NO_LEDGER:
-            return self._to_recovered(info, info.cursor_properties, node)
+            self._stored = _Stored(info, from_node=True)
+            return self._to_recovered(info, info.cursor_properties, node, from_node=True)
         ledger_id = info.cursors_ledger_id
         self._stale_ledger_id = ledger_id
         found = self._read_ledger_state(ledger_id)
@@ -191,10 +212,14 @@ class CursorStateStore:
                 ledger_id,
                 md,
             )
+            # Pulsar's recoverFromLedger with LAC < 0 (or an unreadable ledger): initialize(
+            # getRollbackPosition(info), emptyMap, cursorProperties): the mark-delete alone.
             fallback = PersistedCursorState(mark_delete=md, cursor_properties=info.cursor_properties)
-            return self._to_recovered(fallback, info.cursor_properties, node)
+            self._stored = _Stored(fallback, from_node=True)
+            return self._to_recovered(fallback, info.cursor_properties, node, from_node=True)
         state, record = found
-        return self._to_recovered(state, info.cursor_properties, record)
+        self._stored = _Stored(state, from_node=False)
+        return self._to_recovered(state, info.cursor_properties, record, from_node=False)
 
     def _corrupt(self, record: str, problem: str) -> StateCorruptedError:
         return StateCorruptedError(
@@ -264,12 +289,6 @@ class CursorStateStore:
         previous = self._read_one(ledger_id, entry_id - 1)
         return len(previous) < part_size or previous[:1] == b"{"
 
-    def _chunk_size(self) -> int | None:
-        cfg = self._config
-        if not cfg.persistent_unacked_ranges_with_multiple_entries_enabled:
-            return None
-        return min(cfg.persistent_unacked_ranges_max_entry_size, self._store.max_entry_size)
-
     def _read_one(self, ledger_id: int, entry_id: int) -> bytes:
         got = self._store.read(ledger_id, entry_id, entry_id)
         if not got:
@@ -277,30 +296,27 @@ class CursorStateStore:
         return got[0]
 
     def _to_recovered(
-        self, state: PersistedCursorState, cursor_properties: dict[str, str], record: str
+        self, state: PersistedCursorState, cursor_properties: dict[str, str], record: str, from_node: bool
     ) -> RecoveredCursorState:
         md = Position(*state.mark_delete)
         if md.entry_id < -1 or md.ledger_id < -1:
             raise self._corrupt(record, f"mark-delete position {md}: an entry id below -1 is no position")
         infos = {li.ledger_id: li.entries for li in self._ml.ledger_infos()}
         acked = AckRangeSet()
+        reader = self._reader(for_restart=False)
         try:
-            if state.ranges is not None and state.ranges.size:
-                self._add_stored_ranges(acked, state.ranges, md, infos)
-            if state.long_arrays:
-                # Pulsar reads field 6 only when field 3 is empty; "auto" states use both, and
-                # for Pulsar-written states the union is the same thing.
-                for ledger_id, words in state.long_arrays.items():
-                    self._add_stored_words(acked, int(ledger_id), np.asarray(words, dtype=np.int64), md, infos)
+            ranges, long_arrays = _acks_read(state, reader)
+            if ranges is not None:
+                self._add_stored_ranges(acked, ranges, md, infos)
+            for ledger_id, words in long_arrays.items():
+                self._add_stored_words(acked, int(ledger_id), np.asarray(words, dtype=np.int64), md, infos)
         except (_OutsideLedgers, InvalidPositionError) as exc:
             raise self._corrupt(record, str(exc)) from None
-        batch: dict[Position, int] = {}
-        if self._config.deletion_at_batch_index_level_enabled:
-            for position, words in state.batch_deleted:
-                bits = words_to_ack_set(words)
-                if bits:
-                    batch[Position(*position)] = bits
-        self._recorded = _Recorded(md, acked.cardinality(), dict(batch))
+        batch = _batch_read(state, from_node, reader)
+        held = self._held_of(self._stored, for_restart=True)
+        assert held is not None and self._stored is not None
+        self._stored = _Stored(None, self._stored.from_node, held)
+        self._figures.recovered(held)
         return RecoveredCursorState(
             mark_delete=md,
             acked=acked,
@@ -382,75 +398,96 @@ class CursorStateStore:
             acked.add_range(ul, 0, ue)
 
     # -- writing ----------------------------------------------------------------------------
+    # Each public write below runs one of Pulsar's persist paths, as the rules of
+    # ``pulsar_rules`` (:func:`~mledger.core._pulsar_versions.rules_for`) have it, then tells the
+    # restart figures what a crash now recovers (_after_write). ``_stored`` tracks that record:
+    # the node's state while it says cursorsLedgerId = -1, else the last PositionInfo appended to
+    # the ledger it names (None for a ledger still empty: recoverFromLedger's LAC < 0 rollback).
     def initialize(self, snapshot: CursorSnapshot) -> None:
         """Write the node of a new cursor (``cursorsLedgerId = -1``)."""
         self._write_info(snapshot, NO_LEDGER)
-        self._commit_recorded(snapshot)
+        self._after_write(snapshot)
 
-    def persist(self, snapshot: CursorSnapshot) -> None:
-        """Persist ``snapshot`` (Pulsar's ``internalMarkDelete`` write path)."""
-        self._pending = None
-        self._write_state(snapshot)
-        self._commit_recorded(snapshot)
+    def persist(self, snapshot: CursorSnapshot) -> bool:
+        """Persist ``snapshot`` (Pulsar's ``internalMarkDelete`` write path); False when no
+        store took it (under a Pulsar version's rules: a ``ManagedCursorInfo`` over
+        ``jute.maxbuffer`` after a refused ledger write), the previous record then stands."""
+        stored = self._write_state(snapshot)
+        self._after_write(snapshot)
+        return stored
 
-    def _write_state(self, snapshot: CursorSnapshot) -> None:
+    def _write_state(self, snapshot: CursorSnapshot) -> bool:
         if self._ledger_id is None:
             if snapshot.mark_delete >= self._ml.last_confirmed_entry:  # nothing after MD
-                self._write_info(snapshot, NO_LEDGER)
                 self._count_write(0)
-                return
-            self._switch_ledger(snapshot, self._position_info_bytes(snapshot))
-            return
-        payload = self._position_info_bytes(snapshot)
+                return self._write_info(snapshot, NO_LEDGER)
+            return self._switch_ledger(snapshot, pending=True)
+        payload, state = self._position_info(snapshot)
         try:
-            self._append_state(self._ledger_id, payload)
+            appended = self._append_state(self._ledger_id, payload, state)
         except (EntryTooLargeError, LedgerNotFoundError) as exc:
             log.warning("cursor %s: cursor ledger write failed (%s); persisting to the metadata store", self._path, exc)
-            self._write_info(snapshot, NO_LEDGER)
-            self._forget_ledger(delete=True)
-            return
+            appended = False
+        if not appended:
+            # persistPositionToLedger's failure branch: state Open -> NoLedger, then
+            # persistPositionToMetaStore (range format, capped).
+            return self._fall_back_to_node(snapshot)
         if self._rollover_due():
-            self._switch_ledger(snapshot, payload)
+            # rolloverLedgerIfNeeded -> createNewMetadataLedger, nothing pending
+            self._switch_ledger(snapshot, pending=False, payload=None if self._pulsar else (payload, state))
+        return True
 
     def persist_cursor_properties(self, snapshot: CursorSnapshot) -> None:
         """Rewrite ManagedCursorInfo with the snapshot's cursor properties (Pulsar's
         ``setCursorProperties``), keeping it pointed at the cursor ledger if there is one."""
-        self._pending = None
         if self._ledger_id is None:
             self._write_info(snapshot, NO_LEDGER)
         else:
             self._write_info(snapshot, self._ledger_id, with_acks=False)
-        self._commit_recorded(snapshot)
+        self._after_write(snapshot)
 
     def close(self, snapshot: CursorSnapshot) -> None:
         """Pulsar's ``persistPositionWhenClosing``: the ledger for big states, else the node."""
-        self._pending = None
         self._close_state(snapshot)
-        self._commit_recorded(snapshot)
+        self._after_write(snapshot)
 
-    def _close_state(self, snapshot: CursorSnapshot) -> None:
-        ranges = snapshot.acked.size()
+    def _closes_to_ledger(self, snapshot: CursorSnapshot) -> bool:
+        """``shouldPersistUnackRangesToLedger``: a writable cursor ledger (a recovered one is
+        read-only until the first switch: mledger holds none then), ranges persisted at all,
+        and more ranges than ``max_unacked_ranges_to_persist_in_metadata_store``."""
         limit = self._range_limit()
-        use_ledger = (
+        return (
             self._ledger_id is not None
             and (limit is None or limit > 0)
-            and ranges > self._config.max_unacked_ranges_to_persist_in_metadata_store
+            and snapshot.acked.size() > self._config.max_unacked_ranges_to_persist_in_metadata_store
         )
-        if use_ledger:
+
+    def _close_state(self, snapshot: CursorSnapshot) -> None:
+        if self._closes_to_ledger(snapshot):
             assert self._ledger_id is not None
             try:
-                self._append_state(self._ledger_id, self._position_info_bytes(snapshot))
-                self._store.seal_ledger(self._ledger_id)
-                return
+                payload, state = self._position_info(snapshot)
+                if self._append_state(self._ledger_id, payload, state):
+                    self._store.seal_ledger(self._ledger_id)
+                    return
             except MLedgerError as exc:
                 log.warning(
                     "cursor %s: closing write to the ledger failed (%s); using the metadata store", self._path, exc
                 )
-        self._write_info(snapshot, NO_LEDGER)
-        self._forget_ledger(delete=True)
-        if self._stale_ledger_id is not None:
+        if self._fall_back_to_node(snapshot) and self._stale_ledger_id is not None:
             self._store.delete_ledger(self._stale_ledger_id)
             self._stale_ledger_id = None
+
+    def _fall_back_to_node(self, snapshot: CursorSnapshot) -> bool:
+        """The state to the node (``cursorsLedgerId = -1``), the cursor ledger forgotten
+        (``NoLedger``): deleted once the node no longer names it; kept for the next switch to
+        delete when ZooKeeper refused the node (it still names that ledger, whose last entry a
+        recovery reads)."""
+        stored = self._write_info(snapshot, NO_LEDGER)
+        if not stored and self._ledger_id is not None:
+            self._stale_ledger_id = self._ledger_id
+        self._forget_ledger(delete=stored)
+        return stored
 
     def delete(self) -> None:
         """Remove the node and every cursor ledger."""
@@ -461,81 +498,252 @@ class CursorStateStore:
 
     def stats(self) -> PersistenceStats:
         """Persistence figures (``CursorStats.persistence``): a frozen snapshot."""
-        return replace(
-            self._stats,
-            redelivered_after_restart=self._redelivered_figure(),
-            redelivered_after_restart_max=self._redelivered_max,
-            redelivered_after_restart_max_at_ms=self._redelivered_max_at_ms,
+        crash = self._figures.crash
+        counters = self._stats
+        return PersistenceStats(
+            **{name: getattr(counters, name) for name in _Counters.__slots__},
+            redelivered_after_restart=crash.messages,
+            redelivered_after_restart_max=crash.messages_max,
+            redelivered_after_restart_max_at_ms=crash.messages_max_at_ms,
+            redelivered_after_crash=crash,
+            redelivered_after_crash_limits=self._figures.crash_limits,
+            redelivered_after_unload=self._figures.unload,
+            redelivered_after_unload_limits=self._figures.unload,
         )
 
-    # -- what a restart would redeliver -----------------------------------------------------
-    def _redelivered(self, snapshot: CursorSnapshot) -> tuple[int, int]:
-        """Acknowledged messages of ``snapshot`` that the last written state does not hold, as
-        ``(entries part, batch indexes part)``; the figure is ``max(0, entries) + indexes``."""
-        rec = self._recorded
-        if rec is None:
-            return 0, 0
-        md = snapshot.mark_delete
-        whole = self._ml.number_of_entries(rec.mark_delete, md, False, True) if md > rec.mark_delete else 0
-        entries = whole + snapshot.acked.cardinality() - rec.entries
-        indexes = 0
-        sizes = snapshot.batch_sizes
-        for position, remaining in snapshot.batch:
-            kept = rec.batch.get(position)
-            if kept is None:
-                indexes += (sizes.get(position) or remaining.bit_length()) - remaining.bit_count()
-            else:
-                indexes += max(0, kept.bit_count() - remaining.bit_count())
-        return entries, indexes
+    # -- what a stop would redeliver --------------------------------------------------------
+    def observe(self, snapshot: CursorSnapshot, now_ms: int | None = None, limits: bool = False) -> None:
+        """A state change that is not persisted yet (a throttled mark-delete): what a crash or
+        an unload now would redeliver, counted towards the maxima (stamped ``now_ms``, else the
+        clock's time). ``limits``: no flush will write the change either (apache/pulsar#26498
+        with a clean cursor), so the crash total is all lost to the limits. Reads only; writes
+        nothing. O(batch states + ledgers) while the state is within every limit, O(state)
+        otherwise (the unload figure's close record)."""
+        now = self._ml.clock.now_ms() if now_ms is None else now_ms
+        self._figures.observe(snapshot, now, self._config.max_batch_deleted_index_to_persist, limits)
+        self._observe_unload(snapshot, now)
 
-    def _redelivered_figure(self) -> int:
-        return max(0, self._redelivered_entries) + self._redelivered_indexes
-
-    def observe(self, snapshot: CursorSnapshot, now_ms: int | None = None) -> None:
-        """A state change that is not persisted yet (a throttled mark-delete): what a crash
-        now would redeliver, counted towards the maximum (stamped ``now_ms``, else the clock's
-        time). Reads only; writes nothing."""
-        self._redelivered_entries, self._redelivered_indexes = self._redelivered(snapshot)
-        self._note_redelivery(now_ms)
-
-    def observe_entries_acked(self, entries: int, now_ms: int) -> None:
+    def observe_entries_acked(self, entries: int, now_ms: int, messages: int | None = None) -> None:
         """:meth:`observe` after a change that only acknowledged ``entries`` more whole entries
-        with no batch state (the single-ack fast path): the figure's entries part grows by
-        exactly that many (mark-delete absorption moves entries from the ranges to below the
-        mark-delete, which leaves it unchanged). O(1), allocates nothing; ``now_ms`` is the
-        clock reading of the change."""
-        if self._recorded is None or not entries:
+        (holding ``messages``, default one each) with no batch state (the single-call fast
+        path): the crash total grows by exactly that much (mark-delete absorption moves entries
+        from the ranges to below the mark-delete, which leaves it unchanged). O(1), allocates
+        nothing; ``now_ms`` is the clock reading of the change. For at most
+        :attr:`unload_headroom` entries since the last observation: the unload figure is then
+        unchanged (past that the cursor calls :meth:`observe`)."""
+        if not entries:
             return
-        self._redelivered_entries = whole = self._redelivered_entries + entries
-        value = (whole if whole > 0 else 0) + self._redelivered_indexes
-        if value > self._redelivered_max:
-            self._redelivered_max = value
-            self._redelivered_max_at_ms = now_ms
+        self._figures.entries_acked(entries, entries if messages is None else messages, now_ms)
+        self.unload_headroom -= entries
 
-    def _note_redelivery(self, now_ms: int | None) -> None:
-        """The live figure changed; it counts towards the maximum (stamped with ``now_ms``, or a
-        clock reading when the caller has none)."""
-        value = self._redelivered_figure()
-        if value > self._redelivered_max:
-            self._redelivered_max = value
-            self._redelivered_max_at_ms = self._ml.clock.now_ms() if now_ms is None else now_ms
+    def _after_write(self, snapshot: CursorSnapshot) -> None:
+        """A write went through (or was refused): a crash now recovers ``_stored``. The records'
+        states are then dropped for what a recovery holds of them (a state's arrays are as
+        large as the record)."""
+        now = self._ml.clock.now_ms()
+        held = self._held_of(self._stored, for_restart=True)
+        if self._stored is not None and held is not None:
+            compact = _Stored(None, self._stored.from_node, held)
+            if self._last_appended is not None:
+                ledger_id, appended = self._last_appended
+                if appended is self._stored:
+                    self._last_appended = (ledger_id, compact)
+                elif appended.state is not None:
+                    kept = self._held_of(appended, for_restart=True)
+                    self._last_appended = (ledger_id, _Stored(None, False, kept))
+            self._stored = compact
+        batch_cap = self._config.max_batch_deleted_index_to_persist
+        if held is not None:
+            self._figures.written(snapshot, held, now, batch_cap)
+        else:
+            self._figures.observe(snapshot, now, batch_cap)
+        self._observe_unload(snapshot, now)
 
-    def _commit_recorded(self, snapshot: CursorSnapshot) -> None:
-        """The write went through: its record is what a restart recovers from now on."""
-        if self._pending is not None:
-            self._recorded = self._pending
-            self._pending = None
-        self.observe(snapshot)
+    def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int) -> None:
+        """The unload figure now, from the snapshot the figures just tallied: 0 while within
+        every limit but for batch states the close record loses; else what the close record
+        keeps, followed ack by ack from here (:class:`CloseTracker`), or, for a record that may
+        not fit its store, read from the record itself."""
+        self.unload_headroom = self._unload_headroom_of(snapshot)
+        self._tracker = None
+        if self.unload_headroom >= 0:
+            keeps = not snapshot.batch or self._close_keeps_batch(snapshot)
+            self._figures.set_unload_kept(None, keeps, now_ms)
+            return
+        cfg = self._config
+        limit = self._range_limit()
+        cap = None if limit is None or limit < 0 else limit + (1 if cfg.unacked_ranges_limit_off_by_one else 0)
+        long_array = (self._rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None
+        writable = self._ledger_id is not None and (limit is None or limit > 0)
+        fcfg = self._ml.factory_config
+        batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
+        fixed = (
+            _BYTES_PER_RECORD_BOUND
+            + sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
+            + sum(len(k) + 16 for k in snapshot.properties)
+            + sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
+        )
+        rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
+        tracker = CloseTracker(
+            snapshot.acked,
+            self._ml.entry_messages,
+            cap,
+            long_array,
+            cfg.max_unacked_ranges_to_persist_in_metadata_store if writable else None,
+            rooms,
+        )
+        reader = self._reader(for_restart=True)
+        self._tracker_batch = (
+            reader.batch and cfg.deletion_at_batch_index_level_enabled,
+            reader.rules.batch_indexes_read_from_metadata_store,
+        )
+        if not tracker.fits():
+            held = self._built_close_held(snapshot)
+            self._figures.set_unload(*redelivered(snapshot, held, self._ml), now_ms)
+            return
+        self._tracker = tracker
+        on, from_node = self._tracker_batch
+        self._figures.set_unload_lost(
+            (tracker.lost_messages, tracker.lost_entries), on and (from_node or tracker.to_ledger), now_ms
+        )
 
-    def _note_over_limit(self, size: int, limit: int) -> None:
-        if size > limit and self._stats.state_over_limit_at_ms < 0:
-            log.warning(
-                "cursor %s: a %d-byte state record exceeds the %d-byte limit of its store; it would be lost",
-                self._path,
-                size,
-                limit,
-            )
-            self._stats = replace(self._stats, state_over_limit_at_ms=self._ml.clock.now_ms())
+    def observe_entry_acked(self, ledger_id: int, entry_id: int, messages: int, now_ms: int) -> bool:
+        """:meth:`observe_entries_acked` for one whole entry (no batch state, no mark-delete
+        moved), with its position, so that the unload figure follows it past the limits too.
+        False when the store needs a snapshot instead (:meth:`observe`). O(1) within the
+        limits, a few bitmap queries past them (O(ledgers) in the long-array format)."""
+        if self.unload_headroom >= 1:
+            self.unload_headroom -= 1
+            self._figures.entries_acked(1, messages, now_ms)
+            return True
+        tracker = self._tracker
+        if tracker is None or not tracker.entry_acked(ledger_id, entry_id, messages):
+            return False
+        on, from_node = self._tracker_batch
+        self._figures.entry_followed(messages, tracker, on and (from_node or tracker.to_ledger), now_ms)
+        return True
+
+    def _unload_headroom_of(self, snapshot: CursorSnapshot) -> int:
+        """How many more whole entries can be acknowledged before the close record of
+        ``snapshot`` might lose any (-1: it might now): no more acked entries than any range
+        cap (so no more ranges), none that could go to the ledger in the long-array format (its
+        size follows the span, not the count), no more batch states than the batch cap, and a
+        record certainly within the frame, ``jute.maxbuffer`` and state-size limits (at most
+        :data:`_BYTES_PER_ENTRY_BOUND` bytes per acked entry, :data:`_BYTES_PER_BATCH_BOUND`
+        per batch state plus its words, and the properties). O(batch states + properties)."""
+        cfg = self._config
+        acked = snapshot.acked.cardinality()
+        if len(snapshot.batch) > cfg.max_batch_deleted_index_to_persist:
+            return -1
+        fcfg = self._ml.factory_config
+        size = _BYTES_PER_RECORD_BOUND + acked * _BYTES_PER_ENTRY_BOUND
+        if snapshot.batch:
+            size += len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+        if snapshot.properties:
+            size += sum(len(k) + 16 for k in snapshot.properties)
+        if snapshot.cursor_properties:
+            size += sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
+        room = (min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state) - size) // _BYTES_PER_ENTRY_BOUND
+        cap = self._range_limit()
+        if cap is not None:
+            room = min(room, cap - acked)
+        if cfg.effective_ack_format != "range" and cfg.max_unacked_ranges_to_persist_in_metadata_store >= 0:
+            room = min(room, cfg.max_unacked_ranges_to_persist_in_metadata_store - acked)
+        return room if room >= 0 else -1
+
+    def _close_keeps_batch(self, snapshot: CursorSnapshot) -> bool:
+        """Whether a recovery after a clean close reads the batch states back: the ledger
+        branch of the close keeps them, the metadata store's only since apache/pulsar#26474
+        (``recover`` with ``cursorsLedgerId == -1``), and the reader must have batch-index
+        acks on."""
+        reader = self._reader(for_restart=True)
+        if not reader.batch or not self._config.deletion_at_batch_index_level_enabled:
+            return False
+        return reader.rules.batch_indexes_read_from_metadata_store or self._closes_to_ledger(snapshot)
+
+    def _built_close_held(self, snapshot: CursorSnapshot) -> Held:
+        """What a recovery after a close of ``snapshot`` now reads back, from the record the
+        close path would write (built, not written; counts nothing). O(state)."""
+        counting = self._counting
+        self._counting = False
+        try:
+            if self._closes_to_ledger(snapshot):
+                payload, state = self._position_info(snapshot)
+                if not (self._rules.over_frame_fails and len(payload) > self._ml.factory_config.frame_limit):
+                    held = self._held_of(_Stored(state, from_node=False), for_restart=True)
+                    assert held is not None
+                    return held
+            data, state = self._info_record(snapshot, NO_LEDGER, with_acks=True)
+            if self._rules.over_jute_fails and len(data) > self._ml.factory_config.jute_maxbuffer:
+                stored = self._stored  # the close fails: the last record stands
+            else:
+                stored = _Stored(state, from_node=True)
+            held = self._held_of(stored, for_restart=True)
+            return held if held is not None else Held(snapshot.mark_delete, 0, 0)
+        finally:
+            self._counting = counting
+
+    def _held_of(self, stored: _Stored | None, for_restart: bool) -> Held | None:
+        """What a recovery reads back from ``stored`` under the reader's rules (``restart_as``
+        for the restart figures, else this store's own). O(ranges) + O(span / 64) of long
+        arrays."""
+        if stored is None:
+            return None
+        if stored.state is None:
+            return stored.held
+        reader = self._reader(for_restart)
+        state = stored.state
+        counts = self._ml.entry_messages
+        ranges, long_arrays = _acks_read(state, reader)
+        entries = extra = 0
+        if ranges is not None and ranges.size:
+            entries += int((ranges.upper_entry - ranges.lower_entry).sum())
+            if counts.batched:
+                same = ranges.lower_ledger == ranges.upper_ledger
+                for ledger_id in np.unique(ranges.lower_ledger[same]).tolist():
+                    rows = same & (ranges.lower_ledger == ledger_id)
+                    extra += counts.extra_in_runs(ledger_id, ranges.lower_entry[rows] + 1, ranges.upper_entry[rows])
+        for ledger_id, words in long_arrays.items():
+            flat = np.ascontiguousarray(words, dtype=np.int64)
+            for start in range(0, len(flat), _WORDS_PER_STEP):  # bounded memory for big states
+                bits = np.unpackbits(flat[start : start + _WORDS_PER_STEP].view(np.uint8), bitorder="little")
+                ids = np.flatnonzero(bits)
+                entries += len(ids)
+                if counts.batched:
+                    ids += start * 64
+                    extra += counts.extra_in_runs(int(ledger_id), ids, ids)
+        return Held(Position(*state.mark_delete), entries, extra, _batch_read(state, stored.from_node, reader))
+
+    def _reader(self, for_restart: bool) -> _Reader:
+        """Who recovers: the ``restart_as`` version with its own batch-index default (for the
+        restart figures, when set), else this store's rules and settings."""
+        _, own, restart = self._rules_of_config()
+        return restart if for_restart else own
+
+    @property
+    def _rules(self) -> PulsarVersion:
+        return self._rules_of_config()[0]
+
+    def _rules_of_config(self) -> tuple[PulsarVersion, _Reader, _Reader]:
+        """The rules row of the settings in force, this store's reader and the restart
+        figures' (recomputed when the settings object changes: ``ManagedLedger.set_config``)."""
+        cfg = self._config
+        cached = self._rules_cache
+        if cached is not None and cached[0] is cfg:
+            return cached[1]
+        rules = rules_for(cfg.pulsar_rules)
+        own = _Reader(rules, cfg.deletion_at_batch_index_level_enabled)
+        restart = own
+        if cfg.restart_as is not None:
+            row = pulsar_version(cfg.restart_as)
+            restart = _Reader(row, row.defaults.get("deletion_at_batch_index_level_enabled", "true") == "true")
+        self._rules_cache = (cfg, (rules, own, restart))
+        return rules, own, restart
+
+    @property
+    def _pulsar(self) -> bool:
+        """Pulsar's own order of writes (a preset is in force), rather than mledger's."""
+        return self._config.pulsar_rules is not None
 
     # -- internals --------------------------------------------------------------------------
     def _rollover_due(self) -> bool:
@@ -544,20 +752,55 @@ class CursorStateStore:
         age_ms = self._ml.clock.now_ms() - self._ledger_created_ms
         return age_ms > self._config.ledger_rollover_timeout * 1000
 
-    def _switch_ledger(self, snapshot: CursorSnapshot, payload: bytes) -> None:
-        """New ledger with the state in it, then the node, then the old ledger goes."""
+    def _switch_ledger(
+        self,
+        snapshot: CursorSnapshot,
+        pending: bool,
+        payload: tuple[bytes, PersistedCursorState] | None = None,
+    ) -> bool:
+        """A new cursor ledger with the state in it, then the node pointing at it, then the old
+        ledger goes (``createNewMetadataLedger`` -> ``switchToNewLedger``). Under a Pulsar
+        version's rules, the mark-delete that was ``pending`` (a persist in ``NoLedger``) is
+        then appended again (``flushPendingMarkDeletes``), and a first write the bookie refuses
+        runs the over-frame sequence: the metadata store takes the state, the node is still
+        pointed at the new, empty ledger (a crash now recovers the mark-delete alone,
+        ``recoverFromLedger`` with LAC < 0), and the pending write fails and falls back again.
+        ``payload``: the state already encoded (mledger's own rollover reuses it)."""
         new_id = self._store.create_ledger()
         try:
             self._ledger_entries = 0
-            self._append_state(new_id, payload)
-            self._write_info(snapshot, new_id, with_acks=False)
+            data, state = payload if payload is not None else self._position_info(snapshot)
+            written = self._append_state(new_id, data, state)
+            if not written and not self._write_info(snapshot, NO_LEDGER):  # persistPositionToMetaStore
+                self._store.delete_ledger(new_id)
+                return False
+            if not self._write_info(snapshot, new_id, with_acks=False):
+                self._store.delete_ledger(new_id)
+                return False
         except MLedgerError:
             self._store.delete_ledger(new_id)
             raise
+        self._switch_to(new_id)
+        if written:
+            if pending and self._pulsar:
+                self._append_state(new_id, *self._position_info(snapshot))
+            return True
+        # The bookie refused the state: the node points at an empty ledger until the pending
+        # mark-delete's own write fails and falls back again.
+        held = self._held_of(self._stored, for_restart=True)
+        assert held is not None
+        self._figures.instant(snapshot, held, self._ml.clock.now_ms())
+        if pending:
+            data, state = self._position_info(snapshot)
+            if not self._append_state(new_id, data, state):
+                self._write_info(snapshot, NO_LEDGER)
+        return True
+
+    def _switch_to(self, new_id: int) -> None:
         old = self._ledger_id
         self._ledger_id = new_id
         self._ledger_created_ms = self._ml.clock.now_ms()
-        self._stats = replace(self._stats, cursor_ledger_id=new_id)
+        self._stats.cursor_ledger_id = new_id
         for stale in (old, self._stale_ledger_id):
             if stale is not None and stale != new_id:
                 self._store.delete_ledger(stale)
@@ -568,9 +811,11 @@ class CursorStateStore:
             self._store.delete_ledger(self._ledger_id)
         self._ledger_id = None
         self._ledger_entries = 0
-        self._stats = replace(self._stats, cursor_ledger_id=NO_LEDGER)
+        self._stats.cursor_ledger_id = NO_LEDGER
 
-    def _append_state(self, ledger_id: int, payload: bytes) -> None:
+    def _append_state(self, ledger_id: int, payload: bytes, state: PersistedCursorState) -> bool:
+        """Append one state (its PIP-381 parts when chunking is in force); False when, under a
+        Pulsar version's rules, a bookie refuses it (an entry above the frame limit)."""
         cfg = self._config
         max_size = self._chunk_size()
         if max_size is not None:
@@ -580,51 +825,102 @@ class CursorStateStore:
             parts = pack_entries(payload, max_size, ctype)
         else:
             parts = [payload]
+        largest = max(len(p) for p in parts)
+        frame = self._ml.factory_config.frame_limit
+        self._note_over_limit(largest, frame)
+        if largest > frame and self._rules.over_frame_fails:
+            return False
         self._store.append_many(ledger_id, parts)
-        self._note_over_limit(max(len(p) for p in parts), self._ml.factory_config.frame_limit)
         self._ledger_entries += len(parts)
         self._count_write(len(parts))
-        self._stats = replace(self._stats, persisted_state_bytes=len(payload))
+        self._stats.persisted_state_bytes = len(payload)
+        self._last_appended = (ledger_id, _Stored(state, from_node=False))
+        if self._node_ledger == ledger_id:
+            self._stored = self._last_appended[1]
+        return True
 
     def _count_write(self, entries: int) -> None:
         s = self._stats
-        self._stats = replace(
-            s,
-            persist_count=s.persist_count + 1,
-            persist_entries_written=s.persist_entries_written + entries,
-            last_persist_chunks=entries,
-        )
+        s.persist_count += 1
+        s.persist_entries_written += entries
+        s.last_persist_chunks = entries
 
-    def _write_info(self, snapshot: CursorSnapshot, ledger_id: int, with_acks: bool = True) -> None:
-        """Write ``ManagedCursorInfo`` (pointing at ``ledger_id``, -1 for none) for ``snapshot``."""
+    def _write_info(self, snapshot: CursorSnapshot, ledger_id: int, with_acks: bool = True) -> bool:
+        """Write ``ManagedCursorInfo`` (pointing at ``ledger_id``, -1 for none) for ``snapshot``;
+        False when, under a Pulsar version's rules, ZooKeeper refuses it (above
+        ``jute.maxbuffer``): the node stays as it was."""
+        data, state = self._info_record(snapshot, ledger_id, with_acks)
+        jute = self._ml.factory_config.jute_maxbuffer
+        self._note_over_limit(len(data), jute)
+        if len(data) > jute and self._rules.over_jute_fails:
+            return False
+        expected = -1 if self._info_version is None else self._info_version
+        self._info_version = self._store.put(self._path, data, expected)
+        self._node_ledger = ledger_id
+        if ledger_id == NO_LEDGER:
+            self._stats.persisted_state_bytes = len(data)
+            self._stored = _Stored(state, from_node=True)
+        elif self._last_appended is not None and self._last_appended[0] == ledger_id:
+            self._stored = self._last_appended[1]
+        else:  # a ledger with nothing in it: recoverFromLedger rolls back to the node's mark-delete
+            self._stored = _Stored(PersistedCursorState(mark_delete=snapshot.mark_delete), from_node=True)
+        return True
+
+    def _info_record(
+        self, snapshot: CursorSnapshot, ledger_id: int, with_acks: bool
+    ) -> tuple[bytes, PersistedCursorState]:
+        """``ManagedCursorInfo`` of ``snapshot`` as stored (compressed) and as a state."""
+        kept: list[PersistedCursorState] = []
 
         def encode(state: PersistedCursorState) -> bytes:
             state.cursors_ledger_id = ledger_id
+            kept[:] = [state]
             return encode_managed_cursor_info(state)
 
         raw = self._bounded(snapshot, for_info=True, with_acks=with_acks, encode=encode)
         fcfg = self._ml.factory_config
         ctype = parse_compression_type(fcfg.managed_cursor_info_compression_type)
         data = compress_metadata(raw, ctype, fcfg.managed_cursor_info_compression_threshold_in_bytes, "cursor")
-        expected = -1 if self._info_version is None else self._info_version
-        self._info_version = self._store.put(self._path, data, expected)
-        self._note_over_limit(len(data), fcfg.jute_maxbuffer)
-        if ledger_id == NO_LEDGER:
-            self._stats = replace(self._stats, persisted_state_bytes=len(data))
+        return data, kept[0]
+
+    def _position_info(self, snapshot: CursorSnapshot) -> tuple[bytes, PersistedCursorState]:
+        """``PositionInfo`` of ``snapshot``, encoded, and as a state."""
+        kept: list[PersistedCursorState] = []
+
+        def encode(state: PersistedCursorState) -> bytes:
+            kept[:] = [state]
+            return encode_position_info(state)
+
+        data = self._bounded(snapshot, for_info=False, with_acks=True, encode=encode)
+        return data, kept[0]
+
+    def _note_over_limit(self, size: int, limit: int) -> None:
+        if size > limit and self._stats.state_over_limit_at_ms < 0:
+            log.warning(
+                "cursor %s: a %d-byte state record exceeds the %d-byte limit of its store; %s",
+                self._path,
+                size,
+                limit,
+                "it is refused" if self._pulsar else "it would be lost",
+            )
+            self._stats.state_over_limit_at_ms = self._ml.clock.now_ms()
 
     def _decompress(self, data: bytes) -> bytes | bytearray:
         return decompress_metadata(data, self._max_state)
 
+    def _chunk_size(self) -> int | None:
+        cfg = self._config
+        if not cfg.pip381_chunking:
+            return None
+        return min(cfg.persistent_unacked_ranges_max_entry_size, self._store.max_entry_size)
+
     def _range_limit(self) -> int | None:
-        """``max_unacked_ranges_to_persist``; 0 with chunking on means "no limit"."""
+        """``max_unacked_ranges_to_persist``; 0 with PIP-381 chunking means "no limit"."""
         cfg = self._config
         limit = cfg.max_unacked_ranges_to_persist
-        if limit == 0 and cfg.persistent_unacked_ranges_with_multiple_entries_enabled:
+        if limit == 0 and cfg.pip381_chunking:
             return None
         return limit
-
-    def _position_info_bytes(self, snapshot: CursorSnapshot) -> bytes:
-        return self._bounded(snapshot, for_info=False, with_acks=True, encode=encode_position_info)
 
     def _bounded(
         self,
@@ -637,16 +933,17 @@ class CursorStateStore:
         ``max_state_size_in_bytes`` (a reader refuses a larger state, so the acks nearest the
         mark-delete that fit are kept and the rest counted as truncated, like the range limit).
 
-        The size check is O(1) for a state that fits; a state over the limit is re-encoded
-        with proportionally fewer ranges (then batch states) until it fits, a few rounds.
-        Raises ``EntryTooLargeError`` when even a state without acks does not fit (properties
-        alone above the limit)."""
+        One build of the record, as Pulsar's builders run once per record written: what it
+        dropped is counted (:meth:`_note_build`). The size check is O(1) for a state that fits;
+        a state over the limit is re-encoded with proportionally fewer ranges (then batch
+        states) until it fits, a few rounds. Raises ``EntryTooLargeError`` when even a state
+        without acks does not fit (properties alone above the limit)."""
         range_limit = self._range_limit()
         batch_limit = self._config.max_batch_deleted_index_to_persist
         limited = False
         while True:
-            state, dropped_ranges, dropped_batch = self._record(snapshot, for_info, with_acks, range_limit, batch_limit)
-            data = encode(state)
+            build = self._record(snapshot, for_info, with_acks, range_limit, batch_limit)
+            data = encode(build.state)
             if len(data) <= self._max_state:
                 break
             ratio = self._max_state / len(data) * 0.9
@@ -671,10 +968,8 @@ class CursorStateStore:
                 )
             limited = True
         self._size_limited = limited
-        if with_acks:  # a node written beside the cursor ledger carries no acks: nothing dropped
-            self._note_truncation("ranges", dropped_ranges)
-            self._note_truncation("batch", dropped_batch)
-            self._pending = _recorded_by(state)
+        if with_acks and self._counting:  # a node written beside the cursor ledger builds no acks
+            self._note_build(build)
         return data
 
     def _kept_acks(self, snapshot: CursorSnapshot, for_info: bool, range_limit: int | None) -> int:
@@ -692,9 +987,16 @@ class CursorStateStore:
         with_acks: bool,
         range_limit: int | None,
         batch_limit: int,
-    ) -> tuple[PersistedCursorState, int, int]:
-        """The snapshot as a record in the configured format, truncated to the limits given;
-        also returns the ranges and batch states dropped."""
+    ) -> _Build:
+        """The snapshot as a record in the configured format, truncated to the limits given,
+        with what each builder dropped.
+
+        The acks, as ``persistPositionToLedger`` builds them: the long-array format
+        (``toRanges(max)``, with the cut-off of the rules in force) unless it left no ledger,
+        then the range format (``buildIndividualDeletedMessageRanges``: the first N ranges, N + 1
+        before apache/pulsar#25548); a ``ManagedCursorInfo`` (``persistPositionMetaStore``) always
+        in the range format. Batch states (``buildBatchEntryDeletionIndexInfoList``): the first
+        ``batch_limit`` in position order, with batch-index acks on."""
         md, acked, batch = snapshot.mark_delete, snapshot.acked, snapshot.batch
         cfg = self._config
         state = PersistedCursorState(
@@ -705,11 +1007,13 @@ class CursorStateStore:
         if for_info:
             state.last_active = self._ml.clock.now_ms()
         dropped = 0
+        range_builder_dropped = long_array_cut = False
         if with_acks and acked:
             fmt = "range" if for_info else cfg.effective_ack_format
             if fmt == "long_array":
-                words, dropped = acked.to_long_arrays(range_limit)
+                words, dropped = acked.to_long_arrays(range_limit, self._rules.long_array_cutoff)
                 state.long_arrays = words
+                long_array_cut = bool(words) and dropped > 0
             if fmt != "long_array" or not state.long_arrays:
                 # Pulsar writes individualDeletedMessages (ranges) when toRanges left no
                 # ledger: even the first ledger has more acked entries than the limit.
@@ -717,6 +1021,7 @@ class CursorStateStore:
                 if cfg.unacked_ranges_limit_off_by_one and range_limit is not None and range_limit >= 0:
                     range_limit += 1  # before apache/pulsar#25548: one range over the limit
                 ledgers, lowers, uppers, dropped = acked.to_range_arrays(range_limit)
+                range_builder_dropped = dropped > 0
                 if fmt == "auto":
                     state.ranges, state.long_arrays = _smaller_per_ledger(acked, ledgers, lowers, uppers)
                 else:
@@ -726,41 +1031,136 @@ class CursorStateStore:
             kept = batch[:batch_limit]
             state.batch_deleted = [(p, ack_set_to_words(bits)) for p, bits in kept]
             dropped_batch = len(batch) - len(kept)
-        return state, dropped, dropped_batch
+        return _Build(state, dropped, dropped_batch, range_builder_dropped, long_array_cut)
 
-    def _note_truncation(self, kind: str, dropped: int) -> None:
-        key, total_key = (
-            ("truncated_ranges", "truncated_ranges_total")
-            if kind == "ranges"
-            else ("truncated_batch_indexes", "truncated_batch_indexes_total")
-        )
-        self._stats = replace(self._stats, **{key: dropped, total_key: getattr(self._stats, total_key) + dropped})
-        if dropped:
-            counter = (
-                "persist_unacked_ranges_truncated" if kind == "ranges" else "persist_batch_deleted_indexes_truncated"
-            )
-            self._stats = replace(self._stats, **{counter: getattr(self._stats, counter) + 1})
-        flag = "_truncating" if kind == "ranges" else "_batch_truncating"
-        if dropped and not getattr(self, flag):
-            log.warning(
-                "cursor %s: %d %s beyond the persistence limit are kept in memory only and will be "
-                "redelivered after a restart",
-                self._path,
-                dropped,
-                "ack ranges" if kind == "ranges" else "batch-index states",
-            )
-        setattr(self, flag, bool(dropped))
+    def _note_build(self, build: _Build) -> None:
+        """Count one build of a record: what it dropped (``truncated_*``, the last build's and
+        the totals), and the builds that dropped something, as Pulsar's #25548 counters count
+        them: ``persist_unacked_ranges_truncated`` for the range builder, ``persist_batch_deleted_
+        indexes_truncated`` for the batch-index builder, ``persist_long_array_truncated`` for the
+        long-array cut-off (which #25548's counter does not see)."""
+        s = self._stats
+        s.truncated_ranges = build.dropped_ranges
+        s.truncated_ranges_total += build.dropped_ranges
+        s.truncated_batch_indexes = build.dropped_batch
+        s.truncated_batch_indexes_total += build.dropped_batch
+        s.persist_unacked_ranges_truncated += build.range_builder_dropped
+        s.persist_long_array_truncated += build.long_array_cut
+        s.persist_batch_deleted_indexes_truncated += build.dropped_batch > 0
+        for kind, dropped in (("ranges", build.dropped_ranges), ("batch", build.dropped_batch)):
+            flag = "_truncating" if kind == "ranges" else "_batch_truncating"
+            if dropped and not getattr(self, flag):
+                log.warning(
+                    "cursor %s: %d %s beyond the persistence limit are kept in memory only and will be "
+                    "redelivered after a restart",
+                    self._path,
+                    dropped,
+                    "ack ranges" if kind == "ranges" else "batch-index states",
+                )
+            setattr(self, flag, bool(dropped))
 
 
-def _recorded_by(state: PersistedCursorState) -> _Recorded:
-    """What a written record holds: its mark-delete, acked entries, batch ack sets."""
-    entries = 0
-    if state.ranges is not None and state.ranges.size:
-        entries += int((state.ranges.upper_entry - state.ranges.lower_entry).sum())
-    for words in (state.long_arrays or {}).values():
-        entries += int(np.unpackbits(np.ascontiguousarray(words, dtype=np.int64).view(np.uint8)).sum())
-    batch = {Position(*p): words_to_ack_set(words) for p, words in state.batch_deleted}
-    return _Recorded(Position(*state.mark_delete), entries, batch)
+class _Counters:
+    """:class:`PersistenceStats`' counters, kept up to date in place (field by field the same)."""
+
+    __slots__ = (
+        "persisted_state_bytes",
+        "persist_count",
+        "persist_entries_written",
+        "last_persist_chunks",
+        "truncated_ranges",
+        "truncated_ranges_total",
+        "truncated_batch_indexes",
+        "truncated_batch_indexes_total",
+        "persist_unacked_ranges_truncated",
+        "persist_batch_deleted_indexes_truncated",
+        "persist_long_array_truncated",
+        "state_over_limit_at_ms",
+        "cursor_ledger_id",
+    )
+
+    persisted_state_bytes: int
+    persist_count: int
+    persist_entries_written: int
+    last_persist_chunks: int
+    truncated_ranges: int
+    truncated_ranges_total: int
+    truncated_batch_indexes: int
+    truncated_batch_indexes_total: int
+    persist_unacked_ranges_truncated: int
+    persist_batch_deleted_indexes_truncated: int
+    persist_long_array_truncated: int
+    state_over_limit_at_ms: int
+    cursor_ledger_id: int
+
+    def __init__(self) -> None:
+        defaults = PersistenceStats()
+        for name in self.__slots__:
+            setattr(self, name, getattr(defaults, name))
+
+
+class _Build(NamedTuple):
+    """One build of a record and what its builders dropped."""
+
+    state: PersistedCursorState
+    dropped_ranges: int
+    dropped_batch: int
+    range_builder_dropped: bool
+    long_array_cut: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A record a recovery would read: its state (or, once the figures took it, only what a
+    recovery holds of it) and whether it is the node's (-1)."""
+
+    state: PersistedCursorState | None
+    from_node: bool
+    held: Held | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    """Who recovers a record: a row of the rules table and its batch-index setting."""
+
+    rules: PulsarVersion
+    batch: bool
+
+
+def _acks_read(state: PersistedCursorState, reader: _Reader) -> tuple[RangeArrays | None, dict[int, np.ndarray]]:
+    """The acks a recovery takes from a record: Pulsar's ``recoverIndividualDeletedMessages``
+    reads field 3 (ranges) when it is not empty, else field 6 (long arrays); mledger's own
+    reader takes both ("auto" states use both, and for Pulsar-written states it is the same)."""
+    ranges = state.ranges if state.ranges is not None and state.ranges.size else None
+    long_arrays = dict(state.long_arrays or {})
+    if reader.rules is not MLEDGER_RULES and ranges is not None:
+        long_arrays = {}
+    return ranges, long_arrays
+
+
+def _batch_read(state: PersistedCursorState, from_node: bool, reader: _Reader) -> dict[Position, int]:
+    """The batch states a recovery reads back: with batch-index acks on, from a cursor-ledger
+    entry (``recoverFromLedger``), and from the node only where the rules read it
+    (``recover`` with ``cursorsLedgerId == -1``: apache/pulsar#26474)."""
+    if not reader.batch or (from_node and not reader.rules.batch_indexes_read_from_metadata_store):
+        return {}
+    batch: dict[Position, int] = {}
+    for position, words in state.batch_deleted:
+        bits = words_to_ack_set(words)
+        if bits:
+            batch[Position(*position)] = bits
+    return batch
+
+
+_WORDS_PER_STEP = 1 << 12
+"""BitSet words expanded at a time when counting a record's long arrays (256 KiB of bits)."""
+_BYTES_PER_RECORD_BOUND = 128
+"""At most the bytes of a record's fixed fields (mark-delete, ledger id, last active)."""
+_BYTES_PER_ENTRY_BOUND = 48
+"""At most the bytes one acknowledged entry adds to a record: a range of its own (two
+positions of two varints each, with tags and lengths), or a BitSet word's share."""
+_BYTES_PER_BATCH_BOUND = 32
+"""At most the bytes of one batch state besides its words (a position, tags, lengths)."""
 
 
 class _OutsideLedgers(Exception):

@@ -1,9 +1,9 @@
 """The add methods of :class:`~mledger.managed_ledger.ManagedLedger` renamed in this release,
-kept one release as aliases that warn (:func:`~mledger.core._deprecation.renamed_call`).
+kept one release as aliases that warn (:func:`~mledger.core.renamed_call`).
 
 ``add_framed_entries``, ``add_framed_entries_async`` and ``async_add_framed_entries`` are the
 three forms with ``framed=True``; ``add_repeated_entries`` moved to the replay, its only user
-(:func:`mledger.replay._store.add_repeated_entries`).
+(:func:`mledger.replay.add_repeated_entries`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Protocol
 
-from ..codec._entry import EntryMetadata
-from ..core._deprecation import renamed_call
-from ..core._position import Position
+from ..codec import EntryMetadata
+from ..core import Position, renamed_call
 
 _Callback = Callable[[list[Position] | None, BaseException | None], None]
 
@@ -69,8 +68,8 @@ class DeprecatedAdds:
         self.add_entries_with_callback(self._sized(raw), callback, framed=True, start_writing=start_writing)
 
     def add_repeated_entries(self: _Adds, raw: bytes, count: int) -> Position | None:
-        """Deprecated: :func:`mledger.replay._store.add_repeated_entries`."""
-        renamed_call("mledger.ManagedLedger.add_repeated_entries", "mledger.replay._store.add_repeated_entries")
+        """Deprecated: :func:`mledger.replay.add_repeated_entries`."""
+        renamed_call("mledger.ManagedLedger.add_repeated_entries", "mledger.replay.add_repeated_entries")
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
         return self.add_entries([raw] * count, framed=True)[-1] if count else None

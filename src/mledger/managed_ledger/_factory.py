@@ -12,12 +12,17 @@ import threading
 from collections.abc import Collection
 from concurrent.futures import Executor, ThreadPoolExecutor
 
-from ..codec._ledger_info import looks_like_managed_ledger_info
-from ..core._clock import Clock, SystemClock
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._errors import InvalidPositionError, ManagedLedgerClosedError, StateCorruptedError
-from ..storage._base import Store
-from ..storage._memory import MemoryStore
+from ..codec import looks_like_managed_ledger_info
+from ..core import (
+    Clock,
+    InvalidPositionError,
+    ManagedLedgerClosedError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig,
+    StateCorruptedError,
+    SystemClock,
+)
+from ..storage import MemoryStore, Store
 from ._ledger import ManagedLedger
 from ._ledger_view import ML_ROOT, cursor_info_path, ledger_info_path
 
@@ -121,6 +126,23 @@ class ManagedLedgerFactory:
         for cursor_name in self.store.children(ml.info_path):
             self.store.delete(cursor_info_path(name, cursor_name))
         self.store.delete(ml.info_path)
+
+    def flush_cursors(self) -> int:
+        """One tick of Pulsar's cursor flush (``ManagedLedgerFactoryImpl.flushCursors``): every
+        cursor of every open managed ledger persists what the mark-delete rate limit held back
+        (``ManagedCursorImpl.flush``); returns how many wrote. The factory's owner calls it at
+        each tick of one fixed-rate timer, every :attr:`cursor_flush_interval_ms` from the
+        factory's start (the broker: ``Broker.timers.every(CURSOR_FLUSH, ...)``; the replay: at
+        those instants of event time). May block on storage."""
+        with self._lock:
+            ledgers = list(self._ledgers.values())
+        return sum(ml.flush_cursors() for ml in ledgers)
+
+    @property
+    def cursor_flush_interval_ms(self) -> int:
+        """The period of :meth:`flush_cursors` (``cursor_position_flush_seconds``, Pulsar's
+        ``managedLedgerCursorPositionFlushSeconds``: 60 s)."""
+        return self.config.cursor_position_flush_seconds * 1000
 
     @property
     def executor(self) -> Executor:

@@ -47,9 +47,9 @@ write without the ML lock, so readers never wait for a store write. The pending 
 own short lock. Callbacks run with no lock held. Cursors take their own lock first and may then
 take the ML lock, never the reverse.
 
-Cursors see the ML as a :class:`~mledger.managed_ledger._ledger_view.LedgerView`; the ML sees its
+Cursors see the ML as a :class:`~mledger.managed_ledger.LedgerView`; the ML sees its
 factory as a :class:`LedgerFactoryView`. ``ManagedLedgerInfo`` bytes are
-:mod:`mledger.codec._ledger_info`'s.
+:mod:`mledger.codec`'s.
 """
 
 from __future__ import annotations
@@ -58,12 +58,20 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 
-from ..codec._entry import EntryMetadata, encode_entry
-from ..core._clock import Clock
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._errors import InvalidPositionError, ManagedLedgerClosedError, NotFoundError
-from ..core._position import Position
-from ..storage._base import Store, checked_size
+import numpy as np
+
+from ..codec import EntryMetadata, encode_entry
+from ..core import (
+    Clock,
+    EntryMessages,
+    InvalidPositionError,
+    ManagedLedgerClosedError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig,
+    NotFoundError,
+    Position,
+)
+from ..storage import Store, checked_size
 from ._add_pipeline import AddCallback, AddPipeline, AddWaiter
 from ._appender import Appender
 from ._cursor import ManagedCursor
@@ -114,6 +122,7 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             state, self._appender.write, lambda: factory.write_executor, lambda: getattr(store, "blocking_writes", True)
         )
         self._trimmer = Trimmer(state, self)
+        self._entry_messages = EntryMessages()
 
     # -- lifecycle --------------------------------------------------------------------------
     def initialize(self) -> None:
@@ -206,7 +215,12 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         waiter = AddWaiter()
         self._adds.queue(self._sized(self._frame(payloads, metadatas, framed)), waiter)
         self._adds.start(inline=True, until=waiter)
-        return waiter.wait()
+        positions = waiter.wait()
+        if metadatas is not None and any(m.num_messages > 1 for m in metadatas):
+            for position, metadata in zip(positions, metadatas, strict=True):
+                if metadata.num_messages > 1:
+                    self.record_entry_messages(position, (metadata.num_messages,))
+        return positions
 
     def add_entries_async(
         self,
@@ -261,9 +275,10 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         if start_writing:
             self._adds.start()
 
-    def _append_repeated(self, raw: bytes, count: int) -> Position | None:
-        """``add_entries([raw] * count, framed=True)`` without an object per entry (the
-        replay's bulk adds, ``mledger.replay``'s ``add_repeated_entries``): the adds queued
+    def append_repeated(self, raw: bytes, count: int) -> Position | None:
+        """``add_entries([raw] * count, framed=True)`` without an object per entry, for a bulk
+        caller that bounds ``count`` itself (:func:`mledger.replay.add_repeated_entries`, the
+        replay's payload-less adds, hands it at most 65536 at a time): the adds queued
         before are written first, this thread waits for them and then writes on its own;
         returns the last position (None for 0). O(ledgers touched). Raises ``ValueError`` for
         a negative count and what :meth:`add_entries` raises; a failed store write raises here
@@ -446,6 +461,12 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         with self._lock:
             return [self._cursors[k] for k in sorted(self._cursors)] + list(self._non_durable.values())
 
+    def flush_cursors(self) -> int:
+        """Persist what the mark-delete rate limit held back, cursor by cursor (the per-ledger
+        part of Pulsar's ``ManagedLedgerFactoryImpl.flushCursors``: ``ManagedCursorImpl.flush``
+        on every cursor); returns how many wrote. May block on storage."""
+        return sum(cursor.flush() for cursor in self.cursors)
+
     def cursor_names(self) -> list[str]:
         """Names of the durable cursors known to this ML (open or stored)."""
         with self._lock:
@@ -524,6 +545,22 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             if slowest is None:
                 return 0
             return self.estimated_size_after(slowest)
+
+    # -- messages per entry -----------------------------------------------------------------
+    @property
+    def entry_messages(self) -> EntryMessages:
+        """How many messages each entry holds (batches), for the restart figures of the cursors'
+        state stores: see :mod:`mledger.managed_ledger._entry_messages`."""
+        return self._entry_messages
+
+    def record_entry_messages(self, first: Position, counts: Sequence[int] | np.ndarray) -> None:
+        """Entries ``first``, the entry after it, ... (one ledger) hold ``counts`` messages each.
+
+        :meth:`add_entries` records this itself from its metadata records; a caller that frames
+        its own entries (``framed=True``) says it here, before the entries can be acknowledged,
+        so that an entry a restart would redeliver counts its batch's messages. O(len(counts))."""
+        with self._lock:
+            self._entry_messages.record(first.ledger_id, first.entry_id, counts)
 
     # -- misc -------------------------------------------------------------------------------
     def set_config(self, config: ManagedLedgerConfig) -> None:

@@ -49,18 +49,19 @@ from typing import NoReturn, cast
 
 from sortedcontainers import SortedDict
 
-from ..codec._ledger_info import (
-    StoredLedger,
-    decode_managed_ledger_info,
-    decode_terminated_position,
-    encode_managed_ledger_info,
+from ..codec import StoredLedger, decode_managed_ledger_info, decode_terminated_position, encode_managed_ledger_info
+from ..core import (
+    Clock,
+    ManagedLedgerClosedError,
+    ManagedLedgerFactoryConfig,
+    ManagedLedgerTerminatedError,
+    MLedgerError,
+    Position,
+    StateCorruptedError,
+    TransitionRefusedError,
+    TransitionTable,
 )
-from ..core import TransitionRefusedError, TransitionTable
-from ..core._clock import Clock
-from ..core._config import ManagedLedgerFactoryConfig
-from ..core._errors import ManagedLedgerClosedError, ManagedLedgerTerminatedError, MLedgerError, StateCorruptedError
-from ..core._position import Position
-from ..storage._base import Store
+from ..storage import Store
 from ._ledger_view import LedgerInfo, ledger_info_path
 
 __all__ = ["WRITE_TRANSITIONS", "LedgerState", "WriteEvent", "WriteState", "WriteStateError"]
@@ -99,8 +100,7 @@ class WriteStateError(TransitionRefusedError):
     it. Raised as such for a bug in the caller; a refused add or terminate raises the ledger's
     own error (``ManagedLedgerClosedError``, ``ManagedLedgerTerminatedError``) from it."""
 
-    def __init__(self, state: WriteState, event: WriteEvent) -> None:
-        super().__init__(state, event, f"managed ledger write state: no transition from {state.value} on {event.value}")
+    machine = "managed ledger write state"
 
 
 _S, _E = WriteState, WriteEvent

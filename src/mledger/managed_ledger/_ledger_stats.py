@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core._position import Position
+from ..core import Position
 
 
 @dataclass(frozen=True)

@@ -3,24 +3,24 @@
 :class:`LedgerView` is the cursor's whole interface to the managed ledger it reads: the last
 confirmed entry and the counters, position arithmetic over the ledger list, entry reads, and
 two requests going the other way (trim what every cursor consumed; forget a closed non-durable
-cursor). :class:`~mledger.managed_ledger._ledger.ManagedLedger` implements it; the cursor and its
+cursor). :class:`~mledger.managed_ledger.ManagedLedger` implements it; the cursor and its
 state store depend on this protocol only, so the import graph runs ledger -> cursor -> view and
 never back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from ..codec._entry import Entry
-from ..core._clock import Clock
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._position import Position
-from ..storage._base import Store
+import numpy as np
+
+from ..codec import Entry
+from ..core import Clock, EntryMessages, ManagedLedgerConfig, ManagedLedgerFactoryConfig, Position
+from ..storage import Store
 
 __all__ = [
     "ML_ROOT",
@@ -141,6 +141,16 @@ class LedgerView(Protocol):
     def next_ledger_id(self, ledger_id: int) -> int | None: ...
 
     def ledger_infos(self) -> list[LedgerInfo]: ...
+
+    @property
+    def entry_messages(self) -> EntryMessages:
+        """How many messages each entry holds (batches; 1 where nothing was recorded)."""
+        ...
+
+    def record_entry_messages(self, first: Position, counts: Sequence[int] | np.ndarray) -> None:
+        """Entries from ``first`` on (one ledger) hold ``counts`` messages each (a batch size a
+        cursor learned from an acknowledgement)."""
+        ...
 
     # -- reads -------------------------------------------------------------------------------
     def read_entry(self, position: Position) -> Entry: ...

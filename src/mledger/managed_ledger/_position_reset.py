@@ -1,8 +1,8 @@
 """Composite cursor resets: a revision held open while the caller changes its own state.
 
 A :class:`PositionReset` is the context manager :meth:`ManagedCursor.position_reset
-<mledger.managed_ledger._cursor.ManagedCursor.position_reset>` returns. Entering starts a revision
-of the cursor's :class:`~mledger.managed_ledger._revision.CursorStateRevisionController` (reads
+<mledger.managed_ledger.ManagedCursor.position_reset>` returns. Entering starts a revision
+of the cursor's :class:`~mledger.managed_ledger.CursorStateRevisionController` (reads
 are refused, other resets fail fast); the block chooses one cursor change; leaving ends the
 revision and applies the change in the same critical section, so no read ever sees half of it.
 
@@ -16,8 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from ..core._errors import ConcurrentResetError, InvalidPositionError
-from ..core._position import Position
+from ..core import ConcurrentResetError, InvalidPositionError, Position
 from ._cursor_snapshot import IndividualDeletedEntries
 from ._revision import CursorStateRevisionController
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import cast
 
-from ..codec._entry import Entry, stored_entry
-from ..core._errors import InvalidPositionError, LedgerNotFoundError
-from ..core._position import Position
+from ..codec import Entry, stored_entry
+from ..core import InvalidPositionError, LedgerNotFoundError, Position
 from ._ledger_state import LedgerState
 from ._ledger_view import LedgerInfo, PositionBound
 

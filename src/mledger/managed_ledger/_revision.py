@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core._clock import Clock, SystemClock
+from ..core import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 

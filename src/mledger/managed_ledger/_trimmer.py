@@ -18,8 +18,7 @@ import threading
 from concurrent.futures import Executor, Future
 from typing import Protocol
 
-from ..core._config import ManagedLedgerConfig
-from ..core._position import Position
+from ..core import ManagedLedgerConfig, Position
 from ._cursor import ManagedCursor
 from ._ledger_state import LedgerState
 from ._ledger_view import LedgerInfo

@@ -11,20 +11,33 @@ from __future__ import annotations
 try:
     from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
 except ImportError as e:  # pragma: no cover - depends on the installation
-    from ..core._errors import MissingExtraError
+    from ..core import MissingExtraError
 
     raise MissingExtraError("mledger.metrics needs prometheus_client: pip install 'mledger[server]'") from e
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from prometheus_client.registry import Collector
 
 from ..broker import Broker
+from ..core import lazy_getattr
 from ._collector import (
     SUBSCRIPTION_LABELS as SUBSCRIPTION_LABELS,
     TOPIC_LABELS as TOPIC_LABELS,
     BrokerCollector as BrokerCollector,
 )
+
+if TYPE_CHECKING:
+    from ._protocol import ProtocolCollector as ProtocolCollector
+
+# imported on first use (PEP 562): the protocol server's collector imports the protocol package
+# (asyncio and the rest), which a broker's metrics alone do not need
+_LAZY = {
+    "ProtocolCollector": "._protocol",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
     "CONTENT_TYPE",
@@ -41,7 +54,7 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 def metrics_registry(broker: Broker, cluster: str = "standalone", extra: Sequence[Collector] = ()) -> CollectorRegistry:
     """A registry holding a :class:`BrokerCollector` of ``broker`` and the ``extra`` collectors
-    (e.g. a :class:`~mledger.metrics._protocol.ProtocolCollector`).
+    (e.g. a :class:`~mledger.metrics.ProtocolCollector`).
 
     ``auto_describe`` is off: the collector reads the broker only when scraped, never at
     registration.

@@ -37,7 +37,7 @@ Per topic (labels ``cluster, namespace, topic``), for topics whose deduplication
 and skipped): ``mledger_dedup_producers`` (gauge), ``mledger_dedup_snapshot_age_seconds``
 (gauge; absent before the first snapshot), ``mledger_dedup_duplicates_total`` (counter).
 
-With fault injection on (:mod:`mledger.broker._faults`), labels ``cluster`` (and ``action``):
+With fault injection on (:mod:`mledger.broker`), labels ``cluster`` (and ``action``):
 ``mledger_faults_armed`` (gauge, the faults armed now) and ``mledger_faults_fired_total``
 (counter, the firings of each action: ``error``, ``delay``, ``close``, ...).
 
@@ -64,7 +64,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
 from ..broker import FaultStats, Topic
-from ..core._errors import NotFoundError
+from ..core import NotFoundError
 
 if TYPE_CHECKING:
     from ..broker import Broker, Subscription

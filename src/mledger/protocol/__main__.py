@@ -18,10 +18,9 @@ import signal
 import sys
 from pathlib import Path
 
-from ..admin._authentication import Authenticator, add_authentication_arguments, settings_from_args
+from ..admin import Authenticator, add_authentication_arguments, settings_from_args
 from ..broker import BrokerConfig, open_broker
-from ..core._address import parse_bind
-from ..core._errors import ConfigError
+from ..core import ConfigError, parse_bind
 from ._acceptor import raise_descriptor_limit
 from ._access import ClientAuth
 from ._config import ProtocolConfig

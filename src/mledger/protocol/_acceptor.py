@@ -46,7 +46,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..core._address import format_address
+from ..core import format_address
 
 try:
     import resource

@@ -10,7 +10,7 @@ Access modes, per topic, as Pulsar's ``AbstractTopic`` enforces them:
 * ``ExclusiveWithFencing`` (3): takes the topic, closing the producers already there.
 
 Authentication: CONNECT's ``auth_method_name`` / ``auth_data`` go to the identity table both
-servers share (:mod:`mledger.admin._authentication`: literal and JWT tokens, basic, TLS, the
+servers share (:mod:`mledger.admin`: literal and JWT tokens, basic, TLS, the
 anonymous role); the role is then checked by :class:`~mledger.admin.Authorization` for PRODUCE (PRODUCER), CONSUME
 (SUBSCRIBE), any of LOOKUP / PRODUCE / CONSUME (LOOKUP, PARTITIONED_METADATA) and the
 namespace's GET_TOPICS (GET_TOPICS_OF_NAMESPACE, what regex subscriptions ask: a namespace-level
@@ -23,11 +23,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Protocol
 
-from ..admin._auth import NamespaceOperation, TopicOperation
-from ..admin._authentication import AuthenticationSettings, Authenticator
-from ..broker import ProducerBusyError, Topic
-from ..broker._names import TopicName
-from ..core._errors import NotAllowedError, PermissionDeniedError, ServerError
+from ..admin import AuthenticationSettings, Authenticator, NamespaceOperation, TopicOperation
+from ..broker import ProducerBusyError, Topic, TopicName
+from ..core import NotAllowedError, PermissionDeniedError, ServerError
 
 if TYPE_CHECKING:
     from ..admin import Authorization
@@ -125,7 +123,7 @@ class ProducerAccess:
 
 
 class ClientAuth:
-    """Authentication (the shared :class:`~mledger.admin._authentication.Authenticator`) and role
+    """Authentication (the shared :class:`~mledger.admin.Authenticator`) and role
     authorization for the protocol server.
 
     ``authenticator``: the identity table, or a literal token map ``{"<token>": "<role>"}``.
@@ -143,7 +141,7 @@ class ClientAuth:
         self, method: str, data: bytes, peer_subject: object = None, address: str | None = None
     ) -> Future[str]:
         """A future of the role of a CONNECT's ``auth_method_name`` / ``auth_data`` from the
-        client at ``address``, or of :class:`~mledger.admin._authentication.AuthenticationError`
+        client at ``address``, or of :class:`~mledger.admin.AuthenticationError`
         with the provider's reason. Never blocks: settled now for tokens and TLS, completed by
         the authenticator's pool for a password."""
         return self.authenticator.check(method, data, peer_subject, address)
@@ -170,7 +168,7 @@ class ClientAuth:
             raise PermissionDeniedError(f"Client with role {role!r} is not authorized to look up {topic}")
 
     def authorize_topic_list(self, role: str | None, namespace: str) -> None:
-        """Listing a namespace's topics needs GET_TOPICS on it (see :mod:`mledger.admin._auth`);
+        """Listing a namespace's topics needs GET_TOPICS on it (see :mod:`mledger.admin`);
         raises ``PermissionDeniedError`` with Pulsar's message, which names no topic."""
         auth = self.authorization
         if auth is not None and not auth.is_allowed(role, NamespaceOperation.GET_TOPICS, namespace):

@@ -11,10 +11,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from .. import __version__
-from ..core._address import MAX_PORT
-from ..core._errors import ConfigError
-from ..core._ints import INT32_MAX
-from ..core._tls import TlsSettings
+from ..core import INT32_MAX, MAX_PORT, ConfigError, TlsSettings
 from ._errors import UnknownListenerError
 from ._framing import DEFAULT_MAX_MESSAGE_SIZE, FRAME_PADDING
 
@@ -99,7 +96,7 @@ def lookup_urls(
     advertised listener's addresses; with no name (None or blank), the internal listener's, or
     ``service_url`` and ``tls_service_url`` (the bound ``pulsar://`` and ``pulsar+ssl://``
     addresses) when no listeners are configured.
-    :class:`~mledger.protocol._errors.UnknownListenerError` (Pulsar's ``the broker do not have
+    :class:`~mledger.protocol.UnknownListenerError` (Pulsar's ``the broker do not have
     {name} listener``) for a name the broker does not advertise."""
     listeners = config.advertised_listeners
     if listener_name is None or not listener_name.strip():
@@ -121,7 +118,7 @@ Commands.MESSAGE_SIZE_FRAME_PADDING)``, so that the frame limit and CONNECTED's
 
 @dataclass(frozen=True)
 class ProtocolConfig:
-    """Settings of a :class:`~mledger.protocol._server.ProtocolServer` (Pulsar's names in
+    """Settings of a :class:`~mledger.protocol.ProtocolServer` (Pulsar's names in
     snake_case where it has them)."""
 
     host: str = "127.0.0.1"
@@ -209,7 +206,7 @@ class ProtocolConfig:
 @dataclass(frozen=True)
 class ProtocolStats:
     """A snapshot of a protocol server's counters (Pulsar's ``pulsar_in_messages_total``-style
-    metrics), from :meth:`ProtocolServer.stats() <mledger.protocol._server.ProtocolServer.stats>`.
+    metrics), from :meth:`ProtocolServer.stats() <mledger.protocol.ProtocolServer.stats>`.
 
     Messages are counted as Pulsar counts them: a batch of N messages in one SEND (or one
     MESSAGE) counts N; bytes are the entries' bytes (metadata and payload)."""

@@ -10,7 +10,7 @@ itself) accumulates in an outbox the shell drains with :meth:`Connection.data_to
 
 States, moved only by :func:`next_state` over :data:`TRANSITIONS` (h11's ``_state.py``: a
 missing ``(state, event)`` pair is refused with
-:class:`~mledger.protocol._errors.StateTransitionError`, never assigned by hand)::
+:class:`~mledger.protocol.StateTransitionError`, never assigned by hand)::
 
     AWAITING_CONNECT --CONNECT--> CONNECTING --accept_connect--> CONNECTED --close--> CLOSED
                                              --refuse_connect--> CLOSED
@@ -22,7 +22,7 @@ What the connection answers by itself, without the session:
 * a request the table marks unsupported -> ERROR with its request id and Pulsar's error;
 * anything before CONNECT, a second CONNECT, a command only servers send, a frame over the
   size limit, a frame that does not parse or a type number v20 does not define ->
-  :class:`~mledger.protocol._errors.RemoteProtocolError`; the shell closes the socket.
+  :class:`~mledger.protocol.RemoteProtocolError`; the shell closes the socket.
 
 Payload commands (SEND) come out with their payload split and the checksum verified
 (:class:`Request.payload`); the session answers ``ChecksumError`` when it is wrong.

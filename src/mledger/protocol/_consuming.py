@@ -20,17 +20,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..broker import AckRequest, ClientInfo, FaultTarget
-from ..broker._fault_kinds import MESSAGE
-from ..broker._listeners import EntryDelivery, ack_set_words
-from ..broker._subscription import check_read_compacted
-from ..codec._entry import encode_entry
-from ..codec._messageid import MessageId
+from ..broker import (
+    MESSAGE,
+    AckRequest,
+    ClientInfo,
+    EntryDelivery,
+    FaultTarget,
+    ack_set_words,
+    check_read_compacted,
+)
+from ..codec import MessageId, encode_entry
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core._errors import InvalidRequestError, MLedgerError, NotFoundError
-from ..core._ints import UINT64_MASK, as_int64
-from ..core._position import Position
-from ..core._ranges import words_to_ack_set
+from ..core import UINT64_MASK, InvalidRequestError, MLedgerError, NotFoundError, Position, as_int64, words_to_ack_set
 from ..managed_ledger import InitialPosition
 from ._codec import message_command
 from ._connection import Request

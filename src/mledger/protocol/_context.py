@@ -16,12 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..broker import PartitionedTopic, Topic
-from ..broker._names import TopicName
-from ..broker._tenants import TenantNotFoundError
+from ..broker import PartitionedTopic, TenantNotFoundError, Topic, TopicName
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core._errors import NotAllowedError
-from ..core._ints import UINT64_MASK
+from ..core import UINT64_MASK, NotAllowedError
 from ._handles import SessionHost
 from ._session_state import SessionState
 

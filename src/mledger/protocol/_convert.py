@@ -1,11 +1,11 @@
 """Wire <-> domain conversions of the protocol session: message ids, schemas, metadata, error codes.
 
 The session's handlers take protobuf messages apart here and build the broker's values
-(:class:`~mledger.core._position.Position`, :class:`~mledger.broker._schemas.SchemaInfo`,
-:class:`~mledger.codec._entry.EntryMetadata`), and turn the broker's errors into Pulsar's
+(:class:`~mledger.core.Position`, :class:`~mledger.broker.SchemaInfo`,
+:class:`~mledger.codec.EntryMetadata`), and turn the broker's errors into Pulsar's
 ``ServerError`` codes. Integers come through the core helpers: a ``uint64`` field Java filled
-with a negative ``long`` through :func:`~mledger.core._ints.as_int64`, an ack set's words through
-:func:`~mledger.core._ranges.words_to_ack_set`.
+with a negative ``long`` through :func:`~mledger.core.as_int64`, an ack set's words through
+:func:`~mledger.core.words_to_ack_set`.
 """
 
 from __future__ import annotations
@@ -18,15 +18,24 @@ from ..broker import (
     AlreadyClosedError,
     MessageDupUnknownError,
     MetadataNeeds,
+    SchemaInfo,
     Topic,
     TopicFencedError,
 )
-from ..broker._schemas import SchemaInfo
-from ..codec._entry import EntryMetadata
+from ..codec import EntryMetadata
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core._errors import EntryTooLargeError, ManagedLedgerTerminatedError, StateCorruptedError, server_error_of
-from ..core._ints import INT64_MAX, UINT64_MASK, as_int64
-from ..core._position import EARLIEST, LATEST, Position
+from ..core import (
+    EARLIEST,
+    INT64_MAX,
+    LATEST,
+    UINT64_MASK,
+    EntryTooLargeError,
+    ManagedLedgerTerminatedError,
+    Position,
+    StateCorruptedError,
+    as_int64,
+    server_error_of,
+)
 
 __all__ = [
     "ACCESS_MODES",
@@ -57,7 +66,7 @@ ACCESS_MODES = {
 
 def server_error_code(exc: BaseException) -> api.ServerError.ValueType:
     """Pulsar's ``ServerError`` for an exception: the ``server_error`` it carries
-    (:func:`~mledger.core._errors.server_error_of`; ``UnknownError`` when it is not mledger's)."""
+    (:func:`~mledger.core.server_error_of`; ``UnknownError`` when it is not mledger's)."""
     return api.ServerError.ValueType(server_error_of(exc))
 
 
@@ -178,7 +187,7 @@ def metadata_for(topic: Topic, data: bytes) -> EntryMetadata:
     what is wrong).
 
     The topic's deduplication says what it reads (its ``metadata_needs``,
-    :class:`~mledger.broker._hooks.MetadataNeeds`): nothing gets a shared empty record, the
+    :class:`~mledger.broker.MetadataNeeds`): nothing gets a shared empty record, the
     chunk fields a record of those alone (a shared empty one for an unchunked message), which
     saves building a full record per message (the stored bytes are the producer's either way).
     A hook that declares nothing gets the full record; a topic being recorded adds each entry's

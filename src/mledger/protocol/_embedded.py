@@ -7,12 +7,12 @@
         ...
         pulsar_broker.clock.advance(60_000)             # deliver_after(60 s) without sleeping
 
-It runs a :class:`~mledger.protocol._server.ProtocolServer` on its own event loop in a daemon
+It runs a :class:`~mledger.protocol.ProtocolServer` on its own event loop in a daemon
 thread; the ``with`` block gets it started (tens of milliseconds) and stopped.
 :class:`mledger.standalone.EmbeddedStandalone` adds the admin REST API beside it
 (``admin_url``); the pytest fixture uses that one. ``data_dir``
 uses a :class:`~mledger.storage.SqliteStore` there instead of memory. ``manual_clock`` (the
-default) gives the broker a :class:`~mledger.core._clock.ManualClock` starting at the wall clock's
+default) gives the broker a :class:`~mledger.core.ManualClock` starting at the wall clock's
 current time, so messages sent with ``deliver_after`` are held until the test advances it, and so
 is every other timer that decides what the broker does with messages (:class:`BrokerClock`:
 ``advance(d)`` counts from the wall clock when the broker's time is behind it, so it makes a
@@ -38,20 +38,25 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..admin._authentication import Authenticator, build_authenticator
-from ..broker import Broker, BrokerConfig, Faults, OpenedBroker, open_broker, open_store
-from ..broker._journal import BrokerJournal
-from ..broker._namespaces import STANDALONE_NAMESPACES
-from ..core._clock import Clock, ManualClock, SystemClock
-from ..core._errors import ConfigError
+from ..admin import Authenticator, build_authenticator
+from ..broker import (
+    STANDALONE_NAMESPACES,
+    Broker,
+    BrokerConfig,
+    BrokerJournal,
+    Faults,
+    OpenedBroker,
+    open_broker,
+    open_store,
+)
+from ..core import Clock, ConfigError, ManualClock, SystemClock
 from ..storage import MemoryStore, Store
 from ._access import ClientAuth
 from ._config import ProtocolConfig, ProtocolStats
 from ._server import ProtocolServer
 
 if TYPE_CHECKING:
-    from ..admin import Authorization
-    from ..admin._authentication import AuthenticationSettings
+    from ..admin import AuthenticationSettings, Authorization
     from ..broker import FaultScenario, FaultSpec
 
 __all__ = ["AsyncBroker", "AsyncBrokerClock", "BrokerClock", "EmbeddedBroker"]
@@ -72,7 +77,7 @@ class BrokerClock:
     calls. :meth:`advance` moves it by ``ms`` past the later of its own time and the wall clock,
     firing every broker-semantic timer at its own due time on the way (delayed delivery, message
     TTL, inactive-topic deletion, backlog quotas, retention and compaction checks, deduplication
-    snapshots, the stats interval: :mod:`mledger.broker._monitors`), so advancing ten minutes
+    snapshots, the stats interval: :mod:`mledger.broker`), so advancing ten minutes
     runs a 60 s check ten times; the messages that came due are dispatched before it returns.
     Transport timers (keep-alive pings, handshake and idle timeouts) stay on real time: no
     advance closes a connection. A client stamps ``deliver_after`` from its own (wall) clock a
@@ -112,7 +117,7 @@ class EmbeddedBroker:
     """A broker speaking Pulsar's protocol in a background thread (see the module docstring).
 
     ``tokens`` (literal ``{"<token>": "<role>"}``) and ``authentication`` (the providers:
-    :class:`~mledger.admin._authentication.AuthenticationSettings`) turn authentication on;
+    :class:`~mledger.admin.AuthenticationSettings`) turn authentication on;
     ``authorization`` says what each role may do. ``deterministic`` and ``seed``: see the module
     docstring; ``deterministic`` with ``manual_clock=False`` raises ``ConfigError``. Fault
     injection is on: :attr:`faults` arms faults (``faults=`` arms a list of faults, or a
@@ -375,7 +380,7 @@ class EmbeddedBroker:
 
     def stats(self) -> ProtocolStats:
         """A frozen snapshot of the protocol server's counters
-        (:class:`~mledger.protocol._config.ProtocolStats`), taken on its loop (exact)."""
+        (:class:`~mledger.protocol.ProtocolStats`), taken on its loop (exact)."""
         return self.call(self.server.stats)
 
 

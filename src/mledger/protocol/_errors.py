@@ -4,15 +4,14 @@
 size limit, a frame that does not parse, a command out of place); the server answers what it
 can and closes the connection. :class:`LocalProtocolError` means this side was about to send
 something the protocol does not allow (a bug in the caller). Both subclass
-:class:`ProtocolError`, which subclasses :class:`~mledger.core._errors.MLedgerError`.
+:class:`ProtocolError`, which subclasses :class:`~mledger.core.MLedgerError`.
 """
 
 from __future__ import annotations
 
 from enum import Enum
 
-from ..core import TransitionRefusedError
-from ..core._errors import MLedgerError
+from ..core import MLedgerError, TransitionRefusedError
 
 __all__ = [
     "FrameTooLargeError",

@@ -19,7 +19,7 @@ a :class:`FaultFilter`'s table instead, which for each command:
 
 What a fault does to the connection itself (closing it, muting its writes, stopping its reads,
 pausing every connection) is the server's (:class:`FaultHost`, implemented by
-:class:`~mledger.protocol._server.ProtocolServer`); MESSAGE faults (duplicate, redeliver) are
+:class:`~mledger.protocol.ProtocolServer`); MESSAGE faults (duplicate, redeliver) are
 applied where the consumer commands write MESSAGE frames. Loop thread only.
 """
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..broker import FaultTarget, Firing
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core._errors import ServerError
+from ..core import ServerError
 from ._connection import Request
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ field. A broker-entry-metadata block ``[0x0e02: u16][size: u32][BrokerEntryMetad
 first in the payload part; it is accepted and skipped.
 
 An entry is stored as the producer framed it, from the checksum magic on (or from the
-metadata size when the producer sent no checksum): :func:`mledger.codec._entry.decode_entry` reads
+metadata size when the producer sent no checksum): :func:`mledger.codec.decode_entry` reads
 both forms, and a MESSAGE frame carries the stored bytes back unchanged
 (:func:`checksummed_entry`), so the broker never decodes or re-encodes a payload.
 

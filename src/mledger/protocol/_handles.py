@@ -2,7 +2,7 @@
 
 :class:`SessionHost` is what a :class:`~mledger.protocol._session.Session` needs from the server
 driving it (the broker, dispatch scheduling, thread hand-over); the asyncio shell
-(:class:`~mledger.protocol._server.ProtocolServer`) implements it, the session tests fake it.
+(:class:`~mledger.protocol.ProtocolServer`) implements it, the session tests fake it.
 
 A :class:`ProducerHandle` is a broker producer's listener and a :class:`ConsumerHandle` a broker
 consumer's sink; :class:`NonPersistentProducerHandle` and :class:`NonPersistentConsumerHandle`
@@ -20,12 +20,19 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from ..broker import Broker, FramedPublish, PublishResult, Topic
-from ..broker._consumer import Consumer
-from ..broker._listeners import EntryDelivery
-from ..broker._nonpersistent import NonPersistentProducer, NonPersistentSubscription, NonPersistentTopic
-from ..broker._producer import Producer
-from ..broker._subscription import Subscription
+from ..broker import (
+    Broker,
+    Consumer,
+    EntryDelivery,
+    FramedPublish,
+    NonPersistentProducer,
+    NonPersistentSubscription,
+    NonPersistentTopic,
+    Producer,
+    PublishResult,
+    Subscription,
+    Topic,
+)
 from ._access import ClientAuth, ProducerAccess
 from ._config import ProtocolConfig
 

@@ -3,7 +3,7 @@
 A :class:`~mledger.protocol._session.Session` hands every command about a non-persistent topic
 (PRODUCER, SUBSCRIBE on a ``non-persistent://`` name; SEND, FLOW, ACK, CLOSE_*, UNSUBSCRIBE,
 ... for the ids opened that way) to its :class:`NonPersistentCommands`, which drives a
-:class:`~mledger.broker._nonpersistent.NonPersistentTopic` (Pulsar's ``ServerCnx`` does the same
+:class:`~mledger.broker.NonPersistentTopic` (Pulsar's ``ServerCnx`` does the same
 with a ``NonPersistentTopic``):
 
 * SEND -> ``NonPersistentTopic.publish`` at once, then SEND_RECEIPT with message id ``(0, 0)``
@@ -24,12 +24,9 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
-from ..broker import EntryDelivery, SubscriptionType
-from ..broker._names import TopicName
-from ..broker._nonpersistent import NonPersistentSubscription
-from ..broker._types import ClientInfo
+from ..broker import ClientInfo, EntryDelivery, NonPersistentSubscription, SubscriptionType, TopicName
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core._errors import MLedgerError, NotAllowedError, NotFoundError
+from ..core import MLedgerError, NotAllowedError, NotFoundError
 from ._codec import message_command, send_receipt_frame
 from ._connection import Request
 from ._context import CommandGroup

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from ..broker import ClientInfo, FramedPublish, PublishResult
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core._errors import MLedgerError, StateCorruptedError
-from ..core._ints import INT64_MAX, UINT64_MASK, as_int64
-from ..core._position import Position
+from ..core import INT64_MAX, UINT64_MASK, MLedgerError, Position, StateCorruptedError, as_int64
 from ._codec import send_receipt_frame
 from ._connection import Request
 from ._context import CommandContext, CommandGroup

@@ -16,16 +16,16 @@ The :class:`~mledger.protocol._session.Session` (sans I/O) sees the server only 
 :class:`~mledger.protocol._session.SessionHost`; this module is the only one in the package
 that knows asyncio.
 
-The broker pushes through listeners (:mod:`mledger.broker._listeners`), possibly from other
+The broker pushes through listeners (:mod:`mledger.broker`), possibly from other
 threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
 
 * entries appended to a watched topic -> its subscriptions dispatch (coalesced per loop turn);
 * a remote consumer's deliveries -> MESSAGE frames;
 * the broker's timers (``Broker.timers``: message TTL, inactive topics, backlog quotas,
   retention, compaction, deduplication snapshots, stats, each subscription's delayed-delivery
-  timer; :mod:`mledger.broker._monitors`) -> on the broker's system clock, one loop timer for
+  timer; :mod:`mledger.broker`) -> on the broker's system clock, one loop timer for
   the earliest due time, re-armed as timers are armed and fired; on a
-  :class:`~mledger.core._clock.ManualClock` nothing fires them but :meth:`ProtocolServer.advance_clock`,
+  :class:`~mledger.core.ManualClock` nothing fires them but :meth:`ProtocolServer.advance_clock`,
   which the test fixture's clock handle calls;
 * once a second the timers due are fired and every watched subscription dispatched (a sweep
   that catches what an event missed);
@@ -34,7 +34,7 @@ threads; they are handed to the loop with :meth:`ProtocolServer.run_on_loop`:
   run on the loop's real time, never on the broker's clock: advancing a manual clock by hours
   closes no connection.
 
-Accepting: each port is an :class:`~mledger.protocol._acceptor.Acceptor`, which stops accepting
+Accepting: each port is an :class:`~mledger.protocol.Acceptor`, which stops accepting
 while few file descriptors are free (or ``accept()`` fails with ``EMFILE``) and bounds the TLS
 handshakes in progress and their time. Over ``broker_max_connections`` or
 ``broker_max_connections_per_ip`` a connection is answered ERROR ``NotAllowedError`` and closed
@@ -60,13 +60,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..broker import Broker, Firing, Subscription, Topic
-from ..broker._faults import selects
+from ..broker import Broker, Firing, Subscription, Topic, selects
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core._address import advertised_host, format_address
-from ..core._clock import ManualClock
-from ..core._errors import MLedgerError
-from ..core._tls import server_context
+from ..core import ManualClock, MLedgerError, advertised_host, format_address, server_context
 from ._acceptor import Acceptor, listening_socket
 from ._access import ClientAuth, ProducerAccess
 from ._config import ListenerUrls, ProtocolConfig as ProtocolConfig, ProtocolStats as ProtocolStats, lookup_urls
@@ -275,7 +271,7 @@ class _Totals:
 
 
 class _TopicWatcher:
-    """The server's :class:`~mledger.broker._listeners.TopicListener`: hands each event to the
+    """The server's :class:`~mledger.broker.TopicListener`: hands each event to the
     loop (``run_on_loop``) and calls ``appended(topic)`` or ``closed(topic)`` there."""
 
     def __init__(
@@ -299,7 +295,7 @@ class ProtocolServer:
     """Pulsar's binary protocol over a :class:`~mledger.broker.Broker`.
 
     Start it inside a running event loop with ``await server.start()`` and stop it with
-    ``await server.stop()``; or use :class:`~mledger.protocol._embedded.EmbeddedBroker` to run
+    ``await server.stop()``; or use :class:`~mledger.protocol.EmbeddedBroker` to run
     one in a background thread. ``auth`` turns authentication (and authorization) on. It is the
     :class:`~mledger.protocol._session.SessionHost` of its connections' sessions.
     """
@@ -391,7 +387,7 @@ class ProtocolServer:
     def new_connection(self) -> asyncio.Protocol:
         """The protocol end of a new connection, what the acceptors make for each socket; the
         caller gives it its transport (``connection_made``). The command replay
-        (:func:`~mledger.protocol._replay.replay_reads`) serves in-memory transports through it.
+        (:func:`~mledger.protocol.replay_reads`) serves in-memory transports through it.
         Call on the loop thread."""
         return _Shell(self, self._opened, self._lost, self._totals)
 
@@ -748,7 +744,7 @@ class ProtocolServer:
         return n
 
     def advance_clock(self, ms: int, not_before_ms: int | None = None) -> int:
-        """Move the broker's :class:`~mledger.core._clock.ManualClock` to ``ms`` past the later of
+        """Move the broker's :class:`~mledger.core.ManualClock` to ``ms`` past the later of
         its time and ``not_before_ms``, firing each of the broker's timers at its own due time on
         the way (``TimerQueue.advance``), then dispatch every topic; returns the new time. Call
         on the loop thread (the fixture's clock handle does). ``TypeError`` for another clock,

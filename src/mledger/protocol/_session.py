@@ -18,17 +18,17 @@ owns a ``ConnectionState`` and looks its readers and writers up in tables):
   through which the broker talks back (from any thread; they hand over to the loop);
 * :mod:`~mledger.protocol._convert`: wire <-> domain conversions (message ids, schemas,
   metadata) and error codes. An error's ``ServerError`` is the ``server_error`` it carries
-  (:mod:`mledger.core._errors`), never read from its message.
+  (:mod:`mledger.core`), never read from its message.
 
 ``Session.handle_<command>`` names the handler of every command the command table marks
 handled (:mod:`mledger.protocol._commands`): the session's own, or the group's that owns it
 (:class:`_Routed`). Each session binds them once into its dispatch table, and
 :meth:`Session.data_received` is the one place every command the session handles passes, with
 its type; everything the session answers is queued on its
-:class:`~mledger.protocol._connection.Connection` and leaves through its ``data_to_send`` (the
+:class:`~mledger.protocol.Connection` and leaves through its ``data_to_send`` (the
 two places a fault-injection layer would sit). The session never touches sockets or the event
 loop: the server shell feeds it bytes and drains what it queued; its host (in the server,
-:class:`~mledger.protocol._server.ProtocolServer`) provides the broker, dispatch scheduling and
+:class:`~mledger.protocol.ProtocolServer`) provides the broker, dispatch scheduling and
 thread hand-over. How the commands map onto the broker: docs/pulsar/behaviour.md.
 """
 
@@ -41,7 +41,7 @@ from typing import Any, overload
 
 from ..broker import FaultTarget
 from ..codec.proto import PulsarApi_pb2 as api
-from ..core._errors import MLedgerError, NotFoundError, UnauthenticatedError
+from ..core import MLedgerError, NotFoundError, UnauthenticatedError
 from ._commands import COMMANDS
 from ._config import lookup_urls
 from ._connection import Connection, Request

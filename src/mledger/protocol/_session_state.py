@@ -4,7 +4,7 @@ waits for, and what it counted.
 Theory of operation
 -------------------
 :class:`SessionState` holds what Pulsar's ``ServerCnx`` keeps per connection: the handshake's
-state machine (its :class:`~mledger.protocol._connection.Connection`, whose states move only
+state machine (its :class:`~mledger.protocol.Connection`, whose states move only
 through ``TRANSITIONS``), the role the CONNECT authenticated, the producers and consumers by id
 (persistent and non-persistent in one id space, as ``ServerCnx`` keeps one map of each), the
 SENDs waiting to be published, and the counters. The session's command groups

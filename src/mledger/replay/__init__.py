@@ -17,19 +17,35 @@ Nothing in this package imports pyspark; the Spark driver glue is :mod:`mledger.
 
 from typing import TYPE_CHECKING
 
-from ..core._lazy import lazy_getattr
-from ._engine import EventOrderError as EventOrderError, PartitionReplayer as PartitionReplayer
+from ..core import lazy_getattr
+from ._engine import (
+    EventOrderError as EventOrderError,
+    PartitionReplayer as PartitionReplayer,
+    replayable as replayable,
+)
 from ._model import PartitionModel as PartitionModel, SubscriptionSpec as SubscriptionSpec
-from ._schema import InputSchemaError as InputSchemaError
+from ._schema import (
+    CURSOR_SCHEMA as CURSOR_SCHEMA,
+    REASONS as REASONS,
+    REPORT_DIR as REPORT_DIR,
+    InputSchemaError as InputSchemaError,
+)
 from ._settings import ReplaySettings as ReplaySettings
 
 if TYPE_CHECKING:
     from ._broker_model import BrokerModel as BrokerModel
     from ._capture import Capture as Capture, CaptureSettings as CaptureSettings
-    from ._generate import GeneratorConfig as GeneratorConfig, generate as generate
+    from ._checks import check_input_dir as check_input_dir, check_output_dir as check_output_dir
+    from ._generate import (
+        PLANTED_ANOMALIES as PLANTED_ANOMALIES,
+        GeneratorConfig as GeneratorConfig,
+        generate as generate,
+    )
+    from ._inputs import InputPlan as InputPlan, plan_inputs as plan_inputs
     from ._layout import (
         PreparedLayoutError as PreparedLayoutError,
         PreparedLog as PreparedLog,
+        is_prepared as is_prepared,
         open_prepared as open_prepared,
     )
     from ._local import run_single_process as run_single_process
@@ -50,13 +66,15 @@ if TYPE_CHECKING:
         PollerSettings as PollerSettings,
         PollSummary as PollSummary,
     )
-    from ._prepare import prepare_in_process as prepare_in_process
+    from ._prepare import IN_PROCESS_ROWS as IN_PROCESS_ROWS, prepare_in_process as prepare_in_process
+    from ._progress import Progress as Progress
     from ._recording import (
         Recorder as Recorder,
         RecordSettings as RecordSettings,
         read_recorded_rows as read_recorded_rows,
         read_recording_status as read_recording_status,
     )
+    from ._store import add_repeated_entries as add_repeated_entries
     from ._summary import (
         ReplaySummary as ReplaySummary,
         SweepSummary as SweepSummary,
@@ -64,7 +82,7 @@ if TYPE_CHECKING:
         format_sweep as format_sweep,
         summarize as summarize,
     )
-    from ._sweep import parse_sweep as parse_sweep
+    from ._sweep import parse_sweep as parse_sweep, variants as variants
 
 # imported on first use (PEP 562): each command imports only what it runs (the report extra has
 # no xxhash, which the prepared layout needs; a recording broker needs no generator)
@@ -102,6 +120,16 @@ _LAZY = {
     "format_sweep": "._summary",
     "summarize": "._summary",
     "parse_sweep": "._sweep",
+    "IN_PROCESS_ROWS": "._prepare",
+    "InputPlan": "._inputs",
+    "PLANTED_ANOMALIES": "._generate",
+    "Progress": "._progress",
+    "check_input_dir": "._checks",
+    "check_output_dir": "._checks",
+    "is_prepared": "._layout",
+    "plan_inputs": "._inputs",
+    "variants": "._sweep",
+    "add_repeated_entries": "._store",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
@@ -136,6 +164,7 @@ __all__ = [
     "SubscriptionSpec",
     "SubscriptionState",
     "SweepSummary",
+    "add_repeated_entries",
     "format_summary",
     "format_sweep",
     "generate",

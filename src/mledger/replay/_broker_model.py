@@ -1,4 +1,4 @@
-"""The replay's :class:`~mledger.replay._model.PartitionModel` on ``mledger.broker``.
+"""The replay's :class:`~mledger.replay.PartitionModel` on ``mledger.broker``.
 
 One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` with a
 ``ManualClock`` that follows event time, over a ``ManagedLedgerFactory`` on a
@@ -31,6 +31,12 @@ One :class:`BrokerModel` per topic-partition: a :class:`~mledger.broker.Broker` 
   its cursor is rewound, so its read position is the entry after its mark-delete position, as
   the broker's internal stats show it (``readPosition``). What a connected consumer had read
   is not in any log.
+* **The cursor flush.** Under a Pulsar version's rules (a ``--defaults`` preset) the broker's
+  one fixed-rate timer of ``ManagedLedgerFactoryImpl.flushCursors`` ticks every
+  ``cursor_position_flush_seconds`` of event time from the first event (the broker's start):
+  :meth:`BrokerModel.set_time` runs each tick it passes at its own instant
+  (``ManagedLedgerFactory.flush_cursors``), so a cursor the mark-delete rate limit left dirty
+  persists as Pulsar's would. Without a preset nothing ticks (mledger's own rules, unchanged).
 
 Placing entries: the first produced position opens the topic on exactly the log's ledger
 id (``ReplayStore.expect_ledger``); a higher ledger id rolls the ledger over onto it
@@ -52,26 +58,32 @@ from ..broker import (
     BrokerConfig,
     Consumer,
     DelayedDeliveryTracker,
+    MessageDeduplication,
     SkipEntry,
     Subscription,
     SubscriptionType,
+    Topic,
+    TopicName,
 )
-from ..broker._dedup import MessageDeduplication
-from ..broker._names import TopicName
-from ..broker._topic import Topic
-from ..codec._chunking import parse_footer, reassemble, unpack_payload
-from ..codec._compression import decompress_metadata
-from ..codec._entry import EntryMetadata, encode_entry
-from ..codec._messageid import MessageId
-from ..core._clock import ManualClock
-from ..core._errors import InvalidRequestError
-from ..core._position import Position
-from ..managed_ledger._cursor import ManagedCursor
-from ..managed_ledger._cursor_stats import PersistenceStats
-from ..managed_ledger._cursor_store import CursorStateStore
-from ..managed_ledger._factory import ManagedLedgerFactory
-from ..managed_ledger._ledger import ManagedLedger
-from ..managed_ledger._ledger_view import ML_ROOT, InitialPosition
+from ..codec import (
+    EntryMetadata,
+    MessageId,
+    decompress_metadata,
+    encode_entry,
+    parse_footer,
+    reassemble,
+    unpack_payload,
+)
+from ..core import InvalidRequestError, ManualClock, Position
+from ..managed_ledger import (
+    ML_ROOT,
+    CursorStateStore,
+    InitialPosition,
+    ManagedCursor,
+    ManagedLedger,
+    ManagedLedgerFactory,
+    PersistenceStats,
+)
 from ._mirror import MirrorView
 from ._model import RestartAnswers, SubscriptionResult, SubscriptionSpec
 from ._settings import ReplaySettings
@@ -148,7 +160,7 @@ class _Subscription:
 
 
 class BrokerModel:
-    """:class:`~mledger.replay._model.PartitionModel` on a broker topic. See the module docstring.
+    """:class:`~mledger.replay.PartitionModel` on a broker topic. See the module docstring.
 
     Single-threaded. Memory: the cursors' ack state, one small record per data ledger, the
     delayed messages waiting and one sequence id per producer; entries are not kept.
@@ -176,18 +188,42 @@ class BrokerModel:
         self._ledgers = 0
         self._settings = settings
         self._mirrors: list[tuple[ReplaySettings, ReplayStore]] = []
+        # the flush timer's period under a Pulsar version's rules (0: none) and its next tick
+        self._flush_every_ms = self._factory.cursor_flush_interval_ms if settings.ledger.pulsar_rules else 0
+        self._next_flush_ms: int | None = None
 
     # -- time -------------------------------------------------------------------------------
     def set_time(self, now_ms: int) -> None:
-        if now_ms > self._clock.now_ms():
-            self._clock.set(now_ms)
+        if now_ms <= self._clock.now_ms():
+            return
+        if self._flush_every_ms > 0:
+            self._flush_ticks_until(now_ms)
+        self._clock.set(now_ms)
+
+    def _flush_ticks_until(self, now_ms: int) -> None:
+        """Run the flush ticks at or before ``now_ms``, each at its instant; the first tick is
+        one period after the first time set (the broker's start). Ticks after one that left no
+        cursor dirty would write nothing: skipped in O(1)."""
+        every = self._flush_every_ms
+        due = self._next_flush_ms
+        if due is None:
+            self._next_flush_ms = now_ms + every
+            return
+        while due <= now_ms:
+            self._clock.set(due)
+            self._factory.flush_cursors()
+            due += every
+            ml = self._ml
+            if due <= now_ms and (ml is None or not any(cursor.is_dirty for cursor in ml.cursors)):
+                due += ((now_ms - due) // every + 1) * every  # nothing left to flush
+        self._next_flush_ms = due
 
     # -- producing --------------------------------------------------------------------------
     @property
     def _ml(self) -> ManagedLedger | None:
         return None if self._topic is None else self._topic.managed_ledger
 
-    def append(self, ledger_id: int, count: int) -> None:
+    def append(self, ledger_id: int, batch_sizes: np.ndarray) -> None:
         topic = self._topic
         if topic is None:
             topic = self._open(ledger_id)
@@ -195,7 +231,10 @@ class BrokerModel:
         if ledger_id != ml.current_ledger_id:
             _roll_over_to(ml, self._store, ledger_id)
             self._ledgers += 1
-        add_repeated_entries(ml, _EMPTY_ENTRY, count)
+        last = add_repeated_entries(ml, _EMPTY_ENTRY, len(batch_sizes))
+        if last is not None and (batch_sizes > 1).any():
+            # what a restart redelivers of an entry is its batch: the ledger keeps the sizes
+            ml.record_entry_messages(Position(last.ledger_id, last.entry_id - len(batch_sizes) + 1), batch_sizes)
 
     def _open(self, first_ledger_id: int) -> Topic:
         self._store.expect_ledger(first_ledger_id)
@@ -477,6 +516,22 @@ def restart_answers(stats: PersistenceStats) -> RestartAnswers:
         state_over_limit_at_ms=_at(stats.state_over_limit_at_ms),
         persist_unacked_ranges_truncated=stats.persist_unacked_ranges_truncated,
         persist_batch_deleted_indexes_truncated=stats.persist_batch_deleted_indexes_truncated,
+        persist_long_array_truncated=stats.persist_long_array_truncated,
+        redelivered_after_crash=stats.redelivered_after_crash.messages,
+        redelivered_after_crash_max=stats.redelivered_after_crash.messages_max,
+        redelivered_after_crash_max_at_ms=_at(stats.redelivered_after_crash.messages_max_at_ms),
+        redelivered_after_crash_entries=stats.redelivered_after_crash.entries,
+        redelivered_after_crash_entries_max=stats.redelivered_after_crash.entries_max,
+        redelivered_after_crash_limits=stats.redelivered_after_crash_limits.messages,
+        redelivered_after_crash_limits_max=stats.redelivered_after_crash_limits.messages_max,
+        redelivered_after_crash_limits_max_at_ms=_at(stats.redelivered_after_crash_limits.messages_max_at_ms),
+        redelivered_after_crash_limits_entries=stats.redelivered_after_crash_limits.entries,
+        redelivered_after_crash_limits_entries_max=stats.redelivered_after_crash_limits.entries_max,
+        redelivered_after_unload=stats.redelivered_after_unload.messages,
+        redelivered_after_unload_max=stats.redelivered_after_unload.messages_max,
+        redelivered_after_unload_max_at_ms=_at(stats.redelivered_after_unload.messages_max_at_ms),
+        redelivered_after_unload_entries=stats.redelivered_after_unload.entries,
+        redelivered_after_unload_entries_max=stats.redelivered_after_unload.entries_max,
     )
 
 

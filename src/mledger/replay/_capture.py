@@ -1,7 +1,7 @@
 """Capture a live Pulsar cluster as the replay's raw logs (``mledger capture``).
 
 Only the public APIs every Pulsar has are used, through the cluster poller
-(:class:`~mledger.replay._poller.ClusterPoller`, which says what a poll reads and how the acks
+(:class:`~mledger.replay.ClusterPoller`, which says what a poll reads and how the acks
 are found); :class:`Capture` is one consumer of it, which writes each poll's events as a
 recording:
 
@@ -34,7 +34,7 @@ are no anomaly) and one last poll runs, cut ``stop_timeout_s`` later (its calls 
 what it did not poll is an anomaly). A capture that fails (a topic missing, the cluster
 unreachable) leaves its recording marked incomplete with the reason.
 
-The rows go through the recorder's writer (:class:`~mledger.replay._recording.Recorder`), so
+The rows go through the recorder's writer (:class:`~mledger.replay.Recorder`), so
 the output is a recording (``recording.json`` and Parquet parts) plus ``capture.json`` saying
 what is approximate. The admin side is any object with ``asynchronous(n)`` returning an
 asyncio client (the CLI passes :class:`mledger.admin.RemoteAdmin`, whose
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core._errors import ConfigError
+from ..core import ConfigError
 from ._poll_answers import parse_deleted_ranges
 from ._poll_events import (
     Acked,
@@ -133,7 +133,7 @@ class OutputNotEmptyError(ConfigError):
 @dataclass(frozen=True)
 class CaptureSettings(PollerSettings):
     """What to capture and how (the scope, concurrency and memory bounds of
-    :class:`~mledger.replay._poller.PollerSettings`, and): ``namespace``, one namespace
+    :class:`~mledger.replay.PollerSettings`, and): ``namespace``, one namespace
     (``tenant/ns``; ``namespaces`` for several); ``interval_s``, the stats poll interval;
     ``hash_keys`` replaces message keys by an HMAC-SHA256 under a random per-capture key (keys
     stay equal to each other, unreadable); ``append`` allows an output directory that is not
@@ -234,7 +234,7 @@ class Capture:
         self._runner.run(self._engine().check_topics())
 
     def poll(self, budget: PollBudget | None = None, *, first: bool = False) -> PollSummary:
-        """One poll (:meth:`ClusterPoller.poll <mledger.replay._poller.ClusterPoller.poll>`),
+        """One poll (:meth:`ClusterPoller.poll <mledger.replay.ClusterPoller.poll>`),
         its events written."""
         return self._runner.run(self._engine().poll(budget, first=first))
 

@@ -11,7 +11,7 @@ import posixpath
 
 import pyarrow.fs as pafs
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 from ._inputs import filesystem_for
 from ._schema import InputSchemaError
 

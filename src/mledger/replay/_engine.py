@@ -638,7 +638,7 @@ class PartitionReplayer:
             bsize = np.concatenate((np.ones(fill, np.int32), bsize))
             deliver = np.concatenate((np.full(fill, -1, np.int64), deliver))
             delayed = np.concatenate((np.zeros(fill, bool), delayed))
-        model.append(ledger_id, len(bsize))
+        model.append(ledger_id, bsize)
         self._index.append(ledger_id, bsize, deliver)
         if delayed.any():
             first_entry = self._index.next_entry - len(bsize)

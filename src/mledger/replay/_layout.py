@@ -44,7 +44,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import xxhash
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 from ._inputs import filesystem_for
 from ._model import SubscriptionSpec
 from ._schema import ANOMALY_SCHEMA, EVENT_SCHEMA, KIND_NAMES, SUBSCRIPTIONS_SCHEMA, EventOrderError

@@ -6,8 +6,8 @@ compression of ``PositionInfo`` and ``ManagedCursorInfo``, the cursor-ledger rol
 change what the cursors *do*: acks, mark-delete movement, backlog, deliveries and the moments
 of each persist are the same under every value (throttling depends on event time only). So a
 sweep over such keys replays the events once and hands every persisted snapshot to one
-:class:`~mledger.managed_ledger._cursor_store.CursorStateStore` per setting
-(:meth:`ManagedCursor.add_state_mirror <mledger.managed_ledger._cursor.ManagedCursor.add_state_mirror>`),
+:class:`~mledger.managed_ledger.CursorStateStore` per setting
+(:meth:`ManagedCursor.add_state_mirror <mledger.managed_ledger.ManagedCursor.add_state_mirror>`),
 each on a store of its own (:class:`~.store.ReplayStore`) and seeing the managed ledger
 through :class:`MirrorView`, which swaps in that setting's configuration and store. Each
 mirror gets the calls a separate replay's store would get, with the same snapshots at the same
@@ -18,15 +18,15 @@ replay's (tested against separate replays).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 
-from ..codec._entry import Entry
-from ..core._clock import Clock
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._position import Position
-from ..managed_ledger._ledger_view import LedgerInfo, LedgerView, PositionBound
-from ..storage._base import Store
+import numpy as np
+
+from ..codec import Entry
+from ..core import PULSAR_VERSIONS, Clock, EntryMessages, ManagedLedgerConfig, ManagedLedgerFactoryConfig, Position
+from ..managed_ledger import LedgerInfo, LedgerView, PositionBound
+from ..storage import Store
 from ._settings import ReplaySettings
 
 PERSISTENCE_KEYS = frozenset(
@@ -44,15 +44,19 @@ PERSISTENCE_KEYS = frozenset(
         "managed_cursor_info_compression_type",
         "managed_cursor_info_compression_threshold_in_bytes",
         "unacked_ranges_limit_off_by_one",
+        "pip381",
+        "restart_as",
         "max_message_size",
         "netty_max_frame_size_bytes",
         "jute_maxbuffer",
     }
 )
 """Settings read only by the cursor state store (how a state is written), never by the cursor,
-the managed ledger or the broker. ``deletion_at_batch_index_level_enabled`` and
-``throttle_mark_delete`` change behaviour (what is acknowledged, when state is persisted) and
-are not among them."""
+the managed ledger or the broker. ``deletion_at_batch_index_level_enabled``,
+``throttle_mark_delete`` and ``cursor_position_flush_seconds`` change behaviour (what is
+acknowledged, when state is persisted) and are not among them; ``pulsar_rules`` is both (its
+row's :class:`~mledger.core.CursorBehaviour` is behaviour, the rest
+persistence), see :func:`behaviour`."""
 
 _LEDGER_KEYS = frozenset(f.name for f in dataclasses.fields(ManagedLedgerConfig))
 
@@ -62,6 +66,7 @@ def behaviour(settings: ReplaySettings) -> ReplaySettings:
     same behaviour replay identically up to what their cursor state stores write."""
     ledger_defaults, factory_defaults = ManagedLedgerConfig(), ManagedLedgerFactoryConfig()
     ledger = {k: getattr(ledger_defaults, k) for k in PERSISTENCE_KEYS if k in _LEDGER_KEYS}
+    ledger["pulsar_rules"] = _same_behaviour(settings.ledger.pulsar_rules)
     factory = {k: getattr(factory_defaults, k) for k in PERSISTENCE_KEYS if k not in _LEDGER_KEYS}
     return dataclasses.replace(
         settings,
@@ -69,6 +74,15 @@ def behaviour(settings: ReplaySettings) -> ReplaySettings:
         ledger=dataclasses.replace(settings.ledger, **ledger),
         factory=dataclasses.replace(settings.factory, **factory),
     )
+
+
+def _same_behaviour(rules: str | None) -> str | None:
+    """The first row of the rules table whose cursor behaviour is that of ``rules`` (None for
+    mledger's own): rows that differ only in what a persist writes share one replay."""
+    if rules is None:
+        return None
+    wanted = PULSAR_VERSIONS[rules].behaviour
+    return next(name for name, row in PULSAR_VERSIONS.items() if row.behaviour == wanted)
 
 
 def shared_groups(settings: Iterable[ReplaySettings]) -> list[list[int]]:
@@ -171,6 +185,13 @@ class MirrorView:
 
     def ledger_infos(self) -> list[LedgerInfo]:
         return self._ledger.ledger_infos()
+
+    @property
+    def entry_messages(self) -> EntryMessages:
+        return self._ledger.entry_messages
+
+    def record_entry_messages(self, first: Position, counts: Sequence[int] | np.ndarray) -> None:
+        self._ledger.record_entry_messages(first, counts)
 
     def read_entry(self, position: Position) -> Entry:
         return self._ledger.read_entry(position)

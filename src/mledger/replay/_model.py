@@ -13,11 +13,11 @@ topic-partition:
 * producer deduplication,
 * the final per-subscription results, persisted state included.
 
-:class:`~mledger.replay._broker_model.BrokerModel` implements it with ``mledger.broker``: a
+:class:`~mledger.replay.BrokerModel` implements it with ``mledger.broker``: a
 ``Broker`` topic, its subscriptions and consumers, its ``MessageDeduplication`` and the
 dispatcher's delayed-delivery tracker, on a memory-bounded store. Another model (a test
 double, an instrumented one) plugs in through the ``model_factory`` argument of
-:class:`~mledger.replay._engine.PartitionReplayer` and of the job's entry points.
+:class:`~mledger.replay.PartitionReplayer` and of the job's entry points.
 
 Contract for implementations: positions are ``(ledger_id, entry_id)``; the engine only
 passes positions it knows were produced (ack/cancel of anything else is reported, never
@@ -103,6 +103,24 @@ class RestartAnswers:
     state_over_limit_at_ms: int | None = None
     persist_unacked_ranges_truncated: int = 0
     persist_batch_deleted_indexes_truncated: int = 0
+    persist_long_array_truncated: int = 0
+    # What a crash and an unload (clean close) would redeliver, in messages and entries, and the
+    # part of the crash figure lost to the limits (``PersistenceStats.redelivered_after_*``):
+    redelivered_after_crash: int = 0
+    redelivered_after_crash_max: int = 0
+    redelivered_after_crash_max_at_ms: int | None = None
+    redelivered_after_crash_entries: int = 0
+    redelivered_after_crash_entries_max: int = 0
+    redelivered_after_crash_limits: int = 0
+    redelivered_after_crash_limits_max: int = 0
+    redelivered_after_crash_limits_max_at_ms: int | None = None
+    redelivered_after_crash_limits_entries: int = 0
+    redelivered_after_crash_limits_entries_max: int = 0
+    redelivered_after_unload: int = 0
+    redelivered_after_unload_max: int = 0
+    redelivered_after_unload_max_at_ms: int | None = None
+    redelivered_after_unload_entries: int = 0
+    redelivered_after_unload_entries_max: int = 0
 
 
 class PartitionModel(Protocol):
@@ -119,9 +137,10 @@ class PartitionModel(Protocol):
         the first produced position: the managed ledger opens on exactly that ledger."""
         ...
 
-    def append(self, ledger_id: int, count: int) -> None:
-        """Append ``count`` entries at the next positions of ``ledger_id``; a ledger id above
-        the current one rolls the ledger over to exactly that id."""
+    def append(self, ledger_id: int, batch_sizes: np.ndarray) -> None:
+        """Append one entry per batch size (its messages) at the next positions of
+        ``ledger_id``; a ledger id above the current one rolls the ledger over to exactly that
+        id."""
         ...
 
     def deduplicate(self, producers: np.ndarray, names: Sequence[str], sequence_ids: np.ndarray) -> np.ndarray:

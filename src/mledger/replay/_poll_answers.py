@@ -13,8 +13,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from ..core._errors import InvalidPositionError
-from ..core._position import EARLIEST, Position
+from ..core import EARLIEST, InvalidPositionError, Position
 
 __all__ = [
     "BadAnswer",

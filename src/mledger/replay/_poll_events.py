@@ -1,8 +1,8 @@
-"""The events a :class:`~mledger.replay._poller.ClusterPoller` hands its sink, one poll at a time.
+"""The events a :class:`~mledger.replay.ClusterPoller` hands its sink, one poll at a time.
 
 Each event names its topic-partition (``partition`` -1 when the topic is not partitioned) and
 is a row of the replay's raw logs to be (``mledger capture`` writes them through its
-:class:`~mledger.replay._recording.Recorder`), or an :class:`Anomaly`: something the poller
+:class:`~mledger.replay.Recorder`), or an :class:`Anomaly`: something the poller
 could not see. The events of one topic-partition come in the order they happened; those of
 different topic-partitions interleave.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..broker._journal import AckRecord
-from ..core._position import Position
+from ..broker import AckRecord
+from ..core import Position
 
 __all__ = [
     "Acked",

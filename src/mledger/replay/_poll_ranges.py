@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
 
-from ..core._position import Position
+from ..core import Position
 
 __all__ = ["Interval", "KnownEntries", "above", "difference", "normalised"]
 

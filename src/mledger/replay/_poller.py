@@ -26,7 +26,7 @@ API (asyncio; one event loop)::
   poll waits for it: back-pressure, nothing is dropped by the poller); a sink that cannot keep
   up drops on its own and says so (the capture's recorder counts the rows it drops).
 * :meth:`~ClusterPoller.subscription_states` is every subscription's state as last seen
-  (:class:`~mledger.replay._poll_events.SubscriptionState`); :attr:`~ClusterPoller.anomaly_counts`
+  (:class:`~mledger.replay.SubscriptionState`); :attr:`~ClusterPoller.anomaly_counts`
   and :attr:`~ClusterPoller.anomalies` what was not seen.
 * A poll may be cancelled (a stop signal): the events of what it did are handed over, the state
   stays consistent, and the next poll reads again what it missed.
@@ -73,10 +73,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import quote
 
-from ..broker._journal import AckRecord
-from ..codec._messageid import MessageId
-from ..core._errors import ConfigError, MLedgerError, NotFoundError
-from ..core._position import EARLIEST, Position
+from ..broker import AckRecord
+from ..codec import MessageId
+from ..core import EARLIEST, ConfigError, MLedgerError, NotFoundError, Position
 from ._poll_answers import (
     PARTITION,
     BadAnswer,

@@ -1,6 +1,6 @@
 """Record a live broker as the replay's raw logs (``mledger standalone --record DIR``).
 
-:class:`Recorder` is a :class:`~mledger.broker._journal.BrokerJournal`: given to
+:class:`Recorder` is a :class:`~mledger.broker.BrokerJournal`: given to
 ``Broker(journal=...)`` (or ``--record`` / ``record=`` on the standalone, the embedded broker
 and the pytest factory), it writes what the broker did as the raw logs ``mledger prepare`` and
 ``mledger replay`` read (docs/replay/inputs.md)::
@@ -67,10 +67,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..broker._hooks import PublishContext
-from ..broker._journal import AckRecord
-from ..core._errors import ConfigError
-from ..core._position import Position
+from ..broker import AckRecord, PublishContext
+from ..core import ConfigError, Position
 from ._poll_events import ObservedEntry
 from ._schema import (
     ACKED_SCHEMA,

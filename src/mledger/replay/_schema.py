@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 from ._store import CURSOR_LEDGER_BASE
 
 # -- event kinds and their order at equal timestamps -----------------------------------------
@@ -504,9 +504,37 @@ ANSWER_FIELDS = (
     pa.field("state_over_limit_at_ms", pa.int64()),
     pa.field("persist_unacked_ranges_truncated", pa.int64()),
     pa.field("persist_batch_deleted_indexes_truncated", pa.int64()),
+    pa.field("persist_long_array_truncated", pa.int64()),
+    pa.field("redelivered_after_crash", pa.int64()),
+    pa.field("redelivered_after_crash_max", pa.int64()),
+    pa.field("redelivered_after_crash_max_at_ms", pa.int64()),
+    pa.field("redelivered_after_crash_entries", pa.int64()),
+    pa.field("redelivered_after_crash_entries_max", pa.int64()),
+    pa.field("redelivered_after_crash_limits", pa.int64()),
+    pa.field("redelivered_after_crash_limits_max", pa.int64()),
+    pa.field("redelivered_after_crash_limits_max_at_ms", pa.int64()),
+    pa.field("redelivered_after_crash_limits_entries", pa.int64()),
+    pa.field("redelivered_after_crash_limits_entries_max", pa.int64()),
+    pa.field("redelivered_after_unload", pa.int64()),
+    pa.field("redelivered_after_unload_max", pa.int64()),
+    pa.field("redelivered_after_unload_max_at_ms", pa.int64()),
+    pa.field("redelivered_after_unload_entries", pa.int64()),
+    pa.field("redelivered_after_unload_entries_max", pa.int64()),
 )
 """The operator's answers per cursor (:class:`~.model.RestartAnswers`; docs/replay/layout.md, "Outputs")."""
-PER_STEP_COLUMNS = ("redelivered_after_restart_max", "redelivered_after_restart_max_at_ms")
+PER_STEP_COLUMNS = (
+    "redelivered_after_restart_max",
+    "redelivered_after_restart_max_at_ms",
+    "redelivered_after_crash_max",
+    "redelivered_after_crash_max_at_ms",
+    "redelivered_after_crash_entries_max",
+    "redelivered_after_crash_limits_max",
+    "redelivered_after_crash_limits_max_at_ms",
+    "redelivered_after_crash_limits_entries_max",
+    "redelivered_after_unload_max",
+    "redelivered_after_unload_max_at_ms",
+    "redelivered_after_unload_entries_max",
+)
 """``cursors`` columns sampled after each step of ``segment_rows`` events (a step's acks and
 its persist land together): equal between Spark and the single process, not between step
 sizes."""

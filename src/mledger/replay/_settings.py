@@ -12,11 +12,18 @@ import json
 import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
-from ..core._config import ManagedLedgerConfig, ManagedLedgerFactoryConfig
-from ..core._errors import ConfigError
-from ..core._suggest import did_you_mean
+from ..core import (
+    PULSAR_VERSIONS,
+    ConfigError,
+    ManagedLedgerConfig,
+    ManagedLedgerFactoryConfig,
+    did_you_mean,
+    parse_setting,
+    preset_values,
+)
 from ._fs import filesystem_for
 
 REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)
@@ -24,75 +31,12 @@ REPLAY_DEFAULT_LEDGER_CONFIG = ManagedLedgerConfig(throttle_mark_delete=1.0)
 persisted at most once per second of event time, and once more at the end of the replay."""
 
 
-_COMMON = {
-    "throttle_mark_delete": "1.0",  # managedLedgerDefaultMarkDeleteRateLimit=1.0
-    "metadata_max_entries_per_ledger": "50000",  # managedLedgerCursorMaxEntriesPerLedger
-    "ledger_rollover_timeout": "14400",  # managedLedgerCursorRolloverTimeInSeconds
-    "persistent_unacked_ranges_with_multiple_entries_enabled": "false",
-    "max_message_size": str(5 * 1024 * 1024),  # maxMessageSize=5242880
-    "netty_max_frame_size_bytes": "0",  # derived: maxMessageSize + 10 KB
-}
-_BEFORE_25992 = {
-    **_COMMON,
-    "max_unacked_ranges_to_persist": "10000",
-    "max_unacked_ranges_to_persist_in_metadata_store": "1000",
-    "max_batch_deleted_index_to_persist": "10000",
-    "unacked_ranges_limit_off_by_one": "true",  # released before #25548
-    "managed_cursor_info_compression_type": "NONE",
-    "managed_cursor_info_compression_threshold_in_bytes": "0",
-}
-PULSAR_DEFAULTS: dict[str, dict[str, str]] = {
-    "pulsar-3.0": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "false"},
-    "pulsar-4.0": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "false"},
-    "pulsar-4.1": {**_BEFORE_25992, "persist_individual_ack_as_long_array": "true"},
-    "pulsar-newest": {
-        **_COMMON,
-        "max_unacked_ranges_to_persist": "200000",
-        "max_unacked_ranges_to_persist_in_metadata_store": "200000",
-        "max_batch_deleted_index_to_persist": "200000",
-        "persist_individual_ack_as_long_array": "true",
-        "unacked_ranges_limit_off_by_one": "false",
-        "managed_cursor_info_compression_type": "LZ4",
-        "managed_cursor_info_compression_threshold_in_bytes": "16384",
-    },
-}
-"""``--defaults NAME``: Pulsar's broker defaults (``ServiceConfiguration`` / ``conf/broker.conf``)
-for the settings the replay models, per release line, as ``--set`` strings.
-
-* Every preset: ``managedLedgerDefaultMarkDeleteRateLimit=1.0``, cursor-ledger rollover
-  ``managedLedgerCursorMaxEntriesPerLedger=50000`` / ``managedLedgerCursorRolloverTimeInSeconds=14400``,
-  ``persistentUnackedRangesWithMultipleEntriesEnabled=false`` (PIP-381 chunking is opt-in),
-  ``maxMessageSize=5242880`` (the BookKeeper frame limit is that plus
-  ``Commands.MESSAGE_SIZE_FRAME_PADDING``, 10 KB). ``jute_maxbuffer`` keeps its 10 MB (Pulsar's
-  start scripts), ``acknowledgmentAtBatchIndexLevelEnabled`` keeps the replay's value (its
-  per-version default was not established from Pulsar's source).
-* ``pulsar-3.0``, ``pulsar-4.0``: ``managedLedgerMaxUnackedRangesToPersist=10000``,
-  ``managedLedgerMaxUnackedRangesToPersistInMetadataStore=1000``, 10000 batch-index states
-  (hard-coded ``maxBatchDeletedIndexToPersist`` until apache/pulsar#24392 made it
-  ``managedLedgerMaxBatchDeletedIndexToPersist``, same default),
-  ``managedLedgerPersistIndividualAckAsLongArray=false``, ``managedCursorInfoCompressionType=NONE``,
-  and the range limit's off-by-one (N + 1 ranges kept) that apache/pulsar#25548 (2026-04)
-  fixed in ``ManagedCursorImpl.buildIndividualDeletedMessageRanges``.
-* ``pulsar-4.1``: as 4.0 but ``managedLedgerPersistIndividualAckAsLongArray=true`` ("the default
-  since Pulsar 4.1.x", apache/pulsar#25985).
-* ``pulsar-newest``: apache/pulsar#25992 (2026-06, "Improve default limits for acknowledgment
-  state persistence"): ``managedLedgerMaxUnackedRangesToPersist``,
-  ``managedLedgerMaxUnackedRangesToPersistInMetadataStore`` and
-  ``managedLedgerMaxBatchDeletedIndexToPersist`` 200000 (the values of Pulsar's
-  ``ServiceConfiguration`` on its main branch; the PR text gives its motivation, not the list);
-  the long-array format; #25548's exact limit; ``managedCursorInfoCompressionType=LZ4`` above
-  ``managedCursorInfoCompressionThresholdInBytes=16384`` (Pulsar's main-branch
-  ``ServiceConfiguration``; the PR that changed it was not established).
-"""
-
-
-def preset_values(name: str) -> dict[str, str]:
-    """The ``--set`` values of a :data:`PULSAR_DEFAULTS` preset; ``ConfigError`` naming the
-    known presets for another name."""
-    try:
-        return dict(PULSAR_DEFAULTS[name])
-    except KeyError:
-        raise ConfigError(f"unknown defaults {name!r}; known: {', '.join(PULSAR_DEFAULTS)}") from None
+PULSAR_DEFAULTS: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {name: version.defaults for name, version in PULSAR_VERSIONS.items()}
+)
+"""``--defaults NAME``: the preset's ``--set`` values, one per row of the rules table
+(:data:`mledger.core.PULSAR_VERSIONS`, which says what each value follows and
+which rules without a setting the preset brings: ``pulsar_rules`` names the row)."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +109,9 @@ class ReplaySettings:
             name = values["defaults"]
             rest = {k: v for k, v in values.items() if k != "defaults"}
             if name.lower() in ("", "none", "null"):
-                return dataclasses.replace(self, defaults=None).with_values(rest)
+                # mledger's own rules again (the values a preset set stay, as --set values would)
+                plain = dataclasses.replace(self, defaults=None, ledger=self.ledger.with_changes(pulsar_rules=None))
+                return plain.with_values(rest)
             preset = dataclasses.replace(self, defaults=name).with_values(preset_values(name))
             return preset.with_values(rest) if rest else preset
         ledger: dict[str, Any] = {}
@@ -173,11 +119,11 @@ class ReplaySettings:
         own: dict[str, Any] = {}
         for key, raw in values.items():
             if key in ledger_fields:
-                ledger[key] = _parse(key, raw, getattr(self.ledger, key), ledger_fields[key].type)
+                ledger[key] = parse_setting(key, raw, getattr(self.ledger, key), ledger_fields[key].type)
             elif key in factory_fields:
-                factory[key] = _parse(key, raw, getattr(self.factory, key), factory_fields[key].type)
+                factory[key] = parse_setting(key, raw, getattr(self.factory, key), factory_fields[key].type)
             elif key in own_fields:
-                own[key] = _parse(key, raw, getattr(self, key), own_fields[key].type)
+                own[key] = parse_setting(key, raw, getattr(self, key), own_fields[key].type)
             else:
                 raise _unknown_setting(key)
         return dataclasses.replace(
@@ -217,30 +163,6 @@ def _unknown_setting(key: str) -> ConfigError:
     known = ReplaySettings.known_keys()
     hint = did_you_mean(key, known)
     return ConfigError(f"unknown setting {key!r}" + (hint or f"; known settings: {', '.join(known)}"))
-
-
-def _parse(key: str, raw: str, current: Any, annotation: Any) -> Any:
-    text = str(annotation)
-    lowered = raw.lower()
-    if lowered in ("none", "null", "") and ("None" in text or current is None):
-        return None
-    if isinstance(current, bool) or text == "bool":
-        if lowered in ("true", "1", "yes", "on"):
-            return True
-        if lowered in ("false", "0", "no", "off"):
-            return False
-        raise ConfigError(f"{key} expects true or false, got {raw!r}")
-    if isinstance(current, int) or text.startswith("int"):
-        try:
-            return int(raw.replace("_", ""))
-        except ValueError:
-            raise ConfigError(f"{key} expects an integer, got {raw!r}") from None
-    if isinstance(current, float) or text == "float":
-        try:
-            return float(raw)
-        except ValueError:
-            raise ConfigError(f"{key} expects a number, got {raw!r}") from None
-    return raw
 
 
 SETTINGS_FILE = "settings.json"

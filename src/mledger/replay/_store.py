@@ -22,12 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..codec._entry import EntryMetadata, encode_entry
-from ..core._errors import LedgerNotFoundError, ManagedLedgerClosedError
-from ..core._position import Position
-from ..managed_ledger._ledger import ManagedLedger
-from ..storage import MemoryStore
-from ..storage._base import DEFAULT_MAX_ENTRY_SIZE, Versioned, checked_size
+from ..codec import EntryMetadata, encode_entry
+from ..core import LedgerNotFoundError, ManagedLedgerClosedError, Position
+from ..managed_ledger import ManagedLedger
+from ..storage import DEFAULT_MAX_ENTRY_SIZE, MemoryStore, Versioned, checked_size
 
 CURSOR_LEDGER_BASE = 1 << 62
 """First id of cursor ledgers; data ledger ids from the log must stay below it (the replay
@@ -56,7 +54,7 @@ def add_repeated_entries(ml: ManagedLedger, raw: bytes, count: int) -> Position 
     last: Position | None = None
     while count:
         n = min(count, _REPEAT_CHUNK)
-        last = ml._append_repeated(raw, n)
+        last = ml.append_repeated(raw, n)
         count -= n
     return last
 

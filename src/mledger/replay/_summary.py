@@ -16,7 +16,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..core._config import unacked_ranges_limit_notes
+from ..core import unacked_ranges_limit_notes
 from ._inputs import filesystem_for
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..core._errors import ConfigError
+from ..core import ConfigError
 from ._schema import OUTPUTS
 from ._settings import ReplaySettings
 

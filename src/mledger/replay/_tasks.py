@@ -250,7 +250,7 @@ def quiet_library_warnings() -> Iterator[None]:
 
 def start_outputs(out_dir: str) -> None:
     """Create the output directories, emptied of earlier outputs; remove the report drawn from
-    them (:data:`~mledger.replay._schema.REPORT_DIR`)."""
+    them (:data:`~mledger.replay.REPORT_DIR`)."""
     fs, root = filesystem_for(out_dir)
     report = posixpath.join(root, REPORT_DIR)
     if fs.get_file_info(report).type == pafs.FileType.Directory:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..core._config import ManagedLedgerConfig
+from ..core import ManagedLedgerConfig
 from ._data import ReportModel, load_model, recorded_limit
 from ._figures import report_charts
 from ._page import render_page
@@ -49,7 +49,7 @@ def build_report(
     ``top``: bars per subscription chart; ``table_rows``: rows per table; ``progress``: told
     about each step (reading, one per chart, writing). Raises
     :class:`~mledger.report.ReplayReportInputError` when ``out_dir`` is not a replay output,
-    :class:`~mledger.core._errors.MissingExtraError` without the ``report`` extra (pyarrow,
+    :class:`~mledger.core.MissingExtraError` without the ``report`` extra (pyarrow,
     matplotlib), ``ValueError`` for bad numbers, ``OSError`` when the report cannot be written.
     Blocking; not for concurrent calls writing the same ``report_dir``.
     """
@@ -65,7 +65,7 @@ def build_report(
     tell = progress or (lambda step, done, total: None)
     tell("reading the replay output", 0, 1)
     model = load_model(source, limit)
-    from ..replay._schema import REPORT_DIR  # pyarrow: load_model has checked it is there
+    from ..replay import REPORT_DIR  # pyarrow: load_model has checked it is there
 
     target = Path(report_dir) if report_dir is not None else Path(source) / REPORT_DIR
     charts = report_charts(model, top)

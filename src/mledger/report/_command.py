@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 from ._build import DEFAULT_LIMIT, Progress, build_report
 
 __all__ = ["add_report_arguments", "main", "run_report"]

@@ -2,7 +2,7 @@
 
 Input: a replay output directory (``mledger replay EVENTS OUT``) holding Parquet datasets
 ``cursors/`` (required) and ``anomalies/`` (optional), with the columns of
-:data:`mledger.replay._schema.CURSOR_SCHEMA` / ``ANOMALY_SCHEMA``. Spark's marker and checksum
+:data:`mledger.replay.CURSOR_SCHEMA` / ``ANOMALY_SCHEMA``. Spark's marker and checksum
 files (``_SUCCESS``, ``.crc``) are ignored; missing optional columns read as 0, so outputs of
 older replays still render. The serialized ``state`` column is never read.
 
@@ -20,8 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core._config import ManagedLedgerConfig
-from ..core._errors import ConfigError, MissingExtraError, MLedgerError
+from ..core import ConfigError, ManagedLedgerConfig, MissingExtraError, MLedgerError
 
 __all__ = [
     "NEAR_LIMIT",
@@ -272,8 +271,8 @@ def _scan_anomalies(
     """(count by reason, count by topic-partition, examples by reason), streaming; ``only``:
     the rows of one sweep combination. Rows whose key the replay cannot replay (no topic or
     no partition, e.g. a bad row of the subscriptions log) belong to no topic-partition, as in
-    the replay's ``partitions`` output (:func:`mledger.replay._engine.replayable`)."""
-    from ..replay._engine import replayable
+    the replay's ``partitions`` output (:func:`mledger.replay.replayable`)."""
+    from ..replay import replayable
 
     by_reason: Counter[str] = Counter()
     by_partition: Counter[str] = Counter()
@@ -302,7 +301,7 @@ def _scan_anomalies(
 
 def _meanings() -> dict[str, str]:
     try:
-        from ..replay._schema import REASONS
+        from ..replay import REASONS
     except ImportError:  # the schema module needs pyarrow and numpy; both come with the extra
         return {}
     return dict(REASONS)
@@ -455,7 +454,7 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
     """Read ``out_dir`` and summarise it against ``limit`` (``max_unacked_ranges_to_persist``).
 
     Raises :class:`ReplayReportInputError` for a directory that is not a replay output and
-    :class:`~mledger.core._errors.MissingExtraError` without pyarrow.
+    :class:`~mledger.core.MissingExtraError` without pyarrow.
     """
     if limit < 0:
         raise ValueError(f"max_unacked_ranges_to_persist must be >= 0, got {limit}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from ..core._config import unacked_ranges_limit_notes
+from ..core import unacked_ranges_limit_notes
 from ._chart import Chart, LegendItem, Panel, Reference, Series, bytes_unit, format_bytes, format_count
 from ._data import NEAR_LIMIT, ReportModel, SubscriptionState, SweepSetting
 

@@ -19,7 +19,7 @@ import io
 import re
 from html import escape
 
-from ..core._errors import MissingExtraError
+from ..core import MissingExtraError
 from ._chart import PALETTE, Chart, Panel, RenderedChart
 
 try:

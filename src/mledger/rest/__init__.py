@@ -15,10 +15,10 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING
 
-from ..core._lazy import lazy_getattr
+from ..core import lazy_getattr
 
 if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:  # pragma: no cover
-    from ..core._errors import MissingExtraError
+    from ..core import MissingExtraError
 
     raise MissingExtraError("the admin REST server needs FastAPI and uvicorn: pip install 'mledger[server]'")
 
@@ -28,10 +28,14 @@ if TYPE_CHECKING:
         AUTHENTICATION_REQUIRED as AUTHENTICATION_REQUIRED,
         ROLE_HEADER as ROLE_HEADER,
         RoleResolver as RoleResolver,
+        checked_role_resolver as checked_role_resolver,
     )
+    from ._cli import run_serve as run_serve
     from ._deferred import DeferredApp as DeferredApp
     from ._server import (
         DEFAULT_BIND as DEFAULT_BIND,
+        PULSAR_MAX_CONCURRENT_HTTP_REQUESTS as PULSAR_MAX_CONCURRENT_HTTP_REQUESTS,
+        PULSAR_MAX_HTTP_SERVER_CONNECTIONS as PULSAR_MAX_HTTP_SERVER_CONNECTIONS,
         AdminServer as AdminServer,
         parse_bind as parse_bind,
         serve as serve,
@@ -50,6 +54,10 @@ _LAZY = {
     "AdminServer": "._server",
     "parse_bind": "._server",
     "serve": "._server",
+    "PULSAR_MAX_CONCURRENT_HTTP_REQUESTS": "._server",
+    "PULSAR_MAX_HTTP_SERVER_CONNECTIONS": "._server",
+    "checked_role_resolver": "._auth",
+    "run_serve": "._cli",
 }
 
 

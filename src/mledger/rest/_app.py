@@ -11,7 +11,7 @@ role (:class:`~mledger.rest._middleware.AuthenticatedPaths`).
 
 Every error is Pulsar's JSON body ``{"reason": "..."}`` with Pulsar's status:
 
-* :class:`~mledger.core._errors.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412;
+* :class:`~mledger.core.MLedgerError`: its ``http_status`` (400, 401, 403, 404, 405, 409, 412;
   429 with ``Retry-After`` for a password check the failure limiter refused);
 * no such route: 404 ``HTTP 404 Not Found``; a known route with another method: 405
   ``HTTP 405 Method Not Allowed`` with ``Allow`` (under ``/admin``, after authentication, as
@@ -39,11 +39,16 @@ from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
-from ..admin import Admin
-from ..admin._policies import BacklogQuotaData, InactiveTopicPoliciesData, RetentionPoliciesData
-from ..admin._requests import MessageIdItem, ResetCursorData
-from ..admin._wire import ErrorBody
-from ..core._errors import ConfigError, MLedgerError
+from ..admin import (
+    Admin,
+    BacklogQuotaData,
+    ErrorBody,
+    InactiveTopicPoliciesData,
+    MessageIdItem,
+    ResetCursorData,
+    RetentionPoliciesData,
+)
+from ..core import ConfigError, MLedgerError
 from ..metrics import CONTENT_TYPE, metrics_registry
 from ._auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
 from ._context import AppContext, context_of
@@ -90,7 +95,7 @@ def create_app(
     ``lookup`` (the protocol server's ``lookup_urls``) serves Pulsar's HTTP topic lookup
     (:mod:`mledger.rest._lookup`), so clients given the ``http://`` URL find the broker.
 
-    Raises :class:`~mledger.core._errors.ConfigError` for bad limits, for ``roles`` that name
+    Raises :class:`~mledger.core.ConfigError` for bad limits, for ``roles`` that name
     callers while ``admin`` has no authorization (every caller could then do everything), and
     for the broker config's ``authenticate_metrics_endpoint`` / ``authenticate_docs_endpoint``
     without ``roles`` that authenticate.

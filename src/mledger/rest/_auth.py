@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The REST app authenticates, :class:`~mledger.admin.Authorization` authorizes. Authentication is
-the identity table the protocol server uses too (:mod:`mledger.admin._authentication`); a
+the identity table the protocol server uses too (:mod:`mledger.admin`); a
 request's role comes from, in this order:
 
 1. the ``Authorization`` header: ``Bearer <token>`` (literal or JWT tokens, the ``token``
@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..admin._authentication import (
+from ..admin import (
     AuthenticationError,
     AuthenticationSettings,
     AuthenticationThrottledError,
@@ -46,11 +46,10 @@ from ..admin._authentication import (
     load_token_file,
 )
 from ..broker import BrokerConfig
-from ..core._errors import ConfigError, UnauthenticatedError
-from ..core._futures import chain, settled
+from ..core import ConfigError, UnauthenticatedError, chain, settled
 
 if TYPE_CHECKING:
-    from ..admin._wire import ROLE_HEADER as ROLE_HEADER
+    from ..admin import ROLE_HEADER as ROLE_HEADER
 
 __all__ = [
     "AUTHENTICATION_REQUIRED",
@@ -83,7 +82,7 @@ class RoleResolver:
 
     ``authenticator``: the identity table, or a literal token map ``{"<token>": "<role>"}``
     (None: nobody authenticates). ``trust_role_header``: accept ``X-Mledger-Role`` as the role.
-    Construction raises :class:`~mledger.core._errors.ConfigError` for empty tokens or roles.
+    Construction raises :class:`~mledger.core.ConfigError` for empty tokens or roles.
     """
 
     def __init__(
@@ -110,7 +109,7 @@ class RoleResolver:
     def check(self, headers: Mapping[str, str], peer_subject: Any = None, address: str | None = None) -> Future[str]:
         """A future of the caller's role, for an app whose authorization is on: from the
         ``Authorization`` header, the trusted role header, the TLS client certificate's subject
-        (``peer_subject``, see :func:`mledger.admin._authentication.common_name`) or the
+        (``peer_subject``, see :func:`mledger.admin.common_name`) or the
         anonymous role; or of :class:`UnauthenticatedError` (401,
         :data:`AUTHENTICATION_REQUIRED`) for no role or refused credentials, of
         :class:`TooManyRequestsError` (429) for a password check the failure limiter refused.
@@ -118,7 +117,7 @@ class RoleResolver:
         (Starlette's ``Headers`` are). Never blocks."""
         authorization = headers.get("Authorization")
         if authorization is None and self.trust_role_header:
-            from ..admin._wire import ROLE_HEADER  # imported when the app is: pydantic
+            from ..admin import ROLE_HEADER  # imported when the app is: pydantic
 
             role = (headers.get(ROLE_HEADER) or "").strip()
             if role:
@@ -154,7 +153,7 @@ def __getattr__(name: str) -> str:
     # ROLE_HEADER, re-exported: read from mledger.admin._wire (pydantic) on first use, so that a
     # server checks its credentials at start-up without importing pydantic
     if name == "ROLE_HEADER":
-        from ..admin._wire import ROLE_HEADER
+        from ..admin import ROLE_HEADER
 
         return ROLE_HEADER
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -171,7 +170,7 @@ def peer_subject_of(scope: Mapping[str, Any]) -> str | None:
 def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool, option: str = "--auth-file") -> None:
     """Refuse credentials without authorization: they would authenticate callers who may then
     do everything (and, beside a protocol server demanding tokens, leave the admin API open
-    while the broker looks secured). Raises :class:`~mledger.core._errors.ConfigError` naming
+    while the broker looks secured). Raises :class:`~mledger.core.ConfigError` naming
     ``option``, the setting that gives the authorization (``--auth-file`` for ``mledger-admin
     serve``, ``--authorization`` for ``mledger standalone``)."""
     if roles.authenticates and not authorization_enabled:
@@ -186,7 +185,7 @@ def check_authentication_setup(roles: RoleResolver, authorization_enabled: bool,
 def check_endpoint_authentication(roles: RoleResolver, config: BrokerConfig) -> None:
     """Refuse ``authenticate_metrics_endpoint`` / ``authenticate_docs_endpoint`` when nothing
     authenticates callers (no provider, no anonymous role, no trusted header): no caller could ever get a role, and
-    the switch would look like protection. Raises :class:`~mledger.core._errors.ConfigError`."""
+    the switch would look like protection. Raises :class:`~mledger.core.ConfigError`."""
     for name in ("authenticate_metrics_endpoint", "authenticate_docs_endpoint"):
         if getattr(config, name) and not roles.authenticates:
             raise ConfigError(

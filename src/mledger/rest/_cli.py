@@ -1,6 +1,6 @@
 """``mledger-admin serve``: run the admin REST server over a data directory (see
 :func:`mledger.rest.serve`). The arguments are defined by ``mledger-admin``'s parser
-(:mod:`mledger.cli._admin`); this module runs them.
+(:mod:`mledger.cli`); this module runs them.
 
 Prints ``mledger-admin: serving http://HOST:PORT ...`` on stdout once listening (``--bind
 host:0`` picks a free port; read it from that line), logs one line per request on stderr, and
@@ -21,10 +21,9 @@ import os
 import sqlite3
 import sys
 
-from ..admin import Authorization
-from ..admin._authentication import Authenticator, settings_from_args
+from ..admin import Authenticator, Authorization, settings_from_args
 from ..broker import BrokerConfig
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 from ._auth import checked_role_resolver
 from ._server import AdminServer, parse_bind, serve
 

@@ -1,9 +1,9 @@
 """Fault injection over REST: ``/admin/v2/mledger/faults`` (an mledger extension).
 
 The routes are the ``faults`` operations of the admin operation table
-(:data:`mledger.admin._operations.OPERATIONS`), their handlers generated from it
+(:data:`mledger.admin.OPERATIONS`), their handlers generated from it
 (:func:`~mledger.rest._operation_routes.namespace_handler`): a superuser under authorization,
-404 unless the broker was started with fault injection (:mod:`mledger.admin._faults`). They are
+404 unless the broker was started with fault injection (:mod:`mledger.admin`). They are
 left out of ``/openapi.json``, which documents Pulsar's admin API.
 """
 

@@ -28,7 +28,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..admin._wire import ErrorBody
+from ..admin import ErrorBody
 from ..protocol import ListenerUrls
 from ._topics import topic_call
 

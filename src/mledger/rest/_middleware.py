@@ -26,7 +26,7 @@ For each HTTP request, :class:`AdminMiddleware`
 It holds no lock: the counters are only touched from the event loop's thread.
 
 :func:`caller_role` is how the app learns who calls: the first route or check that needs the
-role resolves it (:meth:`~mledger.rest._auth.RoleResolver.check`) and awaits it without blocking
+role resolves it (:meth:`~mledger.rest.RoleResolver.check`) and awaits it without blocking
 the loop (a password is verified on the authenticator's pool meanwhile); the outcome is kept in
 the request's scope (:data:`CALLER_ROLE`), so a request is authenticated at most once, and only
 when something needs its role, as before. :class:`AuthenticatedPaths`, inside
@@ -48,7 +48,7 @@ from typing import Any
 
 from starlette.datastructures import Headers
 
-from ..core._errors import UnauthenticatedError
+from ..core import UnauthenticatedError
 from ._auth import RoleResolver, TooManyRequestsError, peer_subject_of
 from ._protocol import error_body
 
@@ -75,13 +75,13 @@ _LOGGED_TARGET_CHARS = 300
 
 CALLER_ROLE = "mledger.caller_role"
 """The scope key holding a request's authentication once :func:`caller_role` started it: a future
-of the caller's role, or of the 401 / 429 error (:meth:`~mledger.rest._auth.RoleResolver.check`)."""
+of the caller's role, or of the 401 / 429 error (:meth:`~mledger.rest.RoleResolver.check`)."""
 
 
 async def caller_role(roles: RoleResolver, scope: Scope) -> str:
     """The role of the caller of the request of ``scope`` (authorization on), resolved once per
     request: from its headers, TLS certificate and client address, awaited without blocking the
-    loop. Raises :class:`~mledger.core._errors.UnauthenticatedError` (401) or
+    loop. Raises :class:`~mledger.core.UnauthenticatedError` (401) or
     :class:`~mledger.rest._auth.TooManyRequestsError` (429)."""
     checked = scope.get(CALLER_ROLE)
     if checked is None:

@@ -42,8 +42,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from ..admin import Admin, NamespaceOperation
-from ..admin._bodies import json_bytes, parse_bool_body
+from ..admin import Admin, NamespaceOperation, json_bytes, parse_bool_body
 from ._context import context_of
 from ._operation_routes import JSON, CallerAdmin, Namespace, OperationRoutes, Tenant, decode_segment, namespace_handler
 

@@ -1,7 +1,7 @@
 """Pulsar's ``NonPersistentTopics`` REST resources (v2), mapped onto ``Admin.non_persistent``.
 
 The routes are the ``non_persistent`` operations of the admin operation table
-(:data:`mledger.admin._operations.OPERATIONS`), under
+(:data:`mledger.admin.OPERATIONS`), under
 ``/admin/v2/non-persistent/{tenant}/{namespace}``, their handlers generated as the topic routes'
 (:func:`mledger.rest._topics.topics_router`). They are added before the persistent routes'
 non-persistent twins, which answer 405 for everything else (``Operation not allowed on
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ..admin._operations import NON_PERSISTENT_BASE
+from ..admin import NON_PERSISTENT_BASE
 from ._topics import topics_router
 
 __all__ = ["non_persistent_router"]

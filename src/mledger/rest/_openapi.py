@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from ..admin._requests import MessageIdItem
+from ..admin import MessageIdItem
 
 __all__ = ["SkipMessageIdsBody"]
 

@@ -1,8 +1,8 @@
-"""REST routes registered from the admin operation table (:mod:`mledger.admin._operations`).
+"""REST routes registered from the admin operation table (:mod:`mledger.admin`).
 
 One route per operation of a router's groups, in the table's order, with the table's method,
 path, success status and summary, its flags as query parameters, its request body documented
-and its response model (from the kinds in :mod:`mledger.admin._bodies`), and its documented
+and its response model (from the kinds in :mod:`mledger.admin`), and its documented
 error statuses. An operation whose call only takes the path's names, its body and its flags
 gets a generated handler (:meth:`OperationRoutes.add_to`'s ``generate``, or
 :func:`namespace_handler` for the routes under ``/admin/v2/{tenants,clusters,namespaces}``): the
@@ -24,12 +24,9 @@ from urllib.parse import unquote, unquote_plus
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from ..admin import Admin
-from ..admin._bodies import REQUESTS, RESPONSES
-from ..admin._operations import AdminOperation, Group, operations
-from ..admin._wire import ErrorBody
-from ..broker._names import local_name_problem, named_entity_problem
-from ..core._errors import ConfigError, InvalidRequestError
+from ..admin import REQUESTS, RESPONSES, Admin, AdminOperation, ErrorBody, Group, operations
+from ..broker import local_name_problem, named_entity_problem
+from ..core import ConfigError, InvalidRequestError
 from ._context import context_of
 
 __all__ = [

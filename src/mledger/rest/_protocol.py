@@ -33,7 +33,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from ..core._tls import subject_name
+from ..core import subject_name
 
 __all__ = ["AdminHttpProtocol", "error_body"]
 

@@ -45,9 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from ..core._address import advertised_host, format_address, parse_bind
-from ..core._errors import ConfigError
-from ..core._tls import TlsSettings, server_context
+from ..core import ConfigError, TlsSettings, advertised_host, format_address, parse_bind, server_context
 from ..protocol import Acceptor, fit_to_descriptors, listening_socket, raise_descriptor_limit
 from ._auth import RoleResolver
 from ._deferred import DeferredApp
@@ -97,7 +95,7 @@ class AdminServer:
     ``first_byte_timeout``: seconds a new connection has to send something before it is closed.
     ``tls_handshake_timeout`` / ``max_tls_handshakes``: the TLS handshakes' time and number.
     ``tls``: serve ``https://`` with these certificate, key and trust files (one context shared with
-    the protocol server's TLS port, :func:`mledger.core._tls.server_context`); a verified client
+    the protocol server's TLS port, :func:`mledger.core.server_context`); a verified client
     certificate's subject reaches the app as the ASGI TLS extension's ``client_cert_name``.
     """
 
@@ -190,7 +188,7 @@ class AdminServer:
         return self.advertised_url(self.address[0])
 
     def advertised_url(self, advertised_address: str | None) -> str:
-        """:attr:`url` with the host clients are told (:func:`~mledger.core._address.advertised_host`:
+        """:attr:`url` with the host clients are told (:func:`~mledger.core.advertised_host`:
         Pulsar's ``advertisedAddress``, else the bound host, loopback for a wildcard bind)."""
         host, port = self.address
         scheme = "https" if self.tls is not None else "http"

@@ -2,7 +2,7 @@
 
 The routes (``/clusters``, ``/clusters/{c}``, ``/tenants``, ``/tenants/{t}``: list, get, create
 with PUT, update with POST, delete) are the ``clusters`` and ``tenants`` operations of the admin
-operation table (:data:`mledger.admin._operations.OPERATIONS`), their handlers generated from it
+operation table (:data:`mledger.admin.OPERATIONS`), their handlers generated from it
 (:func:`~mledger.rest._operation_routes.namespace_handler`) but for ``GET /clusters``, which needs
 no role.
 
@@ -10,14 +10,14 @@ no role.
 ``brokerServiceUrlTls``, other fields kept as given); ``TenantInfo`` is ``{"adminRoles": [...],
 "allowedClusters": [...]}``. 409 creating one that exists, 404 for an unknown one, 412 for a
 tenant without clusters or naming unknown ones and deleting a cluster a tenant allows, 409
-deleting a tenant with namespaces; authorization as :mod:`mledger.admin._tenants`.
+deleting a tenant with namespaces; authorization as :mod:`mledger.admin`.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from ..admin._bodies import json_bytes
+from ..admin import json_bytes
 from ._context import context_of
 from ._operation_routes import JSON, OperationRoutes, namespace_handler
 

@@ -2,7 +2,7 @@
 its ``NonPersistentTopics`` ones (v2), mapped onto ``Admin.non_persistent``.
 
 The routes are the ``topics`` operations of the admin operation table
-(:data:`mledger.admin._operations.OPERATIONS`: method, path, admin call, success status), in its
+(:data:`mledger.admin.OPERATIONS`: method, path, admin call, success status), in its
 order, under ``/admin/v2/persistent/{tenant}/{namespace}`` and v1's
 ``/admin/persistent/{property}/{cluster}/{namespace}``, and its ``non_persistent`` operations
 under ``/admin/v2/non-persistent/{tenant}/{namespace}``; the topic operations under the
@@ -55,13 +55,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from ..admin import Admin
-from ..admin._operations import AdminOperation, Group
-from ..admin._requests import ResetCursorData
-from ..admin._wire import CANCEL_RESULTS_HEADER, ErrorBody
-from ..broker._names import TopicName
-from ..codec._messageid import MessageId
-from ..core._errors import NotAllowedError, PreconditionFailedError
+from ..admin import CANCEL_RESULTS_HEADER, Admin, AdminOperation, ErrorBody, Group, ResetCursorData
+from ..broker import TopicName
+from ..codec import MessageId
+from ..core import NotAllowedError, PreconditionFailedError
 from ._context import AppContext, context_of
 from ._operation_routes import (
     INT64_MAX,

@@ -7,6 +7,7 @@ from ._base import (
     MetadataStore as MetadataStore,
     Store as Store,
     Versioned as Versioned,
+    checked_size as checked_size,
 )
 from ._faults import (
     DISK_FULL as DISK_FULL,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from ..core._errors import EntryTooLargeError
+from ..core import EntryTooLargeError
 
 DEFAULT_MAX_ENTRY_SIZE = 5 * 1024 * 1024
 """BookKeeper's default frame limit (``nettyMaxFrameSizeBytes``), 5 MiB."""

@@ -1,6 +1,6 @@
 """Test-support store wrappers: fail a chosen write, hold reads or writes until a test releases them.
 
-Each wraps any :class:`~mledger.storage._base.Store` and implements the whole protocol explicitly
+Each wraps any :class:`~mledger.storage.Store` and implements the whole protocol explicitly
 (no ``__getattr__`` forwarding): a method added to the protocol must be added here, so that a
 new write path can never bypass fault injection unnoticed.
 
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple, NoReturn, TypeVar
 
-from ..core._errors import MLedgerError
+from ..core import MLedgerError
 from ._base import Store, Versioned
 
 __all__ = [

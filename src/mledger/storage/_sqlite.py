@@ -5,7 +5,7 @@ Theory of operation
 The directory holds ``mledger.db`` (with SQLite's ``-wal``/``-shm`` companions) and ``LOCK``.
 Opening a store takes an exclusive ``flock`` on ``LOCK`` and writes the holder's pid into it,
 so a second process (or a second store object in this process) is refused with
-:class:`~mledger.core._errors.StoreLockedError` instead of both writing one database. The kernel
+:class:`~mledger.core.StoreLockedError` instead of both writing one database. The kernel
 drops the lock when its holder exits, a SIGKILL included, so a crashed process never leaves a
 stale lock behind. (``flock`` is advisory and unreliable on network file systems: keep data
 directories on local disks.)
@@ -81,7 +81,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..core._errors import (
+from ..core import (
     BadVersionError,
     ConfigError,
     LedgerNotFoundError,
@@ -186,7 +186,7 @@ class SqliteStoreStats:
 
 
 class SqliteStore:
-    """A :class:`~mledger.storage._base.Store` kept in a SQLite database under ``path``.
+    """A :class:`~mledger.storage.Store` kept in a SQLite database under ``path``.
 
     ``path`` is a directory, created if missing. ``max_entry_size`` None keeps the stored
     limit (``DEFAULT_MAX_ENTRY_SIZE``, 5 MiB, for a new store); a value is adopted and stored.

@@ -108,10 +108,10 @@ def run_replay(
     """Replay ``source`` on ``spark`` into ``out_dir/{cursors,anomalies,partitions}``.
 
     ``source``: a prepared log (path or opened), or raw logs (path or a checked
-    :class:`~mledger.replay._inputs.InputPlan`), prepared first (see the module docstring).
+    :class:`~mledger.replay.InputPlan`), prepared first (see the module docstring).
     Paths and files are checked before any Spark job runs. ``sweep`` / ``fixed``: see
-    :func:`~mledger.replay._sweep.variants`. Returns the summary (a
-    :class:`~mledger.replay._summary.SweepSummary` with a sweep).
+    :func:`~mledger.replay.variants`. Returns the summary (a
+    :class:`~mledger.replay.SweepSummary` with a sweep).
     """
     settings = settings or ReplaySettings()
     started = time.perf_counter()

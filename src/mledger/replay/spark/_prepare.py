@@ -40,8 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from ...core._errors import MLedgerError
-from ...core._ints import as_int64
+from ...core import MLedgerError, as_int64
 from .._inputs import InputPlan, ReadTask, filesystem_for, parquet_topics, read_task
 from .._layout import (
     PREPARED_SCHEMA,

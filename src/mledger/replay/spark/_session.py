@@ -100,13 +100,13 @@ def build_session(
     session with :func:`stop_session` (which publishes it). ``jvm_options``: HotSpot settings
     for a local JVM started here (:data:`SHORT_JOB_JIT_OPTIONS`, or
     :data:`SCHEDULER_JVM_OPTIONS` when the JVM only schedules Python tasks). Raises
-    ``mledger.core._errors.MissingExtraError`` without pyspark.
+    ``mledger.core.MissingExtraError`` without pyspark.
     """
     global _writing_archive
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        from ...core._errors import MissingExtraError
+        from ...core import MissingExtraError
 
         raise MissingExtraError("the Spark replay needs pyspark: pip install 'mledger[spark]'") from exc
     local = is_local(master)

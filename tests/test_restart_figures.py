@@ -1,0 +1,240 @@
+"""The crash and unload figures (issue 33 item 3): what a stop would redeliver, in messages and
+entries, now and at the worst instant, kept incrementally by the cursor state store and equal to
+a real recovery's answer after every step, under every preset."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from restart_logs import Log, redelivered, settings_for
+
+PRESETS = [None, "pulsar-3.0", "pulsar-4.0", "pulsar-4.1", "pulsar-newest"]
+
+
+def test_crash_and_unload_figures_on_a_batched_log() -> None:
+    """pulsar-4.1 in the range format with ``max_unacked_ranges_to_persist=0`` (one range kept:
+    N + 1 before #25548), one batch state kept, Guava's limiter at one permit a second (created
+    with the cursor at 0 s); entries of 3, 1, 3, 1, 3 messages.
+
+    * t=1 ack entry 1 whole: granted (N = 1.0), one range: nothing lost.
+    * t=1.2 ack entry 3: granted back to back (N = 2.0), but the cap keeps one range: a crash
+      loses entry 3 (1 message), lost to the limits.
+    * t=1.4 ack index 0 of entry 0 and index 1 of entry 2: refused (N = 2.0): a crash also loses those:
+      3 messages, 3 entries (the maximum in entries, at 1.4 s). An unload writes the node
+      (``persistPositionWhenClosing``: ``maxUnackedRangesToPersist`` is not > 0), one of the 2
+      ranges, and 4.1 reads no batch state back from it: 3 messages, 3 entries.
+    * t=2.5 ack entry 4 (3 messages) whole: persisted. Ranges (0..1] and (2..4], one kept:
+      entries 3 and 4 lost (4 messages), and of the 2 batch states the first is kept: index 1 of
+      entry 2 lost too. A crash: 5 messages, 3 entries (the maximum in messages, at 2.5 s), all
+      of it lost to the limits. An unload: 4 messages of the ranges, 2 of the batch states:
+      6 messages, 4 entries.
+    """
+    log = Log(
+        settings_for(
+            "pulsar-4.1",
+            throttle_mark_delete=1.0,
+            persist_individual_ack_as_long_array=False,
+            max_unacked_ranges_to_persist=0,
+            max_batch_deleted_index_to_persist=1,
+        )
+    )
+    p = log.produce([3, 1, 3, 1, 3])
+    log.at(1)
+    log.cursor.delete(p[1])
+    log.at(1.2)
+    log.cursor.delete(p[3])
+    f = log.cursor.stats().persistence
+    assert (f.redelivered_after_crash.messages, f.redelivered_after_crash_limits.messages) == (1, 1)
+    log.at(1.4)
+    log.ack_indexes(p[0], [0], 3)
+    log.ack_indexes(p[2], [1], 3)
+    f = log.cursor.stats().persistence
+    assert (f.redelivered_after_crash.messages, f.redelivered_after_crash.entries) == (3, 3)
+    assert (f.redelivered_after_unload.messages, f.redelivered_after_unload.entries) == (3, 3)
+    log.at(2.5)
+    log.cursor.delete(p[4])
+    f = log.cursor.stats().persistence
+    crash, limits, unload = f.redelivered_after_crash, f.redelivered_after_crash_limits, f.redelivered_after_unload
+    assert (crash.messages, crash.entries) == (limits.messages, limits.entries) == (5, 3)
+    assert (crash.messages_max, crash.messages_max_at_ms, crash.entries_max, crash.entries_max_at_ms) == (
+        5,
+        2500,
+        3,
+        1400,
+    )
+    assert (unload.messages, unload.entries, unload.messages_max, unload.messages_max_at_ms) == (6, 4, 6, 2500)
+    assert f.redelivered_after_unload_limits == unload
+    assert (f.redelivered_after_restart, f.redelivered_after_restart_max) == (5, 5)  # the old names
+    assert redelivered(log.acked(), log.crash_recovery()) == (5, 3)
+    assert redelivered(log.acked(), log.unload_recovery()) == (6, 4)
+
+
+STEP = st.one_of(
+    st.tuples(st.just("ack"), st.integers(0, 11)),
+    st.tuples(st.just("acks"), st.integers(0, 11)),
+    st.tuples(st.just("index"), st.integers(0, 11), st.integers(0, 2)),
+    st.tuples(st.just("mark"), st.integers(0, 11)),
+    st.tuples(st.just("tick"), st.sampled_from([300, 1000])),
+    st.tuples(st.just("flush"), st.just(0)),
+    st.tuples(st.just("reset"), st.integers(0, 11)),
+)
+
+
+def run(preset: str | None, config: dict[str, Any], sizes: list[int], steps: list[tuple[Any, ...]]) -> Log:
+    log = Log(settings_for(preset, **config))
+    positions = log.produce(sizes[:6])
+    log.roll()
+    positions += log.produce(sizes[6:])
+    for step in steps:
+        kind, k = step[0], step[1]
+        if kind == "tick":
+            log.clock.advance(k)
+            continue
+        if kind == "flush":
+            log.cursor.flush()
+            continue
+        p = positions[k]
+        if kind == "ack":
+            log.cursor.delete(p)
+        elif kind == "acks":
+            log.cursor.delete_many(positions[k : k + 3])
+        elif kind == "index":
+            log.ack_indexes(p, [min(step[2], sizes[k] - 1)], sizes[k])
+        elif kind == "mark" and p >= log.cursor.mark_delete_position:
+            log.cursor.mark_delete(p)
+        elif kind == "reset":
+            log.reset(p)
+    return log
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    config=st.fixed_dictionaries(
+        {
+            "max_unacked_ranges_to_persist": st.sampled_from([1, 2, 5]),
+            "max_batch_deleted_index_to_persist": st.sampled_from([1, 3]),
+            "max_unacked_ranges_to_persist_in_metadata_store": st.sampled_from([1, 1000]),
+            "throttle_mark_delete": st.sampled_from([0.0, 1.0]),
+        }
+    ),
+    sizes=st.lists(st.sampled_from([1, 2, 3]), min_size=12, max_size=12),
+    steps=st.lists(STEP, min_size=1, max_size=8),
+)
+def test_incremental_figures_equal_a_real_recovery_after_every_step(
+    preset: str | None, config: dict[str, Any], sizes: list[int], steps: list[tuple[Any, ...]]
+) -> None:
+    """After every step: the crash figure equals what a broker started on a copy of the store
+    redelivers, the unload figure what one started after closing the managed ledger (the same
+    steps replayed on a fresh log, then closed), and each maximum is the largest of those
+    answers so far (a step is one change, one instant: a write counts as done with the change
+    that caused it)."""
+    worst_crash = worst_unload = 0
+    for n in range(1, len(steps) + 1):
+        log = run(preset, config, sizes, steps[:n])
+        f = log.cursor.stats().persistence
+        crash = redelivered(log.acked(), log.crash_recovery())
+        assert (f.redelivered_after_crash.messages, f.redelivered_after_crash.entries) == crash, steps[:n]
+        assert f.redelivered_after_crash_limits.messages <= f.redelivered_after_crash.messages
+        worst_crash = max(worst_crash, crash[0])
+        assert f.redelivered_after_crash.messages_max == worst_crash
+        unload = (f.redelivered_after_unload.messages, f.redelivered_after_unload.entries)
+        assert unload == redelivered(log.acked(), log.unload_recovery()), steps[:n]
+        worst_unload = max(worst_unload, unload[0])
+        assert f.redelivered_after_unload.messages_max == worst_unload
+
+
+def test_a_flush_tick_persists_what_the_rate_limit_held_back_on_every_open_ledger() -> None:
+    """``ManagedLedgerFactoryImpl.flushCursors``: at each tick every cursor of every open
+    managed ledger flushes (``ManagedCursorImpl.flush``): the crash figure falls to what the
+    limits lose. Two ledgers, one persist a second: the acks at 1.2 s wait; the tick writes
+    them, a second tick finds nothing dirty."""
+    log = Log(settings_for(None, throttle_mark_delete=1.0))
+    factory = log.factory
+    second = factory.open("persistent://public/default/other", log.settings.ledger)
+    cursor = second.open_cursor("s")
+    positions = log.produce([1, 1, 1])
+    other = [second.add_entry(b"m") for _ in range(3)]
+    log.at(1)
+    log.cursor.delete(positions[0])
+    cursor.delete(other[0])
+    log.at(1.2)
+    log.cursor.delete(positions[2])
+    cursor.delete(other[2])
+    assert crash_messages(log.cursor) == crash_messages(cursor) == 1
+    assert factory.cursor_flush_interval_ms == 60_000
+    assert factory.flush_cursors() == 2
+    assert crash_messages(log.cursor) == crash_messages(cursor) == 0
+    assert factory.flush_cursors() == 0
+
+
+def crash_messages(cursor: Any) -> int:
+    return int(cursor.stats().persistence.redelivered_after_crash.messages)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    preset=st.sampled_from(PRESETS),
+    cap=st.integers(0, 6),
+    order=st.permutations(list(range(40))),
+    sizes=st.lists(st.sampled_from([1, 1, 2, 3]), min_size=40, max_size=40),
+)
+def test_the_close_tracker_follows_single_acks_as_a_fresh_count_does(
+    preset: str | None, cap: int, order: list[int], sizes: list[int]
+) -> None:
+    """Single acks in any order past the cap (every change throttled: the unload figure follows
+    each ack from its position alone): after each, the tracker equals one built from scratch,
+    and the unload figure what a close's record, read back, loses."""
+    log = Log(settings_for(preset, throttle_mark_delete=1.0, max_unacked_ranges_to_persist=cap))
+    positions = log.produce(sizes[:20])
+    log.roll()
+    positions += log.produce(sizes[20:])
+    log.cursor.delete(positions[39])  # the first change persists; the rest wait
+    store = log.cursor._store
+    followed = over = 0
+    for k in order[:30]:
+        log.cursor.delete(positions[k])
+        over += log.cursor.stats().individually_deleted_entries > cap
+        tracker = store._tracker
+        if tracker is not None:
+            tracker._check()
+            followed += 1
+        unload = log.cursor.stats().persistence.redelivered_after_unload
+        held = store._built_close_held(log.cursor._snapshot())
+        from mledger.managed_ledger._restart_figures import redelivered as lost_to
+
+        assert (unload.messages, unload.entries) == lost_to(log.cursor._snapshot(), held, log.ml)
+    assert followed or not over  # past the cap, single acks were followed one by one
+
+
+@pytest.mark.parametrize(("preset", "waiting", "after_tick"), [("pulsar-4.1", 1, 0), (None, 2, 2)])
+def test_the_replay_model_runs_the_flush_ticks_of_event_time_under_a_preset(
+    preset: str | None, waiting: int, after_tick: int
+) -> None:
+    """The replay's broker model under a preset: one fixed-rate flush timer from the broker's
+    start (the first event time, 1 s), ticking at 61 s, 121 s, ... of event time. Acks at 10 s
+    and 10.001 s are granted (back to back after the idle), the one at 10.5 s is refused and
+    waits: a crash then redelivers 1. At 70 s the tick of 61 s has written it. Without a preset
+    mledger's own throttle (one persist a second after the last) holds 10.001 s back too, and
+    has no flush: both still wait."""
+    import numpy as np
+
+    from mledger.replay import SubscriptionSpec
+    from mledger.replay._broker_model import BrokerModel
+
+    model = BrokerModel("persistent://public/default/t", -1, settings_for(preset, throttle_mark_delete=1.0))
+    model.set_time(1_000)
+    model.start(1)
+    model.append(1, np.ones(10, dtype=np.int64))
+    model.subscribe(SubscriptionSpec("s"))
+    for t, entry in ((10_000, 0), (10_001, 2), (10_500, 4)):
+        model.set_time(t)
+        model.ack("s", np.array([[1, entry]], dtype=np.int64))
+    cursor = model._subs["s"].cursor
+    assert crash_messages(cursor) == waiting and cursor.is_dirty
+    model.set_time(70_000)
+    assert crash_messages(cursor) == after_tick
+    model.set_time(10**12)  # ticks over a long idle: skipped once nothing is dirty
+    assert crash_messages(cursor) == after_tick
