@@ -140,15 +140,15 @@ class AckRangeSet:
         if bm is None:
             bm = self._bitmaps[ledger_id] = BitMap()
         before = len(bm)
-        batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
-        if self._extra and ledger_id in self._extra:
-            fresh = BitMap(batch) - bm
-            if fresh:
-                new_ids = np.frombuffer(fresh.to_array(), dtype=np.uint32)
-                self._extra[ledger_id] += self._weights.extra_of(ledger_id, new_ids)  # type: ignore[union-attr]
-        bm.update(batch)
+        bm.update(array.array("I", values.astype(np.uint32, copy=False).tobytes()))
         added = len(bm) - before
         if added:
+            extra = self._extra
+            if extra and ledger_id in extra:
+                if added == len(values):  # every value distinct and new: their messages add up
+                    extra[ledger_id] += self._weights.extra_of(ledger_id, values)  # type: ignore[union-attr]
+                else:  # some were acked already: recounted from the runs when next asked
+                    del extra[ledger_id]
             self._changed(ledger_id, keep_extra=True)
             self._cardinality += added
         elif before == 0:
@@ -585,9 +585,19 @@ class AckRangeSet:
         :meth:`weigh`), else O(their ranges)."""
         if not weights.batched:
             return 0
-        return sum(
-            self.ledger_extra_messages(ledger_id, weights) for ledger_id in self._bitmaps if weights.has(ledger_id)
-        )
+        if weights is not self._weights:
+            return sum(
+                self.ledger_extra_messages(ledger_id, weights) for ledger_id in self._bitmaps if weights.has(ledger_id)
+            )
+        total = 0
+        kept, versions = self._extra, self._extra_version
+        for ledger_id in self._bitmaps:  # the kept counts inline: this runs on every observed change
+            value = kept.get(ledger_id)
+            if value is not None and versions[ledger_id] == weights.version(ledger_id):
+                total += value
+            elif weights.has(ledger_id):
+                total += self.ledger_extra_messages(ledger_id, weights)
+        return total
 
     def ledger_extra_messages(self, ledger_id: int, weights: EntryMessages) -> int:
         """:meth:`extra_messages` of one ledger."""
