@@ -121,7 +121,8 @@ class AckRangeSet:
         bm.add_range(first_entry, last_entry + 1)
         added = (last_entry - first_entry + 1) - before
         if added:
-            self._changed(ledger_id)
+            # a whole new run keeps the ledger's extra messages in O(1); any other change recounts
+            self._changed(ledger_id, keep_extra=not before and self._follow_extra(ledger_id, first_entry, last_entry))
             self._cardinality += added
         return added
 
@@ -222,12 +223,17 @@ class AckRangeSet:
             self._changed(first)
         bm = bitmaps.get(ledger_id)
         if bm is not None and entry_id >= 0 and bm.min() <= entry_id:
-            before = len(bm)
-            bm.remove_range(0, min(entry_id, MAX_ENTRY_ID) + 1)
-            removed += before - len(bm)
-            self._changed(ledger_id)
+            before, first = len(bm), bm.min()
+            last = min(entry_id, MAX_ENTRY_ID)
+            bm.remove_range(0, last + 1)
+            gone = before - len(bm)
+            removed += gone
+            # one run absorbed (the mark-delete's usual move) keeps the extra messages in O(1)
+            whole_run = gone == last - first + 1
+            self._changed(ledger_id, keep_extra=whole_run and self._follow_extra(ledger_id, first, last, -1))
             if not bm:
                 del bitmaps[ledger_id]
+                self._extra.pop(ledger_id, None)
         self._cardinality -= removed
         return removed
 
@@ -568,6 +574,15 @@ class AckRangeSet:
         self._run_arrays.pop(ledger_id, None)
         if not keep_extra:
             self._extra.pop(ledger_id, None)
+
+    def _follow_extra(self, ledger_id: int, first: int, last: int, sign: int = 1) -> bool:
+        """The run ``[first, last]`` of one ledger was all added (``sign`` 1) or all removed
+        (-1): its kept extra messages follow, O(1). True (always possible)."""
+        extra = self._extra
+        if extra and ledger_id in extra:
+            runs = np.array([first], dtype=np.int64), np.array([last], dtype=np.int64)
+            extra[ledger_id] += sign * self._weights.extra_in_runs(ledger_id, *runs)  # type: ignore[union-attr]
+        return True
 
     # -- messages -----------------------------------------------------------------------------
     def weigh(self, weights: EntryMessages | None) -> None:

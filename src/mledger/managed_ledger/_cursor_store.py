@@ -591,6 +591,7 @@ class CursorStateStore:
             long_array,
             cfg.max_unacked_ranges_to_persist_in_metadata_store if writable else None,
             rooms,
+            self._figures.acked_extra,  # the snapshot just tallied
         )
         reader = self._reader(for_restart=True)
         self._tracker_batch = (

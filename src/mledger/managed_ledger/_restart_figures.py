@@ -248,6 +248,11 @@ class RestartFigures:
         """The batch states of the snapshot last tallied (the store reads ``words``)."""
 
     @property
+    def acked_extra(self) -> int:
+        """Messages beyond one of the acked entries of the snapshot last tallied."""
+        return self._acked_extra
+
+    @property
     def held(self) -> Held | None:
         """What a crash now recovers (None before anything was stored)."""
         return self._held
