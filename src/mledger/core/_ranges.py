@@ -134,22 +134,33 @@ class AckRangeSet:
         values = np.asarray(entry_ids if isinstance(entry_ids, np.ndarray) else list(entry_ids))
         if values.size == 0:
             return 0
-        if values.min() < 0 or values.max() > MAX_ENTRY_ID:
-            bad = int(values.min()) if values.min() < 0 else int(values.max())
-            _bad_entry(ledger_id, bad)
+        low = values.min()
+        if low < 0 or values.max() > MAX_ENTRY_ID:
+            _bad_entry(ledger_id, int(low) if low < 0 else int(values.max()))
         bm = self._bitmaps.get(ledger_id)
         if bm is None:
             bm = self._bitmaps[ledger_id] = BitMap()
         before = len(bm)
-        bm.update(array.array("I", values.astype(np.uint32, copy=False).tobytes()))
+        batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
+        extra = self._extra
+        kept = bool(extra) and ledger_id in extra
+        if kept and before and low <= bm.max():  # some may be acked already: count the new ones
+            incoming = BitMap(batch)
+            fresh = incoming - bm
+            if fresh:
+                new_ids = np.frombuffer(fresh.to_array(), dtype=np.uint32)
+                extra[ledger_id] += self._weights.extra_of(ledger_id, new_ids)  # type: ignore[union-attr]
+            bm |= incoming
+            kept = False  # counted
+        else:
+            bm.update(batch)
         added = len(bm) - before
         if added:
-            extra = self._extra
-            if extra and ledger_id in extra:
-                if added == len(values):  # every value distinct and new: their messages add up
+            if kept:  # all above the ledger's acks: each new once, unless repeated in the batch
+                if added == len(values):
                     extra[ledger_id] += self._weights.extra_of(ledger_id, values)  # type: ignore[union-attr]
-                else:  # some were acked already: recounted from the runs when next asked
-                    del extra[ledger_id]
+                else:
+                    del extra[ledger_id]  # recounted from the runs when next asked
             self._changed(ledger_id, keep_extra=True)
             self._cardinality += added
         elif before == 0:
