@@ -57,7 +57,7 @@ import posixpath
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,7 +69,16 @@ import pyarrow.parquet as pq
 
 from ..broker import AckRecord, PublishContext
 from ..core import ConfigError, Position
-from ._poll_events import ObservedEntry
+from ._poll_events import (
+    Acked,
+    Anomaly,
+    CaptureEvent,
+    EntrySeen,
+    ObservedEntry,
+    SubscriptionCreated,
+    SubscriptionDeleted,
+    SubscriptionReset,
+)
 from ._schema import (
     ACKED_SCHEMA,
     CANCELLED_SCHEMA,
@@ -85,7 +94,9 @@ __all__ = [
     "ObservedEntry",
     "RecordSettings",
     "Recorder",
+    "RowJournal",
     "read_recording_status",
+    "rows_table",
     "warn_if_incomplete",
 ]
 
@@ -156,47 +167,18 @@ class _Partition:
         return last is not None and required <= last
 
 
-class Recorder:
-    """Writes a broker's stored entries and cursor changes under ``directory`` as raw logs.
+class RowJournal:
+    """A broker journal's rows, stamped in replay order (see "Order" in the module docstring)
+    and handed to :meth:`_put` under the lock: the :class:`Recorder` queues them for its
+    Parquet writer, ``mledger watch`` feeds them to its replay (:mod:`mledger.replay._watch`).
+    Events waiting for their produced rows count against ``max_waiting_rows``; one more is
+    dropped (:meth:`_drop`). Thread-safe."""
 
-    See the module docstring. Thread-safe; every journal method returns at once. ``close``
-    (idempotent) writes what is queued and marks the session stopped. A directory holding an
-    earlier recording is appended to (a new session; parts of each session sort after the
-    earlier ones). Raises ``ConfigError`` when ``directory`` cannot be created or written.
-    """
-
-    def __init__(self, directory: str | Path, settings: RecordSettings | None = None) -> None:
-        self.directory = Path(directory)
-        self.settings = settings or RecordSettings()
+    def __init__(self, max_waiting_rows: int) -> None:
         self._lock = threading.Lock()
-        self._queue: deque[tuple[str, list[Row]]] = deque()
-        self._queued_rows = 0
         self._partitions: dict[tuple[str, int], _Partition] = {}
-        self._dropped = 0
-        self._dropped_span: tuple[int, int] | None = None  # first and last drop (ms)
-        self._written = dict.fromkeys(_LOGS, 0)
-        self._incomplete: tuple[int, str] | None = None
-        self._status_dirty = False
-        self._closed = False
-        self._wake = threading.Event()
-        self._session = int(time.time() * 1000)
-        self._parts = 0
-        try:
-            for name in _LOGS:
-                (self.directory / name).mkdir(parents=True, exist_ok=True)
-                for leftover in (self.directory / name).glob(".part-*"):
-                    leftover.unlink()  # a part an earlier process was writing when it died
-            _status_temp(self.directory).unlink(missing_ok=True)  # the same for the status file
-            for name, schema in _SCHEMAS.items():  # every log exists, even one nothing is written to
-                if not any((self.directory / name).glob("part-*.parquet")):
-                    empty = self.directory / name / f"part-{self._session:013d}-{0:08d}.parquet"
-                    pq.write_table(schema.empty_table(), empty)
-            self._status = self._load_status()
-            self._write_status()
-        except OSError as exc:
-            raise ConfigError(f"cannot record into {self.directory}: {exc}") from None
-        self._writer = threading.Thread(target=self._run, name="mledger-recorder", daemon=True)
-        self._writer.start()
+        self._queued_rows = 0
+        self._max_waiting_rows = max_waiting_rows
 
     # -- the journal ------------------------------------------------------------------------------
     def entries_persisted(
@@ -317,43 +299,34 @@ class Recorder:
         """A ``deleted`` row."""
         self._subscription_event(topic, partition, subscription, SUBSCRIPTION_DELETED, None, None, None, None, now_ms)
 
+    def write_events(self, events: Iterable[CaptureEvent]) -> None:
+        """A cluster poller's events (:mod:`mledger.replay._poll_events`) as rows; an anomaly is
+        a change not recorded (:meth:`not_recorded`)."""
+        for event in events:
+            match event:
+                case EntrySeen(topic, partition, position, entry):
+                    self.entry_observed(topic, partition, position, entry)
+                case Acked(topic, partition, name, acks, ts):
+                    self.acked(topic, partition, name, acks, ts)
+                case SubscriptionCreated(topic, partition, name, sub_type, mark_delete, ts):
+                    self.subscription_created(topic, partition, name, sub_type, "earliest", mark_delete, ts)
+                case SubscriptionReset(topic, partition, name, position, ts):
+                    self.subscription_reset(topic, partition, name, position, ts)
+                case SubscriptionDeleted(topic, partition, name, ts):
+                    self.subscription_deleted(topic, partition, name, ts)
+                case Anomaly(kind, topic, detail, ts):
+                    self.not_recorded(f"capture anomaly {kind}{f' on {topic}' if topic else ''}: {detail}", ts)
+
     def not_recorded(self, what: str, now_ms: int) -> None:
-        """A change the logs cannot express: the recording is incomplete from now."""
-        with self._lock:
-            self._mark_incomplete(now_ms, f"not recorded: {what}")
+        """A change the logs cannot express."""
+        raise NotImplementedError
 
-    # -- lifecycle --------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Write everything queued (deferred events too), close the session. Idempotent."""
+    def seal(self) -> None:
+        """Stamp every later row after every row stamped so far (``mledger watch`` feeds its
+        replay up to here: a later row of the same time would sort before rows already fed)."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
             for part in self._partitions.values():
-                while part.waiting:  # their produced rows never came: written as they are,
-                    _, name, is_sub, make = part.waiting.popleft()  # at their partition's last time
-                    self._put(name, make(part.stamp(-1, is_sub)))
-        self._wake.set()
-        self._writer.join()
-
-    @property
-    def dropped_rows(self) -> int:
-        """Rows lost so far (queue full, or their part could not be written)."""
-        return self._dropped
-
-    @property
-    def complete(self) -> bool:
-        """Whether everything the broker did so far is recorded (or still queued). The status
-        file says ``complete`` only once ``close`` has also written it all."""
-        return self._incomplete is None
-
-    def flush(self, timeout: float = 30.0) -> bool:
-        """Write what is queued now (for tests and tools); False when ``timeout`` passed first."""
-        done = threading.Event()
-        with self._lock:
-            self._queue.append(("", [(done,)]))
-        self._wake.set()
-        return done.wait(timeout)
+                part.floor = max(part.floor, part.last_ts + 1)
 
     # -- internals: the broker's side ----------------------------------------------------------
     def _partition(self, topic: str, partition: int) -> _Partition:
@@ -400,7 +373,7 @@ class Recorder:
             if part.waiting or not part.covers(required):
                 part.waiting.append((required, name, is_sub, make))
                 self._queued_rows += 1  # counted against the cap while it waits
-                if self._queued_rows > self.settings.max_pending_rows:
+                if self._queued_rows > self._max_waiting_rows:
                     self._drop(1, now, "too many events wait for their produced rows")
                     part.waiting.pop()
                     self._queued_rows -= 1
@@ -412,6 +385,93 @@ class Recorder:
             _, name, is_sub, make = part.waiting.popleft()
             self._queued_rows -= 1
             self._put(name, make(part.stamp(now_ms, is_sub)))
+
+    def _put(self, name: str, rows: list[Row]) -> None:
+        """Take stamped rows of log ``name`` (the caller holds the lock)."""
+        raise NotImplementedError
+
+    def _drop(self, n: int, now_ms: int, why: str) -> None:
+        """``n`` rows were lost (the caller holds the lock)."""
+        raise NotImplementedError
+
+
+class Recorder(RowJournal):
+    """Writes a broker's stored entries and cursor changes under ``directory`` as raw logs.
+
+    See the module docstring. Thread-safe; every journal method returns at once. ``close``
+    (idempotent) writes what is queued and marks the session stopped. A directory holding an
+    earlier recording is appended to (a new session; parts of each session sort after the
+    earlier ones). Raises ``ConfigError`` when ``directory`` cannot be created or written.
+    """
+
+    def __init__(self, directory: str | Path, settings: RecordSettings | None = None) -> None:
+        self.directory = Path(directory)
+        self.settings = settings or RecordSettings()
+        super().__init__(self.settings.max_pending_rows)
+        self._queue: deque[tuple[str, list[Row]]] = deque()
+        self._dropped = 0
+        self._dropped_span: tuple[int, int] | None = None  # first and last drop (ms)
+        self._written = dict.fromkeys(_LOGS, 0)
+        self._incomplete: tuple[int, str] | None = None
+        self._status_dirty = False
+        self._closed = False
+        self._wake = threading.Event()
+        self._session = int(time.time() * 1000)
+        self._parts = 0
+        try:
+            for name in _LOGS:
+                (self.directory / name).mkdir(parents=True, exist_ok=True)
+                for leftover in (self.directory / name).glob(".part-*"):
+                    leftover.unlink()  # a part an earlier process was writing when it died
+            _status_temp(self.directory).unlink(missing_ok=True)  # the same for the status file
+            for name, schema in _SCHEMAS.items():  # every log exists, even one nothing is written to
+                if not any((self.directory / name).glob("part-*.parquet")):
+                    empty = self.directory / name / f"part-{self._session:013d}-{0:08d}.parquet"
+                    pq.write_table(schema.empty_table(), empty)
+            self._status = self._load_status()
+            self._write_status()
+        except OSError as exc:
+            raise ConfigError(f"cannot record into {self.directory}: {exc}") from None
+        self._writer = threading.Thread(target=self._run, name="mledger-recorder", daemon=True)
+        self._writer.start()
+
+    def not_recorded(self, what: str, now_ms: int) -> None:
+        """A change the logs cannot express: the recording is incomplete from now."""
+        with self._lock:
+            self._mark_incomplete(now_ms, f"not recorded: {what}")
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Write everything queued (deferred events too), close the session. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for part in self._partitions.values():
+                while part.waiting:  # their produced rows never came: written as they are,
+                    _, name, is_sub, make = part.waiting.popleft()  # at their partition's last time
+                    self._put(name, make(part.stamp(-1, is_sub)))
+        self._wake.set()
+        self._writer.join()
+
+    @property
+    def dropped_rows(self) -> int:
+        """Rows lost so far (queue full, or their part could not be written)."""
+        return self._dropped
+
+    @property
+    def complete(self) -> bool:
+        """Whether everything the broker did so far is recorded (or still queued). The status
+        file says ``complete`` only once ``close`` has also written it all."""
+        return self._incomplete is None
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Write what is queued now (for tests and tools); False when ``timeout`` passed first."""
+        done = threading.Event()
+        with self._lock:
+            self._queue.append(("", [(done,)]))
+        self._wake.set()
+        return done.wait(timeout)
 
     def _put(self, name: str, rows: list[Row]) -> None:
         """Queue rows (caller holds the lock), or drop them when the queue is full."""
@@ -476,16 +536,11 @@ class Recorder:
             marker.set()
 
     def _write_part(self, name: str, rows: list[Row]) -> None:
-        schema = _SCHEMAS[name]
         self._parts += 1
         final = self.directory / name / f"part-{self._session:013d}-{self._parts:08d}.parquet"
         temp = final.with_name("." + final.name + ".tmp")
         try:
-            # one conversion of the row tuples as a struct array: a few times faster than
-            # transposing them into columns and converting each
-            rows_array = pa.array(rows, type=pa.struct(list(schema)))
-            table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(rows_array)]).cast(schema)
-            pq.write_table(table, temp)
+            pq.write_table(rows_table(name, rows), temp)
             os.replace(temp, final)
             self._written[name] += len(rows)
         except (OSError, pa.ArrowException) as exc:
@@ -550,6 +605,15 @@ class Recorder:
             self._write_status()
         except OSError as exc:  # a full disk: the file on disk still says incomplete
             log.debug("cannot write %s: %s", RECORDING_FILE, exc)
+
+
+def rows_table(name: str, rows: list[Row]) -> pa.Table:
+    """Stamped rows of log ``name`` as a table of its schema."""
+    schema = _SCHEMAS[name]
+    # one conversion of the row tuples as a struct array: a few times faster than transposing
+    # them into columns and converting each
+    rows_array = pa.array(rows, type=pa.struct(list(schema)))
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(rows_array)]).cast(schema)
 
 
 def _status_temp(directory: Path) -> Path:
