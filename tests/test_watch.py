@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -193,6 +194,35 @@ def test_collector_names_every_family_mledger_watch() -> None:
     assert f"mledger_watch_frame_limit_seconds{{{labels}}} +Inf" in samples
     assert "mledger_watch_anomalies_total 2.0" in samples and "mledger_watch_polls_total 1.0" in samples
     assert 'mledger_watch_subscriptions{status="LOSING_STATE"} 1.0' in samples
+
+
+DASHBOARD = Path(__file__).parent.parent / "docs" / "replay" / "grafana-watch.json"
+
+
+def test_grafana_dashboard_queries_only_metrics_watch_exposes() -> None:
+    live = watch()
+    live.events([*entries(0, 3, 0), SubscriptionCreated(T, -1, "s", "SHARED", Position(3, -1), 1_000)])
+    collector = WatchCollector()
+    collector.update(live.feed(SUMMARY, 1_000))
+    exposed = {sample.name for family in collector.collect() for sample in family.samples}
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["title"] and dashboard["uid"] and isinstance(dashboard["schemaVersion"], int)
+    variables = {v["name"] for v in dashboard["templating"]["list"]}
+    panels = dashboard["panels"]
+    assert panels and len({p["id"] for p in panels}) == len(panels)
+    used: set[str] = set()
+    for panel in panels:
+        assert panel["title"] and panel["type"] in {"timeseries", "table", "stat", "bargauge"}, panel
+        assert {"x", "y", "w", "h"} <= set(panel["gridPos"]) and panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["refId"] and target["datasource"]["uid"] == "${datasource}"
+            used.update(re.findall(r"\bmledger_watch_\w+", target["expr"]))
+            assert set(re.findall(r"\$(\w+)", target["expr"])) <= variables | {"__rate_interval"}, target["expr"]
+    assert used and used <= exposed, used - exposed  # a metric renamed in WatchCollector fails here
+    wanted = {"mledger_watch_subscriptions", "mledger_watch_redelivered_after_crash",
+              "mledger_watch_redelivered_after_unload", "mledger_watch_persist_limit_seconds",
+              "mledger_watch_frame_limit_seconds", "mledger_watch_state_bytes"}  # fmt: skip
+    assert wanted <= used
 
 
 # -- against mledger standalone, with the real client ----------------------------------------------------
@@ -499,6 +529,44 @@ def test_watch_changes_nothing_on_the_cluster(tmp_path: Path) -> None:
         proxy.close()
         stop(proc)  # the recorder writes everything left
     assert recorded_rows(recording) == rows_before  # the broker changed nothing: no entry, ack or subscription
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_stops_a_waiting_watch_and_its_report_renders(standalone: dict[str, str], tmp_path: Path) -> None:
+    """Item 4's stop: a watch waiting out a 60 s interval ends soon after SIGTERM, cleanly, its
+    round printed; and ``--report DIR`` left that round as a replay output ``mledger report``
+    renders."""
+    leave_holes(standalone["service_url"])
+    wait_until(lambda: internal_cursor(standalone["admin_url"], T, "s1")["individuallyDeletedMessages"].count("(") == 30,
+               "the acks never reached the cursor")  # fmt: skip
+    report = tmp_path / "latest"
+    watcher = subprocess.Popen(
+        watch_cli(standalone, "--interval", "60s", "--defaults", "pulsar-4.0", "--metrics-bind", "127.0.0.1:0",
+                  "--set", "max_unacked_ranges_to_persist=20", "--report", str(report)),
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert watcher.stdout is not None
+        json.loads(watcher.stdout.readline())  # the metrics URL
+        first = json.loads(watcher.stdout.readline())
+        assert first["counts"] == {LOSING_STATE: 1, AT_RISK: 0, OK: 1}
+        watcher.send_signal(signal.SIGTERM)
+        # the next poll is a minute away: ending well within it is the stop, not the interval's end
+        assert watcher.wait(timeout=10) == 0
+        assert watcher.stdout.read() == ""  # no other round began
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    cursors = pq.read_table(report / "cursors").to_pylist()
+    s1 = {(r["topic"], r["subscription"]): r for r in cursors}[(T, "s1")]
+    assert (s1["ack_hole_ranges"], s1["truncated_ranges"], s1["redelivered_after_crash"]) == (30, 9, 9)
+    assert sorted(p.name for p in (report / "cursors").iterdir()) == ["part-0.parquet"]  # no temporary left
+    rendered = subprocess.run([sys.executable, "-m", "mledger.cli", "report", str(report)],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert rendered.returncode == 0, rendered.stderr
+    assert "2 subscriptions" in rendered.stdout and "1 over the limit" in rendered.stdout
+    page = (report / "report" / "index.html").read_text()
+    assert "s1" in page
 
 
 def test_rounds_json_record_is_plain_data() -> None:

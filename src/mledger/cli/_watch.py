@@ -64,6 +64,12 @@ def add_watch_arguments(cmd: argparse.ArgumentParser) -> None:
         help="host:port of the /metrics endpoint while watching (default 127.0.0.1:9180; port 0: a free one)",
     )
     cmd.add_argument(
+        "--report",
+        metavar="DIR",
+        help="after each round, write its subscriptions into DIR as the replay's cursors table (replaced "
+        "atomically) for `mledger report DIR` to render",
+    )
+    cmd.add_argument(
         "--max-history",
         type=parse_count,
         default=120,
@@ -106,7 +112,11 @@ def run_watch(args: argparse.Namespace) -> int:
                     base = await cluster_settings(admin_async)
                     scope = await namespaces_in_scope(admin_async, args)
                     chosen = watch_settings(base, await namespace_settings(admin_async, scope, base))
-                await Watch(admin_async, client, chosen).run(stop, on_round, once=args.once)
+                watch = Watch(admin_async, client, chosen)
+                if args.report is not None:
+                    await watch.run(stop, _reporter(args.report, watch, chosen, on_round), once=args.once)
+                else:
+                    await watch.run(stop, on_round, once=args.once)
             finally:
                 await admin_async.aclose()
 
@@ -247,6 +257,31 @@ def _exporter(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         print(json.dumps({"at_ms": done.at_ms, "counts": done.counts(), "anomalies": done.anomalies}), flush=True)
 
     return on_round
+
+
+def _reporter(directory: str, watch: Any, settings: Any, on_round: Any) -> Any:
+    """``on_round``, then the round's cursors table written as ``DIR/cursors/part-0.parquet``
+    (a temporary file renamed over it: a reader sees the last round or the one before, whole)
+    and the settings beside it (``DIR/settings.json``, once): a replay output directory, which
+    ``mledger report DIR`` renders."""
+    import os
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from ..replay import write_settings
+
+    cursors = Path(directory) / "cursors"
+    cursors.mkdir(parents=True, exist_ok=True)
+    write_settings(directory, settings.replay, "watch")
+
+    def on_report(done: Any) -> None:
+        on_round(done)
+        temp = cursors / ".part-0.parquet.tmp"
+        pq.write_table(watch.cursors(), temp)
+        os.replace(temp, cursors / "part-0.parquet")
+
+    return on_report
 
 
 def _table(done: Any) -> None:

@@ -122,6 +122,7 @@ _LAZY = {
     "summarize": "._summary",
     "parse_sweep": "._sweep",
     "PULSAR_DEFAULTS": "._settings",
+    "write_settings": "._settings",
     "AT_RISK": "._watch",
     "LOSING_STATE": "._watch",
     "OK": "._watch",
@@ -198,4 +199,5 @@ __all__ = [
     "read_recording_status",
     "run_single_process",
     "summarize",
+    "write_settings",
 ]

@@ -208,6 +208,11 @@ class PartitionReplayer:
         self._flush()
         return [] if self._model is None else self._model.observe()
 
+    def cursor_rows(self, results: list[SubscriptionResult]) -> pa.RecordBatch:
+        """``results`` (of :meth:`observe`) as the replay's ``cursors`` rows
+        (:data:`~mledger.replay.CURSOR_SCHEMA`: what ``mledger replay`` writes). O(len(results))."""
+        return self._cursor_batch(results)
+
     def finish(self) -> list[pa.RecordBatch]:
         """End of the events: final deliveries, cursor and partition rows."""
         return self.finish_variants()[0]

@@ -62,7 +62,7 @@ from ._poll_answers import full_name
 from ._poll_events import Anomaly, CaptureEvent
 from ._poller import AsyncAdminJson, ClusterPoller, PollBudget, PollerSettings, PollSummary
 from ._recording import Row, RowJournal, rows_table
-from ._schema import EVENT_LOGS, EVENT_SCHEMA, RECORD_FIELD, to_events
+from ._schema import CURSOR_SCHEMA, EVENT_LOGS, EVENT_SCHEMA, RECORD_FIELD, to_events
 from ._settings import ReplaySettings
 from ._subscriptions import SubscriptionRows
 
@@ -241,6 +241,7 @@ class Watch:
         self._histories: dict[tuple[str, int, str], _History] = {}
         self._subscription_rows = SubscriptionRows()
         self._gone: set[str] = set()  # topic-partitions deleted since the last feed (local names)
+        self._observed: dict[tuple[str, int], list[SubscriptionResult]] = {}  # the last round's, per replayer
         self._polls = 0
         self.replay_anomalies = 0
         """Events the replay could not apply (its ``anomalies`` output rows), counted."""
@@ -264,25 +265,38 @@ class Watch:
         await self._poller.close()
 
     async def run(self, stop: threading.Event, on_round: Callable[[WatchRound], None], *, once: bool = False) -> None:
-        """Check the named topics, poll at once, then every ``interval_s`` until ``stop`` is set
-        (a poll under way is cancelled at once: its events are fed with the next one), handing
-        each round to ``on_round``; ``once``: one poll only. Closes the readers when it ends."""
+        """Check the named topics and poll at once, then every ``interval_s`` until ``stop`` is
+        set, handing each round to ``on_round``; ``once``: one poll only. A wait or a poll under
+        way when ``stop`` is set ends within 50 ms (the poll is
+        cancelled: its round is not handed on). Closes the readers when it ends."""
         try:
-            await self.check_topics()
-            on_round(await self.poll(first=True))
-            while not once and not stop.is_set():
-                await wait_or_stop(stop, self.settings.interval_s)
-                if stop.is_set():
-                    break
+            first = True
+            while not stop.is_set():
+                if not first:
+                    await wait_or_stop(stop, self.settings.interval_s)
+                    if stop.is_set():
+                        break
                 rounds: list[WatchRound] = []
-                await until_stopped(stop, self._poll_into(rounds, PollBudget(stop.is_set)))
+                await until_stopped(stop, self._poll_into(rounds, PollBudget(stop.is_set), first=first))
                 for done in rounds:
                     on_round(done)
+                if once:
+                    break
+                first = False
         finally:
             await self.close()
 
-    async def _poll_into(self, rounds: list[WatchRound], budget: PollBudget) -> None:
-        rounds.append(await self.poll(budget))
+    async def _poll_into(self, rounds: list[WatchRound], budget: PollBudget, *, first: bool) -> None:
+        if first:
+            await self.check_topics()
+        rounds.append(await self.poll(budget, first=first))
+
+    def cursors(self) -> pa.Table:
+        """The last round's subscriptions as the replay's ``cursors`` table
+        (:data:`~mledger.replay.CURSOR_SCHEMA`, the rows ``mledger replay`` writes and
+        ``mledger report`` reads). O(subscriptions)."""
+        batches = [self._replayers[key].cursor_rows(results) for key, results in sorted(self._observed.items())]
+        return pa.Table.from_batches(batches, schema=CURSOR_SCHEMA)
 
     def events(self, events: Sequence[CaptureEvent]) -> None:
         """Take events as the poller hands them (the poller's sink; tests feed hand-made ones)."""
@@ -368,11 +382,13 @@ class Watch:
         horizon_ms = int(self.settings.horizon_s * 1000)
         rows: list[SubscriptionWatch] = []
         seen: set[tuple[str, int, str]] = set()
+        self._observed = {}
         for (topic, partition), replayer in sorted(self._replayers.items()):
             ledger = replayer.settings.ledger
             persist_limit = ledger.max_unacked_ranges_to_persist + (1 if ledger.unacked_ranges_limit_off_by_one else 0)
             frame_limit = replayer.settings.factory.frame_limit
-            for result in replayer.observe():
+            results = self._observed[(topic, partition)] = replayer.observe()
+            for result in results:
                 key = (topic, partition, result.subscription)
                 seen.add(key)
                 history = self._histories.get(key)
