@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mledger import AckRangeSet, InvalidPositionError, Position
@@ -551,3 +551,43 @@ def test_runs_of_takes_both_branches() -> None:
     for bm in (short, long):
         starts, ends = _runs_of(bm)
         assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs(bm)
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "add_many", "add_range", "remove", "remove_at_most"]),
+        st.integers(1, 3),
+        st.lists(st.integers(0, 40), min_size=1, max_size=6),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops=_OPS)
+def test_weighed_extra_messages_follow_every_change(ops: list[tuple[str, int, list[int]]]) -> None:
+    """The extra messages a weighed set keeps through adds, runs and mark-delete absorption
+    equal a count from scratch after every change."""
+    from mledger.core import EntryMessages
+
+    weights = EntryMessages()
+    for ledger in (1, 2):
+        weights.record(ledger, 0, [(e * 7) % 5 + 1 for e in range(48)])
+    s = AckRangeSet()
+    s.weigh(weights)
+    for op, ledger, ids in ops:
+        if op == "add":
+            s.add(ledger, ids[0])
+        elif op == "add_many":
+            s.add_many(ledger, ids)
+        elif op == "add_range":
+            s.add_range(ledger, min(ids), max(ids))
+        elif op == "remove":
+            s.remove(ledger, ids[0])
+        else:
+            s.remove_at_most(ledger, ids[0])
+        fresh = AckRangeSet()
+        for lower, upper in s:
+            fresh.add_open_closed(lower.ledger_id, lower.entry_id, upper.ledger_id, upper.entry_id)
+        assert s.extra_messages(weights) == fresh.extra_messages(weights)
+        s._check()

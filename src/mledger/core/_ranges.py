@@ -121,7 +121,8 @@ class AckRangeSet:
         bm.add_range(first_entry, last_entry + 1)
         added = (last_entry - first_entry + 1) - before
         if added:
-            self._changed(ledger_id)
+            # a whole new run keeps the ledger's extra messages in O(1); any other change recounts
+            self._changed(ledger_id, keep_extra=not before and self._follow_extra(ledger_id, first_entry, last_entry))
             self._cardinality += added
         return added
 
@@ -133,22 +134,33 @@ class AckRangeSet:
         values = np.asarray(entry_ids if isinstance(entry_ids, np.ndarray) else list(entry_ids))
         if values.size == 0:
             return 0
-        if values.min() < 0 or values.max() > MAX_ENTRY_ID:
-            bad = int(values.min()) if values.min() < 0 else int(values.max())
-            _bad_entry(ledger_id, bad)
+        low = values.min()
+        if low < 0 or values.max() > MAX_ENTRY_ID:
+            _bad_entry(ledger_id, int(low) if low < 0 else int(values.max()))
         bm = self._bitmaps.get(ledger_id)
         if bm is None:
             bm = self._bitmaps[ledger_id] = BitMap()
         before = len(bm)
         batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
-        if self._extra and ledger_id in self._extra:
-            fresh = BitMap(batch) - bm
+        extra = self._extra
+        kept = bool(extra) and ledger_id in extra
+        if kept and before and low <= bm.max():  # some may be acked already: count the new ones
+            incoming = BitMap(batch)
+            fresh = incoming - bm
             if fresh:
                 new_ids = np.frombuffer(fresh.to_array(), dtype=np.uint32)
-                self._extra[ledger_id] += self._weights.extra_of(ledger_id, new_ids)  # type: ignore[union-attr]
-        bm.update(batch)
+                extra[ledger_id] += self._weights.extra_of(ledger_id, new_ids)  # type: ignore[union-attr]
+            bm |= incoming
+            kept = False  # counted
+        else:
+            bm.update(batch)
         added = len(bm) - before
         if added:
+            if kept:  # all above the ledger's acks: each new once, unless repeated in the batch
+                if added == len(values):
+                    extra[ledger_id] += self._weights.extra_of(ledger_id, values)  # type: ignore[union-attr]
+                else:
+                    del extra[ledger_id]  # recounted from the runs when next asked
             self._changed(ledger_id, keep_extra=True)
             self._cardinality += added
         elif before == 0:
@@ -222,12 +234,17 @@ class AckRangeSet:
             self._changed(first)
         bm = bitmaps.get(ledger_id)
         if bm is not None and entry_id >= 0 and bm.min() <= entry_id:
-            before = len(bm)
-            bm.remove_range(0, min(entry_id, MAX_ENTRY_ID) + 1)
-            removed += before - len(bm)
-            self._changed(ledger_id)
+            before, first = len(bm), bm.min()
+            last = min(entry_id, MAX_ENTRY_ID)
+            bm.remove_range(0, last + 1)
+            gone = before - len(bm)
+            removed += gone
+            # one run absorbed (the mark-delete's usual move) keeps the extra messages in O(1)
+            whole_run = gone == last - first + 1
+            self._changed(ledger_id, keep_extra=whole_run and self._follow_extra(ledger_id, first, last, -1))
             if not bm:
                 del bitmaps[ledger_id]
+                self._extra.pop(ledger_id, None)
         self._cardinality -= removed
         return removed
 
@@ -569,6 +586,15 @@ class AckRangeSet:
         if not keep_extra:
             self._extra.pop(ledger_id, None)
 
+    def _follow_extra(self, ledger_id: int, first: int, last: int, sign: int = 1) -> bool:
+        """The run ``[first, last]`` of one ledger was all added (``sign`` 1) or all removed
+        (-1): its kept extra messages follow, O(1). True (always possible)."""
+        extra = self._extra
+        if extra and ledger_id in extra:
+            runs = np.array([first], dtype=np.int64), np.array([last], dtype=np.int64)
+            extra[ledger_id] += sign * self._weights.extra_in_runs(ledger_id, *runs)  # type: ignore[union-attr]
+        return True
+
     # -- messages -----------------------------------------------------------------------------
     def weigh(self, weights: EntryMessages | None) -> None:
         """Count the messages of the acked entries by ``weights`` (a managed ledger's message
@@ -585,9 +611,19 @@ class AckRangeSet:
         :meth:`weigh`), else O(their ranges)."""
         if not weights.batched:
             return 0
-        return sum(
-            self.ledger_extra_messages(ledger_id, weights) for ledger_id in self._bitmaps if weights.has(ledger_id)
-        )
+        if weights is not self._weights:
+            return sum(
+                self.ledger_extra_messages(ledger_id, weights) for ledger_id in self._bitmaps if weights.has(ledger_id)
+            )
+        total = 0
+        kept, versions = self._extra, self._extra_version
+        for ledger_id in self._bitmaps:  # the kept counts inline: this runs on every observed change
+            value = kept.get(ledger_id)
+            if value is not None and versions[ledger_id] == weights.version(ledger_id):
+                total += value
+            elif weights.has(ledger_id):
+                total += self.ledger_extra_messages(ledger_id, weights)
+        return total
 
     def ledger_extra_messages(self, ledger_id: int, weights: EntryMessages) -> int:
         """:meth:`extra_messages` of one ledger."""

@@ -45,7 +45,8 @@ class CloseTracker:
     that format (None: it writes ranges); ``ledger_branch_above``: the close writes the cursor
     ledger above this many ranges (None: never, no writable ledger or no ranges persisted);
     ``rooms``: the bytes the acks may take in a record to the metadata store and to the cursor
-    ledger (past them the record may not fit its store: :meth:`entry_acked` gives up).
+    ledger (past them the record may not fit its store: :meth:`entry_acked` gives up);
+    ``extra``: the range set's extra messages by ``weights`` when the caller has counted them.
     :attr:`lost_messages` and :attr:`lost_entries` are what the close record loses now.
     """
 
@@ -78,6 +79,7 @@ class CloseTracker:
         long_array: tuple[LongArrayCutoff, int | None] | None,
         ledger_branch_above: int | None,
         rooms: tuple[int, int] = (1 << 62, 1 << 62),
+        extra: int | None = None,
     ) -> None:
         self._acked = acked
         self._rooms = rooms
@@ -90,7 +92,7 @@ class CloseTracker:
             self._la_cutoff, self._la_cap = long_array
         self.ranges = acked.size()
         self.card = acked.cardinality()
-        self.extra = acked.extra_messages(weights)
+        self.extra = acked.extra_messages(weights) if extra is None else extra
         self._boundary: tuple[int, int] | None = None
         self._kept_entries = self._kept_extra = 0
         self._la_entries = self._la_extra = self._la_bytes = 0

@@ -70,6 +70,7 @@ and returns a :class:`RecoveredCursorState`; the byte formats are :mod:`mledger.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -580,8 +581,7 @@ class CursorStateStore:
         fixed = (
             _BYTES_PER_RECORD_BOUND
             + sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
-            + sum(len(k) + 16 for k in snapshot.properties)
-            + sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
+            + _properties_bound(snapshot)
         )
         rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
         tracker = CloseTracker(
@@ -591,6 +591,7 @@ class CursorStateStore:
             long_array,
             cfg.max_unacked_ranges_to_persist_in_metadata_store if writable else None,
             rooms,
+            self._figures.acked_extra,  # the snapshot just tallied
         )
         reader = self._reader(for_restart=True)
         self._tracker_batch = (
@@ -639,10 +640,7 @@ class CursorStateStore:
         size = _BYTES_PER_RECORD_BOUND + acked * _BYTES_PER_ENTRY_BOUND
         if snapshot.batch:
             size += len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
-        if snapshot.properties:
-            size += sum(len(k) + 16 for k in snapshot.properties)
-        if snapshot.cursor_properties:
-            size += sum(len(k) + len(v) + 8 for k, v in snapshot.cursor_properties.items())
+        size += _properties_bound(snapshot)
         room = (min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state) - size) // _BYTES_PER_ENTRY_BOUND
         cap = self._range_limit()
         if cap is not None:
@@ -700,9 +698,14 @@ class CursorStateStore:
             entries += int((ranges.upper_entry - ranges.lower_entry).sum())
             if counts.batched:
                 same = ranges.lower_ledger == ranges.upper_ledger
-                for ledger_id in np.unique(ranges.lower_ledger[same]).tolist():
-                    rows = same & (ranges.lower_ledger == ledger_id)
-                    extra += counts.extra_in_runs(ledger_id, ranges.lower_entry[rows] + 1, ranges.upper_entry[rows])
+                ledgers, lowers, uppers = ranges.lower_ledger[same], ranges.lower_entry[same], ranges.upper_entry[same]
+                order = np.argsort(ledgers, kind="stable")  # one slice per ledger, no mask each
+                ledgers, lowers, uppers = ledgers[order], lowers[order] + 1, uppers[order]
+                cuts = [0, *(np.flatnonzero(np.diff(ledgers)) + 1).tolist(), len(ledgers)]
+                for a, b in itertools.pairwise(cuts):
+                    ledger_id = int(ledgers[a])
+                    if a < b and counts.has(ledger_id):
+                        extra += counts.extra_in_runs(ledger_id, lowers[a:b], uppers[a:b])
         for ledger_id, words in long_arrays.items():
             flat = np.ascontiguousarray(words, dtype=np.int64)
             for start in range(0, len(flat), _WORDS_PER_STEP):  # bounded memory for big states
@@ -1166,6 +1169,15 @@ _BYTES_PER_BATCH_BOUND = 32
 class _OutsideLedgers(Exception):
     """A stored acknowledgement that points outside every ledger (turned into
     ``StateCorruptedError`` with the ledger, cursor and record named)."""
+
+
+def _properties_bound(snapshot: CursorSnapshot) -> int:
+    """A bound on the bytes the snapshot's properties take in a record. O(properties), in C."""
+    props, cursor_props = snapshot.properties, snapshot.cursor_properties
+    size = 16 * len(props) + sum(map(len, props)) if props else 0
+    if cursor_props:
+        size += 8 * len(cursor_props) + sum(map(len, cursor_props)) + sum(map(len, cursor_props.values()))
+    return size
 
 
 def _outside(ledger_id: int, entries: int | None) -> str:

@@ -115,23 +115,32 @@ class _BatchTally:
     states take (``words``), and the batch sizes given with acks that the ledger's counts do
     not have yet (``unknown_sizes``)."""
 
-    __slots__ = ("all", "lost", "tail", "unknown_sizes", "words")
+    __slots__ = ("_known", "all", "lost", "tail", "unknown_sizes", "words")
 
     def __init__(self) -> None:
         self.lost = self.all = self.tail = (0, 0)
         self.words = 0
         self.unknown_sizes: list[tuple[Position, int]] = []
+        # batch sizes the ledger's counts were seen to hold (their entries are above the
+        # mark-delete, so their ledgers' counts stay): not looked up again
+        self._known: dict[Position, int] = {}
 
     def count(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages, cap: int) -> None:
         """O(batch states)."""
         lost_m = lost_e = all_m = all_e = tail_m = tail_e = words = 0
         sizes = snapshot.batch_sizes
         unknown: list[tuple[Position, int]] = []
+        known = self._known
+        if len(known) > 2 * len(snapshot.batch) + 64:  # forget the entries acked whole since
+            known.clear()
         for i, (position, remaining) in enumerate(snapshot.batch):
             words += remaining.bit_length() // 64 + 1
             size = sizes.get(position)
-            if size and size > 1 and counts.of(position[0], position[1]) != size:
-                unknown.append((position, size))
+            if size and size > 1 and known.get(position) != size:
+                if counts.of(position[0], position[1]) != size:
+                    unknown.append((position, size))
+                else:
+                    known[position] = size
             if not size:
                 size = batch_size_of(position, remaining, sizes, counts)
             acked = ((1 << size) - 1) & ~remaining
@@ -246,6 +255,11 @@ class RestartFigures:
         self._batch_all = self._batch_tail = (0, 0)
         self.batch = _BatchTally()
         """The batch states of the snapshot last tallied (the store reads ``words``)."""
+
+    @property
+    def acked_extra(self) -> int:
+        """Messages beyond one of the acked entries of the snapshot last tallied."""
+        return self._acked_extra
 
     @property
     def held(self) -> Held | None:
