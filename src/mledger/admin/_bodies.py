@@ -207,9 +207,8 @@ def _advance_body(raw: bytes) -> int:
     try:
         value = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
-        raise InvalidRequestError(
-            f"invalid clock advance {raw[:100]!r}: expected a positive integer of milliseconds as JSON"
-        ) from None
+        text = raw[:100].decode(errors="replace")
+        raise InvalidRequestError(f"invalid clock advance {text!r}: expected a positive integer of milliseconds") from None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidRequestError(f"invalid clock advance {value!r}: expected a positive integer of milliseconds")
     return value
