@@ -208,7 +208,9 @@ def _advance_body(raw: bytes) -> int:
         value = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         text = raw[:100].decode(errors="replace")
-        raise InvalidRequestError(f"invalid clock advance {text!r}: expected a positive integer of milliseconds") from None
+        raise InvalidRequestError(
+            f"invalid clock advance {text!r}: expected a positive integer of milliseconds"
+        ) from None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidRequestError(f"invalid clock advance {value!r}: expected a positive integer of milliseconds")
     return value
