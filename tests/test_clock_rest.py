@@ -6,7 +6,6 @@ on the system clock, superusers only under authorization; ``RemoteAdmin.clock`` 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from typing import Any
 import httpx
 import pulsar
 import pytest
+from asgi import asgi_request
 
 from mledger import ManagedLedgerFactory
 from mledger.admin import Admin, Authorization, RemoteAdmin
@@ -28,15 +28,6 @@ from mledger.rest import RoleResolver, create_app
 pytestmark = pytest.mark.timeout(60)
 
 CLOCK = "/admin/v2/mledger/clock"
-
-
-def _request(app: Any, method: str, path: str, token: str | None = None, body: Any = None) -> httpx.Response:
-    async def send() -> httpx.Response:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mledger") as client:
-            return await client.request(method, path, headers=headers, json=body)
-
-    return asyncio.run(send())
 
 
 @pytest.fixture
@@ -112,9 +103,9 @@ def test_the_fixture_s_broker_advances_over_rest_as_clock_advance_does(
 def test_an_advance_is_refused_on_the_system_clock(capsys: pytest.CaptureFixture[str]) -> None:
     broker = Broker(ManagedLedgerFactory())
     app = create_app(Admin(broker))
-    reading = _request(app, "GET", CLOCK).json()
+    reading = asgi_request(app, "GET", CLOCK).json()
     assert reading["manual"] is False and reading["nowMs"] > DETERMINISTIC_START_MS
-    refused = _request(app, "POST", f"{CLOCK}/advance", body=60_000)
+    refused = asgi_request(app, "POST", f"{CLOCK}/advance", body=60_000)
     assert refused.status_code == 409
     assert refused.json()["reason"].startswith("the broker runs on the system clock: only a manual clock advances")
     assert not any("mledger/clock" in path for path in app.openapi()["paths"])  # not Pulsar's API
@@ -133,12 +124,12 @@ def test_superusers_only_under_authorization() -> None:
         Admin(broker, Authorization({}, super_user_roles=["admin"])),
         roles=RoleResolver({"root-token": "admin", "bob-token": "bob"}),
     )
-    assert _request(app, "GET", CLOCK).status_code == 401
-    assert _request(app, "POST", f"{CLOCK}/advance", body=10).status_code == 401
+    assert asgi_request(app, "GET", CLOCK).status_code == 401
+    assert asgi_request(app, "POST", f"{CLOCK}/advance", body=10).status_code == 401
     for method, path, body in (("GET", CLOCK, None), ("POST", f"{CLOCK}/advance", 10)):
-        refused = _request(app, method, path, "bob-token", body)
+        refused = asgi_request(app, method, path, "bob-token", body)
         assert refused.status_code == 403 and "not a superuser" in refused.json()["reason"]
     assert broker.clock.now_ms() == 1000
-    assert _request(app, "POST", f"{CLOCK}/advance", "root-token", 10).json() == {"nowMs": 1010, "manual": True}
-    assert _request(app, "GET", CLOCK, "root-token").json() == {"nowMs": 1010, "manual": True}
+    assert asgi_request(app, "POST", f"{CLOCK}/advance", "root-token", 10).json() == {"nowMs": 1010, "manual": True}
+    assert asgi_request(app, "GET", CLOCK, "root-token").json() == {"nowMs": 1010, "manual": True}
     broker.close()
