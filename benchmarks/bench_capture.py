@@ -20,7 +20,8 @@ first, each tree's :class:`mledger.replay.Capture` of the ``T`` topics runs in a
   and every subscription of those topics acks one more message.
 
 Each poll: wall time, CPU seconds of the capture's process (its threads included: the pulsar
-client's too) and of the server's, medians; the capture's RSS at the end. The figures printed
+client's too) and of the server's, and their sum (less sensitive to the machine's load than
+the wall time), medians; the capture's RSS at the end. The figures printed
 are the medians over the repeats, and the ratio before/after. The machine is shared: the load
 average is printed beside them.
 """
@@ -175,7 +176,7 @@ def _median(runs: list[dict[str, Any]], key: str, index: int, of_run: Callable[.
     values = []
     for run in runs:
         polls = run[key] if key != "first" else [run[key]]
-        values.append(of_run([p[index] for p in polls]))
+        values.append(of_run([p[1] + p[2] if index == 3 else p[index] for p in polls]))  # 3: both CPUs
     return statistics.median(values)
 
 
@@ -186,7 +187,8 @@ def _report(results: dict[str, list[dict[str, Any]]], subs: int) -> None:
     rows = [("first poll", "first"), ("poll, nothing changed", "steady"), ("poll, 1 in 10 topics changed", "changed")]
     figures = (("wall", 0, "ms", 1e3, statistics.median), ("wall, mean", 0, "ms", 1e3, statistics.fmean),
                ("capture CPU per subscription", 1, "us", 1e6, statistics.median),
-               ("server CPU", 2, "ms", 1e3, statistics.median))  # fmt: skip
+               ("server CPU", 2, "ms", 1e3, statistics.median),
+               ("CPU, capture + server", 3, "ms", 1e3, statistics.median))  # fmt: skip
     for title, key in rows:
         for what, index, unit, scale, of_run in (figures[0], *figures[2:]) if key == "first" else figures:
             values = [_median(results[s], key, index, of_run) * (scale / subs if index == 1 else scale) for s in sides]

@@ -19,6 +19,7 @@ def _agrees_with_counting(cursor: ManagedCursor) -> None:
     assert stats.individually_deleted_ranges == cursor.total_non_contiguous_deleted_messages_range()
     assert stats.entries_to_read == cursor.number_of_entries()
     assert stats.revision == cursor.revision.stats()
+    assert cursor.individually_deleted_text() == str(cursor.individually_deleted_messages())
 
 
 def test_stats_follow_acks_reads_persists_and_revisions() -> None:

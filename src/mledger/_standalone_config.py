@@ -39,11 +39,12 @@ import functools
 import importlib.resources
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ._pulsar_keys import MANAGED_LEDGER_KEYS, MAX_MESSAGE_SIZE_KEY, Key, keys, read_bool, read_int
 from .admin import AuthenticationSettings, Authorization, read_setting_file
 from .broker import BROKER_MANAGED_LEDGER_CONFIG, BrokerConfig
 from .core import (
@@ -82,38 +83,8 @@ __all__ = [
 # -- values ------------------------------------------------------------------------------------
 
 
-def _int(text: str) -> int:
-    return int(text)
-
-
-def _bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered not in ("true", "false"):
-        raise ValueError("expected true or false")
-    return lowered == "true"
-
-
 def _list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
-def _minutes_to_ms(text: str) -> int:
-    minutes = int(text)
-    return minutes if minutes < 0 else minutes * 60_000  # -1: unlimited stays -1
-
-
-def _ms_to_minutes(value: Any) -> str:
-    return str(value if value < 0 else value // 60_000)
-
-
-def _write(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (tuple, list, frozenset, set)):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def _write_listeners(listeners: Mapping[str, ListenerUrls]) -> str:
@@ -125,27 +96,6 @@ def _write_listeners(listeners: Mapping[str, ListenerUrls]) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Key:
-    """One Pulsar key: the settings it fills (``section.field``), how its text is read, and how
-    the first setting's value is written back (``--print-config``)."""
-
-    name: str
-    targets: tuple[str, ...]
-    read: Callable[[str], Any] = str
-    write: Callable[[Any], str] = _write
-    secret: bool = False
-    """Printed as ``<redacted>`` unless a ``file:`` URL (key material)."""
-    java_type: str | None = None
-    """The Java type that bounds the value (``int``, ``long``, ``double``, ...); None takes the
-    one Pulsar's ``ServiceConfiguration`` declares (:func:`pulsar_fields`). Give it only for a
-    key that is not Pulsar's."""
-
-
-def _keys(section: str, read: Callable[[str], Any], **names: str) -> list[Key]:
-    return [Key(pulsar, (f"{section}.{target}",), read) for pulsar, target in names.items()]
-
-
 PULSAR_KEYS: dict[str, Key] = {
     key.name: key
     for key in [
@@ -154,43 +104,43 @@ PULSAR_KEYS: dict[str, Key] = {
         Key("advertisedAddress", ("protocol.advertised_address",)),
         Key("advertisedListeners", ("protocol.advertised_listeners",), parse_advertised_listeners, _write_listeners),
         Key("internalListenerName", ("protocol.internal_listener_name",)),
-        *_keys(
+        *keys(
             "server",
-            _int,
+            read_int,
             brokerServicePort="broker_service_port",
             brokerServicePortTls="broker_service_port_tls",
             webServicePort="web_service_port",
             webServicePortTls="web_service_port_tls",
         ),
         # the protocol (maxMessageSize also bounds the cursor ledger's entries, as Pulsar's bookies)
-        Key("maxMessageSize", ("protocol.max_message_size", "factory.max_message_size"), _int),
-        Key("keepAliveIntervalSeconds", ("protocol.keep_alive_interval_seconds",), _int),
-        Key("maxPendingPublishRequestsPerConnection", ("protocol.max_pending_sends",), _int),
+        MAX_MESSAGE_SIZE_KEY,
+        Key("keepAliveIntervalSeconds", ("protocol.keep_alive_interval_seconds",), read_int),
+        Key("maxPendingPublishRequestsPerConnection", ("protocol.max_pending_sends",), read_int),
         # connection limits: Pulsar's keys, then mledger's transport timeouts (not Pulsar keys)
-        Key("brokerMaxConnections", ("protocol.broker_max_connections",), _int),
-        Key("brokerMaxConnectionsPerIp", ("protocol.broker_max_connections_per_ip",), _int),
-        Key("maxHttpServerConnections", ("server.max_http_server_connections",), _int),
-        Key("maxConcurrentHttpRequests", ("server.max_concurrent_http_requests",), _int),
+        Key("brokerMaxConnections", ("protocol.broker_max_connections",), read_int),
+        Key("brokerMaxConnectionsPerIp", ("protocol.broker_max_connections_per_ip",), read_int),
+        Key("maxHttpServerConnections", ("server.max_http_server_connections",), read_int),
+        Key("maxConcurrentHttpRequests", ("server.max_concurrent_http_requests",), read_int),
         Key("firstByteTimeoutSeconds", ("protocol.first_byte_timeout_seconds",), float, java_type="double"),
         Key("tlsHandshakeTimeoutSeconds", ("protocol.tls_handshake_timeout_seconds",), float, java_type="double"),
-        Key("maxConcurrentTlsHandshakes", ("protocol.max_concurrent_tls_handshakes",), _int, java_type="int"),
+        Key("maxConcurrentTlsHandshakes", ("protocol.max_concurrent_tls_handshakes",), read_int, java_type="int"),
         # TLS
-        *_keys(
+        *keys(
             "tls",
             str,
             tlsCertificateFilePath="certificate_file_path",
             tlsKeyFilePath="key_file_path",
             tlsTrustCertsFilePath="trust_certs_file_path",
         ),
-        Key("tlsRequireTrustedClientCertOnConnect", ("tls.require_trusted_client_cert_on_connect",), _bool),
-        *_keys("tls", _list, tlsProtocols="protocols", tlsCiphers="ciphers"),
+        Key("tlsRequireTrustedClientCertOnConnect", ("tls.require_trusted_client_cert_on_connect",), read_bool),
+        *keys("tls", _list, tlsProtocols="protocols", tlsCiphers="ciphers"),
         # authentication and authorization
-        Key("authenticationEnabled", ("server.authentication_enabled",), _bool),
+        Key("authenticationEnabled", ("server.authentication_enabled",), read_bool),
         Key("authenticationProviders", ("authentication.authentication_providers",), _list),
         Key("anonymousUserRole", ("authentication.anonymous_user_role",)),
         Key("tokenSecretKey", ("authentication.token_secret_key",), secret=True),
         Key("tokenPublicKey", ("authentication.token_public_key",)),
-        *_keys(
+        *keys(
             "authentication",
             str,
             tokenPublicAlg="token_public_alg",
@@ -201,7 +151,7 @@ PULSAR_KEYS: dict[str, Key] = {
         ),
         # password checks: mledger's own keys (Pulsar verifies on its I/O threads, limits no failures)
         *(
-            Key(name, (f"authentication.{target}",), _int, java_type="int")
+            Key(name, (f"authentication.{target}",), read_int, java_type="int")
             for name, target in {
                 "maxConcurrentPasswordChecks": "max_concurrent_password_checks",
                 "maxAuthenticationFailuresPerUserPerIp": "max_authentication_failures_per_user_per_ip",
@@ -209,25 +159,25 @@ PULSAR_KEYS: dict[str, Key] = {
                 "authenticationFailureWindowSeconds": "authentication_failure_window_seconds",
             }.items()
         ),
-        Key("authorizationEnabled", ("server.authorization_enabled",), _bool),
+        Key("authorizationEnabled", ("server.authorization_enabled",), read_bool),
         Key("superUserRoles", ("server.super_user_roles",), _list),
-        Key("authenticateMetricsEndpoint", ("broker.authenticate_metrics_endpoint",), _bool),
+        Key("authenticateMetricsEndpoint", ("broker.authenticate_metrics_endpoint",), read_bool),
         # the broker
         Key("clusterName", ("broker.cluster_name",)),
         Key("replicatorPrefix", ("broker.replicator_prefix",)),
         Key("schemaCompatibilityStrategy", ("broker.schema_compatibility_strategy",)),
-        *_keys(
+        *keys(
             "broker",
-            _bool,
+            read_bool,
             allowAutoTopicCreation="allow_auto_topic_creation",
             delayedDeliveryEnabled="delayed_delivery_enabled",
             isDelayedDeliveryDeliverAtTimeStrict="delayed_delivery_deliver_at_time_strict",
             brokerDeduplicationEnabled="deduplication_enabled",
             isAllowAutoUpdateSchemaEnabled="is_allow_auto_update_schema_enabled",
         ),
-        *_keys(
+        *keys(
             "broker",
-            _int,
+            read_int,
             dispatcherMaxReadBatchSize="dispatcher_max_read_batch_size",
             maxUnackedMessagesPerConsumer="max_unacked_messages_per_consumer",
             maxUnackedMessagesPerSubscription="max_unacked_messages_per_subscription",
@@ -246,9 +196,9 @@ PULSAR_KEYS: dict[str, Key] = {
             brokerServiceCompactionThresholdInBytes="broker_service_compaction_threshold_in_bytes",
         ),
         # the broker's timers: message TTL, inactive topics, backlog quotas (issue 34)
-        *_keys(
+        *keys(
             "broker",
-            _int,
+            read_int,
             messageExpiryCheckIntervalInMinutes="message_expiry_check_interval_in_minutes",
             ttlDurationDefaultInSeconds="ttl_duration_default_in_seconds",
             brokerDeleteInactiveTopicsFrequencySeconds="broker_delete_inactive_topics_frequency_seconds",
@@ -259,9 +209,9 @@ PULSAR_KEYS: dict[str, Key] = {
             backlogQuotaDefaultLimitBytes="backlog_quota_default_limit_bytes",
             backlogQuotaDefaultLimitSecond="backlog_quota_default_limit_second",
         ),
-        *_keys(
+        *keys(
             "broker",
-            _bool,
+            read_bool,
             brokerDeleteInactiveTopicsEnabled="broker_delete_inactive_topics_enabled",
             brokerDeleteInactivePartitionedTopicMetadataEnabled=(
                 "broker_delete_inactive_partitioned_topic_metadata_enabled"
@@ -269,57 +219,14 @@ PULSAR_KEYS: dict[str, Key] = {
             backlogQuotaCheckEnabled="backlog_quota_check_enabled",
             preciseTimeBasedBacklogQuotaCheck="precise_time_based_backlog_quota_check",
         ),
-        *_keys(
+        *keys(
             "broker",
             str,
             brokerDeleteInactiveTopicsMode="broker_delete_inactive_topics_mode",
             backlogQuotaDefaultRetentionPolicy="backlog_quota_default_retention_policy",
         ),
         # the managed ledger and its cursors (ManagedLedgerConfig under the broker's names)
-        *_keys(
-            "ledger",
-            _int,
-            managedLedgerMaxEntriesPerLedger="max_entries_per_ledger",
-            managedLedgerMaxSizePerLedgerMbytes="max_size_per_ledger_mb",
-            managedLedgerCursorMaxEntriesPerLedger="metadata_max_entries_per_ledger",
-            managedLedgerCursorRolloverTimeInSeconds="ledger_rollover_timeout",
-            managedLedgerMaxUnackedRangesToPersist="max_unacked_ranges_to_persist",
-            managedLedgerMaxUnackedRangesToPersistInMetadataStore="max_unacked_ranges_to_persist_in_metadata_store",
-            managedLedgerMaxBatchDeletedIndexToPersist="max_batch_deleted_index_to_persist",
-            persistentUnackedRangesMaxEntrySize="persistent_unacked_ranges_max_entry_size",
-            defaultRetentionSizeInMB="retention_size_in_mb",
-        ),
-        Key(
-            "managedLedgerMinLedgerRolloverTimeMinutes",
-            ("ledger.minimum_rollover_time_ms",),
-            _minutes_to_ms,
-            _ms_to_minutes,
-        ),
-        Key(
-            "managedLedgerMaxLedgerRolloverTimeMinutes",
-            ("ledger.maximum_rollover_time_ms",),
-            _minutes_to_ms,
-            _ms_to_minutes,
-        ),
-        Key("defaultRetentionTimeInMinutes", ("ledger.retention_time_ms",), _minutes_to_ms, _ms_to_minutes),
-        Key("managedLedgerDefaultMarkDeleteRateLimit", ("ledger.throttle_mark_delete",), float),
-        *_keys(
-            "ledger",
-            _bool,
-            managedLedgerPersistIndividualAckAsLongArray="persist_individual_ack_as_long_array",
-            acknowledgmentAtBatchIndexLevelEnabled="deletion_at_batch_index_level_enabled",
-            persistentUnackedRangesWithMultipleEntriesEnabled=(
-                "persistent_unacked_ranges_with_multiple_entries_enabled"
-            ),
-        ),
-        Key("managedCursorInfoCompressionType", ("factory.managed_cursor_info_compression_type",)),
-        Key("managedLedgerInfoCompressionType", ("factory.managed_ledger_info_compression_type",)),
-        *_keys(
-            "factory",
-            _int,
-            managedCursorInfoCompressionThresholdInBytes="managed_cursor_info_compression_threshold_in_bytes",
-            managedLedgerInfoCompressionThresholdInBytes="managed_ledger_info_compression_threshold_in_bytes",
-        ),
+        *MANAGED_LEDGER_KEYS,
     ]
 }
 """Pulsar's key -> the mledger settings it fills; every key ``--config`` reads (see the module

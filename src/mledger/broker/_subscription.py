@@ -261,7 +261,7 @@ class Subscription:
                 msg_backlog=cursor.number_of_entries_in_backlog(precise=True),
                 mark_delete_position=cursor.mark_delete_position,
                 read_position=cursor.read_position,
-                individually_deleted_messages=str(cursor.individually_deleted_messages()),
+                individually_deleted_messages=cursor.individually_deleted_text(),
                 consumers=consumers,
                 dispatcher=dispatcher.stats(),
                 durable=self.durable,

@@ -56,18 +56,42 @@ def parse_count(text: str) -> int:
 def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
     """The options of ``mledger capture``."""
     cap.add_argument("out", help="directory the raw logs and capture.json are written to")
+    add_cluster_arguments(cap, what="capture")
+    cap.add_argument("--duration", type=parse_duration, required=True, help="how long to capture (30s, 5m, 1h)")
+    cap.add_argument("--interval", type=parse_duration, default=1.0, help="stats poll interval (default 1s)")
+    cap.add_argument(
+        "--hash-keys", action="store_true", help="replace message keys by a keyed hash (a random key per capture)"
+    )
+    cap.add_argument(
+        "--append", action="store_true", help="capture into a directory holding a recording: add a session to it"
+    )
+    cap.add_argument(
+        "--stop-timeout",
+        type=parse_duration,
+        default=30.0,
+        help="the last poll after --duration or SIGTERM at most (default 30s)",
+    )
+    cap.add_argument(
+        "--max-pending-events",
+        type=parse_count,
+        default=10_000,
+        help="events held before they are written, at most (default 10000)",
+    )
+
+
+def add_cluster_arguments(cap: argparse.ArgumentParser, what: str) -> None:
+    """The options of a command that polls a cluster (``mledger capture``, ``mledger watch``):
+    its URLs, the scope, credentials, timeouts, concurrency and memory bounds."""
     cap.add_argument("--service-url", required=True, help="pulsar://host:6650 or pulsar+ssl://host:6651")
     cap.add_argument("--admin-url", required=True, help="http(s)://host:8080")
-    what = cap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--topic", action="append", help="a topic to capture (repeatable; partitioned ones whole)")
-    what.add_argument(
+    scope = cap.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--topic", action="append", help=f"a topic to {what} (repeatable; partitioned ones whole)")
+    scope.add_argument(
         "--namespace",
         action="append",
         help="TENANT/NS: every persistent topic of it, listed again every --discovery-interval (repeatable)",
     )
-    what.add_argument("--all", action="store_true", help="every persistent topic of every namespace of every tenant")
-    cap.add_argument("--duration", type=parse_duration, required=True, help="how long to capture (30s, 5m, 1h)")
-    cap.add_argument("--interval", type=parse_duration, default=1.0, help="stats poll interval (default 1s)")
+    scope.add_argument("--all", action="store_true", help="every persistent topic of every namespace of every tenant")
     auth = cap.add_mutually_exclusive_group()
     auth.add_argument("--auth-token", help="a token for both the protocol and the admin calls")
     auth.add_argument(
@@ -76,12 +100,6 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
         "tlsKeyFile (TLS client certificate); for both the protocol and the admin calls",
     )
     cap.add_argument("--tls-trust-certs-file", help="CA certificates trusted for pulsar+ssl:// and https://")
-    cap.add_argument(
-        "--hash-keys", action="store_true", help="replace message keys by a keyed hash (a random key per capture)"
-    )
-    cap.add_argument(
-        "--append", action="store_true", help="capture into a directory holding a recording: add a session to it"
-    )
     cap.add_argument(
         "--connect-timeout",
         type=parse_duration,
@@ -93,12 +111,6 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
         type=parse_duration,
         default=30.0,
         help="one admin call at most, in all, however slowly the server answers (default 30s)",
-    )
-    cap.add_argument(
-        "--stop-timeout",
-        type=parse_duration,
-        default=30.0,
-        help="the last poll after --duration or SIGTERM at most (default 30s)",
     )
     cap.add_argument(
         "--discovery-interval",
@@ -119,12 +131,6 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
         default=100_000,
         help="a subscription with more individually deleted ranges is not held (an anomaly) until it fits "
         "again (default 100000)",
-    )
-    cap.add_argument(
-        "--max-pending-events",
-        type=parse_count,
-        default=10_000,
-        help="events held before they are written, at most (default 10000)",
     )
     cap.add_argument(
         "--reader-queue-size",
@@ -162,24 +168,60 @@ def run_capture(args: argparse.Namespace) -> int:
     """Run ``mledger capture``; 0 when the capture ended cleanly."""
     import pulsar  # the capture extra
 
-    from ..admin import RemoteAdmin
     from ..replay import Capture, CaptureSettings
 
     settings = CaptureSettings(
-        topics=tuple(args.topic or ()),
-        namespaces=tuple(args.namespace or ()),
-        all_namespaces=args.all,
-        discovery_interval_s=args.discovery_interval,
-        concurrency=args.concurrency,
-        max_ranges_per_subscription=args.max_ranges_per_subscription,
+        **poller_options(args),
         max_pending_events=args.max_pending_events,
-        reader_queue_size=args.reader_queue_size,
         interval_s=args.interval,
         hash_keys=args.hash_keys,
         description={"service_url": args.service_url, "admin_url": args.admin_url},
         append=args.append,
         stop_timeout_s=args.stop_timeout,
     )
+    with contextlib.ExitStack() as stack:
+        client, admin = open_clients(args, stack)
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):  # the handlers before are back when the capture ends
+            stack.callback(signal.signal, sig, signal.signal(sig, lambda *_: stop.set()))
+        capture = Capture(args.out, client, admin, settings)
+        try:
+            capture.run(args.duration, stop, lambda topics: print(json.dumps({"capturing": topics}), flush=True))
+        except pulsar.PulsarException as exc:  # the first poll's readers: one line, naming the URL
+            raise unreachable(args, exc) from None
+    return 0
+
+
+def poller_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~mledger.replay.PollerSettings` fields of the cluster options."""
+    return {
+        "topics": tuple(args.topic or ()),
+        "namespaces": tuple(args.namespace or ()),
+        "all_namespaces": args.all,
+        "discovery_interval_s": args.discovery_interval,
+        "concurrency": args.concurrency,
+        "max_ranges_per_subscription": args.max_ranges_per_subscription,
+        "reader_queue_size": args.reader_queue_size,
+    }
+
+
+def unreachable(args: argparse.Namespace, exc: Exception) -> ServiceUnreachableError:
+    """The one-line error of a first poll whose readers could not read (naming the URL)."""
+    return ServiceUnreachableError(
+        f"cannot read from the Pulsar service at {args.service_url} "
+        f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
+    )
+
+
+def open_clients(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Any, Any]:
+    """The ``pulsar.Client`` and :class:`mledger.admin.RemoteAdmin` of the cluster options
+    (:func:`add_cluster_arguments`), closed by ``stack``: the same credentials for both,
+    ``--connect-timeout``, every admin call bounded by ``--admin-timeout`` and
+    ``--max-response-size``, at most ``--concurrency`` in flight per broker."""
+    import pulsar  # the capture extra
+
+    from ..admin import RemoteAdmin
+
     # the C++ client logs to stdout by default, and stdout carries the JSON line; a native file
     # logger on stderr (a Python logger's callbacks can run during interpreter shutdown: abort)
     client_options: dict[str, Any] = {
@@ -200,30 +242,18 @@ def run_capture(args: argparse.Namespace) -> int:
             admin_auth["cert"] = (params["tlsCertFile"], params["tlsKeyFile"])
     if args.tls_trust_certs_file:
         client_options["tls_trust_certs_file_path"] = args.tls_trust_certs_file
-    with contextlib.ExitStack() as stack:
-        admin = stack.enter_context(
-            RemoteAdmin(
-                args.admin_url,
-                max_connections=args.concurrency,
-                verify=args.tls_trust_certs_file or True,
-                timeout=args.admin_timeout,
-                connect_timeout=args.connect_timeout,
-                deadline=args.admin_timeout,
-                max_response_bytes=args.max_response_size,
-                **admin_auth,
-            )
+    admin = stack.enter_context(
+        RemoteAdmin(
+            args.admin_url,
+            max_connections=args.concurrency,
+            verify=args.tls_trust_certs_file or True,
+            timeout=args.admin_timeout,
+            connect_timeout=args.connect_timeout,
+            deadline=args.admin_timeout,
+            max_response_bytes=args.max_response_size,
+            **admin_auth,
         )
-        client = pulsar.Client(args.service_url, **client_options)
-        stack.callback(client.close)
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):  # the handlers before are back when the capture ends
-            stack.callback(signal.signal, sig, signal.signal(sig, lambda *_: stop.set()))
-        capture = Capture(args.out, client, admin, settings)
-        try:
-            capture.run(args.duration, stop, lambda topics: print(json.dumps({"capturing": topics}), flush=True))
-        except pulsar.PulsarException as exc:  # the first poll's readers: one line, naming the URL
-            raise ServiceUnreachableError(
-                f"cannot read from the Pulsar service at {args.service_url} "
-                f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
-            ) from None
-    return 0
+    )
+    client = pulsar.Client(args.service_url, **client_options)
+    stack.callback(client.close)
+    return client, admin

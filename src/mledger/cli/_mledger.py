@@ -6,6 +6,7 @@ mledger replay INPUT OUT      replay a prepared (or raw) log through mledger's b
 mledger report OUT            an HTML report of a replay's outputs
 mledger demo                  generate a small data set, replay it on Spark, print the summary
 mledger capture OUT ...       capture a live Pulsar cluster as raw logs (readers + stats polls)
+mledger watch ...             every subscription's restart risk on a live cluster, continuously
 mledger tokens COMMAND        JWT keys and tokens, as `pulsar tokens` (create-secret-key, create, ...)
 """
 
@@ -439,6 +440,12 @@ def _capture_options(cap: argparse.ArgumentParser) -> None:
     add_capture_arguments(cap)
 
 
+def _watch_options(cmd: argparse.ArgumentParser) -> None:
+    from ._watch import add_watch_arguments
+
+    add_watch_arguments(cmd)
+
+
 def _standalone_options(std: argparse.ArgumentParser) -> None:
     from ..standalone import add_standalone_arguments  # the server extra
 
@@ -454,6 +461,7 @@ _EXTRAS = {
     "report": "report",
     "standalone": "server",
     "tokens": "server",
+    "watch": "watch",
 }
 """The extra each command needs (docs/index.md says the same); prepare and replay need ``spark``
 too unless they run in this process."""
@@ -540,6 +548,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         extra=_EXTRAS["tokens"],
         help="JWT secret keys, key pairs and tokens, as `pulsar tokens`",
     )
+    sub.add_parser(
+        "watch",
+        configure=_watch_options,
+        extra=_EXTRAS["watch"],
+        help="every subscription's restart risk on a live Pulsar cluster, continuously (read-only)",
+        description="Poll a live Pulsar cluster as mledger capture does and feed every subscription's "
+        "cursor model as it goes: per subscription the persisted state size, when it passes the persist "
+        "and frame limits at its growth, what a crash would redeliver now, and a status (LOSING_STATE, "
+        "AT_RISK, OK). --once prints one round; otherwise Prometheus metrics on /metrics.",
+    )
     words = sys.argv[1:] if argv is None else argv
     command = next((word for word in words if not word.startswith("-")), None)  # mledger has no options
     chosen = sub.choices.get(command) if command is not None else None
@@ -559,6 +577,10 @@ def main(argv: list[str] | None = None) -> int:
             from ._capture import run_capture
 
             return run_capture(args)
+        if args.command == "watch":
+            from ._watch import run_watch
+
+            return run_watch(args)
         if args.command == "standalone":
             from ..standalone import run_standalone
 

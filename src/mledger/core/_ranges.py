@@ -661,7 +661,15 @@ class AckRangeSet:
     __hash__ = None  # type: ignore[assignment]
 
     def __str__(self) -> str:
-        return "[" + ",".join(f"({lo}..{hi}]" for lo, hi in self) + "]"
+        """``[(L:E..L:E],...]``, Pulsar's text of the ranges. O(ranges), from the run arrays
+        (no :class:`Position` per range: the internal stats write it for every cursor)."""
+        parts: list[str] = []
+        for ledger_id in list(self._bitmaps.keys()):
+            starts, ends = self.ledger_runs(ledger_id)
+            parts += [
+                f"({ledger_id}:{s - 1}..{ledger_id}:{e}]" for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
+            ]
+        return "[" + ",".join(parts) + "]"
 
     def __repr__(self) -> str:
         return f"AckRangeSet(ranges={self.size()}, acked={self._cardinality})"

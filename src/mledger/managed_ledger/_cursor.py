@@ -958,6 +958,12 @@ class ManagedCursor:
         with self._lock:
             return IndividualDeletedMessages(self._state.acked.copy())
 
+    def individually_deleted_text(self) -> str:
+        """``str(individually_deleted_messages())`` (Pulsar's ``[(3:5..3:7],...]``) without the
+        copy: the text is made under the lock. O(ranges)."""
+        with self._lock:
+            return str(self._state.acked)
+
     def total_non_contiguous_deleted_messages_range(self) -> int:
         """Number of individually deleted ranges (Pulsar's stat of the same name)."""
         with self._lock:

@@ -4,6 +4,7 @@
 (what ``GET /metrics`` of ``mledger-admin serve`` answers, content type :data:`CONTENT_TYPE`);
 :class:`BrokerCollector` is the collector behind it, for an application's own registry. The
 families, their labels and types are listed in :mod:`mledger.metrics._collector`.
+:class:`WatchCollector` is ``mledger watch``'s (:mod:`mledger.metrics._watch`).
 """
 
 from __future__ import annotations
@@ -30,11 +31,15 @@ from ._collector import (
 
 if TYPE_CHECKING:
     from ._protocol import ProtocolCollector as ProtocolCollector
+    from ._watch import WATCH_LABELS as WATCH_LABELS, WatchCollector as WatchCollector
 
 # imported on first use (PEP 562): the protocol server's collector imports the protocol package
-# (asyncio and the rest), which a broker's metrics alone do not need
+# (asyncio and the rest), which a broker's metrics alone do not need; the watch's collector
+# imports the replay (pyarrow), which a broker's /metrics never needs
 _LAZY = {
     "ProtocolCollector": "._protocol",
+    "WATCH_LABELS": "._watch",
+    "WatchCollector": "._watch",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
@@ -43,7 +48,9 @@ __all__ = [
     "CONTENT_TYPE",
     "SUBSCRIPTION_LABELS",
     "TOPIC_LABELS",
+    "WATCH_LABELS",
     "BrokerCollector",
+    "WatchCollector",
     "metrics_registry",
     "render_metrics",
 ]

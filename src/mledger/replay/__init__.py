@@ -13,6 +13,7 @@ Nothing in this package imports pyspark; the Spark driver glue is :mod:`mledger.
 * :mod:`.settings`, :mod:`.summary`, :mod:`.events`  settings, the printed summary, hand-written logs for tests
 * :mod:`.poller`, :mod:`.capture`  a live cluster's public APIs polled concurrently as events
   (:class:`ClusterPoller`), and ``mledger capture``, which writes them as a recording
+* :mod:`.watch`     ``mledger watch``: the poller's events fed to a live replay (:class:`Watch`)
 """
 
 from typing import TYPE_CHECKING
@@ -120,6 +121,18 @@ _LAZY = {
     "format_sweep": "._summary",
     "summarize": "._summary",
     "parse_sweep": "._sweep",
+    "PULSAR_DEFAULTS": "._settings",
+    "write_settings": "._settings",
+    "AT_RISK": "._watch",
+    "LOSING_STATE": "._watch",
+    "OK": "._watch",
+    "STATUSES": "._watch",
+    "SubscriptionWatch": "._watch",
+    "Watch": "._watch",
+    "WatchRound": "._watch",
+    "WatchSettings": "._watch",
+    "forecast_crossing": "._watch",
+    "namespace_of": "._watch",
     "IN_PROCESS_ROWS": "._prepare",
     "InputPlan": "._inputs",
     "PLANTED_ANOMALIES": "._generate",
@@ -135,6 +148,7 @@ _LAZY = {
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
+    "AT_RISK",
     "Acked",
     "Anomaly",
     "BrokerModel",
@@ -146,7 +160,10 @@ __all__ = [
     "EventOrderError",
     "GeneratorConfig",
     "InputSchemaError",
+    "LOSING_STATE",
+    "OK",
     "ObservedEntry",
+    "PULSAR_DEFAULTS",
     "PartitionModel",
     "PartitionReplayer",
     "PollBudget",
@@ -158,16 +175,23 @@ __all__ = [
     "Recorder",
     "ReplaySettings",
     "ReplaySummary",
+    "STATUSES",
     "SubscriptionCreated",
     "SubscriptionDeleted",
     "SubscriptionReset",
     "SubscriptionSpec",
     "SubscriptionState",
+    "SubscriptionWatch",
     "SweepSummary",
+    "Watch",
+    "WatchRound",
+    "WatchSettings",
     "add_repeated_entries",
+    "forecast_crossing",
     "format_summary",
     "format_sweep",
     "generate",
+    "namespace_of",
     "open_prepared",
     "parse_sweep",
     "prepare_in_process",
@@ -175,4 +199,5 @@ __all__ = [
     "read_recording_status",
     "run_single_process",
     "summarize",
+    "write_settings",
 ]

@@ -437,34 +437,42 @@ class BrokerModel:
             # the one after the mark-delete, as internal stats show it. The reset also persists
             # the final state.
             cursor.rewind()
-            stats = cursor.stats()
-            record, state = (
-                self._persisted_state(self._store, cursor, stats.persistence.cursor_ledger_id)
-                if emit_state
-                else (None, None)
-            )
-            md, read = stats.mark_delete_position, stats.read_position
-            results.append(
-                SubscriptionResult(
-                    subscription=sub.spec.name,
-                    subscription_type=sub.spec.type,
-                    mark_delete=(md.ledger_id, md.entry_id),
-                    read_position=(read.ledger_id, read.entry_id),
-                    ack_hole_ranges=stats.individually_deleted_ranges,
-                    backlog=stats.backlog,
-                    delayed_delivered=sub.delivered,
-                    delayed_pending=waiting,
-                    persisted_state_bytes=stats.persistence.persisted_state_bytes,
-                    state_chunks=stats.persistence.last_persist_chunks,
-                    truncated_ranges=stats.persistence.truncated_ranges,
-                    truncated_batch_indexes=stats.persistence.truncated_batch_indexes,
-                    answers=restart_answers(stats.persistence),
-                    state_record=record,
-                    state=state,
-                    individually_deleted_messages=str(cursor.individually_deleted_messages()),
-                )
-            )
+            results.append(self._result(sub, waiting, emit_state, describe=True))
         return results
+
+    def observe(self) -> list[SubscriptionResult]:
+        return [
+            self._result(sub, 0, False, describe=False) for sub in self._subs.values() if sub.subscription is not None
+        ]
+
+    def _result(self, sub: _Subscription, waiting: int, emit_state: bool, describe: bool) -> SubscriptionResult:
+        """``describe``: the ranges as Pulsar prints them (a string as long as the state)."""
+        cursor = sub.cursor
+        stats = cursor.stats()
+        record, state = (
+            self._persisted_state(self._store, cursor, stats.persistence.cursor_ledger_id)
+            if emit_state
+            else (None, None)
+        )
+        md, read = stats.mark_delete_position, stats.read_position
+        return SubscriptionResult(
+            subscription=sub.spec.name,
+            subscription_type=sub.spec.type,
+            mark_delete=(md.ledger_id, md.entry_id),
+            read_position=(read.ledger_id, read.entry_id),
+            ack_hole_ranges=stats.individually_deleted_ranges,
+            backlog=stats.backlog,
+            delayed_delivered=sub.delivered,
+            delayed_pending=waiting,
+            persisted_state_bytes=stats.persistence.persisted_state_bytes,
+            state_chunks=stats.persistence.last_persist_chunks,
+            truncated_ranges=stats.persistence.truncated_ranges,
+            truncated_batch_indexes=stats.persistence.truncated_batch_indexes,
+            answers=restart_answers(stats.persistence),
+            state_record=record,
+            state=state,
+            individually_deleted_messages=cursor.individually_deleted_text() if describe else "",
+        )
 
     def mirror_results(self, own: Sequence[SubscriptionResult], emit_state: bool) -> list[list[SubscriptionResult]]:
         """After :meth:`finish` (which returned ``own``): the results under each mirrored

@@ -59,13 +59,8 @@ from typing import Any, Protocol
 from ..core import ConfigError
 from ._poll_answers import parse_deleted_ranges
 from ._poll_events import (
-    Acked,
-    Anomaly,
     CaptureEvent,
     EntrySeen,
-    SubscriptionCreated,
-    SubscriptionDeleted,
-    SubscriptionReset,
 )
 from ._poller import (
     ANOMALY_KINDS,
@@ -219,14 +214,14 @@ class Capture:
 
         poller = self._engine()
         await poller.check_topics()
-        await _until(stop, poller.poll(PollBudget(stopping), first=True))
+        await until_stopped(stop, poller.poll(PollBudget(stopping), first=True))
         if started is not None:
             started(poller.list_captured())
         while not stopping():
-            await _wait(stop, min(self.settings.interval_s, max(ends - time.monotonic(), 0)))
+            await wait_or_stop(stop, min(self.settings.interval_s, max(ends - time.monotonic(), 0)))
             if stopping():
                 break
-            await _until(stop, poller.poll(PollBudget(stopping, ends)))  # a call under way ends by the end
+            await until_stopped(stop, poller.poll(PollBudget(stopping, ends)))  # a call under way ends by the end
         await poller.poll(PollBudget(ends=time.monotonic() + self.settings.stop_timeout_s, final=True))
 
     def check_topics(self) -> None:
@@ -271,24 +266,10 @@ class Capture:
 
     # -- the sink: events as rows ---------------------------------------------------------------
     def _write(self, events: list[CaptureEvent]) -> None:
-        recorder = self.recorder
-        for event in events:
-            match event:
-                case EntrySeen(topic, partition, position, entry):
-                    if entry.key is not None and self._key is not None:
-                        key = hmac.new(self._key, entry.key.encode(), hashlib.sha256).hexdigest()[:32]
-                        entry = entry._replace(key=key)
-                    recorder.entry_observed(topic, partition, position, entry)
-                case Acked(topic, partition, name, acks, ts):
-                    recorder.acked(topic, partition, name, acks, ts)
-                case SubscriptionCreated(topic, partition, name, sub_type, mark_delete, ts):
-                    recorder.subscription_created(topic, partition, name, sub_type, "earliest", mark_delete, ts)
-                case SubscriptionReset(topic, partition, name, position, ts):
-                    recorder.subscription_reset(topic, partition, name, position, ts)
-                case SubscriptionDeleted(topic, partition, name, ts):
-                    recorder.subscription_deleted(topic, partition, name, ts)
-                case Anomaly(kind, topic, detail, ts):
-                    recorder.not_recorded(f"capture anomaly {kind}{f' on {topic}' if topic else ''}: {detail}", ts)
+        key = self._key
+        if key is not None:
+            events = [_hashed(event, key) for event in events]
+        self.recorder.write_events(events)
 
     # -- the description ------------------------------------------------------------------------
     def _earlier_captures(self) -> list[Any]:
@@ -334,7 +315,7 @@ class Capture:
         (self.directory / CAPTURE_FILE).write_text(json.dumps(description, indent=2) + "\n")
 
 
-async def _until(stop: threading.Event, work: Awaitable[Any]) -> None:
+async def until_stopped(stop: threading.Event, work: Awaitable[Any]) -> None:
     """Run ``work``; cancel it as soon as ``stop`` is set (what it did is kept). Its errors are raised."""
     task = asyncio.ensure_future(work)
     while not task.done() and not stop.is_set():
@@ -349,11 +330,19 @@ async def _until(stop: threading.Event, work: Awaitable[Any]) -> None:
             raise
 
 
-async def _wait(stop: threading.Event, seconds: float) -> None:
+async def wait_or_stop(stop: threading.Event, seconds: float) -> None:
     """Sleep ``seconds``, or until ``stop`` is set."""
     ends = time.monotonic() + seconds
     while not stop.is_set() and (left := ends - time.monotonic()) > 0:
         await asyncio.sleep(min(left, STOP_CHECK_S))
+
+
+def _hashed(event: CaptureEvent, key: bytes) -> CaptureEvent:
+    """``event`` with its message key replaced by an HMAC-SHA256 under ``key``."""
+    if isinstance(event, EntrySeen) and event.entry.key is not None:
+        hashed = hmac.new(key, event.entry.key.encode(), hashlib.sha256).hexdigest()[:32]
+        return event._replace(entry=event.entry._replace(key=hashed))
+    return event
 
 
 def _now() -> int:

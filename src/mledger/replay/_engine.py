@@ -136,13 +136,10 @@ class PartitionReplayer:
             if behaviour(other) != behaviour(self.settings):
                 raise ValueError("also_persist: settings may differ from the replay's only in persistence-only keys")
         self._declared: dict[str, SubscriptionSpec] = {}
-        timed: list[SubscriptionSpec] = []
         for spec in declared:
             if not spec.timed:
                 self._declared.setdefault(spec.name, spec)
-            elif spec.partition is None or spec.partition == partition:
-                timed.append(spec)
-        self._timed = sorted(timed, key=lambda e: (e.ts_ms, e.seq))
+        self._timed = sorted(self._own_timed(declared), key=lambda e: (e.ts_ms, e.seq))
         self._next_timed = 0
         self._index = EntryIndex()
         self._subs = Codes()
@@ -186,6 +183,36 @@ class PartitionReplayer:
             self._walk(rows)
         return self._take_output(final=False)
 
+    def add_subscription_events(self, events: Iterable[SubscriptionSpec]) -> None:
+        """More timed subscription events (declarations are not taken), for a replay fed as
+        the events happen (``mledger watch``): each after every event fed or added before it
+        (``ValueError`` otherwise: the replay cannot go back)."""
+        timed = sorted(self._own_timed(events), key=lambda e: (e.ts_ms, e.seq))
+        if not timed:
+            return
+        first = timed[0]
+        last_timed = self._timed[-1] if self._timed else None
+        if (self._last_key is not None and first.ts_ms < self._last_key[0]) or (
+            last_timed is not None and (first.ts_ms, first.seq) <= (last_timed.ts_ms, last_timed.seq)
+        ):
+            raise ValueError(f"subscription event at {first.ts_ms} ms comes before events already replayed")
+        self._timed.extend(timed)
+
+    def observe(self) -> list[SubscriptionResult]:
+        """Every subscription's figures after the events fed so far (the timed subscription
+        events added so far applied), the replay going on: nothing is persisted or rewound
+        for it (:meth:`PartitionModel.observe <mledger.replay.PartitionModel.observe>`)."""
+        if self._finished:
+            raise RuntimeError("the replay is finished")
+        self._apply_timed(len(self._timed))
+        self._flush()
+        return [] if self._model is None else self._model.observe()
+
+    def cursor_rows(self, results: list[SubscriptionResult]) -> pa.RecordBatch:
+        """``results`` (of :meth:`observe`) as the replay's ``cursors`` rows
+        (:data:`~mledger.replay.CURSOR_SCHEMA`: what ``mledger replay`` writes). O(len(results))."""
+        return self._cursor_batch(results)
+
     def finish(self) -> list[pa.RecordBatch]:
         """End of the events: final deliveries, cursor and partition rows."""
         return self.finish_variants()[0]
@@ -218,6 +245,10 @@ class PartitionReplayer:
             [*anomalies, *([union_batch("cursors", self._cursor_batch(results))] if results else []), *partition]
             for results in per_setting
         ]
+
+    def _own_timed(self, specs: Iterable[SubscriptionSpec]) -> list[SubscriptionSpec]:
+        """The timed events of ``specs`` that concern this partition."""
+        return [s for s in specs if s.timed and (s.partition is None or s.partition == self._given_partition)]
 
     # -- ingest and cutting ---------------------------------------------------------------------
     def _ingest(self, batch: pa.RecordBatch) -> Rows:

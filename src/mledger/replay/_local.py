@@ -5,7 +5,8 @@ its executors (:func:`~.tasks.run_task`), here one task holding every topic-part
 one topic-partition at a time: memory stays flat in the size of the log. Raw logs are
 prepared first, in this process (:mod:`.prepare`).
 
-:func:`replay_table` replays an in-memory event table of any order (sorted here with numpy).
+:func:`replay_table` replays an in-memory event table of any order (sorted by
+:func:`by_partition`, which ``mledger watch`` feeds its live replay with).
 """
 
 from __future__ import annotations
@@ -46,6 +47,24 @@ def replay_table(
     model_factory: ModelFactory | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Replay an in-memory :data:`~.schema.EVENT_SCHEMA` table (any row order)."""
+    settings = settings or ReplaySettings()
+    for topic, partition, batches in by_partition(events, feed_rows):
+        replayer = PartitionReplayer(
+            topic, partition, settings, declared_for(subscriptions or {}, topic), model_factory
+        )
+        for batch in batches:
+            yield from replayer.feed(batch)
+        yield from replayer.finish()
+
+
+def by_partition(
+    events: pa.Table, feed_rows: int = FEED_ROWS
+) -> Iterator[tuple[str | None, int | None, Iterator[pa.RecordBatch]]]:
+    """An :data:`~.schema.EVENT_SCHEMA` table of any row order as each topic-partition's
+    events in replay order, ``(ts, kind, seq)``: ``(topic, partition, batches)`` of at most
+    ``feed_rows`` rows (sorted here with numpy; take a topic-partition's batches before the next)."""
+    if events.num_rows == 0:
+        return
     enc = pc.dictionary_encode(events["topic"]).combine_chunks()
     names: list[str | None] = enc.dictionary.to_pylist()
     codes = np.asarray(pc.fill_null(enc.indices, len(names)).to_numpy(zero_copy_only=False), np.int64)
@@ -53,54 +72,34 @@ def replay_table(
     parts = np.asarray(
         pc.fill_null(pc.cast(events["partition"], pa.int64()), _NULL_PARTITION).to_numpy(zero_copy_only=False)
     )
-    rest = events.select([f.name for f in EVENT_SCHEMA if f.name not in ("topic", "partition")])
-    yield from _replay_sorted(
-        rest, names, codes, parts, subscriptions or {}, settings or ReplaySettings(), None, model_factory, feed_rows
-    )
-
-
-def _replay_sorted(
-    table: pa.Table,
-    topic_names: Sequence[str | None],
-    topic_codes: np.ndarray,
-    partitions: np.ndarray,
-    subscriptions: Mapping[str, Sequence[SubscriptionSpec]],
-    settings: ReplaySettings,
-    progress: Progress | None,
-    model_factory: ModelFactory | None,
-    feed_rows: int = FEED_ROWS,
-) -> Iterator[pa.RecordBatch]:
-    if table.num_rows == 0:
-        return
-    table = table.combine_chunks()
+    table = events.select([f.name for f in EVENT_SCHEMA if f.name not in ("topic", "partition")]).combine_chunks()
     cols = {name: table[name].to_numpy() for name in ("kind", "seq")}
     cols["ts"] = pc.fill_null(table["ts"], _NULL_TS).to_numpy()
-    order = np.lexsort((cols["seq"], cols["kind"], cols["ts"], partitions, topic_codes))
+    order = np.lexsort((cols["seq"], cols["kind"], cols["ts"], parts, codes))
     del cols
-    t_sorted, p_sorted = topic_codes[order], partitions[order]
+    t_sorted, p_sorted = codes[order], parts[order]
     bounds = np.flatnonzero((np.diff(t_sorted) != 0) | (np.diff(p_sorted) != 0)) + 1
-    done = 0
     for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)], strict=False):
-        topic = topic_names[int(t_sorted[a])]
+        topic = names[int(t_sorted[a])]
         part = int(p_sorted[a])
         partition = None if part == _NULL_PARTITION else part
-        replayer = PartitionReplayer(topic, partition, settings, declared_for(subscriptions, topic), model_factory)
-        for c in range(a, b, feed_rows):
-            chunk = table.take(order[c : min(c + feed_rows, b)])
-            n = chunk.num_rows
-            batch = pa.RecordBatch.from_arrays(
-                [
-                    pa.repeat(pa.scalar(topic, pa.string()), n),
-                    pa.repeat(pa.scalar(partition, pa.int64()), n),
-                    *[chunk.column(i).combine_chunks() for i in range(chunk.num_columns)],
-                ],
-                schema=EVENT_SCHEMA,
-            )
-            yield from replayer.feed(batch)
-            done += chunk.num_rows
-            if progress is not None:
-                progress.update(done, "replaying")
-        yield from replayer.finish()
+        yield topic, partition, _batches(table, order[a:b], topic, partition, feed_rows)
+
+
+def _batches(
+    table: pa.Table, order: np.ndarray, topic: str | None, partition: int | None, feed_rows: int
+) -> Iterator[pa.RecordBatch]:
+    for c in range(0, len(order), feed_rows):
+        chunk = table.take(order[c : c + feed_rows])
+        n = chunk.num_rows
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.repeat(pa.scalar(topic, pa.string()), n),
+                pa.repeat(pa.scalar(partition, pa.int64()), n),
+                *[chunk.column(i).combine_chunks() for i in range(chunk.num_columns)],
+            ],
+            schema=EVENT_SCHEMA,
+        )
 
 
 def output_tables(batches: Iterable[pa.RecordBatch], extra_anomalies: pa.Table | None = None) -> dict[str, pa.Table]:

@@ -233,6 +233,13 @@ class PartitionModel(Protocol):
         """Close the replay: dispatcher reads, final persist, one result per subscription."""
         ...
 
+    def observe(self) -> list[SubscriptionResult]:
+        """Every subscription's figures now, the replay going on (``mledger watch``): as
+        ``finish`` reports them but with nothing persisted, rewound or dispatched for it (the
+        read position is the cursor's own, no delayed message is counted pending); none for a
+        subscription whose topic has no entry yet."""
+        ...
+
     # shared sweeps (see :mod:`.mirror`) --------------------------------------------------------
     def mirror_persistence(self, settings: Sequence[ReplaySettings]) -> None:
         """Persist every subscription's cursor state under each of ``settings`` too (they differ

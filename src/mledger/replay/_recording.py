@@ -57,7 +57,7 @@ import posixpath
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,7 +69,16 @@ import pyarrow.parquet as pq
 
 from ..broker import AckRecord, PublishContext
 from ..core import ConfigError, Position
-from ._poll_events import ObservedEntry
+from ._poll_events import (
+    Acked,
+    Anomaly,
+    CaptureEvent,
+    EntrySeen,
+    ObservedEntry,
+    SubscriptionCreated,
+    SubscriptionDeleted,
+    SubscriptionReset,
+)
 from ._schema import (
     ACKED_SCHEMA,
     CANCELLED_SCHEMA,
@@ -85,16 +94,18 @@ __all__ = [
     "ObservedEntry",
     "RecordSettings",
     "Recorder",
+    "RowJournal",
     "read_recording_status",
+    "rows_table",
     "warn_if_incomplete",
 ]
 
 log = logging.getLogger(__name__)
 
 RECORDING_FILE = "recording.json"
+"""The recording's status file, beside the logs."""
 MAX_LISTED_FAULTS = 1000
 """Injected faults a session lists in ``recording.json`` at most (more are counted only)."""
-"""The recording's status file, beside the logs."""
 FORMAT = "mledger-recording"
 VERSION = 1
 
@@ -158,49 +169,18 @@ class _Partition:
         return last is not None and required <= last
 
 
-class Recorder:
-    """Writes a broker's stored entries and cursor changes under ``directory`` as raw logs.
+class RowJournal:
+    """A broker journal's rows, stamped in replay order (see "Order" in the module docstring)
+    and handed to :meth:`_put` under the lock: the :class:`Recorder` queues them for its
+    Parquet writer, ``mledger watch`` feeds them to its replay (:mod:`mledger.replay._watch`).
+    Events waiting for their produced rows count against ``max_waiting_rows``; one more is
+    dropped (:meth:`_drop`). Thread-safe."""
 
-    See the module docstring. Thread-safe; every journal method returns at once. ``close``
-    (idempotent) writes what is queued and marks the session stopped. A directory holding an
-    earlier recording is appended to (a new session; parts of each session sort after the
-    earlier ones). Raises ``ConfigError`` when ``directory`` cannot be created or written.
-    """
-
-    def __init__(self, directory: str | Path, settings: RecordSettings | None = None) -> None:
-        self.directory = Path(directory)
-        self.settings = settings or RecordSettings()
+    def __init__(self, max_waiting_rows: int) -> None:
         self._lock = threading.Lock()
-        self._queue: deque[tuple[str, list[Row]]] = deque()
-        self._queued_rows = 0
         self._partitions: dict[tuple[str, int], _Partition] = {}
-        self._dropped = 0
-        self._dropped_span: tuple[int, int] | None = None  # first and last drop (ms)
-        self._written = dict.fromkeys(_LOGS, 0)
-        self._incomplete: tuple[int, str] | None = None
-        self._faults: list[dict[str, object]] = []
-        self._faults_fired = 0
-        self._status_dirty = False
-        self._closed = False
-        self._wake = threading.Event()
-        self._session = int(time.time() * 1000)
-        self._parts = 0
-        try:
-            for name in _LOGS:
-                (self.directory / name).mkdir(parents=True, exist_ok=True)
-                for leftover in (self.directory / name).glob(".part-*"):
-                    leftover.unlink()  # a part an earlier process was writing when it died
-            _status_temp(self.directory).unlink(missing_ok=True)  # the same for the status file
-            for name, schema in _SCHEMAS.items():  # every log exists, even one nothing is written to
-                if not any((self.directory / name).glob("part-*.parquet")):
-                    empty = self.directory / name / f"part-{self._session:013d}-{0:08d}.parquet"
-                    pq.write_table(schema.empty_table(), empty)
-            self._status = self._load_status()
-            self._write_status()
-        except OSError as exc:
-            raise ConfigError(f"cannot record into {self.directory}: {exc}") from None
-        self._writer = threading.Thread(target=self._run, name="mledger-recorder", daemon=True)
-        self._writer.start()
+        self._queued_rows = 0
+        self._max_waiting_rows = max_waiting_rows
 
     # -- the journal ------------------------------------------------------------------------------
     def entries_persisted(
@@ -321,6 +301,144 @@ class Recorder:
         """A ``deleted`` row."""
         self._subscription_event(topic, partition, subscription, SUBSCRIPTION_DELETED, None, None, None, None, now_ms)
 
+    def write_events(self, events: Iterable[CaptureEvent]) -> None:
+        """A cluster poller's events (:mod:`mledger.replay._poll_events`) as rows; an anomaly is
+        a change not recorded (:meth:`not_recorded`)."""
+        for event in events:
+            match event:
+                case EntrySeen(topic, partition, position, entry):
+                    self.entry_observed(topic, partition, position, entry)
+                case Acked(topic, partition, name, acks, ts):
+                    self.acked(topic, partition, name, acks, ts)
+                case SubscriptionCreated(topic, partition, name, sub_type, mark_delete, ts):
+                    self.subscription_created(topic, partition, name, sub_type, "earliest", mark_delete, ts)
+                case SubscriptionReset(topic, partition, name, position, ts):
+                    self.subscription_reset(topic, partition, name, position, ts)
+                case SubscriptionDeleted(topic, partition, name, ts):
+                    self.subscription_deleted(topic, partition, name, ts)
+                case Anomaly(kind, topic, detail, ts):
+                    self.not_recorded(f"capture anomaly {kind}{f' on {topic}' if topic else ''}: {detail}", ts)
+
+    def not_recorded(self, what: str, now_ms: int) -> None:
+        """A change the logs cannot express."""
+        raise NotImplementedError
+
+    def seal(self) -> None:
+        """Stamp every later row after every row stamped so far (``mledger watch`` feeds its
+        replay up to here: a later row of the same time would sort before rows already fed)."""
+        with self._lock:
+            for part in self._partitions.values():
+                part.floor = max(part.floor, part.last_ts + 1)
+
+    # -- internals: the broker's side ----------------------------------------------------------
+    def _partition(self, topic: str, partition: int) -> _Partition:
+        key = (topic, partition)
+        part = self._partitions.get(key)
+        if part is None:
+            part = self._partitions[key] = _Partition()
+        return part
+
+    def _subscription_event(
+        self,
+        topic: str,
+        partition: int,
+        subscription: str,
+        event: str,
+        required: Position | None,
+        sub_type: str | None,
+        initial_position: str | None,
+        position: Position | None,
+        now_ms: int,
+    ) -> None:
+        def make(ts: int) -> list[Row]:
+            return [
+                (
+                    topic,
+                    subscription,
+                    sub_type,
+                    initial_position,
+                    partition,
+                    event,
+                    ts,
+                    None if position is None else position.ledger_id,
+                    None if position is None else position.entry_id,
+                )
+            ]
+
+        self._event(topic, partition, required, "subscriptions", True, make, now_ms)
+
+    def _event(
+        self, topic: str, partition: int, required: Position | None, name: str, is_sub: bool, make: Make, now: int
+    ) -> None:
+        with self._lock:
+            part = self._partition(topic, partition)
+            if part.waiting or not part.covers(required):
+                part.waiting.append((required, name, is_sub, make))
+                self._queued_rows += 1  # counted against the cap while it waits
+                if self._queued_rows > self._max_waiting_rows:
+                    self._drop(1, now, "too many events wait for their produced rows")
+                    part.waiting.pop()
+                    self._queued_rows -= 1
+                return
+            self._put(name, make(part.stamp(now, is_sub)))
+
+    def _release(self, part: _Partition, now_ms: int) -> None:
+        while part.waiting and part.covers(part.waiting[0][0]):
+            _, name, is_sub, make = part.waiting.popleft()
+            self._queued_rows -= 1
+            self._put(name, make(part.stamp(now_ms, is_sub)))
+
+    def _put(self, name: str, rows: list[Row]) -> None:
+        """Take stamped rows of log ``name`` (the caller holds the lock)."""
+        raise NotImplementedError
+
+    def _drop(self, n: int, now_ms: int, why: str) -> None:
+        """``n`` rows were lost (the caller holds the lock)."""
+        raise NotImplementedError
+
+
+class Recorder(RowJournal):
+    """Writes a broker's stored entries and cursor changes under ``directory`` as raw logs.
+
+    See the module docstring. Thread-safe; every journal method returns at once. ``close``
+    (idempotent) writes what is queued and marks the session stopped. A directory holding an
+    earlier recording is appended to (a new session; parts of each session sort after the
+    earlier ones). Raises ``ConfigError`` when ``directory`` cannot be created or written.
+    """
+
+    def __init__(self, directory: str | Path, settings: RecordSettings | None = None) -> None:
+        self.directory = Path(directory)
+        self.settings = settings or RecordSettings()
+        super().__init__(self.settings.max_pending_rows)
+        self._queue: deque[tuple[str, list[Row]]] = deque()
+        self._dropped = 0
+        self._dropped_span: tuple[int, int] | None = None  # first and last drop (ms)
+        self._written = dict.fromkeys(_LOGS, 0)
+        self._incomplete: tuple[int, str] | None = None
+        self._faults: list[dict[str, object]] = []
+        self._faults_fired = 0
+        self._status_dirty = False
+        self._closed = False
+        self._wake = threading.Event()
+        self._session = int(time.time() * 1000)
+        self._parts = 0
+        try:
+            for name in _LOGS:
+                (self.directory / name).mkdir(parents=True, exist_ok=True)
+                for leftover in (self.directory / name).glob(".part-*"):
+                    leftover.unlink()  # a part an earlier process was writing when it died
+            _status_temp(self.directory).unlink(missing_ok=True)  # the same for the status file
+            for name, schema in _SCHEMAS.items():  # every log exists, even one nothing is written to
+                if not any((self.directory / name).glob("part-*.parquet")):
+                    empty = self.directory / name / f"part-{self._session:013d}-{0:08d}.parquet"
+                    pq.write_table(schema.empty_table(), empty)
+            self._status = self._load_status()
+            self._write_status()
+        except OSError as exc:
+            raise ConfigError(f"cannot record into {self.directory}: {exc}") from None
+        self._writer = threading.Thread(target=self._run, name="mledger-recorder", daemon=True)
+        self._writer.start()
+
     def not_recorded(self, what: str, now_ms: int) -> None:
         """A change the logs cannot express: the recording is incomplete from now."""
         with self._lock:
@@ -369,64 +487,6 @@ class Recorder:
             self._queue.append(("", [(done,)]))
         self._wake.set()
         return done.wait(timeout)
-
-    # -- internals: the broker's side ----------------------------------------------------------
-    def _partition(self, topic: str, partition: int) -> _Partition:
-        key = (topic, partition)
-        part = self._partitions.get(key)
-        if part is None:
-            part = self._partitions[key] = _Partition()
-        return part
-
-    def _subscription_event(
-        self,
-        topic: str,
-        partition: int,
-        subscription: str,
-        event: str,
-        required: Position | None,
-        sub_type: str | None,
-        initial_position: str | None,
-        position: Position | None,
-        now_ms: int,
-    ) -> None:
-        def make(ts: int) -> list[Row]:
-            return [
-                (
-                    topic,
-                    subscription,
-                    sub_type,
-                    initial_position,
-                    partition,
-                    event,
-                    ts,
-                    None if position is None else position.ledger_id,
-                    None if position is None else position.entry_id,
-                )
-            ]
-
-        self._event(topic, partition, required, "subscriptions", True, make, now_ms)
-
-    def _event(
-        self, topic: str, partition: int, required: Position | None, name: str, is_sub: bool, make: Make, now: int
-    ) -> None:
-        with self._lock:
-            part = self._partition(topic, partition)
-            if part.waiting or not part.covers(required):
-                part.waiting.append((required, name, is_sub, make))
-                self._queued_rows += 1  # counted against the cap while it waits
-                if self._queued_rows > self.settings.max_pending_rows:
-                    self._drop(1, now, "too many events wait for their produced rows")
-                    part.waiting.pop()
-                    self._queued_rows -= 1
-                return
-            self._put(name, make(part.stamp(now, is_sub)))
-
-    def _release(self, part: _Partition, now_ms: int) -> None:
-        while part.waiting and part.covers(part.waiting[0][0]):
-            _, name, is_sub, make = part.waiting.popleft()
-            self._queued_rows -= 1
-            self._put(name, make(part.stamp(now_ms, is_sub)))
 
     def _put(self, name: str, rows: list[Row]) -> None:
         """Queue rows (caller holds the lock), or drop them when the queue is full."""
@@ -491,16 +551,11 @@ class Recorder:
             marker.set()
 
     def _write_part(self, name: str, rows: list[Row]) -> None:
-        schema = _SCHEMAS[name]
         self._parts += 1
         final = self.directory / name / f"part-{self._session:013d}-{self._parts:08d}.parquet"
         temp = final.with_name("." + final.name + ".tmp")
         try:
-            # one conversion of the row tuples as a struct array: a few times faster than
-            # transposing them into columns and converting each
-            rows_array = pa.array(rows, type=pa.struct(list(schema)))
-            table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(rows_array)]).cast(schema)
-            pq.write_table(table, temp)
+            pq.write_table(rows_table(name, rows), temp)
             os.replace(temp, final)
             self._written[name] += len(rows)
         except (OSError, pa.ArrowException) as exc:
@@ -568,6 +623,15 @@ class Recorder:
             self._write_status()
         except OSError as exc:  # a full disk: the file on disk still says incomplete
             log.debug("cannot write %s: %s", RECORDING_FILE, exc)
+
+
+def rows_table(name: str, rows: list[Row]) -> pa.Table:
+    """Stamped rows of log ``name`` as a table of its schema."""
+    schema = _SCHEMAS[name]
+    # one conversion of the row tuples as a struct array: a few times faster than transposing
+    # them into columns and converting each
+    rows_array = pa.array(rows, type=pa.struct(list(schema)))
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(rows_array)]).cast(schema)
 
 
 def _status_temp(directory: Path) -> Path:
