@@ -7,8 +7,6 @@ on the system clock, superusers only under authorization; ``RemoteAdmin.clock`` 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -17,6 +15,7 @@ import httpx
 import pulsar
 import pytest
 from asgi import asgi_request
+from standalone_process import running_standalone
 
 from mledger import ManagedLedgerFactory
 from mledger.admin import Admin, Authorization, RemoteAdmin
@@ -32,19 +31,9 @@ CLOCK = "/admin/v2/mledger/clock"
 
 @pytest.fixture
 def deterministic_standalone() -> Iterator[dict[str, str]]:
-    """``mledger standalone --deterministic --seed 7`` in a subprocess: its URLs."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--deterministic", "--seed", "7",
-         "--bind", "127.0.0.1:0", "--admin-bind", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        yield json.loads(proc.stdout.readline())
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    """``mledger standalone --deterministic --seed 7``: its URLs."""
+    with running_standalone("--deterministic", "--seed", "7") as urls:
+        yield urls
 
 
 def test_a_delayed_message_waits_for_the_rest_advance_under_mledger_standalone(
