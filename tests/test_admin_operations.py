@@ -24,6 +24,7 @@ from mledger.admin._operations import (
     operation,
 )
 from mledger.admin._remote import (
+    RemoteClock,
     RemoteClusters,
     RemoteFaults,
     RemoteNamespaces,
@@ -43,8 +44,9 @@ REMOTE = {
     "clusters": RemoteClusters,
     "non_persistent": RemoteNonPersistentTopics,
     "faults": RemoteFaults,
+    "clock": RemoteClock,
 }
-PATH_PREFIX = {"topics": "persistent", "non_persistent": "non-persistent", "faults": "mledger/faults"}
+PATH_PREFIX = {"topics": "persistent", "non_persistent": "non-persistent", "faults": "mledger/faults", "clock": "mledger/clock"}
 V1_TOPIC_BASE = "/admin/persistent/{property}/{cluster}/{namespace}"
 
 
@@ -98,8 +100,8 @@ def test_rest_app_serves_every_operation_and_only_them(admin: Admin) -> None:
         if path.startswith(("/admin/v2/persistent", "/admin/v2/namespaces", "/admin/v2/tenants", "/admin/v2/clusters"))
         for method in operations
     }
-    # not documented: the non-persistent operations (as their 405 twins) and mledger's fault injection
-    documented = [op for op in OPERATIONS if op.group not in ("non_persistent", "faults")]
+    # not documented: the non-persistent operations (as their 405 twins) and mledger's extensions
+    documented = [op for op in OPERATIONS if op.group not in ("non_persistent", "faults", "clock")]
     expected = {(op.method, "/admin/v2" + op.path) for op in documented}
     assert served == expected
     for op in documented:
@@ -156,6 +158,7 @@ _BODIES = {
     "ResetCursorData": b'{"ledgerId": 1, "entryId": 2}',
     "FaultSpec": b'{"action": "close", "command": "SEND"}',
     "FaultScenario": b'{"faults": []}',
+    "milliseconds": b"60000",
     "ExpiryPosition": b'{"ledgerId": 1, "entryId": 2, "isExcluded": true}',
     "seconds": b"60",
     "BacklogQuota": b'{"limitTime": 60, "policy": "producer_exception"}',
@@ -222,6 +225,7 @@ _ARGUMENTS: dict[str, Any] = {
     "fault": {"action": "close", "command": "SEND"},
     "scenario": {"faults": []},
     "fault_id": 3,
+    "ms": 60000,
     "seconds": 60,
     "expire_time_seconds": 60,
     "quota": BacklogQuota(limit_time=60),

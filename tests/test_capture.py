@@ -17,13 +17,14 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pulsar
 import pyarrow.parquet as pq
 import pytest
+from standalone_process import running_standalone
 from test_authentication import EVERYONE, created, htpasswd, tokens_cli
 from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_replay_equals, standalone_config
 from test_standalone_tls import client as tls_client, start as start_tls, stop as stop_tls
@@ -54,22 +55,9 @@ def test_parse_deleted_ranges() -> None:
 
 
 @pytest.fixture
-def standalone(tmp_path: Path) -> dict[str, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", "127.0.0.1:0",
-         "--admin-bind", "127.0.0.1:0", "--config", str(standalone_config(tmp_path))],
-        stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        yield json.loads(proc.stdout.readline())
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+def standalone(tmp_path: Path) -> Iterator[dict[str, str]]:
+    with running_standalone("--config", str(standalone_config(tmp_path))) as urls:
+        yield urls
 
 
 def start_capture(out: Path, urls: dict[str, str], *options: str) -> tuple[subprocess.Popen[str], list[str]]:

@@ -6,18 +6,17 @@ only under authorization; ``RemoteAdmin.faults`` and ``mledger-admin faults``; t
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pulsar
 import pytest
+from asgi import asgi_request
 
 from mledger import ManagedLedgerFactory
 from mledger.admin import Admin, Authorization, RemoteAdmin
@@ -31,23 +30,14 @@ pytestmark = pytest.mark.timeout(60)
 FAULTS = "/admin/v2/mledger/faults"
 
 
-def _request(app: Any, method: str, path: str, token: str | None = None, body: Any = None) -> httpx.Response:
-    async def send() -> httpx.Response:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mledger") as client:
-            return await client.request(method, path, headers=headers, json=body)
-
-    return asyncio.run(send())
-
-
 def test_off_unless_the_broker_was_started_with_fault_injection() -> None:
     broker = Broker(ManagedLedgerFactory())
     app = create_app(Admin(broker))
-    response = _request(app, "POST", FAULTS, body={"action": "close"})
+    response = asgi_request(app, "POST", FAULTS, body={"action": "close"})
     assert response.status_code == 404
     assert "fault injection is off on this broker: start it with --fault-injection" in response.json()["reason"]
     assert not any("mledger/faults" in path for path in app.openapi()["paths"])  # not Pulsar's API
-    assert "mledger_faults" not in _request(app, "GET", "/metrics").text
+    assert "mledger_faults" not in asgi_request(app, "GET", "/metrics").text
     broker.close()
 
 
@@ -57,14 +47,14 @@ def test_superusers_only_under_authorization_and_invalid_faults_are_400() -> Non
         Admin(broker, Authorization({}, super_user_roles=["admin"])),
         roles=RoleResolver({"root-token": "admin", "bob-token": "bob"}),
     )
-    assert _request(app, "GET", FAULTS).status_code == 401
-    refused = _request(app, "POST", FAULTS, "bob-token", {"action": "error", "command": "SEND"})
+    assert asgi_request(app, "GET", FAULTS).status_code == 401
+    refused = asgi_request(app, "POST", FAULTS, "bob-token", {"action": "error", "command": "SEND"})
     assert refused.status_code == 403 and "not a superuser" in refused.json()["reason"]
-    bad = _request(app, "POST", FAULTS, "root-token", {"action": "error", "command": "FLOW"})
+    bad = asgi_request(app, "POST", FAULTS, "root-token", {"action": "error", "command": "FLOW"})
     assert bad.status_code == 400 and "FLOW has no answer" in bad.json()["reason"]
-    armed = _request(app, "POST", FAULTS, "root-token", {"action": "error", "command": "SEND", "count": 2})
+    armed = asgi_request(app, "POST", FAULTS, "root-token", {"action": "error", "command": "SEND", "count": 2})
     assert armed.status_code == 200 and armed.json() == {"faultId": 1}
-    listed = _request(app, "GET", FAULTS, "root-token").json()
+    listed = asgi_request(app, "GET", FAULTS, "root-token").json()
     assert listed == [
         {
             "faultId": 1,
@@ -73,15 +63,15 @@ def test_superusers_only_under_authorization_and_invalid_faults_are_400() -> Non
             "fired": 0,
         }
     ]
-    assert _request(app, "GET", f"{FAULTS}/stats", "root-token").json() == {
+    assert asgi_request(app, "GET", f"{FAULTS}/stats", "root-token").json() == {
         "seed": 11,
         "armed": 1,
         "fired": 0,
         "firedByAction": {},
     }
-    assert _request(app, "DELETE", f"{FAULTS}/7", "root-token").status_code == 404
-    assert _request(app, "DELETE", f"{FAULTS}/1", "root-token").status_code == 204
-    assert _request(app, "GET", FAULTS, "root-token").json() == []
+    assert asgi_request(app, "DELETE", f"{FAULTS}/7", "root-token").status_code == 404
+    assert asgi_request(app, "DELETE", f"{FAULTS}/1", "root-token").status_code == 204
+    assert asgi_request(app, "GET", FAULTS, "root-token").json() == []
     broker.close()
 
 
@@ -204,9 +194,9 @@ def _answers(url: str) -> bool:
 def test_a_broker_that_cannot_restart_in_place_refuses_restart_faults() -> None:
     broker = Broker(ManagedLedgerFactory(), faults=Faults())
     app = create_app(Admin(broker))
-    refused = _request(app, "POST", FAULTS, body={"action": "restart", "crash": True})
+    refused = asgi_request(app, "POST", FAULTS, body={"action": "restart", "crash": True})
     assert refused.status_code == 405 and "cannot restart in place" in refused.json()["reason"]
-    assert _request(app, "GET", FAULTS).json() == []
+    assert asgi_request(app, "GET", FAULTS).json() == []
     broker.close()
     args = argparse.Namespace(faults=None, fault_injection=True, fault_seed=None)
     for fault in ({"action": "restart"}, {"action": "restart", "command": "SEND", "after": 5}):

@@ -131,8 +131,9 @@ class Standalone:
     ``admin_bind`` host (port 0: a free one); the certificate files are read here
     (``ConfigError``). ``seed`` seeds the broker's random source (:attr:`Broker.random
     <mledger.broker.Broker.random>`); ``deterministic`` runs the broker on a manual clock
-    starting at :data:`~mledger.broker.DETERMINISTIC_START_MS`, which nothing advances, so the
-    broker's timers (delayed delivery, TTL, ...) never fire, and trims inline
+    starting at :data:`~mledger.broker.DETERMINISTIC_START_MS`, which stands still until a
+    client advances it over REST (``POST /admin/v2/mledger/clock/advance``, firing the broker's
+    timers due on the way: delayed delivery, TTL, ...), and trims inline
     (docs/pulsar/deterministic.md).
     Use ``await start()`` / ``await stop()`` inside a running event loop.
     """
@@ -468,7 +469,8 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deterministic",
         action="store_true",
-        help="runs that repeat: a clock that starts at 2024-01-01 and stands still (timers never fire), with --seed",
+        help="runs that repeat, with --seed: a manual clock that starts at 2024-01-01 and moves only when advanced "
+        "(mledger-admin clock advance MS, POST /admin/v2/mledger/clock/advance)",
     )
     parser.add_argument(
         "--record-flush-interval",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..broker import Broker, TopicName
 from ..core import ConfigError, PermissionDeniedError, UnauthenticatedError
 from ._auth import Authorization, NamespaceOperation, TopicOperation
+from ._clock import ClockAdmin
 from ._faults import FaultsAdmin
 from ._messaging import Messaging
 from ._namespaces import Namespaces
@@ -55,6 +56,8 @@ class Admin:
         """The ``non-persistent://`` topics (:mod:`mledger.admin._nonpersistent`)."""
         self.faults = FaultsAdmin(self)
         """Fault injection, when the broker has it on (:mod:`mledger.admin._faults`)."""
+        self.clock = ClockAdmin(self)
+        """The broker's manual clock (:mod:`mledger.admin._clock`)."""
 
     @property
     def authorization_enabled(self) -> bool:

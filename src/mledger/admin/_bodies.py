@@ -41,6 +41,7 @@ from ..broker import (
 )
 from ..codec import MessageId
 from ..core import InvalidRequestError
+from ._clock import ClockReading
 from ._nonpersistent import NonPersistentTopicStatsData
 from ._policies import (
     BacklogQuotaData,
@@ -200,6 +201,25 @@ def _fault_ids(value: Any) -> list[int]:
     return value
 
 
+def _advance_body(raw: bytes) -> int:
+    """A clock advance's body: a JSON integer of milliseconds; 400 naming a value that is not
+    one (its sign is the broker's to check: :meth:`~mledger.broker.Broker.advance_clock`)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        text = raw[:100].decode(errors="replace")
+        raise InvalidRequestError(
+            f"invalid clock advance {text!r}: expected a positive integer of milliseconds"
+        ) from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidRequestError(f"invalid clock advance {value!r}: expected a positive integer of milliseconds")
+    return value
+
+
+def _clock_reading(value: Any) -> ClockReading:
+    return ClockReading(int(value["nowMs"]), bool(value["manual"]))
+
+
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -266,6 +286,9 @@ REQUESTS: dict[str, RequestBody] = {
         _fault_body,
         _OBJECT,
         'a fault, e.g. {"action": "error", "command": "PRODUCER", "error": "TopicNotFound"}',
+    ),
+    "milliseconds": RequestBody(
+        _advance_body, json_bytes, {"type": "integer", "format": "int64"}, "how far to advance, in milliseconds"
     ),
     "FaultScenario": RequestBody(
         lambda raw: parse_scenario(_json_body(raw, "a scenario"), "the scenario"),
@@ -394,4 +417,5 @@ RESPONSES: dict[str, ResponseBody] = {
         lambda fired: json_bytes([f.as_dict() for f in fired]), lambda value: [_fired_fault(v) for v in value]
     ),
     "FaultStats": ResponseBody(_fault_stats_json, _fault_stats),
+    "ClockReading": ResponseBody(lambda reading: json_bytes(reading.as_dict()), _clock_reading),
 }

@@ -30,6 +30,7 @@ from ..broker import BacklogQuotaType
 from ..core import InvalidRequestError
 
 __all__ = [
+    "CLOCK_BASE",
     "FAULTS_BASE",
     "NON_PERSISTENT_BASE",
     "OPERATIONS",
@@ -43,7 +44,7 @@ __all__ = [
     "operations",
 ]
 
-Group = Literal["topics", "namespaces", "tenants", "clusters", "non_persistent", "faults"]
+Group = Literal["topics", "namespaces", "tenants", "clusters", "non_persistent", "faults", "clock"]
 
 TOPIC_BASE = "/persistent/{tenant}/{namespace}"
 """The namespace part of every topic path; the REST server mounts the rest under v1's and
@@ -55,6 +56,10 @@ NON_PERSISTENT_BASE = "/non-persistent/{tenant}/{namespace}"
 FAULTS_BASE = "/mledger/faults"
 """The base of the ``faults`` operations: an mledger extension, off unless the broker was
 started with fault injection (:mod:`mledger.admin._faults`)."""
+
+CLOCK_BASE = "/mledger/clock"
+"""The base of the ``clock`` operations: an mledger extension moving a manual clock
+(:mod:`mledger.admin._clock`)."""
 
 _BASES = {"topics": TOPIC_BASE, "non_persistent": NON_PERSISTENT_BASE}
 
@@ -449,6 +454,15 @@ OPERATIONS: tuple[AdminOperation, ...] = (
         ("fault_stats", "stats", "GET", "/stats", 200, "stats", "The seed, faults armed, firings by action", None,
          "FaultStats"),
         ("resume", "resume", "POST", "/resume", 204, "resume", "End a pause", None, None),
+    ),
+    # mledger's own extension too: the broker's manual clock
+    *_ops(
+        "clock", CLOCK_BASE,
+        ("get_clock", "now", "GET", "", 200, "now", "The broker's time (ms) and whether its clock is manual", None,
+         "ClockReading"),
+        ("advance_clock", "advance", "POST", "/advance", 200, "advance",
+         "Advance the manual clock, firing the broker's timers due on the way: the time reached", "milliseconds",
+         "ClockReading", ErrorStatus(409, "the broker runs on the system clock")),
     ),
     *_ops(
         "non_persistent", NON_PERSISTENT_BASE,

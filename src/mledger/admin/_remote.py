@@ -47,6 +47,7 @@ from ..broker import SchemaCompatibilityStrategy, SubscriptionType, TopicName
 from ..codec import MessageId
 from ..core import LATEST, ConfigError, InvalidRequestError, MissingExtraError, Position, PreconditionFailedError
 from ._bodies import REQUESTS, RESPONSES, json_bytes
+from ._clock import ClockAdmin
 from ._faults import FaultsAdmin
 from ._namespaces import Namespaces
 from ._nonpersistent import NonPersistentTopicsAdmin, non_persistent_name
@@ -76,6 +77,7 @@ __all__ = [
     "AsyncRemoteAdmin",
     "RemoteAdmin",
     "RemoteAdminError",
+    "RemoteClock",
     "RemoteClusters",
     "RemoteFaults",
     "RemoteNamespaces",
@@ -153,6 +155,7 @@ class RemoteAdmin:
         self.tenants = RemoteTenants(self)
         self.clusters = RemoteClusters(self)
         self.faults = RemoteFaults(self)
+        self.clock = RemoteClock(self)
         self.non_persistent = RemoteNonPersistentTopics(self)
 
     def call(
@@ -462,6 +465,16 @@ class RemoteFaults(_RemoteGroup):
     fired = restates(FaultsAdmin.fired)
     stats = restates(FaultsAdmin.stats)
     resume = restates(FaultsAdmin.resume)
+
+
+class RemoteClock(_RemoteGroup):
+    """``Admin.clock`` over HTTP (``/admin/v2/mledger/clock``: a superuser's credentials under
+    authorization; ``advance`` needs a broker on a manual clock)."""
+
+    group = "clock"
+
+    now = restates(ClockAdmin.now)
+    advance = restates(ClockAdmin.advance)
 
 
 class _RemoteTopicGroup(_RemoteGroup):

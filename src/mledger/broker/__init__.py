@@ -45,6 +45,7 @@ from ._delayed import DelayedDeliveryTracker as DelayedDeliveryTracker
 from ._dispatcher import Dispatcher as Dispatcher, DispatcherStats as DispatcherStats
 from ._errors import (
     AlreadyClosedError as AlreadyClosedError,
+    ClockNotManualError as ClockNotManualError,
     ConsumerBusyError as ConsumerBusyError,
     MessageDupUnknownError as MessageDupUnknownError,
     MetadataStoreError as MetadataStoreError,
@@ -171,6 +172,7 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [
+    "ClockNotManualError",
     "COMMAND_KINDS",
     "ERROR_ANSWERS",
     "ArmedFault",

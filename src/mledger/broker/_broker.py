@@ -50,6 +50,7 @@ from ..core import (
     ConfigError,
     InvalidRequestError,
     InvalidTopicNameError,
+    ManualClock,
     NotAllowedError,
     NotFoundError,
     TimerQueue,
@@ -68,6 +69,7 @@ from ._config import BrokerConfig
 from ._dedup import MessageDeduplication
 from ._errors import (
     AlreadyClosedError,
+    ClockNotManualError,
     MetadataStoreError,
     PersistenceError,
     TopicAlreadyExistsError,
@@ -151,6 +153,10 @@ class Broker:
         self.clock: Clock = clock if clock is not None else factory.clock
         self.timers = TimerQueue(self.clock)
         """The broker-semantic timers (:mod:`mledger.broker._monitors`), on :attr:`clock`."""
+        self.clock_driver: Callable[[int], int] | None = None
+        """What :meth:`advance_clock` runs (thread-safe, returning the new time): set by the front
+        end serving the broker (the protocol server: on its loop, dispatching what came due);
+        None: :meth:`TimerQueue.advance <mledger.core.TimerQueue.advance>` here."""
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(1 << 32)
         """The seed of :attr:`random` (``seed=``, else drawn from the OS)."""
         self.random = random.Random(self.seed)
@@ -188,6 +194,28 @@ class Broker:
         self.faults.bind(self)
         self._closed = False
         self._monitors = BrokerMonitors(self)
+
+    # -- the manual clock --------------------------------------------------------------------
+    @property
+    def clock_is_manual(self) -> bool:
+        """Whether :attr:`clock` is a :class:`~mledger.core.ManualClock` (only
+        :meth:`advance_clock` moves it)."""
+        return isinstance(self.clock, ManualClock)
+
+    def advance_clock(self, ms: int) -> int:
+        """Move the manual clock ``ms`` forward, firing every broker-semantic timer due on the way
+        in time order (through :attr:`clock_driver`, which dispatches what came due); returns the
+        new time. ``InvalidRequestError`` (400) unless ``ms`` is a positive int,
+        ``ClockNotManualError`` (409) on the system clock. Blocks while the timers fire."""
+        if isinstance(ms, bool) or not isinstance(ms, int) or ms <= 0:
+            raise InvalidRequestError(f"invalid clock advance {ms!r}: expected a positive integer of milliseconds")
+        if not self.clock_is_manual:
+            raise ClockNotManualError(
+                "the broker runs on the system clock: only a manual clock advances "
+                "(start it with mledger standalone --deterministic)"
+            )
+        driver = self.clock_driver
+        return driver(ms) if driver is not None else self.timers.advance(ms)
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 0) -> AnyTopic:

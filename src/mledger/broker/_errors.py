@@ -17,6 +17,7 @@ TopicFencedError           ``TopicFencedException``                412   Service
 PersistenceError           ``PersistenceException``                500   PersistenceError
 MetadataStoreError         ``MetadataStoreException``              500   ServiceNotReady
 TopicTerminatedError       ``TopicTerminatedException``            412   TopicTerminatedError
+ClockNotManualError        (mledger's: the clock over REST)        409   ServiceNotReady
 =========================  ======================================  ====  ====================
 
 A store raises its backend's own errors (``sqlite3.OperationalError`` for a full disk or an I/O
@@ -34,6 +35,7 @@ from ..core import ManagedLedgerTerminatedError, MLedgerError, NotAllowedError, 
 
 __all__ = [
     "AlreadyClosedError",
+    "ClockNotManualError",
     "ConsumerBusyError",
     "MessageDupUnknownError",
     "MetadataStoreError",
@@ -48,6 +50,13 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+class ClockNotManualError(MLedgerError):
+    """The broker's clock was asked to advance while it follows the system clock (409 over REST:
+    the broker's state, not the request, is what refuses it)."""
+
+    http_status = 409
 
 
 class TopicAlreadyExistsError(MLedgerError):

@@ -635,6 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tenants_group(groups)
     _add_clusters_group(groups)
     _add_faults_group(groups)
+    _add_clock_group(groups)
     return parser
 
 
@@ -957,6 +958,27 @@ def _add_faults_group(groups: Any) -> None:
     sub.add_argument("fault_id", type=_positive, help="the fault's id")
     command("clear", "Disarm every fault, end a pause, heal half-open connections.", _run())
     command("resume", "End a pause.", _run())
+
+
+def _add_clock_group(groups: Any) -> None:
+    command = _command_group(
+        groups,
+        "clock",
+        "read or advance a running broker's manual clock (mledger extension; needs --admin-url)",
+        "The broker's time, and advancing its manual clock (mledger standalone --deterministic), which "
+        "fires the broker's timers due on the way: superusers only under authorization. Needs --admin-url.",
+    )
+    command("now", "The broker's time (ms) and whether its clock is manual.", _run(show=_print_clock))
+    sub = command(
+        "advance",
+        "Advance the manual clock by MS milliseconds; prints the time reached.",
+        _run("ms", show=_print_clock),
+    )
+    sub.add_argument("ms", type=_positive, metavar="MS", help="milliseconds, > 0")
+
+
+def _print_clock(reading: Any) -> None:
+    _print_json(reading.as_dict())
 
 
 def _fault_argument(args: argparse.Namespace) -> Any:
@@ -1342,16 +1364,21 @@ def exit_code(error: MLedgerError) -> int:
     return EXIT_CODES.get(error.http_status, EXIT_OTHER)
 
 
+_RUNNING_BROKER_GROUPS = {
+    "faults": "faults are armed on a running broker (mledger standalone --fault-injection)",
+    "clock": "the clock is a running broker's (mledger standalone --deterministic)",
+}
+"""The groups that act on a running broker only, and why."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (see the module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.group == "serve":
         return int(args.run(args))
-    if args.group == "faults" and not args.admin_url:
-        parser.error(
-            "faults needs --admin-url: faults are armed on a running broker (mledger standalone --fault-injection)"
-        )
+    if args.group in _RUNNING_BROKER_GROUPS and not args.admin_url:
+        parser.error(f"{args.group} needs --admin-url: {_RUNNING_BROKER_GROUPS[args.group]}")
     if args.admin_url:
         if args.command in LOCAL_ONLY_COMMANDS:
             parser.error(f"{args.command} needs --data-dir: the admin REST API has no {args.command}")

@@ -53,7 +53,7 @@ from ..core import Clock, ConfigError, ManualClock, SystemClock
 from ..storage import MemoryStore, Store
 from ._access import ClientAuth
 from ._config import ProtocolConfig, ProtocolStats
-from ._server import ProtocolServer
+from ._server import ADVANCE_TIMEOUT_S, ProtocolServer
 
 if TYPE_CHECKING:
     from ..admin import AuthenticationSettings, Authorization
@@ -64,10 +64,6 @@ __all__ = ["AsyncBroker", "AsyncBrokerClock", "BrokerClock", "EmbeddedBroker"]
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-
-ADVANCE_TIMEOUT_S = 600.0
-"""How long :meth:`BrokerClock.advance` waits for the broker's loop: a month of broker time fires
-tens of thousands of periodic checks."""
 
 
 class BrokerClock:
@@ -220,6 +216,8 @@ class EmbeddedBroker:
         self._thread.start()
         try:
             started.result(timeout=30)
+            if self.broker.clock_is_manual:  # the REST admin's advance does what clock.advance does
+                self.broker.clock_driver = self.clock.advance
             self._after_start()
             self._arm_initial_faults()
         except BaseException:

@@ -50,6 +50,7 @@ buffers, not by what clients ask for.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import itertools
 import logging
@@ -74,6 +75,10 @@ from ._session_state import SessionCounters
 __all__ = ["ProtocolConfig", "ProtocolServer", "ProtocolStats"]
 
 log = logging.getLogger(__name__)
+
+ADVANCE_TIMEOUT_S = 600.0
+"""How long an advance of the manual clock may take on the broker's loop: a month of broker
+time fires tens of thousands of periodic checks."""
 
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
 _WRITE_LOW_WATER = 1024 * 1024
@@ -367,6 +372,8 @@ class ProtocolServer:
         if not isinstance(self.broker.clock, ManualClock):
             self.broker.timers.on_earlier = self._timers_earlier
             self._arm_wakeup()
+        else:
+            self.broker.clock_driver = self.advance_clock_from_any_thread
         log.info(
             "Pulsar protocol server listening on %s",
             " and ".join(filter(None, (self.service_url, self.tls_service_url))),
@@ -422,6 +429,8 @@ class ProtocolServer:
         await asyncio.sleep(0)  # the transports' connection_lost callbacks
         if self.broker.timers.on_earlier == self._timers_earlier:
             self.broker.timers.on_earlier = None
+        if self.broker.clock_driver == self.advance_clock_from_any_thread:
+            self.broker.clock_driver = None
         if self._wakeup is not None:
             self._wakeup.cancel()
             self._wakeup = None
@@ -763,6 +772,23 @@ class ProtocolServer:
         self.broker.timers.advance(behind + ms)
         self.run_due_tasks()
         return clock.now_ms()
+
+    def advance_clock_from_any_thread(self, ms: int, not_before_ms: int | None = None) -> int:
+        """:meth:`advance_clock` from any thread (the REST admin's, through
+        :meth:`Broker.advance_clock <mledger.broker.Broker.advance_clock>`): run on the loop,
+        waited for (:data:`ADVANCE_TIMEOUT_S` at most); returns the new time."""
+        if threading.get_ident() == self._loop_thread:
+            return self.advance_clock(ms, not_before_ms)
+        done: concurrent.futures.Future[int] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                done.set_result(self.advance_clock(ms, not_before_ms))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                done.set_exception(exc)
+
+        self.run_on_loop(run)
+        return done.result(ADVANCE_TIMEOUT_S)
 
     # -- the broker's timers on the wall clock -------------------------------------------------
     def _timers_earlier(self, due_ms: int) -> None:

@@ -52,7 +52,7 @@ from ..core import ConfigError, MLedgerError
 from ..metrics import CONTENT_TYPE, metrics_registry
 from ._auth import RoleResolver, check_authentication_setup, check_endpoint_authentication
 from ._context import AppContext, context_of
-from ._faults import faults_router
+from ._extensions import extensions_router
 from ._lookup import LookupSource, lookup_router
 from ._middleware import AdminMiddleware, AuthenticatedPaths, InFlight, error_headers
 from ._namespaces import namespaces_router
@@ -153,7 +153,7 @@ def create_app(
         app.router.routes.extend(router.routes)  # full paths: one routing pass (include_router adds one)
     app.router.routes.extend(tenants_router(V2, "clusters and tenants").routes)
     app.router.routes.extend(namespaces_router(V2, "namespaces").routes)
-    app.router.routes.extend(faults_router(V2).routes)
+    app.router.routes.extend(extensions_router(V2).routes)
     if lookup is not None:
         app.router.routes.extend(lookup_router(lookup).routes)
     _add_error_handlers(app)
