@@ -89,7 +89,11 @@ async def caller_role(roles: RoleResolver, scope: Scope) -> str:
         checked = roles.check(Headers(scope=scope), peer_subject_of(scope), client[0] if client else None)
         scope[CALLER_ROLE] = checked
     if not checked.done():  # a password, on the authenticator's pool
-        await asyncio.wait([asyncio.wrap_future(checked)])
+        waited = asyncio.wrap_future(checked)
+        # the refusal is raised by checked.result() below; reading it here too keeps asyncio from
+        # logging "Future exception was never retrieved" (also if this request is cancelled)
+        waited.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.wait([waited])
     role: str = checked.result()
     return role
 
