@@ -63,7 +63,10 @@ DATA_READS = frozenset(
 )
 """The GET routes that are not policy reads (by operation name)."""
 PUBLIC = frozenset({"list_clusters"})  # Pulsar's ClustersBase.getClusters checks nothing
-SUPERUSER_ONLY = frozenset({"get_cluster", "list_tenants"})
+SUPERUSER_ONLY = frozenset({"get_cluster", "list_tenants", "get_clock", "list_faults", "fired_faults", "fault_stats"})
+"""Pulsar's superuser reads, and mledger's own extension reads (the broker's clock and faults)."""
+OFF_UNLESS_ENABLED = frozenset({"list_faults", "fired_faults", "fault_stats"})
+"""404 for everyone admitted: this test's broker runs without fault injection."""
 
 
 def make_app() -> tuple[FastAPI, Broker]:
@@ -147,6 +150,8 @@ def expected(path: str, role: str, variant: Variant) -> int:
         admitted = False
     if not admitted:
         return 403
+    if name in OFF_UNLESS_ENABLED:
+        return 404
     if variant.name == "existing":
         return 200
     if variant.name == "missing topic" and name == "get_permissions":
