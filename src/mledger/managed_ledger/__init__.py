@@ -41,6 +41,7 @@ from ._cursor_snapshot import (
     IndividualDeletedEntries as IndividualDeletedEntries,
 )
 from ._cursor_stats import (
+    BulkAckRoom as BulkAckRoom,
     CursorStats as CursorStats,
     IndividualDeletedMessages as IndividualDeletedMessages,
     PersistenceStats as PersistenceStats,
@@ -73,6 +74,7 @@ __all__ = [
     "AckOutcome",
     "AckPlan",
     "AckState",
+    "BulkAckRoom",
     "CursorEvent",
     "CursorLifecycle",
     "CursorLifecycleError",

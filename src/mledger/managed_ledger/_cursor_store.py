@@ -115,7 +115,7 @@ from ..core import (
 )
 from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
-from ._cursor_stats import PersistenceStats
+from ._cursor_stats import BulkAckRoom, PersistenceStats
 from ._ledger_view import LedgerView, cursor_info_path
 from ._restart_figures import Held, RestartFigures, redelivered
 
@@ -165,6 +165,7 @@ class CursorStateStore:
         self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
         self._tracker_batch = (False, False)  # batch states read back at all, and from the node
         self.unload_headroom = -1
+        self._unload_keeps_batch = False  # within the headroom: whether the close keeps batch states
         """How many more whole-entry acknowledgements (with no batch state) certainly leave the
         unload figure as it is: the cursor tells the store those with counts only
         (:meth:`observe_entries_acked`), any other change with a snapshot (:meth:`observe`)."""
@@ -567,8 +568,10 @@ class CursorStateStore:
         not fit its store, read from the record itself."""
         self.unload_headroom = self._unload_headroom_of(snapshot)
         self._tracker = None
+        self._unload_keeps_batch = False
         if self.unload_headroom >= 0:
-            keeps = not snapshot.batch or self._close_keeps_batch(snapshot)
+            self._unload_keeps_batch = self._close_keeps_batch(snapshot)
+            keeps = not snapshot.batch or self._unload_keeps_batch
             self._figures.set_unload_kept(None, keeps, now_ms)
             return
         cfg = self._config
@@ -623,6 +626,22 @@ class CursorStateStore:
         on, from_node = self._tracker_batch
         self._figures.entry_followed(messages, tracker, on and (from_node or tracker.to_ledger), now_ms)
         return True
+
+    def bulk_ack_room(self, batch_states: int, batch_words: int) -> BulkAckRoom:
+        """How many acknowledgements one change may carry and leave the unload figure as
+        acknowledgements one at a time leave it, the cursor holding ``batch_states`` partial
+        entries (:class:`BulkAckRoom`): within :attr:`unload_headroom` the close record loses
+        nothing it did not lose before (a new batch state of at most ``batch_words`` BitSet
+        words costs its bytes in entries' shares); a batch-index acknowledgement moves the
+        figure when the close record does not keep batch states (up, then down when the entry
+        is complete), so none then. O(1) after an observation."""
+        headroom = self.unload_headroom
+        if headroom < 0:
+            return BulkAckRoom(0, 0, 0)
+        per_batch = 1 + -(-(_BYTES_PER_BATCH_BOUND + batch_words * 10) // _BYTES_PER_ENTRY_BOUND)
+        keeps = self._unload_keeps_batch
+        batch_room = self._config.max_batch_deleted_index_to_persist - batch_states if keeps else 0
+        return BulkAckRoom(headroom, per_batch, max(batch_room, 0))
 
     def _unload_headroom_of(self, snapshot: CursorSnapshot) -> int:
         """How many more whole entries can be acknowledged before the close record of

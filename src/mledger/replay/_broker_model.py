@@ -48,6 +48,7 @@ topic's first subscription are kept (``retain_without_subscriptions``).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -77,6 +78,7 @@ from ..codec import (
 from ..core import InvalidRequestError, ManualClock, Position
 from ..managed_ledger import (
     ML_ROOT,
+    BulkAckRoom,
     CursorStateStore,
     InitialPosition,
     ManagedCursor,
@@ -217,6 +219,38 @@ class BrokerModel:
             if due <= now_ms and (ml is None or not any(cursor.is_dirty for cursor in ml.cursors)):
                 due += ((now_ms - due) // every + 1) * every  # nothing left to flush
         self._next_flush_ms = due
+
+    def next_flush_ms(self) -> int | None:
+        """The event time of the next flush tick (None: no timer, or before the broker's start)."""
+        return self._next_flush_ms if self._flush_every_ms > 0 else None
+
+    # -- what a persist depends on ------------------------------------------------------------
+    def persist_due_ms(self, subscription: str) -> float:
+        """The first event time (ms) at which a change of the subscription's cursor persists at
+        once (``ManagedCursor.persist_due_ns`` rounded up to the clock's milliseconds): its
+        acknowledgements before it are all throttled. -inf before the cursor exists."""
+        sub = self._subs.get(subscription)
+        if sub is None or sub.subscription is None:
+            return -math.inf
+        due = sub.cursor.persist_due_ns
+        return due if math.isinf(due) else float(-(-int(due) // 1_000_000))
+
+    def writes_read_lac(self, subscription: str) -> bool:
+        """Whether a persist of the subscription's cursor now depends on the entries produced
+        so far (``ManagedCursor.writes_read_lac``; True before the cursor exists)."""
+        sub = self._subs.get(subscription)
+        return sub is None or sub.subscription is None or sub.cursor.writes_read_lac
+
+    def bulk_ack_room(self, subscription: str, batch_words: int) -> BulkAckRoom:
+        """``ManagedCursor.bulk_ack_room`` of the subscription's cursor (none before it exists)."""
+        sub = self._subs.get(subscription)
+        if sub is None or sub.subscription is None:
+            return BulkAckRoom(0, 0, 0)
+        return sub.cursor.bulk_ack_room(batch_words)
+
+    def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
+        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None."""
+        return self._sub(subscription).cursor.batch_ack_set(Position(ledger_id, entry_id))
 
     # -- producing --------------------------------------------------------------------------
     @property

@@ -33,6 +33,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..managed_ledger import BulkAckRoom
 from ._settings import ReplaySettings
 
 SHARED_TYPES = frozenset({"SHARED", "KEY_SHARED"})
@@ -129,6 +130,31 @@ class PartitionModel(Protocol):
     # time -----------------------------------------------------------------------------------
     def set_time(self, now_ms: int) -> None:
         """Event time of the next calls (never goes back)."""
+        ...
+
+    def next_flush_ms(self) -> int | None:
+        """Event time of the next periodic cursor flush (None: none): the engine cuts its steps
+        there, so a flush sees exactly the events before it."""
+        ...
+
+    # what a persist depends on (the engine's exact bulk acks) --------------------------------
+    def persist_due_ms(self, subscription: str) -> float:
+        """The first event time at which a change of the subscription's cursor persists at
+        once; every change before it is throttled and leaves it as it is (-inf: any time)."""
+        ...
+
+    def writes_read_lac(self, subscription: str) -> bool:
+        """Whether a persist of the subscription's cursor now depends on how many entries were
+        produced before it."""
+        ...
+
+    def bulk_ack_room(self, subscription: str, batch_words: int) -> BulkAckRoom:
+        """How many throttled individual acks one call may carry for the subscription and leave
+        every figure as one call per ack would (``ManagedCursor.bulk_ack_room``)."""
+        ...
+
+    def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
+        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None."""
         ...
 
     # producing ------------------------------------------------------------------------------
