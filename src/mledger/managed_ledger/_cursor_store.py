@@ -645,25 +645,29 @@ class CursorStateStore:
 
     def _unload_headroom_of(self, snapshot: CursorSnapshot) -> int:
         """How many more whole entries can be acknowledged before the close record of
-        ``snapshot`` might lose any (-1: it might now): no more acked entries than any range
-        cap (so no more ranges), none that could go to the ledger in the long-array format (its
-        size follows the span, not the count), no more batch states than the batch cap, and a
-        record certainly within the frame, ``jute.maxbuffer`` and state-size limits (at most
-        :data:`_BYTES_PER_ENTRY_BOUND` bytes per acked entry, :data:`_BYTES_PER_BATCH_BOUND`
+        ``snapshot`` might lose any (-1: it might now): no more ranges than any range cap (an
+        acknowledgement adds at most one), none that could go to the ledger in the long-array
+        format (its size follows the span: counted by acked entry there), no more batch states
+        than the batch cap, and a record certainly within the frame, ``jute.maxbuffer`` and
+        state-size limits (at most :data:`_BYTES_PER_ENTRY_BOUND` bytes per range, or per
+        acked entry in the long-array format, :data:`_BYTES_PER_BATCH_BOUND`
         per batch state plus its words, and the properties). O(batch states + properties)."""
         cfg = self._config
         acked = snapshot.acked.cardinality()
         if len(snapshot.batch) > cfg.max_batch_deleted_index_to_persist:
             return -1
+        # the range format keeps ranges (an acknowledgement adds at most one); the long-array
+        # format's size follows the acknowledged entries' span: counted by entry
+        ranges = snapshot.acked.size() if cfg.effective_ack_format == "range" else acked
         fcfg = self._ml.factory_config
-        size = _BYTES_PER_RECORD_BOUND + acked * _BYTES_PER_ENTRY_BOUND
+        size = _BYTES_PER_RECORD_BOUND + ranges * _BYTES_PER_ENTRY_BOUND
         if snapshot.batch:
             size += len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
         size += _properties_bound(snapshot)
         room = (min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state) - size) // _BYTES_PER_ENTRY_BOUND
         cap = self._range_limit()
         if cap is not None:
-            room = min(room, cap - acked)
+            room = min(room, cap - ranges)
         if cfg.effective_ack_format != "range" and cfg.max_unacked_ranges_to_persist_in_metadata_store >= 0:
             room = min(room, cfg.max_unacked_ranges_to_persist_in_metadata_store - acked)
         return room if room >= 0 else -1
