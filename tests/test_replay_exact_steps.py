@@ -8,14 +8,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
+from replay_logs import SMALL_LIMITS, T, comparable, random_log
 
 from mledger.replay import PartitionReplayer, ReplaySettings
 from mledger.replay._events import declared, event_table, output_tables, replay_rows
 from mledger.replay._local import by_partition
 from mledger.replay._tasks import quiet_library_warnings
-from replay_logs import SMALL_LIMITS, T, comparable, random_log
 
 PRESETS = (None, "pulsar-3.0", "pulsar-4.0", "pulsar-4.1", "pulsar-newest")
 
