@@ -844,7 +844,8 @@ class ManagedCursor:
         """How many throttled acknowledgements (individual: whole entries, or batch indexes of
         entries of at most ``batch_words`` BitSet words) one change may carry and leave every
         restart figure, maxima included, as one change each would: the least room of the state
-        stores (``CursorStateStore.bulk_ack_room``), none while an acknowledgement could be one
+        stores (``CursorStateStore.bulk_ack_room``; with mirrors, no batch index where one
+        store's unload figure would need following), none while an acknowledgement could be one
         no persist writes (apache/pulsar#26498 on a clean cursor: it sets the limits part by
         itself). O(stores)."""
         with self._lock:
@@ -858,9 +859,14 @@ class ManagedCursor:
             ):
                 return BulkAckRoom(0, 0, 0)
             count = self._state.batch_state_count()
+            if not self._mirrors:
+                return store.bulk_ack_room(count, batch_words)
             rooms = [s.bulk_ack_room(count, batch_words) for s in (store, *self._mirrors)]
+            followed = any(r.unload is not None for r in rooms)  # one figure to follow at most
             return BulkAckRoom(
-                min(r.entries for r in rooms), max(r.batch_cost for r in rooms), min(r.batch_indexes for r in rooms)
+                min(r.entries for r in rooms),
+                max(r.batch_cost for r in rooms),
+                0 if followed else min(r.batch_indexes for r in rooms),
             )
 
     def add_state_mirror(self, store: CursorStateStore) -> None:

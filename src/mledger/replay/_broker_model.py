@@ -388,13 +388,19 @@ class BrokerModel:
         )
 
     def ack_batch_sets(
-        self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int], batch_sizes: np.ndarray
+        self,
+        subscription: str,
+        positions: np.ndarray,
+        ack_sets: Sequence[int],
+        batch_sizes: np.ndarray,
+        entries: np.ndarray | None = None,
     ) -> int:
         items = [
             (Position(lid, eid), bits, size)
             for (lid, eid), bits, size in zip(positions.tolist(), ack_sets, batch_sizes.tolist(), strict=True)
         ]
-        return self._acknowledge(subscription, AckRequest(ack_sets=items))
+        whole = entries if entries is not None and len(entries) else ()
+        return self._acknowledge(subscription, AckRequest(entries=whole, ack_sets=items))
 
     def ack_cumulative(
         self, subscription: str, ledger_id: int, entry_id: int, batch_index: int, batch_size: int

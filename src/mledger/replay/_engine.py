@@ -1016,20 +1016,25 @@ class PartitionReplayer:
             if cumulative.all():
                 q, at = k, p + self._cumulative_stamp(a, g, group)
             elif not cumulative.any():
-                q = self._exact_prefix(plan, a, p, k)
+                q = self._exact_prefix(plan, a, g, p, k)
                 if q > p + 1:
                     at = p + self._change_stamp(plan.name, a, g, rows[p:q])
         plan.pos = max(q, p + 1)
         return int(ts[at]), rows[p : plan.pos]
 
-    def _exact_prefix(self, plan: _SubAcks, a: Rows, p: int, k: int) -> int:
+    def _exact_prefix(self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, k: int) -> int:
         """The end of the longest run of throttled individual acks from ``p`` (before ``k``)
-        that one call applies exactly (``PartitionModel.bulk_ack_room``)."""
+        that one call applies exactly (``PartitionModel.bulk_ack_room``; where batch-index acks
+        move the unload figure, the run ends at its first new maximum: ``_unload_peak``)."""
         model = self._model
         assert model is not None
         batch = plan.batch_before
         if batch[k] > batch[p] and not self.settings.ledger.deletion_at_batch_index_level_enabled:
-            return p + 1  # ignored partial acks: kept per call
+            # ignored partial acks (their unload share moves both ways): one a call, the whole
+            # entries before the first of them together
+            k = p + int(np.searchsorted(batch[p : k + 1], batch[p] + 1, side="left")) - 1
+            if k <= p + 1:
+                return p + 1
         room = model.bulk_ack_room(plan.name, plan.batch_words)
 
         def fits(q: int) -> bool:
@@ -1037,17 +1042,70 @@ class PartitionReplayer:
             return room.fits(q - p - b, b)
 
         if fits(k):
-            return k
-        lo, hi = p + 1, k  # fits(lo) assumed (one at a time always is), not fits(hi)
-        if not fits(lo):
+            q = k
+        elif not fits(p + 1):
             return p + 1
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if fits(mid):
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        else:
+            lo, hi = p + 1, k  # fits(lo), not fits(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if fits(mid):
+                    lo = mid
+                else:
+                    hi = mid
+            q = lo
+        if room.unload is not None and batch[q] > batch[p]:
+            q = self._unload_peak(plan, a, g, p, q, room.unload)
+        return q
+
+    def _unload_peak(
+        self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, q: int, unload: tuple[int, int, int, int]
+    ) -> int:
+        """Where a run of individual acks ``p..q`` must end so that the unload figure's new
+        maximum, if the run makes one, is reached at its last ack: the figure is then the
+        acknowledged indexes of the partially acknowledged entries, and those entries
+        (``BulkAckRoom.unload``), which this follows ack by ack (a new index adds one, an entry
+        completed or acked whole takes its indexes away). O(acks + entries they name)."""
+        model = self._model
+        assert model is not None
+        messages, entries, messages_max, entries_max = unload
+        acked: dict[int, int] = {}  # entry -> acknowledged indexes (-1: acknowledged whole)
+        rows = plan.rows
+        for j in range(p, q):
+            i = int(rows[j])
+            e = int(g[i])
+            bits = acked.get(e)
+            if bits is None:
+                lid, eid = int(a.ledger[i]), int(a.entry[i])
+                if model.is_deleted(plan.name, lid, eid):
+                    bits = -1
+                else:
+                    remaining = model.batch_ack_set(plan.name, lid, eid)
+                    size = int(self._index.batch_size(g[i : i + 1])[0])
+                    bits = 0 if remaining is None else ((1 << size) - 1) & ~remaining
+            if bits < 0:
+                acked[e] = bits
+                continue
+            b = int(a.bidx[i])
+            if b < 0:  # acked whole: its indexes leave the figure
+                if bits:
+                    messages, entries = messages - bits.bit_count(), entries - 1
+                acked[e] = -1
+                continue
+            if (bits >> b) & 1:
+                acked[e] = bits
+                continue
+            size = int(self._index.batch_size(g[i : i + 1])[0])
+            new = bits | (1 << b)
+            if new == (1 << size) - 1:  # completed
+                messages, entries = messages - bits.bit_count(), entries - (1 if bits else 0)
+                acked[e] = -1
+                continue
+            messages, entries = messages + 1, entries + (0 if bits else 1)
+            acked[e] = new
+            if messages > messages_max or entries > entries_max:
+                return j + 1  # a new maximum: the call ends with the ack that reached it
+        return q
 
     def _cumulative_stamp(self, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
         """The first of one subscription's cumulative acks that reaches their highest position:
@@ -1126,8 +1184,9 @@ class PartitionReplayer:
     def _batch_index_acks(
         self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray, positions: list[np.ndarray]
     ) -> int:
-        """Batch-index acks of one subscription in one step: an entry whose every index is acked
-        in the step joins the whole-entry acks (``positions``); the others get one call each.
+        """Batch-index acks of one subscription in one call: an entry whose every index is acked
+        in it joins the whole-entry acks (``positions``); the others go with them, as ack sets,
+        in one request (``positions`` is then emptied).
 
         With batch-index deletion disabled each ack is its own call, as in a broker."""
         model = self._model
@@ -1173,8 +1232,12 @@ class PartitionReplayer:
                         acked |= b
                     ack_sets.append(((1 << size) - 1) & ~acked)
             first = rows[starts[partial]]
+            # one request with the whole entries: the cursor changes once, as the acks one by one
+            # leave it (two calls would show the batch states before the whole entries)
+            whole = np.concatenate(positions)
+            positions.clear()
             done += model.ack_batch_sets(
-                name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets, sizes[partial]
+                name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets, sizes[partial], whole
             )
         return done
 

@@ -211,11 +211,17 @@ class PartitionModel(Protocol):
         ...
 
     def ack_batch_sets(
-        self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int], batch_sizes: np.ndarray
+        self,
+        subscription: str,
+        positions: np.ndarray,
+        ack_sets: Sequence[int],
+        batch_sizes: np.ndarray,
+        entries: np.ndarray | None = None,
     ) -> int:
         """Batch-index acks of many entries in bulk: per entry (``(n, 2)`` positions) the
         indexes still unacknowledged after these acks (``ack_sets``, Pulsar's ack-set bits,
-        never 0) and the batch size; the same as ``ack_batch_indexes`` entry by entry. Returns
+        never 0) and the batch size; the same as ``ack_batch_indexes`` entry by entry; with
+        ``entries``, whole-entry acks in the same request (one change of the cursor). Returns
         the entries that became fully acked."""
         ...
 
