@@ -646,7 +646,13 @@ class CursorStateStore:
         headroom = self._bulk_headroom if self._unload_ranges >= 0 else -1
         if headroom < 0:
             return BulkAckRoom(0, 0, 0)
-        if self._ledger_id is not None:
+        reader = self._reader(for_restart=True)
+        if (
+            self._ledger_id is not None
+            and reader.batch
+            and self._config.deletion_at_batch_index_level_enabled
+            and not reader.rules.batch_indexes_read_from_metadata_store
+        ):
             # the close's branch (ledger or node) decides whether batch states are kept: an
             # acknowledgement moves the range count by one at most, so stay on this side of it
             ranges, above = self._unload_ranges, self._config.max_unacked_ranges_to_persist_in_metadata_store
