@@ -356,7 +356,8 @@ def _persist_rate() -> None:
         persists = cursor.stats().persistence.persist_count
         runs.append((time.process_time() - started, persists, cursor.stats().individually_deleted_ranges))
     (cpu0, n0, _), (cpu1, n1, ranges) = runs
-    print(f"== persists per CPU-second, states of ~10,000 ranges ({ranges:,} at the end): {(n1 - n0) / (cpu1 - cpu0):,.0f} "
+    print(f"== persists per CPU-second, states of ~10,000 ranges ({ranges:,} at the end): "
+          f"{(n1 - n0) / max(cpu1 - cpu0, 1e-9):,.0f} "
           f"({n1 - n0:,} persists in {cpu1 - cpu0:.2f} s); {_load()}")
 
 
