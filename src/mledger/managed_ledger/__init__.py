@@ -47,6 +47,12 @@ from ._cursor_stats import (
     Redelivery as Redelivery,
 )
 from ._cursor_store import CursorStateStore as CursorStateStore
+from ._explain import (
+    RedeliveryExplanation as RedeliveryExplanation,
+    Rule as RedeliveryRule,
+    RuleShare as RuleShare,
+    StopExplanation as StopExplanation,
+)
 from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
 from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
 from ._ledger_state import (
@@ -92,7 +98,11 @@ __all__ = [
     "PositionBound",
     "PositionReset",
     "Redelivery",
+    "RedeliveryExplanation",
+    "RedeliveryRule",
     "RevisionStats",
+    "RuleShare",
+    "StopExplanation",
     "WriteEvent",
     "WriteState",
     "WriteStateError",
