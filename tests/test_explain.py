@@ -5,10 +5,14 @@ cursor reports and to what a real recovery redelivers, and name the rule the Jav
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pyarrow.parquet as pq
 import pytest
 from restart_logs import Log, redelivered, settings_for
 
 from mledger.managed_ledger import RedeliveryExplanation, RedeliveryRule as Rule
+from mledger.replay import ReplaySettings
 
 
 def explain(log: Log) -> RedeliveryExplanation:
@@ -152,3 +156,41 @@ def test_the_frame_limit_fallback() -> None:
     assert shares(explanation.crash) == {Rule.FRAME_LIMIT: (2, 2)}
     assert explanation.crash.record == "metadata store"
     assert shares(explanation.unload) == {Rule.CLOSE_CAP: (2, 2)}
+
+
+def test_replay_explain_agrees_with_the_cursors_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``mledger replay ... --explain SUBSCRIPTION``: per topic-partition, the crash and unload
+    figures split per rule add up to the ``cursors`` output's end values; a sweep is refused."""
+    from mledger.cli import main
+    from mledger.replay import GeneratorConfig, explain_replay, generate
+
+    generate(str(tmp_path / "log"), GeneratorConfig(topics=1, partitions=2, events=3_000, seed=3))
+    args = ["replay", str(tmp_path / "log"), str(tmp_path / "out"), "--single-process", "--quiet"]
+    limits = ["--set", "max_unacked_ranges_to_persist=2", "--defaults", "pulsar-4.0"]
+    assert main([*args, *limits]) == 0
+    cursors = pq.read_table(str(tmp_path / "out" / "cursors")).to_pylist()
+    subscription = str(cursors[0]["subscription"])
+    settings = ReplaySettings.from_pairs(["defaults=pulsar-4.0", "max_unacked_ranges_to_persist=2"])
+    found = explain_replay(str(tmp_path / "log"), subscription, settings)
+    rows = {(r["topic"], r["partition"]): r for r in cursors if r["subscription"] == subscription}
+    assert len(found) == len(rows) > 0
+    for item in found:
+        row = rows[(item.topic, item.partition)]
+        crash, unload = item.explanation.crash, item.explanation.unload
+        assert (crash.messages, crash.entries) == (
+            row["redelivered_after_crash"],
+            row["redelivered_after_crash_entries"],
+        )
+        assert (unload.messages, unload.entries) == (
+            row["redelivered_after_unload"],
+            row["redelivered_after_unload_entries"],
+        )
+    assert any(item.explanation.unload.share(Rule.CLOSE_CAP) for item in found)
+    capsys.readouterr()
+    args[2] = str(tmp_path / "explained")
+    assert main([*args, *limits, "--explain", subscription]) == 0
+    text = capsys.readouterr().out
+    assert f"subscription {subscription}" in text and "close path cap" in text
+    args[2] = str(tmp_path / "swept")
+    assert main([*args, "--sweep", "max_unacked_ranges_to_persist=1,2", "--explain", subscription]) != 0
+    assert "--explain explains one setting" in capsys.readouterr().err

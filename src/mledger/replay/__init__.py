@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from ._broker_model import BrokerModel as BrokerModel
     from ._capture import Capture as Capture, CaptureSettings as CaptureSettings
     from ._checks import check_input_dir as check_input_dir, check_output_dir as check_output_dir
+    from ._explain import (
+        PartitionExplanation as PartitionExplanation,
+        explain_replay as explain_replay,
+        format_explanations as format_explanations,
+    )
     from ._generate import (
         PLANTED_ANOMALIES as PLANTED_ANOMALIES,
         GeneratorConfig as GeneratorConfig,
@@ -89,6 +94,9 @@ if TYPE_CHECKING:
 # no xxhash, which the prepared layout needs; a recording broker needs no generator)
 _LAZY = {
     "BrokerModel": "._broker_model",
+    "PartitionExplanation": "._explain",
+    "explain_replay": "._explain",
+    "format_explanations": "._explain",
     "Capture": "._capture",
     "CaptureSettings": "._capture",
     "GeneratorConfig": "._generate",
@@ -164,6 +172,7 @@ __all__ = [
     "OK",
     "ObservedEntry",
     "PULSAR_DEFAULTS",
+    "PartitionExplanation",
     "PartitionModel",
     "PartitionReplayer",
     "PollBudget",
@@ -187,7 +196,9 @@ __all__ = [
     "WatchRound",
     "WatchSettings",
     "add_repeated_entries",
+    "explain_replay",
     "forecast_crossing",
+    "format_explanations",
     "format_summary",
     "format_sweep",
     "generate",

@@ -7,7 +7,7 @@ import posixpath
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -221,7 +221,7 @@ def _render(*tables: Table | str) -> list[str]:
     return [line.rstrip() for line in text.rstrip("\n").split("\n")]
 
 
-def _table(headers: list[str], rows: list[list[object]], title: str | None = None, text: int = 1) -> list[str]:
+def table_lines(headers: list[str], rows: list[list[object]], title: str | None = None, text: int = 1) -> list[str]:
     """Rows under ``headers``: the first column and the last ``text - 1`` ones (text) left-justified,
     the others (figures) right-justified."""
     table = Table(*headers, box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
@@ -245,7 +245,7 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
         "",
         "cursors by subscription type:",
     ]
-    lines += _table(
+    lines += table_lines(
         [
             "type",
             "cursors",
@@ -276,7 +276,7 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
     )
     if s.top_backlog:
         lines += ["", "largest backlogs:"]
-        lines += _table(
+        lines += table_lines(
             ["topic", "partition", "subscription", "mark-delete", "backlog", "hole ranges", "state bytes"],
             [
                 [
@@ -294,13 +294,13 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
     lines += _restart_lines(s)
     lines += ["", f"anomalies: {s.anomaly_total:,}" + _planted_note(s, planted)]
     if s.anomalies and planted is not None:
-        lines += _table(
+        lines += table_lines(
             ["reason", "count", "planted by the generator as"],
             [[k, v, planted.get(k, "not planted by the generator")] for k, v in s.anomalies.items()],
             text=2,
         )
     elif s.anomalies:
-        lines += _table(["reason", "count"], [[k, v] for k, v in s.anomalies.items()])
+        lines += table_lines(["reason", "count"], [[k, v] for k, v in s.anomalies.items()])
     if s.out_dir:
         lines += ["", _outputs_line(s.out_dir, "(Parquet)")]
     return "\n".join(lines)
@@ -320,7 +320,7 @@ def when(ms: object) -> str:
     if ms is None or not isinstance(ms, int) or ms < 0:
         return "-"
     if ms >= 1_000_000_000_000:
-        stamp = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        stamp = datetime.fromtimestamp(ms / 1000, tz=UTC)
         return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
     return f"{ms} ms"
 
@@ -359,7 +359,7 @@ def _restart_lines(s: ReplaySummary) -> list[str]:
     ]
     if s.top_redelivered:
         lines += [""]
-        lines += _table(
+        lines += table_lines(
             [
                 "topic",
                 "partition",
@@ -468,7 +468,7 @@ def format_sweep(s: SweepSummary) -> str:
         [*(str(v) for v in vals), *(getattr(summary, attr) for _, attr in SWEEP_COLUMNS)]
         for vals, summary in zip(s.values, s.summaries, strict=False)
     ]
-    lines += _table([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
+    lines += table_lines([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
     lines += [
         "",
         "crash / unload: acknowledged messages a crash (after the last persist) or an unload would redeliver,",
@@ -482,7 +482,7 @@ def format_sweep(s: SweepSummary) -> str:
     reasons = sorted({r for summary in s.summaries for r in summary.anomalies})
     if reasons:
         lines += ["", "anomalies by reason:"]
-        lines += _table(
+        lines += table_lines(
             [*s.keys, *reasons],
             [
                 [*(str(v) for v in vals), *(summary.anomalies.get(r, 0) for r in reasons)]
