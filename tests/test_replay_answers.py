@@ -254,7 +254,7 @@ def test_crash_and_unload_figures_per_preset_in_messages_and_entries(
 def test_summary_prints_event_times_plainly() -> None:
     """The restart table's times: ISO 8601 UTC for a recording's wall-clock times, plain
     milliseconds for a log's own clock, never thousands separators (issue 33 item 8)."""
-    from mledger.replay._summary import when
+    from mledger.replay import format_event_time as when
 
     assert when(1_796_000_000_123) == "2026-11-30T00:53:20.123Z"
     assert when(102) == "102 ms" and when(12_345) == "12345 ms"

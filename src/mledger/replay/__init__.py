@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from ._summary import (
         ReplaySummary as ReplaySummary,
         SweepSummary as SweepSummary,
+        format_event_time as format_event_time,
         format_summary as format_summary,
         format_sweep as format_sweep,
         summarize as summarize,
@@ -126,6 +127,7 @@ _LAZY = {
     "ReplaySummary": "._summary",
     "SweepSummary": "._summary",
     "format_summary": "._summary",
+    "format_event_time": "._summary",
     "format_sweep": "._summary",
     "summarize": "._summary",
     "parse_sweep": "._sweep",
@@ -198,6 +200,7 @@ __all__ = [
     "add_repeated_entries",
     "explain_replay",
     "forecast_crossing",
+    "format_event_time",
     "format_explanations",
     "format_summary",
     "format_sweep",

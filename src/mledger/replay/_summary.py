@@ -313,7 +313,7 @@ def _outputs_line(out_dir: str, note: str) -> str:
     return f"outputs: {root}/cursors, {root}/anomalies, {root}/partitions {note}"
 
 
-def when(ms: object) -> str:
+def format_event_time(ms: object) -> str:
     """An event time of the outputs as an operator reads it: ISO 8601 in UTC to the millisecond
     for wall-clock times (a recording's or a capture's, after 2001), else plain milliseconds
     from the log's clock (generated and hand-made logs start near 0); ``-`` for none."""
@@ -382,14 +382,14 @@ def _restart_lines(s: ReplaySummary) -> list[str]:
                     r["subscription"],
                     r["redelivered_after_crash"],
                     r["redelivered_after_crash_max"],
-                    when(r["redelivered_after_crash_max_at_ms"]),
+                    format_event_time(r["redelivered_after_crash_max_at_ms"]),
                     r["redelivered_after_crash_limits"],
                     r["redelivered_after_crash_limits_max"],
-                    when(r["redelivered_after_crash_limits_max_at_ms"]),
+                    format_event_time(r["redelivered_after_crash_limits_max_at_ms"]),
                     r["redelivered_after_unload"],
                     r["redelivered_after_unload_max"],
-                    when(r["redelivered_after_unload_max_at_ms"]),
-                    when(r["state_over_limit_at_ms"]),
+                    format_event_time(r["redelivered_after_unload_max_at_ms"]),
+                    format_event_time(r["state_over_limit_at_ms"]),
                 ]
                 for r in s.top_redelivered
             ],
