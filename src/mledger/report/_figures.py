@@ -210,7 +210,7 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
             LegendItem("blue", "nothing truncated, one entry per state"),
             LegendItem("purple", "states chunked (PIP-381)"),
             LegendItem("red", "ranges truncated (or a state over the limit)"),
-            LegendItem("amber", "a crash or an unload redelivers acknowledged messages the limits dropped"),
+            LegendItem("amber", "acks lost to the limits"),
         ),
         caption="Truncated ranges are kept in memory only: after a restart those messages are delivered again. "
         "Lost to the limits on a crash: the acknowledged messages a crash redelivers because a persisted state "
