@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from restart_logs import Log, redelivered, settings_for
+from restart_logs import Log, redelivered, settings_for, three_ledgers
 
 from mledger.managed_ledger import RedeliveryExplanation, RedeliveryRule as Rule
 from mledger.replay import ReplaySettings
@@ -56,17 +56,11 @@ def test_the_long_array_cut_off() -> None:
     """``OpenLongPairRangeSet.toRanges`` (4.1, ``getAndAdd``): three ledgers with acks x:1 and x:3,
     max 3: ledger 3 is cut (4 > 3), its 2 acks lost in a crash; the close writes the node in the
     range format (6 ranges <= 1000), N + 1 = 4 ranges: ledger 3's two ranges lost too."""
-    log = Log(settings_for("pulsar-4.1", max_unacked_ranges_to_persist=3))
-    for ledger in range(3):
-        if ledger:
-            log.roll()
-        positions = log.produce([1] * 10)
-        log.cursor.delete(positions[1])
-        log.cursor.delete(positions[3])
+    log = three_ledgers("pulsar-4.1")
+    last = log.ml.last_confirmed_entry.ledger_id  # the third data ledger (cursor ledgers draw ids too)
     explanation = explain(log)
     assert shares(explanation.crash) == {Rule.LONG_ARRAY_CUTOFF: (2, 2)}
     share = explanation.crash.share(Rule.LONG_ARRAY_CUTOFF)
-    last = positions[0].ledger_id  # the third data ledger (cursor ledgers draw ids too)
     assert share is not None and share.shown == (f"({last}:0..{last}:1]", f"({last}:2..{last}:3]")
     assert shares(explanation.unload) == {Rule.CLOSE_CAP: (2, 2)}
 
