@@ -332,8 +332,7 @@ def test_the_client_receives_again_what_the_broker_figure_said(
 ) -> None:
     outcomes = run_and_restart(tmp_path, standalones, defaults, crash, seed=7)
     for name, outcome in outcomes.items():
-        assert len(outcome.redelivered) == outcome.figure, (name, sorted(outcome.redelivered), outcome.figure)
-        unacked = {m for m in outcome.again if m not in outcome.acked}
-        assert len(outcome.again) == len(set(outcome.again)) == len(outcome.redelivered) + len(unacked)
-    assert any(o.redelivered for o in outcomes.values()), "the stop lost nothing: the workload compares nothing"
-    assert any(o.held_back > 0 for o in outcomes.values()), "the limiter held nothing back"
+        assert len(outcome.redelivered) == outcome.figure, (name, outcome)
+        assert len(outcome.again) == len(set(outcome.again)), (name, outcome)  # each message once
+    assert any(o.redelivered for o in outcomes.values()), ("the stop lost nothing: nothing compared", outcomes)
+    assert any(o.held_back > 0 for o in outcomes.values()), ("the limiter held nothing back", outcomes)
