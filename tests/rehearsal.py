@@ -245,12 +245,14 @@ def covered_by_cumulative(upto: MessageKey | None, produced: list[MessageKey]) -
     return set() if upto is None else {m for m in produced if m[:2] <= upto[:2]}
 
 
-def recorded_acks(record: Path, produced: list[MessageKey]) -> dict[str, set[MessageKey]]:
-    """Each subscription's acknowledged messages as the recording has them: an individual row
-    of a whole entry (batch index null) acknowledges every message of the entry, a batch-index
-    row one message, a cumulative row every message up to its entry."""
+def recorded_acks(record: Path, produced: list[MessageKey], topic: str = TOPIC) -> dict[str, set[MessageKey]]:
+    """Each subscription's acknowledged messages on ``topic`` as the recording has them: an
+    individual row of a whole entry (batch index null) acknowledges every message of the entry,
+    a batch-index row one message, a cumulative row every message up to its entry."""
     out: dict[str, set[MessageKey]] = {}
     for row in pq.read_table(record / "acked").to_pylist():
+        if row["topic"] != topic:
+            continue
         acked = out.setdefault(row["subscription"], set())
         key = (row["ledger_id"], row["entry_id"], -1 if row["batch_index"] is None else row["batch_index"])
         if row["ack_type"] == "cumulative":

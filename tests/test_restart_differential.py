@@ -27,7 +27,7 @@ This compares mledger with mledger: Pulsar's truth is in the rules' hand-made lo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,14 +117,6 @@ def replay_prediction(
     return predicted, rows
 
 
-@pytest.fixture
-def standalones() -> Iterator[list[Standalone]]:
-    started: list[Standalone] = []
-    yield started
-    for s in started:
-        s.kill()
-
-
 @dataclass
 class Stopped:
     """One run of the workload, stopped one way; what the client received again once collected."""
@@ -138,7 +130,7 @@ class Stopped:
 
 @pytest.mark.parametrize("defaults", list(PULSAR_VERSIONS))
 def test_the_client_receives_again_what_the_replay_predicts(
-    tmp_path: Path, standalones: list[Standalone], defaults: str
+    tmp_path: Path, standalone_process: Callable[..., Standalone], defaults: str
 ) -> None:
     """One chain of brokers over one data directory per preset (a start is the slow part): the
     first runs the workload on one topic and is killed; the second collects what comes back on
@@ -150,8 +142,9 @@ def test_the_client_receives_again_what_the_replay_predicts(
     runs: list[Stopped] = []
     for crash in (True, False):
         record = tmp_path / ("rec-sigkill" if crash else "rec-sigterm")
-        broker = Standalone(tmp_path / "data", *options, "--record", str(record), "--record-flush-interval", "0.02")
-        standalones.append(broker)
+        broker = standalone_process(
+            tmp_path / "data", *options, "--record", str(record), "--record-flush-interval", "0.02"
+        )
         broker.warm_admin()
         if runs:
             runs[-1].again = received_again(broker.service_url, runs[-1].work)
@@ -159,21 +152,20 @@ def test_the_client_receives_again_what_the_replay_predicts(
         work.produce()
 
         def recorded() -> bool:
-            rows = recorded_acks(record, work.produced)  # noqa: B023
+            rows = recorded_acks(record, work.produced, work.topic)  # noqa: B023
             return all(work.applied(s, batch_index_acks) <= rows.get(s.name, set()) for s in work.subscriptions)  # noqa: B023
 
         work.consume(settle=lambda: wait_for(recorded, "the recording to hold every acknowledgement sent"))
         runs.append(Stopped(crash, work, record, live_cursors(broker, work.topic)))
         broker.stop(crash)
         work.close()
-    last = Standalone(tmp_path / "data", *options)
-    standalones.append(last)
+    last = standalone_process(tmp_path / "data", *options)
     runs[-1].again = received_again(last.service_url, runs[-1].work)
 
     for run in runs:
         kind = "sigkill" if run.crash else "sigterm"
         work, again = run.work, run.again
-        acked = {n: a for n, a in recorded_acks(run.record, work.produced).items() if n in run.live}
+        acked = {n: a for n, a in recorded_acks(run.record, work.produced, work.topic).items() if n in run.live}
         predicted, rows = replay_prediction(run.record, tmp_path / f"out-{kind}", defaults, work.topic, acked)
         for name in run.live:
             row = rows[name]

@@ -16,7 +16,7 @@ recording: tests/test_restart_differential.py.)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,20 +25,13 @@ from rehearsal import Standalone, Workload, received_again, recorded_acks, wait_
 pytestmark = [pytest.mark.timeout(240)]
 
 
-@pytest.fixture
-def standalones() -> Iterator[list[Standalone]]:
-    started: list[Standalone] = []
-    yield started
-    for s in started:
-        s.kill()
-
-
-def stop_and_restart(tmp: Path, standalones: list[Standalone], crash: bool) -> tuple[Workload, dict[str, list]]:
+def stop_and_restart(
+    tmp: Path, standalone_process: Callable[..., Standalone], crash: bool
+) -> tuple[Workload, dict[str, list]]:
     """Run the workload, stop the broker once the recording holds every acknowledgement, start
     it again over the same data; returns the workload and what each subscription received again."""
     data, record = tmp / "data", tmp / "rec"
-    first = Standalone(data, "--record", str(record), "--record-flush-interval", "0.05")
-    standalones.append(first)
+    first = standalone_process(data, "--record", str(record), "--record-flush-interval", "0.05")
     work = Workload(first.service_url, seed=7)
     work.produce()
     work.consume()
@@ -50,16 +43,15 @@ def stop_and_restart(tmp: Path, standalones: list[Standalone], crash: bool) -> t
     )
     first.stop(crash)
     work.close()
-    second = Standalone(data)
-    standalones.append(second)
+    second = standalone_process(data)
     return work, received_again(second.service_url, work)
 
 
 @pytest.mark.parametrize("crash", [True, False], ids=["sigkill", "sigterm"])
 def test_a_restart_redelivers_exactly_the_unacknowledged_messages(
-    tmp_path: Path, standalones: list[Standalone], crash: bool
+    tmp_path: Path, standalone_process: Callable[..., Standalone], crash: bool
 ) -> None:
-    work, again = stop_and_restart(tmp_path, standalones, crash)
+    work, again = stop_and_restart(tmp_path, standalone_process, crash)
     for sub in work.subscriptions:
         assert sub.acked, sub.name  # the seeded workload leaves holes: some acked, some not
         unacked = [m for m in work.produced if m not in work.acknowledged(sub)]
