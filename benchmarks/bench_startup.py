@@ -277,10 +277,11 @@ def main() -> None:
     if len(given) > 2:
         parser.error("at most two source roots")
     labels = ["before", "after"] if args.before is not None else [str(r) for r in given] or ["installed"]
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-startup-src-") as tmp:
         roots: list[Path | None] = [copied(r, Path(tmp)) for r in given] or [None]
         figures = measure(roots, labels, kinds, args.runs, args.compile, args.floor)
-    report(figures, labels, args)
+    report(figures, labels, args, load_before)
 
 
 def measure(
@@ -314,12 +315,17 @@ def measure(
     return figures
 
 
-def report(figures: dict[str, dict[str, list[float]]], labels: list[str], args: argparse.Namespace) -> None:
+def report(
+    figures: dict[str, dict[str, list[float]]],
+    labels: list[str],
+    args: argparse.Namespace,
+    load_before: tuple[float, float, float],
+) -> None:
     """The medians per root, and the ratios of the second root to the first."""
     caches = "compiled from source every run" if args.compile else "bytecode caches written by a first, uncounted run"
-    print(
-        f"# {os.uname().nodename}, {os.cpu_count()} CPUs, load {os.getloadavg()}, {args.runs} runs per root, {caches}"
-    )
+    loads = " -> ".join(", ".join(f"{x:.2f}" for x in load) for load in (load_before, os.getloadavg()))
+    print(f"# {os.uname().nodename}, {os.cpu_count()} CPUs, load {loads} (1, 5, 15 min: start -> end)")
+    print(f"# {args.runs} runs per root, alternating; {caches}")
     for label in labels:
         for what, values in figures[label].items():
             print(f"{label} {what}, median: {statistics.median(values):.3f}")
