@@ -149,52 +149,56 @@ def _env(src: Path | None, compile_each: bool = False) -> dict[str, str]:
     return env
 
 
-FIXTURE_PROBE = """
-import sys, time
+FIRST_MESSAGE = """
+import json, subprocess, sys, time
 import pulsar
 
+def first_message(service_url):
+    \"\"\"Subscribe, produce and receive one message; the time it was received.\"\"\"
+    client = pulsar.Client(service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    topic = "persistent://public/default/bench-startup"
+    consumer = client.subscribe(topic, "bench")
+    client.create_producer(topic).send(b"first")
+    assert consumer.receive(30_000).data() == b"first"
+    received = time.perf_counter()
+    client.close()
+    return received
+"""
+"""What both probes start with: the client's own import (not counted) and the first message."""
+
+FIXTURE_PROBE = (
+    FIRST_MESSAGE
+    + """
 started = time.perf_counter()
 from mledger.standalone import EmbeddedStandalone
 imported = time.perf_counter()
 broker = EmbeddedStandalone().start()
 ready = time.perf_counter()
-client = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-topic = "persistent://public/default/bench-startup"
-consumer = client.subscribe(topic, "bench")
-client.create_producer(topic).send(b"first")
-assert consumer.receive(30_000).data() == b"first"
-first = time.perf_counter()
-client.close()
+first = first_message(broker.service_url)
 broker.stop()
 print(imported - started, ready - imported, first - ready)
 """
+)
 """The fixture's start in one process (see the module docstring); prints import, start and
 first-message seconds."""
 
-STANDALONE_PROBE = """
-import json, subprocess, sys, time
-import pulsar
-
-argv = sys.argv[1:]
+STANDALONE_PROBE = (
+    FIRST_MESSAGE
+    + """
 started = time.perf_counter()
-proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 try:
     line = proc.stdout.readline()
     if not line.startswith("{"):
         raise SystemExit(f"standalone printed {line!r}: {proc.stderr.read() if proc.poll() is not None else ''}")
     ready = time.perf_counter()
-    client = pulsar.Client(json.loads(line)["service_url"], logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    topic = "persistent://public/default/bench-startup"
-    consumer = client.subscribe(topic, "bench")
-    client.create_producer(topic).send(b"first")
-    assert consumer.receive(30_000).data() == b"first"
-    first = time.perf_counter()
-    client.close()
+    first = first_message(json.loads(line)["service_url"])
 finally:
     proc.send_signal(15)
     proc.wait(30)
 print(ready - started, first - started)
 """
+)
 """A standalone spawned to its ready line and to the first message; prints both in seconds."""
 
 
