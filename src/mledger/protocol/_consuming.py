@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from ..broker import (
     MESSAGE,
     AckRequest,
-    ClientInfo,
     EntryDelivery,
     FaultTarget,
     ack_set_words,
@@ -107,7 +106,7 @@ class ConsumerCommands(CommandGroup):
             name = body.consumer_name or None
             if name is not None and any(c.name == name for c in subscription.consumers):
                 name = f"{name}#{self._context.host.next_id()}"
-            client = ClientInfo(self._state.peer or None, self._connection.client_version or None, body.consumer_id)
+            client = self._context.client_info(body.consumer_id)
             handle.consumer = subscription.add_consumer(
                 name,
                 permits=0,
