@@ -17,6 +17,10 @@ Three figures per run, each in a fresh interpreter:
   to the first message: a child process (the client imported before it spawns) waits for the
   standalone's ready line (its URLs) and sends and receives one message.
 
+Both also report CPU seconds (the fixture's process to its import and to the first message;
+the standalone's process to the first message): on a shared, loaded machine wall times drift by
+a factor of two between runs, CPU time far less.
+
 With ``--before OLD/src`` the runs alternate between OLD and this checkout's ``src`` (A B, B A,
 ...) so drift on a shared machine hits both alike, and the ratios after / before are printed
 (medians). One or two source roots (directories holding ``mledger/``: a checkout's ``src``,
@@ -150,7 +154,7 @@ def _env(src: Path | None, compile_each: bool = False) -> dict[str, str]:
 
 
 FIRST_MESSAGE = """
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 import pulsar
 
 def first_message(service_url):
@@ -169,18 +173,20 @@ def first_message(service_url):
 FIXTURE_PROBE = (
     FIRST_MESSAGE
     + """
-started = time.perf_counter()
+cpu, started = time.process_time(), time.perf_counter()
 from mledger.standalone import EmbeddedStandalone
-imported = time.perf_counter()
+cpu_imported, imported = time.process_time(), time.perf_counter()
 broker = EmbeddedStandalone().start()
 ready = time.perf_counter()
 first = first_message(broker.service_url)
+cpu_first = time.process_time()
 broker.stop()
-print(imported - started, ready - imported, first - ready)
+print(imported - started, ready - imported, first - ready, cpu_imported - cpu, cpu_first - cpu)
 """
 )
 """The fixture's start in one process (see the module docstring); prints import, start and
-first-message seconds."""
+first-message seconds, then the process's CPU seconds to the import and to the first message
+(the client's threads included)."""
 
 STANDALONE_PROBE = (
     FIRST_MESSAGE
@@ -193,27 +199,38 @@ try:
         raise SystemExit(f"standalone printed {line!r}: {proc.stderr.read() if proc.poll() is not None else ''}")
     ready = time.perf_counter()
     first = first_message(json.loads(line)["service_url"])
+    with open(f"/proc/{proc.pid}/stat") as stat:  # utime, stime: fields 14 and 15, in clock ticks
+        ticks = sum(int(f) for f in stat.read().rsplit(")", 1)[1].split()[11:13])
 finally:
     proc.send_signal(15)
     proc.wait(30)
-print(ready - started, first - started)
+print(ready - started, first - started, ticks / os.sysconf("SC_CLK_TCK"))
 """
 )
-"""A standalone spawned to its ready line and to the first message; prints both in seconds."""
+"""A standalone spawned to its ready line and to the first message, in seconds, and the CPU
+seconds the standalone spent until then (Linux: ``/proc/PID/stat``, in clock ticks)."""
 
 
 def fixture_run(src: Path | None, compile_each: bool = False) -> dict[str, float]:
     """The fixture's import, start and first message (seconds), in one fresh process."""
     out = _probe(FIXTURE_PROBE, [], src, compile_each)
-    imported, started, first = (float(x) for x in out.split())
-    return {"import": imported, "start": started, "first message": first, "total": imported + started + first}
+    imported, started, first, cpu_imported, cpu_first = (float(x) for x in out.split())
+    return {
+        "import": imported,
+        "start": started,
+        "first message": first,
+        "total": imported + started + first,
+        "CPU to the import": cpu_imported,
+        "CPU to the first message": cpu_first,
+    }
 
 
 def standalone_first_run(src: Path | None, compile_each: bool = False) -> dict[str, float]:
-    """A standalone's spawn to its ready line and to the first message (seconds)."""
+    """A standalone's spawn to its ready line and to the first message (seconds), and its CPU
+    seconds until the first message."""
     argv, _ = standalone_argv()
-    ready, first = (float(x) for x in _probe(STANDALONE_PROBE, argv, src, compile_each).split())
-    return {"spawn to ready line": ready, "spawn to first message": first}
+    ready, first, cpu = (float(x) for x in _probe(STANDALONE_PROBE, argv, src, compile_each).split())
+    return {"spawn to ready line": ready, "spawn to first message": first, "CPU to the first message": cpu}
 
 
 def _probe(code: str, args: list[str], src: Path | None, compile_each: bool) -> str:
