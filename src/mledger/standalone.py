@@ -56,14 +56,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._standalone_config import (
-    PULSAR_KEYS as PULSAR_KEYS,
-    StandaloneSettings as StandaloneSettings,
-    authorization_from_settings,
-    effective_settings as effective_settings,
-    read_pulsar_conf as read_pulsar_conf,
-    render_settings,
-)
 from .admin import (
     AuthenticationSettings,
     Authenticator,
@@ -72,7 +64,7 @@ from .admin import (
     build_authenticator,
 )
 from .broker import STANDALONE_NAMESPACES, Broker, BrokerConfig, BrokerJournal, Faults, open_broker
-from .core import PULSAR_VERSIONS, ConfigError, ManagedLedgerFactoryConfig, TlsSettings, parse_bind
+from .core import PULSAR_VERSIONS, ConfigError, ManagedLedgerFactoryConfig, TlsSettings, lazy_getattr, parse_bind
 from .protocol import (
     ClientAuth,
     EmbeddedBroker,
@@ -83,14 +75,25 @@ from .protocol import (
     parse_advertised_listeners,
     raise_descriptor_limit,
 )
-from .rest import AdminServer, DeferredApp, RoleResolver, checked_role_resolver
+from .rest import checked_role_resolver
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    # the configuration file's keys and settings: loaded on first use (EmbeddedStandalone and
+    # the pytest fixture never read a broker.conf; run_standalone and standalone_settings do)
+    from ._standalone_config import (
+        PULSAR_KEYS as PULSAR_KEYS,
+        StandaloneSettings as StandaloneSettings,
+        authorization_from_settings as authorization_from_settings,
+        effective_settings as effective_settings,
+        read_pulsar_conf as read_pulsar_conf,
+        render_settings as render_settings,
+    )
     from .admin import Authorization
     from .broker import FaultScenario
     from .replay import RecordSettings
+    from .rest import AdminServer, RoleResolver
 
 __all__ = [
     "PULSAR_KEYS",
@@ -104,6 +107,18 @@ __all__ = [
     "standalone_faults",
     "standalone_settings",
 ]
+
+# imported on first use (PEP 562): the configuration file's machinery (Pulsar's key table)
+_LAZY = {
+    "PULSAR_KEYS": "._standalone_config",
+    "StandaloneSettings": "._standalone_config",
+    "authorization_from_settings": "._standalone_config",
+    "effective_settings": "._standalone_config",
+    "read_pulsar_conf": "._standalone_config",
+    "render_settings": "._standalone_config",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +213,8 @@ class Standalone:
         self.broker = self.opened.broker
         self.admin_tls: AdminServer | None = None
         try:
+            from .rest import AdminServer, DeferredApp  # uvicorn: only a process that serves REST loads it
+
             auth = _client_auth(authenticator, authorization)
             self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
             # the readiness route answers as soon as the port listens; the app is built on the
@@ -363,6 +380,8 @@ class EmbeddedStandalone(EmbeddedBroker):
                 roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
                 app = _admin_app(self.broker, self.server, self._authorization, roles)
                 limits = _admin_limits(self.server.config)
+                from .rest import AdminServer  # uvicorn: loaded by the first test that asks for the admin URL
+
                 self._admin_server = AdminServer(app, self._host, self._admin_port, drain_timeout=2.0, **limits)
                 self._admin_server.start()
                 self._admin_port = self._admin_server.address[1]
@@ -517,6 +536,8 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
 def run_standalone(args: argparse.Namespace) -> int:
     """Run until SIGTERM or SIGINT; prints the servers' URLs (JSON) once they answer.
     ``--print-config`` prints the effective settings instead and returns."""
+    from ._standalone_config import authorization_from_settings, render_settings
+
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     raise_descriptor_limit()
     settings = standalone_settings(args)
@@ -638,6 +659,8 @@ _VALUES = {
 def standalone_settings(args: argparse.Namespace) -> StandaloneSettings:
     """The effective settings of ``mledger standalone``'s options: mledger's defaults, then
     ``--config`` (Pulsar's keys), then every option given on the command line."""
+    from ._standalone_config import effective_settings, read_pulsar_conf
+
     strict = getattr(args, "strict_config", False)
     conf = read_pulsar_conf(args.config, strict=strict) if getattr(args, "config", None) else None
     base = effective_settings(conf).server
