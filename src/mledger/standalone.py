@@ -1,6 +1,6 @@
 """``mledger standalone``: Pulsar's binary protocol and the admin REST API over one broker.
 
-    mledger standalone [--config standalone.conf] [--print-config] [--strict-config]
+    mledger standalone [--config standalone.conf] [--defaults pulsar-4.0] [--print-config] [--strict-config]
                        [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
                        [--tls-port P] [--admin-tls-port P] [--tls-cert-file F] [--tls-key-file F]
                        [--tls-trust-certs-file F] [--tls-require-trusted-client-cert]
@@ -21,7 +21,11 @@ authorization on, only the cluster: as Pulsar's, whose internal admin client the
 credentials); topics in other namespaces need the tenant and namespace created first
 (``PUT /admin/v2/tenants/{tenant}``, ``PUT /admin/v2/namespaces/{tenant}/{ns}``).
 ``--config`` reads Pulsar's ``broker.conf`` / ``standalone.conf`` (:mod:`mledger._standalone_config`;
-the options override it), ``--print-config`` prints the effective settings. The TLS ports serve
+the options override it), ``--print-config`` prints the effective settings. ``--defaults
+pulsar-4.0`` (``pulsar-3.0``, ``pulsar-4.1``, ``pulsar-newest``) starts from that Pulsar version's
+cursor settings and rules instead of mledger's (the file and the options apply on top): its
+cursors persist at Pulsar's pace (the mark-delete rate limiter, the 60 s flush) and answer an
+ack's receipt before persisting, so a restart redelivers what that version would. The TLS ports serve
 ``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core`).
 ``--record DIR`` records what the broker does as the replay's raw logs
 (:mod:`mledger.replay`, imported only then: it needs the ``replay`` extra).
@@ -60,7 +64,7 @@ from .admin import (
     build_authenticator,
 )
 from .broker import STANDALONE_NAMESPACES, Broker, BrokerConfig, BrokerJournal, Faults, open_broker
-from .core import ConfigError, ManagedLedgerFactoryConfig, TlsSettings, lazy_getattr, parse_bind
+from .core import PULSAR_VERSIONS, ConfigError, ManagedLedgerFactoryConfig, TlsSettings, lazy_getattr, parse_bind
 from .protocol import (
     ClientAuth,
     EmbeddedBroker,
@@ -425,6 +429,13 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
         "--print-config", action="store_true", help="print the effective settings (Pulsar's key=value) and exit"
     )
     parser.add_argument(
+        "--defaults",
+        choices=tuple(PULSAR_VERSIONS),
+        metavar="PRESET",
+        help="a Pulsar version whose cursor settings, persist pace and recovery rules the broker follows, so a "
+        f"restart redelivers what it would ({', '.join(PULSAR_VERSIONS)}); --config and the options apply on top",
+    )
+    parser.add_argument(
         "--strict-config",
         action="store_true",
         help="refuse a --config key that is not one of Pulsar's broker keys (a typo), instead of a warning",
@@ -685,4 +696,4 @@ def standalone_settings(args: argparse.Namespace) -> StandaloneSettings:
         overrides.update({f"authentication.{f}": str(v) if f == "token_file" else v for f, v in credentials.items()})
     if args.authorization is not None:
         overrides.update({"server.authorization_file": str(args.authorization), "server.authorization_enabled": True})
-    return effective_settings(conf, overrides)
+    return effective_settings(conf, overrides, getattr(args, "defaults", None))

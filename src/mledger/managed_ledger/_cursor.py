@@ -27,7 +27,7 @@ Collaborators, each behind a narrow interface: the managed ledger is a
 arithmetic over the ledger list, reads, trim requests); a durable cursor's
 :class:`~mledger.managed_ledger.CursorStateStore` takes a
 :class:`~mledger.managed_ledger._cursor_snapshot.CursorSnapshot` and gives back a
-:class:`~mledger.managed_ledger._cursor_snapshot.RecoveredCursorState`; read planning is
+:class:`~mledger.managed_ledger.RecoveredCursorState`; read planning is
 :mod:`~mledger.managed_ledger._cursor_reads`, composite resets
 :mod:`~mledger.managed_ledger._position_reset`.
 
