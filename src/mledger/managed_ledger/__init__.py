@@ -39,6 +39,7 @@ from ._cursor_snapshot import (
     CursorLifecycle as CursorLifecycle,
     CursorLifecycleError as CursorLifecycleError,
     IndividualDeletedEntries as IndividualDeletedEntries,
+    RecoveredCursorState as RecoveredCursorState,
 )
 from ._cursor_stats import (
     CursorStats as CursorStats,
@@ -68,6 +69,7 @@ from ._ledger_view import (
     PositionBound as PositionBound,
 )
 from ._position_reset import PositionReset as PositionReset
+from ._restart_figures import redelivered_messages as redelivered_messages
 from ._revision import CursorStateRevisionController as CursorStateRevisionController, RevisionStats as RevisionStats
 
 __all__ = [
@@ -97,6 +99,7 @@ __all__ = [
     "PersistenceStats",
     "PositionBound",
     "PositionReset",
+    "RecoveredCursorState",
     "Redelivery",
     "RedeliveryExplanation",
     "RedeliveryRule",
@@ -106,4 +109,5 @@ __all__ = [
     "WriteEvent",
     "WriteState",
     "WriteStateError",
+    "redelivered_messages",
 ]
