@@ -39,6 +39,7 @@ from ._cursor_snapshot import (
     CursorLifecycle as CursorLifecycle,
     CursorLifecycleError as CursorLifecycleError,
     IndividualDeletedEntries as IndividualDeletedEntries,
+    RecoveredCursorState as RecoveredCursorState,
 )
 from ._cursor_stats import (
     BulkAckRoom as BulkAckRoom,
@@ -48,6 +49,12 @@ from ._cursor_stats import (
     Redelivery as Redelivery,
 )
 from ._cursor_store import CursorStateStore as CursorStateStore
+from ._explain import (
+    RedeliveryExplanation as RedeliveryExplanation,
+    Rule as RedeliveryRule,
+    RuleShare as RuleShare,
+    StopExplanation as StopExplanation,
+)
 from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
 from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
 from ._ledger_state import (
@@ -63,6 +70,7 @@ from ._ledger_view import (
     PositionBound as PositionBound,
 )
 from ._position_reset import PositionReset as PositionReset
+from ._restart_figures import redelivered_messages as redelivered_messages
 from ._revision import CursorStateRevisionController as CursorStateRevisionController, RevisionStats as RevisionStats
 
 __all__ = [
@@ -93,9 +101,15 @@ __all__ = [
     "PersistenceStats",
     "PositionBound",
     "PositionReset",
+    "RecoveredCursorState",
     "Redelivery",
+    "RedeliveryExplanation",
+    "RedeliveryRule",
     "RevisionStats",
+    "RuleShare",
+    "StopExplanation",
     "WriteEvent",
     "WriteState",
     "WriteStateError",
+    "redelivered_messages",
 ]

@@ -27,7 +27,7 @@ Collaborators, each behind a narrow interface: the managed ledger is a
 arithmetic over the ledger list, reads, trim requests); a durable cursor's
 :class:`~mledger.managed_ledger.CursorStateStore` takes a
 :class:`~mledger.managed_ledger._cursor_snapshot.CursorSnapshot` and gives back a
-:class:`~mledger.managed_ledger._cursor_snapshot.RecoveredCursorState`; read planning is
+:class:`~mledger.managed_ledger.RecoveredCursorState`; read planning is
 :mod:`~mledger.managed_ledger._cursor_reads`, composite resets
 :mod:`~mledger.managed_ledger._position_reset`.
 
@@ -72,7 +72,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
 from types import MappingProxyType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -85,7 +85,6 @@ from ..core import (
     InvalidPositionError,
     InvalidRequestError,
     Position,
-    SmoothBurstyLimiter,
     nanosecond_reader,
     rules_for,
 )
@@ -104,9 +103,13 @@ from ._cursor_snapshot import (
 )
 from ._cursor_stats import UNBOUNDED_ROOM, BulkAckRoom, CursorStats, IndividualDeletedMessages, PersistenceStats
 from ._cursor_store import CursorStateStore
+from ._explain import RedeliveryExplanation, explain_redelivery
 from ._ledger_view import InitialPosition, LedgerView, PositionBound
 from ._position_reset import PositionReset, ResetHooks
 from ._revision import CursorStateRevisionController
+
+if TYPE_CHECKING:
+    from ..core import SmoothBurstyLimiter
 
 log = logging.getLogger(__name__)
 
@@ -734,6 +737,8 @@ class ManagedCursor:
         if not (behaviour.guava_rate_limiter and rate > 0):
             self._limiter = None
         elif self._limiter is None:
+            from ..core import SmoothBurstyLimiter  # Guava's limiter: only under a Pulsar version's rules
+
             self._limiter = SmoothBurstyLimiter(rate, self._clock_ns())
         elif self._limiter.rate != rate:
             self._limiter.set_rate(rate, self._clock_ns())
@@ -1202,6 +1207,27 @@ class ManagedCursor:
         self._read = read if read > md else self._ml.next_valid_position(md)
 
     # -- stats and checks -------------------------------------------------------------------
+    def explain_redelivery(self) -> RedeliveryExplanation | None:
+        """What a crash and an unload now would redeliver, per rule, with the positions
+        (:func:`~mledger.managed_ledger._explain.explain_redelivery`); None for a non-durable
+        cursor. Reads storage, writes nothing; under the lock. O(state)."""
+        with self._lock:
+            if self._store is None:
+                return None
+            self._settle_observation()
+            snapshot = self._snapshot()
+            records = self._store.explain_records(snapshot)
+            return explain_redelivery(
+                self.name,
+                snapshot.mark_delete,
+                snapshot.acked,
+                snapshot.batch,
+                snapshot.batch_sizes,
+                records,
+                self._ml.ledger_infos(),
+                self._ml.entry_messages,
+            )
+
     def stats(self) -> CursorStats:
         """A consistent snapshot (frozen) of positions, counters, revision and persistence
         figures, under the lock once. O(ledgers)."""
