@@ -23,8 +23,9 @@ a cancel that carries a batch index, names a declared subscription not created y
 follows a batch-index event on its entry in the same step is applied alone (a *barrier*).
 Cuts and splits depend only on the events (and the state they lead to), never on how the
 input was batched, so the results are a function of the event stream alone: Spark and the
-single-process replay agree row by row, and steps of one event (``segment_rows=1``, the sequential reference) give the
-same results as bulk steps (see "Exact bulk acks" below; both are tested).
+single-process replay agree row by row, and steps of one event (``segment_rows=1``, the
+sequential reference) give the same results as bulk steps (see "Exact bulk acks" below; both
+are tested).
 
 Within a step, in this order:
 
