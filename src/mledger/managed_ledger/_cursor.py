@@ -825,6 +825,17 @@ class ManagedCursor:
             self._persist()
             return True
 
+    def persist_pending(self) -> bool:
+        """Persist the state a throttle holds back, now and outside the rate limit (as a reset
+        or a close writes): what the broker's periodic flush will have written by a later
+        instant. True if anything was written. Blocks on storage like a persist."""
+        with self._lock:
+            if not (self._dirty or self._unobserved_acks) or self._closed or self._store is None:
+                return False
+            self._persist(acquire=False)
+            self._dirty = False
+            return True
+
     @property
     def is_dirty(self) -> bool:
         """Whether state changes are waiting for a throttled persist."""

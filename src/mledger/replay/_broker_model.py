@@ -480,6 +480,11 @@ class BrokerModel:
             results.append(self._result(sub, waiting, emit_state, describe=True))
         return results
 
+    def persist_pending(self) -> None:
+        for sub in self._subs.values():
+            if sub.subscription is not None:
+                sub.cursor.persist_pending()
+
     def observe(self) -> list[SubscriptionResult]:
         return [
             self._result(sub, 0, False, describe=False) for sub in self._subs.values() if sub.subscription is not None

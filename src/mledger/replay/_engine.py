@@ -247,13 +247,19 @@ class PartitionReplayer:
 
     def observe(self) -> list[SubscriptionResult]:
         """Every subscription's figures after the events fed so far (the timed subscription
-        events added so far applied), the replay going on: nothing is persisted or rewound
-        for it (:meth:`PartitionModel.observe <mledger.replay.PartitionModel.observe>`)."""
+        events added so far applied), the replay going on, as a live broker's cursors are
+        between two polls (``mledger watch``): what their rate limits held back is persisted
+        first (``PartitionModel.persist_pending``: a broker's flush writes it within a
+        minute; a poll's acks carry the poll's instant, not their own), nothing is rewound
+        (:meth:`PartitionModel.observe <mledger.replay.PartitionModel.observe>`)."""
         if self._finished:
             raise RuntimeError("the replay is finished")
         self._apply_timed(len(self._timed))
         self._flush()
-        return [] if self._model is None else self._model.observe()
+        if self._model is None:
+            return []
+        self._model.persist_pending()
+        return self._model.observe()
 
     def cursor_rows(self, results: list[SubscriptionResult]) -> pa.RecordBatch:
         """``results`` (of :meth:`observe`) as the replay's ``cursors`` rows

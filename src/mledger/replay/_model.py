@@ -265,6 +265,11 @@ class PartitionModel(Protocol):
         """Close the replay: dispatcher reads, final persist, one result per subscription."""
         ...
 
+    def persist_pending(self) -> None:
+        """Persist every cursor's state its rate limit holds back, now, outside the limit (what
+        the broker's flush will have written by a later instant)."""
+        ...
+
     def observe(self) -> list[SubscriptionResult]:
         """Every subscription's figures now, the replay going on (``mledger watch``): as
         ``finish`` reports them but with nothing persisted, rewound or dispatched for it (the
