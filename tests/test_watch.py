@@ -327,6 +327,63 @@ def test_once_agrees_with_the_broker(standalone: dict[str, str]) -> None:
     assert unsaid.returncode == 2 and "pass --defaults" in unsaid.stderr  # mledger serves no broker version
 
 
+def batched_holes(service_url: str, batches: int) -> None:
+    """``batches`` entries of 2 messages each on ``orders-batched``, where ``s3`` acks both
+    messages of every other entry (``batches // 2`` holes)."""
+    client = pulsar.Client(service_url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(f"{T}-batched", "s3", consumer_type=pulsar.ConsumerType.Shared)
+        producer = client.create_producer(f"{T}-batched", batching_enabled=True, batching_max_messages=2,
+                                          batching_max_publish_delay_ms=60_000)  # fmt: skip
+        for i in range(batches * 2):
+            producer.send_async(b"x%d" % i, None)
+            if i % 2:
+                producer.flush()
+        for i in range(batches * 2):
+            message = consumer.receive(30_000)
+            if (i // 2) % 2:
+                consumer.acknowledge(message)
+    finally:
+        client.close()
+
+
+@pytest.mark.timeout(300)
+def test_no_readers_counts_entries_from_the_admin_stats_alone(standalone: dict[str, str]) -> None:
+    leave_holes(standalone["service_url"])
+    batched_holes(standalone["service_url"], 30)
+    for topic, name in ((T, "s1"), (f"{T}-batched", "s3")):
+        wait_until(lambda: internal_cursor(standalone["admin_url"], topic, name)["individuallyDeletedMessages"]
+                   .count("(") in (15, 30), "the acks never reached the cursor")  # fmt: skip
+    live = internal_cursor(standalone["admin_url"], T, "s1")
+    options = ("--once", "--format", "json", "--defaults", "pulsar-4.0", "--set", "max_unacked_ranges_to_persist=10")
+    no_service_url = [sys.executable, "-m", "mledger.cli", "watch", "--admin-url", standalone["admin_url"],
+                      "--namespace", "public/default", "--no-readers", *options]  # fmt: skip
+    out = subprocess.run(no_service_url, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    done = json.loads(out.stdout)
+    assert done["unit"] == "entries" and done["poll"]["anomalies"] == 0
+    rows = {(r["topic"], r["subscription"]): r for r in done["subscriptions"]}
+    assert set(rows) == {(T, "s1"), (f"{T}-batched", "s2"), (f"{T}-batched", "s3")}
+    s1 = rows[(T, "s1")]  # one message per entry: the same figures as with readers
+    assert s1["mark_delete"] == live["markDeletePosition"] and (s1["unacked_ranges"], s1["backlog"]) == (30, 30)
+    assert (s1["truncated_ranges"], s1["redelivered_after_crash"], s1["status"]) == (19, 19, LOSING_STATE)
+    s3 = rows[(f"{T}-batched", "s3")]  # 15 holes, 11 kept: 4 entries of 2 messages each lost to a crash
+    assert (s3["unacked_ranges"], s3["truncated_ranges"], s3["redelivered_after_crash"]) == (15, 4, 4)
+    read = subprocess.run(watch_cli(standalone, *options), capture_output=True, text=True, timeout=120)
+    assert read.returncode == 0, read.stderr
+    with_readers = json.loads(read.stdout)
+    assert with_readers["unit"] == "messages"
+    crash = {r["subscription"]: r["redelivered_after_crash"] for r in with_readers["subscriptions"]}
+    assert crash == {"s1": 19, "s2": 0, "s3": 8}  # in messages
+    table = subprocess.run([*no_service_url[:-7], "--once", "--defaults", "pulsar-4.0"], capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    assert "no readers: redeliveries counted in entries" in " ".join(table.stdout.split())
+    unsaid = subprocess.run([*no_service_url[:8], "--once", "--defaults", "pulsar-4.0"], capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert unsaid.returncode == 2 and "needs --service-url for its readers, or --no-readers" in unsaid.stderr
+
+
 def test_watch_needs_defaults_when_the_brokers_do_not_say() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "mledger.cli", "watch", "--service-url", "pulsar://127.0.0.1:1",

@@ -34,7 +34,7 @@ FORMATS = ("table", "json")
 
 def add_watch_arguments(cmd: argparse.ArgumentParser) -> None:
     """The options of ``mledger watch``."""
-    add_cluster_arguments(cmd, what="watch")
+    add_cluster_arguments(cmd, what="watch", readers_optional=True)
     cmd.add_argument("--interval", type=parse_duration, default=30.0, help="poll interval (default 30s)")
     cmd.add_argument(
         "--horizon",
@@ -95,6 +95,8 @@ def run_watch(args: argparse.Namespace) -> int:
             max_history=args.max_history,
         )
 
+    if not args.no_readers and not args.service_url:
+        raise ConfigError("mledger watch needs --service-url for its readers, or --no-readers")
     settings = watch_settings(given or ReplaySettings())  # the options checked before anything connects
     with contextlib.ExitStack() as stack:
         client, admin = open_clients(args, stack)
@@ -220,6 +222,7 @@ def round_record(done: Any) -> dict[str, Any]:
     """A :class:`~mledger.replay.WatchRound` as the JSON object ``--format json`` prints."""
     return {
         "at_ms": done.at_ms,
+        "unit": done.unit,
         "poll": dataclasses.asdict(done.poll),
         "anomalies": done.anomalies,
         "counts": done.counts(),
@@ -254,7 +257,8 @@ def _exporter(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
 
     def on_round(done: Any) -> None:
         collector.update(done)
-        print(json.dumps({"at_ms": done.at_ms, "counts": done.counts(), "anomalies": done.anomalies}), flush=True)
+        line = {"at_ms": done.at_ms, "unit": done.unit, "counts": done.counts(), "anomalies": done.anomalies}
+        print(json.dumps(line), flush=True)
 
     return on_round
 
@@ -288,7 +292,10 @@ def _table(done: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"mledger watch: {len(done.subscriptions)} subscriptions", title_justify="left")
+    title = f"mledger watch: {len(done.subscriptions)} subscriptions"
+    if done.unit != "messages":
+        title += f" (no readers: redeliveries counted in {done.unit}, batch-index acks unseen)"
+    table = Table(title=title, title_justify="left")
     numbers = ("ranges", "state bytes", "crash redelivers", "unload redelivers")
     for column in ("topic", "subscription", "status", *numbers, "persist limit", "frame limit", "reason"):
         table.add_column(column, justify="right" if column in numbers else "left")

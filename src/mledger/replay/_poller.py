@@ -174,7 +174,10 @@ class PollerSettings:
     polled at once (two admin calls each; the admin client bounds the calls per broker).
     ``max_ranges_per_subscription``, ``max_pending_events``, ``reader_queue_size``: the memory
     bounds. ``read_timeout_s``: how long a poll waits for a reader to reach the entries the
-    stats name."""
+    stats name. ``readers``: read the entries with a reader per topic-partition (the default);
+    False: no reader at all, the entries are known from the internal stats' ledger list only
+    (:meth:`ClusterPoller._entries_from_ledgers`: each entry counts as one message, published
+    at the poll that first lists it; the figures are in entries, and batch-index acks unseen)."""
 
     topics: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
@@ -185,6 +188,7 @@ class PollerSettings:
     max_pending_events: int = 10_000
     reader_queue_size: int = 100
     read_timeout_s: float = 30.0
+    readers: bool = True
 
     def __post_init__(self) -> None:
         if sum((bool(self.topics), bool(self.namespaces), self.all_namespaces)) != 1:
@@ -266,10 +270,10 @@ class _Pending(NamedTuple):
 class _Partition:
     """One polled topic-partition: its reader, the entries it saw, its subscriptions' states."""
 
-    def __init__(self, topic: str, partition: int, reader: Any, ledgers: frozenset[int]) -> None:
+    def __init__(self, topic: str, partition: int, reader: Any | None, ledgers: frozenset[int]) -> None:
         self.topic = topic
         self.partition = partition
-        self.reader = reader
+        self.reader = reader  # None without readers (PollerSettings.readers)
         self.ledgers = ledgers  # at the last look (before the reader opened, then each poll): topic_recreated
         self.known = KnownEntries()
         self.subscriptions: dict[str, _Seen] = {}
@@ -399,13 +403,15 @@ class ClusterPoller:
         import pulsar  # the capture extra
 
         for tp in self._partitions.values():
+            if tp.reader is None:
+                continue
             try:
                 self._drain(tp, self.settings.reader_queue_size)
             except pulsar.PulsarException as exc:
                 self._anomaly("reader_error", tp.local_name, f"reading: {type(exc).__name__}: {exc}")
             self._flush_entry(tp)
         self._hand_over()
-        closing = [tp.reader for tp in self._partitions.values()]
+        closing = [tp.reader for tp in self._partitions.values() if tp.reader is not None]
         await self._each(
             closing, lambda reader: self._in_thread(functools.partial(_close, reader)), PollBudget(), _Progress()
         )
@@ -586,6 +592,9 @@ class ClusterPoller:
         except (MLedgerError, BadAnswer) as exc:
             self._call_failed(exc, local, f"internal stats before opening its reader: {exc}", budget)
             return
+        if not self.settings.readers:
+            self._partitions[key] = _Partition(topic, partition, None, ledger_ids(internal))
+            return
         create = functools.partial(
             self.client.create_reader,
             local,
@@ -623,7 +632,10 @@ class ClusterPoller:
         except BadAnswer as exc:
             self._anomaly(exc.kind, local, str(exc))
             last = None
-        await self._read_entries(tp, last, budget)  # every entry the stats name is known
+        if tp.reader is None:
+            self._entries_from_ledgers(tp, internal, last)
+        else:
+            await self._read_entries(tp, last, budget)  # every entry the stats name is known
         if stats is None:
             return  # no cursor changed since the stats were last read
         try:
@@ -794,7 +806,8 @@ class ClusterPoller:
         now = _now()
         self._anomaly("topic_disappeared", tp.local_name, "answered 404: its subscriptions are recorded as deleted")
         self._flush_entry(tp)
-        _close(tp.reader)
+        if tp.reader is not None:
+            _close(tp.reader)
         for name in sorted(tp.subscriptions):
             self._emit(SubscriptionDeleted(tp.topic, tp.partition, name, now))
         tp.subscriptions.clear()
@@ -844,6 +857,31 @@ class ClusterPoller:
                 await asyncio.sleep(0)  # let the other topic-partitions run
         except pulsar.PulsarException as exc:
             self._anomaly("reader_error", tp.local_name, f"reading: {type(exc).__name__}: {exc}")
+
+    def _entries_from_ledgers(self, tp: _Partition, internal: dict[str, Any], last: Position | None) -> None:
+        """Without a reader: every entry the internal stats' ledger list names up to ``last``,
+        above those known, becomes known, one message each (``batch_size`` 1), published now.
+        A closed ledger's ``entries`` count is final; the last one's entries end at ``last``.
+        O(new entries); ledgers trimmed before they were listed are never known."""
+        ledgers = internal.get("ledgers")
+        if last is None or last == EARLIEST or not isinstance(ledgers, list):
+            return
+        top = tp.known.last
+        entry = ObservedEntry(publish_time_ms=_now())
+        counts = {i["ledgerId"]: i.get("entries") for i in ledgers if isinstance(i, dict) and "ledgerId" in i}
+        for ledger_id in sorted(ledger_ids(internal)):
+            if ledger_id > last.ledger_id or (top is not None and ledger_id < top.ledger_id):
+                continue
+            count = last.entry_id + 1 if ledger_id == last.ledger_id else counts[ledger_id]
+            if not isinstance(count, int):
+                self._anomaly("missing_field", tp.local_name, f"ledger {ledger_id} has no entry count")
+                return
+            start = top.entry_id + 1 if top is not None and ledger_id == top.ledger_id else 0
+            for entry_id in range(start, count):
+                position = Position(ledger_id, entry_id)
+                tp.known.add(position)
+                self._emit(EntrySeen(tp.topic, tp.partition, position, entry))
+        tp.settled = True
 
     def _drain(self, tp: _Partition, limit: int) -> tuple[int, bool]:
         """Read up to ``limit`` messages the reader's queue holds now, without waiting: how
