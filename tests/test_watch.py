@@ -28,6 +28,7 @@ import httpx
 import pulsar
 import pyarrow.parquet as pq
 import pytest
+from forecast_workloads import WORKLOADS, forecast_errors
 from prometheus_client import CollectorRegistry, generate_latest
 
 from mledger import ConfigError, PermissionDeniedError
@@ -158,6 +159,12 @@ def test_statuses_follow_the_limits_and_the_forecast() -> None:
     )
     assert (over.redelivered_after_crash, over.redelivered_after_crash_limits, over.redelivered_after_unload) == (2, 2, 2)
     assert over.persist_limit_at_ms == over.at_ms
+
+
+def test_the_forecast_of_a_steady_growth_is_within_a_fifth_of_the_replays_crossing() -> None:
+    errors = forecast_errors(WORKLOADS["fast"], seed=7, limit=1000, interval_ms=30_000)
+    assert 20 * 60 < errors.pop("truth_s") < 30 * 60  # about 20 ranges a poll: 1000 in about 50 polls
+    assert set(errors) == {"25%", "50%", "75%"} and all(abs(e) <= 0.2 for e in errors.values()), errors
 
 
 def test_history_is_bounded_and_the_status_says_so() -> None:
