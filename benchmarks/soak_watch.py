@@ -136,7 +136,7 @@ def main() -> int:
         samples: list[tuple[float, float]] = []
         print(f"soak: {args.minutes:g} min, {args.topics} churned topics + 2 steady, watch --interval "
               f"{args.interval}{' --no-readers' if args.no_readers else ''}; load average {load()}", flush=True)  # fmt: skip
-        print("minute  rss_mb  subscriptions  poll_s  topics_made  load_average", flush=True)
+        print("minute  rss_mb  subscriptions  poll_s  topics_made  topics_listed  load_average", flush=True)
         made, step, next_sample = args.topics + 2, 0, 0.0
         while True:
             elapsed = (time.monotonic() - started) / 60
@@ -147,8 +147,9 @@ def main() -> int:
                 samples.append((elapsed, rss))
                 counts = last.get("counts", {})
                 poll = last.get("poll_s", float("nan"))
-                print(f"{elapsed:6.1f}  {rss:6.1f}  {sum(counts.values()):13d}  {poll:6.2f}  {made:11d}  {load()}",
-                      flush=True)  # fmt: skip
+                listed = len(admin.get("").raise_for_status().json())  # those deleted and not created again
+                print(f"{elapsed:6.1f}  {rss:6.1f}  {sum(counts.values()):13d}  {poll:6.2f}  {made:11d}  {listed:13d}  "
+                      f"{load()}", flush=True)  # fmt: skip
                 next_sample += 1.0
             if elapsed >= args.minutes:
                 break
