@@ -177,7 +177,13 @@ class PollerSettings:
     stats name. ``readers``: read the entries with a reader per topic-partition (the default);
     False: no reader at all, the entries are known from the internal stats' ledger list only
     (:meth:`ClusterPoller._entries_from_ledgers`: each entry counts as one message, published
-    at the poll that first lists it; the figures are in entries, and batch-index acks unseen)."""
+    at the poll that first lists it; the figures are in entries, and batch-index acks unseen).
+    ``readers_for_cursors``: a topic-partition has a reader only while its internal stats list a
+    cursor other than the poller's own (a watcher's choice: a topic without subscriptions has
+    nothing to model, and a reader on a force-deleted topic reconnects and so creates it again,
+    empty, under Pulsar's automatic topic creation; without a cursor of its own that topic loses
+    its reader, and with it the poller's part in keeping it alive). The reader opened later reads
+    from the earliest entry, skipping those known."""
 
     topics: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
@@ -189,6 +195,7 @@ class PollerSettings:
     reader_queue_size: int = 100
     read_timeout_s: float = 30.0
     readers: bool = True
+    readers_for_cursors: bool = False
 
     def __post_init__(self) -> None:
         if sum((bool(self.topics), bool(self.namespaces), self.all_namespaces)) != 1:
@@ -592,9 +599,32 @@ class ClusterPoller:
         except (MLedgerError, BadAnswer) as exc:
             self._call_failed(exc, local, f"internal stats before opening its reader: {exc}", budget)
             return
-        if not self.settings.readers:
-            self._partitions[key] = _Partition(topic, partition, None, ledger_ids(internal))
-            return
+        reader = None
+        if self._reader_wanted(internal):
+            try:
+                reader = await self._open_reader(local)
+            except pulsar.PulsarException as exc:
+                if first:
+                    raise
+                self._anomaly("reader_error", local, f"{type(exc).__name__}: {exc}")
+                return
+        self._partitions[key] = _Partition(topic, partition, reader, ledger_ids(internal))
+
+    def _reader_wanted(self, internal: dict[str, Any]) -> bool:
+        """Whether the topic-partition these internal stats describe is read by a reader
+        (:attr:`PollerSettings.readers`, :attr:`PollerSettings.readers_for_cursors`)."""
+        settings = self.settings
+        if not settings.readers:
+            return False
+        if not settings.readers_for_cursors:
+            return True
+        cursors = internal.get("cursors")
+        return isinstance(cursors, dict) and any(not str(name).startswith(READER_PREFIX) for name in cursors)
+
+    async def _open_reader(self, local: str) -> Any:
+        """A non-durable reader of ``local`` from its earliest entry (``pulsar.PulsarException``)."""
+        import pulsar  # the capture extra
+
         create = functools.partial(
             self.client.create_reader,
             local,
@@ -602,14 +632,26 @@ class ClusterPoller:
             subscription_role_prefix=READER_PREFIX,
             receiver_queue_size=self.settings.reader_queue_size,
         )
-        try:
-            reader = await self._in_thread(create, _close)
-        except pulsar.PulsarException as exc:
-            if first:
-                raise
-            self._anomaly("reader_error", local, f"{type(exc).__name__}: {exc}")
-            return
-        self._partitions[key] = _Partition(topic, partition, reader, ledger_ids(internal))
+        return await self._in_thread(create, _close)
+
+    async def _follow_cursors(self, tp: _Partition, internal: dict[str, Any]) -> bool:
+        """Under ``readers_for_cursors``, open the reader of a topic-partition that has a cursor
+        now, close that of one that has none; False when a reader could not be opened."""
+        import pulsar  # the capture extra
+
+        wanted = self._reader_wanted(internal)
+        if wanted and tp.reader is None:
+            try:
+                tp.reader = await self._open_reader(tp.local_name)
+            except pulsar.PulsarException as exc:
+                self._anomaly("reader_error", tp.local_name, f"{type(exc).__name__}: {exc}")
+                return False
+            tp.settled = False
+        elif not wanted and tp.reader is not None:
+            self._flush_entry(tp)
+            reader, tp.reader = tp.reader, None
+            await self._in_thread(functools.partial(_close, reader))
+        return True
 
     # -- one topic-partition ----------------------------------------------------------------------
     async def _poll_partition(self, tp: _Partition, budget: PollBudget) -> None:
@@ -632,9 +674,11 @@ class ClusterPoller:
         except BadAnswer as exc:
             self._anomaly(exc.kind, local, str(exc))
             last = None
-        if tp.reader is None:
+        if self.settings.readers_for_cursors and not await self._follow_cursors(tp, internal):
+            return
+        if not self.settings.readers:
             self._entries_from_ledgers(tp, internal, last)
-        else:
+        elif tp.reader is not None:
             await self._read_entries(tp, last, budget)  # every entry the stats name is known
         if stats is None:
             return  # no cursor changed since the stats were last read

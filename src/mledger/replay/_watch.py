@@ -109,13 +109,16 @@ class WatchSettings(PollerSettings):
     and ``namespace_replay`` those of the namespaces (``tenant/ns``) whose policies differ;
     ``interval_s``, the poll interval; ``horizon_s``, how far ahead a forecast crossing makes a
     subscription ``AT_RISK``; ``max_history``, the samples kept per subscription (the memory
-    bound: the oldest is dropped)."""
+    bound: the oldest is dropped). A watch reads a topic-partition only while it has a
+    subscription (``readers_for_cursors``: a reader's reconnection would otherwise keep a
+    deleted topic alive)."""
 
     replay: ReplaySettings = field(default_factory=ReplaySettings)
     namespace_replay: Mapping[str, ReplaySettings] = field(default_factory=dict)
     interval_s: float = 30.0
     horizon_s: float = 3600.0
     max_history: int = 120
+    readers_for_cursors: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
