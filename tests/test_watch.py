@@ -391,6 +391,45 @@ def test_no_readers_counts_entries_from_the_admin_stats_alone(standalone: dict[s
     assert unsaid.returncode == 2 and "needs --service-url for its readers, or --no-readers" in unsaid.stderr
 
 
+def reader_cursors(admin_url: str, topic: str) -> list[str] | None:
+    """The names of the capture readers' cursors on ``topic``; None when it does not exist."""
+    local = topic.split("://", 1)[1]
+    answer = httpx.get(f"{admin_url}/admin/v2/persistent/{local}/internalStats", timeout=30)
+    if answer.status_code == 404:
+        return None
+    return [name for name in answer.raise_for_status().json()["cursors"] if name.startswith("mledger-capture")]
+
+
+@pytest.mark.timeout(300)
+def test_a_force_deleted_topic_is_let_go_not_kept_alive_by_the_reader(standalone: dict[str, str]) -> None:
+    leave_holes(standalone["service_url"])
+    watcher = subprocess.Popen(watch_cli(standalone, "--defaults", "pulsar-4.0", "--interval", "500ms",
+                                         "--metrics-bind", "127.0.0.1:0"), stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert watcher.stdout is not None
+        watcher.stdout.readline()  # the metrics URL
+        assert sum(json.loads(watcher.stdout.readline())["counts"].values()) == 2  # the first round: s1, s2
+        wait_until(lambda: reader_cursors(standalone["admin_url"], T), "watch opened no reader on the topic")
+        deleted = httpx.delete(f"{standalone['admin_url']}/admin/v2/persistent/public/default/orders",
+                               params={"force": "true"}, timeout=30)  # fmt: skip
+        assert deleted.status_code == 204
+        # the reader reconnects and so creates the topic again (automatic topic creation); with no
+        # subscription there, watch closes it: no reader of watch's stays on the topic (for 3 s,
+        # six rounds: before the fix it stayed for good)
+        def no_reader_for_3_s() -> bool:
+            for _ in range(30):
+                if reader_cursors(standalone["admin_url"], T):
+                    return False
+                time.sleep(0.1)
+            return True
+
+        wait_until(no_reader_for_3_s, "watch kept its reader on the deleted topic")
+        assert reader_cursors(standalone["admin_url"], f"{T}-batched")  # the other topic, subscribed, is read
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(timeout=60) == 0
+
+
 def test_watch_needs_defaults_when_the_brokers_do_not_say() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "mledger.cli", "watch", "--service-url", "pulsar://127.0.0.1:1",
