@@ -874,6 +874,8 @@ class ClusterPoller:
 
         if caught_up() and tp.settled and not budget.final:
             return
+        reader = tp.reader
+        assert reader is not None  # called for a topic-partition with a reader only
         deadline = time.monotonic() + self.settings.read_timeout_s
         if budget.ends is not None:
             deadline = min(deadline, budget.ends)
@@ -887,7 +889,7 @@ class ClusterPoller:
                     if emptied or past >= self.settings.reader_queue_size:
                         return  # a busy topic's newer entries are read by the next poll
                 elif not read:
-                    if last is None and not await self._in_thread(tp.reader.has_message_available):
+                    if last is None and not await self._in_thread(reader.has_message_available):
                         tp.settled = True
                         return
                     if budget.stop():
@@ -932,9 +934,11 @@ class ClusterPoller:
         many, and whether the queue was found empty."""
         import pulsar  # the capture extra
 
+        reader = tp.reader
+        assert reader is not None  # called for a topic-partition with a reader only
         for read in range(limit):
             try:
-                msg = tp.reader.read_next(0)
+                msg = reader.read_next(0)
             except pulsar.Timeout:
                 return read, True
             self._message(tp, msg)
