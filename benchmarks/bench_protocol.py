@@ -3,6 +3,7 @@
     python benchmarks/bench_protocol.py [--messages 100000] [--repeats 3] [--servers memory,sqlite,lite]
     python benchmarks/bench_protocol.py --tls [--messages 20000]      # memory,memory-tls
     python benchmarks/bench_protocol.py --record [--messages 50000]   # standalone,standalone-record,lite
+    python benchmarks/bench_protocol.py --defaults pulsar-4.0         # standalone,standalone-pulsar-4.0
     python benchmarks/bench_protocol.py --before OLD/src --servers sqlite-before,sqlite,lite  # a change
     python benchmarks/bench_protocol.py --fixture-startup 7           # the in-process fixture only
 
@@ -40,6 +41,12 @@ with it).
 --memory`` and ``standalone-record`` the same with ``--record DIR`` (a directory under the
 server's data folder), alternating with pulsar-lite; the table then shows the recording
 server's ratio to the plain one per phase, and the recording's size and rows.
+
+``--defaults PRESET`` measures a broker under a Pulsar version's cursor rules (issue 33):
+``standalone`` is ``mledger standalone --memory`` and ``standalone-PRESET`` the same with
+``--defaults PRESET`` (Guava's mark-delete limiter, the 60 s flush, receipts before persisting),
+alternating; the table then shows the preset's ratio to mledger's defaults per phase.
+``--sqlite`` runs both over a data directory instead of memory.
 """
 
 from __future__ import annotations
@@ -158,6 +165,8 @@ def recording_size(directory: Path) -> tuple[int, int]:
 
 BEFORE_SRC: Path | None = None
 """``--before``: the source tree (a ``src`` holding ``mledger/``) the ``-before`` kinds run."""
+SQLITE = False
+"""``--sqlite``: the ``standalone`` kinds serve a data directory instead of memory."""
 
 
 def start(kind: str) -> Server:
@@ -179,9 +188,12 @@ def start(kind: str) -> Server:
         cmd += ["--tls-key-file", str(key)]
         cmd += ["--memory"] if kind == "memory-tls" else ["--data-dir", str(data / "data")]
     elif kind.startswith("standalone"):
-        cmd = [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", f"127.0.0.1:{port}"]
+        where = ["--data-dir", str(data / "data")] if SQLITE else ["--memory"]
+        cmd = [sys.executable, "-m", "mledger.cli", "standalone", *where, "--bind", f"127.0.0.1:{port}"]
         cmd += ["--admin-bind", "127.0.0.1:0"]
         cmd += ["--record", str(data / "recording")] if kind == "standalone-record" else []
+        preset = kind.removeprefix("standalone-")
+        cmd += ["--defaults", preset] if preset.startswith("pulsar-") else []
     else:
         cmd = [sys.executable, "-m", "mledger.protocol", "--bind", f"127.0.0.1:{port}"]
         cmd += ["--memory"] if kind == "memory" else ["--data-dir", str(data)]
@@ -343,8 +355,15 @@ def main() -> int:
         default=None,
         help="a source tree (src holding mledger/) to run as the -before kinds, e.g. sqlite-before",
     )
+    parser.add_argument(
+        "--defaults",
+        metavar="PRESET",
+        default=None,
+        help="compare mledger standalone with and without --defaults PRESET (standalone,standalone-PRESET)",
+    )
+    parser.add_argument("--sqlite", action="store_true", help="the standalone kinds serve a data directory")
     args = parser.parse_args()
-    global BEFORE_SRC
+    global BEFORE_SRC, SQLITE
     BEFORE_SRC = args.before
     if args.fixture_startup:
         starts = [fixture_startup() for _ in range(args.fixture_startup)]
@@ -352,7 +371,10 @@ def main() -> int:
         print(f"fixture start to first message ms: {statistics.median(starts[1:] or starts) * 1000:.1f}")
         print("load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
         return 0
+    SQLITE = args.sqlite
     default = "memory,memory-tls" if args.tls else "standalone,standalone-record,lite" if args.record else None
+    if args.defaults:
+        default = f"standalone,standalone-{args.defaults}"
     kinds = (args.servers or default or "memory,sqlite,lite").split(",")
     runs: dict[str, list[Run]] = {k: [] for k in kinds}
     for r in range(args.repeats):
@@ -404,6 +426,16 @@ def main() -> int:
             )
         size, rows = runs["standalone-record"][-1].recorded
         print(f"recording of one run: {rows:,} rows, {size / 1e6:,.1f} MB")
+    preset = f"standalone-{args.defaults}"
+    if args.defaults and "standalone" in kinds and preset in kinds:
+        print(f"\n--defaults {args.defaults} / mledger's defaults (median msg/s ratio; per repeat in brackets)")
+        for phase in PHASES:
+            each = [r.rates[phase] / p.rates[phase] for r, p in zip(runs[preset], runs["standalone"], strict=True)]
+            print(
+                f"{phase:18s}{rate(preset, phase) / rate('standalone', phase):15.2f}x   ["
+                + ", ".join(f"{x:.2f}" for x in each)
+                + "]"
+            )
     print("\nserver CPU seconds per phase (median)")
     for phase in PHASES:
         print(f"{phase:18s}" + "".join(f"{cpu(k, phase):18.2f}" for k in kinds))

@@ -3,6 +3,7 @@
 
     python scripts/faces_codemod.py            # rewrite src/ in place, then print what is left
     python scripts/faces_codemod.py --check    # only count; exit 1 if anything is left to do
+                                               # (make lint runs it, so CI does)
 
 A module is private when the last part of its name starts with ``_`` (``mledger.broker._topic``);
 its *face* is the package just above its first private part (``mledger.broker``). Code outside a
@@ -25,10 +26,12 @@ pyproject.toml checks. This script does, idempotently (a second run changes noth
    ``mledger.<pkg>._mod`` alone becomes ``mledger.<pkg>`` when cited from another package; a
    package citing its own private modules and names keeps doing so (no public spelling exists).
 
-What it cannot do it prints, for a person to fix (exit status 1 with ``--check``): an imported
-name that is itself private (``_helper``: make it public in its module, or move the caller),
-``import mledger.<pkg>._mod`` and ``from <pkg> import _mod`` statements, and docstring paths to
-names that the face does not export. After a rewrite, run ``ruff check --fix --select I`` and
+With ``--check`` it changes nothing and exits 1 when a run would rewrite anything: an import
+through a private module, or a docstring path with a public spelling (each printed with the
+spelling it would get). What it cannot do it prints, for a person to fix (exit status 1 with
+``--check`` too): an imported name that is itself private (``_helper``: make it public in its
+module, or move the caller), ``import mledger.<pkg>._mod`` and ``from <pkg> import _mod``
+statements, and docstring paths to names that the face does not export. After a rewrite, run ``ruff check --fix --select I`` and
 ``ruff format`` on ``src`` (the script prints the command), then ``lint-imports``.
 
 Only the standard library is used (``ast`` for finding, exact line/column spans for editing), so
@@ -242,6 +245,9 @@ class Report:
     rewritten: int = 0
     manual: list[str] = field(default_factory=list)
     docstring_paths: int = 0
+    spellable: list[str] = field(default_factory=list)
+    """Docstring paths through a private module that have a public spelling (rewritten, or
+    left to do with ``--check``)."""
 
 
 def _span(lines: list[str], node: ast.stmt) -> tuple[int, int]:
@@ -453,6 +459,7 @@ def rewrite_docstrings(
                 report.docstring_paths += 1
                 report.manual.append(f"{module.path}:{const.lineno}: docstring cites {match[0]}")
                 return match[0]
+            report.spellable.append(f"{module.path}:{const.lineno}: {match[0]} -> {new}")
             return new
 
         new_source = _PRIVATE_PATH.sub(replace, source)
@@ -546,7 +553,9 @@ def main() -> int:
     for line in report.manual:
         print(f"manual: {line}")
     if args.check:
-        return 1 if report.rewritten or report.manual else 0
+        for line in report.spellable:
+            print(f"to rewrite (run without --check): {line}")
+        return 1 if report.rewritten or report.manual or report.spellable else 0
     return 0
 
 

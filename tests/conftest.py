@@ -55,3 +55,20 @@ def client_for():
     for client in clients:
         with contextlib.suppress(pulsar.AlreadyClosed):  # a test may close its client itself
             client.close()
+
+
+@pytest.fixture
+def standalone_process():
+    """``standalone_process(data_dir, *options)``: ``mledger standalone`` in a subprocess over a
+    data directory (``rehearsal.Standalone``), killed after the test if still running."""
+    from rehearsal import Standalone
+
+    started = []
+
+    def start(data_dir, *options):
+        started.append(Standalone(data_dir, *options))
+        return started[-1]
+
+    yield start
+    for standalone in started:
+        standalone.kill()

@@ -58,6 +58,7 @@ def test_a_large_advance_fires_every_periodic_check_once_per_interval() -> None:
         "checkGC": 180,
         "monitorBacklogQuota": 180,
         "updateRates": 180,
+        "flushCursors": 180,  # every 60 s (the factory's cursor_position_flush_seconds)
     }
     broker.close()
     assert broker.timers.next_due_ms() is None  # a closed broker disarms its timers

@@ -129,6 +129,9 @@ def test_values_follow_the_cursors(broker: Broker) -> None:
     assert f["mledger_cursor_persisted_state_bytes"].value(**shared) == stats.persisted_state_bytes
     assert f["mledger_cursor_truncated_ranges"].value(**shared) == stats.truncated_ranges == 0
     assert f["mledger_cursor_persist_total"].value(**shared) == stats.persist_count
+    crash, unload = stats.redelivered_after_crash.messages, stats.redelivered_after_unload.messages
+    assert f["mledger_cursor_redelivered_after_crash"].value(**shared) == crash
+    assert f["mledger_cursor_redelivered_after_unload"].value(**shared) == unload
     for family in f.values():
         if family.type == "counter":
             assert all(v >= 0 for _, v in family.samples)

@@ -349,3 +349,28 @@ def test_start_up_warns_of_a_typo_and_advertises_the_admin_urls(tmp_path: Path) 
     assert urls["service_url"].startswith("pulsar://localhost:") and urls["admin_url"].startswith("http://localhost:")
     assert "not Pulsar keys (ignored; a typo?): brokerServicePortt (did you mean 'brokerServicePort'?)" in err
     assert "no value (no '=' or ':'; the default stays): justakey, clusterName" in err
+
+
+def test_defaults_start_from_a_pulsar_version_and_the_file_applies_on_top(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("managedLedgerMaxUnackedRangesToPersist=5\nmanagedLedgerCursorPositionFlushSeconds=30\n")
+    settings = standalone_settings(args("--defaults", "pulsar-4.1", "--config", str(conf)))
+    ledger = settings.broker.ledger_config
+    assert (ledger.pulsar_rules, ledger.throttle_mark_delete, ledger.persist_individual_ack_as_long_array) == (
+        "pulsar-4.1",
+        1.0,
+        True,
+    )
+    assert ledger.max_unacked_ranges_to_persist == 5  # the file's, over the preset's 10000
+    assert ledger.minimum_rollover_time_ms == 10 * 60_000  # the broker's own default stays
+    assert settings.factory.cursor_position_flush_seconds == 30
+    assert settings.factory.managed_cursor_info_compression_threshold_in_bytes == 16384  # the preset's
+    assert standalone_settings(args()).broker.ledger_config.pulsar_rules is None
+    rendered = render_settings(settings)
+    assert "# cursors under pulsar-4.1's rules (--defaults pulsar-4.1)" in rendered
+    assert "managedLedgerCursorPositionFlushSeconds=30" in rendered.splitlines()
+    with pytest.raises(SystemExit):
+        args("--defaults", "pulsar-9")
+    assert "invalid choice: 'pulsar-9'" in capsys.readouterr().err

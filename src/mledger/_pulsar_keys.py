@@ -121,6 +121,7 @@ MANAGED_LEDGER_KEYS: tuple[Key, ...] = (
         read_int,
         managedCursorInfoCompressionThresholdInBytes="managed_cursor_info_compression_threshold_in_bytes",
         managedLedgerInfoCompressionThresholdInBytes="managed_ledger_info_compression_threshold_in_bytes",
+        managedLedgerCursorPositionFlushSeconds="cursor_position_flush_seconds",
     ),
 )
 """The managed ledger's and its cursors' keys (ManagedLedgerConfig and

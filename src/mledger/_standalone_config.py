@@ -46,7 +46,7 @@ from typing import Any
 
 from ._pulsar_keys import MANAGED_LEDGER_KEYS, MAX_MESSAGE_SIZE_KEY, Key, keys, read_bool, read_int
 from .admin import AuthenticationSettings, Authorization, read_setting_file
-from .broker import BROKER_MANAGED_LEDGER_CONFIG, BrokerConfig
+from .broker import BROKER_MANAGED_LEDGER_CONFIG, BrokerConfig, preset_configs
 from .core import (
     DEFAULT_HOST,
     INT32_MAX,
@@ -486,11 +486,18 @@ _DEFAULTS: dict[str, Any] = {
 
 
 def effective_settings(
-    conf: PulsarConf | None = None, overrides: Mapping[str, Any] | None = None
+    conf: PulsarConf | None = None, overrides: Mapping[str, Any] | None = None, defaults: str | None = None
 ) -> StandaloneSettings:
     """Defaults, then ``conf``'s values, then ``overrides`` (``"section.field"`` -> value, the
-    command line's flags), validated. :class:`ConfigError` names the key and value at fault."""
-    sections: dict[str, dict[str, Any]] = {name: {} for name in (*_DEFAULTS, "tls")}
+    command line's flags), validated. :class:`ConfigError` names the key and value at fault.
+    ``defaults`` names a Pulsar version (``--defaults``) whose cursor settings and rules replace
+    mledger's defaults for the managed ledgers and their factory
+    (:func:`~mledger.broker.preset_configs`); the file and the flags apply on top."""
+    base = dict(_DEFAULTS)
+    if defaults is not None:
+        broker, base["factory"] = preset_configs(defaults)
+        base["ledger"] = broker.ledger_config
+    sections: dict[str, dict[str, Any]] = {name: {} for name in (*base, "tls")}
     for name, text in (conf.values if conf else {}).items():
         key = PULSAR_KEYS[name]
         try:
@@ -506,7 +513,7 @@ def effective_settings(
         sections[section][setting] = value
     source = f" (from {conf.path})" if conf else ""
     built: dict[str, Any] = {}
-    for section, default in _DEFAULTS.items():
+    for section, default in base.items():
         try:
             built[section] = replace(default, **sections[section])
         except (ConfigError, TypeError, ValueError) as exc:
@@ -586,6 +593,10 @@ def render_settings(settings: StandaloneSettings) -> str:
         "tls": settings.tls,
     }
     lines = ["# mledger standalone: effective settings (Pulsar's names)"]
+    if settings.ledger.pulsar_rules is not None:
+        lines.append(
+            f"# cursors under {settings.ledger.pulsar_rules}'s rules (--defaults {settings.ledger.pulsar_rules})"
+        )
     for key in PULSAR_KEYS.values():
         section, _, setting = key.targets[0].partition(".")
         holder = objects[section]

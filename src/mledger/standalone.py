@@ -1,6 +1,6 @@
 """``mledger standalone``: Pulsar's binary protocol and the admin REST API over one broker.
 
-    mledger standalone [--config standalone.conf] [--print-config] [--strict-config]
+    mledger standalone [--config standalone.conf] [--defaults pulsar-4.0] [--print-config] [--strict-config]
                        [--bind 127.0.0.1:6650] [--admin-bind 127.0.0.1:8080]
                        [--tls-port P] [--admin-tls-port P] [--tls-cert-file F] [--tls-key-file F]
                        [--tls-trust-certs-file F] [--tls-require-trusted-client-cert]
@@ -21,7 +21,11 @@ authorization on, only the cluster: as Pulsar's, whose internal admin client the
 credentials); topics in other namespaces need the tenant and namespace created first
 (``PUT /admin/v2/tenants/{tenant}``, ``PUT /admin/v2/namespaces/{tenant}/{ns}``).
 ``--config`` reads Pulsar's ``broker.conf`` / ``standalone.conf`` (:mod:`mledger._standalone_config`;
-the options override it), ``--print-config`` prints the effective settings. The TLS ports serve
+the options override it), ``--print-config`` prints the effective settings. ``--defaults
+pulsar-4.0`` (``pulsar-3.0``, ``pulsar-4.1``, ``pulsar-newest``) starts from that Pulsar version's
+cursor settings and rules instead of mledger's (the file and the options apply on top): its
+cursors persist at Pulsar's pace (the mark-delete rate limiter, the 60 s flush) and answer an
+ack's receipt before persisting, so a restart redelivers what that version would. The TLS ports serve
 ``pulsar+ssl://`` and ``https://`` (:mod:`mledger.core`).
 ``--record DIR`` records what the broker does as the replay's raw logs
 (:mod:`mledger.replay`, imported only then: it needs the ``replay`` extra).
@@ -52,14 +56,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._standalone_config import (
-    PULSAR_KEYS as PULSAR_KEYS,
-    StandaloneSettings as StandaloneSettings,
-    authorization_from_settings,
-    effective_settings as effective_settings,
-    read_pulsar_conf as read_pulsar_conf,
-    render_settings,
-)
 from .admin import (
     AuthenticationSettings,
     Authenticator,
@@ -68,7 +64,7 @@ from .admin import (
     build_authenticator,
 )
 from .broker import STANDALONE_NAMESPACES, Broker, BrokerConfig, BrokerJournal, Faults, open_broker
-from .core import ConfigError, ManagedLedgerFactoryConfig, TlsSettings, parse_bind
+from .core import PULSAR_VERSIONS, ConfigError, ManagedLedgerFactoryConfig, TlsSettings, lazy_getattr, parse_bind
 from .protocol import (
     ClientAuth,
     EmbeddedBroker,
@@ -79,14 +75,25 @@ from .protocol import (
     parse_advertised_listeners,
     raise_descriptor_limit,
 )
-from .rest import AdminServer, DeferredApp, RoleResolver, checked_role_resolver
+from .rest import checked_role_resolver
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    # the configuration file's keys and settings: loaded on first use (EmbeddedStandalone and
+    # the pytest fixture never read a broker.conf; run_standalone and standalone_settings do)
+    from ._standalone_config import (
+        PULSAR_KEYS as PULSAR_KEYS,
+        StandaloneSettings as StandaloneSettings,
+        authorization_from_settings as authorization_from_settings,
+        effective_settings as effective_settings,
+        read_pulsar_conf as read_pulsar_conf,
+        render_settings as render_settings,
+    )
     from .admin import Authorization
     from .broker import FaultScenario
     from .replay import RecordSettings
+    from .rest import AdminServer, RoleResolver
 
 __all__ = [
     "PULSAR_KEYS",
@@ -100,6 +107,18 @@ __all__ = [
     "standalone_faults",
     "standalone_settings",
 ]
+
+# imported on first use (PEP 562): the configuration file's machinery (Pulsar's key table)
+_LAZY = {
+    "PULSAR_KEYS": "._standalone_config",
+    "StandaloneSettings": "._standalone_config",
+    "authorization_from_settings": "._standalone_config",
+    "effective_settings": "._standalone_config",
+    "read_pulsar_conf": "._standalone_config",
+    "render_settings": "._standalone_config",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +213,8 @@ class Standalone:
         self.broker = self.opened.broker
         self.admin_tls: AdminServer | None = None
         try:
+            from .rest import AdminServer, DeferredApp  # uvicorn: only a process that serves REST loads it
+
             auth = _client_auth(authenticator, authorization)
             self.protocol = ProtocolServer(self.broker, protocol, auth=auth)
             # the readiness route answers as soon as the port listens; the app is built on the
@@ -359,6 +380,8 @@ class EmbeddedStandalone(EmbeddedBroker):
                 roles = _checked_roles(self._authenticator, self._authorization, "authorization", self.broker.config)
                 app = _admin_app(self.broker, self.server, self._authorization, roles)
                 limits = _admin_limits(self.server.config)
+                from .rest import AdminServer  # uvicorn: loaded by the first test that asks for the admin URL
+
                 self._admin_server = AdminServer(app, self._host, self._admin_port, drain_timeout=2.0, **limits)
                 self._admin_server.start()
                 self._admin_port = self._admin_server.address[1]
@@ -404,6 +427,13 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--print-config", action="store_true", help="print the effective settings (Pulsar's key=value) and exit"
+    )
+    parser.add_argument(
+        "--defaults",
+        choices=tuple(PULSAR_VERSIONS),
+        metavar="PRESET",
+        help="a Pulsar version whose cursor settings, persist pace and recovery rules the broker follows, so a "
+        f"restart redelivers what it would ({', '.join(PULSAR_VERSIONS)}); --config and the options apply on top",
     )
     parser.add_argument(
         "--strict-config",
@@ -506,6 +536,8 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> None:
 def run_standalone(args: argparse.Namespace) -> int:
     """Run until SIGTERM or SIGINT; prints the servers' URLs (JSON) once they answer.
     ``--print-config`` prints the effective settings instead and returns."""
+    from ._standalone_config import authorization_from_settings, render_settings
+
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     raise_descriptor_limit()
     settings = standalone_settings(args)
@@ -627,6 +659,8 @@ _VALUES = {
 def standalone_settings(args: argparse.Namespace) -> StandaloneSettings:
     """The effective settings of ``mledger standalone``'s options: mledger's defaults, then
     ``--config`` (Pulsar's keys), then every option given on the command line."""
+    from ._standalone_config import effective_settings, read_pulsar_conf
+
     strict = getattr(args, "strict_config", False)
     conf = read_pulsar_conf(args.config, strict=strict) if getattr(args, "config", None) else None
     base = effective_settings(conf).server
@@ -662,4 +696,4 @@ def standalone_settings(args: argparse.Namespace) -> StandaloneSettings:
         overrides.update({f"authentication.{f}": str(v) if f == "token_file" else v for f, v in credentials.items()})
     if args.authorization is not None:
         overrides.update({"server.authorization_file": str(args.authorization), "server.authorization_enabled": True})
-    return effective_settings(conf, overrides)
+    return effective_settings(conf, overrides, getattr(args, "defaults", None))

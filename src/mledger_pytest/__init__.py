@@ -12,7 +12,9 @@ Fixtures:
   ``pulsar_broker.faults`` to make the broker misbehave on purpose
   (``pulsar_broker.faults.fail_next("PRODUCER", error="TopicNotFound")``; docs/faults.md).
 * ``pulsar_broker_factory``: ``pulsar_broker_factory(**options)`` starts one with options
-  (``data_dir``, ``broker_config``, ``tokens``, ``authentication`` (an
+  (``data_dir``, ``broker_config``, ``defaults`` (a Pulsar version, ``"pulsar-4.0"``: its cursor
+  settings, rules and persist pace, as ``mledger standalone --defaults``), ``tokens``,
+  ``authentication`` (an
   :class:`~mledger.admin.AuthenticationSettings`: JWT, basic, anonymous role),
   ``authorization``, ``manual_clock``, ``record`` and ``record_settings``: record what the
   broker does as the replay's raw logs; ``faults`` and ``fault_seed``: faults armed once it
@@ -21,6 +23,8 @@ Fixtures:
   the same broker, whose calls that wait for the broker's loop are awaited
   (``await async_pulsar_broker.clock.advance(ms)``) instead of blocking the test's loop.
 
+The marker ``@pytest.mark.pulsar_broker(**options)`` gives the ``pulsar_broker`` fixture of a
+test the same options (``@pytest.mark.pulsar_broker(defaults="pulsar-4.0")``).
 The marker ``@pytest.mark.pulsar_faults(*faults, seed=None)`` arms faults declaratively on the
 brokers the test starts (each fault a mapping of its fields or a model of
 :mod:`mledger.broker`; a string is a scenario file). Each test gets its own broker,
@@ -58,6 +62,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}(*faults, seed=None): arm these faults (mappings, fault models, or a scenario file's path)"
         " on the brokers the test starts with pulsar_broker or pulsar_broker_factory",
+    )
+    config.addinivalue_line(
+        "markers",
+        "pulsar_broker(**options): the pulsar_broker fixture's options, as pulsar_broker_factory takes them "
+        "(e.g. defaults='pulsar-4.0')",
     )
 
 
@@ -111,9 +120,13 @@ def pulsar_broker_factory(request: pytest.FixtureRequest) -> Iterator[Callable[.
 
 
 @pytest.fixture
-def pulsar_broker(pulsar_broker_factory: Callable[..., EmbeddedBroker]) -> EmbeddedBroker:
-    """An in-process broker (memory store, manual clock, free port) for one test."""
-    return pulsar_broker_factory()
+def pulsar_broker(
+    request: pytest.FixtureRequest, pulsar_broker_factory: Callable[..., EmbeddedBroker]
+) -> EmbeddedBroker:
+    """An in-process broker (memory store, manual clock, free port) for one test, with the
+    options of the test's ``pulsar_broker`` marker."""
+    marker = request.node.get_closest_marker("pulsar_broker")
+    return pulsar_broker_factory(**(marker.kwargs if marker is not None else {}))
 
 
 @pytest.fixture

@@ -113,6 +113,7 @@ from ._open import (
     OpenedBroker as OpenedBroker,
     open_broker as open_broker,
     open_store as open_store,
+    preset_configs as preset_configs,
 )
 from ._partitioned import (
     PartitionedConsumer as PartitionedConsumer,
@@ -276,5 +277,6 @@ __all__ = [
     "murmur3_32",
     "open_broker",
     "open_store",
+    "preset_configs",
     "sticky_key_hash",
 ]

@@ -172,6 +172,24 @@ class BrokerConfig:
         """A validated copy with some settings changed."""
         return replace(self, **changes)
 
+    @classmethod
+    def for_pulsar(cls, name: str, **changes: Any) -> BrokerConfig:
+        """A broker whose topics run Pulsar version ``name``'s cursor defaults and rules (a
+        ``--defaults`` preset: ``pulsar-3.0``, ``pulsar-4.0``, ``pulsar-4.1``,
+        ``pulsar-newest``): ``managed_ledger_config`` is
+        :meth:`ManagedLedgerConfig.for_pulsar <mledger.core.ManagedLedgerConfig.for_pulsar>` over
+        the broker's own ledger defaults (:data:`BROKER_MANAGED_LEDGER_CONFIG`); then ``changes``.
+        Its cursors persist at that version's pace (the mark-delete rate limiter, the periodic
+        flush) and answer an acknowledgement's receipt before persisting, as Pulsar does.
+        ``ConfigError`` for an unknown name.
+
+        >>> BrokerConfig.for_pulsar("pulsar-4.0").ledger_config.pulsar_rules
+        'pulsar-4.0'
+        """
+        broker_defaults = {"minimum_rollover_time_ms": BROKER_MANAGED_LEDGER_CONFIG.minimum_rollover_time_ms}
+        ledger = ManagedLedgerConfig.for_pulsar(name, **broker_defaults)
+        return replace(cls(managed_ledger_config=ledger), **changes)
+
 
 _STRINGS = {"cluster_name", "replicator_prefix"}
 _POSITIVE = {

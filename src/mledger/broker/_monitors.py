@@ -19,18 +19,20 @@ timer (Pulsar's task)               every                                       
 ``checkGC``                         ``broker_delete_inactive_topics_frequency_seconds`` delete inactive topics (when enabled)
 ``monitorBacklogQuota``             ``backlog_quota_check_interval_in_seconds``         backlog quotas by size and time (when enabled)
 ``updateRates``                     ``stats_update_frequency_in_secs``                  close the stats interval of every rate
+``flushCursors``                    the factory's ``cursor_position_flush_seconds``     persist what the mark-delete rate limit
+                                                                                        held back, on every cursor
 ==================================  ==================================================  ============================================
 
 One-shot timers join them: each subscription's ``delayedDelivery`` timer, armed for when its
 earliest delayed message becomes due (:mod:`mledger.broker._subscription`).
 
-The managed ledger's cursor flush (Pulsar's ``ManagedLedgerFactoryImpl.flushCursors`` every
-``managedLedgerCursorPositionFlushSeconds``, 60 s, which persists the mark-deletes the rate
-limiter held back) belongs on this queue too: it registers with
-``broker.timers.every(CURSOR_FLUSH, interval_ms, action)`` (:data:`CURSOR_FLUSH`), so that a
-manual clock moves it with the others. Today the mark-delete throttle reads the managed ledger
-factory's clock (the broker's, when both are built by :func:`~mledger.broker.open_broker`) and
-persists on the next ack after its deadline.
+The managed ledger's cursor flush is one of them: ``flushCursors`` (:data:`CURSOR_FLUSH`, Pulsar's
+``ManagedLedgerFactoryImpl.flushCursors``), every ``cursor_position_flush_seconds`` of the
+factory's settings (``managedLedgerCursorPositionFlushSeconds``, 60 s), persists on every cursor
+of every loaded topic what the mark-delete rate limit held back (``ManagedCursor.flush``; a
+no-op for a cursor that persists every change, mledger's default), so a manual clock moves it
+with the others. The rate limit itself reads the managed ledger factory's clock (the broker's,
+when both are built by :func:`~mledger.broker.open_broker`).
 
 Transport timers never come here: keep-alive pings and their timeout, TLS handshake and idle
 connection timeouts, login rate limits run on real time in :mod:`mledger.protocol`, so moving a
@@ -46,6 +48,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..core import MLedgerError
+from ..managed_ledger import ManagedLedgerFactory
 from ._backlog_quota import (
     BacklogQuotaType,
     BacklogRetentionPolicy,
@@ -96,6 +99,11 @@ class MonitoredBroker(BrokerSettings, Protocol):
     @property
     def time_policies(self) -> TimePolicies: ...
 
+    @property
+    def factory(self) -> ManagedLedgerFactory:
+        """The managed-ledger factory of the topics (its settings: the cursor flush period)."""
+        ...
+
     def loaded_topics(self) -> list[Topic]:
         """The topics (partitions) loaded now."""
         ...
@@ -145,6 +153,7 @@ class BrokerMonitors:
                 self.monitor_backlog_quota,
             )
         every(UPDATE_RATES, config.stats_update_frequency_in_secs * _SECOND, self.update_rates)
+        every(CURSOR_FLUSH, broker.factory.cursor_flush_interval_ms, self.flush_cursors)
 
     def _each_topic(self, check: Callable[[Topic], object]) -> Callable[[], None]:
         def run() -> None:
@@ -170,6 +179,11 @@ class BrokerMonitors:
             ml.trim_consumed_ledgers_in_background()
 
         self._each_topic(check)()
+
+    def flush_cursors(self) -> None:
+        """Pulsar's ``flushCursors``: every cursor persists what the mark-delete rate limit held
+        back (``ManagedLedger.flush_cursors``), topic by topic."""
+        self._each_topic(lambda t: t.managed_ledger.flush_cursors())()
 
     def check_compaction(self) -> None:
         """Pulsar's ``checkCompaction``: compact the topics whose uncompacted bytes exceed their

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..core import Clock, ConfigError, InlineExecutor, ManagedLedgerFactoryConfig, ManualClock
 from ..managed_ledger import ManagedLedgerFactory
@@ -23,7 +23,7 @@ from ._config import BrokerConfig
 from ._faults import Faults
 from ._journal import BrokerJournal
 
-__all__ = ["SYNCHRONOUS", "OpenedBroker", "open_broker", "open_store"]
+__all__ = ["SYNCHRONOUS", "OpenedBroker", "open_broker", "open_store", "preset_configs"]
 
 SYNCHRONOUS = "NORMAL"
 """SQLite's ``synchronous`` mode of every front end's data directory. In WAL mode, ``NORMAL``
@@ -113,6 +113,7 @@ def open_broker(
     faults: Faults | None = None,
     seed: int | None = None,
     deterministic: bool = False,
+    defaults: str | None = None,
 ) -> OpenedBroker:
     """Open ``data_dir`` (:func:`open_store`; None: memory), or serve ``store`` (a store made by
     the caller, e.g. wrapped to inject faults; then ``data_dir`` must be None), with a factory
@@ -129,6 +130,12 @@ def open_broker(
     across restarts): the store is wrapped in a :class:`~mledger.storage.FaultInjectingStore`
     (no log kept; its hook is set only while store faults are armed) and the broker serves it.
 
+    ``defaults`` names a Pulsar version (a ``--defaults`` preset, e.g. ``"pulsar-4.0"``) whose
+    settings and rules the cursors follow (:func:`preset_configs`): the configs not given are
+    the preset's, and a ``broker_config`` given with its own ``managed_ledger_config`` must
+    follow the same version (``ConfigError`` otherwise; build it with
+    ``BrokerConfig.for_pulsar``).
+
     What was opened is closed again when a later step raises (the journal too: the broker would
     have closed it), so the caller owns something only once this returns.
     """
@@ -140,6 +147,8 @@ def open_broker(
             raise ConfigError(f"a deterministic broker needs a manual clock, got {clock!r}")
         clock = clock if clock is not None else ManualClock(DETERMINISTIC_START_MS)
         executor = InlineExecutor()
+    if defaults is not None:
+        broker_config, factory_config = preset_configs(defaults, broker_config, factory_config)
     try:
         store = store if store is not None else open_store(data_dir)
     except BaseException:
@@ -174,3 +183,29 @@ def open_broker(
         opened.close()
         raise
     return opened
+
+
+def preset_configs(
+    defaults: str,
+    broker_config: BrokerConfig | None = None,
+    factory_config: ManagedLedgerFactoryConfig | None = None,
+) -> tuple[BrokerConfig, ManagedLedgerFactoryConfig]:
+    """The broker and factory configs of Pulsar version ``defaults`` for what is not given:
+    ``broker_config`` without a ``managed_ledger_config`` gets the version's
+    (``BrokerConfig.for_pulsar``), None the version's whole broker config; ``factory_config`` None
+    the version's (``ManagedLedgerFactoryConfig.for_pulsar``). ``ConfigError`` for an unknown
+    version, or a ``broker_config`` whose managed-ledger config follows another one's rules."""
+    preset = BrokerConfig.for_pulsar(defaults)
+    if broker_config is None:
+        broker_config = preset
+    elif broker_config.managed_ledger_config is None:
+        broker_config = replace(broker_config, managed_ledger_config=preset.managed_ledger_config)
+    elif broker_config.ledger_config.pulsar_rules != defaults:
+        raise ConfigError(
+            f"defaults {defaults!r} with a managed_ledger_config following "
+            f"{broker_config.ledger_config.pulsar_rules or 'mledger'}'s rules: build it with "
+            f"ManagedLedgerConfig.for_pulsar({defaults!r})"
+        )
+    if factory_config is None:
+        factory_config = ManagedLedgerFactoryConfig.for_pulsar(defaults)
+    return broker_config, factory_config

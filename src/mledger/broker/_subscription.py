@@ -64,6 +64,7 @@ from ..core import (
     MLedgerError,
     NotAllowedError,
     Position,
+    rules_for,
 )
 from ..managed_ledger import AckOutcome, AckPlan, LedgerView, ManagedCursor
 from ._acks import AckRequest, AckResolver, check_partition, message_position
@@ -186,10 +187,13 @@ class Subscription:
         return self._cursor.mark_delete_position
 
     def flush_acks(self) -> None:
-        """Persist the acknowledgements the cursor holds back (``throttle_mark_delete``) now,
-        so a caller that answers an ack only once it is stored can answer (a no-op when the
-        cursor persists every change itself). Blocks on storage."""
-        self._cursor.flush()
+        """Before answering an acknowledgement's receipt: under mledger's own rules, persist
+        what the cursor holds back (``throttle_mark_delete``), so an answered ack survives a
+        crash (a no-op when the cursor persists every change itself); under a Pulsar version's
+        rules nothing, as Pulsar answers before persisting
+        (:attr:`~mledger.core.CursorBehaviour.receipt_after_persist`). Blocks on storage."""
+        if rules_for(self._cursor.ledger.config.pulsar_rules).behaviour.receipt_after_persist:
+            self._cursor.flush()
 
     @property
     def consumers(self) -> list[Consumer]:

@@ -34,18 +34,15 @@ from typing import Protocol
 from ..codec import EntryMetadata, MessageId, encode_entry
 from ..core import (
     INT64_MAX,
-    Clock,
     EntryTooLargeError,
     InvalidRequestError,
     ManagedLedgerClosedError,
     MLedgerError,
     NotFoundError,
     Position,
-    TimerQueue,
 )
 from ..managed_ledger import InitialPosition, ManagedLedger
 from ._compaction import COMPACTION_SUBSCRIPTION, CompactedTopic, LongRunningProcessStatus
-from ._config import BrokerConfig
 from ._errors import (
     AlreadyClosedError,
     MessageDupUnknownError,
@@ -58,6 +55,7 @@ from ._errors import (
 )
 from ._hooks import (
     DEDUPLICATION_CURSOR_NAME,
+    BrokerSettings,
     Deduplication,
     DedupVerdict,
     PublishContext,
@@ -102,17 +100,8 @@ class TopicListener(Protocol):
         ...
 
 
-class TopicOwner(Protocol):
-    """The broker serving a topic, as the topic sees it."""
-
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def timers(self) -> TimerQueue: ...
+class TopicOwner(BrokerSettings, Protocol):
+    """The broker serving a topic, as the topic sees it: its settings, and what follows."""
 
     def check_producer_backlog_quota(self, topic: Topic, producer_name: str) -> None:
         """Raise ``BacklogQuotaExceededError`` when the topic's backlog quota refuses new

@@ -434,15 +434,12 @@ def build_parser() -> argparse.ArgumentParser:
         "without a unit), as pulsar-admin's --time",
     )
 
-    sub = command(
-        "get-retention",
-        "The topic's retention policy (null when unset).",
-        _run("topic", "applied", show=_print_to_json_or_null),
-    )
-    sub.add_argument(
-        "--applied",
-        action="store_true",
-        help="the policy in force: the topic's, else the namespace's, else the broker's default",
+    _applied(
+        command(
+            "get-retention",
+            "The topic's retention policy (null when unset).",
+            _run("topic", "applied", show=_print_to_json_or_null),
+        )
     )
 
     sub = command("set-retention", "Set the topic's retention policy.", _run("topic", _retention_policies))
@@ -455,11 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("compaction-status", "The status of the topic's last compaction.", _cmd_compaction_status)
     sub.add_argument("-w", "--wait-complete", action="store_true", help="wait for a running compaction to end")
 
-    sub = command(
-        "get-compaction-threshold", "The topic's compaction threshold (null when unset).", _run("topic", "applied")
-    )
-    sub.add_argument(
-        "--applied", action="store_true", help="the threshold in force: the topic's, the namespace's, the broker's"
+    _applied(
+        command(
+            "get-compaction-threshold", "The topic's compaction threshold (null when unset).", _run("topic", "applied")
+        ),
+        "threshold",
     )
 
     sub = command("set-compaction-threshold", "Set the topic's compaction threshold.", _run("topic", "threshold"))
@@ -481,15 +478,13 @@ def build_parser() -> argparse.ArgumentParser:
         _run("topic"),
     )
 
-    sub = command(
-        "get-schema-compatibility-strategy",
-        "The topic's schema compatibility strategy (null when unset).",
-        _run("topic", "applied", show=_print_strategy),
-    )
-    sub.add_argument(
-        "--applied",
-        action="store_true",
-        help="the strategy in force: the topic's, else the namespace's, else the broker's",
+    _applied(
+        command(
+            "get-schema-compatibility-strategy",
+            "The topic's schema compatibility strategy (null when unset).",
+            _run("topic", "applied", show=_print_strategy),
+        ),
+        "strategy",
     )
 
     sub = command(
@@ -785,20 +780,25 @@ _QUOTA_TYPES = tuple(t.value for t in BacklogQuotaType)
 _DELETE_MODES = tuple(m.value for m in InactiveTopicDeleteMode)
 
 
+def _applied(sub: argparse.ArgumentParser, what: str = "policy", *short: str) -> argparse.ArgumentParser:
+    """``sub``, a topic's getter, with pulsar-admin's ``--applied`` flag (and the ``short`` ones):
+    ``what`` is the setting it reads, in the flag's help."""
+    sub.add_argument(
+        *short,
+        "--applied",
+        action="store_true",
+        help=f"the {what} in force: the topic's, else the namespace's, else the broker's",
+    )
+    return sub
+
+
 def _add_time_policy_commands(command: Callable[..., argparse.ArgumentParser], scope: str) -> None:
     """The message TTL, backlog quota and inactive-topic commands of ``topics`` or ``namespaces``
     (``scope``: the group's positional argument), with pulsar-admin's flags."""
     whose = f"the {scope}'s"
 
     def applied(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        if scope == "topic":
-            sub.add_argument(
-                "-ap",
-                "--applied",
-                action="store_true",
-                help="the policy in force: the topic's, else the namespace's, else the broker's",
-            )
-        return sub
+        return _applied(sub, "policy", "-ap") if scope == "topic" else sub
 
     def reading(show: Callable[[Any], None] | None = None) -> _Run:
         return _run(scope, *(["applied"] if scope == "topic" else []), show=show)

@@ -19,6 +19,8 @@
 Everything above this layer imports from here; this layer imports nothing else of mledger.
 """
 
+from typing import TYPE_CHECKING
+
 from ._address import (
     DEFAULT_HOST as DEFAULT_HOST,
     MAX_PORT as MAX_PORT,
@@ -104,7 +106,6 @@ from ._ranges import (
     ack_set_to_words as ack_set_to_words,
     words_to_ack_set as words_to_ack_set,
 )
-from ._rate_limiter import SmoothBurstyLimiter as SmoothBurstyLimiter
 from ._state_machine import TransitionRefusedError as TransitionRefusedError, TransitionTable as TransitionTable
 from ._suggest import did_you_mean as did_you_mean
 from ._timers import TimerQueue as TimerQueue, TimerQueueStats as TimerQueueStats
@@ -114,6 +115,15 @@ from ._tls import (
     server_context as server_context,
     subject_name as subject_name,
 )
+
+if TYPE_CHECKING:
+    from ._rate_limiter import SmoothBurstyLimiter as SmoothBurstyLimiter
+
+# imported on first use (PEP 562): Guava's limiter acts only under a Pulsar version's rules (a
+# ``--defaults`` preset); a cursor under mledger's own rules never creates one
+_LAZY = {"SmoothBurstyLimiter": "._rate_limiter"}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
     "MLEDGER_RULES",

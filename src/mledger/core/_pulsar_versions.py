@@ -112,6 +112,12 @@ class CursorBehaviour:
     updating ``batchDeletedIndexes`` when ``individualDeletedMessages`` is empty, before the
     limiter and without marking the cursor dirty: such partial batch acks ride along with a later
     persist only. True (mledger's own): every ack goes through the throttle."""
+    receipt_after_persist: bool = False
+    """False: an acknowledgement completes, and a client that asked for a receipt
+    (``ACK_RESPONSE``) is answered, before its state is persisted: ``asyncMarkDelete`` and
+    ``asyncDelete`` call ``markDeleteComplete`` / ``deleteComplete`` when the limiter refuses
+    the write. True (mledger's own): the broker answers a receipt once the state it changed is
+    stored, so an answered ack survives a crash."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,7 @@ class PulsarVersion:
 
 
 _MLEDGER_BEHAVIOUR = CursorBehaviour(
-    guava_rate_limiter=False, dirty_until_flush=False, batch_ack_without_range_persists=True
+    guava_rate_limiter=False, dirty_until_flush=False, batch_ack_without_range_persists=True, receipt_after_persist=True
 )
 _PULSAR_BEHAVIOUR = CursorBehaviour(
     guava_rate_limiter=True, dirty_until_flush=True, batch_ack_without_range_persists=False

@@ -39,6 +39,7 @@ from ._cursor_snapshot import (
     CursorLifecycle as CursorLifecycle,
     CursorLifecycleError as CursorLifecycleError,
     IndividualDeletedEntries as IndividualDeletedEntries,
+    RecoveredCursorState as RecoveredCursorState,
 )
 from ._cursor_stats import (
     CursorStats as CursorStats,
@@ -62,6 +63,7 @@ from ._ledger_view import (
     PositionBound as PositionBound,
 )
 from ._position_reset import PositionReset as PositionReset
+from ._restart_figures import redelivered_messages as redelivered_messages
 from ._revision import CursorStateRevisionController as CursorStateRevisionController, RevisionStats as RevisionStats
 
 __all__ = [
@@ -91,9 +93,11 @@ __all__ = [
     "PersistenceStats",
     "PositionBound",
     "PositionReset",
+    "RecoveredCursorState",
     "Redelivery",
     "RevisionStats",
     "WriteEvent",
     "WriteState",
     "WriteStateError",
+    "redelivered_messages",
 ]

@@ -27,7 +27,7 @@ Collaborators, each behind a narrow interface: the managed ledger is a
 arithmetic over the ledger list, reads, trim requests); a durable cursor's
 :class:`~mledger.managed_ledger.CursorStateStore` takes a
 :class:`~mledger.managed_ledger._cursor_snapshot.CursorSnapshot` and gives back a
-:class:`~mledger.managed_ledger._cursor_snapshot.RecoveredCursorState`; read planning is
+:class:`~mledger.managed_ledger.RecoveredCursorState`; read planning is
 :mod:`~mledger.managed_ledger._cursor_reads`, composite resets
 :mod:`~mledger.managed_ledger._position_reset`.
 
@@ -72,7 +72,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
 from types import MappingProxyType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -85,7 +85,6 @@ from ..core import (
     InvalidPositionError,
     InvalidRequestError,
     Position,
-    SmoothBurstyLimiter,
     nanosecond_reader,
     rules_for,
 )
@@ -107,6 +106,9 @@ from ._cursor_store import CursorStateStore
 from ._ledger_view import InitialPosition, LedgerView, PositionBound
 from ._position_reset import PositionReset, ResetHooks
 from ._revision import CursorStateRevisionController
+
+if TYPE_CHECKING:
+    from ..core import SmoothBurstyLimiter
 
 log = logging.getLogger(__name__)
 
@@ -734,6 +736,8 @@ class ManagedCursor:
         if not (behaviour.guava_rate_limiter and rate > 0):
             self._limiter = None
         elif self._limiter is None:
+            from ..core import SmoothBurstyLimiter  # Guava's limiter: only under a Pulsar version's rules
+
             self._limiter = SmoothBurstyLimiter(rate, self._clock_ns())
         elif self._limiter.rate != rate:
             self._limiter.set_rate(rate, self._clock_ns())

@@ -28,6 +28,10 @@ family                                             type     value
 ``mledger_cursor_truncated_ranges_total``          counter  ranges left out, over all persists
 ``mledger_cursor_truncated_batch_indexes``         gauge    batch-index states the last persist left out
 ``mledger_cursor_persist_total``                   counter  cursor state persists
+``mledger_cursor_redelivered_after_crash``         gauge    acknowledged messages a crash now would
+                                                            redeliver (the stored record lacks them)
+``mledger_cursor_redelivered_after_unload``        gauge    acknowledged messages a clean close now
+                                                            (unload, restart) would redeliver
 ``mledger_cursor_revision_refused_total``          counter  resets refused: another was running
 ``mledger_cursor_discarded_reads_total``           counter  reads discarded or refused by a revision
 =================================================  =======  ==========================================
@@ -115,6 +119,16 @@ _SUBSCRIPTION_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("mledger_cursor_truncated_ranges_total", "counter", "Acknowledged ranges left out, over all persists"),
     ("mledger_cursor_truncated_batch_indexes", "gauge", "Batch-index states the last persist left out"),
     ("mledger_cursor_persist_total", "counter", "Cursor state persists"),
+    (
+        "mledger_cursor_redelivered_after_crash",
+        "gauge",
+        "Acknowledged messages a crash now would redeliver: the stored cursor state does not hold them",
+    ),
+    (
+        "mledger_cursor_redelivered_after_unload",
+        "gauge",
+        "Acknowledged messages a clean close now (topic unload, broker restart) would redeliver",
+    ),
     ("mledger_cursor_revision_refused_total", "counter", "Cursor resets refused because another was running"),
     ("mledger_cursor_discarded_reads_total", "counter", "Reads discarded or refused because of a cursor reset"),
 )
@@ -219,6 +233,8 @@ def _subscription_values(sub: Subscription, max_unacked_ranges: int) -> tuple[fl
         persisted.truncated_ranges_total,
         persisted.truncated_batch_indexes,
         persisted.persist_count,
+        persisted.redelivered_after_crash.messages,
+        persisted.redelivered_after_unload.messages,
         rev.refused_revisions,
         rev.discarded_reads,
     )

@@ -19,6 +19,9 @@ fixture is in :mod:`mledger_pytest`.
 The coverage of every command is in ``docs/protocol-coverage.md``.
 """
 
+from typing import TYPE_CHECKING
+
+from ..core import lazy_getattr
 from ._acceptor import (
     DESCRIPTORS as DESCRIPTORS,
     Acceptor as Acceptor,
@@ -55,13 +58,26 @@ from ._errors import (
     StateTransitionError as StateTransitionError,
     UnknownListenerError as UnknownListenerError,
 )
-from ._replay import (
-    BrokerFrame as BrokerFrame,
-    CapturingProxy as CapturingProxy,
-    ClientRead as ClientRead,
-    replay_reads as replay_reads,
-)
 from ._server import ProtocolServer as ProtocolServer, freeze_startup_heap as freeze_startup_heap
+
+if TYPE_CHECKING:
+    from ._replay import (
+        BrokerFrame as BrokerFrame,
+        CapturingProxy as CapturingProxy,
+        ClientRead as ClientRead,
+        replay_reads as replay_reads,
+    )
+
+# imported on first use (PEP 562): capturing and replaying client commands (deterministic runs);
+# a broker that replays nothing, the pytest fixture's, never loads it
+_LAZY = {
+    "BrokerFrame": "._replay",
+    "CapturingProxy": "._replay",
+    "ClientRead": "._replay",
+    "replay_reads": "._replay",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
     "DESCRIPTORS",

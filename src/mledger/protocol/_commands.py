@@ -128,7 +128,7 @@ def _build() -> dict[int, CommandSpec]:
             _T.ACK,
             h,
             Support.HANDLED,
-            "individual and cumulative acks, batch-index ack_sets; ACK_RESPONSE when a request id is given, after the cursor state is stored (non-persistent: nothing to acknowledge)",
+            "individual and cumulative acks, batch-index ack_sets; ACK_RESPONSE when a request id is given, after the cursor state is stored (under --defaults pulsar-*: at once, as Pulsar; non-persistent: nothing to acknowledge)",
             None,
             None,
         ),

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from ..broker import (
     MESSAGE,
     AckRequest,
-    ClientInfo,
     EntryDelivery,
     FaultTarget,
     ack_set_words,
@@ -107,7 +106,7 @@ class ConsumerCommands(CommandGroup):
             name = body.consumer_name or None
             if name is not None and any(c.name == name for c in subscription.consumers):
                 name = f"{name}#{self._context.host.next_id()}"
-            client = ClientInfo(self._state.peer or None, self._connection.client_version or None, body.consumer_id)
+            client = self._context.client_info(body.consumer_id)
             handle.consumer = subscription.add_consumer(
                 name,
                 permits=0,
@@ -331,12 +330,8 @@ class ConsumerCommands(CommandGroup):
 
     def handle_seek(self, request: Request) -> None:
         body = request.command.seek
-        handle = self._consumers.get(body.consumer_id)
-        if body.consumer_id in self._np_consumers:
-            self._np.refuse(body.request_id, "Seek")
-            return
+        handle = self._stored_consumer(body.consumer_id, body.request_id, "Seek")
         if handle is None:
-            self._connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
             return
         try:
             if body.HasField("message_publish_time"):
@@ -353,12 +348,8 @@ class ConsumerCommands(CommandGroup):
 
     def handle_get_last_message_id(self, request: Request) -> None:
         body = request.command.getLastMessageId
-        handle = self._consumers.get(body.consumer_id)
-        if body.consumer_id in self._np_consumers:
-            self._np.refuse(body.request_id, "GetLastMessageId")
-            return
+        handle = self._stored_consumer(body.consumer_id, body.request_id, "GetLastMessageId")
         if handle is None:
-            self._connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
             return
         reads_compacted = handle.consumer is not None and handle.consumer.read_compacted
         last, batch_index = handle.topic.last_message_id(reads_compacted)
@@ -374,9 +365,8 @@ class ConsumerCommands(CommandGroup):
         if body.consumer_id in self._np_consumers:
             self._np.unsubscribe(body)
             return
-        handle = self._consumers.get(body.consumer_id)
+        handle = self._consumer(body.consumer_id, body.request_id)
         if handle is None:
-            self._connection.send_error(body.request_id, api.ConsumerNotFound, f"Consumer {body.consumer_id} not found")
             return
         others = [c for c in handle.subscription.consumers if c is not handle.consumer]
         if others:
@@ -392,6 +382,21 @@ class ConsumerCommands(CommandGroup):
             self._connection.send_error(body.request_id, server_error_code(exc), str(exc))
             return
         self._context.send_success(body.request_id)
+
+    def _stored_consumer(self, consumer_id: int, request_id: int, command: str) -> ConsumerHandle | None:
+        """The consumer of a command that needs stored messages; None once answered with ERROR
+        (``NotAllowedError`` on a non-persistent topic, ``ConsumerNotFound``)."""
+        if consumer_id in self._np_consumers:
+            self._np.refuse(request_id, command)
+            return None
+        return self._consumer(consumer_id, request_id)
+
+    def _consumer(self, consumer_id: int, request_id: int) -> ConsumerHandle | None:
+        """The consumer ``consumer_id``; None once answered with ERROR ``ConsumerNotFound``."""
+        handle = self._consumers.get(consumer_id)
+        if handle is None:
+            self._connection.send_error(request_id, api.ConsumerNotFound, f"Consumer {consumer_id} not found")
+        return handle
 
     def handle_close_consumer(self, request: Request) -> None:
         body = request.command.close_consumer

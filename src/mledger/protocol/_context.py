@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..broker import PartitionedTopic, TenantNotFoundError, Topic, TopicName
+from ..broker import ClientInfo, PartitionedTopic, TenantNotFoundError, Topic, TopicName
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core import UINT64_MASK, NotAllowedError
 from ._handles import SessionHost
@@ -59,6 +59,10 @@ class CommandContext:
         if auth is not None:
             self._check_tenant(TopicName.parse(topic, any_domain=True))
             auth.authorize(self.state.role, operation, topic, subscription)
+
+    def client_info(self, client_id: int, access_mode: str = "Shared") -> ClientInfo:
+        """What the stats report about this connection's producer or consumer ``client_id``."""
+        return ClientInfo(self.state.peer or None, self.connection.client_version or None, client_id, access_mode)
 
     def authorize_topic(self, topic: TopicName, operation: str) -> None:
         """``PermissionDeniedError`` unless this client's role may do ``operation`` on ``topic``

@@ -48,6 +48,7 @@ from ..broker import (
     OpenedBroker,
     open_broker,
     open_store,
+    preset_configs,
 )
 from ..core import Clock, ConfigError, ManualClock, SystemClock
 from ..storage import MemoryStore, Store
@@ -118,7 +119,10 @@ class EmbeddedBroker:
     docstring; ``deterministic`` with ``manual_clock=False`` raises ``ConfigError``. Fault
     injection is on: :attr:`faults` arms faults (``faults=`` arms a list of faults, or a
     scenario, its mapping or its file, once started; ``fault_seed`` seeds their random draws,
-    by default the broker's ``seed``)."""
+    by default the broker's ``seed``). ``defaults`` names a Pulsar version (``"pulsar-4.0"``,
+    as ``mledger standalone --defaults``) whose cursor settings and rules the broker follows, its
+    persist pace included (:func:`~mledger.broker.open_broker`), so a :meth:`restart`
+    redelivers what that version would."""
 
     def __init__(
         self,
@@ -136,7 +140,11 @@ class EmbeddedBroker:
         fault_seed: int | None = None,
         deterministic: bool = False,
         seed: int | None = None,
+        defaults: str | None = None,
     ) -> None:
+        if defaults is not None:
+            preset_configs(defaults, broker_config)  # ConfigError now for a bad name or config
+        self._defaults = defaults
         if deterministic and not manual_clock:
             raise ConfigError(
                 "deterministic=True needs the manual clock (manual_clock=True): the wall clock never repeats"
@@ -185,6 +193,7 @@ class EmbeddedBroker:
             faults=self.faults,
             seed=self._seed,
             deterministic=self.deterministic,
+            defaults=self._defaults,
         )
         self.broker = self._opened.broker
         self._time = self.broker.clock

@@ -166,38 +166,32 @@ def answer_error(context: CommandContext, request: Request, error: ServerError, 
     elif type_ == _T.SEND:
         send = command.send
         context.send_error(send.producer_id, send.sequence_id, code, message)
-    elif type_ == _T.LOOKUP:
-        response = api.CommandLookupTopicResponse(
-            request_id=command.lookupTopic.request_id,
-            response=api.CommandLookupTopicResponse.Failed,
-            error=code,
-            message=message,
-        )
-        connection.send(api.BaseCommand(type=_T.LOOKUP_RESPONSE, lookupTopicResponse=response))
-    elif type_ == _T.PARTITIONED_METADATA:
-        metadata = api.CommandPartitionedTopicMetadataResponse(
-            request_id=command.partitionMetadata.request_id,
-            response=api.CommandPartitionedTopicMetadataResponse.Failed,
-            error=code,
-            message=message,
-        )
-        connection.send(api.BaseCommand(type=_T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=metadata))
     elif type_ == _T.ACK:
         ack = command.ack
         ack_response = api.CommandAckResponse(
             consumer_id=ack.consumer_id, request_id=ack.request_id, error=code, message=message
         )
         connection.send(api.BaseCommand(type=_T.ACK_RESPONSE, ackResponse=ack_response))
-    elif type_ in _ERROR_CODE_RESPONSES:
-        field, answer_type, answer_field, response_class = _ERROR_CODE_RESPONSES[type_]
+    elif type_ in _RESPONSES:
+        field, answer_type, answer_field, response_class = _RESPONSES[type_]
         request_id = getattr(command, field).request_id
-        answer = response_class(request_id=request_id, error_code=code, error_message=message)
+        if type_ in _FAILED_RESPONSES:
+            answer = response_class(request_id=request_id, response=response_class.Failed, error=code, message=message)
+        else:
+            answer = response_class(request_id=request_id, error_code=code, error_message=message)
         connection.send(api.BaseCommand(type=answer_type, **{answer_field: answer}))
     else:
         connection.send_error(getattr(command, _ERROR_FIELDS[type_]).request_id, code, message)
 
 
-_ERROR_CODE_RESPONSES: dict[int, tuple[str, api.BaseCommand.Type.ValueType, str, type[Any]]] = {
+_RESPONSES: dict[int, tuple[str, api.BaseCommand.Type.ValueType, str, type[Any]]] = {
+    _T.LOOKUP: ("lookupTopic", _T.LOOKUP_RESPONSE, "lookupTopicResponse", api.CommandLookupTopicResponse),
+    _T.PARTITIONED_METADATA: (
+        "partitionMetadata",
+        _T.PARTITIONED_METADATA_RESPONSE,
+        "partitionMetadataResponse",
+        api.CommandPartitionedTopicMetadataResponse,
+    ),
     _T.GET_SCHEMA: ("getSchema", _T.GET_SCHEMA_RESPONSE, "getSchemaResponse", api.CommandGetSchemaResponse),
     _T.GET_OR_CREATE_SCHEMA: (
         "getOrCreateSchema",
@@ -212,8 +206,11 @@ _ERROR_CODE_RESPONSES: dict[int, tuple[str, api.BaseCommand.Type.ValueType, str,
         api.CommandConsumerStatsResponse,
     ),
 }
-"""The commands whose own response carries an error (``error_code``, ``error_message``): the
-request's field, the response's type, field and message class."""
+"""The commands whose own response carries an error: the request's field, the response's type,
+field and message class. A lookup's response is ``Failed`` with ``error`` and ``message``
+(:data:`_FAILED_RESPONSES`), the others carry ``error_code`` and ``error_message``."""
+
+_FAILED_RESPONSES = frozenset({_T.LOOKUP, _T.PARTITIONED_METADATA})
 
 _ERROR_FIELDS: dict[int, str] = {
     _T.PRODUCER: "producer",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
-from ..broker import ClientInfo, EntryDelivery, NonPersistentSubscription, SubscriptionType, TopicName
+from ..broker import EntryDelivery, NonPersistentSubscription, SubscriptionType, TopicName
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core import MLedgerError, NotAllowedError, NotFoundError
 from ._codec import message_command, send_receipt_frame
@@ -65,22 +65,20 @@ class NonPersistentCommands(CommandGroup):
     def open_producer(self, body: api.CommandProducer) -> None:
         """PRODUCER on a non-persistent topic: PRODUCER_SUCCESS or ERROR."""
         context = self._context
-        state = self._state
-        connection = context.connection
         try:
             name = TopicName.parse(body.topic, any_domain=True)
             context.authorize_topic(name, "PRODUCE")
             if context.producer_id_in_use(body):  # on this topic or any other: Pulsar's answer
                 return
             topic = context.host.broker.open_non_persistent_topic(body.topic)
-            client = ClientInfo(state.peer or None, connection.client_version or None, body.producer_id)
+            client = context.client_info(body.producer_id)
             wanted = body.producer_name if body.HasField("producer_name") and body.producer_name else None
             producer = topic.add_producer(wanted, client)
         except MLedgerError as exc:
-            connection.send_error(body.request_id, server_error_code(exc), str(exc))
+            context.connection.send_error(body.request_id, server_error_code(exc), str(exc))
             return
         handle = NonPersistentProducerHandle(body.producer_id, topic, producer)
-        state.add_producer(handle)
+        self._state.add_producer(handle)
         context.send_producer_success(body.request_id, handle.producer.name)
 
     def send(self, request: Request) -> None:
@@ -125,8 +123,6 @@ class NonPersistentCommands(CommandGroup):
     def subscribe(self, body: api.CommandSubscribe) -> None:
         """SUBSCRIBE on a non-persistent topic: SUCCESS or ERROR."""
         context = self._context
-        state = self._state
-        connection = context.connection
         try:
             name = TopicName.parse(body.topic, any_domain=True)
             context.authorize_topic(name, "CONSUME")
@@ -139,7 +135,7 @@ class NonPersistentCommands(CommandGroup):
                 raise NotFoundError(f"Topic {body.topic} does not exist")
             topic = broker.open_non_persistent_topic(body.topic)
             handle = NonPersistentConsumerHandle(self, body.consumer_id, topic)
-            client = ClientInfo(state.peer or None, connection.client_version or None, body.consumer_id)
+            client = context.client_info(body.consumer_id)
             sub_type = SUB_TYPES[body.subType]
             consumer = topic.subscribe(
                 body.subscription, sub_type, body.consumer_name or None, sink=handle, client=client
@@ -149,9 +145,9 @@ class NonPersistentCommands(CommandGroup):
             assert isinstance(subscription, NonPersistentSubscription)
             handle.subscription = subscription
         except MLedgerError as exc:
-            connection.send_error(body.request_id, server_error_code(exc), str(exc))
+            context.connection.send_error(body.request_id, server_error_code(exc), str(exc))
             return
-        state.add_consumer(handle)
+        self._state.add_consumer(handle)
         context.send_success(body.request_id)
         handle.ready = True
         if handle.pending_active is not None:

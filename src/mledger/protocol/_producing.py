@@ -12,7 +12,7 @@ until the session flushes them, once per read (or every 64 SENDs of a long read)
 
 from __future__ import annotations
 
-from ..broker import ClientInfo, FramedPublish, PublishResult
+from ..broker import FramedPublish, PublishResult
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core import INT64_MAX, UINT64_MASK, MLedgerError, Position, StateCorruptedError, as_int64
 from ._codec import send_receipt_frame
@@ -70,12 +70,7 @@ class ProducerCommands(CommandGroup):
             wait = host.access.check(topic, mode)
             name = body.producer_name if body.HasField("producer_name") and body.producer_name else None
             handle = ProducerHandle(self, body.producer_id, topic, mode)
-            client = ClientInfo(
-                self._state.peer or None,
-                self._connection.client_version or None,
-                body.producer_id,
-                ACCESS_MODES.get(mode, "Shared"),
-            )
+            client = context.client_info(body.producer_id, ACCESS_MODES.get(mode, "Shared"))
             producer = topic.create_producer(name, None, listener=handle, client=client)
             handle.producer = producer
             handle.name = producer.name

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ..broker import FaultTarget, Subscription
 from ..codec.proto import PulsarApi_pb2 as api
@@ -48,7 +48,6 @@ from ._connection import Connection, Request
 from ._consuming import PERMIT_WINDOW as PERMIT_WINDOW, ConsumerCommands
 from ._context import CommandContext
 from ._convert import schema_info, schema_message, schema_version, schema_version_bytes, server_error_code
-from ._faulting import FaultFilter, connection_targets
 from ._handles import (
     ConsumerHandle as ConsumerHandle,
     ProducerHandle as ProducerHandle,
@@ -57,6 +56,9 @@ from ._handles import (
 from ._nonpersistent import NonPersistentCommands
 from ._producing import ProducerCommands
 from ._session_state import SessionState, SessionStats
+
+if TYPE_CHECKING:  # the fault filter is loaded when a fault first concerns a session
+    from ._faulting import FaultFilter
 
 __all__ = ["PERMIT_WINDOW", "ConsumerHandle", "ProducerHandle", "Session", "SessionHost"]
 
@@ -209,6 +211,8 @@ class Session:
 
     def _fault_filter(self) -> FaultFilter:
         if self._filter is None:
+            from ._faulting import FaultFilter
+
             self._filter = FaultFilter(self._context, self._plain, self._released, self._pin_filter)
         return self._filter
 
@@ -243,6 +247,8 @@ class Session:
     def fault_targets(self) -> list[FaultTarget]:
         """What this connection concerns (its producers' and consumers' topics and names), for
         a fault armed without a command."""
+        from ._faulting import connection_targets
+
         return connection_targets(self._state)
 
     def heal(self) -> None:

@@ -1,8 +1,9 @@
 """Test-support store wrappers: fail a chosen write, hold reads or writes until a test releases them.
 
-Each wraps any :class:`~mledger.storage.Store` and implements the whole protocol explicitly
-(no ``__getattr__`` forwarding): a method added to the protocol must be added here, so that a
-new write path can never bypass fault injection unnoticed.
+Each wraps any :class:`~mledger.storage.Store` and implements the whole protocol explicitly,
+through one base class that sends every write through one interception point (no
+``__getattr__`` forwarding): a method added to the protocol must be added there, so that a new
+write path can never bypass fault injection unnoticed.
 
 Fault-injection loop, the intended use::
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from typing import Literal, NamedTuple, NoReturn, TypeVar
+from typing import Generic, Literal, NamedTuple, NoReturn, TypeVar
 
 from ..core import MLedgerError
 from ._base import Store, Versioned
@@ -58,7 +59,81 @@ class WriteRecord(NamedTuple):
     """The ledger id or metadata path written; None for create_ledger."""
 
 
-class FaultInjectingStore:
+class _StoreWrapper:
+    """The whole :class:`~mledger.storage.Store` protocol, delegated to ``inner``: every write
+    goes through :meth:`_write` (its kind, target and call), every other call through
+    :meth:`_check_call` first; a wrapper overrides those two (and :meth:`read` or :meth:`close`)
+    to intercept."""
+
+    inner: Store
+
+    @property
+    def max_entry_size(self) -> int:
+        return self.inner.max_entry_size
+
+    @max_entry_size.setter
+    def max_entry_size(self, value: int) -> None:
+        self.inner.max_entry_size = value
+
+    # -- writes -----------------------------------------------------------------------------
+    def create_ledger(self) -> int:
+        return self._write("create_ledger", None, self.inner.create_ledger)
+
+    def append(self, ledger_id: int, data: bytes) -> int:
+        return self._write("append", ledger_id, lambda: self.inner.append(ledger_id, data))
+
+    def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
+        return self._write("append_many", ledger_id, lambda: self.inner.append_many(ledger_id, entries))
+
+    def seal_ledger(self, ledger_id: int) -> None:
+        self._write("seal_ledger", ledger_id, lambda: self.inner.seal_ledger(ledger_id))
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        self._write("delete_ledger", ledger_id, lambda: self.inner.delete_ledger(ledger_id))
+
+    def put(self, path: str, data: bytes, expected_version: int | None = None) -> int:
+        return self._write("put", path, lambda: self.inner.put(path, data, expected_version))
+
+    def delete(self, path: str, expected_version: int | None = None) -> None:
+        self._write("delete", path, lambda: self.inner.delete(path, expected_version))
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
+        self._check_call()
+        return self.inner.read(ledger_id, first_entry, last_entry)
+
+    def last_entry_id(self, ledger_id: int) -> int:
+        self._check_call()
+        return self.inner.last_entry_id(ledger_id)
+
+    def ledger_length(self, ledger_id: int) -> int:
+        self._check_call()
+        return self.inner.ledger_length(ledger_id)
+
+    def ledger_exists(self, ledger_id: int) -> bool:
+        self._check_call()
+        return self.inner.ledger_exists(ledger_id)
+
+    def get(self, path: str) -> Versioned | None:
+        self._check_call()
+        return self.inner.get(path)
+
+    def children(self, path: str) -> list[str]:
+        self._check_call()
+        return self.inner.children(path)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    # -- what a wrapper intercepts ----------------------------------------------------------
+    def _write(self, kind: str, target: int | str | None, perform: Callable[[], T]) -> T:
+        return perform()
+
+    def _check_call(self) -> None:
+        """Before every call but a write (which :meth:`_write` sees): raise to refuse it."""
+
+
+class FaultInjectingStore(_StoreWrapper):
     """Counts every write and fails the one with index ``fail_at`` (0-based).
 
     Modes, for the failing write:
@@ -115,65 +190,10 @@ class FaultInjectingStore:
         return f"FaultInjectingStore({self.inner!r}, fail_at={self.fail_at}, mode={self.mode!r}, writes={self.writes})"
 
     @property
-    def max_entry_size(self) -> int:
-        return self.inner.max_entry_size
-
-    @max_entry_size.setter
-    def max_entry_size(self, value: int) -> None:
-        self.inner.max_entry_size = value
-
-    @property
     def blocking_writes(self) -> bool:
         """Whether writes may wait (the inner store's, or slowed writes): a managed ledger then
         hands its adds to a writer thread."""
         return self.writes_may_block or getattr(self.inner, "blocking_writes", True)
-
-    # -- writes -----------------------------------------------------------------------------
-    def create_ledger(self) -> int:
-        return self._write("create_ledger", None, self.inner.create_ledger)
-
-    def append(self, ledger_id: int, data: bytes) -> int:
-        return self._write("append", ledger_id, lambda: self.inner.append(ledger_id, data))
-
-    def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
-        return self._write("append_many", ledger_id, lambda: self.inner.append_many(ledger_id, entries))
-
-    def seal_ledger(self, ledger_id: int) -> None:
-        self._write("seal_ledger", ledger_id, lambda: self.inner.seal_ledger(ledger_id))
-
-    def delete_ledger(self, ledger_id: int) -> None:
-        self._write("delete_ledger", ledger_id, lambda: self.inner.delete_ledger(ledger_id))
-
-    def put(self, path: str, data: bytes, expected_version: int | None = None) -> int:
-        return self._write("put", path, lambda: self.inner.put(path, data, expected_version))
-
-    def delete(self, path: str, expected_version: int | None = None) -> None:
-        self._write("delete", path, lambda: self.inner.delete(path, expected_version))
-
-    # -- reads ------------------------------------------------------------------------------
-    def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
-        self._check_alive()
-        return self.inner.read(ledger_id, first_entry, last_entry)
-
-    def last_entry_id(self, ledger_id: int) -> int:
-        self._check_alive()
-        return self.inner.last_entry_id(ledger_id)
-
-    def ledger_length(self, ledger_id: int) -> int:
-        self._check_alive()
-        return self.inner.ledger_length(ledger_id)
-
-    def ledger_exists(self, ledger_id: int) -> bool:
-        self._check_alive()
-        return self.inner.ledger_exists(ledger_id)
-
-    def get(self, path: str) -> Versioned | None:
-        self._check_alive()
-        return self.inner.get(path)
-
-    def children(self, path: str) -> list[str]:
-        self._check_alive()
-        return self.inner.children(path)
 
     def close(self) -> None:
         """Close the inner store; after a crash, do nothing (the test owns ``inner``)."""
@@ -181,7 +201,7 @@ class FaultInjectingStore:
             self.inner.close()
 
     # -- internals --------------------------------------------------------------------------
-    def _check_alive(self) -> None:
+    def _check_call(self) -> None:
         if self.crashed:
             raise InjectedFault(f"the store crashed at {self._crash_note}; no call succeeds after a crash")
 
@@ -189,7 +209,7 @@ class FaultInjectingStore:
         # Counted and decided under the lock, performed outside it, so that concurrent writes
         # reach the inner store together (its group commit) and the wrapper still sees each one.
         with self._lock:
-            self._check_alive()
+            self._check_call()
             index = self.writes
             record = WriteRecord(kind, target)
             self.writes += 1
@@ -238,15 +258,90 @@ class HeldRead(NamedTuple):
     last_entry: int
 
 
-class _Held:
-    __slots__ = ("read", "released")
-
-    def __init__(self, read: HeldRead) -> None:
-        self.read = read
-        self.released = threading.Event()
+H = TypeVar("H", HeldRead, WriteRecord)
 
 
-class HeldReadStore:
+class _Held(Generic[H]):
+    """One held call: what it does, and the event that lets it go (``fail``: refused instead)."""
+
+    __slots__ = ("fail", "go", "what")
+
+    def __init__(self, what: H) -> None:
+        self.what: H = what
+        self.go = threading.Event()
+        self.fail = False
+
+
+class _HoldingStore(_StoreWrapper, Generic[H]):
+    """A store wrapper that holds calls (reads or writes: ``noun``) until the test releases
+    them, oldest first; the test's controls shared by :class:`HeldReadStore` and
+    :class:`HeldWriteStore`."""
+
+    noun: str
+
+    def __init__(self, inner: Store, hold_timeout: float | None) -> None:
+        self.inner = inner
+        self.hold_timeout = hold_timeout
+        self._holding = False
+        self._held: list[_Held[H]] = []
+        self._cond = threading.Condition()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r}, holding={self._holding}, held={len(self._held)})"
+
+    def release(self) -> None:
+        """Stop holding, and let every held call go on."""
+        with self._cond:
+            self._holding = False
+            held, self._held = self._held, []
+        for h in held:
+            h.go.set()
+
+    def _release_oldest(self, fail: bool) -> H:
+        with self._cond:
+            if not self._held:
+                raise RuntimeError(f"release_one(): no {self.noun} is held")
+            h = self._held.pop(0)
+        h.fail = fail
+        h.go.set()
+        return h.what
+
+    def held(self) -> list[H]:
+        """The blocked calls, oldest first."""
+        with self._cond:
+            return [h.what for h in self._held]
+
+    def wait_until_held(self, n: int = 1, timeout: float = 10.0) -> None:
+        """Block until at least ``n`` calls are held; raise TimeoutError after ``timeout`` seconds."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._held) >= n, timeout):
+                raise TimeoutError(f"{len(self._held)} {self.noun}s held after {timeout} s, waited for {n}")
+
+    def close(self) -> None:
+        """Release every held call, then close ``inner``."""
+        self.release()
+        self.inner.close()
+
+    def _enqueue(self, what: H) -> _Held[H]:
+        """Hold ``what`` (caller holds the lock, so that holding is decided with it)."""
+        h: _Held[H] = _Held(what)
+        self._held.append(h)
+        self._cond.notify_all()
+        return h
+
+    def _wait(self, h: _Held[H], describe: str) -> None:
+        """Block until ``h`` is released; ``InjectedFault`` when it was released to fail,
+        ``TimeoutError`` when nobody released it within ``hold_timeout``."""
+        if not h.go.wait(self.hold_timeout):
+            with self._cond:
+                if h in self._held:  # else released between the timeout and here
+                    self._held.remove(h)
+                    raise TimeoutError(f"{self.noun} {describe} was held for {self.hold_timeout} s and never released")
+        if h.fail:
+            raise InjectedFault(f"injected fault at held {self.noun} ({describe}, not performed)")
+
+
+class HeldReadStore(_HoldingStore[HeldRead]):
     """Delegates everything to ``inner``; ``read()`` can be held until the test releases it.
 
     After :meth:`hold_reads`, each ``read()`` blocks (on its own event) until :meth:`release`
@@ -261,25 +356,12 @@ class HeldReadStore:
     :meth:`close` releases every held read before closing ``inner``. Thread-safe.
     """
 
+    noun = "read"
+
     def __init__(self, inner: Store, hold_timeout: float | None = 30.0) -> None:
-        self.inner = inner
-        self.hold_timeout = hold_timeout
+        super().__init__(inner, hold_timeout)
         self.reads = 0
-        self._holding = False
         self._phase: Literal["before", "after"] = "before"
-        self._held: list[_Held] = []
-        self._cond = threading.Condition()
-
-    def __repr__(self) -> str:
-        return f"HeldReadStore({self.inner!r}, holding={self._holding}, held={len(self._held)})"
-
-    @property
-    def max_entry_size(self) -> int:
-        return self.inner.max_entry_size
-
-    @max_entry_size.setter
-    def max_entry_size(self, value: int) -> None:
-        self.inner.max_entry_size = value
 
     # -- the test's controls ----------------------------------------------------------------
     def hold_reads(self, phase: Literal["before", "after"] = "before") -> None:
@@ -290,41 +372,17 @@ class HeldReadStore:
             self._holding = True
             self._phase = phase
 
-    def release(self) -> None:
-        """Stop holding, and release every held read."""
-        with self._cond:
-            self._holding = False
-            held, self._held = self._held, []
-        for h in held:
-            h.released.set()
-
     def release_one(self) -> HeldRead:
         """Release the oldest held read (holding stays on); return what it reads.
 
         Raises RuntimeError when no read is held.
         """
-        with self._cond:
-            if not self._held:
-                raise RuntimeError("release_one(): no read is held")
-            h = self._held.pop(0)
-        h.released.set()
-        return h.read
+        return self._release_oldest(False)
 
     def held_count(self) -> int:
         """How many reads are blocked right now."""
         with self._cond:
             return len(self._held)
-
-    def held(self) -> list[HeldRead]:
-        """The blocked reads, oldest first."""
-        with self._cond:
-            return [h.read for h in self._held]
-
-    def wait_until_held(self, n: int = 1, timeout: float = 10.0) -> None:
-        """Block until at least ``n`` reads are held; raise TimeoutError after ``timeout`` seconds."""
-        with self._cond:
-            if not self._cond.wait_for(lambda: len(self._held) >= n, timeout):
-                raise TimeoutError(f"{len(self._held)} reads held after {timeout} s, waited for {n}")
 
     # -- the store --------------------------------------------------------------------------
     def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
@@ -332,69 +390,21 @@ class HeldReadStore:
         with self._cond:
             self.reads += 1
             phase = self._phase if self._holding else None
+        read = HeldRead(ledger_id, first_entry, last_entry)
         if phase == "before":
-            self._hold(HeldRead(ledger_id, first_entry, last_entry))
+            self._hold(read)
         result = self.inner.read(ledger_id, first_entry, last_entry)
         if phase == "after":
-            self._hold(HeldRead(ledger_id, first_entry, last_entry))
+            self._hold(read)
         return result
 
-    def create_ledger(self) -> int:
-        return self.inner.create_ledger()
-
-    def append(self, ledger_id: int, data: bytes) -> int:
-        return self.inner.append(ledger_id, data)
-
-    def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
-        return self.inner.append_many(ledger_id, entries)
-
-    def last_entry_id(self, ledger_id: int) -> int:
-        return self.inner.last_entry_id(ledger_id)
-
-    def ledger_length(self, ledger_id: int) -> int:
-        return self.inner.ledger_length(ledger_id)
-
-    def ledger_exists(self, ledger_id: int) -> bool:
-        return self.inner.ledger_exists(ledger_id)
-
-    def seal_ledger(self, ledger_id: int) -> None:
-        self.inner.seal_ledger(ledger_id)
-
-    def delete_ledger(self, ledger_id: int) -> None:
-        self.inner.delete_ledger(ledger_id)
-
-    def get(self, path: str) -> Versioned | None:
-        return self.inner.get(path)
-
-    def put(self, path: str, data: bytes, expected_version: int | None = None) -> int:
-        return self.inner.put(path, data, expected_version)
-
-    def delete(self, path: str, expected_version: int | None = None) -> None:
-        self.inner.delete(path, expected_version)
-
-    def children(self, path: str) -> list[str]:
-        return self.inner.children(path)
-
-    def close(self) -> None:
-        """Release every held read, then close ``inner``."""
-        self.release()
-        self.inner.close()
-
     def _hold(self, read: HeldRead) -> None:
-        h = _Held(read)
         with self._cond:
-            self._held.append(h)
-            self._cond.notify_all()
-        if h.released.wait(self.hold_timeout):
-            return
-        with self._cond:
-            if h.released.is_set():  # released between the timeout and here
-                return
-            self._held.remove(h)
-        raise TimeoutError(f"read {read} was held for {self.hold_timeout} s and never released")
+            h = self._enqueue(read)
+        self._wait(h, str(read))
 
 
-class HeldWriteStore:
+class HeldWriteStore(_HoldingStore[WriteRecord]):
     """Delegates everything to ``inner``; writes can be held until the test releases them.
 
     After :meth:`hold_writes`, each write call (``append``, ``append_many``, ``put``, ...)
@@ -407,24 +417,11 @@ class HeldWriteStore:
     :meth:`close` releases every held write before closing ``inner``. Thread-safe.
     """
 
+    noun = "write"
+
     def __init__(self, inner: Store, hold_timeout: float | None = 30.0) -> None:
-        self.inner = inner
-        self.hold_timeout = hold_timeout
+        super().__init__(inner, hold_timeout)
         self.writes = 0
-        self._holding = False
-        self._held: list[_HeldWrite] = []
-        self._cond = threading.Condition()
-
-    def __repr__(self) -> str:
-        return f"HeldWriteStore({self.inner!r}, holding={self._holding}, held={len(self._held)})"
-
-    @property
-    def max_entry_size(self) -> int:
-        return self.inner.max_entry_size
-
-    @max_entry_size.setter
-    def max_entry_size(self, value: int) -> None:
-        self.inner.max_entry_size = value
 
     # -- the test's controls ----------------------------------------------------------------
     def hold_writes(self) -> None:
@@ -432,108 +429,16 @@ class HeldWriteStore:
         with self._cond:
             self._holding = True
 
-    def release(self) -> None:
-        """Stop holding, and let every held write go on."""
-        with self._cond:
-            self._holding = False
-            held, self._held = self._held, []
-        for h in held:
-            h.go.set()
-
     def release_one(self, fail: bool = False) -> WriteRecord:
         """Let the oldest held write go on (holding stays on), or fail it with ``fail=True``;
         return what it writes. Raises RuntimeError when no write is held."""
-        with self._cond:
-            if not self._held:
-                raise RuntimeError("release_one(): no write is held")
-            h = self._held.pop(0)
-        h.fail = fail
-        h.go.set()
-        return h.record
-
-    def held(self) -> list[WriteRecord]:
-        """The blocked writes, oldest first."""
-        with self._cond:
-            return [h.record for h in self._held]
-
-    def wait_until_held(self, n: int = 1, timeout: float = 10.0) -> None:
-        """Block until at least ``n`` writes are held; raise TimeoutError after ``timeout`` seconds."""
-        with self._cond:
-            if not self._cond.wait_for(lambda: len(self._held) >= n, timeout):
-                raise TimeoutError(f"{len(self._held)} writes held after {timeout} s, waited for {n}")
-
-    # -- writes -----------------------------------------------------------------------------
-    def create_ledger(self) -> int:
-        return self._write("create_ledger", None, self.inner.create_ledger)
-
-    def append(self, ledger_id: int, data: bytes) -> int:
-        return self._write("append", ledger_id, lambda: self.inner.append(ledger_id, data))
-
-    def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
-        return self._write("append_many", ledger_id, lambda: self.inner.append_many(ledger_id, entries))
-
-    def seal_ledger(self, ledger_id: int) -> None:
-        self._write("seal_ledger", ledger_id, lambda: self.inner.seal_ledger(ledger_id))
-
-    def delete_ledger(self, ledger_id: int) -> None:
-        self._write("delete_ledger", ledger_id, lambda: self.inner.delete_ledger(ledger_id))
-
-    def put(self, path: str, data: bytes, expected_version: int | None = None) -> int:
-        return self._write("put", path, lambda: self.inner.put(path, data, expected_version))
-
-    def delete(self, path: str, expected_version: int | None = None) -> None:
-        self._write("delete", path, lambda: self.inner.delete(path, expected_version))
-
-    # -- reads ------------------------------------------------------------------------------
-    def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
-        return self.inner.read(ledger_id, first_entry, last_entry)
-
-    def last_entry_id(self, ledger_id: int) -> int:
-        return self.inner.last_entry_id(ledger_id)
-
-    def ledger_exists(self, ledger_id: int) -> bool:
-        return self.inner.ledger_exists(ledger_id)
-
-    def ledger_length(self, ledger_id: int) -> int:
-        return self.inner.ledger_length(ledger_id)
-
-    def get(self, path: str) -> Versioned | None:
-        return self.inner.get(path)
-
-    def children(self, path: str) -> list[str]:
-        return self.inner.children(path)
-
-    def close(self) -> None:
-        """Release every held write, then close ``inner``."""
-        self.release()
-        self.inner.close()
+        return self._release_oldest(fail)
 
     def _write(self, kind: str, target: int | str | None, perform: Callable[[], T]) -> T:
         record = WriteRecord(kind, target)
         with self._cond:
             self.writes += 1
-            holding = self._holding
-            if holding:
-                h = _HeldWrite(record)
-                self._held.append(h)
-                self._cond.notify_all()
-        if holding:
-            if not h.go.wait(self.hold_timeout):
-                with self._cond:
-                    if h in self._held:
-                        self._held.remove(h)
-                        raise TimeoutError(
-                            f"write {_describe(record)} was held for {self.hold_timeout} s and never released"
-                        )
-            if h.fail:
-                raise InjectedFault(f"injected fault at held write ({_describe(record)}, not performed)")
+            h = self._enqueue(record) if self._holding else None
+        if h is not None:
+            self._wait(h, _describe(record))
         return perform()
-
-
-class _HeldWrite:
-    __slots__ = ("fail", "go", "record")
-
-    def __init__(self, record: WriteRecord) -> None:
-        self.record = record
-        self.go = threading.Event()
-        self.fail = False
