@@ -15,6 +15,7 @@ import dataclasses
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -233,9 +234,9 @@ def test_grafana_dashboard_queries_only_metrics_watch_exposes() -> None:
 
 
 # -- against mledger standalone, with the real client ----------------------------------------------------
-def start_standalone(*options: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+def start_standalone(*options: str, store: Sequence[str] = ("--memory",)) -> tuple[subprocess.Popen[str], dict[str, str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", "127.0.0.1:0",
+        [sys.executable, "-m", "mledger.cli", "standalone", *store, "--bind", "127.0.0.1:0",
          "--admin-bind", "127.0.0.1:0", *options],
         stdout=subprocess.PIPE,
         text=True,
@@ -428,6 +429,45 @@ def test_a_force_deleted_topic_is_let_go_not_kept_alive_by_the_reader(standalone
     finally:
         watcher.send_signal(signal.SIGTERM)
         assert watcher.wait(timeout=60) == 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.timeout(300)
+def test_an_unreachable_cluster_is_reported_and_resumed(tmp_path: Path) -> None:
+    ports = ("--bind", f"127.0.0.1:{free_port()}", "--admin-bind", f"127.0.0.1:{free_port()}")
+    store = ("--data-dir", str(tmp_path / "data"))
+    server, urls = start_standalone(*ports, store=store)
+    leave_holes(urls["service_url"])
+    watcher = subprocess.Popen(watch_cli(urls, "--defaults", "pulsar-4.0", "--interval", "500ms", "--metrics-bind",
+                                         "127.0.0.1:0", "--connect-timeout", "2s"), stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert watcher.stdout is not None
+        watcher.stdout.readline()  # the metrics URL
+
+        def next_round() -> dict[str, Any]:
+            line = watcher.stdout.readline() if watcher.stdout is not None else ""
+            assert line, "watch ended"
+            return dict(json.loads(line))
+
+        first = next_round()
+        assert first["anomalies"] == 0 and sum(first["counts"].values()) == 2
+        stop(server)  # the cluster goes away: each round says what it could not see, and watch goes on
+        while (down := next_round())["anomalies"] == 0:
+            pass
+        assert sum(down["counts"].values()) == 2  # the subscriptions keep their last known state
+        server, _ = start_standalone(*ports, store=store)  # back on the same addresses, with its data
+        while (back := next_round())["anomalies"] != 0:
+            pass
+        assert back["counts"] == first["counts"] and watcher.poll() is None
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(timeout=60) == 0
+        stop(server)
 
 
 def test_watch_needs_defaults_when_the_brokers_do_not_say() -> None:
