@@ -33,10 +33,14 @@ import sys
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pulsar
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' standalone process
+from standalone_process import running_standalone  # noqa: E402
 
 NAMESPACE = "public/default"
 PREFIX = f"persistent://{NAMESPACE}/soak-"
@@ -85,16 +89,6 @@ class Topic:
             consumer.close()
 
 
-def start_standalone() -> tuple[subprocess.Popen[str], dict[str, str]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", "127.0.0.1:0",
-         "--admin-bind", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    return proc, json.loads(proc.stdout.readline())
-
-
 def start_watch(urls: dict[str, str], args: argparse.Namespace) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     """The watch process, and the latest line it printed (a thread keeps it current)."""
     command = [sys.executable, "-m", "mledger.cli", "watch", "--admin-url", urls["admin_url"],
@@ -123,7 +117,12 @@ def main() -> int:
     parser.add_argument("--no-readers", action="store_true", help="soak mledger watch --no-readers")
     args = parser.parse_args()
 
-    server, urls = start_standalone()
+    with running_standalone() as urls:
+        return soak(urls, args)
+
+
+def soak(urls: dict[str, str], args: argparse.Namespace) -> int:
+    """The soak against the standalone at ``urls``; 0 when the RSS stayed flat."""
     client = pulsar.Client(urls["service_url"], logger=pulsar.FileLogger(pulsar.LoggerLevel.Error, "/dev/null"))
     admin = httpx.Client(base_url=f"{urls['admin_url']}/admin/v2/persistent/{NAMESPACE}", timeout=30)
     watcher = None
@@ -182,11 +181,6 @@ def main() -> int:
             watcher.kill()
         client.close()
         admin.close()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 if __name__ == "__main__":
