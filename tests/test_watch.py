@@ -470,6 +470,41 @@ def test_an_unreachable_cluster_is_reported_and_resumed(tmp_path: Path) -> None:
         stop(server)
 
 
+CURSOR_FACTS = ("topic", "partition", "subscription", "subscription_type", "mark_delete_ledger_id",
+                "mark_delete_entry_id", "ack_hole_ranges", "backlog", "truncated_ranges",
+                "truncated_batch_indexes", "persisted_state_bytes")  # fmt: skip
+"""What the cursors tables of watch's ``--report`` and of a replay both say (watch's leaves the
+ranges' text empty)."""
+
+
+@pytest.mark.timeout(300)
+def test_the_state_watch_reports_equals_the_replay_of_the_brokers_own_recording(tmp_path: Path) -> None:
+    from mledger.replay import run_single_process
+
+    record = tmp_path / "record"
+    server, urls = start_standalone("--record", str(record))
+    try:
+        leave_holes(urls["service_url"])
+        batched_holes(urls["service_url"], 30)
+        settings = ("--defaults", "pulsar-4.0", "--set", "max_unacked_ranges_to_persist=10")
+        out = subprocess.run(watch_cli(urls, "--once", "--format", "json", "--report", str(tmp_path / "watch"),
+                                       *settings), capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    finally:
+        stop(server)
+    replay = tmp_path / "replay"
+    pulsar_40 = ReplaySettings().with_values({"defaults": "pulsar-4.0", "max_unacked_ranges_to_persist": "10"})
+    run_single_process(str(record), str(replay), pulsar_40)
+
+    def facts(directory: Path) -> list[tuple[Any, ...]]:
+        rows = pq.read_table(directory / "cursors", columns=list(CURSOR_FACTS)).to_pylist()
+        return sorted(tuple(r[c] for c in CURSOR_FACTS) for r in rows)
+
+    watched = facts(tmp_path / "watch")
+    assert len(watched) == 3 and any(r[8] > 0 for r in watched)  # past the persist limit: ranges left out
+    assert watched == facts(replay)
+
+
 def test_watch_needs_defaults_when_the_brokers_do_not_say() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "mledger.cli", "watch", "--service-url", "pulsar://127.0.0.1:1",
