@@ -97,6 +97,19 @@ class Log:
         return self.settings if reader is None else settings_for(reader, **values)
 
 
+def three_ledgers(preset: str) -> Log:
+    """Ledgers of 10 entries each; acks x:1 and x:3 in each (two ranges, two entries a ledger),
+    ``max_unacked_ranges_to_persist`` 3."""
+    log = Log(settings_for(preset, max_unacked_ranges_to_persist=3))
+    for ledger in range(3):
+        if ledger:
+            log.roll()
+        positions = log.produce([1] * 10)
+        log.cursor.delete(positions[1])
+        log.cursor.delete(positions[3])
+    return log
+
+
 def recover(image: MemoryStore, settings: ReplaySettings, now_ms: int) -> ManagedCursor:
     """Open the log's managed ledger on ``image`` (a broker starting on that store) and return
     its recovered cursor ``s``."""

@@ -197,10 +197,11 @@ def test_summary_and_sweep_table_print_the_answers() -> None:
     assert (summary.redelivered_after_restart, summary.redelivered_after_restart_max) == (2, 2)
     assert summary.persist_unacked_ranges_truncated == 3 and summary.cursors_over_limit == 0
     text = format_summary(summary)
-    assert "a restart (crash after the last persist) would redeliver 2 acknowledged messages at the end" in text
-    assert "persists that truncated: 3 (ack ranges), 0 (batch indexes)" in text
+    assert "  crash (after the last persist): 2 (2) at the end, 2 (2) at each cursor's worst moment" in text
+    assert "persists that truncated: 3 (ack ranges), 0 (batch indexes), 0 (long-array cut-off)" in text
+    assert "cursors a stop hurts most" in text
     sweep = format_sweep(SweepSummary(("defaults",), (("pulsar-4.0",),), (summary,)))
-    for header in ("redelivered", "truncating", "over-limit"):
+    for header in ("limits max", "unload max", "truncating", "over-limit"):
         assert header in sweep
 
 
@@ -248,3 +249,13 @@ def test_crash_and_unload_figures_per_preset_in_messages_and_entries(
     assert (row["redelivered_after_unload"], row["redelivered_after_unload_entries"]) == unload
     assert row["redelivered_after_unload_max"] >= unload[0] and row["redelivered_after_unload_max_at_ms"] is not None
     assert row["persist_long_array_truncated"] == long_array_cuts
+
+
+def test_summary_prints_event_times_plainly() -> None:
+    """The restart table's times: ISO 8601 UTC for a recording's wall-clock times, plain
+    milliseconds for a log's own clock, never thousands separators (issue 33 item 8)."""
+    from mledger.replay import format_event_time as when
+
+    assert when(1_796_000_000_123) == "2026-11-30T00:53:20.123Z"
+    assert when(102) == "102 ms" and when(12_345) == "12345 ms"
+    assert when(None) == "-" and when(-1) == "-"

@@ -397,16 +397,33 @@ def test_report_of_a_real_replay(tmp_path: Path) -> None:
 
     generate(str(tmp_path / "events"), GeneratorConfig(events=20_000, topics=2, partitions=2, seed=11))
     summary = run_single_process(str(tmp_path / "events"), str(tmp_path / "out"),
-                                 ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=500"]))
+                                 ReplaySettings.from_pairs(["max_unacked_ranges_to_persist=5"]))
     report = build_report(tmp_path / "out")  # the limit the replay recorded in settings.json
-    assert report.model.limit == 500
+    assert report.model.limit == 5
     totals = report.model.totals
     assert totals["subscriptions"] == summary.subscriptions
     assert totals["backlog"] == summary.backlog
     assert totals["hole_ranges"] == summary.ack_hole_ranges
     assert totals["anomalies"] == summary.anomaly_total
     assert {k.reason: k.count for k in report.model.anomalies} == summary.anomalies
-    assert report.html_path.read_text(encoding="utf-8").count("<svg") == 4
+    for figure in ("crash", "crash_limits", "unload"):
+        for part in ("", "_max"):
+            name = f"redelivered_after_{figure}{part}"
+            assert totals[name] == getattr(summary, name), name
+    assert report.html_path.read_text(encoding="utf-8").count("<svg") == 5
+    # the worst moment over time: the subscriptions a stop hurts, in the order their worst moment
+    # came, each worst value at least the value at the end
+    from mledger.report._figures import worst_moments
+
+    chart = worst_moments(report.model, 25)
+    assert chart is not None and list(report.charts)[0] == "worst-moments"
+    times = [label.split(" · ")[0] for label in chart.categories]  # ISO times of the log sort as text
+    hurt = [s for s in report.model.subscriptions if s.worst]
+    assert times == sorted(times) and len(times) == min(25, len(hurt))
+    for panel in chart.panels:
+        worst, end = panel.series
+        assert all(w >= e for w, e in zip(worst.values, end.values, strict=True))
+    assert sum(chart.panels[0].series[0].values) <= summary.redelivered_after_crash_limits_max
 
 
 def test_limit_from_the_recorded_settings(output: Path, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ unload), counting the acknowledged messages the recovered cursor delivers again.
 from __future__ import annotations
 
 import pytest
-from restart_logs import Log, recover, redelivered, settings_for
+from restart_logs import Log, recover, redelivered, settings_for, three_ledgers
 
 from mledger import ManagedLedgerConfig, ManagedLedgerFactoryConfig
 from mledger.core import MLEDGER_RULES, PULSAR_VERSIONS, LongArrayCutoff, preset_values, rules_for
@@ -81,18 +81,6 @@ def test_range_cap_keeps_n_plus_one_ranges_in_releases_and_n_on_master(
 
 
 # -- long-array cut-off ------------------------------------------------------------------------------
-def three_ledgers(preset: str) -> Log:
-    """Ledgers of 10 entries each; acks x:1 and x:3 in each (two ranges, two entries a ledger)."""
-    log = Log(settings_for(preset, max_unacked_ranges_to_persist=3))
-    for ledger in range(3):
-        if ledger:
-            log.roll()
-        positions = log.produce([1] * 10)
-        log.cursor.delete(positions[1])
-        log.cursor.delete(positions[3])
-    return log
-
-
 @pytest.mark.parametrize(("preset", "lost", "cut_builds"), [("pulsar-4.1", 2, 2), ("pulsar-newest", 4, 3)])
 def test_long_array_cut_off_counts_the_ledgers_before_in_releases_and_the_ledger_itself_on_master(
     preset: str, lost: int, cut_builds: int
@@ -447,3 +435,17 @@ def test_a_partial_idle_shortens_the_next_wait_and_a_refused_flush_leaves_the_cu
     log.at(3.0)
     assert log.cursor.flush() and not log.cursor.is_dirty
     assert crash_figure(log) == (0, 0)
+
+
+def test_pulsar_newest_names_the_commit_it_follows() -> None:
+    """``pulsar-newest`` follows apache/pulsar master at a commit that carries #26474 (its
+    ``recover`` reads ``ManagedCursorInfo``'s batch indexes for ``cursorsLedgerId == -1``), named
+    in full in the table and on the docs page."""
+    import re
+    from pathlib import Path
+
+    follows = PULSAR_VERSIONS["pulsar-newest"].follows
+    commit = re.search(r"\b[0-9a-f]{40}\b", follows)
+    assert commit is not None and "#26474" in follows
+    page = (Path(__file__).resolve().parent.parent / "docs" / "restarts.md").read_text(encoding="utf-8")
+    assert commit.group(0) in page

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from ..replay import ReplaySettings
+
 DEMO_EVENTS = 400_000
 
 
@@ -198,6 +200,8 @@ def _replay(args: argparse.Namespace) -> int:
     settings = base.with_changes(emit_state=args.emit_state or base.emit_state, tasks=args.tasks or base.tasks)
     fixed = [p.partition("=")[0].strip() for p in args.settings]
     variants(settings, args.sweep, fixed)
+    if args.explain and args.sweep:
+        raise ValueError("--explain explains one setting: leave out --sweep (or --set the value to explain)")
     check_input_dir(args.input)
     check_output_dir(args.out, args.input)
     progress = not args.quiet
@@ -248,9 +252,21 @@ def _replay(args: argparse.Namespace) -> int:
             print(format_sweep(summary) if isinstance(summary, SweepSummary) else format_summary(summary))
         finally:
             _stop(spark, progress)
+        _explain(args, settings, fixed)
         return 0
     print(format_sweep(summary) if isinstance(summary, SweepSummary) else format_summary(summary))
+    _explain(args, settings, fixed)
     return 0
+
+
+def _explain(args: argparse.Namespace, settings: ReplaySettings, fixed: list[str]) -> None:
+    """``--explain SUBSCRIPTION``: the per-rule answers, from a replay of the same log in this process."""
+    if not args.explain:
+        return
+    from ..replay import explain_replay, format_explanations
+
+    source = args.prepared or args.input
+    print(format_explanations(args.explain, explain_replay(source, args.explain, settings, fixed)))
 
 
 def _stop(spark: SparkSession, progress: bool) -> None:
@@ -412,6 +428,13 @@ def _replay_options(rep: argparse.ArgumentParser) -> None:
         "--prepared", metavar="DIR", default=None, help="with raw input: keep the prepared log in DIR for later replays"
     )
     rep.add_argument("--emit-state", action="store_true", help="put the serialized cursor state in the output")
+    rep.add_argument(
+        "--explain",
+        metavar="SUBSCRIPTION",
+        default=None,
+        help="after the replay, say per Pulsar rule what a crash and an unload at the end would redeliver for "
+        "this subscription, with the ranges (replays once more in this process; no --sweep)",
+    )
     rep.add_argument("--single-process", action="store_true", help="replay in this process, without Spark")
     rep.add_argument("--tasks", type=int, default=None, help="Spark tasks (one per core)")
     rep.add_argument(

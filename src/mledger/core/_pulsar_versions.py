@@ -228,8 +228,9 @@ PULSAR_VERSIONS: Mapping[str, PulsarVersion] = MappingProxyType(
         ),
         "pulsar-newest": _row(
             "pulsar-newest",
-            "apache/pulsar master after #26474 (merged September 2026; no release carries it): "
-            "#25548 (exact range cap, truncation counters), #25992 (200000 limits), #26127 "
+            "apache/pulsar master at a365c60ca9cbcfb479eb40f1e4e665b68e2feb8b, after #26474 (merged "
+            "September 2026; no release carries it): #25548 (exact range cap, truncation counters), "
+            "#25992 (200000 limits), #26127 "
             "(PositionRangeSet.toRanges, addAndGet), #26474 (batch indexes read back from the "
             "metadata store); #26498 still open",
             {

@@ -48,6 +48,12 @@ from ._cursor_stats import (
     Redelivery as Redelivery,
 )
 from ._cursor_store import CursorStateStore as CursorStateStore
+from ._explain import (
+    RedeliveryExplanation as RedeliveryExplanation,
+    Rule as RedeliveryRule,
+    RuleShare as RuleShare,
+    StopExplanation as StopExplanation,
+)
 from ._factory import ManagedLedgerFactory as ManagedLedgerFactory
 from ._ledger import ManagedLedger as ManagedLedger, ManagedLedgerStats as ManagedLedgerStats
 from ._ledger_state import (
@@ -95,7 +101,11 @@ __all__ = [
     "PositionReset",
     "RecoveredCursorState",
     "Redelivery",
+    "RedeliveryExplanation",
+    "RedeliveryRule",
     "RevisionStats",
+    "RuleShare",
+    "StopExplanation",
     "WriteEvent",
     "WriteState",
     "WriteStateError",

@@ -103,6 +103,7 @@ from ._cursor_snapshot import (
 )
 from ._cursor_stats import CursorStats, IndividualDeletedMessages, PersistenceStats
 from ._cursor_store import CursorStateStore
+from ._explain import RedeliveryExplanation, explain_redelivery
 from ._ledger_view import InitialPosition, LedgerView, PositionBound
 from ._position_reset import PositionReset, ResetHooks
 from ._revision import CursorStateRevisionController
@@ -1162,6 +1163,27 @@ class ManagedCursor:
         self._read = read if read > md else self._ml.next_valid_position(md)
 
     # -- stats and checks -------------------------------------------------------------------
+    def explain_redelivery(self) -> RedeliveryExplanation | None:
+        """What a crash and an unload now would redeliver, per rule, with the positions
+        (:func:`~mledger.managed_ledger._explain.explain_redelivery`); None for a non-durable
+        cursor. Reads storage, writes nothing; under the lock. O(state)."""
+        with self._lock:
+            if self._store is None:
+                return None
+            self._settle_observation()
+            snapshot = self._snapshot()
+            records = self._store.explain_records(snapshot)
+            return explain_redelivery(
+                self.name,
+                snapshot.mark_delete,
+                snapshot.acked,
+                snapshot.batch,
+                snapshot.batch_sizes,
+                records,
+                self._ml.ledger_infos(),
+                self._ml.entry_messages,
+            )
+
     def stats(self) -> CursorStats:
         """A consistent snapshot (frozen) of positions, counters, revision and persistence
         figures, under the lock once. O(ledgers)."""

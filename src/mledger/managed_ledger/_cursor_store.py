@@ -73,7 +73,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -116,6 +116,7 @@ from ..core import (
 from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import PersistenceStats
+from ._explain import RecordView, StopRecords
 from ._ledger_view import LedgerView, cursor_info_path
 from ._restart_figures import Held, RestartFigures, redelivered
 
@@ -188,20 +189,34 @@ class CursorStateStore:
         id below -1, acknowledged entries outside every ledger (Pulsar's formats carry no
         checksum, so a flipped bit may decode to such a state, or to another valid one).
         """
+        found = self._read_record()
+        if found is None:
+            return None
+        record, version, ledger_id = found
+        self._info_version = version
+        if ledger_id != NO_LEDGER:
+            self._stale_ledger_id = ledger_id
+        self._stored = record.stored
+        assert record.stored.state is not None
+        return self._to_recovered(
+            record.stored.state, record.cursor_properties, record.where, from_node=record.stored.from_node
+        )
+
+    def _read_record(self) -> tuple[_Read, int, int] | None:
+        """The record a recovery reads now, the node's version and the ledger it names; reads
+        only (None when the cursor was never stored). Raises ``StateCorruptedError`` for a node
+        that does not decode."""
         stored = self._store.get(self._path)
         if stored is None:
             return None
-        self._info_version = stored.version
         node = f"ManagedCursorInfo {self._path}"
         try:
             info = decode_managed_cursor_info(self._decompress(stored.data))
         except StateCorruptedError as exc:
             raise self._corrupt(node, str(exc)) from exc
         if info.cursors_ledger_id == NO_LEDGER:
-            self._stored = _Stored(info, from_node=True)
-            return self._to_recovered(info, info.cursor_properties, node, from_node=True)
+            return _Read(_Stored(info, from_node=True), info.cursor_properties, node), stored.version, NO_LEDGER
         ledger_id = info.cursors_ledger_id
-        self._stale_ledger_id = ledger_id
         found = self._read_ledger_state(ledger_id)
         if found is None:
             # Pulsar's fallback: the snapshot in ManagedCursorInfo, clamped, no properties.
@@ -216,11 +231,10 @@ class CursorStateStore:
             # Pulsar's recoverFromLedger with LAC < 0 (or an unreadable ledger): initialize(
             # getRollbackPosition(info), emptyMap, cursorProperties): the mark-delete alone.
             fallback = PersistedCursorState(mark_delete=md, cursor_properties=info.cursor_properties)
-            self._stored = _Stored(fallback, from_node=True)
-            return self._to_recovered(fallback, info.cursor_properties, node, from_node=True)
+            empty = _Read(_Stored(fallback, from_node=True), info.cursor_properties, node, "empty cursor ledger")
+            return empty, stored.version, ledger_id
         state, record = found
-        self._stored = _Stored(state, from_node=False)
-        return self._to_recovered(state, info.cursor_properties, record, from_node=False)
+        return _Read(_Stored(state, from_node=False), info.cursor_properties, record), stored.version, ledger_id
 
     def _corrupt(self, record: str, problem: str) -> StateCorruptedError:
         return StateCorruptedError(
@@ -299,21 +313,7 @@ class CursorStateStore:
     def _to_recovered(
         self, state: PersistedCursorState, cursor_properties: dict[str, str], record: str, from_node: bool
     ) -> RecoveredCursorState:
-        md = Position(*state.mark_delete)
-        if md.entry_id < -1 or md.ledger_id < -1:
-            raise self._corrupt(record, f"mark-delete position {md}: an entry id below -1 is no position")
-        infos = {li.ledger_id: li.entries for li in self._ml.ledger_infos()}
-        acked = AckRangeSet()
-        reader = self._reader(for_restart=False)
-        try:
-            ranges, long_arrays = _acks_read(state, reader)
-            if ranges is not None:
-                self._add_stored_ranges(acked, ranges, md, infos)
-            for ledger_id, words in long_arrays.items():
-                self._add_stored_words(acked, int(ledger_id), np.asarray(words, dtype=np.int64), md, infos)
-        except (_OutsideLedgers, InvalidPositionError) as exc:
-            raise self._corrupt(record, str(exc)) from None
-        batch = _batch_read(state, from_node, reader)
+        md, acked, batch = self._decoded(state, record, from_node, self._reader(for_restart=False))
         held = self._held_of(self._stored, for_restart=True)
         assert held is not None and self._stored is not None
         self._stored = _Stored(None, self._stored.from_node, held)
@@ -325,6 +325,80 @@ class CursorStateStore:
             properties=dict(state.properties),
             cursor_properties=dict(cursor_properties),
         )
+
+    def _decoded(
+        self, state: PersistedCursorState, record: str, from_node: bool, reader: _Reader
+    ) -> tuple[Position, AckRangeSet, dict[Position, int]]:
+        """A record as ``reader`` recovers it: mark-delete, acknowledged entries, batch states.
+        Raises ``StateCorruptedError`` for a state that does not fit the ledger. O(state)."""
+        md = Position(*state.mark_delete)
+        if md.entry_id < -1 or md.ledger_id < -1:
+            raise self._corrupt(record, f"mark-delete position {md}: an entry id below -1 is no position")
+        infos = {li.ledger_id: li.entries for li in self._ml.ledger_infos()}
+        acked = AckRangeSet()
+        try:
+            ranges, long_arrays = _acks_read(state, reader)
+            if ranges is not None:
+                self._add_stored_ranges(acked, ranges, md, infos)
+            for ledger_id, words in long_arrays.items():
+                self._add_stored_words(acked, int(ledger_id), np.asarray(words, dtype=np.int64), md, infos)
+        except (_OutsideLedgers, InvalidPositionError) as exc:
+            raise self._corrupt(record, str(exc)) from None
+        return md, acked, _batch_read(state, from_node, reader)
+
+    # -- explaining -------------------------------------------------------------------------
+    def explain_records(self, snapshot: CursorSnapshot) -> StopRecords:
+        """The records a crash and an unload of ``snapshot`` would recover, as the ``restart_as``
+        version reads them (:func:`~mledger.managed_ledger._explain.explain_redelivery`): the
+        stored one, the one a persist now would store, the close path's. Reads storage; writes
+        and counts nothing. O(state)."""
+        counting, size_limited = self._counting, self._size_limited
+        self._counting = False
+        try:
+            reader = self._reader(for_restart=True)
+            found = self._read_record()
+            stored = None if found is None else self._view(found[0], reader)
+            frame, jute = self._ml.factory_config.frame_limit, self._ml.factory_config.jute_maxbuffer
+            persist_now = close = None
+            to_ledger = self._ledger_id is not None or snapshot.mark_delete < self._ml.last_confirmed_entry
+            closes_to_ledger = self._closes_to_ledger(snapshot)
+            if to_ledger or closes_to_ledger:
+                payload, state = self._position_info(snapshot)
+                if not (self._rules.over_frame_fails and len(payload) > frame):
+                    ledger = self._view(_Read(_Stored(state, False), {}, "cursor ledger"), reader)
+                    persist_now = ledger if to_ledger else None
+                    close = ledger if closes_to_ledger else None
+            data, state = self._info_record(snapshot, NO_LEDGER, with_acks=True)
+            node = self._view(_Read(_Stored(state, True), {}, "metadata store"), reader)
+            if self._rules.over_jute_fails and len(data) > jute:  # refused: the last record stands
+                last = stored or RecordView(snapshot.mark_delete, AckRangeSet())
+                node = RecordView(last.mark_delete, last.acked, last.batch, last.where, "jute", last.long_arrays)
+            # a PositionInfo over the frame limit: persistPositionToLedger's fallback to the node
+            fell_back = replace(node, fallback=node.fallback or "frame")
+            if persist_now is None:
+                persist_now = fell_back if to_ledger else node
+            if close is None:
+                close = fell_back if closes_to_ledger else node
+            cfg = self._config
+            return StopRecords(
+                stored=stored,
+                persist_now=persist_now,
+                close=close,
+                batch_acks_on=reader.batch and cfg.deletion_at_batch_index_level_enabled,
+                batch_cap=cfg.max_batch_deleted_index_to_persist,
+                batch_ack_without_range_persists=self._rules.behaviour.batch_ack_without_range_persists,
+                node_batches_read=reader.rules.batch_indexes_read_from_metadata_store,
+            )
+        finally:
+            self._counting, self._size_limited = counting, size_limited
+
+    def _view(self, read: _Read, reader: _Reader) -> RecordView:
+        state = read.stored.state
+        assert state is not None
+        md, acked, batch = self._decoded(state, read.where, read.stored.from_node, reader)
+        long_arrays = bool(state.long_arrays) and not (state.ranges is not None and state.ranges.size)
+        where = read.kind or ("metadata store" if read.stored.from_node else "cursor ledger")
+        return RecordView(md, acked, batch, where, read.fallback, long_arrays)
 
     @staticmethod
     def _add_stored_words(
@@ -1120,6 +1194,17 @@ class _Stored:
     state: PersistedCursorState | None
     from_node: bool
     held: Held | None = None
+
+
+class _Read(NamedTuple):
+    """A record read back (or built), with the node's cursor properties and where it is."""
+
+    stored: _Stored
+    cursor_properties: dict[str, str]
+    where: str
+    kind: str | None = None
+    """``"empty cursor ledger"`` for the LAC < 0 rollback; None: the record's own place."""
+    fallback: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from ._broker_model import BrokerModel as BrokerModel
     from ._capture import Capture as Capture, CaptureSettings as CaptureSettings
     from ._checks import check_input_dir as check_input_dir, check_output_dir as check_output_dir
+    from ._explain import (
+        PartitionExplanation as PartitionExplanation,
+        explain_replay as explain_replay,
+        format_explanations as format_explanations,
+    )
     from ._generate import (
         PLANTED_ANOMALIES as PLANTED_ANOMALIES,
         GeneratorConfig as GeneratorConfig,
@@ -79,6 +84,7 @@ if TYPE_CHECKING:
     from ._summary import (
         ReplaySummary as ReplaySummary,
         SweepSummary as SweepSummary,
+        format_event_time as format_event_time,
         format_summary as format_summary,
         format_sweep as format_sweep,
         summarize as summarize,
@@ -89,6 +95,9 @@ if TYPE_CHECKING:
 # no xxhash, which the prepared layout needs; a recording broker needs no generator)
 _LAZY = {
     "BrokerModel": "._broker_model",
+    "PartitionExplanation": "._explain",
+    "explain_replay": "._explain",
+    "format_explanations": "._explain",
     "Capture": "._capture",
     "CaptureSettings": "._capture",
     "GeneratorConfig": "._generate",
@@ -118,6 +127,7 @@ _LAZY = {
     "ReplaySummary": "._summary",
     "SweepSummary": "._summary",
     "format_summary": "._summary",
+    "format_event_time": "._summary",
     "format_sweep": "._summary",
     "summarize": "._summary",
     "parse_sweep": "._sweep",
@@ -168,6 +178,7 @@ __all__ = [
     "OK",
     "ObservedEntry",
     "PULSAR_DEFAULTS",
+    "PartitionExplanation",
     "PartitionModel",
     "PartitionReplayer",
     "PollBudget",
@@ -191,7 +202,10 @@ __all__ = [
     "WatchRound",
     "WatchSettings",
     "add_repeated_entries",
+    "explain_replay",
     "forecast_crossing",
+    "format_event_time",
+    "format_explanations",
     "format_summary",
     "format_sweep",
     "generate",

@@ -7,6 +7,7 @@ import posixpath
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -45,12 +46,30 @@ class ReplaySummary:
     """Acknowledged messages a restart at the end would redeliver, all cursors."""
     redelivered_after_restart_max: int = 0
     """The sum of each cursor's maximum over the replay (each at its own worst moment)."""
+    redelivered_after_crash: int = 0
+    """Acknowledged messages a crash at the end would redeliver, all cursors (the total)."""
+    redelivered_after_crash_entries: int = 0
+    redelivered_after_crash_max: int = 0
+    """The sum of each cursor's maximum of the crash total (each at its own worst moment)."""
+    redelivered_after_crash_entries_max: int = 0
+    redelivered_after_crash_limits: int = 0
+    """The part of the crash total lost to the limits at the end: what sizing a limit changes."""
+    redelivered_after_crash_limits_entries: int = 0
+    redelivered_after_crash_limits_max: int = 0
+    redelivered_after_crash_limits_entries_max: int = 0
+    redelivered_after_unload: int = 0
+    """Acknowledged messages an unload (or clean restart) at the end would redeliver."""
+    redelivered_after_unload_entries: int = 0
+    redelivered_after_unload_max: int = 0
+    redelivered_after_unload_entries_max: int = 0
     persist_unacked_ranges_truncated: int = 0
     persist_batch_deleted_indexes_truncated: int = 0
+    persist_long_array_truncated: int = 0
     cursors_over_limit: int = 0
     """Cursors whose state exceeded the frame limit or ``jute.maxbuffer`` at some point."""
     top_redelivered: list[dict[str, object]] = field(default_factory=list)
-    """The cursors with the largest ``redelivered_after_restart_max`` (up to five, > 0)."""
+    """The cursors a stop hurts most (up to five with a figure > 0): by the crash total's
+    limits part at its worst, then the unload figure's, then the crash total's."""
     by_type: list[dict[str, object]] = field(default_factory=list)
     top_backlog: list[dict[str, object]] = field(default_factory=list)
     seconds: float = 0.0
@@ -79,17 +98,32 @@ def _count_set(table: pa.Table, column: str) -> int:
     return table.num_rows - table[column].null_count
 
 
+_WORST_ORDER = ("redelivered_after_crash_limits_max", "redelivered_after_unload_max", "redelivered_after_crash_max")
+
+
 def _top_redelivered(cursors: pa.Table) -> list[dict[str, object]]:
     if cursors.num_rows == 0:
         return []
-    worst = cursors.filter(pc.greater(cursors["redelivered_after_restart_max"], 0))
+    hurt = pc.greater(cursors[_WORST_ORDER[0]], 0)
+    for column in _WORST_ORDER[1:]:
+        hurt = pc.or_(hurt, pc.greater(cursors[column], 0))
+    worst = cursors.filter(hurt)
     order = [
-        ("redelivered_after_restart_max", "descending"),
+        *((column, "descending") for column in _WORST_ORDER),
         ("topic", "ascending"),
         ("partition", "ascending"),
         ("subscription", "ascending"),
     ]
     return worst.sort_by(order).slice(0, 5).to_pylist()
+
+
+_STOP_FIGURES = tuple(
+    f"redelivered_after_{stop}{part}"
+    for stop in ("crash", "crash_limits", "unload")
+    for part in ("", "_entries", "_max", "_entries_max")
+)
+"""The crash total, its limits part and the unload figure, at the end and at each cursor's worst
+moment, in messages and entries: summed over the cursors (``cursors`` columns)."""
 
 
 def _max(table: pa.Table, column: str) -> int:
@@ -164,8 +198,10 @@ def summarize(
         delayed_delivered=_sum(cursors, "delayed_delivered"),
         redelivered_after_restart=_sum(cursors, "redelivered_after_restart"),
         redelivered_after_restart_max=_sum(cursors, "redelivered_after_restart_max"),
+        **{name: _sum(cursors, name) for name in _STOP_FIGURES},
         persist_unacked_ranges_truncated=_sum(cursors, "persist_unacked_ranges_truncated"),
         persist_batch_deleted_indexes_truncated=_sum(cursors, "persist_batch_deleted_indexes_truncated"),
+        persist_long_array_truncated=_sum(cursors, "persist_long_array_truncated"),
         cursors_over_limit=_count_set(cursors, "state_over_limit_at_ms"),
         top_redelivered=_top_redelivered(cursors),
         anomalies=dict(sorted(anomaly_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -185,7 +221,7 @@ def _render(*tables: Table | str) -> list[str]:
     return [line.rstrip() for line in text.rstrip("\n").split("\n")]
 
 
-def _table(headers: list[str], rows: list[list[object]], title: str | None = None, text: int = 1) -> list[str]:
+def table_lines(headers: list[str], rows: list[list[object]], title: str | None = None, text: int = 1) -> list[str]:
     """Rows under ``headers``: the first column and the last ``text - 1`` ones (text) left-justified,
     the others (figures) right-justified."""
     table = Table(*headers, box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
@@ -209,7 +245,7 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
         "",
         "cursors by subscription type:",
     ]
-    lines += _table(
+    lines += table_lines(
         [
             "type",
             "cursors",
@@ -240,7 +276,7 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
     )
     if s.top_backlog:
         lines += ["", "largest backlogs:"]
-        lines += _table(
+        lines += table_lines(
             ["topic", "partition", "subscription", "mark-delete", "backlog", "hole ranges", "state bytes"],
             [
                 [
@@ -258,13 +294,13 @@ def format_summary(s: ReplaySummary, planted: Mapping[str, str] | None = None) -
     lines += _restart_lines(s)
     lines += ["", f"anomalies: {s.anomaly_total:,}" + _planted_note(s, planted)]
     if s.anomalies and planted is not None:
-        lines += _table(
+        lines += table_lines(
             ["reason", "count", "planted by the generator as"],
             [[k, v, planted.get(k, "not planted by the generator")] for k, v in s.anomalies.items()],
             text=2,
         )
     elif s.anomalies:
-        lines += _table(["reason", "count"], [[k, v] for k, v in s.anomalies.items()])
+        lines += table_lines(["reason", "count"], [[k, v] for k, v in s.anomalies.items()])
     if s.out_dir:
         lines += ["", _outputs_line(s.out_dir, "(Parquet)")]
     return "\n".join(lines)
@@ -277,35 +313,87 @@ def _outputs_line(out_dir: str, note: str) -> str:
     return f"outputs: {root}/cursors, {root}/anomalies, {root}/partitions {note}"
 
 
+def format_event_time(ms: object) -> str:
+    """An event time of the outputs as an operator reads it: ISO 8601 in UTC to the millisecond
+    for wall-clock times (a recording's or a capture's, after 2001), else plain milliseconds
+    from the log's clock (generated and hand-made logs start near 0); ``-`` for none."""
+    if ms is None or not isinstance(ms, int) or ms < 0:
+        return "-"
+    if ms >= 1_000_000_000_000:
+        stamp = datetime.fromtimestamp(ms / 1000, tz=UTC)
+        return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return f"{ms} ms"
+
+
+def _pair(messages: int, entries: int) -> str:
+    return f"{messages:,} ({entries:,})"
+
+
 def _restart_lines(s: ReplaySummary) -> list[str]:
-    """What a restart would redeliver, what the limits truncated, state that cannot be stored."""
+    """What a crash and an unload would redeliver, what the limits truncated, state that cannot
+    be stored; the cursors a stop hurts most under a titled table."""
     lines = [
         "",
+        "what a broker stop would redeliver, acknowledged messages (entries), all cursors:",
         (
-            f"a restart (crash after the last persist) would redeliver {s.redelivered_after_restart:,} acknowledged "
-            f"messages at the end; at each cursor's worst moment {s.redelivered_after_restart_max:,}"
+            f"  crash (after the last persist): {_pair(s.redelivered_after_crash, s.redelivered_after_crash_entries)}"
+            f" at the end, {_pair(s.redelivered_after_crash_max, s.redelivered_after_crash_entries_max)}"
+            " at each cursor's worst moment"
+        ),
+        (
+            "    of which lost to the limits (what a limit's size changes): "
+            f"{_pair(s.redelivered_after_crash_limits, s.redelivered_after_crash_limits_entries)} at the end, "
+            f"{_pair(s.redelivered_after_crash_limits_max, s.redelivered_after_crash_limits_entries_max)} at worst"
+        ),
+        (
+            "  unload or clean restart (the close path): "
+            f"{_pair(s.redelivered_after_unload, s.redelivered_after_unload_entries)} at the end, "
+            f"{_pair(s.redelivered_after_unload_max, s.redelivered_after_unload_entries_max)} at worst"
         ),
         (
             f"persists that truncated: {s.persist_unacked_ranges_truncated:,} (ack ranges), "
-            f"{s.persist_batch_deleted_indexes_truncated:,} (batch indexes); cursors whose state exceeded the "
-            f"frame limit or jute.maxbuffer (state lost): {s.cursors_over_limit:,}"
+            f"{s.persist_batch_deleted_indexes_truncated:,} (batch indexes), "
+            f"{s.persist_long_array_truncated:,} (long-array cut-off); cursors whose state exceeded the "
+            f"frame limit or jute.maxbuffer: {s.cursors_over_limit:,}"
         ),
     ]
     if s.top_redelivered:
-        lines += _table(
-            ["topic", "partition", "subscription", "at the end", "maximum", "at ts_ms", "over limit at"],
+        lines += [""]
+        lines += table_lines(
+            [
+                "topic",
+                "partition",
+                "subscription",
+                "crash end",
+                "crash max",
+                "crash max at",
+                "limits end",
+                "limits max",
+                "limits max at",
+                "unload end",
+                "unload max",
+                "unload max at",
+                "over limit at",
+            ],
             [
                 [
                     r["topic"],
                     r["partition"],
                     r["subscription"],
-                    r["redelivered_after_restart"],
-                    r["redelivered_after_restart_max"],
-                    r["redelivered_after_restart_max_at_ms"],
-                    "-" if r["state_over_limit_at_ms"] is None else r["state_over_limit_at_ms"],
+                    r["redelivered_after_crash"],
+                    r["redelivered_after_crash_max"],
+                    format_event_time(r["redelivered_after_crash_max_at_ms"]),
+                    r["redelivered_after_crash_limits"],
+                    r["redelivered_after_crash_limits_max"],
+                    format_event_time(r["redelivered_after_crash_limits_max_at_ms"]),
+                    r["redelivered_after_unload"],
+                    r["redelivered_after_unload_max"],
+                    format_event_time(r["redelivered_after_unload_max_at_ms"]),
+                    format_event_time(r["state_over_limit_at_ms"]),
                 ]
                 for r in s.top_redelivered
             ],
+            title="cursors a stop hurts most (acknowledged messages redelivered; times of the worst moment)",
         )
     return lines
 
@@ -354,8 +442,12 @@ SWEEP_COLUMNS = (
     ("max state bytes", "max_persisted_state_bytes"),
     ("max chunks", "max_state_chunks"),
     ("delayed delivered", "delayed_delivered"),
-    ("redelivered after restart", "redelivered_after_restart"),
-    ("redelivered max", "redelivered_after_restart_max"),
+    ("crash", "redelivered_after_crash"),
+    ("crash max", "redelivered_after_crash_max"),
+    ("limits", "redelivered_after_crash_limits"),
+    ("limits max", "redelivered_after_crash_limits_max"),
+    ("unload", "redelivered_after_unload"),
+    ("unload max", "redelivered_after_unload_max"),
     ("truncating persists", "persist_unacked_ranges_truncated"),
     ("over-limit cursors", "cursors_over_limit"),
     ("anomalies", "anomaly_total"),
@@ -376,7 +468,13 @@ def format_sweep(s: SweepSummary) -> str:
         [*(str(v) for v in vals), *(getattr(summary, attr) for _, attr in SWEEP_COLUMNS)]
         for vals, summary in zip(s.values, s.summaries, strict=False)
     ]
-    lines += _table([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
+    lines += table_lines([*s.keys, *(h for h, _ in SWEEP_COLUMNS)], rows, title=None)
+    lines += [
+        "",
+        "crash / unload: acknowledged messages a crash (after the last persist) or an unload would redeliver,",
+        "at the end and at each cursor's worst moment (max), all cursors; limits: the part of the crash figure",
+        "lost to the limits, what sizing a limit changes (the rest is the last second of acks not yet persisted)",
+    ]
     notes = unacked_ranges_limit_notes(s.keys, s.formats)
     if notes:
         lines += ["", "how max_unacked_ranges_to_persist applies in each individual-ack format of this sweep:"]
@@ -384,7 +482,7 @@ def format_sweep(s: SweepSummary) -> str:
     reasons = sorted({r for summary in s.summaries for r in summary.anomalies})
     if reasons:
         lines += ["", "anomalies by reason:"]
-        lines += _table(
+        lines += table_lines(
             [*s.keys, *reasons],
             [
                 [*(str(v) for v in vals), *(summary.anomalies.get(r, 0) for r in reasons)]

@@ -41,6 +41,10 @@ NEAR_LIMIT = 0.8
 
 EXAMPLES_PER_REASON = 3
 
+_STOPS = ("crash", "crash_limits", "unload")
+"""The stop figures of the ``cursors`` output the report reads: the crash total, its limits
+part, the unload figure (each at the end, its maximum and when it was first reached)."""
+
 _CURSOR_COLUMNS = {
     "topic": "",
     "partition": -1,
@@ -63,6 +67,8 @@ _CURSOR_COLUMNS = {
     "redelivered_after_restart": 0,
     "redelivered_after_restart_max": 0,
     "state_over_limit_at_ms": None,
+    **{f"redelivered_after_{stop}{part}": 0 for stop in _STOPS for part in ("", "_max")},
+    **{f"redelivered_after_{stop}_max_at_ms": None for stop in _STOPS},
 }
 _ANOMALY_COLUMNS = (
     "topic",
@@ -106,6 +112,24 @@ class SubscriptionState:
     """Acknowledged messages a restart at the end would redeliver (``cursors`` column)."""
     redelivered_after_restart_max: int = 0
     state_over_limit_at_ms: int | None = None
+    redelivered_after_crash: int = 0
+    """Acknowledged messages a crash at the end would redeliver (the total)."""
+    redelivered_after_crash_max: int = 0
+    redelivered_after_crash_max_at_ms: int | None = None
+    redelivered_after_crash_limits: int = 0
+    """The part of the crash total lost to the limits: what sizing a limit changes."""
+    redelivered_after_crash_limits_max: int = 0
+    redelivered_after_crash_limits_max_at_ms: int | None = None
+    redelivered_after_unload: int = 0
+    """Acknowledged messages an unload (or clean restart) at the end would redeliver."""
+    redelivered_after_unload_max: int = 0
+    redelivered_after_unload_max_at_ms: int | None = None
+
+    @property
+    def worst(self) -> int:
+        """The larger worst moment of the two figures a limit's size changes: the crash's
+        limits part and the unload."""
+        return max(self.redelivered_after_crash_limits_max, self.redelivered_after_unload_max)
 
     @property
     def topic_partition(self) -> str:
@@ -170,6 +194,13 @@ class SweepSetting:
     redelivered_after_restart: int = 0
     redelivered_after_restart_max: int = 0
     """Sum of each subscription's maximum over the replay."""
+    redelivered_after_crash: int = 0
+    redelivered_after_crash_max: int = 0
+    redelivered_after_crash_limits: int = 0
+    redelivered_after_crash_limits_max: int = 0
+    redelivered_after_unload: int = 0
+    redelivered_after_unload_max: int = 0
+    """Sums of each subscription's figure at the end and at its worst moment."""
     state_over_store_limit: int = 0
     """Subscriptions whose state exceeded the frame limit or ``jute.maxbuffer``."""
 
@@ -262,6 +293,12 @@ def _state(row: dict[str, Any]) -> SubscriptionState:
         redelivered_after_restart=int(row["redelivered_after_restart"]),
         redelivered_after_restart_max=int(row["redelivered_after_restart_max"]),
         state_over_limit_at_ms=row["state_over_limit_at_ms"],
+        **{
+            name: int(row[name])
+            for stop in _STOPS
+            for name in (f"redelivered_after_{stop}", f"redelivered_after_{stop}_max")
+        },
+        **{f"redelivered_after_{stop}_max_at_ms": row[f"redelivered_after_{stop}_max_at_ms"] for stop in _STOPS},
     )
 
 
@@ -444,10 +481,17 @@ def _sweep_settings(
                 anomalies=anomalies.get(tuple(combo), 0),
                 redelivered_after_restart=sum(s.redelivered_after_restart for s in subs),
                 redelivered_after_restart_max=sum(s.redelivered_after_restart_max for s in subs),
+                **_stop_sums(subs),
                 state_over_store_limit=sum(1 for s in subs if s.state_over_limit_at_ms is not None),
             )
         )
     return out
+
+
+def _stop_sums(subs: list[SubscriptionState]) -> dict[str, int]:
+    """The stop figures summed over ``subs``: at the end and each subscription's worst."""
+    names = [f"redelivered_after_{stop}{part}" for stop in _STOPS for part in ("", "_max")]
+    return {name: sum(getattr(s, name) for s in subs) for name in names}
 
 
 def load_model(out_dir: str, limit: int) -> ReportModel:
@@ -495,6 +539,7 @@ def load_model(out_dir: str, limit: int) -> ReportModel:
         "chunked": sum(1 for s in subs if s.chunks > 1),
         "redelivered_after_restart": sum(s.redelivered_after_restart for s in subs),
         "redelivered_after_restart_max": sum(s.redelivered_after_restart_max for s in subs),
+        **_stop_sums(subs),
         "state_over_store_limit": sum(1 for s in subs if s.state_over_limit_at_ms is not None),
     }
     return ReportModel(

@@ -181,9 +181,11 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
     state = Series(total, colors, notes=tuple(f"largest {format_bytes(s.max_persisted_bytes)}" for s in settings))
     chunk = Series(tuple(float(s.max_chunks) for s in settings), colors)
     restart = Series(
-        tuple(float(s.redelivered_after_restart_max) for s in settings),
+        tuple(float(s.redelivered_after_crash_limits_max) for s in settings),
         tuple(
-            "red" if s.state_over_store_limit else ("amber" if s.redelivered_after_restart_max else "blue")
+            "red"
+            if s.state_over_store_limit
+            else ("amber" if s.redelivered_after_crash_limits_max or s.redelivered_after_unload_max else "blue")
             for s in settings
         ),
         notes=tuple(_restart_note(s) for s in settings),
@@ -201,18 +203,21 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
                 (restart,),
                 "messages, all subscriptions",
                 format_count,
-                title="Redelivered on a restart",
+                title="Lost to the limits on a crash, worst",
             ),
         ),
         legend=(
             LegendItem("blue", "nothing truncated, one entry per state"),
             LegendItem("purple", "states chunked (PIP-381)"),
             LegendItem("red", "ranges truncated (or a state over the limit)"),
-            LegendItem("amber", "a restart redelivers"),
+            LegendItem("amber", "acks lost to the limits"),
         ),
         caption="Truncated ranges are kept in memory only: after a restart those messages are delivered again. "
-        "Redelivered after a restart: the acknowledged messages the last persisted state does not hold, "
-        "at each subscription's worst moment (a crash after the last persist), and at the end. "
+        "Lost to the limits on a crash: the acknowledged messages a crash redelivers because a persisted state "
+        "was truncated (the ranges cap, the long-array cut-off, batch-index caps, the frame limit), summed over "
+        "each subscription's worst moment: what sizing a limit changes. Beside each bar the unload figure (a clean "
+        "close) at its worst, and the crash total at its worst, which adds the last second of acknowledgements "
+        "the rate limiter has not persisted yet, the same under every limit. "
         f"The charts below show the first setting ({model.shown}).",
         heading="Settings compared",
         lede="One replay of the log under every combination of the swept settings, read once.",
@@ -221,13 +226,78 @@ def sweep_comparison(model: ReportModel, top: int) -> Chart | None:
 
 
 def _restart_note(s: SweepSetting) -> str:
-    note = f"at the end {s.redelivered_after_restart:,}"
+    note = f"unload {s.redelivered_after_unload_max:,}; crash total {s.redelivered_after_crash_max:,}"
     if s.state_over_store_limit:
         note += f"; {s.state_over_store_limit:,} subs over the store's limit"
     return note
 
 
-FIGURES: tuple[FigureBuilder, ...] = (sweep_comparison, ack_holes, state_size, chunks, anomalies)
+def worst_moments(model: ReportModel, top: int) -> Chart | None:
+    """The worst moment of each subscription a limit hurts, in the order it came: the crash's
+    limits part and the unload figure at their maximum, beside their value at the end. Rows are
+    the ``top`` subscriptions with the largest worst moment, ordered by when it was first reached
+    (the ``_max_at_ms`` columns: the outputs hold one worst instant per figure and subscription,
+    not a time series). None when no limit makes any subscription redeliver at any moment."""
+    hurt = [s for s in model.subscriptions if s.worst]
+    if not hurt:
+        return None
+    from ..replay import format_event_time
+
+    def moment(s: SubscriptionState) -> int:
+        figures = (
+            (s.redelivered_after_crash_limits_max_at_ms, s.redelivered_after_crash_limits_max),
+            (s.redelivered_after_unload_max_at_ms, s.redelivered_after_unload_max),
+        )
+        return min((t for t, v in figures if t is not None and v), default=0)
+
+    chosen = sorted(hurt, key=lambda s: (-s.worst, s.topic_partition, s.subscription))[:top]
+    chosen.sort(key=lambda s: (moment(s), s.topic_partition, s.subscription))
+
+    def pair(worst: list[int], end: list[int], at: list[int | None]) -> tuple[Series, Series]:
+        # a figure whose worst moment is not its row's says when it was
+        notes = tuple(
+            f"at {format_event_time(t)}" if w and t is not None and t != moment(s) else ""
+            for w, t, s in zip(worst, at, chosen, strict=True)
+        )
+        return (
+            Series(tuple(float(v) for v in worst), ("amber",), "worst moment", notes),
+            Series(tuple(float(v) for v in end), ("blue",), "at the end"),
+        )
+
+    limits = pair(
+        [s.redelivered_after_crash_limits_max for s in chosen],
+        [s.redelivered_after_crash_limits for s in chosen],
+        [s.redelivered_after_crash_limits_max_at_ms for s in chosen],
+    )
+    unload = pair(
+        [s.redelivered_after_unload_max for s in chosen],
+        [s.redelivered_after_unload for s in chosen],
+        [s.redelivered_after_unload_max_at_ms for s in chosen],
+    )
+    crash_total = sum(s.redelivered_after_crash_max for s in chosen)
+    return Chart(
+        key="worst-moments",
+        title="The worst moment over time",
+        subtitle=f"Rows: the {len(chosen)} subscriptions the limits hurt most, by when their worst moment came",
+        categories=tuple(f"{format_event_time(moment(s))} · {_label(model, s)}" for s in chosen),
+        panels=(
+            Panel(limits, "acknowledged messages", format_count, title="Crash: lost to the limits"),
+            Panel(unload, "acknowledged messages", format_count, title="Unload (clean close)"),
+        ),
+        legend=(LegendItem("amber", "at the worst moment"), LegendItem("blue", "at the end of the replay")),
+        caption="Each row is one subscription's worst moment: the instant a stop would have redelivered the most "
+        "acknowledged messages because of the limits (amber), beside the same figure at the end (blue); a "
+        "figure whose worst moment came at another time says when. Times are event times (UTC for a recording, "
+        "milliseconds of the log's clock otherwise). A crash also redelivers the acknowledgements the rate limiter "
+        f"had not persisted yet, the same under every limit: with them, {crash_total:,} at these subscriptions' "
+        "worst moments.",
+        heading="When a stop hurts most",
+        lede="A stop can come at any moment, not only at the end: the replay keeps each figure's maximum "
+        "and when it was first reached.",
+    )
+
+
+FIGURES: tuple[FigureBuilder, ...] = (sweep_comparison, worst_moments, ack_holes, state_size, chunks, anomalies)
 """The report's charts in page order."""
 
 

@@ -125,11 +125,17 @@ def _kpis(model: ReportModel) -> str:
             "bad" if t.get("truncated_ranges", 0) else "ok",
         ),
         _kpi(
-            "Redelivered after a restart",
-            _n(t.get("redelivered_after_restart_max", 0)),
-            f"at each subscription's worst moment; {_n(t.get('redelivered_after_restart', 0))} at the end; "
+            "Lost to the limits on a crash",
+            _n(t.get("redelivered_after_crash_limits_max", 0)),
+            f"at each subscription's worst moment ({_n(t.get('redelivered_after_crash_limits', 0))} at the end); "
+            f"an unload {_n(t.get('redelivered_after_unload_max', 0))}; a crash in all "
+            f"{_n(t.get('redelivered_after_crash_max', 0))} with the acks not yet persisted; "
             f"{_n(t.get('state_over_store_limit', 0))} states over the store's limit",
-            "bad" if t.get("redelivered_after_restart_max", 0) or t.get("state_over_store_limit", 0) else "ok",
+            "bad"
+            if t.get("redelivered_after_crash_limits_max", 0)
+            or t.get("redelivered_after_unload_max", 0)
+            or t.get("state_over_store_limit", 0)
+            else "ok",
         ),
     ]
     return '<section class="kpis">' + "".join(tiles) + "</section>"
