@@ -15,6 +15,7 @@ import dataclasses
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ import httpx
 import pulsar
 import pyarrow.parquet as pq
 import pytest
+from forecast_workloads import WORKLOADS, forecast_errors
 from prometheus_client import CollectorRegistry, generate_latest
 
 from mledger import ConfigError, PermissionDeniedError
@@ -160,6 +162,12 @@ def test_statuses_follow_the_limits_and_the_forecast() -> None:
     assert over.persist_limit_at_ms == over.at_ms
 
 
+def test_the_forecast_of_a_steady_growth_is_within_a_fifth_of_the_replays_crossing() -> None:
+    errors = forecast_errors(WORKLOADS["fast"], seed=7, limit=1000, interval_ms=30_000)
+    assert 20 * 60 < errors.pop("truth_s") < 30 * 60  # about 20 ranges a poll: 1000 in about 50 polls
+    assert set(errors) == {"25%", "50%", "75%"} and all(abs(e) <= 0.2 for e in errors.values()), errors
+
+
 def test_history_is_bounded_and_the_status_says_so() -> None:
     live = watch(max_history=3)
     live.events([*entries(0, 20, 0), SubscriptionCreated(T, -1, "s", "SHARED", Position(3, -1), 1_000)])
@@ -226,9 +234,9 @@ def test_grafana_dashboard_queries_only_metrics_watch_exposes() -> None:
 
 
 # -- against mledger standalone, with the real client ----------------------------------------------------
-def start_standalone(*options: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+def start_standalone(*options: str, store: Sequence[str] = ("--memory",)) -> tuple[subprocess.Popen[str], dict[str, str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mledger.cli", "standalone", "--memory", "--bind", "127.0.0.1:0",
+        [sys.executable, "-m", "mledger.cli", "standalone", *store, "--bind", "127.0.0.1:0",
          "--admin-bind", "127.0.0.1:0", *options],
         stdout=subprocess.PIPE,
         text=True,
@@ -325,6 +333,176 @@ def test_once_agrees_with_the_broker(standalone: dict[str, str]) -> None:
     assert "s1" in table.stdout and "not growing" in table.stdout and "OK" in table.stdout
     unsaid = subprocess.run(watch_cli(standalone, "--once"), capture_output=True, text=True, timeout=120)
     assert unsaid.returncode == 2 and "pass --defaults" in unsaid.stderr  # mledger serves no broker version
+
+
+def batched_holes(service_url: str, batches: int) -> None:
+    """``batches`` entries of 2 messages each on ``orders-batched``, where ``s3`` acks both
+    messages of every other entry (``batches // 2`` holes)."""
+    client = pulsar.Client(service_url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(f"{T}-batched", "s3", consumer_type=pulsar.ConsumerType.Shared)
+        producer = client.create_producer(f"{T}-batched", batching_enabled=True, batching_max_messages=2,
+                                          batching_max_publish_delay_ms=60_000)  # fmt: skip
+        for i in range(batches * 2):
+            producer.send_async(b"x%d" % i, None)
+            if i % 2:
+                producer.flush()
+        for i in range(batches * 2):
+            message = consumer.receive(30_000)
+            if (i // 2) % 2:
+                consumer.acknowledge(message)
+    finally:
+        client.close()
+
+
+@pytest.mark.timeout(300)
+def test_no_readers_counts_entries_from_the_admin_stats_alone(standalone: dict[str, str]) -> None:
+    leave_holes(standalone["service_url"])
+    batched_holes(standalone["service_url"], 30)
+    for topic, name, holes in ((T, "s1", 30), (f"{T}-batched", "s3", 15)):
+        wait_until(lambda t=topic, n=name, h=holes: internal_cursor(standalone["admin_url"], t, n)
+                   ["individuallyDeletedMessages"].count("(") == h, "the acks never reached the cursor")  # fmt: skip
+    live = internal_cursor(standalone["admin_url"], T, "s1")
+    options = ("--once", "--format", "json", "--defaults", "pulsar-4.0", "--set", "max_unacked_ranges_to_persist=10")
+    no_service_url = [sys.executable, "-m", "mledger.cli", "watch", "--admin-url", standalone["admin_url"],
+                      "--namespace", "public/default", "--no-readers", *options]  # fmt: skip
+    out = subprocess.run(no_service_url, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    done = json.loads(out.stdout)
+    assert done["unit"] == "entries" and done["poll"]["anomalies"] == 0
+    rows = {(r["topic"], r["subscription"]): r for r in done["subscriptions"]}
+    assert set(rows) == {(T, "s1"), (f"{T}-batched", "s2"), (f"{T}-batched", "s3")}
+    s1 = rows[(T, "s1")]  # one message per entry: the same figures as with readers
+    assert s1["mark_delete"] == live["markDeletePosition"] and (s1["unacked_ranges"], s1["backlog"]) == (30, 30)
+    assert (s1["truncated_ranges"], s1["redelivered_after_crash"], s1["status"]) == (19, 19, LOSING_STATE)
+    s3 = rows[(f"{T}-batched", "s3")]  # 15 holes, 11 kept: 4 entries of 2 messages each lost to a crash
+    assert (s3["unacked_ranges"], s3["truncated_ranges"], s3["redelivered_after_crash"]) == (15, 4, 4)
+    read = subprocess.run(watch_cli(standalone, *options), capture_output=True, text=True, timeout=120)
+    assert read.returncode == 0, read.stderr
+    with_readers = json.loads(read.stdout)
+    assert with_readers["unit"] == "messages"
+    crash = {r["subscription"]: r["redelivered_after_crash"] for r in with_readers["subscriptions"]}
+    assert crash == {"s1": 19, "s2": 0, "s3": 8}  # in messages
+    table = subprocess.run([*no_service_url[:-7], "--once", "--defaults", "pulsar-4.0"], capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    assert "no readers: redeliveries counted in entries" in " ".join(table.stdout.split())
+    unsaid = subprocess.run([*no_service_url[:8], "--once", "--defaults", "pulsar-4.0"], capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert unsaid.returncode == 2 and "needs --service-url for its readers, or --no-readers" in unsaid.stderr
+
+
+def reader_cursors(admin_url: str, topic: str) -> list[str] | None:
+    """The names of the capture readers' cursors on ``topic``; None when it does not exist."""
+    local = topic.split("://", 1)[1]
+    answer = httpx.get(f"{admin_url}/admin/v2/persistent/{local}/internalStats", timeout=30)
+    if answer.status_code == 404:
+        return None
+    return [name for name in answer.raise_for_status().json()["cursors"] if name.startswith("mledger-capture")]
+
+
+@pytest.mark.timeout(300)
+def test_a_force_deleted_topic_is_let_go_not_kept_alive_by_the_reader(standalone: dict[str, str]) -> None:
+    leave_holes(standalone["service_url"])
+    watcher = subprocess.Popen(watch_cli(standalone, "--defaults", "pulsar-4.0", "--interval", "500ms",
+                                         "--metrics-bind", "127.0.0.1:0"), stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert watcher.stdout is not None
+        watcher.stdout.readline()  # the metrics URL
+        assert sum(json.loads(watcher.stdout.readline())["counts"].values()) == 2  # the first round: s1, s2
+        wait_until(lambda: reader_cursors(standalone["admin_url"], T), "watch opened no reader on the topic")
+        deleted = httpx.delete(f"{standalone['admin_url']}/admin/v2/persistent/public/default/orders",
+                               params={"force": "true"}, timeout=30)  # fmt: skip
+        assert deleted.status_code == 204
+        # the reader reconnects and so creates the topic again (automatic topic creation); with no
+        # subscription there, watch closes it: no reader of watch's stays on the topic (for 3 s,
+        # six rounds: before the fix it stayed for good)
+        def no_reader_for_3_s() -> bool:
+            for _ in range(30):
+                if reader_cursors(standalone["admin_url"], T):
+                    return False
+                time.sleep(0.1)
+            return True
+
+        wait_until(no_reader_for_3_s, "watch kept its reader on the deleted topic")
+        assert reader_cursors(standalone["admin_url"], f"{T}-batched")  # the other topic, subscribed, is read
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(timeout=60) == 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.timeout(300)
+def test_an_unreachable_cluster_is_reported_and_resumed(tmp_path: Path) -> None:
+    ports = ("--bind", f"127.0.0.1:{free_port()}", "--admin-bind", f"127.0.0.1:{free_port()}")
+    store = ("--data-dir", str(tmp_path / "data"))
+    server, urls = start_standalone(*ports, store=store)
+    leave_holes(urls["service_url"])
+    watcher = subprocess.Popen(watch_cli(urls, "--defaults", "pulsar-4.0", "--interval", "500ms", "--metrics-bind",
+                                         "127.0.0.1:0", "--connect-timeout", "2s"), stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert watcher.stdout is not None
+        watcher.stdout.readline()  # the metrics URL
+
+        def next_round() -> dict[str, Any]:
+            line = watcher.stdout.readline() if watcher.stdout is not None else ""
+            assert line, "watch ended"
+            return dict(json.loads(line))
+
+        first = next_round()
+        assert first["anomalies"] == 0 and sum(first["counts"].values()) == 2
+        stop(server)  # the cluster goes away: each round says what it could not see, and watch goes on
+        while (down := next_round())["anomalies"] == 0:
+            pass
+        assert sum(down["counts"].values()) == 2  # the subscriptions keep their last known state
+        server, _ = start_standalone(*ports, store=store)  # back on the same addresses, with its data
+        while (back := next_round())["anomalies"] != 0:
+            pass
+        assert back["counts"] == first["counts"] and watcher.poll() is None
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(timeout=60) == 0
+        stop(server)
+
+
+CURSOR_FACTS = ("topic", "partition", "subscription", "subscription_type", "mark_delete_ledger_id",
+                "mark_delete_entry_id", "ack_hole_ranges", "backlog", "truncated_ranges",
+                "truncated_batch_indexes", "persisted_state_bytes")  # fmt: skip
+"""What the cursors tables of watch's ``--report`` and of a replay both say (watch's leaves the
+ranges' text empty)."""
+
+
+@pytest.mark.timeout(300)
+def test_the_state_watch_reports_equals_the_replay_of_the_brokers_own_recording(tmp_path: Path) -> None:
+    from mledger.replay import run_single_process
+
+    record = tmp_path / "record"
+    server, urls = start_standalone("--record", str(record))
+    try:
+        leave_holes(urls["service_url"])
+        batched_holes(urls["service_url"], 30)
+        settings = ("--defaults", "pulsar-4.0", "--set", "max_unacked_ranges_to_persist=10")
+        out = subprocess.run(watch_cli(urls, "--once", "--format", "json", "--report", str(tmp_path / "watch"),
+                                       *settings), capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    finally:
+        stop(server)
+    replay = tmp_path / "replay"
+    pulsar_40 = ReplaySettings().with_values({"defaults": "pulsar-4.0", "max_unacked_ranges_to_persist": "10"})
+    run_single_process(str(record), str(replay), pulsar_40)
+
+    def facts(directory: Path) -> list[tuple[Any, ...]]:
+        rows = pq.read_table(directory / "cursors", columns=list(CURSOR_FACTS)).to_pylist()
+        return sorted(tuple(r[c] for c in CURSOR_FACTS) for r in rows)
+
+    watched = facts(tmp_path / "watch")
+    assert len(watched) == 3 and any(r[8] > 0 for r in watched)  # past the persist limit: ranges left out
+    assert watched == facts(replay)
 
 
 def test_watch_needs_defaults_when_the_brokers_do_not_say() -> None:

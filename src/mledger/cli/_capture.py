@@ -79,10 +79,22 @@ def add_capture_arguments(cap: argparse.ArgumentParser) -> None:
     )
 
 
-def add_cluster_arguments(cap: argparse.ArgumentParser, what: str) -> None:
+def add_cluster_arguments(cap: argparse.ArgumentParser, what: str, *, readers_optional: bool = False) -> None:
     """The options of a command that polls a cluster (``mledger capture``, ``mledger watch``):
-    its URLs, the scope, credentials, timeouts, concurrency and memory bounds."""
-    cap.add_argument("--service-url", required=True, help="pulsar://host:6650 or pulsar+ssl://host:6651")
+    its URLs, the scope, credentials, timeouts, concurrency and memory bounds;
+    ``readers_optional``: ``--no-readers`` too, with which ``--service-url`` is not needed."""
+    cap.add_argument(
+        "--service-url",
+        required=not readers_optional,
+        help="pulsar://host:6650 or pulsar+ssl://host:6651" + (" (not with --no-readers)" if readers_optional else ""),
+    )
+    if readers_optional:
+        cap.add_argument(
+            "--no-readers",
+            action="store_true",
+            help=f"{what} from the admin stats alone, reading no message: the figures are in entries, not "
+            "messages, and batch-index acks are not seen",
+        )
     cap.add_argument("--admin-url", required=True, help="http(s)://host:8080")
     scope = cap.add_mutually_exclusive_group(required=True)
     scope.add_argument("--topic", action="append", help=f"a topic to {what} (repeatable; partitioned ones whole)")
@@ -202,6 +214,7 @@ def poller_options(args: argparse.Namespace) -> dict[str, Any]:
         "concurrency": args.concurrency,
         "max_ranges_per_subscription": args.max_ranges_per_subscription,
         "reader_queue_size": args.reader_queue_size,
+        "readers": not getattr(args, "no_readers", False),
     }
 
 
@@ -214,8 +227,8 @@ def unreachable(args: argparse.Namespace, exc: Exception) -> ServiceUnreachableE
 
 
 def open_clients(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Any, Any]:
-    """The ``pulsar.Client`` and :class:`mledger.admin.RemoteAdmin` of the cluster options
-    (:func:`add_cluster_arguments`), closed by ``stack``: the same credentials for both,
+    """The ``pulsar.Client`` (None with ``--no-readers``) and :class:`mledger.admin.RemoteAdmin`
+    of the cluster options (:func:`add_cluster_arguments`), closed by ``stack``: the same credentials for both,
     ``--connect-timeout``, every admin call bounded by ``--admin-timeout`` and
     ``--max-response-size``, at most ``--concurrency`` in flight per broker."""
     import pulsar  # the capture extra
@@ -254,6 +267,8 @@ def open_clients(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple
             **admin_auth,
         )
     )
+    if getattr(args, "no_readers", False):
+        return None, admin
     client = pulsar.Client(args.service_url, **client_options)
     stack.callback(client.close)
     return client, admin

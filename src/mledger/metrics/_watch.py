@@ -28,7 +28,9 @@ family                                              type     value (and the Puls
 ``mledger_watch_history_dropped``                   gauge    1 once samples were dropped for the memory bound
 ==================================================  =======  =================================================
 
-And for the watch itself: ``mledger_watch_subscriptions`` (gauge, label ``status``),
+And for the watch itself: ``mledger_watch_figures_info`` (gauge, 1, label ``unit``: ``messages``
+with readers, ``entries`` under ``--no-readers``, when every count of messages above counts entries),
+``mledger_watch_subscriptions`` (gauge, label ``status``),
 ``mledger_watch_poll_seconds`` (gauge, the last poll's wall time), ``mledger_watch_polls_total``
 and ``mledger_watch_anomalies_total`` (counters: polls, and what the polls could not see).
 Thread-safe: a scrape reads the round the last :meth:`~WatchCollector.update` left.
@@ -86,6 +88,9 @@ class WatchCollector(Collector):
         if done is None:
             return
         yield GaugeMetricFamily("mledger_watch_poll_seconds", "Wall time of the last poll", value=done.poll.wall_s)
+        unit = GaugeMetricFamily("mledger_watch_figures_info", "What the counts of messages count", labels=["unit"])
+        unit.add_metric([done.unit], 1)
+        yield unit
         by_status = GaugeMetricFamily("mledger_watch_subscriptions", "Subscriptions per status", labels=["status"])
         for name, count in done.counts().items():
             by_status.add_metric([name], count)

@@ -747,13 +747,16 @@ class ProtocolServer:
             return 0
 
     def run_due_tasks(self) -> int:
-        """Fire the broker's timers due by its clock and dispatch every topic (call on the loop
-        thread); returns the messages dispatched by the sweep."""
+        """Fire the broker's timers due by its clock and dispatch every subscription a client
+        of this server consumes from (call on the loop thread); returns the messages dispatched
+        by the sweep. A subscription without a consumer has nothing to dispatch, so the sweep
+        costs O(consumers), not O(subscriptions): 10,000 idle subscriptions cost it nothing."""
         n = self.broker.run_due_tasks()
-        for topic in list(self._watched):
-            if not topic.is_closed:
-                for sub in topic.subscriptions.values():
-                    n += self.dispatch(sub)
+        swept: dict[Subscription, None] = {}
+        for session in list(self._shells):
+            swept.update(dict.fromkeys(session.consumed_subscriptions()))
+        for sub in swept:
+            n += self.dispatch(sub)
         return n
 
     def advance_clock(self, ms: int, not_before_ms: int | None = None) -> int:

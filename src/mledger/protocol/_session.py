@@ -39,7 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, overload
 
-from ..broker import FaultTarget
+from ..broker import FaultTarget, Subscription
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core import MLedgerError, NotFoundError, UnauthenticatedError
 from ._commands import COMMANDS
@@ -238,6 +238,11 @@ class Session:
     def drop_input(self) -> None:
         """The connection stopped reading (a half-open fault): drop every command from now."""
         self._fault_filter().drop_input()
+
+    def consumed_subscriptions(self) -> list[Subscription]:
+        """The subscriptions this connection's consumers on persistent topics are on (open
+        topics only), in consumer-id order: what the server's periodic dispatch sweeps."""
+        return [h.subscription for h in self._state.consumers.values() if not h.topic.is_closed]
 
     def fault_targets(self) -> list[FaultTarget]:
         """What this connection concerns (its producers' and consumers' topics and names), for

@@ -174,7 +174,16 @@ class PollerSettings:
     polled at once (two admin calls each; the admin client bounds the calls per broker).
     ``max_ranges_per_subscription``, ``max_pending_events``, ``reader_queue_size``: the memory
     bounds. ``read_timeout_s``: how long a poll waits for a reader to reach the entries the
-    stats name."""
+    stats name. ``readers``: read the entries with a reader per topic-partition (the default);
+    False: no reader at all, the entries are known from the internal stats' ledger list only
+    (:meth:`ClusterPoller._entries_from_ledgers`: each entry counts as one message, published
+    at the poll that first lists it; the figures are in entries, and batch-index acks unseen).
+    ``readers_for_cursors``: a topic-partition has a reader only while its internal stats list a
+    cursor other than the poller's own (a watcher's choice: a topic without subscriptions has
+    nothing to model, and a reader on a force-deleted topic reconnects and so creates it again,
+    empty, under Pulsar's automatic topic creation; without a cursor of its own that topic loses
+    its reader, and with it the poller's part in keeping it alive). The reader opened later reads
+    from the earliest entry, skipping those known."""
 
     topics: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
@@ -185,6 +194,8 @@ class PollerSettings:
     max_pending_events: int = 10_000
     reader_queue_size: int = 100
     read_timeout_s: float = 30.0
+    readers: bool = True
+    readers_for_cursors: bool = False
 
     def __post_init__(self) -> None:
         if sum((bool(self.topics), bool(self.namespaces), self.all_namespaces)) != 1:
@@ -266,10 +277,10 @@ class _Pending(NamedTuple):
 class _Partition:
     """One polled topic-partition: its reader, the entries it saw, its subscriptions' states."""
 
-    def __init__(self, topic: str, partition: int, reader: Any, ledgers: frozenset[int]) -> None:
+    def __init__(self, topic: str, partition: int, reader: Any | None, ledgers: frozenset[int]) -> None:
         self.topic = topic
         self.partition = partition
-        self.reader = reader
+        self.reader = reader  # None without readers (PollerSettings.readers)
         self.ledgers = ledgers  # at the last look (before the reader opened, then each poll): topic_recreated
         self.known = KnownEntries()
         self.subscriptions: dict[str, _Seen] = {}
@@ -399,13 +410,15 @@ class ClusterPoller:
         import pulsar  # the capture extra
 
         for tp in self._partitions.values():
+            if tp.reader is None:
+                continue
             try:
                 self._drain(tp, self.settings.reader_queue_size)
             except pulsar.PulsarException as exc:
                 self._anomaly("reader_error", tp.local_name, f"reading: {type(exc).__name__}: {exc}")
             self._flush_entry(tp)
         self._hand_over()
-        closing = [tp.reader for tp in self._partitions.values()]
+        closing = [tp.reader for tp in self._partitions.values() if tp.reader is not None]
         await self._each(
             closing, lambda reader: self._in_thread(functools.partial(_close, reader)), PollBudget(), _Progress()
         )
@@ -586,6 +599,32 @@ class ClusterPoller:
         except (MLedgerError, BadAnswer) as exc:
             self._call_failed(exc, local, f"internal stats before opening its reader: {exc}", budget)
             return
+        reader = None
+        if self._reader_wanted(internal):
+            try:
+                reader = await self._open_reader(local)
+            except pulsar.PulsarException as exc:
+                if first:
+                    raise
+                self._anomaly("reader_error", local, f"{type(exc).__name__}: {exc}")
+                return
+        self._partitions[key] = _Partition(topic, partition, reader, ledger_ids(internal))
+
+    def _reader_wanted(self, internal: dict[str, Any]) -> bool:
+        """Whether the topic-partition these internal stats describe is read by a reader
+        (:attr:`PollerSettings.readers`, :attr:`PollerSettings.readers_for_cursors`)."""
+        settings = self.settings
+        if not settings.readers:
+            return False
+        if not settings.readers_for_cursors:
+            return True
+        cursors = internal.get("cursors")
+        return isinstance(cursors, dict) and any(not str(name).startswith(READER_PREFIX) for name in cursors)
+
+    async def _open_reader(self, local: str) -> Any:
+        """A non-durable reader of ``local`` from its earliest entry (``pulsar.PulsarException``)."""
+        import pulsar  # the capture extra
+
         create = functools.partial(
             self.client.create_reader,
             local,
@@ -593,14 +632,26 @@ class ClusterPoller:
             subscription_role_prefix=READER_PREFIX,
             receiver_queue_size=self.settings.reader_queue_size,
         )
-        try:
-            reader = await self._in_thread(create, _close)
-        except pulsar.PulsarException as exc:
-            if first:
-                raise
-            self._anomaly("reader_error", local, f"{type(exc).__name__}: {exc}")
-            return
-        self._partitions[key] = _Partition(topic, partition, reader, ledger_ids(internal))
+        return await self._in_thread(create, _close)
+
+    async def _follow_cursors(self, tp: _Partition, internal: dict[str, Any]) -> bool:
+        """Under ``readers_for_cursors``, open the reader of a topic-partition that has a cursor
+        now, close that of one that has none; False when a reader could not be opened."""
+        import pulsar  # the capture extra
+
+        wanted = self._reader_wanted(internal)
+        if wanted and tp.reader is None:
+            try:
+                tp.reader = await self._open_reader(tp.local_name)
+            except pulsar.PulsarException as exc:
+                self._anomaly("reader_error", tp.local_name, f"{type(exc).__name__}: {exc}")
+                return False
+            tp.settled = False
+        elif not wanted and tp.reader is not None:
+            self._flush_entry(tp)
+            reader, tp.reader = tp.reader, None
+            await self._in_thread(functools.partial(_close, reader))
+        return True
 
     # -- one topic-partition ----------------------------------------------------------------------
     async def _poll_partition(self, tp: _Partition, budget: PollBudget) -> None:
@@ -623,7 +674,12 @@ class ClusterPoller:
         except BadAnswer as exc:
             self._anomaly(exc.kind, local, str(exc))
             last = None
-        await self._read_entries(tp, last, budget)  # every entry the stats name is known
+        if self.settings.readers_for_cursors and not await self._follow_cursors(tp, internal):
+            return
+        if not self.settings.readers:
+            self._entries_from_ledgers(tp, internal, last)
+        elif tp.reader is not None:
+            await self._read_entries(tp, last, budget)  # every entry the stats name is known
         if stats is None:
             return  # no cursor changed since the stats were last read
         try:
@@ -794,7 +850,8 @@ class ClusterPoller:
         now = _now()
         self._anomaly("topic_disappeared", tp.local_name, "answered 404: its subscriptions are recorded as deleted")
         self._flush_entry(tp)
-        _close(tp.reader)
+        if tp.reader is not None:
+            _close(tp.reader)
         for name in sorted(tp.subscriptions):
             self._emit(SubscriptionDeleted(tp.topic, tp.partition, name, now))
         tp.subscriptions.clear()
@@ -817,6 +874,8 @@ class ClusterPoller:
 
         if caught_up() and tp.settled and not budget.final:
             return
+        reader = tp.reader
+        assert reader is not None  # called for a topic-partition with a reader only
         deadline = time.monotonic() + self.settings.read_timeout_s
         if budget.ends is not None:
             deadline = min(deadline, budget.ends)
@@ -830,7 +889,7 @@ class ClusterPoller:
                     if emptied or past >= self.settings.reader_queue_size:
                         return  # a busy topic's newer entries are read by the next poll
                 elif not read:
-                    if last is None and not await self._in_thread(tp.reader.has_message_available):
+                    if last is None and not await self._in_thread(reader.has_message_available):
                         tp.settled = True
                         return
                     if budget.stop():
@@ -845,14 +904,41 @@ class ClusterPoller:
         except pulsar.PulsarException as exc:
             self._anomaly("reader_error", tp.local_name, f"reading: {type(exc).__name__}: {exc}")
 
+    def _entries_from_ledgers(self, tp: _Partition, internal: dict[str, Any], last: Position | None) -> None:
+        """Without a reader: every entry the internal stats' ledger list names up to ``last``,
+        above those known, becomes known, one message each (``batch_size`` 1), published now.
+        A closed ledger's ``entries`` count is final; the last one's entries end at ``last``.
+        O(new entries); ledgers trimmed before they were listed are never known."""
+        ledgers = internal.get("ledgers")
+        if last is None or last == EARLIEST or not isinstance(ledgers, list):
+            return
+        top = tp.known.last
+        entry = ObservedEntry(publish_time_ms=_now())
+        counts = {i["ledgerId"]: i.get("entries") for i in ledgers if isinstance(i, dict) and "ledgerId" in i}
+        for ledger_id in sorted(ledger_ids(internal)):
+            if ledger_id > last.ledger_id or (top is not None and ledger_id < top.ledger_id):
+                continue
+            count = last.entry_id + 1 if ledger_id == last.ledger_id else counts[ledger_id]
+            if not isinstance(count, int):
+                self._anomaly("missing_field", tp.local_name, f"ledger {ledger_id} has no entry count")
+                return
+            start = top.entry_id + 1 if top is not None and ledger_id == top.ledger_id else 0
+            for entry_id in range(start, count):
+                position = Position(ledger_id, entry_id)
+                tp.known.add(position)
+                self._emit(EntrySeen(tp.topic, tp.partition, position, entry))
+        tp.settled = True
+
     def _drain(self, tp: _Partition, limit: int) -> tuple[int, bool]:
         """Read up to ``limit`` messages the reader's queue holds now, without waiting: how
         many, and whether the queue was found empty."""
         import pulsar  # the capture extra
 
+        reader = tp.reader
+        assert reader is not None  # called for a topic-partition with a reader only
         for read in range(limit):
             try:
-                msg = tp.reader.read_next(0)
+                msg = reader.read_next(0)
             except pulsar.Timeout:
                 return read, True
             self._message(tp, msg)

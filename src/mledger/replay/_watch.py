@@ -20,6 +20,11 @@ of to Parquet, to the replay itself, fed as they happen:
    figures read without ending it
    (:meth:`~mledger.replay.PartitionReplayer.observe`). Nothing is replayed twice.
 
+Without readers (``WatchSettings(readers=False)``, ``mledger watch --no-readers``) the poller
+knows the entries from the internal stats' ledger lists alone, each one a message of its own:
+every figure (backlog, redeliveries) is then in entries, not messages (:attr:`WatchRound.unit`),
+and batch-index acks are not seen. It reads nothing from the topics, only the admin stats.
+
 A topic-partition the poller finds deleted (``topic_disappeared``) takes its model with it;
 a subscription that goes takes its history.
 
@@ -68,6 +73,8 @@ from ._subscriptions import SubscriptionRows
 
 __all__ = [
     "AT_RISK",
+    "ENTRIES",
+    "MESSAGES",
     "LOSING_STATE",
     "OK",
     "STATUSES",
@@ -90,6 +97,9 @@ STATUSES = {
     OK: "no limit is passed now, and none within the horizon at the current growth",
 }
 """Each status and what it means."""
+MESSAGES = "messages"
+ENTRIES = "entries"
+"""The units of a round's figures: messages with readers, entries without (:attr:`WatchRound.unit`)."""
 
 
 @dataclass(frozen=True)
@@ -99,13 +109,16 @@ class WatchSettings(PollerSettings):
     and ``namespace_replay`` those of the namespaces (``tenant/ns``) whose policies differ;
     ``interval_s``, the poll interval; ``horizon_s``, how far ahead a forecast crossing makes a
     subscription ``AT_RISK``; ``max_history``, the samples kept per subscription (the memory
-    bound: the oldest is dropped)."""
+    bound: the oldest is dropped). A watch reads a topic-partition only while it has a
+    subscription (``readers_for_cursors``: a reader's reconnection would otherwise keep a
+    deleted topic alive)."""
 
     replay: ReplaySettings = field(default_factory=ReplaySettings)
     namespace_replay: Mapping[str, ReplaySettings] = field(default_factory=dict)
     interval_s: float = 30.0
     horizon_s: float = 3600.0
     max_history: int = 120
+    readers_for_cursors: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -163,12 +176,15 @@ class SubscriptionWatch:
 
 @dataclass(frozen=True)
 class WatchRound:
-    """What one poll gave: the poll's own summary and every subscription watched."""
+    """What one poll gave: the poll's own summary and every subscription watched; ``unit``:
+    what the counts of messages count, :data:`MESSAGES` (with readers) or :data:`ENTRIES`
+    (without: each entry counted as one message)."""
 
     poll: PollSummary
     at_ms: int
     subscriptions: tuple[SubscriptionWatch, ...]
     anomalies: int
+    unit: str = MESSAGES
 
     def counts(self) -> dict[str, int]:
         """Subscriptions per status."""
@@ -398,8 +414,8 @@ class Watch:
                 rows.append(_row(topic, partition, result, history, at_ms, persist_limit, frame_limit, horizon_ms))
         for gone in set(self._histories) - seen:  # deleted subscriptions and topics are dropped
             del self._histories[gone]
-        anomalies = summary.anomalies
-        return WatchRound(summary, at_ms, tuple(rows), anomalies)
+        unit = MESSAGES if self.settings.readers else ENTRIES
+        return WatchRound(summary, at_ms, tuple(rows), summary.anomalies, unit)
 
 
 def _row(
