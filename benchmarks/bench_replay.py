@@ -251,12 +251,11 @@ def _prepare_part(args: argparse.Namespace) -> None:
 
 
 def _engine_part(args: argparse.Namespace) -> None:
-    """The engine alone: one topic-partition's batches read first, then fed (CPU time)."""
-    import pyarrow as pa
-
-    from mledger.replay import PartitionReplayer, open_prepared
+    """The engine alone: one topic-partition's batches read first, then fed (CPU time); then
+    whether its answers equal steps of one event's, persists per CPU-second on states of
+    10,000 ranges, and a sweep over the presets against one setting."""
+    from mledger.replay import open_prepared
     from mledger.replay._layout import read_partition
-    from mledger.replay._tasks import quiet_library_warnings
 
     data = os.path.join(args.data, f"prepared-{args.sizes[0]}")
     _generate(data, args.sizes[0])  # the first size's log, generated when none is there
@@ -266,18 +265,100 @@ def _engine_part(args: argparse.Namespace) -> None:
     for part in log.manifest.partitions[:4]:
         batches = list(read_partition(log, part))
         events = sum(b.num_rows for b in batches)
-        started = time.process_time()
-        with quiet_library_warnings():
-            replayer = PartitionReplayer(part.topic, part.partition, declared=declared.get(part.topic or "", ()))
-            for b in batches:
-                replayer.feed(b)
-            replayer.finish()
-        took = time.process_time() - started
+        took, _ = _replay_engine(part, batches, declared)
         rates.append(events / took)
         del batches
     print(f"\n== the engine alone, {len(rates)} topic-partitions of ~{events:,} events in memory: "
           f"{_median(rates):,.0f} events per CPU-second (median; {', '.join(f'{r:,.0f}' for r in rates)}); {_load()}")
-    del pa
+    part = log.manifest.partitions[0]
+    batches = list(read_partition(log, part))
+    if args.check_sequential:
+        import pyarrow as pa
+
+        first = pa.Table.from_batches(batches).slice(0, args.check_sequential).to_batches(max_chunksize=65_536)
+        _, bulk = _replay_engine(part, first, declared)
+        took, sequential = _replay_engine(part, first, declared, segment_rows=1)
+        print(f"   answers equal to segment_rows=1's on the first {args.check_sequential:,} events of one "
+              f"topic-partition: {'yes' if bulk == sequential else 'NO'} (steps of one: "
+              f"{args.check_sequential / took:,.0f} events per CPU-second)")
+    _persist_rate()
+    if args.sweep_events:
+        import pyarrow as pa
+
+        from mledger.replay import ReplaySettings
+
+        first = pa.Table.from_batches(batches).slice(0, args.sweep_events).to_batches(max_chunksize=65_536)
+        one, _ = _replay_engine(part, first, declared)
+        each = []
+        for preset in ("pulsar-3.0", "pulsar-4.0", "pulsar-4.1", "pulsar-newest"):
+            took, _ = _replay_engine(part, first, declared, ReplaySettings().with_values({"defaults": preset}))
+            each.append(f"{preset} {took:.2f} s")
+        presets = sum(float(e.split()[1]) for e in each)
+        print(f"== a sweep over the four presets (crash and unload figures each): {presets / one:.2f} times one "
+              f"setting's CPU ({'; '.join(each)}; the default {one:.2f} s; the first {args.sweep_events:,} events "
+              f"of one topic-partition); {_load()}")
+
+
+def _replay_engine(part, batches, declared, settings=None, segment_rows=None):  # type: ignore[no-untyped-def]
+    """CPU seconds of one topic-partition's replay, and its outputs as sorted rows."""
+    from mledger.replay import PartitionReplayer, ReplaySettings
+    from mledger.replay._tasks import quiet_library_warnings
+
+    s = settings or ReplaySettings()
+    if segment_rows is not None:
+        s = s.with_changes(segment_rows=segment_rows)
+    started = time.process_time()
+    with quiet_library_warnings():
+        replayer = PartitionReplayer(part.topic, part.partition, s, declared=declared.get(part.topic or "", ()))
+        out = [b for batch in batches for b in replayer.feed(batch)]
+        out.extend(replayer.finish())
+    took = time.process_time() - started
+    return took, sorted(map(repr, (row for b in out for row in b.to_pylist())))
+
+
+def _persist_rate() -> None:
+    """Persists per CPU-second of a cursor whose state holds about 10,000 ranges: 9,500 holes
+    made within one second (one persist), then one more hole a second, each persisted (the
+    rate limit's pace), 1,000 of them; the CPU of the second phase alone, by difference."""
+    from mledger.replay import BrokerModel, PartitionReplayer, ReplaySettings
+    from mledger.replay._events import event_table
+    from mledger.replay._local import by_partition
+    from mledger.replay._tasks import quiet_library_warnings
+
+    topic, holes, more = "persistent://public/default/ranges", 9_500, 1_000
+    produced = [{"log": "produced", "topic": topic, "partition": 0, "ledger_id": 3, "entry_id": i,
+                 "publish_time_ms": i // 100} for i in range(2 * (holes + more) + 1)]
+
+    def ack(entry: int, ts: int) -> dict[str, object]:
+        return {"log": "acked", "topic": topic, "partition": 0, "subscription": "s", "ledger_id": 3,
+                "entry_id": entry, "ts_ms": ts}
+
+    build = [ack(2 * i + 1, 1_000 + i // 20) for i in range(holes)]
+    paced = [ack(2 * (holes + i) + 1, 2_000 + 1_000 * i) for i in range(more)]
+    runs = []
+    for rows in ([*produced, *build], [*produced, *build, *paced]):
+        table = event_table(rows)
+        models: list[BrokerModel] = []
+
+        def factory(t: str, p: int, s: ReplaySettings, models: list[BrokerModel] = models) -> BrokerModel:
+            models.append(BrokerModel(t, p, s))
+            return models[-1]
+
+        ((_, _, batches),) = list(by_partition(table))
+        started = time.process_time()
+        with quiet_library_warnings():
+            replayer = PartitionReplayer(topic, 0, ReplaySettings(), model_factory=factory)
+            for batch in batches:
+                replayer.feed(batch)
+            replayer.observe()  # the events fed so far applied
+        cursor = models[0].cursor("s")
+        assert cursor is not None
+        persists = cursor.stats().persistence.persist_count
+        runs.append((time.process_time() - started, persists, cursor.stats().individually_deleted_ranges))
+    (cpu0, n0, _), (cpu1, n1, ranges) = runs
+    print(f"== persists per CPU-second, states of ~10,000 ranges ({ranges:,} at the end): "
+          f"{(n1 - n0) / max(cpu1 - cpu0, 1e-9):,.0f} "
+          f"({n1 - n0:,} persists in {cpu1 - cpu0:.2f} s); {_load()}")
 
 
 def _memory_part(args: argparse.Namespace) -> None:
@@ -302,6 +383,10 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--skip", default="", help="parts to skip: replay,sweep,prepare,engine,memory")
     p.add_argument("--only", default="", help="parts to run (default all)")
+    p.add_argument("--sweep-events", type=int, default=100_000,
+                   help="engine: events of one topic-partition replayed under each preset (0: none)")
+    p.add_argument("--check-sequential", type=int, default=100_000,
+                   help="engine: events of one topic-partition replayed in steps of one too, answers compared (0: none)")
     args = p.parse_args()
     parts = {"replay": _replay_part, "sweep": _sweep_part, "prepare": _prepare_part, "engine": _engine_part,
              "memory": _memory_part}

@@ -43,7 +43,17 @@ PERSISTENCE_ONLY = [
 @pytest.fixture(scope="module")
 def log(tmp_path_factory: pytest.TempPathFactory) -> PreparedLog:
     root = str(tmp_path_factory.mktemp("shared") / "prepared")
-    generate(root, GeneratorConfig(topics=2, partitions=2, events=24_000, max_entries_per_ledger=150, rate_per_s=400,
+    generate(root, GeneratorConfig(topics=2, partitions=2, events=12_000, max_entries_per_ledger=150, rate_per_s=400,
+                                   seed=11, chunk_entries=1_000))
+    return open_prepared(root)
+
+
+@pytest.fixture(scope="module")
+def small_log(tmp_path_factory: pytest.TempPathFactory) -> PreparedLog:
+    """A smaller log for settings that persist every ack (no rate limit: a persist per ack, each
+    observed)."""
+    root = str(tmp_path_factory.mktemp("shared-small") / "prepared")
+    generate(root, GeneratorConfig(topics=2, partitions=2, events=4_000, max_entries_per_ledger=150, rate_per_s=400,
                                    seed=11, chunk_entries=1_000))
     return open_prepared(root)
 
@@ -84,7 +94,8 @@ def test_persistence_only_settings_share_one_replay_and_equal_separate_replays(l
     assert any(r["truncated_batch_indexes"] for r in shared[6]["cursors"])
 
 
-def test_settings_that_change_behaviour_get_their_own_replay(log: PreparedLog) -> None:
+def test_settings_that_change_behaviour_get_their_own_replay(small_log: PreparedLog) -> None:
+    log = small_log
     mixed = [BASE, BASE.with_values({"throttle_mark_delete": "0"}),
              BASE.with_values({"max_unacked_ranges_to_persist": "3"}),
              BASE.with_values({"throttle_mark_delete": "0", "max_unacked_ranges_to_persist": "3"}),

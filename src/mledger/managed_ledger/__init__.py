@@ -42,6 +42,7 @@ from ._cursor_snapshot import (
     RecoveredCursorState as RecoveredCursorState,
 )
 from ._cursor_stats import (
+    BulkAckRoom as BulkAckRoom,
     CursorStats as CursorStats,
     IndividualDeletedMessages as IndividualDeletedMessages,
     PersistenceStats as PersistenceStats,
@@ -81,6 +82,7 @@ __all__ = [
     "AckOutcome",
     "AckPlan",
     "AckState",
+    "BulkAckRoom",
     "CursorEvent",
     "CursorLifecycle",
     "CursorLifecycleError",

@@ -101,7 +101,7 @@ from ._cursor_snapshot import (
     RecoveredCursorState,
     lifecycle_transition,
 )
-from ._cursor_stats import CursorStats, IndividualDeletedMessages, PersistenceStats
+from ._cursor_stats import UNBOUNDED_ROOM, BulkAckRoom, CursorStats, IndividualDeletedMessages, PersistenceStats
 from ._cursor_store import CursorStateStore
 from ._explain import RedeliveryExplanation, explain_redelivery
 from ._ledger_view import InitialPosition, LedgerView, PositionBound
@@ -825,10 +825,65 @@ class ManagedCursor:
             self._persist()
             return True
 
+    def persist_pending(self) -> bool:
+        """Persist the state a throttle holds back, now and outside the rate limit (as a reset
+        or a close writes): what the broker's periodic flush will have written by a later
+        instant. True if anything was written. Blocks on storage like a persist."""
+        with self._lock:
+            if not (self._dirty or self._unobserved_acks) or self._closed or self._store is None:
+                return False
+            self._persist(acquire=False)
+            self._dirty = False
+            return True
+
     @property
     def is_dirty(self) -> bool:
         """Whether state changes are waiting for a throttled persist."""
         return self._dirty or self._unobserved_acks > 0
+
+    @property
+    def persist_due_ns(self) -> float:
+        """The clock reading from which a change persists at once (the next free ticket of
+        Guava's limiter under a Pulsar version's rules, else mledger's throttle deadline; -inf:
+        every change persists). Changes before it are throttled, and a refusal leaves it as it
+        is, so a run of changes before it persists nothing."""
+        return self._persist_due_ns
+
+    @property
+    def writes_read_lac(self) -> bool:
+        """Whether a persist now reads the ledger's last confirmed entry: a state store without
+        a cursor ledger writes the node while nothing follows the mark-delete, else creates a
+        ledger (``internalMarkDelete`` in ``NoLedger``)."""
+        return self._store is not None and any(s.ledger_id is None for s in (self._store, *self._mirrors))
+
+    def bulk_ack_room(self, batch_words: int) -> BulkAckRoom:
+        """How many throttled acknowledgements (individual: whole entries, or batch indexes of
+        entries of at most ``batch_words`` BitSet words) one change may carry and leave every
+        restart figure, maxima included, as one change each would: the least room of the state
+        stores (``CursorStateStore.bulk_ack_room``; with mirrors, no batch index where one
+        store's unload figure would need following), none while an acknowledgement could be one
+        no persist writes (apache/pulsar#26498 on a clean cursor: it sets the limits part by
+        itself). O(stores)."""
+        with self._lock:
+            store = self._store
+            if store is None or not self._durable:
+                return UNBOUNDED_ROOM
+            self._settle_observation()
+            if (
+                not self._dirty
+                and not rules_for(self._ml.config.pulsar_rules).behaviour.batch_ack_without_range_persists
+            ):
+                return BulkAckRoom(0, 0, 0)
+            count = self._state.batch_state_count()
+            if not self._mirrors:
+                return store.bulk_ack_room(count, batch_words)
+            rooms = [s.bulk_ack_room(count, batch_words) for s in (store, *self._mirrors)]
+            followed = any(r.unload is not None for r in rooms)  # one figure to follow at most
+            return BulkAckRoom(
+                min(r.entries for r in rooms),
+                max(r.batch_cost for r in rooms),
+                0 if followed else min(r.batch_indexes for r in rooms),
+            )
 
     def add_state_mirror(self, store: CursorStateStore) -> None:
         """Also persist this durable cursor's state through ``store``, a state store of its own

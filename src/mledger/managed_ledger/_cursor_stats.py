@@ -4,11 +4,37 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..core import AckRangeSet, Position
 from ._revision import RevisionStats
 
-__all__ = ["CursorStats", "IndividualDeletedMessages", "PersistenceStats", "Redelivery"]
+__all__ = ["BulkAckRoom", "CursorStats", "IndividualDeletedMessages", "PersistenceStats", "Redelivery"]
+
+
+class BulkAckRoom(NamedTuple):
+    """How many acknowledgements one change of a cursor may carry and leave every restart
+    figure as the same acknowledgements one change each leave it (the figures' maxima
+    included): ``w`` whole entries and ``b`` batch indexes fit when ``w + b * batch_cost <=
+    entries`` and ``b <= batch_indexes``. ``entries == 0``: one at a time.
+
+    ``unload``: when the close record keeps no batch state, the unload figure is then the
+    acknowledged indexes of the partially acknowledged entries (and those entries), which batch
+    acks move up and completed entries down: ``(messages, entries, messages_max,
+    entries_max)`` now, for the caller to cut its changes at a new maximum; None otherwise."""
+
+    entries: int
+    batch_cost: int
+    batch_indexes: int
+    unload: tuple[int, int, int, int] | None = None
+
+    def fits(self, whole: int, batch: int) -> bool:
+        """Whether ``whole`` whole-entry and ``batch`` batch-index acknowledgements fit. O(1)."""
+        return batch <= self.batch_indexes and whole + batch * self.batch_cost <= self.entries
+
+
+UNBOUNDED_ROOM = BulkAckRoom(1 << 62, 0, 1 << 62)
+"""The room of a cursor whose changes no state store observes (a non-durable cursor)."""
 
 
 @dataclass(frozen=True, slots=True)

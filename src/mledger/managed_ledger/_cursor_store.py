@@ -115,7 +115,7 @@ from ..core import (
 )
 from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
-from ._cursor_stats import PersistenceStats
+from ._cursor_stats import BulkAckRoom, PersistenceStats
 from ._explain import RecordView, StopRecords
 from ._ledger_view import LedgerView, cursor_info_path
 from ._restart_figures import Held, RestartFigures, redelivered
@@ -166,6 +166,9 @@ class CursorStateStore:
         self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
         self._tracker_batch = (False, False)  # batch states read back at all, and from the node
         self.unload_headroom = -1
+        self._unload_keeps_batch = False  # within the headroom: whether the close keeps batch states
+        self._unload_ranges = -1  # the range count last observed from a snapshot (-1: unknown since)
+        self._bulk_headroom = -1  # unload_headroom for acknowledgements applied at once, now
         """How many more whole-entry acknowledgements (with no batch state) certainly leave the
         unload figure as it is: the cursor tells the store those with counts only
         (:meth:`observe_entries_acked`), any other change with a snapshot (:meth:`observe`)."""
@@ -610,6 +613,7 @@ class CursorStateStore:
             return
         self._figures.entries_acked(entries, entries if messages is None else messages, now_ms)
         self.unload_headroom -= entries
+        self._unload_ranges = -1
 
     def _after_write(self, snapshot: CursorSnapshot) -> None:
         """A write went through (or was refused): a crash now recovers ``_stored``. The records'
@@ -641,8 +645,13 @@ class CursorStateStore:
         not fit its store, read from the record itself."""
         self.unload_headroom = self._unload_headroom_of(snapshot)
         self._tracker = None
+        self._unload_ranges = snapshot.acked.size()
+        self._unload_keeps_batch = self._close_keeps_batch(snapshot)
+        self._bulk_headroom = self.unload_headroom
+        if self._config.effective_ack_format != "range":
+            self._bulk_headroom = self._unload_headroom_of(snapshot, now_only=True)
         if self.unload_headroom >= 0:
-            keeps = not snapshot.batch or self._close_keeps_batch(snapshot)
+            keeps = not snapshot.batch or self._unload_keeps_batch
             self._figures.set_unload_kept(None, keeps, now_ms)
             return
         cfg = self._config
@@ -687,6 +696,7 @@ class CursorStateStore:
         moved), with its position, so that the unload figure follows it past the limits too.
         False when the store needs a snapshot instead (:meth:`observe`). O(1) within the
         limits, a few bitmap queries past them (O(ledgers) in the long-array format)."""
+        self._unload_ranges = -1
         if self.unload_headroom >= 1:
             self.unload_headroom -= 1
             self._figures.entries_acked(1, messages, now_ms)
@@ -698,29 +708,69 @@ class CursorStateStore:
         self._figures.entry_followed(messages, tracker, on and (from_node or tracker.to_ledger), now_ms)
         return True
 
-    def _unload_headroom_of(self, snapshot: CursorSnapshot) -> int:
+    def bulk_ack_room(self, batch_states: int, batch_words: int) -> BulkAckRoom:
+        """How many acknowledgements one change may carry and leave the unload figure as
+        acknowledgements one at a time leave it, the cursor holding ``batch_states`` partial
+        entries (:class:`BulkAckRoom`): within :attr:`unload_headroom` the close record loses
+        nothing it did not lose before (a new batch state of at most ``batch_words`` BitSet
+        words costs its bytes in entries' shares); a batch-index acknowledgement moves the
+        figure when the close record does not keep batch states (up, then down when the entry
+        is complete): the room then gives the figure to follow (``BulkAckRoom.unload``). O(1)
+        after an observation."""
+        headroom = self._bulk_headroom if self._unload_ranges >= 0 else -1
+        if headroom < 0:
+            return BulkAckRoom(0, 0, 0)
+        reader = self._reader(for_restart=True)
+        if (
+            self._ledger_id is not None
+            and reader.batch
+            and self._config.deletion_at_batch_index_level_enabled
+            and not reader.rules.batch_indexes_read_from_metadata_store
+        ):
+            # the close's branch (ledger or node) decides whether batch states are kept: an
+            # acknowledgement moves the range count by one at most, so stay on this side of it
+            ranges, above = self._unload_ranges, self._config.max_unacked_ranges_to_persist_in_metadata_store
+            headroom = min(headroom, above - ranges if ranges <= above else ranges - above - 1)
+        per_batch = 1 + -(-(_BYTES_PER_BATCH_BOUND + batch_words * 10) // _BYTES_PER_ENTRY_BOUND)
+        batch_room = max(self._config.max_batch_deleted_index_to_persist - batch_states, 0)
+        if self._unload_keeps_batch:
+            return BulkAckRoom(headroom, per_batch, batch_room)
+        u = self._figures.unload
+        return BulkAckRoom(headroom, per_batch, batch_room, (u.messages, u.entries, u.messages_max, u.entries_max))
+
+    def _unload_headroom_of(self, snapshot: CursorSnapshot, now_only: bool = False) -> int:
         """How many more whole entries can be acknowledged before the close record of
-        ``snapshot`` might lose any (-1: it might now): no more acked entries than any range
-        cap (so no more ranges), none that could go to the ledger in the long-array format (its
-        size follows the span, not the count), no more batch states than the batch cap, and a
-        record certainly within the frame, ``jute.maxbuffer`` and state-size limits (at most
-        :data:`_BYTES_PER_ENTRY_BOUND` bytes per acked entry, :data:`_BYTES_PER_BATCH_BOUND`
+        ``snapshot`` might lose any (-1: it might now): no more ranges than any range cap (an
+        acknowledgement adds at most one), none that could go to the ledger in the long-array
+        format (its size follows the span: counted by acked entry there), no more batch states
+        than the batch cap, and a record certainly within the frame, ``jute.maxbuffer`` and
+        state-size limits (at most :data:`_BYTES_PER_ENTRY_BOUND` bytes per range, or per
+        acked entry in the long-array format, :data:`_BYTES_PER_BATCH_BOUND`
         per batch state plus its words, and the properties). O(batch states + properties)."""
         cfg = self._config
         acked = snapshot.acked.cardinality()
         if len(snapshot.batch) > cfg.max_batch_deleted_index_to_persist:
             return -1
+        # the range format keeps ranges (an acknowledgement adds at most one); the long-array
+        # format's size follows the acknowledged entries' span: counted by entry
+        ranges = snapshot.acked.size() if cfg.effective_ack_format == "range" else acked
         fcfg = self._ml.factory_config
-        size = _BYTES_PER_RECORD_BOUND + acked * _BYTES_PER_ENTRY_BOUND
+        size = _BYTES_PER_RECORD_BOUND + ranges * _BYTES_PER_ENTRY_BOUND
         if snapshot.batch:
             size += len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
         size += _properties_bound(snapshot)
         room = (min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state) - size) // _BYTES_PER_ENTRY_BOUND
         cap = self._range_limit()
         if cap is not None:
-            room = min(room, cap - acked)
+            room = min(room, cap - ranges)
         if cfg.effective_ack_format != "range" and cfg.max_unacked_ranges_to_persist_in_metadata_store >= 0:
-            room = min(room, cfg.max_unacked_ranges_to_persist_in_metadata_store - acked)
+            ml = self._ml
+            # a long-array record of every entry produced so far fits the frame: the ledger's
+            # branch loses nothing within the cap either (for a change applied now only: more
+            # entries may be produced later)
+            span = (ml.entries_added_counter // 64 + 1) * 10 + 26 * len(ml.ledger_list) + size
+            if not (now_only and span <= min(fcfg.frame_limit, self._max_state)):
+                room = min(room, cfg.max_unacked_ranges_to_persist_in_metadata_store - acked)
         return room if room >= 0 else -1
 
     def _close_keeps_batch(self, snapshot: CursorSnapshot) -> bool:

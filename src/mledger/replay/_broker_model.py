@@ -48,6 +48,7 @@ topic's first subscription are kept (``retain_without_subscriptions``).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -77,6 +78,7 @@ from ..codec import (
 from ..core import InvalidRequestError, ManualClock, Position
 from ..managed_ledger import (
     ML_ROOT,
+    BulkAckRoom,
     CursorStateStore,
     InitialPosition,
     ManagedCursor,
@@ -218,6 +220,38 @@ class BrokerModel:
                 due += ((now_ms - due) // every + 1) * every  # nothing left to flush
         self._next_flush_ms = due
 
+    def next_flush_ms(self) -> int | None:
+        """The event time of the next flush tick (None: no timer, or before the broker's start)."""
+        return self._next_flush_ms if self._flush_every_ms > 0 else None
+
+    # -- what a persist depends on ------------------------------------------------------------
+    def persist_due_ms(self, subscription: str) -> float:
+        """The first event time (ms) at which a change of the subscription's cursor persists at
+        once (``ManagedCursor.persist_due_ns`` rounded up to the clock's milliseconds): its
+        acknowledgements before it are all throttled. -inf before the cursor exists."""
+        sub = self._subs.get(subscription)
+        if sub is None or sub.subscription is None:
+            return -math.inf
+        due = sub.cursor.persist_due_ns
+        return due if math.isinf(due) else float(-(-int(due) // 1_000_000))
+
+    def writes_read_lac(self, subscription: str) -> bool:
+        """Whether a persist of the subscription's cursor now depends on the entries produced
+        so far (``ManagedCursor.writes_read_lac``; True before the cursor exists)."""
+        sub = self._subs.get(subscription)
+        return sub is None or sub.subscription is None or sub.cursor.writes_read_lac
+
+    def bulk_ack_room(self, subscription: str, batch_words: int) -> BulkAckRoom:
+        """``ManagedCursor.bulk_ack_room`` of the subscription's cursor (none before it exists)."""
+        sub = self._subs.get(subscription)
+        if sub is None or sub.subscription is None:
+            return BulkAckRoom(0, 0, 0)
+        return sub.cursor.bulk_ack_room(batch_words)
+
+    def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
+        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None."""
+        return self._sub(subscription).cursor.batch_ack_set(Position(ledger_id, entry_id))
+
     # -- producing --------------------------------------------------------------------------
     @property
     def _ml(self) -> ManagedLedger | None:
@@ -354,13 +388,19 @@ class BrokerModel:
         )
 
     def ack_batch_sets(
-        self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int], batch_sizes: np.ndarray
+        self,
+        subscription: str,
+        positions: np.ndarray,
+        ack_sets: Sequence[int],
+        batch_sizes: np.ndarray,
+        entries: np.ndarray | None = None,
     ) -> int:
         items = [
             (Position(lid, eid), bits, size)
             for (lid, eid), bits, size in zip(positions.tolist(), ack_sets, batch_sizes.tolist(), strict=True)
         ]
-        return self._acknowledge(subscription, AckRequest(ack_sets=items))
+        whole = entries if entries is not None and len(entries) else ()
+        return self._acknowledge(subscription, AckRequest(entries=whole, ack_sets=items))
 
     def ack_cumulative(
         self, subscription: str, ledger_id: int, entry_id: int, batch_index: int, batch_size: int
@@ -439,6 +479,11 @@ class BrokerModel:
             cursor.rewind()
             results.append(self._result(sub, waiting, emit_state, describe=True))
         return results
+
+    def persist_pending(self) -> None:
+        for sub in self._subs.values():
+            if sub.subscription is not None:
+                sub.cursor.persist_pending()
 
     def observe(self) -> list[SubscriptionResult]:
         return [

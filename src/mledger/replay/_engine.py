@@ -21,10 +21,11 @@ cut into *steps* and each step is applied with a few vectorised calls. Cuts are 
 and a step is split further, around one event, where bulk application could not be exact:
 a cancel that carries a batch index, names a declared subscription not created yet, or
 follows a batch-index event on its entry in the same step is applied alone (a *barrier*).
-Cuts and splits depend only on the events, never on how the input was batched, so the
-results are a function of the event stream alone: Spark and the single-process replay agree
-row by row, and steps of one event (``segment_rows=1``, the sequential reference) give the
-same results as bulk steps (both are tested).
+Cuts and splits depend only on the events (and the state they lead to), never on how the
+input was batched, so the results are a function of the event stream alone: Spark and the
+single-process replay agree row by row, and steps of one event (``segment_rows=1``, the
+sequential reference) give the same results as bulk steps (see "Exact bulk acks" below; both
+are tested).
 
 Within a step, in this order:
 
@@ -51,11 +52,42 @@ Within a step, in this order:
 
 A delivery at time T happens after every event with ``ts <= T``: an ack or cancel at
 exactly the deliver time prevents it.
+
+Exact bulk acks
+---------------
+Every output equals that of steps of one event (``segment_rows=1``, the definition): every
+persist a cursor makes, with the state and at the event time it makes it, and every figure's
+maximum with the time it was first reached. Three things make bulk steps exact:
+
+* **Calls cut at persists.** Per subscription, a step's acks go to the model in calls, each at
+  its own event time, merged over the subscriptions in time order (the clock never goes back;
+  cursors do not see each other). A cursor's next persist comes at its limiter's next free
+  ticket (``PartitionModel.persist_due_ms``; mledger's throttle or Guava's limiter alike), and
+  a refused change leaves it as it is; so the acks before it are all throttled and go in one
+  call, and the first ack at or after it goes alone, at its time (it persists, or not, as it
+  would alone), after which the next ticket is read again.
+* **A run of throttled acks is one call only where that is exact.** Between persists the
+  record a crash recovers is fixed and acknowledgements only grow, so the crash total only
+  grows: its value after the run is its highest over the run, first reached at the last ack
+  that changed the cursor, whose event time the call takes (``_change_stamp``: acks of
+  entries or indexes already acknowledged change nothing; cumulative acks: the first reaching
+  the highest position). The unload figure can go up and down past a limit, so a run is one
+  call only within the cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the
+  close record losing nothing new), else it is split, down to one ack a call; and under a
+  Pulsar version's rules, an ack of a clean cursor may be one no persist writes
+  (apache/pulsar#26498), which sets the limits part by itself: alone too.
+* **Cuts where a persist reads more than its cursor.** A flush tick (under a Pulsar version's
+  rules) cuts the step, so it sees exactly the events before it; and a persist of a cursor
+  with no cursor ledger reads the entries produced so far (the node or a new ledger), so the
+  step is cut before such an ack, and the acks leading the rest are applied before its
+  produced rows.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import heapq
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -101,6 +133,21 @@ ModelFactory = Callable[[str, int, ReplaySettings], PartitionModel]
 
 _NULL_TS = np.iinfo(np.int64).min
 """Where a missing timestamp sorts: first, as Spark sorts nulls ascending."""
+
+
+class _SubAcks:
+    """One subscription's acks within a step's acks, applied call by call (``_next_call``)."""
+
+    __slots__ = ("batch_before", "batch_words", "code", "name", "pos", "rows", "ts")
+
+    def __init__(self, code: int, name: str, rows: np.ndarray, a: Rows) -> None:
+        self.code, self.name, self.rows, self.pos = code, name, rows, 0
+        self.ts = a.ts[rows]
+        partial = (a.bidx[rows] >= 0) & (a.ack[rows] == 0)
+        self.batch_before = np.concatenate(([0], np.cumsum(partial)))
+        """Batch-index acks among the rows before each."""
+        self.batch_words = 0
+        """The BitSet words of the largest batch a batch-index ack names (set by the engine)."""
 
 
 # -- the replayer ---------------------------------------------------------------------------------
@@ -200,13 +247,19 @@ class PartitionReplayer:
 
     def observe(self) -> list[SubscriptionResult]:
         """Every subscription's figures after the events fed so far (the timed subscription
-        events added so far applied), the replay going on: nothing is persisted or rewound
-        for it (:meth:`PartitionModel.observe <mledger.replay.PartitionModel.observe>`)."""
+        events added so far applied), the replay going on, as a live broker's cursors are
+        between two polls (``mledger watch``): what their rate limits held back is persisted
+        first (``PartitionModel.persist_pending``: a broker's flush writes it within a
+        minute; a poll's acks carry the poll's instant, not their own), nothing is rewound
+        (:meth:`PartitionModel.observe <mledger.replay.PartitionModel.observe>`)."""
         if self._finished:
             raise RuntimeError("the replay is finished")
         self._apply_timed(len(self._timed))
         self._flush()
-        return [] if self._model is None else self._model.observe()
+        if self._model is None:
+            return []
+        self._model.persist_pending()
+        return self._model.observe()
 
     def cursor_rows(self, results: list[SubscriptionResult]) -> pa.RecordBatch:
         """``results`` (of :meth:`observe`) as the replay's ``cursors`` rows
@@ -482,7 +535,63 @@ class PartitionReplayer:
             s = i + 1
 
     def _bulk_step(self, rows: Rows) -> None:
-        """Apply a step without cancels to apply alone: produced rows, then acks and cancels."""
+        """Apply a step without cancels to apply alone, cut where a persist reads what the
+        bulk order changes: at a flush tick (it sees exactly the events before it), and before
+        the first acknowledgement that may persist a cursor whose persist reads the entries
+        produced so far (its acknowledgements up to the next produced row are applied before
+        that row's production)."""
+        model = self._model
+        assert model is not None
+        while len(rows):
+            tick = model.next_flush_ms()
+            if tick is not None and int(rows.ts[-1]) >= tick:
+                k = int(np.searchsorted(rows.ts, tick, side="left"))
+                if k:
+                    self._bulk_step(rows.take(slice(0, k)))
+                model.dispatch(tick)
+                model.set_time(tick)  # the tick runs, after every event before it
+                rows = rows.take(slice(k, None))
+                continue
+            k = self._lac_cut(rows)
+            if k < 0:
+                self._apply_rows(rows)
+                return
+            self._apply_rows(rows.take(slice(0, k)))
+            rows = rows.take(slice(k, None))
+
+    def _lac_cut(self, rows: Rows) -> int:
+        """Where to cut ``rows`` so that a persist reading the entries produced so far
+        (``PartitionModel.writes_read_lac``) sees exactly those before it: the end of the
+        leading acknowledgements when one of them may persist such a cursor and entries are
+        produced after it, else the first such acknowledgement after a produced row; -1 when
+        no cut is needed."""
+        model = self._model
+        assert model is not None
+        produced = np.flatnonzero(rows.kind == KIND_PRODUCED)
+        if produced.size == 0:
+            return -1
+        acting = np.flatnonzero(rows.kind != KIND_PRODUCED)
+        if acting.size == 0:
+            return -1
+        names = self._subs.names
+        first = len(rows)
+        subs, cancels = rows.sub[acting], rows.kind[acting] == KIND_CANCELLED
+        for code in sorted(self._created):
+            if not model.writes_read_lac(names[code]):
+                continue
+            mine = acting[(subs == code) | (cancels & (subs < 0) & self._shared[code])]
+            at = int(np.searchsorted(rows.ts[mine], model.persist_due_ms(names[code]), side="left"))
+            if at < mine.size:
+                first = min(first, int(mine[at]))
+        if first >= int(produced[-1]):
+            return -1  # nothing is produced after it
+        lead = int(produced[0])
+        if first < lead:
+            return lead  # the leading acks (with it) first, then the rest
+        return first
+
+    def _apply_rows(self, rows: Rows) -> None:
+        """Produced rows, then acks and cancels."""
         model = self._model
         assert model is not None
         t0, t1 = int(rows.ts[0]), int(rows.ts[-1])
@@ -498,9 +607,9 @@ class PartitionReplayer:
             limit = size_before + np.cumsum(appended)
         if n_produced < len(rows):
             acting = ~produced
-            model.set_time(t1)
             known = limit[acting] if limit is not None else np.full(len(rows) - n_produced, size_before)
             self._acks(rows.take(acting) if n_produced else rows, known, t1)
+        model.set_time(t1)
 
     def _isolated_cancel(self, rows: Rows) -> int:
         """The first cancel of the step that must be applied alone, or -1.
@@ -867,41 +976,224 @@ class PartitionReplayer:
             model.dispatch(t_star + 1)
 
     def _apply_acks(self, a: Rows, g: np.ndarray) -> None:
+        """The step's acks (and bulk cancels) of every subscription, in calls that leave every
+        figure as one call per row would ("Exact bulk acks" in the module docstring), run in
+        the order of their event times (each call at its own: the clock never goes back)."""
         if len(a) == 0:
             return
         model = self._model
         assert model is not None
         names = self._subs.names
-        for code in np.unique(a.sub).tolist():
-            name = names[code]
-            mine = a.sub == code
-            done = 0
-            cumulative = np.flatnonzero(mine & (a.ack == 1))
-            if cumulative.size:
-                cg = g[cumulative]
-                size = self._index.batch_size(cg)
-                bidx = a.bidx[cumulative]
-                effective = np.where((bidx < 0) | (bidx >= size - 1), size, bidx)
-                j = int(np.lexsort((effective, cg))[-1])
-                whole = bool(effective[j] == size[j])
-                i = cumulative[j]
-                done += model.ack_cumulative(
-                    name, int(a.ledger[i]), int(a.entry[i]), -1 if whole else int(bidx[j]), int(size[j])
-                )
-            whole_rows = np.flatnonzero(mine & (a.ack == 0) & (a.bidx < 0))
-            positions = [np.column_stack((a.ledger[whole_rows], a.entry[whole_rows]))]
-            partial = np.flatnonzero(mine & (a.ack == 0) & (a.bidx >= 0))
-            if partial.size:
-                done += self._batch_index_acks(name, a, g, partial, positions)
-            if sum(len(p) for p in positions):
-                done += model.ack(name, np.concatenate(positions))
-            self._acked[code] = self._acked.get(code, 0) + done
+        plans = [_SubAcks(code, names[code], np.flatnonzero(a.sub == code), a) for code in np.unique(a.sub).tolist()]
+        for plan in plans:
+            if plan.batch_before[-1]:
+                partial = plan.rows[a.bidx[plan.rows] >= 0]
+                plan.batch_words = int(self._index.batch_size(g[partial]).max()) // 64 + 1
+        heap: list[tuple[int, int, np.ndarray]] = []
+        for k, plan in enumerate(plans):
+            call = self._next_call(plan, a, g)
+            if call is not None:
+                heapq.heappush(heap, (call[0], k, call[1]))
+        while heap:
+            t, k, rows = heapq.heappop(heap)
+            plan = plans[k]
+            model.set_time(t)
+            self._acked[plan.code] = self._acked.get(plan.code, 0) + self._ack_rows(plan.name, a, g, rows)
+            call = self._next_call(plan, a, g)
+            if call is not None:
+                heapq.heappush(heap, (call[0], k, call[1]))
+
+    def _next_call(self, plan: _SubAcks, a: Rows, g: np.ndarray) -> tuple[int, np.ndarray] | None:
+        """The next call of one subscription's acks, ``(event time, rows)``, advancing past it:
+        the acks before the cursor's next persist (all throttled) in as few calls as stay
+        exact, then the ack that may persist, alone at its time."""
+        p, rows, ts = plan.pos, plan.rows, plan.ts
+        n = rows.size
+        if p >= n:
+            return None
+        model = self._model
+        assert model is not None
+        due = model.persist_due_ms(plan.name)
+        k = n if due == math.inf else p if due == -math.inf else p + int(np.searchsorted(ts[p:], due, side="left"))
+        q = p + 1
+        at = p
+        if k > p + 1:
+            group = rows[p:k]
+            cumulative = a.ack[group] == 1
+            if cumulative.all():
+                q, at = k, p + self._cumulative_stamp(a, g, group)
+            elif not cumulative.any():
+                q = self._exact_prefix(plan, a, g, p, k)
+                if q > p + 1:
+                    at = p + self._change_stamp(plan.name, a, g, rows[p:q])
+        plan.pos = max(q, p + 1)
+        return int(ts[at]), rows[p : plan.pos]
+
+    def _exact_prefix(self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, k: int) -> int:
+        """The end of the longest run of throttled individual acks from ``p`` (before ``k``)
+        that one call applies exactly (``PartitionModel.bulk_ack_room``; where batch-index acks
+        move the unload figure, the run ends at its first new maximum: ``_unload_peak``)."""
+        model = self._model
+        assert model is not None
+        batch = plan.batch_before
+        if batch[k] > batch[p] and not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            # ignored partial acks (their unload share moves both ways): one a call, the whole
+            # entries before the first of them together
+            k = p + int(np.searchsorted(batch[p : k + 1], batch[p] + 1, side="left")) - 1
+            if k <= p + 1:
+                return p + 1
+        room = model.bulk_ack_room(plan.name, plan.batch_words)
+
+        def fits(q: int) -> bool:
+            b = int(batch[q] - batch[p])
+            return room.fits(q - p - b, b)
+
+        if fits(k):
+            q = k
+        elif not fits(p + 1):
+            return p + 1
+        else:
+            lo, hi = p + 1, k  # fits(lo), not fits(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if fits(mid):
+                    lo = mid
+                else:
+                    hi = mid
+            q = lo
+        if room.unload is not None and batch[q] > batch[p]:
+            q = self._unload_peak(plan, a, g, p, q, room.unload)
+        return q
+
+    def _unload_peak(
+        self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, q: int, unload: tuple[int, int, int, int]
+    ) -> int:
+        """Where a run of individual acks ``p..q`` must end so that the unload figure's new
+        maximum, if the run makes one, is reached at its last ack: the figure is then the
+        acknowledged indexes of the partially acknowledged entries, and those entries
+        (``BulkAckRoom.unload``), which this follows ack by ack (a new index adds one, an entry
+        completed or acked whole takes its indexes away). O(acks + entries they name)."""
+        model = self._model
+        assert model is not None
+        messages, entries, messages_max, entries_max = unload
+        acked: dict[int, int] = {}  # entry -> acknowledged indexes (-1: acknowledged whole)
+        rows = plan.rows
+        for j in range(p, q):
+            i = int(rows[j])
+            e = int(g[i])
+            bits = acked.get(e)
+            if bits is None:
+                lid, eid = int(a.ledger[i]), int(a.entry[i])
+                if model.is_deleted(plan.name, lid, eid):
+                    bits = -1
+                else:
+                    remaining = model.batch_ack_set(plan.name, lid, eid)
+                    size = int(self._index.batch_size(g[i : i + 1])[0])
+                    bits = 0 if remaining is None else ((1 << size) - 1) & ~remaining
+            if bits < 0:
+                acked[e] = bits
+                continue
+            b = int(a.bidx[i])
+            if b < 0:  # acked whole: its indexes leave the figure
+                if bits:
+                    messages, entries = messages - bits.bit_count(), entries - 1
+                acked[e] = -1
+                continue
+            if (bits >> b) & 1:
+                acked[e] = bits
+                continue
+            size = int(self._index.batch_size(g[i : i + 1])[0])
+            new = bits | (1 << b)
+            if new == (1 << size) - 1:  # completed
+                messages, entries = messages - bits.bit_count(), entries - (1 if bits else 0)
+                acked[e] = -1
+                continue
+            messages, entries = messages + 1, entries + (0 if bits else 1)
+            acked[e] = new
+            if messages > messages_max or entries > entries_max:
+                return j + 1  # a new maximum: the call ends with the ack that reached it
+        return q
+
+    def _cumulative_stamp(self, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
+        """The first of one subscription's cumulative acks that reaches their highest position:
+        the last that changes the cursor (the others stay at or below it)."""
+        size = self._index.batch_size(g[rows])
+        bidx = a.bidx[rows]
+        effective = np.where((bidx < 0) | (bidx >= size - 1), size, bidx).astype(np.int64)
+        key_g, key_e = g[rows].astype(np.int64), effective
+        best = np.flatnonzero(key_g == key_g.max())
+        best = best[key_e[best] == key_e[best].max()]
+        return int(best[0])
+
+    def _change_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
+        """The last of one subscription's individual acks ``rows`` (about to be applied in one
+        call) that changes the cursor's state: the event time its figures are stamped with, as
+        the acks one by one would reach their last value there (the figures only grow between
+        persists). An ack changes nothing when its entry is acknowledged already, or acked
+        whole (or completed) by an earlier row, or its batch index is."""
+        model = self._model
+        assert model is not None
+        gs, bidx = g[rows], a.bidx[rows]
+        for j in range(rows.size - 1, -1, -1):
+            i = int(rows[j])
+            lid, eid = int(a.ledger[i]), int(a.entry[i])
+            if model.is_deleted(name, lid, eid):
+                continue
+            same = np.flatnonzero(gs[:j] == gs[j])
+            if same.size and (bidx[same] < 0).any():
+                continue  # acked whole earlier in the call
+            b = int(bidx[j])
+            if b >= 0 and same.size and (bidx[same] == b).any():
+                continue
+            remaining = model.batch_ack_set(name, lid, eid) if (b >= 0 or same.size) else None
+            size = int(self._index.batch_size(gs[j : j + 1])[0])
+            full = (1 << size) - 1
+            acked = full & ~remaining if remaining is not None else 0
+            if b >= 0 and (acked >> b) & 1:
+                continue
+            for k in same.tolist():
+                acked |= 1 << int(bidx[k])
+            if same.size and acked == full:
+                continue  # completed by earlier batch-index acks
+            return j
+        return rows.size - 1
+
+    def _ack_rows(self, name: str, a: Rows, g: np.ndarray, mine: np.ndarray) -> int:
+        """One call's acks of one subscription (rows ``mine``): the highest cumulative ack, the
+        whole-entry individual acks in bulk and one batch-index ack per remaining entry;
+        returns the entries newly acknowledged."""
+        model = self._model
+        assert model is not None
+        done = 0
+        kinds, bidx_all = a.ack[mine], a.bidx[mine]
+        cumulative = mine[kinds == 1]
+        if cumulative.size:
+            cg = g[cumulative]
+            size = self._index.batch_size(cg)
+            bidx = a.bidx[cumulative]
+            effective = np.where((bidx < 0) | (bidx >= size - 1), size, bidx)
+            j = int(np.lexsort((effective, cg))[-1])
+            whole = bool(effective[j] == size[j])
+            i = cumulative[j]
+            done += model.ack_cumulative(
+                name, int(a.ledger[i]), int(a.entry[i]), -1 if whole else int(bidx[j]), int(size[j])
+            )
+        individual = kinds == 0
+        whole_rows = mine[individual & (bidx_all < 0)]
+        positions = [np.column_stack((a.ledger[whole_rows], a.entry[whole_rows]))]
+        partial = mine[individual & (bidx_all >= 0)]
+        if partial.size:
+            done += self._batch_index_acks(name, a, g, partial, positions)
+        if sum(len(p) for p in positions):
+            done += model.ack(name, np.concatenate(positions))
+        return done
 
     def _batch_index_acks(
         self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray, positions: list[np.ndarray]
     ) -> int:
-        """Batch-index acks of one subscription in one step: an entry whose every index is acked
-        in the step joins the whole-entry acks (``positions``); the others get one call each.
+        """Batch-index acks of one subscription in one call: an entry whose every index is acked
+        in it joins the whole-entry acks (``positions``); the others go with them, as ack sets,
+        in one request (``positions`` is then emptied).
 
         With batch-index deletion disabled each ack is its own call, as in a broker."""
         model = self._model
@@ -947,8 +1239,12 @@ class PartitionReplayer:
                         acked |= b
                     ack_sets.append(((1 << size) - 1) & ~acked)
             first = rows[starts[partial]]
+            # one request with the whole entries: the cursor changes once, as the acks one by one
+            # leave it (two calls would show the batch states before the whole entries)
+            whole = np.concatenate(positions)
+            positions.clear()
             done += model.ack_batch_sets(
-                name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets, sizes[partial]
+                name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets, sizes[partial], whole
             )
         return done
 
@@ -996,7 +1292,9 @@ class PartitionReplayer:
             in_time = 0 <= t <= deliver
             if not in_time and model.was_delivered(name, lid, eid, deliver):
                 self._delivery_anomaly(row, c, deliver)
-            self._cancelled[c] = self._cancelled.get(c, 0) + model.cancel(name, lid, eid, bidx, size)
+            # a whole-entry cancel is the individual ack it is in a bulk step (and persists as one)
+            done = model.cancel(name, lid, eid, bidx, size) if bidx >= 0 else model.ack(name, _position(lid, eid))
+            self._cancelled[c] = self._cancelled.get(c, 0) + done
 
     # -- output ---------------------------------------------------------------------------------
     def _anomaly(self, reason: str, rows: Rows, detail: str | list[str], subs: np.ndarray | None = None) -> None:
@@ -1082,6 +1380,11 @@ class PartitionReplayer:
             ],
             schema=PARTITION_SCHEMA,
         )
+
+
+def _position(ledger_id: int, entry_id: int) -> np.ndarray:
+    """One ``(ledger_id, entry_id)`` row, as the model's bulk acks take positions."""
+    return np.array([[ledger_id, entry_id]], np.int64)
 
 
 def _empty_anomaly_buffer() -> dict[str, list[Any]]:

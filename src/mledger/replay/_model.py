@@ -33,6 +33,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..managed_ledger import BulkAckRoom
 from ._settings import ReplaySettings
 
 SHARED_TYPES = frozenset({"SHARED", "KEY_SHARED"})
@@ -131,6 +132,31 @@ class PartitionModel(Protocol):
         """Event time of the next calls (never goes back)."""
         ...
 
+    def next_flush_ms(self) -> int | None:
+        """Event time of the next periodic cursor flush (None: none): the engine cuts its steps
+        there, so a flush sees exactly the events before it."""
+        ...
+
+    # what a persist depends on (the engine's exact bulk acks) --------------------------------
+    def persist_due_ms(self, subscription: str) -> float:
+        """The first event time at which a change of the subscription's cursor persists at
+        once; every change before it is throttled and leaves it as it is (-inf: any time)."""
+        ...
+
+    def writes_read_lac(self, subscription: str) -> bool:
+        """Whether a persist of the subscription's cursor now depends on how many entries were
+        produced before it."""
+        ...
+
+    def bulk_ack_room(self, subscription: str, batch_words: int) -> BulkAckRoom:
+        """How many throttled individual acks one call may carry for the subscription and leave
+        every figure as one call per ack would (``ManagedCursor.bulk_ack_room``)."""
+        ...
+
+    def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
+        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None."""
+        ...
+
     # producing ------------------------------------------------------------------------------
     def start(self, ledger_id: int) -> None:
         """Called once, before the first ``deduplicate`` / ``append``, with the ledger id of
@@ -185,11 +211,17 @@ class PartitionModel(Protocol):
         ...
 
     def ack_batch_sets(
-        self, subscription: str, positions: np.ndarray, ack_sets: Sequence[int], batch_sizes: np.ndarray
+        self,
+        subscription: str,
+        positions: np.ndarray,
+        ack_sets: Sequence[int],
+        batch_sizes: np.ndarray,
+        entries: np.ndarray | None = None,
     ) -> int:
         """Batch-index acks of many entries in bulk: per entry (``(n, 2)`` positions) the
         indexes still unacknowledged after these acks (``ack_sets``, Pulsar's ack-set bits,
-        never 0) and the batch size; the same as ``ack_batch_indexes`` entry by entry. Returns
+        never 0) and the batch size; the same as ``ack_batch_indexes`` entry by entry; with
+        ``entries``, whole-entry acks in the same request (one change of the cursor). Returns
         the entries that became fully acked."""
         ...
 
@@ -231,6 +263,11 @@ class PartitionModel(Protocol):
     # results ----------------------------------------------------------------------------------
     def finish(self, end_ms: int, emit_state: bool) -> list[SubscriptionResult]:
         """Close the replay: dispatcher reads, final persist, one result per subscription."""
+        ...
+
+    def persist_pending(self) -> None:
+        """Persist every cursor's state its rate limit holds back, now, outside the limit (what
+        the broker's flush will have written by a later instant)."""
         ...
 
     def observe(self) -> list[SubscriptionResult]:

@@ -522,22 +522,6 @@ ANSWER_FIELDS = (
     pa.field("redelivered_after_unload_entries_max", pa.int64()),
 )
 """The operator's answers per cursor (:class:`~.model.RestartAnswers`; docs/replay/layout.md, "Outputs")."""
-PER_STEP_COLUMNS = (
-    "redelivered_after_restart_max",
-    "redelivered_after_restart_max_at_ms",
-    "redelivered_after_crash_max",
-    "redelivered_after_crash_max_at_ms",
-    "redelivered_after_crash_entries_max",
-    "redelivered_after_crash_limits_max",
-    "redelivered_after_crash_limits_max_at_ms",
-    "redelivered_after_crash_limits_entries_max",
-    "redelivered_after_unload_max",
-    "redelivered_after_unload_max_at_ms",
-    "redelivered_after_unload_entries_max",
-)
-"""``cursors`` columns sampled after each step of ``segment_rows`` events (a step's acks and
-its persist land together): equal between Spark and the single process, not between step
-sizes."""
 
 CURSOR_SCHEMA = pa.schema(
     [

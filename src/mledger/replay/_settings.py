@@ -51,14 +51,12 @@ class ReplaySettings:
     * ``deduplication``: apply producer_name/sequence_id deduplication to produced rows.
     * ``tasks``: Spark tasks of a replay (None: one per core of the session); each replays a
       share of the topic-partitions, balanced by size.
-    * ``segment_rows``: at most this many events are applied in one vectorised step. The
-      replayed state does not depend on it (nor on how input batches are cut); only the
-      moments of intermediate, throttled persists do (a step's acks share one event time,
-      so each cursor persists at most once per step, and at most once per second of event
-      time). Spark and the single process use the same value, so their results are equal
-      row by row. The default is the prepared log's row group (65,536 rows): one step per
-      batch read, and per-step costs (cursor persists, vectorised calls) paid once per
-      batch.
+    * ``segment_rows``: at most this many events are applied in one vectorised step. No
+      output depends on it (nor on how input batches are cut): within a step each cursor's
+      acks are applied in calls cut at its persists, each at its own event time, so every
+      persist, figure and maximum is the one of steps of one event (``segment_rows=1``, the
+      sequential reference). The default is the prepared log's row group (65,536 rows): one
+      step per batch read, and per-step costs (vectorised calls) paid once per batch.
     * ``anomaly_batch_rows``: anomaly rows are handed back in batches of this size.
     * ``defaults``: the :data:`PULSAR_DEFAULTS` preset applied (``--defaults``), None for
       mledger's own defaults. Applying one sets its values first; other keys given with it

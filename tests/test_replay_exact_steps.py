@@ -1,0 +1,171 @@
+"""Every output of the replay is the same however the work is cut (issue 33 item 1): steps of one
+event (``segment_rows=1``) are the definition, bulk steps an optimisation that changes no figure,
+in one process, on Spark, and in a shared sweep against each setting alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+from replay_logs import SMALL_LIMITS, T, comparable, random_log
+
+from mledger.replay import PartitionReplayer, ReplaySettings
+from mledger.replay._events import declared, event_table, output_tables, replay_rows
+from mledger.replay._local import by_partition
+from mledger.replay._tasks import quiet_library_warnings
+
+PRESETS = (None, "pulsar-3.0", "pulsar-4.0", "pulsar-4.1", "pulsar-newest")
+
+
+def settings_of(preset: str | None, limits: dict[str, str], **more: str) -> ReplaySettings:
+    values = {**limits, "emit_state": "true", **more}
+    if preset is not None:
+        values["defaults"] = preset
+    return ReplaySettings().with_values(values)
+
+
+def outputs(rows: list[dict[str, Any]], s: ReplaySettings, segment_rows: int) -> dict[str, list[dict[str, Any]]]:
+    with quiet_library_warnings():
+        return comparable(replay_rows(rows, s.with_changes(segment_rows=segment_rows)))
+
+
+@settings(max_examples=30)
+@given(
+    seed=st.integers(0, 2**31),
+    preset=st.sampled_from(PRESETS),
+    limits=st.sampled_from(SMALL_LIMITS),
+    subscriptions=st.integers(1, 3),
+    entries=st.integers(5, 40),
+)
+def test_every_output_is_the_same_however_the_steps_are_cut(
+    seed: int, preset: str | None, limits: dict[str, str], subscriptions: int, entries: int
+) -> None:
+    """Random small logs (holes, batches, duplicates, cumulative acks, cancels, busy seconds and
+    idle ones, a flush tick now and then) under every preset and limits small enough to
+    truncate ranges and batch states and pass the frame limit: every table, every column (the
+    maxima and their times, the #25548 counters, ``state_over_limit_at_ms``, the state record)
+    equal for steps of 1, 3, 7, 1,000 and 65,536 events."""
+    rows = random_log(seed, entries=entries, acks=2 * entries, subscriptions=subscriptions)
+    s = settings_of(preset, limits)
+    reference = outputs(rows, s, 1)
+    for segment_rows in (3, 7, 1_000, 65_536):
+        assert outputs(rows, s, segment_rows) == reference, segment_rows
+
+
+def P(entry: int, ts: int) -> dict[str, Any]:
+    return {"log": "produced", "topic": T, "partition": 0, "ledger_id": 7, "entry_id": entry, "publish_time_ms": ts}
+
+
+def A(entry: int, ts: int) -> dict[str, Any]:
+    return {"log": "acked", "topic": T, "partition": 0, "subscription": "s", "ledger_id": 7, "entry_id": entry,
+            "ts_ms": ts}
+
+
+SHARED = {"log": "subscriptions", "topic": T, "subscription": "s", "type": "SHARED", "initial_position": "earliest"}
+
+
+def only_cursor(out: dict[str, pa.Table]) -> dict[str, Any]:
+    (row,) = out["cursors"].to_pylist()
+    return row
+
+
+@pytest.mark.parametrize("segment_rows", [1, 2, 3, 65_536])
+def test_back_to_back_persists_after_an_idle_second_in_a_replayed_log(segment_rows: int) -> None:
+    """research §1.5 (Guava's SmoothBursty, ``RateLimiter.create(1.0)`` in the
+    ``ManagedCursorImpl`` constructor, ``tryAcquire`` in ``asyncDelete``), the cursor created at
+    0 s with the topic: 10.000 s ack 0 granted (a stored permit), 10.001 ack 2 granted back to
+    back (N = 11.000), 10.500 ack 4 and 10.999 ack 5 refused, 11.000 ack 6 granted. A crash at
+    10.999 s loses 4 and 5: the worst moment, 2 messages at 10,999 ms; after 11.000 nothing.
+    One bulk step (everything at once) used to persist once, at 11 s: a maximum of 0."""
+    rows = [SHARED, *[P(i, i) for i in range(10)],
+            *[A(e, t) for e, t in ((0, 10_000), (2, 10_001), (4, 10_500), (5, 10_999), (6, 11_000))]]
+    c = only_cursor(replay_rows(rows, settings_of("pulsar-4.1", {}, segment_rows=str(segment_rows))))
+    assert (c["redelivered_after_crash_max"], c["redelivered_after_crash_max_at_ms"]) == (2, 10_999)
+    assert c["redelivered_after_crash_limits_max"] == 0  # nothing lost to a limit
+    # the final close persists everything: idle, the mark-delete at 0 and {2}, {4..6}
+    assert (c["mark_delete_entry_id"], c["ack_hole_ranges"], c["redelivered_after_crash"]) == (0, 2, 0)
+
+
+RECORDING_CASE = [
+    SHARED,
+    *[P(i, i) for i in range(12)],
+    *[A(e, t) for e, t in ((1, 1_000), (3, 1_001), (5, 2_000), (7, 3_000), (9, 4_000))],
+    *[A(e, t) for e, t in ((2, 4_100), (4, 4_200), (6, 4_300), (8, 4_400))],
+    A(0, 5_000),
+]
+
+
+@pytest.mark.parametrize("segment_rows", [1, 4, 7, 1_000, 65_536])
+def test_truncating_persists_and_the_worst_moment_between_them_however_cut(segment_rows: int) -> None:
+    """The docs' recording in small (pulsar-newest: ``buildIndividualDeletedMessageRanges``
+    keeps ``maxUnackedRangesToPersist`` = 1 range, #25548; 1 mark-delete persist a second).
+    The cursor is created at 0 s (N = 0).
+
+    * 1.000 ack 1: granted (stored permit): ranges {1}, nothing cut.
+    * 1.001 ack 3: granted back to back (N = 2.000): {1}, {3} -> {1} kept, truncated (1).
+    * 2.000 ack 5, 3.000 ack 7, 4.000 ack 9: granted (N = 3, 4, 5): truncated (2, 3, 4); a crash
+      at 3 s (before the ack there) loses 3 and 5: 2 messages; at 4 s, 3, 5, 7 and 9: 4, all to
+      the cap (the limits part's maximum, at 4,000 ms).
+    * 4.100..4.400 acks 2, 4, 6, 8: refused (N = 5.000), each one more that a crash loses: 8 at
+      4,400 ms, the worst moment.
+    * 5.000 ack 0: granted: the mark-delete jumps to 9, no range left, nothing cut, nothing lost.
+
+    Four truncating persists, a maximum of 8, whatever the steps. One bulk step used to
+    persist once at 5 s, with no range: no truncation and a maximum of 0 (what the docs'
+    recording showed at a limit of 1,000 ranges: 0 by default, 1,713 with steps of one)."""
+    s = settings_of("pulsar-newest", {"max_unacked_ranges_to_persist": "1"}, segment_rows=str(segment_rows))
+    c = only_cursor(replay_rows(RECORDING_CASE, s))
+    assert c["persist_unacked_ranges_truncated"] == 4
+    assert (c["redelivered_after_crash_max"], c["redelivered_after_crash_max_at_ms"]) == (8, 4_400)
+    assert (c["redelivered_after_crash_limits_max"], c["redelivered_after_crash_limits_max_at_ms"]) == (4, 4_000)
+    assert (c["mark_delete_entry_id"], c["redelivered_after_crash"]) == (9, 0)
+
+
+def _sweep_outputs(rows: list[dict[str, Any]], own: ReplaySettings, others: list[ReplaySettings]) -> list[Any]:
+    """The replay of ``rows`` under ``own`` sharing its cursors with ``others`` (a shared sweep:
+    one persistence store per setting): each setting's tables."""
+    ((topic, partition, batches),) = list(by_partition(event_table(rows)))
+    with quiet_library_warnings():
+        replayer = PartitionReplayer(topic, partition, own, declared(rows).get(T, ()), also_persist=others)
+        fed = [b for batch in batches for b in replayer.feed(batch)]
+        return [comparable(output_tables([*fed, *variant])) for variant in replayer.finish_variants()]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_a_shared_sweep_gives_each_setting_what_it_gives_alone(preset: str | None) -> None:
+    """Persistence-only settings swept in one replay (one store per setting, the cursors
+    shared): each equals the same setting replayed alone with steps of one event, whichever
+    store's limits bound the bulk calls."""
+    variants = [settings_of(preset, limits) for limits in SMALL_LIMITS]
+    for seed in (3, 14, 21):
+        rows = random_log(seed, entries=30, acks=60, subscriptions=2)
+        alone = [outputs(rows, v, 1) for v in variants]
+        for segment_rows in (1, 65_536):
+            shared = [v.with_changes(segment_rows=segment_rows) for v in variants]
+            assert _sweep_outputs(rows, shared[0], shared[1:]) == alone, (seed, segment_rows)
+
+
+@pytest.mark.spark
+def test_spark_gives_the_sequential_answers(spark: Any, tmp_path: Any) -> None:
+    """The same logs on the test run's SparkSession, in steps of 1,000 events, and in this
+    process in steps of one: every cursors column equal."""
+    import pyarrow.parquet as pq
+
+    from mledger.replay import GeneratorConfig, generate, run_single_process
+    from mledger.replay.spark._job import run_replay
+
+    generate(str(tmp_path / "log"), GeneratorConfig(topics=1, partitions=2, events=6_000, max_entries_per_ledger=300,
+                                                    rate_per_s=400, seed=7))
+    limits = {"max_unacked_ranges_to_persist": "4", "max_batch_deleted_index_to_persist": "2"}
+    keys = [("topic", "ascending"), ("partition", "ascending"), ("subscription", "ascending")]
+    for preset in ("pulsar-4.1", None):
+        s = settings_of(preset, limits)
+        run_replay(spark, str(tmp_path / "log"), str(tmp_path / f"spark-{preset}"), s.with_changes(segment_rows=1_000))
+        run_single_process(str(tmp_path / "log"), str(tmp_path / f"one-{preset}"), s.with_changes(segment_rows=1))
+        spark_rows, one_rows = (pq.read_table(str(tmp_path / f"{d}-{preset}" / "cursors")).sort_by(keys).to_pylist()
+                                for d in ("spark", "one"))
+        assert spark_rows == one_rows, preset
+        assert any(r["persist_unacked_ranges_truncated"] or r["persist_long_array_truncated"] for r in one_rows)
+        assert any(r["redelivered_after_crash_max"] > r["redelivered_after_crash_limits_max"] for r in one_rows)
