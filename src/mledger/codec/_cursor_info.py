@@ -17,6 +17,7 @@ decoder's time and memory are linear in the input size.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -133,21 +134,35 @@ def _encode_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> list[
 def _small_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> bytes:
     """``BatchedEntryDeletionIndexInfo`` records one by one (int64 word arrays only): the same
     bytes as the whole-array path."""
-    out = bytearray()
     tag = (field << 3) | 2
-    for p, words in batch:
-        position = bytearray(b"\x08")
-        put_varint(position, check_int64(p[0], "batch position ledger id"))
-        position.append(0x10)
-        put_varint(position, check_int64(p[1], "batch position entry id"))
-        body = bytearray((0x0A, len(position)))  # at most 22 bytes: a one-byte length
-        body += position
-        for word in words.tolist():
-            body.append(0x10)
-            put_varint(body, word)
-        out.append(tag)
-        put_varint(out, len(body))
-        out += body
+    return b"".join(
+        _batch_record(
+            tag,
+            check_int64(p[0], "batch position ledger id"),
+            check_int64(p[1], "batch position entry id"),
+            tuple(words.tolist()),
+        )
+        for p, words in batch
+    )
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _batch_record(tag: int, ledger_id: int, entry_id: int, words: tuple[int, ...]) -> bytes:
+    """One ``BatchedEntryDeletionIndexInfo`` record, tag and length included. Memoised: a
+    cursor persists the same partly acknowledged batches again and again (every persist
+    writes them all, and most change less often than the cursor persists)."""
+    position = bytearray(b"\x08")
+    put_varint(position, ledger_id)
+    position.append(0x10)
+    put_varint(position, entry_id)
+    body = bytearray((0x0A, len(position)))  # at most 22 bytes: a one-byte length
+    body += position
+    for word in words:
+        body.append(0x10)
+        put_varint(body, word)
+    out = bytearray((tag,))
+    put_varint(out, len(body))
+    out += body
     return bytes(out)
 
 

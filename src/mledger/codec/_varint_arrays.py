@@ -65,7 +65,12 @@ Column = int | tuple[np.ndarray, np.ndarray]
 
 
 def pack_rows(cols: list[Column], n: int) -> np.ndarray:
-    """Concatenate, row by row, the bytes of ``n`` rows made of ``cols``; return uint8. O(n*W)."""
+    """Concatenate, row by row, the bytes of ``n`` rows made of ``cols``; return uint8. O(n*W).
+
+    A column whose values all take the same number of bytes needs no mask and a constant
+    continuation bit (the common case: tags, lengths and ids of one size), a one-byte one
+    only its values copied."""
+    widths: list[tuple[int, bool]] = []
     width = 0
     ragged = False
     for c in cols:
@@ -73,25 +78,32 @@ def pack_rows(cols: list[Column], n: int) -> np.ndarray:
             width += 1
         else:
             w = int(c[1].max()) if n else 1
-            ragged |= bool(n) and int(c[1].min()) != w
+            uniform = not n or int(c[1].min()) == w
+            ragged |= not uniform
+            widths.append((w, uniform))
             width += w
     matrix = np.empty((n, width), dtype=np.uint8)
     mask = np.ones((n, width), dtype=bool) if ragged else None
     off = 0
+    shape = iter(widths)
     for c in cols:
         if isinstance(c, int):
             matrix[:, off] = c
             off += 1
             continue
         values, sizes = c
-        w = int(sizes.max()) if n else 1
+        w, uniform = next(shape)
+        if w == 1:  # every value below 0x80: its own byte
+            matrix[:, off] = values
+            off += 1
+            continue
         for k in range(w):
             b = (values >> _SHIFTS[k]).astype(np.uint8) & np.uint8(0x7F)
             if k + 1 < w:
-                b |= (sizes > k + 1).view(np.uint8) << np.uint8(7)
-            matrix[:, off + k] = b
-            if mask is not None and k:
+                b |= np.uint8(0x80) if uniform else (sizes > k + 1).view(np.uint8) << np.uint8(7)
+            if mask is not None and k and not uniform:
                 mask[:, off + k] = sizes > k
+            matrix[:, off + k] = b
         off += w
     return matrix.ravel() if mask is None else matrix[mask]
 

@@ -512,9 +512,10 @@ class AckRangeSet:
         ``(ledgers[i]:lower_entries[i] .. ledgers[i]:upper_entries[i]]`` and ``dropped`` counts
         the ranges beyond the limit. ``None`` or a negative limit means no limit. O(ranges).
         """
-        ledgers: list[np.ndarray] = []
-        lowers: list[np.ndarray] = []
-        uppers: list[np.ndarray] = []
+        ledger_ids: list[int] = []
+        counts: list[int] = []
+        starts_of: list[np.ndarray] = []
+        ends_of: list[np.ndarray] = []
         kept = 0
         dropped = 0
         unlimited = max_ranges is None or max_ranges < 0
@@ -528,13 +529,18 @@ class AckRangeSet:
                 dropped += len(starts) - take
                 starts, ends = starts[:take], ends[:take]
             kept += len(starts)
-            ledgers.append(np.full(len(starts), ledger_id, dtype=np.int64))
-            lowers.append(starts - 1)
-            uppers.append(ends)
-        if not ledgers:
+            ledger_ids.append(ledger_id)
+            counts.append(len(starts))
+            starts_of.append(starts)
+            ends_of.append(ends)
+        if not ledger_ids:
             empty = np.empty(0, dtype=np.int64)
             return empty, empty, empty, dropped
-        return np.concatenate(ledgers), np.concatenate(lowers), np.concatenate(uppers), dropped
+        # whole-array operations once, not per ledger: a state spans many small ledgers
+        ledgers = np.repeat(np.array(ledger_ids, dtype=np.int64), counts)
+        lowers = np.concatenate(starts_of)
+        lowers -= 1
+        return ledgers, lowers, np.concatenate(ends_of), dropped
 
     def to_long_arrays(
         self, max_entries: int | None = None, cutoff: LongArrayCutoff = LongArrayCutoff.ADD_AND_GET

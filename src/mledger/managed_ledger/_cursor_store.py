@@ -156,6 +156,11 @@ class CursorStateStore:
         self._size_limited = False
         self._stats = _Counters()  # PersistenceStats' counters, live (stats() freezes them)
         self._counting = True  # builds count in the truncation figures (not the unload's what-if)
+        # The ranges of the last record built with every range of its snapshot's set, that set
+        # and its entries then: what a recovery holds of that record, read from the set
+        # (O(ledgers), its counts kept) rather than from the record (O(ranges)); for the
+        # write under way only (dropped by _after_write).
+        self._full_export: tuple[RangeArrays, AckRangeSet, int] | None = None
         self._rules_cache: tuple[ManagedLedgerConfig, tuple[PulsarVersion, _Reader, _Reader]] | None = None
         # What a recovery would read (see the writing section), and what the store last wrote
         self._stored: _Stored | None = None
@@ -637,6 +642,7 @@ class CursorStateStore:
         else:
             self._figures.observe(snapshot, now, batch_cap)
         self._observe_unload(snapshot, now)
+        self._full_export = None
 
     def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int) -> None:
         """The unload figure now, from the snapshot the figures just tallied: 0 while within
@@ -804,6 +810,7 @@ class CursorStateStore:
             return held if held is not None else Held(snapshot.mark_delete, 0, 0)
         finally:
             self._counting = counting
+            self._full_export = None
 
     def _held_of(self, stored: _Stored | None, for_restart: bool) -> Held | None:
         """What a recovery reads back from ``stored`` under the reader's rules (``restart_as``
@@ -818,7 +825,11 @@ class CursorStateStore:
         counts = self._ml.entry_messages
         ranges, long_arrays = _acks_read(state, reader)
         entries = extra = 0
-        if ranges is not None and ranges.size:
+        full = self._full_export
+        if ranges is not None and full is not None and ranges is full[0] and full[1].cardinality() == full[2]:
+            # every range of the set, as built from it: the same sums, kept per ledger there
+            entries, extra = full[2], full[1].extra_messages(counts)
+        elif ranges is not None and ranges.size:
             entries += int((ranges.upper_entry - ranges.lower_entry).sum())
             if counts.batched:
                 same = ranges.lower_ledger == ranges.upper_ledger
@@ -1153,6 +1164,8 @@ class CursorStateStore:
                     state.ranges, state.long_arrays = _smaller_per_ledger(acked, ledgers, lowers, uppers)
                 else:
                     state.ranges = RangeArrays(ledgers, lowers, ledgers.copy(), uppers)
+                    if not dropped:
+                        self._full_export = (state.ranges, acked, acked.cardinality())
         dropped_batch = 0
         if cfg.deletion_at_batch_index_level_enabled and batch:
             kept = batch[:batch_limit]
