@@ -55,14 +55,15 @@ ACKS_2_4_6 = events([2, 4, 6])
 @pytest.mark.parametrize(
     ("settings", "redelivered", "truncating_persists"),
     [
-        # {2} kept, 4 and 6 lost; the persists after the acks of 4 and 6 and the final one truncated
-        ({"max_unacked_ranges_to_persist": "1"}, 2, 3),
+        # {2} kept, 4 and 6 lost; the persists after the acks of 4 and 6 truncated (the end's
+        # rewind writes nothing)
+        ({"max_unacked_ranges_to_persist": "1"}, 2, 2),
         ({"max_unacked_ranges_to_persist": "10"}, 0, 0),
-        ({"max_unacked_ranges_to_persist": "1", "unacked_ranges_limit_off_by_one": "true"}, 1, 2),  # pre-#25548
+        ({"max_unacked_ranges_to_persist": "1", "unacked_ranges_limit_off_by_one": "true"}, 1, 1),  # pre-#25548
         ({"max_unacked_ranges_to_persist": "10", "persist_individual_ack_as_long_array": "true"}, 0, 0),
         # Pulsar's toRanges keeps no ledger when the first one has more acked entries than the
         # limit, and persistPositionToLedger then writes the range format, capped: as the range format.
-        ({"max_unacked_ranges_to_persist": "1", "persist_individual_ack_as_long_array": "true"}, 2, 3),
+        ({"max_unacked_ranges_to_persist": "1", "persist_individual_ack_as_long_array": "true"}, 2, 2),
     ],
 )
 def test_restart_would_redeliver_what_the_persisted_state_does_not_hold(
@@ -77,11 +78,11 @@ def test_restart_would_redeliver_what_the_persisted_state_does_not_hold(
 
 
 def test_maximum_counts_acks_waiting_for_a_throttled_persist() -> None:
-    # one persist a second: the ack at 100 ms is persisted, those at 101 and 102 ms wait for
-    # the final persist; a crash after 102 ms would redeliver both, after the end none.
+    # one persist a second: the ack at 100 ms is persisted, those at 101 and 102 ms wait for a
+    # persist the log never reaches; a crash after 102 ms, the end included, redelivers both.
     s = ReplaySettings().with_values({"throttle_mark_delete": "1", "segment_rows": "1"})
     row = output_tables(replay_table(ACKS_2_4_6, s, SUBS))["cursors"].to_pylist()[0]
-    assert row["redelivered_after_restart"] == 0
+    assert row["redelivered_after_restart"] == 2
     assert row["redelivered_after_restart_max"] == 2
     assert row["redelivered_after_restart_max_at_ms"] == 102
 
@@ -91,7 +92,7 @@ def test_batch_indexes_count_as_messages() -> None:
     assert cursor(table)["redelivered_after_restart"] == 0
     row = cursor(table, max_batch_deleted_index_to_persist="0")
     assert row["redelivered_after_restart"] == 3
-    assert row["persist_batch_deleted_indexes_truncated"] == 4  # three acks and the final persist
+    assert row["persist_batch_deleted_indexes_truncated"] == 3  # one per ack
 
 
 def test_state_over_the_frame_limit_or_jute_maxbuffer_is_flagged_with_its_time() -> None:
@@ -147,11 +148,13 @@ def test_set_applies_on_top_of_a_preset_also_when_the_preset_is_swept() -> None:
 
 
 def test_upgrade_is_one_sweep_over_the_preset() -> None:
-    """Acks of 2, 4, 6 with a limit of one: 4.0 keeps N + 1 ranges (6 lost), newest exactly N."""
+    """Acks of 2, 4, 6 with a limit of one, every ack persisted (no limiter): 4.0 keeps N + 1
+    ranges (6 lost), newest exactly N."""
     table = ACKS_2_4_6
     rows = {}
     for name in ("pulsar-4.0", "pulsar-newest"):
-        s = ReplaySettings().with_values({"defaults": name, "max_unacked_ranges_to_persist": "1", "segment_rows": "1"})
+        values = {"defaults": name, "max_unacked_ranges_to_persist": "1", "throttle_mark_delete": "0"}
+        s = ReplaySettings().with_values(values)
         rows[name] = output_tables(replay_table(table, s, SUBS))["cursors"].to_pylist()[0]
     assert rows["pulsar-4.0"]["redelivered_after_restart"] == 1
     # the long-array format keeps no ledger (3 acked entries > 1) and falls back to one range
@@ -195,10 +198,10 @@ def test_summary_and_sweep_table_print_the_answers() -> None:
     tables = output_tables(replay_table(ACKS_2_4_6, s, SUBS))
     summary = summarize(tables["cursors"], tables["partitions"], {})
     assert (summary.redelivered_after_restart, summary.redelivered_after_restart_max) == (2, 2)
-    assert summary.persist_unacked_ranges_truncated == 3 and summary.cursors_over_limit == 0
+    assert summary.persist_unacked_ranges_truncated == 2 and summary.cursors_over_limit == 0
     text = format_summary(summary)
     assert "  crash (after the last persist): 2 (2) at the end, 2 (2) at each cursor's worst moment" in text
-    assert "persists that truncated: 3 (ack ranges), 0 (batch indexes), 0 (long-array cut-off)" in text
+    assert "persists that truncated: 2 (ack ranges), 0 (batch indexes), 0 (long-array cut-off)" in text
     assert "cursors a stop hurts most" in text
     sweep = format_sweep(SweepSummary(("defaults",), (("pulsar-4.0",),), (summary,)))
     for header in ("limits max", "unload max", "truncating", "over-limit"):
@@ -259,3 +262,17 @@ def test_summary_prints_event_times_plainly() -> None:
     assert when(1_796_000_000_123) == "2026-11-30T00:53:20.123Z"
     assert when(102) == "102 ms" and when(12_345) == "12345 ms"
     assert when(None) == "-" and when(-1) == "-"
+
+
+def test_the_end_figures_are_what_a_crash_at_the_end_would_redeliver() -> None:
+    """Pulsar 4.1's limiter (``RateLimiter.create(1.0)``, ``tryAcquire`` in ``asyncDelete``): the
+    ack of 2 at 100 ms is granted (N = 1 s), those of 4 and 6 at 101 and 102 ms are refused and
+    leave the cursor dirty; the log ends before the flush tick. The replay leaves the subscription
+    idle with a rewind, which persists nothing (``ManagedCursorImpl.rewind`` moves the read
+    position alone), so a crash at the end redelivers 4 and 6 (none of it the limits' doing) and
+    a clean unload (``persistPositionWhenClosing``) writes them."""
+    row = cursor(ACKS_2_4_6, defaults="pulsar-4.1", throttle_mark_delete="1")
+    assert row["redelivered_after_crash"] == row["redelivered_after_restart"] == 2
+    assert (row["redelivered_after_crash_max"], row["redelivered_after_crash_max_at_ms"]) == (2, 102)
+    assert row["redelivered_after_crash_limits"] == 0
+    assert row["redelivered_after_unload"] == 0

@@ -369,8 +369,14 @@ def _holes(n: int) -> list[dict[str, Any]]:
     return [*produce(2 * n), *[A("s", 5, 2 * i + 1, 10_000 + i) for i in range(n)]]
 
 
+def _every_ack_persisted(values: dict[str, str] | None = None, **fields: Any) -> ReplaySettings:
+    """No mark-delete limiter: every ack persists (the end's rewind writes nothing, so under
+    the default 1/s limiter the last persist would hold the first hole alone)."""
+    return ReplaySettings(**fields).with_values({"throttle_mark_delete": "0", **(values or {})})
+
+
 def test_persisted_state_matches_the_cursor() -> None:
-    out = replay_rows(_holes(50), ReplaySettings(emit_state=True))
+    out = replay_rows(_holes(50), _every_ack_persisted(emit_state=True))
     c = cursor(out, "s")
     assert c["state_record"] == "PositionInfo" and c["state_chunks"] == 1
     assert len(c["state"]) == c["persisted_state_bytes"]
@@ -391,18 +397,18 @@ def test_fully_acked_cursor_persists_to_the_metadata_store() -> None:
 
 
 def test_persistence_settings_truncate_and_chunk() -> None:
-    truncated = cursor(replay_rows(_holes(50), ReplaySettings().with_values(
-        {"max_unacked_ranges_to_persist": "10"})), "s")
+    truncated = cursor(replay_rows(_holes(50), _every_ack_persisted({"max_unacked_ranges_to_persist": "10"})), "s")
     assert truncated["truncated_ranges"] == 40
-    chunked = cursor(replay_rows(_holes(2000), ReplaySettings().with_values({
+    chunked = cursor(replay_rows(_holes(2000), _every_ack_persisted({
         "persistent_unacked_ranges_with_multiple_entries_enabled": "true",
         "max_unacked_ranges_to_persist": "0",
         "persistent_unacked_ranges_max_entry_size": "4096",
-    })), "s")
+    })), "s")  # fmt: skip
     assert chunked["truncated_ranges"] == 0 and chunked["state_chunks"] > 2
-    long_array = cursor(replay_rows(_holes(50), ReplaySettings().with_values({"individual_ack_format": "long_array"})),
-                        "s")
-    assert long_array["persisted_state_bytes"] < cursor(replay_rows(_holes(50)), "s")["persisted_state_bytes"]
+    long_array = cursor(replay_rows(_holes(50), _every_ack_persisted({"individual_ack_format": "long_array"})), "s")
+    assert long_array["persisted_state_bytes"] < cursor(replay_rows(_holes(50), _every_ack_persisted()), "s")[
+        "persisted_state_bytes"
+    ]
 
 
 # -- pieces --------------------------------------------------------------------------------------------

@@ -786,7 +786,7 @@ class Dispatcher:
         """
         with self._cursor.position_reset() as revision:
             if choose is None:
-                revision.rewind(persist=False)  # Pulsar's dispatchers rewind without a write
+                revision.rewind()  # writes nothing, as Pulsar's dispatchers
             else:
                 choose(revision)
             self._clear(count_redeliveries)

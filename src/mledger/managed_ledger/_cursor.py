@@ -1065,7 +1065,8 @@ class ManagedCursor:
         )
 
     def rewind(self) -> None:
-        """Read again from the entry after the mark-delete position."""
+        """Read again from the entry after the mark-delete position; persists nothing (Pulsar's
+        ``ManagedCursorImpl.rewind``)."""
         with self.position_reset() as reset:
             reset.rewind()
 

@@ -28,8 +28,8 @@ class ResetHooks(NamedTuple):
 
     ``choose_*`` validate a change when it is chosen (they may raise and change nothing) and
     return the action that applies it; actions run under ``lock`` when the revision ends,
-    followed by ``after_change`` (persist the state) unless the change was a rewind chosen not
-    to persist.
+    followed by ``after_change`` (persist the state) unless the change was a rewind, which
+    moves the read position alone.
     """
 
     name: str
@@ -74,11 +74,11 @@ class PositionReset:
         self._action = action
         self._persists = persists
 
-    def rewind(self, persist: bool = True) -> None:
-        """Read again from the entry after the mark-delete position. ``persist=False`` writes
-        nothing, as Pulsar's ``ManagedCursorImpl.rewind`` (only the read position moves): the
-        broker's dispatcher rewinds so when a consumer leaves or messages are redelivered."""
-        self._set(self._hooks.choose_rewind(), persists=persist)
+    def rewind(self) -> None:
+        """Read again from the entry after the mark-delete position. Writes nothing, as Pulsar's
+        ``ManagedCursorImpl.rewind`` (only the read position moves): state the rate limiter
+        held back stays unpersisted, so a crash after a consumer left still redelivers it."""
+        self._set(self._hooks.choose_rewind(), persists=False)
 
     def seek(self, position: Position, force: bool = False) -> None:
         """Move the read position (never to or below the mark-delete position)."""

@@ -474,8 +474,9 @@ class BrokerModel:
             # The subscription is left idle, as the broker's is once its last consumer left: the
             # dispatcher rewinds the cursor (Pulsar's PersistentDispatcherMultipleConsumers.
             # removeConsumer and the single-active dispatcher's reset), so the read position is
-            # the one after the mark-delete, as internal stats show it. The reset also persists
-            # the final state.
+            # the one after the mark-delete, as internal stats show it. The rewind persists
+            # nothing (Pulsar's ManagedCursorImpl.rewind): what the limiter held back stays
+            # unpersisted, so the end figures are what a crash at the end would redeliver.
             cursor.rewind()
             results.append(self._result(sub, waiting, emit_state, describe=True))
         return results
