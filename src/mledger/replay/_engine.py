@@ -1021,13 +1021,27 @@ class PartitionReplayer:
             group = rows[p:k]
             cumulative = a.ack[group] == 1
             if cumulative.all():
-                q, at = k, p + self._cumulative_stamp(a, g, group)
+                if self._cumulative_run_is_exact(plan, a, group):
+                    q, at = k, p + self._cumulative_stamp(a, g, group)
             elif not cumulative.any():
                 q = self._exact_prefix(plan, a, g, p, k)
                 if q > p + 1:
                     at = p + self._change_stamp(plan.name, a, g, rows[p:q])
         plan.pos = max(q, p + 1)
         return int(ts[at]), rows[p : plan.pos]
+
+    def _cumulative_run_is_exact(self, plan: _SubAcks, a: Rows, group: np.ndarray) -> bool:
+        """Whether a run of throttled cumulative acks may be one call: yes unless one of them
+        names a batch index while the unload figure follows partially acknowledged batches
+        (``BulkAckRoom.unload``) or the broker ignores ack sets; there a cumulative ack can move
+        that figure both ways, so each goes alone."""
+        if not (a.bidx[group] >= 0).any():
+            return True
+        model = self._model
+        assert model is not None
+        if not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            return False
+        return model.bulk_ack_room(plan.name, plan.batch_words).unload is None
 
     def _exact_prefix(self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, k: int) -> int:
         """The end of the longest run of throttled individual acks from ``p`` (before ``k``)
