@@ -1071,7 +1071,9 @@ class ManagedCursor:
             reset.rewind()
 
     def seek(self, position: Position, force: bool = False) -> None:
-        """Move the read position to ``position``; at or below MD it goes to the entry after MD."""
+        """Move the read position to ``position``; at or below MD it goes to the entry after MD.
+        Persists nothing (Pulsar's ``ManagedCursorImpl.seek``): state the rate limiter held back
+        stays unpersisted; :meth:`reset_cursor` is the reset that persists."""
         with self.position_reset() as reset:
             reset.seek(to_position(position), force)
 
