@@ -883,6 +883,8 @@ class ManagedCursor:
                 min(r.entries for r in rooms),
                 max(r.batch_cost for r in rooms),
                 0 if followed else min(r.batch_indexes for r in rooms),
+                None,
+                any(r.shrink_loses_batch for r in rooms),
             )
 
     def add_state_mirror(self, store: CursorStateStore) -> None:
