@@ -70,12 +70,16 @@ maximum with the time it was first reached. Three things make bulk steps exact:
   record a crash recovers is fixed and acknowledgements only grow, so the crash total only
   grows: its value after the run is its highest over the run, first reached at the last ack
   that changed the cursor, whose event time the call takes (``_change_stamp``: acks of
-  entries or indexes already acknowledged change nothing; cumulative acks: the first reaching
-  the highest position). The unload figure can go up and down past a limit, so a run is one
-  call only within the cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the
-  close record losing nothing new), else it is split, down to one ack a call; and under a
-  Pulsar version's rules, an ack of a clean cursor may be one no persist writes
-  (apache/pulsar#26498), which sets the limits part by itself: alone too.
+  entries or indexes already acknowledged change nothing; cumulative acks: the first after
+  which the cursor holds every message it holds after the highest, ``_cumulative_stamp``).
+  The unload figure can go up and down past a limit, so a run is one call only within the
+  cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the close record losing
+  nothing new), else it is split, down to one ack a call; and under a Pulsar version's rules,
+  an ack of a clean cursor may be one no persist writes (apache/pulsar#26498), which sets the
+  limits part by itself: alone too. Cumulative acks only take state away, which never raises
+  the unload figure, but for the batch state one naming a batch index leaves (it must fit the
+  room) and for a close record that fewer ranges send to a metadata store whose batch states
+  are not read back (``BulkAckRoom.shrink_loses_batch``): there each goes alone.
 * **Cuts where a persist reads more than its cursor.** A flush tick (under a Pulsar version's
   rules) cuts the step, so it sees exactly the events before it; and a persist of a cursor
   with no cursor ledger reads the entries produced so far (the node or a new ledger), so the
@@ -986,8 +990,8 @@ class PartitionReplayer:
         names = self._subs.names
         plans = [_SubAcks(code, names[code], np.flatnonzero(a.sub == code), a) for code in np.unique(a.sub).tolist()]
         for plan in plans:
-            if plan.batch_before[-1]:
-                partial = plan.rows[a.bidx[plan.rows] >= 0]
+            partial = plan.rows[a.bidx[plan.rows] >= 0]  # cumulative ones too: each leaves a batch state
+            if partial.size:
                 plan.batch_words = int(self._index.batch_size(g[partial]).max()) // 64 + 1
         heap: list[tuple[int, int, np.ndarray]] = []
         for k, plan in enumerate(plans):
