@@ -105,9 +105,10 @@ def _encode_ranges(field: int, ranges: RangeArrays | None) -> list[np.ndarray]:
     return vx.encode_records(field, n, layout)
 
 
-def _range_record_bytes(ranges: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Bytes each ``MessageRange`` record of checked int64 ``ranges`` columns takes in a
-    repeated field (tag and length included), as :func:`range_record_sizes` counts them. O(n)."""
+def _range_record_bytes(ranges: np.ndarray) -> np.ndarray:
+    """Bytes each ``MessageRange`` record takes in a repeated field (tag and length included),
+    as :func:`range_record_sizes` counts them, for checked int64 ``ranges`` columns (a
+    ``(4, n)`` array). O(n)."""
     ll, le, ul, ue = (_varint_sizes(c) for c in ranges)
     body = (2 + 2 + ll + le) + (2 + 2 + ul + ue)  # two nested positions, each tag + length + two fields
     return 1 + _varint_sizes(body) + body
@@ -140,18 +141,18 @@ class PositionInfoRanges:
     """Encodes the ``individualDeletedMessages`` field of successive ``PositionInfo`` records
     of one cursor (:func:`encode_position_info`'s ``ranges_bytes``), reusing the bytes of the
     records the last call's ranges share with these at their start and at their end: a
-    persist usually changes a few ranges of a long list, so only those are encoded again.
+    persist often changes a few ranges of a long list, so only those are encoded again.
 
     The bytes equal those :func:`encode_position_info` writes for the same ranges (each
     record's encoding depends on its own four values only). O(n) comparisons plus O(changed
-    records) encoding; keeps a copy of the last ranges (32 bytes a range) and their sizes."""
+    records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes."""
 
     __slots__ = ("_data", "_rows", "_sizes")
 
     def __init__(self) -> None:
         self._rows = np.empty((0, 4), dtype=np.int64)
-        self._sizes = np.empty(0, dtype=np.int64)
         self._data = b""
+        self._sizes: np.ndarray | None = np.empty(0, dtype=np.int64)  # bytes per record; None: not counted
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
@@ -172,22 +173,22 @@ class PositionInfoRanges:
                 found = np.flatnonzero((rows[n - k :] != prev[m - k :]).any(axis=1))
                 tail = k - int(found[-1]) - 1 if found.size else k
         middle = rows[head : n - tail]
+        sizes: np.ndarray | None = None
         if middle.shape[0] <= _PYTHON_RECORDS:
             records = [_range_record(_PI_RANGES, *r) for r in middle.tolist()]
             encoded = b"".join(records)
             sizes = np.array([len(r) for r in records], dtype=np.int64)
-        else:
-            columns = tuple(np.ascontiguousarray(middle[:, j]) for j in range(4))
-            sizes = _range_record_bytes(columns)
-            encoded = b"".join(_encode_ranges(_PI_RANGES, RangeArrays(*columns)))  # type: ignore[arg-type]
+        else:  # sizes counted only if a later call reuses some of these records
+            columns = RangeArrays(*(np.ascontiguousarray(middle[:, j]) for j in range(4)))
+            encoded = b"".join(_encode_ranges(_PI_RANGES, columns))  # type: ignore[arg-type]
+        data = encoded
         if head or tail:
-            start = int(self._sizes[:head].sum())
-            end = len(self._data) - int(self._sizes[m - tail :].sum())
+            known = self._sizes if self._sizes is not None else _range_record_bytes(prev.T)
+            start, end = int(known[:head].sum()), len(self._data) - int(known[m - tail :].sum())
             data = b"".join((self._data[:start], encoded, self._data[end:]))
-            sizes = np.concatenate((self._sizes[:head], sizes, self._sizes[m - tail :]))
-        else:
-            data = encoded
-        self._rows, self._sizes, self._data = rows, sizes, data
+            if sizes is not None:
+                sizes = np.concatenate((known[:head], sizes, known[m - tail :]))
+        self._rows, self._data, self._sizes = rows, data, sizes
         return data
 
 
