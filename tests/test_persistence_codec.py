@@ -176,6 +176,7 @@ def test_position_info_ranges_reused_between_records_are_byte_identical(data) ->
     value = st.integers(I64_MIN, I64_MAX) | st.integers(-2, 1 << 20)
     rows = data.draw(st.lists(st.tuples(value, value, value, value), max_size=80))
     ranges = PositionInfoRanges()
+    reused_from = data.draw(st.sampled_from([0, 20, codec._REUSED_FROM]))  # the default reuses long lists only
     for _ in range(data.draw(st.integers(1, 6))):
         op, at, count = data.draw(st.sampled_from("keep change insert drop".split())), data.draw(st.integers(0, 80)), data.draw(st.integers(1, 40))
         at = min(at, len(rows))
@@ -188,7 +189,9 @@ def test_position_info_ranges_reused_between_records_are_byte_identical(data) ->
         cols = [np.array([r[j] for r in rows], dtype=np.int64) for j in range(4)]
         state = PersistedCursorState(Position(1, 2), {"p": 3}, RangeArrays(*cols))
         expected = to_pb_position_info(state).SerializeToString()
-        assert encode_position_info(state, ranges_bytes=ranges.encode(state.ranges)) == expected
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(codec, "_REUSED_FROM", reused_from)
+            assert encode_position_info(state, ranges_bytes=ranges.encode(state.ranges)) == expected
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -114,6 +114,10 @@ def _range_record_bytes(ranges: np.ndarray) -> np.ndarray:
     return 1 + _varint_sizes(body) + body
 
 
+_REUSED_FROM = 1024
+"""Lists of fewer ranges are encoded whole: reusing records saves less than finding them costs
+(a cursor with a few hundred holes changes a good part of them between two persists)."""
+
 _PYTHON_RECORDS = 32
 """Up to this many changed ``MessageRange`` records are encoded one by one in Python: below
 it the whole-array encoder's fixed cost is the larger."""
@@ -160,21 +164,29 @@ class PositionInfoRanges:
         n = cols[0].size
         if any(c.size != n for c in cols):
             raise ValueError(f"ranges arrays have different lengths: {[c.size for c in cols]}")
-        rows = np.column_stack(cols) if n else np.empty((0, 4), dtype=np.int64)
+        if n < _REUSED_FROM:
+            self._rows, self._data, self._sizes = np.empty((0, 4), dtype=np.int64), b"", None
+            return b"".join(_encode_ranges(_PI_RANGES, RangeArrays(*cols)))  # type: ignore[arg-type]
+        rows = np.column_stack(cols)
         prev = self._rows
         m = prev.shape[0]
         k = min(n, m)
         head = tail = 0  # records shared with the last call's, at the start and at the end
-        if k:
+        if k and (rows[0] == prev[0]).all():
             found = np.flatnonzero((rows[:k] != prev[:k]).any(axis=1))
             head = int(found[0]) if found.size else k
             k -= head
-            if k:
-                found = np.flatnonzero((rows[n - k :] != prev[m - k :]).any(axis=1))
-                tail = k - int(found[-1]) - 1 if found.size else k
+        if k and (rows[-1] == prev[-1]).all():
+            found = np.flatnonzero((rows[n - k :] != prev[m - k :]).any(axis=1))
+            tail = k - int(found[-1]) - 1 if found.size else k
         middle = rows[head : n - tail]
         sizes: np.ndarray | None = None
-        if middle.shape[0] <= _PYTHON_RECORDS:
+        if middle.shape[0] > max(n // 2, _PYTHON_RECORDS):  # mostly changed: encoded whole
+            head = tail = 0
+            middle = rows
+        if middle is rows:
+            encoded = b"".join(_encode_ranges(_PI_RANGES, RangeArrays(*cols)))  # type: ignore[arg-type]
+        elif middle.shape[0] <= _PYTHON_RECORDS:
             records = [_range_record(_PI_RANGES, *r) for r in middle.tolist()]
             encoded = b"".join(records)
             sizes = np.array([len(r) for r in records], dtype=np.int64)
