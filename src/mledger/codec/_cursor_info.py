@@ -123,6 +123,12 @@ _PYTHON_RECORDS = 32
 it the whole-array encoder's fixed cost is the larger."""
 
 
+def _rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row of two ``(n, 4)`` arrays, whether any value differs: the four comparison bytes
+    of a row read as one int32 (``any(axis=1)`` over four columns is several times slower)."""
+    return (a != b).view(np.int32).ravel()
+
+
 def _range_record(field: int, ll: int, le: int, ul: int, ue: int) -> bytes:
     """One ``MessageRange`` record of a repeated ``field``, as protobuf writes it."""
     lower = bytearray(b"\x08")
@@ -173,11 +179,11 @@ class PositionInfoRanges:
         k = min(n, m)
         head = tail = 0  # records shared with the last call's, at the start and at the end
         if k and (rows[0] == prev[0]).all():
-            found = np.flatnonzero((rows[:k] != prev[:k]).any(axis=1))
+            found = np.flatnonzero(_rows_differ(rows[:k], prev[:k]))
             head = int(found[0]) if found.size else k
             k -= head
         if k and (rows[-1] == prev[-1]).all():
-            found = np.flatnonzero((rows[n - k :] != prev[m - k :]).any(axis=1))
+            found = np.flatnonzero(_rows_differ(rows[n - k :], prev[m - k :]))
             tail = k - int(found[-1]) - 1 if found.size else k
         middle = rows[head : n - tail]
         sizes: np.ndarray | None = None
