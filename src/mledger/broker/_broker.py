@@ -594,11 +594,7 @@ class Broker:
         """A topic's own retention policy (None when unset), or with ``applied`` the one in force:
         its own, else its namespace's, else the broker's default. ``NotFoundError`` (404) for a
         topic that does not exist."""
-        name = TopicName.parse(topic)
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
+        name = self._existing(topic)
         own = self.topic_policies.retention(name)
         return self._effective_retention(name) if applied else own
 
@@ -611,10 +607,7 @@ class Broker:
         name = TopicName.parse(topic)
         if policies is not None:
             policies.validate()
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
+        with self._topic_locked(name):
             if policies is not None:
                 self.time_policies.check_topic_retention(name, policies)
             self.topic_policies.set_retention(name, policies)
@@ -689,11 +682,17 @@ class Broker:
 
     def _existing(self, topic: str) -> TopicName:
         name = TopicName.parse(topic)
+        with self._topic_locked(name):
+            return name
+
+    @contextlib.contextmanager
+    def _topic_locked(self, name: TopicName) -> Iterator[None]:
+        """Hold the broker lock over a topic known to exist: ``NotFoundError`` (404) otherwise."""
         with self._lock:
             self._check_open()
             if not self._exists(name):
                 raise NotFoundError(f"Topic not found: {name}")
-        return name
+            yield
 
     def is_allow_auto_update_schema(self, topic: str) -> bool:
         """Whether producers may register new schema versions on ``topic``: the namespace's
@@ -807,11 +806,7 @@ class Broker:
         """A topic's own ``compactionThreshold`` in bytes (None when unset), or with ``applied``
         the one in force: its own, else its namespace's, else
         ``broker_service_compaction_threshold_in_bytes``. ``NotFoundError`` (404)."""
-        name = TopicName.parse(topic)
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
+        name = self._existing(topic)
         return self.compaction_threshold_in_force(name) if applied else self.topic_policies.compaction_threshold(name)
 
     def set_topic_compaction_threshold(self, topic: str, threshold: int | None) -> None:
@@ -820,10 +815,7 @@ class Broker:
         ``NotFoundError`` (404), ``PreconditionFailedError`` (412) for a negative one."""
         name = TopicName.parse(topic)
         check_compaction_threshold(threshold)
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
+        with self._topic_locked(name):
             self.topic_policies.set_compaction_threshold(name, threshold)
 
     def set_namespace_compaction_threshold(self, namespace: str, threshold: int | None) -> None:
