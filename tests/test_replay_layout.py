@@ -40,6 +40,10 @@ from mledger.replay._tasks import TaskResult, commit_outputs, plan_tasks, start_
 
 CFG = GeneratorConfig(topics=3, partitions=3, events=40_000, max_entries_per_ledger=300, rate_per_s=300, seed=4,
                       chunk_entries=1_500)
+SWEEP_CFG = GeneratorConfig(topics=2, partitions=2, events=3_000, max_entries_per_ledger=300, rate_per_s=300, seed=4,
+                            chunk_entries=1_500, lost_ack_fraction=0.02)
+"""A log small enough to replay five times, whose lost acks leave holes enough (19 ranges dropped at
+a limit of 4) for the swept settings to persist different states."""
 SORT = {
     "cursors": ["topic", "partition", "subscription"],
     "anomalies": ["topic", "partition", "event", "ts_ms", "ledger_id", "entry_id", "batch_index", "subscription",
@@ -60,6 +64,13 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     generate(prepared, CFG)
     generate(raw, GeneratorConfig(**{**CFG.__dict__, "raw": True}))
     return {"prepared": prepared, "raw": raw}
+
+
+@pytest.fixture(scope="module")
+def sweep_log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    prepared = str(tmp_path_factory.mktemp("sweep") / "prepared")
+    generate(prepared, SWEEP_CFG)
+    return prepared
 
 
 def copy_of(path: str, tmp_path: Any) -> str:
@@ -196,19 +207,20 @@ def test_bad_files_stop_prepare_naming_file_and_column(tmp_path: Any) -> None:
 
 
 # -- sweeps -----------------------------------------------------------------------------------------
-def test_every_sweep_combination_equals_a_separate_replay(logs: dict[str, str], tmp_path: Any) -> None:
+def test_every_sweep_combination_equals_a_separate_replay(sweep_log: str, tmp_path: Any) -> None:
     sweep = ["max_unacked_ranges_to_persist=4,10000", "persist_individual_ack_as_long_array=false,true"]
-    swept = run_single_process(logs["prepared"], str(tmp_path / "sweep"), ReplaySettings(emit_state=True), sweep=sweep)
+    swept = run_single_process(sweep_log, str(tmp_path / "sweep"), ReplaySettings(emit_state=True), sweep=sweep)
     assert isinstance(swept, SweepSummary) and len(swept.summaries) == 4
     keys = ("max_unacked_ranges_to_persist", "persist_individual_ack_as_long_array")
     tables = {name: pq.read_table(str(tmp_path / "sweep" / name)) for name in SORT}
     assert tables["cursors"].schema.field("max_unacked_ranges_to_persist").type == pa.int64()
     assert tables["cursors"].schema.field("persist_individual_ack_as_long_array").type == pa.bool_()
     seen_bytes = set()
+    truncated: dict[int, int] = {}
     for limit in (4, 10000):
         for long_array in (False, True):
             alone = str(tmp_path / f"alone-{limit}-{long_array}")
-            summary = run_single_process(logs["prepared"], alone, ReplaySettings.from_pairs(
+            summary = run_single_process(sweep_log, alone, ReplaySettings.from_pairs(
                 [f"max_unacked_ranges_to_persist={limit}", f"persist_individual_ack_as_long_array={long_array}",
                  "emit_state=true"]))
             expected = outputs(alone)
@@ -222,7 +234,9 @@ def test_every_sweep_combination_equals_a_separate_replay(logs: dict[str, str], 
                 summary.__class__(**{**summary.__dict__, "seconds": swept.seconds, "engine": "single process",
                                      "out_dir": str(tmp_path / "sweep")})
             seen_bytes.add(summary.persisted_state_bytes)
+            truncated[limit] = truncated.get(limit, 0) + summary.truncated_ranges
     assert len(seen_bytes) > 1  # the settings really differ in what they persist
+    assert truncated[4] > truncated[10000] == 0  # the limit of 4 dropped ranges
 
 
 def test_a_sweep_of_the_ack_format_says_how_each_format_applies_the_limit(logs: dict[str, str],
