@@ -67,10 +67,12 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def sweep_log(tmp_path_factory: pytest.TempPathFactory) -> str:
-    prepared = str(tmp_path_factory.mktemp("sweep") / "prepared")
+def sweep_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    base = tmp_path_factory.mktemp("sweep")
+    prepared, raw = str(base / "prepared"), str(base / "raw")
     generate(prepared, SWEEP_CFG)
-    return prepared
+    generate(raw, GeneratorConfig(**{**SWEEP_CFG.__dict__, "raw": True}))
+    return {"prepared": prepared, "raw": raw}
 
 
 def copy_of(path: str, tmp_path: Any) -> str:
@@ -207,7 +209,8 @@ def test_bad_files_stop_prepare_naming_file_and_column(tmp_path: Any) -> None:
 
 
 # -- sweeps -----------------------------------------------------------------------------------------
-def test_every_sweep_combination_equals_a_separate_replay(sweep_log: str, tmp_path: Any) -> None:
+def test_every_sweep_combination_equals_a_separate_replay(sweep_logs: dict[str, str], tmp_path: Any) -> None:
+    sweep_log = sweep_logs["prepared"]
     sweep = ["max_unacked_ranges_to_persist=4,10000", "persist_individual_ack_as_long_array=false,true"]
     swept = run_single_process(sweep_log, str(tmp_path / "sweep"), ReplaySettings(emit_state=True), sweep=sweep)
     assert isinstance(swept, SweepSummary) and len(swept.summaries) == 4
@@ -311,7 +314,7 @@ def test_commit_keeps_exactly_the_collected_attempts_parts(tmp_path: Any) -> Non
 
 
 # -- the CLI ----------------------------------------------------------------------------------------
-def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str], tmp_path: Any, capsys: Any,
+def test_cli_prepare_then_replay_and_checks_before_any_jvm(sweep_logs: dict[str, str], tmp_path: Any, capsys: Any,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from mledger.cli import main
     from mledger.replay.spark import _session as session
@@ -321,7 +324,7 @@ def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str],
 
     monkeypatch.setattr(session, "build_session", no_jvm)
 
-    assert main(["prepare", logs["raw"], str(tmp_path / "p"), "--quiet"]) == 0
+    assert main(["prepare", sweep_logs["raw"], str(tmp_path / "p"), "--quiet"]) == 0
     assert "in this process" in capsys.readouterr().out
     assert main(["replay", str(tmp_path / "p"), str(tmp_path / "out"), "--single-process", "--quiet",
                  "--sweep", "max_unacked_ranges_to_persist=5,10000"]) == 0
@@ -333,7 +336,7 @@ def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str],
         (["replay", str(tmp_path / "p"), str(tmp_path / "o"), "--sweep", "bogus=1,2"], "unknown setting 'bogus'"),
         (["replay", str(tmp_path / "p"), str(tmp_path / "o"), "--prepared", str(tmp_path / "x")], "already a prepared"),
         (["prepare", str(tmp_path / "p"), str(tmp_path / "q")], "already a prepared log"),
-        (["replay", logs["raw"], str(tmp_path / "missing-parent" / "o")], "does not exist"),
+        (["replay", sweep_logs["raw"], str(tmp_path / "missing-parent" / "o")], "does not exist"),
     ):
         assert main(argv) == 2, argv  # each fails before any JVM would start (no_jvm above)
         assert message in capsys.readouterr().err, argv
