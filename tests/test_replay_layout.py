@@ -57,22 +57,22 @@ def outputs(out_dir: str, extra: tuple[str, ...] = ()) -> dict[str, list[dict[st
             .to_pylist() for name, keys in SORT.items()}
 
 
+def prepared_and_raw(base: Any, cfg: GeneratorConfig) -> dict[str, str]:
+    """The log of ``cfg`` generated under ``base`` twice: laid out (``prepared``) and ``raw``."""
+    prepared, raw = str(base / "prepared"), str(base / "raw")
+    generate(prepared, cfg)
+    generate(raw, GeneratorConfig(**{**cfg.__dict__, "raw": True}))
+    return {"prepared": prepared, "raw": raw}
+
+
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    base = tmp_path_factory.mktemp("logs")
-    prepared, raw = str(base / "prepared"), str(base / "raw")
-    generate(prepared, CFG)
-    generate(raw, GeneratorConfig(**{**CFG.__dict__, "raw": True}))
-    return {"prepared": prepared, "raw": raw}
+    return prepared_and_raw(tmp_path_factory.mktemp("logs"), CFG)
 
 
 @pytest.fixture(scope="module")
 def sweep_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    base = tmp_path_factory.mktemp("sweep")
-    prepared, raw = str(base / "prepared"), str(base / "raw")
-    generate(prepared, SWEEP_CFG)
-    generate(raw, GeneratorConfig(**{**SWEEP_CFG.__dict__, "raw": True}))
-    return {"prepared": prepared, "raw": raw}
+    return prepared_and_raw(tmp_path_factory.mktemp("sweep"), SWEEP_CFG)
 
 
 def copy_of(path: str, tmp_path: Any) -> str:
