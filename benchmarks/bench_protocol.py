@@ -32,8 +32,8 @@ server run from another source tree (a ``src`` holding ``mledger/``, e.g. ``git 
 commit before a change), alternating with the others in one run; the table then shows each
 kind's ratio to its ``-before`` twin, msg/s and server CPU per phase.
 
-``--fixture-startup N`` times N starts of the in-process fixture (``EmbeddedBroker``) to the first
-message received and prints the first (the imports included) and the median of the others as
+``--fixture-startup N`` times N starts of the in-process fixture (``EmbeddedStandalone``, what
+the pytest fixture starts) to the first message received and prints the first (the imports included) and the median of the others as
 figure lines (``compare_src.py`` compares two trees
 with it).
 
@@ -323,9 +323,9 @@ def fixture_startup() -> float:
     """Seconds from importing the fixture's broker (a no-op after the first call) to the first
     message received."""
     t0 = time.perf_counter()
-    from mledger.protocol import EmbeddedBroker
+    from mledger.standalone import EmbeddedStandalone
 
-    with EmbeddedBroker() as broker:
+    with EmbeddedStandalone() as broker:
         client = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
         consumer = client.subscribe("first", "s")
         client.create_producer("first").send(b"hello")
@@ -455,7 +455,7 @@ def main() -> int:
                 )
             )
     print("load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(f"\nin-process fixture (EmbeddedBroker) start to first message: {fixture_startup() * 1000:.0f} ms")
+    print(f"\nin-process fixture (EmbeddedStandalone) start to first message: {fixture_startup() * 1000:.0f} ms")
     return 0
 
 

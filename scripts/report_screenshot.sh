@@ -35,10 +35,13 @@ if [ -z "$replayed" ]; then
 fi
 "$bin/mledger" report "$replayed" --top 16
 replayed="$(cd "$replayed" && pwd)"
+case "$target" in /*) shot="$target" ;; *) shot="$PWD/$target" ;; esac
+rm -f "$shot"
 chromium="${MLEDGER_CHROMIUM:-$(command -v chromium || echo /usr/bin/chromium)}"
 "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 \
     --no-first-run --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$work/profile" --screenshot="$PWD/$target" --window-size="1280,$height" \
+    --user-data-dir="$work/profile" --screenshot="$shot" --window-size="1280,$height" \
     "file://$replayed/report/index.html" 2>/dev/null
 rm -rf "$work"
+[ -s "$shot" ] || { echo "report_screenshot.sh: Chromium wrote no $shot" >&2; exit 1; }
 echo "wrote $target"

@@ -49,7 +49,6 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import threading
 from collections.abc import Mapping
 from dataclasses import replace
@@ -74,6 +73,7 @@ from .protocol import (
     freeze_startup_heap,
     parse_advertised_listeners,
     raise_descriptor_limit,
+    stop_event_on_signals,
 )
 from .rest import checked_role_resolver
 
@@ -585,10 +585,7 @@ def run_standalone(args: argparse.Namespace) -> int:
     )
 
     async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        stop = stop_event_on_signals()
         await standalone.start()
         if faults is not None:
             armed = faults.load(scenario) if scenario is not None else []

@@ -38,10 +38,11 @@ Thread-safe: one lock guards the topic cache and is held while a topic is opened
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from ..codec import MessageId
 from ..core import (
@@ -496,36 +497,24 @@ class Broker:
     def grant_permission(self, namespace: str, role: str, actions: Iterable[str], topic: str | None = None) -> None:
         """Grant ``actions`` (``produce``, ``consume``, ...) to ``role`` on the namespace or on
         one of its topics; ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
-        check_namespace(namespace)
-        with self._lock:
-            self._check_open()
-            self._require_namespace_exists(namespace)
+        with self._namespace_locked(namespace):
             self.namespaces.grant(namespace, role, actions, topic)
 
     def set_subscription_roles(self, namespace: str, subscription: str, roles: Iterable[str]) -> None:
         """Let only ``roles`` consume through ``subscription`` in the namespace (404 for an
         unknown namespace)."""
-        check_namespace(namespace)
-        with self._lock:
-            self._check_open()
-            self._require_namespace_exists(namespace)
+        with self._namespace_locked(namespace):
             self.namespaces.grant_subscription(namespace, subscription, roles)
 
     def revoke_subscription_role(self, namespace: str, subscription: str, role: str) -> None:
         """Remove ``role`` from ``subscription``'s roles (404, 412 when it is not among them)."""
-        check_namespace(namespace)
-        with self._lock:
-            self._check_open()
-            self._require_namespace_exists(namespace)
+        with self._namespace_locked(namespace):
             self.namespaces.revoke_subscription(namespace, subscription, role)
 
     def revoke_permission(self, namespace: str, role: str, topic: str | None = None) -> None:
         """Revoke ``role``'s actions on the namespace or one of its topics (404 for an unknown
         namespace, 412 for a topic where the role has none)."""
-        check_namespace(namespace)
-        with self._lock:
-            self._check_open()
-            self._require_namespace_exists(namespace)
+        with self._namespace_locked(namespace):
             self.namespaces.revoke(namespace, role, topic)
 
     def list_namespaces(self, tenant: str | None = None) -> list[str]:
@@ -558,21 +547,14 @@ class Broker:
     def namespace_deduplication(self, namespace: str) -> bool | None:
         """The namespace's deduplication policy (None: the broker's setting);
         ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
-        check_namespace(namespace)
-        with self._lock:
-            self._check_open()
-            self._require_namespace_exists(namespace)
-        return self.namespaces.deduplication(namespace)
+        return self.namespaces.deduplication(self._existing_namespace(namespace))
 
     def set_namespace_deduplication(self, namespace: str, enabled: bool | None) -> None:
         """Turn deduplication on or off for a namespace's topics (None: follow
         ``BrokerConfig.deduplication_enabled``); applied to its open topics at once (which
         blocks on storage while they recover or drop their dedup state).
         ``NamespaceNotFoundError`` (404) when the namespace does not exist."""
-        check_namespace(namespace)
-        with self._lock:
-            self._check_open()
-            self._require_namespace_exists(namespace)
+        with self._namespace_locked(namespace):
             self.namespaces.set_deduplication(namespace, enabled)
             topics = [
                 t for t in self._topics.values() if isinstance(t, Topic) and t.topic_name.namespace_name == namespace
@@ -588,11 +570,7 @@ class Broker:
     def namespace_retention(self, namespace: str) -> RetentionPolicies | None:
         """The namespace's retention policy, None when unset; ``NamespaceNotFoundError`` (404)
         when the namespace does not exist."""
-        check_namespace(namespace)
-        with self._lock:
-            self._check_open()
-            self._require_namespace_exists(namespace)
-        return self.namespaces.retention(namespace)
+        return self.namespaces.retention(self._existing_namespace(namespace))
 
     def set_namespace_retention(self, namespace: str, policies: RetentionPolicies | None) -> None:
         """Set (None: remove) a namespace's retention policy (``pulsar-admin namespaces
@@ -602,10 +580,7 @@ class Broker:
         (404) when the namespace does not exist."""
         if policies is not None:
             policies.validate()
-        check_namespace(namespace)
-        with self._lock:
-            self._check_open()
-            self._require_namespace_exists(namespace)
+        with self._namespace_locked(namespace):
             if policies is not None:
                 self.time_policies.check_namespace_retention(namespace, policies)
             self.namespaces.set_retention(namespace, policies)
@@ -619,11 +594,7 @@ class Broker:
         """A topic's own retention policy (None when unset), or with ``applied`` the one in force:
         its own, else its namespace's, else the broker's default. ``NotFoundError`` (404) for a
         topic that does not exist."""
-        name = TopicName.parse(topic)
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
+        name = self._existing(topic)
         own = self.topic_policies.retention(name)
         return self._effective_retention(name) if applied else own
 
@@ -636,10 +607,7 @@ class Broker:
         name = TopicName.parse(topic)
         if policies is not None:
             policies.validate()
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
+        with self._topic_locked(name):
             if policies is not None:
                 self.time_policies.check_topic_retention(name, policies)
             self.topic_policies.set_retention(name, policies)
@@ -714,11 +682,17 @@ class Broker:
 
     def _existing(self, topic: str) -> TopicName:
         name = TopicName.parse(topic)
+        with self._topic_locked(name):
+            return name
+
+    @contextlib.contextmanager
+    def _topic_locked(self, name: TopicName) -> Iterator[None]:
+        """Hold the broker lock over a topic known to exist: ``NotFoundError`` (404) otherwise."""
         with self._lock:
             self._check_open()
             if not self._exists(name):
                 raise NotFoundError(f"Topic not found: {name}")
-        return name
+            yield
 
     def is_allow_auto_update_schema(self, topic: str) -> bool:
         """Whether producers may register new schema versions on ``topic``: the namespace's
@@ -832,11 +806,7 @@ class Broker:
         """A topic's own ``compactionThreshold`` in bytes (None when unset), or with ``applied``
         the one in force: its own, else its namespace's, else
         ``broker_service_compaction_threshold_in_bytes``. ``NotFoundError`` (404)."""
-        name = TopicName.parse(topic)
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
+        name = self._existing(topic)
         return self.compaction_threshold_in_force(name) if applied else self.topic_policies.compaction_threshold(name)
 
     def set_topic_compaction_threshold(self, topic: str, threshold: int | None) -> None:
@@ -845,10 +815,7 @@ class Broker:
         ``NotFoundError`` (404), ``PreconditionFailedError`` (412) for a negative one."""
         name = TopicName.parse(topic)
         check_compaction_threshold(threshold)
-        with self._lock:
-            self._check_open()
-            if not self._exists(name):
-                raise NotFoundError(f"Topic not found: {name}")
+        with self._topic_locked(name):
             self.topic_policies.set_compaction_threshold(name, threshold)
 
     def set_namespace_compaction_threshold(self, namespace: str, threshold: int | None) -> None:
@@ -978,11 +945,18 @@ class Broker:
         store()
 
     def _existing_namespace(self, namespace: str) -> str:
+        with self._namespace_locked(namespace):
+            return namespace
+
+    @contextlib.contextmanager
+    def _namespace_locked(self, namespace: str) -> Iterator[None]:
+        """Hold the broker lock over a namespace known to exist: ``InvalidRequestError`` for a
+        bad name, ``NamespaceNotFoundError`` (404) for an unknown one."""
         check_namespace(namespace)
         with self._lock:
             self._check_open()
             self._require_namespace_exists(namespace)
-        return namespace
+            yield
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:

@@ -285,18 +285,26 @@ class SlowWritesFault(_StoreFault):
         return _delay(value)
 
 
-class UnloadTopicFault(_Fault):
+class _TopicsFault(_Fault):
+    """A fault acting on whole topics: the command's, or without a command every loaded topic
+    ``topic`` matches (which must then be given)."""
+
+    @model_validator(mode="after")
+    def _target(self) -> _TopicsFault:
+        if self.command is None and self.topic is None:
+            action: str = self.action  # type: ignore[attr-defined]
+            raise ValueError(
+                f"{action} without a command needs topic (which topics to {action.removesuffix('_topic')})"
+            )
+        return self
+
+
+class UnloadTopicFault(_TopicsFault):
     """Unload the command's topic, or without a command every loaded topic ``topic`` matches
     (Pulsar's ``unloadTopic``: producers and consumers disconnected, cursors closed; the clients
     reconnect and their lookup loads it again)."""
 
     action: Literal["unload_topic"] = "unload_topic"
-
-    @model_validator(mode="after")
-    def _target(self) -> UnloadTopicFault:
-        if self.command is None and self.topic is None:
-            raise ValueError("unload_topic without a command needs topic (which topics to unload)")
-        return self
 
 
 class RestartFault(_Fault):
@@ -316,16 +324,10 @@ class RestartFault(_Fault):
         return self
 
 
-class TerminateTopicFault(_Fault):
+class TerminateTopicFault(_TopicsFault):
     """Terminate the command's topic, or without a command every loaded topic ``topic`` matches."""
 
     action: Literal["terminate_topic"] = "terminate_topic"
-
-    @model_validator(mode="after")
-    def _target(self) -> TerminateTopicFault:
-        if self.command is None and self.topic is None:
-            raise ValueError("terminate_topic without a command needs topic (which topics to terminate)")
-        return self
 
 
 class DeleteSubscriptionFault(_Fault):

@@ -193,9 +193,7 @@ def run_capture(args: argparse.Namespace) -> int:
     )
     with contextlib.ExitStack() as stack:
         client, admin = open_clients(args, stack)
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):  # the handlers before are back when the capture ends
-            stack.callback(signal.signal, sig, signal.signal(sig, lambda *_: stop.set()))
+        stop = stop_on_signals(stack)
         capture = Capture(args.out, client, admin, settings)
         try:
             capture.run(args.duration, stop, lambda topics: print(json.dumps({"capturing": topics}), flush=True))
@@ -224,6 +222,15 @@ def unreachable(args: argparse.Namespace, exc: Exception) -> ServiceUnreachableE
         f"cannot read from the Pulsar service at {args.service_url} "
         f"(within --connect-timeout {args.connect_timeout:g} s): {type(exc).__name__}: {exc}"
     )
+
+
+def stop_on_signals(stack: contextlib.ExitStack) -> threading.Event:
+    """An event that SIGTERM and SIGINT set instead of ending the process; the handlers before
+    are back when ``stack`` closes."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        stack.callback(signal.signal, sig, signal.signal(sig, lambda *_: stop.set()))
+    return stop
 
 
 def open_clients(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Any, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import os
 import sys
 import tempfile
@@ -347,27 +348,22 @@ class _CommandParser(argparse.ArgumentParser):
     options must not import what ``mledger standalone`` does not need (each command works with
     only its own extra installed)."""
 
-    def __init__(
-        self,
-        *args: Any,
-        configure: Callable[[argparse.ArgumentParser], None] | None = None,
-        extra: str = "",
-        **kw: Any,
-    ) -> None:
+    def __init__(self, *args: Any, command: _Command | None = None, **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self._configure = configure
-        self.extra = extra
+        self._command = command
+        self._configured = False
 
     def configure(self) -> None:
         """Add the command's options (once); exit 2 naming the extra when its modules are missing."""
-        configure, self._configure = self._configure, None
-        if configure is not None:
-            try:
-                configure(self)
-            except ModuleNotFoundError as exc:
-                if _is_own_module(exc):
-                    raise
-                self.exit(2, f"{self.prog}: error: {_missing_extra(exc, self.extra)}\n")
+        if self._command is None or self._configured:
+            return
+        self._configured = True
+        try:
+            _load(self._command.options)(self)
+        except ModuleNotFoundError as exc:
+            if _is_own_module(exc):
+                raise
+            self.exit(2, f"{self.prog}: error: {_missing_extra(exc, self._command.extra)}\n")
 
 
 def _demo_options(demo: argparse.ArgumentParser) -> None:
@@ -445,49 +441,104 @@ def _replay_options(rep: argparse.ArgumentParser) -> None:
     rep.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def _report_options(rpt: argparse.ArgumentParser) -> None:
-    from ..report import add_report_arguments  # the report extra
+@dataclasses.dataclass(frozen=True)
+class _Command:
+    """One ``mledger`` command: the extra it needs, its help, and what adds its options and runs
+    it: a function, or ``"module:name"`` (relative to this package) imported only when the command
+    is the one being run, so each command works with only its own extra installed."""
 
-    add_report_arguments(rpt)
-
-
-def _tokens_options(tok: argparse.ArgumentParser) -> None:
-    from ._tokens import add_tokens_arguments  # argparse only: PyJWT is imported when a command runs
-
-    add_tokens_arguments(tok)
-
-
-def _capture_options(cap: argparse.ArgumentParser) -> None:
-    from ._capture import add_capture_arguments
-
-    add_capture_arguments(cap)
+    extra: str
+    help: str
+    options: Callable[[argparse.ArgumentParser], None] | str
+    run: Callable[[argparse.Namespace], int] | str
+    description: str | None = None
 
 
-def _watch_options(cmd: argparse.ArgumentParser) -> None:
-    from ._watch import add_watch_arguments
-
-    add_watch_arguments(cmd)
-
-
-def _standalone_options(std: argparse.ArgumentParser) -> None:
-    from ..standalone import add_standalone_arguments  # the server extra
-
-    add_standalone_arguments(std)
+def _load(target: Callable[[Any], Any] | str) -> Callable[[Any], Any]:
+    if not isinstance(target, str):
+        return target
+    module, _, name = target.partition(":")
+    loaded: Callable[[Any], Any] = getattr(importlib.import_module(module, __package__), name)
+    return loaded
 
 
-_EXTRAS = {
-    "capture": "capture",
-    "demo": "spark",
-    "generate": "replay",
-    "prepare": "replay",
-    "replay": "replay",
-    "report": "report",
-    "standalone": "server",
-    "tokens": "server",
-    "watch": "watch",
+_COMMANDS = {
+    "capture": _Command(
+        extra="capture",
+        options="._capture:add_capture_arguments",
+        run="._capture:run_capture",
+        help="capture a live Pulsar cluster as raw logs (readers and stats polls)",
+        description="Capture the entries and subscriptions of topics (or a namespace) of any "
+        "Pulsar cluster as the replay's raw logs, through a non-durable reader per "
+        "topic-partition and polls of the subscriptions' internal stats.",
+    ),
+    "demo": _Command(
+        extra="spark",
+        options=_demo_options,
+        run=_demo,
+        help="generate a small data set, replay it on Spark, print the summary",
+        description="Generate raw logs, prepare them on Spark and replay them (the main job "
+        "on local defaults), then print the summary.",
+    ),
+    "generate": _Command(
+        extra="replay",
+        options=_generate_options,
+        run=_generate,
+        help="write synthetic event logs (a prepared log, or raw logs with --raw)",
+        description="Write seeded synthetic event logs: a prepared log by default, ready to "
+        "replay; --raw writes the produced/acked/cancelled/subscriptions logs instead.",
+    ),
+    "prepare": _Command(
+        extra="replay",
+        options=_prepare_options,
+        run=_prepare,
+        help="lay raw event logs out by topic-partition in replay order",
+        description="Turn raw event logs (Parquet, JSON Lines, CSV, compressed text; local "
+        "or remote) into a prepared log: one directory per topic-partition in "
+        "replay order, with a manifest. On Spark with one shuffle; small inputs "
+        f"(under {2_000_000:,} rows) in this process unless --master is given.",
+    ),
+    "replay": _Command(
+        extra="replay",
+        options=_replay_options,
+        run=_replay,
+        help="replay event logs through mledger's broker and cursors",
+        description="Replay a prepared log (or raw logs, prepared first) through mledger's "
+        "broker, subscriptions and cursors, one stream per topic-partition, on "
+        "Spark (Spark only schedules; Python tasks read their own files) or in "
+        "this process.",
+    ),
+    "report": _Command(
+        extra="report",
+        options="..report:add_report_arguments",
+        run="..report:run_report",
+        help="render a replay output as an HTML page with PNG charts",
+    ),
+    "standalone": _Command(
+        extra="server",
+        options="..standalone:add_standalone_arguments",
+        run="..standalone:run_standalone",
+        help="a Pulsar broker: binary protocol on :6650, REST admin on :8080",
+    ),
+    "tokens": _Command(  # the options are argparse only: PyJWT is imported when a command runs
+        extra="server",
+        options="._tokens:add_tokens_arguments",
+        run="._tokens:run_tokens",
+        help="JWT secret keys, key pairs and tokens, as `pulsar tokens`",
+    ),
+    "watch": _Command(
+        extra="watch",
+        options="._watch:add_watch_arguments",
+        run="._watch:run_watch",
+        help="every subscription's restart risk on a live Pulsar cluster, continuously (read-only)",
+        description="Poll a live Pulsar cluster as mledger capture does and feed every subscription's "
+        "cursor model as it goes: per subscription the persisted state size, when it passes the persist "
+        "and frame limits at its growth, what a crash would redeliver now, and a status (LOSING_STATE, "
+        "AT_RISK, OK). --once prints one round; otherwise Prometheus metrics on /metrics.",
+    ),
 }
-"""The extra each command needs (docs/index.md says the same); prepare and replay need ``spark``
-too unless they run in this process."""
+"""Every ``mledger`` command. The extras are the ones docs/index.md names; prepare and replay need
+``spark`` too unless they run in this process."""
 
 
 def _is_own_module(exc: ModuleNotFoundError) -> bool:
@@ -508,82 +559,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="mledger", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
-    sub.add_parser(
-        "capture",
-        configure=_capture_options,
-        extra=_EXTRAS["capture"],
-        help="capture a live Pulsar cluster as raw logs (readers and stats polls)",
-        description="Capture the entries and subscriptions of topics (or a namespace) of any "
-        "Pulsar cluster as the replay's raw logs, through a non-durable reader per "
-        "topic-partition and polls of the subscriptions' internal stats.",
-    )
-    sub.add_parser(
-        "demo",
-        configure=_demo_options,
-        extra=_EXTRAS["demo"],
-        help="generate a small data set, replay it on Spark, print the summary",
-        description="Generate raw logs, prepare them on Spark and replay them (the main job "
-        "on local defaults), then print the summary.",
-    )
-    sub.add_parser(
-        "generate",
-        configure=_generate_options,
-        extra=_EXTRAS["generate"],
-        help="write synthetic event logs (a prepared log, or raw logs with --raw)",
-        description="Write seeded synthetic event logs: a prepared log by default, ready to "
-        "replay; --raw writes the produced/acked/cancelled/subscriptions logs instead.",
-    )
-    sub.add_parser(
-        "prepare",
-        configure=_prepare_options,
-        extra=_EXTRAS["prepare"],
-        help="lay raw event logs out by topic-partition in replay order",
-        description="Turn raw event logs (Parquet, JSON Lines, CSV, compressed text; local "
-        "or remote) into a prepared log: one directory per topic-partition in "
-        "replay order, with a manifest. On Spark with one shuffle; small inputs "
-        f"(under {2_000_000:,} rows) in this process unless --master is given.",
-    )
-    sub.add_parser(
-        "replay",
-        configure=_replay_options,
-        extra=_EXTRAS["replay"],
-        help="replay event logs through mledger's broker and cursors",
-        description="Replay a prepared log (or raw logs, prepared first) through mledger's "
-        "broker, subscriptions and cursors, one stream per topic-partition, on "
-        "Spark (Spark only schedules; Python tasks read their own files) or in "
-        "this process.",
-    )
-    sub.add_parser(
-        "report",
-        configure=_report_options,
-        extra=_EXTRAS["report"],
-        help="render a replay output as an HTML page with PNG charts",
-    )
-    sub.add_parser(
-        "standalone",
-        configure=_standalone_options,
-        extra=_EXTRAS["standalone"],
-        help="a Pulsar broker: binary protocol on :6650, REST admin on :8080",
-    )
-    sub.add_parser(
-        "tokens",
-        configure=_tokens_options,
-        extra=_EXTRAS["tokens"],
-        help="JWT secret keys, key pairs and tokens, as `pulsar tokens`",
-    )
-    sub.add_parser(
-        "watch",
-        configure=_watch_options,
-        extra=_EXTRAS["watch"],
-        help="every subscription's restart risk on a live Pulsar cluster, continuously (read-only)",
-        description="Poll a live Pulsar cluster as mledger capture does and feed every subscription's "
-        "cursor model as it goes: per subscription the persisted state size, when it passes the persist "
-        "and frame limits at its growth, what a crash would redeliver now, and a status (LOSING_STATE, "
-        "AT_RISK, OK). --once prints one round; otherwise Prometheus metrics on /metrics.",
-    )
+    for name, command in _COMMANDS.items():
+        sub.add_parser(name, command=command, help=command.help, description=command.description)
     words = sys.argv[1:] if argv is None else argv
-    command = next((word for word in words if not word.startswith("-")), None)  # mledger has no options
-    chosen = sub.choices.get(command) if command is not None else None
+    named = next((word for word in words if not word.startswith("-")), None)  # mledger has no options
+    chosen = sub.choices.get(named) if named is not None else None
     if isinstance(chosen, _CommandParser):
         chosen.configure()
     return parser
@@ -592,37 +572,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
-        if args.command == "tokens":
-            from ._tokens import run_tokens
-
-            return run_tokens(args)
-        if args.command == "capture":
-            from ._capture import run_capture
-
-            return run_capture(args)
-        if args.command == "watch":
-            from ._watch import run_watch
-
-            return run_watch(args)
-        if args.command == "standalone":
-            from ..standalone import run_standalone
-
-            return run_standalone(args)
-        if args.command == "report":
-            from ..report import run_report
-
-            return run_report(args)
-        if args.command == "demo":
-            return _demo(args)
-        if args.command == "generate":
-            return _generate(args)
-        if args.command == "prepare":
-            return _prepare(args)
-        return _replay(args)
+        return _load(_COMMANDS[args.command].run)(args)
     except ModuleNotFoundError as exc:
         if _is_own_module(exc):
             raise
-        print(f"mledger {args.command}: error: {_missing_extra(exc, _EXTRAS[args.command])}", file=sys.stderr)
+        print(f"mledger {args.command}: error: {_missing_extra(exc, _COMMANDS[args.command].extra)}", file=sys.stderr)
         return 2
     except Exception as exc:  # one line for the user; the types below are the expected ones
         from ..core import MLedgerError

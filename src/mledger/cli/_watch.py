@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import gc
 import json
-import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,15 @@ from urllib.parse import quote
 
 from .._pulsar_keys import MANAGED_LEDGER_KEYS, MAX_MESSAGE_SIZE_KEY
 from ..core import ConfigError, MLedgerError, parse_bind
-from ._capture import add_cluster_arguments, open_clients, parse_count, parse_duration, poller_options, unreachable
+from ._capture import (
+    add_cluster_arguments,
+    open_clients,
+    parse_count,
+    parse_duration,
+    poller_options,
+    stop_on_signals,
+    unreachable,
+)
 
 if TYPE_CHECKING:
     from ..replay import ReplaySettings
@@ -101,9 +108,7 @@ def run_watch(args: argparse.Namespace) -> int:
     settings = watch_settings(given or ReplaySettings())  # the options checked before anything connects
     with contextlib.ExitStack() as stack:
         client, admin = open_clients(args, stack)
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):  # the handlers before are back when the watch ends
-            stack.callback(signal.signal, sig, signal.signal(sig, lambda *_: stop.set()))
+        stop = stop_on_signals(stack)
         on_round = _printer(args) if args.once else _exporter(args, stack)
 
         async def main() -> None:

@@ -58,7 +58,11 @@ from ._errors import (
     StateTransitionError as StateTransitionError,
     UnknownListenerError as UnknownListenerError,
 )
-from ._server import ProtocolServer as ProtocolServer, freeze_startup_heap as freeze_startup_heap
+from ._server import (
+    ProtocolServer as ProtocolServer,
+    freeze_startup_heap as freeze_startup_heap,
+    stop_event_on_signals as stop_event_on_signals,
+)
 
 if TYPE_CHECKING:
     from ._replay import (
@@ -104,6 +108,7 @@ __all__ = [
     "ProtocolServer",
     "fit_to_descriptors",
     "freeze_startup_heap",
+    "stop_event_on_signals",
     "listening_socket",
     "ProtocolStats",
     "RemoteProtocolError",

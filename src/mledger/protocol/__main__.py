@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from ..core import ConfigError, parse_bind
 from ._acceptor import raise_descriptor_limit
 from ._access import ClientAuth
 from ._config import ProtocolConfig
-from ._server import ProtocolServer, freeze_startup_heap
+from ._server import ProtocolServer, freeze_startup_heap, stop_event_on_signals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,10 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     server = ProtocolServer(opened.broker, ProtocolConfig(host=host, port=port), auth=auth)
 
     async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        stop = stop_event_on_signals()
         await server.start()
         freeze_startup_heap()
         print(f"ready {server.service_url}", flush=True)

@@ -54,6 +54,7 @@ import concurrent.futures
 import gc
 import itertools
 import logging
+import signal
 import socket
 import ssl
 import threading
@@ -898,3 +899,13 @@ def freeze_startup_heap() -> None:
     library: an embedding program keeps its own collector settings."""
     gc.collect()
     gc.freeze()
+
+
+def stop_event_on_signals() -> asyncio.Event:
+    """For a process that is the broker, called on its running loop: an event that SIGTERM and
+    SIGINT set instead of ending the process, so it can stop its servers cleanly."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
