@@ -133,9 +133,8 @@ def create_app(
 
     # the non-persistent routes mledger serves, before their 405 twins below
     app.router.routes.extend(non_persistent_router().routes)
-    app.router.routes.append(
-        internal_stats_route("/admin/v2/persistent/{tenant}/{namespace}")
-    )  # a poll's call, before its documented twin
+    # a poll's per-topic call, before its documented twin below
+    app.router.routes.append(internal_stats_route("/admin/v2/persistent/{tenant}/{namespace}"))
     v2, v1 = "/admin/v2/{domain}/{tenant}/{namespace}", "/admin/{domain}/{property}/{cluster}/{namespace}"
     for version, prefix, domain, documented in (
         ("v2", v2, "persistent", True),
