@@ -4,6 +4,7 @@ medians and ratios.
 
     .venv/bin/python benchmarks/bench_replay.py                        # everything, 10M and 40M events
     .venv/bin/python benchmarks/bench_replay.py --sizes 2000000 --repeat 3 --skip memory,prepare
+    .venv/bin/python benchmarks/bench_replay.py --only engine --sizes 10000000 --before /work/main
 
 Parts (``--skip`` takes a comma-separated list of them):
 
@@ -20,7 +21,8 @@ Parts (``--skip`` takes a comma-separated list of them):
 * ``prepare``: ``mledger prepare`` of the raw logs of the first size on local[2], against a
   replay of the same raw input on local[2] (which prepares them first);
 * ``engine``: the replay engine alone on one topic-partition's events already in memory,
-  events per CPU-second;
+  events per CPU-second; with ``--before TREE``, that and the persists per CPU-second of
+  10,000-range states against another source tree's (``TREE/src``), alternating;
 * ``memory``: one topic-partition of ``--memory-events`` events replayed on local[2], the
   largest Python worker's peak RSS.
 
@@ -250,24 +252,75 @@ def _prepare_part(args: argparse.Namespace) -> None:
     shutil.rmtree(os.path.join(args.data, "prep-out"), ignore_errors=True)
 
 
-def _engine_part(args: argparse.Namespace) -> None:
-    """The engine alone: one topic-partition's batches read first, then fed (CPU time); then
-    whether its answers equal steps of one event's, persists per CPU-second on states of
-    10,000 ranges, and a sweep over the presets against one setting."""
+def _engine_rates(data: str) -> tuple[list[float], int]:
+    """Events per CPU-second of the engine alone on the first four topic-partitions of the log
+    at ``data`` (each one's batches read first, then fed), and the events of the last."""
     from mledger.replay import open_prepared
     from mledger.replay._layout import read_partition
 
-    data = os.path.join(args.data, f"prepared-{args.sizes[0]}")
-    _generate(data, args.sizes[0])  # the first size's log, generated when none is there
     log = open_prepared(data)
     declared = log.subscriptions()
     rates = []
+    events = 0
     for part in log.manifest.partitions[:4]:
         batches = list(read_partition(log, part))
         events = sum(b.num_rows for b in batches)
         took, _ = _replay_engine(part, batches, declared)
         rates.append(events / took)
         del batches
+    return rates, events
+
+
+def _engine_child(what: str, data: str) -> None:
+    """``--engine-child``: one side of ``--before``'s comparison, in a process of its own."""
+    if what == "rates":
+        rates, _ = _engine_rates(data)
+        print("RATES " + " ".join(f"{r:.1f}" for r in rates))
+    else:
+        print(f"PERSISTS {_persist_rate(quiet=True):.1f}")
+
+
+def _compare_engine(args: argparse.Namespace, data: str) -> None:
+    """``--before TREE``: the engine's figures of TREE's ``src`` against this checkout's, each
+    side a fresh process, alternating which goes first, ``--repeat`` times; medians, ratios."""
+    sides = {"before": os.path.join(args.before, "src"),
+             "after": os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")}
+    runs: dict[str, dict[str, list[float]]] = {k: {"rates": [], "persists": []} for k in sides}
+    for r in range(args.repeat):
+        for name in (list(sides) if r % 2 == 0 else list(reversed(sides))):
+            for what in ("rates", "persists"):
+                out = subprocess.run([sys.executable, os.path.abspath(__file__), "--engine-child", what,
+                                      "--data", args.data, "--sizes", str(args.sizes[0])], check=True, text=True,
+                                      capture_output=True, env={**os.environ, "PYTHONPATH": sides[name]}).stdout
+                line = next(x for x in out.splitlines() if x.startswith(("RATES", "PERSISTS")))
+                values = [float(v) for v in line.split()[1:]]
+                runs[name][what].append(_median(values))
+    print(f"\n== the engine alone, before ({sides['before']}) and after ({sides['after']}), {args.repeat} runs "
+          f"each, alternating; {_load()}")
+    for what, label in (("rates", "events per CPU-second (median of 4 topic-partitions)"),
+                        ("persists", "persists per CPU-second, states of ~10,000 ranges")):
+        before, after = _median(runs["before"][what]), _median(runs["after"][what])
+        print(f"{label}: before {before:,.0f} ({' / '.join(f'{v:,.0f}' for v in runs['before'][what])}), "
+              f"after {after:,.0f} ({' / '.join(f'{v:,.0f}' for v in runs['after'][what])}): "
+              f"{after / before:.2f}x")
+
+
+def _engine_part(args: argparse.Namespace) -> None:
+    """The engine alone: one topic-partition's batches read first, then fed (CPU time); then
+    whether its answers equal steps of one event's, persists per CPU-second on states of
+    10,000 ranges, and a sweep over the presets against one setting. With ``--before TREE``:
+    the first and third against TREE's, alternating (:func:`_compare_engine`), and nothing else."""
+    from mledger.replay import open_prepared
+    from mledger.replay._layout import read_partition
+
+    data = os.path.join(args.data, f"prepared-{args.sizes[0]}")
+    _generate(data, args.sizes[0])  # the first size's log, generated when none is there
+    if args.before:
+        _compare_engine(args, data)
+        return
+    log = open_prepared(data)
+    declared = log.subscriptions()
+    rates, events = _engine_rates(data)
     print(f"\n== the engine alone, {len(rates)} topic-partitions of ~{events:,} events in memory: "
           f"{_median(rates):,.0f} events per CPU-second (median; {', '.join(f'{r:,.0f}' for r in rates)}); {_load()}")
     part = log.manifest.partitions[0]
@@ -316,10 +369,11 @@ def _replay_engine(part, batches, declared, settings=None, segment_rows=None):  
     return took, sorted(map(repr, (row for b in out for row in b.to_pylist())))
 
 
-def _persist_rate() -> None:
+def _persist_rate(quiet: bool = False) -> float:
     """Persists per CPU-second of a cursor whose state holds about 10,000 ranges: 9,500 holes
     made within one second (one persist), then one more hole a second, each persisted (the
-    rate limit's pace), 1,000 of them; the CPU of the second phase alone, by difference."""
+    rate limit's pace), 1,000 of them; the CPU of the second phase alone, by difference.
+    Printed unless ``quiet``; returned."""
     from mledger.replay import BrokerModel, PartitionReplayer, ReplaySettings
     from mledger.replay._events import event_table
     from mledger.replay._local import by_partition
@@ -356,9 +410,11 @@ def _persist_rate() -> None:
         persists = cursor.stats().persistence.persist_count
         runs.append((time.process_time() - started, persists, cursor.stats().individually_deleted_ranges))
     (cpu0, n0, _), (cpu1, n1, ranges) = runs
-    print(f"== persists per CPU-second, states of ~10,000 ranges ({ranges:,} at the end): "
-          f"{(n1 - n0) / max(cpu1 - cpu0, 1e-9):,.0f} "
-          f"({n1 - n0:,} persists in {cpu1 - cpu0:.2f} s); {_load()}")
+    rate = (n1 - n0) / max(cpu1 - cpu0, 1e-9)
+    if not quiet:
+        print(f"== persists per CPU-second, states of ~10,000 ranges ({ranges:,} at the end): {rate:,.0f} "
+              f"({n1 - n0:,} persists in {cpu1 - cpu0:.2f} s); {_load()}")
+    return rate
 
 
 def _memory_part(args: argparse.Namespace) -> None:
@@ -387,7 +443,13 @@ def main() -> int:
                    help="engine: events of one topic-partition replayed under each preset (0: none)")
     p.add_argument("--check-sequential", type=int, default=100_000,
                    help="engine: events of one topic-partition replayed in steps of one too, answers compared (0: none)")
+    p.add_argument("--before", default="",
+                   help="engine: compare with the source tree at this path (its src/), alternating; e.g. /work/main")
+    p.add_argument("--engine-child", choices=("rates", "persists"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.engine_child:
+        _engine_child(args.engine_child, os.path.join(args.data, f"prepared-{args.sizes[0]}"))
+        return 0
     parts = {"replay": _replay_part, "sweep": _sweep_part, "prepare": _prepare_part, "engine": _engine_part,
              "memory": _memory_part}
     chosen = [x for x in (args.only.split(",") if args.only else parts) if x and x not in args.skip.split(",")]

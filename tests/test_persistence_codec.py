@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from mledger import Position, StateCorruptedError
 from mledger.codec import (
     PersistedCursorState,
+    PositionInfoRanges,
     RangeArrays,
     _cursor_info as codec,
     _varint_arrays as vx,
@@ -165,6 +166,32 @@ def test_managed_cursor_info_is_byte_identical_to_protobuf(state: PersistedCurso
     expected = to_pb_cursor_info(state).SerializeToString()
     assert encode_managed_cursor_info(state) == expected
     assert decode_managed_cursor_info(expected) == state
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_position_info_ranges_reused_between_records_are_byte_identical(data) -> None:
+    """Successive records through one PositionInfoRanges (ranges changed, inserted, dropped at
+    the start, end or middle; more and fewer than the Python path's records) equal protobuf's."""
+    value = st.integers(I64_MIN, I64_MAX) | st.integers(-2, 1 << 20)
+    rows = data.draw(st.lists(st.tuples(value, value, value, value), max_size=80))
+    ranges = PositionInfoRanges()
+    reused_from = data.draw(st.sampled_from([0, 20, codec._REUSED_FROM]))  # the default reuses long lists only
+    for _ in range(data.draw(st.integers(1, 6))):
+        op, at, count = data.draw(st.sampled_from("keep change insert drop".split())), data.draw(st.integers(0, 80)), data.draw(st.integers(1, 40))
+        at = min(at, len(rows))
+        if op == "change" and rows:
+            rows[min(at, len(rows) - 1)] = data.draw(st.tuples(value, value, value, value))
+        elif op == "insert":
+            rows[at:at] = data.draw(st.lists(st.tuples(value, value, value, value), min_size=1, max_size=count))
+        elif op == "drop":
+            del rows[at : at + count]
+        cols = [np.array([r[j] for r in rows], dtype=np.int64) for j in range(4)]
+        state = PersistedCursorState(Position(1, 2), {"p": 3}, RangeArrays(*cols))
+        expected = to_pb_position_info(state).SerializeToString()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(codec, "_REUSED_FROM", reused_from)
+            assert encode_position_info(state, ranges_bytes=ranges.encode(state.ranges)) == expected
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -43,6 +43,7 @@ from ._compression import (
     parse_compression_type as parse_compression_type,
 )
 from ._cursor_info import (
+    PositionInfoRanges as PositionInfoRanges,
     decode_managed_cursor_info as decode_managed_cursor_info,
     decode_position_info as decode_position_info,
     encode_managed_cursor_info as encode_managed_cursor_info,
@@ -80,6 +81,7 @@ __all__ = [
     "InvalidMessageIdError",
     "MessageId",
     "PersistedCursorState",
+    "PositionInfoRanges",
     "RangeArrays",
     "SingleMessage",
     "as_position",

@@ -47,6 +47,7 @@ __all__ = [
     "decode_position_info",
     "encode_managed_cursor_info",
     "encode_position_info",
+    "PositionInfoRanges",
     "long_list_size",
     "range_record_sizes",
 ]
@@ -102,6 +103,111 @@ def _encode_ranges(field: int, ranges: RangeArrays | None) -> list[np.ndarray]:
         vx.Nested(2, (vx.Scalar(1, ul), vx.Scalar(2, ue))),
     )
     return vx.encode_records(field, n, layout)
+
+
+def _range_record_bytes(ranges: np.ndarray) -> np.ndarray:
+    """Bytes each ``MessageRange`` record takes in a repeated field (tag and length included),
+    as :func:`range_record_sizes` counts them, for checked int64 ``ranges`` columns (a
+    ``(4, n)`` array). O(n)."""
+    ll, le, ul, ue = (_varint_sizes(c) for c in ranges)
+    body = (2 + 2 + ll + le) + (2 + 2 + ul + ue)  # two nested positions, each tag + length + two fields
+    return 1 + _varint_sizes(body) + body
+
+
+_REUSED_FROM = 1024
+"""Lists of fewer ranges are encoded whole: reusing records saves less than finding them costs
+(a cursor with a few hundred holes changes a good part of them between two persists)."""
+
+_PYTHON_RECORDS = 32
+"""Up to this many changed ``MessageRange`` records are encoded one by one in Python: below
+it the whole-array encoder's fixed cost is the larger."""
+
+
+def _rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row of two ``(n, 4)`` arrays, whether any value differs: the four comparison bytes
+    of a row read as one int32 (``any(axis=1)`` over four columns is several times slower)."""
+    return (a != b).view(np.int32).ravel()
+
+
+def _range_record(field: int, ll: int, le: int, ul: int, ue: int) -> bytes:
+    """One ``MessageRange`` record of a repeated ``field``, as protobuf writes it."""
+    lower = bytearray(b"\x08")
+    put_varint(lower, ll)
+    lower.append(0x10)
+    put_varint(lower, le)
+    upper = bytearray(b"\x08")
+    put_varint(upper, ul)
+    upper.append(0x10)
+    put_varint(upper, ue)
+    body = b"".join((b"\x0a", bytes((len(lower),)), lower, b"\x12", bytes((len(upper),)), upper))
+    out = bytearray()
+    put_tag(out, field, LEN)
+    put_varint(out, len(body))
+    out += body
+    return bytes(out)
+
+
+class PositionInfoRanges:
+    """Encodes the ``individualDeletedMessages`` field of successive ``PositionInfo`` records
+    of one cursor (:func:`encode_position_info`'s ``ranges_bytes``), reusing the bytes of the
+    records the last call's ranges share with these at their start and at their end: a
+    persist often changes a few ranges of a long list, so only those are encoded again.
+
+    The bytes equal those :func:`encode_position_info` writes for the same ranges (each
+    record's encoding depends on its own four values only). O(n) comparisons plus O(changed
+    records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes."""
+
+    __slots__ = ("_data", "_rows", "_sizes")
+
+    def __init__(self) -> None:
+        self._rows = np.empty((0, 4), dtype=np.int64)
+        self._data = b""
+        self._sizes: np.ndarray | None = np.empty(0, dtype=np.int64)  # bytes per record; None: not counted
+
+    def encode(self, ranges: RangeArrays) -> bytes:
+        """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
+        cols = [_int64_array(c, f"ranges.{name}") for c, name in zip(ranges, RangeArrays._fields, strict=True)]
+        n = cols[0].size
+        if any(c.size != n for c in cols):
+            raise ValueError(f"ranges arrays have different lengths: {[c.size for c in cols]}")
+        if n < _REUSED_FROM:
+            self._rows, self._data, self._sizes = np.empty((0, 4), dtype=np.int64), b"", None
+            return b"".join(_encode_ranges(_PI_RANGES, RangeArrays(*cols)))  # type: ignore[arg-type]
+        rows = np.column_stack(cols)
+        prev = self._rows
+        m = prev.shape[0]
+        k = min(n, m)
+        head = tail = 0  # records shared with the last call's, at the start and at the end
+        if k and (rows[0] == prev[0]).all():
+            found = np.flatnonzero(_rows_differ(rows[:k], prev[:k]))
+            head = int(found[0]) if found.size else k
+            k -= head
+        if k and (rows[-1] == prev[-1]).all():
+            found = np.flatnonzero(_rows_differ(rows[n - k :], prev[m - k :]))
+            tail = k - int(found[-1]) - 1 if found.size else k
+        middle = rows[head : n - tail]
+        sizes: np.ndarray | None = None
+        if middle.shape[0] > max(n // 2, _PYTHON_RECORDS):  # mostly changed: encoded whole
+            head = tail = 0
+            middle = rows
+        if middle is rows:
+            encoded = b"".join(_encode_ranges(_PI_RANGES, RangeArrays(*cols)))  # type: ignore[arg-type]
+        elif middle.shape[0] <= _PYTHON_RECORDS:
+            records = [_range_record(_PI_RANGES, *r) for r in middle.tolist()]
+            encoded = b"".join(records)
+            sizes = np.array([len(r) for r in records], dtype=np.int64)
+        else:  # sizes counted only if a later call reuses some of these records
+            columns = RangeArrays(*(np.ascontiguousarray(middle[:, j]) for j in range(4)))
+            encoded = b"".join(_encode_ranges(_PI_RANGES, columns))  # type: ignore[arg-type]
+        data = encoded
+        if head or tail:
+            known = self._sizes if self._sizes is not None else _range_record_bytes(prev.T)
+            start, end = int(known[:head].sum()), len(self._data) - int(known[m - tail :].sum())
+            data = b"".join((self._data[:start], encoded, self._data[end:]))
+            if sizes is not None:
+                sizes = np.concatenate((known[:head], sizes, known[m - tail :]))
+        self._rows, self._data, self._sizes = rows, data, sizes
+        return data
 
 
 def _flatten_words(words: list[np.ndarray], what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -218,15 +324,16 @@ def long_list_size(ledger_id: int, words: np.ndarray) -> int:
     return 1 + int(_varint_sizes(np.array([body]))[0]) + body
 
 
-def encode_position_info(state: PersistedCursorState) -> bytes:
+def encode_position_info(state: PersistedCursorState, ranges_bytes: bytes | None = None) -> bytes:
     """Serialize ``state`` as a ``PositionInfo`` (a cursor-ledger entry).
 
     Writes fields 1, 2 (mark-delete), 3 (``ranges``, when not None), 4 (``properties``), 5
     (``batch_deleted``) and 6 (``long_arrays``, when not None), each repeated record in the
     given order. ``cursor_properties``, ``cursors_ledger_id`` and ``last_active`` have no place
     in a ``PositionInfo`` and are not written. O(total values), numpy-vectorised.
-    Raises ``ValueError``/``TypeError`` for values that are not int64 or arrays of unequal
-    length.
+    ``ranges_bytes``: field 3 already encoded (:class:`PositionInfoRanges`), written instead of
+    ``state.ranges``. Raises ``ValueError``/``TypeError`` for values that are not int64 or
+    arrays of unequal length.
     """
     head = bytearray()
     _put_int64_field(head, _PI_LEDGER, state.mark_delete[0], "mark_delete ledger id")
@@ -234,7 +341,10 @@ def encode_position_info(state: PersistedCursorState) -> bytes:
     props = bytearray()
     _encode_long_properties(props, _PI_PROPS, state.properties)
     parts: list[bytes | bytearray | np.ndarray] = [head]
-    parts += _encode_ranges(_PI_RANGES, state.ranges)
+    if ranges_bytes is None:
+        parts += _encode_ranges(_PI_RANGES, state.ranges)
+    else:
+        parts.append(ranges_bytes)
     parts.append(props)
     parts += _encode_batch(_PI_BATCH, state.batch_deleted)
     parts += _encode_long_arrays(_PI_LONGS, state.long_arrays)

@@ -467,13 +467,15 @@ class AckState:
         if not ledgers.size:
             return [], _NO_ROWS
         named = rows if ledgers.size == rows.shape[0] else np.column_stack((ledgers, entries))
-        order = np.argsort(ledgers, kind="stable")
-        ledgers, entries = ledgers[order], entries[order]
-        bounds = np.flatnonzero(np.diff(ledgers)) + 1
-        groups = [
-            (int(part[0]), part_e)
-            for part, part_e in zip(np.split(ledgers, bounds), np.split(entries, bounds), strict=True)
-        ]
+        first, last = int(ledgers.min()), int(ledgers.max())
+        if first == last:  # one ledger (the usual bulk ack): no sort, one group
+            groups = [(first, entries)]
+        else:
+            order = np.argsort(ledgers, kind="stable")
+            ledgers, entries = ledgers[order], entries[order]
+            bounds = (np.flatnonzero(np.diff(ledgers)) + 1).tolist()
+            cuts = [0, *bounds, ledgers.size]
+            groups = [(int(ledgers[a]), entries[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
         for ledger_id, part_e in groups:
             low, top = int(part_e.min()), int(part_e.max())
             info = self._ledger_list.get(ledger_id)

@@ -80,6 +80,7 @@ import numpy as np
 
 from ..codec import (
     PersistedCursorState,
+    PositionInfoRanges,
     RangeArrays,
     compress_metadata,
     decode_managed_cursor_info,
@@ -161,6 +162,8 @@ class CursorStateStore:
         # (O(ledgers), its counts kept) rather than from the record (O(ranges)); for the
         # write under way only (dropped by _after_write).
         self._full_export: tuple[RangeArrays, AckRangeSet, int] | None = None
+        # the ranges of the PositionInfo records built, encoded: the next reuses what it shares
+        self._range_bytes = PositionInfoRanges()
         self._rules_cache: tuple[ManagedLedgerConfig, tuple[PulsarVersion, _Reader, _Reader]] | None = None
         # What a recovery would read (see the writing section), and what the store last wrote
         self._stored: _Stored | None = None
@@ -1027,7 +1030,10 @@ class CursorStateStore:
 
         def encode(state: PersistedCursorState) -> bytes:
             kept[:] = [state]
-            return encode_position_info(state)
+            ranges = state.ranges
+            if ranges is None:
+                return encode_position_info(state)
+            return encode_position_info(state, ranges_bytes=self._range_bytes.encode(ranges))
 
         data = self._bounded(snapshot, for_info=False, with_acks=True, encode=encode)
         return data, kept[0]
