@@ -160,11 +160,11 @@ def test_the_client_receives_again_what_the_replay_predicts(
             rows = recorded_acks(record, work.produced, work.topic)  # noqa: B023
             return all(work.applied(s, batch_index_acks) <= rows.get(s.name, set()) for s in work.subscriptions)  # noqa: B023
 
-        def settle(settled: list[None] = []) -> None:  # noqa: B006 - the groups settled in this run
+        def settle(settled: list[float] = []) -> None:  # noqa: B006 - when each group of this run settled
             wait_for(recorded, "the recording to hold every acknowledgement sent")
-            settled.append(None)
-            if len(settled) == PAUSE_AFTER:
-                time.sleep(1.1)  # the limiter grants the next command a persist, with more ranges
+            settled.append(time.monotonic())
+            if len(settled) == PAUSE_AFTER:  # the limiter grants the next command a persist, with more ranges
+                time.sleep(max(0.0, settled[0] + 1.1 - settled[-1]))
 
         work.consume(settle=settle, per_settle=ACKS_PER_COMMAND)
         runs.append(Stopped(crash, work, record, live_cursors(broker, work.topic)))
