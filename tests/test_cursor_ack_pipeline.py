@@ -278,3 +278,27 @@ def test_an_ack_in_a_ledger_trimmed_under_the_cursor_is_refused() -> None:
         assert "no such entry" in _refusal(lambda p=p: unseen.delete_many([p]))
     unseen.delete(positions[7])
     assert unseen.is_message_deleted(positions[7]) and not unseen.is_message_deleted(positions[6])
+
+
+def test_seek_moves_the_read_position_alone_and_persists_nothing() -> None:
+    """Pulsar's ``ManagedCursorImpl.seek(Position, boolean)`` sets ``readPosition`` under the
+    write lock and writes nothing (as ``rewind``): an ack the rate limiter held back stays
+    unpersisted, so a crash after a seek still redelivers it; ``resetCursor`` goes through
+    ``internalResetCursor`` -> ``internalAsyncMarkDelete`` and persists at once."""
+    cursor, clock = _cursor(entries=8, per_ledger=4, throttle=1.0)
+    ml = cursor.ledger
+    first = ml.next_valid_position(cursor.mark_delete_position)
+    cursor.delete(first)  # the first persist
+    clock.advance(10)
+    held = ml.next_valid_position(ml.next_valid_position(first))
+    cursor.delete(held)  # throttled: in memory only
+    persisted = cursor.stats().persistence
+    assert cursor.is_dirty and persisted.redelivered_after_crash.messages == 1
+    target = ml.next_valid_position(held)
+    cursor.seek(target)
+    after = cursor.stats().persistence
+    assert cursor.read_position == target
+    assert (after.persist_count, cursor.is_dirty, after.redelivered_after_crash.messages) == (
+        persisted.persist_count, True, 1)
+    cursor.reset_cursor(target)  # a reset persists
+    assert cursor.stats().persistence.persist_count == persisted.persist_count + 1 and not cursor.is_dirty

@@ -883,6 +883,8 @@ class ManagedCursor:
                 min(r.entries for r in rooms),
                 max(r.batch_cost for r in rooms),
                 0 if followed else min(r.batch_indexes for r in rooms),
+                None,
+                any(r.shrink_loses_batch for r in rooms),
             )
 
     def add_state_mirror(self, store: CursorStateStore) -> None:
@@ -1071,7 +1073,9 @@ class ManagedCursor:
             reset.rewind()
 
     def seek(self, position: Position, force: bool = False) -> None:
-        """Move the read position to ``position``; at or below MD it goes to the entry after MD."""
+        """Move the read position to ``position``; at or below MD it goes to the entry after MD.
+        Persists nothing (Pulsar's ``ManagedCursorImpl.seek``): state the rate limiter held back
+        stays unpersisted; :meth:`reset_cursor` is the reset that persists."""
         with self.position_reset() as reset:
             reset.seek(to_position(position), force)
 

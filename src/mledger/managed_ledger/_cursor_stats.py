@@ -21,19 +21,28 @@ class BulkAckRoom(NamedTuple):
     ``unload``: when the close record keeps no batch state, the unload figure is then the
     acknowledged indexes of the partially acknowledged entries (and those entries), which batch
     acks move up and completed entries down: ``(messages, entries, messages_max,
-    entries_max)`` now, for the caller to cut its changes at a new maximum; None otherwise."""
+    entries_max)`` now, for the caller to cut its changes at a new maximum; None otherwise.
+
+    ``shrink_loses_batch``: the close record may keep batch states now and lose them once the
+    mark-delete takes ranges away (from the cursor ledger, which keeps them, to the metadata
+    store, which a recovery before apache/pulsar#26474 does not read them from: the unload figure
+    up, then down as the mark-delete passes them), or whether it may is not known: a run of
+    cumulative acknowledgements then goes one at a time. Cumulative acknowledgements otherwise
+    only take state away, which never raises the unload figure, but for a batch index they
+    leave (a new batch state: within ``fits(0, 1)``)."""
 
     entries: int
     batch_cost: int
     batch_indexes: int
     unload: tuple[int, int, int, int] | None = None
+    shrink_loses_batch: bool = True
 
     def fits(self, whole: int, batch: int) -> bool:
         """Whether ``whole`` whole-entry and ``batch`` batch-index acknowledgements fit. O(1)."""
         return batch <= self.batch_indexes and whole + batch * self.batch_cost <= self.entries
 
 
-UNBOUNDED_ROOM = BulkAckRoom(1 << 62, 0, 1 << 62)
+UNBOUNDED_ROOM = BulkAckRoom(1 << 62, 0, 1 << 62, None, False)
 """The room of a cursor whose changes no state store observes (a non-durable cursor)."""
 
 

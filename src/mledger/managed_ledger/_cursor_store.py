@@ -725,27 +725,30 @@ class CursorStateStore:
         words costs its bytes in entries' shares); a batch-index acknowledgement moves the
         figure when the close record does not keep batch states (up, then down when the entry
         is complete): the room then gives the figure to follow (``BulkAckRoom.unload``). O(1)
-        after an observation."""
-        headroom = self._bulk_headroom if self._unload_ranges >= 0 else -1
-        if headroom < 0:
-            return BulkAckRoom(0, 0, 0)
+        after an observation; ``shrink_loses_batch`` even past the limits."""
         reader = self._reader(for_restart=True)
-        if (
+        ranges, above = self._unload_ranges, self._config.max_unacked_ranges_to_persist_in_metadata_store
+        # the close's branch (ledger or node) decides whether batch states are kept
+        branch_decides = (
             self._ledger_id is not None
             and reader.batch
             and self._config.deletion_at_batch_index_level_enabled
             and not reader.rules.batch_indexes_read_from_metadata_store
-        ):
-            # the close's branch (ledger or node) decides whether batch states are kept: an
-            # acknowledgement moves the range count by one at most, so stay on this side of it
-            ranges, above = self._unload_ranges, self._config.max_unacked_ranges_to_persist_in_metadata_store
+        )
+        shrink_loses_batch = branch_decides and (ranges < 0 or ranges > above)
+        headroom = self._bulk_headroom if ranges >= 0 else -1
+        if headroom < 0:
+            return BulkAckRoom(0, 0, 0, None, shrink_loses_batch)
+        if branch_decides:
+            # an individual acknowledgement moves the range count by one at most: stay on this side
             headroom = min(headroom, above - ranges if ranges <= above else ranges - above - 1)
         per_batch = 1 + -(-(_BYTES_PER_BATCH_BOUND + batch_words * 10) // _BYTES_PER_ENTRY_BOUND)
         batch_room = max(self._config.max_batch_deleted_index_to_persist - batch_states, 0)
         if self._unload_keeps_batch:
-            return BulkAckRoom(headroom, per_batch, batch_room)
+            return BulkAckRoom(headroom, per_batch, batch_room, None, shrink_loses_batch)
         u = self._figures.unload
-        return BulkAckRoom(headroom, per_batch, batch_room, (u.messages, u.entries, u.messages_max, u.entries_max))
+        unload = (u.messages, u.entries, u.messages_max, u.entries_max)
+        return BulkAckRoom(headroom, per_batch, batch_room, unload, shrink_loses_batch)
 
     def _unload_headroom_of(self, snapshot: CursorSnapshot, now_only: bool = False) -> int:
         """How many more whole entries can be acknowledged before the close record of

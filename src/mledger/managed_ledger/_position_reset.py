@@ -28,8 +28,8 @@ class ResetHooks(NamedTuple):
 
     ``choose_*`` validate a change when it is chosen (they may raise and change nothing) and
     return the action that applies it; actions run under ``lock`` when the revision ends,
-    followed by ``after_change`` (persist the state) unless the change was a rewind, which
-    moves the read position alone.
+    followed by ``after_change`` (persist the state) unless the change was a rewind or a seek,
+    which move the read position alone.
     """
 
     name: str
@@ -81,8 +81,10 @@ class PositionReset:
         self._set(self._hooks.choose_rewind(), persists=False)
 
     def seek(self, position: Position, force: bool = False) -> None:
-        """Move the read position (never to or below the mark-delete position)."""
-        self._set(self._hooks.choose_seek(position, force))
+        """Move the read position (never to or below the mark-delete position). Writes nothing,
+        as Pulsar's ``ManagedCursorImpl.seek(Position, boolean)`` (only the read position
+        moves; a reset by message id or publish time persists: :meth:`reset_to`)."""
+        self._set(self._hooks.choose_seek(position, force), persists=False)
 
     def reset_to(self, position: Position) -> None:
         """Reset like ``reset_cursor``: read from ``position``, mark-delete just before it."""

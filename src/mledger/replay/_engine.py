@@ -82,12 +82,16 @@ maximum with the time it was first reached. Three things make bulk steps exact:
   record a crash recovers is fixed and acknowledgements only grow, so the crash total only
   grows: its value after the run is its highest over the run, first reached at the last ack
   that changed the cursor, whose event time the call takes (``_change_stamp``: acks of
-  entries or indexes already acknowledged change nothing; cumulative acks: the first reaching
-  the highest position). The unload figure can go up and down past a limit, so a run is one
-  call only within the cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the
-  close record losing nothing new), else it is split, down to one ack a call; and under a
-  Pulsar version's rules, an ack of a clean cursor may be one no persist writes
-  (apache/pulsar#26498), which sets the limits part by itself: alone too.
+  entries or indexes already acknowledged change nothing; cumulative acks: the first after
+  which the cursor holds every message it holds after the highest, ``_cumulative_stamp``).
+  The unload figure can go up and down past a limit, so a run is one call only within the
+  cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the close record losing
+  nothing new), else it is split, down to one ack a call; and under a Pulsar version's rules,
+  an ack of a clean cursor may be one no persist writes (apache/pulsar#26498), which sets the
+  limits part by itself: alone too. Cumulative acks only take state away, which never raises
+  the unload figure, but for the batch state one naming a batch index leaves (it must fit the
+  room) and for a close record that fewer ranges send to a metadata store whose batch states
+  are not read back (``BulkAckRoom.shrink_loses_batch``): there each goes alone.
 * **Cuts where a persist reads more than its cursor.** A flush tick (under a Pulsar version's
   rules) cuts the step, so it sees exactly the events before it; and a persist of a cursor
   with no cursor ledger reads the entries produced so far (the node or a new ledger), so the
@@ -1039,8 +1043,8 @@ class PartitionReplayer:
             for code in np.unique(a.sub).tolist()
         ]
         for plan in plans:
-            if plan.batch_before[-1]:
-                partial = plan.rows[a.bidx[plan.rows] >= 0]
+            partial = plan.rows[a.bidx[plan.rows] >= 0]  # cumulative ones too: each leaves a batch state
+            if partial.size:
                 plan.batch_words = int(self._index.batch_size(g[partial]).max()) // 64 + 1
         heap: list[tuple[int, int, np.ndarray]] = []
         for k, plan in enumerate(plans):
@@ -1075,7 +1079,7 @@ class PartitionReplayer:
             cumulative = a.ack[group] == 1
             if cumulative.all():
                 if self._cumulative_run_is_exact(plan, a, group):
-                    q, at = k, p + self._cumulative_stamp(a, g, group)
+                    q, at = k, p + self._cumulative_stamp(plan.name, a, g, group)
             elif not cumulative.any():
                 q = plan.request_end(self._exact_prefix(plan, a, g, p, k), p)
                 if q > p + 1:
@@ -1084,17 +1088,24 @@ class PartitionReplayer:
         return int(ts[at]), rows[p : plan.pos]
 
     def _cumulative_run_is_exact(self, plan: _SubAcks, a: Rows, group: np.ndarray) -> bool:
-        """Whether a run of throttled cumulative acks may be one call: yes unless one of them
-        names a batch index while the unload figure follows partially acknowledged batches
-        (``BulkAckRoom.unload``) or the broker ignores ack sets; there a cumulative ack can move
-        that figure both ways, so each goes alone."""
-        if not (a.bidx[group] >= 0).any():
-            return True
+        """Whether a run of throttled cumulative acks may be one call. A cumulative ack takes
+        state away (the unload figure never rises) but where the close record would lose the
+        batch states it keeps once fewer ranges send it to the metadata store
+        (``BulkAckRoom.shrink_loses_batch``), or for the batch state one naming a batch index
+        leaves: that one must fit the room (``fits(0, 1)``: the batch cap, the record's size),
+        the close record must keep it (``BulkAckRoom.unload`` is None) and the broker must
+        not ignore ack sets. Elsewhere a cumulative ack can move that figure both ways, so
+        each goes alone."""
         model = self._model
         assert model is not None
+        room = model.bulk_ack_room(plan.name, plan.batch_words)
+        if room.shrink_loses_batch:
+            return False
+        if not (a.bidx[group] >= 0).any():
+            return True
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
             return False
-        return model.bulk_ack_room(plan.name, plan.batch_words).unload is None
+        return room.unload is None and room.fits(0, 1)
 
     def _exact_prefix(self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, k: int) -> int:
         """The end of the longest run of throttled individual acks from ``p`` (before ``k``)
@@ -1181,16 +1192,49 @@ class PartitionReplayer:
                 return j + 1  # a new maximum: the call ends with the ack that reached it
         return q
 
-    def _cumulative_stamp(self, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
-        """The first of one subscription's cumulative acks that reaches their highest position:
-        the last that changes the cursor (the others stay at or below it)."""
-        size = self._index.batch_size(g[rows])
-        bidx = a.bidx[rows]
-        effective = np.where((bidx < 0) | (bidx >= size - 1), size, bidx).astype(np.int64)
-        key_g, key_e = g[rows].astype(np.int64), effective
-        best = np.flatnonzero(key_g == key_g.max())
-        best = best[key_e[best] == key_e[best].max()]
-        return int(best[0])
+    def _cumulative_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
+        """The first of one subscription's cumulative acks ``rows`` after which the cursor holds
+        every message it holds after them all: the crash figure's last value (a function of
+        the acknowledged messages between persists) is reached there. An ack acknowledges the
+        messages up to its key ``(entry, indexes)``, the indexes ``0..b`` of a batch index
+        ``b`` (none where the broker ignores ack sets), every one when acked whole; a lower
+        key than the highest reaches the same messages when every message between the two is
+        acknowledged already (individually, or by the batch state). O(rows log rows) plus the
+        entries walked down from the highest key, which stops at the first message not
+        acknowledged."""
+        gs = g[rows].astype(np.int64)
+        size = self._index.batch_size(gs).astype(np.int64)
+        bidx = a.bidx[rows].astype(np.int64)
+        partial = 0 if not self.settings.ledger.deletion_at_batch_index_level_enabled else bidx + 1
+        covered = np.where((bidx < 0) | (bidx >= size - 1), size, partial)  # indexes 0..covered-1
+        keys = sorted(set(zip(gs.tolist(), covered.tolist(), strict=True)), reverse=True)
+        low = keys[0]
+        for key in keys[1:]:
+            if not self._all_acknowledged(name, key, low):
+                break
+            low = key
+        reached = np.flatnonzero((gs > low[0]) | ((gs == low[0]) & (covered >= low[1])))
+        return int(reached[0])
+
+    def _all_acknowledged(self, name: str, low: tuple[int, int], high: tuple[int, int]) -> bool:
+        """Whether the cursor holds every message above key ``low`` up to key ``high`` (keys
+        as in :meth:`_cumulative_stamp`), from the highest down. O(entries walked)."""
+        model = self._model
+        assert model is not None
+        (g_low, c_low), (g_high, c_high) = low, high
+        for g in range(g_high, g_low - 1, -1):
+            first = c_low if g == g_low else 0
+            end = c_high if g == g_high else int(self._index.batch_size(np.array([g]))[0])
+            if first >= end:
+                continue
+            ledger_id, entry_id = self._index.position(g)
+            if model.is_deleted(name, ledger_id, entry_id):
+                continue
+            remaining = model.batch_ack_set(name, ledger_id, entry_id)
+            wanted = ((1 << end) - 1) & ~((1 << first) - 1)
+            if remaining is None or remaining & wanted:
+                return False
+        return True
 
     def _change_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
         """The last of one subscription's individual acks ``rows`` (about to be applied in one

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 
@@ -155,6 +157,11 @@ class EntryIndex:
         k = np.minimum(np.searchsorted(ids, ledgers), len(ids) - 1)
         ok = (ids[k] == ledgers) & (entries >= 0) & (entries < counts[k])
         return np.where(ok, bases[k] + entries, -1)
+
+    def position(self, g: int) -> tuple[int, int]:
+        """The ``(ledger_id, entry_id)`` of index ``g`` (``0 <= g < size``). O(log ledgers)."""
+        k = bisect.bisect_right(self._bases, g) - 1
+        return self._ledger_ids[k], g - self._bases[k]
 
     def batch_size(self, g: np.ndarray) -> np.ndarray:
         return self._bsize.get(np.asarray(g))
