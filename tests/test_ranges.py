@@ -489,6 +489,12 @@ class AckRangeSetMachine(RuleBasedStateMachine):
         expected = None if containing is None else (P(ledger, containing[0]), P(ledger, containing[1]))
         assert s.range_containing(ledger, entry) == expected
 
+    @rule(rows=st.lists(st.tuples(st.integers(-1, 4), st.one_of(ENTRIES, st.just(-1))), max_size=12))
+    def bulk_membership(self, rows: list[tuple[int, int]]) -> None:
+        ledgers = np.array([led for led, _ in rows], dtype=np.int64)
+        entries = np.array([e for _, e in rows], dtype=np.int64)
+        assert self.s.contains_rows(ledgers, entries).tolist() == [row in self.model for row in rows]
+
     @rule(a=st.tuples(LEDGERS, st.integers(-1, 66_000)), b=st.tuples(LEDGERS, st.integers(-1, 66_000)))
     def cardinality_between(self, a: tuple[int, int], b: tuple[int, int]) -> None:
         lo, hi = min(a, b), max(a, b)
@@ -551,6 +557,25 @@ def test_runs_of_takes_both_branches() -> None:
     for bm in (short, long):
         starts, ends = _runs_of(bm)
         assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs(bm)
+
+
+def test_runs_of_the_last_exported_large_ledger_are_kept_until_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the per-ledger cache limit, the last ledger exported keeps its runs (one such
+    ledger at a time); a change to it is seen by the next export."""
+    import mledger.core._ranges as ranges_module
+
+    monkeypatch.setattr(ranges_module, "CACHED_RUNS_PER_LEDGER", 2)
+    s = make([(1, 1), (1, 3), (1, 5), (2, 1), (2, 3), (2, 5)])
+    s.to_range_arrays()
+    s._check()  # one large ledger's runs cached at most, none stale
+    s.add(2, 7)
+    s.add(1, 2)
+    assert [a.tolist() for a in s.ledger_first_runs(2, 4)] == [[1, 3, 5, 7], [1, 3, 5, 7]]
+    ledgers, lowers, uppers, _ = s.to_range_arrays()
+    assert list(zip(ledgers.tolist(), lowers.tolist(), uppers.tolist(), strict=True)) == [
+        (1, 0, 3), (1, 4, 5), (2, 0, 1), (2, 2, 3), (2, 4, 5), (2, 6, 7)
+    ]
+    s._check()
 
 
 _OPS = st.lists(

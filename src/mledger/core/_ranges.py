@@ -41,7 +41,9 @@ MAX_ENTRY_ID = (1 << 32) - 1
 
 CACHED_RUNS_PER_LEDGER = 4096
 """Ledgers with at most this many ranges keep their exported runs until they change (64 KiB
-at most per ledger); ledgers with more recompute them, vectorised, on every export."""
+at most per ledger); of the ledgers with more, only the last exported keeps them (a persist
+reads them twice: its record, then what the close record would keep), the others recompute
+them, vectorised, on every export."""
 
 WORDS_PER_STEP = 2048
 """BitSet words :meth:`AckRangeSet.add_words` expands at a time (131,072 entries, ~1 MiB)."""
@@ -63,13 +65,25 @@ class AckRangeSet:
     ('[(3:4..3:7],(3:8..3:10]]', 2, 5)
     """
 
-    __slots__ = ("_bitmaps", "_runs", "_run_arrays", "_cardinality", "_weights", "_extra", "_extra_version")
+    __slots__ = (
+        "_bitmaps",
+        "_runs",
+        "_run_total",
+        "_run_arrays",
+        "_large_runs",
+        "_cardinality",
+        "_weights",
+        "_extra",
+        "_extra_version",
+    )
 
     def __init__(self) -> None:
         self._bitmaps: SortedDict = SortedDict()  # ledger id -> non-empty BitMap
         self._runs: dict[int, int] = {}  # cached run count per ledger; absent = stale
+        self._run_total = 0  # the sum of _runs: size() recounts only the stale ledgers
         # cached closed runs (read-only arrays) of ledgers with few runs; dropped with _runs
         self._run_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._large_runs: int | None = None  # the one ledger of more runs cached in _run_arrays
         self._cardinality = 0
         # messages beyond one of the acked entries, per ledger, kept up to date once counted
         # (see weigh); absent = not counted yet
@@ -266,6 +280,7 @@ class AckRangeSet:
         """Remove everything. O(ledgers)."""
         self._bitmaps.clear()
         self._runs.clear()
+        self._run_total = 0
         self._run_arrays.clear()
         self._extra.clear()
         self._cardinality = 0
@@ -275,6 +290,24 @@ class AckRangeSet:
         """Whether ``ledger_id:entry_id`` is acked. O(1)."""
         bm = self._bitmaps.get(ledger_id)
         return bm is not None and 0 <= entry_id <= MAX_ENTRY_ID and entry_id in bm
+
+    def contains_rows(self, ledger_ids: np.ndarray, entry_ids: np.ndarray) -> np.ndarray:
+        """Whether each ``ledger_ids[i]:entry_ids[i]`` is acked, as a bool array (:meth:`contains`
+        of many positions at once). O(n log n) in numpy, one bitmap intersection per ledger."""
+        found = np.zeros(len(entry_ids), dtype=bool)
+        if not self._bitmaps or not len(found):
+            return found
+        for ledger_id in np.unique(ledger_ids).tolist():
+            bm = self._bitmaps.get(ledger_id)
+            if bm is None:
+                continue
+            rows = np.flatnonzero((ledger_ids == ledger_id) & (entry_ids >= 0) & (entry_ids <= MAX_ENTRY_ID))
+            entries = entry_ids[rows].astype(np.uint32)
+            acked = np.frombuffer((bm & BitMap(array.array("I", entries.tobytes()))).to_array(), dtype=np.uint32)
+            if len(acked):
+                at = np.minimum(np.searchsorted(acked, entries), len(acked) - 1)
+                found[rows] = acked[at] == entries
+        return found
 
     def __contains__(self, position: object) -> bool:
         ledger_id, entry_id = cast("tuple[int, int]", position)
@@ -320,14 +353,11 @@ class AckRangeSet:
 
     def size(self) -> int:
         """Number of open-closed ranges (Pulsar's ``size()``). O(containers of changed ledgers)."""
-        runs = self._runs
-        total = 0
-        for ledger_id, bm in self._bitmaps.items():
-            count = runs.get(ledger_id)
-            if count is None:
-                count = runs[ledger_id] = _run_count(bm)
-            total += count
-        return total
+        bitmaps = self._bitmaps
+        if len(self._runs) != len(bitmaps):
+            for ledger_id in bitmaps.keys() - self._runs.keys():
+                self._note_run_count(ledger_id, _run_count(bitmaps[ledger_id]))
+        return self._run_total
 
     def __len__(self) -> int:
         return self.size()
@@ -587,8 +617,10 @@ class AckRangeSet:
     def _changed(self, ledger_id: int, keep_extra: bool = False) -> None:
         """Drop what is cached about one ledger: its bitmap changed (its extra messages too,
         unless the caller kept them up to date)."""
-        self._runs.pop(ledger_id, None)
-        self._run_arrays.pop(ledger_id, None)
+        count = self._runs.pop(ledger_id, None)
+        if count is not None:
+            self._run_total -= count
+            self._run_arrays.pop(ledger_id, None)
         if not keep_extra:
             self._extra.pop(ledger_id, None)
 
@@ -657,18 +689,27 @@ class AckRangeSet:
         if cached is not None:
             return cached
         starts, ends = _runs_of(bm, self._runs.get(ledger_id))
-        self._runs[ledger_id] = len(starts)
+        self._note_run_count(ledger_id, len(starts))
         starts.flags.writeable = False
         ends.flags.writeable = False
-        if len(starts) <= CACHED_RUNS_PER_LEDGER:
-            self._run_arrays[ledger_id] = (starts, ends)
+        if len(starts) > CACHED_RUNS_PER_LEDGER:
+            if self._large_runs is not None:
+                self._run_arrays.pop(self._large_runs, None)
+            self._large_runs = ledger_id
+        self._run_arrays[ledger_id] = (starts, ends)
         return starts, ends
 
     def _ledger_run_count(self, ledger_id: int, bm: BitMap) -> int:
         count = self._runs.get(ledger_id)
         if count is None:
-            count = self._runs[ledger_id] = _run_count(bm)
+            count = _run_count(bm)
+            self._note_run_count(ledger_id, count)
         return count
+
+    def _note_run_count(self, ledger_id: int, count: int) -> None:
+        """Cache one ledger's run count (keeping :meth:`size`'s total)."""
+        self._run_total += count - self._runs.get(ledger_id, 0)
+        self._runs[ledger_id] = count
 
     # -- misc -------------------------------------------------------------------------------
     def copy(self) -> AckRangeSet:
@@ -677,7 +718,9 @@ class AckRangeSet:
         for ledger_id, bm in self._bitmaps.items():
             other._bitmaps[ledger_id] = BitMap(bm)
         other._runs = dict(self._runs)
+        other._run_total = self._run_total
         other._run_arrays = dict(self._run_arrays)  # read-only arrays: shared
+        other._large_runs = self._large_runs
         other._cardinality = self._cardinality
         return other
 
@@ -726,7 +769,10 @@ class AckRangeSet:
             assert cached is None or cached == _run_count(bm), f"stale run count for {ledger_id}"
         assert total == self._cardinality, f"cardinality {self._cardinality} != {total}"
         assert set(self._runs) <= set(self._bitmaps), "run counts cached for absent ledgers"
+        assert self._run_total == sum(self._runs.values()), "size()'s total differs from the cached counts"
         assert set(self._run_arrays) <= set(self._runs), "runs cached without their count"  # add relies on it
+        large = [ledger_id for ledger_id in self._run_arrays if self._runs[ledger_id] > CACHED_RUNS_PER_LEDGER]
+        assert large in ([], [self._large_runs]), f"runs of more than one large ledger cached: {large}"
         for ledger_id, (starts, ends) in self._run_arrays.items():
             fresh = _runs_of(self._bitmaps[ledger_id])
             assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"
