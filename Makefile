@@ -40,18 +40,20 @@ CHECK_JAVA ?= scripts/check_java.sh
 ENSURE_CHROMIUM ?= scripts/ensure_chromium.sh
 LEFT_OUT = *** make: LEFT OUT the browser test (pytest -m browser: the report rendered by headless Chromium): Chromium is missing and could not be installed (see above; run as root or with sudo, or set MLEDGER_CHROMIUM) ***
 
-# $(call pytest,MARKER EXPRESSION): pytest over the suite, less the browser test where it cannot run
+# $(call pytest,MARKER EXPRESSION): pytest over the suite, less the browser test where it cannot run;
+# --durations=30 prints the slowest tests, so a CI log shows where the time budget goes.
+PYTEST := $(PY) -m pytest -q --durations=30
 define pytest
 	@if $(ENSURE_CHROMIUM); then \
-		echo '$(PY) -m pytest -q$(if $(1), -m "$(1)")'; \
-		$(PY) -m pytest -q$(if $(1), -m "$(1)"); \
+		echo '$(PYTEST)$(if $(1), -m "$(1)")'; \
+		$(PYTEST)$(if $(1), -m "$(1)"); \
 	elif [ "$${CI:-}" = true ]; then \
 		echo "make: CI runs every test, the browser test included, and Chromium could not be installed" >&2; \
 		exit 1; \
 	else \
 		echo "$(LEFT_OUT)" >&2; \
-		echo '$(PY) -m pytest -q -m "$(if $(1),$(1) and )not browser"'; \
-		status=0; $(PY) -m pytest -q -m "$(if $(1),$(1) and )not browser" || status=$$?; \
+		echo '$(PYTEST) -m "$(if $(1),$(1) and )not browser"'; \
+		status=0; $(PYTEST) -m "$(if $(1),$(1) and )not browser" || status=$$?; \
 		echo "$(LEFT_OUT)" >&2; \
 		exit $$status; \
 	fi

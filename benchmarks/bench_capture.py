@@ -2,6 +2,7 @@
 
     python benchmarks/bench_capture.py --before OLD/src [--sizes 100x10,1000x10] [--messages 20]
         [--polls 5] [--repeats 3] [--concurrency 8]
+    python benchmarks/bench_capture.py --routes [--calls 1500] [--repeats 6]
 
 ``OLD/src`` is a source tree holding ``mledger/`` (a ``git worktree`` of the commit before the
 change: ``git worktree add /tmp/before <commit>``); without ``--before`` only this tree runs.
@@ -19,6 +20,12 @@ first, each tree's :class:`mledger.replay.Capture` of the ``T`` topics runs in a
 * ``--polls`` polls after a change: before each, one message is produced to every tenth topic
   and every subscription of those topics acks one more message.
 
+The server is this tree's, for both captures: the comparison is of the captures. ``--routes``
+compares the server's side instead: one ``mledger standalone`` of this tree with 20 topics x 10
+subscriptions, and the server's CPU per ``internalStats`` GET (``--calls`` of them, 4 at a time,
+``--repeats`` times alternating) through the route a poll uses (the v2 path, a plain Starlette
+route) and through the documented FastAPI route (the same call on the v1 path).
+
 Each poll: wall time, CPU seconds of the capture's process (its threads included: the pulsar
 client's too) and of the server's, and their sum (less sensitive to the machine's load than
 the wall time), medians; the capture's RSS at the end. The figures printed
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -155,6 +163,52 @@ def _child(args: argparse.Namespace) -> None:
     print(json.dumps(figures), flush=True)
 
 
+# -- the server's two internalStats routes -------------------------------------------------------
+def _routes(args: argparse.Namespace) -> None:
+    import asyncio
+
+    import httpx
+
+    proc, urls = _start()
+    try:
+        _populate(urls["service_url"], [f"{PREFIX}{i}" for i in range(20)], 10, args.messages)
+        paths = {
+            "poll route (v2)": [
+                f"/admin/v2/persistent/public/default/capture-bench-{i}/internalStats" for i in range(20)
+            ],
+            "documented route (v1)": [
+                f"/admin/persistent/public/standalone/default/capture-bench-{i}/internalStats" for i in range(20)
+            ],
+        }
+        timer = _Timer(psutil.Process(proc.pid))
+
+        async def calls(route: list[str], n: int) -> None:
+            async with httpx.AsyncClient(base_url=urls["admin_url"]) as client:
+                slots = asyncio.Semaphore(4)
+
+                async def one(path: str) -> None:
+                    async with slots:
+                        (await client.get(path)).raise_for_status()
+
+                await asyncio.gather(*(one(route[i % len(route)]) for i in range(n)))
+
+        figures: dict[str, list[float]] = {name: [] for name in paths}
+        for route in paths.values():
+            asyncio.run(calls(route, 200))  # warm up
+        for r in range(args.repeats):
+            for name in list(paths) if r % 2 == 0 else list(paths)[::-1]:
+                cost = timer.time(functools.partial(asyncio.run, calls(paths[name], args.calls)))[2]
+                figures[name].append(cost / args.calls * 1e6)
+        for name, values in figures.items():
+            print(f"{name:24} server CPU per internalStats GET: median {statistics.median(values):,.0f} us "
+                  f"({', '.join(f'{v:,.0f}' for v in values)})")  # fmt: skip
+        poll, documented = (statistics.median(v) for v in figures.values())
+        print(f"poll route / documented route: {poll / documented:.2f}; {_load()}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
 # -- the parent: both trees, alternating -------------------------------------------------------
 def _run_child(src: Path, urls: dict[str, str], server_pid: int, args: argparse.Namespace, topics: int,
                subscriptions: int) -> dict[str, Any]:  # fmt: skip
@@ -209,6 +263,8 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=2, help="polls after the first, before the timed ones")
     p.add_argument("--repeats", type=int, default=3, help="runs per tree and size, alternating")
     p.add_argument("--concurrency", type=int, default=4, help="the new engine's concurrency")
+    p.add_argument("--routes", action="store_true", help="the server's two internalStats routes, A/B")
+    p.add_argument("--calls", type=int, default=1500, help="--routes: GETs per measure")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for hidden in ("--service-url", "--admin-url"):
         p.add_argument(hidden, help=argparse.SUPPRESS)
@@ -217,6 +273,10 @@ def main() -> int:
     args = p.parse_args()
     if args.child:
         _child(args)
+        return 0
+    if args.routes:
+        print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; {_load()}")
+        _routes(args)
         return 0
     trees = {"after": Path(__file__).resolve().parent.parent / "src"}
     if args.before is not None:

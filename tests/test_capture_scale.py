@@ -69,7 +69,13 @@ def test_a_steady_poll_costs_one_call_per_topic_partition_and_topics_are_listed_
     try:
         with RemoteAdmin(hostile.url) as admin:
             capture = Capture(tmp_path / "cap", client, admin, settings)
-            capture.poll(first=True)
+            hostile.seen.clear()
+            capture.poll(first=True)  # the internal stats read to open a reader serve this poll too
+            first = [k for k in kinds(hostile.seen) if k.endswith(("/internalStats", "/stats"))]
+            assert first == [
+                "events-partition-0/internalStats", "events-partition-0/stats", "events-partition-1/internalStats",
+                "events-partition-1/stats", "orders/internalStats", "orders/stats",
+            ]  # fmt: skip
             assert capture.list_captured() == [f"{NS}/events-partition-0", f"{NS}/events-partition-1", f"{NS}/orders"]
             hostile.seen.clear()
             capture.poll()  # nothing changed: the internal stats of each, no listing, no topic stats
@@ -89,8 +95,10 @@ def test_a_steady_poll_costs_one_call_per_topic_partition_and_topics_are_listed_
                 "orders/stats",
             ]  # fmt: skip
             assert f"{NS}/late" not in capture.list_captured()  # found by the next listing
+            hostile.seen.clear()
             capture.poll(PollBudget(final=True))  # the last poll lists the topics again
             assert f"{NS}/late" in capture.list_captured()
+            assert kinds(hostile.seen).count("late/internalStats") == 1
             capture.close()
     finally:
         client.close()

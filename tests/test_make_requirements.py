@@ -75,7 +75,7 @@ def _make_test_fast(tmp_path: Path, ci: str) -> tuple[subprocess.CompletedProces
 def test_make_test_leaves_the_browser_test_out_loudly_where_chromium_cannot_be_had(tmp_path: Path) -> None:
     done, args = _make_test_fast(tmp_path, ci="")
     assert done.returncode == 0, done.stderr
-    assert args.strip() == "-m pytest -q -m not spark and not slow and not cluster and not browser"
+    assert args.strip() == "-m pytest -q --durations=30 -m not spark and not slow and not cluster and not browser"
     assert done.stderr.count("LEFT OUT the browser test") == 2  # before and after the run
 
 

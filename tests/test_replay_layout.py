@@ -40,6 +40,10 @@ from mledger.replay._tasks import TaskResult, commit_outputs, plan_tasks, start_
 
 CFG = GeneratorConfig(topics=3, partitions=3, events=40_000, max_entries_per_ledger=300, rate_per_s=300, seed=4,
                       chunk_entries=1_500)
+SWEEP_CFG = GeneratorConfig(topics=2, partitions=2, events=3_000, max_entries_per_ledger=300, rate_per_s=300, seed=4,
+                            chunk_entries=1_500, lost_ack_fraction=0.02)
+"""A log small enough to replay five times, whose lost acks leave holes enough (19 ranges dropped at
+a limit of 4) for the swept settings to persist different states."""
 SORT = {
     "cursors": ["topic", "partition", "subscription"],
     "anomalies": ["topic", "partition", "event", "ts_ms", "ledger_id", "entry_id", "batch_index", "subscription",
@@ -53,13 +57,22 @@ def outputs(out_dir: str, extra: tuple[str, ...] = ()) -> dict[str, list[dict[st
             .to_pylist() for name, keys in SORT.items()}
 
 
+def prepared_and_raw(base: Any, cfg: GeneratorConfig) -> dict[str, str]:
+    """The log of ``cfg`` generated under ``base`` twice: laid out (``prepared``) and ``raw``."""
+    prepared, raw = str(base / "prepared"), str(base / "raw")
+    generate(prepared, cfg)
+    generate(raw, GeneratorConfig(**{**cfg.__dict__, "raw": True}))
+    return {"prepared": prepared, "raw": raw}
+
+
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    base = tmp_path_factory.mktemp("logs")
-    prepared, raw = str(base / "prepared"), str(base / "raw")
-    generate(prepared, CFG)
-    generate(raw, GeneratorConfig(**{**CFG.__dict__, "raw": True}))
-    return {"prepared": prepared, "raw": raw}
+    return prepared_and_raw(tmp_path_factory.mktemp("logs"), CFG)
+
+
+@pytest.fixture(scope="module")
+def sweep_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return prepared_and_raw(tmp_path_factory.mktemp("sweep"), SWEEP_CFG)
 
 
 def copy_of(path: str, tmp_path: Any) -> str:
@@ -196,19 +209,21 @@ def test_bad_files_stop_prepare_naming_file_and_column(tmp_path: Any) -> None:
 
 
 # -- sweeps -----------------------------------------------------------------------------------------
-def test_every_sweep_combination_equals_a_separate_replay(logs: dict[str, str], tmp_path: Any) -> None:
+def test_every_sweep_combination_equals_a_separate_replay(sweep_logs: dict[str, str], tmp_path: Any) -> None:
+    sweep_log = sweep_logs["prepared"]
     sweep = ["max_unacked_ranges_to_persist=4,10000", "persist_individual_ack_as_long_array=false,true"]
-    swept = run_single_process(logs["prepared"], str(tmp_path / "sweep"), ReplaySettings(emit_state=True), sweep=sweep)
+    swept = run_single_process(sweep_log, str(tmp_path / "sweep"), ReplaySettings(emit_state=True), sweep=sweep)
     assert isinstance(swept, SweepSummary) and len(swept.summaries) == 4
     keys = ("max_unacked_ranges_to_persist", "persist_individual_ack_as_long_array")
     tables = {name: pq.read_table(str(tmp_path / "sweep" / name)) for name in SORT}
     assert tables["cursors"].schema.field("max_unacked_ranges_to_persist").type == pa.int64()
     assert tables["cursors"].schema.field("persist_individual_ack_as_long_array").type == pa.bool_()
     seen_bytes = set()
+    truncated: dict[int, int] = {}
     for limit in (4, 10000):
         for long_array in (False, True):
             alone = str(tmp_path / f"alone-{limit}-{long_array}")
-            summary = run_single_process(logs["prepared"], alone, ReplaySettings.from_pairs(
+            summary = run_single_process(sweep_log, alone, ReplaySettings.from_pairs(
                 [f"max_unacked_ranges_to_persist={limit}", f"persist_individual_ack_as_long_array={long_array}",
                  "emit_state=true"]))
             expected = outputs(alone)
@@ -222,7 +237,9 @@ def test_every_sweep_combination_equals_a_separate_replay(logs: dict[str, str], 
                 summary.__class__(**{**summary.__dict__, "seconds": swept.seconds, "engine": "single process",
                                      "out_dir": str(tmp_path / "sweep")})
             seen_bytes.add(summary.persisted_state_bytes)
+            truncated[limit] = truncated.get(limit, 0) + summary.truncated_ranges
     assert len(seen_bytes) > 1  # the settings really differ in what they persist
+    assert truncated[4] > truncated[10000] == 0  # the limit of 4 dropped ranges
 
 
 def test_a_sweep_of_the_ack_format_says_how_each_format_applies_the_limit(logs: dict[str, str],
@@ -297,7 +314,7 @@ def test_commit_keeps_exactly_the_collected_attempts_parts(tmp_path: Any) -> Non
 
 
 # -- the CLI ----------------------------------------------------------------------------------------
-def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str], tmp_path: Any, capsys: Any,
+def test_cli_prepare_then_replay_and_checks_before_any_jvm(sweep_logs: dict[str, str], tmp_path: Any, capsys: Any,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from mledger.cli import main
     from mledger.replay.spark import _session as session
@@ -307,7 +324,7 @@ def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str],
 
     monkeypatch.setattr(session, "build_session", no_jvm)
 
-    assert main(["prepare", logs["raw"], str(tmp_path / "p"), "--quiet"]) == 0
+    assert main(["prepare", sweep_logs["raw"], str(tmp_path / "p"), "--quiet"]) == 0
     assert "in this process" in capsys.readouterr().out
     assert main(["replay", str(tmp_path / "p"), str(tmp_path / "out"), "--single-process", "--quiet",
                  "--sweep", "max_unacked_ranges_to_persist=5,10000"]) == 0
@@ -319,7 +336,7 @@ def test_cli_prepare_then_replay_and_checks_before_any_jvm(logs: dict[str, str],
         (["replay", str(tmp_path / "p"), str(tmp_path / "o"), "--sweep", "bogus=1,2"], "unknown setting 'bogus'"),
         (["replay", str(tmp_path / "p"), str(tmp_path / "o"), "--prepared", str(tmp_path / "x")], "already a prepared"),
         (["prepare", str(tmp_path / "p"), str(tmp_path / "q")], "already a prepared log"),
-        (["replay", logs["raw"], str(tmp_path / "missing-parent" / "o")], "does not exist"),
+        (["replay", sweep_logs["raw"], str(tmp_path / "missing-parent" / "o")], "does not exist"),
     ):
         assert main(argv) == 2, argv  # each fails before any JVM would start (no_jvm above)
         assert message in capsys.readouterr().err, argv

@@ -42,8 +42,10 @@ PERSISTENCE_ONLY = [
 
 @pytest.fixture(scope="module")
 def log(tmp_path_factory: pytest.TempPathFactory) -> PreparedLog:
+    """A log small enough to replay each of the seven settings alone, big enough that six
+    persist different states."""
     root = str(tmp_path_factory.mktemp("shared") / "prepared")
-    generate(root, GeneratorConfig(topics=2, partitions=2, events=12_000, max_entries_per_ledger=150, rate_per_s=400,
+    generate(root, GeneratorConfig(topics=2, partitions=2, events=4_000, max_entries_per_ledger=150, rate_per_s=400,
                                    seed=11, chunk_entries=1_000))
     return open_prepared(root)
 
@@ -51,9 +53,9 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> PreparedLog:
 @pytest.fixture(scope="module")
 def small_log(tmp_path_factory: pytest.TempPathFactory) -> PreparedLog:
     """A smaller log for settings that persist every ack (no rate limit: a persist per ack, each
-    observed)."""
+    observed); 3 ranges still truncate in it."""
     root = str(tmp_path_factory.mktemp("shared-small") / "prepared")
-    generate(root, GeneratorConfig(topics=2, partitions=2, events=4_000, max_entries_per_ledger=150, rate_per_s=400,
+    generate(root, GeneratorConfig(topics=2, partitions=2, events=2_000, max_entries_per_ledger=150, rate_per_s=400,
                                    seed=11, chunk_entries=1_000))
     return open_prepared(root)
 

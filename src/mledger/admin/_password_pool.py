@@ -26,10 +26,12 @@ checked against the costliest one (:func:`costliest`), so that the answer takes 
 wrong password and does not tell which user names exist.
 
 Thread-safe. :meth:`PasswordPool.verify` never blocks; a worker runs the hash.
+:meth:`PasswordPool.close` returns once the worker processes have exited (bounded).
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import threading
@@ -64,6 +66,13 @@ MICROSECONDS_PER_UNIT: Mapping[str, float] = MappingProxyType(
 """Estimated microseconds of one verification per unit of the scheme's cost (the units: 2**cost
 for bcrypt, rounds for SHA-crypt, one otherwise), measured on one core with the versions named
 in the module docstring. Only the order matters: it picks the costliest hash of a file."""
+
+log = logging.getLogger("mledger.admin")
+
+_CLOSE_TIMEOUT_S = 10.0
+"""How long :meth:`PasswordPool.close` waits for the worker processes to exit: a check running
+in one finishes first (a hash: under a second), a worker still starting up reads its stop
+signal once started."""
 
 _ON_THREADS = frozenset({"ldap_sha1", "plaintext"})
 """Schemes a thread verifies whatever the backend (microseconds); bcrypt too with pyca/bcrypt."""
@@ -227,13 +236,33 @@ class PasswordPool:
         with self._lock:
             return PasswordCheckStats(self.workers, self._pending, MappingProxyType(dict(self._verified)))
 
-    def close(self) -> None:
+    def close(self, timeout: float = _CLOSE_TIMEOUT_S) -> None:
         """Stop the workers: checks not started are cancelled (their futures say so), running
-        ones finish. Idempotent; a later :meth:`verify` starts new workers."""
+        ones finish. Blocks until the worker processes have exited, at most ``timeout`` seconds
+        (a check running in one finishes first); past it, logs a warning and returns while they
+        finish. Idempotent; a later :meth:`verify` starts new workers."""
         with self._lock:
             threads, self._threads = self._threads, None
             processes, self._processes = self._processes, None
         if threads is not None:
             threads.shutdown(wait=False, cancel_futures=True)
         if processes is not None:
-            processes.shutdown(wait=False, cancel_futures=True)
+            _stop_processes(processes, timeout)
+
+
+def _stop_processes(pool: ProcessPoolExecutor, timeout: float) -> None:
+    """Shut ``pool`` down and wait, at most ``timeout`` seconds, until its workers have exited.
+
+    ``shutdown(wait=False)`` alone returns at once and leaves the workers to the executor's
+    manager thread, which sends each its stop signal and reaps it later: the caller could see
+    them alive after close(), and whoever joined one meanwhile raced that thread for the same
+    ``waitpid`` (the loser reads "still running" from a process already gone). ``wait=True``
+    joins the manager thread, which has joined every worker; it runs on a daemon thread so that
+    a caller on an event loop waits ``timeout`` at most."""
+    stopper = threading.Thread(
+        target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True}, name="mledger-password-close", daemon=True
+    )
+    stopper.start()
+    stopper.join(timeout)
+    if stopper.is_alive():
+        log.warning("password check workers still running %.0f s after close; they exit when their check ends", timeout)

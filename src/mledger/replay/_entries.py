@@ -25,6 +25,19 @@ class _Sparse:
         self._v[self._n : need] = values
         self._n = need
 
+    def forget_before(self, g: int) -> None:
+        """Drop the values of indexes below ``g``; the array shrinks to fit what is left (at
+        least its first capacity), so memory follows the values held. O(values held)."""
+        keys = self._g[: self._n]
+        cut = int(np.searchsorted(keys, g))
+        if cut == 0:
+            return
+        left = self._n - cut
+        cap = max(256, 2 * left)
+        self._g = np.concatenate((keys[cut:], np.empty(cap - left, np.int64)))
+        self._v = np.concatenate((self._v[cut : self._n], np.empty(cap - left, self._v.dtype)))
+        self._n = left
+
     def get(self, g: np.ndarray) -> np.ndarray:
         keys = self._g[: self._n]
         out = np.full(len(g), self._default, self._v.dtype)
@@ -45,6 +58,18 @@ class EntryIndex:
     It keeps the ledger list, and the batch size of batched entries and the deliver time of
     delayed ones (:class:`_Sparse`: plain entries cost nothing, a batched one 12 bytes, a
     delayed one 16). Ledger lookups are binary searches over the ledger list.
+
+    :meth:`forget_ledgers_before` drops the ledgers the cluster deleted (trimmed), and every
+    fact of their entries, so a long watch holds the facts of the ledgers that exist only. It
+    is exact because nothing can name those entries again: Pulsar trims a ledger only once
+    every cursor's mark-delete is past it (``ManagedLedgerImpl.internalTrimLedgers``), and a
+    reset to a position in a deleted ledger lands on the first entry that exists
+    (``ManagedLedgerImpl.getNextValidPosition``); an entry of a ledger that still exists is
+    never forgotten, so a cursor reset below its mark-delete finds every batch size it can
+    ack again, even under every cursor's mark-delete. Forgetting by mark-delete instead would
+    lose those batch sizes at such a reset (Pulsar's readers can read them again; the replay
+    could not), so it is not done. The caller trims its model's ledgers alike, so that a
+    reset to the earliest position lands on the first ledger kept here too.
     """
 
     def __init__(self) -> None:
@@ -94,6 +119,24 @@ class EntryIndex:
             self._deliver.extend(first + delayed, deliver_at[delayed])
         self.size = first + n
         return first
+
+    def forget_ledgers_before(self, ledger_id: int) -> int:
+        """Forget every ledger below ``ledger_id`` and the facts of its entries (the cluster
+        deleted them: see the class docstring); their positions look up as -1 from then on,
+        the indexes of the others are unchanged. Returns how many entries were forgotten.
+        O(ledgers + facts held)."""
+        drop = 0
+        while drop < len(self._ledger_ids) - 1 and self._ledger_ids[drop] < ledger_id:
+            drop += 1  # the last ledger is where entries are appended: always kept
+        if drop == 0:
+            return 0
+        first = self._bases[drop]
+        forgotten = first - self._bases[0]
+        del self._ledger_ids[:drop], self._bases[:drop], self._counts[:drop]
+        self._arrays = None
+        self._bsize.forget_before(first)
+        self._deliver.forget_before(first)
+        return forgotten
 
     def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._arrays is None:

@@ -35,7 +35,8 @@ What one poll does: when discovery is due (every ``discovery_interval_s``, and a
 the last poll) it lists the tenants, namespaces, topics and partitions in scope (``topics``,
 ``namespaces`` or ``all_namespaces``) and opens a reader for each new topic-partition, once its
 internal stats show it exists (a reader's subscribe would create it: Pulsar's auto-creation);
-then, ``concurrency`` topic-partitions at a time, it reads each one's ``internalStats``, reads
+then, ``concurrency`` topic-partitions at a time, it reads each one's ``internalStats`` (a
+topic-partition this poll's discovery found: those read to open its reader, not a second time), reads
 its entries up to the last one those name (from the reader's queue, without a round trip to
 the broker), and, where a cursor appeared, went or changed (and at a topic-partition's first
 and the last poll), its ``stats``, and records the differences; a topic-partition where nothing
@@ -287,6 +288,9 @@ class _Partition:
         self.pending: _Pending | None = None
         self.settled = False  # the reader's queue was empty after its last entry was read
         self.cursors: frozenset[str] | None = None  # the internal stats' cursors when the stats were read
+        # the internal stats read to open it, and the poll that read them: that poll uses them
+        # instead of asking again (a first poll makes no second internalStats call per topic)
+        self.opening: tuple[int, dict[str, Any]] | None = None
 
     @property
     def local_name(self) -> str:
@@ -608,7 +612,8 @@ class ClusterPoller:
                     raise
                 self._anomaly("reader_error", local, f"{type(exc).__name__}: {exc}")
                 return
-        self._partitions[key] = _Partition(topic, partition, reader, ledger_ids(internal))
+        tp = self._partitions[key] = _Partition(topic, partition, reader, ledger_ids(internal))
+        tp.opening = (self.polls, internal)
 
     def _reader_wanted(self, internal: dict[str, Any]) -> bool:
         """Whether the topic-partition these internal stats describe is read by a reader
@@ -656,8 +661,12 @@ class ClusterPoller:
     # -- one topic-partition ----------------------------------------------------------------------
     async def _poll_partition(self, tp: _Partition, budget: PollBudget) -> None:
         local = tp.local_name
+        opening, tp.opening = tp.opening, None
         try:
-            internal = object_of(await self._get(admin_path(local, "internalStats"), budget), "the internal stats")
+            if opening is not None and opening[0] == self.polls:  # read by this poll's discovery
+                internal = opening[1]
+            else:
+                internal = object_of(await self._get(admin_path(local, "internalStats"), budget), "the internal stats")
             stats = None
             if self._stats_due(tp, internal, budget):
                 stats = object_of(await self._get(admin_path(local, "stats"), budget), "the stats")
@@ -694,7 +703,7 @@ class ClusterPoller:
             if change is not None:
                 self._diff(tp, name, *change, now)
         # what a poll that reads no stats compares with; None: a subscription is still to be read
-        tp.cursors = frozenset(internal["cursors"]) if settled else None
+        tp.cursors = frozenset(internal["cursors"]) | _readers(stats, opened=opening is not None) if settled else None
 
     def _stats_due(self, tp: _Partition, internal: dict[str, Any], budget: PollBudget) -> bool:
         """Whether the topic stats must be read with these internal stats. They list the
@@ -1046,6 +1055,24 @@ class ClusterPoller:
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+def _readers(stats: dict[str, Any], opened: bool) -> frozenset[str]:
+    """The non-durable subscriptions (readers) the stats list, when the internal stats they go
+    with were read before the poller's own reader opened (``opened``): its cursor is not in
+    those, and the next poll's would otherwise differ by it and read the stats again. Only
+    readers are added, which are no subscriptions of the replay; a durable subscription that
+    appears is a cursor not named by these stats, so the next poll reads them."""
+    if not opened:
+        return frozenset()
+    subscriptions = stats.get("subscriptions")
+    return (
+        frozenset(
+            name for name, sub in subscriptions.items() if isinstance(sub, dict) and sub.get("isDurable", True) is False
+        )
+        if isinstance(subscriptions, dict)
+        else frozenset()
+    )
 
 
 def _close(reader: Any) -> None:

@@ -61,7 +61,7 @@ from ._openapi import SkipMessageIdsBody
 from ._protocol import DEFAULT_MAX_URL_BYTES
 from ._pulsar_api import Family, unsupported_family
 from ._tenants import tenants_router
-from ._topics import VALIDATION_412_ROUTES, topics_router
+from ._topics import VALIDATION_412_ROUTES, internal_stats_route, topics_router
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DRAIN_LIMIT", "create_app"]
 
@@ -133,6 +133,8 @@ def create_app(
 
     # the non-persistent routes mledger serves, before their 405 twins below
     app.router.routes.extend(non_persistent_router().routes)
+    # a poll's per-topic call, before its documented twin below
+    app.router.routes.append(internal_stats_route("/admin/v2/persistent/{tenant}/{namespace}"))
     v2, v1 = "/admin/v2/{domain}/{tenant}/{namespace}", "/admin/{domain}/{property}/{cluster}/{namespace}"
     for version, prefix, domain, documented in (
         ("v2", v2, "persistent", True),

@@ -43,6 +43,12 @@ stores the subscription's type (Pulsar has no such parameter; default Exclusive)
 with ``isExcluded: true`` is refused (400); ``force`` on subscription deletion is ignored (412
 while consumers are connected); a partitioned topic's ``internalStats`` is 405 (use
 ``partitioned-internalStats``).
+
+A topic's v2 ``internalStats``, the one call a capture or watch poll makes per topic-partition
+where nothing changed, is also served by a plain Starlette route ahead of the documented one
+(:func:`internal_stats_route`): the same checks in the same order, the same admin call and
+answer, without FastAPI's per-request dependency solving (about 100 us of the server's CPU per
+call, a tenth of it); the FastAPI route stays for the OpenAPI document and v1.
 """
 
 # No "from __future__ import annotations": FastAPI reads the handlers' annotations, which name
@@ -54,8 +60,9 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 
-from ..admin import CANCEL_RESULTS_HEADER, Admin, AdminOperation, ErrorBody, Group, ResetCursorData
+from ..admin import CANCEL_RESULTS_HEADER, Admin, AdminOperation, ErrorBody, Group, ResetCursorData, operations
 from ..broker import TopicName
 from ..codec import MessageId
 from ..core import NotAllowedError, PreconditionFailedError
@@ -79,7 +86,7 @@ from ._operation_routes import (
     respond,
 )
 
-__all__ = ["VALIDATION_412_ROUTES", "Call", "topic_call", "topics_router"]
+__all__ = ["VALIDATION_412_ROUTES", "Call", "internal_stats_route", "topic_call", "topics_router"]
 
 _NEGATIVE_IDS = {
     "v1": "ledgerId, entryId must be non-negative.",
@@ -278,6 +285,22 @@ def topics_router(
         _add_handwritten(routes, TopicCallDep, SubCallDep)
     routes.add_to(router, generated, lambda op: op.topic_suffix, lambda op: _route_options(version, op))
     return router
+
+
+def internal_stats_route(prefix: str) -> Route:
+    """``GET {prefix}/{topic}/internalStats`` (``prefix``: the v2 persistent namespace path) as a
+    plain Starlette route answering what the table's route answers (see the module docstring):
+    add it to the app's routes before that one. GET only (no HEAD, as FastAPI's routes)."""
+    (op,) = [op for op in operations("topics") if op.call == "internal_stats"]
+
+    async def internal_stats(request: Request) -> Response:
+        names = request.path_params
+        call = await _call(request, "v2", _PERSISTENT, names["tenant"], names["namespace"], topic=names["topic"])
+        return respond(op, await call.run(admin_call(call.admin, op), *call.arguments))
+
+    route = Route(prefix + op.topic_suffix, internal_stats, methods=[op.method], include_in_schema=False)
+    route.methods = {op.method}  # Starlette adds HEAD to a GET route
+    return route
 
 
 def _add_handwritten(routes: OperationRoutes, TopicCallDep: Any, SubCallDep: Any) -> None:
