@@ -489,12 +489,6 @@ class AckRangeSetMachine(RuleBasedStateMachine):
         expected = None if containing is None else (P(ledger, containing[0]), P(ledger, containing[1]))
         assert s.range_containing(ledger, entry) == expected
 
-    @rule(rows=st.lists(st.tuples(st.integers(-1, 4), st.one_of(ENTRIES, st.just(-1))), max_size=12))
-    def bulk_membership(self, rows: list[tuple[int, int]]) -> None:
-        ledgers = np.array([led for led, _ in rows], dtype=np.int64)
-        entries = np.array([e for _, e in rows], dtype=np.int64)
-        assert self.s.contains_rows(ledgers, entries).tolist() == [row in self.model for row in rows]
-
     @rule(a=st.tuples(LEDGERS, st.integers(-1, 66_000)), b=st.tuples(LEDGERS, st.integers(-1, 66_000)))
     def cardinality_between(self, a: tuple[int, int], b: tuple[int, int]) -> None:
         lo, hi = min(a, b), max(a, b)

@@ -313,24 +313,6 @@ class AckRangeSet:
         bm = self._bitmaps.get(ledger_id)
         return bm is not None and 0 <= entry_id <= MAX_ENTRY_ID and entry_id in bm
 
-    def contains_rows(self, ledger_ids: np.ndarray, entry_ids: np.ndarray) -> np.ndarray:
-        """Whether each ``ledger_ids[i]:entry_ids[i]`` is acked, as a bool array (:meth:`contains`
-        of many positions at once). O(n log n) in numpy, one bitmap intersection per ledger."""
-        found = np.zeros(len(entry_ids), dtype=bool)
-        if not self._bitmaps or not len(found):
-            return found
-        for ledger_id in np.unique(ledger_ids).tolist():
-            bm = self._bitmaps.get(ledger_id)
-            if bm is None:
-                continue
-            rows = np.flatnonzero((ledger_ids == ledger_id) & (entry_ids >= 0) & (entry_ids <= MAX_ENTRY_ID))
-            entries = entry_ids[rows].astype(np.uint32)
-            acked = np.frombuffer((bm & BitMap(array.array("I", entries.tobytes()))).to_array(), dtype=np.uint32)
-            if len(acked):
-                at = np.minimum(np.searchsorted(acked, entries), len(acked) - 1)
-                found[rows] = acked[at] == entries
-        return found
-
     def __contains__(self, position: object) -> bool:
         ledger_id, entry_id = cast("tuple[int, int]", position)
         return self.contains(ledger_id, entry_id)

@@ -236,14 +236,6 @@ class AckState:
         """``position <= MD`` or acknowledged individually (a partial batch state is not). O(1)."""
         return position <= self._md or self._acked.contains(position[0], position[1])
 
-    def are_deleted(self, rows: np.ndarray) -> np.ndarray:
-        """:meth:`is_deleted` of an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)`` rows, as a
-        bool array. O(n log n) in numpy."""
-        ledgers, entries = rows[:, 0], rows[:, 1]
-        md_ledger, md_entry = self._md
-        at_most_md = (ledgers < md_ledger) | ((ledgers == md_ledger) & (entries <= md_entry))
-        return at_most_md | self._acked.contains_rows(ledgers, entries)
-
     def batch_ack_set(self, position: Position) -> int | None:
         """The un-acked index bits of a partially acknowledged entry, None without a batch state."""
         return self._batch.get(position)

@@ -621,12 +621,6 @@ class ManagedCursor:
         with self._lock:
             return self._is_deleted(position)
 
-    def are_messages_deleted(self, rows: np.ndarray) -> np.ndarray:
-        """:meth:`is_message_deleted` of an ``(n, 2)`` int64 array of ``(ledger_id, entry_id)``
-        rows, as a bool array. O(n log n) in numpy."""
-        with self._lock:
-            return self._state.are_deleted(rows)
-
     def batch_ack_set(self, position: Position) -> int | None:
         """The remaining (un-acked) batch indexes of a partially acked entry, or None."""
         with self._lock:

@@ -432,14 +432,18 @@ class BrokerModel:
         rows = self._tracker.pop_due_rows(before_ms - 1)
         if not len(rows):
             return
-        positions = rows[:, 1:]
+        items: list[Position] | None = None
         for sub in self._subs.values():
             if sub.subscription is None or not sub.subscription.type.is_individual_ack_mode:
                 continue  # Exclusive / Failover ignore deliver-at times
-            deleted = sub.cursor.are_messages_deleted(positions)
-            gone = positions[deleted]
-            sub.undelivered.update(zip(gone[:, 0].tolist(), gone[:, 1].tolist(), strict=True))
-            sub.delivered += len(positions) - len(gone)
+            if items is None:
+                items = list(Position.from_rows(rows[:, 1:]))
+            deleted = sub.cursor.is_message_deleted
+            for position in items:
+                if deleted(position):
+                    sub.undelivered.add((position.ledger_id, position.entry_id))
+                else:
+                    sub.delivered += 1
 
     def was_delivered(self, subscription: str, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool:
         sub = self._subs[subscription]
