@@ -295,6 +295,7 @@ class AckRangeSet:
         self._cardinality -= 1
         if not bm:
             del self._bitmaps[ledger_id]
+            self._extra.pop(ledger_id, None)
         return True
 
     def clear(self) -> None:
