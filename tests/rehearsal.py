@@ -177,14 +177,14 @@ class Workload:
         self.produced = sorted(message_key(m) for m in ids)
         assert len({(m[0], m[1]) for m in self.produced}) == 2 * self.PLAIN + self.BATCHES
 
-    def consume(self, settle: Callable[[], None] | None = None) -> None:
+    def consume(self, settle: Callable[[], None] | None = None, per_settle: int = 1) -> None:
         """Receive everything on both subscriptions, then acknowledge: the shared subscription
         about half the messages, some batches partly; the exclusive one cumulatively up to a
         plain message, then individually above it. Without ``settle`` the acknowledgements go
-        as the client groups them (one ACK command every 100 ms); with it, one message per
-        subscription at a time, and ``settle()`` after each (it waits until the broker applied
-        them), so that every acknowledgement is one ACK command of its own, as the replay of a
-        recording applies it."""
+        as the client groups them (one ACK command every 100 ms); with it, ``per_settle``
+        messages per subscription at a time, and ``settle()`` after each group (it waits until
+        the broker applied them), so that the client sends each group's individual
+        acknowledgements of a subscription as one ACK command."""
         steps: dict[str, list[tuple[pulsar.Message, bool]]] = {}
         for sub in self.subscriptions:
             messages = [self.consumers[sub.name].receive(30_000) for _ in self.produced]
@@ -195,10 +195,10 @@ class Workload:
                 plan.append((upto, True))
                 messages = [m for m in messages if message_key(m.message_id()) > message_key(upto.message_id())]
             plan.extend((m, False) for m in messages if self.rng.random() < 0.5)
-        for step in range(max(len(plan) for plan in steps.values())):
+        for step in range(0, max(len(plan) for plan in steps.values()), per_settle):
             for sub in self.subscriptions:
-                if step < len(steps[sub.name]):
-                    self._ack(sub, *steps[sub.name][step])
+                for ack in steps[sub.name][step : step + per_settle]:
+                    self._ack(sub, *ack)
             if settle is not None:
                 settle()
 

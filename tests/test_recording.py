@@ -25,9 +25,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from mledger import InitialPosition, ManagedLedgerFactory, MemoryStore
-from mledger.broker import Broker, ManualClock, SkipEntry, SubscriptionType
+from mledger.broker import AckRecord, Broker, ManualClock, SkipEntry, SubscriptionType
 from mledger.codec import MessageId
 from mledger.replay import Recorder, RecordSettings, _recording as recording, read_recording_status
+from mledger.replay._poll_events import Acked
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -107,6 +108,32 @@ def test_every_cursor_change_is_recorded(tmp_path: Path) -> None:
     status = read_recording_status(tmp_path)
     assert status is not None and status["complete"] and status["sessions"][0]["dropped_rows"] == 0
     assert not list(tmp_path.rglob(".*"))  # no temporary file left
+
+
+def test_the_rows_of_one_ack_request_share_a_command_number(tmp_path: Path) -> None:
+    """One request (a ``CommandAck`` with several ids) is one ``command``; two requests of the
+    same subscription in the same millisecond are two; a capture's acks have none."""
+    broker, recorder = recorded_broker(tmp_path)
+    sub = broker.subscribe(TOPIC, "s", SubscriptionType.SHARED, InitialPosition.EARLIEST)
+    producer = broker.create_producer(TOPIC, "p1")
+    single = [producer.send(b"m%d" % i) for i in range(4)]
+    batch = producer.send_batch([b"a", b"b", b"c"])
+    consumer = sub.add_consumer("c1")
+    consumer.acknowledge([single[0], single[2], MessageId(batch[0].ledger_id, batch[0].entry_id, -1, 1)])
+    consumer.acknowledge([single[1], single[3]])  # the same millisecond: the manual clock stands
+    recorder.write_events([Acked(TOPIC, -1, "s", [AckRecord(batch[0].ledger_id, batch[0].entry_id, 0)], 1_000)])
+    broker.close()
+    acked = [(r["entry_id"], r["batch_index"], r["ts_ms"], r["command"]) for r in rows(tmp_path, "acked")]
+    first, second = acked[0][3], acked[3][3]
+    assert first is not None and second is not None and first != second
+    assert acked == [
+        (0, None, 1_001, first),
+        (2, None, 1_001, first),
+        (4, 1, 1_001, first),
+        (1, None, 1_001, second),
+        (3, None, 1_001, second),
+        (4, 0, 1_001, None),
+    ]
 
 
 def test_a_write_failure_leaves_clients_alone_and_marks_the_recording_incomplete(

@@ -6,10 +6,14 @@ Workload`): plain and batched messages, a Shared subscription acknowledging with
 partial batches (``batch_index_ack_enabled=True``) and an Exclusive one acknowledging
 cumulatively then individually, against limits of one range and one batch entry (:data:`LIMITS`)
 so every stored state is truncated, in two rounds more than a second apart so that the
-mark-delete limiter grants a persist and holds the next acknowledgements back. Before the stop
-the test waits until a recorder flush holds every acknowledgement the client sent that changes
-the cursor (the client groups acks for 100 ms; a SIGKILL loses the recorder's last interval by
-design; under 3.0 and 4.0 the broker ignores ack sets), and reads the broker's internal stats.
+mark-delete limiter grants a persist and holds the next acknowledgements back. The client
+acknowledges a few messages per subscription at a time, which its ack grouping sends as one ACK
+command with several ids (one cursor change and one persist attempt in the broker; the
+recording numbers the command's rows, and the replay applies them as one request). Before the
+stop the test waits until a recorder flush holds every acknowledgement the client sent that
+changes the cursor (the client groups acks for 100 ms; a SIGKILL loses the recorder's last
+interval by design; under 3.0 and 4.0 the broker ignores ack sets), and reads the broker's
+internal stats.
 It stops the broker (SIGKILL, or SIGTERM: every cursor through its close path), starts it again
 on the same data directory, and collects every message the client receives again. A message
 counts as redelivered when its acknowledgement was recorded.
@@ -27,6 +31,8 @@ This compares mledger with mledger: Pulsar's truth is in the rules' hand-made lo
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +56,22 @@ LIMITS = {
     "managedLedgerMaxBatchDeletedIndexToPersist": ("max_batch_deleted_index_to_persist", "1"),
     "managedLedgerCursorPositionFlushSeconds": ("cursor_position_flush_seconds", "3600"),
 }
+
+
+ACKS_PER_COMMAND = 2
+"""Acknowledgements the client sends per subscription before the test waits for them: its ack
+grouping (100 ms) puts a group's individual acknowledgements in one ACK command, which the
+broker applies as one cursor change and one persist attempt, and so must the replay."""
+PAUSE_AFTER = 3
+"""Groups acknowledged before an idle second: the limiter has granted the first command's persist
+and refused the next; after the pause it grants one to a state past the limits."""
+
+
+def command_sizes(record: Path, topic: str) -> list[int]:
+    """The rows of each acknowledgement request of ``topic`` in the recording (its ``command``)."""
+    rows = pq.read_table(record / "acked").to_pylist()
+    commands = Counter((r["subscription"], r["command"]) for r in rows if r["topic"] == topic)
+    return list(commands.values())
 
 
 def live_cursors(broker: Standalone, topic: str) -> dict[str, tuple[str, str]]:
@@ -138,7 +160,13 @@ def test_the_client_receives_again_what_the_replay_predicts(
             rows = recorded_acks(record, work.produced, work.topic)  # noqa: B023
             return all(work.applied(s, batch_index_acks) <= rows.get(s.name, set()) for s in work.subscriptions)  # noqa: B023
 
-        work.consume(settle=lambda: wait_for(recorded, "the recording to hold every acknowledgement sent"))
+        def settle(settled: list[float] = []) -> None:  # noqa: B006 - when each group of this run settled
+            wait_for(recorded, "the recording to hold every acknowledgement sent")
+            settled.append(time.monotonic())
+            if len(settled) == PAUSE_AFTER:  # the limiter grants the next command a persist, with more ranges
+                time.sleep(max(0.0, settled[0] + 1.1 - settled[-1]))
+
+        work.consume(settle=settle, per_settle=ACKS_PER_COMMAND)
         runs.append(Stopped(crash, work, record, live_cursors(broker, work.topic)))
         broker.stop(crash)
         work.close()
@@ -170,5 +198,6 @@ def test_the_client_receives_again_what_the_replay_predicts(
         partial = [e for e, messages in entries.items() for a in sent if 0 < len(messages & a) < len(messages)]
         assert partial, (kind, "no partly acknowledged batch")
         assert any(predicted[n][run.crash] for n in run.live), (kind, "the stop lost nothing: nothing was compared")
+        assert max(command_sizes(run.record, work.topic)) > 1, (kind, "no ACK command carried several ids")
         hits = ("persist_unacked_ranges_truncated", "persist_batch_deleted_indexes_truncated", "truncated_ranges")
         assert any(r[c] for r in rows.values() for c in hits), (kind, "no limit hit")

@@ -68,7 +68,8 @@ class BrokerJournal(Protocol):
         ...
 
     def acked(self, topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], now_ms: int) -> None:
-        """Acknowledgements changed the subscription's cursor."""
+        """Acknowledgements changed the subscription's cursor: one call per acknowledgement
+        request (a ``CommandAck``: one cursor change, one persist attempt)."""
         ...
 
     def cancelled(self, topic: str, partition: int, subscription: str, position: Position, now_ms: int) -> None:

@@ -387,6 +387,23 @@ class BrokerModel:
             subscription, AckRequest(message_ids=ids, batch_sizes={Position(ledger_id, entry_id): batch_size})
         )
 
+    def ack_batch_messages(
+        self,
+        subscription: str,
+        positions: np.ndarray,
+        batch_indexes: np.ndarray,
+        batch_sizes: np.ndarray,
+        entries: np.ndarray,
+    ) -> int:
+        ids = [
+            MessageId(lid, eid, -1, i) for (lid, eid), i in zip(positions.tolist(), batch_indexes.tolist(), strict=True)
+        ]
+        sizes = {
+            Position(lid, eid): size for (lid, eid), size in zip(positions.tolist(), batch_sizes.tolist(), strict=True)
+        }
+        whole = entries if len(entries) else ()
+        return self._acknowledge(subscription, AckRequest(entries=whole, message_ids=ids, batch_sizes=sizes))
+
     def ack_batch_sets(
         self,
         subscription: str,

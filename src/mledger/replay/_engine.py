@@ -13,7 +13,8 @@ cut into *steps* and each step is applied with a few vectorised calls. Cuts are 
 
 * before the first ack naming a subscription that does not exist yet (the subscription is
   created there: a ``latest`` one starts after the entries produced so far),
-* every ``segment_rows`` events counted from the start of the topic-partition,
+* every ``segment_rows`` events counted from the start of the topic-partition (never inside
+  an acknowledgement request: the ``acked`` rows of one ``command``, see below),
 * around each timed subscription event of the ``subscriptions`` log (created, reset, deleted:
   :mod:`.subscriptions`), applied after every event of its timestamp and before the later
   ones, as if its kind sorted after ``acked``,
@@ -52,6 +53,17 @@ Within a step, in this order:
 
 A delivery at time T happens after every event with ``ts <= T``: an ack or cancel at
 exactly the deliver time prevents it.
+
+Acknowledgement requests
+------------------------
+The broker applies one ``CommandAck`` as one cursor change with one persist attempt
+(``PersistentSubscription.acknowledgeMessage`` -> ``ManagedCursorImpl.asyncDelete``, one
+``markDeleteLimiter.tryAcquire()``). A recording numbers the rows of one request (the ``acked``
+log's ``command``, carried as the event's ``sequence_id``); consecutive rows of a subscription
+with the same ``command`` and time are one request, and the engine never splits one: a step
+does not end inside it, and it goes to the model in one call, as one request (with batch-index
+deletion disabled too). Rows without a ``command`` (older recordings, captures, generated
+logs) are each a request of their own, which is the definition below.
 
 Exact bulk acks
 ---------------
@@ -138,9 +150,9 @@ _NULL_TS = np.iinfo(np.int64).min
 class _SubAcks:
     """One subscription's acks within a step's acks, applied call by call (``_next_call``)."""
 
-    __slots__ = ("batch_before", "batch_words", "code", "name", "pos", "rows", "ts")
+    __slots__ = ("batch_before", "batch_words", "code", "commands", "name", "pos", "rows", "ts")
 
-    def __init__(self, code: int, name: str, rows: np.ndarray, a: Rows) -> None:
+    def __init__(self, code: int, name: str, rows: np.ndarray, a: Rows, commands: bool) -> None:
         self.code, self.name, self.rows, self.pos = code, name, rows, 0
         self.ts = a.ts[rows]
         partial = (a.bidx[rows] >= 0) & (a.ack[rows] == 0)
@@ -148,6 +160,21 @@ class _SubAcks:
         """Batch-index acks among the rows before each."""
         self.batch_words = 0
         """The BitSet words of the largest batch a batch-index ack names (set by the engine)."""
+        self.commands = _command_starts(self.ts, a.seqid[rows]) if commands else None
+        """Where each acknowledgement request starts, then the end (None: one row each)."""
+
+    def end_of(self, p: int) -> int:
+        """The end of the request that row ``p`` starts: every call ends at one."""
+        if self.commands is None:
+            return p + 1
+        return int(self.commands[np.searchsorted(self.commands, p, side="right")])
+
+    def request_end(self, q: int, p: int) -> int:
+        """The last request end at or before ``q`` after ``p``, else the end of ``p``'s request."""
+        if self.commands is None:
+            return q
+        end = int(self.commands[np.searchsorted(self.commands, q, side="right") - 1])
+        return end if end > p else self.end_of(p)
 
 
 # -- the replayer ---------------------------------------------------------------------------------
@@ -198,6 +225,7 @@ class PartitionReplayer:
         self._acked: dict[int, int] = {}
         self._cancelled: dict[int, int] = {}
         self._last_key: tuple[int, int, int] | None = None
+        self._last_request: tuple[int, int, int] | None = None  # (ts, subscription, command) of the last row
         self._ordinal = 0
         self._pending: list[Rows] = []
         self._placeholders = 0
@@ -407,6 +435,7 @@ class PartitionReplayer:
         ordinals = np.arange(self._ordinal, self._ordinal + n)
         self._ordinal += n
         cut = (ordinals % self.settings.segment_rows) == 0
+        cut &= ~self._continues_request(rows)
         stops = np.flatnonzero(first | cut).tolist()
         pos = 0
         for s in stops:
@@ -418,6 +447,26 @@ class PartitionReplayer:
             pos = s
         if pos < n:
             self._pending.append(rows.take(slice(pos, n)))
+
+    def _continues_request(self, rows: Rows) -> np.ndarray:
+        """Which rows continue the acknowledgement request of the row before them (the same
+        subscription, ``command`` and time; the row before may be the previous batch's last):
+        a step never ends inside a request, as the broker applies one at once."""
+        n = len(rows)
+        command = rows.seqid
+        acked = (rows.kind == KIND_ACKED) & (command >= 0)
+        last = self._last_request
+        if acked.size:
+            end = n - 1
+            self._last_request = (int(rows.ts[end]), int(rows.sub[end]), int(command[end])) if acked[end] else None
+        if not acked.any():
+            return acked
+        sub, ts = rows.sub, rows.ts
+        same = np.zeros(n, bool)
+        same[1:] = acked[1:] & acked[:-1] & (command[1:] == command[:-1]) & (sub[1:] == sub[:-1]) & (ts[1:] == ts[:-1])
+        if last is not None and acked[0]:
+            same[0] = (int(ts[0]), int(sub[0]), int(command[0])) == last
+        return same
 
     def _flush(self) -> None:
         if self._pending:
@@ -984,7 +1033,11 @@ class PartitionReplayer:
         model = self._model
         assert model is not None
         names = self._subs.names
-        plans = [_SubAcks(code, names[code], np.flatnonzero(a.sub == code), a) for code in np.unique(a.sub).tolist()]
+        commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
+        plans = [
+            _SubAcks(code, names[code], np.flatnonzero(a.sub == code), a, commands)
+            for code in np.unique(a.sub).tolist()
+        ]
         for plan in plans:
             if plan.batch_before[-1]:
                 partial = plan.rows[a.bidx[plan.rows] >= 0]
@@ -1015,16 +1068,16 @@ class PartitionReplayer:
         assert model is not None
         due = model.persist_due_ms(plan.name)
         k = n if due == math.inf else p if due == -math.inf else p + int(np.searchsorted(ts[p:], due, side="left"))
-        q = p + 1
+        q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
-        if k > p + 1:
+        if k > q:
             group = rows[p:k]
             cumulative = a.ack[group] == 1
             if cumulative.all():
                 if self._cumulative_run_is_exact(plan, a, group):
                     q, at = k, p + self._cumulative_stamp(a, g, group)
             elif not cumulative.any():
-                q = self._exact_prefix(plan, a, g, p, k)
+                q = plan.request_end(self._exact_prefix(plan, a, g, p, k), p)
                 if q > p + 1:
                     at = p + self._change_stamp(plan.name, a, g, rows[p:q])
         plan.pos = max(q, p + 1)
@@ -1209,11 +1262,23 @@ class PartitionReplayer:
         in it joins the whole-entry acks (``positions``); the others go with them, as ack sets,
         in one request (``positions`` is then emptied).
 
-        With batch-index deletion disabled each ack is its own call, as in a broker."""
+        With batch-index deletion disabled each ack is its own call, unless the rows carry the
+        acknowledgement request they came in (``command``): then they go with the whole entries
+        as one request, as the broker applies a ``CommandAck``."""
         model = self._model
         assert model is not None
         done = 0
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            if (a.seqid[rows] >= 0).any():
+                whole = np.concatenate(positions)
+                positions.clear()
+                return model.ack_batch_messages(
+                    name,
+                    np.column_stack((a.ledger[rows], a.entry[rows])),
+                    a.bidx[rows],
+                    self._index.batch_size(g[rows]),
+                    whole,
+                )
             for i in rows.tolist():
                 done += model.ack_batch_indexes(
                     name,
@@ -1394,6 +1459,16 @@ class PartitionReplayer:
             ],
             schema=PARTITION_SCHEMA,
         )
+
+
+def _command_starts(ts: np.ndarray, command: np.ndarray) -> np.ndarray | None:
+    """Where each acknowledgement request among one subscription's acks starts, then their
+    end: a row continues the request of the row before it when both carry the same
+    ``command`` (-1: none, as for a cancel) at the same time. None when every row is alone."""
+    same = (command[1:] >= 0) & (command[1:] == command[:-1]) & (ts[1:] == ts[:-1])
+    if not same.any():
+        return None
+    return np.append(np.flatnonzero(np.concatenate(([True], ~same))), command.size)
 
 
 def _position(ledger_id: int, entry_id: int) -> np.ndarray:

@@ -210,6 +210,19 @@ class PartitionModel(Protocol):
         """Batch-index acks of one entry; returns 1 if the entry became fully acked."""
         ...
 
+    def ack_batch_messages(
+        self,
+        subscription: str,
+        positions: np.ndarray,
+        batch_indexes: np.ndarray,
+        batch_sizes: np.ndarray,
+        entries: np.ndarray,
+    ) -> int:
+        """Batch-index acks of messages (``(n, 2)`` positions, each with its batch index and
+        its entry's batch size) and whole-entry acks (``entries``) as one request, the way a
+        ``CommandAck`` carries them; returns the entries that became fully acked."""
+        ...
+
     def ack_batch_sets(
         self,
         subscription: str,

@@ -9,7 +9,8 @@ and the pytest factory), it writes what the broker did as the raw logs ``mledger
     DIR/produced/part-<session>-<n>.parquet   every stored entry (a chunk of a chunked message
                                            with its chunk_id, num_chunks and uuid)
     DIR/acked/...                          acks that changed a cursor (individual, cumulative,
-                                           batch index; PIP-423 skips are individual acks)
+                                           batch index; PIP-423 skips are individual acks), the
+                                           rows of one request sharing a ``command`` number
     DIR/cancelled/...                      PIP-423 cancels
     DIR/subscriptions/...                  subscriptions created, reset (seek, reset-cursor,
                                            clear-backlog) and deleted, with their times
@@ -80,9 +81,9 @@ from ._poll_events import (
     SubscriptionReset,
 )
 from ._schema import (
-    ACKED_SCHEMA,
     CANCELLED_SCHEMA,
     PRODUCED_SCHEMA,
+    RECORDED_ACKED_SCHEMA,
     SUBSCRIPTION_CREATED,
     SUBSCRIPTION_DELETED,
     SUBSCRIPTION_RESET,
@@ -111,7 +112,7 @@ VERSION = 1
 
 _SCHEMAS = {
     "produced": PRODUCED_SCHEMA,
-    "acked": ACKED_SCHEMA,
+    "acked": RECORDED_ACKED_SCHEMA,
     "cancelled": CANCELLED_SCHEMA,
     "subscriptions": SUBSCRIPTIONS_SCHEMA,
 }
@@ -146,9 +147,10 @@ Make = Callable[[int], list[Row]]
 class _Partition:
     """One topic-partition's stamping state (guarded by the recorder's lock)."""
 
-    __slots__ = ("floor", "last_produced", "last_ts", "waiting")
+    __slots__ = ("commands", "floor", "last_produced", "last_ts", "waiting")
 
     def __init__(self) -> None:
+        self.commands = 0  # acknowledgement requests numbered so far: the ``command`` column
         self.last_ts = -1
         self.floor = -1  # the least stamp allowed: 1 ms after the last subscription event
         self.last_produced: Position | None = None
@@ -239,19 +241,35 @@ class RowJournal:
             self._put("produced", [row])
             self._release(part, entry.publish_time_ms)
 
-    def acked(self, topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], now_ms: int) -> None:
-        """Acks that changed a cursor: one ``acked`` row each."""
+    def acked(
+        self,
+        topic: str,
+        partition: int,
+        subscription: str,
+        acks: Sequence[AckRecord],
+        now_ms: int,
+        one_command: bool = True,
+    ) -> None:
+        """Acks that changed a cursor: one ``acked`` row each. ``one_command``: the acks are one
+        acknowledgement request (one ``CommandAck``, one persist attempt), so their rows share a
+        ``command`` number, new for each call on the topic-partition; else (a capture, which
+        cannot see requests) ``command`` is null."""
         top = acks[0][:2] if len(acks) == 1 else max(a[:2] for a in acks)
         with self._lock:  # the usual case, without a deferred row builder: nothing waits
             part = self._partition(topic, partition)
+            command = None
+            if one_command:
+                command = part.commands
+                part.commands += 1
             last = part.last_produced
             if not part.waiting and last is not None and top <= last:
-                self._put("acked", _ack_rows(topic, partition, subscription, acks, part.stamp(now_ms, False)))
+                rows = _ack_rows(topic, partition, subscription, acks, part.stamp(now_ms, False), command)
+                self._put("acked", rows)
                 return
         required = Position(*top)
 
         def make(ts: int) -> list[Row]:
-            return _ack_rows(topic, partition, subscription, acks, ts)
+            return _ack_rows(topic, partition, subscription, acks, ts, command)
 
         self._event(topic, partition, required, "acked", False, make, now_ms)
 
@@ -309,7 +327,7 @@ class RowJournal:
                 case EntrySeen(topic, partition, position, entry):
                     self.entry_observed(topic, partition, position, entry)
                 case Acked(topic, partition, name, acks, ts):
-                    self.acked(topic, partition, name, acks, ts)
+                    self.acked(topic, partition, name, acks, ts, one_command=False)
                 case SubscriptionCreated(topic, partition, name, sub_type, mark_delete, ts):
                     self.subscription_created(topic, partition, name, sub_type, "earliest", mark_delete, ts)
                 case SubscriptionReset(topic, partition, name, position, ts):
@@ -647,8 +665,10 @@ def _session_complete(session: dict[str, Any]) -> bool:
     )
 
 
-def _ack_rows(topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], ts: int) -> list[Row]:
-    """The ``acked`` rows of acks stamped ``ts``."""
+def _ack_rows(
+    topic: str, partition: int, subscription: str, acks: Sequence[AckRecord], ts: int, command: int | None
+) -> list[Row]:
+    """The ``acked`` rows of acks stamped ``ts``, of one ``command`` (None: not known)."""
     return [
         (
             topic,
@@ -659,6 +679,7 @@ def _ack_rows(topic: str, partition: int, subscription: str, acks: Sequence[AckR
             a.batch_index if a.batch_index >= 0 else None,
             "cumulative" if a.cumulative else "individual",
             ts,
+            command,
         )
         for a in acks
     ]

@@ -132,6 +132,7 @@ LOG_COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("batch_index", INT, False),
         Column("ack_type", STR, False),
         Column("ts_ms", INT),
+        Column("command", INT, False),
     ),
     "cancelled": (
         Column("topic", STR),
@@ -177,7 +178,10 @@ def input_schema(log: str) -> pa.Schema:
 
 
 PRODUCED_SCHEMA = input_schema("produced")
-ACKED_SCHEMA = input_schema("acked")
+ACKED_SCHEMA = pa.schema([f for f in input_schema("acked") if f.name != "command"])
+"""The ``acked`` log as ``mledger generate`` writes it: each row its own request (no ``command``)."""
+RECORDED_ACKED_SCHEMA = input_schema("acked")
+"""The ``acked`` log as a recording writes it: the rows of one request share a ``command``."""
 CANCELLED_SCHEMA = input_schema("cancelled")
 SUBSCRIPTIONS_SCHEMA = input_schema("subscriptions")
 
@@ -237,7 +241,8 @@ EVENT_SCHEMA = pa.schema(
 * ``name``: ``producer_name`` (produced) or ``subscription``;
 * ``batch``: ``batch_size`` (produced) or ``batch_index``;
 * ``sequence_id``: null for a chunk that is not its message's last (:func:`dedup_sequence_ids`:
-  only a chunked message's last chunk is deduplicated, as in Pulsar);
+  only a chunked message's last chunk is deduplicated, as in Pulsar); for an acked row, its
+  ``command`` (the rows of one ``CommandAck`` share it; null when the log does not know);
 * ``ack_type``: 0 individual, 1 cumulative, -1 not understood (``problem`` says why);
 * ``problem``: what reading found wrong with the row's text, else null.
 
@@ -360,7 +365,7 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
             *(
                 ("batch_size", "deliver_at_ms", "sequence_id", "chunk_id", "num_chunks")
                 if produced
-                else ("batch_index",)
+                else ("batch_index", "command")
             ),
         )
     }
@@ -383,7 +388,9 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
             ints["entry_id"],
             ints["batch_size" if produced else "batch_index"],
             ints["deliver_at_ms"] if produced else nulls,
-            dedup_sequence_ids(ints["sequence_id"], ints["chunk_id"], ints["num_chunks"]) if produced else nulls,
+            dedup_sequence_ids(ints["sequence_id"], ints["chunk_id"], ints["num_chunks"])
+            if produced
+            else ints["command"],
             ack,
             problems.array,
         ],
@@ -485,7 +492,9 @@ def check_events(
     deliver = np.where(produced & has & (d >= 0), d, -1)
     q, has = _ints(batch, "sequence_id")
     flag(produced & has & (q < 0), "sequence_id is negative")
-    seqid = np.where(produced & has & (q >= 0), q, -1)
+    acked = kind == KIND_ACKED
+    flag(acked & has & (q < 0), "command is negative")
+    seqid = np.where((produced | acked) & has & (q >= 0), q, -1)
     flag((kind == KIND_ACKED) & ((name_codes < 0) | (name_codes == empty_code)), "subscription is missing")
     flag(
         (kind == KIND_CANCELLED) & (name_codes == empty_code),

@@ -278,7 +278,7 @@ def _parquet_events(spark: "SparkSession", plan: InputPlan, log: str, files: lis
         F.col("entry_id"),
         F.col("batch_size" if produced else "batch_index").alias("batch"),
         F.col("deliver_at_ms") if produced else null_long.alias("deliver_at_ms"),
-        _dedup_sequence_id().alias("sequence_id") if produced else null_long.alias("sequence_id"),
+        (_dedup_sequence_id() if produced else F.col("command") if log == "acked" else null_long).alias("sequence_id"),
         ack.alias("ack_type"),
         problem.alias("problem"),
     )
