@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mledger import AckRangeSet, InvalidPositionError, Position
@@ -553,6 +553,25 @@ def test_runs_of_takes_both_branches() -> None:
         assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs(bm)
 
 
+def test_runs_of_the_last_exported_large_ledger_are_kept_until_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the per-ledger cache limit, the last ledger exported keeps its runs (one such
+    ledger at a time); a change to it is seen by the next export."""
+    import mledger.core._ranges as ranges_module
+
+    monkeypatch.setattr(ranges_module, "CACHED_RUNS_PER_LEDGER", 2)
+    s = make([(1, 1), (1, 3), (1, 5), (2, 1), (2, 3), (2, 5)])
+    s.to_range_arrays()
+    s._check()  # one large ledger's runs cached at most, none stale
+    s.add(2, 7)
+    s.add(1, 2)
+    assert [a.tolist() for a in s.ledger_first_runs(2, 4)] == [[1, 3, 5, 7], [1, 3, 5, 7]]
+    ledgers, lowers, uppers, _ = s.to_range_arrays()
+    assert list(zip(ledgers.tolist(), lowers.tolist(), uppers.tolist(), strict=True)) == [
+        (1, 0, 3), (1, 4, 5), (2, 0, 1), (2, 2, 3), (2, 4, 5), (2, 6, 7)
+    ]
+    s._check()
+
+
 _OPS = st.lists(
     st.tuples(
         st.sampled_from(["add", "add_many", "add_range", "remove", "remove_at_most"]),
@@ -565,6 +584,7 @@ _OPS = st.lists(
 
 @settings(max_examples=100, deadline=None)
 @given(ops=_OPS)
+@example(ops=[("add", 1, [0]), ("remove", 1, [0])])  # the last entry of a counted ledger removed
 def test_weighed_extra_messages_follow_every_change(ops: list[tuple[str, int, list[int]]]) -> None:
     """The extra messages a weighed set keeps through adds, runs and mark-delete absorption
     equal a count from scratch after every change."""

@@ -41,7 +41,13 @@ MAX_ENTRY_ID = (1 << 32) - 1
 
 CACHED_RUNS_PER_LEDGER = 4096
 """Ledgers with at most this many ranges keep their exported runs until they change (64 KiB
-at most per ledger); ledgers with more recompute them, vectorised, on every export."""
+at most per ledger); of the ledgers with more, only the last exported keeps them (a persist
+reads them twice: its record, then what the close record would keep), the others recompute
+them, vectorised, on every export."""
+
+PENDING_ADDS = 8
+"""Single adds a ledger whose runs are cached takes in before its runs are recomputed: up to
+this many are applied to the cached runs at the next export, one or two array copies each."""
 
 WORDS_PER_STEP = 2048
 """BitSet words :meth:`AckRangeSet.add_words` expands at a time (131,072 entries, ~1 MiB)."""
@@ -63,13 +69,27 @@ class AckRangeSet:
     ('[(3:4..3:7],(3:8..3:10]]', 2, 5)
     """
 
-    __slots__ = ("_bitmaps", "_runs", "_run_arrays", "_cardinality", "_weights", "_extra", "_extra_version")
+    __slots__ = (
+        "_bitmaps",
+        "_runs",
+        "_run_total",
+        "_run_arrays",
+        "_large_runs",
+        "_pending",
+        "_cardinality",
+        "_weights",
+        "_extra",
+        "_extra_version",
+    )
 
     def __init__(self) -> None:
         self._bitmaps: SortedDict = SortedDict()  # ledger id -> non-empty BitMap
         self._runs: dict[int, int] = {}  # cached run count per ledger; absent = stale
+        self._run_total = 0  # the sum of _runs: size() recounts only the stale ledgers
         # cached closed runs (read-only arrays) of ledgers with few runs; dropped with _runs
         self._run_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._large_runs: int | None = None  # the one ledger of more runs cached in _run_arrays
+        self._pending: dict[int, list[int]] = {}  # single adds not in the cached runs yet, per ledger
         self._cardinality = 0
         # messages beyond one of the acked entries, per ledger, kept up to date once counted
         # (see weigh); absent = not counted yet
@@ -89,12 +109,27 @@ class AckRangeSet:
         except KeyError:
             return False
         if ledger_id in self._runs:  # the run arrays are cached only with the run count
-            self._changed(ledger_id, keep_extra=True)
+            self._follow_add(ledger_id, bm, entry_id)
         self._cardinality += 1
         extra = self._extra
         if extra and ledger_id in extra:
             extra[ledger_id] += self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
         return True
+
+    def _follow_add(self, ledger_id: int, bm: BitMap, entry_id: int) -> None:
+        """The caches of one ledger after ``entry_id`` was added to it: its run count follows
+        from the entry's neighbours, and its cached runs take it at the next export (up to
+        :data:`PENDING_ADDS` of them); else they are dropped."""
+        pending = self._pending.get(ledger_id)
+        if ledger_id not in self._run_arrays or (pending is not None and len(pending) >= PENDING_ADDS):
+            self._changed(ledger_id, keep_extra=True)
+            return
+        joins = (entry_id > 0 and entry_id - 1 in bm) + (entry_id < MAX_ENTRY_ID and entry_id + 1 in bm)
+        self._note_run_count(ledger_id, self._runs[ledger_id] + 1 - joins)
+        if pending is None:
+            self._pending[ledger_id] = [entry_id]
+        else:
+            pending.append(entry_id)
 
     def _add_to_new_ledger(self, ledger_id: int, entry_id: int) -> bool:
         """:meth:`add` of the first entry of a ledger (or of a bad entry id, refused)."""
@@ -260,13 +295,16 @@ class AckRangeSet:
         self._cardinality -= 1
         if not bm:
             del self._bitmaps[ledger_id]
+            self._extra.pop(ledger_id, None)
         return True
 
     def clear(self) -> None:
         """Remove everything. O(ledgers)."""
         self._bitmaps.clear()
         self._runs.clear()
+        self._run_total = 0
         self._run_arrays.clear()
+        self._pending.clear()
         self._extra.clear()
         self._cardinality = 0
 
@@ -320,14 +358,11 @@ class AckRangeSet:
 
     def size(self) -> int:
         """Number of open-closed ranges (Pulsar's ``size()``). O(containers of changed ledgers)."""
-        runs = self._runs
-        total = 0
-        for ledger_id, bm in self._bitmaps.items():
-            count = runs.get(ledger_id)
-            if count is None:
-                count = runs[ledger_id] = _run_count(bm)
-            total += count
-        return total
+        bitmaps = self._bitmaps
+        if len(self._runs) != len(bitmaps):
+            for ledger_id in bitmaps.keys() - self._runs.keys():
+                self._note_run_count(ledger_id, _run_count(bitmaps[ledger_id]))
+        return self._run_total
 
     def __len__(self) -> int:
         return self.size()
@@ -587,8 +622,11 @@ class AckRangeSet:
     def _changed(self, ledger_id: int, keep_extra: bool = False) -> None:
         """Drop what is cached about one ledger: its bitmap changed (its extra messages too,
         unless the caller kept them up to date)."""
-        self._runs.pop(ledger_id, None)
-        self._run_arrays.pop(ledger_id, None)
+        count = self._runs.pop(ledger_id, None)
+        if count is not None:
+            self._run_total -= count
+            self._run_arrays.pop(ledger_id, None)
+            self._pending.pop(ledger_id, None)
         if not keep_extra:
             self._extra.pop(ledger_id, None)
 
@@ -655,20 +693,33 @@ class AckRangeSet:
         persists)."""
         cached = self._run_arrays.get(ledger_id)
         if cached is not None:
+            pending = self._pending.pop(ledger_id, None)
+            if pending is not None:
+                cached = self._run_arrays[ledger_id] = _with_entries(*cached, pending)
             return cached
         starts, ends = _runs_of(bm, self._runs.get(ledger_id))
-        self._runs[ledger_id] = len(starts)
+        self._note_run_count(ledger_id, len(starts))
         starts.flags.writeable = False
         ends.flags.writeable = False
-        if len(starts) <= CACHED_RUNS_PER_LEDGER:
-            self._run_arrays[ledger_id] = (starts, ends)
+        if len(starts) > CACHED_RUNS_PER_LEDGER:
+            if self._large_runs is not None:
+                self._run_arrays.pop(self._large_runs, None)
+                self._pending.pop(self._large_runs, None)
+            self._large_runs = ledger_id
+        self._run_arrays[ledger_id] = (starts, ends)
         return starts, ends
 
     def _ledger_run_count(self, ledger_id: int, bm: BitMap) -> int:
         count = self._runs.get(ledger_id)
         if count is None:
-            count = self._runs[ledger_id] = _run_count(bm)
+            count = _run_count(bm)
+            self._note_run_count(ledger_id, count)
         return count
+
+    def _note_run_count(self, ledger_id: int, count: int) -> None:
+        """Cache one ledger's run count (keeping :meth:`size`'s total)."""
+        self._run_total += count - self._runs.get(ledger_id, 0)
+        self._runs[ledger_id] = count
 
     # -- misc -------------------------------------------------------------------------------
     def copy(self) -> AckRangeSet:
@@ -677,7 +728,10 @@ class AckRangeSet:
         for ledger_id, bm in self._bitmaps.items():
             other._bitmaps[ledger_id] = BitMap(bm)
         other._runs = dict(self._runs)
+        other._run_total = self._run_total
         other._run_arrays = dict(self._run_arrays)  # read-only arrays: shared
+        other._large_runs = self._large_runs
+        other._pending = {ledger_id: list(entries) for ledger_id, entries in self._pending.items()}
         other._cardinality = self._cardinality
         return other
 
@@ -726,8 +780,13 @@ class AckRangeSet:
             assert cached is None or cached == _run_count(bm), f"stale run count for {ledger_id}"
         assert total == self._cardinality, f"cardinality {self._cardinality} != {total}"
         assert set(self._runs) <= set(self._bitmaps), "run counts cached for absent ledgers"
+        assert self._run_total == sum(self._runs.values()), "size()'s total differs from the cached counts"
         assert set(self._run_arrays) <= set(self._runs), "runs cached without their count"  # add relies on it
-        for ledger_id, (starts, ends) in self._run_arrays.items():
+        assert set(self._pending) <= set(self._run_arrays), "single adds pending for runs not cached"
+        large = [ledger_id for ledger_id in self._run_arrays if self._runs[ledger_id] > CACHED_RUNS_PER_LEDGER]
+        assert large in ([], [self._large_runs]), f"runs of more than one large ledger cached: {large}"
+        for ledger_id in list(self._run_arrays):
+            starts, ends = self._ledger_run_arrays(ledger_id, self._bitmaps[ledger_id])  # pending adds applied
             fresh = _runs_of(self._bitmaps[ledger_id])
             assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"
         weights = self._weights
@@ -833,6 +892,29 @@ def _runs_of(bm: BitMap, run_count: int | None = None) -> tuple[np.ndarray, np.n
         starts[i] = value
         ends[i] = end
         value = end + 1
+    return starts, ends
+
+
+def _with_entries(starts: np.ndarray, ends: np.ndarray, entries: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Closed runs ``(starts, ends)`` after adding ``entries`` one after the other, each not in
+    the runs when added: each joins the run before, the run after, both, or neither. One or two
+    array copies per entry; the arrays returned are read-only."""
+    for entry in entries:
+        i = int(np.searchsorted(starts, entry))  # runs before i end before entry, run i starts after it
+        joins_left = i > 0 and int(ends[i - 1]) == entry - 1
+        joins_right = i < len(starts) and int(starts[i]) == entry + 1
+        if joins_left and joins_right:
+            starts, ends = np.delete(starts, i), np.delete(ends, i - 1)
+        elif joins_left:
+            ends = ends.copy()
+            ends[i - 1] = entry
+        elif joins_right:
+            starts = starts.copy()
+            starts[i] = entry
+        else:
+            starts, ends = np.insert(starts, i, entry), np.insert(ends, i, entry)
+    starts.flags.writeable = False
+    ends.flags.writeable = False
     return starts, ends
 
 
