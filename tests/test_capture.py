@@ -26,7 +26,16 @@ import pyarrow.parquet as pq
 import pytest
 from standalone_process import running_standalone
 from test_authentication import EVERYONE, created, htpasswd, tokens_cli
-from test_record_differential import NS, PARTITIONED, PLAIN, Workload, assert_replay_equals, standalone_config
+from test_record_differential import (
+    NS,
+    PARTITIONED,
+    PLAIN,
+    Done,
+    Workload,
+    assert_replay_equals,
+    internal_stats,
+    standalone_config,
+)
 from test_standalone_tls import client as tls_client, start as start_tls, stop as stop_tls
 
 from mledger.admin import Authorization, RemoteAdmin
@@ -87,12 +96,12 @@ def test_capture_of_a_workload_replays_to_the_live_internal_stats(tmp_path: Path
         assert capturing == sorted([f"{NS}/{t}" for t in PLAIN] + [f"{NS}/{PARTITIONED}-partition-{i}" for i in (0, 1)])
         work.run(STEPS)
         stop_capture(proc)  # after the workload: its last poll sees the final state
-        live = work.internal_stats()  # without the capture's readers, closed now
+        live = internal_stats(standalone["admin_url"])  # without the capture's readers, closed now
     finally:
         if proc.poll() is None:
             proc.kill()
     run_single_process(str(tmp_path / "cap"), str(tmp_path / "out"))
-    assert_replay_equals(work, live, tmp_path / "out")
+    assert_replay_equals(Done(work.counts, frozenset(work.unsubscribed)), live, tmp_path / "out")
     description = json.loads((tmp_path / "cap" / CAPTURE_FILE).read_text())
     assert description["complete"] and description["keys_hashed"]
     assert {"ack_times", "partial_batch_acks", "starting_state"} <= set(description["approximations"])
@@ -109,12 +118,12 @@ def test_namespace_capture_finds_topics_created_during_it(tmp_path: Path, standa
         work = Workload(standalone["service_url"], standalone["admin_url"], SEED + 1)
         work.run(STEPS // 2)
         stop_capture(proc)
-        live = work.internal_stats()
+        live = internal_stats(standalone["admin_url"])
     finally:
         if proc.poll() is None:
             proc.kill()
     run_single_process(str(tmp_path / "cap"), str(tmp_path / "out"))
-    assert_replay_equals(work, live, tmp_path / "out")
+    assert_replay_equals(Done(work.counts, frozenset(work.unsubscribed)), live, tmp_path / "out")
     description = json.loads((tmp_path / "cap" / CAPTURE_FILE).read_text())
     assert description["namespace"] == "public/default" and not description["keys_hashed"]
     assert set(description["topics"]) == {f"{NS}/{t}" for t in PLAIN} | {
