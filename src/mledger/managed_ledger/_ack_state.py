@@ -240,6 +240,15 @@ class AckState:
         """The un-acked index bits of a partially acknowledged entry, None without a batch state."""
         return self._batch.get(position)
 
+    def counted_ack_set(self, position: Position) -> int | None:
+        """The un-acked index bits of an entry not acknowledged whole as the restart figures
+        count them: its batch state, or without batch-index deletion the ack sets the state
+        ignored (AND-merged; every bit clear when each index was acknowledged on its own, which
+        the figures count as the whole batch acknowledged); None without either. O(log batch
+        states)."""
+        kept = self._ignored.get(position)
+        return self._batch.get(position) if kept is None else kept[0]
+
     def batch_states(self) -> tuple[tuple[Position, int], ...]:
         """Every batch state ``(position, un-acked bits)``, ascending. O(batch states)."""
         return tuple(self._batch.items())

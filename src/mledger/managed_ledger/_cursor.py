@@ -626,6 +626,12 @@ class ManagedCursor:
         with self._lock:
             return self._state.batch_ack_set(position)
 
+    def counted_batch_ack_set(self, position: Position) -> int | None:
+        """:meth:`batch_ack_set` as the restart figures count it: without batch-index deletion,
+        the ack sets the cursor ignored (``AckState.counted_ack_set``)."""
+        with self._lock:
+            return self._state.counted_ack_set(position)
+
     def deleted_batch_indexes(self, position: Position) -> list[int] | None:
         """Acked indexes of a partially acked batch entry, or None when it has no partial state.
 

@@ -1238,10 +1238,14 @@ class PartitionReplayer:
 
     def _change_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
         """The last of one subscription's individual acks ``rows`` (about to be applied in one
-        call) that changes the cursor's state: the event time its figures are stamped with, as
-        the acks one by one would reach their last value there (the figures only grow between
-        persists). An ack changes nothing when its entry is acknowledged already, or acked
-        whole (or completed) by an earlier row, or its batch index is."""
+        call) that changes what the restart figures count: the event time its figures are
+        stamped with, as the acks one by one would reach their last value there (the figures
+        only grow between persists). An ack changes nothing when its entry is acknowledged
+        already, or acked whole (or completed) by an earlier row, or its batch index is, or it
+        acks whole an entry every index of which is acknowledged already: where the broker
+        ignores ack sets, each index on its own (the figures count such an entry's batch
+        whole, as they count the entry acknowledged whole: ``batch_ack_set`` gives the ack
+        sets ignored)."""
         model = self._model
         assert model is not None
         gs, bidx = g[rows], a.bidx[rows]
@@ -1256,7 +1260,9 @@ class PartitionReplayer:
             b = int(bidx[j])
             if b >= 0 and same.size and (bidx[same] == b).any():
                 continue
-            remaining = model.batch_ack_set(name, lid, eid) if (b >= 0 or same.size) else None
+            remaining = model.batch_ack_set(name, lid, eid)
+            if remaining is None and not same.size:
+                return j  # an entry nothing acknowledged yet
             size = int(self._index.batch_size(gs[j : j + 1])[0])
             full = (1 << size) - 1
             acked = full & ~remaining if remaining is not None else 0
@@ -1264,8 +1270,8 @@ class PartitionReplayer:
                 continue
             for k in same.tolist():
                 acked |= 1 << int(bidx[k])
-            if same.size and acked == full:
-                continue  # completed by earlier batch-index acks
+            if acked == full:
+                continue  # every index acknowledged before it (earlier in the call, or before)
             return j
         return rows.size - 1
 

@@ -154,7 +154,9 @@ class PartitionModel(Protocol):
         ...
 
     def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
-        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None."""
+        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None,
+        as the restart figures count them: where the broker ignores ack sets (batch-index
+        deletion off), those it ignored."""
         ...
 
     # producing ------------------------------------------------------------------------------
