@@ -880,7 +880,7 @@ class ManagedCursor:
                 and not rules_for(self._ml.config.pulsar_rules).behaviour.batch_ack_without_range_persists
             ):
                 return BulkAckRoom(0, 0, 0)
-            count = self._state.batch_state_count()
+            count = self._state.counted_state_count()  # the snapshot's batch states: ignored ones too
             if not self._mirrors:
                 return store.bulk_ack_room(count, batch_words)
             rooms = [s.bulk_ack_room(count, batch_words) for s in (store, *self._mirrors)]

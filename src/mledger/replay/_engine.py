@@ -1114,12 +1114,6 @@ class PartitionReplayer:
         model = self._model
         assert model is not None
         batch = plan.batch_before
-        if batch[k] > batch[p] and not self.settings.ledger.deletion_at_batch_index_level_enabled:
-            # ignored partial acks (their unload share moves both ways): one a call, the whole
-            # entries before the first of them together
-            k = p + int(np.searchsorted(batch[p : k + 1], batch[p] + 1, side="left")) - 1
-            if k <= p + 1:
-                return p + 1
         room = model.bulk_ack_room(plan.name, plan.batch_words)
 
         def fits(q: int) -> bool:
@@ -1146,19 +1140,31 @@ class PartitionReplayer:
     def _unload_peak(
         self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, q: int, unload: tuple[int, int, int, int]
     ) -> int:
-        """Where a run of individual acks ``p..q`` must end so that the unload figure's new
-        maximum, if the run makes one, is reached at its last ack: the figure is then the
-        acknowledged indexes of the partially acknowledged entries, and those entries
-        (``BulkAckRoom.unload``), which this follows ack by ack (a new index adds one, an entry
-        completed or acked whole takes its indexes away). O(acks + entries they name)."""
+        """Where a run of individual acks ``p..q`` must end so that one call leaves the unload
+        figure's maxima as the acks one by one would: the figure is then the acknowledged
+        indexes of the partially acknowledged entries, and those entries (``BulkAckRoom.unload``),
+        which this follows ack by ack (a new index adds one, an entry acked whole takes its
+        indexes away; so does one completed, but where the broker ignores ack sets: its ignored
+        acks then stay, every index acknowledged, and count as the others, ``batch_ack_set``
+        giving them). The call sets the figure's last value at the event time of its last ack
+        that changes the cursor (``_change_stamp``, followed here by the same rules): the run
+        ends at the last ack after which, for messages and for entries alike, the figure's
+        highest value over the run is not above its maximum so far, or is its last value and
+        was first reached at that same time. O(acks + entries they name)."""
         model = self._model
         assert model is not None
         messages, entries, messages_max, entries_max = unload
+        completes = self.settings.ledger.deletion_at_batch_index_level_enabled
         acked: dict[int, int] = {}  # entry -> acknowledged indexes (-1: acknowledged whole)
-        rows = plan.rows
-        for j in range(p, q):
-            i = int(rows[j])
-            e = int(g[i])
+        rows = plan.rows[p:q]
+        gs = g[rows]
+        ts = plan.ts[p:q].tolist()
+        sizes = self._index.batch_size(gs).tolist()
+        end = p + 1
+        changed = -1  # the last ack that changes the cursor
+        top_m, top_e = messages_max, entries_max  # the highest values so far, and where first
+        top_m_at = top_e_at = -1  # reached in the run (-1: not above the maxima before it)
+        for j, (i, e, size) in enumerate(zip(rows.tolist(), gs.tolist(), sizes, strict=True)):
             bits = acked.get(e)
             if bits is None:
                 lid, eid = int(a.ledger[i]), int(a.entry[i])
@@ -1166,31 +1172,38 @@ class PartitionReplayer:
                     bits = -1
                 else:
                     remaining = model.batch_ack_set(plan.name, lid, eid)
-                    size = int(self._index.batch_size(g[i : i + 1])[0])
                     bits = 0 if remaining is None else ((1 << size) - 1) & ~remaining
-            if bits < 0:
-                acked[e] = bits
-                continue
             b = int(a.bidx[i])
-            if b < 0:  # acked whole: its indexes leave the figure
+            full = (1 << size) - 1
+            if bits < 0:
+                pass  # acknowledged whole: nothing changes
+            elif b < 0:  # acked whole: its indexes leave the figure
+                if bits != full:
+                    changed = j
                 if bits:
                     messages, entries = messages - bits.bit_count(), entries - 1
                 acked[e] = -1
-                continue
-            if (bits >> b) & 1:
+            elif not (bits >> b) & 1:
+                changed = j
+                new = bits | (1 << b)
+                if completes and new == full:  # completed: acknowledged whole
+                    messages, entries = messages - bits.bit_count(), entries - (1 if bits else 0)
+                    acked[e] = -1
+                else:
+                    messages, entries = messages + 1, entries + (0 if bits else 1)
+                    acked[e] = new
+            else:
                 acked[e] = bits
-                continue
-            size = int(self._index.batch_size(g[i : i + 1])[0])
-            new = bits | (1 << b)
-            if new == (1 << size) - 1:  # completed
-                messages, entries = messages - bits.bit_count(), entries - (1 if bits else 0)
-                acked[e] = -1
-                continue
-            messages, entries = messages + 1, entries + (0 if bits else 1)
-            acked[e] = new
-            if messages > messages_max or entries > entries_max:
-                return j + 1  # a new maximum: the call ends with the ack that reached it
-        return q
+            if messages > top_m:
+                top_m, top_m_at = messages, j
+            if entries > top_e:
+                top_e, top_e_at = entries, j
+            stamp = ts[changed if changed >= 0 else j]
+            if (top_m_at < 0 or (messages == top_m and ts[top_m_at] == stamp)) and (
+                top_e_at < 0 or (entries == top_e and ts[top_e_at] == stamp)
+            ):
+                end = p + j + 1
+        return end
 
     def _cumulative_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
         """The first of one subscription's cumulative acks ``rows`` after which the cursor holds
@@ -1312,32 +1325,26 @@ class PartitionReplayer:
         in it joins the whole-entry acks (``positions``); the others go with them, as ack sets,
         in one request (``positions`` is then emptied).
 
-        With batch-index deletion disabled each ack is its own call, unless the rows carry the
-        acknowledgement request they came in (``command``): then they go with the whole entries
-        as one request, as the broker applies a ``CommandAck``."""
+        With batch-index deletion disabled, where the rows carry the acknowledgement request they
+        came in (``command``), they go with the whole entries as one request, as the broker
+        applies a ``CommandAck``; else each is a request of its own, which the broker ignores
+        but for a batch of one (an empty ack set): one ack set per row, in order, with the whole
+        entries, leaves the cursor as they do one by one (the ack sets AND-merged into the
+        ignored ones, none for an entry acked whole, before or after in the call)."""
         model = self._model
         assert model is not None
         done = 0
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            sizes = self._index.batch_size(g[rows])
+            whole = np.concatenate(positions)
+            positions.clear()
+            at = np.column_stack((a.ledger[rows], a.entry[rows]))
             if (a.seqid[rows] >= 0).any():
-                whole = np.concatenate(positions)
-                positions.clear()
-                return model.ack_batch_messages(
-                    name,
-                    np.column_stack((a.ledger[rows], a.entry[rows])),
-                    a.bidx[rows],
-                    self._index.batch_size(g[rows]),
-                    whole,
-                )
-            for i in rows.tolist():
-                done += model.ack_batch_indexes(
-                    name,
-                    int(a.ledger[i]),
-                    int(a.entry[i]),
-                    [int(a.bidx[i])],
-                    int(self._index.batch_size(g[i : i + 1])[0]),
-                )
-            return done
+                return model.ack_batch_messages(name, at, a.bidx[rows], sizes, whole)
+            ack_sets = [
+                ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), a.bidx[rows].tolist(), strict=True)
+            ]
+            return model.ack_batch_sets(name, at, ack_sets, sizes, whole)
         pg = g[rows]
         order = np.lexsort((a.bidx[rows], pg))
         pg, rows = pg[order], rows[order]
