@@ -166,7 +166,7 @@ class _BatchTally:
         self._states = states
         self.all, self.lost, self.words = (all_m, all_e), (lost_m, lost_e), words
         self.tail = (0, 0)  # no more states than the cap
-        self.unknown_sizes = unknown
+        self.unknown_sizes = sorted(unknown)  # in position order, as a full count finds them
 
     def _recount(
         self,
