@@ -1341,10 +1341,10 @@ class PartitionReplayer:
             at = np.column_stack((a.ledger[rows], a.entry[rows]))
             if (a.seqid[rows] >= 0).any():
                 return model.ack_batch_messages(name, at, a.bidx[rows], sizes, whole)
-            ack_sets = [
+            one_each = [
                 ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), a.bidx[rows].tolist(), strict=True)
             ]
-            return model.ack_batch_sets(name, at, ack_sets, sizes, whole)
+            return model.ack_batch_sets(name, at, one_each, sizes, whole)
         pg = g[rows]
         order = np.lexsort((a.bidx[rows], pg))
         pg, rows = pg[order], rows[order]
