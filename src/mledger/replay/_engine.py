@@ -82,11 +82,15 @@ maximum with the time it was first reached. Three things make bulk steps exact:
   record a crash recovers is fixed and acknowledgements only grow, so the crash total only
   grows: its value after the run is its highest over the run, first reached at the last ack
   that changed the cursor, whose event time the call takes (``_change_stamp``: acks of
-  entries or indexes already acknowledged change nothing; cumulative acks: the first after
+  entries or indexes already acknowledged change nothing, where the broker ignores ack sets
+  too: the figures count the ack sets it ignored; cumulative acks: the first after
   which the cursor holds every message it holds after the highest, ``_cumulative_stamp``).
   The unload figure can go up and down past a limit, so a run is one call only within the
   cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the close record losing
-  nothing new), else it is split, down to one ack a call; and under a Pulsar version's rules,
+  nothing new), else it is split, down to one ack a call; within the room, batch-index acks
+  whose share the close record loses (batch states it does not keep, or ack sets the broker
+  ignores) move it up and down: the run ends where one call leaves its maxima as the acks one
+  by one would (``_unload_peak``); and under a Pulsar version's rules,
   an ack of a clean cursor may be one no persist writes (apache/pulsar#26498), which sets the
   limits part by itself: alone too. Cumulative acks only take state away, which never raises
   the unload figure, but for the batch state one naming a batch index leaves (it must fit the
