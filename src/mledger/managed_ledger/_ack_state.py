@@ -282,7 +282,9 @@ class AckState:
         back after any restart although its consumer acknowledged those messages; only the
         restart figures read this. O(ignored entries) to copy the states; the sizes are lent
         (the caller holds the cursor's lock)."""
-        return tuple(self._ignored.items()), self._ignored_sizes
+        ignored = self._ignored
+        positions = list(ignored)  # in C: a SortedDict's keys, then dict lookups
+        return tuple(zip(positions, map(ignored.__getitem__, positions), strict=True)), self._ignored_sizes
 
     def _ignore(self, position: Position, ack_set: int, size: int | None) -> None:
         """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`:
@@ -560,8 +562,12 @@ class AckState:
             for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
                 self._drop_batch(p)
         if added and self._ignored:
-            for p in [p for p in self._ignored.keys() if self._acked.contains(p[0], p[1])]:
-                self._forget_ignored(p)
+            for ledger_id, entries in groups:  # only the ignored acks within the span acknowledged
+                span = self._ignored.irange(
+                    Position(ledger_id, int(entries.min())), Position(ledger_id, int(entries.max()))
+                )
+                for p in [p for p in span if self._acked.contains(p[0], p[1])]:
+                    self._forget_ignored(p)
         return added
 
     def _merge_ack_sets(

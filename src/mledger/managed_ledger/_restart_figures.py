@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from types import MappingProxyType
 
 from ..core import EntryMessages, Position
@@ -115,8 +116,8 @@ class _BatchTally:
     states take (``words``), and the batch sizes given with acks that the ledger's counts do
     not have yet (``unknown_sizes``).
 
-    Kept as running totals: a count against the same record and cap as the last, with no more
-    states than the cap, adds and takes away only the states that changed since (a state is
+    Kept as running totals: a count against the same record's states (or none, as the last)
+    and cap as the last, with no more states than the cap, adds and takes away only the states that changed since (a state is
     its position, its remaining bits and the batch size given with its acks; found by set
     difference, in C), O(changed) in Python; otherwise it counts every state again."""
 
@@ -141,9 +142,10 @@ class _BatchTally:
         O(batch states) in Python when the record or the cap changed or the states pass it."""
         batch = snapshot.batch
         states = frozenset(zip(batch, map(snapshot.batch_sizes.get, map(_first, batch)), strict=True))
-        if kept is not self._kept or cap != self._cap or len(batch) > cap:
+        if cap != self._cap or len(batch) > cap or (kept is not self._kept and (kept or self._kept)):
             self._recount(snapshot, kept, counts, cap, states)
             return
+        self._kept = kept  # the same record's states, or none in either
         parts = self._parts
         all_m, all_e = self.all
         lost_m, lost_e = self.lost
@@ -227,8 +229,7 @@ class _BatchTally:
         return n, lost, remaining.bit_length() // 64 + 1
 
 
-def _first(pair: tuple[Position, int]) -> Position:
-    return pair[0]
+_first = itemgetter(0)
 
 
 def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:

@@ -1150,7 +1150,7 @@ class PartitionReplayer:
         which this follows ack by ack (a new index adds one, an entry acked whole takes its
         indexes away; so does one completed, but where the broker ignores ack sets: its ignored
         acks then stay, every index acknowledged, and count as the others, ``batch_ack_set``
-        giving them). The call sets the figure's last value at the event time of its last ack
+        giving them; an entry of one message is acked whole by its index). The call sets the figure's last value at the event time of its last ack
         that changes the cursor (``_change_stamp``, followed here by the same rules): the run
         ends at the last ack after which, for messages and for entries alike, the figure's
         highest value over the run is not above its maximum so far, or is its last value and
@@ -1164,20 +1164,20 @@ class PartitionReplayer:
         gs = g[rows]
         ts = plan.ts[p:q].tolist()
         sizes = self._index.batch_size(gs).tolist()
+        ledgers, entry_ids, indexes = a.ledger[rows].tolist(), a.entry[rows].tolist(), a.bidx[rows].tolist()
         end = p + 1
         changed = -1  # the last ack that changes the cursor
         top_m, top_e = messages_max, entries_max  # the highest values so far, and where first
         top_m_at = top_e_at = -1  # reached in the run (-1: not above the maxima before it)
-        for j, (i, e, size) in enumerate(zip(rows.tolist(), gs.tolist(), sizes, strict=True)):
+        for j, (e, size, b) in enumerate(zip(gs.tolist(), sizes, indexes, strict=True)):
             bits = acked.get(e)
             if bits is None:
-                lid, eid = int(a.ledger[i]), int(a.entry[i])
+                lid, eid = ledgers[j], entry_ids[j]
                 if model.is_deleted(plan.name, lid, eid):
                     bits = -1
-                else:
-                    remaining = model.batch_ack_set(plan.name, lid, eid)
+                else:  # an entry of one message has no partial state
+                    remaining = model.batch_ack_set(plan.name, lid, eid) if size > 1 else None
                     bits = 0 if remaining is None else ((1 << size) - 1) & ~remaining
-            b = int(a.bidx[i])
             full = (1 << size) - 1
             if bits < 0:
                 pass  # acknowledged whole: nothing changes
@@ -1190,7 +1190,7 @@ class PartitionReplayer:
             elif not (bits >> b) & 1:
                 changed = j
                 new = bits | (1 << b)
-                if completes and new == full:  # completed: acknowledged whole
+                if (completes or size == 1) and new == full:  # completed: acknowledged whole
                     messages, entries = messages - bits.bit_count(), entries - (1 if bits else 0)
                     acked[e] = -1
                 else:
