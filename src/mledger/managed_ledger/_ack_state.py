@@ -207,6 +207,7 @@ class AckState:
         "_batch_sizes",
         "_ignored",
         "_ignored_sizes",
+        "_ignored_view",
         "_ledger_list",
         "_md",
         "_md_next",
@@ -229,6 +230,7 @@ class AckState:
         # when it is acknowledged whole or MD passes it), and their batch sizes where known
         self._ignored: SortedDict = SortedDict()
         self._ignored_sizes: dict[Position, int] = {}
+        self._ignored_view: tuple[tuple[Position, int], ...] | None = ()  # None: to build again
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -280,11 +282,14 @@ class AckState:
         entries above the mark-delete not acknowledged whole, as batch states ``(position,
         un-acked bits)`` ascending, and their batch sizes where known. The whole entry comes
         back after any restart although its consumer acknowledged those messages; only the
-        restart figures read this. O(ignored entries) to copy the states; the sizes are lent
-        (the caller holds the cursor's lock)."""
-        ignored = self._ignored
-        positions = list(ignored)  # in C: a SortedDict's keys, then dict lookups
-        return tuple(zip(positions, map(ignored.__getitem__, positions), strict=True)), self._ignored_sizes
+        restart figures read this. O(ignored entries) to copy the states after a change, O(1)
+        else (the same tuple); the sizes are lent (the caller holds the cursor's lock)."""
+        view = self._ignored_view
+        if view is None:  # changed since the last call: built again (the same tuple until then)
+            ignored = self._ignored
+            positions = list(ignored)  # in C: a SortedDict's keys, then dict lookups
+            view = self._ignored_view = tuple(zip(positions, map(ignored.__getitem__, positions), strict=True))
+        return view, self._ignored_sizes
 
     def _ignore(self, position: Position, ack_set: int, size: int | None) -> None:
         """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`:
@@ -293,12 +298,14 @@ class AckState:
             return
         kept = self._ignored.get(position)
         self._ignored[position] = ack_set if kept is None else ack_set & kept
+        self._ignored_view = None
         if size:
             self._ignored_sizes[position] = size
 
     def _forget_ignored(self, position: Position) -> None:
         """``position`` is acknowledged whole: its ignored partial acks no longer matter."""
         if self._ignored.pop(position, None) is not None:
+            self._ignored_view = None
             self._ignored_sizes.pop(position, None)
 
     def _forget_ignored_up_to(self, md: Position) -> None:
@@ -417,6 +424,7 @@ class AckState:
         self._batch_sizes.clear()
         self._ignored.clear()
         self._ignored_sizes.clear()
+        self._ignored_view = ()
 
     def restore(self, mark_delete: Position, acked: AckRangeSet, batch: Mapping[Position, int]) -> None:
         """Take a recovered state (the state takes ownership of ``acked``): what lies at or

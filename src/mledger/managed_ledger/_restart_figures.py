@@ -121,7 +121,19 @@ class _BatchTally:
     its position, its remaining bits and the batch size given with its acks; found by set
     difference, in C), O(changed) in Python; otherwise it counts every state again."""
 
-    __slots__ = ("_cap", "_kept", "_known", "_parts", "_states", "all", "lost", "tail", "unknown_sizes", "words")
+    __slots__ = (
+        "_batch",
+        "_cap",
+        "_kept",
+        "_known",
+        "_parts",
+        "_states",
+        "all",
+        "lost",
+        "tail",
+        "unknown_sizes",
+        "words",
+    )
 
     def __init__(self) -> None:
         self.lost = self.all = self.tail = (0, 0)
@@ -136,13 +148,23 @@ class _BatchTally:
         self._parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
         self._kept: Mapping[Position, int] | None = None
         self._cap = -1
+        self._batch: tuple[tuple[Position, int], ...] | None = None  # the tuple last counted
 
     def count(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages, cap: int) -> None:
         """O(batch states) in C and O(states changed since the last count) in Python, or
         O(batch states) in Python when the record or the cap changed or the states pass it."""
         batch = snapshot.batch
+        same_record = kept is self._kept or not (kept or self._kept)
+        if batch is self._batch and same_record and cap == self._cap and len(batch) <= cap:
+            # the very states last counted (a state that keeps its tuple until it changes, the
+            # ignored acks': their sizes change with them): the same totals; the sizes the ledger
+            # lacked were recorded after that count
+            self._kept = kept
+            self.unknown_sizes = []
+            return
         states = frozenset(zip(batch, map(snapshot.batch_sizes.get, map(_first, batch)), strict=True))
-        if cap != self._cap or len(batch) > cap or (kept is not self._kept and (kept or self._kept)):
+        self._batch = batch
+        if cap != self._cap or len(batch) > cap or not same_record:
             self._recount(snapshot, kept, counts, cap, states)
             return
         self._kept = kept  # the same record's states, or none in either

@@ -151,6 +151,9 @@ from ._settings import ReplaySettings
 ModelFactory = Callable[[str, int, ReplaySettings], PartitionModel]
 
 
+_UNLOAD_WALK = 512
+"""How far past the last ack a call may end at ``_unload_peak`` walks looking for a later one."""
+
 _NULL_TS = np.iinfo(np.int64).min
 """Where a missing timestamp sorts: first, as Spark sorts nulls ascending."""
 
@@ -1154,7 +1157,8 @@ class PartitionReplayer:
         that changes the cursor (``_change_stamp``, followed here by the same rules): the run
         ends at the last ack after which, for messages and for entries alike, the figure's
         highest value over the run is not above its maximum so far, or is its last value and
-        was first reached at that same time. O(acks + entries they name)."""
+        was first reached at that same time (or at most :data:`_UNLOAD_WALK` acks past the last
+        such one: the next call walks from there). O(acks + entries they name)."""
         model = self._model
         assert model is not None
         messages, entries, messages_max, entries_max = unload
@@ -1207,6 +1211,8 @@ class PartitionReplayer:
                 top_e_at < 0 or (entries == top_e and ts[top_e_at] == stamp)
             ):
                 end = p + j + 1
+            elif p + j + 1 - end >= _UNLOAD_WALK:
+                break  # none of the last acks may end the call: it ends at the last that may
         return end
 
     def _cumulative_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
