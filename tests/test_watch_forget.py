@@ -31,7 +31,9 @@ T = "persistent://public/default/trimmed"
 DECLARED = (SubscriptionSpec("s", "SHARED"), SubscriptionSpec("x", "EXCLUSIVE"))
 
 
-def produced(ledger: int, entries: Iterable[int], ts: int, deliver_at: Mapping[int, int] | None = None) -> list[dict[str, Any]]:
+def produced(
+    ledger: int, entries: Iterable[int], ts: int, deliver_at: Mapping[int, int] | None = None
+) -> list[dict[str, Any]]:
     """Batches of 3 messages at ``ledger:entry``; ``deliver_at``: the delayed ones."""
     return [
         {"log": "produced", "topic": T, "partition": 0, "ledger_id": ledger, "entry_id": e, "batch_size": 3,
@@ -40,7 +42,9 @@ def produced(ledger: int, entries: Iterable[int], ts: int, deliver_at: Mapping[i
     ]  # fmt: skip
 
 
-def acked(sub: str, ledger: int, entry: int, ts: int, index: int | None = None, kind: str = "individual") -> dict[str, Any]:
+def acked(
+    sub: str, ledger: int, entry: int, ts: int, index: int | None = None, kind: str = "individual"
+) -> dict[str, Any]:
     return {"log": "acked", "topic": T, "partition": 0, "subscription": sub, "ledger_id": ledger, "entry_id": entry,
             "batch_index": index, "ack_type": kind, "ts_ms": ts}  # fmt: skip
 
@@ -176,7 +180,7 @@ async def watch_rounds(urls: dict[str, str]) -> list[tuple[int, int, int]]:
                     last = received[-UNACKED * BATCH - 1].message_id()  # the last message of its batch
                     consumer.acknowledge_cumulative(last)
                     md = f"{last.ledger_id()}:{last.entry_id()}"
-                    wait_until(lambda: internal_stats(urls["admin_url"])["cursors"]["s"]["markDeletePosition"] == md,
+                    wait_until(lambda m=md: internal_stats(urls["admin_url"])["cursors"]["s"]["markDeletePosition"] == m,
                                "the acknowledgement never reached the cursor")  # fmt: skip
                     if n:
                         wait_until(lambda t=trimmed: first_ledger(urls["admin_url"]) > t, "the cluster trimmed nothing")

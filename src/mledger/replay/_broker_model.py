@@ -42,7 +42,10 @@ Placing entries: the first produced position opens the topic on exactly the log'
 id (``ReplayStore.expect_ledger``); a higher ledger id rolls the ledger over onto it
 (:func:`_roll_over_to`, through ``ManagedLedger.roll_over``). Data-ledger rollover by count,
 size and time is switched off: the log decides where ledgers end. Ledgers written before the
-topic's first subscription are kept (``retain_without_subscriptions``).
+topic's first subscription are kept (``retain_without_subscriptions``); consumed ledgers are
+trimmed under the retention settings as the broker trims them, at once on the replay's thread
+(the factory's executor is an ``InlineExecutor``), and the ledgers the log's cluster deleted are
+deleted when the engine says so (:meth:`BrokerModel.forget_ledgers_before`, ``mledger watch``).
 """
 
 from __future__ import annotations
@@ -173,7 +176,9 @@ class BrokerModel:
         self._store = ReplayStore()
         # trimming passes run at once, on the replay's thread (a worker thread would delete
         # ledgers at a time no event decides, and a reset to the earliest entry would race it)
-        self._factory = ManagedLedgerFactory(self._store, settings.factory, clock=self._clock, executor=InlineExecutor())
+        self._factory = ManagedLedgerFactory(
+            self._store, settings.factory, clock=self._clock, executor=InlineExecutor()
+        )
         ledger_config = settings.ledger.with_changes(**_FIXED_LEDGER)
         config = BrokerConfig(
             managed_ledger_config=ledger_config,
