@@ -301,8 +301,8 @@ class PartitionReplayer:
         The model's managed ledger deletes them (``PartitionModel.forget_ledgers_before``: a
         reset to the earliest position then lands on the first ledger kept, as Pulsar's
         ``ManagedLedgerImpl.getNextValidPosition`` does past a trimmed ledger) and the entry
-        index forgets their entries (:class:`~mledger.replay._entries.EntryIndex` says why
-        every later output stays what it would have been). The events fed so far are applied
+        index forgets their entries (``EntryIndex.forget_ledgers_before`` says why every later
+        output stays what it would have been). The events fed so far are applied
         first, as by :meth:`observe`. Raises :class:`~mledger.core.LedgerNotConsumedError`
         naming ``ledger_id``, forgetting nothing, while a subscription's persisted mark-delete
         is below an entry of those ledgers (the cluster never trims such a ledger: the events
