@@ -4,7 +4,9 @@
 the same events with nothing forgotten (resets below a mark-delete into a kept ledger, batch
 indexes, cumulative acks, cancels, delayed deliveries), and where a position lands in the
 deleted ledgers (a reset to the earliest entry, a subscription created at the earliest) it
-equals a replay whose model trimmed them itself, as Pulsar does. Against ``mledger standalone``
+equals a replay whose model trimmed them itself, as Pulsar does. Underneath,
+``ManagedLedger.delete_ledgers_before`` deletes only what every durable cursor consumed. Against
+``mledger standalone``
 with ledgers that roll over and are trimmed, a watch's entry index stays bounded poll after poll.
 """
 
@@ -21,8 +23,10 @@ import pyarrow as pa
 import pytest
 from test_watch import start_standalone, stop, wait_until
 
-from mledger import LedgerNotConsumedError
+from mledger import EARLIEST, LedgerNotConsumedError, ManagedLedgerConfig, ManagedLedgerFactory, MemoryStore
 from mledger.admin import RemoteAdmin
+from mledger.core import InlineExecutor, Position
+from mledger.managed_ledger import InitialPosition
 from mledger.replay import PartitionReplayer, ReplaySettings, SubscriptionSpec, Watch, WatchSettings
 from mledger.replay._events import event_table
 from mledger.replay._local import by_partition
@@ -131,6 +135,32 @@ def test_a_reset_to_the_earliest_entry_lands_as_on_a_model_that_trimmed_itself()
     figures = {r.subscription: (r.mark_delete, r.read_position, r.backlog) for r in last}
     # both land on the first entry kept, 4:0, the mark-delete before it: Pulsar's getNextValidPosition
     assert figures == {"s": ((4, -1), (4, 0), 6), "x": ((4, 0), (4, 1), 5), "late": ((4, -1), (4, 0), 5)}
+
+
+def test_a_managed_ledger_deletes_the_ledgers_a_cluster_deleted_once_its_cursors_consumed_them() -> None:
+    factory = ManagedLedgerFactory(MemoryStore(), executor=InlineExecutor())
+    # retention keeps every consumed ledger: only delete_ledgers_before deletes any
+    ml = factory.open("ml", ManagedLedgerConfig(max_entries_per_ledger=2, minimum_rollover_time_ms=0,
+                                                retention_time_ms=-1, retention_size_in_mb=-1))  # fmt: skip
+    durable = ml.open_cursor("s", initial_position=InitialPosition.EARLIEST)
+    reader = ml.open_non_durable_cursor(initial_position=InitialPosition.EARLIEST)
+    positions = [ml.add_entry(b"%d" % i) for i in range(7)]  # ledgers of 2 entries: 4 ledgers
+    ledgers = [li.ledger_id for li in ml.ledger_infos()]
+    durable.mark_delete(positions[2])  # ledger 0 consumed, not ledger 1
+    with pytest.raises(LedgerNotConsumedError, match=f"before {ledgers[2]}: cursor 's' has persisted"):
+        ml.delete_ledgers_before(ledgers[2])
+    assert [li.ledger_id for li in ml.ledger_infos()] == ledgers  # nothing deleted
+    durable.mark_delete(positions[3])
+    assert ml.delete_ledgers_before(ledgers[2]) == ledgers[:2]
+    assert [li.ledger_id for li in ml.ledger_infos()] == ledgers[2:]
+    assert reader.mark_delete_position == positions[3]  # moved past them, as a trimming pass does
+    durable.reset_cursor(EARLIEST)  # the first entry that exists: Pulsar's getNextValidPosition
+    assert (durable.read_position, durable.mark_delete_position) == (positions[4], Position(ledgers[2], -1))
+    assert ml.delete_ledgers_before(ledgers[2]) == []  # nothing below the first ledger kept
+    with pytest.raises(LedgerNotConsumedError, match=f"at {ledgers[2]}:-1 only"):  # the reset took the cursor back
+        ml.delete_ledgers_before(ledgers[-1])
+    assert [li.ledger_id for li in ml.ledger_infos()] == ledgers[2:]
+    factory.close()
 
 
 # -- against mledger standalone: ledgers of 20 entries, trimmed once consumed ----------------------------
