@@ -6,8 +6,8 @@ indexes, cumulative acks, cancels, delayed deliveries), and where a position lan
 deleted ledgers (a reset to the earliest entry, a subscription created at the earliest) it
 equals a replay whose model trimmed them itself, as Pulsar does. Underneath,
 ``ManagedLedger.delete_ledgers_before`` deletes only what every durable cursor consumed. Against
-``mledger standalone``
-with ledgers that roll over and are trimmed, a watch's entry index stays bounded poll after poll.
+``mledger standalone`` with ledgers that roll over and are trimmed, a watch's entry index stays
+bounded poll after poll.
 """
 
 from __future__ import annotations
