@@ -40,15 +40,19 @@ def internal_stats(admin_url: str) -> dict[str, Any]:
     return dict(answer.raise_for_status().json())
 
 
-def produce_and_consume(client: pulsar.Client, consumer: pulsar.Consumer, admin_url: str) -> str:
-    """``MESSAGES`` messages, every one acknowledged; returns the mark-delete once the cluster
-    trimmed every ledger it consumed."""
-    first = internal_stats(admin_url)["ledgers"][0]["ledgerId"]
+def produce(client: pulsar.Client, count: int) -> None:
     producer = client.create_producer(T, batching_enabled=False)
-    for i in range(MESSAGES):
+    for i in range(count):
         producer.send_async(b"m%d" % i, None)
     producer.flush()
     producer.close()
+
+
+def produce_and_consume(client: pulsar.Client, consumer: pulsar.Consumer, admin_url: str, waiting: int) -> str:
+    """``MESSAGES`` messages with the ``waiting`` ones, every one acknowledged; returns the
+    mark-delete once the cluster trimmed every ledger it consumed."""
+    first = internal_stats(admin_url)["ledgers"][0]["ledgerId"]
+    produce(client, MESSAGES - waiting)
     received = [consumer.receive(30_000) for _ in range(MESSAGES)]
     last = received[-1].message_id()
     consumer.acknowledge_cumulative(last)
@@ -73,10 +77,12 @@ async def lagging_rounds(urls: dict[str, str], readers: bool) -> tuple[list[Watc
         settings = WatchSettings(namespaces=("public/default",), replay=ReplaySettings(), readers=readers)
         async with RemoteAdmin(urls["admin_url"]).asynchronous() as admin:
             live = Watch(admin, client, settings)
+            # one entry before the first poll (the replay's model starts on a ledger that holds one)
+            produce(client, 1)
             try:
-                rounds.append(await live.poll(first=True))  # the reader opens before anything is produced
-                for _ in range(2):
-                    marks.append(produce_and_consume(client, consumer, urls["admin_url"]))
+                rounds.append(await live.poll(first=True))  # the reader opens before the rest is produced
+                for waiting in (1, 0):
+                    marks.append(produce_and_consume(client, consumer, urls["admin_url"], waiting))
                     rounds.append(await live.poll())
             finally:
                 await live.close()
