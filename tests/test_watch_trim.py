@@ -121,3 +121,41 @@ def test_a_watch_whose_reader_lags_behind_a_trim_moves_past_the_deleted_ledgers(
     # the poller's records per ledger follow the ledgers that exist, not those seen since the start
     (tp,) = live.poller._partitions.values()  # private: what the poller holds per ledger
     assert tp.known.runs <= 1 and set(tp.entry_counts) <= {int(lce.split(":")[0]), *tp.ledgers}
+
+
+async def recreated_rounds(urls: dict[str, str]) -> Watch:
+    """A topic polled, deleted and created again (with fewer entries than it had), polled again."""
+    client = pulsar.Client(urls["service_url"], operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(T, "s", consumer_type=pulsar.ConsumerType.Exclusive)
+        produce(client, 5)
+        settings = WatchSettings(namespaces=("public/default",), replay=ReplaySettings(), readers=False)
+        async with RemoteAdmin(urls["admin_url"]).asynchronous() as admin:
+            live = Watch(admin, client, settings)
+            try:
+                await live.poll(first=True)
+                consumer.close()
+                local = T.split("://", 1)[1]
+                httpx.delete(f"{urls['admin_url']}/admin/v2/persistent/{local}", params={"force": "true"},
+                             timeout=30).raise_for_status()  # fmt: skip
+                client.subscribe(T, "s", consumer_type=pulsar.ConsumerType.Exclusive)
+                produce(client, 3)
+                await live.poll()
+            finally:
+                await live.close()
+    finally:
+        client.close()
+    return live
+
+
+@pytest.mark.timeout(120)
+def test_a_topic_deleted_and_created_again_is_still_reported_as_recreated() -> None:
+    proc, urls = start_standalone()
+    try:
+        live = asyncio.run(recreated_rounds(urls))
+    finally:
+        stop(proc)
+    # its ledger ids went up, as a trim's do; its entriesAddedCounter started again
+    assert live.poller.anomaly_counts == {"topic_recreated": 1}
+    (anomaly,) = live.poller.anomalies["topic_recreated"]
+    assert "entries added 5, now 3" in anomaly["detail"]
