@@ -52,7 +52,9 @@ changed costs one admin call:
   appears is created at the state of the poll that first sees it.
 
 Memory is bounded by settings, not by the size of the topics: a topic-partition holds its
-entries as runs (:class:`~mledger.replay._poll_ranges.KnownEntries`), one per ledger; a
+entries as runs (:class:`~mledger.replay._poll_ranges.KnownEntries`), one per ledger, and the
+entry counts its internal stats named per ledger, both for the ledgers that exist (those of the
+ledgers the cluster deleted are dropped: :meth:`ClusterPoller._forget_deleted_ledgers`); a
 subscription holds its internal stats' text (at most ``max_ranges_per_subscription`` ranges: a
 larger one is an anomaly and is not held until it fits again, then restated); events wait for
 the sink up to ``max_pending_events``; each reader's queue holds ``reader_queue_size`` messages;
@@ -911,7 +913,9 @@ class ClusterPoller:
         if added_before is not None and added is not None and added[0] >= added_before[0] + added[1]:
             return  # trimmed: the managed ledger counted on
         counted = "" if added is None or added_before is None else f" (entries added {added_before[0]}, now {added[0]})"
-        self._anomaly("topic_recreated", tp.local_name, f"its ledgers were {sorted(before)}, now {sorted(now)}{counted}")
+        self._anomaly(
+            "topic_recreated", tp.local_name, f"its ledgers were {sorted(before)}, now {sorted(now)}{counted}"
+        )
 
     def _gone_partition(self, tp: _Partition) -> None:
         """The topic-partition was deleted: its reader is closed at once (a reconnecting reader
@@ -995,30 +999,40 @@ class ClusterPoller:
             return
         top = tp.known.last
         for ledger_id in sorted(ledger_ids(internal)):
-            if ledger_id not in tp.entry_counts and ledger_id <= last.ledger_id and (top is None or ledger_id >= top.ledger_id):
+            if (
+                ledger_id not in tp.entry_counts
+                and ledger_id <= last.ledger_id
+                and (top is None or ledger_id >= top.ledger_id)
+            ):
                 self._anomaly("missing_field", tp.local_name, f"ledger {ledger_id} has no entry count")
                 last = Position(ledger_id, -1)  # the entries before it only
                 break
-        entry = ObservedEntry(publish_time_ms=_now())
-        for position in self._named(tp, last):
-            tp.known.add(position)
-            self._emit(EntrySeen(tp.topic, tp.partition, position, entry))
+        self._know_named(tp, last)
         tp.settled = True
 
-    def _named(self, tp: _Partition, upto: Position) -> Iterator[Position]:
-        """The positions above the last known entry, up to ``upto``, that the internal stats
-        named (:attr:`_Partition.entry_counts`), in order. O(ledgers held + positions)."""
-        top = tp.known.last
+    def _know_named(self, tp: _Partition, upto: Position) -> tuple[int, Position | None]:
+        """Make known the positions above the last known entry, up to ``upto``, that the
+        internal stats named (:attr:`_Partition.entry_counts`), in order, each one message
+        (``batch_size`` 1) published now; returns how many and the first.
+        O(ledgers held + positions)."""
+        entry = ObservedEntry(publish_time_ms=_now())
+        top, first, count = tp.known.last, None, 0
         for ledger_id in sorted(tp.entry_counts):
             if ledger_id > upto.ledger_id:
                 break
             if top is not None and ledger_id < top.ledger_id:
                 continue
             start = top.entry_id + 1 if top is not None and ledger_id == top.ledger_id else 0
-            count = tp.entry_counts[ledger_id]
-            stop = min(count, upto.entry_id + 1) if ledger_id == upto.ledger_id else count
+            stop = tp.entry_counts[ledger_id]
+            if ledger_id == upto.ledger_id:
+                stop = min(stop, upto.entry_id + 1)
             for entry_id in range(start, stop):
-                yield Position(ledger_id, entry_id)
+                position = Position(ledger_id, entry_id)
+                tp.known.add(position)
+                self._emit(EntrySeen(tp.topic, tp.partition, position, entry))
+                first = first or position
+                count += 1
+        return count, first
 
     def _skip_deleted(self, tp: _Partition, upto: Position) -> None:
         """The reader was moved past deleted ledgers (:meth:`_read_entries`): the entries of
@@ -1029,22 +1043,13 @@ class ClusterPoller:
         acks that take a mark-delete past them. O(ledgers held + positions)."""
         if not tp.ledgers:
             return
-        upto = min(upto, Position(min(tp.ledgers), -1))  # deleted ledgers only
-        entry = ObservedEntry(publish_time_ms=_now())
-        first = last = None
-        count = 0
-        for position in self._named(tp, upto):
-            tp.known.add(position)
-            self._emit(EntrySeen(tp.topic, tp.partition, position, entry))
-            first = first or position
-            last = position
-            count += 1
+        count, first = self._know_named(tp, min(upto, Position(min(tp.ledgers), -1)))  # deleted ledgers only
         if count:
             self._anomaly(
                 "entries_trimmed",
                 tp.local_name,
-                f"{count} entries from {first} to {last} were deleted before the reader read them: counted one "
-                "message each",
+                f"{count} entries from {first} to {tp.known.last} were deleted before the reader read them: "
+                "counted one message each",
             )
 
     def _drain(self, tp: _Partition, limit: int) -> tuple[int, bool]:
