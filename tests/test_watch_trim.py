@@ -13,6 +13,8 @@ is still reported as recreated.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -66,36 +68,40 @@ def produce_and_consume(client: pulsar.Client, consumer: pulsar.Consumer, admin_
     return md
 
 
-async def lagging_rounds(urls: dict[str, str], readers: bool) -> tuple[list[WatchRound], list[str], Watch]:
+@contextlib.asynccontextmanager
+async def watching(urls: dict[str, str], readers: bool) -> AsyncIterator[tuple[pulsar.Client, Watch]]:
+    """A client and a watch of ``public/default`` (the default receiver queue of 100 messages, and
+    the default read timeout: a poll that waited for the entries of a deleted ledger would wait
+    30 s and report entries_not_read); both closed at the end."""
     client = pulsar.Client(urls["service_url"], operation_timeout_seconds=30)
-    rounds: list[WatchRound] = []
-    marks: list[str] = []
     try:
-        consumer = client.subscribe(T, "s", consumer_type=pulsar.ConsumerType.Exclusive)
-        # the default receiver queue (100), and the default read timeout: a poll that waited for the
-        # entries of a deleted ledger would wait 30 s and report entries_not_read
         settings = WatchSettings(namespaces=("public/default",), replay=ReplaySettings(), readers=readers)
         async with RemoteAdmin(urls["admin_url"]).asynchronous() as admin:
             live = Watch(admin, client, settings)
-            # one entry before the first poll (the replay's model starts on a ledger that holds one)
-            produce(client, 1)
             try:
-                rounds.append(await live.poll(first=True))  # the reader opens before the rest is produced
-                for waiting in (1, 0):
-                    marks.append(produce_and_consume(client, consumer, urls["admin_url"], waiting))
-                    rounds.append(await live.poll())
+                yield client, live
             finally:
                 await live.close()
     finally:
         client.close()
+
+
+async def lagging_rounds(urls: dict[str, str], readers: bool) -> tuple[list[WatchRound], list[str], Watch]:
+    rounds: list[WatchRound] = []
+    marks: list[str] = []
+    async with watching(urls, readers) as (client, live):
+        consumer = client.subscribe(T, "s", consumer_type=pulsar.ConsumerType.Exclusive)
+        produce(client, 1)  # one entry before the first poll (the replay's model starts on a ledger holding one)
+        rounds.append(await live.poll(first=True))  # the reader opens before the rest is produced
+        for waiting in (1, 0):
+            marks.append(produce_and_consume(client, consumer, urls["admin_url"], waiting))
+            rounds.append(await live.poll())
     return rounds, marks, live
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("readers", [True, False], ids=["reader", "no-readers"])
-def test_a_watch_whose_reader_lags_behind_a_trim_moves_past_the_deleted_ledgers(
-    tmp_path: Path, readers: bool
-) -> None:
+def test_a_watch_whose_reader_lags_behind_a_trim_moves_past_the_deleted_ledgers(tmp_path: Path, readers: bool) -> None:
     conf = tmp_path / "broker.conf"
     conf.write_text(CONF)
     proc, urls = start_standalone("--config", str(conf))
@@ -125,26 +131,17 @@ def test_a_watch_whose_reader_lags_behind_a_trim_moves_past_the_deleted_ledgers(
 
 async def recreated_rounds(urls: dict[str, str]) -> Watch:
     """A topic polled, deleted and created again (with fewer entries than it had), polled again."""
-    client = pulsar.Client(urls["service_url"], operation_timeout_seconds=30)
-    try:
+    async with watching(urls, readers=False) as (client, live):
         consumer = client.subscribe(T, "s", consumer_type=pulsar.ConsumerType.Exclusive)
         produce(client, 5)
-        settings = WatchSettings(namespaces=("public/default",), replay=ReplaySettings(), readers=False)
-        async with RemoteAdmin(urls["admin_url"]).asynchronous() as admin:
-            live = Watch(admin, client, settings)
-            try:
-                await live.poll(first=True)
-                consumer.close()
-                local = T.split("://", 1)[1]
-                httpx.delete(f"{urls['admin_url']}/admin/v2/persistent/{local}", params={"force": "true"},
-                             timeout=30).raise_for_status()  # fmt: skip
-                client.subscribe(T, "s", consumer_type=pulsar.ConsumerType.Exclusive)
-                produce(client, 3)
-                await live.poll()
-            finally:
-                await live.close()
-    finally:
-        client.close()
+        await live.poll(first=True)
+        consumer.close()
+        local = T.split("://", 1)[1]
+        httpx.delete(f"{urls['admin_url']}/admin/v2/persistent/{local}", params={"force": "true"},
+                     timeout=30).raise_for_status()  # fmt: skip
+        client.subscribe(T, "s", consumer_type=pulsar.ConsumerType.Exclusive)
+        produce(client, 3)
+        await live.poll()
     return live
 
 
