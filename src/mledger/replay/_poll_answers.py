@@ -127,14 +127,11 @@ def ledger_entries(internal: dict[str, Any]) -> dict[int, int]:
     return counts
 
 
-def entries_added(internal: dict[str, Any]) -> tuple[int, int] | None:
-    """``(entriesAddedCounter, numberOfEntries)`` of internal stats (None when either is missing
-    or not a count): the entries added since the managed ledger was loaded, and those its
-    ledgers hold now."""
-    added, held = internal.get("entriesAddedCounter"), internal.get("numberOfEntries")
-    if isinstance(added, bool) or isinstance(held, bool) or not isinstance(added, int) or not isinstance(held, int):
-        return None
-    return added, held
+def entries_added(internal: dict[str, Any]) -> int | None:
+    """Internal stats' ``entriesAddedCounter``, the entries added since the managed ledger was
+    loaded (None when it is missing or not a count)."""
+    added = internal.get("entriesAddedCounter")
+    return added if isinstance(added, int) and not isinstance(added, bool) and added >= 0 else None
 
 
 def last_entry(internal: dict[str, Any]) -> Position | None:

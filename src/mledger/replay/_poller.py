@@ -136,8 +136,8 @@ ANOMALY_KINDS = {
     "topic_disappeared": "the topic-partition answered 404 after it was found: its reader was closed, its "
     "subscriptions recorded as deleted, and it is not read again",
     "topic_recreated": "every ledger the topic had at the last look was gone, newer ones in their place, and its "
-    "managed ledger counted fewer entries added than a trim leaves (entriesAddedCounter): it was deleted and "
-    "created again in between (a reader's subscribe creates a topic, Pulsar's auto-creation, so capture's own "
+    "managed ledger's count of entries added (entriesAddedCounter) went down: it was deleted and created again "
+    "in between (a reader's subscribe creates a topic, Pulsar's auto-creation, so capture's own "
     "reader may have done it when the topic went between the check and the read)",
     "invalid_answer": "an admin answer of the wrong shape (a list where an object is expected, a position "
     "below -1, ...): what it would have changed keeps its previous state",
@@ -292,7 +292,7 @@ class _Partition:
         self.partition = partition
         self.reader = reader  # None without readers (PollerSettings.readers)
         self.ledgers = ledgers  # at the last look (before the reader opened, then each poll): topic_recreated
-        self.added: tuple[int, int] | None = None  # entries added and held at the last look: topic_recreated
+        self.added: int | None = None  # entriesAddedCounter at the last look: topic_recreated
         # each ledger's entries as the internal stats named them: the ledgers listed at the last look, and
         # those deleted since whose entries the reader had not all read (ledger_entries)
         self.entry_counts: dict[int, int] = {}
@@ -898,11 +898,12 @@ class ClusterPoller:
         or trimmed of all of them (a topic consumed as fast as it is written keeps one ledger,
         trimmed once it rolls over). Ledger ids cannot tell: Pulsar's (and mledger's) are
         unique in the cluster and only go up, so a new topic's are above the old one's too.
-        The managed ledger's counters can: a trim keeps the managed ledger, whose
-        ``entriesAddedCounter`` counts on, and every entry its ledgers hold now was added
-        since the last look (they are all newer), so it grew by at least ``numberOfEntries``;
-        a topic created again starts counting from 0. (An unload restarts the counter too: a
-        topic unloaded and wholly trimmed between two looks reads as recreated.)"""
+        The managed ledger's ``entriesAddedCounter`` can: a trim keeps the managed ledger,
+        whose counter counts on, while a topic created again counts from 0, so its counter is
+        below the old one's unless it has since had as many entries added as the old one had
+        counted. (Not ``numberOfEntries`` on top: Pulsar reads the two one after the other,
+        while entries are added. An unload restarts the counter too: a topic unloaded and
+        wholly trimmed between two looks reads as recreated.)"""
         before, now = tp.ledgers, ledger_ids(internal)
         added_before, added = tp.added, entries_added(internal)
         if not now:
@@ -910,9 +911,9 @@ class ClusterPoller:
         tp.ledgers, tp.added = now, added
         if not before or before & now or min(now) < max(before):
             return
-        if added_before is not None and added is not None and added[0] >= added_before[0] + added[1]:
+        if added_before is not None and added is not None and added >= added_before:
             return  # trimmed: the managed ledger counted on
-        counted = "" if added is None or added_before is None else f" (entries added {added_before[0]}, now {added[0]})"
+        counted = "" if added is None or added_before is None else f" (entries added {added_before}, now {added})"
         self._anomaly(
             "topic_recreated", tp.local_name, f"its ledgers were {sorted(before)}, now {sorted(now)}{counted}"
         )
