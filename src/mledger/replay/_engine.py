@@ -1139,11 +1139,19 @@ class PartitionReplayer:
     def _exact_prefix(self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, k: int) -> int:
         """The end of the longest run of throttled individual acks from ``p`` (before ``k``)
         that one call applies exactly (``PartitionModel.bulk_ack_room``; where batch-index acks
-        move the unload figure, the run ends at its first new maximum: ``_unload_peak``)."""
+        move the unload figure, the run ends at its first new maximum: ``_unload_peak``; where
+        the room holds from a ledger on, ``BulkAckRoom.from_ledger``, at the first ack of an
+        earlier ledger)."""
         model = self._model
         assert model is not None
         batch = plan.batch_before
         room = model.bulk_ack_room(plan.name, plan.batch_words)
+        if room.from_ledger >= 0:  # the room holds from that ledger on: the run ends before
+            before = np.flatnonzero(a.ledger[plan.rows[p:k]] < room.from_ledger)  # an ack below it
+            if before.size:
+                k = p + int(before[0])
+            if k <= p + 1:
+                return p + 1
 
         def fits(q: int) -> bool:
             b = int(batch[q] - batch[p])
