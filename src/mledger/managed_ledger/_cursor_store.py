@@ -777,7 +777,8 @@ class CursorStateStore:
         """How many more whole entries can be acknowledged before the close record of
         ``snapshot`` might lose any (-1: it might now): no more ranges than any range cap (an
         acknowledgement adds at most one), none that could go to the ledger in the long-array
-        format (its size follows the span: counted by acked entry there), no more batch states
+        format (its size follows the span: counted by acked entry there; or the range format's
+        while the close goes to the metadata store: :meth:`_node_close_room`), no more batch states
         than the batch cap, and a record certainly within the frame, ``jute.maxbuffer`` and
         state-size limits (at most :data:`_BYTES_PER_ENTRY_BOUND` bytes per range, or per
         acked entry in the long-array format, :data:`_BYTES_PER_BATCH_BOUND`

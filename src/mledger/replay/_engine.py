@@ -87,7 +87,9 @@ maximum with the time it was first reached. Three things make bulk steps exact:
   which the cursor holds every message it holds after the highest, ``_cumulative_stamp``).
   The unload figure can go up and down past a limit, so a run is one call only within the
   cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the close record losing
-  nothing new), else it is split, down to one ack a call; within the room, batch-index acks
+  nothing new, or whole-entry acks of the ledgers its long-array cut-off leaves out, each only
+  adding its messages: ``BulkAckRoom.from_ledger``), else it is split, down to one ack a call;
+  within the room, batch-index acks
   whose share the close record loses (batch states it does not keep, or ack sets the broker
   ignores) move it up and down: the run ends where one call leaves its maxima as the acks one
   by one would (``_unload_peak``); and under a Pulsar version's rules,
