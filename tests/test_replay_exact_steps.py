@@ -247,6 +247,15 @@ def _ack_calls(rows: list[dict[str, Any]], s: ReplaySettings) -> tuple[int, dict
     return calls[0], comparable(output_tables(out))
 
 
+def _steps_and_bulk_calls(rows: list[dict[str, Any]], s: ReplaySettings) -> tuple[int, int]:
+    """The acknowledgement calls of steps of one event and of bulk steps, every output of the
+    two equal (asserted)."""
+    bulk, answers = _ack_calls(rows, s)
+    steps, reference = _ack_calls(rows, s.with_changes(segment_rows=1))
+    assert answers == reference
+    return steps, bulk
+
+
 @pytest.mark.parametrize("preset", ["pulsar-3.0", "pulsar-4.0"])
 def test_throttled_partial_acks_the_broker_ignores_go_in_one_call(preset: str) -> None:
     """``acknowledgmentAtBatchIndexLevelEnabled=false`` (3.0, 4.0): ``asyncDelete`` ignores each
@@ -267,9 +276,7 @@ def test_throttled_partial_acks_the_broker_ignores_go_in_one_call(preset: str) -
     rows = [SHARED, *[{**P(i, i), "batch_size": 3} for i in range(10)], A(1, 10_000), A(3, 10_001),
             *[{**A(e, 10_000 + 100 * e), "batch_index": e % 3} for e in range(4, 10)], A(9, 10_950)]
     s = settings_of(preset, {})
-    bulk, answers = _ack_calls(rows, s)
-    steps, reference = _ack_calls(rows, s.with_changes(segment_rows=1))
-    assert answers == reference
+    steps, bulk = _steps_and_bulk_calls(rows, s)
     assert (steps, bulk) == (9, 5)
     c = only_cursor(replay_rows(rows, s))
     assert (c["redelivered_after_crash_max"], c["redelivered_after_crash_max_at_ms"]) == (8, 10_950)
@@ -307,9 +314,7 @@ def test_throttled_acks_a_long_array_close_record_cuts_off_go_in_one_call() -> N
             *[Q(8, e, 10_350 + 50 * e) for e in (1, 3, 5, 7, 9)]]
     s = settings_of("pulsar-4.1", {"max_unacked_ranges_to_persist": "2",
                                    "max_unacked_ranges_to_persist_in_metadata_store": "1"})
-    bulk, answers = _ack_calls(rows, s)
-    steps, reference = _ack_calls(rows, s.with_changes(segment_rows=1))
-    assert answers == reference
+    steps, bulk = _steps_and_bulk_calls(rows, s)
     assert (steps, bulk) == (10, 7)
     c = only_cursor(replay_rows(rows, s))
     assert (c["redelivered_after_unload_max"], c["redelivered_after_unload_max_at_ms"]) == (5, 10_800)
@@ -332,8 +337,6 @@ def test_throttled_acks_a_close_to_the_metadata_store_keeps_go_in_one_call() -> 
     rows = [SHARED, *[P(i, i) for i in range(10)], A(1, 10_000), A(2, 10_001),
             *[A(e, 10_000 + 100 * (e - 2)) for e in range(3, 9)]]
     s = settings_of("pulsar-4.1", {"max_unacked_ranges_to_persist": "4"})
-    bulk, answers = _ack_calls(rows, s)
-    steps, reference = _ack_calls(rows, s.with_changes(segment_rows=1))
-    assert answers == reference
+    steps, bulk = _steps_and_bulk_calls(rows, s)
     assert (steps, bulk) == (8, 5)
     assert only_cursor(replay_rows(rows, s))["redelivered_after_unload_max"] == 0
