@@ -47,6 +47,7 @@ __all__ = [
     "decode_position_info",
     "encode_managed_cursor_info",
     "encode_position_info",
+    "PositionInfoEntry",
     "PositionInfoRanges",
     "long_list_size",
     "range_record_sizes",
@@ -166,10 +167,8 @@ class PositionInfoRanges:
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
-        cols = [_int64_array(c, f"ranges.{name}") for c, name in zip(ranges, RangeArrays._fields, strict=True)]
+        cols = _range_columns(ranges)
         n = cols[0].size
-        if any(c.size != n for c in cols):
-            raise ValueError(f"ranges arrays have different lengths: {[c.size for c in cols]}")
         if n < _REUSED_FROM:
             self._rows, self._data, self._sizes = np.empty((0, 4), dtype=np.int64), b"", None
             return b"".join(_encode_ranges(_PI_RANGES, RangeArrays(*cols)))  # type: ignore[arg-type]
@@ -208,6 +207,56 @@ class PositionInfoRanges:
                 sizes = np.concatenate((known[:head], sizes, known[m - tail :]))
         self._rows, self._data, self._sizes = rows, data, sizes
         return data
+
+
+    def size(self, ranges: RangeArrays) -> int:
+        """The bytes of the field :meth:`encode` would return for ``ranges``, without encoding
+        them (raises like it). O(n) varint sizes."""
+        cols = _range_columns(ranges)
+        if cols[0].size == 0:
+            return 0
+        return int(_range_record_bytes(np.stack(cols)).sum())
+
+
+def _range_columns(ranges: RangeArrays) -> list[np.ndarray]:
+    """The four columns of ``ranges`` as checked int64 arrays of one length."""
+    cols = [_int64_array(c, f"ranges.{name}") for c, name in zip(ranges, RangeArrays._fields, strict=True)]
+    if any(c.size != cols[0].size for c in cols):
+        raise ValueError(f"ranges arrays have different lengths: {[c.size for c in cols]}")
+    return cols
+
+
+class PositionInfoEntry:
+    """A ``PositionInfo`` record whose size is known before its bytes: ``len()`` is exact at
+    once (the ranges sized, not encoded: O(ranges) varint sizes, the other fields encoded),
+    ``bytes()`` encodes the record once, the ranges through the cursor's
+    :class:`PositionInfoRanges`, byte for byte what :func:`encode_position_info` writes.
+
+    For a store that keeps few of the records it is given (a replay's store keeps the last of
+    a cursor ledger): the limits a persist checks read the size, and a record nobody reads is
+    never encoded. ``state`` must not change afterwards. Raises like
+    :func:`encode_position_info`, when built."""
+
+    __slots__ = ("_data", "_ranges", "_size", "_state")
+
+    def __init__(self, state: PersistedCursorState, ranges: PositionInfoRanges) -> None:
+        self._state = state
+        self._ranges = ranges
+        self._data: bytes | None = None
+        rest = len(encode_position_info(state, ranges_bytes=b""))  # every field but the ranges
+        self._size = rest if state.ranges is None else rest + ranges.size(state.ranges)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bytes__(self) -> bytes:
+        if self._data is None:
+            state = self._state
+            ranges_bytes = None if state.ranges is None else self._ranges.encode(state.ranges)
+            self._data = encode_position_info(state, ranges_bytes=ranges_bytes)
+            if len(self._data) != self._size:
+                raise AssertionError(f"PositionInfo sized {self._size} bytes, encoded {len(self._data)}")
+        return self._data
 
 
 def _flatten_words(words: list[np.ndarray], what: str) -> tuple[np.ndarray, np.ndarray]:
