@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from mledger import Position, StateCorruptedError
 from mledger.codec import (
     PersistedCursorState,
+    PositionInfoEntry,
     PositionInfoRanges,
     RangeArrays,
     _cursor_info as codec,
@@ -166,6 +167,21 @@ def test_managed_cursor_info_is_byte_identical_to_protobuf(state: PersistedCurso
     expected = to_pb_cursor_info(state).SerializeToString()
     assert encode_managed_cursor_info(state) == expected
     assert decode_managed_cursor_info(expected) == state
+
+
+@settings(max_examples=300, deadline=None)
+@given(cursor_states())
+def test_position_info_entry_is_sized_before_it_is_encoded(state: PersistedCursorState) -> None:
+    """A PositionInfoEntry's size is the record's, known without building it (the ranges
+    sized, not encoded); its bytes are protobuf's, built once when asked."""
+    expected = to_pb_position_info(state).SerializeToString()
+    ranges = PositionInfoRanges()
+    entry = PositionInfoEntry(state, ranges)
+    if state.ranges is not None:
+        assert ranges.size(state.ranges) == len(ranges.encode(state.ranges))
+    assert len(entry) == len(expected)
+    assert bytes(entry) == expected
+    assert bytes(entry) is bytes(entry)
 
 
 @settings(max_examples=60, deadline=None)

@@ -70,6 +70,7 @@ and returns a :class:`RecoveredCursorState`; the byte formats are :mod:`mledger.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Callable
@@ -129,6 +130,15 @@ log = logging.getLogger(__name__)
 _Payload = bytes | PositionInfoEntry
 """A record to append: its bytes, or (for a ``lazy_entries`` store) a sized PositionInfo."""
 _P = TypeVar("_P", bytes, _Payload)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _words_of(ack_set: int) -> np.ndarray:
+    """``ack_set_to_words``, read-only and memoised: every persist writes every partly
+    acknowledged batch, and most of them change less often than the cursor persists."""
+    words = ack_set_to_words(ack_set)
+    words.flags.writeable = False
+    return words
 
 NO_LEDGER = -1
 MAX_STATE_BYTES = DEFAULT_MAX_STATE_SIZE_IN_BYTES
@@ -1190,7 +1200,7 @@ class CursorStateStore:
         dropped_batch = 0
         if cfg.deletion_at_batch_index_level_enabled and batch:
             kept = batch[:batch_limit]
-            state.batch_deleted = [(p, ack_set_to_words(bits)) for p, bits in kept]
+            state.batch_deleted = [(p, _words_of(bits)) for p, bits in kept]
             dropped_batch = len(batch) - len(kept)
         return _Build(state, dropped, dropped_batch, range_builder_dropped, long_array_cut)
 
