@@ -208,7 +208,6 @@ class PositionInfoRanges:
         self._rows, self._data, self._sizes = rows, data, sizes
         return data
 
-
     def size(self, ranges: RangeArrays) -> int:
         """The bytes of the field :meth:`encode` would return for ``ranges``, without encoding
         them (raises like it). O(n) varint sizes."""

@@ -140,6 +140,7 @@ def _words_of(ack_set: int) -> np.ndarray:
     words.flags.writeable = False
     return words
 
+
 NO_LEDGER = -1
 MAX_STATE_BYTES = DEFAULT_MAX_STATE_SIZE_IN_BYTES
 """The default bound on one reassembled or decompressed state
