@@ -156,14 +156,17 @@ class PositionInfoRanges:
 
     The bytes equal those :func:`encode_position_info` writes for the same ranges (each
     record's encoding depends on its own four values only). O(n) comparisons plus O(changed
-    records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes."""
+    records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes.
+    :meth:`size` sizes the field the same way, from the last ranges it sized."""
 
-    __slots__ = ("_data", "_rows", "_sizes")
+    __slots__ = ("_data", "_rows", "_sized_records", "_sized_rows", "_sizes")
 
     def __init__(self) -> None:
         self._rows = np.empty((0, 4), dtype=np.int64)
         self._data = b""
         self._sizes: np.ndarray | None = np.empty(0, dtype=np.int64)  # bytes per record; None: not counted
+        self._sized_rows = np.empty((0, 4), dtype=np.int64)  # the last ranges sized, and their records' bytes
+        self._sized_records = np.empty(0, dtype=np.int64)
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
@@ -175,15 +178,7 @@ class PositionInfoRanges:
         rows = np.column_stack(cols)
         prev = self._rows
         m = prev.shape[0]
-        k = min(n, m)
-        head = tail = 0  # records shared with the last call's, at the start and at the end
-        if k and (rows[0] == prev[0]).all():
-            found = np.flatnonzero(_rows_differ(rows[:k], prev[:k]))
-            head = int(found[0]) if found.size else k
-            k -= head
-        if k and (rows[-1] == prev[-1]).all():
-            found = np.flatnonzero(_rows_differ(rows[n - k :], prev[m - k :]))
-            tail = k - int(found[-1]) - 1 if found.size else k
+        head, tail = _shared_ends(rows, prev)
         middle = rows[head : n - tail]
         sizes: np.ndarray | None = None
         if middle.shape[0] > max(n // 2, _PYTHON_RECORDS):  # mostly changed: encoded whole
@@ -210,13 +205,43 @@ class PositionInfoRanges:
 
     def size(self, ranges: RangeArrays) -> int:
         """The bytes of the field :meth:`encode` would return for ``ranges``, without encoding
-        them (raises like it). O(n) varint sizes."""
+        them (raises like it): the records' sizes the last call's ranges share with these at
+        their start and at their end reused, like :meth:`encode`'s bytes. O(n) comparisons
+        plus O(changed records) varint sizes."""
         cols = _range_columns(ranges)
-        if cols[0].size == 0:
-            return 0
-        # a record: ten bytes of tags and one-byte lengths (two positions of two varints each
-        # stay below 0x80), and its four varints
-        return 10 * cols[0].size + int(vx.varint_sizes(np.concatenate(cols).view(np.uint64)).sum())
+        n = cols[0].size
+        if n < _REUSED_FROM:
+            self._sized_rows, self._sized_records = np.empty((0, 4), dtype=np.int64), np.empty(0, dtype=np.int64)
+            # a record: ten bytes of tags and one-byte lengths (two positions of two varints
+            # each stay below 0x80), and its four varints
+            return 10 * n + int(vx.varint_sizes(np.concatenate(cols).view(np.uint64)).sum()) if n else 0
+        rows = np.column_stack(cols)
+        prev, known = self._sized_rows, self._sized_records
+        m = prev.shape[0]
+        head, tail = _shared_ends(rows, prev)
+        if head or tail:
+            middle = _range_record_bytes(rows[head : n - tail].T)
+            records = np.concatenate((known[:head], middle, known[m - tail :]))
+        else:
+            records = _range_record_bytes(rows.T)
+        self._sized_rows, self._sized_records = rows, records
+        return int(records.sum())
+
+
+def _shared_ends(rows: np.ndarray, prev: np.ndarray) -> tuple[int, int]:
+    """How many rows two ``(n, 4)`` arrays share at their start and then at their end (the
+    head first: the two never overlap). O(n)."""
+    n, m = rows.shape[0], prev.shape[0]
+    k = min(n, m)
+    head = tail = 0
+    if k and (rows[0] == prev[0]).all():
+        found = np.flatnonzero(_rows_differ(rows[:k], prev[:k]))
+        head = int(found[0]) if found.size else k
+        k -= head
+    if k and (rows[-1] == prev[-1]).all():
+        found = np.flatnonzero(_rows_differ(rows[n - k :], prev[m - k :]))
+        tail = k - int(found[-1]) - 1 if found.size else k
+    return head, tail
 
 
 def _range_columns(ranges: RangeArrays) -> list[np.ndarray]:
