@@ -321,17 +321,19 @@ def _small_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> bytes:
             tag,
             check_int64(p[0], "batch position ledger id"),
             check_int64(p[1], "batch position entry id"),
-            tuple(words.tolist()),
+            words.astype("<i8", copy=False).tobytes(),
         )
         for p, words in batch
     )
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _batch_record(tag: int, ledger_id: int, entry_id: int, words: tuple[int, ...]) -> bytes:
-    """One ``BatchedEntryDeletionIndexInfo`` record, tag and length included. Memoised: a
-    cursor persists the same partly acknowledged batches again and again (every persist
-    writes them all, and most change less often than the cursor persists)."""
+def _batch_record(tag: int, ledger_id: int, entry_id: int, words_le: bytes) -> bytes:
+    """One ``BatchedEntryDeletionIndexInfo`` record, tag and length included, of the int64
+    words whose little-endian bytes are ``words_le``. Memoised: a cursor persists the same
+    partly acknowledged batches again and again (every persist writes them all, and most
+    change less often than the cursor persists)."""
+    words = np.frombuffer(words_le, dtype="<i8").tolist()
     position = bytearray(b"\x08")
     put_varint(position, ledger_id)
     position.append(0x10)
