@@ -106,15 +106,6 @@ def _encode_ranges(field: int, ranges: RangeArrays | None) -> list[np.ndarray]:
     return vx.encode_records(field, n, layout)
 
 
-def _range_record_bytes(ranges: np.ndarray) -> np.ndarray:
-    """Bytes each ``MessageRange`` record takes in a repeated field (tag and length included),
-    as :func:`range_record_sizes` counts them, for checked int64 ``ranges`` columns (a
-    ``(4, n)`` array). O(n)."""
-    ll, le, ul, ue = (_varint_sizes(c) for c in ranges)
-    body = (2 + 2 + ll + le) + (2 + 2 + ul + ue)  # two nested positions, each tag + length + two fields
-    return 1 + _varint_sizes(body) + body
-
-
 _REUSED_FROM = 1024
 """Lists of fewer ranges are encoded whole: reusing records saves less than finding them costs
 (a cursor with a few hundred holes changes a good part of them between two persists)."""
@@ -195,7 +186,7 @@ class PositionInfoRanges:
             encoded = b"".join(_encode_ranges(_PI_RANGES, columns))  # type: ignore[arg-type]
         data = encoded
         if head or tail:
-            known = self._sizes if self._sizes is not None else _range_record_bytes(prev.T)
+            known = self._sizes if self._sizes is not None else _record_sizes(prev)
             start, end = int(known[:head].sum()), len(self._data) - int(known[m - tail :].sum())
             data = b"".join((self._data[:start], encoded, self._data[end:]))
             if sizes is not None:
@@ -210,22 +201,27 @@ class PositionInfoRanges:
         plus O(changed records) varint sizes."""
         cols = _range_columns(ranges)
         n = cols[0].size
+        rows = np.column_stack(cols) if n else np.empty((0, 4), dtype=np.int64)
         if n < _REUSED_FROM:
             self._sized_rows, self._sized_records = np.empty((0, 4), dtype=np.int64), np.empty(0, dtype=np.int64)
-            # a record: ten bytes of tags and one-byte lengths (two positions of two varints
-            # each stay below 0x80), and its four varints
-            return 10 * n + int(vx.varint_sizes(np.concatenate(cols).view(np.uint64)).sum()) if n else 0
-        rows = np.column_stack(cols)
+            return int(_record_sizes(rows).sum())
         prev, known = self._sized_rows, self._sized_records
         m = prev.shape[0]
         head, tail = _shared_ends(rows, prev)
         if head or tail:
-            middle = _range_record_bytes(rows[head : n - tail].T)
-            records = np.concatenate((known[:head], middle, known[m - tail :]))
+            records = np.concatenate((known[:head], _record_sizes(rows[head : n - tail]), known[m - tail :]))
         else:
-            records = _range_record_bytes(rows.T)
+            records = _record_sizes(rows)
         self._sized_rows, self._sized_records = rows, records
         return int(records.sum())
+
+
+def _record_sizes(rows: np.ndarray) -> np.ndarray:
+    """Bytes of the ``MessageRange`` record of each row of a C-contiguous ``(n, 4)`` int64
+    array: ten of tags and one-byte lengths (two positions of two varints each stay below
+    0x80) and its four varints. O(n), one varint sizing for the four columns."""
+    n = rows.shape[0]
+    return 10 + vx.varint_sizes(rows.view(np.uint64).ravel()).reshape(n, 4).sum(axis=1)
 
 
 def _shared_ends(rows: np.ndarray, prev: np.ndarray) -> tuple[int, int]:
