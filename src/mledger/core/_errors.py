@@ -134,6 +134,13 @@ class LedgerNotFoundError(MLedgerError):
     http_status = 404
 
 
+class LedgerNotConsumedError(MLedgerError):
+    """Ledgers asked to be deleted hold entries a durable cursor has not consumed (its persisted
+    mark-delete is below them, or a reset may move it back): nothing was deleted."""
+
+    http_status = 412
+
+
 class NotFoundError(MLedgerError):
     """A topic, subscription, cursor or ledger does not exist."""
 

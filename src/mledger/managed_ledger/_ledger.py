@@ -535,6 +535,21 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
         """
         return self._trimmer.run_pass()
 
+    def delete_ledgers_before(self, ledger_id: int) -> list[int]:
+        """Delete every ledger below ``ledger_id`` but the current one, as a trimming pass that
+        deleted them would, retention aside: for a model of a topic whose own trimming deleted
+        them (``mledger watch`` follows a live topic's ledger list). Returns their ids; a
+        reset running meanwhile wins (fewer or none deleted, as a pass gives way to one).
+
+        Afterwards a position in them reads as the first entry that exists (Pulsar's
+        ``ManagedLedgerImpl.getNextValidPosition``): a reset to the earliest position lands on
+        the first ledger kept. Raises :class:`~mledger.core.LedgerNotConsumedError`, deleting
+        nothing, when a durable consumer cursor's persisted mark-delete is below their last
+        entry or it is being reset (Pulsar trims only what every such cursor consumed); system
+        cursors (``pulsar.dedup``) are left as they are, non-durable ones are moved past them.
+        Blocks on the store while it deletes. O(ledgers + cursors)."""
+        return self._trimmer.delete_before(ledger_id)
+
     def estimated_backlog_size(self) -> int:
         """Bytes after the slowest durable cursor's persisted mark-delete (Pulsar's
         ``getEstimatedBacklogSize``): the ledgers after its ledger in full, plus the part of

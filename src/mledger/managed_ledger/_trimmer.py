@@ -9,16 +9,21 @@ one at a time (a mutex); while one is queued and not started, further requests s
 pass gives way to a cursor reset (it is *deferred*: the next request runs one). Non-durable
 cursors never hold trimming back: before ledgers go they are mark-deleted past them
 (``advanceCursorsIfNecessary``).
+
+:meth:`Trimmer.delete_before` deletes instead the ledgers another managed ledger's trimming
+deleted (a model that follows a live topic: ``mledger watch``), retention aside, refused while
+a durable consumer cursor has not consumed them.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Protocol
 
-from ..core import ManagedLedgerConfig, Position
+from ..core import LedgerNotConsumedError, ManagedLedgerConfig, Position
 from ._cursor import ManagedCursor
 from ._ledger_state import LedgerState
 from ._ledger_view import LedgerInfo
@@ -190,9 +195,51 @@ class Trimmer:
                 self.deferred = True
                 return []
             self.deferred = False
-            if not chosen:
-                return []
-            highest = next((Position(li.ledger_id, li.entries - 1) for li in reversed(chosen) if li.entries), None)
+        return self._delete(chosen, self._candidates) if chosen else []
+
+    def delete_before(self, ledger_id: int) -> list[int]:
+        """See :meth:`ManagedLedger.delete_ledgers_before`."""
+        with self._mutex:
+            with self._state.lock:
+                chosen = self._below(ledger_id)
+
+            def still() -> list[LedgerInfo] | None:
+                try:
+                    return self._below(ledger_id)
+                except LedgerNotConsumedError:
+                    return None  # a reset started meanwhile: it wins, as it does over a pass
+
+            return self._delete(chosen, still) if chosen else []
+
+    def _below(self, ledger_id: int) -> list[LedgerInfo]:
+        """The ledgers below ``ledger_id`` but the current one (under the ML lock); raises
+        :class:`~mledger.core.LedgerNotConsumedError` when a durable consumer cursor has not
+        consumed them (its persisted mark-delete is below their last entry, or it is being
+        reset). System cursors (``pulsar.dedup``) are not asked: they are left as they are."""
+        state = self._state
+        chosen = [li for li in state.ledgers.values() if li.ledger_id < ledger_id and li is not state.current]
+        highest = _last_entry(chosen)
+        if highest is None:
+            return chosen
+        for cursor in self._ledger.cursors:
+            if not cursor.counts_as_consumer:
+                continue
+            md = cursor.persistent_mark_delete_position
+            if md < highest or cursor.is_resetting:
+                why = "is being reset" if md >= highest else f"has persisted its mark-delete at {md} only"
+                raise LedgerNotConsumedError(
+                    f"managed ledger {state.name}: cannot delete the ledgers before {ledger_id}: "
+                    f"cursor {cursor.name!r} {why}, below their last entry {highest}"
+                )
+        return chosen
+
+    def _delete(self, chosen: list[LedgerInfo], still: Callable[[], list[LedgerInfo] | None]) -> list[int]:
+        """Delete ``chosen`` (the ML lock not held), those of them ``still`` chooses again once
+        the cursors that do not hold trimming back were moved past them (None: none, and the
+        next request runs a pass); the ledgers deleted."""
+        state = self._state
+        highest = _last_entry(chosen)
+        with state.lock:
             non_durable = self._ledger.non_durable_cursors
         # Pulsar's advanceCursorsIfNecessary: cursors not counted for trimming (non-durable ones)
         # are mark-deleted past the ledgers before those go, while their entries can still be
@@ -201,7 +248,7 @@ class Trimmer:
             for cursor in non_durable:
                 cursor.skip_trimmed_ledgers(highest)
         with state.lock:
-            again = self._candidates()  # a reset may have started meanwhile
+            again = still()  # a reset may have started meanwhile
             if again is None:
                 self.deferred = True
                 return []
@@ -214,3 +261,8 @@ class Trimmer:
             state.store.delete_ledger(lid)
         log.info("managed ledger %s: trimmed ledgers %s", state.name, trimmed)
         return trimmed
+
+
+def _last_entry(ledgers: list[LedgerInfo]) -> Position | None:
+    """The last entry of the last of ``ledgers`` holding any (None: they hold none)."""
+    return next((Position(li.ledger_id, li.entries - 1) for li in reversed(ledgers) if li.entries), None)

@@ -42,7 +42,10 @@ Placing entries: the first produced position opens the topic on exactly the log'
 id (``ReplayStore.expect_ledger``); a higher ledger id rolls the ledger over onto it
 (:func:`_roll_over_to`, through ``ManagedLedger.roll_over``). Data-ledger rollover by count,
 size and time is switched off: the log decides where ledgers end. Ledgers written before the
-topic's first subscription are kept (``retain_without_subscriptions``).
+topic's first subscription are kept (``retain_without_subscriptions``); consumed ledgers are
+trimmed under the retention settings as the broker trims them, at once on the replay's thread
+(the factory's executor is an ``InlineExecutor``), and the ledgers the log's cluster deleted are
+deleted when the engine says so (:meth:`BrokerModel.forget_ledgers_before`, ``mledger watch``).
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ from ..codec import (
     reassemble,
     unpack_payload,
 )
-from ..core import InvalidRequestError, ManualClock, Position
+from ..core import InlineExecutor, InvalidRequestError, ManualClock, Position
 from ..managed_ledger import (
     ML_ROOT,
     BulkAckRoom,
@@ -171,7 +174,11 @@ class BrokerModel:
     def __init__(self, topic: str, partition: int, settings: ReplaySettings) -> None:
         self._clock = ManualClock(0)
         self._store = ReplayStore()
-        self._factory = ManagedLedgerFactory(self._store, settings.factory, clock=self._clock)
+        # trimming passes run at once, on the replay's thread (a worker thread would delete
+        # ledgers at a time no event decides, and a reset to the earliest entry would race it)
+        self._factory = ManagedLedgerFactory(
+            self._store, settings.factory, clock=self._clock, executor=InlineExecutor()
+        )
         ledger_config = settings.ledger.with_changes(**_FIXED_LEDGER)
         config = BrokerConfig(
             managed_ledger_config=ledger_config,
@@ -468,6 +475,28 @@ class BrokerModel:
             return False  # before the subscription began
         shared = sub.subscription is None or sub.subscription.type.is_individual_ack_mode
         return deliver_at_ms < 0 or not shared or (ledger_id, entry_id) not in sub.undelivered
+
+    # -- the ledgers the cluster deleted ------------------------------------------------------
+    def forget_ledgers_before(self, ledger_id: int) -> list[int]:
+        """Delete the topic's ledgers below ``ledger_id`` but the current one
+        (``ManagedLedger.delete_ledgers_before``: a reset to the earliest position then lands
+        on the first ledger kept, as on the cluster that trimmed them) and forget which of
+        their delayed messages were acknowledged before they were due; returns the ledgers
+        deleted (none before the topic opens). Raises
+        :class:`~mledger.core.LedgerNotConsumedError`, changing nothing, while a
+        subscription's persisted mark-delete is below one of their entries; the
+        ``pulsar.dedup`` cursor is left where its last snapshot put it. O(ledgers +
+        subscriptions + delayed messages acknowledged before they were due)."""
+        ml = self._ml
+        if ml is None:
+            return []
+        deleted = ml.delete_ledgers_before(ledger_id)
+        if deleted:
+            gone = set(deleted)
+            for sub in self._subs.values():
+                if sub.undelivered:  # no event can name those entries again
+                    sub.undelivered = {p for p in sub.undelivered if p[0] not in gone}
+        return deleted
 
     # -- results ----------------------------------------------------------------------------
     def ledger_count(self) -> int:

@@ -293,6 +293,28 @@ class PartitionReplayer:
         self._model.persist_pending()
         return self._model.observe()
 
+    def forget_ledgers_before(self, ledger_id: int) -> int:
+        """Forget the ledgers below ``ledger_id`` but the last one, which the cluster deleted
+        (``mledger watch`` passes the first ledger the topic's internal stats list), so that
+        memory follows the ledgers that exist; returns how many entries were forgotten.
+
+        The model's managed ledger deletes them (``PartitionModel.forget_ledgers_before``: a
+        reset to the earliest position then lands on the first ledger kept, as Pulsar's
+        ``ManagedLedgerImpl.getNextValidPosition`` does past a trimmed ledger) and the entry
+        index forgets their entries (``EntryIndex.forget_ledgers_before`` says why every later
+        output stays what it would have been). The events fed so far are applied
+        first, as by :meth:`observe`. Raises :class:`~mledger.core.LedgerNotConsumedError`
+        naming ``ledger_id``, forgetting nothing, while a subscription's persisted mark-delete
+        is below an entry of those ledgers (the cluster never trims such a ledger: the events
+        fed so far have not caught up with it). O(ledgers + subscriptions + facts held)."""
+        if self._finished:
+            raise RuntimeError("the replay is finished")
+        self._apply_timed(len(self._timed))
+        self._flush()
+        if self._model is not None:
+            self._model.forget_ledgers_before(ledger_id)
+        return self._index.forget_ledgers_before(ledger_id)
+
     def cursor_rows(self, results: list[SubscriptionResult]) -> pa.RecordBatch:
         """``results`` (of :meth:`observe`) as the replay's ``cursors`` rows
         (:data:`~mledger.replay.CURSOR_SCHEMA`: what ``mledger replay`` writes). O(len(results))."""

@@ -70,8 +70,10 @@ class EntryIndex:
     never forgotten, so a cursor reset below its mark-delete finds every batch size it can
     ack again, even under every cursor's mark-delete. Forgetting by mark-delete instead would
     lose those batch sizes at such a reset (Pulsar's readers can read them again; the replay
-    could not), so it is not done. The caller trims its model's ledgers alike, so that a
-    reset to the earliest position lands on the first ledger kept here too.
+    could not), so it is not done. Its caller,
+    :meth:`~mledger.replay.PartitionReplayer.forget_ledgers_before`, deletes its model's
+    ledgers alike, so that a reset to the earliest position lands on the first ledger kept
+    here too.
     """
 
     def __init__(self) -> None:

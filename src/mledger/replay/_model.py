@@ -303,3 +303,9 @@ class PartitionModel(Protocol):
     def ledger_count(self) -> int:
         """Data ledgers created."""
         ...
+
+    def forget_ledgers_before(self, ledger_id: int) -> list[int]:
+        """Delete the data ledgers below ``ledger_id`` (the cluster deleted them) but the current
+        one; their ids. ``LedgerNotConsumedError``, changing nothing, while a subscription's
+        persisted mark-delete is below one of their entries."""
+        ...

@@ -26,7 +26,8 @@ API (asyncio; one event loop)::
   poll waits for it: back-pressure, nothing is dropped by the poller); a sink that cannot keep
   up drops on its own and says so (the capture's recorder counts the rows it drops).
 * :meth:`~ClusterPoller.subscription_states` is every subscription's state as last seen
-  (:class:`~mledger.replay.SubscriptionState`); :attr:`~ClusterPoller.anomaly_counts`
+  (:class:`~mledger.replay.SubscriptionState`), :meth:`~ClusterPoller.first_ledgers` each
+  topic-partition's first ledger as last listed; :attr:`~ClusterPoller.anomaly_counts`
   and :attr:`~ClusterPoller.anomalies` what was not seen.
 * A poll may be cancelled (a stop signal): the events of what it did are handed over, the state
   stays consistent, and the next poll reads again what it missed.
@@ -448,6 +449,14 @@ class ClusterPoller:
         for tp in self._partitions.values():
             for name, seen in tp.subscriptions.items():
                 yield tp.topic, tp.partition, name, seen.state
+
+    def first_ledgers(self) -> Iterator[tuple[str, int, int]]:
+        """``(topic, partition, ledger id)``: the first ledger each topic-partition's internal
+        stats listed at the last look (``ledgers[0].ledgerId``; the ledgers below it were
+        deleted, trimmed by the cluster), for those that listed any. O(topic-partitions)."""
+        for tp in self._partitions.values():
+            if tp.ledgers:
+                yield tp.topic, tp.partition, min(tp.ledgers)
 
     # -- running many things at once ------------------------------------------------------------
     async def _each(

@@ -26,7 +26,11 @@ every figure (backlog, redeliveries) is then in entries, not messages (:attr:`Wa
 and batch-index acks are not seen. It reads nothing from the topics, only the admin stats.
 
 A topic-partition the poller finds deleted (``topic_disappeared``) takes its model with it;
-a subscription that goes takes its history.
+a subscription that goes takes its history. The ledgers the cluster deleted (trimmed) go too:
+after each round, a replayer whose topic-partition's internal stats list a later first ledger
+forgets the ledgers below it
+(:meth:`~mledger.replay.PartitionReplayer.forget_ledgers_before`), so what it holds follows
+the ledgers that exist, not how long the watch has run.
 
 Per subscription a bounded history of samples (poll time, ack ranges, persisted state bytes)
 gives the growth (a least-squares slope over the samples kept) and the forecast: when the
@@ -58,7 +62,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core import ConfigError
+from ..core import ConfigError, LedgerNotConsumedError
 from ._capture import until_stopped, wait_or_stop
 from ._engine import PartitionReplayer
 from ._local import by_partition
@@ -258,9 +262,16 @@ class Watch:
         self._subscription_rows = SubscriptionRows()
         self._gone: set[str] = set()  # topic-partitions deleted since the last feed (local names)
         self._observed: dict[tuple[str, int], list[SubscriptionResult]] = {}  # the last round's, per replayer
+        self._first_ledgers: dict[tuple[str, int], int] = {}  # per replayer: the first ledger it kept
         self._polls = 0
         self.replay_anomalies = 0
         """Events the replay could not apply (its ``anomalies`` output rows), counted."""
+        self.forgotten_entries = 0
+        """Entries of the ledgers the cluster deleted that the replay forgot, counted."""
+        self.forget_refused = 0
+        """Polls at which a topic-partition's deleted ledgers were not forgotten, counted: a
+        subscription's replayed mark-delete had not passed them (``LedgerNotConsumedError``;
+        the next poll tries again)."""
 
     @property
     def poller(self) -> ClusterPoller:
@@ -346,8 +357,30 @@ class Watch:
         if self._gone:  # a deleted topic-partition's model goes with it (read again from its start if created again)
             for key in [k for k in self._replayers if _local_name(*k) in self._gone]:
                 del self._replayers[key]
+                self._first_ledgers.pop(key, None)
             self._gone.clear()
-        return self._observe(summary, at_ms)
+        done = self._observe(summary, at_ms)
+        self._forget_deleted_ledgers()
+        return done
+
+    def _forget_deleted_ledgers(self) -> None:
+        """Each replayer forgets the ledgers below the first one its topic-partition's internal
+        stats listed, when that moved (:meth:`PartitionReplayer.forget_ledgers_before
+        <mledger.replay.PartitionReplayer.forget_ledgers_before>`): after the round was
+        observed, so what the rate limits held back is persisted, as it was on the cluster
+        before it trimmed. A refusal is counted (:attr:`forget_refused`) and tried again at the
+        next poll."""
+        for topic, partition, first in self._poller.first_ledgers():
+            key = (topic, partition)
+            replayer = self._replayers.get(key)
+            if replayer is None or self._first_ledgers.get(key) == first:
+                continue
+            try:
+                self.forgotten_entries += replayer.forget_ledgers_before(first)
+            except LedgerNotConsumedError:
+                self.forget_refused += 1
+                continue
+            self._first_ledgers[key] = first
 
     def _replayer(
         self,
