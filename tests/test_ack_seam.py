@@ -182,6 +182,33 @@ def test_ack_sets_are_ignored_without_batch_index_deletion_but_an_empty_one_acks
     assert outcome.entries_acked == 1 and outcome.deleted.tolist() == [list(p[2])]
 
 
+@settings(max_examples=100, deadline=None)
+@given(history=st.lists(step, max_size=14))
+def test_the_ignored_ack_sets_are_kept_as_each_change_goes(history: list[tuple[Any, ...]]) -> None:
+    """Without batch-index deletion the ack sets the state ignores (for the restart figures)
+    are those of the entries above the mark-delete not acknowledged whole, AND-merged: the
+    state keeps exactly these as it goes (an entry leaves when it is acknowledged whole or the
+    mark-delete passes it) where it used to keep every one and filter them when asked."""
+    ml = _ledger(batch_level=False)
+    positions = _positions(ml)
+    state = AckState(ml, ml.previous_position(positions[0]))
+    given: dict[Position, int] = {}  # every ack set given, AND-merged: the oracle, filtered below
+    for s in history:
+        md = state.mark_delete
+        _apply(state, positions, s)
+        state._check()
+        if s[0] == "ack_set" and s[2] and not state.is_deleted(positions[s[1]]):
+            given[positions[s[1]]] = given.get(positions[s[1]], s[2]) & s[2]
+        elif s[0] == "mark" and s[2] is not None and positions[s[1]] > md:
+            given[positions[s[1]]] = given.get(positions[s[1]], s[2]) & s[2]
+    expected = tuple(sorted((p, bits) for p, bits in given.items() if not state.is_deleted(p)))
+    states, sizes = state.ignored_batch_states()
+    assert states == expected
+    assert state.has_ignored_batch == bool(expected) and state.counted_state_count() == len(expected)
+    assert sizes.keys() <= {p for p, _ in expected}
+    assert all(state.counted_ack_set(p) == bits for p, bits in expected)
+
+
 def test_the_cursor_builds_plans_and_returns_the_outcome() -> None:
     ml = _ledger()
     p = _positions(ml)

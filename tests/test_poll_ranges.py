@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from mledger.core import Position
-from mledger.replay._poll_answers import last_entry
+from mledger.replay._poll_answers import last_entry, ledger_entries
 from mledger.replay._poll_ranges import KnownEntries, above, difference, normalised
 
 positions = st.builds(Position, st.integers(0, 3), st.integers(-1, 12))
@@ -51,6 +51,24 @@ def test_known_entries_cost_one_run_per_ledger_and_gap() -> None:
     assert list(seen.within([(Position(3, 997), Position(4, 9))])) == [
         Position(3, 998), Position(3, 999), Position(4, 0), Position(4, 1), Position(4, 5)
     ]  # fmt: skip
+
+
+def test_known_entries_forget_the_runs_of_deleted_ledgers_but_the_last() -> None:
+    seen = known([Position(ledger, e) for ledger in (3, 4, 5) for e in range(10)])
+    assert seen.forget_before(Position(4, 9)) == 2  # ledgers 3 and 4, wholly at or below the bound
+    assert seen.runs == 1 and seen.first == Position(3, 0) and seen.last == Position(5, 9)  # first: ever added
+    assert list(seen.within([(Position(3, 0), Position(5, 1))])) == [Position(5, 0), Position(5, 1)]
+    assert seen.forget_before(Position(9, 0)) == 0 and seen.last == Position(5, 9)  # the last run stays
+
+
+def test_ledger_entries_say_what_the_internal_stats_name() -> None:
+    """A closed ledger's count, the last confirmed entry's ledger up to it (listed or, deleted
+    by a trim after a rollover, not), the open ledger above it none; no count, not named."""
+    ledgers = [{"ledgerId": 3, "entries": 10}, {"ledgerId": 5}, {"ledgerId": 7, "entries": 0}]
+    assert ledger_entries({"lastConfirmedEntry": "7:4", "ledgers": ledgers}) == {3: 10, 7: 5}
+    trimmed = {"lastConfirmedEntry": "10:19", "ledgers": [{"ledgerId": 11, "entries": 0}]}
+    assert ledger_entries(trimmed) == {10: 20, 11: 0}
+    assert ledger_entries({"lastConfirmedEntry": "x", "ledgers": ledgers}) == {}
 
 
 def test_the_last_entry_of_a_topic_whose_ledger_just_rolled_over() -> None:

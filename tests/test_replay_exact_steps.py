@@ -51,11 +51,10 @@ _TINY = {
 # cursor): it goes alone, the unload figure's peak seen (``BulkAckRoom.fits(0, 1)``)
 @example(seed=129758357, preset="pulsar-4.1", limits=_TINY, subscriptions=1, entries=13)
 @example(seed=877547840, preset=None, limits=_TINY, subscriptions=1, entries=14)
-# open: another time for the crash maximum in bulk steps (50,134 ms against 50,074), found by a
-# random run of 3,782 logs of 20-90 entries; not yet shrunk to its cause
-@example(seed=663111820, preset="pulsar-4.0", limits={}, subscriptions=1, entries=42).xfail(
-    raises=AssertionError, reason="issue 33 item 1, open: the crash maximum's time differs in bulk steps"
-)
+# a whole ack of an entry each index of which was acknowledged on its own while the broker
+# ignores ack sets (4.0) changes no figure: the crash maximum is stamped at the ack before it
+# (``_change_stamp`` reads the ack sets ignored)
+@example(seed=663111820, preset="pulsar-4.0", limits={}, subscriptions=1, entries=42)
 @given(
     seed=st.integers(0, 2**31),
     preset=st.sampled_from(PRESETS),
@@ -227,3 +226,52 @@ def test_spark_gives_the_sequential_answers(spark: Any, tmp_path: Any) -> None:
         assert spark_rows == one_rows, preset
         assert any(r["persist_unacked_ranges_truncated"] or r["persist_long_array_truncated"] for r in one_rows)
         assert any(r["redelivered_after_crash_max"] > r["redelivered_after_crash_limits_max"] for r in one_rows)
+
+
+def _ack_calls(rows: list[dict[str, Any]], s: ReplaySettings) -> tuple[int, dict[str, list[dict[str, Any]]]]:
+    """Acknowledgement calls the engine makes to its model for ``rows`` (one partition), and the
+    outputs."""
+    from mledger.replay import BrokerModel
+
+    calls = [0]
+
+    class Counting(BrokerModel):
+        def _acknowledge(self, *args: Any, **kwargs: Any) -> int:
+            calls[0] += 1
+            return super()._acknowledge(*args, **kwargs)
+
+    ((topic, partition, batches),) = list(by_partition(event_table(rows)))
+    with quiet_library_warnings():
+        replayer = PartitionReplayer(topic, partition, s, declared(rows).get(T, ()), model_factory=Counting)
+        out = [b for batch in batches for b in replayer.feed(batch)] + replayer.finish()
+    return calls[0], comparable(output_tables(out))
+
+
+@pytest.mark.parametrize("preset", ["pulsar-3.0", "pulsar-4.0"])
+def test_throttled_partial_acks_the_broker_ignores_go_in_one_call(preset: str) -> None:
+    """``acknowledgmentAtBatchIndexLevelEnabled=false`` (3.0, 4.0): ``asyncDelete`` ignores each
+    ack set. Entries 0..9 are batches of 3; the cursor is created at 0 s.
+
+    * 10.000 ack 1 (granted, a stored permit), 10.001 ack 3 (granted back to back, N = 11.000):
+      the record holds {1} {3}; the cursor is clean.
+    * 10.400 index 1 of 4: throttled, alone (a clean cursor's change may be one no persist
+      writes, apache/pulsar#26498: the engine's room is none), the cursor dirty.
+    * 10.500 .. 10.900 an index of entries 5..9 each: throttled, one call (one ack set per
+      ack, AND-merged in order, as the acks one by one leave the cursor): the close record
+      loses all six ignored acks, the unload figure's worst, 6 at 10,900 ms.
+    * 10.950 entry 9 whole: its call alone (the unload figure falls to 5); a crash now
+      redelivers 4..8's acknowledged message each and 9's three: 8 messages in 6 entries.
+
+    Five calls where steps of one event make nine (the run of ignored acks used to be one call
+    per ack), with every output the same."""
+    rows = [SHARED, *[{**P(i, i), "batch_size": 3} for i in range(10)], A(1, 10_000), A(3, 10_001),
+            *[{**A(e, 10_000 + 100 * e), "batch_index": e % 3} for e in range(4, 10)], A(9, 10_950)]
+    s = settings_of(preset, {})
+    bulk, answers = _ack_calls(rows, s)
+    steps, reference = _ack_calls(rows, s.with_changes(segment_rows=1))
+    assert answers == reference
+    assert (steps, bulk) == (9, 5)
+    c = only_cursor(replay_rows(rows, s))
+    assert (c["redelivered_after_crash_max"], c["redelivered_after_crash_max_at_ms"]) == (8, 10_950)
+    assert c["redelivered_after_crash_entries_max"] == 6
+    assert (c["redelivered_after_unload_max"], c["redelivered_after_unload_max_at_ms"]) == (6, 10_900)

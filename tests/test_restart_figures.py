@@ -238,3 +238,50 @@ def test_the_replay_model_runs_the_flush_ticks_of_event_time_under_a_preset(
     assert crash_messages(cursor) == after_tick
     model.set_time(10**12)  # ticks over a long idle: skipped once nothing is dirty
     assert crash_messages(cursor) == after_tick
+
+
+BATCH_STATE = st.tuples(st.integers(1, 30), st.booleans())
+"""A batch state's remaining bits, and whether its batch size was given with its acks."""
+LEDGER_COUNTS = [5, 3, 1, 5, 2, 1, 5, 3]
+GIVEN_SIZES = [5, 3, 3, 5, 2, 3, 5, 3]
+"""The size given with an entry's acks: its batch's, which the ledger lacks for entries 2 and 5."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    snapshots=st.lists(
+        st.tuples(st.dictionaries(st.integers(0, 7), BATCH_STATE), st.integers(0, 1)),
+        min_size=1,
+        max_size=8,
+    ),
+    cap=st.sampled_from([2, 100]),
+)
+def test_the_batch_tally_kept_as_running_totals_equals_a_fresh_count(
+    snapshots: list[tuple[dict[int, tuple[int, bool]], int]], cap: int
+) -> None:
+    """One tally counting snapshot after snapshot (states added, changed and gone; the record
+    held changing now and then; more states than the cap or not) gives what a fresh tally of
+    each snapshot gives: the running totals take away and add only the states that changed
+    (the batch sizes given that the ledger lacks are recorded after each count, as
+    ``RestartFigures`` does)."""
+    from types import MappingProxyType
+
+    from mledger.core import AckRangeSet, EntryMessages, Position
+    from mledger.managed_ledger._cursor_snapshot import CursorSnapshot
+    from mledger.managed_ledger._restart_figures import _BatchTally
+
+    counts = EntryMessages()
+    counts.record(3, 0, LEDGER_COUNTS)
+    records = [MappingProxyType({}), MappingProxyType({Position(3, 1): 0b110, Position(3, 4): 0b10})]
+    running = _BatchTally()
+    for states, record in snapshots:
+        batch = tuple((Position(3, e), remaining) for e, (remaining, _) in sorted(states.items()))
+        sizes = {Position(3, e): GIVEN_SIZES[e] for e, (_, given) in states.items() if given}
+        snapshot = CursorSnapshot(Position(2, 0), AckRangeSet(), batch, {}, {}, MappingProxyType(sizes))
+        running.count(snapshot, records[record], counts, cap)
+        fresh = _BatchTally()
+        fresh.count(snapshot, records[record], counts, cap)
+        got = (running.lost, running.all, running.tail, running.words, running.unknown_sizes)
+        assert got == (fresh.lost, fresh.all, fresh.tail, fresh.words, fresh.unknown_sizes)
+        for position, size in running.unknown_sizes:  # as the figures record them
+            counts.record(position[0], position[1], [size])

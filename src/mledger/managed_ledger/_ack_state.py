@@ -43,7 +43,8 @@ and in the cursor state store: never in a second path.
 Invariants (:meth:`AckState._check`): every acknowledged position lies strictly above MD and
 at or below the last confirmed entry; the entry right after MD is not acknowledged (it was
 absorbed); batch states lie above MD, are non-empty and are not of acknowledged entries; the
-batch sizes known are of entries with a batch state; the cached next position after MD is
+batch sizes known are of entries with a batch state; so are the ignored partial acks' entries
+and sizes; the cached next position after MD is
 the ledger's.
 
 Not thread-safe: the owning cursor serialises every call under its lock.
@@ -200,7 +201,19 @@ class AckState:
     ``ml`` is the cursor's ledger; the state starts with mark-delete ``mark_delete`` and
     nothing acknowledged above it; ``name`` (the cursor's) is what its refusals name."""
 
-    __slots__ = ("_acked", "_batch", "_batch_sizes", "_ignored", "_ledger_list", "_md", "_md_next", "_ml", "_name")
+    __slots__ = (
+        "_acked",
+        "_batch",
+        "_batch_sizes",
+        "_ignored",
+        "_ignored_sizes",
+        "_ignored_view",
+        "_ledger_list",
+        "_md",
+        "_md_next",
+        "_ml",
+        "_name",
+    )
 
     def __init__(self, ml: LedgerView, mark_delete: Position, name: str = "") -> None:
         self._ml = ml
@@ -212,8 +225,12 @@ class AckState:
         self._acked.weigh(ml.entry_messages)  # the restart figures count messages, not entries
         self._batch: SortedDict = SortedDict()  # Position -> int bitset of un-acked indexes
         self._batch_sizes: dict[Position, int] = {}
-        # Without batch-index deletion: the partial acks ignored, (un-acked bits, batch size)
-        self._ignored: dict[Position, tuple[int, int | None]] = {}
+        # Without batch-index deletion: the partial acks ignored (un-acked bits, AND-merged) of
+        # entries above MD not acknowledged whole, kept so as each change goes (an entry leaves
+        # when it is acknowledged whole or MD passes it), and their batch sizes where known
+        self._ignored: SortedDict = SortedDict()
+        self._ignored_sizes: dict[Position, int] = {}
+        self._ignored_view: tuple[tuple[Position, int], ...] | None = ()  # None: to build again
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -240,6 +257,15 @@ class AckState:
         """The un-acked index bits of a partially acknowledged entry, None without a batch state."""
         return self._batch.get(position)
 
+    def counted_ack_set(self, position: Position) -> int | None:
+        """The un-acked index bits of an entry not acknowledged whole as the restart figures
+        count them: its batch state, or without batch-index deletion the ack sets the state
+        ignored (AND-merged; every bit clear when each index was acknowledged on its own, which
+        the figures count as the whole batch acknowledged); None without either. O(log batch
+        states)."""
+        kept = self._ignored.get(position)
+        return self._batch.get(position) if kept is None else kept
+
     def batch_states(self) -> tuple[tuple[Position, int], ...]:
         """Every batch state ``(position, un-acked bits)``, ascending. O(batch states)."""
         return tuple(self._batch.items())
@@ -256,19 +282,37 @@ class AckState:
         entries above the mark-delete not acknowledged whole, as batch states ``(position,
         un-acked bits)`` ascending, and their batch sizes where known. The whole entry comes
         back after any restart although its consumer acknowledged those messages; only the
-        restart figures read this. O(ignored entries)."""
-        live = {p: kept for p, kept in self._ignored.items() if not self.is_deleted(p)}
-        self._ignored = live
-        states = tuple(sorted((p, bits) for p, (bits, _) in live.items()))
-        return states, {p: size for p, (_, size) in live.items() if size}
+        restart figures read this. O(ignored entries) to copy the states after a change, O(1)
+        else (the same tuple); the sizes are lent (the caller holds the cursor's lock)."""
+        view = self._ignored_view
+        if view is None:  # changed since the last call: built again (the same tuple until then)
+            ignored = self._ignored
+            positions = list(ignored)  # in C: a SortedDict's keys, then dict lookups
+            view = self._ignored_view = tuple(zip(positions, map(ignored.__getitem__, positions), strict=True))
+        return view, self._ignored_sizes
 
     def _ignore(self, position: Position, ack_set: int, size: int | None) -> None:
-        """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`."""
+        """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`:
+        none for an entry acknowledged whole. O(log ignored entries)."""
+        if self.is_deleted(position):
+            return
         kept = self._ignored.get(position)
-        if kept is not None:
-            ack_set &= kept[0]
-            size = size or kept[1]
-        self._ignored[position] = (ack_set, size)
+        self._ignored[position] = ack_set if kept is None else ack_set & kept
+        self._ignored_view = None
+        if size:
+            self._ignored_sizes[position] = size
+
+    def _forget_ignored(self, position: Position) -> None:
+        """``position`` is acknowledged whole: its ignored partial acks no longer matter."""
+        if self._ignored.pop(position, None) is not None:
+            self._ignored_view = None
+            self._ignored_sizes.pop(position, None)
+
+    def _forget_ignored_up_to(self, md: Position) -> None:
+        """MD moved to ``md``: the ignored partial acks at or below it no longer matter.
+        O(log ignored entries + those forgotten)."""
+        for p in list(self._ignored.irange(maximum=md)):
+            self._forget_ignored(p)
 
     def persists_nothing(self) -> bool:
         """Whether an individual acknowledgement that leaves this state, and did not move the
@@ -282,6 +326,11 @@ class AckState:
     def batch_state_count(self) -> int:
         """How many entries are partially acknowledged. O(1)."""
         return len(self._batch)
+
+    def counted_state_count(self) -> int:
+        """How many entries the restart figures count as partially acknowledged: those with a
+        batch state, or (without batch-index deletion) with ack sets ignored. O(1)."""
+        return len(self._batch) + len(self._ignored)
 
     def deleted_batch_indexes(self, position: Position) -> list[int] | None:
         """Acknowledged indexes of a partially acknowledged entry (below its batch size where
@@ -344,6 +393,8 @@ class AckState:
             flags = ACKED | BATCH_STATE_DROPPED
         if not self._acked.add(ledger_id, entry_id):
             return 0
+        if self._ignored:
+            self._forget_ignored(position)
         if (position == self._md_next or self._md_next is None) and self._absorb():
             return flags | MARK_DELETE_MOVED
         return flags
@@ -372,6 +423,8 @@ class AckState:
         self._batch.clear()
         self._batch_sizes.clear()
         self._ignored.clear()
+        self._ignored_sizes.clear()
+        self._ignored_view = ()
 
     def restore(self, mark_delete: Position, acked: AckRangeSet, batch: Mapping[Position, int]) -> None:
         """Take a recovered state (the state takes ownership of ``acked``): what lies at or
@@ -497,13 +550,15 @@ class AckState:
     # -- step 2: apply ----------------------------------------------------------------------
     def _add_positions(self, positions: list[Position]) -> int:
         """Acknowledge checked whole entries one by one; how many were new."""
-        acked, batch = self._acked, self._batch
+        acked, batch, ignored = self._acked, self._batch, self._ignored
         added = 0
         for position in positions:
             if acked.add(position[0], position[1]):
                 added += 1
                 if batch:
                     self._drop_batch(position)
+                if ignored:
+                    self._forget_ignored(position)
         return added
 
     def _add_groups(self, groups: list[tuple[int, np.ndarray]]) -> int:
@@ -514,6 +569,13 @@ class AckState:
         if added and self._batch:
             for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
                 self._drop_batch(p)
+        if added and self._ignored:
+            for ledger_id, entries in groups:  # only the ignored acks within the span acknowledged
+                span = self._ignored.irange(
+                    Position(ledger_id, int(entries.min())), Position(ledger_id, int(entries.max()))
+                )
+                for p in [p for p in span if self._acked.contains(p[0], p[1])]:
+                    self._forget_ignored(p)
         return added
 
     def _merge_ack_sets(
@@ -551,6 +613,8 @@ class AckState:
             if acked.add(position[0], position[1]):
                 added += 1
                 new.append(position)
+                if self._ignored:
+                    self._forget_ignored(position)
         if new:
             deleted.append(np.array(new, dtype=np.int64).reshape(-1, 2))
         return added
@@ -579,6 +643,8 @@ class AckState:
         if self._batch:
             for p in list(self._batch.irange(maximum=new_md)):
                 self._drop_batch(p)
+        if self._ignored:
+            self._forget_ignored_up_to(new_md)
 
     # -- step 3: settle ---------------------------------------------------------------------
     def _absorb(self) -> bool:
@@ -600,6 +666,8 @@ class AckState:
         if moved and self._batch:
             for p in list(self._batch.irange(maximum=md)):
                 self._drop_batch(p)
+        if moved and self._ignored:
+            self._forget_ignored_up_to(md)
         return moved
 
     # -- checks -----------------------------------------------------------------------------
@@ -618,5 +686,8 @@ class AckState:
             assert p > md and bits != 0, f"batch state {p}={bits} invalid with MD {md}"
             assert not self._acked.contains(p[0], p[1]), f"batch state kept for deleted {p}"
         assert self._batch_sizes.keys() <= self._batch.keys(), "a batch size kept without its batch state"
+        for p in self._ignored.keys():
+            assert not self.is_deleted(p), f"ignored partial acks kept for deleted {p} with MD {md}"
+        assert self._ignored_sizes.keys() <= self._ignored.keys(), "a batch size kept without its ignored acks"
         if self._md_next is not None:
             assert self._md_next == self._ml.next_valid_position(md), f"stale next {self._md_next} after MD {md}"

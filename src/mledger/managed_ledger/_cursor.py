@@ -626,6 +626,12 @@ class ManagedCursor:
         with self._lock:
             return self._state.batch_ack_set(position)
 
+    def counted_batch_ack_set(self, position: Position) -> int | None:
+        """:meth:`batch_ack_set` as the restart figures count it: without batch-index deletion,
+        the ack sets the cursor ignored (``AckState.counted_ack_set``)."""
+        with self._lock:
+            return self._state.counted_ack_set(position)
+
     def deleted_batch_indexes(self, position: Position) -> list[int] | None:
         """Acked indexes of a partially acked batch entry, or None when it has no partial state.
 
@@ -874,7 +880,7 @@ class ManagedCursor:
                 and not rules_for(self._ml.config.pulsar_rules).behaviour.batch_ack_without_range_persists
             ):
                 return BulkAckRoom(0, 0, 0)
-            count = self._state.batch_state_count()
+            count = self._state.counted_state_count()  # the snapshot's batch states: ignored ones too
             if not self._mirrors:
                 return store.bulk_ack_room(count, batch_words)
             rooms = [s.bulk_ack_room(count, batch_words) for s in (store, *self._mirrors)]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from types import MappingProxyType
 
 from ..core import EntryMessages, Position
@@ -109,13 +110,30 @@ def batch_lost(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> t
 
 
 class _BatchTally:
-    """One pass over a snapshot's partial entries (:meth:`count`), each total as ``(messages,
+    """A snapshot's partial entries counted (:meth:`count`), each total as ``(messages,
     entries)``: the acknowledged indexes a record's batch states lack (``lost``), all of them
     (``all``), those of the entries after the first ``cap`` (``tail``); the BitSet words the
     states take (``words``), and the batch sizes given with acks that the ledger's counts do
-    not have yet (``unknown_sizes``)."""
+    not have yet (``unknown_sizes``).
 
-    __slots__ = ("_known", "all", "lost", "tail", "unknown_sizes", "words")
+    Kept as running totals: a count against the same record's states (or none, as the last)
+    and cap as the last, with no more states than the cap, adds and takes away only the states that changed since (a state is
+    its position, its remaining bits and the batch size given with its acks; found by set
+    difference, in C), O(changed) in Python; otherwise it counts every state again."""
+
+    __slots__ = (
+        "_batch",
+        "_cap",
+        "_kept",
+        "_known",
+        "_parts",
+        "_states",
+        "all",
+        "lost",
+        "tail",
+        "unknown_sizes",
+        "words",
+    )
 
     def __init__(self) -> None:
         self.lost = self.all = self.tail = (0, 0)
@@ -124,27 +142,74 @@ class _BatchTally:
         # batch sizes the ledger's counts were seen to hold (their entries are above the
         # mark-delete, so their ledgers' counts stay): not looked up again
         self._known: dict[Position, int] = {}
+        # the states last counted, each ((position, remaining), size given), and what each
+        # added to the totals: (messages, lost messages, words); against record ``_kept``
+        self._states: frozenset[tuple[tuple[Position, int], int | None]] = frozenset()
+        self._parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
+        self._kept: Mapping[Position, int] | None = None
+        self._cap = -1
+        self._batch: tuple[tuple[Position, int], ...] | None = None  # the tuple last counted
 
     def count(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages, cap: int) -> None:
-        """O(batch states)."""
+        """O(batch states) in C and O(states changed since the last count) in Python, or
+        O(batch states) in Python when the record or the cap changed or the states pass it."""
+        batch = snapshot.batch
+        same_record = kept is self._kept or not (kept or self._kept)
+        if batch is self._batch and same_record and cap == self._cap and len(batch) <= cap:
+            # the very states last counted (a state that keeps its tuple until it changes, the
+            # ignored acks': their sizes change with them): the same totals; the sizes the ledger
+            # lacked were recorded after that count
+            self._kept = kept
+            self.unknown_sizes = []
+            return
+        states = frozenset(zip(batch, map(snapshot.batch_sizes.get, map(_first, batch)), strict=True))
+        self._batch = batch
+        if cap != self._cap or len(batch) > cap or not same_record:
+            self._recount(snapshot, kept, counts, cap, states)
+            return
+        self._kept = kept  # the same record's states, or none in either
+        parts = self._parts
+        all_m, all_e = self.all
+        lost_m, lost_e = self.lost
+        words = self.words
+        for state in self._states - states:
+            n, lost, w = parts.pop(state)
+            words -= w
+            if n:
+                all_m, all_e = all_m - n, all_e - 1
+            if lost:
+                lost_m, lost_e = lost_m - lost, lost_e - 1
+        unknown: list[tuple[Position, int]] = []
+        for state in states - self._states:
+            n, lost, w = parts[state] = self._part(state, snapshot.batch_sizes, kept, counts, unknown)
+            words += w
+            if n:
+                all_m, all_e = all_m + n, all_e + 1
+            if lost:
+                lost_m, lost_e = lost_m + lost, lost_e + 1
+        self._states = states
+        self.all, self.lost, self.words = (all_m, all_e), (lost_m, lost_e), words
+        self.tail = (0, 0)  # no more states than the cap
+        self.unknown_sizes = sorted(unknown)  # in position order, as a full count finds them
+
+    def _recount(
+        self,
+        snapshot: CursorSnapshot,
+        kept: Mapping[Position, int],
+        counts: EntryMessages,
+        cap: int,
+        states: frozenset[tuple[tuple[Position, int], int | None]],
+    ) -> None:
+        """Every state counted again. O(batch states)."""
         lost_m = lost_e = all_m = all_e = tail_m = tail_e = words = 0
         sizes = snapshot.batch_sizes
         unknown: list[tuple[Position, int]] = []
-        known = self._known
-        if len(known) > 2 * len(snapshot.batch) + 64:  # forget the entries acked whole since
-            known.clear()
-        for i, (position, remaining) in enumerate(snapshot.batch):
-            words += remaining.bit_length() // 64 + 1
-            size = sizes.get(position)
-            if size and size > 1 and known.get(position) != size:
-                if counts.of(position[0], position[1]) != size:
-                    unknown.append((position, size))
-                else:
-                    known[position] = size
-            if not size:
-                size = batch_size_of(position, remaining, sizes, counts)
-            acked = ((1 << size) - 1) & ~remaining
-            n = acked.bit_count()
+        if len(self._known) > 2 * len(snapshot.batch) + 64:  # forget the entries acked whole since
+            self._known.clear()
+        parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
+        for i, state in enumerate(zip(snapshot.batch, map(sizes.get, map(_first, snapshot.batch)), strict=True)):
+            n, lost, w = parts[state] = self._part(state, sizes, kept, counts, unknown)
+            words += w
             if not n:
                 continue
             all_m += n
@@ -152,14 +217,41 @@ class _BatchTally:
             if i >= cap:
                 tail_m += n
                 tail_e += 1
-            stored = kept.get(position)
-            lost = n if stored is None else (acked & stored).bit_count()  # stored set bit: not acked there
             if lost:
                 lost_m += lost
                 lost_e += 1
         self.lost, self.all, self.tail = (lost_m, lost_e), (all_m, all_e), (tail_m, tail_e)
         self.words = words
         self.unknown_sizes = unknown
+        self._states, self._parts, self._kept, self._cap = states, parts, kept, cap
+
+    def _part(
+        self,
+        state: tuple[tuple[Position, int], int | None],
+        sizes: Mapping[Position, int],
+        kept: Mapping[Position, int],
+        counts: EntryMessages,
+        unknown: list[tuple[Position, int]],
+    ) -> tuple[int, int, int]:
+        """One state's share: its acknowledged indexes, those the record lacks, its BitSet
+        words; a batch size given with its acks that the ledger's counts lack goes to
+        ``unknown``. O(1)."""
+        (position, remaining), size = state
+        if size and size > 1 and self._known.get(position) != size:
+            if counts.of(position[0], position[1]) != size:
+                unknown.append((position, size))
+            else:
+                self._known[position] = size
+        if not size:
+            size = batch_size_of(position, remaining, sizes, counts)
+        acked = ((1 << size) - 1) & ~remaining
+        n = acked.bit_count()
+        stored = kept.get(position)
+        lost = n if stored is None else (acked & stored).bit_count()  # stored set bit: not acked there
+        return n, lost, remaining.bit_length() // 64 + 1
+
+
+_first = itemgetter(0)
 
 
 def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:

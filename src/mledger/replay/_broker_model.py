@@ -256,8 +256,9 @@ class BrokerModel:
         return sub.cursor.bulk_ack_room(batch_words)
 
     def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
-        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None."""
-        return self._sub(subscription).cursor.batch_ack_set(Position(ledger_id, entry_id))
+        """The remaining (un-acknowledged) indexes of a partially acknowledged entry as the
+        restart figures count them (``ManagedCursor.counted_batch_ack_set``), or None."""
+        return self._sub(subscription).cursor.counted_batch_ack_set(Position(ledger_id, entry_id))
 
     # -- producing --------------------------------------------------------------------------
     @property

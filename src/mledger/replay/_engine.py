@@ -82,11 +82,15 @@ maximum with the time it was first reached. Three things make bulk steps exact:
   record a crash recovers is fixed and acknowledgements only grow, so the crash total only
   grows: its value after the run is its highest over the run, first reached at the last ack
   that changed the cursor, whose event time the call takes (``_change_stamp``: acks of
-  entries or indexes already acknowledged change nothing; cumulative acks: the first after
+  entries or indexes already acknowledged change nothing, where the broker ignores ack sets
+  too: the figures count the ack sets it ignored; cumulative acks: the first after
   which the cursor holds every message it holds after the highest, ``_cumulative_stamp``).
   The unload figure can go up and down past a limit, so a run is one call only within the
   cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the close record losing
-  nothing new), else it is split, down to one ack a call; and under a Pulsar version's rules,
+  nothing new), else it is split, down to one ack a call; within the room, batch-index acks
+  whose share the close record loses (batch states it does not keep, or ack sets the broker
+  ignores) move it up and down: the run ends where one call leaves its maxima as the acks one
+  by one would (``_unload_peak``); and under a Pulsar version's rules,
   an ack of a clean cursor may be one no persist writes (apache/pulsar#26498), which sets the
   limits part by itself: alone too. Cumulative acks only take state away, which never raises
   the unload figure, but for the batch state one naming a batch index leaves (it must fit the
@@ -146,6 +150,9 @@ from ._settings import ReplaySettings
 
 ModelFactory = Callable[[str, int, ReplaySettings], PartitionModel]
 
+
+_UNLOAD_WALK = 512
+"""How far past the last ack a call may end at ``_unload_peak`` walks looking for a later one."""
 
 _NULL_TS = np.iinfo(np.int64).min
 """Where a missing timestamp sorts: first, as Spark sorts nulls ascending."""
@@ -1136,12 +1143,6 @@ class PartitionReplayer:
         model = self._model
         assert model is not None
         batch = plan.batch_before
-        if batch[k] > batch[p] and not self.settings.ledger.deletion_at_batch_index_level_enabled:
-            # ignored partial acks (their unload share moves both ways): one a call, the whole
-            # entries before the first of them together
-            k = p + int(np.searchsorted(batch[p : k + 1], batch[p] + 1, side="left")) - 1
-            if k <= p + 1:
-                return p + 1
         room = model.bulk_ack_room(plan.name, plan.batch_words)
 
         def fits(q: int) -> bool:
@@ -1168,51 +1169,73 @@ class PartitionReplayer:
     def _unload_peak(
         self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, q: int, unload: tuple[int, int, int, int]
     ) -> int:
-        """Where a run of individual acks ``p..q`` must end so that the unload figure's new
-        maximum, if the run makes one, is reached at its last ack: the figure is then the
-        acknowledged indexes of the partially acknowledged entries, and those entries
-        (``BulkAckRoom.unload``), which this follows ack by ack (a new index adds one, an entry
-        completed or acked whole takes its indexes away). O(acks + entries they name)."""
+        """Where a run of individual acks ``p..q`` must end so that one call leaves the unload
+        figure's maxima as the acks one by one would: the figure is then the acknowledged
+        indexes of the partially acknowledged entries, and those entries (``BulkAckRoom.unload``),
+        which this follows ack by ack (a new index adds one, an entry acked whole takes its
+        indexes away; so does one completed, but where the broker ignores ack sets: its ignored
+        acks then stay, every index acknowledged, and count as the others, ``batch_ack_set``
+        giving them; an entry of one message is acked whole by its index). The call sets the figure's last value at the event time of its last ack
+        that changes the cursor (``_change_stamp``, followed here by the same rules): the run
+        ends at the last ack after which, for messages and for entries alike, the figure's
+        highest value over the run is not above its maximum so far, or is its last value and
+        was first reached at that same time (or at most :data:`_UNLOAD_WALK` acks past the last
+        such one: the next call walks from there). O(acks + entries they name)."""
         model = self._model
         assert model is not None
         messages, entries, messages_max, entries_max = unload
+        completes = self.settings.ledger.deletion_at_batch_index_level_enabled
         acked: dict[int, int] = {}  # entry -> acknowledged indexes (-1: acknowledged whole)
-        rows = plan.rows
-        for j in range(p, q):
-            i = int(rows[j])
-            e = int(g[i])
+        rows = plan.rows[p:q]
+        gs = g[rows]
+        ts = plan.ts[p:q].tolist()
+        sizes = self._index.batch_size(gs).tolist()
+        ledgers, entry_ids, indexes = a.ledger[rows].tolist(), a.entry[rows].tolist(), a.bidx[rows].tolist()
+        end = p + 1
+        changed = -1  # the last ack that changes the cursor
+        top_m, top_e = messages_max, entries_max  # the highest values so far, and where first
+        top_m_at = top_e_at = -1  # reached in the run (-1: not above the maxima before it)
+        for j, (e, size, b) in enumerate(zip(gs.tolist(), sizes, indexes, strict=True)):
             bits = acked.get(e)
             if bits is None:
-                lid, eid = int(a.ledger[i]), int(a.entry[i])
+                lid, eid = ledgers[j], entry_ids[j]
                 if model.is_deleted(plan.name, lid, eid):
                     bits = -1
-                else:
-                    remaining = model.batch_ack_set(plan.name, lid, eid)
-                    size = int(self._index.batch_size(g[i : i + 1])[0])
+                else:  # an entry of one message has no partial state
+                    remaining = model.batch_ack_set(plan.name, lid, eid) if size > 1 else None
                     bits = 0 if remaining is None else ((1 << size) - 1) & ~remaining
+            full = (1 << size) - 1
             if bits < 0:
-                acked[e] = bits
-                continue
-            b = int(a.bidx[i])
-            if b < 0:  # acked whole: its indexes leave the figure
+                pass  # acknowledged whole: nothing changes
+            elif b < 0:  # acked whole: its indexes leave the figure
+                if bits != full:
+                    changed = j
                 if bits:
                     messages, entries = messages - bits.bit_count(), entries - 1
                 acked[e] = -1
-                continue
-            if (bits >> b) & 1:
+            elif not (bits >> b) & 1:
+                changed = j
+                new = bits | (1 << b)
+                if (completes or size == 1) and new == full:  # completed: acknowledged whole
+                    messages, entries = messages - bits.bit_count(), entries - (1 if bits else 0)
+                    acked[e] = -1
+                else:
+                    messages, entries = messages + 1, entries + (0 if bits else 1)
+                    acked[e] = new
+            else:
                 acked[e] = bits
-                continue
-            size = int(self._index.batch_size(g[i : i + 1])[0])
-            new = bits | (1 << b)
-            if new == (1 << size) - 1:  # completed
-                messages, entries = messages - bits.bit_count(), entries - (1 if bits else 0)
-                acked[e] = -1
-                continue
-            messages, entries = messages + 1, entries + (0 if bits else 1)
-            acked[e] = new
-            if messages > messages_max or entries > entries_max:
-                return j + 1  # a new maximum: the call ends with the ack that reached it
-        return q
+            if messages > top_m:
+                top_m, top_m_at = messages, j
+            if entries > top_e:
+                top_e, top_e_at = entries, j
+            stamp = ts[changed if changed >= 0 else j]
+            if (top_m_at < 0 or (messages == top_m and ts[top_m_at] == stamp)) and (
+                top_e_at < 0 or (entries == top_e and ts[top_e_at] == stamp)
+            ):
+                end = p + j + 1
+            elif p + j + 1 - end >= _UNLOAD_WALK:
+                break  # none of the last acks may end the call: it ends at the last that may
+        return end
 
     def _cumulative_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
         """The first of one subscription's cumulative acks ``rows`` after which the cursor holds
@@ -1260,10 +1283,14 @@ class PartitionReplayer:
 
     def _change_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
         """The last of one subscription's individual acks ``rows`` (about to be applied in one
-        call) that changes the cursor's state: the event time its figures are stamped with, as
-        the acks one by one would reach their last value there (the figures only grow between
-        persists). An ack changes nothing when its entry is acknowledged already, or acked
-        whole (or completed) by an earlier row, or its batch index is."""
+        call) that changes what the restart figures count: the event time its figures are
+        stamped with, as the acks one by one would reach their last value there (the figures
+        only grow between persists). An ack changes nothing when its entry is acknowledged
+        already, or acked whole (or completed) by an earlier row, or its batch index is, or it
+        acks whole an entry every index of which is acknowledged already: where the broker
+        ignores ack sets, each index on its own (the figures count such an entry's batch
+        whole, as they count the entry acknowledged whole: ``batch_ack_set`` gives the ack
+        sets ignored)."""
         model = self._model
         assert model is not None
         gs, bidx = g[rows], a.bidx[rows]
@@ -1278,7 +1305,9 @@ class PartitionReplayer:
             b = int(bidx[j])
             if b >= 0 and same.size and (bidx[same] == b).any():
                 continue
-            remaining = model.batch_ack_set(name, lid, eid) if (b >= 0 or same.size) else None
+            remaining = model.batch_ack_set(name, lid, eid)
+            if remaining is None and not same.size:
+                return j  # an entry nothing acknowledged yet
             size = int(self._index.batch_size(gs[j : j + 1])[0])
             full = (1 << size) - 1
             acked = full & ~remaining if remaining is not None else 0
@@ -1286,8 +1315,8 @@ class PartitionReplayer:
                 continue
             for k in same.tolist():
                 acked |= 1 << int(bidx[k])
-            if same.size and acked == full:
-                continue  # completed by earlier batch-index acks
+            if acked == full:
+                continue  # every index acknowledged before it (earlier in the call, or before)
             return j
         return rows.size - 1
 
@@ -1328,32 +1357,26 @@ class PartitionReplayer:
         in it joins the whole-entry acks (``positions``); the others go with them, as ack sets,
         in one request (``positions`` is then emptied).
 
-        With batch-index deletion disabled each ack is its own call, unless the rows carry the
-        acknowledgement request they came in (``command``): then they go with the whole entries
-        as one request, as the broker applies a ``CommandAck``."""
+        With batch-index deletion disabled, where the rows carry the acknowledgement request they
+        came in (``command``), they go with the whole entries as one request, as the broker
+        applies a ``CommandAck``; else each is a request of its own, which the broker ignores
+        but for a batch of one (an empty ack set): one ack set per row, in order, with the whole
+        entries, leaves the cursor as they do one by one (the ack sets AND-merged into the
+        ignored ones, none for an entry acked whole, before or after in the call)."""
         model = self._model
         assert model is not None
         done = 0
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            sizes = self._index.batch_size(g[rows])
+            whole = np.concatenate(positions)
+            positions.clear()
+            at = np.column_stack((a.ledger[rows], a.entry[rows]))
             if (a.seqid[rows] >= 0).any():
-                whole = np.concatenate(positions)
-                positions.clear()
-                return model.ack_batch_messages(
-                    name,
-                    np.column_stack((a.ledger[rows], a.entry[rows])),
-                    a.bidx[rows],
-                    self._index.batch_size(g[rows]),
-                    whole,
-                )
-            for i in rows.tolist():
-                done += model.ack_batch_indexes(
-                    name,
-                    int(a.ledger[i]),
-                    int(a.entry[i]),
-                    [int(a.bidx[i])],
-                    int(self._index.batch_size(g[i : i + 1])[0]),
-                )
-            return done
+                return model.ack_batch_messages(name, at, a.bidx[rows], sizes, whole)
+            one_each = [
+                ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), a.bidx[rows].tolist(), strict=True)
+            ]
+            return model.ack_batch_sets(name, at, one_each, sizes, whole)
         pg = g[rows]
         order = np.lexsort((a.bidx[rows], pg))
         pg, rows = pg[order], rows[order]

@@ -154,7 +154,9 @@ class PartitionModel(Protocol):
         ...
 
     def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
-        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None."""
+        """The remaining (un-acknowledged) indexes of a partially acknowledged entry, or None,
+        as the restart figures count them: where the broker ignores ack sets (batch-index
+        deletion off), those it ignored."""
         ...
 
     # producing ------------------------------------------------------------------------------
@@ -232,10 +234,12 @@ class PartitionModel(Protocol):
         entries: np.ndarray | None = None,
     ) -> int:
         """Batch-index acks of many entries in bulk: per entry (``(n, 2)`` positions) the
-        indexes still unacknowledged after these acks (``ack_sets``, Pulsar's ack-set bits,
-        never 0) and the batch size; the same as ``ack_batch_indexes`` entry by entry; with
-        ``entries``, whole-entry acks in the same request (one change of the cursor). Returns
-        the entries that became fully acked."""
+        indexes still unacknowledged after these acks (``ack_sets``, Pulsar's ack-set bits)
+        and the batch size; the same as ``ack_batch_indexes`` entry by entry; with
+        ``entries``, whole-entry acks in the same request (one change of the cursor). An entry
+        may come more than once (the engine's ignored ack sets, one per ack: each AND-merged in
+        order); an empty set acknowledges the entry. Returns the entries that became fully
+        acked."""
         ...
 
     def ack_cumulative(

@@ -19,7 +19,9 @@ __all__ = [
     "BadAnswer",
     "admin_path",
     "full_name",
+    "entries_added",
     "last_entry",
+    "ledger_entries",
     "ledger_ids",
     "names_of",
     "namespace_path",
@@ -99,6 +101,37 @@ def ledger_ids(internal: dict[str, Any]) -> frozenset[int]:
     return frozenset(
         item["ledgerId"] for item in ledgers if isinstance(item, dict) and isinstance(item.get("ledgerId"), int)
     )
+
+
+def ledger_entries(internal: dict[str, Any]) -> dict[int, int]:
+    """How many entries each ledger the internal stats name holds, as far as they say: a listed
+    ledger below the one of ``lastConfirmedEntry`` its ``entries`` (a closed ledger's count is
+    final), the ledger of ``lastConfirmedEntry`` up to that entry, listed or not (after a
+    rollover to an empty ledger it names the last entry of the previous one, which a trim may
+    have deleted since: Pulsar keeps it there), a listed ledger above it none. A ledger whose
+    count the answer does not give is left out; nothing without a valid ``lastConfirmedEntry``
+    (:func:`last_entry` reports it). O(ledgers)."""
+    try:
+        lce = position_of(internal.get("lastConfirmedEntry"), "lastConfirmedEntry")
+    except BadAnswer:
+        return {}
+    counts = {lce.ledger_id: lce.entry_id + 1} if lce.ledger_id >= 0 else {}
+    ledgers = internal.get("ledgers")
+    for item in ledgers if isinstance(ledgers, list) else ():
+        ledger_id = item.get("ledgerId") if isinstance(item, dict) else None
+        if not isinstance(ledger_id, int) or ledger_id == lce.ledger_id:
+            continue
+        entries = item.get("entries") if ledger_id < lce.ledger_id else 0
+        if isinstance(entries, int) and entries >= 0:
+            counts[ledger_id] = entries
+    return counts
+
+
+def entries_added(internal: dict[str, Any]) -> int | None:
+    """Internal stats' ``entriesAddedCounter``, the entries added since the managed ledger was
+    loaded (None when it is missing or not a count)."""
+    added = internal.get("entriesAddedCounter")
+    return added if isinstance(added, int) and not isinstance(added, bool) and added >= 0 else None
 
 
 def last_entry(internal: dict[str, Any]) -> Position | None:

@@ -59,17 +59,21 @@ def difference(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
 class KnownEntries:
     """The entries seen so far, as runs of consecutive entries of one ledger.
 
-    :meth:`add` takes positions in increasing order. Memory O(runs); :meth:`within`
-    O(log runs + entries listed)."""
+    :meth:`add` takes positions in increasing order; :meth:`forget_before` drops the runs of
+    the ledgers the cluster deleted, so that what it holds follows the ledgers that exist.
+    Memory O(runs); :meth:`within` O(log runs + entries listed)."""
 
-    __slots__ = ("_firsts", "_lasts")
+    __slots__ = ("_first", "_firsts", "_lasts")
 
     def __init__(self) -> None:
+        self._first: Position | None = None
         self._firsts: list[Position] = []
         self._lasts: list[Position] = []
 
     def add(self, position: Position) -> None:
         """Another entry, above every entry added before."""
+        if self._first is None:
+            self._first = position
         if self._lasts:
             last = self._lasts[-1]
             if position[0] == last[0] and position[1] == last[1] + 1:
@@ -83,7 +87,8 @@ class KnownEntries:
 
     @property
     def first(self) -> Position | None:
-        return self._firsts[0] if self._firsts else None
+        """The first entry ever added (forgetting does not move it)."""
+        return self._first
 
     @property
     def last(self) -> Position | None:
@@ -92,6 +97,13 @@ class KnownEntries:
     @property
     def runs(self) -> int:
         return len(self._firsts)
+
+    def forget_before(self, bound: Position) -> int:
+        """Forget the runs whose every entry is at or below ``bound``, but the last run (its
+        last entry is :attr:`last`); returns how many. O(runs)."""
+        drop = bisect.bisect_right(self._lasts, bound, hi=max(len(self._lasts) - 1, 0))
+        del self._firsts[:drop], self._lasts[:drop]
+        return drop
 
     def within(self, intervals: Iterable[Interval]) -> Iterator[Position]:
         """The known entries in ``intervals`` (sorted and disjoint), in order."""

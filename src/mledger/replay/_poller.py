@@ -52,7 +52,9 @@ changed costs one admin call:
   appears is created at the state of the poll that first sees it.
 
 Memory is bounded by settings, not by the size of the topics: a topic-partition holds its
-entries as runs (:class:`~mledger.replay._poll_ranges.KnownEntries`), one per ledger; a
+entries as runs (:class:`~mledger.replay._poll_ranges.KnownEntries`), one per ledger, and the
+entry counts its internal stats named per ledger, both for the ledgers that exist (those of the
+ledgers the cluster deleted are dropped: :meth:`ClusterPoller._forget_deleted_ledgers`); a
 subscription holds its internal stats' text (at most ``max_ranges_per_subscription`` ranges: a
 larger one is an anomaly and is not held until it fits again, then restated); events wait for
 the sink up to ``max_pending_events``; each reader's queue holds ``reader_queue_size`` messages;
@@ -82,8 +84,10 @@ from ._poll_answers import (
     PARTITION,
     BadAnswer,
     admin_path,
+    entries_added,
     full_name,
     last_entry,
+    ledger_entries,
     ledger_ids,
     names_of,
     namespace_path,
@@ -131,9 +135,10 @@ DRAIN_STEP = 1000
 ANOMALY_KINDS = {
     "topic_disappeared": "the topic-partition answered 404 after it was found: its reader was closed, its "
     "subscriptions recorded as deleted, and it is not read again",
-    "topic_recreated": "every ledger the topic had at the last look was gone, newer ones in their place: it was "
-    "deleted and created again in between (a reader's subscribe creates a topic, Pulsar's auto-creation, so "
-    "capture's own reader may have done it when the topic went between the check and the read)",
+    "topic_recreated": "every ledger the topic had at the last look was gone, newer ones in their place, and its "
+    "managed ledger's count of entries added (entriesAddedCounter) went down: it was deleted and created again "
+    "in between (a reader's subscribe creates a topic, Pulsar's auto-creation, so capture's own "
+    "reader may have done it when the topic went between the check and the read)",
     "invalid_answer": "an admin answer of the wrong shape (a list where an object is expected, a position "
     "below -1, ...): what it would have changed keeps its previous state",
     "missing_field": "an admin answer without a field capture needs: what depends on it keeps its previous "
@@ -142,6 +147,9 @@ ANOMALY_KINDS = {
     "topic-partition was not polled this time",
     "reader_error": "a reader could not be opened or read (after the first poll): tried again at the next poll",
     "entries_not_read": "the reader did not reach the entries the stats name in time",
+    "entries_trimmed": "the cluster deleted (trimmed) ledgers before the reader read all their entries (every "
+    "subscription had consumed them; the reader was moved past them): those whose positions the internal stats "
+    "named are known from them, one message each (their batch sizes unknown), the others not at all",
     "chunks_unknown": "a chunked message's chunks could not all be placed (they span ledgers, or lie among "
     "entries already written): the replay fills the gap with placeholders",
     "subscription_over_bound": "a subscription's individually deleted ranges were more than "
@@ -284,6 +292,10 @@ class _Partition:
         self.partition = partition
         self.reader = reader  # None without readers (PollerSettings.readers)
         self.ledgers = ledgers  # at the last look (before the reader opened, then each poll): topic_recreated
+        self.added: int | None = None  # entriesAddedCounter at the last look: topic_recreated
+        # each ledger's entries as the internal stats named them: the ledgers listed at the last look, and
+        # those deleted since whose entries the reader had not all read (ledger_entries)
+        self.entry_counts: dict[int, int] = {}
         self.known = KnownEntries()
         self.subscriptions: dict[str, _Seen] = {}
         self.pending: _Pending | None = None
@@ -622,6 +634,7 @@ class ClusterPoller:
                 self._anomaly("reader_error", local, f"{type(exc).__name__}: {exc}")
                 return
         tp = self._partitions[key] = _Partition(topic, partition, reader, ledger_ids(internal))
+        tp.added = entries_added(internal)
         tp.opening = (self.polls, internal)
 
     def _reader_wanted(self, internal: dict[str, Any]) -> bool:
@@ -692,18 +705,26 @@ class ClusterPoller:
         except BadAnswer as exc:
             self._anomaly(exc.kind, local, str(exc))
             last = None
+        for ledger_id, count in ledger_entries(internal).items():
+            tp.entry_counts[ledger_id] = max(count, tp.entry_counts.get(ledger_id, 0))
         if self.settings.readers_for_cursors and not await self._follow_cursors(tp, internal):
             return
         if not self.settings.readers:
             self._entries_from_ledgers(tp, internal, last)
         elif tp.reader is not None:
             await self._read_entries(tp, last, budget)  # every entry the stats name is known
-        if stats is None:
-            return  # no cursor changed since the stats were last read
+        if stats is not None:  # else no cursor changed since the stats were last read
+            self._subscriptions_changed(tp, stats, internal, opening is not None, now)
+        self._forget_deleted_ledgers(tp)
+
+    def _subscriptions_changed(
+        self, tp: _Partition, stats: dict[str, Any], internal: dict[str, Any], opened: bool, now: int
+    ) -> None:
+        """The subscription events of freshly read stats and internal stats."""
         try:
             current, settled = self._subscriptions(tp, stats, internal)
         except BadAnswer as exc:
-            self._anomaly(exc.kind, local, f"{exc}: the subscriptions keep their previous state")
+            self._anomaly(exc.kind, tp.local_name, f"{exc}: the subscriptions keep their previous state")
             return
         for name in sorted(set(tp.subscriptions) - set(current)):
             self._emit(SubscriptionDeleted(tp.topic, tp.partition, name, now))
@@ -712,7 +733,25 @@ class ClusterPoller:
             if change is not None:
                 self._diff(tp, name, *change, now)
         # what a poll that reads no stats compares with; None: a subscription is still to be read
-        tp.cursors = frozenset(internal["cursors"]) | _readers(stats, opened=opening is not None) if settled else None
+        tp.cursors = frozenset(internal["cursors"]) | _readers(stats, opened=opened) if settled else None
+
+    def _forget_deleted_ledgers(self, tp: _Partition) -> None:
+        """Drop what the poller holds per ledger for the ledgers below the first one listed,
+        which the cluster deleted (trimmed), as a watch forgets them: their entry counts once
+        the reader is past them (or there is no reader to move past them), and the runs of
+        known entries at or below every subscription's mark-delete as last seen (the acks of
+        an entry are events only while a subscription's mark-delete has not passed it; a
+        Pulsar trim deletes nothing a cursor has not consumed, so this is every deleted
+        ledger once the poller has seen the acks). O(ledgers held + subscriptions)."""
+        if not tp.ledgers:
+            return
+        first = min(tp.ledgers)
+        top = tp.known.last
+        for ledger_id in [i for i in tp.entry_counts if i < first]:
+            if tp.reader is None or (top is not None and Position(ledger_id, tp.entry_counts[ledger_id] - 1) <= top):
+                del tp.entry_counts[ledger_id]
+        marks = [seen.state.mark_delete for seen in tp.subscriptions.values()]
+        tp.known.forget_before(min([Position(first, -1), *marks]))
 
     def _stats_due(self, tp: _Partition, internal: dict[str, Any], budget: PollBudget) -> bool:
         """Whether the topic stats must be read with these internal stats. They list the
@@ -855,12 +894,29 @@ class ClusterPoller:
             self._emit(Acked(tp.topic, tp.partition, name, tuple(chunk), now))
 
     def _check_recreated(self, tp: _Partition, internal: dict[str, Any]) -> None:
+        """A topic whose ledgers of the last look are all gone was deleted and created again,
+        or trimmed of all of them (a topic consumed as fast as it is written keeps one ledger,
+        trimmed once it rolls over). Ledger ids cannot tell: Pulsar's (and mledger's) are
+        unique in the cluster and only go up, so a new topic's are above the old one's too.
+        The managed ledger's ``entriesAddedCounter`` can: a trim keeps the managed ledger,
+        whose counter counts on, while a topic created again counts from 0, so its counter is
+        below the old one's unless it has since had as many entries added as the old one had
+        counted. (Not ``numberOfEntries`` on top: Pulsar reads the two one after the other,
+        while entries are added. An unload restarts the counter too: a topic unloaded and
+        wholly trimmed between two looks reads as recreated.)"""
         before, now = tp.ledgers, ledger_ids(internal)
+        added_before, added = tp.added, entries_added(internal)
         if not now:
             return
-        tp.ledgers = now
-        if before and not (before & now) and min(now) > max(before):
-            self._anomaly("topic_recreated", tp.local_name, f"its ledgers were {sorted(before)}, now {sorted(now)}")
+        tp.ledgers, tp.added = now, added
+        if not before or before & now or min(now) < max(before):
+            return
+        if added_before is not None and added is not None and added >= added_before:
+            return  # trimmed: the managed ledger counted on
+        counted = "" if added is None or added_before is None else f" (entries added {added_before}, now {added})"
+        self._anomaly(
+            "topic_recreated", tp.local_name, f"its ledgers were {sorted(before)}, now {sorted(now)}{counted}"
+        )
 
     def _gone_partition(self, tp: _Partition) -> None:
         """The topic-partition was deleted: its reader is closed at once (a reconnecting reader
@@ -883,7 +939,15 @@ class ClusterPoller:
         those stats name is known, and what the reader's queue holds. Entries come from the
         queue without a round trip; a reader that had everything when its queue was last found
         empty is not read at all. An entry's ``produced`` event waits until the next entry (or
-        the end) shows that all its batch's messages were seen."""
+        the end) shows that all its batch's messages were seen.
+
+        A reader whose next entry lies in a ledger the cluster deleted is moved to the next
+        entry that exists (Pulsar's ``ManagedLedgerImpl.getNextValidPosition``), so the
+        entries of a deleted ledger it had not read never come: once its queue is empty and
+        ``last`` lies below the first ledger listed (after a rollover to an empty ledger
+        ``lastConfirmedEntry`` names the last entry of the previous one, which a trim may
+        have deleted), nothing that exists is left to read up to it, and the entries the
+        internal stats named up to it are known from them (:meth:`_skip_deleted`)."""
         import pulsar  # the capture extra
 
         def caught_up() -> bool:
@@ -901,6 +965,9 @@ class ClusterPoller:
         try:
             while True:
                 read, emptied = self._drain(tp, DRAIN_STEP)
+                if emptied and last is not None and not caught_up() and _deleted(tp, last):
+                    self._flush_entry(tp)
+                    self._skip_deleted(tp, last)
                 if caught_up():
                     tp.settled = emptied
                     past += read
@@ -923,29 +990,68 @@ class ClusterPoller:
             self._anomaly("reader_error", tp.local_name, f"reading: {type(exc).__name__}: {exc}")
 
     def _entries_from_ledgers(self, tp: _Partition, internal: dict[str, Any], last: Position | None) -> None:
-        """Without a reader: every entry the internal stats' ledger list names up to ``last``,
-        above those known, becomes known, one message each (``batch_size`` 1), published now.
-        A closed ledger's ``entries`` count is final; the last one's entries end at ``last``.
-        O(new entries); ledgers trimmed before they were listed are never known."""
-        ledgers = internal.get("ledgers")
-        if last is None or last == EARLIEST or not isinstance(ledgers, list):
+        """Without a reader: every entry the internal stats named up to ``last``
+        (:attr:`_Partition.entry_counts`: a closed ledger's ``entries`` count is final, the
+        last one's entries end at ``last``; a ledger deleted since an earlier look named it
+        keeps what that look said), above those known, becomes known, one message each
+        (``batch_size`` 1), published now. O(new entries + ledgers); the entries of ledgers
+        created and deleted between two looks are never known."""
+        if last is None or last == EARLIEST:
             return
         top = tp.known.last
-        entry = ObservedEntry(publish_time_ms=_now())
-        counts = {i["ledgerId"]: i.get("entries") for i in ledgers if isinstance(i, dict) and "ledgerId" in i}
         for ledger_id in sorted(ledger_ids(internal)):
-            if ledger_id > last.ledger_id or (top is not None and ledger_id < top.ledger_id):
-                continue
-            count = last.entry_id + 1 if ledger_id == last.ledger_id else counts[ledger_id]
-            if not isinstance(count, int):
+            if (
+                ledger_id not in tp.entry_counts
+                and ledger_id <= last.ledger_id
+                and (top is None or ledger_id >= top.ledger_id)
+            ):
                 self._anomaly("missing_field", tp.local_name, f"ledger {ledger_id} has no entry count")
-                return
+                last = Position(ledger_id, -1)  # the entries before it only
+                break
+        self._know_named(tp, last)
+        tp.settled = True
+
+    def _know_named(self, tp: _Partition, upto: Position) -> tuple[int, Position | None]:
+        """Make known the positions above the last known entry, up to ``upto``, that the
+        internal stats named (:attr:`_Partition.entry_counts`), in order, each one message
+        (``batch_size`` 1) published now; returns how many and the first.
+        O(ledgers held + positions)."""
+        entry = ObservedEntry(publish_time_ms=_now())
+        top, first, count = tp.known.last, None, 0
+        for ledger_id in sorted(tp.entry_counts):
+            if ledger_id > upto.ledger_id:
+                break
+            if top is not None and ledger_id < top.ledger_id:
+                continue
             start = top.entry_id + 1 if top is not None and ledger_id == top.ledger_id else 0
-            for entry_id in range(start, count):
+            stop = tp.entry_counts[ledger_id]
+            if ledger_id == upto.ledger_id:
+                stop = min(stop, upto.entry_id + 1)
+            for entry_id in range(start, stop):
                 position = Position(ledger_id, entry_id)
                 tp.known.add(position)
                 self._emit(EntrySeen(tp.topic, tp.partition, position, entry))
-        tp.settled = True
+                first = first or position
+                count += 1
+        return count, first
+
+    def _skip_deleted(self, tp: _Partition, upto: Position) -> None:
+        """The reader was moved past deleted ledgers (:meth:`_read_entries`): the entries of
+        those ledgers up to ``upto`` it never read and the internal stats named become known,
+        one message each (their batch sizes are gone with them), published now, and
+        ``entries_trimmed`` says how many. Every subscription had consumed them (Pulsar trims
+        nothing a cursor has not), so what the replay needs of them is their positions: the
+        acks that take a mark-delete past them. O(ledgers held + positions)."""
+        if not tp.ledgers:
+            return
+        count, first = self._know_named(tp, min(upto, Position(min(tp.ledgers), -1)))  # deleted ledgers only
+        if count:
+            self._anomaly(
+                "entries_trimmed",
+                tp.local_name,
+                f"{count} entries from {first} to {tp.known.last} were deleted before the reader read them: "
+                "counted one message each",
+            )
 
     def _drain(self, tp: _Partition, limit: int) -> tuple[int, bool]:
         """Read up to ``limit`` messages the reader's queue holds now, without waiting: how
@@ -974,6 +1080,9 @@ class ClusterPoller:
             return  # seen already (a reader reconnecting resends)
         self._flush_entry(tp)
         first = _first_chunk(mid)
+        start = first if first is not None and first < position else position
+        if top is not None and start.ledger_id != top.ledger_id:  # moved past the ledgers deleted in between?
+            self._skip_deleted(tp, Position(start.ledger_id, -1))
         seen = _Pending(
             position,
             int(msg.publish_timestamp()),
@@ -1064,6 +1173,11 @@ class ClusterPoller:
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+def _deleted(tp: _Partition, position: Position) -> bool:
+    """Whether ``position`` lies below the first ledger listed at the last look (deleted)."""
+    return bool(tp.ledgers) and position.ledger_id < min(tp.ledgers)
 
 
 def _readers(stats: dict[str, Any], opened: bool) -> frozenset[str]:
