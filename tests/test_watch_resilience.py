@@ -200,4 +200,25 @@ def test_a_failing_replay_is_rebuilt_and_the_other_topics_go_on(monkeypatch: pyt
     assert marks(failed) == {(B, "s"): ("3:1", 2, 0)}  # A's model dropped, B's goes on
     assert failed.anomalies == 1
     assert marks(rebuilt) == {(A, "s"): ("3:2", 1, 0), (B, "s"): ("3:1", 2, 0)}  # A read again from its start
-    assert cluster.readers == [A, B, A] or sorted(cluster.readers) == [A, A, B]
+    assert sorted(cluster.readers) == [A, A, B]
+
+
+def test_a_replay_that_keeps_failing_is_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mledger.replay._watch as module
+
+    topics = {A: _Topic(4, hidden=set()), B: _Topic(4, hidden=set())}
+    for topic in topics.values():
+        topic.cursors = {"s": ("3:-1", "[]")}
+    cluster = FakeCluster(topics)
+    original = module.PartitionReplayer.observe
+
+    def observe_or_fail(self: PartitionReplayer) -> Any:
+        if self.topic == A:
+            raise RuntimeError("a defect")
+        return original(self)
+
+    monkeypatch.setattr(module.PartitionReplayer, "observe", observe_or_fail)
+    done = list(rounds(cluster, [lambda _: None] * (module.MAX_REBUILDS + 3)))
+    assert [d.anomalies for d in done] == [1] * (module.MAX_REBUILDS + 1) + [0, 0]
+    assert all(marks(d) == {(B, "s"): ("3:-1", 4, 0)} for d in done)
+    assert cluster.readers.count(A) == module.MAX_REBUILDS + 1  # read again after each failure but the last

@@ -985,9 +985,11 @@ class ClusterPoller:
         if budget.ends is not None:
             deadline = min(deadline, budget.ends)
         pause, past = 0.005, 0
+        ask = True  # whether to ask the broker, when the queue is empty: once per empty spell
         try:
             while True:
                 read, emptied = self._drain(tp, DRAIN_STEP)
+                ask = ask or read > 0
                 if emptied and last is not None and not caught_up() and _deleted(tp, last):
                     self._flush_entry(tp)
                     self._skip_deleted(tp, last)
@@ -997,14 +999,16 @@ class ClusterPoller:
                     if emptied or past >= self.settings.reader_queue_size:
                         return  # a busy topic's newer entries are read by the next poll
                 elif not read:
-                    # Nothing the broker would dispatch is left (asked only once the queue is
-                    # empty): the entries up to ``last`` are ones no reader receives, server-only
-                    # markers or aborted transactions' entries (Pulsar's getLastMessageId names
-                    # the last dispatchable entry, PersistentTopic.getLastDispatchablePosition);
-                    # they become placeholders of the replay once a later entry is read.
-                    if not await self._in_thread(reader.has_message_available):
+                    # Nothing the broker would dispatch is left (asked once the queue is empty,
+                    # and again only after more was read): the entries up to ``last`` are ones
+                    # no reader receives, server-only markers or aborted transactions' entries
+                    # (Pulsar's getLastMessageId names the last dispatchable entry,
+                    # PersistentTopic.getLastDispatchablePosition); they become placeholders
+                    # of the replay once a later entry is read.
+                    if ask and not await self._in_thread(reader.has_message_available):
                         tp.settled = True
                         return
+                    ask = False
                     if budget.stop():
                         return  # stopping: the last poll reads them
                     if time.monotonic() > deadline:
