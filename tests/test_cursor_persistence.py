@@ -510,3 +510,40 @@ def test_set_cursor_properties_changes_nothing_when_persisting_fails() -> None:
     with pytest.raises(InjectedFault):
         cursor.set_cursor_property("a", "changed")
     assert cursor.cursor_properties == {"a": "1"}
+
+
+def test_a_lazy_entries_store_gets_records_sized_and_built_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store declaring ``lazy_entries`` (the replay's) is given PositionInfo records sized but
+    not encoded: the persists' figures and the record it returns when read are those the same
+    store gets encoded, and no range is encoded before a read."""
+    from mledger.codec import PositionInfoRanges
+    from mledger.replay._store import ReplayStore
+
+    encoded: list[int] = []
+    encode = PositionInfoRanges.encode
+    monkeypatch.setattr(PositionInfoRanges, "encode", lambda self, r: encoded.append(1) or encode(self, r))
+    config = ManagedLedgerConfig(throttle_mark_delete=0)
+    outcomes = []
+    for lazy in (False, True):
+        store = ReplayStore()
+        store.lazy_entries = lazy
+        factory, ml = _open(store, config)
+        cursor = ml.open_cursor("sub", InitialPosition.EARLIEST)
+        ps = _fill(ml, 200)
+        for i in range(3, 200, 3):
+            cursor.delete(ps[i])
+        cursor.delete_batch_indexes(ps[1], [0, 2], batch_size=5)
+        cursor.mark_delete(ps[0], {"k": 9})
+        persistence = cursor.stats().persistence
+        ledger_id = _cursor_info(ml.store).cursors_ledger_id
+        assert ledger_id >= 0 and persistence.persist_count > 60
+        built_before_read = len(encoded)
+        last = store.read(ledger_id, store.last_entry_id(ledger_id), store.last_entry_id(ledger_id))
+        outcomes.append((persistence, last, built_before_read))
+        encoded.clear()
+    (encoded_stats, encoded_last, encoded_built), (lazy_stats, lazy_last, lazy_built) = outcomes
+    assert encoded_built > 60 and lazy_built == 0
+    assert lazy_stats == encoded_stats
+    assert lazy_stats.persisted_state_bytes == len(lazy_last[0])
+    assert lazy_last == encoded_last
+    assert decode_position_info(lazy_last[0]).properties == {"k": 9}

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from mledger import Position, StateCorruptedError
 from mledger.codec import (
     PersistedCursorState,
+    PositionInfoEntry,
     PositionInfoRanges,
     RangeArrays,
     _cursor_info as codec,
@@ -168,14 +169,30 @@ def test_managed_cursor_info_is_byte_identical_to_protobuf(state: PersistedCurso
     assert decode_managed_cursor_info(expected) == state
 
 
+@settings(max_examples=300, deadline=None)
+@given(cursor_states())
+def test_position_info_entry_is_sized_before_it_is_encoded(state: PersistedCursorState) -> None:
+    """A PositionInfoEntry's size is the record's, known without building it (the ranges
+    sized, not encoded); its bytes are protobuf's, built once when asked."""
+    expected = to_pb_position_info(state).SerializeToString()
+    ranges = PositionInfoRanges()
+    entry = PositionInfoEntry(state, ranges)
+    if state.ranges is not None:
+        assert ranges.size(state.ranges) == len(ranges.encode(state.ranges))
+    assert len(entry) == len(expected)
+    assert bytes(entry) == expected
+    assert bytes(entry) is bytes(entry)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_position_info_ranges_reused_between_records_are_byte_identical(data) -> None:
     """Successive records through one PositionInfoRanges (ranges changed, inserted, dropped at
-    the start, end or middle; more and fewer than the Python path's records) equal protobuf's."""
+    the start, end or middle; more and fewer than the Python path's records) equal protobuf's,
+    and another one sizes them exactly, reusing its own last sizes."""
     value = st.integers(I64_MIN, I64_MAX) | st.integers(-2, 1 << 20)
     rows = data.draw(st.lists(st.tuples(value, value, value, value), max_size=80))
-    ranges = PositionInfoRanges()
+    ranges, sizer = PositionInfoRanges(), PositionInfoRanges()
     reused_from = data.draw(st.sampled_from([0, 20, codec._REUSED_FROM]))  # the default reuses long lists only
     for _ in range(data.draw(st.integers(1, 6))):
         op, at, count = data.draw(st.sampled_from("keep change insert drop".split())), data.draw(st.integers(0, 80)), data.draw(st.integers(1, 40))
@@ -191,7 +208,9 @@ def test_position_info_ranges_reused_between_records_are_byte_identical(data) ->
         expected = to_pb_position_info(state).SerializeToString()
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(codec, "_REUSED_FROM", reused_from)
-            assert encode_position_info(state, ranges_bytes=ranges.encode(state.ranges)) == expected
+            ranges_bytes = ranges.encode(state.ranges)
+            assert encode_position_info(state, ranges_bytes=ranges_bytes) == expected
+            assert sizer.size(state.ranges) == len(ranges_bytes)  # sized from its own last call
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -43,6 +43,7 @@ from ._compression import (
     parse_compression_type as parse_compression_type,
 )
 from ._cursor_info import (
+    PositionInfoEntry as PositionInfoEntry,
     PositionInfoRanges as PositionInfoRanges,
     decode_managed_cursor_info as decode_managed_cursor_info,
     decode_position_info as decode_position_info,
@@ -81,6 +82,7 @@ __all__ = [
     "InvalidMessageIdError",
     "MessageId",
     "PersistedCursorState",
+    "PositionInfoEntry",
     "PositionInfoRanges",
     "RangeArrays",
     "SingleMessage",

@@ -47,6 +47,7 @@ __all__ = [
     "decode_position_info",
     "encode_managed_cursor_info",
     "encode_position_info",
+    "PositionInfoEntry",
     "PositionInfoRanges",
     "long_list_size",
     "range_record_sizes",
@@ -105,15 +106,6 @@ def _encode_ranges(field: int, ranges: RangeArrays | None) -> list[np.ndarray]:
     return vx.encode_records(field, n, layout)
 
 
-def _range_record_bytes(ranges: np.ndarray) -> np.ndarray:
-    """Bytes each ``MessageRange`` record takes in a repeated field (tag and length included),
-    as :func:`range_record_sizes` counts them, for checked int64 ``ranges`` columns (a
-    ``(4, n)`` array). O(n)."""
-    ll, le, ul, ue = (_varint_sizes(c) for c in ranges)
-    body = (2 + 2 + ll + le) + (2 + 2 + ul + ue)  # two nested positions, each tag + length + two fields
-    return 1 + _varint_sizes(body) + body
-
-
 _REUSED_FROM = 1024
 """Lists of fewer ranges are encoded whole: reusing records saves less than finding them costs
 (a cursor with a few hundred holes changes a good part of them between two persists)."""
@@ -155,36 +147,29 @@ class PositionInfoRanges:
 
     The bytes equal those :func:`encode_position_info` writes for the same ranges (each
     record's encoding depends on its own four values only). O(n) comparisons plus O(changed
-    records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes."""
+    records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes.
+    :meth:`size` sizes the field the same way, from the last ranges it sized."""
 
-    __slots__ = ("_data", "_rows", "_sizes")
+    __slots__ = ("_data", "_rows", "_sized_records", "_sized_rows", "_sizes")
 
     def __init__(self) -> None:
         self._rows = np.empty((0, 4), dtype=np.int64)
         self._data = b""
         self._sizes: np.ndarray | None = np.empty(0, dtype=np.int64)  # bytes per record; None: not counted
+        self._sized_rows = np.empty((0, 4), dtype=np.int64)  # the last ranges sized, and their records' bytes
+        self._sized_records = np.empty(0, dtype=np.int64)
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
-        cols = [_int64_array(c, f"ranges.{name}") for c, name in zip(ranges, RangeArrays._fields, strict=True)]
+        cols = _range_columns(ranges)
         n = cols[0].size
-        if any(c.size != n for c in cols):
-            raise ValueError(f"ranges arrays have different lengths: {[c.size for c in cols]}")
         if n < _REUSED_FROM:
             self._rows, self._data, self._sizes = np.empty((0, 4), dtype=np.int64), b"", None
             return b"".join(_encode_ranges(_PI_RANGES, RangeArrays(*cols)))  # type: ignore[arg-type]
         rows = np.column_stack(cols)
         prev = self._rows
         m = prev.shape[0]
-        k = min(n, m)
-        head = tail = 0  # records shared with the last call's, at the start and at the end
-        if k and (rows[0] == prev[0]).all():
-            found = np.flatnonzero(_rows_differ(rows[:k], prev[:k]))
-            head = int(found[0]) if found.size else k
-            k -= head
-        if k and (rows[-1] == prev[-1]).all():
-            found = np.flatnonzero(_rows_differ(rows[n - k :], prev[m - k :]))
-            tail = k - int(found[-1]) - 1 if found.size else k
+        head, tail = _shared_ends(rows, prev)
         middle = rows[head : n - tail]
         sizes: np.ndarray | None = None
         if middle.shape[0] > max(n // 2, _PYTHON_RECORDS):  # mostly changed: encoded whole
@@ -201,13 +186,99 @@ class PositionInfoRanges:
             encoded = b"".join(_encode_ranges(_PI_RANGES, columns))  # type: ignore[arg-type]
         data = encoded
         if head or tail:
-            known = self._sizes if self._sizes is not None else _range_record_bytes(prev.T)
+            known = self._sizes if self._sizes is not None else _record_sizes(prev)
             start, end = int(known[:head].sum()), len(self._data) - int(known[m - tail :].sum())
             data = b"".join((self._data[:start], encoded, self._data[end:]))
             if sizes is not None:
                 sizes = np.concatenate((known[:head], sizes, known[m - tail :]))
         self._rows, self._data, self._sizes = rows, data, sizes
         return data
+
+    def size(self, ranges: RangeArrays) -> int:
+        """The bytes of the field :meth:`encode` would return for ``ranges``, without encoding
+        them (raises like it): the records' sizes the last call's ranges share with these at
+        their start and at their end reused, like :meth:`encode`'s bytes. O(n) comparisons
+        plus O(changed records) varint sizes."""
+        cols = _range_columns(ranges)
+        n = cols[0].size
+        rows = np.column_stack(cols) if n else np.empty((0, 4), dtype=np.int64)
+        if n < _REUSED_FROM:
+            self._sized_rows, self._sized_records = np.empty((0, 4), dtype=np.int64), np.empty(0, dtype=np.int64)
+            return int(_record_sizes(rows).sum())
+        prev, known = self._sized_rows, self._sized_records
+        m = prev.shape[0]
+        head, tail = _shared_ends(rows, prev)
+        if head or tail:
+            records = np.concatenate((known[:head], _record_sizes(rows[head : n - tail]), known[m - tail :]))
+        else:
+            records = _record_sizes(rows)
+        self._sized_rows, self._sized_records = rows, records
+        return int(records.sum())
+
+
+def _record_sizes(rows: np.ndarray) -> np.ndarray:
+    """Bytes of the ``MessageRange`` record of each row of a C-contiguous ``(n, 4)`` int64
+    array: ten of tags and one-byte lengths (two positions of two varints each stay below
+    0x80) and its four varints. O(n), one varint sizing for the four columns."""
+    n = rows.shape[0]
+    return 10 + vx.varint_sizes(rows.view(np.uint64).ravel()).reshape(n, 4).sum(axis=1)
+
+
+def _shared_ends(rows: np.ndarray, prev: np.ndarray) -> tuple[int, int]:
+    """How many rows two ``(n, 4)`` arrays share at their start and then at their end (the
+    head first: the two never overlap). O(n)."""
+    n, m = rows.shape[0], prev.shape[0]
+    k = min(n, m)
+    head = tail = 0
+    if k and (rows[0] == prev[0]).all():
+        found = np.flatnonzero(_rows_differ(rows[:k], prev[:k]))
+        head = int(found[0]) if found.size else k
+        k -= head
+    if k and (rows[-1] == prev[-1]).all():
+        found = np.flatnonzero(_rows_differ(rows[n - k :], prev[m - k :]))
+        tail = k - int(found[-1]) - 1 if found.size else k
+    return head, tail
+
+
+def _range_columns(ranges: RangeArrays) -> list[np.ndarray]:
+    """The four columns of ``ranges`` as checked int64 arrays of one length."""
+    cols = [_int64_array(c, f"ranges.{name}") for c, name in zip(ranges, RangeArrays._fields, strict=True)]
+    if any(c.size != cols[0].size for c in cols):
+        raise ValueError(f"ranges arrays have different lengths: {[c.size for c in cols]}")
+    return cols
+
+
+class PositionInfoEntry:
+    """A ``PositionInfo`` record whose size is known before its bytes: ``len()`` is exact at
+    once (the ranges sized, not encoded: O(ranges) varint sizes, the other fields encoded),
+    ``bytes()`` encodes the record once, the ranges through the cursor's
+    :class:`PositionInfoRanges`, byte for byte what :func:`encode_position_info` writes.
+
+    For a store that keeps few of the records it is given (a replay's store keeps the last of
+    a cursor ledger): the limits a persist checks read the size, and a record nobody reads is
+    never encoded. ``state`` must not change afterwards. Raises like
+    :func:`encode_position_info`, when built."""
+
+    __slots__ = ("_data", "_ranges", "_size", "_state")
+
+    def __init__(self, state: PersistedCursorState, ranges: PositionInfoRanges) -> None:
+        self._state = state
+        self._ranges = ranges
+        self._data: bytes | None = None
+        rest = len(encode_position_info(state, ranges_bytes=b""))  # every field but the ranges
+        self._size = rest if state.ranges is None else rest + ranges.size(state.ranges)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bytes__(self) -> bytes:
+        if self._data is None:
+            state = self._state
+            ranges_bytes = None if state.ranges is None else self._ranges.encode(state.ranges)
+            self._data = encode_position_info(state, ranges_bytes=ranges_bytes)
+            if len(self._data) != self._size:
+                raise AssertionError(f"PositionInfo sized {self._size} bytes, encoded {len(self._data)}")
+        return self._data
 
 
 def _flatten_words(words: list[np.ndarray], what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -246,17 +317,19 @@ def _small_batch(field: int, batch: list[tuple[Position, np.ndarray]]) -> bytes:
             tag,
             check_int64(p[0], "batch position ledger id"),
             check_int64(p[1], "batch position entry id"),
-            tuple(words.tolist()),
+            words.astype("<i8", copy=False).tobytes(),
         )
         for p, words in batch
     )
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _batch_record(tag: int, ledger_id: int, entry_id: int, words: tuple[int, ...]) -> bytes:
-    """One ``BatchedEntryDeletionIndexInfo`` record, tag and length included. Memoised: a
-    cursor persists the same partly acknowledged batches again and again (every persist
-    writes them all, and most change less often than the cursor persists)."""
+def _batch_record(tag: int, ledger_id: int, entry_id: int, words_le: bytes) -> bytes:
+    """One ``BatchedEntryDeletionIndexInfo`` record, tag and length included, of the int64
+    words whose little-endian bytes are ``words_le``. Memoised: a cursor persists the same
+    partly acknowledged batches again and again (every persist writes them all, and most
+    change less often than the cursor persists)."""
+    words = np.frombuffer(words_le, dtype="<i8").tolist()
     position = bytearray(b"\x08")
     put_varint(position, ledger_id)
     position.append(0x10)

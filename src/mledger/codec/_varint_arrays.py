@@ -43,6 +43,7 @@ _SMALL_SIZES = 4096
 """Up to this many values are sized by one binary search over the thresholds: a constant
 number of whole-array operations whatever the widest value (a negative int64 takes ten)."""
 _THRESHOLD_ARRAY = np.array(_THRESHOLDS, dtype=_U64)
+_NEGATIVE = _U64(1 << 63)
 
 
 def varint_sizes(u: np.ndarray) -> np.ndarray:
@@ -50,12 +51,17 @@ def varint_sizes(u: np.ndarray) -> np.ndarray:
     if u.size <= _SMALL_SIZES:
         return np.searchsorted(_THRESHOLD_ARRAY, u, side="right").astype(np.int64) + 1
     sizes = np.ones(u.size, dtype=np.int64)
-    if u.size:
-        top = u.max()
-        for t in _THRESHOLDS:
-            if top < t:
-                break
-            sizes += u >= t
+    top = u.max()
+    # negative int64s (a -1 entry id) take ten bytes: once only they pass a threshold, stop
+    negatives = int(np.count_nonzero(u >= _NEGATIVE)) if top >= _NEGATIVE else 0
+    for t in _THRESHOLDS:
+        if top < t:
+            break
+        above = u >= t
+        sizes += above
+        if negatives and np.count_nonzero(above) == negatives:
+            sizes[u >= _NEGATIVE] = 10
+            break
     return sizes
 
 

@@ -358,10 +358,12 @@ class AckRangeSet:
 
     def size(self) -> int:
         """Number of open-closed ranges (Pulsar's ``size()``). O(containers of changed ledgers)."""
-        bitmaps = self._bitmaps
-        if len(self._runs) != len(bitmaps):
-            for ledger_id in bitmaps.keys() - self._runs.keys():
-                self._note_run_count(ledger_id, _run_count(bitmaps[ledger_id]))
+        runs = self._runs
+        if len(runs) != len(self._bitmaps):
+            # a plain walk: a SortedDict's key view difference builds a SortedSet
+            for ledger_id, bm in self._bitmaps.items():
+                if ledger_id not in runs:
+                    self._note_run_count(ledger_id, _run_count(bm))
         return self._run_total
 
     def __len__(self) -> int:

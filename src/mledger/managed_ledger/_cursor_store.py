@@ -70,16 +70,18 @@ and returns a :class:`RecoveredCursorState`; the byte formats are :mod:`mledger.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 from ..codec import (
     PersistedCursorState,
+    PositionInfoEntry,
     PositionInfoRanges,
     RangeArrays,
     compress_metadata,
@@ -125,6 +127,20 @@ __all__ = ["BACKWARD_SCAN_LIMIT", "MAX_STATE_BYTES", "NO_LEDGER", "CursorStateSt
 
 log = logging.getLogger(__name__)
 
+_Payload = bytes | PositionInfoEntry
+"""A record to append: its bytes, or (for a ``lazy_entries`` store) a sized PositionInfo."""
+_P = TypeVar("_P", bytes, _Payload)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _words_of(ack_set: int) -> np.ndarray:
+    """``ack_set_to_words``, read-only and memoised: every persist writes every partly
+    acknowledged batch, and most of them change less often than the cursor persists."""
+    words = ack_set_to_words(ack_set)
+    words.flags.writeable = False
+    return words
+
+
 NO_LEDGER = -1
 MAX_STATE_BYTES = DEFAULT_MAX_STATE_SIZE_IN_BYTES
 """The default bound on one reassembled or decompressed state
@@ -164,6 +180,9 @@ class CursorStateStore:
         self._full_export: tuple[RangeArrays, AckRangeSet, int] | None = None
         # the ranges of the PositionInfo records built, encoded: the next reuses what it shares
         self._range_bytes = PositionInfoRanges()
+        # A store that keeps entries unbuilt (``lazy_entries``: a replay's, which keeps a cursor
+        # ledger's last) is given PositionInfo records sized but not encoded (PositionInfoEntry)
+        self._lazy_entries = bool(getattr(self._store, "lazy_entries", False))
         self._rules_cache: tuple[ManagedLedgerConfig, tuple[PulsarVersion, _Reader, _Reader]] | None = None
         # What a recovery would read (see the writing section), and what the store last wrote
         self._stored: _Stored | None = None
@@ -900,7 +919,7 @@ class CursorStateStore:
         self,
         snapshot: CursorSnapshot,
         pending: bool,
-        payload: tuple[bytes, PersistedCursorState] | None = None,
+        payload: tuple[_Payload, PersistedCursorState] | None = None,
     ) -> bool:
         """A new cursor ledger with the state in it, then the node pointing at it, then the old
         ledger goes (``createNewMetadataLedger`` -> ``switchToNewLedger``). Under a Pulsar
@@ -957,16 +976,17 @@ class CursorStateStore:
         self._ledger_entries = 0
         self._stats.cursor_ledger_id = NO_LEDGER
 
-    def _append_state(self, ledger_id: int, payload: bytes, state: PersistedCursorState) -> bool:
+    def _append_state(self, ledger_id: int, payload: _Payload, state: PersistedCursorState) -> bool:
         """Append one state (its PIP-381 parts when chunking is in force); False when, under a
         Pulsar version's rules, a bookie refuses it (an entry above the frame limit)."""
         cfg = self._config
         max_size = self._chunk_size()
+        parts: list[_Payload]
         if max_size is not None:
             # Compression only for states that would be chunked: small states stay plain
             # single entries that any Pulsar version reads.
             ctype = cfg.cursor_info_compression_type if len(payload) > max_size else "NONE"
-            parts = pack_entries(payload, max_size, ctype)
+            parts = list(pack_entries(bytes(payload), max_size, ctype))
         else:
             parts = [payload]
         largest = max(len(p) for p in parts)
@@ -974,7 +994,7 @@ class CursorStateStore:
         self._note_over_limit(largest, frame)
         if largest > frame and self._rules.over_frame_fails:
             return False
-        self._store.append_many(ledger_id, parts)
+        self._store.append_many(ledger_id, parts)  # type: ignore[arg-type]  # lazy_entries: sized records
         self._ledger_entries += len(parts)
         self._count_write(len(parts))
         self._stats.persisted_state_bytes = len(payload)
@@ -1027,12 +1047,15 @@ class CursorStateStore:
         data = compress_metadata(raw, ctype, fcfg.managed_cursor_info_compression_threshold_in_bytes, "cursor")
         return data, kept[0]
 
-    def _position_info(self, snapshot: CursorSnapshot) -> tuple[bytes, PersistedCursorState]:
-        """``PositionInfo`` of ``snapshot``, encoded, and as a state."""
+    def _position_info(self, snapshot: CursorSnapshot) -> tuple[_Payload, PersistedCursorState]:
+        """``PositionInfo`` of ``snapshot``, encoded (for a ``lazy_entries`` store: sized, and
+        encoded when the store reads it), and as a state."""
         kept: list[PersistedCursorState] = []
 
-        def encode(state: PersistedCursorState) -> bytes:
+        def encode(state: PersistedCursorState) -> _Payload:
             kept[:] = [state]
+            if self._lazy_entries:
+                return PositionInfoEntry(state, self._range_bytes)
             ranges = state.ranges
             if ranges is None:
                 return encode_position_info(state)
@@ -1074,8 +1097,8 @@ class CursorStateStore:
         snapshot: CursorSnapshot,
         for_info: bool,
         with_acks: bool,
-        encode: Callable[[PersistedCursorState], bytes],
-    ) -> bytes:
+        encode: Callable[[PersistedCursorState], _P],
+    ) -> _P:
         """The snapshot's record, encoded, within the limits: the range and batch limits, and
         ``max_state_size_in_bytes`` (a reader refuses a larger state, so the acks nearest the
         mark-delete that fit are kept and the rest counted as truncated, like the range limit).
@@ -1178,7 +1201,7 @@ class CursorStateStore:
         dropped_batch = 0
         if cfg.deletion_at_batch_index_level_enabled and batch:
             kept = batch[:batch_limit]
-            state.batch_deleted = [(p, ack_set_to_words(bits)) for p, bits in kept]
+            state.batch_deleted = [(p, _words_of(bits)) for p, bits in kept]
             dropped_batch = len(batch) - len(kept)
         return _Build(state, dropped, dropped_batch, range_builder_dropped, long_array_cut)
 

@@ -12,6 +12,10 @@ unmodified ``ManagedLedger`` and ``ManagedCursor`` run on it:
   memory does not grow with the size of a topic-partition. Reads of data entries return
   empty entries. Cursor ledgers keep the entries of their last append (one persisted state,
   all of its PIP-381 chunks), which is what recovery and ``--emit-state`` read.
+* **Records built when read.** The store declares ``lazy_entries``: a cursor's state store
+  then appends its ``PositionInfo`` records sized but not encoded
+  (:class:`~mledger.codec.PositionInfoEntry`), and only a record that is read (the last of a
+  cursor ledger) is ever encoded: a replay persists a cursor every second of its log.
 
 Metadata (``ManagedLedgerInfo``, ``ManagedCursorInfo``) lives in an inner
 :class:`~mledger.storage.MemoryStore`. Single-threaded use; the lock of the inner store
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..codec import EntryMetadata, encode_entry
+from ..codec import EntryMetadata, PositionInfoEntry, encode_entry
 from ..core import LedgerNotFoundError, ManagedLedgerClosedError, Position
 from ..managed_ledger import ManagedLedger
 from ..storage import DEFAULT_MAX_ENTRY_SIZE, MemoryStore, Versioned, checked_size
@@ -65,10 +69,12 @@ class ReplayStore:
     def __init__(self, max_entry_size: int = DEFAULT_MAX_ENTRY_SIZE) -> None:
         self.max_entry_size = max_entry_size
         self.blocking_writes = False  # counts only: a managed ledger writes on the adding thread
+        self.lazy_entries = True  # cursor records may come sized, to be encoded when read
         self._meta = MemoryStore(max_entry_size)
         self._counts: dict[int, int] = {}
         self._lengths: dict[int, int] = {}  # bytes appended per ledger (ledger_length)
-        self._tails: dict[int, tuple[int, list[bytes]]] = {}  # cursor ledger -> (first id, entries)
+        # cursor ledger -> (first id, entries): bytes, or records encoded when read
+        self._tails: dict[int, tuple[int, list[bytes | PositionInfoEntry]]] = {}
         self._sealed: set[int] = set()
         self._expected: int | None = None
         self._next_cursor_ledger = CURSOR_LEDGER_BASE
@@ -112,7 +118,7 @@ class ReplayStore:
         self._counts[ledger_id] = first + len(entries)
         self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + size
         if ledger_id >= CURSOR_LEDGER_BASE:
-            self._tails[ledger_id] = (first, [bytes(e) for e in entries])
+            self._tails[ledger_id] = (first, [e if isinstance(e, PositionInfoEntry) else bytes(e) for e in entries])
         return first
 
     def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[bytes]:
@@ -124,7 +130,7 @@ class ReplayStore:
         if ledger_id < CURSOR_LEDGER_BASE:
             return [EMPTY_ENTRY] * (last - first + 1)
         tail_first, tail = self._tails.get(ledger_id, (count, []))
-        return [tail[i - tail_first] for i in range(max(first, tail_first), last + 1)]
+        return [bytes(tail[i - tail_first]) for i in range(max(first, tail_first), last + 1)]
 
     def last_entry_id(self, ledger_id: int) -> int:
         self._check_open()
@@ -153,7 +159,7 @@ class ReplayStore:
 
     def last_append(self, ledger_id: int) -> list[bytes]:
         """The entries of the last append to a cursor ledger (one persisted state)."""
-        return list(self._tails.get(ledger_id, (0, []))[1])
+        return [bytes(e) for e in self._tails.get(ledger_id, (0, []))[1]]
 
     # -- MetadataStore ----------------------------------------------------------------------
     def get(self, path: str) -> Versioned | None:
