@@ -122,7 +122,11 @@ class FakeCluster:
     async def get_json(self, path: str, query: Any = None, *, deadline: float | None = None) -> Any:
         local, call = path.removeprefix("/admin/v2/persistent/").rsplit("/", 1)
         topic = self.topics[f"persistent://{local}"]
-        return {"partitions": 0} if call == "partitions" else getattr(topic, call.replace("internalStats", "internal_stats"))()
+        return (
+            {"partitions": 0}
+            if call == "partitions"
+            else getattr(topic, call.replace("internalStats", "internal_stats"))()
+        )
 
     def create_reader(self, topic: str, start: Any, **options: Any) -> _Reader:
         self.readers.append(topic)
@@ -170,13 +174,19 @@ def test_the_mark_delete_follows_the_cluster_past_entries_no_reader_receives() -
     assert second.anomalies == third.anomalies == 0
 
 
-def test_a_failing_replay_is_rebuilt_and_the_other_topics_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mledger.replay._watch as module
-
+def two_topics() -> FakeCluster:
+    """Topics A and B, 4 entries each, subscription ``s`` acknowledging none."""
     topics = {A: _Topic(4, hidden=set()), B: _Topic(4, hidden=set())}
     for topic in topics.values():
         topic.cursors = {"s": ("3:-1", "[]")}
-    cluster = FakeCluster(topics)
+    return FakeCluster(topics)
+
+
+def test_a_failing_replay_is_rebuilt_and_the_other_topics_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mledger.replay._watch as module
+
+    cluster = two_topics()
+    topics = cluster.topics
     original = module.PartitionReplayer.feed
     failing = [True]
 
@@ -206,10 +216,7 @@ def test_a_failing_replay_is_rebuilt_and_the_other_topics_go_on(monkeypatch: pyt
 def test_a_replay_that_keeps_failing_is_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
     import mledger.replay._watch as module
 
-    topics = {A: _Topic(4, hidden=set()), B: _Topic(4, hidden=set())}
-    for topic in topics.values():
-        topic.cursors = {"s": ("3:-1", "[]")}
-    cluster = FakeCluster(topics)
+    cluster = two_topics()
     original = module.PartitionReplayer.observe
 
     def observe_or_fail(self: PartitionReplayer) -> Any:
