@@ -2,7 +2,8 @@
 
 * A subscription created on an empty ledger whose first entries come in a later ledger (Pulsar
   discards an empty ledger when it closes it, ``ManagedLedgerImpl.ledgerClosed``, and on
-  recovery): the model moves on to that ledger instead of raising.
+  recovery): the model moves on to that ledger instead of raising (a replayer alone, and a
+  watch of ``mledger standalone`` whose topic is unloaded before its first entry).
 * Entries a reader never receives (server-only markers, aborted transactions' entries), which
   the broker acknowledges for every subscription itself: the replay's mark-delete follows the
   cluster's past them, as the internal stats show it.
@@ -19,10 +20,13 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pulsar
 import pytest
+from test_watch import start_standalone, stop, wait_until
 from test_watch_forget import T as FORGET_TOPIC, acked, feed, produced, timed
 
+from mledger.admin import RemoteAdmin
 from mledger.codec import MessageId
 from mledger.core import Position
 from mledger.replay import PartitionReplayer, ReplaySettings, Watch, WatchRound, WatchSettings
@@ -37,6 +41,57 @@ def test_a_subscription_created_on_an_empty_ledger_follows_the_entries_of_a_late
     assert [(r.mark_delete, r.backlog) for r in replayer.observe()] == [((1, -1), 3)]
     feed(replayer, [acked("s", 10, 0, 2_000), acked("s", 10, 1, 2_500)])
     assert [(r.mark_delete, r.backlog) for r in replayer.observe()] == [((10, 1), 1)]
+
+
+EMPTY_FIRST = "persistent://public/default/empty-first"
+
+
+def internal_stats(admin_url: str) -> dict[str, Any]:
+    local = EMPTY_FIRST.split("://", 1)[1]
+    return dict(httpx.get(f"{admin_url}/admin/v2/persistent/{local}/internalStats", timeout=30).json())
+
+
+async def watch_an_unloaded_empty_topic(urls: dict[str, str]) -> list[WatchRound]:
+    """A subscription on a topic without entries, watched; the topic unloaded (its empty ledger
+    is deleted on recovery, a new one created), 3 messages produced, then all acknowledged."""
+    client = pulsar.Client(urls["service_url"], operation_timeout_seconds=30)
+    admin_url = urls["admin_url"]
+    try:
+        consumer = client.subscribe(EMPTY_FIRST, "s", consumer_type=pulsar.ConsumerType.Shared)
+        async with RemoteAdmin(admin_url).asynchronous() as admin:
+            live = Watch(admin, client, WatchSettings(topics=(EMPTY_FIRST,)))
+            try:
+                done = [await live.poll(first=True)]
+                local = EMPTY_FIRST.split("://", 1)[1]
+                httpx.put(f"{admin_url}/admin/v2/persistent/{local}/unload", timeout=30).raise_for_status()
+                producer = client.create_producer(EMPTY_FIRST, batching_enabled=False)
+                for i in range(3):
+                    producer.send(b"m%d" % i)
+                done.append(await live.poll())
+                for _ in range(3):
+                    consumer.acknowledge(consumer.receive(30_000))
+                wait_until(lambda: internal_stats(admin_url)["cursors"]["s"]["markDeletePosition"].endswith(":2"),
+                           "the acknowledgements never reached the cursor")  # fmt: skip
+                done.append(await live.poll())
+            finally:
+                await live.close()
+    finally:
+        client.close()
+    return done
+
+
+def test_a_watch_goes_on_when_the_first_entries_come_after_an_empty_ledger() -> None:
+    proc, urls = start_standalone()
+    try:
+        first, produced_, acknowledged = asyncio.run(watch_an_unloaded_empty_topic(urls))
+        stats = internal_stats(urls["admin_url"])
+    finally:
+        stop(proc)
+    ledger = stats["ledgers"][-1]["ledgerId"]
+    assert [(r.subscription, r.backlog) for r in first.subscriptions] == [("s", 0)]
+    assert [(r.subscription, r.backlog) for r in produced_.subscriptions] == [("s", 3)]
+    assert [(r.mark_delete, r.backlog) for r in acknowledged.subscriptions] == [(f"{ledger}:2", 0)]
+    assert stats["cursors"]["s"]["markDeletePosition"] == f"{ledger}:2"
 
 
 class _Id:
