@@ -247,6 +247,15 @@ def _ack_calls(rows: list[dict[str, Any]], s: ReplaySettings) -> tuple[int, dict
     return calls[0], comparable(output_tables(out))
 
 
+def _steps_and_bulk_calls(rows: list[dict[str, Any]], s: ReplaySettings) -> tuple[int, int]:
+    """The acknowledgement calls of steps of one event and of bulk steps, every output of the
+    two equal (asserted)."""
+    bulk, answers = _ack_calls(rows, s)
+    steps, reference = _ack_calls(rows, s.with_changes(segment_rows=1))
+    assert answers == reference
+    return steps, bulk
+
+
 @pytest.mark.parametrize("preset", ["pulsar-3.0", "pulsar-4.0"])
 def test_throttled_partial_acks_the_broker_ignores_go_in_one_call(preset: str) -> None:
     """``acknowledgmentAtBatchIndexLevelEnabled=false`` (3.0, 4.0): ``asyncDelete`` ignores each
@@ -267,11 +276,67 @@ def test_throttled_partial_acks_the_broker_ignores_go_in_one_call(preset: str) -
     rows = [SHARED, *[{**P(i, i), "batch_size": 3} for i in range(10)], A(1, 10_000), A(3, 10_001),
             *[{**A(e, 10_000 + 100 * e), "batch_index": e % 3} for e in range(4, 10)], A(9, 10_950)]
     s = settings_of(preset, {})
-    bulk, answers = _ack_calls(rows, s)
-    steps, reference = _ack_calls(rows, s.with_changes(segment_rows=1))
-    assert answers == reference
+    steps, bulk = _steps_and_bulk_calls(rows, s)
     assert (steps, bulk) == (9, 5)
     c = only_cursor(replay_rows(rows, s))
     assert (c["redelivered_after_crash_max"], c["redelivered_after_crash_max_at_ms"]) == (8, 10_950)
     assert c["redelivered_after_crash_entries_max"] == 6
     assert (c["redelivered_after_unload_max"], c["redelivered_after_unload_max_at_ms"]) == (6, 10_900)
+
+
+def Q(ledger: int, entry: int, ts: int) -> dict[str, Any]:
+    """An individual ack of ``ledger:entry`` on subscription ``s``."""
+    return {**A(entry, ts), "ledger_id": ledger}
+
+
+def test_throttled_acks_a_long_array_close_record_cuts_off_go_in_one_call() -> None:
+    """pulsar-4.1 (``managedLedgerPersistIndividualAckAsLongArray``), ``maxUnackedRangesToPersist``
+    = 2, ``maxUnackedRangesToPersistInMetadataStore`` = 1: with more than one range
+    ``persistPositionWhenClosing`` writes the cursor ledger, as long arrays, and
+    ``OpenLongPairRangeSet.toRanges(2)`` keeps a ledger while the acked entries of the ledgers
+    before it are at most 2 (``getAndAdd``). Ledgers 7 and 8 of 10 entries; the cursor is
+    created at 0 s.
+
+    * 10.000 ack 7:1 (granted, a stored permit), 10.001 ack 7:3 (granted back to back, N =
+      11.000): the record holds {1} {3}.
+    * 10.100, 10.200, 10.300 acks 7:5, 7:7, 7:9 (throttled): ledger 7 holds 5, so the close
+      keeps ledger 7 and cuts 8 off (and every later ledger); each alone (in ledger 7 an ack can
+      change what is kept).
+    * 10.400 .. 10.800 acks 8:1, 8:3, 8:5, 8:7, 8:9 (throttled): each adds one lost message to
+      the unload figure and changes nothing the close keeps, while it writes the cursor ledger
+      (5 ranges and more, one range more each): 8:1 .. 8:5 one call (room 5 - 1 - 1), 8:7 and
+      8:9 another (8 - 1 - 1). The unload figure's worst: 5 at 10,800 ms.
+
+    Seven calls where steps of one event make ten (the acks past the cut-off used to be one
+    call each), with every output the same."""
+    rows = [SHARED, *[{**P(i, 10 * ledger + i), "ledger_id": ledger} for ledger in (7, 8) for i in range(10)],
+            Q(7, 1, 10_000), Q(7, 3, 10_001), *[Q(7, e, 10_000 + 50 * e) for e in (5, 7, 9)],
+            *[Q(8, e, 10_350 + 50 * e) for e in (1, 3, 5, 7, 9)]]
+    s = settings_of("pulsar-4.1", {"max_unacked_ranges_to_persist": "2",
+                                   "max_unacked_ranges_to_persist_in_metadata_store": "1"})
+    steps, bulk = _steps_and_bulk_calls(rows, s)
+    assert (steps, bulk) == (10, 7)
+    c = only_cursor(replay_rows(rows, s))
+    assert (c["redelivered_after_unload_max"], c["redelivered_after_unload_max_at_ms"]) == (5, 10_800)
+
+
+def test_throttled_acks_a_close_to_the_metadata_store_keeps_go_in_one_call() -> None:
+    """pulsar-4.1, ``maxUnackedRangesToPersist`` = 4: past 4 acked entries a long-array record
+    could lose some, but with at most ``maxUnackedRangesToPersistInMetadataStore`` (1,000)
+    ranges ``persistPositionWhenClosing`` writes the metadata store in the range format,
+    capped at 4 ranges: a run that leaves at most 4 ranges loses nothing there. The cursor is
+    created at 0 s.
+
+    * 10.000 ack 1 (granted, a stored permit), 10.001 ack 2 (granted back to back, N =
+      11.000): {1..2}.
+    * 10.100 .. 10.600 acks 3 .. 8 (throttled), one range all along: 3 and 4 one call (two
+      more entries within the cap), 5 .. 7 another and 8 a third (three more ranges within
+      the cap: the range format's room; they used to go one by one).
+
+    Five calls where steps of one event make eight, with every output the same."""
+    rows = [SHARED, *[P(i, i) for i in range(10)], A(1, 10_000), A(2, 10_001),
+            *[A(e, 10_000 + 100 * (e - 2)) for e in range(3, 9)]]
+    s = settings_of("pulsar-4.1", {"max_unacked_ranges_to_persist": "4"})
+    steps, bulk = _steps_and_bulk_calls(rows, s)
+    assert (steps, bulk) == (8, 5)
+    assert only_cursor(replay_rows(rows, s))["redelivered_after_unload_max"] == 0

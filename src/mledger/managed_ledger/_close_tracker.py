@@ -57,6 +57,7 @@ class CloseTracker:
         "_kept_entries",
         "_kept_extra",
         "_la_cap",
+        "_la_cut",
         "_la_cutoff",
         "_la_entries",
         "_la_bytes",
@@ -96,6 +97,7 @@ class CloseTracker:
         self._boundary: tuple[int, int] | None = None
         self._kept_entries = self._kept_extra = 0
         self._la_entries = self._la_extra = self._la_bytes = 0
+        self._la_cut: int | None = None
         self._find_boundary()
         self._count_long_arrays()
         self.lost_messages, self.lost_entries = self.lost()
@@ -125,6 +127,20 @@ class CloseTracker:
             return self._la_bytes
         kept_ranges = self.ranges if self._cap is None else min(self.ranges, self._cap)
         return kept_ranges * per_range
+
+    def past_cut(self) -> tuple[int, int] | None:
+        """``(ledger, acks)`` when the close writes the long-array format and its cut-off leaves
+        ``ledger`` and every later one out: a whole-entry acknowledgement of an entry there adds
+        its messages to :meth:`lost` and changes nothing kept (``toRanges`` reads only the counts
+        of the ledgers before it, and cannot move the mark-delete, whose next entry lies before
+        the first acknowledged one, in a kept ledger or earlier), for the next ``acks`` acknowledgements of any kind at least (the
+        close stays on the cursor ledger's branch: an acknowledgement moves the range count by
+        one at most). None otherwise. O(1)."""
+        if self._la_cut is None or not self._la_entries or not self.to_ledger:
+            return None
+        assert self._ledger_above is not None  # to_ledger
+        acks = self.ranges - self._ledger_above - 1
+        return (self._la_cut, acks) if acks > 0 else None
 
     def lost(self) -> tuple[int, int]:
         """``(messages, entries)`` of acknowledged whole entries the close record loses. O(1)."""
@@ -242,9 +258,11 @@ class CloseTracker:
         acked, weights, limit = self._acked, self._weights, self._la_cap
         counts_itself = self._la_cutoff is LongArrayCutoff.ADD_AND_GET
         entries = extra = size = 0
+        self._la_cut = None
         for ledger_id in acked.ledger_ids():
             card = acked.ledger_cardinality(ledger_id)
             if limit is not None and limit >= 0 and (entries + card if counts_itself else entries) > limit:
+                self._la_cut = ledger_id
                 break
             entries += card
             extra += acked.ledger_extra_messages(ledger_id, weights) if weights.batched else 0

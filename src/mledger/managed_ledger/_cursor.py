@@ -891,6 +891,7 @@ class ManagedCursor:
                 0 if followed else min(r.batch_indexes for r in rooms),
                 None,
                 any(r.shrink_loses_batch for r in rooms),
+                max(r.from_ledger for r in rooms),
             )
 
     def add_state_mirror(self, store: CursorStateStore) -> None:

@@ -29,20 +29,26 @@ class BulkAckRoom(NamedTuple):
     up, then down as the mark-delete passes them), or whether it may is not known: a run of
     cumulative acknowledgements then goes one at a time. Cumulative acknowledgements otherwise
     only take state away, which never raises the unload figure, but for a batch index they
-    leave (a new batch state: within ``fits(0, 1)``)."""
+    leave (a new batch state: within ``fits(0, 1)``).
+
+    ``from_ledger``: the room holds only for acknowledgements of entries of this ledger or a
+    later one (-1: of any): past the limits, the ledgers the close record's long-array cut-off
+    leaves out, where a whole-entry acknowledgement only adds its messages to the unload
+    figure."""
 
     entries: int
     batch_cost: int
     batch_indexes: int
     unload: tuple[int, int, int, int] | None = None
     shrink_loses_batch: bool = True
+    from_ledger: int = -1
 
     def fits(self, whole: int, batch: int) -> bool:
         """Whether ``whole`` whole-entry and ``batch`` batch-index acknowledgements fit. O(1)."""
         return batch <= self.batch_indexes and whole + batch * self.batch_cost <= self.entries
 
 
-UNBOUNDED_ROOM = BulkAckRoom(1 << 62, 0, 1 << 62, None, False)
+UNBOUNDED_ROOM = BulkAckRoom(1 << 62, 0, 1 << 62, None, False, -1)
 """The room of a cursor whose changes no state store observes (a non-durable cursor)."""
 
 

@@ -757,7 +757,7 @@ class CursorStateStore:
         shrink_loses_batch = branch_decides and (ranges < 0 or ranges > above)
         headroom = self._bulk_headroom if ranges >= 0 else -1
         if headroom < 0:
-            return BulkAckRoom(0, 0, 0, None, shrink_loses_batch)
+            return self._room_past_cut(batch_states, shrink_loses_batch)
         if branch_decides:
             # an individual acknowledgement moves the range count by one at most: stay on this side
             headroom = min(headroom, above - ranges if ranges <= above else ranges - above - 1)
@@ -769,11 +769,35 @@ class CursorStateStore:
         unload = (u.messages, u.entries, u.messages_max, u.entries_max)
         return BulkAckRoom(headroom, per_batch, batch_room, unload, shrink_loses_batch)
 
+    def _room_past_cut(self, batch_states: int, shrink_loses_batch: bool) -> BulkAckRoom:
+        """Past the limits: whole-entry acknowledgements of the ledgers the close record's
+        long-array cut-off leaves out (``CloseTracker.past_cut``) each add their messages and
+        one entry to the unload figure and change nothing else it counts, while the close
+        stays on the cursor ledger's branch, keeps every batch state (the cap not passed, and
+        read back: an entry acked whole then takes its kept state into its loss) or there is
+        none, and the record's acks do not grow (the kept ledgers' words): the figure then
+        only grows over the run, every acknowledgement that changes the cursor raising it, as
+        the crash total. None else (one at a time). O(1)."""
+        none = BulkAckRoom(0, 0, 0, None, shrink_loses_batch)
+        tracker = self._tracker
+        past = tracker.past_cut() if tracker is not None and self._unload_ranges >= 0 else None
+        if tracker is None or past is None:
+            return none
+        if batch_states:
+            on, from_node = self._tracker_batch
+            if not (on and (from_node or tracker.to_ledger)):
+                return none  # a whole ack of a partial entry: the figure's entries stay
+            if batch_states > self._config.max_batch_deleted_index_to_persist:
+                return none  # a state gone pulls a lost one in
+        cut_ledger, acks = past
+        return BulkAckRoom(acks, 1, 0, None, shrink_loses_batch, cut_ledger)
+
     def _unload_headroom_of(self, snapshot: CursorSnapshot, now_only: bool = False) -> int:
         """How many more whole entries can be acknowledged before the close record of
         ``snapshot`` might lose any (-1: it might now): no more ranges than any range cap (an
         acknowledgement adds at most one), none that could go to the ledger in the long-array
-        format (its size follows the span: counted by acked entry there), no more batch states
+        format (its size follows the span: counted by acked entry there; or the range format's
+        while the close goes to the metadata store: :meth:`_node_close_room`), no more batch states
         than the batch cap, and a record certainly within the frame, ``jute.maxbuffer`` and
         state-size limits (at most :data:`_BYTES_PER_ENTRY_BOUND` bytes per range, or per
         acked entry in the long-array format, :data:`_BYTES_PER_BATCH_BOUND`
@@ -802,7 +826,24 @@ class CursorStateStore:
             span = (ml.entries_added_counter // 64 + 1) * 10 + 26 * len(ml.ledger_list) + size
             if not (now_only and span <= min(fcfg.frame_limit, self._max_state)):
                 room = min(room, cfg.max_unacked_ranges_to_persist_in_metadata_store - acked)
+            room = max(room, self._node_close_room(snapshot, size - ranges * _BYTES_PER_ENTRY_BOUND, cap))
         return room if room >= 0 else -1
+
+    def _node_close_room(self, snapshot: CursorSnapshot, fixed: int, cap: int | None) -> int:
+        """In the long-array format, the headroom while the close goes to the metadata store
+        (``persistPositionWhenClosing`` without a writable cursor ledger, or with at most
+        ``max_unacked_ranges_to_persist_in_metadata_store`` ranges: an acknowledgement moves the
+        count by one at most), which writes the range format: no more ranges than its cap and
+        a record certainly within ``jute.maxbuffer`` and the state-size limit (``fixed`` bytes
+        besides the ranges). O(1)."""
+        ranges = snapshot.acked.size()
+        fcfg = self._ml.factory_config
+        room = (min(fcfg.jute_maxbuffer, self._max_state) - fixed) // _BYTES_PER_ENTRY_BOUND - ranges
+        if cap is not None:
+            room = min(room, cap - ranges)
+        if self._ledger_id is not None and (cap is None or cap > 0):
+            room = min(room, self._config.max_unacked_ranges_to_persist_in_metadata_store - ranges)
+        return room
 
     def _close_keeps_batch(self, snapshot: CursorSnapshot) -> bool:
         """Whether a recovery after a clean close reads the batch states back: the ledger

@@ -87,7 +87,9 @@ maximum with the time it was first reached. Three things make bulk steps exact:
   which the cursor holds every message it holds after the highest, ``_cumulative_stamp``).
   The unload figure can go up and down past a limit, so a run is one call only within the
   cursor's room (``PartitionModel.bulk_ack_room``: acks that leave the close record losing
-  nothing new), else it is split, down to one ack a call; within the room, batch-index acks
+  nothing new, or whole-entry acks of the ledgers its long-array cut-off leaves out, each only
+  adding its messages: ``BulkAckRoom.from_ledger``), else it is split, down to one ack a call;
+  within the room, batch-index acks
   whose share the close record loses (batch states it does not keep, or ack sets the broker
   ignores) move it up and down: the run ends where one call leaves its maxima as the acks one
   by one would (``_unload_peak``); and under a Pulsar version's rules,
@@ -1139,11 +1141,19 @@ class PartitionReplayer:
     def _exact_prefix(self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, k: int) -> int:
         """The end of the longest run of throttled individual acks from ``p`` (before ``k``)
         that one call applies exactly (``PartitionModel.bulk_ack_room``; where batch-index acks
-        move the unload figure, the run ends at its first new maximum: ``_unload_peak``)."""
+        move the unload figure, the run ends at its first new maximum: ``_unload_peak``; where
+        the room holds from a ledger on, ``BulkAckRoom.from_ledger``, at the first ack of an
+        earlier ledger)."""
         model = self._model
         assert model is not None
         batch = plan.batch_before
         room = model.bulk_ack_room(plan.name, plan.batch_words)
+        if room.from_ledger >= 0:  # the room holds from that ledger on: the run ends before
+            before = np.flatnonzero(a.ledger[plan.rows[p:k]] < room.from_ledger)  # an ack below it
+            if before.size:
+                k = p + int(before[0])
+            if k <= p + 1:
+                return p + 1
 
         def fits(q: int) -> bool:
             b = int(batch[q] - batch[p])
