@@ -95,3 +95,14 @@ def test_search_finds_a_page_in_the_site_opened_from_disk(small_site: Path, tmp_
     assert "1 matching document" in done.stdout, done.stdout[-3000:]
     links = re.findall(r'<a href="([^"]+)" class="md-search-result__link"', done.stdout)
     assert links and links[0].startswith((small_site / "other.html").as_uri()), links
+
+
+def test_every_anomaly_a_capture_or_watch_reports_is_in_the_recording_page() -> None:
+    """The anomaly table of docs/replay/recording.md names every kind the poller can report
+    (``ANOMALY_KINDS``), so an operator who sees one in ``capture.json`` or a watch round can
+    look it up."""
+    from mledger.replay._poller import ANOMALY_KINDS
+
+    page = (ROOT / "docs" / "replay" / "recording.md").read_text()
+    listed = set(re.findall(r"^\| `([a-z_]+)` \|", page, re.MULTILINE))
+    assert set(ANOMALY_KINDS) - listed == set()
