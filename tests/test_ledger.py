@@ -488,20 +488,30 @@ def test_factory_returns_the_same_open_managed_ledger_and_lists_names() -> None:
     assert "b" in names and "public/default/persistent/a" in names
 
 
-def test_forced_roll_over_seals_the_current_ledger_and_keeps_an_empty_one() -> None:
-    factory = ManagedLedgerFactory()
-    ml = factory.open(
-        "public/default/persistent/roll",
-        ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=100),
-    )
+def test_forced_roll_over_seals_the_current_ledger_and_discards_an_empty_one() -> None:
+    store = MemoryStore()
+    factory = ManagedLedgerFactory(store)
+    name = "public/default/persistent/roll"
+    config = ManagedLedgerConfig(retain_without_subscriptions=True, max_entries_per_ledger=100)
+    ml = factory.open(name, config)
+    cursor = ml.open_cursor("c", initial_position=InitialPosition.EARLIEST)
     first = ml.current_ledger_id
-    assert ml.roll_over() == first  # nothing written yet: nothing to seal
-    ml.add_entries([b"a", b"b"])
+    # nothing written: an empty ledger is discarded, not kept (Pulsar's ledgerClosed)
     second = ml.roll_over()
-    assert second != first and ml.current_ledger_id == second
+    assert second != first and [li.ledger_id for li in ml.ledger_infos()] == [second]
+    assert not store.ledger_exists(first)
+    ml.add_entries([b"a", b"b"])
+    third = ml.roll_over()
+    assert third != second and ml.current_ledger_id == third
     assert [li.entries for li in ml.ledger_infos()] == [2, 0]
-    assert ml.add_entry(b"c") == Position(second, 0)
-    assert ml.next_valid_position(Position(first, 1)) == Position(second, 0)
+    assert ml.add_entry(b"c") == Position(third, 0)
+    assert ml.next_valid_position(Position(second, 1)) == Position(third, 0)
+    ml._check()
+    # the cursor created in the discarded ledger reads on from the next one
+    assert cursor.mark_delete_position == Position(first, -1) and cursor.number_of_entries_in_backlog() == 3
+    assert [e.position for e in cursor.read_entries(10)] == [Position(second, 0), Position(second, 1), Position(third, 0)]
+    ml.close()
+    assert [li.ledger_id for li in factory.open(name, config).ledger_infos()][:2] == [second, third]
 
 
 def test_add_repeated_entries_equals_framed_adds_with_rollover(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -194,8 +194,7 @@ async def watch_rounds(urls: dict[str, str]) -> list[tuple[int, int, int]]:
         consumer = client.subscribe(T, "s", consumer_type=pulsar.ConsumerType.Exclusive)
         producer = client.create_producer(T, batching_enabled=True, batching_max_messages=BATCH,
                                           batching_max_publish_delay_ms=60_000)  # fmt: skip
-        # the reader's queue holds a round: a reader that lags is moved past the ledgers trimmed
-        settings = WatchSettings(namespaces=("public/default",), replay=ReplaySettings(), reader_queue_size=1_000)
+        settings = WatchSettings(namespaces=("public/default",), replay=ReplaySettings())
         async with RemoteAdmin(urls["admin_url"]).asynchronous() as admin:
             live = Watch(admin, client, settings)
             try:

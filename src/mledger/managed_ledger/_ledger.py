@@ -376,16 +376,20 @@ class ManagedLedger(LedgerPositions, DeprecatedAdds):
             return False
 
     def roll_over(self) -> int:
-        """Seal the current ledger now and continue in a new one; return the new ledger's id.
+        """Close the current ledger now and continue in a new one; return the new ledger's id.
 
-        An empty current ledger is kept as it is (nothing to seal) and its id returned.
+        A current ledger with entries is sealed and kept; an empty one is discarded (removed
+        from the ledger list and deleted), as Pulsar's ``ManagedLedgerImpl.ledgerClosed`` does
+        with a ledger closed without entries before ``createLedgerAfterClosed`` opens the next
+        (and its recovery with an empty last ledger). A cursor positioned in the discarded
+        ledger reads on from the new one (``next_valid_position``). Blocks on the store;
+        raises ``ManagedLedgerClosedError`` once closed.
         """
         state = self._state
         with state.append_lock, state.lock:
             state.check_open()
+            self._appender.roll_over()
             assert state.current is not None
-            if state.current.entries > 0:
-                self._appender.roll_over()
             return state.current.ledger_id
 
     def _ledger_closed(self) -> None:

@@ -281,12 +281,20 @@ class LedgerState:
 
     def roll_over(self) -> None:
         """Seal the current ledger (its timestamp becomes its close time) and create the next
-        (the caller holds both locks). Blocks on the store."""
+        (the caller holds both locks). An empty current ledger is discarded instead: dropped
+        from the list, which is persisted with the next one, then deleted from the store
+        (Pulsar's ``ManagedLedgerImpl.ledgerClosed``: "The last ledger was empty, so we can
+        discard it", before ``createLedgerAfterClosed``). Blocks on the store."""
         current = self.current
         assert current is not None
         self.store.seal_ledger(current.ledger_id)
         current.timestamp = self.clock.now_ms()
+        if current.entries:
+            self._create_ledger()
+            return
+        del self.ledgers[current.ledger_id]
         self._create_ledger()
+        self.store.delete_ledger(current.ledger_id)
 
     def remove_ledgers(self, ledger_ids: list[int]) -> list[int]:
         """Drop the listed ones of ``ledger_ids`` from the list and persist it (never the

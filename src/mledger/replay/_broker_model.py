@@ -641,7 +641,9 @@ def _at(ms: int) -> int | None:
 
 
 def _roll_over_to(ml: ManagedLedger, store: ReplayStore, ledger_id: int) -> None:
-    """Seal the current ledger and continue in a new one whose id is ``ledger_id``."""
+    """Close the current ledger and continue in a new one whose id is ``ledger_id`` (an empty
+    current ledger, one a subscription was created on before any entry, is discarded, as
+    Pulsar's ``ManagedLedgerImpl.ledgerClosed`` discards it: ``ManagedLedger.roll_over``)."""
     store.expect_ledger(ledger_id)
     rolled = ml.roll_over() == ledger_id
     if not rolled or ml.current_ledger_id != ledger_id:

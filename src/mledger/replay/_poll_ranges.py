@@ -61,7 +61,7 @@ class KnownEntries:
 
     :meth:`add` takes positions in increasing order; :meth:`forget_before` drops the runs of
     the ledgers the cluster deleted, so that what it holds follows the ledgers that exist.
-    Memory O(runs); :meth:`within` O(log runs + entries listed)."""
+    Memory O(runs); :meth:`held_within` O(log runs + runs and entries listed)."""
 
     __slots__ = ("_first", "_firsts", "_lasts")
 
@@ -105,24 +105,32 @@ class KnownEntries:
         del self._firsts[:drop], self._lasts[:drop]
         return drop
 
-    def within(self, intervals: Iterable[Interval]) -> Iterator[Position]:
-        """The known entries in ``intervals`` (sorted and disjoint), in order."""
+    def held_within(self, intervals: Iterable[Interval]) -> Iterator[Position]:
+        """The positions in ``intervals`` (sorted and disjoint) that a replay fed these entries
+        holds, in order: in each ledger with a known entry, every entry up to its last known
+        one. The entries between (and before) the known ones are those a reader never
+        receives, server-only markers and aborted transactions' entries, which the broker
+        acknowledges for every subscription itself (Pulsar's
+        ``AbstractBaseDispatcher.filterEntriesForConsumer``); the replay holds them as
+        placeholder entries, which only such acks move its mark-delete past. O(log runs +
+        runs in ``intervals`` + positions listed)."""
+        lasts = self._lasts
         for low, high in intervals:
-            yield from self._between(low, high)
+            i = bisect.bisect_right(lasts, low)  # the first run ending above low
+            while i < len(lasts):
+                ledger, last = lasts[i]
+                after = lasts[i - 1][1] + 1 if i and lasts[i - 1][0] == ledger else 0  # the span this run ends
+                if Position(ledger, after) > high:
+                    break
+                start = max(after, low[1] + 1) if low[0] == ledger else after
+                stop = min(last, high[1]) if high[0] == ledger else last
+                for entry in range(start, stop + 1):
+                    yield Position(ledger, entry)
+                i += 1
 
-    def any_within(self, intervals: Iterable[Interval]) -> bool:
-        """Whether a known entry lies in ``intervals``."""
-        return any(True for _ in self.within(intervals))
-
-    def _between(self, low: Position, high: Position) -> Iterator[Position]:
-        i = bisect.bisect_right(self._lasts, low)  # the first run ending above low
-        while i < len(self._firsts) and self._firsts[i] <= high:
-            (ledger, first), (_, last) = self._firsts[i], self._lasts[i]
-            start = max(first, low[1] + 1) if low[0] == ledger else first
-            stop = min(last, high[1]) if high[0] == ledger else last
-            for entry in range(start, stop + 1):
-                yield Position(ledger, entry)
-            i += 1
+    def any_held_within(self, intervals: Iterable[Interval]) -> bool:
+        """Whether a position :meth:`held_within` lies in ``intervals``."""
+        return any(True for _ in self.held_within(intervals))
 
 
 def above(intervals: Sequence[Interval], position: Position) -> list[Interval]:

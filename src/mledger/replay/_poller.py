@@ -156,6 +156,9 @@ ANOMALY_KINDS = {
     "max_ranges_per_subscription: its acks are not recorded until it fits again, then it is restated (a reset "
     "to its mark-delete and acks of what is acked then)",
     "last_poll_incomplete": "the last poll ran out of its time (stop_timeout_s) before polling everything",
+    "replay_failed": "a watch's replay of the topic-partition raised (logged with its traceback): its model was "
+    "dropped and the topic-partition is read again from its earliest entry, its subscriptions created again at "
+    "their state then; after repeated failures it is no longer read",
 }
 """Anomaly kinds and what each means."""
 
@@ -451,6 +454,24 @@ class ClusterPoller:
             if tp.settled:
                 self._flush_entry(tp)
         self._hand_over()
+
+    def forget_partition(self, topic: str, partition: int, kind: str, detail: str, *, read_again: bool) -> None:
+        """Drop all that is held of a topic-partition (its reader closed, its entries and its
+        subscriptions' states forgotten, no event for them) and record an anomaly of ``kind``:
+        with ``read_again`` the next poll's discovery (due at once) opens it again and reads it
+        from its earliest entry, its subscriptions created again at their state then;
+        otherwise it is not read again until a listing no longer names it (deleted). For a
+        watcher whose model of it failed. Blocks while the reader closes."""
+        key = (topic, partition)
+        tp = self._partitions.pop(key, None)
+        local = topic if partition < 0 else f"{topic}-partition-{partition}"
+        self._anomaly(kind, local, detail)
+        if tp is not None and tp.reader is not None:
+            _close(tp.reader)
+        if read_again:
+            self._discovered_at = None
+        else:
+            self._gone.add(key)
 
     def list_captured(self) -> list[str]:
         """The topic-partitions polled so far (their local names), sorted."""
@@ -862,18 +883,18 @@ class ClusterPoller:
         if new.untracked:
             return
         if old is None:
-            acks = tp.known.within(ranges)
+            acks = tp.known.held_within(ranges)
         elif old.state.untracked or new.mark_delete < old.state.mark_delete:
             self._reset(tp, name, new.mark_delete, now)
-            acks = tp.known.within(ranges)
+            acks = tp.known.held_within(ranges)
         else:
             before = normalised(parse_deleted_ranges(old.state.individually_deleted))
-            if tp.known.any_within(above(difference(before, ranges), new.mark_delete)):  # an ack undone
+            if tp.known.any_held_within(above(difference(before, ranges), new.mark_delete)):  # an ack undone
                 self._reset(tp, name, new.mark_delete, now)
-                acks = tp.known.within(ranges)
+                acks = tp.known.held_within(ranges)
             else:
                 moved = [(old.state.mark_delete, new.mark_delete), *ranges]
-                acks = tp.known.within(difference(normalised(moved), before))
+                acks = tp.known.held_within(difference(normalised(moved), before))
         self._emit_acks(tp, name, acks, now)
 
     def _reset(self, tp: _Partition, name: str, mark_delete: Position, now: int) -> None:
@@ -947,7 +968,9 @@ class ClusterPoller:
         ``last`` lies below the first ledger listed (after a rollover to an empty ledger
         ``lastConfirmedEntry`` names the last entry of the previous one, which a trim may
         have deleted), nothing that exists is left to read up to it, and the entries the
-        internal stats named up to it are known from them (:meth:`_skip_deleted`)."""
+        internal stats named up to it are known from them (:meth:`_skip_deleted`). A reader
+        whose queue is empty and that has no message available has every entry a reader can
+        have: what lies between it and ``last`` is never delivered (markers)."""
         import pulsar  # the capture extra
 
         def caught_up() -> bool:
@@ -962,9 +985,11 @@ class ClusterPoller:
         if budget.ends is not None:
             deadline = min(deadline, budget.ends)
         pause, past = 0.005, 0
+        ask = True  # whether to ask the broker, when the queue is empty: once per empty spell
         try:
             while True:
                 read, emptied = self._drain(tp, DRAIN_STEP)
+                ask = ask or read > 0
                 if emptied and last is not None and not caught_up() and _deleted(tp, last):
                     self._flush_entry(tp)
                     self._skip_deleted(tp, last)
@@ -974,9 +999,16 @@ class ClusterPoller:
                     if emptied or past >= self.settings.reader_queue_size:
                         return  # a busy topic's newer entries are read by the next poll
                 elif not read:
-                    if last is None and not await self._in_thread(reader.has_message_available):
+                    # Nothing the broker would dispatch is left (asked once the queue is empty,
+                    # and again only after more was read): the entries up to ``last`` are ones
+                    # no reader receives, server-only markers or aborted transactions' entries
+                    # (Pulsar's getLastMessageId names the last dispatchable entry,
+                    # PersistentTopic.getLastDispatchablePosition); they become placeholders
+                    # of the replay once a later entry is read.
+                    if ask and not await self._in_thread(reader.has_message_available):
                         tp.settled = True
                         return
+                    ask = False
                     if budget.stop():
                         return  # stopping: the last poll reads them
                     if time.monotonic() > deadline:

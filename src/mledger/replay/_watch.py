@@ -32,6 +32,12 @@ forgets the ledgers below it
 (:meth:`~mledger.replay.PartitionReplayer.forget_ledgers_before`), so what it holds follows
 the ledgers that exist, not how long the watch has run.
 
+A topic-partition whose replay raises (a defect: nothing a cluster does should make it) does
+not stop the watch: its model is dropped, a ``replay_failed`` anomaly says so (the traceback is
+logged), the poller reads it again from its earliest entry into a new model
+(:meth:`~mledger.replay.ClusterPoller.forget_partition`), and the other topic-partitions go on.
+After :data:`MAX_REBUILDS` rebuilds of one topic-partition it is no longer read.
+
 Per subscription a bounded history of samples (poll time, ack ranges, persisted state bytes)
 gives the growth (a least-squares slope over the samples kept) and the forecast: when the
 ranges pass the persist limit (``max_unacked_ranges_to_persist``, plus one under the
@@ -51,11 +57,13 @@ Read-only: the poller reads admin GETs and non-durable readers only (see
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +86,7 @@ from ._subscriptions import SubscriptionRows
 __all__ = [
     "AT_RISK",
     "ENTRIES",
+    "MAX_REBUILDS",
     "MESSAGES",
     "LOSING_STATE",
     "OK",
@@ -90,6 +99,11 @@ __all__ = [
     "namespace_of",
 ]
 
+log = logging.getLogger(__name__)
+
+MAX_REBUILDS = 3
+"""How many times a watch rebuilds one topic-partition's model after its replay raised (reading
+the topic-partition again from its earliest entry each time) before it stops reading it."""
 LOSING_STATE = "LOSING_STATE"
 AT_RISK = "AT_RISK"
 OK = "OK"
@@ -272,6 +286,9 @@ class Watch:
         """Polls at which a topic-partition's deleted ledgers were not forgotten, counted: a
         subscription's replayed mark-delete had not passed them (``LedgerNotConsumedError``;
         the next poll tries again)."""
+        self.replay_failures: dict[tuple[str, int], int] = {}
+        """Per topic-partition, how many times its replay raised (``replay_failed``)."""
+        self._failed_now = 0  # replay failures of the feed under way (counted in its round's anomalies)
 
     @property
     def poller(self) -> ClusterPoller:
@@ -342,18 +359,23 @@ class Watch:
         journal.seal()
         rows = journal.take()
         self._polls += 1
+        self._failed_now = 0
         events = self._event_table(rows)
         specs = self._subscription_specs(rows.get("subscriptions", []))
         keys: set[tuple[str, int]] = {
             (t, s.partition) for t, ss in specs.items() for s in ss if s.partition is not None
         }
+        failed: set[tuple[str, int]] = set()
         for topic, partition, batches in by_partition(events):
             assert topic is not None and partition is not None  # the poller's events name both
-            replayer = self._replayer(topic, partition, keys, specs)
-            for batch in batches:
-                self._count_anomalies(replayer.feed(batch))
+
+            def feed(replayer: PartitionReplayer, batches: Iterator[pa.RecordBatch] = batches) -> None:
+                for batch in batches:
+                    self._count_anomalies(replayer.feed(batch))
+
+            self._safely((topic, partition), keys, specs, failed, feed)
         for topic, partition in sorted(keys):  # those with subscription events only
-            self._replayer(topic, partition, keys, specs)
+            self._safely((topic, partition), keys, specs, failed, lambda _: None)
         if self._gone:  # a deleted topic-partition's model goes with it (read again from its start if created again)
             for key in [k for k in self._replayers if _local_name(*k) in self._gone]:
                 del self._replayers[key]
@@ -361,7 +383,7 @@ class Watch:
             self._gone.clear()
         done = self._observe(summary, at_ms)
         self._forget_deleted_ledgers()
-        return done
+        return dataclasses.replace(done, anomalies=done.anomalies + self._failed_now) if self._failed_now else done
 
     def _forget_deleted_ledgers(self) -> None:
         """Each replayer forgets the ledgers below the first one its topic-partition's internal
@@ -380,7 +402,46 @@ class Watch:
             except LedgerNotConsumedError:
                 self.forget_refused += 1
                 continue
+            except Exception as exc:  # noqa: BLE001 - one topic-partition's defect must not stop the watch
+                self._replay_failed(key, exc)
+                continue
             self._first_ledgers[key] = first
+
+    def _safely(
+        self,
+        key: tuple[str, int],
+        keys: set[tuple[str, int]],
+        specs: dict[str, list[SubscriptionSpec]],
+        failed: set[tuple[str, int]],
+        work: Callable[[PartitionReplayer], None],
+    ) -> None:
+        """``work`` on the topic-partition's replayer (given this feed's subscription events
+        first); if either raises, the replayer is dropped (:meth:`_replay_failed`) and the
+        rest of this feed's events for it are skipped (in ``failed``)."""
+        if key in failed:
+            keys.discard(key)
+            return
+        try:
+            work(self._replayer(*key, keys, specs))
+        except Exception as exc:  # noqa: BLE001 - one topic-partition's defect must not stop the watch
+            failed.add(key)
+            self._replay_failed(key, exc)
+
+    def _replay_failed(self, key: tuple[str, int], exc: Exception) -> None:
+        """Drop the topic-partition's model after its replay raised ``exc``, and have the poller
+        read it again from its earliest entry (a ``replay_failed`` anomaly), or, after
+        :data:`MAX_REBUILDS` rebuilds, stop reading it."""
+        self._replayers.pop(key, None)
+        self._first_ledgers.pop(key, None)
+        self._observed.pop(key, None)
+        failures = self.replay_failures[key] = self.replay_failures.get(key, 0) + 1
+        self._failed_now += 1
+        again = failures <= MAX_REBUILDS
+        log.error("watch: the replay of %s failed", _local_name(*key), exc_info=exc)
+        then = "read again from its earliest entry" if again else f"failed {failures} times: no longer read"
+        self._poller.forget_partition(
+            *key, "replay_failed", f"{type(exc).__name__}: {exc}: its model was dropped, {then}", read_again=again
+        )
 
     def _replayer(
         self,
@@ -436,7 +497,12 @@ class Watch:
             ledger = replayer.settings.ledger
             persist_limit = ledger.max_unacked_ranges_to_persist + (1 if ledger.unacked_ranges_limit_off_by_one else 0)
             frame_limit = replayer.settings.factory.frame_limit
-            results = self._observed[(topic, partition)] = replayer.observe()
+            try:
+                results = replayer.observe()
+            except Exception as exc:  # noqa: BLE001 - one topic-partition's defect must not stop the watch
+                self._replay_failed((topic, partition), exc)
+                continue
+            self._observed[(topic, partition)] = results
             for result in results:
                 key = (topic, partition, result.subscription)
                 seen.add(key)
