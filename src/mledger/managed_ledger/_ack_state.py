@@ -510,28 +510,37 @@ class AckState:
         """The checks of :meth:`_check_above_md` over an ``(n, 2)`` array at once (numpy); the
         entry ids above MD grouped by ledger, ascending, and the rows above MD."""
         ledgers, entries = rows[:, 0], rows[:, 1]
-        beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
-        if beyond.any():
-            i = int(np.flatnonzero(beyond)[0])
-            raise self._beyond_lac(Position(int(ledgers[i]), int(entries[i])))
-        md_l, md_e = self._md
-        above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
-        ledgers, entries = ledgers[above], entries[above]  # contiguous: sorted and split below
-        if not ledgers.size:
-            return [], _NO_ROWS
-        named = rows if ledgers.size == rows.shape[0] else np.column_stack((ledgers, entries))
         first, last = int(ledgers.min()), int(ledgers.max())
+        if last >= lac[0]:  # else every row is in a ledger before LAC's: none beyond it
+            beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
+            if beyond.any():
+                i = int(np.flatnonzero(beyond)[0])
+                raise self._beyond_lac(Position(int(ledgers[i]), int(entries[i])))
+        md_l, md_e = self._md
+        if first <= md_l:  # else every row is in a ledger after MD's: all above it
+            above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
+            ledgers, entries = ledgers[above], entries[above]  # contiguous: sorted and split below
+            if not ledgers.size:
+                return [], _NO_ROWS
+            if ledgers.size < rows.shape[0]:
+                rows = np.column_stack((ledgers, entries))
+                first, last = int(ledgers.min()), int(ledgers.max())
+        named = rows
         if first == last:  # one ledger (the usual bulk ack): no sort, one group
             groups = [(first, entries)]
-        else:
+            lows, tops = [int(entries.min())], [int(entries.max())]
+        else:  # grouped by a stable sort; each group's lowest and highest id in one reduction each
             order = np.argsort(ledgers, kind="stable")
             ledgers, entries = ledgers[order], entries[order]
-            bounds = (np.flatnonzero(np.diff(ledgers)) + 1).tolist()
-            cuts = [0, *bounds, ledgers.size]
-            groups = [(int(ledgers[a]), entries[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-        for ledger_id, part_e in groups:
-            low, top = int(part_e.min()), int(part_e.max())
-            info = self._ledger_list.get(ledger_id)
+            starts = np.flatnonzero(np.concatenate(((True,), ledgers[1:] != ledgers[:-1])))
+            cuts = [*starts.tolist(), ledgers.size]
+            groups = list(
+                zip(ledgers[starts].tolist(), map(entries.__getitem__, map(slice, cuts[:-1], cuts[1:])), strict=True)
+            )
+            lows, tops = np.minimum.reduceat(entries, starts).tolist(), np.maximum.reduceat(entries, starts).tolist()
+        ledger_list = self._ledger_list
+        for (ledger_id, _), low, top in zip(groups, lows, tops, strict=True):
+            info = ledger_list.get(ledger_id)
             if low < 0 or top >= (info.entries if info is not None else 0):
                 raise self._no_such_entry(Position(ledger_id, low if low < 0 else top))
         return groups, named

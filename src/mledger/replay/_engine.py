@@ -1387,14 +1387,13 @@ class PartitionReplayer:
                 ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), a.bidx[rows].tolist(), strict=True)
             ]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
-        pg = g[rows]
-        order = np.lexsort((a.bidx[rows], pg))
-        pg, rows = pg[order], rows[order]
-        starts = np.flatnonzero(np.concatenate(([True], pg[1:] != pg[:-1])))
-        ends = np.append(starts[1:], pg.size)
-        bidx = a.bidx[rows].astype(np.int64)
-        distinct = np.concatenate(([True], (pg[1:] != pg[:-1]) | (bidx[1:] != bidx[:-1])))
-        counts = np.add.reduceat(distinct.astype(np.int64), starts)
+        pg, bidx = g[rows], a.bidx[rows].astype(np.int64)
+        order = np.lexsort((bidx, pg))
+        pg, rows, bidx = pg[order], rows[order], bidx[order]
+        next_entry = pg[1:] != pg[:-1]
+        starts = np.flatnonzero(np.concatenate(((True,), next_entry)))
+        distinct = np.concatenate(((True,), next_entry | (bidx[1:] != bidx[:-1])))
+        counts = np.add.reduceat(distinct, starts, dtype=np.int64)
         sizes = self._index.batch_size(pg[starts])
         complete = counts == sizes
         if complete.any():
@@ -1409,6 +1408,7 @@ class PartitionReplayer:
                 ack_sets = (full & ~acked_bits)[partial].tolist()
             else:
                 bits = [1 << int(b) for b in bidx.tolist()]
+                ends = np.append(starts[1:], pg.size)
                 for s, e, size in zip(
                     starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(), strict=True
                 ):
