@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Position, StateCorruptedError, as_int64
+from ..core import Position, RangeRuns, StateCorruptedError, as_int64
 from . import _varint_arrays as vx
 from ._cursor_state import PersistedCursorState, RangeArrays
 from ._varint import (
@@ -148,9 +148,10 @@ class PositionInfoRanges:
     The bytes equal those :func:`encode_position_info` writes for the same ranges (each
     record's encoding depends on its own four values only). O(n) comparisons plus O(changed
     records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes.
-    :meth:`size` sizes the field the same way, from the last ranges it sized."""
+    :meth:`size` sizes the field the same way, from the last ranges it sized, and
+    :meth:`size_runs` from a range set's runs, per ledger."""
 
-    __slots__ = ("_data", "_rows", "_sized_records", "_sized_rows", "_sizes")
+    __slots__ = ("_data", "_rows", "_runs_sized", "_sized_records", "_sized_rows", "_sizes")
 
     def __init__(self) -> None:
         self._rows = np.empty((0, 4), dtype=np.int64)
@@ -158,6 +159,8 @@ class PositionInfoRanges:
         self._sizes: np.ndarray | None = np.empty(0, dtype=np.int64)  # bytes per record; None: not counted
         self._sized_rows = np.empty((0, 4), dtype=np.int64)  # the last ranges sized, and their records' bytes
         self._sized_records = np.empty(0, dtype=np.int64)
+        # per ledger: the RangeRuns part last sized (shared by the range set) and its records' bytes
+        self._runs_sized: dict[int, tuple[object, int]] = {}
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
@@ -215,6 +218,44 @@ class PositionInfoRanges:
         self._sized_rows, self._sized_records = rows, records
         return int(records.sum())
 
+    def size_runs(self, runs: RangeRuns) -> int:
+        """:meth:`size` of the ranges of ``runs`` (:meth:`RangeRuns.arrays`), without deriving
+        them: each ledger's records sized from its run bounds (:meth:`RangeRuns.run_bounds`),
+        and kept while its part is the same object (a range set shares a ledger's part until
+        the ledger changes). O(ledgers) plus O(containers) per ledger changed."""
+        known = self._runs_sized
+        sized: dict[int, tuple[object, int]] = {}
+        total = 0
+        for index, (ledger_id, part) in enumerate(zip(runs.ledgers, runs.parts, strict=True)):
+            last = known.get(ledger_id)
+            if last is not None and last[0] is part:
+                size = last[1]
+            else:
+                n, firsts_below, lasts_below = runs.run_bounds(index, _VARINT_STEPS)
+                ledger_bytes = _varint_len(check_int64(ledger_id, "ranges.lower_ledger"))
+                size = n * (10 + 2 * ledger_bytes) + _varint_total(n, firsts_below) + _varint_total(n, lasts_below)
+            sized[ledger_id] = (part, size)
+            total += size
+        self._runs_sized = sized
+        return total
+
+
+_VARINT_STEPS = [0] + [1 << (7 * k) for k in range(1, 9)]
+"""0, then the smallest non-negative int64 of each varint length from 2 bytes to 9."""
+
+
+def _varint_total(n: int, below: list[int]) -> int:
+    """Varint bytes of ``n`` int64 values of which ``below[k]`` lie below ``_VARINT_STEPS[k]``
+    (a negative takes 10 bytes; a non-negative one more for each step from the second that it
+    reaches). O(steps)."""
+    negatives = below[0]
+    return 10 * negatives + n - negatives + sum(n - b for b in below[1:])
+
+
+def _varint_len(value: int) -> int:
+    """Bytes of one int64 as a varint (a negative takes 10)."""
+    return 10 if value < 0 else max(1, -(-value.bit_length() // 7))
+
 
 def _record_sizes(rows: np.ndarray) -> np.ndarray:
     """Bytes of the ``MessageRange`` record of each row of a C-contiguous ``(n, 4)`` int64
@@ -250,31 +291,44 @@ def _range_columns(ranges: RangeArrays) -> list[np.ndarray]:
 
 class PositionInfoEntry:
     """A ``PositionInfo`` record whose size is known before its bytes: ``len()`` is exact at
-    once (the ranges sized, not encoded: O(ranges) varint sizes, the other fields encoded),
-    ``bytes()`` encodes the record once, the ranges through the cursor's
-    :class:`PositionInfoRanges`, byte for byte what :func:`encode_position_info` writes.
+    once (the ranges sized, not encoded: O(ranges) varint sizes, or per changed ledger when
+    given as ``runs``; the other fields encoded), ``bytes()`` encodes the record once, the
+    ranges through the cursor's :class:`PositionInfoRanges`, byte for byte what
+    :func:`encode_position_info` writes.
 
     For a store that keeps few of the records it is given (a replay's store keeps the last of
     a cursor ledger): the limits a persist checks read the size, and a record nobody reads is
-    never encoded. ``state`` must not change afterwards. Raises like
-    :func:`encode_position_info`, when built."""
+    never encoded. ``runs``: the record's ranges as a range set's runs (``state.ranges`` is
+    then None), joined only when the record is built. ``state`` must not change afterwards,
+    nor the runs' set until ``len()`` was read. Raises like :func:`encode_position_info`, when
+    built."""
 
-    __slots__ = ("_data", "_ranges", "_size", "_state")
+    __slots__ = ("_data", "_ranges", "_runs", "_size", "_state")
 
-    def __init__(self, state: PersistedCursorState, ranges: PositionInfoRanges) -> None:
+    def __init__(self, state: PersistedCursorState, ranges: PositionInfoRanges, runs: RangeRuns | None = None) -> None:
+        if runs is not None and state.ranges is not None:
+            raise ValueError("a PositionInfoEntry takes its ranges from the state or from runs, not both")
         self._state = state
         self._ranges = ranges
+        self._runs = runs
         self._data: bytes | None = None
         rest = len(encode_position_info(state, ranges_bytes=b""))  # every field but the ranges
-        self._size = rest if state.ranges is None else rest + ranges.size(state.ranges)
+        if runs is not None:
+            self._size = rest + ranges.size_runs(runs)
+        else:
+            self._size = rest if state.ranges is None else rest + ranges.size(state.ranges)
 
     def __len__(self) -> int:
         return self._size
 
     def __bytes__(self) -> bytes:
         if self._data is None:
-            state = self._state
-            ranges_bytes = None if state.ranges is None else self._ranges.encode(state.ranges)
+            state, runs = self._state, self._runs
+            ranges = state.ranges
+            if runs is not None:
+                ledgers, lowers, uppers = runs.arrays()
+                ranges = RangeArrays(ledgers, lowers, ledgers, uppers)
+            ranges_bytes = None if ranges is None else self._ranges.encode(ranges)
             self._data = encode_position_info(state, ranges_bytes=ranges_bytes)
             if len(self._data) != self._size:
                 raise AssertionError(f"PositionInfo sized {self._size} bytes, encoded {len(self._data)}")
