@@ -149,9 +149,10 @@ class PositionInfoRanges:
     record's encoding depends on its own four values only). O(n) comparisons plus O(changed
     records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes.
     :meth:`size` sizes the field the same way, from the last ranges it sized, and
-    :meth:`size_runs` from a range set's runs, per ledger."""
+    :meth:`size_runs` from a range set's runs, per ledger; :meth:`size_others` sizes the
+    other fields of a record, keeping the sizes of its batch records."""
 
-    __slots__ = ("_data", "_rows", "_runs_sized", "_sized_records", "_sized_rows", "_sizes")
+    __slots__ = ("_batch_sized", "_data", "_rows", "_runs_sized", "_sized_records", "_sized_rows", "_sizes")
 
     def __init__(self) -> None:
         self._rows = np.empty((0, 4), dtype=np.int64)
@@ -161,6 +162,8 @@ class PositionInfoRanges:
         self._sized_records = np.empty(0, dtype=np.int64)
         # per ledger: the RangeRuns part last sized (shared by the range set) and its records' bytes
         self._runs_sized: dict[int, tuple[object, int]] = {}
+        # (ledger id, entry id, id(words)) -> (words, its record's bytes): the batch states last sized
+        self._batch_sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
@@ -239,6 +242,41 @@ class PositionInfoRanges:
         self._runs_sized = sized
         return total
 
+    def size_others(self, state: PersistedCursorState) -> int:
+        """The bytes of every field of ``state``'s ``PositionInfo`` but the ranges: the
+        length of :func:`encode_position_info` with ``ranges_bytes=b""`` (raises like it).
+        O(batch states) dictionary lookups for batch states given as the same word arrays as
+        the last call's (a cursor's persists write the same partly acknowledged batches again
+        and again); the properties and long arrays are encoded."""
+        if state.long_arrays or len(state.batch_deleted) > _SMALL_BATCH:
+            return len(encode_position_info(state, ranges_bytes=b""))
+        ledger, entry = state.mark_delete
+        size = 2 + _varint_len(check_int64(ledger, "mark_delete ledger id"))
+        size += _varint_len(check_int64(entry, "mark_delete entry id"))
+        if state.properties:
+            props = bytearray()
+            _encode_long_properties(props, _PI_PROPS, state.properties)
+            size += len(props)
+        known = self._batch_sized
+        sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
+        tag = (_PI_BATCH << 3) | LEN
+        for position, words in state.batch_deleted:
+            key = (position[0], position[1], id(words))
+            last = known.get(key)
+            if last is None or last[0] is not words:
+                if not (isinstance(words, np.ndarray) and words.dtype == np.int64 and words.ndim == 1):
+                    return len(encode_position_info(state, ranges_bytes=b""))
+                le = words.astype("<i8", copy=False).tobytes()
+                ledger_id = check_int64(position[0], "batch position ledger id")
+                last = (
+                    words,
+                    len(_batch_record(tag, ledger_id, check_int64(position[1], "batch position entry id"), le)),
+                )
+            sized[key] = last
+            size += last[1]
+        self._batch_sized = sized
+        return size
+
 
 _VARINT_STEPS = [0] + [1 << (7 * k) for k in range(1, 9)]
 """0, then the smallest non-negative int64 of each varint length from 2 bytes to 9."""
@@ -292,7 +330,8 @@ def _range_columns(ranges: RangeArrays) -> list[np.ndarray]:
 class PositionInfoEntry:
     """A ``PositionInfo`` record whose size is known before its bytes: ``len()`` is exact at
     once (the ranges sized, not encoded: O(ranges) varint sizes, or per changed ledger when
-    given as ``runs``; the other fields encoded), ``bytes()`` encodes the record once, the
+    given as ``runs``; the other fields by :meth:`PositionInfoRanges.size_others`),
+    ``bytes()`` encodes the record once, the
     ranges through the cursor's :class:`PositionInfoRanges`, byte for byte what
     :func:`encode_position_info` writes.
 
@@ -312,7 +351,7 @@ class PositionInfoEntry:
         self._ranges = ranges
         self._runs = runs
         self._data: bytes | None = None
-        rest = len(encode_position_info(state, ranges_bytes=b""))  # every field but the ranges
+        rest = ranges.size_others(state)  # every field but the ranges
         if runs is not None:
             self._size = rest + ranges.size_runs(runs)
         else:

@@ -84,6 +84,8 @@ class AckRangeSet:
         "_weights",
         "_extra",
         "_extra_version",
+        "_extra_total",
+        "_extra_generation",
         "_frozen",
     )
 
@@ -101,6 +103,10 @@ class AckRangeSet:
         self._weights: EntryMessages | None = None
         self._extra: dict[int, int] = {}
         self._extra_version: dict[int, int] = {}
+        # the sum of _extra when it holds every ledger with counts, as of the weights' generation
+        # (None: count again); kept up to date with _extra
+        self._extra_total: int | None = None
+        self._extra_generation = -1
         # frozen copies of ledgers' bitmaps made by range_runs, kept with their run count
         self._frozen: dict[int, FrozenBitMap] = {}
 
@@ -120,7 +126,10 @@ class AckRangeSet:
         self._cardinality += 1
         extra = self._extra
         if extra and ledger_id in extra:
-            extra[ledger_id] += self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
+            more = self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
+            extra[ledger_id] += more
+            if self._extra_total is not None:
+                self._extra_total += more
         return True
 
     def _follow_add(self, ledger_id: int, bm: BitMap, entry_id: int) -> None:
@@ -169,6 +178,7 @@ class AckRangeSet:
             _bad_entry(ledger_id, entry_id)
         self._bitmaps[ledger_id] = BitMap((entry_id,))
         self._changed(ledger_id)
+        self._extra_total = None  # a ledger with no kept count
         self._cardinality += 1
         return True
 
@@ -184,6 +194,7 @@ class AckRangeSet:
         bm = self._bitmaps.get(ledger_id)
         if bm is None:
             bm = self._bitmaps[ledger_id] = BitMap()
+            self._extra_total = None  # a ledger with no kept count
         before = bm.range_cardinality(first_entry, last_entry + 1)
         bm.add_range(first_entry, last_entry + 1)
         added = (last_entry - first_entry + 1) - before
@@ -207,6 +218,7 @@ class AckRangeSet:
         bm = self._bitmaps.get(ledger_id)
         if bm is None:
             bm = self._bitmaps[ledger_id] = BitMap()
+            self._extra_total = None  # a ledger with no kept count
         before = len(bm)
         batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
         extra = self._extra
@@ -216,7 +228,7 @@ class AckRangeSet:
             fresh = incoming - bm
             if fresh:
                 new_ids = np.frombuffer(fresh.to_array(), dtype=np.uint32)
-                extra[ledger_id] += self._weights.extra_of(ledger_id, new_ids)  # type: ignore[union-attr]
+                self._add_extra(ledger_id, self._weights.extra_of(ledger_id, new_ids))  # type: ignore[union-attr]
             bm |= incoming
             kept = False  # counted
         else:
@@ -225,9 +237,9 @@ class AckRangeSet:
         if added:
             if kept:  # all above the ledger's acks: each new once, unless repeated in the batch
                 if added == len(values):
-                    extra[ledger_id] += self._weights.extra_of(ledger_id, values)  # type: ignore[union-attr]
+                    self._add_extra(ledger_id, self._weights.extra_of(ledger_id, values))  # type: ignore[union-attr]
                 else:
-                    del extra[ledger_id]  # recounted from the runs when next asked
+                    self._drop_extra(ledger_id)  # recounted from the runs when next asked
             self._follow_many(ledger_id, values)
             self._cardinality += added
         elif before == 0:
@@ -311,7 +323,7 @@ class AckRangeSet:
             self._changed(ledger_id, keep_extra=whole_run and self._follow_extra(ledger_id, first, last, -1))
             if not bm:
                 del bitmaps[ledger_id]
-                self._extra.pop(ledger_id, None)
+                self._drop_extra(ledger_id)
         self._cardinality -= removed
         return removed
 
@@ -322,12 +334,12 @@ class AckRangeSet:
             return False
         bm.discard(entry_id)
         if self._extra and ledger_id in self._extra:
-            self._extra[ledger_id] -= self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
+            self._add_extra(ledger_id, 1 - self._weights.of(ledger_id, entry_id))  # type: ignore[union-attr]
         self._changed(ledger_id, keep_extra=True)
         self._cardinality -= 1
         if not bm:
             del self._bitmaps[ledger_id]
-            self._extra.pop(ledger_id, None)
+            self._drop_extra(ledger_id)
         return True
 
     def clear(self) -> None:
@@ -339,6 +351,7 @@ class AckRangeSet:
         self._pending.clear()
         self._frozen.clear()
         self._extra.clear()
+        self._extra_total = None
         self._cardinality = 0
 
     # -- queries ----------------------------------------------------------------------------
@@ -540,8 +553,9 @@ class AckRangeSet:
 
     def ledger_first_runs(self, ledger_id: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         """The first ``count`` closed runs of one ledger (all of them when it has fewer), as
-        :meth:`ledger_runs` gives them. O(entries up to the end of the last run returned) for a
-        ledger with more runs than that: the runs after are never expanded.
+        :meth:`ledger_runs` gives them. O(containers + count) for a ledger with more runs than
+        that (its runs' first entries and the entries after their last, as bitmaps): the runs
+        after are never expanded.
 
         >>> s = AckRangeSet(); s.add_many(1, [1, 2, 5, 9, 10, 11])
         6
@@ -555,14 +569,9 @@ class AckRangeSet:
         if self._ledger_run_count(ledger_id, bm) <= count or ledger_id in self._run_arrays:
             starts, ends = self._ledger_run_arrays(ledger_id, bm)
             return starts[:count], ends[:count]
-        take = 2 * count
-        while True:
-            prefix = bm[:take]
-            starts, ends = _runs_of(prefix)
-            # the count-th run is whole when a later run starts after it, or nothing follows
-            if len(starts) > count or take >= len(bm):
-                return starts[:count], ends[:count]
-            take *= 2
+        shifted = bm.shift(1)
+        # the first runs are not the top one, whose successor the shift may drop (MAX_ENTRY_ID)
+        return _first_values(bm - shifted, count), _first_values(shifted - bm, count) - 1
 
     def __iter__(self) -> Iterator[OpenClosedRange]:
         """Open-closed ranges ``(lower, upper]`` in ascending order."""
@@ -696,7 +705,18 @@ class AckRangeSet:
         if self._run_arrays.pop(ledger_id, None) is not None:
             self._pending.pop(ledger_id, None)
         if not keep_extra:
-            self._extra.pop(ledger_id, None)
+            self._drop_extra(ledger_id)
+
+    def _add_extra(self, ledger_id: int, more: int) -> None:
+        """A ledger's kept extra messages grew by ``more`` (the caller checked it is kept)."""
+        self._extra[ledger_id] += more
+        if self._extra_total is not None:
+            self._extra_total += more
+
+    def _drop_extra(self, ledger_id: int) -> None:
+        """Forget a ledger's kept extra messages (and the total they were part of)."""
+        if self._extra.pop(ledger_id, None) is not None:
+            self._extra_total = None
 
     def _follow_extra(self, ledger_id: int, first: int, last: int, sign: int = 1) -> bool:
         """The run ``[first, last]`` of one ledger was all added (``sign`` 1) or all removed
@@ -704,7 +724,7 @@ class AckRangeSet:
         extra = self._extra
         if extra and ledger_id in extra:
             runs = np.array([first], dtype=np.int64), np.array([last], dtype=np.int64)
-            extra[ledger_id] += sign * self._weights.extra_in_runs(ledger_id, *runs)  # type: ignore[union-attr]
+            self._add_extra(ledger_id, sign * self._weights.extra_in_runs(ledger_id, *runs))  # type: ignore[union-attr]
         return True
 
     # -- messages -----------------------------------------------------------------------------
@@ -716,17 +736,22 @@ class AckRangeSet:
         self._weights = weights
         self._extra.clear()
         self._extra_version.clear()
+        self._extra_total = None
 
     def extra_messages(self, weights: EntryMessages) -> int:
-        """Messages beyond one per entry over the acked entries, by ``weights``. O(ledgers with
-        counts) when this set is weighed by ``weights`` and they are counted (see
-        :meth:`weigh`), else O(their ranges)."""
+        """Messages beyond one per entry over the acked entries, by ``weights``. O(1) when this
+        set is weighed by ``weights`` and nothing but adds, whole runs absorbed and single
+        removals changed it since the last call (:meth:`weigh`; a ledger gained or emptied, a
+        bulk add over acked entries or a rewritten count takes the next call through the
+        ledgers); then O(ledgers with counts), else O(their ranges)."""
         if not weights.batched:
             return 0
         if weights is not self._weights:
             return sum(
                 self.ledger_extra_messages(ledger_id, weights) for ledger_id in self._bitmaps if weights.has(ledger_id)
             )
+        if self._extra_total is not None and self._extra_generation == weights.generation:
+            return self._extra_total
         total = 0
         kept, versions = self._extra, self._extra_version
         for ledger_id in self._bitmaps:  # the kept counts inline: this runs on every observed change
@@ -735,6 +760,8 @@ class AckRangeSet:
                 total += value
             elif weights.has(ledger_id):
                 total += self.ledger_extra_messages(ledger_id, weights)
+        # every ledger with counts is kept now, at this generation of the counts
+        self._extra_total, self._extra_generation = total, weights.generation
         return total
 
     def ledger_extra_messages(self, ledger_id: int, weights: EntryMessages) -> int:
@@ -863,6 +890,11 @@ class AckRangeSet:
             fresh = _runs_of(self._bitmaps[ledger_id])
             assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"
         weights = self._weights
+        if weights is not None and self._extra_total is not None and self._extra_generation == weights.generation:
+            fresh_total = sum(
+                weights.extra_in_runs(ledger_id, *_runs_of(bm)) for ledger_id, bm in self._bitmaps.items()
+            )
+            assert self._extra_total == fresh_total, f"extra messages kept {self._extra_total}, counted {fresh_total}"
         for ledger_id, extra in self._extra.items():
             assert weights is not None and ledger_id in self._bitmaps, f"extra messages kept for absent {ledger_id}"
             if self._extra_version.get(ledger_id) == weights.version(ledger_id):
@@ -962,6 +994,12 @@ def _bad_entry(ledger_id: int, entry_id: int) -> None:
 def _run_count(bm: BitMap | FrozenBitMap) -> int:
     # Elements whose predecessor is also present continue a run; the rest start one.
     return len(bm) - bm.intersection_cardinality(bm.shift(1))
+
+
+def _first_values(bm: BitMap, count: int) -> np.ndarray:
+    """The ``count`` lowest values of a bitmap as int64 (all of them when it has fewer)."""
+    head = bm if len(bm) <= 4 * count + 1024 else bm[:count]  # a slice costs more than a short array
+    return np.frombuffer(head.to_array(), dtype=np.uint32)[:count].astype(np.int64)
 
 
 def _run_end(bm: BitMap | FrozenBitMap, entry: int) -> int:

@@ -180,7 +180,9 @@ class CursorStateStore:
         # A store that keeps entries unbuilt (``lazy_entries``: a replay's, which keeps a cursor
         # ledger's last) is given PositionInfo records sized but not encoded (PositionInfoEntry)
         self._lazy_entries = bool(getattr(self._store, "lazy_entries", False))
-        self._rules_cache: tuple[ManagedLedgerConfig, tuple[PulsarVersion, _Reader, _Reader]] | None = None
+        self._rules_cache: tuple[ManagedLedgerConfig, tuple[tuple[PulsarVersion, _Reader, _Reader], _Limits]] | None = (
+            None
+        )
         # What a recovery would read (see the writing section), and what the store last wrote
         self._stored: _Stored | None = None
         self._node_ledger = NO_LEDGER
@@ -684,12 +686,13 @@ class CursorStateStore:
         long_array = (self._rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None
         writable = self._ledger_id is not None and (limit is None or limit > 0)
         fcfg = self._ml.factory_config
-        batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
-        fixed = (
-            _BYTES_PER_RECORD_BOUND
-            + sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
-            + _properties_bound(snapshot)
-        )
+        if len(snapshot.batch) <= cfg.max_batch_deleted_index_to_persist:
+            # every batch state kept: their words as the figures just counted them
+            batch_bytes = len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+        else:
+            batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
+            batch_bytes = sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
+        fixed = _BYTES_PER_RECORD_BOUND + batch_bytes + _properties_bound(snapshot)
         rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
         tracker = CloseTracker(
             snapshot.acked,
@@ -797,24 +800,27 @@ class CursorStateStore:
         than the batch cap, and a record certainly within the frame, ``jute.maxbuffer`` and
         state-size limits (at most :data:`_BYTES_PER_ENTRY_BOUND` bytes per range, or per
         acked entry in the long-array format, :data:`_BYTES_PER_BATCH_BOUND`
-        per batch state plus its words, and the properties). O(batch states + properties)."""
-        cfg = self._config
-        acked = snapshot.acked.cardinality()
-        if len(snapshot.batch) > cfg.max_batch_deleted_index_to_persist:
+        per batch state plus its words, and the properties). O(properties)."""
+        limits = self._derived()[1]
+        batch = snapshot.batch
+        if len(batch) > limits.batch_cap:
             return -1
         # the range format keeps ranges (an acknowledgement adds at most one); the long-array
         # format's size follows the acknowledged entries' span: counted by entry
-        ranges = snapshot.acked.size() if cfg.effective_ack_format == "range" else acked
-        fcfg = self._ml.factory_config
+        acked = snapshot.acked.cardinality()
+        ranges = snapshot.acked.size() if limits.range_format else acked
         size = _BYTES_PER_RECORD_BOUND + ranges * _BYTES_PER_ENTRY_BOUND
-        if snapshot.batch:
-            size += len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
-        size += _properties_bound(snapshot)
-        room = (min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state) - size) // _BYTES_PER_ENTRY_BOUND
-        cap = self._range_limit()
-        if cap is not None:
-            room = min(room, cap - ranges)
-        if cfg.effective_ack_format != "range" and cfg.max_unacked_ranges_to_persist_in_metadata_store >= 0:
+        if batch:
+            size += len(batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+        if snapshot.properties or snapshot.cursor_properties:
+            size += _properties_bound(snapshot)
+        room = (limits.record_room - size) // _BYTES_PER_ENTRY_BOUND
+        cap = limits.range_cap
+        if cap is not None and cap - ranges < room:
+            room = cap - ranges
+        if not limits.range_format and limits.node_above >= 0:
+            cfg = self._config
+            fcfg = self._ml.factory_config
             ml = self._ml
             # a long-array record of every entry produced so far fits the frame: the ledger's
             # branch loses nothing within the cap either (for a change applied now only: more
@@ -846,10 +852,10 @@ class CursorStateStore:
         branch of the close keeps them, the metadata store's only since apache/pulsar#26474
         (``recover`` with ``cursorsLedgerId == -1``), and the reader must have batch-index
         acks on."""
-        reader = self._reader(for_restart=True)
-        if not reader.batch or not self._config.deletion_at_batch_index_level_enabled:
+        limits = self._derived()[1]
+        if not limits.close_batch_read:
             return False
-        return reader.rules.batch_indexes_read_from_metadata_store or self._closes_to_ledger(snapshot)
+        return limits.node_batch_read or self._closes_to_ledger(snapshot)
 
     def _built_close_held(self, snapshot: CursorSnapshot) -> Held:
         """What a recovery after a close of ``snapshot`` now reads back, from the record the
@@ -934,6 +940,11 @@ class CursorStateStore:
     def _rules_of_config(self) -> tuple[PulsarVersion, _Reader, _Reader]:
         """The rules row of the settings in force, this store's reader and the restart
         figures' (recomputed when the settings object changes: ``ManagedLedger.set_config``)."""
+        return self._derived()[0]
+
+    def _derived(self) -> tuple[tuple[PulsarVersion, _Reader, _Reader], _Limits]:
+        """:meth:`_rules_of_config` and the :class:`_Limits` of the settings in force, derived
+        once per settings object."""
         cfg = self._config
         cached = self._rules_cache
         if cached is not None and cached[0] is cfg:
@@ -944,8 +955,19 @@ class CursorStateStore:
         if cfg.restart_as is not None:
             row = pulsar_version(cfg.restart_as)
             restart = _Reader(row, row.defaults.get("deletion_at_batch_index_level_enabled", "true") == "true")
-        self._rules_cache = (cfg, (rules, own, restart))
-        return rules, own, restart
+        fcfg = self._ml.factory_config
+        limits = _Limits(
+            cfg.max_batch_deleted_index_to_persist,
+            cfg.effective_ack_format == "range",
+            self._range_limit(),
+            min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state),
+            restart.batch and cfg.deletion_at_batch_index_level_enabled,
+            restart.rules.batch_indexes_read_from_metadata_store,
+            cfg.max_unacked_ranges_to_persist_in_metadata_store,
+        )
+        derived = ((rules, own, restart), limits)
+        self._rules_cache = (cfg, derived)
+        return derived
 
     @property
     def _pulsar(self) -> bool:
@@ -1325,6 +1347,26 @@ class _Counters:
         defaults = PersistenceStats()
         for name in self.__slots__:
             setattr(self, name, getattr(defaults, name))
+
+
+class _Limits(NamedTuple):
+    """What the observation path reads of the settings in force (``CursorStateStore._derived``)."""
+
+    batch_cap: int
+    """``max_batch_deleted_index_to_persist``."""
+    range_format: bool
+    """The individual-ack format in force is the range format."""
+    range_cap: int | None
+    """``CursorStateStore._range_limit``."""
+    record_room: int
+    """The bytes every store takes in one record: the frame, ``jute.maxbuffer`` and the state size."""
+    close_batch_read: bool
+    """A recovery after a close may read batch states back: the restart reader has batch-index
+    acks on, and so do the settings."""
+    node_batch_read: bool
+    """The restart reader reads the node's batch states (apache/pulsar#26474)."""
+    node_above: int
+    """``max_unacked_ranges_to_persist_in_metadata_store``."""
 
 
 class _Known(NamedTuple):
