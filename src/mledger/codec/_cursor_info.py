@@ -160,8 +160,9 @@ class PositionInfoRanges:
         self._sizes: np.ndarray | None = np.empty(0, dtype=np.int64)  # bytes per record; None: not counted
         self._sized_rows = np.empty((0, 4), dtype=np.int64)  # the last ranges sized, and their records' bytes
         self._sized_records = np.empty(0, dtype=np.int64)
-        # per ledger: the RangeRuns part last sized (shared by the range set) and its records' bytes
-        self._runs_sized: dict[int, tuple[object, int]] = {}
+        # the RangeRuns last sized: its ledgers and parts (shared by the range set), the bytes of
+        # each part's records and their total
+        self._runs_sized: tuple[tuple[int, ...], tuple[object, ...], list[int], int] | None = None
         # (ledger id, entry id, id(words)) -> (words, its record's bytes): the batch states last sized
         self._batch_sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
 
@@ -225,21 +226,26 @@ class PositionInfoRanges:
         """:meth:`size` of the ranges of ``runs`` (:meth:`RangeRuns.arrays`), without deriving
         them: each ledger's records sized from its run bounds (:meth:`RangeRuns.run_bounds`),
         and kept while its part is the same object (a range set shares a ledger's part until
-        the ledger changes). O(ledgers) plus O(containers) per ledger changed."""
-        known = self._runs_sized
-        sized: dict[int, tuple[object, int]] = {}
-        total = 0
-        for index, (ledger_id, part) in enumerate(zip(runs.ledgers, runs.parts, strict=True)):
-            last = known.get(ledger_id)
-            if last is not None and last[0] is part:
-                size = last[1]
-            else:
-                n, firsts_below, lasts_below = runs.run_bounds(index, _VARINT_STEPS)
-                ledger_bytes = _varint_len(check_int64(ledger_id, "ranges.lower_ledger"))
-                size = n * (10 + 2 * ledger_bytes) + _varint_total(n, firsts_below) + _varint_total(n, lasts_below)
-            sized[ledger_id] = (part, size)
-            total += size
-        self._runs_sized = sized
+        the ledger changes). O(ledgers) identity checks plus O(containers) per ledger changed."""
+        last = self._runs_sized
+        parts = runs.parts
+        if last is not None and last[0] == runs.ledgers:
+            sizes, total = last[2], last[3]
+            changed = [i for i, (part, before) in enumerate(zip(parts, last[1], strict=True)) if part is not before]
+            if changed:
+                sizes = list(sizes)
+                for i in changed:
+                    size = _part_size(runs, i)
+                    total += size - sizes[i]
+                    sizes[i] = size
+        else:
+            known = {} if last is None else dict(zip(last[0], zip(last[1], last[2], strict=True), strict=True))
+            sizes = []
+            for i, (ledger_id, part) in enumerate(zip(runs.ledgers, parts, strict=True)):
+                hit = known.get(ledger_id)
+                sizes.append(hit[1] if hit is not None and hit[0] is part else _part_size(runs, i))
+            total = sum(sizes)
+        self._runs_sized = (runs.ledgers, parts, sizes, total)
         return total
 
     def size_others(self, state: PersistedCursorState) -> int:
@@ -280,6 +286,14 @@ class PositionInfoRanges:
 
 _VARINT_STEPS = [0] + [1 << (7 * k) for k in range(1, 9)]
 """0, then the smallest non-negative int64 of each varint length from 2 bytes to 9."""
+
+
+def _part_size(runs: RangeRuns, index: int) -> int:
+    """Bytes of the ``MessageRange`` records of the runs ``runs`` keeps of ``ledgers[index]``:
+    ten of tags and one-byte lengths each and four varints (:func:`_record_sizes`)."""
+    n, firsts_below, lasts_below = runs.run_bounds(index, _VARINT_STEPS)
+    ledger_bytes = _varint_len(check_int64(runs.ledgers[index], "ranges.lower_ledger"))
+    return n * (10 + 2 * ledger_bytes) + _varint_total(n, firsts_below) + _varint_total(n, lasts_below)
 
 
 def _varint_total(n: int, below: list[int]) -> int:

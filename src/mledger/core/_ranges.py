@@ -626,25 +626,32 @@ class AckRangeSet:
         returns, before any run is derived). ``None`` or a negative limit means no limit.
         O(ledgers) plus, per ledger changed since the last export, a bitmap copy and its run
         count (O(containers)); the ledger the limit cuts: O(its runs up to the cut)."""
+        frozen = self._frozen
+        if max_ranges is None or max_ranges < 0 or self.size() <= max_ranges:
+            if len(frozen) != len(self._bitmaps):
+                self.size()  # every run count cached: a frozen copy is kept with it
+                for ledger_id, bm in self._bitmaps.items():
+                    if ledger_id not in frozen:
+                        frozen[ledger_id] = FrozenBitMap(bm)
+            every = tuple(self._bitmaps)
+            return RangeRuns(every, tuple(map(frozen.__getitem__, every)), self.size(), 0, self._cardinality)
         ledger_ids: list[int] = []
         parts: list[FrozenBitMap | tuple[np.ndarray, np.ndarray]] = []
         kept = entries = dropped = 0
-        unlimited = max_ranges is None or max_ranges < 0
-        frozen = self._frozen
         for ledger_id, bm in self._bitmaps.items():
             runs = self._ledger_run_count(ledger_id, bm)
-            if unlimited or kept + runs <= max_ranges:  # type: ignore[operator]
+            if kept + runs <= max_ranges:
                 part = frozen.get(ledger_id)
                 if part is None:
                     part = frozen[ledger_id] = FrozenBitMap(bm)  # dropped with the run count
                 parts.append(part)
                 kept += runs
                 entries += len(bm)
-            elif kept >= max_ranges:  # type: ignore[operator]
+            elif kept >= max_ranges:
                 dropped += runs
                 continue
             else:
-                take = max_ranges - kept  # type: ignore[operator]
+                take = max_ranges - kept
                 starts, ends = self.ledger_first_runs(ledger_id, take)
                 parts.append((starts, ends))
                 dropped += runs - take
