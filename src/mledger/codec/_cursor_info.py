@@ -300,8 +300,8 @@ def _varint_total(n: int, below: list[int]) -> int:
     """Varint bytes of ``n`` int64 values of which ``below[k]`` lie below ``_VARINT_STEPS[k]``
     (a negative takes 10 bytes; a non-negative one more for each step from the second that it
     reaches). O(steps)."""
-    negatives = below[0]
-    return 10 * negatives + n - negatives + sum(n - b for b in below[1:])
+    # 10 * below[0] + (n - below[0]) + the sum over k >= 1 of (n - below[k])
+    return n * len(below) + 9 * below[0] - sum(below) + below[0]
 
 
 def _varint_len(value: int) -> int:

@@ -961,11 +961,11 @@ class RangeRuns:
         top = part.max()
         firsts_below: list[int] = []
         lasts_below: list[int] = []
-        for step in steps:
-            if step > top:  # every run below: first - 1 < first <= top < step, and last <= top
-                firsts_below.append(n)
-                lasts_below.append(n)
-            elif step < 0:
+        for i, step in enumerate(steps):
+            if step > top:  # every run below from here: first - 1 < first <= top < step, last <= top
+                rest = [n] * (len(steps) - i)
+                return n, firsts_below + rest, lasts_below + rest
+            if step < 0:
                 firsts_below.append(0)
                 lasts_below.append(0)
             else:  # step <= top <= MAX_ENTRY_ID: the top run's last is not below it
