@@ -50,6 +50,9 @@ PENDING_ADDS = 64
 from its bitmap again: up to this many are merged into the cached runs at the next export, in
 one vectorised union (O(runs + entries added), where deriving them costs O(acked entries))."""
 
+SMALL_ADD = 32
+"""Bulk adds of at most this many entries are applied one by one (:meth:`AckRangeSet.add_many`)."""
+
 PENDING_BULK = 1024
 """The most entries of one bulk add kept pending (a larger one drops the cached runs)."""
 
@@ -212,6 +215,8 @@ class AckRangeSet:
         values = np.asarray(entry_ids if isinstance(entry_ids, np.ndarray) else list(entry_ids))
         if values.size == 0:
             return 0
+        if values.size <= SMALL_ADD:
+            return self._add_few(ledger_id, values)
         low = values.min()
         if low < 0 or values.max() > MAX_ENTRY_ID:
             _bad_entry(ledger_id, int(low) if low < 0 else int(values.max()))
@@ -245,6 +250,30 @@ class AckRangeSet:
         elif before == 0:
             del self._bitmaps[ledger_id]
         return added
+
+    def _add_few(self, ledger_id: int, values: np.ndarray) -> int:
+        """:meth:`add_many` of at most :data:`SMALL_ADD` entries, one by one in Python (the
+        bulk path's dozen numpy calls cost more than a few entries)."""
+        ids = values.tolist()
+        low, high = min(ids), max(ids)
+        if low < 0 or high > MAX_ENTRY_ID:
+            _bad_entry(ledger_id, low if low < 0 else high)
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:
+            bm = self._bitmaps[ledger_id] = BitMap()
+            self._extra_total = None  # a ledger with no kept count
+        fresh = [entry_id for entry_id in set(ids) if entry_id not in bm]
+        if not fresh:
+            if not bm:
+                del self._bitmaps[ledger_id]
+            return 0
+        bm.update(fresh)
+        extra = self._extra
+        if extra and ledger_id in extra:
+            self._add_extra(ledger_id, self._weights.extra_of(ledger_id, fresh))  # type: ignore[union-attr]
+        self._follow_many(ledger_id, values)
+        self._cardinality += len(fresh)
+        return len(fresh)
 
     def add_words(self, ledger_id: int, words: np.ndarray) -> int:
         """Mark acked the set bits of one ledger's ``BitSet.toLongArray()`` words; return how
