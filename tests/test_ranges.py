@@ -574,7 +574,7 @@ def test_runs_of_the_last_exported_large_ledger_are_kept_until_it_changes(monkey
 
 _OPS = st.lists(
     st.tuples(
-        st.sampled_from(["add", "add_many", "add_range", "remove", "remove_at_most", "record"]),
+        st.sampled_from(["add", "add_many", "add_many_bulk", "add_range", "remove", "remove_at_most", "record"]),
         st.integers(1, 3),
         st.lists(st.integers(0, 40), min_size=1, max_size=6),
     ),
@@ -603,6 +603,8 @@ def test_weighed_extra_messages_follow_every_change(ops: list[tuple[str, int, li
             s.add(ledger, ids[0])
         elif op == "add_many":
             s.add_many(ledger, ids)
+        elif op == "add_many_bulk":  # past SMALL_ADD: the vectorised path
+            s.add_many(ledger, np.arange(min(ids), min(ids) + 40))
         elif op == "add_range":
             s.add_range(ledger, min(ids), max(ids))
         elif op == "remove":
