@@ -5,8 +5,7 @@ set's range arrays, through successive exports that reuse what did not change.""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from mledger.codec import PersistedCursorState, PositionInfoEntry, PositionInfoRanges, RangeArrays, encode_position_info
 from mledger.core import MAX_ENTRY_ID, AckRangeSet, Position

@@ -15,7 +15,14 @@ acked. Ranges are *derived* from the bits and reported per ledger as open-closed
 * the number of ranges (``size()``) is derived per ledger as ``card - |B ∩ (B << 1)|`` in
   O(containers) and cached until that ledger changes;
 * bulk export (persistence) walks runs with vectorised numpy over the bitmap's values when
-  runs are short, and run by run when they are long, so it is O(ranges) either way.
+  runs are short, and run by run when they are long, so it is O(ranges) either way; the runs
+  exported are kept per ledger, and adds merged into them, until the ledger changes otherwise;
+* a persist that only needs the size of its record (a replay's) exports
+  :class:`RangeRuns`: a frozen copy per ledger, kept until the ledger changes, whose record
+  size follows from bitmap ranks of its run bounds (O(containers), no run derived), so a
+  persist costs the ledgers changed since the last one;
+* the messages of the acked entries (batches) are kept per ledger, and their total, as entries
+  are added and runs absorbed (:meth:`AckRangeSet.weigh`).
 
 Entry ids are bitmap indexes and must lie in ``[0, 2**32)`` (as in Pulsar's roaring sets).
 """
@@ -435,10 +442,10 @@ class AckRangeSet:
         """Number of open-closed ranges (Pulsar's ``size()``). O(containers of changed ledgers)."""
         runs = self._runs
         if len(runs) != len(self._bitmaps):
-            # a plain walk: a SortedDict's key view difference builds a SortedSet
-            for ledger_id, bm in self._bitmaps.items():
-                if ledger_id not in runs:
-                    self._note_run_count(ledger_id, _run_count(bm))
+            # a walk over the keys: a SortedDict's key view difference builds a SortedSet
+            bitmaps = self._bitmaps
+            for ledger_id in [ledger_id for ledger_id in bitmaps if ledger_id not in runs]:
+                self._note_run_count(ledger_id, _run_count(bitmaps[ledger_id]))
         return self._run_total
 
     def __len__(self) -> int:

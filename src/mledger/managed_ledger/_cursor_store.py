@@ -515,7 +515,13 @@ class CursorStateStore:
     def persist(self, snapshot: CursorSnapshot) -> bool:
         """Persist ``snapshot`` (Pulsar's ``internalMarkDelete`` write path); False when no
         store took it (under a Pulsar version's rules: a ``ManagedCursorInfo`` over
-        ``jute.maxbuffer`` after a refused ledger write), the previous record then stands."""
+        ``jute.maxbuffer`` after a refused ledger write), the previous record then stands.
+
+        On a ``lazy_entries`` store, a range-format ``PositionInfo`` costs O(batch states +
+        ledgers changed since the last persist), plus O(ledgers) at C speed: the record's
+        ranges are the set's frozen per-ledger copies (:meth:`AckRangeSet.range_runs
+        <mledger.core.AckRangeSet.range_runs>`), sized per changed ledger and encoded only if
+        the store reads it back; what a recovery holds of it is the set's kept counts."""
         stored = self._write_state(snapshot)
         self._after_write(snapshot)
         return stored
@@ -621,7 +627,8 @@ class CursorStateStore:
         an unload now would redeliver, counted towards the maxima (stamped ``now_ms``, else the
         clock's time). ``limits``: no flush will write the change either (apache/pulsar#26498
         with a clean cursor), so the crash total is all lost to the limits. Reads only; writes
-        nothing. O(batch states + ledgers) while the state is within every limit, O(state)
+        nothing. O(batch states) plus O(ledgers) at C speed while the state is within every
+        limit (the range set keeps its counts and extra messages), O(state)
         otherwise (the unload figure's close record)."""
         now = self._ml.clock.now_ms() if now_ms is None else now_ms
         self._figures.observe(snapshot, now, self._config.max_batch_deleted_index_to_persist, limits)
