@@ -21,24 +21,22 @@ deduplication policy to the namespace's open topics.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ..core import (
-    BadVersionError,
     InvalidRequestError,
     MLedgerError,
     NotFoundError,
     PreconditionFailedError,
     StateCorruptedError,
 )
-from ..storage import NEW_NODE, Store
+from ..storage import Store
 from ._errors import TopicAlreadyExistsError
 from ._retention import RetentionPolicies
 from ._schema_compat import AUTO_UPDATE_POLICIES, SchemaCompatibilityStrategy
-from ._stored_json import decode_object, update_object
+from ._stored_json import create_object, decode_object, update_object
 from ._time_policies import check_time_policies
 
 __all__ = [
@@ -219,10 +217,8 @@ class Namespaces:
         as given); ``NamespaceAlreadyExistsError``, ``InvalidRequestError`` for a bad field."""
         check_namespace(name)
         body = {"deduplicationEnabled": None, **check_policies(policies or {})}
-        try:
-            self._store.put(f"{POLICIES_ROOT}/{name}", json.dumps(body).encode(), NEW_NODE)
-        except BadVersionError:
-            raise NamespaceAlreadyExistsError(f"Namespace already exists: {name}") from None
+        if not create_object(self._store, f"{POLICIES_ROOT}/{name}", body):
+            raise NamespaceAlreadyExistsError(f"Namespace already exists: {name}")
 
     def ensure(self, name: str) -> bool:
         """Create ``tenant/namespace`` unless it was created already; True when this call did."""
