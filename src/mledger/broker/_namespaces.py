@@ -57,7 +57,10 @@ DEFAULT_NAMESPACE = "public/default"
 STANDALONE_NAMESPACES = ("public/default", "pulsar/system", "sample/ns1")
 """What Pulsar's standalone creates on start (``PulsarStandalone``: the default namespace, the
 system namespace and the sample one); ``mledger standalone`` creates them too."""
-_SEGMENT = re.compile(r"^[-=:.\w]+$")
+NAME_PATTERN = re.compile(r"^[-=:.\w]+$")
+r"""A tenant, namespace or cluster name as the stores of :class:`Namespaces`, ``Tenants`` and
+``Clusters`` check it (``\w`` as Python reads it, wider than the ASCII rule topic names follow:
+:func:`~mledger.broker.named_entity_problem`)."""
 
 
 class NamespaceAlreadyExistsError(TopicAlreadyExistsError):
@@ -78,7 +81,7 @@ class NamespaceNotEmptyError(MLedgerError):
 def check_namespace(name: str) -> tuple[str, str]:
     """``tenant/namespace`` -> its two parts; ``InvalidRequestError`` naming a bad name."""
     parts = name.split("/") if isinstance(name, str) else []
-    if len(parts) != 2 or not all(_SEGMENT.match(p) for p in parts):
+    if len(parts) != 2 or not all(NAME_PATTERN.match(p) for p in parts):
         raise InvalidRequestError(f"Invalid namespace name: {name!r} (expected tenant/namespace)")
     return parts[0], parts[1]
 

@@ -15,7 +15,6 @@ Thread-safe through the metadata store's compare-and-set.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from ..core import (
     StateCorruptedError,
 )
 from ..storage import NEW_NODE, Store
+from ._namespaces import NAME_PATTERN, POLICIES_ROOT
 from ._stored_json import create_object, decode_object
 
 __all__ = [
@@ -42,10 +42,10 @@ __all__ = [
 ]
 
 CLUSTERS_ROOT = "/admin/clusters"
-TENANTS_ROOT = "/admin/policies"
+TENANTS_ROOT = POLICIES_ROOT
+"""Tenants live where Pulsar keeps them, the namespaces' root: ``/admin/policies/<tenant>``."""
 CLUSTER_URL_FIELDS = ("serviceUrl", "serviceUrlTls", "brokerServiceUrl", "brokerServiceUrlTls")
 """The ``ClusterData`` fields a ``GET`` always answers (null when unset)."""
-_NAME = re.compile(r"^[-=:.\w]+$")
 
 
 class ClusterAlreadyExistsError(MLedgerError):
@@ -72,7 +72,7 @@ class TenantNotEmptyError(MLedgerError):
 
 def check_name(name: object, what: str) -> str:
     """A tenant or cluster name; ``InvalidRequestError`` naming a bad one."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise InvalidRequestError(f"Invalid {what} name: {name!r}")
     return name
 
@@ -210,7 +210,7 @@ class Tenants:
 
     def admin_roles(self, name: str) -> frozenset[str]:
         """The tenant's ``adminRoles``; empty for an unknown tenant (never raises for a name)."""
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
             return frozenset()
         stored = self._store.get(f"{TENANTS_ROOT}/{name}")
         if stored is None:
