@@ -681,7 +681,7 @@ class CursorStateStore:
         self._unload_ranges = snapshot.acked.size()
         self._unload_keeps_batch = self._close_keeps_batch(snapshot)
         self._bulk_headroom = self.unload_headroom
-        if self._config.effective_ack_format != "range":
+        if not self._derived()[1].range_format:
             self._bulk_headroom = self._unload_headroom_of(snapshot, now_only=True)
         if self.unload_headroom >= 0:
             keeps = not snapshot.batch or self._unload_keeps_batch
@@ -751,15 +751,10 @@ class CursorStateStore:
         figure when the close record does not keep batch states (up, then down when the entry
         is complete): the room then gives the figure to follow (``BulkAckRoom.unload``). O(1)
         after an observation; ``shrink_loses_batch`` even past the limits."""
-        reader = self._reader(for_restart=True)
-        ranges, above = self._unload_ranges, self._config.max_unacked_ranges_to_persist_in_metadata_store
+        limits = self._derived()[1]
+        ranges, above = self._unload_ranges, limits.node_above
         # the close's branch (ledger or node) decides whether batch states are kept
-        branch_decides = (
-            self._ledger_id is not None
-            and reader.batch
-            and self._config.deletion_at_batch_index_level_enabled
-            and not reader.rules.batch_indexes_read_from_metadata_store
-        )
+        branch_decides = self._ledger_id is not None and limits.close_batch_read and not limits.node_batch_read
         shrink_loses_batch = branch_decides and (ranges < 0 or ranges > above)
         headroom = self._bulk_headroom if ranges >= 0 else -1
         if headroom < 0:
@@ -768,7 +763,7 @@ class CursorStateStore:
             # an individual acknowledgement moves the range count by one at most: stay on this side
             headroom = min(headroom, above - ranges if ranges <= above else ranges - above - 1)
         per_batch = 1 + -(-(_BYTES_PER_BATCH_BOUND + batch_words * 10) // _BYTES_PER_ENTRY_BOUND)
-        batch_room = max(self._config.max_batch_deleted_index_to_persist - batch_states, 0)
+        batch_room = max(limits.batch_cap - batch_states, 0)
         if self._unload_keeps_batch:
             return BulkAckRoom(headroom, per_batch, batch_room, None, shrink_loses_batch)
         u = self._figures.unload
