@@ -515,6 +515,10 @@ class AckRangeSetMachine(RuleBasedStateMachine):
         assert dropped == sum(1 for lo, _ in expected if lo.ledger_id not in kept)
         full, _ = s.to_long_arrays()
         assert AckRangeSet.from_long_arrays(full) == s
+        for ledger in {led for led, _ in model}:  # the first runs, cached or from run bounds
+            starts, ends = s.ledger_first_runs(ledger, limit + 1)
+            expected_runs = runs(e for led, e in model if led == ledger)[: limit + 1]
+            assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == expected_runs
 
     @invariant()
     def matches_model(self) -> None:
