@@ -118,8 +118,9 @@ class _BatchTally:
 
     Kept as running totals: a count against the same record's states (or none, as the last)
     and cap as the last, with no more states than the cap, adds and takes away only the states that changed since (a state is
-    its position, its remaining bits and the batch size given with its acks; found by set
-    difference, in C), O(changed) in Python; otherwise it counts every state again."""
+    its position, its remaining bits and the batch size given with its acks; found past the
+    states the two counts share at their start and end, by bisection over tuple slices, then by
+    set difference, in C), O(changed) in Python; otherwise it counts every state again."""
 
     __slots__ = (
         "_batch",
@@ -127,7 +128,7 @@ class _BatchTally:
         "_kept",
         "_known",
         "_parts",
-        "_states",
+        "_sizes",
         "all",
         "lost",
         "tail",
@@ -142,13 +143,13 @@ class _BatchTally:
         # batch sizes the ledger's counts were seen to hold (their entries are above the
         # mark-delete, so their ledgers' counts stay): not looked up again
         self._known: dict[Position, int] = {}
-        # the states last counted, each ((position, remaining), size given), and what each
-        # added to the totals: (messages, lost messages, words); against record ``_kept``
-        self._states: frozenset[tuple[tuple[Position, int], int | None]] = frozenset()
+        # what each state last counted, ((position, remaining), size given), added to the
+        # totals: (messages, lost messages, words); against record ``_kept``
         self._parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
         self._kept: Mapping[Position, int] | None = None
         self._cap = -1
-        self._batch: tuple[tuple[Position, int], ...] | None = None  # the tuple last counted
+        self._batch: tuple[tuple[Position, int], ...] = ()  # the tuple last counted
+        self._sizes: list[int | None] = []  # the sizes given with its states' acks
 
     def count(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages, cap: int) -> None:
         """O(batch states) in C and O(states changed since the last count) in Python, or
@@ -162,17 +163,21 @@ class _BatchTally:
             self._kept = kept
             self.unknown_sizes = []
             return
-        states = frozenset(zip(batch, map(snapshot.batch_sizes.get, map(_first, batch)), strict=True))
-        self._batch = batch
+        sizes = list(map(snapshot.batch_sizes.get, map(_first, batch)))
         if cap != self._cap or len(batch) > cap or not same_record:
-            self._recount(snapshot, kept, counts, cap, states)
+            self._recount(snapshot, kept, counts, cap, sizes)
             return
+        before, before_sizes = self._batch, self._sizes
+        head, tail = _shared_ends(before, before_sizes, batch, sizes)
+        gone = set(zip(before[head : len(before) - tail], before_sizes[head : len(before) - tail], strict=True))
+        came = set(zip(batch[head : len(batch) - tail], sizes[head : len(batch) - tail], strict=True))
+        self._batch, self._sizes = batch, sizes
         self._kept = kept  # the same record's states, or none in either
         parts = self._parts
         all_m, all_e = self.all
         lost_m, lost_e = self.lost
         words = self.words
-        for state in self._states - states:
+        for state in gone - came:
             n, lost, w = parts.pop(state)
             words -= w
             if n:
@@ -180,14 +185,13 @@ class _BatchTally:
             if lost:
                 lost_m, lost_e = lost_m - lost, lost_e - 1
         unknown: list[tuple[Position, int]] = []
-        for state in states - self._states:
+        for state in came - gone:
             n, lost, w = parts[state] = self._part(state, snapshot.batch_sizes, kept, counts, unknown)
             words += w
             if n:
                 all_m, all_e = all_m + n, all_e + 1
             if lost:
                 lost_m, lost_e = lost_m + lost, lost_e + 1
-        self._states = states
         self.all, self.lost, self.words = (all_m, all_e), (lost_m, lost_e), words
         self.tail = (0, 0)  # no more states than the cap
         self.unknown_sizes = sorted(unknown)  # in position order, as a full count finds them
@@ -198,16 +202,17 @@ class _BatchTally:
         kept: Mapping[Position, int],
         counts: EntryMessages,
         cap: int,
-        states: frozenset[tuple[tuple[Position, int], int | None]],
+        given: list[int | None],
     ) -> None:
-        """Every state counted again. O(batch states)."""
+        """Every state counted again (``given``: the size given with each state's acks).
+        O(batch states)."""
         lost_m = lost_e = all_m = all_e = tail_m = tail_e = words = 0
         sizes = snapshot.batch_sizes
         unknown: list[tuple[Position, int]] = []
         if len(self._known) > 2 * len(snapshot.batch) + 64:  # forget the entries acked whole since
             self._known.clear()
         parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
-        for i, state in enumerate(zip(snapshot.batch, map(sizes.get, map(_first, snapshot.batch)), strict=True)):
+        for i, state in enumerate(zip(snapshot.batch, given, strict=True)):
             n, lost, w = parts[state] = self._part(state, sizes, kept, counts, unknown)
             words += w
             if not n:
@@ -223,7 +228,8 @@ class _BatchTally:
         self.lost, self.all, self.tail = (lost_m, lost_e), (all_m, all_e), (tail_m, tail_e)
         self.words = words
         self.unknown_sizes = unknown
-        self._states, self._parts, self._kept, self._cap = states, parts, kept, cap
+        self._batch, self._sizes = snapshot.batch, given
+        self._parts, self._kept, self._cap = parts, kept, cap
 
     def _part(
         self,
@@ -252,6 +258,38 @@ class _BatchTally:
 
 
 _first = itemgetter(0)
+
+
+def _shared_ends(
+    before: tuple[tuple[Position, int], ...],
+    before_sizes: list[int | None],
+    after: tuple[tuple[Position, int], ...],
+    after_sizes: list[int | None],
+) -> tuple[int, int]:
+    """How many states (with their sizes) two counts share at their start, then at their end
+    (never overlapping): bisection over slice comparisons, O(n) in C (a state that did not
+    change is the same objects, compared by identity first)."""
+    k = min(len(before), len(after))
+    head, hi = 0, k
+    while head < hi:  # before[:head] == after[:head]; the first difference is before hi + 1
+        mid = (head + hi + 1) // 2
+        if before[head:mid] == after[head:mid] and before_sizes[head:mid] == after_sizes[head:mid]:
+            head = mid
+        else:
+            hi = mid - 1
+    k -= head
+    m, n = len(before), len(after)
+    tail, hi = 0, k
+    while tail < hi:
+        mid = (tail + hi + 1) // 2
+        if (
+            before[m - mid : m - tail] == after[n - mid : n - tail]
+            and before_sizes[m - mid : m - tail] == after_sizes[n - mid : n - tail]
+        ):
+            tail = mid
+        else:
+            hi = mid - 1
+    return head, tail
 
 
 def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:
