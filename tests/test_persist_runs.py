@@ -50,19 +50,3 @@ def test_a_record_sized_from_runs_has_the_bytes_of_the_record_built_from_arrays(
             assert bytes(entry) == expected
     acked._check()
 
-
-@settings(max_examples=60, deadline=None)
-@given(entries=st.lists(_ENTRY, min_size=1, max_size=60), count=st.integers(1, 12))
-def test_the_first_runs_of_a_ledger_not_exported_are_its_first_runs(entries, count) -> None:
-    """``ledger_first_runs`` of a ledger whose runs are not cached (from its run bounds as
-    bitmaps, the close tracker's boundary) are the first runs of its entries."""
-    acked = AckRangeSet()
-    acked.add_many(7, entries)
-    starts, ends = acked.ledger_first_runs(7, count)
-    runs: list[tuple[int, int]] = []
-    for entry in sorted(set(entries)):
-        if runs and runs[-1][1] == entry - 1:
-            runs[-1] = (runs[-1][0], entry)
-        else:
-            runs.append((entry, entry))
-    assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs[:count]

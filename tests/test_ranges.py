@@ -636,3 +636,17 @@ def test_cached_runs_follow_a_bulk_add_then_any_other_change() -> None:
     assert [a.tolist() for a in s.ledger_runs(1)] == [[9, 20], [11, 20]]
     assert s.size() == 2
     s._check()
+
+
+_FIRST_RUNS_ENTRY = st.one_of(st.integers(0, 300), st.integers(MAX_ENTRY_ID - 200, MAX_ENTRY_ID))
+
+
+@settings(max_examples=60, deadline=None)
+@given(entries=st.lists(_FIRST_RUNS_ENTRY, min_size=1, max_size=60), count=st.integers(1, 12))
+def test_the_first_runs_of_a_ledger_not_exported_are_its_first_runs(entries, count) -> None:
+    """``ledger_first_runs`` of a ledger whose runs are not cached (from its run bounds as
+    bitmaps, the close tracker's boundary) are the first runs of its entries."""
+    acked = AckRangeSet()
+    acked.add_many(7, entries)
+    starts, ends = acked.ledger_first_runs(7, count)
+    assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs(entries)[:count]

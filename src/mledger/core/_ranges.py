@@ -201,10 +201,7 @@ class AckRangeSet:
             return 0
         if first_entry < 0 or last_entry > MAX_ENTRY_ID:
             _bad_entry(ledger_id, first_entry if first_entry < 0 else last_entry)
-        bm = self._bitmaps.get(ledger_id)
-        if bm is None:
-            bm = self._bitmaps[ledger_id] = BitMap()
-            self._extra_total = None  # a ledger with no kept count
+        bm = self._bitmap_for(ledger_id)
         before = bm.range_cardinality(first_entry, last_entry + 1)
         bm.add_range(first_entry, last_entry + 1)
         added = (last_entry - first_entry + 1) - before
@@ -227,10 +224,7 @@ class AckRangeSet:
         low = values.min()
         if low < 0 or values.max() > MAX_ENTRY_ID:
             _bad_entry(ledger_id, int(low) if low < 0 else int(values.max()))
-        bm = self._bitmaps.get(ledger_id)
-        if bm is None:
-            bm = self._bitmaps[ledger_id] = BitMap()
-            self._extra_total = None  # a ledger with no kept count
+        bm = self._bitmap_for(ledger_id)
         before = len(bm)
         batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
         extra = self._extra
@@ -258,6 +252,15 @@ class AckRangeSet:
             del self._bitmaps[ledger_id]
         return added
 
+    def _bitmap_for(self, ledger_id: int) -> BitMap:
+        """The ledger's bitmap, created empty if it has none (the caller adds to it, or drops
+        it again when nothing was added)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:
+            bm = self._bitmaps[ledger_id] = BitMap()
+            self._extra_total = None  # a ledger with no kept count
+        return bm
+
     def _add_few(self, ledger_id: int, values: np.ndarray) -> int:
         """:meth:`add_many` of at most :data:`SMALL_ADD` entries, one by one in Python (the
         bulk path's dozen numpy calls cost more than a few entries)."""
@@ -265,10 +268,7 @@ class AckRangeSet:
         low, high = min(ids), max(ids)
         if low < 0 or high > MAX_ENTRY_ID:
             _bad_entry(ledger_id, low if low < 0 else high)
-        bm = self._bitmaps.get(ledger_id)
-        if bm is None:
-            bm = self._bitmaps[ledger_id] = BitMap()
-            self._extra_total = None  # a ledger with no kept count
+        bm = self._bitmap_for(ledger_id)
         fresh = [entry_id for entry_id in set(ids) if entry_id not in bm]
         if not fresh:
             if not bm:
