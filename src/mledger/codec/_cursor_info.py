@@ -352,8 +352,8 @@ class PositionInfoEntry:
     For a store that keeps few of the records it is given (a replay's store keeps the last of
     a cursor ledger): the limits a persist checks read the size, and a record nobody reads is
     never encoded. ``runs``: the record's ranges as a range set's runs (``state.ranges`` is
-    then None), joined only when the record is built. ``state`` must not change afterwards,
-    nor the runs' set until ``len()`` was read. Raises like :func:`encode_position_info`, when
+    then None; immutable, whatever the set does next), derived only when the record is built.
+    ``state`` must not change afterwards. Raises like :func:`encode_position_info`, when
     built."""
 
     __slots__ = ("_data", "_ranges", "_runs", "_size", "_state")
