@@ -1263,17 +1263,20 @@ class CursorStateStore:
                 state.long_arrays = None
                 if cfg.unacked_ranges_limit_off_by_one and range_limit is not None and range_limit >= 0:
                     range_limit += 1  # before apache/pulsar#25548: one range over the limit
-                runs = acked.range_runs(range_limit)
-                dropped = runs.dropped
-                range_builder_dropped = dropped > 0
-                if fmt == "auto":
-                    state.ranges, state.long_arrays = _smaller_per_ledger(acked, *runs.arrays())
-                    runs = None
-                else:
-                    acks = runs.entries, _runs_extra(runs, acked, self._ml.entry_messages)
-                    if not lazy:
-                        ledgers, lowers, uppers = runs.arrays()
+                counts = self._ml.entry_messages
+                if lazy and fmt != "auto":  # the set's frozen runs, sized per changed ledger
+                    runs = acked.range_runs(range_limit)
+                    dropped = runs.dropped
+                    acks = runs.entries, _runs_extra(runs, acked, counts)
+                else:  # arrays to encode now, from the set's cached runs
+                    ledgers, lowers, uppers, dropped = acked.to_range_arrays(range_limit)
+                    if fmt == "auto":
+                        state.ranges, state.long_arrays = _smaller_per_ledger(acked, ledgers, lowers, uppers)
+                    else:
                         state.ranges = RangeArrays(ledgers, lowers, ledgers.copy(), uppers)
+                        if not dropped:  # every range of the set: its kept counts
+                            acks = acked.cardinality(), acked.extra_messages(counts)
+                range_builder_dropped = dropped > 0
         elif not state.long_arrays:
             acks = (0, 0)  # no acks in the record
         dropped_batch = 0
@@ -1391,7 +1394,7 @@ class _Build(NamedTuple):
     range_builder_dropped: bool
     long_array_cut: bool
     runs: RangeRuns | None
-    """The range format's ranges as the set's runs (``state.ranges`` None when built lazily)."""
+    """A lazy build's range-format ranges, as the set's runs (``state.ranges`` is then None)."""
     known: _Known
 
     def stored(self, from_node: bool) -> _Stored:
