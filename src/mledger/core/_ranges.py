@@ -990,9 +990,7 @@ class RangeRuns:
                 np.searchsorted(starts, steps, side="right").tolist(),
                 np.searchsorted(ends, steps).tolist(),
             )
-        shifted = part.shift(1)  # entry + 1 of every entry (the top entry's successor is dropped)
-        firsts = part - shifted  # the first entry of every run
-        after_lasts = shifted - part  # the entry after the last of every run (but the top run's)
+        firsts = part - part.shift(1)  # the first entry of every run
         n = len(firsts)
         top = part.max()
         firsts_below: list[int] = []
@@ -1001,12 +999,13 @@ class RangeRuns:
             if step > top:  # every run below from here: first - 1 < first <= top < step, last <= top
                 rest = [n] * (len(steps) - i)
                 return n, firsts_below + rest, lasts_below + rest
-            if step < 0:
-                firsts_below.append(0)
+            if step <= 0:
+                firsts_below.append(firsts.rank(0) if step == 0 else 0)
                 lasts_below.append(0)
-            else:  # step <= top <= MAX_ENTRY_ID: the top run's last is not below it
+            else:
                 firsts_below.append(firsts.rank(step))
-                lasts_below.append(after_lasts.rank(step))
+                # the runs starting before step end before it, but the one holding step - 1 and step
+                lasts_below.append(firsts.rank(step - 1) - (step - 1 in part and step in part))
         return n, firsts_below, lasts_below
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
