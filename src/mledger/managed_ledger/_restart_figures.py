@@ -292,21 +292,33 @@ def _shared_ends(
     return head, tail
 
 
-def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:
+def _held_batch_of_full(
+    snapshot: CursorSnapshot, held: Held, counts: EntryMessages, indexes: list[tuple[Position, int]] | None = None
+) -> tuple[int, int]:
     """Batch states of ``held`` whose entries are acknowledged whole in the snapshot: the
     indexes they hold, as ``(messages held, entries)`` (each such entry is still redelivered,
-    less those indexes). O(batch states of the record)."""
+    less those indexes). ``indexes``: :func:`_held_indexes` of ``held``, when known. O(batch
+    states of the record)."""
     if not held.batch:
         return 0, 0
-    md, acked = snapshot.mark_delete, snapshot.acked
+    md, contains = snapshot.mark_delete, snapshot.acked.contains
     messages = entries = 0
-    for position, remaining in held.batch.items():
-        if position <= md or acked.contains(position[0], position[1]):
-            size = counts.of(position[0], position[1])
-            size = size if size > 1 else max(remaining.bit_length(), 1)
-            messages += size - (remaining & ((1 << size) - 1)).bit_count()
+    for position, held_messages in _held_indexes(held, counts) if indexes is None else indexes:
+        if position <= md or contains(position[0], position[1]):
+            messages += held_messages
             entries += 1
     return messages, entries
+
+
+def _held_indexes(held: Held, counts: EntryMessages) -> list[tuple[Position, int]]:
+    """The acknowledged indexes each batch state of ``held`` holds, by position (its batch
+    size recorded with the entry, else its highest remaining index + 1). O(its batch states)."""
+    indexes = []
+    for position, remaining in held.batch.items():
+        size = counts.of(position[0], position[1])
+        size = size if size > 1 else max(remaining.bit_length(), 1)
+        indexes.append((position, size - (remaining & ((1 << size) - 1)).bit_count()))
+    return indexes
 
 
 def _full_above(snapshot: CursorSnapshot, since: Position, ledger: LedgerView, acked_extra: int) -> tuple[int, int]:
@@ -397,6 +409,7 @@ class RestartFigures:
         "_batch_tail",
         "_crash",
         "_held",
+        "_held_indexes",
         "_ledger",
         "_limits",
         "_unload",
@@ -406,6 +419,8 @@ class RestartFigures:
     def __init__(self, ledger: LedgerView) -> None:
         self._ledger = ledger
         self._held: Held | None = None
+        # _held_indexes of the record held, with the generation of the counts they read
+        self._held_indexes: tuple[Held, int, list[tuple[Position, int]]] | None = None
         self._crash = _Figure()
         self._limits = _Figure()
         self._unload = _Figure()
@@ -539,7 +554,10 @@ class RestartFigures:
         if held is None:
             return 0, 0
         full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, self._acked_extra)
-        part_m, part_e = _held_batch_of_full(snapshot, held, counts)
+        cached = self._held_indexes
+        if cached is None or cached[0] is not held or cached[1] != counts.generation:
+            cached = self._held_indexes = (held, counts.generation, _held_indexes(held, counts))
+        part_m, part_e = _held_batch_of_full(snapshot, held, counts, cached[2])
         self._base_messages = full_m - (held.entries + held.extra) - part_m
         self._base_entries = full_e - held.entries
         self._batch_messages, self._batch_entries = batch.lost
