@@ -163,7 +163,7 @@ _NULL_TS = np.iinfo(np.int64).min
 class _SubAcks:
     """One subscription's acks within a step's acks, applied call by call (``_next_call``)."""
 
-    __slots__ = ("batch_before", "batch_words", "code", "commands", "name", "pos", "rows", "ts")
+    __slots__ = ("batch_before", "batch_words", "code", "commands", "cut_at", "name", "pos", "rows", "ts")
 
     def __init__(self, code: int, name: str, rows: np.ndarray, a: Rows, commands: bool) -> None:
         self.code, self.name, self.rows, self.pos = code, name, rows, 0
@@ -175,6 +175,8 @@ class _SubAcks:
         """The BitSet words of the largest batch a batch-index ack names (set by the engine)."""
         self.commands = _command_starts(self.ts, a.seqid[rows]) if commands else None
         """Where each acknowledgement request starts, then the end (None: one row each)."""
+        self.cut_at: np.ndarray | None = None
+        """Where a delivery cuts the rows (ascending row numbers; None: nowhere)."""
 
     def end_of(self, p: int) -> int:
         """The end of the request that row ``p`` starts: every call ends at one."""
@@ -1030,40 +1032,67 @@ class PartitionReplayer:
             )
 
     def _ack_with_deliveries(self, a: Rows, g: np.ndarray, shared: np.ndarray, t_limit: int) -> None:
+        """The step's acks with the deliveries of the delayed messages due before ``t_limit``:
+        a delivery at time T sees every ack at or before T and none after. An individual ack
+        of a Shared or Key_Shared subscription at or before the deliver time of a message due
+        in the step (a *hit*) cuts the step at that time (the earliest hit first, then the
+        earliest among the acks after it, ...); the messages due from a cut to the next (or
+        ``t_limit``) are dispatched after the acks up to it and before the acks after it (no
+        ack between the cut and a message's deliver time touches it: it would cut earlier).
+        A delivery reads, of each such subscription's cursor, whether the message is
+        acknowledged (``PartitionModel.dispatch``), which only an ack of that entry changes
+        within a step (a Shared cursor's mark-delete passes an entry only once it is
+        acknowledged; cumulative acks are refused there): so the calls of a subscription are
+        cut at a delivery only when it acks in the step an entry that delivery dispatches;
+        others' calls may span it."""
         model = self._model
         assert model is not None
-        while True:
-            positions, times = model.due(t_limit)
-            if times.size == 0 or len(a) == 0:
-                model.dispatch(t_limit)
-                self._apply_acks(a, g)
-                return
-            hit_times = np.empty(0, np.int64)
-            relevant = np.flatnonzero(shared & (a.ack == 0))
-            if relevant.size:
-                due_g = self._index.lookup(positions[:, 0], positions[:, 1])
-                order = np.argsort(due_g, kind="stable")
-                sorted_g, sorted_t = due_g[order], times[order]
-                k = np.minimum(np.searchsorted(sorted_g, g[relevant]), sorted_g.size - 1)
-                match = sorted_g[k] == g[relevant]
-                t_match = sorted_t[k[match]]
-                hit_times = t_match[a.ts[relevant[match]] <= t_match]
-            if hit_times.size == 0:
-                model.dispatch(t_limit)  # nothing in the step touches these before they are due
-                self._apply_acks(a, g)
-                return
-            t_star = int(hit_times.min())
-            model.dispatch(t_star)
-            r = int(np.searchsorted(a.ts, t_star, side="right"))
-            self._apply_acks(a.take(slice(0, r)), g[:r])
-            a, g, shared = a.take(slice(r, None)), g[r:], shared[r:]
-            model.dispatch(t_star + 1)
+        cuts: list[int] = []
+        due_g = np.empty(0, np.int64)
+        positions, times = model.due(t_limit)
+        relevant = np.flatnonzero(shared & (a.ack == 0)) if times.size else ()
+        if len(relevant):
+            due_g = self._index.lookup(positions[:, 0], positions[:, 1])
+            order = np.argsort(due_g, kind="stable")
+            sorted_g, sorted_t = due_g[order], times[order]
+            k = np.minimum(np.searchsorted(sorted_g, g[relevant]), sorted_g.size - 1)
+            match = sorted_g[k] == g[relevant]
+            t_match = sorted_t[k[match]]
+            ts_match = a.ts[relevant[match]]
+            hit = ts_match <= t_match
+            hit_ts, hit_t = ts_match[hit], t_match[hit]
+            while hit_t.size:  # the cuts the acks one delivery time after another make
+                t_star = int(hit_t.min())
+                cuts.append(t_star)
+                later = hit_ts > t_star
+                hit_ts, hit_t = hit_ts[later], hit_t[later]
+        model.dispatch(cuts[0] if cuts else t_limit)
+        dispatched: list[np.ndarray] = []  # per cut, the entries dispatched after it
+        if cuts:
+            after = np.searchsorted(np.array(cuts, np.int64), times, side="right") - 1
+            dispatched = [due_g[after == i] for i in range(len(cuts))]
+        self._apply_acks(a, g, shared, cuts, dispatched, t_limit)
 
-    def _apply_acks(self, a: Rows, g: np.ndarray) -> None:
+    def _apply_acks(
+        self,
+        a: Rows,
+        g: np.ndarray,
+        shared: np.ndarray,
+        cuts: list[int],
+        dispatched: list[np.ndarray],
+        t_limit: int,
+    ) -> None:
         """The step's acks (and bulk cancels) of every subscription, in calls that leave every
         figure as one call per row would ("Exact bulk acks" in the module docstring), run in
-        the order of their event times (each call at its own: the clock never goes back)."""
+        the order of their event times (each call at its own: the clock never goes back),
+        with the deliveries at ``cuts`` (see :meth:`_ack_with_deliveries`; the caller has
+        dispatched the messages due before the first): after the calls at or before a cut,
+        the messages due up to it and before the next cut (or ``t_limit``) are dispatched
+        (``dispatched``: their entries); a call of a Shared or Key_Shared subscription that
+        acks one of those entries in the step never spans that cut."""
         if len(a) == 0:
+            for i, t in enumerate(cuts):
+                self._deliver_after(t, cuts[i + 1] if i + 1 < len(cuts) else t_limit)
             return
         model = self._model
         assert model is not None
@@ -1077,19 +1106,40 @@ class PartitionReplayer:
             partial = plan.rows[a.bidx[plan.rows] >= 0]  # cumulative ones too: each leaves a batch state
             if partial.size:
                 plan.batch_words = int(self._index.batch_size(g[partial]).max()) // 64 + 1
-        heap: list[tuple[int, int, np.ndarray]] = []
+            if cuts and shared[plan.rows[0]]:
+                mine = g[plan.rows]
+                at = [t for t, entries in zip(cuts, dispatched, strict=True) if np.isin(entries, mine).any()]
+                if at:
+                    plan.cut_at = np.searchsorted(plan.ts, np.array(at, np.int64), side="right")
+        heap: list[tuple[int, int, np.ndarray | None]] = []
         for k, plan in enumerate(plans):
             call = self._next_call(plan, a, g)
             if call is not None:
                 heapq.heappush(heap, (call[0], k, call[1]))
+        barrier = len(plans)  # after every call at the same time
+        for i, t in enumerate(cuts):
+            heapq.heappush(heap, (t, barrier + i, None))
         while heap:
             t, k, rows = heapq.heappop(heap)
+            if rows is None:
+                i = k - barrier
+                self._deliver_after(t, cuts[i + 1] if i + 1 < len(cuts) else t_limit)
+                continue
             plan = plans[k]
             model.set_time(t)
             self._acked[plan.code] = self._acked.get(plan.code, 0) + self._ack_rows(plan.name, a, g, rows)
             call = self._next_call(plan, a, g)
             if call is not None:
                 heapq.heappush(heap, (call[0], k, call[1]))
+
+    def _deliver_after(self, cut: int, until: int) -> None:
+        """The acks up to ``cut`` are applied: dispatch the messages due up to it, then those
+        due before ``until`` (the next cut or the step's limit: no ack before it touches them
+        at or before their deliver time)."""
+        model = self._model
+        assert model is not None
+        model.dispatch(cut + 1)
+        model.dispatch(until)
 
     def _next_call(self, plan: _SubAcks, a: Rows, g: np.ndarray) -> tuple[int, np.ndarray] | None:
         """The next call of one subscription's acks, ``(event time, rows)``, advancing past it:
@@ -1103,6 +1153,10 @@ class PartitionReplayer:
         assert model is not None
         due = model.persist_due_ms(plan.name)
         k = n if due == math.inf else p if due == -math.inf else p + int(np.searchsorted(ts[p:], due, side="left"))
+        if plan.cut_at is not None:  # a call ends at the next delivery
+            c = int(np.searchsorted(plan.cut_at, p, side="right"))
+            if c < plan.cut_at.size:
+                k = min(k, int(plan.cut_at[c]))
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
