@@ -141,6 +141,9 @@ class ManagedCursor:
         self._read = Position(-1, 0)
         self._md_properties: dict[str, int] = {}
         self._cursor_properties: dict[str, str] = {}
+        # read-only copies of the two property maps as the last snapshot took them, with the
+        # maps they copy (both are replaced, never changed in place: a new map, a new copy)
+        self._properties_views: tuple[object, object, Mapping[str, int], Mapping[str, str]] = (None, None, {}, {})
         self._consumed = 0
         self._dirty = False
         self._last_persist_ms: int | None = None
@@ -805,12 +808,21 @@ class ManagedCursor:
         batch, sizes = state.batch_states(), state.batch_sizes
         if state.has_ignored_batch:
             batch, sizes = state.ignored_batch_states()
+        views = self._properties_views
+        if views[0] is not self._md_properties or views[1] is not self._cursor_properties:
+            md_props, cursor_props = self._md_properties, self._cursor_properties
+            views = self._properties_views = (
+                md_props,
+                cursor_props,
+                MappingProxyType(dict(md_props)),
+                MappingProxyType(dict(cursor_props)),
+            )
         return CursorSnapshot(
             mark_delete=state.mark_delete,
             acked=state.acked,
             batch=batch,
-            properties=MappingProxyType(dict(self._md_properties)),
-            cursor_properties=MappingProxyType(dict(self._cursor_properties)),
+            properties=views[2],
+            cursor_properties=views[3],
             batch_sizes=MappingProxyType(sizes),
         )
 
