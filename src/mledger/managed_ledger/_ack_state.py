@@ -255,6 +255,16 @@ class AckState:
         """``position <= MD`` or acknowledged individually (a partial batch state is not). O(1)."""
         return position <= self._md or self._acked.contains(position[0], position[1])
 
+    def deleted_rows(self, rows: np.ndarray) -> list[bool]:
+        """:meth:`is_deleted` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)`` array:
+        the mark-delete compared in bulk, the range set asked for the rows above it only.
+        O(n) plus O(1) per row above the mark-delete."""
+        if not len(rows):
+            return []
+        contains = self._acked.contains
+        md = self._md
+        return [(lid, eid) <= md or contains(lid, eid) for lid, eid in rows.tolist()]
+
     def batch_ack_set(self, position: Position) -> int | None:
         """The un-acked index bits of a partially acknowledged entry, None without a batch state."""
         return self._batch.get(position)

@@ -624,6 +624,13 @@ class ManagedCursor:
         with self._lock:
             return self._is_deleted(position)
 
+    def deleted_rows(self, rows: np.ndarray) -> list[bool]:
+        """:meth:`is_message_deleted` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)``
+        int64 array, under one lock (a bulk look, such as a dispatch of many delayed
+        messages). O(n)."""
+        with self._lock:
+            return self._state.deleted_rows(rows)
+
     def batch_ack_set(self, position: Position) -> int | None:
         """The remaining (un-acked) batch indexes of a partially acked entry, or None."""
         with self._lock:
