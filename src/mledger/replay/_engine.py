@@ -175,6 +175,7 @@ class _SubAcks:
         "code",
         "commands",
         "cut_at",
+        "cut_entries",
         "entry",
         "g",
         "ledger",
@@ -214,7 +215,9 @@ class _SubAcks:
         self.commands: list[int] | None = None if starts is None else starts.tolist()
         """Where each acknowledgement request starts, then the end (None: one row each)."""
         self.cut_at: list[int] | None = None
-        """Where a delivery cuts the rows (ascending row numbers; None: nowhere)."""
+        """Where a delivery may cut the rows (ascending row numbers; None: nowhere)."""
+        self.cut_entries: list[np.ndarray] = []
+        """The entries each of those deliveries dispatches."""
 
     def end_of(self, p: int) -> int:
         """The end of the request that row ``p`` starts: every call ends at one."""
@@ -1141,9 +1144,13 @@ class PartitionReplayer:
             rows = np.flatnonzero(a.sub == code)
             plan = _SubAcks(code, names[code], rows, a, g, self._index, commands)
             if cuts and shared[rows[0]]:
-                at = [t for t, entries in zip(cuts, dispatched, strict=True) if np.isin(entries, plan.g).any()]
-                if at:
-                    plan.cut_at = np.searchsorted(plan.ts, np.array(at, np.int64), side="right").tolist()
+                touched = [
+                    (t, entries) for t, entries in zip(cuts, dispatched, strict=True) if np.isin(entries, plan.g).any()
+                ]
+                if touched:
+                    at = np.array([t for t, _ in touched], np.int64)
+                    plan.cut_at = np.searchsorted(plan.ts, at, side="right").tolist()
+                    plan.cut_entries = [entries for _, entries in touched]
             plans.append(plan)
         heap: list[tuple[int, int, int, int]] = []  # (event time, plan, first row, end); a cut after
         for k, plan in enumerate(plans):
@@ -1187,11 +1194,6 @@ class PartitionReplayer:
         assert model is not None
         due = model.persist_due_ms(plan.name)
         k = n if due == math.inf else p if due == -math.inf else bisect.bisect_left(times, due, p)
-        cut_at = plan.cut_at
-        if cut_at is not None:  # a call ends at the next delivery
-            c = bisect.bisect_right(cut_at, p)
-            if c < len(cut_at):
-                k = min(k, cut_at[c])
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
@@ -1203,8 +1205,35 @@ class PartitionReplayer:
                 q = plan.request_end(self._exact_prefix(plan, p, k), p)
                 if q > p + 1:
                     at = p + self._change_stamp(plan, p, q)
+                if plan.cut_at is not None and q > p + 1:
+                    q, at = self._delivery_cut(plan, p, q, at)
         plan.pos = max(q, p + 1)
         return times[at], p, plan.pos
+
+    def _delivery_cut(self, plan: _SubAcks, p: int, q: int, at: int) -> tuple[int, int]:
+        """Where a call of acks ``p..q`` stamped at row ``at`` must end for the deliveries it
+        spans, and its stamp then: a delivery at a cut (``_SubAcks.cut_at``) reads whether
+        each entry it dispatches is acknowledged, which only the rows of that entry change
+        (see :meth:`_ack_with_deliveries`). The call runs at ``at``'s time: after the cut when
+        that row is after it, so the rows before the cut are seen only after the delivery
+        (and those after it rightly so), else before it, so the rows after the cut are seen
+        by it (no row after ``at`` changes what the figures count, but the cut is kept for
+        rows that only complete an entry). A call crossing a cut on whose wrong side a row
+        names an entry the delivery dispatches ends at the cut (the first such), and is
+        looked at again. O(rows * cuts crossed)."""
+        cut_at, entries, g = plan.cut_at, plan.cut_entries, plan.g
+        assert cut_at is not None
+        i = bisect.bisect_right(cut_at, p)
+        while i < len(cut_at) and cut_at[i] < q:
+            c = cut_at[i]
+            wrong_side = g[p:c] if at >= c else g[c:q]
+            if np.isin(wrong_side, entries[i]).any():
+                q = c
+                at = p + self._change_stamp(plan, p, q) if q > p + 1 else p
+                i = bisect.bisect_right(cut_at, p)  # the stamp moved: the cuts before again
+                continue
+            i += 1
+        return q, at
 
     def _cumulative_run_is_exact(self, plan: _SubAcks, p: int, k: int) -> bool:
         """Whether a run of throttled cumulative acks (rows ``p..k``) may be one call. A cumulative ack takes
