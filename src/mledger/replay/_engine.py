@@ -176,6 +176,7 @@ class _SubAcks:
         "commands",
         "cut_at",
         "cut_entries",
+        "cut_g",
         "entry",
         "g",
         "ledger",
@@ -216,8 +217,10 @@ class _SubAcks:
         """Where each acknowledgement request starts, then the end (None: one row each)."""
         self.cut_at: list[int] | None = None
         """Where a delivery may cut the rows (ascending row numbers; None: nowhere)."""
-        self.cut_entries: list[np.ndarray] = []
+        self.cut_entries: list[set[int]] = []
         """The entries each of those deliveries dispatches."""
+        self.cut_g: list[int] = []
+        """:attr:`g` as a list, where deliveries may cut the rows."""
 
     def end_of(self, p: int) -> int:
         """The end of the request that row ``p`` starts: every call ends at one."""
@@ -1108,10 +1111,12 @@ class PartitionReplayer:
                 later = hit_ts > t_star
                 hit_ts, hit_t = hit_ts[later], hit_t[later]
         model.dispatch(cuts[0] if cuts else t_limit)
-        dispatched: list[np.ndarray] = []  # per cut, the entries dispatched after it
+        dispatched: list[set[int]] = [set() for _ in cuts]  # per cut, the entries dispatched after it
         if cuts:
             after = np.searchsorted(np.array(cuts, np.int64), times, side="right") - 1
-            dispatched = [due_g[after == i] for i in range(len(cuts))]
+            for entry, i in zip(due_g.tolist(), after.tolist(), strict=True):
+                if i >= 0:
+                    dispatched[i].add(entry)
         self._apply_acks(a, g, shared, cuts, dispatched, t_limit)
 
     def _apply_acks(
@@ -1120,7 +1125,7 @@ class PartitionReplayer:
         g: np.ndarray,
         shared: np.ndarray,
         cuts: list[int],
-        dispatched: list[np.ndarray],
+        dispatched: list[set[int]],
         t_limit: int,
     ) -> None:
         """The step's acks (and bulk cancels) of every subscription, in calls that leave every
@@ -1144,13 +1149,16 @@ class PartitionReplayer:
             rows = np.flatnonzero(a.sub == code)
             plan = _SubAcks(code, names[code], rows, a, g, self._index, commands)
             if cuts and shared[rows[0]]:
+                g_list = plan.g.tolist()
+                mine = set(g_list)
                 touched = [
-                    (t, entries) for t, entries in zip(cuts, dispatched, strict=True) if np.isin(entries, plan.g).any()
+                    (t, entries) for t, entries in zip(cuts, dispatched, strict=True) if not mine.isdisjoint(entries)
                 ]
                 if touched:
                     at = np.array([t for t, _ in touched], np.int64)
                     plan.cut_at = np.searchsorted(plan.ts, at, side="right").tolist()
                     plan.cut_entries = [entries for _, entries in touched]
+                    plan.cut_g = g_list
             plans.append(plan)
         heap: list[tuple[int, int, int, int]] = []  # (event time, plan, first row, end); a cut after
         for k, plan in enumerate(plans):
@@ -1221,13 +1229,13 @@ class PartitionReplayer:
         rows that only complete an entry). A call crossing a cut on whose wrong side a row
         names an entry the delivery dispatches ends at the cut (the first such), and is
         looked at again. O(rows * cuts crossed)."""
-        cut_at, entries, g = plan.cut_at, plan.cut_entries, plan.g
+        cut_at, entries, g = plan.cut_at, plan.cut_entries, plan.cut_g
         assert cut_at is not None
         i = bisect.bisect_right(cut_at, p)
         while i < len(cut_at) and cut_at[i] < q:
             c = cut_at[i]
             wrong_side = g[p:c] if at >= c else g[c:q]
-            if np.isin(wrong_side, entries[i]).any():
+            if not entries[i].isdisjoint(wrong_side):
                 q = c
                 at = p + self._change_stamp(plan, p, q) if q > p + 1 else p
                 i = bisect.bisect_right(cut_at, p)  # the stamp moved: the cuts before again
