@@ -446,6 +446,9 @@ class BrokerModel:
     def is_deleted(self, subscription: str, ledger_id: int, entry_id: int) -> bool:
         return self._sub(subscription).cursor.is_message_deleted(Position(ledger_id, entry_id))
 
+    def deleted_rows(self, subscription: str, positions: np.ndarray) -> list[bool]:
+        return self._sub(subscription).cursor.deleted_rows(positions)
+
     # -- delayed delivery -------------------------------------------------------------------
     def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
         self._tracker.add_many(np.asarray(positions, np.int64), deliver_at)

@@ -47,9 +47,13 @@ Within a step, in this order:
    batch-index ack per remaining entry;
 4. deliveries of delayed messages falling inside the step are decided against the state
    *before* the step's acks; if an individual ack or cancel in the step at or before a
-   message's deliver time touches it, the step is split at that time (deliver, ack,
-   deliver) so every delivery sees exactly the events up to its time; late cancels are then
-   checked against the deliveries (``delivered_before_cancel``, ``cancel_after_delivery``).
+   message's deliver time touches it, the step's acks are cut at that time (deliver, ack,
+   deliver) so every delivery sees exactly the events up to its time. A delivery reads only
+   whether each Shared or Key_Shared cursor holds the entries it dispatches, so only the
+   calls of those subscriptions that name such an entry on the wrong side of the cut (a row
+   before it in a call made after it, or after it in a call made before it) end there; the
+   others span it. Late cancels are then checked against the deliveries
+   (``delivered_before_cancel``, ``cancel_after_delivery``).
 
 A delivery at time T happens after every event with ``ts <= T``: an ack or cancel at
 exactly the deliver time prevents it.
@@ -1000,12 +1004,21 @@ class PartitionReplayer:
         # an earlier cancel: one set, filled as the cancels are walked in row order
         if cancel_rows.size:  # only whole acks of a cancelled entry matter
             whole &= np.isin(g, g[cancel_rows], kind="table")
+        # whether each cancel's entry was acknowledged before the step, per subscription a
+        # cancel may target (no ack is applied while the cancels are expanded): one look each
+        targets_of = {c for c in a.sub[cancel_rows].tolist() if c >= 0} | set(shared_subs)
+        positions = np.column_stack((a.ledger[cancel_rows], a.entry[cancel_rows]))
+        deleted_before = {
+            c: model.deleted_rows(self._subs.names[c], positions)
+            for c in targets_of
+            if c in self._created and self._shared[c]
+        }
         whole_rows = np.flatnonzero(whole).tolist()
         whole_keys = list(zip(a.sub[whole].tolist(), g[whole].tolist(), strict=True))
         done: set[tuple[int, int]] = set()
         w = 0
         late_pairs: list[tuple[int, int]] = []
-        for i in cancel_rows.tolist():
+        for n_cancel, i in enumerate(cancel_rows.tolist()):
             code = int(a.sub[i])
             row = slice(i, i + 1)  # taken only for an anomaly
             if code >= 0:
@@ -1034,7 +1047,7 @@ class PartitionReplayer:
                 done.add(whole_keys[w])
                 w += 1
             for k, c in enumerate(targets):
-                if (c, gi) not in done and not model.is_deleted(self._subs.names[c], int(a.ledger[i]), int(a.entry[i])):
+                if (c, gi) not in done and not deleted_before[c][n_cancel]:
                     new_cancels[c] = new_cancels.get(c, 0) + 1
                 done.add((c, gi))
                 extra_rows.append(i)
