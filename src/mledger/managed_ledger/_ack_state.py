@@ -265,6 +265,16 @@ class AckState:
         md = self._md
         return [(lid, eid) <= md or contains(lid, eid) for lid, eid in rows.tolist()]
 
+    def counted_ack_sets(self, rows: np.ndarray) -> list[int | None]:
+        """:meth:`counted_ack_set` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)`` array.
+        O(n)."""
+        ignored, batch = self._ignored, self._batch
+        out: list[int | None] = []
+        for key in map(tuple, rows.tolist()):  # a tuple hashes and compares as its Position
+            kept = ignored.get(key) if ignored else None
+            out.append(batch.get(key) if kept is None else kept)
+        return out
+
     def batch_ack_set(self, position: Position) -> int | None:
         """The un-acked index bits of a partially acknowledged entry, None without a batch state."""
         return self._batch.get(position)

@@ -642,6 +642,12 @@ class ManagedCursor:
         with self._lock:
             return self._state.counted_ack_set(position)
 
+    def counted_batch_ack_sets(self, rows: np.ndarray) -> list[int | None]:
+        """:meth:`counted_batch_ack_set` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)``
+        int64 array, under one lock. O(n)."""
+        with self._lock:
+            return self._state.counted_ack_sets(rows)
+
     def deleted_batch_indexes(self, position: Position) -> list[int] | None:
         """Acked indexes of a partially acked batch entry, or None when it has no partial state.
 

@@ -449,6 +449,10 @@ class BrokerModel:
     def deleted_rows(self, subscription: str, positions: np.ndarray) -> list[bool]:
         return self._sub(subscription).cursor.deleted_rows(positions)
 
+    def batch_ack_sets(self, subscription: str, positions: np.ndarray) -> list[int | None]:
+        """:meth:`batch_ack_set` of each row of ``positions`` (``counted_batch_ack_sets``)."""
+        return self._sub(subscription).cursor.counted_batch_ack_sets(positions)
+
     # -- delayed delivery -------------------------------------------------------------------
     def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
         self._tracker.add_many(np.asarray(positions, np.int64), deliver_at)

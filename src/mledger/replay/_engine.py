@@ -161,6 +161,9 @@ ModelFactory = Callable[[str, int, ReplaySettings], PartitionModel]
 _UNLOAD_WALK = 512
 """How far past the last ack a call may end at ``_unload_peak`` walks looking for a later one."""
 
+_STATE_CHUNK = 256
+"""Rows whose entries' acknowledgement state ``_unload_peak`` asks the model for at once."""
+
 _NULL_TS = np.iinfo(np.int64).min
 """Where a missing timestamp sorts: first, as Spark sorts nulls ascending."""
 
@@ -1335,20 +1338,37 @@ class PartitionReplayer:
         gs = plan.g[p:q]
         ts = plan.ts[p:q].tolist()
         sizes = plan.size[p:q].tolist()
-        ledgers, entry_ids, indexes = plan.ledger[p:q].tolist(), plan.entry[p:q].tolist(), plan.bidx[p:q].tolist()
+        indexes = plan.bidx[p:q].tolist()
         end = p + 1
         changed = -1  # the last ack that changes the cursor
         top_m, top_e = messages_max, entries_max  # the highest values so far, and where first
         top_m_at = top_e_at = -1  # reached in the run (-1: not above the maxima before it)
-        for j, (e, size, b) in enumerate(zip(gs.tolist(), sizes, indexes, strict=True)):
+        # the cursor's state before the run (the walk changes nothing) of each entry, asked in
+        # bulk where the entries first appear, a chunk of them at a time (the walk may end early)
+        g_list = gs.tolist()
+        firsts = np.unique(gs, return_index=True)[1]
+        firsts.sort()
+        first_rows: list[int] = firsts.tolist()
+        asked = 0
+        before: dict[int, int] = {}  # entry -> acknowledged indexes before the run (-1: whole)
+        for j, (e, size, b) in enumerate(zip(g_list, sizes, indexes, strict=True)):
             bits = acked.get(e)
             if bits is None:
-                lid, eid = ledgers[j], entry_ids[j]
-                if model.is_deleted(plan.name, lid, eid):
-                    bits = -1
-                else:  # an entry of one message has no partial state
-                    remaining = model.batch_ack_set(plan.name, lid, eid) if size > 1 else None
-                    bits = 0 if remaining is None else ((1 << size) - 1) & ~remaining
+                if e not in before:  # j is the next first appearance not asked yet
+                    take = first_rows[asked : asked + _STATE_CHUNK]
+                    asked += len(take)
+                    chunk = plan.at[p + np.array(take, np.int64)]
+                    for r, whole, remaining in zip(
+                        take,
+                        model.deleted_rows(plan.name, chunk),
+                        model.batch_ack_sets(plan.name, chunk),
+                        strict=True,
+                    ):  # an entry of one message has no partial state
+                        n = sizes[r]
+                        before[g_list[r]] = (
+                            -1 if whole else 0 if remaining is None or n <= 1 else ((1 << n) - 1) & ~remaining
+                        )
+                bits = before[e]
             full = (1 << size) - 1
             if bits < 0:
                 pass  # acknowledged whole: nothing changes
