@@ -1102,9 +1102,9 @@ class PartitionReplayer:
         A delivery reads, of each such subscription's cursor, whether the message is
         acknowledged (``PartitionModel.dispatch``), which only an ack of that entry changes
         within a step (a Shared cursor's mark-delete passes an entry only once it is
-        acknowledged; cumulative acks are refused there): so the calls of a subscription are
-        cut at a delivery only when it acks in the step an entry that delivery dispatches;
-        others' calls may span it."""
+        acknowledged; cumulative acks are refused there): so a call of a subscription spans a
+        delivery unless one of its rows would show the delivery a wrong state of an entry it
+        dispatches (``_delivery_cut``)."""
         model = self._model
         assert model is not None
         cuts: list[int] = []
@@ -1151,7 +1151,8 @@ class PartitionReplayer:
         dispatched the messages due before the first): after the calls at or before a cut,
         the messages due up to it and before the next cut (or ``t_limit``) are dispatched
         (``dispatched``: their entries); a call of a Shared or Key_Shared subscription that
-        acks one of those entries in the step never spans that cut."""
+        acks one of those entries in the step spans that cut only where the delivery sees the
+        same (``_delivery_cut``)."""
         if len(a) == 0:
             for i, t in enumerate(cuts):
                 self._deliver_after(t, cuts[i + 1] if i + 1 < len(cuts) else t_limit)
@@ -1176,7 +1177,8 @@ class PartitionReplayer:
                     plan.cut_entries = [entries for _, entries in touched]
                     plan.cut_g = g_list
             plans.append(plan)
-        heap: list[tuple[int, int, int, int]] = []  # (event time, plan, first row, end); a cut after
+        # (event time, plan, first row, end); from len(plans) on, the deliveries at a cut instead
+        heap: list[tuple[int, int, int, int]] = []
         for k, plan in enumerate(plans):
             call = self._next_call(plan)
             if call is not None:
@@ -1239,12 +1241,13 @@ class PartitionReplayer:
         spans, and its stamp then: a delivery at a cut (``_SubAcks.cut_at``) reads whether
         each entry it dispatches is acknowledged, which only the rows of that entry change
         (see :meth:`_ack_with_deliveries`). The call runs at ``at``'s time: after the cut when
-        that row is after it, so the rows before the cut are seen only after the delivery
-        (and those after it rightly so), else before it, so the rows after the cut are seen
-        by it (no row after ``at`` changes what the figures count, but the cut is kept for
-        rows that only complete an entry). A call crossing a cut on whose wrong side a row
-        names an entry the delivery dispatches ends at the cut (the first such), and is
-        looked at again. O(rows * cuts crossed)."""
+        that row is after it, so the delivery does not see the rows before the cut (nor,
+        rightly, those after it), else before it, so the delivery sees the rows after the cut
+        too (those after ``at`` change no figure, but they may acknowledge an entry whose
+        every index was acknowledged on its own while the broker ignores ack sets). A call
+        crossing a cut with a row on the wrong side that names an entry the delivery
+        dispatches ends at the cut (the first such) and is looked at again, its stamp that of
+        the shorter call. O(rows * cuts crossed)."""
         cut_at, entries, g = plan.cut_at, plan.cut_entries, plan.cut_g
         assert cut_at is not None
         i = bisect.bisect_right(cut_at, p)
