@@ -212,8 +212,8 @@ class _SubAcks:
         """The batch size of each row's entry."""
         named = self.bidx >= 0  # cumulative ones too: each leaves a batch state
         partial = named & (self.ack == 0)
-        self.batch_before = np.concatenate(([0], np.cumsum(partial)))
-        """Batch-index acks among the rows before each."""
+        self.batch_before: list[int] = [0, *np.cumsum(partial).tolist()]
+        """Individual batch-index acks among the rows before each."""
         self.cumulative_before: list[int] = [0, *np.cumsum(self.ack == 1).tolist()]
         """Cumulative acks among the rows before each."""
         self.batch_words = int(self.size[named].max()) // 64 + 1 if named.any() else 0
@@ -1300,7 +1300,7 @@ class PartitionReplayer:
                 return p + 1
 
         def fits(q: int) -> bool:
-            b = int(batch[q] - batch[p])
+            b = batch[q] - batch[p]
             return room.fits(q - p - b, b)
 
         if fits(k):
@@ -1500,6 +1500,8 @@ class PartitionReplayer:
             if plan.ack[p] == 1:
                 return model.ack_cumulative(name, int(plan.ledger[p]), int(plan.entry[p]), -1, int(plan.size[p]))
             return model.ack(name, plan.at[p:q])
+        if plan.cumulative_before[q] == plan.cumulative_before[p] and plan.batch_before[q] == plan.batch_before[p]:
+            return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
         kinds, bidx = plan.ack[p:q], plan.bidx[p:q]
         cumulative = np.flatnonzero(kinds == 1)
