@@ -1500,12 +1500,13 @@ class PartitionReplayer:
             if plan.ack[p] == 1:
                 return model.ack_cumulative(name, int(plan.ledger[p]), int(plan.entry[p]), -1, int(plan.size[p]))
             return model.ack(name, plan.at[p:q])
-        if plan.cumulative_before[q] == plan.cumulative_before[p] and plan.batch_before[q] == plan.batch_before[p]:
+        n_cumulative = plan.cumulative_before[q] - plan.cumulative_before[p]
+        if not n_cumulative and plan.batch_before[q] == plan.batch_before[p]:
             return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
         kinds, bidx = plan.ack[p:q], plan.bidx[p:q]
-        cumulative = np.flatnonzero(kinds == 1)
-        if cumulative.size:
+        if n_cumulative:
+            cumulative = np.flatnonzero(kinds == 1)
             cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], bidx[cumulative]
             effective = np.where((cb < 0) | (cb >= size - 1), size, cb)
             j = int(np.lexsort((effective, cg))[-1])
