@@ -37,9 +37,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
 from ..core import InvalidRequestError, PreconditionFailedError, ServerError
+from ._types import enum_member
 
 __all__ = [
     "BacklogQuota",
@@ -53,20 +54,6 @@ EVICTION_REDUCTION_FACTOR = 0.9
 the time limit."""
 
 
-Named = TypeVar("Named", bound=StrEnum)
-
-
-def _member(kind: type[Named], value: object, what: str) -> Named:
-    """The member of ``kind`` named ``value``; ``InvalidRequestError`` (400) naming ``what`` and the names."""
-    if isinstance(value, str):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    names = ", ".join(member.value for member in kind)
-    raise InvalidRequestError(f"invalid {what} {value!r}: expected one of {names}")
-
-
 class BacklogQuotaType(StrEnum):
     """Pulsar's ``BacklogQuota.BacklogQuotaType``: the key in a backlog quota map."""
 
@@ -76,7 +63,7 @@ class BacklogQuotaType(StrEnum):
     @classmethod
     def parse(cls, value: object) -> BacklogQuotaType:
         """A type from its name; ``InvalidRequestError`` (400) naming a bad one."""
-        return _member(cls, value, "backlogQuotaType")
+        return enum_member(cls, value, "invalid backlogQuotaType")
 
 
 class BacklogRetentionPolicy(StrEnum):
@@ -89,7 +76,7 @@ class BacklogRetentionPolicy(StrEnum):
     @classmethod
     def parse(cls, value: object) -> BacklogRetentionPolicy:
         """A policy from its name; ``InvalidRequestError`` naming a bad one."""
-        return _member(cls, value, "backlog quota policy")
+        return enum_member(cls, value, "invalid backlog quota policy")
 
 
 class BacklogQuotaExceededError(PreconditionFailedError):

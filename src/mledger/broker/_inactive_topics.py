@@ -30,6 +30,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..core import InvalidRequestError
+from ._types import enum_member
 
 __all__ = ["InactiveTopicDeleteMode", "InactiveTopicPolicies"]
 
@@ -51,13 +52,7 @@ class InactiveTopicPolicies:
     delete_while_inactive: bool = True
 
     def __post_init__(self) -> None:
-        try:
-            mode = InactiveTopicDeleteMode(self.inactive_topic_delete_mode)
-        except ValueError:
-            names = ", ".join(m.value for m in InactiveTopicDeleteMode)
-            raise InvalidRequestError(
-                f"invalid inactiveTopicDeleteMode {self.inactive_topic_delete_mode!r}: expected one of {names}"
-            ) from None
+        mode = enum_member(InactiveTopicDeleteMode, self.inactive_topic_delete_mode, "invalid inactiveTopicDeleteMode")
         object.__setattr__(self, "inactive_topic_delete_mode", mode)
         seconds = self.max_inactive_duration_seconds
         if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0:

@@ -21,24 +21,22 @@ deduplication policy to the namespace's open topics.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ..core import (
-    BadVersionError,
     InvalidRequestError,
     MLedgerError,
     NotFoundError,
     PreconditionFailedError,
     StateCorruptedError,
 )
-from ..storage import NEW_NODE, Store
+from ..storage import Store
 from ._errors import TopicAlreadyExistsError
 from ._retention import RetentionPolicies
 from ._schema_compat import AUTO_UPDATE_POLICIES, SchemaCompatibilityStrategy
-from ._stored_json import decode_object, update_object
+from ._stored_json import create_object, decode_object, update_object
 from ._time_policies import check_time_policies
 
 __all__ = [
@@ -59,7 +57,10 @@ DEFAULT_NAMESPACE = "public/default"
 STANDALONE_NAMESPACES = ("public/default", "pulsar/system", "sample/ns1")
 """What Pulsar's standalone creates on start (``PulsarStandalone``: the default namespace, the
 system namespace and the sample one); ``mledger standalone`` creates them too."""
-_SEGMENT = re.compile(r"^[-=:.\w]+$")
+NAME_PATTERN = re.compile(r"^[-=:.\w]+$")
+r"""A tenant, namespace or cluster name as the stores of :class:`Namespaces`, ``Tenants`` and
+``Clusters`` check it (``\w`` as Python reads it, wider than the ASCII rule topic names follow:
+:func:`~mledger.broker.named_entity_problem`)."""
 
 
 class NamespaceAlreadyExistsError(TopicAlreadyExistsError):
@@ -80,7 +81,7 @@ class NamespaceNotEmptyError(MLedgerError):
 def check_namespace(name: str) -> tuple[str, str]:
     """``tenant/namespace`` -> its two parts; ``InvalidRequestError`` naming a bad name."""
     parts = name.split("/") if isinstance(name, str) else []
-    if len(parts) != 2 or not all(_SEGMENT.match(p) for p in parts):
+    if len(parts) != 2 or not all(NAME_PATTERN.match(p) for p in parts):
         raise InvalidRequestError(f"Invalid namespace name: {name!r} (expected tenant/namespace)")
     return parts[0], parts[1]
 
@@ -219,10 +220,8 @@ class Namespaces:
         as given); ``NamespaceAlreadyExistsError``, ``InvalidRequestError`` for a bad field."""
         check_namespace(name)
         body = {"deduplicationEnabled": None, **check_policies(policies or {})}
-        try:
-            self._store.put(f"{POLICIES_ROOT}/{name}", json.dumps(body).encode(), NEW_NODE)
-        except BadVersionError:
-            raise NamespaceAlreadyExistsError(f"Namespace already exists: {name}") from None
+        if not create_object(self._store, f"{POLICIES_ROOT}/{name}", body):
+            raise NamespaceAlreadyExistsError(f"Namespace already exists: {name}")
 
     def ensure(self, name: str) -> bool:
         """Create ``tenant/namespace`` unless it was created already; True when this call did."""

@@ -465,8 +465,7 @@ class PartitionedProducer:
         properties: Mapping[str, str] | None = None,
     ) -> MessageId:
         """Route and publish one message (see :meth:`Producer.send`)."""
-        _check_args(key, deliver_at_ms, sequence_id)
-        return self._producers[self._router.choose(key)].send(data, key, deliver_at_ms, sequence_id, properties)
+        return self._route(key, deliver_at_ms, sequence_id).send(data, key, deliver_at_ms, sequence_id, properties)
 
     def send_async(
         self,
@@ -479,10 +478,10 @@ class PartitionedProducer:
         """Route and publish one message without waiting (see :meth:`Producer.send_async`):
         futures complete in order per partition."""
         try:
-            _check_args(key, deliver_at_ms, sequence_id)
+            producer = self._route(key, deliver_at_ms, sequence_id)
         except InvalidRequestError as exc:
             return _failed(exc)
-        return self._producers[self._router.choose(key)].send_async(data, key, deliver_at_ms, sequence_id, properties)
+        return producer.send_async(data, key, deliver_at_ms, sequence_id, properties)
 
     def send_batch(
         self,
@@ -493,8 +492,9 @@ class PartitionedProducer:
         properties: Mapping[str, str] | None = None,
     ) -> BatchMessageIds:
         """Route and publish one batch (see :meth:`Producer.send_batch`)."""
-        _check_args(key, deliver_at_ms, sequence_id)
-        return self._producers[self._router.choose(key)].send_batch(items, key, deliver_at_ms, sequence_id, properties)
+        return self._route(key, deliver_at_ms, sequence_id).send_batch(
+            items, key, deliver_at_ms, sequence_id, properties
+        )
 
     def send_batch_async(
         self,
@@ -506,17 +506,21 @@ class PartitionedProducer:
     ) -> Future[BatchMessageIds]:
         """Route and publish one batch without waiting (see :meth:`Producer.send_batch_async`)."""
         try:
-            _check_args(key, deliver_at_ms, sequence_id)
+            producer = self._route(key, deliver_at_ms, sequence_id)
         except InvalidRequestError as exc:
             return _failed(exc)
-        return self._producers[self._router.choose(key)].send_batch_async(
-            items, key, deliver_at_ms, sequence_id, properties
-        )
+        return producer.send_batch_async(items, key, deliver_at_ms, sequence_id, properties)
 
     def close(self, wait: bool = True) -> None:
         """Close every partition's producer (see :meth:`Producer.close`). Idempotent."""
         for p in self._producers:
             p.close(wait)
+
+    def _route(self, key: str | None, deliver_at_ms: int | None, sequence_id: int | None) -> Producer:
+        """The partition's producer for a message with these arguments, which are checked first:
+        a refused message does not move the round-robin. ``InvalidRequestError``."""
+        _check_args(key, deliver_at_ms, sequence_id)
+        return self._producers[self._router.choose(key)]
 
     def __repr__(self) -> str:
         return f"PartitionedProducer({self.name!r}, topic={self.topic!r})"

@@ -38,7 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import InvalidRequestError, MissingExtraError, MLedgerError, ServerError
+from ..core import MissingExtraError, MLedgerError, ServerError
+from ._types import enum_member
 
 __all__ = [
     "AVRO_BASED_TYPES",
@@ -109,13 +110,7 @@ class SchemaCompatibilityStrategy(enum.StrEnum):
     def parse(cls, value: object) -> SchemaCompatibilityStrategy:
         """The strategy named ``value`` (exact, as Jackson reads Pulsar's enum);
         ``InvalidRequestError`` naming a bad one."""
-        if isinstance(value, cls):
-            return value
-        for strategy in cls:
-            if value == strategy.value:
-                return strategy
-        names = ", ".join(s.value for s in cls)
-        raise InvalidRequestError(f"Invalid schema compatibility strategy {value!r}: expected one of {names}")
+        return enum_member(cls, value, "Invalid schema compatibility strategy")
 
     @classmethod
     def from_auto_update_policy(cls, policy: str | None) -> SchemaCompatibilityStrategy:

@@ -13,7 +13,7 @@ from typing import Any
 from ..core import BadVersionError, StateCorruptedError
 from ..storage import NEW_NODE, Store
 
-__all__ = ["decode_object", "update_object"]
+__all__ = ["create_object", "decode_object", "update_object"]
 
 _TRIES = 5
 
@@ -28,6 +28,16 @@ def decode_object(path: str, data: bytes, what: str = "policies") -> dict[str, A
     if not isinstance(value, dict):
         raise StateCorruptedError(f"{what} at {path} are not a JSON object")
     return value
+
+
+def create_object(store: Store, path: str, value: object) -> bool:
+    """Write ``value`` as a new JSON document at ``path``; False, writing nothing, when ``path``
+    exists already. Blocks on the store."""
+    try:
+        store.put(path, json.dumps(value).encode(), NEW_NODE)
+    except BadVersionError:
+        return False
+    return True
 
 
 def update_object(

@@ -15,12 +15,10 @@ Thread-safe through the metadata store's compare-and-set.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..core import (
-    BadVersionError,
     InvalidRequestError,
     MLedgerError,
     NotFoundError,
@@ -28,7 +26,8 @@ from ..core import (
     StateCorruptedError,
 )
 from ..storage import NEW_NODE, Store
-from ._stored_json import decode_object
+from ._namespaces import NAME_PATTERN, POLICIES_ROOT
+from ._stored_json import create_object, decode_object
 
 __all__ = [
     "CLUSTERS_ROOT",
@@ -43,10 +42,10 @@ __all__ = [
 ]
 
 CLUSTERS_ROOT = "/admin/clusters"
-TENANTS_ROOT = "/admin/policies"
+TENANTS_ROOT = POLICIES_ROOT
+"""Tenants live where Pulsar keeps them, the namespaces' root: ``/admin/policies/<tenant>``."""
 CLUSTER_URL_FIELDS = ("serviceUrl", "serviceUrlTls", "brokerServiceUrl", "brokerServiceUrlTls")
 """The ``ClusterData`` fields a ``GET`` always answers (null when unset)."""
-_NAME = re.compile(r"^[-=:.\w]+$")
 
 
 class ClusterAlreadyExistsError(MLedgerError):
@@ -73,7 +72,7 @@ class TenantNotEmptyError(MLedgerError):
 
 def check_name(name: object, what: str) -> str:
     """A tenant or cluster name; ``InvalidRequestError`` naming a bad one."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise InvalidRequestError(f"Invalid {what} name: {name!r}")
     return name
 
@@ -116,11 +115,8 @@ class Clusters:
 
     def create(self, name: str, data: Mapping[str, object] | None = None) -> None:
         """Create cluster ``name`` with ``ClusterData`` ``data``; 409 when it exists."""
-        body = _cluster_data(data)
-        try:
-            self._store.put(f"{CLUSTERS_ROOT}/{check_name(name, 'cluster')}", json.dumps(body).encode(), NEW_NODE)
-        except BadVersionError:
-            raise ClusterAlreadyExistsError(f"Cluster already exists: {name}") from None
+        if not create_object(self._store, f"{CLUSTERS_ROOT}/{check_name(name, 'cluster')}", _cluster_data(data)):
+            raise ClusterAlreadyExistsError(f"Cluster already exists: {name}")
 
     def ensure(self, name: str, data: Mapping[str, object] | None = None) -> bool:
         """Create the cluster unless it exists; True when this call did."""
@@ -180,23 +176,15 @@ class Tenants:
         if self.exists(name):
             raise TenantAlreadyExistsError(f"Tenant already exists: {name}")
         self._check_clusters(info)
-        try:
-            self._store.put(path, json.dumps(info.to_json()).encode(), NEW_NODE)
-        except BadVersionError:
-            raise TenantAlreadyExistsError(f"Tenant already exists: {name}") from None
+        if not create_object(self._store, path, info.to_json()):
+            raise TenantAlreadyExistsError(f"Tenant already exists: {name}")
 
     def ensure(self, name: str, info: TenantInfo) -> bool:
         """Create the tenant (without checking its clusters) unless it exists; True when this
         call did. For the namespaces a broker creates itself."""
         if self.exists(name):
             return False
-        try:
-            self._store.put(
-                f"{TENANTS_ROOT}/{check_name(name, 'tenant')}", json.dumps(info.to_json()).encode(), NEW_NODE
-            )
-        except BadVersionError:
-            return False
-        return True
+        return create_object(self._store, f"{TENANTS_ROOT}/{check_name(name, 'tenant')}", info.to_json())
 
     def update(self, name: str, info: TenantInfo) -> None:
         """Replace the tenant's info: 404 when unknown, 412 for unknown clusters."""
@@ -222,7 +210,7 @@ class Tenants:
 
     def admin_roles(self, name: str) -> frozenset[str]:
         """The tenant's ``adminRoles``; empty for an unknown tenant (never raises for a name)."""
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
             return frozenset()
         stored = self._store.get(f"{TENANTS_ROOT}/{name}")
         if stored is None:

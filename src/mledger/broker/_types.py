@@ -5,15 +5,31 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
 
 from ..core import InvalidRequestError
 
-__all__ = ["AckType", "ClientInfo", "SkipEntry", "SubscriptionType"]
+__all__ = ["AckType", "ClientInfo", "SkipEntry", "SubscriptionType", "enum_member"]
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _INT32_MIN = -(1 << 31)
 _INT32_MAX = (1 << 31) - 1
+
+Named = TypeVar("Named", bound=Enum)
+
+
+def enum_member(kind: type[Named], value: object, invalid: str) -> Named:
+    """The member of ``kind`` whose value is ``value`` exactly (as Jackson reads Pulsar's enums),
+    or ``value`` itself when it is one; ``InvalidRequestError`` (400) reading ``{invalid}
+    {value!r}: expected one of`` the values otherwise. O(len(kind)) on failure."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        names = ", ".join(str(member.value) for member in kind)
+        raise InvalidRequestError(f"{invalid} {value!r}: expected one of {names}") from None
 
 
 class SubscriptionType(Enum):
