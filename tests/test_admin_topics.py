@@ -33,6 +33,7 @@ from mledger.admin import (
 from mledger.broker import (
     Broker,
     InitialPosition,
+    InvalidNameError,
     ManualClock,
     MessageId,
     SubscriptionBusyError,
@@ -132,8 +133,8 @@ def test_create_list_and_delete_topics(admin: Admin) -> None:
         (lambda a: a.topics.create_topic("new", partitions=True), 400, "invalid number of partitions"),
         (lambda a: a.topics.create_topic("a/b"), 400, "Invalid short topic name"),
         (lambda a: a.topics.create_topic("http://x/y/z"), 400, "only the 'persistent' domain"),
-        (lambda a: a.topics.list_topics("nons"), 400, "Invalid namespace name"),
-        (lambda a: a.topics.list_partitioned_topics("a/b/c"), 400, "Invalid namespace name"),
+        (lambda a: a.topics.list_topics("nons"), 412, "Namespace name is not valid: 'nons'"),
+        (lambda a: a.topics.list_partitioned_topics("a/b/c"), 412, "Namespace name is not valid: 'a/b/c'"),
         (lambda a: a.topics.delete_topic("nope"), 404, "not found"),
         (lambda a: a.topics.partitioned_topic_metadata("nope"), 404, "not found"),
         (lambda a: a.topics.list_subscriptions("nope"), 404, "Topic persistent://public/default/nope not found"),
@@ -529,7 +530,7 @@ def test_retention_policies_through_the_admin_library(admin: Admin, broker: Brok
     assert (ml.config.retention_time_ms, ml.config.retention_size_in_mb) == (-1, -1)
     admin.topics.remove_retention("orders")
     assert ml.config.retention_time_ms == 3_600_000
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidNameError):
         admin.namespaces.get_retention("not a namespace")
     with pytest.raises(InvalidRequestError):
         admin.topics.set_retention("orders", (60, 10))  # type: ignore[arg-type]

@@ -349,7 +349,7 @@ def test_raw_protocol_modes_and_refusals(pulsar_broker: EmbeddedBroker, client: 
         )
     )
     error = raw.next_command()
-    assert error.type == api.BaseCommand.ERROR and "Invalid namespace name" in error.error.message
+    assert error.type == api.BaseCommand.ERROR and "Namespace name is not valid" in error.error.message
     raw.send(
         api.BaseCommand(
             type=api.BaseCommand.SUBSCRIBE,

@@ -60,7 +60,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..broker import TopicName
+from ..broker import TopicName, check_namespace_name
 from ..core import ConfigError, PermissionDeniedError, UnauthenticatedError
 from ._files import read_setting_file
 
@@ -370,12 +370,9 @@ def _resource_key(resource: object) -> str:
         raise ConfigError(f"invalid resource {resource!r}: expected a topic, a namespace or '*'")
     if resource == WILDCARD:
         return WILDCARD
-    if "://" not in resource and resource.count("/") == 1:
-        tenant, namespace = resource.split("/")
-        if not tenant or not namespace:
-            raise ConfigError(f"invalid namespace {resource!r}: expected <tenant>/<namespace>")
-        return resource
     try:
+        if "://" not in resource and resource.count("/") == 1:
+            return check_namespace_name(resource)
         return str(TopicName.parse(resource))
     except Exception as e:
         raise ConfigError(f"invalid resource {resource!r} in authorization: {e}") from None

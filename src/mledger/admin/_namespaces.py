@@ -57,6 +57,7 @@ from ..broker import (
     SchemaCompatibilityStrategy,
     TenantNotFoundError,
     check_namespace_name,
+    check_tenant_name,
 )
 from ..core import InvalidRequestError
 from ._context import AdminContext
@@ -77,15 +78,19 @@ class Namespaces:
     def create(self, namespace: str, policies: Mapping[str, object] | None = None) -> None:
         """Create ``tenant/namespace`` (``namespaces create``) with ``policies`` (Pulsar's
         ``Policies`` JSON: ``auth_policies``, ``retention_policies``, ...): topics, created
-        explicitly or on first use, go in namespaces that exist. Tenant admin. 400 for a bad
-        name or policy, 404 when the tenant does not exist, 409 when the namespace exists."""
+        explicitly or on first use, go in namespaces that exist. Tenant admin. 412 "Namespace
+        name is not valid" for a bad name (checked first, as every method here does: Pulsar's
+        ``AdminResource.validateNamespaceName``), 400 for a bad policy, 404 when the tenant does
+        not exist, 409 when the namespace exists."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(_tenant(name), f"create namespace {name}")
         self._admin.broker.create_namespace(name, policies)
 
     def list(self, tenant: str) -> list[str]:
-        """The tenant's namespaces (``namespaces list``). Tenant admin. 404 "Tenant does not
-        exist" for a tenant that was not created and holds nothing."""
+        """The tenant's namespaces (``namespaces list``). 412 "Tenant name is not valid" for a bad
+        name (checked first: Pulsar's ``NamespacesBase.internalGetTenantNamespaces``). Tenant
+        admin. 404 "Tenant does not exist" for a tenant that was not created and holds nothing."""
+        check_tenant_name(tenant)
         self._admin.check_tenant_admin(tenant, f"list the namespaces of tenant {tenant}")
         names = self._admin.broker.list_namespaces(tenant)
         if not names and not self._admin.broker.tenants.exists(tenant):
@@ -147,13 +152,13 @@ class Namespaces:
 
     def get_retention(self, namespace: str) -> RetentionPolicies | None:
         """The namespace's retention policy, None when unset (its topics then follow the
-        broker's default). Tenant admin. 400 for a bad namespace name, 404."""
+        broker's default). Tenant admin. 412 for a bad namespace name, 404."""
         return self._admin.broker.namespace_retention(self._read_policy(namespace, "retention"))
 
     def set_retention(self, namespace: str, policies: RetentionPolicies) -> None:
         """Set the namespace's retention policy (``namespaces set-retention --time 3h --size 10G``).
-        Tenant admin. 400 for a bad name or a value out of its Java type's range (minutes an int, MB
-        a long), 412 for an invalid policy (Pulsar's rules: :meth:`RetentionPolicies.validate`)."""
+        Tenant admin. 412 for a bad name, 400 for a value out of its Java type's range (minutes an
+        int, MB a long), 412 for an invalid policy (Pulsar's rules: :meth:`RetentionPolicies.validate`)."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(name.split("/", 1)[0], f"set the retention of namespace {name}")
         if not isinstance(policies, RetentionPolicies):
@@ -170,7 +175,7 @@ class Namespaces:
 
     def get_compaction_threshold(self, namespace: str) -> int | None:
         """The namespace's ``compaction_threshold`` in bytes, None when unset. Tenant admin.
-        400 for a bad namespace name, 404."""
+        412 for a bad namespace name, 404."""
         name = self._read_policy(namespace, "compaction threshold")
         return self._admin.broker.namespaces.compaction_threshold(name)
 
@@ -309,14 +314,14 @@ class Namespaces:
         self._admin.broker.set_namespace_inactive_topic_policies(name, None)
 
     def _write_policy(self, namespace: str, policy: str) -> str:
-        """A policy write's checks: the name (400), the role (tenant admin, 403); the broker
+        """A policy write's checks: the name (412), the role (tenant admin, 403); the broker
         looks the namespace up (404). Returns the checked name."""
         name = check_namespace_name(namespace)
         self._admin.check_tenant_admin(_tenant(name), f"change the {policy} of namespace {name}")
         return name
 
     def _read_policy(self, namespace: str, policy: str) -> str:
-        """A policy read's checks, in this order: the name (400), the role (tenant admin: Pulsar's
+        """A policy read's checks, in this order: the name (412), the role (tenant admin: Pulsar's
         ``allowNamespacePolicyOperationAsync``, 403 whether the namespace exists or not), then
         the namespace (404). Returns the checked name."""
         name = check_namespace_name(namespace)

@@ -17,14 +17,16 @@ tenants.delete      superuser              ``DELETE /tenants/{t}``, ``tenants de
 
 Every method may block on the metadata store. Errors as :mod:`mledger.broker`. The role
 is checked before the cluster or tenant is looked up: a refused caller gets the same 403 whether
-it exists or not.
+it exists or not. A name that breaks Pulsar's rule is 412 "Tenant name is not valid" / "Cluster
+name is not valid" (:class:`~mledger.broker.InvalidNameError`); ``tenants.create`` checks it
+before the role, as Pulsar's ``TenantsBase.createTenant`` does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..broker import TenantInfo
+from ..broker import TenantInfo, check_tenant_name
 from ._context import AdminContext
 
 __all__ = ["Clusters", "Tenants"]
@@ -47,7 +49,8 @@ class Clusters:
         return self._admin.broker.clusters.get(cluster)
 
     def create(self, cluster: str, data: Mapping[str, object] | None = None) -> None:
-        """Create a cluster with ``ClusterData`` ``data``. Superuser. 409 when it exists."""
+        """Create a cluster with ``ClusterData`` ``data``. Superuser. 409 when it exists, 412 for a
+        bad name (Pulsar's ``ClustersBase.createCluster``: after the role)."""
         self._admin.check_superuser(f"create cluster {cluster}")
         self._admin.broker.clusters.create(cluster, data)
 
@@ -79,7 +82,9 @@ class Tenants:
         return self._admin.broker.tenants.get(tenant)
 
     def create(self, tenant: str, info: TenantInfo | Mapping[str, object]) -> None:
-        """Create a tenant. Superuser. 409 when it exists, 412 for no or unknown clusters."""
+        """Create a tenant. Superuser. 412 for a bad name (checked first), 409 when it exists, 412
+        for no or unknown clusters."""
+        check_tenant_name(tenant)
         self._admin.check_superuser(f"create tenant {tenant}")
         self._admin.broker.tenants.create(tenant, _info(info))
 

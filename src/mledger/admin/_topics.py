@@ -203,7 +203,7 @@ class Topics:
         authorization is on, the others are left out rather than refused).
         """
         if namespace is not None:
-            _check_namespace_name(namespace)
+            check_namespace_name(namespace)
             self._admin.check_namespace(NamespaceOperation.GET_TOPICS, namespace)
             return self._broker.list_topics(namespace)
         self._admin.authenticate()
@@ -213,7 +213,7 @@ class Topics:
     def list_partitioned_topics(self, namespace: str | None = None) -> list[str]:
         """Partitioned topic names, sorted; ``namespace`` and authorization as ``list_topics``."""
         if namespace is not None:
-            _check_namespace_name(namespace)
+            check_namespace_name(namespace)
             self._admin.check_namespace(NamespaceOperation.GET_TOPICS, namespace)
         self._admin.authenticate()
         names = self._broker.list_partitioned_topics()
@@ -855,10 +855,6 @@ def _check_reset_position(position: Position | MessageId) -> None:
             f"Invalid reset position {ledger_id}:{entry_id}: ledgerId, entryId must be non-negative "
             "(-1:-1 is the earliest message)"
         )
-
-
-def _check_namespace_name(namespace: str) -> None:
-    check_namespace_name(namespace)
 
 
 def _expire_time(seconds: object) -> int:

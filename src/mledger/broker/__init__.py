@@ -47,6 +47,7 @@ from ._errors import (
     AlreadyClosedError as AlreadyClosedError,
     ClockNotManualError as ClockNotManualError,
     ConsumerBusyError as ConsumerBusyError,
+    InvalidNameError as InvalidNameError,
     MessageDupUnknownError as MessageDupUnknownError,
     MetadataStoreError as MetadataStoreError,
     PersistenceError as PersistenceError,
@@ -93,7 +94,9 @@ from ._message import BatchMessageIds as BatchMessageIds, Message as Message
 from ._names import (
     NON_PERSISTENT as NON_PERSISTENT,
     TopicName as TopicName,
+    check_cluster_name as check_cluster_name,
     check_namespace_name as check_namespace_name,
+    check_tenant_name as check_tenant_name,
     local_name_problem as local_name_problem,
     named_entity_problem as named_entity_problem,
 )
@@ -228,6 +231,7 @@ __all__ = [
     "EntryDelivery",
     "FramedPublish",
     "IncompatibleSchemaError",
+    "InvalidNameError",
     "InitialPosition",
     "LongRunningProcessStatus",
     "ManualClock",

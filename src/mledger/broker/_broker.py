@@ -86,6 +86,7 @@ from ._names import (
     PARTITIONED_TOPICS_ROOT,
     ProducerNameGenerator,
     TopicName,
+    check_namespace_name,
     decode_partitioned_metadata,
     encode_partitioned_metadata,
 )
@@ -94,7 +95,6 @@ from ._namespaces import (
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
     Namespaces,
-    check_namespace,
 )
 from ._nonpersistent import NonPersistentTopic, NonPersistentTopics
 from ._partitioned import PartitionedSubscription, PartitionedTopic
@@ -327,9 +327,9 @@ class Broker:
 
     def namespace_exists(self, namespace: str) -> bool:
         """Whether ``tenant/namespace`` exists: created, or holding topics (data written by
-        mledger versions that created namespaces with their first topic). ``InvalidRequestError``
-        for a bad name."""
-        check_namespace(namespace)
+        mledger versions that created namespaces with their first topic). ``InvalidNameError``
+        (412) for a bad name."""
+        check_namespace_name(namespace)
         with self._lock:
             self._check_open()
             return self._namespace_exists(namespace)
@@ -359,8 +359,10 @@ class Broker:
         """Names of the topics in the store (``tenant/ns`` to filter), sorted.
 
         Partitioned topics are listed by their name; with ``include_partitions`` their
-        partitions are listed too.
+        partitions are listed too. ``InvalidNameError`` (412) for a bad namespace name.
         """
+        if namespace is not None:
+            check_namespace_name(namespace)
         with self._lock:
             self._check_open()
             partitioned = dict(self._stored_partitioned())
@@ -480,7 +482,7 @@ class Broker:
         """Create ``tenant/namespace`` with ``policies`` (Pulsar's ``Policies`` JSON, see
         :meth:`Namespaces.create`); ``TenantNotFoundError`` (404) when its tenant does not
         exist, ``NamespaceAlreadyExistsError`` (409) if it exists."""
-        tenant, _ = check_namespace(namespace)
+        tenant = check_namespace_name(namespace).split("/", 1)[0]
         with self._lock:
             self._check_open()
             if not self.tenants.exists(tenant):
@@ -490,7 +492,7 @@ class Broker:
     def ensure_namespace(self, namespace: str) -> bool:
         """Create ``tenant/namespace`` and its tenant (allowed on this broker's cluster) unless
         they exist: the namespaces a broker sets up itself. True when the namespace was new."""
-        tenant, _ = check_namespace(namespace)
+        tenant = check_namespace_name(namespace).split("/", 1)[0]
         self.tenants.ensure(tenant, TenantInfo(allowed_clusters=(self.config.cluster_name,)))
         return self.namespaces.ensure(namespace)
 
@@ -518,7 +520,8 @@ class Broker:
             self.namespaces.revoke(namespace, role, topic)
 
     def list_namespaces(self, tenant: str | None = None) -> list[str]:
-        """Namespaces created, or holding topics (of ``tenant``), sorted."""
+        """Namespaces created, or holding topics (of ``tenant``), sorted; ``InvalidNameError``
+        (412) for a bad tenant name."""
         with self._lock:
             self._check_open()
             names = set(self.namespaces.list(tenant))
@@ -531,7 +534,7 @@ class Broker:
     def delete_namespace(self, namespace: str, force: bool = False) -> None:
         """Delete a namespace: ``NamespaceNotEmptyError`` (409) while it has topics unless
         ``force`` (which deletes them); ``NotFoundError`` when it does not exist."""
-        check_namespace(namespace)
+        check_namespace_name(namespace)
         with self._lock:
             self._check_open()
             topics = self.list_topics(namespace)
@@ -950,9 +953,9 @@ class Broker:
 
     @contextlib.contextmanager
     def _namespace_locked(self, namespace: str) -> Iterator[None]:
-        """Hold the broker lock over a namespace known to exist: ``InvalidRequestError`` for a
+        """Hold the broker lock over a namespace known to exist: ``InvalidNameError`` (412) for a
         bad name, ``NamespaceNotFoundError`` (404) for an unknown one."""
-        check_namespace(namespace)
+        check_namespace_name(namespace)
         with self._lock:
             self._check_open()
             self._require_namespace_exists(namespace)

@@ -20,7 +20,9 @@ from typing import Any
 
 from ..core import ConfigError, InvalidRequestError, ManagedLedgerConfig
 from ._backlog_quota import BacklogRetentionPolicy
+from ._errors import InvalidNameError
 from ._inactive_topics import InactiveTopicDeleteMode
+from ._names import check_cluster_name
 from ._schema_compat import SchemaCompatibilityStrategy
 
 __all__ = ["BROKER_MANAGED_LEDGER_CONFIG", "BrokerConfig"]
@@ -39,7 +41,8 @@ class BrokerConfig:
     """Settings of a :class:`~mledger.broker.Broker`; validated on construction (``ConfigError``)."""
 
     cluster_name: str = "standalone"
-    """Prefix of generated producer names."""
+    """The broker's cluster, created if missing, and the prefix of generated producer names: a
+    name Pulsar's rule accepts (:func:`~mledger.broker.check_cluster_name`)."""
     allow_auto_topic_creation: bool = True
     """Producers and subscribers create a missing non-partitioned topic (Pulsar's default)."""
     managed_ledger_config: ManagedLedgerConfig | None = None
@@ -141,6 +144,11 @@ class BrokerConfig:
             if f.name in _STRINGS:
                 if not isinstance(value, str) or not value:
                     raise ConfigError(f"{f.name} must be a non-empty string, got {value!r}")
+                if f.name == "cluster_name":
+                    try:
+                        check_cluster_name(value)
+                    except InvalidNameError as exc:
+                        raise ConfigError(f"cluster_name: {exc}") from None
             elif f.name == "schema_compatibility_strategy":
                 try:
                     SchemaCompatibilityStrategy.parse(value)

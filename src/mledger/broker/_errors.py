@@ -18,6 +18,8 @@ PersistenceError           ``PersistenceException``                500   Persist
 MetadataStoreError         ``MetadataStoreException``              500   ServiceNotReady
 TopicTerminatedError       ``TopicTerminatedException``            412   TopicTerminatedError
 ClockNotManualError        (mledger's: the clock over REST)        409   ServiceNotReady
+InvalidNameError           ``NamedEntity.checkName`` refusing a    412   NotAllowedError
+                           tenant, namespace or cluster name
 =========================  ======================================  ====  ====================
 
 A store raises its backend's own errors (``sqlite3.OperationalError`` for a full disk or an I/O
@@ -37,6 +39,7 @@ __all__ = [
     "AlreadyClosedError",
     "ClockNotManualError",
     "ConsumerBusyError",
+    "InvalidNameError",
     "MessageDupUnknownError",
     "MetadataStoreError",
     "PersistenceError",
@@ -57,6 +60,17 @@ class ClockNotManualError(MLedgerError):
     the broker's state, not the request, is what refuses it)."""
 
     http_status = 409
+
+
+class InvalidNameError(PreconditionFailedError):
+    """A tenant, namespace or cluster name breaks Pulsar's naming rule
+    (:func:`~mledger.broker.check_tenant_name` and its siblings): 412 with Pulsar's reason,
+    "Tenant name is not valid", "Namespace name is not valid" or "Cluster name is not valid",
+    followed by the name and what is wrong with it. The binary protocol answers
+    ``NotAllowedError``, as it answered the 400 this error replaced (Pulsar's ``ServerCnx`` has
+    no answer: its ``NamespaceName.get`` throws out of the handler)."""
+
+    server_error = ServerError.NotAllowedError
 
 
 class TopicAlreadyExistsError(MLedgerError):

@@ -27,9 +27,12 @@ from urllib.parse import quote_plus, unquote_plus
 
 from ..core import BadVersionError, InvalidRequestError, InvalidTopicNameError, StateCorruptedError
 from ..storage import NEW_NODE, MetadataStore
+from ._errors import InvalidNameError
 
 __all__ = [
+    "check_cluster_name",
     "check_namespace_name",
+    "check_tenant_name",
     "local_name_problem",
     "named_entity_problem",
     "NON_PERSISTENT",
@@ -48,7 +51,7 @@ NON_PERSISTENT = "non-persistent"
 """The domain of non-persistent topics."""
 _DOMAINS = frozenset({_DOMAIN, NON_PERSISTENT})
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>0|[1-9][0-9]{0,9})$")
-_NAMED_ENTITY = re.compile(r"^[-=:.\w]+$", re.ASCII)  # Pulsar's NamedEntity rule (Java's \w is ASCII)
+_NAMED_ENTITY = re.compile(r"[-=:.\w]+", re.ASCII)  # Pulsar's NamedEntity rule (Java's \w is ASCII), fullmatch
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _DOT_SEGMENTS = frozenset({".", ".."})
 _DEFAULT_TENANT = "public"
@@ -184,17 +187,62 @@ class TopicName:
         return f"{self.domain}://{self.tenant}/{self.namespace}/{self.local_name}"
 
 
-def named_entity_problem(value: str) -> str | None:
-    """Why ``value`` is not a valid tenant, namespace or cluster name, or None when it is.
+def named_entity_problem(value: object) -> str | None:
+    r"""Why ``value`` is not a valid tenant, namespace or cluster name, or None when it is. O(len).
 
-    Pulsar's ``NamedEntity.checkName``: ASCII letters, digits and ``-=:._``, not empty; and not
-    ``.`` or ``..``, which a URL path would resolve away.
+    The one rule of those names, read by :func:`check_tenant_name`, :func:`check_namespace_name`,
+    :func:`check_cluster_name` and :meth:`TopicName.parse`. Pulsar's ``NamedEntity.checkName``
+    (``^[-=:.\w]*$`` without ``UNICODE_CHARACTER_CLASS``, so ``\w`` is ASCII ``[a-zA-Z_0-9]``):
+    ASCII letters, digits and ``-=:._``, the whole string (no trailing newline), not empty
+    (``NamespaceName.validateNamespaceName``). And not ``.`` or ``..``, which ``checkName`` lets
+    through but no Pulsar can hold: HTTP clients and servers resolve them as dot segments
+    (RFC 3986 5.2.4) before a route sees them, and ZooKeeper refuses them as node names
+    (``PathUtils.validatePath``, "relative paths not allowed").
     """
-    if not _NAMED_ENTITY.match(value):
+    if not isinstance(value, str):
+        return "not a string"
+    if not value:
+        return "the name must not be empty"
+    if not _NAMED_ENTITY.fullmatch(value):
         return "only ASCII letters, digits and -=:._ are allowed"
     if value in _DOT_SEGMENTS:
         return f"{value!r} is not a name"
     return None
+
+
+def _named(kind: str, name: object, problem: str | None) -> str:
+    if problem is not None or not isinstance(name, str):
+        raise InvalidNameError(f"{kind} name is not valid: {name!r} ({problem})")
+    return name
+
+
+def check_tenant_name(name: object) -> str:
+    """``name`` when it is a valid tenant name (:func:`named_entity_problem`); else
+    :class:`~mledger.broker.InvalidNameError`, 412 "Tenant name is not valid: <name> (<why>)"
+    (Pulsar's ``TenantsBase.createTenant`` and ``NamespacesBase.internalGetTenantNamespaces``)."""
+    return _named("Tenant", name, named_entity_problem(name))
+
+
+def check_cluster_name(name: object) -> str:
+    """``name`` when it is a valid cluster name (:func:`named_entity_problem`); else
+    :class:`~mledger.broker.InvalidNameError`, 412 "Cluster name is not valid: <name> (<why>)"
+    (Pulsar's ``ClustersBase.createCluster``)."""
+    return _named("Cluster", name, named_entity_problem(name))
+
+
+def check_namespace_name(namespace: object) -> str:
+    """``tenant/namespace`` when both are valid names (:func:`named_entity_problem`); else
+    :class:`~mledger.broker.InvalidNameError`, 412 "Namespace name is not valid: <name> (<why>)",
+    whichever part is bad (Pulsar's ``AdminResource.validateNamespaceName`` over
+    ``NamespaceName.get``; mledger has no v1 ``tenant/cluster/namespace`` namespaces)."""
+    parts = namespace.split("/") if isinstance(namespace, str) else []
+    if len(parts) != 2:
+        return _named("Namespace", namespace, "expected <tenant>/<namespace>")
+    for what, value in zip(("tenant", "namespace"), parts, strict=True):
+        problem = named_entity_problem(value)
+        if problem:
+            return _named("Namespace", namespace, f"invalid {what} {value!r}: {problem}")
+    return _named("Namespace", namespace, None)
 
 
 def local_name_problem(value: str) -> str | None:
@@ -208,18 +256,6 @@ def local_name_problem(value: str) -> str | None:
     if bad:
         return f"control character {bad.group()!r} at index {bad.start()}"
     return None
-
-
-def check_namespace_name(namespace: str) -> str:
-    """``tenant/namespace`` checked with Pulsar's rules; returns it. 400 naming the problem."""
-    parts = namespace.split("/") if isinstance(namespace, str) else []
-    if len(parts) != 2:
-        raise InvalidRequestError(f"Invalid namespace name {namespace!r}: expected <tenant>/<namespace>")
-    for what, value in zip(("tenant", "namespace"), parts, strict=True):
-        problem = named_entity_problem(value)
-        if problem:
-            raise InvalidRequestError(f"Invalid namespace name {namespace!r}: invalid {what} {value!r} ({problem})")
-    return namespace
 
 
 def encode_partitioned_metadata(partitions: int) -> bytes:

@@ -21,7 +21,6 @@ deduplication policy to the namespace's open topics.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -34,6 +33,7 @@ from ..core import (
 )
 from ..storage import Store
 from ._errors import TopicAlreadyExistsError
+from ._names import check_namespace_name, check_tenant_name
 from ._retention import RetentionPolicies
 from ._schema_compat import AUTO_UPDATE_POLICIES, SchemaCompatibilityStrategy
 from ._stored_json import create_object, decode_object, update_object
@@ -57,10 +57,6 @@ DEFAULT_NAMESPACE = "public/default"
 STANDALONE_NAMESPACES = ("public/default", "pulsar/system", "sample/ns1")
 """What Pulsar's standalone creates on start (``PulsarStandalone``: the default namespace, the
 system namespace and the sample one); ``mledger standalone`` creates them too."""
-NAME_PATTERN = re.compile(r"^[-=:.\w]+$")
-r"""A tenant, namespace or cluster name as the stores of :class:`Namespaces`, ``Tenants`` and
-``Clusters`` check it (``\w`` as Python reads it, wider than the ASCII rule topic names follow:
-:func:`~mledger.broker.named_entity_problem`)."""
 
 
 class NamespaceAlreadyExistsError(TopicAlreadyExistsError):
@@ -76,14 +72,6 @@ class NamespaceNotEmptyError(MLedgerError):
     """``delete`` of a namespace that still has topics (409 "Cannot delete non empty namespace")."""
 
     http_status = 409
-
-
-def check_namespace(name: str) -> tuple[str, str]:
-    """``tenant/namespace`` -> its two parts; ``InvalidRequestError`` naming a bad name."""
-    parts = name.split("/") if isinstance(name, str) else []
-    if len(parts) != 2 or not all(NAME_PATTERN.match(p) for p in parts):
-        raise InvalidRequestError(f"Invalid namespace name: {name!r} (expected tenant/namespace)")
-    return parts[0], parts[1]
 
 
 AUTH_ACTIONS = ("produce", "consume", "functions", "sources", "sinks", "packages")
@@ -218,7 +206,7 @@ class Namespaces:
         """Create ``tenant/namespace`` with ``policies`` (Pulsar's ``Policies`` JSON, the body of
         ``PUT /admin/v2/namespaces/{t}/{ns}``: the fields mledger models are checked, others kept
         as given); ``NamespaceAlreadyExistsError``, ``InvalidRequestError`` for a bad field."""
-        check_namespace(name)
+        check_namespace_name(name)
         body = {"deduplicationEnabled": None, **check_policies(policies or {})}
         if not create_object(self._store, f"{POLICIES_ROOT}/{name}", body):
             raise NamespaceAlreadyExistsError(f"Namespace already exists: {name}")
@@ -233,17 +221,17 @@ class Namespaces:
 
     def exists(self, name: str) -> bool:
         """Whether ``name`` was created (topics alone do not count here)."""
-        check_namespace(name)
+        check_namespace_name(name)
         return self._store.get(f"{POLICIES_ROOT}/{name}") is not None
 
     def list(self, tenant: str | None = None) -> list[str]:
         """Created namespaces (of ``tenant``), sorted."""
-        tenants = [tenant] if tenant is not None else self._store.children(POLICIES_ROOT)
+        tenants = [check_tenant_name(tenant)] if tenant is not None else self._store.children(POLICIES_ROOT)
         return sorted(f"{t}/{ns}" for t in tenants for ns in self._store.children(f"{POLICIES_ROOT}/{t}"))
 
     def delete(self, name: str) -> None:
         """Forget the namespace's policies; ``NotFoundError`` when it was not created."""
-        check_namespace(name)
+        check_namespace_name(name)
         path = f"{POLICIES_ROOT}/{name}"
         if self._store.get(path) is None:
             raise NotFoundError(f"Namespace {name} does not exist")
@@ -261,7 +249,7 @@ class Namespaces:
 
     def retention(self, name: str) -> RetentionPolicies | None:
         """The namespace's retention policy (Pulsar's ``retention_policies``), None when unset."""
-        check_namespace(name)
+        check_namespace_name(name)
         value = self._policies(name).get("retention_policies")
         try:
             return None if value is None else RetentionPolicies.from_json(value)
@@ -276,7 +264,7 @@ class Namespaces:
     def compaction_threshold(self, name: str) -> int | None:
         """The namespace's ``compaction_threshold`` (bytes; 0: no automatic compaction), None
         when unset."""
-        check_namespace(name)
+        check_namespace_name(name)
         value = self._policies(name).get("compaction_threshold")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -288,7 +276,7 @@ class Namespaces:
         """The namespace's strategy in force for its topics: its ``schema_compatibility_strategy``,
         else (unset or ``UNDEFINED``) its older ``schema_auto_update_compatibility_strategy``
         mapped as Pulsar maps it; None when neither is set (the broker's setting applies)."""
-        check_namespace(name)
+        check_namespace_name(name)
         policies = self._policies(name)
         value = policies.get("schema_compatibility_strategy")
         if value is not None and value != SchemaCompatibilityStrategy.UNDEFINED.value:
@@ -305,7 +293,7 @@ class Namespaces:
 
     def schema_auto_update_compatibility_strategy(self, name: str) -> str | None:
         """The older policy (``Full``, ``Backward``, ..., ``AutoUpdateDisabled``), None when unset."""
-        check_namespace(name)
+        check_namespace_name(name)
         value = self._policies(name).get("schema_auto_update_compatibility_strategy")
         return None if value is None else str(value)
 
@@ -318,7 +306,7 @@ class Namespaces:
 
     def is_allow_auto_update_schema(self, name: str) -> bool | None:
         """``is_allow_auto_update_schema``: True, False, or None (the broker's setting)."""
-        check_namespace(name)
+        check_namespace_name(name)
         value = self._policies(name).get("is_allow_auto_update_schema")
         return value if isinstance(value, bool) else None
 
@@ -328,7 +316,7 @@ class Namespaces:
 
     def get_field(self, name: str, key: str) -> object:
         """One field of the namespace's stored ``Policies`` JSON (None when unset)."""
-        check_namespace(name)
+        check_namespace_name(name)
         return self._policies(name).get(key)
 
     def set_field(self, name: str, key: str, value: object) -> None:
@@ -339,13 +327,13 @@ class Namespaces:
     def policies(self, name: str) -> dict[str, object]:
         """The namespace's stored ``Policies`` JSON (``auth_policies`` always present, in
         Pulsar's form); ``{}``-like for a namespace that only holds topics."""
-        check_namespace(name)
+        check_namespace_name(name)
         stored = self._policies(name)
         return {**stored, "auth_policies": AuthPolicies.from_json(stored.get("auth_policies")).to_json()}
 
     def auth_policies(self, name: str) -> AuthPolicies:
         """The namespace's ``auth_policies`` (empty when unset or the namespace is unknown)."""
-        check_namespace(name)
+        check_namespace_name(name)
         try:
             return AuthPolicies.from_json(self._policies(name).get("auth_policies"))
         except InvalidRequestError as exc:
@@ -398,7 +386,7 @@ class Namespaces:
         def apply(policies: dict[str, object]) -> None:
             policies["auth_policies"] = change(AuthPolicies.from_json(policies.get("auth_policies"))).to_json()
 
-        check_namespace(name)
+        check_namespace_name(name)
         update_object(self._store, f"{POLICIES_ROOT}/{name}", apply, name)
 
     @staticmethod
@@ -409,7 +397,7 @@ class Namespaces:
             raise StateCorruptedError(f"policies of {name}: {exc}") from None
 
     def _update(self, name: str, key: str, value: object) -> None:
-        check_namespace(name)
+        check_namespace_name(name)
         update_object(self._store, f"{POLICIES_ROOT}/{name}", lambda policies: policies.update({key: value}), name)
 
     def _policies(self, name: str) -> dict[str, object]:

@@ -7,7 +7,9 @@ namespaces are the children of its node (:mod:`mledger.broker._namespaces`), so 
 namespaces but no node (data written before mledger stored tenants) still exists, with no admin
 roles. Errors are Pulsar's: 409 when creating one that exists, 404 for an unknown one, 412 for a
 tenant naming unknown clusters or a cluster a tenant still allows, 409 deleting a tenant that
-has namespaces.
+has namespaces, 412 "Tenant name is not valid" / "Cluster name is not valid" for a name that breaks
+Pulsar's rule (:func:`~mledger.broker.check_tenant_name`, :func:`~mledger.broker.check_cluster_name`;
+every method checks the name it is given before it reaches the store).
 
 Thread-safe through the metadata store's compare-and-set.
 """
@@ -26,7 +28,8 @@ from ..core import (
     StateCorruptedError,
 )
 from ..storage import NEW_NODE, Store
-from ._namespaces import NAME_PATTERN, POLICIES_ROOT
+from ._names import check_cluster_name, check_tenant_name, named_entity_problem
+from ._namespaces import POLICIES_ROOT
 from ._stored_json import create_object, decode_object
 
 __all__ = [
@@ -70,13 +73,6 @@ class TenantNotEmptyError(MLedgerError):
     http_status = 409
 
 
-def check_name(name: object, what: str) -> str:
-    """A tenant or cluster name; ``InvalidRequestError`` naming a bad one."""
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise InvalidRequestError(f"Invalid {what} name: {name!r}")
-    return name
-
-
 def _string_list(value: object, field: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -115,7 +111,7 @@ class Clusters:
 
     def create(self, name: str, data: Mapping[str, object] | None = None) -> None:
         """Create cluster ``name`` with ``ClusterData`` ``data``; 409 when it exists."""
-        if not create_object(self._store, f"{CLUSTERS_ROOT}/{check_name(name, 'cluster')}", _cluster_data(data)):
+        if not create_object(self._store, f"{CLUSTERS_ROOT}/{check_cluster_name(name)}", _cluster_data(data)):
             raise ClusterAlreadyExistsError(f"Cluster already exists: {name}")
 
     def ensure(self, name: str, data: Mapping[str, object] | None = None) -> bool:
@@ -128,7 +124,7 @@ class Clusters:
 
     def get(self, name: str) -> dict[str, object]:
         """The cluster's ``ClusterData`` (the URL fields always present); 404 when unknown."""
-        path = f"{CLUSTERS_ROOT}/{check_name(name, 'cluster')}"
+        path = f"{CLUSTERS_ROOT}/{check_cluster_name(name)}"
         stored = self._store.get(path)
         if stored is None:
             raise NotFoundError(f"Cluster {name} does not exist")
@@ -137,7 +133,7 @@ class Clusters:
     def update(self, name: str, data: Mapping[str, object]) -> None:
         """Replace the cluster's ``ClusterData``; 404 when unknown."""
         body = _cluster_data(data)
-        path = f"{CLUSTERS_ROOT}/{check_name(name, 'cluster')}"
+        path = f"{CLUSTERS_ROOT}/{check_cluster_name(name)}"
         stored = self._store.get(path)
         if stored is None:
             raise NotFoundError(f"Cluster {name} does not exist")
@@ -145,7 +141,7 @@ class Clusters:
 
     def delete(self, name: str, tenants: Tenants) -> None:
         """Delete the cluster: 404 when unknown, 412 while a tenant allows it."""
-        path = f"{CLUSTERS_ROOT}/{check_name(name, 'cluster')}"
+        path = f"{CLUSTERS_ROOT}/{check_cluster_name(name)}"
         if self._store.get(path) is None:
             raise NotFoundError(f"Cluster {name} does not exist")
         users = [t for t in tenants.list() if name in tenants.get(t).allowed_clusters]
@@ -155,7 +151,7 @@ class Clusters:
 
     def exists(self, name: str) -> bool:
         """Whether the cluster was created."""
-        return self._store.get(f"{CLUSTERS_ROOT}/{check_name(name, 'cluster')}") is not None
+        return self._store.get(f"{CLUSTERS_ROOT}/{check_cluster_name(name)}") is not None
 
     def list(self) -> list[str]:
         """The clusters' names, sorted."""
@@ -172,7 +168,7 @@ class Tenants:
     def create(self, name: str, info: TenantInfo) -> None:
         """Create the tenant: 409 when it exists, 412 when ``allowedClusters`` is empty or names
         a cluster that does not exist (Pulsar's ``validateClusters``)."""
-        path = f"{TENANTS_ROOT}/{check_name(name, 'tenant')}"
+        path = f"{TENANTS_ROOT}/{check_tenant_name(name)}"
         if self.exists(name):
             raise TenantAlreadyExistsError(f"Tenant already exists: {name}")
         self._check_clusters(info)
@@ -184,11 +180,11 @@ class Tenants:
         call did. For the namespaces a broker creates itself."""
         if self.exists(name):
             return False
-        return create_object(self._store, f"{TENANTS_ROOT}/{check_name(name, 'tenant')}", info.to_json())
+        return create_object(self._store, f"{TENANTS_ROOT}/{check_tenant_name(name)}", info.to_json())
 
     def update(self, name: str, info: TenantInfo) -> None:
         """Replace the tenant's info: 404 when unknown, 412 for unknown clusters."""
-        path = f"{TENANTS_ROOT}/{check_name(name, 'tenant')}"
+        path = f"{TENANTS_ROOT}/{check_tenant_name(name)}"
         if not self.exists(name):
             raise TenantNotFoundError(f"Tenant {name} does not exist")
         self._check_clusters(info)
@@ -197,7 +193,7 @@ class Tenants:
 
     def get(self, name: str) -> TenantInfo:
         """The tenant's info; 404 when unknown."""
-        path = f"{TENANTS_ROOT}/{check_name(name, 'tenant')}"
+        path = f"{TENANTS_ROOT}/{check_tenant_name(name)}"
         stored = self._store.get(path)
         if stored is None:
             if self._store.children(path):
@@ -210,7 +206,7 @@ class Tenants:
 
     def admin_roles(self, name: str) -> frozenset[str]:
         """The tenant's ``adminRoles``; empty for an unknown tenant (never raises for a name)."""
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        if named_entity_problem(name) is not None:
             return frozenset()
         stored = self._store.get(f"{TENANTS_ROOT}/{name}")
         if stored is None:
@@ -220,7 +216,7 @@ class Tenants:
 
     def exists(self, name: str) -> bool:
         """Whether the tenant was created (or holds namespaces)."""
-        path = f"{TENANTS_ROOT}/{check_name(name, 'tenant')}"
+        path = f"{TENANTS_ROOT}/{check_tenant_name(name)}"
         return self._store.get(path) is not None or bool(self._store.children(path))
 
     def list(self) -> list[str]:
@@ -229,7 +225,7 @@ class Tenants:
 
     def delete(self, name: str) -> None:
         """Delete the tenant: 404 when unknown, 409 while it has namespaces."""
-        path = f"{TENANTS_ROOT}/{check_name(name, 'tenant')}"
+        path = f"{TENANTS_ROOT}/{check_tenant_name(name)}"
         if not self.exists(name):
             raise TenantNotFoundError(f"Tenant {name} does not exist")
         if self._store.children(path):
@@ -239,7 +235,8 @@ class Tenants:
     def _check_clusters(self, info: TenantInfo) -> None:
         if not info.allowed_clusters:
             raise PreconditionFailedError("Clusters can not be empty")
-        missing = [c for c in info.allowed_clusters if not self._clusters.exists(c)]
+        # a name no cluster can have does not exist (Pulsar's validateClusters), rather than a bad name
+        missing = [c for c in info.allowed_clusters if named_entity_problem(c) or not self._clusters.exists(c)]
         if missing:
             raise PreconditionFailedError(f"Clusters do not exist: {', '.join(missing)}")
 

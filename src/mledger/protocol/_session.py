@@ -39,7 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, overload
 
-from ..broker import FaultTarget, Subscription
+from ..broker import FaultTarget, Subscription, check_namespace_name
 from ..codec.proto import PulsarApi_pb2 as api
 from ..core import MLedgerError, NotFoundError, UnauthenticatedError
 from ._commands import COMMANDS
@@ -360,6 +360,7 @@ class Session:
     def handle_get_topics_of_namespace(self, request: Request) -> None:
         body = request.command.getTopicsOfNamespace
         try:
+            check_namespace_name(body.namespace)  # first, as Pulsar's ServerCnx (NamespaceName.get)
             if self._host.auth is not None:
                 self._host.auth.authorize_topic_list(self._state.role, body.namespace)
             broker = self._host.broker

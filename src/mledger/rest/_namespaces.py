@@ -43,18 +43,23 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from ..admin import Admin, NamespaceOperation, json_bytes, parse_bool_body
+from ..broker import check_namespace_name
 from ._context import context_of
 from ._operation_routes import JSON, CallerAdmin, Namespace, OperationRoutes, Tenant, decode_segment, namespace_handler
 
 __all__ = ["namespaces_router"]
 
 
-def _tenant_admin(admin: Admin, tenant: str, action: str = "change the namespace's policies") -> None:
-    admin.check_tenant_admin(decode_segment(tenant, "tenant"), action)
-
-
 def _name(tenant: str, namespace: str) -> str:
-    return f"{decode_segment(tenant, 'tenant')}/{decode_segment(namespace, 'namespace')}"
+    """``tenant/namespace`` decoded and checked (412 "Namespace name is not valid", first, as
+    Pulsar's ``validateNamespaceName``)."""
+    return check_namespace_name(f"{decode_segment(tenant, 'tenant')}/{decode_segment(namespace, 'namespace')}")
+
+
+def _tenant_admin(admin: Admin, name: str, action: str = "change the namespace's policies") -> str:
+    """``name``'s tenant must be administered by the caller (403); returns ``name``."""
+    admin.check_tenant_admin(name.split("/", 1)[0], action)
+    return name
 
 
 def namespaces_router(prefix: str = "", tag: str | None = None) -> APIRouter:
@@ -70,23 +75,23 @@ def namespaces_router(prefix: str = "", tag: str | None = None) -> APIRouter:
 
     @routes.handles("get_deduplication")
     async def get_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
-        _tenant_admin(admin, tenant, "read the deduplication policy")
-        enabled = await context_of(request).run(admin.broker.namespace_deduplication, _name(tenant, namespace))
+        name = _tenant_admin(admin, _name(tenant, namespace), "read the deduplication policy")
+        enabled = await context_of(request).run(admin.broker.namespace_deduplication, name)
         return Response(json_bytes(enabled), media_type=JSON)
 
     @routes.handles("set_deduplication")
     async def set_deduplication(request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace) -> Response:
-        _tenant_admin(admin, tenant)
+        name = _tenant_admin(admin, _name(tenant, namespace))
         enabled = parse_bool_body(await request.body())
-        await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), enabled)
+        await context_of(request).run(admin.broker.set_namespace_deduplication, name, enabled)
         return Response(status_code=204)
 
     @routes.handles("remove_deduplication")
     async def remove_deduplication(
         request: Request, admin: CallerAdmin, tenant: Tenant, namespace: Namespace
     ) -> Response:
-        _tenant_admin(admin, tenant)
-        await context_of(request).run(admin.broker.set_namespace_deduplication, _name(tenant, namespace), None)
+        name = _tenant_admin(admin, _name(tenant, namespace))
+        await context_of(request).run(admin.broker.set_namespace_deduplication, name, None)
         return Response(status_code=204)
 
     router = APIRouter(prefix=prefix, tags=[tag] if tag else None)

@@ -6,7 +6,8 @@ The routes are the ``non_persistent`` operations of the admin operation table
 (:func:`mledger.rest._topics.topics_router`). They are added before the persistent routes'
 non-persistent twins, which answer 405 for everything else (``Operation not allowed on
 non-persistent topic``), as v1 does for every non-persistent path. Checks run in the order of the
-persistent routes: authentication, the names (400), then one admin call on a worker thread.
+persistent routes: authentication, the names (412 for a namespace, 400 for a topic), then one
+admin call on a worker thread.
 """
 
 from __future__ import annotations

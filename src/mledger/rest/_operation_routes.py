@@ -6,8 +6,8 @@ and its response model (from the kinds in :mod:`mledger.admin`), and its documen
 error statuses. An operation whose call only takes the path's names, its body and its flags
 gets a generated handler (:meth:`OperationRoutes.add_to`'s ``generate``, or
 :func:`namespace_handler` for the routes under ``/admin/v2/{tenants,clusters,namespaces}``): the
-names decoded (400), the body parsed (400, Pulsar's messages), **one** admin call on a worker
-thread, the result written as the response kind. A router writes a handler itself
+names decoded (400; the admin call checks them, 412), the body parsed (400, Pulsar's messages),
+**one** admin call on a worker thread, the result written as the response kind. A router writes a handler itself
 (``@routes.handles(name)``) only for an operation with logic of its own.
 
 Path parameters have one description each (:data:`PATH_PARAMETERS`), whichever route they
@@ -25,7 +25,7 @@ from urllib.parse import unquote, unquote_plus
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from ..admin import REQUESTS, RESPONSES, Admin, AdminOperation, ErrorBody, Group, operations
-from ..broker import local_name_problem, named_entity_problem
+from ..broker import local_name_problem
 from ..core import ConfigError, InvalidRequestError
 from ._context import context_of
 
@@ -61,28 +61,29 @@ INT32_MAX = (1 << 31) - 1
 # -- names in paths ------------------------------------------------------------------------
 
 
-def _decoded(text: str, what: str, unquoted: Callable[..., str], problem_of: Callable[[str], str | None]) -> str:
+def _decoded(text: str, what: str, unquoted: Callable[..., str]) -> str:
     try:
-        value = unquoted(text, errors="strict")
+        return unquoted(text, errors="strict")
     except UnicodeDecodeError:
         raise InvalidRequestError(f"Invalid {what} {text!r}: not valid percent-encoded UTF-8") from None
-    problem = problem_of(value)
-    if problem:
-        raise InvalidRequestError(f"Invalid {what} {value!r}: {problem}")
-    return value
 
 
 def decode_segment(text: str, what: str) -> str:
-    """A tenant, namespace or cluster segment: percent-decoded (JAX-RS ``@PathParam``) and checked
-    with Pulsar's naming rule. 400 naming the problem."""
-    return _decoded(text, what, unquote, named_entity_problem)
+    """A tenant, namespace or cluster segment percent-decoded (JAX-RS ``@PathParam``); 400 if
+    not UTF-8. The name itself is checked where it is used, with Pulsar's rule, status and
+    message (:func:`~mledger.broker.check_namespace_name` and its siblings, 412)."""
+    return _decoded(text, what, unquote)
 
 
 def decode_name(text: str, what: str) -> str:
     """A topic or subscription segment decoded like Java's ``URLDecoder`` (``+`` is a space), as
     Pulsar's ``Codec.decode`` reads its ``@Encoded`` parameters. 400 if not UTF-8, blank, ``.``,
     ``..`` or holding a control character."""
-    return _decoded(text, what, unquote_plus, local_name_problem)
+    value = _decoded(text, what, unquote_plus)
+    problem = local_name_problem(value)
+    if problem:
+        raise InvalidRequestError(f"Invalid {what} {value!r}: {problem}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

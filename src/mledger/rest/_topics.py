@@ -18,7 +18,8 @@ space and ``%2F`` stays in the name.
 
 Each handler runs its dependencies in Pulsar's order: authentication first (401 before
 anything else, like Pulsar's ``AuthenticationFilter``), then the v1 cluster (412 ``Cluster <c>
-does not exist``) and the domain (``non-persistent``: 405), then the names (400), then its own
+does not exist``) and the domain (``non-persistent``: 405), then the names (a namespace: 412
+"Namespace name is not valid"; a topic or subscription: 400), then its own
 parameters, then **one** admin call on a worker thread (at most ``max_concurrency`` at once);
 all admin logic (authorization, fan-out to partitions, errors) is in :mod:`mledger.admin`.
 
@@ -63,7 +64,7 @@ from fastapi.responses import JSONResponse
 from starlette.routing import Route
 
 from ..admin import CANCEL_RESULTS_HEADER, Admin, AdminOperation, ErrorBody, Group, ResetCursorData, operations
-from ..broker import TopicName
+from ..broker import TopicName, check_namespace_name
 from ..codec import MessageId
 from ..core import NotAllowedError, PreconditionFailedError
 from ._context import AppContext, context_of
@@ -155,7 +156,9 @@ async def _call(
 ) -> Call:
     """The checks every topic route runs, in Pulsar's order: authentication (401, as Pulsar's
     filter, first of all), the v1 cluster (412), the domain (405 unless ``served``), then the
-    names (400): tenant, namespace, topic, subscription."""
+    names: a namespace route's ``tenant/namespace`` (412 "Namespace name is not valid", Pulsar's
+    ``validateNamespaceName``), a topic route's full topic name (400, its tenant and namespace
+    by the same rule: :meth:`TopicName.parse`), the subscription (400)."""
     context = context_of(request)
     admin = await context.admin_for(request.scope)
     if cluster is not None:
@@ -167,7 +170,9 @@ async def _call(
     tenant = decode_segment(tenant, "property" if version == "v1" else "tenant")
     namespace = decode_segment(namespace, "namespace")
     full_topic = ""
-    if topic is not None:
+    if topic is None:
+        check_namespace_name(f"{tenant}/{namespace}")
+    else:
         local = decode_name(topic, "topic name")
         full_topic = str(TopicName.parse(f"{domain}://{tenant}/{namespace}/{local}", any_domain=True))
     sub = decode_name(subscription, "subscription name") if subscription is not None else ""
