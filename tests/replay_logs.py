@@ -11,10 +11,16 @@ T = "persistent://public/default/steps"
 SUBSCRIPTION_TYPES = ("SHARED", "FAILOVER", "KEY_SHARED")
 
 
-def random_log(seed: int, entries: int = 40, acks: int = 80, subscriptions: int = 2) -> list[dict[str, Any]]:
+def random_log(
+    seed: int, entries: int = 40, acks: int = 80, subscriptions: int = 2, delays: bool = False
+) -> list[dict[str, Any]]:
     """A log of ``entries`` produced entries (some batched) and about ``acks`` acks and cancels
-    over a few seconds, bunched so that several land in one limiter second. O(entries + acks)."""
+    over a few seconds, bunched so that several land in one limiter second. ``delays``: about a
+    quarter of the entries are delayed (``deliver_at_ms`` 1 ms to 5 s after their publish
+    time), drawn from a generator of their own, so that the log is otherwise the one without
+    (the examples the tests pin stay the same logs). O(entries + acks)."""
     rnd = random.Random(seed)
+    delay_rnd = random.Random(seed ^ 0x5EED)
     rows: list[dict[str, Any]] = []
     subs = [(f"s{i}", rnd.choice(SUBSCRIPTION_TYPES)) for i in range(subscriptions)]
     for name, kind in subs:
@@ -33,6 +39,8 @@ def random_log(seed: int, entries: int = 40, acks: int = 80, subscriptions: int 
                                "entry_id": entry, "publish_time_ms": t}
         if size > 1:
             row["batch_size"] = size
+        if delays and delay_rnd.random() < 0.25:
+            row["deliver_at_ms"] = t + delay_rnd.choice((1, 40, 300, 1200, 5000))
         events.append((t, row))
         sizes.append(size)
         entry += 1

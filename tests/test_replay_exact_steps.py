@@ -77,6 +77,30 @@ def test_every_output_is_the_same_however_the_steps_are_cut(
         assert outputs(rows, s, segment_rows) == reference, segment_rows
 
 
+@settings(max_examples=15, derandomize=True)
+# a Shared subscription's call spanning a delivery with an ack of an entry the delivery
+# dispatches on the wrong side of it: the call must end at the delivery (``_delivery_cut``)
+@example(seed=1645082640, preset="pulsar-3.0", limits={}, subscriptions=3, entries=32)
+@given(
+    seed=st.integers(0, 2**31),
+    preset=st.sampled_from(PRESETS),
+    limits=st.sampled_from(SMALL_LIMITS),
+    subscriptions=st.integers(1, 3),
+    entries=st.integers(5, 30),
+)
+def test_every_output_is_the_same_however_the_steps_are_cut_with_delayed_messages(
+    seed: int, preset: str | None, limits: dict[str, str], subscriptions: int, entries: int
+) -> None:
+    """As above, with about a quarter of the entries delayed: a delivery due inside a bulk step
+    cuts only the calls of the subscriptions that must see it (``_delivery_cut``), and cancels
+    then name messages still delayed, delivered, or acknowledged."""
+    rows = random_log(seed, entries=entries, acks=2 * entries, subscriptions=subscriptions, delays=True)
+    s = settings_of(preset, limits)
+    reference = outputs(rows, s, 1)
+    for segment_rows in (3, 7, 65_536):
+        assert outputs(rows, s, segment_rows) == reference, segment_rows
+
+
 def P(entry: int, ts: int) -> dict[str, Any]:
     return {"log": "produced", "topic": T, "partition": 0, "ledger_id": 7, "entry_id": entry, "publish_time_ms": ts}
 

@@ -44,8 +44,8 @@ Invariants (:meth:`AckState._check`): every acknowledged position lies strictly 
 at or below the last confirmed entry; the entry right after MD is not acknowledged (it was
 absorbed); batch states lie above MD, are non-empty and are not of acknowledged entries; the
 batch sizes known are of entries with a batch state; so are the ignored partial acks' entries
-and sizes; the cached next position after MD is
-the ledger's.
+and sizes; the cached next position after MD is the ledger's; the cached view of the batch
+states is theirs.
 
 Not thread-safe: the owning cursor serialises every call under its lock.
 """
@@ -205,6 +205,7 @@ class AckState:
         "_acked",
         "_batch",
         "_batch_sizes",
+        "_batch_view",
         "_ignored",
         "_ignored_sizes",
         "_ignored_view",
@@ -225,6 +226,7 @@ class AckState:
         self._acked.weigh(ml.entry_messages)  # the restart figures count messages, not entries
         self._batch: SortedDict = SortedDict()  # Position -> int bitset of un-acked indexes
         self._batch_sizes: dict[Position, int] = {}
+        self._batch_view: tuple[tuple[Position, int], ...] | None = ()  # None: to build again
         # Without batch-index deletion: the partial acks ignored (un-acked bits, AND-merged) of
         # entries above MD not acknowledged whole, kept so as each change goes (an entry leaves
         # when it is acknowledged whole or MD passes it), and their batch sizes where known
@@ -253,6 +255,26 @@ class AckState:
         """``position <= MD`` or acknowledged individually (a partial batch state is not). O(1)."""
         return position <= self._md or self._acked.contains(position[0], position[1])
 
+    def deleted_rows(self, rows: np.ndarray) -> list[bool]:
+        """:meth:`is_deleted` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)`` array:
+        the mark-delete compared in bulk, the range set asked for the rows above it only.
+        O(n) plus O(1) per row above the mark-delete."""
+        if not len(rows):
+            return []
+        contains = self._acked.contains
+        md = self._md
+        return [(lid, eid) <= md or contains(lid, eid) for lid, eid in rows.tolist()]
+
+    def counted_ack_sets(self, rows: np.ndarray) -> list[int | None]:
+        """:meth:`counted_ack_set` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)`` array.
+        O(n)."""
+        ignored, batch = self._ignored, self._batch
+        out: list[int | None] = []
+        for key in map(tuple, rows.tolist()):  # a tuple hashes and compares as its Position
+            kept = ignored.get(key) if ignored else None
+            out.append(batch.get(key) if kept is None else kept)
+        return out
+
     def batch_ack_set(self, position: Position) -> int | None:
         """The un-acked index bits of a partially acknowledged entry, None without a batch state."""
         return self._batch.get(position)
@@ -267,8 +289,14 @@ class AckState:
         return self._batch.get(position) if kept is None else kept
 
     def batch_states(self) -> tuple[tuple[Position, int], ...]:
-        """Every batch state ``(position, un-acked bits)``, ascending. O(batch states)."""
-        return tuple(self._batch.items())
+        """Every batch state ``(position, un-acked bits)``, ascending. O(batch states) after a
+        change of them, O(1) else (the same tuple)."""
+        view = self._batch_view
+        if view is None:
+            batch = self._batch
+            positions = list(batch)  # in C: a SortedDict's keys, then dict lookups
+            view = self._batch_view = tuple(zip(positions, map(batch.__getitem__, positions), strict=True))
+        return view
 
     @property
     def has_ignored_batch(self) -> bool:
@@ -421,6 +449,7 @@ class AckState:
         self._md_next = None
         self._acked.clear()
         self._batch.clear()
+        self._batch_view = ()
         self._batch_sizes.clear()
         self._ignored.clear()
         self._ignored_sizes.clear()
@@ -437,6 +466,7 @@ class AckState:
         self._acked = acked
         acked.weigh(self._ml.entry_messages)
         self._batch.update((p, bits) for p, bits in batch.items() if p > mark_delete and bits)
+        self._batch_view = None
 
     # -- step 1: validation -----------------------------------------------------------------
     def _check_plan(
@@ -575,16 +605,15 @@ class AckState:
         added = 0
         for ledger_id, entries in groups:
             added += self._acked.add_many(ledger_id, entries)
-        if added and self._batch:
-            for p in [p for p in self._batch.keys() if self._acked.contains(p[0], p[1])]:
-                self._drop_batch(p)
-        if added and self._ignored:
-            for ledger_id, entries in groups:  # only the ignored acks within the span acknowledged
-                span = self._ignored.irange(
-                    Position(ledger_id, int(entries.min())), Position(ledger_id, int(entries.max()))
-                )
-                for p in [p for p in span if self._acked.contains(p[0], p[1])]:
-                    self._forget_ignored(p)
+        if added and (self._batch or self._ignored):
+            for ledger_id, entries in groups:  # only the states within the span acknowledged
+                low, high = Position(ledger_id, int(entries.min())), Position(ledger_id, int(entries.max()))
+                if self._batch:
+                    for p in [p for p in self._batch.irange(low, high) if self._acked.contains(p[0], p[1])]:
+                        self._drop_batch(p)
+                if self._ignored:
+                    for p in [p for p in self._ignored.irange(low, high) if self._acked.contains(p[0], p[1])]:
+                        self._forget_ignored(p)
         return added
 
     def _merge_ack_sets(
@@ -614,6 +643,7 @@ class AckState:
                 known = self._batch_sizes.get(position, size)
                 before = stored if stored is not None else (1 << (known or merged.bit_length())) - 1
                 batch[position] = merged
+                self._batch_view = None
                 if before & ~merged:
                     batch_acked[position] = batch_acked.get(position, 0) | (before & ~merged)
                 continue
@@ -638,11 +668,13 @@ class AckState:
             stored = self._batch.get(position)
             if (stored is None or lowest_bit(ack_set) > lowest_bit(stored)) and ack_set:
                 self._batch[position] = ack_set
+                self._batch_view = None
         for p in list(self._batch.irange(maximum=target, inclusive=(True, False))):
             self._drop_batch(p)
 
     def _drop_batch(self, position: Position) -> None:
         if self._batch.pop(position, None) is not None:
+            self._batch_view = None
             self._batch_sizes.pop(position, None)
 
     def _set_mark_delete(self, new_md: Position) -> None:
@@ -695,6 +727,8 @@ class AckState:
             assert p > md and bits != 0, f"batch state {p}={bits} invalid with MD {md}"
             assert not self._acked.contains(p[0], p[1]), f"batch state kept for deleted {p}"
         assert self._batch_sizes.keys() <= self._batch.keys(), "a batch size kept without its batch state"
+        view = self._batch_view
+        assert view is None or view == tuple(self._batch.items()), "a stale view of the batch states"
         for p in self._ignored.keys():
             assert not self.is_deleted(p), f"ignored partial acks kept for deleted {p} with MD {md}"
         assert self._ignored_sizes.keys() <= self._ignored.keys(), "a batch size kept without its ignored acks"

@@ -141,6 +141,9 @@ class ManagedCursor:
         self._read = Position(-1, 0)
         self._md_properties: dict[str, int] = {}
         self._cursor_properties: dict[str, str] = {}
+        # read-only copies of the two property maps as the last snapshot took them, with the
+        # maps they copy (both are replaced, never changed in place: a new map, a new copy)
+        self._properties_views: tuple[object, object, Mapping[str, int], Mapping[str, str]] = (None, None, {}, {})
         self._consumed = 0
         self._dirty = False
         self._last_persist_ms: int | None = None
@@ -621,6 +624,13 @@ class ManagedCursor:
         with self._lock:
             return self._is_deleted(position)
 
+    def deleted_rows(self, rows: np.ndarray) -> list[bool]:
+        """:meth:`is_message_deleted` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)``
+        int64 array, under one lock (a bulk look, such as a dispatch of many delayed
+        messages). O(n)."""
+        with self._lock:
+            return self._state.deleted_rows(rows)
+
     def batch_ack_set(self, position: Position) -> int | None:
         """The remaining (un-acked) batch indexes of a partially acked entry, or None."""
         with self._lock:
@@ -631,6 +641,12 @@ class ManagedCursor:
         the ack sets the cursor ignored (``AckState.counted_ack_set``)."""
         with self._lock:
             return self._state.counted_ack_set(position)
+
+    def counted_batch_ack_sets(self, rows: np.ndarray) -> list[int | None]:
+        """:meth:`counted_batch_ack_set` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)``
+        int64 array, under one lock. O(n)."""
+        with self._lock:
+            return self._state.counted_ack_sets(rows)
 
     def deleted_batch_indexes(self, position: Position) -> list[int] | None:
         """Acked indexes of a partially acked batch entry, or None when it has no partial state.
@@ -805,12 +821,21 @@ class ManagedCursor:
         batch, sizes = state.batch_states(), state.batch_sizes
         if state.has_ignored_batch:
             batch, sizes = state.ignored_batch_states()
+        views = self._properties_views
+        if views[0] is not self._md_properties or views[1] is not self._cursor_properties:
+            md_props, cursor_props = self._md_properties, self._cursor_properties
+            views = self._properties_views = (
+                md_props,
+                cursor_props,
+                MappingProxyType(dict(md_props)),
+                MappingProxyType(dict(cursor_props)),
+            )
         return CursorSnapshot(
             mark_delete=state.mark_delete,
             acked=state.acked,
             batch=batch,
-            properties=MappingProxyType(dict(self._md_properties)),
-            cursor_properties=MappingProxyType(dict(self._cursor_properties)),
+            properties=views[2],
+            cursor_properties=views[3],
             batch_sizes=MappingProxyType(sizes),
         )
 

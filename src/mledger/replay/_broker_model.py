@@ -53,6 +53,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from itertools import compress
 
 import numpy as np
 
@@ -445,6 +446,13 @@ class BrokerModel:
     def is_deleted(self, subscription: str, ledger_id: int, entry_id: int) -> bool:
         return self._sub(subscription).cursor.is_message_deleted(Position(ledger_id, entry_id))
 
+    def deleted_rows(self, subscription: str, positions: np.ndarray) -> list[bool]:
+        return self._sub(subscription).cursor.deleted_rows(positions)
+
+    def batch_ack_sets(self, subscription: str, positions: np.ndarray) -> list[int | None]:
+        """:meth:`batch_ack_set` of each row of ``positions`` (``counted_batch_ack_sets``)."""
+        return self._sub(subscription).cursor.counted_batch_ack_sets(positions)
+
     # -- delayed delivery -------------------------------------------------------------------
     def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
         self._tracker.add_many(np.asarray(positions, np.int64), deliver_at)
@@ -457,18 +465,17 @@ class BrokerModel:
         rows = self._tracker.pop_due_rows(before_ms - 1)
         if not len(rows):
             return
-        items: list[Position] | None = None
+        items: list[tuple[int, int]] | None = None
         for sub in self._subs.values():
             if sub.subscription is None or not sub.subscription.type.is_individual_ack_mode:
                 continue  # Exclusive / Failover ignore deliver-at times
+            positions = rows[:, 1:]
             if items is None:
-                items = list(Position.from_rows(rows[:, 1:]))
-            deleted = sub.cursor.is_message_deleted
-            for position in items:
-                if deleted(position):
-                    sub.undelivered.add((position.ledger_id, position.entry_id))
-                else:
-                    sub.delivered += 1
+                items = list(map(tuple, positions.tolist()))
+            deleted = sub.cursor.deleted_rows(positions)
+            undelivered = list(compress(items, deleted))
+            sub.undelivered.update(undelivered)
+            sub.delivered += len(items) - len(undelivered)
 
     def was_delivered(self, subscription: str, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool:
         sub = self._subs[subscription]

@@ -47,9 +47,13 @@ Within a step, in this order:
    batch-index ack per remaining entry;
 4. deliveries of delayed messages falling inside the step are decided against the state
    *before* the step's acks; if an individual ack or cancel in the step at or before a
-   message's deliver time touches it, the step is split at that time (deliver, ack,
-   deliver) so every delivery sees exactly the events up to its time; late cancels are then
-   checked against the deliveries (``delivered_before_cancel``, ``cancel_after_delivery``).
+   message's deliver time touches it, the step's acks are cut at that time (deliver, ack,
+   deliver) so every delivery sees exactly the events up to its time. A delivery reads only
+   whether each Shared or Key_Shared cursor holds the entries it dispatches, so only the
+   calls of those subscriptions that name such an entry on the wrong side of the cut (a row
+   before it in a call made after it, or after it in a call made before it) end there; the
+   others span it. Late cancels are then checked against the deliveries
+   (``delivered_before_cancel``, ``cancel_after_delivery``).
 
 A delivery at time T happens after every event with ``ts <= T``: an ack or cancel at
 exactly the deliver time prevents it.
@@ -107,6 +111,7 @@ maximum with the time it was first reached. Three things make bulk steps exact:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import math
@@ -156,37 +161,85 @@ ModelFactory = Callable[[str, int, ReplaySettings], PartitionModel]
 _UNLOAD_WALK = 512
 """How far past the last ack a call may end at ``_unload_peak`` walks looking for a later one."""
 
+_STATE_CHUNK = 256
+"""Rows whose entries' acknowledgement state ``_unload_peak`` asks the model for at once."""
+
 _NULL_TS = np.iinfo(np.int64).min
 """Where a missing timestamp sorts: first, as Spark sorts nulls ascending."""
 
 
 class _SubAcks:
-    """One subscription's acks within a step's acks, applied call by call (``_next_call``)."""
+    """One subscription's acks within a step's acks, applied call by call (``_next_call``):
+    their columns gathered once, so that a call is a slice ``[p, q)`` of them."""
 
-    __slots__ = ("batch_before", "batch_words", "code", "commands", "name", "pos", "rows", "ts")
+    __slots__ = (
+        "ack",
+        "at",
+        "batch_before",
+        "batch_words",
+        "cumulative_before",
+        "bidx",
+        "code",
+        "commands",
+        "cut_at",
+        "cut_entries",
+        "cut_g",
+        "entry",
+        "g",
+        "ledger",
+        "name",
+        "pos",
+        "seqid",
+        "size",
+        "times",
+        "ts",
+    )
 
-    def __init__(self, code: int, name: str, rows: np.ndarray, a: Rows, commands: bool) -> None:
-        self.code, self.name, self.rows, self.pos = code, name, rows, 0
+    def __init__(
+        self, code: int, name: str, rows: np.ndarray, a: Rows, g: np.ndarray, index: EntryIndex, commands: bool
+    ) -> None:
+        self.code, self.name, self.pos = code, name, 0
         self.ts = a.ts[rows]
-        partial = (a.bidx[rows] >= 0) & (a.ack[rows] == 0)
-        self.batch_before = np.concatenate(([0], np.cumsum(partial)))
-        """Batch-index acks among the rows before each."""
-        self.batch_words = 0
-        """The BitSet words of the largest batch a batch-index ack names (set by the engine)."""
-        self.commands = _command_starts(self.ts, a.seqid[rows]) if commands else None
+        self.times: list[int] = self.ts.tolist()
+        """The event times, as a list (searched by ``bisect``: no numpy call per search)."""
+        self.ledger, self.entry, self.bidx, self.ack = a.ledger[rows], a.entry[rows], a.bidx[rows], a.ack[rows]
+        self.g = g[rows]
+        """The entries' indexes in the :class:`EntryIndex`."""
+        self.at = np.column_stack((self.ledger, self.entry)).astype(np.int64, copy=False)
+        """The ``(ledger_id, entry_id)`` rows, as the model's acks take them (read only)."""
+        self.at.flags.writeable = False
+        self.size = index.batch_size(self.g)
+        """The batch size of each row's entry."""
+        named = self.bidx >= 0  # cumulative ones too: each leaves a batch state
+        partial = named & (self.ack == 0)
+        self.batch_before: list[int] = [0, *np.cumsum(partial).tolist()]
+        """Individual batch-index acks among the rows before each."""
+        self.cumulative_before: list[int] = [0, *np.cumsum(self.ack == 1).tolist()]
+        """Cumulative acks among the rows before each."""
+        self.batch_words = int(self.size[named].max()) // 64 + 1 if named.any() else 0
+        """The BitSet words of the largest batch a batch-index ack names."""
+        self.seqid = a.seqid[rows]
+        starts = _command_starts(self.ts, self.seqid) if commands else None
+        self.commands: list[int] | None = None if starts is None else starts.tolist()
         """Where each acknowledgement request starts, then the end (None: one row each)."""
+        self.cut_at: list[int] | None = None
+        """Where a delivery may cut the rows (ascending row numbers; None: nowhere)."""
+        self.cut_entries: list[set[int]] = []
+        """The entries each of those deliveries dispatches."""
+        self.cut_g: list[int] = []
+        """:attr:`g` as a list, where deliveries may cut the rows."""
 
     def end_of(self, p: int) -> int:
         """The end of the request that row ``p`` starts: every call ends at one."""
         if self.commands is None:
             return p + 1
-        return int(self.commands[np.searchsorted(self.commands, p, side="right")])
+        return self.commands[bisect.bisect_right(self.commands, p)]
 
     def request_end(self, q: int, p: int) -> int:
         """The last request end at or before ``q`` after ``p``, else the end of ``p``'s request."""
         if self.commands is None:
             return q
-        end = int(self.commands[np.searchsorted(self.commands, q, side="right") - 1])
+        end = self.commands[bisect.bisect_right(self.commands, q) - 1]
         return end if end > p else self.end_of(p)
 
 
@@ -954,12 +1007,21 @@ class PartitionReplayer:
         # an earlier cancel: one set, filled as the cancels are walked in row order
         if cancel_rows.size:  # only whole acks of a cancelled entry matter
             whole &= np.isin(g, g[cancel_rows], kind="table")
+        # whether each cancel's entry was acknowledged before the step, per subscription a
+        # cancel may target (no ack is applied while the cancels are expanded): one look each
+        targets_of = {c for c in a.sub[cancel_rows].tolist() if c >= 0} | set(shared_subs)
+        positions = np.column_stack((a.ledger[cancel_rows], a.entry[cancel_rows]))
+        deleted_before = {
+            c: model.deleted_rows(self._subs.names[c], positions)
+            for c in targets_of
+            if c in self._created and self._shared[c]
+        }
         whole_rows = np.flatnonzero(whole).tolist()
         whole_keys = list(zip(a.sub[whole].tolist(), g[whole].tolist(), strict=True))
         done: set[tuple[int, int]] = set()
         w = 0
         late_pairs: list[tuple[int, int]] = []
-        for i in cancel_rows.tolist():
+        for n_cancel, i in enumerate(cancel_rows.tolist()):
             code = int(a.sub[i])
             row = slice(i, i + 1)  # taken only for an anomaly
             if code >= 0:
@@ -988,7 +1050,7 @@ class PartitionReplayer:
                 done.add(whole_keys[w])
                 w += 1
             for k, c in enumerate(targets):
-                if (c, gi) not in done and not model.is_deleted(self._subs.names[c], int(a.ledger[i]), int(a.entry[i])):
+                if (c, gi) not in done and not deleted_before[c][n_cancel]:
                     new_cancels[c] = new_cancels.get(c, 0) + 1
                 done.add((c, gi))
                 extra_rows.append(i)
@@ -1030,96 +1092,178 @@ class PartitionReplayer:
             )
 
     def _ack_with_deliveries(self, a: Rows, g: np.ndarray, shared: np.ndarray, t_limit: int) -> None:
+        """The step's acks with the deliveries of the delayed messages due before ``t_limit``:
+        a delivery at time T sees every ack at or before T and none after. An individual ack
+        of a Shared or Key_Shared subscription at or before the deliver time of a message due
+        in the step (a *hit*) cuts the step at that time (the earliest hit first, then the
+        earliest among the acks after it, ...); the messages due from a cut to the next (or
+        ``t_limit``) are dispatched after the acks up to it and before the acks after it (no
+        ack between the cut and a message's deliver time touches it: it would cut earlier).
+        A delivery reads, of each such subscription's cursor, whether the message is
+        acknowledged (``PartitionModel.dispatch``), which only an ack of that entry changes
+        within a step (a Shared cursor's mark-delete passes an entry only once it is
+        acknowledged; cumulative acks are refused there): so a call of a subscription spans a
+        delivery unless one of its rows would show the delivery a wrong state of an entry it
+        dispatches (``_delivery_cut``)."""
         model = self._model
         assert model is not None
-        while True:
-            positions, times = model.due(t_limit)
-            if times.size == 0 or len(a) == 0:
-                model.dispatch(t_limit)
-                self._apply_acks(a, g)
-                return
-            hit_times = np.empty(0, np.int64)
-            relevant = np.flatnonzero(shared & (a.ack == 0))
-            if relevant.size:
-                due_g = self._index.lookup(positions[:, 0], positions[:, 1])
-                order = np.argsort(due_g, kind="stable")
-                sorted_g, sorted_t = due_g[order], times[order]
-                k = np.minimum(np.searchsorted(sorted_g, g[relevant]), sorted_g.size - 1)
-                match = sorted_g[k] == g[relevant]
-                t_match = sorted_t[k[match]]
-                hit_times = t_match[a.ts[relevant[match]] <= t_match]
-            if hit_times.size == 0:
-                model.dispatch(t_limit)  # nothing in the step touches these before they are due
-                self._apply_acks(a, g)
-                return
-            t_star = int(hit_times.min())
-            model.dispatch(t_star)
-            r = int(np.searchsorted(a.ts, t_star, side="right"))
-            self._apply_acks(a.take(slice(0, r)), g[:r])
-            a, g, shared = a.take(slice(r, None)), g[r:], shared[r:]
-            model.dispatch(t_star + 1)
+        cuts: list[int] = []
+        due_g = np.empty(0, np.int64)
+        positions, times = model.due(t_limit)
+        relevant = np.flatnonzero(shared & (a.ack == 0)) if times.size else ()
+        if len(relevant):
+            due_g = self._index.lookup(positions[:, 0], positions[:, 1])
+            order = np.argsort(due_g, kind="stable")
+            sorted_g, sorted_t = due_g[order], times[order]
+            k = np.minimum(np.searchsorted(sorted_g, g[relevant]), sorted_g.size - 1)
+            match = sorted_g[k] == g[relevant]
+            t_match = sorted_t[k[match]]
+            ts_match = a.ts[relevant[match]]
+            hit = ts_match <= t_match
+            hit_ts, hit_t = ts_match[hit], t_match[hit]
+            while hit_t.size:  # the cuts the acks one delivery time after another make
+                t_star = int(hit_t.min())
+                cuts.append(t_star)
+                later = hit_ts > t_star
+                hit_ts, hit_t = hit_ts[later], hit_t[later]
+        model.dispatch(cuts[0] if cuts else t_limit)
+        dispatched: list[set[int]] = [set() for _ in cuts]  # per cut, the entries dispatched after it
+        if cuts:
+            after = np.searchsorted(np.array(cuts, np.int64), times, side="right") - 1
+            for entry, i in zip(due_g.tolist(), after.tolist(), strict=True):
+                if i >= 0:
+                    dispatched[i].add(entry)
+        self._apply_acks(a, g, shared, cuts, dispatched, t_limit)
 
-    def _apply_acks(self, a: Rows, g: np.ndarray) -> None:
+    def _apply_acks(
+        self,
+        a: Rows,
+        g: np.ndarray,
+        shared: np.ndarray,
+        cuts: list[int],
+        dispatched: list[set[int]],
+        t_limit: int,
+    ) -> None:
         """The step's acks (and bulk cancels) of every subscription, in calls that leave every
         figure as one call per row would ("Exact bulk acks" in the module docstring), run in
-        the order of their event times (each call at its own: the clock never goes back)."""
+        the order of their event times (each call at its own: the clock never goes back),
+        with the deliveries at ``cuts`` (see :meth:`_ack_with_deliveries`; the caller has
+        dispatched the messages due before the first): after the calls at or before a cut,
+        the messages due up to it and before the next cut (or ``t_limit``) are dispatched
+        (``dispatched``: their entries); a call of a Shared or Key_Shared subscription that
+        acks one of those entries in the step spans that cut only where the delivery sees the
+        same (``_delivery_cut``)."""
         if len(a) == 0:
+            for i, t in enumerate(cuts):
+                self._deliver_after(t, cuts[i + 1] if i + 1 < len(cuts) else t_limit)
             return
         model = self._model
         assert model is not None
         names = self._subs.names
         commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
-        plans = [
-            _SubAcks(code, names[code], np.flatnonzero(a.sub == code), a, commands)
-            for code in np.unique(a.sub).tolist()
-        ]
-        for plan in plans:
-            partial = plan.rows[a.bidx[plan.rows] >= 0]  # cumulative ones too: each leaves a batch state
-            if partial.size:
-                plan.batch_words = int(self._index.batch_size(g[partial]).max()) // 64 + 1
-        heap: list[tuple[int, int, np.ndarray]] = []
+        plans = []
+        for code in np.unique(a.sub).tolist():
+            rows = np.flatnonzero(a.sub == code)
+            plan = _SubAcks(code, names[code], rows, a, g, self._index, commands)
+            if cuts and shared[rows[0]]:
+                g_list = plan.g.tolist()
+                mine = set(g_list)
+                touched = [
+                    (t, entries) for t, entries in zip(cuts, dispatched, strict=True) if not mine.isdisjoint(entries)
+                ]
+                if touched:
+                    at = np.array([t for t, _ in touched], np.int64)
+                    plan.cut_at = np.searchsorted(plan.ts, at, side="right").tolist()
+                    plan.cut_entries = [entries for _, entries in touched]
+                    plan.cut_g = g_list
+            plans.append(plan)
+        # (event time, plan, first row, end); from len(plans) on, the deliveries at a cut instead
+        heap: list[tuple[int, int, int, int]] = []
         for k, plan in enumerate(plans):
-            call = self._next_call(plan, a, g)
+            call = self._next_call(plan)
             if call is not None:
-                heapq.heappush(heap, (call[0], k, call[1]))
+                heapq.heappush(heap, (call[0], k, call[1], call[2]))
+        barrier = len(plans)  # after every call at the same time
+        for i, t in enumerate(cuts):
+            heapq.heappush(heap, (t, barrier + i, 0, 0))
         while heap:
-            t, k, rows = heapq.heappop(heap)
+            t, k, p, q = heapq.heappop(heap)
+            if k >= barrier:
+                i = k - barrier
+                self._deliver_after(t, cuts[i + 1] if i + 1 < len(cuts) else t_limit)
+                continue
             plan = plans[k]
             model.set_time(t)
-            self._acked[plan.code] = self._acked.get(plan.code, 0) + self._ack_rows(plan.name, a, g, rows)
-            call = self._next_call(plan, a, g)
+            self._acked[plan.code] = self._acked.get(plan.code, 0) + self._ack_rows(plan, p, q)
+            call = self._next_call(plan)
             if call is not None:
-                heapq.heappush(heap, (call[0], k, call[1]))
+                heapq.heappush(heap, (call[0], k, call[1], call[2]))
 
-    def _next_call(self, plan: _SubAcks, a: Rows, g: np.ndarray) -> tuple[int, np.ndarray] | None:
-        """The next call of one subscription's acks, ``(event time, rows)``, advancing past it:
+    def _deliver_after(self, cut: int, until: int) -> None:
+        """The acks up to ``cut`` are applied: dispatch the messages due up to it, then those
+        due before ``until`` (the next cut or the step's limit: no ack before it touches them
+        at or before their deliver time)."""
+        model = self._model
+        assert model is not None
+        model.dispatch(cut + 1)
+        model.dispatch(until)
+
+    def _next_call(self, plan: _SubAcks) -> tuple[int, int, int] | None:
+        """The next call of one subscription's acks, ``(event time, first row, end)``, advancing past it:
         the acks before the cursor's next persist (all throttled) in as few calls as stay
         exact, then the ack that may persist, alone at its time."""
-        p, rows, ts = plan.pos, plan.rows, plan.ts
-        n = rows.size
+        p, times = plan.pos, plan.times
+        n = len(times)
         if p >= n:
             return None
         model = self._model
         assert model is not None
         due = model.persist_due_ms(plan.name)
-        k = n if due == math.inf else p if due == -math.inf else p + int(np.searchsorted(ts[p:], due, side="left"))
+        k = n if due == math.inf else p if due == -math.inf else bisect.bisect_left(times, due, p)
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
-            group = rows[p:k]
-            cumulative = a.ack[group] == 1
-            if cumulative.all():
-                if self._cumulative_run_is_exact(plan, a, group):
-                    q, at = k, p + self._cumulative_stamp(plan.name, a, g, group)
-            elif not cumulative.any():
-                q = plan.request_end(self._exact_prefix(plan, a, g, p, k), p)
+            cumulative = plan.cumulative_before[k] - plan.cumulative_before[p]
+            if cumulative == k - p:
+                if self._cumulative_run_is_exact(plan, p, k):
+                    q, at = k, p + self._cumulative_stamp(plan, p, k)
+            elif not cumulative:
+                q = plan.request_end(self._exact_prefix(plan, p, k), p)
                 if q > p + 1:
-                    at = p + self._change_stamp(plan.name, a, g, rows[p:q])
+                    at = p + self._change_stamp(plan, p, q)
+                if plan.cut_at is not None and q > p + 1:
+                    q, at = self._delivery_cut(plan, p, q, at)
         plan.pos = max(q, p + 1)
-        return int(ts[at]), rows[p : plan.pos]
+        return times[at], p, plan.pos
 
-    def _cumulative_run_is_exact(self, plan: _SubAcks, a: Rows, group: np.ndarray) -> bool:
-        """Whether a run of throttled cumulative acks may be one call. A cumulative ack takes
+    def _delivery_cut(self, plan: _SubAcks, p: int, q: int, at: int) -> tuple[int, int]:
+        """Where a call of acks ``p..q`` stamped at row ``at`` must end for the deliveries it
+        spans, and its stamp then: a delivery at a cut (``_SubAcks.cut_at``) reads whether
+        each entry it dispatches is acknowledged, which only the rows of that entry change
+        (see :meth:`_ack_with_deliveries`). The call runs at ``at``'s time: after the cut when
+        that row is after it, so the delivery does not see the rows before the cut (nor,
+        rightly, those after it), else before it, so the delivery sees the rows after the cut
+        too (those after ``at`` change no figure, but they may acknowledge an entry whose
+        every index was acknowledged on its own while the broker ignores ack sets). A call
+        crossing a cut with a row on the wrong side that names an entry the delivery
+        dispatches ends at the cut (the first such) and is looked at again, its stamp that of
+        the shorter call. O(rows * cuts crossed)."""
+        cut_at, entries, g = plan.cut_at, plan.cut_entries, plan.cut_g
+        assert cut_at is not None
+        i = bisect.bisect_right(cut_at, p)
+        while i < len(cut_at) and cut_at[i] < q:
+            c = cut_at[i]
+            wrong_side = g[p:c] if at >= c else g[c:q]
+            if not entries[i].isdisjoint(wrong_side):
+                q = c
+                at = p + self._change_stamp(plan, p, q) if q > p + 1 else p
+                i = bisect.bisect_right(cut_at, p)  # the stamp moved: the cuts before again
+                continue
+            i += 1
+        return q, at
+
+    def _cumulative_run_is_exact(self, plan: _SubAcks, p: int, k: int) -> bool:
+        """Whether a run of throttled cumulative acks (rows ``p..k``) may be one call. A cumulative ack takes
         state away (the unload figure never rises) but where the close record would lose the
         batch states it keeps once fewer ranges send it to the metadata store
         (``BulkAckRoom.shrink_loses_batch``), or for the batch state one naming a batch index
@@ -1132,13 +1276,13 @@ class PartitionReplayer:
         room = model.bulk_ack_room(plan.name, plan.batch_words)
         if room.shrink_loses_batch:
             return False
-        if not (a.bidx[group] >= 0).any():
+        if not (plan.bidx[p:k] >= 0).any():
             return True
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
             return False
         return room.unload is None and room.fits(0, 1)
 
-    def _exact_prefix(self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, k: int) -> int:
+    def _exact_prefix(self, plan: _SubAcks, p: int, k: int) -> int:
         """The end of the longest run of throttled individual acks from ``p`` (before ``k``)
         that one call applies exactly (``PartitionModel.bulk_ack_room``; where batch-index acks
         move the unload figure, the run ends at its first new maximum: ``_unload_peak``; where
@@ -1149,14 +1293,14 @@ class PartitionReplayer:
         batch = plan.batch_before
         room = model.bulk_ack_room(plan.name, plan.batch_words)
         if room.from_ledger >= 0:  # the room holds from that ledger on: the run ends before
-            before = np.flatnonzero(a.ledger[plan.rows[p:k]] < room.from_ledger)  # an ack below it
+            before = np.flatnonzero(plan.ledger[p:k] < room.from_ledger)  # an ack below it
             if before.size:
                 k = p + int(before[0])
             if k <= p + 1:
                 return p + 1
 
         def fits(q: int) -> bool:
-            b = int(batch[q] - batch[p])
+            b = batch[q] - batch[p]
             return room.fits(q - p - b, b)
 
         if fits(k):
@@ -1173,12 +1317,10 @@ class PartitionReplayer:
                     hi = mid
             q = lo
         if room.unload is not None and batch[q] > batch[p]:
-            q = self._unload_peak(plan, a, g, p, q, room.unload)
+            q = self._unload_peak(plan, p, q, room.unload)
         return q
 
-    def _unload_peak(
-        self, plan: _SubAcks, a: Rows, g: np.ndarray, p: int, q: int, unload: tuple[int, int, int, int]
-    ) -> int:
+    def _unload_peak(self, plan: _SubAcks, p: int, q: int, unload: tuple[int, int, int, int]) -> int:
         """Where a run of individual acks ``p..q`` must end so that one call leaves the unload
         figure's maxima as the acks one by one would: the figure is then the acknowledged
         indexes of the partially acknowledged entries, and those entries (``BulkAckRoom.unload``),
@@ -1196,24 +1338,40 @@ class PartitionReplayer:
         messages, entries, messages_max, entries_max = unload
         completes = self.settings.ledger.deletion_at_batch_index_level_enabled
         acked: dict[int, int] = {}  # entry -> acknowledged indexes (-1: acknowledged whole)
-        rows = plan.rows[p:q]
-        gs = g[rows]
+        gs = plan.g[p:q]
         ts = plan.ts[p:q].tolist()
-        sizes = self._index.batch_size(gs).tolist()
-        ledgers, entry_ids, indexes = a.ledger[rows].tolist(), a.entry[rows].tolist(), a.bidx[rows].tolist()
+        sizes = plan.size[p:q].tolist()
+        indexes = plan.bidx[p:q].tolist()
         end = p + 1
         changed = -1  # the last ack that changes the cursor
         top_m, top_e = messages_max, entries_max  # the highest values so far, and where first
         top_m_at = top_e_at = -1  # reached in the run (-1: not above the maxima before it)
-        for j, (e, size, b) in enumerate(zip(gs.tolist(), sizes, indexes, strict=True)):
+        # the cursor's state before the run (the walk changes nothing) of each entry, asked in
+        # bulk where the entries first appear, a chunk of them at a time (the walk may end early)
+        g_list = gs.tolist()
+        firsts = np.unique(gs, return_index=True)[1]
+        firsts.sort()
+        first_rows: list[int] = firsts.tolist()
+        asked = 0
+        before: dict[int, int] = {}  # entry -> acknowledged indexes before the run (-1: whole)
+        for j, (e, size, b) in enumerate(zip(g_list, sizes, indexes, strict=True)):
             bits = acked.get(e)
             if bits is None:
-                lid, eid = ledgers[j], entry_ids[j]
-                if model.is_deleted(plan.name, lid, eid):
-                    bits = -1
-                else:  # an entry of one message has no partial state
-                    remaining = model.batch_ack_set(plan.name, lid, eid) if size > 1 else None
-                    bits = 0 if remaining is None else ((1 << size) - 1) & ~remaining
+                if e not in before:  # j is the next first appearance not asked yet
+                    take = first_rows[asked : asked + _STATE_CHUNK]
+                    asked += len(take)
+                    chunk = plan.at[p + np.array(take, np.int64)]
+                    for r, whole, remaining in zip(
+                        take,
+                        model.deleted_rows(plan.name, chunk),
+                        model.batch_ack_sets(plan.name, chunk),
+                        strict=True,
+                    ):  # an entry of one message has no partial state
+                        n = sizes[r]
+                        before[g_list[r]] = (
+                            -1 if whole else 0 if remaining is None or n <= 1 else ((1 << n) - 1) & ~remaining
+                        )
+                bits = before[e]
             full = (1 << size) - 1
             if bits < 0:
                 pass  # acknowledged whole: nothing changes
@@ -1247,8 +1405,8 @@ class PartitionReplayer:
                 break  # none of the last acks may end the call: it ends at the last that may
         return end
 
-    def _cumulative_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
-        """The first of one subscription's cumulative acks ``rows`` after which the cursor holds
+    def _cumulative_stamp(self, plan: _SubAcks, p: int, k: int) -> int:
+        """The first of one subscription's cumulative acks ``p..k`` (counted from ``p``) after which the cursor holds
         every message it holds after them all: the crash figure's last value (a function of
         the acknowledged messages between persists) is reached there. An ack acknowledges the
         messages up to its key ``(entry, indexes)``, the indexes ``0..b`` of a batch index
@@ -1257,9 +1415,10 @@ class PartitionReplayer:
         acknowledged already (individually, or by the batch state). O(rows log rows) plus the
         entries walked down from the highest key, which stops at the first message not
         acknowledged."""
-        gs = g[rows].astype(np.int64)
-        size = self._index.batch_size(gs).astype(np.int64)
-        bidx = a.bidx[rows].astype(np.int64)
+        name = plan.name
+        gs = plan.g[p:k].astype(np.int64)
+        size = plan.size[p:k].astype(np.int64)
+        bidx = plan.bidx[p:k].astype(np.int64)
         partial = 0 if not self.settings.ledger.deletion_at_batch_index_level_enabled else bidx + 1
         covered = np.where((bidx < 0) | (bidx >= size - 1), size, partial)  # indexes 0..covered-1
         keys = sorted(set(zip(gs.tolist(), covered.tolist(), strict=True)), reverse=True)
@@ -1291,9 +1450,9 @@ class PartitionReplayer:
                 return False
         return True
 
-    def _change_stamp(self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray) -> int:
-        """The last of one subscription's individual acks ``rows`` (about to be applied in one
-        call) that changes what the restart figures count: the event time its figures are
+    def _change_stamp(self, plan: _SubAcks, p: int, q: int) -> int:
+        """The last of one subscription's individual acks ``p..q`` (about to be applied in one
+        call; counted from ``p``) that changes what the restart figures count: the event time its figures are
         stamped with, as the acks one by one would reach their last value there (the figures
         only grow between persists). An ack changes nothing when its entry is acknowledged
         already, or acked whole (or completed) by an earlier row, or its batch index is, or it
@@ -1303,10 +1462,10 @@ class PartitionReplayer:
         sets ignored)."""
         model = self._model
         assert model is not None
-        gs, bidx = g[rows], a.bidx[rows]
-        for j in range(rows.size - 1, -1, -1):
-            i = int(rows[j])
-            lid, eid = int(a.ledger[i]), int(a.entry[i])
+        name = plan.name
+        gs, bidx, ledgers, entries = plan.g[p:q], plan.bidx[p:q], plan.ledger[p:q], plan.entry[p:q]
+        for j in range(q - p - 1, -1, -1):
+            lid, eid = int(ledgers[j]), int(entries[j])
             if model.is_deleted(name, lid, eid):
                 continue
             same = np.flatnonzero(gs[:j] == gs[j])
@@ -1318,7 +1477,7 @@ class PartitionReplayer:
             remaining = model.batch_ack_set(name, lid, eid)
             if remaining is None and not same.size:
                 return j  # an entry nothing acknowledged yet
-            size = int(self._index.batch_size(gs[j : j + 1])[0])
+            size = int(plan.size[p + j])
             full = (1 << size) - 1
             acked = full & ~remaining if remaining is not None else 0
             if b >= 0 and (acked >> b) & 1:
@@ -1328,42 +1487,49 @@ class PartitionReplayer:
             if acked == full:
                 continue  # every index acknowledged before it (earlier in the call, or before)
             return j
-        return rows.size - 1
+        return q - p - 1
 
-    def _ack_rows(self, name: str, a: Rows, g: np.ndarray, mine: np.ndarray) -> int:
-        """One call's acks of one subscription (rows ``mine``): the highest cumulative ack, the
+    def _ack_rows(self, plan: _SubAcks, p: int, q: int) -> int:
+        """One call's acks of one subscription (rows ``p..q``): the highest cumulative ack, the
         whole-entry individual acks in bulk and one batch-index ack per remaining entry;
         returns the entries newly acknowledged."""
         model = self._model
         assert model is not None
+        name = plan.name
+        if q == p + 1 and plan.bidx[p] < 0:  # one whole-entry ack, the usual call that persists
+            if plan.ack[p] == 1:
+                return model.ack_cumulative(name, int(plan.ledger[p]), int(plan.entry[p]), -1, int(plan.size[p]))
+            return model.ack(name, plan.at[p:q])
+        n_cumulative = plan.cumulative_before[q] - plan.cumulative_before[p]
+        if not n_cumulative and plan.batch_before[q] == plan.batch_before[p]:
+            return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
-        kinds, bidx_all = a.ack[mine], a.bidx[mine]
-        cumulative = mine[kinds == 1]
-        if cumulative.size:
-            cg = g[cumulative]
-            size = self._index.batch_size(cg)
-            bidx = a.bidx[cumulative]
-            effective = np.where((bidx < 0) | (bidx >= size - 1), size, bidx)
+        kinds, bidx = plan.ack[p:q], plan.bidx[p:q]
+        if n_cumulative:
+            cumulative = np.flatnonzero(kinds == 1)
+            cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], bidx[cumulative]
+            effective = np.where((cb < 0) | (cb >= size - 1), size, cb)
             j = int(np.lexsort((effective, cg))[-1])
             whole = bool(effective[j] == size[j])
-            i = cumulative[j]
+            i = p + int(cumulative[j])
             done += model.ack_cumulative(
-                name, int(a.ledger[i]), int(a.entry[i]), -1 if whole else int(bidx[j]), int(size[j])
+                name, int(plan.ledger[i]), int(plan.entry[i]), -1 if whole else int(cb[j]), int(size[j])
             )
+            if cumulative.size == q - p:
+                return done
         individual = kinds == 0
-        whole_rows = mine[individual & (bidx_all < 0)]
-        positions = [np.column_stack((a.ledger[whole_rows], a.entry[whole_rows]))]
-        partial = mine[individual & (bidx_all >= 0)]
+        at = plan.at[p:q]
+        whole_rows = individual & (bidx < 0)
+        positions = [at if whole_rows.all() else at[whole_rows]]
+        partial = np.flatnonzero(individual & (bidx >= 0))
         if partial.size:
-            done += self._batch_index_acks(name, a, g, partial, positions)
-        if sum(len(p) for p in positions):
-            done += model.ack(name, np.concatenate(positions))
+            done += self._batch_index_acks(plan, p + partial, positions)
+        if sum(len(rows) for rows in positions):
+            done += model.ack(name, positions[0] if len(positions) == 1 else np.concatenate(positions))
         return done
 
-    def _batch_index_acks(
-        self, name: str, a: Rows, g: np.ndarray, rows: np.ndarray, positions: list[np.ndarray]
-    ) -> int:
-        """Batch-index acks of one subscription in one call: an entry whose every index is acked
+    def _batch_index_acks(self, plan: _SubAcks, rows: np.ndarray, positions: list[np.ndarray]) -> int:
+        """Batch-index acks of one subscription (its rows ``rows``) in one call: an entry whose every index is acked
         in it joins the whole-entry acks (``positions``); the others go with them, as ack sets,
         in one request (``positions`` is then emptied).
 
@@ -1375,30 +1541,30 @@ class PartitionReplayer:
         ignored ones, none for an entry acked whole, before or after in the call)."""
         model = self._model
         assert model is not None
+        name = plan.name
         done = 0
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
-            sizes = self._index.batch_size(g[rows])
+            sizes = plan.size[rows]
             whole = np.concatenate(positions)
             positions.clear()
-            at = np.column_stack((a.ledger[rows], a.entry[rows]))
-            if (a.seqid[rows] >= 0).any():
-                return model.ack_batch_messages(name, at, a.bidx[rows], sizes, whole)
+            at = plan.at[rows]
+            if (plan.seqid[rows] >= 0).any():
+                return model.ack_batch_messages(name, at, plan.bidx[rows], sizes, whole)
             one_each = [
-                ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), a.bidx[rows].tolist(), strict=True)
+                ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), plan.bidx[rows].tolist(), strict=True)
             ]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
-        pg, bidx = g[rows], a.bidx[rows].astype(np.int64)
+        pg, bidx = plan.g[rows], plan.bidx[rows].astype(np.int64)
         order = np.lexsort((bidx, pg))
         pg, rows, bidx = pg[order], rows[order], bidx[order]
         next_entry = pg[1:] != pg[:-1]
         starts = np.flatnonzero(np.concatenate(((True,), next_entry)))
         distinct = np.concatenate(((True,), next_entry | (bidx[1:] != bidx[:-1])))
         counts = np.add.reduceat(distinct, starts, dtype=np.int64)
-        sizes = self._index.batch_size(pg[starts])
+        sizes = plan.size[rows[starts]]
         complete = counts == sizes
         if complete.any():
-            first = rows[starts[complete]]
-            positions.append(np.column_stack((a.ledger[first], a.entry[first])))
+            positions.append(plan.at[rows[starts[complete]]])
         partial = ~complete
         if partial.any():
             ack_sets: list[int] = []
@@ -1421,9 +1587,7 @@ class PartitionReplayer:
             # leave it (two calls would show the batch states before the whole entries)
             whole = np.concatenate(positions)
             positions.clear()
-            done += model.ack_batch_sets(
-                name, np.column_stack((a.ledger[first], a.entry[first])), ack_sets, sizes[partial], whole
-            )
+            done += model.ack_batch_sets(name, plan.at[first], ack_sets, sizes[partial], whole)
         return done
 
     # -- isolated cancels (barriers) -----------------------------------------------------------------------

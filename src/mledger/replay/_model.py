@@ -257,6 +257,14 @@ class PartitionModel(Protocol):
         """Whether the entry is acknowledged on the subscription."""
         ...
 
+    def deleted_rows(self, subscription: str, positions: np.ndarray) -> list[bool]:
+        """:meth:`is_deleted` of each ``(ledger_id, entry_id)`` row of ``positions``, in one call."""
+        ...
+
+    def batch_ack_sets(self, subscription: str, positions: np.ndarray) -> list[int | None]:
+        """:meth:`batch_ack_set` of each ``(ledger_id, entry_id)`` row of ``positions``, in one call."""
+        ...
+
     # delayed delivery -------------------------------------------------------------------------
     def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
         """Delayed entries just appended (``(n, 2)`` positions, deliver times in ms)."""
