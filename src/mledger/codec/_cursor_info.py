@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Position, StateCorruptedError, as_int64
+from ..core import Position, RangeRuns, StateCorruptedError, as_int64
 from . import _varint_arrays as vx
 from ._cursor_state import PersistedCursorState, RangeArrays
 from ._varint import (
@@ -148,9 +148,11 @@ class PositionInfoRanges:
     The bytes equal those :func:`encode_position_info` writes for the same ranges (each
     record's encoding depends on its own four values only). O(n) comparisons plus O(changed
     records) encoding; keeps a copy of the last ranges (32 bytes a range) and their bytes.
-    :meth:`size` sizes the field the same way, from the last ranges it sized."""
+    :meth:`size` sizes the field the same way, from the last ranges it sized, and
+    :meth:`size_runs` from a range set's runs, per ledger; :meth:`size_others` sizes the
+    other fields of a record, keeping the sizes of its batch records."""
 
-    __slots__ = ("_data", "_rows", "_sized_records", "_sized_rows", "_sizes")
+    __slots__ = ("_batch_sized", "_data", "_rows", "_runs_sized", "_sized_records", "_sized_rows", "_sizes")
 
     def __init__(self) -> None:
         self._rows = np.empty((0, 4), dtype=np.int64)
@@ -158,6 +160,11 @@ class PositionInfoRanges:
         self._sizes: np.ndarray | None = np.empty(0, dtype=np.int64)  # bytes per record; None: not counted
         self._sized_rows = np.empty((0, 4), dtype=np.int64)  # the last ranges sized, and their records' bytes
         self._sized_records = np.empty(0, dtype=np.int64)
+        # the RangeRuns last sized: its ledgers and parts (shared by the range set), the bytes of
+        # each part's records and their total
+        self._runs_sized: tuple[tuple[int, ...], tuple[object, ...], list[int], int] | None = None
+        # (ledger id, entry id, id(words)) -> (words, its record's bytes): the batch states last sized
+        self._batch_sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
@@ -215,6 +222,92 @@ class PositionInfoRanges:
         self._sized_rows, self._sized_records = rows, records
         return int(records.sum())
 
+    def size_runs(self, runs: RangeRuns) -> int:
+        """:meth:`size` of the ranges of ``runs`` (:meth:`RangeRuns.arrays`), without deriving
+        them: each ledger's records sized from its run bounds (:meth:`RangeRuns.run_bounds`),
+        and kept while its part is the same object (a range set shares a ledger's part until
+        the ledger changes). O(ledgers) identity checks plus O(containers) per ledger changed."""
+        last = self._runs_sized
+        parts = runs.parts
+        if last is not None and last[0] == runs.ledgers:
+            sizes, total = last[2], last[3]
+            changed = [i for i, (part, before) in enumerate(zip(parts, last[1], strict=True)) if part is not before]
+            if changed:
+                sizes = list(sizes)
+                for i in changed:
+                    size = _part_size(runs, i)
+                    total += size - sizes[i]
+                    sizes[i] = size
+        else:
+            known = {} if last is None else dict(zip(last[0], zip(last[1], last[2], strict=True), strict=True))
+            sizes = []
+            for i, (ledger_id, part) in enumerate(zip(runs.ledgers, parts, strict=True)):
+                hit = known.get(ledger_id)
+                sizes.append(hit[1] if hit is not None and hit[0] is part else _part_size(runs, i))
+            total = sum(sizes)
+        self._runs_sized = (runs.ledgers, parts, sizes, total)
+        return total
+
+    def size_others(self, state: PersistedCursorState) -> int:
+        """The bytes of every field of ``state``'s ``PositionInfo`` but the ranges: the
+        length of :func:`encode_position_info` with ``ranges_bytes=b""`` (raises like it).
+        O(batch states) dictionary lookups for batch states given as the same word arrays as
+        the last call's (a cursor's persists write the same partly acknowledged batches again
+        and again); the properties and long arrays are encoded."""
+        if state.long_arrays or len(state.batch_deleted) > _SMALL_BATCH:
+            return len(encode_position_info(state, ranges_bytes=b""))
+        ledger, entry = state.mark_delete
+        size = 2 + _varint_len(check_int64(ledger, "mark_delete ledger id"))
+        size += _varint_len(check_int64(entry, "mark_delete entry id"))
+        if state.properties:
+            props = bytearray()
+            _encode_long_properties(props, _PI_PROPS, state.properties)
+            size += len(props)
+        known = self._batch_sized
+        sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
+        tag = (_PI_BATCH << 3) | LEN
+        for position, words in state.batch_deleted:
+            key = (position[0], position[1], id(words))
+            last = known.get(key)
+            if last is None or last[0] is not words:
+                if not (isinstance(words, np.ndarray) and words.dtype == np.int64 and words.ndim == 1):
+                    return len(encode_position_info(state, ranges_bytes=b""))
+                le = words.astype("<i8", copy=False).tobytes()
+                ledger_id = check_int64(position[0], "batch position ledger id")
+                last = (
+                    words,
+                    len(_batch_record(tag, ledger_id, check_int64(position[1], "batch position entry id"), le)),
+                )
+            sized[key] = last
+            size += last[1]
+        self._batch_sized = sized
+        return size
+
+
+_VARINT_STEPS = [0] + [1 << (7 * k) for k in range(1, 9)]
+"""0, then the smallest non-negative int64 of each varint length from 2 bytes to 9."""
+
+
+def _part_size(runs: RangeRuns, index: int) -> int:
+    """Bytes of the ``MessageRange`` records of the runs ``runs`` keeps of ``ledgers[index]``:
+    ten of tags and one-byte lengths each and four varints (:func:`_record_sizes`)."""
+    n, firsts_below, lasts_below = runs.run_bounds(index, _VARINT_STEPS)
+    ledger_bytes = _varint_len(check_int64(runs.ledgers[index], "ranges.lower_ledger"))
+    return n * (10 + 2 * ledger_bytes) + _varint_total(n, firsts_below) + _varint_total(n, lasts_below)
+
+
+def _varint_total(n: int, below: list[int]) -> int:
+    """Varint bytes of ``n`` int64 values of which ``below[k]`` lie below ``_VARINT_STEPS[k]``
+    (a negative takes 10 bytes; a non-negative one more for each step from the second that it
+    reaches). O(steps)."""
+    # 10 * below[0] + (n - below[0]) + the sum over k >= 1 of (n - below[k])
+    return n * len(below) + 9 * below[0] - sum(below) + below[0]
+
+
+def _varint_len(value: int) -> int:
+    """Bytes of one int64 as a varint (a negative takes 10)."""
+    return 10 if value < 0 else max(1, -(-value.bit_length() // 7))
+
 
 def _record_sizes(rows: np.ndarray) -> np.ndarray:
     """Bytes of the ``MessageRange`` record of each row of a C-contiguous ``(n, 4)`` int64
@@ -250,31 +343,45 @@ def _range_columns(ranges: RangeArrays) -> list[np.ndarray]:
 
 class PositionInfoEntry:
     """A ``PositionInfo`` record whose size is known before its bytes: ``len()`` is exact at
-    once (the ranges sized, not encoded: O(ranges) varint sizes, the other fields encoded),
-    ``bytes()`` encodes the record once, the ranges through the cursor's
-    :class:`PositionInfoRanges`, byte for byte what :func:`encode_position_info` writes.
+    once (the ranges sized, not encoded: O(ranges) varint sizes, or per changed ledger when
+    given as ``runs``; the other fields by :meth:`PositionInfoRanges.size_others`),
+    ``bytes()`` encodes the record once, the
+    ranges through the cursor's :class:`PositionInfoRanges`, byte for byte what
+    :func:`encode_position_info` writes.
 
     For a store that keeps few of the records it is given (a replay's store keeps the last of
     a cursor ledger): the limits a persist checks read the size, and a record nobody reads is
-    never encoded. ``state`` must not change afterwards. Raises like
-    :func:`encode_position_info`, when built."""
+    never encoded. ``runs``: the record's ranges as a range set's runs (``state.ranges`` is
+    then None; immutable, whatever the set does next), derived only when the record is built.
+    ``state`` must not change afterwards. Raises like :func:`encode_position_info`, when
+    built."""
 
-    __slots__ = ("_data", "_ranges", "_size", "_state")
+    __slots__ = ("_data", "_ranges", "_runs", "_size", "_state")
 
-    def __init__(self, state: PersistedCursorState, ranges: PositionInfoRanges) -> None:
+    def __init__(self, state: PersistedCursorState, ranges: PositionInfoRanges, runs: RangeRuns | None = None) -> None:
+        if runs is not None and state.ranges is not None:
+            raise ValueError("a PositionInfoEntry takes its ranges from the state or from runs, not both")
         self._state = state
         self._ranges = ranges
+        self._runs = runs
         self._data: bytes | None = None
-        rest = len(encode_position_info(state, ranges_bytes=b""))  # every field but the ranges
-        self._size = rest if state.ranges is None else rest + ranges.size(state.ranges)
+        rest = ranges.size_others(state)  # every field but the ranges
+        if runs is not None:
+            self._size = rest + ranges.size_runs(runs)
+        else:
+            self._size = rest if state.ranges is None else rest + ranges.size(state.ranges)
 
     def __len__(self) -> int:
         return self._size
 
     def __bytes__(self) -> bytes:
         if self._data is None:
-            state = self._state
-            ranges_bytes = None if state.ranges is None else self._ranges.encode(state.ranges)
+            state, runs = self._state, self._runs
+            ranges = state.ranges
+            if runs is not None:
+                ledgers, lowers, uppers = runs.arrays()
+                ranges = RangeArrays(ledgers, lowers, ledgers, uppers)
+            ranges_bytes = None if ranges is None else self._ranges.encode(ranges)
             self._data = encode_position_info(state, ranges_bytes=ranges_bytes)
             if len(self._data) != self._size:
                 raise AssertionError(f"PositionInfo sized {self._size} bytes, encoded {len(self._data)}")

@@ -31,7 +31,7 @@ class EntryMessages:
     (O(entries of that ledger), rebuilt after that ledger's counts change).
     """
 
-    __slots__ = ("_ends", "_extra", "_prefix", "_rewrites", "batched")
+    __slots__ = ("_ends", "_extra", "_prefix", "_rewrites", "batched", "generation")
 
     def __init__(self) -> None:
         self._extra: dict[int, np.ndarray] = {}  # ledger id -> int64 (count - 1) per entry id
@@ -41,6 +41,10 @@ class EntryMessages:
         self.batched = False
         """Whether any entry was recorded with more than one message (False: messages ==
         entries everywhere); an attribute, read on the single-ack path."""
+        self.generation = 0
+        """Grows whenever a sum over entries already recorded may change: a ledger's counts
+        rewritten (:meth:`version`), forgotten, or recorded for the first time (``has`` turns
+        true); sums kept over acknowledged entries stay valid while it stays."""
 
     def record(self, ledger_id: int, first_entry: int, counts: Sequence[int] | np.ndarray) -> None:
         """Entries ``first_entry, first_entry + 1, ...`` of ``ledger_id`` hold ``counts``
@@ -53,6 +57,9 @@ class EntryMessages:
         current = self._extra.get(ledger_id)
         if first_entry < self._ends.get(ledger_id, 0):  # not an append: sums over entries change
             self._rewrites[ledger_id] = self._rewrites.get(ledger_id, 0) + 1
+            self.generation += 1
+        elif current is None:
+            self.generation += 1  # has() turns true
         self._ends[ledger_id] = max(end, self._ends.get(ledger_id, 0))
         if current is None:
             current = np.zeros(max(end, 16), dtype=np.int64)
@@ -70,6 +77,7 @@ class EntryMessages:
         self._extra.pop(ledger_id, None)
         self._prefix.pop(ledger_id, None)
         self._rewrites[ledger_id] = self._rewrites.get(ledger_id, 0) + 1
+        self.generation += 1
         self.batched = bool(self._extra)
 
     def has(self, ledger_id: int) -> bool:
@@ -81,11 +89,15 @@ class EntryMessages:
         entries is not one): a sum over its entries stays valid while this stays. O(1)."""
         return self._rewrites.get(ledger_id, 0)
 
-    def extra_of(self, ledger_id: int, entry_ids: np.ndarray) -> int:
-        """Messages beyond one per entry over ``entry_ids`` of one ledger. O(len(entry_ids))."""
+    def extra_of(self, ledger_id: int, entry_ids: np.ndarray | list[int]) -> int:
+        """Messages beyond one per entry over ``entry_ids`` of one ledger. O(len(entry_ids)):
+        a list entry by entry, an array at numpy speed."""
         extra = self._extra.get(ledger_id)
         if extra is None or not len(entry_ids):
             return 0
+        if isinstance(entry_ids, list):
+            n = len(extra)
+            return int(sum([extra[e] for e in entry_ids if 0 <= e < n]))
         ids = np.asarray(entry_ids, dtype=np.int64)
         ids = ids[(ids >= 0) & (ids < len(extra))]
         return int(extra[ids].sum())

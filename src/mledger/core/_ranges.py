@@ -15,7 +15,14 @@ acked. Ranges are *derived* from the bits and reported per ledger as open-closed
 * the number of ranges (``size()``) is derived per ledger as ``card - |B ∩ (B << 1)|`` in
   O(containers) and cached until that ledger changes;
 * bulk export (persistence) walks runs with vectorised numpy over the bitmap's values when
-  runs are short, and run by run when they are long, so it is O(ranges) either way.
+  runs are short, and run by run when they are long, so it is O(ranges) either way; the runs
+  exported are kept per ledger, and adds merged into them, until the ledger changes otherwise;
+* a persist that only needs the size of its record (a replay's) exports
+  :class:`RangeRuns`: a frozen copy per ledger, kept until the ledger changes, whose record
+  size follows from bitmap ranks of its run bounds (O(containers), no run derived), so a
+  persist costs the ledgers changed since the last one;
+* the messages of the acked entries (batches) are kept per ledger, and their total, as entries
+  are added and runs absorbed (:meth:`AckRangeSet.weigh`).
 
 Entry ids are bitmap indexes and must lie in ``[0, 2**32)`` (as in Pulsar's roaring sets).
 """
@@ -23,11 +30,11 @@ Entry ids are bitmap indexes and must lie in ``[0, 2**32)`` (as in Pulsar's roar
 from __future__ import annotations
 
 import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import cast
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import BitMap, FrozenBitMap
 from sortedcontainers import SortedDict
 
 from ._entry_messages import EntryMessages
@@ -45,9 +52,16 @@ at most per ledger); of the ledgers with more, only the last exported keeps them
 reads them twice: its record, then what the close record would keep), the others recompute
 them, vectorised, on every export."""
 
-PENDING_ADDS = 8
-"""Single adds a ledger whose runs are cached takes in before its runs are recomputed: up to
-this many are applied to the cached runs at the next export, one or two array copies each."""
+PENDING_ADDS = 64
+"""Adds (single or bulk) a ledger whose runs are cached takes in before its runs are derived
+from its bitmap again: up to this many are merged into the cached runs at the next export, in
+one vectorised union (O(runs + entries added), where deriving them costs O(acked entries))."""
+
+SMALL_ADD = 32
+"""Bulk adds of at most this many entries are applied one by one (:meth:`AckRangeSet.add_many`)."""
+
+PENDING_BULK = 1024
+"""The most entries of one bulk add kept pending (a larger one drops the cached runs)."""
 
 WORDS_PER_STEP = 2048
 """BitSet words :meth:`AckRangeSet.add_words` expands at a time (131,072 entries, ~1 MiB)."""
@@ -80,6 +94,9 @@ class AckRangeSet:
         "_weights",
         "_extra",
         "_extra_version",
+        "_extra_total",
+        "_extra_generation",
+        "_frozen",
     )
 
     def __init__(self) -> None:
@@ -89,13 +106,19 @@ class AckRangeSet:
         # cached closed runs (read-only arrays) of ledgers with few runs; dropped with _runs
         self._run_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._large_runs: int | None = None  # the one ledger of more runs cached in _run_arrays
-        self._pending: dict[int, list[int]] = {}  # single adds not in the cached runs yet, per ledger
+        self._pending: dict[int, list[int | np.ndarray]] = {}  # adds not in the cached runs yet, per ledger
         self._cardinality = 0
         # messages beyond one of the acked entries, per ledger, kept up to date once counted
         # (see weigh); absent = not counted yet
         self._weights: EntryMessages | None = None
         self._extra: dict[int, int] = {}
         self._extra_version: dict[int, int] = {}
+        # the sum of _extra when it holds every ledger with counts, as of the weights' generation
+        # (None: count again); kept up to date with _extra
+        self._extra_total: int | None = None
+        self._extra_generation = -1
+        # frozen copies of ledgers' bitmaps made by range_runs, kept with their run count
+        self._frozen: dict[int, FrozenBitMap] = {}
 
     # -- adding -----------------------------------------------------------------------------
     def add(self, ledger_id: int, entry_id: int) -> bool:
@@ -108,28 +131,56 @@ class AckRangeSet:
             bm.add_checked(entry_id)
         except KeyError:
             return False
-        if ledger_id in self._runs:  # the run arrays are cached only with the run count
+        if ledger_id in self._runs or ledger_id in self._run_arrays:
             self._follow_add(ledger_id, bm, entry_id)
         self._cardinality += 1
         extra = self._extra
         if extra and ledger_id in extra:
-            extra[ledger_id] += self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
+            more = self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
+            extra[ledger_id] += more
+            if self._extra_total is not None:
+                self._extra_total += more
         return True
 
     def _follow_add(self, ledger_id: int, bm: BitMap, entry_id: int) -> None:
         """The caches of one ledger after ``entry_id`` was added to it: its run count follows
-        from the entry's neighbours, and its cached runs take it at the next export (up to
-        :data:`PENDING_ADDS` of them); else they are dropped."""
-        pending = self._pending.get(ledger_id)
-        if ledger_id not in self._run_arrays or (pending is not None and len(pending) >= PENDING_ADDS):
-            self._changed(ledger_id, keep_extra=True)
+        from the entry's neighbours, and its cached runs take it at the next export
+        (:meth:`_pend`)."""
+        self._frozen.pop(ledger_id, None)
+        count = self._runs.get(ledger_id)
+        if count is not None:
+            joins = (entry_id > 0 and entry_id - 1 in bm) + (entry_id < MAX_ENTRY_ID and entry_id + 1 in bm)
+            self._note_run_count(ledger_id, count + 1 - joins)
+        if ledger_id in self._run_arrays:
+            self._pend(ledger_id, entry_id)
+
+    def _follow_many(self, ledger_id: int, values: np.ndarray) -> None:
+        """The caches of one ledger after a bulk add of ``values`` (some perhaps acked before):
+        its run count is counted again when next asked; its cached runs take them at the next
+        export (:meth:`_pend`) when they are few, else they are dropped."""
+        count = self._runs.pop(ledger_id, None)
+        if count is not None:
+            self._run_total -= count
+            self._frozen.pop(ledger_id, None)
+        if ledger_id not in self._run_arrays:
             return
-        joins = (entry_id > 0 and entry_id - 1 in bm) + (entry_id < MAX_ENTRY_ID and entry_id + 1 in bm)
-        self._note_run_count(ledger_id, self._runs[ledger_id] + 1 - joins)
+        if len(values) > PENDING_BULK:
+            self._run_arrays.pop(ledger_id)
+            self._pending.pop(ledger_id, None)
+            return
+        self._pend(ledger_id, np.array(values, dtype=np.int64))  # a copy: the caller keeps its array
+
+    def _pend(self, ledger_id: int, entries: int | np.ndarray) -> None:
+        """Keep ``entries`` added to a ledger whose runs are cached, for its next export to
+        merge (up to :data:`PENDING_ADDS` adds; past them the cached runs are dropped)."""
+        pending = self._pending.get(ledger_id)
         if pending is None:
-            self._pending[ledger_id] = [entry_id]
+            self._pending[ledger_id] = [entries]
+        elif len(pending) < PENDING_ADDS:
+            pending.append(entries)
         else:
-            pending.append(entry_id)
+            del self._pending[ledger_id]
+            self._run_arrays.pop(ledger_id)
 
     def _add_to_new_ledger(self, ledger_id: int, entry_id: int) -> bool:
         """:meth:`add` of the first entry of a ledger (or of a bad entry id, refused)."""
@@ -137,6 +188,7 @@ class AckRangeSet:
             _bad_entry(ledger_id, entry_id)
         self._bitmaps[ledger_id] = BitMap((entry_id,))
         self._changed(ledger_id)
+        self._extra_total = None  # a ledger with no kept count
         self._cardinality += 1
         return True
 
@@ -149,9 +201,7 @@ class AckRangeSet:
             return 0
         if first_entry < 0 or last_entry > MAX_ENTRY_ID:
             _bad_entry(ledger_id, first_entry if first_entry < 0 else last_entry)
-        bm = self._bitmaps.get(ledger_id)
-        if bm is None:
-            bm = self._bitmaps[ledger_id] = BitMap()
+        bm = self._bitmap_for(ledger_id)
         before = bm.range_cardinality(first_entry, last_entry + 1)
         bm.add_range(first_entry, last_entry + 1)
         added = (last_entry - first_entry + 1) - before
@@ -169,12 +219,12 @@ class AckRangeSet:
         values = np.asarray(entry_ids if isinstance(entry_ids, np.ndarray) else list(entry_ids))
         if values.size == 0:
             return 0
+        if values.size <= SMALL_ADD:
+            return self._add_few(ledger_id, values)
         low = values.min()
         if low < 0 or values.max() > MAX_ENTRY_ID:
             _bad_entry(ledger_id, int(low) if low < 0 else int(values.max()))
-        bm = self._bitmaps.get(ledger_id)
-        if bm is None:
-            bm = self._bitmaps[ledger_id] = BitMap()
+        bm = self._bitmap_for(ledger_id)
         before = len(bm)
         batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
         extra = self._extra
@@ -184,7 +234,7 @@ class AckRangeSet:
             fresh = incoming - bm
             if fresh:
                 new_ids = np.frombuffer(fresh.to_array(), dtype=np.uint32)
-                extra[ledger_id] += self._weights.extra_of(ledger_id, new_ids)  # type: ignore[union-attr]
+                self._add_extra(ledger_id, self._weights.extra_of(ledger_id, new_ids))  # type: ignore[union-attr]
             bm |= incoming
             kept = False  # counted
         else:
@@ -193,14 +243,44 @@ class AckRangeSet:
         if added:
             if kept:  # all above the ledger's acks: each new once, unless repeated in the batch
                 if added == len(values):
-                    extra[ledger_id] += self._weights.extra_of(ledger_id, values)  # type: ignore[union-attr]
+                    self._add_extra(ledger_id, self._weights.extra_of(ledger_id, values))  # type: ignore[union-attr]
                 else:
-                    del extra[ledger_id]  # recounted from the runs when next asked
-            self._changed(ledger_id, keep_extra=True)
+                    self._drop_extra(ledger_id)  # recounted from the runs when next asked
+            self._follow_many(ledger_id, values)
             self._cardinality += added
         elif before == 0:
             del self._bitmaps[ledger_id]
         return added
+
+    def _bitmap_for(self, ledger_id: int) -> BitMap:
+        """The ledger's bitmap, created empty if it has none (the caller adds to it, or drops
+        it again when nothing was added)."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:
+            bm = self._bitmaps[ledger_id] = BitMap()
+            self._extra_total = None  # a ledger with no kept count
+        return bm
+
+    def _add_few(self, ledger_id: int, values: np.ndarray) -> int:
+        """:meth:`add_many` of at most :data:`SMALL_ADD` entries, one by one in Python (the
+        bulk path's dozen numpy calls cost more than a few entries)."""
+        ids = values.tolist()
+        low, high = min(ids), max(ids)
+        if low < 0 or high > MAX_ENTRY_ID:
+            _bad_entry(ledger_id, low if low < 0 else high)
+        bm = self._bitmap_for(ledger_id)
+        fresh = [entry_id for entry_id in set(ids) if entry_id not in bm]
+        if not fresh:
+            if not bm:
+                del self._bitmaps[ledger_id]
+            return 0
+        bm.update(fresh)
+        extra = self._extra
+        if extra and ledger_id in extra:
+            self._add_extra(ledger_id, self._weights.extra_of(ledger_id, fresh))  # type: ignore[union-attr]
+        self._follow_many(ledger_id, values)
+        self._cardinality += len(fresh)
+        return len(fresh)
 
     def add_words(self, ledger_id: int, words: np.ndarray) -> int:
         """Mark acked the set bits of one ledger's ``BitSet.toLongArray()`` words; return how
@@ -279,7 +359,7 @@ class AckRangeSet:
             self._changed(ledger_id, keep_extra=whole_run and self._follow_extra(ledger_id, first, last, -1))
             if not bm:
                 del bitmaps[ledger_id]
-                self._extra.pop(ledger_id, None)
+                self._drop_extra(ledger_id)
         self._cardinality -= removed
         return removed
 
@@ -290,12 +370,12 @@ class AckRangeSet:
             return False
         bm.discard(entry_id)
         if self._extra and ledger_id in self._extra:
-            self._extra[ledger_id] -= self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
+            self._add_extra(ledger_id, 1 - self._weights.of(ledger_id, entry_id))  # type: ignore[union-attr]
         self._changed(ledger_id, keep_extra=True)
         self._cardinality -= 1
         if not bm:
             del self._bitmaps[ledger_id]
-            self._extra.pop(ledger_id, None)
+            self._drop_extra(ledger_id)
         return True
 
     def clear(self) -> None:
@@ -305,7 +385,9 @@ class AckRangeSet:
         self._run_total = 0
         self._run_arrays.clear()
         self._pending.clear()
+        self._frozen.clear()
         self._extra.clear()
+        self._extra_total = None
         self._cardinality = 0
 
     # -- queries ----------------------------------------------------------------------------
@@ -360,10 +442,10 @@ class AckRangeSet:
         """Number of open-closed ranges (Pulsar's ``size()``). O(containers of changed ledgers)."""
         runs = self._runs
         if len(runs) != len(self._bitmaps):
-            # a plain walk: a SortedDict's key view difference builds a SortedSet
-            for ledger_id, bm in self._bitmaps.items():
-                if ledger_id not in runs:
-                    self._note_run_count(ledger_id, _run_count(bm))
+            # a walk over the keys: a SortedDict's key view difference builds a SortedSet
+            bitmaps = self._bitmaps
+            for ledger_id in [ledger_id for ledger_id in bitmaps if ledger_id not in runs]:
+                self._note_run_count(ledger_id, _run_count(bitmaps[ledger_id]))
         return self._run_total
 
     def __len__(self) -> int:
@@ -507,8 +589,9 @@ class AckRangeSet:
 
     def ledger_first_runs(self, ledger_id: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         """The first ``count`` closed runs of one ledger (all of them when it has fewer), as
-        :meth:`ledger_runs` gives them. O(entries up to the end of the last run returned) for a
-        ledger with more runs than that: the runs after are never expanded.
+        :meth:`ledger_runs` gives them. O(containers + count) for a ledger with more runs than
+        that (its runs' first entries and the entries after their last, as bitmaps): the runs
+        after are never expanded.
 
         >>> s = AckRangeSet(); s.add_many(1, [1, 2, 5, 9, 10, 11])
         6
@@ -522,14 +605,9 @@ class AckRangeSet:
         if self._ledger_run_count(ledger_id, bm) <= count or ledger_id in self._run_arrays:
             starts, ends = self._ledger_run_arrays(ledger_id, bm)
             return starts[:count], ends[:count]
-        take = 2 * count
-        while True:
-            prefix = bm[:take]
-            starts, ends = _runs_of(prefix)
-            # the count-th run is whole when a later run starts after it, or nothing follows
-            if len(starts) > count or take >= len(bm):
-                return starts[:count], ends[:count]
-            take *= 2
+        shifted = bm.shift(1)
+        # the first runs are not the top one, whose successor the shift may drop (MAX_ENTRY_ID)
+        return _first_values(bm - shifted, count), _first_values(shifted - bm, count) - 1
 
     def __iter__(self) -> Iterator[OpenClosedRange]:
         """Open-closed ranges ``(lower, upper]`` in ascending order."""
@@ -579,6 +657,45 @@ class AckRangeSet:
         lowers -= 1
         return ledgers, lowers, np.concatenate(ends_of), dropped
 
+    def range_runs(self, max_ranges: int | None = None) -> RangeRuns:
+        """The first ``max_ranges`` ranges as :class:`RangeRuns` (what :meth:`to_range_arrays`
+        returns, before any run is derived). ``None`` or a negative limit means no limit.
+        O(ledgers) plus, per ledger changed since the last export, a bitmap copy and its run
+        count (O(containers)); the ledger the limit cuts: O(its runs up to the cut)."""
+        frozen = self._frozen
+        if max_ranges is None or max_ranges < 0 or self.size() <= max_ranges:
+            if len(frozen) != len(self._bitmaps):
+                self.size()  # every run count cached: a frozen copy is kept with it
+                for ledger_id, bm in self._bitmaps.items():
+                    if ledger_id not in frozen:
+                        frozen[ledger_id] = FrozenBitMap(bm)
+            every = tuple(self._bitmaps)
+            return RangeRuns(every, tuple(map(frozen.__getitem__, every)), self.size(), 0, self._cardinality)
+        ledger_ids: list[int] = []
+        parts: list[FrozenBitMap | tuple[np.ndarray, np.ndarray]] = []
+        kept = entries = dropped = 0
+        for ledger_id, bm in self._bitmaps.items():
+            runs = self._ledger_run_count(ledger_id, bm)
+            if kept + runs <= max_ranges:
+                part = frozen.get(ledger_id)
+                if part is None:
+                    part = frozen[ledger_id] = FrozenBitMap(bm)  # dropped with the run count
+                parts.append(part)
+                kept += runs
+                entries += len(bm)
+            elif kept >= max_ranges:
+                dropped += runs
+                continue
+            else:
+                take = max_ranges - kept
+                starts, ends = self.ledger_first_runs(ledger_id, take)
+                parts.append((starts, ends))
+                dropped += runs - take
+                kept += take
+                entries += int((ends - starts).sum()) + take
+            ledger_ids.append(ledger_id)
+        return RangeRuns(tuple(ledger_ids), tuple(parts), kept, dropped, entries)
+
     def to_long_arrays(
         self, max_entries: int | None = None, cutoff: LongArrayCutoff = LongArrayCutoff.ADD_AND_GET
     ) -> tuple[dict[int, np.ndarray], int]:
@@ -627,10 +744,22 @@ class AckRangeSet:
         count = self._runs.pop(ledger_id, None)
         if count is not None:
             self._run_total -= count
-            self._run_arrays.pop(ledger_id, None)
+            self._frozen.pop(ledger_id, None)
+        if self._run_arrays.pop(ledger_id, None) is not None:
             self._pending.pop(ledger_id, None)
         if not keep_extra:
-            self._extra.pop(ledger_id, None)
+            self._drop_extra(ledger_id)
+
+    def _add_extra(self, ledger_id: int, more: int) -> None:
+        """A ledger's kept extra messages grew by ``more`` (the caller checked it is kept)."""
+        self._extra[ledger_id] += more
+        if self._extra_total is not None:
+            self._extra_total += more
+
+    def _drop_extra(self, ledger_id: int) -> None:
+        """Forget a ledger's kept extra messages (and the total they were part of)."""
+        if self._extra.pop(ledger_id, None) is not None:
+            self._extra_total = None
 
     def _follow_extra(self, ledger_id: int, first: int, last: int, sign: int = 1) -> bool:
         """The run ``[first, last]`` of one ledger was all added (``sign`` 1) or all removed
@@ -638,7 +767,7 @@ class AckRangeSet:
         extra = self._extra
         if extra and ledger_id in extra:
             runs = np.array([first], dtype=np.int64), np.array([last], dtype=np.int64)
-            extra[ledger_id] += sign * self._weights.extra_in_runs(ledger_id, *runs)  # type: ignore[union-attr]
+            self._add_extra(ledger_id, sign * self._weights.extra_in_runs(ledger_id, *runs))  # type: ignore[union-attr]
         return True
 
     # -- messages -----------------------------------------------------------------------------
@@ -650,17 +779,22 @@ class AckRangeSet:
         self._weights = weights
         self._extra.clear()
         self._extra_version.clear()
+        self._extra_total = None
 
     def extra_messages(self, weights: EntryMessages) -> int:
-        """Messages beyond one per entry over the acked entries, by ``weights``. O(ledgers with
-        counts) when this set is weighed by ``weights`` and they are counted (see
-        :meth:`weigh`), else O(their ranges)."""
+        """Messages beyond one per entry over the acked entries, by ``weights``. O(1) when this
+        set is weighed by ``weights`` and nothing but adds, whole runs absorbed and single
+        removals changed it since the last call (:meth:`weigh`; a ledger gained or emptied, a
+        bulk add over acked entries or a rewritten count takes the next call through the
+        ledgers); then O(ledgers with counts), else O(their ranges)."""
         if not weights.batched:
             return 0
         if weights is not self._weights:
             return sum(
                 self.ledger_extra_messages(ledger_id, weights) for ledger_id in self._bitmaps if weights.has(ledger_id)
             )
+        if self._extra_total is not None and self._extra_generation == weights.generation:
+            return self._extra_total
         total = 0
         kept, versions = self._extra, self._extra_version
         for ledger_id in self._bitmaps:  # the kept counts inline: this runs on every observed change
@@ -669,6 +803,8 @@ class AckRangeSet:
                 total += value
             elif weights.has(ledger_id):
                 total += self.ledger_extra_messages(ledger_id, weights)
+        # every ledger with counts is kept now, at this generation of the counts
+        self._extra_total, self._extra_generation = total, weights.generation
         return total
 
     def ledger_extra_messages(self, ledger_id: int, weights: EntryMessages) -> int:
@@ -692,18 +828,19 @@ class AckRangeSet:
     def _ledger_run_arrays(self, ledger_id: int, bm: BitMap) -> tuple[np.ndarray, np.ndarray]:
         """Closed runs of one ledger, cached (read-only) until it changes when they are few
         (persisting a state exports every ledger, and most ledgers do not change between two
-        persists)."""
+        persists), and the adds since merged into them (:data:`PENDING_ADDS`)."""
         cached = self._run_arrays.get(ledger_id)
         if cached is not None:
             pending = self._pending.pop(ledger_id, None)
-            if pending is not None:
-                cached = self._run_arrays[ledger_id] = _with_entries(*cached, pending)
-            return cached
-        starts, ends = _runs_of(bm, self._runs.get(ledger_id))
+            if pending is None:
+                return cached
+            starts, ends = _with_entries(*cached, pending)
+        else:
+            starts, ends = _runs_of(bm, self._runs.get(ledger_id))
+            starts.flags.writeable = False
+            ends.flags.writeable = False
         self._note_run_count(ledger_id, len(starts))
-        starts.flags.writeable = False
-        ends.flags.writeable = False
-        if len(starts) > CACHED_RUNS_PER_LEDGER:
+        if len(starts) > CACHED_RUNS_PER_LEDGER and self._large_runs != ledger_id:
             if self._large_runs is not None:
                 self._run_arrays.pop(self._large_runs, None)
                 self._pending.pop(self._large_runs, None)
@@ -734,6 +871,7 @@ class AckRangeSet:
         other._run_arrays = dict(self._run_arrays)  # read-only arrays: shared
         other._large_runs = self._large_runs
         other._pending = {ledger_id: list(entries) for ledger_id, entries in self._pending.items()}
+        other._frozen = dict(self._frozen)  # frozen: shared
         other._cardinality = self._cardinality
         return other
 
@@ -783,20 +921,109 @@ class AckRangeSet:
         assert total == self._cardinality, f"cardinality {self._cardinality} != {total}"
         assert set(self._runs) <= set(self._bitmaps), "run counts cached for absent ledgers"
         assert self._run_total == sum(self._runs.values()), "size()'s total differs from the cached counts"
-        assert set(self._run_arrays) <= set(self._runs), "runs cached without their count"  # add relies on it
-        assert set(self._pending) <= set(self._run_arrays), "single adds pending for runs not cached"
-        large = [ledger_id for ledger_id in self._run_arrays if self._runs[ledger_id] > CACHED_RUNS_PER_LEDGER]
+        assert set(self._run_arrays) <= set(self._bitmaps), "runs cached for absent ledgers"
+        assert set(self._frozen) <= set(self._runs), "a frozen copy kept without its run count"  # add relies on it
+        assert all(self._frozen[ledger_id] == self._bitmaps[ledger_id] for ledger_id in self._frozen), "stale copy"
+        assert set(self._pending) <= set(self._run_arrays), "adds pending for runs not cached"
+        assert all(len(p) <= PENDING_ADDS for p in self._pending.values()), "too many adds pending"
+        large = [ledger_id for ledger_id, runs in self._run_arrays.items() if len(runs[0]) > CACHED_RUNS_PER_LEDGER]
         assert large in ([], [self._large_runs]), f"runs of more than one large ledger cached: {large}"
         for ledger_id in list(self._run_arrays):
             starts, ends = self._ledger_run_arrays(ledger_id, self._bitmaps[ledger_id])  # pending adds applied
             fresh = _runs_of(self._bitmaps[ledger_id])
             assert np.array_equal(starts, fresh[0]) and np.array_equal(ends, fresh[1]), f"stale runs of {ledger_id}"
         weights = self._weights
+        if weights is not None and self._extra_total is not None and self._extra_generation == weights.generation:
+            fresh_total = sum(
+                weights.extra_in_runs(ledger_id, *_runs_of(bm)) for ledger_id, bm in self._bitmaps.items()
+            )
+            assert self._extra_total == fresh_total, f"extra messages kept {self._extra_total}, counted {fresh_total}"
         for ledger_id, extra in self._extra.items():
             assert weights is not None and ledger_id in self._bitmaps, f"extra messages kept for absent {ledger_id}"
             if self._extra_version.get(ledger_id) == weights.version(ledger_id):
                 counted = weights.extra_in_runs(ledger_id, *_runs_of(self._bitmaps[ledger_id]))
                 assert extra == counted, f"extra messages of {ledger_id}: kept {extra}, counted {counted}"
+
+
+class RangeRuns:
+    """The first ranges of an :class:`AckRangeSet`, per ledger kept (ascending): a ledger all
+    of whose runs are kept as a frozen copy of its acked entries, the ledger the limit cuts as
+    the closed runs kept, ``(starts, ends)`` arrays (:meth:`AckRangeSet.range_runs`).
+
+    The frozen copies are the set's own, kept until their ledger changes, so that an export
+    of a state whose ledgers mostly did not change costs O(ledgers), and a consumer may keep
+    what it derives from one ledger's part while the part stays the same object
+    (:class:`~mledger.codec.PositionInfoRanges` keeps their record sizes). ``count`` ranges
+    are kept, holding ``entries`` acknowledged entries; ``dropped`` more are beyond the limit.
+    Immutable, independent of the set's later changes; the runs themselves are derived only
+    when asked (:meth:`runs`, :meth:`arrays`)."""
+
+    __slots__ = ("_arrays", "count", "dropped", "entries", "ledgers", "parts")
+
+    def __init__(
+        self,
+        ledgers: tuple[int, ...],
+        parts: tuple[FrozenBitMap | tuple[np.ndarray, np.ndarray], ...],
+        count: int,
+        dropped: int,
+        entries: int,
+    ) -> None:
+        self.ledgers, self.parts = ledgers, parts
+        self.count, self.dropped, self.entries = count, dropped, entries
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def runs(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """The closed runs ``(starts, ends)`` kept of ``ledgers[index]``. O(its runs)."""
+        part = self.parts[index]
+        return part if isinstance(part, tuple) else _runs_of(part)
+
+    def run_bounds(self, index: int, steps: Sequence[int]) -> tuple[int, list[int], list[int]]:
+        """For the runs kept of ``ledgers[index]``: how many, and for each of the ascending
+        ``steps`` (non-negative) how many runs have ``first - 1 < step`` and how many have
+        ``last < step``. O(containers + steps) for a whole ledger (bitmap ranks, no run
+        derived), O(steps log runs) for a cut one."""
+        part = self.parts[index]
+        if isinstance(part, tuple):
+            starts, ends = part
+            return (
+                len(starts),
+                np.searchsorted(starts, steps, side="right").tolist(),
+                np.searchsorted(ends, steps).tolist(),
+            )
+        firsts = part - part.shift(1)  # the first entry of every run
+        n = len(firsts)
+        top = part.max()
+        firsts_below: list[int] = []
+        lasts_below: list[int] = []
+        for i, step in enumerate(steps):
+            if step > top:  # every run below from here: first - 1 < first <= top < step, last <= top
+                rest = [n] * (len(steps) - i)
+                return n, firsts_below + rest, lasts_below + rest
+            if step <= 0:
+                firsts_below.append(firsts.rank(0) if step == 0 else 0)
+                lasts_below.append(0)
+            else:
+                firsts_below.append(firsts.rank(step))
+                # the runs starting before step end before it, but the one holding step - 1 and step
+                lasts_below.append(firsts.rank(step - 1) - (step - 1 in part and step in part))
+        return n, firsts_below, lasts_below
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ledgers, lower_entries, upper_entries)``: range i is ``(ledgers[i]:lower_entries[i]
+        .. ledgers[i]:upper_entries[i]]`` (:meth:`AckRangeSet.to_range_arrays`). O(ranges) once;
+        the arrays are shared by every call."""
+        if self._arrays is None:
+            if not self.ledgers:
+                empty = np.empty(0, dtype=np.int64)
+                self._arrays = (empty, empty, empty)
+            else:
+                runs = [self.runs(i) for i in range(len(self.ledgers))]
+                # whole-array operations once, not per ledger: a state spans many small ledgers
+                ledgers = np.repeat(np.array(self.ledgers, dtype=np.int64), [len(r[0]) for r in runs])
+                lowers = np.concatenate([r[0] for r in runs])
+                lowers -= 1
+                self._arrays = (ledgers, lowers, np.concatenate([r[1] for r in runs]))
+        return self._arrays
 
 
 # -- bitmap helpers (module level: they are the hot inner loops) --------------------------------
@@ -806,12 +1033,18 @@ def _bad_entry(ledger_id: int, entry_id: int) -> None:
     raise InvalidPositionError(f"invalid position {ledger_id}:{entry_id}: entry ids must lie in [0, {MAX_ENTRY_ID}]")
 
 
-def _run_count(bm: BitMap) -> int:
+def _run_count(bm: BitMap | FrozenBitMap) -> int:
     # Elements whose predecessor is also present continue a run; the rest start one.
     return len(bm) - bm.intersection_cardinality(bm.shift(1))
 
 
-def _run_end(bm: BitMap, entry: int) -> int:
+def _first_values(bm: BitMap, count: int) -> np.ndarray:
+    """The ``count`` lowest values of a bitmap as int64 (all of them when it has fewer)."""
+    head = bm if len(bm) <= 4 * count + 1024 else bm[:count]  # a slice costs more than a short array
+    return np.frombuffer(head.to_array(), dtype=np.uint32)[:count].astype(np.int64)
+
+
+def _run_end(bm: BitMap | FrozenBitMap, entry: int) -> int:
     """Last value of the run of ``bm`` that contains ``entry`` (exponential + binary search)."""
     known = entry
     step = 1
@@ -851,7 +1084,7 @@ def _run_start(bm: BitMap, entry: int) -> int:
     return known
 
 
-def _runs_of(bm: BitMap, run_count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _runs_of(bm: BitMap | FrozenBitMap, run_count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Closed runs of a bitmap as ``(starts, ends)`` int64 arrays, in O(runs).
 
     Short runs on average: vectorised over the values (at most 64 values per run). Long runs
@@ -897,24 +1130,26 @@ def _runs_of(bm: BitMap, run_count: int | None = None) -> tuple[np.ndarray, np.n
     return starts, ends
 
 
-def _with_entries(starts: np.ndarray, ends: np.ndarray, entries: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Closed runs ``(starts, ends)`` after adding ``entries`` one after the other, each not in
-    the runs when added: each joins the run before, the run after, both, or neither. One or two
-    array copies per entry; the arrays returned are read-only."""
-    for entry in entries:
-        i = int(np.searchsorted(starts, entry))  # runs before i end before entry, run i starts after it
-        joins_left = i > 0 and int(ends[i - 1]) == entry - 1
-        joins_right = i < len(starts) and int(starts[i]) == entry + 1
-        if joins_left and joins_right:
-            starts, ends = np.delete(starts, i), np.delete(ends, i - 1)
-        elif joins_left:
-            ends = ends.copy()
-            ends[i - 1] = entry
-        elif joins_right:
-            starts = starts.copy()
-            starts[i] = entry
-        else:
-            starts, ends = np.insert(starts, i, entry), np.insert(ends, i, entry)
+def _with_entries(
+    starts: np.ndarray, ends: np.ndarray, entries: Sequence[int | np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Closed runs ``(starts, ends)`` (ascending) after adding ``entries`` (single entries
+    and arrays of them, in any order, acked before or not): the union of the runs and the
+    entries, in one vectorised pass. O((runs + entries) log); the arrays returned are
+    read-only."""
+    singles = [e for e in entries if isinstance(e, int)]
+    parts = [e for e in entries if not isinstance(e, int)]
+    if singles:
+        parts.append(np.array(singles, dtype=np.int64))
+    added = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    lows = np.concatenate((starts, added))
+    order = np.argsort(lows, kind="stable")
+    lows = lows[order]
+    highs = np.maximum.accumulate(np.concatenate((ends, added))[order])
+    # a run starts wherever an interval begins past the highest end before it, plus one
+    breaks = np.flatnonzero(lows[1:] > highs[:-1] + 1)
+    starts = np.concatenate((lows[:1], lows[breaks + 1]))
+    ends = np.concatenate((highs[breaks], highs[-1:]))
     starts.flags.writeable = False
     ends.flags.writeable = False
     return starts, ends

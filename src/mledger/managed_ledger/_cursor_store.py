@@ -103,6 +103,7 @@ from ..core import (
     MAX_ENTRY_ID,
     MLEDGER_RULES,
     AckRangeSet,
+    EntryMessages,
     EntryTooLargeError,
     InvalidPositionError,
     LedgerNotFoundError,
@@ -110,6 +111,7 @@ from ..core import (
     MLedgerError,
     Position,
     PulsarVersion,
+    RangeRuns,
     StateCorruptedError,
     ack_set_to_words,
     pulsar_version,
@@ -173,17 +175,14 @@ class CursorStateStore:
         self._size_limited = False
         self._stats = _Counters()  # PersistenceStats' counters, live (stats() freezes them)
         self._counting = True  # builds count in the truncation figures (not the unload's what-if)
-        # The ranges of the last record built with every range of its snapshot's set, that set
-        # and its entries then: what a recovery holds of that record, read from the set
-        # (O(ledgers), its counts kept) rather than from the record (O(ranges)); for the
-        # write under way only (dropped by _after_write).
-        self._full_export: tuple[RangeArrays, AckRangeSet, int] | None = None
         # the ranges of the PositionInfo records built, encoded: the next reuses what it shares
         self._range_bytes = PositionInfoRanges()
         # A store that keeps entries unbuilt (``lazy_entries``: a replay's, which keeps a cursor
         # ledger's last) is given PositionInfo records sized but not encoded (PositionInfoEntry)
         self._lazy_entries = bool(getattr(self._store, "lazy_entries", False))
-        self._rules_cache: tuple[ManagedLedgerConfig, tuple[PulsarVersion, _Reader, _Reader]] | None = None
+        self._rules_cache: tuple[ManagedLedgerConfig, tuple[tuple[PulsarVersion, _Reader, _Reader], _Limits]] | None = (
+            None
+        )
         # What a recovery would read (see the writing section), and what the store last wrote
         self._stored: _Stored | None = None
         self._node_ledger = NO_LEDGER
@@ -393,13 +392,13 @@ class CursorStateStore:
             to_ledger = self._ledger_id is not None or snapshot.mark_delete < self._ml.last_confirmed_entry
             closes_to_ledger = self._closes_to_ledger(snapshot)
             if to_ledger or closes_to_ledger:
-                payload, state = self._position_info(snapshot)
+                payload, built = self._position_info(snapshot, lazy=False)
                 if not (self._rules.over_frame_fails and len(payload) > frame):
-                    ledger = self._view(_Read(_Stored(state, False), {}, "cursor ledger"), reader)
+                    ledger = self._view(_Read(built, {}, "cursor ledger"), reader)
                     persist_now = ledger if to_ledger else None
                     close = ledger if closes_to_ledger else None
-            data, state = self._info_record(snapshot, NO_LEDGER, with_acks=True)
-            node = self._view(_Read(_Stored(state, True), {}, "metadata store"), reader)
+            data, built = self._info_record(snapshot, NO_LEDGER, with_acks=True)
+            node = self._view(_Read(built, {}, "metadata store"), reader)
             if self._rules.over_jute_fails and len(data) > jute:  # refused: the last record stands
                 last = stored or RecordView(snapshot.mark_delete, AckRangeSet())
                 node = RecordView(last.mark_delete, last.acked, last.batch, last.where, "jute", last.long_arrays)
@@ -516,7 +515,13 @@ class CursorStateStore:
     def persist(self, snapshot: CursorSnapshot) -> bool:
         """Persist ``snapshot`` (Pulsar's ``internalMarkDelete`` write path); False when no
         store took it (under a Pulsar version's rules: a ``ManagedCursorInfo`` over
-        ``jute.maxbuffer`` after a refused ledger write), the previous record then stands."""
+        ``jute.maxbuffer`` after a refused ledger write), the previous record then stands.
+
+        On a ``lazy_entries`` store, a range-format ``PositionInfo`` costs O(batch states +
+        ledgers changed since the last persist), plus O(ledgers) at C speed: the record's
+        ranges are the set's frozen per-ledger copies (:meth:`AckRangeSet.range_runs
+        <mledger.core.AckRangeSet.range_runs>`), sized per changed ledger and encoded only if
+        the store reads it back; what a recovery holds of it is the set's kept counts."""
         stored = self._write_state(snapshot)
         self._after_write(snapshot)
         return stored
@@ -527,9 +532,9 @@ class CursorStateStore:
                 self._count_write(0)
                 return self._write_info(snapshot, NO_LEDGER)
             return self._switch_ledger(snapshot, pending=True)
-        payload, state = self._position_info(snapshot)
+        payload, built = self._position_info(snapshot)
         try:
-            appended = self._append_state(self._ledger_id, payload, state)
+            appended = self._append_state(self._ledger_id, payload, built)
         except (EntryTooLargeError, LedgerNotFoundError) as exc:
             log.warning("cursor %s: cursor ledger write failed (%s); persisting to the metadata store", self._path, exc)
             appended = False
@@ -539,7 +544,7 @@ class CursorStateStore:
             return self._fall_back_to_node(snapshot)
         if self._rollover_due():
             # rolloverLedgerIfNeeded -> createNewMetadataLedger, nothing pending
-            self._switch_ledger(snapshot, pending=False, payload=None if self._pulsar else (payload, state))
+            self._switch_ledger(snapshot, pending=False, payload=None if self._pulsar else (payload, built))
         return True
 
     def persist_cursor_properties(self, snapshot: CursorSnapshot) -> None:
@@ -571,8 +576,8 @@ class CursorStateStore:
         if self._closes_to_ledger(snapshot):
             assert self._ledger_id is not None
             try:
-                payload, state = self._position_info(snapshot)
-                if self._append_state(self._ledger_id, payload, state):
+                payload, built = self._position_info(snapshot)
+                if self._append_state(self._ledger_id, payload, built):
                     self._store.seal_ledger(self._ledger_id)
                     return
             except MLedgerError as exc:
@@ -622,7 +627,8 @@ class CursorStateStore:
         an unload now would redeliver, counted towards the maxima (stamped ``now_ms``, else the
         clock's time). ``limits``: no flush will write the change either (apache/pulsar#26498
         with a clean cursor), so the crash total is all lost to the limits. Reads only; writes
-        nothing. O(batch states + ledgers) while the state is within every limit, O(state)
+        nothing. O(batch states) plus O(ledgers) at C speed while the state is within every
+        limit (the range set keeps its counts and extra messages), O(state)
         otherwise (the unload figure's close record)."""
         now = self._ml.clock.now_ms() if now_ms is None else now_ms
         self._figures.observe(snapshot, now, self._config.max_batch_deleted_index_to_persist, limits)
@@ -664,7 +670,6 @@ class CursorStateStore:
         else:
             self._figures.observe(snapshot, now, batch_cap)
         self._observe_unload(snapshot, now)
-        self._full_export = None
 
     def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int) -> None:
         """The unload figure now, from the snapshot the figures just tallied: 0 while within
@@ -676,7 +681,7 @@ class CursorStateStore:
         self._unload_ranges = snapshot.acked.size()
         self._unload_keeps_batch = self._close_keeps_batch(snapshot)
         self._bulk_headroom = self.unload_headroom
-        if self._config.effective_ack_format != "range":
+        if not self._derived()[1].range_format:
             self._bulk_headroom = self._unload_headroom_of(snapshot, now_only=True)
         if self.unload_headroom >= 0:
             keeps = not snapshot.batch or self._unload_keeps_batch
@@ -688,12 +693,13 @@ class CursorStateStore:
         long_array = (self._rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None
         writable = self._ledger_id is not None and (limit is None or limit > 0)
         fcfg = self._ml.factory_config
-        batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
-        fixed = (
-            _BYTES_PER_RECORD_BOUND
-            + sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
-            + _properties_bound(snapshot)
-        )
+        if len(snapshot.batch) <= cfg.max_batch_deleted_index_to_persist:
+            # every batch state kept: their words as the figures just counted them
+            batch_bytes = len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+        else:
+            batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
+            batch_bytes = sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
+        fixed = _BYTES_PER_RECORD_BOUND + batch_bytes + _properties_bound(snapshot)
         rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
         tracker = CloseTracker(
             snapshot.acked,
@@ -745,15 +751,10 @@ class CursorStateStore:
         figure when the close record does not keep batch states (up, then down when the entry
         is complete): the room then gives the figure to follow (``BulkAckRoom.unload``). O(1)
         after an observation; ``shrink_loses_batch`` even past the limits."""
-        reader = self._reader(for_restart=True)
-        ranges, above = self._unload_ranges, self._config.max_unacked_ranges_to_persist_in_metadata_store
+        limits = self._derived()[1]
+        ranges, above = self._unload_ranges, limits.node_above
         # the close's branch (ledger or node) decides whether batch states are kept
-        branch_decides = (
-            self._ledger_id is not None
-            and reader.batch
-            and self._config.deletion_at_batch_index_level_enabled
-            and not reader.rules.batch_indexes_read_from_metadata_store
-        )
+        branch_decides = self._ledger_id is not None and limits.close_batch_read and not limits.node_batch_read
         shrink_loses_batch = branch_decides and (ranges < 0 or ranges > above)
         headroom = self._bulk_headroom if ranges >= 0 else -1
         if headroom < 0:
@@ -762,7 +763,7 @@ class CursorStateStore:
             # an individual acknowledgement moves the range count by one at most: stay on this side
             headroom = min(headroom, above - ranges if ranges <= above else ranges - above - 1)
         per_batch = 1 + -(-(_BYTES_PER_BATCH_BOUND + batch_words * 10) // _BYTES_PER_ENTRY_BOUND)
-        batch_room = max(self._config.max_batch_deleted_index_to_persist - batch_states, 0)
+        batch_room = max(limits.batch_cap - batch_states, 0)
         if self._unload_keeps_batch:
             return BulkAckRoom(headroom, per_batch, batch_room, None, shrink_loses_batch)
         u = self._figures.unload
@@ -801,24 +802,27 @@ class CursorStateStore:
         than the batch cap, and a record certainly within the frame, ``jute.maxbuffer`` and
         state-size limits (at most :data:`_BYTES_PER_ENTRY_BOUND` bytes per range, or per
         acked entry in the long-array format, :data:`_BYTES_PER_BATCH_BOUND`
-        per batch state plus its words, and the properties). O(batch states + properties)."""
-        cfg = self._config
-        acked = snapshot.acked.cardinality()
-        if len(snapshot.batch) > cfg.max_batch_deleted_index_to_persist:
+        per batch state plus its words, and the properties). O(properties)."""
+        limits = self._derived()[1]
+        batch = snapshot.batch
+        if len(batch) > limits.batch_cap:
             return -1
         # the range format keeps ranges (an acknowledgement adds at most one); the long-array
         # format's size follows the acknowledged entries' span: counted by entry
-        ranges = snapshot.acked.size() if cfg.effective_ack_format == "range" else acked
-        fcfg = self._ml.factory_config
+        acked = snapshot.acked.cardinality()
+        ranges = snapshot.acked.size() if limits.range_format else acked
         size = _BYTES_PER_RECORD_BOUND + ranges * _BYTES_PER_ENTRY_BOUND
-        if snapshot.batch:
-            size += len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
-        size += _properties_bound(snapshot)
-        room = (min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state) - size) // _BYTES_PER_ENTRY_BOUND
-        cap = self._range_limit()
-        if cap is not None:
-            room = min(room, cap - ranges)
-        if cfg.effective_ack_format != "range" and cfg.max_unacked_ranges_to_persist_in_metadata_store >= 0:
+        if batch:
+            size += len(batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+        if snapshot.properties or snapshot.cursor_properties:
+            size += _properties_bound(snapshot)
+        room = (limits.record_room - size) // _BYTES_PER_ENTRY_BOUND
+        cap = limits.range_cap
+        if cap is not None and cap - ranges < room:
+            room = cap - ranges
+        if not limits.range_format and limits.node_above >= 0:
+            cfg = self._config
+            fcfg = self._ml.factory_config
             ml = self._ml
             # a long-array record of every entry produced so far fits the frame: the ledger's
             # branch loses nothing within the cap either (for a change applied now only: more
@@ -850,10 +854,10 @@ class CursorStateStore:
         branch of the close keeps them, the metadata store's only since apache/pulsar#26474
         (``recover`` with ``cursorsLedgerId == -1``), and the reader must have batch-index
         acks on."""
-        reader = self._reader(for_restart=True)
-        if not reader.batch or not self._config.deletion_at_batch_index_level_enabled:
+        limits = self._derived()[1]
+        if not limits.close_batch_read:
             return False
-        return reader.rules.batch_indexes_read_from_metadata_store or self._closes_to_ledger(snapshot)
+        return limits.node_batch_read or self._closes_to_ledger(snapshot)
 
     def _built_close_held(self, snapshot: CursorSnapshot) -> Held:
         """What a recovery after a close of ``snapshot`` now reads back, from the record the
@@ -862,25 +866,25 @@ class CursorStateStore:
         self._counting = False
         try:
             if self._closes_to_ledger(snapshot):
-                payload, state = self._position_info(snapshot)
+                payload, built = self._position_info(snapshot)
                 if not (self._rules.over_frame_fails and len(payload) > self._ml.factory_config.frame_limit):
-                    held = self._held_of(_Stored(state, from_node=False), for_restart=True)
+                    held = self._held_of(built, for_restart=True)
                     assert held is not None
                     return held
-            data, state = self._info_record(snapshot, NO_LEDGER, with_acks=True)
+            data, built = self._info_record(snapshot, NO_LEDGER, with_acks=True)
             if self._rules.over_jute_fails and len(data) > self._ml.factory_config.jute_maxbuffer:
                 stored = self._stored  # the close fails: the last record stands
             else:
-                stored = _Stored(state, from_node=True)
+                stored = built
             held = self._held_of(stored, for_restart=True)
             return held if held is not None else Held(snapshot.mark_delete, 0, 0)
         finally:
             self._counting = counting
-            self._full_export = None
 
     def _held_of(self, stored: _Stored | None, for_restart: bool) -> Held | None:
         """What a recovery reads back from ``stored`` under the reader's rules (``restart_as``
-        for the restart figures, else this store's own). O(ranges) + O(span / 64) of long
+        for the restart figures, else this store's own). O(batch states) for a record whose
+        acks its build counted (:class:`_Known`), else O(ranges) + O(span / 64) of long
         arrays."""
         if stored is None:
             return None
@@ -888,14 +892,21 @@ class CursorStateStore:
             return stored.held
         reader = self._reader(for_restart)
         state = stored.state
+        known = stored.known
+        if known is not None and known.acks is not None:
+            entries, extra = known.acks  # range format: read alike by every reader
+        else:
+            entries, extra = self._acks_held(state, reader)
+        batch = _batch_read(state, stored.from_node, reader, None if known is None else known.batch)
+        return Held(Position(*state.mark_delete), entries, extra, batch)
+
+    def _acks_held(self, state: PersistedCursorState, reader: _Reader) -> tuple[int, int]:
+        """The acknowledged entries a recovery by ``reader`` reads from ``state`` and their
+        messages beyond one. O(ranges) + O(span / 64) of long arrays."""
         counts = self._ml.entry_messages
         ranges, long_arrays = _acks_read(state, reader)
         entries = extra = 0
-        full = self._full_export
-        if ranges is not None and full is not None and ranges is full[0] and full[1].cardinality() == full[2]:
-            # every range of the set, as built from it: the same sums, kept per ledger there
-            entries, extra = full[2], full[1].extra_messages(counts)
-        elif ranges is not None and ranges.size:
+        if ranges is not None and ranges.size:
             entries += int((ranges.upper_entry - ranges.lower_entry).sum())
             if counts.batched:
                 same = ranges.lower_ledger == ranges.upper_ledger
@@ -916,7 +927,7 @@ class CursorStateStore:
                 if counts.batched:
                     ids += start * 64
                     extra += counts.extra_in_runs(int(ledger_id), ids, ids)
-        return Held(Position(*state.mark_delete), entries, extra, _batch_read(state, stored.from_node, reader))
+        return entries, extra
 
     def _reader(self, for_restart: bool) -> _Reader:
         """Who recovers: the ``restart_as`` version with its own batch-index default (for the
@@ -931,6 +942,11 @@ class CursorStateStore:
     def _rules_of_config(self) -> tuple[PulsarVersion, _Reader, _Reader]:
         """The rules row of the settings in force, this store's reader and the restart
         figures' (recomputed when the settings object changes: ``ManagedLedger.set_config``)."""
+        return self._derived()[0]
+
+    def _derived(self) -> tuple[tuple[PulsarVersion, _Reader, _Reader], _Limits]:
+        """:meth:`_rules_of_config` and the :class:`_Limits` of the settings in force, derived
+        once per settings object."""
         cfg = self._config
         cached = self._rules_cache
         if cached is not None and cached[0] is cfg:
@@ -941,8 +957,19 @@ class CursorStateStore:
         if cfg.restart_as is not None:
             row = pulsar_version(cfg.restart_as)
             restart = _Reader(row, row.defaults.get("deletion_at_batch_index_level_enabled", "true") == "true")
-        self._rules_cache = (cfg, (rules, own, restart))
-        return rules, own, restart
+        fcfg = self._ml.factory_config
+        limits = _Limits(
+            cfg.max_batch_deleted_index_to_persist,
+            cfg.effective_ack_format == "range",
+            self._range_limit(),
+            min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state),
+            restart.batch and cfg.deletion_at_batch_index_level_enabled,
+            restart.rules.batch_indexes_read_from_metadata_store,
+            cfg.max_unacked_ranges_to_persist_in_metadata_store,
+        )
+        derived = ((rules, own, restart), limits)
+        self._rules_cache = (cfg, derived)
+        return derived
 
     @property
     def _pulsar(self) -> bool:
@@ -960,7 +987,7 @@ class CursorStateStore:
         self,
         snapshot: CursorSnapshot,
         pending: bool,
-        payload: tuple[_Payload, PersistedCursorState] | None = None,
+        payload: tuple[_Payload, _Stored] | None = None,
     ) -> bool:
         """A new cursor ledger with the state in it, then the node pointing at it, then the old
         ledger goes (``createNewMetadataLedger`` -> ``switchToNewLedger``). Under a Pulsar
@@ -973,8 +1000,8 @@ class CursorStateStore:
         new_id = self._store.create_ledger()
         try:
             self._ledger_entries = 0
-            data, state = payload if payload is not None else self._position_info(snapshot)
-            written = self._append_state(new_id, data, state)
+            data, built = payload if payload is not None else self._position_info(snapshot)
+            written = self._append_state(new_id, data, built)
             if not written and not self._write_info(snapshot, NO_LEDGER):  # persistPositionToMetaStore
                 self._store.delete_ledger(new_id)
                 return False
@@ -995,8 +1022,8 @@ class CursorStateStore:
         assert held is not None
         self._figures.instant(snapshot, held, self._ml.clock.now_ms())
         if pending:
-            data, state = self._position_info(snapshot)
-            if not self._append_state(new_id, data, state):
+            data, built = self._position_info(snapshot)
+            if not self._append_state(new_id, data, built):
                 self._write_info(snapshot, NO_LEDGER)
         return True
 
@@ -1017,7 +1044,7 @@ class CursorStateStore:
         self._ledger_entries = 0
         self._stats.cursor_ledger_id = NO_LEDGER
 
-    def _append_state(self, ledger_id: int, payload: _Payload, state: PersistedCursorState) -> bool:
+    def _append_state(self, ledger_id: int, payload: _Payload, built: _Stored) -> bool:
         """Append one state (its PIP-381 parts when chunking is in force); False when, under a
         Pulsar version's rules, a bookie refuses it (an entry above the frame limit)."""
         cfg = self._config
@@ -1039,7 +1066,7 @@ class CursorStateStore:
         self._ledger_entries += len(parts)
         self._count_write(len(parts))
         self._stats.persisted_state_bytes = len(payload)
-        self._last_appended = (ledger_id, _Stored(state, from_node=False))
+        self._last_appended = (ledger_id, built)
         if self._node_ledger == ledger_id:
             self._stored = self._last_appended[1]
         return True
@@ -1054,7 +1081,7 @@ class CursorStateStore:
         """Write ``ManagedCursorInfo`` (pointing at ``ledger_id``, -1 for none) for ``snapshot``;
         False when, under a Pulsar version's rules, ZooKeeper refuses it (above
         ``jute.maxbuffer``): the node stays as it was."""
-        data, state = self._info_record(snapshot, ledger_id, with_acks)
+        data, built = self._info_record(snapshot, ledger_id, with_acks)
         jute = self._ml.factory_config.jute_maxbuffer
         self._note_over_limit(len(data), jute)
         if len(data) > jute and self._rules.over_jute_fails:
@@ -1064,46 +1091,44 @@ class CursorStateStore:
         self._node_ledger = ledger_id
         if ledger_id == NO_LEDGER:
             self._stats.persisted_state_bytes = len(data)
-            self._stored = _Stored(state, from_node=True)
+            self._stored = built
         elif self._last_appended is not None and self._last_appended[0] == ledger_id:
             self._stored = self._last_appended[1]
         else:  # a ledger with nothing in it: recoverFromLedger rolls back to the node's mark-delete
             self._stored = _Stored(PersistedCursorState(mark_delete=snapshot.mark_delete), from_node=True)
         return True
 
-    def _info_record(
-        self, snapshot: CursorSnapshot, ledger_id: int, with_acks: bool
-    ) -> tuple[bytes, PersistedCursorState]:
-        """``ManagedCursorInfo`` of ``snapshot`` as stored (compressed) and as a state."""
-        kept: list[PersistedCursorState] = []
+    def _info_record(self, snapshot: CursorSnapshot, ledger_id: int, with_acks: bool) -> tuple[bytes, _Stored]:
+        """``ManagedCursorInfo`` of ``snapshot`` as stored (compressed), and as the record a
+        recovery would read."""
 
-        def encode(state: PersistedCursorState) -> bytes:
-            state.cursors_ledger_id = ledger_id
-            kept[:] = [state]
-            return encode_managed_cursor_info(state)
+        def encode(build: _Build) -> bytes:
+            build.state.cursors_ledger_id = ledger_id
+            return encode_managed_cursor_info(build.state)
 
-        raw = self._bounded(snapshot, for_info=True, with_acks=with_acks, encode=encode)
+        raw, build = self._bounded(snapshot, for_info=True, with_acks=with_acks, lazy=False, encode=encode)
         fcfg = self._ml.factory_config
         ctype = parse_compression_type(fcfg.managed_cursor_info_compression_type)
         data = compress_metadata(raw, ctype, fcfg.managed_cursor_info_compression_threshold_in_bytes, "cursor")
-        return data, kept[0]
+        return data, build.stored(from_node=True)
 
-    def _position_info(self, snapshot: CursorSnapshot) -> tuple[_Payload, PersistedCursorState]:
+    def _position_info(self, snapshot: CursorSnapshot, lazy: bool = True) -> tuple[_Payload, _Stored]:
         """``PositionInfo`` of ``snapshot``, encoded (for a ``lazy_entries`` store: sized, and
-        encoded when the store reads it), and as a state."""
-        kept: list[PersistedCursorState] = []
+        encoded when the store reads it), and as the record a recovery would read. ``lazy``
+        False: the record's state holds its ranges whatever the store (to be decoded)."""
+        lazy = lazy and self._lazy_entries
 
-        def encode(state: PersistedCursorState) -> _Payload:
-            kept[:] = [state]
-            if self._lazy_entries:
-                return PositionInfoEntry(state, self._range_bytes)
+        def encode(build: _Build) -> _Payload:
+            state = build.state
+            if lazy:
+                return PositionInfoEntry(state, self._range_bytes, build.runs if state.ranges is None else None)
             ranges = state.ranges
             if ranges is None:
                 return encode_position_info(state)
             return encode_position_info(state, ranges_bytes=self._range_bytes.encode(ranges))
 
-        data = self._bounded(snapshot, for_info=False, with_acks=True, encode=encode)
-        return data, kept[0]
+        data, build = self._bounded(snapshot, for_info=False, with_acks=True, lazy=lazy, encode=encode)
+        return data, build.stored(from_node=False)
 
     def _note_over_limit(self, size: int, limit: int) -> None:
         if size > limit and self._stats.state_over_limit_at_ms < 0:
@@ -1138,14 +1163,17 @@ class CursorStateStore:
         snapshot: CursorSnapshot,
         for_info: bool,
         with_acks: bool,
-        encode: Callable[[PersistedCursorState], _P],
-    ) -> _P:
+        lazy: bool,
+        encode: Callable[[_Build], _P],
+    ) -> tuple[_P, _Build]:
         """The snapshot's record, encoded, within the limits: the range and batch limits, and
         ``max_state_size_in_bytes`` (a reader refuses a larger state, so the acks nearest the
         mark-delete that fit are kept and the rest counted as truncated, like the range limit).
 
         One build of the record, as Pulsar's builders run once per record written: what it
-        dropped is counted (:meth:`_note_build`). The size check is O(1) for a state that fits;
+        dropped is counted (:meth:`_note_build`). ``lazy``: the range format's ranges stay the
+        set's runs (:class:`~mledger.core.RangeRuns`, ``_Build.runs``), not joined into the
+        state's arrays. The size check is O(1) for a state that fits;
         a state over the limit is re-encoded with proportionally fewer ranges (then batch
         states) until it fits, a few rounds. Raises ``EntryTooLargeError`` when even a state
         without acks does not fit (properties alone above the limit)."""
@@ -1153,8 +1181,8 @@ class CursorStateStore:
         batch_limit = self._config.max_batch_deleted_index_to_persist
         limited = False
         while True:
-            build = self._record(snapshot, for_info, with_acks, range_limit, batch_limit)
-            data = encode(build.state)
+            build = self._record(snapshot, for_info, with_acks, range_limit, batch_limit, lazy)
+            data = encode(build)
             if len(data) <= self._max_state:
                 break
             ratio = self._max_state / len(data) * 0.9
@@ -1181,7 +1209,7 @@ class CursorStateStore:
         self._size_limited = limited
         if with_acks and self._counting:  # a node written beside the cursor ledger builds no acks
             self._note_build(build)
-        return data
+        return data, build
 
     def _kept_acks(self, snapshot: CursorSnapshot, for_info: bool, range_limit: int | None) -> int:
         """What ``range_limit`` counts in the format in force: ranges, or acked entries for the
@@ -1198,9 +1226,11 @@ class CursorStateStore:
         with_acks: bool,
         range_limit: int | None,
         batch_limit: int,
+        lazy: bool = False,
     ) -> _Build:
         """The snapshot as a record in the configured format, truncated to the limits given,
-        with what each builder dropped.
+        with what each builder dropped (``lazy``: ranges left as the set's runs, see
+        :meth:`_bounded`) and what a recovery holds of it (:class:`_Known`).
 
         The acks, as ``persistPositionToLedger`` builds them: the long-array format
         (``toRanges(max)``, with the cut-off of the rules in force) unless it left no ledger,
@@ -1219,6 +1249,8 @@ class CursorStateStore:
             state.last_active = self._ml.clock.now_ms()
         dropped = 0
         range_builder_dropped = long_array_cut = False
+        runs = None
+        acks: tuple[int, int] | None = None  # what a recovery holds of the ranges, when known here
         if with_acks and acked:
             fmt = "range" if for_info else cfg.effective_ack_format
             if fmt == "long_array":
@@ -1231,20 +1263,30 @@ class CursorStateStore:
                 state.long_arrays = None
                 if cfg.unacked_ranges_limit_off_by_one and range_limit is not None and range_limit >= 0:
                     range_limit += 1  # before apache/pulsar#25548: one range over the limit
-                ledgers, lowers, uppers, dropped = acked.to_range_arrays(range_limit)
+                counts = self._ml.entry_messages
+                if lazy and fmt != "auto":  # the set's frozen runs, sized per changed ledger
+                    runs = acked.range_runs(range_limit)
+                    dropped = runs.dropped
+                    acks = runs.entries, _runs_extra(runs, acked, counts)
+                else:  # arrays to encode now, from the set's cached runs
+                    ledgers, lowers, uppers, dropped = acked.to_range_arrays(range_limit)
+                    if fmt == "auto":
+                        state.ranges, state.long_arrays = _smaller_per_ledger(acked, ledgers, lowers, uppers)
+                    else:
+                        state.ranges = RangeArrays(ledgers, lowers, ledgers.copy(), uppers)
+                        if not dropped:  # every range of the set: its kept counts
+                            acks = acked.cardinality(), acked.extra_messages(counts)
                 range_builder_dropped = dropped > 0
-                if fmt == "auto":
-                    state.ranges, state.long_arrays = _smaller_per_ledger(acked, ledgers, lowers, uppers)
-                else:
-                    state.ranges = RangeArrays(ledgers, lowers, ledgers.copy(), uppers)
-                    if not dropped:
-                        self._full_export = (state.ranges, acked, acked.cardinality())
+        elif not state.long_arrays:
+            acks = (0, 0)  # no acks in the record
         dropped_batch = 0
+        kept: tuple[tuple[Position, int], ...] = ()
         if cfg.deletion_at_batch_index_level_enabled and batch:
             kept = batch[:batch_limit]
             state.batch_deleted = [(p, _words_of(bits)) for p, bits in kept]
             dropped_batch = len(batch) - len(kept)
-        return _Build(state, dropped, dropped_batch, range_builder_dropped, long_array_cut)
+        known = _Known(acks, kept)
+        return _Build(state, dropped, dropped_batch, range_builder_dropped, long_array_cut, runs, known)
 
     def _note_build(self, build: _Build) -> None:
         """Count one build of a record: what it dropped (``truncated_*``, the last build's and
@@ -1312,14 +1354,52 @@ class _Counters:
             setattr(self, name, getattr(defaults, name))
 
 
+class _Limits(NamedTuple):
+    """What the observation path reads of the settings in force (``CursorStateStore._derived``)."""
+
+    batch_cap: int
+    """``max_batch_deleted_index_to_persist``."""
+    range_format: bool
+    """The individual-ack format in force is the range format."""
+    range_cap: int | None
+    """``CursorStateStore._range_limit``."""
+    record_room: int
+    """The bytes every store takes in one record: the frame, ``jute.maxbuffer`` and the state size."""
+    close_batch_read: bool
+    """A recovery after a close may read batch states back: the restart reader has batch-index
+    acks on, and so do the settings."""
+    node_batch_read: bool
+    """The restart reader reads the node's batch states (apache/pulsar#26474)."""
+    node_above: int
+    """``max_unacked_ranges_to_persist_in_metadata_store``."""
+
+
+class _Known(NamedTuple):
+    """What a recovery holds of a record, known when it was built (O(ledgers) from the range
+    set's kept counts) rather than read from it (O(ranges))."""
+
+    acks: tuple[int, int] | None
+    """The acknowledged entries of its ranges and their messages beyond one; None: read them
+    from the record (long arrays)."""
+    batch: tuple[tuple[Position, int], ...]
+    """Its batch states as ``(position, remaining bits)``."""
+
+
 class _Build(NamedTuple):
-    """One build of a record and what its builders dropped."""
+    """One build of a record, what its builders dropped and what a recovery holds of it."""
 
     state: PersistedCursorState
     dropped_ranges: int
     dropped_batch: int
     range_builder_dropped: bool
     long_array_cut: bool
+    runs: RangeRuns | None
+    """A lazy build's range-format ranges, as the set's runs (``state.ranges`` is then None)."""
+    known: _Known
+
+    def stored(self, from_node: bool) -> _Stored:
+        """The record as stored (for the node: ``from_node``)."""
+        return _Stored(self.state, from_node, known=self.known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1330,6 +1410,8 @@ class _Stored:
     state: PersistedCursorState | None
     from_node: bool
     held: Held | None = None
+    known: _Known | None = None
+    """What a recovery holds of ``state``, known from its build (None: read from ``state``)."""
 
 
 class _Read(NamedTuple):
@@ -1362,12 +1444,20 @@ def _acks_read(state: PersistedCursorState, reader: _Reader) -> tuple[RangeArray
     return ranges, long_arrays
 
 
-def _batch_read(state: PersistedCursorState, from_node: bool, reader: _Reader) -> dict[Position, int]:
+def _batch_read(
+    state: PersistedCursorState,
+    from_node: bool,
+    reader: _Reader,
+    kept: tuple[tuple[Position, int], ...] | None = None,
+) -> dict[Position, int]:
     """The batch states a recovery reads back: with batch-index acks on, from a cursor-ledger
     entry (``recoverFromLedger``), and from the node only where the rules read it
-    (``recover`` with ``cursorsLedgerId == -1``: apache/pulsar#26474)."""
+    (``recover`` with ``cursorsLedgerId == -1``: apache/pulsar#26474). ``kept``: the record's
+    states as bits, as its build took them (else read from its words)."""
     if not reader.batch or (from_node and not reader.rules.batch_indexes_read_from_metadata_store):
         return {}
+    if kept is not None:
+        return {position: bits for position, bits in kept if bits}
     batch: dict[Position, int] = {}
     for position, words in state.batch_deleted:
         bits = words_to_ack_set(words)
@@ -1414,6 +1504,23 @@ def _range_problem(ll: int, le: int, ul: int, ue: int, entries: int | None, inve
     if le < -1 or ue > MAX_ENTRY_ID:
         return f"{stored} holds an entry id outside [0, {MAX_ENTRY_ID}]"
     return f"{stored} {_outside(ul, entries)}"
+
+
+def _runs_extra(runs: RangeRuns, acked: AckRangeSet, counts: EntryMessages) -> int:
+    """Messages beyond one of the entries in the kept ranges ``runs`` of ``acked`` (just
+    exported from it): the set's kept counts of whole ledgers, the runs of a ledger the limit
+    cut. O(ledgers)."""
+    if not counts.batched:
+        return 0
+    if not runs.dropped:
+        return acked.extra_messages(counts)
+    extra = 0
+    for ledger_id, part in zip(runs.ledgers, runs.parts, strict=True):
+        if isinstance(part, tuple):  # the ledger the limit cut: its first runs
+            extra += counts.extra_in_runs(ledger_id, *part)
+        else:
+            extra += acked.ledger_extra_messages(ledger_id, counts)
+    return extra
 
 
 def _smaller_per_ledger(

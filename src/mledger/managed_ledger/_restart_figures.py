@@ -118,8 +118,9 @@ class _BatchTally:
 
     Kept as running totals: a count against the same record's states (or none, as the last)
     and cap as the last, with no more states than the cap, adds and takes away only the states that changed since (a state is
-    its position, its remaining bits and the batch size given with its acks; found by set
-    difference, in C), O(changed) in Python; otherwise it counts every state again."""
+    its position, its remaining bits and the batch size given with its acks; found past the
+    states the two counts share at their start and end, by bisection over tuple slices, then by
+    set difference, in C), O(changed) in Python; otherwise it counts every state again."""
 
     __slots__ = (
         "_batch",
@@ -127,7 +128,7 @@ class _BatchTally:
         "_kept",
         "_known",
         "_parts",
-        "_states",
+        "_sizes",
         "all",
         "lost",
         "tail",
@@ -142,13 +143,13 @@ class _BatchTally:
         # batch sizes the ledger's counts were seen to hold (their entries are above the
         # mark-delete, so their ledgers' counts stay): not looked up again
         self._known: dict[Position, int] = {}
-        # the states last counted, each ((position, remaining), size given), and what each
-        # added to the totals: (messages, lost messages, words); against record ``_kept``
-        self._states: frozenset[tuple[tuple[Position, int], int | None]] = frozenset()
+        # what each state last counted, ((position, remaining), size given), added to the
+        # totals: (messages, lost messages, words); against record ``_kept``
         self._parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
         self._kept: Mapping[Position, int] | None = None
         self._cap = -1
-        self._batch: tuple[tuple[Position, int], ...] | None = None  # the tuple last counted
+        self._batch: tuple[tuple[Position, int], ...] = ()  # the tuple last counted
+        self._sizes: list[int | None] = []  # the sizes given with its states' acks
 
     def count(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages, cap: int) -> None:
         """O(batch states) in C and O(states changed since the last count) in Python, or
@@ -162,17 +163,21 @@ class _BatchTally:
             self._kept = kept
             self.unknown_sizes = []
             return
-        states = frozenset(zip(batch, map(snapshot.batch_sizes.get, map(_first, batch)), strict=True))
-        self._batch = batch
+        sizes = list(map(snapshot.batch_sizes.get, map(_first, batch)))
         if cap != self._cap or len(batch) > cap or not same_record:
-            self._recount(snapshot, kept, counts, cap, states)
+            self._recount(snapshot, kept, counts, cap, sizes)
             return
+        before, before_sizes = self._batch, self._sizes
+        head, tail = _shared_ends(before, before_sizes, batch, sizes)
+        gone = set(zip(before[head : len(before) - tail], before_sizes[head : len(before) - tail], strict=True))
+        came = set(zip(batch[head : len(batch) - tail], sizes[head : len(batch) - tail], strict=True))
+        self._batch, self._sizes = batch, sizes
         self._kept = kept  # the same record's states, or none in either
         parts = self._parts
         all_m, all_e = self.all
         lost_m, lost_e = self.lost
         words = self.words
-        for state in self._states - states:
+        for state in gone - came:
             n, lost, w = parts.pop(state)
             words -= w
             if n:
@@ -180,14 +185,13 @@ class _BatchTally:
             if lost:
                 lost_m, lost_e = lost_m - lost, lost_e - 1
         unknown: list[tuple[Position, int]] = []
-        for state in states - self._states:
+        for state in came - gone:
             n, lost, w = parts[state] = self._part(state, snapshot.batch_sizes, kept, counts, unknown)
             words += w
             if n:
                 all_m, all_e = all_m + n, all_e + 1
             if lost:
                 lost_m, lost_e = lost_m + lost, lost_e + 1
-        self._states = states
         self.all, self.lost, self.words = (all_m, all_e), (lost_m, lost_e), words
         self.tail = (0, 0)  # no more states than the cap
         self.unknown_sizes = sorted(unknown)  # in position order, as a full count finds them
@@ -198,16 +202,17 @@ class _BatchTally:
         kept: Mapping[Position, int],
         counts: EntryMessages,
         cap: int,
-        states: frozenset[tuple[tuple[Position, int], int | None]],
+        given: list[int | None],
     ) -> None:
-        """Every state counted again. O(batch states)."""
+        """Every state counted again (``given``: the size given with each state's acks).
+        O(batch states)."""
         lost_m = lost_e = all_m = all_e = tail_m = tail_e = words = 0
         sizes = snapshot.batch_sizes
         unknown: list[tuple[Position, int]] = []
         if len(self._known) > 2 * len(snapshot.batch) + 64:  # forget the entries acked whole since
             self._known.clear()
         parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
-        for i, state in enumerate(zip(snapshot.batch, map(sizes.get, map(_first, snapshot.batch)), strict=True)):
+        for i, state in enumerate(zip(snapshot.batch, given, strict=True)):
             n, lost, w = parts[state] = self._part(state, sizes, kept, counts, unknown)
             words += w
             if not n:
@@ -223,7 +228,8 @@ class _BatchTally:
         self.lost, self.all, self.tail = (lost_m, lost_e), (all_m, all_e), (tail_m, tail_e)
         self.words = words
         self.unknown_sizes = unknown
-        self._states, self._parts, self._kept, self._cap = states, parts, kept, cap
+        self._batch, self._sizes = snapshot.batch, given
+        self._parts, self._kept, self._cap = parts, kept, cap
 
     def _part(
         self,
@@ -254,21 +260,65 @@ class _BatchTally:
 _first = itemgetter(0)
 
 
-def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:
+def _shared_ends(
+    before: tuple[tuple[Position, int], ...],
+    before_sizes: list[int | None],
+    after: tuple[tuple[Position, int], ...],
+    after_sizes: list[int | None],
+) -> tuple[int, int]:
+    """How many states (with their sizes) two counts share at their start, then at their end
+    (never overlapping): bisection over slice comparisons, O(n) in C (a state that did not
+    change is the same objects, compared by identity first)."""
+    k = min(len(before), len(after))
+    head, hi = 0, k
+    while head < hi:  # before[:head] == after[:head]; the first difference is before hi + 1
+        mid = (head + hi + 1) // 2
+        if before[head:mid] == after[head:mid] and before_sizes[head:mid] == after_sizes[head:mid]:
+            head = mid
+        else:
+            hi = mid - 1
+    k -= head
+    m, n = len(before), len(after)
+    tail, hi = 0, k
+    while tail < hi:
+        mid = (tail + hi + 1) // 2
+        if (
+            before[m - mid : m - tail] == after[n - mid : n - tail]
+            and before_sizes[m - mid : m - tail] == after_sizes[n - mid : n - tail]
+        ):
+            tail = mid
+        else:
+            hi = mid - 1
+    return head, tail
+
+
+def _held_batch_of_full(
+    snapshot: CursorSnapshot, held: Held, counts: EntryMessages, indexes: list[tuple[Position, int]] | None = None
+) -> tuple[int, int]:
     """Batch states of ``held`` whose entries are acknowledged whole in the snapshot: the
     indexes they hold, as ``(messages held, entries)`` (each such entry is still redelivered,
-    less those indexes). O(batch states of the record)."""
+    less those indexes). ``indexes``: :func:`_held_indexes` of ``held``, when known. O(batch
+    states of the record)."""
     if not held.batch:
         return 0, 0
-    md, acked = snapshot.mark_delete, snapshot.acked
+    md, contains = snapshot.mark_delete, snapshot.acked.contains
     messages = entries = 0
-    for position, remaining in held.batch.items():
-        if position <= md or acked.contains(position[0], position[1]):
-            size = counts.of(position[0], position[1])
-            size = size if size > 1 else max(remaining.bit_length(), 1)
-            messages += size - (remaining & ((1 << size) - 1)).bit_count()
+    for position, held_messages in _held_indexes(held, counts) if indexes is None else indexes:
+        if position <= md or contains(position[0], position[1]):
+            messages += held_messages
             entries += 1
     return messages, entries
+
+
+def _held_indexes(held: Held, counts: EntryMessages) -> list[tuple[Position, int]]:
+    """The acknowledged indexes each batch state of ``held`` holds, by position (its batch
+    size recorded with the entry, else its highest remaining index + 1). O(its batch states)."""
+    indexes = []
+    for position, remaining in held.batch.items():
+        size = counts.of(position[0], position[1])
+        size = size if size > 1 else max(remaining.bit_length(), 1)
+        indexes.append((position, size - (remaining & ((1 << size) - 1)).bit_count()))
+    return indexes
 
 
 def _full_above(snapshot: CursorSnapshot, since: Position, ledger: LedgerView, acked_extra: int) -> tuple[int, int]:
@@ -359,6 +409,7 @@ class RestartFigures:
         "_batch_tail",
         "_crash",
         "_held",
+        "_held_indexes",
         "_ledger",
         "_limits",
         "_unload",
@@ -368,6 +419,8 @@ class RestartFigures:
     def __init__(self, ledger: LedgerView) -> None:
         self._ledger = ledger
         self._held: Held | None = None
+        # _held_indexes of the record held, with the generation of the counts they read
+        self._held_indexes: tuple[Held, int, list[tuple[Position, int]]] | None = None
         self._crash = _Figure()
         self._limits = _Figure()
         self._unload = _Figure()
@@ -501,7 +554,10 @@ class RestartFigures:
         if held is None:
             return 0, 0
         full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, self._acked_extra)
-        part_m, part_e = _held_batch_of_full(snapshot, held, counts)
+        cached = self._held_indexes
+        if cached is None or cached[0] is not held or cached[1] != counts.generation:
+            cached = self._held_indexes = (held, counts.generation, _held_indexes(held, counts))
+        part_m, part_e = _held_batch_of_full(snapshot, held, counts, cached[2])
         self._base_messages = full_m - (held.entries + held.extra) - part_m
         self._base_entries = full_e - held.entries
         self._batch_messages, self._batch_entries = batch.lost

@@ -15,7 +15,10 @@ unmodified ``ManagedLedger`` and ``ManagedCursor`` run on it:
 * **Records built when read.** The store declares ``lazy_entries``: a cursor's state store
   then appends its ``PositionInfo`` records sized but not encoded
   (:class:`~mledger.codec.PositionInfoEntry`), and only a record that is read (the last of a
-  cursor ledger) is ever encoded: a replay persists a cursor every second of its log.
+  cursor ledger) is ever encoded: a replay persists a cursor every second of its log. Such a
+  record holds its ranges as the range set's frozen per-ledger copies
+  (:class:`~mledger.core.RangeRuns`), shared with the records before it for every ledger that
+  did not change, so that keeping it costs the ledgers changed since the last persist.
 
 Metadata (``ManagedLedgerInfo``, ``ManagedCursorInfo``) lives in an inner
 :class:`~mledger.storage.MemoryStore`. Single-threaded use; the lock of the inner store
