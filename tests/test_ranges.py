@@ -211,21 +211,6 @@ def test_size_is_the_number_of_ranges_not_entries() -> None:
     s._check()
 
 
-def test_a_small_bulk_add_moves_the_counted_ranges_by_its_joins() -> None:
-    s = AckRangeSet()
-    s.add_many(1, np.array([0, 1, 5, 9]))
-    assert s.size() == 3  # counted: later small adds follow the count
-    s.add_many(1, np.array([2, 3, 4, 7, 12]))  # joins 0-1 and 5 through 2-4; 7 and 12 alone
-    assert s.size() == 4
-    s.add_many(1, np.array([6, 8, 8, 10, 11]))  # joins everything, 8 repeated
-    assert s.size() == 1
-    s.add_many(2, np.array([MAX_ENTRY_ID, MAX_ENTRY_ID - 2]))
-    assert s.size() == 3
-    s.add_many(2, np.array([MAX_ENTRY_ID - 1]))
-    assert s.size() == 2
-    s._check()
-
-
 def test_runs_crossing_roaring_container_boundaries_are_one_range() -> None:
     s = AckRangeSet()
     s.add_range(1, 65530, 65540)
