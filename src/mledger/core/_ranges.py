@@ -154,18 +154,13 @@ class AckRangeSet:
         if ledger_id in self._run_arrays:
             self._pend(ledger_id, entry_id)
 
-    def _follow_many(self, ledger_id: int, values: np.ndarray, runs_added: int | None = None) -> None:
+    def _follow_many(self, ledger_id: int, values: np.ndarray) -> None:
         """The caches of one ledger after a bulk add of ``values`` (some perhaps acked before):
-        its run count moves by ``runs_added`` when given, else is counted again when next
-        asked; its cached runs take them at the next export (:meth:`_pend`) when they are
-        few, else they are dropped."""
-        count = self._runs.get(ledger_id)
+        its run count is counted again when next asked; its cached runs take them at the next
+        export (:meth:`_pend`) when they are few, else they are dropped."""
+        count = self._runs.pop(ledger_id, None)
         if count is not None:
-            if runs_added is None:
-                del self._runs[ledger_id]
-                self._run_total -= count
-            else:
-                self._note_run_count(ledger_id, count + runs_added)
+            self._run_total -= count
             self._frozen.pop(ledger_id, None)
         if ledger_id not in self._run_arrays:
             return
@@ -283,8 +278,7 @@ class AckRangeSet:
         extra = self._extra
         if extra and ledger_id in extra:
             self._add_extra(ledger_id, self._weights.extra_of(ledger_id, fresh))  # type: ignore[union-attr]
-        runs_added = _runs_added(bm, fresh) if ledger_id in self._runs else None
-        self._follow_many(ledger_id, values, runs_added)
+        self._follow_many(ledger_id, values)
         self._cardinality += len(fresh)
         return len(fresh)
 
@@ -1042,20 +1036,6 @@ def _bad_entry(ledger_id: int, entry_id: int) -> None:
 def _run_count(bm: BitMap | FrozenBitMap) -> int:
     # Elements whose predecessor is also present continue a run; the rest start one.
     return len(bm) - bm.intersection_cardinality(bm.shift(1))
-
-
-def _runs_added(bm: BitMap, fresh: list[int]) -> int:
-    """How many runs ``bm`` gained when the entries ``fresh`` (none in it before) were added
-    to it: a run starts at each value whose predecessor is absent, and only the fresh values
-    and their successors can change that. O(len(fresh))."""
-    new = set(fresh)
-    change = 0
-    for x in new | {e + 1 for e in new if e < MAX_ENTRY_ID}:
-        now = x in bm
-        prev_now = x > 0 and x - 1 in bm
-        prev_before = prev_now and x - 1 not in new
-        change += (now and not prev_now) - (now and x not in new and not prev_before)
-    return change
 
 
 def _first_values(bm: BitMap, count: int) -> np.ndarray:
