@@ -163,6 +163,11 @@ class _BatchTally:
             self._kept = kept
             self.unknown_sizes = []
             return
+        if not same_record and cap == self._cap and len(batch) <= cap and kept == dict(batch):
+            # a record of these very states (a write of this snapshot, within the cap): it
+            # loses none of them; the other totals are the same record's
+            self._held_all(snapshot, kept, counts)
+            return
         sizes = list(map(snapshot.batch_sizes.get, map(_first, batch)))
         if cap != self._cap or len(batch) > cap or not same_record:
             self._recount(snapshot, kept, counts, cap, sizes)
@@ -195,6 +200,22 @@ class _BatchTally:
         self.all, self.lost, self.words = (all_m, all_e), (lost_m, lost_e), words
         self.tail = (0, 0)  # no more states than the cap
         self.unknown_sizes = sorted(unknown)  # in position order, as a full count finds them
+
+    def _held_all(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages) -> None:
+        """:meth:`count` against a new record ``kept`` that holds every state of the snapshot
+        as it is (so none loses an index): the other totals as against the last record, then
+        every state's lost share 0. O(changed states), and O(states) at C speed."""
+        if len(self._known) > 2 * len(snapshot.batch) + 64:  # as _recount
+            self._known.clear()
+        if snapshot.batch is self._batch:
+            self.unknown_sizes = []
+        else:  # the changed states, counted against the new record (which loses none of them)
+            self._kept = kept
+            self.count(snapshot, kept, counts, self._cap)
+        if self.lost[1]:
+            self._parts = {state: (n, 0, w) for state, (n, _, w) in self._parts.items()}
+        self.lost = (0, 0)
+        self._kept = kept
 
     def _recount(
         self,
@@ -292,33 +313,22 @@ def _shared_ends(
     return head, tail
 
 
-def _held_batch_of_full(
-    snapshot: CursorSnapshot, held: Held, counts: EntryMessages, indexes: list[tuple[Position, int]] | None = None
-) -> tuple[int, int]:
+def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:
     """Batch states of ``held`` whose entries are acknowledged whole in the snapshot: the
-    indexes they hold, as ``(messages held, entries)`` (each such entry is still redelivered,
-    less those indexes). ``indexes``: :func:`_held_indexes` of ``held``, when known. O(batch
-    states of the record)."""
+    indexes they hold (its batch size recorded with the entry, else its highest remaining
+    index + 1), as ``(messages held, entries)`` (each such entry is still redelivered, less
+    those indexes). O(batch states of the record); the sizes looked up for those entries only."""
     if not held.batch:
         return 0, 0
-    md, contains = snapshot.mark_delete, snapshot.acked.contains
+    md, contains, of = snapshot.mark_delete, snapshot.acked.contains, counts.of
     messages = entries = 0
-    for position, held_messages in _held_indexes(held, counts) if indexes is None else indexes:
+    for position, remaining in held.batch.items():
         if position <= md or contains(position[0], position[1]):
-            messages += held_messages
+            size = of(position[0], position[1])
+            size = size if size > 1 else max(remaining.bit_length(), 1)
+            messages += size - (remaining & ((1 << size) - 1)).bit_count()
             entries += 1
     return messages, entries
-
-
-def _held_indexes(held: Held, counts: EntryMessages) -> list[tuple[Position, int]]:
-    """The acknowledged indexes each batch state of ``held`` holds, by position (its batch
-    size recorded with the entry, else its highest remaining index + 1). O(its batch states)."""
-    indexes = []
-    for position, remaining in held.batch.items():
-        size = counts.of(position[0], position[1])
-        size = size if size > 1 else max(remaining.bit_length(), 1)
-        indexes.append((position, size - (remaining & ((1 << size) - 1)).bit_count()))
-    return indexes
 
 
 def _full_above(snapshot: CursorSnapshot, since: Position, ledger: LedgerView, acked_extra: int) -> tuple[int, int]:
@@ -409,7 +419,6 @@ class RestartFigures:
         "_batch_tail",
         "_crash",
         "_held",
-        "_held_indexes",
         "_ledger",
         "_limits",
         "_unload",
@@ -419,8 +428,6 @@ class RestartFigures:
     def __init__(self, ledger: LedgerView) -> None:
         self._ledger = ledger
         self._held: Held | None = None
-        # _held_indexes of the record held, with the generation of the counts they read
-        self._held_indexes: tuple[Held, int, list[tuple[Position, int]]] | None = None
         self._crash = _Figure()
         self._limits = _Figure()
         self._unload = _Figure()
@@ -554,10 +561,7 @@ class RestartFigures:
         if held is None:
             return 0, 0
         full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, self._acked_extra)
-        cached = self._held_indexes
-        if cached is None or cached[0] is not held or cached[1] != counts.generation:
-            cached = self._held_indexes = (held, counts.generation, _held_indexes(held, counts))
-        part_m, part_e = _held_batch_of_full(snapshot, held, counts, cached[2])
+        part_m, part_e = _held_batch_of_full(snapshot, held, counts)
         self._base_messages = full_m - (held.entries + held.extra) - part_m
         self._base_entries = full_e - held.entries
         self._batch_messages, self._batch_entries = batch.lost
