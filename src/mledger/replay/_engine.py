@@ -1554,40 +1554,38 @@ class PartitionReplayer:
                 ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), plan.bidx[rows].tolist(), strict=True)
             ]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
-        pg, bidx = plan.g[rows], plan.bidx[rows].astype(np.int64)
-        order = np.lexsort((bidx, pg))
-        pg, rows, bidx = pg[order], rows[order], bidx[order]
-        next_entry = pg[1:] != pg[:-1]
-        starts = np.flatnonzero(np.concatenate(((True,), next_entry)))
-        distinct = np.concatenate(((True,), next_entry | (bidx[1:] != bidx[:-1])))
-        counts = np.add.reduceat(distinct, starts, dtype=np.int64)
-        sizes = plan.size[rows[starts]]
-        complete = counts == sizes
-        if complete.any():
-            positions.append(plan.at[rows[starts[complete]]])
-        partial = ~complete
-        if partial.any():
-            ack_sets: list[int] = []
-            if int(sizes.max()) <= 62:  # every set fits an int64: one reduction for all entries
-                acked_bits = np.bitwise_or.reduceat(np.left_shift(np.int64(1), bidx), starts)
-                full = np.left_shift(np.int64(1), sizes.astype(np.int64)) - 1
-                ack_sets = (full & ~acked_bits)[partial].tolist()
+        # a call holds a few rows: one pass over them as Python ints (numpy's fixed cost per call
+        # is more than the loop): each entry's acked index bits and its first row, by entry
+        acked_bits: dict[int, int] = {}
+        first_row: dict[int, int] = {}
+        for row, g, b in zip(rows.tolist(), plan.g[rows].tolist(), plan.bidx[rows].tolist(), strict=True):
+            bits = acked_bits.get(g)
+            if bits is None:
+                acked_bits[g], first_row[g] = 1 << b, row
             else:
-                bits = [1 << int(b) for b in bidx.tolist()]
-                ends = np.append(starts[1:], pg.size)
-                for s, e, size in zip(
-                    starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(), strict=True
-                ):
-                    acked = 0
-                    for b in bits[s:e]:
-                        acked |= b
-                    ack_sets.append(((1 << size) - 1) & ~acked)
-            first = rows[starts[partial]]
+                acked_bits[g] = bits | (1 << b)
+        size_of = plan.size
+        complete: list[int] = []
+        partial: list[int] = []
+        ack_sets: list[int] = []
+        sizes: list[int] = []
+        for g in sorted(acked_bits):
+            row, bits = first_row[g], acked_bits[g]
+            size = int(size_of[row])
+            if bits.bit_count() == size:
+                complete.append(row)
+            else:
+                partial.append(row)
+                ack_sets.append(((1 << size) - 1) & ~bits)
+                sizes.append(size)
+        if complete:
+            positions.append(plan.at[complete])
+        if partial:
             # one request with the whole entries: the cursor changes once, as the acks one by one
             # leave it (two calls would show the batch states before the whole entries)
             whole = np.concatenate(positions)
             positions.clear()
-            done += model.ack_batch_sets(name, plan.at[first], ack_sets, sizes[partial], whole)
+            done += model.ack_batch_sets(name, plan.at[partial], ack_sets, np.array(sizes, dtype=np.int64), whole)
         return done
 
     # -- isolated cancels (barriers) -----------------------------------------------------------------------
