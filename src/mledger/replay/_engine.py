@@ -1554,30 +1554,31 @@ class PartitionReplayer:
                 ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), plan.bidx[rows].tolist(), strict=True)
             ]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
-        # a call holds a few rows: one pass over them as Python ints (numpy's fixed cost per call
-        # is more than the loop): each entry's acked index bits and its first row, by entry
+        # one pass over the call's rows as Python ints (cheaper than a lexsort and reductions at
+        # the tens to hundreds of rows a call holds): each entry's acked index bits, its first
+        # row and its batch size, by entry
         acked_bits: dict[int, int] = {}
-        first_row: dict[int, int] = {}
-        for row, g, b in zip(rows.tolist(), plan.g[rows].tolist(), plan.bidx[rows].tolist(), strict=True):
+        first_row: dict[int, tuple[int, int]] = {}
+        for row, g, b, size in zip(
+            rows.tolist(), plan.g[rows].tolist(), plan.bidx[rows].tolist(), plan.size[rows].tolist(), strict=True
+        ):
             bits = acked_bits.get(g)
             if bits is None:
-                acked_bits[g], first_row[g] = 1 << b, row
+                acked_bits[g], first_row[g] = 1 << b, (row, size)
             else:
                 acked_bits[g] = bits | (1 << b)
-        size_of = plan.size
         complete: list[int] = []
         partial: list[int] = []
         ack_sets: list[int] = []
-        sizes: list[int] = []
+        partial_sizes: list[int] = []
         for g in sorted(acked_bits):
-            row, bits = first_row[g], acked_bits[g]
-            size = int(size_of[row])
+            (row, size), bits = first_row[g], acked_bits[g]
             if bits.bit_count() == size:
                 complete.append(row)
             else:
                 partial.append(row)
                 ack_sets.append(((1 << size) - 1) & ~bits)
-                sizes.append(size)
+                partial_sizes.append(size)
         if complete:
             positions.append(plan.at[complete])
         if partial:
@@ -1585,7 +1586,8 @@ class PartitionReplayer:
             # leave it (two calls would show the batch states before the whole entries)
             whole = np.concatenate(positions)
             positions.clear()
-            done += model.ack_batch_sets(name, plan.at[partial], ack_sets, np.array(sizes, dtype=np.int64), whole)
+            sizes = np.array(partial_sizes, dtype=np.int64)
+            done += model.ack_batch_sets(name, plan.at[partial], ack_sets, sizes, whole)
         return done
 
     # -- isolated cancels (barriers) -----------------------------------------------------------------------
