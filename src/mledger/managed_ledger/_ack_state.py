@@ -602,19 +602,31 @@ class AckState:
 
     def _add_groups(self, groups: list[tuple[int, np.ndarray]]) -> int:
         """Acknowledge checked entry ids (per ledger) in bulk; how many were new."""
+        acked = self._acked
         added = 0
         for ledger_id, entries in groups:
-            added += self._acked.add_many(ledger_id, entries)
-        if added and (self._batch or self._ignored):
-            for ledger_id, entries in groups:  # only the states within the span acknowledged
-                low, high = Position(ledger_id, int(entries.min())), Position(ledger_id, int(entries.max()))
-                if self._batch:
-                    for p in [p for p in self._batch.irange(low, high) if self._acked.contains(p[0], p[1])]:
-                        self._drop_batch(p)
-                if self._ignored:
-                    for p in [p for p in self._ignored.irange(low, high) if self._acked.contains(p[0], p[1])]:
-                        self._forget_ignored(p)
+            added += acked.add_many(ledger_id, entries)
+        if added and self._batch:
+            for p in self._now_acked(self._batch, groups):
+                self._drop_batch(p)
+        if added and self._ignored:
+            for p in self._now_acked(self._ignored, groups):
+                self._forget_ignored(p)
         return added
+
+    def _now_acked(self, states: SortedDict, groups: list[tuple[int, np.ndarray]]) -> list[Position]:
+        """The positions of ``states`` (batch states or ignored acks, none acknowledged whole
+        before ``groups`` were added) that ``groups`` acknowledged: each state asked once when
+        they are few, else those within each group's span. O(min(states, groups' spans))."""
+        contains = self._acked.contains
+        if len(states) <= 4 * len(groups):
+            return [p for p in states if contains(p[0], p[1])]
+        return [
+            p
+            for ledger_id, entries in groups
+            for p in states.irange(Position(ledger_id, int(entries.min())), Position(ledger_id, int(entries.max())))
+            if contains(p[0], p[1])
+        ]
 
     def _merge_ack_sets(
         self,

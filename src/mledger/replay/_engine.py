@@ -1554,40 +1554,40 @@ class PartitionReplayer:
                 ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), plan.bidx[rows].tolist(), strict=True)
             ]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
-        pg, bidx = plan.g[rows], plan.bidx[rows].astype(np.int64)
-        order = np.lexsort((bidx, pg))
-        pg, rows, bidx = pg[order], rows[order], bidx[order]
-        next_entry = pg[1:] != pg[:-1]
-        starts = np.flatnonzero(np.concatenate(((True,), next_entry)))
-        distinct = np.concatenate(((True,), next_entry | (bidx[1:] != bidx[:-1])))
-        counts = np.add.reduceat(distinct, starts, dtype=np.int64)
-        sizes = plan.size[rows[starts]]
-        complete = counts == sizes
-        if complete.any():
-            positions.append(plan.at[rows[starts[complete]]])
-        partial = ~complete
-        if partial.any():
-            ack_sets: list[int] = []
-            if int(sizes.max()) <= 62:  # every set fits an int64: one reduction for all entries
-                acked_bits = np.bitwise_or.reduceat(np.left_shift(np.int64(1), bidx), starts)
-                full = np.left_shift(np.int64(1), sizes.astype(np.int64)) - 1
-                ack_sets = (full & ~acked_bits)[partial].tolist()
+        # one pass over the call's rows as Python ints (cheaper than a lexsort and reductions at
+        # the tens to hundreds of rows a call holds): each entry's acked index bits, its first
+        # row and its batch size, by entry
+        acked_bits: dict[int, int] = {}
+        first_row: dict[int, tuple[int, int]] = {}
+        for row, g, b, size in zip(
+            rows.tolist(), plan.g[rows].tolist(), plan.bidx[rows].tolist(), plan.size[rows].tolist(), strict=True
+        ):
+            bits = acked_bits.get(g)
+            if bits is None:
+                acked_bits[g], first_row[g] = 1 << b, (row, size)
             else:
-                bits = [1 << int(b) for b in bidx.tolist()]
-                ends = np.append(starts[1:], pg.size)
-                for s, e, size in zip(
-                    starts[partial].tolist(), ends[partial].tolist(), sizes[partial].tolist(), strict=True
-                ):
-                    acked = 0
-                    for b in bits[s:e]:
-                        acked |= b
-                    ack_sets.append(((1 << size) - 1) & ~acked)
-            first = rows[starts[partial]]
+                acked_bits[g] = bits | (1 << b)
+        complete: list[int] = []
+        partial: list[int] = []
+        ack_sets: list[int] = []
+        partial_sizes: list[int] = []
+        for g in sorted(acked_bits):
+            (row, size), bits = first_row[g], acked_bits[g]
+            if bits.bit_count() == size:
+                complete.append(row)
+            else:
+                partial.append(row)
+                ack_sets.append(((1 << size) - 1) & ~bits)
+                partial_sizes.append(size)
+        if complete:
+            positions.append(plan.at[complete])
+        if partial:
             # one request with the whole entries: the cursor changes once, as the acks one by one
             # leave it (two calls would show the batch states before the whole entries)
             whole = np.concatenate(positions)
             positions.clear()
-            done += model.ack_batch_sets(name, plan.at[first], ack_sets, sizes[partial], whole)
+            sizes = np.array(partial_sizes, dtype=np.int64)
+            done += model.ack_batch_sets(name, plan.at[partial], ack_sets, sizes, whole)
         return done
 
     # -- isolated cancels (barriers) -----------------------------------------------------------------------
