@@ -38,6 +38,22 @@ _TINY = {
 }
 
 
+_RANDOM_LOGS = {
+    "seed": st.integers(0, 2**31),
+    "preset": st.sampled_from(PRESETS),
+    "limits": st.sampled_from(SMALL_LIMITS),
+    "subscriptions": st.integers(1, 3),
+}
+"""The random logs' strategies but their size (``entries``, the last argument drawn)."""
+
+
+def assert_same_however_cut(rows: list[dict[str, Any]], s: ReplaySettings, segments: tuple[int, ...]) -> None:
+    """Every output of ``rows`` for steps of each of ``segments`` events equals that of steps of one."""
+    reference = outputs(rows, s, 1)
+    for segment_rows in segments:
+        assert outputs(rows, s, segment_rows) == reference, segment_rows
+
+
 # derandomized: the examples are the same in every run, so a rare case still open cannot fail CI
 # by chance; the logs random runs found defects in stay as regressions (bulk steps gave another
 # answer before the fix named beside each)
@@ -55,13 +71,7 @@ _TINY = {
 # ignores ack sets (4.0) changes no figure: the crash maximum is stamped at the ack before it
 # (``_change_stamp`` reads the ack sets ignored)
 @example(seed=663111820, preset="pulsar-4.0", limits={}, subscriptions=1, entries=42)
-@given(
-    seed=st.integers(0, 2**31),
-    preset=st.sampled_from(PRESETS),
-    limits=st.sampled_from(SMALL_LIMITS),
-    subscriptions=st.integers(1, 3),
-    entries=st.integers(5, 40),
-)
+@given(**_RANDOM_LOGS, entries=st.integers(5, 40))
 def test_every_output_is_the_same_however_the_steps_are_cut(
     seed: int, preset: str | None, limits: dict[str, str], subscriptions: int, entries: int
 ) -> None:
@@ -71,23 +81,14 @@ def test_every_output_is_the_same_however_the_steps_are_cut(
     maxima and their times, the #25548 counters, ``state_over_limit_at_ms``, the state record)
     equal for steps of 1, 3, 7, 1,000 and 65,536 events."""
     rows = random_log(seed, entries=entries, acks=2 * entries, subscriptions=subscriptions)
-    s = settings_of(preset, limits)
-    reference = outputs(rows, s, 1)
-    for segment_rows in (3, 7, 1_000, 65_536):
-        assert outputs(rows, s, segment_rows) == reference, segment_rows
+    assert_same_however_cut(rows, settings_of(preset, limits), (3, 7, 1_000, 65_536))
 
 
 @settings(max_examples=15, derandomize=True)
 # a Shared subscription's call spanning a delivery with an ack of an entry the delivery
 # dispatches on the wrong side of it: the call must end at the delivery (``_delivery_cut``)
 @example(seed=1645082640, preset="pulsar-3.0", limits={}, subscriptions=3, entries=32)
-@given(
-    seed=st.integers(0, 2**31),
-    preset=st.sampled_from(PRESETS),
-    limits=st.sampled_from(SMALL_LIMITS),
-    subscriptions=st.integers(1, 3),
-    entries=st.integers(5, 30),
-)
+@given(**_RANDOM_LOGS, entries=st.integers(5, 30))
 def test_every_output_is_the_same_however_the_steps_are_cut_with_delayed_messages(
     seed: int, preset: str | None, limits: dict[str, str], subscriptions: int, entries: int
 ) -> None:
@@ -95,10 +96,7 @@ def test_every_output_is_the_same_however_the_steps_are_cut_with_delayed_message
     cuts only the calls of the subscriptions that must see it (``_delivery_cut``), and cancels
     then name messages still delayed, delivered, or acknowledged."""
     rows = random_log(seed, entries=entries, acks=2 * entries, subscriptions=subscriptions, delays=True)
-    s = settings_of(preset, limits)
-    reference = outputs(rows, s, 1)
-    for segment_rows in (3, 7, 65_536):
-        assert outputs(rows, s, segment_rows) == reference, segment_rows
+    assert_same_however_cut(rows, settings_of(preset, limits), (3, 7, 65_536))
 
 
 def P(entry: int, ts: int) -> dict[str, Any]:
