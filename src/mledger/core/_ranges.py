@@ -136,10 +136,7 @@ class AckRangeSet:
         self._cardinality += 1
         extra = self._extra
         if extra and ledger_id in extra:
-            more = self._weights.of(ledger_id, entry_id) - 1  # type: ignore[union-attr]
-            extra[ledger_id] += more
-            if self._extra_total is not None:
-                self._extra_total += more
+            self._add_extra(ledger_id, self._weights.of(ledger_id, entry_id) - 1)  # type: ignore[union-attr]
         return True
 
     def _follow_add(self, ledger_id: int, bm: BitMap, entry_id: int) -> None:
@@ -628,9 +625,7 @@ class AckRangeSet:
         the ranges beyond the limit. ``None`` or a negative limit means no limit. O(ranges).
         """
         ledger_ids: list[int] = []
-        counts: list[int] = []
-        starts_of: list[np.ndarray] = []
-        ends_of: list[np.ndarray] = []
+        runs: list[tuple[np.ndarray, np.ndarray]] = []
         kept = 0
         dropped = 0
         unlimited = max_ranges is None or max_ranges < 0
@@ -645,17 +640,8 @@ class AckRangeSet:
                 starts, ends = starts[:take], ends[:take]
             kept += len(starts)
             ledger_ids.append(ledger_id)
-            counts.append(len(starts))
-            starts_of.append(starts)
-            ends_of.append(ends)
-        if not ledger_ids:
-            empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty, dropped
-        # whole-array operations once, not per ledger: a state spans many small ledgers
-        ledgers = np.repeat(np.array(ledger_ids, dtype=np.int64), counts)
-        lowers = np.concatenate(starts_of)
-        lowers -= 1
-        return ledgers, lowers, np.concatenate(ends_of), dropped
+            runs.append((starts, ends))
+        return (*_range_arrays(ledger_ids, runs), dropped)
 
     def range_runs(self, max_ranges: int | None = None) -> RangeRuns:
         """The first ``max_ranges`` ranges as :class:`RangeRuns` (what :meth:`to_range_arrays`
@@ -1013,16 +999,7 @@ class RangeRuns:
         .. ledgers[i]:upper_entries[i]]`` (:meth:`AckRangeSet.to_range_arrays`). O(ranges) once;
         the arrays are shared by every call."""
         if self._arrays is None:
-            if not self.ledgers:
-                empty = np.empty(0, dtype=np.int64)
-                self._arrays = (empty, empty, empty)
-            else:
-                runs = [self.runs(i) for i in range(len(self.ledgers))]
-                # whole-array operations once, not per ledger: a state spans many small ledgers
-                ledgers = np.repeat(np.array(self.ledgers, dtype=np.int64), [len(r[0]) for r in runs])
-                lowers = np.concatenate([r[0] for r in runs])
-                lowers -= 1
-                self._arrays = (ledgers, lowers, np.concatenate([r[1] for r in runs]))
+            self._arrays = _range_arrays(self.ledgers, [self.runs(i) for i in range(len(self.ledgers))])
         return self._arrays
 
 
@@ -1036,6 +1013,21 @@ def _bad_entry(ledger_id: int, entry_id: int) -> None:
 def _run_count(bm: BitMap | FrozenBitMap) -> int:
     # Elements whose predecessor is also present continue a run; the rest start one.
     return len(bm) - bm.intersection_cardinality(bm.shift(1))
+
+
+def _range_arrays(
+    ledger_ids: Sequence[int], runs: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ledgers, lower_entries, upper_entries)`` of each ledger's closed runs ``(starts,
+    ends)``: open-closed ranges, new arrays (the runs may be cached, read-only). Whole-array
+    operations once, not per ledger: a state spans many small ledgers. O(ranges)."""
+    if not ledger_ids:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
+    ledgers = np.repeat(np.array(ledger_ids, dtype=np.int64), [len(starts) for starts, _ in runs])
+    lowers = np.concatenate([starts for starts, _ in runs])
+    lowers -= 1
+    return ledgers, lowers, np.concatenate([ends for _, ends in runs])
 
 
 def _first_values(bm: BitMap, count: int) -> np.ndarray:
