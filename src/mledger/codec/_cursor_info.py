@@ -152,7 +152,16 @@ class PositionInfoRanges:
     :meth:`size_runs` from a range set's runs, per ledger; :meth:`size_others` sizes the
     other fields of a record, keeping the sizes of its batch records."""
 
-    __slots__ = ("_batch_sized", "_data", "_rows", "_runs_sized", "_sized_records", "_sized_rows", "_sizes")
+    __slots__ = (
+        "_batch_list",
+        "_batch_sized",
+        "_data",
+        "_rows",
+        "_runs_sized",
+        "_sized_records",
+        "_sized_rows",
+        "_sizes",
+    )
 
     def __init__(self) -> None:
         self._rows = np.empty((0, 4), dtype=np.int64)
@@ -165,6 +174,9 @@ class PositionInfoRanges:
         self._runs_sized: tuple[tuple[int, ...], tuple[object, ...], list[int], int] | None = None
         # (ledger id, entry id, id(words)) -> (words, its record's bytes): the batch states last sized
         self._batch_sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
+        # the batch_deleted list last sized and its records' bytes (records share a list while
+        # their batch states stay the same)
+        self._batch_list: tuple[list[tuple[Position, np.ndarray]], int] | None = None
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
@@ -253,8 +265,10 @@ class PositionInfoRanges:
         length of :func:`encode_position_info` with ``ranges_bytes=b""`` (raises like it).
         O(batch states) dictionary lookups for batch states given as the same word arrays as
         the last call's (a cursor's persists write the same partly acknowledged batches again
-        and again); the properties and long arrays are encoded."""
-        if state.long_arrays or len(state.batch_deleted) > _SMALL_BATCH:
+        and again), O(1) for the very list of the last call (records are never changed); the
+        properties and long arrays are encoded."""
+        batch = state.batch_deleted
+        if state.long_arrays or len(batch) > _SMALL_BATCH:
             return len(encode_position_info(state, ranges_bytes=b""))
         ledger, entry = state.mark_delete
         size = 2 + _varint_len(check_int64(ledger, "mark_delete ledger id"))
@@ -263,15 +277,28 @@ class PositionInfoRanges:
             props = bytearray()
             _encode_long_properties(props, _PI_PROPS, state.properties)
             size += len(props)
+        last_list = self._batch_list
+        if last_list is not None and last_list[0] is batch:
+            return size + last_list[1]
+        batch_bytes = self._size_batch(batch)
+        if batch_bytes is None:
+            return len(encode_position_info(state, ranges_bytes=b""))
+        self._batch_list = (batch, batch_bytes)
+        return size + batch_bytes
+
+    def _size_batch(self, batch: list[tuple[Position, np.ndarray]]) -> int | None:
+        """The bytes of the batch records of ``batch`` (:meth:`size_others`), or None for words
+        that are not a 1-d int64 array (then encoded). Raises like :func:`encode_position_info`."""
+        size = 0
         known = self._batch_sized
         sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
         tag = (_PI_BATCH << 3) | LEN
-        for position, words in state.batch_deleted:
+        for position, words in batch:
             key = (position[0], position[1], id(words))
             last = known.get(key)
             if last is None or last[0] is not words:
                 if not (isinstance(words, np.ndarray) and words.dtype == np.int64 and words.ndim == 1):
-                    return len(encode_position_info(state, ranges_bytes=b""))
+                    return None
                 le = words.astype("<i8", copy=False).tobytes()
                 ledger_id = check_int64(position[0], "batch position ledger id")
                 last = (
@@ -286,6 +313,7 @@ class PositionInfoRanges:
 
 _VARINT_STEPS = [0] + [1 << (7 * k) for k in range(1, 9)]
 """0, then the smallest non-negative int64 of each varint length from 2 bytes to 9."""
+_STEPS = len(_VARINT_STEPS)
 
 
 def _part_size(runs: RangeRuns, index: int) -> int:
@@ -293,15 +321,11 @@ def _part_size(runs: RangeRuns, index: int) -> int:
     ten of tags and one-byte lengths each and four varints (:func:`_record_sizes`)."""
     n, firsts_below, lasts_below = runs.run_bounds(index, _VARINT_STEPS)
     ledger_bytes = _varint_len(check_int64(runs.ledgers[index], "ranges.lower_ledger"))
-    return n * (10 + 2 * ledger_bytes) + _varint_total(n, firsts_below) + _varint_total(n, lasts_below)
-
-
-def _varint_total(n: int, below: list[int]) -> int:
-    """Varint bytes of ``n`` int64 values of which ``below[k]`` lie below ``_VARINT_STEPS[k]``
-    (a negative takes 10 bytes; a non-negative one more for each step from the second that it
-    reaches). O(steps)."""
+    # varint bytes of the n firsts - 1 and of the n lasts: a negative takes 10 bytes, a
+    # non-negative one more for each step from the second that it reaches, that is per column
     # 10 * below[0] + (n - below[0]) + the sum over k >= 1 of (n - below[k])
-    return n * len(below) + 9 * below[0] - sum(below) + below[0]
+    values = n * (10 + 2 * ledger_bytes + 2 * _STEPS)
+    return values + 10 * (firsts_below[0] + lasts_below[0]) - sum(firsts_below) - sum(lasts_below)
 
 
 def _varint_len(value: int) -> int:

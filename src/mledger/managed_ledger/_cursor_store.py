@@ -177,6 +177,9 @@ class CursorStateStore:
         self._counting = True  # builds count in the truncation figures (not the unload's what-if)
         # the ranges of the PositionInfo records built, encoded: the next reuses what it shares
         self._range_bytes = PositionInfoRanges()
+        # the batch states last built into a record, and their (position, words) list: the
+        # next record of the same states (the cursor keeps the tuple until they change) shares it
+        self._batch_built: tuple[tuple[tuple[Position, int], ...], list[tuple[Position, np.ndarray]]] = ((), [])
         # A store that keeps entries unbuilt (``lazy_entries``: a replay's, which keeps a cursor
         # ledger's last) is given PositionInfo records sized but not encoded (PositionInfoEntry)
         self._lazy_entries = bool(getattr(self._store, "lazy_entries", False))
@@ -631,22 +634,32 @@ class CursorStateStore:
         limit (the range set keeps its counts and extra messages), O(state)
         otherwise (the unload figure's close record)."""
         now = self._ml.clock.now_ms() if now_ms is None else now_ms
-        self._figures.observe(snapshot, now, self._config.max_batch_deleted_index_to_persist, limits)
-        self._observe_unload(snapshot, now)
+        caps = self._derived()[1]
+        self._figures.observe(snapshot, now, caps.batch_cap, limits)
+        self._observe_unload(snapshot, now, caps)
 
-    def observe_entries_acked(self, entries: int, now_ms: int, messages: int | None = None) -> None:
+    def observe_entries_acked(self, entries: int, now_ms: int, messages: int | None = None, ranges: int = -1) -> None:
         """:meth:`observe` after a change that only acknowledged ``entries`` more whole entries
         (holding ``messages``, default one each) with no batch state (the single-call fast
         path): the crash total grows by exactly that much (mark-delete absorption moves entries
         from the ranges to below the mark-delete, which leaves it unchanged). O(1), allocates
         nothing; ``now_ms`` is the clock reading of the change. For at most
         :attr:`unload_headroom` entries since the last observation: the unload figure is then
-        unchanged (past that the cursor calls :meth:`observe`)."""
+        unchanged (past that the cursor calls :meth:`observe`). ``ranges``: the range count
+        after the change, when known; in the range format, on the same side of
+        ``max_unacked_ranges_to_persist_in_metadata_store`` as the count observed (the close's
+        branch the same), it keeps :meth:`bulk_ack_room` known: the room for acknowledgements at
+        once shrinks by ``entries`` as the headroom does (each adds one range at most)."""
         if not entries:
             return
         self._figures.entries_acked(entries, entries if messages is None else messages, now_ms)
         self.unload_headroom -= entries
-        self._unload_ranges = -1
+        observed, self._unload_ranges = self._unload_ranges, -1
+        if ranges >= 0 and observed >= 0:
+            limits = self._derived()[1]
+            if limits.range_format and (ranges > limits.node_above) == (observed > limits.node_above):
+                self._unload_ranges = ranges
+                self._bulk_headroom -= entries
 
     def _after_write(self, snapshot: CursorSnapshot) -> None:
         """A write went through (or was refused): a crash now recovers ``_stored``. The records'
@@ -664,28 +677,26 @@ class CursorStateStore:
                     kept = self._held_of(appended, for_restart=True)
                     self._last_appended = (ledger_id, _Stored(None, False, kept))
             self._stored = compact
-        batch_cap = self._config.max_batch_deleted_index_to_persist
+        caps = self._derived()[1]
         if held is not None:
-            self._figures.written(snapshot, held, now, batch_cap)
+            self._figures.written(snapshot, held, now, caps.batch_cap)
         else:
-            self._figures.observe(snapshot, now, batch_cap)
-        self._observe_unload(snapshot, now)
+            self._figures.observe(snapshot, now, caps.batch_cap)
+        self._observe_unload(snapshot, now, caps)
 
-    def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int) -> None:
-        """The unload figure now, from the snapshot the figures just tallied: 0 while within
-        every limit but for batch states the close record loses; else what the close record
-        keeps, followed ack by ack from here (:class:`CloseTracker`), or, for a record that may
-        not fit its store, read from the record itself."""
-        self.unload_headroom = self._unload_headroom_of(snapshot)
+    def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int, limits: _Limits) -> None:
+        """The unload figure now, from the snapshot the figures just tallied (``limits``: the
+        settings in force, :meth:`_derived`): 0 while within every limit but for batch states
+        the close record loses; else what the close record keeps, followed ack by ack from here
+        (:class:`CloseTracker`), or, for a record that may not fit its store, read from the
+        record itself."""
+        headroom = self.unload_headroom = self._unload_headroom_of(snapshot, limits)
         self._tracker = None
         self._unload_ranges = snapshot.acked.size()
-        self._unload_keeps_batch = self._close_keeps_batch(snapshot)
-        self._bulk_headroom = self.unload_headroom
-        if not self._derived()[1].range_format:
-            self._bulk_headroom = self._unload_headroom_of(snapshot, now_only=True)
-        if self.unload_headroom >= 0:
-            keeps = not snapshot.batch or self._unload_keeps_batch
-            self._figures.set_unload_kept(None, keeps, now_ms)
+        keeps_batch = self._unload_keeps_batch = self._close_keeps_batch(snapshot, limits)
+        self._bulk_headroom = headroom if limits.range_format else self._unload_headroom_of(snapshot, limits, True)
+        if headroom >= 0:
+            self._figures.set_unload_kept(None, keeps_batch or not snapshot.batch, now_ms)
             return
         cfg = self._config
         limit = self._range_limit()
@@ -793,7 +804,7 @@ class CursorStateStore:
         cut_ledger, acks = past
         return BulkAckRoom(acks, 1, 0, None, shrink_loses_batch, cut_ledger)
 
-    def _unload_headroom_of(self, snapshot: CursorSnapshot, now_only: bool = False) -> int:
+    def _unload_headroom_of(self, snapshot: CursorSnapshot, limits: _Limits, now_only: bool = False) -> int:
         """How many more whole entries can be acknowledged before the close record of
         ``snapshot`` might lose any (-1: it might now): no more ranges than any range cap (an
         acknowledgement adds at most one), none that could go to the ledger in the long-array
@@ -802,18 +813,18 @@ class CursorStateStore:
         than the batch cap, and a record certainly within the frame, ``jute.maxbuffer`` and
         state-size limits (at most :data:`_BYTES_PER_ENTRY_BOUND` bytes per range, or per
         acked entry in the long-array format, :data:`_BYTES_PER_BATCH_BOUND`
-        per batch state plus its words, and the properties). O(properties)."""
-        limits = self._derived()[1]
-        batch = snapshot.batch
-        if len(batch) > limits.batch_cap:
+        per batch state plus its words, and the properties; ``limits``: :meth:`_derived`'s).
+        O(properties)."""
+        batch_states = len(snapshot.batch)
+        if batch_states > limits.batch_cap:
             return -1
         # the range format keeps ranges (an acknowledgement adds at most one); the long-array
         # format's size follows the acknowledged entries' span: counted by entry
         acked = snapshot.acked.cardinality()
         ranges = snapshot.acked.size() if limits.range_format else acked
         size = _BYTES_PER_RECORD_BOUND + ranges * _BYTES_PER_ENTRY_BOUND
-        if batch:
-            size += len(batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+        if batch_states:
+            size += batch_states * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
         if snapshot.properties or snapshot.cursor_properties:
             size += _properties_bound(snapshot)
         room = (limits.record_room - size) // _BYTES_PER_ENTRY_BOUND
@@ -849,12 +860,11 @@ class CursorStateStore:
             room = min(room, self._config.max_unacked_ranges_to_persist_in_metadata_store - ranges)
         return room
 
-    def _close_keeps_batch(self, snapshot: CursorSnapshot) -> bool:
+    def _close_keeps_batch(self, snapshot: CursorSnapshot, limits: _Limits) -> bool:
         """Whether a recovery after a clean close reads the batch states back: the ledger
         branch of the close keeps them, the metadata store's only since apache/pulsar#26474
         (``recover`` with ``cursorsLedgerId == -1``), and the reader must have batch-index
-        acks on."""
-        limits = self._derived()[1]
+        acks on (``limits``: :meth:`_derived`'s)."""
         if not limits.close_batch_read:
             return False
         return limits.node_batch_read or self._closes_to_ledger(snapshot)
@@ -1283,7 +1293,10 @@ class CursorStateStore:
         kept: tuple[tuple[Position, int], ...] = ()
         if cfg.deletion_at_batch_index_level_enabled and batch:
             kept = batch[:batch_limit]
-            state.batch_deleted = [(p, _words_of(bits)) for p, bits in kept]
+            built = self._batch_built
+            if built[0] is not kept:  # records never change their lists: one list per tuple
+                built = self._batch_built = (kept, [(p, _words_of(bits)) for p, bits in kept])
+            state.batch_deleted = built[1]
             dropped_batch = len(batch) - len(kept)
         known = _Known(acks, kept)
         return _Build(state, dropped, dropped_batch, range_builder_dropped, long_array_cut, runs, known)

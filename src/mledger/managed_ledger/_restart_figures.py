@@ -279,6 +279,7 @@ class _BatchTally:
 
 
 _first = itemgetter(0)
+_NOTHING_HELD: Mapping[Position, int] = MappingProxyType({})
 
 
 def _shared_ends(
@@ -421,6 +422,7 @@ class RestartFigures:
         "_held",
         "_ledger",
         "_limits",
+        "_partial",
         "_unload",
         "batch",
     )
@@ -441,6 +443,8 @@ class RestartFigures:
         self._batch_all = self._batch_tail = (0, 0)
         self.batch = _BatchTally()
         """The batch states of the snapshot last tallied (the store reads ``words``)."""
+        # the positions of the batch states of a snapshot (kept while it is the same tuple)
+        self._partial: tuple[tuple[tuple[Position, int], ...], frozenset[Position]] = ((), frozenset())
 
     @property
     def acked_extra(self) -> int:
@@ -552,23 +556,34 @@ class RestartFigures:
         counts = ledger.entry_messages
         held = self._held
         batch = self.batch
-        batch.count(snapshot, held.batch if held is not None else {}, counts, batch_cap)
-        for position, size in batch.unknown_sizes:
-            ledger.record_entry_messages(position, (size,))
+        batch.count(snapshot, _NOTHING_HELD if held is None else held.batch, counts, batch_cap)
+        if batch.unknown_sizes:
+            for position, size in batch.unknown_sizes:
+                ledger.record_entry_messages(position, (size,))
         self._acked_entries = snapshot.acked.cardinality()
-        self._acked_extra = _acked_extra(snapshot, counts)
+        extra = self._acked_extra = _acked_extra(snapshot, counts)
         self._batch_all, self._batch_tail = batch.all, batch.tail
         if held is None:
             return 0, 0
-        full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, self._acked_extra)
-        part_m, part_e = _held_batch_of_full(snapshot, held, counts)
-        self._base_messages = full_m - (held.entries + held.extra) - part_m
-        self._base_entries = full_e - held.entries
-        self._batch_messages, self._batch_entries = batch.lost
-        return (
-            max(self._base_messages + self._batch_messages, 0),
-            max(self._base_entries + self._batch_entries, 0),
-        )
+        full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, extra)
+        part_m = 0
+        if held.batch and not held.batch.keys() <= self._partial_positions(snapshot.batch):
+            part_m = _held_batch_of_full(snapshot, held, counts)[0]
+        base_m = self._base_messages = full_m - (held.entries + held.extra) - part_m
+        base_e = self._base_entries = full_e - held.entries
+        batch_m, batch_e = self._batch_messages, self._batch_entries = batch.lost
+        messages, entries = base_m + batch_m, base_e + batch_e
+        return messages if messages > 0 else 0, entries if entries > 0 else 0
+
+    def _partial_positions(self, batch: tuple[tuple[Position, int], ...]) -> frozenset[Position]:
+        """The positions of a snapshot's batch states: entries partially acknowledged, so
+        neither at or below its mark-delete nor acknowledged whole (``AckState``'s invariant):
+        a record's batch state there is of no entry acknowledged whole (:func:`_held_batch_of_full`
+        finds none of them). O(1) for the tuple of the last call, else O(batch states) in C."""
+        partial = self._partial
+        if partial[0] is not batch:
+            partial = self._partial = (batch, frozenset(map(_first, batch)))
+        return partial[1]
 
     # -- snapshots ----------------------------------------------------------------------------
     @property
