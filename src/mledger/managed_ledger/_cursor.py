@@ -113,7 +113,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_WholeAcksBaseline = tuple[tuple[tuple[Position, int], ...], int, int]
+_WholeAcksBaseline = tuple[tuple[tuple[Position, int], ...], int, int, int]
 """What :meth:`ManagedCursor._whole_acks_since` compares an acknowledgement's result with."""
 
 CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
@@ -611,50 +611,46 @@ class ManagedCursor:
 
     def _whole_acks_baseline(self, plan: AckPlan) -> _WholeAcksBaseline | None:
         """Before an individual ``plan`` that the throttle will defer (the deadline not passed:
-        the clock only moves on), what :meth:`_whole_acks_since` compares with: the batch
-        states (the very tuple, kept until one changes), the count of acknowledged entries and
-        the generation of the ledger's message counts. None when the change goes to the state
-        stores as a snapshot anyway. O(1) (O(batch states) to build their tuple after a change
-        of them, which the snapshot would build)."""
+        the clock only moves on), in the range format, what :meth:`_whole_acks_since` compares
+        with: the batch states (the very tuple, kept until one changes), the acknowledged
+        entries, their messages beyond one and the generation of the ledger's message counts.
+        None when the change goes to the state stores as a snapshot anyway. O(1) (the range
+        set keeps its messages; O(batch states) to build their tuple after a change of them,
+        which the snapshot would build)."""
         state = self._state
         if plan.mark_delete is not None or not (self._durable and self._counts_whole_acks) or state.has_ignored_batch:
             return None
         if self._clock_ns() >= self._persist_due_ns:
             return None  # it persists: a snapshot is taken anyway
-        return state.batch_states(), state.acked.cardinality(), self._entry_messages.generation
+        acked, counts = state.acked, self._entry_messages
+        extra = acked.extra_messages(counts) if counts.batched else 0
+        return state.batch_states(), acked.cardinality(), extra, counts.generation
 
     def _whole_acks_since(self, before: _WholeAcksBaseline, outcome: AckOutcome) -> tuple[int, int | None]:
         """``(entries, messages)`` for :meth:`_after_change` after an individual acknowledgement
         applied since ``before`` (:meth:`_whole_acks_baseline`): when it only acknowledged
-        whole entries, each of them new (the batch states the same tuple, so none gained,
-        changed or lost one; the mark-delete where it was; the entries it leaves acknowledged,
-        ``AckOutcome.deleted``, as many as the set gained; the ledger's message counts of the
-        same generation), the state stores observe those entries and their messages in O(1),
-        exactly as the single-call path tells them one entry at a time: each adds its messages
-        to the crash total, which no batch state moves. Otherwise ``(-1, None)``: a snapshot.
-        O(entries acknowledged) at numpy speed for batched entries, else O(1)."""
-        batch, cardinality, generation = before
+        whole entries (the batch states the same tuple, so none gained, changed or lost one; the
+        mark-delete where it was; the ledger's message counts of the same generation), the
+        state stores observe those entries and their messages in O(1), exactly as the
+        single-call path tells them one entry at a time: each adds its messages to the crash
+        total, which no batch state moves. Their messages are the growth of the acknowledged
+        entries' (the range set keeps those: O(1)). Otherwise ``(-1, None)``: a snapshot."""
+        batch, cardinality, extra, generation = before
         state, counts = self._state, self._entry_messages
         entries = outcome.entries_acked
-        rows = outcome.deleted
+        acked = state.acked
         if (
             entries <= 0
-            or len(rows) != entries
             or outcome.mark_delete_moved
             or state.batch_states() is not batch
             or state.has_ignored_batch
             or counts.generation != generation
-            or state.acked.cardinality() - cardinality != entries
+            or acked.cardinality() - cardinality != entries
         ):
             return -1, None
         if not counts.batched:
             return entries, None
-        ledgers = rows[:, 0]
-        if entries == 1 or ledgers.min() == ledgers.max():  # one ledger
-            return entries, entries + counts.extra_of(int(ledgers[0]), rows[:, 1])
-        return entries, entries + sum(
-            counts.extra_of(lid, rows[ledgers == lid, 1]) for lid in np.unique(ledgers).tolist()
-        )
+        return entries, entries + acked.extra_messages(counts) - extra
 
     def _apply(self, plan: AckPlan) -> AckOutcome:
         """Apply ``plan`` to the acknowledgement state and follow its outcome: the mark-delete

@@ -195,6 +195,9 @@ class CursorStateStore:
         self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
         self._tracker_batch = (False, False)  # batch states read back at all, and from the node
         self.unload_headroom = -1
+        # the batch states a record kept, as a recovery reads them back (see _held_of)
+        self._kept_read: tuple[object, dict[Position, int]] = (None, {})
+        self._properties_bytes: tuple[object, object, int] = (None, None, 0)  # see _properties_bound
         self._unload_keeps_batch = False  # within the headroom: whether the close keeps batch states
         self._unload_ranges = -1  # the range count last observed from a snapshot (-1: unknown since)
         self._bulk_headroom = -1  # unload_headroom for acknowledgements applied at once, now
@@ -710,7 +713,7 @@ class CursorStateStore:
         else:
             batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
             batch_bytes = sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
-        fixed = _BYTES_PER_RECORD_BOUND + batch_bytes + _properties_bound(snapshot)
+        fixed = _BYTES_PER_RECORD_BOUND + batch_bytes + self._properties_bound(snapshot)
         rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
         tracker = CloseTracker(
             snapshot.acked,
@@ -826,7 +829,7 @@ class CursorStateStore:
         if batch_states:
             size += batch_states * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
         if snapshot.properties or snapshot.cursor_properties:
-            size += _properties_bound(snapshot)
+            size += self._properties_bound(snapshot)
         room = (limits.record_room - size) // _BYTES_PER_ENTRY_BOUND
         cap = limits.range_cap
         if cap is not None and cap - ranges < room:
@@ -843,6 +846,19 @@ class CursorStateStore:
                 room = min(room, cfg.max_unacked_ranges_to_persist_in_metadata_store - acked)
             room = max(room, self._node_close_room(snapshot, size - ranges * _BYTES_PER_ENTRY_BOUND, cap))
         return room if room >= 0 else -1
+
+    def _properties_bound(self, snapshot: CursorSnapshot) -> int:
+        """A bound on the bytes the snapshot's properties take in a record, kept for the very
+        property maps of the last call (a snapshot's maps are copies, never changed: the
+        cursor hands the same ones until its properties change). O(properties) in C, else O(1)."""
+        props, cursor_props = snapshot.properties, snapshot.cursor_properties
+        kept = self._properties_bytes
+        if kept[0] is not props or kept[1] is not cursor_props:
+            size = 16 * len(props) + sum(map(len, props)) if props else 0
+            if cursor_props:
+                size += 8 * len(cursor_props) + sum(map(len, cursor_props)) + sum(map(len, cursor_props.values()))
+            kept = self._properties_bytes = (props, cursor_props, size)
+        return kept[2]
 
     def _node_close_room(self, snapshot: CursorSnapshot, fixed: int, cap: int | None) -> int:
         """In the long-array format, the headroom while the close goes to the metadata store
@@ -907,7 +923,14 @@ class CursorStateStore:
             entries, extra = known.acks  # range format: read alike by every reader
         else:
             entries, extra = self._acks_held(state, reader)
-        batch = _batch_read(state, stored.from_node, reader, None if known is None else known.batch)
+        kept = None if known is None else known.batch
+        if kept is None or not _reads_batch(stored.from_node, reader):
+            batch = _batch_read(state, stored.from_node, reader, kept)
+        else:  # one mapping per tuple of kept states: the figures see the same record's states
+            last = self._kept_read
+            if last[0] is not kept:
+                last = self._kept_read = (kept, _batch_read(state, stored.from_node, reader, kept))
+            batch = last[1]
         return Held(Position(*state.mark_delete), entries, extra, batch)
 
     def _acks_held(self, state: PersistedCursorState, reader: _Reader) -> tuple[int, int]:
@@ -1457,6 +1480,11 @@ def _acks_read(state: PersistedCursorState, reader: _Reader) -> tuple[RangeArray
     return ranges, long_arrays
 
 
+def _reads_batch(from_node: bool, reader: _Reader) -> bool:
+    """Whether ``reader`` reads a record's batch states back (:func:`_batch_read`)."""
+    return reader.batch and (not from_node or reader.rules.batch_indexes_read_from_metadata_store)
+
+
 def _batch_read(
     state: PersistedCursorState,
     from_node: bool,
@@ -1467,7 +1495,7 @@ def _batch_read(
     entry (``recoverFromLedger``), and from the node only where the rules read it
     (``recover`` with ``cursorsLedgerId == -1``: apache/pulsar#26474). ``kept``: the record's
     states as bits, as its build took them (else read from its words)."""
-    if not reader.batch or (from_node and not reader.rules.batch_indexes_read_from_metadata_store):
+    if not _reads_batch(from_node, reader):
         return {}
     if kept is not None:
         return {position: bits for position, bits in kept if bits}
@@ -1493,15 +1521,6 @@ _BYTES_PER_BATCH_BOUND = 32
 class _OutsideLedgers(Exception):
     """A stored acknowledgement that points outside every ledger (turned into
     ``StateCorruptedError`` with the ledger, cursor and record named)."""
-
-
-def _properties_bound(snapshot: CursorSnapshot) -> int:
-    """A bound on the bytes the snapshot's properties take in a record. O(properties), in C."""
-    props, cursor_props = snapshot.properties, snapshot.cursor_properties
-    size = 16 * len(props) + sum(map(len, props)) if props else 0
-    if cursor_props:
-        size += 8 * len(cursor_props) + sum(map(len, cursor_props)) + sum(map(len, cursor_props.values()))
-    return size
 
 
 def _outside(ledger_id: int, entries: int | None) -> str:
