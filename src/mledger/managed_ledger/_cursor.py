@@ -106,6 +106,7 @@ from ._cursor_store import CursorStateStore
 from ._explain import RedeliveryExplanation, explain_redelivery
 from ._ledger_view import InitialPosition, LedgerView, PositionBound
 from ._position_reset import PositionReset, ResetHooks
+from ._restart_figures import extra_between
 from ._revision import CursorStateRevisionController
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_WholeAcksBaseline = tuple[tuple[tuple[Position, int], ...], int, int, int]
+_WholeAcksBaseline = tuple[tuple[tuple[Position, int], ...], int, int, int, Position, dict[str, int]]
 """What :meth:`ManagedCursor._whole_acks_since` compares an acknowledgement's result with."""
 
 CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
@@ -610,47 +611,65 @@ class ManagedCursor:
             return outcome
 
     def _whole_acks_baseline(self, plan: AckPlan) -> _WholeAcksBaseline | None:
-        """Before an individual ``plan`` that the throttle will defer (the deadline not passed:
-        the clock only moves on), in the range format, what :meth:`_whole_acks_since` compares
-        with: the batch states (the very tuple, kept until one changes), the acknowledged
-        entries, their messages beyond one and the generation of the ledger's message counts.
-        None when the change goes to the state stores as a snapshot anyway. O(1) (the range
-        set keeps its messages; O(batch states) to build their tuple after a change of them,
-        which the snapshot would build)."""
+        """Before a ``plan`` that the throttle will defer (the deadline not passed: the clock
+        only moves on), in the range format, what :meth:`_whole_acks_since` compares with: the
+        batch states (the very tuple, kept until one changes), the acknowledged entries, their
+        messages beyond one, the generation of the ledger's message counts, the mark-delete
+        and its properties. None when the change goes to the state stores as a snapshot
+        anyway. O(1) (the range set keeps its messages; O(batch states) to build their tuple
+        after a change of them, which the snapshot would build)."""
         state = self._state
-        if plan.mark_delete is not None or not (self._durable and self._counts_whole_acks) or state.has_ignored_batch:
+        if not (self._durable and self._counts_whole_acks) or state.has_ignored_batch:
             return None
         if self._clock_ns() >= self._persist_due_ns:
             return None  # it persists: a snapshot is taken anyway
         acked, counts = state.acked, self._entry_messages
         extra = acked.extra_messages(counts) if counts.batched else 0
-        return state.batch_states(), acked.cardinality(), extra, counts.generation
+        return (
+            state.batch_states(),
+            acked.cardinality(),
+            extra,
+            counts.generation,
+            state.mark_delete,
+            self._md_properties,
+        )
 
     def _whole_acks_since(self, before: _WholeAcksBaseline, outcome: AckOutcome) -> tuple[int, int | None]:
-        """``(entries, messages)`` for :meth:`_after_change` after an individual acknowledgement
-        applied since ``before`` (:meth:`_whole_acks_baseline`): when it only acknowledged
-        whole entries (the batch states the same tuple, so none gained, changed or lost one; the
-        mark-delete where it was; the ledger's message counts of the same generation), the
-        state stores observe those entries and their messages in O(1), exactly as the
-        single-call path tells them one entry at a time: each adds its messages to the crash
-        total, which no batch state moves. Their messages are the growth of the acknowledged
-        entries' (the range set keeps those: O(1)). Otherwise ``(-1, None)``: a snapshot."""
-        batch, cardinality, extra, generation = before
+        """``(entries, messages)`` for :meth:`_after_change` after an acknowledgement applied
+        since ``before`` (:meth:`_whole_acks_baseline`): when it only acknowledged whole
+        entries, individually or by moving the mark-delete over them (the batch states the same
+        tuple, so none gained, changed or lost one, none passed by the mark-delete; the
+        properties the same; the ledger's message counts of the same generation), the state
+        stores observe those entries and their messages in O(1), exactly as the single-call
+        path tells them one entry at a time: each adds its messages to the crash total, which
+        no batch state moves (the entries the mark-delete absorbs from the ranges leave it as
+        it is). The new entries: the growth of the acknowledged entries plus those the
+        mark-delete passed; their messages likewise, from the range set's kept messages and the
+        ledger's counts over the span passed. Otherwise ``(-1, None)``: a snapshot. O(1), and
+        O(ledgers) for a mark-delete that moved across ledgers."""
+        batch, cardinality, extra, generation, md, properties = before
         state, counts = self._state, self._entry_messages
         entries = outcome.entries_acked
         acked = state.acked
         if (
             entries <= 0
-            or outcome.mark_delete_moved
             or state.batch_states() is not batch
             or state.has_ignored_batch
             or counts.generation != generation
-            or acked.cardinality() - cardinality != entries
+            or (self._md_properties is not properties and self._md_properties != properties)
         ):
+            return -1, None
+        grown = acked.cardinality() - cardinality
+        passed_extra = 0
+        new_md = state.mark_delete
+        if new_md != md:
+            grown += self._ml.number_of_entries(md, new_md, False, True)
+            passed_extra = extra_between(counts, md, new_md) if counts.batched else 0
+        if grown != entries:
             return -1, None
         if not counts.batched:
             return entries, None
-        return entries, entries + acked.extra_messages(counts) - extra
+        return entries, entries + acked.extra_messages(counts) - extra + passed_extra
 
     def _apply(self, plan: AckPlan) -> AckOutcome:
         """Apply ``plan`` to the acknowledgement state and follow its outcome: the mark-delete
@@ -755,10 +774,10 @@ class ManagedCursor:
                 if not all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
                     self._observe(now)  # a store cannot follow the ack: it needs the state
                 return
-            if any(store.unload_headroom < entries_acked for store in stores):
+            ranges = self._state.acked.size()
+            if any(store.unload_headroom < entries_acked or store.unload_branch_moves(ranges) for store in stores):
                 self._observe(now)  # the unload figure may change: the stores need the state
                 return
-            ranges = self._state.acked.size()
             for store in stores:
                 store.observe_entries_acked(entries_acked, now, messages, ranges)
 

@@ -199,6 +199,7 @@ class CursorStateStore:
         self._kept_read: tuple[object, dict[Position, int]] = (None, {})
         self._properties_bytes: tuple[object, object, int] = (None, None, 0)  # see _properties_bound
         self._unload_keeps_batch = False  # within the headroom: whether the close keeps batch states
+        self._unload_branch = False  # whether the close of the state last observed goes to the cursor ledger
         self._unload_ranges = -1  # the range count last observed from a snapshot (-1: unknown since)
         self._bulk_headroom = -1  # unload_headroom for acknowledgements applied at once, now
         """How many more whole-entry acknowledgements (with no batch state) certainly leave the
@@ -571,12 +572,19 @@ class CursorStateStore:
         """``shouldPersistUnackRangesToLedger``: a writable cursor ledger (a recovered one is
         read-only until the first switch: mledger holds none then), ranges persisted at all,
         and more ranges than ``max_unacked_ranges_to_persist_in_metadata_store``."""
-        limit = self._range_limit()
-        return (
-            self._ledger_id is not None
-            and (limit is None or limit > 0)
-            and snapshot.acked.size() > self._config.max_unacked_ranges_to_persist_in_metadata_store
-        )
+        return self._closes_to_ledger_at(snapshot.acked.size(), self._derived()[1])
+
+    def _closes_to_ledger_at(self, ranges: int, limits: _Limits) -> bool:
+        """:meth:`_closes_to_ledger` of a state of ``ranges`` ranges (``limits``: :meth:`_derived`'s)."""
+        cap = limits.range_cap
+        return self._ledger_id is not None and (cap is None or cap > 0) and ranges > limits.node_above
+
+    def unload_branch_moves(self, ranges: int) -> bool:
+        """Whether a state of ``ranges`` ranges would close through the other branch than the
+        state last observed (``persistPositionWhenClosing``: the cursor ledger or the metadata
+        store, which may keep batch states differently): the unload figure then needs a snapshot
+        (:meth:`observe`), whatever the headroom. O(1)."""
+        return self._closes_to_ledger_at(ranges, self._derived()[1]) != self._unload_branch
 
     def _close_state(self, snapshot: CursorSnapshot) -> None:
         if self._closes_to_ledger(snapshot):
@@ -695,8 +703,13 @@ class CursorStateStore:
         record itself."""
         headroom = self.unload_headroom = self._unload_headroom_of(snapshot, limits)
         self._tracker = None
-        self._unload_ranges = snapshot.acked.size()
-        keeps_batch = self._unload_keeps_batch = self._close_keeps_batch(snapshot, limits)
+        ranges = self._unload_ranges = snapshot.acked.size()
+        to_ledger = self._unload_branch = self._closes_to_ledger_at(ranges, limits)
+        # whether a recovery after a clean close reads the batch states back: the ledger branch
+        # of the close keeps them, the metadata store's only since apache/pulsar#26474 (``recover``
+        # with ``cursorsLedgerId == -1``), and the reader must have batch-index acks on
+        keeps_batch = limits.close_batch_read and (limits.node_batch_read or to_ledger)
+        self._unload_keeps_batch = keeps_batch
         self._bulk_headroom = headroom if limits.range_format else self._unload_headroom_of(snapshot, limits, True)
         if headroom >= 0:
             self._figures.set_unload_kept(None, keeps_batch or not snapshot.batch, now_ms)
@@ -875,15 +888,6 @@ class CursorStateStore:
         if self._ledger_id is not None and (cap is None or cap > 0):
             room = min(room, self._config.max_unacked_ranges_to_persist_in_metadata_store - ranges)
         return room
-
-    def _close_keeps_batch(self, snapshot: CursorSnapshot, limits: _Limits) -> bool:
-        """Whether a recovery after a clean close reads the batch states back: the ledger
-        branch of the close keeps them, the metadata store's only since apache/pulsar#26474
-        (``recover`` with ``cursorsLedgerId == -1``), and the reader must have batch-index
-        acks on (``limits``: :meth:`_derived`'s)."""
-        if not limits.close_batch_read:
-            return False
-        return limits.node_batch_read or self._closes_to_ledger(snapshot)
 
     def _built_close_held(self, snapshot: CursorSnapshot) -> Held:
         """What a recovery after a close of ``snapshot`` now reads back, from the record the
@@ -1088,9 +1092,10 @@ class CursorStateStore:
             # single entries that any Pulsar version reads.
             ctype = cfg.cursor_info_compression_type if len(payload) > max_size else "NONE"
             parts = list(pack_entries(bytes(payload), max_size, ctype))
+            largest = max(map(len, parts))
         else:
             parts = [payload]
-        largest = max(len(p) for p in parts)
+            largest = len(payload)
         frame = self._ml.factory_config.frame_limit
         self._note_over_limit(largest, frame)
         if largest > frame and self._rules.over_frame_fails:
@@ -1338,6 +1343,8 @@ class CursorStateStore:
         s.persist_unacked_ranges_truncated += build.range_builder_dropped
         s.persist_long_array_truncated += build.long_array_cut
         s.persist_batch_deleted_indexes_truncated += build.dropped_batch > 0
+        if not (build.dropped_ranges or build.dropped_batch or self._truncating or self._batch_truncating):
+            return  # nothing dropped, now or by the last build: no warning, no flag to clear
         for kind, dropped in (("ranges", build.dropped_ranges), ("batch", build.dropped_batch)):
             flag = "_truncating" if kind == "ranges" else "_batch_truncating"
             if dropped and not getattr(self, flag):

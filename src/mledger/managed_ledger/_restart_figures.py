@@ -54,7 +54,15 @@ from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import Redelivery
 from ._ledger_view import LedgerView
 
-__all__ = ["Held", "RestartFigures", "batch_lost", "batch_size_of", "redelivered", "redelivered_messages"]
+__all__ = [
+    "Held",
+    "RestartFigures",
+    "batch_lost",
+    "batch_size_of",
+    "extra_between",
+    "redelivered",
+    "redelivered_messages",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,19 +316,23 @@ def _held_batch_of_full(
 def _full_above(snapshot: CursorSnapshot, since: Position, ledger: LedgerView, acked_extra: int) -> tuple[int, int]:
     """Entries acknowledged whole above ``since`` (``since`` <= the snapshot's mark-delete),
     given ``acked_extra``, the messages beyond one of the entries in the snapshot's ranges:
-    ``(messages, entries)``. O(ledgers); O(1) in numpy for a span within one ledger (its
-    prefix sums, rather than a walk over every ledger with counts)."""
+    ``(messages, entries)``. O(ledgers); O(1) in numpy for a span within one ledger."""
     md, acked = snapshot.mark_delete, snapshot.acked
     entries = acked.cardinality()
     extra = acked_extra
     if md > since:
         entries += ledger.number_of_entries(since, md, False, True)
-        counts = ledger.entry_messages
-        if md.ledger_id == since.ledger_id:  # the entries (since, md] of one ledger
-            extra += counts.extra_in_runs(md.ledger_id, np.array([since.entry_id + 1]), np.array([md.entry_id]))
-        else:
-            extra += counts.extra_between(since, md)
+        extra += extra_between(ledger.entry_messages, since, md)
     return entries + extra, entries
+
+
+def extra_between(counts: EntryMessages, lower: Position, upper: Position) -> int:
+    """``counts.extra_between(lower, upper)``: messages beyond one per entry in ``(lower,
+    upper]``; O(1) in numpy for a span within one ledger (its prefix sums, rather than a walk
+    over every ledger with counts), else O(ledgers with counts)."""
+    if upper.ledger_id == lower.ledger_id and upper > lower:  # the entries (lower, upper] of one ledger
+        return counts.extra_in_runs(upper.ledger_id, np.array([lower.entry_id + 1]), np.array([upper.entry_id]))
+    return counts.extra_between(lower, upper)
 
 
 def _acked_extra(snapshot: CursorSnapshot, counts: EntryMessages) -> int:
