@@ -1159,7 +1159,8 @@ class CursorStateStore:
         def encode(build: _Build) -> _Payload:
             state = build.state
             if lazy:
-                return PositionInfoEntry(state, self._range_bytes, build.runs if state.ranges is None else None)
+                runs = build.runs if state.ranges is None else None
+                return PositionInfoEntry(state, self._range_bytes, runs, snapshot.acked.ledger_size)
             ranges = state.ranges
             if ranges is None:
                 return encode_position_info(state)
