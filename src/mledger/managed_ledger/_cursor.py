@@ -615,14 +615,17 @@ class ManagedCursor:
 
     def _whole_acks_baseline(self, plan: AckPlan) -> _WholeAcksBaseline | None:
         """Before a ``plan`` that the throttle will defer (the deadline not passed: the clock
-        only moves on), in the range format, what :meth:`_whole_acks_since` compares with: the
-        batch states (the very tuple, kept until one changes), the acknowledged entries, their
-        messages beyond one, the generation of the ledger's message counts, the mark-delete
-        and its properties. None when the change goes to the state stores as a snapshot
-        anyway. O(1) (the range set keeps its messages; O(batch states) to build their tuple
-        after a change of them, which the snapshot would build)."""
-        state = self._state
-        if not (self._durable and self._counts_whole_acks) or state.has_ignored_batch:
+        only moves on), with state stores that keep their room for acknowledgements at once
+        meanwhile (``CursorStateStore.counts_keep_room``), what :meth:`_whole_acks_since`
+        compares with: the batch states (the very tuple, kept until one changes), the
+        acknowledged entries, their messages beyond one, the generation of the ledger's message
+        counts, the mark-delete and its properties. None when the change goes to the state
+        stores as a snapshot anyway. O(1) (the range set keeps its messages; O(batch states) to
+        build their tuple after a change of them, which the snapshot would build)."""
+        state, store = self._state, self._store
+        if store is None or not store.counts_keep_room or state.has_ignored_batch:
+            return None
+        if self._mirrors and not all(mirror.counts_keep_room for mirror in self._mirrors):
             return None
         if self._clock_ns() >= self._persist_due_ns:
             return None  # it persists: a snapshot is taken anyway
@@ -830,9 +833,6 @@ class ManagedCursor:
         config = self._ml.config
         behaviour = rules_for(config.pulsar_rules).behaviour
         self._dirty_until_flush = behaviour.dirty_until_flush
-        # whole-entry acknowledgements of a plan observed by counts (_whole_acks_since): in the
-        # range format, where the stores keep their room for acknowledgements at once meanwhile
-        self._counts_whole_acks = config.effective_ack_format == "range"
         rate = config.throttle_mark_delete
         if not (behaviour.guava_rate_limiter and rate > 0):
             self._limiter = None

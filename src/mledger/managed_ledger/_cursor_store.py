@@ -579,6 +579,14 @@ class CursorStateStore:
         cap = limits.range_cap
         return self._ledger_id is not None and (cap is None or cap > 0) and ranges > limits.node_above
 
+    @property
+    def counts_keep_room(self) -> bool:
+        """Whether whole-entry acknowledgements told by counts with the range count
+        (:meth:`observe_entries_acked`) keep :meth:`bulk_ack_room` known: in the range format
+        (the long-array format's room for acknowledgements at once follows the entries produced,
+        which only a snapshot observes). O(1)."""
+        return self._derived()[1].range_format
+
     def unload_branch_moves(self, ranges: int) -> bool:
         """Whether a state of ``ranges`` ranges would close through the other branch than the
         state last observed (``persistPositionWhenClosing``: the cursor ledger or the metadata
