@@ -170,7 +170,9 @@ _NULL_TS = np.iinfo(np.int64).min
 
 class _SubAcks:
     """One subscription's acks within a step's acks, applied call by call (``_next_call``):
-    their columns gathered once, so that a call is a slice ``[p, q)`` of them."""
+    their columns gathered once, so that a call is a slice ``[p, q)`` of them. Built once per
+    subscription and step in O(rows) numpy work and no Python object per row: what a call
+    reads of it is a few slices and a few prefix counts."""
 
     __slots__ = (
         "ack",
@@ -184,37 +186,49 @@ class _SubAcks:
         "cut_at",
         "cut_entries",
         "cut_g",
+        "cut_rows",
         "entry",
         "g",
+        "index",
         "ledger",
         "name",
         "pos",
         "seqid",
         "size",
-        "times",
         "ts",
     )
 
     def __init__(
-        self, code: int, name: str, rows: np.ndarray, a: Rows, g: np.ndarray, index: EntryIndex, commands: bool
+        self,
+        code: int,
+        name: str,
+        rows: np.ndarray,
+        a: Rows,
+        g: np.ndarray,
+        size: np.ndarray,
+        index: EntryIndex,
+        commands: bool,
     ) -> None:
-        self.code, self.name, self.pos = code, name, 0
+        self.code, self.name, self.pos, self.index = code, name, 0, index
         self.ts = a.ts[rows]
-        self.times: list[int] = self.ts.tolist()
-        """The event times, as a list (searched by ``bisect``: no numpy call per search)."""
+        """The event times (ascending)."""
         self.ledger, self.entry, self.bidx, self.ack = a.ledger[rows], a.entry[rows], a.bidx[rows], a.ack[rows]
         self.g = g[rows]
         """The entries' indexes in the :class:`EntryIndex`."""
         self.at = np.column_stack((self.ledger, self.entry)).astype(np.int64, copy=False)
         """The ``(ledger_id, entry_id)`` rows, as the model's acks take them (read only)."""
         self.at.flags.writeable = False
-        self.size = index.batch_size(self.g)
-        """The batch size of each row's entry."""
+        self.size = size[rows]
+        """The batch size of each row's entry where the row names a batch index or is
+        cumulative, else 1 (a whole-entry individual ack's size is read when needed:
+        :meth:`sizes`)."""
         named = self.bidx >= 0  # cumulative ones too: each leaves a batch state
-        partial = named & (self.ack == 0)
-        self.batch_before: list[int] = [0, *np.cumsum(partial).tolist()]
+        before = np.zeros((2, len(rows) + 1), np.int64)
+        np.cumsum(named & (self.ack == 0), out=before[0, 1:])
+        np.cumsum(self.ack == 1, out=before[1, 1:])
+        self.batch_before: np.ndarray = before[0]
         """Individual batch-index acks among the rows before each."""
-        self.cumulative_before: list[int] = [0, *np.cumsum(self.ack == 1).tolist()]
+        self.cumulative_before: np.ndarray = before[1]
         """Cumulative acks among the rows before each."""
         self.batch_words = int(self.size[named].max()) // 64 + 1 if named.any() else 0
         """The BitSet words of the largest batch a batch-index ack names."""
@@ -226,8 +240,15 @@ class _SubAcks:
         """Where a delivery may cut the rows (ascending row numbers; None: nowhere)."""
         self.cut_entries: list[set[int]] = []
         """The entries each of those deliveries dispatches."""
+        self.cut_rows: list[int] = []
+        """The rows naming an entry some delivery dispatches (ascending), where deliveries may
+        cut the rows: no other row can show a delivery a wrong state."""
         self.cut_g: list[int] = []
-        """:attr:`g` as a list, where deliveries may cut the rows."""
+        """:attr:`g` of :attr:`cut_rows`."""
+
+    def sizes(self, p: int, q: int) -> np.ndarray:
+        """The batch size of the entry of each row ``p..q``, whole-entry individual acks too."""
+        return self.index.batch_size(self.g[p:q])
 
     def end_of(self, p: int) -> int:
         """The end of the request that row ``p`` starts: every call ends at one."""
@@ -1161,13 +1182,20 @@ class PartitionReplayer:
         assert model is not None
         names = self._subs.names
         commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
+        size = np.ones(len(a), np.int32)  # read where a call needs it (see _SubAcks.size)
+        named = np.flatnonzero((a.bidx >= 0) | (a.ack == 1))
+        if named.size:
+            size[named] = self._index.batch_size(g[named])
+        # the rows naming an entry some delivery dispatches: only those can end a call at a cut
+        delivered = np.isin(g, np.fromiter(set().union(*dispatched), np.int64), kind="table") if cuts else None
         plans = []
         for code in np.unique(a.sub).tolist():
             rows = np.flatnonzero(a.sub == code)
-            plan = _SubAcks(code, names[code], rows, a, g, self._index, commands)
-            if cuts and shared[rows[0]]:
-                g_list = plan.g.tolist()
-                mine = set(g_list)
+            plan = _SubAcks(code, names[code], rows, a, g, size, self._index, commands)
+            if delivered is not None and shared[rows[0]]:
+                hit = np.flatnonzero(delivered[rows])
+                hit_g = plan.g[hit].tolist()
+                mine = set(hit_g)
                 touched = [
                     (t, entries) for t, entries in zip(cuts, dispatched, strict=True) if not mine.isdisjoint(entries)
                 ]
@@ -1175,7 +1203,7 @@ class PartitionReplayer:
                     at = np.array([t for t, _ in touched], np.int64)
                     plan.cut_at = np.searchsorted(plan.ts, at, side="right").tolist()
                     plan.cut_entries = [entries for _, entries in touched]
-                    plan.cut_g = g_list
+                    plan.cut_rows, plan.cut_g = hit.tolist(), hit_g
             plans.append(plan)
         # (event time, plan, first row, end); from len(plans) on, the deliveries at a cut instead
         heap: list[tuple[int, int, int, int]] = []
@@ -1212,14 +1240,14 @@ class PartitionReplayer:
         """The next call of one subscription's acks, ``(event time, first row, end)``, advancing past it:
         the acks before the cursor's next persist (all throttled) in as few calls as stay
         exact, then the ack that may persist, alone at its time."""
-        p, times = plan.pos, plan.times
-        n = len(times)
+        p, ts = plan.pos, plan.ts
+        n = len(ts)
         if p >= n:
             return None
         model = self._model
         assert model is not None
         due = model.persist_due_ms(plan.name)
-        k = n if due == math.inf else p if due == -math.inf else bisect.bisect_left(times, due, p)
+        k = n if due == math.inf else p if due == -math.inf else p + int(ts[p:].searchsorted(int(due)))
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
@@ -1234,7 +1262,7 @@ class PartitionReplayer:
                 if plan.cut_at is not None and q > p + 1:
                     q, at = self._delivery_cut(plan, p, q, at)
         plan.pos = max(q, p + 1)
-        return times[at], p, plan.pos
+        return int(ts[at]), p, plan.pos
 
     def _delivery_cut(self, plan: _SubAcks, p: int, q: int, at: int) -> tuple[int, int]:
         """Where a call of acks ``p..q`` stamped at row ``at`` must end for the deliveries it
@@ -1247,13 +1275,14 @@ class PartitionReplayer:
         every index was acknowledged on its own while the broker ignores ack sets). A call
         crossing a cut with a row on the wrong side that names an entry the delivery
         dispatches ends at the cut (the first such) and is looked at again, its stamp that of
-        the shorter call. O(rows * cuts crossed)."""
-        cut_at, entries, g = plan.cut_at, plan.cut_entries, plan.cut_g
+        the shorter call. O(rows naming a dispatched entry * cuts crossed)."""
+        cut_at, entries, rows, g = plan.cut_at, plan.cut_entries, plan.cut_rows, plan.cut_g
         assert cut_at is not None
         i = bisect.bisect_right(cut_at, p)
         while i < len(cut_at) and cut_at[i] < q:
             c = cut_at[i]
-            wrong_side = g[p:c] if at >= c else g[c:q]
+            lo, hi = (p, c) if at >= c else (c, q)  # the rows on the wrong side: those of them
+            wrong_side = g[bisect.bisect_left(rows, lo) : bisect.bisect_left(rows, hi)]  # in cut_rows
             if not entries[i].isdisjoint(wrong_side):
                 q = c
                 at = p + self._change_stamp(plan, p, q) if q > p + 1 else p
@@ -1300,7 +1329,7 @@ class PartitionReplayer:
                 return p + 1
 
         def fits(q: int) -> bool:
-            b = batch[q] - batch[p]
+            b = int(batch[q] - batch[p])
             return room.fits(q - p - b, b)
 
         if fits(k):
@@ -1340,7 +1369,7 @@ class PartitionReplayer:
         acked: dict[int, int] = {}  # entry -> acknowledged indexes (-1: acknowledged whole)
         gs = plan.g[p:q]
         ts = plan.ts[p:q].tolist()
-        sizes = plan.size[p:q].tolist()
+        sizes = plan.sizes(p, q).tolist()
         indexes = plan.bidx[p:q].tolist()
         end = p + 1
         changed = -1  # the last ack that changes the cursor
@@ -1477,7 +1506,7 @@ class PartitionReplayer:
             remaining = model.batch_ack_set(name, lid, eid)
             if remaining is None and not same.size:
                 return j  # an entry nothing acknowledged yet
-            size = int(plan.size[p + j])
+            size = int(plan.sizes(p + j, p + j + 1)[0])  # a whole-entry ack's too
             full = (1 << size) - 1
             acked = full & ~remaining if remaining is not None else 0
             if b >= 0 and (acked >> b) & 1:
