@@ -178,6 +178,7 @@ class _SubAcks:
         "ack",
         "at",
         "batch_before",
+        "batch_columns",
         "batch_words",
         "cumulative_before",
         "bidx",
@@ -245,6 +246,28 @@ class _SubAcks:
         cut the rows: no other row can show a delivery a wrong state."""
         self.cut_g: list[int] = []
         """:attr:`g` of :attr:`cut_rows`."""
+        self.batch_columns: tuple[np.ndarray, list[int], list[int], list[int], list[int]] | None = None
+        """The individual batch-index acks' rows, as an array, then as lists with their
+        entries, batch indexes and batch sizes (built at the first call that has some)."""
+
+    def batch_acks(self, p: int, q: int) -> tuple[np.ndarray, list[int], list[int], list[int], list[int]]:
+        """:attr:`batch_columns` of the individual batch-index acks among rows ``p..q``:
+        slices (the ``batch_before[p]``-th to the ``batch_before[q]``-th), no gather. The
+        columns are built once, for every call of the step to slice (each such row is in one
+        call only)."""
+        columns = self.batch_columns
+        if columns is None:
+            rows = np.flatnonzero((self.bidx >= 0) & (self.ack == 0))
+            columns = self.batch_columns = (
+                rows,
+                rows.tolist(),
+                self.g[rows].tolist(),
+                self.bidx[rows].tolist(),
+                self.size[rows].tolist(),
+            )
+        i, j = int(self.batch_before[p]), int(self.batch_before[q])
+        rows, row_list, g, bidx, size = columns
+        return rows[i:j], row_list[i:j], g[i:j], bidx[i:j], size[i:j]
 
     def sizes(self, p: int, q: int) -> np.ndarray:
         """The batch size of the entry of each row ``p..q``, whole-entry individual acks too."""
@@ -1529,12 +1552,15 @@ class PartitionReplayer:
             if plan.ack[p] == 1:
                 return model.ack_cumulative(name, int(plan.ledger[p]), int(plan.entry[p]), -1, int(plan.size[p]))
             return model.ack(name, plan.at[p:q])
-        n_cumulative = plan.cumulative_before[q] - plan.cumulative_before[p]
-        if not n_cumulative and plan.batch_before[q] == plan.batch_before[p]:
+        n_cumulative = int(plan.cumulative_before[q] - plan.cumulative_before[p])
+        n_batch = int(plan.batch_before[q] - plan.batch_before[p])
+        if not n_cumulative and not n_batch:
             return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
-        kinds, bidx = plan.ack[p:q], plan.bidx[p:q]
+        bidx = plan.bidx[p:q]
+        whole_rows = bidx < 0
         if n_cumulative:
+            kinds = plan.ack[p:q]
             cumulative = np.flatnonzero(kinds == 1)
             cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], bidx[cumulative]
             effective = np.where((cb < 0) | (cb >= size - 1), size, cb)
@@ -1544,21 +1570,18 @@ class PartitionReplayer:
             done += model.ack_cumulative(
                 name, int(plan.ledger[i]), int(plan.entry[i]), -1 if whole else int(cb[j]), int(size[j])
             )
-            if cumulative.size == q - p:
+            if n_cumulative == q - p:
                 return done
-        individual = kinds == 0
-        at = plan.at[p:q]
-        whole_rows = individual & (bidx < 0)
-        positions = [at if whole_rows.all() else at[whole_rows]]
-        partial = np.flatnonzero(individual & (bidx >= 0))
-        if partial.size:
-            done += self._batch_index_acks(plan, p + partial, positions)
+            whole_rows &= kinds == 0
+        positions = [np.compress(whole_rows, plan.at[p:q], axis=0)]
+        if n_batch:
+            done += self._batch_index_acks(plan, p, q, positions)
         if sum(len(rows) for rows in positions):
             done += model.ack(name, positions[0] if len(positions) == 1 else np.concatenate(positions))
         return done
 
-    def _batch_index_acks(self, plan: _SubAcks, rows: np.ndarray, positions: list[np.ndarray]) -> int:
-        """Batch-index acks of one subscription (its rows ``rows``) in one call: an entry whose every index is acked
+    def _batch_index_acks(self, plan: _SubAcks, p: int, q: int, positions: list[np.ndarray]) -> int:
+        """Batch-index acks of one subscription (among its rows ``p..q``) in one call: an entry whose every index is acked
         in it joins the whole-entry acks (``positions``); the others go with them, as ack sets,
         in one request (``positions`` is then emptied).
 
@@ -1572,6 +1595,7 @@ class PartitionReplayer:
         assert model is not None
         name = plan.name
         done = 0
+        rows, row_list, g_list, bidx_list, size_list = plan.batch_acks(p, q)
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
             sizes = plan.size[rows]
             whole = np.concatenate(positions)
@@ -1579,18 +1603,14 @@ class PartitionReplayer:
             at = plan.at[rows]
             if (plan.seqid[rows] >= 0).any():
                 return model.ack_batch_messages(name, at, plan.bidx[rows], sizes, whole)
-            one_each = [
-                ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), plan.bidx[rows].tolist(), strict=True)
-            ]
+            one_each = [((1 << size) - 1) & ~(1 << b) for size, b in zip(size_list, bidx_list, strict=True)]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
         # one pass over the call's rows as Python ints (cheaper than a lexsort and reductions at
         # the tens to hundreds of rows a call holds): each entry's acked index bits, its first
         # row and its batch size, by entry
         acked_bits: dict[int, int] = {}
         first_row: dict[int, tuple[int, int]] = {}
-        for row, g, b, size in zip(
-            rows.tolist(), plan.g[rows].tolist(), plan.bidx[rows].tolist(), plan.size[rows].tolist(), strict=True
-        ):
+        for row, g, b, size in zip(row_list, g_list, bidx_list, size_list, strict=True):
             bits = acked_bits.get(g)
             if bits is None:
                 acked_bits[g], first_row[g] = 1 << b, (row, size)
