@@ -985,12 +985,15 @@ class PartitionReplayer:
                 ],
             )
             a, g = a.take(~unknown), g[~unknown]
-        indexed = np.flatnonzero(a.bidx >= 0)  # a whole-entry row is never out of range
+        # the batch size of the entry of each row that names a batch index or is cumulative, the
+        # rows' ``bsize`` from here on (the calls read it; whole-entry individual acks keep 1)
+        sized = np.flatnonzero((a.bidx >= 0) | (a.ack == 1))
         bsize = np.ones(len(a), np.int32)
-        if indexed.size:
-            bsize[indexed] = self._index.batch_size(g[indexed])
-        bad = a.bidx >= bsize
-        if indexed.size and bad.any():
+        if sized.size:
+            bsize[sized] = self._index.batch_size(g[sized])
+        a.assign(bsize=bsize)
+        bad = a.bidx >= bsize  # a whole-entry row is never out of range
+        if sized.size and bad.any():
             b = a.take(bad)
             self._anomaly(
                 INVALID_ROW,
@@ -1205,10 +1208,7 @@ class PartitionReplayer:
         assert model is not None
         names = self._subs.names
         commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
-        size = np.ones(len(a), np.int32)  # read where a call needs it (see _SubAcks.size)
-        named = np.flatnonzero((a.bidx >= 0) | (a.ack == 1))
-        if named.size:
-            size[named] = self._index.batch_size(g[named])
+        size = a.bsize  # where a call needs it (see _SubAcks.size), read by _acks
         # the rows naming an entry some delivery dispatches: only those can end a call at a cut
         delivered = np.isin(g, np.fromiter(set().union(*dispatched), np.int64), kind="table") if cuts else None
         plans = []
