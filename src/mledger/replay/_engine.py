@@ -114,7 +114,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import heapq
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -191,12 +190,14 @@ class _SubAcks:
         "entry",
         "g",
         "index",
+        "last_ts",
         "ledger",
         "name",
         "pos",
         "seqid",
         "size",
         "ts",
+        "whole_at",
     )
 
     def __init__(
@@ -213,6 +214,8 @@ class _SubAcks:
         self.code, self.name, self.pos, self.index = code, name, 0, index
         self.ts = a.ts[rows]
         """The event times (ascending)."""
+        self.last_ts = int(self.ts[-1])
+        """The last event time, as an int."""
         self.ledger, self.entry, self.bidx, self.ack = a.ledger[rows], a.entry[rows], a.bidx[rows], a.ack[rows]
         self.g = g[rows]
         """The entries' indexes in the :class:`EntryIndex`."""
@@ -246,6 +249,9 @@ class _SubAcks:
         cut the rows: no other row can show a delivery a wrong state."""
         self.cut_g: list[int] = []
         """:attr:`g` of :attr:`cut_rows`."""
+        self.whole_at: np.ndarray | None = None
+        """:attr:`at` of the whole-entry individual acks (built at the first call that has
+        some besides other acks)."""
         self.batch_columns: tuple[np.ndarray, list[int], list[int], list[int], list[int]] | None = None
         """The individual batch-index acks' rows, as an array, then as lists with their
         entries, batch indexes and batch sizes (built at the first call that has some)."""
@@ -268,6 +274,17 @@ class _SubAcks:
         i, j = int(self.batch_before[p]), int(self.batch_before[q])
         rows, row_list, g, bidx, size = columns
         return rows[i:j], row_list[i:j], g[i:j], bidx[i:j], size[i:j]
+
+    def whole_acks(self, p: int, q: int) -> np.ndarray:
+        """:attr:`whole_at` of the whole-entry individual acks among rows ``p..q``: a slice (a
+        row is a cumulative, a batch-index or a whole-entry individual ack, so the last are
+        counted by the first two's prefix counts), built once for every call to slice."""
+        whole_at = self.whole_at
+        if whole_at is None:
+            whole_at = self.whole_at = np.compress((self.bidx < 0) & (self.ack == 0), self.at, axis=0)
+            whole_at.flags.writeable = False
+        batch, cumulative = self.batch_before, self.cumulative_before
+        return whole_at[p - int(batch[p] + cumulative[p]) : q - int(batch[q] + cumulative[q])]
 
     def sizes(self, p: int, q: int) -> np.ndarray:
         """The batch size of the entry of each row ``p..q``, whole-entry individual acks too."""
@@ -1270,7 +1287,12 @@ class PartitionReplayer:
         model = self._model
         assert model is not None
         due = model.persist_due_ms(plan.name)
-        k = n if due == math.inf else p if due == -math.inf else p + int(ts[p:].searchsorted(int(due)))
+        if due > plan.last_ts:
+            k = n  # every ack before it (inf: no persist to come)
+        elif due <= ts[p]:
+            k = p  # -inf: no cursor yet
+        else:
+            k = p + int(ts[p:].searchsorted(int(due)))
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
@@ -1563,12 +1585,9 @@ class PartitionReplayer:
         if not n_cumulative and not n_batch:
             return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
-        bidx = plan.bidx[p:q]
-        whole_rows = bidx < 0
         if n_cumulative:
-            kinds = plan.ack[p:q]
-            cumulative = np.flatnonzero(kinds == 1)
-            cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], bidx[cumulative]
+            cumulative = np.flatnonzero(plan.ack[p:q] == 1)
+            cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], plan.bidx[p:q][cumulative]
             effective = np.where((cb < 0) | (cb >= size - 1), size, cb)
             j = int(np.lexsort((effective, cg))[-1])
             whole = bool(effective[j] == size[j])
@@ -1578,8 +1597,7 @@ class PartitionReplayer:
             )
             if n_cumulative == q - p:
                 return done
-            whole_rows &= kinds == 0
-        positions = [np.compress(whole_rows, plan.at[p:q], axis=0)]
+        positions = [plan.whole_acks(p, q)]
         if n_batch:
             done += self._batch_index_acks(plan, p, q, positions)
         if sum(len(rows) for rows in positions):
