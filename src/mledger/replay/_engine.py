@@ -271,7 +271,7 @@ class _SubAcks:
                 self.bidx[rows].tolist(),
                 self.size[rows].tolist(),
             )
-        i, j = int(self.batch_before[p]), int(self.batch_before[q])
+        i, j = self.batch_before.item(p), self.batch_before.item(q)
         rows, row_list, g, bidx, size = columns
         return rows[i:j], row_list[i:j], g[i:j], bidx[i:j], size[i:j]
 
@@ -284,7 +284,7 @@ class _SubAcks:
             whole_at = self.whole_at = np.compress((self.bidx < 0) & (self.ack == 0), self.at, axis=0)
             whole_at.flags.writeable = False
         batch, cumulative = self.batch_before, self.cumulative_before
-        return whole_at[p - int(batch[p] + cumulative[p]) : q - int(batch[q] + cumulative[q])]
+        return whole_at[p - batch.item(p) - cumulative.item(p) : q - batch.item(q) - cumulative.item(q)]
 
     def sizes(self, p: int, q: int) -> np.ndarray:
         """The batch size of the entry of each row ``p..q``, whole-entry individual acks too."""
@@ -576,11 +576,11 @@ class PartitionReplayer:
         first = np.zeros(n, bool)
         acks = np.flatnonzero(valid & (rows.kind == KIND_ACKED))
         if acks.size:
-            codes, where = np.unique(rows.sub[acks], return_index=True)
-            for code, i in zip(codes.tolist(), where.tolist(), strict=False):
-                if code not in self._seen:
+            subs = rows.sub[acks]
+            for code in (np.flatnonzero(np.bincount(subs + 1)) - 1).tolist():  # the codes named (-1: none)
+                if code not in self._seen:  # its first ack: one search, once per subscription
                     self._seen.add(code)
-                    first[acks[i]] = True
+                    first[acks[int(np.argmax(subs == code))]] = True
         ordinals = np.arange(self._ordinal, self._ordinal + n)
         self._ordinal += n
         cut = (ordinals % self.settings.segment_rows) == 0
@@ -1289,14 +1289,14 @@ class PartitionReplayer:
         due = model.persist_due_ms(plan.name)
         if due > plan.last_ts:
             k = n  # every ack before it (inf: no persist to come)
-        elif due <= ts[p]:
+        elif due <= ts.item(p):
             k = p  # -inf: no cursor yet
         else:
             k = p + int(ts[p:].searchsorted(int(due)))
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
-            cumulative = plan.cumulative_before[k] - plan.cumulative_before[p]
+            cumulative = plan.cumulative_before.item(k) - plan.cumulative_before.item(p)
             if cumulative == k - p:
                 if self._cumulative_run_is_exact(plan, p, k):
                     q, at = k, p + self._cumulative_stamp(plan, p, k)
@@ -1374,7 +1374,7 @@ class PartitionReplayer:
                 return p + 1
 
         def fits(q: int) -> bool:
-            b = int(batch[q] - batch[p])
+            b = batch.item(q) - batch.item(p)
             return room.fits(q - p - b, b)
 
         if fits(k):
@@ -1576,12 +1576,12 @@ class PartitionReplayer:
         model = self._model
         assert model is not None
         name = plan.name
-        if q == p + 1 and plan.bidx[p] < 0:  # one whole-entry ack, the usual call that persists
-            if plan.ack[p] == 1:
-                return model.ack_cumulative(name, int(plan.ledger[p]), int(plan.entry[p]), -1, int(plan.size[p]))
+        if q == p + 1 and plan.bidx.item(p) < 0:  # one whole-entry ack, the usual call that persists
+            if plan.ack.item(p) == 1:
+                return model.ack_cumulative(name, plan.ledger.item(p), plan.entry.item(p), -1, plan.size.item(p))
             return model.ack(name, plan.at[p:q])
-        n_cumulative = int(plan.cumulative_before[q] - plan.cumulative_before[p])
-        n_batch = int(plan.batch_before[q] - plan.batch_before[p])
+        n_cumulative = plan.cumulative_before.item(q) - plan.cumulative_before.item(p)
+        n_batch = plan.batch_before.item(q) - plan.batch_before.item(p)
         if not n_cumulative and not n_batch:
             return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
