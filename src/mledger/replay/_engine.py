@@ -1179,10 +1179,9 @@ class PartitionReplayer:
             due_g = self._index.lookup(positions[:, 0], positions[:, 1])
             order = np.argsort(due_g, kind="stable")
             sorted_g, sorted_t = due_g[order], times[order]
-            k = np.minimum(np.searchsorted(sorted_g, g[relevant]), sorted_g.size - 1)
-            match = sorted_g[k] == g[relevant]
-            t_match = sorted_t[k[match]]
-            ts_match = a.ts[relevant[match]]
+            match = relevant[np.isin(g[relevant], due_g, kind="table")]  # the acks of a due entry
+            t_match = sorted_t[np.searchsorted(sorted_g, g[match])]  # its first due row's time
+            ts_match = a.ts[match]
             hit = ts_match <= t_match
             hit_ts, hit_t = ts_match[hit], t_match[hit]
             while hit_t.size:  # the cuts the acks one delivery time after another make
