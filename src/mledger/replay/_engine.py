@@ -1042,11 +1042,21 @@ class PartitionReplayer:
         for code, n in new_cancels.items():
             self._acked[code] -= n
             self._cancelled[code] = self._cancelled.get(code, 0) + n
-        for i, code, _gi, deliver in late:
-            name = self._subs.names[code]
-            lid, eid = int(a.ledger[i]), int(a.entry[i])
-            if model.was_delivered(name, lid, eid, deliver):
-                self._delivery_anomaly(a.take(slice(i, i + 1)), code, deliver)
+        if late:  # the late cancels whose message was delivered, reported together, in order
+            rows = [i for i, _, _, _ in late]
+            found: list[tuple[int, int, int]] = []
+            names = self._subs.names
+            for (i, code, _gi, deliver), lid, eid in zip(
+                late, a.ledger[rows].tolist(), a.entry[rows].tolist(), strict=True
+            ):
+                if model.was_delivered(names[code], lid, eid, deliver):
+                    found.append((i, code, deliver))
+            if found:
+                self._delivery_anomalies(
+                    a.take(np.array([i for i, _, _ in found], np.int64)),
+                    [code for _, code, _ in found],
+                    [deliver for _, _, deliver in found],
+                )
 
     def _expand_cancels(
         self, a: Rows, g: np.ndarray
@@ -1138,22 +1148,20 @@ class PartitionReplayer:
             ]
         return out, new_g, late, new_cancels
 
-    def _delivery_anomaly(self, row: Rows, code: int, deliver: int) -> None:
-        t = int(row.ts[0])
-        if deliver < 0:
-            self._anomaly(
-                CANCEL_AFTER_DELIVERY,
-                row,
-                ["the message was not delayed: delivered when produced"],
-                subs=np.array([code]),
-            )
-        else:
-            self._anomaly(
-                DELIVERED_BEFORE_CANCEL,
-                row,
-                [f"delivered at {deliver}, cancelled {t - deliver} ms later at {t}"],
-                subs=np.array([code]),
-            )
+    def _delivery_anomalies(self, rows: Rows, codes: list[int], delivers: list[int]) -> None:
+        """The cancels ``rows`` (each of subscription ``codes[i]``) came after their message
+        was delivered (at ``delivers[i]``; -1: not delayed, delivered when produced)."""
+        self._anomaly(
+            [CANCEL_AFTER_DELIVERY if d < 0 else DELIVERED_BEFORE_CANCEL for d in delivers],
+            rows,
+            [
+                "the message was not delayed: delivered when produced"
+                if d < 0
+                else f"delivered at {d}, cancelled {t - d} ms later at {t}"
+                for t, d in zip(rows.ts.tolist(), delivers, strict=True)
+            ],
+            subs=np.array(codes, np.int64),
+        )
 
     def _ack_with_deliveries(self, a: Rows, g: np.ndarray, shared: np.ndarray, t_limit: int) -> None:
         """The step's acks with the deliveries of the delayed messages due before ``t_limit``:
@@ -1705,13 +1713,17 @@ class PartitionReplayer:
             name = self._subs.names[c]
             in_time = 0 <= t <= deliver
             if not in_time and model.was_delivered(name, lid, eid, deliver):
-                self._delivery_anomaly(row, c, deliver)
+                self._delivery_anomalies(row, [c], [deliver])
             # a whole-entry cancel is the individual ack it is in a bulk step (and persists as one)
             done = model.cancel(name, lid, eid, bidx, size) if bidx >= 0 else model.ack(name, _position(lid, eid))
             self._cancelled[c] = self._cancelled.get(c, 0) + done
 
     # -- output ---------------------------------------------------------------------------------
-    def _anomaly(self, reason: str, rows: Rows, detail: str | list[str], subs: np.ndarray | None = None) -> None:
+    def _anomaly(
+        self, reason: str | list[str], rows: Rows, detail: str | list[str], subs: np.ndarray | None = None
+    ) -> None:
+        """Buffer an anomaly row for each of ``rows``: ``reason`` and ``detail`` one for all or
+        one per row; the subscription of each row, or ``subs``."""
         n = len(rows)
         if n == 0:
             return
@@ -1727,7 +1739,7 @@ class PartitionReplayer:
             ("batch_index", rows.bidx),
         ):
             buf[column].extend(v if v >= 0 else None for v in values.tolist())
-        buf["reason"].extend([reason] * n)
+        buf["reason"].extend(reason if isinstance(reason, list) else [reason] * n)
         buf["detail"].extend(detail if isinstance(detail, list) else [detail] * n)
         self._anomaly_rows += n
         self._anomaly_total += n
