@@ -1550,27 +1550,27 @@ class PartitionReplayer:
         model = self._model
         assert model is not None
         name = plan.name
-        gs, bidx, ledgers, entries = plan.g[p:q], plan.bidx[p:q], plan.ledger[p:q], plan.entry[p:q]
+        gs, bidx = plan.g[p:q], plan.bidx[p:q]
         for j in range(q - p - 1, -1, -1):
-            lid, eid = int(ledgers[j]), int(entries[j])
+            lid, eid = plan.ledger.item(p + j), plan.entry.item(p + j)
             if model.is_deleted(name, lid, eid):
                 continue
-            same = np.flatnonzero(gs[:j] == gs[j])
-            if same.size and (bidx[same] < 0).any():
+            same = bidx[np.flatnonzero(gs[:j] == gs.item(j))]  # the earlier rows of its entry
+            if same.size and (same < 0).any():
                 continue  # acked whole earlier in the call
-            b = int(bidx[j])
-            if b >= 0 and same.size and (bidx[same] == b).any():
+            b = bidx.item(j)
+            if b >= 0 and same.size and (same == b).any():
                 continue
             remaining = model.batch_ack_set(name, lid, eid)
             if remaining is None and not same.size:
                 return j  # an entry nothing acknowledged yet
-            size = int(plan.sizes(p + j, p + j + 1)[0])  # a whole-entry ack's too
+            size = plan.size.item(p + j) if b >= 0 else int(plan.sizes(p + j, p + j + 1)[0])
             full = (1 << size) - 1
             acked = full & ~remaining if remaining is not None else 0
             if b >= 0 and (acked >> b) & 1:
                 continue
             for k in same.tolist():
-                acked |= 1 << int(bidx[k])
+                acked |= 1 << k
             if acked == full:
                 continue  # every index acknowledged before it (earlier in the call, or before)
             return j
