@@ -170,8 +170,9 @@ _NULL_TS = np.iinfo(np.int64).min
 class _SubAcks:
     """One subscription's acks within a step's acks, applied call by call (``_next_call``):
     their columns gathered once, so that a call is a slice ``[p, q)`` of them. Built once per
-    subscription and step in O(rows) numpy work and no Python object per row: what a call
-    reads of it is a few slices and a few prefix counts."""
+    subscription and step in O(rows) numpy work, with no Python object per row but for the
+    batch-index acks (listed once, at the first call that has some): what a call reads of it
+    is a few slices and a few prefix counts."""
 
     __slots__ = (
         "ack",
@@ -250,8 +251,8 @@ class _SubAcks:
         self.cut_g: list[int] = []
         """:attr:`g` of :attr:`cut_rows`."""
         self.whole_at: np.ndarray | None = None
-        """:attr:`at` of the whole-entry individual acks (built at the first call that has
-        some besides other acks)."""
+        """:attr:`at` of the whole-entry individual acks (built at the first call that mixes
+        them with other acks)."""
         self.batch_columns: tuple[np.ndarray, list[int], list[int], list[int], list[int]] | None = None
         """The individual batch-index acks' rows, as an array, then as lists with their
         entries, batch indexes and batch sizes (built at the first call that has some)."""
@@ -1508,7 +1509,7 @@ class PartitionReplayer:
         if below.any():  # the walk mostly stops at the next key: no sort for that one
             g_next = int(gs[below].max())
             following = (g_next, int(covered[below & (gs == g_next)].max()))
-            if self._all_acknowledged(name, following, low):
+            if self._all_acknowledged(name, following, low):  # walked on from the top, in order
                 keys = sorted(set(zip(gs.tolist(), covered.tolist(), strict=True)), reverse=True)
                 for key in keys[1:]:
                     if not self._all_acknowledged(name, key, low):
