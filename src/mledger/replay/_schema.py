@@ -415,13 +415,18 @@ class Checked(NamedTuple):
 
 
 def _ints(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(values with nulls as 0, present mask) of an int64 column."""
+    """(values with nulls as 0, present mask) of an integer column. With nulls, the values
+    and the validity bitmap are read from the array's buffers as they are (zero-copy views,
+    one unpacking of the bitmap), a null's slot whatever it holds replaced by 0."""
     arr = batch.column(name)
-    values = arr if arr.null_count == 0 else pc.fill_null(arr, 0)
-    out = np.asarray(values.to_numpy(zero_copy_only=False))
+    n = len(arr)
     if arr.null_count == 0:
-        return out, np.ones(len(out), bool)
-    return out, np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+        return np.asarray(arr.to_numpy(zero_copy_only=False)), np.ones(n, bool)
+    validity, data = arr.buffers()[:2]
+    start = arr.offset
+    values = np.frombuffer(data, np.dtype(arr.type.to_pandas_dtype()), count=start + n)[start:]
+    has = np.unpackbits(np.frombuffer(validity, np.uint8), count=start + n, bitorder="little")[start:].view(bool)
+    return np.where(has, values, 0), has
 
 
 MAX_LEDGER_ID = CURSOR_LEDGER_BASE
