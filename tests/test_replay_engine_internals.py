@@ -1,7 +1,7 @@
 """The replay engine's bulk shortcuts against plain walks (issue 27 item 4): the forward walk
 over a step's cancels applied alone, lazy row selections, and integer columns read from their
-Arrow buffers. (The replay's delayed entries are
-the broker's own ``DelayedDeliveryTracker`` since issue 32: there is no second queue to compare.)"""
+Arrow buffers. (The replay's delayed entries are the broker's own ``DelayedDeliveryTracker``
+since issue 32: there is no second queue to compare.)"""
 
 from __future__ import annotations
 
