@@ -12,8 +12,8 @@ from hypothesis import given, settings, strategies as st
 from test_replay_isolated_cancel import plain_walk, row
 
 from mledger.replay import PartitionReplayer, SubscriptionSpec
-from mledger.replay._columns import Rows
-from mledger.replay._schema import KIND_CANCELLED, _ints
+from mledger.replay._columns import Rows, int_values
+from mledger.replay._schema import KIND_CANCELLED
 
 
 def rows_of(events: list[tuple[int, int, int, int, int]]) -> Rows:
@@ -62,11 +62,11 @@ def test_a_lazy_selection_reads_its_source_once_and_takes_assigned_columns() -> 
 def test_an_integer_column_with_nulls_reads_as_arrow_fills_it_however_the_batch_is_sliced(
     kind: pa.DataType, values: list[int | None], data: st.DataObject
 ) -> None:
-    """``_ints`` reads a column's buffers as they are (an offset into shared buffers, whatever
+    """``int_values`` reads a column's buffers as they are (an offset into shared buffers, whatever
     a null's slot holds): the values and the present mask are Arrow's own fill_null and is_valid."""
     start = data.draw(st.integers(0, len(values) - 1))
     column = pa.array(values, type=kind).slice(start, data.draw(st.integers(0, len(values) - start)))
-    got, present = _ints(pa.RecordBatch.from_arrays([column], ["x"]), "x")
+    got, present = int_values(column)
     expected = np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False))
     assert got.dtype == expected.dtype
     assert got.tolist() == expected.tolist()

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core import MLedgerError
+from ._columns import int_values
 from ._store import CURSOR_LEDGER_BASE
 
 # -- event kinds and their order at equal timestamps -----------------------------------------
@@ -415,18 +416,8 @@ class Checked(NamedTuple):
 
 
 def _ints(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(values with nulls as 0, present mask) of an integer column. With nulls, the values
-    and the validity bitmap are read from the array's buffers as they are (zero-copy views,
-    one unpacking of the bitmap), a null's slot whatever it holds replaced by 0."""
-    arr = batch.column(name)
-    n = len(arr)
-    if arr.null_count == 0:
-        return np.asarray(arr.to_numpy(zero_copy_only=False)), np.ones(n, bool)
-    validity, data = arr.buffers()[:2]
-    start = arr.offset
-    values = np.frombuffer(data, np.dtype(arr.type.to_pandas_dtype()), count=start + n)[start:]
-    has = np.unpackbits(np.frombuffer(validity, np.uint8), count=start + n, bitorder="little")[start:].view(bool)
-    return np.where(has, values, 0), has
+    """(values with nulls as 0, present mask) of an integer column (:func:`~._columns.int_values`)."""
+    return int_values(batch.column(name))
 
 
 MAX_LEDGER_ID = CURSOR_LEDGER_BASE
