@@ -582,9 +582,10 @@ class PartitionReplayer:
                 if code not in self._seen:  # its first ack: one search, once per subscription
                     self._seen.add(code)
                     first[acks[int(np.argmax(subs == code))]] = True
-        ordinals = np.arange(self._ordinal, self._ordinal + n)
+        every = self.settings.segment_rows
+        cut = np.zeros(n, bool)
+        cut[-self._ordinal % every :: every] = True  # the rows whose ordinal is a multiple of it
         self._ordinal += n
-        cut = (ordinals % self.settings.segment_rows) == 0
         cut &= ~self._continues_request(rows)
         stops = np.flatnonzero(first | cut).tolist()
         pos = 0
