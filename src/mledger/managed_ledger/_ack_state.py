@@ -52,6 +52,7 @@ Not thread-safe: the owning cursor serialises every call under its lock.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -59,7 +60,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sortedcontainers import SortedDict
 
-from ..core import AckRangeSet, InvalidPositionError, MarkDeletingMarkedPositionError, Position, rules_for
+from ..core import (
+    MAX_ENTRY_ID,
+    AckRangeSet,
+    InvalidPositionError,
+    MarkDeletingMarkedPositionError,
+    Position,
+    rules_for,
+)
 from ._cursor_args import check_ack_set, lowest_bit, positions_array, to_position
 from ._ledger_view import LedgerView
 
@@ -84,10 +92,15 @@ BATCH_STATE_DROPPED = 4
 
 SCALAR_ROWS = 16
 """Plans with at most this many whole entries are checked and applied position by position;
-larger ones with numpy, vectorised (the same rules, the same errors)."""
+larger ones with numpy, vectorised (the same rules; a plan the vectorised checks do not pass
+goes position by position, which raises the same error whatever the plan's size)."""
 
 _NO_ROWS = np.empty((0, 2), dtype=np.int64)
 _NO_ROWS.flags.writeable = False
+
+_Group = tuple[int, np.ndarray, int, int]
+"""Checked whole entries of one ledger: its id, their entry ids (an ascending ``uint32`` array,
+read-only), the lowest and the highest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,12 +482,11 @@ class AckState:
         self._batch_view = None
 
     # -- step 1: validation -----------------------------------------------------------------
-    def _check_plan(
-        self, plan: AckPlan
-    ) -> tuple[Position | None, list[Position], list[tuple[int, np.ndarray]], np.ndarray]:
+    def _check_plan(self, plan: AckPlan) -> tuple[Position | None, list[Position], list[_Group], np.ndarray]:
         """Validate the whole plan; raise before anything changes. Returns what applying it
         needs: a cumulative plan's mark-delete target, else the whole entries above MD as
-        positions (a small plan) or as entry ids per ledger (vectorised), and as rows."""
+        positions (a small plan, or one the vectorised checks do not pass) or as entry ids per
+        ledger (vectorised), and as rows."""
         lac = self._ml.last_confirmed_entry
         position = plan.mark_delete
         if position is not None:
@@ -489,13 +501,17 @@ class AckState:
             self._check_mark_delete_target(target)
             return target, [], [], _NO_ROWS
         rows = plan.entries
-        positions: list[Position] = []
-        groups: list[tuple[int, np.ndarray]] = []
-        if rows.shape[0] <= SCALAR_ROWS:
-            positions = [p for p in Position.from_rows(rows) if self._check_above_md(p, lac)]
-            named = np.array(positions, dtype=np.int64).reshape(-1, 2) if positions else _NO_ROWS
+        checked = self._check_rows(rows, lac) if rows.shape[0] > SCALAR_ROWS else None
+        if checked is not None:
+            groups, named = checked
+            positions: list[Position] = []
         else:
-            groups, named = self._check_rows(rows, lac)
+            groups = []
+            positions = [p for p in Position.from_rows(rows) if self._check_above_md(p, lac)]
+            if len(positions) == rows.shape[0]:
+                named = rows
+            else:
+                named = np.array(positions, dtype=np.int64).reshape(-1, 2) if positions else _NO_ROWS
         for item in plan.ack_sets:
             self._check_above_md(item[0], lac)
         return None, positions, groups, named
@@ -536,43 +552,52 @@ class AckState:
         if info is None or not 0 <= position[1] < info.entries:
             raise self._refusal(position)
 
-    def _check_rows(self, rows: np.ndarray, lac: Position) -> tuple[list[tuple[int, np.ndarray]], np.ndarray]:
-        """The checks of :meth:`_check_above_md` over an ``(n, 2)`` array at once (numpy); the
-        entry ids above MD grouped by ledger, ascending, and the rows above MD."""
-        ledgers, entries = rows[:, 0], rows[:, 1]
-        first, last = int(ledgers.min()), int(ledgers.max())
-        if last >= lac[0]:  # else every row is in a ledger before LAC's: none beyond it
-            beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
-            if beyond.any():
-                i = int(np.flatnonzero(beyond)[0])
-                raise self._beyond_lac(Position(int(ledgers[i]), int(entries[i])))
-        md_l, md_e = self._md
-        if first <= md_l:  # else every row is in a ledger after MD's: all above it
-            above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
-            ledgers, entries = ledgers[above], entries[above]  # contiguous: sorted and split below
-            if not ledgers.size:
-                return [], _NO_ROWS
-            if ledgers.size < rows.shape[0]:
-                rows = np.column_stack((ledgers, entries))
-                first, last = int(ledgers.min()), int(ledgers.max())
+    def _check_rows(self, rows: np.ndarray, lac: Position) -> tuple[list[_Group], np.ndarray] | None:
+        """The checks of :meth:`_check_above_md` over an ``(n, 2)`` array at once (numpy): the
+        entry ids above MD grouped by ledger, ascending, and the rows above MD;
+        or None when a row does not pass them, or an id does not fit in 32 bits, for the
+        position-by-position path to raise (or skip a row at or below MD).
+
+        Exact: the rows, as ``ledger_id << 32 | entry_id`` keys, sort in position order, so MD
+        and LAC are compared with the keys' bounds, and one ledger's keys are a slice whose
+        ends are its lowest and highest entry; a row passes here only if
+        :meth:`_check_above_md` passes it (above MD: an entry of its ledger; else not beyond
+        LAC). O(n log n) in C, O(ledgers) in Python."""
+        ids = rows.view(np.uint64)
+        if ids.max() > MAX_ENTRY_ID:  # a negative id (a huge one as uint64), or one past 32 bits
+            return None
+        keys = (ids[:, 0] << 32) | ids[:, 1]
+        ordered = np.sort(keys)
+        first, last = ordered[0].item(), ordered[-1].item()
+        md_key = (self._md[0] << 32) + self._md[1]
         named = rows
-        if first == last:  # one ledger (the usual bulk ack): no sort, one group
-            groups = [(first, entries)]
-            lows, tops = [int(entries.min())], [int(entries.max())]
-        else:  # grouped by a stable sort; each group's lowest and highest id in one reduction each
-            order = np.argsort(ledgers, kind="stable")
-            ledgers, entries = ledgers[order], entries[order]
-            starts = np.flatnonzero(np.concatenate(((True,), ledgers[1:] != ledgers[:-1])))
-            cuts = [*starts.tolist(), ledgers.size]
-            groups = list(
-                zip(ledgers[starts].tolist(), map(entries.__getitem__, map(slice, cuts[:-1], cuts[1:])), strict=True)
-            )
-            lows, tops = np.minimum.reduceat(entries, starts).tolist(), np.maximum.reduceat(entries, starts).tolist()
+        if first <= md_key:
+            cut = int(np.searchsorted(ordered, md_key, side="right"))
+            if ordered[cut - 1].item() > (lac[0] << 32) + lac[1]:
+                return None  # at or below MD but beyond LAC: refused
+            if cut == ordered.size:
+                return [], _NO_ROWS
+            named = rows[keys > md_key]  # the rows above MD, in their order
+            ordered = ordered[cut:]
+            first = ordered[0].item()
+        entry_ids = ordered.astype(np.uint32)  # the keys' low 32 bits
+        entry_ids.flags.writeable = False  # the range set may keep slices of it
+        if first >> 32 == last >> 32:  # one ledger
+            cuts, bounds = [0, ordered.size], [first, last]
+        else:
+            ledgers = ordered >> 32
+            cuts = [0, *[cut + 1 for cut in np.flatnonzero(ledgers[1:] != ledgers[:-1]).tolist()], ordered.size]
+            bounds = ordered[[i for cut in cuts[1:-1] for i in (cut - 1, cut)]].tolist()
+            bounds = [first, *bounds, last]
         ledger_list = self._ledger_list
-        for (ledger_id, _), low, top in zip(groups, lows, tops, strict=True):
+        groups: list[_Group] = []
+        for i, (start, end) in enumerate(itertools.pairwise(cuts)):
+            low, high = bounds[2 * i], bounds[2 * i + 1]
+            ledger_id = low >> 32
             info = ledger_list.get(ledger_id)
-            if low < 0 or top >= (info.entries if info is not None else 0):
-                raise self._no_such_entry(Position(ledger_id, low if low < 0 else top))
+            if info is None or high & MAX_ENTRY_ID >= info.entries:
+                return None  # above MD, no entry of its ledger: refused
+            groups.append((ledger_id, entry_ids[start:end], low & MAX_ENTRY_ID, high & MAX_ENTRY_ID))
         return groups, named
 
     def _refusal(self, position: Position) -> InvalidPositionError:
@@ -600,12 +625,12 @@ class AckState:
                     self._forget_ignored(position)
         return added
 
-    def _add_groups(self, groups: list[tuple[int, np.ndarray]]) -> int:
+    def _add_groups(self, groups: list[_Group]) -> int:
         """Acknowledge checked entry ids (per ledger) in bulk; how many were new."""
         acked = self._acked
         added = 0
-        for ledger_id, entries in groups:
-            added += acked.add_many(ledger_id, entries)
+        for ledger_id, entry_ids, _, high in groups:
+            added += acked.add_sorted(ledger_id, entry_ids, high)
         if added and self._batch:
             for p in self._now_acked(self._batch, groups):
                 self._drop_batch(p)
@@ -614,7 +639,7 @@ class AckState:
                 self._forget_ignored(p)
         return added
 
-    def _now_acked(self, states: SortedDict, groups: list[tuple[int, np.ndarray]]) -> list[Position]:
+    def _now_acked(self, states: SortedDict, groups: list[_Group]) -> list[Position]:
         """The positions of ``states`` (batch states or ignored acks, none acknowledged whole
         before ``groups`` were added) that ``groups`` acknowledged: each state asked once when
         they are few, else those within each group's span. O(min(states, groups' spans))."""
@@ -623,8 +648,8 @@ class AckState:
             return [p for p in states if contains(p[0], p[1])]
         return [
             p
-            for ledger_id, entries in groups
-            for p in states.irange(Position(ledger_id, int(entries.min())), Position(ledger_id, int(entries.max())))
+            for ledger_id, _, low, high in groups
+            for p in states.irange(Position(ledger_id, low), Position(ledger_id, high))
             if contains(p[0], p[1])
         ]
 
