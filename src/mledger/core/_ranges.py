@@ -235,7 +235,7 @@ class AckRangeSet:
         before (the usual case), they are all new, and their messages are counted over the
         array itself, else over the bitmap's difference with the ledger's. O(n) in C.
         """
-        incoming = BitMap(array.array("I", entry_ids.tobytes()))
+        incoming = BitMap(array.array("I", entry_ids.tobytes()), optimize=False)
         fresh = entry_ids if len(incoming) == entry_ids.size else None  # None: repeats
         bm = self._bitmaps.get(ledger_id)
         if bm is None:  # a new ledger: no messages counted, no runs cached

@@ -384,7 +384,8 @@ class AckState:
 
     # -- the seam ---------------------------------------------------------------------------
     def apply(self, plan: AckPlan) -> AckOutcome:
-        """Validate ``plan`` whole, apply it, settle the mark-delete; return what it changed.
+        """Validate ``plan`` whole, apply it, settle the mark-delete; return what it changed
+        (a plan of one whole entry through :meth:`ack_entry`, its outcome from the flags).
 
         Raises ``InvalidPositionError`` (a position beyond the last confirmed entry, or above
         the mark-delete but no entry of the ledger), ``MarkDeletingMarkedPositionError`` (a
@@ -392,6 +393,12 @@ class AckState:
         O(ranges touched); a mark-delete O(ledgers it passes).
         """
         before = self._md
+        if plan.entries.shape[0] == 1 and plan.mark_delete is None and not plan.ack_sets:
+            rows = plan.entries  # one whole entry: the single-call path, and its outcome
+            position = Position._make(rows.tolist()[0])
+            flags = self.ack_entry(position)
+            persist = self._md != before or not self.persists_nothing()
+            return AckOutcome(before, self._md, flags & ACKED, rows if position > before else _NO_ROWS, persist=persist)
         target, positions, groups, named = self._check_plan(plan)
         if target is not None:
             if plan.mark_delete is not None and plan.mark_delete_ack_set is not None:
