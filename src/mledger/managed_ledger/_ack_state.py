@@ -565,37 +565,33 @@ class AckState:
         or None when a row does not pass them, or an id does not fit in 32 bits, for the
         position-by-position path to raise (or skip a row at or below MD).
 
-        Exact: the rows, as ``ledger_id << 32 | entry_id`` keys, sort in position order, so MD
+        Exact: ids below 2**32 as ``ledger_id << 32 | entry_id`` keys sort in position order
+        (a negative id, or a ledger id past 31 bits, makes a negative key: refused here), so MD
         and LAC are compared with the keys' bounds, and one ledger's keys are a slice whose
         ends are its lowest and highest entry; a row passes here only if
         :meth:`_check_above_md` passes it (above MD: an entry of its ledger; else not beyond
         LAC). O(n log n) in C, O(ledgers) in Python."""
-        ids = rows.view(np.uint64)
-        if ids.max() > MAX_ENTRY_ID:  # a negative id (a huge one as uint64), or one past 32 bits
+        if rows.max() > MAX_ENTRY_ID:  # an id past 32 bits
             return None
-        keys = (ids[:, 0] << 32) | ids[:, 1]
+        keys = (rows[:, 0] << 32) | rows[:, 1]  # negative for a negative id (or a ledger id past 31 bits)
         ordered = np.sort(keys)
-        first, last = ordered[0].item(), ordered[-1].item()
+        ledgers = ordered >> 32
+        cuts = [0, *[cut + 1 for cut in np.flatnonzero(ledgers[1:] != ledgers[:-1]).tolist()], ordered.size]
+        # each ledger's lowest and highest key, in one gather
+        bounds = ordered[[0, *[i for cut in cuts[1:-1] for i in (cut - 1, cut)], -1]].tolist()
+        first = bounds[0]
+        if first < 0:
+            return None
         md_key = (self._md[0] << 32) + self._md[1]
-        named = rows
         if first <= md_key:
             cut = int(np.searchsorted(ordered, md_key, side="right"))
-            if ordered[cut - 1].item() > (lac[0] << 32) + lac[1]:
+            if ordered[cut - 1] > (lac[0] << 32) + lac[1]:
                 return None  # at or below MD but beyond LAC: refused
             if cut == ordered.size:
                 return [], _NO_ROWS
-            named = rows[keys > md_key]  # the rows above MD, in their order
-            ordered = ordered[cut:]
-            first = ordered[0].item()
+            return self._check_rows(rows[keys > md_key], lac)  # the rows above MD, in their order
         entry_ids = ordered.astype(np.uint32)  # the keys' low 32 bits
         entry_ids.flags.writeable = False  # the range set may keep slices of it
-        if first >> 32 == last >> 32:  # one ledger
-            cuts, bounds = [0, ordered.size], [first, last]
-        else:
-            ledgers = ordered >> 32
-            cuts = [0, *[cut + 1 for cut in np.flatnonzero(ledgers[1:] != ledgers[:-1]).tolist()], ordered.size]
-            bounds = ordered[[i for cut in cuts[1:-1] for i in (cut - 1, cut)]].tolist()
-            bounds = [first, *bounds, last]
         ledger_list = self._ledger_list
         groups: list[_Group] = []
         for i, (start, end) in enumerate(itertools.pairwise(cuts)):
@@ -605,7 +601,7 @@ class AckState:
             if info is None or high & MAX_ENTRY_ID >= info.entries:
                 return None  # above MD, no entry of its ledger: refused
             groups.append((ledger_id, entry_ids[start:end], low & MAX_ENTRY_ID, high & MAX_ENTRY_ID))
-        return groups, named
+        return groups, rows
 
     def _refusal(self, position: Position) -> InvalidPositionError:
         if position > self._ml.last_confirmed_entry:
