@@ -439,6 +439,25 @@ def test_partitioned_producer_routes_by_key_else_round_robin(broker: Broker) -> 
         broker.create_producer("pay", "pp2") and broker.create_producer("pay", "pp2")
 
 
+def test_partitioned_producer_async_verbs_refuse_through_the_future(broker: Broker) -> None:
+    """A partitioned producer's asynchronous sends route like the blocking ones; a message
+    that cannot be routed fails its future (nothing raised) and does not move the round-robin."""
+    broker.create_topic("pay", partitions=2)
+    p = broker.create_producer("pay", "pp")
+    bad = p.send_async(b"x", sequence_id=-1)
+    bad_batch = p.send_batch_async([b"a", b"b"], key=1)  # type: ignore[arg-type]
+    for future in (bad, bad_batch):
+        with pytest.raises(InvalidRequestError):
+            future.result(timeout=30)
+    assert p.send_async(b"x").result(timeout=30).partition == 0
+    ids = p.send_batch_async([b"a", b"b"]).result(timeout=30)
+    assert [(m.partition, m.batch_index) for m in ids] == [(1, 0), (1, 1)]
+    with pytest.raises(InvalidRequestError):
+        p.send_batch([])  # routed first, refused by the partition's producer
+    assert p.send(b"y").partition == 1  # the refused batch took its turn, as before
+    p.close()
+
+
 def test_partitioned_producer_creation_is_all_or_nothing(broker: Broker) -> None:
     t = broker.create_topic("pay", partitions=2)
     assert isinstance(t, PartitionedTopic)

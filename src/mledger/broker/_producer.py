@@ -103,7 +103,112 @@ class PartitionedTarget(Protocol):
     def name(self) -> str: ...
 
 
-class Producer:
+_R = TypeVar("_R")
+_Sink = Callable[[_R | BaseException], None]
+"""Where a send's outcome goes: its ids, or the exception that refused it."""
+
+
+class _ProducerBase:
+    """The send verbs both producers offer, written once (Pulsar's client ``ProducerBase``:
+    ``send`` and ``sendAsync`` over ``internalSendAsync``, which a partitioned producer routes
+    to a partition's producer). ``_producer_for`` is the :class:`Producer` a message with these
+    arguments goes to: the producer itself, or its partition's; ``InvalidRequestError`` for an
+    argument that cannot be routed."""
+
+    _producer_for: Callable[[str | None, int | None, int | None], Producer]
+
+    def send(
+        self,
+        data: bytes,
+        key: str | None = None,
+        deliver_at_ms: int | None = None,
+        sequence_id: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> MessageId:
+        """Publish one message; returns its id (``(-1, -1)`` when deduplication dropped it).
+
+        Raises ``InvalidRequestError`` naming a bad argument, ``MessageDupUnknownError``,
+        ``EntryTooLargeError``, ``AlreadyClosedError``, ``TopicFencedError``. Blocks until the
+        message is stored (after everything sent to the topic before it); when no write is
+        under way, the calling thread writes it. On a partitioned topic the message is routed
+        first (:class:`PartitionedProducer`) and its id carries the partition.
+        """
+        waiter: _Waiter[MessageId] = _Waiter()
+        producer = self._producer_for(key, deliver_at_ms, sequence_id)
+        producer._send(data, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
+        return waiter.wait()
+
+    def send_async(
+        self,
+        data: bytes,
+        key: str | None = None,
+        deliver_at_ms: int | None = None,
+        sequence_id: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> Future[MessageId]:
+        """Publish one message without waiting: a ``concurrent.futures.Future`` of its id.
+
+        The message gets its sequence id now; the future completes once it is stored (or
+        refused), after the futures of everything sent to the topic (partition) before it
+        (Pulsar's ``sendAsync``); a duplicate or ``MessageDupUnknownError`` answer completes at
+        once. Every error :meth:`send` raises is delivered through the future. Never waits on
+        the store. The future's callbacks run on the thread that wrote the message and must not
+        wait for a later send of this topic. After a failed write the futures of the sends
+        queued behind it fail too: resend from the first failed one, in order.
+        """
+        future: Future[MessageId] = Future()
+        producer = self._routed(key, deliver_at_ms, sequence_id, future)
+        if producer is not None:
+            producer._send(data, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
+        return future
+
+    def send_batch(
+        self,
+        items: Sequence[bytes],
+        key: str | None = None,
+        deliver_at_ms: int | None = None,
+        sequence_id: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> BatchMessageIds:
+        """Publish ``items`` as one batch entry (all with ``key``, ``deliver_at_ms`` and
+        ``properties``); message ``i`` gets sequence id ``sequence_id + i`` and batch index ``i``.
+
+        Returns the messages' ids. Raises like :meth:`send`, and ``InvalidRequestError`` for an
+        empty batch.
+        """
+        waiter: _Waiter[BatchMessageIds] = _Waiter()
+        producer = self._producer_for(key, deliver_at_ms, sequence_id)
+        producer._send_batch(items, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
+        return waiter.wait()
+
+    def send_batch_async(
+        self,
+        items: Sequence[bytes],
+        key: str | None = None,
+        deliver_at_ms: int | None = None,
+        sequence_id: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> Future[BatchMessageIds]:
+        """:meth:`send_batch` without waiting: a future of the messages' ids (see :meth:`send_async`)."""
+        future: Future[BatchMessageIds] = Future()
+        producer = self._routed(key, deliver_at_ms, sequence_id, future)
+        if producer is not None:
+            producer._send_batch(items, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
+        return future
+
+    def _routed(
+        self, key: str | None, deliver_at_ms: int | None, sequence_id: int | None, future: Future[Any]
+    ) -> Producer | None:
+        """:meth:`_producer_for` for an asynchronous send: None, and ``future`` failed, when the
+        message cannot be routed."""
+        try:
+            return self._producer_for(key, deliver_at_ms, sequence_id)
+        except InvalidRequestError as exc:
+            future.set_exception(exc)
+            return None
+
+
+class Producer(_ProducerBase):
     """A producer on one topic (or one partition). Create with ``Broker.create_producer``."""
 
     def __init__(
@@ -153,46 +258,9 @@ class Producer:
         """Whether the producer was closed."""
         return self._closed
 
-    def send(
-        self,
-        data: bytes,
-        key: str | None = None,
-        deliver_at_ms: int | None = None,
-        sequence_id: int | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> MessageId:
-        """Publish one message; returns its id (``(-1, -1)`` when deduplication dropped it).
-
-        Raises ``InvalidRequestError`` naming a bad argument, ``MessageDupUnknownError``,
-        ``EntryTooLargeError``, ``AlreadyClosedError``, ``TopicFencedError``. Blocks until the
-        message is stored (after everything sent to the topic before it); when no write is
-        under way, the calling thread writes it.
-        """
-        waiter: _Waiter[MessageId] = _Waiter()
-        self._send(data, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
-        return waiter.wait()
-
-    def send_async(
-        self,
-        data: bytes,
-        key: str | None = None,
-        deliver_at_ms: int | None = None,
-        sequence_id: int | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> Future[MessageId]:
-        """Publish one message without waiting: a ``concurrent.futures.Future`` of its id.
-
-        The message gets its sequence id now; the future completes once it is stored (or
-        refused), after the futures of everything sent to the topic before it (Pulsar's
-        ``sendAsync``); a duplicate or ``MessageDupUnknownError`` answer completes at once.
-        Every error :meth:`send` raises is delivered through the future. Never waits on the
-        store. The future's callbacks run on the thread that wrote the message and must not
-        wait for a later send of this topic. After a failed write the futures of the sends
-        queued behind it fail too: resend from the first failed one, in order.
-        """
-        future: Future[MessageId] = Future()
-        self._send(data, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
-        return future
+    def _producer_for(self, key: str | None, deliver_at_ms: int | None, sequence_id: int | None) -> Producer:
+        """This producer: it routes nowhere (its ``_send`` checks the arguments)."""
+        return self
 
     def _send(
         self,
@@ -224,37 +292,6 @@ class Producer:
             return FramedPublish(self.name, seq, seq, 1, meta, encode_entry(payload, meta))
 
         self._publish(sequence_id, 0, frame, sink, inline)
-
-    def send_batch(
-        self,
-        items: Sequence[bytes],
-        key: str | None = None,
-        deliver_at_ms: int | None = None,
-        sequence_id: int | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> BatchMessageIds:
-        """Publish ``items`` as one batch entry (all with ``key``, ``deliver_at_ms`` and
-        ``properties``); message ``i`` gets sequence id ``sequence_id + i`` and batch index ``i``.
-
-        Returns the messages' ids. Raises like :meth:`send`, and ``InvalidRequestError`` for an
-        empty batch.
-        """
-        waiter: _Waiter[BatchMessageIds] = _Waiter()
-        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
-        return waiter.wait()
-
-    def send_batch_async(
-        self,
-        items: Sequence[bytes],
-        key: str | None = None,
-        deliver_at_ms: int | None = None,
-        sequence_id: int | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> Future[BatchMessageIds]:
-        """:meth:`send_batch` without waiting: a future of the messages' ids (see :meth:`send_async`)."""
-        future: Future[BatchMessageIds] = Future()
-        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
-        return future
 
     def _send_batch(
         self,
@@ -423,7 +460,7 @@ class Producer:
             sink(MessageId(ledger_id, entry_id, partition))
 
 
-class PartitionedProducer:
+class PartitionedProducer(_ProducerBase):
     """A producer on a partitioned topic: one :class:`Producer` per partition, same name.
 
     Routing is Pulsar's default (:mod:`mledger.broker._routing`): by key hash when the message
@@ -456,67 +493,12 @@ class PartitionedProducer:
         """Whether the producer was closed."""
         return all(p.is_closed for p in self._producers)
 
-    def send(
-        self,
-        data: bytes,
-        key: str | None = None,
-        deliver_at_ms: int | None = None,
-        sequence_id: int | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> MessageId:
-        """Route and publish one message (see :meth:`Producer.send`)."""
-        return self._route(key, deliver_at_ms, sequence_id).send(data, key, deliver_at_ms, sequence_id, properties)
-
-    def send_async(
-        self,
-        data: bytes,
-        key: str | None = None,
-        deliver_at_ms: int | None = None,
-        sequence_id: int | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> Future[MessageId]:
-        """Route and publish one message without waiting (see :meth:`Producer.send_async`):
-        futures complete in order per partition."""
-        try:
-            producer = self._route(key, deliver_at_ms, sequence_id)
-        except InvalidRequestError as exc:
-            return _failed(exc)
-        return producer.send_async(data, key, deliver_at_ms, sequence_id, properties)
-
-    def send_batch(
-        self,
-        items: Sequence[bytes],
-        key: str | None = None,
-        deliver_at_ms: int | None = None,
-        sequence_id: int | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> BatchMessageIds:
-        """Route and publish one batch (see :meth:`Producer.send_batch`)."""
-        return self._route(key, deliver_at_ms, sequence_id).send_batch(
-            items, key, deliver_at_ms, sequence_id, properties
-        )
-
-    def send_batch_async(
-        self,
-        items: Sequence[bytes],
-        key: str | None = None,
-        deliver_at_ms: int | None = None,
-        sequence_id: int | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> Future[BatchMessageIds]:
-        """Route and publish one batch without waiting (see :meth:`Producer.send_batch_async`)."""
-        try:
-            producer = self._route(key, deliver_at_ms, sequence_id)
-        except InvalidRequestError as exc:
-            return _failed(exc)
-        return producer.send_batch_async(items, key, deliver_at_ms, sequence_id, properties)
-
     def close(self, wait: bool = True) -> None:
         """Close every partition's producer (see :meth:`Producer.close`). Idempotent."""
         for p in self._producers:
             p.close(wait)
 
-    def _route(self, key: str | None, deliver_at_ms: int | None, sequence_id: int | None) -> Producer:
+    def _producer_for(self, key: str | None, deliver_at_ms: int | None, sequence_id: int | None) -> Producer:
         """The partition's producer for a message with these arguments, which are checked first:
         a refused message does not move the round-robin. ``InvalidRequestError``."""
         _check_args(key, deliver_at_ms, sequence_id)
@@ -524,11 +506,6 @@ class PartitionedProducer:
 
     def __repr__(self) -> str:
         return f"PartitionedProducer({self.name!r}, topic={self.topic!r})"
-
-
-_R = TypeVar("_R")
-_Sink = Callable[[_R | BaseException], None]
-"""Where a send's outcome goes: its ids, or the exception that refused it."""
 
 
 class _Waiter(Generic[_R]):
@@ -578,13 +555,6 @@ class _BatchOfOne:
 
     def __call__(self, outcome: MessageId | BaseException) -> None:
         self.sink(outcome if isinstance(outcome, BaseException) else BatchMessageIds((outcome,)))
-
-
-def _failed(exc: BaseException) -> Future[Any]:
-    """A future already failed with ``exc`` (an asynchronous send refused before routing)."""
-    future: Future[Any] = Future()
-    future.set_exception(exc)
-    return future
 
 
 def _payload(data: object) -> bytes:
