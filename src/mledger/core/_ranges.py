@@ -222,9 +222,7 @@ class AckRangeSet:
         low, high = values.min(), values.max()
         if low < 0 or high > MAX_ENTRY_ID:
             _bad_entry(ledger_id, int(low) if low < 0 else int(high))
-        ids = np.sort(values.astype(np.uint32))
-        ids.flags.writeable = False
-        return self.add_sorted(ledger_id, ids, int(high))
+        return self._add_bitmap(ledger_id, BitMap(array.array("I", values.astype(np.uint32).tobytes())))
 
     def add_sorted(self, ledger_id: int, entry_ids: np.ndarray, high: int) -> int:
         """:meth:`add_many` of entry ids the caller checked: an ascending ``uint32`` array
@@ -236,7 +234,14 @@ class AckRangeSet:
         array itself, else over the bitmap's difference with the ledger's. O(n) in C.
         """
         incoming = BitMap(array.array("I", entry_ids.tobytes()), optimize=False)
-        fresh = entry_ids if len(incoming) == entry_ids.size else None  # None: repeats
+        distinct = len(incoming) == entry_ids.size
+        return self._add_bitmap(ledger_id, incoming, entry_ids if distinct else None, high)
+
+    def _add_bitmap(self, ledger_id: int, incoming: BitMap, entry_ids: np.ndarray | None = None, high: int = 0) -> int:
+        """Add the entries of ``incoming`` to one ledger; return how many were new.
+        ``entry_ids``: the same entries as an ascending read-only ``uint32`` array whose last
+        is ``high`` (else derived from the bitmaps when needed), taken as they are when none
+        was acked before. O(entries) in C."""
         bm = self._bitmaps.get(ledger_id)
         if bm is None:  # a new ledger: no messages counted, no runs cached
             if not incoming:
@@ -245,6 +250,7 @@ class AckRangeSet:
             self._extra_total = None  # a ledger with no kept count
             self._cardinality += len(incoming)
             return len(incoming)
+        fresh = entry_ids
         if fresh is not None and bm.isdisjoint(incoming):
             bm |= incoming
         else:
