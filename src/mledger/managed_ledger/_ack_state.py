@@ -30,7 +30,10 @@ and after, how many entries that acknowledged. :meth:`AckState.ack_entry` is the
 steps, sharing their methods, for one whole entry: the single-call path, which allocates no
 plan and no outcome (its result is the outcome's :data:`ACKED` / :data:`MARK_DELETE_MOVED` /
 :data:`BATCH_STATE_DROPPED` flags; a property test checks that it leaves the state the
-one-entry plan leaves, with the same outcome).
+one-entry plan leaves, with the same outcome), and :meth:`AckState.apply` takes a plan of one
+whole entry through it. A plan of more than :data:`SCALAR_ROWS` whole entries is checked over
+one sort of its rows and added one bitmap per ledger; property tests check that both
+shortcuts leave the state, the outcome and the refusal of the position-by-position path.
 
 The cursor (:class:`~mledger.managed_ledger.ManagedCursor`) calls these under its lock and
 keeps what is not acknowledgement state: lifecycle, reads and the read position, resets, the
@@ -560,9 +563,9 @@ class AckState:
             raise self._refusal(position)
 
     def _check_rows(self, rows: np.ndarray, lac: Position) -> tuple[list[_Group], np.ndarray] | None:
-        """The checks of :meth:`_check_above_md` over an ``(n, 2)`` array at once (numpy): the
-        entry ids above MD grouped by ledger, ascending, and the rows above MD;
-        or None when a row does not pass them, or an id does not fit in 32 bits, for the
+        """The checks of :meth:`_check_above_md` over an ``(n, 2)`` int64 array at once
+        (numpy): the entry ids above MD grouped by ledger, ascending, and the rows above MD; or
+        None when a row does not pass them, or an id does not fit in 32 bits, for the
         position-by-position path to raise (or skip a row at or below MD).
 
         Exact: ids below 2**32 as ``ledger_id << 32 | entry_id`` keys sort in position order
@@ -571,7 +574,7 @@ class AckState:
         ends are its lowest and highest entry; a row passes here only if
         :meth:`_check_above_md` passes it (above MD: an entry of its ledger; else not beyond
         LAC). O(n log n) in C, O(ledgers) in Python."""
-        if rows.max() > MAX_ENTRY_ID:  # an id past 32 bits
+        if rows.dtype != np.int64 or rows.max() > MAX_ENTRY_ID:  # an id past 32 bits
             return None
         keys = (rows[:, 0] << 32) | rows[:, 1]  # negative for a negative id (or a ledger id past 31 bits)
         ordered = np.sort(keys)
