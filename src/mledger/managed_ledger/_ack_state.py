@@ -574,12 +574,13 @@ class AckState:
         ends are its lowest and highest entry; a row passes here only if
         :meth:`_check_above_md` passes it (above MD: an entry of its ledger; else not beyond
         LAC). O(n log n) in C, O(ledgers) in Python."""
-        if rows.dtype != np.int64 or rows.max() > MAX_ENTRY_ID:  # an id past 32 bits
+        # ufuncs and methods called directly: numpy's Python wrappers cost more than the work
+        if rows.dtype != np.int64 or np.maximum.reduce(rows, axis=None) > MAX_ENTRY_ID:  # an id past 32 bits
             return None
-        keys = (rows[:, 0] << 32) | rows[:, 1]  # negative for a negative id (or a ledger id past 31 bits)
-        ordered = np.sort(keys)
+        ordered = (rows[:, 0] << 32) | rows[:, 1]  # negative for a negative id (or a ledger id past 31 bits)
+        ordered.sort()
         ledgers = ordered >> 32
-        cuts = [0, *[cut + 1 for cut in np.flatnonzero(ledgers[1:] != ledgers[:-1]).tolist()], ordered.size]
+        cuts = [0, *[cut + 1 for cut in (ledgers[1:] != ledgers[:-1]).nonzero()[0].tolist()], ordered.size]
         # each ledger's lowest and highest key, in one gather
         bounds = ordered[[0, *[i for cut in cuts[1:-1] for i in (cut - 1, cut)], -1]].tolist()
         first = bounds[0]
@@ -592,7 +593,8 @@ class AckState:
                 return None  # at or below MD but beyond LAC: refused
             if cut == ordered.size:
                 return [], _NO_ROWS
-            return self._check_rows(rows[keys > md_key], lac)  # the rows above MD, in their order
+            above = ((rows[:, 0] << 32) | rows[:, 1]) > md_key
+            return self._check_rows(rows[above], lac)  # the rows above MD, in their order
         entry_ids = ordered.astype(np.uint32)  # the keys' low 32 bits
         entry_ids.flags.writeable = False  # the range set may keep slices of it
         ledger_list = self._ledger_list
