@@ -1,7 +1,8 @@
 """Issue 32 items 1 and 2: one ack seam. A cursor's acknowledgement state applies one resolved
 plan and returns one outcome; its single-entry method is the same steps (same state, same
-outcome, same refusals); a ``CommandAck`` crosses into the managed ledger once and the
-dispatcher twice at most; a moved name warns."""
+outcome, same refusals), and so are its shortcuts for a plan of one entry and a bulk plan; a
+``CommandAck`` crosses into the managed ledger once and the dispatcher twice at most; a moved
+name warns."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 
+import numpy as np
 import pulsar
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -36,6 +39,7 @@ from mledger.managed_ledger import (
     AckState,
     InitialPosition,
     ManagedCursor,
+    _ack_state,
 )
 from mledger.protocol import EmbeddedBroker
 from mledger.protocol._consuming import ConsumerCommands
@@ -46,13 +50,17 @@ PER_LEDGER = 5
 SIZE = 4
 
 
-def _ledger(batch_level: bool = True) -> ManagedLedger:
-    """Twelve entries over ledgers of five (the last one open)."""
+def _ledger(batch_level: bool = True, batches: bool = False) -> ManagedLedger:
+    """Twelve entries over ledgers of five (the last one open); with ``batches`` every third
+    entry is a batch of three messages."""
     factory = ManagedLedgerFactory(MemoryStore())
     config = ManagedLedgerConfig(max_entries_per_ledger=PER_LEDGER, deletion_at_batch_index_level_enabled=batch_level)
     ml = factory.open("seam", config)
     ml.open_cursor("keep", InitialPosition.EARLIEST)  # holds the ledgers back from trimming
     ml.add_entries([b"x"] * ENTRIES)
+    if batches:
+        for position in _positions(ml)[::3]:
+            ml.record_entry_messages(position, [3])
     return ml
 
 
@@ -153,6 +161,110 @@ def test_the_single_entry_method_is_the_one_entry_plan(
         return
     assert _outcome_of_flags(flags, position, before, single.mark_delete) == _view(outcome)
     assert bool(flags & BATCH_STATE_DROPPED) == (had_batch_state and bool(flags))
+
+
+def _rows(ml: ManagedLedger, picks: list[int]) -> np.ndarray:
+    """The entries picked (an index past them: a row no plan may name: right after the last
+    confirmed entry, right after a closed ledger's end, entry -1 there, an entry id past 32
+    bits, a ledger that is not there, a ledger id past 32 bits)."""
+    positions = _positions(ml)
+    closed, lac = positions[-3].ledger_id, ml.last_confirmed_entry  # the last closed ledger
+    bad = [(lac.ledger_id, lac.entry_id + 1), (closed, PER_LEDGER), (closed, -1),
+           (closed, (1 << 32) + 1), (lac.ledger_id + 50, 0), (1 << 40, 3)]  # fmt: skip
+    table = [tuple(p) for p in positions] + bad
+    return np.array([table[k] for k in picks], dtype=np.int64).reshape(-1, 2)
+
+
+ROWS_PATH = 2
+"""``SCALAR_ROWS`` for the state under test: a plan of more rows takes the vectorised path."""
+pick = st.integers(0, ENTRIES - 1)
+bad_pick = st.integers(ENTRIES, ENTRIES + 5)
+
+
+@st.composite
+def bulk(draw: st.DrawFn) -> list[int]:
+    """A plan past ``ROWS_PATH`` rows: entries with repeats or without (then one bitmap per
+    ledger may hold them all), and none, one or two rows no plan may name, anywhere."""
+    unique = draw(st.booleans())
+    picks = draw(st.lists(pick, min_size=ROWS_PATH + 1, max_size=ENTRIES if unique else 40, unique=unique))
+    for bad in draw(st.lists(bad_pick, max_size=2)):
+        picks.insert(draw(st.integers(0, len(picks))), bad)
+    return picks
+
+
+rows_step = st.one_of(step, st.tuples(st.just("rows"), bulk()), st.tuples(st.just("weigh")))
+
+
+def _apply_rows(state: AckState, ml: ManagedLedger, s: tuple[Any, ...], scalar_rows: int) -> None:
+    """:func:`_apply`, and plans of rows (refusals ignored) with ``SCALAR_ROWS`` at
+    ``scalar_rows``, and counting the messages (from there on the bulk adds keep the count)."""
+    if s[0] == "weigh":
+        state.acked.extra_messages(ml.entry_messages)
+    elif s[0] == "rows":
+        _outcome_or_refusal(state, AckPlan.of(entries=_rows(ml, s[1])), scalar_rows)
+    else:
+        _apply(state, _positions(ml), s)
+
+
+def _outcome_or_refusal(state: AckState, plan: AckPlan, scalar_rows: int) -> dict[str, object] | str:
+    with mock.patch.object(_ack_state, "SCALAR_ROWS", scalar_rows):
+        try:
+            outcome = state.apply(plan)
+        except InvalidPositionError as exc:
+            return str(exc)
+    return {**_view(outcome), "persist": outcome.persist}
+
+
+def _counted_state_of(state: AckState, ml: ManagedLedger) -> tuple[object, ...]:
+    """:func:`_state_of`, the messages counted and the partial acks ignored."""
+    return *_state_of(state), state.acked.extra_messages(ml.entry_messages), state.ignored_batch_states()[0]
+
+
+def _two_states(history: list[tuple[Any, ...]], batch_level: bool) -> tuple[ManagedLedger, AckState, AckState]:
+    """The same history through the shortcuts and through the position-by-position path."""
+    ml = _ledger(batch_level, batches=True)
+    start = ml.previous_position(_positions(ml)[0])
+    fast, general = AckState(ml, start), AckState(ml, start)
+    for s in history:
+        _apply_rows(fast, ml, s, ROWS_PATH)
+        _apply_rows(general, ml, s, 1 << 30)
+        fast._check()
+    assert _counted_state_of(fast, ml) == _counted_state_of(general, ml)
+    return ml, fast, general
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=st.lists(rows_step, max_size=10), picks=bulk(), batch_level=st.booleans())
+def test_a_bulk_plan_leaves_what_the_position_by_position_path_leaves(
+    history: list[tuple[Any, ...]], picks: list[int], batch_level: bool
+) -> None:
+    """A plan past ``SCALAR_ROWS`` rows (the vectorised checks, one bitmap per ledger) and the
+    same plan position by position leave the same state (messages counted included), return
+    the same outcome and refuse with the same error (a plan the vectorised checks do not pass
+    goes position by position: the first bad row)."""
+    ml, fast, general = _two_states(history, batch_level)
+    plan = AckPlan.of(entries=_rows(ml, picks))
+    assert _outcome_or_refusal(fast, plan, ROWS_PATH) == _outcome_or_refusal(general, plan, 1 << 30)
+    fast._check()
+    assert _counted_state_of(fast, ml) == _counted_state_of(general, ml)
+
+
+@settings(max_examples=150, deadline=None)
+@given(history=st.lists(rows_step, max_size=10), one=st.integers(0, ENTRIES + 5), batch_level=st.booleans())
+def test_a_one_entry_plan_leaves_what_the_position_by_position_path_leaves(
+    history: list[tuple[Any, ...]], one: int, batch_level: bool
+) -> None:
+    """A plan of one whole entry (``ack_entry``, an outcome from its flags) leaves the state
+    the position-by-position path leaves for the entry named twice, with the same outcome but
+    for the entry listed once, and the same refusal."""
+    ml, fast, general = _two_states(history, batch_level)
+    got = _outcome_or_refusal(fast, AckPlan.of(entries=_rows(ml, [one])), ROWS_PATH)
+    expected = _outcome_or_refusal(general, AckPlan.of(entries=_rows(ml, [one, one])), 1 << 30)
+    fast._check()
+    if isinstance(expected, dict):
+        expected["deleted"] = expected["deleted"][:1]  # type: ignore[index]
+    assert got == expected
+    assert _counted_state_of(fast, ml) == _counted_state_of(general, ml)
 
 
 def test_an_outcome_says_what_the_plan_changed() -> None:
@@ -346,7 +458,9 @@ def test_one_command_ack_crosses_into_the_ledger_once(
 
 
 @pytest.mark.timeout(60)
-def test_an_ack_with_a_receipt_adds_only_the_flush(pulsar_broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_ack_with_a_receipt_adds_only_the_flush(
+    pulsar_broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from protocol_raw import RawClient
 
     crossings = Crossings(monkeypatch)

@@ -1,15 +1,18 @@
 """The replay engine's bulk shortcuts against plain walks (issue 27 item 4): the forward walk
-over a step's cancels applied alone, and lazy row selections. (The replay's delayed entries are
-the broker's own ``DelayedDeliveryTracker`` since issue 32: there is no second queue to compare.)"""
+over a step's cancels applied alone, lazy row selections, and integer columns read from their
+Arrow buffers. (The replay's delayed entries are the broker's own ``DelayedDeliveryTracker``
+since issue 32: there is no second queue to compare.)"""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given, settings, strategies as st
 from test_replay_isolated_cancel import plain_walk, row
 
 from mledger.replay import PartitionReplayer, SubscriptionSpec
-from mledger.replay._columns import Rows
+from mledger.replay._columns import Rows, int_values
 from mledger.replay._schema import KIND_CANCELLED
 
 
@@ -48,3 +51,23 @@ def test_a_lazy_selection_reads_its_source_once_and_takes_assigned_columns() -> 
     even.assign(sub=np.array([7, 8, 9], np.int32))
     assert even.take([2]).sub.tolist() == [9] and rows.sub.tolist() == [-1] * 6
     assert Rows.concat([even, tail]).entry.tolist() == [0, 2, 4, 2, 4]
+
+
+@settings(max_examples=200)
+@given(
+    st.sampled_from([pa.int8(), pa.int32(), pa.int64()]),
+    st.lists(st.one_of(st.none(), st.integers(-128, 127)), min_size=1, max_size=200),
+    st.data(),
+)
+def test_an_integer_column_with_nulls_reads_as_arrow_fills_it_however_the_batch_is_sliced(
+    kind: pa.DataType, values: list[int | None], data: st.DataObject
+) -> None:
+    """``int_values`` reads a column's buffers as they are (an offset into shared buffers, whatever
+    a null's slot holds): the values and the present mask are Arrow's own fill_null and is_valid."""
+    start = data.draw(st.integers(0, len(values) - 1))
+    column = pa.array(values, type=kind).slice(start, data.draw(st.integers(0, len(values) - start)))
+    got, present = int_values(column)
+    expected = np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False))
+    assert got.dtype == expected.dtype
+    assert got.tolist() == expected.tolist()
+    assert present.tolist() == column.is_valid().to_pylist()

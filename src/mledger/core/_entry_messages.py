@@ -102,6 +102,17 @@ class EntryMessages:
         ids = ids[(ids >= 0) & (ids < len(extra))]
         return int(extra[ids].sum())
 
+    def extra_of_ascending(self, ledger_id: int, entry_ids: np.ndarray, high: int) -> int:
+        """:meth:`extra_of` of an ascending ``uint32`` array whose last id is ``high`` (a
+        range set's ids: non-negative by their type, so only ``high`` is checked against the
+        entries counted). O(len(entry_ids)) at numpy speed."""
+        extra = self._extra.get(ledger_id)
+        if extra is None or not entry_ids.size:
+            return 0
+        if high >= len(extra):
+            entry_ids = entry_ids[: int(np.searchsorted(entry_ids, len(extra)))]
+        return int(np.add.reduce(extra.take(entry_ids)))
+
     def of(self, ledger_id: int, entry_id: int) -> int:
         """Messages in entry ``ledger_id:entry_id`` (1 unless recorded otherwise). O(1)."""
         extra = self._extra.get(ledger_id)

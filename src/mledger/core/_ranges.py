@@ -152,9 +152,10 @@ class AckRangeSet:
             self._pend(ledger_id, entry_id)
 
     def _follow_many(self, ledger_id: int, values: np.ndarray) -> None:
-        """The caches of one ledger after a bulk add of ``values`` (some perhaps acked before):
-        its run count is counted again when next asked; its cached runs take them at the next
-        export (:meth:`_pend`) when they are few, else they are dropped."""
+        """The caches of one ledger after a bulk add of ``values`` (some perhaps acked before;
+        an array the set may keep: nobody changes it): its run count is counted again when
+        next asked; its cached runs take them at the next export (:meth:`_pend`) when they are
+        few, else they are dropped."""
         count = self._runs.pop(ledger_id, None)
         if count is not None:
             self._run_total -= count
@@ -165,7 +166,7 @@ class AckRangeSet:
             self._run_arrays.pop(ledger_id)
             self._pending.pop(ledger_id, None)
             return
-        self._pend(ledger_id, np.array(values, dtype=np.int64))  # a copy: the caller keeps its array
+        self._pend(ledger_id, values)
 
     def _pend(self, ledger_id: int, entries: int | np.ndarray) -> None:
         """Keep ``entries`` added to a ledger whose runs are cached, for its next export to
@@ -218,36 +219,53 @@ class AckRangeSet:
             return 0
         if values.size <= SMALL_ADD:
             return self._add_few(ledger_id, values)
-        low = values.min()
-        if low < 0 or values.max() > MAX_ENTRY_ID:
-            _bad_entry(ledger_id, int(low) if low < 0 else int(values.max()))
-        bm = self._bitmap_for(ledger_id)
-        before = len(bm)
-        batch = array.array("I", values.astype(np.uint32, copy=False).tobytes())
-        extra = self._extra
-        kept = bool(extra) and ledger_id in extra
-        if kept and before and low <= bm.max():  # some may be acked already: count the new ones
-            incoming = BitMap(batch)
-            fresh = incoming - bm
-            if fresh:
-                new_ids = np.frombuffer(fresh.to_array(), dtype=np.uint32)
-                self._add_extra(ledger_id, self._weights.extra_of(ledger_id, new_ids))  # type: ignore[union-attr]
+        low, high = values.min(), values.max()
+        if low < 0 or high > MAX_ENTRY_ID:
+            _bad_entry(ledger_id, int(low) if low < 0 else int(high))
+        return self._add_bitmap(ledger_id, BitMap(array.array("I", values.astype(np.uint32).tobytes())))
+
+    def add_sorted(self, ledger_id: int, entry_ids: np.ndarray, high: int) -> int:
+        """:meth:`add_many` of entry ids the caller checked: an ascending ``uint32`` array
+        (repeats allowed) whose last id is ``high``, read-only (the set may keep it: its cached
+        runs take it at the next export). Return how many were new.
+
+        The ids become one bitmap, in C; when it holds as many as the array and none was acked
+        before (the usual case), they are all new, and their messages are counted over the
+        array itself, else over the bitmap's difference with the ledger's. O(n) in C.
+        """
+        incoming = BitMap(array.array("I", entry_ids.tobytes()), optimize=False)
+        distinct = len(incoming) == entry_ids.size
+        return self._add_bitmap(ledger_id, incoming, entry_ids if distinct else None, high)
+
+    def _add_bitmap(self, ledger_id: int, incoming: BitMap, entry_ids: np.ndarray | None = None, high: int = 0) -> int:
+        """Add the entries of ``incoming`` to one ledger; return how many were new.
+        ``entry_ids``: the same entries as an ascending read-only ``uint32`` array whose last
+        is ``high`` (else derived from the bitmaps when needed), taken as they are when none
+        was acked before. O(entries) in C."""
+        bm = self._bitmaps.get(ledger_id)
+        if bm is None:  # a new ledger: no messages counted, no runs cached
+            if not incoming:
+                return 0
+            self._bitmaps[ledger_id] = incoming
+            self._extra_total = None  # a ledger with no kept count
+            self._cardinality += len(incoming)
+            return len(incoming)
+        fresh = entry_ids
+        if fresh is not None and bm.isdisjoint(incoming):
             bm |= incoming
-            kept = False  # counted
         else:
-            bm.update(batch)
-        added = len(bm) - before
-        if added:
-            if kept:  # all above the ledger's acks: each new once, unless repeated in the batch
-                if added == len(values):
-                    self._add_extra(ledger_id, self._weights.extra_of(ledger_id, values))  # type: ignore[union-attr]
-                else:
-                    self._drop_extra(ledger_id)  # recounted from the runs when next asked
-            self._follow_many(ledger_id, values)
-            self._cardinality += added
-        elif before == 0:
-            del self._bitmaps[ledger_id]
-        return added
+            new = incoming - bm
+            if not new:
+                return 0
+            bm |= new
+            fresh = np.frombuffer(new.to_array(), dtype=np.uint32)
+            high = new.max()
+        extra = self._extra
+        if extra and ledger_id in extra:
+            self._add_extra(ledger_id, self._weights.extra_of_ascending(ledger_id, fresh, high))  # type: ignore[union-attr]
+        self._follow_many(ledger_id, fresh)
+        self._cardinality += fresh.size
+        return int(fresh.size)
 
     def _bitmap_for(self, ledger_id: int) -> BitMap:
         """The ledger's bitmap, created empty if it has none (the caller adds to it, or drops
@@ -275,7 +293,7 @@ class AckRangeSet:
         extra = self._extra
         if extra and ledger_id in extra:
             self._add_extra(ledger_id, self._weights.extra_of(ledger_id, fresh))  # type: ignore[union-attr]
-        self._follow_many(ledger_id, values)
+        self._follow_many(ledger_id, np.array(fresh, dtype=np.int64))
         self._cardinality += len(fresh)
         return len(fresh)
 

@@ -30,7 +30,10 @@ and after, how many entries that acknowledged. :meth:`AckState.ack_entry` is the
 steps, sharing their methods, for one whole entry: the single-call path, which allocates no
 plan and no outcome (its result is the outcome's :data:`ACKED` / :data:`MARK_DELETE_MOVED` /
 :data:`BATCH_STATE_DROPPED` flags; a property test checks that it leaves the state the
-one-entry plan leaves, with the same outcome).
+one-entry plan leaves, with the same outcome), and :meth:`AckState.apply` takes a plan of one
+whole entry through it. A plan of more than :data:`SCALAR_ROWS` whole entries is checked over
+one sort of its rows and added one bitmap per ledger; property tests check that both
+shortcuts leave the state, the outcome and the refusal of the position-by-position path.
 
 The cursor (:class:`~mledger.managed_ledger.ManagedCursor`) calls these under its lock and
 keeps what is not acknowledgement state: lifecycle, reads and the read position, resets, the
@@ -52,6 +55,7 @@ Not thread-safe: the owning cursor serialises every call under its lock.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -59,7 +63,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sortedcontainers import SortedDict
 
-from ..core import AckRangeSet, InvalidPositionError, MarkDeletingMarkedPositionError, Position, rules_for
+from ..core import (
+    MAX_ENTRY_ID,
+    AckRangeSet,
+    InvalidPositionError,
+    MarkDeletingMarkedPositionError,
+    Position,
+    rules_for,
+)
 from ._cursor_args import check_ack_set, lowest_bit, positions_array, to_position
 from ._ledger_view import LedgerView
 
@@ -84,10 +95,15 @@ BATCH_STATE_DROPPED = 4
 
 SCALAR_ROWS = 16
 """Plans with at most this many whole entries are checked and applied position by position;
-larger ones with numpy, vectorised (the same rules, the same errors)."""
+larger ones with numpy, vectorised (the same rules; a plan the vectorised checks do not pass
+goes position by position, which raises the same error whatever the plan's size)."""
 
 _NO_ROWS = np.empty((0, 2), dtype=np.int64)
 _NO_ROWS.flags.writeable = False
+
+_Group = tuple[int, np.ndarray, int, int]
+"""Checked whole entries of one ledger: its id, their entry ids (an ascending ``uint32`` array,
+read-only), the lowest and the highest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,7 +387,8 @@ class AckState:
 
     # -- the seam ---------------------------------------------------------------------------
     def apply(self, plan: AckPlan) -> AckOutcome:
-        """Validate ``plan`` whole, apply it, settle the mark-delete; return what it changed.
+        """Validate ``plan`` whole, apply it, settle the mark-delete; return what it changed
+        (a plan of one whole entry through :meth:`ack_entry`, its outcome from the flags).
 
         Raises ``InvalidPositionError`` (a position beyond the last confirmed entry, or above
         the mark-delete but no entry of the ledger), ``MarkDeletingMarkedPositionError`` (a
@@ -379,6 +396,12 @@ class AckState:
         O(ranges touched); a mark-delete O(ledgers it passes).
         """
         before = self._md
+        if plan.entries.shape[0] == 1 and plan.mark_delete is None and not plan.ack_sets:
+            rows = plan.entries  # one whole entry: the single-call path, and its outcome
+            position = Position._make(rows.tolist()[0])
+            flags = self.ack_entry(position)
+            persist = self._md != before or not self.persists_nothing()
+            return AckOutcome(before, self._md, flags & ACKED, rows if position > before else _NO_ROWS, persist=persist)
         target, positions, groups, named = self._check_plan(plan)
         if target is not None:
             if plan.mark_delete is not None and plan.mark_delete_ack_set is not None:
@@ -469,12 +492,11 @@ class AckState:
         self._batch_view = None
 
     # -- step 1: validation -----------------------------------------------------------------
-    def _check_plan(
-        self, plan: AckPlan
-    ) -> tuple[Position | None, list[Position], list[tuple[int, np.ndarray]], np.ndarray]:
+    def _check_plan(self, plan: AckPlan) -> tuple[Position | None, list[Position], list[_Group], np.ndarray]:
         """Validate the whole plan; raise before anything changes. Returns what applying it
         needs: a cumulative plan's mark-delete target, else the whole entries above MD as
-        positions (a small plan) or as entry ids per ledger (vectorised), and as rows."""
+        positions (a small plan, or one the vectorised checks do not pass) or as entry ids per
+        ledger (vectorised), and as rows."""
         lac = self._ml.last_confirmed_entry
         position = plan.mark_delete
         if position is not None:
@@ -489,13 +511,17 @@ class AckState:
             self._check_mark_delete_target(target)
             return target, [], [], _NO_ROWS
         rows = plan.entries
-        positions: list[Position] = []
-        groups: list[tuple[int, np.ndarray]] = []
-        if rows.shape[0] <= SCALAR_ROWS:
-            positions = [p for p in Position.from_rows(rows) if self._check_above_md(p, lac)]
-            named = np.array(positions, dtype=np.int64).reshape(-1, 2) if positions else _NO_ROWS
+        checked = self._check_rows(rows, lac) if rows.shape[0] > SCALAR_ROWS else None
+        if checked is not None:
+            groups, named = checked
+            positions: list[Position] = []
         else:
-            groups, named = self._check_rows(rows, lac)
+            groups = []
+            positions = [p for p in Position.from_rows(rows) if self._check_above_md(p, lac)]
+            if len(positions) == rows.shape[0]:
+                named = rows
+            else:
+                named = np.array(positions, dtype=np.int64).reshape(-1, 2) if positions else _NO_ROWS
         for item in plan.ack_sets:
             self._check_above_md(item[0], lac)
         return None, positions, groups, named
@@ -536,44 +562,51 @@ class AckState:
         if info is None or not 0 <= position[1] < info.entries:
             raise self._refusal(position)
 
-    def _check_rows(self, rows: np.ndarray, lac: Position) -> tuple[list[tuple[int, np.ndarray]], np.ndarray]:
-        """The checks of :meth:`_check_above_md` over an ``(n, 2)`` array at once (numpy); the
-        entry ids above MD grouped by ledger, ascending, and the rows above MD."""
-        ledgers, entries = rows[:, 0], rows[:, 1]
-        first, last = int(ledgers.min()), int(ledgers.max())
-        if last >= lac[0]:  # else every row is in a ledger before LAC's: none beyond it
-            beyond = (ledgers > lac[0]) | ((ledgers == lac[0]) & (entries > lac[1]))
-            if beyond.any():
-                i = int(np.flatnonzero(beyond)[0])
-                raise self._beyond_lac(Position(int(ledgers[i]), int(entries[i])))
-        md_l, md_e = self._md
-        if first <= md_l:  # else every row is in a ledger after MD's: all above it
-            above = (ledgers > md_l) | ((ledgers == md_l) & (entries > md_e))
-            ledgers, entries = ledgers[above], entries[above]  # contiguous: sorted and split below
-            if not ledgers.size:
+    def _check_rows(self, rows: np.ndarray, lac: Position) -> tuple[list[_Group], np.ndarray] | None:
+        """The checks of :meth:`_check_above_md` over an ``(n, 2)`` int64 array at once
+        (numpy): the entry ids above MD grouped by ledger, ascending, and the rows above MD; or
+        None when a row does not pass them, or an id does not fit in 32 bits, for the
+        position-by-position path to raise (or skip a row at or below MD).
+
+        Exact: ids below 2**32 as ``ledger_id << 32 | entry_id`` keys sort in position order
+        (a negative id, or a ledger id past 31 bits, makes a negative key: refused here), so MD
+        and LAC are compared with the keys' bounds, and one ledger's keys are a slice whose
+        ends are its lowest and highest entry; a row passes here only if
+        :meth:`_check_above_md` passes it (above MD: an entry of its ledger; else not beyond
+        LAC). O(n log n) in C, O(ledgers) in Python."""
+        # ufuncs and methods called directly: numpy's Python wrappers cost more than the work
+        if rows.dtype != np.int64 or np.maximum.reduce(rows, axis=None) > MAX_ENTRY_ID:  # an id past 32 bits
+            return None
+        ordered = (rows[:, 0] << 32) | rows[:, 1]  # negative for a negative id (or a ledger id past 31 bits)
+        ordered.sort()
+        ledgers = ordered >> 32
+        cuts = [0, *[cut + 1 for cut in (ledgers[1:] != ledgers[:-1]).nonzero()[0].tolist()], ordered.size]
+        # each ledger's lowest and highest key, in one gather
+        bounds = ordered[[0, *[i for cut in cuts[1:-1] for i in (cut - 1, cut)], -1]].tolist()
+        first = bounds[0]
+        if first < 0:
+            return None
+        md_key = (self._md[0] << 32) + self._md[1]
+        if first <= md_key:
+            cut = int(np.searchsorted(ordered, md_key, side="right"))
+            if ordered[cut - 1] > (lac[0] << 32) + lac[1]:
+                return None  # at or below MD but beyond LAC: refused
+            if cut == ordered.size:
                 return [], _NO_ROWS
-            if ledgers.size < rows.shape[0]:
-                rows = np.column_stack((ledgers, entries))
-                first, last = int(ledgers.min()), int(ledgers.max())
-        named = rows
-        if first == last:  # one ledger (the usual bulk ack): no sort, one group
-            groups = [(first, entries)]
-            lows, tops = [int(entries.min())], [int(entries.max())]
-        else:  # grouped by a stable sort; each group's lowest and highest id in one reduction each
-            order = np.argsort(ledgers, kind="stable")
-            ledgers, entries = ledgers[order], entries[order]
-            starts = np.flatnonzero(np.concatenate(((True,), ledgers[1:] != ledgers[:-1])))
-            cuts = [*starts.tolist(), ledgers.size]
-            groups = list(
-                zip(ledgers[starts].tolist(), map(entries.__getitem__, map(slice, cuts[:-1], cuts[1:])), strict=True)
-            )
-            lows, tops = np.minimum.reduceat(entries, starts).tolist(), np.maximum.reduceat(entries, starts).tolist()
+            above = ((rows[:, 0] << 32) | rows[:, 1]) > md_key
+            return self._check_rows(rows[above], lac)  # the rows above MD, in their order
+        entry_ids = ordered.astype(np.uint32)  # the keys' low 32 bits
+        entry_ids.flags.writeable = False  # the range set may keep slices of it
         ledger_list = self._ledger_list
-        for (ledger_id, _), low, top in zip(groups, lows, tops, strict=True):
+        groups: list[_Group] = []
+        for i, (start, end) in enumerate(itertools.pairwise(cuts)):
+            low, high = bounds[2 * i], bounds[2 * i + 1]
+            ledger_id = low >> 32
             info = ledger_list.get(ledger_id)
-            if low < 0 or top >= (info.entries if info is not None else 0):
-                raise self._no_such_entry(Position(ledger_id, low if low < 0 else top))
-        return groups, named
+            if info is None or high & MAX_ENTRY_ID >= info.entries:
+                return None  # above MD, no entry of its ledger: refused
+            groups.append((ledger_id, entry_ids[start:end], low & MAX_ENTRY_ID, high & MAX_ENTRY_ID))
+        return groups, rows
 
     def _refusal(self, position: Position) -> InvalidPositionError:
         if position > self._ml.last_confirmed_entry:
@@ -600,12 +633,12 @@ class AckState:
                     self._forget_ignored(position)
         return added
 
-    def _add_groups(self, groups: list[tuple[int, np.ndarray]]) -> int:
+    def _add_groups(self, groups: list[_Group]) -> int:
         """Acknowledge checked entry ids (per ledger) in bulk; how many were new."""
         acked = self._acked
         added = 0
-        for ledger_id, entries in groups:
-            added += acked.add_many(ledger_id, entries)
+        for ledger_id, entry_ids, _, high in groups:
+            added += acked.add_sorted(ledger_id, entry_ids, high)
         if added and self._batch:
             for p in self._now_acked(self._batch, groups):
                 self._drop_batch(p)
@@ -614,7 +647,7 @@ class AckState:
                 self._forget_ignored(p)
         return added
 
-    def _now_acked(self, states: SortedDict, groups: list[tuple[int, np.ndarray]]) -> list[Position]:
+    def _now_acked(self, states: SortedDict, groups: list[_Group]) -> list[Position]:
         """The positions of ``states`` (batch states or ignored acks, none acknowledged whole
         before ``groups`` were added) that ``groups`` acknowledged: each state asked once when
         they are few, else those within each group's span. O(min(states, groups' spans))."""
@@ -623,8 +656,8 @@ class AckState:
             return [p for p in states if contains(p[0], p[1])]
         return [
             p
-            for ledger_id, entries in groups
-            for p in states.irange(Position(ledger_id, int(entries.min())), Position(ledger_id, int(entries.max())))
+            for ledger_id, _, low, high in groups
+            for p in states.irange(Position(ledger_id, low), Position(ledger_id, high))
             if contains(p[0], p[1])
         ]
 

@@ -132,9 +132,22 @@ class Codes:
         if isinstance(encoded, pa.ChunkedArray):
             encoded = encoded.combine_chunks()
         lookup = np.array([self.code(v) for v in encoded.dictionary.to_pylist()], np.int32)
-        indices = encoded.indices
-        idx = np.asarray(pc.fill_null(indices, 0).to_numpy(zero_copy_only=False))
-        out = lookup[idx] if len(lookup) else np.full(n, -1, np.int32)
-        if indices.null_count:
-            out = np.where(np.asarray(indices.is_null().to_numpy(zero_copy_only=False)), -1, out)
+        index, present = int_values(encoded.indices)
+        out = lookup[index] if len(lookup) else np.full(n, -1, np.int32)
+        if encoded.indices.null_count:
+            out = np.where(present, out, -1)
         return out.astype(np.int32, copy=False)
+
+
+def int_values(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(values with nulls as 0, present mask) of an integer array. With nulls, the values and
+    the validity bitmap are read from the array's buffers as they are (zero-copy views, one
+    unpacking of the bitmap), a null's slot, whatever it holds, replaced by 0."""
+    n = len(arr)
+    if arr.null_count == 0:
+        return np.asarray(arr.to_numpy(zero_copy_only=False)), np.ones(n, bool)
+    validity, data = arr.buffers()[:2]
+    start = arr.offset
+    values = np.frombuffer(data, np.dtype(arr.type.to_pandas_dtype()), count=start + n)[start:]
+    has = np.unpackbits(np.frombuffer(validity, np.uint8), count=start + n, bitorder="little")[start:].view(bool)
+    return np.where(has, values, 0), has

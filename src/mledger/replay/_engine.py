@@ -114,7 +114,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import heapq
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -170,12 +169,16 @@ _NULL_TS = np.iinfo(np.int64).min
 
 class _SubAcks:
     """One subscription's acks within a step's acks, applied call by call (``_next_call``):
-    their columns gathered once, so that a call is a slice ``[p, q)`` of them."""
+    their columns gathered once, so that a call is a slice ``[p, q)`` of them. Built once per
+    subscription and step in O(rows) numpy work, with no Python object per row but for the
+    batch-index acks (listed once, at the first call that has some): what a call reads of it
+    is a few slices and a few prefix counts."""
 
     __slots__ = (
         "ack",
         "at",
         "batch_before",
+        "batch_columns",
         "batch_words",
         "cumulative_before",
         "bidx",
@@ -184,37 +187,53 @@ class _SubAcks:
         "cut_at",
         "cut_entries",
         "cut_g",
+        "cut_rows",
         "entry",
         "g",
+        "index",
+        "last_ts",
         "ledger",
         "name",
         "pos",
         "seqid",
         "size",
-        "times",
         "ts",
+        "whole_at",
     )
 
     def __init__(
-        self, code: int, name: str, rows: np.ndarray, a: Rows, g: np.ndarray, index: EntryIndex, commands: bool
+        self,
+        code: int,
+        name: str,
+        rows: np.ndarray,
+        a: Rows,
+        g: np.ndarray,
+        size: np.ndarray,
+        index: EntryIndex,
+        commands: bool,
     ) -> None:
-        self.code, self.name, self.pos = code, name, 0
+        self.code, self.name, self.pos, self.index = code, name, 0, index
         self.ts = a.ts[rows]
-        self.times: list[int] = self.ts.tolist()
-        """The event times, as a list (searched by ``bisect``: no numpy call per search)."""
+        """The event times (ascending)."""
+        self.last_ts = int(self.ts[-1])
+        """The last event time, as an int."""
         self.ledger, self.entry, self.bidx, self.ack = a.ledger[rows], a.entry[rows], a.bidx[rows], a.ack[rows]
         self.g = g[rows]
         """The entries' indexes in the :class:`EntryIndex`."""
         self.at = np.column_stack((self.ledger, self.entry)).astype(np.int64, copy=False)
         """The ``(ledger_id, entry_id)`` rows, as the model's acks take them (read only)."""
         self.at.flags.writeable = False
-        self.size = index.batch_size(self.g)
-        """The batch size of each row's entry."""
+        self.size = size[rows]
+        """The batch size of each row's entry where the row names a batch index or is
+        cumulative, else 1 (a whole-entry individual ack's size is read when needed:
+        :meth:`sizes`)."""
         named = self.bidx >= 0  # cumulative ones too: each leaves a batch state
-        partial = named & (self.ack == 0)
-        self.batch_before: list[int] = [0, *np.cumsum(partial).tolist()]
+        before = np.zeros((2, len(rows) + 1), np.int64)
+        np.cumsum(named & (self.ack == 0), out=before[0, 1:])
+        np.cumsum(self.ack == 1, out=before[1, 1:])
+        self.batch_before: np.ndarray = before[0]
         """Individual batch-index acks among the rows before each."""
-        self.cumulative_before: list[int] = [0, *np.cumsum(self.ack == 1).tolist()]
+        self.cumulative_before: np.ndarray = before[1]
         """Cumulative acks among the rows before each."""
         self.batch_words = int(self.size[named].max()) // 64 + 1 if named.any() else 0
         """The BitSet words of the largest batch a batch-index ack names."""
@@ -226,8 +245,51 @@ class _SubAcks:
         """Where a delivery may cut the rows (ascending row numbers; None: nowhere)."""
         self.cut_entries: list[set[int]] = []
         """The entries each of those deliveries dispatches."""
+        self.cut_rows: list[int] = []
+        """The rows naming an entry some delivery dispatches (ascending), where deliveries may
+        cut the rows: no other row can show a delivery a wrong state."""
         self.cut_g: list[int] = []
-        """:attr:`g` as a list, where deliveries may cut the rows."""
+        """:attr:`g` of :attr:`cut_rows`."""
+        self.whole_at: np.ndarray | None = None
+        """:attr:`at` of the whole-entry individual acks (built at the first call that mixes
+        them with other acks)."""
+        self.batch_columns: tuple[np.ndarray, list[int], list[int], list[int], list[int]] | None = None
+        """The individual batch-index acks' rows, as an array, then as lists with their
+        entries, batch indexes and batch sizes (built at the first call that has some)."""
+
+    def batch_acks(self, p: int, q: int) -> tuple[np.ndarray, list[int], list[int], list[int], list[int]]:
+        """:attr:`batch_columns` of the individual batch-index acks among rows ``p..q``:
+        slices (the ``batch_before[p]``-th to the ``batch_before[q]``-th), no gather. The
+        columns are built once, for every call of the step to slice (each such row is in one
+        call only)."""
+        columns = self.batch_columns
+        if columns is None:
+            rows = np.flatnonzero((self.bidx >= 0) & (self.ack == 0))
+            columns = self.batch_columns = (
+                rows,
+                rows.tolist(),
+                self.g[rows].tolist(),
+                self.bidx[rows].tolist(),
+                self.size[rows].tolist(),
+            )
+        i, j = self.batch_before.item(p), self.batch_before.item(q)
+        rows, row_list, g, bidx, size = columns
+        return rows[i:j], row_list[i:j], g[i:j], bidx[i:j], size[i:j]
+
+    def whole_acks(self, p: int, q: int) -> np.ndarray:
+        """:attr:`whole_at` of the whole-entry individual acks among rows ``p..q``: a slice (a
+        row is a cumulative, a batch-index or a whole-entry individual ack, so the last are
+        counted by the first two's prefix counts), built once for every call to slice."""
+        whole_at = self.whole_at
+        if whole_at is None:
+            whole_at = self.whole_at = np.compress((self.bidx < 0) & (self.ack == 0), self.at, axis=0)
+            whole_at.flags.writeable = False
+        batch, cumulative = self.batch_before, self.cumulative_before
+        return whole_at[p - batch.item(p) - cumulative.item(p) : q - batch.item(q) - cumulative.item(q)]
+
+    def sizes(self, p: int, q: int) -> np.ndarray:
+        """The batch size of the entry of each row ``p..q``, whole-entry individual acks too."""
+        return self.index.batch_size(self.g[p:q])
 
     def end_of(self, p: int) -> int:
         """The end of the request that row ``p`` starts: every call ends at one."""
@@ -515,14 +577,15 @@ class PartitionReplayer:
         first = np.zeros(n, bool)
         acks = np.flatnonzero(valid & (rows.kind == KIND_ACKED))
         if acks.size:
-            codes, where = np.unique(rows.sub[acks], return_index=True)
-            for code, i in zip(codes.tolist(), where.tolist(), strict=False):
-                if code not in self._seen:
+            subs = rows.sub[acks]
+            for code in (np.flatnonzero(np.bincount(subs + 1)) - 1).tolist():  # the codes named (-1: none)
+                if code not in self._seen:  # its first ack: one search, once per subscription
                     self._seen.add(code)
-                    first[acks[i]] = True
-        ordinals = np.arange(self._ordinal, self._ordinal + n)
+                    first[acks[int(np.argmax(subs == code))]] = True
+        every = self.settings.segment_rows
+        cut = np.zeros(n, bool)
+        cut[-self._ordinal % every :: every] = True  # the rows whose ordinal is a multiple of it
         self._ordinal += n
-        cut = (ordinals % self.settings.segment_rows) == 0
         cut &= ~self._continues_request(rows)
         stops = np.flatnonzero(first | cut).tolist()
         pos = 0
@@ -941,12 +1004,15 @@ class PartitionReplayer:
                 ],
             )
             a, g = a.take(~unknown), g[~unknown]
-        indexed = np.flatnonzero(a.bidx >= 0)  # a whole-entry row is never out of range
+        # the batch size of the entry of each row that names a batch index or is cumulative, the
+        # rows' ``bsize`` from here on (the calls read it; whole-entry individual acks keep 1)
+        sized = np.flatnonzero((a.bidx >= 0) | (a.ack == 1))
         bsize = np.ones(len(a), np.int32)
-        if indexed.size:
-            bsize[indexed] = self._index.batch_size(g[indexed])
-        bad = a.bidx >= bsize
-        if indexed.size and bad.any():
+        if sized.size:
+            bsize[sized] = self._index.batch_size(g[sized])
+        a.assign(bsize=bsize)
+        bad = a.bidx >= bsize  # a whole-entry row is never out of range
+        if sized.size and bad.any():
             b = a.take(bad)
             self._anomaly(
                 INVALID_ROW,
@@ -978,11 +1044,21 @@ class PartitionReplayer:
         for code, n in new_cancels.items():
             self._acked[code] -= n
             self._cancelled[code] = self._cancelled.get(code, 0) + n
-        for i, code, _gi, deliver in late:
-            name = self._subs.names[code]
-            lid, eid = int(a.ledger[i]), int(a.entry[i])
-            if model.was_delivered(name, lid, eid, deliver):
-                self._delivery_anomaly(a.take(slice(i, i + 1)), code, deliver)
+        if late:  # the late cancels whose message was delivered, reported together, in order
+            rows = [i for i, _, _, _ in late]
+            found: list[tuple[int, int, int]] = []
+            names = self._subs.names
+            for (i, code, _gi, deliver), lid, eid in zip(
+                late, a.ledger[rows].tolist(), a.entry[rows].tolist(), strict=True
+            ):
+                if model.was_delivered(names[code], lid, eid, deliver):
+                    found.append((i, code, deliver))
+            if found:
+                self._delivery_anomalies(
+                    a.take(np.array([i for i, _, _ in found], np.int64)),
+                    [code for _, code, _ in found],
+                    [deliver for _, _, deliver in found],
+                )
 
     def _expand_cancels(
         self, a: Rows, g: np.ndarray
@@ -1074,22 +1150,20 @@ class PartitionReplayer:
             ]
         return out, new_g, late, new_cancels
 
-    def _delivery_anomaly(self, row: Rows, code: int, deliver: int) -> None:
-        t = int(row.ts[0])
-        if deliver < 0:
-            self._anomaly(
-                CANCEL_AFTER_DELIVERY,
-                row,
-                ["the message was not delayed: delivered when produced"],
-                subs=np.array([code]),
-            )
-        else:
-            self._anomaly(
-                DELIVERED_BEFORE_CANCEL,
-                row,
-                [f"delivered at {deliver}, cancelled {t - deliver} ms later at {t}"],
-                subs=np.array([code]),
-            )
+    def _delivery_anomalies(self, rows: Rows, codes: list[int], delivers: list[int]) -> None:
+        """The cancels ``rows`` (each of subscription ``codes[i]``) came after their message
+        was delivered (at ``delivers[i]``; -1: not delayed, delivered when produced)."""
+        self._anomaly(
+            [CANCEL_AFTER_DELIVERY if d < 0 else DELIVERED_BEFORE_CANCEL for d in delivers],
+            rows,
+            [
+                "the message was not delayed: delivered when produced"
+                if d < 0
+                else f"delivered at {d}, cancelled {t - d} ms later at {t}"
+                for t, d in zip(rows.ts.tolist(), delivers, strict=True)
+            ],
+            subs=np.array(codes, np.int64),
+        )
 
     def _ack_with_deliveries(self, a: Rows, g: np.ndarray, shared: np.ndarray, t_limit: int) -> None:
         """The step's acks with the deliveries of the delayed messages due before ``t_limit``:
@@ -1115,10 +1189,9 @@ class PartitionReplayer:
             due_g = self._index.lookup(positions[:, 0], positions[:, 1])
             order = np.argsort(due_g, kind="stable")
             sorted_g, sorted_t = due_g[order], times[order]
-            k = np.minimum(np.searchsorted(sorted_g, g[relevant]), sorted_g.size - 1)
-            match = sorted_g[k] == g[relevant]
-            t_match = sorted_t[k[match]]
-            ts_match = a.ts[relevant[match]]
+            match = relevant[np.isin(g[relevant], due_g, kind="table")]  # the acks of a due entry
+            t_match = sorted_t[np.searchsorted(sorted_g, g[match])]  # its first due row's time
+            ts_match = a.ts[match]
             hit = ts_match <= t_match
             hit_ts, hit_t = ts_match[hit], t_match[hit]
             while hit_t.size:  # the cuts the acks one delivery time after another make
@@ -1161,13 +1234,17 @@ class PartitionReplayer:
         assert model is not None
         names = self._subs.names
         commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
+        size = a.bsize  # where a call needs it (see _SubAcks.size), read by _acks
+        # the rows naming an entry some delivery dispatches: only those can end a call at a cut
+        delivered = np.isin(g, np.fromiter(set().union(*dispatched), np.int64), kind="table") if cuts else None
         plans = []
         for code in np.unique(a.sub).tolist():
             rows = np.flatnonzero(a.sub == code)
-            plan = _SubAcks(code, names[code], rows, a, g, self._index, commands)
-            if cuts and shared[rows[0]]:
-                g_list = plan.g.tolist()
-                mine = set(g_list)
+            plan = _SubAcks(code, names[code], rows, a, g, size, self._index, commands)
+            if delivered is not None and shared[rows[0]]:
+                hit = np.flatnonzero(delivered[rows])
+                hit_g = plan.g[hit].tolist()
+                mine = set(hit_g)
                 touched = [
                     (t, entries) for t, entries in zip(cuts, dispatched, strict=True) if not mine.isdisjoint(entries)
                 ]
@@ -1175,7 +1252,7 @@ class PartitionReplayer:
                     at = np.array([t for t, _ in touched], np.int64)
                     plan.cut_at = np.searchsorted(plan.ts, at, side="right").tolist()
                     plan.cut_entries = [entries for _, entries in touched]
-                    plan.cut_g = g_list
+                    plan.cut_rows, plan.cut_g = hit.tolist(), hit_g
             plans.append(plan)
         # (event time, plan, first row, end); from len(plans) on, the deliveries at a cut instead
         heap: list[tuple[int, int, int, int]] = []
@@ -1212,18 +1289,23 @@ class PartitionReplayer:
         """The next call of one subscription's acks, ``(event time, first row, end)``, advancing past it:
         the acks before the cursor's next persist (all throttled) in as few calls as stay
         exact, then the ack that may persist, alone at its time."""
-        p, times = plan.pos, plan.times
-        n = len(times)
+        p, ts = plan.pos, plan.ts
+        n = len(ts)
         if p >= n:
             return None
         model = self._model
         assert model is not None
         due = model.persist_due_ms(plan.name)
-        k = n if due == math.inf else p if due == -math.inf else bisect.bisect_left(times, due, p)
+        if due > plan.last_ts:
+            k = n  # every ack before it (inf: no persist to come)
+        elif due <= ts.item(p):
+            k = p  # -inf: no cursor yet
+        else:
+            k = p + int(ts[p:].searchsorted(int(due)))
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
-            cumulative = plan.cumulative_before[k] - plan.cumulative_before[p]
+            cumulative = plan.cumulative_before.item(k) - plan.cumulative_before.item(p)
             if cumulative == k - p:
                 if self._cumulative_run_is_exact(plan, p, k):
                     q, at = k, p + self._cumulative_stamp(plan, p, k)
@@ -1234,7 +1316,7 @@ class PartitionReplayer:
                 if plan.cut_at is not None and q > p + 1:
                     q, at = self._delivery_cut(plan, p, q, at)
         plan.pos = max(q, p + 1)
-        return times[at], p, plan.pos
+        return int(ts[at]), p, plan.pos
 
     def _delivery_cut(self, plan: _SubAcks, p: int, q: int, at: int) -> tuple[int, int]:
         """Where a call of acks ``p..q`` stamped at row ``at`` must end for the deliveries it
@@ -1247,13 +1329,14 @@ class PartitionReplayer:
         every index was acknowledged on its own while the broker ignores ack sets). A call
         crossing a cut with a row on the wrong side that names an entry the delivery
         dispatches ends at the cut (the first such) and is looked at again, its stamp that of
-        the shorter call. O(rows * cuts crossed)."""
-        cut_at, entries, g = plan.cut_at, plan.cut_entries, plan.cut_g
+        the shorter call. O(rows naming a dispatched entry * cuts crossed)."""
+        cut_at, entries, rows, g = plan.cut_at, plan.cut_entries, plan.cut_rows, plan.cut_g
         assert cut_at is not None
         i = bisect.bisect_right(cut_at, p)
         while i < len(cut_at) and cut_at[i] < q:
             c = cut_at[i]
-            wrong_side = g[p:c] if at >= c else g[c:q]
+            lo, hi = (p, c) if at >= c else (c, q)  # the rows on the wrong side: those of them
+            wrong_side = g[bisect.bisect_left(rows, lo) : bisect.bisect_left(rows, hi)]  # in cut_rows
             if not entries[i].isdisjoint(wrong_side):
                 q = c
                 at = p + self._change_stamp(plan, p, q) if q > p + 1 else p
@@ -1300,7 +1383,7 @@ class PartitionReplayer:
                 return p + 1
 
         def fits(q: int) -> bool:
-            b = batch[q] - batch[p]
+            b = batch.item(q) - batch.item(p)
             return room.fits(q - p - b, b)
 
         if fits(k):
@@ -1340,7 +1423,7 @@ class PartitionReplayer:
         acked: dict[int, int] = {}  # entry -> acknowledged indexes (-1: acknowledged whole)
         gs = plan.g[p:q]
         ts = plan.ts[p:q].tolist()
-        sizes = plan.size[p:q].tolist()
+        sizes = plan.sizes(p, q).tolist()
         indexes = plan.bidx[p:q].tolist()
         end = p + 1
         changed = -1  # the last ack that changes the cursor
@@ -1412,21 +1495,27 @@ class PartitionReplayer:
         messages up to its key ``(entry, indexes)``, the indexes ``0..b`` of a batch index
         ``b`` (none where the broker ignores ack sets), every one when acked whole; a lower
         key than the highest reaches the same messages when every message between the two is
-        acknowledged already (individually, or by the batch state). O(rows log rows) plus the
-        entries walked down from the highest key, which stops at the first message not
-        acknowledged."""
+        acknowledged already (individually, or by the batch state). O(rows) numpy work where
+        the walk down from the highest key stops at the next one, as it mostly does; else
+        O(rows log rows) plus the entries walked, down to the first message not acknowledged."""
         name = plan.name
         gs = plan.g[p:k].astype(np.int64)
         size = plan.size[p:k].astype(np.int64)
         bidx = plan.bidx[p:k].astype(np.int64)
         partial = 0 if not self.settings.ledger.deletion_at_batch_index_level_enabled else bidx + 1
         covered = np.where((bidx < 0) | (bidx >= size - 1), size, partial)  # indexes 0..covered-1
-        keys = sorted(set(zip(gs.tolist(), covered.tolist(), strict=True)), reverse=True)
-        low = keys[0]
-        for key in keys[1:]:
-            if not self._all_acknowledged(name, key, low):
-                break
-            low = key
+        top = int(gs.max())
+        low = (top, int(covered[gs == top].max()))  # the highest key
+        below = (gs < low[0]) | ((gs == low[0]) & (covered < low[1]))
+        if below.any():  # the walk mostly stops at the next key: no sort for that one
+            g_next = int(gs[below].max())
+            following = (g_next, int(covered[below & (gs == g_next)].max()))
+            if self._all_acknowledged(name, following, low):  # walked on from the top, in order
+                keys = sorted(set(zip(gs.tolist(), covered.tolist(), strict=True)), reverse=True)
+                for key in keys[1:]:
+                    if not self._all_acknowledged(name, key, low):
+                        break
+                    low = key
         reached = np.flatnonzero((gs > low[0]) | ((gs == low[0]) & (covered >= low[1])))
         return int(reached[0])
 
@@ -1463,27 +1552,27 @@ class PartitionReplayer:
         model = self._model
         assert model is not None
         name = plan.name
-        gs, bidx, ledgers, entries = plan.g[p:q], plan.bidx[p:q], plan.ledger[p:q], plan.entry[p:q]
+        gs, bidx = plan.g[p:q], plan.bidx[p:q]
         for j in range(q - p - 1, -1, -1):
-            lid, eid = int(ledgers[j]), int(entries[j])
+            lid, eid = plan.ledger.item(p + j), plan.entry.item(p + j)
             if model.is_deleted(name, lid, eid):
                 continue
-            same = np.flatnonzero(gs[:j] == gs[j])
-            if same.size and (bidx[same] < 0).any():
+            same = bidx[np.flatnonzero(gs[:j] == gs.item(j))]  # the earlier rows of its entry
+            if same.size and (same < 0).any():
                 continue  # acked whole earlier in the call
-            b = int(bidx[j])
-            if b >= 0 and same.size and (bidx[same] == b).any():
+            b = bidx.item(j)
+            if b >= 0 and same.size and (same == b).any():
                 continue
             remaining = model.batch_ack_set(name, lid, eid)
             if remaining is None and not same.size:
                 return j  # an entry nothing acknowledged yet
-            size = int(plan.size[p + j])
+            size = plan.size.item(p + j) if b >= 0 else int(plan.sizes(p + j, p + j + 1)[0])
             full = (1 << size) - 1
             acked = full & ~remaining if remaining is not None else 0
             if b >= 0 and (acked >> b) & 1:
                 continue
             for k in same.tolist():
-                acked |= 1 << int(bidx[k])
+                acked |= 1 << k
             if acked == full:
                 continue  # every index acknowledged before it (earlier in the call, or before)
             return j
@@ -1496,18 +1585,18 @@ class PartitionReplayer:
         model = self._model
         assert model is not None
         name = plan.name
-        if q == p + 1 and plan.bidx[p] < 0:  # one whole-entry ack, the usual call that persists
-            if plan.ack[p] == 1:
-                return model.ack_cumulative(name, int(plan.ledger[p]), int(plan.entry[p]), -1, int(plan.size[p]))
+        if q == p + 1 and plan.bidx.item(p) < 0:  # one whole-entry ack, the usual call that persists
+            if plan.ack.item(p) == 1:
+                return model.ack_cumulative(name, plan.ledger.item(p), plan.entry.item(p), -1, plan.size.item(p))
             return model.ack(name, plan.at[p:q])
-        n_cumulative = plan.cumulative_before[q] - plan.cumulative_before[p]
-        if not n_cumulative and plan.batch_before[q] == plan.batch_before[p]:
+        n_cumulative = plan.cumulative_before.item(q) - plan.cumulative_before.item(p)
+        n_batch = plan.batch_before.item(q) - plan.batch_before.item(p)
+        if not n_cumulative and not n_batch:
             return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
-        kinds, bidx = plan.ack[p:q], plan.bidx[p:q]
         if n_cumulative:
-            cumulative = np.flatnonzero(kinds == 1)
-            cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], bidx[cumulative]
+            cumulative = np.flatnonzero(plan.ack[p:q] == 1)
+            cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], plan.bidx[p:q][cumulative]
             effective = np.where((cb < 0) | (cb >= size - 1), size, cb)
             j = int(np.lexsort((effective, cg))[-1])
             whole = bool(effective[j] == size[j])
@@ -1515,21 +1604,17 @@ class PartitionReplayer:
             done += model.ack_cumulative(
                 name, int(plan.ledger[i]), int(plan.entry[i]), -1 if whole else int(cb[j]), int(size[j])
             )
-            if cumulative.size == q - p:
+            if n_cumulative == q - p:
                 return done
-        individual = kinds == 0
-        at = plan.at[p:q]
-        whole_rows = individual & (bidx < 0)
-        positions = [at if whole_rows.all() else at[whole_rows]]
-        partial = np.flatnonzero(individual & (bidx >= 0))
-        if partial.size:
-            done += self._batch_index_acks(plan, p + partial, positions)
+        positions = [plan.whole_acks(p, q)]
+        if n_batch:
+            done += self._batch_index_acks(plan, p, q, positions)
         if sum(len(rows) for rows in positions):
             done += model.ack(name, positions[0] if len(positions) == 1 else np.concatenate(positions))
         return done
 
-    def _batch_index_acks(self, plan: _SubAcks, rows: np.ndarray, positions: list[np.ndarray]) -> int:
-        """Batch-index acks of one subscription (its rows ``rows``) in one call: an entry whose every index is acked
+    def _batch_index_acks(self, plan: _SubAcks, p: int, q: int, positions: list[np.ndarray]) -> int:
+        """Batch-index acks of one subscription (among its rows ``p..q``) in one call: an entry whose every index is acked
         in it joins the whole-entry acks (``positions``); the others go with them, as ack sets,
         in one request (``positions`` is then emptied).
 
@@ -1543,6 +1628,7 @@ class PartitionReplayer:
         assert model is not None
         name = plan.name
         done = 0
+        rows, row_list, g_list, bidx_list, size_list = plan.batch_acks(p, q)
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
             sizes = plan.size[rows]
             whole = np.concatenate(positions)
@@ -1550,18 +1636,14 @@ class PartitionReplayer:
             at = plan.at[rows]
             if (plan.seqid[rows] >= 0).any():
                 return model.ack_batch_messages(name, at, plan.bidx[rows], sizes, whole)
-            one_each = [
-                ((1 << size) - 1) & ~(1 << b) for size, b in zip(sizes.tolist(), plan.bidx[rows].tolist(), strict=True)
-            ]
+            one_each = [((1 << size) - 1) & ~(1 << b) for size, b in zip(size_list, bidx_list, strict=True)]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
         # one pass over the call's rows as Python ints (cheaper than a lexsort and reductions at
         # the tens to hundreds of rows a call holds): each entry's acked index bits, its first
         # row and its batch size, by entry
         acked_bits: dict[int, int] = {}
         first_row: dict[int, tuple[int, int]] = {}
-        for row, g, b, size in zip(
-            rows.tolist(), plan.g[rows].tolist(), plan.bidx[rows].tolist(), plan.size[rows].tolist(), strict=True
-        ):
+        for row, g, b, size in zip(row_list, g_list, bidx_list, size_list, strict=True):
             bits = acked_bits.get(g)
             if bits is None:
                 acked_bits[g], first_row[g] = 1 << b, (row, size)
@@ -1633,13 +1715,17 @@ class PartitionReplayer:
             name = self._subs.names[c]
             in_time = 0 <= t <= deliver
             if not in_time and model.was_delivered(name, lid, eid, deliver):
-                self._delivery_anomaly(row, c, deliver)
+                self._delivery_anomalies(row, [c], [deliver])
             # a whole-entry cancel is the individual ack it is in a bulk step (and persists as one)
             done = model.cancel(name, lid, eid, bidx, size) if bidx >= 0 else model.ack(name, _position(lid, eid))
             self._cancelled[c] = self._cancelled.get(c, 0) + done
 
     # -- output ---------------------------------------------------------------------------------
-    def _anomaly(self, reason: str, rows: Rows, detail: str | list[str], subs: np.ndarray | None = None) -> None:
+    def _anomaly(
+        self, reason: str | list[str], rows: Rows, detail: str | list[str], subs: np.ndarray | None = None
+    ) -> None:
+        """Buffer an anomaly row for each of ``rows``: ``reason`` and ``detail`` one for all or
+        one per row; the subscription of each row, or ``subs``."""
         n = len(rows)
         if n == 0:
             return
@@ -1655,7 +1741,7 @@ class PartitionReplayer:
             ("batch_index", rows.bidx),
         ):
             buf[column].extend(v if v >= 0 else None for v in values.tolist())
-        buf["reason"].extend([reason] * n)
+        buf["reason"].extend(reason if isinstance(reason, list) else [reason] * n)
         buf["detail"].extend(detail if isinstance(detail, list) else [detail] * n)
         self._anomaly_rows += n
         self._anomaly_total += n

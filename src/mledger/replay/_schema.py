@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core import MLedgerError
+from ._columns import int_values
 from ._store import CURSOR_LEDGER_BASE
 
 # -- event kinds and their order at equal timestamps -----------------------------------------
@@ -415,13 +416,8 @@ class Checked(NamedTuple):
 
 
 def _ints(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(values with nulls as 0, present mask) of an int64 column."""
-    arr = batch.column(name)
-    values = arr if arr.null_count == 0 else pc.fill_null(arr, 0)
-    out = np.asarray(values.to_numpy(zero_copy_only=False))
-    if arr.null_count == 0:
-        return out, np.ones(len(out), bool)
-    return out, np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+    """(values with nulls as 0, present mask) of an integer column (:func:`~._columns.int_values`)."""
+    return int_values(batch.column(name))
 
 
 MAX_LEDGER_ID = CURSOR_LEDGER_BASE
