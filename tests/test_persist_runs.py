@@ -20,8 +20,14 @@ _STEP = st.tuples(
 
 
 @settings(max_examples=40, deadline=None)
-@given(steps=st.lists(_STEP, min_size=1, max_size=10), limit=st.sampled_from([None, 0, 1, 3, 10]))
-def test_a_record_sized_from_runs_has_the_bytes_of_the_record_built_from_arrays(steps, limit) -> None:
+@given(
+    steps=st.lists(_STEP, min_size=1, max_size=10),
+    limit=st.sampled_from([None, 0, 1, 3, 10]),
+    counted=st.booleans(),
+)
+def test_a_record_sized_from_runs_has_the_bytes_of_the_record_built_from_arrays(steps, limit, counted) -> None:
+    """``counted``: the set's run counts given (``run_count``): a ledger below 16,384 entries
+    is sized from them and what its entries 0 .. 128 decide, kept while they stay."""
     acked = AckRangeSet()
     ranges, encoder = PositionInfoRanges(), PositionInfoRanges()
     for op, ledger, ids in steps:
@@ -39,7 +45,7 @@ def test_a_record_sized_from_runs_has_the_bytes_of_the_record_built_from_arrays(
         assert runs.entries == int((uppers - lowers).sum())
         batch = [(Position(ledger, 7), np.array([5], dtype=np.int64))]
         state = PersistedCursorState(Position(ledger, 1), {"k": 2}, batch_deleted=batch)
-        entry = PositionInfoEntry(state, ranges, runs)
+        entry = PositionInfoEntry(state, ranges, runs, acked.ledger_size if counted else None)
         full = PersistedCursorState(
             Position(ledger, 1), {"k": 2}, RangeArrays(ledgers, lowers, ledgers.copy(), uppers), batch_deleted=batch
         )

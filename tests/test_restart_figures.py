@@ -5,10 +5,13 @@ a real recovery's answer after every step, under every preset."""
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from restart_logs import Log, redelivered, settings_for
+
+from mledger import ManagedCursor
 
 PRESETS = [None, "pulsar-3.0", "pulsar-4.0", "pulsar-4.1", "pulsar-newest"]
 
@@ -285,3 +288,73 @@ def test_the_batch_tally_kept_as_running_totals_equals_a_fresh_count(
         assert got == (fresh.lost, fresh.all, fresh.tail, fresh.words, fresh.unknown_sizes)
         for position, size in running.unknown_sizes:  # as the figures record them
             counts.record(position[0], position[1], [size])
+
+
+COUNTED = st.one_of(
+    st.tuples(st.just("acks"), st.integers(0, 11)),
+    st.tuples(st.just("mark"), st.integers(0, 11)),
+    st.tuples(st.just("index"), st.integers(0, 11), st.integers(0, 2)),
+    st.tuples(st.just("tick"), st.sampled_from([300, 1000])),
+)
+
+
+def _stats_with_counts(on: bool, preset: str | None, config: dict[str, Any], sizes: list[int], steps: list[Any]) -> Any:
+    """The persistence figures after ``steps``, with a throttled plan of whole entries told to
+    the state stores by counts (``on``) or observed from a snapshot like every other change."""
+    if on:
+        log = run(preset, config, sizes, steps)
+    else:
+        with patch.object(ManagedCursor, "_whole_acks_baseline", lambda self, plan: None):
+            log = run(preset, config, sizes, steps)
+    return log.cursor.stats().persistence
+
+
+@pytest.mark.parametrize("preset", [None, "pulsar-4.0"])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    config=st.fixed_dictionaries(
+        {
+            "max_unacked_ranges_to_persist": st.sampled_from([1, 5, 1000]),
+            "max_unacked_ranges_to_persist_in_metadata_store": st.sampled_from([1, 1000]),
+            "throttle_mark_delete": st.just(1.0),
+        }
+    ),
+    sizes=st.lists(st.sampled_from([1, 2, 3]), min_size=12, max_size=12),
+    steps=st.lists(COUNTED, min_size=1, max_size=10),
+)
+def test_throttled_whole_entry_acks_told_by_counts_leave_every_figure_a_snapshot_leaves(
+    preset: str | None, config: dict[str, Any], sizes: list[int], steps: list[tuple[Any, ...]]
+) -> None:
+    """A throttled ``delete_many`` or ``mark_delete`` that only acknowledges whole entries (no
+    batch state gained, changed or passed) reaches the state stores as counts
+    (``ManagedCursor._whole_acks_since``, O(1)) instead of a snapshot: every figure, each
+    maximum and the instant it was reached included, is what observing a snapshot leaves."""
+    assert _stats_with_counts(True, preset, config, sizes, steps) == _stats_with_counts(
+        False, preset, config, sizes, steps
+    )
+
+
+def test_throttled_whole_entry_acks_are_told_by_counts() -> None:
+    """On a batched log under the throttle (the first change persists, the rest wait): a plan of
+    new entries, one naming an acknowledged entry again and a mark-delete passing whole entries
+    reach the store as counts, with their messages; one that leaves a batch state goes as a
+    snapshot. The crash figure each time equals a real recovery's answer."""
+    log = Log(settings_for(None, throttle_mark_delete=1.0))
+    p = log.produce([3, 1, 2, 1, 3, 1])
+    log.cursor.delete(p[5])  # persisted: the throttle starts
+    store = log.cursor._store
+    with (
+        patch.object(store, "observe_entries_acked", wraps=store.observe_entries_acked) as counted,
+        patch.object(store, "observe", wraps=store.observe) as observed,
+    ):
+        log.cursor.delete_many([p[1], p[2]])  # 1 + 2 messages
+        log.cursor.delete_many([p[2], p[4]])  # p[2] again: 3 more
+        log.cursor.mark_delete(p[3])  # passes p[0] (3 messages) and p[3] (1), absorbs p[1], p[2]
+        assert [c.args[:3] for c in counted.call_args_list] == [(2, 0, 3), (1, 0, 3), (2, 0, 4)]
+        assert not observed.called
+        log.ack_indexes(p[4], [0], 3)  # already whole: nothing changes; a snapshot all the same
+    f = log.cursor.stats().persistence
+    assert (f.redelivered_after_crash.messages, f.redelivered_after_crash.entries) == (10, 5)
+    assert (f.redelivered_after_crash.messages, f.redelivered_after_crash.entries) == redelivered(
+        log.acked(), log.crash_recovery()
+    )

@@ -152,7 +152,16 @@ class PositionInfoRanges:
     :meth:`size_runs` from a range set's runs, per ledger; :meth:`size_others` sizes the
     other fields of a record, keeping the sizes of its batch records."""
 
-    __slots__ = ("_batch_sized", "_data", "_rows", "_runs_sized", "_sized_records", "_sized_rows", "_sizes")
+    __slots__ = (
+        "_batch_list",
+        "_batch_sized",
+        "_data",
+        "_rows",
+        "_runs_sized",
+        "_sized_records",
+        "_sized_rows",
+        "_sizes",
+    )
 
     def __init__(self) -> None:
         self._rows = np.empty((0, 4), dtype=np.int64)
@@ -161,10 +170,13 @@ class PositionInfoRanges:
         self._sized_rows = np.empty((0, 4), dtype=np.int64)  # the last ranges sized, and their records' bytes
         self._sized_records = np.empty(0, dtype=np.int64)
         # the RangeRuns last sized: its ledgers and parts (shared by the range set), the bytes of
-        # each part's records and their total
-        self._runs_sized: tuple[tuple[int, ...], tuple[object, ...], list[int], int] | None = None
+        # each part's records, what decides its one- and ten-byte varints (_sized_part) and the total
+        self._runs_sized: tuple[tuple[int, ...], tuple[object, ...], list[int], list[_Head | None], int] | None = None
         # (ledger id, entry id, id(words)) -> (words, its record's bytes): the batch states last sized
         self._batch_sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
+        # the batch_deleted list last sized and its records' bytes (records share a list while
+        # their batch states stay the same)
+        self._batch_list: tuple[list[tuple[Position, np.ndarray]], int] | None = None
 
     def encode(self, ranges: RangeArrays) -> bytes:
         """The field's bytes for ``ranges`` (raises like :func:`encode_position_info`)."""
@@ -222,30 +234,42 @@ class PositionInfoRanges:
         self._sized_rows, self._sized_records = rows, records
         return int(records.sum())
 
-    def size_runs(self, runs: RangeRuns) -> int:
+    def size_runs(self, runs: RangeRuns, run_count: Callable[[int], int] | None = None) -> int:
         """:meth:`size` of the ranges of ``runs`` (:meth:`RangeRuns.arrays`), without deriving
         them: each ledger's records sized from its run bounds (:meth:`RangeRuns.run_bounds`),
         and kept while its part is the same object (a range set shares a ledger's part until
-        the ledger changes). O(ledgers) identity checks plus O(containers) per ledger changed."""
+        the ledger changes). O(ledgers) identity checks plus O(containers) per ledger changed.
+
+        ``run_count``: the runs of a ledger whose part is whole (what the range set that just
+        exported ``runs`` keeps counted: :meth:`AckRangeSet.ledger_size
+        <mledger.core.AckRangeSet.ledger_size>`). With it, a changed ledger whose entries all
+        lie below 16,384 is sized in O(1) bitmap calls (:func:`_sized_part`)."""
         last = self._runs_sized
         parts = runs.parts
         if last is not None and last[0] == runs.ledgers:
-            sizes, total = last[2], last[3]
+            sizes, heads, total = last[2], last[3], last[4]
             changed = [i for i, (part, before) in enumerate(zip(parts, last[1], strict=True)) if part is not before]
             if changed:
-                sizes = list(sizes)
+                sizes, heads = list(sizes), list(heads)
                 for i in changed:
-                    size = _part_size(runs, i)
+                    size, heads[i] = _sized_part(runs, i, last[1][i], heads[i], run_count)
                     total += size - sizes[i]
                     sizes[i] = size
         else:
-            known = {} if last is None else dict(zip(last[0], zip(last[1], last[2], strict=True), strict=True))
-            sizes = []
+            known = {} if last is None else {k[0]: k[1:] for k in zip(last[0], last[1], last[2], last[3], strict=True)}
+            sizes, heads = [], []
             for i, (ledger_id, part) in enumerate(zip(runs.ledgers, parts, strict=True)):
                 hit = known.get(ledger_id)
-                sizes.append(hit[1] if hit is not None and hit[0] is part else _part_size(runs, i))
+                if hit is None:
+                    size, head = _sized_part(runs, i, None, None, run_count)
+                elif hit[0] is part:
+                    size, head = hit[1], hit[2]
+                else:
+                    size, head = _sized_part(runs, i, hit[0], hit[2], run_count)
+                sizes.append(size)
+                heads.append(head)
             total = sum(sizes)
-        self._runs_sized = (runs.ledgers, parts, sizes, total)
+        self._runs_sized = (runs.ledgers, parts, sizes, heads, total)
         return total
 
     def size_others(self, state: PersistedCursorState) -> int:
@@ -253,8 +277,10 @@ class PositionInfoRanges:
         length of :func:`encode_position_info` with ``ranges_bytes=b""`` (raises like it).
         O(batch states) dictionary lookups for batch states given as the same word arrays as
         the last call's (a cursor's persists write the same partly acknowledged batches again
-        and again); the properties and long arrays are encoded."""
-        if state.long_arrays or len(state.batch_deleted) > _SMALL_BATCH:
+        and again), O(1) for the very list of the last call (records are never changed); the
+        properties and long arrays are encoded."""
+        batch = state.batch_deleted
+        if state.long_arrays or len(batch) > _SMALL_BATCH:
             return len(encode_position_info(state, ranges_bytes=b""))
         ledger, entry = state.mark_delete
         size = 2 + _varint_len(check_int64(ledger, "mark_delete ledger id"))
@@ -263,15 +289,28 @@ class PositionInfoRanges:
             props = bytearray()
             _encode_long_properties(props, _PI_PROPS, state.properties)
             size += len(props)
+        last_list = self._batch_list
+        if last_list is not None and last_list[0] is batch:
+            return size + last_list[1]
+        batch_bytes = self._size_batch(batch)
+        if batch_bytes is None:
+            return len(encode_position_info(state, ranges_bytes=b""))
+        self._batch_list = (batch, batch_bytes)
+        return size + batch_bytes
+
+    def _size_batch(self, batch: list[tuple[Position, np.ndarray]]) -> int | None:
+        """The bytes of the batch records of ``batch`` (:meth:`size_others`), or None for words
+        that are not a 1-d int64 array (then encoded). Raises like :func:`encode_position_info`."""
+        size = 0
         known = self._batch_sized
         sized: dict[tuple[int, int, int], tuple[np.ndarray, int]] = {}
         tag = (_PI_BATCH << 3) | LEN
-        for position, words in state.batch_deleted:
+        for position, words in batch:
             key = (position[0], position[1], id(words))
             last = known.get(key)
             if last is None or last[0] is not words:
                 if not (isinstance(words, np.ndarray) and words.dtype == np.int64 and words.ndim == 1):
-                    return len(encode_position_info(state, ranges_bytes=b""))
+                    return None
                 le = words.astype("<i8", copy=False).tobytes()
                 ledger_id = check_int64(position[0], "batch position ledger id")
                 last = (
@@ -286,6 +325,57 @@ class PositionInfoRanges:
 
 _VARINT_STEPS = [0] + [1 << (7 * k) for k in range(1, 9)]
 """0, then the smallest non-negative int64 of each varint length from 2 bytes to 9."""
+_STEPS = len(_VARINT_STEPS)
+
+
+_HEAD = 129
+"""Entries 0 .. 128 of a ledger: they decide which run bounds of a ledger whose entries all lie
+below 16,384 take one byte or ten (a first entry 0: ``first - 1`` is -1) rather than two."""
+_HEAD_STEPS = _VARINT_STEPS[:2]
+
+
+class _Head(NamedTuple):
+    """What a part's entries 0 .. 128 decide of its records' bytes (:func:`_sized_part`)."""
+
+    cardinality: int
+    """Its entries among 0 .. 128."""
+    from_zero: int
+    """1 when a run starts at entry 0 (its ``first - 1`` takes ten bytes), else 0."""
+    one_byte_firsts: int
+    """Runs starting at entries 1 .. 128 (``first - 1`` below 128: one byte)."""
+    one_byte_lasts: int
+    """Runs ending below entry 128 (one byte)."""
+
+
+def _sized_part(
+    runs: RangeRuns,
+    index: int,
+    before: object,
+    before_head: _Head | None,
+    run_count: Callable[[int], int] | None,
+) -> tuple[int, _Head | None]:
+    """:func:`_part_size` of ``ledgers[index]``, and its :class:`_Head` where it applies.
+
+    A whole ledger's part whose entries all lie below 16,384 (every bound ``first - 1`` and
+    ``last`` a varint of at most two bytes) with ``run_count``: each of its ``n`` records takes
+    10 bytes of tags and lengths, the ledger id twice and two bytes per bound, less one per
+    bound below 128, plus eight for a first entry 0 (-1 takes ten): ``n * (14 + 2 * ledger
+    bytes) - one_byte_firsts - one_byte_lasts + 8 * from_zero``. Those counts depend on entries
+    0 .. 128 only: kept from the ledger's part sized ``before`` when that part is a subset of
+    this one with as many entries there (then the same ones), else counted
+    (:meth:`RangeRuns.run_bounds` up to 128). O(1) bitmap calls when kept."""
+    part = runs.parts[index]
+    if run_count is None or isinstance(part, tuple) or not part or part.max() >= _VARINT_STEPS[2]:
+        return _part_size(runs, index), None
+    cardinality = part.range_cardinality(0, _HEAD)
+    head = before_head
+    if head is None or head.cardinality != cardinality or isinstance(before, tuple) or not before.issubset(part):  # type: ignore[attr-defined]
+        _, firsts_below, lasts_below = runs.run_bounds(index, _HEAD_STEPS)
+        head = _Head(cardinality, firsts_below[0], firsts_below[1] - firsts_below[0], lasts_below[1])
+    ledger_id = runs.ledgers[index]
+    ledger_bytes = _varint_len(check_int64(ledger_id, "ranges.lower_ledger"))
+    n = run_count(ledger_id)
+    return n * (14 + 2 * ledger_bytes) - head.one_byte_firsts - head.one_byte_lasts + 8 * head.from_zero, head
 
 
 def _part_size(runs: RangeRuns, index: int) -> int:
@@ -293,15 +383,11 @@ def _part_size(runs: RangeRuns, index: int) -> int:
     ten of tags and one-byte lengths each and four varints (:func:`_record_sizes`)."""
     n, firsts_below, lasts_below = runs.run_bounds(index, _VARINT_STEPS)
     ledger_bytes = _varint_len(check_int64(runs.ledgers[index], "ranges.lower_ledger"))
-    return n * (10 + 2 * ledger_bytes) + _varint_total(n, firsts_below) + _varint_total(n, lasts_below)
-
-
-def _varint_total(n: int, below: list[int]) -> int:
-    """Varint bytes of ``n`` int64 values of which ``below[k]`` lie below ``_VARINT_STEPS[k]``
-    (a negative takes 10 bytes; a non-negative one more for each step from the second that it
-    reaches). O(steps)."""
+    # varint bytes of the n firsts - 1 and of the n lasts: a negative takes 10 bytes, a
+    # non-negative one more for each step from the second that it reaches, that is per column
     # 10 * below[0] + (n - below[0]) + the sum over k >= 1 of (n - below[k])
-    return n * len(below) + 9 * below[0] - sum(below) + below[0]
+    values = n * (10 + 2 * ledger_bytes + 2 * _STEPS)
+    return values + 10 * (firsts_below[0] + lasts_below[0]) - sum(firsts_below) - sum(lasts_below)
 
 
 def _varint_len(value: int) -> int:
@@ -352,13 +438,20 @@ class PositionInfoEntry:
     For a store that keeps few of the records it is given (a replay's store keeps the last of
     a cursor ledger): the limits a persist checks read the size, and a record nobody reads is
     never encoded. ``runs``: the record's ranges as a range set's runs (``state.ranges`` is
-    then None; immutable, whatever the set does next), derived only when the record is built.
+    then None; immutable, whatever the set does next), derived only when the record is built;
+    ``run_count``: that set's run count per ledger, now (:meth:`PositionInfoRanges.size_runs`).
     ``state`` must not change afterwards. Raises like :func:`encode_position_info`, when
     built."""
 
     __slots__ = ("_data", "_ranges", "_runs", "_size", "_state")
 
-    def __init__(self, state: PersistedCursorState, ranges: PositionInfoRanges, runs: RangeRuns | None = None) -> None:
+    def __init__(
+        self,
+        state: PersistedCursorState,
+        ranges: PositionInfoRanges,
+        runs: RangeRuns | None = None,
+        run_count: Callable[[int], int] | None = None,
+    ) -> None:
         if runs is not None and state.ranges is not None:
             raise ValueError("a PositionInfoEntry takes its ranges from the state or from runs, not both")
         self._state = state
@@ -367,7 +460,7 @@ class PositionInfoEntry:
         self._data: bytes | None = None
         rest = ranges.size_others(state)  # every field but the ranges
         if runs is not None:
-            self._size = rest + ranges.size_runs(runs)
+            self._size = rest + ranges.size_runs(runs, run_count)
         else:
             self._size = rest if state.ranges is None else rest + ranges.size(state.ranges)
 

@@ -37,7 +37,10 @@ acknowledgement state under the lock (``AckState.apply``: validate the whole pla
 settle the mark-delete) and gets one frozen ``AckOutcome`` back -> the consumed counter and the
 read position follow the outcome (:meth:`_apply`) -> :meth:`_after_change` (throttle, or
 ``CursorStateStore.persist(snapshot)``: format and truncate -> :mod:`mledger.codec`
-``PositionInfo`` bytes -> the ``LedgerStore``). The Pulsar-named ack methods (``delete``,
+``PositionInfo`` bytes -> the ``LedgerStore``). A throttled plan that only acknowledges whole
+entries (individually or by passing them with the mark-delete; no batch state gained, changed
+or passed) reaches the state stores as counts, in O(1), as the single-call path's acks do
+(:meth:`_whole_acks_since`); any other throttled change as a snapshot. The Pulsar-named ack methods (``delete``,
 ``delete_many``, ``delete_batch_indexes``, ``delete_with_ack_set(s)``, ``mark_delete``) only build
 the plan; so do the resets that move the mark-delete (``skip_entries``, ``clear_backlog``, a
 composite reset's mark-delete) and trimming's ``skip_trimmed_ledgers``. ``delete(position)`` is
@@ -106,12 +109,16 @@ from ._cursor_store import CursorStateStore
 from ._explain import RedeliveryExplanation, explain_redelivery
 from ._ledger_view import InitialPosition, LedgerView, PositionBound
 from ._position_reset import PositionReset, ResetHooks
+from ._restart_figures import extra_between
 from ._revision import CursorStateRevisionController
 
 if TYPE_CHECKING:
     from ..core import SmoothBurstyLimiter
 
 log = logging.getLogger(__name__)
+
+_WholeAcksBaseline = tuple[tuple[tuple[Position, int], ...], int, int, int, Position, dict[str, int]]
+"""What :meth:`ManagedCursor._whole_acks_since` compares an acknowledgement's result with."""
 
 CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
 """Cursor-property keys the broker owns (Pulsar's ``CURSOR_INTERNAL_PROPERTY_PREFIX``):
@@ -144,6 +151,7 @@ class ManagedCursor:
         # read-only copies of the two property maps as the last snapshot took them, with the
         # maps they copy (both are replaced, never changed in place: a new map, a new copy)
         self._properties_views: tuple[object, object, Mapping[str, int], Mapping[str, str]] = (None, None, {}, {})
+        self._sizes_view: tuple[object, Mapping[Position, int]] = (None, {})  # the batch sizes' view, see _snapshot
         self._consumed = 0
         self._dirty = False
         self._last_persist_ms: int | None = None
@@ -593,12 +601,81 @@ class ManagedCursor:
             if plan.is_empty:
                 md = self._state.mark_delete
                 return AckOutcome(md, md)
+            before = self._whole_acks_baseline(plan)
             outcome = self._apply(plan)
             if outcome.persist:
-                self._after_change()
+                if before is None:
+                    self._after_change()
+                else:
+                    entries, messages = self._whole_acks_since(before, outcome)
+                    self._after_change(entries_acked=entries, messages=messages)
             else:
                 self._observe(self._clock_ns() // 1_000_000, unpersisted=True)
             return outcome
+
+    def _whole_acks_baseline(self, plan: AckPlan) -> _WholeAcksBaseline | None:
+        """Before a ``plan`` that the throttle will defer (the deadline not passed: the clock
+        only moves on), with state stores that keep their room for acknowledgements at once
+        meanwhile (``CursorStateStore.counts_keep_room``), what :meth:`_whole_acks_since`
+        compares with: the batch states (the very tuple, kept until one changes), the
+        acknowledged entries, their messages beyond one, the generation of the ledger's message
+        counts, the mark-delete and its properties. None when the change goes to the state
+        stores as a snapshot anyway. O(1) (the range set keeps its messages; O(batch states) to
+        build their tuple after a change of them, which the snapshot would build)."""
+        state, store = self._state, self._store
+        if store is None or not store.counts_keep_room or state.has_ignored_batch:
+            return None
+        if self._mirrors and not all(mirror.counts_keep_room for mirror in self._mirrors):
+            return None
+        if self._clock_ns() >= self._persist_due_ns:
+            return None  # it persists: a snapshot is taken anyway
+        acked, counts = state.acked, self._entry_messages
+        extra = acked.extra_messages(counts) if counts.batched else 0
+        return (
+            state.batch_states(),
+            acked.cardinality(),
+            extra,
+            counts.generation,
+            state.mark_delete,
+            self._md_properties,
+        )
+
+    def _whole_acks_since(self, before: _WholeAcksBaseline, outcome: AckOutcome) -> tuple[int, int | None]:
+        """``(entries, messages)`` for :meth:`_after_change` after an acknowledgement applied
+        since ``before`` (:meth:`_whole_acks_baseline`): when it only acknowledged whole
+        entries, individually or by moving the mark-delete over them (the batch states the same
+        tuple, so none gained, changed or lost one, none passed by the mark-delete; the
+        properties the same; the ledger's message counts of the same generation), the state
+        stores observe those entries and their messages in O(1), exactly as the single-call
+        path tells them one entry at a time: each adds its messages to the crash total, which
+        no batch state moves (the entries the mark-delete absorbs from the ranges leave it as
+        it is). The new entries: the growth of the acknowledged entries plus those the
+        mark-delete passed; their messages likewise, from the range set's kept messages and the
+        ledger's counts over the span passed. Otherwise ``(-1, None)``: a snapshot. O(1), and
+        O(ledgers) for a mark-delete that moved across ledgers."""
+        batch, cardinality, extra, generation, md, properties = before
+        state, counts = self._state, self._entry_messages
+        entries = outcome.entries_acked
+        acked = state.acked
+        if (
+            entries <= 0
+            or state.batch_states() is not batch
+            or state.has_ignored_batch
+            or counts.generation != generation
+            or (self._md_properties is not properties and self._md_properties != properties)
+        ):
+            return -1, None
+        grown = acked.cardinality() - cardinality
+        passed_extra = 0
+        new_md = state.mark_delete
+        if new_md != md:
+            grown += self._ml.number_of_entries(md, new_md, False, True)
+            passed_extra = extra_between(counts, md, new_md) if counts.batched else 0
+        if grown != entries:
+            return -1, None
+        if not counts.batched:
+            return entries, None
+        return entries, entries + acked.extra_messages(counts) - extra + passed_extra
 
     def _apply(self, plan: AckPlan) -> AckOutcome:
         """Apply ``plan`` to the acknowledgement state and follow its outcome: the mark-delete
@@ -703,11 +780,12 @@ class ManagedCursor:
                 if not all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
                     self._observe(now)  # a store cannot follow the ack: it needs the state
                 return
-            if any(store.unload_headroom < entries_acked for store in stores):
+            ranges = self._state.acked.size()
+            if any(store.unload_headroom < entries_acked or store.unload_branch_moves(ranges) for store in stores):
                 self._observe(now)  # the unload figure may change: the stores need the state
                 return
             for store in stores:
-                store.observe_entries_acked(entries_acked, now, messages)
+                store.observe_entries_acked(entries_acked, now, messages, ranges)
 
     def _settle_observation(self) -> None:
         """Tell the cursor's own state store the whole-entry acks the single-call fast path
@@ -830,14 +908,10 @@ class ManagedCursor:
                 MappingProxyType(dict(md_props)),
                 MappingProxyType(dict(cursor_props)),
             )
-        return CursorSnapshot(
-            mark_delete=state.mark_delete,
-            acked=state.acked,
-            batch=batch,
-            properties=views[2],
-            cursor_properties=views[3],
-            batch_sizes=MappingProxyType(sizes),
-        )
+        sizes_view = self._sizes_view
+        if sizes_view[0] is not sizes:  # a read-only view of the (live) sizes, one per mapping
+            sizes_view = self._sizes_view = (sizes, MappingProxyType(sizes))
+        return CursorSnapshot(state.mark_delete, state.acked, batch, views[2], views[3], sizes_view[1])
 
     def flush(self) -> bool:
         """Persist deferred (throttled) state now; True if anything was written.

@@ -177,6 +177,9 @@ class CursorStateStore:
         self._counting = True  # builds count in the truncation figures (not the unload's what-if)
         # the ranges of the PositionInfo records built, encoded: the next reuses what it shares
         self._range_bytes = PositionInfoRanges()
+        # the batch states last built into a record, and their (position, words) list: the
+        # next record of the same states (the cursor keeps the tuple until they change) shares it
+        self._batch_built: tuple[tuple[tuple[Position, int], ...], list[tuple[Position, np.ndarray]]] = ((), [])
         # A store that keeps entries unbuilt (``lazy_entries``: a replay's, which keeps a cursor
         # ledger's last) is given PositionInfo records sized but not encoded (PositionInfoEntry)
         self._lazy_entries = bool(getattr(self._store, "lazy_entries", False))
@@ -192,7 +195,11 @@ class CursorStateStore:
         self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
         self._tracker_batch = (False, False)  # batch states read back at all, and from the node
         self.unload_headroom = -1
+        # the batch states a record kept, as a recovery reads them back (see _held_of)
+        self._kept_read: tuple[object, dict[Position, int]] = (None, {})
+        self._properties_bytes: tuple[object, object, int] = (None, None, 0)  # see _properties_bound
         self._unload_keeps_batch = False  # within the headroom: whether the close keeps batch states
+        self._unload_branch = False  # whether the close of the state last observed goes to the cursor ledger
         self._unload_ranges = -1  # the range count last observed from a snapshot (-1: unknown since)
         self._bulk_headroom = -1  # unload_headroom for acknowledgements applied at once, now
         """How many more whole-entry acknowledgements (with no batch state) certainly leave the
@@ -565,12 +572,27 @@ class CursorStateStore:
         """``shouldPersistUnackRangesToLedger``: a writable cursor ledger (a recovered one is
         read-only until the first switch: mledger holds none then), ranges persisted at all,
         and more ranges than ``max_unacked_ranges_to_persist_in_metadata_store``."""
-        limit = self._range_limit()
-        return (
-            self._ledger_id is not None
-            and (limit is None or limit > 0)
-            and snapshot.acked.size() > self._config.max_unacked_ranges_to_persist_in_metadata_store
-        )
+        return self._closes_to_ledger_at(snapshot.acked.size(), self._derived()[1])
+
+    def _closes_to_ledger_at(self, ranges: int, limits: _Limits) -> bool:
+        """:meth:`_closes_to_ledger` of a state of ``ranges`` ranges (``limits``: :meth:`_derived`'s)."""
+        cap = limits.range_cap
+        return self._ledger_id is not None and (cap is None or cap > 0) and ranges > limits.node_above
+
+    @property
+    def counts_keep_room(self) -> bool:
+        """Whether whole-entry acknowledgements told by counts with the range count
+        (:meth:`observe_entries_acked`) keep :meth:`bulk_ack_room` known: in the range format
+        (the long-array format's room for acknowledgements at once follows the entries produced,
+        which only a snapshot observes). O(1)."""
+        return self._derived()[1].range_format
+
+    def unload_branch_moves(self, ranges: int) -> bool:
+        """Whether a state of ``ranges`` ranges would close through the other branch than the
+        state last observed (``persistPositionWhenClosing``: the cursor ledger or the metadata
+        store, which may keep batch states differently): the unload figure then needs a snapshot
+        (:meth:`observe`), whatever the headroom. O(1)."""
+        return self._closes_to_ledger_at(ranges, self._derived()[1]) != self._unload_branch
 
     def _close_state(self, snapshot: CursorSnapshot) -> None:
         if self._closes_to_ledger(snapshot):
@@ -631,22 +653,32 @@ class CursorStateStore:
         limit (the range set keeps its counts and extra messages), O(state)
         otherwise (the unload figure's close record)."""
         now = self._ml.clock.now_ms() if now_ms is None else now_ms
-        self._figures.observe(snapshot, now, self._config.max_batch_deleted_index_to_persist, limits)
-        self._observe_unload(snapshot, now)
+        caps = self._derived()[1]
+        self._figures.observe(snapshot, now, caps.batch_cap, limits)
+        self._observe_unload(snapshot, now, caps)
 
-    def observe_entries_acked(self, entries: int, now_ms: int, messages: int | None = None) -> None:
+    def observe_entries_acked(self, entries: int, now_ms: int, messages: int | None = None, ranges: int = -1) -> None:
         """:meth:`observe` after a change that only acknowledged ``entries`` more whole entries
         (holding ``messages``, default one each) with no batch state (the single-call fast
         path): the crash total grows by exactly that much (mark-delete absorption moves entries
         from the ranges to below the mark-delete, which leaves it unchanged). O(1), allocates
         nothing; ``now_ms`` is the clock reading of the change. For at most
         :attr:`unload_headroom` entries since the last observation: the unload figure is then
-        unchanged (past that the cursor calls :meth:`observe`)."""
+        unchanged (past that the cursor calls :meth:`observe`). ``ranges``: the range count
+        after the change, when known; in the range format, on the same side of
+        ``max_unacked_ranges_to_persist_in_metadata_store`` as the count observed (the close's
+        branch the same), it keeps :meth:`bulk_ack_room` known: the room for acknowledgements at
+        once shrinks by ``entries`` as the headroom does (each adds one range at most)."""
         if not entries:
             return
         self._figures.entries_acked(entries, entries if messages is None else messages, now_ms)
         self.unload_headroom -= entries
-        self._unload_ranges = -1
+        observed, self._unload_ranges = self._unload_ranges, -1
+        if ranges >= 0 and observed >= 0:
+            limits = self._derived()[1]
+            if limits.range_format and (ranges > limits.node_above) == (observed > limits.node_above):
+                self._unload_ranges = ranges
+                self._bulk_headroom -= entries
 
     def _after_write(self, snapshot: CursorSnapshot) -> None:
         """A write went through (or was refused): a crash now recovers ``_stored``. The records'
@@ -664,28 +696,31 @@ class CursorStateStore:
                     kept = self._held_of(appended, for_restart=True)
                     self._last_appended = (ledger_id, _Stored(None, False, kept))
             self._stored = compact
-        batch_cap = self._config.max_batch_deleted_index_to_persist
+        caps = self._derived()[1]
         if held is not None:
-            self._figures.written(snapshot, held, now, batch_cap)
+            self._figures.written(snapshot, held, now, caps.batch_cap)
         else:
-            self._figures.observe(snapshot, now, batch_cap)
-        self._observe_unload(snapshot, now)
+            self._figures.observe(snapshot, now, caps.batch_cap)
+        self._observe_unload(snapshot, now, caps)
 
-    def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int) -> None:
-        """The unload figure now, from the snapshot the figures just tallied: 0 while within
-        every limit but for batch states the close record loses; else what the close record
-        keeps, followed ack by ack from here (:class:`CloseTracker`), or, for a record that may
-        not fit its store, read from the record itself."""
-        self.unload_headroom = self._unload_headroom_of(snapshot)
+    def _observe_unload(self, snapshot: CursorSnapshot, now_ms: int, limits: _Limits) -> None:
+        """The unload figure now, from the snapshot the figures just tallied (``limits``: the
+        settings in force, :meth:`_derived`): 0 while within every limit but for batch states
+        the close record loses; else what the close record keeps, followed ack by ack from here
+        (:class:`CloseTracker`), or, for a record that may not fit its store, read from the
+        record itself."""
+        headroom = self.unload_headroom = self._unload_headroom_of(snapshot, limits)
         self._tracker = None
-        self._unload_ranges = snapshot.acked.size()
-        self._unload_keeps_batch = self._close_keeps_batch(snapshot)
-        self._bulk_headroom = self.unload_headroom
-        if not self._derived()[1].range_format:
-            self._bulk_headroom = self._unload_headroom_of(snapshot, now_only=True)
-        if self.unload_headroom >= 0:
-            keeps = not snapshot.batch or self._unload_keeps_batch
-            self._figures.set_unload_kept(None, keeps, now_ms)
+        ranges = self._unload_ranges = snapshot.acked.size()
+        to_ledger = self._unload_branch = self._closes_to_ledger_at(ranges, limits)
+        # whether a recovery after a clean close reads the batch states back: the ledger branch
+        # of the close keeps them, the metadata store's only since apache/pulsar#26474 (``recover``
+        # with ``cursorsLedgerId == -1``), and the reader must have batch-index acks on
+        keeps_batch = limits.close_batch_read and (limits.node_batch_read or to_ledger)
+        self._unload_keeps_batch = keeps_batch
+        self._bulk_headroom = headroom if limits.range_format else self._unload_headroom_of(snapshot, limits, True)
+        if headroom >= 0:
+            self._figures.set_unload_kept(None, keeps_batch or not snapshot.batch, now_ms)
             return
         cfg = self._config
         limit = self._range_limit()
@@ -699,7 +734,7 @@ class CursorStateStore:
         else:
             batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
             batch_bytes = sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
-        fixed = _BYTES_PER_RECORD_BOUND + batch_bytes + _properties_bound(snapshot)
+        fixed = _BYTES_PER_RECORD_BOUND + batch_bytes + self._properties_bound(snapshot)
         rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
         tracker = CloseTracker(
             snapshot.acked,
@@ -793,7 +828,7 @@ class CursorStateStore:
         cut_ledger, acks = past
         return BulkAckRoom(acks, 1, 0, None, shrink_loses_batch, cut_ledger)
 
-    def _unload_headroom_of(self, snapshot: CursorSnapshot, now_only: bool = False) -> int:
+    def _unload_headroom_of(self, snapshot: CursorSnapshot, limits: _Limits, now_only: bool = False) -> int:
         """How many more whole entries can be acknowledged before the close record of
         ``snapshot`` might lose any (-1: it might now): no more ranges than any range cap (an
         acknowledgement adds at most one), none that could go to the ledger in the long-array
@@ -802,20 +837,20 @@ class CursorStateStore:
         than the batch cap, and a record certainly within the frame, ``jute.maxbuffer`` and
         state-size limits (at most :data:`_BYTES_PER_ENTRY_BOUND` bytes per range, or per
         acked entry in the long-array format, :data:`_BYTES_PER_BATCH_BOUND`
-        per batch state plus its words, and the properties). O(properties)."""
-        limits = self._derived()[1]
-        batch = snapshot.batch
-        if len(batch) > limits.batch_cap:
+        per batch state plus its words, and the properties; ``limits``: :meth:`_derived`'s).
+        O(properties)."""
+        batch_states = len(snapshot.batch)
+        if batch_states > limits.batch_cap:
             return -1
         # the range format keeps ranges (an acknowledgement adds at most one); the long-array
         # format's size follows the acknowledged entries' span: counted by entry
         acked = snapshot.acked.cardinality()
         ranges = snapshot.acked.size() if limits.range_format else acked
         size = _BYTES_PER_RECORD_BOUND + ranges * _BYTES_PER_ENTRY_BOUND
-        if batch:
-            size += len(batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+        if batch_states:
+            size += batch_states * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
         if snapshot.properties or snapshot.cursor_properties:
-            size += _properties_bound(snapshot)
+            size += self._properties_bound(snapshot)
         room = (limits.record_room - size) // _BYTES_PER_ENTRY_BOUND
         cap = limits.range_cap
         if cap is not None and cap - ranges < room:
@@ -833,6 +868,19 @@ class CursorStateStore:
             room = max(room, self._node_close_room(snapshot, size - ranges * _BYTES_PER_ENTRY_BOUND, cap))
         return room if room >= 0 else -1
 
+    def _properties_bound(self, snapshot: CursorSnapshot) -> int:
+        """A bound on the bytes the snapshot's properties take in a record, kept for the very
+        property maps of the last call (a snapshot's maps are copies, never changed: the
+        cursor hands the same ones until its properties change). O(properties) in C, else O(1)."""
+        props, cursor_props = snapshot.properties, snapshot.cursor_properties
+        kept = self._properties_bytes
+        if kept[0] is not props or kept[1] is not cursor_props:
+            size = 16 * len(props) + sum(map(len, props)) if props else 0
+            if cursor_props:
+                size += 8 * len(cursor_props) + sum(map(len, cursor_props)) + sum(map(len, cursor_props.values()))
+            kept = self._properties_bytes = (props, cursor_props, size)
+        return kept[2]
+
     def _node_close_room(self, snapshot: CursorSnapshot, fixed: int, cap: int | None) -> int:
         """In the long-array format, the headroom while the close goes to the metadata store
         (``persistPositionWhenClosing`` without a writable cursor ledger, or with at most
@@ -848,16 +896,6 @@ class CursorStateStore:
         if self._ledger_id is not None and (cap is None or cap > 0):
             room = min(room, self._config.max_unacked_ranges_to_persist_in_metadata_store - ranges)
         return room
-
-    def _close_keeps_batch(self, snapshot: CursorSnapshot) -> bool:
-        """Whether a recovery after a clean close reads the batch states back: the ledger
-        branch of the close keeps them, the metadata store's only since apache/pulsar#26474
-        (``recover`` with ``cursorsLedgerId == -1``), and the reader must have batch-index
-        acks on."""
-        limits = self._derived()[1]
-        if not limits.close_batch_read:
-            return False
-        return limits.node_batch_read or self._closes_to_ledger(snapshot)
 
     def _built_close_held(self, snapshot: CursorSnapshot) -> Held:
         """What a recovery after a close of ``snapshot`` now reads back, from the record the
@@ -897,7 +935,14 @@ class CursorStateStore:
             entries, extra = known.acks  # range format: read alike by every reader
         else:
             entries, extra = self._acks_held(state, reader)
-        batch = _batch_read(state, stored.from_node, reader, None if known is None else known.batch)
+        kept = None if known is None else known.batch
+        if kept is None or not _reads_batch(stored.from_node, reader):
+            batch = _batch_read(state, stored.from_node, reader, kept)
+        else:  # one mapping per tuple of kept states: the figures see the same record's states
+            last = self._kept_read
+            if last[0] is not kept:
+                last = self._kept_read = (kept, _batch_read(state, stored.from_node, reader, kept))
+            batch = last[1]
         return Held(Position(*state.mark_delete), entries, extra, batch)
 
     def _acks_held(self, state: PersistedCursorState, reader: _Reader) -> tuple[int, int]:
@@ -1055,9 +1100,10 @@ class CursorStateStore:
             # single entries that any Pulsar version reads.
             ctype = cfg.cursor_info_compression_type if len(payload) > max_size else "NONE"
             parts = list(pack_entries(bytes(payload), max_size, ctype))
+            largest = max(map(len, parts))
         else:
             parts = [payload]
-        largest = max(len(p) for p in parts)
+            largest = len(payload)
         frame = self._ml.factory_config.frame_limit
         self._note_over_limit(largest, frame)
         if largest > frame and self._rules.over_frame_fails:
@@ -1121,7 +1167,8 @@ class CursorStateStore:
         def encode(build: _Build) -> _Payload:
             state = build.state
             if lazy:
-                return PositionInfoEntry(state, self._range_bytes, build.runs if state.ranges is None else None)
+                runs = build.runs if state.ranges is None else None
+                return PositionInfoEntry(state, self._range_bytes, runs, snapshot.acked.ledger_size)
             ranges = state.ranges
             if ranges is None:
                 return encode_position_info(state)
@@ -1283,7 +1330,10 @@ class CursorStateStore:
         kept: tuple[tuple[Position, int], ...] = ()
         if cfg.deletion_at_batch_index_level_enabled and batch:
             kept = batch[:batch_limit]
-            state.batch_deleted = [(p, _words_of(bits)) for p, bits in kept]
+            built = self._batch_built
+            if built[0] is not kept:  # records never change their lists: one list per tuple
+                built = self._batch_built = (kept, [(p, _words_of(bits)) for p, bits in kept])
+            state.batch_deleted = built[1]
             dropped_batch = len(batch) - len(kept)
         known = _Known(acks, kept)
         return _Build(state, dropped, dropped_batch, range_builder_dropped, long_array_cut, runs, known)
@@ -1302,6 +1352,8 @@ class CursorStateStore:
         s.persist_unacked_ranges_truncated += build.range_builder_dropped
         s.persist_long_array_truncated += build.long_array_cut
         s.persist_batch_deleted_indexes_truncated += build.dropped_batch > 0
+        if not (build.dropped_ranges or build.dropped_batch or self._truncating or self._batch_truncating):
+            return  # nothing dropped, now or by the last build: no warning, no flag to clear
         for kind, dropped in (("ranges", build.dropped_ranges), ("batch", build.dropped_batch)):
             flag = "_truncating" if kind == "ranges" else "_batch_truncating"
             if dropped and not getattr(self, flag):
@@ -1444,6 +1496,11 @@ def _acks_read(state: PersistedCursorState, reader: _Reader) -> tuple[RangeArray
     return ranges, long_arrays
 
 
+def _reads_batch(from_node: bool, reader: _Reader) -> bool:
+    """Whether ``reader`` reads a record's batch states back (:func:`_batch_read`)."""
+    return reader.batch and (not from_node or reader.rules.batch_indexes_read_from_metadata_store)
+
+
 def _batch_read(
     state: PersistedCursorState,
     from_node: bool,
@@ -1454,7 +1511,7 @@ def _batch_read(
     entry (``recoverFromLedger``), and from the node only where the rules read it
     (``recover`` with ``cursorsLedgerId == -1``: apache/pulsar#26474). ``kept``: the record's
     states as bits, as its build took them (else read from its words)."""
-    if not reader.batch or (from_node and not reader.rules.batch_indexes_read_from_metadata_store):
+    if not _reads_batch(from_node, reader):
         return {}
     if kept is not None:
         return {position: bits for position, bits in kept if bits}
@@ -1480,15 +1537,6 @@ _BYTES_PER_BATCH_BOUND = 32
 class _OutsideLedgers(Exception):
     """A stored acknowledgement that points outside every ledger (turned into
     ``StateCorruptedError`` with the ledger, cursor and record named)."""
-
-
-def _properties_bound(snapshot: CursorSnapshot) -> int:
-    """A bound on the bytes the snapshot's properties take in a record. O(properties), in C."""
-    props, cursor_props = snapshot.properties, snapshot.cursor_properties
-    size = 16 * len(props) + sum(map(len, props)) if props else 0
-    if cursor_props:
-        size += 8 * len(cursor_props) + sum(map(len, cursor_props)) + sum(map(len, cursor_props.values()))
-    return size
 
 
 def _outside(ledger_id: int, entries: int | None) -> str:

@@ -46,13 +46,23 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from types import MappingProxyType
 
+import numpy as np
+
 from ..core import EntryMessages, Position
 from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import Redelivery
 from ._ledger_view import LedgerView
 
-__all__ = ["Held", "RestartFigures", "batch_lost", "batch_size_of", "redelivered", "redelivered_messages"]
+__all__ = [
+    "Held",
+    "RestartFigures",
+    "batch_lost",
+    "batch_size_of",
+    "extra_between",
+    "redelivered",
+    "redelivered_messages",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +127,10 @@ class _BatchTally:
     not have yet (``unknown_sizes``).
 
     Kept as running totals: a count against the same record's states (or none, as the last)
-    and cap as the last, with no more states than the cap, adds and takes away only the states that changed since (a state is
-    its position, its remaining bits and the batch size given with its acks; found past the
-    states the two counts share at their start and end, by bisection over tuple slices, then by
-    set difference, in C), O(changed) in Python; otherwise it counts every state again."""
+    and cap as the last, with no more states than the cap, adds and takes away only the states
+    that changed since (a state is its position, its remaining bits and the batch size given
+    with its acks; found by set difference against the states counted, in C), O(changed) in
+    Python; otherwise it counts every state again."""
 
     __slots__ = (
         "_batch",
@@ -128,7 +138,6 @@ class _BatchTally:
         "_kept",
         "_known",
         "_parts",
-        "_sizes",
         "all",
         "lost",
         "tail",
@@ -149,7 +158,6 @@ class _BatchTally:
         self._kept: Mapping[Position, int] | None = None
         self._cap = -1
         self._batch: tuple[tuple[Position, int], ...] = ()  # the tuple last counted
-        self._sizes: list[int | None] = []  # the sizes given with its states' acks
 
     def count(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages, cap: int) -> None:
         """O(batch states) in C and O(states changed since the last count) in Python, or
@@ -172,17 +180,16 @@ class _BatchTally:
         if cap != self._cap or len(batch) > cap or not same_record:
             self._recount(snapshot, kept, counts, cap, sizes)
             return
-        before, before_sizes = self._batch, self._sizes
-        head, tail = _shared_ends(before, before_sizes, batch, sizes)
-        gone = set(zip(before[head : len(before) - tail], before_sizes[head : len(before) - tail], strict=True))
-        came = set(zip(batch[head : len(batch) - tail], sizes[head : len(batch) - tail], strict=True))
-        self._batch, self._sizes = batch, sizes
-        self._kept = kept  # the same record's states, or none in either
         parts = self._parts
+        states = set(zip(batch, sizes, strict=True))
+        came = states - parts.keys()
+        gone = parts.keys() - states
+        self._batch = batch
+        self._kept = kept  # the same record's states, or none in either
         all_m, all_e = self.all
         lost_m, lost_e = self.lost
         words = self.words
-        for state in gone - came:
+        for state in gone:
             n, lost, w = parts.pop(state)
             words -= w
             if n:
@@ -190,7 +197,7 @@ class _BatchTally:
             if lost:
                 lost_m, lost_e = lost_m - lost, lost_e - 1
         unknown: list[tuple[Position, int]] = []
-        for state in came - gone:
+        for state in came:
             n, lost, w = parts[state] = self._part(state, snapshot.batch_sizes, kept, counts, unknown)
             words += w
             if n:
@@ -249,7 +256,7 @@ class _BatchTally:
         self.lost, self.all, self.tail = (lost_m, lost_e), (all_m, all_e), (tail_m, tail_e)
         self.words = words
         self.unknown_sizes = unknown
-        self._batch, self._sizes = snapshot.batch, given
+        self._batch = snapshot.batch
         self._parts, self._kept, self._cap = parts, kept, cap
 
     def _part(
@@ -279,50 +286,25 @@ class _BatchTally:
 
 
 _first = itemgetter(0)
+_NOTHING_HELD: Mapping[Position, int] = MappingProxyType({})
 
 
-def _shared_ends(
-    before: tuple[tuple[Position, int], ...],
-    before_sizes: list[int | None],
-    after: tuple[tuple[Position, int], ...],
-    after_sizes: list[int | None],
+def _held_batch_of_full(
+    snapshot: CursorSnapshot, held: Held, counts: EntryMessages, partial: frozenset[Position] = frozenset()
 ) -> tuple[int, int]:
-    """How many states (with their sizes) two counts share at their start, then at their end
-    (never overlapping): bisection over slice comparisons, O(n) in C (a state that did not
-    change is the same objects, compared by identity first)."""
-    k = min(len(before), len(after))
-    head, hi = 0, k
-    while head < hi:  # before[:head] == after[:head]; the first difference is before hi + 1
-        mid = (head + hi + 1) // 2
-        if before[head:mid] == after[head:mid] and before_sizes[head:mid] == after_sizes[head:mid]:
-            head = mid
-        else:
-            hi = mid - 1
-    k -= head
-    m, n = len(before), len(after)
-    tail, hi = 0, k
-    while tail < hi:
-        mid = (tail + hi + 1) // 2
-        if (
-            before[m - mid : m - tail] == after[n - mid : n - tail]
-            and before_sizes[m - mid : m - tail] == after_sizes[n - mid : n - tail]
-        ):
-            tail = mid
-        else:
-            hi = mid - 1
-    return head, tail
-
-
-def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessages) -> tuple[int, int]:
     """Batch states of ``held`` whose entries are acknowledged whole in the snapshot: the
     indexes they hold (its batch size recorded with the entry, else its highest remaining
     index + 1), as ``(messages held, entries)`` (each such entry is still redelivered, less
-    those indexes). O(batch states of the record); the sizes looked up for those entries only."""
+    those indexes). ``partial``: positions of the snapshot's batch states, skipped (a partially
+    acknowledged entry is not acknowledged whole). O(batch states of the record); the sizes
+    looked up for those entries only."""
     if not held.batch:
         return 0, 0
     md, contains, of = snapshot.mark_delete, snapshot.acked.contains, counts.of
     messages = entries = 0
     for position, remaining in held.batch.items():
+        if position in partial:
+            continue
         if position <= md or contains(position[0], position[1]):
             size = of(position[0], position[1])
             size = size if size > 1 else max(remaining.bit_length(), 1)
@@ -334,14 +316,23 @@ def _held_batch_of_full(snapshot: CursorSnapshot, held: Held, counts: EntryMessa
 def _full_above(snapshot: CursorSnapshot, since: Position, ledger: LedgerView, acked_extra: int) -> tuple[int, int]:
     """Entries acknowledged whole above ``since`` (``since`` <= the snapshot's mark-delete),
     given ``acked_extra``, the messages beyond one of the entries in the snapshot's ranges:
-    ``(messages, entries)``. O(ledgers)."""
+    ``(messages, entries)``. O(ledgers); O(1) in numpy for a span within one ledger."""
     md, acked = snapshot.mark_delete, snapshot.acked
     entries = acked.cardinality()
     extra = acked_extra
     if md > since:
         entries += ledger.number_of_entries(since, md, False, True)
-        extra += ledger.entry_messages.extra_between(since, md)
+        extra += extra_between(ledger.entry_messages, since, md)
     return entries + extra, entries
+
+
+def extra_between(counts: EntryMessages, lower: Position, upper: Position) -> int:
+    """``counts.extra_between(lower, upper)``: messages beyond one per entry in ``(lower,
+    upper]``; O(1) in numpy for a span within one ledger (its prefix sums, rather than a walk
+    over every ledger with counts), else O(ledgers with counts)."""
+    if upper.ledger_id == lower.ledger_id and upper > lower:  # the entries (lower, upper] of one ledger
+        return counts.extra_in_runs(upper.ledger_id, np.array([lower.entry_id + 1]), np.array([upper.entry_id]))
+    return counts.extra_between(lower, upper)
 
 
 def _acked_extra(snapshot: CursorSnapshot, counts: EntryMessages) -> int:
@@ -421,6 +412,7 @@ class RestartFigures:
         "_held",
         "_ledger",
         "_limits",
+        "_partial",
         "_unload",
         "batch",
     )
@@ -441,6 +433,8 @@ class RestartFigures:
         self._batch_all = self._batch_tail = (0, 0)
         self.batch = _BatchTally()
         """The batch states of the snapshot last tallied (the store reads ``words``)."""
+        # the positions of the batch states of a snapshot (kept while it is the same tuple)
+        self._partial: tuple[tuple[tuple[Position, int], ...], frozenset[Position]] = ((), frozenset())
 
     @property
     def acked_extra(self) -> int:
@@ -552,23 +546,36 @@ class RestartFigures:
         counts = ledger.entry_messages
         held = self._held
         batch = self.batch
-        batch.count(snapshot, held.batch if held is not None else {}, counts, batch_cap)
-        for position, size in batch.unknown_sizes:
-            ledger.record_entry_messages(position, (size,))
+        batch.count(snapshot, _NOTHING_HELD if held is None else held.batch, counts, batch_cap)
+        if batch.unknown_sizes:
+            for position, size in batch.unknown_sizes:
+                ledger.record_entry_messages(position, (size,))
         self._acked_entries = snapshot.acked.cardinality()
-        self._acked_extra = _acked_extra(snapshot, counts)
+        extra = self._acked_extra = _acked_extra(snapshot, counts)
         self._batch_all, self._batch_tail = batch.all, batch.tail
         if held is None:
             return 0, 0
-        full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, self._acked_extra)
-        part_m, part_e = _held_batch_of_full(snapshot, held, counts)
-        self._base_messages = full_m - (held.entries + held.extra) - part_m
-        self._base_entries = full_e - held.entries
-        self._batch_messages, self._batch_entries = batch.lost
-        return (
-            max(self._base_messages + self._batch_messages, 0),
-            max(self._base_entries + self._batch_entries, 0),
-        )
+        full_m, full_e = _full_above(snapshot, held.mark_delete, ledger, extra)
+        part_m = 0
+        if held.batch:
+            partial = self._partial_positions(snapshot.batch)
+            if not held.batch.keys() <= partial:
+                part_m = _held_batch_of_full(snapshot, held, counts, partial)[0]
+        base_m = self._base_messages = full_m - (held.entries + held.extra) - part_m
+        base_e = self._base_entries = full_e - held.entries
+        batch_m, batch_e = self._batch_messages, self._batch_entries = batch.lost
+        messages, entries = base_m + batch_m, base_e + batch_e
+        return messages if messages > 0 else 0, entries if entries > 0 else 0
+
+    def _partial_positions(self, batch: tuple[tuple[Position, int], ...]) -> frozenset[Position]:
+        """The positions of a snapshot's batch states: entries partially acknowledged, so
+        neither at or below its mark-delete nor acknowledged whole (``AckState``'s invariant):
+        a record's batch state there is of no entry acknowledged whole (:func:`_held_batch_of_full`
+        finds none of them). O(1) for the tuple of the last call, else O(batch states) in C."""
+        partial = self._partial
+        if partial[0] is not batch:
+            partial = self._partial = (batch, frozenset(map(_first, batch)))
+        return partial[1]
 
     # -- snapshots ----------------------------------------------------------------------------
     @property
