@@ -427,23 +427,30 @@ def _range_columns(ranges: RangeArrays) -> list[np.ndarray]:
     return cols
 
 
+_RANGE_RECORD_MAX = 50
+"""The most bytes of one ``MessageRange`` record: ten of tags and one-byte lengths
+(:func:`_record_sizes`) and four int64 varints of at most ten bytes each."""
+
+
 class PositionInfoEntry:
-    """A ``PositionInfo`` record whose size is known before its bytes: ``len()`` is exact at
-    once (the ranges sized, not encoded: O(ranges) varint sizes, or per changed ledger when
-    given as ``runs``; the other fields by :meth:`PositionInfoRanges.size_others`),
-    ``bytes()`` encodes the record once, the
-    ranges through the cursor's :class:`PositionInfoRanges`, byte for byte what
-    :func:`encode_position_info` writes.
+    """A ``PositionInfo`` record whose size is known, or bounded, before its bytes:
+    ``bytes()`` encodes the record once, the ranges through the cursor's
+    :class:`PositionInfoRanges`, byte for byte what :func:`encode_position_info` writes.
 
     For a store that keeps few of the records it is given (a replay's store keeps the last of
-    a cursor ledger): the limits a persist checks read the size, and a record nobody reads is
-    never encoded. ``runs``: the record's ranges as a range set's runs (``state.ranges`` is
-    then None; immutable, whatever the set does next), derived only when the record is built;
-    ``run_count``: that set's run count per ledger, now (:meth:`PositionInfoRanges.size_runs`).
-    ``state`` must not change afterwards. Raises like :func:`encode_position_info`, when
-    built."""
+    a cursor ledger): a record nobody reads is never encoded, and the ranges of a record given
+    as ``runs`` are not even sized until someone asks. :meth:`bound` is an upper bound of the
+    size in O(1); :meth:`fits` checks a limit against it and sizes the record exactly only
+    when the bound reaches the limit; ``len()`` is exact (the ranges sized per ledger changed
+    since the last record sized, :meth:`PositionInfoRanges.size_runs`; the other fields by
+    :meth:`PositionInfoRanges.size_others`, at once). ``runs``: the record's ranges as a range
+    set's runs (``state.ranges`` is then None; immutable, whatever the set does next), derived
+    only when the record is built; ``run_count``: that set's run count per ledger, read only by
+    :meth:`fits`, which must therefore run while the set is as it was when it exported
+    ``runs`` (``len()`` never reads it). ``state`` must not change afterwards. Raises like
+    :func:`encode_position_info`, when built."""
 
-    __slots__ = ("_data", "_ranges", "_runs", "_size", "_state")
+    __slots__ = ("_data", "_others", "_range_count", "_ranges", "_run_count", "_runs", "_size", "_state")
 
     def __init__(
         self,
@@ -457,14 +464,35 @@ class PositionInfoEntry:
         self._state = state
         self._ranges = ranges
         self._runs = runs
+        self._run_count = run_count
         self._data: bytes | None = None
-        rest = ranges.size_others(state)  # every field but the ranges
-        if runs is not None:
-            self._size = rest + ranges.size_runs(runs, run_count)
-        else:
-            self._size = rest if state.ranges is None else rest + ranges.size(state.ranges)
+        self._others = ranges.size_others(state)  # every field but the ranges
+        self._range_count = 0 if runs is None else runs.count
+        self._size: int | None = None
+        if runs is None:
+            self._size = self._others if state.ranges is None else self._others + ranges.size(state.ranges)
+
+    def bound(self) -> int:
+        """An upper bound of ``len()``, O(1): the other fields' exact bytes and
+        :data:`_RANGE_RECORD_MAX` per range (each of the ``runs.count`` ranges is one
+        ``MessageRange`` record, and none takes more), or the exact size once known."""
+        if self._size is not None:
+            return self._size
+        return self._others + _RANGE_RECORD_MAX * self._range_count
+
+    def fits(self, limit: int) -> bool:
+        """``len(self) <= limit``: decided by :meth:`bound` when it is within ``limit``, else
+        by the exact size (sized with ``run_count``: call it while the range set is as it was
+        when it exported the record's runs)."""
+        return self.bound() <= limit or self._sized(self._run_count) <= limit
 
     def __len__(self) -> int:
+        return self._sized(None)
+
+    def _sized(self, run_count: Callable[[int], int] | None) -> int:
+        if self._size is None:
+            assert self._runs is not None  # a record of the state's ranges is sized at once
+            self._size = self._others + self._ranges.size_runs(self._runs, run_count)
         return self._size
 
     def __bytes__(self) -> bytes:
@@ -476,8 +504,9 @@ class PositionInfoEntry:
                 ranges = RangeArrays(ledgers, lowers, ledgers, uppers)
             ranges_bytes = None if ranges is None else self._ranges.encode(ranges)
             self._data = encode_position_info(state, ranges_bytes=ranges_bytes)
-            if len(self._data) != self._size:
+            if self._size is not None and len(self._data) != self._size:
                 raise AssertionError(f"PositionInfo sized {self._size} bytes, encoded {len(self._data)}")
+            self._size = len(self._data)
         return self._data
 
 
