@@ -82,9 +82,11 @@ class _CountingRanges(PositionInfoRanges):
     limit=st.sampled_from([None, 0, 1, 3, 10]),
     slack=st.integers(-60, 60),
     counted=st.booleans(),
+    words=st.lists(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4), max_size=3),
+    properties=st.sampled_from([{}, {"k": -1}]),
 )
 def test_the_bound_is_never_below_the_size_and_a_limit_it_reaches_is_checked_exactly(
-    steps, limit, slack, counted
+    steps, limit, slack, counted, words, properties
 ) -> None:
     """On random range sets: ``bound() >= len()``; ``fits(n)`` is ``len() <= n`` for limits
     around the size and the bound, sizing the record (``size_runs``) exactly when the bound
@@ -101,7 +103,8 @@ def test_the_bound_is_never_below_the_size_and_a_limit_it_reaches_is_checked_exa
         else:
             acked.remove_at_most(ledger, ids[0])
         runs = acked.range_runs(limit)
-        state = PersistedCursorState(Position(ledger, 1), {"k": 2})
+        batch = [(Position(ledger, (1 << 62) + i), np.array(w, dtype=np.int64)) for i, w in enumerate(words)]
+        state = PersistedCursorState(Position(ledger, -1), properties, batch_deleted=batch)
         size = len(encode_position_info(_with_ranges(state, runs)))
         for cut in (size + slack, PositionInfoEntry(state, ranges, runs).bound() + slack):
             entry = PositionInfoEntry(state, ranges, runs, acked.ledger_size if counted else None)
@@ -114,4 +117,5 @@ def test_the_bound_is_never_below_the_size_and_a_limit_it_reaches_is_checked_exa
 
 def _with_ranges(state: PersistedCursorState, runs) -> PersistedCursorState:  # type: ignore[no-untyped-def]
     ledgers, lowers, uppers = runs.arrays()
-    return PersistedCursorState(state.mark_delete, state.properties, RangeArrays(ledgers, lowers, ledgers.copy(), uppers))
+    arrays = RangeArrays(ledgers, lowers, ledgers.copy(), uppers)
+    return PersistedCursorState(state.mark_delete, state.properties, arrays, batch_deleted=state.batch_deleted)

@@ -139,6 +139,8 @@ def _fits(record: _Payload, limit: int) -> bool:
     reaches ``limit`` (:meth:`PositionInfoEntry.fits`: call it during the persist that built
     the record)."""
     return record.fits(limit) if isinstance(record, PositionInfoEntry) else len(record) <= limit
+
+
 _P = TypeVar("_P", bytes, _Payload)
 
 

@@ -121,18 +121,14 @@ class ReplayStore:
         limit (:meth:`~mledger.codec.PositionInfoEntry.fits`), and not counted in
         :meth:`ledger_length`. Raises like ``LedgerStore.append_many``."""
         self._check_open()
-        limit = self.max_entry_size
-        unsized = [e for e in entries if isinstance(e, PositionInfoEntry)]
-        for record in unsized:
-            if not record.fits(limit):
-                raise EntryTooLargeError(f"entry of {len(record)} bytes exceeds the maximum entry size {limit}")
-        size = checked_size([e for e in entries if not isinstance(e, PositionInfoEntry)] if unsized else entries, limit)
+        cursor_ledger = ledger_id >= CURSOR_LEDGER_BASE
+        size = self._checked_records(entries) if cursor_ledger else checked_size(entries, self.max_entry_size)
         first = self._count(ledger_id)
         if ledger_id in self._sealed:
             raise LedgerNotFoundError(f"ledger {ledger_id} is sealed and accepts no appends")
         self._counts[ledger_id] = first + len(entries)
         self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + size
-        if ledger_id >= CURSOR_LEDGER_BASE:
+        if cursor_ledger:
             self._tails[ledger_id] = (first, [e if isinstance(e, PositionInfoEntry) else bytes(e) for e in entries])
         return first
 
@@ -198,6 +194,18 @@ class ReplayStore:
         self._meta.close()
 
     # -- internals --------------------------------------------------------------------------
+    def _checked_records(self, entries: Sequence[bytes | PositionInfoEntry]) -> int:
+        """``checked_size`` of a cursor ledger's entries, its ``PositionInfoEntry`` records
+        checked by :meth:`~mledger.codec.PositionInfoEntry.fits` and not counted. O(entries)."""
+        limit = self.max_entry_size
+        size = 0
+        for entry in entries:
+            if not isinstance(entry, PositionInfoEntry):
+                size += checked_size((entry,), limit)
+            elif not entry.fits(limit):
+                raise EntryTooLargeError(f"entry of {len(entry)} bytes exceeds the maximum entry size {limit}")
+        return size
+
     def _count(self, ledger_id: int) -> int:
         try:
             return self._counts[ledger_id]
