@@ -194,7 +194,7 @@ class CursorStateStore:
         # next record of the same states (the cursor keeps the tuple until they change) shares it
         self._batch_built: tuple[tuple[tuple[Position, int], ...], list[tuple[Position, np.ndarray]]] = ((), [])
         # A store that keeps entries unbuilt (``lazy_entries``: a replay's, which keeps a cursor
-        # ledger's last) is given PositionInfo records sized but not encoded (PositionInfoEntry)
+        # ledger's last) is given PositionInfo records neither sized nor encoded (PositionInfoEntry)
         self._lazy_entries = bool(getattr(self._store, "lazy_entries", False))
         self._rules_cache: tuple[ManagedLedgerConfig, tuple[tuple[PulsarVersion, _Reader, _Reader], _Limits]] | None = (
             None
@@ -540,8 +540,11 @@ class CursorStateStore:
         On a ``lazy_entries`` store, a range-format ``PositionInfo`` costs O(batch states +
         ledgers changed since the last persist), plus O(ledgers) at C speed: the record's
         ranges are the set's frozen per-ledger copies (:meth:`AckRangeSet.range_runs
-        <mledger.core.AckRangeSet.range_runs>`), sized per changed ledger and encoded only if
-        the store reads it back; what a recovery holds of it is the set's kept counts."""
+        <mledger.core.AckRangeSet.range_runs>`), checked against the limits by an upper bound
+        of its size (:meth:`PositionInfoEntry.fits <mledger.codec.PositionInfoEntry.fits>`:
+        sized, per ledger changed since the last record sized, only when the bound reaches a
+        limit or ``stats()`` asks) and encoded only if the store reads it back; what a recovery
+        holds of it is the set's kept counts."""
         stored = self._write_state(snapshot)
         self._after_write(snapshot)
         return stored
@@ -1174,8 +1177,8 @@ class CursorStateStore:
         return data, build.stored(from_node=True)
 
     def _position_info(self, snapshot: CursorSnapshot, lazy: bool = True) -> tuple[_Payload, _Stored]:
-        """``PositionInfo`` of ``snapshot``, encoded (for a ``lazy_entries`` store: sized, and
-        encoded when the store reads it), and as the record a recovery would read. ``lazy``
+        """``PositionInfo`` of ``snapshot``, encoded (for a ``lazy_entries`` store: bounded, and
+        sized and encoded when asked), and as the record a recovery would read. ``lazy``
         False: the record's state holds its ranges whatever the store (to be decoded)."""
         lazy = lazy and self._lazy_entries
 
