@@ -103,8 +103,8 @@ def test_the_bound_is_never_below_the_size_and_a_limit_it_reaches_is_checked_exa
         else:
             acked.remove_at_most(ledger, ids[0])
         runs = acked.range_runs(limit)
-        batch = [(Position(ledger, (1 << 62) + i), np.array(w, dtype=np.int64)) for i, w in enumerate(words)]
-        state = PersistedCursorState(Position(ledger, -1), properties, batch_deleted=batch)
+        batch = [(Position(-1 - i, -1), np.array(w, dtype=np.int64)) for i, w in enumerate(words)]  # 10-byte ids
+        state = PersistedCursorState(Position(-1, -1), properties, batch_deleted=batch)
         size = len(encode_position_info(_with_ranges(state, runs)))
         for cut in (size + slack, PositionInfoEntry(state, ranges, runs).bound() + slack):
             entry = PositionInfoEntry(state, ranges, runs, acked.ledger_size if counted else None)
@@ -119,3 +119,14 @@ def _with_ranges(state: PersistedCursorState, runs) -> PersistedCursorState:  # 
     ledgers, lowers, uppers = runs.arrays()
     arrays = RangeArrays(ledgers, lowers, ledgers.copy(), uppers)
     return PersistedCursorState(state.mark_delete, state.properties, arrays, batch_deleted=state.batch_deleted)
+
+
+def test_the_bound_of_the_other_fields_is_their_size_at_their_largest() -> None:
+    """No ranges, every id and word a ten-byte varint, no properties: the bound is the exact
+    size (it takes each field at its largest, and no more: every body here below 128 bytes)."""
+    acked = AckRangeSet()
+    batch = [(Position(-1, -1), np.full(n, -1, dtype=np.int64)) for n in (1, 9)]
+    state = PersistedCursorState(Position(-1, -1), {}, batch_deleted=batch)
+    runs = acked.range_runs(None)
+    entry = PositionInfoEntry(state, PositionInfoRanges(), runs)
+    assert entry.bound() == len(encode_position_info(_with_ranges(state, runs))) == len(entry)

@@ -437,18 +437,21 @@ two one-byte tags and two int64 varints of at most ten bytes, one-byte tag and l
 
 
 def _others_bound(state: PersistedCursorState) -> int | None:
-    """An upper bound of :meth:`PositionInfoRanges.size_others`, O(batch states) arithmetic, or
+    """An upper bound of :meth:`PositionInfoRanges.size_others`, O(batch states) at C speed, or
     None for a state with properties or long arrays (then sized). The mark-delete takes two
     one-byte tags and two varints of at most ten bytes; a batch record (:func:`_batch_record`)
     a one-byte tag, the varint of its body's length and the body: the position
-    (:data:`_POSITION_MAX`) and a one-byte tag and a varint of at most ten bytes per word."""
+    (:data:`_POSITION_MAX`) and a one-byte tag and a varint of at most ten bytes per word, so
+    no more than the body of the record with the most words, whose length's varint is the
+    longest."""
     if state.properties or state.long_arrays:
         return None
-    size = 22
-    for _, words in state.batch_deleted:
-        body = _POSITION_MAX + 11 * len(words)
-        size += 1 + _varint_len(body) + body
-    return size
+    batch = state.batch_deleted
+    if not batch:
+        return 22
+    words = [len(w) for _, w in batch]
+    most = _POSITION_MAX + 11 * max(words)
+    return 22 + len(words) * (1 + _varint_len(most) + _POSITION_MAX) + 11 * sum(words)
 
 
 class PositionInfoEntry:
