@@ -21,6 +21,17 @@ _STEP = st.tuples(
 )
 
 
+def _apply(acked: AckRangeSet, op: str, ledger: int, ids: list[int]) -> None:
+    if op == "add":
+        acked.add(ledger, ids[0])
+    elif op == "add_many":
+        acked.add_many(ledger, ids)
+    elif op == "add_range":
+        acked.add_range(ledger, min(ids), max(ids))
+    else:
+        acked.remove_at_most(ledger, ids[0])
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     steps=st.lists(_STEP, min_size=1, max_size=10),
@@ -33,14 +44,7 @@ def test_a_record_sized_from_runs_has_the_bytes_of_the_record_built_from_arrays(
     acked = AckRangeSet()
     ranges, encoder = PositionInfoRanges(), PositionInfoRanges()
     for op, ledger, ids in steps:
-        if op == "add":
-            acked.add(ledger, ids[0])
-        elif op == "add_many":
-            acked.add_many(ledger, ids)
-        elif op == "add_range":
-            acked.add_range(ledger, min(ids), max(ids))
-        else:
-            acked.remove_at_most(ledger, ids[0])
+        _apply(acked, op, ledger, ids)
         runs = acked.range_runs(limit)
         ledgers, lowers, uppers, dropped = acked.to_range_arrays(limit)
         assert (runs.dropped, runs.count) == (dropped, len(ledgers))
@@ -59,7 +63,6 @@ def test_a_record_sized_from_runs_has_the_bytes_of_the_record_built_from_arrays(
         if ids[-1] % 3 == 0:  # built now and then: the set changes after, the entry does not
             assert bytes(entry) == expected
     acked._check()
-
 
 
 class _CountingRanges(PositionInfoRanges):
@@ -94,14 +97,7 @@ def test_the_bound_is_never_below_the_size_and_a_limit_it_reaches_is_checked_exa
     acked = AckRangeSet()
     ranges = _CountingRanges()
     for op, ledger, ids in steps:
-        if op == "add":
-            acked.add(ledger, ids[0])
-        elif op == "add_many":
-            acked.add_many(ledger, ids)
-        elif op == "add_range":
-            acked.add_range(ledger, min(ids), max(ids))
-        else:
-            acked.remove_at_most(ledger, ids[0])
+        _apply(acked, op, ledger, ids)
         runs = acked.range_runs(limit)
         batch = [(Position(-1 - i, -1), np.array(w, dtype=np.int64)) for i, w in enumerate(words)]  # 10-byte ids
         state = PersistedCursorState(Position(-1, -1), properties, batch_deleted=batch)
