@@ -1085,7 +1085,8 @@ class PartitionReplayer:
             whole &= np.isin(g, g[cancel_rows], kind="table")
         # whether each cancel's entry was acknowledged before the step, per subscription a
         # cancel may target (no ack is applied while the cancels are expanded): one look each
-        targets_of = {c for c in a.sub[cancel_rows].tolist() if c >= 0} | set(shared_subs)
+        cancel_subs = a.sub[cancel_rows].tolist()
+        targets_of = {c for c in cancel_subs if c >= 0} | set(shared_subs)
         positions = np.column_stack((a.ledger[cancel_rows], a.entry[cancel_rows]))
         deleted_before = {
             c: model.deleted_rows(self._subs.names[c], positions)
@@ -1097,8 +1098,16 @@ class PartitionReplayer:
         done: set[tuple[int, int]] = set()
         w = 0
         late_pairs: list[tuple[int, int]] = []
-        for n_cancel, i in enumerate(cancel_rows.tolist()):
-            code = int(a.sub[i])
+        # the cancels' scalars read as Python ints once (no numpy scalar per row and column)
+        cancels = zip(
+            cancel_rows.tolist(),
+            cancel_subs,
+            a.ts[cancel_rows].tolist(),
+            deliver_all[cancel_rows].tolist(),
+            g[cancel_rows].tolist(),
+            strict=True,
+        )
+        for n_cancel, (i, code, t, deliver, gi) in enumerate(cancels):
             row = slice(i, i + 1)  # taken only for an anomaly
             if code >= 0:
                 if code not in self._created:
@@ -1121,7 +1130,6 @@ class PartitionReplayer:
                     )
                     continue
                 targets = shared_subs
-            t, deliver, gi = int(a.ts[i]), int(deliver_all[i]), int(g[i])
             while w < len(whole_rows) and whole_rows[w] < i:
                 done.add(whole_keys[w])
                 w += 1
