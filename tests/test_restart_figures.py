@@ -8,7 +8,7 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 from restart_logs import Log, redelivered, settings_for
 
 from mledger import ManagedCursor
@@ -125,6 +125,20 @@ def run(preset: str | None, config: dict[str, Any], sizes: list[int], steps: lis
     ),
     sizes=st.lists(st.sampled_from([1, 2, 3]), min_size=12, max_size=12),
     steps=st.lists(STEP, min_size=1, max_size=8),
+)
+# a partial ack the broker ignores (3.0, 4.0), then its entry acked whole by the single-call
+# path while the limiter holds the persist: the figures counted the ignored ack as a batch
+# state and kept it (crash 3 messages in 2 entries where a recovery redelivers 2 in 1; unload
+# 1 where a close loses nothing); found by this test's random examples
+@example(
+    config={
+        "max_unacked_ranges_to_persist": 1,
+        "max_batch_deleted_index_to_persist": 1,
+        "max_unacked_ranges_to_persist_in_metadata_store": 1,
+        "throttle_mark_delete": 1.0,
+    },
+    sizes=[1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+    steps=[("ack", 0), ("index", 2, 0), ("ack", 2)],
 )
 def test_incremental_figures_equal_a_real_recovery_after_every_step(
     preset: str | None, config: dict[str, Any], sizes: list[int], steps: list[tuple[Any, ...]]

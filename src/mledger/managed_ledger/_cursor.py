@@ -504,9 +504,12 @@ class ManagedCursor:
         try:
             if self._closed:
                 self._check_open()
+            # read before the ack, which forgets the entry's ignored partial acks: the figures
+            # counted them as a batch state, so the change goes to the stores as a snapshot
+            ignored = self._state.has_ignored_batch
             flags = self._ack_entry(positions)
-            if flags != ACKED or self._state.has_ignored_batch:
-                self._after_entry(flags, positions)
+            if flags != ACKED or ignored:
+                self._after_entry(flags, positions, ignored)
                 return
             self._consumed += 1  # the common case: one more entry, nothing else moved
             if self._durable:  # _after_change, inlined for it
@@ -528,11 +531,12 @@ class ManagedCursor:
         finally:
             lock.release()
 
-    def _after_entry(self, flags: int, position: Position) -> None:
+    def _after_entry(self, flags: int, position: Position, ignored: bool) -> None:
         """What :meth:`delete` of ``position`` does after ``AckState.ack_entry`` returned
-        ``flags`` other than a plain :data:`ACKED` (caller holds the lock): the consumed counter,
-        the read position after a mark-delete that moved, the throttled persist (none under a
-        Pulsar version's rules for an entry deleted already while no range exists, #26498)."""
+        ``flags`` other than a plain :data:`ACKED`, or when the state held ignored partial acks
+        before it (``ignored``; caller holds the lock): the consumed counter, the read position
+        after a mark-delete that moved, the throttled persist (none under a Pulsar version's
+        rules for an entry deleted already while no range exists, #26498)."""
         if flags:
             self._consumed += 1
             if flags & MARK_DELETE_MOVED:
@@ -542,7 +546,7 @@ class ManagedCursor:
         counts = self._entry_messages
         messages = counts.of(position[0], position[1]) if flags & ACKED and counts.batched else None
         # a batch state gone, or partial acks ignored (their entry may be acked now): a snapshot
-        whole = -1 if flags & BATCH_STATE_DROPPED or self._state.has_ignored_batch else flags & ACKED
+        whole = -1 if flags & BATCH_STATE_DROPPED or ignored else flags & ACKED
         self._after_change(entries_acked=whole, messages=messages)
 
     def delete_many(self, positions: Iterable[Position] | np.ndarray) -> int:

@@ -1085,7 +1085,8 @@ class PartitionReplayer:
             whole &= np.isin(g, g[cancel_rows], kind="table")
         # whether each cancel's entry was acknowledged before the step, per subscription a
         # cancel may target (no ack is applied while the cancels are expanded): one look each
-        targets_of = {c for c in a.sub[cancel_rows].tolist() if c >= 0} | set(shared_subs)
+        cancel_subs = a.sub[cancel_rows].tolist()
+        targets_of = {c for c in cancel_subs if c >= 0} | set(shared_subs)
         positions = np.column_stack((a.ledger[cancel_rows], a.entry[cancel_rows]))
         deleted_before = {
             c: model.deleted_rows(self._subs.names[c], positions)
@@ -1097,8 +1098,16 @@ class PartitionReplayer:
         done: set[tuple[int, int]] = set()
         w = 0
         late_pairs: list[tuple[int, int]] = []
-        for n_cancel, i in enumerate(cancel_rows.tolist()):
-            code = int(a.sub[i])
+        # the cancels' scalars read as Python ints once (no numpy scalar per row and column)
+        cancels = zip(
+            cancel_rows.tolist(),
+            cancel_subs,
+            a.ts[cancel_rows].tolist(),
+            deliver_all[cancel_rows].tolist(),
+            g[cancel_rows].tolist(),
+            strict=True,
+        )
+        for n_cancel, (i, code, t, deliver, gi) in enumerate(cancels):
             row = slice(i, i + 1)  # taken only for an anomaly
             if code >= 0:
                 if code not in self._created:
@@ -1121,7 +1130,6 @@ class PartitionReplayer:
                     )
                     continue
                 targets = shared_subs
-            t, deliver, gi = int(a.ts[i]), int(deliver_all[i]), int(g[i])
             while w < len(whole_rows) and whole_rows[w] < i:
                 done.add(whole_keys[w])
                 w += 1
@@ -1495,29 +1503,24 @@ class PartitionReplayer:
         messages up to its key ``(entry, indexes)``, the indexes ``0..b`` of a batch index
         ``b`` (none where the broker ignores ack sets), every one when acked whole; a lower
         key than the highest reaches the same messages when every message between the two is
-        acknowledged already (individually, or by the batch state). O(rows) numpy work where
-        the walk down from the highest key stops at the next one, as it mostly does; else
-        O(rows log rows) plus the entries walked, down to the first message not acknowledged."""
+        acknowledged already (individually, or by the batch state). O(rows) work over Python
+        ints (a run holds tens of acks: fewer calls than numpy's) where the walk down from the
+        highest key stops at the next one, as it mostly does; else O(rows log rows) plus the
+        entries walked, down to the first message not acknowledged."""
         name = plan.name
-        gs = plan.g[p:k].astype(np.int64)
-        size = plan.size[p:k].astype(np.int64)
-        bidx = plan.bidx[p:k].astype(np.int64)
-        partial = 0 if not self.settings.ledger.deletion_at_batch_index_level_enabled else bidx + 1
-        covered = np.where((bidx < 0) | (bidx >= size - 1), size, partial)  # indexes 0..covered-1
-        top = int(gs.max())
-        low = (top, int(covered[gs == top].max()))  # the highest key
-        below = (gs < low[0]) | ((gs == low[0]) & (covered < low[1]))
-        if below.any():  # the walk mostly stops at the next key: no sort for that one
-            g_next = int(gs[below].max())
-            following = (g_next, int(covered[below & (gs == g_next)].max()))
-            if self._all_acknowledged(name, following, low):  # walked on from the top, in order
-                keys = sorted(set(zip(gs.tolist(), covered.tolist(), strict=True)), reverse=True)
-                for key in keys[1:]:
-                    if not self._all_acknowledged(name, key, low):
-                        break
-                    low = key
-        reached = np.flatnonzero((gs > low[0]) | ((gs == low[0]) & (covered >= low[1])))
-        return int(reached[0])
+        by_index = self.settings.ledger.deletion_at_batch_index_level_enabled
+        keys = [
+            (g, size if b < 0 or b >= size - 1 else b + 1 if by_index else 0)  # indexes 0..covered-1
+            for g, size, b in zip(plan.g[p:k].tolist(), plan.size[p:k].tolist(), plan.bidx[p:k].tolist(), strict=True)
+        ]
+        low = max(keys)  # the highest key
+        below = [key for key in keys if key < low]
+        if below and self._all_acknowledged(name, max(below), low):  # the walk mostly stops at
+            for key in sorted(set(below), reverse=True):  # the next key: no sort for that one
+                if not self._all_acknowledged(name, key, low):
+                    break
+                low = key
+        return next(j for j, key in enumerate(keys) if key >= low)
 
     def _all_acknowledged(self, name: str, low: tuple[int, int], high: tuple[int, int]) -> bool:
         """Whether the cursor holds every message above key ``low`` up to key ``high`` (keys
