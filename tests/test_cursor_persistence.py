@@ -513,15 +513,19 @@ def test_set_cursor_properties_changes_nothing_when_persisting_fails() -> None:
 
 
 def test_a_lazy_entries_store_gets_records_sized_and_built_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store declaring ``lazy_entries`` (the replay's) is given PositionInfo records sized but
-    not encoded: the persists' figures and the record it returns when read are those the same
-    store gets encoded, and no range is encoded before a read."""
+    """A store declaring ``lazy_entries`` (the replay's) is given PositionInfo records neither
+    sized nor encoded: the persists' figures and the record it returns when read are those the
+    same store gets encoded, no range is encoded before a read, and the ranges are sized once,
+    when the stats ask (every limit is far above the records' bound)."""
     from mledger.codec import PositionInfoRanges
     from mledger.replay._store import ReplayStore
 
     encoded: list[int] = []
     encode = PositionInfoRanges.encode
     monkeypatch.setattr(PositionInfoRanges, "encode", lambda self, r: encoded.append(1) or encode(self, r))
+    sized: list[int] = []
+    size_runs = PositionInfoRanges.size_runs
+    monkeypatch.setattr(PositionInfoRanges, "size_runs", lambda self, *a: sized.append(1) or size_runs(self, *a))
     config = ManagedLedgerConfig(throttle_mark_delete=0)
     outcomes = []
     for lazy in (False, True):
@@ -540,6 +544,7 @@ def test_a_lazy_entries_store_gets_records_sized_and_built_when_read(monkeypatch
         built_before_read = len(encoded)
         last = store.read(ledger_id, store.last_entry_id(ledger_id), store.last_entry_id(ledger_id))
         outcomes.append((persistence, last, built_before_read))
+        assert len(sized) == (1 if lazy else 0)
         encoded.clear()
     (encoded_stats, encoded_last, encoded_built), (lazy_stats, lazy_last, lazy_built) = outcomes
     assert encoded_built > 60 and lazy_built == 0

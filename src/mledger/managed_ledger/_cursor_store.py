@@ -130,7 +130,17 @@ __all__ = ["BACKWARD_SCAN_LIMIT", "MAX_STATE_BYTES", "NO_LEDGER", "CursorStateSt
 log = logging.getLogger(__name__)
 
 _Payload = bytes | PositionInfoEntry
-"""A record to append: its bytes, or (for a ``lazy_entries`` store) a sized PositionInfo."""
+"""A record to append: its bytes, or (for a ``lazy_entries`` store) a PositionInfo encoded and
+sized only when asked."""
+
+
+def _fits(record: _Payload, limit: int) -> bool:
+    """``len(record) <= limit``; a :class:`PositionInfoEntry` is sized only when its bound
+    reaches ``limit`` (:meth:`PositionInfoEntry.fits`: call it during the persist that built
+    the record)."""
+    return record.fits(limit) if isinstance(record, PositionInfoEntry) else len(record) <= limit
+
+
 _P = TypeVar("_P", bytes, _Payload)
 
 
@@ -174,6 +184,9 @@ class CursorStateStore:
         self._batch_truncating = False
         self._size_limited = False
         self._stats = _Counters()  # PersistenceStats' counters, live (stats() freezes them)
+        # the last state record written, whose bytes stats() counts (persisted_state_bytes) and
+        # then forgets: a lazy_entries store's records are sized only when that asks
+        self._state_record: _Payload | None = None
         self._counting = True  # builds count in the truncation figures (not the unload's what-if)
         # the ranges of the PositionInfo records built, encoded: the next reuses what it shares
         self._range_bytes = PositionInfoRanges()
@@ -181,7 +194,7 @@ class CursorStateStore:
         # next record of the same states (the cursor keeps the tuple until they change) shares it
         self._batch_built: tuple[tuple[tuple[Position, int], ...], list[tuple[Position, np.ndarray]]] = ((), [])
         # A store that keeps entries unbuilt (``lazy_entries``: a replay's, which keeps a cursor
-        # ledger's last) is given PositionInfo records sized but not encoded (PositionInfoEntry)
+        # ledger's last) is given PositionInfo records neither sized nor encoded (PositionInfoEntry)
         self._lazy_entries = bool(getattr(self._store, "lazy_entries", False))
         self._rules_cache: tuple[ManagedLedgerConfig, tuple[tuple[PulsarVersion, _Reader, _Reader], _Limits]] | None = (
             None
@@ -527,8 +540,11 @@ class CursorStateStore:
         On a ``lazy_entries`` store, a range-format ``PositionInfo`` costs O(batch states +
         ledgers changed since the last persist), plus O(ledgers) at C speed: the record's
         ranges are the set's frozen per-ledger copies (:meth:`AckRangeSet.range_runs
-        <mledger.core.AckRangeSet.range_runs>`), sized per changed ledger and encoded only if
-        the store reads it back; what a recovery holds of it is the set's kept counts."""
+        <mledger.core.AckRangeSet.range_runs>`), checked against the limits by an upper bound
+        of its size (:meth:`PositionInfoEntry.fits <mledger.codec.PositionInfoEntry.fits>`:
+        sized, per ledger changed since the last record sized, only when the bound reaches a
+        limit or ``stats()`` asks) and encoded only if the store reads it back; what a recovery
+        holds of it is the set's kept counts."""
         stored = self._write_state(snapshot)
         self._after_write(snapshot)
         return stored
@@ -632,6 +648,9 @@ class CursorStateStore:
         """Persistence figures (``CursorStats.persistence``): a frozen snapshot."""
         crash = self._figures.crash
         counters = self._stats
+        if self._state_record is not None:  # sized now: a replay's records are not sized when written
+            counters.persisted_state_bytes = len(self._state_record)
+            self._state_record = None
         return PersistenceStats(
             **{name: getattr(counters, name) for name in _Counters.__slots__},
             redelivered_after_restart=crash.messages,
@@ -905,7 +924,7 @@ class CursorStateStore:
         try:
             if self._closes_to_ledger(snapshot):
                 payload, built = self._position_info(snapshot)
-                if not (self._rules.over_frame_fails and len(payload) > self._ml.factory_config.frame_limit):
+                if not (self._rules.over_frame_fails and not _fits(payload, self._ml.factory_config.frame_limit)):
                     held = self._held_of(built, for_restart=True)
                     assert held is not None
                     return held
@@ -1098,20 +1117,19 @@ class CursorStateStore:
         if max_size is not None:
             # Compression only for states that would be chunked: small states stay plain
             # single entries that any Pulsar version reads.
-            ctype = cfg.cursor_info_compression_type if len(payload) > max_size else "NONE"
+            ctype = "NONE" if _fits(payload, max_size) else cfg.cursor_info_compression_type
             parts = list(pack_entries(bytes(payload), max_size, ctype))
-            largest = max(map(len, parts))
         else:
             parts = [payload]
-            largest = len(payload)
         frame = self._ml.factory_config.frame_limit
-        self._note_over_limit(largest, frame)
-        if largest > frame and self._rules.over_frame_fails:
-            return False
-        self._store.append_many(ledger_id, parts)  # type: ignore[arg-type]  # lazy_entries: sized records
+        if not all(_fits(part, frame) for part in parts):
+            self._note_over_limit(max(map(len, parts)), frame)
+            if self._rules.over_frame_fails:
+                return False
+        self._store.append_many(ledger_id, parts)  # type: ignore[arg-type]  # lazy_entries: unsized records
         self._ledger_entries += len(parts)
         self._count_write(len(parts))
-        self._stats.persisted_state_bytes = len(payload)
+        self._state_record = payload
         self._last_appended = (ledger_id, built)
         if self._node_ledger == ledger_id:
             self._stored = self._last_appended[1]
@@ -1136,7 +1154,7 @@ class CursorStateStore:
         self._info_version = self._store.put(self._path, data, expected)
         self._node_ledger = ledger_id
         if ledger_id == NO_LEDGER:
-            self._stats.persisted_state_bytes = len(data)
+            self._state_record = data
             self._stored = built
         elif self._last_appended is not None and self._last_appended[0] == ledger_id:
             self._stored = self._last_appended[1]
@@ -1159,8 +1177,8 @@ class CursorStateStore:
         return data, build.stored(from_node=True)
 
     def _position_info(self, snapshot: CursorSnapshot, lazy: bool = True) -> tuple[_Payload, _Stored]:
-        """``PositionInfo`` of ``snapshot``, encoded (for a ``lazy_entries`` store: sized, and
-        encoded when the store reads it), and as the record a recovery would read. ``lazy``
+        """``PositionInfo`` of ``snapshot``, encoded (for a ``lazy_entries`` store: bounded, and
+        sized and encoded when asked), and as the record a recovery would read. ``lazy``
         False: the record's state holds its ranges whatever the store (to be decoded)."""
         lazy = lazy and self._lazy_entries
 
@@ -1230,7 +1248,7 @@ class CursorStateStore:
         while True:
             build = self._record(snapshot, for_info, with_acks, range_limit, batch_limit, lazy)
             data = encode(build)
-            if len(data) <= self._max_state:
+            if _fits(data, self._max_state):
                 break
             ratio = self._max_state / len(data) * 0.9
             kept_ranges = self._kept_acks(snapshot, for_info, range_limit) if with_acks else 0

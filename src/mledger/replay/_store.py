@@ -13,9 +13,12 @@ unmodified ``ManagedLedger`` and ``ManagedCursor`` run on it:
   empty entries. Cursor ledgers keep the entries of their last append (one persisted state,
   all of its PIP-381 chunks), which is what recovery and ``--emit-state`` read.
 * **Records built when read.** The store declares ``lazy_entries``: a cursor's state store
-  then appends its ``PositionInfo`` records sized but not encoded
+  then appends its ``PositionInfo`` records neither encoded nor sized
   (:class:`~mledger.codec.PositionInfoEntry`), and only a record that is read (the last of a
   cursor ledger) is ever encoded: a replay persists a cursor every second of its log. Such a
+  record is checked against ``max_entry_size`` by a cheap upper bound of its size, sized
+  exactly only when the bound reaches the limit (so ``EntryTooLargeError`` is raised exactly
+  when its size is above the limit), and is left out of ``ledger_length``. Such a
   record holds its ranges as the range set's frozen per-ledger copies
   (:class:`~mledger.core.RangeRuns`), shared with the records before it for every ledger that
   did not change, so that keeping it costs the ledgers changed since the last persist.
@@ -30,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..codec import EntryMetadata, PositionInfoEntry, encode_entry
-from ..core import LedgerNotFoundError, ManagedLedgerClosedError, Position
+from ..core import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClosedError, Position
 from ..managed_ledger import ManagedLedger
 from ..storage import DEFAULT_MAX_ENTRY_SIZE, MemoryStore, Versioned, checked_size
 
@@ -113,14 +116,19 @@ class ReplayStore:
         return self.append_many(ledger_id, (data,))
 
     def append_many(self, ledger_id: int, entries: Sequence[bytes]) -> int:
+        """Append ``entries``; a :class:`~mledger.codec.PositionInfoEntry` among them is
+        checked against ``max_entry_size`` by its bound, sized only when the bound reaches the
+        limit (:meth:`~mledger.codec.PositionInfoEntry.fits`), and not counted in
+        :meth:`ledger_length`. Raises like ``LedgerStore.append_many``."""
         self._check_open()
-        size = checked_size(entries, self.max_entry_size)
+        cursor_ledger = ledger_id >= CURSOR_LEDGER_BASE
+        size = self._checked_records(entries) if cursor_ledger else checked_size(entries, self.max_entry_size)
         first = self._count(ledger_id)
         if ledger_id in self._sealed:
             raise LedgerNotFoundError(f"ledger {ledger_id} is sealed and accepts no appends")
         self._counts[ledger_id] = first + len(entries)
         self._lengths[ledger_id] = self._lengths.get(ledger_id, 0) + size
-        if ledger_id >= CURSOR_LEDGER_BASE:
+        if cursor_ledger:
             self._tails[ledger_id] = (first, [e if isinstance(e, PositionInfoEntry) else bytes(e) for e in entries])
         return first
 
@@ -140,6 +148,10 @@ class ReplayStore:
         return self._count(ledger_id) - 1
 
     def ledger_length(self, ledger_id: int) -> int:
+        """The bytes appended to ``ledger_id`` as bytes: records appended as
+        :class:`~mledger.codec.PositionInfoEntry` (a cursor ledger's) are not counted, as they
+        are not sized (mledger reads the lengths of data ledgers only). Raises like
+        ``LedgerStore.ledger_length``."""
         self._check_open()
         self._count(ledger_id)
         return self._lengths.get(ledger_id, 0)
@@ -182,6 +194,18 @@ class ReplayStore:
         self._meta.close()
 
     # -- internals --------------------------------------------------------------------------
+    def _checked_records(self, entries: Sequence[bytes | PositionInfoEntry]) -> int:
+        """``checked_size`` of a cursor ledger's entries, its ``PositionInfoEntry`` records
+        checked by :meth:`~mledger.codec.PositionInfoEntry.fits` and not counted. O(entries)."""
+        limit = self.max_entry_size
+        size = 0
+        for entry in entries:
+            if not isinstance(entry, PositionInfoEntry):
+                size += checked_size((entry,), limit)
+            elif not entry.fits(limit):
+                raise EntryTooLargeError(f"entry of {len(entry)} bytes exceeds the maximum entry size {limit}")
+        return size
+
     def _count(self, ledger_id: int) -> int:
         try:
             return self._counts[ledger_id]

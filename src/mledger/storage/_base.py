@@ -57,6 +57,14 @@ class LedgerStore(Protocol):
     A backend may set ``blocking_writes = False`` when its writes never wait on the disk (the
     memory store; a SQLite store whose commits do not fsync): a managed ledger then writes on the
     adding thread instead of handing its queued adds to a writer thread. Absent means True.
+
+    A backend may set ``lazy_entries = True`` (a replay's ``ReplayStore``): a cursor then
+    appends its ``PositionInfo`` records as :class:`~mledger.codec.PositionInfoEntry` objects,
+    neither encoded nor sized, and the backend checks each against ``max_entry_size`` with
+    :meth:`~mledger.codec.PositionInfoEntry.fits` (a cheap upper bound, the exact size whenever
+    the bound reaches the limit: ``EntryTooLargeError`` exactly when the record is too large)
+    and may leave them out of ``ledger_length``. Absent means False: every entry comes as bytes
+    and is checked by its exact size (``checked_size``), as the broker's stores do.
     """
 
     max_entry_size: int
