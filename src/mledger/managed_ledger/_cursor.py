@@ -109,7 +109,6 @@ from ._cursor_store import CursorStateStore
 from ._explain import RedeliveryExplanation, explain_redelivery
 from ._ledger_view import InitialPosition, LedgerView, PositionBound
 from ._position_reset import PositionReset, ResetHooks
-from ._restart_figures import extra_between
 from ._revision import CursorStateRevisionController
 
 if TYPE_CHECKING:
@@ -674,7 +673,7 @@ class ManagedCursor:
         new_md = state.mark_delete
         if new_md != md:
             grown += self._ml.number_of_entries(md, new_md, False, True)
-            passed_extra = extra_between(counts, md, new_md) if counts.batched else 0
+            passed_extra = counts.extra_between(md, new_md) if counts.batched else 0
         if grown != entries:
             return -1, None
         if not counts.batched:

@@ -46,23 +46,13 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from types import MappingProxyType
 
-import numpy as np
-
 from ..core import EntryMessages, Position
 from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import Redelivery
 from ._ledger_view import LedgerView
 
-__all__ = [
-    "Held",
-    "RestartFigures",
-    "batch_lost",
-    "batch_size_of",
-    "extra_between",
-    "redelivered",
-    "redelivered_messages",
-]
+__all__ = ["Held", "RestartFigures", "batch_lost", "batch_size_of", "redelivered", "redelivered_messages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,17 +312,8 @@ def _full_above(snapshot: CursorSnapshot, since: Position, ledger: LedgerView, a
     extra = acked_extra
     if md > since:
         entries += ledger.number_of_entries(since, md, False, True)
-        extra += extra_between(ledger.entry_messages, since, md)
+        extra += ledger.entry_messages.extra_between(since, md)
     return entries + extra, entries
-
-
-def extra_between(counts: EntryMessages, lower: Position, upper: Position) -> int:
-    """``counts.extra_between(lower, upper)``: messages beyond one per entry in ``(lower,
-    upper]``; O(1) in numpy for a span within one ledger (its prefix sums, rather than a walk
-    over every ledger with counts), else O(ledgers with counts)."""
-    if upper.ledger_id == lower.ledger_id and upper > lower:  # the entries (lower, upper] of one ledger
-        return counts.extra_in_runs(upper.ledger_id, np.array([lower.entry_id + 1]), np.array([upper.entry_id]))
-    return counts.extra_between(lower, upper)
 
 
 def _acked_extra(snapshot: CursorSnapshot, counts: EntryMessages) -> int:

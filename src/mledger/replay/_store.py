@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..codec import EntryMetadata, PositionInfoEntry, encode_entry
-from ..core import EntryTooLargeError, LedgerNotFoundError, ManagedLedgerClosedError, Position
+from ..core import LedgerNotFoundError, ManagedLedgerClosedError, Position
 from ..managed_ledger import ManagedLedger
 from ..storage import DEFAULT_MAX_ENTRY_SIZE, MemoryStore, Versioned, checked_size
 
@@ -203,7 +203,7 @@ class ReplayStore:
             if not isinstance(entry, PositionInfoEntry):
                 size += checked_size((entry,), limit)
             elif not entry.fits(limit):
-                raise EntryTooLargeError(f"entry of {len(entry)} bytes exceeds the maximum entry size {limit}")
+                checked_size((entry,), limit)  # raises, sized exactly: the one oversized-entry error
         return size
 
     def _count(self, ledger_id: int) -> int:

@@ -12,7 +12,7 @@ A backend object usually implements both (``MemoryStore``, ``SqliteStore``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from ..core import EntryTooLargeError
@@ -21,9 +21,10 @@ DEFAULT_MAX_ENTRY_SIZE = 5 * 1024 * 1024
 """BookKeeper's default frame limit (``nettyMaxFrameSizeBytes``), 5 MiB."""
 
 
-def checked_size(entries: Sequence[bytes], limit: int) -> int:
-    """The bytes of ``entries``, once none is above ``limit`` (a backend's ``max_entry_size``);
-    raises ``EntryTooLargeError`` naming the first oversized entry's size and the limit.
+def checked_size(entries: Sequence[Sized], limit: int) -> int:
+    """The bytes of ``entries`` (``len`` of each: bytes, or a record sized on demand), once none
+    is above ``limit`` (a backend's ``max_entry_size``); raises ``EntryTooLargeError`` naming
+    the first oversized entry's size and the limit.
 
     One pass at C speed: the total a backend counts anyway decides; the entries are looked at
     one by one only when it exceeds the limit (a single entry above it needs that)."""
