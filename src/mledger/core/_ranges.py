@@ -672,7 +672,7 @@ class AckRangeSet:
                 self.size()  # every run count cached: a frozen copy is kept with it
                 for ledger_id, bm in self._bitmaps.items():
                     if ledger_id not in frozen:
-                        frozen[ledger_id] = FrozenBitMap(bm)
+                        frozen[ledger_id] = _frozen_copy(bm)
             every = tuple(self._bitmaps)
             return RangeRuns(every, tuple(map(frozen.__getitem__, every)), self.size(), 0, self._cardinality)
         ledger_ids: list[int] = []
@@ -683,7 +683,7 @@ class AckRangeSet:
             if kept + runs <= max_ranges:
                 part = frozen.get(ledger_id)
                 if part is None:
-                    part = frozen[ledger_id] = FrozenBitMap(bm)  # dropped with the run count
+                    part = frozen[ledger_id] = _frozen_copy(bm)  # dropped with the run count
                 parts.append(part)
                 kept += runs
                 entries += len(bm)
@@ -1026,6 +1026,14 @@ class RangeRuns:
 
 def _bad_entry(ledger_id: int, entry_id: int) -> None:
     raise InvalidPositionError(f"invalid position {ledger_id}:{entry_id}: entry ids must lie in [0, {MAX_ENTRY_ID}]")
+
+
+def _frozen_copy(bm: BitMap) -> FrozenBitMap:
+    """An immutable copy of ``bm``, container for container: pyroaring's default
+    (``optimize=True``) also run-optimizes the copy, which costs several times the copy itself
+    (a persist copies every ledger changed since the last one, and reads the copy once if at
+    all). O(containers) memory copies."""
+    return FrozenBitMap(bm, optimize=False)
 
 
 def _run_count(bm: BitMap | FrozenBitMap) -> int:
