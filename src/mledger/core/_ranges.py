@@ -665,21 +665,28 @@ class AckRangeSet:
         """The first ``max_ranges`` ranges as :class:`RangeRuns` (what :meth:`to_range_arrays`
         returns, before any run is derived). ``None`` or a negative limit means no limit.
         O(ledgers) plus, per ledger changed since the last export, a bitmap copy and its run
-        count (O(containers)); the ledger the limit cuts: O(its runs up to the cut)."""
+        count (O(containers)); the ledger the limit cuts: O(its runs up to the cut); the ledgers
+        after it: nothing."""
         frozen = self._frozen
         if max_ranges is None or max_ranges < 0 or self.size() <= max_ranges:
-            if len(frozen) != len(self._bitmaps):
+            bitmaps = self._bitmaps
+            every = tuple(bitmaps)  # the keys in C (a SortedDict's items() view iterates in Python)
+            if len(frozen) != len(every):
                 self.size()  # every run count cached: a frozen copy is kept with it
-                for ledger_id, bm in self._bitmaps.items():
+                for ledger_id in every:
                     if ledger_id not in frozen:
-                        frozen[ledger_id] = _frozen_copy(bm)
-            every = tuple(self._bitmaps)
-            return RangeRuns(every, tuple(map(frozen.__getitem__, every)), self.size(), 0, self._cardinality)
+                        frozen[ledger_id] = _frozen_copy(bitmaps[ledger_id])
+            return RangeRuns(every, tuple(map(frozen.__getitem__, every)), self._run_total, 0, self._cardinality)
         ledger_ids: list[int] = []
         parts: list[FrozenBitMap | tuple[np.ndarray, np.ndarray]] = []
-        kept = entries = dropped = 0
-        for ledger_id, bm in self._bitmaps.items():
-            runs = self._ledger_run_count(ledger_id, bm)
+        kept = entries = 0
+        bitmaps, run_counts = self._bitmaps, self._runs  # every run count cached by size() above
+        for ledger_id in bitmaps:
+            if kept >= max_ranges:
+                break  # this ledger and every later one dropped
+            bm = bitmaps[ledger_id]
+            runs = run_counts[ledger_id]
+            ledger_ids.append(ledger_id)
             if kept + runs <= max_ranges:
                 part = frozen.get(ledger_id)
                 if part is None:
@@ -687,18 +694,13 @@ class AckRangeSet:
                 parts.append(part)
                 kept += runs
                 entries += len(bm)
-            elif kept >= max_ranges:
-                dropped += runs
-                continue
             else:
                 take = max_ranges - kept
                 starts, ends = self.ledger_first_runs(ledger_id, take)
                 parts.append((starts, ends))
-                dropped += runs - take
                 kept += take
                 entries += int((ends - starts).sum()) + take
-            ledger_ids.append(ledger_id)
-        return RangeRuns(tuple(ledger_ids), tuple(parts), kept, dropped, entries)
+        return RangeRuns(tuple(ledger_ids), tuple(parts), kept, self._run_total - kept, entries)
 
     def to_long_arrays(
         self, max_entries: int | None = None, cutoff: LongArrayCutoff = LongArrayCutoff.ADD_AND_GET
