@@ -67,6 +67,8 @@ WORDS_PER_STEP = 2048
 """BitSet words :meth:`AckRangeSet.add_words` expands at a time (131,072 entries, ~1 MiB)."""
 
 OpenClosedRange = tuple[Position, Position]
+LedgersToken = tuple[tuple[int, FrozenBitMap], ...]
+"""What :meth:`AckRangeSet.prefix_token` returns: opaque to callers, compared by identity."""
 
 
 class AckRangeSet:
@@ -701,6 +703,34 @@ class AckRangeSet:
                 kept += take
                 entries += int((ends - starts).sum()) + take
         return RangeRuns(tuple(ledger_ids), tuple(parts), kept, self._run_total - kept, entries)
+
+    def prefix_token(self, ledger_id: int) -> LedgersToken:
+        """A token for the acknowledged entries of every ledger up to ``ledger_id``:
+        :meth:`prefix_unchanged` tells whether they are still exactly those (the set's frozen
+        copies of those ledgers, kept until their ledger changes, and the ledgers' ids).
+        O(those ledgers), plus a copy of each changed since the last token or export."""
+        bitmaps, frozen = self._bitmaps, self._frozen
+        token = []
+        for lid in bitmaps.irange(maximum=ledger_id):
+            part = frozen.get(lid)
+            if part is None:
+                bm = bitmaps[lid]
+                self._ledger_run_count(lid, bm)  # a frozen copy is kept with its run count
+                part = frozen[lid] = _frozen_copy(bm)
+            token.append((lid, part))
+        return tuple(token)
+
+    def prefix_unchanged(self, token: LedgersToken) -> bool:
+        """Whether the ledgers :meth:`prefix_token` gave ``token`` for hold the same acknowledged
+        entries, and no ledger was added among them (a copy stays only while its ledger is
+        unchanged, and only for a ledger in the set). O(those ledgers)."""
+        if not token:
+            return False
+        frozen = self._frozen
+        for lid, part in token:
+            if frozen.get(lid) is not part:
+                return False
+        return self._bitmaps.bisect_right(token[-1][0]) == len(token)
 
     def to_long_arrays(
         self, max_entries: int | None = None, cutoff: LongArrayCutoff = LongArrayCutoff.ADD_AND_GET

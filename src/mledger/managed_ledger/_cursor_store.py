@@ -118,7 +118,7 @@ from ..core import (
     rules_for,
     words_to_ack_set,
 )
-from ._close_tracker import CloseTracker
+from ._close_tracker import Boundary, CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import BulkAckRoom, PersistenceStats
 from ._explain import RecordView, StopRecords
@@ -206,6 +206,7 @@ class CursorStateStore:
         # What a stop would redeliver, live (PersistenceStats is built from them on demand)
         self._figures = RestartFigures(ledger)
         self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
+        self._cut: Boundary | None = None  # where the last tracker built found the range cap's cut
         self._tracker_batch = (False, False)  # batch states read back at all, and from the node
         self.unload_headroom = -1
         # the batch states a record kept, as a recovery reads them back (see _held_of)
@@ -763,7 +764,9 @@ class CursorStateStore:
             cfg.max_unacked_ranges_to_persist_in_metadata_store if writable else None,
             rooms,
             self._figures.acked_extra,  # the snapshot just tallied
+            self._cut,
         )
+        self._cut = tracker.found
         reader = self._reader(for_restart=True)
         self._tracker_batch = (
             reader.batch and cfg.deletion_at_batch_index_level_enabled,
@@ -996,21 +999,17 @@ class CursorStateStore:
     def _reader(self, for_restart: bool) -> _Reader:
         """Who recovers: the ``restart_as`` version with its own batch-index default (for the
         restart figures, when set), else this store's rules and settings."""
-        _, own, restart = self._rules_of_config()
-        return restart if for_restart else own
+        readers = self._derived()[0]
+        return readers[2] if for_restart else readers[1]
 
     @property
     def _rules(self) -> PulsarVersion:
-        return self._rules_of_config()[0]
-
-    def _rules_of_config(self) -> tuple[PulsarVersion, _Reader, _Reader]:
-        """The rules row of the settings in force, this store's reader and the restart
-        figures' (recomputed when the settings object changes: ``ManagedLedger.set_config``)."""
-        return self._derived()[0]
+        return self._derived()[0][0]
 
     def _derived(self) -> tuple[tuple[PulsarVersion, _Reader, _Reader], _Limits]:
-        """:meth:`_rules_of_config` and the :class:`_Limits` of the settings in force, derived
-        once per settings object."""
+        """The rules row of the settings in force, this store's reader and the restart
+        figures', and the :class:`_Limits` of those settings, derived once per settings object
+        (again when it changes: ``ManagedLedger.set_config``)."""
         cfg = self._config
         cached = self._rules_cache
         if cached is not None and cached[0] is cfg:
@@ -1030,6 +1029,8 @@ class CursorStateStore:
             restart.batch and cfg.deletion_at_batch_index_level_enabled,
             restart.rules.batch_indexes_read_from_metadata_store,
             cfg.max_unacked_ranges_to_persist_in_metadata_store,
+            fcfg.frame_limit,
+            self._chunk_size(),
         )
         derived = ((rules, own, restart), limits)
         self._rules_cache = (cfg, derived)
@@ -1111,17 +1112,17 @@ class CursorStateStore:
     def _append_state(self, ledger_id: int, payload: _Payload, built: _Stored) -> bool:
         """Append one state (its PIP-381 parts when chunking is in force); False when, under a
         Pulsar version's rules, a bookie refuses it (an entry above the frame limit)."""
-        cfg = self._config
-        max_size = self._chunk_size()
+        limits = self._derived()[1]
+        max_size = limits.chunk_size
         parts: list[_Payload]
         if max_size is not None:
             # Compression only for states that would be chunked: small states stay plain
             # single entries that any Pulsar version reads.
-            ctype = "NONE" if _fits(payload, max_size) else cfg.cursor_info_compression_type
+            ctype = "NONE" if _fits(payload, max_size) else self._config.cursor_info_compression_type
             parts = list(pack_entries(bytes(payload), max_size, ctype))
         else:
             parts = [payload]
-        frame = self._ml.factory_config.frame_limit
+        frame = limits.frame_limit
         if not all(_fits(part, frame) for part in parts):
             self._note_over_limit(max(map(len, parts)), frame)
             if self._rules.over_frame_fails:
@@ -1442,6 +1443,10 @@ class _Limits(NamedTuple):
     """The restart reader reads the node's batch states (apache/pulsar#26474)."""
     node_above: int
     """``max_unacked_ranges_to_persist_in_metadata_store``."""
+    frame_limit: int
+    """The largest cursor-ledger entry a bookie takes (``nettyMaxFrameSizeBytes``)."""
+    chunk_size: int | None
+    """``CursorStateStore._chunk_size``: the PIP-381 part size, None without chunking."""
 
 
 class _Known(NamedTuple):
