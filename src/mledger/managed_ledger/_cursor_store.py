@@ -106,6 +106,7 @@ from ..core import (
     EntryMessages,
     EntryTooLargeError,
     InvalidPositionError,
+    LongArrayCutoff,
     LedgerNotFoundError,
     ManagedLedgerConfig,
     MLedgerError,
@@ -742,36 +743,29 @@ class CursorStateStore:
         if headroom >= 0:
             self._figures.set_unload_kept(None, keeps_batch or not snapshot.batch, now_ms)
             return
-        cfg = self._config
-        limit = self._range_limit()
-        cap = None if limit is None or limit < 0 else limit + (1 if cfg.unacked_ranges_limit_off_by_one else 0)
-        long_array = (self._rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None
+        limit = limits.range_cap
         writable = self._ledger_id is not None and (limit is None or limit > 0)
-        fcfg = self._ml.factory_config
-        if len(snapshot.batch) <= cfg.max_batch_deleted_index_to_persist:
+        batch = snapshot.batch
+        if len(batch) <= limits.batch_cap:
             # every batch state kept: their words as the figures just counted them
-            batch_bytes = len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+            batch_bytes = len(batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
         else:
-            batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
-            batch_bytes = sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
+            kept = batch[: limits.batch_cap]
+            batch_bytes = sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in kept)
         fixed = _BYTES_PER_RECORD_BOUND + batch_bytes + self._properties_bound(snapshot)
-        rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
+        node_room, ledger_room = limits.store_rooms
         tracker = CloseTracker(
             snapshot.acked,
             self._ml.entry_messages,
-            cap,
-            long_array,
-            cfg.max_unacked_ranges_to_persist_in_metadata_store if writable else None,
-            rooms,
+            limits.close_cap,
+            limits.long_array,
+            limits.node_above if writable else None,
+            (node_room - fixed, ledger_room - fixed),
             self._figures.acked_extra,  # the snapshot just tallied
             self._cut,
         )
         self._cut = tracker.found
-        reader = self._reader(for_restart=True)
-        self._tracker_batch = (
-            reader.batch and cfg.deletion_at_batch_index_level_enabled,
-            reader.rules.batch_indexes_read_from_metadata_store,
-        )
+        self._tracker_batch = (limits.close_batch_read, limits.node_batch_read)
         if not tracker.fits():
             held = self._built_close_held(snapshot)
             self._figures.set_unload(*redelivered(snapshot, held, self._ml), now_ms)
@@ -1021,16 +1015,20 @@ class CursorStateStore:
             row = pulsar_version(cfg.restart_as)
             restart = _Reader(row, row.defaults.get("deletion_at_batch_index_level_enabled", "true") == "true")
         fcfg = self._ml.factory_config
+        limit = self._range_limit()
         limits = _Limits(
             cfg.max_batch_deleted_index_to_persist,
             cfg.effective_ack_format == "range",
-            self._range_limit(),
+            limit,
             min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state),
             restart.batch and cfg.deletion_at_batch_index_level_enabled,
             restart.rules.batch_indexes_read_from_metadata_store,
             cfg.max_unacked_ranges_to_persist_in_metadata_store,
             fcfg.frame_limit,
             self._chunk_size(),
+            None if limit is None or limit < 0 else limit + (1 if cfg.unacked_ranges_limit_off_by_one else 0),
+            (rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None,
+            (min(fcfg.jute_maxbuffer, self._max_state), min(fcfg.frame_limit, self._max_state)),
         )
         derived = ((rules, own, restart), limits)
         self._rules_cache = (cfg, derived)
@@ -1447,6 +1445,14 @@ class _Limits(NamedTuple):
     """The largest cursor-ledger entry a bookie takes (``nettyMaxFrameSizeBytes``)."""
     chunk_size: int | None
     """``CursorStateStore._chunk_size``: the PIP-381 part size, None without chunking."""
+    close_cap: int | None
+    """The ranges the range format keeps: ``range_cap``, one more before apache/pulsar#25548
+    (None: all)."""
+    long_array: tuple[LongArrayCutoff, int | None] | None
+    """The long-array cut-off and its cap when that format is in force (None: ranges)."""
+    store_rooms: tuple[int, int]
+    """The bytes one record may take in the metadata store and in the cursor ledger (within
+    the state-size limit too)."""
 
 
 class _Known(NamedTuple):
