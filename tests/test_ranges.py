@@ -15,10 +15,8 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mledger import AckRangeSet, InvalidPositionError, Position
-from mledger.core import _ranges as ranges_module
 from mledger.core._ranges import (
     MAX_ENTRY_ID,
-    SMALL_ADD,
     ack_set_to_words,
     bitmap_to_words,
     words_to_ack_set,
@@ -652,37 +650,6 @@ def test_the_first_runs_of_a_ledger_not_exported_are_its_first_runs(entries, cou
     acked.add_many(7, entries)
     starts, ends = acked.ledger_first_runs(7, count)
     assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs(entries)[:count]
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    before=st.lists(_FIRST_RUNS_ENTRY, min_size=1, max_size=60),
-    added=st.lists(_FIRST_RUNS_ENTRY, min_size=SMALL_ADD + 1, max_size=80),
-    sorted_add=st.booleans(),
-)
-def test_a_bulk_add_keeps_the_ledgers_run_count_without_counting_it_again(
-    before: list[int], added: list[int], sorted_add: bool
-) -> None:
-    """After a bulk add to a ledger whose run count is known, ``size()`` is the naive count of
-    runs without counting the ledger again: each new entry adds a run, each pair of
-    neighbours it makes joins two (entry ids 0 and ``MAX_ENTRY_ID`` have one neighbour)."""
-    s = AckRangeSet()
-    s.add_many(7, before)
-    s.size()  # the run count known
-    with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(ranges_module, "_run_count", _no_recount)
-        if sorted_add:
-            ids = np.array(sorted(added), dtype=np.uint32)
-            ids.flags.writeable = False
-            s.add_sorted(7, ids, int(ids[-1]))
-        else:
-            s.add_many(7, added)
-        assert s.size() == len(runs(before + added))
-    s._check()
-
-
-def _no_recount(bm: object) -> int:
-    raise AssertionError("a ledger's run count was counted again")
 
 
 def test_a_prefix_token_holds_until_a_ledger_up_to_it_changes() -> None:

@@ -153,32 +153,15 @@ class AckRangeSet:
         if ledger_id in self._run_arrays:
             self._pend(ledger_id, entry_id)
 
-    def _follow_many(
-        self, ledger_id: int, values: np.ndarray, bm: BitMap | None = None, fresh: BitMap | None = None
-    ) -> None:
+    def _follow_many(self, ledger_id: int, values: np.ndarray) -> None:
         """The caches of one ledger after a bulk add of ``values`` (some perhaps acked before;
-        an array the set may keep: nobody changes it): its run count follows from the entries
-        new to it, ``fresh``, when given with the ledger's bitmap ``bm`` (each new entry adds a
-        run, each pair of neighbours it makes with the ledger's entries joins two:
-        ``|bm ∩ (fresh + 1)| + |bm ∩ (fresh - 1)|`` counts the pairs within ``fresh`` twice),
-        O(containers of ``fresh``) in C, else it is counted again when next asked; its cached
-        runs take them at the next export (:meth:`_pend`) when they are few, else they are
-        dropped."""
-        runs = self._runs
-        count = runs.get(ledger_id)
+        an array the set may keep: nobody changes it): its run count is counted again when
+        next asked; its cached runs take them at the next export (:meth:`_pend`) when they are
+        few, else they are dropped."""
+        count = self._runs.pop(ledger_id, None)
         if count is not None:
+            self._run_total -= count
             self._frozen.pop(ledger_id, None)
-            if fresh is None or bm is None:
-                del runs[ledger_id]
-                self._run_total -= count
-            else:
-                up = fresh.shift(1)
-                joins = (
-                    bm.intersection_cardinality(up)
-                    + bm.intersection_cardinality(fresh.shift(-1))
-                    - fresh.intersection_cardinality(up)
-                )
-                self._note_run_count(ledger_id, count + len(fresh) - joins)
         if ledger_id not in self._run_arrays:
             return
         if len(values) > PENDING_BULK:
@@ -272,7 +255,6 @@ class AckRangeSet:
         fresh = entry_ids
         if fresh is not None and bm.isdisjoint(incoming):
             bm |= incoming
-            new = incoming
         else:
             new = incoming - bm
             if not new:
@@ -283,7 +265,7 @@ class AckRangeSet:
         extra = self._extra
         if extra and ledger_id in extra:
             self._add_extra(ledger_id, self._weights.extra_of_ascending(ledger_id, fresh, high))  # type: ignore[union-attr]
-        self._follow_many(ledger_id, fresh, bm, new)
+        self._follow_many(ledger_id, fresh)
         self._cardinality += fresh.size
         return int(fresh.size)
 
