@@ -278,7 +278,7 @@ class BrokerModel:
     def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
         """The remaining (un-acknowledged) indexes of a partially acknowledged entry as the
         restart figures count them (``ManagedCursor.counted_batch_ack_set``), or None."""
-        return self._sub(subscription).cursor.counted_batch_ack_set(Position(ledger_id, entry_id))
+        return self._cursor_of(subscription).counted_batch_ack_set(Position(ledger_id, entry_id))
 
     # -- producing --------------------------------------------------------------------------
     @property
@@ -393,8 +393,15 @@ class BrokerModel:
     def _sub(self, name: str) -> _Subscription:
         sub = self._subs[name]
         if sub.subscription is None:
-            raise RuntimeError(f"subscription {name!r}: no topic before the first entry")
+            raise _no_topic_yet(name)
         return sub
+
+    def _cursor_of(self, name: str) -> ManagedCursor:
+        """The subscription's cursor (read on every look at its state; raises like :meth:`_sub`)."""
+        cursor = self._subs[name].live_cursor
+        if cursor is None:
+            raise _no_topic_yet(name)
+        return cursor
 
     # -- acknowledgements -------------------------------------------------------------------
     def _acknowledge(self, subscription: str, request: AckRequest) -> int:
@@ -462,14 +469,14 @@ class BrokerModel:
         return sub.apply_skip(plan).entries_acked
 
     def is_deleted(self, subscription: str, ledger_id: int, entry_id: int) -> bool:
-        return self._sub(subscription).cursor.is_message_deleted(Position(ledger_id, entry_id))
+        return self._cursor_of(subscription).is_message_deleted(Position(ledger_id, entry_id))
 
     def deleted_rows(self, subscription: str, positions: np.ndarray) -> list[bool]:
-        return self._sub(subscription).cursor.deleted_rows(positions)
+        return self._cursor_of(subscription).deleted_rows(positions)
 
     def batch_ack_sets(self, subscription: str, positions: np.ndarray) -> list[int | None]:
         """:meth:`batch_ack_set` of each row of ``positions`` (``counted_batch_ack_sets``)."""
-        return self._sub(subscription).cursor.counted_batch_ack_sets(positions)
+        return self._cursor_of(subscription).counted_batch_ack_sets(positions)
 
     # -- delayed delivery -------------------------------------------------------------------
     def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
@@ -663,6 +670,10 @@ def restart_answers(stats: PersistenceStats) -> RestartAnswers:
         redelivered_after_unload_entries=stats.redelivered_after_unload.entries,
         redelivered_after_unload_entries_max=stats.redelivered_after_unload.entries_max,
     )
+
+
+def _no_topic_yet(subscription: str) -> RuntimeError:
+    return RuntimeError(f"subscription {subscription!r}: no topic before the first entry")
 
 
 def _at(ms: int) -> int | None:
