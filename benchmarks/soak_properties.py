@@ -22,6 +22,7 @@ import importlib
 import logging
 import sys
 import time
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,9 @@ def soak(spec: str, examples: int) -> bool:
             test(**kwargs)
         except Exception as exc:  # Hypothesis re-raises the falsifying example's failure
             passed = False
-            print(f"FAIL {spec} {kwargs}: {exc!r}", flush=True)
+            # Hypothesis attaches the falsifying example as the exception's notes (PEP 678)
+            detail = "".join(traceback.format_exception(exc))
+            print(f"FAIL {spec} {kwargs}: {exc!r}\n{detail}", flush=True)
         else:
             print(f"ok   {spec} {kwargs} ({time.process_time() - started:.1f} CPU-s)", flush=True)
     return passed

@@ -198,9 +198,9 @@ def crash_messages(cursor: Any) -> int:
     order=st.permutations(list(range(40))),
     sizes=st.lists(st.sampled_from([1, 1, 2, 3]), min_size=40, max_size=40),
 )
-# more acknowledged entries than the cap in no more ranges than the cap (18, 19 | 39 after a
-# roll): nothing past the cap, no tracker to follow (the soak found it; the check counted entries)
-@example(preset=None, cap=2, order=[*range(17), 18, 19, 17, *range(20, 40)], sizes=[1] * 40)
+# three entries acked apart from the mark-delete in two ranges, within a cap of 2: nothing to
+# follow (the precondition once counted entries, not ranges)
+@example(preset=None, cap=2, order=[*range(28), 29, 30, 28, *range(31, 40)], sizes=[1] * 40)
 def test_the_close_tracker_follows_single_acks_as_a_fresh_count_does(
     preset: str | None, cap: int, order: list[int], sizes: list[int]
 ) -> None:
@@ -216,7 +216,8 @@ def test_the_close_tracker_follows_single_acks_as_a_fresh_count_does(
     followed = over = 0
     for k in order[:30]:
         log.cursor.delete(positions[k])
-        over += log.cursor.stats().individually_deleted_ranges > cap
+        # past the cap under either rule (before #25548 a build keeps cap + 1 ranges)
+        over += log.cursor.stats().individually_deleted_ranges > cap + 1
         tracker = store._tracker
         if tracker is not None:
             tracker._check()

@@ -279,7 +279,8 @@ class AckState:
             return []
         contains = self._acked.contains
         md = self._md
-        return [(lid, eid) <= md or contains(lid, eid) for lid, eid in rows.tolist()]
+        ledger_ids, entry_ids = rows.T.tolist()  # two flat lists: cheaper than a list of rows
+        return [(lid, eid) <= md or contains(lid, eid) for lid, eid in zip(ledger_ids, entry_ids, strict=True)]
 
     def counted_ack_sets(self, rows: np.ndarray) -> list[int | None]:
         """:meth:`counted_ack_set` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)`` array.
@@ -363,8 +364,8 @@ class AckState:
         mark-delete, persists nothing of its own: under a Pulsar version's rules
         (``CursorBehaviour.batch_ack_without_range_persists`` False) when no range is left
         (apache/pulsar#26498). O(1)."""
-        return not rules_for(self._ml.config.pulsar_rules).behaviour.batch_ack_without_range_persists and (
-            self._acked.is_empty()
+        return self._acked.is_empty() and (
+            not rules_for(self._ml.config.pulsar_rules).behaviour.batch_ack_without_range_persists
         )
 
     def batch_state_count(self) -> int:
@@ -415,11 +416,12 @@ class AckState:
             persist = self._md != before or not self.persists_nothing()
             return AckOutcome(before, self._md, added, named, persist=persist)
         batch_acked: dict[Position, int] = {}
-        deleted = [named] if named.shape[0] else []
-        added += self._merge_ack_sets(plan.ack_sets, batch_acked, deleted)
+        new = self._merge_ack_sets(plan.ack_sets, batch_acked)
+        added += len(new)
         if added:
             self._absorb()
-        rows = deleted[0] if len(deleted) == 1 else np.concatenate(deleted) if deleted else _NO_ROWS
+        # the named rows, then the batch entries completed: one array built, in one call
+        rows = np.concatenate((named, new)) if new else named
         persist = self._md != before or not self.persists_nothing()
         return AckOutcome(before, self._md, added, rows, tuple(batch_acked.items()), persist)
 
@@ -577,7 +579,8 @@ class AckState:
         # ufuncs and methods called directly: numpy's Python wrappers cost more than the work
         if rows.dtype != np.int64 or np.maximum.reduce(rows, axis=None) > MAX_ENTRY_ID:  # an id past 32 bits
             return None
-        ordered = (rows[:, 0] << 32) | rows[:, 1]  # negative for a negative id (or a ledger id past 31 bits)
+        ordered = rows[:, 0] << 32
+        ordered |= rows[:, 1]  # negative for a negative id (or a ledger id past 31 bits)
         ordered.sort()
         ledgers = ordered >> 32
         cuts = [0, *[cut + 1 for cut in (ledgers[1:] != ledgers[:-1]).nonzero()[0].tolist()], ordered.size]
@@ -665,13 +668,11 @@ class AckState:
         self,
         items: tuple[tuple[Position, int, int | None], ...],
         batch_acked: dict[Position, int],
-        deleted: list[np.ndarray],
-    ) -> int:
+    ) -> list[Position]:
         """AND-merge checked ack sets in order (ignored without batch-index deletion unless
-        empty); an empty result acknowledges the entry. Entries newly acknowledged."""
+        empty); an empty result acknowledges the entry. The entries newly acknowledged."""
         batch_level = self._ml.config.deletion_at_batch_index_level_enabled
         acked, batch = self._acked, self._batch
-        added = 0
         new: list[Position] = []
         for position, ack_set, size in items:
             if self.is_deleted(position):
@@ -695,13 +696,10 @@ class AckState:
             self._drop_batch(position)
             batch_acked.pop(position, None)
             if acked.add(position[0], position[1]):
-                added += 1
                 new.append(position)
                 if self._ignored:
                     self._forget_ignored(position)
-        if new:
-            deleted.append(np.array(new, dtype=np.int64).reshape(-1, 2))
-        return added
+        return new
 
     def _keep_batch_target(self, position: Position, ack_set: int, target: Position) -> None:
         """A cumulative ack of part of the batch entry at ``position`` (mark-delete at

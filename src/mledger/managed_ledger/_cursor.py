@@ -625,13 +625,14 @@ class ManagedCursor:
         counts, the mark-delete and its properties. None when the change goes to the state
         stores as a snapshot anyway. O(1) (the range set keeps its messages; O(batch states) to
         build their tuple after a change of them, which the snapshot would build)."""
-        state, store = self._state, self._store
-        if store is None or not store.counts_keep_room or state.has_ignored_batch:
+        store = self._store
+        if store is None or self._clock_ns() >= self._persist_due_ns:
+            return None  # no store, or it persists: a snapshot is taken anyway
+        state = self._state
+        if not store.counts_keep_room or state.has_ignored_batch:
             return None
         if self._mirrors and not all(mirror.counts_keep_room for mirror in self._mirrors):
             return None
-        if self._clock_ns() >= self._persist_due_ns:
-            return None  # it persists: a snapshot is taken anyway
         acked, counts = state.acked, self._entry_messages
         extra = acked.extra_messages(counts) if counts.batched else 0
         return (
@@ -784,9 +785,10 @@ class ManagedCursor:
                     self._observe(now)  # a store cannot follow the ack: it needs the state
                 return
             ranges = self._state.acked.size()
-            if any(store.unload_headroom < entries_acked or store.unload_branch_moves(ranges) for store in stores):
-                self._observe(now)  # the unload figure may change: the stores need the state
-                return
+            for store in stores:
+                if store.unload_headroom < entries_acked or store.unload_branch_moves(ranges):
+                    self._observe(now)  # the unload figure may change: the stores need the state
+                    return
             for store in stores:
                 store.observe_entries_acked(entries_acked, now, messages, ranges)
 
