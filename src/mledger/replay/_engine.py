@@ -179,6 +179,7 @@ class _SubAcks:
         "at",
         "batch_before",
         "batch_columns",
+        "batch_runs",
         "batch_words",
         "cumulative_before",
         "bidx",
@@ -253,28 +254,42 @@ class _SubAcks:
         self.whole_at: np.ndarray | None = None
         """:attr:`at` of the whole-entry individual acks (built at the first call that mixes
         them with other acks)."""
-        self.batch_columns: tuple[np.ndarray, list[int], list[int], list[int], list[int]] | None = None
-        """The individual batch-index acks' rows, as an array, then as lists with their
-        entries, batch indexes and batch sizes (built at the first call that has some)."""
+        self.batch_columns: tuple[np.ndarray, list[int], list[int]] | None = None
+        """The individual batch-index acks' rows, as an array, then their batch indexes and
+        batch sizes as lists (built at the first call that has some)."""
+        self.batch_runs: _BatchRuns | None = None
+        """The individual batch-index acks as runs of one entry (built at the first call that
+        has some, where batch-index deletion is enabled)."""
 
-    def batch_acks(self, p: int, q: int) -> tuple[np.ndarray, list[int], list[int], list[int], list[int]]:
+    def batch_acks(self, p: int, q: int) -> tuple[np.ndarray, list[int], list[int]]:
         """:attr:`batch_columns` of the individual batch-index acks among rows ``p..q``:
         slices (the ``batch_before[p]``-th to the ``batch_before[q]``-th), no gather. The
         columns are built once, for every call of the step to slice (each such row is in one
         call only)."""
         columns = self.batch_columns
         if columns is None:
-            rows = np.flatnonzero((self.bidx >= 0) & (self.ack == 0))
-            columns = self.batch_columns = (
-                rows,
-                rows.tolist(),
-                self.g[rows].tolist(),
-                self.bidx[rows].tolist(),
-                self.size[rows].tolist(),
-            )
+            rows = self._batch_rows()
+            columns = self.batch_columns = (rows, self.bidx[rows].tolist(), self.size[rows].tolist())
         i, j = self.batch_before.item(p), self.batch_before.item(q)
-        rows, row_list, g, bidx, size = columns
-        return rows[i:j], row_list[i:j], g[i:j], bidx[i:j], size[i:j]
+        rows, bidx, size = columns
+        return rows[i:j], bidx[i:j], size[i:j]
+
+    def batch_entries(self, p: int, q: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The entries the individual batch-index acks among rows ``p..q`` name, by entry:
+        the first row of each entry whose every index they acknowledge, then the first row,
+        the ack set (the indexes none of them acknowledges) and the batch size of each other
+        entry. The step's batch-index acks are cut once into runs of one entry
+        (:class:`_BatchRuns`) that a call reads whole (O(runs of the call)), but the two a
+        call's bounds may split."""
+        runs = self.batch_runs
+        if runs is None:
+            rows = self._batch_rows()
+            runs = self.batch_runs = _BatchRuns(rows, self.g[rows], self.bidx[rows], self.size[rows])
+        return runs.entries(self.batch_before.item(p), self.batch_before.item(q))
+
+    def _batch_rows(self) -> np.ndarray:
+        """The rows of the individual batch-index acks."""
+        return np.flatnonzero((self.bidx >= 0) & (self.ack == 0))
 
     def whole_acks(self, p: int, q: int) -> np.ndarray:
         """:attr:`whole_at` of the whole-entry individual acks among rows ``p..q``: a slice (a
@@ -303,6 +318,78 @@ class _SubAcks:
             return q
         end = self.commands[bisect.bisect_right(self.commands, q) - 1]
         return end if end > p else self.end_of(p)
+
+
+class _BatchRuns:
+    """One subscription's individual batch-index acks in a step, cut into runs of
+    consecutive acks of one entry, each with its first row and its acked indexes (O(rows)
+    numpy work, once), for the calls that read them (:meth:`_SubAcks.batch_entries`): a
+    call's acks are whole runs but for the first and the last, which the call's bounds may
+    split. An entry's acks may form several runs of a call (acks of other entries between
+    them): the call merges them."""
+
+    __slots__ = ("bidx", "bits", "end", "g", "row", "rows", "size", "start")
+
+    def __init__(self, rows: np.ndarray, g: np.ndarray, bidx: np.ndarray, size: np.ndarray) -> None:
+        start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+        self.rows, self.bidx = rows, bidx
+        self.start: list[int] = start.tolist()
+        """The first batch-index ack of each run (numbered among those acks), ascending."""
+        self.end: list[int] = [*self.start[1:], rows.size]
+        """Where each run ends."""
+        self.g: list[int] = g[start].tolist()
+        """The entry of each run."""
+        self.row: list[int] = rows[start].tolist()
+        """The first row of each run."""
+        self.size: list[int] = size[start].tolist()
+        """The batch size of each run's entry."""
+        if size.size and int(size.max()) < 63:
+            self.bits: list[int] = np.bitwise_or.reduceat(np.left_shift(1, bidx.astype(np.int64)), start).tolist()
+        else:  # a BitSet beyond one int64: Python ints
+            self.bits = [_index_bits(bidx[a:b].tolist()) for a, b in zip(self.start, self.end, strict=True)]
+        """The indexes each run acknowledges, as a bit set."""
+
+    def entries(self, i: int, j: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """:meth:`_SubAcks.batch_entries` of the batch-index acks ``[i, j)``: the first row
+        of each entry they complete, then the first row, the ack set and the batch size of
+        each entry they leave partial, by entry. O(runs of the call + rows of its two ends)."""
+        start = self.start
+        lo, hi = bisect.bisect_right(start, i) - 1, bisect.bisect_left(start, j)
+        row, bits = self.row[lo:hi], self.bits[lo:hi]
+        if start[lo] < i:  # the call's bounds split the first run or the last: their rows in it
+            row[0], bits[0] = self.rows.item(i), _index_bits(self.bidx[i : min(self.end[lo], j)].tolist())
+        if self.end[hi - 1] > j:
+            bits[-1] = _index_bits(self.bidx[max(start[hi - 1], i) : j].tolist())
+        acked: dict[int, int] = {}
+        first: dict[int, tuple[int, int]] = {}
+        for e, r, n, b in zip(self.g[lo:hi], row, self.size[lo:hi], bits, strict=True):
+            seen = acked.get(e)
+            if seen is None:
+                acked[e], first[e] = b, (r, n)
+            else:
+                acked[e] = seen | b
+        complete: list[int] = []
+        partial: list[int] = []
+        ack_sets: list[int] = []
+        sizes: list[int] = []
+        for e in sorted(acked):
+            (r, n), b = first[e], acked[e]
+            full = (1 << n) - 1
+            if b == full:
+                complete.append(r)
+            else:
+                partial.append(r)
+                ack_sets.append(full & ~b)
+                sizes.append(n)
+        return complete, partial, ack_sets, sizes
+
+
+def _index_bits(indexes: list[int]) -> int:
+    """The batch indexes ``indexes`` as a bit set."""
+    bits = 0
+    for b in indexes:
+        bits |= 1 << b
+    return bits
 
 
 # -- the replayer ---------------------------------------------------------------------------------
@@ -1631,8 +1718,8 @@ class PartitionReplayer:
         assert model is not None
         name = plan.name
         done = 0
-        rows, row_list, g_list, bidx_list, size_list = plan.batch_acks(p, q)
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            rows, bidx_list, size_list = plan.batch_acks(p, q)
             sizes = plan.size[rows]
             whole = np.concatenate(positions)
             positions.clear()
@@ -1641,38 +1728,16 @@ class PartitionReplayer:
                 return model.ack_batch_messages(name, at, plan.bidx[rows], sizes, whole)
             one_each = [((1 << size) - 1) & ~(1 << b) for size, b in zip(size_list, bidx_list, strict=True)]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
-        # one pass over the call's rows as Python ints (cheaper than a lexsort and reductions at
-        # the tens to hundreds of rows a call holds): each entry's acked index bits, its first
-        # row and its batch size, by entry
-        acked_bits: dict[int, int] = {}
-        first_row: dict[int, tuple[int, int]] = {}
-        for row, g, b, size in zip(row_list, g_list, bidx_list, size_list, strict=True):
-            bits = acked_bits.get(g)
-            if bits is None:
-                acked_bits[g], first_row[g] = 1 << b, (row, size)
-            else:
-                acked_bits[g] = bits | (1 << b)
-        complete: list[int] = []
-        partial: list[int] = []
-        ack_sets: list[int] = []
-        partial_sizes: list[int] = []
-        for g in sorted(acked_bits):
-            (row, size), bits = first_row[g], acked_bits[g]
-            if bits.bit_count() == size:
-                complete.append(row)
-            else:
-                partial.append(row)
-                ack_sets.append(((1 << size) - 1) & ~bits)
-                partial_sizes.append(size)
+        complete, partial, ack_sets, partial_sizes = plan.batch_entries(p, q)
         if complete:
-            positions.append(plan.at[complete])
+            positions.append(plan.at.take(complete, axis=0))
         if partial:
             # one request with the whole entries: the cursor changes once, as the acks one by one
             # leave it (two calls would show the batch states before the whole entries)
             whole = np.concatenate(positions)
             positions.clear()
             sizes = np.array(partial_sizes, dtype=np.int64)
-            done += model.ack_batch_sets(name, plan.at[partial], ack_sets, sizes, whole)
+            done += model.ack_batch_sets(name, plan.at.take(partial, axis=0), ack_sets, sizes, whole)
         return done
 
     # -- isolated cancels (barriers) -----------------------------------------------------------------------
