@@ -206,30 +206,30 @@ class _SubAcks:
         self,
         code: int,
         name: str,
-        rows: np.ndarray,
         a: Rows,
         g: np.ndarray,
-        size: np.ndarray,
+        at: np.ndarray,
         index: EntryIndex,
         commands: bool,
     ) -> None:
+        """``a``: the subscription's acks (their ``bsize`` as :attr:`size` says), ``g`` and
+        ``at`` theirs; views of the step's acks sorted by subscription, no gather."""
         self.code, self.name, self.pos, self.index = code, name, 0, index
-        self.ts = a.ts[rows]
+        self.ts = a.ts
         """The event times (ascending)."""
         self.last_ts = int(self.ts[-1])
         """The last event time, as an int."""
-        self.ledger, self.entry, self.bidx, self.ack = a.ledger[rows], a.entry[rows], a.bidx[rows], a.ack[rows]
-        self.g = g[rows]
+        self.ledger, self.entry, self.bidx, self.ack = a.ledger, a.entry, a.bidx, a.ack
+        self.g = g
         """The entries' indexes in the :class:`EntryIndex`."""
-        self.at = np.column_stack((self.ledger, self.entry)).astype(np.int64, copy=False)
+        self.at = at
         """The ``(ledger_id, entry_id)`` rows, as the model's acks take them (read only)."""
-        self.at.flags.writeable = False
-        self.size = size[rows]
+        self.size = a.bsize
         """The batch size of each row's entry where the row names a batch index or is
         cumulative, else 1 (a whole-entry individual ack's size is read when needed:
         :meth:`sizes`)."""
         named = self.bidx >= 0  # cumulative ones too: each leaves a batch state
-        before = np.zeros((2, len(rows) + 1), np.int64)
+        before = np.zeros((2, len(a) + 1), np.int64)
         np.cumsum(named & (self.ack == 0), out=before[0, 1:])
         np.cumsum(self.ack == 1, out=before[1, 1:])
         self.batch_before: np.ndarray = before[0]
@@ -238,7 +238,7 @@ class _SubAcks:
         """Cumulative acks among the rows before each."""
         self.batch_words = int(self.size[named].max()) // 64 + 1 if named.any() else 0
         """The BitSet words of the largest batch a batch-index ack names."""
-        self.seqid = a.seqid[rows]
+        self.seqid = a.seqid
         starts = _command_starts(self.ts, self.seqid) if commands else None
         self.commands: list[int] | None = None if starts is None else starts.tolist()
         """Where each acknowledgement request starts, then the end (None: one row each)."""
@@ -1329,23 +1329,31 @@ class PartitionReplayer:
         assert model is not None
         names = self._subs.names
         commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
-        size = a.bsize  # where a call needs it (see _SubAcks.size), read by _acks
         # the rows naming an entry some delivery dispatches: only those can end a call at a cut
         delivered = np.isin(g, np.fromiter(set().union(*dispatched), np.int64), kind="table") if cuts else None
+        # every subscription's rows gathered at once, in order (each plan reads views)
+        counts = np.bincount(a.sub + 1)  # (-1: none, never an ack's)
+        codes = (np.flatnonzero(counts) - 1).tolist()
+        order = np.concatenate([np.flatnonzero(a.sub == code) for code in codes]) if len(codes) > 1 else None
+        bounds = np.cumsum([0, *counts[counts > 0].tolist()]).tolist()
+        by_sub = a.take(order) if order is not None else a
+        g = g[order] if order is not None else g
+        at = np.column_stack((by_sub.ledger, by_sub.entry)).astype(np.int64, copy=False)
+        at.flags.writeable = False
         plans = []
-        for code in np.unique(a.sub).tolist():
-            rows = np.flatnonzero(a.sub == code)
-            plan = _SubAcks(code, names[code], rows, a, g, size, self._index, commands)
-            if delivered is not None and shared[rows[0]]:
-                hit = np.flatnonzero(delivered[rows])
+        for code, start, end in zip(codes, bounds, bounds[1:], strict=False):
+            span = slice(start, end)
+            plan = _SubAcks(code, names[code], by_sub.take(span), g[span], at[span], self._index, commands)
+            if delivered is not None and code >= 0 and self._shared[code]:
+                hit = np.flatnonzero(delivered[order[span]] if order is not None else delivered[span])
                 hit_g = plan.g[hit].tolist()
                 mine = set(hit_g)
                 touched = [
                     (t, entries) for t, entries in zip(cuts, dispatched, strict=True) if not mine.isdisjoint(entries)
                 ]
                 if touched:
-                    at = np.array([t for t, _ in touched], np.int64)
-                    plan.cut_at = np.searchsorted(plan.ts, at, side="right").tolist()
+                    times = np.array([t for t, _ in touched], np.int64)
+                    plan.cut_at = np.searchsorted(plan.ts, times, side="right").tolist()
                     plan.cut_entries = [entries for _, entries in touched]
                     plan.cut_rows, plan.cut_g = hit.tolist(), hit_g
             plans.append(plan)
