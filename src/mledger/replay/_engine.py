@@ -180,6 +180,7 @@ class _SubAcks:
         "batch_before",
         "batch_columns",
         "batch_runs",
+        "batch_rows",
         "batch_words",
         "cumulative_before",
         "bidx",
@@ -209,11 +210,14 @@ class _SubAcks:
         a: Rows,
         g: np.ndarray,
         at: np.ndarray,
+        counts: tuple[np.ndarray, np.ndarray, np.ndarray, int],
         index: EntryIndex,
         commands: bool,
     ) -> None:
         """``a``: the subscription's acks (their ``bsize`` as :attr:`size` says), ``g`` and
-        ``at`` theirs; views of the step's acks sorted by subscription, no gather."""
+        ``at`` theirs, ``counts`` :attr:`batch_before` and :attr:`cumulative_before` (as one
+        array), :attr:`whole_at`, :attr:`batch_rows` and :attr:`batch_words`: views of the
+        step's acks gathered by subscription (:meth:`of_step`)."""
         self.code, self.name, self.pos, self.index = code, name, 0, index
         self.ts = a.ts
         """The event times (ascending)."""
@@ -228,16 +232,11 @@ class _SubAcks:
         """The batch size of each row's entry where the row names a batch index or is
         cumulative, else 1 (a whole-entry individual ack's size is read when needed:
         :meth:`sizes`)."""
-        named = self.bidx >= 0  # cumulative ones too: each leaves a batch state
-        before = np.zeros((2, len(a) + 1), np.int64)
-        np.cumsum(named & (self.ack == 0), out=before[0, 1:])
-        np.cumsum(self.ack == 1, out=before[1, 1:])
+        before, self.whole_at, self.batch_rows, self.batch_words = counts
         self.batch_before: np.ndarray = before[0]
         """Individual batch-index acks among the rows before each."""
         self.cumulative_before: np.ndarray = before[1]
         """Cumulative acks among the rows before each."""
-        self.batch_words = int(self.size[named].max()) // 64 + 1 if named.any() else 0
-        """The BitSet words of the largest batch a batch-index ack names."""
         self.seqid = a.seqid
         starts = _command_starts(self.ts, self.seqid) if commands else None
         self.commands: list[int] | None = None if starts is None else starts.tolist()
@@ -251,9 +250,6 @@ class _SubAcks:
         cut the rows: no other row can show a delivery a wrong state."""
         self.cut_g: list[int] = []
         """:attr:`g` of :attr:`cut_rows`."""
-        self.whole_at: np.ndarray | None = None
-        """:attr:`at` of the whole-entry individual acks (built at the first call that mixes
-        them with other acks)."""
         self.batch_columns: tuple[np.ndarray, list[int], list[int]] | None = None
         """The individual batch-index acks' rows, as an array, then their batch indexes and
         batch sizes as lists (built at the first call that has some)."""
@@ -268,7 +264,7 @@ class _SubAcks:
         call only)."""
         columns = self.batch_columns
         if columns is None:
-            rows = self._batch_rows()
+            rows = self.batch_rows
             columns = self.batch_columns = (rows, self.bidx[rows].tolist(), self.size[rows].tolist())
         i, j = self.batch_before.item(p), self.batch_before.item(q)
         rows, bidx, size = columns
@@ -283,24 +279,59 @@ class _SubAcks:
         call's bounds may split."""
         runs = self.batch_runs
         if runs is None:
-            rows = self._batch_rows()
+            rows = self.batch_rows
             runs = self.batch_runs = _BatchRuns(rows, self.g[rows], self.bidx[rows], self.size[rows])
         return runs.entries(self.batch_before.item(p), self.batch_before.item(q))
-
-    def _batch_rows(self) -> np.ndarray:
-        """The rows of the individual batch-index acks."""
-        return np.flatnonzero((self.bidx >= 0) & (self.ack == 0))
 
     def whole_acks(self, p: int, q: int) -> np.ndarray:
         """:attr:`whole_at` of the whole-entry individual acks among rows ``p..q``: a slice (a
         row is a cumulative, a batch-index or a whole-entry individual ack, so the last are
-        counted by the first two's prefix counts), built once for every call to slice."""
-        whole_at = self.whole_at
-        if whole_at is None:
-            whole_at = self.whole_at = np.compress((self.bidx < 0) & (self.ack == 0), self.at, axis=0)
-            whole_at.flags.writeable = False
+        counted by the first two's prefix counts)."""
         batch, cumulative = self.batch_before, self.cumulative_before
-        return whole_at[p - batch.item(p) - cumulative.item(p) : q - batch.item(q) - cumulative.item(q)]
+        return self.whole_at[p - batch.item(p) - cumulative.item(p) : q - batch.item(q) - cumulative.item(q)]
+
+    @staticmethod
+    def of_step(
+        a: Rows, g: np.ndarray, names: list[str], index: EntryIndex
+    ) -> tuple[list[_SubAcks], np.ndarray | None]:
+        """Each subscription's acks among a step's acks ``a`` (``g``: their entries), in the
+        order of the subscriptions' codes, and the rows of ``a`` they hold one after another
+        (None: ``a`` as it is). The columns every plan reads are gathered and counted once for
+        the step (a pass per subscription, then O(rows) numpy work); each plan holds views."""
+        counts = np.bincount(a.sub + 1)  # (-1: none, never an ack's)
+        codes = (np.flatnonzero(counts) - 1).tolist()
+        bounds = np.cumsum([0, *counts[counts > 0].tolist()]).tolist()
+        order = None
+        if len(codes) > 1:
+            order = np.concatenate([np.flatnonzero(a.sub == code) for code in codes])
+            a, g = a.take(order), g[order]
+        commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
+        at = np.column_stack((a.ledger, a.entry)).astype(np.int64, copy=False)
+        at.flags.writeable = False
+        named = a.bidx >= 0  # cumulative ones too: each leaves a batch state
+        cumulative = a.ack == 1
+        batch = named & ~cumulative
+        before = np.zeros((2, len(a) + 1), np.int64)
+        np.cumsum(batch, out=before[0, 1:])
+        np.cumsum(cumulative, out=before[1, 1:])
+        whole_at = np.compress(~(named | cumulative), at, axis=0)
+        whole_at.flags.writeable = False
+        batch_rows = np.flatnonzero(batch)
+        largest = np.maximum.reduceat(np.where(named, a.bsize, 0), bounds[:-1]).tolist()
+        at_bounds = before[:, bounds].T.tolist()
+        plans = []
+        for k, code in enumerate(codes):
+            s, e = bounds[k], bounds[k + 1]
+            (b0, c0), (b1, c1) = at_bounds[k], at_bounds[k + 1]
+            plan_counts = (
+                before[:, s : e + 1] - np.array([[b0], [c0]]),
+                whole_at[s - b0 - c0 : e - b1 - c1],
+                batch_rows[b0:b1] - s,
+                largest[k] // 64 + 1 if largest[k] else 0,
+            )
+            span = slice(s, e)
+            plans.append(_SubAcks(code, names[code], a.take(span), g[span], at[span], plan_counts, index, commands))
+        return plans, order
 
     def sizes(self, p: int, q: int) -> np.ndarray:
         """The batch size of the entry of each row ``p..q``, whole-entry individual acks too."""
@@ -1327,25 +1358,17 @@ class PartitionReplayer:
             return
         model = self._model
         assert model is not None
-        names = self._subs.names
-        commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
         # the rows naming an entry some delivery dispatches: only those can end a call at a cut
         delivered = np.isin(g, np.fromiter(set().union(*dispatched), np.int64), kind="table") if cuts else None
-        # every subscription's rows gathered at once, in order (each plan reads views)
-        counts = np.bincount(a.sub + 1)  # (-1: none, never an ack's)
-        codes = (np.flatnonzero(counts) - 1).tolist()
-        order = np.concatenate([np.flatnonzero(a.sub == code) for code in codes]) if len(codes) > 1 else None
-        bounds = np.cumsum([0, *counts[counts > 0].tolist()]).tolist()
-        by_sub = a.take(order) if order is not None else a
-        g = g[order] if order is not None else g
-        at = np.column_stack((by_sub.ledger, by_sub.entry)).astype(np.int64, copy=False)
-        at.flags.writeable = False
-        plans = []
-        for code, start, end in zip(codes, bounds, bounds[1:], strict=False):
-            span = slice(start, end)
-            plan = _SubAcks(code, names[code], by_sub.take(span), g[span], at[span], self._index, commands)
+        plans, order = _SubAcks.of_step(a, g, self._subs.names, self._index)
+        if delivered is not None and order is not None:
+            delivered = delivered[order]
+        start = 0
+        for plan in plans:
+            code, span = plan.code, slice(start, start + len(plan.ts))
+            start = span.stop
             if delivered is not None and code >= 0 and self._shared[code]:
-                hit = np.flatnonzero(delivered[order[span]] if order is not None else delivered[span])
+                hit = np.flatnonzero(delivered[span])
                 hit_g = plan.g[hit].tolist()
                 mine = set(hit_g)
                 touched = [
@@ -1356,7 +1379,6 @@ class PartitionReplayer:
                     plan.cut_at = np.searchsorted(plan.ts, times, side="right").tolist()
                     plan.cut_entries = [entries for _, entries in touched]
                     plan.cut_rows, plan.cut_g = hit.tolist(), hit_g
-            plans.append(plan)
         # (event time, plan, first row, end); from len(plans) on, the deliveries at a cut instead
         heap: list[tuple[int, int, int, int]] = []
         for k, plan in enumerate(plans):
