@@ -183,6 +183,7 @@ class _SubAcks:
         "batch_rows",
         "batch_words",
         "cumulative_before",
+        "cumulative_columns",
         "bidx",
         "code",
         "commands",
@@ -253,6 +254,8 @@ class _SubAcks:
         self.batch_columns: tuple[np.ndarray, list[int], list[int]] | None = None
         """The individual batch-index acks' rows, as an array, then their batch indexes and
         batch sizes as lists (built at the first call that has some)."""
+        self.cumulative_columns: tuple[list[int], ...] | None = None
+        """:meth:`cumulative_acks`' lists (built at the first call that has some)."""
         self.batch_runs: _BatchRuns | None = None
         """The individual batch-index acks as runs of one entry (built at the first call that
         has some, where batch-index deletion is enabled)."""
@@ -269,6 +272,19 @@ class _SubAcks:
         i, j = self.batch_before.item(p), self.batch_before.item(q)
         rows, bidx, size = columns
         return rows[i:j], bidx[i:j], size[i:j]
+
+    def cumulative_acks(self, p: int, q: int) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+        """The entries, batch sizes, batch indexes, ledger ids and entry ids of the cumulative
+        acks among rows ``p..q``: slices of lists built once, at the first call that has some."""
+        columns = self.cumulative_columns
+        if columns is None:
+            rows = np.flatnonzero(self.ack == 1)
+            columns = self.cumulative_columns = tuple(
+                column[rows].tolist() for column in (self.g, self.size, self.bidx, self.ledger, self.entry)
+            )
+        i, j = self.cumulative_before.item(p), self.cumulative_before.item(q)
+        g, size, bidx, ledger, entry = columns
+        return g[i:j], size[i:j], bidx[i:j], ledger[i:j], entry[i:j]
 
     def batch_entries(self, p: int, q: int) -> tuple[list[int], list[int], list[int], list[int]]:
         """The entries the individual batch-index acks among rows ``p..q`` name, by entry:
@@ -1426,7 +1442,7 @@ class PartitionReplayer:
         elif due <= ts.item(p):
             k = p  # -inf: no cursor yet
         else:
-            k = p + int(ts[p:].searchsorted(int(due)))
+            k = int(ts.searchsorted(due))  # past p: ts[p] < due
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
@@ -1677,7 +1693,7 @@ class PartitionReplayer:
             lid, eid = plan.ledger.item(p + j), plan.entry.item(p + j)
             if model.is_deleted(name, lid, eid):
                 continue
-            same = bidx[np.flatnonzero(gs[:j] == gs.item(j))]  # the earlier rows of its entry
+            same = bidx[:j][gs[:j] == gs.item(j)]  # the earlier rows of its entry
             if same.size and (same < 0).any():
                 continue  # acked whole earlier in the call
             b = bidx.item(j)
@@ -1715,15 +1731,7 @@ class PartitionReplayer:
             return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
         if n_cumulative:
-            cumulative = np.flatnonzero(plan.ack[p:q] == 1)
-            cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], plan.bidx[p:q][cumulative]
-            effective = np.where((cb < 0) | (cb >= size - 1), size, cb)
-            j = int(np.lexsort((effective, cg))[-1])
-            whole = bool(effective[j] == size[j])
-            i = p + int(cumulative[j])
-            done += model.ack_cumulative(
-                name, int(plan.ledger[i]), int(plan.entry[i]), -1 if whole else int(cb[j]), int(size[j])
-            )
+            done += self._highest_cumulative(plan, p, q)
             if n_cumulative == q - p:
                 return done
         positions = [plan.whole_acks(p, q)]
@@ -1732,6 +1740,21 @@ class PartitionReplayer:
         if sum(len(rows) for rows in positions):
             done += model.ack(name, positions[0] if len(positions) == 1 else np.concatenate(positions))
         return done
+
+    def _highest_cumulative(self, plan: _SubAcks, p: int, q: int) -> int:
+        """The highest of one subscription's cumulative acks among rows ``p..q``, applied:
+        the others acknowledge nothing it does not. Keys as in :meth:`_cumulative_stamp`
+        (an index below the batch's last acknowledges the indexes up to it, else the entry
+        whole); acks of the same key are the same ack. O(cumulative acks of the call), over
+        Python ints."""
+        model = self._model
+        assert model is not None
+        g, size, bidx, ledger, entry = plan.cumulative_acks(p, q)
+        _, covered, n, b, lid, eid = max(
+            (e, n if b < 0 or b >= n - 1 else b, n, b, lid, eid)
+            for e, n, b, lid, eid in zip(g, size, bidx, ledger, entry, strict=True)
+        )
+        return model.ack_cumulative(plan.name, lid, eid, -1 if covered == n else b, n)
 
     def _batch_index_acks(self, plan: _SubAcks, p: int, q: int, positions: list[np.ndarray]) -> int:
         """Batch-index acks of one subscription (among its rows ``p..q``) in one call: an entry whose every index is acked
