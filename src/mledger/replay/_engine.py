@@ -1442,7 +1442,7 @@ class PartitionReplayer:
         elif due <= ts.item(p):
             k = p  # -inf: no cursor yet
         else:
-            k = int(ts.searchsorted(due))  # past p: ts[p] < due
+            k = int(ts.searchsorted(int(due)))  # past p: ts[p] < due
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
