@@ -122,7 +122,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._broker_model import BrokerModel
-from ._columns import Codes, Rows
+from ._columns import Codes, Rows, int_values
 from ._entries import EntryIndex
 from ._mirror import behaviour
 from ._model import PartitionModel, SubscriptionResult, SubscriptionSpec
@@ -638,10 +638,7 @@ class PartitionReplayer:
         elif not produced.any():
             sub, producer = self._subs.encode(names), none
         else:
-            mask = pa.array(produced)
-            null = pa.scalar(None, pa.string())
-            sub = self._subs.encode(pc.if_else(mask, null, names))
-            producer = self._producers.encode(pc.if_else(mask, names, null))
+            sub, producer = self._encode_apart(names, produced)
         checked = check_events(batch, self.topic, sub, self._subs.ids.get("", -2), self._given_partition)
         problem = none
         if checked.problems is not None:
@@ -665,6 +662,29 @@ class PartitionReplayer:
             seqid=checked.seqid,
             problem=problem,
         )
+
+    def _encode_apart(self, names: pa.Array, produced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``names`` as subscription codes where not ``produced`` and as producer codes where
+        ``produced`` (-1 elsewhere and for a null), each kind's new names coded in the order
+        they first appear among its rows, as :meth:`Codes.encode` of each kind's rows apart
+        would code them: from one dictionary encoding of the batch's names. O(rows)."""
+        n = len(names)
+        encoded = pc.dictionary_encode(names)
+        index, present = int_values(encoded.indices)
+        values = encoded.dictionary.to_pylist()
+        coded = []
+        for rows, codes in ((~produced & present, self._subs), (produced & present, self._producers)):
+            at = np.flatnonzero(rows)
+            first = np.full(len(values), n, np.int64)  # each name's first row among them
+            np.minimum.at(first, index[at], at)
+            named = np.flatnonzero(first < n)
+            lookup = np.full(len(values), -1, np.int32)
+            for v in named[np.argsort(first[named])].tolist():
+                lookup[v] = codes.code(values[v])
+            out = np.full(n, -1, np.int32)
+            out[at] = lookup[index[at]]
+            coded.append(out)
+        return coded[0], coded[1]
 
     def _check_order(self, ts: np.ndarray, kind: np.ndarray, seq: np.ndarray) -> None:
         kind = kind.astype(np.int64)
