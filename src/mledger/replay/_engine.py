@@ -169,10 +169,11 @@ _NULL_TS = np.iinfo(np.int64).min
 
 class _SubAcks:
     """One subscription's acks within a step's acks, applied call by call (``_next_call``):
-    their columns gathered once, so that a call is a slice ``[p, q)`` of them. Built once per
-    subscription and step in O(rows) numpy work, with no Python object per row but for the
-    batch-index acks (listed once, at the first call that has some): what a call reads of it
-    is a few slices and a few prefix counts."""
+    their columns gathered once, so that a call is a slice ``[p, q)`` of them. Built for every
+    subscription of a step at once (:meth:`of_step`: O(rows) numpy work, each plan holding
+    views), with no Python object per row: the batch-index acks are cut into runs of one
+    entry (:class:`_BatchRuns`) and the cumulative ones listed, once, at the first call that
+    has some; what a call reads of it is a few slices and a few prefix counts."""
 
     __slots__ = (
         "ack",
