@@ -1363,12 +1363,10 @@ class PartitionReplayer:
                 later = hit_ts > t_star
                 hit_ts, hit_t = hit_ts[later], hit_t[later]
         model.dispatch(cuts[0] if cuts else t_limit)
-        dispatched: list[set[int]] = [set() for _ in cuts]  # per cut, the entries dispatched after it
-        if cuts:
-            after = np.searchsorted(np.array(cuts, np.int64), times, side="right") - 1
-            for entry, i in zip(due_g.tolist(), after.tolist(), strict=True):
-                if i >= 0:
-                    dispatched[i].add(entry)
+        # per cut, the entries dispatched after it: those due from it to the next (``due``
+        # lists them earliest first; the cuts ascend)
+        edges = [*np.searchsorted(times, cuts, side="left").tolist(), len(times)] if cuts else []
+        dispatched = [set(due_g[i:j].tolist()) for i, j in zip(edges, edges[1:], strict=False)]
         self._apply_acks(a, g, shared, cuts, dispatched, t_limit)
 
     def _apply_acks(
