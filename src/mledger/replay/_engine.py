@@ -212,14 +212,15 @@ class _SubAcks:
         a: Rows,
         g: np.ndarray,
         at: np.ndarray,
-        counts: tuple[np.ndarray, np.ndarray, np.ndarray, int],
+        counts: tuple[np.ndarray, np.ndarray, np.ndarray, int, tuple[_BatchRuns | None, int]],
         index: EntryIndex,
         commands: bool,
     ) -> None:
         """``a``: the subscription's acks (their ``bsize`` as :attr:`size` says), ``g`` and
         ``at`` theirs, ``counts`` :attr:`batch_before` and :attr:`cumulative_before` (as one
-        array), :attr:`whole_at`, :attr:`batch_rows` and :attr:`batch_words`: views of the
-        step's acks gathered by subscription (:meth:`of_step`)."""
+        array), :attr:`whole_at`, :attr:`batch_rows`, :attr:`batch_words` and
+        :attr:`batch_runs`: views of the step's acks gathered by subscription
+        (:meth:`of_step`)."""
         self.code, self.name, self.pos, self.index = code, name, 0, index
         self.ts = a.ts
         """The event times (ascending)."""
@@ -234,7 +235,11 @@ class _SubAcks:
         """The batch size of each row's entry where the row names a batch index or is
         cumulative, else 1 (a whole-entry individual ack's size is read when needed:
         :meth:`sizes`)."""
-        before, self.whole_at, self.batch_rows, self.batch_words = counts
+        self.batch_runs: tuple[_BatchRuns | None, int]
+        before, self.whole_at, self.batch_rows, self.batch_words, self.batch_runs = counts
+        """:attr:`batch_runs`: the step's individual batch-index acks as runs of one entry (None
+        where batch-index deletion is disabled), and the number of them before this
+        subscription's."""
         self.batch_before: np.ndarray = before[0]
         """Individual batch-index acks among the rows before each."""
         self.cumulative_before: np.ndarray = before[1]
@@ -257,9 +262,6 @@ class _SubAcks:
         batch sizes as lists (built at the first call that has some)."""
         self.cumulative_columns: tuple[list[int], ...] | None = None
         """:meth:`cumulative_acks`' lists (built at the first call that has some)."""
-        self.batch_runs: _BatchRuns | None = None
-        """The individual batch-index acks as runs of one entry (built at the first call that
-        has some, where batch-index deletion is enabled)."""
 
     def batch_acks(self, p: int, q: int) -> tuple[np.ndarray, list[int], list[int]]:
         """:attr:`batch_columns` of the individual batch-index acks among rows ``p..q``:
@@ -294,11 +296,9 @@ class _SubAcks:
         entry. The step's batch-index acks are cut once into runs of one entry
         (:class:`_BatchRuns`) that a call reads whole (O(runs of the call)), but the two a
         call's bounds may split."""
-        runs = self.batch_runs
-        if runs is None:
-            rows = self.batch_rows
-            runs = self.batch_runs = _BatchRuns(rows, self.g[rows], self.bidx[rows], self.size[rows])
-        return runs.entries(self.batch_before.item(p), self.batch_before.item(q))
+        runs, base = self.batch_runs
+        assert runs is not None  # (built where batch-index deletion is enabled)
+        return runs.entries(base + self.batch_before.item(p), base + self.batch_before.item(q))
 
     def whole_acks(self, p: int, q: int) -> np.ndarray:
         """:attr:`whole_at` of the whole-entry individual acks among rows ``p..q``: a slice (a
@@ -309,12 +309,14 @@ class _SubAcks:
 
     @staticmethod
     def of_step(
-        a: Rows, g: np.ndarray, names: list[str], index: EntryIndex
+        a: Rows, g: np.ndarray, names: list[str], index: EntryIndex, runs: bool
     ) -> tuple[list[_SubAcks], np.ndarray | None]:
         """Each subscription's acks among a step's acks ``a`` (``g``: their entries), in the
         order of the subscriptions' codes, and the rows of ``a`` they hold one after another
         (None: ``a`` as it is). The columns every plan reads are gathered and counted once for
-        the step (a pass per subscription, then O(rows) numpy work); each plan holds views."""
+        the step (a pass per subscription, then O(rows) numpy work); each plan holds views.
+        ``runs``: the batch-index acks are read as runs of one entry (batch-index deletion
+        enabled), cut once for every subscription."""
         counts = np.bincount(a.sub + 1)  # (-1: none, never an ack's)
         codes = (np.flatnonzero(counts) - 1).tolist()
         bounds = np.cumsum([0, *counts[counts > 0].tolist()]).tolist()
@@ -336,6 +338,10 @@ class _SubAcks:
         batch_rows = np.flatnonzero(batch)
         largest = np.maximum.reduceat(np.where(named, a.bsize, 0), bounds[:-1]).tolist()
         at_bounds = before[:, bounds].T.tolist()
+        step_runs = None
+        if runs and batch_rows.size:
+            local = batch_rows - np.repeat(bounds[:-1], np.diff(before[0, bounds]))  # each one's row in its plan
+            step_runs = _BatchRuns(local, g[batch_rows], a.bidx[batch_rows], a.bsize[batch_rows])
         plans = []
         for k, code in enumerate(codes):
             s, e = bounds[k], bounds[k + 1]
@@ -345,6 +351,7 @@ class _SubAcks:
                 whole_at[s - b0 - c0 : e - b1 - c1],
                 batch_rows[b0:b1] - s,
                 largest[k] // 64 + 1 if largest[k] else 0,
+                (step_runs, b0),
             )
             span = slice(s, e)
             plans.append(_SubAcks(code, names[code], a.take(span), g[span], at[span], plan_counts, index, commands))
@@ -369,16 +376,19 @@ class _SubAcks:
 
 
 class _BatchRuns:
-    """One subscription's individual batch-index acks in a step, cut into runs of
-    consecutive acks of one entry, each with its first row and its acked indexes (O(rows)
-    numpy work, once), for the calls that read them (:meth:`_SubAcks.batch_entries`): a
-    call's acks are whole runs but for the first and the last, which the call's bounds may
-    split. An entry's acks may form several runs of a call (acks of other entries between
-    them): the call merges them."""
+    """A step's individual batch-index acks, cut into runs of consecutive acks of one entry,
+    each with its first row (in its subscription's plan) and its acked indexes (O(rows) numpy
+    work, once for every subscription), for the calls that read them
+    (:meth:`_SubAcks.batch_entries`): a call's acks are whole runs but for the first and the
+    last, which the call's bounds may split (a run may also span two subscriptions' acks:
+    each call reads only its own part). An entry's acks may form several runs of a call
+    (acks of other entries between them): the call merges them."""
 
     __slots__ = ("bidx", "bits", "end", "g", "row", "rows", "size", "start")
 
     def __init__(self, rows: np.ndarray, g: np.ndarray, bidx: np.ndarray, size: np.ndarray) -> None:
+        """``rows``, ``g``, ``bidx``, ``size``: each ack's row (in its plan), entry, batch
+        index and batch size."""
         start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
         self.rows, self.bidx = rows, bidx
         self.start: list[int] = start.tolist()
@@ -1395,7 +1405,8 @@ class PartitionReplayer:
         assert model is not None
         # the rows naming an entry some delivery dispatches: only those can end a call at a cut
         delivered = np.isin(g, np.fromiter(set().union(*dispatched), np.int64), kind="table") if cuts else None
-        plans, order = _SubAcks.of_step(a, g, self._subs.names, self._index)
+        runs = self.settings.ledger.deletion_at_batch_index_level_enabled
+        plans, order = _SubAcks.of_step(a, g, self._subs.names, self._index, runs)
         if delivered is not None and order is not None:
             delivered = delivered[order]
         start = 0
