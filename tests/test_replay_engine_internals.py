@@ -54,6 +54,71 @@ def test_a_lazy_selection_reads_its_source_once_and_takes_assigned_columns() -> 
     assert Rows.concat([even, tail]).entry.tolist() == [0, 2, 4, 2, 4]
 
 
+def _selector(data: st.DataObject, n: int) -> object:
+    """A slice (any step), a boolean mask or an index array (repeats, any order, negatives) of ``n`` rows."""
+    kind = data.draw(st.sampled_from(["slice", "mask", "index"]))
+    if kind == "slice":
+        bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+        return slice(data.draw(bound), data.draw(bound), data.draw(st.sampled_from([None, 1, 2, 3, -1, -2])))
+    if kind == "mask":
+        return np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+    if n == 0:
+        return np.array([], np.int64)
+    return np.array(data.draw(st.lists(st.integers(-n, n - 1), max_size=2 * n)), np.int64)
+
+
+class _Eager:
+    """One selection of the model: its parent, the index it took, and the columns it holds."""
+
+    def __init__(self, parent: _Eager | None, index: object, held: dict[str, np.ndarray]) -> None:
+        self.parent, self.index, self.held = parent, index, held
+
+    def peek(self, name: str) -> np.ndarray:
+        """The column as the selection would read it now, holding nothing new."""
+        if name in self.held:
+            return self.held[name]
+        assert self.parent is not None
+        return self.parent.peek(name)[self.index]
+
+    def read(self, name: str) -> np.ndarray:
+        """The column, then held here and by every selection up the chain it was read through."""
+        if name not in self.held:
+            assert self.parent is not None
+            self.held[name] = self.parent.read(name)[self.index]
+        return self.held[name]
+
+
+@settings(max_examples=200)
+@given(st.integers(0, 30), st.data())
+def test_a_chain_of_lazy_selections_reads_what_selecting_eagerly_would(n: int, data: st.DataObject) -> None:
+    """Lazily gathered columns equal selecting eagerly step by step, with columns assigned
+    anywhere along the chain before or after the selections below were taken: a selection that
+    has not read a column reads it from its source (which then holds it too), so a column
+    assigned to a selection reaches the selections taken from it that have not read it."""
+    root = rows_of([(0, -1, 1, k, -1) for k in range(n)])
+    chain = [root]
+    model = [_Eager(None, None, {"entry": root.entry.copy(), "sub": root.sub.copy()})]
+    for _ in range(data.draw(st.integers(1, 10))):
+        at = data.draw(st.integers(0, len(chain) - 1))
+        rows = chain[at]
+        action = data.draw(st.sampled_from(["take", "take", "assign", "read"]))
+        name = data.draw(st.sampled_from(["entry", "sub"]))
+        if action == "assign":
+            values = np.array(data.draw(st.lists(st.integers(0, 99), min_size=len(rows), max_size=len(rows))), np.int32)
+            rows.assign(**{name: values})
+            model[at].held[name] = values
+        elif action == "read":
+            assert getattr(rows, name).tolist() == model[at].read(name).tolist()
+        else:
+            index = _selector(data, len(rows))
+            chain.append(rows.take(index))
+            model.append(_Eager(model[at], index, {}))
+    for rows, eager in reversed(list(zip(chain, model, strict=True))):  # the deepest first
+        assert len(rows) == len(eager.peek("entry"))
+        for name in ("entry", "sub"):
+            assert getattr(rows, name).tolist() == eager.read(name).tolist()
+
+
 @settings(max_examples=200)
 @given(
     st.sampled_from([pa.int8(), pa.int32(), pa.int64()]),

@@ -713,7 +713,12 @@ class Dispatcher:
             pending.consumer.release(position, 0)
 
     def on_mark_delete_moved(self) -> None:
-        """Drop bookkeeping at or before the mark-delete position; release joined consumers."""
+        """Drop bookkeeping at or before the mark-delete position; release joined consumers.
+        O(1) when the dispatcher holds nothing (a consumer without permits, as the replay's)."""
+        if not (
+            self._pending or len(self._redelivery) or len(self._delayed) or self._redeliveries or len(self._recent)
+        ):
+            return  # nothing held, nothing joined: nothing to drop or release
         md = self._cursor.mark_delete_position
         self._forget_many(list(self._pending.irange(maximum=md)))
         self._redelivery.remove_at_most(md)

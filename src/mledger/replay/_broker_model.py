@@ -148,11 +148,23 @@ def cursor_name(subscription: str, reserved: Callable[[str], bool] = lambda _: F
 
 
 class _Subscription:
-    __slots__ = ("consumer", "delivered", "mirrors", "spec", "start", "subscription", "undelivered")
+    __slots__ = (
+        "consumer",
+        "delivered",
+        "individual_ack",
+        "live_cursor",
+        "mirrors",
+        "spec",
+        "start",
+        "subscription",
+        "undelivered",
+    )
 
     def __init__(self, spec: SubscriptionSpec) -> None:
         self.spec = spec
         self.subscription: Subscription | None = None
+        self.live_cursor: ManagedCursor | None = None  # the subscription's (None before it exists)
+        self.individual_ack = False  # Shared / Key_Shared: deliver-at times apply
         self.consumer: Consumer | None = None
         self.delivered = 0
         self.start: Position | None = None  # mark-delete when the subscription was created
@@ -161,8 +173,14 @@ class _Subscription:
 
     @property
     def cursor(self) -> ManagedCursor:
-        assert self.subscription is not None
-        return self.subscription.cursor
+        assert self.live_cursor is not None
+        return self.live_cursor
+
+    def attach(self, subscription: Subscription, consumer: Consumer) -> None:
+        """The broker's subscription and the replay's consumer on it; its cursor (which never
+        changes) and its ack mode are kept as plain attributes, read on every call."""
+        self.subscription, self.live_cursor, self.consumer = subscription, subscription.cursor, consumer
+        self.individual_ack = subscription.type.is_individual_ack_mode
 
 
 class BrokerModel:
@@ -238,9 +256,10 @@ class BrokerModel:
         once (``ManagedCursor.persist_due_ns`` rounded up to the clock's milliseconds): its
         acknowledgements before it are all throttled. -inf before the cursor exists."""
         sub = self._subs.get(subscription)
-        if sub is None or sub.subscription is None:
+        cursor = None if sub is None else sub.live_cursor
+        if cursor is None:
             return -math.inf
-        due = sub.cursor.persist_due_ns
+        due = cursor.persist_due_ns
         return due if math.isinf(due) else float(-(-int(due) // 1_000_000))
 
     def writes_read_lac(self, subscription: str) -> bool:
@@ -259,7 +278,7 @@ class BrokerModel:
     def batch_ack_set(self, subscription: str, ledger_id: int, entry_id: int) -> int | None:
         """The remaining (un-acknowledged) indexes of a partially acknowledged entry as the
         restart figures count them (``ManagedCursor.counted_batch_ack_set``), or None."""
-        return self._sub(subscription).cursor.counted_batch_ack_set(Position(ledger_id, entry_id))
+        return self._cursor_of(subscription).counted_batch_ack_set(Position(ledger_id, entry_id))
 
     # -- producing --------------------------------------------------------------------------
     @property
@@ -319,8 +338,7 @@ class BrokerModel:
         initial = InitialPosition.LATEST if sub.spec.initial_position == "latest" else InitialPosition.EARLIEST
         name = cursor_name(sub.spec.name, self._topic.is_system_cursor)
         subscription = self._topic.subscribe(name, SubscriptionType.parse(sub.spec.type), initial)
-        sub.subscription = subscription
-        sub.consumer = subscription.add_consumer("replay", permits=0)
+        sub.attach(subscription, subscription.add_consumer("replay", permits=0))
         sub.start = subscription.cursor.mark_delete_position
         ml = self._topic.managed_ledger
         for settings, store in self._mirrors:
@@ -354,7 +372,7 @@ class BrokerModel:
             assert sub.consumer is not None
             sub.consumer.close()  # the type changes only while no consumer is connected
             sub.subscription.change_type(SubscriptionType.parse(sub_type))
-            sub.consumer = sub.subscription.add_consumer("replay", permits=0)
+            sub.attach(sub.subscription, sub.subscription.add_consumer("replay", permits=0))
 
     def reset(self, subscription: str, ledger_id: int, entry_id: int) -> None:
         sub = self._subs[subscription]
@@ -375,8 +393,15 @@ class BrokerModel:
     def _sub(self, name: str) -> _Subscription:
         sub = self._subs[name]
         if sub.subscription is None:
-            raise RuntimeError(f"subscription {name!r}: no topic before the first entry")
+            raise _no_topic_yet(name)
         return sub
+
+    def _cursor_of(self, name: str) -> ManagedCursor:
+        """The subscription's cursor (read on every look at its state; raises like :meth:`_sub`)."""
+        cursor = self._subs[name].live_cursor
+        if cursor is None:
+            raise _no_topic_yet(name)
+        return cursor
 
     # -- acknowledgements -------------------------------------------------------------------
     def _acknowledge(self, subscription: str, request: AckRequest) -> int:
@@ -444,14 +469,14 @@ class BrokerModel:
         return sub.apply_skip(plan).entries_acked
 
     def is_deleted(self, subscription: str, ledger_id: int, entry_id: int) -> bool:
-        return self._sub(subscription).cursor.is_message_deleted(Position(ledger_id, entry_id))
+        return self._cursor_of(subscription).is_message_deleted(Position(ledger_id, entry_id))
 
     def deleted_rows(self, subscription: str, positions: np.ndarray) -> list[bool]:
-        return self._sub(subscription).cursor.deleted_rows(positions)
+        return self._cursor_of(subscription).deleted_rows(positions)
 
     def batch_ack_sets(self, subscription: str, positions: np.ndarray) -> list[int | None]:
         """:meth:`batch_ack_set` of each row of ``positions`` (``counted_batch_ack_sets``)."""
-        return self._sub(subscription).cursor.counted_batch_ack_sets(positions)
+        return self._cursor_of(subscription).counted_batch_ack_sets(positions)
 
     # -- delayed delivery -------------------------------------------------------------------
     def schedule(self, positions: np.ndarray, deliver_at: np.ndarray) -> None:
@@ -465,14 +490,18 @@ class BrokerModel:
         rows = self._tracker.pop_due_rows(before_ms - 1)
         if not len(rows):
             return
+        positions = rows[:, 1:]
         items: list[tuple[int, int]] | None = None
         for sub in self._subs.values():
-            if sub.subscription is None or not sub.subscription.type.is_individual_ack_mode:
+            cursor = sub.live_cursor
+            if cursor is None or not sub.individual_ack:
                 continue  # Exclusive / Failover ignore deliver-at times
-            positions = rows[:, 1:]
+            deleted = cursor.deleted_rows(positions)
+            if not any(deleted):  # the common case: none acknowledged before it was due
+                sub.delivered += len(deleted)
+                continue
             if items is None:
                 items = list(map(tuple, positions.tolist()))
-            deleted = sub.cursor.deleted_rows(positions)
             undelivered = list(compress(items, deleted))
             sub.undelivered.update(undelivered)
             sub.delivered += len(items) - len(undelivered)
@@ -481,7 +510,7 @@ class BrokerModel:
         sub = self._subs[subscription]
         if sub.start is not None and Position(ledger_id, entry_id) <= sub.start:
             return False  # before the subscription began
-        shared = sub.subscription is None or sub.subscription.type.is_individual_ack_mode
+        shared = sub.subscription is None or sub.individual_ack
         return deliver_at_ms < 0 or not shared or (ledger_id, entry_id) not in sub.undelivered
 
     # -- the ledgers the cluster deleted ------------------------------------------------------
@@ -641,6 +670,10 @@ def restart_answers(stats: PersistenceStats) -> RestartAnswers:
         redelivered_after_unload_entries=stats.redelivered_after_unload.entries,
         redelivered_after_unload_entries_max=stats.redelivered_after_unload.entries_max,
     )
+
+
+def _no_topic_yet(subscription: str) -> RuntimeError:
+    return RuntimeError(f"subscription {subscription!r}: no topic before the first entry")
 
 
 def _at(ms: int) -> int | None:

@@ -25,17 +25,20 @@ _FIELDS = (
     "seqid",
     "problem",
 )
+_FIELD_SET = frozenset(_FIELDS)
 
 
 class Rows:
     """A run of events as numpy columns (string columns as integer codes, -1 = null).
 
-    :meth:`take` is lazy: a column of the selection is gathered from the source the first
-    time it is read (a step's produced rows never read the ack columns, its acks never the
-    producer's), then kept. :meth:`assign` replaces columns.
+    Each column is a plain attribute (a slot): reading one that is there costs an attribute
+    read, no lookup. :meth:`take` is lazy: a column of the selection is gathered from the
+    source the first time it is read (``__getattr__``, reached only while the slot is empty: a
+    step's produced rows never read the ack columns, its acks never the producer's), then kept
+    in the slot. :meth:`assign` replaces columns.
     """
 
-    __slots__ = ("_cols", "_index", "_n", "_source")
+    __slots__ = (*_FIELDS, "_index", "_n", "_source")
 
     ts: np.ndarray
     kind: np.ndarray
@@ -52,19 +55,21 @@ class Rows:
     problem: np.ndarray
 
     def __init__(self, **columns: np.ndarray) -> None:
-        self._cols: dict[str, np.ndarray] = {name: columns[name] for name in _FIELDS}
+        for name in _FIELDS:
+            setattr(self, name, columns[name])
         self._source: Rows | None = None
         self._index: Any = None
-        self._n = len(self._cols["ts"])
+        self._n = len(self.ts)
 
     def __len__(self) -> int:
         return self._n
 
-    def _column(self, name: str) -> np.ndarray:
-        column = self._cols.get(name)
-        if column is None:
-            assert self._source is not None
-            column = self._cols[name] = self._source._column(name)[self._index]
+    def __getattr__(self, name: str) -> np.ndarray:
+        """A column not gathered yet (its slot is empty): gathered from the source, kept."""
+        if name not in _FIELD_SET or self._source is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        column: np.ndarray = getattr(self._source, name)[self._index]
+        setattr(self, name, column)
         return column
 
     def take(self, index: Any) -> Rows:
@@ -77,7 +82,6 @@ class Rows:
                 index = np.flatnonzero(index)  # once, not once per column
             n = len(index)
         out = Rows.__new__(Rows)
-        out._cols = {}
         out._source = self
         out._index = index
         out._n = n
@@ -87,27 +91,15 @@ class Rows:
         """Replace columns (arrays of this selection's length); selections taken from this one
         that have not read those columns yet read the new ones."""
         for name, values in columns.items():
-            if name not in _FIELDS:
+            if name not in _FIELD_SET:
                 raise KeyError(f"no column {name!r}")
-            self._cols[name] = values
+            setattr(self, name, values)
 
     @staticmethod
     def concat(parts: Sequence[Rows]) -> Rows:
         if len(parts) == 1:
             return parts[0]
-        return Rows(**{name: np.concatenate([p._column(name) for p in parts]) for name in _FIELDS})
-
-
-def _field(name: str) -> property:
-    def get(self: Rows) -> np.ndarray:
-        return self._column(name)
-
-    return property(get, doc=f"the ``{name}`` column")
-
-
-for _name in _FIELDS:
-    setattr(Rows, _name, _field(_name))
-del _name
+        return Rows(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in _FIELDS})
 
 
 class Codes:

@@ -255,6 +255,7 @@ GROUP_KEYS = ("topic", "partition")
 KIND_OF_LOG = {"produced": KIND_PRODUCED, "cancelled": KIND_CANCELLED, "acked": KIND_ACKED}
 
 _INT32_MAX = (1 << 31) - 1
+_INT64_MAX = (1 << 63) - 1
 _INT_TEXT = r"^ *[+-]?[0-9]{1,19} *$"
 
 
@@ -415,9 +416,19 @@ class Checked(NamedTuple):
     problems: dict[int, str] | None
 
 
-def _ints(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(values with nulls as 0, present mask) of an integer column (:func:`~._columns.int_values`)."""
-    return int_values(batch.column(name))
+def _ints(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(values with nulls as 0, present mask, whether every row is present) of an integer
+    column (:func:`~._columns.int_values`)."""
+    column = batch.column(name)
+    values, has = int_values(column)
+    return values, has, column.null_count == 0
+
+
+def _outside(values: np.ndarray, low: int, high: int) -> bool:
+    """Whether a value lies outside ``[low, high]``: two reductions, no mask. A check whose
+    values all lie inside (a null's slot holds 0, inside every range tested here) flags nothing,
+    so its masks are not built."""
+    return bool(len(values)) and (int(values.min()) < low or int(values.max()) > high)
 
 
 MAX_LEDGER_ID = CURSOR_LEDGER_BASE
@@ -432,7 +443,9 @@ def check_events(
     ``empty_code`` the code of ``""``. A batch without ``topic`` / ``partition`` columns (a
     prepared log's) has the topic-partition's ``topic`` and ``partition`` for every row. Vectorised; a row's problem is the first of: what
     reading found, then the checks below in order. Problems are rare, so flagged rows are
-    walked in Python."""
+    walked in Python, and a check that cannot flag anything (a column without nulls has no
+    missing value; values within range, by :func:`_outside`) builds no mask: skipping a check
+    whose mask is empty changes no row's first problem."""
     n = batch.num_rows
     kind = np.asarray(batch.column("kind").to_numpy(zero_copy_only=False))
     produced = kind == KIND_PRODUCED
@@ -451,12 +464,14 @@ def check_events(
     if topic is None or topic == "":
         flag(np.ones(n, bool), "topic is missing")
     if batch.schema.get_field_index("partition") >= 0:
-        part, has = _ints(batch, "partition")
-        flag(~has, "partition is missing")
-        flag(has & (part < -1), "partition is below -1")
-        flag(has & (part > _INT32_MAX), "partition is out of range")
+        part, has, full = _ints(batch, "partition")
+        if not full:
+            flag(~has, "partition is missing")
+        if _outside(part, -1, _INT32_MAX):
+            flag(has & (part < -1), "partition is below -1")
+            flag(has & (part > _INT32_MAX), "partition is out of range")
     else:  # a prepared topic-partition's rows: the partition is the directory's
-        part = np.full(n, -1 if partition is None else partition, np.int64)
+        part = np.broadcast_to(np.int64(-1 if partition is None else partition), n)  # read only, no copy
         if partition is None:
             flag(np.ones(n, bool), "partition is missing")
         elif partition < -1:
@@ -465,39 +480,64 @@ def check_events(
             flag(np.ones(n, bool), "partition is out of range")
     ids = {}
     for name in ("ledger_id", "entry_id"):
-        values, has = _ints(batch, name)
-        flag(~has, f"{name} is missing")
-        flag(has & (values < 0), f"{name} is negative")
-        if name == "ledger_id":
-            flag(has & (values >= MAX_LEDGER_ID), "ledger_id is 2^62 or more, beyond the replayable range")
-        ids[name] = np.where(has & (values >= 0), values, -1)
-    ts, has = _ints(batch, "ts")
+        values, has, full = _ints(batch, name)
+        if not full:
+            flag(~has, f"{name} is missing")
+        if _outside(values, 0, MAX_LEDGER_ID - 1 if name == "ledger_id" else _INT64_MAX):
+            flag(has & (values < 0), f"{name} is negative")
+            if name == "ledger_id":
+                flag(has & (values >= MAX_LEDGER_ID), "ledger_id is 2^62 or more, beyond the replayable range")
+            ids[name] = np.where(has & (values >= 0), values, -1)
+        else:
+            ids[name] = values if full else np.where(has, values, -1)
+    ts, has, full = _ints(batch, "ts")
+    ts_negative = _outside(ts, 0, _INT64_MAX)
     for mask, ts_name in ((produced, "publish_time_ms"), (~produced, "ts_ms")):
-        flag(mask & ~has, f"{ts_name} is missing")
-        flag(mask & has & (ts < 0), f"{ts_name} is negative")
-    ts = np.where(has & (ts >= 0), ts, -1)
-    b, has = _ints(batch, "batch")
+        if not full:
+            flag(mask & ~has, f"{ts_name} is missing")
+        if ts_negative:
+            flag(mask & has & (ts < 0), f"{ts_name} is negative")
+    if ts_negative or not full:
+        ts = np.where(has & (ts >= 0), ts, -1)
+    b, has, _ = _ints(batch, "batch")
+    out_of_range = _outside(b, 0, _INT32_MAX)  # a null's 0 is inside: only a present value is out
     flag(produced & has & (b < 1), "batch_size must be at least 1")
-    flag(produced & has & (b > _INT32_MAX), "batch_size is out of range")
-    flag(~produced & has & (b < 0), "batch_index is negative")
-    flag(~produced & has & (b > _INT32_MAX), "batch_index is out of range")
-    usable = has & (b <= _INT32_MAX)
-    batch_out = np.where(produced, np.where(usable & (b >= 1), b, 1), np.where(usable & (b >= 0), b, -1))
-    d, has = _ints(batch, "deliver_at_ms")
-    flag(produced & has & (d < 0), "deliver_at_ms is negative")
-    deliver = np.where(produced & has & (d >= 0), d, -1)
-    q, has = _ints(batch, "sequence_id")
-    flag(produced & has & (q < 0), "sequence_id is negative")
+    if out_of_range:
+        flag(produced & has & (b > _INT32_MAX), "batch_size is out of range")
+        flag(~produced & has & (b < 0), "batch_index is negative")
+        flag(~produced & has & (b > _INT32_MAX), "batch_index is out of range")
+    if out_of_range:
+        usable = has & (b <= _INT32_MAX)
+        batch_out = np.where(produced, np.where(usable & (b >= 1), b, 1), np.where(usable & (b >= 0), b, -1))
+    else:  # every present value in [0, 2^31): the same, with one array
+        batch_out = np.where(has, b, -1)
+        batch_out[produced & (batch_out < 1)] = 1
+    d, has, _ = _ints(batch, "deliver_at_ms")
+    if _outside(d, 0, _INT64_MAX):
+        flag(produced & has & (d < 0), "deliver_at_ms is negative")
+        deliver = np.where(produced & has & (d >= 0), d, -1)
+    else:
+        deliver = np.where(produced & has, d, -1)
+    q, has, _ = _ints(batch, "sequence_id")
     acked = kind == KIND_ACKED
-    flag(acked & has & (q < 0), "command is negative")
-    seqid = np.where((produced | acked) & has & (q >= 0), q, -1)
-    flag((kind == KIND_ACKED) & ((name_codes < 0) | (name_codes == empty_code)), "subscription is missing")
-    flag(
-        (kind == KIND_CANCELLED) & (name_codes == empty_code),
-        "subscription is empty (leave it null for every subscription)",
-    )
-    a, has = _ints(batch, "ack_type")
-    ack = np.where(has & (a == 1), 1, 0).astype(np.int8)
+    if _outside(q, 0, _INT64_MAX):
+        flag(produced & has & (q < 0), "sequence_id is negative")
+        flag(acked & has & (q < 0), "command is negative")
+        seqid = np.where((produced | acked) & has & (q >= 0), q, -1)
+    else:
+        seqid = np.where((produced | acked) & has, q, -1)
+    unnamed = name_codes < 0
+    if empty_code >= -1:  # -2: "" has no code, no row can have it
+        unnamed |= name_codes == empty_code
+        flag(acked & unnamed, "subscription is missing")
+        flag(
+            (kind == KIND_CANCELLED) & (name_codes == empty_code),
+            "subscription is empty (leave it null for every subscription)",
+        )
+    else:
+        flag(acked & unnamed, "subscription is missing")
+    a, _, _ = _ints(batch, "ack_type")
+    ack = (a == 1).astype(np.int8)  # a null's slot holds 0
     return Checked(ts, part, ids["ledger_id"], ids["entry_id"], batch_out, deliver, seqid, ack, first or None)
 
 
