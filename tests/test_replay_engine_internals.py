@@ -13,6 +13,7 @@ from test_replay_isolated_cancel import plain_walk, row
 
 from mledger.replay import PartitionReplayer, SubscriptionSpec
 from mledger.replay._columns import Rows, int_values
+from mledger.replay._engine import _BatchRuns
 from mledger.replay._schema import KIND_CANCELLED
 
 
@@ -136,3 +137,69 @@ def test_an_integer_column_with_nulls_reads_as_arrow_fills_it_however_the_batch_
     assert got.dtype == expected.dtype
     assert got.tolist() == expected.tolist()
     assert present.tolist() == column.is_valid().to_pylist()
+
+
+def per_row_entries(
+    rows: list[int], g: list[int], bidx: list[int], size: list[int]
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """A call's batch-index acks grouped row by row (what ``_BatchRuns.entries`` answers from
+    runs): the first row of each entry every index of which is acked, then the first row, the
+    ack set and the batch size of the others, by entry."""
+    acked: dict[int, int] = {}
+    first: dict[int, tuple[int, int]] = {}
+    for r, e, b, n in zip(rows, g, bidx, size, strict=True):
+        acked[e] = acked.get(e, 0) | (1 << b)
+        first.setdefault(e, (r, n))
+    complete, partial, ack_sets, sizes = [], [], [], []
+    for e in sorted(acked):
+        (r, n), bits = first[e], acked[e]
+        if bits == (1 << n) - 1:
+            complete.append(r)
+        else:
+            partial.append(r)
+            ack_sets.append(((1 << n) - 1) & ~bits)
+            sizes.append(n)
+    return complete, partial, ack_sets, sizes
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 69)), min_size=1, max_size=40),
+    st.sampled_from([4, 70]),  # batch sizes within one int64, and beyond
+    st.data(),
+)
+def test_a_calls_batch_index_acks_read_as_runs_equal_them_grouped_row_by_row(
+    acks: list[tuple[int, int]], largest: int, data: st.DataObject
+) -> None:
+    g = [e for e, _ in acks]
+    size = [largest if e % 2 else 3 for e in g]
+    bidx = [b % n for (_, b), n in zip(acks, size, strict=True)]
+    rows = sorted(data.draw(st.sets(st.integers(0, 200), min_size=len(g), max_size=len(g))))
+    runs = _BatchRuns(np.array(rows), np.array(g), np.array(bidx, np.int32), np.array(size, np.int32))
+    bounds = sorted(data.draw(st.sets(st.integers(1, len(g) - 1), max_size=4))) if len(g) > 1 else []
+    for i, j in zip([0, *bounds], [*bounds, len(g)], strict=True):  # the calls of a step, in order
+        assert runs.entries(i, j) == per_row_entries(rows[i:j], g[i:j], bidx[i:j], size[i:j])
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.sampled_from(["a", "b", "c", "d"]))), max_size=30),
+    st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=3),
+)
+def test_names_encoded_once_get_the_codes_of_each_kind_encoded_apart(
+    rows: list[tuple[bool, str | None]], known: list[str]
+) -> None:
+    produced = np.array([p for p, _ in rows], bool)
+    names = pa.array([n for _, n in rows], pa.string())
+    replayer = PartitionReplayer("t", 0)
+    apart = PartitionReplayer("t", 0)
+    for name in known:  # codes given before the batch
+        for r in (replayer, apart):
+            r._subs.code(name)
+            r._producers.code(name[::-1])
+    sub, producer = replayer._encode_apart(names, produced)
+    null = pa.scalar(None, pa.string())
+    mask = pa.array(produced, pa.bool_())
+    assert sub.tolist() == apart._subs.encode(pc.if_else(mask, null, names)).tolist()
+    assert producer.tolist() == apart._producers.encode(pc.if_else(mask, names, null)).tolist()
+    assert (replayer._subs.names, replayer._producers.names) == (apart._subs.names, apart._producers.names)

@@ -122,7 +122,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._broker_model import BrokerModel
-from ._columns import Codes, Rows
+from ._columns import Codes, Rows, int_values
 from ._entries import EntryIndex
 from ._mirror import behaviour
 from ._model import PartitionModel, SubscriptionResult, SubscriptionSpec
@@ -169,18 +169,22 @@ _NULL_TS = np.iinfo(np.int64).min
 
 class _SubAcks:
     """One subscription's acks within a step's acks, applied call by call (``_next_call``):
-    their columns gathered once, so that a call is a slice ``[p, q)`` of them. Built once per
-    subscription and step in O(rows) numpy work, with no Python object per row but for the
-    batch-index acks (listed once, at the first call that has some): what a call reads of it
-    is a few slices and a few prefix counts."""
+    their columns gathered once, so that a call is a slice ``[p, q)`` of them. Built for every
+    subscription of a step at once (:meth:`of_step`: O(rows) numpy work, each plan holding
+    views), with no Python object per row: the batch-index acks are cut into runs of one
+    entry (:class:`_BatchRuns`) and the cumulative ones listed, once, at the first call that
+    has some; what a call reads of it is a few slices and a few prefix counts."""
 
     __slots__ = (
         "ack",
         "at",
         "batch_before",
         "batch_columns",
+        "batch_runs",
+        "batch_rows",
         "batch_words",
         "cumulative_before",
+        "cumulative_columns",
         "bidx",
         "code",
         "commands",
@@ -205,39 +209,42 @@ class _SubAcks:
         self,
         code: int,
         name: str,
-        rows: np.ndarray,
         a: Rows,
         g: np.ndarray,
-        size: np.ndarray,
+        at: np.ndarray,
+        counts: tuple[np.ndarray, np.ndarray, np.ndarray, int, tuple[_BatchRuns | None, int]],
         index: EntryIndex,
         commands: bool,
     ) -> None:
+        """``a``: the subscription's acks (their ``bsize`` as :attr:`size` says), ``g`` and
+        ``at`` theirs, ``counts`` :attr:`batch_before` and :attr:`cumulative_before` (as one
+        array), :attr:`whole_at`, :attr:`batch_rows`, :attr:`batch_words` and
+        :attr:`batch_runs`: views of the step's acks gathered by subscription
+        (:meth:`of_step`)."""
         self.code, self.name, self.pos, self.index = code, name, 0, index
-        self.ts = a.ts[rows]
+        self.ts = a.ts
         """The event times (ascending)."""
         self.last_ts = int(self.ts[-1])
         """The last event time, as an int."""
-        self.ledger, self.entry, self.bidx, self.ack = a.ledger[rows], a.entry[rows], a.bidx[rows], a.ack[rows]
-        self.g = g[rows]
+        self.ledger, self.entry, self.bidx, self.ack = a.ledger, a.entry, a.bidx, a.ack
+        self.g = g
         """The entries' indexes in the :class:`EntryIndex`."""
-        self.at = np.column_stack((self.ledger, self.entry)).astype(np.int64, copy=False)
+        self.at = at
         """The ``(ledger_id, entry_id)`` rows, as the model's acks take them (read only)."""
-        self.at.flags.writeable = False
-        self.size = size[rows]
+        self.size = a.bsize
         """The batch size of each row's entry where the row names a batch index or is
         cumulative, else 1 (a whole-entry individual ack's size is read when needed:
         :meth:`sizes`)."""
-        named = self.bidx >= 0  # cumulative ones too: each leaves a batch state
-        before = np.zeros((2, len(rows) + 1), np.int64)
-        np.cumsum(named & (self.ack == 0), out=before[0, 1:])
-        np.cumsum(self.ack == 1, out=before[1, 1:])
+        self.batch_runs: tuple[_BatchRuns | None, int]
+        before, self.whole_at, self.batch_rows, self.batch_words, self.batch_runs = counts
+        """:attr:`batch_runs`: the step's individual batch-index acks as runs of one entry (None
+        where batch-index deletion is disabled), and the number of them before this
+        subscription's."""
         self.batch_before: np.ndarray = before[0]
         """Individual batch-index acks among the rows before each."""
         self.cumulative_before: np.ndarray = before[1]
         """Cumulative acks among the rows before each."""
-        self.batch_words = int(self.size[named].max()) // 64 + 1 if named.any() else 0
-        """The BitSet words of the largest batch a batch-index ack names."""
-        self.seqid = a.seqid[rows]
+        self.seqid = a.seqid
         starts = _command_starts(self.ts, self.seqid) if commands else None
         self.commands: list[int] | None = None if starts is None else starts.tolist()
         """Where each acknowledgement request starts, then the end (None: one row each)."""
@@ -250,42 +257,105 @@ class _SubAcks:
         cut the rows: no other row can show a delivery a wrong state."""
         self.cut_g: list[int] = []
         """:attr:`g` of :attr:`cut_rows`."""
-        self.whole_at: np.ndarray | None = None
-        """:attr:`at` of the whole-entry individual acks (built at the first call that mixes
-        them with other acks)."""
-        self.batch_columns: tuple[np.ndarray, list[int], list[int], list[int], list[int]] | None = None
-        """The individual batch-index acks' rows, as an array, then as lists with their
-        entries, batch indexes and batch sizes (built at the first call that has some)."""
+        self.batch_columns: tuple[np.ndarray, list[int], list[int]] | None = None
+        """The individual batch-index acks' rows, as an array, then their batch indexes and
+        batch sizes as lists (built at the first call that has some)."""
+        self.cumulative_columns: tuple[list[int], ...] | None = None
+        """:meth:`cumulative_acks`' lists (built at the first call that has some)."""
 
-    def batch_acks(self, p: int, q: int) -> tuple[np.ndarray, list[int], list[int], list[int], list[int]]:
+    def batch_acks(self, p: int, q: int) -> tuple[np.ndarray, list[int], list[int]]:
         """:attr:`batch_columns` of the individual batch-index acks among rows ``p..q``:
         slices (the ``batch_before[p]``-th to the ``batch_before[q]``-th), no gather. The
         columns are built once, for every call of the step to slice (each such row is in one
         call only)."""
         columns = self.batch_columns
         if columns is None:
-            rows = np.flatnonzero((self.bidx >= 0) & (self.ack == 0))
-            columns = self.batch_columns = (
-                rows,
-                rows.tolist(),
-                self.g[rows].tolist(),
-                self.bidx[rows].tolist(),
-                self.size[rows].tolist(),
-            )
+            rows = self.batch_rows
+            columns = self.batch_columns = (rows, self.bidx[rows].tolist(), self.size[rows].tolist())
         i, j = self.batch_before.item(p), self.batch_before.item(q)
-        rows, row_list, g, bidx, size = columns
-        return rows[i:j], row_list[i:j], g[i:j], bidx[i:j], size[i:j]
+        rows, bidx, size = columns
+        return rows[i:j], bidx[i:j], size[i:j]
+
+    def cumulative_acks(self, p: int, q: int) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+        """The entries, batch sizes, batch indexes, ledger ids and entry ids of the cumulative
+        acks among rows ``p..q``: slices of lists built once, at the first call that has some."""
+        columns = self.cumulative_columns
+        if columns is None:
+            rows = np.flatnonzero(self.ack == 1)
+            columns = self.cumulative_columns = tuple(
+                column[rows].tolist() for column in (self.g, self.size, self.bidx, self.ledger, self.entry)
+            )
+        i, j = self.cumulative_before.item(p), self.cumulative_before.item(q)
+        g, size, bidx, ledger, entry = columns
+        return g[i:j], size[i:j], bidx[i:j], ledger[i:j], entry[i:j]
+
+    def batch_entries(self, p: int, q: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The entries the individual batch-index acks among rows ``p..q`` name, by entry:
+        the first row of each entry whose every index they acknowledge, then the first row,
+        the ack set (the indexes none of them acknowledges) and the batch size of each other
+        entry. The step's batch-index acks are cut once into runs of one entry
+        (:class:`_BatchRuns`) that a call reads whole (O(runs of the call)), but the two a
+        call's bounds may split."""
+        runs, base = self.batch_runs
+        assert runs is not None  # (built where batch-index deletion is enabled)
+        return runs.entries(base + self.batch_before.item(p), base + self.batch_before.item(q))
 
     def whole_acks(self, p: int, q: int) -> np.ndarray:
         """:attr:`whole_at` of the whole-entry individual acks among rows ``p..q``: a slice (a
         row is a cumulative, a batch-index or a whole-entry individual ack, so the last are
-        counted by the first two's prefix counts), built once for every call to slice."""
-        whole_at = self.whole_at
-        if whole_at is None:
-            whole_at = self.whole_at = np.compress((self.bidx < 0) & (self.ack == 0), self.at, axis=0)
-            whole_at.flags.writeable = False
+        counted by the first two's prefix counts)."""
         batch, cumulative = self.batch_before, self.cumulative_before
-        return whole_at[p - batch.item(p) - cumulative.item(p) : q - batch.item(q) - cumulative.item(q)]
+        return self.whole_at[p - batch.item(p) - cumulative.item(p) : q - batch.item(q) - cumulative.item(q)]
+
+    @staticmethod
+    def of_step(
+        a: Rows, g: np.ndarray, names: list[str], index: EntryIndex, runs: bool
+    ) -> tuple[list[_SubAcks], np.ndarray | None]:
+        """Each subscription's acks among a step's acks ``a`` (``g``: their entries), in the
+        order of the subscriptions' codes, and the rows of ``a`` they hold one after another
+        (None: ``a`` as it is). The columns every plan reads are gathered and counted once for
+        the step (a pass per subscription, then O(rows) numpy work); each plan holds views.
+        ``runs``: the batch-index acks are read as runs of one entry (batch-index deletion
+        enabled), cut once for every subscription."""
+        counts = np.bincount(a.sub + 1)  # (-1: none, never an ack's)
+        codes = (np.flatnonzero(counts) - 1).tolist()
+        bounds = np.cumsum([0, *counts[counts > 0].tolist()]).tolist()
+        order = None
+        if len(codes) > 1:
+            order = np.concatenate([np.flatnonzero(a.sub == code) for code in codes])
+            a, g = a.take(order), g[order]
+        commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
+        at = np.column_stack((a.ledger, a.entry)).astype(np.int64, copy=False)
+        at.flags.writeable = False
+        named = a.bidx >= 0  # cumulative ones too: each leaves a batch state
+        cumulative = a.ack == 1
+        batch = named & ~cumulative
+        before = np.zeros((2, len(a) + 1), np.int64)
+        np.cumsum(batch, out=before[0, 1:])
+        np.cumsum(cumulative, out=before[1, 1:])
+        whole_at = np.compress(~(named | cumulative), at, axis=0)
+        whole_at.flags.writeable = False
+        batch_rows = np.flatnonzero(batch)
+        largest = np.maximum.reduceat(np.where(named, a.bsize, 0), bounds[:-1]).tolist()
+        at_bounds = before[:, bounds].T.tolist()
+        step_runs = None
+        if runs and batch_rows.size:
+            local = batch_rows - np.repeat(bounds[:-1], np.diff(before[0, bounds]))  # each one's row in its plan
+            step_runs = _BatchRuns(local, g[batch_rows], a.bidx[batch_rows], a.bsize[batch_rows])
+        plans = []
+        for k, code in enumerate(codes):
+            s, e = bounds[k], bounds[k + 1]
+            (b0, c0), (b1, c1) = at_bounds[k], at_bounds[k + 1]
+            plan_counts = (
+                before[:, s : e + 1] - np.array([[b0], [c0]]),
+                whole_at[s - b0 - c0 : e - b1 - c1],
+                batch_rows[b0:b1] - s,
+                largest[k] // 64 + 1 if largest[k] else 0,
+                (step_runs, b0),
+            )
+            span = slice(s, e)
+            plans.append(_SubAcks(code, names[code], a.take(span), g[span], at[span], plan_counts, index, commands))
+        return plans, order
 
     def sizes(self, p: int, q: int) -> np.ndarray:
         """The batch size of the entry of each row ``p..q``, whole-entry individual acks too."""
@@ -303,6 +373,81 @@ class _SubAcks:
             return q
         end = self.commands[bisect.bisect_right(self.commands, q) - 1]
         return end if end > p else self.end_of(p)
+
+
+class _BatchRuns:
+    """A step's individual batch-index acks, cut into runs of consecutive acks of one entry,
+    each with its first row (in its subscription's plan) and its acked indexes (O(rows) numpy
+    work, once for every subscription), for the calls that read them
+    (:meth:`_SubAcks.batch_entries`): a call's acks are whole runs but for the first and the
+    last, which the call's bounds may split (a run may also span two subscriptions' acks:
+    each call reads only its own part). An entry's acks may form several runs of a call
+    (acks of other entries between them): the call merges them."""
+
+    __slots__ = ("bidx", "bits", "end", "g", "row", "rows", "size", "start")
+
+    def __init__(self, rows: np.ndarray, g: np.ndarray, bidx: np.ndarray, size: np.ndarray) -> None:
+        """``rows``, ``g``, ``bidx``, ``size``: each ack's row (in its plan), entry, batch
+        index and batch size."""
+        start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+        self.rows, self.bidx = rows, bidx
+        self.start: list[int] = start.tolist()
+        """The first batch-index ack of each run (numbered among those acks), ascending."""
+        self.end: list[int] = [*self.start[1:], rows.size]
+        """Where each run ends."""
+        self.g: list[int] = g[start].tolist()
+        """The entry of each run."""
+        self.row: list[int] = rows[start].tolist()
+        """The first row of each run."""
+        self.size: list[int] = size[start].tolist()
+        """The batch size of each run's entry."""
+        if size.size and int(size.max()) < 63:
+            self.bits: list[int] = np.bitwise_or.reduceat(np.left_shift(1, bidx.astype(np.int64)), start).tolist()
+        else:  # a BitSet beyond one int64: Python ints
+            self.bits = [_index_bits(bidx[a:b].tolist()) for a, b in zip(self.start, self.end, strict=True)]
+        """The indexes each run acknowledges, as a bit set."""
+
+    def entries(self, i: int, j: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """:meth:`_SubAcks.batch_entries` of the batch-index acks ``[i, j)``: the first row
+        of each entry they complete, then the first row, the ack set and the batch size of
+        each entry they leave partial, by entry. O(runs of the call + rows of its two ends)."""
+        start = self.start
+        lo, hi = bisect.bisect_right(start, i) - 1, bisect.bisect_left(start, j)
+        row, bits = self.row[lo:hi], self.bits[lo:hi]
+        if start[lo] < i:  # the call's bounds split the first run or the last: their rows in it
+            row[0], bits[0] = self.rows.item(i), _index_bits(self.bidx[i : min(self.end[lo], j)].tolist())
+        if self.end[hi - 1] > j:
+            bits[-1] = _index_bits(self.bidx[max(start[hi - 1], i) : j].tolist())
+        acked: dict[int, int] = {}
+        first: dict[int, tuple[int, int]] = {}
+        for e, r, n, b in zip(self.g[lo:hi], row, self.size[lo:hi], bits, strict=True):
+            seen = acked.get(e)
+            if seen is None:
+                acked[e], first[e] = b, (r, n)
+            else:
+                acked[e] = seen | b
+        complete: list[int] = []
+        partial: list[int] = []
+        ack_sets: list[int] = []
+        sizes: list[int] = []
+        for e in sorted(acked):
+            (r, n), b = first[e], acked[e]
+            full = (1 << n) - 1
+            if b == full:
+                complete.append(r)
+            else:
+                partial.append(r)
+                ack_sets.append(full & ~b)
+                sizes.append(n)
+        return complete, partial, ack_sets, sizes
+
+
+def _index_bits(indexes: list[int]) -> int:
+    """The batch indexes ``indexes`` as a bit set."""
+    bits = 0
+    for b in indexes:
+        bits |= 1 << b
+    return bits
 
 
 # -- the replayer ---------------------------------------------------------------------------------
@@ -504,10 +649,7 @@ class PartitionReplayer:
         elif not produced.any():
             sub, producer = self._subs.encode(names), none
         else:
-            mask = pa.array(produced)
-            null = pa.scalar(None, pa.string())
-            sub = self._subs.encode(pc.if_else(mask, null, names))
-            producer = self._producers.encode(pc.if_else(mask, names, null))
+            sub, producer = self._encode_apart(names, produced)
         checked = check_events(batch, self.topic, sub, self._subs.ids.get("", -2), self._given_partition)
         problem = none
         if checked.problems is not None:
@@ -531,6 +673,29 @@ class PartitionReplayer:
             seqid=checked.seqid,
             problem=problem,
         )
+
+    def _encode_apart(self, names: pa.Array, produced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``names`` as subscription codes where not ``produced`` and as producer codes where
+        ``produced`` (-1 elsewhere and for a null), each kind's new names coded in the order
+        they first appear among its rows, as :meth:`Codes.encode` of each kind's rows apart
+        would code them: from one dictionary encoding of the batch's names. O(rows)."""
+        n = len(names)
+        encoded = pc.dictionary_encode(names)
+        index, present = int_values(encoded.indices)
+        values = encoded.dictionary.to_pylist()
+        coded = []
+        for rows, codes in ((~produced & present, self._subs), (produced & present, self._producers)):
+            at = np.flatnonzero(rows)
+            first = np.full(len(values), n, np.int64)  # each name's first row among them
+            np.minimum.at(first, index[at], at)
+            named = np.flatnonzero(first < n)
+            lookup = np.full(len(values), -1, np.int32)
+            for v in named[np.argsort(first[named])].tolist():
+                lookup[v] = codes.code(values[v])
+            out = np.full(n, -1, np.int32)
+            out[at] = lookup[index[at]]
+            coded.append(out)
+        return coded[0], coded[1]
 
     def _check_order(self, ts: np.ndarray, kind: np.ndarray, seq: np.ndarray) -> None:
         kind = kind.astype(np.int64)
@@ -1208,12 +1373,10 @@ class PartitionReplayer:
                 later = hit_ts > t_star
                 hit_ts, hit_t = hit_ts[later], hit_t[later]
         model.dispatch(cuts[0] if cuts else t_limit)
-        dispatched: list[set[int]] = [set() for _ in cuts]  # per cut, the entries dispatched after it
-        if cuts:
-            after = np.searchsorted(np.array(cuts, np.int64), times, side="right") - 1
-            for entry, i in zip(due_g.tolist(), after.tolist(), strict=True):
-                if i >= 0:
-                    dispatched[i].add(entry)
+        # per cut, the entries dispatched after it: those due from it to the next (``due``
+        # lists them earliest first; the cuts ascend)
+        edges = [*np.searchsorted(times, cuts, side="left").tolist(), len(times)] if cuts else []
+        dispatched = [set(due_g[i:j].tolist()) for i, j in zip(edges, edges[1:], strict=False)]
         self._apply_acks(a, g, shared, cuts, dispatched, t_limit)
 
     def _apply_acks(
@@ -1240,28 +1403,28 @@ class PartitionReplayer:
             return
         model = self._model
         assert model is not None
-        names = self._subs.names
-        commands = bool((a.seqid >= 0).any())  # acked rows: the request they belong to
-        size = a.bsize  # where a call needs it (see _SubAcks.size), read by _acks
         # the rows naming an entry some delivery dispatches: only those can end a call at a cut
         delivered = np.isin(g, np.fromiter(set().union(*dispatched), np.int64), kind="table") if cuts else None
-        plans = []
-        for code in np.unique(a.sub).tolist():
-            rows = np.flatnonzero(a.sub == code)
-            plan = _SubAcks(code, names[code], rows, a, g, size, self._index, commands)
-            if delivered is not None and shared[rows[0]]:
-                hit = np.flatnonzero(delivered[rows])
+        runs = self.settings.ledger.deletion_at_batch_index_level_enabled
+        plans, order = _SubAcks.of_step(a, g, self._subs.names, self._index, runs)
+        if delivered is not None and order is not None:
+            delivered = delivered[order]
+        start = 0
+        for plan in plans:
+            code, span = plan.code, slice(start, start + len(plan.ts))
+            start = span.stop
+            if delivered is not None and code >= 0 and self._shared[code]:
+                hit = np.flatnonzero(delivered[span])
                 hit_g = plan.g[hit].tolist()
                 mine = set(hit_g)
                 touched = [
                     (t, entries) for t, entries in zip(cuts, dispatched, strict=True) if not mine.isdisjoint(entries)
                 ]
                 if touched:
-                    at = np.array([t for t, _ in touched], np.int64)
-                    plan.cut_at = np.searchsorted(plan.ts, at, side="right").tolist()
+                    times = np.array([t for t, _ in touched], np.int64)
+                    plan.cut_at = np.searchsorted(plan.ts, times, side="right").tolist()
                     plan.cut_entries = [entries for _, entries in touched]
                     plan.cut_rows, plan.cut_g = hit.tolist(), hit_g
-            plans.append(plan)
         # (event time, plan, first row, end); from len(plans) on, the deliveries at a cut instead
         heap: list[tuple[int, int, int, int]] = []
         for k, plan in enumerate(plans):
@@ -1309,7 +1472,7 @@ class PartitionReplayer:
         elif due <= ts.item(p):
             k = p  # -inf: no cursor yet
         else:
-            k = p + int(ts[p:].searchsorted(int(due)))
+            k = int(ts.searchsorted(int(due)))  # past p: ts[p] < due
         q = plan.end_of(p)  # one request alone: it persists, or not, as in the broker
         at = p
         if k > q:
@@ -1560,7 +1723,7 @@ class PartitionReplayer:
             lid, eid = plan.ledger.item(p + j), plan.entry.item(p + j)
             if model.is_deleted(name, lid, eid):
                 continue
-            same = bidx[np.flatnonzero(gs[:j] == gs.item(j))]  # the earlier rows of its entry
+            same = bidx[:j][gs[:j] == gs.item(j)]  # the earlier rows of its entry
             if same.size and (same < 0).any():
                 continue  # acked whole earlier in the call
             b = bidx.item(j)
@@ -1598,15 +1761,7 @@ class PartitionReplayer:
             return model.ack(name, plan.at[p:q])  # whole-entry individual acks only: no mask to build
         done = 0
         if n_cumulative:
-            cumulative = np.flatnonzero(plan.ack[p:q] == 1)
-            cg, size, cb = plan.g[p:q][cumulative], plan.size[p:q][cumulative], plan.bidx[p:q][cumulative]
-            effective = np.where((cb < 0) | (cb >= size - 1), size, cb)
-            j = int(np.lexsort((effective, cg))[-1])
-            whole = bool(effective[j] == size[j])
-            i = p + int(cumulative[j])
-            done += model.ack_cumulative(
-                name, int(plan.ledger[i]), int(plan.entry[i]), -1 if whole else int(cb[j]), int(size[j])
-            )
+            done += self._highest_cumulative(plan, p, q)
             if n_cumulative == q - p:
                 return done
         positions = [plan.whole_acks(p, q)]
@@ -1615,6 +1770,21 @@ class PartitionReplayer:
         if sum(len(rows) for rows in positions):
             done += model.ack(name, positions[0] if len(positions) == 1 else np.concatenate(positions))
         return done
+
+    def _highest_cumulative(self, plan: _SubAcks, p: int, q: int) -> int:
+        """The highest of one subscription's cumulative acks among rows ``p..q``, applied:
+        the others acknowledge nothing it does not. Keys as in :meth:`_cumulative_stamp`
+        (an index below the batch's last acknowledges the indexes up to it, else the entry
+        whole); acks of the same key are the same ack. O(cumulative acks of the call), over
+        Python ints."""
+        model = self._model
+        assert model is not None
+        g, size, bidx, ledger, entry = plan.cumulative_acks(p, q)
+        _, covered, n, b, lid, eid = max(
+            (e, n if b < 0 or b >= n - 1 else b, n, b, lid, eid)
+            for e, n, b, lid, eid in zip(g, size, bidx, ledger, entry, strict=True)
+        )
+        return model.ack_cumulative(plan.name, lid, eid, -1 if covered == n else b, n)
 
     def _batch_index_acks(self, plan: _SubAcks, p: int, q: int, positions: list[np.ndarray]) -> int:
         """Batch-index acks of one subscription (among its rows ``p..q``) in one call: an entry whose every index is acked
@@ -1631,8 +1801,8 @@ class PartitionReplayer:
         assert model is not None
         name = plan.name
         done = 0
-        rows, row_list, g_list, bidx_list, size_list = plan.batch_acks(p, q)
         if not self.settings.ledger.deletion_at_batch_index_level_enabled:
+            rows, bidx_list, size_list = plan.batch_acks(p, q)
             sizes = plan.size[rows]
             whole = np.concatenate(positions)
             positions.clear()
@@ -1641,38 +1811,16 @@ class PartitionReplayer:
                 return model.ack_batch_messages(name, at, plan.bidx[rows], sizes, whole)
             one_each = [((1 << size) - 1) & ~(1 << b) for size, b in zip(size_list, bidx_list, strict=True)]
             return model.ack_batch_sets(name, at, one_each, sizes, whole)
-        # one pass over the call's rows as Python ints (cheaper than a lexsort and reductions at
-        # the tens to hundreds of rows a call holds): each entry's acked index bits, its first
-        # row and its batch size, by entry
-        acked_bits: dict[int, int] = {}
-        first_row: dict[int, tuple[int, int]] = {}
-        for row, g, b, size in zip(row_list, g_list, bidx_list, size_list, strict=True):
-            bits = acked_bits.get(g)
-            if bits is None:
-                acked_bits[g], first_row[g] = 1 << b, (row, size)
-            else:
-                acked_bits[g] = bits | (1 << b)
-        complete: list[int] = []
-        partial: list[int] = []
-        ack_sets: list[int] = []
-        partial_sizes: list[int] = []
-        for g in sorted(acked_bits):
-            (row, size), bits = first_row[g], acked_bits[g]
-            if bits.bit_count() == size:
-                complete.append(row)
-            else:
-                partial.append(row)
-                ack_sets.append(((1 << size) - 1) & ~bits)
-                partial_sizes.append(size)
+        complete, partial, ack_sets, partial_sizes = plan.batch_entries(p, q)
         if complete:
-            positions.append(plan.at[complete])
+            positions.append(plan.at.take(complete, axis=0))
         if partial:
             # one request with the whole entries: the cursor changes once, as the acks one by one
             # leave it (two calls would show the batch states before the whole entries)
             whole = np.concatenate(positions)
             positions.clear()
             sizes = np.array(partial_sizes, dtype=np.int64)
-            done += model.ack_batch_sets(name, plan.at[partial], ack_sets, sizes, whole)
+            done += model.ack_batch_sets(name, plan.at.take(partial, axis=0), ack_sets, sizes, whole)
         return done
 
     # -- isolated cancels (barriers) -----------------------------------------------------------------------
