@@ -650,3 +650,19 @@ def test_the_first_runs_of_a_ledger_not_exported_are_its_first_runs(entries, cou
     acked.add_many(7, entries)
     starts, ends = acked.ledger_first_runs(7, count)
     assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == runs(entries)[:count]
+
+
+def test_a_prefix_token_holds_until_a_ledger_up_to_it_changes() -> None:
+    """``prefix_token(L)`` stays valid while no ledger up to ``L`` changes, whatever happens
+    after ``L``; an add, a removal or a new ledger up to ``L`` ends it."""
+    s = make([(1, 1), (1, 3), (3, 0), (5, 2)])
+    token = s.prefix_token(3)
+    s.add(5, 7)
+    s.add_many(6, list(range(40)))
+    assert s.prefix_unchanged(token)
+    for change in (lambda: s.add(3, 9), lambda: s.remove(1, 3), lambda: s.add(2, 0), lambda: s.remove_at_most(1, 5)):
+        token = s.prefix_token(3)
+        change()
+        assert not s.prefix_unchanged(token)
+        s._check()
+    assert not s.prefix_unchanged(())

@@ -376,3 +376,27 @@ def test_throttled_whole_entry_acks_are_told_by_counts() -> None:
     assert (f.redelivered_after_crash.messages, f.redelivered_after_crash.entries) == redelivered(
         log.acked(), log.crash_recovery()
     )
+
+
+def test_the_close_tracker_reuses_its_cut_while_the_ledgers_up_to_it_are_unchanged() -> None:
+    """A tracker given the last build's boundary takes it over while the ledgers up to it hold
+    the same entries (acks after them: Boundary reused, the tracker equal to a fresh one), and
+    finds it again after a change among them."""
+    from mledger.core import AckRangeSet, EntryMessages
+    from mledger.managed_ledger._close_tracker import CloseTracker
+
+    acked = AckRangeSet()
+    for entry in range(0, 20, 2):
+        acked.add(1, entry)  # ten ranges in ledger 1
+    acked.add_many(2, [0, 2, 4])
+    weights = EntryMessages()
+    first = CloseTracker(acked, weights, 4, None, None)
+    assert first.found is not None and first.found.end == (1, 6)
+    acked.add(2, 9)  # after the cut's ledger
+    again = CloseTracker(acked, weights, 4, None, None, boundary=first.found)
+    assert again.found is first.found
+    again._check()
+    acked.add(1, 3)  # joins two kept ranges: the cut moves
+    moved = CloseTracker(acked, weights, 4, None, None, boundary=again.found)
+    assert moved.found is not first.found and moved.found is not None and moved.found.end == (1, 8)
+    moved._check()

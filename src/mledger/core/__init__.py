@@ -104,6 +104,7 @@ from ._pulsar_versions import (
 from ._ranges import (
     MAX_ENTRY_ID as MAX_ENTRY_ID,
     AckRangeSet as AckRangeSet,
+    LedgersToken as LedgersToken,
     RangeRuns as RangeRuns,
     ack_set_to_words as ack_set_to_words,
     words_to_ack_set as words_to_ack_set,
@@ -135,6 +136,7 @@ __all__ = [
     "EntryMessages",
     "LongArrayCutoff",
     "PulsarVersion",
+    "LedgersToken",
     "RangeRuns",
     "SmoothBurstyLimiter",
     "rules_for",

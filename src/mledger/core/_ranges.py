@@ -67,6 +67,8 @@ WORDS_PER_STEP = 2048
 """BitSet words :meth:`AckRangeSet.add_words` expands at a time (131,072 entries, ~1 MiB)."""
 
 OpenClosedRange = tuple[Position, Position]
+LedgersToken = tuple[tuple[int, FrozenBitMap], ...]
+"""What :meth:`AckRangeSet.prefix_token` returns: opaque to callers, compared by identity."""
 
 
 class AckRangeSet:
@@ -665,40 +667,70 @@ class AckRangeSet:
         """The first ``max_ranges`` ranges as :class:`RangeRuns` (what :meth:`to_range_arrays`
         returns, before any run is derived). ``None`` or a negative limit means no limit.
         O(ledgers) plus, per ledger changed since the last export, a bitmap copy and its run
-        count (O(containers)); the ledger the limit cuts: O(its runs up to the cut)."""
+        count (O(containers)); the ledger the limit cuts: O(its runs up to the cut); the ledgers
+        after it: nothing."""
         frozen = self._frozen
         if max_ranges is None or max_ranges < 0 or self.size() <= max_ranges:
-            if len(frozen) != len(self._bitmaps):
+            bitmaps = self._bitmaps
+            every = tuple(bitmaps)  # the keys in C (a SortedDict's items() view iterates in Python)
+            if len(frozen) != len(every):
                 self.size()  # every run count cached: a frozen copy is kept with it
-                for ledger_id, bm in self._bitmaps.items():
+                for ledger_id in every:
                     if ledger_id not in frozen:
-                        frozen[ledger_id] = FrozenBitMap(bm)
-            every = tuple(self._bitmaps)
-            return RangeRuns(every, tuple(map(frozen.__getitem__, every)), self.size(), 0, self._cardinality)
+                        frozen[ledger_id] = _frozen_copy(bitmaps[ledger_id])
+            return RangeRuns(every, tuple(map(frozen.__getitem__, every)), self._run_total, 0, self._cardinality)
         ledger_ids: list[int] = []
         parts: list[FrozenBitMap | tuple[np.ndarray, np.ndarray]] = []
-        kept = entries = dropped = 0
-        for ledger_id, bm in self._bitmaps.items():
-            runs = self._ledger_run_count(ledger_id, bm)
+        kept = entries = 0
+        bitmaps, run_counts = self._bitmaps, self._runs  # every run count cached by size() above
+        for ledger_id in bitmaps:
+            if kept >= max_ranges:
+                break  # this ledger and every later one dropped
+            bm = bitmaps[ledger_id]
+            runs = run_counts[ledger_id]
+            ledger_ids.append(ledger_id)
             if kept + runs <= max_ranges:
                 part = frozen.get(ledger_id)
                 if part is None:
-                    part = frozen[ledger_id] = FrozenBitMap(bm)  # dropped with the run count
+                    part = frozen[ledger_id] = _frozen_copy(bm)  # dropped with the run count
                 parts.append(part)
                 kept += runs
                 entries += len(bm)
-            elif kept >= max_ranges:
-                dropped += runs
-                continue
             else:
                 take = max_ranges - kept
                 starts, ends = self.ledger_first_runs(ledger_id, take)
                 parts.append((starts, ends))
-                dropped += runs - take
                 kept += take
                 entries += int((ends - starts).sum()) + take
-            ledger_ids.append(ledger_id)
-        return RangeRuns(tuple(ledger_ids), tuple(parts), kept, dropped, entries)
+        return RangeRuns(tuple(ledger_ids), tuple(parts), kept, self._run_total - kept, entries)
+
+    def prefix_token(self, ledger_id: int) -> LedgersToken:
+        """A token for the acknowledged entries of every ledger up to ``ledger_id``:
+        :meth:`prefix_unchanged` tells whether they are still exactly those (the set's frozen
+        copies of those ledgers, kept until their ledger changes, and the ledgers' ids).
+        O(those ledgers), plus a copy of each changed since the last token or export."""
+        bitmaps, frozen = self._bitmaps, self._frozen
+        token = []
+        for lid in bitmaps.irange(maximum=ledger_id):
+            part = frozen.get(lid)
+            if part is None:
+                bm = bitmaps[lid]
+                self._ledger_run_count(lid, bm)  # a frozen copy is kept with its run count
+                part = frozen[lid] = _frozen_copy(bm)
+            token.append((lid, part))
+        return tuple(token)
+
+    def prefix_unchanged(self, token: LedgersToken) -> bool:
+        """Whether the ledgers :meth:`prefix_token` gave ``token`` for hold the same acknowledged
+        entries, and no ledger was added among them (a copy stays only while its ledger is
+        unchanged, and only for a ledger in the set). O(those ledgers)."""
+        if not token:
+            return False
+        frozen = self._frozen
+        for lid, part in token:
+            if frozen.get(lid) is not part:
+                return False
+        return self._bitmaps.bisect_right(token[-1][0]) == len(token)
 
     def to_long_arrays(
         self, max_entries: int | None = None, cutoff: LongArrayCutoff = LongArrayCutoff.ADD_AND_GET
@@ -1026,6 +1058,14 @@ class RangeRuns:
 
 def _bad_entry(ledger_id: int, entry_id: int) -> None:
     raise InvalidPositionError(f"invalid position {ledger_id}:{entry_id}: entry ids must lie in [0, {MAX_ENTRY_ID}]")
+
+
+def _frozen_copy(bm: BitMap) -> FrozenBitMap:
+    """An immutable copy of ``bm``, container for container: pyroaring's default
+    (``optimize=True``) also run-optimizes the copy, which costs several times the copy itself
+    (a persist copies every ledger changed since the last one, and reads the copy once if at
+    all). O(containers) memory copies."""
+    return FrozenBitMap(bm, optimize=False)
 
 
 def _run_count(bm: BitMap | FrozenBitMap) -> int:

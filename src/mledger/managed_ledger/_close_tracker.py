@@ -19,22 +19,46 @@ with a few bitmap queries:
 * the long-array cut-off (``toRanges``), for a close to the cursor ledger in that format: the
   ledgers kept, recounted from the per-ledger counts (O(ledgers)).
 
-The store builds a tracker from scratch at each observation (O(ledgers + the runs of the
-boundary's ledger up to it)); :meth:`CloseTracker.entry_acked` returns False when it cannot
-follow an ack (a range count crossing the cap, which moves the boundary in from nowhere): the
-store then observes from a snapshot. Not thread-safe (the cursor's lock).
+The store builds a tracker at each observation, from scratch (O(ledgers + the runs of the
+boundary's ledger up to it)) or, when the ledgers up to the last build's boundary hold what they
+held then (the range set's :meth:`~mledger.core.AckRangeSet.prefix_token`, proved in
+O(those ledgers)), from that build's :class:`Boundary`: the first ``cap`` ranges are then the
+same ranges (no range crosses a ledger), so is the end of the last, and so are the entries and
+messages they hold while the ledger's message counts keep their generation. Past a small cap
+most acknowledgements land after the boundary's ledger. :meth:`CloseTracker.entry_acked`
+returns False when it cannot follow an ack (a range count crossing the cap, which moves the
+boundary in from nowhere): the store then observes from a snapshot. Not thread-safe (the
+cursor's lock).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from ..core import AckRangeSet, EntryMessages, LongArrayCutoff
+from ..core import AckRangeSet, EntryMessages, LedgersToken, LongArrayCutoff
 
-__all__ = ["CloseTracker"]
+__all__ = ["Boundary", "CloseTracker"]
 
 _BYTES_PER_RANGE = 48
 """At most the bytes of one kept range in a record (two positions of two varints, tags, lengths)."""
+
+
+class Boundary(NamedTuple):
+    """Where the range cap cut a range set at a tracker's build, and what proves it still does
+    (module docstring)."""
+
+    cap: int
+    weights: EntryMessages
+    generation: int
+    """``weights.generation`` then: the kept messages hold while it stays."""
+    token: LedgersToken
+    """The set's :meth:`~mledger.core.AckRangeSet.prefix_token` of the ledgers up to ``end``'s."""
+    end: tuple[int, int]
+    """The last entry of the last kept range."""
+    kept_entries: int
+    kept_extra: int
 
 
 class CloseTracker:
@@ -47,6 +71,7 @@ class CloseTracker:
     ``rooms``: the bytes the acks may take in a record to the metadata store and to the cursor
     ledger (past them the record may not fit its store: :meth:`entry_acked` gives up);
     ``extra``: the range set's extra messages by ``weights`` when the caller has counted them.
+    ``boundary``: the last build's :attr:`found`, reused when it still holds.
     :attr:`lost_messages` and :attr:`lost_entries` are what the close record loses now.
     """
 
@@ -67,6 +92,7 @@ class CloseTracker:
         "_rooms",
         "card",
         "extra",
+        "found",
         "lost_entries",
         "lost_messages",
         "ranges",
@@ -81,6 +107,7 @@ class CloseTracker:
         ledger_branch_above: int | None,
         rooms: tuple[int, int] = (1 << 62, 1 << 62),
         extra: int | None = None,
+        boundary: Boundary | None = None,
     ) -> None:
         self._acked = acked
         self._rooms = rooms
@@ -98,7 +125,9 @@ class CloseTracker:
         self._kept_entries = self._kept_extra = 0
         self._la_entries = self._la_extra = self._la_bytes = 0
         self._la_cut: int | None = None
-        self._find_boundary()
+        self.found: Boundary | None = None
+        """Where this build found the cap's cut, for the next build (None: no cut)."""
+        self._find_boundary(boundary)
         self._count_long_arrays()
         self.lost_messages, self.lost_entries = self.lost()
 
@@ -206,8 +235,9 @@ class CloseTracker:
         return weights.extra_in_runs(ledger_id, np.array([first]), np.array([last]))
 
     # -- internals ------------------------------------------------------------------------------
-    def _find_boundary(self) -> None:
-        """From scratch: the end of the ``cap``-th range and what the ranges up to it hold."""
+    def _find_boundary(self, known: Boundary | None) -> None:
+        """The end of the ``cap``-th range and what the ranges up to it hold: ``known``'s when
+        it still holds (module docstring), else from scratch."""
         cap, acked, weights = self._cap, self._acked, self._weights
         self._boundary = None
         if cap is None or self.ranges <= cap:
@@ -216,6 +246,16 @@ class CloseTracker:
         if cap <= 0:
             self._boundary = (-1, -1)  # nothing kept: every ack lies past it
             self._kept_entries = self._kept_extra = 0
+            return
+        if (
+            known is not None
+            and known.cap == cap
+            and known.weights is weights
+            and known.generation == weights.generation
+            and acked.prefix_unchanged(known.token)
+        ):
+            self._boundary, self._kept_entries, self._kept_extra = known.end, known.kept_entries, known.kept_extra
+            self.found = known
             return
         for ledger_id in acked.ledger_ids():
             runs = acked.ledger_size(ledger_id)
@@ -229,6 +269,10 @@ class CloseTracker:
             kept_entries += acked.ledger_cardinality(ledger_id)
             kept_extra += acked.ledger_extra_messages(ledger_id, weights) if weights.batched else 0
         self._kept_entries, self._kept_extra = kept_entries, kept_extra
+        end = self._boundary
+        if end is not None:
+            token = acked.prefix_token(end[0])
+            self.found = Boundary(cap, weights, weights.generation, token, end, kept_entries, kept_extra)
 
     def _take_next(self) -> None:
         assert self._boundary is not None

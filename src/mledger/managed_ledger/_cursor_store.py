@@ -107,6 +107,7 @@ from ..core import (
     EntryTooLargeError,
     InvalidPositionError,
     LedgerNotFoundError,
+    LongArrayCutoff,
     ManagedLedgerConfig,
     MLedgerError,
     Position,
@@ -118,7 +119,7 @@ from ..core import (
     rules_for,
     words_to_ack_set,
 )
-from ._close_tracker import CloseTracker
+from ._close_tracker import Boundary, CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import BulkAckRoom, PersistenceStats
 from ._explain import RecordView, StopRecords
@@ -206,6 +207,7 @@ class CursorStateStore:
         # What a stop would redeliver, live (PersistenceStats is built from them on demand)
         self._figures = RestartFigures(ledger)
         self._tracker: CloseTracker | None = None  # what the close keeps, past the limits
+        self._cut: Boundary | None = None  # where the last tracker built found the range cap's cut
         self._tracker_batch = (False, False)  # batch states read back at all, and from the node
         self.unload_headroom = -1
         # the batch states a record kept, as a recovery reads them back (see _held_of)
@@ -741,34 +743,29 @@ class CursorStateStore:
         if headroom >= 0:
             self._figures.set_unload_kept(None, keeps_batch or not snapshot.batch, now_ms)
             return
-        cfg = self._config
-        limit = self._range_limit()
-        cap = None if limit is None or limit < 0 else limit + (1 if cfg.unacked_ranges_limit_off_by_one else 0)
-        long_array = (self._rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None
+        limit = limits.range_cap
         writable = self._ledger_id is not None and (limit is None or limit > 0)
-        fcfg = self._ml.factory_config
-        if len(snapshot.batch) <= cfg.max_batch_deleted_index_to_persist:
+        batch = snapshot.batch
+        if len(batch) <= limits.batch_cap:
             # every batch state kept: their words as the figures just counted them
-            batch_bytes = len(snapshot.batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
+            batch_bytes = len(batch) * _BYTES_PER_BATCH_BOUND + self._figures.batch.words * 10
         else:
-            batch = snapshot.batch[: cfg.max_batch_deleted_index_to_persist]
-            batch_bytes = sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in batch)
+            kept = batch[: limits.batch_cap]
+            batch_bytes = sum(_BYTES_PER_BATCH_BOUND + (bits.bit_length() // 64 + 1) * 10 for _, bits in kept)
         fixed = _BYTES_PER_RECORD_BOUND + batch_bytes + self._properties_bound(snapshot)
-        rooms = (min(fcfg.jute_maxbuffer, self._max_state) - fixed, min(fcfg.frame_limit, self._max_state) - fixed)
+        node_room, ledger_room = limits.store_rooms
         tracker = CloseTracker(
             snapshot.acked,
             self._ml.entry_messages,
-            cap,
-            long_array,
-            cfg.max_unacked_ranges_to_persist_in_metadata_store if writable else None,
-            rooms,
+            limits.close_cap,
+            limits.long_array,
+            limits.node_above if writable else None,
+            (node_room - fixed, ledger_room - fixed),
             self._figures.acked_extra,  # the snapshot just tallied
+            self._cut,
         )
-        reader = self._reader(for_restart=True)
-        self._tracker_batch = (
-            reader.batch and cfg.deletion_at_batch_index_level_enabled,
-            reader.rules.batch_indexes_read_from_metadata_store,
-        )
+        self._cut = tracker.found
+        self._tracker_batch = (limits.close_batch_read, limits.node_batch_read)
         if not tracker.fits():
             held = self._built_close_held(snapshot)
             self._figures.set_unload(*redelivered(snapshot, held, self._ml), now_ms)
@@ -996,21 +993,17 @@ class CursorStateStore:
     def _reader(self, for_restart: bool) -> _Reader:
         """Who recovers: the ``restart_as`` version with its own batch-index default (for the
         restart figures, when set), else this store's rules and settings."""
-        _, own, restart = self._rules_of_config()
-        return restart if for_restart else own
+        readers = self._derived()[0]
+        return readers[2] if for_restart else readers[1]
 
     @property
     def _rules(self) -> PulsarVersion:
-        return self._rules_of_config()[0]
-
-    def _rules_of_config(self) -> tuple[PulsarVersion, _Reader, _Reader]:
-        """The rules row of the settings in force, this store's reader and the restart
-        figures' (recomputed when the settings object changes: ``ManagedLedger.set_config``)."""
-        return self._derived()[0]
+        return self._derived()[0][0]
 
     def _derived(self) -> tuple[tuple[PulsarVersion, _Reader, _Reader], _Limits]:
-        """:meth:`_rules_of_config` and the :class:`_Limits` of the settings in force, derived
-        once per settings object."""
+        """The rules row of the settings in force, this store's reader and the restart
+        figures', and the :class:`_Limits` of those settings, derived once per settings object
+        (again when it changes: ``ManagedLedger.set_config``)."""
         cfg = self._config
         cached = self._rules_cache
         if cached is not None and cached[0] is cfg:
@@ -1022,14 +1015,20 @@ class CursorStateStore:
             row = pulsar_version(cfg.restart_as)
             restart = _Reader(row, row.defaults.get("deletion_at_batch_index_level_enabled", "true") == "true")
         fcfg = self._ml.factory_config
+        limit = self._range_limit()
         limits = _Limits(
             cfg.max_batch_deleted_index_to_persist,
             cfg.effective_ack_format == "range",
-            self._range_limit(),
+            limit,
             min(fcfg.frame_limit, fcfg.jute_maxbuffer, self._max_state),
             restart.batch and cfg.deletion_at_batch_index_level_enabled,
             restart.rules.batch_indexes_read_from_metadata_store,
             cfg.max_unacked_ranges_to_persist_in_metadata_store,
+            fcfg.frame_limit,
+            self._chunk_size(),
+            None if limit is None or limit < 0 else limit + (1 if cfg.unacked_ranges_limit_off_by_one else 0),
+            (rules.long_array_cutoff, limit) if cfg.effective_ack_format == "long_array" else None,
+            (min(fcfg.jute_maxbuffer, self._max_state), min(fcfg.frame_limit, self._max_state)),
         )
         derived = ((rules, own, restart), limits)
         self._rules_cache = (cfg, derived)
@@ -1111,17 +1110,17 @@ class CursorStateStore:
     def _append_state(self, ledger_id: int, payload: _Payload, built: _Stored) -> bool:
         """Append one state (its PIP-381 parts when chunking is in force); False when, under a
         Pulsar version's rules, a bookie refuses it (an entry above the frame limit)."""
-        cfg = self._config
-        max_size = self._chunk_size()
+        limits = self._derived()[1]
+        max_size = limits.chunk_size
         parts: list[_Payload]
         if max_size is not None:
             # Compression only for states that would be chunked: small states stay plain
             # single entries that any Pulsar version reads.
-            ctype = "NONE" if _fits(payload, max_size) else cfg.cursor_info_compression_type
+            ctype = "NONE" if _fits(payload, max_size) else self._config.cursor_info_compression_type
             parts = list(pack_entries(bytes(payload), max_size, ctype))
         else:
             parts = [payload]
-        frame = self._ml.factory_config.frame_limit
+        frame = limits.frame_limit
         if not all(_fits(part, frame) for part in parts):
             self._note_over_limit(max(map(len, parts)), frame)
             if self._rules.over_frame_fails:
@@ -1442,6 +1441,18 @@ class _Limits(NamedTuple):
     """The restart reader reads the node's batch states (apache/pulsar#26474)."""
     node_above: int
     """``max_unacked_ranges_to_persist_in_metadata_store``."""
+    frame_limit: int
+    """The largest cursor-ledger entry a bookie takes (``nettyMaxFrameSizeBytes``)."""
+    chunk_size: int | None
+    """``CursorStateStore._chunk_size``: the PIP-381 part size, None without chunking."""
+    close_cap: int | None
+    """The ranges the range format keeps: ``range_cap``, one more before apache/pulsar#25548
+    (None: all)."""
+    long_array: tuple[LongArrayCutoff, int | None] | None
+    """The long-array cut-off and its cap when that format is in force (None: ranges)."""
+    store_rooms: tuple[int, int]
+    """The bytes one record may take in the metadata store and in the cursor ledger (within
+    the state-size limit too)."""
 
 
 class _Known(NamedTuple):
