@@ -611,7 +611,10 @@ class ManagedCursor:
                     self._after_change()
                 else:
                     entries, messages = self._whole_acks_since(before, outcome)
-                    self._after_change(entries_acked=entries, messages=messages)
+                    position = None
+                    if entries == 1 and plan.entries.shape[0] == 1 and not outcome.mark_delete_moved:
+                        position = Position._make(plan.entries.tolist()[0])  # the one entry acked
+                    self._after_change(entries_acked=entries, messages=messages, position=position)
             else:
                 self._observe(self._clock_ns() // 1_000_000, unpersisted=True)
             return outcome
@@ -750,19 +753,27 @@ class ManagedCursor:
             return {}
         return checked_properties(properties)  # type: ignore[arg-type]
 
-    def _after_change(self, force_persist: bool = False, entries_acked: int = -1, messages: int | None = None) -> None:
+    def _after_change(
+        self,
+        force_persist: bool = False,
+        entries_acked: int = -1,
+        messages: int | None = None,
+        position: Position | None = None,
+    ) -> None:
         """Persist (or mark dirty under throttling) after a state change; trim the ML.
 
         ``entries_acked >= 0``: the change only acknowledged that many whole entries (none
         with batch state, holding ``messages``, default one each), which the state stores
-        observe in O(1) (nothing for 0). A forced persist (a reset, a close) does not ask the
-        limiter."""
+        observe in O(1) (nothing for 0); ``position``: that one entry, when it is one and the
+        mark-delete did not move, which the stores follow past the limits without a snapshot
+        (``CursorStateStore.observe_entry_acked``). A forced persist (a reset, a close) does
+        not ask the limiter."""
         if not self._durable:
             return
         if not force_persist:
             now_ns = self._clock_ns()
             if now_ns < self._persist_due_ns:
-                self._throttled(now_ns, entries_acked, messages)
+                self._throttled(now_ns, entries_acked, messages, position)
                 return
         self._persist(acquire=not force_persist)
 
@@ -771,7 +782,10 @@ class ManagedCursor:
     ) -> None:
         """A change the throttle defers (read at ``now_ns``): mark dirty; the state stores
         observe it (see :meth:`_after_change` for ``entries_acked`` and ``messages``;
-        ``position``: the one entry, when the mark-delete did not move)."""
+        ``position``: the one entry, when the mark-delete did not move). Whole-entry acks go
+        to the stores as counts while the unload figure cannot move; past that one entry with
+        its position (``CursorStateStore.observe_entry_acked``), anything else, or what a store
+        cannot follow, as a snapshot."""
         self._dirty = True
         now = now_ns // 1_000_000
         if entries_acked < 0 or not self._observed:
@@ -779,18 +793,16 @@ class ManagedCursor:
         elif entries_acked and self._store is not None:
             self._settle_observation()
             stores = (self._store, *self._mirrors)
+            ranges = self._state.acked.size()
+            if all([s.unload_headroom >= entries_acked and not s.unload_branch_moves(ranges) for s in stores]):
+                for store in stores:
+                    store.observe_entries_acked(entries_acked, now, messages, ranges)
+                return
             if position is not None and entries_acked == 1:
                 one = 1 if messages is None else messages
-                if not all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
-                    self._observe(now)  # a store cannot follow the ack: it needs the state
-                return
-            ranges = self._state.acked.size()
-            for store in stores:
-                if store.unload_headroom < entries_acked or store.unload_branch_moves(ranges):
-                    self._observe(now)  # the unload figure may change: the stores need the state
+                if all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
                     return
-            for store in stores:
-                store.observe_entries_acked(entries_acked, now, messages, ranges)
+            self._observe(now)  # the unload figure may change: the stores need the state
 
     def _settle_observation(self) -> None:
         """Tell the cursor's own state store the whole-entry acks the single-call fast path
