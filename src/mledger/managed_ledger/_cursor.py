@@ -604,38 +604,69 @@ class ManagedCursor:
             if plan.is_empty:
                 md = self._state.mark_delete
                 return AckOutcome(md, md)
-            before = self._whole_acks_baseline(plan)
-            outcome = self._apply(plan)
-            if outcome.persist:
-                if before is None:
-                    self._after_change()
-                else:
+            position = None
+            if plan.entries.shape[0] == 1 and plan.mark_delete is None and not plan.ack_sets:
+                outcome, entries, messages, position = self._apply_entry(plan)
+            else:
+                before = self._whole_acks_baseline(plan)
+                outcome = self._apply(plan)
+                entries, messages = (-1, None)
+                if before is not None and outcome.persist:
                     entries, messages = self._whole_acks_since(before, outcome)
-                    position = None
-                    if entries == 1 and plan.entries.shape[0] == 1 and not outcome.mark_delete_moved:
-                        position = Position._make(plan.entries.tolist()[0])  # the one entry acked
-                    self._after_change(entries_acked=entries, messages=messages, position=position)
+            if outcome.persist:
+                self._after_change(entries_acked=entries, messages=messages, position=position)
             else:
                 self._observe(self._clock_ns() // 1_000_000, unpersisted=True)
             return outcome
 
+    def _apply_entry(self, plan: AckPlan) -> tuple[AckOutcome, int, int | None, Position | None]:
+        """:meth:`_apply` of a ``plan`` of one whole entry, with what :meth:`_after_change`
+        takes for it: ``(outcome, entries, messages, position)``, as :meth:`_whole_acks_since`
+        finds them, without its baseline. ``AckState.apply`` acks the entry as ``ack_entry``
+        does (the single-call path), so when it acknowledged it (``entries_acked`` 1) and left
+        the batch states the very tuple (none dropped; properties are only a mark-delete's)
+        the change is that one entry and its messages, however far its absorption moved the
+        mark-delete; its position when the mark-delete did not move
+        (``CursorStateStore.observe_entry_acked`` past the limits). Else ``(outcome, -1, None,
+        None)``: a snapshot. O(1)."""
+        state, counts = self._state, self._entry_messages
+        batch = state.batch_states() if self._counts_observable() else None
+        generation = counts.generation
+        outcome = self._apply(plan)
+        if (
+            batch is None
+            or outcome.entries_acked != 1
+            or state.batch_states() is not batch
+            or state.has_ignored_batch
+            or counts.generation != generation
+        ):
+            return outcome, -1, None, None
+        position = Position._make(plan.entries.tolist()[0])
+        messages = counts.of(position[0], position[1]) if counts.batched else None
+        return outcome, 1, messages, None if outcome.mark_delete_moved else position
+
+    def _counts_observable(self) -> bool:
+        """Before a change that the throttle will defer (the deadline not passed: the clock only
+        moves on), with state stores that keep their room for acknowledgements at once
+        meanwhile (``CursorStateStore.counts_keep_room``) and no ignored partial acks: whether
+        whole-entry acknowledgements may reach the stores as counts. O(1)."""
+        store = self._store
+        if store is None or self._clock_ns() >= self._persist_due_ns:
+            return False  # no store, or it persists: a snapshot is taken anyway
+        if not store.counts_keep_room or self._state.has_ignored_batch:
+            return False
+        return not self._mirrors or all(mirror.counts_keep_room for mirror in self._mirrors)
+
     def _whole_acks_baseline(self, plan: AckPlan) -> _WholeAcksBaseline | None:
-        """Before a ``plan`` that the throttle will defer (the deadline not passed: the clock
-        only moves on), with state stores that keep their room for acknowledgements at once
-        meanwhile (``CursorStateStore.counts_keep_room``), what :meth:`_whole_acks_since`
+        """Before a ``plan`` (:meth:`_counts_observable`), what :meth:`_whole_acks_since`
         compares with: the batch states (the very tuple, kept until one changes), the
         acknowledged entries, their messages beyond one, the generation of the ledger's message
         counts, the mark-delete and its properties. None when the change goes to the state
         stores as a snapshot anyway. O(1) (the range set keeps its messages; O(batch states) to
         build their tuple after a change of them, which the snapshot would build)."""
-        store = self._store
-        if store is None or self._clock_ns() >= self._persist_due_ns:
-            return None  # no store, or it persists: a snapshot is taken anyway
+        if not self._counts_observable():
+            return None
         state = self._state
-        if not store.counts_keep_room or state.has_ignored_batch:
-            return None
-        if self._mirrors and not all(mirror.counts_keep_room for mirror in self._mirrors):
-            return None
         acked, counts = state.acked, self._entry_messages
         extra = acked.extra_messages(counts) if counts.batched else 0
         return (
