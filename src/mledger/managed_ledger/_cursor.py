@@ -40,7 +40,9 @@ read position follow the outcome (:meth:`_apply`) -> :meth:`_after_change` (thro
 ``PositionInfo`` bytes -> the ``LedgerStore``). A throttled plan that only acknowledges whole
 entries (individually or by passing them with the mark-delete; no batch state gained, changed
 or passed) reaches the state stores as counts, in O(1), as the single-call path's acks do
-(:meth:`_whole_acks_since`); any other throttled change as a snapshot. The Pulsar-named ack methods (``delete``,
+(:meth:`_whole_acks_since`; a plan of one whole entry from its outcome, :meth:`_apply_entry`),
+and past the unload headroom a plan of one entry with its position, as that path's do; any other
+throttled change as a snapshot. The Pulsar-named ack methods (``delete``,
 ``delete_many``, ``delete_batch_indexes``, ``delete_with_ack_set(s)``, ``mark_delete``) only build
 the plan; so do the resets that move the mark-delete (``skip_entries``, ``clear_backlog``, a
 composite reset's mark-delete) and trimming's ``skip_trimmed_ledgers``. ``delete(position)`` is
