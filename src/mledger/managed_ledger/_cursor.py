@@ -40,7 +40,9 @@ read position follow the outcome (:meth:`_apply`) -> :meth:`_after_change` (thro
 ``PositionInfo`` bytes -> the ``LedgerStore``). A throttled plan that only acknowledges whole
 entries (individually or by passing them with the mark-delete; no batch state gained, changed
 or passed) reaches the state stores as counts, in O(1), as the single-call path's acks do
-(:meth:`_whole_acks_since`); any other throttled change as a snapshot. The Pulsar-named ack methods (``delete``,
+(:meth:`_whole_acks_since`; a plan of one whole entry from its outcome, :meth:`_apply_entry`),
+and past the unload headroom a plan of one entry with its position, as that path's do; any other
+throttled change as a snapshot. The Pulsar-named ack methods (``delete``,
 ``delete_many``, ``delete_batch_indexes``, ``delete_with_ack_set(s)``, ``mark_delete``) only build
 the plan; so do the resets that move the mark-delete (``skip_entries``, ``clear_backlog``, a
 composite reset's mark-delete) and trimming's ``skip_trimmed_ledgers``. ``delete(position)`` is
@@ -604,35 +606,69 @@ class ManagedCursor:
             if plan.is_empty:
                 md = self._state.mark_delete
                 return AckOutcome(md, md)
-            before = self._whole_acks_baseline(plan)
-            outcome = self._apply(plan)
-            if outcome.persist:
-                if before is None:
-                    self._after_change()
-                else:
+            position = None
+            if plan.entries.shape[0] == 1 and plan.mark_delete is None and not plan.ack_sets:
+                outcome, entries, messages, position = self._apply_entry(plan)
+            else:
+                before = self._whole_acks_baseline(plan)
+                outcome = self._apply(plan)
+                entries, messages = (-1, None)
+                if before is not None and outcome.persist:
                     entries, messages = self._whole_acks_since(before, outcome)
-                    self._after_change(entries_acked=entries, messages=messages)
+            if outcome.persist:
+                self._after_change(entries_acked=entries, messages=messages, position=position)
             else:
                 self._observe(self._clock_ns() // 1_000_000, unpersisted=True)
             return outcome
 
+    def _apply_entry(self, plan: AckPlan) -> tuple[AckOutcome, int, int | None, Position | None]:
+        """:meth:`_apply` of a ``plan`` of one whole entry, with what :meth:`_after_change`
+        takes for it: ``(outcome, entries, messages, position)``, as :meth:`_whole_acks_since`
+        finds them, without its baseline. ``AckState.apply`` acks the entry as ``ack_entry``
+        does (the single-call path), so when it acknowledged it (``entries_acked`` 1) and left
+        the batch states the very tuple (none dropped; properties are only a mark-delete's)
+        the change is that one entry and its messages, however far its absorption moved the
+        mark-delete; its position when the mark-delete did not move
+        (``CursorStateStore.observe_entry_acked`` past the limits). Else ``(outcome, -1, None,
+        None)``: a snapshot. O(1)."""
+        state, counts = self._state, self._entry_messages
+        batch = state.batch_states() if self._counts_observable() else None
+        generation = counts.generation
+        outcome = self._apply(plan)
+        if (
+            batch is None
+            or outcome.entries_acked != 1
+            or state.batch_states() is not batch
+            or state.has_ignored_batch
+            or counts.generation != generation
+        ):
+            return outcome, -1, None, None
+        position = Position._make(plan.entries.tolist()[0])
+        messages = counts.of(position[0], position[1]) if counts.batched else None
+        return outcome, 1, messages, None if outcome.mark_delete_moved else position
+
+    def _counts_observable(self) -> bool:
+        """Before a change that the throttle will defer (the deadline not passed: the clock only
+        moves on), with state stores that keep their room for acknowledgements at once
+        meanwhile (``CursorStateStore.counts_keep_room``) and no ignored partial acks: whether
+        whole-entry acknowledgements may reach the stores as counts. O(1)."""
+        store = self._store
+        if store is None or self._clock_ns() >= self._persist_due_ns:
+            return False  # no store, or it persists: a snapshot is taken anyway
+        if not store.counts_keep_room or self._state.has_ignored_batch:
+            return False
+        return not self._mirrors or all(mirror.counts_keep_room for mirror in self._mirrors)
+
     def _whole_acks_baseline(self, plan: AckPlan) -> _WholeAcksBaseline | None:
-        """Before a ``plan`` that the throttle will defer (the deadline not passed: the clock
-        only moves on), with state stores that keep their room for acknowledgements at once
-        meanwhile (``CursorStateStore.counts_keep_room``), what :meth:`_whole_acks_since`
+        """Before a ``plan`` (:meth:`_counts_observable`), what :meth:`_whole_acks_since`
         compares with: the batch states (the very tuple, kept until one changes), the
         acknowledged entries, their messages beyond one, the generation of the ledger's message
         counts, the mark-delete and its properties. None when the change goes to the state
         stores as a snapshot anyway. O(1) (the range set keeps its messages; O(batch states) to
         build their tuple after a change of them, which the snapshot would build)."""
-        store = self._store
-        if store is None or self._clock_ns() >= self._persist_due_ns:
-            return None  # no store, or it persists: a snapshot is taken anyway
+        if not self._counts_observable():
+            return None
         state = self._state
-        if not store.counts_keep_room or state.has_ignored_batch:
-            return None
-        if self._mirrors and not all(mirror.counts_keep_room for mirror in self._mirrors):
-            return None
         acked, counts = state.acked, self._entry_messages
         extra = acked.extra_messages(counts) if counts.batched else 0
         return (
@@ -750,19 +786,27 @@ class ManagedCursor:
             return {}
         return checked_properties(properties)  # type: ignore[arg-type]
 
-    def _after_change(self, force_persist: bool = False, entries_acked: int = -1, messages: int | None = None) -> None:
+    def _after_change(
+        self,
+        force_persist: bool = False,
+        entries_acked: int = -1,
+        messages: int | None = None,
+        position: Position | None = None,
+    ) -> None:
         """Persist (or mark dirty under throttling) after a state change; trim the ML.
 
         ``entries_acked >= 0``: the change only acknowledged that many whole entries (none
         with batch state, holding ``messages``, default one each), which the state stores
-        observe in O(1) (nothing for 0). A forced persist (a reset, a close) does not ask the
-        limiter."""
+        observe in O(1) (nothing for 0); ``position``: that one entry, when it is one and the
+        mark-delete did not move, which the stores follow past the limits without a snapshot
+        (``CursorStateStore.observe_entry_acked``). A forced persist (a reset, a close) does
+        not ask the limiter."""
         if not self._durable:
             return
         if not force_persist:
             now_ns = self._clock_ns()
             if now_ns < self._persist_due_ns:
-                self._throttled(now_ns, entries_acked, messages)
+                self._throttled(now_ns, entries_acked, messages, position)
                 return
         self._persist(acquire=not force_persist)
 
@@ -771,7 +815,10 @@ class ManagedCursor:
     ) -> None:
         """A change the throttle defers (read at ``now_ns``): mark dirty; the state stores
         observe it (see :meth:`_after_change` for ``entries_acked`` and ``messages``;
-        ``position``: the one entry, when the mark-delete did not move)."""
+        ``position``: the one entry, when the mark-delete did not move). Whole-entry acks go
+        to the stores as counts while the unload figure cannot move; past that one entry with
+        its position (``CursorStateStore.observe_entry_acked``), anything else, or what a store
+        cannot follow, as a snapshot."""
         self._dirty = True
         now = now_ns // 1_000_000
         if entries_acked < 0 or not self._observed:
@@ -779,18 +826,16 @@ class ManagedCursor:
         elif entries_acked and self._store is not None:
             self._settle_observation()
             stores = (self._store, *self._mirrors)
+            ranges = self._state.acked.size()
+            if all([s.unload_headroom >= entries_acked and not s.unload_branch_moves(ranges) for s in stores]):
+                for store in stores:
+                    store.observe_entries_acked(entries_acked, now, messages, ranges)
+                return
             if position is not None and entries_acked == 1:
                 one = 1 if messages is None else messages
-                if not all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
-                    self._observe(now)  # a store cannot follow the ack: it needs the state
-                return
-            ranges = self._state.acked.size()
-            for store in stores:
-                if store.unload_headroom < entries_acked or store.unload_branch_moves(ranges):
-                    self._observe(now)  # the unload figure may change: the stores need the state
+                if all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
                     return
-            for store in stores:
-                store.observe_entries_acked(entries_acked, now, messages, ranges)
+            self._observe(now)  # the unload figure may change: the stores need the state
 
     def _settle_observation(self) -> None:
         """Tell the cursor's own state store the whole-entry acks the single-call fast path
