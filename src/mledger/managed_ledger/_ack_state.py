@@ -399,10 +399,9 @@ class AckState:
         return view, self._ignored_sizes
 
     def _ignore(self, position: Position, ack_set: int, size: int | None) -> None:
-        """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`:
-        none for an entry acknowledged whole. O(log ignored entries)."""
-        if self.is_deleted(position):
-            return
+        """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`,
+        of an entry not acknowledged whole (the caller checked: :meth:`is_deleted` False).
+        O(log ignored entries)."""
         ignored = self._ignored
         kept = ignored.get(position)
         remaining = ignored[position] = ack_set if kept is None else ack_set & kept
@@ -726,8 +725,12 @@ class AckState:
     def _now_acked(self, states: SortedDict, groups: list[_Group]) -> list[Position]:
         """The positions of ``states`` (batch states or ignored acks, none acknowledged whole
         before ``groups`` were added) that ``groups`` acknowledged: each state asked once when
-        they are few, else those within each group's span. O(min(states, groups' spans))."""
+        they are few, or each entry of the groups looked up when those are fewer (a state not
+        acknowledged whole before is acknowledged now exactly when the groups name its entry),
+        else those within each group's span. O(min(states, groups' entries, groups' spans))."""
         contains = self._acked.contains
+        if sum(len(group[1]) for group in groups) < len(states):  # a tuple hashes as its Position
+            return [Position(lid, e) for lid, ids, _, _ in groups for e in ids.tolist() if (lid, e) in states]
         if len(states) <= 4 * len(groups):
             return [p for p in states if contains(p[0], p[1])]
         return [
@@ -778,7 +781,7 @@ class AckState:
         """A cumulative ack of part of the batch entry at ``position`` (mark-delete at
         ``target``, the entry before): keep its remaining indexes unless more were kept."""
         if not self._ml.config.deletion_at_batch_index_level_enabled:
-            if position > self._md:
+            if not self.is_deleted(position):
                 self._ignore(position, ack_set, None)
         elif position > self._md:
             stored = self._batch.get(position)
