@@ -344,11 +344,14 @@ class AckState:
 
     def counted_ack_sets(self, rows: np.ndarray) -> list[int | None]:
         """:meth:`counted_ack_set` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)`` array.
-        O(n)."""
+        O(n), in C when the state holds batch states or ignored acks but not both."""
         ignored, batch = self._ignored, self._batch
+        keys = map(tuple, rows.tolist())  # a tuple hashes and compares as its Position
+        if not (ignored and batch):
+            return list(map((ignored or batch).get, keys))
         out: list[int | None] = []
-        for key in map(tuple, rows.tolist()):  # a tuple hashes and compares as its Position
-            kept = ignored.get(key) if ignored else None
+        for key in keys:
+            kept = ignored.get(key)
             out.append(batch.get(key) if kept is None else kept)
         return out
 
