@@ -261,6 +261,16 @@ class IgnoredBatchStates(tuple[tuple[Position, int], ...]):
     generation: int
     live: Mapping[Position, int]
 
+    def __new__(
+        cls, pairs: Iterable[tuple[Position, int]], changes: IgnoredChanges, live: Mapping[Position, int]
+    ) -> IgnoredBatchStates:
+        view = super().__new__(cls, pairs)
+        view.changes, view.generation, view.live = changes, changes.generation, live
+        return view
+
+    def __getnewargs__(self) -> tuple[tuple[tuple[Position, int], ...], IgnoredChanges, Mapping[Position, int]]:
+        return tuple(self), self.changes, self.live  # for copy and pickle
+
     @property
     def is_current(self) -> bool:
         """Whether ``live`` still holds these very states (no change since). O(1)."""
@@ -396,9 +406,8 @@ class AckState:
         view = self._ignored_view
         if view is None:  # changed since the last call: built again (the same tuple until then)
             ignored = self._ignored
-            view = IgnoredBatchStates(self._ignored_pairs)  # in C: the pairs kept as each changed
-            view.changes, view.generation, view.live = self._ignored_changes, self._ignored_changes.generation, ignored
-            self._ignored_view = view
+            # in C: the pairs kept as each state changed
+            view = self._ignored_view = IgnoredBatchStates(self._ignored_pairs, self._ignored_changes, ignored)
         return view, self._ignored_sizes
 
     def _ignore(self, position: Position, ack_set: int, size: int | None) -> None:

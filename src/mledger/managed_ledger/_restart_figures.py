@@ -32,7 +32,9 @@ reached (:class:`Redelivery`), since a stop can come at any moment.
 Kept incrementally, the crash total as ``fully acked above the record's mark-delete - held`` plus
 a batch part: whole-entry acknowledgements add their entries and messages in O(1)
 (:meth:`RestartFigures.entries_acked`), and a state change with batch states or a mark-delete
-is observed from a snapshot in O(batch states + ledgers) (:meth:`RestartFigures.observe`);
+is observed from a snapshot in O(batch states + ledgers) (:meth:`RestartFigures.observe`; the
+partial acks a broker without batch-index deletion ignores, which carry a journal of their
+changes, in O(changed states + ledgers));
 absorption into the mark-delete moves entries from the ranges to below it and changes nothing.
 The unload figure is 0 while the state is within every limit (the store
 decides in O(1)) and otherwise follows what the close record keeps (``CloseTracker``). :func:`redelivered` is the definition, from scratch (tests check the
@@ -47,7 +49,7 @@ from operator import itemgetter
 from types import MappingProxyType
 
 from ..core import EntryMessages, Position
-from ._ack_state import IgnoredBatchStates
+from ._ack_state import IgnoredBatchStates, IgnoredChanges
 from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import Redelivery
@@ -156,7 +158,7 @@ class _BatchTally:
         self._batch: tuple[tuple[Position, int], ...] = ()  # the tuple last counted
         # ignored partial acks last counted: their journal and generation, each state's
         # (remaining, size given); ``_parts`` is then keyed by position
-        self._journal: object = None
+        self._journal: IgnoredChanges | None = None
         self._generation = -1
         self._at: dict[Position, tuple[int, int | None]] = {}
 
