@@ -201,27 +201,7 @@ class _BatchTally:
         gone = parts.keys() - states
         self._batch = batch
         self._kept = kept  # the same record's states, or none in either
-        all_m, all_e = self.all
-        lost_m, lost_e = self.lost
-        words = self.words
-        for state in gone:
-            n, lost, w = parts.pop(state)
-            words -= w
-            if n:
-                all_m, all_e = all_m - n, all_e - 1
-            if lost:
-                lost_m, lost_e = lost_m - lost, lost_e - 1
-        unknown: list[tuple[Position, int]] = []
-        for state in came:
-            n, lost, w = parts[state] = self._part(state, snapshot.batch_sizes, kept, counts, unknown)
-            words += w
-            if n:
-                all_m, all_e = all_m + n, all_e + 1
-            if lost:
-                lost_m, lost_e = lost_m + lost, lost_e + 1
-        self.all, self.lost, self.words = (all_m, all_e), (lost_m, lost_e), words
-        self.tail = (0, 0)  # no more states than the cap
-        self.unknown_sizes = sorted(unknown)  # in position order, as a full count finds them
+        self._replace(gone, [(state, state) for state in came], snapshot.batch_sizes, kept, counts)
 
     def _count_changed(
         self,
@@ -236,26 +216,46 @@ class _BatchTally:
         (``batch`` is current: its live states are the tuple's). Exact as the set difference
         is: a position whose (remaining bits, size given) is as counted keeps its share, any
         other gives its old share back and counts its new one. O(changed)."""
-        parts, at, live = self._parts, self._at, batch.live
-        all_m, all_e = self.all
-        lost_m, lost_e = self.lost
-        words = self.words
-        unknown: list[tuple[Position, int]] = []
+        at, live = self._at, batch.live
+        gone: list[object] = []
+        came: list[tuple[object, tuple[tuple[Position, int], int | None]]] = []
         for position in set(changed):
             remaining, size = live.get(position), sizes.get(position)
             if remaining is not None and at.get(position) == (remaining, size):
                 continue  # changed and back: its share as counted
-            if at.pop(position, None) is not None:  # its old share given back
-                n, lost, w = parts.pop(position)
-                words -= w
-                if n:
-                    all_m, all_e = all_m - n, all_e - 1
-                if lost:
-                    lost_m, lost_e = lost_m - lost, lost_e - 1
-            if remaining is None:
-                continue  # gone
-            at[position] = (remaining, size)
-            n, lost, w = parts[position] = self._part(((position, remaining), size), sizes, kept, counts, unknown)
+            if at.pop(position, None) is not None:
+                gone.append(position)
+            if remaining is not None:
+                at[position] = (remaining, size)
+                came.append((position, ((position, remaining), size)))
+        self._replace(gone, came, sizes, kept, counts)
+        self._batch, self._kept, self._generation = batch, kept, batch.generation
+
+    def _replace(
+        self,
+        gone: Iterable[object],
+        came: list[tuple[object, tuple[tuple[Position, int], int | None]]],
+        sizes: Mapping[Position, int],
+        kept: Mapping[Position, int],
+        counts: EntryMessages,
+    ) -> None:
+        """The running totals less the shares counted under the keys ``gone``, plus those of
+        the states ``came`` (each with its key in ``_parts``), with no more states than the
+        cap. O(changes)."""
+        parts = self._parts
+        all_m, all_e = self.all
+        lost_m, lost_e = self.lost
+        words = self.words
+        for key in gone:
+            n, lost, w = parts.pop(key)
+            words -= w
+            if n:
+                all_m, all_e = all_m - n, all_e - 1
+            if lost:
+                lost_m, lost_e = lost_m - lost, lost_e - 1
+        unknown: list[tuple[Position, int]] = []
+        for key, state in came:
+            n, lost, w = parts[key] = self._part(state, sizes, kept, counts, unknown)
             words += w
             if n:
                 all_m, all_e = all_m + n, all_e + 1
@@ -264,7 +264,6 @@ class _BatchTally:
         self.all, self.lost, self.words = (all_m, all_e), (lost_m, lost_e), words
         self.tail = (0, 0)  # no more states than the cap
         self.unknown_sizes = sorted(unknown)  # in position order, as a full count finds them
-        self._batch, self._kept, self._generation = batch, kept, batch.generation
 
     def _held_all(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages) -> None:
         """:meth:`count` against a new record ``kept`` that holds every state of the snapshot
