@@ -40,6 +40,7 @@ DEFAULT_PROPERTIES = [
     "test_ack_seam:test_a_bulk_plan_leaves_what_the_position_by_position_path_leaves",
     "test_ack_seam:test_a_one_entry_plan_leaves_what_the_position_by_position_path_leaves",
     "test_ack_seam:test_the_ignored_ack_sets_are_kept_as_each_change_goes",
+    "test_ack_seam:test_a_tally_of_the_ignored_acks_following_their_journal_equals_a_fresh_count",
 ]
 
 

@@ -300,15 +300,26 @@ def test_the_ignored_ack_sets_are_kept_as_each_change_goes(history: list[tuple[A
     """Without batch-index deletion the ack sets the state ignores (for the restart figures)
     are those of the entries above the mark-delete not acknowledged whole, AND-merged: the
     state keeps exactly these as it goes (an entry leaves when it is acknowledged whole or the
-    mark-delete passes it) where it used to keep every one and filter them when asked."""
+    mark-delete passes it) where it used to keep every one and filter them when asked; and
+    the journal of their changes names every position that changed (the restart figures
+    count only those)."""
     ml = _ledger(batch_level=False)
     positions = _positions(ml)
     state = AckState(ml, ml.previous_position(positions[0]))
     given: dict[Position, int] = {}  # every ack set given, AND-merged: the oracle, filtered below
     for s in history:
         md = state.mark_delete
+        view, sizes_before = state.ignored_batch_states()
+        before = {p: (bits, sizes_before.get(p)) for p, bits in view}
         _apply(state, positions, s)
         state._check()
+        after_view, sizes_after = state.ignored_batch_states()
+        after = {p: (bits, sizes_after.get(p)) for p, bits in after_view}
+        changed = after_view.changes.since(view.generation)
+        assert after_view.is_current and after_view.live == dict(after_view)
+        if changed is not None:  # else forgotten (a reset): a reader counts every state again
+            # the journal names every position whose state or batch size changed
+            assert {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)} <= set(changed)
         if s[0] == "ack_set" and s[2] and not state.is_deleted(positions[s[1]]):
             given[positions[s[1]]] = given.get(positions[s[1]], s[2]) & s[2]
         elif s[0] == "mark" and s[2] is not None and positions[s[1]] > md:
@@ -319,6 +330,36 @@ def test_the_ignored_ack_sets_are_kept_as_each_change_goes(history: list[tuple[A
     assert state.has_ignored_batch == bool(expected) and state.counted_state_count() == len(expected)
     assert sizes.keys() <= {p for p, _ in expected}
     assert all(state.counted_ack_set(p) == bits for p, bits in expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=st.lists(step, max_size=14), cap=st.sampled_from([2, 100]))
+def test_a_tally_of_the_ignored_acks_following_their_journal_equals_a_fresh_count(
+    history: list[tuple[Any, ...]], cap: int
+) -> None:
+    """The restart figures' batch tally, counting the ignored partial acks after each change
+    by the positions their journal names, gives what a fresh tally of the same states gives
+    (the batch sizes the ledger lacks recorded after each count, as the figures do)."""
+    from types import MappingProxyType
+
+    from mledger.managed_ledger._cursor_snapshot import CursorSnapshot
+    from mledger.managed_ledger._restart_figures import _BatchTally
+
+    ml = _ledger(batch_level=False, batches=True)
+    positions = _positions(ml)
+    state = AckState(ml, ml.previous_position(positions[0]))
+    running, nothing_held = _BatchTally(), MappingProxyType({})
+    for s in history:
+        _apply(state, positions, s)
+        states, sizes = state.ignored_batch_states()
+        snapshot = CursorSnapshot(state.mark_delete, state.acked, states, {}, {}, MappingProxyType(sizes))
+        running.count(snapshot, nothing_held, ml.entry_messages, cap)
+        fresh = _BatchTally()
+        fresh.count(snapshot, nothing_held, ml.entry_messages, cap)
+        got = (running.lost, running.all, running.tail, running.words, running.unknown_sizes)
+        assert got == (fresh.lost, fresh.all, fresh.tail, fresh.words, fresh.unknown_sizes)
+        for position, size in running.unknown_sizes:
+            ml.record_entry_messages(position, (size,))
 
 
 def test_the_cursor_builds_plans_and_returns_the_outcome() -> None:

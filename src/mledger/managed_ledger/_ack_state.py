@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedDict, SortedList
 
 from ..core import (
     MAX_ENTRY_ID,
@@ -84,6 +84,8 @@ __all__ = [
     "AckOutcome",
     "AckPlan",
     "AckState",
+    "IgnoredBatchStates",
+    "IgnoredChanges",
 ]
 
 ACKED = 1
@@ -211,6 +213,70 @@ class AckOutcome:
         return self.mark_delete_after != self.mark_delete_before
 
 
+class IgnoredChanges:
+    """The positions whose ignored partial acks (:meth:`AckState.ignored_batch_states`) changed,
+    in order, each change a generation: a reader that counted the states at one generation
+    counts again only the positions changed since (:meth:`since`). Forgotten whole (every
+    reader then counts all again) when longer than twice the states plus 256, and at a reset:
+    O(1) amortised per change."""
+
+    __slots__ = ("_log", "_start")
+
+    def __init__(self) -> None:
+        self._log: list[Position] = []
+        self._start = 0  # the generation of the first position in the log
+
+    @property
+    def generation(self) -> int:
+        """The generation now (one more per change noted)."""
+        return self._start + len(self._log)
+
+    def since(self, generation: int) -> list[Position] | None:
+        """The positions changed after ``generation`` (repeats included), or None when the
+        journal no longer holds them. O(changes since)."""
+        if not self._start <= generation <= self._start + len(self._log):
+            return None
+        return self._log[generation - self._start :]
+
+    def note(self, position: Position, states: int) -> None:
+        """``position``'s ignored acks (or batch size) changed; ``states``: how many are kept."""
+        log = self._log
+        log.append(position)
+        if len(log) > 2 * states + 256:
+            self.forget()
+
+    def forget(self) -> None:
+        """Every state may have changed (a reset, or a journal grown long)."""
+        self._start += len(self._log) + 1
+        self._log.clear()
+
+
+class IgnoredBatchStates(tuple[tuple[Position, int], ...]):
+    """The ignored partial acks as batch states ``(position, un-acked bits)``, ascending (a
+    tuple), with the journal of their changes (``changes``) at ``generation``, and the live
+    states (``live``: position -> un-acked bits, equal to the tuple while ``generation`` is the
+    journal's). The restart figures count only the states changed since their last count."""
+
+    changes: IgnoredChanges
+    generation: int
+    live: Mapping[Position, int]
+
+    def __new__(
+        cls, pairs: Iterable[tuple[Position, int]], changes: IgnoredChanges, live: Mapping[Position, int]
+    ) -> IgnoredBatchStates:
+        view = super().__new__(cls, pairs)
+        view.changes, view.generation, view.live = changes, changes.generation, live
+        return view
+
+    def __getnewargs__(self) -> tuple[tuple[tuple[Position, int], ...], IgnoredChanges, Mapping[Position, int]]:
+        return tuple(self), self.changes, self.live  # for copy and pickle
+
+    @property
+    def is_current(self) -> bool:
+        """Whether ``live`` still holds these very states (no change since). O(1)."""
+        return self.generation == self.changes.generation
+
+
 class AckState:
     """A cursor's acknowledgement state (see the module docstring). Not thread-safe.
 
@@ -223,6 +289,8 @@ class AckState:
         "_batch_sizes",
         "_batch_view",
         "_ignored",
+        "_ignored_changes",
+        "_ignored_pairs",
         "_ignored_sizes",
         "_ignored_view",
         "_ledger_list",
@@ -248,7 +316,9 @@ class AckState:
         # when it is acknowledged whole or MD passes it), and their batch sizes where known
         self._ignored: SortedDict = SortedDict()
         self._ignored_sizes: dict[Position, int] = {}
-        self._ignored_view: tuple[tuple[Position, int], ...] | None = ()  # None: to build again
+        self._ignored_changes = IgnoredChanges()
+        self._ignored_pairs = SortedList()  # the states as (position, bits) pairs, ascending
+        self._ignored_view: IgnoredBatchStates | None = None  # None: to build again
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -284,11 +354,14 @@ class AckState:
 
     def counted_ack_sets(self, rows: np.ndarray) -> list[int | None]:
         """:meth:`counted_ack_set` of each ``(ledger_id, entry_id)`` row of an ``(n, 2)`` array.
-        O(n)."""
+        O(n), in C when the state holds batch states or ignored acks but not both."""
         ignored, batch = self._ignored, self._batch
+        keys = map(tuple, rows.tolist())  # a tuple hashes and compares as its Position
+        if not (ignored and batch):
+            return list(map((ignored or batch).get, keys))
         out: list[int | None] = []
-        for key in map(tuple, rows.tolist()):  # a tuple hashes and compares as its Position
-            kept = ignored.get(key) if ignored else None
+        for key in keys:
+            kept = ignored.get(key)
             out.append(batch.get(key) if kept is None else kept)
         return out
 
@@ -320,37 +393,46 @@ class AckState:
         """Whether partial acks were ignored (batch-index deletion off) since the last reset."""
         return bool(self._ignored)
 
-    def ignored_batch_states(self) -> tuple[tuple[tuple[Position, int], ...], dict[Position, int]]:
+    def ignored_batch_states(self) -> tuple[IgnoredBatchStates, dict[Position, int]]:
         """The partial acks ignored without batch-index deletion (Pulsar's cursor has no
         ``batchDeletedIndexes`` then: ``asyncDelete`` skips a non-empty ack set,
         ``ackBatchPosition`` moves the mark-delete to the entry before) that still matter: of
         entries above the mark-delete not acknowledged whole, as batch states ``(position,
         un-acked bits)`` ascending, and their batch sizes where known. The whole entry comes
         back after any restart although its consumer acknowledged those messages; only the
-        restart figures read this. O(ignored entries) to copy the states after a change, O(1)
-        else (the same tuple); the sizes are lent (the caller holds the cursor's lock)."""
+        restart figures read this, and the journal of the changes the tuple carries
+        (:class:`IgnoredBatchStates`). O(ignored entries) in C to copy the states after a change,
+        O(1) else (the same tuple); the sizes are lent (the caller holds the cursor's lock)."""
         view = self._ignored_view
         if view is None:  # changed since the last call: built again (the same tuple until then)
             ignored = self._ignored
-            positions = list(ignored)  # in C: a SortedDict's keys, then dict lookups
-            view = self._ignored_view = tuple(zip(positions, map(ignored.__getitem__, positions), strict=True))
+            # in C: the pairs kept as each state changed
+            view = self._ignored_view = IgnoredBatchStates(self._ignored_pairs, self._ignored_changes, ignored)
         return view, self._ignored_sizes
 
     def _ignore(self, position: Position, ack_set: int, size: int | None) -> None:
-        """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`:
-        none for an entry acknowledged whole. O(log ignored entries)."""
-        if self.is_deleted(position):
-            return
-        kept = self._ignored.get(position)
-        self._ignored[position] = ack_set if kept is None else ack_set & kept
+        """Keep an ack set the state ignores (AND-merged), for :meth:`ignored_batch_states`,
+        of an entry not acknowledged whole (the caller checked: :meth:`is_deleted` False).
+        O(log ignored entries)."""
+        ignored = self._ignored
+        kept = ignored.get(position)
+        remaining = ignored[position] = ack_set if kept is None else ack_set & kept
+        if remaining != kept:
+            if kept is not None:
+                self._ignored_pairs.remove((position, kept))
+            self._ignored_pairs.add((position, remaining))
         self._ignored_view = None
+        self._ignored_changes.note(position, len(ignored))
         if size:
             self._ignored_sizes[position] = size
 
     def _forget_ignored(self, position: Position) -> None:
         """``position`` is acknowledged whole: its ignored partial acks no longer matter."""
-        if self._ignored.pop(position, None) is not None:
+        kept = self._ignored.pop(position, None)
+        if kept is not None:
+            self._ignored_pairs.remove((position, kept))
             self._ignored_view = None
+            self._ignored_changes.note(position, len(self._ignored))
             self._ignored_sizes.pop(position, None)
 
     def _forget_ignored_up_to(self, md: Position) -> None:
@@ -477,8 +559,10 @@ class AckState:
         self._batch_view = ()
         self._batch_sizes.clear()
         self._ignored.clear()
+        self._ignored_pairs.clear()
         self._ignored_sizes.clear()
-        self._ignored_view = ()
+        self._ignored_view = None
+        self._ignored_changes.forget()
 
     def restore(self, mark_delete: Position, acked: AckRangeSet, batch: Mapping[Position, int]) -> None:
         """Take a recovered state (the state takes ownership of ``acked``): what lies at or
@@ -653,8 +737,12 @@ class AckState:
     def _now_acked(self, states: SortedDict, groups: list[_Group]) -> list[Position]:
         """The positions of ``states`` (batch states or ignored acks, none acknowledged whole
         before ``groups`` were added) that ``groups`` acknowledged: each state asked once when
-        they are few, else those within each group's span. O(min(states, groups' spans))."""
+        they are few, or each entry of the groups looked up when those are fewer (a state not
+        acknowledged whole before is acknowledged now exactly when the groups name its entry),
+        else those within each group's span. O(min(states, groups' entries, groups' spans))."""
         contains = self._acked.contains
+        if sum(len(group[1]) for group in groups) < len(states):  # a tuple hashes as its Position
+            return [Position(lid, e) for lid, ids, _, _ in groups for e in ids.tolist() if (lid, e) in states]
         if len(states) <= 4 * len(groups):
             return [p for p in states if contains(p[0], p[1])]
         return [
@@ -705,7 +793,7 @@ class AckState:
         """A cumulative ack of part of the batch entry at ``position`` (mark-delete at
         ``target``, the entry before): keep its remaining indexes unless more were kept."""
         if not self._ml.config.deletion_at_batch_index_level_enabled:
-            if position > self._md:
+            if not self.is_deleted(position):
                 self._ignore(position, ack_set, None)
         elif position > self._md:
             stored = self._batch.get(position)
@@ -775,5 +863,6 @@ class AckState:
         for p in self._ignored.keys():
             assert not self.is_deleted(p), f"ignored partial acks kept for deleted {p} with MD {md}"
         assert self._ignored_sizes.keys() <= self._ignored.keys(), "a batch size kept without its ignored acks"
+        assert list(self._ignored_pairs) == list(self._ignored.items()), "the ignored states' pairs out of step"
         if self._md_next is not None:
             assert self._md_next == self._ml.next_valid_position(md), f"stale next {self._md_next} after MD {md}"

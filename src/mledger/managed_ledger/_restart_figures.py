@@ -32,7 +32,9 @@ reached (:class:`Redelivery`), since a stop can come at any moment.
 Kept incrementally, the crash total as ``fully acked above the record's mark-delete - held`` plus
 a batch part: whole-entry acknowledgements add their entries and messages in O(1)
 (:meth:`RestartFigures.entries_acked`), and a state change with batch states or a mark-delete
-is observed from a snapshot in O(batch states + ledgers) (:meth:`RestartFigures.observe`);
+is observed from a snapshot in O(batch states + ledgers) (:meth:`RestartFigures.observe`; the
+partial acks a broker without batch-index deletion ignores, which carry a journal of their
+changes, in O(changed states + ledgers));
 absorption into the mark-delete moves entries from the ranges to below it and changes nothing.
 The unload figure is 0 while the state is within every limit (the store
 decides in O(1)) and otherwise follows what the close record keeps (``CloseTracker``). :func:`redelivered` is the definition, from scratch (tests check the
@@ -47,6 +49,7 @@ from operator import itemgetter
 from types import MappingProxyType
 
 from ..core import EntryMessages, Position
+from ._ack_state import IgnoredBatchStates, IgnoredChanges
 from ._close_tracker import CloseTracker
 from ._cursor_snapshot import CursorSnapshot, RecoveredCursorState
 from ._cursor_stats import Redelivery
@@ -120,11 +123,16 @@ class _BatchTally:
     and cap as the last, with no more states than the cap, adds and takes away only the states
     that changed since (a state is its position, its remaining bits and the batch size given
     with its acks; found by set difference against the states counted, in C), O(changed) in
-    Python; otherwise it counts every state again."""
+    Python; otherwise it counts every state again. The ignored partial acks
+    (:class:`IgnoredBatchStates`) tell which positions changed since the generation last
+    counted: only those are looked at, O(changed) in all (:meth:`_count_changed`)."""
 
     __slots__ = (
+        "_at",
         "_batch",
         "_cap",
+        "_generation",
+        "_journal",
         "_kept",
         "_known",
         "_parts",
@@ -144,10 +152,15 @@ class _BatchTally:
         self._known: dict[Position, int] = {}
         # what each state last counted, ((position, remaining), size given), added to the
         # totals: (messages, lost messages, words); against record ``_kept``
-        self._parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
+        self._parts: dict[object, tuple[int, int, int]] = {}
         self._kept: Mapping[Position, int] | None = None
         self._cap = -1
         self._batch: tuple[tuple[Position, int], ...] = ()  # the tuple last counted
+        # ignored partial acks last counted: their journal and generation, each state's
+        # (remaining, size given); ``_parts`` is then keyed by position
+        self._journal: IgnoredChanges | None = None
+        self._generation = -1
+        self._at: dict[Position, tuple[int, int | None]] = {}
 
     def count(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages, cap: int) -> None:
         """O(batch states) in C and O(states changed since the last count) in Python, or
@@ -166,29 +179,83 @@ class _BatchTally:
             # loses none of them; the other totals are the same record's
             self._held_all(snapshot, kept, counts)
             return
-        sizes = list(map(snapshot.batch_sizes.get, map(_first, batch)))
-        if cap != self._cap or len(batch) > cap or not same_record:
-            self._recount(snapshot, kept, counts, cap, sizes)
+        if isinstance(batch, IgnoredBatchStates):
+            if batch.changes is self._journal and same_record and cap == self._cap and len(batch) <= cap:
+                changed = batch.changes.since(self._generation) if batch.is_current else None
+                if changed is not None:
+                    self._count_changed(batch, changed, snapshot.batch_sizes, kept, counts)
+                    return
+        elif self._journal is None and cap == self._cap and len(batch) <= cap and same_record:
+            self._count_diff(snapshot, kept, counts)
             return
+        self._recount(snapshot, kept, counts, cap, list(map(snapshot.batch_sizes.get, map(_first, batch))))
+
+    def _count_diff(self, snapshot: CursorSnapshot, kept: Mapping[Position, int], counts: EntryMessages) -> None:
+        """:meth:`count` against the same record and cap, the states found changed by set
+        difference against those counted (in C). O(batch states) in C, O(changed) in Python."""
+        batch = snapshot.batch
+        sizes = list(map(snapshot.batch_sizes.get, map(_first, batch)))
         parts = self._parts
         states = set(zip(batch, sizes, strict=True))
         came = states - parts.keys()
         gone = parts.keys() - states
         self._batch = batch
         self._kept = kept  # the same record's states, or none in either
+        self._replace(gone, [(state, state) for state in came], snapshot.batch_sizes, kept, counts)
+
+    def _count_changed(
+        self,
+        batch: IgnoredBatchStates,
+        changed: list[Position],
+        sizes: Mapping[Position, int],
+        kept: Mapping[Position, int],
+        counts: EntryMessages,
+    ) -> None:
+        """:meth:`count` of ignored partial acks against the same record and cap, with
+        ``changed``, the positions whose states changed since the generation last counted
+        (``batch`` is current: its live states are the tuple's). Exact as the set difference
+        is: a position whose (remaining bits, size given) is as counted keeps its share, any
+        other gives its old share back and counts its new one. O(changed)."""
+        at, live = self._at, batch.live
+        gone: list[object] = []
+        came: list[tuple[object, tuple[tuple[Position, int], int | None]]] = []
+        for position in set(changed):
+            remaining, size = live.get(position), sizes.get(position)
+            if remaining is not None and at.get(position) == (remaining, size):
+                continue  # changed and back: its share as counted
+            if at.pop(position, None) is not None:
+                gone.append(position)
+            if remaining is not None:
+                at[position] = (remaining, size)
+                came.append((position, ((position, remaining), size)))
+        self._replace(gone, came, sizes, kept, counts)
+        self._batch, self._kept, self._generation = batch, kept, batch.generation
+
+    def _replace(
+        self,
+        gone: Iterable[object],
+        came: list[tuple[object, tuple[tuple[Position, int], int | None]]],
+        sizes: Mapping[Position, int],
+        kept: Mapping[Position, int],
+        counts: EntryMessages,
+    ) -> None:
+        """The running totals less the shares counted under the keys ``gone``, plus those of
+        the states ``came`` (each with its key in ``_parts``), with no more states than the
+        cap. O(changes)."""
+        parts = self._parts
         all_m, all_e = self.all
         lost_m, lost_e = self.lost
         words = self.words
-        for state in gone:
-            n, lost, w = parts.pop(state)
+        for key in gone:
+            n, lost, w = parts.pop(key)
             words -= w
             if n:
                 all_m, all_e = all_m - n, all_e - 1
             if lost:
                 lost_m, lost_e = lost_m - lost, lost_e - 1
         unknown: list[tuple[Position, int]] = []
-        for state in came:
-            n, lost, w = parts[state] = self._part(state, snapshot.batch_sizes, kept, counts, unknown)
+        for key, state in came:
+            n, lost, w = parts[key] = self._part(state, sizes, kept, counts, unknown)
             words += w
             if n:
                 all_m, all_e = all_m + n, all_e + 1
@@ -229,7 +296,7 @@ class _BatchTally:
         unknown: list[tuple[Position, int]] = []
         if len(self._known) > 2 * len(snapshot.batch) + 64:  # forget the entries acked whole since
             self._known.clear()
-        parts: dict[tuple[tuple[Position, int], int | None], tuple[int, int, int]] = {}
+        parts: dict[object, tuple[int, int, int]] = {}
         for i, state in enumerate(zip(snapshot.batch, given, strict=True)):
             n, lost, w = parts[state] = self._part(state, sizes, kept, counts, unknown)
             words += w
@@ -246,7 +313,13 @@ class _BatchTally:
         self.lost, self.all, self.tail = (lost_m, lost_e), (all_m, all_e), (tail_m, tail_e)
         self.words = words
         self.unknown_sizes = unknown
-        self._batch = snapshot.batch
+        batch = self._batch = snapshot.batch
+        self._journal, self._at = None, {}
+        if isinstance(batch, IgnoredBatchStates) and batch.is_current:  # kept by position from now
+            self._journal, self._generation = batch.changes, batch.generation
+            states = zip(batch, given, strict=True)
+            self._at = {position: (remaining, size) for (position, remaining), size in states}
+            parts = dict(zip(self._at, parts.values(), strict=True))
         self._parts, self._kept, self._cap = parts, kept, cap
 
     def _part(
