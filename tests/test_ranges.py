@@ -666,3 +666,13 @@ def test_a_prefix_token_holds_until_a_ledger_up_to_it_changes() -> None:
         assert not s.prefix_unchanged(token)
         s._check()
     assert not s.prefix_unchanged(())
+
+
+def test_the_range_set_doctests_run() -> None:
+    """The examples in ``mledger.core._ranges``' docstrings hold."""
+    import doctest
+
+    import mledger.core._ranges as ranges
+
+    result = doctest.testmod(ranges)
+    assert result.failed == 0 and result.attempted > 0

@@ -103,6 +103,8 @@ def run(preset: str | None, config: dict[str, Any], sizes: list[int], steps: lis
             log.cursor.delete(p)
         elif kind == "acks":
             log.cursor.delete_many(positions[k : k + 3])
+        elif kind == "one":  # a plan of one whole entry (the cursor's one-entry path)
+            log.cursor.delete_many([p])
         elif kind == "index":
             log.ack_indexes(p, [min(step[2], sizes[k] - 1)], sizes[k])
         elif kind == "mark" and p >= log.cursor.mark_delete_position:
@@ -310,6 +312,7 @@ def test_the_batch_tally_kept_as_running_totals_equals_a_fresh_count(
 
 COUNTED = st.one_of(
     st.tuples(st.just("acks"), st.integers(0, 11)),
+    st.tuples(st.just("one"), st.integers(0, 11)),
     st.tuples(st.just("mark"), st.integers(0, 11)),
     st.tuples(st.just("index"), st.integers(0, 11), st.integers(0, 2)),
     st.tuples(st.just("tick"), st.sampled_from([300, 1000])),
@@ -322,7 +325,8 @@ def _stats_with_counts(on: bool, preset: str | None, config: dict[str, Any], siz
     if on:
         log = run(preset, config, sizes, steps)
     else:
-        with patch.object(ManagedCursor, "_whole_acks_baseline", lambda self, plan: None):
+        # the gate of both ways to counts: a bulk plan's baseline and a one-entry plan's
+        with patch.object(ManagedCursor, "_counts_observable", lambda self: False):
             log = run(preset, config, sizes, steps)
     return log.cursor.stats().persistence
 

@@ -708,7 +708,21 @@ class AckRangeSet:
         """A token for the acknowledged entries of every ledger up to ``ledger_id``:
         :meth:`prefix_unchanged` tells whether they are still exactly those (the set's frozen
         copies of those ledgers, kept until their ledger changes, and the ledgers' ids).
-        O(those ledgers), plus a copy of each changed since the last token or export."""
+        O(those ledgers), plus a copy of each changed since the last token or export.
+
+        >>> acked = AckRangeSet()
+        >>> acked.add(1, 5)
+        True
+        >>> token = acked.prefix_token(1)
+        >>> acked.add(2, 0)  # a later ledger: the prefix holds
+        True
+        >>> acked.prefix_unchanged(token)
+        True
+        >>> acked.add(1, 7)
+        True
+        >>> acked.prefix_unchanged(token)
+        False
+        """
         bitmaps, frozen = self._bitmaps, self._frozen
         token = []
         for lid in bitmaps.irange(maximum=ledger_id):

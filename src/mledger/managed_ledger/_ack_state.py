@@ -255,7 +255,8 @@ class IgnoredBatchStates(tuple[tuple[Position, int], ...]):
     """The ignored partial acks as batch states ``(position, un-acked bits)``, ascending (a
     tuple), with the journal of their changes (``changes``) at ``generation``, and the live
     states (``live``: position -> un-acked bits, equal to the tuple while ``generation`` is the
-    journal's). The restart figures count only the states changed since their last count."""
+    journal's; the ack state's own map, lent: read only). The restart figures count only the
+    states changed since their last count."""
 
     changes: IgnoredChanges
     generation: int
@@ -393,15 +394,15 @@ class AckState:
         """Whether partial acks were ignored (batch-index deletion off) since the last reset."""
         return bool(self._ignored)
 
-    def ignored_batch_states(self) -> tuple[IgnoredBatchStates, dict[Position, int]]:
+    def ignored_batch_states(self) -> tuple[tuple[tuple[Position, int], ...], dict[Position, int]]:
         """The partial acks ignored without batch-index deletion (Pulsar's cursor has no
         ``batchDeletedIndexes`` then: ``asyncDelete`` skips a non-empty ack set,
         ``ackBatchPosition`` moves the mark-delete to the entry before) that still matter: of
         entries above the mark-delete not acknowledged whole, as batch states ``(position,
         un-acked bits)`` ascending, and their batch sizes where known. The whole entry comes
         back after any restart although its consumer acknowledged those messages; only the
-        restart figures read this, and the journal of the changes the tuple carries
-        (:class:`IgnoredBatchStates`). O(ignored entries) in C to copy the states after a change,
+        restart figures read this, and the journal of the changes the tuple carries (an
+        internal subclass of tuple; to a caller, a tuple). O(ignored entries) in C to copy the states after a change,
         O(1) else (the same tuple); the sizes are lent (the caller holds the cursor's lock)."""
         view = self._ignored_view
         if view is None:  # changed since the last call: built again (the same tuple until then)

@@ -827,11 +827,14 @@ class ManagedCursor:
             self._settle_observation()
             stores = (self._store, *self._mirrors)
             ranges = self._state.acked.size()
-            if all([s.unload_headroom >= entries_acked and not s.unload_branch_moves(ranges) for s in stores]):
+            moves = [s.unload_branch_moves(ranges) for s in stores]
+            if not any(moves) and all([s.unload_headroom >= entries_acked for s in stores]):
                 for store in stores:
                     store.observe_entries_acked(entries_acked, now, messages, ranges)
                 return
-            if position is not None and entries_acked == 1:
+            # a close that would change branch needs a snapshot whatever the headroom
+            # (``unload_branch_moves``); else the stores follow the one entry by its position
+            if position is not None and entries_acked == 1 and not any(moves):
                 one = 1 if messages is None else messages
                 if all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
                     return

@@ -1377,13 +1377,12 @@ class PartitionReplayer:
         # lists them earliest first; the cuts ascend)
         edges = [*np.searchsorted(times, cuts, side="left").tolist(), len(times)] if cuts else []
         dispatched = [set(due_g[i:j].tolist()) for i, j in zip(edges, edges[1:], strict=False)]
-        self._apply_acks(a, g, shared, cuts, dispatched, t_limit)
+        self._apply_acks(a, g, cuts, dispatched, t_limit)
 
     def _apply_acks(
         self,
         a: Rows,
         g: np.ndarray,
-        shared: np.ndarray,
         cuts: list[int],
         dispatched: list[set[int]],
         t_limit: int,

@@ -403,7 +403,8 @@ def to_events(log: str, batch: pa.RecordBatch, file_index: int, row_offset: int)
 # -- row checks: in the replay, the same for every way of reading ---------------------------------
 class Checked(NamedTuple):
     """Validated numeric columns of an event batch (sentinels instead of nulls) and the first
-    problem of each row that has one (row index to message), None when no row has one."""
+    problem of each row that has one (row index to message), None when no row has one. A clean
+    column may be a read-only view of the batch's buffer (no copy): copy before writing."""
 
     ts: np.ndarray
     partition: np.ndarray
