@@ -171,6 +171,9 @@ def per_row_entries(
 def test_a_calls_batch_index_acks_read_as_runs_equal_them_grouped_row_by_row(
     acks: list[tuple[int, int]], largest: int, data: st.DataObject
 ) -> None:
+    """A step's batch-index acks cut once into runs of one entry (``_BatchRuns``): any call's
+    bounds give the complete and partial entries, ack sets and sizes that grouping its rows one
+    by one gives, for batches within one int64 and beyond."""
     g = [e for e, _ in acks]
     size = [largest if e % 2 else 3 for e in g]
     bidx = [b % n for (_, b), n in zip(acks, size, strict=True)]
@@ -189,6 +192,8 @@ def test_a_calls_batch_index_acks_read_as_runs_equal_them_grouped_row_by_row(
 def test_names_encoded_once_get_the_codes_of_each_kind_encoded_apart(
     rows: list[tuple[bool, str | None]], known: list[str]
 ) -> None:
+    """A batch's names dictionary-encoded once give subscriptions and producers the codes that
+    encoding each kind's rows apart gives (new names in the order they first appear)."""
     produced = np.array([p for p, _ in rows], bool)
     names = pa.array([n for _, n in rows], pa.string())
     replayer = PartitionReplayer("t", 0)
