@@ -402,8 +402,9 @@ class AckState:
         un-acked bits)`` ascending, and their batch sizes where known. The whole entry comes
         back after any restart although its consumer acknowledged those messages; only the
         restart figures read this, and the journal of the changes the tuple carries (an
-        internal subclass of tuple; to a caller, a tuple). O(ignored entries) in C to copy the states after a change,
-        O(1) else (the same tuple); the sizes are lent (the caller holds the cursor's lock)."""
+        internal subclass of tuple; to a caller, a tuple). O(ignored entries) in C to copy the
+        states after a change, O(1) else (the same tuple); the sizes are lent (the caller holds
+        the cursor's lock)."""
         view = self._ignored_view
         if view is None:  # changed since the last call: built again (the same tuple until then)
             ignored = self._ignored

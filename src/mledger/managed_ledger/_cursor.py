@@ -643,7 +643,7 @@ class ManagedCursor:
             or counts.generation != generation
         ):
             return outcome, -1, None, None
-        position = Position._make(plan.entries.tolist()[0])
+        position = Position(*plan.entries.tolist()[0])
         messages = counts.of(position[0], position[1]) if counts.batched else None
         return outcome, 1, messages, None if outcome.mark_delete_moved else position
 
@@ -827,17 +827,18 @@ class ManagedCursor:
             self._settle_observation()
             stores = (self._store, *self._mirrors)
             ranges = self._state.acked.size()
-            moves = [s.unload_branch_moves(ranges) for s in stores]
-            if not any(moves) and all([s.unload_headroom >= entries_acked for s in stores]):
-                for store in stores:
-                    store.observe_entries_acked(entries_acked, now, messages, ranges)
-                return
             # a close that would change branch needs a snapshot whatever the headroom
-            # (``unload_branch_moves``); else the stores follow the one entry by its position
-            if position is not None and entries_acked == 1 and not any(moves):
-                one = 1 if messages is None else messages
-                if all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
+            # (``unload_branch_moves``); else counts within the headroom, past it the one
+            # entry followed by its position
+            if not any([s.unload_branch_moves(ranges) for s in stores]):
+                if all([s.unload_headroom >= entries_acked for s in stores]):
+                    for store in stores:
+                        store.observe_entries_acked(entries_acked, now, messages, ranges)
                     return
+                if position is not None and entries_acked == 1:
+                    one = 1 if messages is None else messages
+                    if all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
+                        return
             self._observe(now)  # the unload figure may change: the stores need the state
 
     def _settle_observation(self) -> None:
