@@ -113,9 +113,16 @@ class _ProducerBase:
     ``send`` and ``sendAsync`` over ``internalSendAsync``, which a partitioned producer routes
     to a partition's producer). ``_producer_for`` is the :class:`Producer` a message with these
     arguments goes to: the producer itself, or its partition's; ``InvalidRequestError`` for an
-    argument that cannot be routed."""
+    argument that cannot be routed. A message routed to another producer goes through that
+    one's verb of the same name (which checks the arguments again); only a :class:`Producer`
+    itself reaches its ``_send`` / ``_send_batch``."""
 
     _producer_for: Callable[[str | None, int | None, int | None], Producer]
+    _send: Callable[[bytes, str | None, int | None, int | None, Mapping[str, str] | None, _Sink[MessageId], bool], None]
+    _send_batch: Callable[
+        [Sequence[bytes], str | None, int | None, int | None, Mapping[str, str] | None, _Sink[BatchMessageIds], bool],
+        None,
+    ]
 
     def send(
         self,
@@ -133,9 +140,11 @@ class _ProducerBase:
         under way, the calling thread writes it. On a partitioned topic the message is routed
         first (:class:`PartitionedProducer`) and its id carries the partition.
         """
-        waiter: _Waiter[MessageId] = _Waiter()
         producer = self._producer_for(key, deliver_at_ms, sequence_id)
-        producer._send(data, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
+        if producer is not self:
+            return producer.send(data, key, deliver_at_ms, sequence_id, properties)
+        waiter: _Waiter[MessageId] = _Waiter()
+        self._send(data, key, deliver_at_ms, sequence_id, properties, waiter, True)
         return waiter.wait()
 
     def send_async(
@@ -156,10 +165,13 @@ class _ProducerBase:
         wait for a later send of this topic. After a failed write the futures of the sends
         queued behind it fail too: resend from the first failed one, in order.
         """
+        producer = self._routed(key, deliver_at_ms, sequence_id)
+        if isinstance(producer, Future):
+            return producer
+        if producer is not self:
+            return producer.send_async(data, key, deliver_at_ms, sequence_id, properties)
         future: Future[MessageId] = Future()
-        producer = self._routed(key, deliver_at_ms, sequence_id, future)
-        if producer is not None:
-            producer._send(data, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
+        self._send(data, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), False)
         return future
 
     def send_batch(
@@ -176,9 +188,11 @@ class _ProducerBase:
         Returns the messages' ids. Raises like :meth:`send`, and ``InvalidRequestError`` for an
         empty batch.
         """
-        waiter: _Waiter[BatchMessageIds] = _Waiter()
         producer = self._producer_for(key, deliver_at_ms, sequence_id)
-        producer._send_batch(items, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
+        if producer is not self:
+            return producer.send_batch(items, key, deliver_at_ms, sequence_id, properties)
+        waiter: _Waiter[BatchMessageIds] = _Waiter()
+        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, waiter, True)
         return waiter.wait()
 
     def send_batch_async(
@@ -190,22 +204,24 @@ class _ProducerBase:
         properties: Mapping[str, str] | None = None,
     ) -> Future[BatchMessageIds]:
         """:meth:`send_batch` without waiting: a future of the messages' ids (see :meth:`send_async`)."""
+        producer = self._routed(key, deliver_at_ms, sequence_id)
+        if isinstance(producer, Future):
+            return producer
+        if producer is not self:
+            return producer.send_batch_async(items, key, deliver_at_ms, sequence_id, properties)
         future: Future[BatchMessageIds] = Future()
-        producer = self._routed(key, deliver_at_ms, sequence_id, future)
-        if producer is not None:
-            producer._send_batch(items, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
+        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), False)
         return future
 
-    def _routed(
-        self, key: str | None, deliver_at_ms: int | None, sequence_id: int | None, future: Future[Any]
-    ) -> Producer | None:
-        """:meth:`_producer_for` for an asynchronous send: None, and ``future`` failed, when the
-        message cannot be routed."""
+    def _routed(self, key: str | None, deliver_at_ms: int | None, sequence_id: int | None) -> Producer | Future[Any]:
+        """:meth:`_producer_for` for an asynchronous send: a future failed with the
+        ``InvalidRequestError`` when the message cannot be routed."""
         try:
             return self._producer_for(key, deliver_at_ms, sequence_id)
         except InvalidRequestError as exc:
-            future.set_exception(exc)
-            return None
+            failed: Future[Any] = Future()
+            failed.set_exception(exc)
+            return failed
 
 
 class Producer(_ProducerBase):
