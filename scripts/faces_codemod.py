@@ -144,9 +144,9 @@ class Face:
                 names = [t.id for t in targets if isinstance(t, ast.Name)]
                 if "_LAZY" in names and isinstance(stmt.value, ast.Dict):
                     face.lazy_table = stmt.value
-                    for key, value in zip(stmt.value.keys, stmt.value.values, strict=True):
-                        if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
-                            face.exported[str(key.value)] = str(value.value)
+                    for where, served in _lazy_entries(stmt.value).items():
+                        for name in served:
+                            face.exported[name] = where
                 elif "__all__" in names and isinstance(stmt.value, ast.List):
                     face.all_list = stmt.value
                 else:
@@ -184,21 +184,54 @@ class Face:
                 raise SystemExit(f"{self.module.path}: a lazy table without an `if TYPE_CHECKING:` block")
             end = self.type_checking.body[-1].end_lineno or self.type_checking.lineno
             edits.append((end, 1, "".join(_import_lines(lazy, "    "))))
-            close = self.lazy_table.end_lineno or self.lazy_table.lineno  # the line holding "}"
-            entries = "".join(f'    "{n}": "{m}",\n' for n, m in sorted(lazy.items()))
-            edits.append((close - 1, 2, entries))
         public = [n for n in self.additions if n in self.public_names]
+        replaced: list[tuple[int, int, str]] = []  # (first line index, end line index, new text)
         if self.all_list is not None and public:
             old = [e.value for e in self.all_list.elts if isinstance(e, ast.Constant)]
             new = _merge_all(old, public)
             start, end = self.all_list.lineno - 1, self.all_list.end_lineno or self.all_list.lineno
             head = lines[start][: self.all_list.col_offset]
             body = "".join(f'    "{n}",\n' for n in new)
-            lines[start:end] = [f"{head}[\n{body}]\n"]
+            replaced.append((start, end, f"{head}[\n{body}]\n"))
+        if lazy:
+            # the table, rewritten whole with the additions in it (ruff format wraps it again)
+            assert self.lazy_table is not None
+            table = self.lazy_table
+            start, end = table.lineno - 1, table.end_lineno or table.lineno
+            if _comments("".join(lines[start:end])):
+                raise SystemExit(f"{self.module.path}: comments inside the _LAZY table; add {sorted(lazy)} by hand")
+            head, tail = lines[start][: table.col_offset], lines[end - 1][table.end_col_offset or 0 :]
+            replaced.append((start, end, f"{head}{_lazy_table_text(table, lazy)}{tail}"))
+        for start, end, text in sorted(replaced, reverse=True):
+            lines[start:end] = [text]
         for index, _, text in sorted(edits, reverse=True):
-            # __all__ comes after the imports and the lazy table in every face
+            # the imports come before __all__ and the lazy table in every face
+            assert all(index <= start for start, _, _ in replaced), f"{self.module.path}: an import below {text!r}"
             lines.insert(index, text)
         return "".join(lines)
+
+
+def _lazy_entries(table: ast.Dict) -> dict[str, list[str]]:
+    """A lazy table's ``{".module": ("Name", ...)}`` entries, as written."""
+    entries: dict[str, list[str]] = {}
+    for key, value in zip(table.keys, table.values, strict=True):
+        if isinstance(key, ast.Constant) and isinstance(value, ast.Tuple | ast.List):
+            names = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            entries.setdefault(str(key.value), []).extend(names)
+    return entries
+
+
+def _lazy_table_text(table: ast.Dict, added: dict[str, str]) -> str:
+    """The lazy table ``table`` with the names ``added`` (name -> ".module") in it: each joins
+    its module's entry, or a new entry at the end."""
+    entries = _lazy_entries(table)
+    for name, module in sorted(added.items()):
+        entries.setdefault(module, []).append(name)
+    body = ""
+    for module, names in entries.items():
+        quoted = ", ".join(f'"{n}"' for n in names)
+        body += f'    "{module}": ({quoted}{"," if len(names) == 1 else ""}),\n'
+    return "{\n" + body + "}"
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -329,16 +362,16 @@ def rewrite_imports(
 
 
 def _lazy_table_edits(module: Module, text: str, lines: list[str]) -> list[tuple[int, int, str]]:
-    """A face's lazy table entries (``"Name": "..pkg._mod"``) that reach into another package's
-    private module: they point at that package's face instead."""
+    """A face's lazy table entries (``"..pkg._mod": ("Name", ...)``) that reach into another
+    package's private module: they point at that package's face instead."""
     face = Face.load(module, text)
     edits: list[tuple[int, int, str]] = []
     if face.lazy_table is None:
         return edits
-    for value in face.lazy_table.values:
-        if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+    for key in face.lazy_table.keys:
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             continue
-        relative = value.value
+        relative = key.value
         level = len(relative) - len(relative.lstrip("."))
         base = module.name
         for _ in range(level - 1):
@@ -347,7 +380,7 @@ def _lazy_table_edits(module: Module, text: str, lines: list[str]) -> list[tuple
         found = face_of(target)
         if found is None or inside(module.name, found[0]):
             continue
-        start, end = _span(lines, value)  # type: ignore[arg-type]
+        start, end = _span(lines, key)  # type: ignore[arg-type]
         edits.append((start, end, repr(relative[: -len(found[1])].rstrip(".")).replace("'", '"')))
     return edits
 

@@ -110,12 +110,14 @@ __all__ = [
 
 # imported on first use (PEP 562): the configuration file's machinery (Pulsar's key table)
 _LAZY = {
-    "PULSAR_KEYS": "._standalone_config",
-    "StandaloneSettings": "._standalone_config",
-    "authorization_from_settings": "._standalone_config",
-    "effective_settings": "._standalone_config",
-    "read_pulsar_conf": "._standalone_config",
-    "render_settings": "._standalone_config",
+    "._standalone_config": (
+        "PULSAR_KEYS",
+        "StandaloneSettings",
+        "authorization_from_settings",
+        "effective_settings",
+        "read_pulsar_conf",
+        "render_settings",
+    ),
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

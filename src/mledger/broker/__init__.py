@@ -164,12 +164,7 @@ if TYPE_CHECKING:  # the fault models import pydantic: loaded on first use (a br
     )
 
 _LAZY = {
-    "FaultScenario": "._fault_specs",
-    "FaultSpec": "._fault_specs",
-    "FaultSpecError": "._fault_specs",
-    "load_scenario": "._fault_specs",
-    "parse_fault": "._fault_specs",
-    "parse_scenario": "._fault_specs",
+    "._fault_specs": ("FaultScenario", "FaultSpec", "FaultSpecError", "load_scenario", "parse_fault", "parse_scenario"),
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -124,7 +124,7 @@ if TYPE_CHECKING:
 
 # imported on first use (PEP 562): Guava's limiter acts only under a Pulsar version's rules (a
 # ``--defaults`` preset); a cursor under mledger's own rules never creates one
-_LAZY = {"SmoothBurstyLimiter": "._rate_limiter"}
+_LAZY = {"._rate_limiter": ("SmoothBurstyLimiter",)}
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 

@@ -3,8 +3,8 @@
 A face that must import quickly (``mledger.admin`` and ``mledger.rest``, which
 ``mledger standalone`` reaches before it answers its readiness check; ``mledger.standalone`` and
 ``mledger.protocol``, which the pytest fixture imports before its broker starts) lists its public
-names in a table of ``{name: relative module}`` and lets :func:`lazy_getattr` import each module
-on first use. Static checkers still see the names through ``if TYPE_CHECKING:`` imports. Code
+names in a table of ``{relative module: (name, ...)}`` and lets :func:`lazy_getattr` import each
+module on first use. Static checkers still see the names through ``if TYPE_CHECKING:`` imports. Code
 inside the face that uses such a name imports it where it uses it (a module ``__getattr__``
 serves attribute reads from outside, never the module's own global names).
 """
@@ -16,16 +16,20 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 
-def lazy_getattr(package: str, table: Mapping[str, str], namespace: MutableMapping[str, Any]) -> Callable[[str], Any]:
+def lazy_getattr(
+    package: str, table: Mapping[str, tuple[str, ...]], namespace: MutableMapping[str, Any]
+) -> Callable[[str], Any]:
     """A module ``__getattr__`` for the module ``package`` (its ``__name__``) serving the names
-    in ``table`` (``{name: ".module"}``, relative as the module's own imports are: to its
-    ``__package__``, the package itself for an ``__init__``): the first read imports the module
-    and caches the value in ``namespace`` (the module's ``globals()``), so later reads cost
-    nothing; any other name raises ``AttributeError`` as a module does."""
+    in ``table`` (``{".module": ("Name", ...)}``, each module once with the names it serves,
+    relative as the module's own imports are: to its ``__package__``, the package itself for an
+    ``__init__``): the first read imports the module and caches the value in ``namespace`` (the
+    module's ``globals()``), so later reads cost nothing; any other name raises
+    ``AttributeError`` as a module does."""
     anchor = namespace.get("__package__") or package
+    module_of = {name: module for module, names in table.items() for name in names}
 
     def __getattr__(name: str) -> Any:
-        module = table.get(name)
+        module = module_of.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module, anchor), name)

@@ -37,9 +37,8 @@ if TYPE_CHECKING:
 # (asyncio and the rest), which a broker's metrics alone do not need; the watch's collector
 # imports the replay (pyarrow), which a broker's /metrics never needs
 _LAZY = {
-    "ProtocolCollector": "._protocol",
-    "WATCH_LABELS": "._watch",
-    "WatchCollector": "._watch",
+    "._protocol": ("ProtocolCollector",),
+    "._watch": ("WATCH_LABELS", "WatchCollector"),
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

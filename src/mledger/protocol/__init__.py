@@ -75,10 +75,7 @@ if TYPE_CHECKING:
 # imported on first use (PEP 562): capturing and replaying client commands (deterministic runs);
 # a broker that replays nothing, the pytest fixture's, never loads it
 _LAZY = {
-    "BrokerFrame": "._replay",
-    "CapturingProxy": "._replay",
-    "ClientRead": "._replay",
-    "replay_reads": "._replay",
+    "._replay": ("BrokerFrame", "CapturingProxy", "ClientRead", "replay_reads"),
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

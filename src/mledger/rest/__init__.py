@@ -44,20 +44,18 @@ if TYPE_CHECKING:
 # imported on first use (PEP 562): a server answers its readiness route before FastAPI, pydantic
 # and the routes are imported (see mledger.rest._server.DeferredApp)
 _LAZY = {
-    "DeferredApp": "._deferred",
-    "DEFAULT_MAX_BODY_BYTES": "._app",
-    "create_app": "._app",
-    "AUTHENTICATION_REQUIRED": "._auth",
-    "ROLE_HEADER": "._auth",
-    "RoleResolver": "._auth",
-    "DEFAULT_BIND": "._server",
-    "AdminServer": "._server",
-    "parse_bind": "._server",
-    "serve": "._server",
-    "PULSAR_MAX_CONCURRENT_HTTP_REQUESTS": "._server",
-    "PULSAR_MAX_HTTP_SERVER_CONNECTIONS": "._server",
-    "checked_role_resolver": "._auth",
-    "run_serve": "._cli",
+    "._app": ("DEFAULT_MAX_BODY_BYTES", "create_app"),
+    "._auth": ("AUTHENTICATION_REQUIRED", "ROLE_HEADER", "RoleResolver", "checked_role_resolver"),
+    "._cli": ("run_serve",),
+    "._deferred": ("DeferredApp",),
+    "._server": (
+        "DEFAULT_BIND",
+        "PULSAR_MAX_CONCURRENT_HTTP_REQUESTS",
+        "PULSAR_MAX_HTTP_SERVER_CONNECTIONS",
+        "AdminServer",
+        "parse_bind",
+        "serve",
+    ),
 }
 
 

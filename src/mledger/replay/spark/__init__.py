@@ -20,14 +20,15 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
-    "run_replay": "._job",
-    "executor_path": "._prepare",
-    "prepare_on_spark": "._prepare",
-    "SCHEDULER_JVM_OPTIONS": "._session",
-    "SHORT_JOB_JIT_OPTIONS": "._session",
-    "build_session": "._session",
-    "stop_session": "._session",
-    "writes_class_archive": "._session",
+    "._job": ("run_replay",),
+    "._prepare": ("executor_path", "prepare_on_spark"),
+    "._session": (
+        "SCHEDULER_JVM_OPTIONS",
+        "SHORT_JOB_JIT_OPTIONS",
+        "build_session",
+        "stop_session",
+        "writes_class_archive",
+    ),
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
