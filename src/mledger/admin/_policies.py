@@ -53,22 +53,25 @@ def _policy_body(raw: bytes | str, what: str, from_json: Callable[[Any], Policy]
         raise InvalidRequestError(f"Invalid {what} body: {exc}") from None
 
 
+def _integer_body(raw: bytes | str, what: str, bits: int, expected: str) -> int:
+    """A JSON integer body within a signed Java type of ``bits`` + 1 bits; 400 "Invalid <what>
+    body: <value> is not <expected>" otherwise."""
+    value = _json_body(raw, what)
+    if isinstance(value, bool) or not isinstance(value, int) or not -(1 << bits) <= value < 1 << bits:
+        raise InvalidRequestError(f"Invalid {what} body: {value!r} is not {expected}")
+    return value
+
+
 def parse_compaction_threshold_body(raw: bytes | str) -> int:
     """A ``compactionThreshold`` request body (a JSON integer, bytes); 400 naming what is
     wrong (a negative value passes here: the broker refuses it with 412)."""
-    value = _json_body(raw, "compactionThreshold")
-    if isinstance(value, bool) or not isinstance(value, int) or not -(1 << 63) <= value < 1 << 63:
-        raise InvalidRequestError(f"Invalid compactionThreshold body: {value!r} is not a long")
-    return value
+    return _integer_body(raw, "compactionThreshold", 63, "a long")
 
 
 def parse_message_ttl_body(raw: bytes | str) -> int:
     """A namespace's ``messageTTL`` request body: a JSON integer, seconds (Pulsar's ``int``); 400
     naming what is wrong (a negative value passes here: the broker refuses it with 412)."""
-    value = _json_body(raw, "message TTL")
-    if isinstance(value, bool) or not isinstance(value, int) or not -(1 << 31) <= value < 1 << 31:
-        raise InvalidRequestError(f"Invalid message TTL body: {value!r} is not an int (seconds)")
-    return value
+    return _integer_body(raw, "message TTL", 31, "an int (seconds)")
 
 
 class BacklogQuotaData(BaseModel):
