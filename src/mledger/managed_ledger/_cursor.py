@@ -143,6 +143,7 @@ class ManagedCursor:
         self._closed = False  # self._lifecycle.is_closed, kept by _move for the ack fast path
         self._state = AckState(ml, Position(-1, -1), name)  # the acknowledgement state: MD, ranges, batches
         self._ack_entry = self._state.ack_entry  # bound once: the single-call path's one call
+        self._ignored_acks = self._state.ignored_acks  # live: its truth is has_ignored_batch
         self._is_deleted = self._state.is_deleted  # bound once: reads filter every entry with it
         self._persistent_md = Position(-1, -1)
         self._reset_settling = False  # a reset's new state applied, its persist not yet done
@@ -507,7 +508,7 @@ class ManagedCursor:
                 self._check_open()
             # read before the ack, which forgets the entry's ignored partial acks: the figures
             # counted them as a batch state, so the change goes to the stores as a snapshot
-            ignored = self._state.has_ignored_batch
+            ignored = bool(self._ignored_acks)  # has_ignored_batch, without a call
             flags = self._ack_entry(positions)
             if flags != ACKED or ignored:
                 self._after_entry(flags, positions, ignored)
