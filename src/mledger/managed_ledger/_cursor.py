@@ -826,19 +826,28 @@ class ManagedCursor:
             self._observe(now)
         elif entries_acked and self._store is not None:
             self._settle_observation()
-            stores = (self._store, *self._mirrors)
+            store, mirrors = self._store, self._mirrors  # mostly no mirrors: nothing built for them
             ranges = self._state.acked.size()
             # a close that would change branch needs a snapshot whatever the headroom
             # (``unload_branch_moves``); else counts within the headroom, past it the one
-            # entry followed by its position
-            if not any([s.unload_branch_moves(ranges) for s in stores]):
-                if all([s.unload_headroom >= entries_acked for s in stores]):
-                    for store in stores:
-                        store.observe_entries_acked(entries_acked, now, messages, ranges)
+            # entry followed by its position, told to every store (then a snapshot for all
+            # where one could not follow it)
+            if not (
+                store.unload_branch_moves(ranges) or (mirrors and any(m.unload_branch_moves(ranges) for m in mirrors))
+            ):
+                if store.unload_headroom >= entries_acked and not (
+                    mirrors and any(m.unload_headroom < entries_acked for m in mirrors)
+                ):
+                    store.observe_entries_acked(entries_acked, now, messages, ranges)
+                    for mirror in mirrors:
+                        mirror.observe_entries_acked(entries_acked, now, messages, ranges)
                     return
                 if position is not None and entries_acked == 1:
                     one = 1 if messages is None else messages
-                    if all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
+                    followed = store.observe_entry_acked(position[0], position[1], one, now)
+                    for mirror in mirrors:
+                        followed = mirror.observe_entry_acked(position[0], position[1], one, now) and followed
+                    if followed:
                         return
             self._observe(now)  # the unload figure may change: the stores need the state
 
