@@ -133,8 +133,15 @@ class AckRangeSet:
             bm.add_checked(entry_id)
         except KeyError:
             return False
-        if ledger_id in self._runs or ledger_id in self._run_arrays:
+        if ledger_id in self._run_arrays:
             self._follow_add(ledger_id, bm, entry_id)
+        else:
+            count = self._runs.get(ledger_id)
+            if count is not None:  # _follow_add's run count, inline: most ledgers keep only it
+                self._frozen.pop(ledger_id, None)
+                grown = 1 - (entry_id > 0 and entry_id - 1 in bm) - (entry_id < MAX_ENTRY_ID and entry_id + 1 in bm)
+                self._runs[ledger_id] = count + grown
+                self._run_total += grown
         self._cardinality += 1
         extra = self._extra
         if extra and ledger_id in extra:

@@ -394,6 +394,13 @@ class AckState:
         """Whether partial acks were ignored (batch-index deletion off) since the last reset."""
         return bool(self._ignored)
 
+    @property
+    def ignored_acks(self) -> Mapping[Position, int]:
+        """The ignored partial acks (see :meth:`ignored_batch_states`), live and read-only: the
+        same mapping for the state's life, so a caller on a hot path binds it once and asks
+        its truth (``has_ignored_batch`` without a call)."""
+        return self._ignored
+
     def ignored_batch_states(self) -> tuple[tuple[tuple[Position, int], ...], dict[Position, int]]:
         """The partial acks ignored without batch-index deletion (Pulsar's cursor has no
         ``batchDeletedIndexes`` then: ``asyncDelete`` skips a non-empty ack set,

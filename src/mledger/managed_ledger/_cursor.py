@@ -143,6 +143,7 @@ class ManagedCursor:
         self._closed = False  # self._lifecycle.is_closed, kept by _move for the ack fast path
         self._state = AckState(ml, Position(-1, -1), name)  # the acknowledgement state: MD, ranges, batches
         self._ack_entry = self._state.ack_entry  # bound once: the single-call path's one call
+        self._ignored_acks = self._state.ignored_acks  # live: its truth is has_ignored_batch
         self._is_deleted = self._state.is_deleted  # bound once: reads filter every entry with it
         self._persistent_md = Position(-1, -1)
         self._reset_settling = False  # a reset's new state applied, its persist not yet done
@@ -507,7 +508,7 @@ class ManagedCursor:
                 self._check_open()
             # read before the ack, which forgets the entry's ignored partial acks: the figures
             # counted them as a batch state, so the change goes to the stores as a snapshot
-            ignored = self._state.has_ignored_batch
+            ignored = bool(self._ignored_acks)  # has_ignored_batch, without a call
             flags = self._ack_entry(positions)
             if flags != ACKED or ignored:
                 self._after_entry(flags, positions, ignored)
@@ -825,19 +826,28 @@ class ManagedCursor:
             self._observe(now)
         elif entries_acked and self._store is not None:
             self._settle_observation()
-            stores = (self._store, *self._mirrors)
+            store, mirrors = self._store, self._mirrors  # mostly no mirrors: nothing built for them
             ranges = self._state.acked.size()
             # a close that would change branch needs a snapshot whatever the headroom
             # (``unload_branch_moves``); else counts within the headroom, past it the one
-            # entry followed by its position
-            if not any([s.unload_branch_moves(ranges) for s in stores]):
-                if all([s.unload_headroom >= entries_acked for s in stores]):
-                    for store in stores:
-                        store.observe_entries_acked(entries_acked, now, messages, ranges)
+            # entry followed by its position, told to every store (then a snapshot for all
+            # where one could not follow it)
+            if not (
+                store.unload_branch_moves(ranges) or (mirrors and any(m.unload_branch_moves(ranges) for m in mirrors))
+            ):
+                if store.unload_headroom >= entries_acked and not (
+                    mirrors and any(m.unload_headroom < entries_acked for m in mirrors)
+                ):
+                    store.observe_entries_acked(entries_acked, now, messages, ranges)
+                    for mirror in mirrors:
+                        mirror.observe_entries_acked(entries_acked, now, messages, ranges)
                     return
                 if position is not None and entries_acked == 1:
                     one = 1 if messages is None else messages
-                    if all([s.observe_entry_acked(position[0], position[1], one, now) for s in stores]):
+                    followed = store.observe_entry_acked(position[0], position[1], one, now)
+                    for mirror in mirrors:
+                        followed = mirror.observe_entry_acked(position[0], position[1], one, now) and followed
+                    if followed:
                         return
             self._observe(now)  # the unload figure may change: the stores need the state
 
