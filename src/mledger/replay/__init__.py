@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         read_recorded_rows as read_recorded_rows,
         read_recording_status as read_recording_status,
     )
+    from ._settings import PULSAR_DEFAULTS as PULSAR_DEFAULTS, write_settings as write_settings
     from ._store import add_repeated_entries as add_repeated_entries
     from ._summary import (
         ReplaySummary as ReplaySummary,
@@ -90,6 +91,20 @@ if TYPE_CHECKING:
         summarize as summarize,
     )
     from ._sweep import parse_sweep as parse_sweep, variants as variants
+    from ._watch import (
+        AT_RISK as AT_RISK,
+        ENTRIES as ENTRIES,
+        LOSING_STATE as LOSING_STATE,
+        MESSAGES as MESSAGES,
+        OK as OK,
+        STATUSES as STATUSES,
+        SubscriptionWatch as SubscriptionWatch,
+        Watch as Watch,
+        WatchRound as WatchRound,
+        WatchSettings as WatchSettings,
+        forecast_crossing as forecast_crossing,
+        namespace_of as namespace_of,
+    )
 
 # imported on first use (PEP 562): each command imports only what it runs (the report extra has
 # no xxhash, which the prepared layout needs; a recording broker needs no generator)
