@@ -58,3 +58,44 @@ def test_check_passes_on_a_package_citing_its_own_private_module(tmp_path: Path)
     memory.write_text(memory.read_text().replace('"""Memory."""', '"""Memory (:mod:`mledger.store._memory`)."""'))
     checked = codemod(tmp_path, "--check")
     assert checked.returncode == 0, checked.stdout
+
+
+def test_a_name_imported_through_a_private_module_joins_the_faces_lazy_table(tmp_path: Path) -> None:
+    """A face with a lazy table (``{".module": ("Name", ...)}``, each module once): a name
+    another package imports through the private module joins its module's entry (and the
+    ``TYPE_CHECKING`` imports), the import goes through the face, and the rewritten tree imports
+    and serves it; a second run changes nothing."""
+    files = {
+        "mledger/__init__.py": '"""The face."""\n\n__all__: list[str] = []\n',
+        "mledger/core/__init__.py": '"""Core."""\n\nfrom ._lazy import lazy_getattr as lazy_getattr\n',
+        "mledger/core/_lazy.py": (Path(__file__).resolve().parents[1] / "src/mledger/core/_lazy.py").read_text(),
+        "mledger/store/__init__.py": (
+            '"""Stores."""\n\nfrom typing import TYPE_CHECKING\n\nfrom ..core import lazy_getattr\n\n'
+            "if TYPE_CHECKING:\n    from ._memory import Store as Store\n\n"
+            '_LAZY = {\n    "._memory": ("Store",),\n}\n\n'
+            "__getattr__ = lazy_getattr(__name__, _LAZY, globals())\n\n"
+            '__all__ = ["Store"]\n'
+        ),
+        "mledger/store/_memory.py": '"""Memory."""\n\n\nclass Store:\n    """A store."""\n\n\nclass Other:\n    """Another."""\n',
+        "mledger/broker/__init__.py": '"""Broker."""\n\nfrom ..store._memory import Other as Other\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert codemod(tmp_path, "--check").returncode == 1
+
+    rewritten = codemod(tmp_path)
+    assert rewritten.returncode == 0, rewritten.stdout + rewritten.stderr
+    face = (tmp_path / "mledger/store/__init__.py").read_text()
+    assert '"._memory": ("Store", "Other"),' in face
+    assert "from ._memory import Other as Other" in face  # under TYPE_CHECKING
+    assert "from ..store import Other" in (tmp_path / "mledger/broker/__init__.py").read_text()
+    assert codemod(tmp_path, "--check").returncode == 0
+    served = subprocess.run(
+        [sys.executable, "-c", "import mledger.broker, mledger.store; print(mledger.broker.Other.__module__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+    assert served.stdout.strip() == "mledger.store._memory", served.stderr

@@ -26,7 +26,11 @@ def lazy_getattr(
     module's ``globals()``), so later reads cost nothing; any other name raises
     ``AttributeError`` as a module does."""
     anchor = namespace.get("__package__") or package
-    module_of = {name: module for module, names in table.items() for name in names}
+    module_of: dict[str, str] = {}
+    for module, names in table.items():
+        for name in names:
+            if module_of.setdefault(name, module) != module:
+                raise ValueError(f"{package}: {name!r} is served lazily from both {module_of[name]!r} and {module!r}")
 
     def __getattr__(name: str) -> Any:
         module = module_of.get(name)
