@@ -302,10 +302,10 @@ def _engine_child(what: str, data: str) -> None:
         print(f"PERSISTS {_persist_rate(quiet=True):.1f}")
 
 
-def _paired_rates(args: argparse.Namespace, sides: dict[str, str]) -> None:
+def _paired_rates(args: argparse.Namespace, data: str, sides: dict[str, str]) -> None:
     """Events per CPU-second of both trees' engines, paired: one long-lived worker per tree
     (:func:`_engine_worker`), each topic-partition replayed by both back to back, which first
-    alternating, ``--repeat`` rounds over the four. The machine's load drifts over seconds, so
+    alternating, ``--repeat`` rounds over the first four (of the log at ``data``). The machine's load drifts over seconds, so
     two replays back to back see nearly the same machine: the median of the paired ratios is
     steadier than the ratio of two medians, which is printed too."""
     workers = {}
@@ -324,17 +324,24 @@ def _paired_rates(args: argparse.Namespace, sides: dict[str, str]) -> None:
         assert worker.stdin is not None and worker.stdout is not None
         worker.stdin.write(f"{k}\n")
         worker.stdin.flush()
-        took, events = worker.stdout.readline().split()
-        return float(took), int(events)
+        answer = worker.stdout.readline().split()
+        if len(answer) != 2:
+            raise SystemExit(f"the {name} tree's engine worker stopped (topic-partition {k}): see its output above")
+        return float(answer[0]), int(answer[1])
 
+    from mledger.replay import open_prepared
+
+    parts = min(4, len(open_prepared(data).manifest.partitions))  # what each worker holds
     rates: dict[str, list[float]] = {name: [] for name in sides}
     ratios = []
     for r in range(args.repeat):
-        for k in range(4):
-            took = {}
+        for k in range(parts):
+            took, events = {}, {}
             for name in (list(sides) if (r + k) % 2 == 0 else list(reversed(sides))):
-                took[name], events = replay(name, k)
-                rates[name].append(events / took[name])
+                took[name], events[name] = replay(name, k)
+                rates[name].append(events[name] / took[name])
+            if events["before"] != events["after"]:
+                raise SystemExit(f"the trees replayed different events of topic-partition {k}: {events}")
             ratios.append(took["before"] / took["after"])
     for worker in workers.values():
         assert worker.stdin is not None
@@ -360,7 +367,7 @@ def _compare_engine(args: argparse.Namespace, data: str) -> None:
     sides = {"before": os.path.join(args.before, "src"),
              "after": os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")}
     print(f"\n== the engine alone, before ({sides['before']}) and after ({sides['after']}); {_load()}")
-    _paired_rates(args, sides)
+    _paired_rates(args, data, sides)
     persists: dict[str, list[float]] = {k: [] for k in sides}
     unmeasurable: dict[str, str] = {}  # side -> the last line of its failed child
     for r in range(args.repeat):
@@ -371,6 +378,8 @@ def _compare_engine(args: argparse.Namespace, data: str) -> None:
                                     "--data", args.data, "--sizes", str(args.sizes[0])], text=True,
                                    capture_output=True, env={**os.environ, "PYTHONPATH": sides[name]})
             if child.returncode:
+                if name == "after":  # this checkout's own figure: its failure is a failure
+                    raise SystemExit(f"the persists child failed:\n{child.stderr}")
                 unmeasurable[name] = (child.stderr.strip().splitlines() or ["no output"])[-1]
                 continue
             line = next(x for x in child.stdout.splitlines() if x.startswith("PERSISTS"))

@@ -368,6 +368,7 @@ def _lazy_table_edits(module: Module, text: str, lines: list[str]) -> list[tuple
     edits: list[tuple[int, int, str]] = []
     if face.lazy_table is None:
         return edits
+    becomes: dict[str, list[str]] = {}  # a key as it will read -> the keys that will read so
     for key in face.lazy_table.keys:
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             continue
@@ -379,9 +380,15 @@ def _lazy_table_edits(module: Module, text: str, lines: list[str]) -> list[tuple
         target = f"{base}.{relative[level:]}" if relative[level:] else base
         found = face_of(target)
         if found is None or inside(module.name, found[0]):
+            becomes.setdefault(relative, []).append(relative)
             continue
+        through_face = relative[: -len(found[1])].rstrip(".")
+        becomes.setdefault(through_face, []).append(relative)
         start, end = _span(lines, key)  # type: ignore[arg-type]
-        edits.append((start, end, repr(relative[: -len(found[1])].rstrip(".")).replace("'", '"')))
+        edits.append((start, end, repr(through_face).replace("'", '"')))
+    for new, old in becomes.items():
+        if len(old) > 1:  # two entries with one key: the dictionary would keep only the last
+            raise SystemExit(f"{module.path}: the lazy table's entries {old} would all read {new!r}; merge them by hand")
     return edits
 
 

@@ -99,3 +99,29 @@ def test_a_name_imported_through_a_private_module_joins_the_faces_lazy_table(tmp
         timeout=50,
     )
     assert served.stdout.strip() == "mledger.store._memory", served.stderr
+
+
+def test_a_lazy_table_whose_entries_would_merge_is_refused_not_rewritten(tmp_path: Path) -> None:
+    """Two lazy-table entries that both point through another package's face once rewritten
+    (``"..store"`` and ``"..store._memory"``) would be one key twice, and the dictionary keeps
+    only the last: the codemod refuses, names them, and leaves the face as it was."""
+    (tmp_path / "mledger/store").mkdir(parents=True)
+    (tmp_path / "mledger/__init__.py").write_text('"""The face."""\n\n__all__: list[str] = []\n')
+    (tmp_path / "mledger/store/__init__.py").write_text(
+        '"""Stores."""\n\nfrom ._memory import Other as Other, Store as Store\n\n__all__ = ["Other", "Store"]\n'
+    )
+    (tmp_path / "mledger/store/_memory.py").write_text(
+        '"""Memory."""\n\n\nclass Store:\n    """A store."""\n\n\nclass Other:\n    """Another."""\n'
+    )
+    face = tmp_path / "mledger/broker/__init__.py"
+    face.parent.mkdir(parents=True)
+    text = (
+        '"""Broker."""\n\nfrom typing import TYPE_CHECKING\n\n'
+        "if TYPE_CHECKING:\n    from ..store import Store as Store\n    from ..store._memory import Other as Other\n\n"
+        '_LAZY = {\n    "..store": ("Store",),\n    "..store._memory": ("Other",),\n}\n'
+    )
+    face.write_text(text)
+    refused = codemod(tmp_path)
+    assert refused.returncode != 0
+    assert "['..store', '..store._memory'] would all read '..store'; merge them by hand" in refused.stderr
+    assert face.read_text() == text

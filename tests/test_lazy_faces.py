@@ -14,6 +14,7 @@ from mledger.core import lazy_getattr
 FACES = (
     "mledger.admin",
     "mledger.broker",
+    "mledger.core",
     "mledger.metrics",
     "mledger.protocol",
     "mledger.replay",
@@ -38,6 +39,11 @@ def test_every_lazy_name_of_a_face_is_its_modules_object(name: str) -> None:
 def test_a_face_refuses_a_name_served_from_two_modules() -> None:
     with pytest.raises(ValueError, match=r"'Store' is served lazily from both '\._a' and '\._b'"):
         lazy_getattr("mledger.example", {"._a": ("Store",), "._b": ("Store",)}, {})
+
+
+def test_a_face_refuses_a_string_for_a_tuple_of_names() -> None:
+    with pytest.raises(TypeError, match=r"must be a tuple, got the string 'Store'"):
+        lazy_getattr("mledger.example", {"._a": ("Store")}, {})  # type: ignore[dict-item]
 
 
 def test_an_unknown_name_raises_attribute_error_and_a_served_one_is_cached() -> None:

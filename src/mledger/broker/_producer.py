@@ -118,11 +118,6 @@ class _ProducerBase:
     itself reaches its ``_send`` / ``_send_batch``."""
 
     _producer_for: Callable[[str | None, int | None, int | None], Producer]
-    _send: Callable[[bytes, str | None, int | None, int | None, Mapping[str, str] | None, _Sink[MessageId], bool], None]
-    _send_batch: Callable[
-        [Sequence[bytes], str | None, int | None, int | None, Mapping[str, str] | None, _Sink[BatchMessageIds], bool],
-        None,
-    ]
 
     def send(
         self,
@@ -143,8 +138,9 @@ class _ProducerBase:
         producer = self._producer_for(key, deliver_at_ms, sequence_id)
         if producer is not self:
             return producer.send(data, key, deliver_at_ms, sequence_id, properties)
+        assert isinstance(self, Producer)  # a message routed to the producer itself
         waiter: _Waiter[MessageId] = _Waiter()
-        self._send(data, key, deliver_at_ms, sequence_id, properties, waiter, True)
+        self._send(data, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
         return waiter.wait()
 
     def send_async(
@@ -170,8 +166,9 @@ class _ProducerBase:
             return producer
         if producer is not self:
             return producer.send_async(data, key, deliver_at_ms, sequence_id, properties)
+        assert isinstance(self, Producer)
         future: Future[MessageId] = Future()
-        self._send(data, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), False)
+        self._send(data, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
         return future
 
     def send_batch(
@@ -191,8 +188,9 @@ class _ProducerBase:
         producer = self._producer_for(key, deliver_at_ms, sequence_id)
         if producer is not self:
             return producer.send_batch(items, key, deliver_at_ms, sequence_id, properties)
+        assert isinstance(self, Producer)
         waiter: _Waiter[BatchMessageIds] = _Waiter()
-        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, waiter, True)
+        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, waiter, inline=True)
         return waiter.wait()
 
     def send_batch_async(
@@ -209,8 +207,9 @@ class _ProducerBase:
             return producer
         if producer is not self:
             return producer.send_batch_async(items, key, deliver_at_ms, sequence_id, properties)
+        assert isinstance(self, Producer)
         future: Future[BatchMessageIds] = Future()
-        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), False)
+        self._send_batch(items, key, deliver_at_ms, sequence_id, properties, _FutureSink(future), inline=False)
         return future
 
     def _routed(self, key: str | None, deliver_at_ms: int | None, sequence_id: int | None) -> Producer | Future[Any]:

@@ -28,6 +28,8 @@ def lazy_getattr(
     anchor = namespace.get("__package__") or package
     module_of: dict[str, str] = {}
     for module, names in table.items():
+        if isinstance(names, str):  # ("Name") without its comma: a string, not a tuple of names
+            raise TypeError(f"{package}: the names served from {module!r} must be a tuple, got the string {names!r}")
         for name in names:
             if module_of.setdefault(name, module) != module:
                 raise ValueError(f"{package}: {name!r} is served lazily from both {module_of[name]!r} and {module!r}")

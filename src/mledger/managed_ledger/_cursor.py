@@ -1447,6 +1447,7 @@ class ManagedCursor:
             md, read = self._state.mark_delete, self._read
             assert read > md, f"read position {read} <= mark-delete {md}"
             self._state._check()
+            assert self._ignored_acks is self._state.ignored_acks, "delete's bound ignored-acks mapping is stale"
             backlog = self._precise_backlog()
             assert backlog >= 0, f"negative backlog {backlog}"
             assert self._ml.entries_added_counter - self._consumed == backlog, (
