@@ -9,7 +9,10 @@ before the entries are written, so it holds every ledger back from trimming and 
 the backlog is all ``N``). The single-call line times ``N`` calls of ``cursor.delete(position)``
 in a random order over ledgers of 50,000 entries (every call acks one entry; the mark-delete
 absorbs the holes as they close), under the broker's default persist throttle (1/s); the
-iterable-form line the same acks ``100,000`` positions per call.
+iterable-form line the same acks ``100,000`` positions per call. Two more single-call lines
+split the regimes of the restart figures (issue 33): within the range limits each ack is a
+counter, past the range cap the close tracker follows each one
+(:func:`bench_single_acks_by_regime`).
 The workloads (``*_workload``) and timed steps (``ack_each``, ``ack_in_chunks``) are shared with
 the pytest-benchmark twin, ``test_bench_cursor.py``.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gc
 import random
+import statistics
 import time
 import tracemalloc
 
@@ -137,6 +141,28 @@ def bench_in_order_acks(n: int) -> float:
     return rate
 
 
+def bench_single_acks_by_regime(repeats: int = 5) -> tuple[float, float]:
+    """Single-call acks per CPU-second in the two regimes of the restart figures, medians of
+    ``repeats`` fresh cursors over 100,000 entries: 9,000 random acks (fewer than 10,000 ranges:
+    within ``maxUnackedRangesToPersist``, each ack a counter), and 5,000 random acks after
+    30,000 others (past the 10,000-range cap: the close tracker follows each ack's move of the
+    unload figure, issue 33)."""
+    within, past = [], []
+    for seed in range(repeats):
+        _, _, cursor, positions = make_cursor(100_000)
+        order = random.Random(seed).sample(positions, 9_000)
+        start = time.process_time()
+        ack_each(cursor, order)
+        within.append(len(order) / (time.process_time() - start))
+        _, _, cursor, positions = make_cursor(100_000)
+        order = random.Random(seed).sample(positions[1:], 35_000)  # entry 0 stays: no absorption
+        cursor.delete(order[:30_000])
+        start = time.process_time()
+        ack_each(cursor, order[30_000:])
+        past.append(5_000 / (time.process_time() - start))
+    return statistics.median(within), statistics.median(past)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=1_000_000)
@@ -152,6 +178,9 @@ def main() -> None:
     print(f"memory of {n:,} random holes over a {2 * n:,}-entry backlog: {mib:.2f} MiB, {ranges:,} ranges (target <= 16 MiB)")
     k = min(n, 200_000)
     print(f"in-order acks, single calls, each persisted, {k:,} over 10k-entry ledgers: {bench_in_order_acks(k):,.0f}/s")
+    within, past = bench_single_acks_by_regime()
+    print(f"individual acks, single calls, within the range limits (9,000 random of 100,000): {within:,.0f} per CPU-second")
+    print(f"individual acks, single calls, past the 10,000-range cap (5,000 after 30,000): {past:,.0f} per CPU-second")
     ms, md = bench_absorb(n)
     print(f"mark-delete absorbing {n:,} contiguous acked entries: {ms:.2f} ms -> MD {md} (target <= 50 ms)")
 
