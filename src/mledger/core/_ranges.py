@@ -133,32 +133,22 @@ class AckRangeSet:
             bm.add_checked(entry_id)
         except KeyError:
             return False
-        if ledger_id in self._run_arrays:
-            self._follow_add(ledger_id, bm, entry_id)
-        else:
-            count = self._runs.get(ledger_id)
-            if count is not None:  # _follow_add's run count, inline: most ledgers keep only it
-                self._frozen.pop(ledger_id, None)
+        # the ledger's caches, inline (this path runs once per single ack): its run count follows
+        # from the entry's neighbours, its cached runs take the entry at the next export (_pend)
+        count = self._runs.get(ledger_id)
+        if count is not None or ledger_id in self._run_arrays:
+            self._frozen.pop(ledger_id, None)
+            if count is not None:
                 grown = 1 - (entry_id > 0 and entry_id - 1 in bm) - (entry_id < MAX_ENTRY_ID and entry_id + 1 in bm)
                 self._runs[ledger_id] = count + grown
                 self._run_total += grown
+            if ledger_id in self._run_arrays:
+                self._pend(ledger_id, entry_id)
         self._cardinality += 1
         extra = self._extra
         if extra and ledger_id in extra:
             self._add_extra(ledger_id, self._weights.of(ledger_id, entry_id) - 1)  # type: ignore[union-attr]
         return True
-
-    def _follow_add(self, ledger_id: int, bm: BitMap, entry_id: int) -> None:
-        """The caches of one ledger after ``entry_id`` was added to it: its run count follows
-        from the entry's neighbours, and its cached runs take it at the next export
-        (:meth:`_pend`)."""
-        self._frozen.pop(ledger_id, None)
-        count = self._runs.get(ledger_id)
-        if count is not None:
-            joins = (entry_id > 0 and entry_id - 1 in bm) + (entry_id < MAX_ENTRY_ID and entry_id + 1 in bm)
-            self._note_run_count(ledger_id, count + 1 - joins)
-        if ledger_id in self._run_arrays:
-            self._pend(ledger_id, entry_id)
 
     def _follow_many(self, ledger_id: int, values: np.ndarray) -> None:
         """The caches of one ledger after a bulk add of ``values`` (some perhaps acked before;
